@@ -1,0 +1,35 @@
+//! `talon`: the command-line entry point.
+
+mod exec;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Talon, an agent gateway.
+#[derive(Debug, Parser)]
+#[command(name = "talon", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one JavaScript cell in the sandbox and print its result as JSON.
+    Exec(exec::ExecArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TALON_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Exec(args) => exec::run(args),
+    }
+}

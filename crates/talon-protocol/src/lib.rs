@@ -1,0 +1,10 @@
+//! Talon's wire types: every value that crosses a process boundary (the CLI's
+//! JSON output today; the gateway protocol later) is defined here and only
+//! here. Each type derives `JsonSchema`; [`schema::protocol_schema`] renders
+//! the committed `schema/talon-protocol.schema.json`, and a test fails when
+//! the two drift.
+
+pub mod code_mode;
+pub mod schema;
+
+pub use code_mode::{CellResult, CodeModeErrorCode, CodeModeOutput, OutputStream};

@@ -1,0 +1,214 @@
+//! Typed handles on the `qjs_*` exports of `quickjs.wasm`, and helpers for
+//! guest memory.
+//!
+//! The module's C API works on *boxed* values: a `u32` pointer to a
+//! heap-allocated `JSValue` that the caller owns and frees with
+//! `qjs_free_value`. The helpers here never interpret guest memory beyond
+//! bounds-checked reads and writes of byte ranges, so a hostile or corrupted
+//! guest can make a call fail but can never make the host misbehave.
+
+use wasmtime::{AsContext, AsContextMut, Instance, Memory, TypedFunc};
+
+use crate::error::{Result, SandboxError};
+
+macro_rules! exports {
+    ($( $field:ident : $p:ty => $r:ty ),* $(,)?) => {
+        /// The exports Talon calls, resolved once per instance.
+        #[derive(Clone)]
+        pub(crate) struct Exports {
+            pub memory: Memory,
+            pub stack_pointer: wasmtime::Global,
+            $( pub $field: TypedFunc<$p, $r>, )*
+        }
+
+        impl Exports {
+            pub fn resolve(mut store: impl AsContextMut, instance: &Instance) -> Result<Self> {
+                let memory = instance
+                    .get_memory(&mut store, "memory")
+                    .ok_or_else(|| SandboxError::runtime("module exports no memory"))?;
+                let stack_pointer = instance
+                    .get_global(&mut store, "__stack_pointer")
+                    .ok_or_else(|| SandboxError::runtime("module exports no __stack_pointer"))?;
+                Ok(Self {
+                    memory,
+                    stack_pointer,
+                    $( $field: instance
+                        .get_typed_func(&mut store, stringify!($field))
+                        .map_err(|e| SandboxError::runtime(format!(
+                            "export {}: {e}", stringify!($field))))?, )*
+                })
+            }
+        }
+    };
+}
+
+exports! {
+    _initialize: () => (),
+    qjs_init: () => i32,
+    qjs_eval: (u32, u32, u32, i32) => u32,
+    qjs_get_exception: () => u32,
+    qjs_is_exception: u32 => i32,
+    qjs_is_null: u32 => i32,
+    qjs_is_bool: u32 => i32,
+    qjs_is_number: u32 => i32,
+    qjs_is_string: u32 => i32,
+    qjs_is_big_int: u32 => i32,
+    qjs_is_object: u32 => i32,
+    qjs_is_array: u32 => i32,
+    qjs_is_function: u32 => i32,
+    qjs_is_error: u32 => i32,
+    qjs_is_promise: u32 => i32,
+    qjs_is_proxy: u32 => i32,
+    qjs_is_map: u32 => i32,
+    qjs_is_set: u32 => i32,
+    qjs_is_date: u32 => i32,
+    qjs_is_regexp: u32 => i32,
+    qjs_is_weak_map: u32 => i32,
+    qjs_is_weak_set: u32 => i32,
+    qjs_is_weak_ref: u32 => i32,
+    qjs_is_array_buffer: u32 => i32,
+    qjs_is_data_view: u32 => i32,
+    qjs_get_typed_array_buffer: (u32, u32, u32, u32) => u32,
+    qjs_get_bool: u32 => i32,
+    qjs_get_float64: u32 => f64,
+    qjs_get_string_len: (u32, u32) => u32,
+    qjs_free_cstring: u32 => (),
+    qjs_new_string: (u32, u32) => u32,
+    qjs_new_number: f64 => u32,
+    qjs_new_object: () => u32,
+    qjs_new_array: () => u32,
+    qjs_get_undefined: () => u32,
+    qjs_get_null: () => u32,
+    qjs_get_true: () => u32,
+    qjs_get_false: () => u32,
+    qjs_free_value: u32 => (),
+    qjs_dup_value: u32 => u32,
+    qjs_get_global: () => u32,
+    qjs_get_prop_string: (u32, u32) => u32,
+    qjs_get_prop_uint32: (u32, u32) => u32,
+    qjs_define_prop_string: (u32, u32, u32, i32) => i32,
+    qjs_set_prop_uint32: (u32, u32, u32) => i32,
+    qjs_call: (u32, u32, u32, u32) => u32,
+    qjs_new_host_function: (u32, u32, i32) => u32,
+    qjs_new_promise: (u32, u32) => u32,
+    qjs_promise_state: u32 => i32,
+    qjs_promise_result: u32 => u32,
+    qjs_is_job_pending: () => i32,
+    qjs_execute_pending_job: () => i32,
+    qjs_throw: u32 => u32,
+    qjs_new_error: () => u32,
+    qjs_get_value_ptr: u32 => u32,
+    qjs_get_own_property_names: u32 => u32,
+    qjs_get_own_property_descriptor: (u32, u32) => u32,
+    qjs_has_own_property: (u32, u32) => i32,
+    qjs_get_prototype_of: u32 => u32,
+    qjs_get_runtime_ptr: () => u32,
+    qjs_get_context_ptr: () => u32,
+    qjs_set_runtime_and_context: (u32, u32) => (),
+    qjs_set_memory_limit: u32 => (),
+    qjs_set_max_stack_size: u32 => (),
+    qjs_set_interrupt_handler: i32 => (),
+    qjs_set_module_loader: i32 => (),
+    qjs_run_gc: () => (),
+    wasm_malloc: u32 => u32,
+    wasm_free: u32 => (),
+}
+
+/// `JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE` (not enumerable).
+pub(crate) const PROP_HIDDEN: i32 = 1 | 2;
+/// `JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE | JS_PROP_ENUMERABLE`.
+pub(crate) const PROP_DEFAULT: i32 = 1 | 2 | 4;
+
+/// `qjs_promise_state` results (`JSPromiseStateEnum`).
+pub(crate) const PROMISE_PENDING: i32 = 0;
+pub(crate) const PROMISE_FULFILLED: i32 = 1;
+pub(crate) const PROMISE_REJECTED: i32 = 2;
+
+impl Exports {
+    /// Copies `len` bytes at `ptr` out of guest memory.
+    pub fn read_bytes(&self, store: impl AsContext, ptr: u32, len: u32) -> Result<Vec<u8>> {
+        let data = self.memory.data(&store);
+        let start = ptr as usize;
+        let end = start
+            .checked_add(len as usize)
+            .filter(|end| *end <= data.len())
+            .ok_or_else(|| SandboxError::corrupt("guest pointer out of bounds"))?;
+        Ok(data[start..end].to_vec())
+    }
+
+    /// Reads a little-endian `u32` at `ptr`.
+    pub fn read_u32(&self, store: impl AsContext, ptr: u32) -> Result<u32> {
+        let data = self.memory.data(&store);
+        let start = ptr as usize;
+        data.get(start..start + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+            .ok_or_else(|| SandboxError::corrupt("guest pointer out of bounds"))
+    }
+
+    /// Allocates `bytes` plus a NUL terminator in guest memory. The caller
+    /// frees the returned pointer with `wasm_free`.
+    pub fn alloc_bytes(&self, mut store: impl AsContextMut, bytes: &[u8]) -> Result<u32> {
+        let len = u32::try_from(bytes.len() + 1)
+            .map_err(|_| SandboxError::ValueTooLarge("string exceeds 4 GiB".into()))?;
+        let ptr = self.wasm_malloc.call(&mut store, len)?;
+        if ptr == 0 {
+            return Err(SandboxError::MemoryLimit);
+        }
+        let data = self.memory.data_mut(&mut store);
+        let start = ptr as usize;
+        let slot = data
+            .get_mut(start..start + bytes.len() + 1)
+            .ok_or_else(|| SandboxError::corrupt("malloc returned an out-of-bounds pointer"))?;
+        slot[..bytes.len()].copy_from_slice(bytes);
+        slot[bytes.len()] = 0;
+        Ok(ptr)
+    }
+
+    /// Creates a guest string from UTF-8 text.
+    pub fn new_string(&self, mut store: impl AsContextMut, text: &str) -> Result<u32> {
+        let ptr = self.alloc_bytes(&mut store, text.as_bytes())?;
+        // `text.len()` fits: alloc_bytes checked `len + 1`.
+        let value = self
+            .qjs_new_string
+            .call(&mut store, (ptr, text.len() as u32));
+        self.wasm_free.call(&mut store, ptr)?;
+        let value = value?;
+        self.check_value(&mut store, value)
+    }
+
+    /// Turns a returned box that holds the exception sentinel into an error
+    /// (freeing the sentinel); otherwise returns the box.
+    pub fn check_value(&self, mut store: impl AsContextMut, value: u32) -> Result<u32> {
+        if value == 0 {
+            return Err(SandboxError::MemoryLimit);
+        }
+        if self.qjs_is_exception.call(&mut store, value)? != 0 {
+            self.qjs_free_value.call(&mut store, value)?;
+            return Err(SandboxError::PendingException);
+        }
+        Ok(value)
+    }
+
+    /// Reads a guest string value (the caller has checked `qjs_is_string`).
+    /// Lone surrogates, which QuickJS encodes as WTF-8, become U+FFFD.
+    pub fn read_string(
+        &self,
+        mut store: impl AsContextMut,
+        value: u32,
+        scratch: u32,
+    ) -> Result<String> {
+        let cstr = self.qjs_get_string_len.call(&mut store, (value, scratch))?;
+        if cstr == 0 {
+            return Err(SandboxError::MemoryLimit);
+        }
+        let len = self.read_u32(&store, scratch)?;
+        let bytes = self.read_bytes(&store, cstr, len);
+        self.qjs_free_cstring.call(&mut store, cstr)?;
+        let bytes = bytes?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+}

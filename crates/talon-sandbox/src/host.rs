@@ -1,0 +1,542 @@
+//! The store's host state and the module's imports: the `env.host_*`
+//! callbacks and a hand-written shim of exactly the six WASI functions the
+//! module imports. The guest gets no files, no environment, no arguments and
+//! no clock beyond the host's choice.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rand_chacha::ChaCha12Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde_json::Value;
+use wasmtime::{Caller, Linker, ResourceLimiter};
+
+use crate::abi::Exports;
+use crate::config::{Clock, Limits};
+use crate::convert::{self, Strings};
+use crate::error::{Result, SandboxError};
+use crate::functions::{HostCallError, HostFunction, HostFunctions, PendingCall};
+use crate::output::Output;
+
+/// WASI errno values used by the shim.
+const ERRNO_SUCCESS: i32 = 0;
+const ERRNO_BADF: i32 = 8;
+const ERRNO_FAULT: i32 = 21;
+const ERRNO_INVAL: i32 = 28;
+const ERRNO_SPIPE: i32 = 70;
+
+/// Names of the host functions every VM has, dispatched before the
+/// registry. The prelude captures them and deletes the globals.
+pub(crate) const PRINT_FN: &str = "__talon_print";
+pub(crate) const RANDOM_FN: &str = "__talon_random";
+
+/// Guest pointers a VM keeps for its whole life (and carries in snapshots).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct GuestPointers {
+    /// A 16-byte scratch area for out-parameters.
+    pub scratch: u32,
+    /// NUL-terminated property names, see [`Strings`].
+    pub strings: u32,
+}
+
+/// The resolving functions of a promise handed to the guest by an
+/// asynchronous host function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resolvers {
+    pub resolve: u32,
+    pub reject: u32,
+}
+
+/// Per-store state, reachable from every import.
+pub(crate) struct HostState {
+    pub exports: Option<Arc<Exports>>,
+    pub ptrs: GuestPointers,
+    pub limiter: MemoryLimiter,
+    pub limits: Limits,
+    pub functions: Arc<HostFunctions>,
+    pub next_call_id: u64,
+    pub pending: Vec<PendingCall>,
+    pub resolvers: BTreeMap<u64, Resolvers>,
+    pub output: Output,
+    pub soft_deadline: Option<Instant>,
+    pub interrupted: bool,
+    pub abort: Option<Arc<AtomicBool>>,
+    pub aborted: bool,
+    pub module_denied: Option<String>,
+    pub clock: Clock,
+    pub started: Instant,
+    pub rng: ChaCha12Rng,
+    pub host_calls: u64,
+}
+
+impl HostState {
+    pub fn new(limits: Limits, functions: Arc<HostFunctions>, clock: Clock) -> Result<Self> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed)
+            .map_err(|e| SandboxError::runtime(format!("no CSPRNG seed: {e}")))?;
+        Ok(Self {
+            exports: None,
+            ptrs: GuestPointers::default(),
+            limiter: MemoryLimiter {
+                max_bytes: limits.store_memory_bytes(),
+                denied: false,
+            },
+            output: Output::new(limits.max_output_bytes),
+            limits,
+            functions,
+            next_call_id: 1,
+            pending: Vec::new(),
+            resolvers: BTreeMap::new(),
+            soft_deadline: None,
+            interrupted: false,
+            abort: None,
+            aborted: false,
+            module_denied: None,
+            clock,
+            started: Instant::now(),
+            rng: ChaCha12Rng::from_seed(seed),
+            host_calls: 0,
+        })
+    }
+
+    pub fn exports(&self) -> Result<Arc<Exports>> {
+        self.exports
+            .clone()
+            .ok_or_else(|| SandboxError::corrupt("exports not resolved"))
+    }
+}
+
+/// The store's limiter: linear memory may not grow past the VM's cap.
+/// A refused grow makes `memory.grow` return -1 (QuickJS then throws its
+/// out-of-memory error) and is remembered so the failure gets its own code.
+pub(crate) struct MemoryLimiter {
+    pub max_bytes: usize,
+    pub denied: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max_bytes {
+            self.denied = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 65_536)
+    }
+}
+
+/// Defines every import of the module on `linker`.
+pub(crate) fn define_imports(linker: &mut Linker<HostState>) -> Result<()> {
+    let err = |e: wasmtime::Error| SandboxError::runtime(format!("linking imports: {e}"));
+    linker
+        .func_wrap("env", "host_call", host_call)
+        .map_err(err)?;
+    linker
+        .func_wrap(
+            "env",
+            "host_interrupt",
+            |mut caller: Caller<'_, HostState>| -> i32 {
+                let state = caller.data_mut();
+                if state
+                    .abort
+                    .as_ref()
+                    .is_some_and(|a| a.load(Ordering::Relaxed))
+                {
+                    state.aborted = true;
+                    return 1;
+                }
+                match state.soft_deadline {
+                    Some(deadline) if Instant::now() >= deadline => {
+                        state.interrupted = true;
+                        1
+                    }
+                    _ => 0,
+                }
+            },
+        )
+        .map_err(err)?;
+    linker
+        .func_wrap(
+            "env",
+            "host_promise_rejection",
+            |mut caller: Caller<'_, HostState>, promise: u32, reason: u32, _handled: i32| {
+                // Never enabled; if the module calls it anyway, release the values.
+                if let Ok(ex) = caller.data().exports() {
+                    let _ = ex.qjs_free_value.call(&mut caller, promise);
+                    let _ = ex.qjs_free_value.call(&mut caller, reason);
+                }
+            },
+        )
+        .map_err(err)?;
+    linker
+        .func_wrap(
+            "env",
+            "host_module_normalize",
+            |caller: Caller<'_, HostState>, _base: u32, name: u32| deny_module(caller, name),
+        )
+        .map_err(err)?;
+    linker
+        .func_wrap(
+            "env",
+            "host_module_load",
+            |caller: Caller<'_, HostState>, name: u32, _out: u32| deny_module(caller, name),
+        )
+        .map_err(err)?;
+    linker
+        .func_wrap(
+            "env",
+            "host_get_timezone_offset",
+            |_: Caller<'_, HostState>, _hi: i32, _lo: i32| -> i32 {
+                0 // The guest lives in UTC.
+            },
+        )
+        .map_err(err)?;
+    define_wasi(linker).map_err(err)?;
+    Ok(())
+}
+
+/// Records a module-loading attempt and throws in the guest.
+fn deny_module(mut caller: Caller<'_, HostState>, name: u32) -> u32 {
+    let specifier = read_cstr(&mut caller, name).unwrap_or_else(|| "<unreadable>".into());
+    let message = format!("module access denied: cannot load '{specifier}'");
+    caller.data_mut().module_denied = Some(specifier);
+    throw_error(
+        &mut caller,
+        &HostCallError::new(message).with_code("module_access_denied"),
+    );
+    0
+}
+
+fn read_cstr(caller: &mut Caller<'_, HostState>, ptr: u32) -> Option<String> {
+    let ex = caller.data().exports.as_ref()?.memory;
+    let data = ex.data(&caller);
+    let tail = data.get(ptr as usize..)?;
+    let end = tail.iter().take(4096).position(|b| *b == 0)?;
+    Some(String::from_utf8_lossy(&tail[..end]).into_owned())
+}
+
+/// `env.host_call`: the guest called a host function by name.
+fn host_call(
+    mut caller: Caller<'_, HostState>,
+    name_ptr: u32,
+    name_len: u32,
+    _this: u32,
+    argc: u32,
+    argv: u32,
+) -> u32 {
+    match dispatch(&mut caller, name_ptr, name_len, argc, argv) {
+        Ok(value) => value,
+        Err(error) => {
+            throw_error(&mut caller, &error);
+            0
+        }
+    }
+}
+
+fn dispatch(
+    caller: &mut Caller<'_, HostState>,
+    name_ptr: u32,
+    name_len: u32,
+    argc: u32,
+    argv: u32,
+) -> Result<u32, HostCallError> {
+    let ex = caller.data().exports().map_err(HostCallError::internal)?;
+    caller.data_mut().host_calls += 1;
+    let name_bytes = ex
+        .read_bytes(&caller, name_ptr, name_len)
+        .map_err(HostCallError::internal)?;
+    let name = String::from_utf8_lossy(&name_bytes);
+    if argc > 64 {
+        return Err(HostCallError::new(format!(
+            "{name}: too many arguments ({argc})"
+        )));
+    }
+    let mut args = Vec::with_capacity(argc as usize);
+    for i in 0..argc {
+        let arg = ex
+            .read_u32(&caller, argv + 4 * i)
+            .map_err(HostCallError::internal)?;
+        args.push(arg);
+    }
+    match name.as_ref() {
+        RANDOM_FN => {
+            let bits = caller.data_mut().rng.next_u64() >> 11;
+            let value = bits as f64 / (1u64 << 53) as f64;
+            return ex
+                .qjs_new_number
+                .call(&mut *caller, value)
+                .map_err(HostCallError::internal);
+        }
+        PRINT_FN => return print(caller, &ex, &args),
+        _ => {}
+    }
+    let function = caller.data().functions.get(&name).cloned();
+    let Some(function) = function else {
+        return Err(HostCallError::new(format!(
+            "host function '{name}' is not available"
+        )));
+    };
+    let limits = caller.data().limits.bridge;
+    let mut values = Vec::with_capacity(args.len());
+    for arg in args {
+        let value = convert::to_json(&mut *caller, &ex, arg, &limits)
+            .map_err(|e| HostCallError::new(format!("{name}: argument {}", e)))?;
+        values.push(value);
+    }
+    match function {
+        HostFunction::Sync(f) => {
+            let result = f(&values)?;
+            convert::from_json(&mut *caller, &ex, &result, &limits).map_err(HostCallError::internal)
+        }
+        HostFunction::Async => start_async_call(caller, &ex, name.into_owned(), values),
+    }
+}
+
+/// Creates the promise the guest awaits and queues the call for the host.
+fn start_async_call(
+    caller: &mut Caller<'_, HostState>,
+    ex: &Exports,
+    name: String,
+    args: Vec<Value>,
+) -> Result<u32, HostCallError> {
+    let max = caller.data().limits.max_pending_calls;
+    if caller.data().resolvers.len() >= max {
+        return Err(HostCallError::new(format!(
+            "{name}: too many pending host calls (limit {max})"
+        ))
+        .with_code("too_many_pending_tool_calls"));
+    }
+    let out = caller.data().ptrs.scratch;
+    let promise = ex
+        .qjs_new_promise
+        .call(&mut *caller, (out, out + 4))
+        .map_err(HostCallError::internal)?;
+    let promise = ex
+        .check_value(&mut *caller, promise)
+        .map_err(HostCallError::internal)?;
+    let resolve = ex.read_u32(&caller, out).map_err(HostCallError::internal)?;
+    let reject = ex
+        .read_u32(&caller, out + 4)
+        .map_err(HostCallError::internal)?;
+    let state = caller.data_mut();
+    let id = state.next_call_id;
+    state.next_call_id += 1;
+    state.resolvers.insert(id, Resolvers { resolve, reject });
+    state.pending.push(PendingCall { id, name, args });
+    Ok(promise)
+}
+
+/// `__talon_print(stream, text)`: appends to the bounded output buffer.
+fn print(
+    caller: &mut Caller<'_, HostState>,
+    ex: &Exports,
+    args: &[u32],
+) -> Result<u32, HostCallError> {
+    let (Some(&stream), Some(&text)) = (args.first(), args.get(1)) else {
+        return Err(HostCallError::new("print: expected (stream, text)"));
+    };
+    let stream = ex
+        .qjs_get_float64
+        .call(&mut *caller, stream)
+        .map_err(HostCallError::internal)?;
+    if ex
+        .qjs_is_string
+        .call(&mut *caller, text)
+        .map_err(HostCallError::internal)?
+        == 0
+    {
+        return Err(HostCallError::new("print: text must be a string"));
+    }
+    let scratch = caller.data().ptrs.scratch;
+    let text = ex
+        .read_string(&mut *caller, text, scratch)
+        .map_err(HostCallError::internal)?;
+    let stream = if stream == 2.0 {
+        talon_protocol::OutputStream::Stderr
+    } else {
+        talon_protocol::OutputStream::Stdout
+    };
+    if let Err(limit) = caller.data_mut().output.push(stream, &text) {
+        return Err(
+            HostCallError::new(format!("output limit of {limit} bytes exceeded"))
+                .with_code("output_limit_exceeded"),
+        );
+    }
+    ex.qjs_get_undefined
+        .call(&mut *caller, ())
+        .map_err(HostCallError::internal)
+}
+
+/// Throws a plain guest `Error` carrying `message` and, if set, `code`.
+/// Host error objects never cross: only these two strings do.
+pub(crate) fn throw_error(caller: &mut Caller<'_, HostState>, error: &HostCallError) {
+    let Ok(ex) = caller.data().exports() else {
+        return;
+    };
+    let strings = Strings::at(caller.data().ptrs.strings);
+    let result = (|| -> Result<()> {
+        let err = ex.qjs_new_error.call(&mut *caller, ())?;
+        let err = ex.check_value(&mut *caller, err)?;
+        let set = |caller: &mut Caller<'_, HostState>, key: u32, text: &str| -> Result<()> {
+            let value = ex.new_string(&mut *caller, text)?;
+            ex.qjs_define_prop_string
+                .call(&mut *caller, (err, key, value, crate::abi::PROP_HIDDEN))?;
+            ex.qjs_free_value.call(&mut *caller, value)?;
+            Ok(())
+        };
+        set(caller, strings.message, &error.message)?;
+        if let Some(code) = &error.code {
+            set(caller, strings.code, code)?;
+        }
+        let thrown = ex.qjs_throw.call(&mut *caller, err)?;
+        ex.qjs_free_value.call(&mut *caller, thrown)?;
+        ex.qjs_free_value.call(&mut *caller, err)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "could not build the guest error");
+    }
+}
+
+fn define_wasi(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    const WASI: &str = "wasi_snapshot_preview1";
+    linker.func_wrap(
+        WASI,
+        "clock_time_get",
+        |mut caller: Caller<'_, HostState>, id: i32, _precision: i64, out: i32| -> i32 {
+            let state = caller.data();
+            let nanos: u64 = match (id, state.clock) {
+                (0, Clock::System) => SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(0),
+                (0, Clock::Fixed { unix_ms }) => unix_ms.saturating_mul(1_000_000),
+                (1, Clock::System) => state.started.elapsed().as_nanos() as u64,
+                (1, Clock::Fixed { .. }) => 0,
+                _ => return ERRNO_INVAL,
+            };
+            write_guest(&mut caller, out, &nanos.to_le_bytes())
+        },
+    )?;
+    linker.func_wrap(
+        WASI,
+        "fd_write",
+        |mut caller: Caller<'_, HostState>,
+         fd: i32,
+         iovs: i32,
+         iovs_len: i32,
+         written: i32|
+         -> i32 {
+            if fd != 1 && fd != 2 {
+                return ERRNO_BADF;
+            }
+            let Some(memory) = caller.data().exports.as_ref().map(|e| e.memory) else {
+                return ERRNO_FAULT;
+            };
+            let data = memory.data(&caller);
+            let mut text = Vec::new();
+            for i in 0..iovs_len.clamp(0, 1024) as usize {
+                let at = iovs as usize + i * 8;
+                let (Some(ptr), Some(len)) = (le_u32(data, at), le_u32(data, at + 4)) else {
+                    return ERRNO_FAULT;
+                };
+                let Some(bytes) = data.get(ptr as usize..ptr as usize + len as usize) else {
+                    return ERRNO_FAULT;
+                };
+                text.extend_from_slice(bytes);
+            }
+            let total = text.len() as u32;
+            let stream = if fd == 2 {
+                talon_protocol::OutputStream::Stderr
+            } else {
+                talon_protocol::OutputStream::Stdout
+            };
+            // Past the cap the bytes are dropped; the guest is not told.
+            let _ = caller
+                .data_mut()
+                .output
+                .push(stream, &String::from_utf8_lossy(&text));
+            write_guest(&mut caller, written, &total.to_le_bytes())
+        },
+    )?;
+    linker.func_wrap(
+        WASI,
+        "fd_close",
+        |_: Caller<'_, HostState>, _fd: i32| -> i32 { ERRNO_BADF },
+    )?;
+    linker.func_wrap(
+        WASI,
+        "fd_fdstat_get",
+        |mut caller: Caller<'_, HostState>, fd: i32, out: i32| -> i32 {
+            if !(0..=2).contains(&fd) {
+                return ERRNO_BADF;
+            }
+            // filetype CHARACTER_DEVICE, no flags, rights fd_write only.
+            let mut stat = [0u8; 24];
+            stat[0] = 2;
+            stat[8..16].copy_from_slice(&(1u64 << 6).to_le_bytes());
+            write_guest(&mut caller, out, &stat)
+        },
+    )?;
+    linker.func_wrap(
+        WASI,
+        "fd_seek",
+        |_: Caller<'_, HostState>, _fd: i32, _off: i64, _whence: i32, _out: i32| -> i32 {
+            ERRNO_SPIPE
+        },
+    )?;
+    linker.func_wrap(
+        WASI,
+        "random_get",
+        |mut caller: Caller<'_, HostState>, buf: i32, len: i32| -> i32 {
+            let Some(memory) = caller.data().exports.as_ref().map(|e| e.memory) else {
+                return ERRNO_FAULT;
+            };
+            let (data, state) = memory.data_and_store_mut(&mut caller);
+            let Some(slot) = data.get_mut(
+                buf as u32 as usize..(buf as u32 as usize).saturating_add(len as u32 as usize),
+            ) else {
+                return ERRNO_FAULT;
+            };
+            state.rng.fill_bytes(slot);
+            ERRNO_SUCCESS
+        },
+    )?;
+    Ok(())
+}
+
+fn le_u32(data: &[u8], at: usize) -> Option<u32> {
+    data.get(at..at + 4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+}
+
+fn write_guest(caller: &mut Caller<'_, HostState>, ptr: i32, bytes: &[u8]) -> i32 {
+    let Some(memory) = caller.data().exports.as_ref().map(|e| e.memory) else {
+        return ERRNO_FAULT;
+    };
+    let data = memory.data_mut(caller);
+    let start = ptr as u32 as usize;
+    match data.get_mut(start..start + bytes.len()) {
+        Some(slot) => {
+            slot.copy_from_slice(bytes);
+            ERRNO_SUCCESS
+        }
+        None => ERRNO_FAULT,
+    }
+}

@@ -1,0 +1,170 @@
+//! The base image: a VM captured once after QuickJS is initialised and the
+//! sandbox prelude has run. Creating a VM means instantiating the module and
+//! writing the image's pages, never re-initialising QuickJS.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::{Engine, InstancePre, Store};
+
+use crate::abi::Exports;
+use crate::config::{Clock, Limits};
+use crate::convert::STRINGS;
+use crate::error::{Result, SandboxError};
+use crate::functions::HostFunctions;
+use crate::host::{GuestPointers, HostState, PRINT_FN, RANDOM_FN};
+use crate::runtime::{QUICKJS_WASM_SHA256, instantiate};
+use crate::vm::{eval_raw, install_function};
+
+/// Granularity of image and snapshot diffs.
+pub(crate) const PAGE: usize = 4096;
+/// WebAssembly's page size.
+pub(crate) const WASM_PAGE: usize = 65_536;
+
+const BASE_PRELUDE: &str = include_str!("js/base.js");
+
+/// The registers of a VM that live outside linear memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Registers {
+    pub stack_pointer: u32,
+    pub runtime: u32,
+    pub context: u32,
+    pub ptrs: GuestPointers,
+}
+
+pub(crate) struct BaseImage {
+    /// The image's whole linear memory (snapshots are diffs against it).
+    pub memory: Vec<u8>,
+    /// Pages where the image differs from a freshly instantiated module.
+    pub dirty_pages: Vec<u32>,
+    pub registers: Registers,
+    /// Identifies module + prelude + image; snapshots carry it.
+    pub id: [u8; 32],
+}
+
+impl BaseImage {
+    pub fn build(engine: &Engine, pre: &InstancePre<HostState>) -> Result<Self> {
+        let fresh_state = || {
+            HostState::new(
+                Limits::default(),
+                Arc::new(HostFunctions::new()),
+                Clock::System,
+            )
+        };
+        let (mut store, ex) = instantiate(engine, pre, fresh_state()?)?;
+        let registers = initialise(&mut store, &ex)?;
+        let memory = ex.memory.data(&store).to_vec();
+
+        let (pristine_store, pristine) = instantiate(engine, pre, fresh_state()?)?;
+        let pristine = pristine.memory.data(&pristine_store);
+        let dirty_pages = (0..memory.len() / PAGE)
+            .filter(|&i| {
+                let page = &memory[i * PAGE..(i + 1) * PAGE];
+                match pristine.get(i * PAGE..(i + 1) * PAGE) {
+                    Some(before) => before != page,
+                    None => page.iter().any(|b| *b != 0),
+                }
+            })
+            .map(|i| i as u32)
+            .collect();
+
+        let mut hasher = Sha256::new();
+        hasher.update(QUICKJS_WASM_SHA256.as_bytes());
+        hasher.update(BASE_PRELUDE.as_bytes());
+        hasher.update(&memory);
+        let id = hasher.finalize().into();
+        Ok(Self {
+            memory,
+            dirty_pages,
+            registers,
+            id,
+        })
+    }
+
+    /// Writes the image into a freshly instantiated store.
+    pub fn apply(&self, store: &mut Store<HostState>, ex: &Exports) -> Result<()> {
+        grow_to(store, ex, self.memory.len())?;
+        let data = ex.memory.data_mut(&mut *store);
+        for &page in &self.dirty_pages {
+            let range = page as usize * PAGE..(page as usize + 1) * PAGE;
+            data[range.clone()].copy_from_slice(&self.memory[range]);
+        }
+        set_registers(store, ex, &self.registers)
+    }
+}
+
+/// Grows linear memory to at least `bytes`.
+pub(crate) fn grow_to(store: &mut Store<HostState>, ex: &Exports, bytes: usize) -> Result<()> {
+    let current = ex.memory.data_size(&*store);
+    if bytes > current {
+        let pages = (bytes - current).div_ceil(WASM_PAGE) as u64;
+        ex.memory
+            .grow(&mut *store, pages)
+            .map_err(|_| SandboxError::MemoryLimit)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn set_registers(
+    store: &mut Store<HostState>,
+    ex: &Exports,
+    r: &Registers,
+) -> Result<()> {
+    ex.qjs_set_runtime_and_context
+        .call(&mut *store, (r.runtime, r.context))?;
+    ex.stack_pointer
+        .set(&mut *store, wasmtime::Val::I32(r.stack_pointer as i32))
+        .map_err(|e| SandboxError::corrupt(format!("stack pointer: {e}")))?;
+    store.data_mut().ptrs = r.ptrs;
+    Ok(())
+}
+
+pub(crate) fn read_registers(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
+    let stack_pointer =
+        ex.stack_pointer
+            .get(&mut *store)
+            .i32()
+            .ok_or_else(|| SandboxError::corrupt("stack pointer is not an i32"))? as u32;
+    Ok(Registers {
+        stack_pointer,
+        runtime: ex.qjs_get_runtime_ptr.call(&mut *store, ())?,
+        context: ex.qjs_get_context_ptr.call(&mut *store, ())?,
+        ptrs: store.data().ptrs,
+    })
+}
+
+/// Runs `_initialize` and `qjs_init`, allocates the VM's fixed guest
+/// buffers, installs the sandbox's own host functions and runs the prelude.
+fn initialise(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
+    let init = |e: SandboxError| SandboxError::runtime(format!("initialising QuickJS: {e}"));
+    ex._initialize
+        .call(&mut *store, ())
+        .map_err(|e| init(e.into()))?;
+    if ex
+        .qjs_init
+        .call(&mut *store, ())
+        .map_err(|e| init(e.into()))?
+        != 0
+    {
+        return Err(SandboxError::runtime("qjs_init failed"));
+    }
+    let scratch = ex
+        .wasm_malloc
+        .call(&mut *store, 32)
+        .map_err(|e| init(e.into()))?;
+    let strings = ex.alloc_bytes(&mut *store, STRINGS).map_err(init)?;
+    if scratch == 0 {
+        return Err(SandboxError::runtime("no memory for the scratch buffer"));
+    }
+    store.data_mut().ptrs = GuestPointers { scratch, strings };
+    install_function(store, ex, PRINT_FN).map_err(init)?;
+    install_function(store, ex, RANDOM_FN).map_err(init)?;
+    let result = eval_raw(store, ex, BASE_PRELUDE, "<talon-base>").map_err(init)?;
+    ex.qjs_free_value
+        .call(&mut *store, result)
+        .map_err(|e| init(e.into()))?;
+    ex.qjs_run_gc
+        .call(&mut *store, ())
+        .map_err(|e| init(e.into()))?;
+    read_registers(store, ex)
+}

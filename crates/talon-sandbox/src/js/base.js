@@ -1,0 +1,62 @@
+// The sandbox's own prelude, run once when the base image is built.
+// It captures the two host functions every VM has and hides their globals:
+//   __talon_print(stream, text)  stream 1 = stdout, 2 = stderr
+//   __talon_random()             a double in [0, 1) from the host's CSPRNG
+// and installs `console` and a host-backed `Math.random`, so that VMs
+// restored from one snapshot never share a random sequence.
+(function () {
+  "use strict";
+  const print = globalThis.__talon_print;
+  const random = globalThis.__talon_random;
+  delete globalThis.__talon_print;
+  delete globalThis.__talon_random;
+
+  const stringify = JSON.stringify;
+  const toString = String;
+  const isArray = Array.isArray;
+  const apply = Reflect.apply;
+  const push = Array.prototype.push;
+  const join = Array.prototype.join;
+  const freeze = Object.freeze;
+  const defineProperty = Object.defineProperty;
+
+  function render(value) {
+    if (typeof value === "string") return value;
+    if (value === undefined) return "undefined";
+    if (typeof value === "function") return "[Function]";
+    if (typeof value === "bigint" || typeof value === "symbol") return toString(value);
+    if (value instanceof Error) {
+      return value.stack ? toString(value.name) + ": " + toString(value.message) + "\n" + toString(value.stack)
+                         : toString(value.name) + ": " + toString(value.message);
+    }
+    try {
+      const text = stringify(value);
+      return text === undefined ? toString(value) : text;
+    } catch (e) {
+      return toString(value);
+    }
+  }
+
+  function writer(stream) {
+    return function () {
+      const parts = [];
+      for (let i = 0; i < arguments.length; i++) apply(push, parts, [render(arguments[i])]);
+      print(stream, apply(join, parts, [" "]) + "\n");
+    };
+  }
+
+  const console = freeze({
+    log: writer(1),
+    info: writer(1),
+    debug: writer(1),
+    warn: writer(2),
+    error: writer(2),
+  });
+  defineProperty(globalThis, "console", { value: console, writable: true, configurable: true, enumerable: false });
+  defineProperty(Math, "random", {
+    value: function random_() { return random(); },
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
+})();

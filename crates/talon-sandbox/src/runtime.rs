@@ -1,0 +1,281 @@
+//! The process-wide sandbox: one wasmtime `Engine`, the module compiled once
+//! (and cached on disk as a precompiled artifact keyed by wasmtime's
+//! compatibility hash), the linker with every import, the base image, and
+//! the epoch ticker behind the hard-stop deadline.
+
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::{Config, Engine, InstancePre, Linker, Module, Store};
+
+use crate::abi::Exports;
+use crate::config::{SandboxConfig, VmOptions};
+use crate::error::{Result, SandboxError};
+use crate::functions::HostFunctions;
+use crate::host::{HostState, define_imports};
+use crate::image::BaseImage;
+use crate::vm::Vm;
+
+/// The embedded module: `quickjs.wasm` from npm `quickjs-wasi`, checked by
+/// the build script.
+pub const QUICKJS_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/quickjs.wasm"));
+/// The npm version of the embedded module.
+pub const QUICKJS_WASI_VERSION: &str = env!("TALON_QUICKJS_WASI_VERSION");
+/// SHA-256 of the embedded module.
+pub const QUICKJS_WASM_SHA256: &str = env!("TALON_QUICKJS_WASM_SHA256");
+
+/// A handle on the sandbox. Cheap to clone; one per process is enough.
+#[derive(Clone)]
+pub struct Sandbox {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub engine: Engine,
+    pub pre: InstancePre<HostState>,
+    pub image: BaseImage,
+    pub config: SandboxConfig,
+    ticker_stop: Arc<AtomicBool>,
+    /// How the module was obtained, for diagnostics.
+    pub load: ModuleLoad,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Where the compiled module came from, and how long that took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleLoad {
+    /// `true` when a cached artifact was used.
+    pub from_cache: bool,
+    /// Time to obtain the compiled module.
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("load", &self.inner.load)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Builds the sandbox: engine, compiled module (from the cache when it
+    /// can), base image. Fails with [`SandboxError::RuntimeUnavailable`].
+    pub fn new(config: SandboxConfig) -> Result<Self> {
+        let mut wasm_config = Config::new();
+        wasm_config.epoch_interruption(true);
+        wasm_config.max_wasm_stack(1 << 20);
+        let engine =
+            Engine::new(&wasm_config).map_err(|e| SandboxError::runtime(format!("engine: {e}")))?;
+
+        let started = Instant::now();
+        let (module, from_cache) = load_module(&engine, cache_dir(&config).as_deref())?;
+        let load = ModuleLoad {
+            from_cache,
+            elapsed: started.elapsed(),
+        };
+        tracing::debug!(?load, "quickjs module ready");
+
+        let mut linker = Linker::new(&engine);
+        define_imports(&mut linker)?;
+        let pre = linker
+            .instantiate_pre(&module)
+            .map_err(|e| SandboxError::runtime(format!("linking: {e}")))?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
+
+        let image = BaseImage::build(&engine, &pre)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                engine,
+                pre,
+                image,
+                config,
+                ticker_stop,
+                load,
+            }),
+        })
+    }
+
+    /// How the compiled module was obtained.
+    pub fn module_load(&self) -> &ModuleLoad {
+        &self.inner.load
+    }
+
+    /// Creates a VM from the base image, with `functions` installed as
+    /// globals.
+    pub fn create_vm(&self, options: VmOptions, functions: HostFunctions) -> Result<Vm> {
+        Vm::create(self.clone(), options, Arc::new(functions))
+    }
+
+    /// Rebuilds a VM from a snapshot made by [`Vm::snapshot`]. The host
+    /// functions are re-attached by name; none are installed anew.
+    pub fn restore_vm(
+        &self,
+        snapshot: &[u8],
+        options: VmOptions,
+        functions: HostFunctions,
+    ) -> Result<Vm> {
+        Vm::restore(self.clone(), snapshot, options, Arc::new(functions))
+    }
+
+    /// A store and instance with every import, nothing initialised.
+    pub(crate) fn instantiate(&self, state: HostState) -> Result<(Store<HostState>, Arc<Exports>)> {
+        instantiate(&self.inner.engine, &self.inner.pre, state)
+    }
+
+    pub(crate) fn ticks_for(&self, budget: Duration) -> u64 {
+        let tick = self.inner.config.epoch_tick.as_nanos().max(1);
+        (budget.as_nanos() / tick) as u64 + 2
+    }
+}
+
+/// Ticks of "no deadline": the store still needs one once epochs are on.
+pub(crate) const NO_DEADLINE_TICKS: u64 = 1 << 40;
+
+pub(crate) fn instantiate(
+    engine: &Engine,
+    pre: &InstancePre<HostState>,
+    state: HostState,
+) -> Result<(Store<HostState>, Arc<Exports>)> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limiter);
+    store.set_epoch_deadline(NO_DEADLINE_TICKS);
+    store.epoch_deadline_trap();
+    let instance = pre
+        .instantiate(&mut store)
+        .map_err(|e| SandboxError::runtime(format!("instantiate: {e}")))?;
+    let exports = Arc::new(Exports::resolve(&mut store, &instance)?);
+    store.data_mut().exports = Some(exports.clone());
+    Ok((store, exports))
+}
+
+fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> Result<()> {
+    std::thread::Builder::new()
+        .name("talon-sandbox-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| SandboxError::runtime(format!("epoch ticker: {e}")))
+}
+
+fn cache_dir(config: &SandboxConfig) -> Option<PathBuf> {
+    if let Some(dir) = &config.cache_dir {
+        return Some(dir.clone());
+    }
+    if let Some(dir) = std::env::var_os("TALON_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("talon"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("talon"))
+}
+
+/// The cache key: the module's hash and the engine's compatibility hash.
+fn cache_key(engine: &Engine) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    format!(
+        "quickjs-{}-{:016x}",
+        &QUICKJS_WASM_SHA256[..16],
+        hasher.finish()
+    )
+}
+
+/// Loads the compiled module from the cache, or compiles it (once, under a
+/// file lock, so concurrent processes do not all pay the compile) and
+/// stores it. The artifact's SHA-256 is stored beside it and checked before
+/// the artifact is trusted.
+fn load_module(engine: &Engine, cache: Option<&Path>) -> Result<(Module, bool)> {
+    let Some(cache) = cache else {
+        return Ok((compile(engine)?, false));
+    };
+    let dir = cache.join("modules");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "module cache unavailable; compiling in memory");
+        return Ok((compile(engine)?, false));
+    }
+    let key = cache_key(engine);
+    let artifact = dir.join(format!("{key}.cwasm"));
+    if let Some(module) = read_cached(engine, &artifact) {
+        return Ok((module, true));
+    }
+    let lock = File::create(dir.join(format!("{key}.lock")))
+        .and_then(|f| f.lock().map(|()| f))
+        .map_err(|e| tracing::warn!(error = %e, "module cache lock unavailable"))
+        .ok();
+    // Another process may have compiled it while we waited for the lock.
+    if let Some(module) = read_cached(engine, &artifact) {
+        return Ok((module, true));
+    }
+    let module = compile(engine)?;
+    match module.serialize() {
+        Ok(bytes) => {
+            if let Err(e) = write_cached(&artifact, &bytes) {
+                tracing::warn!(error = %e, "could not write the module cache");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not serialize the module"),
+    }
+    drop(lock);
+    Ok((module, false))
+}
+
+fn compile(engine: &Engine) -> Result<Module> {
+    Module::new(engine, QUICKJS_WASM).map_err(|e| SandboxError::runtime(format!("compile: {e}")))
+}
+
+fn read_cached(engine: &Engine, artifact: &Path) -> Option<Module> {
+    let bytes = std::fs::read(artifact).ok()?;
+    let expected = std::fs::read_to_string(artifact.with_extension("sha256")).ok()?;
+    if hex(&Sha256::digest(&bytes)) != expected.trim() {
+        tracing::warn!(artifact = %artifact.display(), "cached module fails its checksum; recompiling");
+        return None;
+    }
+    #[allow(
+        unsafe_code,
+        reason = "the artifact was written by this code for this engine's compatibility hash and \
+                  its SHA-256 was just verified, which is what `Module::deserialize` requires"
+    )]
+    // SAFETY: see the reason above; wasmtime also checks the header.
+    let module = unsafe { Module::deserialize(engine, &bytes) };
+    module
+        .map_err(|e| tracing::warn!(error = %e, "cached module rejected; recompiling"))
+        .ok()
+}
+
+fn write_cached(artifact: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = artifact.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::write(
+        artifact.with_extension("sha256"),
+        hex(&Sha256::digest(bytes)),
+    )?;
+    std::fs::rename(&tmp, artifact)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}

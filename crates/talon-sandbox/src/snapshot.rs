@@ -1,0 +1,346 @@
+//! The snapshot format: a VM's state between calls, as a versioned,
+//! compressed, checksummed byte string.
+//!
+//! ```text
+//! header (80 bytes, little-endian)
+//!   0  magic "TLNS"        4  version u16     6  reserved u16
+//!   8  base image id [32]  40 body length u32 44 raw body length u32
+//!   48 SHA-256 of header[0..48] ++ body
+//! body: zlib-compressed
+//!   memory size u32, stack pointer u32, runtime u32, context u32,
+//!   scratch u32, strings u32, cell promise u32 (0: none), next call id u64,
+//!   resolver count u32, then (id u64, resolve u32, reject u32) each,
+//!   pending-call JSON length u32 + bytes,
+//!   page count u32, page indices u32 each (ascending), then the pages
+//! ```
+//!
+//! Pages are 4 KiB pages of linear memory that differ from the base image,
+//! so a snapshot holds what the cell changed, not the whole heap. Decoding
+//! checks sizes, checksum, base image and every pointer before anything is
+//! written into an instance.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use flate2::Compression;
+use sha2::{Digest, Sha256};
+use wasmtime::Store;
+
+use crate::abi::Exports;
+use crate::config::Limits;
+use crate::error::{Result, SandboxError};
+use crate::functions::PendingCall;
+use crate::host::{GuestPointers, HostState, Resolvers};
+use crate::image::{BaseImage, PAGE, Registers, grow_to, read_registers, set_registers};
+
+const MAGIC: &[u8; 4] = b"TLNS";
+/// The format version this build writes and reads.
+pub const SNAPSHOT_VERSION: u16 = 1;
+const HEADER: usize = 80;
+
+pub(crate) fn encode(
+    store: &mut Store<HostState>,
+    ex: &Exports,
+    image: &BaseImage,
+    cell: u32,
+) -> Result<Vec<u8>> {
+    let registers = read_registers(store, ex)?;
+    let state = store.data();
+    let limits = state.limits;
+    let memory = ex.memory.data(&*store);
+    let mut body = Vec::with_capacity(64 * 1024);
+    for word in [
+        memory.len() as u32,
+        registers.stack_pointer,
+        registers.runtime,
+        registers.context,
+        registers.ptrs.scratch,
+        registers.ptrs.strings,
+        cell,
+    ] {
+        body.extend_from_slice(&word.to_le_bytes());
+    }
+    body.extend_from_slice(&state.next_call_id.to_le_bytes());
+    body.extend_from_slice(&(state.resolvers.len() as u32).to_le_bytes());
+    for (id, r) in &state.resolvers {
+        body.extend_from_slice(&id.to_le_bytes());
+        body.extend_from_slice(&r.resolve.to_le_bytes());
+        body.extend_from_slice(&r.reject.to_le_bytes());
+    }
+    let pending: Vec<serde_json::Value> = state
+        .pending
+        .iter()
+        .map(|c| serde_json::json!({"id": c.id, "name": c.name, "args": c.args}))
+        .collect();
+    let pending =
+        serde_json::to_vec(&pending).map_err(|e| SandboxError::Internal(e.to_string()))?;
+    body.extend_from_slice(&(pending.len() as u32).to_le_bytes());
+    body.extend_from_slice(&pending);
+
+    let zero = [0u8; PAGE];
+    let pages: Vec<u32> = (0..memory.len() / PAGE)
+        .filter(|&i| {
+            let page = &memory[i * PAGE..(i + 1) * PAGE];
+            page != image.memory.get(i * PAGE..(i + 1) * PAGE).unwrap_or(&zero)
+        })
+        .map(|i| i as u32)
+        .collect();
+    body.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+    for page in &pages {
+        body.extend_from_slice(&page.to_le_bytes());
+    }
+    for &page in &pages {
+        body.extend_from_slice(&memory[page as usize * PAGE..(page as usize + 1) * PAGE]);
+    }
+
+    let mut encoder =
+        flate2::write::ZlibEncoder::new(Vec::with_capacity(body.len() / 4), Compression::fast());
+    encoder
+        .write_all(&body)
+        .map_err(|e| SandboxError::Internal(e.to_string()))?;
+    let compressed = encoder
+        .finish()
+        .map_err(|e| SandboxError::Internal(e.to_string()))?;
+    let total = HEADER + compressed.len();
+    if total > limits.max_snapshot_bytes {
+        return Err(SandboxError::SnapshotTooLarge {
+            size: total,
+            limit: limits.max_snapshot_bytes,
+        });
+    }
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&image.id);
+    out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    let digest = checksum(&out, &compressed);
+    out.extend_from_slice(&digest);
+    out.extend_from_slice(&compressed);
+    Ok(out)
+}
+
+fn checksum(header: &[u8], body: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(header);
+    hasher.update(body);
+    hasher.finalize().into()
+}
+
+/// A checked snapshot, ready to be written into a fresh instance.
+pub(crate) struct Decoded {
+    memory_size: usize,
+    registers: Registers,
+    pub cell: u32,
+    next_call_id: u64,
+    resolvers: BTreeMap<u64, Resolvers>,
+    pending: Vec<PendingCall>,
+    pages: Vec<(u32, Vec<u8>)>,
+}
+
+fn invalid(msg: impl Into<String>) -> SandboxError {
+    SandboxError::SnapshotInvalid(msg.into())
+}
+
+pub(crate) fn decode(bytes: &[u8], image: &BaseImage, limits: &Limits) -> Result<Decoded> {
+    if bytes.len() > limits.max_snapshot_bytes {
+        return Err(SandboxError::SnapshotTooLarge {
+            size: bytes.len(),
+            limit: limits.max_snapshot_bytes,
+        });
+    }
+    if bytes.len() < HEADER {
+        return Err(invalid(format!(
+            "truncated: {} bytes is shorter than the header",
+            bytes.len()
+        )));
+    }
+    if &bytes[0..4] != MAGIC {
+        return Err(invalid("not a Talon snapshot (bad magic)"));
+    }
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if version != SNAPSHOT_VERSION {
+        return Err(invalid(format!(
+            "version {version}, this build reads version {SNAPSHOT_VERSION}"
+        )));
+    }
+    let body_len = le32(bytes, 40) as usize;
+    let raw_len = le32(bytes, 44) as usize;
+    if HEADER + body_len != bytes.len() {
+        return Err(invalid(format!(
+            "truncated or padded: header says {} bytes, got {}",
+            HEADER + body_len,
+            bytes.len()
+        )));
+    }
+    if checksum(&bytes[..48], &bytes[HEADER..]) != bytes[48..80] {
+        return Err(invalid("checksum mismatch (corrupted)"));
+    }
+    if bytes[8..40] != image.id {
+        return Err(invalid("made from another module or base image"));
+    }
+    let max_raw = limits.store_memory_bytes() + (1 << 20);
+    if raw_len > max_raw {
+        return Err(SandboxError::SnapshotTooLarge {
+            size: raw_len,
+            limit: max_raw,
+        });
+    }
+    let mut body = Vec::with_capacity(raw_len);
+    flate2::read::ZlibDecoder::new(&bytes[HEADER..])
+        .take(raw_len as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| invalid(format!("body does not decompress: {e}")))?;
+    if body.len() != raw_len {
+        return Err(invalid("body length differs from the header"));
+    }
+    parse_body(&body, limits)
+}
+
+fn parse_body(body: &[u8], limits: &Limits) -> Result<Decoded> {
+    let mut r = Reader { data: body, at: 0 };
+    let memory_size = r.u32()? as usize;
+    if !memory_size.is_multiple_of(crate::image::WASM_PAGE)
+        || memory_size > limits.store_memory_bytes()
+    {
+        return Err(invalid(format!("memory size {memory_size} is not allowed")));
+    }
+    let in_memory = |p: u32, what: &str| -> Result<u32> {
+        if (p as usize) < memory_size {
+            Ok(p)
+        } else {
+            Err(invalid(format!("{what} pointer out of range")))
+        }
+    };
+    let registers = Registers {
+        stack_pointer: in_memory(r.u32()?, "stack")?,
+        runtime: in_memory(r.u32()?, "runtime")?,
+        context: in_memory(r.u32()?, "context")?,
+        ptrs: GuestPointers {
+            scratch: in_memory(r.u32()?, "scratch")?,
+            strings: in_memory(r.u32()?, "strings")?,
+        },
+    };
+    let cell = r.u32()?;
+    if cell != 0 {
+        in_memory(cell, "cell")?;
+    }
+    let next_call_id = r.u64()?;
+    let count = r.u32()? as usize;
+    if count > limits.max_pending_calls.max(128) {
+        return Err(invalid(format!("{count} pending resolvers")));
+    }
+    let mut resolvers = BTreeMap::new();
+    for _ in 0..count {
+        let id = r.u64()?;
+        let resolve = in_memory(r.u32()?, "resolver")?;
+        let reject = in_memory(r.u32()?, "resolver")?;
+        resolvers.insert(id, Resolvers { resolve, reject });
+    }
+    let pending_len = r.u32()? as usize;
+    let pending_json: Vec<serde_json::Value> = serde_json::from_slice(r.take(pending_len)?)
+        .map_err(|e| invalid(format!("pending calls: {e}")))?;
+    let mut pending = Vec::with_capacity(pending_json.len());
+    for call in pending_json {
+        let (Some(id), Some(name), Some(args)) = (
+            call["id"].as_u64(),
+            call["name"].as_str(),
+            call["args"].as_array(),
+        ) else {
+            return Err(invalid("malformed pending call"));
+        };
+        pending.push(PendingCall {
+            id,
+            name: name.to_owned(),
+            args: args.clone(),
+        });
+    }
+    let page_count = r.u32()? as usize;
+    if page_count > memory_size / PAGE {
+        return Err(invalid("more pages than memory"));
+    }
+    let mut indices = Vec::with_capacity(page_count);
+    for _ in 0..page_count {
+        let index = r.u32()?;
+        if (index as usize + 1) * PAGE > memory_size
+            || indices.last().is_some_and(|&last| index <= last)
+        {
+            return Err(invalid("page index out of order or out of range"));
+        }
+        indices.push(index);
+    }
+    let mut pages = Vec::with_capacity(page_count);
+    for index in indices {
+        pages.push((index, r.take(PAGE)?.to_vec()));
+    }
+    if r.at != body.len() {
+        return Err(invalid("trailing bytes after the pages"));
+    }
+    Ok(Decoded {
+        memory_size,
+        registers,
+        cell,
+        next_call_id,
+        resolvers,
+        pending,
+        pages,
+    })
+}
+
+impl Decoded {
+    /// Writes the snapshot over an instance that already holds the base
+    /// image.
+    pub fn apply(self, store: &mut Store<HostState>, ex: &Exports) -> Result<()> {
+        grow_to(store, ex, self.memory_size)?;
+        let data = ex.memory.data_mut(&mut *store);
+        if data.len() != self.memory_size {
+            // Memory never shrinks: a snapshot smaller than the image is forged.
+            return Err(invalid("memory size smaller than the base image"));
+        }
+        for (index, page) in &self.pages {
+            let at = *index as usize * PAGE;
+            data[at..at + PAGE].copy_from_slice(page);
+        }
+        set_registers(store, ex, &self.registers)?;
+        let state = store.data_mut();
+        state.next_call_id = self.next_call_id;
+        state.resolvers = self.resolvers;
+        state.pending = self.pending;
+        Ok(())
+    }
+}
+
+fn le32(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| invalid("body truncated"))?;
+        let slice = &self.data[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
