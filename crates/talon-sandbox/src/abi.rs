@@ -13,8 +13,10 @@ use crate::error::{Result, SandboxError};
 
 macro_rules! exports {
     ($( $field:ident : $p:ty => $r:ty ),* $(,)?) => {
-        /// The exports Talon calls, resolved once per instance.
+        /// The exports Talon calls, resolved once per instance. Fields are
+        /// named exactly as the exports.
         #[derive(Clone)]
+        #[allow(non_snake_case, reason = "fields carry the C export names")]
         pub(crate) struct Exports {
             pub memory: Memory,
             pub stack_pointer: wasmtime::Global,
@@ -84,10 +86,7 @@ exports! {
     qjs_free_value: u32 => (),
     qjs_dup_value: u32 => u32,
     qjs_get_global: () => u32,
-    qjs_get_prop_string: (u32, u32) => u32,
-    qjs_get_prop_uint32: (u32, u32) => u32,
     qjs_define_prop_string: (u32, u32, u32, i32) => i32,
-    qjs_set_prop_uint32: (u32, u32, u32) => i32,
     qjs_call: (u32, u32, u32, u32) => u32,
     qjs_new_host_function: (u32, u32, i32) => u32,
     qjs_new_promise: (u32, u32) => u32,
@@ -98,9 +97,16 @@ exports! {
     qjs_throw: u32 => u32,
     qjs_new_error: () => u32,
     qjs_get_value_ptr: u32 => u32,
-    qjs_get_own_property_names: u32 => u32,
-    qjs_get_own_property_descriptor: (u32, u32) => u32,
-    qjs_has_own_property: (u32, u32) => i32,
+    JS_GetOwnPropertyNames: (u32, u32, u32, i64, i32) => i32,
+    JS_FreePropertyEnum: (u32, u32, u32) => (),
+    JS_GetOwnProperty: (u32, u32, i64, u32) => i32,
+    JS_AtomToCStringLen: (u32, u32, u32) => u32,
+    JS_FreeCString: (u32, u32) => (),
+    JS_NewAtom: (u32, u32) => u32,
+    JS_NewAtomUInt32: (u32, u32) => u32,
+    JS_FreeAtom: (u32, u32) => (),
+    JS_FreeValue: (u32, i64) => (),
+    qjs_define_prop_value: (u32, u32, u32, i32) => i32,
     qjs_get_prototype_of: u32 => u32,
     qjs_get_runtime_ptr: () => u32,
     qjs_get_context_ptr: () => u32,
@@ -134,6 +140,16 @@ impl Exports {
             .filter(|end| *end <= data.len())
             .ok_or_else(|| SandboxError::corrupt("guest pointer out of bounds"))?;
         Ok(data[start..end].to_vec())
+    }
+
+    /// Reads a little-endian `i64` at `ptr` (a boxed `JSValue`).
+    pub fn read_i64(&self, store: impl AsContext, ptr: u32) -> Result<i64> {
+        let data = self.memory.data(&store);
+        let start = ptr as usize;
+        data.get(start..start + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(i64::from_le_bytes)
+            .ok_or_else(|| SandboxError::corrupt("guest pointer out of bounds"))
     }
 
     /// Reads a little-endian `u32` at `ptr`.
@@ -205,10 +221,61 @@ impl Exports {
         let len = self.read_u32(&store, scratch)?;
         let bytes = self.read_bytes(&store, cstr, len);
         self.qjs_free_cstring.call(&mut store, cstr)?;
-        let bytes = bytes?;
-        Ok(match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })
+        Ok(decode_wtf8(bytes?))
+    }
+}
+
+/// Decodes QuickJS's WTF-8: valid UTF-8 stays as is; each encoded lone
+/// surrogate (`ED A0..BF 80..BF`) becomes one U+FFFD.
+pub(crate) fn decode_wtf8(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let bytes = error.into_bytes();
+            let mut out = String::with_capacity(bytes.len());
+            let mut rest = bytes.as_slice();
+            while !rest.is_empty() {
+                match std::str::from_utf8(rest) {
+                    Ok(valid) => {
+                        out.push_str(valid);
+                        break;
+                    }
+                    Err(e) => {
+                        let (valid, after) = rest.split_at(e.valid_up_to());
+                        // `valid` is valid UTF-8 by construction.
+                        out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                        out.push('\u{FFFD}');
+                        let skip = match after {
+                            [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] => 3,
+                            _ => e.error_len().unwrap_or(after.len()),
+                        };
+                        rest = &after[skip.min(after.len())..];
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_wtf8;
+
+    #[test]
+    fn wtf8_surrogates_become_one_replacement_character() {
+        assert_eq!(decode_wtf8(b"plain".to_vec()), "plain");
+        assert_eq!(
+            decode_wtf8(vec![b'x', 0xED, 0xA0, 0x80, b'y']),
+            "x\u{FFFD}y"
+        );
+        assert_eq!(
+            decode_wtf8(vec![0xED, 0xBF, 0xBF, 0xED, 0xA0, 0x80]),
+            "\u{FFFD}\u{FFFD}"
+        );
+        assert_eq!(
+            decode_wtf8(vec![b'a', 0xFF, b'b', 0xE2, 0x82]),
+            "a\u{FFFD}b\u{FFFD}"
+        );
     }
 }

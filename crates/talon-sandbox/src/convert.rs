@@ -1,10 +1,12 @@
 //! Values crossing the bridge: guest values to JSON and back.
 //!
-//! Reading a guest value never runs guest code. The walk uses only own
-//! *data* properties read through property descriptors: no getters, no
-//! proxy traps (proxies are refused), no `toJSON`, no `toString`, and no
-//! look-up that could reach a tampered prototype. Depth, size and cycles
-//! are bounded by [`BridgeLimits`].
+//! Reading a guest value never runs guest code. The walk enumerates keys
+//! with the engine's `JS_GetOwnPropertyNames` and reads each with
+//! `JS_GetOwnProperty`: own *data* properties only, no getters, no proxy
+//! traps (proxies are refused), no `toJSON`, no `toString`, no look-up that
+//! could reach a tampered prototype, and no intermediate guest object whose
+//! construction a tampered setter could observe. Depth, size and cycles are
+//! bounded by [`BridgeLimits`].
 
 use serde_json::{Map, Number, Value};
 use wasmtime::AsContextMut;
@@ -15,12 +17,11 @@ use crate::error::{GuestError, Result, SandboxError};
 use crate::host::HostState;
 
 /// Property names kept NUL-terminated in guest memory for the VM's life.
-pub(crate) const STRINGS: &[u8] = b"value\0length\0name\0message\0stack\0code\0";
+pub(crate) const STRINGS: &[u8] = b"length\0name\0message\0stack\0code\0";
 
 /// Offsets of [`STRINGS`] in guest memory.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Strings {
-    pub value: u32,
     pub length: u32,
     pub name: u32,
     pub message: u32,
@@ -31,12 +32,11 @@ pub(crate) struct Strings {
 impl Strings {
     pub fn at(base: u32) -> Self {
         Self {
-            value: base,
-            length: base + 6,
-            name: base + 13,
-            message: base + 18,
-            stack: base + 26,
-            code: base + 32,
+            length: base,
+            name: base + 7,
+            message: base + 12,
+            stack: base + 20,
+            code: base + 26,
         }
     }
 }
@@ -50,12 +50,11 @@ pub(crate) fn to_json<T: AsContextMut<Data = HostState>>(
     value: u32,
     limits: &BridgeLimits,
 ) -> Result<Value> {
-    let ptrs = store.as_context().data().ptrs;
+    let at = At::of(store.as_context().data());
     let mut walker = Walker {
         ex,
         limits,
-        strings: Strings::at(ptrs.strings),
-        scratch: ptrs.scratch,
+        at,
         path: Vec::new(),
         seen: Vec::new(),
         bytes: 0,
@@ -71,8 +70,7 @@ enum Segment {
 struct Walker<'a> {
     ex: &'a Exports,
     limits: &'a BridgeLimits,
-    strings: Strings,
-    scratch: u32,
+    at: At,
     path: Vec<Segment>,
     seen: Vec<u32>,
     bytes: usize,
@@ -119,7 +117,7 @@ impl Walker<'_> {
             return Ok(Some(number(n)));
         }
         if ex.qjs_is_string.call(&mut *s, v)? != 0 {
-            let text = ex.read_string(&mut *s, v, self.scratch)?;
+            let text = ex.read_string(&mut *s, v, self.at.scratch)?;
             self.count(text.len() + 2)?;
             return Ok(Some(Value::String(text)));
         }
@@ -190,7 +188,7 @@ impl Walker<'_> {
                 return Ok(Some(kind));
             }
         }
-        let scratch = self.scratch;
+        let scratch = self.at.scratch;
         let buffer = ex
             .qjs_get_typed_array_buffer
             .call(&mut *s, (v, scratch, scratch + 4, scratch + 8))?;
@@ -207,12 +205,12 @@ impl Walker<'_> {
 
     fn array<T: AsContextMut<Data = HostState>>(&mut self, s: &mut T, v: u32) -> Result<Value> {
         let ex = self.ex;
-        let key = ex.qjs_new_string.call(&mut *s, (self.strings.length, 6))?;
-        let key = ex
-            .check_value(&mut *s, key)
-            .map_err(|_| SandboxError::MemoryLimit)?;
-        let length = read_own_data(s, ex, self.strings, v, key);
-        ex.qjs_free_value.call(&mut *s, key)?;
+        let raw = ex.read_i64(&*s, v)?;
+        let length_atom = ex
+            .JS_NewAtom
+            .call(&mut *s, (self.at.ctx, self.at.strings.length))?;
+        let length = own_property(s, ex, self.at, raw, length_atom);
+        ex.JS_FreeAtom.call(&mut *s, (self.at.ctx, length_atom))?;
         let length = match length? {
             OwnProperty::Data(len) => {
                 let n = ex.qjs_get_float64.call(&mut *s, len)?;
@@ -225,12 +223,9 @@ impl Walker<'_> {
         let mut items = Vec::with_capacity(length.min(4096) as usize);
         for i in 0..length {
             self.path.push(Segment::Index(i));
-            let key = ex.qjs_new_number.call(&mut *s, f64::from(i))?;
-            let key = ex
-                .check_value(&mut *s, key)
-                .map_err(|_| SandboxError::MemoryLimit)?;
-            let item = read_own_data(s, ex, self.strings, v, key);
-            ex.qjs_free_value.call(&mut *s, key)?;
+            let atom = ex.JS_NewAtomUInt32.call(&mut *s, (self.at.ctx, i))?;
+            let item = own_property(s, ex, self.at, raw, atom);
+            ex.JS_FreeAtom.call(&mut *s, (self.at.ctx, atom))?;
             let value = match item? {
                 OwnProperty::Absent => Value::Null,
                 OwnProperty::Accessor => {
@@ -251,51 +246,41 @@ impl Walker<'_> {
 
     fn object<T: AsContextMut<Data = HostState>>(&mut self, s: &mut T, v: u32) -> Result<Value> {
         let ex = self.ex;
-        let keys = ex.qjs_get_own_property_names.call(&mut *s, v)?;
-        let keys = match ex.check_value(&mut *s, keys) {
-            Ok(keys) => keys,
-            Err(_) => {
-                clear_exception(s, ex)?;
-                return Err(self.unconvertible("an object whose keys cannot be read"));
-            }
-        };
-        let result = self.object_entries(s, v, keys);
-        ex.qjs_free_value.call(&mut *s, keys)?;
+        let at = self.at;
+        let raw = ex.read_i64(&*s, v)?;
+        // JS_GetOwnPropertyNames(ctx, &tab, &len, obj, STRING | ENUM_ONLY):
+        // the engine's own list, no intermediate array a setter could see.
+        let status = ex
+            .JS_GetOwnPropertyNames
+            .call(&mut *s, (at.ctx, at.scratch, at.scratch + 4, raw, 1 | 16))?;
+        if status < 0 {
+            clear_exception(s, ex)?;
+            return Err(self.unconvertible("an object whose keys cannot be read"));
+        }
+        let table = ex.read_u32(&*s, at.scratch)?;
+        let len = ex.read_u32(&*s, at.scratch + 4)?;
+        let mut atoms = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            atoms.push(ex.read_u32(&*s, table + 8 * i + 4)?);
+        }
+        let result = self.object_entries(s, raw, &atoms);
+        ex.JS_FreePropertyEnum.call(&mut *s, (at.ctx, table, len))?;
         result
     }
 
     fn object_entries<T: AsContextMut<Data = HostState>>(
         &mut self,
         s: &mut T,
-        v: u32,
-        keys: u32,
+        raw: i64,
+        atoms: &[u32],
     ) -> Result<Value> {
         let ex = self.ex;
-        let len_box = ex
-            .qjs_get_prop_string
-            .call(&mut *s, (keys, self.strings.length))?;
-        let len = ex.qjs_get_float64.call(&mut *s, len_box)? as u32;
-        ex.qjs_free_value.call(&mut *s, len_box)?;
         self.count(2)?;
         let mut map = Map::new();
-        for i in 0..len {
-            let key = ex.qjs_get_prop_uint32.call(&mut *s, (keys, i))?;
-            let name = if ex.qjs_is_string.call(&mut *s, key)? != 0 {
-                ex.read_string(&mut *s, key, self.scratch)
-            } else {
-                Err(SandboxError::corrupt("property key is not a string"))
-            };
-            let name = match name {
-                Ok(name) => name,
-                Err(e) => {
-                    ex.qjs_free_value.call(&mut *s, key)?;
-                    return Err(e);
-                }
-            };
+        for &atom in atoms {
+            let name = atom_name(s, ex, self.at, atom)?;
             self.path.push(Segment::Key(name.clone()));
-            let prop = read_own_data(s, ex, self.strings, v, key);
-            ex.qjs_free_value.call(&mut *s, key)?;
-            match prop? {
+            match own_property(s, ex, self.at, raw, atom)? {
                 OwnProperty::Absent => {}
                 OwnProperty::Accessor => {
                     return Err(self.unconvertible("an accessor (getters are not run)"));
@@ -315,7 +300,7 @@ impl Walker<'_> {
     }
 
     fn error<T: AsContextMut<Data = HostState>>(&mut self, s: &mut T, v: u32) -> Result<Value> {
-        let e = read_error_fields(s, self.ex, self.strings, self.scratch, v)?;
+        let e = read_error_fields(s, self.ex, v)?;
         self.count(e.name.len() + e.message.len() + 32)?;
         let mut map = Map::new();
         map.insert("name".into(), Value::String(e.name));
@@ -332,66 +317,128 @@ fn number(n: f64) -> Value {
     }
 }
 
-/// An own property as seen through its descriptor.
+/// The guest addresses the reading side needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At {
+    pub ctx: u32,
+    pub scratch: u32,
+    pub strings: Strings,
+    pub stack_getter: u32,
+}
+
+impl At {
+    pub fn of(state: &HostState) -> Self {
+        Self {
+            ctx: state.context,
+            scratch: state.ptrs.scratch,
+            strings: Strings::at(state.ptrs.strings),
+            stack_getter: state.ptrs.stack_getter,
+        }
+    }
+}
+
+/// An own property as the engine stores it.
 pub(crate) enum OwnProperty {
     Absent,
+    /// A getter/setter pair (released; never called).
     Accessor,
     /// An owned box holding the value.
     Data(u32),
 }
 
-/// Reads own property `key` (a borrowed key box) of `obj` without running
-/// guest code. The caller has excluded proxies.
-pub(crate) fn read_own_data<T: AsContextMut<Data = HostState>>(
+/// `JSPropertyDescriptor` in the scratch area: flags at +0, value +8,
+/// getter +16, setter +24.
+const DESC: u32 = 24;
+/// `JS_PROP_GETSET`.
+const PROP_GETSET: u32 = 1 << 4;
+
+/// Reads own property `atom` of the raw object `obj` with the engine's
+/// `JS_GetOwnProperty`: no getter, setter or prototype is involved. The
+/// caller has excluded proxies.
+pub(crate) fn own_property<T: AsContextMut<Data = HostState>>(
     s: &mut T,
     ex: &Exports,
-    strings: Strings,
-    obj: u32,
-    key: u32,
+    at: At,
+    obj: i64,
+    atom: u32,
 ) -> Result<OwnProperty> {
-    let desc = ex
-        .qjs_get_own_property_descriptor
-        .call(&mut *s, (obj, key))?;
-    if desc == 0 {
-        return Ok(OwnProperty::Absent);
-    }
-    if ex.qjs_is_exception.call(&mut *s, desc)? != 0 {
-        ex.qjs_free_value.call(&mut *s, desc)?;
+    let desc = at.scratch + DESC;
+    let found = ex
+        .JS_GetOwnProperty
+        .call(&mut *s, (at.ctx, desc, obj, atom))?;
+    if found < 0 {
         clear_exception(s, ex)?;
         return Ok(OwnProperty::Absent);
     }
-    // The descriptor is an engine-made plain object: `value` is an own data
-    // property exactly when the property is a data property.
-    let result = if ex
-        .qjs_has_own_property
-        .call(&mut *s, (desc, strings.value))?
-        == 1
-    {
-        OwnProperty::Data(
-            ex.qjs_get_prop_string
-                .call(&mut *s, (desc, strings.value))?,
-        )
-    } else {
-        OwnProperty::Accessor
-    };
-    ex.qjs_free_value.call(&mut *s, desc)?;
-    Ok(result)
+    if found == 0 {
+        return Ok(OwnProperty::Absent);
+    }
+    let flags = ex.read_u32(&*s, desc)?;
+    let value = ex.read_i64(&*s, desc + 8)?;
+    let getter = ex.read_i64(&*s, desc + 16)?;
+    let setter = ex.read_i64(&*s, desc + 24)?;
+    if flags & PROP_GETSET != 0 {
+        for raw in [value, getter, setter] {
+            ex.JS_FreeValue.call(&mut *s, (at.ctx, raw))?;
+        }
+        return Ok(OwnProperty::Accessor);
+    }
+    for raw in [getter, setter] {
+        ex.JS_FreeValue.call(&mut *s, (at.ctx, raw))?;
+    }
+    match boxed(s, ex, value) {
+        Ok(b) => Ok(OwnProperty::Data(b)),
+        Err(e) => {
+            ex.JS_FreeValue.call(&mut *s, (at.ctx, value))?;
+            Err(e)
+        }
+    }
 }
 
-/// Reads a string-valued data property `key_cstr` of `obj` or of its
-/// prototype chain (for `name`), without running guest code.
+/// Puts an owned raw `JSValue` in a box (which `qjs_free_value` frees).
+fn boxed<T: AsContextMut<Data = HostState>>(s: &mut T, ex: &Exports, raw: i64) -> Result<u32> {
+    let ptr = ex.wasm_malloc.call(&mut *s, 8)?;
+    if ptr == 0 {
+        return Err(SandboxError::MemoryLimit);
+    }
+    ex.memory
+        .write(&mut *s, ptr as usize, &raw.to_le_bytes())
+        .map_err(|e| SandboxError::corrupt(e.to_string()))?;
+    Ok(ptr)
+}
+
+/// The text of a property-name atom.
+fn atom_name<T: AsContextMut<Data = HostState>>(
+    s: &mut T,
+    ex: &Exports,
+    at: At,
+    atom: u32,
+) -> Result<String> {
+    let cstr = ex
+        .JS_AtomToCStringLen
+        .call(&mut *s, (at.ctx, at.scratch + 8, atom))?;
+    if cstr == 0 {
+        clear_exception(s, ex)?;
+        return Err(SandboxError::MemoryLimit);
+    }
+    let len = ex.read_u32(&*s, at.scratch + 8)?;
+    let bytes = ex.read_bytes(&*s, cstr, len);
+    ex.JS_FreeCString.call(&mut *s, (at.ctx, cstr))?;
+    Ok(crate::abi::decode_wtf8(bytes?))
+}
+
+/// Reads the string data property named by the NUL-terminated `key` on
+/// `obj`, or (with `inherit`) on its prototype chain, without running guest
+/// code.
 fn read_string_prop<T: AsContextMut<Data = HostState>>(
     s: &mut T,
     ex: &Exports,
-    (strings, scratch): (Strings, u32),
+    at: At,
     obj: u32,
-    (key_cstr, key_len): (u32, u32),
+    key: u32,
     inherit: bool,
 ) -> Result<Option<String>> {
-    let key = ex.qjs_new_string.call(&mut *s, (key_cstr, key_len))?;
-    let key = ex
-        .check_value(&mut *s, key)
-        .map_err(|_| SandboxError::MemoryLimit)?;
+    let atom = ex.JS_NewAtom.call(&mut *s, (at.ctx, key))?;
     let mut current = ex.qjs_dup_value.call(&mut *s, obj)?;
     let mut found = None;
     for _ in 0..16 {
@@ -400,22 +447,92 @@ fn read_string_prop<T: AsContextMut<Data = HostState>>(
         {
             break;
         }
-        if let OwnProperty::Data(value) = read_own_data(s, ex, strings, current, key)? {
-            if ex.qjs_is_string.call(&mut *s, value)? != 0 {
-                found = Some(ex.read_string(&mut *s, value, scratch)?);
+        let raw = ex.read_i64(&*s, current)?;
+        match own_property(s, ex, at, raw, atom)? {
+            OwnProperty::Data(value) => {
+                if ex.qjs_is_string.call(&mut *s, value)? != 0 {
+                    found = Some(ex.read_string(&mut *s, value, at.scratch)?);
+                }
+                ex.qjs_free_value.call(&mut *s, value)?;
+                break;
             }
-            ex.qjs_free_value.call(&mut *s, value)?;
-            break;
-        }
-        if !inherit {
-            break;
+            OwnProperty::Accessor => break,
+            OwnProperty::Absent if !inherit => break,
+            OwnProperty::Absent => {}
         }
         let proto = ex.qjs_get_prototype_of.call(&mut *s, current)?;
         ex.qjs_free_value.call(&mut *s, current)?;
         current = proto;
     }
     ex.qjs_free_value.call(&mut *s, current)?;
-    ex.qjs_free_value.call(&mut *s, key)?;
+    ex.JS_FreeAtom.call(&mut *s, (at.ctx, atom))?;
+    Ok(found)
+}
+
+/// Reads `stack`: an own data property, or the engine's accessor on the
+/// prototype chain, called only while it is still the engine's own getter.
+fn read_stack<T: AsContextMut<Data = HostState>>(
+    s: &mut T,
+    ex: &Exports,
+    at: At,
+    v: u32,
+) -> Result<Option<String>> {
+    if let Some(own) = read_string_prop(s, ex, at, v, at.strings.stack, false)? {
+        return Ok(Some(own));
+    }
+    let engine_getter = ex.qjs_get_value_ptr.call(&mut *s, at.stack_getter)?;
+    let atom = ex.JS_NewAtom.call(&mut *s, (at.ctx, at.strings.stack))?;
+    let mut current = ex.qjs_get_prototype_of.call(&mut *s, v)?;
+    let mut found = None;
+    for _ in 0..8 {
+        if ex.qjs_is_object.call(&mut *s, current)? == 0
+            || ex.qjs_is_proxy.call(&mut *s, current)? != 0
+        {
+            break;
+        }
+        let raw = ex.read_i64(&*s, current)?;
+        let desc = at.scratch + DESC;
+        let status = ex
+            .JS_GetOwnProperty
+            .call(&mut *s, (at.ctx, desc, raw, atom))?;
+        if status < 0 {
+            clear_exception(s, ex)?;
+            break;
+        }
+        if status > 0 {
+            let flags = ex.read_u32(&*s, desc)?;
+            let parts = [
+                ex.read_i64(&*s, desc + 8)?,
+                ex.read_i64(&*s, desc + 16)?,
+                ex.read_i64(&*s, desc + 24)?,
+            ];
+            if flags & PROP_GETSET != 0 {
+                let getter = boxed(s, ex, parts[1])?;
+                if ex.qjs_get_value_ptr.call(&mut *s, getter)? == engine_getter {
+                    let value = ex.qjs_call.call(&mut *s, (getter, v, 0, at.scratch + 16))?;
+                    if ex.qjs_is_exception.call(&mut *s, value)? != 0 {
+                        clear_exception(s, ex)?;
+                    } else if ex.qjs_is_string.call(&mut *s, value)? != 0 {
+                        found = Some(ex.read_string(&mut *s, value, at.scratch)?);
+                    }
+                    ex.qjs_free_value.call(&mut *s, value)?;
+                }
+                ex.qjs_free_value.call(&mut *s, getter)?;
+                ex.JS_FreeValue.call(&mut *s, (at.ctx, parts[0]))?;
+                ex.JS_FreeValue.call(&mut *s, (at.ctx, parts[2]))?;
+            } else {
+                for raw in parts {
+                    ex.JS_FreeValue.call(&mut *s, (at.ctx, raw))?;
+                }
+            }
+            break;
+        }
+        let next = ex.qjs_get_prototype_of.call(&mut *s, current)?;
+        ex.qjs_free_value.call(&mut *s, current)?;
+        current = next;
+    }
+    ex.qjs_free_value.call(&mut *s, current)?;
+    ex.JS_FreeAtom.call(&mut *s, (at.ctx, atom))?;
     Ok(found)
 }
 
@@ -423,10 +540,9 @@ fn read_string_prop<T: AsContextMut<Data = HostState>>(
 pub(crate) fn read_error_fields<T: AsContextMut<Data = HostState>>(
     s: &mut T,
     ex: &Exports,
-    strings: Strings,
-    scratch: u32,
     v: u32,
 ) -> Result<GuestError> {
+    let at = At::of(s.as_context().data());
     if ex.qjs_is_object.call(&mut *s, v)? == 0 || ex.qjs_is_proxy.call(&mut *s, v)? != 0 {
         let limits = BridgeLimits {
             max_depth: 8,
@@ -443,10 +559,9 @@ pub(crate) fn read_error_fields<T: AsContextMut<Data = HostState>>(
             stack: None,
         });
     }
-    let at = (strings, scratch);
-    let name = read_string_prop(s, ex, at, v, (strings.name, 4), true)?;
-    let message = read_string_prop(s, ex, at, v, (strings.message, 7), true)?;
-    let stack = read_string_prop(s, ex, at, v, (strings.stack, 5), false)?;
+    let name = read_string_prop(s, ex, at, v, at.strings.name, true)?;
+    let message = read_string_prop(s, ex, at, v, at.strings.message, true)?;
+    let stack = read_stack(s, ex, at, v)?;
     Ok(GuestError {
         name: name.unwrap_or_else(|| "Error".into()),
         message: message.unwrap_or_default(),
@@ -512,9 +627,13 @@ fn build<T: AsContextMut<Data = HostState>>(
                         return Err(e);
                     }
                 };
+                // Define, never assign: a setter on Array.prototype must not
+                // see (or swallow) the host's elements.
+                let key = ex.qjs_new_number.call(&mut *s, i as f64)?;
                 let status = ex
-                    .qjs_set_prop_uint32
-                    .call(&mut *s, (arr, i as u32, child))?;
+                    .qjs_define_prop_value
+                    .call(&mut *s, (arr, key, child, PROP_DEFAULT))?;
+                ex.qjs_free_value.call(&mut *s, key)?;
                 ex.qjs_free_value.call(&mut *s, child)?;
                 if status < 0 {
                     ex.qjs_free_value.call(&mut *s, arr)?;

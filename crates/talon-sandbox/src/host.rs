@@ -31,14 +31,22 @@ const ERRNO_SPIPE: i32 = 70;
 /// registry. The prelude captures them and deletes the globals.
 pub(crate) const PRINT_FN: &str = "__talon_print";
 pub(crate) const RANDOM_FN: &str = "__talon_random";
+pub(crate) const NOW_FN: &str = "__talon_now";
+
+/// Size of the scratch area, see [`GuestPointers::scratch`].
+pub(crate) const SCRATCH_BYTES: u32 = 64;
 
 /// Guest pointers a VM keeps for its whole life (and carries in snapshots).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct GuestPointers {
-    /// A 16-byte scratch area for out-parameters.
+    /// A 64-byte scratch area for out-parameters: +0..16 outputs,
+    /// +16 an argv slot, +24..56 a `JSPropertyDescriptor`.
     pub scratch: u32,
     /// NUL-terminated property names, see [`Strings`].
     pub strings: u32,
+    /// The engine's own `Error.prototype.stack` getter, captured before any
+    /// guest code ran: the one accessor the host may call.
+    pub stack_getter: u32,
 }
 
 /// The resolving functions of a promise handed to the guest by an
@@ -53,6 +61,8 @@ pub(crate) struct Resolvers {
 pub(crate) struct HostState {
     pub exports: Option<Arc<Exports>>,
     pub ptrs: GuestPointers,
+    /// The `JSContext*` (for the raw `JS_*` exports).
+    pub context: u32,
     pub limiter: MemoryLimiter,
     pub limits: Limits,
     pub functions: Arc<HostFunctions>,
@@ -79,6 +89,7 @@ impl HostState {
         Ok(Self {
             exports: None,
             ptrs: GuestPointers::default(),
+            context: 0,
             limiter: MemoryLimiter {
                 max_bytes: limits.store_memory_bytes(),
                 denied: false,
@@ -283,6 +294,16 @@ fn dispatch(
                 .map_err(HostCallError::internal);
         }
         PRINT_FN => return print(caller, &ex, &args),
+        NOW_FN => {
+            let ms = match caller.data().clock {
+                Clock::System => caller.data().started.elapsed().as_secs_f64() * 1000.0,
+                Clock::Fixed { .. } => 0.0,
+            };
+            return ex
+                .qjs_new_number
+                .call(&mut *caller, ms)
+                .map_err(HostCallError::internal);
+        }
         _ => {}
     }
     let function = caller.data().functions.get(&name).cloned();

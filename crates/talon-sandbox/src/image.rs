@@ -12,7 +12,7 @@ use crate::config::{Clock, Limits};
 use crate::convert::STRINGS;
 use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
-use crate::host::{GuestPointers, HostState, PRINT_FN, RANDOM_FN};
+use crate::host::{GuestPointers, HostState, NOW_FN, PRINT_FN, RANDOM_FN};
 use crate::runtime::{QUICKJS_WASM_SHA256, instantiate};
 use crate::vm::{eval_raw, install_function};
 
@@ -116,6 +116,7 @@ pub(crate) fn set_registers(
         .set(&mut *store, wasmtime::Val::I32(r.stack_pointer as i32))
         .map_err(|e| SandboxError::corrupt(format!("stack pointer: {e}")))?;
     store.data_mut().ptrs = r.ptrs;
+    store.data_mut().context = r.context;
     Ok(())
 }
 
@@ -136,7 +137,25 @@ pub(crate) fn read_registers(store: &mut Store<HostState>, ex: &Exports) -> Resu
 /// Runs `_initialize` and `qjs_init`, allocates the VM's fixed guest
 /// buffers, installs the sandbox's own host functions and runs the prelude.
 fn initialise(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
-    let init = |e: SandboxError| SandboxError::runtime(format!("initialising QuickJS: {e}"));
+    let init = |e: SandboxError| match e {
+        SandboxError::RuntimeUnavailable(_) => e,
+        other => SandboxError::runtime(format!("initialising QuickJS: {other}")),
+    };
+    let eval = |store: &mut Store<HostState>, code: &str| match eval_raw(
+        store,
+        ex,
+        code,
+        "<talon-base>",
+    ) {
+        Err(SandboxError::PendingException) => {
+            let exc = ex.qjs_get_exception.call(&mut *store, ())?;
+            let error = crate::convert::read_error_fields(store, ex, exc)?;
+            Err(SandboxError::runtime(format!(
+                "the base prelude threw {error}"
+            )))
+        }
+        other => other,
+    };
     ex._initialize
         .call(&mut *store, ())
         .map_err(|e| init(e.into()))?;
@@ -150,16 +169,32 @@ fn initialise(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
     }
     let scratch = ex
         .wasm_malloc
-        .call(&mut *store, 32)
+        .call(&mut *store, crate::host::SCRATCH_BYTES)
         .map_err(|e| init(e.into()))?;
     let strings = ex.alloc_bytes(&mut *store, STRINGS).map_err(init)?;
     if scratch == 0 {
         return Err(SandboxError::runtime("no memory for the scratch buffer"));
     }
-    store.data_mut().ptrs = GuestPointers { scratch, strings };
-    install_function(store, ex, PRINT_FN).map_err(init)?;
-    install_function(store, ex, RANDOM_FN).map_err(init)?;
-    let result = eval_raw(store, ex, BASE_PRELUDE, "<talon-base>").map_err(init)?;
+    let getter = "Object.getOwnPropertyDescriptor(Error.prototype, 'stack').get";
+    store.data_mut().ptrs = GuestPointers {
+        scratch,
+        strings,
+        stack_getter: 0,
+    };
+    store.data_mut().context = ex
+        .qjs_get_context_ptr
+        .call(&mut *store, ())
+        .map_err(|e| init(e.into()))?;
+    let stack_getter = eval(store, getter).map_err(init)?;
+    store.data_mut().ptrs = GuestPointers {
+        scratch,
+        strings,
+        stack_getter,
+    };
+    for name in [PRINT_FN, RANDOM_FN, NOW_FN] {
+        install_function(store, ex, name).map_err(init)?;
+    }
+    let result = eval(store, BASE_PRELUDE).map_err(init)?;
     ex.qjs_free_value
         .call(&mut *store, result)
         .map_err(|e| init(e.into()))?;

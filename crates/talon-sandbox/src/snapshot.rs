@@ -8,7 +8,8 @@
 //!   48 SHA-256 of header[0..48] ++ body
 //! body: zlib-compressed
 //!   memory size u32, stack pointer u32, runtime u32, context u32,
-//!   scratch u32, strings u32, cell promise u32 (0: none), next call id u64,
+//!   scratch u32, strings u32, stack getter u32, cell promise u32 (0: none),
+//!   next call id u64,
 //!   resolver count u32, then (id u64, resolve u32, reject u32) each,
 //!   pending-call JSON length u32 + bytes,
 //!   page count u32, page indices u32 each (ascending), then the pages
@@ -56,6 +57,7 @@ pub(crate) fn encode(
         registers.context,
         registers.ptrs.scratch,
         registers.ptrs.strings,
+        registers.ptrs.stack_getter,
         cell,
     ] {
         body.extend_from_slice(&word.to_le_bytes());
@@ -220,6 +222,7 @@ fn parse_body(body: &[u8], limits: &Limits) -> Result<Decoded> {
         ptrs: GuestPointers {
             scratch: in_memory(r.u32()?, "scratch")?,
             strings: in_memory(r.u32()?, "strings")?,
+            stack_getter: in_memory(r.u32()?, "stack getter")?,
         },
     };
     let cell = r.u32()?;

@@ -378,14 +378,8 @@ impl Vm {
             return Ok(SandboxError::OutputLimit(state.output.cap()));
         }
         let limiter_denied = state.limiter.denied;
-        let ptrs = state.ptrs;
-        let error = convert::read_error_fields(
-            &mut self.store,
-            &self.ex,
-            Strings::at(ptrs.strings),
-            ptrs.scratch,
-            thrown,
-        )?;
+        let error = convert::read_error_fields(&mut self.store, &self.ex, thrown)?;
+        tracing::debug!(limiter_denied, ?error, "classifying a guest failure");
         if limiter_denied || (error.name == "InternalError" && error.message == "out of memory") {
             return Ok(SandboxError::MemoryLimit);
         }
@@ -397,7 +391,15 @@ impl Vm {
 
     fn convert(&mut self, value: u32) -> Result<Value> {
         let limits = self.store.data().limits.bridge;
-        convert::to_json(&mut self.store, &self.ex, value, &limits)
+        match convert::to_json(&mut self.store, &self.ex, value, &limits) {
+            // The heap may be full of garbage the cell left behind (say,
+            // after catching its own out-of-memory error): collect, retry.
+            Err(SandboxError::MemoryLimit) => {
+                self.ex.qjs_run_gc.call(&mut self.store, ())?;
+                convert::to_json(&mut self.store, &self.ex, value, &limits)
+            }
+            other => other,
+        }
     }
 
     fn drop_cell(&mut self) -> Result<()> {

@@ -2,18 +2,21 @@
 // It captures the two host functions every VM has and hides their globals:
 //   __talon_print(stream, text)  stream 1 = stdout, 2 = stderr
 //   __talon_random()             a double in [0, 1) from the host's CSPRNG
-// and installs `console` and a host-backed `Math.random`, so that VMs
-// restored from one snapshot never share a random sequence.
+//   __talon_now()                milliseconds on the host's monotonic clock
+// and installs `console`, a host-backed `Math.random` (so that VMs restored
+// from one snapshot never share a random sequence) and `performance.now`
+// (so that the clock is the host's choice across snapshots).
 (function () {
   "use strict";
   const print = globalThis.__talon_print;
   const random = globalThis.__talon_random;
+  const now = globalThis.__talon_now;
   delete globalThis.__talon_print;
   delete globalThis.__talon_random;
+  delete globalThis.__talon_now;
 
   const stringify = JSON.stringify;
   const toString = String;
-  const isArray = Array.isArray;
   const apply = Reflect.apply;
   const push = Array.prototype.push;
   const join = Array.prototype.join;
@@ -55,6 +58,12 @@
   defineProperty(globalThis, "console", { value: console, writable: true, configurable: true, enumerable: false });
   defineProperty(Math, "random", {
     value: function random_() { return random(); },
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
+  defineProperty(globalThis, "performance", {
+    value: freeze({ now: function now_() { return now(); } }),
     writable: true,
     configurable: true,
     enumerable: false,

@@ -1,0 +1,235 @@
+//! Snapshots: a suspended cell survives a move to a fresh instance; bad
+//! snapshots are rejected with a clear error, never a trap or a panic.
+
+use std::io::Write;
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use talon_protocol::CodeModeErrorCode;
+use talon_sandbox::{CellStatus, HostFunctions, Limits, SandboxError, VmOptions};
+
+use super::{assert_fresh_vm_works, run, sandbox, vm_with};
+
+fn functions() -> HostFunctions {
+    HostFunctions::new()
+        .asynchronous("later")
+        .sync("double", |args| {
+            Ok(json!(
+                args.first().and_then(|v| v.as_f64()).unwrap_or(0.0) * 2.0
+            ))
+        })
+}
+
+fn suspended() -> Vec<u8> {
+    let mut vm = vm_with(Limits::default(), functions());
+    let body = "const local = {seen: [1, 2, 3]}; const got = await later('x'); \
+                return {local, got, doubled: double(got.n), random: Math.random()}";
+    let CellStatus::Waiting(calls) = vm.run_cell(body).unwrap() else {
+        panic!("expected waiting")
+    };
+    assert_eq!(calls.len(), 1);
+    vm.snapshot().unwrap()
+}
+
+fn restore(bytes: &[u8]) -> Result<talon_sandbox::Vm, SandboxError> {
+    sandbox().restore_vm(bytes, VmOptions::default(), functions())
+}
+
+#[test]
+fn a_suspended_cell_resumes_in_a_fresh_instance() {
+    let bytes = suspended();
+    let mut vm = restore(&bytes).unwrap();
+    assert!(vm.has_cell());
+    vm.settle(1, Ok(json!({"n": 21}))).unwrap();
+    let CellStatus::Completed(value) = vm.resume().unwrap() else {
+        panic!("expected completion")
+    };
+    assert_eq!(value["local"], json!({"seen": [1, 2, 3]}));
+    assert_eq!(value["got"], json!({"n": 21}));
+    // The sync host function was re-attached by name.
+    assert_eq!(value["doubled"], json!(42));
+    // A restored VM keeps working after the cell.
+    assert_eq!(run(&mut vm, "return 'after'"), json!("after"));
+    // Snapshots of a finished VM restore too.
+    let again = vm.snapshot().unwrap();
+    let mut vm = restore(&again).unwrap();
+    assert!(!vm.has_cell());
+    assert_eq!(run(&mut vm, "return 5"), json!(5));
+}
+
+#[test]
+fn restored_copies_do_not_share_random_sequences() {
+    let bytes = suspended();
+    let mut a = restore(&bytes).unwrap();
+    let mut b = restore(&bytes).unwrap();
+    let sample = "Array.from({length: 8}, () => Math.random())";
+    let (ra, rb) = (a.eval(sample).unwrap(), b.eval(sample).unwrap());
+    assert_ne!(ra, rb);
+}
+
+#[test]
+fn restore_without_the_host_function_fails_in_the_guest_only() {
+    let bytes = suspended();
+    let mut vm = sandbox()
+        .restore_vm(&bytes, VmOptions::default(), HostFunctions::new())
+        .unwrap();
+    vm.settle(1, Ok(json!({"n": 1}))).unwrap();
+    let error = vm.resume().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "Error: host function 'double' is not available"
+    );
+}
+
+#[test]
+fn a_stored_snapshot_is_small() {
+    let bytes = suspended();
+    assert!(
+        bytes.len() < 100 * 1024,
+        "snapshot is {} bytes",
+        bytes.len()
+    );
+}
+
+#[test]
+fn snapshots_over_the_limit_are_refused() {
+    let limits = Limits {
+        max_snapshot_bytes: 1024,
+        ..Limits::default()
+    };
+    let mut vm = vm_with(limits, functions());
+    let error = vm.snapshot().unwrap_err();
+    assert!(
+        matches!(error, SandboxError::SnapshotTooLarge { limit: 1024, .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), Some(CodeModeErrorCode::SnapshotLimitExceeded));
+    let bytes = suspended();
+    let options = VmOptions {
+        limits,
+        ..VmOptions::default()
+    };
+    let error = sandbox()
+        .restore_vm(&bytes, options, functions())
+        .unwrap_err();
+    assert!(
+        matches!(error, SandboxError::SnapshotTooLarge { .. }),
+        "{error:?}"
+    );
+}
+
+fn rejected(bytes: &[u8]) -> String {
+    match restore(bytes) {
+        Err(SandboxError::SnapshotInvalid(message)) => message,
+        Err(other) => panic!("unexpected error {other:?}"),
+        Ok(_) => panic!("bad snapshot accepted"),
+    }
+}
+
+#[test]
+fn bad_snapshots_are_rejected() {
+    let good = suspended();
+    assert_eq!(
+        rejected(&good[..10]),
+        "truncated: 10 bytes is shorter than the header"
+    );
+    assert!(rejected(&good[..good.len() - 1]).starts_with("truncated or padded"));
+    assert_eq!(rejected(&[0u8; 200]), "not a Talon snapshot (bad magic)");
+    let mut version = good.clone();
+    version[4] = 9;
+    assert_eq!(rejected(&version), "version 9, this build reads version 1");
+    let mut corrupt = good.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0x55;
+    assert_eq!(rejected(&corrupt), "checksum mismatch (corrupted)");
+    let mut other_image = good.clone();
+    other_image[8] ^= 1;
+    reseal(&mut other_image);
+    assert_eq!(
+        rejected(&other_image),
+        "made from another module or base image"
+    );
+    let error = restore(&[]).unwrap_err();
+    assert_eq!(error.code(), Some(CodeModeErrorCode::SnapshotRestoreFailed));
+    assert_fresh_vm_works();
+}
+
+/// Recomputes the checksum, as a forger would.
+fn reseal(bytes: &mut [u8]) {
+    let digest: [u8; 32] = {
+        let mut h = Sha256::new();
+        h.update(&bytes[..48]);
+        h.update(&bytes[80..]);
+        h.finalize().into()
+    };
+    bytes[48..80].copy_from_slice(&digest);
+}
+
+fn forge(good: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(body).unwrap();
+    let compressed = z.finish().unwrap();
+    let mut out = good[..80].to_vec();
+    out[40..44].copy_from_slice(&(compressed.len() as u32).to_le_bytes());
+    out[44..48].copy_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&compressed);
+    reseal(&mut out);
+    out
+}
+
+#[test]
+fn forged_snapshots_with_valid_checksums_fail_cleanly() {
+    let good = suspended();
+    let mut body = Vec::new();
+    flate2::read::ZlibDecoder::new(&good[80..]).read_to_end_into(&mut body);
+
+    // Structural lies are caught by the decoder.
+    let mut huge_memory = body.clone();
+    huge_memory[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(rejected(&forge(&good, &huge_memory)).starts_with("memory size"));
+    let mut bad_pointer = body.clone();
+    bad_pointer[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(
+        rejected(&forge(&good, &bad_pointer)),
+        "runtime pointer out of range"
+    );
+    assert_eq!(
+        rejected(&forge(&good, &body[..body.len() - 7])),
+        "body truncated"
+    );
+    let mut trailing = body.clone();
+    trailing.push(0);
+    assert_eq!(
+        rejected(&forge(&good, &trailing)),
+        "trailing bytes after the pages"
+    );
+
+    // Lies the decoder cannot see (pointers into the wrong place, scrambled
+    // heap pages) become errors when the VM runs, never a panic.
+    let mut scrambled = body.clone();
+    scrambled[8..12].copy_from_slice(&64u32.to_le_bytes());
+    scrambled[12..16].copy_from_slice(&128u32.to_le_bytes());
+    let tail = scrambled.len() - 4096 * 3;
+    for (i, b) in scrambled[tail..].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(151);
+    }
+    match restore(&forge(&good, &scrambled)) {
+        Err(e) => assert!(e.code().is_some(), "{e:?}"),
+        Ok(mut vm) => {
+            let _ = vm.settle(1, Ok(json!(1)));
+            let _ = vm.resume();
+            let _ = vm.run_cell("return 1");
+        }
+    }
+    assert_fresh_vm_works();
+}
+
+trait ReadAll {
+    fn read_to_end_into(self, out: &mut Vec<u8>);
+}
+
+impl<R: std::io::Read> ReadAll for R {
+    fn read_to_end_into(mut self, out: &mut Vec<u8>) {
+        self.read_to_end(out).unwrap();
+    }
+}
