@@ -58,7 +58,6 @@ exports! {
     qjs_is_object: u32 => i32,
     qjs_is_array: u32 => i32,
     qjs_is_function: u32 => i32,
-    qjs_is_error: u32 => i32,
     qjs_is_promise: u32 => i32,
     qjs_is_proxy: u32 => i32,
     qjs_is_map: u32 => i32,
@@ -70,8 +69,9 @@ exports! {
     qjs_is_weak_ref: u32 => i32,
     qjs_is_array_buffer: u32 => i32,
     qjs_is_data_view: u32 => i32,
-    qjs_get_typed_array_buffer: (u32, u32, u32, u32) => u32,
     qjs_get_bool: u32 => i32,
+    qjs_get_class_id: u32 => i32,
+    qjs_is_uncatchable_error: u32 => i32,
     qjs_get_float64: u32 => f64,
     qjs_get_string_len: (u32, u32) => u32,
     qjs_free_cstring: u32 => (),
@@ -206,22 +206,33 @@ impl Exports {
         Ok(value)
     }
 
-    /// Reads a guest string value (the caller has checked `qjs_is_string`).
-    /// Lone surrogates, which QuickJS encodes as WTF-8, become U+FFFD.
-    pub fn read_string(
+    /// Reads at most `cap` bytes of a guest string value (the caller has
+    /// checked `qjs_is_string`), cut at a character boundary; the guest's
+    /// copy is freed either way.
+    pub fn read_string_capped(
         &self,
         mut store: impl AsContextMut,
         value: u32,
         scratch: u32,
+        cap: usize,
     ) -> Result<String> {
         let cstr = self.qjs_get_string_len.call(&mut store, (value, scratch))?;
         if cstr == 0 {
             return Err(SandboxError::MemoryLimit);
         }
         let len = self.read_u32(&store, scratch)?;
-        let bytes = self.read_bytes(&store, cstr, len);
+        let take = (len as usize).min(cap) as u32;
+        let bytes = self.read_bytes(&store, cstr, take);
         self.qjs_free_cstring.call(&mut store, cstr)?;
-        Ok(decode_wtf8(bytes?))
+        let mut text = decode_wtf8(bytes?);
+        if (len as usize) > cap {
+            let mut end = text.len().min(cap);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
+        Ok(text)
     }
 }
 

@@ -125,6 +125,11 @@ pub struct SandboxConfig {
     pub pool_threads: usize,
     /// Jobs that may wait for a worker before `Pool::run` waits too.
     pub pool_queue: usize,
+    /// The key that authenticates snapshots. `None`: the key stored in
+    /// `<cache dir>/snapshot.key` (created on first use, mode 0600), so that
+    /// snapshots survive a restart; with no cache dir, a random key per
+    /// process.
+    pub snapshot_key: Option<[u8; 32]>,
 }
 
 impl Default for SandboxConfig {
@@ -134,6 +139,7 @@ impl Default for SandboxConfig {
             epoch_tick: Duration::from_millis(5),
             pool_threads: 0,
             pool_queue: 256,
+            snapshot_key: None,
         }
     }
 }

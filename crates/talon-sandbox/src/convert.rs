@@ -14,7 +14,7 @@ use wasmtime::AsContextMut;
 use crate::abi::{Exports, PROP_DEFAULT};
 use crate::config::BridgeLimits;
 use crate::error::{GuestError, Result, SandboxError};
-use crate::host::HostState;
+use crate::host::{ClassIds, HostState};
 
 /// Property names kept NUL-terminated in guest memory for the VM's life.
 pub(crate) const STRINGS: &[u8] = b"length\0name\0message\0stack\0code\0";
@@ -62,6 +62,24 @@ pub(crate) fn to_json<T: AsContextMut<Data = HostState>>(
     Ok(walker.walk(store, value)?.unwrap_or(Value::Null))
 }
 
+enum Kind {
+    Array,
+    Object,
+    Error,
+}
+
+/// The length of `text` as a JSON string literal, escapes included.
+fn json_len(text: &str) -> usize {
+    2 + text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
 enum Segment {
     Index(u32),
     Key(String),
@@ -82,6 +100,13 @@ impl Walker<'_> {
         for seg in &self.path {
             match seg {
                 Segment::Index(i) => out.push_str(&format!("[{i}]")),
+                Segment::Key(k) if k.len() > 64 => {
+                    let mut end = 64;
+                    while !k.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    out.push_str(&format!(".{}…", &k[..end]));
+                }
                 Segment::Key(k) => out.push_str(&format!(".{k}")),
             }
         }
@@ -112,17 +137,19 @@ impl Walker<'_> {
         let ex = self.ex;
         let s = &mut *store;
         if ex.qjs_is_number.call(&mut *s, v)? != 0 {
-            self.count(8)?;
             let n = ex.qjs_get_float64.call(&mut *s, v)?;
-            return Ok(Some(number(n)));
+            let value = number(n);
+            self.count(if value.is_null() { 4 } else { 8 })?;
+            return Ok(Some(value));
         }
         if ex.qjs_is_string.call(&mut *s, v)? != 0 {
-            let text = ex.read_string(&mut *s, v, self.at.scratch)?;
-            self.count(text.len() + 2)?;
+            let room = self.limits.max_bytes.saturating_sub(self.bytes) + 1;
+            let text = ex.read_string_capped(&mut *s, v, self.at.scratch, room)?;
+            self.count(json_len(&text))?;
             return Ok(Some(Value::String(text)));
         }
         if ex.qjs_is_bool.call(&mut *s, v)? != 0 {
-            self.count(4)?;
+            self.count(5)?;
             return Ok(Some(Value::Bool(ex.qjs_get_bool.call(&mut *s, v)? != 0)));
         }
         if ex.qjs_is_null.call(&mut *s, v)? != 0 {
@@ -139,9 +166,24 @@ impl Walker<'_> {
         if ex.qjs_is_proxy.call(&mut *s, v)? != 0 {
             return Err(self.unconvertible("a Proxy"));
         }
-        if let Some(kind) = self.exotic_kind(s, v)? {
-            return Err(self.unconvertible(&format!("a {kind} (convert it to plain data first)")));
-        }
+        // Only plain objects, arrays, arguments and errors cross. The class
+        // id is read without any check that could throw (and so build an
+        // error, which would run engine hooks).
+        let class = ex.qjs_get_class_id.call(&mut *s, v)?;
+        let classes = self.at.classes;
+        let kind = if class == classes.array && ex.qjs_is_array.call(&mut *s, v)? != 0 {
+            Kind::Array
+        } else if class == classes.error {
+            Kind::Error
+        } else if class == classes.object
+            || class == classes.arguments
+            || class == classes.mapped_arguments
+        {
+            Kind::Object
+        } else {
+            let what = self.describe(s, v, class)?;
+            return Err(self.unconvertible(&format!("a {what} (convert it to plain data first)")));
+        };
         if self.path.len() >= self.limits.max_depth {
             return Err(SandboxError::ValueTooLarge(format!(
                 "nesting deeper than {} at {}",
@@ -154,23 +196,27 @@ impl Walker<'_> {
             return Err(self.unconvertible("a cycle"));
         }
         self.seen.push(identity);
-        let result = if ex.qjs_is_array.call(&mut *s, v)? != 0 {
-            self.array(s, v).map(Some)
-        } else if ex.qjs_is_error.call(&mut *s, v)? != 0 {
-            self.error(s, v).map(Some)
-        } else {
-            self.object(s, v).map(Some)
+        let result = match kind {
+            Kind::Array => self.array(s, v),
+            Kind::Error => self.error(s, v),
+            Kind::Object => self.object(s, v),
         };
         self.seen.pop();
-        result
+        result.map(Some)
     }
 
-    fn exotic_kind<T: AsContextMut<Data = HostState>>(
+    /// Names an object that may not cross, with checks that never throw.
+    fn describe<T: AsContextMut<Data = HostState>>(
         &self,
         s: &mut T,
         v: u32,
-    ) -> Result<Option<&'static str>> {
+        class: i32,
+    ) -> Result<&'static str> {
         let ex = self.ex;
+        let (lo, hi) = self.at.classes.typed_arrays;
+        if (lo..=hi).contains(&class) {
+            return Ok("typed array");
+        }
         let checks: [(&wasmtime::TypedFunc<u32, i32>, &'static str); 10] = [
             (&ex.qjs_is_promise, "Promise (await it first)"),
             (&ex.qjs_is_date, "Date"),
@@ -185,22 +231,10 @@ impl Walker<'_> {
         ];
         for (check, kind) in checks {
             if check.call(&mut *s, v)? != 0 {
-                return Ok(Some(kind));
+                return Ok(kind);
             }
         }
-        let scratch = self.at.scratch;
-        let buffer = ex
-            .qjs_get_typed_array_buffer
-            .call(&mut *s, (v, scratch, scratch + 4, scratch + 8))?;
-        if buffer != 0 {
-            let is_typed = ex.qjs_is_exception.call(&mut *s, buffer)? == 0;
-            ex.qjs_free_value.call(&mut *s, buffer)?;
-            if is_typed {
-                return Ok(Some("typed array"));
-            }
-            clear_exception(s, ex)?;
-        }
-        Ok(None)
+        Ok("built-in object")
     }
 
     fn array<T: AsContextMut<Data = HostState>>(&mut self, s: &mut T, v: u32) -> Result<Value> {
@@ -227,7 +261,10 @@ impl Walker<'_> {
             let item = own_property(s, ex, self.at, raw, atom);
             ex.JS_FreeAtom.call(&mut *s, (self.at.ctx, atom))?;
             let value = match item? {
-                OwnProperty::Absent => Value::Null,
+                OwnProperty::Absent => {
+                    self.count(4)?;
+                    Value::Null
+                }
                 OwnProperty::Accessor => {
                     return Err(self.unconvertible("an accessor (getters are not run)"));
                 }
@@ -324,6 +361,7 @@ pub(crate) struct At {
     pub scratch: u32,
     pub strings: Strings,
     pub stack_getter: u32,
+    pub classes: ClassIds,
 }
 
 impl At {
@@ -333,6 +371,7 @@ impl At {
             scratch: state.ptrs.scratch,
             strings: Strings::at(state.ptrs.strings),
             stack_getter: state.ptrs.stack_getter,
+            classes: state.classes,
         }
     }
 }
@@ -437,6 +476,7 @@ fn read_string_prop<T: AsContextMut<Data = HostState>>(
     obj: u32,
     key: u32,
     inherit: bool,
+    cap: usize,
 ) -> Result<Option<String>> {
     let atom = ex.JS_NewAtom.call(&mut *s, (at.ctx, key))?;
     let mut current = ex.qjs_dup_value.call(&mut *s, obj)?;
@@ -451,7 +491,7 @@ fn read_string_prop<T: AsContextMut<Data = HostState>>(
         match own_property(s, ex, at, raw, atom)? {
             OwnProperty::Data(value) => {
                 if ex.qjs_is_string.call(&mut *s, value)? != 0 {
-                    found = Some(ex.read_string(&mut *s, value, at.scratch)?);
+                    found = Some(ex.read_string_capped(&mut *s, value, at.scratch, cap)?);
                 }
                 ex.qjs_free_value.call(&mut *s, value)?;
                 break;
@@ -477,7 +517,7 @@ fn read_stack<T: AsContextMut<Data = HostState>>(
     at: At,
     v: u32,
 ) -> Result<Option<String>> {
-    if let Some(own) = read_string_prop(s, ex, at, v, at.strings.stack, false)? {
+    if let Some(own) = read_string_prop(s, ex, at, v, at.strings.stack, false, MAX_STACK_TEXT)? {
         return Ok(Some(own));
     }
     let engine_getter = ex.qjs_get_value_ptr.call(&mut *s, at.stack_getter)?;
@@ -513,7 +553,12 @@ fn read_stack<T: AsContextMut<Data = HostState>>(
                     if ex.qjs_is_exception.call(&mut *s, value)? != 0 {
                         clear_exception(s, ex)?;
                     } else if ex.qjs_is_string.call(&mut *s, value)? != 0 {
-                        found = Some(ex.read_string(&mut *s, value, at.scratch)?);
+                        found = Some(ex.read_string_capped(
+                            &mut *s,
+                            value,
+                            at.scratch,
+                            MAX_STACK_TEXT,
+                        )?);
                     }
                     ex.qjs_free_value.call(&mut *s, value)?;
                 }
@@ -536,7 +581,13 @@ fn read_stack<T: AsContextMut<Data = HostState>>(
     Ok(found)
 }
 
-/// Reads `name`, `message` and `stack` of a thrown value (borrowed box).
+/// Caps on the parts of an error copied out of the guest.
+const MAX_NAME_TEXT: usize = 256;
+const MAX_MESSAGE_TEXT: usize = 16 * 1024;
+const MAX_STACK_TEXT: usize = 16 * 1024;
+
+/// Reads `name`, `message` and `stack` of a thrown value (borrowed box),
+/// each capped in size.
 pub(crate) fn read_error_fields<T: AsContextMut<Data = HostState>>(
     s: &mut T,
     ex: &Exports,
@@ -559,8 +610,8 @@ pub(crate) fn read_error_fields<T: AsContextMut<Data = HostState>>(
             stack: None,
         });
     }
-    let name = read_string_prop(s, ex, at, v, at.strings.name, true)?;
-    let message = read_string_prop(s, ex, at, v, at.strings.message, true)?;
+    let name = read_string_prop(s, ex, at, v, at.strings.name, true, MAX_NAME_TEXT)?;
+    let message = read_string_prop(s, ex, at, v, at.strings.message, true, MAX_MESSAGE_TEXT)?;
     let stack = read_stack(s, ex, at, v)?;
     Ok(GuestError {
         name: name.unwrap_or_else(|| "Error".into()),

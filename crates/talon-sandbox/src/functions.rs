@@ -10,8 +10,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::error::SandboxError;
-
 /// A synchronous host function: JSON arguments in, a JSON value or a plain
 /// error out.
 pub type SyncHostFn = dyn Fn(&[Value]) -> Result<Value, HostCallError> + Send + Sync;
@@ -114,10 +112,6 @@ impl HostCallError {
     pub fn with_code(mut self, code: impl Into<String>) -> Self {
         self.code = Some(code.into());
         self
-    }
-
-    pub(crate) fn internal(error: impl Into<SandboxError>) -> Self {
-        Self::new(error.into().to_string()).with_code("internal_error")
     }
 }
 

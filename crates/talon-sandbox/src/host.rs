@@ -15,7 +15,7 @@ use wasmtime::{Caller, Linker, ResourceLimiter};
 
 use crate::abi::Exports;
 use crate::config::{Clock, Limits};
-use crate::convert::{self, Strings};
+use crate::convert;
 use crate::error::{Result, SandboxError};
 use crate::functions::{HostCallError, HostFunction, HostFunctions, PendingCall};
 use crate::output::Output;
@@ -57,6 +57,26 @@ pub(crate) struct Resolvers {
     pub reject: u32,
 }
 
+/// A settlement waiting for the next `Vm::resume`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Settlement {
+    pub id: u64,
+    pub result: Result<Value, HostCallError>,
+}
+
+/// Class ids of the engine, read when the base image is built: the only
+/// object classes whose values may cross the bridge.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ClassIds {
+    pub object: i32,
+    pub array: i32,
+    pub error: i32,
+    pub arguments: i32,
+    pub mapped_arguments: i32,
+    /// The typed-array classes form one contiguous range.
+    pub typed_arrays: (i32, i32),
+}
+
 /// Per-store state, reachable from every import.
 pub(crate) struct HostState {
     pub exports: Option<Arc<Exports>>,
@@ -69,6 +89,8 @@ pub(crate) struct HostState {
     pub next_call_id: u64,
     pub pending: Vec<PendingCall>,
     pub resolvers: BTreeMap<u64, Resolvers>,
+    pub settled: Vec<Settlement>,
+    pub classes: ClassIds,
     pub output: Output,
     pub soft_deadline: Option<Instant>,
     pub interrupted: bool,
@@ -100,6 +122,8 @@ impl HostState {
             next_call_id: 1,
             pending: Vec::new(),
             resolvers: BTreeMap::new(),
+            settled: Vec::new(),
+            classes: ClassIds::default(),
             soft_deadline: None,
             interrupted: false,
             abort: None,
@@ -110,6 +134,25 @@ impl HostState {
             rng: ChaCha12Rng::from_seed(seed),
             host_calls: 0,
         })
+    }
+
+    /// Clears the per-cell flags.
+    pub fn reset_flags(&mut self) {
+        self.module_denied = None;
+        self.limiter.denied = false;
+        self.aborted = false;
+        self.interrupted = false;
+    }
+
+    /// A stop the host decided (abort, deadline), if any.
+    pub fn stop(&self) -> Option<SandboxError> {
+        if self.aborted {
+            Some(SandboxError::Aborted)
+        } else if self.interrupted {
+            Some(SandboxError::Timeout(self.limits.timeout.as_millis() as u64))
+        } else {
+            None
+        }
     }
 
     pub fn exports(&self) -> Result<Arc<Exports>> {
@@ -221,21 +264,73 @@ pub(crate) fn define_imports(linker: &mut Linker<HostState>) -> Result<()> {
     Ok(())
 }
 
+/// Why an import could not answer the guest.
+pub(crate) enum ImportError {
+    /// A plain error for the guest to catch.
+    Guest(HostCallError),
+    /// A trap in a nested call: the whole activation must unwind so the VM
+    /// is classified and poisoned; the guest never sees it.
+    Fatal(wasmtime::Error),
+}
+
+impl From<wasmtime::Error> for ImportError {
+    fn from(error: wasmtime::Error) -> Self {
+        Self::Fatal(error)
+    }
+}
+
+impl From<SandboxError> for ImportError {
+    fn from(error: SandboxError) -> Self {
+        match error {
+            SandboxError::Trap {
+                trap: Some(trap), ..
+            } => Self::Fatal(wasmtime::Error::new(trap)),
+            SandboxError::Trap { message, .. } => Self::Fatal(wasmtime::Error::msg(message)),
+            SandboxError::MemoryLimit => Self::Guest(HostCallError::new("out of memory")),
+            other => {
+                tracing::debug!(error = %other, "internal error in a host import");
+                Self::Guest(
+                    HostCallError::new("internal sandbox error").with_code("internal_error"),
+                )
+            }
+        }
+    }
+}
+
+impl From<HostCallError> for ImportError {
+    fn from(error: HostCallError) -> Self {
+        Self::Guest(error)
+    }
+}
+
+/// Answers an import: a value, or a thrown guest error (`Ok(0)`), or a
+/// trap that unwinds the guest.
+fn answer(
+    caller: &mut Caller<'_, HostState>,
+    result: Result<u32, ImportError>,
+) -> wasmtime::Result<u32> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(ImportError::Guest(error)) => {
+            throw_error(caller, &error)?;
+            Ok(0)
+        }
+        Err(ImportError::Fatal(error)) => Err(error),
+    }
+}
+
 /// Records a module-loading attempt and throws in the guest.
-fn deny_module(mut caller: Caller<'_, HostState>, name: u32) -> u32 {
+fn deny_module(mut caller: Caller<'_, HostState>, name: u32) -> wasmtime::Result<u32> {
     let specifier = read_cstr(&mut caller, name).unwrap_or_else(|| "<unreadable>".into());
     let message = format!("module access denied: cannot load '{specifier}'");
     caller.data_mut().module_denied = Some(specifier);
-    throw_error(
-        &mut caller,
-        &HostCallError::new(message).with_code("module_access_denied"),
-    );
-    0
+    let error = HostCallError::new(message).with_code("module_access_denied");
+    answer(&mut caller, Err(ImportError::Guest(error)))
 }
 
 fn read_cstr(caller: &mut Caller<'_, HostState>, ptr: u32) -> Option<String> {
-    let ex = caller.data().exports.as_ref()?.memory;
-    let data = ex.data(&caller);
+    let memory = caller.data().exports.as_ref()?.memory;
+    let data = memory.data(&caller);
     let tail = data.get(ptr as usize..)?;
     let end = tail.iter().take(4096).position(|b| *b == 0)?;
     Some(String::from_utf8_lossy(&tail[..end]).into_owned())
@@ -249,14 +344,9 @@ fn host_call(
     _this: u32,
     argc: u32,
     argv: u32,
-) -> u32 {
-    match dispatch(&mut caller, name_ptr, name_len, argc, argv) {
-        Ok(value) => value,
-        Err(error) => {
-            throw_error(&mut caller, &error);
-            0
-        }
-    }
+) -> wasmtime::Result<u32> {
+    let result = dispatch(&mut caller, name_ptr, name_len, argc, argv);
+    answer(&mut caller, result)
 }
 
 fn dispatch(
@@ -265,33 +355,23 @@ fn dispatch(
     name_len: u32,
     argc: u32,
     argv: u32,
-) -> Result<u32, HostCallError> {
-    let ex = caller.data().exports().map_err(HostCallError::internal)?;
+) -> Result<u32, ImportError> {
+    let ex = caller.data().exports()?;
     caller.data_mut().host_calls += 1;
-    let name_bytes = ex
-        .read_bytes(&caller, name_ptr, name_len)
-        .map_err(HostCallError::internal)?;
+    let name_bytes = ex.read_bytes(&caller, name_ptr, name_len.min(1024))?;
     let name = String::from_utf8_lossy(&name_bytes);
     if argc > 64 {
-        return Err(HostCallError::new(format!(
-            "{name}: too many arguments ({argc})"
-        )));
+        return Err(HostCallError::new(format!("{name}: too many arguments ({argc})")).into());
     }
     let mut args = Vec::with_capacity(argc as usize);
     for i in 0..argc {
-        let arg = ex
-            .read_u32(&caller, argv + 4 * i)
-            .map_err(HostCallError::internal)?;
-        args.push(arg);
+        args.push(ex.read_u32(&caller, argv + 4 * i)?);
     }
     match name.as_ref() {
         RANDOM_FN => {
             let bits = caller.data_mut().rng.next_u64() >> 11;
             let value = bits as f64 / (1u64 << 53) as f64;
-            return ex
-                .qjs_new_number
-                .call(&mut *caller, value)
-                .map_err(HostCallError::internal);
+            return Ok(ex.qjs_new_number.call(&mut *caller, value)?);
         }
         PRINT_FN => return print(caller, &ex, &args),
         NOW_FN => {
@@ -299,30 +379,38 @@ fn dispatch(
                 Clock::System => caller.data().started.elapsed().as_secs_f64() * 1000.0,
                 Clock::Fixed { .. } => 0.0,
             };
-            return ex
-                .qjs_new_number
-                .call(&mut *caller, ms)
-                .map_err(HostCallError::internal);
+            return Ok(ex.qjs_new_number.call(&mut *caller, ms)?);
         }
         _ => {}
     }
     let function = caller.data().functions.get(&name).cloned();
     let Some(function) = function else {
-        return Err(HostCallError::new(format!(
-            "host function '{name}' is not available"
-        )));
+        return Err(HostCallError::new(format!("host function '{name}' is not available")).into());
     };
     let limits = caller.data().limits.bridge;
     let mut values = Vec::with_capacity(args.len());
-    for arg in args {
-        let value = convert::to_json(&mut *caller, &ex, arg, &limits)
-            .map_err(|e| HostCallError::new(format!("{name}: argument {}", e)))?;
-        values.push(value);
+    for (i, arg) in args.into_iter().enumerate() {
+        match convert::to_json(&mut *caller, &ex, arg, &limits) {
+            Ok(value) => values.push(value),
+            Err(e @ (SandboxError::Unconvertible(_) | SandboxError::ValueTooLarge(_))) => {
+                return Err(HostCallError::new(format!("{name}: argument {i}: {e}")).into());
+            }
+            Err(other) => return Err(other.into()),
+        }
     }
     match function {
         HostFunction::Sync(f) => {
-            let result = f(&values)?;
-            convert::from_json(&mut *caller, &ex, &result, &limits).map_err(HostCallError::internal)
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&values)))
+                .unwrap_or_else(|_| {
+                    Err(HostCallError::new(format!("host function '{name}' failed")))
+                })?;
+            match convert::from_json(&mut *caller, &ex, &result, &limits) {
+                Ok(value) => Ok(value),
+                Err(e @ (SandboxError::Unconvertible(_) | SandboxError::ValueTooLarge(_))) => {
+                    Err(HostCallError::new(format!("{name}: result: {e}")).into())
+                }
+                Err(other) => Err(other.into()),
+            }
         }
         HostFunction::Async => start_async_call(caller, &ex, name.into_owned(), values),
     }
@@ -334,29 +422,30 @@ fn start_async_call(
     ex: &Exports,
     name: String,
     args: Vec<Value>,
-) -> Result<u32, HostCallError> {
+) -> Result<u32, ImportError> {
     let max = caller.data().limits.max_pending_calls;
     if caller.data().resolvers.len() >= max {
         return Err(HostCallError::new(format!(
             "{name}: too many pending host calls (limit {max})"
         ))
-        .with_code("too_many_pending_tool_calls"));
+        .with_code("too_many_pending_tool_calls")
+        .into());
     }
+    let Some(id) = caller
+        .data()
+        .next_call_id
+        .checked_add(1)
+        .map(|next| next - 1)
+    else {
+        return Err(HostCallError::new("host call ids exhausted").into());
+    };
     let out = caller.data().ptrs.scratch;
-    let promise = ex
-        .qjs_new_promise
-        .call(&mut *caller, (out, out + 4))
-        .map_err(HostCallError::internal)?;
-    let promise = ex
-        .check_value(&mut *caller, promise)
-        .map_err(HostCallError::internal)?;
-    let resolve = ex.read_u32(&caller, out).map_err(HostCallError::internal)?;
-    let reject = ex
-        .read_u32(&caller, out + 4)
-        .map_err(HostCallError::internal)?;
+    let promise = ex.qjs_new_promise.call(&mut *caller, (out, out + 4))?;
+    let promise = ex.check_value(&mut *caller, promise)?;
+    let resolve = ex.read_u32(&caller, out)?;
+    let reject = ex.read_u32(&caller, out + 4)?;
     let state = caller.data_mut();
-    let id = state.next_call_id;
-    state.next_call_id += 1;
+    state.next_call_id = id + 1;
     state.resolvers.insert(id, Resolvers { resolve, reject });
     state.pending.push(PendingCall { id, name, args });
     Ok(promise)
@@ -367,26 +456,17 @@ fn print(
     caller: &mut Caller<'_, HostState>,
     ex: &Exports,
     args: &[u32],
-) -> Result<u32, HostCallError> {
+) -> Result<u32, ImportError> {
     let (Some(&stream), Some(&text)) = (args.first(), args.get(1)) else {
-        return Err(HostCallError::new("print: expected (stream, text)"));
+        return Err(HostCallError::new("print: expected (stream, text)").into());
     };
-    let stream = ex
-        .qjs_get_float64
-        .call(&mut *caller, stream)
-        .map_err(HostCallError::internal)?;
-    if ex
-        .qjs_is_string
-        .call(&mut *caller, text)
-        .map_err(HostCallError::internal)?
-        == 0
-    {
-        return Err(HostCallError::new("print: text must be a string"));
+    let stream = ex.qjs_get_float64.call(&mut *caller, stream)?;
+    if ex.qjs_is_string.call(&mut *caller, text)? == 0 {
+        return Err(HostCallError::new("print: text must be a string").into());
     }
     let scratch = caller.data().ptrs.scratch;
-    let text = ex
-        .read_string(&mut *caller, text, scratch)
-        .map_err(HostCallError::internal)?;
+    let room = caller.data().output.room() + 1;
+    let text = ex.read_string_capped(&mut *caller, text, scratch, room)?;
     let stream = if stream == 2.0 {
         talon_protocol::OutputStream::Stderr
     } else {
@@ -395,43 +475,36 @@ fn print(
     if let Err(limit) = caller.data_mut().output.push(stream, &text) {
         return Err(
             HostCallError::new(format!("output limit of {limit} bytes exceeded"))
-                .with_code("output_limit_exceeded"),
+                .with_code("output_limit_exceeded")
+                .into(),
         );
     }
-    ex.qjs_get_undefined
-        .call(&mut *caller, ())
-        .map_err(HostCallError::internal)
+    Ok(ex.qjs_get_undefined.call(&mut *caller, ())?)
 }
 
 /// Throws a plain guest `Error` carrying `message` and, if set, `code`.
 /// Host error objects never cross: only these two strings do.
-pub(crate) fn throw_error(caller: &mut Caller<'_, HostState>, error: &HostCallError) {
+pub(crate) fn throw_error(
+    caller: &mut Caller<'_, HostState>,
+    error: &HostCallError,
+) -> wasmtime::Result<()> {
     let Ok(ex) = caller.data().exports() else {
-        return;
+        return Ok(());
     };
-    let strings = Strings::at(caller.data().ptrs.strings);
-    let result = (|| -> Result<()> {
-        let err = ex.qjs_new_error.call(&mut *caller, ())?;
-        let err = ex.check_value(&mut *caller, err)?;
-        let set = |caller: &mut Caller<'_, HostState>, key: u32, text: &str| -> Result<()> {
-            let value = ex.new_string(&mut *caller, text)?;
-            ex.qjs_define_prop_string
-                .call(&mut *caller, (err, key, value, crate::abi::PROP_HIDDEN))?;
-            ex.qjs_free_value.call(&mut *caller, value)?;
-            Ok(())
-        };
-        set(caller, strings.message, &error.message)?;
-        if let Some(code) = &error.code {
-            set(caller, strings.code, code)?;
-        }
-        let thrown = ex.qjs_throw.call(&mut *caller, err)?;
-        ex.qjs_free_value.call(&mut *caller, thrown)?;
-        ex.qjs_free_value.call(&mut *caller, err)?;
-        Ok(())
-    })();
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "could not build the guest error");
-    }
+    let err = match crate::guest::new_error(&mut *caller, &ex, error) {
+        Ok(err) => err,
+        Err(SandboxError::Trap {
+            trap: Some(trap), ..
+        }) => return Err(wasmtime::Error::new(trap)),
+        Err(SandboxError::Trap { message, .. }) => return Err(wasmtime::Error::msg(message)),
+        // Out of memory while building the error: QuickJS has its own
+        // exception pending already.
+        Err(_) => return Ok(()),
+    };
+    let thrown = ex.qjs_throw.call(&mut *caller, err)?;
+    ex.qjs_free_value.call(&mut *caller, thrown)?;
+    ex.qjs_free_value.call(&mut *caller, err)?;
+    Ok(())
 }
 
 fn define_wasi(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {

@@ -12,9 +12,9 @@ use crate::config::{Clock, Limits};
 use crate::convert::STRINGS;
 use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
-use crate::host::{GuestPointers, HostState, NOW_FN, PRINT_FN, RANDOM_FN};
+use crate::guest::{eval_raw, install_function};
+use crate::host::{ClassIds, GuestPointers, HostState, NOW_FN, PRINT_FN, RANDOM_FN};
 use crate::runtime::{QUICKJS_WASM_SHA256, instantiate};
-use crate::vm::{eval_raw, install_function};
 
 /// Granularity of image and snapshot diffs.
 pub(crate) const PAGE: usize = 4096;
@@ -38,6 +38,7 @@ pub(crate) struct BaseImage {
     /// Pages where the image differs from a freshly instantiated module.
     pub dirty_pages: Vec<u32>,
     pub registers: Registers,
+    pub classes: ClassIds,
     /// Identifies module + prelude + image; snapshots carry it.
     pub id: [u8; 32],
 }
@@ -53,6 +54,7 @@ impl BaseImage {
         };
         let (mut store, ex) = instantiate(engine, pre, fresh_state()?)?;
         let registers = initialise(&mut store, &ex)?;
+        let classes = class_ids(&mut store, &ex)?;
         let memory = ex.memory.data(&store).to_vec();
 
         let (pristine_store, pristine) = instantiate(engine, pre, fresh_state()?)?;
@@ -77,6 +79,7 @@ impl BaseImage {
             memory,
             dirty_pages,
             registers,
+            classes,
             id,
         })
     }
@@ -89,6 +92,7 @@ impl BaseImage {
             let range = page as usize * PAGE..(page as usize + 1) * PAGE;
             data[range.clone()].copy_from_slice(&self.memory[range]);
         }
+        store.data_mut().classes = self.classes;
         set_registers(store, ex, &self.registers)
     }
 }
@@ -202,4 +206,49 @@ fn initialise(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
         .call(&mut *store, ())
         .map_err(|e| init(e.into()))?;
     read_registers(store, ex)
+}
+
+/// Reads the class ids of the values that may cross the bridge, from
+/// samples evaluated in the image before any guest code exists.
+fn class_ids(store: &mut Store<HostState>, ex: &Exports) -> Result<ClassIds> {
+    let mut class_of = |code: &str| -> Result<i32> {
+        let value = eval_raw(&mut *store, ex, code, "<talon-base>")?;
+        let class = ex.qjs_get_class_id.call(&mut *store, value)?;
+        ex.qjs_free_value.call(&mut *store, value)?;
+        Ok(class)
+    };
+    let mut typed: Option<(i32, i32)> = None;
+    for ctor in [
+        "Uint8ClampedArray",
+        "Int8Array",
+        "Uint8Array",
+        "Int16Array",
+        "Uint16Array",
+        "Int32Array",
+        "Uint32Array",
+        "BigInt64Array",
+        "BigUint64Array",
+        "Float16Array",
+        "Float32Array",
+        "Float64Array",
+    ] {
+        let class = class_of(&format!("typeof {ctor} === 'function' ? new {ctor}(0) : 0"))?;
+        if class > 0 {
+            typed = Some(typed.map_or((class, class), |(lo, hi)| (lo.min(class), hi.max(class))));
+        }
+    }
+    let classes = ClassIds {
+        object: class_of("({})")?,
+        array: class_of("[]")?,
+        error: class_of("new TypeError('x')")?,
+        arguments: class_of("(function () { 'use strict'; return arguments })(1)")?,
+        mapped_arguments: class_of("(function (a) { return arguments })(1)")?,
+        typed_arrays: typed.unwrap_or((-1, -1)),
+    };
+    if classes.object <= 0 || classes.array <= 0 || classes.error <= 0 {
+        return Err(SandboxError::runtime(format!(
+            "unexpected class ids {classes:?}"
+        )));
+    }
+    Ok(classes)
 }

@@ -18,6 +18,7 @@ mod config;
 mod convert;
 mod error;
 mod functions;
+mod guest;
 mod host;
 mod image;
 mod output;

@@ -40,6 +40,11 @@ impl Output {
         Ok(())
     }
 
+    /// Bytes still allowed.
+    pub fn room(&self) -> usize {
+        self.cap.saturating_sub(self.bytes)
+    }
+
     pub fn exceeded(&self) -> bool {
         self.exceeded
     }

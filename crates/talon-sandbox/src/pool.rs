@@ -77,7 +77,13 @@ impl Pool {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |sandbox| {
             let _permit = permit;
-            let _ = tx.send(job(sandbox));
+            // A panicking job (say, in a host function) must not take the
+            // worker down; its caller sees the dropped channel.
+            if let Ok(result) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(sandbox)))
+            {
+                let _ = tx.send(result);
+            }
         });
         let sender = self.sender.as_ref().ok_or(SandboxError::PoolClosed)?;
         sender.try_send(job).map_err(|_| SandboxError::PoolClosed)?;

@@ -19,6 +19,7 @@ use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
 use crate::host::{HostState, define_imports};
 use crate::image::BaseImage;
+use crate::snapshot::SnapshotKey;
 use crate::vm::Vm;
 
 /// The embedded module: `quickjs.wasm` from npm `quickjs-wasi`, checked by
@@ -39,6 +40,7 @@ pub(crate) struct Inner {
     pub engine: Engine,
     pub pre: InstancePre<HostState>,
     pub image: BaseImage,
+    pub snapshot_key: SnapshotKey,
     pub config: SandboxConfig,
     ticker_stop: Arc<AtomicBool>,
     /// How the module was obtained, for diagnostics.
@@ -96,11 +98,16 @@ impl Sandbox {
         spawn_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
 
         let image = BaseImage::build(&engine, &pre)?;
+        let snapshot_key = match config.snapshot_key {
+            Some(key) => key,
+            None => snapshot_key(cache_dir(&config).as_deref())?,
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
                 pre,
                 image,
+                snapshot_key,
                 config,
                 ticker_stop,
                 load,
@@ -235,6 +242,53 @@ fn load_module(engine: &Engine, cache: Option<&Path>) -> Result<(Module, bool)> 
     }
     drop(lock);
     Ok((module, false))
+}
+
+/// Reads the snapshot key from the cache dir, creating it on first use.
+fn snapshot_key(cache: Option<&Path>) -> Result<SnapshotKey> {
+    let random = || -> Result<SnapshotKey> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| SandboxError::runtime(format!("no CSPRNG: {e}")))?;
+        Ok(key)
+    };
+    let Some(cache) = cache else {
+        tracing::warn!("no cache directory: snapshots will not survive a restart");
+        return random();
+    };
+    let path = cache.join("snapshot.key");
+    if let Ok(bytes) = std::fs::read(&path) {
+        if let Ok(key) = <SnapshotKey>::try_from(bytes.as_slice()) {
+            return Ok(key);
+        }
+        tracing::warn!(path = %path.display(), "snapshot key has the wrong size; replacing it");
+        let _ = std::fs::remove_file(&path);
+    }
+    let key = random()?;
+    let written = std::fs::create_dir_all(cache).and_then(|()| {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(&key)?;
+        file.sync_all()?;
+        // Another process may have won the race: keep whichever landed.
+        let linked = std::fs::hard_link(&tmp, &path);
+        std::fs::remove_file(&tmp)?;
+        linked.or_else(|e| if path.exists() { Ok(()) } else { Err(e) })
+    });
+    match written.and_then(|()| std::fs::read(&path)) {
+        Ok(bytes) => <SnapshotKey>::try_from(bytes.as_slice())
+            .map_err(|_| SandboxError::runtime(format!("{}: not a 32-byte key", path.display()))),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot store the snapshot key; using a per-process key");
+            Ok(key)
+        }
+    }
 }
 
 fn compile(engine: &Engine) -> Result<Module> {

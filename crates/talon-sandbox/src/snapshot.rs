@@ -1,17 +1,20 @@
 //! The snapshot format: a VM's state between calls, as a versioned,
-//! compressed, checksummed byte string.
+//! compressed, authenticated byte string.
 //!
 //! ```text
 //! header (80 bytes, little-endian)
 //!   0  magic "TLNS"        4  version u16     6  reserved u16
 //!   8  base image id [32]  40 body length u32 44 raw body length u32
-//!   48 SHA-256 of header[0..48] ++ body
+//!   48 HMAC-SHA256 of header[0..48] ++ body, keyed by the sandbox's
+//!      snapshot key (so a snapshot that left trusted storage cannot be
+//!      forged or altered)
 //! body: zlib-compressed
 //!   memory size u32, stack pointer u32, runtime u32, context u32,
 //!   scratch u32, strings u32, stack getter u32, cell promise u32 (0: none),
 //!   next call id u64,
 //!   resolver count u32, then (id u64, resolve u32, reject u32) each,
-//!   pending-call JSON length u32 + bytes,
+//!   pending-call JSON length u32 + bytes, settlement JSON length u32 +
+//!   bytes,
 //!   page count u32, page indices u32 each (ascending), then the pages
 //! ```
 //!
@@ -24,14 +27,15 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 use flate2::Compression;
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use wasmtime::Store;
 
 use crate::abi::Exports;
 use crate::config::Limits;
 use crate::error::{Result, SandboxError};
-use crate::functions::PendingCall;
-use crate::host::{GuestPointers, HostState, Resolvers};
+use crate::functions::{HostCallError, HostFunction, HostFunctions, PendingCall};
+use crate::host::{GuestPointers, HostState, Resolvers, Settlement};
 use crate::image::{BaseImage, PAGE, Registers, grow_to, read_registers, set_registers};
 
 const MAGIC: &[u8; 4] = b"TLNS";
@@ -39,10 +43,14 @@ const MAGIC: &[u8; 4] = b"TLNS";
 pub const SNAPSHOT_VERSION: u16 = 1;
 const HEADER: usize = 80;
 
+/// The key that authenticates snapshots.
+pub(crate) type SnapshotKey = [u8; 32];
+
 pub(crate) fn encode(
     store: &mut Store<HostState>,
     ex: &Exports,
     image: &BaseImage,
+    key: &SnapshotKey,
     cell: u32,
 ) -> Result<Vec<u8>> {
     let registers = read_registers(store, ex)?;
@@ -78,6 +86,20 @@ pub(crate) fn encode(
         serde_json::to_vec(&pending).map_err(|e| SandboxError::Internal(e.to_string()))?;
     body.extend_from_slice(&(pending.len() as u32).to_le_bytes());
     body.extend_from_slice(&pending);
+    let settled: Vec<serde_json::Value> = state
+        .settled
+        .iter()
+        .map(|s| match &s.result {
+            Ok(value) => serde_json::json!({"id": s.id, "ok": value}),
+            Err(e) => {
+                serde_json::json!({"id": s.id, "error": {"message": e.message, "code": e.code}})
+            }
+        })
+        .collect();
+    let settled =
+        serde_json::to_vec(&settled).map_err(|e| SandboxError::Internal(e.to_string()))?;
+    body.extend_from_slice(&(settled.len() as u32).to_le_bytes());
+    body.extend_from_slice(&settled);
 
     let zero = [0u8; PAGE];
     let pages: Vec<u32> = (0..memory.len() / PAGE)
@@ -117,17 +139,25 @@ pub(crate) fn encode(
     out.extend_from_slice(&image.id);
     out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    let digest = checksum(&out, &compressed);
+    let digest = authenticate(key, &out, &compressed);
     out.extend_from_slice(&digest);
     out.extend_from_slice(&compressed);
     Ok(out)
 }
 
-fn checksum(header: &[u8], body: &[u8]) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(header);
-    hasher.update(body);
-    hasher.finalize().into()
+fn mac(key: &SnapshotKey, header: &[u8], body: &[u8]) -> Hmac<Sha256> {
+    // HMAC takes keys of any length, so a 32-byte key never fails.
+    let mut mac = match <Hmac<Sha256> as Mac>::new_from_slice(key) {
+        Ok(mac) => mac,
+        Err(_) => unreachable!("HMAC accepts any key length"),
+    };
+    mac.update(header);
+    mac.update(body);
+    mac
+}
+
+fn authenticate(key: &SnapshotKey, header: &[u8], body: &[u8]) -> [u8; 32] {
+    mac(key, header, body).finalize().into_bytes().into()
 }
 
 /// A checked snapshot, ready to be written into a fresh instance.
@@ -138,6 +168,7 @@ pub(crate) struct Decoded {
     next_call_id: u64,
     resolvers: BTreeMap<u64, Resolvers>,
     pending: Vec<PendingCall>,
+    settled: Vec<Settlement>,
     pages: Vec<(u32, Vec<u8>)>,
 }
 
@@ -145,7 +176,13 @@ fn invalid(msg: impl Into<String>) -> SandboxError {
     SandboxError::SnapshotInvalid(msg.into())
 }
 
-pub(crate) fn decode(bytes: &[u8], image: &BaseImage, limits: &Limits) -> Result<Decoded> {
+pub(crate) fn decode(
+    bytes: &[u8],
+    image: &BaseImage,
+    key: &SnapshotKey,
+    limits: &Limits,
+    functions: &HostFunctions,
+) -> Result<Decoded> {
     if bytes.len() > limits.max_snapshot_bytes {
         return Err(SandboxError::SnapshotTooLarge {
             size: bytes.len(),
@@ -176,8 +213,13 @@ pub(crate) fn decode(bytes: &[u8], image: &BaseImage, limits: &Limits) -> Result
             bytes.len()
         )));
     }
-    if checksum(&bytes[..48], &bytes[HEADER..]) != bytes[48..80] {
-        return Err(invalid("checksum mismatch (corrupted)"));
+    if mac(key, &bytes[..48], &bytes[HEADER..])
+        .verify_slice(&bytes[48..80])
+        .is_err()
+    {
+        return Err(invalid(
+            "authentication failed (corrupted, forged, or made with another key)",
+        ));
     }
     if bytes[8..40] != image.id {
         return Err(invalid("made from another module or base image"));
@@ -189,7 +231,7 @@ pub(crate) fn decode(bytes: &[u8], image: &BaseImage, limits: &Limits) -> Result
             limit: max_raw,
         });
     }
-    let mut body = Vec::with_capacity(raw_len);
+    let mut body = Vec::new();
     flate2::read::ZlibDecoder::new(&bytes[HEADER..])
         .take(raw_len as u64 + 1)
         .read_to_end(&mut body)
@@ -197,10 +239,10 @@ pub(crate) fn decode(bytes: &[u8], image: &BaseImage, limits: &Limits) -> Result
     if body.len() != raw_len {
         return Err(invalid("body length differs from the header"));
     }
-    parse_body(&body, limits)
+    parse_body(&body, limits, functions)
 }
 
-fn parse_body(body: &[u8], limits: &Limits) -> Result<Decoded> {
+fn parse_body(body: &[u8], limits: &Limits, functions: &HostFunctions) -> Result<Decoded> {
     let mut r = Reader { data: body, at: 0 };
     let memory_size = r.u32()? as usize;
     if !memory_size.is_multiple_of(crate::image::WASM_PAGE)
@@ -230,6 +272,9 @@ fn parse_body(body: &[u8], limits: &Limits) -> Result<Decoded> {
         in_memory(cell, "cell")?;
     }
     let next_call_id = r.u64()?;
+    if next_call_id == 0 || next_call_id == u64::MAX {
+        return Err(invalid("call id counter out of range"));
+    }
     let count = r.u32()? as usize;
     if count > limits.max_pending_calls.max(128) {
         return Err(invalid(format!("{count} pending resolvers")));
@@ -237,6 +282,9 @@ fn parse_body(body: &[u8], limits: &Limits) -> Result<Decoded> {
     let mut resolvers = BTreeMap::new();
     for _ in 0..count {
         let id = r.u64()?;
+        if id >= next_call_id {
+            return Err(invalid("resolver id from the future"));
+        }
         let resolve = in_memory(r.u32()?, "resolver")?;
         let reject = in_memory(r.u32()?, "resolver")?;
         resolvers.insert(id, Resolvers { resolve, reject });
@@ -253,11 +301,37 @@ fn parse_body(body: &[u8], limits: &Limits) -> Result<Decoded> {
         ) else {
             return Err(invalid("malformed pending call"));
         };
+        if !resolvers.contains_key(&id) {
+            return Err(invalid(format!("pending call {id} has no resolver")));
+        }
+        if !matches!(functions.get(name), Some(HostFunction::Async)) {
+            return Err(invalid(format!(
+                "pending call to '{name}', which is not a registered async host function"
+            )));
+        }
         pending.push(PendingCall {
             id,
             name: name.to_owned(),
             args: args.clone(),
         });
+    }
+    let settled_len = r.u32()? as usize;
+    let settled_json: Vec<serde_json::Value> = serde_json::from_slice(r.take(settled_len)?)
+        .map_err(|e| invalid(format!("settlements: {e}")))?;
+    let mut settled = Vec::with_capacity(settled_json.len());
+    for entry in settled_json {
+        let Some(id) = entry["id"].as_u64().filter(|id| resolvers.contains_key(id)) else {
+            return Err(invalid("settlement for an unknown call"));
+        };
+        let result = match (entry.get("ok"), entry.get("error")) {
+            (Some(value), None) => Ok(value.clone()),
+            (None, Some(error)) => Err(HostCallError {
+                message: error["message"].as_str().unwrap_or_default().to_owned(),
+                code: error["code"].as_str().map(str::to_owned),
+            }),
+            _ => return Err(invalid("malformed settlement")),
+        };
+        settled.push(Settlement { id, result });
     }
     let page_count = r.u32()? as usize;
     if page_count > memory_size / PAGE {
@@ -287,6 +361,7 @@ fn parse_body(body: &[u8], limits: &Limits) -> Result<Decoded> {
         next_call_id,
         resolvers,
         pending,
+        settled,
         pages,
     })
 }
@@ -310,6 +385,7 @@ impl Decoded {
         state.next_call_id = self.next_call_id;
         state.resolvers = self.resolvers;
         state.pending = self.pending;
+        state.settled = self.settled;
         Ok(())
     }
 }

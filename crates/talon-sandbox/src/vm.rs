@@ -2,26 +2,28 @@
 //! asynchronous host calls, enforcing deadlines and classifying failures.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
 use talon_protocol::CodeModeOutput;
 use wasmtime::Store;
 
-use crate::abi::{self, Exports, PROP_HIDDEN};
+use crate::abi::{self, Exports};
 use crate::config::VmOptions;
-use crate::convert::{self, Strings};
+use crate::convert;
 use crate::error::{GuestError, Result, SandboxError};
 use crate::functions::{HostCallError, HostFunctions, PendingCall};
-use crate::host::HostState;
+use crate::guest::{eval_raw, install_function, new_error};
+use crate::host::{HostState, Settlement};
 use crate::runtime::{NO_DEADLINE_TICKS, Sandbox};
 use crate::snapshot;
 
 /// Where a cell stands after the host drove it as far as it could.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellStatus {
-    /// The cell's promise fulfilled; the value is JSON.
+    /// The cell's promise fulfilled; the value is JSON. Host calls it
+    /// started but never awaited are abandoned.
     Completed(Value),
     /// The cell awaits asynchronous host calls. These are the calls made
     /// since the last status; earlier ones may still be unsettled too.
@@ -31,8 +33,9 @@ pub enum CellStatus {
 /// A QuickJS VM in its own wasmtime store.
 ///
 /// A VM is `Send` but not `Sync`: drive it from one thread at a time,
-/// normally a worker of [`crate::Pool`]. After a hard stop or a trap it is
-/// *poisoned*: every later call fails with [`SandboxError::Poisoned`].
+/// normally a worker of [`crate::Pool`]. After a hard stop, a trap, or a
+/// stop that left jobs queued it is *poisoned*: every later call fails with
+/// [`SandboxError::Poisoned`].
 pub struct Vm {
     sandbox: Sandbox,
     store: Store<HostState>,
@@ -51,6 +54,13 @@ impl std::fmt::Debug for Vm {
     }
 }
 
+/// Whether a failed operation concerns the running cell.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Cell,
+    Script,
+}
+
 impl Vm {
     pub(crate) fn create(
         sandbox: Sandbox,
@@ -58,7 +68,7 @@ impl Vm {
         functions: Arc<HostFunctions>,
     ) -> Result<Self> {
         let names: Vec<String> = functions.names().into_iter().map(str::to_owned).collect();
-        let state = HostState::new(options.limits, functions, options.clock)?;
+        let state = HostState::new(options.limits.clamped(), functions, options.clock)?;
         let (mut store, ex) = sandbox.instantiate(state)?;
         sandbox.inner.image.apply(&mut store, &ex)?;
         let mut vm = Self {
@@ -81,9 +91,16 @@ impl Vm {
         options: VmOptions,
         functions: Arc<HostFunctions>,
     ) -> Result<Self> {
+        let limits = options.limits.clamped();
         let image = &sandbox.inner.image;
-        let decoded = snapshot::decode(bytes, image, &options.limits)?;
-        let state = HostState::new(options.limits, functions, options.clock)?;
+        let decoded = snapshot::decode(
+            bytes,
+            image,
+            &sandbox.inner.snapshot_key,
+            &limits,
+            &functions,
+        )?;
+        let state = HostState::new(limits, functions, options.clock)?;
         let (mut store, ex) = sandbox.instantiate(state)?;
         image.apply(&mut store, &ex)?;
         let cell = (decoded.cell != 0).then_some(decoded.cell);
@@ -117,7 +134,7 @@ impl Vm {
         self.store.data_mut().abort = Some(signal);
     }
 
-    /// `true` once a hard stop or trap has discarded this VM.
+    /// `true` once this VM was discarded (see [`Vm`]).
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
     }
@@ -146,10 +163,11 @@ impl Vm {
     /// after draining pending jobs. For cells, use [`Vm::run_cell`].
     pub fn eval(&mut self, code: &str) -> Result<Value> {
         self.usable()?;
+        self.store.data_mut().reset_flags();
         self.begin();
         let result = self.eval_inner(code);
         self.end();
-        self.finish(result)
+        self.finish(result, Scope::Script)
     }
 
     fn eval_inner(&mut self, code: &str) -> Result<Value> {
@@ -176,10 +194,11 @@ impl Vm {
                 "a cell is already running in this VM".into(),
             ));
         }
+        self.store.data_mut().reset_flags();
         self.begin();
         let result = self.start_inner(body);
         self.end();
-        self.finish(result)
+        self.finish(result, Scope::Cell)
     }
 
     fn start_inner(&mut self, body: &str) -> Result<CellStatus> {
@@ -193,78 +212,97 @@ impl Vm {
         self.drive()
     }
 
-    /// Settles a pending asynchronous host call: its promise in the guest
-    /// fulfils with the value, or rejects with a plain `Error`. Guest code
-    /// does not run until [`Vm::resume`].
+    /// Settles a pending asynchronous host call: on the next
+    /// [`Vm::resume`], its promise fulfils with the value or rejects with a
+    /// plain `Error`. No guest code runs here.
     pub fn settle(&mut self, id: u64, result: Result<Value, HostCallError>) -> Result<()> {
         self.usable()?;
-        let Some(resolvers) = self.store.data_mut().resolvers.remove(&id) else {
+        let state = self.store.data_mut();
+        if !state.resolvers.contains_key(&id) || state.settled.iter().any(|s| s.id == id) {
             return Err(SandboxError::Internal(format!(
                 "no pending host call with id {id}"
             )));
-        };
-        self.begin();
-        let outcome = self.settle_inner(resolvers, result);
-        self.end();
-        self.finish(outcome)
-    }
-
-    fn settle_inner(
-        &mut self,
-        r: crate::host::Resolvers,
-        result: Result<Value, HostCallError>,
-    ) -> Result<()> {
-        let limits = self.store.data().limits.bridge;
-        let (function, value) = match result {
-            Ok(value) => match convert::from_json(&mut self.store, &self.ex, &value, &limits) {
-                Ok(boxed) => (r.resolve, boxed),
-                Err(e) => (
-                    r.reject,
-                    new_error(
-                        &mut self.store,
-                        &self.ex,
-                        &HostCallError::new(e.to_string()),
-                    )?,
-                ),
-            },
-            Err(error) => (r.reject, new_error(&mut self.store, &self.ex, &error)?),
-        };
-        let scratch = self.store.data().ptrs.scratch;
-        let argv = scratch + 16;
-        let undefined = self.ex.qjs_get_undefined.call(&mut self.store, ())?;
-        self.ex
-            .memory
-            .write(&mut self.store, argv as usize, &value.to_le_bytes())
-            .map_err(|e| SandboxError::corrupt(e.to_string()))?;
-        let returned = self
-            .ex
-            .qjs_call
-            .call(&mut self.store, (function, undefined, 1, argv))?;
-        for owned in [returned, undefined, value, r.resolve, r.reject] {
-            self.ex.qjs_free_value.call(&mut self.store, owned)?;
         }
+        state.settled.push(Settlement { id, result });
         Ok(())
     }
 
-    /// Runs the guest's pending jobs after settlements, under a fresh time
-    /// budget, and reports where the cell stands.
+    /// Delivers the settlements and runs the guest's jobs, under a fresh
+    /// time budget; reports where the cell stands.
     pub fn resume(&mut self) -> Result<CellStatus> {
         self.usable()?;
         if self.cell.is_none() {
             return Err(SandboxError::Internal("no cell to resume".into()));
         }
+        self.store.data_mut().aborted = false;
         self.begin();
-        let result = self.drive();
+        let result = self.deliver().and_then(|()| self.drive());
         self.end();
-        self.finish(result)
+        self.finish(result, Scope::Cell)
+    }
+
+    fn deliver(&mut self) -> Result<()> {
+        let settled = std::mem::take(&mut self.store.data_mut().settled);
+        for Settlement { id, result } in settled {
+            let Some(r) = self.store.data_mut().resolvers.remove(&id) else {
+                continue;
+            };
+            let limits = self.store.data().limits.bridge;
+            let outcome = match result {
+                Ok(value) => match convert::from_json(&mut self.store, &self.ex, &value, &limits) {
+                    Ok(boxed) => Ok((r.resolve, boxed)),
+                    Err(e @ (SandboxError::Unconvertible(_) | SandboxError::ValueTooLarge(_))) => {
+                        new_error(
+                            &mut self.store,
+                            &self.ex,
+                            &HostCallError::new(e.to_string()),
+                        )
+                        .map(|b| (r.reject, b))
+                    }
+                    Err(e) => Err(e),
+                },
+                Err(error) => new_error(&mut self.store, &self.ex, &error).map(|b| (r.reject, b)),
+            };
+            let called = outcome.and_then(|(function, value)| {
+                let argv = self.store.data().ptrs.scratch + 16;
+                self.ex
+                    .memory
+                    .write(&mut self.store, argv as usize, &value.to_le_bytes())
+                    .map_err(|e| SandboxError::corrupt(e.to_string()))?;
+                let undefined = self.ex.qjs_get_undefined.call(&mut self.store, ())?;
+                let returned = self
+                    .ex
+                    .qjs_call
+                    .call(&mut self.store, (function, undefined, 1, argv));
+                self.ex.qjs_free_value.call(&mut self.store, undefined)?;
+                self.ex.qjs_free_value.call(&mut self.store, value)?;
+                let returned = returned?;
+                let threw = self.ex.qjs_is_exception.call(&mut self.store, returned)? != 0;
+                self.ex.qjs_free_value.call(&mut self.store, returned)?;
+                if threw {
+                    return Err(self.take_failure(false));
+                }
+                Ok(())
+            });
+            self.ex.qjs_free_value.call(&mut self.store, r.resolve)?;
+            self.ex.qjs_free_value.call(&mut self.store, r.reject)?;
+            called?;
+        }
+        Ok(())
     }
 
     /// Serialises the VM (between calls) into a versioned, compressed,
-    /// checksummed snapshot no larger than `max_snapshot_bytes`.
+    /// authenticated snapshot no larger than `max_snapshot_bytes`.
     pub fn snapshot(&mut self) -> Result<Vec<u8>> {
         self.usable()?;
-        let image = &self.sandbox.inner.image;
-        snapshot::encode(&mut self.store, &self.ex, image, self.cell.unwrap_or(0))
+        let inner = &self.sandbox.inner;
+        snapshot::encode(
+            &mut self.store,
+            &self.ex,
+            &inner.image,
+            &inner.snapshot_key,
+            self.cell.unwrap_or(0),
+        )
     }
 
     fn drive(&mut self) -> Result<CellStatus> {
@@ -285,7 +323,7 @@ impl Vm {
                 let result = self.ex.qjs_promise_result.call(&mut self.store, cell)?;
                 let value = self.convert(result);
                 self.ex.qjs_free_value.call(&mut self.store, result)?;
-                self.drop_cell()?;
+                self.abandon_cell()?;
                 let value = value?;
                 self.post_checks()?;
                 Ok(CellStatus::Completed(value))
@@ -294,7 +332,7 @@ impl Vm {
                 let reason = self.ex.qjs_promise_result.call(&mut self.store, cell)?;
                 let failure = self.classify(reason, false);
                 self.ex.qjs_free_value.call(&mut self.store, reason)?;
-                self.drop_cell()?;
+                self.abandon_cell()?;
                 Err(failure?)
             }
             other => Err(SandboxError::corrupt(format!("promise state {other}"))),
@@ -318,23 +356,25 @@ impl Vm {
         if state
             .abort
             .as_ref()
-            .is_some_and(|a| a.load(std::sync::atomic::Ordering::Relaxed))
+            .is_some_and(|a| a.load(Ordering::Relaxed))
         {
             state.aborted = true;
-            return Err(SandboxError::Aborted);
         }
         if state.soft_deadline.is_some_and(|d| Instant::now() >= d) {
             state.interrupted = true;
-            return Err(SandboxError::Timeout(
-                state.limits.timeout.as_millis() as u64
-            ));
         }
-        Ok(())
+        match state.stop() {
+            Some(stop) => Err(stop),
+            None => Ok(()),
+        }
     }
 
     /// Failures that outrank the cell's own outcome.
     fn post_checks(&mut self) -> Result<()> {
         let state = self.store.data();
+        if let Some(stop) = state.stop() {
+            return Err(stop);
+        }
         if let Some(specifier) = &state.module_denied {
             return Err(SandboxError::ModuleAccessDenied(format!(
                 "cannot load '{specifier}'"
@@ -360,27 +400,20 @@ impl Vm {
     /// Classifies a thrown value (borrowed box): the host's flags first
     /// (abort, deadline, module, output, memory), then the guest's error.
     fn classify(&mut self, thrown: u32, at_compile: bool) -> Result<SandboxError> {
+        self.post_checks()?;
         let state = self.store.data();
-        if state.aborted {
-            return Ok(SandboxError::Aborted);
-        }
-        if state.interrupted {
-            return Ok(SandboxError::Timeout(
-                state.limits.timeout.as_millis() as u64
-            ));
-        }
-        if let Some(specifier) = &state.module_denied {
-            return Ok(SandboxError::ModuleAccessDenied(format!(
-                "cannot load '{specifier}'"
-            )));
-        }
-        if state.output.exceeded() {
-            return Ok(SandboxError::OutputLimit(state.output.cap()));
-        }
         let limiter_denied = state.limiter.denied;
+        // QuickJS's out-of-memory error is uncatchable; a guest can throw
+        // an InternalError of its own, but not an uncatchable one.
+        let uncatchable = self
+            .ex
+            .qjs_is_uncatchable_error
+            .call(&mut self.store, thrown)?
+            != 0;
         let error = convert::read_error_fields(&mut self.store, &self.ex, thrown)?;
-        tracing::debug!(limiter_denied, ?error, "classifying a guest failure");
-        if limiter_denied || (error.name == "InternalError" && error.message == "out of memory") {
+        if limiter_denied
+            || (uncatchable && error.name == "InternalError" && error.message == "out of memory")
+        {
             return Ok(SandboxError::MemoryLimit);
         }
         if at_compile && error.name == "SyntaxError" {
@@ -392,21 +425,14 @@ impl Vm {
     fn convert(&mut self, value: u32) -> Result<Value> {
         let limits = self.store.data().limits.bridge;
         match convert::to_json(&mut self.store, &self.ex, value, &limits) {
-            // The heap may be full of garbage the cell left behind (say,
-            // after catching its own out-of-memory error): collect, retry.
+            // The heap may be full of garbage the cell left behind: collect
+            // and retry once.
             Err(SandboxError::MemoryLimit) => {
                 self.ex.qjs_run_gc.call(&mut self.store, ())?;
                 convert::to_json(&mut self.store, &self.ex, value, &limits)
             }
             other => other,
         }
-    }
-
-    fn drop_cell(&mut self) -> Result<()> {
-        if let Some(cell) = self.cell.take() {
-            self.ex.qjs_free_value.call(&mut self.store, cell)?;
-        }
-        Ok(())
     }
 
     fn usable(&self) -> Result<()> {
@@ -420,11 +446,11 @@ impl Vm {
     fn begin(&mut self) {
         let limits = self.store.data().limits;
         let state = self.store.data_mut();
-        state.soft_deadline = Some(Instant::now() + limits.timeout);
+        state.soft_deadline = Instant::now().checked_add(limits.timeout);
         state.interrupted = false;
         let ticks = self
             .sandbox
-            .ticks_for(limits.timeout + limits.hard_stop_grace);
+            .ticks_for(limits.timeout.saturating_add(limits.hard_stop_grace));
         self.store.set_epoch_deadline(ticks);
     }
 
@@ -433,9 +459,10 @@ impl Vm {
         self.store.set_epoch_deadline(NO_DEADLINE_TICKS);
     }
 
-    /// Turns traps into their meaning and poisons the VM after one; a
-    /// failed cell is dropped along with its pending host calls.
-    fn finish<T>(&mut self, result: Result<T>) -> Result<T> {
+    /// Turns traps into their meaning and poisons the VM after one (or
+    /// after a stop that left jobs queued, which no export can clear); a
+    /// failed cell is dropped with its pending host calls.
+    fn finish<T>(&mut self, result: Result<T>, scope: Scope) -> Result<T> {
         let error = match result {
             Ok(value) => return Ok(value),
             Err(error) => error,
@@ -458,106 +485,46 @@ impl Vm {
                     })
                 } else {
                     tracing::warn!(%message, "guest trapped");
-                    SandboxError::Internal(format!("the guest trapped: {message}"))
+                    SandboxError::Internal("the guest trapped".into())
                 }
             }
             other => other,
         };
-        if !self.poisoned && self.cell.is_some() {
-            let _ = self.abandon_cell();
+        if !self.poisoned && matches!(error, SandboxError::Timeout(_) | SandboxError::Aborted) {
+            let queued = self
+                .ex
+                .qjs_is_job_pending
+                .call(&mut self.store, ())
+                .map(|n| n != 0);
+            if !matches!(queued, Ok(false)) {
+                self.poisoned = true;
+            }
+        }
+        if !self.poisoned && scope == Scope::Cell && self.abandon_cell().is_err() {
+            self.poisoned = true;
         }
         Err(error)
     }
 
+    /// Drops the cell and every host call it still had open.
     fn abandon_cell(&mut self) -> Result<()> {
-        self.drop_cell()?;
-        let resolvers = std::mem::take(&mut self.store.data_mut().resolvers);
-        self.store.data_mut().pending.clear();
+        if let Some(cell) = self.cell.take() {
+            self.ex.qjs_free_value.call(&mut self.store, cell)?;
+        }
+        let state = self.store.data_mut();
+        let resolvers = std::mem::take(&mut state.resolvers);
+        state.pending.clear();
+        state.settled.clear();
+        if !resolvers.is_empty() {
+            tracing::debug!(
+                count = resolvers.len(),
+                "abandoning host calls of a finished cell"
+            );
+        }
         for r in resolvers.values() {
             self.ex.qjs_free_value.call(&mut self.store, r.resolve)?;
             self.ex.qjs_free_value.call(&mut self.store, r.reject)?;
         }
         Ok(())
     }
-}
-
-/// Evaluates `code` as a global script; returns the completion value box,
-/// or `PendingException` with the exception left in the context.
-pub(crate) fn eval_raw(
-    store: &mut Store<HostState>,
-    ex: &Exports,
-    code: &str,
-    filename: &str,
-) -> Result<u32> {
-    let code_ptr = ex.alloc_bytes(&mut *store, code.as_bytes())?;
-    let name_ptr = match ex.alloc_bytes(&mut *store, filename.as_bytes()) {
-        Ok(ptr) => ptr,
-        Err(e) => {
-            ex.wasm_free.call(&mut *store, code_ptr)?;
-            return Err(e);
-        }
-    };
-    let result = ex
-        .qjs_eval
-        .call(&mut *store, (code_ptr, code.len() as u32, name_ptr, 0));
-    ex.wasm_free.call(&mut *store, code_ptr)?;
-    ex.wasm_free.call(&mut *store, name_ptr)?;
-    ex.check_value(&mut *store, result?)
-}
-
-/// Creates a host function object named `name` and defines it as a
-/// configurable, non-enumerable global.
-pub(crate) fn install_function(
-    store: &mut Store<HostState>,
-    ex: &Exports,
-    name: &str,
-) -> Result<()> {
-    let name_ptr = ex.alloc_bytes(&mut *store, name.as_bytes())?;
-    let function = ex
-        .qjs_new_host_function
-        .call(&mut *store, (name_ptr, name.len() as u32, 0));
-    let function = match function
-        .map_err(SandboxError::from)
-        .and_then(|f| ex.check_value(&mut *store, f))
-    {
-        Ok(f) => f,
-        Err(e) => {
-            ex.wasm_free.call(&mut *store, name_ptr)?;
-            return Err(e);
-        }
-    };
-    let global = ex.qjs_get_global.call(&mut *store, ())?;
-    let status = ex
-        .qjs_define_prop_string
-        .call(&mut *store, (global, name_ptr, function, PROP_HIDDEN))?;
-    for owned in [function, global] {
-        ex.qjs_free_value.call(&mut *store, owned)?;
-    }
-    ex.wasm_free.call(&mut *store, name_ptr)?;
-    if status < 0 {
-        convert::clear_exception(store, ex)?;
-        return Err(SandboxError::Internal(format!(
-            "could not define global {name}"
-        )));
-    }
-    Ok(())
-}
-
-/// Builds a plain guest `Error` (owned box) from a host error.
-fn new_error(store: &mut Store<HostState>, ex: &Exports, error: &HostCallError) -> Result<u32> {
-    let strings = Strings::at(store.data().ptrs.strings);
-    let err = ex.qjs_new_error.call(&mut *store, ())?;
-    let err = ex.check_value(&mut *store, err)?;
-    let mut set = |key: u32, text: &str| -> Result<()> {
-        let value = ex.new_string(&mut *store, text)?;
-        ex.qjs_define_prop_string
-            .call(&mut *store, (err, key, value, PROP_HIDDEN))?;
-        ex.qjs_free_value.call(&mut *store, value)?;
-        Ok(())
-    };
-    set(strings.message, &error.message)?;
-    if let Some(code) = &error.code {
-        set(strings.code, code)?;
-    }
-    Ok(err)
 }

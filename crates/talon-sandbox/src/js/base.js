@@ -48,6 +48,11 @@
     };
   }
 
+  // The engine calls these hooks while it builds any error, including the
+  // errors the host creates: pin them so guest code can never run there.
+  defineProperty(Error, "prepareStackTrace", { value: undefined, writable: false, configurable: false, enumerable: false });
+  defineProperty(Error, "stackTraceLimit", { value: 10, writable: false, configurable: false, enumerable: false });
+
   const console = freeze({
     log: writer(1),
     info: writer(1),

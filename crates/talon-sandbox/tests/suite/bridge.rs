@@ -173,3 +173,51 @@ fn lone_surrogates_and_nul_survive_as_text() {
     assert_eq!(run(&mut vm, "return '\\ud800'.length"), json!(1));
     assert_eq!(run(&mut vm, "return 'x\\ud800y'"), json!("x\u{FFFD}y"));
 }
+
+#[test]
+fn engine_error_hooks_cannot_be_installed() {
+    let mut vm = vm();
+    // Assignments are ignored (sloppy) or refused (strict): the engine builds
+    // errors, including the host's, without calling back into the guest.
+    let out = run(
+        &mut vm,
+        "globalThis.ran = 0; \
+         try { Error.prepareStackTrace = () => { ran++ } } catch {} \
+         try { Error.stackTraceLimit = {valueOf() { ran++; return 10 }} } catch {} \
+         try { Object.defineProperty(Error, 'prepareStackTrace', {get() { ran++ }}) } catch {} \
+         try { null.x } catch (e) {} \
+         return {ok: {a: [1]}, ran}",
+    );
+    assert_eq!(out, json!({"ok": {"a": [1]}, "ran": 0}));
+}
+
+#[test]
+fn sparse_arrays_are_counted_at_their_json_size() {
+    let limits = Limits {
+        bridge: BridgeLimits {
+            max_depth: 64,
+            max_bytes: 1 << 20,
+        },
+        ..Limits::default()
+    };
+    let mut vm = vm_with(limits, HostFunctions::new());
+    let error = fail(&mut vm, "const a = []; a.length = 16e6; return a");
+    assert!(matches!(error, SandboxError::ValueTooLarge(_)), "{error:?}");
+    let error = fail(&mut vm, "return '\\u0001'.repeat(400000)");
+    assert!(
+        matches!(error, SandboxError::ValueTooLarge(_)),
+        "escapes count: {error:?}"
+    );
+}
+
+#[test]
+fn error_text_copied_out_of_the_guest_is_capped() {
+    let mut vm = vm();
+    let error = fail(&mut vm, "throw new Error('x'.repeat(1e6))");
+    let SandboxError::Guest(e) = error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(e.message.len(), 16 * 1024);
+    let error = fail(&mut vm, "return {['k'.repeat(1e6)]: 10n}");
+    assert!(error.to_string().len() < 200, "{}", error.to_string().len());
+}

@@ -81,19 +81,22 @@ fn module_loading_is_denied() {
 }
 
 #[test]
-fn tampering_with_builtins_only_hurts_the_guest() {
+fn tampering_with_builtins_does_not_reach_the_bridge() {
     let functions =
         HostFunctions::new().sync("echo", |args| Ok(args.first().cloned().unwrap_or_default()));
     let mut vm = vm_with(Limits::default(), functions);
-    let body = "Object.prototype.then = function (r) { r('hijacked') }; \
-                Array.prototype[Symbol.iterator] = function* () { yield 'hijacked' }; \
-                JSON.parse = () => 'hijacked'; Function.prototype.apply = () => 'hijacked'; \
-                Object.freeze(Object.prototype); \
-                return {echoed: echo({a: [1, 2]}), n: echo(5)}";
-    // The host's value crosses intact; the tampered `then` makes the returned
-    // object a thenable, which is the guest's own doing.
-    let out = vm.run_cell(body);
-    assert!(out.is_ok(), "{out:?}");
+    let body = "globalThis.ran = []; \
+        Object.defineProperty(Object.prototype, 'a', {set(v) { ran.push('set a') }, get() { return 'fake' }}); \
+        Object.defineProperty(Array.prototype, 0, {set(v) { ran.push('set 0') }, get() { return 'fake' }}); \
+        Array.prototype[Symbol.iterator] = function* () { yield 'hijacked' }; \
+        JSON.parse = () => 'hijacked'; JSON.stringify = () => 'hijacked'; \
+        Function.prototype.apply = () => 'hijacked'; Function.prototype.call = () => 'hijacked'; \
+        const echoed = echo({a: [1, 2], b: {c: null}}); \
+        return {echoed, n: echo(5), ran: ran.length, first: echoed.a[0]}";
+    assert_eq!(
+        run(&mut vm, body),
+        json!({"echoed": {"a": [1, 2], "b": {"c": null}}, "n": 5, "ran": 0, "first": 1})
+    );
     assert_fresh_vm_works();
 }
 

@@ -2,6 +2,7 @@ mod basics;
 mod bridge;
 mod host_functions;
 mod hostile;
+mod isolation;
 mod limits;
 mod pool;
 mod snapshots;
@@ -14,10 +15,19 @@ use talon_sandbox::{
     CellStatus, HostFunctions, Limits, Sandbox, SandboxConfig, SandboxError, Vm, VmOptions,
 };
 
+/// The snapshot key of the test sandbox (tests forge snapshots with it).
+pub const TEST_KEY: [u8; 32] = [7; 32];
+
 /// One sandbox per test process.
 pub fn sandbox() -> &'static Sandbox {
     static SANDBOX: OnceLock<Sandbox> = OnceLock::new();
-    SANDBOX.get_or_init(|| Sandbox::new(SandboxConfig::default()).expect("sandbox"))
+    SANDBOX.get_or_init(|| {
+        Sandbox::new(SandboxConfig {
+            snapshot_key: Some(TEST_KEY),
+            ..SandboxConfig::default()
+        })
+        .expect("sandbox")
+    })
 }
 
 pub fn vm() -> Vm {

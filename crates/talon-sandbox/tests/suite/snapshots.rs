@@ -3,12 +3,13 @@
 
 use std::io::Write;
 
+use hmac::{Hmac, Mac};
 use serde_json::json;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use talon_protocol::CodeModeErrorCode;
 use talon_sandbox::{CellStatus, HostFunctions, Limits, SandboxError, VmOptions};
 
-use super::{assert_fresh_vm_works, run, sandbox, vm_with};
+use super::{TEST_KEY, assert_fresh_vm_works, run, sandbox, vm_with};
 
 fn functions() -> HostFunctions {
     HostFunctions::new()
@@ -141,7 +142,25 @@ fn bad_snapshots_are_rejected() {
     let mut corrupt = good.clone();
     let last = corrupt.len() - 1;
     corrupt[last] ^= 0x55;
-    assert_eq!(rejected(&corrupt), "checksum mismatch (corrupted)");
+    assert_eq!(
+        rejected(&corrupt),
+        "authentication failed (corrupted, forged, or made with another key)"
+    );
+    // A forger without the key cannot reseal a modified snapshot.
+    let mut forged = good.clone();
+    forged[100] ^= 1;
+    let digest: [u8; 32] = {
+        use sha2::Digest as _;
+        let mut h = Sha256::new();
+        h.update(&forged[..48]);
+        h.update(&forged[80..]);
+        h.finalize().into()
+    };
+    forged[48..80].copy_from_slice(&digest);
+    assert_eq!(
+        rejected(&forged),
+        "authentication failed (corrupted, forged, or made with another key)"
+    );
     let mut other_image = good.clone();
     other_image[8] ^= 1;
     reseal(&mut other_image);
@@ -154,14 +173,13 @@ fn bad_snapshots_are_rejected() {
     assert_fresh_vm_works();
 }
 
-/// Recomputes the checksum, as a forger would.
+/// Recomputes the HMAC, as a forger holding the key would (the tests
+/// check that even such snapshots fail cleanly).
 fn reseal(bytes: &mut [u8]) {
-    let digest: [u8; 32] = {
-        let mut h = Sha256::new();
-        h.update(&bytes[..48]);
-        h.update(&bytes[80..]);
-        h.finalize().into()
-    };
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&TEST_KEY).unwrap();
+    mac.update(&bytes[..48]);
+    mac.update(&bytes[80..]);
+    let digest: [u8; 32] = mac.finalize().into_bytes().into();
     bytes[48..80].copy_from_slice(&digest);
 }
 
@@ -204,6 +222,18 @@ fn forged_snapshots_with_valid_checksums_fail_cleanly() {
         "trailing bytes after the pages"
     );
 
+    let mut exhausted_ids = body.clone();
+    exhausted_ids[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert_eq!(
+        rejected(&forge(&good, &exhausted_ids)),
+        "call id counter out of range"
+    );
+    let injected = with_pending(&body, br#"[{"id":1,"name":"rmrf_everything","args":[]}]"#);
+    assert_eq!(
+        rejected(&forge(&good, &injected)),
+        "pending call to 'rmrf_everything', which is not a registered async host function"
+    );
+
     // Lies the decoder cannot see (pointers into the wrong place, scrambled
     // heap pages) become errors when the VM runs, never a panic.
     let mut scrambled = body.clone();
@@ -222,6 +252,19 @@ fn forged_snapshots_with_valid_checksums_fail_cleanly() {
         }
     }
     assert_fresh_vm_works();
+}
+
+/// Replaces the pending-call JSON of a snapshot body (see the layout in
+/// `snapshot.rs`: 8 words, the id counter, the resolvers, then pending).
+fn with_pending(body: &[u8], json: &[u8]) -> Vec<u8> {
+    let word = |at: usize| u32::from_le_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+    let at = 40 + 4 + 16 * word(40);
+    let old = word(at);
+    let mut out = body[..at].to_vec();
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(json);
+    out.extend_from_slice(&body[at + 4 + old..]);
+    out
 }
 
 trait ReadAll {
