@@ -4,10 +4,11 @@
 //!
 //! `cargo bench -p talon-sandbox --bench sandbox`
 #![allow(
+    missing_docs,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::print_stdout,
-    reason = "a benchmark binary"
+    reason = "a benchmark binary; criterion's macros generate undocumented items"
 )]
 
 use std::hint::black_box;
