@@ -155,6 +155,14 @@ impl HostState {
         }
     }
 
+    /// State for building the base image: a frozen clock and a fixed
+    /// random source, so that the image is the same in every process.
+    pub fn deterministic(limits: Limits, functions: Arc<HostFunctions>) -> Result<Self> {
+        let mut state = Self::new(limits, functions, Clock::Fixed { unix_ms: 0 })?;
+        state.rng = ChaCha12Rng::from_seed([0; 32]);
+        Ok(state)
+    }
+
     pub fn exports(&self) -> Result<Arc<Exports>> {
         self.exports
             .clone()

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Engine, InstancePre, Store};
 
 use crate::abi::Exports;
-use crate::config::{Clock, Limits};
+use crate::config::Limits;
 use crate::convert::STRINGS;
 use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
@@ -39,19 +39,21 @@ pub(crate) struct BaseImage {
     pub dirty_pages: Vec<u32>,
     pub registers: Registers,
     pub classes: ClassIds,
+    /// `true` when instances come from the baked module and already hold
+    /// the image.
+    pub baked: bool,
     /// Identifies module + prelude + image; snapshots carry it.
     pub id: [u8; 32],
 }
 
 impl BaseImage {
     pub fn build(engine: &Engine, pre: &InstancePre<HostState>) -> Result<Self> {
-        let fresh_state = || {
-            HostState::new(
-                Limits::default(),
-                Arc::new(HostFunctions::new()),
-                Clock::System,
-            )
-        };
+        // The image must be the same in every process: snapshots name it
+        // by hash, and the baked module is cached by hash. So the clock is
+        // frozen and the random source fixed while it is built (guests get
+        // host-backed `Math.random` and `performance.now` anyway).
+        let fresh_state =
+            || HostState::deterministic(Limits::default(), Arc::new(HostFunctions::new()));
         let (mut store, ex) = instantiate(engine, pre, fresh_state()?)?;
         let registers = initialise(&mut store, &ex)?;
         let classes = class_ids(&mut store, &ex)?;
@@ -80,12 +82,22 @@ impl BaseImage {
             dirty_pages,
             registers,
             classes,
+            baked: false,
             id,
         })
     }
 
-    /// Writes the image into a freshly instantiated store.
+    /// Makes a freshly instantiated store hold the image: for the baked
+    /// module only the host's side of the registers, otherwise the pages
+    /// too.
     pub fn apply(&self, store: &mut Store<HostState>, ex: &Exports) -> Result<()> {
+        if self.baked {
+            let state = store.data_mut();
+            state.classes = self.classes;
+            state.ptrs = self.registers.ptrs;
+            state.context = self.registers.context;
+            return Ok(());
+        }
         grow_to(store, ex, self.memory.len())?;
         let data = ex.memory.data_mut(&mut *store);
         for &page in &self.dirty_pages {

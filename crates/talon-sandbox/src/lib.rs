@@ -14,6 +14,7 @@
 //! [`SandboxError`] with a protocol code, never a panic.
 
 mod abi;
+mod bake;
 mod config;
 mod convert;
 mod error;

@@ -81,23 +81,54 @@ impl Sandbox {
             Engine::new(&wasm_config).map_err(|e| SandboxError::runtime(format!("engine: {e}")))?;
 
         let started = Instant::now();
-        let (module, from_cache) = load_module(&engine, cache_dir(&config).as_deref())?;
-        let load = ModuleLoad {
-            from_cache,
-            elapsed: started.elapsed(),
+        let cache = cache_dir(&config);
+        let original = Unit {
+            name: "quickjs",
+            bytes: QUICKJS_WASM,
+            sha256: QUICKJS_WASM_SHA256.to_owned(),
         };
-        tracing::debug!(?load, "quickjs module ready");
+        let (module, from_cache) = load_module(&engine, cache.as_deref(), &original)?;
 
         let mut linker = Linker::new(&engine);
         define_imports(&mut linker)?;
-        let pre = linker
-            .instantiate_pre(&module)
-            .map_err(|e| SandboxError::runtime(format!("linking: {e}")))?;
+        let link = |module: &Module| {
+            linker
+                .instantiate_pre(module)
+                .map_err(|e| SandboxError::runtime(format!("linking: {e}")))
+        };
+        let original_pre = link(&module)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
 
-        let image = BaseImage::build(&engine, &pre)?;
+        let mut image = BaseImage::build(&engine, &original_pre)?;
+        // Instances of the baked module start as the image (copy-on-write);
+        // if baking fails, instances of the original get the image copied in.
+        let baked = crate::bake::bake(QUICKJS_WASM, &image.memory, image.registers.stack_pointer)
+            .and_then(|bytes| {
+                let unit = Unit {
+                    name: "quickjs-base",
+                    sha256: hex(&Sha256::digest(&bytes)),
+                    bytes: &bytes,
+                };
+                let (module, _) = load_module(&engine, cache.as_deref(), &unit)?;
+                link(&module)
+            });
+        let pre = match baked {
+            Ok(pre) => {
+                image.baked = true;
+                pre
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "base image not baked; VMs copy it instead");
+                original_pre
+            }
+        };
+        let load = ModuleLoad {
+            from_cache,
+            elapsed: started.elapsed(),
+        };
+        tracing::debug!(?load, baked = image.baked, "sandbox ready");
         let snapshot_key = match config.snapshot_key {
             Some(key) => key,
             None => snapshot_key(cache_dir(&config).as_deref())?,
@@ -194,22 +225,20 @@ fn cache_dir(config: &SandboxConfig) -> Option<PathBuf> {
     std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("talon"))
 }
 
-/// The cache key: the module's hash and the engine's compatibility hash.
-fn cache_key(engine: &Engine) -> String {
+/// The cache key: a name, the module's hash and the engine's compatibility
+/// hash.
+fn cache_key(engine: &Engine, name: &str, module_sha256: &str) -> String {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    format!(
-        "quickjs-{}-{:016x}",
-        &QUICKJS_WASM_SHA256[..16],
-        hasher.finish()
-    )
+    format!("{name}-{}-{:016x}", &module_sha256[..16], hasher.finish())
 }
 
 /// Loads the compiled module from the cache, or compiles it (once, under a
 /// file lock, so concurrent processes do not all pay the compile) and
 /// stores it. The artifact's SHA-256 is stored beside it and checked before
 /// the artifact is trusted.
-fn load_module(engine: &Engine, cache: Option<&Path>) -> Result<(Module, bool)> {
+fn load_module(engine: &Engine, cache: Option<&Path>, unit: &Unit<'_>) -> Result<(Module, bool)> {
+    let compile = |engine: &Engine| compile(engine, unit.bytes);
     let Some(cache) = cache else {
         return Ok((compile(engine)?, false));
     };
@@ -218,7 +247,7 @@ fn load_module(engine: &Engine, cache: Option<&Path>) -> Result<(Module, bool)> 
         tracing::warn!(dir = %dir.display(), error = %e, "module cache unavailable; compiling in memory");
         return Ok((compile(engine)?, false));
     }
-    let key = cache_key(engine);
+    let key = cache_key(engine, unit.name, &unit.sha256);
     let artifact = dir.join(format!("{key}.cwasm"));
     if let Some(module) = read_cached(engine, &artifact) {
         return Ok((module, true));
@@ -291,8 +320,15 @@ fn snapshot_key(cache: Option<&Path>) -> Result<SnapshotKey> {
     }
 }
 
-fn compile(engine: &Engine) -> Result<Module> {
-    Module::new(engine, QUICKJS_WASM).map_err(|e| SandboxError::runtime(format!("compile: {e}")))
+/// A module to compile or load from the cache.
+struct Unit<'a> {
+    name: &'a str,
+    bytes: &'a [u8],
+    sha256: String,
+}
+
+fn compile(engine: &Engine, bytes: &[u8]) -> Result<Module> {
+    Module::new(engine, bytes).map_err(|e| SandboxError::runtime(format!("compile: {e}")))
 }
 
 fn read_cached(engine: &Engine, artifact: &Path) -> Option<Module> {

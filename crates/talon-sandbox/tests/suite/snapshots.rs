@@ -276,3 +276,33 @@ impl<R: std::io::Read> ReadAll for R {
         self.read_to_end(out).unwrap();
     }
 }
+
+#[test]
+fn a_snapshot_survives_a_restart() {
+    // A second sandbox in the same process stands in for a new process: the
+    // base image is deterministic, so its id (and the baked module) match.
+    let bytes = suspended();
+    let config = talon_sandbox::SandboxConfig {
+        snapshot_key: Some(TEST_KEY),
+        ..Default::default()
+    };
+    let restarted = talon_sandbox::Sandbox::new(config).unwrap();
+    let mut vm = restarted
+        .restore_vm(&bytes, VmOptions::default(), functions())
+        .unwrap();
+    vm.settle(1, Ok(json!({"n": 2}))).unwrap();
+    let CellStatus::Completed(value) = vm.resume().unwrap() else {
+        panic!("expected completion")
+    };
+    assert_eq!(value["doubled"], json!(4));
+    // Another key cannot open it.
+    let other = talon_sandbox::SandboxConfig {
+        snapshot_key: Some([9; 32]),
+        ..Default::default()
+    };
+    let other = talon_sandbox::Sandbox::new(other).unwrap();
+    assert!(matches!(
+        other.restore_vm(&bytes, VmOptions::default(), functions()),
+        Err(SandboxError::SnapshotInvalid(_))
+    ));
+}
