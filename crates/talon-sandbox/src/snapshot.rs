@@ -169,7 +169,10 @@ pub(crate) struct Decoded {
     resolvers: BTreeMap<u64, Resolvers>,
     pending: Vec<PendingCall>,
     settled: Vec<Settlement>,
-    pages: Vec<(u32, Vec<u8>)>,
+    /// Page indices; their bytes sit in `body` from `pages_at` on.
+    pages: Vec<u32>,
+    pages_at: usize,
+    body: Vec<u8>,
 }
 
 fn invalid(msg: impl Into<String>) -> SandboxError {
@@ -239,7 +242,9 @@ pub(crate) fn decode(
     if body.len() != raw_len {
         return Err(invalid("body length differs from the header"));
     }
-    parse_body(&body, limits, functions)
+    let mut decoded = parse_body(&body, limits, functions)?;
+    decoded.body = body;
+    Ok(decoded)
 }
 
 fn parse_body(body: &[u8], limits: &Limits, functions: &HostFunctions) -> Result<Decoded> {
@@ -347,10 +352,8 @@ fn parse_body(body: &[u8], limits: &Limits, functions: &HostFunctions) -> Result
         }
         indices.push(index);
     }
-    let mut pages = Vec::with_capacity(page_count);
-    for index in indices {
-        pages.push((index, r.take(PAGE)?.to_vec()));
-    }
+    let pages_at = r.at;
+    r.take(page_count * PAGE)?;
     if r.at != body.len() {
         return Err(invalid("trailing bytes after the pages"));
     }
@@ -362,7 +365,9 @@ fn parse_body(body: &[u8], limits: &Limits, functions: &HostFunctions) -> Result
         resolvers,
         pending,
         settled,
-        pages,
+        pages: indices,
+        pages_at,
+        body: Vec::new(),
     })
 }
 
@@ -376,7 +381,8 @@ impl Decoded {
             // Memory never shrinks: a snapshot smaller than the image is forged.
             return Err(invalid("memory size smaller than the base image"));
         }
-        for (index, page) in &self.pages {
+        let bytes = self.body.get(self.pages_at..).unwrap_or_default();
+        for (index, page) in self.pages.iter().zip(bytes.chunks_exact(PAGE)) {
             let at = *index as usize * PAGE;
             data[at..at + PAGE].copy_from_slice(page);
         }
