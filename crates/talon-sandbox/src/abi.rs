@@ -7,7 +7,9 @@
 //! bounds-checked reads and writes of byte ranges, so a hostile or corrupted
 //! guest can make a call fail but can never make the host misbehave.
 
-use wasmtime::{AsContext, AsContextMut, Instance, Memory, TypedFunc};
+use wasmtime::{
+    AsContext, AsContextMut, Extern, Instance, Memory, Module, ModuleExport, TypedFunc,
+};
 
 use crate::error::{Result, SandboxError};
 
@@ -23,19 +25,49 @@ macro_rules! exports {
             $( pub $field: TypedFunc<$p, $r>, )*
         }
 
+        /// Where each export sits in a module, looked up once per module so
+        /// that resolving an instance's exports does no name look-ups.
+        #[allow(non_snake_case, reason = "fields carry the C export names")]
+        pub(crate) struct ExportIndex {
+            memory: ModuleExport,
+            stack_pointer: ModuleExport,
+            $( $field: ModuleExport, )*
+        }
+
+        impl ExportIndex {
+            pub fn new(module: &Module) -> Result<Self> {
+                let find = |name: &str| {
+                    module
+                        .get_export_index(name)
+                        .ok_or_else(|| SandboxError::runtime(format!("module has no export {name}")))
+                };
+                Ok(Self {
+                    memory: find("memory")?,
+                    stack_pointer: find("__stack_pointer")?,
+                    $( $field: find(stringify!($field))?, )*
+                })
+            }
+        }
+
         impl Exports {
-            pub fn resolve(mut store: impl AsContextMut, instance: &Instance) -> Result<Self> {
+            pub fn resolve(mut store: impl AsContextMut, instance: &Instance, index: &ExportIndex) -> Result<Self> {
+                let missing = |name: &str| SandboxError::runtime(format!("export {name} has the wrong kind"));
                 let memory = instance
-                    .get_memory(&mut store, "memory")
-                    .ok_or_else(|| SandboxError::runtime("module exports no memory"))?;
+                    .get_module_export(&mut store, &index.memory)
+                    .and_then(Extern::into_memory)
+                    .ok_or_else(|| missing("memory"))?;
                 let stack_pointer = instance
-                    .get_global(&mut store, "__stack_pointer")
-                    .ok_or_else(|| SandboxError::runtime("module exports no __stack_pointer"))?;
+                    .get_module_export(&mut store, &index.stack_pointer)
+                    .and_then(Extern::into_global)
+                    .ok_or_else(|| missing("__stack_pointer"))?;
                 Ok(Self {
                     memory,
                     stack_pointer,
                     $( $field: instance
-                        .get_typed_func(&mut store, stringify!($field))
+                        .get_module_export(&mut store, &index.$field)
+                        .and_then(Extern::into_func)
+                        .ok_or_else(|| missing(stringify!($field)))?
+                        .typed(&store)
                         .map_err(|e| SandboxError::runtime(format!(
                             "export {}: {e}", stringify!($field))))?, )*
                 })

@@ -125,6 +125,12 @@ pub struct SandboxConfig {
     pub pool_threads: usize,
     /// Jobs that may wait for a worker before `Pool::run` waits too.
     pub pool_queue: usize,
+    /// VMs that may be alive at once (each holds a slot of the pooling
+    /// allocator: address space is reserved for all of them up front).
+    pub max_live_vms: u32,
+    /// Bytes of each VM's memory kept resident when its slot is reused, so
+    /// a new VM does not page-fault its way through the base image.
+    pub keep_resident_bytes: usize,
     /// The key that authenticates snapshots. `None`: the key stored in
     /// `<cache dir>/snapshot.key` (created on first use, mode 0600), so that
     /// snapshots survive a restart; with no cache dir, a random key per
@@ -139,6 +145,8 @@ impl Default for SandboxConfig {
             epoch_tick: Duration::from_millis(5),
             pool_threads: 0,
             pool_queue: 256,
+            max_live_vms: 64,
+            keep_resident_bytes: 2 << 20,
             snapshot_key: None,
         }
     }

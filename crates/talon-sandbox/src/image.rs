@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::{Engine, InstancePre, Store};
 
-use crate::abi::Exports;
+use crate::abi::{ExportIndex, Exports};
 use crate::config::Limits;
 use crate::convert::STRINGS;
 use crate::error::{Result, SandboxError};
@@ -54,12 +54,13 @@ impl BaseImage {
         // host-backed `Math.random` and `performance.now` anyway).
         let fresh_state =
             || HostState::deterministic(Limits::default(), Arc::new(HostFunctions::new()));
-        let (mut store, ex) = instantiate(engine, pre, fresh_state()?)?;
+        let index = ExportIndex::new(pre.module())?;
+        let (mut store, ex) = instantiate(engine, pre, &index, fresh_state()?)?;
         let registers = initialise(&mut store, &ex)?;
         let classes = class_ids(&mut store, &ex)?;
         let memory = ex.memory.data(&store).to_vec();
 
-        let (pristine_store, pristine) = instantiate(engine, pre, fresh_state()?)?;
+        let (pristine_store, pristine) = instantiate(engine, pre, &index, fresh_state()?)?;
         let pristine = pristine.memory.data(&pristine_store);
         let dirty_pages = (0..memory.len() / PAGE)
             .filter(|&i| {

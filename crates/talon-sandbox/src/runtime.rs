@@ -11,9 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Config, Engine, InstancePre, Linker, Module, Store};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module,
+    PoolingAllocationConfig, Store,
+};
 
-use crate::abi::Exports;
+use crate::abi::{ExportIndex, Exports};
 use crate::config::{SandboxConfig, VmOptions};
 use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
@@ -39,6 +42,7 @@ pub struct Sandbox {
 pub(crate) struct Inner {
     pub engine: Engine,
     pub pre: InstancePre<HostState>,
+    pub exports: ExportIndex,
     pub image: BaseImage,
     pub snapshot_key: SnapshotKey,
     pub config: SandboxConfig,
@@ -74,11 +78,7 @@ impl Sandbox {
     /// Builds the sandbox: engine, compiled module (from the cache when it
     /// can), base image. Fails with [`SandboxError::RuntimeUnavailable`].
     pub fn new(config: SandboxConfig) -> Result<Self> {
-        let mut wasm_config = Config::new();
-        wasm_config.epoch_interruption(true);
-        wasm_config.max_wasm_stack(1 << 20);
-        let engine =
-            Engine::new(&wasm_config).map_err(|e| SandboxError::runtime(format!("engine: {e}")))?;
+        let engine = engine(&config)?;
 
         let started = Instant::now();
         let cache = cache_dir(&config);
@@ -136,6 +136,7 @@ impl Sandbox {
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
+                exports: ExportIndex::new(pre.module())?,
                 pre,
                 image,
                 snapshot_key,
@@ -170,12 +171,47 @@ impl Sandbox {
 
     /// A store and instance with every import, nothing initialised.
     pub(crate) fn instantiate(&self, state: HostState) -> Result<(Store<HostState>, Arc<Exports>)> {
-        instantiate(&self.inner.engine, &self.inner.pre, state)
+        instantiate(
+            &self.inner.engine,
+            &self.inner.pre,
+            &self.inner.exports,
+            state,
+        )
     }
 
     pub(crate) fn ticks_for(&self, budget: Duration) -> u64 {
         let tick = self.inner.config.epoch_tick.as_nanos().max(1);
         (budget.as_nanos() / tick) as u64 + 2
+    }
+}
+
+/// The largest linear memory a VM may have: the clamped heap limit plus
+/// the store's headroom (see `Limits::store_memory_bytes`).
+const MAX_LINEAR_MEMORY: usize = (1 << 30) + (1 << 28) + (8 << 20);
+
+/// One engine per sandbox: epoch interruption for the hard stop, a 1 MiB
+/// wasm stack, and the pooling allocator (instances reuse warm slots); if
+/// the pool's address space cannot be reserved, instances are allocated on
+/// demand instead.
+fn engine(config: &SandboxConfig) -> Result<Engine> {
+    let mut wasm_config = Config::new();
+    wasm_config.epoch_interruption(true);
+    wasm_config.max_wasm_stack(1 << 20);
+    let on_demand = wasm_config.clone();
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_memories(config.max_live_vms)
+        .total_core_instances(config.max_live_vms)
+        .total_tables(config.max_live_vms)
+        .max_memory_size(MAX_LINEAR_MEMORY)
+        .linear_memory_keep_resident(config.keep_resident_bytes)
+        .table_keep_resident(64 << 10);
+    wasm_config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    match Engine::new(&wasm_config) {
+        Ok(engine) => Ok(engine),
+        Err(e) => {
+            tracing::warn!(error = %e, "pooling allocator unavailable; allocating instances on demand");
+            Engine::new(&on_demand).map_err(|e| SandboxError::runtime(format!("engine: {e}")))
+        }
     }
 }
 
@@ -185,16 +221,19 @@ pub(crate) const NO_DEADLINE_TICKS: u64 = 1 << 40;
 pub(crate) fn instantiate(
     engine: &Engine,
     pre: &InstancePre<HostState>,
+    index: &ExportIndex,
     state: HostState,
 ) -> Result<(Store<HostState>, Arc<Exports>)> {
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);
     store.set_epoch_deadline(NO_DEADLINE_TICKS);
     store.epoch_deadline_trap();
-    let instance = pre
-        .instantiate(&mut store)
-        .map_err(|e| SandboxError::runtime(format!("instantiate: {e}")))?;
-    let exports = Arc::new(Exports::resolve(&mut store, &instance)?);
+    let instance = pre.instantiate(&mut store).map_err(|e| {
+        SandboxError::runtime(format!(
+            "instantiating a VM (at most max_live_vms live at once): {e}"
+        ))
+    })?;
+    let exports = Arc::new(Exports::resolve(&mut store, &instance, index)?);
     store.data_mut().exports = Some(exports.clone());
     Ok((store, exports))
 }
