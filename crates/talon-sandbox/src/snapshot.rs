@@ -8,7 +8,7 @@
 //!   48 HMAC-SHA256 of header[0..48] ++ body, keyed by the sandbox's
 //!      snapshot key (so a snapshot that left trusted storage cannot be
 //!      forged or altered)
-//! body: zlib-compressed
+//! body: LZ4 block-compressed (fast both ways; the body is mostly pages)
 //!   memory size u32, stack pointer u32, runtime u32, context u32,
 //!   scratch u32, strings u32, stack getter u32, cell promise u32 (0: none),
 //!   next call id u64,
@@ -24,9 +24,7 @@
 //! written into an instance.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 
-use flate2::Compression;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use wasmtime::Store;
@@ -117,14 +115,7 @@ pub(crate) fn encode(
         body.extend_from_slice(&memory[page as usize * PAGE..(page as usize + 1) * PAGE]);
     }
 
-    let mut encoder =
-        flate2::write::ZlibEncoder::new(Vec::with_capacity(body.len() / 4), Compression::fast());
-    encoder
-        .write_all(&body)
-        .map_err(|e| SandboxError::Internal(e.to_string()))?;
-    let compressed = encoder
-        .finish()
-        .map_err(|e| SandboxError::Internal(e.to_string()))?;
+    let compressed = lz4_flex::block::compress(&body);
     let total = HEADER + compressed.len();
     if total > limits.max_snapshot_bytes {
         return Err(SandboxError::SnapshotTooLarge {
@@ -234,10 +225,8 @@ pub(crate) fn decode(
             limit: max_raw,
         });
     }
-    let mut body = Vec::new();
-    flate2::read::ZlibDecoder::new(&bytes[HEADER..])
-        .take(raw_len as u64 + 1)
-        .read_to_end(&mut body)
+    // The body is authenticated and its size bounded: decompress in one go.
+    let body = lz4_flex::block::decompress(&bytes[HEADER..], raw_len)
         .map_err(|e| invalid(format!("body does not decompress: {e}")))?;
     if body.len() != raw_len {
         return Err(invalid("body length differs from the header"));

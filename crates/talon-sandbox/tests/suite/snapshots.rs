@@ -1,8 +1,6 @@
 //! Snapshots: a suspended cell survives a move to a fresh instance; bad
 //! snapshots are rejected with a clear error, never a trap or a panic.
 
-use std::io::Write;
-
 use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
@@ -184,9 +182,7 @@ fn reseal(bytes: &mut [u8]) {
 }
 
 fn forge(good: &[u8], body: &[u8]) -> Vec<u8> {
-    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-    z.write_all(body).unwrap();
-    let compressed = z.finish().unwrap();
+    let compressed = lz4_flex::block::compress(body);
     let mut out = good[..80].to_vec();
     out[40..44].copy_from_slice(&(compressed.len() as u32).to_le_bytes());
     out[44..48].copy_from_slice(&(body.len() as u32).to_le_bytes());
@@ -198,8 +194,8 @@ fn forge(good: &[u8], body: &[u8]) -> Vec<u8> {
 #[test]
 fn forged_snapshots_with_valid_checksums_fail_cleanly() {
     let good = suspended();
-    let mut body = Vec::new();
-    flate2::read::ZlibDecoder::new(&good[80..]).read_to_end_into(&mut body);
+    let raw_len = u32::from_le_bytes(good[44..48].try_into().unwrap()) as usize;
+    let body = lz4_flex::block::decompress(&good[80..], raw_len).unwrap();
 
     // Structural lies are caught by the decoder.
     let mut huge_memory = body.clone();
@@ -265,16 +261,6 @@ fn with_pending(body: &[u8], json: &[u8]) -> Vec<u8> {
     out.extend_from_slice(json);
     out.extend_from_slice(&body[at + 4 + old..]);
     out
-}
-
-trait ReadAll {
-    fn read_to_end_into(self, out: &mut Vec<u8>);
-}
-
-impl<R: std::io::Read> ReadAll for R {
-    fn read_to_end_into(mut self, out: &mut Vec<u8>) {
-        self.read_to_end(out).unwrap();
-    }
 }
 
 #[test]
