@@ -16,7 +16,7 @@ impl Default for BridgeLimits {
     fn default() -> Self {
         Self {
             max_depth: 64,
-            max_bytes: 16 * 1024 * 1024,
+            max_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -64,7 +64,8 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// The seed's runtime clamps applied to every field.
+    /// The seed's runtime clamps applied to every field (and sane bounds on
+    /// the others). VMs always run with clamped limits.
     pub fn clamped(mut self) -> Self {
         let ms = (self.timeout.as_millis() as u64).clamp(100, 60_000);
         self.timeout = Duration::from_millis(ms);
@@ -76,6 +77,8 @@ impl Limits {
         self.max_output_bytes = self.max_output_bytes.clamp(1024, 10 << 20);
         self.max_snapshot_bytes = self.max_snapshot_bytes.clamp(1024, 256 << 20);
         self.max_pending_calls = self.max_pending_calls.clamp(1, 128);
+        self.bridge.max_depth = self.bridge.max_depth.clamp(1, 256);
+        self.bridge.max_bytes = self.bridge.max_bytes.clamp(1024, 64 << 20);
         self
     }
 
