@@ -115,6 +115,20 @@ pub struct VmOptions {
     pub clock: Clock,
 }
 
+/// A script run into the base image after the sandbox's own prelude (Code
+/// Mode's guest API is one). Its host functions are installed as globals
+/// before it runs, so it can capture them and hide the globals; VMs created
+/// from the image do not install them again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prelude {
+    /// Shown as the file name in stack traces: `<prelude:NAME>`.
+    pub name: String,
+    /// The JavaScript source, run as a global script.
+    pub source: String,
+    /// Host functions (by name) it needs installed first.
+    pub host_functions: Vec<String>,
+}
+
 /// Options of the whole sandbox (one per process).
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
@@ -134,6 +148,8 @@ pub struct SandboxConfig {
     /// Bytes of each VM's memory kept resident when its slot is reused, so
     /// a new VM does not page-fault its way through the base image.
     pub keep_resident_bytes: usize,
+    /// Scripts baked into the base image, in order.
+    pub preludes: Vec<Prelude>,
     /// The key that authenticates snapshots. `None`: the key stored in
     /// `<cache dir>/snapshot.key` (created on first use, mode 0600), so that
     /// snapshots survive a restart; with no cache dir, a random key per
@@ -150,6 +166,7 @@ impl Default for SandboxConfig {
             pool_queue: 256,
             max_live_vms: 64,
             keep_resident_bytes: 2 << 20,
+            preludes: Vec::new(),
             snapshot_key: None,
         }
     }

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Engine, InstancePre, Store};
 
 use crate::abi::{ExportIndex, Exports};
-use crate::config::Limits;
+use crate::config::{Limits, Prelude};
 use crate::convert::STRINGS;
 use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
@@ -33,6 +33,8 @@ pub(crate) struct Registers {
 }
 
 pub(crate) struct BaseImage {
+    /// Host functions the image already installed (by its preludes).
+    pub hosted: std::collections::BTreeSet<String>,
     /// The image's whole linear memory (snapshots are diffs against it).
     pub memory: Vec<u8>,
     /// Pages where the image differs from a freshly instantiated module.
@@ -47,7 +49,11 @@ pub(crate) struct BaseImage {
 }
 
 impl BaseImage {
-    pub fn build(engine: &Engine, pre: &InstancePre<HostState>) -> Result<Self> {
+    pub fn build(
+        engine: &Engine,
+        pre: &InstancePre<HostState>,
+        preludes: &[Prelude],
+    ) -> Result<Self> {
         // The image must be the same in every process: snapshots name it
         // by hash, and the baked module is cached by hash. So the clock is
         // frozen and the random source fixed while it is built (guests get
@@ -56,7 +62,7 @@ impl BaseImage {
             || HostState::deterministic(Limits::default(), Arc::new(HostFunctions::new()));
         let index = ExportIndex::new(pre.module())?;
         let (mut store, ex) = instantiate(engine, pre, &index, fresh_state()?)?;
-        let registers = initialise(&mut store, &ex)?;
+        let registers = initialise(&mut store, &ex, preludes)?;
         let classes = class_ids(&mut store, &ex)?;
         let memory = ex.memory.data(&store).to_vec();
 
@@ -78,7 +84,12 @@ impl BaseImage {
         hasher.update(BASE_PRELUDE.as_bytes());
         hasher.update(&memory);
         let id = hasher.finalize().into();
+        let hosted = preludes
+            .iter()
+            .flat_map(|p| p.host_functions.iter().cloned())
+            .collect();
         Ok(Self {
+            hosted,
             memory,
             dirty_pages,
             registers,
@@ -153,16 +164,17 @@ pub(crate) fn read_registers(store: &mut Store<HostState>, ex: &Exports) -> Resu
 
 /// Runs `_initialize` and `qjs_init`, allocates the VM's fixed guest
 /// buffers, installs the sandbox's own host functions and runs the prelude.
-fn initialise(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
+fn initialise(
+    store: &mut Store<HostState>,
+    ex: &Exports,
+    preludes: &[Prelude],
+) -> Result<Registers> {
     let init = |e: SandboxError| match e {
         SandboxError::RuntimeUnavailable(_) => e,
         other => SandboxError::runtime(format!("initialising QuickJS: {other}")),
     };
-    let eval = |store: &mut Store<HostState>, code: &str| match eval_raw(
-        store,
-        ex,
-        code,
-        "<talon-base>",
+    let eval = |store: &mut Store<HostState>, code: &str, file: &str| match eval_raw(
+        store, ex, code, file,
     ) {
         Err(SandboxError::PendingException) => {
             let exc = ex.qjs_get_exception.call(&mut *store, ())?;
@@ -202,7 +214,7 @@ fn initialise(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
         .qjs_get_context_ptr
         .call(&mut *store, ())
         .map_err(|e| init(e.into()))?;
-    let stack_getter = eval(store, getter).map_err(init)?;
+    let stack_getter = eval(store, getter, "<talon-base>").map_err(init)?;
     store.data_mut().ptrs = GuestPointers {
         scratch,
         strings,
@@ -211,10 +223,24 @@ fn initialise(store: &mut Store<HostState>, ex: &Exports) -> Result<Registers> {
     for name in [PRINT_FN, RANDOM_FN, NOW_FN] {
         install_function(store, ex, name).map_err(init)?;
     }
-    let result = eval(store, BASE_PRELUDE).map_err(init)?;
+    let result = eval(store, BASE_PRELUDE, "<talon-base>").map_err(init)?;
     ex.qjs_free_value
         .call(&mut *store, result)
         .map_err(|e| init(e.into()))?;
+    for prelude in preludes {
+        for name in &prelude.host_functions {
+            install_function(store, ex, name).map_err(init)?;
+        }
+        let result = eval(
+            store,
+            &prelude.source,
+            &format!("<prelude:{}>", prelude.name),
+        )
+        .map_err(init)?;
+        ex.qjs_free_value
+            .call(&mut *store, result)
+            .map_err(|e| init(e.into()))?;
+    }
     ex.qjs_run_gc
         .call(&mut *store, ())
         .map_err(|e| init(e.into()))?;

@@ -28,7 +28,7 @@ mod runtime;
 mod snapshot;
 mod vm;
 
-pub use config::{BridgeLimits, Clock, Limits, SandboxConfig, VmOptions};
+pub use config::{BridgeLimits, Clock, Limits, Prelude, SandboxConfig, VmOptions};
 pub use error::{GuestError, Result, SandboxError};
 pub use functions::{HostCallError, HostFunction, HostFunctions, PendingCall, SyncHostFn};
 pub use pool::Pool;

@@ -101,7 +101,7 @@ impl Sandbox {
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
 
-        let mut image = BaseImage::build(&engine, &original_pre)?;
+        let mut image = BaseImage::build(&engine, &original_pre, &config.preludes)?;
         // Instances of the baked module start as the image (copy-on-write);
         // if baking fails, instances of the original get the image copied in.
         let baked = crate::bake::bake(QUICKJS_WASM, &image.memory, image.registers.stack_pointer)

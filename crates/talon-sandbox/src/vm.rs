@@ -67,7 +67,13 @@ impl Vm {
         options: VmOptions,
         functions: Arc<HostFunctions>,
     ) -> Result<Self> {
-        let names: Vec<String> = functions.names().into_iter().map(str::to_owned).collect();
+        let hosted = &sandbox.inner.image.hosted;
+        let names: Vec<String> = functions
+            .names()
+            .into_iter()
+            .filter(|n| !hosted.contains(*n))
+            .map(str::to_owned)
+            .collect();
         let state = HostState::new(options.limits.clamped(), functions, options.clock)?;
         let (mut store, ex) = sandbox.instantiate(state)?;
         sandbox.inner.image.apply(&mut store, &ex)?;

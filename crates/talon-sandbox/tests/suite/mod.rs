@@ -5,6 +5,7 @@ mod hostile;
 mod isolation;
 mod limits;
 mod pool;
+mod preludes;
 mod snapshots;
 
 use std::sync::OnceLock;
