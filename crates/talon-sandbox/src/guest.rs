@@ -4,10 +4,10 @@
 use wasmtime::AsContextMut;
 
 use crate::abi::{Exports, PROP_HIDDEN};
-use crate::convert::{self, Strings};
 use crate::error::{Result, SandboxError};
 use crate::functions::HostCallError;
 use crate::host::HostState;
+use crate::props::{Strings, clear_exception};
 
 /// Evaluates `code` as a global script; returns the completion value box,
 /// or `PendingException` with the exception left in the context.
@@ -63,7 +63,7 @@ pub(crate) fn install_function<T: AsContextMut<Data = HostState>>(
     }
     ex.wasm_free.call(&mut *store, name_ptr)?;
     if status < 0 {
-        convert::clear_exception(store, ex)?;
+        clear_exception(store, ex)?;
         return Err(SandboxError::Internal(format!(
             "could not define global {name}"
         )));

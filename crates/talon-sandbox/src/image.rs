@@ -9,11 +9,11 @@ use wasmtime::{Engine, InstancePre, Store};
 
 use crate::abi::{ExportIndex, Exports};
 use crate::config::{Limits, Prelude};
-use crate::convert::STRINGS;
 use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
 use crate::guest::{eval_raw, install_function};
 use crate::host::{ClassIds, GuestPointers, HostState, NOW_FN, PRINT_FN, RANDOM_FN};
+use crate::props::STRINGS;
 use crate::runtime::{QUICKJS_WASM_SHA256, instantiate};
 
 /// Granularity of image and snapshot diffs.
@@ -178,7 +178,7 @@ fn initialise(
     ) {
         Err(SandboxError::PendingException) => {
             let exc = ex.qjs_get_exception.call(&mut *store, ())?;
-            let error = crate::convert::read_error_fields(store, ex, exc)?;
+            let error = crate::props::read_error_fields(store, ex, exc)?;
             Err(SandboxError::runtime(format!(
                 "the base prelude threw {error}"
             )))

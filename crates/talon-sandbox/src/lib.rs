@@ -24,9 +24,11 @@ mod host;
 mod image;
 mod output;
 mod pool;
+mod props;
 mod runtime;
 mod snapshot;
 mod vm;
+mod wasi;
 
 pub use config::{BridgeLimits, Clock, Limits, Prelude, SandboxConfig, VmOptions};
 pub use error::{GuestError, Result, SandboxError};

@@ -416,7 +416,7 @@ impl Vm {
             .qjs_is_uncatchable_error
             .call(&mut self.store, thrown)?
             != 0;
-        let error = convert::read_error_fields(&mut self.store, &self.ex, thrown)?;
+        let error = crate::props::read_error_fields(&mut self.store, &self.ex, thrown)?;
         if limiter_denied
             || (uncatchable && error.name == "InternalError" && error.message == "out of memory")
         {
