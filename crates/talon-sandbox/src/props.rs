@@ -314,3 +314,22 @@ pub(crate) fn clear_exception<T: AsContextMut<Data = HostState>>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{STRINGS, Strings};
+
+    #[test]
+    fn string_offsets_match_the_block() {
+        let s = Strings::at(0);
+        let at = |offset: u32| {
+            let tail = &STRINGS[offset as usize..];
+            let end = tail.iter().position(|b| *b == 0).unwrap();
+            std::str::from_utf8(&tail[..end]).unwrap()
+        };
+        assert_eq!(
+            [at(s.length), at(s.name), at(s.message), at(s.stack), at(s.code)],
+            ["length", "name", "message", "stack", "code"]
+        );
+    }
+}
