@@ -1,6 +1,7 @@
 //! `talon`: the command-line entry point.
 
 mod exec;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -18,6 +19,9 @@ struct Cli {
 enum Command {
     /// Run one JavaScript cell in the sandbox and print its result as JSON.
     Exec(exec::ExecArgs),
+    /// Search or describe the tools of a catalog file.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
 }
 
 fn main() -> ExitCode {
@@ -31,5 +35,6 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => exec::run(args),
+        Command::Tools(command) => tools::run(command),
     }
 }

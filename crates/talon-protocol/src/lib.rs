@@ -6,5 +6,7 @@
 
 pub mod code_mode;
 pub mod schema;
+pub mod tools;
 
 pub use code_mode::{CellResult, CodeModeErrorCode, CodeModeOutput, OutputStream};
+pub use tools::{CatalogMode, ExecutionMode, SearchHit, ToolDefinition, ToolEffect, ToolSource};

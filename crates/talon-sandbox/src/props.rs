@@ -328,7 +328,13 @@ mod tests {
             std::str::from_utf8(&tail[..end]).unwrap()
         };
         assert_eq!(
-            [at(s.length), at(s.name), at(s.message), at(s.stack), at(s.code)],
+            [
+                at(s.length),
+                at(s.name),
+                at(s.message),
+                at(s.stack),
+                at(s.code)
+            ],
             ["length", "name", "message", "stack", "code"]
         );
     }

@@ -1,1 +1,2 @@
 mod exec;
+mod tools;

@@ -1,0 +1,298 @@
+//! The tool catalog of one run: core, plugin, MCP and client tools,
+//! filtered by policy, with stable ids and a search index.
+//!
+//! A tool's source and owner come from how it was registered (the builder
+//! method), never from the tool's own claims, so a plugin cannot pass its
+//! tools off as core tools. Ids are `<source>:<owner>:<tool-name>`; entries
+//! are kept sorted by id, so equivalent tool sets give identical catalogs.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use talon_protocol::{CatalogMode, SearchHit, ToolDefinition, ToolSource};
+
+use crate::error::{Result, ToolsError};
+use crate::policy::{PolicySubject, ToolPolicy};
+use crate::search::{Document, SearchIndex};
+
+/// Names of the tools the model-facing surfaces provide themselves (Code
+/// Mode's and Tool Search's). They are never cataloged; only the core shell
+/// tool may be named `exec` (reachable as `openclaw:core:exec`).
+pub const CONTROL_TOOLS: &[&str] = &[
+    "exec",
+    "wait",
+    "tool_search_code",
+    "tool_search",
+    "tool_describe",
+    "tool_call",
+];
+
+/// The run a catalog belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunScope {
+    /// Agent id.
+    pub agent_id: String,
+    /// Session id.
+    pub session_id: String,
+    /// Run id.
+    pub run_id: String,
+}
+
+/// One cataloged tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogEntry {
+    /// `<source>:<owner>:<tool-name>`.
+    pub id: String,
+    /// The tool, with source and owner as registered.
+    pub tool: ToolDefinition,
+}
+
+/// Collects a run's tools by origin; [`CatalogBuilder::build`] checks and
+/// filters them.
+#[derive(Debug)]
+pub struct CatalogBuilder {
+    scope: RunScope,
+    tools: Vec<ToolDefinition>,
+    errors: Vec<ToolsError>,
+}
+
+impl CatalogBuilder {
+    /// A builder for one run.
+    pub fn new(scope: RunScope) -> Self {
+        Self {
+            scope,
+            tools: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    fn add(
+        mut self,
+        source: ToolSource,
+        owner: &str,
+        tools: impl IntoIterator<Item = ToolDefinition>,
+    ) -> Self {
+        for mut tool in tools {
+            tool.source = source;
+            tool.owner = owner.to_owned();
+            self.tools.push(tool);
+        }
+        self
+    }
+
+    /// Tools under the source and owner they declare: for catalog files the
+    /// operator wrote, and for tests. Client tools join this run.
+    pub fn declared(mut self, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Core tools (owner `core`).
+    pub fn core(self, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.add(ToolSource::Openclaw, "core", tools)
+    }
+
+    /// A plugin's tools (owner: the plugin id).
+    pub fn plugin(self, plugin_id: &str, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.add(ToolSource::Plugin, plugin_id, tools)
+    }
+
+    /// An MCP server's tools (owner: the server name).
+    pub fn mcp(self, server: &str, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.add(ToolSource::Mcp, server, tools)
+    }
+
+    /// A client app's tools for a run; tools of another run are refused.
+    pub fn client(
+        mut self,
+        app: &str,
+        run: &RunScope,
+        tools: impl IntoIterator<Item = ToolDefinition>,
+    ) -> Self {
+        if run != &self.scope {
+            for tool in tools {
+                self.errors.push(ToolsError::ForeignClientTool {
+                    name: tool.name,
+                    run: run.run_id.clone(),
+                });
+            }
+            return self;
+        }
+        self.add(ToolSource::Client, app, tools)
+    }
+
+    /// Checks names and ids, applies `policy`, separates direct-only tools
+    /// and indexes the rest.
+    pub fn build(self, policy: &ToolPolicy) -> Result<Catalog> {
+        if let Some(error) = self.errors.into_iter().next() {
+            return Err(error);
+        }
+        let mut entries: Vec<CatalogEntry> = Vec::with_capacity(self.tools.len());
+        let mut direct_only = Vec::new();
+        for tool in self.tools {
+            let id = tool_id(&tool)?;
+            let reserved = CONTROL_TOOLS.contains(&tool.name.as_str())
+                && !(tool.name == "exec" && tool.source == ToolSource::Openclaw);
+            if reserved {
+                return Err(ToolsError::ReservedName {
+                    name: tool.name,
+                    id,
+                });
+            }
+            let subject = PolicySubject {
+                name: &tool.name,
+                id: &id,
+                source: tool.source,
+            };
+            if !policy.allows(subject) {
+                continue;
+            }
+            if tool.catalog_mode == CatalogMode::DirectOnly {
+                direct_only.push(CatalogEntry { id, tool });
+            } else {
+                entries.push(CatalogEntry { id, tool });
+            }
+        }
+        for list in [&mut entries, &mut direct_only] {
+            list.sort_by(|a, b| a.id.cmp(&b.id));
+            if let Some(pair) = list.windows(2).find(|w| w[0].id == w[1].id) {
+                return Err(ToolsError::DuplicateId(pair[0].id.clone()));
+            }
+        }
+        if let Some(clash) = direct_only
+            .iter()
+            .find(|d| entries.iter().any(|e| e.id == d.id))
+        {
+            return Err(ToolsError::DuplicateId(clash.id.clone()));
+        }
+        let by_id = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id.clone(), i))
+            .collect();
+        let docs: Vec<Document<'_>> = entries
+            .iter()
+            .map(|e| Document {
+                id: &e.id,
+                name: &e.tool.name,
+                label: e.tool.label.as_deref(),
+                description: &e.tool.description,
+                parameters: &e.tool.parameters,
+            })
+            .collect();
+        let index = SearchIndex::build(&docs);
+        Ok(Catalog {
+            scope: self.scope,
+            entries,
+            direct_only,
+            by_id,
+            index,
+        })
+    }
+}
+
+/// `<source>:<owner>:<tool-name>`, after checking owner and name.
+pub fn tool_id(tool: &ToolDefinition) -> Result<String> {
+    let bad = |what: &str| {
+        ToolsError::InvalidTool(format!("{:?} from {:?}: {what}", tool.name, tool.owner))
+    };
+    if tool.name.trim().is_empty() || tool.name.chars().any(char::is_control) {
+        return Err(bad("empty or control characters in the name"));
+    }
+    if tool.owner.is_empty()
+        || tool.owner.contains(':')
+        || tool.owner.chars().any(char::is_whitespace)
+    {
+        return Err(bad("the owner must be non-empty, without ':' or spaces"));
+    }
+    if tool.source == ToolSource::Unknown {
+        return Err(bad("unknown source"));
+    }
+    Ok(format!(
+        "{}:{}:{}",
+        tool.source.as_str(),
+        tool.owner,
+        tool.name
+    ))
+}
+
+/// The effective, policy-filtered tool catalog of one run.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    scope: RunScope,
+    entries: Vec<CatalogEntry>,
+    direct_only: Vec<CatalogEntry>,
+    by_id: HashMap<String, usize>,
+    index: SearchIndex,
+}
+
+impl Catalog {
+    /// The run this catalog belongs to.
+    pub fn scope(&self) -> &RunScope {
+        &self.scope
+    }
+
+    /// Cataloged entries, sorted by id.
+    pub fn entries(&self) -> &[CatalogEntry] {
+        &self.entries
+    }
+
+    /// Direct-only tools: never cataloged, always visible to the model.
+    pub fn direct_only(&self) -> &[CatalogEntry] {
+        &self.direct_only
+    }
+
+    /// Number of cataloged entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// `true` when nothing is cataloged.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry with exactly this id (cataloged or direct-only). A tool
+    /// that policy removed is indistinguishable from one that never existed.
+    pub fn get(&self, id: &str) -> Option<&CatalogEntry> {
+        self.by_id
+            .get(id)
+            .map(|&i| &self.entries[i])
+            .or_else(|| self.direct_only.iter().find(|e| e.id == id))
+    }
+
+    /// Ranked hits for `query`, at most `limit`.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        self.index
+            .search(query, limit)
+            .into_iter()
+            .map(|hit| {
+                let entry = &self.entries[hit.doc];
+                // Four decimals: the ranking's resolution, and stable output.
+                let score = (f64::from(hit.score) * 1e4).round() / 1e4;
+                SearchHit {
+                    id: entry.id.clone(),
+                    name: entry.tool.name.clone(),
+                    score,
+                }
+            })
+            .collect()
+    }
+
+    /// The full entry for an id, schema included.
+    pub fn describe(&self, id: &str) -> Option<&CatalogEntry> {
+        self.get(id)
+    }
+
+    /// Catalog size by source.
+    pub fn size_by_source(&self) -> Vec<(ToolSource, usize)> {
+        let mut counts: Vec<(ToolSource, usize)> = Vec::new();
+        for entry in &self.entries {
+            match counts.iter_mut().find(|(s, _)| *s == entry.tool.source) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((entry.tool.source, 1)),
+            }
+        }
+        counts.sort();
+        counts
+    }
+}

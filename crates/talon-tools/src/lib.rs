@@ -1,0 +1,12 @@
+//! The run-scoped tool catalog: the tool model, allow/deny policy, stable
+//! ids, and BM25F search over names, ids, labels, descriptions and
+//! parameters.
+
+pub mod catalog;
+mod error;
+pub mod policy;
+pub mod search;
+
+pub use catalog::{CONTROL_TOOLS, Catalog, CatalogBuilder, CatalogEntry, RunScope, tool_id};
+pub use error::{Result, ToolsError};
+pub use policy::{Pattern, ToolPolicy};

@@ -1,0 +1,2 @@
+mod catalog;
+mod quality;
