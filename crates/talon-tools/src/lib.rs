@@ -5,8 +5,13 @@
 pub mod catalog;
 mod error;
 pub mod policy;
+pub mod runner;
 pub mod search;
 
 pub use catalog::{CONTROL_TOOLS, Catalog, CatalogBuilder, CatalogEntry, RunScope, tool_id};
 pub use error::{Result, ToolsError};
 pub use policy::{Pattern, ToolPolicy};
+pub use runner::{
+    ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallOutcome, CallRecord, Caller,
+    DenyAll, HookDecision, NoUpdates, RunContext, ToolCall, ToolExecutor, ToolRunner, UpdateSink,
+};

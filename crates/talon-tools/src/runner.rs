@@ -1,0 +1,363 @@
+//! The one execution path every tool call takes: a direct model call, a
+//! `tool_call`, or a nested call from a code cell.
+//!
+//! [`ToolRunner::call`] resolves the exact id in this run's catalog, runs
+//! the `before_tool_call` hooks, asks the approver when the tool requires
+//! approval, checks the abort signal, runs the executor with the run
+//! context, caps the result, and records the call (naming its caller) for
+//! the trajectory. A tool that is unknown, denied by policy (and so absent
+//! from the catalog) or gone is never executed, and all three answer
+//! alike. A blocked call reports the block; nothing routes around it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use talon_protocol::ToolSource;
+
+use crate::catalog::{Catalog, CatalogEntry, RunScope};
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Who asked for a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// The model called the tool directly.
+    Direct,
+    /// A surface tool (a code cell, `tool_call`) called it on the model's
+    /// behalf; the parent's call id.
+    Parent(String),
+}
+
+/// Context every call carries to hooks, the approver and the executor.
+#[derive(Clone)]
+pub struct RunContext {
+    /// The run's agent, session and run ids.
+    pub scope: RunScope,
+    /// The session key (channel-level identity of the session).
+    pub session_key: String,
+    /// Who sent the message that started the run, if known.
+    pub sender: Option<String>,
+    /// The channel the run serves, if any.
+    pub channel: Option<String>,
+    /// Set when the run is aborted.
+    pub abort: Arc<AtomicBool>,
+    /// Where executors stream partial updates.
+    pub updates: Arc<dyn UpdateSink>,
+}
+
+impl std::fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("scope", &self.scope)
+            .field("session_key", &self.session_key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Receives streamed partial results of running calls.
+pub trait UpdateSink: Send + Sync {
+    /// A partial update of call `call_id`.
+    fn update(&self, call_id: &str, update: Value);
+}
+
+/// An update sink that drops everything.
+#[derive(Debug, Default)]
+pub struct NoUpdates;
+
+impl UpdateSink for NoUpdates {
+    fn update(&self, _call_id: &str, _update: Value) {}
+}
+
+/// One call request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Unique id of this call.
+    pub call_id: String,
+    /// Catalog id (or, for direct calls, the resolved id).
+    pub id: String,
+    /// Arguments.
+    pub args: Value,
+    /// Who asked.
+    pub caller: Caller,
+}
+
+/// What a hook decides.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookDecision {
+    /// Go on, possibly with rewritten arguments.
+    Continue(Value),
+    /// Stop the call, with a reason the model sees.
+    Block(String),
+}
+
+/// A `before_tool_call` hook (plugins register these).
+pub trait BeforeToolCall: Send + Sync {
+    /// Called before every call, in registration order.
+    fn before<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        args: Value,
+    ) -> BoxFuture<'a, HookDecision>;
+}
+
+/// What an approver decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalDecision {
+    /// The call may run.
+    Approved,
+    /// The call may not run.
+    Denied(String),
+}
+
+/// Decides calls to tools that require approval (the gateway's approval
+/// flow, the CLI's prompt, a policy).
+pub trait Approver: Send + Sync {
+    /// Asks for a decision on one call.
+    fn decide<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        args: &'a Value,
+    ) -> BoxFuture<'a, ApprovalDecision>;
+}
+
+/// Approves nothing: the fail-closed default.
+#[derive(Debug, Default)]
+pub struct DenyAll;
+
+impl Approver for DenyAll {
+    fn decide<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a CatalogEntry,
+        _: &'a Value,
+    ) -> BoxFuture<'a, ApprovalDecision> {
+        let reason = format!(
+            "{} requires approval and no approver is configured",
+            entry.id
+        );
+        Box::pin(async move { ApprovalDecision::Denied(reason) })
+    }
+}
+
+/// Runs tools (core implementations, plugins, MCP clients, client
+/// round-trips). Gets the call only after every check passed.
+pub trait ToolExecutor: Send + Sync {
+    /// Executes one call; the error text is what the model sees.
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        call: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// The tool ran and returned this (JSON, capped).
+    Ok(Value),
+    /// The tool ran and failed.
+    Failed(String),
+    /// No such tool in this run (unknown, denied or gone: indistinguishable).
+    NotFound,
+    /// A hook or the approval gate blocked it.
+    Blocked(String),
+    /// The run was aborted before the tool ran.
+    Aborted,
+}
+
+impl CallOutcome {
+    /// The stable status name used in records and results.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Self::Ok(_) => "ok",
+            Self::Failed(_) => "failed",
+            Self::NotFound => "not_found",
+            Self::Blocked(_) => "blocked",
+            Self::Aborted => "aborted",
+        }
+    }
+
+    /// The outcome as the JSON a model or a guest sees.
+    pub fn to_json(&self, id: &str) -> Value {
+        match self {
+            Self::Ok(value) => value.clone(),
+            Self::Failed(error) => serde_json::json!({"error": error, "status": "failed"}),
+            Self::NotFound => {
+                serde_json::json!({"error": format!("unknown tool id {id:?}"), "status": "not_found"})
+            }
+            Self::Blocked(reason) => serde_json::json!({"error": reason, "status": "blocked"}),
+            Self::Aborted => {
+                serde_json::json!({"error": "the run was aborted", "status": "aborted"})
+            }
+        }
+    }
+}
+
+/// One finished call, for the trajectory and telemetry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRecord {
+    /// The call's id.
+    pub call_id: String,
+    /// The requested id.
+    pub id: String,
+    /// Source of the resolved tool (none when not found).
+    pub source: Option<ToolSource>,
+    /// Who asked.
+    pub caller: Caller,
+    /// `ok`, `failed`, `not_found`, `blocked` or `aborted`.
+    pub status: &'static str,
+    /// Wall time from request to outcome.
+    pub duration: Duration,
+    /// Size of the result as JSON.
+    pub result_bytes: usize,
+}
+
+/// Results larger than this (as JSON) are replaced by a truncated preview.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024;
+
+/// The single execution path of one run.
+pub struct ToolRunner {
+    catalog: Arc<Catalog>,
+    hooks: Vec<Arc<dyn BeforeToolCall>>,
+    approver: Arc<dyn Approver>,
+    executor: Arc<dyn ToolExecutor>,
+    max_result_bytes: usize,
+    records: Mutex<Vec<CallRecord>>,
+}
+
+impl std::fmt::Debug for ToolRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRunner")
+            .field("catalog", &self.catalog.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRunner {
+    /// A runner over `catalog` with `executor`, no hooks, and [`DenyAll`].
+    pub fn new(catalog: Arc<Catalog>, executor: Arc<dyn ToolExecutor>) -> Self {
+        Self {
+            catalog,
+            hooks: Vec::new(),
+            approver: Arc::new(DenyAll),
+            executor,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            records: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Adds a `before_tool_call` hook.
+    pub fn with_hook(mut self, hook: Arc<dyn BeforeToolCall>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Sets the approver.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Sets the result cap.
+    pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes.max(256);
+        self
+    }
+
+    /// The run's catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The calls made so far, in completion order.
+    pub fn records(&self) -> Vec<CallRecord> {
+        self.records.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Runs one call through every check; see the module documentation.
+    pub async fn call(&self, ctx: &RunContext, call: ToolCall) -> CallOutcome {
+        let started = Instant::now();
+        let entry = self.catalog.get(&call.id);
+        let outcome = match entry {
+            None => CallOutcome::NotFound,
+            Some(entry) => self.run_checked(ctx, entry, &call).await,
+        };
+        let outcome = match outcome {
+            CallOutcome::Ok(value) => CallOutcome::Ok(cap(value, self.max_result_bytes)),
+            other => other,
+        };
+        let result_bytes = match &outcome {
+            CallOutcome::Ok(value) => serde_json::to_vec(value).map_or(0, |v| v.len()),
+            _ => 0,
+        };
+        let record = CallRecord {
+            call_id: call.call_id.clone(),
+            id: call.id.clone(),
+            source: entry.map(|e| e.tool.source),
+            caller: call.caller.clone(),
+            status: outcome.status(),
+            duration: started.elapsed(),
+            result_bytes,
+        };
+        tracing::debug!(call_id = %record.call_id, id = %record.id, status = record.status, "tool call");
+        if let Ok(mut records) = self.records.lock() {
+            records.push(record);
+        }
+        outcome
+    }
+
+    async fn run_checked(
+        &self,
+        ctx: &RunContext,
+        entry: &CatalogEntry,
+        call: &ToolCall,
+    ) -> CallOutcome {
+        let mut args = call.args.clone();
+        for hook in &self.hooks {
+            match hook.before(ctx, entry, args).await {
+                HookDecision::Continue(next) => args = next,
+                HookDecision::Block(reason) => return CallOutcome::Blocked(reason),
+            }
+        }
+        if entry.tool.requires_approval {
+            if let ApprovalDecision::Denied(reason) = self.approver.decide(ctx, entry, &args).await
+            {
+                return CallOutcome::Blocked(reason);
+            }
+        }
+        if ctx.abort.load(Ordering::Relaxed) {
+            return CallOutcome::Aborted;
+        }
+        let call = ToolCall {
+            args,
+            ..call.clone()
+        };
+        match self.executor.execute(ctx, entry, &call).await {
+            Ok(value) => CallOutcome::Ok(value),
+            Err(error) => CallOutcome::Failed(error),
+        }
+    }
+}
+
+/// Replaces a result larger than `max` bytes (as JSON) with a preview.
+fn cap(value: Value, max: usize) -> Value {
+    let Ok(text) = serde_json::to_string(&value) else {
+        return value;
+    };
+    if text.len() <= max {
+        return value;
+    }
+    let mut end = max / 2;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    serde_json::json!({"truncated": true, "bytes": text.len(), "preview": &text[..end]})
+}

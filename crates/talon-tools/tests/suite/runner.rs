@@ -1,0 +1,252 @@
+//! The one execution path: resolution, hooks, approvals, abort, caps and
+//! records.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use talon_tools::{
+    ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallOutcome, Caller, CatalogBuilder,
+    CatalogEntry, HookDecision, NoUpdates, RunContext, RunScope, ToolCall, ToolExecutor,
+    ToolPolicy, ToolRunner,
+};
+
+use super::catalog::tool;
+
+/// Echoes its arguments and counts calls.
+#[derive(Default)]
+struct Echo {
+    calls: AtomicUsize,
+    seen: Mutex<Vec<Value>>,
+}
+
+impl ToolExecutor for Echo {
+    fn execute<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a CatalogEntry,
+        call: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.seen.lock().unwrap().push(call.args.clone());
+        let result = if entry.tool.name == "fail" {
+            Err("disk on fire".to_owned())
+        } else if entry.tool.name == "big" {
+            Ok(json!({"blob": "x".repeat(10_000)}))
+        } else {
+            Ok(json!({"tool": entry.id, "args": call.args}))
+        };
+        Box::pin(async move { result })
+    }
+}
+
+fn ctx() -> RunContext {
+    RunContext {
+        scope: RunScope::default(),
+        session_key: "main".into(),
+        sender: None,
+        channel: None,
+        abort: Arc::new(AtomicBool::new(false)),
+        updates: Arc::new(NoUpdates),
+    }
+}
+
+fn runner(echo: Arc<Echo>) -> ToolRunner {
+    let mut guarded = tool("rm", "Remove files");
+    guarded.requires_approval = true;
+    let catalog = CatalogBuilder::new(RunScope::default())
+        .core([
+            tool("read", "Read"),
+            tool("fail", "Fails"),
+            tool("big", "Big result"),
+            guarded,
+            tool("exec", "Shell"),
+        ])
+        .build(&ToolPolicy::from_lists(None, &["exec".into()]))
+        .unwrap();
+    ToolRunner::new(Arc::new(catalog), echo).with_max_result_bytes(1024)
+}
+
+fn call(id: &str, args: Value) -> ToolCall {
+    ToolCall {
+        call_id: format!("c-{id}"),
+        id: id.into(),
+        args,
+        caller: Caller::Direct,
+    }
+}
+
+#[tokio::test]
+async fn runs_a_tool_and_records_the_caller() {
+    let echo = Arc::new(Echo::default());
+    let runner = runner(echo.clone());
+    let nested = ToolCall {
+        caller: Caller::Parent("cell-1".into()),
+        ..call("openclaw:core:read", json!({"path": "a"}))
+    };
+    let outcome = runner.call(&ctx(), nested).await;
+    assert_eq!(
+        outcome,
+        CallOutcome::Ok(json!({"tool": "openclaw:core:read", "args": {"path": "a"}}))
+    );
+    let records = runner.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        (records[0].status, records[0].caller.clone()),
+        ("ok", Caller::Parent("cell-1".into()))
+    );
+}
+
+#[tokio::test]
+async fn unknown_and_denied_ids_answer_alike_and_never_run() {
+    let echo = Arc::new(Echo::default());
+    let runner = runner(echo.clone());
+    let unknown = runner
+        .call(&ctx(), call("openclaw:core:nope", json!({})))
+        .await;
+    let denied = runner
+        .call(&ctx(), call("openclaw:core:exec", json!({"command": "id"})))
+        .await;
+    assert_eq!(unknown, CallOutcome::NotFound);
+    assert_eq!(denied, CallOutcome::NotFound);
+    assert_eq!(
+        denied.to_json("openclaw:core:exec"),
+        json!({"error": "unknown tool id \"openclaw:core:exec\"", "status": "not_found"})
+    );
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 0);
+}
+
+struct Redact;
+
+impl BeforeToolCall for Redact {
+    fn before<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a CatalogEntry,
+        mut args: Value,
+    ) -> BoxFuture<'a, HookDecision> {
+        let decision = if args["path"] == "/etc/shadow" {
+            HookDecision::Block(format!("{} may not read /etc/shadow", entry.tool.name))
+        } else {
+            args["checked"] = json!(true);
+            HookDecision::Continue(args)
+        };
+        Box::pin(async move { decision })
+    }
+}
+
+#[tokio::test]
+async fn hooks_rewrite_or_block() {
+    let echo = Arc::new(Echo::default());
+    let runner = runner(echo.clone()).with_hook(Arc::new(Redact));
+    let blocked = runner
+        .call(
+            &ctx(),
+            call("openclaw:core:read", json!({"path": "/etc/shadow"})),
+        )
+        .await;
+    assert_eq!(
+        blocked,
+        CallOutcome::Blocked("read may not read /etc/shadow".into())
+    );
+    let ok = runner
+        .call(&ctx(), call("openclaw:core:read", json!({"path": "a"})))
+        .await;
+    assert_eq!(
+        ok,
+        CallOutcome::Ok(
+            json!({"tool": "openclaw:core:read", "args": {"path": "a", "checked": true}})
+        )
+    );
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 1);
+}
+
+struct Approve;
+
+impl Approver for Approve {
+    fn decide<'a>(
+        &'a self,
+        _: &'a RunContext,
+        _: &'a CatalogEntry,
+        args: &'a Value,
+    ) -> BoxFuture<'a, ApprovalDecision> {
+        let decision = if args["force"] == true {
+            ApprovalDecision::Denied("no force".into())
+        } else {
+            ApprovalDecision::Approved
+        };
+        Box::pin(async move { decision })
+    }
+}
+
+#[tokio::test]
+async fn approval_gates_tools_that_require_it() {
+    let echo = Arc::new(Echo::default());
+    let runner = runner(echo.clone());
+    let outcome = runner
+        .call(&ctx(), call("openclaw:core:rm", json!({})))
+        .await;
+    assert_eq!(
+        outcome,
+        CallOutcome::Blocked(
+            "openclaw:core:rm requires approval and no approver is configured".into()
+        )
+    );
+    let runner = runner_with_approver(echo.clone());
+    assert!(matches!(
+        runner
+            .call(&ctx(), call("openclaw:core:rm", json!({})))
+            .await,
+        CallOutcome::Ok(_)
+    ));
+    assert_eq!(
+        runner
+            .call(&ctx(), call("openclaw:core:rm", json!({"force": true})))
+            .await,
+        CallOutcome::Blocked("no force".into())
+    );
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 1);
+}
+
+fn runner_with_approver(echo: Arc<Echo>) -> ToolRunner {
+    runner(echo).with_approver(Arc::new(Approve))
+}
+
+#[tokio::test]
+async fn aborted_runs_execute_nothing() {
+    let echo = Arc::new(Echo::default());
+    let runner = runner(echo.clone());
+    let ctx = ctx();
+    ctx.abort.store(true, Ordering::Relaxed);
+    assert_eq!(
+        runner
+            .call(&ctx, call("openclaw:core:read", json!({})))
+            .await,
+        CallOutcome::Aborted
+    );
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test]
+async fn failures_and_large_results_are_plain_json() {
+    let echo = Arc::new(Echo::default());
+    let runner = runner(echo.clone());
+    let failed = runner
+        .call(&ctx(), call("openclaw:core:fail", json!({})))
+        .await;
+    assert_eq!(
+        failed.to_json("openclaw:core:fail"),
+        json!({"error": "disk on fire", "status": "failed"})
+    );
+    let CallOutcome::Ok(big) = runner
+        .call(&ctx(), call("openclaw:core:big", json!({})))
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(big["truncated"], json!(true));
+    assert_eq!(big["bytes"], json!(10_011));
+    assert!(big["preview"].as_str().unwrap().len() <= 512);
+    let statuses: Vec<&str> = runner.records().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, ["failed", "ok"]);
+}
