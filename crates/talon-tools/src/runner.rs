@@ -327,11 +327,10 @@ impl ToolRunner {
                 HookDecision::Block(reason) => return CallOutcome::Blocked(reason),
             }
         }
-        if entry.tool.requires_approval {
-            if let ApprovalDecision::Denied(reason) = self.approver.decide(ctx, entry, &args).await
-            {
-                return CallOutcome::Blocked(reason);
-            }
+        if entry.tool.requires_approval
+            && let ApprovalDecision::Denied(reason) = self.approver.decide(ctx, entry, &args).await
+        {
+            return CallOutcome::Blocked(reason);
         }
         if ctx.abort.load(Ordering::Relaxed) {
             return CallOutcome::Aborted;
