@@ -9,4 +9,6 @@ pub mod schema;
 pub mod tools;
 
 pub use code_mode::{CellResult, CodeModeErrorCode, CodeModeOutput, OutputStream};
-pub use tools::{CatalogMode, ExecutionMode, SearchHit, ToolDefinition, ToolEffect, ToolSource};
+pub use tools::{
+    CatalogMode, ExecutionMode, ModelTool, SearchHit, ToolDefinition, ToolEffect, ToolSource,
+};

@@ -142,3 +142,15 @@ pub struct SearchHit {
     /// Relevance score (higher is better; exact name or id hits first).
     pub score: f64,
 }
+
+/// A tool definition as the model sees it (what a provider request
+/// carries): the surface of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelTool {
+    /// The name the model calls.
+    pub name: String,
+    /// What the model is told about it.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: serde_json::Value,
+}

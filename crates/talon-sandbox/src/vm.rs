@@ -135,6 +135,18 @@ impl Vm {
         Ok(())
     }
 
+    /// Sets the time budget of later operations (clamped like
+    /// [`crate::Limits::clamped`]); for callers that share one deadline
+    /// across several steps.
+    pub fn set_timeout(&mut self, timeout: std::time::Duration) {
+        let limits = crate::Limits {
+            timeout,
+            ..self.store.data().limits
+        }
+        .clamped();
+        self.store.data_mut().limits.timeout = limits.timeout;
+    }
+
     /// Lets the host stop guest code at the next interrupt check.
     pub fn set_abort_signal(&mut self, signal: Arc<AtomicBool>) {
         self.store.data_mut().abort = Some(signal);

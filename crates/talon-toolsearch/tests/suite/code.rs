@@ -1,0 +1,156 @@
+//! `tool_search_code` in the shared sandbox.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::json;
+use talon_tools::{CatalogBuilder, ToolPolicy};
+use talon_toolsearch::{Mode, ToolSearchConfig};
+
+use super::{Echo, catalog, ctx, scope, tool, tool_search};
+
+fn code_config() -> ToolSearchConfig {
+    ToolSearchConfig {
+        mode: Mode::Code,
+        code_timeout: Duration::from_millis(2_000),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_searches_describes_and_calls() {
+    let echo = Arc::new(Echo::default());
+    let ts = tool_search(catalog(), code_config(), echo.clone());
+    let body = "const hits = await openclaw.tools.search('create an issue'); \
+                const tool = await openclaw.tools.describe(hits[0].id); \
+                console.log('calling', tool.id); \
+                const [a, b] = await Promise.all([openclaw.tools.call(tool.id, {title: 'x'}), openclaw.tools.call(tool.id, {title: 'y'})]); \
+                let missing; try { await openclaw.tools.call('openclaw:core:exec', {}) } catch (e) { missing = e.code } \
+                return {a, b, missing, keys: Object.keys(globalThis).length}";
+    let out = ts
+        .handle(&ctx(), "code-1", "tool_search_code", json!({"code": body}))
+        .await;
+    assert_eq!(
+        out["value"],
+        json!({
+            "a": {"ran": "plugin:issues:create_issue", "args": {"title": "x"}},
+            "b": {"ran": "plugin:issues:create_issue", "args": {"title": "y"}},
+            "missing": "not_found",
+            "keys": 0
+        })
+    );
+    assert_eq!(
+        out["console"],
+        json!([{"stream": "stdout", "text": "calling plugin:issues:create_issue\n"}])
+    );
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 2);
+    let t = ts.telemetry();
+    assert_eq!(
+        (t.code_runs, t.searches, t.describes, t.calls),
+        (1, 1, 1, 3)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unawaited_calls_are_cancelled_when_the_body_returns() {
+    let echo = Arc::new(Echo::default());
+    let ts = tool_search(catalog(), code_config(), echo.clone());
+    let out = ts
+        .handle(&ctx(), "code-1", "tool_search_code", json!({"code": "openclaw.tools.call('plugin:issues:create_issue', {}); return 'early'"}))
+        .await;
+    assert_eq!(out["value"], "early");
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escapes_get_nothing() {
+    let echo = Arc::new(Echo::default());
+    let ts = tool_search(catalog(), code_config(), echo);
+    let body = "return [Function('return typeof process')(), \
+                openclaw.tools.call.constructor.constructor('return typeof require')(), \
+                typeof __openclaw_call, Object.isFrozen(openclaw.tools), \
+                (() => { const c = openclaw.tools.call; openclaw.tools.call = null; openclaw = null; \
+                         return openclaw.tools.call === c ? 'kept' : 'replaced' })()]";
+    let out = ts
+        .handle(&ctx(), "code-1", "tool_search_code", json!({"code": body}))
+        .await;
+    assert_eq!(
+        out["value"],
+        json!(["undefined", "undefined", "undefined", true, "kept"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_limit_covers_guest_code_and_slow_tools() {
+    let catalog = CatalogBuilder::new(scope())
+        .core([tool("slow", "A slow tool.")])
+        .build(&ToolPolicy::new())
+        .unwrap();
+    let config = ToolSearchConfig {
+        code_timeout: Duration::from_millis(1_000),
+        ..code_config()
+    };
+    let ts = tool_search(catalog, config, Arc::new(Echo::default()));
+    let spin = ts
+        .handle(
+            &ctx(),
+            "c1",
+            "tool_search_code",
+            json!({"code": "while (true) {}"}),
+        )
+        .await;
+    assert_eq!(spin["code"], "timeout");
+    let started = std::time::Instant::now();
+    let slow = ts
+        .handle(
+            &ctx(),
+            "c2",
+            "tool_search_code",
+            json!({"code": "return await openclaw.tools.call('openclaw:core:slow', {})"}),
+        )
+        .await;
+    assert_eq!(slow["code"], "timeout");
+    assert!(started.elapsed() < Duration::from_secs(4));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_reported_not_thrown() {
+    let ts = tool_search(catalog(), code_config(), Arc::new(Echo::default()));
+    let out = ts
+        .handle(
+            &ctx(),
+            "c1",
+            "tool_search_code",
+            json!({"code": "return ("}),
+        )
+        .await;
+    assert_eq!(out["code"], "invalid_input");
+    let out = ts
+        .handle(
+            &ctx(),
+            "c2",
+            "tool_search_code",
+            json!({"code": "throw new Error('mine')"}),
+        )
+        .await;
+    assert_eq!(out["error"], "Error: mine");
+    let out = ts.handle(&ctx(), "c3", "tool_search_code", json!({})).await;
+    assert_eq!(out["status"], "invalid_input");
+}
+
+#[test]
+fn code_mode_without_the_sandbox_fails_closed() {
+    let catalog = catalog();
+    let config = code_config();
+    let surface = talon_toolsearch::build_surface(&catalog, Some(&config)).unwrap();
+    let runner = Arc::new(talon_tools::ToolRunner::new(
+        Arc::new(catalog),
+        Arc::new(Echo::default()),
+    ));
+    let error = talon_toolsearch::ToolSearch::new(config, surface, runner, None).unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(talon_protocol::CodeModeErrorCode::RuntimeUnavailable)
+    );
+}

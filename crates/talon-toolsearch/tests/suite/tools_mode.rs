@@ -1,0 +1,141 @@
+//! The structured handlers: search, describe, call, exact-name dispatch,
+//! and telemetry.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+use talon_protocol::ToolSource;
+use talon_toolsearch::{Mode, ToolSearchConfig};
+
+use super::{Echo, catalog, ctx, tool_search};
+
+#[tokio::test]
+async fn search_describe_call_go_through_the_runner() {
+    let echo = Arc::new(Echo::default());
+    let ts = tool_search(
+        catalog(),
+        ToolSearchConfig {
+            mode: Mode::Tools,
+            ..Default::default()
+        },
+        echo.clone(),
+    );
+    let hits = ts
+        .handle(
+            &ctx(),
+            "c1",
+            "tool_search",
+            json!({"query": "create an issue", "limit": 2}),
+        )
+        .await;
+    assert_eq!(
+        hits[0],
+        json!({"id": "plugin:issues:create_issue", "name": "create_issue", "source": "plugin", "description": "Create an issue in the tracker."})
+    );
+    let described = ts
+        .handle(
+            &ctx(),
+            "c2",
+            "tool_describe",
+            json!({"id": "plugin:issues:create_issue"}),
+        )
+        .await;
+    assert_eq!(
+        described["parameters"]["properties"]["path"]["type"],
+        "string"
+    );
+    let called = ts
+        .handle(
+            &ctx(),
+            "c3",
+            "tool_call",
+            json!({"id": "plugin:issues:create_issue", "args": {"title": "x"}}),
+        )
+        .await;
+    assert_eq!(
+        called,
+        json!({"ran": "plugin:issues:create_issue", "args": {"title": "x"}})
+    );
+    // Denied and unknown ids answer alike, and nothing runs.
+    let denied = ts
+        .handle(
+            &ctx(),
+            "c4",
+            "tool_call",
+            json!({"id": "openclaw:core:exec", "args": {}}),
+        )
+        .await;
+    assert_eq!(
+        denied,
+        json!({"error": "unknown tool id \"openclaw:core:exec\"", "status": "not_found"})
+    );
+    let hidden = ts
+        .handle(
+            &ctx(),
+            "c5",
+            "tool_search",
+            json!({"query": "run a shell command"}),
+        )
+        .await;
+    assert_eq!(hidden, json!([]));
+    let missing = ts
+        .handle(
+            &ctx(),
+            "c6",
+            "tool_describe",
+            json!({"id": "openclaw:core:exec"}),
+        )
+        .await;
+    assert_eq!(missing["status"], "not_found");
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 1);
+
+    let telemetry = ts.telemetry();
+    assert_eq!(
+        (
+            telemetry.mode,
+            telemetry.searches,
+            telemetry.describes,
+            telemetry.calls
+        ),
+        ("tools", 2, 2, 2)
+    );
+    assert_eq!(
+        telemetry.called,
+        vec![
+            (
+                "plugin:issues:create_issue".into(),
+                Some(ToolSource::Plugin),
+                "ok"
+            ),
+            ("openclaw:core:exec".into(), None, "not_found"),
+        ]
+    );
+    assert_eq!(telemetry.surface_bytes, ts.surface().bytes());
+}
+
+#[tokio::test]
+async fn directory_mode_runs_exact_hidden_names() {
+    let echo = Arc::new(Echo::default());
+    let ts = tool_search(
+        catalog(),
+        ToolSearchConfig {
+            mode: Mode::Directory,
+            ..Default::default()
+        },
+        echo.clone(),
+    );
+    let out = ts
+        .handle(&ctx(), "c1", "list_pulls", json!({"repo": "talon"}))
+        .await;
+    assert_eq!(
+        out,
+        json!({"ran": "mcp:github:list_pulls", "args": {"repo": "talon"}})
+    );
+    let out = ts.handle(&ctx(), "c2", "exec", json!({})).await;
+    assert_eq!(out["status"], "not_found");
+    let bad = ts
+        .handle(&ctx(), "c3", "tool_search", json!({"q": 1}))
+        .await;
+    assert_eq!(bad["status"], "invalid_input");
+}
