@@ -3,7 +3,8 @@
 //!
 //! [`ToolRunner::call`] resolves the exact id in this run's catalog, runs
 //! the `before_tool_call` hooks, asks the approver when the tool requires
-//! approval, checks the abort signal, runs the executor with the run
+//! approval, checks the abort signal, waits its turn if the tool is
+//! sequential, runs the executor with the run
 //! context, caps the result, and records the call (naming its caller) for
 //! the trajectory. A tool that is unknown, denied by policy (and so absent
 //! from the catalog) or gone is never executed, and all three answer
@@ -16,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use talon_protocol::ToolSource;
+use talon_protocol::{ExecutionMode, ToolSource};
 
 use crate::catalog::{Catalog, CatalogEntry, RunScope};
 
@@ -231,6 +232,8 @@ pub struct ToolRunner {
     executor: Arc<dyn ToolExecutor>,
     max_result_bytes: usize,
     records: Mutex<Vec<CallRecord>>,
+    /// One lock per sequential tool: its calls never overlap.
+    sequential: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for ToolRunner {
@@ -251,6 +254,7 @@ impl ToolRunner {
             executor,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             records: Mutex::new(Vec::new()),
+            sequential: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -339,9 +343,33 @@ impl ToolRunner {
             args,
             ..call.clone()
         };
+        let lock = (entry.tool.execution_mode == ExecutionMode::Sequential)
+            .then(|| self.lock_for(&entry.id));
+        let _turn = match &lock {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        };
+        if ctx.abort.load(Ordering::Relaxed) {
+            return CallOutcome::Aborted;
+        }
         match self.executor.execute(ctx, entry, &call).await {
             Ok(value) => CallOutcome::Ok(value),
             Err(error) => CallOutcome::Failed(error),
+        }
+    }
+}
+
+impl ToolRunner {
+    fn lock_for(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        match self.sequential.lock() {
+            Ok(mut locks) => locks.entry(id.to_owned()).or_default().clone(),
+            // A poisoned map only means another call panicked; serialise on
+            // a fresh lock rather than not at all.
+            Err(poisoned) => poisoned
+                .into_inner()
+                .entry(id.to_owned())
+                .or_default()
+                .clone(),
         }
     }
 }

@@ -250,3 +250,60 @@ async fn failures_and_large_results_are_plain_json() {
     let statuses: Vec<&str> = runner.records().iter().map(|r| r.status).collect();
     assert_eq!(statuses, ["failed", "ok"]);
 }
+
+/// Tracks how many calls run at once.
+#[derive(Default)]
+struct Overlap {
+    now: AtomicUsize,
+    max: AtomicUsize,
+}
+
+impl ToolExecutor for Overlap {
+    fn execute<'a>(
+        &'a self,
+        _: &'a RunContext,
+        _: &'a CatalogEntry,
+        _: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            Ok(json!(null))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_tools_never_overlap_parallel_ones_do() {
+    let mut one_at_a_time = tool("migrate", "Migrate");
+    one_at_a_time.execution_mode = talon_protocol::ExecutionMode::Sequential;
+    let catalog = CatalogBuilder::new(RunScope::default())
+        .core([one_at_a_time, tool("fetch", "Fetch")])
+        .build(&ToolPolicy::new())
+        .unwrap();
+    for (id, expected_max) in [("openclaw:core:migrate", 1), ("openclaw:core:fetch", 4)] {
+        let overlap = Arc::new(Overlap::default());
+        let runner = Arc::new(ToolRunner::new(Arc::new(catalog.clone()), overlap.clone()));
+        let calls: Vec<_> = (0..4)
+            .map(|i| {
+                let runner = runner.clone();
+                let id = id.to_owned();
+                tokio::spawn(async move {
+                    let call = ToolCall {
+                        call_id: format!("c{i}"),
+                        id,
+                        args: json!({}),
+                        caller: Caller::Direct,
+                    };
+                    runner.call(&ctx(), call).await
+                })
+            })
+            .collect();
+        for call in calls {
+            assert_eq!(call.await.unwrap(), CallOutcome::Ok(json!(null)));
+        }
+        assert_eq!(overlap.max.load(Ordering::SeqCst), expected_max, "{id}");
+    }
+}
