@@ -129,17 +129,8 @@ fn benches(c: &mut Criterion) {
         .declared(all.clone())
         .build(&ToolPolicy::new())
         .unwrap();
-    let docs: Vec<talon_tools::search::Document<'_>> = catalog
-        .entries()
-        .iter()
-        .map(|e| talon_tools::search::Document {
-            id: &e.id,
-            name: &e.tool.name,
-            label: e.tool.label.as_deref(),
-            description: &e.tool.description,
-            parameters: &e.tool.parameters,
-        })
-        .collect();
+    let docs: Vec<talon_tools::search::Document<'_>> =
+        catalog.entries().iter().map(|e| e.document()).collect();
     group.bench_function("index_only_10000", |b| {
         b.iter(|| black_box(talon_tools::search::SearchIndex::build(&docs)))
     });

@@ -46,6 +46,19 @@ pub struct CatalogEntry {
     pub tool: ToolDefinition,
 }
 
+impl CatalogEntry {
+    /// What the search index reads of this entry.
+    pub fn document(&self) -> Document<'_> {
+        Document {
+            id: &self.id,
+            name: &self.tool.name,
+            label: self.tool.label.as_deref(),
+            description: &self.tool.description,
+            parameters: &self.tool.parameters,
+        }
+    }
+}
+
 /// Collects a run's tools by origin; [`CatalogBuilder::build`] checks and
 /// filters them.
 #[derive(Debug)]
@@ -169,16 +182,7 @@ impl CatalogBuilder {
             .enumerate()
             .map(|(i, e)| (e.id.clone(), i))
             .collect();
-        let docs: Vec<Document<'_>> = entries
-            .iter()
-            .map(|e| Document {
-                id: &e.id,
-                name: &e.tool.name,
-                label: e.tool.label.as_deref(),
-                description: &e.tool.description,
-                parameters: &e.tool.parameters,
-            })
-            .collect();
+        let docs: Vec<Document<'_>> = entries.iter().map(CatalogEntry::document).collect();
         let index = SearchIndex::build(&docs);
         Ok(Catalog {
             scope: self.scope,

@@ -93,6 +93,29 @@ pub fn distractors(count: usize, seed: u64) -> Vec<(String, String, String, Valu
         .collect()
 }
 
+/// The corpus padded to `total` tools, and its index.
+fn padded(corpus: &Corpus, total: usize) -> Vec<(String, String, String, Value)> {
+    let mut tools = corpus.tools.clone();
+    if total > tools.len() {
+        tools.extend(distractors(total - tools.len(), 0x5eed_7a10));
+    }
+    tools
+}
+
+fn index_of(tools: &[(String, String, String, Value)]) -> SearchIndex {
+    let docs: Vec<Document<'_>> = tools
+        .iter()
+        .map(|(id, name, description, parameters)| Document {
+            id,
+            name,
+            label: None,
+            description,
+            parameters,
+        })
+        .collect();
+    SearchIndex::build(&docs)
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Metrics {
     pub recall1: f64,
@@ -104,21 +127,8 @@ pub struct Metrics {
 }
 
 pub fn evaluate(corpus: &Corpus, total: usize) -> Metrics {
-    let mut tools = corpus.tools.clone();
-    if total > tools.len() {
-        tools.extend(distractors(total - tools.len(), 0x5eed_7a10));
-    }
-    let docs: Vec<Document<'_>> = tools
-        .iter()
-        .map(|(id, name, description, parameters)| Document {
-            id,
-            name,
-            label: None,
-            description,
-            parameters,
-        })
-        .collect();
-    let index = SearchIndex::build(&docs);
+    let tools = padded(corpus, total);
+    let index = index_of(&tools);
     let mut m = Metrics::default();
     let (mut positives, mut negatives) = (0.0, 0.0);
     for intent in &corpus.intents {
@@ -214,19 +224,8 @@ fn search_meets_the_quality_bar() {
 #[ignore = "diagnostics: cargo test -p talon-tools -- --ignored --nocapture misses"]
 fn misses() {
     let corpus = load();
-    let mut tools = corpus.tools.clone();
-    tools.extend(distractors(950, 0x5eed_7a10));
-    let docs: Vec<Document<'_>> = tools
-        .iter()
-        .map(|(id, name, description, parameters)| Document {
-            id,
-            name,
-            label: None,
-            description,
-            parameters,
-        })
-        .collect();
-    let index = SearchIndex::build(&docs);
+    let tools = padded(&corpus, 1000);
+    let index = index_of(&tools);
     for intent in &corpus.intents {
         let hits: Vec<(String, f32)> = index
             .search(&intent.query, 5)
