@@ -1,0 +1,8 @@
+//! Code Mode (`tools.codeMode`): the config and the checks on `exec` input.
+//! The exec/wait runtime over the hidden catalog builds on these.
+
+pub mod config;
+pub mod input;
+
+pub use config::{CodeModeConfig, ConfigError, Language};
+pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
