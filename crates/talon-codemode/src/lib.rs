@@ -2,6 +2,7 @@
 //! The exec/wait runtime over the hidden catalog builds on these.
 
 pub mod config;
+pub mod dts;
 pub mod input;
 
 pub use config::{CodeModeConfig, ConfigError, Language};
