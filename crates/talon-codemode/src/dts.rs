@@ -1,7 +1,9 @@
-//! TypeScript declarations of MCP servers for the guest's `API.read`:
-//! `mcp/index.d.ts` lists the visible servers, `mcp/<server>.d.ts` types
-//! each server's tools from their JSON Schemas (required and optional
-//! fields, nested objects, enums, arrays, unions, descriptions as JSDoc).
+//! TypeScript declarations of MCP servers for the guest's `API.read`, in
+//! the seed's form: `mcp/index.d.ts` lists the visible servers,
+//! `mcp/<server>.d.ts` declares `namespace MCP.<server>` with `$api` and one
+//! function per tool, typed from the tool's JSON Schema (required and
+//! optional fields, nested objects, enums, arrays, unions, descriptions as
+//! JSDoc with `@param` lines).
 //! Output is deterministic: servers, tools and properties sort by name.
 
 use serde_json::{Map, Value};
@@ -20,75 +22,111 @@ pub struct DtsTool<'a> {
 /// Nesting beyond this renders as `unknown`.
 const MAX_DEPTH: usize = 8;
 
+/// The name a server or tool gets in the guest's `MCP` namespace, as in
+/// the seed's examples: its words in lowerCamelCase (`create_issue` →
+/// `createIssue`, `chrome-devtools` → `chromeDevtools`); `None` when no
+/// identifier remains (such tools stay callable by exact id).
+pub fn guest_name(name: &str) -> Option<String> {
+    let words: Vec<&str> = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = String::new();
+    for (i, word) in words.iter().enumerate() {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            if i == 0 {
+                out.push(first.to_ascii_lowercase());
+            } else {
+                out.push(first.to_ascii_uppercase());
+            }
+            out.extend(chars);
+        }
+    }
+    is_identifier(&out).then_some(out)
+}
+
 /// `mcp/index.d.ts` for the visible servers (name, tool count).
 pub fn index_dts(servers: &[(&str, usize)]) -> String {
     let mut servers: Vec<&(&str, usize)> = servers.iter().collect();
     servers.sort_by(|a, b| a.0.cmp(b.0));
     let mut out = String::from(
-        "// MCP servers visible in this run. Each has its own declarations: API.read(\"mcp/<server>.d.ts\").\n\
-         declare const MCP: {\n",
+        "// MCP servers visible in this run. Read one server's API with API.read(\"mcp/<server>.d.ts\").\n",
     );
     for (name, tools) in servers {
+        let Some(guest) = guest_name(name) else {
+            continue;
+        };
         out.push_str(&format!(
-            "  /** {tools} tool{}: see mcp/{name}.d.ts */\n",
+            "// MCP.{guest}: server {name:?}, {tools} tool{} (mcp/{name}.d.ts)\n",
             if *tools == 1 { "" } else { "s" }
         ));
-        out.push_str(&format!(
-            "  readonly {}: {};\n",
-            property_key(name),
-            interface_name(name)
-        ));
     }
-    out.push_str("};\n");
+    out.push_str(RESULT_TYPES);
     out
 }
 
-/// `mcp/<server>.d.ts`.
+/// The result types every declaration file shares, as the seed spells them.
+const RESULT_TYPES: &str = "type McpToolResult = {\n  content?: unknown[];\n  structuredContent?: unknown;\n  \
+                            isError?: boolean;\n  [key: string]: unknown;\n};\n\
+                            /** `$api()`: this header as text; with `{ schema: true }`, the tool's JSON Schema. */\n\
+                            type McpApiHeader = string | { name: string; description?: string; inputSchema: unknown };\n";
+
+/// `mcp/<server>.d.ts`, in the seed's form: a `declare namespace
+/// MCP.<server>` with `$api` and one function per tool.
 pub fn server_dts(server: &str, tools: &[DtsTool<'_>]) -> String {
     let mut tools: Vec<&DtsTool<'_>> = tools.iter().collect();
     tools.sort_by(|a, b| a.name.cmp(b.name));
+    let namespace = guest_name(server).unwrap_or_else(|| "_".to_owned());
     let mut out = format!(
-        "// MCP server {server:?}: {} tool{}. Call as MCP.{}.<tool>(input); results keep MCP's shape.\n\
-         interface MCPToolResult {{\n  content: Array<{{ type: string; text?: string; [key: string]: unknown }}>;\n  \
-         structuredContent?: unknown;\n  isError?: boolean;\n}}\n\n",
-        tools.len(),
-        if tools.len() == 1 { "" } else { "s" },
-        if is_identifier(server) {
-            server.to_owned()
-        } else {
-            format!("[{server:?}]")
-        },
+        "// MCP server {server:?}.\n{RESULT_TYPES}\ndeclare namespace MCP.{namespace} {{\n"
     );
-    out.push_str(&format!("interface {} {{\n", interface_name(server)));
-    for tool in tools {
-        push_doc(&mut out, tool.description, 1);
+    out.push_str(
+        "  /** Return this TypeScript-style API header. */\n  \
+         function $api(toolName?: string, options?: { schema?: boolean }): Promise<McpApiHeader>;\n",
+    );
+    let mut unnamed = Vec::new();
+    let names: Vec<Option<String>> = tools.iter().map(|t| guest_name(t.name)).collect();
+    for (tool, function) in tools.iter().zip(&names) {
+        let unique = function
+            .as_ref()
+            .filter(|f| names.iter().filter(|n| n.as_ref() == Some(*f)).count() == 1);
+        let Some(function) = unique else {
+            unnamed.push(tool.name);
+            continue;
+        };
+        out.push('\n');
+        push_function_doc(&mut out, tool);
         let input = render_type(tool.input_schema, 1, 0);
         out.push_str(&format!(
-            "  {}(input: {input}): Promise<MCPToolResult>;\n",
-            property_key(tool.name)
+            "  function {function}(input: {input}): Promise<McpToolResult>;\n"
         ));
     }
-    out.push_str(
-        "  /** The schema of one tool (or a list of all), as JSON. */\n  \
-         $api(toolName?: string, options?: { schema?: boolean }): Promise<unknown>;\n}\n",
-    );
+    for name in unnamed {
+        out.push_str(&format!(
+            "\n  // {name:?} has no unambiguous identifier form: call it by its catalog id.\n"
+        ));
+    }
+    out.push_str("}\n");
     out
 }
 
-/// `MCP_<server>`, with characters that cannot appear in a type name
-/// replaced by `_`.
-fn interface_name(server: &str) -> String {
-    let safe: String = server
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
+/// The tool's description and `@param` lines for its top-level inputs.
+fn push_function_doc(out: &mut String, tool: &DtsTool<'_>) {
+    let mut text = tool.description.trim().to_owned();
+    if let Some(properties) = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    {
+        for (name, property) in properties {
+            if let Some(description) = property.get("description").and_then(Value::as_str) {
+                let first = description.lines().next().unwrap_or_default().trim();
+                text.push_str(&format!("\n@param {name} {first}"));
             }
-        })
-        .collect();
-    format!("MCP_{safe}")
+        }
+    }
+    push_doc(out, text.trim_start_matches('\n'), 1);
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -283,5 +321,46 @@ fn literal(value: &Value) -> String {
         Value::String(s) => format!("{s:?}"),
         Value::Number(_) | Value::Bool(_) | Value::Null => value.to_string(),
         _ => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guest_name;
+
+    #[test]
+    fn colliding_tool_names_get_no_function() {
+        let schema = serde_json::json!({"type": "object"});
+        let tool = |name| super::DtsTool {
+            name,
+            description: "",
+            input_schema: &schema,
+        };
+        let text = super::server_dts(
+            "s",
+            &[tool("create_issue"), tool("create-issue"), tool("list")],
+        );
+        assert!(text.contains("function list(input"));
+        assert!(!text.contains("function createIssue"));
+        assert!(text.contains("// \"create-issue\" has no unambiguous identifier form"));
+        assert!(text.contains("// \"create_issue\" has no unambiguous identifier form"));
+    }
+
+    #[test]
+    fn guest_names() {
+        assert_eq!(guest_name("github").as_deref(), Some("github"));
+        assert_eq!(guest_name("create_issue").as_deref(), Some("createIssue"));
+        assert_eq!(guest_name("takeSnapshot").as_deref(), Some("takeSnapshot"));
+        assert_eq!(
+            guest_name("chrome-devtools").as_deref(),
+            Some("chromeDevtools")
+        );
+        assert_eq!(
+            guest_name("get-tiny-image").as_deref(),
+            Some("getTinyImage")
+        );
+        assert_eq!(guest_name("my server v2").as_deref(), Some("myServerV2"));
+        assert_eq!(guest_name("123"), None);
+        assert_eq!(guest_name("---"), None);
     }
 }

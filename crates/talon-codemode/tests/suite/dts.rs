@@ -44,6 +44,11 @@ fn server_declarations_type_every_schema_shape() {
             description: "",
             input_schema: &empty,
         },
+        DtsTool {
+            name: "42",
+            description: "Unnamed.",
+            input_schema: &empty,
+        },
     ];
     insta::assert_snapshot!(server_dts("github", &tools));
 }
