@@ -4,6 +4,11 @@
 pub mod config;
 pub mod dts;
 pub mod input;
+pub mod store;
 
 pub use config::{CodeModeConfig, ConfigError, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
+pub use store::{
+    CellScope, FileStore, MemoryStore, PendingNestedCall, SnapshotStore, StoreError, StoreLimits,
+    SuspendedCell,
+};

@@ -1,1 +1,2 @@
 mod dts;
+mod store;

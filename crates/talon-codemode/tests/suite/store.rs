@@ -1,0 +1,164 @@
+//! Both snapshot stores obey the same contract; the file store survives a
+//! new runtime on the same directory.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use talon_codemode::{
+    CellScope, FileStore, MemoryStore, PendingNestedCall, SnapshotStore, StoreError, StoreLimits,
+    SuspendedCell,
+};
+use talon_protocol::CodeModeErrorCode;
+
+fn scope(run: &str) -> CellScope {
+    CellScope {
+        agent_id: "main".into(),
+        session_id: "s1".into(),
+        run_id: run.into(),
+    }
+}
+
+fn cell(id: &str, run: &str, ttl: Duration, size: usize) -> SuspendedCell {
+    SuspendedCell {
+        id: id.into(),
+        scope: scope(run),
+        snapshot: vec![7; size],
+        pending: vec![PendingNestedCall {
+            host_call_id: 3,
+            call_id: "exec-1/3".into(),
+            tool_id: "mcp:github:create_issue".into(),
+            args: json!({"title": "x"}),
+            replay_safe: false,
+        }],
+        expires_at: SystemTime::now() + ttl,
+    }
+}
+
+const LIMITS: StoreLimits = StoreLimits {
+    max_snapshot_bytes: 1000,
+    max_live_cells: 2,
+};
+
+fn contract(store: &dyn SnapshotStore) {
+    let a = cell("cell-a", "r1", Duration::from_secs(60), 100);
+    store.put(a.clone()).unwrap();
+    // Another run (or session) cannot see it, and does not consume it.
+    assert_eq!(
+        store.take("cell-a", &scope("r2")),
+        Err(StoreError::NotFound("cell-a".into()))
+    );
+    let taken = store.take("cell-a", &scope("r1")).unwrap();
+    assert_eq!(taken.snapshot, a.snapshot);
+    assert_eq!(taken.pending, a.pending);
+    assert_eq!(taken.scope, a.scope);
+    assert_eq!(
+        store.take("cell-a", &scope("r1")),
+        Err(StoreError::NotFound("cell-a".into()))
+    );
+
+    let too_big = store
+        .put(cell("big", "r1", Duration::from_secs(60), 1001))
+        .unwrap_err();
+    assert_eq!(too_big.code(), CodeModeErrorCode::SnapshotLimitExceeded);
+    store
+        .put(cell("one", "r1", Duration::from_secs(60), 10))
+        .unwrap();
+    store
+        .put(cell("two", "r1", Duration::from_secs(60), 10))
+        .unwrap();
+    store
+        .put(cell("two", "r1", Duration::from_secs(60), 20))
+        .unwrap(); // replacing is fine
+    assert_eq!(
+        store.put(cell("three", "r1", Duration::from_secs(60), 10)),
+        Err(StoreError::TooMany(2))
+    );
+    store.delete("one").unwrap();
+    store.delete("one").unwrap();
+    store.delete("two").unwrap();
+
+    store
+        .put(cell("old", "r1", Duration::from_millis(1), 10))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let expired = store.take("old", &scope("r1")).unwrap_err();
+    assert_eq!(
+        (expired.clone(), expired.code()),
+        (
+            StoreError::Expired("old".into()),
+            CodeModeErrorCode::SnapshotExpired
+        )
+    );
+    assert_eq!(
+        store.take("old", &scope("r1")),
+        Err(StoreError::NotFound("old".into()))
+    );
+    store
+        .put(cell("stale", "r1", Duration::from_millis(1), 10))
+        .unwrap();
+    store
+        .put(cell("fresh", "r1", Duration::from_secs(60), 10))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(store.purge_expired().unwrap(), 1);
+    assert!(store.take("fresh", &scope("r1")).is_ok());
+}
+
+#[test]
+fn the_memory_store_keeps_the_contract() {
+    contract(&MemoryStore::new(LIMITS));
+}
+
+#[test]
+fn the_file_store_keeps_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    contract(&FileStore::open(dir.path(), LIMITS).unwrap());
+}
+
+#[test]
+fn a_new_runtime_on_the_same_directory_finds_suspended_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = FileStore::open(dir.path(), LIMITS).unwrap();
+    before
+        .put(cell("cell-1", "r1", Duration::from_secs(60), 300))
+        .unwrap();
+    drop(before);
+    let after = FileStore::open(dir.path(), LIMITS).unwrap();
+    let cell = after.take("cell-1", &scope("r1")).unwrap();
+    assert_eq!(cell.snapshot.len(), 300);
+    assert_eq!(cell.pending[0].tool_id, "mcp:github:create_issue");
+    use std::os::unix::fs::PermissionsExt as _;
+    after.put(cell.clone()).unwrap();
+    let mode = std::fs::metadata(dir.path().join("cell-1.cell"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn damaged_records_and_hostile_ids_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path(), LIMITS).unwrap();
+    std::fs::write(dir.path().join("bad.cell"), b"TLNC\xff\xff\xff\xffjunk").unwrap();
+    assert!(matches!(
+        store.take("bad", &scope("r1")),
+        Err(StoreError::Io(_))
+    ));
+    assert_eq!(
+        store.purge_expired().unwrap(),
+        1,
+        "damaged records are purged"
+    );
+    for id in ["../escape", "a/b", "", "x.cell"] {
+        assert_eq!(
+            store.take(id, &scope("r1")),
+            Err(StoreError::NotFound(id.into()))
+        );
+    }
+    assert!(
+        store
+            .put(cell("../escape", "r1", Duration::from_secs(60), 1))
+            .is_err()
+    );
+}
