@@ -105,6 +105,23 @@ impl ExecInput {
     }
 }
 
+impl ExecInput {
+    /// The cell as JavaScript: JavaScript as given (the TypeScript
+    /// transformer is never touched), TypeScript with its types stripped
+    /// in place (`typescript_transform_failed` when that cannot be done).
+    pub fn javascript(&self) -> Result<std::borrow::Cow<'_, str>, InputError> {
+        match self.language {
+            Language::JavaScript => Ok(std::borrow::Cow::Borrowed(&self.code)),
+            Language::TypeScript => crate::typescript::strip_types(&self.code)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|e| InputError {
+                    code: CodeModeErrorCode::TypescriptTransformFailed,
+                    message: e.to_string(),
+                }),
+        }
+    }
+}
+
 /// Commands that start shell input sent to `exec` by mistake.
 const SHELL_COMMANDS: &[&str] = &[
     "apt", "apt-get", "awk", "bash", "cargo", "cat", "cd", "chmod", "chown", "cp", "curl", "df",
@@ -418,6 +435,23 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn javascript_passes_through_and_typescript_is_stripped() {
+        let js = parse(json!({"code": "const x = 1; return x"})).unwrap();
+        assert!(
+            matches!(js.javascript().unwrap(), std::borrow::Cow::Borrowed(_)),
+            "JavaScript is not transformed"
+        );
+        let ts = parse(json!({"code": "const x: number = 1; return x", "language": "typescript"}))
+            .unwrap();
+        assert_eq!(ts.javascript().unwrap(), "const x         = 1; return x");
+        let bad = parse(json!({"code": "enum E { A }", "language": "typescript"})).unwrap();
+        assert_eq!(
+            bad.javascript().unwrap_err().code,
+            CodeModeErrorCode::TypescriptTransformFailed
+        );
     }
 
     #[test]

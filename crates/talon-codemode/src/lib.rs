@@ -5,6 +5,7 @@ pub mod config;
 pub mod dts;
 pub mod input;
 pub mod store;
+pub mod typescript;
 
 pub use config::{CodeModeConfig, ConfigError, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
