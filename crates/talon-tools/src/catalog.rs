@@ -134,23 +134,22 @@ impl CatalogBuilder {
     }
 
     /// Checks names and ids, applies `policy`, separates direct-only tools
-    /// and indexes the rest.
+    /// and indexes the rest. One bad tool never fails the run: tools that
+    /// are invalid, take a control tool's name, repeat an id or belong to
+    /// another run are left out and reported in [`Catalog::rejected`].
     pub fn build(self, policy: &ToolPolicy) -> Result<Catalog> {
-        if let Some(error) = self.errors.into_iter().next() {
-            return Err(error);
-        }
+        let mut rejected = self.errors;
         let mut entries: Vec<CatalogEntry> = Vec::with_capacity(self.tools.len());
         let mut direct_only = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for tool in self.tools {
-            let id = tool_id(&tool)?;
-            let reserved = CONTROL_TOOLS.contains(&tool.name.as_str())
-                && !(tool.name == "exec" && tool.source == ToolSource::Openclaw);
-            if reserved {
-                return Err(ToolsError::ReservedName {
-                    name: tool.name,
-                    id,
-                });
-            }
+            let id = match tool_id(&tool) {
+                Ok(id) => id,
+                Err(e) => {
+                    rejected.push(e);
+                    continue;
+                }
+            };
             let subject = PolicySubject {
                 name: &tool.name,
                 id: &id,
@@ -159,23 +158,30 @@ impl CatalogBuilder {
             if !policy.allows(subject) {
                 continue;
             }
+            let reserved = CONTROL_TOOLS.contains(&tool.name.as_str())
+                && !(tool.name == "exec" && tool.source == ToolSource::Openclaw);
+            if reserved {
+                rejected.push(ToolsError::ReservedName {
+                    name: tool.name,
+                    id,
+                });
+                continue;
+            }
+            if !seen.insert(id.clone()) {
+                rejected.push(ToolsError::DuplicateId(id));
+                continue;
+            }
             if tool.catalog_mode == CatalogMode::DirectOnly {
                 direct_only.push(CatalogEntry { id, tool });
             } else {
                 entries.push(CatalogEntry { id, tool });
             }
         }
+        for error in &rejected {
+            tracing::warn!(%error, "tool left out of the catalog");
+        }
         for list in [&mut entries, &mut direct_only] {
             list.sort_by(|a, b| a.id.cmp(&b.id));
-            if let Some(pair) = list.windows(2).find(|w| w[0].id == w[1].id) {
-                return Err(ToolsError::DuplicateId(pair[0].id.clone()));
-            }
-        }
-        if let Some(clash) = direct_only
-            .iter()
-            .find(|d| entries.iter().any(|e| e.id == d.id))
-        {
-            return Err(ToolsError::DuplicateId(clash.id.clone()));
         }
         let by_id = entries
             .iter()
@@ -190,23 +196,44 @@ impl CatalogBuilder {
             direct_only,
             by_id,
             index,
+            rejected,
         })
     }
 }
 
-/// `<source>:<owner>:<tool-name>`, after checking owner and name.
+/// Longest tool name (and owner) accepted.
+pub const MAX_NAME_BYTES: usize = 128;
+
+/// `<source>:<owner>:<tool-name>`, after checking owner and name. Names
+/// are 1 to 128 of `A-Z a-z 0-9 _ - .` (what providers accept, and never a
+/// `:`, so no name can pass for an id); owners have no `:`, spaces or
+/// control characters.
 pub fn tool_id(tool: &ToolDefinition) -> Result<String> {
     let bad = |what: &str| {
-        ToolsError::InvalidTool(format!("{:?} from {:?}: {what}", tool.name, tool.owner))
+        let name: String = tool.name.chars().take(64).collect();
+        let owner: String = tool.owner.chars().take(64).collect();
+        ToolsError::InvalidTool(format!("{name:?} from {owner:?}: {what}"))
     };
-    if tool.name.trim().is_empty() || tool.name.chars().any(char::is_control) {
-        return Err(bad("empty or control characters in the name"));
+    let name_ok = !tool.name.is_empty()
+        && tool.name.len() <= MAX_NAME_BYTES
+        && tool
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !name_ok {
+        return Err(bad("names are 1 to 128 of A-Z a-z 0-9 _ - ."));
     }
-    if tool.owner.is_empty()
-        || tool.owner.contains(':')
-        || tool.owner.chars().any(char::is_whitespace)
-    {
-        return Err(bad("the owner must be non-empty, without ':' or spaces"));
+    let owner_ok = !tool.owner.is_empty()
+        && tool.owner.len() <= MAX_NAME_BYTES
+        && !tool.owner.contains(':')
+        && !tool
+            .owner
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control());
+    if !owner_ok {
+        return Err(bad(
+            "the owner must be 1 to 128 characters without ':', spaces or control characters",
+        ));
     }
     if tool.source == ToolSource::Unknown {
         return Err(bad("unknown source"));
@@ -227,12 +254,18 @@ pub struct Catalog {
     direct_only: Vec<CatalogEntry>,
     by_id: HashMap<String, usize>,
     index: SearchIndex,
+    rejected: Vec<ToolsError>,
 }
 
 impl Catalog {
     /// The run this catalog belongs to.
     pub fn scope(&self) -> &RunScope {
         &self.scope
+    }
+
+    /// Tools left out at build time, and why.
+    pub fn rejected(&self) -> &[ToolsError] {
+        &self.rejected
     }
 
     /// Cataloged entries, sorted by id.
@@ -253,6 +286,12 @@ impl Catalog {
     /// `true` when nothing is cataloged.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// The cataloged entry with exactly this id (direct-only tools are not
+    /// reachable through the catalog's bridges).
+    pub fn get_cataloged(&self, id: &str) -> Option<&CatalogEntry> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
     }
 
     /// The entry with exactly this id (cataloged or direct-only). A tool

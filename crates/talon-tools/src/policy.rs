@@ -116,19 +116,40 @@ impl ToolPolicy {
         }
     }
 
+    /// A pattern with `:` is about ids, one without is about names (tool
+    /// names cannot contain `:`, so a name never passes for an id); both
+    /// compare case-insensitively. Named groups list core tools.
     fn matches(&self, pattern: &Pattern, tool: PolicySubject<'_>) -> bool {
+        let name = tool.name.to_ascii_lowercase();
+        let id = tool.id.to_ascii_lowercase();
         match pattern {
-            Pattern::Exact(text) => text == tool.name || text == tool.id,
-            Pattern::Glob(glob) => glob_match(glob, tool.name) || glob_match(glob, tool.id),
+            Pattern::Exact(text) => {
+                let text = text.to_ascii_lowercase();
+                if text.contains(':') {
+                    text == id
+                } else {
+                    text == name
+                }
+            }
+            Pattern::Glob(glob) => {
+                let glob = glob.to_ascii_lowercase();
+                if glob.contains(':') {
+                    glob_match(&glob, &id)
+                } else {
+                    glob_match(&glob, &name)
+                }
+            }
             Pattern::Group(group) => match group.as_str() {
                 "openclaw" | "core" => tool.source == ToolSource::Openclaw,
                 "plugins" => tool.source == ToolSource::Plugin,
                 "mcp" => tool.source == ToolSource::Mcp,
                 "client" => tool.source == ToolSource::Client,
-                other => self
-                    .groups
-                    .get(other)
-                    .is_some_and(|names| names.iter().any(|n| n == tool.name)),
+                other => {
+                    tool.source == ToolSource::Openclaw
+                        && self.groups.get(other).is_some_and(|names| {
+                            names.iter().any(|n| n.eq_ignore_ascii_case(&name))
+                        })
+                }
             },
         }
     }
@@ -184,6 +205,19 @@ mod tests {
         let policy = ToolPolicy::from_lists(None, &["group:runtime".into()]);
         assert!(!policy.allows(exec));
         assert!(policy.allows(issue));
+        // Groups list core tools only; id patterns never match names.
+        let mcp_exec = subject("exec", "mcp:evil:exec", ToolSource::Mcp);
+        assert!(policy.allows(mcp_exec));
+        let allow_read = ToolPolicy::from_lists(Some(&["openclaw:core:read".into()]), &[]);
+        assert!(!allow_read.allows(subject(
+            "openclaw:core:read",
+            "plugin:evil:x",
+            ToolSource::Plugin
+        )));
+        assert!(
+            !ToolPolicy::from_lists(None, &["EXEC".into()]).allows(exec),
+            "names compare case-insensitively"
+        );
         let policy = ToolPolicy::from_lists(
             Some(&["group:fs".into(), "mcp:github:*".into()]),
             &["create_*".into()],

@@ -192,6 +192,7 @@ impl CallOutcome {
             Self::Ok(value) => value.clone(),
             Self::Failed(error) => serde_json::json!({"error": error, "status": "failed"}),
             Self::NotFound => {
+                let id = clip(id, MAX_ID_BYTES);
                 serde_json::json!({"error": format!("unknown tool id {id:?}"), "status": "not_found"})
             }
             Self::Blocked(reason) => serde_json::json!({"error": reason, "status": "blocked"}),
@@ -213,12 +214,49 @@ pub struct CallRecord {
     pub source: Option<ToolSource>,
     /// Who asked.
     pub caller: Caller,
-    /// `ok`, `failed`, `not_found`, `blocked` or `aborted`.
+    /// `ok`, `failed`, `not_found`, `blocked`, `aborted`, or `cancelled`
+    /// (the caller stopped waiting).
     pub status: &'static str,
     /// Wall time from request to outcome.
     pub duration: Duration,
     /// Size of the result as JSON.
     pub result_bytes: usize,
+}
+
+/// Ids longer than this are unknown (and are never echoed whole).
+pub const MAX_ID_BYTES: usize = 256;
+/// Error and block messages are cut at this many bytes.
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Writes a call's record when the call ends or is dropped.
+struct RecordGuard<'a> {
+    runner: &'a ToolRunner,
+    record: Option<CallRecord>,
+    started: Instant,
+}
+
+impl Drop for RecordGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(mut record) = self.record.take() {
+            record.duration = self.started.elapsed();
+            tracing::debug!(call_id = %record.call_id, id = %record.id, status = record.status, "tool call");
+            if let Ok(mut records) = self.runner.records.lock() {
+                records.push(record);
+            }
+        }
+    }
 }
 
 /// Results larger than this (as JSON) are replaced by a truncated preview.
@@ -287,34 +325,52 @@ impl ToolRunner {
     }
 
     /// Runs one call through every check; see the module documentation.
+    /// A call whose future is dropped before it finishes (a cancelled
+    /// nested call) is still recorded, as `cancelled`.
     pub async fn call(&self, ctx: &RunContext, call: ToolCall) -> CallOutcome {
-        let started = Instant::now();
-        let entry = self.catalog.get(&call.id);
+        let mut guard = RecordGuard {
+            runner: self,
+            record: Some(CallRecord {
+                call_id: clip(&call.call_id, MAX_ID_BYTES),
+                id: clip(&call.id, MAX_ID_BYTES),
+                source: None,
+                caller: call.caller.clone(),
+                status: "cancelled",
+                duration: Duration::ZERO,
+                result_bytes: 0,
+            }),
+            started: Instant::now(),
+        };
+        // Another run's context, an oversized id, or (for calls made on the
+        // model's behalf by a bridge) a direct-only tool: all "not found".
+        let entry = if ctx.scope != *self.catalog.scope() || call.id.len() > MAX_ID_BYTES {
+            None
+        } else if matches!(call.caller, Caller::Parent(_)) {
+            self.catalog.get_cataloged(&call.id)
+        } else {
+            self.catalog.get(&call.id)
+        };
+        if let Some(record) = guard.record.as_mut() {
+            record.source = entry.map(|e| e.tool.source);
+        }
         let outcome = match entry {
             None => CallOutcome::NotFound,
             Some(entry) => self.run_checked(ctx, entry, &call).await,
         };
         let outcome = match outcome {
             CallOutcome::Ok(value) => CallOutcome::Ok(cap(value, self.max_result_bytes)),
+            CallOutcome::Failed(error) => CallOutcome::Failed(clip(&error, MAX_MESSAGE_BYTES)),
+            CallOutcome::Blocked(reason) => CallOutcome::Blocked(clip(&reason, MAX_MESSAGE_BYTES)),
             other => other,
         };
-        let result_bytes = match &outcome {
-            CallOutcome::Ok(value) => serde_json::to_vec(value).map_or(0, |v| v.len()),
-            _ => 0,
-        };
-        let record = CallRecord {
-            call_id: call.call_id.clone(),
-            id: call.id.clone(),
-            source: entry.map(|e| e.tool.source),
-            caller: call.caller.clone(),
-            status: outcome.status(),
-            duration: started.elapsed(),
-            result_bytes,
-        };
-        tracing::debug!(call_id = %record.call_id, id = %record.id, status = record.status, "tool call");
-        if let Ok(mut records) = self.records.lock() {
-            records.push(record);
+        if let Some(record) = guard.record.as_mut() {
+            record.status = outcome.status();
+            record.result_bytes = match &outcome {
+                CallOutcome::Ok(value) => serde_json::to_vec(value).map_or(0, |v| v.len()),
+                _ => 0,
+            };
         }
+        drop(guard);
         outcome
     }
 

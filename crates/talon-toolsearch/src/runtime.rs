@@ -130,8 +130,15 @@ impl ToolSearch {
         let hits: Vec<Value> = catalog
             .search(query, self.config.limit(limit))
             .into_iter()
-            .filter_map(|hit| catalog.get(&hit.id))
-            .map(|e| json!({"id": e.id, "name": e.tool.name, "source": e.tool.source, "description": short(&e.tool.description)}))
+            .filter_map(|hit| catalog.get_cataloged(&hit.id))
+            .map(|e| {
+                let mut hit = json!({"id": e.id, "name": e.tool.name, "description": short(&e.tool.description),
+                                     "source": e.tool.source, "sourceName": e.tool.owner});
+                if let Some(label) = &e.tool.label {
+                    hit["label"] = json!(short(label));
+                }
+                hit
+            })
             .collect();
         Value::Array(hits)
     }
@@ -139,11 +146,12 @@ impl ToolSearch {
     /// One entry in full, or an error for an id this run does not have.
     pub fn describe(&self, id: &str) -> Result<Value, String> {
         self.counters.describes.fetch_add(1, Ordering::Relaxed);
-        let entry = self
-            .runner
-            .catalog()
-            .get(id)
-            .ok_or_else(|| format!("unknown tool id {id:?}"))?;
+        let entry = self.runner.catalog().get_cataloged(id).ok_or_else(|| {
+            format!(
+                "unknown tool id {:?}",
+                id.chars().take(256).collect::<String>()
+            )
+        })?;
         let mut value = serde_json::to_value(&entry.tool).map_err(|e| e.to_string())?;
         if let Some(object) = value.as_object_mut() {
             object.insert("id".into(), Value::String(entry.id.clone()));
@@ -235,36 +243,49 @@ impl ToolSearch {
             return json!({"error": "the code sandbox is not available", "code": "runtime_unavailable"});
         };
         let deadline = Instant::now() + self.config.code_timeout;
+        let timed_out = |console: Vec<CodeModeOutput>| {
+            json!({
+                "error": format!("tool_search_code exceeded its time limit of {} ms", self.config.code_timeout.as_millis()),
+                "code": "timeout",
+                "console": console,
+            })
+        };
+        let aborted = |console: Vec<CodeModeOutput>| json!({"error": "the run was aborted", "code": "aborted", "console": console});
         let mut console = Vec::new();
         let body = code.to_owned();
-        let limits = step_limits(deadline);
-        let first = sandbox
-            .pool
-            .run(move |sb| {
-                let functions = functions();
-                let mut vm = sb.create_vm(
-                    VmOptions {
-                        limits,
-                        ..Default::default()
-                    },
-                    functions,
-                )?;
-                let status = vm.run_cell(&body);
-                Ok::<_, SandboxError>((vm, status))
-            })
-            .await;
-        let (mut vm, mut status) = match first.and_then(|r| r) {
-            Ok(pair) => pair,
-            Err(e) => return failure(&e, console),
+        let abort = ctx.abort.clone();
+        // Waiting for a worker counts against the deadline, and the VM gets
+        // what remains when it starts.
+        let first = sandbox.pool.run(move |sb| {
+            let limits = step_limits(deadline);
+            let mut vm = sb.create_vm(
+                VmOptions {
+                    limits,
+                    ..Default::default()
+                },
+                functions(),
+            )?;
+            vm.set_abort_signal(abort);
+            let status = vm.run_cell(&body);
+            Ok::<_, SandboxError>((vm, status))
+        });
+        let (mut vm, mut status) = match tokio::time::timeout_at(deadline.into(), first).await {
+            Err(_) => return timed_out(console),
+            Ok(result) => match result.and_then(|r| r) {
+                Ok(pair) => pair,
+                Err(e) => return failure(&e, console),
+            },
         };
         let mut tasks: JoinSet<(u64, Result<Value, HostCallError>)> = JoinSet::new();
+        let mut host_ids: std::collections::HashMap<tokio::task::Id, u64> =
+            std::collections::HashMap::new();
         let mut nested = 0u64;
         loop {
             console.extend(vm.take_output());
             match status {
                 Ok(CellStatus::Completed(value)) => {
                     tasks.abort_all();
-                    return json!({"value": value, "console": console});
+                    return json!({"value": cap_value(value), "console": console});
                 }
                 Err(e) => {
                     tasks.abort_all();
@@ -277,39 +298,61 @@ impl ToolSearch {
                         let ctx = ctx.clone();
                         let parent = call_id.to_owned();
                         let child = format!("{call_id}/{nested}");
-                        tasks.spawn(async move {
+                        let host_id = pending.id;
+                        let handle = tasks.spawn(async move {
                             let result = this
                                 .bridge(&ctx, &parent, child, &pending.name, &pending.args)
                                 .await;
                             (pending.id, result)
                         });
+                        host_ids.insert(handle.id(), host_id);
                     }
                 }
             }
-            let next = tokio::time::timeout_at(deadline.into(), tasks.join_next()).await;
-            let Ok(Some(Ok((id, result)))) = next else {
-                tasks.abort_all();
-                return json!({
-                    "error": format!("tool_search_code exceeded its time limit of {} ms", self.config.code_timeout.as_millis()),
-                    "code": "timeout",
-                    "console": console,
-                });
+            // Wait for the next settled call, the deadline, or an abort.
+            let (id, result) = loop {
+                if ctx.abort.load(std::sync::atomic::Ordering::Relaxed) {
+                    tasks.abort_all();
+                    return aborted(console);
+                }
+                let tick = (Instant::now() + std::time::Duration::from_millis(50)).min(deadline);
+                match tokio::time::timeout_at(tick.into(), tasks.join_next_with_id()).await {
+                    Ok(Some(Ok((_, done)))) => break done,
+                    // A nested call that panicked rejects its promise; the cell goes on.
+                    Ok(Some(Err(error))) => match host_ids.get(&error.id()) {
+                        Some(&id) => {
+                            break (
+                                id,
+                                Err(HostCallError::new("the tool call failed")
+                                    .with_code("internal_error")),
+                            );
+                        }
+                        None => continue,
+                    },
+                    // Nothing in flight, yet the cell waits: it cannot finish.
+                    Ok(None) => return failure(&SandboxError::Stalled, console),
+                    Err(_) if Instant::now() >= deadline => {
+                        tasks.abort_all();
+                        return timed_out(console);
+                    }
+                    Err(_) => {}
+                }
             };
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let step = sandbox
-                .pool
-                .run(move |_| {
-                    vm.set_timeout(remaining);
-                    let status = vm.settle(id, result).and_then(|()| vm.resume());
-                    (vm, status)
-                })
-                .await;
-            match step {
-                Ok((back, next_status)) => {
+            let step = sandbox.pool.run(move |_| {
+                vm.set_timeout(deadline.saturating_duration_since(Instant::now()));
+                let status = vm.settle(id, result).and_then(|()| vm.resume());
+                (vm, status)
+            });
+            match tokio::time::timeout_at(deadline.into(), step).await {
+                Err(_) => {
+                    tasks.abort_all();
+                    return timed_out(console);
+                }
+                Ok(Ok((back, next_status))) => {
                     vm = back;
                     status = next_status;
                 }
-                Err(e) => return failure(&e, console),
+                Ok(Err(e)) => return failure(&e, console),
             }
         }
     }
@@ -388,6 +431,24 @@ fn step_limits(deadline: Instant) -> Limits {
         timeout: deadline.saturating_duration_since(Instant::now()),
         ..Limits::default()
     }
+}
+
+/// Largest cell value returned whole (as JSON); larger ones become a
+/// preview.
+const MAX_VALUE_BYTES: usize = 256 * 1024;
+
+fn cap_value(value: Value) -> Value {
+    let Ok(text) = serde_json::to_string(&value) else {
+        return value;
+    };
+    if text.len() <= MAX_VALUE_BYTES {
+        return value;
+    }
+    let mut end = MAX_VALUE_BYTES / 2;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    json!({"truncated": true, "bytes": text.len(), "preview": &text[..end]})
 }
 
 fn invalid(message: &str) -> Value {

@@ -56,9 +56,11 @@ pub struct Surface {
     pub prompt: Option<String>,
     /// Model-visible (and, in directory mode, hidden but callable) names.
     pub dispatch: BTreeMap<String, Target>,
+    /// Tools left off the surface because their name was taken.
+    pub rejected: Vec<SurfaceError>,
 }
 
-/// Why a surface cannot be built.
+/// Why a tool was left off a surface.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SurfaceError {
     /// Two tools the model would see share a name.
@@ -96,10 +98,11 @@ pub fn build_surface(
         tools: Vec::new(),
         prompt: None,
         dispatch: BTreeMap::new(),
+        rejected: Vec::new(),
     };
     let Some(config) = config else {
         for entry in catalog.entries().iter().chain(catalog.direct_only()) {
-            expose(&mut surface, entry)?;
+            expose(&mut surface, entry);
         }
         return Ok(surface);
     };
@@ -112,7 +115,7 @@ pub fn build_surface(
         }
     }
     for entry in catalog.direct_only() {
-        expose(&mut surface, entry)?;
+        expose(&mut surface, entry);
     }
     if config.mode == Mode::Directory {
         directory(&mut surface, catalog)?;
@@ -120,13 +123,20 @@ pub fn build_surface(
     Ok(surface)
 }
 
-fn expose(surface: &mut Surface, entry: &CatalogEntry) -> Result<(), SurfaceError> {
-    if let Some(Target::Tool(first)) = surface.dispatch.get(&entry.tool.name) {
-        return Err(SurfaceError::NameCollision {
+/// Shows a tool by name. The model cannot tell two tools of one name
+/// apart: the first keeps the name, a later one is left out and reported.
+fn expose(surface: &mut Surface, entry: &CatalogEntry) {
+    if let Some(existing) = surface.dispatch.get(&entry.tool.name) {
+        let first = match existing {
+            Target::Tool(id) => id.clone(),
+            Target::Control(_) => entry.tool.name.clone(),
+        };
+        surface.rejected.push(SurfaceError::NameCollision {
             name: entry.tool.name.clone(),
-            first: first.clone(),
+            first,
             second: entry.id.clone(),
         });
+        return;
     }
     surface
         .dispatch
@@ -136,7 +146,6 @@ fn expose(surface: &mut Surface, entry: &CatalogEntry) -> Result<(), SurfaceErro
         description: entry.tool.description.clone(),
         parameters: entry.tool.parameters.clone(),
     });
-    Ok(())
 }
 
 fn directory(surface: &mut Surface, catalog: &Catalog) -> Result<(), SurfaceError> {
@@ -153,13 +162,14 @@ fn directory(surface: &mut Surface, catalog: &Catalog) -> Result<(), SurfaceErro
         .filter(|e| e.tool.source == ToolSource::Client)
     {
         if let Some(other) = hidden.iter().find(|h| h.tool.name == client.tool.name) {
-            return Err(SurfaceError::NameCollision {
+            surface.rejected.push(SurfaceError::NameCollision {
                 name: client.tool.name.clone(),
                 first: other.id.clone(),
                 second: client.id.clone(),
             });
+            continue;
         }
-        expose(surface, client)?;
+        expose(surface, client);
     }
     let mut seen = BTreeSet::new();
     let ambiguous: BTreeSet<&str> = hidden
@@ -170,24 +180,29 @@ fn directory(surface: &mut Surface, catalog: &Catalog) -> Result<(), SurfaceErro
     let mut text = String::from(
         "Tools available through tool_search / tool_describe / tool_call (or by calling the exact name):\n",
     );
+    let trailer_room = 64;
+    let mut used = text.chars().count();
     let mut listed = 0;
     for entry in &hidden {
-        if !ambiguous.contains(entry.tool.name.as_str())
-            && !surface.dispatch.contains_key(&entry.tool.name)
-        {
+        let ambiguous_name = ambiguous.contains(entry.tool.name.as_str());
+        if !ambiguous_name && !surface.dispatch.contains_key(&entry.tool.name) {
             surface
                 .dispatch
                 .insert(entry.tool.name.clone(), Target::Tool(entry.id.clone()));
         }
-        let line = format!(
-            "- {}: {}\n",
-            entry.tool.name,
-            short(&entry.tool.description)
-        );
-        if text.len() + line.len() > DIRECTORY_CHARS {
-            break;
+        // Two tools with one name are listed by id: neither answers to the name.
+        let label = if ambiguous_name {
+            &entry.id
+        } else {
+            &entry.tool.name
+        };
+        let line = format!("- {label}: {}\n", short(&entry.tool.description));
+        let length = line.chars().count();
+        if used + length + trailer_room > DIRECTORY_CHARS {
+            continue;
         }
         text.push_str(&line);
+        used += length;
         listed += 1;
     }
     if listed < hidden.len() {
@@ -200,13 +215,16 @@ fn directory(surface: &mut Surface, catalog: &Catalog) -> Result<(), SurfaceErro
     Ok(())
 }
 
-/// The first sentence or [`SHORT_DESCRIPTION`] characters of a description.
+/// The first sentence or [`SHORT_DESCRIPTION`] characters of a
+/// description, on one line: whitespace and control characters collapse to
+/// single spaces, so a description cannot add lines to a prompt.
 pub fn short(description: &str) -> String {
-    let first = description
-        .split_terminator(". ")
-        .next()
-        .unwrap_or(description)
-        .trim();
+    let flat: String = description
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let first = flat.split_terminator(". ").next().unwrap_or(&flat).trim();
     if first.chars().count() <= SHORT_DESCRIPTION {
         first.to_owned()
     } else {

@@ -14,6 +14,16 @@ const MIN_COVERAGE: f32 = 0.25;
 /// Weight of a related term (a thesaurus neighbour, or a vocabulary word
 /// that contains the query word) relative to the word itself.
 const RELATED: f32 = 0.5;
+/// Weight of a vocabulary word that merely contains the query word: low
+/// enough that such matches alone never pass [`MIN_BEST_COVERAGE`].
+const AFFIX: f32 = 0.3;
+/// Share of a word the catalog does not know in the query's total: enough
+/// that a query of unknown words finds nothing, not so much that a few
+/// words of context hide the words that matter.
+const UNKNOWN_WEIGHT: f32 = 0.25;
+/// Queries are cut to this many bytes and distinct terms.
+const MAX_QUERY_BYTES: usize = 1024;
+const MAX_QUERY_TERMS: usize = 32;
 /// Shortest word expanded to vocabulary words that contain it.
 const MIN_AFFIX: usize = 4;
 /// Score given to exact name or id hits, above any BM25F score.
@@ -212,9 +222,14 @@ impl SearchIndex {
         if limit == 0 || self.documents == 0 {
             return Vec::new();
         }
-        let mut query_terms = terms(query);
+        let mut end = query.len().min(MAX_QUERY_BYTES);
+        while !query.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut query_terms = terms(&query[..end]);
         query_terms.sort_unstable();
         query_terms.dedup();
+        query_terms.truncate(MAX_QUERY_TERMS);
         let unknown_idf = idf(self.documents, 0);
         let mut total_idf = 0.0f32;
         // Per document: score and covered idf; per query term: the best
@@ -225,21 +240,23 @@ impl SearchIndex {
         let mut term_touched: Vec<u32> = Vec::new();
         for term in &query_terms {
             let own = self.vocabulary.get(term).copied();
-            let term_idf = own.map_or(unknown_idf, |t| self.idf[t as usize]);
-            total_idf += term_idf;
-            for (t, weight) in own
-                .map(|t| (t, 1.0))
-                .into_iter()
-                .chain(self.related(term).map(|t| (t, RELATED)))
-            {
-                let t_idf = self.idf[t as usize];
+            // What this word weighs in the query, and the most any of its
+            // variants may score per unit of term frequency: a rare synonym
+            // never outweighs the word itself.
+            let (term_weight, idf_cap) = match own {
+                Some(t) => (self.idf[t as usize], self.idf[t as usize]),
+                None => (UNKNOWN_WEIGHT * unknown_idf, unknown_idf),
+            };
+            total_idf += term_weight;
+            for (t, weight) in own.map(|t| (t, 1.0)).into_iter().chain(self.related(term)) {
+                let t_idf = self.idf[t as usize].min(idf_cap);
                 for &(d, tf) in &self.postings[t as usize] {
                     let slot = &mut best[d as usize];
                     if slot.1 == 0.0 {
                         term_touched.push(d);
                     }
                     slot.0 = slot.0.max(weight * t_idf * tf);
-                    slot.1 = slot.1.max(weight * term_idf);
+                    slot.1 = slot.1.max(weight * term_weight);
                 }
             }
             for d in term_touched.drain(..) {
@@ -473,8 +490,13 @@ impl SearchIndex {
     /// Terms related to a query word: thesaurus neighbours, and vocabulary
     /// words that start or end with it (for words of [`MIN_AFFIX`] letters
     /// or more), such as `mail` in `email` and `gmail`.
-    fn related<'a>(&'a self, word: &'a str) -> impl Iterator<Item = u32> + 'a {
-        let thesaurus = self.thesaurus.get(word).into_iter().flatten().copied();
+    fn related<'a>(&'a self, word: &'a str) -> impl Iterator<Item = (u32, f32)> + 'a {
+        let thesaurus = self
+            .thesaurus
+            .get(word)
+            .into_iter()
+            .flatten()
+            .map(|&t| (t, RELATED));
         let affixes = (word.is_ascii() && word.len() >= MIN_AFFIX).then(|| {
             let reversed: String = word.chars().rev().collect();
             let prefixed = affix_range(&self.by_prefix, word);
@@ -482,8 +504,8 @@ impl SearchIndex {
             prefixed
                 .chain(suffixed)
                 .filter(move |(w, _)| w.len() > word.len())
-                .map(|(_, t)| *t)
-                .collect::<Vec<u32>>()
+                .map(|(_, t)| (*t, AFFIX))
+                .collect::<Vec<(u32, f32)>>()
         });
         thesaurus.chain(affixes.into_iter().flatten())
     }

@@ -106,7 +106,9 @@ pub fn terms(text: &str) -> Vec<String> {
 pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     let mut stemmed = String::new();
     for_each_word(text, |w| {
-        if !is_stopword(w) {
+        // Single letters (the `s` of `what's`) say nothing.
+        let single_letter = w.len() == 1 && w.as_bytes()[0].is_ascii_alphabetic();
+        if !single_letter && !is_stopword(w) {
             stem_into(w, &mut stemmed);
             f(&stemmed);
         }

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
-use talon_tools::{CatalogBuilder, RunScope, ToolPolicy, ToolsError};
+use talon_tools::{CatalogBuilder, RunScope, ToolPolicy};
 
 pub fn tool(name: &str, description: &str) -> ToolDefinition {
     ToolDefinition {
@@ -121,7 +121,11 @@ fn policy_removes_tools_as_if_they_never_existed() {
     assert!(catalog.get("openclaw:core:exec").is_none());
     assert!(catalog.get("mcp:github:delete_repo").is_none());
     assert_eq!(catalog.search("shell command", 5), vec![]);
-    assert_eq!(catalog.search("delete repository", 5), vec![]);
+    let hits = catalog.search("delete repository", 5);
+    assert!(
+        hits.iter().all(|h| h.id != "mcp:github:delete_repo"),
+        "{hits:?}"
+    );
 }
 
 #[test]
@@ -139,55 +143,73 @@ fn direct_only_tools_stay_out_of_the_catalog() {
 }
 
 #[test]
-fn control_tool_names_and_bad_tools_are_refused() {
-    for (builder, name) in [
-        (
-            CatalogBuilder::new(run("r1")).core([tool("wait", "x")]),
-            "wait",
-        ),
-        (
-            CatalogBuilder::new(run("r1")).mcp("s", [tool("exec", "x")]),
-            "exec",
-        ),
-        (
-            CatalogBuilder::new(run("r1")).client("app", &run("r1"), [tool("tool_call", "x")]),
-            "tool_call",
-        ),
-    ] {
-        match builder.build(&ToolPolicy::new()) {
-            Err(ToolsError::ReservedName { name: n, .. }) => assert_eq!(n, name),
-            other => panic!("{name}: {other:?}"),
-        }
-    }
-    let dup = CatalogBuilder::new(run("r1"))
-        .core([tool("read", "a"), tool("read", "b")])
-        .build(&ToolPolicy::new());
-    assert_eq!(
-        dup.unwrap_err(),
-        ToolsError::DuplicateId("openclaw:core:read".into())
-    );
-    let bad_owner = CatalogBuilder::new(run("r1"))
+fn bad_tools_are_left_out_and_reported_without_failing_the_run() {
+    let catalog = CatalogBuilder::new(run("r1"))
+        .core([
+            tool("wait", "x"),
+            tool("read", "a"),
+            tool("read", "b"),
+            tool("Bad Name", "y"),
+        ])
+        .mcp(
+            "s",
+            [
+                tool("exec", "x"),
+                tool("openclaw:core:read", "impersonates an id"),
+                tool("ok", "fine"),
+            ],
+        )
         .mcp("my:server", [tool("x", "y")])
-        .build(&ToolPolicy::new());
-    assert!(matches!(bad_owner, Err(ToolsError::InvalidTool(_))));
-    let empty = CatalogBuilder::new(run("r1"))
-        .core([tool(" ", "y")])
-        .build(&ToolPolicy::new());
-    assert!(matches!(empty, Err(ToolsError::InvalidTool(_))));
+        .client("app", &run("r1"), [tool("tool_call", "x")])
+        .client("other", &run("r2"), [tool("pick", "Pick")])
+        .build(&ToolPolicy::new())
+        .unwrap();
+    assert_eq!(ids(&catalog), ["mcp:s:ok", "openclaw:core:read"]);
+    assert_eq!(
+        catalog.get("openclaw:core:read").unwrap().tool.description,
+        "a",
+        "the first of two equal ids wins"
+    );
+    let rejected: Vec<String> = catalog.rejected().iter().map(ToString::to_string).collect();
+    assert_eq!(rejected.len(), 8, "{rejected:#?}");
+    assert!(
+        rejected
+            .iter()
+            .any(|r| r == "client tool \"pick\" belongs to run \"r2\", not to this one")
+    );
+    assert!(
+        rejected
+            .iter()
+            .any(|r| r == "duplicate tool id openclaw:core:read")
+    );
+    for reserved in ["wait", "exec", "tool_call"] {
+        assert!(
+            rejected
+                .iter()
+                .any(|r| r.contains(&format!("tool name \"{reserved}\""))),
+            "{reserved}"
+        );
+    }
+    assert_eq!(
+        rejected
+            .iter()
+            .filter(|r| r.starts_with("invalid tool"))
+            .count(),
+        3,
+        "{rejected:#?}"
+    );
 }
 
 #[test]
-fn another_runs_client_tools_are_refused() {
-    let result = CatalogBuilder::new(run("r1"))
-        .client("app", &run("r2"), [tool("pick", "Pick")])
-        .build(&ToolPolicy::new());
-    assert_eq!(
-        result.unwrap_err(),
-        ToolsError::ForeignClientTool {
-            name: "pick".into(),
-            run: "r2".into()
-        }
-    );
+fn policy_applies_before_names_are_checked() {
+    // A denied tool is dropped silently, even with a reserved name.
+    let policy = ToolPolicy::from_lists(None, &["mcp:shell:*".into()]);
+    let catalog = CatalogBuilder::new(run("r1"))
+        .mcp("shell", [tool("wait", "x")])
+        .build(&policy)
+        .unwrap();
+    assert!(catalog.rejected().is_empty());
+    assert!(catalog.is_empty());
 }
 
 #[test]

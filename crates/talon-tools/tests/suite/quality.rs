@@ -150,7 +150,7 @@ pub fn evaluate(corpus: &Corpus, total: usize) -> Metrics {
                 .filter(|id| intent.relevance.contains_key(**id))
                 .count() as f64
         };
-        m.recall1 += found(1) / relevant.min(1.0).max(relevant);
+        m.recall1 += found(1) / relevant;
         m.recall5 += found(5) / relevant;
         m.recall10 += found(10) / relevant;
         if let Some(rank) = hits

@@ -307,3 +307,66 @@ async fn sequential_tools_never_overlap_parallel_ones_do() {
         assert_eq!(overlap.max.load(Ordering::SeqCst), expected_max, "{id}");
     }
 }
+
+#[tokio::test]
+async fn another_runs_context_and_oversized_ids_are_unknown() {
+    let echo = Arc::new(Echo::default());
+    let runner = runner(echo.clone());
+    let mut foreign = ctx();
+    foreign.scope.run_id = "someone-else".into();
+    assert_eq!(
+        runner
+            .call(&foreign, call("openclaw:core:read", json!({})))
+            .await,
+        CallOutcome::NotFound
+    );
+    let long = "x".repeat(10_000);
+    let outcome = runner.call(&ctx(), call(&long, json!({}))).await;
+    assert_eq!(outcome, CallOutcome::NotFound);
+    assert!(
+        outcome.to_json(&long)["error"].as_str().unwrap().len() < 400,
+        "the id is not echoed whole"
+    );
+    assert!(runner.records().iter().all(|r| r.id.len() <= 260));
+    assert_eq!(echo.calls.load(Ordering::Relaxed), 0);
+}
+
+/// Never finishes.
+struct Hang;
+
+impl ToolExecutor for Hang {
+    fn execute<'a>(
+        &'a self,
+        _: &'a RunContext,
+        _: &'a CatalogEntry,
+        _: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_call_is_recorded_as_cancelled() {
+    let catalog = CatalogBuilder::new(RunScope::default())
+        .core([tool("slow", "Slow")])
+        .build(&ToolPolicy::new())
+        .unwrap();
+    let runner = ToolRunner::new(Arc::new(catalog), Arc::new(Hang));
+    let call = ToolCall {
+        call_id: "c1".into(),
+        id: "openclaw:core:slow".into(),
+        args: json!({}),
+        caller: Caller::Parent("cell".into()),
+    };
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_millis(50),
+        runner.call(&ctx(), call),
+    )
+    .await;
+    assert!(outcome.is_err());
+    let records = runner.records();
+    assert_eq!(
+        (records.len(), records[0].status, records[0].caller.clone()),
+        (1, "cancelled", Caller::Parent("cell".into()))
+    );
+}

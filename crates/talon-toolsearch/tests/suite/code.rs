@@ -154,3 +154,32 @@ fn code_mode_without_the_sandbox_fails_closed() {
         Some(talon_protocol::CodeModeErrorCode::RuntimeUnavailable)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_run_stops_the_cell() {
+    let ts = tool_search(
+        catalog(),
+        ToolSearchConfig {
+            code_timeout: Duration::from_millis(5_000),
+            ..code_config()
+        },
+        Arc::new(Echo::default()),
+    );
+    let ctx = ctx();
+    let flag = ctx.abort.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        flag.store(true, Ordering::Relaxed);
+    });
+    let started = std::time::Instant::now();
+    let out = ts
+        .handle(
+            &ctx,
+            "c1",
+            "tool_search_code",
+            json!({"code": "for (;;) {}"}),
+        )
+        .await;
+    assert_eq!(out["code"], "aborted", "{out}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}

@@ -31,7 +31,7 @@ async fn search_describe_call_go_through_the_runner() {
         .await;
     assert_eq!(
         hits[0],
-        json!({"id": "plugin:issues:create_issue", "name": "create_issue", "source": "plugin", "description": "Create an issue in the tracker."})
+        json!({"id": "plugin:issues:create_issue", "name": "create_issue", "source": "plugin", "sourceName": "issues", "description": "Create an issue in the tracker."})
     );
     let described = ts
         .handle(
