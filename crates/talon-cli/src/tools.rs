@@ -67,10 +67,16 @@ fn load(path: &Path) -> Result<Catalog, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let tools: Vec<ToolDefinition> = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a JSON array of tools: {e}", path.display()))?;
-    CatalogBuilder::new(RunScope::default())
+    let catalog = CatalogBuilder::new(RunScope::default())
         .declared(tools)
         .build(&ToolPolicy::new())
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // A file the operator wrote should hold no tool a run would leave out.
+    if !catalog.rejected().is_empty() {
+        let reasons: Vec<String> = catalog.rejected().iter().map(ToString::to_string).collect();
+        return Err(format!("{}: {}", path.display(), reasons.join("; ")));
+    }
+    Ok(catalog)
 }
 
 fn search(args: &SearchArgs) -> Result<ExitCode, String> {
