@@ -35,13 +35,17 @@ fn corpus() -> (Vec<ToolDefinition>, Vec<String>) {
             let name = t["name"].as_str().unwrap().to_owned();
             let owner = name.split_once("__").map_or("core", |(o, _)| o).to_owned();
             ToolDefinition {
+                name,
+                label: None,
                 description: t["description"].as_str().unwrap_or("").to_owned(),
                 parameters: t["parameters"].clone(),
                 source: ToolSource::Plugin,
                 owner,
-                ..distractor_tools(1, 1).remove(0)
+                catalog_mode: Default::default(),
+                execution_mode: Default::default(),
+                requires_approval: false,
+                effect: Default::default(),
             }
-            .with_name(name)
         })
         .collect();
     let queries = json["intents"]
@@ -51,17 +55,6 @@ fn corpus() -> (Vec<ToolDefinition>, Vec<String>) {
         .map(|i| i["query"].as_str().unwrap().to_owned())
         .collect();
     (tools, queries)
-}
-
-trait WithName {
-    fn with_name(self, name: String) -> Self;
-}
-
-impl WithName for ToolDefinition {
-    fn with_name(mut self, name: String) -> Self {
-        self.name = name;
-        self
-    }
 }
 
 fn catalog(tools: &[ToolDefinition], size: usize) -> Catalog {
