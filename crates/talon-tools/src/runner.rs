@@ -430,8 +430,9 @@ impl ToolRunner {
     }
 }
 
-/// Replaces a result larger than `max` bytes (as JSON) with a preview.
-fn cap(value: Value, max: usize) -> Value {
+/// Replaces a value larger than `max` bytes (as JSON) with
+/// `{"truncated": true, "bytes": <full size>, "preview": <first max/2 bytes>}`.
+pub fn cap(value: Value, max: usize) -> Value {
     let Ok(text) = serde_json::to_string(&value) else {
         return value;
     };

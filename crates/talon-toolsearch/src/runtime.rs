@@ -285,7 +285,7 @@ impl ToolSearch {
             match status {
                 Ok(CellStatus::Completed(value)) => {
                     tasks.abort_all();
-                    return json!({"value": cap_value(value), "console": console});
+                    return json!({"value": talon_tools::runner::cap(value, MAX_VALUE_BYTES), "console": console});
                 }
                 Err(e) => {
                     tasks.abort_all();
@@ -436,20 +436,6 @@ fn step_limits(deadline: Instant) -> Limits {
 /// Largest cell value returned whole (as JSON); larger ones become a
 /// preview.
 const MAX_VALUE_BYTES: usize = 256 * 1024;
-
-fn cap_value(value: Value) -> Value {
-    let Ok(text) = serde_json::to_string(&value) else {
-        return value;
-    };
-    if text.len() <= MAX_VALUE_BYTES {
-        return value;
-    }
-    let mut end = MAX_VALUE_BYTES / 2;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    json!({"truncated": true, "bytes": text.len(), "preview": &text[..end]})
-}
 
 fn invalid(message: &str) -> Value {
     json!({"error": message, "status": "invalid_input"})
