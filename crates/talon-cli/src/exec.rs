@@ -1,56 +1,169 @@
-//! `talon exec`: one cell in a fresh VM, its result as JSON on stdout.
+//! `talon exec`: one Code Mode cell against the tools of a config file,
+//! its `CodeModeResult` as JSON on stdout. `--wait RUN_ID` resumes a
+//! suspended cell (from this process or an earlier one: cells live under
+//! the state directory).
 //!
-//! Exit status: 0 completed, 1 failed, 2 bad usage.
+//! Exit status: 0 completed, 1 failed, 2 bad usage or config, 3 waiting.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::Arc;
 
 use clap::Args;
-use talon_protocol::{CellResult, CodeModeErrorCode};
-use talon_sandbox::{
-    CellStatus, HostFunctions, Limits, Sandbox, SandboxConfig, SandboxError, VmOptions,
+use serde_json::{Value, json};
+use talon_codemode::{
+    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
 };
+use talon_config::Config;
+use talon_protocol::CodeModeResult;
+use talon_tools::{NoUpdates, RunContext, RunScope, ToolRunner};
+
+use crate::run_tools::RunTools;
 
 /// Arguments of `talon exec`.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The cell: the body of an async function (`return` gives the value).
-    #[arg(long, conflicts_with = "file")]
+    #[arg(long, conflicts_with_all = ["file", "wait"])]
     code: Option<String>,
     /// Read the cell from this file (`-` for standard input).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "wait")]
     file: Option<PathBuf>,
-    /// Wall-clock limit, clamped to 100..=60000.
-    #[arg(long, default_value_t = 10_000)]
-    timeout_ms: u64,
-    /// QuickJS heap limit, clamped to 1 MiB..=1 GiB.
-    #[arg(long, default_value_t = 64 * 1024 * 1024)]
-    memory_limit_bytes: usize,
-    /// Output limit, clamped to 1 KiB..=10 MiB.
-    #[arg(long, default_value_t = 64 * 1024)]
-    max_output_bytes: usize,
+    /// `javascript` (default) or `typescript`.
+    #[arg(long)]
+    language: Option<String>,
+    /// Resume the suspended cell with this runId instead of running one.
+    #[arg(long, value_name = "RUN_ID")]
+    wait: Option<String>,
+    /// The config file (else `$TALON_CONFIG`, else `~/.talon/talon.json5`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The agent whose tools and Code Mode settings apply.
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Wall-clock limit of this step (overrides `timeoutMs`; 100..=60000).
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// QuickJS heap limit (overrides `memoryLimitBytes`).
+    #[arg(long)]
+    memory_limit_bytes: Option<u64>,
+    /// Output limit (overrides `maxOutputBytes`).
+    #[arg(long)]
+    max_output_bytes: Option<u64>,
 }
 
+/// The session and run `talon exec` cells belong to, so that `--wait` from
+/// another process is in scope.
+const CLI_SESSION: &str = "cli";
+
 pub fn run(args: ExecArgs) -> ExitCode {
-    let code = match read_code(&args) {
-        Ok(code) => code,
-        Err(message) => {
-            let _ = writeln!(std::io::stderr(), "talon exec: {message}");
-            return ExitCode::from(2);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return usage(&format!("starting the async runtime: {e}")),
+    };
+    runtime.block_on(run_async(args))
+}
+
+fn usage(message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "talon exec: {message}");
+    ExitCode::from(2)
+}
+
+async fn run_async(args: ExecArgs) -> ExitCode {
+    let config = match Config::load(args.config.as_deref()) {
+        Ok(config) => config,
+        Err(e) => return usage(&e.to_string()),
+    };
+    let code_mode_config = match code_mode_config(&config, &args) {
+        Ok(c) => c,
+        Err(message) => return usage(&message),
+    };
+    let request = match (&args.wait, read_code(&args)) {
+        (Some(run_id), _) => Request::Wait(run_id.clone()),
+        (None, Ok(code)) => Request::Exec(code),
+        (None, Err(message)) => return usage(&message),
+    };
+    let store_dir = talon_config::state_dir().join("code-mode").join("cells");
+    let store = match FileStore::open(
+        &store_dir,
+        StoreLimits {
+            max_snapshot_bytes: code_mode_config.max_snapshot_bytes,
+            ..StoreLimits::default()
+        },
+    ) {
+        Ok(store) => Arc::new(store),
+        Err(e) => return usage(&format!("state directory {}: {e}", store_dir.display())),
+    };
+    let scope = RunScope {
+        agent_id: args.agent.clone(),
+        session_id: CLI_SESSION.into(),
+        run_id: CLI_SESSION.into(),
+    };
+    let tools = match RunTools::from_config(&config, &args.agent, &scope).await {
+        Ok(tools) => tools,
+        Err(message) => return usage(&message),
+    };
+    let result = match CodeMode::new(CodeModeOptions {
+        sandbox: Default::default(),
+        store,
+        namespaces: NamespaceRegistry::global().clone(),
+    }) {
+        Err(e) => CodeModeResult::Failed {
+            error: e.to_string(),
+            code: Some(talon_protocol::CodeModeErrorCode::RuntimeUnavailable),
+            stack: None,
+            output: Vec::new(),
+            telemetry: Default::default(),
+        },
+        Ok(code_mode) => {
+            let ctx = RunContext {
+                scope,
+                session_key: format!("agent:{}:{CLI_SESSION}", args.agent),
+                sender: None,
+                channel: Some("cli".into()),
+                abort: Default::default(),
+                updates: Arc::new(NoUpdates),
+            };
+            let runner = Arc::new(ToolRunner::new(
+                tools.catalog.clone(),
+                tools.executor.clone(),
+            ));
+            let run = code_mode.start_run(RunSetup {
+                config: code_mode_config,
+                runner,
+                ctx,
+                mcp: tools.mcp.clone(),
+                plugin_config: Value::Null,
+                exec_hooks: Vec::new(),
+            });
+            match request {
+                Request::Exec(code) => {
+                    let mut input = json!({"code": code});
+                    if let Some(language) = &args.language {
+                        input["language"] = json!(language);
+                    }
+                    run.exec("cli", input).await
+                }
+                Request::Wait(run_id) => run.wait("cli", json!({"runId": run_id})).await,
+            }
         }
     };
-    let limits = Limits {
-        timeout: Duration::from_millis(args.timeout_ms),
-        memory_limit_bytes: args.memory_limit_bytes,
-        max_output_bytes: args.max_output_bytes,
-        ..Limits::default()
-    }
-    .clamped();
-    let result = execute(&code, limits);
-    let ok = matches!(result, CellResult::Completed { .. });
-    let line = serde_json::to_string(&result).unwrap_or_else(|e| {
+    tools.shutdown().await;
+    print(&result)
+}
+
+enum Request {
+    Exec(String),
+    Wait(String),
+}
+
+fn print(result: &CodeModeResult) -> ExitCode {
+    let line = serde_json::to_string(result).unwrap_or_else(|e| {
         format!(
             r#"{{"status":"failed","error":"unserializable result: {e}","code":"internal_error"}}"#
         )
@@ -59,11 +172,54 @@ pub fn run(args: ExecArgs) -> ExitCode {
     if writeln!(stdout, "{line}").is_err() {
         return ExitCode::from(1);
     }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    match result {
+        CodeModeResult::Completed { .. } => ExitCode::SUCCESS,
+        CodeModeResult::Waiting { .. } => ExitCode::from(3),
+        _ => ExitCode::from(1),
     }
+}
+
+/// The agent's Code Mode settings (its limits apply even when Code Mode is
+/// not enabled for model runs: `talon exec` runs cells by request), with
+/// the flags on top.
+fn code_mode_config(config: &Config, args: &ExecArgs) -> Result<CodeModeConfig, String> {
+    let (global, agent) = config.tools_section("codeMode", &args.agent);
+    let force = |v: Option<&Value>| -> Option<Value> {
+        v.map(|v| match v {
+            Value::Object(map) => {
+                let mut map = map.clone();
+                map.insert("enabled".into(), Value::Bool(true));
+                Value::Object(map)
+            }
+            _ => json!({"enabled": true}),
+        })
+    };
+    let global = force(global).unwrap_or_else(|| json!({"enabled": true}));
+    let agent = force(agent);
+    let mut resolved = CodeModeConfig::resolve(Some(&global), agent.as_ref())
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let mut overrides = serde_json::Map::new();
+    if let Some(ms) = args.timeout_ms {
+        overrides.insert("timeoutMs".into(), json!(ms));
+    }
+    if let Some(bytes) = args.memory_limit_bytes {
+        overrides.insert("memoryLimitBytes".into(), json!(bytes));
+    }
+    if let Some(bytes) = args.max_output_bytes {
+        overrides.insert("maxOutputBytes".into(), json!(bytes));
+    }
+    if !overrides.is_empty() {
+        let mut merged = global.as_object().cloned().unwrap_or_default();
+        if let Some(agent) = agent.as_ref().and_then(Value::as_object) {
+            merged.extend(agent.clone());
+        }
+        merged.extend(overrides);
+        resolved = CodeModeConfig::resolve(Some(&Value::Object(merged)), None)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+    }
+    Ok(resolved)
 }
 
 fn read_code(args: &ExecArgs) -> Result<String, String> {
@@ -83,45 +239,4 @@ fn read_stdin() -> Result<String, String> {
         .read_to_string(&mut code)
         .map_err(|e| format!("reading standard input: {e}"))?;
     Ok(code)
-}
-
-fn execute(code: &str, limits: Limits) -> CellResult {
-    let sandbox = match Sandbox::new(SandboxConfig::default()) {
-        Ok(sandbox) => sandbox,
-        Err(e) => return failed(&e, Vec::new()),
-    };
-    let mut vm = match sandbox.create_vm(
-        VmOptions {
-            limits,
-            ..VmOptions::default()
-        },
-        HostFunctions::new(),
-    ) {
-        Ok(vm) => vm,
-        Err(e) => return failed(&e, Vec::new()),
-    };
-    let status = vm.run_cell(code);
-    let output = vm.take_output();
-    match status {
-        Ok(CellStatus::Completed(value)) => CellResult::Completed { value, output },
-        // No asynchronous host functions are registered, so nothing can wait.
-        Ok(CellStatus::Waiting(_)) => failed(&SandboxError::Stalled, output),
-        Err(e) => failed(&e, output),
-    }
-}
-
-fn failed(error: &SandboxError, output: Vec<talon_protocol::CodeModeOutput>) -> CellResult {
-    let (stack, code) = match error {
-        SandboxError::Guest(e) => (e.stack.clone(), None),
-        other => (
-            None,
-            other.code().filter(|c| *c != CodeModeErrorCode::Unknown),
-        ),
-    };
-    CellResult::Failed {
-        error: error.to_string(),
-        code,
-        stack,
-        output,
-    }
 }

@@ -1,6 +1,7 @@
 //! `talon`: the command-line entry point.
 
 mod exec;
+mod run_tools;
 mod tools;
 
 use std::process::ExitCode;
@@ -17,7 +18,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one JavaScript cell in the sandbox and print its result as JSON.
+    /// Run a Code Mode cell (or resume one with --wait) and print its result as JSON.
     Exec(exec::ExecArgs),
     /// Search or describe the tools of a catalog file.
     #[command(subcommand)]

@@ -26,7 +26,8 @@ impl Language {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    /// A language by its config spelling.
+    pub fn parse(text: &str) -> Option<Self> {
         match text {
             "javascript" => Some(Self::JavaScript),
             "typescript" => Some(Self::TypeScript),

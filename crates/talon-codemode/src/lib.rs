@@ -1,15 +1,37 @@
-//! Code Mode (`tools.codeMode`): the config and the checks on `exec` input.
-//! The exec/wait runtime over the hidden catalog builds on these.
+//! Code Mode (`tools.codeMode`): the model sees `exec` and `wait`; cells of
+//! model-written JavaScript or TypeScript run in the QuickJS-WASI sandbox
+//! and reach the run's hidden, policy-filtered catalog through the guest
+//! API (`ALL_TOOLS`, `tools`, `MCP`, `API`, `namespaces`, `text`, `json`,
+//! `yield_control`). Nested calls take the catalog's single execution
+//! path; cells with unfinished work are snapshotted into a durable store
+//! and resumed by `wait`.
 
+mod bridge;
+mod cell;
 pub mod config;
 pub mod dts;
 pub mod input;
+pub mod namespaces;
+mod runtime;
 pub mod store;
+pub mod surface;
+mod telemetry;
 pub mod typescript;
+pub mod view;
 
 pub use config::{CodeModeConfig, ConfigError, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
-pub use store::{
-    CellScope, FileStore, MemoryStore, PendingNestedCall, SnapshotStore, StoreError, StoreLimits,
-    SuspendedCell,
+pub use namespaces::{
+    NamespaceContext, NamespaceError, NamespaceRegistration, NamespaceRegistry, ScopeValue,
+    clear_code_mode_namespaces_for_plugin, clear_code_mode_namespaces_for_test,
+    create_code_mode_namespace_tool, register_code_mode_namespace_for_plugin,
 };
+pub use runtime::{
+    CodeMode, CodeModeOptions, CodeModeRun, ExecHook, ExecHookEvent, RunSetup, RuntimeUnavailable,
+    applies,
+};
+pub use store::{
+    CellScope, FileStore, MemoryStore, NestedError, NestedResult, PendingNestedCall, SnapshotStore,
+    StoreError, StoreLimits, SuspendedCell,
+};
+pub use surface::CodeModeSurface;

@@ -41,6 +41,22 @@ pub struct PendingNestedCall {
     pub args: Value,
     /// A replay-safe tool may be dispatched again after a restart.
     pub replay_safe: bool,
+    /// Its outcome, once it finished while the cell was suspended: a
+    /// finished call is delivered from here and never run again.
+    pub result: Option<NestedResult>,
+}
+
+/// How a nested call ended, as the guest will see it.
+pub type NestedResult = Result<Value, NestedError>;
+
+/// A nested call's failure: plain data, delivered to the guest as an
+/// `Error` with `message` and `code`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NestedError {
+    /// The message.
+    pub message: String,
+    /// A stable code (`nested_tool_failed`, `not_found`, ...).
+    pub code: Option<String>,
 }
 
 /// One suspended cell.
@@ -56,6 +72,8 @@ pub struct SuspendedCell {
     pub pending: Vec<PendingNestedCall>,
     /// When it stops being resumable.
     pub expires_at: SystemTime,
+    /// What else the runtime keeps with the cell (opaque to the store).
+    pub meta: Value,
 }
 
 /// Store failures, each with its protocol code.
@@ -126,6 +144,25 @@ pub trait SnapshotStore: Send + Sync {
     fn delete(&self, id: &str) -> Result<(), StoreError>;
     /// Deletes every expired cell; returns how many.
     fn purge_expired(&self) -> Result<usize, StoreError>;
+    /// Records the outcome of one of a stored cell's pending calls, so
+    /// that it survives the process. Returns `false` when the cell is not
+    /// stored (a `wait` took it, or it ended): the caller keeps the result.
+    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult)
+    -> Result<bool, StoreError>;
+}
+
+fn settle_in(cell: &mut SuspendedCell, host_call_id: u64, result: NestedResult) -> bool {
+    match cell
+        .pending
+        .iter_mut()
+        .find(|p| p.host_call_id == host_call_id)
+    {
+        Some(pending) => {
+            pending.result = Some(result);
+            true
+        }
+        None => false,
+    }
 }
 
 fn check_put(
@@ -206,6 +243,18 @@ impl SnapshotStore for MemoryStore {
         cells.retain(|_, c| c.expires_at > now);
         Ok(before - cells.len())
     }
+
+    fn settle(
+        &self,
+        id: &str,
+        host_call_id: u64,
+        result: NestedResult,
+    ) -> Result<bool, StoreError> {
+        Ok(self
+            .cells()?
+            .get_mut(id)
+            .is_some_and(|cell| settle_in(cell, host_call_id, result)))
+    }
 }
 
 /// Cells on disk: `<dir>/<id>.cell`, mode 0600, written to a temporary file
@@ -284,24 +333,7 @@ impl SnapshotStore for FileStore {
             .filter(|id| *id != cell.id)
             .count();
         check_put(&self.limits, &cell, others)?;
-        let bytes = encode(&cell);
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            file.write_all(&bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            StoreError::Io(format!("{}: {e}", path.display()))
-        })
+        self.write(&path, &cell)
     }
 
     fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, StoreError> {
@@ -351,6 +383,53 @@ impl SnapshotStore for FileStore {
         }
         Ok(purged)
     }
+
+    fn settle(
+        &self,
+        id: &str,
+        host_call_id: u64,
+        result: NestedResult,
+    ) -> Result<bool, StoreError> {
+        let _guard = self
+            .lock
+            .lock()
+            .map_err(|_| StoreError::Io("store lock poisoned".into()))?;
+        let path = self.path(id)?;
+        let mut cell = match self.read(&path, id) {
+            Ok(cell) => cell,
+            Err(StoreError::NotFound(_)) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if !settle_in(&mut cell, host_call_id, result) {
+            return Ok(false);
+        }
+        self.write(&path, &cell)?;
+        Ok(true)
+    }
+}
+
+impl FileStore {
+    /// Writes a record atomically: a 0600 temporary file, synced, renamed.
+    fn write(&self, path: &Path, cell: &SuspendedCell) -> Result<(), StoreError> {
+        let bytes = encode(cell);
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            file.write_all(&bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, path)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            StoreError::Io(format!("{}: {e}", path.display()))
+        })
+    }
 }
 
 const MAGIC: &[u8; 4] = b"TLNC";
@@ -360,8 +439,14 @@ fn encode(cell: &SuspendedCell) -> Vec<u8> {
         .pending
         .iter()
         .map(|p| {
-            json!({"hostCallId": p.host_call_id, "callId": p.call_id, "toolId": p.tool_id,
-                   "args": p.args, "replaySafe": p.replay_safe})
+            let mut v = json!({"hostCallId": p.host_call_id, "callId": p.call_id, "toolId": p.tool_id,
+                   "args": p.args, "replaySafe": p.replay_safe});
+            match &p.result {
+                Some(Ok(value)) => v["result"] = json!({"ok": value}),
+                Some(Err(e)) => v["result"] = json!({"error": e.message, "code": e.code}),
+                None => {}
+            }
+            v
         })
         .collect();
     let expires_ms = cell
@@ -372,6 +457,7 @@ fn encode(cell: &SuspendedCell) -> Vec<u8> {
         "scope": {"agentId": cell.scope.agent_id, "sessionId": cell.scope.session_id, "runId": cell.scope.run_id},
         "pending": pending,
         "expiresAtMs": expires_ms,
+        "meta": cell.meta,
     })
     .to_string();
     let mut out = Vec::with_capacity(8 + header.len() + cell.snapshot.len());
@@ -407,6 +493,16 @@ fn decode(id: &str, bytes: &[u8]) -> Result<SuspendedCell, StoreError> {
                 tool_id: text(&p["toolId"])?,
                 args: p["args"].clone(),
                 replay_safe: p["replaySafe"].as_bool().unwrap_or(false),
+                result: match p.get("result") {
+                    None => None,
+                    Some(r) => Some(match r.get("ok") {
+                        Some(value) => Ok(value.clone()),
+                        None => Err(NestedError {
+                            message: text(&r["error"])?,
+                            code: r["code"].as_str().map(str::to_owned),
+                        }),
+                    }),
+                },
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
@@ -417,5 +513,6 @@ fn decode(id: &str, bytes: &[u8]) -> Result<SuspendedCell, StoreError> {
         snapshot: bytes[8 + len..].to_vec(),
         pending,
         expires_at: UNIX_EPOCH + Duration::from_millis(expires_ms),
+        meta: header.get("meta").cloned().unwrap_or(Value::Null),
     })
 }

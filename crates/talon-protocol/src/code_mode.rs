@@ -81,7 +81,7 @@ impl std::fmt::Display for CodeModeErrorCode {
     }
 }
 
-/// Which stream a piece of cell output was written to.
+/// Which stream a piece of console output was written to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -90,35 +90,170 @@ pub enum OutputStream {
     Stdout,
     /// `console.warn`, `console.error`.
     Stderr,
+    /// Code Mode's `text(value)`: one item per call, never merged.
+    Text,
+    /// Code Mode's `json(value)`: `text` holds the value as JSON.
+    Json,
     /// A stream this client does not know yet.
     #[serde(other)]
     Unknown,
 }
 
-/// One piece of output a cell printed.
+/// One piece of output a VM printed, as the sandbox collects it
+/// (`tool_search_code` returns these as its `console`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct CodeModeOutput {
+pub struct ConsoleOutput {
     /// The stream it was written to.
     pub stream: OutputStream,
     /// The text, as the guest formatted it.
     pub text: String,
 }
 
-/// The outcome of running one cell with `talon exec`: the `completed` and
-/// `failed` arms of Code Mode's result union (`waiting` arrives with `wait`).
+/// One item of a Code Mode cell's output, exactly the seed's
+/// `CodeModeOutput`: console lines and `text()` calls are `text` items,
+/// `json()` calls are `json` items, in the order the guest made them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CodeModeOutput {
+    /// Human-readable text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A structured value.
+    Json {
+        /// The value, after JSON-compatible serialization.
+        value: serde_json::Value,
+    },
+    /// An item kind this client does not know yet.
+    #[serde(other)]
+    Unknown,
+}
+
+/// Why a cell is waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CodeModeWaitReason {
+    /// Nested tool calls were still running when the step's time budget
+    /// ended.
+    PendingTools,
+    /// The guest called `yield_control()`.
+    Yield,
+    /// A reason this client does not know yet.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A nested call a waiting cell still needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeModePendingToolCall {
+    /// The nested call's id (`<exec call id>/<n>`), as in the trajectory.
+    pub call_id: String,
+    /// The catalog id of the tool (or `mcp:<server>:...` for MCP calls,
+    /// `namespace:<id>` for namespace calls before they resolve).
+    pub tool_id: String,
+}
+
+/// Counts of limit failures in a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeModeLimitFailures {
+    /// Steps that hit `timeoutMs` while guest code was running.
+    pub timeout: u64,
+    /// Steps that hit `memoryLimitBytes`.
+    pub memory: u64,
+    /// Snapshots over `maxSnapshotBytes` (or over the live-cell cap).
+    pub snapshot: u64,
+    /// Steps that hit `maxOutputBytes`.
+    pub output: u64,
+}
+
+/// One snapshot lifecycle event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeModeSnapshotEvent {
+    /// `created`, `restored`, `deleted`, `expired` or `rejected`.
+    pub event: String,
+    /// The cell's `runId`.
+    pub run_id: String,
+    /// Snapshot size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+/// What Code Mode reports with every result: the seed's telemetry list,
+/// cumulative for the run. It holds names, ids and counts, never tool
+/// input or secrets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeModeTelemetry {
+    /// Tool names sent to the model (`exec`, `wait`, direct-only tools).
+    pub visible_tools: Vec<String>,
+    /// Size of the hidden catalog.
+    pub catalog_size: u64,
+    /// Hidden catalog size by source (`openclaw`, `plugin`, `mcp`,
+    /// `client`).
+    pub catalog_by_source: std::collections::BTreeMap<String, u64>,
+    /// `exec` calls in the run.
+    pub exec_count: u64,
+    /// `wait` calls in the run.
+    pub wait_count: u64,
+    /// `tools.search` calls.
+    pub search_count: u64,
+    /// `tools.describe` (and `$api`) calls.
+    pub describe_count: u64,
+    /// Nested tool calls started (catalog, MCP and namespace calls).
+    pub nested_call_count: u64,
+    /// Catalog ids of the nested calls, in the order they started.
+    pub nested_tool_ids: Vec<String>,
+    /// Limit failures.
+    pub limit_failures: CodeModeLimitFailures,
+    /// Snapshot lifecycle events of this step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshot_events: Vec<CodeModeSnapshotEvent>,
+    /// Wall time of this step (`exec` or `wait`), in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// The result of `exec` and `wait`: the seed's `CodeModeResult`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum CellResult {
-    /// The cell's promise fulfilled with a JSON-compatible value.
+pub enum CodeModeResult {
+    /// The cell finished; its snapshot (if any) is deleted.
     Completed {
-        /// The returned value (`null` for `undefined`).
+        /// The value the cell returned (`null` for `undefined`).
         value: serde_json::Value,
-        /// What the cell printed, if anything.
+        /// What the cell printed, in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         output: Vec<CodeModeOutput>,
+        /// The run's telemetry.
+        telemetry: CodeModeTelemetry,
     },
-    /// The cell failed.
+    /// The cell is suspended; `wait` with `runId` resumes it.
+    Waiting {
+        /// The id `wait` takes.
+        #[serde(rename = "runId")]
+        run_id: String,
+        /// Why it waits.
+        reason: CodeModeWaitReason,
+        /// The nested calls it still needs.
+        #[serde(
+            default,
+            rename = "pendingToolCalls",
+            skip_serializing_if = "Vec::is_empty"
+        )]
+        pending_tool_calls: Vec<CodeModePendingToolCall>,
+        /// What the cell printed in this step.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        output: Vec<CodeModeOutput>,
+        /// The run's telemetry.
+        telemetry: CodeModeTelemetry,
+    },
+    /// The cell failed; its snapshot (if any) is deleted.
     Failed {
         /// A human-readable message (for a guest exception: `Name: message`).
         error: String,
@@ -131,7 +266,37 @@ pub enum CellResult {
         /// What the cell printed before it failed.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         output: Vec<CodeModeOutput>,
+        /// The run's telemetry.
+        telemetry: CodeModeTelemetry,
     },
+}
+
+impl CodeModeResult {
+    /// `completed`, `waiting` or `failed`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Self::Completed { .. } => "completed",
+            Self::Waiting { .. } => "waiting",
+            Self::Failed { .. } => "failed",
+        }
+    }
+
+    /// The telemetry of any arm.
+    pub fn telemetry(&self) -> &CodeModeTelemetry {
+        match self {
+            Self::Completed { telemetry, .. }
+            | Self::Waiting { telemetry, .. }
+            | Self::Failed { telemetry, .. } => telemetry,
+        }
+    }
+
+    /// The error code of a failure.
+    pub fn code(&self) -> Option<CodeModeErrorCode> {
+        match self {
+            Self::Failed { code, .. } => *code,
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -169,28 +334,46 @@ mod tests {
     }
 
     #[test]
-    fn cell_result_is_tagged_by_status() {
-        let failed = CellResult::Failed {
+    fn result_is_tagged_by_status_with_seed_field_names() {
+        let waiting = CodeModeResult::Waiting {
+            run_id: "cm_1".into(),
+            reason: CodeModeWaitReason::PendingTools,
+            pending_tool_calls: vec![CodeModePendingToolCall {
+                call_id: "c1/1".into(),
+                tool_id: "openclaw:core:slow".into(),
+            }],
+            output: vec![CodeModeOutput::Json {
+                value: serde_json::json!({"a": 1}),
+            }],
+            telemetry: CodeModeTelemetry::default(),
+        };
+        let value = serde_json::to_value(&waiting).unwrap();
+        assert_eq!(value["status"], "waiting");
+        assert_eq!(value["runId"], "cm_1");
+        assert_eq!(value["reason"], "pending_tools");
+        assert_eq!(
+            value["pendingToolCalls"],
+            serde_json::json!([{"callId": "c1/1", "toolId": "openclaw:core:slow"}])
+        );
+        assert_eq!(
+            value["output"],
+            serde_json::json!([{"type": "json", "value": {"a": 1}}])
+        );
+        let back: CodeModeResult = serde_json::from_value(value).unwrap();
+        assert_eq!(back, waiting);
+        let failed = CodeModeResult::Failed {
             error: "the cell exceeded its time limit of 100 ms".into(),
             code: Some(CodeModeErrorCode::Timeout),
             stack: None,
             output: vec![],
+            telemetry: CodeModeTelemetry::default(),
         };
-        assert_eq!(
-            serde_json::to_value(&failed).unwrap(),
-            serde_json::json!({
-                "status": "failed",
-                "error": "the cell exceeded its time limit of 100 ms",
-                "code": "timeout"
-            })
-        );
-        let done = CellResult::Completed {
-            value: serde_json::json!(3),
-            output: vec![],
-        };
-        assert_eq!(
-            serde_json::to_value(&done).unwrap(),
-            serde_json::json!({"status": "completed", "value": 3})
-        );
+        let value = serde_json::to_value(&failed).unwrap();
+        assert_eq!(value["status"], "failed");
+        assert_eq!(value["code"], "timeout");
+        assert!(value.get("output").is_none());
+        let unknown: CodeModeOutput =
+            serde_json::from_str(r#"{"type": "image", "data": "x"}"#).unwrap();
+        assert_eq!(unknown, CodeModeOutput::Unknown);
     }
 }

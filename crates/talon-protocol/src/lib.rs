@@ -8,7 +8,11 @@ pub mod code_mode;
 pub mod schema;
 pub mod tools;
 
-pub use code_mode::{CellResult, CodeModeErrorCode, CodeModeOutput, OutputStream};
+pub use code_mode::{
+    CodeModeErrorCode, CodeModeLimitFailures, CodeModeOutput, CodeModePendingToolCall,
+    CodeModeResult, CodeModeSnapshotEvent, CodeModeTelemetry, CodeModeWaitReason, ConsoleOutput,
+    OutputStream,
+};
 pub use tools::{
     CatalogMode, ExecutionMode, ModelTool, SearchHit, ToolDefinition, ToolEffect, ToolSource,
 };

@@ -9,7 +9,14 @@ pub fn protocol_schema() -> serde_json::Value {
     let mut add = |name: &str, schema: schemars::Schema| {
         defs.insert(name.to_owned(), schema.to_value());
     };
-    add("CellResult", crate::CellResult::json_schema(&mut generator));
+    add(
+        "CodeModeResult",
+        crate::CodeModeResult::json_schema(&mut generator),
+    );
+    add(
+        "ConsoleOutput",
+        crate::ConsoleOutput::json_schema(&mut generator),
+    );
     add(
         "CodeModeErrorCode",
         crate::CodeModeErrorCode::json_schema(&mut generator),

@@ -118,6 +118,12 @@ pub struct ToolDefinition {
     /// What it does to the world.
     #[serde(default)]
     pub effect: ToolEffect,
+    /// Whether a call may be dispatched again when the process that
+    /// started it died before it finished (a suspended Code Mode cell
+    /// resumed after a restart). Otherwise such a call reaches the guest as
+    /// a catchable failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replay_safe: bool,
 }
 
 fn empty_object_schema() -> serde_json::Value {

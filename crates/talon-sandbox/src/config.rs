@@ -42,7 +42,8 @@ pub struct Limits {
     /// Largest snapshot (compressed, as stored) that may be produced or
     /// restored.
     pub max_snapshot_bytes: usize,
-    /// Largest number of asynchronous host calls pending at once.
+    /// Largest number of asynchronous host calls pending at once
+    /// (1..=1024); one more is refused with `too_many_pending_tool_calls`.
     pub max_pending_calls: usize,
     /// Limits on values crossing the bridge.
     pub bridge: BridgeLimits,
@@ -76,7 +77,7 @@ impl Limits {
         self.max_stack_bytes = self.max_stack_bytes.clamp(16 * 1024, 512 * 1024);
         self.max_output_bytes = self.max_output_bytes.clamp(1024, 10 << 20);
         self.max_snapshot_bytes = self.max_snapshot_bytes.clamp(1024, 256 << 20);
-        self.max_pending_calls = self.max_pending_calls.clamp(1, 128);
+        self.max_pending_calls = self.max_pending_calls.clamp(1, 1024);
         self.bridge.max_depth = self.bridge.max_depth.clamp(1, 256);
         self.bridge.max_bytes = self.bridge.max_bytes.clamp(1024, 64 << 20);
         self

@@ -14,6 +14,9 @@ pub struct GuestError {
     pub message: String,
     /// The guest stack trace, when the thrown value carried one.
     pub stack: Option<String>,
+    /// The error's own string `code` property, if any (host errors that
+    /// reach the guest carry one, such as `nested_tool_failed`).
+    pub code: Option<String>,
 }
 
 impl std::fmt::Display for GuestError {

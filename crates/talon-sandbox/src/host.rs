@@ -453,6 +453,8 @@ fn start_async_call(
 }
 
 /// `__talon_print(stream, text)`: appends to the bounded output buffer.
+/// Streams: 1 stdout, 2 stderr, 3 a `text()` item, 4 a `json()` item
+/// (its JSON text).
 fn print(
     caller: &mut Caller<'_, HostState>,
     ex: &Exports,
@@ -468,10 +470,11 @@ fn print(
     let scratch = caller.data().ptrs.scratch;
     let room = caller.data().output.room() + 1;
     let text = ex.read_string_capped(&mut *caller, text, scratch, room)?;
-    let stream = if stream == 2.0 {
-        talon_protocol::OutputStream::Stderr
-    } else {
-        talon_protocol::OutputStream::Stdout
+    let stream = match stream {
+        2.0 => talon_protocol::OutputStream::Stderr,
+        3.0 => talon_protocol::OutputStream::Text,
+        4.0 => talon_protocol::OutputStream::Json,
+        _ => talon_protocol::OutputStream::Stdout,
     };
     if let Err(limit) = caller.data_mut().output.push(stream, &text) {
         return Err(

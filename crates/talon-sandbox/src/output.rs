@@ -1,12 +1,12 @@
 //! The bounded buffer that collects what a cell prints.
 
-use talon_protocol::{CodeModeOutput, OutputStream};
+use talon_protocol::{ConsoleOutput, OutputStream};
 
 /// Output of one VM, capped at a byte budget. Once the budget is spent,
 /// further output is refused and the refusal is remembered.
 #[derive(Debug, Clone)]
 pub(crate) struct Output {
-    items: Vec<CodeModeOutput>,
+    items: Vec<ConsoleOutput>,
     bytes: usize,
     cap: usize,
     exceeded: bool,
@@ -22,7 +22,8 @@ impl Output {
         }
     }
 
-    /// Appends `text`; consecutive writes to one stream are merged.
+    /// Appends `text`; consecutive console writes to one stream are merged
+    /// (`text()` and `json()` items never are).
     /// Returns the cap when it is (or was already) exceeded.
     pub fn push(&mut self, stream: OutputStream, text: &str) -> Result<(), usize> {
         if self.exceeded || self.bytes + text.len() > self.cap {
@@ -31,8 +32,13 @@ impl Output {
         }
         self.bytes += text.len();
         match self.items.last_mut() {
-            Some(last) if last.stream == stream => last.text.push_str(text),
-            _ => self.items.push(CodeModeOutput {
+            Some(last)
+                if last.stream == stream
+                    && matches!(stream, OutputStream::Stdout | OutputStream::Stderr) =>
+            {
+                last.text.push_str(text)
+            }
+            _ => self.items.push(ConsoleOutput {
                 stream,
                 text: text.to_owned(),
             }),
@@ -55,7 +61,7 @@ impl Output {
 
     /// Takes what was printed so far, keeping the byte count (the budget is
     /// per VM, not per take).
-    pub fn take(&mut self) -> Vec<CodeModeOutput> {
+    pub fn take(&mut self) -> Vec<ConsoleOutput> {
         std::mem::take(&mut self.items)
     }
 }
@@ -76,11 +82,11 @@ mod tests {
         assert_eq!(
             out.take(),
             vec![
-                CodeModeOutput {
+                ConsoleOutput {
                     stream: OutputStream::Stdout,
                     text: "abcde".into()
                 },
-                CodeModeOutput {
+                ConsoleOutput {
                     stream: OutputStream::Stderr,
                     text: "fgh".into()
                 },

@@ -291,15 +291,18 @@ pub(crate) fn read_error_fields<T: AsContextMut<Data = HostState>>(
             name: "Error".into(),
             message,
             stack: None,
+            code: None,
         });
     }
     let name = read_string_prop(s, ex, at, v, at.strings.name, true, MAX_NAME_TEXT)?;
     let message = read_string_prop(s, ex, at, v, at.strings.message, true, MAX_MESSAGE_TEXT)?;
     let stack = read_stack(s, ex, at, v)?;
+    let code = read_string_prop(s, ex, at, v, at.strings.code, false, MAX_NAME_TEXT)?;
     Ok(GuestError {
         name: name.unwrap_or_else(|| "Error".into()),
         message: message.unwrap_or_default(),
         stack: stack.filter(|s| !s.is_empty()),
+        code: code.filter(|c| !c.is_empty()),
     })
 }
 

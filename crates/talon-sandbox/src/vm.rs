@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
-use talon_protocol::CodeModeOutput;
+use talon_protocol::ConsoleOutput;
 use wasmtime::Store;
 
 use crate::abi::{self, Exports};
@@ -173,7 +173,7 @@ impl Vm {
     }
 
     /// Takes what the guest printed since the last take.
-    pub fn take_output(&mut self) -> Vec<CodeModeOutput> {
+    pub fn take_output(&mut self) -> Vec<ConsoleOutput> {
         self.store.data_mut().output.take()
     }
 
@@ -500,6 +500,7 @@ impl Vm {
                         name: "RangeError".into(),
                         message: "Maximum call stack size exceeded".into(),
                         stack: None,
+                        code: None,
                     })
                 } else {
                     tracing::warn!(%message, "guest trapped");

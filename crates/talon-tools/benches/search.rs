@@ -45,6 +45,7 @@ fn corpus() -> (Vec<ToolDefinition>, Vec<String>) {
                 execution_mode: Default::default(),
                 requires_approval: false,
                 effect: Default::default(),
+                replay_safe: false,
             }
         })
         .collect();

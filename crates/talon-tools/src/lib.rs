@@ -4,12 +4,14 @@
 
 pub mod catalog;
 mod error;
+pub mod mcp;
 pub mod policy;
 pub mod runner;
 pub mod search;
 
 pub use catalog::{CONTROL_TOOLS, Catalog, CatalogBuilder, CatalogEntry, RunScope, tool_id};
 pub use error::{Result, ToolsError};
+pub use mcp::{McpServerFeatures, McpServers};
 pub use policy::{Pattern, ToolPolicy};
 pub use runner::{
     ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallOutcome, CallRecord, Caller,

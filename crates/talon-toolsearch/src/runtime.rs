@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use talon_protocol::{CodeModeOutput, ToolSource};
+use talon_protocol::{ConsoleOutput, ToolSource};
 use talon_sandbox::{
     CellStatus, HostCallError, HostFunctions, Limits, Pool, Prelude, Sandbox, SandboxConfig,
     SandboxError, VmOptions,
@@ -243,14 +243,14 @@ impl ToolSearch {
             return json!({"error": "the code sandbox is not available", "code": "runtime_unavailable"});
         };
         let deadline = Instant::now() + self.config.code_timeout;
-        let timed_out = |console: Vec<CodeModeOutput>| {
+        let timed_out = |console: Vec<ConsoleOutput>| {
             json!({
                 "error": format!("tool_search_code exceeded its time limit of {} ms", self.config.code_timeout.as_millis()),
                 "code": "timeout",
                 "console": console,
             })
         };
-        let aborted = |console: Vec<CodeModeOutput>| json!({"error": "the run was aborted", "code": "aborted", "console": console});
+        let aborted = |console: Vec<ConsoleOutput>| json!({"error": "the run was aborted", "code": "aborted", "console": console});
         let mut console = Vec::new();
         let body = code.to_owned();
         let abort = ctx.abort.clone();
@@ -441,7 +441,7 @@ fn invalid(message: &str) -> Value {
     json!({"error": message, "status": "invalid_input"})
 }
 
-fn failure(error: &SandboxError, console: Vec<CodeModeOutput>) -> Value {
+fn failure(error: &SandboxError, console: Vec<ConsoleOutput>) -> Value {
     let code = error.code().map(|c| c.as_str());
     json!({"error": error.to_string(), "code": code, "console": console})
 }

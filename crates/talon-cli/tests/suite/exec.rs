@@ -1,13 +1,25 @@
-//! `talon exec`: JSON on stdout, exit status 0 / 1 / 2.
+//! `talon exec`: a `CodeModeResult` on stdout, exit status 0 completed,
+//! 1 failed, 2 usage, 3 waiting.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+/// Runs `talon` with a private home and state directory (no stray
+/// `~/.talon/talon.json5`, no shared suspended cells).
 fn talon(args: &[&str], stdin: Option<&str>) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    talon_in(home.path(), args, stdin)
+}
+
+fn talon_in(home: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_talon"))
         .args(args)
+        .env("HOME", home)
+        .env("TALON_STATE_DIR", home.join("state"))
+        .env_remove("TALON_CONFIG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -21,13 +33,21 @@ fn talon(args: &[&str], stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// The result without its telemetry (checked separately).
 fn json_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+    let mut value: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
-            "stdout is not JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stdout)
+            "stdout is not JSON ({e}): {} / {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
         )
-    })
+    });
+    let telemetry = value.as_object_mut().unwrap().remove("telemetry");
+    assert!(
+        telemetry.is_some_and(|t| t["execCount"].is_u64()),
+        "telemetry is present"
+    );
+    value
 }
 
 #[test]
@@ -39,15 +59,14 @@ fn completed_cells_print_their_value_and_exit_zero() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         json_of(&out),
-        json!({"status": "completed", "value": {"sum": 3}, "output": [{"stream": "stdout", "text": "hi\n"}]})
+        json!({"status": "completed", "value": {"sum": 3}, "output": [{"type": "text", "text": "hi\n"}]})
     );
 }
 
 #[test]
 fn code_comes_from_a_file_or_standard_input() {
-    let dir = std::env::temp_dir().join(format!("talon-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("cell.js");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cell.js");
     std::fs::write(
         &file,
         "const x = await Promise.resolve(20);\nreturn x + 1;\n",
@@ -62,7 +81,17 @@ fn code_comes_from_a_file_or_standard_input() {
     );
     let out = talon(&["exec", "--file", "-"], Some("return [1]"));
     assert_eq!(json_of(&out), json!({"status": "completed", "value": [1]}));
-    std::fs::remove_dir_all(&dir).unwrap();
+    let out = talon(
+        &[
+            "exec",
+            "--language",
+            "typescript",
+            "--code",
+            "const n: number = 41;\nreturn n + 1;",
+        ],
+        None,
+    );
+    assert_eq!(json_of(&out), json!({"status": "completed", "value": 42}));
 }
 
 #[test]
@@ -122,4 +151,120 @@ fn bad_usage_exits_two() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here.js"));
     let out = talon(&["exec", "--code", "1", "--file", "x.js"], None);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn config_limits_apply_and_bad_config_is_a_usage_error() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(
+        &config,
+        "// limits for cells\n{ tools: { codeMode: { timeoutMs: 150, maxOutputBytes: 1024, } } }",
+    )
+    .unwrap();
+    let path = config.to_str().unwrap();
+    let out = talon_in(
+        home.path(),
+        &["exec", "--config", path, "--code", "while (true) {}"],
+        None,
+    );
+    let value = json_of(&out);
+    assert_eq!(
+        (value["code"].as_str(), value["error"].as_str()),
+        (
+            Some("timeout"),
+            Some("the cell exceeded its time limit of 150 ms")
+        )
+    );
+    // $TALON_CONFIG is read when there is no flag.
+    let out = Command::new(env!("CARGO_BIN_EXE_talon"))
+        .args(["exec", "--code", "text('x'.repeat(2000)); return 1"])
+        .env("HOME", home.path())
+        .env("TALON_STATE_DIR", home.path().join("state"))
+        .env("TALON_CONFIG", path)
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&out)["code"], "output_limit_exceeded");
+    // ~/.talon/talon.json5 is the default.
+    std::fs::create_dir_all(home.path().join(".talon")).unwrap();
+    std::fs::write(
+        home.path().join(".talon/talon.json5"),
+        "{tools: {codeMode: {languages: ['javascript']}}}",
+    )
+    .unwrap();
+    let out = talon_in(
+        home.path(),
+        &["exec", "--language", "typescript", "--code", "return 1"],
+        None,
+    );
+    assert_eq!(json_of(&out)["code"], "unsupported_language");
+    // Bad values name the field; bad files say where.
+    std::fs::write(&config, "{tools: {codeMode: {timeoutMs: 'soon'}}}").unwrap();
+    let out = talon_in(
+        home.path(),
+        &["exec", "--config", path, "--code", "return 1"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tools.codeMode.timeoutMs"));
+    std::fs::write(&config, "{tools: ").unwrap();
+    let out = talon_in(
+        home.path(),
+        &["exec", "--config", path, "--code", "return 1"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(path));
+    let out = talon_in(
+        home.path(),
+        &["exec", "--config", "/no/such/talon.json5", "--code", "1"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_suspended_cell_is_resumed_by_wait_from_another_process() {
+    let home = tempfile::tempdir().unwrap();
+    let out = talon_in(
+        home.path(),
+        &[
+            "exec",
+            "--code",
+            "text('first'); await yield_control('checkpoint'); text('second'); return 'resumed';",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let waiting = json_of(&out);
+    assert_eq!(waiting["status"], "waiting");
+    assert_eq!(waiting["reason"], "yield");
+    assert_eq!(
+        waiting["output"],
+        json!([{"type": "text", "text": "first"}])
+    );
+    let run_id = waiting["runId"].as_str().unwrap();
+    let out = talon_in(home.path(), &["exec", "--wait", run_id], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        json_of(&out),
+        json!({"status": "completed", "value": "resumed", "output": [{"type": "text", "text": "second"}]})
+    );
+    // Finished: the runId is gone.
+    let out = talon_in(home.path(), &["exec", "--wait", run_id], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_of(&out)["code"], "invalid_input");
+    // Another agent cannot resume this agent's cell.
+    let out = talon_in(
+        home.path(),
+        &["exec", "--code", "await yield_control(); return 1;"],
+        None,
+    );
+    let run_id = json_of(&out)["runId"].as_str().unwrap().to_owned();
+    let out = talon_in(
+        home.path(),
+        &["exec", "--agent", "other", "--wait", &run_id],
+        None,
+    );
+    assert_eq!(json_of(&out)["code"], "invalid_input");
 }

@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use talon_codemode::{
-    CellScope, FileStore, MemoryStore, PendingNestedCall, SnapshotStore, StoreError, StoreLimits,
-    SuspendedCell,
+    CellScope, FileStore, MemoryStore, NestedError, PendingNestedCall, SnapshotStore, StoreError,
+    StoreLimits, SuspendedCell,
 };
 use talon_protocol::CodeModeErrorCode;
 
@@ -29,8 +29,10 @@ fn cell(id: &str, run: &str, ttl: Duration, size: usize) -> SuspendedCell {
             tool_id: "mcp:github:create_issue".into(),
             args: json!({"title": "x"}),
             replay_safe: false,
+            result: None,
         }],
         expires_at: SystemTime::now() + ttl,
+        meta: json!({"parent": "exec-1"}),
     }
 }
 
@@ -47,10 +49,26 @@ fn contract(store: &dyn SnapshotStore) {
         store.take("cell-a", &scope("r2")),
         Err(StoreError::NotFound("cell-a".into()))
     );
+    // A result recorded while the cell is stored comes back with it.
+    let failure = NestedError {
+        message: "boom".into(),
+        code: Some("nested_tool_failed".into()),
+    };
+    assert_eq!(store.settle("cell-a", 3, Err(failure.clone())), Ok(true));
+    assert_eq!(store.settle("cell-a", 99, Ok(json!(1))), Ok(false));
+    assert_eq!(store.settle("nope", 3, Ok(json!(1))), Ok(false));
     let taken = store.take("cell-a", &scope("r1")).unwrap();
-    assert_eq!(taken.snapshot, a.snapshot);
-    assert_eq!(taken.pending, a.pending);
-    assert_eq!(taken.scope, a.scope);
+    let mut expected = a.clone();
+    expected.pending[0].result = Some(Err(failure));
+    // Files keep expiry to the millisecond.
+    let drift = a
+        .expires_at
+        .duration_since(taken.expires_at)
+        .unwrap_or_default();
+    assert!(drift < Duration::from_millis(1));
+    expected.expires_at = taken.expires_at;
+    assert_eq!(taken, expected);
+    assert_eq!(store.settle("cell-a", 3, Ok(json!(1))), Ok(false));
     assert_eq!(
         store.take("cell-a", &scope("r1")),
         Err(StoreError::NotFound("cell-a".into()))
@@ -124,8 +142,13 @@ fn a_new_runtime_on_the_same_directory_finds_suspended_cells() {
         .unwrap();
     drop(before);
     let after = FileStore::open(dir.path(), LIMITS).unwrap();
+    assert_eq!(after.settle("cell-1", 3, Ok(json!({"n": 1}))), Ok(true));
+    drop(after);
+    let after = FileStore::open(dir.path(), LIMITS).unwrap();
     let cell = after.take("cell-1", &scope("r1")).unwrap();
     assert_eq!(cell.snapshot.len(), 300);
+    assert_eq!(cell.pending[0].result, Some(Ok(json!({"n": 1}))));
+    assert_eq!(cell.meta, json!({"parent": "exec-1"}));
     assert_eq!(cell.pending[0].tool_id, "mcp:github:create_issue");
     use std::os::unix::fs::PermissionsExt as _;
     after.put(cell.clone()).unwrap();

@@ -1,7 +1,7 @@
 //! Scripts, cells, promises, jobs, exceptions, output.
 
 use serde_json::json;
-use talon_protocol::{CodeModeErrorCode, CodeModeOutput, OutputStream};
+use talon_protocol::{CodeModeErrorCode, ConsoleOutput, OutputStream};
 use talon_sandbox::{GuestError, SandboxError};
 
 use super::{fail, run, vm};
@@ -40,6 +40,7 @@ fn exceptions_carry_name_message_and_stack() {
         name,
         message,
         stack,
+        code: None,
     }) = &error
     else {
         panic!("{error:?}")
@@ -88,15 +89,15 @@ fn console_output_is_captured_by_stream() {
     assert_eq!(
         vm.take_output(),
         vec![
-            CodeModeOutput {
+            ConsoleOutput {
                 stream: OutputStream::Stdout,
                 text: "a 1 {\"b\":[2]}\n".into()
             },
-            CodeModeOutput {
+            ConsoleOutput {
                 stream: OutputStream::Stderr,
                 text: "oops\n".into()
             },
-            CodeModeOutput {
+            ConsoleOutput {
                 stream: OutputStream::Stdout,
                 text: "c\n".into()
             },

@@ -155,6 +155,7 @@ pub fn distractor_tools(count: usize, seed: u64) -> Vec<ToolDefinition> {
                 execution_mode: Default::default(),
                 requires_approval: false,
                 effect: Default::default(),
+                replay_safe: false,
             }
         })
         .collect()

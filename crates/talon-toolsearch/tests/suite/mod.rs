@@ -26,6 +26,7 @@ pub fn tool(name: &str, description: &str) -> ToolDefinition {
         execution_mode: Default::default(),
         requires_approval: false,
         effect: Default::default(),
+        replay_safe: false,
     }
 }
 

@@ -1,0 +1,458 @@
+//! Code Mode's runtime: [`CodeMode`] (one per process: the sandbox with
+//! the guest API baked in, its worker pool, the snapshot store, the
+//! namespace registry, and the in-process part of suspended cells) and
+//! [`CodeModeRun`] (one per agent run: the hidden catalog's guest view,
+//! the model-facing surface, telemetry, and the `exec` and `wait`
+//! handlers).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use talon_protocol::{CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
+use talon_sandbox::{Pool, Prelude, Sandbox, SandboxConfig};
+use talon_tools::{BoxFuture, Catalog, HookDecision, McpServers, RunContext, ToolRunner};
+
+use crate::bridge::{Bridge, PRELUDE_FUNCTIONS};
+use crate::cell::{CellState, Live, Machine, Meta};
+use crate::config::{CodeModeConfig, Language};
+use crate::input::ExecInput;
+use crate::namespaces::{NamespaceContext, NamespaceRegistry, RunNamespaces};
+use crate::store::{CellScope, SnapshotStore, StoreError};
+use crate::surface::{CodeModeSurface, build_surface};
+use crate::telemetry::RunTelemetry;
+use crate::view::CatalogView;
+
+/// Whether Code Mode takes over a run's surface: it is enabled and the run
+/// has tools. Runs with no tools (raw model calls, `disableTools`, an
+/// empty allow list) keep their surface untouched.
+pub fn applies(config: Option<&CodeModeConfig>, catalog: &Catalog, tools_disabled: bool) -> bool {
+    config.is_some()
+        && !tools_disabled
+        && (!catalog.is_empty() || !catalog.direct_only().is_empty())
+}
+
+/// What the process-wide runtime is built from.
+pub struct CodeModeOptions {
+    /// The sandbox's settings; Code Mode adds its prelude.
+    pub sandbox: SandboxConfig,
+    /// Where suspended cells live.
+    pub store: Arc<dyn SnapshotStore>,
+    /// The plugin namespace registry.
+    pub namespaces: Arc<NamespaceRegistry>,
+}
+
+impl std::fmt::Debug for CodeModeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeModeOptions").finish_non_exhaustive()
+    }
+}
+
+/// The event `exec` hooks see: how policy tells a Code Mode cell from a
+/// shell `exec` that shares its name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecHookEvent {
+    /// Always `exec`.
+    pub tool_name: &'static str,
+    /// Always `code_mode_exec`.
+    pub tool_kind: &'static str,
+    /// The input's language, when it is known.
+    pub tool_input_kind: Option<Language>,
+    /// The model's call id.
+    pub tool_call_id: String,
+    /// The arguments as the model sent them.
+    pub params: Value,
+}
+
+impl ExecHookEvent {
+    /// The event as hook payload JSON (`toolKind`, `toolInputKind`, ...).
+    pub fn to_json(&self) -> Value {
+        let mut value = json!({
+            "toolName": self.tool_name,
+            "toolKind": self.tool_kind,
+            "toolCallId": self.tool_call_id,
+            "params": self.params,
+        });
+        if let Some(kind) = self.tool_input_kind {
+            value["toolInputKind"] = json!(kind.as_str());
+        }
+        value
+    }
+}
+
+/// A hook on the outer `exec` (plugins' `before_tool_call` for Code Mode
+/// cells): may rewrite the arguments or block the cell.
+pub trait ExecHook: Send + Sync {
+    /// Called before a cell is checked and run.
+    fn before_exec<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        event: &'a ExecHookEvent,
+    ) -> BoxFuture<'a, HookDecision>;
+}
+
+pub(crate) struct Shared {
+    pub pool: Pool,
+    pub store: Arc<dyn SnapshotStore>,
+    pub namespaces: Arc<NamespaceRegistry>,
+    /// In-process part of suspended cells (their running nested calls).
+    pub live: Mutex<HashMap<String, Live>>,
+    pub debug: bool,
+    last_purge: AtomicU64,
+}
+
+/// The process-wide Code Mode runtime.
+#[derive(Clone)]
+pub struct CodeMode {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeMode").finish_non_exhaustive()
+    }
+}
+
+/// The runtime could not start: runs that enable Code Mode fail closed
+/// with `runtime_unavailable`.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("runtime_unavailable: {0}")]
+pub struct RuntimeUnavailable(pub String);
+
+impl CodeMode {
+    /// Starts the sandbox with the guest API baked in.
+    pub fn new(options: CodeModeOptions) -> Result<Self, RuntimeUnavailable> {
+        let mut config = options.sandbox;
+        config.preludes.push(Prelude {
+            name: "code-mode".into(),
+            source: include_str!("js/code_mode.js").into(),
+            host_functions: PRELUDE_FUNCTIONS.iter().map(|s| (*s).to_owned()).collect(),
+        });
+        let sandbox = Sandbox::new(config).map_err(|e| RuntimeUnavailable(e.to_string()))?;
+        let pool = Pool::new(&sandbox).map_err(|e| RuntimeUnavailable(e.to_string()))?;
+        let debug = std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1");
+        Ok(Self {
+            shared: Arc::new(Shared {
+                pool,
+                store: options.store,
+                namespaces: options.namespaces,
+                live: Mutex::new(HashMap::new()),
+                debug,
+                last_purge: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The snapshot store.
+    pub fn store(&self) -> &Arc<dyn SnapshotStore> {
+        &self.shared.store
+    }
+
+    /// Cells suspended by this process whose nested calls are tracked here.
+    pub fn live_cells(&self) -> usize {
+        self.shared.live.lock().map_or(0, |l| l.len())
+    }
+
+    /// Sets up one run: the guest view of its catalog, its namespaces and
+    /// its surface.
+    pub fn start_run(&self, setup: RunSetup) -> CodeModeRun {
+        let catalog = setup.runner.catalog();
+        let scope = catalog.scope().clone();
+        let ns_ctx = NamespaceContext {
+            agent_id: scope.agent_id.clone(),
+            session_key: setup.ctx.session_key.clone(),
+            session_id: scope.session_id.clone(),
+            run_id: scope.run_id.clone(),
+            config: setup.plugin_config.clone(),
+            abort: setup.ctx.abort.clone(),
+        };
+        let namespaces = Arc::new(self.shared.namespaces.for_run(catalog, &ns_ctx));
+        let surface = build_surface(catalog, &setup.config, &namespaces);
+        let view = Arc::new(CatalogView::new(catalog, setup.mcp.as_deref()));
+        let telemetry = Arc::new(RunTelemetry::new(surface.names(), catalog));
+        if self.shared.debug {
+            tracing::info!(target: "talon::code_mode", tools = ?surface.names(), catalog = catalog.len(), "model-visible tools");
+        }
+        let bridge = Bridge {
+            config: setup.config.clone(),
+            runner: setup.runner.clone(),
+            view,
+            namespaces,
+            mcp: setup.mcp,
+            telemetry,
+            debug: self.shared.debug,
+        };
+        CodeModeRun {
+            shared: self.shared.clone(),
+            config: setup.config,
+            ctx: setup.ctx,
+            scope: CellScope {
+                agent_id: scope.agent_id,
+                session_id: scope.session_id,
+                run_id: scope.run_id,
+            },
+            surface,
+            bridge,
+            hooks: setup.exec_hooks,
+        }
+    }
+}
+
+/// What one run brings.
+pub struct RunSetup {
+    /// The run's effective Code Mode settings.
+    pub config: CodeModeConfig,
+    /// The run's single execution path (its catalog is the hidden one).
+    pub runner: Arc<ToolRunner>,
+    /// The run's context (ids, abort, update sink).
+    pub ctx: RunContext,
+    /// Resources and prompts of the run's MCP servers.
+    pub mcp: Option<Arc<dyn McpServers>>,
+    /// What namespace scopes receive as `ctx.config`.
+    pub plugin_config: Value,
+    /// Hooks on the outer `exec`.
+    pub exec_hooks: Vec<Arc<dyn ExecHook>>,
+}
+
+/// Code Mode for one run.
+pub struct CodeModeRun {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) config: CodeModeConfig,
+    pub(crate) ctx: RunContext,
+    pub(crate) scope: CellScope,
+    surface: CodeModeSurface,
+    pub(crate) bridge: Bridge,
+    hooks: Vec<Arc<dyn ExecHook>>,
+}
+
+impl std::fmt::Debug for CodeModeRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeModeRun")
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CodeModeRun {
+    /// The model-facing tools: `exec`, `wait`, and direct-only tools.
+    pub fn surface(&self) -> &CodeModeSurface {
+        &self.surface
+    }
+
+    /// The namespaces visible in this run (and those refused).
+    pub fn namespaces(&self) -> &RunNamespaces {
+        &self.bridge.namespaces
+    }
+
+    /// The guest view of the hidden catalog.
+    pub fn view(&self) -> &CatalogView {
+        &self.bridge.view
+    }
+
+    /// Handles a model call of `exec` or `wait`; `None` for other names.
+    pub async fn handle(&self, call_id: &str, name: &str, args: Value) -> Option<CodeModeResult> {
+        match name {
+            "exec" => Some(self.exec(call_id, args).await),
+            "wait" => Some(self.wait(call_id, args).await),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn failed(
+        &self,
+        started: Instant,
+        events: Vec<CodeModeSnapshotEvent>,
+        error: String,
+        code: Option<CodeModeErrorCode>,
+    ) -> CodeModeResult {
+        self.bridge.telemetry.failure(code);
+        CodeModeResult::Failed {
+            error,
+            code,
+            stack: None,
+            output: Vec::new(),
+            telemetry: self.bridge.telemetry.report(started, events),
+        }
+    }
+
+    /// `exec`: checks the input, runs the cell, and drives it until it
+    /// completes, fails, or suspends.
+    pub async fn exec(&self, call_id: &str, args: Value) -> CodeModeResult {
+        let started = Instant::now();
+        self.bridge.telemetry.execs.fetch_add(1, Ordering::Relaxed);
+        self.purge_now_and_then();
+        let mut args = args;
+        if !self.hooks.is_empty() {
+            let event = ExecHookEvent {
+                tool_name: "exec",
+                tool_kind: "code_mode_exec",
+                tool_input_kind: input_kind(&args),
+                tool_call_id: call_id.to_owned(),
+                params: args.clone(),
+            };
+            for hook in &self.hooks {
+                match hook.before_exec(&self.ctx, &event).await {
+                    HookDecision::Continue(next) => args = next,
+                    HookDecision::Block(reason) => {
+                        return self.failed(
+                            started,
+                            Vec::new(),
+                            format!("exec was blocked: {reason}"),
+                            None,
+                        );
+                    }
+                }
+            }
+        }
+        let input = match ExecInput::parse(&args, &self.config.languages) {
+            Ok(input) => input,
+            Err(e) => return self.failed(started, Vec::new(), e.message, Some(e.code)),
+        };
+        let code = match input.javascript() {
+            Ok(code) => code.into_owned(),
+            Err(e) => return self.failed(started, Vec::new(), e.message, Some(e.code)),
+        };
+        if self.ctx.abort.load(Ordering::Relaxed) {
+            return self.failed(
+                started,
+                Vec::new(),
+                "the run was aborted".into(),
+                Some(CodeModeErrorCode::Aborted),
+            );
+        }
+        let cell = CellState::new(
+            new_run_id(),
+            call_id.to_owned(),
+            Live::new(self.config.max_pending_tool_calls),
+        );
+        self.drive(cell, Machine::Fresh(code), started, Vec::new())
+            .await
+    }
+
+    /// `wait`: resumes a suspended cell of this run.
+    pub async fn wait(&self, _call_id: &str, args: Value) -> CodeModeResult {
+        let started = Instant::now();
+        self.bridge.telemetry.waits.fetch_add(1, Ordering::Relaxed);
+        let Some(run_id) = args.get("runId").and_then(Value::as_str) else {
+            return self.failed(
+                started,
+                Vec::new(),
+                "wait expects {runId}: the runId of a waiting exec result".into(),
+                Some(CodeModeErrorCode::InvalidInput),
+            );
+        };
+        let mut events = Vec::new();
+        if self.ctx.abort.load(Ordering::Relaxed) {
+            if self.shared.store.take(run_id, &self.scope).is_ok() {
+                events.push(event("deleted", run_id, None));
+            }
+            self.forget(run_id);
+            return self.failed(
+                started,
+                events,
+                "the run was aborted; its suspended cells were deleted".into(),
+                Some(CodeModeErrorCode::Aborted),
+            );
+        }
+        let record = match self.shared.store.take(run_id, &self.scope) {
+            Ok(record) => record,
+            Err(e) => {
+                let code = match &e {
+                    StoreError::NotFound(_) => CodeModeErrorCode::InvalidInput,
+                    other => other.code(),
+                };
+                if matches!(e, StoreError::Expired(_)) {
+                    events.push(event("expired", run_id, None));
+                    self.forget(run_id);
+                }
+                let message = match e {
+                    StoreError::NotFound(_) => format!(
+                        "unknown runId {:?}: no suspended cell of this run has it",
+                        run_id.chars().take(128).collect::<String>()
+                    ),
+                    other => other.to_string(),
+                };
+                return self.failed(started, events, message, Some(code));
+            }
+        };
+        events.push(event("restored", run_id, Some(record.snapshot.len())));
+        let live = self
+            .shared
+            .live
+            .lock()
+            .ok()
+            .and_then(|mut l| l.remove(run_id));
+        let meta = Meta::from_json(&record.meta);
+        let cell = self.resume_cell(record.id.clone(), meta, record.pending, live);
+        self.drive(cell, Machine::Stored(record.snapshot), started, events)
+            .await
+    }
+
+    /// Drops the in-process part of a cell (aborting its nested calls).
+    pub(crate) fn forget(&self, run_id: &str) {
+        let live = self
+            .shared
+            .live
+            .lock()
+            .ok()
+            .and_then(|mut l| l.remove(run_id));
+        drop(live);
+    }
+
+    fn purge_now_and_then(&self) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let last = self.shared.last_purge.load(Ordering::Relaxed);
+        if now >= last + 60
+            && self
+                .shared
+                .last_purge
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            match self.shared.store.purge_expired() {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(purged = n, "expired code mode cells deleted"),
+                Err(e) => tracing::warn!(error = %e, "purging expired code mode cells"),
+            }
+        }
+    }
+}
+
+pub(crate) fn event(kind: &str, run_id: &str, bytes: Option<usize>) -> CodeModeSnapshotEvent {
+    CodeModeSnapshotEvent {
+        event: kind.to_owned(),
+        run_id: run_id.to_owned(),
+        bytes: bytes.map(|b| b as u64),
+    }
+}
+
+/// The language of `exec` arguments, when it can be told before parsing.
+fn input_kind(args: &Value) -> Option<Language> {
+    match args.get("language") {
+        None | Some(Value::Null) => (args.get("code").is_some() || args.get("command").is_some())
+            .then_some(Language::JavaScript),
+        Some(Value::String(text)) => Language::parse(text),
+        Some(_) => None,
+    }
+}
+
+/// A fresh, unguessable `runId` (also a safe file name).
+fn new_run_id() -> String {
+    let mut bytes = [0u8; 12];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: fall back to time and a counter (ids stay
+        // unique; scoping still guards access).
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        bytes[..8].copy_from_slice(&nanos.to_le_bytes());
+        bytes[8..].copy_from_slice(&(COUNTER.fetch_add(1, Ordering::Relaxed) as u32).to_le_bytes());
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("cm_{hex}")
+}

@@ -1,0 +1,384 @@
+//! What the guest sees of a run's catalog: compact `ALL_TOOLS` entries
+//! (no MCP entries, no schemas), the `tools.<safe_name>` convenience
+//! names, the `MCP.<server>` tables, and the virtual `API` files. Built
+//! once per run from the policy-filtered catalog; the declaration files
+//! are rendered on first read.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+use talon_protocol::ToolSource;
+use talon_tools::{Catalog, CatalogEntry, McpServers};
+
+use crate::dts::{self, DtsTool};
+
+/// Characters of a description kept in a compact entry.
+pub const COMPACT_DESCRIPTION: usize = 300;
+
+/// Property names `tools.<name>` never takes: the helpers and what every
+/// object inherits.
+const RESERVED_TOOL_KEYS: &[&str] = &[
+    "search",
+    "describe",
+    "call",
+    "constructor",
+    "__proto__",
+    "prototype",
+    "toString",
+    "valueOf",
+    "hasOwnProperty",
+    "then",
+];
+/// Property names an `MCP.<server>` object keeps for itself.
+const RESERVED_MCP_KEYS: &[&str] = &["$api", "resources", "prompts", "__proto__", "then"];
+
+/// One MCP tool in the guest's tables.
+#[derive(Debug, Clone)]
+pub struct McpTool {
+    /// The MCP tool name.
+    pub name: String,
+    /// Its catalog id.
+    pub id: String,
+    /// Property names on `MCP.<server>`: the camelCase form first, then
+    /// the exact name when it differs.
+    pub keys: Vec<String>,
+}
+
+/// One visible MCP server.
+#[derive(Debug, Clone)]
+pub struct McpServerView {
+    /// The server's configured name.
+    pub name: String,
+    /// Keys on `MCP`: the camelCase form, then the exact name.
+    pub aliases: Vec<String>,
+    /// Its tools, by name.
+    pub tools: Vec<McpTool>,
+    /// It serves `resources/read`.
+    pub resources: bool,
+    /// It serves `prompts/get`.
+    pub prompts: bool,
+}
+
+/// The guest's view of one run's catalog.
+#[derive(Debug)]
+pub struct CatalogView {
+    entries: Vec<Value>,
+    convenience: BTreeMap<String, String>,
+    servers: Vec<McpServerView>,
+    files: OnceLock<BTreeMap<String, String>>,
+    mcp_schemas: HashMap<String, (String, Value)>,
+}
+
+fn short(text: &str) -> String {
+    let text = text.trim();
+    if text.chars().count() <= COMPACT_DESCRIPTION {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(COMPACT_DESCRIPTION - 1).collect();
+    out.push('…');
+    out
+}
+
+/// The compact entry of a tool, as `ALL_TOOLS` and `tools.search` show it.
+pub fn compact(entry: &CatalogEntry) -> Value {
+    let mut value = json!({
+        "id": entry.id,
+        "name": entry.tool.name,
+        "description": short(&entry.tool.description),
+        "source": entry.tool.source,
+        "sourceName": entry.tool.owner,
+    });
+    if let Some(label) = &entry.tool.label {
+        value["label"] = json!(short(label));
+    }
+    value
+}
+
+/// The convenience name of a tool: its name with every character that
+/// cannot be in an identifier replaced by `_`.
+pub fn safe_name(name: &str) -> Option<String> {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    (crate::namespaces::is_identifier(&out) && !RESERVED_TOOL_KEYS.contains(&out.as_str()))
+        .then_some(out)
+}
+
+impl CatalogView {
+    /// The view of `catalog`, with MCP features from `mcp`.
+    pub fn new(catalog: &Catalog, mcp: Option<&dyn McpServers>) -> Self {
+        let mut entries = Vec::new();
+        let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut by_server: BTreeMap<String, Vec<&CatalogEntry>> = BTreeMap::new();
+        let mut mcp_schemas = HashMap::new();
+        for entry in catalog.entries() {
+            if entry.tool.source == ToolSource::Mcp {
+                by_server
+                    .entry(entry.tool.owner.clone())
+                    .or_default()
+                    .push(entry);
+                mcp_schemas.insert(
+                    entry.id.clone(),
+                    (
+                        entry.tool.description.clone(),
+                        entry.tool.parameters.clone(),
+                    ),
+                );
+                continue;
+            }
+            entries.push(compact(entry));
+            if let Some(name) = safe_name(&entry.tool.name) {
+                names.entry(name).or_default().push(entry.id.clone());
+            }
+        }
+        // Two tools with one convenience name: neither gets it.
+        let convenience = names
+            .into_iter()
+            .filter_map(|(name, ids)| match ids.as_slice() {
+                [only] => Some((name, only.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut server_aliases: BTreeMap<String, usize> = BTreeMap::new();
+        for server in by_server.keys() {
+            if let Some(alias) = dts::guest_name(server) {
+                *server_aliases.entry(alias).or_default() += 1;
+            }
+        }
+        let servers = by_server
+            .into_iter()
+            .map(|(server, tools)| {
+                let mut aliases = Vec::new();
+                if let Some(alias) = dts::guest_name(&server)
+                    && server_aliases.get(&alias) == Some(&1)
+                {
+                    aliases.push(alias);
+                }
+                if !aliases.contains(&server) && server != "__proto__" {
+                    aliases.push(server.clone());
+                }
+                let features = mcp.and_then(|m| m.features(&server)).unwrap_or_default();
+                McpServerView {
+                    tools: mcp_tools(&tools),
+                    name: server,
+                    aliases,
+                    resources: features.resources,
+                    prompts: features.prompts,
+                }
+            })
+            .collect();
+        Self {
+            entries,
+            convenience,
+            servers,
+            files: OnceLock::new(),
+            mcp_schemas,
+        }
+    }
+
+    /// `ALL_TOOLS` and the convenience names, for the guest.
+    pub fn tools_data(&self) -> Value {
+        json!({"entries": self.entries, "convenience": self.convenience})
+    }
+
+    /// The `MCP` tables, for the guest.
+    pub fn mcp_data(&self) -> Value {
+        Value::Array(
+            self.servers
+                .iter()
+                .map(|s| {
+                    let tools: Vec<Value> = s
+                        .tools
+                        .iter()
+                        .map(|t| json!({"name": t.name, "keys": t.keys}))
+                        .collect();
+                    json!({"name": s.name, "aliases": s.aliases, "tools": tools,
+                           "resources": s.resources, "prompts": s.prompts})
+                })
+                .collect(),
+        )
+    }
+
+    /// Compact entries of non-MCP tools.
+    pub fn entries(&self) -> &[Value] {
+        &self.entries
+    }
+
+    /// Visible MCP servers.
+    pub fn servers(&self) -> &[McpServerView] {
+        &self.servers
+    }
+
+    /// A visible server by its configured name.
+    pub fn server(&self, name: &str) -> Option<&McpServerView> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// The virtual files: `mcp/index.d.ts` and `mcp/<server>.d.ts`.
+    pub fn files(&self) -> &BTreeMap<String, String> {
+        self.files.get_or_init(|| {
+            let mut files = BTreeMap::new();
+            let counts: Vec<(&str, usize)> = self
+                .servers
+                .iter()
+                .map(|s| (s.name.as_str(), s.tools.len()))
+                .collect();
+            files.insert("mcp/index.d.ts".to_owned(), dts::index_dts(&counts));
+            for server in &self.servers {
+                files.insert(
+                    format!("mcp/{}.d.ts", server.name),
+                    dts::server_dts(&server.name, &self.dts_tools(server)),
+                );
+            }
+            files
+        })
+    }
+
+    fn dts_tools<'a>(&'a self, server: &'a McpServerView) -> Vec<DtsTool<'a>> {
+        server
+            .tools
+            .iter()
+            .filter_map(|t| {
+                self.mcp_schemas
+                    .get(&t.id)
+                    .map(|(description, schema)| DtsTool {
+                        name: &t.name,
+                        description,
+                        input_schema: schema,
+                    })
+            })
+            .collect()
+    }
+
+    /// `API.list(prefix?)`: `[{path, bytes}]` of the files under `prefix`
+    /// (a directory such as `mcp`, or a path prefix).
+    pub fn api_list(&self, prefix: Option<&str>) -> Result<Value, String> {
+        let prefix = match prefix {
+            None => String::new(),
+            Some(p) => {
+                let p = p.trim_matches('/');
+                check_segments(p)?;
+                p.to_owned()
+            }
+        };
+        Ok(Value::Array(
+            self.files()
+                .iter()
+                .filter(|(path, _)| {
+                    prefix.is_empty()
+                        || path.starts_with(&format!("{prefix}/"))
+                        || path.as_str() == prefix
+                })
+                .map(|(path, text)| json!({"path": path, "bytes": text.len()}))
+                .collect(),
+        ))
+    }
+
+    /// `API.read(path)`: a file's text.
+    pub fn api_read(&self, path: &str) -> Result<Value, String> {
+        let trimmed = path.trim_start_matches('/');
+        check_segments(trimmed)?;
+        self.files()
+            .get(trimmed)
+            .map(|text| Value::String(text.clone()))
+            .ok_or_else(|| {
+                format!(
+                    "no API file {:?}; API.list() shows the files",
+                    path.chars().take(200).collect::<String>()
+                )
+            })
+    }
+
+    /// `MCP.<server>.$api(toolName?, {schema?})`.
+    pub fn mcp_api(&self, server: &str, tool: Option<&str>, schema: bool) -> Result<Value, String> {
+        let view = self
+            .server(server)
+            .ok_or_else(|| format!("no MCP server {server:?} in this run"))?;
+        let Some(tool) = tool else {
+            return self.api_read(&format!("mcp/{}.d.ts", view.name));
+        };
+        let found = view
+            .tools
+            .iter()
+            .find(|t| t.name == tool || t.keys.iter().any(|k| k == tool))
+            .ok_or_else(|| format!("MCP server {server:?} has no tool {tool:?}"))?;
+        let (description, input_schema) = self
+            .mcp_schemas
+            .get(&found.id)
+            .ok_or_else(|| format!("MCP server {server:?} has no tool {tool:?}"))?;
+        if schema {
+            return Ok(
+                json!({"name": found.name, "description": description, "inputSchema": input_schema}),
+            );
+        }
+        let header = dts::server_dts(
+            &view.name,
+            &[DtsTool {
+                name: &found.name,
+                description,
+                input_schema,
+            }],
+        );
+        Ok(Value::String(header))
+    }
+}
+
+/// Paths are `/`-separated names; empty, `.` and `..` segments are refused.
+fn check_segments(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    for segment in path.split('/') {
+        if segment.is_empty() || segment == "." || segment == ".." || segment.contains('\\') {
+            return Err(format!(
+                "invalid API path {:?}: empty, \".\" and \"..\" segments are not allowed",
+                path.chars().take(200).collect::<String>()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn mcp_tools(tools: &[&CatalogEntry]) -> Vec<McpTool> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for t in tools {
+        if let Some(name) = dts::guest_name(&t.tool.name) {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    let exact: std::collections::HashSet<&str> =
+        tools.iter().map(|t| t.tool.name.as_str()).collect();
+    tools
+        .iter()
+        .map(|t| {
+            let mut keys = Vec::new();
+            if let Some(camel) = dts::guest_name(&t.tool.name)
+                && counts.get(&camel) == Some(&1)
+                && !RESERVED_MCP_KEYS.contains(&camel.as_str())
+                // Another tool's exact name wins over this one's camelCase.
+                && (camel == t.tool.name || !exact.contains(camel.as_str()))
+            {
+                keys.push(camel);
+            }
+            if !keys.contains(&t.tool.name) && !RESERVED_MCP_KEYS.contains(&t.tool.name.as_str()) {
+                keys.push(t.tool.name.clone());
+            }
+            McpTool {
+                name: t.tool.name.clone(),
+                id: t.id.clone(),
+                keys,
+            }
+        })
+        .collect()
+}

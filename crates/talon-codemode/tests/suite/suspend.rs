@@ -1,0 +1,278 @@
+//! Suspension, `wait`, and durability across runtimes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use talon_codemode::{FileStore, NamespaceRegistry, SnapshotStore, StoreLimits};
+use talon_protocol::{CodeModeResult, CodeModeWaitReason};
+
+use super::*;
+
+fn quick() -> RunOptions {
+    let mut config = config();
+    config.timeout = Duration::from_millis(150);
+    RunOptions {
+        config,
+        ..RunOptions::default()
+    }
+}
+
+fn file_store(dir: &std::path::Path) -> Arc<dyn SnapshotStore> {
+    Arc::new(FileStore::open(dir, StoreLimits::default()).unwrap())
+}
+
+#[tokio::test]
+async fn yield_control_suspends_and_wait_resumes_at_once() {
+    let (_cm, run) = standard();
+    let first = exec(
+        &run.run,
+        "text('a'); await yield_control('checkpoint'); text('b'); return 'done';",
+    )
+    .await;
+    match &first {
+        CodeModeResult::Waiting {
+            reason,
+            pending_tool_calls,
+            ..
+        } => {
+            assert_eq!(*reason, CodeModeWaitReason::Yield);
+            assert!(pending_tool_calls.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    let started = Instant::now();
+    let done = wait(&run.run, &run_id(&first)).await;
+    assert_eq!(value(&done), json!("done"));
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn wait_never_returns_waiting_early_when_nothing_changed() {
+    let cm = code_mode(memory_store(), Arc::new(NamespaceRegistry::new()));
+    let run = start(&cm, quick());
+    let first = exec(&run.run, "return (await tools.slow({ms: 2000})).input.ms;").await;
+    let id = run_id(&first);
+    let started = Instant::now();
+    let second = wait(&run.run, &id).await;
+    assert!(
+        matches!(second, CodeModeResult::Waiting { .. }),
+        "{second:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "waited its whole budget"
+    );
+    assert_eq!(second.telemetry().wait_count, 1);
+    // Once the call finishes, wait returns as soon as the cell does.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let started = Instant::now();
+    assert_eq!(value(&wait(&run.run, &id).await), json!(2000));
+    assert!(started.elapsed() < Duration::from_millis(150));
+    assert_eq!(run.tools.runs("slow"), 1);
+}
+
+#[tokio::test]
+async fn ready_bridge_calls_are_drained_inside_one_exec() {
+    let (_cm, run) = standard();
+    let result = exec(
+        &run.run,
+        r#"let total = 0;
+           for (let i = 0; i < 50; i++) total += (await tools.echo({i})).input.i;
+           const api = await MCP.docs.$api();
+           const hit = await MCP.docs.searchDocs({query: "q"});
+           return [total, typeof api, hit.tool];"#,
+    )
+    .await;
+    assert_eq!(
+        value(&result),
+        json!([1225, "string", "mcp:docs:search_docs"])
+    );
+    assert_eq!(result.telemetry().exec_count, 1);
+    assert_eq!(result.telemetry().wait_count, 0);
+}
+
+#[tokio::test]
+async fn a_new_runtime_on_the_same_store_resumes_a_cell_and_never_reruns_finished_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let tools = Arc::new(Tools::default());
+    let run = start(
+        &first_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let waiting = exec(
+        &run.run,
+        "const r = await tools.slow({ms: 300}); text('after'); return r.input.ms;",
+    )
+    .await;
+    let id = run_id(&waiting);
+    // The call finishes while the cell is suspended; its result is stored.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(run);
+    drop(first_runtime);
+    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &second_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let done = wait(&run.run, &id).await;
+    assert_eq!(value(&done), json!(300));
+    assert_eq!(tools.runs("slow"), 1, "the finished call was not run again");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "terminal: deleted"
+    );
+}
+
+#[tokio::test]
+async fn calls_in_flight_when_the_runtime_died_fail_catchably_unless_replay_safe() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = Arc::new(Tools::default());
+    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &first_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let waiting = exec(
+        &run.run,
+        r#"const [a, b] = await Promise.allSettled([tools.slow({ms: 5000}), tools.slow_read({ms: 10})]);
+           return {a: a.status, reason: a.reason && [a.reason.code, a.reason.message], b: b.value && b.value.tool};"#,
+    )
+    .await;
+    // slow_read (10 ms) finished inside the exec; slow is in flight.
+    let id = run_id(&waiting);
+    drop(run);
+    drop(first_runtime);
+    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &second_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let done = wait(&run.run, &id).await;
+    assert_eq!(
+        value(&done),
+        json!({"a": "rejected",
+               "reason": ["nested_tool_failed", "the runtime restarted while openclaw:core:slow was running; it was not retried because the tool is not marked replay-safe"],
+               "b": "openclaw:core:slow_read"})
+    );
+    assert_eq!(tools.runs("slow_read"), 1);
+
+    // A replay-safe tool in flight is dispatched again.
+    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &first_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let id = run_id(
+        &exec(
+            &run.run,
+            "return (await tools.slow_read({ms: 400})).input.ms;",
+        )
+        .await,
+    );
+    drop(run);
+    drop(first_runtime);
+    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &second_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let mut result = wait(&run.run, &id).await;
+    while matches!(result, CodeModeResult::Waiting { .. }) {
+        result = wait(&run.run, &id).await;
+    }
+    assert_eq!(value(&result), json!(400));
+    assert_eq!(
+        tools.runs("slow_read"),
+        3,
+        "dispatched again after the restart"
+    );
+}
+
+#[tokio::test]
+async fn completed_failed_and_aborted_cells_cancel_the_calls_they_abandoned() {
+    let cm = code_mode(memory_store(), Arc::new(NamespaceRegistry::new()));
+    let run = start(&cm, quick());
+    let result = exec(
+        &run.run,
+        "tools.slow({ms: 300}).catch(() => {}); await tools.echo({}); return 'left it running';",
+    )
+    .await;
+    assert_eq!(value(&result), json!("left it running"));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut records: Vec<(String, &str)> = run
+        .runner
+        .records()
+        .into_iter()
+        .map(|r| (r.id, r.status))
+        .collect();
+    records.sort();
+    assert_eq!(
+        records,
+        [
+            ("openclaw:core:echo".to_owned(), "ok"),
+            ("openclaw:core:slow".to_owned(), "cancelled")
+        ]
+    );
+    assert_eq!(cm.live_cells(), 0);
+    assert_eq!(cm.store().purge_expired().unwrap(), 0);
+}
+
+#[tokio::test]
+async fn aborting_the_run_stops_a_cell_that_waits_on_nested_calls() {
+    let cm = code_mode(memory_store(), Arc::new(NamespaceRegistry::new()));
+    let mut options = quick();
+    options.config.timeout = Duration::from_secs(5);
+    let run = start(&cm, options);
+    let abort = run.ctx.abort.clone();
+    let (result, ()) = tokio::join!(
+        exec(&run.run, "await tools.slow({ms: 3000}); return 1;"),
+        async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            abort.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    );
+    assert_eq!(failure(&result).1, Some("aborted"));
+    assert_eq!(cm.live_cells(), 0);
+    // A new exec in an aborted run fails at once.
+    assert_eq!(
+        failure(&exec(&run.run, "return 1").await).1,
+        Some("aborted")
+    );
+}
+
+#[tokio::test]
+async fn the_live_snapshot_cap_is_enforced() {
+    let store: Arc<dyn SnapshotStore> = Arc::new(talon_codemode::MemoryStore::new(StoreLimits {
+        max_snapshot_bytes: 10 << 20,
+        max_live_cells: 2,
+    }));
+    let cm = code_mode(store, Arc::new(NamespaceRegistry::new()));
+    let run = start(&cm, quick());
+    for _ in 0..2 {
+        run_id(&exec(&run.run, "await yield_control(); return 1;").await);
+    }
+    let third = exec(&run.run, "await yield_control(); return 1;").await;
+    assert_eq!(failure(&third).1, Some("snapshot_limit_exceeded"));
+    assert_eq!(third.telemetry().snapshot_events[0].event, "rejected");
+}

@@ -1,0 +1,234 @@
+//! Talon's config file, in OpenClaw's shape and syntax (JSON5).
+//!
+//! Where it is: `--config FILE`, else `$TALON_CONFIG`, else
+//! `~/.talon/talon.json5` (which may be absent: an empty config). A file
+//! named explicitly must exist. The state directory (suspended cells,
+//! later the store) is `$TALON_STATE_DIR`, else `~/.talon/`.
+//!
+//! This crate only finds, reads and navigates the document; each feature
+//! crate interprets its own section (`tools.codeMode` in
+//! `talon-codemode`, `tools.toolSearch` in `talon-toolsearch`, ...), so
+//! config errors name the field they are about.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Config failures.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file named by `--config` or `$TALON_CONFIG` does not exist.
+    #[error("config file {0} does not exist")]
+    NotFound(PathBuf),
+    /// It could not be read.
+    #[error("reading config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is not JSON5, or its top level is not an object.
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the position.
+        message: String,
+    },
+    /// Neither the flag, `$TALON_CONFIG`, nor a home directory names a file.
+    #[error("no config file: pass --config FILE or set TALON_CONFIG")]
+    NoHome,
+}
+
+/// `Result` of this crate.
+pub type Result<T> = std::result::Result<T, ConfigError>;
+
+/// The largest config file read (a config is small; this bounds a mistake).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// A loaded config document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file it came from (`None`: no file, the empty config).
+    pub path: Option<PathBuf>,
+    /// The document.
+    pub raw: Value,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            path: None,
+            raw: Value::Object(Default::default()),
+        }
+    }
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The state directory: `$TALON_STATE_DIR`, else `~/.talon/`, else
+/// `./.talon` when there is no home directory.
+pub fn state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TALON_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    home().map_or_else(|| PathBuf::from(".talon"), |h| h.join(".talon"))
+}
+
+impl Config {
+    /// Finds and reads the config: `explicit`, else `$TALON_CONFIG`, else
+    /// `~/.talon/talon.json5` if it exists, else the empty config.
+    pub fn load(explicit: Option<&Path>) -> Result<Self> {
+        if let Some(path) = explicit {
+            return Self::read(path);
+        }
+        if let Some(path) = std::env::var_os("TALON_CONFIG").filter(|p| !p.is_empty()) {
+            return Self::read(Path::new(&path));
+        }
+        let Some(home) = home() else {
+            return Ok(Self::default());
+        };
+        let default = home.join(".talon").join("talon.json5");
+        if default.exists() {
+            Self::read(&default)
+        } else {
+            Ok(Self::default())
+        }
+    }
+
+    /// Reads one file.
+    pub fn read(path: &Path) -> Result<Self> {
+        let metadata = std::fs::metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ConfigError::NotFound(path.to_owned()),
+            _ => ConfigError::Read {
+                path: path.to_owned(),
+                source: e,
+            },
+        })?;
+        if metadata.len() > MAX_CONFIG_BYTES {
+            return Err(ConfigError::Parse {
+                path: path.to_owned(),
+                message: format!("larger than {MAX_CONFIG_BYTES} bytes"),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_owned(),
+            source: e,
+        })?;
+        Self::parse(&text, Some(path.to_owned()))
+    }
+
+    /// Parses a document.
+    pub fn parse(text: &str, path: Option<PathBuf>) -> Result<Self> {
+        let shown = path.clone().unwrap_or_else(|| PathBuf::from("<config>"));
+        let raw: Value = json5::from_str(text).map_err(|e| ConfigError::Parse {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        if !raw.is_object() {
+            return Err(ConfigError::Parse {
+                path: shown,
+                message: "the top level must be an object".into(),
+            });
+        }
+        Ok(Self { path, raw })
+    }
+
+    /// The value at a dotted path (`tools.codeMode`), if present and not
+    /// `null`.
+    pub fn get(&self, dotted: &str) -> Option<&Value> {
+        let mut value = &self.raw;
+        for key in dotted.split('.') {
+            value = value.get(key)?;
+        }
+        (!value.is_null()).then_some(value)
+    }
+
+    /// An agent's own entry: `agents.list[]` with this `id`.
+    pub fn agent(&self, id: &str) -> Option<&Value> {
+        self.get("agents.list")?
+            .as_array()?
+            .iter()
+            .find(|a| a.get("id").and_then(Value::as_str) == Some(id))
+    }
+
+    /// A `tools.*` section: the global value and the agent's override
+    /// (`agents.list[id].tools.<key>`, else `agents.defaults.tools.<key>`).
+    pub fn tools_section(&self, key: &str, agent_id: &str) -> (Option<&Value>, Option<&Value>) {
+        let global = self.get(&format!("tools.{key}"));
+        let agent = self
+            .agent(agent_id)
+            .and_then(|a| a.get("tools"))
+            .and_then(|t| t.get(key))
+            .filter(|v| !v.is_null())
+            .or_else(|| self.get(&format!("agents.defaults.tools.{key}")));
+        (global, agent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn json5_with_comments_trailing_commas_and_agent_overrides() {
+        let config = Config::parse(
+            "// OpenClaw config\n{ tools: { codeMode: { enabled: true, timeoutMs: 5000, }, },\n\
+             agents: { defaults: { tools: { codeMode: { maxPendingToolCalls: 4 } } },\n\
+                       list: [ { id: 'ops', tools: { codeMode: { timeoutMs: 100 } } } ] } }",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            config.get("tools.codeMode"),
+            Some(&json!({"enabled": true, "timeoutMs": 5000}))
+        );
+        assert_eq!(
+            config.tools_section("codeMode", "ops"),
+            (
+                Some(&json!({"enabled": true, "timeoutMs": 5000})),
+                Some(&json!({"timeoutMs": 100}))
+            )
+        );
+        assert_eq!(
+            config.tools_section("codeMode", "main").1,
+            Some(&json!({"maxPendingToolCalls": 4}))
+        );
+        assert_eq!(config.get("tools.toolSearch"), None);
+    }
+
+    #[test]
+    fn bad_files_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.json5");
+        assert!(matches!(Config::read(&missing), Err(ConfigError::NotFound(p)) if p == missing));
+        let bad = dir.path().join("bad.json5");
+        std::fs::write(&bad, "{ tools: ").unwrap();
+        let error = Config::read(&bad).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("config file {}: ", bad.display())),
+            "{error}"
+        );
+        std::fs::write(&bad, "[1, 2]").unwrap();
+        assert!(
+            Config::read(&bad)
+                .unwrap_err()
+                .to_string()
+                .ends_with("the top level must be an object")
+        );
+        let good = dir.path().join("good.json5");
+        std::fs::write(&good, "{tools: {codeMode: true}}").unwrap();
+        assert_eq!(
+            Config::read(&good).unwrap().get("tools.codeMode"),
+            Some(&json!(true))
+        );
+    }
+}
