@@ -26,11 +26,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("TALON_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // TALON_DEBUG_CODE_MODE=1: the model-visible tool names and bridge
+    // activity, whatever TALON_LOG says.
+    if std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1")
+        && let Ok(directive) = "talon::code_mode=info".parse()
+    {
+        filter = filter.add_directive(directive);
+    }
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TALON_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

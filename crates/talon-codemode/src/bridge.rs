@@ -63,6 +63,11 @@ fn text_arg(args: &[Value], i: usize) -> Option<&str> {
     args.get(i).and_then(Value::as_str)
 }
 
+/// A value as the JSON text the guest parses.
+pub(crate) fn json_text(value: Value) -> Value {
+    Value::String(value.to_string())
+}
+
 fn guest_error(message: impl Into<String>, code: &str) -> HostCallError {
     HostCallError::new(message).with_code(code)
 }
@@ -79,9 +84,11 @@ impl Bridge {
             .sync(DATA_FN, move |args| {
                 data.data(text_arg(args, 0).unwrap_or_default())
             })
-            .sync(SEARCH_FN, move |args| search.search(args))
+            .sync(SEARCH_FN, move |args| search.search(args).map(json_text))
             .sync(DESCRIBE_FN, move |args| {
-                describe.describe(text_arg(args, 0).unwrap_or_default())
+                describe
+                    .describe(text_arg(args, 0).unwrap_or_default())
+                    .map(json_text)
             })
             .sync(API_FN, move |args| {
                 let result = match text_arg(args, 0) {
@@ -89,7 +96,9 @@ impl Bridge {
                     Some("read") => api.view.api_read(text_arg(args, 1).unwrap_or_default()),
                     _ => Err("unknown API operation".to_owned()),
                 };
-                result.map_err(|e| guest_error(e, "not_found"))
+                result
+                    .map(json_text)
+                    .map_err(|e| guest_error(e, "not_found"))
             })
             .sync(MCP_API_FN, move |args| {
                 mcp_api.telemetry.describes.fetch_add(1, Ordering::Relaxed);
@@ -98,6 +107,7 @@ impl Bridge {
                 mcp_api
                     .view
                     .mcp_api(server, text_arg(args, 1), schema)
+                    .map(json_text)
                     .map_err(|e| guest_error(e, "not_found"))
             })
             .asynchronous(CALL_FN)
@@ -108,9 +118,10 @@ impl Bridge {
 
     fn data(&self, part: &str) -> Result<Value, HostCallError> {
         match part {
-            "tools" => Ok(self.view.tools_data()),
-            "mcp" => Ok(self.view.mcp_data()),
-            "namespaces" => Ok(self.namespaces.descriptors()),
+            "tools" => Ok(Value::String(self.view.tools_text().to_owned())),
+            "convenience" => Ok(Value::String(self.view.convenience_text().to_owned())),
+            "mcp" => Ok(Value::String(self.view.mcp_text().to_owned())),
+            "namespaces" => Ok(json_text(self.namespaces.descriptors())),
             _ => Err(HostCallError::new("unknown data part")),
         }
     }

@@ -361,7 +361,8 @@ impl CodeModeRun {
                 None => {
                     let mut settled = Ok(());
                     for (id, result) in ready {
-                        let result = result.map_err(|e| {
+                        // Values cross as JSON text; the prelude parses it.
+                        let result = result.map(crate::bridge::json_text).map_err(|e| {
                             let error = HostCallError::new(e.message);
                             match e.code {
                                 Some(code) => error.with_code(code),

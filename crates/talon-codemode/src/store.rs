@@ -316,7 +316,7 @@ impl FileStore {
             }
             Err(e) => return Err(StoreError::Io(e.to_string())),
         };
-        decode(id, &bytes)
+        decode_record(id, &bytes)
     }
 }
 
@@ -468,7 +468,9 @@ fn encode(cell: &SuspendedCell) -> Vec<u8> {
     out
 }
 
-fn decode(id: &str, bytes: &[u8]) -> Result<SuspendedCell, StoreError> {
+/// Decodes a stored record (the file store's format; public for fuzzing).
+/// Damaged input is `StoreError::Io`, never a panic.
+pub fn decode_record(id: &str, bytes: &[u8]) -> Result<SuspendedCell, StoreError> {
     let damaged = || StoreError::Io(format!("record {id:?} is damaged"));
     if bytes.len() < 8 || &bytes[..4] != MAGIC {
         return Err(damaged());

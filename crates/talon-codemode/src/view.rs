@@ -68,6 +68,9 @@ pub struct CatalogView {
     servers: Vec<McpServerView>,
     files: OnceLock<BTreeMap<String, String>>,
     mcp_schemas: HashMap<String, (String, Value)>,
+    tools_text: OnceLock<String>,
+    convenience_text: OnceLock<String>,
+    mcp_text: OnceLock<String>,
 }
 
 fn short(text: &str) -> String {
@@ -184,12 +187,15 @@ impl CatalogView {
             servers,
             files: OnceLock::new(),
             mcp_schemas,
+            tools_text: OnceLock::new(),
+            convenience_text: OnceLock::new(),
+            mcp_text: OnceLock::new(),
         }
     }
 
-    /// `ALL_TOOLS` and the convenience names, for the guest.
-    pub fn tools_data(&self) -> Value {
-        json!({"entries": self.entries, "convenience": self.convenience})
+    /// The `tools.<name>` shortcuts: safe name → catalog id.
+    pub fn convenience(&self) -> &BTreeMap<String, String> {
+        &self.convenience
     }
 
     /// The `MCP` tables, for the guest.
@@ -208,6 +214,23 @@ impl CatalogView {
                 })
                 .collect(),
         )
+    }
+
+    /// `ALL_TOOLS` as JSON text, serialized once per run.
+    pub fn tools_text(&self) -> &str {
+        self.tools_text
+            .get_or_init(|| Value::from(self.entries.clone()).to_string())
+    }
+
+    /// The shortcuts as JSON text, serialized once per run.
+    pub fn convenience_text(&self) -> &str {
+        self.convenience_text
+            .get_or_init(|| json!(self.convenience).to_string())
+    }
+
+    /// [`Self::mcp_data`] as JSON text, serialized once per run.
+    pub fn mcp_text(&self) -> &str {
+        self.mcp_text.get_or_init(|| self.mcp_data().to_string())
     }
 
     /// Compact entries of non-MCP tools.

@@ -268,3 +268,29 @@ fn a_suspended_cell_is_resumed_by_wait_from_another_process() {
     );
     assert_eq!(json_of(&out)["code"], "invalid_input");
 }
+
+#[test]
+fn debug_code_mode_logs_the_visible_tools_and_bridge_activity() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_talon"))
+        .args([
+            "exec",
+            "--code",
+            "await tools.search('anything'); return ALL_TOOLS.length",
+        ])
+        .env("HOME", home.path())
+        .env("TALON_STATE_DIR", home.path().join("state"))
+        .env("TALON_DEBUG_CODE_MODE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&out)["value"], 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("model-visible tools") && stderr.contains("[\"exec\", \"wait\"]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("bridge: tools.search"), "{stderr}");
+    // Off by default.
+    let out = talon_in(home.path(), &["exec", "--code", "return 1"], None);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("model-visible tools"));
+}

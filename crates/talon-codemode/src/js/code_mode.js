@@ -8,8 +8,11 @@
 // host function `__openclaw_data(part)`. A built global is kept in guest
 // memory, so it survives snapshots as is.
 //
-// Host functions (all take and return JSON-compatible values):
-//   __openclaw_data(part)                      sync: "tools" | "mcp" | "namespaces"
+// Host functions take JSON-compatible values and answer with JSON text,
+// which the wrappers below parse with the engine's own JSON.parse
+// (captured here, before any guest code runs): one string crosses the
+// bridge instead of a value built property by property.
+//   __openclaw_data(part)                      sync: "tools" | "convenience" | "mcp" | "namespaces"
 //   __openclaw_search(query, limit)            sync: compact entries
 //   __openclaw_describe(id)                    sync: entry with parameters
 //   __openclaw_api(op, arg)                    sync: "list" | "read"
@@ -22,14 +25,19 @@
 (() => {
   "use strict";
   const g = globalThis;
-  const data = g.__openclaw_data;
-  const search = g.__openclaw_search;
-  const describe = g.__openclaw_describe;
-  const api = g.__openclaw_api;
-  const mcpApi = g.__openclaw_mcp_api;
-  const call = g.__openclaw_call;
-  const mcp = g.__openclaw_mcp;
-  const ns = g.__openclaw_ns;
+  const parse = JSON.parse;
+  const apply = Reflect.apply;
+  const then = Promise.prototype.then;
+  const sync = (fn) => function () { return parse(apply(fn, undefined, arguments)); };
+  const async = (fn) => function () { return apply(then, apply(fn, undefined, arguments), [parse]); };
+  const data = sync(g.__openclaw_data);
+  const search = sync(g.__openclaw_search);
+  const describe = sync(g.__openclaw_describe);
+  const api = sync(g.__openclaw_api);
+  const mcpApi = sync(g.__openclaw_mcp_api);
+  const call = async(g.__openclaw_call);
+  const mcp = async(g.__openclaw_mcp);
+  const ns = async(g.__openclaw_ns);
   const yieldHost = g.__openclaw_yield;
   const print = g.__talon_print;
   for (const name of [
@@ -89,13 +97,7 @@
 
   // --- ALL_TOOLS and tools -------------------------------------------------
 
-  let toolData;
-  const tools = () => {
-    if (toolData === undefined) toolData = data("tools");
-    return toolData;
-  };
-
-  lazyGlobal("ALL_TOOLS", () => deepFreeze(tools().entries));
+  lazyGlobal("ALL_TOOLS", () => deepFreeze(data("tools")));
 
   lazyGlobal("tools", () => {
     const catalog = create(null);
@@ -109,7 +111,7 @@
     fixed(catalog, "call", function call_(id, input) {
       return call(toText(id), input === undefined ? {} : input);
     });
-    const convenience = tools().convenience;
+    const convenience = data("convenience");
     for (const name of keys(convenience)) {
       const id = convenience[name];
       fixed(catalog, name, function (input) {
@@ -251,6 +253,6 @@
   }, false);
 
   fixed(g, "yield_control", function yield_control(reason) {
-    return yieldHost(reason === undefined ? null : toText(reason)).then(() => undefined);
+    return apply(then, yieldHost(reason === undefined ? null : toText(reason)), [() => undefined]);
   }, false);
 })();

@@ -834,3 +834,49 @@ async fn exec_hook_events_carry_the_code_mode_tool_kind_and_input_kind() {
         ]
     );
 }
+
+#[test]
+fn a_sandbox_that_cannot_load_fails_closed_with_runtime_unavailable() {
+    let mut sandbox = talon_sandbox::SandboxConfig::default();
+    sandbox.preludes.push(talon_sandbox::Prelude {
+        name: "broken".into(),
+        source: "throw new Error('cannot start');".into(),
+        host_functions: Vec::new(),
+    });
+    let error = talon_codemode::CodeMode::new(talon_codemode::CodeModeOptions {
+        sandbox,
+        store: memory_store(),
+        namespaces: Arc::new(NamespaceRegistry::new()),
+    })
+    .unwrap_err();
+    assert!(
+        error.to_string().starts_with("runtime_unavailable: "),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn the_model_facing_surface_is_stable() {
+    let registry = Arc::new(NamespaceRegistry::new());
+    registry
+        .register(
+            "github",
+            talon_codemode::NamespaceRegistration {
+                id: "github-issues".into(),
+                global_name: "Issues".into(),
+                description: "GitHub issue helpers for the current repository.".into(),
+                required_tool_names: vec!["github_list_issues".into()],
+                prompt: Some("Use Issues.list(params).".into()),
+                create_scope: Arc::new(|_| {
+                    talon_codemode::ScopeValue::Object(vec![(
+                        "list".into(),
+                        talon_codemode::create_code_mode_namespace_tool("github_list_issues", None),
+                    )])
+                }),
+            },
+        )
+        .unwrap();
+    let cm = code_mode(memory_store(), registry);
+    let run = start(&cm, RunOptions::default());
+    insta::assert_json_snapshot!(run.run.surface().tools);
+}

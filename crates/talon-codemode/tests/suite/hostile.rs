@@ -114,6 +114,8 @@ async fn tampering_with_builtins_does_not_reach_the_host() {
         r#"Object.defineProperty(Object.prototype, "id", {get() { throw new Error("getter ran"); }, configurable: true});
            Array.prototype.map = function () { throw new Error("map ran"); };
            JSON.stringify = () => { throw new Error("stringify ran"); };
+           JSON.parse = () => { throw new Error("parse ran"); };
+           Reflect.apply = () => { throw new Error("apply ran"); };
            Function.prototype.call = () => { throw new Error("call ran"); };
            Object.prototype.toJSON = function () { return "poisoned"; };
            let refused;
