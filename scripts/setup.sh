@@ -17,3 +17,15 @@ if ((${#need_apt[@]})); then
     exit 1
   fi
 fi
+
+# With --test-servers: the real MCP servers the tests drive, pinned by
+# tests/mcp-servers/package-lock.json (npm checks each package's integrity).
+if [ "${1:-}" = "--test-servers" ]; then
+  servers="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp-servers"
+  stamp="$servers/node_modules/.talon-package-lock.json"
+  if ! cmp -s "$servers/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "setup: installing the test MCP servers (npm ci)" >&2
+    (cd "$servers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$servers/package-lock.json" "$stamp"
+  fi
+fi

@@ -1,11 +1,15 @@
-//! The tools a CLI run gets from the config: the catalog (filtered by
-//! `tools.allow`/`tools.deny`), the executor behind it, and the MCP
-//! servers' resources and prompts.
+//! The tools a CLI run gets from the config: the MCP servers of
+//! `mcp.servers` (connected for the run; a server that fails is reported
+//! on stderr and its tools are absent), the catalog (filtered by
+//! `tools.allow`/`tools.deny`), the executor behind it, and the servers'
+//! resources and prompts.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 use talon_config::Config;
+use talon_mcp::{McpExecutor, McpManager, parse_servers};
+use talon_protocol::ToolSource;
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, ToolCall,
     ToolExecutor, ToolPolicy,
@@ -19,6 +23,7 @@ pub struct RunTools {
     pub executor: Arc<dyn ToolExecutor>,
     /// Resources and prompts of its MCP servers.
     pub mcp: Option<Arc<dyn McpServers>>,
+    manager: McpManager,
 }
 
 /// `tools.allow` / `tools.deny` (with the agent's own lists when it has
@@ -55,31 +60,56 @@ impl RunTools {
         scope: &RunScope,
     ) -> Result<Self, String> {
         let policy = policy(config, agent)?;
-        let catalog = CatalogBuilder::new(scope.clone())
+        let servers = parse_servers(config.get("mcp.servers")).map_err(|e| e.to_string())?;
+        let manager = McpManager::from_env(servers);
+        for error in manager.start().await {
+            tracing::warn!(%error, "MCP server unavailable");
+        }
+        let run = manager.for_run().await;
+        for error in &run.failed {
+            tracing::warn!(%error, "MCP server unavailable; its tools are absent from this run");
+        }
+        let catalog = run
+            .register(CatalogBuilder::new(scope.clone()))
             .build(&policy)
             .map_err(|e| e.to_string())?;
+        for rejected in catalog.rejected() {
+            tracing::warn!(error = %rejected, "tool left out of the catalog");
+        }
         Ok(Self {
             catalog: Arc::new(catalog),
-            executor: Arc::new(NoTools),
-            mcp: None,
+            executor: Arc::new(Executor {
+                mcp: manager.executor(),
+            }),
+            mcp: Some(Arc::new(manager.clone())),
+            manager,
         })
     }
 
-    /// Stops what the tools started.
-    pub async fn shutdown(self) {}
+    /// Stops the MCP servers this run started.
+    pub async fn shutdown(self) {
+        self.manager.shutdown().await;
+    }
 }
 
-/// The executor of a catalog with no executable tools.
-struct NoTools;
+/// Dispatches catalog entries to their executors by source.
+struct Executor {
+    mcp: McpExecutor,
+}
 
-impl ToolExecutor for NoTools {
+impl ToolExecutor for Executor {
     fn execute<'a>(
         &'a self,
-        _: &'a RunContext,
+        ctx: &'a RunContext,
         entry: &'a CatalogEntry,
-        _: &'a ToolCall,
+        call: &'a ToolCall,
     ) -> BoxFuture<'a, Result<Value, String>> {
-        let message = format!("{} has no executor in this process", entry.id);
-        Box::pin(async move { Err(message) })
+        match entry.tool.source {
+            ToolSource::Mcp => self.mcp.execute(ctx, entry, call),
+            _ => {
+                let message = format!("{} has no executor in this process", entry.id);
+                Box::pin(async move { Err(message) })
+            }
+        }
     }
 }

@@ -104,7 +104,7 @@ pub fn server_dts(server: &str, tools: &[DtsTool<'_>]) -> String {
     }
     for name in unnamed {
         out.push_str(&format!(
-            "\n  // {name:?} has no unambiguous identifier form: call it by its catalog id.\n"
+            "\n  // {name:?} has no unambiguous identifier form: call it as MCP.{namespace}[{name:?}](input).\n"
         ));
     }
     out.push_str("}\n");

@@ -294,3 +294,77 @@ fn debug_code_mode_logs_the_visible_tools_and_bridge_activity() {
     let out = talon_in(home.path(), &["exec", "--code", "return 1"], None);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("model-visible tools"));
 }
+
+fn everything_js() -> String {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(path.exists(), "run scripts/setup.sh --test-servers");
+    path.display().to_string()
+}
+
+#[test]
+fn exec_reaches_a_real_mcp_server_named_in_the_config() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(
+        &config,
+        format!(
+            "{{ mcp: {{ servers: {{ everything: {{ command: 'node', args: ['{}', 'stdio'] }},\n\
+               broken: {{ command: '/nonexistent/server' }} }} }} }}",
+            everything_js()
+        ),
+    )
+    .unwrap();
+    let path = config.to_str().unwrap();
+    let out = talon_in(
+        home.path(),
+        &[
+            "exec",
+            "--config",
+            path,
+            "--code",
+            r#"return await MCP.everything.echo({message:"hi"})"#,
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        json_of(&out),
+        json!({"status": "completed", "value": {"content": [{"type": "text", "text": "Echo: hi"}]}})
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("MCP server \\\"broken\\\" failed to start")
+            || stderr.contains("MCP server \"broken\" failed to start"),
+        "{stderr}"
+    );
+    // The broken server's tools are absent; the policy applies to MCP tools.
+    std::fs::write(
+        &config,
+        format!(
+            "{{ tools: {{ deny: ['echo'] }}, mcp: {{ servers: {{ everything: {{ command: 'node', args: ['{}', 'stdio'] }} }} }} }}",
+            everything_js()
+        ),
+    )
+    .unwrap();
+    let out = talon_in(
+        home.path(),
+        &[
+            "exec",
+            "--config",
+            path,
+            "--code",
+            "return [typeof MCP.everything.echo, typeof MCP.everything.getSum, typeof MCP.broken]",
+        ],
+        None,
+    );
+    assert_eq!(
+        json_of(&out)["value"],
+        json!(["undefined", "function", "undefined"])
+    );
+}

@@ -1,0 +1,222 @@
+//! The real npm servers over stdio and streamable HTTP: list, call,
+//! structured results, errors, resources, prompts, the child's
+//! environment, and a tool list change.
+
+use serde_json::{Value, json};
+use talon_mcp::McpManager;
+use talon_protocol::ToolSource;
+
+use super::*;
+
+async fn check_everything(manager: &McpManager) {
+    let info = manager.connect("everything").await.unwrap();
+    assert_eq!(info.protocol_version, "2025-11-25");
+    assert!(info.features.resources && info.features.prompts);
+    let run = manager.for_run().await;
+    assert!(run.failed.is_empty(), "{:?}", run.failed);
+    let (server, tools) = &run.tools[0];
+    assert_eq!(server, "everything");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for expected in [
+        "echo",
+        "get-sum",
+        "get-structured-content",
+        "get-tiny-image",
+        "get-env",
+    ] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    let echo = tools.iter().find(|t| t.name == "echo").unwrap();
+    assert_eq!(
+        (echo.source, echo.owner.as_str()),
+        (ToolSource::Mcp, "everything")
+    );
+    assert_eq!(echo.parameters["properties"]["message"]["type"], "string");
+    // Names that are not identifiers make catalog ids all the same.
+    let catalog = run
+        .register(talon_tools::CatalogBuilder::new(Default::default()))
+        .build(&talon_tools::ToolPolicy::new())
+        .unwrap();
+    assert!(
+        catalog
+            .get_cataloged("mcp:everything:get-tiny-image")
+            .is_some()
+    );
+    assert!(catalog.rejected().is_empty(), "{:?}", catalog.rejected());
+
+    let echoed = manager
+        .call_tool(None, "everything", "echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed,
+        json!({"content": [{"type": "text", "text": "Echo: hi"}]})
+    );
+    let structured = manager
+        .call_tool(
+            None,
+            "everything",
+            "get-structured-content",
+            json!({"location": "Chicago"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        structured["structuredContent"],
+        json!({"conditions": "Light rain / drizzle", "humidity": 82, "temperature": 36})
+    );
+    // A tool error keeps MCP's shape: isError, not a transport failure.
+    let bad = manager
+        .call_tool(None, "everything", "get-sum", json!({"a": "not a number"}))
+        .await
+        .unwrap();
+    assert_eq!(bad["isError"], true, "{bad}");
+    let unknown = manager
+        .call_tool(None, "everything", "no-such-tool", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(unknown["isError"], true);
+
+    let ctx = ctx();
+    let resource = talon_tools::McpServers::read_resource(
+        manager,
+        &ctx,
+        "everything",
+        "demo://resource/static/document/architecture.md",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        resource["contents"][0]["uri"],
+        "demo://resource/static/document/architecture.md"
+    );
+    assert!(
+        resource["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+    );
+    let prompt = talon_tools::McpServers::get_prompt(
+        manager,
+        &ctx,
+        "everything",
+        "args-prompt",
+        &json!({"city": "Paris", "state": "TX"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        prompt["messages"][0]["content"]["text"],
+        "What's weather in Paris, TX?"
+    );
+    let features = talon_tools::McpServers::features(manager, "everything").unwrap();
+    assert!(features.resources && features.prompts);
+}
+
+pub fn ctx() -> talon_tools::RunContext {
+    talon_tools::RunContext {
+        scope: Default::default(),
+        session_key: "k".into(),
+        sender: None,
+        channel: None,
+        abort: Default::default(),
+        updates: std::sync::Arc::new(talon_tools::NoUpdates),
+    }
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio() {
+    let manager = manager(stdio_everything());
+    check_everything(&manager).await;
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http() {
+    let server = http_everything().await;
+    let manager =
+        manager(json!({"everything": {"url": server.url, "headers": {"X-Talon-Test": "1"}}}));
+    check_everything(&manager).await;
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_filesystem_reads_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello from a file").unwrap();
+    let root = dir.path().canonicalize().unwrap().display().to_string();
+    let manager =
+        manager(json!({"fs": {"command": "node", "args": [filesystem_js(), root.clone()]}}));
+    let run = manager.for_run().await;
+    let names: Vec<String> = run.tools[0].1.iter().map(|t| t.name.clone()).collect();
+    assert!(names.contains(&"read_text_file".to_owned()), "{names:?}");
+    let text = manager
+        .call_tool(
+            None,
+            "fs",
+            "read_text_file",
+            json!({"path": format!("{root}/notes.txt")}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text["content"][0]["text"], "hello from a file");
+    let outside = manager
+        .call_tool(None, "fs", "read_text_file", json!({"path": "/etc/passwd"}))
+        .await
+        .unwrap();
+    assert_eq!(outside["isError"], true);
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_child_gets_only_the_configured_environment() {
+    let manager = talon_mcp::McpManager::new(
+        talon_mcp::parse_servers(Some(&json!({"everything": {
+            "command": "node", "args": [everything_js(), "stdio"],
+            "env": {"LD_PRELOAD": "/nonexistent/evil.so", "NODE_OPTIONS": "--require /nonexistent/evil.js",
+                    "API_TOKEN": "${TALON_TEST_TOKEN}", "MODE": "test"}}})))
+        .unwrap(),
+        env_with(&[("TALON_TEST_TOKEN", "tok-123456"), ("GATEWAY_ONLY", "must not leak")]),
+    );
+    let result = manager
+        .call_tool(None, "everything", "get-env", json!({}))
+        .await
+        .unwrap();
+    let env: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    let keys: Vec<&String> = env.as_object().unwrap().keys().collect();
+    assert_eq!(env["API_TOKEN"], "tok-123456");
+    assert_eq!(env["MODE"], "test");
+    for absent in ["LD_PRELOAD", "NODE_OPTIONS", "GATEWAY_ONLY"] {
+        assert!(env.get(absent).is_none(), "{absent} leaked: {keys:?}");
+    }
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_list_change_refreshes_the_tools_of_later_runs() {
+    let manager = manager(json!({"fx": fixture("ok", json!({}))}));
+    let before = manager.for_run().await;
+    let names = |run: &talon_mcp::RunServers| -> Vec<String> {
+        run.tools[0].1.iter().map(|t| t.name.clone()).collect()
+    };
+    assert!(!names(&before).contains(&"extra".to_owned()));
+    manager
+        .call_tool(None, "fx", "add_tool", json!({}))
+        .await
+        .unwrap();
+    let mut after = manager.for_run().await;
+    for _ in 0..50 {
+        if names(&after).contains(&"extra".to_owned()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        after = manager.for_run().await;
+    }
+    assert!(
+        names(&after).contains(&"extra".to_owned()),
+        "{:?}",
+        names(&after)
+    );
+    // Names that are not identifiers are still cataloged and callable by id.
+    assert!(names(&after).contains(&"dotted.name-x".to_owned()));
+    manager.shutdown().await;
+}
