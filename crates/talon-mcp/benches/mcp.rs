@@ -25,7 +25,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
 use talon_mcp::{McpManager, parse_servers};
 use talon_tools::{
-    CatalogBuilder, Caller, NoUpdates, RunContext, RunScope, ToolCall, ToolPolicy, ToolRunner,
+    Caller, CatalogBuilder, NoUpdates, RunContext, RunScope, ToolCall, ToolPolicy, ToolRunner,
 };
 
 fn everything_js() -> String {
@@ -135,7 +135,10 @@ async fn http_server() -> (String, tokio::process::Child) {
         .spawn()
         .unwrap();
     for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -160,7 +163,10 @@ fn main() {
             cold.push(started.elapsed());
             manager.shutdown().await;
         }
-        println!("cold connect, stdio (spawn node + initialize): p50 {:.1} ms", ms(p50(cold)));
+        println!(
+            "cold connect, stdio (spawn node + initialize): p50 {:.1} ms",
+            ms(p50(cold))
+        );
         let (url, _server) = http_server().await;
         let http = json!({"everything": {"url": url}});
         let mut cold = Vec::new();
@@ -171,7 +177,10 @@ fn main() {
             cold.push(started.elapsed());
             manager.shutdown().await;
         }
-        println!("cold connect, streamable HTTP (initialize): p50 {:.1} ms", ms(p50(cold)));
+        println!(
+            "cold connect, streamable HTTP (initialize): p50 {:.1} ms",
+            ms(p50(cold))
+        );
 
         let mut cmd = tokio::process::Command::new("node");
         cmd.args([everything_js(), "stdio".into()]);
