@@ -104,7 +104,7 @@ async fn run_async(args: ExecArgs) -> ExitCode {
         session_id: CLI_SESSION.into(),
         run_id: CLI_SESSION.into(),
     };
-    let tools = match RunTools::from_config(&config, &args.agent, &scope).await {
+    let tools = match RunTools::from_config(&config, &args.agent, &scope, None).await {
         Ok(tools) => tools,
         Err(message) => return usage(&message),
     };

@@ -1,5 +1,6 @@
 //! `talon`: the command-line entry point.
 
+mod agent;
 mod exec;
 mod run_tools;
 mod tools;
@@ -20,6 +21,8 @@ struct Cli {
 enum Command {
     /// Run a Code Mode cell (or resume one with --wait) and print its result as JSON.
     Exec(exec::ExecArgs),
+    /// Run one turn of the configured agent and stream its answer.
+    Agent(agent::AgentArgs),
     /// Search or describe the tools of a catalog file.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => exec::run(args),
+        Command::Agent(args) => agent::run(args),
         Command::Tools(command) => tools::run(command),
     }
 }

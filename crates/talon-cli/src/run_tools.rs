@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use talon_agent::CoreTools;
 use talon_config::Config;
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 use talon_protocol::ToolSource;
@@ -58,6 +59,7 @@ impl RunTools {
         config: &Config,
         agent: &str,
         scope: &RunScope,
+        core: Option<CoreTools>,
     ) -> Result<Self, String> {
         let policy = policy(config, agent)?;
         let servers = parse_servers(config.get("mcp.servers")).map_err(|e| e.to_string())?;
@@ -69,10 +71,11 @@ impl RunTools {
         for error in &run.failed {
             tracing::warn!(%error, "MCP server unavailable; its tools are absent from this run");
         }
-        let catalog = run
-            .register(CatalogBuilder::new(scope.clone()))
-            .build(&policy)
-            .map_err(|e| e.to_string())?;
+        let mut builder = run.register(CatalogBuilder::new(scope.clone()));
+        if core.is_some() {
+            builder = builder.core(talon_agent::core_tools::definitions());
+        }
+        let catalog = builder.build(&policy).map_err(|e| e.to_string())?;
         for rejected in catalog.rejected() {
             tracing::warn!(error = %rejected, "tool left out of the catalog");
         }
@@ -80,6 +83,7 @@ impl RunTools {
             catalog: Arc::new(catalog),
             executor: Arc::new(Executor {
                 mcp: manager.executor(),
+                core,
             }),
             mcp: Some(Arc::new(manager.clone())),
             manager,
@@ -95,6 +99,7 @@ impl RunTools {
 /// Dispatches catalog entries to their executors by source.
 struct Executor {
     mcp: McpExecutor,
+    core: Option<CoreTools>,
 }
 
 impl ToolExecutor for Executor {
@@ -106,6 +111,12 @@ impl ToolExecutor for Executor {
     ) -> BoxFuture<'a, Result<Value, String>> {
         match entry.tool.source {
             ToolSource::Mcp => self.mcp.execute(ctx, entry, call),
+            ToolSource::Openclaw if entry.tool.owner == "core" && self.core.is_some() => {
+                match &self.core {
+                    Some(core) => core.execute(ctx, entry, call),
+                    None => Box::pin(async { Err("no core tools".to_owned()) }),
+                }
+            }
             _ => {
                 let message = format!("{} has no executor in this process", entry.id);
                 Box::pin(async move { Err(message) })

@@ -149,6 +149,18 @@ impl Config {
         (!value.is_null()).then_some(value)
     }
 
+    /// Warns (once per key) about top-level keys Talon does not read:
+    /// OpenClaw configs carry settings for features Talon does not have,
+    /// and they must load unchanged.
+    pub fn warn_unknown(&self) {
+        const KNOWN: &[&str] = &["models", "agents", "tools", "mcp"];
+        if let Some(map) = self.raw.as_object() {
+            for key in map.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
+                tracing::warn!(key = %key, "config key not used by Talon; ignored");
+            }
+        }
+    }
+
     /// An agent's own entry: `agents.list[]` with this `id`.
     pub fn agent(&self, id: &str) -> Option<&Value> {
         self.get("agents.list")?

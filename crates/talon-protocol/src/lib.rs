@@ -5,6 +5,7 @@
 //! the two drift.
 
 pub mod code_mode;
+pub mod events;
 pub mod schema;
 pub mod tools;
 
@@ -13,6 +14,7 @@ pub use code_mode::{
     CodeModeResult, CodeModeSnapshotEvent, CodeModeTelemetry, CodeModeWaitReason, ConsoleOutput,
     OutputStream,
 };
+pub use events::{Event, EventType};
 pub use tools::{
     CatalogMode, ExecutionMode, ModelTool, SearchHit, ToolDefinition, ToolEffect, ToolSource,
 };

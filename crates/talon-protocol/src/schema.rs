@@ -13,6 +13,7 @@ pub fn protocol_schema() -> serde_json::Value {
         "CodeModeResult",
         crate::CodeModeResult::json_schema(&mut generator),
     );
+    add("Event", crate::Event::json_schema(&mut generator));
     add(
         "ConsoleOutput",
         crate::ConsoleOutput::json_schema(&mut generator),

@@ -14,6 +14,7 @@ pub use error::{Result, ToolsError};
 pub use mcp::{McpServerFeatures, McpServers};
 pub use policy::{Pattern, ToolPolicy};
 pub use runner::{
-    ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallOutcome, CallRecord, Caller,
-    DenyAll, HookDecision, NoUpdates, RunContext, ToolCall, ToolExecutor, ToolRunner, UpdateSink,
+    ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallObserver, CallOutcome, CallRecord,
+    Caller, DenyAll, HookDecision, NoUpdates, RunContext, ToolCall, ToolExecutor, ToolRunner,
+    UpdateSink,
 };

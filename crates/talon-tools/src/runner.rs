@@ -159,6 +159,21 @@ pub trait ToolExecutor: Send + Sync {
     ) -> BoxFuture<'a, Result<Value, String>>;
 }
 
+/// Watches calls as they start and end (the agent loop turns these into
+/// `tool.call.*` events; nested calls carry their parent).
+pub trait CallObserver: Send + Sync {
+    /// A call passed the catalog lookup (or failed it) and starts.
+    fn started(&self, ctx: &RunContext, call: &ToolCall, entry: Option<&CatalogEntry>);
+    /// A call ended.
+    fn finished(
+        &self,
+        ctx: &RunContext,
+        call: &ToolCall,
+        outcome: &CallOutcome,
+        duration: Duration,
+    );
+}
+
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallOutcome {
@@ -268,6 +283,7 @@ pub struct ToolRunner {
     hooks: Vec<Arc<dyn BeforeToolCall>>,
     approver: Arc<dyn Approver>,
     executor: Arc<dyn ToolExecutor>,
+    observer: Option<Arc<dyn CallObserver>>,
     max_result_bytes: usize,
     records: Mutex<Vec<CallRecord>>,
     /// One lock per sequential tool: its calls never overlap.
@@ -290,6 +306,7 @@ impl ToolRunner {
             hooks: Vec::new(),
             approver: Arc::new(DenyAll),
             executor,
+            observer: None,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             records: Mutex::new(Vec::new()),
             sequential: Mutex::new(std::collections::HashMap::new()),
@@ -305,6 +322,12 @@ impl ToolRunner {
     /// Sets the approver.
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = approver;
+        self
+    }
+
+    /// Sets the call observer.
+    pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Self {
+        self.observer = Some(observer);
         self
     }
 
@@ -353,6 +376,9 @@ impl ToolRunner {
         if let Some(record) = guard.record.as_mut() {
             record.source = entry.map(|e| e.tool.source);
         }
+        if let Some(observer) = &self.observer {
+            observer.started(ctx, &call, entry);
+        }
         let outcome = match entry {
             None => CallOutcome::NotFound,
             Some(entry) => self.run_checked(ctx, entry, &call).await,
@@ -369,6 +395,9 @@ impl ToolRunner {
                 CallOutcome::Ok(value) => serde_json::to_vec(value).map_or(0, |v| v.len()),
                 _ => 0,
             };
+        }
+        if let Some(observer) = &self.observer {
+            observer.finished(ctx, &call, &outcome, guard.started.elapsed());
         }
         drop(guard);
         outcome

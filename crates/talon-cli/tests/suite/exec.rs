@@ -368,3 +368,58 @@ fn exec_reaches_a_real_mcp_server_named_in_the_config() {
         json!(["undefined", "function", "undefined"])
     );
 }
+
+#[test]
+fn talon_agent_runs_a_turn_against_a_mock_script_and_prints_a_summary() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "the answer is 42").unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+             {"toolCalls": [{"name": "exec", "arguments": {"code": "const r = await tools.read({path: 'notes.txt'}); return r.content;"}}],
+              "usage": {"prompt": 120, "completion": 9}},
+             {"text": "The notes say: the answer is 42.", "usage": {"prompt": 180, "completion": 11}}]}"#,
+    )
+    .unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(
+        &config,
+        "{ tools: { codeMode: { enabled: true } }, gateway: { port: 18789 } }",
+    )
+    .unwrap();
+    let out = talon_in(
+        home.path(),
+        &[
+            "agent",
+            "--config",
+            config.to_str().unwrap(),
+            "--mock-script",
+            script.to_str().unwrap(),
+            "--workspace",
+            workspace.to_str().unwrap(),
+            "-m",
+            "What do my notes say?",
+        ],
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "The notes say: the answer is 42.");
+    assert!(stderr.contains("→ exec "), "{stderr}");
+    assert!(
+        stderr.contains("    → openclaw:core:read"),
+        "nested calls are indented: {stderr}"
+    );
+    assert!(
+        stderr.contains("[run.completed] turns 2 · tool calls 1 · tokens 300 in / 20 out"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("config key not used by Talon; ignored"),
+        "{stderr}"
+    );
+}

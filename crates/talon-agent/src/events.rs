@@ -1,0 +1,221 @@
+//! Events of the App SDK's contract, emitted through an [`EventSink`] (the
+//! gateway will persist them; the CLI prints them; tests collect them).
+//! Also the observers that turn nested tool calls and approvals into
+//! events.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use talon_protocol::{Event, EventType};
+use talon_tools::{
+    ApprovalDecision, Approver, BoxFuture, CallObserver, CallOutcome, Caller, CatalogEntry,
+    RunContext, ToolCall,
+};
+
+/// Where events go.
+pub trait EventSink: Send + Sync {
+    /// Takes one event (in order; must not block for long).
+    fn emit(&self, event: Event);
+}
+
+/// Keeps every event (tests, transcripts).
+#[derive(Debug, Default)]
+pub struct CollectSink(Mutex<Vec<Event>>);
+
+impl CollectSink {
+    /// The events so far.
+    pub fn events(&self) -> Vec<Event> {
+        self.0.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+impl EventSink for CollectSink {
+    fn emit(&self, event: Event) {
+        if let Ok(mut events) = self.0.lock() {
+            events.push(event);
+        }
+    }
+}
+
+/// Drops every event.
+#[derive(Debug, Default)]
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn emit(&self, _: Event) {}
+}
+
+/// Stamps events of one run with the envelope's fields.
+pub struct RunEvents {
+    sink: Arc<dyn EventSink>,
+    run_id: String,
+    session_id: String,
+    session_key: String,
+    agent_id: String,
+    seq: AtomicU64,
+}
+
+impl std::fmt::Debug for RunEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunEvents")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunEvents {
+    /// Events of the run in `ctx`.
+    pub fn new(sink: Arc<dyn EventSink>, ctx: &RunContext) -> Self {
+        Self {
+            sink,
+            run_id: ctx.scope.run_id.clone(),
+            session_id: ctx.scope.session_id.clone(),
+            session_key: ctx.session_key.clone(),
+            agent_id: ctx.scope.agent_id.clone(),
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Emits one event. Ids are `<runId>:<sequence>`, ordered in the run.
+    pub fn emit(&self, kind: EventType, data: Value) {
+        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.sink.emit(Event {
+            version: 1,
+            id: format!("{}:{seq:08}", self.run_id),
+            ts,
+            kind,
+            run_id: Some(self.run_id.clone()),
+            session_id: Some(self.session_id.clone()),
+            session_key: Some(self.session_key.clone()),
+            task_id: None,
+            agent_id: Some(self.agent_id.clone()),
+            data,
+            raw: None,
+        });
+    }
+}
+
+/// Largest result kept in a `tool.call.completed` event.
+pub const MAX_EVENT_RESULT: usize = 16 * 1024;
+
+/// Turns nested calls (made by a cell or a bridge on the model's behalf)
+/// into `tool.call.*` events that carry their parent's id. Calls the model
+/// made itself are reported by the loop.
+pub struct NestedCallEvents(pub Arc<RunEvents>);
+
+impl CallObserver for NestedCallEvents {
+    fn started(&self, _: &RunContext, call: &ToolCall, entry: Option<&CatalogEntry>) {
+        if let Caller::Parent(parent) = &call.caller {
+            self.0.emit(
+                EventType::ToolCallStarted,
+                json!({"callId": call.call_id, "parentId": parent, "name": entry.map_or(call.id.as_str(), |e| e.id.as_str()),
+                       "source": entry.map(|e| e.tool.source)}),
+            );
+        }
+    }
+
+    fn finished(&self, _: &RunContext, call: &ToolCall, outcome: &CallOutcome, duration: Duration) {
+        let Caller::Parent(parent) = &call.caller else {
+            return;
+        };
+        let ms = duration.as_millis() as u64;
+        match outcome {
+            CallOutcome::Ok(value) => self.0.emit(
+                EventType::ToolCallCompleted,
+                json!({"callId": call.call_id, "parentId": parent, "name": call.id, "durationMs": ms,
+                       "result": talon_tools::runner::cap(value.clone(), MAX_EVENT_RESULT)}),
+            ),
+            other => self.0.emit(
+                EventType::ToolCallFailed,
+                json!({"callId": call.call_id, "parentId": parent, "name": call.id, "durationMs": ms,
+                       "status": other.status(), "error": other.to_json(&call.id)["error"]}),
+            ),
+        }
+    }
+}
+
+/// Wraps an approver with `approval.requested` / `approval.resolved`.
+pub struct ApprovalEvents {
+    /// Decides.
+    pub inner: Arc<dyn Approver>,
+    /// Reports.
+    pub events: Arc<RunEvents>,
+    next: AtomicU64,
+}
+
+impl ApprovalEvents {
+    /// Reports `inner`'s decisions.
+    pub fn new(inner: Arc<dyn Approver>, events: Arc<RunEvents>) -> Self {
+        Self {
+            inner,
+            events,
+            next: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Approver for ApprovalEvents {
+    fn decide<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        args: &'a Value,
+    ) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async move {
+            let id = format!(
+                "{}:approval:{}",
+                ctx.scope.run_id,
+                self.next.fetch_add(1, Ordering::SeqCst) + 1
+            );
+            let summary: String = args.to_string().chars().take(200).collect();
+            self.events.emit(
+                EventType::ApprovalRequested,
+                json!({"approvalId": id, "kind": "tool", "toolName": entry.id, "summary": summary,
+                       "risk": format!("{:?}", entry.tool.effect).to_lowercase(),
+                       "decisions": ["approve", "deny"]}),
+            );
+            let decision = self.inner.decide(ctx, entry, args).await;
+            let (resolved, reason) = match &decision {
+                ApprovalDecision::Approved => ("approved", None),
+                ApprovalDecision::Denied(reason) => ("denied", Some(reason.clone())),
+            };
+            self.events.emit(
+                EventType::ApprovalResolved,
+                json!({"approvalId": id, "decision": resolved, "reason": reason}),
+            );
+            decision
+        })
+    }
+}
+
+/// An approver that answers by policy: approve everything or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyApprover {
+    /// Approve every call.
+    AllowAll,
+    /// Deny every call that needs approval.
+    DenyAll,
+}
+
+impl Approver for PolicyApprover {
+    fn decide<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a CatalogEntry,
+        _: &'a Value,
+    ) -> BoxFuture<'a, ApprovalDecision> {
+        let decision = match self {
+            Self::AllowAll => ApprovalDecision::Approved,
+            Self::DenyAll => ApprovalDecision::Denied(format!(
+                "{} needs approval and this run cannot ask (denied by policy)",
+                entry.id
+            )),
+        };
+        Box::pin(async move { decision })
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests of talon-agent: the loop against the scripted mock
+//! model (a real HTTP server), core tools in a temporary workspace.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod suite;

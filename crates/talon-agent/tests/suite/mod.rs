@@ -1,0 +1,2 @@
+mod core_tools;
+mod run;

@@ -1,0 +1,360 @@
+//! The loop against the scripted mock model: direct and Code Mode
+//! surfaces, events, approvals, abort, timeout and the turn limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_agent::{
+    AgentRun, ApprovalEvents, CollectSink, CoreTools, NestedCallEvents, PolicyApprover, RunEvents,
+    RunOptions, RunStatus, Surface,
+};
+use talon_codemode::{
+    CodeMode, CodeModeConfig, CodeModeOptions, MemoryStore, NamespaceRegistry, RunSetup,
+    StoreLimits,
+};
+use talon_protocol::EventType;
+use talon_provider::openai::OpenAiCompatible;
+use talon_provider::parse_providers;
+use talon_testing::{MockModel, Script};
+use talon_tools::{CatalogBuilder, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner};
+
+struct Fixture {
+    mock: MockModel,
+    client: OpenAiCompatible,
+    runner: Arc<ToolRunner>,
+    ctx: RunContext,
+    sink: Arc<CollectSink>,
+    events: Arc<RunEvents>,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture(turns: Value, approve: bool) -> Fixture {
+    let mock = MockModel::start(Script::from_json(&json!({"turns": turns})).unwrap())
+        .await
+        .unwrap();
+    let providers = parse_providers(
+        Some(&json!({"mock": {"baseUrl": mock.base_url()}})),
+        &|_| None,
+    )
+    .unwrap();
+    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the answer is 42").unwrap();
+    let scope = RunScope {
+        agent_id: "main".into(),
+        session_id: "s1".into(),
+        run_id: "r1".into(),
+    };
+    let ctx = RunContext {
+        scope: scope.clone(),
+        session_key: "agent:main:s1".into(),
+        sender: None,
+        channel: None,
+        abort: Default::default(),
+        updates: Arc::new(NoUpdates),
+    };
+    let sink = Arc::new(CollectSink::default());
+    let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
+    let catalog = CatalogBuilder::new(scope)
+        .core(talon_agent::core_tools::definitions())
+        .build(&ToolPolicy::new())
+        .unwrap();
+    let policy = if approve {
+        PolicyApprover::AllowAll
+    } else {
+        PolicyApprover::DenyAll
+    };
+    let runner = Arc::new(
+        ToolRunner::new(
+            Arc::new(catalog),
+            Arc::new(CoreTools::new(dir.path()).unwrap()),
+        )
+        .with_approver(Arc::new(ApprovalEvents::new(
+            Arc::new(policy),
+            events.clone(),
+        )))
+        .with_observer(Arc::new(NestedCallEvents(events.clone()))),
+    );
+    Fixture {
+        mock,
+        client,
+        runner,
+        ctx,
+        sink,
+        events,
+        _dir: dir,
+    }
+}
+
+fn options() -> RunOptions {
+    RunOptions {
+        model: "mock-model".into(),
+        ..RunOptions::default()
+    }
+}
+
+fn kinds(sink: &CollectSink) -> Vec<&'static str> {
+    sink.events()
+        .iter()
+        .filter(|e| e.kind != EventType::AssistantDelta)
+        .map(|e| e.kind.as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_direct_run_calls_a_core_tool_and_answers() {
+    let f = fixture(json!([
+        {"toolCalls": [{"name": "read", "arguments": {"path": "notes.txt"}}], "usage": {"prompt": 100, "completion": 10}},
+        {"text": "The notes say 42.", "usage": {"prompt": 150, "completion": 6}},
+    ]), false).await;
+    let run = AgentRun {
+        provider: &f.client,
+        runner: f.runner.clone(),
+        surface: Surface::direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: options(),
+    };
+    let result = run.run(Vec::new(), "What do the notes say?").await;
+    assert_eq!(
+        (
+            result.status,
+            result.text.as_str(),
+            result.turns,
+            result.tool_calls
+        ),
+        (RunStatus::Completed, "The notes say 42.", 2, 1)
+    );
+    assert_eq!(
+        (result.usage.input_tokens, result.usage.output_tokens),
+        (250, 16)
+    );
+    assert_eq!(
+        kinds(&f.sink),
+        [
+            "run.started",
+            "tool.call.started",
+            "tool.call.completed",
+            "assistant.message",
+            "run.completed"
+        ]
+    );
+    let events = f.sink.events();
+    assert!(events.iter().all(|e| e.version == 1
+        && e.run_id.as_deref() == Some("r1")
+        && e.session_key.as_deref() == Some("agent:main:s1")));
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted, "ids are ordered replay cursors");
+    let completed = events
+        .iter()
+        .find(|e| e.kind == EventType::ToolCallCompleted)
+        .unwrap();
+    assert_eq!(completed.data["result"]["content"], "the answer is 42");
+    // The second request carries the call and its result.
+    let requests = f.mock.requests();
+    assert_eq!(requests.len(), 2);
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["edit", "exec", "grep", "list", "read", "write"]);
+    assert_eq!(
+        requests[1]["messages"][2]["tool_calls"][0]["function"]["name"],
+        "read"
+    );
+    assert_eq!(requests[1]["messages"][3]["role"], "tool");
+    assert!(
+        requests[1]["messages"][3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("the answer is 42")
+    );
+}
+
+#[tokio::test]
+async fn code_mode_shows_exec_and_wait_and_nested_calls_carry_their_parent() {
+    let f = fixture(json!([
+        {"toolCalls": [{"name": "exec", "arguments": {"code": "const hit = (await tools.search('read a file'))[0]; const r = await tools.call(hit.id, {path: 'notes.txt'}); return r.content;"}}]},
+        {"text": "It says: the answer is 42."},
+    ]), false).await;
+    let code_mode = CodeMode::new(CodeModeOptions {
+        sandbox: Default::default(),
+        store: Arc::new(MemoryStore::new(StoreLimits::default())),
+        namespaces: Arc::new(NamespaceRegistry::new()),
+    })
+    .unwrap();
+    let config = CodeModeConfig::resolve(Some(&json!(true)), None).unwrap();
+    let config = talon_agent::code_mode_wins(config, &f.runner, false).unwrap();
+    let cm_run = code_mode.start_run(RunSetup {
+        config,
+        runner: f.runner.clone(),
+        ctx: f.ctx.clone(),
+        mcp: None,
+        plugin_config: Value::Null,
+        exec_hooks: Vec::new(),
+    });
+    let run = AgentRun {
+        provider: &f.client,
+        runner: f.runner.clone(),
+        surface: Surface::CodeMode(Box::new(cm_run)),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: options(),
+    };
+    let result = run.run(Vec::new(), "What do the notes say?").await;
+    assert_eq!(
+        (result.status, result.text.as_str()),
+        (RunStatus::Completed, "It says: the answer is 42.")
+    );
+    let requests = f.mock.requests();
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["exec", "wait"]);
+    assert_eq!(
+        kinds(&f.sink),
+        [
+            "run.started",
+            "tool.call.started",
+            "tool.call.started",
+            "tool.call.completed",
+            "tool.call.completed",
+            "assistant.message",
+            "run.completed"
+        ]
+    );
+    let events = f.sink.events();
+    let nested = events
+        .iter()
+        .find(|e| e.kind == EventType::ToolCallStarted && e.data.get("parentId").is_some())
+        .unwrap();
+    assert_eq!(nested.data["parentId"], "call_1");
+    assert_eq!(nested.data["name"], "openclaw:core:read");
+    let exec_done = events
+        .iter()
+        .rfind(|e| e.kind == EventType::ToolCallCompleted)
+        .unwrap();
+    assert_eq!(exec_done.data["result"]["status"], "completed");
+    assert_eq!(exec_done.data["result"]["value"], "the answer is 42");
+}
+
+#[tokio::test]
+async fn approvals_are_events_and_denied_calls_are_blocked() {
+    let f = fixture(
+        json!([
+            {"toolCalls": [{"name": "write", "arguments": {"path": "x.txt", "content": "hi"}}]},
+            {"text": "I could not write it."},
+        ]),
+        false,
+    )
+    .await;
+    let run = AgentRun {
+        provider: &f.client,
+        runner: f.runner.clone(),
+        surface: Surface::direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: options(),
+    };
+    let result = run.run(Vec::new(), "write x").await;
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(
+        kinds(&f.sink),
+        [
+            "run.started",
+            "tool.call.started",
+            "approval.requested",
+            "approval.resolved",
+            "tool.call.failed",
+            "assistant.message",
+            "run.completed"
+        ]
+    );
+    let resolved = f
+        .sink
+        .events()
+        .into_iter()
+        .find(|e| e.kind == EventType::ApprovalResolved)
+        .unwrap();
+    assert_eq!(resolved.data["decision"], "denied");
+    assert!(!f._dir.path().join("x.txt").exists());
+}
+
+#[tokio::test]
+async fn abort_timeout_turn_limit_and_provider_errors_end_the_run_clearly() {
+    // The turn limit.
+    let f = fixture(json!([{"toolCalls": [{"name": "list", "arguments": {}}]}, {"toolCalls": [{"name": "list", "arguments": {}}]}]), false).await;
+    let run = AgentRun {
+        provider: &f.client,
+        runner: f.runner.clone(),
+        surface: Surface::direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: RunOptions {
+            max_turns: 2,
+            ..options()
+        },
+    };
+    let result = run.run(Vec::new(), "loop").await;
+    assert_eq!(
+        (result.status, result.error.as_deref()),
+        (RunStatus::Failed, Some("the turn limit of 2 was reached"))
+    );
+    assert_eq!(kinds(&f.sink).last(), Some(&"run.failed"));
+    // The run's timeout.
+    let f = fixture(json!([{"delayMs": 2000, "text": "late"}]), false).await;
+    let run = AgentRun {
+        provider: &f.client,
+        runner: f.runner.clone(),
+        surface: Surface::direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: RunOptions {
+            timeout: Duration::from_millis(200),
+            ..options()
+        },
+    };
+    assert_eq!(run.run(Vec::new(), "hi").await.status, RunStatus::TimedOut);
+    assert_eq!(kinds(&f.sink).last(), Some(&"run.timed_out"));
+    // Abort.
+    let f = fixture(json!([{"delayMs": 2000, "text": "late"}]), false).await;
+    let run = AgentRun {
+        provider: &f.client,
+        runner: f.runner.clone(),
+        surface: Surface::direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: options(),
+    };
+    let abort = f.ctx.abort.clone();
+    let (result, ()) = tokio::join!(run.run(Vec::new(), "hi"), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        abort.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    assert_eq!(result.status, RunStatus::Cancelled);
+    assert_eq!(kinds(&f.sink).last(), Some(&"run.cancelled"));
+    // A provider error.
+    let f = fixture(json!([{"status": 400}]), false).await;
+    let run = AgentRun {
+        provider: &f.client,
+        runner: f.runner.clone(),
+        surface: Surface::direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: options(),
+    };
+    let result = run.run(Vec::new(), "hi").await;
+    assert_eq!(result.status, RunStatus::Failed);
+    assert_eq!(
+        result.error.as_deref(),
+        Some("provider \"mock\" answered 400: scripted failure")
+    );
+}

@@ -1,0 +1,373 @@
+//! `talon agent -m "..."`: one turn of the configured agent against its
+//! provider. Streams the answer to stdout, shows each tool call on stderr
+//! (nested calls indented under their cell), and ends with a summary line
+//! (turns, tool calls, tokens, time). `--mock-script FILE` serves the
+//! model from a scripted mock on 127.0.0.1 instead (demos, tests).
+//!
+//! Exit status: 0 completed, 1 failed / cancelled / timed out, 2 usage.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use serde_json::Value;
+use talon_agent::{
+    AgentRun, ApprovalEvents, CoreTools, EventSink, NestedCallEvents, PolicyApprover, RunEvents,
+    RunOptions, RunStatus, Surface, code_mode_wins,
+};
+use talon_codemode::{
+    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
+};
+use talon_config::Config;
+use talon_protocol::{Event, EventType};
+use talon_provider::openai::OpenAiCompatible;
+use talon_provider::{ModelRef, ProviderConfig, parse_providers};
+use talon_testing::{MockModel, Script};
+use talon_tools::{Approver, NoUpdates, RunContext, RunScope, ToolRunner};
+use talon_toolsearch::{CodeSandbox, ToolSearch, ToolSearchConfig, build_surface};
+
+use crate::run_tools::RunTools;
+
+/// Arguments of `talon agent`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The user's message.
+    #[arg(short, long)]
+    message: String,
+    /// The config file (else `$TALON_CONFIG`, else `~/.talon/talon.json5`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The agent.
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// Serve the model from this mock script instead of the provider.
+    #[arg(long, value_name = "FILE")]
+    mock_script: Option<PathBuf>,
+    /// The workspace the core tools work in (else the agent's `workspace`,
+    /// else `<state dir>/workspace`).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+}
+
+fn usage(message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "talon agent: {message}");
+    ExitCode::from(2)
+}
+
+pub fn run(args: AgentArgs) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run_async(args)),
+        Err(e) => usage(&format!("starting the async runtime: {e}")),
+    }
+}
+
+/// The model: the agent's `model.primary` at its provider, or the mock.
+async fn provider(
+    config: &Config,
+    args: &AgentArgs,
+) -> Result<(OpenAiCompatible, String, Option<MockModel>), String> {
+    let lookup = |name: &str| std::env::var(name).ok();
+    let providers =
+        parse_providers(config.get("models.providers"), &lookup).map_err(|e| e.to_string())?;
+    let primary = config
+        .agent(&args.agent)
+        .and_then(|a| a.get("model"))
+        .or_else(|| config.get("agents.defaults.model"))
+        .and_then(|m| m.get("primary").or(Some(m)))
+        .and_then(Value::as_str)
+        .map(|s| ModelRef::parse(s, "agents.defaults.model.primary"))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let mock = match &args.mock_script {
+        None => None,
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let value: Value =
+                json5_or_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let script = Script::from_json(&value).map_err(|e| e.to_string())?;
+            Some(MockModel::start(script).await.map_err(|e| e.to_string())?)
+        }
+    };
+    let (mut provider, model) = match (primary, &mock) {
+        (Some(reference), _) => {
+            let provider = providers
+                .into_iter()
+                .find(|p| p.id == reference.provider)
+                .ok_or_else(|| format!("agents.defaults.model.primary names provider {:?}, which models.providers does not define", reference.provider))?;
+            (provider, reference.model)
+        }
+        (None, Some(_)) => (
+            ProviderConfig {
+                id: "mock".into(),
+                base_url: String::new(),
+                api_key: None,
+                api: "openai-completions".into(),
+                models: Vec::new(),
+                timeout: std::time::Duration::from_secs(120),
+                max_retries: 3,
+            },
+            "mock-model".to_owned(),
+        ),
+        (None, None) => return Err("no model: set agents.defaults.model.primary (\"provider/model\") or pass --mock-script".into()),
+    };
+    if let Some(mock) = &mock {
+        provider.base_url = mock.base_url();
+    }
+    let client = OpenAiCompatible::new(provider).map_err(|e| e.to_string())?;
+    Ok((client, model, mock))
+}
+
+fn json5_or_json(text: &str) -> Result<Value, String> {
+    talon_config::Config::parse(text, None)
+        .map(|c| c.raw)
+        .map_err(|e| e.to_string())
+}
+
+/// Asks on the terminal.
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn decide<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a talon_tools::CatalogEntry,
+        args: &'a Value,
+    ) -> talon_tools::BoxFuture<'a, talon_tools::ApprovalDecision> {
+        let prompt = format!(
+            "approve {} {}? [y/N] ",
+            entry.id,
+            args.to_string().chars().take(300).collect::<String>()
+        );
+        Box::pin(async move {
+            let answer = tokio::task::spawn_blocking(move || {
+                let mut stderr = std::io::stderr();
+                let _ = write!(stderr, "{prompt}");
+                let _ = stderr.flush();
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .map(|_| line)
+                    .unwrap_or_default()
+            })
+            .await
+            .unwrap_or_default();
+            if matches!(answer.trim(), "y" | "Y" | "yes") {
+                talon_tools::ApprovalDecision::Approved
+            } else {
+                talon_tools::ApprovalDecision::Denied("the user declined".into())
+            }
+        })
+    }
+}
+
+/// Prints the stream as it happens.
+struct Printer {
+    started: Instant,
+}
+
+impl EventSink for Printer {
+    fn emit(&self, event: Event) {
+        let data = &event.data;
+        let mut stdout = std::io::stdout();
+        let mut stderr = std::io::stderr();
+        let indent = if data.get("parentId").is_some_and(|p| !p.is_null()) {
+            "    "
+        } else {
+            ""
+        };
+        let _ = match event.kind {
+            EventType::AssistantDelta => {
+                write!(stdout, "{}", data["text"].as_str().unwrap_or_default())
+                    .and_then(|()| stdout.flush())
+            }
+            EventType::ToolCallStarted => writeln!(
+                stderr,
+                "{indent}→ {} {}",
+                data["name"].as_str().unwrap_or("?"),
+                data.get("arguments")
+                    .map(|a| a.to_string().chars().take(160).collect::<String>())
+                    .unwrap_or_default()
+            ),
+            EventType::ToolCallCompleted => writeln!(
+                stderr,
+                "{indent}  ✓ {} ({} ms)",
+                data["name"].as_str().unwrap_or("?"),
+                data["durationMs"]
+            ),
+            EventType::ToolCallFailed => writeln!(
+                stderr,
+                "{indent}  ✗ {}: {}",
+                data["name"].as_str().unwrap_or("?"),
+                data["error"]
+                    .to_string()
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            ),
+            EventType::ApprovalResolved => writeln!(
+                stderr,
+                "{indent}  approval {}",
+                data["decision"].as_str().unwrap_or("?")
+            ),
+            EventType::RunCompleted
+            | EventType::RunFailed
+            | EventType::RunCancelled
+            | EventType::RunTimedOut => {
+                let _ = writeln!(stdout);
+                if let Some(error) = data["error"].as_str() {
+                    let _ = writeln!(stderr, "error: {error}");
+                }
+                writeln!(
+                    stderr,
+                    "[{}] turns {} · tool calls {} · tokens {} in / {} out · {:.2} s",
+                    event.kind.as_str(),
+                    data["turns"],
+                    data["toolCalls"],
+                    data["usage"]["inputTokens"],
+                    data["usage"]["outputTokens"],
+                    self.started.elapsed().as_secs_f64()
+                )
+            }
+            _ => Ok(()),
+        };
+    }
+}
+
+async fn run_async(args: AgentArgs) -> ExitCode {
+    let started = Instant::now();
+    let config = match Config::load(args.config.as_deref()) {
+        Ok(config) => config,
+        Err(e) => return usage(&e.to_string()),
+    };
+    config.warn_unknown();
+    let (client, model, _mock) = match provider(&config, &args).await {
+        Ok(p) => p,
+        Err(message) => return usage(&message),
+    };
+    let workspace = args
+        .workspace
+        .clone()
+        .or_else(|| {
+            config
+                .agent(&args.agent)
+                .and_then(|a| a["workspace"].as_str())
+                .map(PathBuf::from)
+        })
+        .or_else(|| {
+            config
+                .get("agents.defaults.workspace")
+                .and_then(Value::as_str)
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| talon_config::state_dir().join("workspace"));
+    let core = match CoreTools::new(&workspace) {
+        Ok(core) => core,
+        Err(e) => return usage(&format!("workspace {}: {e}", workspace.display())),
+    };
+    let run_id = format!("run_{}", std::process::id());
+    let scope = RunScope {
+        agent_id: args.agent.clone(),
+        session_id: "cli".into(),
+        run_id,
+    };
+    let tools = match RunTools::from_config(&config, &args.agent, &scope, Some(core)).await {
+        Ok(tools) => tools,
+        Err(message) => return usage(&message),
+    };
+    let ctx = RunContext {
+        scope,
+        session_key: format!("agent:{}:cli", args.agent),
+        sender: None,
+        channel: Some("cli".into()),
+        abort: Default::default(),
+        updates: Arc::new(NoUpdates),
+    };
+    let events = Arc::new(RunEvents::new(Arc::new(Printer { started }), &ctx));
+    let policy: Arc<dyn Approver> = match config.get("tools.approvals").and_then(Value::as_str) {
+        Some("allow") => Arc::new(PolicyApprover::AllowAll),
+        Some("deny") => Arc::new(PolicyApprover::DenyAll),
+        _ if std::io::stdin().is_terminal() => Arc::new(TerminalApprover),
+        _ => Arc::new(PolicyApprover::DenyAll),
+    };
+    let runner = Arc::new(
+        ToolRunner::new(tools.catalog.clone(), tools.executor.clone())
+            .with_approver(Arc::new(ApprovalEvents::new(policy, events.clone())))
+            .with_observer(Arc::new(NestedCallEvents(events.clone()))),
+    );
+    let (global, agent) = config.tools_section("codeMode", &args.agent);
+    let code_mode = match CodeModeConfig::resolve(global, agent) {
+        Ok(c) => c,
+        Err(e) => return usage(&e.to_string()),
+    };
+    let surface = match code_mode_wins(code_mode, &runner, false) {
+        Some(code_mode_config) => {
+            let store = match FileStore::open(
+                talon_config::state_dir().join("code-mode").join("cells"),
+                StoreLimits {
+                    max_snapshot_bytes: code_mode_config.max_snapshot_bytes,
+                    ..StoreLimits::default()
+                },
+            ) {
+                Ok(store) => Arc::new(store),
+                Err(e) => return usage(&e.to_string()),
+            };
+            let code_mode = match CodeMode::new(CodeModeOptions {
+                sandbox: Default::default(),
+                store,
+                namespaces: NamespaceRegistry::global().clone(),
+            }) {
+                Ok(cm) => cm,
+                Err(e) => return usage(&e.to_string()),
+            };
+            Surface::CodeMode(Box::new(code_mode.start_run(RunSetup {
+                config: code_mode_config,
+                runner: runner.clone(),
+                ctx: ctx.clone(),
+                mcp: tools.mcp.clone(),
+                plugin_config: Value::Null,
+                exec_hooks: Vec::new(),
+            })))
+        }
+        None => match ToolSearchConfig::from_json(config.get("tools.toolSearch")) {
+            Err(e) => return usage(&e.to_string()),
+            Ok(Some(ts)) => {
+                let surface = match build_surface(runner.catalog(), Some(&ts)) {
+                    Ok(s) => s,
+                    Err(e) => return usage(&e.to_string()),
+                };
+                let sandbox = CodeSandbox::new(Default::default()).ok();
+                match ToolSearch::new(ts, surface, runner.clone(), sandbox) {
+                    Ok(ts) => Surface::ToolSearch(Arc::new(ts)),
+                    Err(e) => return usage(&e.to_string()),
+                }
+            }
+            Ok(None) => Surface::direct(&runner),
+        },
+    };
+    let agent_run = AgentRun {
+        provider: &client,
+        runner,
+        surface,
+        ctx,
+        events,
+        options: RunOptions {
+            model,
+            ..RunOptions::default()
+        },
+    };
+    let result = agent_run.run(Vec::new(), &args.message).await;
+    tools.shutdown().await;
+    if result.status == RunStatus::Completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

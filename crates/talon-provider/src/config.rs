@@ -1,0 +1,211 @@
+//! `models.providers.<id>` in OpenClaw's shape and model references
+//! (`"provider/model"`, as in `agents.defaults.model.primary`). `apiKey`
+//! may be a literal, `"${VAR}"` or `{env: "VAR"}`; it is resolved when the
+//! provider is built and never shown.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{ProviderError, Result};
+
+/// One model a provider lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// Its id at the provider.
+    pub id: String,
+    /// Display name.
+    pub name: Option<String>,
+    /// Context window in tokens.
+    pub context_window: Option<u64>,
+    /// Most output tokens.
+    pub max_tokens: Option<u32>,
+}
+
+/// One provider.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// Its id (the part before `/` in model references).
+    pub id: String,
+    /// The API base, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// The resolved key, if any.
+    pub api_key: Option<String>,
+    /// `openai-completions` (the one API spoken today).
+    pub api: String,
+    /// Listed models.
+    pub models: Vec<ModelInfo>,
+    /// Budget of one request (`timeoutMs`, default 120 s).
+    pub timeout: Duration,
+    /// Retries on 429 and 5xx (`maxRetries`, default 3).
+    pub max_retries: u32,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("id", &self.id)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api", &self.api)
+            .field("models", &self.models)
+            .finish_non_exhaustive()
+    }
+}
+
+fn config_error(field: &str, message: impl Into<String>) -> ProviderError {
+    ProviderError::Config {
+        field: field.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Resolves a secret: a literal, `"${VAR}"`, or `{env: "VAR"}`.
+pub fn resolve_secret(
+    value: &Value,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String> {
+    let env_name = match value {
+        Value::String(text) => match text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
+            Some(name) => Some(name.to_owned()),
+            None => return Ok(text.clone()),
+        },
+        Value::Object(map) => map.get("env").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    let Some(name) = env_name else {
+        return Err(config_error(
+            field,
+            "expected a string, \"${VAR}\" or {env: \"VAR\"}",
+        ));
+    };
+    lookup(&name)
+        .ok_or_else(|| config_error(field, format!("environment variable {name} is not set")))
+}
+
+/// Reads `models.providers`.
+pub fn parse_providers(
+    providers: Option<&Value>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ProviderConfig>> {
+    let Some(providers) = providers.filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let map = providers
+        .as_object()
+        .ok_or_else(|| config_error("models.providers", "expected an object of providers by id"))?;
+    let mut out = Vec::new();
+    for (id, value) in map {
+        let root = format!("models.providers.{id}");
+        let field = |key: &str| format!("{root}.{key}");
+        let object = value
+            .as_object()
+            .ok_or_else(|| config_error(&root, "expected an object"))?;
+        const KNOWN: &[&str] = &[
+            "baseUrl",
+            "apiKey",
+            "api",
+            "models",
+            "timeoutMs",
+            "maxRetries",
+            "headers",
+            "auth",
+        ];
+        for key in object.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
+            tracing::warn!(field = %field(key), "unknown provider setting ignored");
+        }
+        let base_url = object
+            .get("baseUrl")
+            .and_then(Value::as_str)
+            .ok_or_else(|| config_error(&field("baseUrl"), "required: the API's base URL"))?
+            .trim_end_matches('/')
+            .to_owned();
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(config_error(
+                &field("baseUrl"),
+                "expected an http:// or https:// URL",
+            ));
+        }
+        let api_key = match object.get("apiKey") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(resolve_secret(v, &field("apiKey"), lookup)?),
+        };
+        let api = object
+            .get("api")
+            .and_then(Value::as_str)
+            .unwrap_or("openai-completions")
+            .to_owned();
+        if api != "openai-completions" {
+            return Err(config_error(
+                &field("api"),
+                format!("{api:?} is not supported; use \"openai-completions\""),
+            ));
+        }
+        let models = match object.get("models") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|m| {
+                    Ok(ModelInfo {
+                        id: m["id"]
+                            .as_str()
+                            .ok_or_else(|| {
+                                config_error(&field("models"), "every model needs an id")
+                            })?
+                            .to_owned(),
+                        name: m["name"].as_str().map(str::to_owned),
+                        context_window: m["contextWindow"].as_u64(),
+                        max_tokens: m["maxTokens"]
+                            .as_u64()
+                            .map(|t| t.min(u64::from(u32::MAX)) as u32),
+                    })
+                })
+                .collect::<Result<_>>()?,
+            Some(_) => return Err(config_error(&field("models"), "expected a list")),
+        };
+        let timeout = match object.get("timeoutMs").and_then(Value::as_u64) {
+            Some(ms) if ms > 0 => Duration::from_millis(ms),
+            _ => Duration::from_secs(120),
+        };
+        let max_retries = object
+            .get("maxRetries")
+            .and_then(Value::as_u64)
+            .map_or(3, |n| n.min(10) as u32);
+        out.push(ProviderConfig {
+            id: id.clone(),
+            base_url,
+            api_key,
+            api,
+            models,
+            timeout,
+            max_retries,
+        });
+    }
+    Ok(out)
+}
+
+/// A `provider/model` reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    /// The provider id.
+    pub provider: String,
+    /// The model id at the provider.
+    pub model: String,
+}
+
+impl ModelRef {
+    /// Parses `provider/model` (the model id may contain more slashes).
+    pub fn parse(text: &str, field: &str) -> Result<Self> {
+        match text.split_once('/') {
+            Some((provider, model)) if !provider.is_empty() && !model.is_empty() => Ok(Self {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            }),
+            _ => Err(config_error(
+                field,
+                format!("expected \"provider/model\", got {text:?}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! An OpenAI-compatible Chat Completions client.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::config::ProviderConfig;
+use crate::error::{ProviderError, Result};
+use crate::sse::SseReader;
+use crate::types::{ChatRequest, ChatResponse, StreamDelta, ToolCallRequest, Usage};
+use crate::{BoxFuture, DeltaSink, ModelProvider};
+
+/// First wait before a retry without `Retry-After`; doubles each time.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Longest wait between attempts (a larger `Retry-After` is cut to it).
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// A provider speaking Chat Completions.
+#[derive(Debug, Clone)]
+pub struct OpenAiCompatible {
+    config: ProviderConfig,
+    client: reqwest::Client,
+}
+
+impl OpenAiCompatible {
+    /// A client for `config`.
+    pub fn new(config: ProviderConfig) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ProviderError::Transport {
+                provider: config.id.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(Self { config, client })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    fn provider(&self) -> String {
+        self.config.id.clone()
+    }
+
+    async fn run(
+        &self,
+        request: &ChatRequest,
+        sink: DeltaSink<'_>,
+        abort: &AtomicBool,
+    ) -> Result<ChatResponse> {
+        let body = request.to_openai();
+        let url = format!("{}/chat/completions", self.config.base_url);
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let mut builder = self.client.post(&url).json(&body);
+            if let Some(key) = &self.config.api_key {
+                builder = builder.bearer_auth(key);
+            }
+            let response = cancellable(abort, builder.send()).await?.map_err(|e| {
+                ProviderError::Transport {
+                    provider: self.provider(),
+                    message: without_url(&e),
+                }
+            })?;
+            let status = response.status().as_u16();
+            if response.status().is_success() {
+                return if request.stream {
+                    self.read_stream(response, sink, abort).await
+                } else {
+                    let bytes = cancellable(abort, response.bytes()).await?.map_err(|e| {
+                        ProviderError::Transport {
+                            provider: self.provider(),
+                            message: without_url(&e),
+                        }
+                    })?;
+                    self.read_whole(&bytes)
+                };
+            }
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let text = cancellable(abort, response.text())
+                .await?
+                .unwrap_or_default();
+            let message = error_message(&text);
+            let retryable = status == 429 || status >= 500;
+            if retryable && attempt <= self.config.max_retries {
+                let wait = retry_after.unwrap_or(backoff).min(MAX_BACKOFF);
+                tracing::warn!(provider = %self.config.id, status, attempt, wait_ms = wait.as_millis() as u64, "model request failed; retrying");
+                sleep_or_abort(wait, abort).await?;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            return Err(match status {
+                401 | 403 => ProviderError::Auth {
+                    provider: self.provider(),
+                    status,
+                    message,
+                },
+                404 => ProviderError::UnknownModel {
+                    provider: self.provider(),
+                    model: request.model.clone(),
+                    message,
+                },
+                s if s == 429 || s >= 500 => ProviderError::Unavailable {
+                    provider: self.provider(),
+                    status,
+                    attempts: attempt,
+                    message,
+                },
+                _ => ProviderError::Status {
+                    provider: self.provider(),
+                    status,
+                    message,
+                },
+            });
+        }
+    }
+
+    fn malformed(&self, message: impl Into<String>) -> ProviderError {
+        ProviderError::Malformed {
+            provider: self.provider(),
+            message: message.into(),
+        }
+    }
+
+    fn read_whole(&self, bytes: &[u8]) -> Result<ChatResponse> {
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| self.malformed(e.to_string()))?;
+        let choice = &value["choices"][0];
+        if !choice.is_object() {
+            return Err(self.malformed("no choices"));
+        }
+        let message = &choice["message"];
+        let tool_calls = match &message["tool_calls"] {
+            Value::Array(calls) => calls
+                .iter()
+                .map(|c| {
+                    Ok(ToolCallRequest {
+                        id: c["id"]
+                            .as_str()
+                            .ok_or_else(|| self.malformed("a tool call has no id"))?
+                            .to_owned(),
+                        name: c["function"]["name"]
+                            .as_str()
+                            .ok_or_else(|| self.malformed("a tool call has no name"))?
+                            .to_owned(),
+                        arguments: c["function"]["arguments"]
+                            .as_str()
+                            .unwrap_or("{}")
+                            .to_owned(),
+                    })
+                })
+                .collect::<Result<_>>()?,
+            _ => Vec::new(),
+        };
+        Ok(ChatResponse {
+            text: message["content"].as_str().unwrap_or_default().to_owned(),
+            tool_calls,
+            usage: usage(&value["usage"]),
+            finish_reason: choice["finish_reason"]
+                .as_str()
+                .unwrap_or("stop")
+                .to_owned(),
+        })
+    }
+
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        sink: DeltaSink<'_>,
+        abort: &AtomicBool,
+    ) -> Result<ChatResponse> {
+        let mut reader = SseReader::default();
+        let mut stream = response.bytes_stream();
+        let mut out = ChatResponse::default();
+        let mut calls: Vec<ToolCallRequest> = Vec::new();
+        let mut done = false;
+        while !done {
+            let Some(chunk) = cancellable(abort, stream.next()).await? else {
+                break;
+            };
+            let chunk = chunk.map_err(|e| ProviderError::Transport {
+                provider: self.provider(),
+                message: without_url(&e),
+            })?;
+            for data in reader.push(&chunk).map_err(|e| self.malformed(e))? {
+                if data.trim() == "[DONE]" {
+                    done = true;
+                    break;
+                }
+                let value: Value = serde_json::from_str(&data)
+                    .map_err(|e| self.malformed(format!("{e} in {data:.120}")))?;
+                if let Some(error) = value.get("error") {
+                    return Err(self.malformed(format!("error in stream: {error}")));
+                }
+                if value["usage"].is_object() {
+                    out.usage = usage(&value["usage"]);
+                }
+                let Some(choice) = value["choices"].get(0) else {
+                    continue;
+                };
+                if let Some(reason) = choice["finish_reason"].as_str() {
+                    out.finish_reason = reason.to_owned();
+                }
+                let delta = &choice["delta"];
+                if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                    out.text.push_str(text);
+                    sink(StreamDelta::Text(text.to_owned()));
+                }
+                if let Some(deltas) = delta["tool_calls"].as_array() {
+                    for d in deltas {
+                        let index = d["index"].as_u64().map_or(calls.len(), |i| i as usize);
+                        if index > calls.len() || index > 256 {
+                            return Err(
+                                self.malformed(format!("tool call index {index} out of order"))
+                            );
+                        }
+                        if index == calls.len() {
+                            let id = d["id"].as_str().unwrap_or_default().to_owned();
+                            let name = d["function"]["name"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned();
+                            sink(StreamDelta::ToolCallStarted {
+                                index,
+                                id: id.clone(),
+                                name: name.clone(),
+                            });
+                            calls.push(ToolCallRequest {
+                                id,
+                                name,
+                                arguments: String::new(),
+                            });
+                        } else if let Some(name) = d["function"]["name"].as_str() {
+                            calls[index].name.push_str(name);
+                        }
+                        if let Some(text) = d["function"]["arguments"]
+                            .as_str()
+                            .filter(|t| !t.is_empty())
+                        {
+                            calls[index].arguments.push_str(text);
+                            sink(StreamDelta::ToolCallArguments {
+                                index,
+                                text: text.to_owned(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if !done && out.finish_reason.is_empty() {
+            return Err(self.malformed("the stream ended before the reply did"));
+        }
+        for (i, call) in calls.iter_mut().enumerate() {
+            if call.name.is_empty() {
+                return Err(self.malformed(format!("tool call {i} has no name")));
+            }
+            if call.id.is_empty() {
+                call.id = format!("call_{i}");
+            }
+            if call.arguments.trim().is_empty() {
+                call.arguments = "{}".into();
+            }
+        }
+        out.tool_calls = calls;
+        if out.finish_reason.is_empty() {
+            out.finish_reason = "stop".into();
+        }
+        Ok(out)
+    }
+}
+
+impl ModelProvider for OpenAiCompatible {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        sink: DeltaSink<'a>,
+        abort: &'a AtomicBool,
+    ) -> BoxFuture<'a, Result<ChatResponse>> {
+        Box::pin(async move {
+            let budget = self.config.timeout;
+            match tokio::time::timeout(budget, self.run(request, sink, abort)).await {
+                Ok(result) => result,
+                Err(_) => Err(ProviderError::Timeout {
+                    provider: self.provider(),
+                    timeout_ms: budget.as_millis() as u64,
+                }),
+            }
+        })
+    }
+}
+
+fn usage(value: &Value) -> Usage {
+    Usage {
+        input_tokens: value["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: value["completion_tokens"].as_u64().unwrap_or(0),
+    }
+}
+
+/// The `error.message` of an OpenAI error body, else the text (bounded).
+fn error_message(text: &str) -> String {
+    let message = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| text.trim().to_owned());
+    message.chars().take(500).collect()
+}
+
+/// A transport error without its URL (which could carry credentials).
+fn without_url(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        text = text.replace(url.as_str(), "<url>");
+    }
+    text
+}
+
+/// Awaits `future` unless `abort` is set first.
+async fn cancellable<F: Future>(abort: &AtomicBool, future: F) -> Result<F::Output> {
+    let watch = async {
+        while !abort.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        out = future => Ok(out),
+        () = watch => Err(ProviderError::Cancelled),
+    }
+}
+
+async fn sleep_or_abort(wait: Duration, abort: &AtomicBool) -> Result<()> {
+    cancellable(abort, tokio::time::sleep(wait)).await
+}

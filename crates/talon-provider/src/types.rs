@@ -1,0 +1,162 @@
+//! The conversation and reply types the loop and providers share.
+
+use serde_json::{Value, json};
+use talon_protocol::ModelTool;
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// The system prompt.
+    System(String),
+    /// The user.
+    User(String),
+    /// The assistant: text and/or tool calls.
+    Assistant {
+        /// Its text, if any.
+        text: Option<String>,
+        /// Its tool calls, in order.
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    /// A tool's result for one call.
+    Tool {
+        /// The call it answers.
+        call_id: String,
+        /// The result as text (JSON for structured results).
+        content: String,
+    },
+}
+
+impl Message {
+    /// The Chat Completions form.
+    pub fn to_openai(&self) -> Value {
+        match self {
+            Self::System(text) => json!({"role": "system", "content": text}),
+            Self::User(text) => json!({"role": "user", "content": text}),
+            Self::Assistant { text, tool_calls } => {
+                let mut message = json!({"role": "assistant", "content": text});
+                if !tool_calls.is_empty() {
+                    message["tool_calls"] = Value::Array(
+                        tool_calls
+                            .iter()
+                            .map(|c| {
+                                json!({"id": c.id, "type": "function",
+                                       "function": {"name": c.name, "arguments": c.arguments}})
+                            })
+                            .collect(),
+                    );
+                }
+                message
+            }
+            Self::Tool { call_id, content } => {
+                json!({"role": "tool", "tool_call_id": call_id, "content": content})
+            }
+        }
+    }
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallRequest {
+    /// The provider's call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments as the model wrote them (JSON text).
+    pub arguments: String,
+}
+
+/// One request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The model id at the provider.
+    pub model: String,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ModelTool>,
+    /// Most tokens of the reply.
+    pub max_tokens: Option<u32>,
+    /// Ask for a streamed reply.
+    pub stream: bool,
+}
+
+impl ChatRequest {
+    /// The Chat Completions request body.
+    pub fn to_openai(&self) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "messages": self.messages.iter().map(Message::to_openai).collect::<Vec<_>>(),
+            "stream": self.stream,
+        });
+        if !self.tools.is_empty() {
+            body["tools"] = Value::Array(
+                self.tools
+                    .iter()
+                    .map(|t| {
+                        json!({"type": "function", "function": {"name": t.name,
+                               "description": t.description, "parameters": t.parameters}})
+                    })
+                    .collect(),
+            );
+        }
+        if let Some(max) = self.max_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        if self.stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        body
+    }
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// A streamed piece of a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// Assistant text.
+    Text(String),
+    /// A tool call started (its id and name are known).
+    ToolCallStarted {
+        /// Position among the reply's calls.
+        index: usize,
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// More of a tool call's arguments.
+    ToolCallArguments {
+        /// Position among the reply's calls.
+        index: usize,
+        /// The new text.
+        text: String,
+    },
+}
+
+/// A whole reply.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChatResponse {
+    /// The assistant's text (empty when it only called tools).
+    pub text: String,
+    /// Its tool calls, in order.
+    pub tool_calls: Vec<ToolCallRequest>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// `stop`, `tool_calls`, `length`, ...
+    pub finish_reason: String,
+}
