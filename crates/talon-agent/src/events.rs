@@ -139,6 +139,19 @@ impl CallObserver for NestedCallEvents {
     }
 }
 
+/// Streams executors' partial updates as `tool.call.delta` events (set it
+/// as the run context's `updates`).
+pub struct UpdateEvents(pub Arc<RunEvents>);
+
+impl talon_tools::UpdateSink for UpdateEvents {
+    fn update(&self, call_id: &str, update: Value) {
+        self.0.emit(
+            EventType::ToolCallDelta,
+            json!({"callId": call_id, "update": talon_tools::runner::cap(update, MAX_EVENT_RESULT)}),
+        );
+    }
+}
+
 /// Wraps an approver with `approval.requested` / `approval.resolved`.
 pub struct ApprovalEvents {
     /// Decides.
@@ -217,5 +230,51 @@ impl Approver for PolicyApprover {
             )),
         };
         Box::pin(async move { decision })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+    use talon_tools::UpdateSink;
+
+    use super::*;
+
+    #[test]
+    fn streamed_updates_become_tool_call_deltas_in_the_envelope() {
+        let sink = Arc::new(CollectSink::default());
+        let ctx = RunContext {
+            scope: talon_tools::RunScope {
+                agent_id: "a".into(),
+                session_id: "s".into(),
+                run_id: "r".into(),
+            },
+            session_key: "k".into(),
+            sender: None,
+            channel: None,
+            abort: Default::default(),
+            updates: Arc::new(talon_tools::NoUpdates),
+        };
+        let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
+        UpdateEvents(events.clone()).update("call_1", json!({"progress": 0.5}));
+        events.emit(EventType::RunCompleted, json!({}));
+        let got = sink.events();
+        assert_eq!(got[0].kind, EventType::ToolCallDelta);
+        assert_eq!(
+            got[0].data,
+            json!({"callId": "call_1", "update": {"progress": 0.5}})
+        );
+        assert_eq!(
+            (got[0].id.as_str(), got[1].id.as_str()),
+            ("r:00000001", "r:00000002")
+        );
+        assert_eq!(
+            (
+                got[0].version,
+                got[0].agent_id.as_deref(),
+                got[0].session_key.as_deref()
+            ),
+            (1, Some("a"), Some("k"))
+        );
     }
 }

@@ -10,5 +10,6 @@ pub mod run;
 pub use core_tools::CoreTools;
 pub use events::{
     ApprovalEvents, CollectSink, EventSink, NestedCallEvents, NoEvents, PolicyApprover, RunEvents,
+    UpdateEvents,
 };
 pub use run::{AgentRun, RunOptions, RunResult, RunStatus, Surface, code_mode_wins};

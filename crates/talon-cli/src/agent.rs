@@ -16,7 +16,7 @@ use clap::Args;
 use serde_json::Value;
 use talon_agent::{
     AgentRun, ApprovalEvents, CoreTools, EventSink, NestedCallEvents, PolicyApprover, RunEvents,
-    RunOptions, RunStatus, Surface, code_mode_wins,
+    RunOptions, RunStatus, Surface, UpdateEvents, code_mode_wins,
 };
 use talon_codemode::{
     CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
@@ -282,7 +282,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         Ok(tools) => tools,
         Err(message) => return usage(&message),
     };
-    let ctx = RunContext {
+    let mut ctx = RunContext {
         scope,
         session_key: format!("agent:{}:cli", args.agent),
         sender: None,
@@ -291,6 +291,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         updates: Arc::new(NoUpdates),
     };
     let events = Arc::new(RunEvents::new(Arc::new(Printer { started }), &ctx));
+    ctx.updates = Arc::new(UpdateEvents(events.clone()));
     let policy: Arc<dyn Approver> = match config.get("tools.approvals").and_then(Value::as_str) {
         Some("allow") => Arc::new(PolicyApprover::AllowAll),
         Some("deny") => Arc::new(PolicyApprover::DenyAll),
@@ -336,7 +337,10 @@ async fn run_async(args: AgentArgs) -> ExitCode {
                 exec_hooks: Vec::new(),
             })))
         }
-        None => match ToolSearchConfig::from_json(config.get("tools.toolSearch")) {
+        None => match ToolSearchConfig::from_json({
+            let (global, agent) = config.tools_section("toolSearch", &args.agent);
+            agent.or(global)
+        }) {
             Err(e) => return usage(&e.to_string()),
             Ok(Some(ts)) => {
                 let surface = match build_surface(runner.catalog(), Some(&ts)) {

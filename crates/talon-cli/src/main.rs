@@ -38,6 +38,12 @@ fn main() -> ExitCode {
     {
         filter = filter.add_directive(directive);
     }
+    // TALON_DEBUG_MODEL_PAYLOAD=tools|full-redacted: what the model gets.
+    if std::env::var("TALON_DEBUG_MODEL_PAYLOAD").is_ok()
+        && let Ok(directive) = "talon::model_payload=info".parse()
+    {
+        filter = filter.add_directive(directive);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

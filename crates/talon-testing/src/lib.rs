@@ -154,6 +154,7 @@ struct Shared {
     script: Script,
     next: usize,
     requests: Vec<Value>,
+    timings: Vec<(std::time::Instant, Option<std::time::Instant>)>,
 }
 
 /// A running mock model server.
@@ -210,6 +211,16 @@ impl MockModel {
             .unwrap_or_default()
     }
 
+    /// For each request: when it arrived and when its reply was ready
+    /// (the whole body is written at once). The step gap of an agent is
+    /// the time from one reply to the next request.
+    pub fn timings(&self) -> Vec<(std::time::Instant, Option<std::time::Instant>)> {
+        self.shared
+            .lock()
+            .map(|s| s.timings.clone())
+            .unwrap_or_default()
+    }
+
     /// Replies not yet used.
     pub fn remaining(&self) -> usize {
         self.shared
@@ -230,6 +241,8 @@ async fn completions(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
+    // Arrival: the body is in; parsing it is the mock's own time.
+    let arrived = std::time::Instant::now();
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
@@ -249,6 +262,7 @@ async fn completions(
             );
         };
         s.requests.push(request.clone());
+        s.timings.push((arrived, None));
         let api_key = s.script.api_key.clone();
         let models = s.script.models.clone();
         let turn = s.script.turns.get(s.next).cloned();
@@ -304,11 +318,17 @@ async fn completions(
             .body(Body::from(raw))
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
     }
-    if request["stream"].as_bool() == Some(true) {
+    let response = if request["stream"].as_bool() == Some(true) {
         stream(&turn, &model)
     } else {
         whole(&turn, &model)
+    };
+    if let Ok(mut s) = shared.lock()
+        && let Some(last) = s.timings.last_mut()
+    {
+        last.1 = Some(std::time::Instant::now());
     }
+    response
 }
 
 fn tool_calls_json(turn: &Turn) -> Vec<Value> {

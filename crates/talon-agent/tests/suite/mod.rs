@@ -1,2 +1,3 @@
 mod core_tools;
+mod e2e;
 mod run;

@@ -1,0 +1,508 @@
+//! The seeds' end-to-end plans, without a gateway: the mock model is a real
+//! HTTP server, MCP is a real stdio server, and a new runtime instance
+//! stands in for a restart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_agent::{
+    AgentRun, CollectSink, CoreTools, NestedCallEvents, PolicyApprover, RunEvents, RunOptions,
+    RunStatus, Surface,
+};
+use talon_codemode::{
+    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
+};
+use talon_mcp::{McpExecutor, McpManager, parse_servers};
+use talon_protocol::{CatalogMode, EventType, ToolDefinition, ToolSource};
+use talon_provider::openai::OpenAiCompatible;
+use talon_provider::parse_providers;
+use talon_testing::{MockModel, Script};
+use talon_tools::{
+    BoxFuture, Catalog, CatalogBuilder, CatalogEntry, NoUpdates, RunContext, RunScope, ToolCall,
+    ToolExecutor, ToolPolicy, ToolRunner,
+};
+use talon_toolsearch::{ToolSearch, ToolSearchConfig, build_surface};
+
+/// Core tools in a workspace, MCP through the manager, plugin and client
+/// tools answer with what they were given.
+struct TestTools {
+    core: CoreTools,
+    mcp: Option<McpExecutor>,
+}
+
+impl ToolExecutor for TestTools {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        call: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        match (entry.tool.source, &self.mcp) {
+            (ToolSource::Openclaw, _) => self.core.execute(ctx, entry, call),
+            (ToolSource::Mcp, Some(mcp)) => mcp.execute(ctx, entry, call),
+            _ => {
+                let value = json!({"tool": entry.id, "input": call.args});
+                Box::pin(async move {
+                    if entry.tool.name == "slow_lookup" {
+                        tokio::time::sleep(Duration::from_millis(1500)).await;
+                    }
+                    Ok(value)
+                })
+            }
+        }
+    }
+}
+
+fn tool(name: &str, description: &str) -> ToolDefinition {
+    ToolDefinition {
+        name: name.into(),
+        label: None,
+        description: description.into(),
+        parameters: json!({"type": "object", "properties": {"query": {"type": "string", "description": "What to look up"}}}),
+        source: ToolSource::Plugin,
+        owner: "x".into(),
+        catalog_mode: CatalogMode::Default,
+        execution_mode: Default::default(),
+        requires_approval: false,
+        effect: Default::default(),
+        replay_safe: false,
+    }
+}
+
+fn fixture_js() -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../talon-mcp/tests/fixtures/fixture_server.mjs")
+        .display()
+        .to_string()
+}
+
+fn ctx(run: &str) -> RunContext {
+    RunContext {
+        scope: RunScope {
+            agent_id: "main".into(),
+            session_id: "s1".into(),
+            run_id: run.into(),
+        },
+        session_key: "agent:main:s1".into(),
+        sender: None,
+        channel: None,
+        abort: Default::default(),
+        updates: Arc::new(NoUpdates),
+    }
+}
+
+async fn provider(turns: Value) -> (MockModel, OpenAiCompatible) {
+    let mock = MockModel::start(Script::from_json(&json!({"turns": turns})).unwrap())
+        .await
+        .unwrap();
+    let providers = parse_providers(
+        Some(&json!({"mock": {"baseUrl": mock.base_url()}})),
+        &|_| None,
+    )
+    .unwrap();
+    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    (mock, client)
+}
+
+fn request_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The Code Mode test catalog: core, plugin, MCP and client tools, with
+/// one plugin tool denied by policy.
+async fn code_mode_catalog(run: &str, manager: &McpManager) -> Catalog {
+    let servers = manager.for_run().await;
+    assert!(servers.failed.is_empty(), "{:?}", servers.failed);
+    let mut ask = tool("ask_user", "Ask the user something.");
+    ask.catalog_mode = CatalogMode::DirectOnly;
+    servers
+        .register(CatalogBuilder::new(ctx(run).scope))
+        .core(talon_agent::core_tools::definitions())
+        .plugin(
+            "lookup",
+            [
+                tool("lookup_weather", "Look up the weather."),
+                tool("slow_lookup", "Look something up slowly."),
+                tool("forbidden_tool", "A tool policy denies."),
+            ],
+        )
+        .client(
+            "app",
+            &ctx(run).scope,
+            [tool("pick_color", "Let the user pick a colour."), ask],
+        )
+        .build(&ToolPolicy::from_lists(None, &["forbidden_tool".into()]))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn code_modes_sixteen_step_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), "# Talon test workspace").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let manager = McpManager::from_env(
+        parse_servers(Some(
+            &json!({"fx": {"command": "node", "args": [fixture_js(), "ok"]}}),
+        ))
+        .unwrap(),
+    );
+    let executor = Arc::new(TestTools {
+        core: CoreTools::new(dir.path()).unwrap(),
+        mcp: Some(manager.executor()),
+    });
+
+    // 1-3. Code Mode disabled: a small direct tool set reaches the model unchanged.
+    let disabled = CodeModeConfig::resolve(Some(&json!({"enabled": false})), None).unwrap();
+    let (mock, client) = provider(json!([{"text": "direct"}])).await;
+    let catalog = CatalogBuilder::new(ctx("r0").scope)
+        .core(talon_agent::core_tools::definitions())
+        .build(&ToolPolicy::new())
+        .unwrap();
+    let runner = Arc::new(ToolRunner::new(Arc::new(catalog), executor.clone()));
+    assert!(talon_agent::code_mode_wins(disabled, &runner, false).is_none());
+    let sink = Arc::new(CollectSink::default());
+    let run = AgentRun {
+        provider: &client,
+        runner: runner.clone(),
+        surface: Surface::direct(&runner),
+        ctx: ctx("r0"),
+        events: Arc::new(RunEvents::new(sink.clone(), &ctx("r0"))),
+        options: RunOptions {
+            model: "m".into(),
+            ..RunOptions::default()
+        },
+    };
+    assert_eq!(run.run(Vec::new(), "hi").await.status, RunStatus::Completed);
+    assert_eq!(
+        request_tools(&mock.requests()[0]),
+        ["edit", "exec", "grep", "list", "read", "write"]
+    );
+
+    // 4. "Restart" with Code Mode enabled: a new runtime on a durable store.
+    let store_dir = state.path().join("cells");
+    let new_runtime = || {
+        CodeMode::new(CodeModeOptions {
+            sandbox: Default::default(),
+            store: Arc::new(FileStore::open(&store_dir, StoreLimits::default()).unwrap()),
+            namespaces: Arc::new(NamespaceRegistry::new()),
+        })
+        .unwrap()
+    };
+    let code_mode = new_runtime();
+    let enabled =
+        CodeModeConfig::resolve(Some(&json!({"enabled": true, "timeoutMs": 1000})), None).unwrap();
+
+    // 5-14. One turn with core, plugin, MCP and client test tools.
+    let cell_1 = r#"
+      const ids = ALL_TOOLS.map(t => t.id);
+      const hits = await tools.search("look up the weather");
+      const weather = await tools.describe(hits[0].id);
+      const w = await tools.call(weather.id, {query: "Paris"});
+      const color = await tools.call("client:app:pick_color", {query: "blue"});
+      const readme = await tools.read({path: "README.md"});
+      const files = (await API.list("mcp")).map(f => f.path);
+      const dts = await API.read("mcp/fx.d.ts");
+      const echoed = await MCP.fx.echo({message: "hi"});
+      let denied;
+      try { await tools.call("plugin:lookup:forbidden_tool", {}); } catch (e) { denied = e.code; }
+      return {ids, first: hits[0].id, w: w.tool, color: color.tool, readme: readme.content, files,
+              declares: dts.includes("function echo("), echoed: echoed.structuredContent.echoed, denied,
+              mcpHidden: !ids.some(id => id.startsWith("mcp:")) && typeof tools.echo === "undefined"};"#;
+    let cell_2 = "text('before'); const r = await tools.slow_lookup({query: 'x'}); text('after resume'); return r.input.query;";
+    let (mock, client) = provider(json!([
+        {"toolCalls": [{"name": "exec", "arguments": {"code": cell_1}}]},
+        {"toolCalls": [{"name": "exec", "arguments": {"code": cell_2}}]},
+    ]))
+    .await;
+    let catalog = code_mode_catalog("r1", &manager).await;
+    let sink = Arc::new(CollectSink::default());
+    let events = Arc::new(RunEvents::new(sink.clone(), &ctx("r1")));
+    let runner = Arc::new(
+        ToolRunner::new(Arc::new(catalog), executor.clone())
+            .with_approver(Arc::new(PolicyApprover::DenyAll))
+            .with_observer(Arc::new(NestedCallEvents(events.clone()))),
+    );
+    let config = talon_agent::code_mode_wins(enabled, &runner, false).unwrap();
+    let surface = Surface::CodeMode(Box::new(code_mode.start_run(RunSetup {
+        config: config.clone(),
+        runner: runner.clone(),
+        ctx: ctx("r1"),
+        mcp: Some(Arc::new(manager.clone())),
+        plugin_config: Value::Null,
+        exec_hooks: Vec::new(),
+    })));
+    let run = AgentRun {
+        provider: &client,
+        runner: runner.clone(),
+        surface,
+        ctx: ctx("r1"),
+        events: events.clone(),
+        options: RunOptions {
+            model: "m".into(),
+            max_turns: 2,
+            ..RunOptions::default()
+        },
+    };
+    let _ = run.run(Vec::new(), "use the tools").await;
+    let requests = mock.requests();
+    // 6. Exactly exec and wait (plus the direct-only tool).
+    assert_eq!(request_tools(&requests[0]), ["exec", "wait", "ask_user"]);
+    // 7-11. The first cell's answer, as the model received it.
+    let first: Value =
+        serde_json::from_str(requests[1]["messages"][3]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(first["status"], "completed", "{first}");
+    let v = &first["value"];
+    for id in [
+        "openclaw:core:read",
+        "plugin:lookup:lookup_weather",
+        "client:app:pick_color",
+    ] {
+        assert!(v["ids"].as_array().unwrap().contains(&json!(id)), "{id}");
+    }
+    assert!(
+        !v["ids"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("plugin:lookup:forbidden_tool"))
+    );
+    assert_eq!(v["first"], "plugin:lookup:lookup_weather");
+    assert_eq!(
+        (v["w"].as_str(), v["color"].as_str()),
+        (
+            Some("plugin:lookup:lookup_weather"),
+            Some("client:app:pick_color")
+        )
+    );
+    assert_eq!(v["readme"], "# Talon test workspace");
+    assert_eq!(v["files"], json!(["mcp/fx.d.ts", "mcp/index.d.ts"]));
+    assert_eq!(
+        (v["declares"].as_bool(), v["echoed"].as_str()),
+        (Some(true), Some("hi"))
+    );
+    assert_eq!(
+        (v["denied"].as_str(), v["mcpHidden"].as_bool()),
+        (Some("nested_tool_failed"), Some(true))
+    );
+    // 12. The second cell waits on a call that resolves after exec returned.
+    let second = sink
+        .events()
+        .into_iter()
+        .filter(|e| e.kind == EventType::ToolCallCompleted && e.data.get("parentId").is_none())
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        second.data["result"]["status"], "waiting",
+        "{}",
+        second.data
+    );
+    let run_id = second.data["result"]["runId"].as_str().unwrap().to_owned();
+    // 13-14. A new runtime (the restart) resumes it; the restored VM gets the result.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    drop(run);
+    drop(code_mode);
+    let code_mode = new_runtime();
+    let resumed = code_mode.start_run(RunSetup {
+        config: config.clone(),
+        runner: runner.clone(),
+        ctx: ctx("r1"),
+        mcp: Some(Arc::new(manager.clone())),
+        plugin_config: Value::Null,
+        exec_hooks: Vec::new(),
+    });
+    let done = resumed.wait("call_9", json!({"runId": run_id})).await;
+    let done = serde_json::to_value(&done).unwrap();
+    assert_eq!(
+        (done["status"].as_str(), done["value"].as_str()),
+        (Some("completed"), Some("x")),
+        "{done}"
+    );
+    assert_eq!(
+        done["output"],
+        json!([{"type": "text", "text": "after resume"}])
+    );
+    // 15. Timeout, cancellation and expiry leave nothing behind.
+    let timed_out = resumed
+        .exec("call_10", json!({"code": "while (true) {}"}))
+        .await;
+    assert_eq!(serde_json::to_value(&timed_out).unwrap()["code"], "timeout");
+    assert_eq!(std::fs::read_dir(&store_dir).unwrap().count(), 0);
+    // 16. The trajectory shows nested calls under their parent exec.
+    let nested: Vec<(String, String)> = sink
+        .events()
+        .into_iter()
+        .filter(|e| e.kind == EventType::ToolCallStarted && e.data.get("parentId").is_some())
+        .map(|e| {
+            (
+                e.data["parentId"].as_str().unwrap().to_owned(),
+                e.data["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        nested.contains(&("call_1".to_owned(), "mcp:fx:echo".to_owned())),
+        "{nested:?}"
+    );
+    assert!(nested.contains(&("call_1".to_owned(), "openclaw:core:read".to_owned())));
+    manager.shutdown().await;
+}
+
+/// A large fake plugin catalog, a direct-only tool.
+fn big_catalog(run: &str) -> Catalog {
+    let tools = (0..300).map(|i| {
+        let mut t = tool(&format!("fake_tool_{i:03}"), &format!("Fake plugin tool number {i} that manages widgets of kind {i}."));
+        t.parameters = json!({"type": "object", "properties": {
+            "widget": {"type": "string", "description": "The widget identifier to operate on"},
+            "mode": {"type": "string", "enum": ["fast", "safe", "dry-run"], "description": "How to run"},
+            "count": {"type": "integer", "description": "How many widgets"}}, "required": ["widget"]});
+        t
+    });
+    let mut ask = tool("ask_user", "Ask the user something.");
+    ask.catalog_mode = CatalogMode::DirectOnly;
+    CatalogBuilder::new(ctx(run).scope)
+        .plugin("fake", tools)
+        .client("app", &ctx(run).scope, [ask])
+        .build(&ToolPolicy::new())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn tool_search_regression_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let executor = Arc::new(TestTools {
+        core: CoreTools::new(dir.path()).unwrap(),
+        mcp: None,
+    });
+    // Direct mode.
+    let (direct_mock, client) = provider(json!([
+        {"toolCalls": [{"name": "fake_tool_042", "arguments": {"widget": "w1"}}]}, {"text": "done"}])).await;
+    let runner = Arc::new(ToolRunner::new(
+        Arc::new(big_catalog("d")),
+        executor.clone(),
+    ));
+    let sink = Arc::new(CollectSink::default());
+    let run = AgentRun {
+        provider: &client,
+        runner: runner.clone(),
+        surface: Surface::direct(&runner),
+        ctx: ctx("d"),
+        events: Arc::new(RunEvents::new(sink.clone(), &ctx("d"))),
+        options: RunOptions {
+            model: "m".into(),
+            ..RunOptions::default()
+        },
+    };
+    assert_eq!(
+        run.run(Vec::new(), "operate widget w1").await.status,
+        RunStatus::Completed
+    );
+    // 1. The fake plugin tool is callable in direct mode.
+    let direct_calls: Vec<_> = runner
+        .records()
+        .into_iter()
+        .map(|r| (r.id, r.status))
+        .collect();
+    assert_eq!(
+        direct_calls,
+        [("plugin:fake:fake_tool_042".to_owned(), "ok")]
+    );
+    // 3. Direct mode exposes its schema.
+    let direct_request = &direct_mock.requests()[0];
+    let exposed = direct_request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "fake_tool_042")
+        .unwrap();
+    assert_eq!(
+        exposed["function"]["parameters"]["properties"]["mode"]["enum"],
+        json!(["fast", "safe", "dry-run"])
+    );
+
+    // Tool Search (code mode).
+    let (ts_mock, client) = provider(json!([
+        {"toolCalls": [{"name": "tool_search_code", "arguments": {"code":
+            "const hits = await openclaw.tools.search('manages widgets of kind 42'); const t = await openclaw.tools.describe('plugin:fake:fake_tool_042'); return await openclaw.tools.call(t.id, {widget: 'w1'});"}}]},
+        {"text": "done"}])).await;
+    let ts_runner = Arc::new(ToolRunner::new(
+        Arc::new(big_catalog("t")),
+        executor.clone(),
+    ));
+    let config = ToolSearchConfig::from_json(Some(&json!({"mode": "code"})))
+        .unwrap()
+        .unwrap();
+    let surface = build_surface(ts_runner.catalog(), Some(&config)).unwrap();
+    let ts = Arc::new(
+        ToolSearch::new(
+            config,
+            surface,
+            ts_runner.clone(),
+            Some(talon_toolsearch::CodeSandbox::new(Default::default()).unwrap()),
+        )
+        .unwrap(),
+    );
+    let sink = Arc::new(CollectSink::default());
+    let run = AgentRun {
+        provider: &client,
+        runner: ts_runner.clone(),
+        surface: Surface::ToolSearch(ts.clone()),
+        ctx: ctx("t"),
+        events: Arc::new(RunEvents::new(sink.clone(), &ctx("t"))),
+        options: RunOptions {
+            model: "m".into(),
+            ..RunOptions::default()
+        },
+    };
+    assert_eq!(
+        run.run(Vec::new(), "operate widget w1").await.status,
+        RunStatus::Completed
+    );
+    // 2. The same tool is callable through Tool Search.
+    let ts_calls: Vec<_> = ts_runner
+        .records()
+        .into_iter()
+        .map(|r| (r.id, r.status))
+        .collect();
+    assert_eq!(ts_calls, [("plugin:fake:fake_tool_042".to_owned(), "ok")]);
+    // 4. Only the compact bridge and the direct-only tools are exposed.
+    let ts_request = &ts_mock.requests()[0];
+    assert_eq!(request_tools(ts_request), ["tool_search_code", "ask_user"]);
+    // 5. The request payload is smaller.
+    let (direct_bytes, ts_bytes) = (
+        direct_request.to_string().len(),
+        ts_request.to_string().len(),
+    );
+    assert!(
+        ts_bytes * 10 < direct_bytes,
+        "direct {direct_bytes} B, tool search {ts_bytes} B"
+    );
+    // 6. Session logs count the calls and the bridge telemetry.
+    let telemetry = ts.telemetry();
+    assert_eq!(
+        (
+            telemetry.code_runs,
+            telemetry.searches,
+            telemetry.describes,
+            telemetry.calls
+        ),
+        (1, 1, 1, 1)
+    );
+    let top_level = sink
+        .events()
+        .iter()
+        .filter(|e| e.kind == EventType::ToolCallStarted)
+        .count();
+    assert_eq!(top_level, 1);
+}
