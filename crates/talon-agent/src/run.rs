@@ -240,7 +240,7 @@ impl AgentRun<'_> {
         let mut messages = vec![Message::System(system)];
         messages.extend(history);
         messages.push(Message::User(message.to_owned()));
-        let tools = self.surface.tools();
+        let tools = Arc::new(self.surface.tools());
         loop {
             if self.ctx.abort.load(Ordering::Relaxed) {
                 return Err("the run was aborted".into());

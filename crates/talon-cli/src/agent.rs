@@ -278,6 +278,28 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         session_id: "cli".into(),
         run_id,
     };
+    let (global, agent) = config.tools_section("codeMode", &args.agent);
+    let code_mode_config = match CodeModeConfig::resolve(global, agent) {
+        Ok(c) => c,
+        Err(e) => return usage(&e.to_string()),
+    };
+    // Starting the sandbox and the MCP servers are independent: overlap them.
+    let sandbox = code_mode_config.as_ref().map(|c| {
+        let store_dir = talon_config::state_dir().join("code-mode").join("cells");
+        let limits = StoreLimits {
+            max_snapshot_bytes: c.max_snapshot_bytes,
+            ..StoreLimits::default()
+        };
+        tokio::task::spawn_blocking(move || -> Result<CodeMode, String> {
+            let store = FileStore::open(store_dir, limits).map_err(|e| e.to_string())?;
+            CodeMode::new(CodeModeOptions {
+                sandbox: Default::default(),
+                store: Arc::new(store),
+                namespaces: NamespaceRegistry::global().clone(),
+            })
+            .map_err(|e| e.to_string())
+        })
+    });
     let tools = match RunTools::from_config(&config, &args.agent, &scope, Some(core)).await {
         Ok(tools) => tools,
         Err(message) => return usage(&message),
@@ -303,30 +325,15 @@ async fn run_async(args: AgentArgs) -> ExitCode {
             .with_approver(Arc::new(ApprovalEvents::new(policy, events.clone())))
             .with_observer(Arc::new(NestedCallEvents(events.clone()))),
     );
-    let (global, agent) = config.tools_section("codeMode", &args.agent);
-    let code_mode = match CodeModeConfig::resolve(global, agent) {
-        Ok(c) => c,
-        Err(e) => return usage(&e.to_string()),
-    };
-    let surface = match code_mode_wins(code_mode, &runner, false) {
+    let surface = match code_mode_wins(code_mode_config, &runner, false) {
         Some(code_mode_config) => {
-            let store = match FileStore::open(
-                talon_config::state_dir().join("code-mode").join("cells"),
-                StoreLimits {
-                    max_snapshot_bytes: code_mode_config.max_snapshot_bytes,
-                    ..StoreLimits::default()
-                },
-            ) {
-                Ok(store) => Arc::new(store),
-                Err(e) => return usage(&e.to_string()),
+            let started_sandbox = match sandbox {
+                Some(task) => task.await.unwrap_or_else(|e| Err(e.to_string())),
+                None => Err("the sandbox was not started".to_owned()),
             };
-            let code_mode = match CodeMode::new(CodeModeOptions {
-                sandbox: Default::default(),
-                store,
-                namespaces: NamespaceRegistry::global().clone(),
-            }) {
+            let code_mode = match started_sandbox {
                 Ok(cm) => cm,
-                Err(e) => return usage(&e.to_string()),
+                Err(e) => return usage(&e),
             };
             Surface::CodeMode(Box::new(code_mode.start_run(RunSetup {
                 config: code_mode_config,

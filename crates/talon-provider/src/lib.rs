@@ -13,7 +13,9 @@ mod types;
 
 pub use config::{ModelRef, ProviderConfig, parse_providers};
 pub use error::{ProviderError, Result};
-pub use types::{ChatRequest, ChatResponse, Message, StreamDelta, ToolCallRequest, Usage};
+pub use types::{
+    ChatRequest, ChatResponse, Message, StreamDelta, ToolCallRequest, Usage, tools_json,
+};
 
 use std::future::Future;
 use std::pin::Pin;

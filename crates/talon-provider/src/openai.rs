@@ -22,7 +22,15 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub struct OpenAiCompatible {
     config: ProviderConfig,
     client: reqwest::Client,
+    /// The last tool list sent and its JSON: a run sends the same list on
+    /// every turn, so it is serialized once.
+    tools_cache: std::sync::Arc<std::sync::Mutex<Option<ToolsCache>>>,
 }
+
+type ToolsCache = (
+    std::sync::Arc<Vec<talon_protocol::ModelTool>>,
+    std::sync::Arc<String>,
+);
 
 impl OpenAiCompatible {
     /// A client for `config`.
@@ -34,12 +42,33 @@ impl OpenAiCompatible {
                 provider: config.id.clone(),
                 message: e.to_string(),
             })?;
-        Ok(Self { config, client })
+        Ok(Self {
+            config,
+            client,
+            tools_cache: Default::default(),
+        })
     }
 
     /// Its configuration.
     pub fn config(&self) -> &ProviderConfig {
         &self.config
+    }
+
+    /// The request's tools as JSON text, from the cache when the list is
+    /// the one sent last (the same `Arc`).
+    fn tools_text(&self, request: &ChatRequest) -> Option<std::sync::Arc<String>> {
+        if request.tools.is_empty() {
+            return None;
+        }
+        let mut cache = self.tools_cache.lock().ok()?;
+        if let Some((tools, text)) = cache.as_ref()
+            && std::sync::Arc::ptr_eq(tools, &request.tools)
+        {
+            return Some(text.clone());
+        }
+        let text = std::sync::Arc::new(crate::types::tools_json(&request.tools).to_string());
+        *cache = Some((request.tools.clone(), text.clone()));
+        Some(text)
     }
 
     fn provider(&self) -> String {
@@ -52,13 +81,17 @@ impl OpenAiCompatible {
         sink: DeltaSink<'_>,
         abort: &AtomicBool,
     ) -> Result<ChatResponse> {
-        let body = request.to_openai();
+        let body = request.to_openai_text(self.tools_text(request).as_deref().map(String::as_str));
         let url = format!("{}/chat/completions", self.config.base_url);
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let mut builder = self.client.post(&url).json(&body);
+            let mut builder = self
+                .client
+                .post(&url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
             if let Some(key) = &self.config.api_key {
                 builder = builder.bearer_auth(key);
             }

@@ -72,8 +72,9 @@ pub struct ChatRequest {
     pub model: String,
     /// The conversation.
     pub messages: Vec<Message>,
-    /// The tools the model may call.
-    pub tools: Vec<ModelTool>,
+    /// The tools the model may call (shared: a run sends the same list on
+    /// every turn, and providers may serialize it once).
+    pub tools: std::sync::Arc<Vec<ModelTool>>,
     /// Most tokens of the reply.
     pub max_tokens: Option<u32>,
     /// Ask for a streamed reply.
@@ -89,16 +90,62 @@ impl ChatRequest {
             "stream": self.stream,
         });
         if !self.tools.is_empty() {
-            body["tools"] = Value::Array(
-                self.tools
-                    .iter()
-                    .map(|t| {
-                        json!({"type": "function", "function": {"name": t.name,
-                               "description": t.description, "parameters": t.parameters}})
-                    })
-                    .collect(),
-            );
+            body["tools"] = tools_json(&self.tools);
         }
+        if let Some(max) = self.max_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        if self.stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        body
+    }
+}
+
+/// The Chat Completions `tools` array.
+pub fn tools_json(tools: &[ModelTool]) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {"name": t.name,
+                       "description": t.description, "parameters": t.parameters}})
+            })
+            .collect(),
+    )
+}
+
+impl ChatRequest {
+    /// The request body as JSON text, with the tools array taken from
+    /// `tools_text` (already serialized) instead of serialized again.
+    pub fn to_openai_text(&self, tools_text: Option<&str>) -> String {
+        let mut body = self.to_openai_without_tools();
+        let rest = body.to_string();
+        match tools_text {
+            Some(tools) if !self.tools.is_empty() => {
+                // `rest` is a JSON object with at least `model`: `{"...`.
+                let mut out = String::with_capacity(rest.len() + tools.len() + 10);
+                out.push_str("{\"tools\":");
+                out.push_str(tools);
+                out.push(',');
+                out.push_str(&rest[1..]);
+                out
+            }
+            _ => {
+                if !self.tools.is_empty() {
+                    body["tools"] = tools_json(&self.tools);
+                }
+                body.to_string()
+            }
+        }
+    }
+
+    fn to_openai_without_tools(&self) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "messages": self.messages.iter().map(Message::to_openai).collect::<Vec<_>>(),
+            "stream": self.stream,
+        });
         if let Some(max) = self.max_tokens {
             body["max_tokens"] = json!(max);
         }

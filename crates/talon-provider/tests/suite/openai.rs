@@ -38,11 +38,11 @@ fn request(stream: bool) -> ChatRequest {
             Message::System("be brief".into()),
             Message::User("hi".into()),
         ],
-        tools: vec![ModelTool {
+        tools: std::sync::Arc::new(vec![ModelTool {
             name: "exec".into(),
             description: "Run code.".into(),
             parameters: json!({"type": "object", "properties": {"code": {"type": "string"}}}),
-        }],
+        }]),
         max_tokens: Some(100),
         stream,
     }
@@ -75,8 +75,10 @@ async fn streamed_text_arrives_in_deltas_with_usage() {
         .collect();
     assert!(texts.len() > 1);
     assert_eq!(texts.concat(), "Hello from the mock model!");
-    // The request is the wire format, tools included.
+    // The request is the wire format, tools included (the cached tools
+    // text gives the same body as serializing everything).
     let body = &mock.requests()[0];
+    assert_eq!(body, &request(true).to_openai());
     assert_eq!(body["model"], "mock-model");
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
