@@ -235,6 +235,14 @@ fn main() {
         let search_call = step_gap(&env, "code_mode", json!({"name": "exec", "arguments": {"code":
             "const files = await API.list('mcp'); const api = await MCP.synth.$api('synth_000_create_issue'); return await MCP.synth.synth000CreateIssue({workspace_id: 'w1'});"}}), 30).await;
         println!("step gap, cell with API + $api + MCP call:      p50 {:.3} ms", ms(search_call));
+        for (label, code) in [
+            ("cell with one MCP call", "return await MCP.synth.synth000CreateIssue({workspace_id: 'w1'});"),
+            ("cell with API.list('mcp')", "return (await API.list('mcp')).length;"),
+            ("cell with $api(tool)", "return (await MCP.synth.$api('synth_000_create_issue')).length;"),
+        ] {
+            let gap = step_gap(&env, "code_mode", json!({"name": "exec", "arguments": {"code": code}}), 30).await;
+            println!("step gap, {label:<36} p50 {:.3} ms", ms(gap));
+        }
         let direct = step_gap(&env, "direct", json!({"name": "synth_000_create_issue", "arguments": {"workspace_id": "w1"}}), 30).await;
         println!("step gap, direct MCP call:                     p50 {:.3} ms", ms(direct));
 
