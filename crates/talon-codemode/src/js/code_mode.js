@@ -49,6 +49,8 @@
   }
 
   const defineProperty = Object.defineProperty;
+  const hasOwn = Object.hasOwn;
+  const ProxyCtor = Proxy;
   const freeze = Object.freeze;
   const create = Object.create;
   const keys = Object.keys;
@@ -132,15 +134,6 @@
         const schema = options !== null && typeof options === "object" && options.schema === true;
         return later(() => mcpApi(server.name, toolName === undefined ? null : toText(toolName), schema));
       });
-      // The host lists each tool's property names: its camelCase name and,
-      // when that differs, its exact MCP name (the only name of tools
-      // without a safe form). None collides with $api, resources, prompts.
-      for (const tool of server.tools) {
-        const invoke = function (input) {
-          return mcp(server.name, "tool", tool.name, input === undefined ? {} : input);
-        };
-        for (let i = 0; i < tool.keys.length; i++) fixed(api, tool.keys[i], invoke, i === 0);
-      }
       if (server.resources) {
         fixed(api, "resources", freeze({
           read(request) {
@@ -159,8 +152,46 @@
         }));
       }
       freeze(api);
+      // Tool functions are made when the cell first names them, so a
+      // server with hundreds of tools costs nothing until used. The host
+      // lists each tool's names: its camelCase name and, when that differs,
+      // its exact MCP name (the only name of tools without a safe form);
+      // none collides with $api, resources or prompts. The view is
+      // read-only: writes and definitions are refused.
+      let byKey;
+      const made = create(null);
+      const toolFor = (key) => {
+        if (byKey === undefined) {
+          byKey = create(null);
+          for (const tool of server.tools) {
+            for (let i = 0; i < tool.keys.length; i++) byKey[tool.keys[i]] = tool.name;
+          }
+        }
+        return byKey[key];
+      };
+      const view = new ProxyCtor(api, {
+        get(target, key) {
+          if (typeof key !== "string" || hasOwn(target, key)) return target[key];
+          let fn = made[key];
+          if (fn === undefined) {
+            const name = toolFor(key);
+            if (name === undefined) return undefined;
+            fn = function (input) {
+              return mcp(server.name, "tool", name, input === undefined ? {} : input);
+            };
+            made[key] = fn;
+          }
+          return fn;
+        },
+        has(target, key) {
+          return hasOwn(target, key) || (typeof key === "string" && toolFor(key) !== undefined);
+        },
+        set() { return false; },
+        defineProperty() { return false; },
+        deleteProperty() { return false; },
+      });
       for (const alias of server.aliases) {
-        if (!(alias in root)) fixed(root, alias, api);
+        if (!(alias in root)) fixed(root, alias, view);
       }
     }
     return freeze(root);

@@ -300,3 +300,26 @@ async fn many_parallel_nested_calls_queue_behind_max_pending_tool_calls() {
     .await;
     assert_eq!(value(&result), json!(76));
 }
+
+#[tokio::test]
+async fn mcp_server_objects_make_tool_functions_on_demand_and_stay_read_only() {
+    let (_cm, run) = standard();
+    let result = exec(
+        &run.run,
+        r#"const s = MCP.docs;
+           const out = {same: s.searchDocs === s.searchDocs, has: ["searchDocs" in s, "get-page" in s, "nope" in s],
+                         missing: typeof s.nope, keys: Object.keys(s).sort()};
+           (() => { "use strict";
+             try { s.searchDocs = null; out.write = "allowed"; } catch (e) { out.write = e.name; }
+             try { Object.defineProperty(s, "x", {value: 1}); out.define = "allowed"; } catch (e) { out.define = e.name; }
+             try { delete s.$api; out.del = "allowed"; } catch (e) { out.del = e.name; } })();
+           out.still = typeof s.searchDocs;
+           return out;"#,
+    )
+    .await;
+    assert_eq!(
+        value(&result),
+        json!({"same": true, "has": [true, true, false], "missing": "undefined", "keys": ["$api", "prompts", "resources"],
+               "write": "TypeError", "define": "TypeError", "del": "TypeError", "still": "function"})
+    );
+}
