@@ -68,6 +68,7 @@ pub struct CatalogView {
     servers: Vec<McpServerView>,
     files: OnceLock<BTreeMap<String, String>>,
     mcp_schemas: HashMap<String, (String, Value)>,
+    rendered: std::sync::Mutex<HashMap<String, String>>,
     tools_text: OnceLock<String>,
     convenience_text: OnceLock<String>,
     mcp_text: OnceLock<String>,
@@ -187,6 +188,7 @@ impl CatalogView {
             servers,
             files: OnceLock::new(),
             mcp_schemas,
+            rendered: Default::default(),
             tools_text: OnceLock::new(),
             convenience_text: OnceLock::new(),
             mcp_text: OnceLock::new(),
@@ -295,32 +297,66 @@ impl CatalogView {
                 p.to_owned()
             }
         };
+        // Metadata only: listing renders nothing.
+        let mut entries = vec![json!({"path": "mcp/index.d.ts", "servers": self.servers.len()})];
+        for server in &self.servers {
+            entries.push(
+                json!({"path": format!("mcp/{}.d.ts", server.name), "server": server.name,
+                                "tools": server.tools.len()}),
+            );
+        }
+        entries.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
         Ok(Value::Array(
-            self.files()
-                .iter()
-                .filter(|(path, _)| {
-                    prefix.is_empty()
-                        || path.starts_with(&format!("{prefix}/"))
-                        || path.as_str() == prefix
+            entries
+                .into_iter()
+                .filter(|e| {
+                    let path = e["path"].as_str().unwrap_or_default();
+                    prefix.is_empty() || path.starts_with(&format!("{prefix}/")) || path == prefix
                 })
-                .map(|(path, text)| json!({"path": path, "bytes": text.len()}))
                 .collect(),
         ))
+    }
+
+    /// One virtual file, rendered on first read and kept for the run.
+    fn file(&self, path: &str) -> Option<String> {
+        if let Some(files) = self.files.get() {
+            return files.get(path).cloned();
+        }
+        if let Ok(rendered) = self.rendered.lock()
+            && let Some(text) = rendered.get(path)
+        {
+            return Some(text.clone());
+        }
+        let text = if path == "mcp/index.d.ts" {
+            let counts: Vec<(&str, usize)> = self
+                .servers
+                .iter()
+                .map(|s| (s.name.as_str(), s.tools.len()))
+                .collect();
+            dts::index_dts(&counts)
+        } else {
+            let server = self
+                .servers
+                .iter()
+                .find(|s| format!("mcp/{}.d.ts", s.name) == path)?;
+            dts::server_dts(&server.name, &self.dts_tools(server))
+        };
+        if let Ok(mut rendered) = self.rendered.lock() {
+            rendered.insert(path.to_owned(), text.clone());
+        }
+        Some(text)
     }
 
     /// `API.read(path)`: a file's text.
     pub fn api_read(&self, path: &str) -> Result<Value, String> {
         let trimmed = path.trim_start_matches('/');
         check_segments(trimmed)?;
-        self.files()
-            .get(trimmed)
-            .map(|text| Value::String(text.clone()))
-            .ok_or_else(|| {
-                format!(
-                    "no API file {:?}; API.list() shows the files",
-                    path.chars().take(200).collect::<String>()
-                )
-            })
+        self.file(trimmed).map(Value::String).ok_or_else(|| {
+            format!(
+                "no API file {:?}; API.list() shows the files",
+                path.chars().take(200).collect::<String>()
+            )
+        })
     }
 
     /// `MCP.<server>.$api(toolName?, {schema?})`.

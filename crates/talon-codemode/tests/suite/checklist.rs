@@ -161,11 +161,15 @@ async fn api_list_and_read_expose_mcp_declarations_without_bridge_or_tool_calls(
         &run.run,
         r#"const files = await API.list("mcp");
            const docs = await API.read("mcp/docs.d.ts");
-           return {paths: files.map(f => f.path), docs};"#,
+           return {paths: files.map(f => f.path), files, docs};"#,
     )
     .await;
     let v = value(&result);
     assert_eq!(v["paths"], json!(["mcp/docs.d.ts", "mcp/index.d.ts"]));
+    assert_eq!(
+        v["files"],
+        json!([{"path": "mcp/docs.d.ts", "server": "docs", "tools": 2}, {"path": "mcp/index.d.ts", "servers": 1}])
+    );
     let docs = v["docs"].as_str().unwrap();
     assert!(docs.contains("declare namespace MCP.docs {"), "{docs}");
     assert!(docs.contains("  function searchDocs(input: {\n    /** What to look for */\n    query: string;\n  }): Promise<McpToolResult>;"), "{docs}");
