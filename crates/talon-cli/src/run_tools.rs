@@ -109,13 +109,10 @@ impl ToolExecutor for Executor {
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
     ) -> BoxFuture<'a, Result<Value, String>> {
-        match entry.tool.source {
-            ToolSource::Mcp => self.mcp.execute(ctx, entry, call),
-            ToolSource::Openclaw if entry.tool.owner == "core" && self.core.is_some() => {
-                match &self.core {
-                    Some(core) => core.execute(ctx, entry, call),
-                    None => Box::pin(async { Err("no core tools".to_owned()) }),
-                }
+        match (entry.tool.source, &self.core) {
+            (ToolSource::Mcp, _) => self.mcp.execute(ctx, entry, call),
+            (ToolSource::Openclaw, Some(core)) if entry.tool.owner == "core" => {
+                core.execute(ctx, entry, call)
             }
             _ => {
                 let message = format!("{} has no executor in this process", entry.id);

@@ -66,7 +66,6 @@ pub struct CatalogView {
     entries: Vec<Value>,
     convenience: BTreeMap<String, String>,
     servers: Vec<McpServerView>,
-    files: OnceLock<BTreeMap<String, String>>,
     mcp_schemas: HashMap<String, (String, Value)>,
     rendered: std::sync::Mutex<HashMap<String, String>>,
     tools_text: OnceLock<String>,
@@ -186,7 +185,6 @@ impl CatalogView {
             entries,
             convenience,
             servers,
-            files: OnceLock::new(),
             mcp_schemas,
             rendered: Default::default(),
             tools_text: OnceLock::new(),
@@ -250,26 +248,6 @@ impl CatalogView {
         self.servers.iter().find(|s| s.name == name)
     }
 
-    /// The virtual files: `mcp/index.d.ts` and `mcp/<server>.d.ts`.
-    pub fn files(&self) -> &BTreeMap<String, String> {
-        self.files.get_or_init(|| {
-            let mut files = BTreeMap::new();
-            let counts: Vec<(&str, usize)> = self
-                .servers
-                .iter()
-                .map(|s| (s.name.as_str(), s.tools.len()))
-                .collect();
-            files.insert("mcp/index.d.ts".to_owned(), dts::index_dts(&counts));
-            for server in &self.servers {
-                files.insert(
-                    format!("mcp/{}.d.ts", server.name),
-                    dts::server_dts(&server.name, &self.dts_tools(server)),
-                );
-            }
-            files
-        })
-    }
-
     fn dts_tools<'a>(&'a self, server: &'a McpServerView) -> Vec<DtsTool<'a>> {
         server
             .tools
@@ -319,9 +297,6 @@ impl CatalogView {
 
     /// One virtual file, rendered on first read and kept for the run.
     fn file(&self, path: &str) -> Option<String> {
-        if let Some(files) = self.files.get() {
-            return files.get(path).cloned();
-        }
         if let Ok(rendered) = self.rendered.lock()
             && let Some(text) = rendered.get(path)
         {

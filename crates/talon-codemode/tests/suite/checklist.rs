@@ -191,7 +191,10 @@ async fn mcp_namespace_api_stays_available_as_an_inline_schema_fallback() {
     )
     .await;
     let v = value(&result);
-    assert_eq!(v["header"], json!(run.run.view().files()["mcp/docs.d.ts"]));
+    assert_eq!(
+        v["header"],
+        run.run.view().api_read("mcp/docs.d.ts").unwrap()
+    );
     assert!(v["one"].as_str().unwrap().contains("function searchDocs("));
     assert!(!v["one"].as_str().unwrap().contains("getPage"));
     assert_eq!(
