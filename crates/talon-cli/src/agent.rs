@@ -88,10 +88,14 @@ async fn provider(
     let mock = match &args.mock_script {
         None => None,
         Some(path) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = talon_fs::read_capped_to_string(
+                path,
+                talon_config::MAX_CONFIG_BYTES,
+                talon_fs::Symlinks::Follow,
+            )
+            .map_err(|e| e.to_string())?;
             let value: Value =
-                json5_or_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                talon_config::parse_json5(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             let script = Script::from_json(&value).map_err(|e| e.to_string())?;
             Some(MockModel::start(script).await.map_err(|e| e.to_string())?)
         }
@@ -123,12 +127,6 @@ async fn provider(
     }
     let client = OpenAiCompatible::new(provider).map_err(|e| e.to_string())?;
     Ok((client, model, mock))
-}
-
-fn json5_or_json(text: &str) -> Result<Value, String> {
-    talon_config::Config::parse(text, None)
-        .map(|c| c.raw)
-        .map_err(|e| e.to_string())
 }
 
 /// Asks on the terminal.

@@ -227,16 +227,27 @@ fn read_code(args: &ExecArgs) -> Result<String, String> {
         (Some(code), _) => Ok(code.clone()),
         (None, Some(path)) if path.as_os_str() == "-" => read_stdin(),
         (None, Some(path)) => {
-            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+            talon_fs::read_capped_to_string(path, MAX_CODE_FILE_BYTES, talon_fs::Symlinks::Follow)
+                .map_err(|e| e.to_string())
         }
         (None, None) => read_stdin(),
     }
 }
 
+/// The most a cell file or standard input may hold; the cell's own
+/// `maxSourceBytes` check (smaller by default) gives the precise error.
+const MAX_CODE_FILE_BYTES: u64 = 64 << 20;
+
 fn read_stdin() -> Result<String, String> {
     let mut code = String::new();
     std::io::stdin()
+        .take(MAX_CODE_FILE_BYTES + 1)
         .read_to_string(&mut code)
         .map_err(|e| format!("reading standard input: {e}"))?;
+    if code.len() as u64 > MAX_CODE_FILE_BYTES {
+        return Err(format!(
+            "standard input: larger than {MAX_CODE_FILE_BYTES} bytes"
+        ));
+    }
     Ok(code)
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use talon_fs::Symlinks;
 use talon_protocol::ToolDefinition;
 use talon_tools::{Catalog, CatalogBuilder, RunScope, ToolPolicy};
 
@@ -63,8 +64,14 @@ pub fn run(command: ToolsCommand) -> ExitCode {
     }
 }
 
+/// The largest catalog file read (10,000 tools with schemas are ~20 MB).
+const MAX_CATALOG_BYTES: u64 = 64 << 20;
+/// The largest queries file read.
+const MAX_QUERIES_BYTES: u64 = 16 << 20;
+
 fn load(path: &Path) -> Result<Catalog, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = talon_fs::read_capped_to_string(path, MAX_CATALOG_BYTES, Symlinks::Follow)
+        .map_err(|e| e.to_string())?;
     let tools: Vec<ToolDefinition> = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a JSON array of tools: {e}", path.display()))?;
     let catalog = CatalogBuilder::new(RunScope::default())
@@ -83,11 +90,13 @@ fn search(args: &SearchArgs) -> Result<ExitCode, String> {
     let catalog = load(&args.catalog)?;
     let limit = args.limit.clamp(1, 50);
     let queries: Vec<String> = match (&args.queries, &args.query) {
-        (Some(path), _) => std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .lines()
-            .map(str::to_owned)
-            .collect(),
+        (Some(path), _) => {
+            talon_fs::read_capped_to_string(path, MAX_QUERIES_BYTES, Symlinks::Follow)
+                .map_err(|e| e.to_string())?
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        }
         (None, Some(query)) => vec![query.clone()],
         (None, None) => return Err("a query or --queries FILE is required".into()),
     };

@@ -13,6 +13,20 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use talon_fs::{FsError, Symlinks};
+
+mod nesting;
+
+pub use nesting::{MAX_NESTING, check_nesting};
+
+/// Parses JSON5 (and so JSON) text into a value, refusing documents nested
+/// deeper than [`MAX_NESTING`] before the recursive parser sees them: the
+/// parser and the value's drop recurse once per level on the caller's
+/// stack, and a file must not be able to overflow it.
+pub fn parse_json5(text: &str) -> std::result::Result<Value, String> {
+    check_nesting(text, MAX_NESTING)?;
+    json5::from_str(text).map_err(|e| e.to_string())
+}
 
 /// Config failures.
 #[derive(Debug, thiserror::Error)]
@@ -101,34 +115,28 @@ impl Config {
         }
     }
 
-    /// Reads one file.
+    /// Reads one file: a regular file (a symlink to one is followed; a FIFO,
+    /// device or directory is refused without blocking) of at most
+    /// [`MAX_CONFIG_BYTES`].
     pub fn read(path: &Path) -> Result<Self> {
-        let metadata = std::fs::metadata(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ConfigError::NotFound(path.to_owned()),
-            _ => ConfigError::Read {
-                path: path.to_owned(),
-                source: e,
-            },
-        })?;
-        if metadata.len() > MAX_CONFIG_BYTES {
-            return Err(ConfigError::Parse {
-                path: path.to_owned(),
-                message: format!("larger than {MAX_CONFIG_BYTES} bytes"),
-            });
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-            path: path.to_owned(),
-            source: e,
-        })?;
+        let text = talon_fs::read_capped_to_string(path, MAX_CONFIG_BYTES, Symlinks::Follow)
+            .map_err(|e| match e {
+                FsError::NotFound { path } => ConfigError::NotFound(path),
+                FsError::Io { path, source } => ConfigError::Read { path, source },
+                other => ConfigError::Parse {
+                    path: path.to_owned(),
+                    message: other.to_string(),
+                },
+            })?;
         Self::parse(&text, Some(path.to_owned()))
     }
 
     /// Parses a document.
     pub fn parse(text: &str, path: Option<PathBuf>) -> Result<Self> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from("<config>"));
-        let raw: Value = json5::from_str(text).map_err(|e| ConfigError::Parse {
+        let raw: Value = parse_json5(text).map_err(|message| ConfigError::Parse {
             path: shown.clone(),
-            message: e.to_string(),
+            message,
         })?;
         if !raw.is_object() {
             return Err(ConfigError::Parse {
@@ -242,5 +250,85 @@ mod tests {
             Config::read(&good).unwrap().get("tools.codeMode"),
             Some(&json!(true))
         );
+    }
+
+    #[test]
+    fn deep_documents_parse_up_to_the_limit_and_fail_cleanly_past_it() {
+        // Test threads have the 2 MiB stack of any spawned thread: the
+        // deepest accepted document must parse (and drop) within it.
+        for (open, close) in [("[", "]"), ("{a:", "}"), ("{\"a\": ", "}")] {
+            let text = format!(
+                "{{x: {}1{}}}",
+                open.repeat(MAX_NESTING - 1),
+                close.repeat(MAX_NESTING - 1)
+            );
+            assert!(Config::parse(&text, None).is_ok(), "{open}");
+            for depth in [MAX_NESTING, 20_000, 1_000_000] {
+                let text = format!("{{x: {}1{}}}", open.repeat(depth), close.repeat(depth));
+                let error = Config::parse(&text, None).unwrap_err().to_string();
+                assert_eq!(
+                    error,
+                    format!(
+                        "config file <config>: nested deeper than 128 levels at line 1 column {}",
+                        5 + open.len() * (MAX_NESTING - 1)
+                    )
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn special_and_oversized_config_files_are_refused_promptly() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json5");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let zero = dir.path().join("zero.json5");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let big = dir.path().join("big.json5");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(MAX_CONFIG_BYTES + 1).unwrap();
+        let cases = [
+            (
+                fifo.clone(),
+                format!(
+                    "config file {}: {}: not a regular file (FIFO)",
+                    fifo.display(),
+                    fifo.display()
+                ),
+            ),
+            (
+                zero.clone(),
+                format!(
+                    "config file {}: {}: not a regular file (character device)",
+                    zero.display(),
+                    zero.display()
+                ),
+            ),
+            (
+                dir.path().to_owned(),
+                format!(
+                    "config file {}: {}: not a regular file (directory)",
+                    dir.path().display(),
+                    dir.path().display()
+                ),
+            ),
+            (
+                big.clone(),
+                format!(
+                    "config file {}: {}: larger than {MAX_CONFIG_BYTES} bytes",
+                    big.display(),
+                    big.display()
+                ),
+            ),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(Config::read(&path).unwrap_err().to_string(), expected);
+        }
     }
 }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+use talon_fs::Symlinks;
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, InstancePre, Linker, Module,
     PoolingAllocationConfig, Store,
@@ -291,7 +292,7 @@ fn load_module(engine: &Engine, cache: Option<&Path>, unit: &Unit<'_>) -> Result
     if let Some(module) = read_cached(engine, &artifact) {
         return Ok((module, true));
     }
-    let lock = File::create(dir.join(format!("{key}.lock")))
+    let lock = open_lock(&dir.join(format!("{key}.lock")))
         .and_then(|f| f.lock().map(|()| f))
         .map_err(|e| tracing::warn!(error = %e, "module cache lock unavailable"))
         .ok();
@@ -312,6 +313,13 @@ fn load_module(engine: &Engine, cache: Option<&Path>, unit: &Unit<'_>) -> Result
     Ok((module, false))
 }
 
+/// The most a key file read may return (a key is 32 bytes; one more byte
+/// tells a wrong size).
+const KEY_FILE_CAP: u64 = 64;
+/// The largest compiled-module artifact read from the cache (today's is
+/// 2.3 MiB).
+const MAX_ARTIFACT_BYTES: u64 = 256 << 20;
+
 /// Reads the snapshot key from the cache dir, creating it on first use.
 fn snapshot_key(cache: Option<&Path>) -> Result<SnapshotKey> {
     let random = || -> Result<SnapshotKey> {
@@ -324,7 +332,11 @@ fn snapshot_key(cache: Option<&Path>) -> Result<SnapshotKey> {
         return random();
     };
     let path = cache.join("snapshot.key");
-    if let Ok(bytes) = std::fs::read(&path) {
+    // The cache directory is configurable: read only a regular file, and
+    // never more than a key's worth (a planted FIFO or device must not hang
+    // or flood the process).
+    let read_key = |path: &Path| talon_fs::read_capped(path, KEY_FILE_CAP, Symlinks::Refuse);
+    if let Ok(bytes) = read_key(&path) {
         if let Ok(key) = <SnapshotKey>::try_from(bytes.as_slice()) {
             return Ok(key);
         }
@@ -349,13 +361,30 @@ fn snapshot_key(cache: Option<&Path>) -> Result<SnapshotKey> {
         std::fs::remove_file(&tmp)?;
         linked.or_else(|e| if path.exists() { Ok(()) } else { Err(e) })
     });
-    match written.and_then(|()| std::fs::read(&path)) {
+    match written.and_then(|()| read_key(&path).map_err(std::io::Error::other)) {
         Ok(bytes) => <SnapshotKey>::try_from(bytes.as_slice())
             .map_err(|_| SandboxError::runtime(format!("{}: not a 32-byte key", path.display()))),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "cannot store the snapshot key; using a per-process key");
             Ok(key)
         }
+    }
+}
+
+/// Opens (creating) a lock file without following a link or blocking on a
+/// planted FIFO, and only if it is a regular file.
+fn open_lock(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::other("not a regular file"))
     }
 }
 
@@ -371,8 +400,13 @@ fn compile(engine: &Engine, bytes: &[u8]) -> Result<Module> {
 }
 
 fn read_cached(engine: &Engine, artifact: &Path) -> Option<Module> {
-    let bytes = std::fs::read(artifact).ok()?;
-    let expected = std::fs::read_to_string(artifact.with_extension("sha256")).ok()?;
+    let bytes = talon_fs::read_capped(artifact, MAX_ARTIFACT_BYTES, Symlinks::Refuse).ok()?;
+    let expected = talon_fs::read_capped_to_string(
+        &artifact.with_extension("sha256"),
+        KEY_FILE_CAP * 4,
+        Symlinks::Refuse,
+    )
+    .ok()?;
     if hex(&Sha256::digest(&bytes)) != expected.trim() {
         tracing::warn!(artifact = %artifact.display(), "cached module fails its checksum; recompiling");
         return None;
@@ -390,13 +424,30 @@ fn read_cached(engine: &Engine, artifact: &Path) -> Option<Module> {
 }
 
 fn write_cached(artifact: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = artifact.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::write(
-        artifact.with_extension("sha256"),
-        hex(&Sha256::digest(bytes)),
-    )?;
-    std::fs::rename(&tmp, artifact)
+    let checksum = artifact.with_extension("sha256");
+    write_new(&checksum, hex(&Sha256::digest(bytes)).as_bytes())?;
+    write_new(artifact, bytes)
+}
+
+/// Writes `path` through a fresh temporary file (`O_EXCL`, so a planted
+/// link or FIFO at the temporary name is never followed) and a rename.
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let tmp = path.with_extension(format!(
+        "{}.tmp{}",
+        path.extension().and_then(|e| e.to_str()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    drop(file);
+    std::fs::rename(&tmp, path)
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

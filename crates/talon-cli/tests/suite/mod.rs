@@ -1,2 +1,3 @@
 mod exec;
+mod hostile_files;
 mod tools;

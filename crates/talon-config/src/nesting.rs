@@ -1,0 +1,106 @@
+//! A nesting-depth check for JSON and JSON5 text, run before the
+//! recursive parser.
+//!
+//! `json5` (a pest grammar) and `serde_json::Value`'s own drop recurse once
+//! per nesting level on the caller's stack; 20,000 levels abort the process.
+//! This scan is iterative, allocation-free and linear: it walks the text
+//! once, skipping strings and comments, and stops at the first bracket past
+//! the limit with its line and column.
+
+/// The deepest nesting accepted, the same as `serde_json`'s own limit.
+pub const MAX_NESTING: usize = 128;
+
+/// Fails when `text` opens more than `limit` arrays or objects inside one
+/// another. Brackets inside strings and comments do not count; malformed
+/// text is left for the parser to report.
+pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    let (line, column) = position(text, i);
+                    return Err(format!(
+                        "nested deeper than {limit} levels at line {line} column {column}"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            quote @ (b'"' | b'\'') => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != quote {
+                    // An escape covers the next byte (a quote, a backslash or
+                    // a line continuation).
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The 1-based line and column (in characters) of byte `offset`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_brackets_outside_strings_and_comments() {
+        assert_eq!(check_nesting("{a: [1, {b: 2}]}", 3), Ok(()));
+        assert_eq!(
+            check_nesting("{a: [1, {b: 2}]}", 2),
+            Err("nested deeper than 2 levels at line 1 column 9".into())
+        );
+        let quoted = "{a: '[[[[', b: \"{{{{\\\"[[[\", // [[[[\n /* {{{{ */ c: 1}";
+        assert_eq!(check_nesting(quoted, 1), Ok(()));
+        assert_eq!(check_nesting("[[]][[]][[]]", 2), Ok(()));
+    }
+
+    #[test]
+    fn deep_documents_of_every_shape_are_refused() {
+        for open in ["[", "{a:", "{\"a\":", "[{a:"] {
+            let text = open.repeat(20_000);
+            let error = check_nesting(&text, MAX_NESTING).unwrap_err();
+            assert!(
+                error.starts_with("nested deeper than 128 levels"),
+                "{error}"
+            );
+        }
+        let lines = "[\n".repeat(200);
+        assert_eq!(
+            check_nesting(&lines, MAX_NESTING),
+            Err("nested deeper than 128 levels at line 129 column 1".into())
+        );
+    }
+
+    #[test]
+    fn unterminated_strings_and_comments_end_the_scan() {
+        assert_eq!(check_nesting("['[[[", 1), Ok(()));
+        assert_eq!(check_nesting("[/* [[[", 1), Ok(()));
+        assert_eq!(check_nesting("[\"\\", 1), Ok(()));
+    }
+}
