@@ -1,5 +1,6 @@
 //! Arbitrary text as a cell, with tight limits: every outcome is a value or
-//! a `SandboxError`, and the sandbox keeps working.
+//! a `SandboxError`, and the sandbox keeps working. Text over Code Mode's
+//! default source cap is refused first, as `exec` refuses it.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -15,6 +16,9 @@ fn sandbox() -> &'static Sandbox {
 
 fuzz_target!(|data: &[u8]| {
     let Ok(source) = std::str::from_utf8(data) else { return };
+    if talon_codemode::input::check_source_size(source, talon_codemode::config::DEFAULT_MAX_SOURCE_BYTES).is_err() {
+        return;
+    }
     let limits = Limits { timeout: Duration::from_millis(100), memory_limit_bytes: 8 << 20, ..Limits::default() };
     let functions = HostFunctions::new().sync("echo", |args| Ok(args.first().cloned().unwrap_or_default()));
     if let Ok(mut vm) = sandbox().create_vm(VmOptions { limits, ..Default::default() }, functions) {

@@ -57,7 +57,16 @@ pub struct CodeModeConfig {
     pub search_default_limit: usize,
     /// Most hits of a search (1..=50).
     pub max_search_limit: usize,
+    /// Largest cell source in bytes, checked before anything reads it
+    /// (1 KiB..=[`MAX_SOURCE_BYTES_CEILING`]).
+    pub max_source_bytes: usize,
 }
+
+/// The default `maxSourceBytes`: 1 MiB.
+pub const DEFAULT_MAX_SOURCE_BYTES: usize = 1 << 20;
+
+/// The highest `maxSourceBytes` accepted (larger values are clamped).
+pub const MAX_SOURCE_BYTES_CEILING: usize = 4 << 20;
 
 impl Default for CodeModeConfig {
     fn default() -> Self {
@@ -71,6 +80,7 @@ impl Default for CodeModeConfig {
             snapshot_ttl: Duration::from_secs(900),
             search_default_limit: 8,
             max_search_limit: 50,
+            max_source_bytes: DEFAULT_MAX_SOURCE_BYTES,
         }
     }
 }
@@ -183,6 +193,9 @@ fn parse_fields(map: &Map<String, Value>, root: &str) -> Result<CodeModeConfig, 
     if let Some(v) = int("maxSearchLimit", 1, 50)? {
         config.max_search_limit = v as usize;
     }
+    if let Some(v) = int("maxSourceBytes", 1024, MAX_SOURCE_BYTES_CEILING as u64)? {
+        config.max_source_bytes = v as usize;
+    }
     if let Some(v) = int("searchDefaultLimit", 1, u64::MAX)? {
         config.search_default_limit = v as usize;
     }
@@ -245,6 +258,7 @@ fn parse_fields(map: &Map<String, Value>, root: &str) -> Result<CodeModeConfig, 
             "snapshotTtlSeconds",
             "searchDefaultLimit",
             "maxSearchLimit",
+            "maxSourceBytes",
         ];
         if !KNOWN.contains(&key.as_str()) {
             tracing::warn!(key = %format!("{root}.{key}"), "unknown Code Mode setting ignored");
@@ -317,6 +331,32 @@ mod tests {
             (10_485_760, 16, Duration::from_secs(900))
         );
         assert_eq!((d.search_default_limit, d.max_search_limit), (8, 50));
+        assert_eq!(d.max_source_bytes, 1_048_576);
+    }
+
+    #[test]
+    fn max_source_bytes_is_clamped_and_overridden_per_agent() {
+        let source = |v: Value| resolve(v).unwrap().unwrap().max_source_bytes;
+        assert_eq!(source(json!({"enabled": true, "maxSourceBytes": 1})), 1024);
+        assert_eq!(
+            source(json!({"enabled": true, "maxSourceBytes": 65536})),
+            65_536
+        );
+        assert_eq!(
+            source(json!({"enabled": true, "maxSourceBytes": 1e12})),
+            MAX_SOURCE_BYTES_CEILING
+        );
+        let global = json!({"enabled": true, "maxSourceBytes": 4096});
+        let c = CodeModeConfig::resolve(Some(&global), Some(&json!({"maxSourceBytes": 200000})))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.max_source_bytes, 200_000);
+        assert_eq!(
+            resolve(json!({"enabled": true, "maxSourceBytes": "1MB"}))
+                .unwrap_err()
+                .field,
+            "tools.codeMode.maxSourceBytes"
+        );
     }
 
     #[test]

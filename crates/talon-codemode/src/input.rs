@@ -1,12 +1,16 @@
 //! `exec` input: `code` (or its alias `command`), `language`, and the checks
-//! made before any guest code runs: module loading (found in code, not in
+//! made before any guest code runs: the source size cap (first, before
+//! anything reads the source), module loading (found in code, not in
 //! strings, comments or regular expressions) and shell commands sent by
-//! mistake.
+//! mistake. Every check is a linear, iterative pass over the source's
+//! bytes: nothing here recurses on the input's nesting or copies it
+//! character by character.
 
 use serde_json::Value;
 use talon_protocol::CodeModeErrorCode;
 
-use crate::config::Language;
+use crate::config::{CodeModeConfig, DEFAULT_MAX_SOURCE_BYTES, Language};
+use crate::scan::{Kind, Scanner};
 
 /// A checked `exec` request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,19 +41,78 @@ fn invalid(message: impl Into<String>) -> InputError {
 const EXPECTS: &str = "exec expects `code`: the body of an async JavaScript (or TypeScript) function that uses the \
                        guest API (tools, MCP, API, text, json) and `return`s a value";
 
+/// At most this much of a rejected value is quoted back in a message.
+const QUOTE_CHARS: usize = 120;
+
+/// `value` for an error message, cut to [`QUOTE_CHARS`] characters.
+fn quote(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{:?}", cut(s)),
+        Value::Array(a) => format!("an array of {} items", a.len()),
+        Value::Object(o) => format!("an object with {} keys", o.len()),
+        other => other.to_string(),
+    }
+}
+
+/// `text` cut to [`QUOTE_CHARS`] characters.
+fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        Some((end, _)) => format!("{}...", &text[..end]).into(),
+        None => text.into(),
+    }
+}
+
+/// Fails when `code` is over `max_bytes` (`invalid_input`, naming the
+/// limit). The first check of a cell, before any scan, strip or eval.
+pub fn check_source_size(code: &str, max_bytes: usize) -> Result<(), InputError> {
+    if code.len() > max_bytes {
+        return Err(invalid(format!(
+            "the cell is {} bytes, over the limit of {max_bytes} bytes (tools.codeMode.maxSourceBytes); \
+             send a smaller program: keep data out of the source and fetch or compute it in the cell",
+            code.len()
+        )));
+    }
+    Ok(())
+}
+
 impl ExecInput {
-    /// Reads and checks `exec` arguments against the enabled languages.
+    /// Reads and checks `exec` arguments against the enabled languages,
+    /// with the default source cap ([`DEFAULT_MAX_SOURCE_BYTES`]).
     pub fn parse(args: &Value, languages: &[Language]) -> Result<Self, InputError> {
+        Self::parse_with_limit(args, languages, DEFAULT_MAX_SOURCE_BYTES)
+    }
+
+    /// Reads and checks `exec` arguments against a run's settings: its
+    /// languages and `maxSourceBytes`.
+    pub fn parse_for(args: &Value, config: &CodeModeConfig) -> Result<Self, InputError> {
+        Self::parse_with_limit(args, &config.languages, config.max_source_bytes)
+    }
+
+    /// Reads and checks `exec` arguments: sources over `max_source_bytes`
+    /// are refused before anything else reads them.
+    pub fn parse_with_limit(
+        args: &Value,
+        languages: &[Language],
+        max_source_bytes: usize,
+    ) -> Result<Self, InputError> {
         let Some(object) = args.as_object() else {
-            return Err(invalid(format!("{EXPECTS}; got {args}")));
+            return Err(invalid(format!("{EXPECTS}; got {}", quote(args))));
         };
         let text = |key: &str| -> Result<Option<&str>, InputError> {
             match object.get(key) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(s)) => Ok(Some(s.as_str())),
-                Some(other) => Err(invalid(format!("`{key}` must be a string, got {other}"))),
+                Some(other) => Err(invalid(format!(
+                    "`{key}` must be a string, got {}",
+                    quote(other)
+                ))),
             }
         };
+        for key in ["code", "command"] {
+            if let Some(Value::String(source)) = object.get(key) {
+                check_source_size(source, max_source_bytes)?;
+            }
+        }
         let code = match (text("code")?, text("command")?) {
             (Some(code), Some(command)) if code != command => {
                 return Err(invalid(
@@ -69,7 +132,8 @@ impl ExecInput {
                 return Err(InputError {
                     code: CodeModeErrorCode::UnsupportedLanguage,
                     message: format!(
-                        "unsupported language {other:?}; exec runs \"javascript\" or \"typescript\""
+                        "unsupported language {:?}; exec runs \"javascript\" or \"typescript\"",
+                        cut(other)
                     ),
                 });
             }
@@ -85,8 +149,9 @@ impl ExecInput {
         }
         if let Some(command) = shell_command(code) {
             return Err(invalid(format!(
-                "`{command}` looks like a shell command. {EXPECTS}. To run a shell command, call the shell tool from \
-                 the program: await tools.call(\"openclaw:core:exec\", {{ command: \"...\" }}) (when it is available)."
+                "`{}` looks like a shell command. {EXPECTS}. To run a shell command, call the shell tool from \
+                 the program: await tools.call(\"openclaw:core:exec\", {{ command: \"...\" }}) (when it is available).",
+                cut(command)
             )));
         }
         if let Some(access) = module_access(code) {
@@ -165,211 +230,49 @@ pub struct ModuleAccess {
 }
 
 /// Finds module loading in code, skipping strings, template text,
-/// comments and regular-expression literals.
+/// comments and regular-expression literals. One pass over the bytes with
+/// a four-token window: no recursion, no copy of the source.
 pub fn module_access(code: &str) -> Option<ModuleAccess> {
-    let tokens = lex(code);
-    for (i, token) in tokens.iter().enumerate() {
-        let Token::Ident(name, line) = token else {
-            continue;
-        };
-        let prev = i.checked_sub(1).and_then(|j| tokens.get(j));
-        let next = tokens.get(i + 1);
-        let after_dot = matches!(prev, Some(Token::Punct('.', _)));
-        let found = match (name.as_str(), next) {
-            ("import", Some(Token::Punct('(', _))) if !after_dot => Some("import()"),
-            ("import", Some(Token::Punct('.', _))) if !after_dot => Some("import.meta"),
-            ("import", Some(Token::Ident(..) | Token::Str(_) | Token::Punct('{' | '*', _)))
-                if !after_dot =>
-            {
-                Some("import declaration")
-            }
-            ("require", Some(Token::Punct('(' | '.', _))) if !after_dot => Some("require"),
-            ("require", Some(Token::Punct('(', _))) if after_dot => {
-                let owner = i.checked_sub(2).and_then(|j| tokens.get(j));
-                matches!(owner, Some(Token::Ident(o, _)) if o == "module")
-                    .then_some("module.require")
-            }
-            ("createRequire", Some(Token::Punct('(', _))) => Some("createRequire"),
-            _ => None,
-        };
-        if let Some(pattern) = found {
+    let mut tokens = Scanner::new(code).peekable();
+    let (mut before, mut prev): (Option<Kind<'_>>, Option<Kind<'_>>) = (None, None);
+    while let Some(token) = tokens.next() {
+        let next = tokens.peek().map(|t| t.kind);
+        if let Kind::Ident(name) = token.kind
+            && let Some(pattern) = module_pattern(name, before, prev, next)
+        {
             return Some(ModuleAccess {
                 pattern,
-                line: *line,
+                line: token.line,
             });
         }
+        before = prev;
+        prev = Some(token.kind);
     }
     None
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Ident(String, usize),
-    Punct(char, usize),
-    /// A string literal or a whole template (its text is not code).
-    Str(usize),
-    Number,
-}
-
-/// Keywords after which `/` starts a regular expression.
-const REGEX_AFTER: &[&str] = &[
-    "return",
-    "typeof",
-    "case",
-    "do",
-    "else",
-    "in",
-    "of",
-    "new",
-    "delete",
-    "void",
-    "throw",
-    "instanceof",
-    "yield",
-    "await",
-];
-
-/// A small JavaScript lexer: enough to tell code from strings, template
-/// text, comments and regular-expression literals. Template `${...}`
-/// substitutions are lexed as code.
-fn lex(code: &str) -> Vec<Token> {
-    let chars: Vec<char> = code.chars().collect();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    let mut line = 1;
-    // Open `${` substitutions: the brace depth inside each.
-    let mut templates: Vec<usize> = Vec::new();
-    let mut depth = 0usize;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '\n' => {
-                line += 1;
-                i += 1;
-            }
-            c if c.is_whitespace() => i += 1,
-            '/' if chars.get(i + 1) == Some(&'/') => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '/' if chars.get(i + 1) == Some(&'*') => {
-                i += 2;
-                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                    if chars[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i += 2;
-            }
-            '/' if regex_allowed(tokens.last()) => {
-                i += 1;
-                let mut class = false;
-                while i < chars.len() && chars[i] != '\n' {
-                    match chars[i] {
-                        '\\' => i += 1,
-                        '[' => class = true,
-                        ']' => class = false,
-                        '/' if !class => break,
-                        _ => {}
-                    }
-                    i += 1;
-                }
-                i += 1;
-                while i < chars.len() && chars[i].is_alphabetic() {
-                    i += 1;
-                }
-                tokens.push(Token::Str(line));
-            }
-            '\'' | '"' => {
-                let quote = c;
-                i += 1;
-                while i < chars.len() && chars[i] != quote && chars[i] != '\n' {
-                    if chars[i] == '\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-                tokens.push(Token::Str(line));
-            }
-            '`' => {
-                i = template_text(&chars, i + 1, &mut line, &mut templates, &mut depth);
-                tokens.push(Token::Str(line));
-            }
-            '}' if templates.last() == Some(&depth) => {
-                // End of a `${...}` substitution: back into template text.
-                templates.pop();
-                i = template_text(&chars, i + 1, &mut line, &mut templates, &mut depth);
-                tokens.push(Token::Str(line));
-            }
-            c if c.is_alphabetic() || c == '_' || c == '$' => {
-                let start = i;
-                while i < chars.len()
-                    && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$')
-                {
-                    i += 1;
-                }
-                tokens.push(Token::Ident(chars[start..i].iter().collect(), line));
-            }
-            c if c.is_ascii_digit() => {
-                while i < chars.len()
-                    && (chars[i].is_alphanumeric() || chars[i] == '.' || chars[i] == '_')
-                {
-                    i += 1;
-                }
-                tokens.push(Token::Number);
-            }
-            _ => {
-                match c {
-                    '{' => depth += 1,
-                    '}' => depth = depth.saturating_sub(1),
-                    _ => {}
-                }
-                tokens.push(Token::Punct(c, line));
-                i += 1;
-            }
+/// The module-loading construct `name` starts, given its neighbours.
+fn module_pattern(
+    name: &str,
+    before: Option<Kind<'_>>,
+    prev: Option<Kind<'_>>,
+    next: Option<Kind<'_>>,
+) -> Option<&'static str> {
+    let after_dot = matches!(prev, Some(Kind::Punct("." | "?.")));
+    let call = matches!(next, Some(Kind::Punct("(" | "?.")));
+    match (name, next) {
+        ("import", Some(Kind::Punct("("))) if !after_dot => Some("import()"),
+        ("import", Some(Kind::Punct("."))) if !after_dot => Some("import.meta"),
+        (
+            "import",
+            Some(Kind::Ident(_) | Kind::Str | Kind::TemplateOpen | Kind::Punct("{" | "*")),
+        ) if !after_dot => Some("import declaration"),
+        ("require", Some(Kind::Punct("." | "(" | "?."))) if !after_dot => Some("require"),
+        ("require", _) if after_dot && call => {
+            matches!(before, Some(Kind::Ident("module"))).then_some("module.require")
         }
-    }
-    tokens
-}
-
-/// Skips template text from `i` up to the closing backtick (returns the
-/// index after it) or up to a `${` (records the substitution and returns
-/// the index after it, so its code is lexed).
-fn template_text(
-    chars: &[char],
-    mut i: usize,
-    line: &mut usize,
-    templates: &mut Vec<usize>,
-    depth: &mut usize,
-) -> usize {
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 2,
-            '`' => return i + 1,
-            '$' if chars.get(i + 1) == Some(&'{') => {
-                *depth += 1;
-                templates.push(*depth);
-                return i + 2;
-            }
-            '\n' => {
-                *line += 1;
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    i
-}
-
-fn regex_allowed(previous: Option<&Token>) -> bool {
-    match previous {
-        None => true,
-        Some(Token::Ident(word, _)) => REGEX_AFTER.contains(&word.as_str()),
-        Some(Token::Number | Token::Str(_)) => false,
-        Some(Token::Punct(c, _)) => !matches!(c, ')' | ']' | '}'),
+        ("createRequire", _) if call => Some("createRequire"),
+        _ => None,
     }
 }
 

@@ -13,6 +13,7 @@ pub mod dts;
 pub mod input;
 pub mod namespaces;
 mod runtime;
+mod scan;
 pub mod store;
 pub mod surface;
 mod telemetry;

@@ -306,7 +306,7 @@ impl CodeModeRun {
                 }
             }
         }
-        let input = match ExecInput::parse(&args, &self.config.languages) {
+        let input = match ExecInput::parse_for(&args, &self.config) {
             Ok(input) => input,
             Err(e) => return self.failed(started, Vec::new(), e.message, Some(e.code)),
         };
@@ -365,6 +365,10 @@ impl CodeModeRun {
                 };
                 if matches!(e, StoreError::Expired(_)) {
                     events.push(event("expired", run_id, None));
+                }
+                // An expired, tampered or oversized record is gone: so are
+                // its calls still running here.
+                if !matches!(e, StoreError::NotFound(_) | StoreError::Io(_)) {
                     self.forget(run_id);
                 }
                 let message = match e {

@@ -7,10 +7,25 @@
 //!
 //! The transformer is only touched by TypeScript cells: JavaScript cells
 //! never call into this module ([`transforms_run`] counts the calls).
+//!
+//! SWC's parser, its strip visitor and the tree's drop recurse once per
+//! level of nesting on the calling thread's stack, and Rust cannot catch a
+//! stack overflow: it aborts the process. So a cell is first refused when
+//! its lexical nesting estimate (an upper bound on the syntax tree's
+//! depth, see [`crate::scan`]) exceeds [`MAX_NESTING`], and the strip runs
+//! on its own thread with a [`STRIP_STACK_BYTES`] stack, measured to hold
+//! four times the deepest accepted cell of every shape in debug and
+//! release builds (`cargo bench -p talon-codemode --bench strip_stack`).
+//!
+//! SWC's syntax tree costs the host up to ~40 bytes per byte of realistic
+//! TypeScript (measured: `--bench source_memory`), outside any sandbox
+//! limit. At most [`MAX_CONCURRENT_STRIPS`] strips run at once in a process,
+//! so that cost is bounded by that many cells at `maxSourceBytes`, however
+//! many runs send TypeScript at the same moment.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use swc_common::errors::Handler;
 use swc_common::sync::Lrc;
@@ -46,9 +61,99 @@ impl Write for Diagnostics {
     }
 }
 
-/// Strips the types of a TypeScript cell, keeping positions.
+/// The deepest nesting estimate a TypeScript cell may have.
+pub const MAX_NESTING: usize = 1_000;
+
+/// The stack of the strip thread. Only the pages a strip touches are
+/// committed; the rest is reserved address space.
+pub const STRIP_STACK_BYTES: usize = 128 << 20;
+
+/// Strips the types of a TypeScript cell, keeping positions: refused when
+/// it nests deeper than [`MAX_NESTING`], run on a thread with a
+/// [`STRIP_STACK_BYTES`] stack.
 pub fn strip_types(code: &str) -> Result<String, TypeScriptError> {
     TRANSFORMS.fetch_add(1, Ordering::Relaxed);
+    check_nesting(code)?;
+    strip_with_stack(code, STRIP_STACK_BYTES)
+}
+
+/// Refuses a cell whose nesting estimate exceeds [`MAX_NESTING`].
+pub fn check_nesting(code: &str) -> Result<(), TypeScriptError> {
+    crate::scan::nesting_estimate(code, MAX_NESTING)
+        .map(drop)
+        .map_err(|too_deep| {
+            TypeScriptError(format!(
+                "the cell nests too deeply to transform (nesting estimate over {MAX_NESTING} at line {}: \
+                 brackets, operator chains, member and call chains and nested statements all count); \
+                 split deep expressions into named steps",
+                too_deep.line
+            ))
+        })
+}
+
+/// The nesting estimate of `code` (at most `limit + 1` when over it).
+#[doc(hidden)]
+pub fn nesting_estimate(code: &str, limit: usize) -> usize {
+    crate::scan::nesting_estimate(code, limit).unwrap_or_else(|e| e.estimate)
+}
+
+/// The most strips that run at once in one process (more wait their turn).
+pub const MAX_CONCURRENT_STRIPS: usize = 2;
+
+/// A counting gate over [`MAX_CONCURRENT_STRIPS`].
+struct Gate {
+    running: Mutex<usize>,
+    freed: Condvar,
+}
+
+static GATE: Gate = Gate {
+    running: Mutex::new(0),
+    freed: Condvar::new(),
+};
+
+/// A strip's place through the gate, given back on drop.
+struct Admitted;
+
+impl Gate {
+    fn admit(&'static self) -> Admitted {
+        // A poisoned lock only means a strip thread panicked while counting;
+        // the count itself is still right.
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while *running >= MAX_CONCURRENT_STRIPS {
+            running = self.freed.wait(running).unwrap_or_else(|p| p.into_inner());
+        }
+        *running += 1;
+        Admitted
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut running = GATE.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running = running.saturating_sub(1);
+        GATE.freed.notify_one();
+    }
+}
+
+/// Strips `code` on a new thread with a `stack_bytes` stack, without the
+/// nesting check (for measurement; a too-small stack aborts the process).
+#[doc(hidden)]
+pub fn strip_with_stack(code: &str, stack_bytes: usize) -> Result<String, TypeScriptError> {
+    let _admitted = GATE.admit();
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("talon-ts-strip".into())
+            .stack_size(stack_bytes)
+            .spawn_scoped(scope, || strip_here(code))
+            .map_err(|e| TypeScriptError(format!("could not start the transformer: {e}")))?;
+        worker
+            .join()
+            .unwrap_or_else(|_| Err(TypeScriptError("the transformer failed".into())))
+    })
+}
+
+/// Strips on the calling thread.
+fn strip_here(code: &str) -> Result<String, TypeScriptError> {
     let options: swc_ts_fast_strip::Options =
         serde_json::from_value(serde_json::json!({"mode": "strip-only", "filename": "cell.ts"}))
             .map_err(|e| TypeScriptError(format!("options: {e}")))?;

@@ -34,6 +34,6 @@ pub use config::{BridgeLimits, Clock, Limits, Prelude, SandboxConfig, VmOptions}
 pub use error::{GuestError, Result, SandboxError};
 pub use functions::{HostCallError, HostFunction, HostFunctions, PendingCall, SyncHostFn};
 pub use pool::Pool;
-pub use runtime::{ModuleLoad, QUICKJS_WASI_VERSION, QUICKJS_WASM_SHA256, Sandbox};
+pub use runtime::{ModuleLoad, QUICKJS_WASI_VERSION, QUICKJS_WASM_SHA256, Sandbox, host_secret};
 pub use snapshot::SNAPSHOT_VERSION;
 pub use vm::{CellStatus, Vm};

@@ -130,10 +130,7 @@ impl Sandbox {
             elapsed: started.elapsed(),
         };
         tracing::debug!(?load, baked = image.baked, "sandbox ready");
-        let snapshot_key = match config.snapshot_key {
-            Some(key) => key,
-            None => snapshot_key(cache_dir(&config).as_deref())?,
-        };
+        let snapshot_key = host_secret(&config)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
@@ -313,6 +310,19 @@ fn load_module(engine: &Engine, cache: Option<&Path>, unit: &Unit<'_>) -> Result
     Ok((module, false))
 }
 
+/// The host's secret for a config: `snapshot_key` when set, else
+/// `<cache dir>/snapshot.key` (32 random bytes, mode 0600, created on first
+/// use and shared by every process with that cache directory), else a
+/// random key for this call alone. Snapshots are sealed with it; anything
+/// else that needs a secret (the suspended-cell store) derives its own
+/// labelled key from it and never uses it directly.
+pub fn host_secret(config: &SandboxConfig) -> Result<SnapshotKey> {
+    match config.snapshot_key {
+        Some(key) => Ok(key),
+        None => snapshot_key(cache_dir(config).as_deref()),
+    }
+}
+
 /// The most a key file read may return (a key is 32 bytes; one more byte
 /// tells a wrong size).
 const KEY_FILE_CAP: u64 = 64;
@@ -436,7 +446,9 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let tmp = path.with_extension(format!(
         "{}.tmp{}",
-        path.extension().and_then(|e| e.to_str()).unwrap_or_default(),
+        path.extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or_default(),
         std::process::id()
     ));
     let _ = std::fs::remove_file(&tmp);

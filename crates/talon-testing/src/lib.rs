@@ -32,6 +32,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+/// The largest request body the mock accepts.
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+
 /// Mock server failures.
 #[derive(Debug, thiserror::Error)]
 pub enum MockError {
@@ -187,8 +190,11 @@ impl MockModel {
             script,
             ..Shared::default()
         }));
+        // Real APIs take requests of many megabytes (long histories, large
+        // tool results); axum's 2 MiB default would refuse them.
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
+            .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BYTES))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, app).await {

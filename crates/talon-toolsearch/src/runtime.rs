@@ -219,6 +219,13 @@ impl ToolSearch {
                 let Some(code) = args["code"].as_str() else {
                     return invalid("tool_search_code needs a string code");
                 };
+                // Checked before the body is copied or reaches the sandbox.
+                if code.len() > MAX_CODE_BYTES {
+                    return invalid(&format!(
+                        "tool_search_code body is {} bytes, over the limit of {MAX_CODE_BYTES} bytes; send a smaller body",
+                        code.len()
+                    ));
+                }
                 self.run_code(ctx, call_id, code).await
             }
             Some(Target::Tool(id)) => {
@@ -436,6 +443,10 @@ fn step_limits(deadline: Instant) -> Limits {
 /// Largest cell value returned whole (as JSON); larger ones become a
 /// preview.
 const MAX_VALUE_BYTES: usize = 256 * 1024;
+
+/// Largest `tool_search_code` body: search code is short, and the same
+/// default as Code Mode's `tools.codeMode.maxSourceBytes` (1 MiB).
+pub const MAX_CODE_BYTES: usize = 1 << 20;
 
 fn invalid(message: &str) -> Value {
     json!({"error": message, "status": "invalid_input"})

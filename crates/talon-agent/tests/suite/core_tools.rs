@@ -9,14 +9,16 @@ use talon_tools::{
 
 use std::sync::Arc;
 
-fn runner(dir: &std::path::Path) -> (ToolRunner, RunContext) {
+pub(super) fn runner(dir: &std::path::Path) -> (ToolRunner, RunContext) {
     let core = CoreTools::new(dir).unwrap();
     let catalog = CatalogBuilder::new(Default::default())
         .core(talon_agent::core_tools::definitions())
         .build(&ToolPolicy::new())
         .unwrap();
+    // Results up to 4 MiB arrive whole, so tests see the tools' own caps.
     let runner = ToolRunner::new(Arc::new(catalog), Arc::new(core))
-        .with_approver(Arc::new(talon_agent::PolicyApprover::AllowAll));
+        .with_approver(Arc::new(talon_agent::PolicyApprover::AllowAll))
+        .with_max_result_bytes(4 << 20);
     let ctx = RunContext {
         scope: Default::default(),
         session_key: "k".into(),
@@ -28,7 +30,7 @@ fn runner(dir: &std::path::Path) -> (ToolRunner, RunContext) {
     (runner, ctx)
 }
 
-async fn call(
+pub(super) async fn call(
     runner: &ToolRunner,
     ctx: &RunContext,
     name: &str,
@@ -118,7 +120,7 @@ async fn read_write_edit_list_grep_and_exec_work_inside_the_workspace() {
     .await;
     assert_eq!(
         slow["error"],
-        "the command did not finish within 200 ms and was killed"
+        "timeout: the command did not finish within 200 ms and was killed"
     );
     // Edits must be exact and unique.
     call(
@@ -136,7 +138,7 @@ async fn read_write_edit_list_grep_and_exec_work_inside_the_workspace() {
             json!({"path": "dup.txt", "old": "x", "new": "y"})
         )
         .await["error"],
-        "dup.txt: the text occurs 2 times; give more context so it occurs once"
+        "ambiguous_match: dup.txt: the text occurs 2 times; give more context so it occurs once"
     );
 }
 

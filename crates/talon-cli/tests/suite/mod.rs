@@ -1,3 +1,4 @@
 mod exec;
 mod hostile_files;
+mod soak;
 mod tools;

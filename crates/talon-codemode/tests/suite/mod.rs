@@ -2,8 +2,10 @@ mod checklist;
 mod dts;
 mod guest_api;
 mod hostile;
+mod hostile_source;
 mod namespaces;
 mod store;
+mod store_attacks;
 mod suspend;
 
 use std::collections::HashMap;

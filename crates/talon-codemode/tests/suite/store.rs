@@ -164,10 +164,20 @@ fn damaged_records_and_hostile_ids_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path(), LIMITS).unwrap();
     std::fs::write(dir.path().join("bad.cell"), b"TLNC\xff\xff\xff\xffjunk").unwrap();
-    assert!(matches!(
+    let damaged = store.take("bad", &scope("r1")).unwrap_err();
+    assert_eq!(
+        (damaged.clone(), damaged.code()),
+        (
+            StoreError::Tampered("bad".into()),
+            CodeModeErrorCode::SnapshotRestoreFailed
+        )
+    );
+    assert_eq!(
         store.take("bad", &scope("r1")),
-        Err(StoreError::Io(_))
-    ));
+        Err(StoreError::NotFound("bad".into())),
+        "a damaged record is dropped once reported"
+    );
+    std::fs::write(dir.path().join("worse.cell"), b"TLNC\xff\xff\xff\xffjunk").unwrap();
     assert_eq!(
         store.purge_expired().unwrap(),
         1,

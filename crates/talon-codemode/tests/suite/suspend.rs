@@ -112,6 +112,8 @@ async fn a_new_runtime_on_the_same_store_resumes_a_cell_and_never_reruns_finishe
     let id = run_id(&waiting);
     // The call finishes while the cell is suspended; its result is stored.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let record = dir.path().join(format!("{id}.cell"));
+    let copy = std::fs::read(&record).unwrap();
     drop(run);
     drop(first_runtime);
     let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
@@ -126,10 +128,91 @@ async fn a_new_runtime_on_the_same_store_resumes_a_cell_and_never_reruns_finishe
     assert_eq!(value(&done), json!(300));
     assert_eq!(tools.runs("slow"), 1, "the finished call was not run again");
     assert_eq!(
-        std::fs::read_dir(dir.path()).unwrap().count(),
-        0,
-        "terminal: deleted"
+        entries(dir.path()),
+        Vec::<String>::new(),
+        "terminal: deleted (only its consumed marker is left)"
     );
+    // A copy of the record put back after the resume never runs again.
+    std::fs::write(&record, &copy).unwrap();
+    let replayed = wait(&run.run, &id).await;
+    assert_eq!(failure(&replayed).1, Some("snapshot_restore_failed"));
+    assert_eq!(tools.runs("slow"), 1);
+}
+
+/// The directory's entries other than consumed markers.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| !n.ends_with(".mark"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_record_from_before_a_settle_put_back_is_refused_not_redispatched() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = Arc::new(Tools::default());
+    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &first_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    // slow_read is replay-safe: a stale record would dispatch it again.
+    let waiting = exec(
+        &run.run,
+        "return (await tools.slow_read({ms: 300})).input.ms;",
+    )
+    .await;
+    let id = run_id(&waiting);
+    let record = dir.path().join(format!("{id}.cell"));
+    let before_settle = std::fs::read(&record).unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_ne!(std::fs::read(&record).unwrap(), before_settle, "settled");
+    drop(run);
+    drop(first_runtime);
+    std::fs::write(&record, &before_settle).unwrap();
+    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &second_runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let result = wait(&run.run, &id).await;
+    assert_eq!(failure(&result).1, Some("snapshot_restore_failed"));
+    assert_eq!(tools.runs("slow_read"), 1, "not dispatched again");
+}
+
+#[tokio::test]
+async fn a_tampered_record_fails_wait_with_snapshot_restore_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = Arc::new(Tools::default());
+    let runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    let waiting = exec(&run.run, "await yield_control('x'); return 1;").await;
+    let id = run_id(&waiting);
+    let record = dir.path().join(format!("{id}.cell"));
+    let mut bytes = std::fs::read(&record).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&record, &bytes).unwrap();
+    let result = wait(&run.run, &id).await;
+    assert_eq!(failure(&result).1, Some("snapshot_restore_failed"));
+    // It is gone: a second wait does not find it.
+    let again = wait(&run.run, &id).await;
+    assert_eq!(failure(&again).1, Some("invalid_input"));
 }
 
 #[tokio::test]
