@@ -7,5 +7,5 @@ pub mod runtime;
 pub mod surface;
 
 pub use config::{ConfigError, Mode, ToolSearchConfig};
-pub use runtime::{CodeSandbox, RunTelemetry, ToolSearch};
+pub use runtime::{CodeSandbox, MAX_CODE_BYTES, RunTelemetry, ToolSearch};
 pub use surface::{Control, Surface, SurfaceError, Target, build_surface};

@@ -209,3 +209,20 @@ async fn dropping_the_manager_kills_the_child_too() {
     }
     assert!(pids.iter().all(|p| !alive(*p)));
 }
+
+#[tokio::test]
+async fn a_result_nested_past_any_parser_is_an_error_not_an_abort() {
+    let manager = manager(json!({"fx": fixture("ok", json!({"requestTimeoutMs": 3000}))}));
+    let started = Instant::now();
+    let error = manager
+        .call_tool(None, "fx", "deep", json!({}))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10), "{error}");
+    // The server is still usable (reconnected if the transport gave up).
+    let echoed = manager
+        .call_tool(None, "fx", "echo", json!({"message": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed["structuredContent"]["echoed"], "still here");
+}

@@ -183,3 +183,56 @@ async fn an_aborted_run_stops_the_cell() {
     assert_eq!(out["code"], "aborted", "{out}");
     assert!(started.elapsed() < Duration::from_secs(3));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_bodies_fail_cleanly_and_the_next_body_runs() {
+    let ts = tool_search(catalog(), code_config(), Arc::new(Echo::default()));
+    let oversized = format!(
+        "/*{}*/ return 1",
+        "x".repeat(talon_toolsearch::MAX_CODE_BYTES)
+    );
+    let out = ts
+        .handle(&ctx(), "c1", "tool_search_code", json!({"code": oversized}))
+        .await;
+    assert_eq!(
+        out,
+        json!({"status": "invalid_input", "error": format!(
+            "tool_search_code body is {} bytes, over the limit of {} bytes; send a smaller body",
+            oversized.len(),
+            talon_toolsearch::MAX_CODE_BYTES
+        )})
+    );
+    // Nesting past any parser's stack, a long chain, recursion and an
+    // allocation bomb: the guest reports each, the host never recurses on
+    // them.
+    let bodies = [
+        format!("return {}1{}", "[".repeat(100_000), "]".repeat(100_000)),
+        format!("return {}1{}", "(".repeat(100_000), ")".repeat(100_000)),
+        format!("return 1{}", "+1".repeat(200_000)),
+        "function f() { return f() } return f()".to_owned(),
+        "const a = []; for (;;) a.push(new Array(1e6).fill(0))".to_owned(),
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        let out = ts
+            .handle(
+                &ctx(),
+                &format!("h{i}"),
+                "tool_search_code",
+                json!({"code": body}),
+            )
+            .await;
+        assert!(
+            out["status"] != "completed" || out["value"] == json!(200_001),
+            "{i}: {out}"
+        );
+    }
+    let out = ts
+        .handle(
+            &ctx(),
+            "ok",
+            "tool_search_code",
+            json!({"code": "return 40 + 2"}),
+        )
+        .await;
+    assert_eq!(out["value"], json!(42), "{out}");
+}
