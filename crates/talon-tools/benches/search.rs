@@ -23,7 +23,7 @@ use talon_tools::{Catalog, CatalogBuilder, RunScope, ToolPolicy};
 fn corpus() -> (Vec<ToolDefinition>, Vec<String>) {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/benchmarks/tool-search/ironclaw-relevance.json"
+        "/tests/data/ironclaw-relevance.json"
     );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("judged corpus")).unwrap();

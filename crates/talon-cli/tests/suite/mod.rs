@@ -1,4 +1,5 @@
 mod exec;
 mod hostile_files;
+mod hostile_store;
 mod soak;
 mod tools;

@@ -1,5 +1,5 @@
 //! The search quality gate: the judged corpus in
-//! `shared/benchmarks/tool-search/ironclaw-relevance.json` (50 tools, 72
+//! `tests/data/ironclaw-relevance.json` (50 tools, 72
 //! intents with graded relevance), padded with deterministic distractors.
 //! Talon's bar at 1,000 tools: Recall@5 ≥ 0.95, MRR ≥ 0.95, no-match 1.0.
 
@@ -23,8 +23,7 @@ pub struct Intent {
 }
 
 fn corpus_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/benchmarks/tool-search/ironclaw-relevance.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ironclaw-relevance.json")
 }
 
 /// The catalog id a corpus tool gets: builtins are core tools, MCP tools
