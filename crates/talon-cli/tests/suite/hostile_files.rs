@@ -4,34 +4,12 @@
 //! clear message, promptly, and never a hang or an abort.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
-/// Runs `talon` with a private home and a hard deadline: a hang fails the
-/// test instead of stalling it.
+use super::{finish, spawn_talon};
+
 fn talon(home: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_talon"));
-    command
-        .args(args)
-        .env("HOME", home)
-        .env("TALON_STATE_DIR", home.join("state"))
-        .env_remove("TALON_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("talon {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    finish(spawn_talon(home, args, env))
 }
 
 /// A directory of hostile files: `fifo`, `zero` (a link to `/dev/zero`),

@@ -3,35 +3,14 @@
 //! state directory.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Output};
 
 use serde_json::{Value, json};
 
-fn talon(home: &Path, args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_talon"))
-        .args(args)
-        .env("HOME", home)
-        .env("TALON_STATE_DIR", home.join("state"))
-        .env_remove("TALON_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
+use super::{finish, spawn_talon};
 
-/// Waits with a deadline: a hang fails the test.
-fn finish(mut child: std::process::Child) -> Output {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("talon hung");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
+fn talon(home: &Path, args: &[&str]) -> Child {
+    spawn_talon(home, args, &[])
 }
 
 fn result(out: &Output) -> Value {

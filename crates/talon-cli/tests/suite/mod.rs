@@ -3,3 +3,39 @@ mod hostile_files;
 mod hostile_store;
 mod soak;
 mod tools;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `talon` with a private home and state directory, no config from
+/// the environment, and `env` set on top.
+pub fn spawn_talon(home: &Path, args: &[&str], env: &[(&str, &Path)]) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_talon"));
+    command
+        .args(args)
+        .env("HOME", home)
+        .env("TALON_STATE_DIR", home.join("state"))
+        .env_remove("TALON_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.spawn().unwrap()
+}
+
+/// Waits for `child` with a hard deadline: a hang fails the test instead of
+/// stalling it.
+pub fn finish(mut child: Child) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("talon hung");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}

@@ -22,6 +22,20 @@ fn file_store(dir: &std::path::Path) -> Arc<dyn SnapshotStore> {
     Arc::new(FileStore::open(dir, StoreLimits::default()).unwrap())
 }
 
+/// A runtime over a file store in `dir` and a quick run with `tools`: a
+/// process that can die and be replaced by another on the same directory.
+fn on_disk(dir: &std::path::Path, tools: &Arc<Tools>) -> (CodeMode, Run) {
+    let runtime = code_mode(file_store(dir), Arc::new(NamespaceRegistry::new()));
+    let run = start(
+        &runtime,
+        RunOptions {
+            tools: tools.clone(),
+            ..quick()
+        },
+    );
+    (runtime, run)
+}
+
 #[tokio::test]
 async fn yield_control_suspends_and_wait_resumes_at_once() {
     let (_cm, run) = standard();
@@ -95,15 +109,8 @@ async fn ready_bridge_calls_are_drained_inside_one_exec() {
 #[tokio::test]
 async fn a_new_runtime_on_the_same_store_resumes_a_cell_and_never_reruns_finished_calls() {
     let dir = tempfile::tempdir().unwrap();
-    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
     let tools = Arc::new(Tools::default());
-    let run = start(
-        &first_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (first_runtime, run) = on_disk(dir.path(), &tools);
     let waiting = exec(
         &run.run,
         "const r = await tools.slow({ms: 300}); text('after'); return r.input.ms;",
@@ -116,14 +123,7 @@ async fn a_new_runtime_on_the_same_store_resumes_a_cell_and_never_reruns_finishe
     let copy = std::fs::read(&record).unwrap();
     drop(run);
     drop(first_runtime);
-    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &second_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (_second_runtime, run) = on_disk(dir.path(), &tools);
     let done = wait(&run.run, &id).await;
     assert_eq!(value(&done), json!(300));
     assert_eq!(tools.runs("slow"), 1, "the finished call was not run again");
@@ -154,14 +154,7 @@ fn entries(dir: &std::path::Path) -> Vec<String> {
 async fn a_record_from_before_a_settle_put_back_is_refused_not_redispatched() {
     let dir = tempfile::tempdir().unwrap();
     let tools = Arc::new(Tools::default());
-    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &first_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (first_runtime, run) = on_disk(dir.path(), &tools);
     // slow_read is replay-safe: a stale record would dispatch it again.
     let waiting = exec(
         &run.run,
@@ -176,14 +169,7 @@ async fn a_record_from_before_a_settle_put_back_is_refused_not_redispatched() {
     drop(run);
     drop(first_runtime);
     std::fs::write(&record, &before_settle).unwrap();
-    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &second_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (_second_runtime, run) = on_disk(dir.path(), &tools);
     let result = wait(&run.run, &id).await;
     assert_eq!(failure(&result).1, Some("snapshot_restore_failed"));
     assert_eq!(tools.runs("slow_read"), 1, "not dispatched again");
@@ -193,14 +179,7 @@ async fn a_record_from_before_a_settle_put_back_is_refused_not_redispatched() {
 async fn a_tampered_record_fails_wait_with_snapshot_restore_failed() {
     let dir = tempfile::tempdir().unwrap();
     let tools = Arc::new(Tools::default());
-    let runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (_runtime, run) = on_disk(dir.path(), &tools);
     let waiting = exec(&run.run, "await yield_control('x'); return 1;").await;
     let id = run_id(&waiting);
     let record = dir.path().join(format!("{id}.cell"));
@@ -219,14 +198,7 @@ async fn a_tampered_record_fails_wait_with_snapshot_restore_failed() {
 async fn calls_in_flight_when_the_runtime_died_fail_catchably_unless_replay_safe() {
     let dir = tempfile::tempdir().unwrap();
     let tools = Arc::new(Tools::default());
-    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &first_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (first_runtime, run) = on_disk(dir.path(), &tools);
     let waiting = exec(
         &run.run,
         r#"const [a, b] = await Promise.allSettled([tools.slow({ms: 5000}), tools.slow_read({ms: 10})]);
@@ -237,14 +209,7 @@ async fn calls_in_flight_when_the_runtime_died_fail_catchably_unless_replay_safe
     let id = run_id(&waiting);
     drop(run);
     drop(first_runtime);
-    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &second_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (_second_runtime, run) = on_disk(dir.path(), &tools);
     let done = wait(&run.run, &id).await;
     assert_eq!(
         value(&done),
@@ -255,14 +220,7 @@ async fn calls_in_flight_when_the_runtime_died_fail_catchably_unless_replay_safe
     assert_eq!(tools.runs("slow_read"), 1);
 
     // A replay-safe tool in flight is dispatched again.
-    let first_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &first_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (first_runtime, run) = on_disk(dir.path(), &tools);
     let id = run_id(
         &exec(
             &run.run,
@@ -272,14 +230,7 @@ async fn calls_in_flight_when_the_runtime_died_fail_catchably_unless_replay_safe
     );
     drop(run);
     drop(first_runtime);
-    let second_runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
-    let run = start(
-        &second_runtime,
-        RunOptions {
-            tools: tools.clone(),
-            ..quick()
-        },
-    );
+    let (_second_runtime, run) = on_disk(dir.path(), &tools);
     let mut result = wait(&run.run, &id).await;
     while matches!(result, CodeModeResult::Waiting { .. }) {
         result = wait(&run.run, &id).await;
