@@ -265,7 +265,13 @@ fn module_pattern(
         ("import", Some(Kind::Punct("."))) if !after_dot => Some("import.meta"),
         (
             "import",
-            Some(Kind::Ident(_) | Kind::Str | Kind::TemplateOpen | Kind::Punct("{" | "*")),
+            Some(
+                Kind::Ident(_)
+                | Kind::Str
+                | Kind::Template
+                | Kind::TemplateOpen
+                | Kind::Punct("{" | "*"),
+            ),
         ) if !after_dot => Some("import declaration"),
         ("require", Some(Kind::Punct("." | "(" | "?."))) if !after_dot => Some("require"),
         ("require", _) if after_dot && call => {

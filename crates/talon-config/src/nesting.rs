@@ -38,7 +38,13 @@ pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
                 }
             }
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
+                // JSON5 ends a line comment at LF, CR, U+2028 or U+2029.
+                while i < bytes.len()
+                    && bytes[i] != b'\n'
+                    && bytes[i] != b'\r'
+                    && !(bytes[i..].starts_with(&[0xE2, 0x80])
+                        && matches!(bytes.get(i + 2), Some(0xA8 | 0xA9)))
+                {
                     i += 1;
                 }
             }
@@ -95,6 +101,19 @@ mod tests {
             check_nesting(&lines, MAX_NESTING),
             Err("nested deeper than 128 levels at line 129 column 1".into())
         );
+    }
+
+    #[test]
+    fn line_comments_end_at_every_json5_line_terminator() {
+        for end in ["\n", "\r", "\u{2028}", "\u{2029}"] {
+            let text = format!("//x{end}{}", "[".repeat(200));
+            assert!(check_nesting(&text, MAX_NESTING).is_err(), "{end:?}");
+            let parsed = crate::parse_json5(&text);
+            assert!(
+                parsed.is_err_and(|e| e.starts_with("nested deeper")),
+                "{end:?}"
+            );
+        }
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! larger than anything Talon needs. Every such read goes through this
 //! crate, which
 //!
-//! - opens without blocking (`O_NONBLOCK`), so a FIFO or device cannot
-//!   hang the open, and optionally refuses a symlink as the last component
+//! - refuses anything but a regular file before opening it (opening a
+//!   device can have side effects), then opens without blocking
+//!   (`O_NONBLOCK`, `O_NOCTTY`), so a FIFO or device swapped in cannot hang
+//!   the open, and optionally refuses a symlink as the last component
 //!   (`O_NOFOLLOW`);
 //! - checks the type of what it opened (`fstat` on the open descriptor,
 //!   so nothing can be swapped in between the check and the read) and
@@ -80,7 +82,24 @@ pub enum Symlinks {
 /// Opens `path` for reading as a regular file, without blocking on FIFOs or
 /// devices, and checks its type on the open descriptor.
 pub fn open_regular(path: &Path, symlinks: Symlinks) -> Result<File> {
-    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    // A device is refused before it is opened (opening one can have side
+    // effects); the descriptor is checked again after the open, so nothing
+    // swapped in between is read.
+    let before = match symlinks {
+        Symlinks::Follow => std::fs::metadata(path),
+        Symlinks::Refuse => std::fs::symlink_metadata(path),
+    };
+    match before {
+        Ok(metadata) if !metadata.file_type().is_file() => {
+            return Err(FsError::NotRegular {
+                path: path.to_owned(),
+                kind: kind_name(&metadata.file_type()),
+            });
+        }
+        Err(source) => return Err(open_error(path, symlinks, source)),
+        Ok(_) => {}
+    }
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY;
     if symlinks == Symlinks::Refuse {
         flags |= libc::O_NOFOLLOW;
     }

@@ -58,6 +58,9 @@ pub const MAX_EXEC_OUTPUT: usize = 64 * 1024;
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most matches `grep` and entries `list` return.
 pub const MAX_MATCHES: usize = 500;
+/// The longest `grep` pattern (each scanned chunk carries a pattern's
+/// length of overlap, so the pattern bounds the work per chunk).
+pub const MAX_GREP_PATTERN_BYTES: usize = 4 * 1024;
 /// Most directory entries one `list` or `grep` walk examines.
 pub const MAX_WALK_ENTRIES: usize = 100_000;
 

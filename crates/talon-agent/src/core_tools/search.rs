@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::path::{self, Access, Kind, Opened};
 use super::{
-    MAX_GREP_BYTES, MAX_GREP_FILES, MAX_GREP_LINE_CHARS, MAX_MATCHES, MAX_WALK_ENTRIES, ToolError,
-    codes,
+    MAX_GREP_BYTES, MAX_GREP_FILES, MAX_GREP_LINE_CHARS, MAX_GREP_PATTERN_BYTES, MAX_MATCHES,
+    MAX_WALK_ENTRIES, ToolError, codes,
 };
 
 /// Deepest directory nesting a walk descends into.
@@ -168,6 +168,15 @@ pub(super) fn grep(
     given: &str,
     glob: Option<&str>,
 ) -> Result<Value, ToolError> {
+    if pattern.len() > MAX_GREP_PATTERN_BYTES {
+        return Err(ToolError::new(
+            codes::TOO_LARGE,
+            format!(
+                "the pattern is {} bytes, over the limit of {MAX_GREP_PATTERN_BYTES}",
+                pattern.len()
+            ),
+        ));
+    }
     let mut state = Grep {
         pattern,
         matches: Vec::new(),

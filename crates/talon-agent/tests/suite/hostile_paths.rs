@@ -451,3 +451,23 @@ async fn list_stops_at_its_match_cap() {
     assert_eq!(listed["truncated"], true);
     assert_eq!(listed["paths"][0], "f000");
 }
+
+#[tokio::test]
+async fn grep_refuses_patterns_longer_than_its_cap() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "needle\n").unwrap();
+    let pattern = "n".repeat(talon_agent::core_tools::MAX_GREP_PATTERN_BYTES + 1);
+    assert_eq!(
+        tool(ws.path(), "grep", json!({"pattern": pattern})).await,
+        failed(&format!(
+            "too_large: the pattern is {} bytes, over the limit of {}",
+            pattern.len(),
+            talon_agent::core_tools::MAX_GREP_PATTERN_BYTES
+        ))
+    );
+    let pattern = "n".repeat(talon_agent::core_tools::MAX_GREP_PATTERN_BYTES);
+    assert_eq!(
+        tool(ws.path(), "grep", json!({"pattern": pattern})).await,
+        json!({"matches": [], "truncated": false})
+    );
+}

@@ -29,7 +29,15 @@ pub(crate) enum Kind<'a> {
     TemplateClose,
     /// A regular-expression literal of `len` bytes; `ambiguous` when the
     /// context could also read its `/` as a division.
-    Regex { len: usize, ambiguous: bool },
+    /// `separators` counts its bytes that could separate two tokens if it
+    /// were code (anything but ASCII letters, digits, `_` and `$`).
+    Regex {
+        len: usize,
+        ambiguous: bool,
+        separators: usize,
+    },
+    /// A whole template without substitutions (`` `text` ``).
+    Template,
 }
 
 /// A token, its 1-based line, and whether a line terminator precedes it.
@@ -104,6 +112,8 @@ pub(crate) struct Scanner<'a> {
     /// Open `${` substitutions: the brace depth at which each closes.
     templates: Vec<u32>,
     depth: u32,
+    /// The previous token was `.` or `?.`: a word now is a property name.
+    after_dot: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -119,6 +129,7 @@ impl<'a> Scanner<'a> {
             parens: Vec::new(),
             templates: Vec::new(),
             depth: 0,
+            after_dot: false,
         }
     }
 
@@ -134,8 +145,15 @@ impl<'a> Scanner<'a> {
             .unwrap_or('\0')
     }
 
+    /// Skips to the next line terminator (LF, CR, U+2028, U+2029), as a
+    /// line comment ends there.
     fn skip_line(&mut self) {
         while self.i < self.bytes.len() && !matches!(self.bytes[self.i], b'\n' | b'\r') {
+            if self.bytes[self.i..].starts_with(&[0xE2, 0x80])
+                && matches!(self.at(self.i + 2), 0xA8 | 0xA9)
+            {
+                return;
+            }
             self.i += 1;
         }
     }
@@ -174,6 +192,7 @@ impl<'a> Scanner<'a> {
             newline_before: self.newline,
         };
         self.newline = false;
+        self.after_dot = matches!(kind, Kind::Punct("." | "?."));
         token
     }
 }
@@ -239,7 +258,18 @@ impl<'a> Iterator for Scanner<'a> {
                     self.prev = Prev::Division;
                     self.prev_ident = None;
                     let len = self.i - start;
-                    return Some(self.token(Kind::Regex { len, ambiguous }, line));
+                    let separators = self.bytes[start..self.i]
+                        .iter()
+                        .filter(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$')))
+                        .count();
+                    return Some(self.token(
+                        Kind::Regex {
+                            len,
+                            ambiguous,
+                            separators,
+                        },
+                        line,
+                    ));
                 }
                 b'\'' | b'"' => {
                     self.i += 1;
@@ -250,6 +280,11 @@ impl<'a> Iterator for Scanner<'a> {
                         if self.bytes[self.i] == b'\\' {
                             if self.at(self.i + 1) == b'\n' {
                                 self.line += 1;
+                            }
+                            // `\` CR LF continues the string like `\` LF.
+                            if self.at(self.i + 1) == b'\r' && self.at(self.i + 2) == b'\n' {
+                                self.line += 1;
+                                self.i += 1;
                             }
                             self.i += 1;
                         }
@@ -265,7 +300,7 @@ impl<'a> Iterator for Scanner<'a> {
                     let closed = self.template_text();
                     let kind = if closed {
                         self.prev = Prev::Division;
-                        Kind::Str
+                        Kind::Template
                     } else {
                         self.prev = Prev::Regex;
                         Kind::TemplateOpen
@@ -298,13 +333,11 @@ impl<'a> Iterator for Scanner<'a> {
                             self.i += ch.len_utf8();
                             continue;
                         }
-                        if !ch.is_alphanumeric() {
-                            self.i += ch.len_utf8().max(1);
-                            self.prev = Prev::Regex;
-                            self.prev_ident = None;
-                            let text = self.src.get(start..self.i).unwrap_or("?");
-                            return Some(self.token(Kind::Punct(text), line));
-                        }
+                        // Any other non-ASCII character is read as part of an
+                        // identifier: whatever SWC makes of it (whitespace
+                        // such as U+FEFF, an identifier part, an error), a
+                        // `/` after it is then read as a division, so code is
+                        // never mistaken for a regular expression.
                     }
                     while self.i < self.bytes.len() {
                         let b = self.bytes[self.i];
@@ -312,23 +345,27 @@ impl<'a> Iterator for Scanner<'a> {
                             self.i += 1;
                         } else if b >= 0x80 {
                             let ch = self.char_at(self.i);
-                            if !ch.is_alphanumeric() {
+                            if ch.is_whitespace() {
                                 break;
                             }
-                            self.i += ch.len_utf8();
+                            self.i += ch.len_utf8().max(1);
                         } else {
                             break;
                         }
                     }
                     let word = self.src.get(start..self.i).unwrap_or("");
-                    self.prev = if REGEX_AFTER.contains(&word) {
+                    let property = self.after_dot;
+                    self.prev = if property {
+                        // `a.return / b`: a property name, never a keyword.
+                        Prev::Division
+                    } else if REGEX_AFTER.contains(&word) {
                         Prev::Regex
                     } else if REGEX_MAYBE_AFTER.contains(&word) {
                         Prev::Ambiguous
                     } else {
                         Prev::Division
                     };
-                    self.prev_ident = Some(word);
+                    self.prev_ident = (!property).then_some(word);
                     return Some(self.token(Kind::Ident(word), line));
                 }
                 c if c.is_ascii_digit() => {
@@ -425,7 +462,8 @@ mod tests {
                 Kind::Punct(";"),
                 Kind::Regex {
                     len: 5,
-                    ambiguous: false
+                    ambiguous: false,
+                    separators: 2
                 },
             ]
         );
@@ -446,7 +484,8 @@ mod tests {
             kinds("if (a) /)/.test(b)")[4],
             Kind::Regex {
                 len: 3,
-                ambiguous: false
+                ambiguous: false,
+                separators: 3
             }
         );
         assert_eq!(
@@ -456,7 +495,8 @@ mod tests {
                 Kind::Punct("}"),
                 Kind::Regex {
                     len: 3,
-                    ambiguous: true
+                    ambiguous: true,
+                    separators: 3
                 }
             ]
         );

@@ -59,6 +59,11 @@ const NESTING_WORDS: &[&str] = &[
     "yield",
 ];
 
+/// Words that nest statements (`if (a) if (b) ...`): counted apart from
+/// expression tokens, because a `,` in the innermost statement's expression
+/// ends an expression, not the statements around it.
+const STATEMENT_WORDS: &[&str] = &["if", "else", "while", "for", "do", "with"];
+
 /// Words that continue the statement before a line break (`} else`,
 /// `a\ninstanceof B`): no statement boundary is assumed before them.
 const CONTINUING_WORDS: &[&str] = &[
@@ -95,9 +100,42 @@ struct Level {
     /// may follow its `)`.
     header: bool,
     count: usize,
+    /// Statement nesting at this level (statement words, and label colons:
+    /// every `:` after the first in a `,`-separated segment). A `,` keeps it;
+    /// a statement boundary clears it.
+    stmt: usize,
+    /// `:` seen in the current `,`-separated segment (an object property
+    /// has one; `a: b: c:` are labels).
+    colons: usize,
     /// A `;` was seen: the count resets at the next token unless it
     /// continues the statement (`else`, `while`, `catch`, `finally`).
     after_semicolon: bool,
+}
+
+impl Level {
+    fn new(open: Open, header: bool) -> Self {
+        Self {
+            open,
+            header,
+            count: 0,
+            stmt: 0,
+            colons: 0,
+            after_semicolon: false,
+        }
+    }
+
+    /// What this level adds to the estimate: its tokens and itself.
+    fn weight(&self) -> usize {
+        self.count + self.stmt + 1
+    }
+
+    /// A statement ended at this level.
+    fn clear_statement(&mut self, total: &mut usize) {
+        *total -= self.count + self.stmt;
+        self.count = 0;
+        self.stmt = 0;
+        self.colons = 0;
+    }
 }
 
 /// Where the estimate first went past the limit.
@@ -124,12 +162,7 @@ pub(crate) struct TooDeep {
 /// identifier or literal that cannot continue it (automatic semicolon
 /// insertion). Overcounting is the safe direction everywhere.
 pub(crate) fn nesting_estimate(code: &str, limit: usize) -> Result<usize, TooDeep> {
-    let mut levels: Vec<Level> = vec![Level {
-        open: Open::Brace,
-        header: false,
-        count: 0,
-        after_semicolon: false,
-    }];
+    let mut levels: Vec<Level> = vec![Level::new(Open::Brace, false)];
     let mut prev_word: Option<&str> = None;
     // Sum of counts plus the number of open brackets.
     let mut total = 0usize;
@@ -147,8 +180,7 @@ pub(crate) fn nesting_estimate(code: &str, limit: usize) -> Result<usize, TooDee
             if starts {
                 end_statement(&mut levels, &mut total);
                 if let Some(top) = levels.last_mut() {
-                    total -= top.count;
-                    top.count = 0;
+                    top.clear_statement(&mut total);
                 }
             }
         }
@@ -159,24 +191,36 @@ pub(crate) fn nesting_estimate(code: &str, limit: usize) -> Result<usize, TooDee
             let continues = matches!(token.kind,
                 Kind::Ident(w) if matches!(w, "else" | "while" | "catch" | "finally"));
             if !continues {
-                total -= top.count;
-                top.count = 0;
+                top.clear_statement(&mut total);
             }
         }
         let mut add = 0usize;
+        let mut add_stmt = 0usize;
         let mut push = None;
+        let after_value = prev_value;
         prev_value = false;
         match token.kind {
             Kind::Ident(word) => {
-                if NESTING_WORDS.contains(&word) {
+                if STATEMENT_WORDS.contains(&word) {
+                    add_stmt = 1;
+                } else if NESTING_WORDS.contains(&word) {
                     add = 1;
                 } else {
                     prev_value = true;
                 }
             }
             Kind::Number | Kind::Str => prev_value = true,
-            Kind::Regex { len, ambiguous } => {
-                add = if ambiguous { len } else { 0 };
+            // A template after a value is a tagged template: `` f`a``b` ``
+            // nests one level per template.
+            Kind::Template => {
+                add = usize::from(after_value);
+                prev_value = true;
+            }
+            // Whatever the scanner took for a regular expression may be
+            // code to SWC (a `/` misread): every byte that could separate
+            // two tokens counts, so no misreading can hide nesting.
+            Kind::Regex { separators, .. } => {
+                add = separators;
                 prev_value = true;
             }
             Kind::TemplateOpen => {
@@ -197,6 +241,17 @@ pub(crate) fn nesting_estimate(code: &str, limit: usize) -> Result<usize, TooDee
                     if let Some(top) = levels.last_mut() {
                         total -= top.count;
                         top.count = 0;
+                        top.colons = 0;
+                    }
+                }
+                ":" => {
+                    if let Some(top) = levels.last_mut() {
+                        top.colons += 1;
+                        if top.colons > 1 {
+                            add_stmt = 1;
+                        } else {
+                            add = 1;
+                        }
                     }
                 }
                 ";" => {
@@ -231,7 +286,7 @@ pub(crate) fn nesting_estimate(code: &str, limit: usize) -> Result<usize, TooDee
                         if levels.last().is_some_and(|l| l.open == Open::Angle) && levels.len() > 1
                         {
                             if let Some(level) = levels.pop() {
-                                total -= level.count + 1;
+                                total -= level.weight();
                             }
                         } else {
                             break;
@@ -244,16 +299,15 @@ pub(crate) fn nesting_estimate(code: &str, limit: usize) -> Result<usize, TooDee
         }
         if let Some(top) = levels.last_mut() {
             top.count += add;
-            total += add;
+            top.stmt += add_stmt;
+            total += add + add_stmt;
         }
         if let Some(open) = push {
-            levels.push(Level {
+            levels.push(Level::new(
                 open,
-                header: open == Open::Paren
+                open == Open::Paren
                     && matches!(prev_word, Some("if" | "while" | "for" | "with" | "await")),
-                count: 0,
-                after_semicolon: false,
-            });
+            ));
             total += 1;
         }
         prev_word = match token.kind {
@@ -275,7 +329,7 @@ pub(crate) fn nesting_estimate(code: &str, limit: usize) -> Result<usize, TooDee
 fn end_statement(levels: &mut Vec<Level>, total: &mut usize) {
     while levels.len() > 1 && levels.last().is_some_and(|l| l.open == Open::Angle) {
         if let Some(level) = levels.pop() {
-            *total -= level.count + 1;
+            *total -= level.weight();
         }
     }
 }
@@ -293,7 +347,7 @@ fn close(levels: &mut Vec<Level>, total: &mut usize, open: Open) -> bool {
     }
     let header = levels[at].header;
     for level in levels.drain(at..) {
-        *total -= level.count + 1;
+        *total -= level.weight();
     }
     header
 }

@@ -408,7 +408,12 @@ impl FileStore {
             expires_ms: millis(cell.expires_at),
         };
         if let Err(e) = self.write_marker(&next.nonce, &marker) {
-            tracing::warn!(error = %e, "recording a suspended cell's generation");
+            // Without the raised marker the version before this settle would
+            // stay valid: undo the settle instead (the held record, at the
+            // marker's generation, goes back).
+            let _ = std::fs::remove_file(path);
+            self.put_back(hold, path);
+            return Err(e);
         }
         let _ = std::fs::remove_file(hold);
         Ok(true)

@@ -406,3 +406,73 @@ fn input_checks_are_linear_on_hostile_text() {
         }
     }
 }
+
+/// Inputs a review found to hide nesting from the estimate (each would
+/// build a syntax tree far deeper than the strip thread's stack allows):
+/// the estimate must see their depth. Only the estimate runs here, never
+/// SWC, so a regression fails the test instead of aborting it.
+#[test]
+fn misreadings_that_would_hide_nesting_are_counted() {
+    let deep =
+        |open: &str, close: &str, n: usize| format!("{}1{}", open.repeat(n), close.repeat(n));
+    let parens = deep("(", ")", 3_000);
+    let mut hidden = vec![
+        // Tagged-template chains.
+        format!("return f{}", "``".repeat(5_000)),
+        // Keywords used as property names before a `/`.
+        format!("return a.return/{parens}/1"),
+        format!("return a.if(0)/{parens}/1"),
+        format!("return a?.delete/{parens}/1"),
+        format!("return a.typeof/{}/1", "+1".repeat(3_000)),
+        // Characters Rust and SWC classify differently before a `/`.
+        format!("return a\u{FEFF}/{parens}/1"),
+        format!("return a\u{200B}/{parens}/1"),
+        format!("return a\u{0301}/{parens}/1"),
+        format!("return (\u{FEFF}/{parens}/1)"),
+        // A backslash-CRLF line continuation inside a string.
+        format!("const x = 'a\\\r\n' + {parens}; return x"),
+        // A line comment ended by U+2028 or U+2029.
+        format!("//x\u{2028}return {parens}"),
+        format!("//x\u{2029}return {parens}"),
+        // Statement chains split by commas across nested blocks.
+        format!(
+            "{}{}",
+            format!("a=>{{{}x,", "if(a)".repeat(500)).repeat(10),
+            "}".repeat(10)
+        ),
+        format!(
+            "{}{}",
+            format!("a=>{{{}x,", "L:".repeat(500)).repeat(10),
+            "}".repeat(10)
+        ),
+        format!(
+            "{}{}",
+            format!("a=>{{{}x,", "while(a)".repeat(500)).repeat(10),
+            "}".repeat(10)
+        ),
+        // Regular expressions that could hide operators.
+        format!("return a.return/{}/1", "typeof ".repeat(3_000)),
+    ];
+    hidden.push(format!("return a.new/{}/1", "!".repeat(3_000)));
+    for code in &hidden {
+        let estimate = nesting_estimate(code, usize::MAX);
+        assert!(
+            estimate > MAX_NESTING,
+            "estimate {estimate} for {:?}...",
+            &code[..code.floor_char_boundary(60)]
+        );
+    }
+}
+
+/// The scanner skips HTML-like comments (`<!--`, line-leading `-->`) only
+/// because SWC reads them as comments too: a cell that is valid only if they
+/// are comments strips cleanly.
+#[test]
+fn html_like_comments_are_comments_to_swc() {
+    for code in ["return 1 <!-- )))", "const a = 1;\n--> )))\nreturn a"] {
+        assert!(
+            talon_codemode::typescript::strip_types(code).is_ok(),
+            "{code:?}"
+        );
+    }
+}
