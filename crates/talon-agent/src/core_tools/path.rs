@@ -130,6 +130,12 @@ fn io(path: &str, errno: Errno) -> ToolError {
     }
 }
 
+/// The innermost directory the walk holds open: the top of `stack`, else
+/// the root.
+fn innermost(stack: &mut Vec<(OwnedFd, OsString)>, root_fd: OwnedFd) -> OwnedFd {
+    stack.pop().map_or(root_fd, |(fd, _)| fd)
+}
+
 /// The components of `path` below `root` (absolute paths must be under
 /// `root`, compared component-wise), or `None` when it is elsewhere.
 fn components_below(root: &Path, path: &Path) -> Option<Vec<OsString>> {
@@ -204,10 +210,7 @@ fn locate(root: &Path, path: &str, create: bool) -> Result<Located, ToolError> {
             Ok(stat) => stat,
             Err(Errno::ENOENT) if last => {
                 let rel = rel_of(&stack).join(&name);
-                let dir = match stack.pop() {
-                    Some((fd, _)) => fd,
-                    None => root_fd,
-                };
+                let dir = innermost(&mut stack, root_fd);
                 return Ok(Located {
                     dir,
                     name: Some(name),
@@ -272,10 +275,7 @@ fn locate(root: &Path, path: &str, create: bool) -> Result<Located, ToolError> {
             }
             _ => {
                 let rel = rel_of(&stack).join(&name);
-                let dir = match stack.pop() {
-                    Some((fd, _)) => fd,
-                    None => root_fd,
-                };
+                let dir = innermost(&mut stack, root_fd);
                 return Ok(Located {
                     dir,
                     name: Some(name),
@@ -287,10 +287,7 @@ fn locate(root: &Path, path: &str, create: bool) -> Result<Located, ToolError> {
     }
     // The path named a directory we hold open (the root, or via `..`).
     let rel = rel_of(&stack);
-    let dir = match stack.pop() {
-        Some((fd, _)) => fd,
-        None => root_fd,
-    };
+    let dir = innermost(&mut stack, root_fd);
     let stat = fstat(&dir).map_err(|e| io(path, e))?;
     Ok(Located {
         dir,
