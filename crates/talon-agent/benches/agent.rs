@@ -19,16 +19,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use talon_agent::{AgentRun, CoreTools, NoEvents, RunEvents, RunOptions, RunStatus, Surface};
+use talon_agent::{AgentRun, NoEvents, RunEvents, RunOptions, RunStatus};
 use talon_codemode::{
     CodeMode, CodeModeConfig, CodeModeOptions, MemoryStore, NamespaceRegistry, RunSetup,
     StoreLimits,
 };
+use talon_core_tools::CoreTools;
 use talon_mcp::{McpManager, parse_servers};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
 use talon_testing::{MockModel, Script};
-use talon_tools::{CatalogBuilder, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner};
+use talon_tools::{
+    CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner,
+    ToolSurface,
+};
 use talon_toolsearch::{CodeSandbox, ToolSearch, ToolSearchConfig, build_surface};
 
 fn fixture_js() -> String {
@@ -48,7 +52,7 @@ fn ctx(run: &str) -> RunContext {
         session_key: "k".into(),
         sender: None,
         channel: None,
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     }
 }
@@ -75,31 +79,31 @@ async fn runner(env: &Env, run: &str) -> Arc<ToolRunner> {
     ))
 }
 
-fn surface(env: &Env, kind: &str, runner: &Arc<ToolRunner>, run: &str) -> Surface {
+fn surface(env: &Env, kind: &str, runner: &Arc<ToolRunner>, run: &str) -> Arc<dyn ToolSurface> {
     match kind {
-        "direct" => Surface::direct(runner),
+        "direct" => Arc::new(DirectSurface::new(runner.clone())),
         "code_mode" => {
             let config = CodeModeConfig::resolve(Some(&json!(true)), None)
                 .unwrap()
                 .unwrap();
-            Surface::CodeMode(Box::new(env.code_mode.start_run(RunSetup {
+            Arc::new(env.code_mode.start_run(RunSetup {
                 config,
                 runner: runner.clone(),
                 ctx: ctx(run),
                 mcp: Some(Arc::new(env.manager.clone())),
                 plugin_config: Value::Null,
                 exec_hooks: Vec::new(),
-            })))
+            }))
         }
         mode => {
             let config = ToolSearchConfig::from_json(Some(&json!({"mode": mode})))
                 .unwrap()
                 .unwrap();
             let surface = build_surface(runner.catalog(), Some(&config)).unwrap();
-            Surface::ToolSearch(Arc::new(
+            Arc::new(
                 ToolSearch::new(config, surface, runner.clone(), Some(env.sandbox.clone()))
                     .unwrap(),
-            ))
+            )
         }
     }
 }
@@ -125,7 +129,6 @@ async fn turn(env: &Env, kind: &str, turns: Value, run: &str) -> (MockModel, Run
     let surface = surface(env, kind, &runner, run);
     let agent = AgentRun {
         provider: &client,
-        runner,
         surface,
         ctx: ctx(run),
         events: Arc::new(RunEvents::new(Arc::new(NoEvents), &ctx(run))),
@@ -262,7 +265,7 @@ fn main() {
         // One-shot `talon agent`, process start to exit.
         let talon = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/release/talon");
         if !talon.exists() {
-            println!("one-shot talon agent: skipped (cargo build --release -p talon-cli first)");
+            println!("one-shot talon agent: skipped (cargo build --release -p talon-cli --features mock-model first)");
             return;
         }
         let home = tempfile::tempdir().unwrap();

@@ -206,33 +206,6 @@ impl Approver for ApprovalEvents {
     }
 }
 
-/// An approver that answers by policy: approve everything or nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyApprover {
-    /// Approve every call.
-    AllowAll,
-    /// Deny every call that needs approval.
-    DenyAll,
-}
-
-impl Approver for PolicyApprover {
-    fn decide<'a>(
-        &'a self,
-        _: &'a RunContext,
-        entry: &'a CatalogEntry,
-        _: &'a Value,
-    ) -> BoxFuture<'a, ApprovalDecision> {
-        let decision = match self {
-            Self::AllowAll => ApprovalDecision::Approved,
-            Self::DenyAll => ApprovalDecision::Denied(format!(
-                "{} needs approval and this run cannot ask (denied by policy)",
-                entry.id
-            )),
-        };
-        Box::pin(async move { decision })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
@@ -252,7 +225,7 @@ mod tests {
             session_key: "k".into(),
             sender: None,
             channel: None,
-            abort: Default::default(),
+            cancel: Default::default(),
             updates: Arc::new(talon_tools::NoUpdates),
         };
         let events = Arc::new(RunEvents::new(sink.clone(), &ctx));

@@ -1,15 +1,15 @@
-//! The agent loop over a real provider wire format: a run's surface
-//! (direct, Code Mode, or Tool Search; Code Mode wins), the model's
-//! replies, tool calls through the catalog's single execution path, core
-//! workspace tools, approvals, and App SDK events through an event sink.
+//! The agent loop over a real provider wire format: the model's replies,
+//! tool calls through the run's [`talon_tools::ToolSurface`] (which
+//! surface, direct, Code Mode or Tool Search, is the caller's choice; this
+//! crate depends on none of them) and the catalog's single execution path,
+//! cancellation by the run's token, and App SDK events through an event
+//! sink, with the observers that turn nested calls and approvals into
+//! events.
 
-pub mod core_tools;
 pub mod events;
 pub mod run;
 
-pub use core_tools::CoreTools;
 pub use events::{
-    ApprovalEvents, CollectSink, EventSink, NestedCallEvents, NoEvents, PolicyApprover, RunEvents,
-    UpdateEvents,
+    ApprovalEvents, CollectSink, EventSink, NestedCallEvents, NoEvents, RunEvents, UpdateEvents,
 };
-pub use run::{AgentRun, RunOptions, RunResult, RunStatus, Surface, code_mode_wins};
+pub use run::{AgentRun, RunOptions, RunResult, RunStatus};

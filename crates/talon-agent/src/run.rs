@@ -1,86 +1,26 @@
 //! One agent run: the system prompt and the user's message, the model's
 //! replies streamed from the provider, the tool calls they ask for run
-//! through the chosen surface (direct, Code Mode, or Tool Search) and the
-//! catalog's single execution path, until the model answers without
-//! calling tools, the turn limit, an abort, or the run's timeout. Every
-//! step is an event.
+//! through the run's [`ToolSurface`] (every tool by name, Code Mode, Tool
+//! Search: whatever the caller built) and the catalog's single execution
+//! path, until the model answers without calling tools, the turn limit,
+//! cancellation, or the run's timeout. Every step is an event.
+//!
+//! Cancellation wakes the loop wherever it waits: the provider stops on the
+//! run's token, and the loop drops whatever it was waiting on (a model
+//! reply, tool calls: their processes and requests stop on drop) and ends
+//! with `run.cancelled`. The run's timeout cancels the token too, so
+//! nothing the run started keeps going after `run.timed_out`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use talon_codemode::{CodeModeConfig, CodeModeRun};
-use talon_protocol::{CodeModeResult, EventType, ModelTool};
+use talon_protocol::EventType;
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
-use talon_tools::{Caller, RunContext, ToolCall, ToolRunner};
-use talon_toolsearch::ToolSearch;
+use talon_tools::{RunContext, SurfaceReply, ToolSurface};
 
 use crate::events::{MAX_EVENT_RESULT, RunEvents};
-
-/// The surface a run shows the model, with its handlers.
-pub enum Surface {
-    /// Every tool by name.
-    Direct {
-        /// The tool definitions.
-        tools: Vec<ModelTool>,
-        /// Name → catalog id.
-        names: BTreeMap<String, String>,
-    },
-    /// `exec` and `wait` (and direct-only tools).
-    CodeMode(Box<CodeModeRun>),
-    /// Tool Search's control tools (and direct-only tools).
-    ToolSearch(Arc<ToolSearch>),
-}
-
-impl Surface {
-    /// The direct surface of a runner's catalog: cataloged and direct-only
-    /// tools by name (the first of two same-named tools keeps the name).
-    pub fn direct(runner: &ToolRunner) -> Self {
-        let catalog = runner.catalog();
-        let mut tools = Vec::new();
-        let mut names = BTreeMap::new();
-        for entry in catalog.entries().iter().chain(catalog.direct_only()) {
-            if names.contains_key(&entry.tool.name) {
-                continue;
-            }
-            names.insert(entry.tool.name.clone(), entry.id.clone());
-            tools.push(ModelTool {
-                name: entry.tool.name.clone(),
-                description: entry.tool.description.clone(),
-                parameters: entry.tool.parameters.clone(),
-            });
-        }
-        Self::Direct { tools, names }
-    }
-
-    /// The model-visible tool definitions.
-    pub fn tools(&self) -> Vec<ModelTool> {
-        match self {
-            Self::Direct { tools, .. } => tools.clone(),
-            Self::CodeMode(run) => run.surface().tools.clone(),
-            Self::ToolSearch(ts) => ts.surface().tools.clone(),
-        }
-    }
-
-    /// Extra system prompt text (Tool Search's directory).
-    pub fn prompt(&self) -> Option<String> {
-        match self {
-            Self::ToolSearch(ts) => ts.surface().prompt.clone(),
-            _ => None,
-        }
-    }
-
-    /// `direct`, `code_mode`, or the Tool Search mode.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Direct { .. } => "direct",
-            Self::CodeMode(_) => "code_mode",
-            Self::ToolSearch(ts) => ts.surface().mode.map_or("direct", |m| m.as_str()),
-        }
-    }
-}
 
 /// Settings of one run.
 #[derive(Debug, Clone)]
@@ -120,7 +60,7 @@ pub enum RunStatus {
     Completed,
     /// An error ended it.
     Failed,
-    /// It was aborted.
+    /// It was cancelled (the run's token).
     Cancelled,
     /// It ran out of time.
     TimedOut,
@@ -149,10 +89,9 @@ pub struct RunResult {
 pub struct AgentRun<'a> {
     /// The model.
     pub provider: &'a dyn ModelProvider,
-    /// The run's single execution path.
-    pub runner: Arc<ToolRunner>,
-    /// The surface.
-    pub surface: Surface,
+    /// What the model sees of the run's tools, and their handlers (every
+    /// call reaches the run's `ToolRunner` through it).
+    pub surface: Arc<dyn ToolSurface>,
     /// The run's context.
     pub ctx: RunContext,
     /// Where events go.
@@ -161,16 +100,40 @@ pub struct AgentRun<'a> {
     pub options: RunOptions,
 }
 
-/// Code Mode's config when it takes the surface; `None` leaves Tool Search
-/// or direct exposure (Code Mode wins over Tool Search).
-pub fn code_mode_wins(
-    code_mode: Option<CodeModeConfig>,
-    runner: &ToolRunner,
-    tools_disabled: bool,
-) -> Option<CodeModeConfig> {
-    talon_codemode::applies(code_mode.as_ref(), runner.catalog(), tools_disabled)
-        .then_some(code_mode)
-        .flatten()
+/// The model's tool calls in flight, by their number in the run: those
+/// left when the run is cancelled or times out are reported as aborted.
+#[derive(Default)]
+struct InFlight(Mutex<BTreeMap<u32, (String, String, Instant)>>);
+
+impl InFlight {
+    fn start(&self, number: u32, call: &ToolCallRequest) {
+        if let Ok(mut calls) = self.0.lock() {
+            calls.insert(number, (call.id.clone(), call.name.clone(), Instant::now()));
+        }
+    }
+
+    fn finish(&self, number: u32) {
+        if let Ok(mut calls) = self.0.lock() {
+            calls.remove(&number);
+        }
+    }
+
+    fn take(&self) -> Vec<(String, String, Instant)> {
+        self.0
+            .lock()
+            .map(|mut calls| std::mem::take(&mut *calls).into_values().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// How the loop stopped.
+enum Stop {
+    /// The run's token was cancelled.
+    Cancelled,
+    /// The run's time limit passed.
+    TimedOut,
+    /// The turns ended by themselves.
+    Returned(Result<(), String>),
 }
 
 impl AgentRun<'_> {
@@ -191,30 +154,50 @@ impl AgentRun<'_> {
             duration: Duration::ZERO,
             error: None,
         };
-        let outcome = tokio::time::timeout(
-            self.options.timeout,
-            self.turns(history, message, &mut result),
-        )
-        .await;
+        let in_flight = InFlight::default();
+        // Whichever comes first drops the turns (and the model request or
+        // tool calls they wait on) at once.
+        let stop = tokio::select! {
+            biased;
+            () = self.ctx.cancel.cancelled() => Stop::Cancelled,
+            turns = tokio::time::timeout(
+                self.options.timeout,
+                self.turns(history, message, &mut result, &in_flight),
+            ) => turns.map_or(Stop::TimedOut, Stop::Returned),
+        };
         result.duration = started.elapsed();
-        let (kind, status) = match outcome {
-            Err(_) => {
+        let (kind, status) = match stop {
+            Stop::TimedOut => {
+                // Nothing the run started outlives it.
+                self.ctx.cancel.cancel();
                 result.error = Some(format!(
                     "the run exceeded its time limit of {} ms",
                     self.options.timeout.as_millis()
                 ));
                 (EventType::RunTimedOut, RunStatus::TimedOut)
             }
-            Ok(Ok(())) => (EventType::RunCompleted, RunStatus::Completed),
-            Ok(Err(error)) if self.ctx.abort.load(Ordering::Relaxed) => {
+            Stop::Cancelled => {
+                result.error = Some("the run was aborted".into());
+                (EventType::RunCancelled, RunStatus::Cancelled)
+            }
+            Stop::Returned(Ok(())) => (EventType::RunCompleted, RunStatus::Completed),
+            Stop::Returned(Err(error)) if self.ctx.is_cancelled() => {
                 result.error = Some(error);
                 (EventType::RunCancelled, RunStatus::Cancelled)
             }
-            Ok(Err(error)) => {
+            Stop::Returned(Err(error)) => {
                 result.error = Some(error);
                 (EventType::RunFailed, RunStatus::Failed)
             }
         };
+        for (call_id, name, since) in in_flight.take() {
+            let error = result.error.clone().unwrap_or_default();
+            self.events.emit(
+                EventType::ToolCallFailed,
+                json!({"callId": call_id, "name": name, "durationMs": since.elapsed().as_millis() as u64,
+                       "error": {"error": error, "status": "aborted"}}),
+            );
+        }
         result.status = status;
         self.events.emit(
             kind,
@@ -231,6 +214,7 @@ impl AgentRun<'_> {
         history: Vec<Message>,
         message: &str,
         result: &mut RunResult,
+        in_flight: &InFlight,
     ) -> Result<(), String> {
         let mut system = self.options.system_prompt.clone();
         if let Some(prompt) = self.surface.prompt() {
@@ -242,7 +226,7 @@ impl AgentRun<'_> {
         messages.push(Message::User(message.to_owned()));
         let tools = Arc::new(self.surface.tools());
         loop {
-            if self.ctx.abort.load(Ordering::Relaxed) {
+            if self.ctx.is_cancelled() {
                 return Err("the run was aborted".into());
             }
             if result.turns >= self.options.max_turns {
@@ -268,7 +252,7 @@ impl AgentRun<'_> {
             };
             let reply = self
                 .provider
-                .complete(&request, &sink, &self.ctx.abort)
+                .complete(&request, &sink, &self.ctx.cancel)
                 .await
                 .map_err(|e| e.to_string())?;
             result.usage += reply.usage;
@@ -286,10 +270,14 @@ impl AgentRun<'_> {
             if reply.tool_calls.is_empty() {
                 return Ok(());
             }
+            let first = result.tool_calls;
             result.tool_calls += reply.tool_calls.len() as u32;
-            let outputs =
-                futures::future::join_all(reply.tool_calls.iter().map(|call| self.call(call)))
-                    .await;
+            let outputs = futures::future::join_all(
+                (first..)
+                    .zip(&reply.tool_calls)
+                    .map(|(number, call)| self.call(call, number, in_flight)),
+            )
+            .await;
             for (call, content) in reply.tool_calls.iter().zip(outputs) {
                 messages.push(Message::Tool {
                     call_id: call.id.clone(),
@@ -299,8 +287,9 @@ impl AgentRun<'_> {
         }
     }
 
-    /// One tool call the model made; returns the tool message content.
-    async fn call(&self, call: &ToolCallRequest) -> String {
+    /// One tool call the model made (the run's `number`th); returns the
+    /// tool message content.
+    async fn call(&self, call: &ToolCallRequest, number: u32, in_flight: &InFlight) -> String {
         let started = Instant::now();
         let args: Value = match serde_json::from_str(&call.arguments) {
             Ok(args) => args,
@@ -321,7 +310,12 @@ impl AgentRun<'_> {
             EventType::ToolCallStarted,
             json!({"callId": call.id, "name": call.name, "arguments": args}),
         );
-        let (value, ok) = self.dispatch(&call.id, &call.name, args).await;
+        in_flight.start(number, call);
+        let SurfaceReply { value, ok } = self
+            .surface
+            .handle(&self.ctx, &call.id, &call.name, args)
+            .await;
+        in_flight.finish(number);
         let ms = started.elapsed().as_millis() as u64;
         if ok {
             self.events.emit(
@@ -336,60 +330,6 @@ impl AgentRun<'_> {
             );
         }
         value.to_string()
-    }
-
-    /// Runs a model call by name on the surface; the value and whether it
-    /// succeeded.
-    async fn dispatch(&self, call_id: &str, name: &str, args: Value) -> (Value, bool) {
-        match &self.surface {
-            Surface::CodeMode(run) => {
-                if let Some(result) = run.handle(call_id, name, args.clone()).await {
-                    let ok = !matches!(result, CodeModeResult::Failed { .. });
-                    return (serde_json::to_value(&result).unwrap_or(Value::Null), ok);
-                }
-                self.direct_only(call_id, name, args).await
-            }
-            Surface::ToolSearch(ts) => {
-                let value = ts.handle(&self.ctx, call_id, name, args).await;
-                let ok = value.get("error").is_none();
-                (value, ok)
-            }
-            Surface::Direct { names, .. } => match names.get(name) {
-                Some(id) => self.runner_call(call_id, id, args).await,
-                None => (
-                    json!({"error": format!("unknown tool {name:?}"), "status": "not_found"}),
-                    false,
-                ),
-            },
-        }
-    }
-
-    async fn direct_only(&self, call_id: &str, name: &str, args: Value) -> (Value, bool) {
-        let catalog = self.runner.catalog();
-        match catalog.direct_only().iter().find(|e| e.tool.name == name) {
-            Some(entry) => self.runner_call(call_id, &entry.id.clone(), args).await,
-            None => (
-                json!({"error": format!("unknown tool {name:?}"), "status": "not_found"}),
-                false,
-            ),
-        }
-    }
-
-    async fn runner_call(&self, call_id: &str, id: &str, args: Value) -> (Value, bool) {
-        let outcome = self
-            .runner
-            .call(
-                &self.ctx,
-                ToolCall {
-                    call_id: call_id.to_owned(),
-                    id: id.to_owned(),
-                    args,
-                    caller: Caller::Direct,
-                },
-            )
-            .await;
-        let ok = matches!(outcome, talon_tools::CallOutcome::Ok(_));
-        (outcome.to_json(id), ok)
     }
 }
 

@@ -15,19 +15,23 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::Value;
 use talon_agent::{
-    AgentRun, ApprovalEvents, CoreTools, EventSink, NestedCallEvents, PolicyApprover, RunEvents,
-    RunOptions, RunStatus, Surface, UpdateEvents, code_mode_wins,
+    AgentRun, ApprovalEvents, EventSink, NestedCallEvents, RunEvents, RunOptions, RunStatus,
+    UpdateEvents,
 };
 use talon_codemode::{
     CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
 };
 use talon_config::Config;
+use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_protocol::{Event, EventType};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::{ModelRef, ProviderConfig, parse_providers};
+#[cfg(feature = "mock-model")]
 use talon_testing::{MockModel, Script};
-use talon_tools::{Approver, NoUpdates, RunContext, RunScope, ToolRunner};
-use talon_toolsearch::{CodeSandbox, ToolSearch, ToolSearchConfig, build_surface};
+use talon_tools::{
+    Approver, DirectSurface, NoUpdates, RunContext, RunScope, ToolRunner, ToolSurface,
+};
+use talon_toolsearch::{CodeSandbox, Mode, ToolSearch, ToolSearchConfig, build_surface};
 
 use crate::run_tools::RunTools;
 
@@ -43,7 +47,9 @@ pub struct AgentArgs {
     /// The agent.
     #[arg(long, default_value = "main")]
     agent: String,
-    /// Serve the model from this mock script instead of the provider.
+    /// Serve the model from this mock script instead of the provider
+    /// (builds with the `mock-model` feature).
+    #[cfg(feature = "mock-model")]
     #[arg(long, value_name = "FILE")]
     mock_script: Option<PathBuf>,
     /// The workspace the core tools work in (else the agent's `workspace`,
@@ -68,11 +74,56 @@ pub fn run(args: AgentArgs) -> ExitCode {
     }
 }
 
+/// A scripted mock model serving this process (`--mock-script`).
+#[cfg(feature = "mock-model")]
+type Mock = MockModel;
+/// Without the `mock-model` feature there is no mock.
+#[cfg(not(feature = "mock-model"))]
+type Mock = std::convert::Infallible;
+
+/// Starts the mock model of `--mock-script`, if one was given.
+#[cfg(feature = "mock-model")]
+async fn mock(args: &AgentArgs) -> Result<Option<Mock>, String> {
+    let Some(path) = &args.mock_script else {
+        return Ok(None);
+    };
+    let text = talon_fs::read_capped_to_string(
+        path,
+        talon_config::MAX_CONFIG_BYTES,
+        talon_fs::Symlinks::Follow,
+    )
+    .map_err(|e| e.to_string())?;
+    let value: Value =
+        talon_config::parse_json5(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let script = Script::from_json(&value).map_err(|e| e.to_string())?;
+    Ok(Some(
+        MockModel::start(script).await.map_err(|e| e.to_string())?,
+    ))
+}
+
+/// Built without the `mock-model` feature: never a mock.
+#[cfg(not(feature = "mock-model"))]
+async fn mock(_: &AgentArgs) -> Result<Option<Mock>, String> {
+    Ok(None)
+}
+
+/// The mock's address.
+#[cfg(feature = "mock-model")]
+fn mock_url(mock: &Mock) -> String {
+    mock.base_url()
+}
+
+/// Without the feature there is no mock to address.
+#[cfg(not(feature = "mock-model"))]
+fn mock_url(mock: &Mock) -> String {
+    match *mock {}
+}
+
 /// The model: the agent's `model.primary` at its provider, or the mock.
 async fn provider(
     config: &Config,
     args: &AgentArgs,
-) -> Result<(OpenAiCompatible, String, Option<MockModel>), String> {
+) -> Result<(OpenAiCompatible, String, Option<Mock>), String> {
     let lookup = |name: &str| std::env::var(name).ok();
     let providers =
         parse_providers(config.get("models.providers"), &lookup).map_err(|e| e.to_string())?;
@@ -85,21 +136,7 @@ async fn provider(
         .map(|s| ModelRef::parse(s, "agents.defaults.model.primary"))
         .transpose()
         .map_err(|e| e.to_string())?;
-    let mock = match &args.mock_script {
-        None => None,
-        Some(path) => {
-            let text = talon_fs::read_capped_to_string(
-                path,
-                talon_config::MAX_CONFIG_BYTES,
-                talon_fs::Symlinks::Follow,
-            )
-            .map_err(|e| e.to_string())?;
-            let value: Value =
-                talon_config::parse_json5(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let script = Script::from_json(&value).map_err(|e| e.to_string())?;
-            Some(MockModel::start(script).await.map_err(|e| e.to_string())?)
-        }
-    };
+    let mock = mock(args).await?;
     let (mut provider, model) = match (primary, &mock) {
         (Some(reference), _) => {
             let provider = providers
@@ -123,7 +160,7 @@ async fn provider(
         (None, None) => return Err("no model: set agents.defaults.model.primary (\"provider/model\") or pass --mock-script".into()),
     };
     if let Some(mock) = &mock {
-        provider.base_url = mock.base_url();
+        provider.base_url = mock_url(mock);
     }
     let client = OpenAiCompatible::new(provider).map_err(|e| e.to_string())?;
     Ok((client, model, mock))
@@ -281,23 +318,18 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage(&e.to_string()),
     };
-    // Starting the sandbox and the MCP servers are independent: overlap them.
-    let sandbox = code_mode_config.as_ref().map(|c| {
-        let store_dir = talon_config::state_dir().join("code-mode").join("cells");
-        let limits = StoreLimits {
-            max_snapshot_bytes: c.max_snapshot_bytes,
-            ..StoreLimits::default()
-        };
-        tokio::task::spawn_blocking(move || -> Result<CodeMode, String> {
-            let store = FileStore::open(store_dir, limits).map_err(|e| e.to_string())?;
-            CodeMode::new(CodeModeOptions {
-                sandbox: Default::default(),
-                store: Arc::new(store),
-                namespaces: NamespaceRegistry::global().clone(),
-            })
-            .map_err(|e| e.to_string())
-        })
-    });
+    let tool_search = match ToolSearchConfig::from_json({
+        let (global, agent) = config.tools_section("toolSearch", &args.agent);
+        agent.or(global)
+    }) {
+        Ok(ts) => ts,
+        Err(e) => return usage(&e.to_string()),
+    };
+    // The one sandbox of the process, if a surface may need it. Starting
+    // it and the MCP servers are independent: overlap them.
+    let needs_sandbox =
+        code_mode_config.is_some() || tool_search.as_ref().is_some_and(|ts| ts.mode == Mode::Code);
+    let engine = needs_sandbox.then(|| tokio::task::spawn_blocking(crate::engine::start));
     let tools = match RunTools::from_config(&config, &args.agent, &scope, Some(core)).await {
         Ok(tools) => tools,
         Err(message) => return usage(&message),
@@ -307,7 +339,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         session_key: format!("agent:{}:cli", args.agent),
         sender: None,
         channel: Some("cli".into()),
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     };
     let events = Arc::new(RunEvents::new(Arc::new(Printer { started }), &ctx));
@@ -323,47 +355,74 @@ async fn run_async(args: AgentArgs) -> ExitCode {
             .with_approver(Arc::new(ApprovalEvents::new(policy, events.clone())))
             .with_observer(Arc::new(NestedCallEvents(events.clone()))),
     );
-    let surface = match code_mode_wins(code_mode_config, &runner, false) {
-        Some(code_mode_config) => {
-            let started_sandbox = match sandbox {
-                Some(task) => task.await.unwrap_or_else(|e| Err(e.to_string())),
-                None => Err("the sandbox was not started".to_owned()),
-            };
-            let code_mode = match started_sandbox {
-                Ok(cm) => cm,
-                Err(e) => return usage(&e),
-            };
-            Surface::CodeMode(Box::new(code_mode.start_run(RunSetup {
-                config: code_mode_config,
-                runner: runner.clone(),
-                ctx: ctx.clone(),
-                mcp: tools.mcp.clone(),
-                plugin_config: Value::Null,
-                exec_hooks: Vec::new(),
-            })))
-        }
-        None => match ToolSearchConfig::from_json({
-            let (global, agent) = config.tools_section("toolSearch", &args.agent);
-            agent.or(global)
-        }) {
+    let engine = match engine {
+        Some(task) => Some(match task.await {
+            Ok(started) => started.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }),
+        None => None,
+    };
+    let code_mode_config =
+        code_mode_config.filter(|c| talon_codemode::applies(Some(c), runner.catalog(), false));
+    let surface: Arc<dyn ToolSurface> = if let Some(code_mode_config) = code_mode_config {
+        let engine = match engine {
+            Some(Ok(engine)) => engine,
+            Some(Err(e)) => return usage(&format!("runtime_unavailable: {e}")),
+            None => return usage("runtime_unavailable: the sandbox was not started"),
+        };
+        let store_dir = talon_config::state_dir().join("code-mode").join("cells");
+        let limits = StoreLimits {
+            max_snapshot_bytes: code_mode_config.max_snapshot_bytes,
+            ..StoreLimits::default()
+        };
+        let store = match FileStore::open(&store_dir, limits) {
+            Ok(store) => store,
+            Err(e) => return usage(&format!("state directory {}: {e}", store_dir.display())),
+        };
+        let options = CodeModeOptions {
+            sandbox: Default::default(),
+            store: Arc::new(store),
+            namespaces: NamespaceRegistry::global().clone(),
+        };
+        let code_mode = match CodeMode::with_engine(engine, options) {
+            Ok(cm) => cm,
             Err(e) => return usage(&e.to_string()),
-            Ok(Some(ts)) => {
-                let surface = match build_surface(runner.catalog(), Some(&ts)) {
-                    Ok(s) => s,
-                    Err(e) => return usage(&e.to_string()),
-                };
-                let sandbox = CodeSandbox::new(Default::default()).ok();
-                match ToolSearch::new(ts, surface, runner.clone(), sandbox) {
-                    Ok(ts) => Surface::ToolSearch(Arc::new(ts)),
-                    Err(e) => return usage(&e.to_string()),
-                }
+        };
+        Arc::new(code_mode.start_run(RunSetup {
+            config: code_mode_config,
+            runner: runner.clone(),
+            ctx: ctx.clone(),
+            mcp: tools.mcp.clone(),
+            plugin_config: Value::Null,
+            exec_hooks: Vec::new(),
+        }))
+    } else if let Some(ts) = tool_search {
+        let surface = match build_surface(runner.catalog(), Some(&ts)) {
+            Ok(s) => s,
+            Err(e) => return usage(&e.to_string()),
+        };
+        // Code mode without its sandbox fails closed, with the reason.
+        let code = match (ts.mode == Mode::Code, engine) {
+            (true, Some(Ok(engine))) => match CodeSandbox::with_engine(engine) {
+                Ok(code) => Some(code),
+                Err(e) => return usage(&e.to_string()),
+            },
+            (true, Some(Err(e))) => {
+                return usage(&format!(
+                    "runtime_unavailable: Tool Search's code mode needs the sandbox, which did not start: {e}"
+                ));
             }
-            Ok(None) => Surface::direct(&runner),
-        },
+            _ => None,
+        };
+        match ToolSearch::new(ts, surface, runner.clone(), code) {
+            Ok(ts) => Arc::new(ts),
+            Err(e) => return usage(&e.to_string()),
+        }
+    } else {
+        Arc::new(DirectSurface::new(runner.clone()))
     };
     let agent_run = AgentRun {
         provider: &client,
-        runner,
         surface,
         ctx,
         events,

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::{Value, json};
 use talon_codemode::{
-    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
+    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup,
+    RuntimeUnavailable, StoreLimits,
 };
 use talon_config::Config;
 use talon_protocol::CodeModeResult;
@@ -108,10 +109,16 @@ async fn run_async(args: ExecArgs) -> ExitCode {
         Ok(tools) => tools,
         Err(message) => return usage(&message),
     };
-    let result = match CodeMode::new(CodeModeOptions {
-        sandbox: Default::default(),
-        store,
-        namespaces: NamespaceRegistry::global().clone(),
+    let started = crate::engine::start().map_err(|e| RuntimeUnavailable(e.to_string()));
+    let result = match started.and_then(|engine| {
+        CodeMode::with_engine(
+            engine,
+            CodeModeOptions {
+                sandbox: Default::default(),
+                store,
+                namespaces: NamespaceRegistry::global().clone(),
+            },
+        )
     }) {
         Err(e) => CodeModeResult::Failed {
             error: e.to_string(),
@@ -126,7 +133,7 @@ async fn run_async(args: ExecArgs) -> ExitCode {
                 session_key: format!("agent:{}:{CLI_SESSION}", args.agent),
                 sender: None,
                 channel: Some("cli".into()),
-                abort: Default::default(),
+                cancel: Default::default(),
                 updates: Arc::new(NoUpdates),
             };
             let runner = Arc::new(ToolRunner::new(

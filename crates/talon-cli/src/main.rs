@@ -1,6 +1,7 @@
 //! `talon`: the command-line entry point.
 
 mod agent;
+mod engine;
 mod exec;
 mod run_tools;
 mod tools;

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use talon_agent::CoreTools;
 use talon_config::Config;
+use talon_core_tools::CoreTools;
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 use talon_protocol::ToolSource;
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, ToolCall,
-    ToolExecutor, ToolPolicy,
+    ToolError, ToolErrorCode, ToolExecutor, ToolPolicy,
 };
 
 /// A run's tools.
@@ -73,7 +73,7 @@ impl RunTools {
         }
         let mut builder = run.register(CatalogBuilder::new(scope.clone()));
         if core.is_some() {
-            builder = builder.core(talon_agent::core_tools::definitions());
+            builder = builder.core(talon_core_tools::definitions());
         }
         let catalog = builder.build(&policy).map_err(|e| e.to_string())?;
         for rejected in catalog.rejected() {
@@ -108,15 +108,18 @@ impl ToolExecutor for Executor {
         ctx: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match (entry.tool.source, &self.core) {
             (ToolSource::Mcp, _) => self.mcp.execute(ctx, entry, call),
             (ToolSource::Openclaw, Some(core)) if entry.tool.owner == "core" => {
                 core.execute(ctx, entry, call)
             }
             _ => {
-                let message = format!("{} has no executor in this process", entry.id);
-                Box::pin(async move { Err(message) })
+                let error = ToolError::new(
+                    ToolErrorCode::Unavailable,
+                    format!("{} has no executor in this process", entry.id),
+                );
+                Box::pin(async move { Err(error) })
             }
         }
     }

@@ -22,7 +22,7 @@ use talon_codemode::{
     NamespaceRegistry, RunSetup, SnapshotStore, StoreLimits,
 };
 use talon_protocol::{CodeModeResult, ToolDefinition, ToolSource};
-use talon_tools::search::synthetic::distractor_tools;
+use talon_testing::synthetic::distractor_tools;
 use talon_tools::{
     BoxFuture, CatalogBuilder, CatalogEntry, NoUpdates, RunContext, RunScope, ToolCall,
     ToolExecutor, ToolPolicy, ToolRunner,
@@ -36,7 +36,7 @@ impl ToolExecutor for InMemory {
         _: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, talon_tools::ToolError>> {
         let value = json!({"tool": entry.tool.name, "input": call.args});
         Box::pin(async move { Ok(value) })
     }
@@ -77,7 +77,7 @@ fn run(code_mode: &CodeMode) -> CodeModeRun {
         session_key: "k".into(),
         sender: None,
         channel: None,
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     };
     code_mode.start_run(RunSetup {

@@ -45,7 +45,7 @@ impl ToolExecutor for Nothing {
         _: &'a RunContext,
         _: &'a CatalogEntry,
         _: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, talon_tools::ToolError>> {
         Box::pin(async { Ok(Value::Null) })
     }
 }
@@ -151,7 +151,7 @@ fn child(mode: &str, kind: &str, language: &str, size: usize) {
         session_key: "k".into(),
         sender: None,
         channel: None,
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     };
     let config = CodeModeConfig {

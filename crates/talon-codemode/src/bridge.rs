@@ -8,15 +8,17 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
-use talon_protocol::ToolSource;
+use talon_protocol::{CodeModeErrorCode, ToolSource};
 use talon_sandbox::{HostCallError, HostFunctions};
-use talon_tools::{CallOutcome, Caller, McpServers, RunContext, ToolCall, ToolRunner};
+use talon_tools::{
+    CallOutcome, Caller, McpServers, RunContext, ToolCall, ToolError, ToolErrorCode, ToolRunner,
+};
 
 use crate::config::CodeModeConfig;
 use crate::namespaces::RunNamespaces;
 use crate::store::{NestedError, NestedResult};
 use crate::telemetry::RunTelemetry;
-use crate::view::{CatalogView, compact};
+use crate::view::{ApiError, CatalogView, compact};
 
 pub(crate) const DATA_FN: &str = "__openclaw_data";
 pub(crate) const SEARCH_FN: &str = "__openclaw_search";
@@ -42,10 +44,27 @@ pub(crate) const PRELUDE_FUNCTIONS: &[&str] = &[
     "__talon_print",
 ];
 
+/// The parts `__openclaw_data(part)` answers; `js/code_mode.js` asks for
+/// each (the contract tests hold both sides to this list).
+pub const DATA_PARTS: &[&str] = &["tools", "convenience", "mcp", "namespaces"];
+/// The operations of `__openclaw_api(op, arg)`: `API.list` and `API.read`.
+pub const API_OPS: &[&str] = &["list", "read"];
+/// The kinds of `__openclaw_mcp(server, kind, name, input)`: an MCP tool
+/// call, a resource read, a prompt.
+pub const MCP_KINDS: &[&str] = &["tool", "resource", "prompt"];
+
+/// The host functions a VM of `run` gets, exactly as its cells get them
+/// (for the contract tests: their names and sync/async kinds).
+pub fn host_functions(run: &crate::CodeModeRun) -> HostFunctions {
+    run.bridge.functions()
+}
+
 /// Prefix of the pending-call id of an MCP resource read.
 pub(crate) const RESOURCE_PREFIX: &str = "mcp-resource:";
 /// Prefix of the pending-call id of an MCP prompt.
 pub(crate) const PROMPT_PREFIX: &str = "mcp-prompt:";
+const RESOURCE_KIND: &str = "mcp-resource";
+const PROMPT_KIND: &str = "mcp-prompt";
 
 /// What the host functions of one run read.
 #[derive(Clone)]
@@ -68,7 +87,7 @@ pub(crate) fn json_text(value: Value) -> Value {
     Value::String(value.to_string())
 }
 
-fn guest_error(message: impl Into<String>, code: &str) -> HostCallError {
+pub(crate) fn guest_error(message: impl Into<String>, code: &str) -> HostCallError {
     HostCallError::new(message).with_code(code)
 }
 
@@ -91,14 +110,13 @@ impl Bridge {
                     .map(json_text)
             })
             .sync(API_FN, move |args| {
-                let result = match text_arg(args, 0) {
+                match text_arg(args, 0) {
                     Some("list") => api.view.api_list(text_arg(args, 1)),
                     Some("read") => api.view.api_read(text_arg(args, 1).unwrap_or_default()),
-                    _ => Err("unknown API operation".to_owned()),
-                };
-                result
-                    .map(json_text)
-                    .map_err(|e| guest_error(e, "not_found"))
+                    _ => Err(ApiError("unknown API operation".into())),
+                }
+                .map(json_text)
+                .map_err(|e| guest_error(e.0, "not_found"))
             })
             .sync(MCP_API_FN, move |args| {
                 mcp_api.telemetry.describes.fetch_add(1, Ordering::Relaxed);
@@ -108,7 +126,7 @@ impl Bridge {
                     .view
                     .mcp_api(server, text_arg(args, 1), schema)
                     .map(json_text)
-                    .map_err(|e| guest_error(e, "not_found"))
+                    .map_err(|e| guest_error(e.0, "not_found"))
             })
             .asynchronous(CALL_FN)
             .asynchronous(MCP_FN)
@@ -276,7 +294,7 @@ impl Bridge {
                     .unwrap_or_default();
                 match self.namespaces.resolve(id, path, &call_args) {
                     Ok((catalog_id, input)) => tool(catalog_id, input),
-                    Err(message) => refuse(message, "not_found"),
+                    Err(error) => Request::Ready(Err(error)),
                 }
             }
             YIELD_FN => Request::Yield(text_arg(args, 0).map(str::to_owned)),
@@ -298,18 +316,16 @@ impl Bridge {
         if self.debug {
             tracing::info!(target: "talon::code_mode", parent, call_id = %call_id, tool = %nested.tool_id, "bridge: nested call");
         }
-        let failed = |message: String| {
-            Err(NestedError {
-                message,
-                code: Some("nested_tool_failed".into()),
-            })
-        };
         for (prefix, is_resource) in [(RESOURCE_PREFIX, true), (PROMPT_PREFIX, false)] {
             let Some(server) = nested.tool_id.strip_prefix(prefix) else {
                 continue;
             };
             let Some(mcp) = &self.mcp else {
-                return failed(format!("MCP server {server:?} is not connected"));
+                let error = ToolError::new(
+                    ToolErrorCode::Unavailable,
+                    format!("MCP server {server:?} is not connected"),
+                );
+                return self.guest_result(&nested.tool_id, CallOutcome::Failed(error));
             };
             let result = if is_resource {
                 let uri = nested.args["uri"].as_str().unwrap_or_default();
@@ -319,7 +335,12 @@ impl Bridge {
                 mcp.get_prompt(ctx, server, name, &nested.args["arguments"])
                     .await
             };
-            return result.or_else(|e| failed(format!("MCP server {server:?}: {e}")));
+            let outcome = match result {
+                Ok(value) => CallOutcome::Ok(value),
+                Err(error) if error.code == ToolErrorCode::Aborted => CallOutcome::Aborted,
+                Err(error) => CallOutcome::Failed(error),
+            };
+            return self.guest_result(&nested.tool_id, outcome);
         }
         let call = ToolCall {
             call_id,
@@ -327,17 +348,34 @@ impl Bridge {
             args: nested.args.clone(),
             caller: Caller::Parent(parent.to_owned()),
         };
-        match self.runner.call(ctx, call).await {
+        let outcome = self.runner.call(ctx, call).await;
+        self.guest_result(&nested.tool_id, outcome)
+    }
+
+    /// The one place a nested call's outcome becomes what the guest sees:
+    /// every failure is the seed's `nested_tool_failed` (the tool's own
+    /// code stays in the message), except a cancelled run (`aborted`).
+    fn guest_result(&self, tool_id: &str, outcome: CallOutcome) -> NestedResult {
+        let failed = |message: String| {
+            Err(NestedError {
+                message,
+                code: Some(CodeModeErrorCode::NestedToolFailed.as_str().into()),
+            })
+        };
+        match outcome {
             CallOutcome::Ok(value) => Ok(value),
             CallOutcome::Aborted => Err(NestedError {
                 message: "the run was aborted".into(),
-                code: Some("aborted".into()),
+                code: Some(CodeModeErrorCode::Aborted.as_str().into()),
             }),
-            CallOutcome::NotFound => failed(not_found_message(&nested.tool_id, &self.view)),
-            CallOutcome::Blocked(reason) => {
-                failed(format!("{} was blocked: {reason}", nested.tool_id))
-            }
-            CallOutcome::Failed(error) => failed(format!("{} failed: {error}", nested.tool_id)),
+            CallOutcome::NotFound => failed(not_found_message(tool_id, &self.view)),
+            CallOutcome::Blocked(reason) => failed(format!("{tool_id} was blocked: {reason}")),
+            CallOutcome::Failed(error) => match tool_id.split_once(':') {
+                Some((RESOURCE_KIND, server)) | Some((PROMPT_KIND, server)) => {
+                    failed(format!("MCP server {server:?}: {error}"))
+                }
+                _ => failed(format!("{tool_id} failed: {error}")),
+            },
         }
     }
 }

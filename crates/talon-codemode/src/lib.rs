@@ -20,6 +20,8 @@ mod telemetry;
 pub mod typescript;
 pub mod view;
 
+pub use view::ApiError;
+
 pub use config::{CodeModeConfig, ConfigError, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
 pub use namespaces::{
@@ -28,11 +30,22 @@ pub use namespaces::{
     create_code_mode_namespace_tool, register_code_mode_namespace_for_plugin,
 };
 pub use runtime::{
-    CodeMode, CodeModeOptions, CodeModeRun, ExecHook, ExecHookEvent, RunSetup, RuntimeUnavailable,
-    applies,
+    CodeMode, CodeModeOptions, CodeModeRun, ExecHook, ExecHookEvent, PRELUDE_NAME, RunSetup,
+    RuntimeUnavailable, applies, prelude,
 };
 pub use store::{
     CellScope, FileStore, MemoryStore, NestedError, NestedResult, PendingNestedCall, SnapshotStore,
     StoreError, StoreLimits, SuspendedCell,
 };
 pub use surface::CodeModeSurface;
+
+/// What `js/code_mode.js` and the host must agree on, exposed so that
+/// tests hold both sides to it: the prelude (its name, source and host
+/// functions), the host functions a run's VMs get (with their sync/async
+/// kinds), the data parts, `API` operations and MCP kinds the host
+/// answers, and the separator of namespace paths.
+pub mod contract {
+    pub use crate::bridge::{API_OPS, DATA_PARTS, MCP_KINDS, host_functions};
+    pub use crate::namespaces::PATH_SEPARATOR;
+    pub use crate::runtime::{PRELUDE_NAME, prelude};
+}

@@ -11,12 +11,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
+use talon_protocol::ModelTool;
 use talon_protocol::{CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
-use talon_sandbox::{Pool, Prelude, Sandbox, SandboxConfig};
-use talon_tools::{BoxFuture, Catalog, HookDecision, McpServers, RunContext, ToolRunner};
+use talon_sandbox::{CellEngine, Prelude, SandboxConfig};
+use talon_tools::{
+    BoxFuture, Catalog, HookDecision, McpServers, RunContext, SurfaceReply, ToolRunner,
+    ToolSurface, direct_call,
+};
 
 use crate::bridge::{Bridge, PRELUDE_FUNCTIONS};
-use crate::cell::{CellState, Live, Machine, Meta};
+use crate::cell::host::Meta;
+use crate::cell::{CellState, Live};
 use crate::config::{CodeModeConfig, Language};
 use crate::input::ExecInput;
 use crate::namespaces::{NamespaceContext, NamespaceRegistry, RunNamespaces};
@@ -24,6 +29,7 @@ use crate::store::{CellScope, SnapshotStore, StoreError};
 use crate::surface::{CodeModeSurface, build_surface};
 use crate::telemetry::RunTelemetry;
 use crate::view::CatalogView;
+use talon_sandbox::Machine;
 
 /// Whether Code Mode takes over a run's surface: it is enabled and the run
 /// has tools. Runs with no tools (raw model calls, `disableTools`, an
@@ -34,9 +40,24 @@ pub fn applies(config: Option<&CodeModeConfig>, catalog: &Catalog, tools_disable
         && (!catalog.is_empty() || !catalog.direct_only().is_empty())
 }
 
+/// The name of Code Mode's prelude in the shared base image (and of the
+/// guest API it installs in each VM).
+pub const PRELUDE_NAME: &str = "code-mode";
+
+/// Code Mode's guest API, to bake into the process's shared sandbox
+/// ([`CellEngine`]) beside the other surfaces' preludes.
+pub fn prelude() -> Prelude {
+    Prelude {
+        name: PRELUDE_NAME.into(),
+        source: include_str!("js/code_mode.js").into(),
+        host_functions: PRELUDE_FUNCTIONS.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
 /// What the process-wide runtime is built from.
 pub struct CodeModeOptions {
-    /// The sandbox's settings; Code Mode adds its prelude.
+    /// The sandbox's settings when Code Mode starts its own sandbox
+    /// ([`CodeMode::new`]); Code Mode adds its prelude.
     pub sandbox: SandboxConfig,
     /// Where suspended cells live.
     pub store: Arc<dyn SnapshotStore>,
@@ -94,7 +115,7 @@ pub trait ExecHook: Send + Sync {
 }
 
 pub(crate) struct Shared {
-    pub pool: Pool,
+    pub engine: CellEngine,
     pub store: Arc<dyn SnapshotStore>,
     pub namespaces: Arc<NamespaceRegistry>,
     /// In-process part of suspended cells (their running nested calls).
@@ -122,20 +143,30 @@ impl std::fmt::Debug for CodeMode {
 pub struct RuntimeUnavailable(pub String);
 
 impl CodeMode {
-    /// Starts the sandbox with the guest API baked in.
+    /// Starts a sandbox of its own with the guest API baked in (a process
+    /// that runs other surfaces too shares one: [`CodeMode::with_engine`]).
     pub fn new(options: CodeModeOptions) -> Result<Self, RuntimeUnavailable> {
-        let mut config = options.sandbox;
-        config.preludes.push(Prelude {
-            name: "code-mode".into(),
-            source: include_str!("js/code_mode.js").into(),
-            host_functions: PRELUDE_FUNCTIONS.iter().map(|s| (*s).to_owned()).collect(),
-        });
-        let sandbox = Sandbox::new(config).map_err(|e| RuntimeUnavailable(e.to_string()))?;
-        let pool = Pool::new(&sandbox).map_err(|e| RuntimeUnavailable(e.to_string()))?;
+        let mut config = options.sandbox.clone();
+        config.preludes.push(prelude());
+        let engine = CellEngine::new(config).map_err(|e| RuntimeUnavailable(e.to_string()))?;
+        Self::with_engine(engine, options)
+    }
+
+    /// Code Mode over the process's shared sandbox and pool, whose base
+    /// image must include [`prelude`]; `options.sandbox` is not used.
+    pub fn with_engine(
+        engine: CellEngine,
+        options: CodeModeOptions,
+    ) -> Result<Self, RuntimeUnavailable> {
+        if !engine.sandbox().has_prelude(PRELUDE_NAME) {
+            return Err(RuntimeUnavailable(
+                "the shared sandbox was built without Code Mode's prelude".into(),
+            ));
+        }
         let debug = std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1");
         Ok(Self {
             shared: Arc::new(Shared {
-                pool,
+                engine,
                 store: options.store,
                 namespaces: options.namespaces,
                 live: Mutex::new(HashMap::new()),
@@ -166,7 +197,7 @@ impl CodeMode {
             session_id: scope.session_id.clone(),
             run_id: scope.run_id.clone(),
             config: setup.plugin_config.clone(),
-            abort: setup.ctx.abort.clone(),
+            cancel: setup.ctx.cancel.clone(),
         };
         let namespaces = Arc::new(self.shared.namespaces.for_run(catalog, &ns_ctx));
         let surface = build_surface(catalog, &setup.config, &namespaces);
@@ -206,7 +237,7 @@ pub struct RunSetup {
     pub config: CodeModeConfig,
     /// The run's single execution path (its catalog is the hidden one).
     pub runner: Arc<ToolRunner>,
-    /// The run's context (ids, abort, update sink).
+    /// The run's context (ids, cancellation, update sink).
     pub ctx: RunContext,
     /// Resources and prompts of the run's MCP servers.
     pub mcp: Option<Arc<dyn McpServers>>,
@@ -314,7 +345,7 @@ impl CodeModeRun {
             Ok(code) => code.into_owned(),
             Err(e) => return self.failed(started, Vec::new(), e.message, Some(e.code)),
         };
-        if self.ctx.abort.load(Ordering::Relaxed) {
+        if self.ctx.is_cancelled() {
             return self.failed(
                 started,
                 Vec::new(),
@@ -344,7 +375,7 @@ impl CodeModeRun {
             );
         };
         let mut events = Vec::new();
-        if self.ctx.abort.load(Ordering::Relaxed) {
+        if self.ctx.is_cancelled() {
             if self.shared.store.take(run_id, &self.scope).is_ok() {
                 events.push(event("deleted", run_id, None));
             }
@@ -423,6 +454,46 @@ impl CodeModeRun {
                 Err(e) => tracing::warn!(error = %e, "purging expired code mode cells"),
             }
         }
+    }
+}
+
+impl ToolSurface for CodeModeRun {
+    fn kind(&self) -> &'static str {
+        "code_mode"
+    }
+
+    fn tools(&self) -> Vec<ModelTool> {
+        self.surface.tools.clone()
+    }
+
+    /// `exec` and `wait` run cells in this run's context; any other name
+    /// is a direct-only tool or unknown.
+    fn handle<'a>(
+        &'a self,
+        _ctx: &'a RunContext,
+        call_id: &'a str,
+        name: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, SurfaceReply> {
+        Box::pin(async move {
+            if let Some(result) = self.handle(call_id, name, args.clone()).await {
+                let ok = !matches!(result, CodeModeResult::Failed { .. });
+                return SurfaceReply {
+                    value: serde_json::to_value(&result).unwrap_or(Value::Null),
+                    ok,
+                };
+            }
+            let runner = &self.bridge.runner;
+            match runner
+                .catalog()
+                .direct_only()
+                .iter()
+                .find(|e| e.tool.name == name)
+            {
+                Some(entry) => direct_call(runner, &self.ctx, call_id, &entry.id, args).await,
+                None => SurfaceReply::unknown_tool(name),
+            }
+        })
     }
 }
 

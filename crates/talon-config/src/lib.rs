@@ -23,9 +23,27 @@ pub use nesting::{MAX_NESTING, check_nesting};
 /// deeper than [`MAX_NESTING`] before the recursive parser sees them: the
 /// parser and the value's drop recurse once per level on the caller's
 /// stack, and a file must not be able to overflow it.
-pub fn parse_json5(text: &str) -> std::result::Result<Value, String> {
+pub fn parse_json5(text: &str) -> std::result::Result<Value, Json5Error> {
     check_nesting(text, MAX_NESTING)?;
-    json5::from_str(text).map_err(|e| e.to_string())
+    json5::from_str(text).map_err(|e| Json5Error::Syntax(e.to_string()))
+}
+
+/// Why a JSON5 document was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Json5Error {
+    /// Nested deeper than the limit (checked before parsing).
+    #[error("nested deeper than {limit} levels at line {line} column {column}")]
+    TooDeep {
+        /// The limit.
+        limit: usize,
+        /// Where the first level past it opens (1-based).
+        line: usize,
+        /// Its column (1-based, in characters).
+        column: usize,
+    },
+    /// Not JSON5: the parser's message, with the position.
+    #[error("{0}")]
+    Syntax(String),
 }
 
 /// Config failures.
@@ -134,9 +152,9 @@ impl Config {
     /// Parses a document.
     pub fn parse(text: &str, path: Option<PathBuf>) -> Result<Self> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from("<config>"));
-        let raw: Value = parse_json5(text).map_err(|message| ConfigError::Parse {
+        let raw: Value = parse_json5(text).map_err(|error| ConfigError::Parse {
             path: shown.clone(),
-            message,
+            message: error.to_string(),
         })?;
         if !raw.is_object() {
             return Err(ConfigError::Parse {

@@ -10,10 +10,12 @@
 /// The deepest nesting accepted, the same as `serde_json`'s own limit.
 pub const MAX_NESTING: usize = 128;
 
+use crate::Json5Error;
+
 /// Fails when `text` opens more than `limit` arrays or objects inside one
 /// another. Brackets inside strings and comments do not count; malformed
 /// text is left for the parser to report.
-pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
+pub fn check_nesting(text: &str, limit: usize) -> Result<(), Json5Error> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut i = 0usize;
@@ -23,9 +25,11 @@ pub fn check_nesting(text: &str, limit: usize) -> Result<(), String> {
                 depth += 1;
                 if depth > limit {
                     let (line, column) = position(text, i);
-                    return Err(format!(
-                        "nested deeper than {limit} levels at line {line} column {column}"
-                    ));
+                    return Err(Json5Error::TooDeep {
+                        limit,
+                        line,
+                        column,
+                    });
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
@@ -79,7 +83,11 @@ mod tests {
         assert_eq!(check_nesting("{a: [1, {b: 2}]}", 3), Ok(()));
         assert_eq!(
             check_nesting("{a: [1, {b: 2}]}", 2),
-            Err("nested deeper than 2 levels at line 1 column 9".into())
+            Err(Json5Error::TooDeep {
+                limit: 2,
+                line: 1,
+                column: 9
+            })
         );
         let quoted = "{a: '[[[[', b: \"{{{{\\\"[[[\", // [[[[\n /* {{{{ */ c: 1}";
         assert_eq!(check_nesting(quoted, 1), Ok(()));
@@ -92,14 +100,18 @@ mod tests {
             let text = open.repeat(20_000);
             let error = check_nesting(&text, MAX_NESTING).unwrap_err();
             assert!(
-                error.starts_with("nested deeper than 128 levels"),
+                matches!(error, Json5Error::TooDeep { limit: 128, .. }),
                 "{error}"
             );
         }
         let lines = "[\n".repeat(200);
         assert_eq!(
             check_nesting(&lines, MAX_NESTING),
-            Err("nested deeper than 128 levels at line 129 column 1".into())
+            Err(Json5Error::TooDeep {
+                limit: 128,
+                line: 129,
+                column: 1
+            })
         );
     }
 
@@ -110,7 +122,7 @@ mod tests {
             assert!(check_nesting(&text, MAX_NESTING).is_err(), "{end:?}");
             let parsed = crate::parse_json5(&text);
             assert!(
-                parsed.is_err_and(|e| e.starts_with("nested deeper")),
+                parsed.is_err_and(|e| e.to_string().starts_with("nested deeper")),
                 "{end:?}"
             );
         }

@@ -77,7 +77,7 @@ async fn compare(
         session_key: "k".into(),
         sender: None,
         channel: None,
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     };
     let call = || ToolCall {

@@ -1,6 +1,9 @@
 //! The crate's error type. Messages name the server and, for a stdio
 //! server that failed, carry the tail of its stderr; they never carry a
-//! configured secret.
+//! configured secret. What a tool call, a resource read or a prompt gets
+//! is a [`ToolError`], mapped from [`McpError`] in one place (its `From`).
+
+use talon_tools::{ToolError, ToolErrorCode};
 
 /// MCP failures.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,8 +62,8 @@ pub enum McpError {
     /// No such server (unknown, disabled, or failed to start for this run).
     #[error("no MCP server {0:?} in this run")]
     Unknown(String),
-    /// The run was aborted while the request was in flight (it was
-    /// cancelled).
+    /// The run's cancellation token was cancelled while the request was in
+    /// flight (it was cancelled at the server) or the server was starting.
     #[error("the run was aborted; the request to MCP server {0:?} was cancelled")]
     Aborted(String),
     /// The server does not offer this (no resources or prompts capability).
@@ -90,5 +93,118 @@ impl McpError {
     }
 }
 
+/// The one mapping of MCP failures to tool errors. The message is the
+/// error's text (server, method, stderr tail; never a secret).
+///
+/// | `McpError`    | code               | retryable |
+/// |---------------|--------------------|-----------|
+/// | `Timeout`     | `timeout`          | yes       |
+/// | `Start`       | `unavailable`      | yes       |
+/// | `Closed`      | `unavailable`      | yes       |
+/// | `Unknown`     | `unavailable`      | yes       |
+/// | `Protocol`    | `protocol_error`   | no        |
+/// | `Aborted`     | `aborted`          | no        |
+/// | `Unsupported` | `unsupported`      | no        |
+/// | `Config`      | `internal`         | no        |
+///
+/// A `Config` error reaches a call only when a server starts (a
+/// referenced variable is unset, a header is not valid): the model's
+/// arguments are fine and trying again does not help, the gateway's
+/// configuration is broken.
+impl From<McpError> for ToolError {
+    fn from(error: McpError) -> Self {
+        let code = match &error {
+            McpError::Timeout { .. } => ToolErrorCode::Timeout,
+            McpError::Start { .. } | McpError::Closed { .. } | McpError::Unknown(_) => {
+                ToolErrorCode::Unavailable
+            }
+            McpError::Protocol { .. } => ToolErrorCode::ProtocolError,
+            McpError::Aborted(_) => ToolErrorCode::Aborted,
+            McpError::Unsupported { .. } => ToolErrorCode::Unsupported,
+            McpError::Config { .. } => ToolErrorCode::Internal,
+        };
+        // Retryable as the code says: `timeout` and `unavailable`.
+        ToolError::new(code, error.to_string())
+    }
+}
+
 /// `Result` of this crate.
 pub type Result<T> = std::result::Result<T, McpError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_maps_to_one_code() {
+        let server = || "fx".to_owned();
+        let cases = [
+            (
+                McpError::Timeout {
+                    server: server(),
+                    method: "tools/call".into(),
+                    timeout_ms: 300,
+                },
+                ToolErrorCode::Timeout,
+                true,
+            ),
+            (
+                McpError::Start {
+                    server: server(),
+                    message: "cannot run".into(),
+                    stderr: "boom".into(),
+                },
+                ToolErrorCode::Unavailable,
+                true,
+            ),
+            (
+                McpError::Closed {
+                    server: server(),
+                    message: "gone".into(),
+                    stderr: String::new(),
+                },
+                ToolErrorCode::Unavailable,
+                true,
+            ),
+            (
+                McpError::Unknown(server()),
+                ToolErrorCode::Unavailable,
+                true,
+            ),
+            (
+                McpError::Protocol {
+                    server: server(),
+                    method: "tools/call".into(),
+                    message: "bad".into(),
+                },
+                ToolErrorCode::ProtocolError,
+                false,
+            ),
+            (McpError::Aborted(server()), ToolErrorCode::Aborted, false),
+            (
+                McpError::Unsupported {
+                    server: server(),
+                    what: "prompts".into(),
+                },
+                ToolErrorCode::Unsupported,
+                false,
+            ),
+            (
+                McpError::config(
+                    "mcp.servers.fx.env.TOKEN",
+                    "environment variable TOKEN is not set",
+                ),
+                ToolErrorCode::Internal,
+                false,
+            ),
+        ];
+        for (error, code, retryable) in cases {
+            let text = error.to_string();
+            let mapped = ToolError::from(error);
+            assert_eq!(
+                (mapped.code, mapped.retryable, mapped.message.as_str()),
+                (code, retryable, text.as_str())
+            );
+        }
+    }
+}

@@ -4,7 +4,9 @@
 //! at start, with `connectOnStart`), a server that fails to start is
 //! reported once for the run and its tools are absent. Calls arrive
 //! through the catalog's single execution path ([`McpExecutor`]); resources
-//! and prompts through [`McpServers`].
+//! and prompts through [`McpServers`]. Both answer failures as
+//! [`ToolError`]s (mapped from [`McpError`] in one place) and stop a
+//! request the moment the run's [`RunContext::cancel`] token is cancelled.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use serde_json::{Value, json};
 use talon_protocol::{ToolDefinition, ToolEffect, ToolSource};
 use talon_tools::{
     BoxFuture, CatalogBuilder, CatalogEntry, McpServerFeatures, McpServers, RunContext, ToolCall,
-    ToolExecutor,
+    ToolError, ToolErrorCode, ToolExecutor,
 };
 
 use crate::config::ServerConfig;
@@ -145,7 +147,9 @@ impl McpManager {
         run
     }
 
-    /// `tools/call` on a server.
+    /// `tools/call` on a server. With a run context, cancelling its token
+    /// ends the call at once with [`McpError::Aborted`] (the request is
+    /// dropped, which sends `notifications/cancelled`).
     pub async fn call_tool(
         &self,
         ctx: Option<&RunContext>,
@@ -153,8 +157,10 @@ impl McpManager {
         tool: &str,
         arguments: Value,
     ) -> Result<Value> {
-        let abort = ctx.map(|c| &*c.abort);
-        self.server(server)?.call_tool(tool, arguments, abort).await
+        let cancel = ctx.map(|c| &c.cancel);
+        self.server(server)?
+            .call_tool(tool, arguments, cancel)
+            .await
     }
 
     /// Closes every connection and stops every child.
@@ -182,20 +188,23 @@ impl ToolExecutor for McpExecutor {
         ctx: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, std::result::Result<Value, String>> {
+    ) -> BoxFuture<'a, std::result::Result<Value, ToolError>> {
         Box::pin(async move {
             if entry.tool.source != ToolSource::Mcp {
-                return Err(format!("{} is not an MCP tool", entry.id));
+                return Err(ToolError::new(
+                    ToolErrorCode::Internal,
+                    format!("{} is not an MCP tool", entry.id),
+                ));
             }
-            self.manager
+            Ok(self
+                .manager
                 .call_tool(
                     Some(ctx),
                     &entry.tool.owner,
                     &entry.tool.name,
                     call.args.clone(),
                 )
-                .await
-                .map_err(|e| e.to_string())
+                .await?)
         })
     }
 }
@@ -210,13 +219,12 @@ impl McpServers for McpManager {
         ctx: &'a RunContext,
         server: &'a str,
         uri: &'a str,
-    ) -> BoxFuture<'a, std::result::Result<Value, String>> {
+    ) -> BoxFuture<'a, std::result::Result<Value, ToolError>> {
         Box::pin(async move {
-            match self.server(server) {
-                Ok(s) => s.read_resource(uri, Some(&ctx.abort)).await,
-                Err(e) => Err(e),
-            }
-            .map_err(|e| e.to_string())
+            Ok(self
+                .server(server)?
+                .read_resource(uri, Some(&ctx.cancel))
+                .await?)
         })
     }
 
@@ -226,13 +234,12 @@ impl McpServers for McpManager {
         server: &'a str,
         name: &'a str,
         arguments: &'a Value,
-    ) -> BoxFuture<'a, std::result::Result<Value, String>> {
+    ) -> BoxFuture<'a, std::result::Result<Value, ToolError>> {
         Box::pin(async move {
-            match self.server(server) {
-                Ok(s) => s.get_prompt(name, arguments, Some(&ctx.abort)).await,
-                Err(e) => Err(e),
-            }
-            .map_err(|e| e.to_string())
+            Ok(self
+                .server(server)?
+                .get_prompt(name, arguments, Some(&ctx.cancel))
+                .await?)
         })
     }
 }

@@ -1,8 +1,16 @@
 //! One MCP server's connection lifecycle: start (spawn the child or open
 //! the HTTP session) and `initialize` under `connectionTimeoutMs`, list
-//! its tools, serve requests under `requestTimeoutMs` and the run's abort
-//! signal, notice a crash or a dropped connection (the next request
-//! reconnects), back off after failed starts, and shut down cleanly.
+//! its tools, serve requests under `requestTimeoutMs` and the run's
+//! cancellation token, notice a crash or a dropped connection (the next
+//! request reconnects), back off after failed starts, and shut down
+//! cleanly.
+//!
+//! Cancellation waits on the token (`select!` on `cancelled()`), it does
+//! not poll: the request future is dropped the moment the token is
+//! cancelled, and rmcp sends `notifications/cancelled` for a request
+//! dropped in flight. A run cancelled while its server is still
+//! connecting stops waiting too (the start is abandoned and the child
+//! killed; the next request starts again).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +26,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
-use talon_tools::McpServerFeatures;
+use talon_tools::{CancellationToken, McpServerFeatures};
 
 use crate::config::{ServerConfig, Transport, child_env};
 use crate::error::{McpError, Result};
@@ -342,13 +350,9 @@ impl Server {
         }
         self.tools_changed.store(false, Ordering::SeqCst);
         let listed = self
-            .request(
-                &live,
-                "tools/list",
-                self.config.connection_timeout,
-                None,
-                async { live.service.list_all_tools().await },
-            )
+            .request(&live, "tools/list", self.config.connection_timeout, async {
+                live.service.list_all_tools().await
+            })
             .await;
         match listed {
             Ok(tools) => {
@@ -371,9 +375,8 @@ impl Server {
         &self,
         tool: &str,
         arguments: Value,
-        abort: Option<&AtomicBool>,
+        cancel: Option<&CancellationToken>,
     ) -> Result<Value> {
-        let live = self.live().await?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         match arguments {
             Value::Object(map) => params = params.with_arguments(map),
@@ -386,38 +389,44 @@ impl Server {
                 });
             }
         }
-        let result = self
-            .request(
-                &live,
-                "tools/call",
-                self.config.request_timeout,
-                abort,
-                async { live.service.call_tool(params).await },
-            )
-            .await?;
-        serde_json::to_value(result).map_err(|e| self.malformed("tools/call", e))
+        self.until_cancelled(cancel, async {
+            let live = self.live().await?;
+            let result = self
+                .request(&live, "tools/call", self.config.request_timeout, async {
+                    live.service.call_tool(params).await
+                })
+                .await?;
+            serde_json::to_value(result).map_err(|e| self.malformed("tools/call", e))
+        })
+        .await
     }
 
     /// `resources/read`.
-    pub async fn read_resource(&self, uri: &str, abort: Option<&AtomicBool>) -> Result<Value> {
-        let live = self.live().await?;
-        if !live.features.resources {
-            return Err(McpError::Unsupported {
-                server: self.name().to_owned(),
-                what: "resources".into(),
-            });
-        }
-        let params = ReadResourceRequestParams::new(uri.to_owned());
-        let result = self
-            .request(
-                &live,
-                "resources/read",
-                self.config.request_timeout,
-                abort,
-                async { live.service.read_resource(params).await },
-            )
-            .await?;
-        serde_json::to_value(result).map_err(|e| self.malformed("resources/read", e))
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value> {
+        self.until_cancelled(cancel, async {
+            let live = self.live().await?;
+            if !live.features.resources {
+                return Err(McpError::Unsupported {
+                    server: self.name().to_owned(),
+                    what: "resources".into(),
+                });
+            }
+            let params = ReadResourceRequestParams::new(uri.to_owned());
+            let result = self
+                .request(
+                    &live,
+                    "resources/read",
+                    self.config.request_timeout,
+                    async { live.service.read_resource(params).await },
+                )
+                .await?;
+            serde_json::to_value(result).map_err(|e| self.malformed("resources/read", e))
+        })
+        .await
     }
 
     /// `prompts/get`.
@@ -425,15 +434,8 @@ impl Server {
         &self,
         name: &str,
         arguments: &Value,
-        abort: Option<&AtomicBool>,
+        cancel: Option<&CancellationToken>,
     ) -> Result<Value> {
-        let live = self.live().await?;
-        if !live.features.prompts {
-            return Err(McpError::Unsupported {
-                server: self.name().to_owned(),
-                what: "prompts".into(),
-            });
-        }
         let mut params = GetPromptRequestParams::new(name.to_owned());
         if let Value::Object(map) = arguments {
             let strings: Map<String, Value> = map
@@ -445,16 +447,42 @@ impl Server {
                 .collect();
             params = params.with_arguments(strings);
         }
-        let result = self
-            .request(
-                &live,
-                "prompts/get",
-                self.config.request_timeout,
-                abort,
-                async { live.service.get_prompt(params).await },
-            )
-            .await?;
-        serde_json::to_value(result).map_err(|e| self.malformed("prompts/get", e))
+        self.until_cancelled(cancel, async {
+            let live = self.live().await?;
+            if !live.features.prompts {
+                return Err(McpError::Unsupported {
+                    server: self.name().to_owned(),
+                    what: "prompts".into(),
+                });
+            }
+            let result = self
+                .request(&live, "prompts/get", self.config.request_timeout, async {
+                    live.service.get_prompt(params).await
+                })
+                .await?;
+            serde_json::to_value(result).map_err(|e| self.malformed("prompts/get", e))
+        })
+        .await
+    }
+
+    /// Runs `work` (connecting if needed, then one request) until it ends
+    /// or `cancel` is cancelled, whichever comes first. On cancellation
+    /// `work` is dropped at once: a request in flight is cancelled with
+    /// `notifications/cancelled`, a start in progress is abandoned. An
+    /// already cancelled token sends nothing.
+    async fn until_cancelled<T>(
+        &self,
+        cancel: Option<&CancellationToken>,
+        work: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let Some(token) = cancel else {
+            return work.await;
+        };
+        tokio::select! {
+            biased;
+            () = token.cancelled() => Err(McpError::Aborted(self.name().to_owned())),
+            result = work => result,
+        }
     }
 
     fn malformed(&self, method: &str, error: serde_json::Error) -> McpError {
@@ -465,31 +493,17 @@ impl Server {
         }
     }
 
-    /// Runs one request under a timeout and the abort signal; a request
-    /// that is given up is dropped, which sends `notifications/cancelled`.
+    /// Runs one request under a timeout; a request that is given up (timed
+    /// out, or dropped by [`Self::until_cancelled`]) is dropped in flight,
+    /// which sends `notifications/cancelled`.
     async fn request<T>(
         &self,
         live: &Arc<Live>,
         method: &str,
         timeout: Duration,
-        abort: Option<&AtomicBool>,
         future: impl Future<Output = std::result::Result<T, ServiceError>>,
     ) -> Result<T> {
-        let aborted = async {
-            match abort {
-                None => std::future::pending::<()>().await,
-                Some(flag) => {
-                    while !flag.load(Ordering::Relaxed) {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                }
-            }
-        };
-        let outcome = tokio::select! {
-            r = tokio::time::timeout(timeout, future) => r,
-            () = aborted => return Err(McpError::Aborted(self.name().to_owned())),
-        };
-        match outcome {
+        match tokio::time::timeout(timeout, future).await {
             Err(_) => Err(McpError::Timeout {
                 server: self.name().to_owned(),
                 method: method.into(),

@@ -16,5 +16,6 @@ pub use code_mode::{
 };
 pub use events::{Event, EventType};
 pub use tools::{
-    CatalogMode, ExecutionMode, ModelTool, SearchHit, ToolDefinition, ToolEffect, ToolSource,
+    CatalogMode, ExecutionMode, ModelTool, SearchHit, ToolDefinition, ToolEffect, ToolErrorCode,
+    ToolSource,
 };

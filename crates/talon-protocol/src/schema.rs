@@ -30,6 +30,10 @@ pub fn protocol_schema() -> serde_json::Value {
         "OutputStream",
         crate::OutputStream::json_schema(&mut generator),
     );
+    add(
+        "ToolErrorCode",
+        crate::ToolErrorCode::json_schema(&mut generator),
+    );
     for (name, schema) in generator.take_definitions(true) {
         defs.entry(name).or_insert(schema);
     }

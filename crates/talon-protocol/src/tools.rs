@@ -160,3 +160,107 @@ pub struct ModelTool {
     /// JSON Schema of its arguments.
     pub parameters: serde_json::Value,
 }
+
+/// Why a tool call failed: the stable code every executor (core tools, MCP
+/// servers, plugins, client round-trips) reports, whatever the surface that
+/// asked. Surfaces map it to their own codes in one place each (Code Mode's
+/// guest sees `nested_tool_failed` or `aborted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolErrorCode {
+    /// A missing or malformed argument.
+    InvalidArgument,
+    /// The thing the call names (a file, a resource, a prompt) does not exist.
+    NotFound,
+    /// A path leaves the workspace (`..`, absolute, or a symlink).
+    OutsideWorkspace,
+    /// A FIFO, socket or device where a regular file is needed.
+    NotRegularFile,
+    /// A directory where a regular file is needed.
+    IsADirectory,
+    /// A component on the way is not a directory.
+    NotADirectory,
+    /// Too many symlinks on the way (a loop or a long chain).
+    TooManyLinks,
+    /// A path kept changing (symlink swaps) while it was opened.
+    PathChanged,
+    /// An input or a file is larger than the tool handles.
+    TooLarge,
+    /// A file is not UTF-8 text.
+    NotText,
+    /// `edit`: the text to replace is absent.
+    NoMatch,
+    /// `edit`: the text to replace occurs more than once.
+    AmbiguousMatch,
+    /// The operating system refused access.
+    PermissionDenied,
+    /// Another input/output error.
+    IoError,
+    /// The tool did not finish within its time limit.
+    Timeout,
+    /// The run was cancelled while the tool ran; its work was stopped.
+    Aborted,
+    /// A process the tool needs could not be started.
+    SpawnFailed,
+    /// The executor has no tool of that name.
+    UnknownTool,
+    /// The service behind the tool (an MCP server) is not reachable: it
+    /// failed to start, closed its connection, or is not part of this run.
+    Unavailable,
+    /// The service answered with an error or a malformed response.
+    ProtocolError,
+    /// The service does not offer what was asked (an MCP capability).
+    Unsupported,
+    /// The tool ran and reported a failure of its own.
+    Failed,
+    /// A bug: an invariant of the executor broke.
+    Internal,
+    /// A code this client does not know yet.
+    #[serde(other)]
+    Unknown,
+}
+
+impl ToolErrorCode {
+    /// The wire spelling, e.g. `"outside_workspace"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidArgument => "invalid_argument",
+            Self::NotFound => "not_found",
+            Self::OutsideWorkspace => "outside_workspace",
+            Self::NotRegularFile => "not_regular_file",
+            Self::IsADirectory => "is_a_directory",
+            Self::NotADirectory => "not_a_directory",
+            Self::TooManyLinks => "too_many_links",
+            Self::PathChanged => "path_changed",
+            Self::TooLarge => "too_large",
+            Self::NotText => "not_text",
+            Self::NoMatch => "no_match",
+            Self::AmbiguousMatch => "ambiguous_match",
+            Self::PermissionDenied => "permission_denied",
+            Self::IoError => "io_error",
+            Self::Timeout => "timeout",
+            Self::Aborted => "aborted",
+            Self::SpawnFailed => "spawn_failed",
+            Self::UnknownTool => "unknown_tool",
+            Self::Unavailable => "unavailable",
+            Self::ProtocolError => "protocol_error",
+            Self::Unsupported => "unsupported",
+            Self::Failed => "failed",
+            Self::Internal => "internal",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the same call may succeed if tried again unchanged (the
+    /// service was down or slow), as opposed to a failure that repeats.
+    pub fn retryable(self) -> bool {
+        matches!(self, Self::Timeout | Self::Unavailable | Self::PathChanged)
+    }
+}
+
+impl std::fmt::Display for ToolErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -56,7 +56,8 @@ pub enum ProviderError {
         /// The budget.
         timeout_ms: u64,
     },
-    /// The run was aborted.
+    /// The run's cancellation token was cancelled; the request was
+    /// dropped (its connection closed).
     #[error("the model request was cancelled")]
     Cancelled,
     /// The connection failed.

@@ -3,7 +3,9 @@
 //! (OpenAI, vLLM, Ollama, llama.cpp and others): streamed replies as
 //! Server-Sent Events, tool calls (parallel ones too), usage, retries with
 //! backoff on 429 and 5xx honouring `Retry-After`, a request timeout,
-//! cancellation, and clear errors for bad keys and unknown models.
+//! cancellation by the run's [`CancellationToken`] (awaited, never
+//! polled: the request is dropped the moment the token is cancelled), and
+//! clear errors for bad keys and unknown models.
 
 pub mod config;
 mod error;
@@ -19,7 +21,8 @@ pub use types::{
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::AtomicBool;
+
+pub use tokio_util::sync::CancellationToken;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -30,11 +33,13 @@ pub type DeltaSink<'a> = &'a (dyn Fn(StreamDelta) + Send + Sync);
 /// A chat model behind some API.
 pub trait ModelProvider: Send + Sync {
     /// Produces one assistant reply to `request`, streaming deltas to
-    /// `sink` as they arrive. Setting `abort` cancels the request.
+    /// `sink` as they arrive. Cancelling `cancel` ends the request at once
+    /// with [`ProviderError::Cancelled`] (an already cancelled token sends
+    /// nothing).
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,
         sink: DeltaSink<'a>,
-        abort: &'a AtomicBool,
+        cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse>>;
 }

@@ -1,6 +1,10 @@
 //! An OpenAI-compatible Chat Completions client.
+//!
+//! Cancellation is one `select!` in [`ModelProvider::complete`]: the
+//! whole request (sending, retry waits, reading the stream) races the
+//! run's token and is dropped, closing the connection, the moment it is
+//! cancelled. Nothing polls.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -10,7 +14,7 @@ use crate::config::ProviderConfig;
 use crate::error::{ProviderError, Result};
 use crate::sse::SseReader;
 use crate::types::{ChatRequest, ChatResponse, StreamDelta, ToolCallRequest, Usage};
-use crate::{BoxFuture, DeltaSink, ModelProvider};
+use crate::{BoxFuture, CancellationToken, DeltaSink, ModelProvider};
 
 /// First wait before a retry without `Retry-After`; doubles each time.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
@@ -75,12 +79,8 @@ impl OpenAiCompatible {
         self.config.id.clone()
     }
 
-    async fn run(
-        &self,
-        request: &ChatRequest,
-        sink: DeltaSink<'_>,
-        abort: &AtomicBool,
-    ) -> Result<ChatResponse> {
+    /// One request with its retries. Dropping it stops it (cancellation).
+    async fn run(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse> {
         let body = request.to_openai_text(self.tools_text(request).as_deref().map(String::as_str));
         let url = format!("{}/chat/completions", self.config.base_url);
         let mut backoff = FIRST_BACKOFF;
@@ -95,23 +95,22 @@ impl OpenAiCompatible {
             if let Some(key) = &self.config.api_key {
                 builder = builder.bearer_auth(key);
             }
-            let response = cancellable(abort, builder.send()).await?.map_err(|e| {
-                ProviderError::Transport {
-                    provider: self.provider(),
-                    message: without_url(&e),
-                }
+            let response = builder.send().await.map_err(|e| ProviderError::Transport {
+                provider: self.provider(),
+                message: without_url(&e),
             })?;
             let status = response.status().as_u16();
             if response.status().is_success() {
                 return if request.stream {
-                    self.read_stream(response, sink, abort).await
+                    self.read_stream(response, sink).await
                 } else {
-                    let bytes = cancellable(abort, response.bytes()).await?.map_err(|e| {
-                        ProviderError::Transport {
+                    let bytes = response
+                        .bytes()
+                        .await
+                        .map_err(|e| ProviderError::Transport {
                             provider: self.provider(),
                             message: without_url(&e),
-                        }
-                    })?;
+                        })?;
                     self.read_whole(&bytes)
                 };
             }
@@ -121,15 +120,13 @@ impl OpenAiCompatible {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
-            let text = cancellable(abort, response.text())
-                .await?
-                .unwrap_or_default();
+            let text = response.text().await.unwrap_or_default();
             let message = error_message(&text);
             let retryable = status == 429 || status >= 500;
             if retryable && attempt <= self.config.max_retries {
                 let wait = retry_after.unwrap_or(backoff).min(MAX_BACKOFF);
                 tracing::warn!(provider = %self.config.id, status, attempt, wait_ms = wait.as_millis() as u64, "model request failed; retrying");
-                sleep_or_abort(wait, abort).await?;
+                tokio::time::sleep(wait).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
@@ -211,7 +208,6 @@ impl OpenAiCompatible {
         &self,
         response: reqwest::Response,
         sink: DeltaSink<'_>,
-        abort: &AtomicBool,
     ) -> Result<ChatResponse> {
         let mut reader = SseReader::default();
         let mut stream = response.bytes_stream();
@@ -219,14 +215,17 @@ impl OpenAiCompatible {
         let mut calls: Vec<ToolCallRequest> = Vec::new();
         let mut done = false;
         while !done {
-            let Some(chunk) = cancellable(abort, stream.next()).await? else {
+            let Some(chunk) = stream.next().await else {
                 break;
             };
             let chunk = chunk.map_err(|e| ProviderError::Transport {
                 provider: self.provider(),
                 message: without_url(&e),
             })?;
-            for data in reader.push(&chunk).map_err(|e| self.malformed(e))? {
+            for data in reader
+                .push(&chunk)
+                .map_err(|e| self.malformed(e.to_string()))?
+            {
                 if data.trim() == "[DONE]" {
                     done = true;
                     break;
@@ -318,16 +317,22 @@ impl ModelProvider for OpenAiCompatible {
         &'a self,
         request: &'a ChatRequest,
         sink: DeltaSink<'a>,
-        abort: &'a AtomicBool,
+        cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
         Box::pin(async move {
             let budget = self.config.timeout;
-            match tokio::time::timeout(budget, self.run(request, sink, abort)).await {
-                Ok(result) => result,
-                Err(_) => Err(ProviderError::Timeout {
-                    provider: self.provider(),
-                    timeout_ms: budget.as_millis() as u64,
-                }),
+            // Cancellation first: a token cancelled before the request
+            // starts sends nothing.
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(ProviderError::Cancelled),
+                outcome = tokio::time::timeout(budget, self.run(request, sink)) => match outcome {
+                    Ok(result) => result,
+                    Err(_) => Err(ProviderError::Timeout {
+                        provider: self.provider(),
+                        timeout_ms: budget.as_millis() as u64,
+                    }),
+                },
             }
         })
     }
@@ -356,21 +361,4 @@ fn without_url(error: &reqwest::Error) -> String {
         text = text.replace(url.as_str(), "<url>");
     }
     text
-}
-
-/// Awaits `future` unless `abort` is set first.
-async fn cancellable<F: Future>(abort: &AtomicBool, future: F) -> Result<F::Output> {
-    let watch = async {
-        while !abort.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::select! {
-        out = future => Ok(out),
-        () = watch => Err(ProviderError::Cancelled),
-    }
-}
-
-async fn sleep_or_abort(wait: Duration, abort: &AtomicBool) -> Result<()> {
-    cancellable(abort, tokio::time::sleep(wait)).await
 }

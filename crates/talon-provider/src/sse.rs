@@ -10,10 +10,15 @@ pub(crate) struct SseReader {
 /// Largest event accepted (a bound against a server that never ends one).
 pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
 
+/// An event grew past [`MAX_EVENT_BYTES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an event exceeded {MAX_EVENT_BYTES} bytes")]
+pub(crate) struct EventTooLarge;
+
 impl SseReader {
     /// Adds bytes; returns the data of every event now complete, or an
     /// error when an event grows past [`MAX_EVENT_BYTES`].
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, String> {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, EventTooLarge> {
         self.buffer.extend_from_slice(bytes);
         let mut out = Vec::new();
         loop {
@@ -32,7 +37,7 @@ impl SseReader {
             }
         }
         if self.buffer.len() > MAX_EVENT_BYTES {
-            return Err(format!("an event exceeded {MAX_EVENT_BYTES} bytes"));
+            return Err(EventTooLarge);
         }
         Ok(out)
     }
@@ -67,6 +72,9 @@ mod tests {
                 .unwrap(),
             vec!["{\"a\":1}".to_owned(), "x".to_owned(), "[DONE]".to_owned()]
         );
-        assert!(reader.push(&vec![b'x'; MAX_EVENT_BYTES + 1]).is_err());
+        assert_eq!(
+            reader.push(&vec![b'x'; MAX_EVENT_BYTES + 1]),
+            Err(EventTooLarge)
+        );
     }
 }

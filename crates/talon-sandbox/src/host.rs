@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use rand_chacha::ChaCha12Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -22,9 +22,24 @@ use crate::output::Output;
 
 /// Names of the host functions every VM has, dispatched before the
 /// registry. The prelude captures them and deletes the globals.
-pub(crate) const PRINT_FN: &str = "__talon_print";
-pub(crate) const RANDOM_FN: &str = "__talon_random";
-pub(crate) const NOW_FN: &str = "__talon_now";
+pub const PRINT_FN: &str = "__talon_print";
+/// See [`PRINT_FN`].
+pub const RANDOM_FN: &str = "__talon_random";
+/// See [`PRINT_FN`].
+pub const NOW_FN: &str = "__talon_now";
+/// The host functions the base image installs before `js/base.js` runs
+/// (a surface's prelude may list [`PRINT_FN`] again to capture it).
+pub const BASE_HOST_FUNCTIONS: [&str; 3] = [PRINT_FN, RANDOM_FN, NOW_FN];
+
+/// The streams of `__talon_print(stream, text)`, by the number a prelude
+/// passes (any other number prints to stdout). Held to the host's
+/// mapping and to the preludes' numbers by the contract tests.
+pub const PRINT_STREAMS: [(u32, talon_protocol::OutputStream); 4] = [
+    (1, talon_protocol::OutputStream::Stdout),
+    (2, talon_protocol::OutputStream::Stderr),
+    (3, talon_protocol::OutputStream::Text),
+    (4, talon_protocol::OutputStream::Json),
+];
 
 /// Size of the scratch area, see [`GuestPointers::scratch`].
 pub(crate) const SCRATCH_BYTES: u32 = 64;
@@ -87,7 +102,7 @@ pub(crate) struct HostState {
     pub output: Output,
     pub soft_deadline: Option<Instant>,
     pub interrupted: bool,
-    pub abort: Option<Arc<AtomicBool>>,
+    pub cancel: Option<CancellationToken>,
     pub aborted: bool,
     pub module_denied: Option<String>,
     pub clock: Clock,
@@ -119,7 +134,7 @@ impl HostState {
             classes: ClassIds::default(),
             soft_deadline: None,
             interrupted: false,
-            abort: None,
+            cancel: None,
             aborted: false,
             module_denied: None,
             clock,
@@ -208,9 +223,9 @@ pub(crate) fn define_imports(linker: &mut Linker<HostState>) -> Result<()> {
             |mut caller: Caller<'_, HostState>| -> i32 {
                 let state = caller.data_mut();
                 if state
-                    .abort
+                    .cancel
                     .as_ref()
-                    .is_some_and(|a| a.load(Ordering::Relaxed))
+                    .is_some_and(CancellationToken::is_cancelled)
                 {
                     state.aborted = true;
                     return 1;

@@ -22,6 +22,8 @@ pub(crate) const PAGE: usize = 4096;
 pub(crate) const WASM_PAGE: usize = 65_536;
 
 const BASE_PRELUDE: &str = include_str!("js/base.js");
+/// Run after the preludes: closes the registry of guest APIs.
+const CLOSE_REGISTRY: &str = "delete globalThis.__talon_register_api;";
 
 /// The registers of a VM that live outside linear memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +84,7 @@ impl BaseImage {
         let mut hasher = Sha256::new();
         hasher.update(QUICKJS_WASM_SHA256.as_bytes());
         hasher.update(BASE_PRELUDE.as_bytes());
+        hasher.update(CLOSE_REGISTRY.as_bytes());
         hasher.update(&memory);
         let id = hasher.finalize().into();
         let hosted = preludes
@@ -241,6 +244,11 @@ fn initialise(
             .call(&mut *store, result)
             .map_err(|e| init(e.into()))?;
     }
+    // Every prelude registered its API: nothing else may.
+    let result = eval(store, CLOSE_REGISTRY, "<talon-base>").map_err(init)?;
+    ex.qjs_free_value
+        .call(&mut *store, result)
+        .map_err(|e| init(e.into()))?;
     ex.qjs_run_gc
         .call(&mut *store, ())
         .map_err(|e| init(e.into()))?;

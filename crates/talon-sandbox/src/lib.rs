@@ -8,6 +8,9 @@
 //!   jobs, host functions by stable name (sync, or async with a promise the
 //!   host settles later), snapshots and restore.
 //! - [`Pool`]: worker threads so guest code never blocks an async runtime.
+//! - [`CellEngine`]: the sandbox and its pool, one per process, and the one
+//!   async driver every cell runs under ([`CellEngine::drive`], with the
+//!   cell's host calls in [`Calls`]).
 //!
 //! Guest code is hostile: every limit (time, memory, stack, output, bridge
 //! values, snapshot size) is enforced here, and every failure is a
@@ -15,8 +18,10 @@
 
 mod abi;
 mod bake;
+mod calls;
 mod config;
 mod convert;
+mod driver;
 mod error;
 mod functions;
 mod guest;
@@ -30,10 +35,29 @@ mod snapshot;
 mod vm;
 mod wasi;
 
+pub use calls::{CallFuture, CallResult, Calls, Next, Ready};
 pub use config::{BridgeLimits, Clock, Limits, Prelude, SandboxConfig, VmOptions};
+pub use driver::{Answer, CellEngine, CellHost, DriveLimits, Driven, Halt, Machine, Suspend};
 pub use error::{GuestError, Result, SandboxError};
 pub use functions::{HostCallError, HostFunction, HostFunctions, PendingCall, SyncHostFn};
 pub use pool::Pool;
-pub use runtime::{ModuleLoad, QUICKJS_WASI_VERSION, QUICKJS_WASM_SHA256, Sandbox, host_secret};
+pub use runtime::{
+    INSTALL_API_FN, ModuleLoad, QUICKJS_WASI_VERSION, QUICKJS_WASM_SHA256, Sandbox, host_secret,
+    install_api,
+};
 pub use snapshot::SNAPSHOT_VERSION;
 pub use vm::{CellStatus, Vm};
+
+/// The names and numbers the sandbox's JavaScript (`js/base.js`) and the
+/// surfaces' preludes share with the host: the host functions every VM
+/// has, the print streams, and the guest functions that register and
+/// install a prelude's API. Exposed so that tests hold both sides to them.
+pub mod contract {
+    pub use crate::host::{BASE_HOST_FUNCTIONS, NOW_FN, PRINT_FN, PRINT_STREAMS, RANDOM_FN};
+    pub use crate::runtime::INSTALL_API_FN;
+
+    /// The guest function each prelude registers its API with
+    /// (`__talon_register_api(name, install)`, defined by `js/base.js`);
+    /// the image builder removes it once every prelude ran.
+    pub const REGISTER_API_FN: &str = "__talon_register_api";
+}

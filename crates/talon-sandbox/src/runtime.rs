@@ -145,6 +145,12 @@ impl Sandbox {
         })
     }
 
+    /// Whether the base image ran the prelude named `name` (and so can
+    /// install its guest API; see [`install_api`]).
+    pub fn has_prelude(&self, name: &str) -> bool {
+        self.inner.config.preludes.iter().any(|p| p.name == name)
+    }
+
     /// How the compiled module was obtained.
     pub fn module_load(&self) -> &ModuleLoad {
         &self.inner.load
@@ -470,4 +476,15 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
             let _ = write!(s, "{b:02x}");
             s
         })
+}
+
+/// The guest function that installs one prelude's API (`js/base.js`).
+pub const INSTALL_API_FN: &str = "__talon_install_api";
+
+/// The script that installs prelude `name`'s guest API in a fresh VM, with
+/// `arg`, before any guest code runs (a cell's prologue). It removes the
+/// installer, so the VM gets exactly this one API.
+pub fn install_api(name: &str, arg: &serde_json::Value) -> String {
+    let name = serde_json::Value::String(name.to_owned());
+    format!("{INSTALL_API_FN}({name}, {arg});")
 }

@@ -2,8 +2,8 @@
 //! asynchronous host calls, enforcing deadlines and classifying failures.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use serde_json::Value;
 use talon_protocol::ConsoleOutput;
@@ -147,9 +147,10 @@ impl Vm {
         self.store.data_mut().limits.timeout = limits.timeout;
     }
 
-    /// Lets the host stop guest code at the next interrupt check.
-    pub fn set_abort_signal(&mut self, signal: Arc<AtomicBool>) {
-        self.store.data_mut().abort = Some(signal);
+    /// Stops guest code at the next interrupt check once `cancel` is
+    /// cancelled (the step fails with [`SandboxError::Aborted`]).
+    pub fn set_cancel(&mut self, cancel: CancellationToken) {
+        self.store.data_mut().cancel = Some(cancel);
     }
 
     /// `true` once this VM was discarded (see [`Vm`]).
@@ -372,9 +373,9 @@ impl Vm {
     fn check_clock(&mut self) -> Result<()> {
         let state = self.store.data_mut();
         if state
-            .abort
+            .cancel
             .as_ref()
-            .is_some_and(|a| a.load(Ordering::Relaxed))
+            .is_some_and(CancellationToken::is_cancelled)
         {
             state.aborted = true;
         }

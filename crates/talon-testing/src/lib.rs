@@ -19,6 +19,11 @@
 //! With `apiKey`, a request without `Authorization: Bearer <apiKey>` gets
 //! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies).
 //! When the turns run out, the server answers 500.
+//!
+//! [`synthetic`] generates seeded, plausible tools of other domains, to pad
+//! catalogs in search benchmarks and tests.
+
+pub mod synthetic;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

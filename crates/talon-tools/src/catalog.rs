@@ -9,10 +9,10 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use talon_protocol::{CatalogMode, SearchHit, ToolDefinition, ToolSource};
+use talon_search::{Document, SearchIndex};
 
 use crate::error::{Result, ToolsError};
 use crate::policy::{PolicySubject, ToolPolicy};
-use crate::search::{Document, SearchIndex};
 
 /// Names of the tools the model-facing surfaces provide themselves (Code
 /// Mode's and Tool Search's). They are never cataloged; only the core shell

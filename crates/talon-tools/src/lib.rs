@@ -1,13 +1,14 @@
 //! The run-scoped tool catalog: the tool model, allow/deny policy, stable
-//! ids, and BM25F search over names, ids, labels, descriptions and
-//! parameters.
+//! ids, and search over names, ids, labels, descriptions and parameters
+//! (the catalog builds a `talon_search` BM25F index of its entries).
 
 pub mod catalog;
 mod error;
 pub mod mcp;
 pub mod policy;
 pub mod runner;
-pub mod search;
+pub mod surface;
+mod tool_error;
 
 pub use catalog::{CONTROL_TOOLS, Catalog, CatalogBuilder, CatalogEntry, RunScope, tool_id};
 pub use error::{Result, ToolsError};
@@ -18,3 +19,6 @@ pub use runner::{
     Caller, DenyAll, HookDecision, NoUpdates, RunContext, ToolCall, ToolExecutor, ToolRunner,
     UpdateSink,
 };
+pub use surface::{DirectSurface, SurfaceReply, ToolSurface, direct_call};
+pub use tokio_util::sync::CancellationToken;
+pub use tool_error::{ToolError, ToolErrorCode};

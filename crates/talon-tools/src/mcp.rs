@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::runner::{BoxFuture, RunContext};
+use crate::tool_error::ToolError;
 
 /// The optional MCP features a server advertised.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,13 +24,12 @@ pub trait McpServers: Send + Sync {
     fn features(&self, server: &str) -> Option<McpServerFeatures>;
 
     /// `resources/read` of `uri` (MCP's result shape: `{contents: [...]}`).
-    /// The error text is what the guest sees.
     fn read_resource<'a>(
         &'a self,
         ctx: &'a RunContext,
         server: &'a str,
         uri: &'a str,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 
     /// `prompts/get` of `name` with `arguments` (MCP's result shape:
     /// `{description?, messages: [...]}`).
@@ -39,5 +39,5 @@ pub trait McpServers: Send + Sync {
         server: &'a str,
         name: &'a str,
         arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }

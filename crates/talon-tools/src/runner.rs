@@ -12,14 +12,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use talon_protocol::{ExecutionMode, ToolSource};
+use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogEntry, RunScope};
+use crate::tool_error::ToolError;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -45,8 +46,11 @@ pub struct RunContext {
     pub sender: Option<String>,
     /// The channel the run serves, if any.
     pub channel: Option<String>,
-    /// Set when the run is aborted.
-    pub abort: Arc<AtomicBool>,
+    /// Cancelled when the run is aborted. Everything a run does in flight
+    /// (nested calls, MCP requests, provider streams, VM steps, shell
+    /// commands) waits on it or is dropped by something that does; nothing
+    /// polls a flag.
+    pub cancel: CancellationToken,
     /// Where executors stream partial updates.
     pub updates: Arc<dyn UpdateSink>,
 }
@@ -57,6 +61,13 @@ impl std::fmt::Debug for RunContext {
             .field("scope", &self.scope)
             .field("session_key", &self.session_key)
             .finish_non_exhaustive()
+    }
+}
+
+impl RunContext {
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 }
 
@@ -150,13 +161,15 @@ impl Approver for DenyAll {
 /// Runs tools (core implementations, plugins, MCP clients, client
 /// round-trips). Gets the call only after every check passed.
 pub trait ToolExecutor: Send + Sync {
-    /// Executes one call; the error text is what the model sees.
+    /// Executes one call. The runner drops the future when the run is
+    /// cancelled, so an executor stops its work on drop (kills its
+    /// processes, cancels its requests).
     fn execute<'a>(
         &'a self,
         ctx: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 /// Watches calls as they start and end (the agent loop turns these into
@@ -180,7 +193,7 @@ pub enum CallOutcome {
     /// The tool ran and returned this (JSON, capped).
     Ok(Value),
     /// The tool ran and failed.
-    Failed(String),
+    Failed(ToolError),
     /// No such tool in this run (unknown, denied or gone: indistinguishable).
     NotFound,
     /// A hook or the approval gate blocked it.
@@ -205,7 +218,7 @@ impl CallOutcome {
     pub fn to_json(&self, id: &str) -> Value {
         match self {
             Self::Ok(value) => value.clone(),
-            Self::Failed(error) => serde_json::json!({"error": error, "status": "failed"}),
+            Self::Failed(error) => error.to_json(),
             Self::NotFound => {
                 let id = clip(id, MAX_ID_BYTES);
                 serde_json::json!({"error": format!("unknown tool id {id:?}"), "status": "not_found"})
@@ -381,11 +394,20 @@ impl ToolRunner {
         }
         let outcome = match entry {
             None => CallOutcome::NotFound,
-            Some(entry) => self.run_checked(ctx, entry, &call).await,
+            // Cancelling the run drops whatever the call was waiting on
+            // (a hook, an approval, its turn, the executor), at once.
+            Some(entry) => tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => CallOutcome::Aborted,
+                outcome = self.run_checked(ctx, entry, &call) => outcome,
+            },
         };
         let outcome = match outcome {
             CallOutcome::Ok(value) => CallOutcome::Ok(cap(value, self.max_result_bytes)),
-            CallOutcome::Failed(error) => CallOutcome::Failed(clip(&error, MAX_MESSAGE_BYTES)),
+            CallOutcome::Failed(mut error) => {
+                error.message = clip(&error.message, MAX_MESSAGE_BYTES);
+                CallOutcome::Failed(error)
+            }
             CallOutcome::Blocked(reason) => CallOutcome::Blocked(clip(&reason, MAX_MESSAGE_BYTES)),
             other => other,
         };
@@ -421,7 +443,7 @@ impl ToolRunner {
         {
             return CallOutcome::Blocked(reason);
         }
-        if ctx.abort.load(Ordering::Relaxed) {
+        if ctx.is_cancelled() {
             return CallOutcome::Aborted;
         }
         let call = ToolCall {
@@ -434,7 +456,7 @@ impl ToolRunner {
             Some(lock) => Some(lock.lock().await),
             None => None,
         };
-        if ctx.abort.load(Ordering::Relaxed) {
+        if ctx.is_cancelled() {
             return CallOutcome::Aborted;
         }
         match self.executor.execute(ctx, entry, &call).await {

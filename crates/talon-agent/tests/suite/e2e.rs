@@ -6,21 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use talon_agent::{
-    AgentRun, CollectSink, CoreTools, NestedCallEvents, PolicyApprover, RunEvents, RunOptions,
-    RunStatus, Surface,
-};
+use talon_agent::{AgentRun, CollectSink, NestedCallEvents, RunEvents, RunOptions, RunStatus};
 use talon_codemode::{
     CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
 };
+use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 use talon_protocol::{CatalogMode, EventType, ToolDefinition, ToolSource};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
 use talon_testing::{MockModel, Script};
 use talon_tools::{
-    BoxFuture, Catalog, CatalogBuilder, CatalogEntry, NoUpdates, RunContext, RunScope, ToolCall,
-    ToolExecutor, ToolPolicy, ToolRunner,
+    BoxFuture, Catalog, CatalogBuilder, CatalogEntry, DirectSurface, NoUpdates, RunContext,
+    RunScope, ToolCall, ToolError, ToolExecutor, ToolPolicy, ToolRunner,
 };
 use talon_toolsearch::{ToolSearch, ToolSearchConfig, build_surface};
 
@@ -37,7 +35,7 @@ impl ToolExecutor for TestTools {
         ctx: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match (entry.tool.source, &self.mcp) {
             (ToolSource::Openclaw, _) => self.core.execute(ctx, entry, call),
             (ToolSource::Mcp, Some(mcp)) => mcp.execute(ctx, entry, call),
@@ -87,7 +85,7 @@ fn ctx(run: &str) -> RunContext {
         session_key: "agent:main:s1".into(),
         sender: None,
         channel: None,
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     }
 }
@@ -130,7 +128,7 @@ async fn code_mode_catalog(run: &str, manager: &McpManager) -> Catalog {
     ask.catalog_mode = CatalogMode::DirectOnly;
     servers
         .register(CatalogBuilder::new(ctx(run).scope))
-        .core(talon_agent::core_tools::definitions())
+        .core(talon_core_tools::definitions())
         .plugin(
             "lookup",
             [
@@ -168,16 +166,19 @@ async fn code_modes_sixteen_step_plan() {
     let disabled = CodeModeConfig::resolve(Some(&json!({"enabled": false})), None).unwrap();
     let (mock, client) = provider(json!([{"text": "direct"}])).await;
     let catalog = CatalogBuilder::new(ctx("r0").scope)
-        .core(talon_agent::core_tools::definitions())
+        .core(talon_core_tools::definitions())
         .build(&ToolPolicy::new())
         .unwrap();
     let runner = Arc::new(ToolRunner::new(Arc::new(catalog), executor.clone()));
-    assert!(talon_agent::code_mode_wins(disabled, &runner, false).is_none());
+    assert!(!talon_codemode::applies(
+        disabled.as_ref(),
+        runner.catalog(),
+        false
+    ));
     let sink = Arc::new(CollectSink::default());
     let run = AgentRun {
         provider: &client,
-        runner: runner.clone(),
-        surface: Surface::direct(&runner),
+        surface: Arc::new(DirectSurface::new(runner.clone())),
         ctx: ctx("r0"),
         events: Arc::new(RunEvents::new(sink.clone(), &ctx("r0"))),
         options: RunOptions {
@@ -235,18 +236,22 @@ async fn code_modes_sixteen_step_plan() {
             .with_approver(Arc::new(PolicyApprover::DenyAll))
             .with_observer(Arc::new(NestedCallEvents(events.clone()))),
     );
-    let config = talon_agent::code_mode_wins(enabled, &runner, false).unwrap();
-    let surface = Surface::CodeMode(Box::new(code_mode.start_run(RunSetup {
+    assert!(talon_codemode::applies(
+        enabled.as_ref(),
+        runner.catalog(),
+        false
+    ));
+    let config = enabled.unwrap();
+    let surface = Arc::new(code_mode.start_run(RunSetup {
         config: config.clone(),
         runner: runner.clone(),
         ctx: ctx("r1"),
         mcp: Some(Arc::new(manager.clone())),
         plugin_config: Value::Null,
         exec_hooks: Vec::new(),
-    })));
+    }));
     let run = AgentRun {
         provider: &client,
-        runner: runner.clone(),
         surface,
         ctx: ctx("r1"),
         events: events.clone(),
@@ -402,8 +407,7 @@ async fn tool_search_regression_list() {
     let sink = Arc::new(CollectSink::default());
     let run = AgentRun {
         provider: &client,
-        runner: runner.clone(),
-        surface: Surface::direct(&runner),
+        surface: Arc::new(DirectSurface::new(runner.clone())),
         ctx: ctx("d"),
         events: Arc::new(RunEvents::new(sink.clone(), &ctx("d"))),
         options: RunOptions {
@@ -463,8 +467,7 @@ async fn tool_search_regression_list() {
     let sink = Arc::new(CollectSink::default());
     let run = AgentRun {
         provider: &client,
-        runner: ts_runner.clone(),
-        surface: Surface::ToolSearch(ts.clone()),
+        surface: ts.clone(),
         ctx: ctx("t"),
         events: Arc::new(RunEvents::new(sink.clone(), &ctx("t"))),
         options: RunOptions {

@@ -1,5 +1,3 @@
-mod core_tools;
+mod cancel;
 mod e2e;
-mod hostile_exec;
-mod hostile_paths;
 mod run;

@@ -1,23 +1,26 @@
 //! The loop against the scripted mock model: direct and Code Mode
-//! surfaces, events, approvals, abort, timeout and the turn limit.
+//! surfaces, events, approvals, cancellation, timeout and the turn limit.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use talon_agent::{
-    AgentRun, ApprovalEvents, CollectSink, CoreTools, NestedCallEvents, PolicyApprover, RunEvents,
-    RunOptions, RunStatus, Surface,
+    AgentRun, ApprovalEvents, CollectSink, NestedCallEvents, RunEvents, RunOptions, RunStatus,
 };
 use talon_codemode::{
     CodeMode, CodeModeConfig, CodeModeOptions, MemoryStore, NamespaceRegistry, RunSetup,
     StoreLimits,
 };
+use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_protocol::EventType;
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
 use talon_testing::{MockModel, Script};
-use talon_tools::{CatalogBuilder, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner};
+use talon_tools::{
+    CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner,
+    ToolSurface,
+};
 
 struct Fixture {
     mock: MockModel,
@@ -51,13 +54,13 @@ async fn fixture(turns: Value, approve: bool) -> Fixture {
         session_key: "agent:main:s1".into(),
         sender: None,
         channel: None,
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     };
     let sink = Arc::new(CollectSink::default());
     let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
     let catalog = CatalogBuilder::new(scope)
-        .core(talon_agent::core_tools::definitions())
+        .core(talon_core_tools::definitions())
         .build(&ToolPolicy::new())
         .unwrap();
     let policy = if approve {
@@ -87,6 +90,11 @@ async fn fixture(turns: Value, approve: bool) -> Fixture {
     }
 }
 
+/// Every tool by name.
+fn direct(runner: &Arc<ToolRunner>) -> Arc<dyn ToolSurface> {
+    Arc::new(DirectSurface::new(runner.clone()))
+}
+
 fn options() -> RunOptions {
     RunOptions {
         model: "mock-model".into(),
@@ -110,8 +118,7 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
     ]), false).await;
     let run = AgentRun {
         provider: &f.client,
-        runner: f.runner.clone(),
-        surface: Surface::direct(&f.runner),
+        surface: direct(&f.runner),
         ctx: f.ctx.clone(),
         events: f.events.clone(),
         options: options(),
@@ -189,7 +196,12 @@ async fn code_mode_shows_exec_and_wait_and_nested_calls_carry_their_parent() {
     })
     .unwrap();
     let config = CodeModeConfig::resolve(Some(&json!(true)), None).unwrap();
-    let config = talon_agent::code_mode_wins(config, &f.runner, false).unwrap();
+    assert!(talon_codemode::applies(
+        config.as_ref(),
+        f.runner.catalog(),
+        false
+    ));
+    let config = config.unwrap();
     let cm_run = code_mode.start_run(RunSetup {
         config,
         runner: f.runner.clone(),
@@ -200,8 +212,7 @@ async fn code_mode_shows_exec_and_wait_and_nested_calls_carry_their_parent() {
     });
     let run = AgentRun {
         provider: &f.client,
-        runner: f.runner.clone(),
-        surface: Surface::CodeMode(Box::new(cm_run)),
+        surface: Arc::new(cm_run),
         ctx: f.ctx.clone(),
         events: f.events.clone(),
         options: options(),
@@ -258,8 +269,7 @@ async fn approvals_are_events_and_denied_calls_are_blocked() {
     .await;
     let run = AgentRun {
         provider: &f.client,
-        runner: f.runner.clone(),
-        surface: Surface::direct(&f.runner),
+        surface: direct(&f.runner),
         ctx: f.ctx.clone(),
         events: f.events.clone(),
         options: options(),
@@ -289,13 +299,12 @@ async fn approvals_are_events_and_denied_calls_are_blocked() {
 }
 
 #[tokio::test]
-async fn abort_timeout_turn_limit_and_provider_errors_end_the_run_clearly() {
+async fn cancellation_timeout_turn_limit_and_provider_errors_end_the_run_clearly() {
     // The turn limit.
     let f = fixture(json!([{"toolCalls": [{"name": "list", "arguments": {}}]}, {"toolCalls": [{"name": "list", "arguments": {}}]}]), false).await;
     let run = AgentRun {
         provider: &f.client,
-        runner: f.runner.clone(),
-        surface: Surface::direct(&f.runner),
+        surface: direct(&f.runner),
         ctx: f.ctx.clone(),
         events: f.events.clone(),
         options: RunOptions {
@@ -313,8 +322,7 @@ async fn abort_timeout_turn_limit_and_provider_errors_end_the_run_clearly() {
     let f = fixture(json!([{"delayMs": 2000, "text": "late"}]), false).await;
     let run = AgentRun {
         provider: &f.client,
-        runner: f.runner.clone(),
-        surface: Surface::direct(&f.runner),
+        surface: direct(&f.runner),
         ctx: f.ctx.clone(),
         events: f.events.clone(),
         options: RunOptions {
@@ -324,29 +332,35 @@ async fn abort_timeout_turn_limit_and_provider_errors_end_the_run_clearly() {
     };
     assert_eq!(run.run(Vec::new(), "hi").await.status, RunStatus::TimedOut);
     assert_eq!(kinds(&f.sink).last(), Some(&"run.timed_out"));
-    // Abort.
+    // Nothing the run started outlives its time limit.
+    assert!(f.ctx.is_cancelled());
+    // Cancellation.
     let f = fixture(json!([{"delayMs": 2000, "text": "late"}]), false).await;
     let run = AgentRun {
         provider: &f.client,
-        runner: f.runner.clone(),
-        surface: Surface::direct(&f.runner),
+        surface: direct(&f.runner),
         ctx: f.ctx.clone(),
         events: f.events.clone(),
         options: options(),
     };
-    let abort = f.ctx.abort.clone();
+    let cancel = f.ctx.cancel.clone();
     let (result, ()) = tokio::join!(run.run(Vec::new(), "hi"), async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        abort.store(true, std::sync::atomic::Ordering::SeqCst);
+        cancel.cancel();
     });
     assert_eq!(result.status, RunStatus::Cancelled);
+    // The model's reply was not awaited to its end (2 s).
+    assert!(
+        result.duration < Duration::from_secs(1),
+        "{:?}",
+        result.duration
+    );
     assert_eq!(kinds(&f.sink).last(), Some(&"run.cancelled"));
     // A provider error.
     let f = fixture(json!([{"status": 400}]), false).await;
     let run = AgentRun {
         provider: &f.client,
-        runner: f.runner.clone(),
-        surface: Surface::direct(&f.runner),
+        surface: direct(&f.runner),
         ctx: f.ctx.clone(),
         events: f.events.clone(),
         options: options(),

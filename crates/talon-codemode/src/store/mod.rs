@@ -94,15 +94,9 @@ pub struct PendingNestedCall {
 /// How a nested call ended, as the guest will see it.
 pub type NestedResult = Result<Value, NestedError>;
 
-/// A nested call's failure: plain data, delivered to the guest as an
-/// `Error` with `message` and `code`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NestedError {
-    /// The message.
-    pub message: String,
-    /// A stable code (`nested_tool_failed`, `not_found`, ...).
-    pub code: Option<String>,
-}
+/// A nested call's failure: plain data (`message` and `code`), delivered
+/// to the guest as an `Error`; the sandbox's own host-call error.
+pub type NestedError = talon_sandbox::HostCallError;
 
 /// One suspended cell.
 #[derive(Debug, Clone, PartialEq)]

@@ -658,16 +658,23 @@ async fn expired_aborted_wrong_session_and_unknown_run_ids_fail() {
 
     // Aborted: the snapshot is deleted.
     let id = run_id(&exec(&run.run, slow).await);
-    run.ctx
-        .abort
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    run.ctx.cancel.cancel();
     let result = wait(&run.run, &id).await;
     assert_eq!(failure(&result).1, Some("aborted"));
     assert_eq!(result.telemetry().snapshot_events[0].event, "deleted");
-    run.ctx
-        .abort
-        .store(false, std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(failure(&wait(&run.run, &id).await).1, Some("invalid_input"));
+    // A cancelled run stays cancelled; the same run id started again (a
+    // fresh context) finds nothing.
+    let again = start(
+        &cm,
+        RunOptions {
+            config: config.clone(),
+            ..RunOptions::default()
+        },
+    );
+    assert_eq!(
+        failure(&wait(&again.run, &id).await).1,
+        Some("invalid_input")
+    );
     assert_eq!(cm.live_cells(), 0);
 }
 

@@ -99,7 +99,7 @@ async fn mcp_resources_and_prompts_are_there_where_the_server_has_them() {
         json!({
             "memo": {"contents": [{"uri": "memo://one", "text": "first memo"}]},
             "text": "brief: release",
-            "missing": ["nested_tool_failed", "MCP server \"docs\": no resource memo://nope"],
+            "missing": ["nested_tool_failed", "MCP server \"docs\": not_found: no resource memo://nope"],
             "servers": ["docs"],
         })
     );

@@ -1,4 +1,5 @@
 mod checklist;
+mod contract;
 mod dts;
 mod guest_api;
 mod hostile;
@@ -9,7 +10,7 @@ mod store_attacks;
 mod suspend;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -114,7 +115,7 @@ impl ToolExecutor for Tools {
         _: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, talon_tools::ToolError>> {
         *self
             .runs
             .lock()
@@ -133,7 +134,9 @@ impl ToolExecutor for Tools {
                     self.slow_now.fetch_sub(1, Ordering::SeqCst);
                     Ok(result)
                 }
-                "fail" | "github_fail" => Err("it failed on purpose".into()),
+                "fail" | "github_fail" => {
+                    Err(talon_tools::ToolError::failed("it failed on purpose"))
+                }
                 _ => Ok(result),
             }
         })
@@ -156,11 +159,14 @@ impl McpServers for Docs {
         _: &'a RunContext,
         _: &'a str,
         uri: &'a str,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, talon_tools::ToolError>> {
         let result = if uri == "memo://one" {
             Ok(json!({"contents": [{"uri": uri, "text": "first memo"}]}))
         } else {
-            Err(format!("no resource {uri}"))
+            Err(talon_tools::ToolError::new(
+                talon_tools::ToolErrorCode::NotFound,
+                format!("no resource {uri}"),
+            ))
         };
         Box::pin(async move { result })
     }
@@ -171,7 +177,7 @@ impl McpServers for Docs {
         _: &'a str,
         name: &'a str,
         arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, talon_tools::ToolError>> {
         let result = json!({"messages": [{"role": "user", "content": {"type": "text",
                             "text": format!("{name}: {}", arguments["topic"].as_str().unwrap_or(""))}}]});
         Box::pin(async move { Ok(result) })
@@ -184,7 +190,7 @@ pub fn ctx(run: &str) -> RunContext {
         session_key: "agent:main:s1".into(),
         sender: None,
         channel: None,
-        abort: Arc::new(AtomicBool::new(false)),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     }
 }

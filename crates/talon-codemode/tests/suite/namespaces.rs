@@ -156,11 +156,17 @@ async fn fake_namespace_ids_and_fake_paths_are_rejected() {
     let namespaces = run.run.namespaces();
     assert_eq!(
         namespaces.resolve("forged-id", "list", &[]),
-        Err("unknown namespace \"forged-id\"".into())
+        Err(
+            talon_sandbox::HostCallError::new("unknown namespace \"forged-id\"")
+                .with_code("not_found")
+        )
     );
     assert_eq!(
         namespaces.resolve("github-issues", "repository", &[]),
-        Err("namespace \"Issues\" has no callable \"repository\"".into())
+        Err(talon_sandbox::HostCallError::new(
+            "namespace \"Issues\" has no callable \"repository\""
+        )
+        .with_code("not_found"))
     );
     assert_eq!(
         namespaces.resolve("github-issues", "list", &[json!({"state": "open"})]),
@@ -199,7 +205,7 @@ fn ns_ctx() -> talon_codemode::NamespaceContext {
         session_id: "s1".into(),
         run_id: "r1".into(),
         config: json!({}),
-        abort: Default::default(),
+        cancel: Default::default(),
     }
 }
 

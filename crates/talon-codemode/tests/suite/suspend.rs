@@ -278,12 +278,12 @@ async fn aborting_the_run_stops_a_cell_that_waits_on_nested_calls() {
     let mut options = quick();
     options.config.timeout = Duration::from_secs(5);
     let run = start(&cm, options);
-    let abort = run.ctx.abort.clone();
+    let cancel = run.ctx.cancel.clone();
     let (result, ()) = tokio::join!(
         exec(&run.run, "await tools.slow({ms: 3000}); return 1;"),
         async {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            abort.store(true, std::sync::atomic::Ordering::SeqCst);
+            cancel.cancel();
         }
     );
     assert_eq!(failure(&result).1, Some("aborted"));

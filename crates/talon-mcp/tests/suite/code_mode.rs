@@ -127,7 +127,9 @@ async fn a_crash_mid_call_is_a_catchable_nested_failure_and_the_next_call_reconn
     assert_eq!(v["failure"]["code"], "nested_tool_failed");
     let message = v["failure"]["message"].as_str().unwrap();
     assert!(
-        message.starts_with("mcp:fx:crash failed: MCP server \"fx\" closed the connection"),
+        message.starts_with(
+            "mcp:fx:crash failed: unavailable: MCP server \"fx\" closed the connection"
+        ),
         "{message}"
     );
     assert!(

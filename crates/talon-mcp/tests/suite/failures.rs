@@ -1,12 +1,18 @@
 //! Failures are clear and lose nothing: crashes, hangs, garbage, slow and
-//! failed starts, aborts, and clean shutdown without orphans.
+//! failed starts, cancellation (prompt, without polling, and told to the
+//! server), typed tool errors, and clean shutdown without orphans.
 
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use talon_mcp::McpError;
+use talon_protocol::ToolSource;
+use talon_tools::{
+    CallOutcome, Caller, CancellationToken, CatalogBuilder, McpServers, RunContext, RunScope,
+    ToolCall, ToolError, ToolErrorCode, ToolExecutor, ToolPolicy, ToolRunner,
+};
 
 use super::*;
 
@@ -73,23 +79,232 @@ async fn a_hanging_server_hits_the_request_timeout() {
     manager.shutdown().await;
 }
 
-#[tokio::test]
-async fn aborting_the_run_cancels_an_in_flight_call() {
-    let manager = manager(json!({"fx": fixture("ok", json!({}))}));
-    manager.connect("fx").await.unwrap();
-    let mut ctx = super::real::ctx();
-    let abort = Arc::new(AtomicBool::new(false));
-    ctx.abort = abort.clone();
-    let started = Instant::now();
-    let (result, ()) = tokio::join!(
-        manager.call_tool(Some(&ctx), "fx", "hang", json!({})),
-        async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            abort.store(true, Ordering::SeqCst);
+/// A fixture server that logs `hang` calls and `notifications/cancelled`
+/// to a file; the file's path.
+fn logging_fixture(dir: &tempfile::TempDir, extra: serde_json::Value) -> (McpManager, PathBuf) {
+    let log = dir.path().join("log");
+    let mut settings = json!({"env": {"FIXTURE_LOG_FILE": log.display().to_string()}});
+    if let (Some(s), serde_json::Value::Object(e)) = (settings.as_object_mut(), extra) {
+        s.extend(e);
+    }
+    (manager(json!({"fx": fixture("ok", settings)})), log)
+}
+
+/// The log's lines once `done` holds for them (the fixture writes them
+/// asynchronously); panics after 5 s.
+async fn log_lines(log: &Path, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let lines: Vec<String> = std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        if done(&lines) {
+            return lines;
         }
-    );
+        assert!(Instant::now() < deadline, "fixture log: {lines:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The request id of the `hang` call in the log, once the server got it.
+async fn hung_request(log: &Path) -> String {
+    let lines = log_lines(log, |l| l.iter().any(|l| l.starts_with("hang "))).await;
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix("hang "))
+        .unwrap()
+        .to_owned()
+}
+
+/// Cancels `cancel` once the server got the `hang` call; when.
+async fn cancel_when_hung(log: &Path, cancel: &CancellationToken) -> Instant {
+    hung_request(log).await;
+    cancel.cancel();
+    Instant::now()
+}
+
+#[tokio::test]
+async fn cancelling_the_run_ends_an_in_flight_call_at_once_and_tells_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manager, log) = logging_fixture(&dir, json!({}));
+    manager.connect("fx").await.unwrap();
+    let ctx = super::real::ctx();
+    let call = async {
+        let result = manager.call_tool(Some(&ctx), "fx", "hang", json!({})).await;
+        (result, Instant::now())
+    };
+    let ((result, returned), cancelled) = tokio::join!(call, cancel_when_hung(&log, &ctx.cancel));
     assert_eq!(result.unwrap_err(), McpError::Aborted("fx".into()));
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // Nothing polls: the call ends as soon as the token is cancelled (the
+    // bound is generous; the latency itself is benchmarked elsewhere).
+    let latency = returned.saturating_duration_since(cancelled);
+    assert!(latency < Duration::from_millis(500), "{latency:?}");
+    // The dropped request was cancelled at the server.
+    let id = hung_request(&log).await;
+    log_lines(&log, |l| l.contains(&format!("cancelled {id}"))).await;
+    // The connection is still good.
+    let echoed = manager
+        .call_tool(None, "fx", "echo", json!({"message": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed["structuredContent"]["echoed"], "still here");
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_run_already_cancelled_sends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manager, log) = logging_fixture(&dir, json!({}));
+    manager.connect("fx").await.unwrap();
+    let ctx = super::real::ctx();
+    ctx.cancel.cancel();
+    let error = manager
+        .call_tool(Some(&ctx), "fx", "hang", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(error, McpError::Aborted("fx".into()));
+    // The next request reaches the server; the cancelled one never did.
+    manager
+        .call_tool(None, "fx", "echo", json!({"message": "x"}))
+        .await
+        .unwrap();
+    assert!(
+        std::fs::read_to_string(&log).unwrap_or_default().is_empty(),
+        "the server saw the cancelled call"
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancelling_while_the_server_starts_stops_waiting_at_once() {
+    let manager = manager(
+        json!({"fx": {"command": "node", "args": [fixture_js(), "slow-start", "1500"], "connectionTimeoutMs": 10000}}),
+    );
+    let ctx = super::real::ctx();
+    let call = async {
+        let result = manager
+            .call_tool(Some(&ctx), "fx", "echo", json!({"message": "x"}))
+            .await;
+        (result, Instant::now())
+    };
+    let ((result, returned), cancelled) = tokio::join!(call, async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ctx.cancel.cancel();
+        Instant::now()
+    });
+    assert_eq!(result.unwrap_err(), McpError::Aborted("fx".into()));
+    let latency = returned.saturating_duration_since(cancelled);
+    assert!(latency < Duration::from_millis(500), "{latency:?}");
+    // The abandoned start is no failure: the next call starts the server.
+    let echoed = manager
+        .call_tool(None, "fx", "echo", json!({"message": "started"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed["structuredContent"]["echoed"], "started");
+    manager.shutdown().await;
+}
+
+/// A runner over the manager's tools for this run.
+async fn runner(manager: &McpManager) -> (ToolRunner, RunContext) {
+    let run = manager.for_run().await;
+    assert!(run.failed.is_empty(), "{:?}", run.failed);
+    let catalog = run
+        .register(CatalogBuilder::new(RunScope::default()))
+        .build(&ToolPolicy::new())
+        .unwrap();
+    (
+        ToolRunner::new(Arc::new(catalog), Arc::new(manager.executor())),
+        super::real::ctx(),
+    )
+}
+
+fn call(id: &str) -> ToolCall {
+    ToolCall {
+        call_id: "c1".into(),
+        id: id.into(),
+        args: json!({}),
+        caller: Caller::Direct,
+    }
+}
+
+#[tokio::test]
+async fn cancelling_a_run_drops_the_executor_and_the_server_hears_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manager, log) = logging_fixture(&dir, json!({}));
+    let (runner, ctx) = runner(&manager).await;
+    let call = async {
+        let outcome = runner.call(&ctx, call("mcp:fx:hang")).await;
+        (outcome, Instant::now())
+    };
+    let ((outcome, returned), cancelled) = tokio::join!(call, cancel_when_hung(&log, &ctx.cancel));
+    assert_eq!(outcome, CallOutcome::Aborted);
+    let latency = returned.saturating_duration_since(cancelled);
+    assert!(latency < Duration::from_millis(500), "{latency:?}");
+    let id = hung_request(&log).await;
+    log_lines(&log, |l| l.contains(&format!("cancelled {id}"))).await;
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn failures_reach_the_runner_as_typed_tool_errors() {
+    let manager = manager(json!({"fx": fixture("ok", json!({"requestTimeoutMs": 300}))}));
+    let (runner, ctx) = runner(&manager).await;
+    let failed = |outcome: CallOutcome| match outcome {
+        CallOutcome::Failed(error) => error,
+        other => panic!("{other:?}"),
+    };
+    let timeout = failed(runner.call(&ctx, call("mcp:fx:hang")).await);
+    assert_eq!(
+        timeout,
+        ToolError::new(
+            ToolErrorCode::Timeout,
+            "MCP server \"fx\" did not answer tools/call within 300 ms"
+        )
+    );
+    assert!(timeout.retryable);
+    let crash = failed(runner.call(&ctx, call("mcp:fx:crash")).await);
+    assert_eq!(
+        (crash.code, crash.retryable),
+        (ToolErrorCode::Unavailable, true)
+    );
+    assert!(
+        crash
+            .to_string()
+            .starts_with("unavailable: MCP server \"fx\" closed the connection"),
+        "{crash}"
+    );
+    // The fixture offers no resources or prompts.
+    let unsupported = McpServers::read_resource(&manager, &ctx, "fx", "demo://x")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        unsupported,
+        ToolError::new(
+            ToolErrorCode::Unsupported,
+            "MCP server \"fx\" does not offer resources"
+        )
+    );
+    let unknown = McpServers::get_prompt(&manager, &ctx, "nope", "p", &json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (unknown.code, unknown.message.as_str()),
+        (
+            ToolErrorCode::Unavailable,
+            "no MCP server \"nope\" in this run"
+        )
+    );
+    // An entry that is not MCP's never reaches a server.
+    let mut entry = runner.catalog().get("mcp:fx:echo").unwrap().clone();
+    entry.tool.source = ToolSource::Plugin;
+    let misrouted = manager
+        .executor()
+        .execute(&ctx, &entry, &call("mcp:fx:echo"))
+        .await
+        .unwrap_err();
+    assert_eq!(misrouted.code, ToolErrorCode::Internal);
     manager.shutdown().await;
 }
 

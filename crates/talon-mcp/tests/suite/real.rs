@@ -118,7 +118,7 @@ pub fn ctx() -> talon_tools::RunContext {
         session_key: "k".into(),
         sender: None,
         channel: None,
-        abort: Default::default(),
+        cancel: Default::default(),
         updates: std::sync::Arc::new(talon_tools::NoUpdates),
     }
 }

@@ -2,17 +2,17 @@
 //! timeouts, cancellation, and clear errors.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use talon_protocol::ModelTool;
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::{
-    ChatRequest, Message, ModelProvider, ProviderConfig, ProviderError, StreamDelta,
-    ToolCallRequest, parse_providers,
+    CancellationToken, ChatRequest, Message, ModelProvider, ProviderConfig, ProviderError,
+    StreamDelta, ToolCallRequest, parse_providers,
 };
 use talon_testing::{MockModel, Script};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn mock(script: serde_json::Value) -> MockModel {
     MockModel::start(Script::from_json(&script).unwrap())
@@ -55,7 +55,7 @@ async fn streamed_text_arrives_in_deltas_with_usage() {
     let deltas = Mutex::new(Vec::new());
     let sink = |d: StreamDelta| deltas.lock().unwrap().push(d);
     let reply = client
-        .complete(&request(true), &sink, &AtomicBool::new(false))
+        .complete(&request(true), &sink, &CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(reply.text, "Hello from the mock model!");
@@ -108,7 +108,7 @@ async fn parallel_tool_calls_streamed_and_whole() {
         },
     ];
     let reply = client
-        .complete(&request(true), &|_| {}, &AtomicBool::new(false))
+        .complete(&request(true), &|_| {}, &CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(
@@ -116,7 +116,7 @@ async fn parallel_tool_calls_streamed_and_whole() {
         (expected.clone(), "tool_calls")
     );
     let reply = client
-        .complete(&request(false), &|_| {}, &AtomicBool::new(false))
+        .complete(&request(false), &|_| {}, &CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(reply.tool_calls, expected);
@@ -149,7 +149,7 @@ async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
     let client = client(&mock, None, 30_000);
     let started = Instant::now();
     let reply = client
-        .complete(&request(true), &|_| {}, &AtomicBool::new(false))
+        .complete(&request(true), &|_| {}, &CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(reply.text, "finally");
@@ -161,7 +161,7 @@ async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
     // Still failing after the retries: a clear error.
     let mock = mock_failing().await;
     let error = client_for(&mock)
-        .complete(&request(false), &|_| {}, &AtomicBool::new(false))
+        .complete(&request(false), &|_| {}, &CancellationToken::new())
         .await
         .unwrap_err();
     assert!(
@@ -197,7 +197,7 @@ fn client_for(mock: &MockModel) -> OpenAiCompatible {
 async fn bad_keys_and_unknown_models_are_clear_errors() {
     let mock = mock(json!({"apiKey": "sk-test", "models": ["mock-model"], "turns": [{"text": "a"}, {"text": "b"}, {"text": "c"}]})).await;
     let error = client(&mock, Some("sk-wrong"), 5_000)
-        .complete(&request(true), &|_| {}, &AtomicBool::new(false))
+        .complete(&request(true), &|_| {}, &CancellationToken::new())
         .await
         .unwrap_err();
     assert_eq!(
@@ -209,7 +209,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
     let mut unknown = request(true);
     unknown.model = "gpt-nonexistent".into();
     let error = good
-        .complete(&unknown, &|_| {}, &AtomicBool::new(false))
+        .complete(&unknown, &|_| {}, &CancellationToken::new())
         .await
         .unwrap_err();
     assert!(
@@ -217,7 +217,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
         "{error}"
     );
     assert_eq!(
-        good.complete(&request(true), &|_| {}, &AtomicBool::new(false))
+        good.complete(&request(true), &|_| {}, &CancellationToken::new())
             .await
             .unwrap()
             .text,
@@ -230,15 +230,12 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
 }
 
 #[tokio::test]
-async fn timeouts_and_cancellation() {
-    let mock = mock(
-        json!({"turns": [{"delayMs": 3000, "text": "late"}, {"delayMs": 3000, "text": "late"}]}),
-    )
-    .await;
+async fn a_slow_provider_hits_the_request_timeout() {
+    let mock = mock(json!({"turns": [{"delayMs": 3000, "text": "late"}]})).await;
     let client = client(&mock, None, 300);
     let started = Instant::now();
     let error = client
-        .complete(&request(true), &|_| {}, &AtomicBool::new(false))
+        .complete(&request(true), &|_| {}, &CancellationToken::new())
         .await
         .unwrap_err();
     assert!(
@@ -252,16 +249,152 @@ async fn timeouts_and_cancellation() {
         "{error}"
     );
     assert!(started.elapsed() < Duration::from_secs(2));
-    let client = crate::suite::openai::client(&mock, None, 10_000);
-    let abort = AtomicBool::new(false);
-    let started = Instant::now();
-    let slow = request(true);
-    let (result, ()) = tokio::join!(client.complete(&slow, &|_| {}, &abort), async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        abort.store(true, Ordering::SeqCst);
+}
+
+/// Runs `complete` while `trigger` decides when to cancel; the result and
+/// how long after the cancellation it came back.
+async fn cancelled_after(
+    client: &OpenAiCompatible,
+    request: &ChatRequest,
+    sink: talon_provider::DeltaSink<'_>,
+    cancel: &CancellationToken,
+    trigger: impl Future<Output = ()>,
+) -> (
+    talon_provider::Result<talon_provider::ChatResponse>,
+    Duration,
+) {
+    let call = async {
+        let result = client.complete(request, sink, cancel).await;
+        (result, Instant::now())
+    };
+    let ((result, returned), cancelled) = tokio::join!(call, async {
+        trigger.await;
+        cancel.cancel();
+        Instant::now()
     });
+    (result, returned.saturating_duration_since(cancelled))
+}
+
+/// Waits (polling, in the test only) until `check` holds; panics after 5 s.
+async fn until(check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn cancellation_ends_a_request_at_once_whatever_it_waits_on() {
+    // Nothing polls: each request ends as soon as the token is cancelled
+    // (the bound is generous; the latency itself is benchmarked elsewhere).
+    let bound = Duration::from_millis(500);
+    let mock = mock(json!({"turns": [
+        {"delayMs": 60000, "text": "late"},
+        {"status": 429, "retryAfter": 30},
+    ]}))
+    .await;
+    let client = client(&mock, None, 120_000);
+    // Waiting for the answer.
+    let cancel = CancellationToken::new();
+    let (result, latency) = cancelled_after(&client, &request(true), &|_| {}, &cancel, async {
+        until(|| mock.requests().len() == 1).await;
+    })
+    .await;
     assert_eq!(result.unwrap_err(), ProviderError::Cancelled);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(latency < bound, "{latency:?}");
+    // Waiting out a `Retry-After` before trying again.
+    let cancel = CancellationToken::new();
+    let (result, latency) = cancelled_after(&client, &request(true), &|_| {}, &cancel, async {
+        until(|| mock.requests().len() == 2).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    })
+    .await;
+    assert_eq!(result.unwrap_err(), ProviderError::Cancelled);
+    assert!(latency < bound, "{latency:?}");
+    assert_eq!(mock.requests().len(), 2, "no retry after the cancellation");
+    // A token cancelled before the request: nothing is sent.
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let error = client
+        .complete(&request(true), &|_| {}, &cancel)
+        .await
+        .unwrap_err();
+    assert_eq!(error, ProviderError::Cancelled);
+    assert_eq!(mock.requests().len(), 2);
+}
+
+/// A Chat Completions endpoint whose stream sends one text delta and then
+/// never ends. The task ends when the client closes the connection.
+async fn endless_stream() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        // The request: headers, then `content-length` bytes of body.
+        let mut request = Vec::new();
+        let mut buf = vec![0u8; 64 << 10];
+        let body_start = loop {
+            let n = socket.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the client closed before sending its request");
+            request.extend_from_slice(&buf[..n]);
+            if let Some(i) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&request[..body_start]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        while request.len() < body_start + length {
+            let n = socket.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            request.extend_from_slice(&buf[..n]);
+        }
+        let event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial\"},\"finish_reason\":null}]}\n\n";
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+            event.len()
+        );
+        socket.write_all(response.as_bytes()).await.unwrap();
+        // Never another byte; wait for the client to go.
+        while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+    });
+    (url, task)
+}
+
+#[tokio::test]
+async fn cancelling_a_stream_that_never_ends_closes_it_at_once() {
+    let (url, server) = endless_stream().await;
+    let lookup = |_: &str| None;
+    let providers = parse_providers(
+        Some(&json!({"endless": {"baseUrl": url, "timeoutMs": 120_000}})),
+        &lookup,
+    )
+    .unwrap();
+    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let (first, got_first) = (tokio::sync::Notify::new(), Mutex::new(Vec::new()));
+    let sink = |d: StreamDelta| {
+        got_first.lock().unwrap().push(d);
+        first.notify_one();
+    };
+    let cancel = CancellationToken::new();
+    let (result, latency) = cancelled_after(&client, &request(true), &sink, &cancel, async {
+        first.notified().await;
+    })
+    .await;
+    assert_eq!(result.unwrap_err(), ProviderError::Cancelled);
+    assert!(latency < Duration::from_millis(500), "{latency:?}");
+    assert_eq!(
+        *got_first.lock().unwrap(),
+        [StreamDelta::Text("partial".into())]
+    );
+    // The connection was dropped with the request.
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the client kept the connection open")
+        .unwrap();
 }
 
 #[tokio::test]
@@ -278,7 +411,7 @@ async fn malformed_streams_are_errors_not_panics() {
         "tool call index 5 out of order",
     ] {
         let error = client
-            .complete(&request(true), &|_| {}, &AtomicBool::new(false))
+            .complete(&request(true), &|_| {}, &CancellationToken::new())
             .await
             .unwrap_err();
         assert!(error.to_string().contains(expected), "{error}");

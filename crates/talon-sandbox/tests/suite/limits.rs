@@ -157,14 +157,13 @@ fn output_is_capped_even_when_the_guest_catches() {
 }
 
 #[test]
-fn an_abort_signal_stops_the_guest() {
+fn a_cancelled_token_stops_the_guest() {
     let mut vm = vm_with(short(10_000), HostFunctions::new());
-    let signal = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    vm.set_abort_signal(signal.clone());
-    let flag = signal.clone();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    vm.set_cancel(cancel.clone());
     let stopper = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
-        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        cancel.cancel();
     });
     let started = Instant::now();
     let error = fail(&mut vm, "while (true) {}");

@@ -1,5 +1,7 @@
 mod basics;
 mod bridge;
+mod contract;
+mod driver;
 mod host_functions;
 mod hostile;
 mod isolation;

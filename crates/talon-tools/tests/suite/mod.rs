@@ -1,3 +1,2 @@
 mod catalog;
-mod quality;
 mod runner;

@@ -1,14 +1,14 @@
 //! The one execution path: resolution, hooks, approvals, abort, caps and
 //! records.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use talon_tools::{
-    ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallOutcome, Caller, CatalogBuilder,
-    CatalogEntry, HookDecision, NoUpdates, RunContext, RunScope, ToolCall, ToolExecutor,
-    ToolPolicy, ToolRunner,
+    ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallOutcome, Caller, CancellationToken,
+    CatalogBuilder, CatalogEntry, HookDecision, NoUpdates, RunContext, RunScope, ToolCall,
+    ToolError, ToolErrorCode, ToolExecutor, ToolPolicy, ToolRunner,
 };
 
 use super::catalog::tool;
@@ -26,11 +26,11 @@ impl ToolExecutor for Echo {
         _: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.seen.lock().unwrap().push(call.args.clone());
         let result = if entry.tool.name == "fail" {
-            Err("disk on fire".to_owned())
+            Err(ToolError::new(ToolErrorCode::IoError, "disk on fire"))
         } else if entry.tool.name == "big" {
             Ok(json!({"blob": "x".repeat(10_000)}))
         } else {
@@ -46,7 +46,7 @@ fn ctx() -> RunContext {
         session_key: "main".into(),
         sender: None,
         channel: None,
-        abort: Arc::new(AtomicBool::new(false)),
+        cancel: CancellationToken::new(),
         updates: Arc::new(NoUpdates),
     }
 }
@@ -217,7 +217,7 @@ async fn aborted_runs_execute_nothing() {
     let echo = Arc::new(Echo::default());
     let runner = runner(echo.clone());
     let ctx = ctx();
-    ctx.abort.store(true, Ordering::Relaxed);
+    ctx.cancel.cancel();
     assert_eq!(
         runner
             .call(&ctx, call("openclaw:core:read", json!({})))
@@ -236,7 +236,7 @@ async fn failures_and_large_results_are_plain_json() {
         .await;
     assert_eq!(
         failed.to_json("openclaw:core:fail"),
-        json!({"error": "disk on fire", "status": "failed"})
+        json!({"error": "io_error: disk on fire", "status": "failed", "code": "io_error"})
     );
     let CallOutcome::Ok(big) = runner
         .call(&ctx(), call("openclaw:core:big", json!({})))
@@ -264,7 +264,7 @@ impl ToolExecutor for Overlap {
         _: &'a RunContext,
         _: &'a CatalogEntry,
         _: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
             self.max.fetch_max(now, Ordering::SeqCst);
@@ -340,7 +340,7 @@ impl ToolExecutor for Hang {
         _: &'a RunContext,
         _: &'a CatalogEntry,
         _: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(std::future::pending())
     }
 }
@@ -369,4 +369,33 @@ async fn a_dropped_call_is_recorded_as_cancelled() {
         (records.len(), records[0].status, records[0].caller.clone()),
         (1, "cancelled", Caller::Parent("cell".into()))
     );
+}
+
+#[tokio::test]
+async fn cancelling_the_run_drops_an_executing_call_at_once() {
+    let catalog = CatalogBuilder::new(RunScope::default())
+        .core([tool("slow", "Slow")])
+        .build(&ToolPolicy::new())
+        .unwrap();
+    let runner = Arc::new(ToolRunner::new(Arc::new(catalog), Arc::new(Hang)));
+    let ctx = ctx();
+    let call = ToolCall {
+        call_id: "c1".into(),
+        id: "openclaw:core:slow".into(),
+        args: json!({}),
+        caller: Caller::Direct,
+    };
+    let task = {
+        let (runner, ctx) = (runner.clone(), ctx.clone());
+        tokio::spawn(async move { runner.call(&ctx, call).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    ctx.cancel.cancel();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(5), task)
+        .await
+        .expect("the call ends once the run is cancelled")
+        .unwrap();
+    assert_eq!(outcome, CallOutcome::Aborted);
+    let statuses: Vec<_> = runner.records().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, ["aborted"]);
 }

@@ -1,23 +1,35 @@
 // The only API of a tool_search_code body besides `console`: openclaw.tools.
-// Captures the three asynchronous host functions and hides their globals.
+// Captures the three asynchronous host functions and hides their globals;
+// `openclaw` is defined when the host installs this API in a VM
+// (`__talon_install_api("openclaw-tools")`, before the body), so a VM of
+// another surface never has it.
+//   __openclaw_tools_search(query, options)  async: compact hits
+//   __openclaw_tools_describe(id)            async: one entry in full
+//   __openclaw_tools_call(id, args)          async: a catalog tool call
 (() => {
   "use strict";
-  const search = globalThis.__openclaw_search;
-  const describe = globalThis.__openclaw_describe;
-  const call = globalThis.__openclaw_call;
-  delete globalThis.__openclaw_search;
-  delete globalThis.__openclaw_describe;
-  delete globalThis.__openclaw_call;
+  const g = globalThis;
+  const search = g.__openclaw_tools_search;
+  const describe = g.__openclaw_tools_describe;
+  const call = g.__openclaw_tools_call;
+  const register = g.__talon_register_api;
+  delete g.__openclaw_tools_search;
+  delete g.__openclaw_tools_describe;
+  delete g.__openclaw_tools_call;
   const toText = String;
   const tools = Object.freeze({
     search: (query, options) => search(toText(query), options === undefined ? null : options),
     describe: (id) => describe(toText(id)),
     call: (id, args) => call(toText(id), args === undefined ? {} : args),
   });
-  Object.defineProperty(globalThis, "openclaw", {
-    value: Object.freeze({ tools }),
-    writable: false,
-    configurable: false,
-    enumerable: false,
+  const openclaw = Object.freeze({ tools });
+  const defineProperty = Object.defineProperty;
+  register("openclaw-tools", function install() {
+    defineProperty(g, "openclaw", {
+      value: openclaw,
+      writable: false,
+      configurable: false,
+      enumerable: false,
+    });
   });
 })();

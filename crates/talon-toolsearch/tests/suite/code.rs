@@ -166,10 +166,10 @@ async fn an_aborted_run_stops_the_cell() {
         Arc::new(Echo::default()),
     );
     let ctx = ctx();
-    let flag = ctx.abort.clone();
+    let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        flag.store(true, Ordering::Relaxed);
+        cancel.cancel();
     });
     let started = std::time::Instant::now();
     let out = ts

@@ -1,8 +1,9 @@
 mod code;
+mod contract;
 mod surfaces;
 mod tools_mode;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -77,7 +78,7 @@ impl ToolExecutor for Echo {
         _: &'a RunContext,
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
-    ) -> BoxFuture<'a, Result<Value, String>> {
+    ) -> BoxFuture<'a, Result<Value, talon_tools::ToolError>> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let slow = entry.tool.name == "slow";
         let result = json!({"ran": entry.id, "args": call.args});
@@ -96,7 +97,7 @@ pub fn ctx() -> RunContext {
         session_key: "main".into(),
         sender: None,
         channel: None,
-        abort: Arc::new(AtomicBool::new(false)),
+        cancel: Default::default(),
         updates: Arc::new(NoUpdates),
     }
 }

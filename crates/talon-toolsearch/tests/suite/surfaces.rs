@@ -2,6 +2,7 @@
 //! and the payload sizes.
 
 use talon_protocol::ToolSource;
+use talon_testing::synthetic::distractor_tools;
 use talon_tools::{CatalogBuilder, RunScope, ToolPolicy};
 use talon_toolsearch::{Control, Mode, SurfaceError, Target, ToolSearchConfig, build_surface};
 
@@ -178,7 +179,7 @@ fn directory_lines_cannot_inject_prompt_text() {
 
 #[test]
 fn tool_search_payloads_are_a_small_fraction_of_direct_exposure() {
-    let tools = talon_tools::search::synthetic::distractor_tools(200, 7);
+    let tools = distractor_tools(200, 7);
     let catalog = CatalogBuilder::new(scope())
         .declared(tools)
         .build(&ToolPolicy::new())

@@ -1,0 +1,182 @@
+//! Cancelling a run (or running out of time) while a tool call is in
+//! flight: the run returns promptly, the call is reported as aborted, and
+//! the shell command's process group is gone.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use talon_agent::{AgentRun, CollectSink, RunEvents, RunOptions, RunResult, RunStatus};
+use talon_core_tools::{CoreTools, PolicyApprover};
+use talon_protocol::EventType;
+use talon_provider::openai::OpenAiCompatible;
+use talon_provider::parse_providers;
+use talon_testing::{MockModel, Script};
+use talon_tools::{
+    CancellationToken, CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy,
+    ToolRunner,
+};
+
+/// The model asks for a shell command that writes its process group id
+/// (the shell's pid) to `pgid`, then sleeps for 30 s.
+const SLEEPER: &str = "echo $$ > pgid; sleep 30";
+
+/// Whether any process of group `pgid` is still running (zombies waiting
+/// for their reaper do not count: they run nothing).
+fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // After the command name: state, ppid, pgrp, ...
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        fields.len() > 2 && fields[0] != "Z" && fields[2].parse() == Ok(pgid)
+    })
+}
+
+/// Waits (briefly) for group `pgid` to be empty.
+async fn group_gone(pgid: i32) -> bool {
+    for _ in 0..200 {
+        if !group_alive(pgid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// Waits for the command to write its group id.
+async fn pgid_in(dir: &Path) -> i32 {
+    for _ in 0..1000 {
+        if let Ok(text) = std::fs::read_to_string(dir.join("pgid"))
+            && let Ok(pgid) = text.trim().parse()
+        {
+            return pgid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the command never started");
+}
+
+/// Runs one turn whose tool call is [`SLEEPER`], calling `stop` once the
+/// command runs; the result, when `stop` was called, the command's group
+/// and the events.
+async fn run_sleeper(
+    timeout: Duration,
+    stop: impl FnOnce(&CancellationToken),
+) -> (RunResult, Instant, i32, Arc<CollectSink>) {
+    let mock = MockModel::start(
+        Script::from_json(&json!({"turns": [
+            {"toolCalls": [{"name": "exec", "arguments": {"command": SLEEPER}}]},
+            {"text": "never asked"},
+        ]}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let providers = parse_providers(
+        Some(&json!({"mock": {"baseUrl": mock.base_url()}})),
+        &|_| None,
+    )
+    .unwrap();
+    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scope = RunScope {
+        agent_id: "main".into(),
+        session_id: "s1".into(),
+        run_id: "r1".into(),
+    };
+    let ctx = RunContext {
+        scope: scope.clone(),
+        session_key: "agent:main:s1".into(),
+        sender: None,
+        channel: None,
+        cancel: CancellationToken::new(),
+        updates: Arc::new(NoUpdates),
+    };
+    let catalog = CatalogBuilder::new(scope)
+        .core(talon_core_tools::definitions())
+        .build(&ToolPolicy::new())
+        .unwrap();
+    let runner = Arc::new(
+        ToolRunner::new(
+            Arc::new(catalog),
+            Arc::new(CoreTools::new(dir.path()).unwrap()),
+        )
+        .with_approver(Arc::new(PolicyApprover::AllowAll)),
+    );
+    let sink = Arc::new(CollectSink::default());
+    let run = AgentRun {
+        provider: &client,
+        surface: Arc::new(DirectSurface::new(runner)),
+        ctx: ctx.clone(),
+        events: Arc::new(RunEvents::new(sink.clone(), &ctx)),
+        options: RunOptions {
+            model: "mock-model".into(),
+            timeout,
+            ..RunOptions::default()
+        },
+    };
+    let (result, (stopped, pgid)) = tokio::join!(run.run(Vec::new(), "sleep"), async {
+        let pgid = pgid_in(dir.path()).await;
+        assert!(group_alive(pgid), "the command is not running");
+        stop(&ctx.cancel);
+        (Instant::now(), pgid)
+    });
+    // The second turn was never asked for.
+    assert_eq!(mock.requests().len(), 1);
+    (result, stopped, pgid, sink)
+}
+
+/// The `tool.call.failed` event of the in-flight call.
+fn aborted_call(sink: &CollectSink) -> serde_json::Value {
+    let events = sink.events();
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventType::ToolCallFailed)
+        .collect();
+    assert_eq!(failed.len(), 1, "{events:?}");
+    failed[0].data.clone()
+}
+
+#[tokio::test]
+async fn cancelling_a_run_with_a_command_in_flight_returns_promptly_and_kills_it() {
+    let (result, cancelled, pgid, sink) =
+        run_sleeper(Duration::from_secs(120), CancellationToken::cancel).await;
+    let took = cancelled.elapsed();
+    assert!(took < Duration::from_secs(1), "the run took {took:?}");
+    assert_eq!(
+        (result.status, result.error.as_deref(), result.tool_calls),
+        (RunStatus::Cancelled, Some("the run was aborted"), 1)
+    );
+    assert!(group_gone(pgid).await, "group {pgid} outlived the run");
+    let failed = aborted_call(&sink);
+    assert_eq!(
+        (&failed["name"], &failed["error"]["status"]),
+        (&json!("exec"), &json!("aborted"))
+    );
+    let kinds: Vec<_> = sink.events().iter().map(|e| e.kind).collect();
+    assert_eq!(kinds.last(), Some(&EventType::RunCancelled));
+}
+
+#[tokio::test]
+async fn a_run_that_times_out_with_a_command_in_flight_kills_it() {
+    let started = Instant::now();
+    let (result, _, pgid, sink) = run_sleeper(Duration::from_millis(1500), |_| {}).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "the run took {took:?}");
+    assert_eq!(result.status, RunStatus::TimedOut);
+    assert!(group_gone(pgid).await, "group {pgid} outlived the run");
+    assert_eq!(aborted_call(&sink)["error"]["status"], "aborted");
+    let kinds: Vec<_> = sink.events().iter().map(|e| e.kind).collect();
+    assert_eq!(kinds.last(), Some(&EventType::RunTimedOut));
+}

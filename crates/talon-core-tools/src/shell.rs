@@ -1,0 +1,197 @@
+//! The shell `exec`: `sh -c` in its own process group, output capped while
+//! it streams, and the whole group killed (`killpg(SIGKILL)`) when `sh`
+//! exits (background children do not outlive the call), at the timeout,
+//! when the run is cancelled (the command waits on the run's token beside
+//! its pipes, exit and deadline; nothing polls), and when the call's future
+//! is dropped (the runner drops it when the run is cancelled).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use talon_tools::{CancellationToken, ToolError, ToolErrorCode};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::time::Instant;
+
+use super::MAX_EXEC_OUTPUT;
+use super::files::trim_partial_char;
+
+/// How long pipes are drained after the group was killed; a process that
+/// left the group (`setsid`) and holds them open does not hold the call.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+/// How long to wait for `sh` to be reaped after it was killed.
+const REAP_GRACE: Duration = Duration::from_secs(2);
+/// Read buffer per pipe.
+const CHUNK: usize = 16 * 1024;
+/// Environment variables the command inherits (nothing else).
+const ENV_KEPT: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR"];
+
+/// Kills the process group when dropped (the call ended, failed, or its
+/// future was dropped). Killing an already empty group is harmless.
+struct GroupGuard {
+    group: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(group) = self.group.take() {
+            // ESRCH: nobody left. Anything else cannot be acted on here.
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The first [`MAX_EXEC_OUTPUT`] bytes of a stream, and how many there were.
+#[derive(Default)]
+struct Capture {
+    kept: Vec<u8>,
+    total: u64,
+}
+
+impl Capture {
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = MAX_EXEC_OUTPUT.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn truncated(&self) -> bool {
+        self.total > self.kept.len() as u64
+    }
+
+    fn text(mut self) -> String {
+        if self.truncated() {
+            trim_partial_char(&mut self.kept);
+        }
+        String::from_utf8_lossy(&self.kept).into_owned()
+    }
+}
+
+/// Reads the next piece of `pipe` into `capture`; closes it at EOF or error.
+async fn pump<R: AsyncRead + Unpin>(pipe: &mut Option<R>, buf: &mut [u8]) -> Option<usize> {
+    match pipe {
+        Some(reader) => reader.read(buf).await.ok().filter(|&n| n > 0),
+        None => std::future::pending().await,
+    }
+}
+
+enum End {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Aborted,
+}
+
+/// Runs `command` with `sh -c` in `root`.
+pub(super) async fn exec(
+    root: &Path,
+    command: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<Value, ToolError> {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(root)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for key in ENV_KEPT {
+        if let Ok(value) = std::env::var(key) {
+            cmd.env(key, value);
+        }
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        ToolError::new(
+            ToolErrorCode::SpawnFailed,
+            format!("cannot run the shell: {e}"),
+        )
+    })?;
+    // `sh` leads its own group, whose id is its pid.
+    let mut group = GroupGuard {
+        group: child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    };
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let (mut out, mut err) = (Capture::default(), Capture::default());
+    let (mut out_buf, mut err_buf) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+    let mut deadline = Instant::now() + timeout;
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    let mut status = None;
+    let end = loop {
+        if let Some(status) = status
+            && stdout.is_none()
+            && stderr.is_none()
+        {
+            break End::Exited(status);
+        }
+        tokio::select! {
+            read = pump(&mut stdout, &mut out_buf) => match read {
+                Some(n) => out.push(&out_buf[..n]),
+                None => stdout = None,
+            },
+            read = pump(&mut stderr, &mut err_buf) => match read {
+                Some(n) => err.push(&err_buf[..n]),
+                None => stderr = None,
+            },
+            exited = child.wait(), if status.is_none() => {
+                match exited {
+                    Ok(exited) => status = Some(exited),
+                    Err(e) => {
+                        return Err(ToolError::new(ToolErrorCode::IoError, format!("cannot wait for the shell: {e}")));
+                    }
+                }
+                // Background children die with `sh`; then the pipes close.
+                group.kill();
+                deadline = Instant::now() + DRAIN_GRACE;
+            }
+            () = tokio::time::sleep_until(deadline) => match status {
+                Some(status) => break End::Exited(status),
+                None => break End::TimedOut,
+            },
+            () = &mut cancelled => match status {
+                Some(status) => break End::Exited(status),
+                None => break End::Aborted,
+            },
+        }
+    };
+    group.kill();
+    drop((stdout, stderr));
+    match end {
+        End::Exited(status) => {
+            let truncated = out.truncated() || err.truncated();
+            Ok(
+                json!({"exitCode": status.code(), "stdout": out.text(), "stderr": err.text(),
+                      "truncated": truncated}),
+            )
+        }
+        End::TimedOut | End::Aborted => {
+            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            Err(match end {
+                End::Aborted => ToolError::aborted("the run was aborted; the command was killed"),
+                _ => ToolError::new(
+                    ToolErrorCode::Timeout,
+                    format!(
+                        "the command did not finish within {} ms and was killed",
+                        timeout.as_millis()
+                    ),
+                ),
+            })
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Hostile shell commands: huge output, background children, process
+//! trees at the timeout, and runs cancelled or dropped mid-command. Every
+//! process the command starts must be gone when the call ends.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use talon_core_tools::{CoreTools, MAX_EXEC_OUTPUT};
+use talon_tools::ToolErrorCode;
+
+use super::core_tools::{call, context, execute, failed, runner};
+
+/// Whether process `pid` is gone (or a zombie awaiting its reaper).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits (briefly) for `pid` to be gone; the kill is asynchronous.
+async fn wait_gone(pid: i32) -> bool {
+    for _ in 0..200 {
+        if gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// Waits for the command to write the pids in `file` (one a line).
+async fn pids_in(file: &Path, count: usize) -> Vec<i32> {
+    for _ in 0..500 {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.len() >= count {
+                return pids;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} never held {count} pids", file.display());
+}
+
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+async fn exec(dir: &Path, args: Value) -> Value {
+    let (runner, ctx) = runner(dir);
+    tokio::time::timeout(Duration::from_secs(20), call(&runner, &ctx, "exec", args))
+        .await
+        .expect("exec hung")
+}
+
+#[tokio::test]
+async fn huge_output_is_capped_while_it_streams() {
+    let ws = tempfile::tempdir().unwrap();
+    let before = peak_rss_kib();
+    let result = exec(
+        ws.path(),
+        json!({"command": "yes | head -c 200000000; yes e | head -c 100000000 >&2; echo done >&2"}),
+    )
+    .await;
+    let grown = peak_rss_kib().saturating_sub(before);
+    assert_eq!(
+        result,
+        json!({"exitCode": 0, "stdout": "y\n".repeat(MAX_EXEC_OUTPUT / 2),
+               "stderr": "e\n".repeat(MAX_EXEC_OUTPUT / 2), "truncated": true})
+    );
+    // Buffering 300 MB would show; other tests share the process, so the
+    // bound is loose.
+    assert!(grown < 128 * 1024, "peak RSS grew by {grown} KiB");
+}
+
+#[tokio::test]
+async fn background_children_do_not_outlive_the_call() {
+    let ws = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let result = exec(
+        ws.path(),
+        json!({"command": "sleep 300 & echo $!; (sleep 299 & sleep 298) & exit 0"}),
+    )
+    .await;
+    assert_eq!(
+        (&result["exitCode"], &result["stderr"], &result["truncated"]),
+        (&json!(0), &json!(""), &json!(false))
+    );
+    let pid: i32 = result["stdout"].as_str().unwrap().trim().parse().unwrap();
+    assert!(wait_gone(pid).await, "sleep {pid} outlived the call");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Nothing of the group is left either.
+    let leftover = std::process::Command::new("pgrep")
+        .args(["-f", "^sleep 29[89]$"])
+        .output();
+    if let Ok(out) = leftover {
+        for pid in String::from_utf8_lossy(&out.stdout).lines() {
+            let pid: i32 = pid.trim().parse().unwrap();
+            assert!(wait_gone(pid).await, "sleep {pid} outlived the call");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_timeout_kills_the_whole_group_with_grandchildren() {
+    let ws = tempfile::tempdir().unwrap();
+    let pids = ws.path().join("pids");
+    let started = Instant::now();
+    let result = exec(
+        ws.path(),
+        json!({"command": "(sleep 300 & echo $! >> pids; sleep 301) & echo $! >> pids; sleep 302",
+               "timeoutMs": 1000}),
+    )
+    .await;
+    assert_eq!(
+        result,
+        failed(
+            ToolErrorCode::Timeout,
+            "the command did not finish within 1000 ms and was killed"
+        )
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    for pid in pids_in(&pids, 2).await {
+        assert!(wait_gone(pid).await, "{pid} outlived the timeout");
+    }
+}
+
+/// The command of the cancellation tests: two background sleeps whose
+/// pids it writes to `pids`, then waits for them.
+const TWO_SLEEPS: &str = "sleep 300 & echo $! >> pids; (sleep 301 & echo $! >> pids; wait) & wait";
+
+#[tokio::test]
+async fn cancelling_the_run_kills_the_group() {
+    let ws = tempfile::tempdir().unwrap();
+    let (runner, ctx) = runner(ws.path());
+    let cancel = ctx.cancel.clone();
+    let pids = ws.path().join("pids");
+    let watcher = {
+        let pids = pids.clone();
+        tokio::spawn(async move {
+            let found = pids_in(&pids, 2).await;
+            cancel.cancel();
+            (found, Instant::now())
+        })
+    };
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        call(&runner, &ctx, "exec", json!({"command": TWO_SLEEPS})),
+    )
+    .await
+    .expect("exec ignored the cancellation");
+    let (found, cancelled_at) = watcher.await.unwrap();
+    // The runner drops the call at once (which kills the group).
+    assert!(cancelled_at.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        result,
+        json!({"error": "the run was aborted", "status": "aborted"})
+    );
+    for pid in found {
+        assert!(wait_gone(pid).await, "{pid} outlived the cancellation");
+    }
+}
+
+#[tokio::test]
+async fn the_shell_itself_waits_on_the_cancellation_token() {
+    // Called without the runner (which would drop it): the command sees
+    // the token, kills its group and says why.
+    let ws = tempfile::tempdir().unwrap();
+    let core = CoreTools::new(ws.path()).unwrap();
+    let ctx = context();
+    let cancel = ctx.cancel.clone();
+    let pids = ws.path().join("pids");
+    let watcher = tokio::spawn(async move {
+        let found = pids_in(&pids, 2).await;
+        cancel.cancel();
+        (found, Instant::now())
+    });
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        execute(&core, &ctx, "exec", json!({"command": TWO_SLEEPS})),
+    )
+    .await
+    .expect("exec ignored the cancellation");
+    let (found, cancelled_at) = watcher.await.unwrap();
+    assert!(cancelled_at.elapsed() < Duration::from_secs(3));
+    let error = result.unwrap_err();
+    assert_eq!(
+        (error.code, error.message.as_str(), error.retryable),
+        (
+            ToolErrorCode::Aborted,
+            "the run was aborted; the command was killed",
+            false
+        )
+    );
+    for pid in found {
+        assert!(wait_gone(pid).await, "{pid} outlived the cancellation");
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_group() {
+    let ws = tempfile::tempdir().unwrap();
+    let pids = ws.path().join("pids");
+    let dir = ws.path().to_path_buf();
+    let task = tokio::spawn(async move {
+        let (runner, ctx) = runner(&dir);
+        call(
+            &runner,
+            &ctx,
+            "exec",
+            json!({"command": "sleep 300 & echo $! >> pids; echo $$ >> pids; wait"}),
+        )
+        .await
+    });
+    let found = pids_in(&pids, 2).await;
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    for pid in found {
+        assert!(wait_gone(pid).await, "{pid} outlived the dropped call");
+    }
+}

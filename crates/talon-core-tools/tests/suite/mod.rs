@@ -1,0 +1,3 @@
+mod core_tools;
+mod hostile_exec;
+mod hostile_paths;

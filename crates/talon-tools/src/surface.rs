@@ -1,0 +1,136 @@
+//! What the model sees of a run's tools, as one interface: the agent loop
+//! asks a [`ToolSurface`] for its definitions and hands it every model
+//! call, whichever surface the run chose (every tool by name, Code Mode's
+//! `exec`/`wait`, Tool Search's bridge). The loop depends on this trait,
+//! not on the surfaces' crates.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use talon_protocol::ModelTool;
+
+use crate::runner::{BoxFuture, Caller, RunContext, ToolCall, ToolRunner};
+
+/// The answer to one model call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SurfaceReply {
+    /// What the model sees.
+    pub value: Value,
+    /// Whether the call succeeded (for events and telemetry).
+    pub ok: bool,
+}
+
+impl SurfaceReply {
+    /// The reply to a name the surface does not have.
+    pub fn unknown_tool(name: &str) -> Self {
+        let name: String = name.chars().take(128).collect();
+        Self {
+            value: json!({"error": format!("unknown tool {name:?}"), "status": "not_found"}),
+            ok: false,
+        }
+    }
+}
+
+/// A run's model-facing tools and their handlers.
+pub trait ToolSurface: Send + Sync {
+    /// `direct`, `code_mode`, or the Tool Search mode.
+    fn kind(&self) -> &'static str;
+
+    /// The model-visible tool definitions.
+    fn tools(&self) -> Vec<ModelTool>;
+
+    /// Extra system prompt text (Tool Search's directory).
+    fn prompt(&self) -> Option<String> {
+        None
+    }
+
+    /// Runs one model call by the name the model used.
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        call_id: &'a str,
+        name: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, SurfaceReply>;
+}
+
+/// Every tool of the catalog by name: cataloged and direct-only tools (the
+/// first of two same-named tools keeps the name).
+#[derive(Debug)]
+pub struct DirectSurface {
+    runner: Arc<ToolRunner>,
+    tools: Vec<ModelTool>,
+    names: BTreeMap<String, String>,
+}
+
+impl DirectSurface {
+    /// The direct surface of `runner`'s catalog.
+    pub fn new(runner: Arc<ToolRunner>) -> Self {
+        let mut tools = Vec::new();
+        let mut names = BTreeMap::new();
+        let catalog = runner.catalog();
+        for entry in catalog.entries().iter().chain(catalog.direct_only()) {
+            if names.contains_key(&entry.tool.name) {
+                continue;
+            }
+            names.insert(entry.tool.name.clone(), entry.id.clone());
+            tools.push(ModelTool {
+                name: entry.tool.name.clone(),
+                description: entry.tool.description.clone(),
+                parameters: entry.tool.parameters.clone(),
+            });
+        }
+        Self {
+            runner,
+            tools,
+            names,
+        }
+    }
+}
+
+/// Runs a direct model call of catalog id `id` through `runner`.
+pub async fn direct_call(
+    runner: &ToolRunner,
+    ctx: &RunContext,
+    call_id: &str,
+    id: &str,
+    args: Value,
+) -> SurfaceReply {
+    let call = ToolCall {
+        call_id: call_id.to_owned(),
+        id: id.to_owned(),
+        args,
+        caller: Caller::Direct,
+    };
+    let outcome = runner.call(ctx, call).await;
+    SurfaceReply {
+        ok: outcome.status() == "ok",
+        value: outcome.to_json(id),
+    }
+}
+
+impl ToolSurface for DirectSurface {
+    fn kind(&self) -> &'static str {
+        "direct"
+    }
+
+    fn tools(&self) -> Vec<ModelTool> {
+        self.tools.clone()
+    }
+
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        call_id: &'a str,
+        name: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, SurfaceReply> {
+        Box::pin(async move {
+            match self.names.get(name) {
+                Some(id) => direct_call(&self.runner, ctx, call_id, id, args).await,
+                None => SurfaceReply::unknown_tool(name),
+            }
+        })
+    }
+}

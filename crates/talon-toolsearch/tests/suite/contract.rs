@@ -1,0 +1,261 @@
+//! The contract between `tool_search_code`'s prelude
+//! (`src/js/openclaw_tools.js`) and the host (`talon_toolsearch::code`,
+//! `talon_sandbox::contract`): the host functions it captures are exactly
+//! the ones a body's VM gets, all asynchronous; it registers its API under
+//! the prelude's name; on a shared engine, installing it leaves every other
+//! surface's globals absent. A change on one side without the other fails
+//! here: the static tests read the prelude's text, the behavioural ones
+//! run it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::json;
+use talon_sandbox::contract::{INSTALL_API_FN, PRINT_FN, REGISTER_API_FN};
+use talon_sandbox::{CellEngine, HostFunction, Prelude, SandboxConfig};
+use talon_tools::ToolRunner;
+use talon_toolsearch::code::{PRELUDE_FUNCTIONS, host_functions};
+use talon_toolsearch::{
+    CodeSandbox, Mode, PRELUDE_NAME, ToolSearch, ToolSearchConfig, build_surface, prelude,
+};
+
+use super::{Echo, catalog, ctx};
+
+/// The prelude's text, as the crate embeds it.
+const OPENCLAW_TOOLS_JS: &str = include_str!("../../src/js/openclaw_tools.js");
+/// Code Mode's prelude, which shares the process's base image.
+const CODE_MODE_JS: &str = include_str!("../../../talon-codemode/src/js/code_mode.js");
+
+// --- reading the prelude -------------------------------------------------------
+
+/// The source without its full-line comments (which name the host
+/// functions in prose).
+fn code(src: &str) -> String {
+    src.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$'
+}
+
+/// The identifier at the start of `s`.
+fn ident(s: &str) -> &str {
+    &s[..s.find(|c| !is_ident_char(c)).unwrap_or(s.len())]
+}
+
+/// Host functions read into constants (`const VAR = [WRAP(]g.NAME[)];`):
+/// name and wrapper, if any.
+fn captures(code: &str) -> BTreeMap<String, Option<String>> {
+    code.lines()
+        .filter_map(|line| {
+            let (_, rhs) = line.trim().strip_prefix("const ")?.split_once(" = ")?;
+            let rhs = rhs.strip_suffix(';')?;
+            let (wrap, inner) = match rhs.split_once('(') {
+                Some((wrap, rest)) => (Some(wrap.to_owned()), rest.strip_suffix(')')?),
+                None => (None, rhs),
+            };
+            let name = inner.strip_prefix("g.")?;
+            (name.starts_with("__") && ident(name) == name).then(|| (name.to_owned(), wrap))
+        })
+        .collect()
+}
+
+/// Every `delete g.NAME` and the names of a `for (const name of [...])`
+/// loop that runs `delete g[name]`.
+fn deleted(code: &str) -> Vec<String> {
+    let mut names: Vec<String> = code
+        .split("delete g.")
+        .skip(1)
+        .map(|rest| ident(rest).to_owned())
+        .collect();
+    if let Some(at) = code.find("delete g[name]") {
+        let head = &code[..at];
+        let list = &head[head.rfind("for (const name of [").expect("the loop")..];
+        let list = &list[..list.find(']').expect("the list's end")];
+        names.extend(list.split('"').skip(1).step_by(2).map(str::to_owned));
+    }
+    names
+}
+
+/// The text after each `pat` not preceded by an identifier character or `.`.
+fn calls<'a>(code: &'a str, pat: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    code.match_indices(pat)
+        .filter(|(at, _)| {
+            !code[..*at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| is_ident_char(c) || c == '.')
+        })
+        .map(move |(at, _)| &code[at + pat.len()..])
+}
+
+/// The string literal right after each `pat` (which ends with `"`).
+fn literals(code: &str, pat: &str) -> BTreeSet<String> {
+    calls(code, pat)
+        .map(|rest| rest[..rest.find('"').expect("a closing quote")].to_owned())
+        .collect()
+}
+
+/// The host functions the header comment documents, with their kind
+/// (`//   __name(args)   async: ...`).
+fn documented(src: &str) -> BTreeMap<String, String> {
+    src.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("//   __")?;
+            let after = &rest[rest.find(')')? + 1..];
+            let kind = after.trim_start().split(':').next()?;
+            Some((format!("__{}", ident(rest)), kind.to_owned()))
+        })
+        .collect()
+}
+
+fn set<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> BTreeSet<String> {
+    items.into_iter().map(|s| s.as_ref().to_owned()).collect()
+}
+
+// --- the static contract ---------------------------------------------------------
+
+#[test]
+fn contract_the_prelude_is_the_embedded_js_and_registers_its_name() {
+    let prelude = prelude();
+    assert_eq!(prelude.name, PRELUDE_NAME);
+    assert_eq!(prelude.source, OPENCLAW_TOOLS_JS);
+    assert_eq!(prelude.host_functions, PRELUDE_FUNCTIONS);
+    let code = code(OPENCLAW_TOOLS_JS);
+    assert_eq!(literals(&code, "register(\""), set([PRELUDE_NAME]));
+    assert_eq!(
+        captures(&code).get(REGISTER_API_FN),
+        Some(&None),
+        "register is the sandbox's registrar"
+    );
+    assert!(code.contains(&format!("const register = g.{REGISTER_API_FN};")));
+}
+
+#[test]
+fn contract_host_functions_match_both_ways_and_are_all_async() {
+    let code = code(OPENCLAW_TOOLS_JS);
+    let listed = set(PRELUDE_FUNCTIONS);
+    assert_eq!(
+        listed.len(),
+        PRELUDE_FUNCTIONS.len(),
+        "no name listed twice"
+    );
+
+    // Every listed name is captured raw (values cross as values, no JSON
+    // text to parse) and hidden, and nothing else is.
+    let captured = captures(&code);
+    let mut expected = listed.clone();
+    expected.insert(REGISTER_API_FN.to_owned());
+    assert_eq!(
+        set(captured.keys()),
+        expected,
+        "captured by openclaw_tools.js"
+    );
+    for name in &listed {
+        assert_eq!(captured[name], None, "{name} is used as the host gives it");
+    }
+    let hidden = deleted(&code);
+    assert_eq!(set(&hidden).len(), hidden.len(), "no name deleted twice");
+    assert_eq!(set(&hidden), listed, "hidden by openclaw_tools.js");
+
+    // A body's VM gets exactly these, each asynchronous, as documented.
+    let functions = host_functions();
+    assert_eq!(set(functions.names()), listed, "registered for a body");
+    for name in &listed {
+        assert!(
+            matches!(functions.get(name), Some(HostFunction::Async)),
+            "{name} is asynchronous"
+        );
+    }
+    let documented = documented(OPENCLAW_TOOLS_JS);
+    assert_eq!(set(documented.keys()), listed, "the header comment");
+    assert!(
+        documented.values().all(|kind| kind == "async"),
+        "{documented:?}"
+    );
+
+    // Its only output is `console`: it never captures the print function.
+    assert!(!captured.contains_key(PRINT_FN));
+    assert_eq!(calls(&code, "print(").count(), 0);
+}
+
+// --- one engine, two surfaces ------------------------------------------------------
+
+/// Code Mode's prelude as its crate builds it (the host functions it
+/// captures, not the registrar, installed first), and the globals its
+/// API defines.
+fn code_mode_prelude() -> (Prelude, BTreeSet<String>) {
+    let code = code(CODE_MODE_JS);
+    let host: Vec<String> = captures(&code)
+        .into_keys()
+        .filter(|n| n != REGISTER_API_FN)
+        .collect();
+    let name = literals(&code, "register(\"")
+        .into_iter()
+        .next()
+        .expect("code_mode.js registers its API");
+    let mut globals = literals(&code, "lazyGlobal(\"");
+    globals.extend(literals(&code, "fixedGlobal(\""));
+    let prelude = Prelude {
+        name,
+        source: CODE_MODE_JS.into(),
+        host_functions: host,
+    };
+    (prelude, globals)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contract_a_shared_engine_installs_only_openclaw_tools_in_a_body() {
+    let (other, other_globals) = code_mode_prelude();
+    assert_ne!(other.name, PRELUDE_NAME);
+    assert!(other_globals.contains("ALL_TOOLS"), "{other_globals:?}");
+    let absent: Vec<String> = other_globals
+        .iter()
+        .chain(&other.host_functions)
+        .chain(&set(PRELUDE_FUNCTIONS))
+        .cloned()
+        .chain([INSTALL_API_FN.to_owned(), REGISTER_API_FN.to_owned()])
+        .collect();
+    let engine = CellEngine::new(SandboxConfig {
+        preludes: vec![prelude(), other],
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let sandbox = CodeSandbox::with_engine(engine).unwrap();
+    let config = ToolSearchConfig {
+        mode: Mode::Code,
+        ..Default::default()
+    };
+    let catalog = catalog();
+    let surface = build_surface(&catalog, Some(&config)).unwrap();
+    let echo = Arc::new(Echo::default());
+    let runner = Arc::new(ToolRunner::new(Arc::new(catalog), echo));
+    let ts = ToolSearch::new(config, surface, runner, Some(sandbox)).unwrap();
+
+    let probe = absent
+        .iter()
+        .map(|name| format!("typeof {name}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Each host function answers under the name the body's API calls.
+    let body = format!(
+        "const hits = await openclaw.tools.search('create an issue'); \
+         const tool = await openclaw.tools.describe(hits[0].id); \
+         const ran = await openclaw.tools.call(tool.id, {{title: 'x'}}); \
+         return [[{probe}], ran.ran];"
+    );
+    let out = ts
+        .handle(&ctx(), "code-1", "tool_search_code", json!({"code": body}))
+        .await;
+    assert_eq!(
+        out["value"],
+        json!([
+            vec!["undefined"; absent.len()],
+            "plugin:issues:create_issue"
+        ]),
+        "absent: {absent:?}, out: {out}"
+    );
+}
