@@ -20,9 +20,13 @@
 //! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies).
 //! When the turns run out, the server answers 500.
 //!
+//! [`prelude_js`] reads a guest prelude's JavaScript for the contract
+//! tests that check it against the Rust side.
+//!
 //! [`synthetic`] generates seeded, plausible tools of other domains, to pad
 //! catalogs in search benchmarks and tests.
 
+pub mod prelude_js;
 pub mod synthetic;
 
 use std::net::SocketAddr;

@@ -25,6 +25,10 @@ use talon_sandbox::contract::{
 };
 use talon_sandbox::{CellEngine, HostFunction, Prelude, SandboxConfig};
 
+use talon_testing::prelude_js::{
+    self, captures, code, deleted, first_args, literals, set, unescape,
+};
+
 use super::*;
 
 /// The prelude's text, as the crate embeds it.
@@ -34,135 +38,14 @@ const OPENCLAW_TOOLS_JS: &str = include_str!("../../../talon-toolsearch/src/js/o
 
 // --- reading the prelude -------------------------------------------------------
 
-/// The source without its full-line comments (which name the host
-/// functions in prose).
-fn code(src: &str) -> String {
-    src.lines()
-        .filter(|line| !line.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn is_ident_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '$'
-}
-
-/// The identifier at the start of `s`.
-fn ident(s: &str) -> &str {
-    &s[..s.find(|c| !is_ident_char(c)).unwrap_or(s.len())]
-}
-
-/// A host function read into a constant: `const VAR = [WRAP(]g.NAME[)];`.
-#[derive(Debug)]
-struct Capture {
-    var: String,
-    name: String,
-    wrap: Option<String>,
-}
-
-fn captures(code: &str) -> Vec<Capture> {
-    code.lines()
-        .filter_map(|line| {
-            let (var, rhs) = line.trim().strip_prefix("const ")?.split_once(" = ")?;
-            let rhs = rhs.strip_suffix(';')?;
-            let (wrap, inner) = match rhs.split_once('(') {
-                Some((wrap, rest)) => (Some(wrap.to_owned()), rest.strip_suffix(')')?),
-                None => (None, rhs),
-            };
-            let name = inner.strip_prefix("g.")?;
-            (name.starts_with("__") && ident(name) == name).then(|| Capture {
-                var: var.to_owned(),
-                name: name.to_owned(),
-                wrap,
-            })
-        })
-        .collect()
-}
-
-/// The string literals of `for (const name of [...]) { delete g[name]; }`
-/// and every `delete g.NAME`.
-fn deleted(code: &str) -> Vec<String> {
-    let mut names: Vec<String> = code
-        .split("delete g.")
-        .skip(1)
-        .map(|rest| ident(rest).to_owned())
-        .collect();
-    if let Some(at) = code.find("delete g[name]") {
-        let head = &code[..at];
-        let list = &head[head.rfind("for (const name of [").expect("the loop")..];
-        let list = &list[..list.find(']').expect("the list's end")];
-        names.extend(list.split('"').skip(1).step_by(2).map(str::to_owned));
-    }
-    names
-}
-
-/// Occurrences of `pat` not preceded by an identifier character or `.`.
-fn calls<'a>(code: &'a str, pat: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    code.match_indices(pat)
-        .filter(|(at, _)| {
-            !code[..*at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| is_ident_char(c) || c == '.')
-        })
-        .map(move |(at, _)| &code[at + pat.len()..])
-}
-
-/// The string literal right after each `pat` (which ends with `"`).
-fn literals(code: &str, pat: &str) -> BTreeSet<String> {
-    calls(code, pat)
-        .map(|rest| rest[..rest.find('"').expect("a closing quote")].to_owned())
-        .collect()
-}
-
-/// The first argument of each call of `fname`.
-fn first_args(code: &str, fname: &str) -> Vec<String> {
-    calls(code, &format!("{fname}("))
-        .map(|rest| {
-            rest[..rest.find([',', ')']).unwrap_or(rest.len())]
-                .trim()
-                .to_owned()
-        })
-        .collect()
-}
-
-/// A JavaScript string literal's body, unescaped (the escapes the
-/// preludes use).
-fn unescape(literal: &str) -> String {
-    let mut out = String::new();
-    let mut chars = literal.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('u') => {
-                let hex: String = chars.by_ref().take(4).collect();
-                out.push(char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap());
-            }
-            Some('n') => out.push('\n'),
-            Some(other) => out.push(other),
-            None => {}
-        }
-    }
-    out
-}
-
-/// The host functions the header comment documents, with their kind
-/// (`//   __name(args)   sync: ...`).
+/// The host functions the header comment documents, with their kind.
 fn documented(src: &str) -> BTreeMap<String, Kind> {
-    src.lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix("//   __")?;
-            let name = format!("__{}", ident(rest));
-            let after = &rest[rest.find(')')? + 1..];
-            let kind = match after.trim_start().split(':').next()? {
-                "sync" => Kind::Sync,
-                "async" => Kind::Async,
-                _ => return None,
-            };
-            Some((name, kind))
+    prelude_js::documented(src)
+        .into_iter()
+        .filter_map(|(name, kind)| match kind.as_str() {
+            "sync" => Some((name, Kind::Sync)),
+            "async" => Some((name, Kind::Async)),
+            _ => None,
         })
         .collect()
 }
@@ -198,10 +81,6 @@ fn rust_kind(function: &HostFunction) -> Kind {
         HostFunction::Sync(_) => Kind::Sync,
         HostFunction::Async => Kind::Async,
     }
-}
-
-fn set<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> BTreeSet<String> {
-    items.into_iter().map(|s| s.as_ref().to_owned()).collect()
 }
 
 /// The host function the prelude reads into `var`.

@@ -19,6 +19,8 @@ use talon_toolsearch::{
     CodeSandbox, Mode, PRELUDE_NAME, ToolSearch, ToolSearchConfig, build_surface, prelude,
 };
 
+use talon_testing::prelude_js::{self, calls, code, deleted, documented, literals, set};
+
 use super::{Echo, catalog, ctx};
 
 /// The prelude's text, as the crate embeds it.
@@ -28,92 +30,12 @@ const CODE_MODE_JS: &str = include_str!("../../../talon-codemode/src/js/code_mod
 
 // --- reading the prelude -------------------------------------------------------
 
-/// The source without its full-line comments (which name the host
-/// functions in prose).
-fn code(src: &str) -> String {
-    src.lines()
-        .filter(|line| !line.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn is_ident_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '$'
-}
-
-/// The identifier at the start of `s`.
-fn ident(s: &str) -> &str {
-    &s[..s.find(|c| !is_ident_char(c)).unwrap_or(s.len())]
-}
-
-/// Host functions read into constants (`const VAR = [WRAP(]g.NAME[)];`):
-/// name and wrapper, if any.
+/// Host functions read into constants: name and wrapper, if any.
 fn captures(code: &str) -> BTreeMap<String, Option<String>> {
-    code.lines()
-        .filter_map(|line| {
-            let (_, rhs) = line.trim().strip_prefix("const ")?.split_once(" = ")?;
-            let rhs = rhs.strip_suffix(';')?;
-            let (wrap, inner) = match rhs.split_once('(') {
-                Some((wrap, rest)) => (Some(wrap.to_owned()), rest.strip_suffix(')')?),
-                None => (None, rhs),
-            };
-            let name = inner.strip_prefix("g.")?;
-            (name.starts_with("__") && ident(name) == name).then(|| (name.to_owned(), wrap))
-        })
+    prelude_js::captures(code)
+        .into_iter()
+        .map(|c| (c.name, c.wrap))
         .collect()
-}
-
-/// Every `delete g.NAME` and the names of a `for (const name of [...])`
-/// loop that runs `delete g[name]`.
-fn deleted(code: &str) -> Vec<String> {
-    let mut names: Vec<String> = code
-        .split("delete g.")
-        .skip(1)
-        .map(|rest| ident(rest).to_owned())
-        .collect();
-    if let Some(at) = code.find("delete g[name]") {
-        let head = &code[..at];
-        let list = &head[head.rfind("for (const name of [").expect("the loop")..];
-        let list = &list[..list.find(']').expect("the list's end")];
-        names.extend(list.split('"').skip(1).step_by(2).map(str::to_owned));
-    }
-    names
-}
-
-/// The text after each `pat` not preceded by an identifier character or `.`.
-fn calls<'a>(code: &'a str, pat: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-    code.match_indices(pat)
-        .filter(|(at, _)| {
-            !code[..*at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| is_ident_char(c) || c == '.')
-        })
-        .map(move |(at, _)| &code[at + pat.len()..])
-}
-
-/// The string literal right after each `pat` (which ends with `"`).
-fn literals(code: &str, pat: &str) -> BTreeSet<String> {
-    calls(code, pat)
-        .map(|rest| rest[..rest.find('"').expect("a closing quote")].to_owned())
-        .collect()
-}
-
-/// The host functions the header comment documents, with their kind
-/// (`//   __name(args)   async: ...`).
-fn documented(src: &str) -> BTreeMap<String, String> {
-    src.lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix("//   __")?;
-            let after = &rest[rest.find(')')? + 1..];
-            let kind = after.trim_start().split(':').next()?;
-            Some((format!("__{}", ident(rest)), kind.to_owned()))
-        })
-        .collect()
-}
-
-fn set<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> BTreeSet<String> {
-    items.into_iter().map(|s| s.as_ref().to_owned()).collect()
 }
 
 // --- the static contract ---------------------------------------------------------
