@@ -1,7 +1,8 @@
-//! The process's one sandbox: a [`CellEngine`] whose base image carries
-//! every surface's guest API (Code Mode's and `tool_search_code`'s), so
-//! both run their cells on one engine, one compiled module and one worker
-//! pool, and every command shares one cached artifact.
+//! The process's one sandbox: a [`CellEngine`] with every surface's guest
+//! API (Code Mode's and `tool_search_code`'s, an image each, built the
+//! first time a cell of that surface runs), so both run their cells on one
+//! engine and one worker pool, and every command shares the cached
+//! artifacts.
 
 use talon_sandbox::{CellEngine, SandboxConfig, SandboxError};
 

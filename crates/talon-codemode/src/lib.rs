@@ -43,9 +43,11 @@ pub use surface::CodeModeSurface;
 /// tests hold both sides to it: the prelude (its name, source and host
 /// functions), the host functions a run's VMs get (with their sync/async
 /// kinds), the data parts, `API` operations and MCP kinds the host
-/// answers, and the separator of namespace paths.
+/// answers, the separator of namespace paths and the set-up function of a
+/// fresh cell.
 pub mod contract {
     pub use crate::bridge::{API_OPS, DATA_PARTS, MCP_KINDS, host_functions};
+    pub use crate::cell::SETUP_FN;
     pub use crate::namespaces::PATH_SEPARATOR;
     pub use crate::runtime::{PRELUDE_NAME, prelude};
 }

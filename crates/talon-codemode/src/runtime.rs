@@ -40,8 +40,8 @@ pub fn applies(config: Option<&CodeModeConfig>, catalog: &Catalog, tools_disable
         && (!catalog.is_empty() || !catalog.direct_only().is_empty())
 }
 
-/// The name of Code Mode's prelude in the shared base image (and of the
-/// guest API it installs in each VM).
+/// The name of Code Mode's prelude, and of its image in the shared sandbox
+/// (the image every cell runs in).
 pub const PRELUDE_NAME: &str = "code-mode";
 
 /// Code Mode's guest API, to bake into the process's shared sandbox

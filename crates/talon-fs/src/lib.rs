@@ -192,6 +192,23 @@ fn open_error(path: &Path, symlinks: Symlinks, source: std::io::Error) -> FsErro
     }
 }
 
+/// Talon's cache directory: `explicit` when given, else `$TALON_CACHE_DIR`,
+/// else `$XDG_CACHE_HOME/talon`, else `$HOME/.cache/talon`; `None` when
+/// none of those is set. What lives there (compiled modules, the snapshot
+/// key, the embedding model) can always be rebuilt or fetched again.
+pub fn cache_dir(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(dir) = explicit {
+        return Some(dir.to_owned());
+    }
+    if let Some(dir) = std::env::var_os("TALON_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("talon"));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("talon"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,12 +114,19 @@ pub struct VmOptions {
     pub limits: Limits,
     /// Its clock.
     pub clock: Clock,
+    /// The prelude whose image it starts from, by [`Prelude::name`] (the
+    /// guest API is already installed there); `None`: the bare image, with
+    /// only the sandbox's own prelude. A snapshot restores only into the
+    /// image it was made from.
+    pub prelude: Option<String>,
 }
 
-/// A script run into the base image after the sandbox's own prelude (Code
-/// Mode's guest API is one). Its host functions are installed as globals
-/// before it runs, so it can capture them and hide the globals; VMs created
-/// from the image do not install them again.
+/// A surface's guest API (Code Mode's is one): a script run once, after the
+/// sandbox's own prelude, into an image of its own, which VMs choose with
+/// [`VmOptions::prelude`]; VMs of other images never see it. Its host
+/// functions are installed as globals before it runs, so it can capture
+/// them and hide the globals; VMs created from the image do not install
+/// them again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prelude {
     /// Shown as the file name in stack traces: `<prelude:NAME>`.
@@ -149,7 +156,8 @@ pub struct SandboxConfig {
     /// Bytes of each VM's memory kept resident when its slot is reused, so
     /// a new VM does not page-fault its way through the base image.
     pub keep_resident_bytes: usize,
-    /// Scripts baked into the base image, in order.
+    /// The surfaces' guest APIs, each baked into its own image (names are
+    /// unique).
     pub preludes: Vec<Prelude>,
     /// The key that authenticates snapshots. `None`: the key stored in
     /// `<cache dir>/snapshot.key` (created on first use, mode 0600), so that

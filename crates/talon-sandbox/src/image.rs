@@ -1,11 +1,14 @@
-//! The base image: a VM captured once after QuickJS is initialised and the
-//! sandbox prelude has run. Creating a VM means instantiating the module and
-//! writing the image's pages, never re-initialising QuickJS.
+//! Base images: VMs captured once after QuickJS is initialised and the
+//! sandbox's prelude (`js/base.js`) has run: the bare image, and one per
+//! surface prelude, which ran that prelude too. Creating a VM means
+//! instantiating the module and writing the image's pages, never
+//! re-initialising QuickJS or a guest API.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Engine, InstancePre, Store};
+use wasmtime::{Engine, InstancePre, Linker, Store};
 
 use crate::abi::{ExportIndex, Exports};
 use crate::config::{Limits, Prelude};
@@ -14,7 +17,9 @@ use crate::functions::HostFunctions;
 use crate::guest::{eval_raw, install_function};
 use crate::host::{ClassIds, GuestPointers, HostState, NOW_FN, PRINT_FN, RANDOM_FN};
 use crate::props::STRINGS;
-use crate::runtime::{QUICKJS_WASM_SHA256, instantiate};
+use crate::runtime::{
+    QUICKJS_WASM, QUICKJS_WASM_SHA256, Unit, hex, instantiate, link, load_module,
+};
 
 /// Granularity of image and snapshot diffs.
 pub(crate) const PAGE: usize = 4096;
@@ -22,8 +27,74 @@ pub(crate) const PAGE: usize = 4096;
 pub(crate) const WASM_PAGE: usize = 65_536;
 
 const BASE_PRELUDE: &str = include_str!("js/base.js");
-/// Run after the preludes: closes the registry of guest APIs.
-const CLOSE_REGISTRY: &str = "delete globalThis.__talon_register_api;";
+
+/// A base image and the module its VMs instantiate: the image baked into a
+/// module of its own when that worked (instances start as the image,
+/// copy-on-write), else the original module, which gets the image copied
+/// in.
+pub(crate) struct Image {
+    pub base: BaseImage,
+    pub pre: InstancePre<HostState>,
+    pub exports: ExportIndex,
+}
+
+/// What building an image needs, kept by the sandbox for images built on
+/// first use. It does not keep the original module: once every image is
+/// baked nothing instantiates it, and its code would stay resident (2.4 MB).
+pub(crate) struct ImageBuilder {
+    pub engine: Engine,
+    pub linker: Linker<HostState>,
+    /// Where compiled modules are cached.
+    pub cache: Option<PathBuf>,
+}
+
+impl ImageBuilder {
+    /// The original module, linked: from the cache when it is there.
+    pub fn original(&self) -> Result<(InstancePre<HostState>, bool)> {
+        let unit = Unit {
+            name: "quickjs",
+            bytes: QUICKJS_WASM,
+            sha256: QUICKJS_WASM_SHA256.to_owned(),
+        };
+        let (module, from_cache) = load_module(&self.engine, self.cache.as_deref(), &unit)?;
+        Ok((link(&self.linker, &module)?, from_cache))
+    }
+
+    /// Builds the image of `prelude` (`None`: the bare image) on
+    /// `original` and bakes it.
+    pub fn build(
+        &self,
+        original: &InstancePre<HostState>,
+        prelude: Option<&Prelude>,
+    ) -> Result<Image> {
+        let mut base = BaseImage::build(&self.engine, original, prelude)?;
+        let baked = crate::bake::bake(QUICKJS_WASM, &base.memory, base.registers.stack_pointer)
+            .and_then(|bytes| {
+                let unit = Unit {
+                    name: "quickjs-base",
+                    sha256: hex(&Sha256::digest(&bytes)),
+                    bytes: &bytes,
+                };
+                let (module, _) = load_module(&self.engine, self.cache.as_deref(), &unit)?;
+                link(&self.linker, &module)
+            });
+        let pre = match baked {
+            Ok(pre) => {
+                base.baked = true;
+                pre
+            }
+            Err(e) => {
+                tracing::warn!(prelude = ?base.prelude, error = %e, "image not baked; VMs copy it instead");
+                original.clone()
+            }
+        };
+        Ok(Image {
+            exports: ExportIndex::new(pre.module())?,
+            base,
+            pre,
+        })
+    }
+}
 
 /// The registers of a VM that live outside linear memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +106,9 @@ pub(crate) struct Registers {
 }
 
 pub(crate) struct BaseImage {
-    /// Host functions the image already installed (by its preludes).
+    /// The prelude it ran after the sandbox's own (`None`: the bare image).
+    pub prelude: Option<String>,
+    /// Host functions the image already installed (by its prelude).
     pub hosted: std::collections::BTreeSet<String>,
     /// The image's whole linear memory (snapshots are diffs against it).
     pub memory: Vec<u8>,
@@ -46,7 +119,7 @@ pub(crate) struct BaseImage {
     /// `true` when instances come from the baked module and already hold
     /// the image.
     pub baked: bool,
-    /// Identifies module + prelude + image; snapshots carry it.
+    /// Identifies module + preludes + image; snapshots carry it.
     pub id: [u8; 32],
 }
 
@@ -54,7 +127,7 @@ impl BaseImage {
     pub fn build(
         engine: &Engine,
         pre: &InstancePre<HostState>,
-        preludes: &[Prelude],
+        prelude: Option<&Prelude>,
     ) -> Result<Self> {
         // The image must be the same in every process: snapshots name it
         // by hash, and the baked module is cached by hash. So the clock is
@@ -64,7 +137,7 @@ impl BaseImage {
             || HostState::deterministic(Limits::default(), Arc::new(HostFunctions::new()));
         let index = ExportIndex::new(pre.module())?;
         let (mut store, ex) = instantiate(engine, pre, &index, fresh_state()?)?;
-        let registers = initialise(&mut store, &ex, preludes)?;
+        let registers = initialise(&mut store, &ex, prelude)?;
         let classes = class_ids(&mut store, &ex)?;
         let memory = ex.memory.data(&store).to_vec();
 
@@ -84,14 +157,19 @@ impl BaseImage {
         let mut hasher = Sha256::new();
         hasher.update(QUICKJS_WASM_SHA256.as_bytes());
         hasher.update(BASE_PRELUDE.as_bytes());
-        hasher.update(CLOSE_REGISTRY.as_bytes());
+        if let Some(prelude) = prelude {
+            hasher.update(prelude.name.as_bytes());
+            hasher.update([0]);
+            hasher.update(prelude.source.as_bytes());
+        }
         hasher.update(&memory);
         let id = hasher.finalize().into();
-        let hosted = preludes
+        let hosted = prelude
             .iter()
             .flat_map(|p| p.host_functions.iter().cloned())
             .collect();
         Ok(Self {
+            prelude: prelude.map(|p| p.name.clone()),
             hosted,
             memory,
             dirty_pages,
@@ -166,11 +244,12 @@ pub(crate) fn read_registers(store: &mut Store<HostState>, ex: &Exports) -> Resu
 }
 
 /// Runs `_initialize` and `qjs_init`, allocates the VM's fixed guest
-/// buffers, installs the sandbox's own host functions and runs the prelude.
+/// buffers, installs the sandbox's own host functions and runs its prelude,
+/// then the surface's `prelude` (with its host functions installed first).
 fn initialise(
     store: &mut Store<HostState>,
     ex: &Exports,
-    preludes: &[Prelude],
+    prelude: Option<&Prelude>,
 ) -> Result<Registers> {
     let init = |e: SandboxError| match e {
         SandboxError::RuntimeUnavailable(_) => e,
@@ -182,9 +261,7 @@ fn initialise(
         Err(SandboxError::PendingException) => {
             let exc = ex.qjs_get_exception.call(&mut *store, ())?;
             let error = crate::props::read_error_fields(store, ex, exc)?;
-            Err(SandboxError::runtime(format!(
-                "the base prelude threw {error}"
-            )))
+            Err(SandboxError::runtime(format!("{file} threw {error}")))
         }
         other => other,
     };
@@ -230,7 +307,7 @@ fn initialise(
     ex.qjs_free_value
         .call(&mut *store, result)
         .map_err(|e| init(e.into()))?;
-    for prelude in preludes {
+    if let Some(prelude) = prelude {
         for name in &prelude.host_functions {
             install_function(store, ex, name).map_err(init)?;
         }
@@ -244,11 +321,6 @@ fn initialise(
             .call(&mut *store, result)
             .map_err(|e| init(e.into()))?;
     }
-    // Every prelude registered its API: nothing else may.
-    let result = eval(store, CLOSE_REGISTRY, "<talon-base>").map_err(init)?;
-    ex.qjs_free_value
-        .call(&mut *store, result)
-        .map_err(|e| init(e.into()))?;
     ex.qjs_run_gc
         .call(&mut *store, ())
         .map_err(|e| init(e.into()))?;

@@ -2,8 +2,9 @@
 //! hosted by wasmtime and driven through its C ABI from Rust.
 //!
 //! - [`Sandbox`]: one per process. Compiles the module once (cached on disk
-//!   by wasmtime's compatibility hash), builds the base image, runs the
-//!   hard-stop clock.
+//!   by wasmtime's compatibility hash), builds the base images (the bare
+//!   one and one per surface prelude, each baked into its own module), runs
+//!   the hard-stop clock.
 //! - [`Vm`]: one guest. Scripts and cells (async function bodies), pending
 //!   jobs, host functions by stable name (sync, or async with a promise the
 //!   host settles later), snapshots and restore.
@@ -41,23 +42,14 @@ pub use driver::{Answer, CellEngine, CellHost, DriveLimits, Driven, Halt, Machin
 pub use error::{GuestError, Result, SandboxError};
 pub use functions::{HostCallError, HostFunction, HostFunctions, PendingCall, SyncHostFn};
 pub use pool::Pool;
-pub use runtime::{
-    INSTALL_API_FN, ModuleLoad, QUICKJS_WASI_VERSION, QUICKJS_WASM_SHA256, Sandbox, host_secret,
-    install_api,
-};
+pub use runtime::{ModuleLoad, QUICKJS_WASI_VERSION, QUICKJS_WASM_SHA256, Sandbox, host_secret};
 pub use snapshot::SNAPSHOT_VERSION;
 pub use vm::{CellStatus, Vm};
 
 /// The names and numbers the sandbox's JavaScript (`js/base.js`) and the
 /// surfaces' preludes share with the host: the host functions every VM
-/// has, the print streams, and the guest functions that register and
-/// install a prelude's API. Exposed so that tests hold both sides to them.
+/// has and the print streams. Exposed so that tests hold both sides to
+/// them.
 pub mod contract {
     pub use crate::host::{BASE_HOST_FUNCTIONS, NOW_FN, PRINT_FN, PRINT_STREAMS, RANDOM_FN};
-    pub use crate::runtime::INSTALL_API_FN;
-
-    /// The guest function each prelude registers its API with
-    /// (`__talon_register_api(name, install)`, defined by `js/base.js`);
-    /// the image builder removes it once every prelude ran.
-    pub const REGISTER_API_FN: &str = "__talon_register_api";
 }

@@ -1,13 +1,14 @@
 //! The process-wide sandbox: one wasmtime `Engine`, the module compiled once
 //! (and cached on disk as a precompiled artifact keyed by wasmtime's
-//! compatibility hash), the linker with every import, the base image, and
-//! the epoch ticker behind the hard-stop deadline.
+//! compatibility hash), the linker with every import, the base images (the
+//! bare one and one per surface prelude), and the epoch ticker behind the
+//! hard-stop deadline.
 
 use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -18,11 +19,11 @@ use wasmtime::{
 };
 
 use crate::abi::{ExportIndex, Exports};
-use crate::config::{SandboxConfig, VmOptions};
+use crate::config::{Prelude, SandboxConfig, VmOptions};
 use crate::error::{Result, SandboxError};
 use crate::functions::HostFunctions;
 use crate::host::{HostState, define_imports};
-use crate::image::BaseImage;
+use crate::image::{Image, ImageBuilder};
 use crate::snapshot::SnapshotKey;
 use crate::vm::Vm;
 
@@ -42,14 +43,33 @@ pub struct Sandbox {
 
 pub(crate) struct Inner {
     pub engine: Engine,
-    pub pre: InstancePre<HostState>,
-    pub exports: ExportIndex,
-    pub image: BaseImage,
+    /// The bare image first, then one per configured prelude, in order:
+    /// each built on first use (a process rarely needs them all, and each
+    /// costs ~12 ms to build and bake, and its memory).
+    slots: Vec<Slot>,
+    /// Held while an image is built, so each is built once. It holds the
+    /// original module loaded at start until the first image is built
+    /// with it (later builds load it again from the cache).
+    building: Mutex<Option<InstancePre<HostState>>>,
+    builder: ImageBuilder,
     pub snapshot_key: SnapshotKey,
     pub config: SandboxConfig,
     ticker_stop: Arc<AtomicBool>,
     /// How the module was obtained, for diagnostics.
     pub load: ModuleLoad,
+}
+
+/// An image, built on first use.
+struct Slot {
+    /// `None`: the bare image.
+    prelude: Option<Prelude>,
+    image: OnceLock<Arc<Image>>,
+}
+
+impl Slot {
+    fn name(&self) -> Option<&str> {
+        self.prelude.as_ref().map(|p| p.name.as_str())
+    }
 }
 
 impl Drop for Inner {
@@ -77,66 +97,57 @@ impl std::fmt::Debug for Sandbox {
 
 impl Sandbox {
     /// Builds the sandbox: engine, compiled module (from the cache when it
-    /// can), base image. Fails with [`SandboxError::RuntimeUnavailable`].
+    /// can), the epoch ticker. The images (the bare one and one per
+    /// prelude, each baked into a module of its own) are built on first
+    /// use. Fails with [`SandboxError::RuntimeUnavailable`].
     pub fn new(config: SandboxConfig) -> Result<Self> {
         let engine = engine(&config)?;
 
         let started = Instant::now();
-        let cache = cache_dir(&config);
-        let original = Unit {
-            name: "quickjs",
-            bytes: QUICKJS_WASM,
-            sha256: QUICKJS_WASM_SHA256.to_owned(),
-        };
-        let (module, from_cache) = load_module(&engine, cache.as_deref(), &original)?;
-
         let mut linker = Linker::new(&engine);
         define_imports(&mut linker)?;
-        let link = |module: &Module| {
-            linker
-                .instantiate_pre(module)
-                .map_err(|e| SandboxError::runtime(format!("linking: {e}")))
+        let builder = ImageBuilder {
+            engine: engine.clone(),
+            linker,
+            cache: cache_dir(&config),
         };
-        let original_pre = link(&module)?;
-
+        // Loaded now so that a module that cannot be compiled fails the
+        // start; kept only for the first image (its code would otherwise
+        // stay resident).
+        let (original, from_cache) = builder.original()?;
+        let mut slots = vec![Slot {
+            prelude: None,
+            image: OnceLock::new(),
+        }];
+        for prelude in &config.preludes {
+            if slots
+                .iter()
+                .any(|s| s.name() == Some(prelude.name.as_str()))
+            {
+                return Err(SandboxError::runtime(format!(
+                    "two preludes named {:?}",
+                    prelude.name
+                )));
+            }
+            slots.push(Slot {
+                prelude: Some(prelude.clone()),
+                image: OnceLock::new(),
+            });
+        }
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
-
-        let mut image = BaseImage::build(&engine, &original_pre, &config.preludes)?;
-        // Instances of the baked module start as the image (copy-on-write);
-        // if baking fails, instances of the original get the image copied in.
-        let baked = crate::bake::bake(QUICKJS_WASM, &image.memory, image.registers.stack_pointer)
-            .and_then(|bytes| {
-                let unit = Unit {
-                    name: "quickjs-base",
-                    sha256: hex(&Sha256::digest(&bytes)),
-                    bytes: &bytes,
-                };
-                let (module, _) = load_module(&engine, cache.as_deref(), &unit)?;
-                link(&module)
-            });
-        let pre = match baked {
-            Ok(pre) => {
-                image.baked = true;
-                pre
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "base image not baked; VMs copy it instead");
-                original_pre
-            }
-        };
         let load = ModuleLoad {
             from_cache,
             elapsed: started.elapsed(),
         };
-        tracing::debug!(?load, baked = image.baked, "sandbox ready");
+        tracing::debug!(?load, "sandbox ready");
         let snapshot_key = host_secret(&config)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
-                exports: ExportIndex::new(pre.module())?,
-                pre,
-                image,
+                slots,
+                building: Mutex::new(Some(original)),
+                builder,
                 snapshot_key,
                 config,
                 ticker_stop,
@@ -145,10 +156,46 @@ impl Sandbox {
         })
     }
 
-    /// Whether the base image ran the prelude named `name` (and so can
-    /// install its guest API; see [`install_api`]).
+    /// Whether the sandbox has an image for the prelude named `name` (VMs
+    /// name it in [`VmOptions::prelude`]).
     pub fn has_prelude(&self, name: &str) -> bool {
-        self.inner.config.preludes.iter().any(|p| p.name == name)
+        self.inner.slots.iter().any(|s| s.name() == Some(name))
+    }
+
+    /// The image VMs with `prelude` start from (`None`: the bare image),
+    /// built now if it has not been yet. A prelude that throws fails here,
+    /// with [`SandboxError::RuntimeUnavailable`].
+    pub(crate) fn image(&self, prelude: Option<&str>) -> Result<Arc<Image>> {
+        let slot = self
+            .inner
+            .slots
+            .iter()
+            .find(|s| s.name() == prelude)
+            .ok_or_else(|| {
+                let name = prelude.unwrap_or_default();
+                SandboxError::Internal(format!("the sandbox has no prelude named {name:?}"))
+            })?;
+        if let Some(image) = slot.image.get() {
+            return Ok(image.clone());
+        }
+        let mut building = self
+            .inner
+            .building
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(image) = slot.image.get() {
+            return Ok(image.clone());
+        }
+        let builder = &self.inner.builder;
+        let started = Instant::now();
+        let original = match building.take() {
+            Some(original) => original,
+            None => builder.original()?.0,
+        };
+        let image = Arc::new(builder.build(&original, slot.prelude.as_ref())?);
+        tracing::debug!(prelude = ?slot.name(), elapsed = ?started.elapsed(), "image built");
+        let _ = slot.image.set(image.clone());
+        Ok(image)
     }
 
     /// How the compiled module was obtained.
@@ -173,20 +220,27 @@ impl Sandbox {
         Vm::restore(self.clone(), snapshot, options, Arc::new(functions))
     }
 
-    /// A store and instance with every import, nothing initialised.
-    pub(crate) fn instantiate(&self, state: HostState) -> Result<(Store<HostState>, Arc<Exports>)> {
-        instantiate(
-            &self.inner.engine,
-            &self.inner.pre,
-            &self.inner.exports,
-            state,
-        )
+    /// A store and an instance of `image`'s module with every import, the
+    /// image not yet applied (see [`crate::image::BaseImage::apply`]).
+    pub(crate) fn instantiate(
+        &self,
+        image: &Image,
+        state: HostState,
+    ) -> Result<(Store<HostState>, Arc<Exports>)> {
+        instantiate(&self.inner.engine, &image.pre, &image.exports, state)
     }
 
     pub(crate) fn ticks_for(&self, budget: Duration) -> u64 {
         let tick = self.inner.config.epoch_tick.as_nanos().max(1);
         (budget.as_nanos() / tick) as u64 + 2
     }
+}
+
+/// Links `module` against every import.
+pub(crate) fn link(linker: &Linker<HostState>, module: &Module) -> Result<InstancePre<HostState>> {
+    linker
+        .instantiate_pre(module)
+        .map_err(|e| SandboxError::runtime(format!("linking: {e}")))
 }
 
 /// The largest linear memory a VM may have: the clamped heap limit plus
@@ -256,16 +310,7 @@ fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> Result
 }
 
 fn cache_dir(config: &SandboxConfig) -> Option<PathBuf> {
-    if let Some(dir) = &config.cache_dir {
-        return Some(dir.clone());
-    }
-    if let Some(dir) = std::env::var_os("TALON_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(dir).join("talon"));
-    }
-    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache").join("talon"))
+    talon_fs::cache_dir(config.cache_dir.as_deref())
 }
 
 /// The cache key: a name, the module's hash and the engine's compatibility
@@ -280,7 +325,11 @@ fn cache_key(engine: &Engine, name: &str, module_sha256: &str) -> String {
 /// file lock, so concurrent processes do not all pay the compile) and
 /// stores it. The artifact's SHA-256 is stored beside it and checked before
 /// the artifact is trusted.
-fn load_module(engine: &Engine, cache: Option<&Path>, unit: &Unit<'_>) -> Result<(Module, bool)> {
+pub(crate) fn load_module(
+    engine: &Engine,
+    cache: Option<&Path>,
+    unit: &Unit<'_>,
+) -> Result<(Module, bool)> {
     let compile = |engine: &Engine| compile(engine, unit.bytes);
     let Some(cache) = cache else {
         return Ok((compile(engine)?, false));
@@ -405,10 +454,10 @@ fn open_lock(path: &Path) -> std::io::Result<File> {
 }
 
 /// A module to compile or load from the cache.
-struct Unit<'a> {
-    name: &'a str,
-    bytes: &'a [u8],
-    sha256: String,
+pub(crate) struct Unit<'a> {
+    pub name: &'a str,
+    pub bytes: &'a [u8],
+    pub sha256: String,
 }
 
 fn compile(engine: &Engine, bytes: &[u8]) -> Result<Module> {
@@ -476,15 +525,4 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
             let _ = write!(s, "{b:02x}");
             s
         })
-}
-
-/// The guest function that installs one prelude's API (`js/base.js`).
-pub const INSTALL_API_FN: &str = "__talon_install_api";
-
-/// The script that installs prelude `name`'s guest API in a fresh VM, with
-/// `arg`, before any guest code runs (a cell's prologue). It removes the
-/// installer, so the VM gets exactly this one API.
-pub fn install_api(name: &str, arg: &serde_json::Value) -> String {
-    let name = serde_json::Value::String(name.to_owned());
-    format!("{INSTALL_API_FN}({name}, {arg});")
 }

@@ -16,6 +16,7 @@ use crate::error::{GuestError, Result, SandboxError};
 use crate::functions::{HostCallError, HostFunctions, PendingCall};
 use crate::guest::{eval_raw, install_function, new_error};
 use crate::host::{HostState, Settlement};
+use crate::image::Image;
 use crate::runtime::{NO_DEADLINE_TICKS, Sandbox};
 use crate::snapshot;
 
@@ -38,6 +39,8 @@ pub enum CellStatus {
 /// [`SandboxError::Poisoned`].
 pub struct Vm {
     sandbox: Sandbox,
+    /// The image it started from.
+    image: Arc<Image>,
     store: Store<HostState>,
     ex: Arc<Exports>,
     /// The running cell's promise (owned box).
@@ -67,7 +70,8 @@ impl Vm {
         options: VmOptions,
         functions: Arc<HostFunctions>,
     ) -> Result<Self> {
-        let hosted = &sandbox.inner.image.hosted;
+        let image = sandbox.image(options.prelude.as_deref())?;
+        let hosted = &image.base.hosted;
         let names: Vec<String> = functions
             .names()
             .into_iter()
@@ -75,10 +79,11 @@ impl Vm {
             .map(str::to_owned)
             .collect();
         let state = HostState::new(options.limits.clamped(), functions, options.clock)?;
-        let (mut store, ex) = sandbox.instantiate(state)?;
-        sandbox.inner.image.apply(&mut store, &ex)?;
+        let (mut store, ex) = sandbox.instantiate(&image, state)?;
+        image.base.apply(&mut store, &ex)?;
         let mut vm = Self {
             sandbox,
+            image,
             store,
             ex,
             cell: None,
@@ -98,21 +103,22 @@ impl Vm {
         functions: Arc<HostFunctions>,
     ) -> Result<Self> {
         let limits = options.limits.clamped();
-        let image = &sandbox.inner.image;
+        let image = sandbox.image(options.prelude.as_deref())?;
         let decoded = snapshot::decode(
             bytes,
-            image,
+            &image.base,
             &sandbox.inner.snapshot_key,
             &limits,
             &functions,
         )?;
         let state = HostState::new(limits, functions, options.clock)?;
-        let (mut store, ex) = sandbox.instantiate(state)?;
-        image.apply(&mut store, &ex)?;
+        let (mut store, ex) = sandbox.instantiate(&image, state)?;
+        image.base.apply(&mut store, &ex)?;
         let cell = (decoded.cell != 0).then_some(decoded.cell);
         decoded.apply(&mut store, &ex)?;
         let mut vm = Self {
             sandbox,
+            image,
             store,
             ex,
             cell,
@@ -318,7 +324,7 @@ impl Vm {
         snapshot::encode(
             &mut self.store,
             &self.ex,
-            &inner.image,
+            &self.image.base,
             &inner.snapshot_key,
             self.cell.unwrap_or(0),
         )

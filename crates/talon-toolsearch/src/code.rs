@@ -13,14 +13,13 @@ use talon_protocol::ConsoleOutput;
 use talon_sandbox::{
     Answer, CallResult, Calls, CellEngine, CellHost, DriveLimits, Halt, HostCallError,
     HostFunctions, Limits, Machine, PendingCall, Prelude, SandboxConfig, SandboxError, VmOptions,
-    install_api,
 };
 use talon_tools::{CallOutcome, RunContext};
 
 use crate::runtime::Handlers;
 
-/// The name of the `openclaw.tools` prelude in the shared base image (and
-/// of the guest API it installs in each VM).
+/// The name of the `openclaw.tools` prelude, and of its image in the shared
+/// sandbox (the image `tool_search_code` bodies run in).
 pub const PRELUDE_NAME: &str = "openclaw-tools";
 
 pub(crate) const SEARCH_FN: &str = "__openclaw_tools_search";
@@ -108,12 +107,9 @@ impl CellHost for BodyHost {
                 timeout: remaining,
                 ..Limits::default()
             },
+            prelude: Some(PRELUDE_NAME.to_owned()),
             ..VmOptions::default()
         }
-    }
-
-    fn prologue(&self) -> Option<String> {
-        Some(install_api(PRELUDE_NAME, &Value::Null))
     }
 
     fn accept(&mut self, call: PendingCall) -> Answer<()> {

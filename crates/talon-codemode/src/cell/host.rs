@@ -8,11 +8,15 @@
 use serde_json::{Value, json};
 use talon_sandbox::{
     Answer, CallFuture, CallResult, CellHost, HostFunctions, Limits, PendingCall, VmOptions,
-    install_api,
 };
 
 use crate::bridge::{Nested, Request};
 use crate::runtime::{CodeModeRun, PRELUDE_NAME};
+
+/// The guest function Code Mode's prelude defines for the prologue of a
+/// fresh cell: it installs the run's plugin namespace globals and removes
+/// itself.
+pub const SETUP_FN: &str = "__openclaw_setup";
 
 /// Guest-side cap on unsettled host calls of one cell; calls beyond
 /// `maxPendingToolCalls` queue on the host until a slot frees.
@@ -78,6 +82,7 @@ impl CellHost for NestedHost<'_> {
                 ..Limits::default()
             }
             .clamped(),
+            prelude: Some(PRELUDE_NAME.to_owned()),
             ..VmOptions::default()
         }
     }
@@ -91,7 +96,7 @@ impl CellHost for NestedHost<'_> {
             .iter()
             .map(|ns| ns.registration.global_name.as_str())
             .collect();
-        Some(install_api(PRELUDE_NAME, &json!(globals)))
+        Some(format!("{SETUP_FN}({});", json!(globals)))
     }
 
     fn deliver(&self, result: CallResult) -> CallResult {

@@ -12,6 +12,7 @@
 //! `nested_tool_failed`.
 
 pub(crate) mod host;
+pub use host::SETUP_FN;
 pub(crate) mod suspend;
 
 use std::time::Instant;

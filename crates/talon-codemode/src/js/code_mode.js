@@ -1,9 +1,9 @@
-// Code Mode's guest API, baked into the base image once. It captures the
-// host functions and hides their globals; when the host installs the API
-// in a VM (`__talon_install_api("code-mode", names)`, before the cell) it
-// defines exactly the seed's globals: ALL_TOOLS, tools, MCP, API,
-// namespaces, text, json, yield_control (plus each visible plugin
-// namespace under its globalName).
+// Code Mode's guest API, run once into Code Mode's own image (a VM of
+// another surface never has it). It captures the host functions, hides
+// their globals, and installs exactly the seed's globals: ALL_TOOLS,
+// tools, MCP, API, namespaces, text, json, yield_control (plus each
+// visible plugin namespace under its globalName, through
+// `__openclaw_setup`, which the host calls before each fresh cell).
 //
 // Run data (the catalog, MCP servers, namespace descriptors) differs per
 // run, so the globals are built lazily, on first use, from the synchronous
@@ -42,7 +42,6 @@
   const ns = async(g.__openclaw_ns);
   const yieldHost = g.__openclaw_yield;
   const print = g.__talon_print;
-  const register = g.__talon_register_api;
   for (const name of [
     "__openclaw_data", "__openclaw_search", "__openclaw_describe", "__openclaw_api",
     "__openclaw_mcp_api", "__openclaw_call", "__openclaw_mcp", "__openclaw_ns",
@@ -52,7 +51,6 @@
   }
 
   const defineProperty = Object.defineProperty;
-  const defineProperties = Object.defineProperties;
   const hasOwn = Object.hasOwn;
   const ProxyCtor = Proxy;
   const freeze = Object.freeze;
@@ -81,10 +79,10 @@
   }
 
   // A global that is built on first read and can never be replaced.
-  function lazyDescriptor(build) {
+  function lazyGlobal(name, build) {
     let built = false;
     let value;
-    return {
+    defineProperty(g, name, {
       get() {
         if (!built) {
           value = build();
@@ -94,26 +92,12 @@
       },
       configurable: false,
       enumerable: false,
-    };
-  }
-
-  function defineLazy(name, build) {
-    defineProperty(g, name, lazyDescriptor(build));
+    });
   }
 
   function fixed(target, name, value, enumerable) {
     defineProperty(target, name, { value, writable: false, configurable: false, enumerable: enumerable !== false });
   }
-
-  // The seed's globals are defined when the host installs this API in a
-  // VM (see the end of this file), not in the shared base image: a VM of
-  // another surface never has them. Their descriptors are built here, in
-  // the image, so installing them is one native call per cell.
-  const globals = create(null);
-  const lazyGlobal = (name, build) => { globals[name] = lazyDescriptor(build); };
-  const fixedGlobal = (name, value) => {
-    globals[name] = { value, writable: false, configurable: false, enumerable: false };
-  };
 
   // --- ALL_TOOLS and tools -------------------------------------------------
 
@@ -217,14 +201,14 @@
 
   // --- API: the virtual, read-only declaration files ------------------------
 
-  fixedGlobal("API", freeze({
+  fixed(g, "API", freeze({
     list(prefix) {
       return later(() => api("list", prefix === undefined ? null : toText(prefix)));
     },
     read(path) {
       return later(() => api("read", toText(path)));
     },
-  }));
+  }), false);
 
   // --- namespaces ------------------------------------------------------------
 
@@ -257,6 +241,19 @@
   }
 
   lazyGlobal("namespaces", namespaces);
+  // The host runs `__openclaw_setup([...globalNames])` before each cell: it
+  // installs the run's namespace globals and removes itself.
+  defineProperty(g, "__openclaw_setup", {
+    value: function (names) {
+      for (const name of names) {
+        if (!(name in g)) lazyGlobal(name, () => namespaces()[name]);
+      }
+      delete g.__openclaw_setup;
+    },
+    writable: false,
+    configurable: true,
+    enumerable: false,
+  });
 
   // --- output and control -----------------------------------------------------
 
@@ -273,11 +270,11 @@
     }
   }
 
-  fixedGlobal("text", function text(value) {
+  fixed(g, "text", function text(value) {
     print(3, render(value));
-  });
+  }, false);
 
-  fixedGlobal("json", function json(value) {
+  fixed(g, "json", function json(value) {
     let text;
     try {
       text = stringify(value);
@@ -286,19 +283,9 @@
       text = stringify(render(value));
     }
     print(4, text === undefined ? "null" : text);
-  });
+  }, false);
 
-  fixedGlobal("yield_control", function yield_control(reason) {
+  fixed(g, "yield_control", function yield_control(reason) {
     return apply(then, yieldHost(reason === undefined ? null : toText(reason)), [() => undefined]);
-  });
-
-  // The host installs this API in a fresh VM, before the cell, with
-  // `__talon_install_api("code-mode", [...globalNames])`: the seed's
-  // globals, then the run's namespace globals.
-  register("code-mode", function install(names) {
-    defineProperties(g, globals);
-    for (const name of names) {
-      if (!(name in g)) defineLazy(name, () => namespaces()[name]);
-    }
-  });
+  }, false);
 })();

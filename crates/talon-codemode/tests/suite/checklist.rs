@@ -850,13 +850,10 @@ async fn exec_hook_events_carry_the_code_mode_tool_kind_and_input_kind() {
 }
 
 #[test]
-fn a_sandbox_that_cannot_load_fails_closed_with_runtime_unavailable() {
+fn a_sandbox_that_cannot_start_fails_closed_with_runtime_unavailable() {
+    // Two preludes named "code-mode": the sandbox refuses to start.
     let mut sandbox = talon_sandbox::SandboxConfig::default();
-    sandbox.preludes.push(talon_sandbox::Prelude {
-        name: "broken".into(),
-        source: "throw new Error('cannot start');".into(),
-        host_functions: Vec::new(),
-    });
+    sandbox.preludes.push(talon_codemode::prelude());
     let error = talon_codemode::CodeMode::new(talon_codemode::CodeModeOptions {
         sandbox,
         store: memory_store(),
@@ -867,6 +864,44 @@ fn a_sandbox_that_cannot_load_fails_closed_with_runtime_unavailable() {
         error.to_string().starts_with("runtime_unavailable: "),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn an_image_that_cannot_be_built_fails_every_cell_closed() {
+    // A "code-mode" prelude that throws: images are built on first use, so
+    // the engine starts and each exec fails with runtime_unavailable.
+    let engine = talon_sandbox::CellEngine::new(talon_sandbox::SandboxConfig {
+        preludes: vec![talon_sandbox::Prelude {
+            name: talon_codemode::PRELUDE_NAME.into(),
+            source: "throw new Error('cannot start');".into(),
+            host_functions: Vec::new(),
+        }],
+        ..Default::default()
+    })
+    .unwrap();
+    let cm = talon_codemode::CodeMode::with_engine(
+        engine,
+        talon_codemode::CodeModeOptions {
+            sandbox: Default::default(),
+            store: memory_store(),
+            namespaces: Arc::new(NamespaceRegistry::new()),
+        },
+    )
+    .unwrap();
+    let run = start(&cm, RunOptions::default());
+    for _ in 0..2 {
+        match exec(&run.run, "return 1").await {
+            CodeModeResult::Failed { error, code, .. } => {
+                assert_eq!(
+                    code,
+                    Some(talon_protocol::CodeModeErrorCode::RuntimeUnavailable),
+                    "{error}"
+                );
+                assert!(error.contains("cannot start"), "{error}");
+            }
+            other => panic!("expected failed, got {other:#?}"),
+        }
+    }
 }
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 //! sync/async kinds; the data parts, `API` operations and MCP kinds it
 //! asks for are the ones the host answers; it prints on the host's text
 //! and json streams; it joins namespace paths with the host's separator;
-//! it registers its API under the prelude's name. A change on one side
+//! it defines the set-up function the host calls before a fresh cell, and
+//! that function removes itself. A change on one side
 //! without the other fails here: the static tests read the prelude's text,
 //! the behavioural ones run it.
 
@@ -13,16 +14,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use talon_codemode::contract::{
-    API_OPS, DATA_PARTS, MCP_KINDS, PATH_SEPARATOR, PRELUDE_NAME, host_functions, prelude,
+    API_OPS, DATA_PARTS, MCP_KINDS, PATH_SEPARATOR, PRELUDE_NAME, SETUP_FN, host_functions, prelude,
 };
 use talon_codemode::{
     CodeMode, CodeModeOptions, NamespaceRegistration, NamespaceRegistry, ScopeValue,
     create_code_mode_namespace_tool,
 };
 use talon_protocol::{CodeModeOutput, CodeModeResult, OutputStream};
-use talon_sandbox::contract::{
-    BASE_HOST_FUNCTIONS, INSTALL_API_FN, PRINT_FN, PRINT_STREAMS, REGISTER_API_FN,
-};
+use talon_sandbox::contract::{BASE_HOST_FUNCTIONS, PRINT_FN, PRINT_STREAMS};
 use talon_sandbox::{CellEngine, HostFunction, Prelude, SandboxConfig};
 
 use talon_testing::prelude_js::{
@@ -33,7 +32,8 @@ use super::*;
 
 /// The prelude's text, as the crate embeds it.
 const CODE_MODE_JS: &str = include_str!("../../src/js/code_mode.js");
-/// Tool Search's prelude, which shares the process's base image.
+/// Tool Search's prelude, which shares the process's sandbox (in an image of
+/// its own).
 const OPENCLAW_TOOLS_JS: &str = include_str!("../../../talon-toolsearch/src/js/openclaw_tools.js");
 
 // --- reading the prelude -------------------------------------------------------
@@ -62,7 +62,6 @@ enum Kind {
 fn js_kinds(code: &str) -> BTreeMap<String, Kind> {
     captures(code)
         .into_iter()
-        .filter(|c| c.name != REGISTER_API_FN)
         .map(|c| {
             let kind = match c.wrap.as_deref() {
                 Some("sync") => Kind::Sync,
@@ -103,14 +102,19 @@ fn stream_of(number: &str) -> Option<OutputStream> {
 // --- the static contract ---------------------------------------------------------
 
 #[test]
-fn contract_the_prelude_is_the_embedded_js_and_registers_its_name() {
+fn contract_the_prelude_is_the_embedded_js_and_defines_the_set_up_function() {
     let prelude = prelude();
     assert_eq!(prelude.name, PRELUDE_NAME);
     assert_eq!(prelude.source, CODE_MODE_JS);
     let code = code(CODE_MODE_JS);
-    assert_eq!(first_args(&code, "register"), [format!("{PRELUDE_NAME:?}")]);
-    // `register` is the sandbox's registrar.
-    assert_eq!(captured_as("register"), REGISTER_API_FN);
+    // The only global it defines directly is the set-up function, which
+    // removes itself; the seed's globals go through lazyGlobal/fixedGlobal.
+    assert_eq!(literals(&code, "defineProperty(g, \""), set([SETUP_FN]));
+    assert_eq!(
+        code.matches(&format!("delete g.{SETUP_FN};")).count(),
+        1,
+        "the set-up function removes itself"
+    );
 }
 
 #[tokio::test]
@@ -122,12 +126,12 @@ async fn contract_host_functions_match_both_ways_with_their_kinds() {
 
     // Every listed name is captured and hidden, and nothing else is.
     let captured = set(captures(&code).into_iter().map(|c| c.name));
-    let mut expected = listed_set.clone();
-    expected.insert(REGISTER_API_FN.to_owned());
-    assert_eq!(captured, expected, "captured by code_mode.js");
+    assert_eq!(captured, listed_set, "captured by code_mode.js");
     let hidden = deleted(&code);
     assert_eq!(set(&hidden).len(), hidden.len(), "no name deleted twice");
-    assert_eq!(set(&hidden), listed_set, "hidden by code_mode.js");
+    let mut expected = listed_set.clone();
+    expected.insert(SETUP_FN.to_owned());
+    assert_eq!(set(&hidden), expected, "hidden by code_mode.js");
 
     // The VM of a run gets exactly the listed functions (print is the
     // sandbox's own), with the kind the prelude treats each as.
@@ -291,19 +295,14 @@ async fn contract_namespace_paths_are_joined_with_the_path_separator() {
 // --- one engine, two surfaces ------------------------------------------------------
 
 /// Tool Search's prelude as its crate builds it: the host functions it
-/// captures (not the registrar) are the ones it needs installed.
+/// captures are the ones it needs installed.
 fn openclaw_tools_prelude() -> (Prelude, BTreeSet<String>, BTreeSet<String>) {
     let code = code(OPENCLAW_TOOLS_JS);
-    let host = set(captures(&code)
-        .into_iter()
-        .map(|c| c.name)
-        .filter(|n| n != REGISTER_API_FN));
-    let name = first_args(&code, "register")[0]
-        .trim_matches('"')
-        .to_owned();
+    let host = set(captures(&code).into_iter().map(|c| c.name));
     let globals = literals(&code, "defineProperty(g, \"");
     let prelude = Prelude {
-        name,
+        // Talon's Tool Search calls it "openclaw-tools"; any other name will do.
+        name: "openclaw-tools".into(),
         source: OPENCLAW_TOOLS_JS.into(),
         host_functions: host.iter().cloned().collect(),
     };
@@ -311,7 +310,7 @@ fn openclaw_tools_prelude() -> (Prelude, BTreeSet<String>, BTreeSet<String>) {
 }
 
 #[tokio::test]
-async fn contract_a_shared_engine_installs_only_code_modes_api_in_a_cell() {
+async fn contract_a_cell_on_a_shared_engine_sees_only_code_modes_api() {
     let (other, other_host, other_globals) = openclaw_tools_prelude();
     assert_ne!(other.name, PRELUDE_NAME);
     assert!(!other_globals.is_empty() && !other_host.is_empty());
@@ -335,7 +334,7 @@ async fn contract_a_shared_engine_installs_only_code_modes_api_in_a_cell() {
         .chain(&other_host)
         .chain(prelude().host_functions.iter())
         .map(String::as_str)
-        .chain([INSTALL_API_FN, REGISTER_API_FN])
+        .chain([SETUP_FN])
         .map(str::to_owned)
         .collect();
     let probe = absent

@@ -1,4 +1,5 @@
-// The sandbox's own prelude, run once when the base image is built.
+// The sandbox's own prelude, run once into every image (the bare one and
+// each surface's, before the surface's prelude).
 // It captures the two host functions every VM has and hides their globals:
 //   __talon_print(stream, text)  stream 1 = stdout, 2 = stderr
 //   __talon_random()             a double in [0, 1) from the host's CSPRNG
@@ -70,29 +71,6 @@
   defineProperty(globalThis, "performance", {
     value: freeze({ now: function now_() { return now(); } }),
     writable: true,
-    configurable: true,
-    enumerable: false,
-  });
-  // Surfaces' guest APIs. Each prelude registers an installer under its
-  // prelude name; the host installs exactly one per VM, before any guest
-  // code, with __talon_install_api(name, arg), which removes itself first,
-  // so a guest can never install another surface's API. The image builder
-  // removes __talon_register_api once every prelude ran.
-  const installers = Object.create(null);
-  defineProperty(globalThis, "__talon_register_api", {
-    value: function (name, install) { installers[name] = install; },
-    writable: false,
-    configurable: true,
-    enumerable: false,
-  });
-  defineProperty(globalThis, "__talon_install_api", {
-    value: function (name, arg) {
-      delete globalThis.__talon_install_api;
-      const install = installers[name];
-      if (typeof install !== "function") throw new TypeError("no guest API named " + toString(name));
-      install(arg);
-    },
-    writable: false,
     configurable: true,
     enumerable: false,
   });

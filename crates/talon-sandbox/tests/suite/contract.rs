@@ -1,22 +1,19 @@
 //! The contract between the sandbox's prelude (`src/js/base.js`) and the
 //! host (`talon_sandbox::contract`): every host function the prelude
-//! captures is one the host installs and dispatches, and no other; the
-//! print streams it uses are the host's; the guest functions that register
-//! and install a prelude's API have the names the host uses. A change on
-//! one side without the other fails here: the static tests read the
-//! prelude's text, the behavioural ones run it.
+//! captures is one the host installs and dispatches, and no other, and it
+//! leaves no guest function of its own behind; the print streams it uses
+//! are the host's; a surface prelude's API is in its own image and no
+//! other. A change on one side without the other fails here: the static
+//! tests read the prelude's text, the behavioural ones run it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 use talon_protocol::{ConsoleOutput, OutputStream};
-use talon_sandbox::contract::{
-    BASE_HOST_FUNCTIONS, INSTALL_API_FN, NOW_FN, PRINT_FN, PRINT_STREAMS, RANDOM_FN,
-    REGISTER_API_FN,
-};
-use talon_sandbox::{Prelude, Sandbox, SandboxConfig, VmOptions, install_api};
+use talon_sandbox::contract::{BASE_HOST_FUNCTIONS, NOW_FN, PRINT_FN, PRINT_STREAMS, RANDOM_FN};
+use talon_sandbox::{Prelude, Sandbox, SandboxConfig, SandboxError, VmOptions};
 
-use super::{TEST_KEY, fail, run, vm};
+use super::{TEST_KEY, run, vm};
 
 /// The prelude's text, exactly as the image builder embeds it.
 const BASE_JS: &str = include_str!("../../src/js/base.js");
@@ -120,24 +117,13 @@ fn contract_base_prelude_captures_exactly_the_base_host_functions() {
         "BASE_HOST_FUNCTIONS lists the three"
     );
     assert_eq!(captured, host, "base.js captures every base host function");
-    // It hides each one it captures, and the installer removes itself.
-    let mut hidden = host.clone();
-    hidden.insert(INSTALL_API_FN.to_owned());
-    assert_eq!(deleted, hidden);
+    // It hides each one it captures.
+    assert_eq!(deleted, host);
 }
 
 #[test]
-fn contract_base_prelude_defines_the_register_and_install_functions() {
-    assert_eq!(
-        defined_guest_functions(&code(BASE_JS)),
-        names(&[REGISTER_API_FN, INSTALL_API_FN])
-    );
-    // The host's installer script calls the function base.js defines.
-    let script = install_api("x", &json!(null));
-    assert!(
-        script.starts_with(&format!("{INSTALL_API_FN}(")),
-        "{script}"
-    );
+fn contract_base_prelude_defines_no_guest_function_of_its_own() {
+    assert_eq!(defined_guest_functions(&code(BASE_JS)), BTreeSet::new());
 }
 
 #[test]
@@ -182,7 +168,7 @@ fn contract_base_prelude_runs_on_the_host_functions_and_hides_them() {
         "console.log('o'); console.error('e'); \
          const r = Math.random(); const t = performance.now(); \
          return [typeof r, r >= 0 && r < 1, typeof t, typeof {PRINT_FN}, typeof {RANDOM_FN}, \
-                 typeof {NOW_FN}, typeof {REGISTER_API_FN}, typeof {INSTALL_API_FN}]"
+                 typeof {NOW_FN}]"
     );
     assert_eq!(
         run(&mut vm, &probe),
@@ -192,9 +178,7 @@ fn contract_base_prelude_runs_on_the_host_functions_and_hides_them() {
             "number",
             "undefined",
             "undefined",
-            "undefined",
-            "undefined",
-            "function"
+            "undefined"
         ])
     );
     assert_eq!(
@@ -212,53 +196,49 @@ fn contract_base_prelude_runs_on_the_host_functions_and_hides_them() {
     );
 }
 
+/// The probe prelude's name.
+const PROBE: &str = "contract-probe";
+
 /// A sandbox whose one prelude captures the print host function (as
-/// surfaces' preludes do) and, once installed, exposes it raw.
+/// surfaces' preludes do) and exposes it raw as `rawPrint`.
 fn probe_sandbox() -> Sandbox {
     let source = format!(
         "(() => {{ const print = globalThis.{PRINT_FN}; delete globalThis.{PRINT_FN}; \
-         globalThis.{REGISTER_API_FN}('contract-probe', function install(arg) {{ \
-           globalThis.rawPrint = print; globalThis.installedWith = arg; }}); }})()"
+         globalThis.rawPrint = print; }})()"
     );
     Sandbox::new(SandboxConfig {
         preludes: vec![Prelude {
-            name: "contract-probe".into(),
+            name: PROBE.into(),
             source,
             host_functions: vec![PRINT_FN.into()],
         }],
         snapshot_key: Some(TEST_KEY),
         ..SandboxConfig::default()
     })
-    .expect("a prelude can capture print and register its API")
+    .expect("a prelude can capture print")
+}
+
+fn in_image(prelude: &str) -> VmOptions {
+    VmOptions {
+        prelude: Some(prelude.into()),
+        ..VmOptions::default()
+    }
 }
 
 #[test]
 fn contract_every_print_stream_number_reaches_its_stream() {
     let sandbox = probe_sandbox();
-    assert!(sandbox.has_prelude("contract-probe"));
+    assert!(sandbox.has_prelude(PROBE));
     let mut vm = sandbox
-        .create_vm(VmOptions::default(), Default::default())
-        .unwrap();
-    // Before the installer runs, only it is there.
-    assert_eq!(
-        run(
-            &mut vm,
-            &format!("return [typeof {INSTALL_API_FN}, typeof {REGISTER_API_FN}, typeof rawPrint]")
-        ),
-        json!(["function", "undefined", "undefined"])
-    );
-    vm.eval(&install_api("contract-probe", &json!({"a": 1})))
+        .create_vm(in_image(PROBE), Default::default())
         .unwrap();
     let calls: String = PRINT_STREAMS
         .iter()
         .map(|(n, _)| format!("rawPrint({n}, 's{n}');"))
         .collect();
     assert_eq!(
-        run(
-            &mut vm,
-            &format!("{calls} return [installedWith, typeof {INSTALL_API_FN}]")
-        ),
-        json!([{"a": 1}, "undefined"])
+        run(&mut vm, &format!("{calls} return typeof {PRINT_FN}")),
+        json!("undefined")
     );
     let expected: Vec<ConsoleOutput> = PRINT_STREAMS
         .iter()
@@ -268,22 +248,73 @@ fn contract_every_print_stream_number_reaches_its_stream() {
         })
         .collect();
     assert_eq!(vm.take_output(), expected);
-    // One API per VM: the installer is gone.
-    let error = fail(
-        &mut vm,
-        &format!("{INSTALL_API_FN}('contract-probe', null)"),
-    );
-    assert!(error.to_string().contains("not defined"), "{error}");
 }
 
 #[test]
-fn contract_installing_an_unknown_api_is_refused() {
-    let mut vm = vm();
-    let error = vm
-        .eval(&install_api("no-such-api", &json!(null)))
+fn contract_a_preludes_api_is_only_in_its_own_image() {
+    let sandbox = probe_sandbox();
+    let mut bare = sandbox
+        .create_vm(VmOptions::default(), Default::default())
+        .unwrap();
+    assert_eq!(
+        run(
+            &mut bare,
+            &format!("return [typeof rawPrint, typeof {PRINT_FN}]")
+        ),
+        json!(["undefined", "undefined"])
+    );
+    // A snapshot restores only into the image it was made from.
+    let snapshot = bare.snapshot().unwrap();
+    let error = sandbox
+        .restore_vm(&snapshot, in_image(PROBE), Default::default())
         .unwrap_err();
     assert!(
-        error.to_string().contains("no guest API named no-such-api"),
+        matches!(&error, SandboxError::SnapshotInvalid(m) if m.contains("another module or base image")),
+        "{error:?}"
+    );
+    let mut probe = sandbox
+        .create_vm(in_image(PROBE), Default::default())
+        .unwrap();
+    let snapshot = probe.snapshot().unwrap();
+    assert!(matches!(
+        sandbox.restore_vm(&snapshot, VmOptions::default(), Default::default()),
+        Err(SandboxError::SnapshotInvalid(_))
+    ));
+    let mut restored = sandbox
+        .restore_vm(&snapshot, in_image(PROBE), Default::default())
+        .unwrap();
+    assert_eq!(
+        run(&mut restored, "return typeof rawPrint"),
+        json!("function")
+    );
+}
+
+#[test]
+fn contract_a_vm_of_an_unknown_prelude_is_refused() {
+    let sandbox = probe_sandbox();
+    let error = sandbox
+        .create_vm(in_image("no-such-api"), Default::default())
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("no prelude named \"no-such-api\""),
         "{error}"
     );
+}
+
+#[test]
+fn contract_two_preludes_with_one_name_are_refused() {
+    let prelude = Prelude {
+        name: PROBE.into(),
+        source: "1".into(),
+        host_functions: vec![],
+    };
+    let error = Sandbox::new(SandboxConfig {
+        preludes: vec![prelude.clone(), prelude],
+        snapshot_key: Some(TEST_KEY),
+        ..SandboxConfig::default()
+    })
+    .unwrap_err();
+    assert!(error.to_string().contains("two preludes named"), "{error}");
 }

@@ -1,7 +1,8 @@
 //! The shared async cell driver (`CellEngine::drive`) and a cell's host
 //! calls (`Calls`), driven by a small test host: its one asynchronous host
-//! function is captured by a test prelude, whose guest API (`host(kind,
-//! value)`) the host installs in each fresh VM through its prologue.
+//! function is captured by a test prelude, whose image every test VM starts
+//! from, with its guest API (`host(kind, value)`) and a set-up function the
+//! host's prologue calls in each fresh VM.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,36 +14,41 @@ use talon_protocol::{ConsoleOutput, OutputStream};
 use talon_sandbox::{
     Answer, CallFuture, CallResult, Calls, CellEngine, CellHost, DriveLimits, Driven, Halt,
     HostCallError, HostFunctions, Limits, Machine, PendingCall, Prelude, SandboxConfig,
-    SandboxError, Suspend, VmOptions, install_api,
+    SandboxError, Suspend, VmOptions,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::TEST_KEY;
 
-/// The test prelude's name (and its guest API's).
+/// The test prelude's name (and its image's).
 const API: &str = "driver-test";
 /// The one host function the test prelude captures.
 const HOST_FN: &str = "__driver_test_host";
 
-/// Captures and hides the host function; registers an API that defines
-/// `host(kind, value)`.
+/// Captures and hides the host function; defines `host(kind, value)` and
+/// `__driver_test_setup(arg)`, which records its argument as `setupArg` and
+/// removes itself.
 const PRELUDE: &str = r#"(() => {
   "use strict";
   const g = globalThis;
   const call = g.__driver_test_host;
   delete g.__driver_test_host;
-  g.__talon_register_api("driver-test", function install() {
-    Object.defineProperty(g, "host", {
-      value: (kind, value) => call(String(kind), value === undefined ? null : value),
-      writable: false,
-      configurable: false,
-      enumerable: false,
-    });
+  Object.defineProperty(g, "host", {
+    value: (kind, value) => call(String(kind), value === undefined ? null : value),
+    writable: false,
+    configurable: false,
+    enumerable: false,
+  });
+  Object.defineProperty(g, "__driver_test_setup", {
+    value: (arg) => { delete g.__driver_test_setup; g.setupArg = arg; },
+    writable: false,
+    configurable: true,
+    enumerable: false,
   });
 })();"#;
 
-/// One engine per test process, its base image holding the test prelude.
+/// One engine per test process, with an image of the test prelude.
 fn engine() -> &'static CellEngine {
     static ENGINE: OnceLock<CellEngine> = OnceLock::new();
     ENGINE.get_or_init(|| {
@@ -146,12 +152,13 @@ impl CellHost for TestHost {
                 timeout: remaining,
                 ..Limits::default()
             },
+            prelude: Some(API.into()),
             ..VmOptions::default()
         }
     }
 
     fn prologue(&self) -> Option<String> {
-        Some(install_api(API, &Value::Null))
+        Some("__driver_test_setup('set');".into())
     }
 
     fn accept(&mut self, call: PendingCall) -> Answer<String> {
@@ -302,12 +309,20 @@ async fn a_cell_without_host_calls_completes() {
     let driven = drive(
         &mut host,
         &mut calls,
-        fresh("console.log('hi'); return [typeof host, typeof __driver_test_host, 1 + 1]"),
+        fresh(
+            "console.log('hi'); \
+             return [typeof host, typeof __driver_test_host, typeof __driver_test_setup, \
+                     setupArg, 1 + 1]",
+        ),
         &limits(5_000),
     )
     .await;
-    // The prologue installed the API; the prelude hid the raw function.
-    assert_eq!(completed(driven.halt), json!(["function", "undefined", 2]));
+    // The image has the API, the prelude hid the raw function, and the
+    // prologue ran before the cell.
+    assert_eq!(
+        completed(driven.halt),
+        json!(["function", "undefined", "undefined", "set", 2])
+    );
     assert_eq!(driven.output, vec![stdout("hi\n")]);
     assert_eq!(host.requests, vec![]);
     assert_eq!(calls.in_flight(), &BTreeMap::new());

@@ -1,4 +1,5 @@
-//! Scripts baked into the base image (Code Mode's guest API will be one).
+//! Surface preludes, each baked into its own image (Code Mode's guest API
+//! is one).
 
 use serde_json::json;
 use talon_sandbox::{
@@ -24,6 +25,14 @@ fn sandbox_with_prelude() -> Sandbox {
     Sandbox::new(config).unwrap()
 }
 
+/// The options of a VM of the greeter's image.
+fn greeter() -> VmOptions {
+    VmOptions {
+        prelude: Some("greeter".into()),
+        ..VmOptions::default()
+    }
+}
+
 fn functions() -> HostFunctions {
     HostFunctions::new()
         .sync("hello", |args| {
@@ -35,9 +44,7 @@ fn functions() -> HostFunctions {
 #[test]
 fn a_prelude_captures_host_functions_and_hides_them() {
     let sandbox = sandbox_with_prelude();
-    let mut vm = sandbox
-        .create_vm(VmOptions::default(), functions())
-        .unwrap();
+    let mut vm = sandbox.create_vm(greeter(), functions()).unwrap();
     let status = vm
         .run_cell("return [await greet(1), typeof hello, typeof fetchName]")
         .unwrap();
@@ -49,7 +56,7 @@ fn a_prelude_captures_host_functions_and_hides_them() {
     let bytes = vm.snapshot().unwrap();
     let restarted = sandbox_with_prelude();
     let mut vm = restarted
-        .restore_vm(&bytes, VmOptions::default(), functions())
+        .restore_vm(&bytes, greeter(), functions())
         .unwrap();
     vm.settle(calls[0].id, Ok(json!("ada"))).unwrap();
     assert_eq!(
@@ -59,23 +66,39 @@ fn a_prelude_captures_host_functions_and_hides_them() {
 }
 
 #[test]
-fn a_throwing_prelude_makes_the_sandbox_unavailable() {
+fn a_throwing_prelude_makes_its_image_unavailable() {
     let prelude = Prelude {
         name: "broken".into(),
         source: "throw new Error('nope')".into(),
         host_functions: vec![],
     };
-    let error = Sandbox::new(SandboxConfig {
+    // Images are built on first use: the sandbox starts, the image's first
+    // VM fails, and so does every later one; other images are unaffected.
+    let sandbox = Sandbox::new(SandboxConfig {
         preludes: vec![prelude],
+        snapshot_key: Some(TEST_KEY),
         ..Default::default()
     })
-    .unwrap_err();
-    assert!(
-        matches!(error, SandboxError::RuntimeUnavailable(ref m) if m.contains("Error: nope")),
-        "{error}"
-    );
-    assert_eq!(
-        error.code(),
-        Some(talon_protocol::CodeModeErrorCode::RuntimeUnavailable)
-    );
+    .unwrap();
+    let broken = VmOptions {
+        prelude: Some("broken".into()),
+        ..VmOptions::default()
+    };
+    for _ in 0..2 {
+        let error = sandbox
+            .create_vm(broken.clone(), HostFunctions::new())
+            .unwrap_err();
+        assert!(
+            matches!(error, SandboxError::RuntimeUnavailable(ref m) if m.contains("Error: nope")),
+            "{error}"
+        );
+        assert_eq!(
+            error.code(),
+            Some(talon_protocol::CodeModeErrorCode::RuntimeUnavailable)
+        );
+    }
+    let mut bare = sandbox
+        .create_vm(VmOptions::default(), HostFunctions::new())
+        .unwrap();
+    assert_eq!(bare.eval("1 + 1").unwrap(), json!(2));
 }

@@ -1,8 +1,7 @@
 // The only API of a tool_search_code body besides `console`: openclaw.tools.
-// Captures the three asynchronous host functions and hides their globals;
-// `openclaw` is defined when the host installs this API in a VM
-// (`__talon_install_api("openclaw-tools")`, before the body), so a VM of
-// another surface never has it.
+// Run once into Tool Search's own image (a VM of another surface never has
+// it): captures the three asynchronous host functions, hides their globals
+// and defines `openclaw`.
 //   __openclaw_tools_search(query, options)  async: compact hits
 //   __openclaw_tools_describe(id)            async: one entry in full
 //   __openclaw_tools_call(id, args)          async: a catalog tool call
@@ -12,7 +11,6 @@
   const search = g.__openclaw_tools_search;
   const describe = g.__openclaw_tools_describe;
   const call = g.__openclaw_tools_call;
-  const register = g.__talon_register_api;
   delete g.__openclaw_tools_search;
   delete g.__openclaw_tools_describe;
   delete g.__openclaw_tools_call;
@@ -24,12 +22,10 @@
   });
   const openclaw = Object.freeze({ tools });
   const defineProperty = Object.defineProperty;
-  register("openclaw-tools", function install() {
-    defineProperty(g, "openclaw", {
-      value: openclaw,
-      writable: false,
-      configurable: false,
-      enumerable: false,
-    });
+  defineProperty(g, "openclaw", {
+    value: openclaw,
+    writable: false,
+    configurable: false,
+    enumerable: false,
   });
 })();

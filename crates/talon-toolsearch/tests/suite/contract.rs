@@ -1,9 +1,9 @@
 //! The contract between `tool_search_code`'s prelude
 //! (`src/js/openclaw_tools.js`) and the host (`talon_toolsearch::code`,
 //! `talon_sandbox::contract`): the host functions it captures are exactly
-//! the ones a body's VM gets, all asynchronous; it registers its API under
-//! the prelude's name; on a shared engine, installing it leaves every other
-//! surface's globals absent. A change on one side without the other fails
+//! the ones a body's VM gets, all asynchronous; it defines `openclaw` and
+//! nothing else; on a shared engine, a body's VM (Tool Search's own image)
+//! has none of another surface's globals. A change on one side without the other fails
 //! here: the static tests read the prelude's text, the behavioural ones
 //! run it.
 
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::json;
-use talon_sandbox::contract::{INSTALL_API_FN, PRINT_FN, REGISTER_API_FN};
+use talon_sandbox::contract::PRINT_FN;
 use talon_sandbox::{CellEngine, HostFunction, Prelude, SandboxConfig};
 use talon_tools::ToolRunner;
 use talon_toolsearch::code::{PRELUDE_FUNCTIONS, host_functions};
@@ -25,7 +25,8 @@ use super::{Echo, catalog, ctx};
 
 /// The prelude's text, as the crate embeds it.
 const OPENCLAW_TOOLS_JS: &str = include_str!("../../src/js/openclaw_tools.js");
-/// Code Mode's prelude, which shares the process's base image.
+/// Code Mode's prelude, which shares the process's sandbox (in an image of
+/// its own).
 const CODE_MODE_JS: &str = include_str!("../../../talon-codemode/src/js/code_mode.js");
 
 // --- reading the prelude -------------------------------------------------------
@@ -41,19 +42,13 @@ fn captures(code: &str) -> BTreeMap<String, Option<String>> {
 // --- the static contract ---------------------------------------------------------
 
 #[test]
-fn contract_the_prelude_is_the_embedded_js_and_registers_its_name() {
+fn contract_the_prelude_is_the_embedded_js_and_defines_openclaw() {
     let prelude = prelude();
     assert_eq!(prelude.name, PRELUDE_NAME);
     assert_eq!(prelude.source, OPENCLAW_TOOLS_JS);
     assert_eq!(prelude.host_functions, PRELUDE_FUNCTIONS);
     let code = code(OPENCLAW_TOOLS_JS);
-    assert_eq!(literals(&code, "register(\""), set([PRELUDE_NAME]));
-    assert_eq!(
-        captures(&code).get(REGISTER_API_FN),
-        Some(&None),
-        "register is the sandbox's registrar"
-    );
-    assert!(code.contains(&format!("const register = g.{REGISTER_API_FN};")));
+    assert_eq!(literals(&code, "defineProperty(g, \""), set(["openclaw"]));
 }
 
 #[test]
@@ -69,11 +64,9 @@ fn contract_host_functions_match_both_ways_and_are_all_async() {
     // Every listed name is captured raw (values cross as values, no JSON
     // text to parse) and hidden, and nothing else is.
     let captured = captures(&code);
-    let mut expected = listed.clone();
-    expected.insert(REGISTER_API_FN.to_owned());
     assert_eq!(
         set(captured.keys()),
-        expected,
+        listed,
         "captured by openclaw_tools.js"
     );
     for name in &listed {
@@ -107,22 +100,16 @@ fn contract_host_functions_match_both_ways_and_are_all_async() {
 // --- one engine, two surfaces ------------------------------------------------------
 
 /// Code Mode's prelude as its crate builds it (the host functions it
-/// captures, not the registrar, installed first), and the globals its
-/// API defines.
+/// captures installed first), and the globals it defines.
 fn code_mode_prelude() -> (Prelude, BTreeSet<String>) {
     let code = code(CODE_MODE_JS);
-    let host: Vec<String> = captures(&code)
-        .into_keys()
-        .filter(|n| n != REGISTER_API_FN)
-        .collect();
-    let name = literals(&code, "register(\"")
-        .into_iter()
-        .next()
-        .expect("code_mode.js registers its API");
+    let host: Vec<String> = captures(&code).into_keys().collect();
     let mut globals = literals(&code, "lazyGlobal(\"");
-    globals.extend(literals(&code, "fixedGlobal(\""));
+    globals.extend(literals(&code, "fixed(g, \""));
+    globals.extend(literals(&code, "defineProperty(g, \""));
     let prelude = Prelude {
-        name,
+        // Talon's Code Mode calls it "code-mode"; any other name will do.
+        name: "code-mode".into(),
         source: CODE_MODE_JS.into(),
         host_functions: host,
     };
@@ -130,16 +117,19 @@ fn code_mode_prelude() -> (Prelude, BTreeSet<String>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn contract_a_shared_engine_installs_only_openclaw_tools_in_a_body() {
+async fn contract_a_body_on_a_shared_engine_sees_only_openclaw_tools() {
     let (other, other_globals) = code_mode_prelude();
     assert_ne!(other.name, PRELUDE_NAME);
     assert!(other_globals.contains("ALL_TOOLS"), "{other_globals:?}");
+    assert!(
+        other_globals.contains("__openclaw_setup"),
+        "{other_globals:?}"
+    );
     let absent: Vec<String> = other_globals
         .iter()
         .chain(&other.host_functions)
         .chain(&set(PRELUDE_FUNCTIONS))
         .cloned()
-        .chain([INSTALL_API_FN.to_owned(), REGISTER_API_FN.to_owned()])
         .collect();
     let engine = CellEngine::new(SandboxConfig {
         preludes: vec![prelude(), other],
