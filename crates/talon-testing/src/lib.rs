@@ -25,8 +25,12 @@
 //!
 //! [`synthetic`] generates seeded, plausible tools of other domains, to pad
 //! catalogs in search benchmarks and tests.
+//!
+//! [`relevance`] reads judged search corpora and computes the figures the
+//! search quality gate holds them to.
 
 pub mod prelude_js;
+pub mod relevance;
 pub mod synthetic;
 
 use std::net::SocketAddr;
