@@ -152,8 +152,9 @@ impl CodeMode {
         Self::with_engine(engine, options)
     }
 
-    /// Code Mode over the process's shared sandbox and pool, whose base
-    /// image must include [`prelude`]; `options.sandbox` is not used.
+    /// Code Mode over the process's shared sandbox and pool, which must
+    /// have [`prelude`] (its image is built here if it was not yet);
+    /// `options.sandbox` is not used.
     pub fn with_engine(
         engine: CellEngine,
         options: CodeModeOptions,
@@ -163,6 +164,11 @@ impl CodeMode {
                 "the shared sandbox was built without Code Mode's prelude".into(),
             ));
         }
+        // The image is built now, not inside the first cell's budget.
+        engine
+            .sandbox()
+            .prepare(PRELUDE_NAME)
+            .map_err(|e| RuntimeUnavailable(e.to_string()))?;
         let debug = std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1");
         Ok(Self {
             shared: Arc::new(Shared {

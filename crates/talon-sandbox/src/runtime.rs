@@ -162,6 +162,15 @@ impl Sandbox {
         self.inner.slots.iter().any(|s| s.name() == Some(name))
     }
 
+    /// Builds the image of `prelude` now if it has not been built yet, so
+    /// that a surface pays for it when it starts, not inside its first
+    /// cell's time budget (on a machine with an empty cache that includes
+    /// compiling the baked module). Fails with
+    /// [`SandboxError::RuntimeUnavailable`] if the prelude throws.
+    pub fn prepare(&self, prelude: &str) -> Result<()> {
+        self.image(Some(prelude)).map(drop)
+    }
+
     /// The image VMs with `prelude` start from (`None`: the bare image),
     /// built now if it has not been yet. A prelude that throws fails here,
     /// with [`SandboxError::RuntimeUnavailable`].

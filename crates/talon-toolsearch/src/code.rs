@@ -82,6 +82,7 @@ impl CodeSandbox {
                 "the shared sandbox was built without the openclaw.tools prelude".into(),
             ));
         }
+        engine.sandbox().prepare(PRELUDE_NAME)?;
         Ok(Self { engine })
     }
 }
