@@ -2,11 +2,16 @@
 //! for large catalogs), postings, idf and the exact-key and thesaurus
 //! maps. The query side lives in [`query`].
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::semantic::{Embedder, embed_all};
 use crate::tokenize::{for_each_term, for_each_word, stem};
 
 mod query;
+
+pub use query::{Ranking, Signals};
 
 /// BM25 saturation.
 const K1: f32 = 1.2;
@@ -81,9 +86,25 @@ pub struct Hit {
     pub score: f32,
 }
 
-/// An immutable BM25F index over one catalog.
+/// The semantic side of an index: the embedder and each document's unit
+/// vector (`documents × dim`, zeros when a document had nothing to embed).
+#[derive(Debug, Clone)]
+struct SemanticIndex {
+    embedder: Arc<Embedder>,
+    /// Unit document vectors after the catalog's mean is taken out.
+    vectors: Vec<f32>,
+    /// The catalog's mean document vector, taken out of the query too:
+    /// static embeddings share a large common direction, which would make
+    /// every cosine high.
+    mean: Vec<f32>,
+}
+
+/// An immutable index over one catalog: BM25F over its fields, fused with
+/// the cosine of static sentence embeddings when an [`Embedder`] is there.
 #[derive(Debug, Clone, Default)]
 pub struct SearchIndex {
+    semantic: Option<SemanticIndex>,
+    ranking: Ranking,
     vocabulary: HashMap<String, u32>,
     /// Per term: (document, saturated field-weighted term frequency).
     postings: Vec<Vec<(u32, f32)>>,
@@ -100,8 +121,35 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Indexes `docs`; hits refer to positions in this slice.
+    /// Indexes `docs` with the process's shared embedder
+    /// ([`Embedder::shared`]; lexical only when there is none); hits refer
+    /// to positions in this slice.
     pub fn build(docs: &[Document<'_>]) -> Self {
+        Self::build_with(docs, Embedder::shared())
+    }
+
+    /// Indexes `docs`, ranking with `embedder` too when one is given.
+    pub fn build_with(docs: &[Document<'_>], embedder: Option<Arc<Embedder>>) -> Self {
+        let semantic = embedder.map(|embedder| {
+            let (vectors, mean) = centred(embed_all(&embedder, docs), embedder.dim());
+            SemanticIndex {
+                vectors,
+                mean,
+                embedder,
+            }
+        });
+        Self {
+            semantic,
+            ..Self::lexical(docs)
+        }
+    }
+
+    /// Whether the index ranks semantically too.
+    pub fn is_semantic(&self) -> bool {
+        self.semantic.is_some()
+    }
+
+    fn lexical(docs: &[Document<'_>]) -> Self {
         let n = docs.len();
         let Tokenized {
             mut vocabulary,
@@ -146,6 +194,8 @@ impl SearchIndex {
             by_prefix,
             by_suffix,
             documents: n,
+            semantic: None,
+            ranking: Ranking::default(),
         }
     }
 
@@ -200,6 +250,34 @@ impl SearchIndex {
     pub fn is_empty(&self) -> bool {
         self.documents == 0
     }
+}
+
+/// The rows of `vectors` (each `dim` wide) minus their mean, each scaled to
+/// unit length again; and the mean.
+fn centred(mut vectors: Vec<f32>, dim: usize) -> (Vec<f32>, Vec<f32>) {
+    let rows = vectors.len() / dim.max(1);
+    let mut mean = vec![0.0f32; dim];
+    if rows == 0 {
+        return (vectors, mean);
+    }
+    for row in vectors.chunks_exact(dim) {
+        for (m, v) in mean.iter_mut().zip(row) {
+            *m += v;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= rows as f32);
+    for row in vectors.chunks_exact_mut(dim) {
+        if row.iter().all(|v| *v == 0.0) {
+            continue;
+        }
+        for (v, m) in row.iter_mut().zip(&mean) {
+            *v -= m;
+        }
+        if !talon_embed::normalize(row) {
+            row.iter_mut().for_each(|v| *v = 0.0);
+        }
+    }
+    (vectors, mean)
 }
 
 /// Groups of words that name the same thing in tool catalogs: CRUD verbs

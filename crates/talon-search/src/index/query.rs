@@ -1,15 +1,50 @@
 //! The query path: a query's terms and their related terms (thesaurus
-//! neighbours, affix matches) scored against the postings, coverage
-//! thresholds, and exact name or id hits ranked first.
+//! neighbours, affix matches) scored against the postings; the query's
+//! embedding against the documents'; the two fused, the no-match rule, and
+//! exact name or id hits ranked first.
+//!
+//! The constants below were set on the development half of
+//! `tests/data/talon-corpus.json` only (and checked against the peer
+//! corpus); the test half is reported, never tuned on.
 
-use super::{EXACT_BOOST, Hit, MIN_AFFIX, SearchIndex, exact_key, idf};
+use super::{EXACT_BOOST, Hit, MIN_AFFIX, SearchIndex, SemanticIndex, exact_key, idf};
 use crate::tokenize::terms;
 
-/// The best document must cover at least this idf-weighted share of the
-/// query, or the result is empty (nothing in the catalog is about it).
+/// Lexical only: the best document must cover at least this idf-weighted
+/// share of the query, or the result is empty (nothing in the catalog is
+/// about it). With embeddings, this share alone still makes a result.
 const MIN_BEST_COVERAGE: f32 = 0.5;
-/// Other documents must cover at least this share to be listed.
+/// Lexically, other documents must cover at least this share to count.
 const MIN_COVERAGE: f32 = 0.25;
+/// How lexical and semantic scores are fused. [`Ranking::default`] holds
+/// the calibrated constants; other values exist for calibration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranking {
+    /// The result is empty when no document's evidence reaches this:
+    /// evidence is `coverage_weight · coverage + (1 − coverage_weight) ·
+    /// cosine` (a long sentence lowers lexical coverage, not the cosine of
+    /// the tool it is about; a word shared by accident raises coverage, not
+    /// the cosine).
+    pub no_match_evidence: f32,
+    /// The weight of lexical coverage in the evidence.
+    pub coverage_weight: f32,
+    /// A document with no lexical coverage is listed only from this cosine
+    /// up.
+    pub min_cosine: f32,
+    /// The lexical share of a fused score; the rest is the cosine.
+    pub lexical_share: f32,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Self {
+            no_match_evidence: 0.55,
+            coverage_weight: 0.0,
+            min_cosine: 0.30,
+            lexical_share: 0.5,
+        }
+    }
+}
 /// Weight of a related term (a thesaurus neighbour, or a vocabulary word
 /// that contains the query word) relative to the word itself.
 const RELATED: f32 = 0.5;
@@ -28,8 +63,9 @@ const MAX_AFFIX_MATCHES: usize = 16;
 
 impl SearchIndex {
     /// The best `limit` documents for `query`, best first; exact name or id
-    /// hits first, then BM25F scores of documents that cover at least half
-    /// of the query's (idf-weighted) terms. Ties keep catalog order.
+    /// hits first, then the fused lexical and semantic scores (or, with no
+    /// embedder, the BM25F scores of documents that cover at least half of
+    /// the query's idf-weighted terms). Ties keep catalog order.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
         if limit == 0 || self.documents == 0 {
             return Vec::new();
@@ -38,7 +74,39 @@ impl SearchIndex {
         while !query.is_char_boundary(end) {
             end -= 1;
         }
-        let mut query_terms = terms(&query[..end]);
+        let query = &query[..end];
+        let lexical = self.lexical_scores(query);
+        let cosines = self.semantic.as_ref().and_then(|s| s.cosines(query));
+        let mut hits = match cosines {
+            Some(cosines) => fused(&lexical, &cosines, &self.ranking),
+            None => lexical.gated(),
+        };
+        if let Some(docs) = self.exact.get(&exact_key(query)) {
+            for &d in docs {
+                match hits.iter_mut().find(|h| h.doc == d as usize) {
+                    Some(hit) => hit.score += EXACT_BOOST,
+                    None => hits.push(Hit {
+                        doc: d as usize,
+                        score: EXACT_BOOST,
+                    }),
+                }
+            }
+        }
+        hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        hits.truncate(limit);
+        hits
+    }
+
+    /// Replaces how lexical and semantic scores are fused (for
+    /// calibration; the default is the calibrated one).
+    pub fn set_ranking(&mut self, ranking: Ranking) {
+        self.ranking = ranking;
+    }
+
+    /// BM25F scores and idf-weighted coverage of every document the query
+    /// touches.
+    fn lexical_scores(&self, query: &str) -> Lexical {
+        let mut query_terms = terms(query);
         query_terms.sort_unstable();
         query_terms.dedup();
         query_terms.truncate(MAX_QUERY_TERMS);
@@ -81,43 +149,12 @@ impl SearchIndex {
                 entry.1 += covered;
             }
         }
-        let coverage = |covered: f32| {
-            if total_idf > 0.0 {
-                covered / total_idf
-            } else {
-                0.0
-            }
-        };
-        let best = touched
-            .iter()
-            .map(|&d| coverage(scores[d as usize].1))
-            .fold(0.0f32, f32::max);
-        let mut hits: Vec<Hit> = if best >= MIN_BEST_COVERAGE {
-            touched
-                .iter()
-                .filter(|&&d| coverage(scores[d as usize].1) >= MIN_COVERAGE)
-                .map(|&d| Hit {
-                    doc: d as usize,
-                    score: scores[d as usize].0,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if let Some(docs) = self.exact.get(&exact_key(query)) {
-            for &d in docs {
-                match hits.iter_mut().find(|h| h.doc == d as usize) {
-                    Some(hit) => hit.score += EXACT_BOOST,
-                    None => hits.push(Hit {
-                        doc: d as usize,
-                        score: EXACT_BOOST,
-                    }),
-                }
+        if total_idf > 0.0 {
+            for &d in &touched {
+                scores[d as usize].1 /= total_idf;
             }
         }
-        hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
-        hits.truncate(limit);
-        hits
+        Lexical { scores, touched }
     }
 
     /// Terms related to a query word: thesaurus neighbours, and vocabulary
@@ -141,6 +178,133 @@ impl SearchIndex {
                 .collect::<Vec<(u32, f32)>>()
         });
         thesaurus.chain(affixes.into_iter().flatten())
+    }
+}
+
+/// Per document (score, coverage), and the documents with any.
+struct Lexical {
+    scores: Vec<(f32, f32)>,
+    touched: Vec<u32>,
+}
+
+impl Lexical {
+    fn best_coverage(&self) -> f32 {
+        self.touched
+            .iter()
+            .map(|&d| self.scores[d as usize].1)
+            .fold(0.0, f32::max)
+    }
+
+    /// Lexical ranking alone: BM25F scores of documents covering
+    /// [`MIN_COVERAGE`], if the best covers [`MIN_BEST_COVERAGE`].
+    fn gated(&self) -> Vec<Hit> {
+        if self.best_coverage() < MIN_BEST_COVERAGE {
+            return Vec::new();
+        }
+        self.touched
+            .iter()
+            .filter(|&&d| self.scores[d as usize].1 >= MIN_COVERAGE)
+            .map(|&d| Hit {
+                doc: d as usize,
+                score: self.scores[d as usize].0,
+            })
+            .collect()
+    }
+}
+
+/// Lexical and semantic scores fused: each document's BM25F score as a
+/// share of the best one's, and its cosine to the query.
+fn fused(lexical: &Lexical, cosines: &[f32], ranking: &Ranking) -> Vec<Hit> {
+    let w = ranking.coverage_weight;
+    let evidence = cosines
+        .iter()
+        .zip(&lexical.scores)
+        .map(|(cosine, (_, coverage))| w * coverage + (1.0 - w) * cosine)
+        .fold(f32::MIN, f32::max);
+    if lexical.best_coverage() < MIN_BEST_COVERAGE && evidence < ranking.no_match_evidence {
+        return Vec::new();
+    }
+    let best_score = lexical
+        .touched
+        .iter()
+        .map(|&d| lexical.scores[d as usize])
+        .filter(|(_, coverage)| *coverage >= MIN_COVERAGE)
+        .map(|(score, _)| score)
+        .fold(0.0f32, f32::max);
+    cosines
+        .iter()
+        .enumerate()
+        .filter_map(|(d, &cosine)| {
+            let (score, coverage) = lexical.scores[d];
+            let lexical = if coverage >= MIN_COVERAGE && best_score > 0.0 {
+                score / best_score
+            } else {
+                0.0
+            };
+            (lexical > 0.0 || cosine >= ranking.min_cosine).then(|| Hit {
+                doc: d,
+                score: ranking.lexical_share * lexical
+                    + (1.0 - ranking.lexical_share) * cosine.max(0.0),
+            })
+        })
+        .collect()
+}
+
+/// What a query's no-match decision sees (for calibration).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Signals {
+    /// The best document's cosine.
+    pub best_cosine: f32,
+    /// The best cosine minus the tenth best.
+    pub margin: f32,
+    /// The best cosine in standard deviations above the catalog's mean.
+    pub z: f32,
+    /// The best document's lexical coverage.
+    pub best_coverage: f32,
+}
+
+impl SearchIndex {
+    /// The signals the no-match rule weighs for `query`.
+    pub fn signals(&self, query: &str) -> Signals {
+        let lexical = self.lexical_scores(query);
+        let mut signals = Signals {
+            best_coverage: lexical.best_coverage(),
+            ..Signals::default()
+        };
+        if let Some(mut c) = self.semantic.as_ref().and_then(|s| s.cosines(query)) {
+            let n = c.len().max(1) as f32;
+            let mean = c.iter().sum::<f32>() / n;
+            let sd = (c.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n).sqrt();
+            c.sort_unstable_by(|a, b| b.total_cmp(a));
+            signals.best_cosine = c.first().copied().unwrap_or(0.0);
+            signals.margin = signals.best_cosine - c.get(9).copied().unwrap_or(0.0);
+            signals.z = if sd > 0.0 {
+                (signals.best_cosine - mean) / sd
+            } else {
+                0.0
+            };
+        }
+        signals
+    }
+}
+
+impl SemanticIndex {
+    /// Every document's cosine to `query` (`None`: the query has no word
+    /// the table knows).
+    fn cosines(&self, query: &str) -> Option<Vec<f32>> {
+        let mut q = self.embedder.query(query)?;
+        for (v, m) in q.iter_mut().zip(&self.mean) {
+            *v -= m;
+        }
+        if !talon_embed::normalize(&mut q) {
+            return None;
+        }
+        Some(
+            self.vectors
+                .chunks_exact(q.len())
+                .map(|v| talon_embed::dot(&q, v))
+                .collect(),
+        )
     }
 }
 

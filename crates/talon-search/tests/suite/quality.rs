@@ -1,254 +1,325 @@
-//! The search quality gate: the judged corpus in
-//! `tests/data/ironclaw-relevance.json` (50 tools, 72
-//! intents with graded relevance), padded with deterministic distractors.
-//! Talon's bar at 1,000 tools: Recall@5 ≥ 0.95, MRR ≥ 0.95, no-match 1.0.
+//! The search quality gate, on two judged corpora padded with deterministic
+//! distractors to 1,000 tools (`talon_testing::relevance` defines the
+//! figures):
+//!
+//! - the peer corpus, `tests/data/ironclaw-relevance.json` (50 tools, 72
+//!   intents): Recall@5 at its ceiling (0.9375: four intents have no
+//!   grade-3 tool), MRR ≥ 0.95, no-match 1.0;
+//! - Talon's own, `tests/data/talon-corpus.json` (116 tools from public MCP
+//!   servers, 188 intents in a development and a test half): on the test
+//!   half, Recall@5 ≥ 0.62, MRR ≥ 0.50, no-match ≥ 0.80 and at most 15 % of
+//!   answerable task queries answered with nothing. Ranking was tuned on the
+//!   development half only.
+//!
+//! Hybrid ranking needs the static embedding table: the first test to ask
+//! distils it into the cache (once per cache directory, from the model
+//! files `scripts/setup.sh` fetched); without them these tests fail.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
-use talon_search::{Document, SearchIndex};
-use talon_testing::synthetic::distractor_tools;
+use talon_protocol::ToolDefinition;
+use talon_search::{Document, Embedder, SearchIndex};
+use talon_testing::relevance::{Corpus, Metrics, Split, evaluate};
 
-pub struct Corpus {
-    /// (id, name, description, parameters)
-    pub tools: Vec<(String, String, String, Value)>,
-    pub intents: Vec<Intent>,
+/// The catalog size the targets are set at.
+const TOTAL: usize = 1000;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
-pub struct Intent {
-    pub class: String,
-    pub query: String,
-    /// id -> grade
-    pub relevance: HashMap<String, u32>,
+pub fn peer() -> Corpus {
+    Corpus::load(&data("ironclaw-relevance.json"))
 }
 
-fn corpus_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ironclaw-relevance.json")
+pub fn talon() -> Corpus {
+    Corpus::load(&data("talon-corpus.json"))
 }
 
-/// The catalog id a corpus tool gets: builtins are core tools, MCP tools
-/// belong to their server, the rest to a plugin named by the prefix.
-fn id_of(kind: &str, name: &str) -> String {
-    let owner = name.split_once("__").map_or(name, |(owner, _)| owner);
-    match kind {
-        "builtin" => format!("openclaw:core:{name}"),
-        "mcp" => format!("mcp:{owner}:{name}"),
-        _ => format!("plugin:{owner}:{name}"),
-    }
+/// The embedder over the cached table (distilled here if need be).
+pub fn embedder() -> Arc<Embedder> {
+    static EMBEDDER: OnceLock<Arc<Embedder>> = OnceLock::new();
+    EMBEDDER
+        .get_or_init(|| {
+            let table = talon_embed::prepare(None, Default::default()).unwrap_or_else(|e| {
+                panic!("the embedding table is required (scripts/setup.sh fetches the model): {e}")
+            });
+            Arc::new(Embedder::new(table))
+        })
+        .clone()
 }
 
-pub fn load() -> Corpus {
-    let path = corpus_path();
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("the judged corpus is required at {}: {e}", path.display()));
-    let json: Value = serde_json::from_str(&text).unwrap();
-    let mut ids = HashMap::new();
-    let tools = json["tools"]
-        .as_array()
-        .unwrap()
+/// The catalog ids tools get (`<source>:<owner>:<name>`).
+fn ids(tools: &[ToolDefinition]) -> Vec<String> {
+    tools
         .iter()
-        .map(|t| {
-            let name = t["name"].as_str().unwrap().to_owned();
-            let id = id_of(t["kind"].as_str().unwrap_or(""), &name);
-            ids.insert(name.clone(), id.clone());
-            (
-                id,
-                name,
-                t["description"].as_str().unwrap_or("").to_owned(),
-                t["parameters"].clone(),
-            )
-        })
-        .collect();
-    let intents = json["intents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| Intent {
-            class: i["class"].as_str().unwrap().to_owned(),
-            query: i["query"].as_str().unwrap().to_owned(),
-            relevance: i["relevance"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(name, grade)| (ids[name].clone(), grade.as_u64().unwrap() as u32))
-                .collect(),
-        })
-        .collect();
-    Corpus { tools, intents }
-}
-
-/// Deterministic distractors from talon-testing's seeded generator, with
-/// the ids a catalog gives them (`<source>:<owner>:<tool-name>`).
-pub fn distractors(count: usize, seed: u64) -> Vec<(String, String, String, Value)> {
-    distractor_tools(count, seed)
-        .into_iter()
-        .map(|t| {
-            (
-                format!("{}:{}:{}", t.source.as_str(), t.owner, t.name),
-                t.name,
-                t.description,
-                t.parameters,
-            )
-        })
+        .map(|t| format!("{}:{}:{}", t.source.as_str(), t.owner, t.name))
         .collect()
 }
 
-/// The corpus padded to `total` tools, and its index.
-fn padded(corpus: &Corpus, total: usize) -> Vec<(String, String, String, Value)> {
-    let mut tools = corpus.tools.clone();
-    if total > tools.len() {
-        tools.extend(distractors(total - tools.len(), 0x5eed_7a10));
-    }
-    tools
-}
-
-fn index_of(tools: &[(String, String, String, Value)]) -> SearchIndex {
+pub fn index(tools: &[ToolDefinition], embedder: Option<Arc<Embedder>>) -> SearchIndex {
+    let ids = ids(tools);
     let docs: Vec<Document<'_>> = tools
         .iter()
-        .map(|(id, name, description, parameters)| Document {
+        .zip(&ids)
+        .map(|(t, id)| Document {
             id,
-            name,
-            label: None,
-            description,
-            parameters,
+            name: &t.name,
+            label: t.label.as_deref(),
+            description: &t.description,
+            parameters: &t.parameters,
         })
         .collect();
-    SearchIndex::build(&docs)
+    SearchIndex::build_with(&docs, embedder)
 }
 
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Metrics {
-    pub recall1: f64,
-    pub recall5: f64,
-    pub recall10: f64,
-    pub mrr: f64,
-    pub ndcg10: f64,
-    pub no_match: f64,
-}
-
-pub fn evaluate(corpus: &Corpus, total: usize) -> Metrics {
-    let tools = padded(corpus, total);
-    let index = index_of(&tools);
-    let mut m = Metrics::default();
-    let (mut positives, mut negatives) = (0.0, 0.0);
-    for intent in &corpus.intents {
-        let hits: Vec<&str> = index
-            .search(&intent.query, 10)
+/// The figures of `corpus`'s intents in `split`, at `total` tools.
+pub fn measure(
+    corpus: &Corpus,
+    split: Option<Split>,
+    total: usize,
+    embedder: Option<Arc<Embedder>>,
+) -> Metrics {
+    let tools = corpus.padded(total);
+    let index = index(&tools, embedder);
+    evaluate(corpus.intents(split), |query| {
+        index
+            .search(query, 10)
             .iter()
-            .map(|h| tools[h.doc].0.as_str())
-            .collect();
-        if intent.relevance.is_empty() {
-            negatives += 1.0;
-            m.no_match += f64::from(u8::from(hits.is_empty()));
-            continue;
-        }
-        positives += 1.0;
-        let relevant = intent.relevance.len() as f64;
-        let found = |k: usize| {
-            hits.iter()
-                .take(k)
-                .filter(|id| intent.relevance.contains_key(**id))
-                .count() as f64
-        };
-        m.recall1 += found(1) / relevant;
-        m.recall5 += found(5) / relevant;
-        m.recall10 += found(10) / relevant;
-        if let Some(rank) = hits
-            .iter()
-            .position(|id| intent.relevance.contains_key(*id))
-        {
-            m.mrr += 1.0 / (rank + 1) as f64;
-        }
-        let dcg: f64 = hits
-            .iter()
-            .enumerate()
-            .map(|(i, id)| {
-                gain(intent.relevance.get(*id).copied().unwrap_or(0)) / ((i + 2) as f64).log2()
-            })
-            .sum();
-        let mut ideal: Vec<u32> = intent.relevance.values().copied().collect();
-        ideal.sort_unstable_by(|a, b| b.cmp(a));
-        let idcg: f64 = ideal
-            .iter()
-            .take(10)
-            .enumerate()
-            .map(|(i, g)| gain(*g) / ((i + 2) as f64).log2())
-            .sum();
-        m.ndcg10 += dcg / idcg;
-    }
-    Metrics {
-        recall1: m.recall1 / positives,
-        recall5: m.recall5 / positives,
-        recall10: m.recall10 / positives,
-        mrr: m.mrr / positives,
-        ndcg10: m.ndcg10 / positives,
-        no_match: m.no_match / negatives,
-    }
-}
-
-fn gain(grade: u32) -> f64 {
-    f64::from((1u32 << grade) - 1)
+            .map(|h| tools[h.doc].name.clone())
+            .collect()
+    })
 }
 
 #[test]
-fn search_meets_the_quality_bar() {
-    let corpus = load();
-    assert_eq!((corpus.tools.len(), corpus.intents.len()), (50, 72));
-    println!("| tools | Recall@1 | Recall@5 | Recall@10 | MRR | nDCG@10 | no-match |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
-    let mut at_1000 = Metrics::default();
-    for total in [50, 100, 500, 1000] {
-        let m = evaluate(&corpus, total);
-        println!(
-            "| {total} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |",
-            m.recall1, m.recall5, m.recall10, m.mrr, m.ndcg10, m.no_match
-        );
-        if total == 1000 {
-            at_1000 = m;
+fn the_corpora_are_what_the_gate_says() {
+    let peer = peer();
+    assert_eq!((peer.tools.len(), peer.intents.len()), (50, 72));
+    let talon = talon();
+    assert!(talon.tools.len() >= 80, "{} tools", talon.tools.len());
+    assert!(
+        talon.intents.len() >= 120,
+        "{} intents",
+        talon.intents.len()
+    );
+    let count = |split: Split, class: Option<&str>| {
+        talon
+            .intents(Some(split))
+            .iter()
+            .filter(|i| class.is_none_or(|c| i.class == c))
+            .count()
+    };
+    for split in [Split::Dev, Split::Test] {
+        assert!(count(split, None) >= 60, "{split:?}");
+        assert!(count(split, Some("no_match")) >= 10, "{split:?}");
+        assert!(count(split, Some("task")) >= 30, "{split:?}");
+    }
+    assert_eq!(
+        talon.intents(Some(Split::Dev)).len() + talon.intents(Some(Split::Test)).len(),
+        talon.intents.len(),
+        "every intent is in a half"
+    );
+    // Every judged tool is in the catalog.
+    for intent in talon.intents.iter().chain(&peer.intents) {
+        for name in intent.relevance.keys() {
+            assert!(
+                talon
+                    .tools
+                    .iter()
+                    .chain(&peer.tools)
+                    .any(|t| &t.name == name),
+                "{name}"
+            );
         }
     }
-    assert!(
-        at_1000.recall5 >= 0.95,
-        "Recall@5 {:.4} < 0.95",
-        at_1000.recall5
+}
+
+#[test]
+fn the_peer_corpus_stays_at_its_ceiling() {
+    let m = measure(&peer(), None, TOTAL, Some(embedder()));
+    println!("{}\n{}", Metrics::header(), m.row("peer, 1,000 tools"));
+    assert!(m.recall5 >= 0.9375 - 1e-9, "Recall@5 {:.4}", m.recall5);
+    assert!(m.mrr >= 0.95, "MRR {:.4}", m.mrr);
+    assert_eq!(m.no_match, 1.0, "no-match");
+}
+
+#[test]
+fn talons_corpus_meets_the_bar_on_its_test_half() {
+    let corpus = talon();
+    let test = measure(&corpus, Some(Split::Test), TOTAL, Some(embedder()));
+    println!(
+        "{}\n{}",
+        Metrics::header(),
+        test.row("talon test half, 1,000 tools")
     );
-    assert!(at_1000.mrr >= 0.95, "MRR {:.4} < 0.95", at_1000.mrr);
+    assert!(test.recall5 >= 0.62, "Recall@5 {:.4}", test.recall5);
+    assert!(test.mrr >= 0.50, "MRR {:.4}", test.mrr);
+    assert!(test.no_match >= 0.80, "no-match {:.4}", test.no_match);
     assert!(
-        at_1000.no_match >= 1.0,
-        "no-match accuracy {:.4} < 1.0",
-        at_1000.no_match
+        test.task_empty <= 0.15,
+        "{:.0} % of task queries answered with nothing",
+        test.task_empty * 100.0
     );
 }
 
 #[test]
-#[ignore = "diagnostics: cargo test -p talon-search -- --ignored --nocapture misses"]
-fn misses() {
-    let corpus = load();
-    let tools = padded(&corpus, 1000);
-    let index = index_of(&tools);
-    for intent in &corpus.intents {
+fn without_the_table_search_ranks_lexically() {
+    // The fallback is the lexical ranker as it was: the peer corpus still
+    // at its ceiling, Talon's corpus answered less often.
+    let m = measure(&peer(), None, TOTAL, None);
+    assert!(m.recall5 >= 0.9375 - 1e-9, "Recall@5 {:.4}", m.recall5);
+    assert_eq!(m.no_match, 1.0);
+    let hybrid = measure(&talon(), Some(Split::Test), TOTAL, Some(embedder()));
+    let lexical = measure(&talon(), Some(Split::Test), TOTAL, None);
+    assert!(
+        lexical.task_empty > hybrid.task_empty,
+        "{lexical:?} vs {hybrid:?}"
+    );
+}
+
+/// The figures at several sizes, both halves, with and without embeddings
+/// (for docs/benchmarks.md and for tuning, on the development half).
+#[test]
+#[ignore = "report: cargo test -p talon-search --test all -- --ignored --nocapture report"]
+fn report() {
+    println!("{}", Metrics::header());
+    let (peer, talon) = (peer(), talon());
+    for total in [200, 1000, 10_000] {
+        for (label, corpus, split) in [
+            ("peer", &peer, None),
+            ("talon dev", &talon, Some(Split::Dev)),
+            ("talon test", &talon, Some(Split::Test)),
+        ] {
+            for (mode, embedder) in [("hybrid", Some(embedder())), ("lexical", None)] {
+                let m = measure(corpus, split, total, embedder);
+                println!("{}", m.row(&format!("{label}, {total} tools, {mode}")));
+            }
+        }
+    }
+}
+
+/// The development half's misses, to tune on (never the test half's).
+#[test]
+#[ignore = "diagnostics: cargo test -p talon-search --test all -- --ignored --nocapture dev_misses"]
+fn dev_misses() {
+    let corpus = talon();
+    let tools = corpus.padded(TOTAL);
+    let index = index(&tools, Some(embedder()));
+    for intent in corpus.intents(Some(Split::Dev)) {
         let hits: Vec<(String, f32)> = index
             .search(&intent.query, 5)
             .iter()
-            .map(|h| (tools[h.doc].1.clone(), h.score))
+            .map(|h| (tools[h.doc].name.clone(), h.score))
             .collect();
-        let missing: Vec<&String> = intent
+        let best: Vec<&String> = intent
             .relevance
-            .keys()
-            .filter(|id| !hits.iter().any(|(n, _)| id.ends_with(&format!(":{n}"))))
+            .iter()
+            .filter(|(_, g)| **g == 3)
+            .map(|(n, _)| n)
             .collect();
-        let first_ok = hits.first().is_some_and(|(n, _)| {
-            intent
-                .relevance
-                .keys()
-                .any(|id| id.ends_with(&format!(":{n}")))
-        });
-        if !missing.is_empty() || (!intent.relevance.is_empty() && !first_ok) {
+        let ok = if intent.relevance.is_empty() {
+            hits.is_empty()
+        } else {
+            hits.first().is_some_and(|(n, _)| best.contains(&n))
+        };
+        if !ok {
             println!(
-                "{} | {} | missing {:?} | got {:?}",
-                intent.class, intent.query, missing, hits
+                "{} | {} | want {best:?} | got {hits:?}",
+                intent.class, intent.query
             );
         }
+    }
+}
+
+/// Calibration on the development half of Talon's corpus and on the peer
+/// corpus (which must stay at its ceiling): a grid over the fusion's
+/// constants, best first. Never run on the test half.
+#[test]
+#[ignore = "calibration: cargo test -p talon-search --test all -- --ignored --nocapture calibrate"]
+fn calibrate_on_dev() {
+    use talon_search::Ranking;
+    let (peer, talon) = (peer(), talon());
+    let peer_tools = peer.padded(TOTAL);
+    let talon_tools = talon.padded(TOTAL);
+    let mut peer_index = index(&peer_tools, Some(embedder()));
+    let mut dev_index = index(&talon_tools, Some(embedder()));
+    let run = |index: &SearchIndex,
+               tools: &[ToolDefinition],
+               intents: Vec<&talon_testing::relevance::Intent>| {
+        evaluate(intents, |q| {
+            index
+                .search(q, 10)
+                .iter()
+                .map(|h| tools[h.doc].name.clone())
+                .collect()
+        })
+    };
+    let mut results = Vec::new();
+    let shares = [0.4, 0.6, 0.8];
+    let weights = [0.0, 0.3];
+    let thresholds = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5];
+    for lexical_share in shares {
+        for coverage_weight in weights {
+            for no_match_evidence in thresholds {
+                let ranking = Ranking {
+                    no_match_evidence,
+                    coverage_weight,
+                    min_cosine: 0.3,
+                    lexical_share,
+                };
+                peer_index.set_ranking(ranking);
+                dev_index.set_ranking(ranking);
+                let p = run(&peer_index, &peer_tools, peer.intents(None));
+                let d = run(&dev_index, &talon_tools, talon.intents(Some(Split::Dev)));
+                let ok = p.recall5 >= 0.9375 - 1e-9 && p.mrr >= 0.95 && p.no_match == 1.0;
+                let score = d.recall5 + d.mrr + d.no_match - d.task_empty;
+                results.push((ok, score, ranking, p, d));
+            }
+        }
+    }
+    results.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    for (ok, score, r, p, d) in results.iter().take(25) {
+        println!(
+            "{ok} {score:.3} share {:.1} w {:.2} nomatch {:.2} | peer R5 {:.3} MRR {:.3} NM {:.2} | dev R5 {:.3} MRR {:.3} NM {:.2} empty {:.2}",
+            r.lexical_share,
+            r.coverage_weight,
+            r.no_match_evidence,
+            p.recall5,
+            p.mrr,
+            p.no_match,
+            d.recall5,
+            d.mrr,
+            d.no_match,
+            d.task_empty
+        );
+    }
+}
+
+/// The no-match signals of each development intent, to see what separates
+/// answerable queries from the rest (development half only).
+#[test]
+#[ignore = "calibration: cargo test -p talon-search --test all -- --ignored --nocapture signals"]
+fn signals_on_dev() {
+    let talon = talon();
+    let tools = talon.padded(TOTAL);
+    let index = index(&tools, Some(embedder()));
+    for intent in talon.intents(Some(Split::Dev)) {
+        let s = index.signals(&intent.query);
+        println!(
+            "{:>9} {:.3} {:.3} {:.3} {:.3} | {}",
+            if intent.relevance.is_empty() {
+                "NO_MATCH"
+            } else {
+                &intent.class
+            },
+            s.best_cosine,
+            s.margin,
+            s.z,
+            s.best_coverage,
+            intent.query
+        );
     }
 }
