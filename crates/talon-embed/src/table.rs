@@ -95,6 +95,31 @@ impl StaticTable {
         normalize(&mut sum).then_some(sum)
     }
 
+    /// Like [`StaticTable::embed`], each token's vector scaled by
+    /// `weight(token id)`.
+    pub fn embed_weighted(&self, text: &str, weight: impl Fn(u32) -> f32) -> Option<Vec<f32>> {
+        let mut sum = vec![0.0f32; self.dim];
+        let mut row = vec![0.0f32; self.dim];
+        let unk = self.tokenizer.unk();
+        for id in self.tokenizer.encode(text, MAX_TOKENS) {
+            if id == unk {
+                continue;
+            }
+            let w = weight(id);
+            let at = id as usize * self.dim;
+            self.vectors[at..at + self.dim].convert_to_f32_slice(&mut row);
+            for (s, v) in sum.iter_mut().zip(&row) {
+                *s += w * v;
+            }
+        }
+        normalize(&mut sum).then_some(sum)
+    }
+
+    /// The token ids of `text` (at most [`MAX_TOKENS`]).
+    pub fn tokens_of(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.encode(text, MAX_TOKENS)
+    }
+
     /// Writes the table to `path` through a temporary file and a rename.
     pub fn save(&self, path: &Path, source: &[u8; 32]) -> Result<()> {
         let bytes = self.to_bytes(source)?;

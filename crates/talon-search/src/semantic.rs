@@ -71,6 +71,16 @@ impl Embedder {
         self.table.embed(text)
     }
 
+    /// A query's unit vector, each token weighted by `weight`.
+    pub fn query_weighted(&self, text: &str, weight: impl Fn(u32) -> f32) -> Option<Vec<f32>> {
+        self.table.embed_weighted(text, weight)
+    }
+
+    /// The token ids of a document's embedded text.
+    pub(crate) fn document_tokens(&self, doc: &Document<'_>) -> Vec<u32> {
+        self.table.tokens_of(&document_text(doc))
+    }
+
     /// A document's unit vector, from the cache when the same text was
     /// embedded before.
     pub fn document(&self, doc: &Document<'_>) -> Option<Arc<[f32]>> {

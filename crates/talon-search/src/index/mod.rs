@@ -97,6 +97,9 @@ struct SemanticIndex {
     /// static embeddings share a large common direction, which would make
     /// every cosine high.
     mean: Vec<f32>,
+    /// Per token id of the table, the catalog's document frequency.
+    df: std::collections::HashMap<u32, u32>,
+    documents: usize,
 }
 
 /// An immutable index over one catalog: BM25F over its fields, fused with
@@ -132,9 +135,20 @@ impl SearchIndex {
     pub fn build_with(docs: &[Document<'_>], embedder: Option<Arc<Embedder>>) -> Self {
         let semantic = embedder.map(|embedder| {
             let (vectors, mean) = centred(embed_all(&embedder, docs), embedder.dim());
+            let mut df = std::collections::HashMap::new();
+            for doc in docs {
+                let mut ids = embedder.document_tokens(doc);
+                ids.sort_unstable();
+                ids.dedup();
+                for id in ids {
+                    *df.entry(id).or_insert(0u32) += 1;
+                }
+            }
             SemanticIndex {
                 vectors,
                 mean,
+                df,
+                documents: docs.len(),
                 embedder,
             }
         });

@@ -288,11 +288,18 @@ impl SearchIndex {
     }
 }
 
+/// The largest token weight in a query's embedding.
+const IDF_CAP: f32 = 4.0;
+
 impl SemanticIndex {
     /// Every document's cosine to `query` (`None`: the query has no word
     /// the table knows).
     fn cosines(&self, query: &str) -> Option<Vec<f32>> {
-        let mut q = self.embedder.query(query)?;
+        let n = self.documents as f32;
+        let mut q = self.embedder.query_weighted(query, |id| {
+            let df = self.df.get(&id).copied().unwrap_or(0) as f32;
+            ((n + 1.0) / (df + 1.0)).ln().min(IDF_CAP)
+        })?;
         for (v, m) in q.iter_mut().zip(&self.mean) {
             *v -= m;
         }
