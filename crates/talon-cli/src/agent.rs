@@ -334,6 +334,12 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         Ok(tools) => tools,
         Err(message) => return usage(&message),
     };
+    // The model's first turn takes seconds: load the embedding table and
+    // embed the catalog meanwhile, so that the first search does not.
+    if code_mode_config.is_some() || tool_search.is_some() {
+        let catalog = tools.catalog.clone();
+        drop(tokio::task::spawn_blocking(move || catalog.warm_search()));
+    }
     let mut ctx = RunContext {
         scope,
         session_key: format!("agent:{}:cli", args.agent),

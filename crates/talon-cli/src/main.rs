@@ -3,6 +3,7 @@
 mod agent;
 mod engine;
 mod exec;
+mod models;
 mod run_tools;
 mod tools;
 
@@ -27,6 +28,9 @@ enum Command {
     /// Search or describe the tools of a catalog file.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// Prepare or inspect the embedding model tool search ranks with.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
 }
 
 fn main() -> ExitCode {
@@ -54,5 +58,6 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args),
         Command::Agent(args) => agent::run(args),
         Command::Tools(command) => tools::run(command),
+        Command::Models(command) => models::run(command),
     }
 }

@@ -12,8 +12,8 @@ use talon_core_tools::CoreTools;
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 use talon_protocol::ToolSource;
 use talon_tools::{
-    BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, ToolCall,
-    ToolError, ToolErrorCode, ToolExecutor, ToolPolicy,
+    BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, Semantic,
+    ToolCall, ToolError, ToolErrorCode, ToolExecutor, ToolPolicy,
 };
 
 /// A run's tools.
@@ -71,7 +71,8 @@ impl RunTools {
         for error in &run.failed {
             tracing::warn!(%error, "MCP server unavailable; its tools are absent from this run");
         }
-        let mut builder = run.register(CatalogBuilder::new(scope.clone()));
+        let mut builder =
+            run.register(CatalogBuilder::new(scope.clone()).semantic(Semantic::Shared));
         if core.is_some() {
             builder = builder.core(talon_core_tools::definitions());
         }

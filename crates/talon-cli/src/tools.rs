@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use talon_fs::Symlinks;
 use talon_protocol::ToolDefinition;
-use talon_tools::{Catalog, CatalogBuilder, RunScope, ToolPolicy};
+use talon_tools::{Catalog, CatalogBuilder, RunScope, Semantic, ToolPolicy};
 
 /// `talon tools ...`
 #[derive(Debug, Subcommand)]
@@ -35,6 +35,9 @@ pub struct SearchArgs {
     /// One query per line; prints one JSON line per query, in order.
     #[arg(long, conflicts_with = "query")]
     queries: Option<PathBuf>,
+    /// Rank by BM25F alone, without the embedding table.
+    #[arg(long)]
+    lexical: bool,
     /// The query.
     #[arg(required_unless_present = "queries")]
     query: Option<String>,
@@ -69,12 +72,13 @@ const MAX_CATALOG_BYTES: u64 = 64 << 20;
 /// The largest queries file read.
 const MAX_QUERIES_BYTES: u64 = 16 << 20;
 
-fn load(path: &Path) -> Result<Catalog, String> {
+fn load(path: &Path, semantic: Semantic) -> Result<Catalog, String> {
     let text = talon_fs::read_capped_to_string(path, MAX_CATALOG_BYTES, Symlinks::Follow)
         .map_err(|e| e.to_string())?;
     let tools: Vec<ToolDefinition> = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a JSON array of tools: {e}", path.display()))?;
     let catalog = CatalogBuilder::new(RunScope::default())
+        .semantic(semantic)
         .declared(tools)
         .build(&ToolPolicy::new())
         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -87,7 +91,12 @@ fn load(path: &Path) -> Result<Catalog, String> {
 }
 
 fn search(args: &SearchArgs) -> Result<ExitCode, String> {
-    let catalog = load(&args.catalog)?;
+    let semantic = if args.lexical {
+        Semantic::Off
+    } else {
+        Semantic::Shared
+    };
+    let catalog = load(&args.catalog, semantic)?;
     let limit = args.limit.clamp(1, 50);
     let queries: Vec<String> = match (&args.queries, &args.query) {
         (Some(path), _) => {
@@ -111,7 +120,7 @@ fn search(args: &SearchArgs) -> Result<ExitCode, String> {
 }
 
 fn describe(args: &DescribeArgs) -> Result<ExitCode, String> {
-    let catalog = load(&args.catalog)?;
+    let catalog = load(&args.catalog, Semantic::Off)?;
     let Some(entry) = catalog.describe(&args.id) else {
         let _ = writeln!(
             std::io::stderr(),

@@ -19,4 +19,4 @@ mod semantic;
 pub mod tokenize;
 
 pub use index::{Document, Hit, Ranking, SearchIndex, Signals};
-pub use semantic::Embedder;
+pub use semantic::{Embedder, Semantic, document_text};

@@ -9,7 +9,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use talon_protocol::{CatalogMode, SearchHit, ToolDefinition, ToolSource};
-use talon_search::{Document, SearchIndex};
+use talon_search::{Document, SearchIndex, Semantic};
 
 use crate::error::{Result, ToolsError};
 use crate::policy::{PolicySubject, ToolPolicy};
@@ -66,6 +66,7 @@ pub struct CatalogBuilder {
     scope: RunScope,
     tools: Vec<ToolDefinition>,
     errors: Vec<ToolsError>,
+    semantic: Semantic,
 }
 
 impl CatalogBuilder {
@@ -75,7 +76,16 @@ impl CatalogBuilder {
             scope,
             tools: Vec::new(),
             errors: Vec::new(),
+            semantic: Semantic::Off,
         }
+    }
+
+    /// Whether search ranks semantically too (fused with BM25F; see
+    /// talon-search). The default is lexical only; Talon's runs use
+    /// [`Semantic::Shared`].
+    pub fn semantic(mut self, semantic: Semantic) -> Self {
+        self.semantic = semantic;
+        self
     }
 
     fn add(
@@ -189,7 +199,7 @@ impl CatalogBuilder {
             .map(|(i, e)| (e.id.clone(), i))
             .collect();
         let docs: Vec<Document<'_>> = entries.iter().map(CatalogEntry::document).collect();
-        let index = SearchIndex::build(&docs);
+        let index = SearchIndex::build_with(&docs, self.semantic);
         Ok(Catalog {
             scope: self.scope,
             entries,
@@ -281,6 +291,14 @@ impl Catalog {
     /// Number of cataloged entries.
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Readies hybrid search now (with [`Semantic::Shared`], search loads
+    /// the embedding table and embeds the catalog on its first query);
+    /// `true` when search ranks semantically. A long-lived caller runs it
+    /// in the background while other work goes on.
+    pub fn warm_search(&self) -> bool {
+        self.index.is_semantic()
     }
 
     /// `true` when nothing is cataloged.

@@ -20,5 +20,6 @@ pub use runner::{
     UpdateSink,
 };
 pub use surface::{DirectSurface, SurfaceReply, ToolSurface, direct_call};
+pub use talon_search::{Embedder, Semantic};
 pub use tokio_util::sync::CancellationToken;
 pub use tool_error::{ToolError, ToolErrorCode};

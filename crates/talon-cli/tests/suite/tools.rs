@@ -115,3 +115,80 @@ fn bad_catalog_files_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("reserved"));
 }
+
+/// `talon` with an empty cache directory and no model path: no table.
+fn talon_without_model(args: &[&str]) -> std::process::Output {
+    let cache = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_talon"))
+        .args(args)
+        .env("TALON_CACHE_DIR", cache.path())
+        .env_remove("TALON_EMBED_MODEL")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn without_the_model_search_ranks_lexically_and_warns_once() {
+    let file = catalog_file("lexical");
+    let queries = file.with_file_name("queries.txt");
+    std::fs::write(
+        &queries,
+        "slack message\nfile a bug report\nquantum banana telescope\n",
+    )
+    .unwrap();
+    let args = [
+        "tools",
+        "search",
+        "--catalog",
+        file.to_str().unwrap(),
+        "--queries",
+        queries.to_str().unwrap(),
+    ];
+    let out = talon_without_model(&args);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("semantic tool search is off").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("talon models prepare"), "{stderr}");
+    // The same answers as an explicitly lexical search, with the model or
+    // without it.
+    let mut lexical_args = args.to_vec();
+    lexical_args.push("--lexical");
+    let lexical = talon(&lexical_args);
+    assert_eq!(lexical.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&lexical.stdout)
+    );
+    assert!(
+        !String::from_utf8_lossy(&lexical.stderr).contains("semantic tool search is off"),
+        "--lexical never loads the table"
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0][0]["id"], "plugin:slack:send_message");
+    assert_eq!(lines[1][0]["id"], "mcp:github:create_issue");
+    assert_eq!(lines[2], json!([]));
+}
+
+#[test]
+fn models_status_says_what_is_missing() {
+    let out = talon_without_model(&["models", "status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("all-minilm-l6-v2-0.1.2"), "{stdout}");
+    assert!(stdout.contains("search is lexical"), "{stdout}");
+    let out = talon_without_model(&["models", "prepare"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("talon models:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

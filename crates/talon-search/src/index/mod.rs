@@ -2,11 +2,9 @@
 //! for large catalogs), postings, idf and the exact-key and thesaurus
 //! maps. The query side lives in [`query`].
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::semantic::{Embedder, embed_all};
+use crate::semantic::{LazySemantic, Semantic};
 use crate::tokenize::{for_each_term, for_each_word, stem};
 
 mod query;
@@ -86,27 +84,11 @@ pub struct Hit {
     pub score: f32,
 }
 
-/// The semantic side of an index: the embedder and each document's unit
-/// vector (`documents × dim`, zeros when a document had nothing to embed).
-#[derive(Debug, Clone)]
-struct SemanticIndex {
-    embedder: Arc<Embedder>,
-    /// Unit document vectors after the catalog's mean is taken out.
-    vectors: Vec<f32>,
-    /// The catalog's mean document vector, taken out of the query too:
-    /// static embeddings share a large common direction, which would make
-    /// every cosine high.
-    mean: Vec<f32>,
-    /// Per token id of the table, the catalog's document frequency.
-    df: std::collections::HashMap<u32, u32>,
-    documents: usize,
-}
-
 /// An immutable index over one catalog: BM25F over its fields, fused with
 /// the cosine of static sentence embeddings when an [`Embedder`] is there.
 #[derive(Debug, Clone, Default)]
 pub struct SearchIndex {
-    semantic: Option<SemanticIndex>,
+    semantic: LazySemantic,
     ranking: Ranking,
     vocabulary: HashMap<String, u32>,
     /// Per term: (document, saturated field-weighted term frequency).
@@ -124,43 +106,27 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Indexes `docs` with the process's shared embedder
-    /// ([`Embedder::shared`]; lexical only when there is none); hits refer
-    /// to positions in this slice.
+    /// Indexes `docs` for lexical ranking only; hits refer to positions in
+    /// this slice.
     pub fn build(docs: &[Document<'_>]) -> Self {
-        Self::build_with(docs, Embedder::shared())
+        Self::build_with(docs, Semantic::Off)
     }
 
-    /// Indexes `docs`, ranking with `embedder` too when one is given.
-    pub fn build_with(docs: &[Document<'_>], embedder: Option<Arc<Embedder>>) -> Self {
-        let semantic = embedder.map(|embedder| {
-            let (vectors, mean) = centred(embed_all(&embedder, docs), embedder.dim());
-            let mut df = std::collections::HashMap::new();
-            for doc in docs {
-                let mut ids = embedder.document_tokens(doc);
-                ids.sort_unstable();
-                ids.dedup();
-                for id in ids {
-                    *df.entry(id).or_insert(0u32) += 1;
-                }
-            }
-            SemanticIndex {
-                vectors,
-                mean,
-                df,
-                documents: docs.len(),
-                embedder,
-            }
-        });
+    /// Indexes `docs`, ranking semantically too as `semantic` says (the
+    /// caller decides: a catalog gets [`Semantic::Shared`], a test the
+    /// embedder it means to measure).
+    pub fn build_with(docs: &[Document<'_>], semantic: Semantic) -> Self {
         Self {
-            semantic,
+            semantic: LazySemantic::new(semantic, docs),
             ..Self::lexical(docs)
         }
     }
 
-    /// Whether the index ranks semantically too.
+    /// Whether the index ranks semantically too. With
+    /// [`Semantic::Shared`], this loads the table and embeds the documents
+    /// if no search has yet (a server calls it to be warm).
     pub fn is_semantic(&self) -> bool {
-        self.semantic.is_some()
+        self.semantic.get().is_some()
     }
 
     fn lexical(docs: &[Document<'_>]) -> Self {
@@ -208,7 +174,7 @@ impl SearchIndex {
             by_prefix,
             by_suffix,
             documents: n,
-            semantic: None,
+            semantic: LazySemantic::default(),
             ranking: Ranking::default(),
         }
     }
@@ -264,34 +230,6 @@ impl SearchIndex {
     pub fn is_empty(&self) -> bool {
         self.documents == 0
     }
-}
-
-/// The rows of `vectors` (each `dim` wide) minus their mean, each scaled to
-/// unit length again; and the mean.
-fn centred(mut vectors: Vec<f32>, dim: usize) -> (Vec<f32>, Vec<f32>) {
-    let rows = vectors.len() / dim.max(1);
-    let mut mean = vec![0.0f32; dim];
-    if rows == 0 {
-        return (vectors, mean);
-    }
-    for row in vectors.chunks_exact(dim) {
-        for (m, v) in mean.iter_mut().zip(row) {
-            *m += v;
-        }
-    }
-    mean.iter_mut().for_each(|m| *m /= rows as f32);
-    for row in vectors.chunks_exact_mut(dim) {
-        if row.iter().all(|v| *v == 0.0) {
-            continue;
-        }
-        for (v, m) in row.iter_mut().zip(&mean) {
-            *v -= m;
-        }
-        if !talon_embed::normalize(row) {
-            row.iter_mut().for_each(|v| *v = 0.0);
-        }
-    }
-    (vectors, mean)
 }
 
 /// Groups of words that name the same thing in tool catalogs: CRUD verbs

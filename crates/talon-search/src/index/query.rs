@@ -7,7 +7,7 @@
 //! `tests/data/talon-corpus.json` only (and checked against the peer
 //! corpus); the test half is reported, never tuned on.
 
-use super::{EXACT_BOOST, Hit, MIN_AFFIX, SearchIndex, SemanticIndex, exact_key, idf};
+use super::{EXACT_BOOST, Hit, MIN_AFFIX, SearchIndex, exact_key, idf};
 use crate::tokenize::terms;
 
 /// Lexical only: the best document must cover at least this idf-weighted
@@ -31,17 +31,18 @@ pub struct Ranking {
     /// A document with no lexical coverage is listed only from this cosine
     /// up.
     pub min_cosine: f32,
-    /// The lexical share of a fused score; the rest is the cosine.
+    /// The weight of lexical coverage (counted from 0.25) in a hit's
+    /// score; the rest is its cosine.
     pub lexical_share: f32,
 }
 
 impl Default for Ranking {
     fn default() -> Self {
         Self {
-            no_match_evidence: 0.55,
-            coverage_weight: 0.0,
+            no_match_evidence: 0.33,
+            coverage_weight: 0.3,
             min_cosine: 0.30,
-            lexical_share: 0.5,
+            lexical_share: 0.6,
         }
     }
 }
@@ -76,7 +77,7 @@ impl SearchIndex {
         }
         let query = &query[..end];
         let lexical = self.lexical_scores(query);
-        let cosines = self.semantic.as_ref().and_then(|s| s.cosines(query));
+        let cosines = self.semantic.get().and_then(|s| s.cosines(query));
         let mut hits = match cosines {
             Some(cosines) => fused(&lexical, &cosines, &self.ranking),
             None => lexical.gated(),
@@ -212,8 +213,11 @@ impl Lexical {
     }
 }
 
-/// Lexical and semantic scores fused: each document's BM25F score as a
-/// share of the best one's, and its cosine to the query.
+/// Lexical and semantic evidence fused: each document's idf-weighted
+/// coverage of the query (counted from [`MIN_COVERAGE`] up) and its cosine
+/// to the query. Coverage, not the BM25F score relative to the best one:
+/// a relative score gives full marks to whichever tool shares a word or two
+/// with a long sentence, however little of it that tool is about.
 fn fused(lexical: &Lexical, cosines: &[f32], ranking: &Ranking) -> Vec<Hit> {
     let w = ranking.coverage_weight;
     let evidence = cosines
@@ -224,20 +228,13 @@ fn fused(lexical: &Lexical, cosines: &[f32], ranking: &Ranking) -> Vec<Hit> {
     if lexical.best_coverage() < MIN_BEST_COVERAGE && evidence < ranking.no_match_evidence {
         return Vec::new();
     }
-    let best_score = lexical
-        .touched
-        .iter()
-        .map(|&d| lexical.scores[d as usize])
-        .filter(|(_, coverage)| *coverage >= MIN_COVERAGE)
-        .map(|(score, _)| score)
-        .fold(0.0f32, f32::max);
     cosines
         .iter()
+        .zip(&lexical.scores)
         .enumerate()
-        .filter_map(|(d, &cosine)| {
-            let (score, coverage) = lexical.scores[d];
-            let lexical = if coverage >= MIN_COVERAGE && best_score > 0.0 {
-                score / best_score
+        .filter_map(|(d, (&cosine, &(_, coverage)))| {
+            let lexical = if coverage >= MIN_COVERAGE {
+                coverage.min(1.0)
             } else {
                 0.0
             };
@@ -271,7 +268,7 @@ impl SearchIndex {
             best_coverage: lexical.best_coverage(),
             ..Signals::default()
         };
-        if let Some(mut c) = self.semantic.as_ref().and_then(|s| s.cosines(query)) {
+        if let Some(mut c) = self.semantic.get().and_then(|s| s.cosines(query)) {
             let n = c.len().max(1) as f32;
             let mean = c.iter().sum::<f32>() / n;
             let sd = (c.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n).sqrt();
@@ -285,33 +282,6 @@ impl SearchIndex {
             };
         }
         signals
-    }
-}
-
-/// The largest token weight in a query's embedding.
-const IDF_CAP: f32 = 4.0;
-
-impl SemanticIndex {
-    /// Every document's cosine to `query` (`None`: the query has no word
-    /// the table knows).
-    fn cosines(&self, query: &str) -> Option<Vec<f32>> {
-        let n = self.documents as f32;
-        let mut q = self.embedder.query_weighted(query, |id| {
-            let df = self.df.get(&id).copied().unwrap_or(0) as f32;
-            ((n + 1.0) / (df + 1.0)).ln().min(IDF_CAP)
-        })?;
-        for (v, m) in q.iter_mut().zip(&self.mean) {
-            *v -= m;
-        }
-        if !talon_embed::normalize(&mut q) {
-            return None;
-        }
-        Some(
-            self.vectors
-                .chunks_exact(q.len())
-                .map(|v| talon_embed::dot(&q, v))
-                .collect(),
-        )
     }
 }
 
