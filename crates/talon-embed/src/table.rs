@@ -79,20 +79,7 @@ impl StaticTable {
     /// [`MAX_TOKENS`], `[UNK]` skipped); `None` when no token has a
     /// non-zero vector.
     pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
-        let mut sum = vec![0.0f32; self.dim];
-        let mut row = vec![0.0f32; self.dim];
-        let unk = self.tokenizer.unk();
-        for id in self.tokenizer.encode(text, MAX_TOKENS) {
-            if id == unk {
-                continue;
-            }
-            let at = id as usize * self.dim;
-            self.vectors[at..at + self.dim].convert_to_f32_slice(&mut row);
-            for (s, v) in sum.iter_mut().zip(&row) {
-                *s += v;
-            }
-        }
-        normalize(&mut sum).then_some(sum)
+        self.embed_weighted(text, |_| 1.0)
     }
 
     /// Like [`StaticTable::embed`], each token's vector scaled by
