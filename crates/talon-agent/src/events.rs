@@ -7,8 +7,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value, json};
-use talon_protocol::{Event, EventType};
+use serde_json::Value;
+use talon_protocol::event_data::{
+    ApprovalResolvedData, ToolCallCompletedData, ToolCallDeltaData, ToolCallFailedData,
+    ToolCallStartedData,
+};
+use talon_protocol::gateway::{
+    Approval, ApprovalDecision as WireDecision, ApprovalKind, ApprovalStatus, RiskLevel,
+};
+use talon_protocol::{Event, EventData, ToolEffect};
 use talon_tools::{
     ApprovalDecision, Approver, BoxFuture, CallObserver, CallOutcome, Caller, CatalogEntry,
     RunContext, ToolCall,
@@ -79,11 +86,10 @@ impl RunEvents {
     }
 
     /// Emits one event. Ids are `<runId>:<sequence>`, ordered in the run.
-    pub fn emit(&self, kind: EventType, data: Value) {
+    pub fn emit(&self, data: EventData) {
+        let (kind, data) = data.into_parts();
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        let ts = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let ts = now_ms();
         self.sink.emit(Event {
             version: 1,
             id: format!("{}:{seq:08}", self.run_id),
@@ -100,6 +106,13 @@ impl RunEvents {
     }
 }
 
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Largest result kept in a `tool.call.completed` event.
 pub const MAX_EVENT_RESULT: usize = 16 * 1024;
 
@@ -111,11 +124,13 @@ pub struct NestedCallEvents(pub Arc<RunEvents>);
 impl CallObserver for NestedCallEvents {
     fn started(&self, _: &RunContext, call: &ToolCall, entry: Option<&CatalogEntry>) {
         if let Caller::Parent(parent) = &call.caller {
-            self.0.emit(
-                EventType::ToolCallStarted,
-                json!({"callId": call.call_id, "parentId": parent, "name": entry.map_or(call.id.as_str(), |e| e.id.as_str()),
-                       "source": entry.map(|e| e.tool.source)}),
-            );
+            self.0.emit(EventData::ToolCallStarted(ToolCallStartedData {
+                call_id: call.call_id.clone(),
+                parent_id: Some(parent.clone()),
+                name: entry.map_or(call.id.as_str(), |e| e.id.as_str()).to_owned(),
+                source: entry.map(|e| e.tool.source),
+                arguments: None,
+            }));
         }
     }
 
@@ -125,16 +140,24 @@ impl CallObserver for NestedCallEvents {
         };
         let ms = duration.as_millis() as u64;
         match outcome {
-            CallOutcome::Ok(value) => self.0.emit(
-                EventType::ToolCallCompleted,
-                json!({"callId": call.call_id, "parentId": parent, "name": call.id, "durationMs": ms,
-                       "result": talon_tools::runner::cap(value.clone(), MAX_EVENT_RESULT)}),
-            ),
-            other => self.0.emit(
-                EventType::ToolCallFailed,
-                json!({"callId": call.call_id, "parentId": parent, "name": call.id, "durationMs": ms,
-                       "status": other.status(), "error": other.to_json(&call.id)["error"]}),
-            ),
+            CallOutcome::Ok(value) => {
+                self.0
+                    .emit(EventData::ToolCallCompleted(ToolCallCompletedData {
+                        call_id: call.call_id.clone(),
+                        parent_id: Some(parent.clone()),
+                        name: call.id.clone(),
+                        duration_ms: ms,
+                        result: talon_tools::runner::cap(value.clone(), MAX_EVENT_RESULT),
+                    }))
+            }
+            other => self.0.emit(EventData::ToolCallFailed(ToolCallFailedData {
+                call_id: call.call_id.clone(),
+                parent_id: Some(parent.clone()),
+                name: call.id.clone(),
+                duration_ms: Some(ms),
+                status: Some(other.status().to_string()),
+                error: other.to_json(&call.id)["error"].clone(),
+            })),
         }
     }
 }
@@ -145,10 +168,10 @@ pub struct UpdateEvents(pub Arc<RunEvents>);
 
 impl talon_tools::UpdateSink for UpdateEvents {
     fn update(&self, call_id: &str, update: Value) {
-        self.0.emit(
-            EventType::ToolCallDelta,
-            json!({"callId": call_id, "update": talon_tools::runner::cap(update, MAX_EVENT_RESULT)}),
-        );
+        self.0.emit(EventData::ToolCallDelta(ToolCallDeltaData {
+            call_id: call_id.to_owned(),
+            update: talon_tools::runner::cap(update, MAX_EVENT_RESULT),
+        }));
     }
 }
 
@@ -185,22 +208,48 @@ impl Approver for ApprovalEvents {
                 ctx.scope.run_id,
                 self.next.fetch_add(1, Ordering::SeqCst) + 1
             );
-            let summary: String = args.to_string().chars().take(200).collect();
-            self.events.emit(
-                EventType::ApprovalRequested,
-                json!({"approvalId": id, "kind": "tool", "toolName": entry.id, "summary": summary,
-                       "risk": format!("{:?}", entry.tool.effect).to_lowercase(),
-                       "decisions": ["approve", "deny"]}),
-            );
+            let summary: String = format!("{} {}", entry.id, args).chars().take(200).collect();
+            self.events.emit(EventData::ApprovalRequested(Approval {
+                id: id.clone(),
+                run_id: ctx.scope.run_id.clone(),
+                session_id: Some(ctx.scope.session_id.clone()),
+                kind: ApprovalKind::Tool,
+                summary,
+                tool_name: Some(entry.id.clone()),
+                environment_action: None,
+                risk: match entry.tool.effect {
+                    ToolEffect::ReadOnly => RiskLevel::Low,
+                    ToolEffect::Writes => RiskLevel::Medium,
+                    _ => RiskLevel::High,
+                },
+                decisions: vec![WireDecision::ApproveOnce, WireDecision::Deny],
+                expires_at: None,
+                reusable: false,
+                status: ApprovalStatus::Pending,
+                decision: None,
+                reason: None,
+                created_at: now_ms(),
+                resolved_at: None,
+            }));
             let decision = self.inner.decide(ctx, entry, args).await;
-            let (resolved, reason) = match &decision {
-                ApprovalDecision::Approved => ("approved", None),
-                ApprovalDecision::Denied(reason) => ("denied", Some(reason.clone())),
+            let (status, wire, reason) = match &decision {
+                ApprovalDecision::Approved => {
+                    (ApprovalStatus::Approved, WireDecision::ApproveOnce, None)
+                }
+                ApprovalDecision::Denied(reason) => (
+                    ApprovalStatus::Denied,
+                    WireDecision::Deny,
+                    Some(reason.clone()),
+                ),
             };
-            self.events.emit(
-                EventType::ApprovalResolved,
-                json!({"approvalId": id, "decision": resolved, "reason": reason}),
-            );
+            self.events
+                .emit(EventData::ApprovalResolved(ApprovalResolvedData {
+                    approval_id: id,
+                    status,
+                    decision: Some(wire),
+                    reason,
+                    reused: false,
+                }));
             decision
         })
     }
@@ -209,6 +258,9 @@ impl Approver for ApprovalEvents {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+    use serde_json::json;
+    use talon_protocol::EventType;
+    use talon_protocol::event_data::TextDelta;
     use talon_tools::UpdateSink;
 
     use super::*;
@@ -230,9 +282,11 @@ mod tests {
         };
         let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
         UpdateEvents(events.clone()).update("call_1", json!({"progress": 0.5}));
-        events.emit(EventType::RunCompleted, json!({}));
+        events.emit(EventData::AssistantDelta(TextDelta { text: "hi".into() }));
         let got = sink.events();
         assert_eq!(got[0].kind, EventType::ToolCallDelta);
+        assert_eq!(got[1].kind, EventType::AssistantDelta);
+        assert_eq!(got[1].data, json!({"text": "hi"}));
         assert_eq!(
             got[0].data,
             json!({"callId": "call_1", "update": {"progress": 0.5}})

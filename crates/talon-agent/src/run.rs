@@ -16,7 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use talon_protocol::EventType;
+use talon_protocol::EventData;
+use talon_protocol::event_data::{
+    AssistantMessageData, RunEndedData, RunStartedData, TextDelta, ToolCallCompletedData,
+    ToolCallFailedData, ToolCallStartedData,
+};
+use talon_protocol::gateway::Usage as EventUsage;
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
 use talon_tools::{RunContext, SurfaceReply, ToolSurface};
 
@@ -140,11 +145,16 @@ impl AgentRun<'_> {
     /// Runs `message`; the conversation so far is `history`.
     pub async fn run(&self, history: Vec<Message>, message: &str) -> RunResult {
         let started = Instant::now();
-        self.events.emit(
-            EventType::RunStarted,
-            json!({"model": self.options.model, "surface": self.surface.kind(),
-                   "tools": self.surface.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>()}),
-        );
+        self.events.emit(EventData::RunStarted(RunStartedData {
+            model: self.options.model.clone(),
+            surface: self.surface.kind().to_string(),
+            tools: self
+                .surface
+                .tools()
+                .iter()
+                .map(|t| t.name.clone())
+                .collect(),
+        }));
         let mut result = RunResult {
             status: RunStatus::Completed,
             text: String::new(),
@@ -174,38 +184,63 @@ impl AgentRun<'_> {
                     "the run exceeded its time limit of {} ms",
                     self.options.timeout.as_millis()
                 ));
-                (EventType::RunTimedOut, RunStatus::TimedOut)
+                (
+                    EventData::RunTimedOut as fn(RunEndedData) -> EventData,
+                    RunStatus::TimedOut,
+                )
             }
             Stop::Cancelled => {
                 result.error = Some("the run was aborted".into());
-                (EventType::RunCancelled, RunStatus::Cancelled)
+                (
+                    EventData::RunCancelled as fn(RunEndedData) -> EventData,
+                    RunStatus::Cancelled,
+                )
             }
-            Stop::Returned(Ok(())) => (EventType::RunCompleted, RunStatus::Completed),
+            Stop::Returned(Ok(())) => (
+                EventData::RunCompleted as fn(RunEndedData) -> EventData,
+                RunStatus::Completed,
+            ),
             Stop::Returned(Err(error)) if self.ctx.is_cancelled() => {
                 result.error = Some(error);
-                (EventType::RunCancelled, RunStatus::Cancelled)
+                (
+                    EventData::RunCancelled as fn(RunEndedData) -> EventData,
+                    RunStatus::Cancelled,
+                )
             }
             Stop::Returned(Err(error)) => {
                 result.error = Some(error);
-                (EventType::RunFailed, RunStatus::Failed)
+                (
+                    EventData::RunFailed as fn(RunEndedData) -> EventData,
+                    RunStatus::Failed,
+                )
             }
         };
         for (call_id, name, since) in in_flight.take() {
             let error = result.error.clone().unwrap_or_default();
-            self.events.emit(
-                EventType::ToolCallFailed,
-                json!({"callId": call_id, "name": name, "durationMs": since.elapsed().as_millis() as u64,
-                       "error": {"error": error, "status": "aborted"}}),
-            );
+            self.events
+                .emit(EventData::ToolCallFailed(ToolCallFailedData {
+                    call_id,
+                    parent_id: None,
+                    name,
+                    duration_ms: Some(since.elapsed().as_millis() as u64),
+                    status: Some("aborted".into()),
+                    error: json!({"error": error, "status": "aborted"}),
+                }));
         }
         result.status = status;
-        self.events.emit(
-            kind,
-            json!({"text": result.text, "error": result.error, "turns": result.turns, "toolCalls": result.tool_calls,
-                   "usage": {"inputTokens": result.usage.input_tokens, "outputTokens": result.usage.output_tokens,
-                             "totalTokens": result.usage.input_tokens + result.usage.output_tokens},
-                   "durationMs": result.duration.as_millis() as u64}),
-        );
+        self.events.emit(kind(RunEndedData {
+            text: (!result.text.is_empty()).then(|| result.text.clone()),
+            error: result.error.clone(),
+            turns: result.turns,
+            tool_calls: result.tool_calls,
+            usage: EventUsage {
+                input_tokens: Some(result.usage.input_tokens),
+                output_tokens: Some(result.usage.output_tokens),
+                total_tokens: Some(result.usage.input_tokens + result.usage.output_tokens),
+                cost_usd: None,
+            },
+            duration_ms: result.duration.as_millis() as u64,
+        }));
         result
     }
 
@@ -247,7 +282,7 @@ impl AgentRun<'_> {
             let events = self.events.clone();
             let sink = move |delta: StreamDelta| {
                 if let StreamDelta::Text(text) = delta {
-                    events.emit(EventType::AssistantDelta, json!({"text": text}));
+                    events.emit(EventData::AssistantDelta(TextDelta { text }));
                 }
             };
             let reply = self
@@ -258,10 +293,13 @@ impl AgentRun<'_> {
             result.usage += reply.usage;
             if !reply.text.is_empty() {
                 result.text = reply.text.clone();
-                self.events.emit(
-                    EventType::AssistantMessage,
-                    json!({"text": reply.text, "toolCalls": reply.tool_calls.len(), "finishReason": reply.finish_reason}),
-                );
+                self.events
+                    .emit(EventData::AssistantMessage(AssistantMessageData {
+                        text: Some(reply.text.clone()),
+                        tool_calls: reply.tool_calls.len() as u32,
+                        finish_reason: (!reply.finish_reason.is_empty())
+                            .then(|| reply.finish_reason.clone()),
+                    }));
             }
             messages.push(Message::Assistant {
                 text: (!reply.text.is_empty()).then(|| reply.text.clone()),
@@ -295,21 +333,34 @@ impl AgentRun<'_> {
             Ok(args) => args,
             Err(e) => {
                 let error = format!("the arguments are not JSON: {e}");
-                self.events.emit(
-                    EventType::ToolCallStarted,
-                    json!({"callId": call.id, "name": call.name}),
-                );
-                self.events.emit(
-                    EventType::ToolCallFailed,
-                    json!({"callId": call.id, "name": call.name, "error": error}),
-                );
+                self.events
+                    .emit(EventData::ToolCallStarted(ToolCallStartedData {
+                        call_id: call.id.clone(),
+                        parent_id: None,
+                        name: call.name.clone(),
+                        source: None,
+                        arguments: None,
+                    }));
+                self.events
+                    .emit(EventData::ToolCallFailed(ToolCallFailedData {
+                        call_id: call.id.clone(),
+                        parent_id: None,
+                        name: call.name.clone(),
+                        duration_ms: None,
+                        status: Some("invalid_input".into()),
+                        error: json!(error),
+                    }));
                 return json!({"error": error, "status": "invalid_input"}).to_string();
             }
         };
-        self.events.emit(
-            EventType::ToolCallStarted,
-            json!({"callId": call.id, "name": call.name, "arguments": args}),
-        );
+        self.events
+            .emit(EventData::ToolCallStarted(ToolCallStartedData {
+                call_id: call.id.clone(),
+                parent_id: None,
+                name: call.name.clone(),
+                source: None,
+                arguments: Some(args.clone()),
+            }));
         in_flight.start(number, call);
         let SurfaceReply { value, ok } = self
             .surface
@@ -318,16 +369,27 @@ impl AgentRun<'_> {
         in_flight.finish(number);
         let ms = started.elapsed().as_millis() as u64;
         if ok {
-            self.events.emit(
-                EventType::ToolCallCompleted,
-                json!({"callId": call.id, "name": call.name, "durationMs": ms,
-                       "result": talon_tools::runner::cap(value.clone(), MAX_EVENT_RESULT)}),
-            );
+            self.events
+                .emit(EventData::ToolCallCompleted(ToolCallCompletedData {
+                    call_id: call.id.clone(),
+                    parent_id: None,
+                    name: call.name.clone(),
+                    duration_ms: ms,
+                    result: talon_tools::runner::cap(value.clone(), MAX_EVENT_RESULT),
+                }));
         } else {
-            self.events.emit(
-                EventType::ToolCallFailed,
-                json!({"callId": call.id, "name": call.name, "durationMs": ms, "error": value}),
-            );
+            self.events
+                .emit(EventData::ToolCallFailed(ToolCallFailedData {
+                    call_id: call.id.clone(),
+                    parent_id: None,
+                    name: call.name.clone(),
+                    duration_ms: Some(ms),
+                    status: value
+                        .get("status")
+                        .and_then(|s| s.as_str())
+                        .map(str::to_owned),
+                    error: value.clone(),
+                }));
         }
         value.to_string()
     }

@@ -23,7 +23,7 @@ use talon_codemode::{
 };
 use talon_config::Config;
 use talon_core_tools::{CoreTools, PolicyApprover};
-use talon_protocol::{Event, EventType};
+use talon_protocol::{Event, EventData};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::{ModelRef, ProviderConfig, parse_providers};
 #[cfg(feature = "mock-model")]
@@ -210,64 +210,63 @@ struct Printer {
 
 impl EventSink for Printer {
     fn emit(&self, event: Event) {
-        let data = &event.data;
         let mut stdout = std::io::stdout();
         let mut stderr = std::io::stderr();
-        let indent = if data.get("parentId").is_some_and(|p| !p.is_null()) {
-            "    "
-        } else {
-            ""
-        };
-        let _ = match event.kind {
-            EventType::AssistantDelta => {
-                write!(stdout, "{}", data["text"].as_str().unwrap_or_default())
-                    .and_then(|()| stdout.flush())
+        let indent = |parent: &Option<String>| if parent.is_some() { "    " } else { "" };
+        let clip =
+            |value: &Value, max: usize| value.to_string().chars().take(max).collect::<String>();
+        let _ = match event.typed() {
+            Some(EventData::AssistantDelta(delta)) => {
+                write!(stdout, "{}", delta.text).and_then(|()| stdout.flush())
             }
-            EventType::ToolCallStarted => writeln!(
+            Some(EventData::ToolCallStarted(call)) => writeln!(
                 stderr,
-                "{indent}→ {} {}",
-                data["name"].as_str().unwrap_or("?"),
-                data.get("arguments")
-                    .map(|a| a.to_string().chars().take(160).collect::<String>())
+                "{}→ {} {}",
+                indent(&call.parent_id),
+                call.name,
+                call.arguments.map(|a| clip(&a, 160)).unwrap_or_default()
+            ),
+            Some(EventData::ToolCallCompleted(call)) => writeln!(
+                stderr,
+                "{}  ✓ {} ({} ms)",
+                indent(&call.parent_id),
+                call.name,
+                call.duration_ms
+            ),
+            Some(EventData::ToolCallFailed(call)) => writeln!(
+                stderr,
+                "{}  ✗ {}: {}",
+                indent(&call.parent_id),
+                call.name,
+                clip(&call.error, 300)
+            ),
+            Some(EventData::ApprovalResolved(resolved)) => writeln!(
+                stderr,
+                "  approval {}",
+                serde_json::to_value(resolved.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default()
             ),
-            EventType::ToolCallCompleted => writeln!(
-                stderr,
-                "{indent}  ✓ {} ({} ms)",
-                data["name"].as_str().unwrap_or("?"),
-                data["durationMs"]
-            ),
-            EventType::ToolCallFailed => writeln!(
-                stderr,
-                "{indent}  ✗ {}: {}",
-                data["name"].as_str().unwrap_or("?"),
-                data["error"]
-                    .to_string()
-                    .chars()
-                    .take(300)
-                    .collect::<String>()
-            ),
-            EventType::ApprovalResolved => writeln!(
-                stderr,
-                "{indent}  approval {}",
-                data["decision"].as_str().unwrap_or("?")
-            ),
-            EventType::RunCompleted
-            | EventType::RunFailed
-            | EventType::RunCancelled
-            | EventType::RunTimedOut => {
+            Some(
+                EventData::RunCompleted(end)
+                | EventData::RunFailed(end)
+                | EventData::RunCancelled(end)
+                | EventData::RunTimedOut(end),
+            ) => {
                 let _ = writeln!(stdout);
-                if let Some(error) = data["error"].as_str() {
+                if let Some(error) = &end.error {
                     let _ = writeln!(stderr, "error: {error}");
                 }
+                let tokens = |n: Option<u64>| n.unwrap_or(0);
                 writeln!(
                     stderr,
                     "[{}] turns {} · tool calls {} · tokens {} in / {} out · {:.2} s",
                     event.kind.as_str(),
-                    data["turns"],
-                    data["toolCalls"],
-                    data["usage"]["inputTokens"],
-                    data["usage"]["outputTokens"],
+                    end.turns,
+                    end.tool_calls,
+                    tokens(end.usage.input_tokens),
+                    tokens(end.usage.output_tokens),
                     self.started.elapsed().as_secs_f64()
                 )
             }

@@ -5,7 +5,10 @@
 //! the two drift.
 
 pub mod code_mode;
+pub mod event_data;
 pub mod events;
+pub mod gateway;
+pub mod openapi;
 pub mod schema;
 pub mod tools;
 
@@ -14,6 +17,7 @@ pub use code_mode::{
     CodeModeResult, CodeModeSnapshotEvent, CodeModeTelemetry, CodeModeWaitReason, ConsoleOutput,
     OutputStream,
 };
+pub use event_data::EventData;
 pub use events::{Event, EventType};
 pub use tools::{
     CatalogMode, ExecutionMode, ModelTool, SearchHit, ToolDefinition, ToolEffect, ToolErrorCode,

@@ -13,7 +13,8 @@ use talon_codemode::{
     StoreLimits,
 };
 use talon_core_tools::{CoreTools, PolicyApprover};
-use talon_protocol::EventType;
+use talon_protocol::gateway::{ApprovalDecision, ApprovalStatus};
+use talon_protocol::{EventData, EventType};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
 use talon_testing::{MockModel, Script};
@@ -102,8 +103,19 @@ fn options() -> RunOptions {
     }
 }
 
+/// The run's event types (deltas left out); every event's data must match
+/// its type's typed payload (`talon_protocol::EventData`).
 fn kinds(sink: &CollectSink) -> Vec<&'static str> {
-    sink.events()
+    let events = sink.events();
+    for event in &events {
+        assert!(
+            event.typed().is_some(),
+            "{} data does not match its schema: {}",
+            event.kind.as_str(),
+            event.data
+        );
+    }
+    events
         .iter()
         .filter(|e| e.kind != EventType::AssistantDelta)
         .map(|e| e.kind.as_str())
@@ -294,7 +306,28 @@ async fn approvals_are_events_and_denied_calls_are_blocked() {
         .into_iter()
         .find(|e| e.kind == EventType::ApprovalResolved)
         .unwrap();
-    assert_eq!(resolved.data["decision"], "denied");
+    let Some(EventData::ApprovalResolved(resolved)) = resolved.typed() else {
+        panic!("approval.resolved is typed");
+    };
+    assert_eq!(resolved.status, ApprovalStatus::Denied);
+    assert_eq!(resolved.decision, Some(ApprovalDecision::Deny));
+    assert!(!resolved.reused);
+    let requested = f
+        .sink
+        .events()
+        .into_iter()
+        .find_map(|e| match e.typed() {
+            Some(EventData::ApprovalRequested(approval)) => Some(approval),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(requested.id, resolved.approval_id);
+    assert_eq!(requested.status, ApprovalStatus::Pending);
+    assert_eq!(
+        requested.decisions,
+        [ApprovalDecision::ApproveOnce, ApprovalDecision::Deny]
+    );
+    assert_eq!(requested.tool_name.as_deref(), Some("openclaw:core:write"));
     assert!(!f._dir.path().join("x.txt").exists());
 }
 

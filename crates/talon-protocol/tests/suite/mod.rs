@@ -1,1 +1,2 @@
+mod methods;
 mod schema;

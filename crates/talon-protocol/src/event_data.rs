@@ -1,0 +1,430 @@
+//! The typed `data` of every event type ([`EventData`]): what the agent
+//! loop emits and what a client may rely on. The envelope ([`Event`])
+//! keeps `data` as JSON so that a client decodes event types it does not
+//! know; [`Event::typed`] gives the typed payload of the known ones, and
+//! the committed gateway schema ties each `type` to its `data` schema.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::gateway::{
+    Approval, ApprovalDecision, ApprovalStatus, ArtifactSummary, Question, Session, Task, Usage,
+};
+use crate::{Event, EventType, ToolSource};
+
+/// A payload by event type (`{type, data}` on the wire).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", content = "data")]
+#[non_exhaustive]
+pub enum EventData {
+    /// `run.created`.
+    #[serde(rename = "run.created")]
+    RunCreated(RunCreatedData),
+    /// `run.queued`.
+    #[serde(rename = "run.queued")]
+    RunQueued(RunQueuedData),
+    /// `run.started`.
+    #[serde(rename = "run.started")]
+    RunStarted(RunStartedData),
+    /// `run.completed`.
+    #[serde(rename = "run.completed")]
+    RunCompleted(RunEndedData),
+    /// `run.failed`.
+    #[serde(rename = "run.failed")]
+    RunFailed(RunEndedData),
+    /// `run.cancelled`.
+    #[serde(rename = "run.cancelled")]
+    RunCancelled(RunEndedData),
+    /// `run.timed_out`.
+    #[serde(rename = "run.timed_out")]
+    RunTimedOut(RunEndedData),
+    /// `assistant.delta`.
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta(TextDelta),
+    /// `assistant.message`.
+    #[serde(rename = "assistant.message")]
+    AssistantMessage(AssistantMessageData),
+    /// `thinking.delta`.
+    #[serde(rename = "thinking.delta")]
+    ThinkingDelta(TextDelta),
+    /// `tool.call.started`.
+    #[serde(rename = "tool.call.started")]
+    ToolCallStarted(ToolCallStartedData),
+    /// `tool.call.delta`.
+    #[serde(rename = "tool.call.delta")]
+    ToolCallDelta(ToolCallDeltaData),
+    /// `tool.call.completed`.
+    #[serde(rename = "tool.call.completed")]
+    ToolCallCompleted(ToolCallCompletedData),
+    /// `tool.call.failed`.
+    #[serde(rename = "tool.call.failed")]
+    ToolCallFailed(ToolCallFailedData),
+    /// `approval.requested`: the approval, pending.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(Approval),
+    /// `approval.resolved`.
+    #[serde(rename = "approval.resolved")]
+    ApprovalResolved(ApprovalResolvedData),
+    /// `question.requested`: the question, pending.
+    #[serde(rename = "question.requested")]
+    QuestionRequested(Question),
+    /// `question.answered`.
+    #[serde(rename = "question.answered")]
+    QuestionAnswered(QuestionAnsweredData),
+    /// `artifact.created`.
+    #[serde(rename = "artifact.created")]
+    ArtifactCreated(ArtifactSummary),
+    /// `artifact.updated`.
+    #[serde(rename = "artifact.updated")]
+    ArtifactUpdated(ArtifactSummary),
+    /// `session.created`.
+    #[serde(rename = "session.created")]
+    SessionCreated(Session),
+    /// `session.updated`.
+    #[serde(rename = "session.updated")]
+    SessionUpdated(Session),
+    /// `session.compacted`.
+    #[serde(rename = "session.compacted")]
+    SessionCompacted(SessionCompactedData),
+    /// `task.updated`.
+    #[serde(rename = "task.updated")]
+    TaskUpdated(Task),
+    /// `git.branch`.
+    #[serde(rename = "git.branch")]
+    GitBranch(GitBranchData),
+    /// `git.diff`.
+    #[serde(rename = "git.diff")]
+    GitDiff(GitDiffData),
+    /// `git.pr`.
+    #[serde(rename = "git.pr")]
+    GitPr(GitPrData),
+}
+
+impl EventData {
+    /// The type and the `data` JSON, as the envelope carries them.
+    pub fn into_parts(self) -> (EventType, serde_json::Value) {
+        let value = serde_json::to_value(&self).unwrap_or_default();
+        let kind = value
+            .get("type")
+            .cloned()
+            .and_then(|t| serde_json::from_value(t).ok())
+            .unwrap_or(EventType::Unknown);
+        let data = value.get("data").cloned().unwrap_or_default();
+        (kind, data)
+    }
+}
+
+impl Event {
+    /// The typed payload; `None` for a type this build does not know, or
+    /// `data` that does not match its type's schema.
+    pub fn typed(&self) -> Option<EventData> {
+        if self.kind == EventType::Unknown {
+            return None;
+        }
+        serde_json::from_value(serde_json::json!({"type": self.kind, "data": self.data})).ok()
+    }
+}
+
+/// `run.created`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCreatedData {
+    /// The user's input.
+    pub input: String,
+}
+
+/// `run.queued`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunQueuedData {
+    /// What it waits for: `session` (another run holds the session's
+    /// lane), `runtime` or `environment`.
+    pub reason: String,
+}
+
+/// `run.started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStartedData {
+    /// The model, `provider/model`.
+    pub model: String,
+    /// The tool surface: `direct`, `code_mode` or `tool_search`.
+    pub surface: String,
+    /// The tools the model sees.
+    pub tools: Vec<String>,
+}
+
+/// `run.completed`, `run.failed`, `run.cancelled`, `run.timed_out`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEndedData {
+    /// The final assistant text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Why it did not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Tool calls the model made.
+    pub tool_calls: u32,
+    /// Tokens and cost.
+    pub usage: Usage,
+    /// Wall time.
+    pub duration_ms: u64,
+}
+
+/// `assistant.delta` and `thinking.delta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TextDelta {
+    /// The new text.
+    pub text: String,
+}
+
+/// `assistant.message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessageData {
+    /// The message's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// How many tool calls it asks for.
+    pub tool_calls: u32,
+    /// The provider's finish reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+/// `tool.call.started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallStartedData {
+    /// The call's id.
+    pub call_id: String,
+    /// For a nested call (made by a cell or a bridge), the model's call it
+    /// belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// The tool: its catalog id for nested calls, the model-visible name
+    /// otherwise.
+    pub name: String,
+    /// Where the tool comes from (nested calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ToolSource>,
+    /// The arguments (model calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+}
+
+/// `tool.call.delta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallDeltaData {
+    /// The call's id.
+    pub call_id: String,
+    /// The executor's update (capped at 16 KiB).
+    pub update: serde_json::Value,
+}
+
+/// `tool.call.completed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallCompletedData {
+    /// The call's id.
+    pub call_id: String,
+    /// The model's call it belongs to, for a nested call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// The tool.
+    pub name: String,
+    /// How long it took.
+    pub duration_ms: u64,
+    /// Its result (capped at 16 KiB).
+    pub result: serde_json::Value,
+}
+
+/// `tool.call.failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallFailedData {
+    /// The call's id.
+    pub call_id: String,
+    /// The model's call it belongs to, for a nested call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// The tool.
+    pub name: String,
+    /// How long it took, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// The call's outcome: `failed`, `denied`, `aborted`, `invalid_input`,
+    /// ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// The error as the model saw it.
+    pub error: serde_json::Value,
+}
+
+/// `approval.resolved`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalResolvedData {
+    /// The approval.
+    pub approval_id: String,
+    /// How it ended: `approved`, `denied`, `expired` or `cancelled`.
+    pub status: ApprovalStatus,
+    /// The decision taken, if one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<ApprovalDecision>,
+    /// The responder's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whether a remembered decision answered it (nobody was asked).
+    #[serde(default)]
+    pub reused: bool,
+}
+
+/// `question.answered`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionAnsweredData {
+    /// The question.
+    pub question_id: String,
+    /// The answer.
+    pub answer: serde_json::Value,
+}
+
+/// `session.compacted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactedData {
+    /// The session.
+    pub session_id: String,
+    /// How many messages the summary replaced.
+    pub replaced_messages: u32,
+    /// The compaction record's message id.
+    pub summary_message_id: String,
+}
+
+/// `git.branch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GitBranchData {
+    /// The branch.
+    pub branch: String,
+    /// Its commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// `observed`, `created` or `switched`.
+    pub action: String,
+}
+
+/// `git.diff`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GitDiffData {
+    /// Files changed.
+    pub files: Vec<String>,
+    /// Lines added.
+    pub additions: u64,
+    /// Lines removed.
+    pub deletions: u64,
+    /// The `diff` artifact holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_id: Option<String>,
+}
+
+/// `git.pr`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GitPrData {
+    /// The pull request's URL.
+    pub url: String,
+    /// Its number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
+    /// Its title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `opened`, `updated` or `linked`.
+    pub action: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_type_has_typed_data_and_round_trips() {
+        let data = EventData::ToolCallStarted(ToolCallStartedData {
+            call_id: "c1".into(),
+            parent_id: None,
+            name: "read".into(),
+            source: None,
+            arguments: Some(serde_json::json!({"path": "a"})),
+        });
+        let (kind, json) = data.clone().into_parts();
+        assert_eq!(kind, EventType::ToolCallStarted);
+        assert_eq!(
+            json,
+            serde_json::json!({"callId": "c1", "name": "read", "arguments": {"path": "a"}})
+        );
+        let event = Event {
+            version: 1,
+            id: "1".into(),
+            ts: 0,
+            kind,
+            run_id: None,
+            session_id: None,
+            session_key: None,
+            task_id: None,
+            agent_id: None,
+            data: json,
+            raw: None,
+        };
+        assert_eq!(event.typed(), Some(data));
+        // Every event type but `unknown` is a variant of EventData.
+        let schema = serde_json::to_value(schemars::schema_for!(EventData)).unwrap();
+        let text = schema.to_string();
+        let types: Vec<&str> = [
+            "run.created",
+            "run.queued",
+            "run.started",
+            "run.completed",
+            "run.failed",
+            "run.cancelled",
+            "run.timed_out",
+            "assistant.delta",
+            "assistant.message",
+            "thinking.delta",
+            "tool.call.started",
+            "tool.call.delta",
+            "tool.call.completed",
+            "tool.call.failed",
+            "approval.requested",
+            "approval.resolved",
+            "question.requested",
+            "question.answered",
+            "artifact.created",
+            "artifact.updated",
+            "session.created",
+            "session.updated",
+            "session.compacted",
+            "task.updated",
+            "git.branch",
+            "git.diff",
+            "git.pr",
+        ]
+        .to_vec();
+        for t in types {
+            assert!(text.contains(&format!("\"{t}\"")), "{t} has no data schema");
+            let kind: EventType = serde_json::from_value(serde_json::json!(t)).unwrap();
+            assert_ne!(kind, EventType::Unknown, "{t}");
+        }
+        // Data that does not match its type is not typed.
+        let mut bad = event.clone();
+        bad.data = serde_json::json!({"callId": 5});
+        assert_eq!(bad.typed(), None);
+    }
+}

@@ -1,0 +1,143 @@
+//! Models, the ToolSpace, environments and tasks as the gateway lists
+//! them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{ToolEffect, ToolSource};
+
+/// A model an agent can use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Model {
+    /// `provider/model`.
+    pub id: String,
+    /// The provider's id in the config.
+    pub provider: String,
+    /// The model's name at the provider.
+    pub name: String,
+    /// Its context window in tokens, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+/// A provider's credentials (`models.status`, the gateway's
+/// `models.authStatus`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderStatus {
+    /// The provider's id in the config.
+    pub provider: String,
+    /// Whether the gateway holds credentials for it.
+    pub authenticated: bool,
+    /// Why not, when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A tool as the ToolSpace shows it: normalised metadata, no internals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSummary {
+    /// Catalog id, `<source>:<owner>:<tool-name>`.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Where it comes from.
+    pub source: ToolSource,
+    /// The plugin, MCP server or app that owns it.
+    pub owner: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: serde_json::Value,
+    /// Whether calls need approval under the current policy.
+    pub requires_approval: bool,
+    /// Read-only, writing or host-executing.
+    pub effect: ToolEffect,
+    /// Hidden from the model (reached only through search or code).
+    pub hidden: bool,
+}
+
+/// What an environment provider can do (the seed's `EnvironmentProvider`
+/// capabilities).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentCapabilities {
+    /// Checks out repositories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<bool>,
+    /// Sandboxes execution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<bool>,
+    /// Enforces a network policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<bool>,
+    /// Binds secrets by reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<bool>,
+    /// Collects artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<bool>,
+    /// Streams logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<bool>,
+    /// Opens pull requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_requests: Option<bool>,
+    /// Keeps running between runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_running: Option<bool>,
+}
+
+/// Where an environment is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EnvironmentStatus {
+    /// Being prepared.
+    Provisioning,
+    /// Ready for runs.
+    Ready,
+    /// Stopped; kept by policy.
+    Stopped,
+    /// Failed to prepare or run.
+    Failed,
+    /// Deleted.
+    Deleted,
+    /// A status this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A managed environment runs execute in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Environment {
+    /// The environment's id.
+    pub id: String,
+    /// Its provider's id.
+    pub provider: String,
+    /// Where it is.
+    pub status: EnvironmentStatus,
+    /// What its provider can do.
+    pub capabilities: EnvironmentCapabilities,
+    /// When it was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
+}
+
+/// A background task (the seed's future API; listed for the schema).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// The task's id.
+    pub id: String,
+    /// The run it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Its state, as the runtime names it.
+    pub status: String,
+    /// When it was created.
+    pub created_at: u64,
+}

@@ -1,0 +1,34 @@
+//! The gateway protocol, version 1: the method table ([`Method`]), every
+//! method's params and result types, the resources they carry, token
+//! scopes, and the one error shape of every transport. The JSON Schema and
+//! OpenAPI documents committed under `schema/` are generated from here
+//! ([`crate::schema`]), and a test fails when they drift.
+
+pub mod approvals;
+pub mod catalog;
+pub mod error;
+pub mod methods;
+pub mod params;
+pub mod resources;
+pub mod scope;
+
+pub use approvals::{
+    Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
+};
+pub use catalog::{
+    Environment, EnvironmentCapabilities, EnvironmentStatus, Model, ProviderStatus, Task,
+    ToolSummary,
+};
+pub use error::{ApiError, ErrorCode};
+pub use methods::{
+    COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Stability, dispatch,
+};
+pub use resources::{
+    Agent, AgentSource, ArtifactSummary, ArtifactType, Message, MessageRole, MessageToolCall,
+    Metadata, Run, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Timestamp, Usage,
+};
+pub use scope::Scope;
+
+/// The protocol's version, sent as `version` in every event envelope and in
+/// the OpenAPI document.
+pub const PROTOCOL_VERSION: u32 = 1;

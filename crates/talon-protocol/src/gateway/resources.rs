@@ -1,0 +1,364 @@
+//! The gateway's resources as the App SDK seed names them: agents,
+//! sessions and their messages, runs and `RunResult`, artifacts, approvals,
+//! questions, models, the ToolSpace, environments and tasks.
+//!
+//! Times are epoch milliseconds unless a field says otherwise (the seed's
+//! `ArtifactSummary` uses RFC 3339 strings; `RunResult` keeps the gateway's
+//! shape, epoch milliseconds, and accepts ISO strings from adapters).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ApiError;
+
+/// Free-form metadata an app attaches to a resource.
+pub type Metadata = BTreeMap<String, serde_json::Value>;
+
+/// Where an agent is defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentSource {
+    /// The config file's `agents.list`.
+    Config,
+    /// Created through `agents.create`.
+    Api,
+    /// A source this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// An agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Agent {
+    /// The agent's id (`main` by default).
+    pub id: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the agent is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The model, as `provider/model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Where it is defined; config agents cannot be updated through the API.
+    pub source: AgentSource,
+    /// When it was created (API agents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
+    /// When it last changed (API agents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<u64>,
+}
+
+/// A conversation with an agent, addressed by id or by key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    /// The session's id.
+    pub id: String,
+    /// The app's key for it (unique per agent), e.g. `agent:main:user-42`.
+    pub key: String,
+    /// The agent it talks to.
+    pub agent_id: String,
+    /// The session it was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// The parent's last message the fork kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_at_message_id: Option<String>,
+    /// The app's metadata.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: Metadata,
+    /// When it was created.
+    pub created_at: u64,
+    /// When it last changed.
+    pub updated_at: u64,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MessageRole {
+    /// The user or app.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result.
+    Tool,
+    /// System instructions.
+    System,
+    /// A compaction record: `text` summarises the messages it replaced.
+    Compaction,
+    /// A role this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A tool call the assistant asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageToolCall {
+    /// The call's id, matched by the tool message's `toolCallId`.
+    pub id: String,
+    /// The tool's name as the model saw it.
+    pub name: String,
+    /// The arguments.
+    pub arguments: serde_json::Value,
+}
+
+/// One message of a session (the seed's `SDKMessage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// The message's id (ordered within its session).
+    pub id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The run that produced it (absent for user input stored before one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Who wrote it.
+    pub role: MessageRole,
+    /// Its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Tool calls the assistant asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MessageToolCall>,
+    /// For a tool message, the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// When it was stored.
+    pub created_at: u64,
+}
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// Accepted, waiting for its session lane, runtime or environment.
+    Queued,
+    /// Running.
+    Running,
+    /// Waiting for an approval or an answer.
+    Waiting,
+    /// Finished successfully.
+    Completed,
+    /// Ended with an error.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+    /// Exceeded its own time limit.
+    TimedOut,
+    /// A status this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl RunStatus {
+    /// Whether the run has ended.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Completed | Self::Failed | Self::Cancelled | Self::TimedOut
+        )
+    }
+}
+
+/// Token counts and cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Completion tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// Cost in US dollars, when the provider's prices are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// A run of an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    /// The run's id.
+    pub id: String,
+    /// The agent.
+    pub agent_id: String,
+    /// The session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The session's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// Where it is.
+    pub status: RunStatus,
+    /// When it was accepted.
+    pub created_at: u64,
+    /// When it started running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<u64>,
+    /// When it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
+    /// Tokens and cost so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+}
+
+/// `RunResult.status`: `accepted` means the wait's deadline passed before
+/// the run ended (not terminal); `timed_out` only that the run exceeded its
+/// own time limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunResultStatus {
+    /// Still running when the wait's deadline passed.
+    Accepted,
+    /// Finished successfully.
+    Completed,
+    /// Ended with an error.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+    /// Exceeded its own time limit.
+    TimedOut,
+    /// A status this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A time as the gateway reports it: epoch milliseconds, or an ISO 8601
+/// string from an adapter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Timestamp {
+    /// Milliseconds since the Unix epoch.
+    Millis(u64),
+    /// An ISO 8601 string.
+    Iso(String),
+}
+
+/// `RunResult.output`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunOutput {
+    /// The final assistant text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The run's messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Message>>,
+}
+
+/// What `runs.wait` returns: the seed's stable result envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// The run.
+    pub run_id: String,
+    /// How it ended, or `accepted` if it has not.
+    pub status: RunResultStatus,
+    /// The session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The session's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// The background task, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// When it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// When it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+    /// Its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<RunOutput>,
+    /// Tokens and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The artifacts it produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Vec<ArtifactSummary>>,
+    /// Why it failed (the seed's `SDKError`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+}
+
+/// What an artifact is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ArtifactType {
+    /// A file written or edited.
+    File,
+    /// A patch bundle.
+    Patch,
+    /// A VCS diff.
+    Diff,
+    /// A log (e.g. shell output beyond its cap).
+    Log,
+    /// Media output.
+    Media,
+    /// A screenshot.
+    Screenshot,
+    /// A run's trajectory: its events and nested calls.
+    Trajectory,
+    /// A pull request link.
+    PullRequest,
+    /// A managed environment's workspace snapshot.
+    Workspace,
+    /// A type this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// The seed's `ArtifactSummary`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactSummary {
+    /// The artifact's id.
+    pub id: String,
+    /// The run that produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Its session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// What it is.
+    #[serde(rename = "type")]
+    pub kind: ArtifactType,
+    /// A title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+    /// When it will be purged (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}

@@ -1,0 +1,160 @@
+//! The method table's own invariants.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+use talon_protocol::gateway::{Effect, ErrorCode, Method, Request, Scope, Stability};
+
+#[test]
+fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
+    let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+    let unique: BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "a method is declared twice");
+    let expected = [
+        "agents.list",
+        "agents.get",
+        "agents.create",
+        "agents.update",
+        "sessions.list",
+        "sessions.create",
+        "sessions.resolve",
+        "sessions.send",
+        "sessions.messages",
+        "sessions.fork",
+        "sessions.compact",
+        "sessions.abort",
+        "runs.create",
+        "runs.get",
+        "runs.events",
+        "runs.wait",
+        "runs.cancel",
+        "tasks.list",
+        "tasks.get",
+        "tasks.cancel",
+        "tasks.events",
+        "models.list",
+        "models.status",
+        "tools.list",
+        "tools.invoke",
+        "artifacts.list",
+        "artifacts.get",
+        "artifacts.download",
+        "approvals.list",
+        "approvals.respond",
+        "questions.list",
+        "questions.respond",
+        "environments.list",
+        "environments.create",
+        "environments.status",
+        "environments.delete",
+        "events.subscribe",
+        "events.unsubscribe",
+    ];
+    assert_eq!(names, expected);
+    for &method in Method::ALL {
+        assert_eq!(Method::from_name(method.name()), Some(method));
+    }
+    assert_eq!(Method::from_name("runs.delete"), None);
+}
+
+#[test]
+fn future_apis_are_declared_unsupported() {
+    let unsupported: Vec<&str> = Method::ALL
+        .iter()
+        .filter(|m| m.spec().stability == Stability::Unsupported)
+        .map(|m| m.name())
+        .collect();
+    assert_eq!(
+        unsupported,
+        [
+            "tasks.list",
+            "tasks.get",
+            "tasks.cancel",
+            "tasks.events",
+            "environments.create",
+            "environments.delete"
+        ]
+    );
+    for name in unsupported {
+        let spec = Method::from_name(name).unwrap().spec();
+        assert!(
+            spec.all_errors().contains(&ErrorCode::Unsupported),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn every_state_changing_method_takes_an_idempotency_key() {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    for &method in Method::ALL {
+        let spec = method.spec();
+        method.params_schema(&mut generator);
+        let defs = generator.definitions().clone();
+        let params = &defs[spec.params];
+        let required: Vec<&str> = params["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        let has_key = params["properties"].get("idempotencyKey").is_some();
+        match spec.effect {
+            Effect::Write => assert!(
+                required.contains(&"idempotencyKey"),
+                "{} changes state but does not require idempotencyKey",
+                spec.name
+            ),
+            Effect::Read => assert!(
+                !has_key,
+                "{} reads only but takes idempotencyKey",
+                spec.name
+            ),
+        }
+    }
+}
+
+#[test]
+fn scopes_follow_the_seed() {
+    let scope = |name: &str| Method::from_name(name).unwrap().spec().scope;
+    assert_eq!(scope("runs.create"), Scope::AgentRun);
+    assert_eq!(scope("runs.wait"), Scope::SessionRead);
+    assert_eq!(scope("sessions.send"), Scope::SessionWrite);
+    assert_eq!(scope("approvals.respond"), Scope::ApprovalRespond);
+    assert_eq!(scope("tools.invoke"), Scope::ToolsInvoke);
+    assert_eq!(scope("artifacts.download"), Scope::ArtifactsRead);
+    assert_eq!(scope("environments.create"), Scope::EnvironmentWrite);
+    assert_eq!(scope("tasks.cancel"), Scope::TaskWrite);
+    assert_eq!(scope("agents.list"), Scope::AgentRead);
+    // Every scope the seed lists but `admin` guards some method, and
+    // `admin` guards agent changes.
+    let used: BTreeSet<Scope> = Method::ALL.iter().map(|m| m.spec().scope).collect();
+    assert_eq!(used, Scope::ALL.into_iter().collect());
+}
+
+#[test]
+fn requests_decode_strictly_with_stable_codes() {
+    let request = Request::decode(
+        "runs.create",
+        json!({"agentId": "main", "input": "hi", "idempotencyKey": "k1"}),
+    )
+    .unwrap();
+    assert_eq!(request.method(), Method::RunsCreate);
+    let missing = Request::decode("runs.create", json!({"agentId": "main"})).unwrap_err();
+    assert_eq!(missing.code, ErrorCode::InvalidRequest);
+    assert!(missing.message.contains("input"), "{}", missing.message);
+    let typo = Request::decode("runs.get", json!({"runID": "r1"})).unwrap_err();
+    assert_eq!(typo.code, ErrorCode::InvalidRequest);
+    let wrong_type =
+        Request::decode("runs.wait", json!({"runId": "r1", "timeoutMs": "soon"})).unwrap_err();
+    assert_eq!(wrong_type.code, ErrorCode::InvalidRequest);
+    let unknown = Request::decode("runs.delete", json!({})).unwrap_err();
+    assert_eq!(unknown.code, ErrorCode::NotFound);
+    assert_eq!(unknown.details, Some(json!({"method": "runs.delete"})));
+    // No params at all is an empty object.
+    assert_eq!(
+        Request::decode("agents.list", serde_json::Value::Null)
+            .unwrap()
+            .method(),
+        Method::AgentsList
+    );
+    assert!(Request::decode("agents.list", json!([1, 2])).is_err());
+}
