@@ -18,6 +18,10 @@ use crate::records::{EventFilter, Retention, StoredToken};
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
+/// Rows per INSERT statement (9 parameters each, under SQLite's limit of
+/// 32,766).
+const ROWS_PER_INSERT: usize = 256;
+
 /// The largest page of events one read returns.
 pub const MAX_PAGE: u32 = 10_000;
 
@@ -56,31 +60,39 @@ impl SqliteStore {
     /// with their ids (the replay cursor) set. All or none are stored.
     pub async fn append(&self, mut events: Vec<Event>) -> Result<Vec<Event>> {
         let mut tx = self.pool.begin().await?;
-        for event in &mut events {
-            let data = serde_json::to_string(&event.data).map_err(corrupt)?;
-            let raw = event
-                .raw
-                .as_ref()
-                .map(serde_json::to_string)
-                .transpose()
-                .map_err(corrupt)?;
-            let seq: i64 = sqlx::query(
-                "INSERT INTO events (ts, type, run_id, session_id, session_key, task_id, agent_id, data, raw) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq",
-            )
-            .bind(event.ts as i64)
-            .bind(event.kind.as_str())
-            .bind(&event.run_id)
-            .bind(&event.session_id)
-            .bind(&event.session_key)
-            .bind(&event.task_id)
-            .bind(&event.agent_id)
-            .bind(data)
-            .bind(raw)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-            event.id = seq.to_string();
+        for chunk in events.chunks_mut(ROWS_PER_INSERT) {
+            let mut rows = Vec::with_capacity(chunk.len());
+            for event in chunk.iter() {
+                let data = serde_json::to_string(&event.data).map_err(corrupt)?;
+                let raw = event
+                    .raw
+                    .as_ref()
+                    .map(serde_json::to_string)
+                    .transpose()
+                    .map_err(corrupt)?;
+                rows.push((event, data, raw));
+            }
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO events (ts, type, run_id, session_id, session_key, task_id, agent_id, data, raw) ",
+            );
+            insert.push_values(rows, |mut row, (event, data, raw)| {
+                row.push_bind(event.ts as i64)
+                    .push_bind(event.kind.as_str())
+                    .push_bind(event.run_id.clone())
+                    .push_bind(event.session_id.clone())
+                    .push_bind(event.session_key.clone())
+                    .push_bind(event.task_id.clone())
+                    .push_bind(event.agent_id.clone())
+                    .push_bind(data)
+                    .push_bind(raw);
+            });
+            // One statement's rows get consecutive sequence numbers (one
+            // writer at a time): the last is the statement's rowid.
+            let last = insert.build().execute(&mut *tx).await?.last_insert_rowid() as u64;
+            let first = last + 1 - chunk.len() as u64;
+            for (i, event) in chunk.iter_mut().enumerate() {
+                event.id = (first + i as u64).to_string();
+            }
         }
         tx.commit().await?;
         Ok(events)
