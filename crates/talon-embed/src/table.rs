@@ -85,11 +85,17 @@ impl StaticTable {
     /// Like [`StaticTable::embed`], each token's vector scaled by
     /// `weight(token id)`.
     pub fn embed_weighted(&self, text: &str, weight: impl Fn(u32) -> f32) -> Option<Vec<f32>> {
+        self.embed_ids(&self.tokens_of(text), weight)
+    }
+
+    /// Like [`StaticTable::embed_weighted`], over token ids already taken
+    /// from [`StaticTable::tokens_of`] (ids outside the table are skipped).
+    pub fn embed_ids(&self, ids: &[u32], weight: impl Fn(u32) -> f32) -> Option<Vec<f32>> {
         let mut sum = vec![0.0f32; self.dim];
         let mut row = vec![0.0f32; self.dim];
         let unk = self.tokenizer.unk();
-        for id in self.tokenizer.encode(text, MAX_TOKENS) {
-            if id == unk {
+        for &id in ids {
+            if id == unk || id as usize >= self.tokenizer.len() {
                 continue;
             }
             let w = weight(id);

@@ -76,9 +76,9 @@ impl Embedder {
         self.table.dim()
     }
 
-    /// A text's unit vector, from the cache when the same text was
-    /// embedded before (`None`: no token the table knows).
-    fn document(&self, text: &str) -> Vector {
+    /// A text's unit vector (its token ids given), from the cache when the
+    /// same text was embedded before (`None`: no token the table knows).
+    fn document(&self, text: &str, ids: &[u32]) -> Vector {
         let key: [u8; 32] = Sha256::digest(text.as_bytes()).into();
         let cached = self
             .cache
@@ -89,7 +89,7 @@ impl Embedder {
         if let Some(vector) = cached {
             return vector;
         }
-        let vector: Vector = self.table.embed(text).map(Arc::from);
+        let vector: Vector = self.table.embed_ids(ids, |_| 1.0).map(Arc::from);
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.len() >= MAX_CACHED {
             cache.clear();
@@ -155,10 +155,11 @@ impl SemanticIndex {
         let mut vectors = vec![0.0f32; texts.len() * dim];
         let mut df = HashMap::new();
         for (text, out) in texts.iter().zip(vectors.chunks_exact_mut(dim)) {
-            if let Some(v) = embedder.document(text) {
+            // One tokenization serves the vector and the frequencies.
+            let mut ids = embedder.table.tokens_of(text);
+            if let Some(v) = embedder.document(text, &ids) {
                 out.copy_from_slice(&v);
             }
-            let mut ids = embedder.table.tokens_of(text);
             ids.sort_unstable();
             ids.dedup();
             for id in ids {
