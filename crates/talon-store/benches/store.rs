@@ -1,9 +1,12 @@
-//! Store speed (SQLite): durable event appends in batches (what an agent
-//! streaming `assistant.delta` produces), replaying 100,000 events from a
-//! cursor, and opening an existing database (migrations checked).
+//! Store speed on SQLite and PostgreSQL (a real server the harness starts,
+//! with `fsync` and `synchronous_commit` on): durable event appends, alone
+//! and from many concurrent appenders (the group commit; an agent
+//! streaming `assistant.delta` per token produces such bursts), replaying
+//! 100,000 events from a cursor (typed, and as the JSON the transports
+//! send), and opening an existing database (migrations checked).
 //! Results in `docs/benchmarks.md`.
 //!
-//! `cargo bench -p talon-store --bench store`
+//! `cargo bench -p talon-store --bench store [-- sqlite|postgres]`
 #![allow(
     missing_docs,
     clippy::unwrap_used,
@@ -12,11 +15,15 @@
     reason = "a benchmark binary"
 )]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use talon_protocol::{Event, EventType};
-use talon_store::{EventFilter, StoreConfig};
+use talon_store::{EventFilter, Store, StoreConfig};
+use talon_testing::postgres::{PgOptions, TestPostgres};
+
+const TOTAL: u64 = 100_000;
 
 fn delta(n: u64) -> Event {
     Event {
@@ -38,12 +45,7 @@ fn pct(sorted: &[Duration], p: usize) -> Duration {
     sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = StoreConfig::embedded(dir.path());
-    let store = talon_store::open(&config).await.unwrap();
-    const TOTAL: u64 = 100_000;
+async fn sequential(store: &Store) {
     for batch in [1u64, 16, 64, 256] {
         let events = if batch == 1 { 2_000 } else { TOTAL };
         let mut commits = Vec::new();
@@ -59,13 +61,110 @@ async fn main() {
         let elapsed = started.elapsed();
         commits.sort();
         println!(
-            "append, batches of {batch:>3}: {:>8.0} events/s; commit p50 {:?}, p99 {:?}, max {:?} ({events} events)",
+            "  one appender, batches of {batch:>3}: {:>8.0} events/s; commit p50 {:?}, p99 {:?} ({events} events)",
             events as f64 / elapsed.as_secs_f64(),
             pct(&commits, 50),
             pct(&commits, 99),
-            commits.last().unwrap()
         );
     }
+}
+
+/// `appenders` tasks append single events (one per token) as fast as they
+/// can: the group-commit writer folds what arrives during a commit into
+/// the next one. Latency is from the call to its durable return.
+async fn concurrent(store: &Store, appenders: u64, per_appender: u64) {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for a in 0..appenders {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_appender as usize);
+            for n in 0..per_appender {
+                let t = Instant::now();
+                store.append(vec![delta(a * 1000 + n)]).await.unwrap();
+                latencies.push(t.elapsed());
+            }
+            latencies
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    println!(
+        "  {appenders:>3} appenders, one event per append: {:>8.0} events/s; durable after p50 {:?}, p99 {:?}, max {:?}",
+        all.len() as f64 / elapsed.as_secs_f64(),
+        pct(&all, 50),
+        pct(&all, 99),
+        all.last().unwrap()
+    );
+}
+
+/// Agents streaming at a fixed total rate, open loop: every 10 ms each of
+/// `agents` queues a burst of single-event appends (one per token) without
+/// waiting for the previous ones to be durable; latency is from queueing an
+/// event to its commit. The target: 20,000 events/s, each durable within
+/// 10 ms.
+async fn streaming(store: &Store, agents: u64, rate: u64, seconds: u64) {
+    let per_tick = (rate / 100 / agents).max(1);
+    let ticks = seconds * 100;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for a in 0..agents {
+        let store = store.clone();
+        // The agent queues; one waiter per agent takes its acks in order
+        // (they complete in order).
+        let (acks, mut inbox) =
+            tokio::sync::mpsc::unbounded_channel::<(Instant, talon_store::Pending)>();
+        let waiter = tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while let Some((queued, pending)) = inbox.recv().await {
+                pending.durable().await.unwrap();
+                latencies.push(queued.elapsed());
+            }
+            latencies
+        });
+        tasks.push(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(Duration::from_millis(10));
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            for tick in 0..ticks {
+                interval.tick().await;
+                for k in 0..per_tick {
+                    let queued = Instant::now();
+                    let pending = store
+                        .submit(vec![delta(a * 1_000_000 + tick * 100 + k)])
+                        .await
+                        .unwrap();
+                    acks.send((queued, pending)).unwrap();
+                }
+            }
+            drop(acks);
+            waiter.await.unwrap()
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    let late = all
+        .iter()
+        .filter(|l| **l > Duration::from_millis(10))
+        .count();
+    println!(
+        "  {agents:>3} agents streaming at {rate} events/s for {seconds} s: {:>8.0} events/s durable; queued to durable p50 {:?}, p99 {:?}, max {:?}; over 10 ms: {:.2} %",
+        all.len() as f64 / elapsed.as_secs_f64(),
+        pct(&all, 50),
+        pct(&all, 99),
+        all.last().unwrap(),
+        100.0 * late as f64 / all.len() as f64
+    );
+}
+
+async fn replay(store: &Store, json: bool) {
     let last = store.last_event_id().await.unwrap();
     let from = last - TOTAL;
     let mut replays = Vec::new();
@@ -74,33 +173,93 @@ async fn main() {
         let mut cursor = Some(from);
         let mut count = 0;
         loop {
-            let page = store
-                .after(cursor, &EventFilter::default(), 10_000)
-                .await
-                .unwrap();
-            let Some(end) = page.last() else { break };
-            cursor = Some(end.id.parse().unwrap());
-            count += page.len();
+            let end = if json {
+                let page = store
+                    .after_json(cursor, &EventFilter::default(), 10_000)
+                    .await
+                    .unwrap();
+                count += page.len();
+                page.last().map(|e| e.id)
+            } else {
+                let page = store
+                    .after(cursor, &EventFilter::default(), 10_000)
+                    .await
+                    .unwrap();
+                count += page.len();
+                page.last().map(|e| e.id.parse().unwrap())
+            };
+            let Some(end) = end else { break };
+            cursor = Some(end);
         }
         assert_eq!(count as u64, TOTAL);
         replays.push(t.elapsed());
     }
     replays.sort();
     println!(
-        "replay of {TOTAL} events from a cursor: median {:?} (min {:?})",
-        replays[2], replays[0]
+        "  replay of {TOTAL} events from a cursor, {}: median {:?} (min {:?})",
+        if json { "as envelope JSON" } else { "typed" },
+        replays[2],
+        replays[0]
     );
-    store.close().await;
+}
+
+async fn opens(config: &StoreConfig) {
     let mut opens = Vec::new();
     for _ in 0..21 {
         let t = Instant::now();
-        let s = talon_store::open(&config).await.unwrap();
+        let s = talon_store::open(config).await.unwrap();
         opens.push(t.elapsed());
         s.close().await;
     }
     opens.sort();
     println!(
-        "open of an existing database (migrations checked): median {:?}, p90 {:?}",
+        "  open of an existing database (migrations checked): median {:?}, p90 {:?}",
         opens[10], opens[18]
     );
+}
+
+async fn bench(name: &str, config: StoreConfig) {
+    println!("{name}:");
+    let store = talon_store::open(&config).await.unwrap();
+    sequential(&store).await;
+    for appenders in [8, 64] {
+        concurrent(&store, appenders, 40_000 / appenders).await;
+    }
+    for (agents, rate) in [(8, 20_000), (32, 20_000), (8, 40_000)] {
+        streaming(&store, agents, rate, 5).await;
+    }
+    replay(&store, false).await;
+    replay(&store, true).await;
+    store.close().await;
+    opens(&config).await;
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wants = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    if wants("sqlite") {
+        let dir = tempfile::tempdir().unwrap();
+        bench(
+            "sqlite (WAL, synchronous=FULL)",
+            StoreConfig::embedded(dir.path()),
+        )
+        .await;
+    }
+    if wants("postgres") {
+        let pg = Arc::new(
+            TestPostgres::start(PgOptions {
+                durable: true,
+                ..PgOptions::default()
+            })
+            .expect("PostgreSQL (scripts/setup.sh installs it)"),
+        );
+        let url = pg.fresh_database().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        bench(
+            "postgres (fsync, synchronous_commit on; loopback TCP)",
+            StoreConfig::at(url, dir.path()),
+        )
+        .await;
+    }
 }

@@ -1,15 +1,32 @@
-//! The store's errors.
+//! The store's errors. Database failures are classified here, once, so
+//! that a full disk or a read-only database reads as what it is on both
+//! backends.
 
 /// What went wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database could not be opened, read or written.
+    /// The database could not be reached or opened.
+    #[error("cannot connect to the store at {url}: {source}")]
+    Connect {
+        /// The URL, password redacted.
+        url: String,
+        /// Why.
+        source: sqlx::Error,
+    },
+    /// The disk (or the database's quota) is full: nothing was written.
+    #[error("the store's disk is full; nothing was written ({0})")]
+    DiskFull(String),
+    /// The database is read-only (file permissions, a read-only mount, a
+    /// standby server): nothing was written.
+    #[error("the store is read-only; nothing was written ({0})")]
+    ReadOnly(String),
+    /// Any other database failure.
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     /// A migration failed or the database is newer than this build.
     #[error("migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
-    /// The state directory could not be created.
+    /// A file under the state directory could not be read or written.
     #[error("{path}: {source}")]
     Io {
         /// The path.
@@ -32,13 +49,65 @@ pub enum StoreError {
         /// The key.
         key: String,
     },
+    /// A record with this id or key exists already.
+    #[error("{kind} {id:?} already exists")]
+    Exists {
+        /// What kind of record.
+        kind: &'static str,
+        /// Its id or key.
+        id: String,
+    },
+    /// No record with this id.
+    #[error("{kind} {id:?} not found")]
+    NotFound {
+        /// What kind of record.
+        kind: &'static str,
+        /// Its id.
+        id: String,
+    },
     /// The store URL names no backend this build has.
     #[error("unsupported store URL {0:?} (sqlite:PATH or postgres://...)")]
     UnsupportedUrl(String),
-    /// A stored value does not decode.
+    /// A stored value does not decode, or a value cannot be stored.
     #[error("corrupt record: {0}")]
     Corrupt(String),
+    /// The group-commit writer is gone (the store is closing).
+    #[error("the store is closed")]
+    Closed,
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        if let Some(db) = error.as_database_error() {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            let message = db.message().to_owned();
+            // SQLite's primary result codes (the extended ones keep them in
+            // the low byte) and PostgreSQL's SQLSTATEs.
+            let sqlite = code.parse::<i32>().ok().map(|c| c & 0xff);
+            match (sqlite, code.as_str()) {
+                (Some(13), _) | (_, "53100") => return Self::DiskFull(message),
+                (Some(8), _) | (_, "25006") => return Self::ReadOnly(message),
+                _ => {}
+            }
+        }
+        Self::Database(error)
+    }
+}
+
+impl StoreError {
+    /// Whether trying again later may succeed (a busy or unreachable
+    /// database, a full disk), as opposed to a request that is wrong.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Connect { .. } | Self::DiskFull(_) | Self::Database(_) | Self::Closed
+        )
+    }
 }
 
 /// The store's result.
 pub type Result<T> = std::result::Result<T, StoreError>;
+
+pub(crate) fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}

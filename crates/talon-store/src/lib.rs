@@ -1,33 +1,83 @@
-//! Talon's durable store: the event log (append-only, a monotonic cursor,
-//! retention that never shortens a stream silently), runs with their
-//! idempotency keys, and access tokens (hashed). SQLite is the embedded
-//! default (`$TALON_STATE_DIR/talon.db`, WAL, a busy timeout, migrations
-//! applied at open).
+//! Talon's durable store: the event log (append-only, a monotonic cursor
+//! that holds under concurrent writers, retention that never shortens a
+//! stream silently), runs with their idempotency keys, sessions and their
+//! messages, agents created through the API, approvals and questions,
+//! artifacts, suspended Code Mode cells, and access tokens (hashed).
 //!
-//! Every write that returns is durable: SQLite runs with
-//! `synchronous=FULL` in WAL mode, so a commit survives a crash of the
-//! process or the machine.
+//! One [`Store`] over two backends, chosen by URL ([`Backend`]):
+//!
+//! - **SQLite**, the embedded default: `$TALON_STATE_DIR/talon.db`, WAL,
+//!   `synchronous=FULL`, a busy timeout; nothing for the user to set up.
+//! - **PostgreSQL**, for several gateway nodes sharing one database
+//!   (`postgres://...`).
+//!
+//! Queries go through sqlx's `Any` driver; what the two dialects spell
+//! differently lives in `dialect.rs`, and each has its own embedded
+//! migrations, applied at open. Every write that returns is durable.
+//!
+//! Events are appended through a group-commit writer (`writer.rs`): appends
+//! that arrive while a commit is in flight share the next one, so a burst
+//! of `assistant.delta` events costs one fsync, not one each.
 
+/// A query text assembled from fixed pieces (table and column names, a
+/// dialect's fragment): never from a value, which is always bound.
+macro_rules! sql {
+    ($($text:tt)*) => {
+        sqlx::AssertSqlSafe(format!($($text)*))
+    };
+}
+
+mod agents;
+mod approvals;
+mod artifacts;
+mod cells;
+mod dialect;
 mod error;
+mod events;
 mod records;
-mod sqlite;
+mod runs;
+mod sessions;
+mod tokens;
+mod writer;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::AnyPool;
+
+pub use approvals::{PendingFilter, Resolution};
+pub use artifacts::{ArtifactContent, NewArtifact, StoredContent};
+pub use cells::CellStore;
+pub use dialect::Backend;
 pub use error::{Result, StoreError};
+pub use events::{MAX_PAGE, Pending, RawEvent};
 pub use records::{EventFilter, Retention, StoredToken};
-pub use sqlite::SqliteStore;
+pub use sessions::StoredMessage;
 
 /// Where the store lives and how it behaves.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// `sqlite:PATH`; absent: `<state_dir>/talon.db`.
+    /// `sqlite:PATH` (`?mode=ro` opens it read-only) or `postgres://...`;
+    /// absent: `<state_dir>/talon.db`.
     pub url: Option<String>,
-    /// The state directory (`$TALON_STATE_DIR`, default `~/.talon/`).
+    /// The state directory (`$TALON_STATE_DIR`, default `~/.talon/`):
+    /// the SQLite file and artifact contents above the inline size.
     pub state_dir: PathBuf,
-    /// How long a writer waits for another to finish.
+    /// How long a writer waits for another to finish (SQLite).
     pub busy_timeout: Duration,
+    /// How long opening the store (or taking a connection) may wait for
+    /// the database.
+    pub connect_timeout: Duration,
+    /// Connections in the pool.
+    pub max_connections: u32,
+    /// SQLite only: the database file may not grow beyond this many bytes
+    /// (writes past it fail with [`StoreError::DiskFull`], as on a full
+    /// disk). PostgreSQL sizes are the server's business.
+    pub max_size_bytes: Option<u64>,
+    /// Artifact contents up to this size are kept in the database; larger
+    /// ones in files under `<state_dir>/artifacts/`.
+    pub inline_artifact_bytes: u64,
 }
 
 impl StoreConfig {
@@ -37,20 +87,97 @@ impl StoreConfig {
             url: None,
             state_dir: state_dir.into(),
             busy_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(10),
+            max_connections: 4,
+            max_size_bytes: None,
+            inline_artifact_bytes: 256 << 10,
+        }
+    }
+
+    /// The store at `url` (`sqlite:PATH` or `postgres://...`), with
+    /// `state_dir` for artifact files.
+    pub fn at(url: impl Into<String>, state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            url: Some(url.into()),
+            ..Self::embedded(state_dir)
         }
     }
 }
 
+/// The store: cheap to clone, shared by every part of a gateway.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: AnyPool,
+    backend: Backend,
+    state_dir: PathBuf,
+    inline_artifact_bytes: u64,
+    writer: writer::Writer,
+}
+
 /// Opens the store `config` names, creating and migrating it as needed.
-pub async fn open(config: &StoreConfig) -> Result<SqliteStore> {
-    let path = match config.url.as_deref() {
-        None => config.state_dir.join("talon.db"),
-        Some(url) => match url.strip_prefix("sqlite:") {
-            Some(path) => PathBuf::from(path.trim_start_matches("//")),
-            None => return Err(StoreError::UnsupportedUrl(url.to_owned())),
-        },
+/// Must run inside a Tokio runtime (the group-commit writer is a task on
+/// it).
+pub async fn open(config: &StoreConfig) -> Result<Store> {
+    let (backend, pool) = dialect::connect(config).await?;
+    migrate(backend, &pool).await?;
+    let writer = writer::Writer::spawn(pool.clone(), backend);
+    Ok(Store {
+        inner: Arc::new(Inner {
+            pool,
+            backend,
+            state_dir: config.state_dir.clone(),
+            inline_artifact_bytes: config.inline_artifact_bytes,
+            writer,
+        }),
+    })
+}
+
+/// Applies the backend's migrations. A read-only database whose schema is
+/// already current opens (for reads); one that would need a migration is
+/// [`StoreError::ReadOnly`].
+async fn migrate(backend: Backend, pool: &AnyPool) -> Result<()> {
+    let migrator = backend.migrator();
+    let error = match migrator.run(pool).await {
+        Ok(()) => return Ok(()),
+        Err(sqlx::migrate::MigrateError::Execute(e)) => StoreError::from(e),
+        Err(e) => return Err(e.into()),
     };
-    SqliteStore::open(&path, config.busy_timeout).await
+    if !matches!(error, StoreError::ReadOnly(_)) {
+        return Err(error);
+    }
+    let applied: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(pool)
+            .await?;
+    let wanted: Vec<i64> = migrator.iter().map(|m| m.version).collect();
+    if applied == wanted {
+        tracing::warn!("the store is read-only: reads are served, writes will fail");
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
+impl Store {
+    /// Which backend this is.
+    pub fn backend(&self) -> Backend {
+        self.inner.backend
+    }
+
+    fn pool(&self) -> &AnyPool {
+        &self.inner.pool
+    }
+
+    /// Waits for pending appends and closes every connection.
+    pub async fn close(&self) {
+        self.inner.writer.flush().await;
+        self.inner.pool.close().await;
+    }
 }
 
 /// Milliseconds since the Unix epoch.

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::error::{Result, StoreError, corrupt};
+
 use talon_protocol::EventType;
 use talon_protocol::gateway::Scope;
 
@@ -51,5 +53,42 @@ impl StoredToken {
     /// Whether it can be used at `now` (epoch ms).
     pub fn is_live(&self, now: u64) -> bool {
         self.revoked_at.is_none() && self.expires_at.is_none_or(|at| now < at)
+    }
+}
+
+/// A time (epoch ms) as a column value.
+pub(crate) fn ms(t: u64) -> Result<i64> {
+    i64::try_from(t).map_err(|_| StoreError::Corrupt(format!("time {t} out of range")))
+}
+
+/// An optional time as a column value.
+pub(crate) fn opt_ms(t: Option<u64>) -> Result<Option<i64>> {
+    t.map(ms).transpose()
+}
+
+/// A value as the JSON text a column holds.
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(corrupt)
+}
+
+/// A JSON column back as a value.
+pub(crate) fn json_column<T: serde::de::DeserializeOwned>(
+    value: Option<String>,
+) -> Result<Option<T>> {
+    value
+        .map(|text| serde_json::from_str(&text).map_err(corrupt))
+        .transpose()
+}
+
+/// A JSON document column back as a value.
+pub(crate) fn doc<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(corrupt)
+}
+
+/// A unit enum's wire spelling (`"pending"`), the column value.
+pub(crate) fn enum_str<T: serde::Serialize>(value: T) -> Result<String> {
+    match serde_json::to_value(value).map_err(corrupt)? {
+        serde_json::Value::String(s) => Ok(s),
+        other => Err(StoreError::Corrupt(format!("not a unit enum: {other}"))),
     }
 }

@@ -28,7 +28,11 @@
 //!
 //! [`relevance`] reads judged search corpora and computes the figures the
 //! search quality gate holds them to.
+//!
+//! [`postgres`] starts a real PostgreSQL server for tests (one per test
+//! process, from a cached template) and hands out fresh databases.
 
+pub mod postgres;
 pub mod prelude_js;
 pub mod relevance;
 pub mod synthetic;

@@ -60,7 +60,7 @@ use serde_json::Value;
 use talon_protocol::CodeModeErrorCode;
 
 pub use file::FileStore;
-pub use record::{HEADER_CAP, StoreKey, decode_record, reseal_record};
+pub use record::{HEADER_CAP, StoreKey, decode_record, reseal_record, seal_record};
 
 /// Who may resume a cell.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -207,6 +207,27 @@ pub trait SnapshotStore: Send + Sync {
     /// stored (a `wait` took it, or it ended): the caller keeps the result.
     fn settle(&self, id: &str, host_call_id: u64, result: NestedResult)
     -> Result<bool, StoreError>;
+}
+
+impl SuspendedCell {
+    /// Records the outcome of pending call `host_call_id`; `false` when the
+    /// cell has no such call.
+    pub fn settle(&mut self, host_call_id: u64, result: NestedResult) -> bool {
+        settle_in(self, host_call_id, result)
+    }
+}
+
+impl StoreLimits {
+    /// Whether `cell` may be stored while `live_others` other cells are.
+    pub fn check(&self, cell: &SuspendedCell, live_others: usize) -> Result<(), StoreError> {
+        check_put(self, cell, live_others)
+    }
+}
+
+/// The key records are sealed with by default: derived from the sandbox's
+/// host secret (see `key.rs`).
+pub fn default_store_key() -> Result<StoreKey, StoreError> {
+    key::default_key()
 }
 
 pub(crate) fn settle_in(cell: &mut SuspendedCell, host_call_id: u64, result: NestedResult) -> bool {

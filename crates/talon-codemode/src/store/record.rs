@@ -315,6 +315,17 @@ fn parse_header(
     })
 }
 
+/// Seals `cell` as a new record (a fresh nonce, generation 0) in the file
+/// store's format, for stores that keep records elsewhere (a database):
+/// [`decode_record`] opens it.
+pub fn seal_record(key: &StoreKey, cell: &SuspendedCell) -> Result<Vec<u8>, StoreError> {
+    let stamp = Stamp {
+        nonce: super::key::random()?,
+        generation: 0,
+    };
+    encode(key, cell, stamp)
+}
+
 /// Decodes a stored record (the file store's format; public for fuzzing).
 /// Anything but an intact record sealed with `key` for `id` is
 /// [`StoreError::Tampered`], never a panic.

@@ -1,11 +1,15 @@
-//! The event log: ids in order, filters, pages, retention and expired
-//! cursors, reopening.
+//! The event log: ids in order, filters, pages, the JSON form, retention
+//! and expired cursors, reopening, group commit, and the cursor under
+//! concurrent writers.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::json;
 use talon_protocol::{Event, EventType};
-use talon_store::{EventFilter, Retention, SqliteStore, StoreConfig, StoreError};
+use talon_store::{EventFilter, Retention, StoreError};
+
+use super::backend::Kind;
 
 pub fn event(run: &str, kind: EventType, ts: u64, n: u64) -> Event {
     Event {
@@ -23,212 +27,246 @@ pub fn event(run: &str, kind: EventType, ts: u64, n: u64) -> Event {
     }
 }
 
-pub async fn store(dir: &tempfile::TempDir) -> SqliteStore {
-    talon_store::open(&StoreConfig::embedded(dir.path()))
-        .await
-        .unwrap()
-}
-
-#[tokio::test]
-async fn appended_events_come_back_in_order_after_any_cursor() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir).await;
-    let batch: Vec<Event> = (0..5)
-        .map(|n| event("r1", EventType::AssistantDelta, 1000 + n, n))
-        .collect();
-    let stored = store.append(batch.clone()).await.unwrap();
-    let ids: Vec<&str> = stored.iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(ids, ["1", "2", "3", "4", "5"]);
-    let all = store
-        .after(None, &EventFilter::default(), 100)
-        .await
-        .unwrap();
-    assert_eq!(all, stored);
-    let tail = store
-        .after(Some(3), &EventFilter::default(), 100)
-        .await
-        .unwrap();
-    assert_eq!(tail, stored[3..].to_vec());
-    let page = store
-        .after(Some(1), &EventFilter::default(), 2)
-        .await
-        .unwrap();
-    assert_eq!(page, stored[1..3].to_vec());
-    assert!(
-        store
-            .after(Some(5), &EventFilter::default(), 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(store.last_event_id().await.unwrap(), 5);
-}
-
-#[tokio::test]
-async fn filters_select_by_run_session_agent_and_type() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir).await;
-    let stored = store
-        .append(vec![
-            event("r1", EventType::RunStarted, 1, 0),
-            event("r2", EventType::RunStarted, 2, 1),
-            event("r1", EventType::AssistantDelta, 3, 2),
-            event("r1", EventType::RunCompleted, 4, 3),
-        ])
-        .await
-        .unwrap();
-    let by_run = EventFilter {
-        run_id: Some("r1".into()),
-        ..Default::default()
-    };
-    let got = store.after(None, &by_run, 100).await.unwrap();
-    assert_eq!(
-        got,
-        vec![stored[0].clone(), stored[2].clone(), stored[3].clone()]
-    );
-    let by_key_and_type = EventFilter {
-        session_key: Some("key-r1".into()),
-        types: vec![EventType::RunStarted, EventType::RunCompleted],
-        ..Default::default()
-    };
-    let got = store.after(None, &by_key_and_type, 100).await.unwrap();
-    assert_eq!(got, vec![stored[0].clone(), stored[3].clone()]);
-    let nobody = EventFilter {
-        agent_id: Some("other".into()),
-        ..Default::default()
-    };
-    assert!(store.after(None, &nobody, 100).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn retention_expires_old_cursors_instead_of_shortening_streams() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(&dir).await;
-    let stored = store
-        .append(
-            (0..10)
-                .map(|n| event("r1", EventType::AssistantDelta, 1_000 * n, n))
-                .collect(),
-        )
-        .await
-        .unwrap();
-    // Keep the newest 6: events 1..=4 go.
-    let removed = store
-        .prune(
-            Retention {
-                max_age: None,
-                max_events: Some(6),
-            },
-            10_000,
-        )
-        .await
-        .unwrap();
-    assert_eq!(removed, 4);
-    match store.after(Some(2), &EventFilter::default(), 100).await {
-        Err(StoreError::CursorExpired {
-            cursor: 2,
-            oldest: 5,
-        }) => {}
-        other => panic!("{other:?}"),
-    }
-    match store.after(None, &EventFilter::default(), 100).await {
-        Err(StoreError::CursorExpired {
-            cursor: 0,
-            oldest: 5,
-        }) => {}
-        other => panic!("{other:?}"),
-    }
-    // A cursor at the floor still reads everything kept.
-    let kept = store
-        .after(Some(4), &EventFilter::default(), 100)
-        .await
-        .unwrap();
-    assert_eq!(kept, stored[4..].to_vec());
-    // By age: older than 3 s at t = 10 s removes ts < 7000 (events 5, 6).
-    let removed = store
-        .prune(
-            Retention {
-                max_age: Some(Duration::from_secs(3)),
-                max_events: None,
-            },
-            10_000,
-        )
-        .await
-        .unwrap();
-    assert_eq!(removed, 3);
-    assert!(matches!(
-        store.after(Some(4), &EventFilter::default(), 100).await,
-        Err(StoreError::CursorExpired { oldest: 8, .. })
-    ));
-    // Ids keep growing after pruning everything.
-    store
-        .prune(
-            Retention {
-                max_age: None,
-                max_events: Some(0),
-            },
-            10_000,
-        )
-        .await
-        .unwrap();
-    assert_eq!(store.last_event_id().await.unwrap(), 10);
-    let next = store
-        .append(vec![event("r3", EventType::RunStarted, 20_000, 0)])
-        .await
-        .unwrap();
-    assert_eq!(next[0].id, "11");
-}
-
-#[tokio::test]
-async fn the_log_survives_reopening_and_migrations_run_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let stored = {
-        let store = store(&dir).await;
-        let stored = store
-            .append(vec![event("r1", EventType::RunStarted, 1, 0)])
+/// Every event after `cursor`, page by page.
+pub async fn everything(store: &talon_store::Store, mut cursor: Option<u64>) -> Vec<Event> {
+    let mut events = Vec::new();
+    loop {
+        let page = store
+            .after(cursor, &EventFilter::default(), 10_000)
             .await
             .unwrap();
-        store.close().await;
-        stored
-    };
-    let store = store(&dir).await;
-    assert_eq!(
-        store
-            .after(None, &EventFilter::default(), 10)
-            .await
-            .unwrap(),
-        stored
-    );
-    assert!(dir.path().join("talon.db").is_file());
+        let Some(last) = page.last() else { break };
+        cursor = Some(last.id.parse().unwrap());
+        events.extend(page);
+    }
+    events
 }
 
-#[tokio::test]
-async fn bad_locations_and_urls_are_clear_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("file");
-    std::fs::write(&file, "x").unwrap();
-    let under_a_file = StoreConfig::embedded(file.join("state"));
-    assert!(matches!(
-        talon_store::open(&under_a_file).await,
-        Err(StoreError::Io { .. })
-    ));
-    let mysql = StoreConfig {
-        url: Some("mysql://localhost/talon".into()),
-        ..StoreConfig::embedded(dir.path())
-    };
-    assert!(matches!(
-        talon_store::open(&mysql).await,
-        Err(StoreError::UnsupportedUrl(_))
-    ));
-    // Not a database.
-    let junk = dir.path().join("junk.db");
-    std::fs::write(&junk, vec![0x55u8; 8192]).unwrap();
-    let config = StoreConfig {
-        url: Some(format!("sqlite:{}", junk.display())),
-        ..StoreConfig::embedded(dir.path())
-    };
-    assert!(matches!(
-        talon_store::open(&config).await,
-        Err(StoreError::Database(_))
-    ));
+on_both! {
+    async fn appended_events_come_back_in_order_after_any_cursor(t) {
+        let store = &t.store;
+        let batch: Vec<Event> = (0..5)
+            .map(|n| event("r1", EventType::AssistantDelta, 1000 + n, n))
+            .collect();
+        let stored = store.append(batch.clone()).await.unwrap();
+        let ids: Vec<&str> = stored.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["1", "2", "3", "4", "5"]);
+        assert_eq!(store.after(None, &EventFilter::default(), 100).await.unwrap(), stored);
+        assert_eq!(
+            store.after(Some(3), &EventFilter::default(), 100).await.unwrap(),
+            stored[3..].to_vec()
+        );
+        assert_eq!(
+            store.after(Some(1), &EventFilter::default(), 2).await.unwrap(),
+            stored[1..3].to_vec()
+        );
+        assert!(store.after(Some(5), &EventFilter::default(), 100).await.unwrap().is_empty());
+        assert_eq!(store.last_event_id().await.unwrap(), 5);
+        assert!(store.append(Vec::new()).await.unwrap().is_empty());
+    }
+}
+
+on_both! {
+    async fn filters_select_by_run_session_agent_and_type(t) {
+        let store = &t.store;
+        let stored = store
+            .append(vec![
+                event("r1", EventType::RunStarted, 1, 0),
+                event("r2", EventType::RunStarted, 2, 1),
+                event("r1", EventType::AssistantDelta, 3, 2),
+                event("r1", EventType::RunCompleted, 4, 3),
+            ])
+            .await
+            .unwrap();
+        let by_run = EventFilter { run_id: Some("r1".into()), ..Default::default() };
+        assert_eq!(
+            store.after(None, &by_run, 100).await.unwrap(),
+            vec![stored[0].clone(), stored[2].clone(), stored[3].clone()]
+        );
+        let by_key_and_type = EventFilter {
+            session_key: Some("key-r1".into()),
+            types: vec![EventType::RunStarted, EventType::RunCompleted],
+            ..Default::default()
+        };
+        assert_eq!(
+            store.after(None, &by_key_and_type, 100).await.unwrap(),
+            vec![stored[0].clone(), stored[3].clone()]
+        );
+        let nobody = EventFilter { agent_id: Some("other".into()), ..Default::default() };
+        assert!(store.after(None, &nobody, 100).await.unwrap().is_empty());
+    }
+}
+
+on_both! {
+    /// The JSON form is byte for byte the envelope's serialization, for
+    /// hostile text too.
+    async fn the_json_form_is_the_envelope(t) {
+        let mut odd = event("r\"1\\\n\u{2028}", EventType::ToolCallCompleted, 7, 0);
+        odd.data = json!({"text": "quote \" backslash \\ nul \u{0} emoji 🦀", "n": [1, 2.5, null]});
+        odd.raw = Some(json!({"native": {"deep": true}}));
+        odd.task_id = Some("task-1".into());
+        odd.session_id = None;
+        let stored = t.store.append(vec![odd, event("r2", EventType::RunStarted, 8, 1)]).await.unwrap();
+        let raw = t.store.after_json(None, &EventFilter::default(), 10).await.unwrap();
+        assert_eq!(raw.len(), 2);
+        for (raw, event) in raw.iter().zip(&stored) {
+            assert_eq!(raw.json, serde_json::to_string(event).unwrap());
+            assert_eq!(raw.id.to_string(), event.id);
+            assert_eq!(raw.kind, event.kind.as_str());
+        }
+    }
+}
+
+on_both! {
+    async fn retention_expires_old_cursors_instead_of_shortening_streams(t) {
+        let store = &t.store;
+        let stored = store
+            .append((0..10).map(|n| event("r1", EventType::AssistantDelta, 1_000 * n, n)).collect())
+            .await
+            .unwrap();
+        // Keep the newest 6: events 1..=4 go.
+        let keep_six = Retention { max_age: None, max_events: Some(6) };
+        assert_eq!(store.prune(keep_six, 10_000).await.unwrap(), 4);
+        for (cursor, asked) in [(Some(2), 2), (None, 0)] {
+            match store.after(cursor, &EventFilter::default(), 100).await {
+                Err(StoreError::CursorExpired { cursor, oldest: 5 }) => assert_eq!(cursor, asked),
+                other => panic!("{other:?}"),
+            }
+            assert!(matches!(
+                store.after_json(cursor, &EventFilter::default(), 100).await,
+                Err(StoreError::CursorExpired { oldest: 5, .. })
+            ));
+        }
+        // A cursor at the floor still reads everything kept.
+        assert_eq!(
+            store.after(Some(4), &EventFilter::default(), 100).await.unwrap(),
+            stored[4..].to_vec()
+        );
+        // By age: older than 3 s at t = 10 s removes ts < 7000.
+        let three_seconds = Retention { max_age: Some(Duration::from_secs(3)), max_events: None };
+        assert_eq!(store.prune(three_seconds, 10_000).await.unwrap(), 3);
+        assert!(matches!(
+            store.after(Some(4), &EventFilter::default(), 100).await,
+            Err(StoreError::CursorExpired { oldest: 8, .. })
+        ));
+        // Ids keep growing after pruning everything.
+        store.prune(Retention { max_age: None, max_events: Some(0) }, 10_000).await.unwrap();
+        assert_eq!(store.last_event_id().await.unwrap(), 10);
+        let next = store.append(vec![event("r3", EventType::RunStarted, 20_000, 0)]).await.unwrap();
+        assert_eq!(next[0].id, "11");
+        assert_eq!(store.prune(Retention::default(), 10_000).await.unwrap(), 0);
+    }
+}
+
+on_both! {
+    async fn the_log_survives_reopening_and_migrations_run_once(t) {
+        let stored = t.store.append(vec![event("r1", EventType::RunStarted, 1, 0)]).await.unwrap();
+        t.store.close().await;
+        let again = t.reopen().await;
+        assert_eq!(again.after(None, &EventFilter::default(), 10).await.unwrap(), stored);
+        let next = again.append(vec![event("r1", EventType::RunCompleted, 2, 1)]).await.unwrap();
+        assert_eq!(next[0].id, "2");
+        if t.kind == Kind::Sqlite {
+            assert!(t.dir.path().join("talon.db").is_file());
+        }
+    }
+}
+
+on_both! {
+    /// Many small appends at once share commits, and each gets its own
+    /// contiguous ids.
+    async fn concurrent_appends_share_commits_and_keep_their_order(t) {
+        let mut tasks = Vec::new();
+        for task in 0..64u64 {
+            let store = t.store.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for n in 0..8 {
+                    let batch = (0..1 + n % 3)
+                        .map(|i| event(&format!("r{task}"), EventType::AssistantDelta, n, i))
+                        .collect();
+                    let stored = store.append(batch).await.unwrap();
+                    let first: u64 = stored[0].id.parse().unwrap();
+                    for (i, e) in stored.iter().enumerate() {
+                        assert_eq!(e.id.parse::<u64>().unwrap(), first + i as u64);
+                    }
+                    ids.extend(stored.into_iter().map(|e| e.id.parse::<u64>().unwrap()));
+                }
+                ids
+            }));
+        }
+        let mut all = Vec::new();
+        for task in tasks {
+            let ids = task.await.unwrap();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "one appender's ids go up");
+            all.extend(ids);
+        }
+        all.sort_unstable();
+        let expected: Vec<u64> = (1..=all.len() as u64).collect();
+        assert_eq!(all, expected);
+        assert_eq!(everything(&t.store, None).await.len(), all.len());
+    }
+}
+
+on_both! {
+    /// Two stores on one database (two gateway nodes) append while a reader
+    /// follows with its cursor: the reader sees every event exactly once,
+    /// and never an id below one it has already seen.
+    async fn a_following_reader_never_skips_an_event_committed_later(t) {
+        let nodes = [t.store.clone(), t.reopen().await];
+        let mut writers = Vec::new();
+        for (n, store) in nodes.iter().enumerate() {
+            for w in 0..4 {
+                let store = store.clone();
+                writers.push(tokio::spawn(async move {
+                    let mut count = 0;
+                    for i in 0..40u64 {
+                        let batch = (0..1 + i % 4)
+                            .map(|k| event(&format!("n{n}w{w}"), EventType::AssistantDelta, i, k))
+                            .collect::<Vec<_>>();
+                        count += store.append(batch).await.unwrap().len();
+                    }
+                    count
+                }));
+            }
+        }
+        let reader = {
+            let store = t.store.clone();
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut cursor = None;
+                let mut idle = 0;
+                while idle < 50 {
+                    let page = store.after(cursor, &EventFilter::default(), 97).await.unwrap();
+                    match page.last() {
+                        Some(last) => {
+                            cursor = Some(last.id.parse::<u64>().unwrap());
+                            seen.extend(page.iter().map(|e| e.id.parse::<u64>().unwrap()));
+                            idle = 0;
+                        }
+                        None => {
+                            idle += 1;
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+                seen
+            })
+        };
+        let mut written = 0;
+        for w in writers {
+            written += w.await.unwrap();
+        }
+        let seen = reader.await.unwrap();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "ids only go up");
+        let unique: BTreeSet<u64> = seen.iter().copied().collect();
+        assert_eq!(unique.len(), seen.len(), "no event twice");
+        let stored: BTreeSet<u64> = everything(&t.store, None)
+            .await
+            .iter()
+            .map(|e| e.id.parse().unwrap())
+            .collect();
+        assert_eq!(stored.len(), written);
+        assert_eq!(unique, stored, "the reader saw every event");
+    }
 }

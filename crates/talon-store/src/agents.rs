@@ -1,0 +1,63 @@
+//! Agents created through the API (those in the config file are not
+//! stored; the gateway lists both).
+
+use sqlx::Row;
+use talon_protocol::gateway::Agent;
+
+use crate::Store;
+use crate::error::{Result, StoreError};
+use crate::records::{doc, json_text, ms};
+
+impl Store {
+    /// Stores a new agent; [`StoreError::Exists`] when its id is taken.
+    pub async fn create_agent(&self, agent: &Agent) -> Result<()> {
+        let inserted = sqlx::query(
+            "INSERT INTO agents (id, created_at, doc) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        )
+        .bind(agent.id.clone())
+        .bind(ms(agent.created_at.unwrap_or(0))?)
+        .bind(json_text(agent)?)
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        if inserted == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::Exists {
+                kind: "agent",
+                id: agent.id.clone(),
+            })
+        }
+    }
+
+    /// One stored agent.
+    pub async fn agent(&self, id: &str) -> Result<Option<Agent>> {
+        let row = sqlx::query("SELECT doc FROM agents WHERE id = $1")
+            .bind(id.to_owned())
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|row| doc(&row.try_get::<String, _>(0)?))
+            .transpose()
+    }
+
+    /// Every stored agent, oldest first.
+    pub async fn agents(&self) -> Result<Vec<Agent>> {
+        let rows = sqlx::query("SELECT doc FROM agents ORDER BY created_at, id")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| doc(&row.try_get::<String, _>(0)?))
+            .collect()
+    }
+
+    /// Replaces a stored agent; `false` when there is none with its id.
+    pub async fn update_agent(&self, agent: &Agent) -> Result<bool> {
+        let changed = sqlx::query("UPDATE agents SET doc = $2 WHERE id = $1")
+            .bind(agent.id.clone())
+            .bind(json_text(agent)?)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+        Ok(changed == 1)
+    }
+}

@@ -1,0 +1,272 @@
+//! Approvals and questions: durable, listed by status, run and session,
+//! and resolved exactly once. Resolution is a compare-and-set on
+//! `status = 'pending'`, so of concurrent responders (on any node) exactly
+//! one wins and the others learn what won.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::Row;
+use talon_protocol::gateway::{Approval, ApprovalStatus, Question, QuestionStatus};
+
+use crate::Store;
+use crate::error::{Result, StoreError};
+use crate::records::{doc, enum_str, json_text, ms, opt_ms};
+
+/// How an attempt to resolve a pending record ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution<T> {
+    /// This call resolved it; the record as stored now.
+    Resolved(T),
+    /// It was already resolved (by another responder, or expired); the
+    /// record as it was resolved.
+    AlreadyResolved(T),
+}
+
+/// Which approvals or questions to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingFilter {
+    /// Only those with this status (`pending`, `approved`, ...).
+    pub status: Option<String>,
+    /// Only this run's.
+    pub run_id: Option<String>,
+    /// Only this session's.
+    pub session_id: Option<String>,
+}
+
+/// The columns a resolvable record is filed under.
+trait Resolvable: Serialize + DeserializeOwned + Clone {
+    const TABLE: &'static str;
+    const KIND: &'static str;
+    fn id(&self) -> &str;
+    fn run_id(&self) -> &str;
+    fn session_id(&self) -> Option<&str>;
+    fn status(&self) -> Result<String>;
+    fn expires_at(&self) -> Option<u64>;
+    fn created_at(&self) -> u64;
+}
+
+impl Resolvable for Approval {
+    const TABLE: &'static str = "approvals";
+    const KIND: &'static str = "approval";
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+    fn status(&self) -> Result<String> {
+        enum_str(self.status)
+    }
+    fn expires_at(&self) -> Option<u64> {
+        self.expires_at
+    }
+    fn created_at(&self) -> u64 {
+        self.created_at
+    }
+}
+
+impl Resolvable for Question {
+    const TABLE: &'static str = "questions";
+    const KIND: &'static str = "question";
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+    fn status(&self) -> Result<String> {
+        enum_str(self.status)
+    }
+    fn expires_at(&self) -> Option<u64> {
+        self.expires_at
+    }
+    fn created_at(&self) -> u64 {
+        self.created_at
+    }
+}
+
+impl Store {
+    /// Stores a new approval request.
+    pub async fn create_approval(&self, approval: &Approval) -> Result<()> {
+        self.create_resolvable(approval).await
+    }
+
+    /// One approval.
+    pub async fn approval(&self, id: &str) -> Result<Option<Approval>> {
+        self.resolvable(id).await
+    }
+
+    /// Approvals matching `filter`, oldest first.
+    pub async fn approvals(&self, filter: &PendingFilter) -> Result<Vec<Approval>> {
+        self.list_resolvable(filter).await
+    }
+
+    /// Resolves a pending approval with `resolve` (which sets its status,
+    /// decision, reason and time). Exactly one of concurrent callers gets
+    /// [`Resolution::Resolved`].
+    pub async fn resolve_approval(
+        &self,
+        id: &str,
+        resolve: impl FnOnce(&mut Approval),
+    ) -> Result<Resolution<Approval>> {
+        self.resolve_resolvable(
+            id,
+            |a: &Approval| a.status == ApprovalStatus::Pending,
+            resolve,
+        )
+        .await
+    }
+
+    /// Pending approvals whose expiry is at or before `now`.
+    pub async fn due_approvals(&self, now: u64) -> Result<Vec<Approval>> {
+        self.due_resolvable(now).await
+    }
+
+    /// Stores a new question.
+    pub async fn create_question(&self, question: &Question) -> Result<()> {
+        self.create_resolvable(question).await
+    }
+
+    /// One question.
+    pub async fn question(&self, id: &str) -> Result<Option<Question>> {
+        self.resolvable(id).await
+    }
+
+    /// Questions matching `filter`, oldest first.
+    pub async fn questions(&self, filter: &PendingFilter) -> Result<Vec<Question>> {
+        self.list_resolvable(filter).await
+    }
+
+    /// Resolves a pending question with `resolve` (its answer, or its
+    /// expiry). Exactly one of concurrent callers gets
+    /// [`Resolution::Resolved`].
+    pub async fn resolve_question(
+        &self,
+        id: &str,
+        resolve: impl FnOnce(&mut Question),
+    ) -> Result<Resolution<Question>> {
+        self.resolve_resolvable(
+            id,
+            |q: &Question| q.status == QuestionStatus::Pending,
+            resolve,
+        )
+        .await
+    }
+
+    /// Pending questions whose expiry is at or before `now`.
+    pub async fn due_questions(&self, now: u64) -> Result<Vec<Question>> {
+        self.due_resolvable(now).await
+    }
+
+    async fn create_resolvable<T: Resolvable>(&self, record: &T) -> Result<()> {
+        let inserted = sqlx::query(sql!(
+            "INSERT INTO {} (id, run_id, session_id, status, expires_at, created_at, doc) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            T::TABLE
+        ))
+        .bind(record.id().to_owned())
+        .bind(record.run_id().to_owned())
+        .bind(record.session_id().map(str::to_owned))
+        .bind(record.status()?)
+        .bind(opt_ms(record.expires_at())?)
+        .bind(ms(record.created_at())?)
+        .bind(json_text(record)?)
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        if inserted == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::Exists {
+                kind: T::KIND,
+                id: record.id().to_owned(),
+            })
+        }
+    }
+
+    async fn resolvable<T: Resolvable>(&self, id: &str) -> Result<Option<T>> {
+        let row = sqlx::query(sql!("SELECT doc FROM {} WHERE id = $1", T::TABLE))
+            .bind(id.to_owned())
+            .fetch_optional(self.pool())
+            .await?;
+        row.map(|row| doc(&row.try_get::<String, _>(0)?))
+            .transpose()
+    }
+
+    async fn list_resolvable<T: Resolvable>(&self, filter: &PendingFilter) -> Result<Vec<T>> {
+        let rows = sqlx::query(sql!(
+            "SELECT doc FROM {} \
+             WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR run_id = $2) \
+               AND ($3 IS NULL OR session_id = $3) \
+             ORDER BY created_at, id",
+            T::TABLE
+        ))
+        .bind(filter.status.clone())
+        .bind(filter.run_id.clone())
+        .bind(filter.session_id.clone())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| doc(&row.try_get::<String, _>(0)?))
+            .collect()
+    }
+
+    async fn resolve_resolvable<T: Resolvable>(
+        &self,
+        id: &str,
+        is_pending: impl Fn(&T) -> bool,
+        resolve: impl FnOnce(&mut T),
+    ) -> Result<Resolution<T>> {
+        let not_found = || StoreError::NotFound {
+            kind: T::KIND,
+            id: id.to_owned(),
+        };
+        let current: T = self.resolvable(id).await?.ok_or_else(not_found)?;
+        if !is_pending(&current) {
+            return Ok(Resolution::AlreadyResolved(current));
+        }
+        let mut resolved = current;
+        resolve(&mut resolved);
+        if is_pending(&resolved) || resolved.id() != id {
+            return Err(StoreError::Corrupt(format!(
+                "{} {id:?}: a resolution must leave it resolved, under the same id",
+                T::KIND
+            )));
+        }
+        let changed = sqlx::query(sql!(
+            "UPDATE {} SET status = $2, doc = $3 WHERE id = $1 AND status = 'pending'",
+            T::TABLE
+        ))
+        .bind(id.to_owned())
+        .bind(resolved.status()?)
+        .bind(json_text(&resolved)?)
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        if changed == 1 {
+            return Ok(Resolution::Resolved(resolved));
+        }
+        let winner: T = self.resolvable(id).await?.ok_or_else(not_found)?;
+        Ok(Resolution::AlreadyResolved(winner))
+    }
+
+    async fn due_resolvable<T: Resolvable>(&self, now: u64) -> Result<Vec<T>> {
+        let rows = sqlx::query(sql!(
+            "SELECT doc FROM {} WHERE status = 'pending' AND expires_at IS NOT NULL \
+             AND expires_at <= $1 ORDER BY expires_at, id",
+            T::TABLE
+        ))
+        .bind(ms(now)?)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| doc(&row.try_get::<String, _>(0)?))
+            .collect()
+    }
+}

@@ -1,0 +1,243 @@
+//! Artifacts: the summary the protocol shows, and the content, inline in
+//! the database up to `inline_artifact_bytes` and in a file under
+//! `<state_dir>/artifacts/` above it (written to a temporary file, synced,
+//! then renamed, before the row that names it is committed). Expired
+//! artifacts are purged with their files.
+//!
+//! A file's name is derived from the SHA-256 of the artifact id and a
+//! random nonce, so no id can name a path outside the directory and a
+//! second write under a taken id never touches the first one's file.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use talon_protocol::gateway::ArtifactSummary;
+
+use crate::Store;
+use crate::error::{Result, StoreError, corrupt};
+use crate::records::{doc, json_text, ms, opt_ms};
+
+/// An artifact to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewArtifact {
+    /// What the protocol shows (its `sizeBytes` is set from the content).
+    pub summary: ArtifactSummary,
+    /// When it was created (epoch ms; `summary.createdAt` is its RFC 3339
+    /// form).
+    pub created_ms: u64,
+    /// When it expires (epoch ms), if ever.
+    pub expires_ms: Option<u64>,
+    /// The bytes.
+    pub content: Vec<u8>,
+}
+
+/// Where an artifact's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArtifactContent {
+    /// In the database.
+    Inline(Vec<u8>),
+    /// In this file.
+    File(PathBuf),
+}
+
+/// An artifact's content and what identifies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredContent {
+    /// The bytes, or where they are.
+    pub content: ArtifactContent,
+    /// Their length.
+    pub size: u64,
+    /// Their SHA-256, hex.
+    pub sha256: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Store {
+    fn artifact_dir(&self) -> PathBuf {
+        self.inner.state_dir.join("artifacts")
+    }
+
+    /// Stores an artifact and returns its summary as stored.
+    pub async fn put_artifact(&self, artifact: NewArtifact) -> Result<ArtifactSummary> {
+        let size = artifact.content.len() as u64;
+        let sha256 = hex(&Sha256::digest(&artifact.content));
+        let mut summary = artifact.summary;
+        summary.size_bytes = Some(size);
+        let (inline, path) = if size <= self.inner.inline_artifact_bytes {
+            (Some(artifact.content), None)
+        } else {
+            let mut nonce = [0u8; 8];
+            getrandom::fill(&mut nonce).map_err(corrupt)?;
+            let name = format!(
+                "{}-{}",
+                &hex(&Sha256::digest(summary.id.as_bytes()))[..32],
+                hex(&nonce)
+            );
+            let dir = self.artifact_dir();
+            let content = artifact.content;
+            let target = dir.join(&name);
+            tokio::task::spawn_blocking(move || write_synced(&dir, &target, &content))
+                .await
+                .map_err(corrupt)??;
+            (None, Some(name))
+        };
+        let inserted = sqlx::query(
+            "INSERT INTO artifacts (id, run_id, session_id, created_at, expires_at, size, sha256, content, path, doc) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+        )
+        .bind(summary.id.clone())
+        .bind(summary.run_id.clone())
+        .bind(summary.session_id.clone())
+        .bind(ms(artifact.created_ms)?)
+        .bind(opt_ms(artifact.expires_ms)?)
+        .bind(ms(size)?)
+        .bind(sha256)
+        .bind(inline)
+        .bind(path.clone())
+        .bind(json_text(&summary)?)
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        if inserted == 1 {
+            return Ok(summary);
+        }
+        // The id was taken: the file just written is nobody's.
+        if let Some(name) = path {
+            let _ = std::fs::remove_file(self.artifact_dir().join(name));
+        }
+        Err(StoreError::Exists {
+            kind: "artifact",
+            id: summary.id,
+        })
+    }
+
+    /// One artifact's summary, unless it has expired by `now`.
+    pub async fn artifact(&self, id: &str, now: u64) -> Result<Option<ArtifactSummary>> {
+        let row = sqlx::query(
+            "SELECT doc FROM artifacts WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)",
+        )
+        .bind(id.to_owned())
+        .bind(ms(now)?)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| doc(&row.try_get::<String, _>(0)?))
+            .transpose()
+    }
+
+    /// Artifacts of a run or a session (or all), oldest first, after the
+    /// artifact with id `cursor`, at most `limit`; expired ones are left
+    /// out.
+    pub async fn artifacts(
+        &self,
+        run_id: Option<&str>,
+        session_id: Option<&str>,
+        cursor: Option<&str>,
+        limit: u32,
+        now: u64,
+    ) -> Result<Vec<ArtifactSummary>> {
+        let rows = sqlx::query(
+            "SELECT doc FROM artifacts \
+             WHERE ($1 IS NULL OR run_id = $1) AND ($2 IS NULL OR session_id = $2) \
+               AND (expires_at IS NULL OR expires_at > $3) \
+               AND ($4 IS NULL OR (created_at, id) > \
+                    (SELECT created_at, id FROM artifacts WHERE id = $4)) \
+             ORDER BY created_at, id LIMIT $5",
+        )
+        .bind(run_id.map(str::to_owned))
+        .bind(session_id.map(str::to_owned))
+        .bind(ms(now)?)
+        .bind(cursor.map(str::to_owned))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| doc(&row.try_get::<String, _>(0)?))
+            .collect()
+    }
+
+    /// An artifact's content, unless it has expired by `now`.
+    pub async fn artifact_content(&self, id: &str, now: u64) -> Result<Option<StoredContent>> {
+        let row = sqlx::query(
+            "SELECT size, sha256, content, path FROM artifacts \
+             WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)",
+        )
+        .bind(id.to_owned())
+        .bind(ms(now)?)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let size: i64 = row.try_get(0)?;
+        let inline: Option<Vec<u8>> = row.try_get(2)?;
+        let path: Option<String> = row.try_get(3)?;
+        let content = match (inline, path) {
+            (Some(bytes), _) => ArtifactContent::Inline(bytes),
+            (None, Some(name)) => ArtifactContent::File(self.artifact_dir().join(name)),
+            (None, None) => {
+                return Err(StoreError::Corrupt(format!("artifact {id} has no content")));
+            }
+        };
+        Ok(Some(StoredContent {
+            content,
+            size: u64::try_from(size).map_err(corrupt)?,
+            sha256: row.try_get(1)?,
+        }))
+    }
+
+    /// Deletes artifacts expired by `now`, with their files; returns how
+    /// many.
+    pub async fn purge_artifacts(&self, now: u64) -> Result<u64> {
+        let rows = sqlx::query(
+            "DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= $1 RETURNING path",
+        )
+        .bind(ms(now)?)
+        .fetch_all(self.pool())
+        .await?;
+        let dir = self.artifact_dir();
+        for row in &rows {
+            if let Some(name) = row.try_get::<Option<String>, _>(0)? {
+                let path = dir.join(name);
+                if let Err(error) = std::fs::remove_file(&path)
+                    && error.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!(path = %path.display(), %error, "cannot remove an expired artifact's file");
+                }
+            }
+        }
+        Ok(rows.len() as u64)
+    }
+}
+
+/// Writes `content` to `target` durably: a temporary file, synced, renamed
+/// over the target, and the directory synced.
+fn write_synced(dir: &Path, target: &Path, content: &[u8]) -> Result<()> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| StoreError::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let mut file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+    let written = file
+        .write_all(content)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, target));
+    if let Err(source) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StoreError::Io {
+            path: target.to_owned(),
+            source,
+        });
+    }
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(dir))
+}

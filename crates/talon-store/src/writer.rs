@@ -1,0 +1,187 @@
+//! The group-commit writer: one task per store commits event appends.
+//! Appends that arrive while a commit is in flight wait in the channel and
+//! share the next commit (up to [`MAX_BATCH`] events), so a burst of small
+//! appends costs a few fsyncs instead of one each, and no append waits
+//! longer than the commit before it plus its own.
+//!
+//! Each append gets its own answer: when a shared commit fails, every
+//! append in it is retried alone, so one append's failure is never
+//! another's.
+
+use sqlx::AnyPool;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::Backend;
+use crate::error::{Result, StoreError};
+use crate::events::{self, Prepared};
+
+/// Events in one shared commit at most.
+const MAX_BATCH: usize = 4096;
+/// How often the writer yields to let appenders catch up before it
+/// commits a small batch.
+const LINGER_YIELDS: u32 = 2;
+/// Events committed between two checkpoints (at most one runs at a
+/// time, beside the commits).
+const CHECKPOINT_EVERY: usize = 2048;
+/// Appends waiting at most before appenders are slowed down.
+const QUEUE: usize = 1024;
+
+enum Job {
+    Append {
+        rows: Vec<Prepared>,
+        reply: oneshot::Sender<Result<u64>>,
+    },
+    Flush(oneshot::Sender<()>),
+}
+
+/// The handle appenders send to.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Append { rows, .. } => write!(f, "Append({} events)", rows.len()),
+            Self::Flush(_) => f.write_str("Flush"),
+        }
+    }
+}
+
+impl Writer {
+    /// Starts the writer task on the current runtime. It ends when every
+    /// handle is dropped, after committing what was sent.
+    pub(crate) fn spawn(pool: AnyPool, backend: Backend) -> Self {
+        let (jobs, inbox) = mpsc::channel(QUEUE);
+        tokio::spawn(run(pool, backend, inbox));
+        Self { jobs }
+    }
+
+    /// Queues `rows` for the next commit (waiting only while the queue
+    /// is full) and returns what answers with the first id given to them
+    /// once they are durable. Appends are committed in the order they
+    /// were queued.
+    pub(crate) async fn submit(
+        &self,
+        rows: Vec<Prepared>,
+    ) -> Result<oneshot::Receiver<Result<u64>>> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job::Append { rows, reply })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        Ok(answer)
+    }
+
+    /// Returns once every append sent before it has been answered.
+    pub(crate) async fn flush(&self) {
+        let (reply, answer) = oneshot::channel();
+        if self.jobs.send(Job::Flush(reply)).await.is_ok() {
+            let _ = answer.await;
+        }
+    }
+}
+
+async fn run(pool: AnyPool, backend: Backend, mut inbox: mpsc::Receiver<Job>) {
+    tracing::debug!(backend = backend.name(), "event writer started");
+    let mut pending: Option<Job> = None;
+    let mut since_checkpoint = 0;
+    let mut checkpoint: Option<tokio::task::JoinHandle<()>> = None;
+    loop {
+        let first = match pending.take() {
+            Some(job) => job,
+            None => match inbox.recv().await {
+                Some(job) => job,
+                None => break,
+            },
+        };
+        let mut batch = Vec::new();
+        let mut events = 0;
+        let mut flushes = Vec::new();
+        let mut next = Some(first);
+        // Appenders answered by the last commit are about to send again:
+        // give them a moment (a yield, not a timer) before committing a
+        // small batch alone.
+        let mut yields = LINGER_YIELDS;
+        loop {
+            match next.take() {
+                Some(Job::Flush(reply)) => flushes.push(reply),
+                Some(Job::Append { rows, reply }) => {
+                    if !batch.is_empty() && events + rows.len() > MAX_BATCH {
+                        pending = Some(Job::Append { rows, reply });
+                        break;
+                    }
+                    events += rows.len();
+                    batch.push((rows, reply));
+                }
+                None if yields > 0 && events < MAX_BATCH / 8 => {
+                    yields -= 1;
+                    tokio::task::yield_now().await;
+                }
+                None => break,
+            }
+            next = inbox.try_recv().ok();
+        }
+        commit(&pool, backend, batch).await;
+        for reply in flushes {
+            let _ = reply.send(());
+        }
+        since_checkpoint += events;
+        if since_checkpoint >= CHECKPOINT_EVERY
+            && checkpoint.as_ref().is_none_or(|c| c.is_finished())
+        {
+            since_checkpoint = 0;
+            let pool = pool.clone();
+            checkpoint = Some(tokio::spawn(async move {
+                if let Err(error) = backend.checkpoint(&pool).await {
+                    tracing::warn!(%error, "checkpoint failed");
+                }
+            }));
+        }
+    }
+    if let Some(checkpoint) = checkpoint {
+        let _ = checkpoint.await;
+    }
+    let _ = backend.checkpoint(&pool).await;
+    tracing::debug!("event writer stopped");
+}
+
+/// Commits `batch` together; when that fails, each append alone.
+async fn commit(
+    pool: &AnyPool,
+    backend: Backend,
+    batch: Vec<(Vec<Prepared>, oneshot::Sender<Result<u64>>)>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    let all: Vec<&Prepared> = batch.iter().flat_map(|(rows, _)| rows.iter()).collect();
+    match write(pool, backend, &all).await {
+        Ok(mut first) => {
+            for (rows, reply) in batch {
+                let _ = reply.send(Ok(first));
+                first += rows.len() as u64;
+            }
+        }
+        Err(error) if batch.len() == 1 => {
+            if let Some((_, reply)) = batch.into_iter().next() {
+                let _ = reply.send(Err(error));
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, appends = batch.len(), "shared commit failed; committing each append alone");
+            for (rows, reply) in batch {
+                let rows: Vec<&Prepared> = rows.iter().collect();
+                let _ = reply.send(write(pool, backend, &rows).await);
+            }
+        }
+    }
+}
+
+async fn write(pool: &AnyPool, backend: Backend, rows: &[&Prepared]) -> Result<u64> {
+    let mut tx = backend.begin_write(pool).await?;
+    let first = events::insert(&mut tx, backend, rows).await?;
+    tx.commit().await?;
+    Ok(first)
+}

@@ -1,0 +1,136 @@
+//! Approvals and questions: listed by status, run and session; resolved
+//! exactly once, also by concurrent responders on two nodes.
+
+use talon_protocol::gateway::{
+    Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
+};
+use talon_store::{PendingFilter, Resolution, StoreError};
+
+pub fn approval(id: &str, run: &str, expires_at: Option<u64>) -> Approval {
+    Approval {
+        id: id.into(),
+        run_id: run.into(),
+        session_id: Some("s1".into()),
+        kind: ApprovalKind::Tool,
+        summary: "run `rm -rf build/`".into(),
+        tool_name: Some("exec".into()),
+        environment_action: None,
+        risk: RiskLevel::High,
+        decisions: vec![ApprovalDecision::ApproveOnce, ApprovalDecision::Deny],
+        expires_at,
+        reusable: false,
+        status: ApprovalStatus::Pending,
+        decision: None,
+        reason: None,
+        created_at: 10,
+        resolved_at: None,
+    }
+}
+
+fn decide(decision: ApprovalDecision, at: u64) -> impl FnOnce(&mut Approval) {
+    move |a: &mut Approval| {
+        a.status = if decision == ApprovalDecision::Deny {
+            ApprovalStatus::Denied
+        } else {
+            ApprovalStatus::Approved
+        };
+        a.decision = Some(decision);
+        a.resolved_at = Some(at);
+    }
+}
+
+on_both! {
+    async fn approvals_are_listed_and_resolved_once(t) {
+        let store = &t.store;
+        store.create_approval(&approval("a1", "r1", Some(100))).await.unwrap();
+        store.create_approval(&approval("a2", "r2", None)).await.unwrap();
+        assert!(matches!(store.create_approval(&approval("a1", "r1", None)).await, Err(StoreError::Exists { .. })));
+        let pending = PendingFilter { status: Some("pending".into()), ..Default::default() };
+        assert_eq!(store.approvals(&pending).await.unwrap().len(), 2);
+        let of_r2 = PendingFilter { run_id: Some("r2".into()), ..Default::default() };
+        assert_eq!(store.approvals(&of_r2).await.unwrap(), vec![approval("a2", "r2", None)]);
+        let resolved = store.resolve_approval("a1", decide(ApprovalDecision::ApproveOnce, 20)).await.unwrap();
+        let Resolution::Resolved(won) = resolved else { panic!("{resolved:?}") };
+        assert_eq!(won.status, ApprovalStatus::Approved);
+        assert_eq!(store.approval("a1").await.unwrap(), Some(won.clone()));
+        // A later responder learns what won.
+        assert_eq!(
+            store.resolve_approval("a1", decide(ApprovalDecision::Deny, 30)).await.unwrap(),
+            Resolution::AlreadyResolved(won)
+        );
+        assert_eq!(store.approvals(&pending).await.unwrap(), vec![approval("a2", "r2", None)]);
+        assert!(matches!(
+            store.resolve_approval("ghost", decide(ApprovalDecision::Deny, 30)).await,
+            Err(StoreError::NotFound { kind: "approval", .. })
+        ));
+        // A resolution that leaves it pending is refused.
+        assert!(matches!(store.resolve_approval("a2", |_| {}).await, Err(StoreError::Corrupt(_))));
+        // Expiry: what is due at 100.
+        assert!(store.due_approvals(99).await.unwrap().is_empty());
+        store.create_approval(&approval("a3", "r3", Some(100))).await.unwrap();
+        let due = store.due_approvals(100).await.unwrap();
+        assert_eq!(due.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), ["a3"]);
+    }
+}
+
+on_both! {
+    async fn of_concurrent_responders_on_two_nodes_exactly_one_wins(t) {
+        let nodes = [t.store.clone(), t.reopen().await];
+        for round in 0..5 {
+            let id = format!("a{round}");
+            nodes[0].create_approval(&approval(&id, "r1", None)).await.unwrap();
+            let mut tasks = Vec::new();
+            for n in 0..8u64 {
+                let store = nodes[(n % 2) as usize].clone();
+                let id = id.clone();
+                tasks.push(tokio::spawn(async move {
+                    let decision = if n % 3 == 0 { ApprovalDecision::Deny } else { ApprovalDecision::ApproveOnce };
+                    store.resolve_approval(&id, decide(decision, n)).await.unwrap()
+                }));
+            }
+            let mut winners = Vec::new();
+            let mut told = Vec::new();
+            for task in tasks {
+                match task.await.unwrap() {
+                    Resolution::Resolved(a) => winners.push(a),
+                    Resolution::AlreadyResolved(a) => told.push(a),
+                }
+            }
+            assert_eq!(winners.len(), 1, "round {round}");
+            assert!(told.iter().all(|a| *a == winners[0]), "the losers see the winner");
+            assert_eq!(nodes[1].approval(&id).await.unwrap().as_ref(), Some(&winners[0]));
+        }
+    }
+}
+
+on_both! {
+    async fn questions_are_answered_once(t) {
+        let store = &t.store;
+        let question = Question {
+            id: "q1".into(),
+            run_id: "r1".into(),
+            session_id: None,
+            prompt: "Which branch?".into(),
+            choices: Some(vec!["main".into(), "dev".into()]),
+            answer_schema: None,
+            expires_at: Some(50),
+            status: QuestionStatus::Pending,
+            answer: None,
+            created_at: 1,
+            answered_at: None,
+        };
+        store.create_question(&question).await.unwrap();
+        assert_eq!(store.questions(&PendingFilter::default()).await.unwrap(), vec![question.clone()]);
+        assert_eq!(store.due_questions(50).await.unwrap(), vec![question.clone()]);
+        let answer = |text: &'static str| move |q: &mut Question| {
+            q.status = QuestionStatus::Answered;
+            q.answer = Some(serde_json::json!(text));
+            q.answered_at = Some(5);
+        };
+        let Resolution::Resolved(answered) = store.resolve_question("q1", answer("dev")).await.unwrap() else { panic!() };
+        assert_eq!(answered.answer, Some(serde_json::json!("dev")));
+        assert_eq!(store.resolve_question("q1", answer("main")).await.unwrap(), Resolution::AlreadyResolved(answered.clone()));
+        assert_eq!(store.question("q1").await.unwrap(), Some(answered));
+        assert!(store.due_questions(50).await.unwrap().is_empty());
+    }
+}

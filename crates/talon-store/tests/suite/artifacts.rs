@@ -1,0 +1,86 @@
+//! Artifacts: inline below the size, files above it, listing, expiry and
+//! the purge.
+
+use talon_protocol::gateway::{ArtifactSummary, ArtifactType};
+use talon_store::{ArtifactContent, NewArtifact, StoreError};
+
+fn artifact(
+    id: &str,
+    run: &str,
+    created_ms: u64,
+    expires_ms: Option<u64>,
+    content: Vec<u8>,
+) -> NewArtifact {
+    NewArtifact {
+        summary: ArtifactSummary {
+            id: id.into(),
+            run_id: Some(run.into()),
+            session_id: Some("s1".into()),
+            kind: ArtifactType::Log,
+            title: Some(format!("{id}.log")),
+            mime_type: Some("text/plain".into()),
+            size_bytes: None,
+            created_at: "2026-11-30T00:00:00Z".into(),
+            expires_at: None,
+        },
+        created_ms,
+        expires_ms,
+        content,
+    }
+}
+
+async fn bytes_of(content: &ArtifactContent) -> Vec<u8> {
+    match content {
+        ArtifactContent::Inline(bytes) => bytes.clone(),
+        ArtifactContent::File(path) => std::fs::read(path).unwrap(),
+    }
+}
+
+on_both! {
+    async fn small_contents_are_inline_and_large_ones_are_files(t) {
+        let store = &t.store;
+        let small = b"hello".to_vec();
+        let large: Vec<u8> = (0..(300u32 << 10)).map(|i| (i % 251) as u8).collect();
+        let a = store.put_artifact(artifact("a1", "r1", 1, None, small.clone())).await.unwrap();
+        assert_eq!(a.size_bytes, Some(5));
+        store.put_artifact(artifact("a2", "r1", 2, None, large.clone())).await.unwrap();
+        let inline = store.artifact_content("a1", 0).await.unwrap().unwrap();
+        assert_eq!(inline.content, ArtifactContent::Inline(small.clone()));
+        assert_eq!(inline.sha256, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+        let file = store.artifact_content("a2", 0).await.unwrap().unwrap();
+        let ArtifactContent::File(path) = &file.content else { panic!("{file:?}") };
+        assert!(path.starts_with(t.dir.path().join("artifacts")));
+        assert_eq!(bytes_of(&file.content).await, large);
+        assert_eq!(file.size, large.len() as u64);
+        // The same id again is refused and leaves the first one's content.
+        assert!(matches!(
+            store.put_artifact(artifact("a2", "r1", 3, None, vec![0; 400 << 10])).await,
+            Err(StoreError::Exists { kind: "artifact", .. })
+        ));
+        assert_eq!(bytes_of(&store.artifact_content("a2", 0).await.unwrap().unwrap().content).await, large);
+        assert_eq!(std::fs::read_dir(t.dir.path().join("artifacts")).unwrap().count(), 1);
+        assert_eq!(store.artifact_content("nope", 0).await.unwrap(), None);
+    }
+}
+
+on_both! {
+    async fn artifacts_are_listed_by_run_and_expire(t) {
+        let store = &t.store;
+        store.put_artifact(artifact("a1", "r1", 1, Some(100), b"one".to_vec())).await.unwrap();
+        store.put_artifact(artifact("a2", "r2", 2, None, b"two".to_vec())).await.unwrap();
+        store.put_artifact(artifact("a3", "r1", 3, Some(100), vec![7; 300 << 10])).await.unwrap();
+        let ids = |list: Vec<ArtifactSummary>| list.into_iter().map(|a| a.id).collect::<Vec<_>>();
+        assert_eq!(ids(store.artifacts(Some("r1"), None, None, 10, 50).await.unwrap()), ["a1", "a3"]);
+        assert_eq!(ids(store.artifacts(None, Some("s1"), Some("a1"), 1, 50).await.unwrap()), ["a2"]);
+        assert_eq!(ids(store.artifacts(None, None, None, 10, 100).await.unwrap()), ["a2"]);
+        // Expired: gone from every read before the purge runs.
+        assert!(store.artifact("a1", 50).await.unwrap().is_some());
+        assert_eq!(store.artifact("a1", 100).await.unwrap(), None);
+        assert_eq!(store.artifact_content("a3", 100).await.unwrap(), None);
+        assert_eq!(store.purge_artifacts(99).await.unwrap(), 0);
+        assert_eq!(store.purge_artifacts(100).await.unwrap(), 2);
+        assert_eq!(std::fs::read_dir(t.dir.path().join("artifacts")).unwrap().count(), 0);
+        assert_eq!(store.artifact("a1", 0).await.unwrap(), None);
+        assert!(store.artifact("a2", u64::MAX >> 2).await.unwrap().is_some());
+    }
+}
