@@ -3,6 +3,7 @@
 mod agent;
 mod engine;
 mod exec;
+mod gateway;
 mod models;
 mod run_tools;
 mod tools;
@@ -31,6 +32,11 @@ enum Command {
     /// Prepare or inspect the embedding model tool search ranks with.
     #[command(subcommand)]
     Models(models::ModelsCommand),
+    /// Serve the gateway protocol on one port (HTTP now; streams with runs).
+    Gateway(gateway::GatewayArgs),
+    /// Create, list or revoke the gateway's access tokens.
+    #[command(subcommand)]
+    Token(gateway::TokenCommand),
 }
 
 fn main() -> ExitCode {
@@ -59,5 +65,7 @@ fn main() -> ExitCode {
         Command::Agent(args) => agent::run(args),
         Command::Tools(command) => tools::run(command),
         Command::Models(command) => models::run(command),
+        Command::Gateway(args) => gateway::run_gateway(args),
+        Command::Token(command) => gateway::run_token(command),
     }
 }

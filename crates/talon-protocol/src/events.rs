@@ -98,6 +98,14 @@ pub enum EventType {
 }
 
 impl EventType {
+    /// Whether this type ends a run (nothing of the run follows it).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::RunCompleted | Self::RunFailed | Self::RunCancelled | Self::RunTimedOut
+        )
+    }
+
     /// The wire spelling.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -1,12 +1,11 @@
 //! Agents created through the API (those in the config file are not
 //! stored; the gateway lists both).
 
-use sqlx::Row;
 use talon_protocol::gateway::Agent;
 
 use crate::Store;
 use crate::error::{Result, StoreError};
-use crate::records::{doc, json_text, ms};
+use crate::records::{doc_of, json_text, ms};
 
 impl Store {
     /// Stores a new agent; [`StoreError::Exists`] when its id is taken.
@@ -36,8 +35,7 @@ impl Store {
             .bind(id.to_owned())
             .fetch_optional(self.pool())
             .await?;
-        row.map(|row| doc(&row.try_get::<String, _>(0)?))
-            .transpose()
+        row.as_ref().map(doc_of).transpose()
     }
 
     /// Every stored agent, oldest first.
@@ -45,9 +43,7 @@ impl Store {
         let rows = sqlx::query("SELECT doc FROM agents ORDER BY created_at, id")
             .fetch_all(self.pool())
             .await?;
-        rows.iter()
-            .map(|row| doc(&row.try_get::<String, _>(0)?))
-            .collect()
+        rows.iter().map(doc_of).collect()
     }
 
     /// Replaces a stored agent; `false` when there is none with its id.

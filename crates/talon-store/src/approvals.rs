@@ -5,12 +5,11 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::Row;
 use talon_protocol::gateway::{Approval, ApprovalStatus, Question, QuestionStatus};
 
 use crate::Store;
 use crate::error::{Result, StoreError};
-use crate::records::{doc, enum_str, json_text, ms, opt_ms};
+use crate::records::{doc_of, enum_str, json_text, ms, opt_ms};
 
 /// How an attempt to resolve a pending record ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,8 +194,7 @@ impl Store {
             .bind(id.to_owned())
             .fetch_optional(self.pool())
             .await?;
-        row.map(|row| doc(&row.try_get::<String, _>(0)?))
-            .transpose()
+        row.as_ref().map(doc_of).transpose()
     }
 
     async fn list_resolvable<T: Resolvable>(&self, filter: &PendingFilter) -> Result<Vec<T>> {
@@ -212,9 +210,7 @@ impl Store {
         .bind(filter.session_id.clone())
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| doc(&row.try_get::<String, _>(0)?))
-            .collect()
+        rows.iter().map(doc_of).collect()
     }
 
     async fn resolve_resolvable<T: Resolvable>(
@@ -265,8 +261,6 @@ impl Store {
         .bind(ms(now)?)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| doc(&row.try_get::<String, _>(0)?))
-            .collect()
+        rows.iter().map(doc_of).collect()
     }
 }

@@ -17,7 +17,7 @@ use talon_protocol::gateway::ArtifactSummary;
 
 use crate::Store;
 use crate::error::{Result, StoreError, corrupt};
-use crate::records::{doc, json_text, ms, opt_ms};
+use crate::records::{doc_of, json_text, ms, opt_ms};
 
 /// An artifact to store.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,8 +125,7 @@ impl Store {
         .bind(ms(now)?)
         .fetch_optional(self.pool())
         .await?;
-        row.map(|row| doc(&row.try_get::<String, _>(0)?))
-            .transpose()
+        row.as_ref().map(doc_of).transpose()
     }
 
     /// Artifacts of a run or a session (or all), oldest first, after the
@@ -155,9 +154,7 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| doc(&row.try_get::<String, _>(0)?))
-            .collect()
+        rows.iter().map(doc_of).collect()
     }
 
     /// An artifact's content, unless it has expired by `now`.

@@ -229,6 +229,25 @@ mod tests {
         }
     }
 
+    /// The two backends' migrations declare the same schema: the
+    /// PostgreSQL file is the SQLite one with 64-bit integer and byte
+    /// types spelled its way.
+    #[test]
+    fn the_migrations_stay_in_step() {
+        let sqlite = include_str!("../migrations/sqlite/0001_init.sql");
+        let postgres = include_str!("../migrations/postgres/0001_init.sql");
+        let spelled = sqlite
+            .replace(" INTEGER", " BIGINT")
+            .replace(" BLOB", " BYTEA")
+            .replace("(SQLite)", "(PostgreSQL)")
+            .replace(
+                "migrations/postgres/0001_init.sql",
+                "migrations/sqlite/0001_init.sql",
+            );
+        assert_eq!(spelled, postgres);
+        assert_eq!(SQLITE.iter().count(), POSTGRES.iter().count());
+    }
+
     #[test]
     fn passwords_never_reach_errors() {
         assert_eq!(

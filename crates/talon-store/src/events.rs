@@ -19,11 +19,11 @@ use crate::error::{Result, StoreError, corrupt};
 use crate::records::{EventFilter, Retention};
 use crate::{Backend, Store};
 
-/// Rows per INSERT statement (9 parameters each: under SQLite's 32,766
+/// Rows per INSERT statement (10 parameters each: under SQLite's 32,766
 /// and PostgreSQL's 65,535).
 const ROWS_PER_INSERT: usize = 256;
 /// Columns of one inserted event.
-const COLUMN_COUNT: usize = 9;
+const COLUMN_COUNT: usize = 10;
 
 /// The largest page of events one read returns.
 pub const MAX_PAGE: u32 = 10_000;
@@ -42,8 +42,10 @@ pub(crate) struct Prepared {
     session_key: Option<String>,
     task_id: Option<String>,
     agent_id: Option<String>,
-    /// The envelope's JSON after its id (`"ts":...}`).
+    /// The envelope's JSON after its id, without `raw` (`"ts":...}`).
     body: String,
+    /// `raw`'s JSON.
+    raw: Option<String>,
 }
 
 impl Prepared {
@@ -61,6 +63,7 @@ impl Prepared {
         }
         let unnumbered = Event {
             id: String::new(),
+            raw: None,
             ..event.clone()
         };
         let json = serde_json::to_string(&unnumbered).map_err(corrupt)?;
@@ -77,6 +80,12 @@ impl Prepared {
             task_id: event.task_id.clone(),
             agent_id: event.agent_id.clone(),
             body,
+            raw: event
+                .raw
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(corrupt)?,
         })
     }
 }
@@ -99,7 +108,7 @@ pub(crate) async fn insert(
     for (chunk_no, chunk) in rows.chunks(ROWS_PER_INSERT).enumerate() {
         let base = first + (chunk_no * ROWS_PER_INSERT) as i64;
         let mut text = String::from(
-            "INSERT INTO events (seq, ts, type, run_id, session_id, session_key, task_id, agent_id, body) VALUES ",
+            "INSERT INTO events (seq, ts, type, run_id, session_id, session_key, task_id, agent_id, body, raw) VALUES ",
         );
         for i in 0..chunk.len() {
             let p = i * COLUMN_COUNT;
@@ -126,7 +135,8 @@ pub(crate) async fn insert(
                 .bind(event.session_key.clone())
                 .bind(event.task_id.clone())
                 .bind(event.agent_id.clone())
-                .bind(event.body.clone());
+                .bind(event.body.clone())
+                .bind(event.raw.clone());
         }
         insert.execute(&mut *conn).await?;
     }
@@ -236,8 +246,12 @@ impl Store {
         let types_json = serde_json::to_string(&types).map_err(corrupt)?;
         let backend: Backend = self.backend();
         let page: Option<String> = sqlx::query_scalar(sql!(
-            "SELECT string_agg('{{\"version\":1,\"id\":\"' || seq || '\",' || body, {newline} ORDER BY seq) \
-             FROM (SELECT seq, body FROM events \
+            "SELECT string_agg('{{\"version\":1,\"id\":\"' || seq || '\",' || \
+                CASE WHEN $7 = 1 AND raw IS NOT NULL \
+                     THEN substr(body, 1, length(body) - 1) || ',\"raw\":' || raw || '}}' \
+                     ELSE body END, \
+                {newline} ORDER BY seq) \
+             FROM (SELECT seq, body, raw FROM events \
                    WHERE seq > $1 \
                      AND ($2 IS NULL OR run_id = $2) \
                      AND ($3 IS NULL OR session_key = $3) \
@@ -253,6 +267,7 @@ impl Store {
         .bind(filter.agent_id.clone())
         .bind(types_json)
         .bind(i64::from(limit.min(MAX_PAGE)))
+        .bind(i64::from(filter.raw))
         .fetch_one(self.pool())
         .await?;
         // The floor is read after the page: a prune that committed before

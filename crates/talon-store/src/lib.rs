@@ -125,7 +125,10 @@ struct Inner {
 pub async fn open(config: &StoreConfig) -> Result<Store> {
     let (backend, pool) = dialect::connect(config).await?;
     migrate(backend, &pool).await?;
-    let writer = writer::Writer::spawn(pool.clone(), backend);
+    let last: i64 = sqlx::query_scalar("SELECT last FROM event_counter WHERE id = 1")
+        .fetch_one(&pool)
+        .await?;
+    let writer = writer::Writer::spawn(pool.clone(), backend, u64::try_from(last).unwrap_or(0));
     Ok(Store {
         inner: Arc::new(Inner {
             pool,
@@ -171,6 +174,14 @@ impl Store {
 
     fn pool(&self) -> &AnyPool {
         &self.inner.pool
+    }
+
+    /// The id of the last event this store committed, watched: a live
+    /// reader waits for it to change instead of polling. It moves only for
+    /// this process's appends; readers of a database other nodes write to
+    /// also poll.
+    pub fn committed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.writer.committed()
     }
 
     /// Waits for pending appends and closes every connection.

@@ -19,6 +19,9 @@ pub struct EventFilter {
     pub agent_id: Option<String>,
     /// Only these types (all when empty).
     pub types: Vec<EventType>,
+    /// Include each event's runtime-native payload (`raw`): for readers
+    /// allowed to see it (`admin` tokens).
+    pub raw: bool,
 }
 
 /// How long events are kept: by age and by count, whichever removes more.
@@ -30,12 +33,12 @@ pub struct Retention {
     pub max_events: Option<u64>,
 }
 
-/// An access token as stored: never the secret, only its keyed hash.
+/// An access token as stored: never the secret, only its hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredToken {
     /// The token's public id (shown by `talon token list`).
     pub id: String,
-    /// The keyed hash of the secret, hex.
+    /// The SHA-256 of the secret, hex.
     pub hash: String,
     /// A name for people.
     pub name: Option<String>,
@@ -83,6 +86,12 @@ pub(crate) fn json_column<T: serde::de::DeserializeOwned>(
 /// A JSON document column back as a value.
 pub(crate) fn doc<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(corrupt)
+}
+
+/// The JSON document in a row's first column, as a value.
+pub(crate) fn doc_of<T: serde::de::DeserializeOwned>(row: &sqlx::any::AnyRow) -> Result<T> {
+    use sqlx::Row as _;
+    doc(&row.try_get::<String, _>(0)?)
 }
 
 /// A unit enum's wire spelling (`"pending"`), the column value.

@@ -8,7 +8,7 @@ use talon_protocol::gateway::{Message, Session};
 
 use crate::Store;
 use crate::error::{Result, StoreError, corrupt};
-use crate::records::{doc, json_text, ms};
+use crate::records::{doc, doc_of, json_text, ms};
 
 /// Attempts at taking the next message number when another writer took
 /// the same one first.
@@ -53,8 +53,7 @@ impl Store {
             .bind(value.to_owned())
             .fetch_optional(self.pool())
             .await?;
-        row.map(|row| doc(&row.try_get::<String, _>(0)?))
-            .transpose()
+        row.as_ref().map(doc_of).transpose()
     }
 
     /// Sessions oldest first, optionally one agent's, after the session
@@ -77,9 +76,7 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|row| doc(&row.try_get::<String, _>(0)?))
-            .collect()
+        rows.iter().map(doc_of).collect()
     }
 
     /// Writes a session's metadata and `updatedAt` (its id, key, agent and

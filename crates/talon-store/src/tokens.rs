@@ -1,4 +1,4 @@
-//! Access tokens: only a keyed hash of the secret is stored; scopes, a
+//! Access tokens: only a hash of the secret is stored; scopes, a
 //! name, an expiry and a revocation time beside it.
 
 use sqlx::Row;

@@ -9,7 +9,7 @@
 //! another's.
 
 use sqlx::AnyPool;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::Backend;
 use crate::error::{Result, StoreError};
@@ -38,6 +38,7 @@ enum Job {
 #[derive(Debug)]
 pub(crate) struct Writer {
     jobs: mpsc::Sender<Job>,
+    committed: watch::Receiver<u64>,
 }
 
 impl std::fmt::Debug for Job {
@@ -52,10 +53,17 @@ impl std::fmt::Debug for Job {
 impl Writer {
     /// Starts the writer task on the current runtime. It ends when every
     /// handle is dropped, after committing what was sent.
-    pub(crate) fn spawn(pool: AnyPool, backend: Backend) -> Self {
+    pub(crate) fn spawn(pool: AnyPool, backend: Backend, last: u64) -> Self {
         let (jobs, inbox) = mpsc::channel(QUEUE);
-        tokio::spawn(run(pool, backend, inbox));
-        Self { jobs }
+        let (announce, committed) = watch::channel(last);
+        tokio::spawn(run(pool, backend, inbox, announce));
+        Self { jobs, committed }
+    }
+
+    /// The id of the last event this store committed (as of its open, or
+    /// its own latest commit); changes wake live readers.
+    pub(crate) fn committed(&self) -> watch::Receiver<u64> {
+        self.committed.clone()
     }
 
     /// Queues `rows` for the next commit (waiting only while the queue
@@ -83,7 +91,12 @@ impl Writer {
     }
 }
 
-async fn run(pool: AnyPool, backend: Backend, mut inbox: mpsc::Receiver<Job>) {
+async fn run(
+    pool: AnyPool,
+    backend: Backend,
+    mut inbox: mpsc::Receiver<Job>,
+    announce: watch::Sender<u64>,
+) {
     tracing::debug!(backend = backend.name(), "event writer started");
     let mut pending: Option<Job> = None;
     let mut since_checkpoint = 0;
@@ -123,7 +136,13 @@ async fn run(pool: AnyPool, backend: Backend, mut inbox: mpsc::Receiver<Job>) {
             }
             next = inbox.try_recv().ok();
         }
-        commit(&pool, backend, batch).await;
+        if let Some(last) = commit(&pool, backend, batch).await {
+            announce.send_if_modified(|seen| {
+                let newer = last > *seen;
+                *seen = (*seen).max(last);
+                newer
+            });
+        }
         for reply in flushes {
             let _ = reply.send(());
         }
@@ -148,33 +167,45 @@ async fn run(pool: AnyPool, backend: Backend, mut inbox: mpsc::Receiver<Job>) {
 }
 
 /// Commits `batch` together; when that fails, each append alone.
+/// Commits `batch` together; when that fails, each append alone. Returns
+/// the last id committed, if any.
 async fn commit(
     pool: &AnyPool,
     backend: Backend,
     batch: Vec<(Vec<Prepared>, oneshot::Sender<Result<u64>>)>,
-) {
+) -> Option<u64> {
     if batch.is_empty() {
-        return;
+        return None;
     }
     let all: Vec<&Prepared> = batch.iter().flat_map(|(rows, _)| rows.iter()).collect();
+    let total = all.len() as u64;
     match write(pool, backend, &all).await {
-        Ok(mut first) => {
+        Ok(first) => {
+            let mut next = first;
             for (rows, reply) in batch {
-                let _ = reply.send(Ok(first));
-                first += rows.len() as u64;
+                let _ = reply.send(Ok(next));
+                next += rows.len() as u64;
             }
+            Some(first + total - 1)
         }
         Err(error) if batch.len() == 1 => {
             if let Some((_, reply)) = batch.into_iter().next() {
                 let _ = reply.send(Err(error));
             }
+            None
         }
         Err(error) => {
             tracing::warn!(%error, appends = batch.len(), "shared commit failed; committing each append alone");
+            let mut last = None;
             for (rows, reply) in batch {
                 let rows: Vec<&Prepared> = rows.iter().collect();
-                let _ = reply.send(write(pool, backend, &rows).await);
+                let written = write(pool, backend, &rows).await;
+                if let Ok(first) = &written {
+                    last = Some(first + rows.len() as u64 - 1);
+                }
+                let _ = reply.send(written);
             }
+            last
         }
     }
 }

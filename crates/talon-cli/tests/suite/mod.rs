@@ -1,4 +1,5 @@
 mod exec;
+mod gateway;
 mod hostile_files;
 mod hostile_store;
 mod soak;

@@ -13,10 +13,12 @@ CREATE TABLE events (
     session_key TEXT,
     task_id TEXT,
     agent_id TEXT,
-    -- The envelope's JSON from `"ts"` on (everything but version and id,
-    -- which are spliced in front when it is read): the transports send
-    -- it without parsing it.
-    body TEXT NOT NULL
+    -- The envelope's JSON from `"ts"` on, without `raw` (version and id
+    -- are spliced in front when it is read, `raw` at the end for readers
+    -- allowed to see it): the transports send it without parsing it.
+    body TEXT NOT NULL,
+    -- The runtime-native payload's JSON, when there is one.
+    raw TEXT
 );
 -- Only the run index: every append pays for each index (a page per
 -- distinct run per commit), and the other filters are read forward from

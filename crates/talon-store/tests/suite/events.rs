@@ -107,13 +107,20 @@ on_both! {
         odd.task_id = Some("task-1".into());
         odd.session_id = None;
         let stored = t.store.append(vec![odd, event("r2", EventType::RunStarted, 8, 1)]).await.unwrap();
-        let raw = t.store.after_json(None, &EventFilter::default(), 10).await.unwrap();
+        let with_raw = EventFilter { raw: true, ..Default::default() };
+        let raw = t.store.after_json(None, &with_raw, 10).await.unwrap();
         assert_eq!(raw.len(), 2);
         for (raw, event) in raw.iter().zip(&stored) {
             assert_eq!(raw.json, serde_json::to_string(event).unwrap());
             assert_eq!(raw.id.to_string(), event.id);
             assert_eq!(raw.kind, event.kind.as_str());
         }
+        assert_eq!(t.store.after(None, &with_raw, 10).await.unwrap(), stored);
+        // Readers not allowed the runtime payload never get it.
+        let plain = t.store.after(None, &EventFilter::default(), 10).await.unwrap();
+        assert_eq!(plain[0], talon_protocol::Event { raw: None, ..stored[0].clone() });
+        let json = t.store.after_json(None, &EventFilter::default(), 10).await.unwrap();
+        assert!(!json[0].json.contains("native"), "{}", json[0].json);
     }
 }
 

@@ -1,0 +1,282 @@
+//! `talon gateway` (serve the protocol on one port) and `talon token
+//! create|list|revoke` (manage access tokens in the gateway's store).
+//!
+//! Both find the config as `talon exec` does (optional) and the store from
+//! `$TALON_DATABASE_URL`, else `store.url`, else SQLite under
+//! `$TALON_STATE_DIR`. Exit status: 0 on success, 1 when the store or the
+//! socket fails, 2 on a usage error.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use talon_config::Config;
+use talon_gateway::GatewayConfig;
+use talon_protocol::gateway::{Agent, AgentSource, Scope};
+use talon_store::StoreConfig;
+
+/// `talon gateway`.
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// Where to listen; anything but loopback is logged as a warning.
+    #[arg(long, default_value = "127.0.0.1:7420")]
+    listen: SocketAddr,
+    /// The config file (default: $TALON_CONFIG, else ~/.talon/talon.json5 if present).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// `talon token ...`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Mint a token and print it once, alone on its line.
+    Create {
+        /// A scope it grants (repeat for several).
+        #[arg(long = "scope", required = true)]
+        scopes: Vec<String>,
+        /// A name for people.
+        #[arg(long)]
+        name: Option<String>,
+        /// How long it lives (`30d`, `12h`, `15m`, `90s`, `2w`).
+        #[arg(long)]
+        expires_in: Option<String>,
+        /// The config file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// List tokens (never their secrets).
+    List {
+        /// The config file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Revoke a token by id.
+    Revoke {
+        /// The token's id (`tok_...`).
+        id: String,
+        /// The config file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "talon: {message}");
+    ExitCode::from(code)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| fail(1, &format!("starting the async runtime: {e}")))
+}
+
+/// The config, and the store it names.
+fn store_config(path: Option<&std::path::Path>) -> Result<(Config, StoreConfig), ExitCode> {
+    let config = Config::load(path).map_err(|e| fail(2, &e.to_string()))?;
+    let settings = config.store().map_err(|e| fail(2, &e.to_string()))?;
+    let state_dir = talon_config::state_dir();
+    let store = match settings.url {
+        Some(url) => StoreConfig::at(url, state_dir),
+        None => StoreConfig::embedded(state_dir),
+    };
+    Ok((config, store))
+}
+
+/// The agents `agents.list[]` declares.
+fn config_agents(config: &Config) -> Vec<Agent> {
+    let Some(list) = config.get("agents.list").and_then(|l| l.as_array()) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|entry| {
+            let id = entry.get("id")?.as_str()?.to_owned();
+            let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+            Some(Agent {
+                id,
+                name: text("name"),
+                description: text("description"),
+                model: text("model").or_else(|| {
+                    entry
+                        .get("model")
+                        .and_then(|m| m.get("primary"))
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                }),
+                source: AgentSource::Config,
+                created_at: None,
+                updated_at: None,
+            })
+        })
+        .collect()
+}
+
+pub fn run_gateway(args: GatewayArgs) -> ExitCode {
+    let (config, store) = match store_config(args.config.as_deref()) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    config.warn_unknown();
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    runtime.block_on(async move {
+        let gateway = GatewayConfig {
+            listen: args.listen,
+            state_dir: store.state_dir.clone(),
+            config_agents: config_agents(&config),
+            ..GatewayConfig::local(store.state_dir.clone(), args.listen.port())
+        };
+        let gateway = GatewayConfig { store, ..gateway };
+        let running = match talon_gateway::start(gateway).await {
+            Ok(running) => running,
+            Err(e) => return fail(1, &e.to_string()),
+        };
+        if let Some(token) = &running.admin_token {
+            let _ = writeln!(
+                std::io::stderr(),
+                "talon gateway: first start: an admin token was written to {}; it is shown once:",
+                talon_config::state_dir()
+                    .join(talon_gateway::tokens::ADMIN_TOKEN_FILE)
+                    .display()
+            );
+            let _ = writeln!(std::io::stdout(), "{token}");
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "talon gateway: listening on http://{}",
+            running.addr
+        );
+        wait_for_signal().await;
+        let _ = writeln!(std::io::stderr(), "talon gateway: shutting down");
+        running.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+/// SIGTERM or SIGINT (Ctrl-C).
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+pub fn run_token(command: TokenCommand) -> ExitCode {
+    let config = match &command {
+        TokenCommand::Create { config, .. }
+        | TokenCommand::List { config }
+        | TokenCommand::Revoke { config, .. } => config.clone(),
+    };
+    let (_, store) = match store_config(config.as_deref()) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    runtime.block_on(async move {
+        let store = match talon_store::open(&store).await {
+            Ok(store) => store,
+            Err(e) => return fail(1, &e.to_string()),
+        };
+        let now = talon_store::now_ms();
+        let code = match command {
+            TokenCommand::Create {
+                scopes,
+                name,
+                expires_in,
+                ..
+            } => {
+                let mut parsed = Vec::new();
+                for scope in &scopes {
+                    match Scope::parse(scope) {
+                        Some(s) => parsed.push(s),
+                        None => {
+                            let known: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+                            return fail(
+                                2,
+                                &format!("unknown scope {scope:?}; scopes: {}", known.join(", ")),
+                            );
+                        }
+                    }
+                }
+                let expires_at = match expires_in.as_deref() {
+                    None => None,
+                    Some(text) => match talon_gateway::tokens::parse_duration(text) {
+                        Some(d) => Some(now.saturating_add(d.as_millis() as u64)),
+                        None => {
+                            return fail(
+                                2,
+                                &format!(
+                                    "--expires-in {text:?}: expected a number and s, m, h, d or w"
+                                ),
+                            );
+                        }
+                    },
+                };
+                match talon_gateway::tokens::create(&store, name, parsed, expires_at, now).await {
+                    Ok(minted) => {
+                        let _ = writeln!(std::io::stdout(), "{}", minted.secret);
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "talon token: created {}",
+                            minted.stored.id
+                        );
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => fail(1, &e.to_string()),
+                }
+            }
+            TokenCommand::List { .. } => match store.tokens().await {
+                Ok(tokens) => {
+                    let mut out = std::io::stdout().lock();
+                    for t in tokens {
+                        let scopes: Vec<&str> = t.scopes.iter().map(|s| s.as_str()).collect();
+                        let state = if t.revoked_at.is_some() {
+                            "revoked"
+                        } else if !t.is_live(now) {
+                            "expired"
+                        } else {
+                            "live"
+                        };
+                        let _ = writeln!(
+                            out,
+                            "{}\t{}\t{}\t{}",
+                            t.id,
+                            state,
+                            t.name.as_deref().unwrap_or("-"),
+                            scopes.join(",")
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(1, &e.to_string()),
+            },
+            TokenCommand::Revoke { id, .. } => match store.revoke_token(&id, now).await {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => fail(1, &format!("no token {id:?}")),
+                Err(e) => fail(1, &e.to_string()),
+            },
+        };
+        store.close().await;
+        code
+    })
+}

@@ -1,0 +1,593 @@
+//! The method table's implementation over the store. Methods that need
+//! the run engine (runs, session turns, tools, models) answer
+//! `unavailable` until the engine is wired in (issue 14, in progress).
+
+use talon_protocol::gateway::params::*;
+use talon_protocol::gateway::*;
+use talon_store::{PendingFilter, Resolution, Store};
+
+use crate::error::api_error;
+use crate::tokens::Caller;
+
+/// Pages are at most this long.
+const MAX_LIMIT: u32 = 500;
+/// A page's length when the caller gives none.
+const DEFAULT_LIMIT: u32 = 100;
+
+/// The gateway's methods.
+#[derive(Debug, Clone)]
+pub struct Api {
+    store: Store,
+    config_agents: Vec<Agent>,
+}
+
+fn limit(asked: Option<u32>) -> u32 {
+    asked.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
+}
+
+/// A unit enum's wire spelling (`"pending"`).
+fn wire_name<T: serde::Serialize>(value: T) -> Option<String> {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+}
+
+fn not_found(kind: &str, id: &str) -> ApiError {
+    ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
+}
+
+fn engine_missing(method: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::Unavailable,
+        format!("{method}: this gateway does not run agents yet"),
+    )
+}
+
+fn new_id(prefix: &str) -> Result<String, ApiError> {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes)
+        .map_err(|_| ApiError::new(ErrorCode::Internal, "no random source"))?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{prefix}_{hex}"))
+}
+
+impl Api {
+    /// The methods over `store`, with the agents the config file declares.
+    pub fn new(store: Store, config_agents: Vec<Agent>) -> Self {
+        Self {
+            store,
+            config_agents,
+        }
+    }
+
+    async fn find_agent(&self, id: &str) -> Result<Option<Agent>, ApiError> {
+        if let Some(agent) = self.config_agents.iter().find(|a| a.id == id) {
+            return Ok(Some(agent.clone()));
+        }
+        self.store.agent(id).await.map_err(api_error)
+    }
+
+    async fn session_of(&self, id: &str) -> Result<Session, ApiError> {
+        self.store
+            .session(id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("session", id))
+    }
+}
+
+impl Handler for Api {
+    type Caller = Caller;
+
+    async fn agents_list(&self, _: &Caller, _: Empty) -> Result<AgentsListResult, ApiError> {
+        let mut agents = self.config_agents.clone();
+        agents.extend(self.store.agents().await.map_err(api_error)?);
+        Ok(AgentsListResult { agents })
+    }
+
+    async fn agents_get(&self, _: &Caller, p: AgentRef) -> Result<Agent, ApiError> {
+        self.find_agent(&p.agent_id)
+            .await?
+            .ok_or_else(|| not_found("agent", &p.agent_id))
+    }
+
+    async fn agents_create(&self, _: &Caller, p: AgentsCreateParams) -> Result<Agent, ApiError> {
+        if self.config_agents.iter().any(|a| a.id == p.id) {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("agent {:?} is declared in the config file", p.id),
+            ));
+        }
+        let now = talon_store::now_ms();
+        let agent = Agent {
+            id: p.id,
+            name: p.name,
+            description: p.description,
+            model: p.model,
+            source: AgentSource::Api,
+            created_at: Some(now),
+            updated_at: Some(now),
+        };
+        match self.store.create_agent(&agent).await {
+            Ok(()) => Ok(agent),
+            Err(error) => Err(api_error(error)),
+        }
+    }
+
+    async fn agents_update(&self, _: &Caller, p: AgentsUpdateParams) -> Result<Agent, ApiError> {
+        if self.config_agents.iter().any(|a| a.id == p.agent_id) {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "agent {:?} is declared in the config file; edit it there",
+                    p.agent_id
+                ),
+            ));
+        }
+        let mut agent = self
+            .store
+            .agent(&p.agent_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("agent", &p.agent_id))?;
+        if p.name.is_some() {
+            agent.name = p.name;
+        }
+        if p.description.is_some() {
+            agent.description = p.description;
+        }
+        if p.model.is_some() {
+            agent.model = p.model;
+        }
+        agent.updated_at = Some(talon_store::now_ms());
+        self.store.update_agent(&agent).await.map_err(api_error)?;
+        Ok(agent)
+    }
+
+    async fn sessions_list(
+        &self,
+        _: &Caller,
+        p: SessionsListParams,
+    ) -> Result<SessionsListResult, ApiError> {
+        let limit = limit(p.limit);
+        let mut sessions = self
+            .store
+            .sessions(p.agent_id.as_deref(), p.cursor.as_deref(), limit + 1)
+            .await
+            .map_err(api_error)?;
+        let more = sessions.len() > limit as usize;
+        sessions.truncate(limit as usize);
+        let next_cursor = more
+            .then(|| sessions.last().map(|s| s.id.clone()))
+            .flatten();
+        Ok(SessionsListResult {
+            sessions,
+            next_cursor,
+        })
+    }
+
+    async fn sessions_create(
+        &self,
+        _: &Caller,
+        p: SessionsCreateParams,
+    ) -> Result<Session, ApiError> {
+        if self.find_agent(&p.agent_id).await?.is_none() {
+            return Err(not_found("agent", &p.agent_id));
+        }
+        let now = talon_store::now_ms();
+        let id = new_id("sess")?;
+        let session = Session {
+            key: p.key.unwrap_or_else(|| format!("{}:{id}", p.agent_id)),
+            id,
+            agent_id: p.agent_id,
+            parent_id: None,
+            forked_at_message_id: None,
+            metadata: p.metadata.unwrap_or_default(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.store
+            .create_session(&session)
+            .await
+            .map_err(api_error)?;
+        Ok(session)
+    }
+
+    async fn sessions_resolve(
+        &self,
+        _: &Caller,
+        p: SessionsResolveParams,
+    ) -> Result<Session, ApiError> {
+        if let Some(session) = self.store.session_by_key(&p.key).await.map_err(api_error)? {
+            return Ok(session);
+        }
+        let agent_id = p.agent_id.unwrap_or_else(|| "main".into());
+        let now = talon_store::now_ms();
+        let session = Session {
+            id: new_id("sess")?,
+            key: p.key.clone(),
+            agent_id,
+            parent_id: None,
+            forked_at_message_id: None,
+            metadata: Default::default(),
+            created_at: now,
+            updated_at: now,
+        };
+        match self.store.create_session(&session).await {
+            Ok(()) => Ok(session),
+            // Another caller created it first: theirs is the session.
+            Err(talon_store::StoreError::Exists { .. }) => self
+                .store
+                .session_by_key(&p.key)
+                .await
+                .map_err(api_error)?
+                .ok_or_else(|| not_found("session", &p.key)),
+            Err(error) => Err(api_error(error)),
+        }
+    }
+
+    async fn sessions_send(&self, _: &Caller, _: SessionsSendParams) -> Result<Run, ApiError> {
+        Err(engine_missing("sessions.send"))
+    }
+
+    async fn sessions_messages(
+        &self,
+        _: &Caller,
+        p: SessionsMessagesParams,
+    ) -> Result<SessionsMessagesResult, ApiError> {
+        self.session_of(&p.session_id).await?;
+        let limit = limit(p.limit);
+        let mut page = self
+            .store
+            .messages(&p.session_id, p.after.as_deref(), limit + 1)
+            .await
+            .map_err(api_error)?;
+        let has_more = page.len() > limit as usize;
+        page.truncate(limit as usize);
+        Ok(SessionsMessagesResult {
+            messages: page.into_iter().map(|m| m.message).collect(),
+            has_more,
+        })
+    }
+
+    async fn sessions_fork(&self, _: &Caller, p: SessionsForkParams) -> Result<Session, ApiError> {
+        let parent = self.session_of(&p.session_id).await?;
+        let now = talon_store::now_ms();
+        let id = new_id("sess")?;
+        let session = Session {
+            key: p.key.unwrap_or_else(|| format!("{}:{id}", parent.agent_id)),
+            id,
+            agent_id: parent.agent_id.clone(),
+            parent_id: Some(parent.id.clone()),
+            forked_at_message_id: p.at_message_id,
+            metadata: parent.metadata.clone(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.fork_session(&session).await.map_err(api_error)?;
+        Ok(session)
+    }
+
+    async fn sessions_compact(
+        &self,
+        _: &Caller,
+        _: SessionActionParams,
+    ) -> Result<Session, ApiError> {
+        Err(engine_missing("sessions.compact"))
+    }
+
+    async fn sessions_abort(
+        &self,
+        _: &Caller,
+        _: SessionActionParams,
+    ) -> Result<SessionsAbortResult, ApiError> {
+        Err(engine_missing("sessions.abort"))
+    }
+
+    async fn runs_create(&self, _: &Caller, _: RunsCreateParams) -> Result<Run, ApiError> {
+        Err(engine_missing("runs.create"))
+    }
+
+    async fn runs_get(&self, _: &Caller, p: RunRef) -> Result<Run, ApiError> {
+        self.store
+            .run(&p.run_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("run", &p.run_id))
+    }
+
+    async fn runs_events(
+        &self,
+        caller: &Caller,
+        p: RunsEventsParams,
+    ) -> Result<RunsEventsResult, ApiError> {
+        let run = self
+            .runs_get(
+                caller,
+                RunRef {
+                    run_id: p.run_id.clone(),
+                },
+            )
+            .await?;
+        let after = match p.after.as_deref() {
+            None => None,
+            Some(text) => Some(text.parse::<u64>().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    format!("after: {text:?} is not an event id"),
+                )
+            })?),
+        };
+        let filter = talon_store::EventFilter {
+            run_id: Some(run.id.clone()),
+            ..Default::default()
+        };
+        let mut events = self
+            .store
+            .after(after, &filter, limit(p.limit))
+            .await
+            .map_err(api_error)?;
+        if !caller.is_admin() {
+            for event in &mut events {
+                event.raw = None;
+            }
+        }
+        let done = events.last().is_some_and(|e| e.kind.is_terminal());
+        Ok(RunsEventsResult { events, done })
+    }
+
+    async fn runs_wait(&self, _: &Caller, _: RunsWaitParams) -> Result<RunResult, ApiError> {
+        Err(engine_missing("runs.wait"))
+    }
+
+    async fn runs_cancel(&self, _: &Caller, _: RunsCancelParams) -> Result<Run, ApiError> {
+        Err(engine_missing("runs.cancel"))
+    }
+
+    async fn tasks_list(&self, _: &Caller, _: Empty) -> Result<TasksListResult, ApiError> {
+        Err(ApiError::unsupported("tasks.list"))
+    }
+
+    async fn tasks_get(&self, _: &Caller, _: TaskRef) -> Result<Task, ApiError> {
+        Err(ApiError::unsupported("tasks.get"))
+    }
+
+    async fn tasks_cancel(&self, _: &Caller, _: TasksCancelParams) -> Result<Task, ApiError> {
+        Err(ApiError::unsupported("tasks.cancel"))
+    }
+
+    async fn tasks_events(
+        &self,
+        _: &Caller,
+        _: TasksEventsParams,
+    ) -> Result<TasksEventsResult, ApiError> {
+        Err(ApiError::unsupported("tasks.events"))
+    }
+
+    async fn models_list(&self, _: &Caller, _: Empty) -> Result<ModelsListResult, ApiError> {
+        Err(engine_missing("models.list"))
+    }
+
+    async fn models_status(&self, _: &Caller, _: Empty) -> Result<ModelsStatusResult, ApiError> {
+        Err(engine_missing("models.status"))
+    }
+
+    async fn tools_list(
+        &self,
+        _: &Caller,
+        _: ToolsListParams,
+    ) -> Result<ToolsListResult, ApiError> {
+        Err(engine_missing("tools.list"))
+    }
+
+    async fn tools_invoke(
+        &self,
+        _: &Caller,
+        _: ToolsInvokeParams,
+    ) -> Result<ToolsInvokeResult, ApiError> {
+        Err(engine_missing("tools.invoke"))
+    }
+
+    async fn artifacts_list(
+        &self,
+        _: &Caller,
+        p: ArtifactsListParams,
+    ) -> Result<ArtifactsListResult, ApiError> {
+        let limit = limit(p.limit);
+        let mut artifacts = self
+            .store
+            .artifacts(
+                p.run_id.as_deref(),
+                p.session_id.as_deref(),
+                p.cursor.as_deref(),
+                limit + 1,
+                talon_store::now_ms(),
+            )
+            .await
+            .map_err(api_error)?;
+        let more = artifacts.len() > limit as usize;
+        artifacts.truncate(limit as usize);
+        let next_cursor = more
+            .then(|| artifacts.last().map(|a| a.id.clone()))
+            .flatten();
+        Ok(ArtifactsListResult {
+            artifacts,
+            next_cursor,
+        })
+    }
+
+    async fn artifacts_get(&self, _: &Caller, p: ArtifactRef) -> Result<ArtifactSummary, ApiError> {
+        self.store
+            .artifact(&p.artifact_id, talon_store::now_ms())
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("artifact", &p.artifact_id))
+    }
+
+    async fn artifacts_download(
+        &self,
+        caller: &Caller,
+        p: ArtifactRef,
+    ) -> Result<ArtifactsDownloadResult, ApiError> {
+        let artifact = self.artifacts_get(caller, p).await?;
+        Ok(ArtifactsDownloadResult {
+            url: format!("/v1/artifacts/{}/content", artifact.id),
+            artifact,
+        })
+    }
+
+    async fn approvals_list(
+        &self,
+        _: &Caller,
+        p: ApprovalsListParams,
+    ) -> Result<ApprovalsListResult, ApiError> {
+        let filter = PendingFilter {
+            status: p.status.and_then(wire_name),
+            run_id: p.run_id,
+            session_id: p.session_id,
+        };
+        Ok(ApprovalsListResult {
+            approvals: self.store.approvals(&filter).await.map_err(api_error)?,
+        })
+    }
+
+    async fn approvals_respond(
+        &self,
+        _: &Caller,
+        p: ApprovalsRespondParams,
+    ) -> Result<Approval, ApiError> {
+        let approval = self
+            .store
+            .approval(&p.approval_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("approval", &p.approval_id))?;
+        if !approval.decisions.contains(&p.decision) {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "decision not offered for this approval; offered: {:?}",
+                    approval.decisions
+                ),
+            ));
+        }
+        let decision = p.decision;
+        let reason = p.reason;
+        let resolved = self
+            .store
+            .resolve_approval(&p.approval_id, move |a| {
+                a.status = if decision == ApprovalDecision::Deny {
+                    ApprovalStatus::Denied
+                } else {
+                    ApprovalStatus::Approved
+                };
+                a.decision = Some(decision);
+                a.reason = reason;
+                a.resolved_at = Some(talon_store::now_ms());
+            })
+            .await
+            .map_err(api_error)?;
+        match resolved {
+            Resolution::Resolved(approval) => Ok(approval),
+            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
+                ErrorCode::Conflict,
+                "this approval was already resolved",
+            )
+            .with_details(serde_json::json!({"approval": winner}))),
+        }
+    }
+
+    async fn questions_list(
+        &self,
+        _: &Caller,
+        p: QuestionsListParams,
+    ) -> Result<QuestionsListResult, ApiError> {
+        let filter = PendingFilter {
+            status: p.status.and_then(wire_name),
+            run_id: p.run_id,
+            session_id: None,
+        };
+        Ok(QuestionsListResult {
+            questions: self.store.questions(&filter).await.map_err(api_error)?,
+        })
+    }
+
+    async fn questions_respond(
+        &self,
+        _: &Caller,
+        p: QuestionsRespondParams,
+    ) -> Result<Question, ApiError> {
+        let answer = p.answer;
+        let resolved = self
+            .store
+            .resolve_question(&p.question_id, move |q| {
+                q.status = QuestionStatus::Answered;
+                q.answer = Some(answer);
+                q.answered_at = Some(talon_store::now_ms());
+            })
+            .await
+            .map_err(api_error)?;
+        match resolved {
+            Resolution::Resolved(question) => Ok(question),
+            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
+                ErrorCode::Conflict,
+                "this question was already answered",
+            )
+            .with_details(serde_json::json!({"question": winner}))),
+        }
+    }
+
+    async fn environments_list(
+        &self,
+        _: &Caller,
+        _: Empty,
+    ) -> Result<EnvironmentsListResult, ApiError> {
+        Err(engine_missing("environments.list"))
+    }
+
+    async fn environments_create(
+        &self,
+        _: &Caller,
+        _: EnvironmentsCreateParams,
+    ) -> Result<Environment, ApiError> {
+        Err(ApiError::unsupported("environments.create"))
+    }
+
+    async fn environments_status(
+        &self,
+        _: &Caller,
+        _: EnvironmentRef,
+    ) -> Result<Environment, ApiError> {
+        Err(engine_missing("environments.status"))
+    }
+
+    async fn environments_delete(
+        &self,
+        _: &Caller,
+        _: EnvironmentsDeleteParams,
+    ) -> Result<Environment, ApiError> {
+        Err(ApiError::unsupported("environments.delete"))
+    }
+
+    async fn events_subscribe(
+        &self,
+        _: &Caller,
+        _: EventsSubscribeParams,
+    ) -> Result<EventsSubscribeResult, ApiError> {
+        Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "events.subscribe is served on the WebSocket transport (GET /v1/ws)",
+        ))
+    }
+
+    async fn events_unsubscribe(
+        &self,
+        _: &Caller,
+        _: EventsUnsubscribeParams,
+    ) -> Result<Empty, ApiError> {
+        Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "events.unsubscribe is served on the WebSocket transport (GET /v1/ws)",
+        ))
+    }
+}

@@ -1,0 +1,74 @@
+//! The gateway's errors, and the one function that maps the store's
+//! errors to protocol errors.
+
+use talon_protocol::gateway::{ApiError, ErrorCode};
+use talon_store::StoreError;
+
+/// What can stop the gateway from starting or serving.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A file under the state directory could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The listening socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The operating system's random source failed.
+    #[error("no random source: {0}")]
+    Random(String),
+}
+
+/// The gateway's result.
+pub type Result<T> = std::result::Result<T, GatewayError>;
+
+/// The protocol error a store failure answers with. Internal details go to
+/// the log, not to the caller.
+pub fn api_error(error: StoreError) -> ApiError {
+    match error {
+        StoreError::CursorExpired { cursor, oldest } => ApiError::new(
+            ErrorCode::CursorExpired,
+            format!("cursor {cursor} has expired; the oldest event kept is {oldest}"),
+        )
+        .with_details(
+            serde_json::json!({"cursor": cursor.to_string(), "oldest": oldest.to_string()}),
+        ),
+        StoreError::IdempotencyConflict { key } => ApiError::new(
+            ErrorCode::Conflict,
+            format!("idempotency key {key:?} was used with other parameters"),
+        ),
+        StoreError::Exists { kind, id } => {
+            ApiError::new(ErrorCode::Conflict, format!("{kind} {id:?} already exists"))
+        }
+        StoreError::NotFound { kind, id } => {
+            ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
+        }
+        StoreError::DiskFull(_)
+        | StoreError::ReadOnly(_)
+        | StoreError::Connect { .. }
+        | StoreError::Closed => {
+            tracing::error!(%error, "store unavailable");
+            ApiError::new(
+                ErrorCode::Unavailable,
+                "the store is unavailable; try again later",
+            )
+            .with_retry_after_ms(1_000)
+        }
+        other => {
+            tracing::error!(error = %other, "store failure");
+            ApiError::new(ErrorCode::Internal, "internal error")
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Access tokens: minted random (256 bits), stored as their SHA-256 only,
+//! checked in constant time, never logged. The first start of a gateway
+//! with no tokens mints an admin token into `$TALON_STATE_DIR/admin.token`
+//! (mode 0600).
+//!
+//! A token's secret is `talon_` and 64 hex digits. With 256 random bits a
+//! plain SHA-256 cannot be reversed or guessed, so every node sharing a
+//! database can check a token without a shared key.
+
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use talon_protocol::gateway::{ApiError, ErrorCode, Scope};
+use talon_store::{Store, StoredToken};
+
+use crate::error::{GatewayError, Result};
+
+/// What every secret starts with (so scanners and people recognise it).
+pub const SECRET_PREFIX: &str = "talon_";
+/// The admin token's file under the state directory.
+pub const ADMIN_TOKEN_FILE: &str = "admin.token";
+
+/// A token just minted: the secret is shown once and never stored.
+#[derive(Clone)]
+pub struct MintedToken {
+    /// The secret (`talon_...`).
+    pub secret: String,
+    /// What is stored.
+    pub stored: StoredToken,
+}
+
+impl std::fmt::Debug for MintedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MintedToken")
+            .field("secret", &"<redacted>")
+            .field("stored", &self.stored)
+            .finish()
+    }
+}
+
+/// Who is calling: an authenticated token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's id.
+    pub token_id: String,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+}
+
+impl Caller {
+    /// `forbidden` naming `scope` unless the token holds it (or `admin`).
+    pub fn require(&self, scope: Scope) -> std::result::Result<(), ApiError> {
+        if scope.satisfied_by(&self.scopes) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(scope))
+        }
+    }
+
+    /// Whether the token may see raw runtime payloads.
+    pub fn is_admin(&self) -> bool {
+        self.scopes.contains(&Scope::Admin)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random<const N: usize>() -> Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| GatewayError::Random(e.to_string()))?;
+    Ok(bytes)
+}
+
+/// The stored form of a secret: its SHA-256, hex.
+pub fn hash(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// Equal, taking the same time wherever the inputs differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Mints a token with `scopes`, valid until `expires_at` (epoch ms).
+pub fn mint(
+    name: Option<String>,
+    scopes: Vec<Scope>,
+    expires_at: Option<u64>,
+    now: u64,
+) -> Result<MintedToken> {
+    let secret = format!("{SECRET_PREFIX}{}", hex(&random::<32>()?));
+    let stored = StoredToken {
+        id: format!("tok_{}", hex(&random::<8>()?)),
+        hash: hash(&secret),
+        name,
+        scopes,
+        created_at: now,
+        expires_at,
+        revoked_at: None,
+    };
+    Ok(MintedToken { secret, stored })
+}
+
+/// Mints and stores a token.
+pub async fn create(
+    store: &Store,
+    name: Option<String>,
+    scopes: Vec<Scope>,
+    expires_at: Option<u64>,
+    now: u64,
+) -> Result<MintedToken> {
+    let minted = mint(name, scopes, expires_at, now)?;
+    store.insert_token(&minted.stored).await?;
+    Ok(minted)
+}
+
+/// The caller an `Authorization` header value names: `unauthenticated`
+/// when it is missing, malformed, unknown, expired or revoked (one message
+/// for all, so a prober learns nothing).
+pub async fn authenticate(
+    store: &Store,
+    authorization: Option<&str>,
+    now: u64,
+) -> std::result::Result<Caller, ApiError> {
+    let unauthenticated = || {
+        ApiError::new(
+            ErrorCode::Unauthenticated,
+            "a valid token is required: Authorization: Bearer <token>",
+        )
+    };
+    let secret = authorization
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|s| s.starts_with(SECRET_PREFIX) && s.len() <= 128)
+        .ok_or_else(unauthenticated)?;
+    let hashed = hash(secret);
+    let token = store.token_by_hash(&hashed).await.map_err(|error| {
+        tracing::error!(%error, "token lookup failed");
+        ApiError::new(ErrorCode::Unavailable, "the token store is unavailable")
+    })?;
+    match token {
+        Some(token)
+            if constant_time_eq(token.hash.as_bytes(), hashed.as_bytes()) && token.is_live(now) =>
+        {
+            Ok(Caller {
+                token_id: token.id,
+                scopes: token.scopes,
+            })
+        }
+        _ => Err(unauthenticated()),
+    }
+}
+
+/// On a store with no tokens at all, mints an admin token and writes its
+/// secret to `<state_dir>/admin.token` (mode 0600); returns the secret to
+/// print once. `None` when tokens exist.
+pub async fn bootstrap_admin(store: &Store, state_dir: &Path, now: u64) -> Result<Option<String>> {
+    if !store.tokens().await?.is_empty() {
+        return Ok(None);
+    }
+    let minted = mint(Some("admin".into()), vec![Scope::Admin], None, now)?;
+    write_secret(&state_dir.join(ADMIN_TOKEN_FILE), &minted.secret)?;
+    store.insert_token(&minted.stored).await?;
+    Ok(Some(minted.secret))
+}
+
+/// Writes a secret file readable by its owner only (replacing any old one).
+fn write_secret(path: &Path, secret: &str) -> Result<()> {
+    let io = |source| GatewayError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = PathBuf::from(format!("{}.tmp{}", path.display(), std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io)?;
+    file.write_all(secret.as_bytes())
+        .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| file.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// A duration like `30d`, `12h`, `15m` or `90s`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return None,
+    };
+    if n == 0 {
+        return None;
+    }
+    n.checked_mul(seconds).map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_random_prefixed_and_stored_hashed() {
+        let a = mint(None, vec![Scope::AgentRun], None, 1).unwrap();
+        let b = mint(None, vec![Scope::AgentRun], None, 1).unwrap();
+        assert_ne!(a.secret, b.secret);
+        assert_ne!(a.stored.id, b.stored.id);
+        assert_eq!(a.secret.len(), SECRET_PREFIX.len() + 64);
+        assert_eq!(a.stored.hash, hash(&a.secret));
+        assert!(!format!("{a:?}").contains(&a.secret));
+    }
+
+    #[test]
+    fn durations_parse_or_are_refused() {
+        assert_eq!(parse_duration("30d"), Some(Duration::from_secs(2_592_000)));
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2w"), Some(Duration::from_secs(1_209_600)));
+        for bad in [
+            "",
+            "d",
+            "0d",
+            "10",
+            "5y",
+            "-1d",
+            "99999999999999999999d",
+            "1.5h",
+        ] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn constant_time_eq_is_eq() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

@@ -1,0 +1,300 @@
+//! The HTTP transport: health, the OpenAPI document, tokens, the error
+//! shape for every kind of bad request, and the store-backed methods.
+
+use std::os::unix::fs::PermissionsExt as _;
+
+use serde_json::{Value, json};
+use talon_gateway::tokens;
+use talon_protocol::gateway::{
+    Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, RiskLevel, Scope,
+};
+
+use super::TestGateway;
+
+#[tokio::test]
+async fn health_openapi_and_the_admin_token_on_first_start() {
+    let g = TestGateway::start().await;
+    let health = g.client.get(g.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let openapi: Value = g
+        .client
+        .get(g.url("/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(openapi, talon_protocol::openapi::openapi());
+    // The admin token is on disk, owner-only, and works.
+    let file = g.dir.path().join("admin.token");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), g.admin);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let (status, body) = g.call(&g.admin, "agents.list", json!({})).await;
+    assert_eq!((status, body), (200, json!({"agents": []})));
+    // A restart mints nothing new.
+    let config = talon_gateway::GatewayConfig::local(g.dir.path(), 0);
+    g.running.shutdown().await;
+    let again = talon_gateway::start(config).await.unwrap();
+    assert_eq!(again.admin_token, None);
+    again.shutdown().await;
+}
+
+fn is_error(code: &'static str) -> impl Fn(&Value) -> bool {
+    move |body: &Value| body["error"]["code"] == code && body["error"]["message"].is_string()
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_one_error_shape() {
+    let error = is_error;
+    let g = TestGateway::start().await;
+    // No token, a wrong one, a malformed header.
+    for auth in [
+        None,
+        Some("Bearer talon_0000"),
+        Some("Basic abc"),
+        Some("Bearer "),
+    ] {
+        let mut request = g.client.post(g.url("/v1/agents.list")).json(&json!({}));
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 401, "{auth:?}");
+        let body: Value = response.json().await.unwrap();
+        assert!(error("unauthenticated")(&body), "{body}");
+        assert_eq!(body["error"]["retryable"], false);
+    }
+    // Unknown method, malformed JSON, params of the wrong shape, a body
+    // over the limit, an unknown route.
+    let (status, body) = g.call(&g.admin, "agents.explode", json!({})).await;
+    assert_eq!(status, 404);
+    assert!(error("not_found")(&body));
+    let response = g
+        .client
+        .post(g.url("/v1/agents.list"))
+        .bearer_auth(&g.admin)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    assert!(error("invalid_request")(&response.json().await.unwrap()));
+    for params in [
+        json!([1, 2]),
+        json!({"agentId": 5}),
+        json!({"agentId": "a", "extra": true}),
+    ] {
+        let (status, body) = g.call(&g.admin, "agents.get", params.clone()).await;
+        assert_eq!(status, 400, "{params}");
+        assert!(error("invalid_request")(&body), "{body}");
+    }
+    let huge = "x".repeat(5 << 20);
+    let response = g
+        .client
+        .post(g.url("/v1/agents.list"))
+        .bearer_auth(&g.admin)
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    assert!(error("invalid_request")(&response.json().await.unwrap()));
+    let response = g.client.get(g.url("/v2/nothing")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    // Unsupported methods say so.
+    let (status, body) = g.call(&g.admin, "tasks.list", json!({})).await;
+    assert_eq!(status, 501);
+    assert!(error("unsupported")(&body), "{body}");
+    // Still serving.
+    assert_eq!(g.call(&g.admin, "agents.list", json!({})).await.0, 200);
+}
+
+#[tokio::test]
+async fn expired_and_revoked_tokens_are_refused() {
+    let g = TestGateway::start().await;
+    let now = talon_store::now_ms();
+    let live = tokens::create(
+        &g.running.store,
+        None,
+        vec![Scope::AgentRead],
+        Some(now + 60_000),
+        now,
+    )
+    .await
+    .unwrap();
+    let expired = tokens::create(
+        &g.running.store,
+        None,
+        vec![Scope::AgentRead],
+        Some(now - 1),
+        now - 10,
+    )
+    .await
+    .unwrap();
+    assert_eq!(g.call(&live.secret, "agents.list", json!({})).await.0, 200);
+    assert_eq!(
+        g.call(&expired.secret, "agents.list", json!({})).await.0,
+        401
+    );
+    g.running
+        .store
+        .revoke_token(&live.stored.id, now)
+        .await
+        .unwrap();
+    assert_eq!(g.call(&live.secret, "agents.list", json!({})).await.0, 401);
+}
+
+#[tokio::test]
+async fn agents_and_sessions_through_the_api() {
+    let g = TestGateway::start().await;
+    let key = |k: &str| json!(k);
+    let (status, agent) = g
+        .call(
+            &g.admin,
+            "agents.create",
+            json!({"id": "helper", "name": "Helper", "idempotencyKey": "k1"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{agent}");
+    assert_eq!(agent["source"], "api");
+    let (status, _) = g
+        .call(
+            &g.admin,
+            "agents.create",
+            json!({"id": "helper", "idempotencyKey": "k2"}),
+        )
+        .await;
+    assert_eq!(status, 409);
+    let (_, updated) = g
+        .call(
+            &g.admin,
+            "agents.update",
+            json!({"agentId": "helper", "model": "mock/m", "idempotencyKey": "k3"}),
+        )
+        .await;
+    assert_eq!(
+        (updated["name"].clone(), updated["model"].clone()),
+        (key("Helper"), key("mock/m"))
+    );
+    let (status, _) = g
+        .call(&g.admin, "agents.get", json!({"agentId": "ghost"}))
+        .await;
+    assert_eq!(status, 404);
+    let (status, session) = g
+        .call(
+            &g.admin,
+            "sessions.create",
+            json!({"agentId": "helper", "key": "app:1", "idempotencyKey": "s1"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{session}");
+    let (_, resolved) = g
+        .call(&g.admin, "sessions.resolve", json!({"key": "app:1"}))
+        .await;
+    assert_eq!(resolved, session);
+    let (_, fresh) = g
+        .call(
+            &g.admin,
+            "sessions.resolve",
+            json!({"key": "app:2", "agentId": "helper"}),
+        )
+        .await;
+    assert_eq!(fresh["key"], "app:2");
+    let (_, listed) = g.call(&g.admin, "sessions.list", json!({"limit": 1})).await;
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
+    let cursor = listed["nextCursor"].as_str().unwrap();
+    let (_, rest) = g
+        .call(&g.admin, "sessions.list", json!({"cursor": cursor}))
+        .await;
+    assert_eq!(rest["sessions"][0]["key"], "app:2");
+    assert!(rest.get("nextCursor").is_none());
+    let (_, messages) = g
+        .call(
+            &g.admin,
+            "sessions.messages",
+            json!({"sessionId": session["id"]}),
+        )
+        .await;
+    assert_eq!(messages, json!({"messages": [], "hasMore": false}));
+    let (status, fork) = g
+        .call(
+            &g.admin,
+            "sessions.fork",
+            json!({"sessionId": session["id"], "idempotencyKey": "f1"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{fork}");
+    assert_eq!(fork["parentId"], session["id"]);
+    let (status, _) = g
+        .call(
+            &g.admin,
+            "sessions.create",
+            json!({"agentId": "nobody", "idempotencyKey": "s2"}),
+        )
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn an_approval_is_answered_once() {
+    let g = TestGateway::start().await;
+    let approval = Approval {
+        id: "ap1".into(),
+        run_id: "r1".into(),
+        session_id: None,
+        kind: ApprovalKind::Tool,
+        summary: "delete build/".into(),
+        tool_name: Some("exec".into()),
+        environment_action: None,
+        risk: RiskLevel::High,
+        decisions: vec![ApprovalDecision::ApproveOnce, ApprovalDecision::Deny],
+        expires_at: None,
+        reusable: false,
+        status: ApprovalStatus::Pending,
+        decision: None,
+        reason: None,
+        created_at: 1,
+        resolved_at: None,
+    };
+    g.running.store.create_approval(&approval).await.unwrap();
+    let (_, pending) = g
+        .call(&g.admin, "approvals.list", json!({"status": "pending"}))
+        .await;
+    assert_eq!(pending["approvals"][0]["id"], "ap1");
+    let (status, body) = g
+        .call(
+            &g.admin,
+            "approvals.respond",
+            json!({"approvalId": "ap1", "decision": "approve_always", "idempotencyKey": "a0"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("invalid_request"))
+    );
+    let (status, won) = g
+        .call(&g.admin, "approvals.respond", json!({"approvalId": "ap1", "decision": "deny", "reason": "no", "idempotencyKey": "a1"}))
+        .await;
+    assert_eq!(status, 200, "{won}");
+    assert_eq!(
+        (won["status"].clone(), won["reason"].clone()),
+        (json!("denied"), json!("no"))
+    );
+    let (status, lost) = g
+        .call(
+            &g.admin,
+            "approvals.respond",
+            json!({"approvalId": "ap1", "decision": "approve_once", "idempotencyKey": "a2"}),
+        )
+        .await;
+    assert_eq!(status, 409);
+    assert_eq!(lost["error"]["details"]["approval"], won);
+    let (_, pending) = g
+        .call(&g.admin, "approvals.list", json!({"status": "pending"}))
+        .await;
+    assert_eq!(pending, json!({"approvals": []}));
+}

@@ -1,0 +1,293 @@
+//! Server-Sent Events over the store: backlog then live tail with no gap
+//! or duplicate, `Last-Event-ID`, the end after a run's terminal event,
+//! filters, `raw` only for admin tokens, expired and bad cursors.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use talon_gateway::tokens;
+use talon_protocol::gateway::{Run, RunStatus, Scope};
+use talon_protocol::{Event, EventType};
+
+use super::TestGateway;
+
+fn event(run: &str, kind: EventType, n: u64) -> Event {
+    Event {
+        version: 1,
+        id: String::new(),
+        ts: 1_000 + n,
+        kind,
+        run_id: Some(run.into()),
+        session_id: Some("s1".into()),
+        session_key: Some(format!("key-{run}")),
+        task_id: None,
+        agent_id: Some("main".into()),
+        data: json!({"n": n}),
+        raw: Some(json!({"native": n})),
+    }
+}
+
+async fn run(g: &TestGateway, id: &str) {
+    let run = Run {
+        id: id.into(),
+        agent_id: "main".into(),
+        session_id: Some("s1".into()),
+        session_key: Some(format!("key-{id}")),
+        status: RunStatus::Running,
+        created_at: 1,
+        started_at: Some(1),
+        ended_at: None,
+        usage: None,
+        error: None,
+    };
+    g.running
+        .store
+        .create_run(&run, None, "h", "test")
+        .await
+        .unwrap();
+}
+
+/// One SSE event: id, type, envelope.
+#[derive(Debug, Clone, PartialEq)]
+struct Sse {
+    id: String,
+    kind: String,
+    data: Value,
+}
+
+/// An open SSE response, read event by event.
+struct Reader {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buffer: String,
+}
+
+impl Reader {
+    /// The next event (heartbeat comments skipped); `None` when the stream
+    /// ended.
+    async fn next(&mut self) -> Option<Sse> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut sse = Sse {
+                    id: String::new(),
+                    kind: String::new(),
+                    data: Value::Null,
+                };
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        sse.id = v.trim().into();
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        sse.kind = v.trim().into();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        sse.data = serde_json::from_str(v.trim()).unwrap();
+                    }
+                }
+                if sse.kind.is_empty() {
+                    continue;
+                }
+                return Some(sse);
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.body.next())
+                .await
+                .expect("the stream stalled")?;
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+        }
+    }
+}
+
+async fn open(
+    g: &TestGateway,
+    token: &str,
+    path: &str,
+    last_event_id: Option<&str>,
+) -> Result<Reader, (u16, Value)> {
+    let mut request = g.client.get(g.url(path)).bearer_auth(token);
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    if status != 200 {
+        return Err((status, response.json().await.unwrap()));
+    }
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    Ok(Reader {
+        body: response.bytes_stream().boxed(),
+        buffer: String::new(),
+    })
+}
+
+#[tokio::test]
+async fn a_run_stream_gives_the_backlog_then_the_live_tail_and_ends() {
+    let g = TestGateway::start().await;
+    run(&g, "r1").await;
+    let store = &g.running.store;
+    let first = store
+        .append(vec![
+            event("r1", EventType::RunStarted, 0),
+            event("r1", EventType::AssistantDelta, 1),
+        ])
+        .await
+        .unwrap();
+    store
+        .append(vec![event("r2", EventType::RunStarted, 9)])
+        .await
+        .unwrap();
+    let mut reader = open(&g, &g.admin, "/v1/runs/r1/events", None)
+        .await
+        .unwrap();
+    for e in &first {
+        let got = reader.next().await.unwrap();
+        assert_eq!(
+            (got.id.as_str(), got.kind.as_str()),
+            (e.id.as_str(), e.kind.as_str())
+        );
+        assert_eq!(got.data, serde_json::to_value(e).unwrap());
+    }
+    // Live: committed after the subscriber joined.
+    let later = store
+        .append(vec![
+            event("r1", EventType::AssistantDelta, 2),
+            event("r1", EventType::RunCompleted, 3),
+        ])
+        .await
+        .unwrap();
+    for e in &later {
+        assert_eq!(reader.next().await.unwrap().id, e.id);
+    }
+    assert_eq!(
+        reader.next().await,
+        None,
+        "the stream ends after the terminal event"
+    );
+    // Resuming after the first event gives exactly the rest.
+    let mut resumed = open(&g, &g.admin, "/v1/runs/r1/events", Some(&first[0].id))
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    while let Some(e) = resumed.next().await {
+        ids.push(e.id);
+    }
+    let expected: Vec<String> = first[1..]
+        .iter()
+        .chain(&later)
+        .map(|e| e.id.clone())
+        .collect();
+    assert_eq!(ids, expected);
+}
+
+#[tokio::test]
+async fn the_global_stream_filters_and_strips_raw_without_admin() {
+    let g = TestGateway::start().await;
+    let store = &g.running.store;
+    let reader_token = tokens::create(
+        store,
+        None,
+        vec![Scope::SessionRead, Scope::AgentRead],
+        None,
+        1,
+    )
+    .await
+    .unwrap();
+    store
+        .append(vec![
+            event("r1", EventType::RunStarted, 0),
+            event("r2", EventType::RunStarted, 1),
+            event("r1", EventType::AssistantDelta, 2),
+        ])
+        .await
+        .unwrap();
+    let path = "/v1/events?sessionKey=key-r1&types=run.started,assistant.delta";
+    let mut admin = open(&g, &g.admin, path, None).await.unwrap();
+    let got = admin.next().await.unwrap();
+    assert_eq!(
+        (got.kind.as_str(), got.data["raw"].clone()),
+        ("run.started", json!({"native": 0}))
+    );
+    assert_eq!(admin.next().await.unwrap().kind, "assistant.delta");
+    let scope = talon_protocol::gateway::Method::EventsSubscribe
+        .spec()
+        .scope;
+    match open(&g, &reader_token.secret, path, None).await {
+        Ok(mut plain) if scope.satisfied_by(&reader_token.stored.scopes) => {
+            let got = plain.next().await.unwrap();
+            assert!(got.data.get("raw").is_none(), "{}", got.data);
+        }
+        Ok(_) => panic!("a token without {scope} streamed"),
+        Err((status, body)) => {
+            assert!(
+                !scope.satisfied_by(&reader_token.stored.scopes),
+                "{status} {body}"
+            );
+            assert_eq!(status, 403);
+        }
+    }
+    // Live events reach the open stream; the filter still applies.
+    store
+        .append(vec![
+            event("r2", EventType::AssistantDelta, 3),
+            event("r1", EventType::AssistantDelta, 4),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(admin.next().await.unwrap().data["data"]["n"], 4);
+}
+
+#[tokio::test]
+async fn bad_and_expired_cursors_are_errors() {
+    let g = TestGateway::start().await;
+    run(&g, "r1").await;
+    let store = &g.running.store;
+    store
+        .append(
+            (0..5)
+                .map(|n| event("r1", EventType::AssistantDelta, n))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    store
+        .prune(
+            talon_store::Retention {
+                max_age: None,
+                max_events: Some(2),
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    let (status, body) = open(&g, &g.admin, "/v1/runs/r1/events?after=1", None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (410, json!("cursor_expired"))
+    );
+    assert_eq!(body["error"]["details"]["oldest"], "4");
+    let (status, body) = open(&g, &g.admin, "/v1/runs/r1/events?after=abc", None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("invalid_request"))
+    );
+    let (status, _) = open(&g, &g.admin, "/v1/runs/ghost/events", None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(status, 404);
+    let (status, _) = open(&g, "talon_nope", "/v1/runs/r1/events", None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(status, 401);
+    let (status, _) = open(&g, &g.admin, "/v1/events?types=bogus.kind", None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(status, 400);
+}
