@@ -52,6 +52,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/{method}", post(call))
         .route("/v1/events", get(crate::stream::all_events))
+        .route("/v1/ws", get(crate::ws::upgrade))
         .route("/v1/runs/{run_id}/events", get(crate::stream::run_events))
         .fallback(fallback)
         .with_state(shared)

@@ -11,6 +11,7 @@ mod error;
 mod http;
 mod stream;
 pub mod tokens;
+mod ws;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -139,8 +139,10 @@ pub(crate) async fn all_events(
     }
 }
 
-/// A stream's state between pages.
-struct Follow {
+/// A live reader of the store: the backlog after a cursor, then each
+/// event as it commits, a page at a time. Shared by SSE and WebSocket
+/// subscriptions.
+pub(crate) struct Follow {
     store: Store,
     filter: EventFilter,
     cursor: Option<u64>,
@@ -151,9 +153,33 @@ struct Follow {
 }
 
 impl Follow {
-    /// The next SSE event, waiting for one if need be; `None` ends the
-    /// stream.
-    async fn next(&mut self) -> Option<SseEvent> {
+    /// Starts after `cursor`, reading the first page now, so that a bad
+    /// cursor is an error before anything is sent.
+    pub(crate) async fn start(
+        store: &Store,
+        filter: EventFilter,
+        cursor: Option<u64>,
+        end_after_terminal: bool,
+    ) -> Result<Self, ApiError> {
+        let committed = store.committed();
+        let first = store
+            .after_json(cursor, &filter, PAGE)
+            .await
+            .map_err(api_error)?;
+        Ok(Self {
+            store: store.clone(),
+            filter,
+            cursor,
+            page: first.into(),
+            committed,
+            end_after_terminal,
+            done: false,
+        })
+    }
+
+    /// The next event, waiting for one if need be; `None` when the stream
+    /// is over (after a run's terminal event, or after an error).
+    pub(crate) async fn next(&mut self) -> Option<Result<RawEvent, ApiError>> {
         loop {
             if self.done {
                 return None;
@@ -163,12 +189,7 @@ impl Follow {
                 if self.end_after_terminal && is_terminal(&event.kind) {
                     self.done = true;
                 }
-                return Some(
-                    SseEvent::default()
-                        .id(event.id.to_string())
-                        .event(event.kind)
-                        .data(event.json),
-                );
+                return Some(Ok(event));
             }
             // Mark what has been seen before reading, so a commit between
             // the read and the wait still wakes the wait.
@@ -180,9 +201,7 @@ impl Follow {
                 }
                 Err(error) => {
                     self.done = true;
-                    let error = api_error(error);
-                    let data = serde_json::json!({"error": error}).to_string();
-                    return Some(SseEvent::default().event("error").data(data));
+                    return Some(Err(api_error(error)));
                 }
             }
         }
@@ -197,22 +216,20 @@ fn is_terminal(kind: &str) -> bool {
 /// Reads the first page (so that a bad cursor is an HTTP error), then
 /// streams.
 async fn open(store: &Store, filter: EventFilter, cursor: Option<u64>, end: bool) -> Response {
-    let committed = store.committed();
-    let first = match store.after_json(cursor, &filter, PAGE).await {
-        Ok(page) => page,
-        Err(error) => return ErrorResponse(api_error(error)).into_response(),
-    };
-    let follow = Follow {
-        store: store.clone(),
-        filter,
-        cursor,
-        page: first.into(),
-        committed,
-        end_after_terminal: end,
-        done: false,
+    let follow = match Follow::start(store, filter, cursor, end).await {
+        Ok(follow) => follow,
+        Err(error) => return ErrorResponse(error).into_response(),
     };
     let events = futures::stream::unfold(follow, |mut follow| async move {
-        let event = follow.next().await?;
+        let event = match follow.next().await? {
+            Ok(event) => SseEvent::default()
+                .id(event.id.to_string())
+                .event(event.kind)
+                .data(event.json),
+            Err(error) => SseEvent::default()
+                .event("error")
+                .data(serde_json::json!({"error": error}).to_string()),
+        };
         Some((Ok::<_, Infallible>(event), follow))
     });
     Sse::new(events)

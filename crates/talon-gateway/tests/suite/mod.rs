@@ -1,6 +1,7 @@
 mod http;
 mod scopes;
 mod stream;
+mod ws;
 
 use serde_json::Value;
 use talon_gateway::{GatewayConfig, Running};

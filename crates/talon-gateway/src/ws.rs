@@ -1,0 +1,249 @@
+//! The WebSocket transport, `GET /v1/ws`: the same calls as frames, and
+//! event subscriptions.
+//!
+//! - `{"type":"req","id":..,"method":..,"params":..}` is answered by
+//!   `{"type":"res","id":..,"ok":true,"result":..}` or
+//!   `{"type":"res","id":..,"ok":false,"error":{..}}`, through the same
+//!   path as `POST /v1/<method>` (scope, strict params, dispatch). Calls
+//!   run concurrently; answers may come in any order (match them by `id`).
+//! - `events.subscribe` (`after`, `sessionKey`, `agentId`, `types`) answers
+//!   `{subscriptionId}`, then sends
+//!   `{"type":"event","subscriptionId":..,"event":{..}}` frames with the
+//!   same envelopes and ids as SSE (the stored JSON, not re-encoded);
+//!   `events.unsubscribe` ends one.
+//!
+//! The token comes with the upgrade request (`Authorization: Bearer`). A
+//! frame that is not a request (not JSON, binary, no `id`) gets an
+//! `invalid_request` answer with a null id and the connection stays; a
+//! frame over the size limit closes it. A slow reader only slows its own
+//! subscriptions: each waits for room in the connection's bounded queue.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use talon_protocol::gateway::params::{EventsSubscribeParams, EventsUnsubscribeParams};
+use talon_protocol::gateway::{ApiError, ErrorCode, Method};
+use talon_store::EventFilter;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::http::{ErrorResponse, Shared, caller, serve_call};
+use crate::stream::Follow;
+use crate::tokens::Caller;
+
+/// Frames waiting to be written, per connection.
+const OUTBOX: usize = 256;
+/// Subscriptions per connection.
+const MAX_SUBSCRIPTIONS: usize = 16;
+
+/// Upgrades an authenticated request.
+pub(crate) async fn upgrade(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let caller = match caller(&shared, &headers).await {
+        Ok(caller) => caller,
+        Err(error) => return ErrorResponse(error).into_response(),
+    };
+    let limit = shared.max_body_bytes;
+    ws.max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| connection(shared, caller, socket))
+}
+
+fn answer(id: &Value, outcome: Result<Value, ApiError>) -> String {
+    match outcome {
+        Ok(result) => json!({"type": "res", "id": id, "ok": true, "result": result}),
+        Err(error) => json!({"type": "res", "id": id, "ok": false, "error": error}),
+    }
+    .to_string()
+}
+
+fn invalid(message: &str) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, message)
+}
+
+async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
+    use futures::{SinkExt as _, StreamExt as _};
+    let (mut sink, mut frames) = socket.split();
+    let (outbox, mut queued) = mpsc::channel::<String>(OUTBOX);
+    let writer = tokio::spawn(async move {
+        while let Some(text) = queued.recv().await {
+            if sink.send(Message::Text(text.into())).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let caller = Arc::new(caller);
+    let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut next_subscription = 0u64;
+    while let Some(frame) = frames.next().await {
+        let text = match frame {
+            Ok(Message::Text(text)) => text,
+            Ok(Message::Binary(_)) => {
+                let _ = outbox
+                    .send(answer(
+                        &Value::Null,
+                        Err(invalid("binary frames are not requests")),
+                    ))
+                    .await;
+                continue;
+            }
+            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            Ok(Message::Close(_)) | Err(_) => break,
+        };
+        let request: Value = match serde_json::from_str(text.as_str()) {
+            Ok(value) => value,
+            Err(e) => {
+                let _ = outbox
+                    .send(answer(
+                        &Value::Null,
+                        Err(invalid(&format!("not JSON: {e}"))),
+                    ))
+                    .await;
+                continue;
+            }
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let (Some("req"), Some(method), false) = (
+            request.get("type").and_then(Value::as_str),
+            method,
+            id.is_null(),
+        ) else {
+            let _ = outbox
+                .send(answer(
+                    &id,
+                    Err(invalid(
+                        "a request is {\"type\":\"req\",\"id\":..,\"method\":..,\"params\":{..}}",
+                    )),
+                ))
+                .await;
+            continue;
+        };
+        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        subscriptions.retain(|_, task| !task.is_finished());
+        match method.as_str() {
+            "events.subscribe" => {
+                match subscribe(&shared, &caller, params, &outbox, subscriptions.len()).await {
+                    Ok((name, task)) => {
+                        next_subscription += 1;
+                        let sid = format!("sub_{next_subscription}");
+                        // The answer naming it goes out before its events.
+                        let _ = outbox
+                            .send(answer(&id, Ok(json!({"subscriptionId": sid}))))
+                            .await;
+                        let _ = name.send(sid.clone());
+                        subscriptions.insert(sid, task);
+                    }
+                    Err(error) => {
+                        let _ = outbox.send(answer(&id, Err(error))).await;
+                    }
+                }
+            }
+            "events.unsubscribe" => {
+                let outcome = caller
+                    .require(Method::EventsUnsubscribe.spec().scope)
+                    .and_then(|()| {
+                        serde_json::from_value::<EventsUnsubscribeParams>(params)
+                            .map_err(|e| invalid(&format!("events.unsubscribe: {e}")))
+                    })
+                    .and_then(|p| match subscriptions.remove(&p.subscription_id) {
+                        Some(task) => {
+                            task.abort();
+                            Ok(json!({}))
+                        }
+                        None => Err(ApiError::new(
+                            ErrorCode::NotFound,
+                            format!("no subscription {:?}", p.subscription_id),
+                        )),
+                    });
+                let _ = outbox.send(answer(&id, outcome)).await;
+            }
+            _ => {
+                let shared = shared.clone();
+                let caller = caller.clone();
+                let outbox = outbox.clone();
+                tokio::spawn(async move {
+                    let outcome = serve_call(&shared, &caller, &method, params).await;
+                    let _ = outbox.send(answer(&id, outcome)).await;
+                });
+            }
+        }
+    }
+    for (_, task) in subscriptions {
+        task.abort();
+    }
+    drop(outbox);
+    let _ = writer.await;
+}
+
+/// A started subscription: where to send its id once named, and its task.
+type Started = (tokio::sync::oneshot::Sender<String>, JoinHandle<()>);
+
+/// Checks and starts a subscription; its frames go to `outbox`.
+async fn subscribe(
+    shared: &Shared,
+    caller: &Caller,
+    params: Value,
+    outbox: &mpsc::Sender<String>,
+    open: usize,
+) -> Result<Started, ApiError> {
+    caller.require(Method::EventsSubscribe.spec().scope)?;
+    let params = if params.is_null() { json!({}) } else { params };
+    let p: EventsSubscribeParams =
+        serde_json::from_value(params).map_err(|e| invalid(&format!("events.subscribe: {e}")))?;
+    if open >= MAX_SUBSCRIPTIONS {
+        return Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!("at most {MAX_SUBSCRIPTIONS} subscriptions per connection"),
+        ));
+    }
+    let cursor = match p.after.as_deref() {
+        None => None,
+        Some(text) => Some(
+            text.parse::<u64>()
+                .map_err(|_| invalid(&format!("after: {text:?} is not an event id")))?,
+        ),
+    };
+    let filter = EventFilter {
+        session_key: p.session_key,
+        agent_id: p.agent_id,
+        types: p.types.unwrap_or_default(),
+        raw: caller.is_admin(),
+        ..EventFilter::default()
+    };
+    let mut follow = Follow::start(&shared.store, filter, cursor, false).await?;
+    let (name, named) = tokio::sync::oneshot::channel::<String>();
+    let outbox = outbox.clone();
+    let task = tokio::spawn(async move {
+        // The answer naming the subscription goes out before its events.
+        let Ok(sid) = named.await else { return };
+        let sid_json = Value::String(sid.clone()).to_string();
+        while let Some(next) = follow.next().await {
+            let frame = match next {
+                Ok(event) => format!(
+                    "{{\"type\":\"event\",\"subscriptionId\":{sid_json},\"event\":{}}}",
+                    event.json
+                ),
+                Err(error) => {
+                    json!({"type": "event", "subscriptionId": sid, "error": error}).to_string()
+                }
+            };
+            if outbox.send(frame).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok((name, task))
+}

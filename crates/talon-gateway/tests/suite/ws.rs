@@ -1,0 +1,256 @@
+//! The WebSocket transport: the same calls as HTTP from one test body,
+//! subscriptions with the same envelopes and ids as SSE, and bad frames
+//! answered without closing the connection.
+
+use futures::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use talon_protocol::{Event, EventType};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+use super::TestGateway;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(g: &TestGateway, token: &str) -> Result<Socket, u16> {
+    let mut request = format!("ws://{}/v1/ws", g.running.addr)
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            Err(response.status().as_u16())
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+async fn next_frame(socket: &mut Socket) -> Value {
+    loop {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
+            .await
+            .expect("no frame")
+            .unwrap()
+            .unwrap();
+        if let Message::Text(text) = frame {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+/// A call over either transport: `Ok(result)` or `Err(error object)`.
+enum Transport {
+    Http,
+    Ws(Box<tokio::sync::Mutex<(Socket, u64)>>),
+}
+
+impl Transport {
+    async fn call(&self, g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
+        match self {
+            Self::Http => {
+                let (status, body) = g.call(&g.admin, method, params).await;
+                if status == 200 {
+                    Ok(body)
+                } else {
+                    Err(body["error"].clone())
+                }
+            }
+            Self::Ws(socket) => {
+                let mut guard = socket.lock().await;
+                let (socket, next) = &mut *guard;
+                *next += 1;
+                let id = *next;
+                socket
+                    .send(Message::Text(
+                        json!({"type": "req", "id": id, "method": method, "params": params})
+                            .to_string()
+                            .into(),
+                    ))
+                    .await
+                    .unwrap();
+                let frame = next_frame(socket).await;
+                assert_eq!(
+                    (frame["type"].clone(), frame["id"].clone()),
+                    (json!("res"), json!(id))
+                );
+                if frame["ok"] == true {
+                    Ok(frame["result"].clone())
+                } else {
+                    Err(frame["error"].clone())
+                }
+            }
+        }
+    }
+}
+
+/// One body, run over HTTP and over WebSocket.
+async fn the_methods(g: &TestGateway, t: &Transport, tag: &str) {
+    let agent = t
+        .call(
+            g,
+            "agents.create",
+            json!({"id": format!("a-{tag}"), "idempotencyKey": "k"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(agent["source"], "api");
+    let again = t
+        .call(
+            g,
+            "agents.create",
+            json!({"id": format!("a-{tag}"), "idempotencyKey": "k2"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(again["code"], "conflict");
+    let session = t
+        .call(g, "sessions.create", json!({"agentId": format!("a-{tag}"), "key": format!("k-{tag}"), "idempotencyKey": "s"}))
+        .await
+        .unwrap();
+    let resolved = t
+        .call(g, "sessions.resolve", json!({"key": format!("k-{tag}")}))
+        .await
+        .unwrap();
+    assert_eq!(resolved, session);
+    let unknown = t.call(g, "agents.explode", json!({})).await.unwrap_err();
+    assert_eq!(unknown["code"], "not_found");
+    let wrong = t
+        .call(g, "agents.get", json!({"agentId": 7}))
+        .await
+        .unwrap_err();
+    assert_eq!(wrong["code"], "invalid_request");
+    let unsupported = t.call(g, "tasks.list", json!({})).await.unwrap_err();
+    assert_eq!(unsupported["code"], "unsupported");
+}
+
+#[tokio::test]
+async fn every_call_behaves_the_same_over_http_and_websocket() {
+    let g = TestGateway::start().await;
+    the_methods(&g, &Transport::Http, "http").await;
+    let socket = connect(&g, &g.admin).await.unwrap();
+    the_methods(
+        &g,
+        &Transport::Ws(Box::new(tokio::sync::Mutex::new((socket, 0)))),
+        "ws",
+    )
+    .await;
+    assert_eq!(connect(&g, "talon_bad").await.err(), Some(401));
+}
+
+#[tokio::test]
+async fn a_subscription_streams_the_stored_envelopes_and_bad_frames_are_answered() {
+    let g = TestGateway::start().await;
+    let store = &g.running.store;
+    let event = |n: u64, kind| Event {
+        version: 1,
+        id: String::new(),
+        ts: n,
+        kind,
+        run_id: Some("r1".into()),
+        session_id: None,
+        session_key: Some("key".into()),
+        task_id: None,
+        agent_id: Some("main".into()),
+        data: json!({"n": n}),
+        raw: None,
+    };
+    let backlog = store
+        .append(vec![
+            event(1, EventType::RunStarted),
+            event(2, EventType::AssistantDelta),
+        ])
+        .await
+        .unwrap();
+    let mut socket = connect(&g, &g.admin).await.unwrap();
+    // Bad frames: answered with a null id; the connection stays.
+    for bad in [
+        Message::Text("not json".into()),
+        Message::Binary(vec![1, 2].into()),
+        Message::Text("{\"type\":\"req\"}".into()),
+    ] {
+        socket.send(bad).await.unwrap();
+        let frame = next_frame(&mut socket).await;
+        assert_eq!(
+            (frame["ok"].clone(), frame["error"]["code"].clone()),
+            (json!(false), json!("invalid_request"))
+        );
+    }
+    let after = backlog[0].id.clone();
+    socket
+        .send(Message::Text(json!({"type": "req", "id": "s1", "method": "events.subscribe", "params": {"after": after, "types": ["assistant.delta", "run.completed"]}}).to_string().into()))
+        .await
+        .unwrap();
+    let answer = next_frame(&mut socket).await;
+    let sid = answer["result"]["subscriptionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let frame = next_frame(&mut socket).await;
+    assert_eq!(
+        frame,
+        json!({"type": "event", "subscriptionId": sid, "event": serde_json::to_value(&backlog[1]).unwrap()})
+    );
+    let live = store
+        .append(vec![
+            event(3, EventType::RunStarted),
+            event(4, EventType::RunCompleted),
+        ])
+        .await
+        .unwrap();
+    let frame = next_frame(&mut socket).await;
+    assert_eq!(
+        frame["event"],
+        serde_json::to_value(&live[1]).unwrap(),
+        "filtered by type, live"
+    );
+    // Unsubscribe: nothing more arrives; a call still answers.
+    socket
+        .send(Message::Text(json!({"type": "req", "id": 2, "method": "events.unsubscribe", "params": {"subscriptionId": sid}}).to_string().into()))
+        .await
+        .unwrap();
+    assert_eq!(next_frame(&mut socket).await["ok"], true);
+    store
+        .append(vec![event(5, EventType::AssistantDelta)])
+        .await
+        .unwrap();
+    socket
+        .send(Message::Text(
+            json!({"type": "req", "id": 3, "method": "agents.list", "params": {}})
+                .to_string()
+                .into(),
+        ))
+        .await
+        .unwrap();
+    let frame = next_frame(&mut socket).await;
+    assert_eq!(
+        (frame["id"].clone(), frame["ok"].clone()),
+        (json!(3), json!(true))
+    );
+    // An expired cursor is refused at subscribe time.
+    store
+        .prune(
+            talon_store::Retention {
+                max_age: None,
+                max_events: Some(1),
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    socket
+        .send(Message::Text(
+            json!({"type": "req", "id": 4, "method": "events.subscribe", "params": {"after": "1"}})
+                .to_string()
+                .into(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_frame(&mut socket).await["error"]["code"],
+        "cursor_expired"
+    );
+}
