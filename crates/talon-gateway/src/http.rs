@@ -24,7 +24,7 @@ pub(crate) struct Shared {
     pub store: Store,
     pub api: Api,
     pub openapi: Bytes,
-    pub max_body_bytes: usize,
+    pub limiter: crate::limits::Limiter,
 }
 
 /// An error as the transport sends it.
@@ -77,7 +77,8 @@ async fn fallback() -> ErrorResponse {
     ))
 }
 
-/// Authenticates the request's bearer token.
+/// Authenticates the request's bearer token and takes one call from its
+/// rate.
 pub(crate) async fn caller(
     shared: &Shared,
     headers: &HeaderMap,
@@ -85,7 +86,9 @@ pub(crate) async fn caller(
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    tokens::authenticate(&shared.store, authorization, talon_store::now_ms()).await
+    let caller = tokens::authenticate(&shared.store, authorization, talon_store::now_ms()).await?;
+    shared.limiter.take(&caller.token_id)?;
+    Ok(caller)
 }
 
 /// One call of an authenticated caller: the method, then the scope the
@@ -125,13 +128,11 @@ async fn call(
         Ok(caller) => caller,
         Err(error) => return ErrorResponse(error).into_response(),
     };
-    let Ok(body) = axum::body::to_bytes(body, shared.max_body_bytes).await else {
+    let limit = shared.limiter.limits().max_body_bytes;
+    let Ok(body) = axum::body::to_bytes(body, limit).await else {
         return ErrorResponse(ApiError::new(
             ErrorCode::InvalidRequest,
-            format!(
-                "the body exceeds {} bytes (or was cut off)",
-                shared.max_body_bytes
-            ),
+            format!("the body exceeds {limit} bytes (or was cut off)"),
         ))
         .into_response();
     };

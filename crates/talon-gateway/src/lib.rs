@@ -9,6 +9,7 @@
 mod api;
 mod error;
 mod http;
+mod limits;
 mod stream;
 pub mod tokens;
 mod ws;
@@ -22,6 +23,7 @@ use talon_store::{Store, StoreConfig};
 
 pub use api::Api;
 pub use error::{GatewayError, Result, api_error};
+pub use limits::Limits;
 
 /// How a gateway runs.
 #[derive(Debug, Clone)]
@@ -34,8 +36,8 @@ pub struct GatewayConfig {
     pub store: StoreConfig,
     /// The agents the config file declares.
     pub config_agents: Vec<Agent>,
-    /// The largest request body accepted.
-    pub max_body_bytes: usize,
+    /// Rate, stream and size limits.
+    pub limits: Limits,
 }
 
 impl GatewayConfig {
@@ -47,7 +49,7 @@ impl GatewayConfig {
             store: StoreConfig::embedded(&state_dir),
             state_dir,
             config_agents: Vec::new(),
-            max_body_bytes: 4 << 20,
+            limits: Limits::default(),
         }
     }
 }
@@ -101,7 +103,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         api: Api::new(store.clone(), config.config_agents.clone()),
         store: store.clone(),
         openapi: openapi.into(),
-        max_body_bytes: config.max_body_bytes,
+        limiter: limits::Limiter::new(config.limits),
     });
     let app = http::router(shared);
     let (shutdown, mut stop) = tokio::sync::watch::channel(false);

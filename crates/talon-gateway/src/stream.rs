@@ -100,7 +100,7 @@ pub(crate) async fn run_events(
         Ok((filter, cursor(&headers, &query)?))
     };
     match opened.await {
-        Ok((filter, cursor)) => open(&shared.store, filter, cursor, true).await,
+        Ok((filter, cursor)) => open(&shared, filter, cursor, true).await,
         Err(error) => ErrorResponse(error).into_response(),
     }
 }
@@ -134,7 +134,7 @@ pub(crate) async fn all_events(
         Ok((filter, cursor(&headers, &query)?))
     };
     match opened.await {
-        Ok((filter, cursor)) => open(&shared.store, filter, cursor, false).await,
+        Ok((filter, cursor)) => open(&shared, filter, cursor, false).await,
         Err(error) => ErrorResponse(error).into_response(),
     }
 }
@@ -150,17 +150,21 @@ pub(crate) struct Follow {
     committed: tokio::sync::watch::Receiver<u64>,
     end_after_terminal: bool,
     done: bool,
+    /// Its place among the gateway's open streams.
+    _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Follow {
     /// Starts after `cursor`, reading the first page now, so that a bad
     /// cursor is an error before anything is sent.
     pub(crate) async fn start(
-        store: &Store,
+        shared: &Shared,
         filter: EventFilter,
         cursor: Option<u64>,
         end_after_terminal: bool,
     ) -> Result<Self, ApiError> {
+        let permit = shared.limiter.stream()?;
+        let store = &shared.store;
         let committed = store.committed();
         let first = store
             .after_json(cursor, &filter, PAGE)
@@ -174,6 +178,7 @@ impl Follow {
             committed,
             end_after_terminal,
             done: false,
+            _permit: permit,
         })
     }
 
@@ -215,8 +220,8 @@ fn is_terminal(kind: &str) -> bool {
 
 /// Reads the first page (so that a bad cursor is an HTTP error), then
 /// streams.
-async fn open(store: &Store, filter: EventFilter, cursor: Option<u64>, end: bool) -> Response {
-    let follow = match Follow::start(store, filter, cursor, end).await {
+async fn open(shared: &Shared, filter: EventFilter, cursor: Option<u64>, end: bool) -> Response {
+    let follow = match Follow::start(shared, filter, cursor, end).await {
         Ok(follow) => follow,
         Err(error) => return ErrorResponse(error).into_response(),
     };

@@ -51,7 +51,7 @@ pub(crate) async fn upgrade(
         Ok(caller) => caller,
         Err(error) => return ErrorResponse(error).into_response(),
     };
-    let limit = shared.max_body_bytes;
+    let limit = shared.limiter.limits().max_body_bytes;
     ws.max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| connection(shared, caller, socket))
@@ -132,6 +132,10 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
             continue;
         };
         let params = request.get("params").cloned().unwrap_or(Value::Null);
+        if let Err(error) = shared.limiter.take(&caller.token_id) {
+            let _ = outbox.send(answer(&id, Err(error))).await;
+            continue;
+        }
         subscriptions.retain(|_, task| !task.is_finished());
         match method.as_str() {
             "events.subscribe" => {
@@ -223,7 +227,7 @@ async fn subscribe(
         raw: caller.is_admin(),
         ..EventFilter::default()
     };
-    let mut follow = Follow::start(&shared.store, filter, cursor, false).await?;
+    let mut follow = Follow::start(shared, filter, cursor, false).await?;
     let (name, named) = tokio::sync::oneshot::channel::<String>();
     let outbox = outbox.clone();
     let task = tokio::spawn(async move {

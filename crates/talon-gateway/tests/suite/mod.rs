@@ -1,4 +1,5 @@
 mod http;
+mod limits;
 mod scopes;
 mod stream;
 mod ws;
@@ -16,10 +17,16 @@ pub struct TestGateway {
 
 impl TestGateway {
     pub async fn start() -> Self {
+        Self::start_with(talon_gateway::Limits::default()).await
+    }
+
+    pub async fn start_with(limits: talon_gateway::Limits) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let running = talon_gateway::start(GatewayConfig::local(dir.path(), 0))
-            .await
-            .unwrap();
+        let config = GatewayConfig {
+            limits,
+            ..GatewayConfig::local(dir.path(), 0)
+        };
+        let running = talon_gateway::start(config).await.unwrap();
         let admin = running
             .admin_token
             .clone()

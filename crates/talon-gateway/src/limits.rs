@@ -1,0 +1,156 @@
+//! Limits that keep the gateway up under abuse: a token bucket per token
+//! (every call, on any transport, and every stream opened takes one), and
+//! a cap on the streams open at once (SSE streams and WebSocket
+//! subscriptions together).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use talon_protocol::gateway::{ApiError, ErrorCode};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How the gateway limits its callers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Calls (and stream opens) per second per token, sustained.
+    pub calls_per_second: f64,
+    /// Calls a token may make at once after being idle.
+    pub burst: u32,
+    /// Streams open at once, gateway-wide.
+    pub max_streams: usize,
+    /// The largest request body or WebSocket frame.
+    pub max_body_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            calls_per_second: 50.0,
+            burst: 200,
+            max_streams: 4096,
+            max_body_bytes: 4 << 20,
+        }
+    }
+}
+
+/// Buckets beyond this many are swept of idle ones.
+const SWEEP_AT: usize = 10_000;
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// The per-token buckets and the stream cap.
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    limits: Limits,
+    buckets: Mutex<HashMap<String, Bucket>>,
+    streams: Arc<Semaphore>,
+}
+
+impl Limiter {
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            buckets: Mutex::new(HashMap::new()),
+            streams: Arc::new(Semaphore::new(limits.max_streams)),
+        }
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Takes one call from `token_id`'s bucket, or says when to retry.
+    pub(crate) fn take(&self, token_id: &str) -> Result<(), ApiError> {
+        let now = Instant::now();
+        let rate = self.limits.calls_per_second.max(f64::MIN_POSITIVE);
+        let burst = f64::from(self.limits.burst.max(1));
+        let Ok(mut buckets) = self.buckets.lock() else {
+            return Err(ApiError::new(ErrorCode::Internal, "rate limiter poisoned"));
+        };
+        if buckets.len() >= SWEEP_AT {
+            let full_after = Duration::from_secs_f64(burst / rate);
+            buckets.retain(|_, b| now.duration_since(b.at) < full_after);
+        }
+        let bucket = buckets.entry(token_id.to_owned()).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        bucket.tokens =
+            (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(burst);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            return Ok(());
+        }
+        let wait_ms = ((1.0 - bucket.tokens) / rate * 1000.0).ceil() as u64;
+        Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!(
+                "this token is over its rate ({} calls/s, bursts of {})",
+                self.limits.calls_per_second, self.limits.burst
+            ),
+        )
+        .with_retry_after_ms(wait_ms.max(1)))
+    }
+
+    /// A place for one more open stream, held until the stream ends.
+    pub(crate) fn stream(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        self.streams.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "the gateway has {} streams open, its limit",
+                    self.limits.max_streams
+                ),
+            )
+            .with_retry_after_ms(1_000)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_allows_its_burst_then_says_when_to_retry() {
+        let limiter = Limiter::new(Limits {
+            calls_per_second: 10.0,
+            burst: 3,
+            ..Limits::default()
+        });
+        for _ in 0..3 {
+            limiter.take("a").unwrap();
+        }
+        let refused = limiter.take("a").unwrap_err();
+        assert_eq!(refused.code, ErrorCode::RateLimited);
+        assert!(
+            refused
+                .retry_after_ms
+                .is_some_and(|ms| (1..=100).contains(&ms)),
+            "{refused:?}"
+        );
+        // Another token has its own bucket.
+        limiter.take("b").unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        limiter.take("a").unwrap();
+    }
+
+    #[test]
+    fn streams_are_capped_and_released() {
+        let limiter = Limiter::new(Limits {
+            max_streams: 2,
+            ..Limits::default()
+        });
+        let a = limiter.stream().unwrap();
+        let _b = limiter.stream().unwrap();
+        assert_eq!(limiter.stream().unwrap_err().code, ErrorCode::Unavailable);
+        drop(a);
+        limiter.stream().unwrap();
+    }
+}
