@@ -151,6 +151,6 @@ mod tests {
         let _b = limiter.stream().unwrap();
         assert_eq!(limiter.stream().unwrap_err().code, ErrorCode::Unavailable);
         drop(a);
-        limiter.stream().unwrap();
+        let _again = limiter.stream().unwrap();
     }
 }
