@@ -18,22 +18,16 @@ use talon_agent::{
     AgentRun, ApprovalEvents, EventSink, NestedCallEvents, RunEvents, RunOptions, RunStatus,
     UpdateEvents,
 };
-use talon_codemode::{
-    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
-};
+use talon_codemode::{FileStore, SnapshotStore};
 use talon_config::Config;
 use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_protocol::{Event, EventData};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::{ModelRef, ProviderConfig, parse_providers};
+use talon_runtime::{RunTools, SurfaceParts, SurfacePlan};
 #[cfg(feature = "mock-model")]
 use talon_testing::{MockModel, Script};
-use talon_tools::{
-    Approver, DirectSurface, NoUpdates, RunContext, RunScope, ToolRunner, ToolSurface,
-};
-use talon_toolsearch::{CodeSandbox, Mode, ToolSearch, ToolSearchConfig, build_surface};
-
-use crate::run_tools::RunTools;
+use talon_tools::{Approver, NoUpdates, RunContext, RunScope, ToolRunner};
 
 /// Arguments of `talon agent`.
 #[derive(Debug, Args)]
@@ -312,30 +306,22 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         session_id: "cli".into(),
         run_id,
     };
-    let (global, agent) = config.tools_section("codeMode", &args.agent);
-    let code_mode_config = match CodeModeConfig::resolve(global, agent) {
-        Ok(c) => c,
-        Err(e) => return usage(&e.to_string()),
-    };
-    let tool_search = match ToolSearchConfig::from_json({
-        let (global, agent) = config.tools_section("toolSearch", &args.agent);
-        agent.or(global)
-    }) {
-        Ok(ts) => ts,
+    let plan = match SurfacePlan::from_config(&config, &args.agent) {
+        Ok(plan) => plan,
         Err(e) => return usage(&e.to_string()),
     };
     // The one sandbox of the process, if a surface may need it. Starting
     // it and the MCP servers are independent: overlap them.
-    let needs_sandbox =
-        code_mode_config.is_some() || tool_search.as_ref().is_some_and(|ts| ts.mode == Mode::Code);
-    let engine = needs_sandbox.then(|| tokio::task::spawn_blocking(crate::engine::start));
+    let engine = plan
+        .needs_sandbox()
+        .then(|| tokio::task::spawn_blocking(talon_runtime::engine::start));
     let tools = match RunTools::from_config(&config, &args.agent, &scope, Some(core)).await {
         Ok(tools) => tools,
-        Err(message) => return usage(&message),
+        Err(e) => return usage(&e.to_string()),
     };
     // The model's first turn takes seconds: load the embedding table and
     // embed the catalog meanwhile, so that the first search does not.
-    if code_mode_config.is_some() || tool_search.is_some() {
+    if plan.searches() {
         let catalog = tools.catalog.clone();
         drop(tokio::task::spawn_blocking(move || catalog.warm_search()));
     }
@@ -367,64 +353,21 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         }),
         None => None,
     };
-    let code_mode_config =
-        code_mode_config.filter(|c| talon_codemode::applies(Some(c), runner.catalog(), false));
-    let surface: Arc<dyn ToolSurface> = if let Some(code_mode_config) = code_mode_config {
-        let engine = match engine {
-            Some(Ok(engine)) => engine,
-            Some(Err(e)) => return usage(&format!("runtime_unavailable: {e}")),
-            None => return usage("runtime_unavailable: the sandbox was not started"),
-        };
-        let store_dir = talon_config::state_dir().join("code-mode").join("cells");
-        let limits = StoreLimits {
-            max_snapshot_bytes: code_mode_config.max_snapshot_bytes,
-            ..StoreLimits::default()
-        };
-        let store = match FileStore::open(&store_dir, limits) {
-            Ok(store) => store,
-            Err(e) => return usage(&format!("state directory {}: {e}", store_dir.display())),
-        };
-        let options = CodeModeOptions {
-            sandbox: Default::default(),
-            store: Arc::new(store),
-            namespaces: NamespaceRegistry::global().clone(),
-        };
-        let code_mode = match CodeMode::with_engine(engine, options) {
-            Ok(cm) => cm,
-            Err(e) => return usage(&e.to_string()),
-        };
-        Arc::new(code_mode.start_run(RunSetup {
-            config: code_mode_config,
-            runner: runner.clone(),
-            ctx: ctx.clone(),
-            mcp: tools.mcp.clone(),
-            plugin_config: Value::Null,
-            exec_hooks: Vec::new(),
-        }))
-    } else if let Some(ts) = tool_search {
-        let surface = match build_surface(runner.catalog(), Some(&ts)) {
-            Ok(s) => s,
-            Err(e) => return usage(&e.to_string()),
-        };
-        // Code mode without its sandbox fails closed, with the reason.
-        let code = match (ts.mode == Mode::Code, engine) {
-            (true, Some(Ok(engine))) => match CodeSandbox::with_engine(engine) {
-                Ok(code) => Some(code),
-                Err(e) => return usage(&e.to_string()),
-            },
-            (true, Some(Err(e))) => {
-                return usage(&format!(
-                    "runtime_unavailable: Tool Search's code mode needs the sandbox, which did not start: {e}"
-                ));
-            }
-            _ => None,
-        };
-        match ToolSearch::new(ts, surface, runner.clone(), code) {
-            Ok(ts) => Arc::new(ts),
-            Err(e) => return usage(&e.to_string()),
-        }
-    } else {
-        Arc::new(DirectSurface::new(runner.clone()))
+    let parts = SurfaceParts {
+        runner: runner.clone(),
+        ctx: ctx.clone(),
+        mcp: tools.mcp.clone(),
+        engine,
+        cells: Box::new(|limits| {
+            let dir = talon_config::state_dir().join("code-mode").join("cells");
+            FileStore::open(&dir, limits)
+                .map(|store| Arc::new(store) as Arc<dyn SnapshotStore>)
+                .map_err(|e| format!("state directory {}: {e}", dir.display()))
+        }),
+    };
+    let surface = match talon_runtime::surface::build(plan, parts) {
+        Ok(surface) => surface,
+        Err(e) => return usage(&e.to_string()),
     };
     let agent_run = AgentRun {
         provider: &client,

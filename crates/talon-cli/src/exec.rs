@@ -20,7 +20,7 @@ use talon_config::Config;
 use talon_protocol::CodeModeResult;
 use talon_tools::{NoUpdates, RunContext, RunScope, ToolRunner};
 
-use crate::run_tools::RunTools;
+use talon_runtime::RunTools;
 
 /// Arguments of `talon exec`.
 #[derive(Debug, Args)]
@@ -107,9 +107,9 @@ async fn run_async(args: ExecArgs) -> ExitCode {
     };
     let tools = match RunTools::from_config(&config, &args.agent, &scope, None).await {
         Ok(tools) => tools,
-        Err(message) => return usage(&message),
+        Err(e) => return usage(&e.to_string()),
     };
-    let started = crate::engine::start().map_err(|e| RuntimeUnavailable(e.to_string()));
+    let started = talon_runtime::engine::start().map_err(|e| RuntimeUnavailable(e.to_string()));
     let result = match started.and_then(|engine| {
         CodeMode::with_engine(
             engine,

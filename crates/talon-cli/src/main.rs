@@ -1,11 +1,9 @@
 //! `talon`: the command-line entry point.
 
 mod agent;
-mod engine;
 mod exec;
 mod gateway;
 mod models;
-mod run_tools;
 mod tools;
 
 use std::process::ExitCode;

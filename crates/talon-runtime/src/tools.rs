@@ -1,11 +1,12 @@
-//! The tools a CLI run gets from the config: the MCP servers of
-//! `mcp.servers` (connected for the run; a server that fails is reported
-//! on stderr and its tools are absent), the catalog (filtered by
+//! The tools a run gets from the config: the MCP servers of
+//! `mcp.servers` (connected for the run; a server that fails is logged
+//! and its tools are absent), the catalog (filtered by
 //! `tools.allow`/`tools.deny`), the executor behind it, and the servers'
 //! resources and prompts.
 
 use std::sync::Arc;
 
+use crate::RuntimeError;
 use serde_json::Value;
 use talon_config::Config;
 use talon_core_tools::CoreTools;
@@ -29,8 +30,8 @@ pub struct RunTools {
 
 /// `tools.allow` / `tools.deny` (with the agent's own lists when it has
 /// them).
-pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, String> {
-    let list = |key: &str| -> Result<Option<Vec<String>>, String> {
+pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, RuntimeError> {
+    let list = |key: &str| -> Result<Option<Vec<String>>, RuntimeError> {
         let (global, own) = config.tools_section(key, agent);
         match own.or(global) {
             None => Ok(None),
@@ -38,14 +39,16 @@ pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, String> {
                 .iter()
                 .map(|v| {
                     v.as_str().map(str::to_owned).ok_or_else(|| {
-                        format!("tools.{key}: expected a list of tool names or patterns")
+                        RuntimeError::Config(format!(
+                            "tools.{key}: expected a list of tool names or patterns"
+                        ))
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
-            Some(_) => Err(format!(
+            Some(_) => Err(RuntimeError::Config(format!(
                 "tools.{key}: expected a list of tool names or patterns"
-            )),
+            ))),
         }
     };
     let allow = list("allow")?;
@@ -60,9 +63,10 @@ impl RunTools {
         agent: &str,
         scope: &RunScope,
         core: Option<CoreTools>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RuntimeError> {
         let policy = policy(config, agent)?;
-        let servers = parse_servers(config.get("mcp.servers")).map_err(|e| e.to_string())?;
+        let servers = parse_servers(config.get("mcp.servers"))
+            .map_err(|e| RuntimeError::Config(e.to_string()))?;
         let manager = McpManager::from_env(servers);
         for error in manager.start().await {
             tracing::warn!(%error, "MCP server unavailable");
@@ -76,7 +80,9 @@ impl RunTools {
         if core.is_some() {
             builder = builder.core(talon_core_tools::definitions());
         }
-        let catalog = builder.build(&policy).map_err(|e| e.to_string())?;
+        let catalog = builder
+            .build(&policy)
+            .map_err(|e| RuntimeError::Config(e.to_string()))?;
         for rejected in catalog.rejected() {
             tracing::warn!(error = %rejected, "tool left out of the catalog");
         }
