@@ -88,6 +88,11 @@ pub struct RunResult {
     pub duration: Duration,
     /// The error, when it failed.
     pub error: Option<String>,
+    /// The messages this run added to the conversation, in order: the
+    /// user's, then the model's and the tools'. Every tool call the model
+    /// made has its answer (an `aborted` one when the run ended first), so
+    /// the transcript is a valid history for the next run.
+    pub messages: Vec<Message>,
 }
 
 /// Runs one user message through the loop.
@@ -163,8 +168,10 @@ impl AgentRun<'_> {
             usage: Usage::default(),
             duration: Duration::ZERO,
             error: None,
+            messages: Vec::new(),
         };
         let in_flight = InFlight::default();
+        let transcript = Mutex::new(vec![Message::User(message.to_owned())]);
         // Whichever comes first drops the turns (and the model request or
         // tool calls they wait on) at once.
         let stop = tokio::select! {
@@ -172,7 +179,7 @@ impl AgentRun<'_> {
             () = self.ctx.cancel.cancelled() => Stop::Cancelled,
             turns = tokio::time::timeout(
                 self.options.timeout,
-                self.turns(history, message, &mut result, &in_flight),
+                self.turns(history, &transcript, &mut result, &in_flight),
             ) => turns.map_or(Stop::TimedOut, Stop::Returned),
         };
         result.duration = started.elapsed();
@@ -228,6 +235,8 @@ impl AgentRun<'_> {
                 }));
         }
         result.status = status;
+        result.messages = transcript.into_inner().unwrap_or_default();
+        answer_dangling(&mut result.messages, result.error.as_deref());
         self.events.emit(kind(RunEndedData {
             text: (!result.text.is_empty()).then(|| result.text.clone()),
             error: result.error.clone(),
@@ -247,7 +256,7 @@ impl AgentRun<'_> {
     async fn turns(
         &self,
         history: Vec<Message>,
-        message: &str,
+        transcript: &Mutex<Vec<Message>>,
         result: &mut RunResult,
         in_flight: &InFlight,
     ) -> Result<(), String> {
@@ -258,7 +267,7 @@ impl AgentRun<'_> {
         }
         let mut messages = vec![Message::System(system)];
         messages.extend(history);
-        messages.push(Message::User(message.to_owned()));
+        messages.extend(lock(transcript).iter().cloned());
         let tools = Arc::new(self.surface.tools());
         loop {
             if self.ctx.is_cancelled() {
@@ -301,10 +310,12 @@ impl AgentRun<'_> {
                             .then(|| reply.finish_reason.clone()),
                     }));
             }
-            messages.push(Message::Assistant {
+            let assistant = Message::Assistant {
                 text: (!reply.text.is_empty()).then(|| reply.text.clone()),
                 tool_calls: reply.tool_calls.clone(),
-            });
+            };
+            lock(transcript).push(assistant.clone());
+            messages.push(assistant);
             if reply.tool_calls.is_empty() {
                 return Ok(());
             }
@@ -317,10 +328,12 @@ impl AgentRun<'_> {
             )
             .await;
             for (call, content) in reply.tool_calls.iter().zip(outputs) {
-                messages.push(Message::Tool {
+                let answer = Message::Tool {
                     call_id: call.id.clone(),
                     content,
-                });
+                };
+                lock(transcript).push(answer.clone());
+                messages.push(answer);
             }
         }
     }
@@ -392,6 +405,41 @@ impl AgentRun<'_> {
                 }));
         }
         value.to_string()
+    }
+}
+
+/// The transcript, even if a panicking holder poisoned it.
+fn lock(transcript: &Mutex<Vec<Message>>) -> std::sync::MutexGuard<'_, Vec<Message>> {
+    transcript
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Answers every tool call of `messages` that has no answer (the run ended
+/// while it was in flight), so that the transcript is a valid history.
+fn answer_dangling(messages: &mut Vec<Message>, error: Option<&str>) {
+    let answered: std::collections::HashSet<String> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let dangling: Vec<String> = messages
+        .iter()
+        .flat_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls.iter().map(|c| c.id.clone()).collect()
+            }
+            _ => Vec::new(),
+        })
+        .filter(|id| !answered.contains(id))
+        .collect();
+    for call_id in dangling {
+        messages.push(Message::Tool {
+            call_id,
+            content: json!({"status": "aborted", "error": error.unwrap_or("the run ended before this call returned")}).to_string(),
+        });
     }
 }
 

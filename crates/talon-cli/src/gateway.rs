@@ -11,10 +11,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::{Args, Subcommand};
 use talon_config::Config;
 use talon_gateway::GatewayConfig;
 use talon_protocol::gateway::{Agent, AgentSource, Scope};
+use talon_runtime::{Host, ModelRoute};
 use talon_store::StoreConfig;
 
 /// `talon gateway`.
@@ -26,6 +29,11 @@ pub struct GatewayArgs {
     /// The config file (default: $TALON_CONFIG, else ~/.talon/talon.json5 if present).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Serve every run's model from this mock script instead of the
+    /// provider (builds with the `mock-model` feature).
+    #[cfg(feature = "mock-model")]
+    #[arg(long, value_name = "FILE")]
+    mock_script: Option<PathBuf>,
 }
 
 /// `talon token ...`
@@ -126,11 +134,27 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Err(code) => return code,
     };
     runtime.block_on(async move {
+        #[cfg(feature = "mock-model")]
+        let script = args.mock_script.as_deref();
+        #[cfg(not(feature = "mock-model"))]
+        let script = None;
+        let mock = match crate::mock::start(script).await {
+            Ok(mock) => mock,
+            Err(message) => return fail(2, &message),
+        };
+        let route = ModelRoute {
+            base_url: mock.as_ref().map(crate::mock::url),
+        };
+        let agents = config_agents(&config);
+        let host = match Host::new(Arc::new(config), route) {
+            Ok(host) => Arc::new(host),
+            Err(e) => return fail(2, &e.to_string()),
+        };
         let gateway = GatewayConfig {
             listen: args.listen,
             state_dir: store.state_dir.clone(),
-            config_agents: config_agents(&config),
-            ..GatewayConfig::local(store.state_dir.clone(), args.listen.port())
+            config_agents: agents,
+            ..GatewayConfig::local(store.state_dir.clone(), args.listen.port(), host)
         };
         let gateway = GatewayConfig { store, ..gateway };
         let running = match talon_gateway::start(gateway).await {

@@ -3,6 +3,7 @@
 mod agent;
 mod exec;
 mod gateway;
+mod mock;
 mod models;
 mod tools;
 
@@ -30,7 +31,7 @@ enum Command {
     /// Prepare or inspect the embedding model tool search ranks with.
     #[command(subcommand)]
     Models(models::ModelsCommand),
-    /// Serve the gateway protocol on one port (HTTP now; streams with runs).
+    /// Serve the gateway protocol on one port: HTTP calls, SSE and WebSocket.
     Gateway(gateway::GatewayArgs),
     /// Create, list or revoke the gateway's access tokens.
     #[command(subcommand)]

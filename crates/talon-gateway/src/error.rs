@@ -29,6 +29,12 @@ pub enum GatewayError {
     /// The operating system's random source failed.
     #[error("no random source: {0}")]
     Random(String),
+    /// The committed OpenAPI document could not be encoded.
+    #[error("the OpenAPI document: {0}")]
+    Document(String),
+    /// Runs left live by the previous start could not be ended.
+    #[error("recovering runs: {0}")]
+    Recovery(String),
 }
 
 /// The gateway's result.

@@ -1,15 +1,13 @@
 //! The Talon gateway: the protocol's method table served over one port
-//! (HTTP calls now; SSE and WebSocket with the run engine), behind
-//! tokens and scopes, over the durable store.
-//!
-//! Issue 14 is in progress: tokens, the HTTP transport, scopes, and the
-//! methods the store alone can answer are here; runs (the agent loop),
-//! streams, and several nodes are not yet.
+//! (HTTP calls, Server-Sent Events, WebSocket), behind tokens and scopes,
+//! over the durable store, with the node's run engine executing agent
+//! runs ([`runs`]) on a [`talon_runtime::Host`].
 
 mod api;
 mod error;
 mod http;
 mod limits;
+mod runs;
 mod stream;
 pub mod tokens;
 mod ws;
@@ -19,11 +17,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use talon_protocol::gateway::Agent;
+use talon_runtime::Host;
 use talon_store::{Store, StoreConfig};
 
 pub use api::Api;
 pub use error::{GatewayError, Result, api_error};
 pub use limits::Limits;
+pub use runs::{LEASE, RunLimits};
 
 /// How a gateway runs.
 #[derive(Debug, Clone)]
@@ -38,11 +38,18 @@ pub struct GatewayConfig {
     pub config_agents: Vec<Agent>,
     /// Rate, stream and size limits.
     pub limits: Limits,
+    /// Where runs execute: the config, its models, its MCP servers.
+    pub host: Arc<Host>,
+    /// Limits of this node's runs.
+    pub runs: RunLimits,
+    /// This node's id in the store (a fresh one per start when absent).
+    pub node: Option<String>,
 }
 
 impl GatewayConfig {
-    /// Loopback on `port`, the embedded store under `state_dir`.
-    pub fn local(state_dir: impl Into<PathBuf>, port: u16) -> Self {
+    /// Loopback on `port`, the embedded store under `state_dir`, runs on
+    /// `host`.
+    pub fn local(state_dir: impl Into<PathBuf>, port: u16, host: Arc<Host>) -> Self {
         let state_dir = state_dir.into();
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], port)),
@@ -50,6 +57,9 @@ impl GatewayConfig {
             state_dir,
             config_agents: Vec::new(),
             limits: Limits::default(),
+            host,
+            runs: RunLimits::default(),
+            node: None,
         }
     }
 }
@@ -63,13 +73,25 @@ pub struct Running {
     pub admin_token: Option<String>,
     /// Its store.
     pub store: Store,
+    engine: runs::Engine,
+    dispatcher: tokio::task::JoinHandle<()>,
     shutdown: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Running {
-    /// Stops accepting, finishes the requests in flight, closes the store.
+    /// This node's id.
+    pub fn node(&self) -> &str {
+        self.engine.node()
+    }
+
+    /// Drains: refuses new runs, lets running ones finish within the
+    /// grace period (then cancels them), stops accepting connections,
+    /// finishes the requests in flight, and closes the store once every
+    /// event is durable.
     pub async fn shutdown(self) {
+        self.engine.drain().await;
+        self.dispatcher.abort();
         let _ = self.shutdown.send(true);
         if let Err(error) = self.server.await {
             tracing::warn!(%error, "the server task ended abnormally");
@@ -98,9 +120,24 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         tracing::warn!(%addr, "listening beyond loopback: every client that can reach this address needs a token");
     }
     let openapi = serde_json::to_vec(&talon_protocol::openapi::openapi())
-        .map_err(|e| GatewayError::Random(format!("openapi document: {e}")))?;
+        .map_err(|e| GatewayError::Document(e.to_string()))?;
+    let node = match config.node.clone() {
+        Some(node) => node,
+        None => runs::new_id("node").map_err(|e| GatewayError::Random(e.message))?,
+    };
+    let engine = runs::Engine::new(
+        store.clone(),
+        config.store.clone(),
+        node,
+        config.host.clone(),
+        config.runs.clone(),
+    );
+    let dispatcher = engine
+        .start()
+        .await
+        .map_err(|e| GatewayError::Recovery(e.message))?;
     let shared = Arc::new(http::Shared {
-        api: Api::new(store.clone(), config.config_agents.clone()),
+        api: Api::new(store.clone(), config.config_agents.clone(), engine.clone()),
         store: store.clone(),
         openapi: openapi.into(),
         limiter: limits::Limiter::new(config.limits),
@@ -118,6 +155,8 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         addr,
         admin_token,
         store,
+        engine,
+        dispatcher,
         shutdown,
         server,
     })

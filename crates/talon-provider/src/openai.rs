@@ -79,6 +79,36 @@ impl OpenAiCompatible {
         self.config.id.clone()
     }
 
+    /// Checks the credentials with `GET {baseUrl}/models` (one attempt,
+    /// bounded by `timeout`): `Ok` when the provider accepts them,
+    /// [`ProviderError::Auth`] when it refuses them, another error when it
+    /// cannot be asked. The key is sent, never reported.
+    pub async fn check_auth(&self, timeout: Duration) -> Result<()> {
+        let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
+        let mut request = self.client.get(url).timeout(timeout);
+        if let Some(key) = &self.config.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| ProviderError::Transport {
+            provider: self.provider(),
+            message: e.without_url().to_string(),
+        })?;
+        let status = response.status().as_u16();
+        match status {
+            200..=299 => Ok(()),
+            401 | 403 => Err(ProviderError::Auth {
+                provider: self.provider(),
+                status,
+                message: "the provider refused the credentials".into(),
+            }),
+            _ => Err(ProviderError::Status {
+                provider: self.provider(),
+                status,
+                message: "the provider could not check the credentials".into(),
+            }),
+        }
+    }
+
     /// One request with its retries. Dropping it stops it (cancellation).
     async fn run(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse> {
         let body = request.to_openai_text(self.tools_text(request).as_deref().map(String::as_str));

@@ -5,19 +5,26 @@
 //!   `tools.allow`/`tools.deny`) and the executor behind it;
 //! - [`SurfacePlan`] and [`surface::build`]: the surface the model sees
 //!   (Code Mode, Tool Search or the tools directly);
-//! - [`engine::start`]: the process's one sandbox.
+//! - [`engine::start`]: the process's one sandbox;
+//! - [`provider::select`]: the agent's model at its provider, or a host's
+//!   override (the scripted mock);
+//! - [`Host`]: builds a run from all of these and executes it through the
+//!   agent loop, sharing the MCP servers and the sandbox between runs.
 //!
-//! Deliberately absent: the model provider (each host picks its own, the
-//! CLI's mock included), approvals (each host asks its own way), where
-//! suspended cells live (the caller's `SnapshotStore`), and anything that
-//! prints.
+//! Deliberately absent: approvals (each host asks its own way), where
+//! events go and where suspended cells live (the caller's), the mock
+//! model itself (the CLI's), and anything that prints.
 
 pub mod engine;
+pub mod host;
+pub mod provider;
 pub mod surface;
 mod tools;
 
-pub use surface::{SurfaceParts, SurfacePlan};
-pub use tools::{RunTools, policy};
+pub use host::{Host, PreparedRun, RunSpec};
+pub use provider::ModelRoute;
+pub use surface::{OpenCells, SurfaceParts, SurfacePlan};
+pub use tools::{RunTools, policy, servers};
 
 /// Why a run cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -25,7 +25,9 @@ pub struct RunTools {
     pub executor: Arc<dyn ToolExecutor>,
     /// Resources and prompts of its MCP servers.
     pub mcp: Option<Arc<dyn McpServers>>,
-    manager: McpManager,
+    /// The servers' manager, when this run started them (and so stops
+    /// them); `None` when a host shares its manager between runs.
+    owned: Option<McpManager>,
 }
 
 /// `tools.allow` / `tools.deny` (with the agent's own lists when it has
@@ -56,21 +58,41 @@ pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, RuntimeError> 
     Ok(ToolPolicy::from_lists(allow.as_deref(), &deny))
 }
 
+/// The config's MCP servers (`mcp.servers`), not yet connected.
+pub fn servers(config: &Config) -> Result<McpManager, RuntimeError> {
+    let servers = parse_servers(config.get("mcp.servers"))
+        .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    Ok(McpManager::from_env(servers))
+}
+
 impl RunTools {
-    /// Builds the run's tools from the config.
+    /// Builds the run's tools from the config, starting the config's MCP
+    /// servers for this run alone ([`RunTools::shutdown`] stops them).
     pub async fn from_config(
         config: &Config,
         agent: &str,
         scope: &RunScope,
         core: Option<CoreTools>,
     ) -> Result<Self, RuntimeError> {
-        let policy = policy(config, agent)?;
-        let servers = parse_servers(config.get("mcp.servers"))
-            .map_err(|e| RuntimeError::Config(e.to_string()))?;
-        let manager = McpManager::from_env(servers);
+        let manager = servers(config)?;
         for error in manager.start().await {
             tracing::warn!(%error, "MCP server unavailable");
         }
+        let mut tools = Self::with_manager(config, agent, scope, core, &manager).await?;
+        tools.owned = Some(manager);
+        Ok(tools)
+    }
+
+    /// Builds the run's tools over `manager`, whose servers a host shares
+    /// between its runs (and stops itself).
+    pub async fn with_manager(
+        config: &Config,
+        agent: &str,
+        scope: &RunScope,
+        core: Option<CoreTools>,
+        manager: &McpManager,
+    ) -> Result<Self, RuntimeError> {
+        let policy = policy(config, agent)?;
         let run = manager.for_run().await;
         for error in &run.failed {
             tracing::warn!(%error, "MCP server unavailable; its tools are absent from this run");
@@ -93,13 +115,15 @@ impl RunTools {
                 core,
             }),
             mcp: Some(Arc::new(manager.clone())),
-            manager,
+            owned: None,
         })
     }
 
     /// Stops the MCP servers this run started.
     pub async fn shutdown(self) {
-        self.manager.shutdown().await;
+        if let Some(manager) = self.owned {
+            manager.shutdown().await;
+        }
     }
 }
 

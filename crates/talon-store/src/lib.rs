@@ -53,6 +53,7 @@ pub use dialect::Backend;
 pub use error::{Result, StoreError};
 pub use events::{MAX_PAGE, Pending, RawEvent};
 pub use records::{EventFilter, Retention, StoredToken};
+pub use runs::Claimed;
 pub use sessions::StoredMessage;
 
 /// Where the store lives and how it behaves.

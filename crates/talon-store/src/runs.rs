@@ -1,6 +1,7 @@
 //! Runs: created once per idempotency key, then updated as they move;
 //! the owning node and the final result are kept with them.
 
+use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 use talon_protocol::gateway::{ApiError, Run, RunResult, RunStatus, Usage};
@@ -17,16 +18,20 @@ impl Store {
     /// key again with the same `request_hash` returns the first run
     /// (`false`: not created); with another hash it is
     /// [`StoreError::IdempotencyConflict`].
+    ///
+    /// `request` is what the run executes (kept so that any node can run
+    /// it, and a restarted one can again).
     pub async fn create_run(
         &self,
         run: &Run,
         idempotency_key: Option<&str>,
         request_hash: &str,
         node: &str,
+        request: Option<&Value>,
     ) -> Result<(Run, bool)> {
         let inserted = sqlx::query(
-            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
         )
         .bind(run.id.clone())
         .bind(run.agent_id.clone())
@@ -37,6 +42,7 @@ impl Store {
         .bind(idempotency_key.map(str::to_owned))
         .bind(request_hash.to_owned())
         .bind(node.to_owned())
+        .bind(request.map(json_text).transpose()?)
         .execute(self.pool())
         .await?
         .rows_affected();
@@ -71,6 +77,24 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("run {id} vanished")))?;
         Ok((existing, false))
+    }
+
+    /// The run created under `key`, with the hash of the params that
+    /// created it.
+    pub async fn run_by_idempotency_key(&self, key: &str) -> Result<Option<(Run, String)>> {
+        let row = sqlx::query(sql!(
+            "SELECT {COLUMNS}, request_hash FROM runs WHERE idempotency_key = $1"
+        ))
+        .bind(key.to_owned())
+        .fetch_optional(self.pool())
+        .await?;
+        match row {
+            None => Ok(None),
+            Some(row) => {
+                let hash: Option<String> = row.try_get(10)?;
+                Ok(Some((run_of(&row)?, hash.unwrap_or_default())))
+            }
+        }
     }
 
     /// One run.
@@ -161,6 +185,202 @@ impl Store {
             None => Ok(None),
             Some(row) => json_column(row.try_get(0)?),
         }
+    }
+}
+
+/// Statuses of a run that holds its session's lane and a node's lease.
+const LIVE: &str = "('running', 'waiting')";
+
+/// A run a node has claimed to execute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// The run, now `running` on the node.
+    pub run: Run,
+    /// What it executes (as `create_run` stored it).
+    pub request: Option<Value>,
+}
+
+impl Store {
+    /// What `run_id` executes, as `create_run` stored it.
+    pub async fn run_request(&self, run_id: &str) -> Result<Option<Value>> {
+        let row = sqlx::query("SELECT request FROM runs WHERE id = $1")
+            .bind(run_id.to_owned())
+            .fetch_optional(self.pool())
+            .await?;
+        match row {
+            None => Ok(None),
+            Some(row) => json_column(row.try_get(0)?),
+        }
+    }
+
+    /// Claims the oldest queued run whose session has no live run (or
+    /// `run_id` when given, if it is still queued and its lane free) for
+    /// `node`: it becomes `running`, started at `now`, leased until
+    /// `lease_until`. At most one node ever claims a run: PostgreSQL skips
+    /// rows another node's claim has locked (`FOR UPDATE SKIP LOCKED`);
+    /// SQLite's writes are serialized.
+    pub async fn claim_run(
+        &self,
+        node: &str,
+        run_id: Option<&str>,
+        now: u64,
+        lease_until: u64,
+    ) -> Result<Option<Claimed>> {
+        let lock = match self.backend() {
+            crate::Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            crate::Backend::Sqlite => "",
+        };
+        let only = if run_id.is_some() {
+            " AND q.id = $4"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "UPDATE runs SET status = 'running', node = $1, started_at = $2, lease_until = $3 \
+             WHERE id = (SELECT q.id FROM runs q WHERE q.status = 'queued'{only} \
+               AND NOT EXISTS (SELECT 1 FROM runs l WHERE l.session_id = q.session_id AND l.status IN {LIVE}) \
+               ORDER BY q.created_at, q.id LIMIT 1{lock}) \
+             AND status = 'queued' RETURNING id"
+        );
+        let mut tx = self.backend().begin_write(self.pool()).await?;
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(node.to_owned())
+            .bind(ms(now)?)
+            .bind(ms(lease_until)?);
+        if let Some(id) = run_id {
+            query = query.bind(id.to_owned());
+        }
+        let claimed: Option<String> = match query.fetch_optional(&mut *tx).await? {
+            Some(row) => Some(row.try_get(0)?),
+            None => None,
+        };
+        tx.commit().await?;
+        let Some(id) = claimed else {
+            return Ok(None);
+        };
+        let run = self
+            .run(&id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("claimed run {id} vanished")))?;
+        let request = self.run_request(&id).await?;
+        Ok(Some(Claimed { run, request }))
+    }
+
+    /// Extends the lease of every live run `node` holds; returns how many.
+    pub async fn renew_leases(&self, node: &str, lease_until: u64) -> Result<u64> {
+        Ok(sqlx::query(sql!(
+            "UPDATE runs SET lease_until = $2 WHERE node = $1 AND status IN {LIVE}"
+        ))
+        .bind(node.to_owned())
+        .bind(ms(lease_until)?)
+        .execute(self.pool())
+        .await?
+        .rows_affected())
+    }
+
+    /// Live runs whose lease ended before `now` (their node died), or,
+    /// with `node`, every live run that node held (it restarted).
+    pub async fn orphaned_runs(&self, now: u64, node: Option<&str>) -> Result<Vec<Run>> {
+        let rows = match node {
+            Some(node) => {
+                sqlx::query(sql!(
+                    "SELECT {COLUMNS} FROM runs WHERE status IN {LIVE} AND (lease_until < $1 OR node = $2) ORDER BY created_at, id"
+                ))
+                .bind(ms(now)?)
+                .bind(node.to_owned())
+                .fetch_all(self.pool())
+                .await?
+            }
+            None => {
+                sqlx::query(sql!(
+                    "SELECT {COLUMNS} FROM runs WHERE status IN {LIVE} AND lease_until < $1 ORDER BY created_at, id"
+                ))
+                .bind(ms(now)?)
+                .fetch_all(self.pool())
+                .await?
+            }
+        };
+        rows.iter().map(run_of).collect()
+    }
+
+    /// Every live run, whichever node holds it (a single-node store at
+    /// start: none of them is running any more).
+    pub async fn live_runs(&self) -> Result<Vec<Run>> {
+        sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM runs WHERE status IN {LIVE} ORDER BY created_at, id"
+        ))
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(run_of)
+        .collect()
+    }
+
+    /// Queued runs, oldest first, at most `limit`.
+    pub async fn queued_runs(&self, limit: u32) -> Result<Vec<Run>> {
+        sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM runs WHERE status = 'queued' ORDER BY created_at, id LIMIT $1"
+        ))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(run_of)
+        .collect()
+    }
+
+    /// Asks the node executing `run_id` to cancel it (and, with
+    /// `rollback`, to drop its messages); `false` when the run has ended
+    /// (or does not exist).
+    pub async fn request_cancel(&self, run_id: &str, rollback: bool) -> Result<bool> {
+        Ok(sqlx::query(
+            "UPDATE runs SET cancel_requested = $2 WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
+        )
+        .bind(run_id.to_owned())
+        .bind(if rollback { 2i64 } else { 1i64 })
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Live runs of `node` that another node asked to cancel, each with
+    /// whether its messages are to be dropped (`rollback`).
+    pub async fn cancel_requests(&self, node: &str) -> Result<Vec<(String, bool)>> {
+        let rows = sqlx::query(sql!(
+            "SELECT id, cancel_requested FROM runs WHERE node = $1 AND cancel_requested > 0 AND status IN {LIVE}"
+        ))
+        .bind(node.to_owned())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get(0)?;
+                let mode: i64 = row.try_get(1)?;
+                Ok((id, mode == 2))
+            })
+            .collect()
+    }
+
+    /// Ends a run that has not ended: its final state and result, in one
+    /// write. `false` when it had already ended (another node, or a
+    /// cancel, got there first): exactly one ending wins.
+    pub async fn end_run(&self, run: &Run, result: &RunResult) -> Result<bool> {
+        let changed = sqlx::query(
+            "UPDATE runs SET status = $2, started_at = $3, ended_at = $4, usage = $5, error = $6, result = $7, lease_until = NULL \
+             WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
+        )
+        .bind(run.id.clone())
+        .bind(enum_str(run.status)?)
+        .bind(opt_ms(run.started_at)?)
+        .bind(opt_ms(run.ended_at)?)
+        .bind(run.usage.as_ref().map(json_text).transpose()?)
+        .bind(run.error.as_ref().map(json_text).transpose()?)
+        .bind(json_text(result)?)
+        .execute(self.pool())
+        .await?
+        .rows_affected();
+        Ok(changed == 1)
     }
 }
 

@@ -16,6 +16,10 @@
 //!  ]}
 //! ```
 //!
+//! With `"replay": "perRun"`, every run replays the turns from the first
+//! (a request's turn is the number of assistant messages after its last
+//! user message), so concurrent runs each get the whole script.
+//!
 //! With `apiKey`, a request without `Authorization: Bearer <apiKey>` gets
 //! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies).
 //! When the turns run out, the server answers 500.
@@ -101,6 +105,34 @@ pub struct Script {
     pub models: Option<Vec<String>>,
     /// Replies, in order.
     pub turns: Vec<Turn>,
+    /// How a request picks its reply.
+    pub replay: Replay,
+}
+
+/// How a request picks its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replay {
+    /// The turns in order, across every request the server receives.
+    #[default]
+    Sequential,
+    /// Every run from the first turn: a request gets the turn numbered by
+    /// the assistant messages after its last user message, so concurrent
+    /// runs each replay the whole script (`"replay": "perRun"`).
+    PerRun,
+}
+
+/// The turn a request is on within its run: the assistant messages after
+/// its last user message.
+fn turn_in_run(request: &Value) -> usize {
+    let Some(messages) = request["messages"].as_array() else {
+        return 0;
+    };
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] != "user")
+        .filter(|m| m["role"] == "assistant")
+        .count()
 }
 
 impl Script {
@@ -142,7 +174,17 @@ impl Script {
                 })
             })
             .collect::<Result<_, MockError>>()?;
+        let replay = match value.get("replay").and_then(Value::as_str) {
+            None | Some("sequential") => Replay::Sequential,
+            Some("perRun") => Replay::PerRun,
+            Some(other) => {
+                return Err(bad(&format!(
+                    "`replay` must be \"sequential\" or \"perRun\", not {other:?}"
+                )));
+            }
+        };
         Ok(Self {
+            replay,
             api_key: value["apiKey"].as_str().map(str::to_owned),
             models: value["models"].as_array().map(|m| {
                 m.iter()
@@ -211,6 +253,7 @@ impl MockModel {
         // tool results); axum's 2 MiB default would refuse them.
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
+            .route("/v1/models", axum::routing::get(models))
             .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BYTES))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
@@ -259,6 +302,37 @@ fn error(status: StatusCode, message: &str, code: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// `GET /v1/models`: the script's models, behind its key.
+async fn models(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap) -> Response {
+    let (api_key, models) = match shared.lock() {
+        Ok(s) => (s.script.api_key.clone(), s.script.models.clone()),
+        Err(_) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "lock poisoned",
+                "internal",
+            );
+        }
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if api_key.is_some() && given != api_key.as_deref() {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "Incorrect API key provided.",
+            "invalid_api_key",
+        );
+    }
+    let data: Vec<Value> = models
+        .unwrap_or_else(|| vec!["mock-model".to_owned()])
+        .into_iter()
+        .map(|id| json!({"id": id, "object": "model", "owned_by": "mock"}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
 async fn completions(
     State(shared): State<Arc<Mutex<Shared>>>,
     headers: HeaderMap,
@@ -288,7 +362,11 @@ async fn completions(
         s.timings.push((arrived, None));
         let api_key = s.script.api_key.clone();
         let models = s.script.models.clone();
-        let turn = s.script.turns.get(s.next).cloned();
+        let index = match s.script.replay {
+            Replay::Sequential => s.next,
+            Replay::PerRun => turn_in_run(&request),
+        };
+        let turn = s.script.turns.get(index).cloned();
         s.next += 1;
         (turn, api_key, models)
     };

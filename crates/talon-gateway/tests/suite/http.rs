@@ -34,9 +34,15 @@ async fn health_openapi_and_the_admin_token_on_first_start() {
         0o600
     );
     let (status, body) = g.call(&g.admin, "agents.list", json!({})).await;
-    assert_eq!((status, body), (200, json!({"agents": []})));
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({"agents": [{"id": "main", "description": "The default agent", "source": "config"}]})
+        )
+    );
     // A restart mints nothing new.
-    let config = talon_gateway::GatewayConfig::local(g.dir.path(), 0);
+    let config = g.same_state();
     g.running.shutdown().await;
     let again = talon_gateway::start(config).await.unwrap();
     assert_eq!(again.admin_token, None);

@@ -1,30 +1,102 @@
 mod http;
 mod limits;
+mod runs;
 mod scopes;
 mod stream;
 mod ws;
 
-use serde_json::Value;
-use talon_gateway::{GatewayConfig, Running};
+use std::sync::Arc;
 
-/// A gateway on a free loopback port over a fresh state directory.
+use serde_json::{Value, json};
+use talon_gateway::{GatewayConfig, Running};
+use talon_runtime::{Host, ModelRoute};
+use talon_testing::{MockModel, Script};
+
+/// A gateway on a free loopback port over a fresh state directory, its
+/// runs' model served by a scripted mock.
 pub struct TestGateway {
     pub running: Running,
     pub admin: String,
     pub client: reqwest::Client,
     pub dir: tempfile::TempDir,
+    pub mock: Arc<MockModel>,
+}
+
+/// A config whose core tools work in `dir`/workspace.
+pub fn config_in(dir: &std::path::Path, extra: Value) -> talon_config::Config {
+    let mut doc = json!({"agents": {"defaults": {"workspace": dir.join("workspace")}}});
+    if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            doc.insert(k.clone(), v.clone());
+        }
+    }
+    talon_config::Config::parse(&doc.to_string(), None).unwrap()
+}
+
+/// A host over `config`, its model the mock.
+pub fn host(config: talon_config::Config, mock: &MockModel) -> Arc<Host> {
+    Arc::new(
+        Host::new(
+            Arc::new(config),
+            ModelRoute {
+                base_url: Some(mock.base_url()),
+            },
+        )
+        .unwrap(),
+    )
+}
+
+/// Options of a test gateway.
+pub struct Options {
+    pub limits: talon_gateway::Limits,
+    pub script: Script,
+    pub config: Value,
+    pub runs: talon_gateway::RunLimits,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            limits: talon_gateway::Limits::default(),
+            script: Script::texts(&["Hello from the mock."]),
+            config: json!({}),
+            runs: talon_gateway::RunLimits::default(),
+        }
+    }
 }
 
 impl TestGateway {
     pub async fn start() -> Self {
-        Self::start_with(talon_gateway::Limits::default()).await
+        Self::start_opts(Options::default()).await
     }
 
     pub async fn start_with(limits: talon_gateway::Limits) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = GatewayConfig {
+        Self::start_opts(Options {
             limits,
-            ..GatewayConfig::local(dir.path(), 0)
+            ..Options::default()
+        })
+        .await
+    }
+
+    pub async fn with_script(script: Script) -> Self {
+        Self::start_opts(Options {
+            script,
+            ..Options::default()
+        })
+        .await
+    }
+
+    pub async fn start_opts(options: Options) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = Arc::new(MockModel::start(options.script).await.unwrap());
+        let config = GatewayConfig {
+            limits: options.limits,
+            runs: options.runs,
+            ..GatewayConfig::local(
+                dir.path(),
+                0,
+                host(config_in(dir.path(), options.config), &mock),
+            )
         };
         let running = talon_gateway::start(config).await.unwrap();
         let admin = running
@@ -36,7 +108,17 @@ impl TestGateway {
             admin,
             client: reqwest::Client::new(),
             dir,
+            mock,
         }
+    }
+
+    /// A config for another gateway on this one's state directory.
+    pub fn same_state(&self) -> GatewayConfig {
+        GatewayConfig::local(
+            self.dir.path(),
+            0,
+            host(config_in(self.dir.path(), json!({})), &self.mock),
+        )
     }
 
     pub fn url(&self, path: &str) -> String {

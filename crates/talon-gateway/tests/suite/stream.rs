@@ -43,7 +43,7 @@ async fn run(g: &TestGateway, id: &str) {
     };
     g.running
         .store
-        .create_run(&run, None, "h", "test")
+        .create_run(&run, None, "h", "test", None)
         .await
         .unwrap();
 }

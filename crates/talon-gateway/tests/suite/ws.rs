@@ -10,10 +10,10 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 use super::TestGateway;
 
-type Socket =
+pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn connect(g: &TestGateway, token: &str) -> Result<Socket, u16> {
+pub async fn connect(g: &TestGateway, token: &str) -> Result<Socket, u16> {
     let mut request = format!("ws://{}/v1/ws", g.running.addr)
         .into_client_request()
         .unwrap();
@@ -43,13 +43,13 @@ async fn next_frame(socket: &mut Socket) -> Value {
 }
 
 /// A call over either transport: `Ok(result)` or `Err(error object)`.
-enum Transport {
+pub enum Transport {
     Http,
     Ws(Box<tokio::sync::Mutex<(Socket, u64)>>),
 }
 
 impl Transport {
-    async fn call(&self, g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
+    pub async fn call(&self, g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
         match self {
             Self::Http => {
                 let (status, body) = g.call(&g.admin, method, params).await;

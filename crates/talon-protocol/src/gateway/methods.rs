@@ -20,7 +20,7 @@ use super::scope::Scope;
 pub enum Effect {
     /// Reads only; safe to retry.
     Read,
-    /// Changes state; its params carry an `idempotencyKey`.
+    /// Changes state; its params take an optional `idempotencyKey`.
     Write,
 }
 

@@ -23,6 +23,7 @@ pub use error::{ApiError, ErrorCode};
 pub use methods::{
     COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Stability, dispatch,
 };
+pub use params::{ClientTool, InputMessage, InputRole, MultitaskStrategy, RunInput};
 pub use resources::{
     Agent, AgentSource, ArtifactSummary, ArtifactType, Message, MessageRole, MessageToolCall,
     Metadata, Run, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Timestamp, Usage,

@@ -29,6 +29,73 @@ macro_rules! params {
     };
 }
 
+/// A run's input: the user's message, or messages to add to the
+/// session's conversation (the last one a user message).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RunInput {
+    /// The user's message.
+    Text(String),
+    /// Messages, oldest first.
+    Messages(Vec<InputMessage>),
+}
+
+/// One message of a [`RunInput`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InputMessage {
+    /// `user`, `assistant` or `system`.
+    pub role: InputRole,
+    /// Its text.
+    pub content: String,
+}
+
+/// Who wrote an [`InputMessage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InputRole {
+    /// The user or app.
+    User,
+    /// The model (a prior reply the app supplies).
+    Assistant,
+    /// Instructions added to the system prompt.
+    System,
+}
+
+/// A tool the client app implements: the model sees it beside the
+/// agent's tools; a call to it is answered by the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientTool {
+    /// Its name, as the model calls it.
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of its arguments.
+    #[serde(default = "empty_object")]
+    pub parameters: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// What a new run does when its session already has an active run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MultitaskStrategy {
+    /// Refuse the new run with `conflict`.
+    Reject,
+    /// Queue it (`run.queued`) until the session's lane is free.
+    #[default]
+    Enqueue,
+    /// Cancel the active run (its messages stay), then start.
+    Interrupt,
+    /// Cancel the active run and drop its messages, then start.
+    Rollback,
+}
+
 macro_rules! results {
     ($($(#[$sattr:meta])* $name:ident { $($(#[$attr:meta])* $field:ident : $ty:ty),* $(,)? })*) => {
         $(
@@ -64,8 +131,10 @@ params! {
         /// Its system instructions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         instructions: Option<String>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `agents.update`: the fields given replace the agent's.
     AgentsUpdateParams {
@@ -83,8 +152,10 @@ params! {
         /// Its system instructions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         instructions: Option<String>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `sessions.list`.
     SessionsListParams {
@@ -108,8 +179,10 @@ params! {
         /// The app's metadata.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         metadata: Option<Metadata>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `sessions.resolve`: the session with this key, created if absent.
     SessionsResolveParams {
@@ -119,14 +192,26 @@ params! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent_id: Option<String>,
     }
-    /// `sessions.send`: a user message that starts a run.
+    /// `sessions.send`: a user message that starts a run on the session.
     SessionsSendParams {
         /// The session.
         session_id: String,
-        /// The message.
-        input: String,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// The user's message, or the messages to add.
+        input: RunInput,
+        /// Client tools the model may call this run.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<ClientTool>,
+        /// What to do when the session already has an active run
+        /// (`enqueue` when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        multitask_strategy: Option<MultitaskStrategy>,
+        /// The run's own time limit; `run.timed_out` past it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's run and never starts a second.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `sessions.messages`.
     SessionsMessagesParams {
@@ -149,33 +234,48 @@ params! {
         /// The fork's key (generated when absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key: Option<String>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `sessions.compact` and `sessions.abort`.
     SessionActionParams {
         /// The session.
         session_id: String,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `runs.create`.
     RunsCreateParams {
-        /// The agent.
-        agent_id: String,
-        /// The user's message.
-        input: String,
-        /// The session's key (a new session when absent and no id given).
+        /// The agent (`main` when absent, or the session's agent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_id: Option<String>,
+        /// The user's message, or the messages to add.
+        input: RunInput,
+        /// The session's key: that session, created if absent (a new
+        /// session when neither a key nor an id is given).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_key: Option<String>,
         /// The session's id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_id: Option<String>,
+        /// Client tools the model may call this run.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<ClientTool>,
+        /// What to do when the session already has an active run
+        /// (`enqueue` when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        multitask_strategy: Option<MultitaskStrategy>,
         /// The run's own time limit; `run.timed_out` past it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's run and never starts a second.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `runs.get`.
     RunRef {
@@ -208,8 +308,10 @@ params! {
         /// Why, for the record.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `tasks.get`.
     TaskRef {
@@ -220,8 +322,10 @@ params! {
     TasksCancelParams {
         /// The task.
         task_id: String,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `tasks.events`.
     TasksEventsParams {
@@ -249,8 +353,10 @@ params! {
         arguments: serde_json::Value,
         /// The session whose policy and approvals apply.
         session_key: String,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `artifacts.list`.
     ArtifactsListParams {
@@ -293,8 +399,10 @@ params! {
         /// Why, for the record.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `questions.list`.
     QuestionsListParams {
@@ -312,8 +420,10 @@ params! {
         question_id: String,
         /// The answer.
         answer: serde_json::Value,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `environments.create`.
     EnvironmentsCreateParams {
@@ -322,8 +432,10 @@ params! {
         /// Provider-specific settings.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         settings: Option<serde_json::Value>,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `environments.status`.
     EnvironmentRef {
@@ -334,8 +446,10 @@ params! {
     EnvironmentsDeleteParams {
         /// The environment.
         environment_id: String,
-        /// Makes a retried call safe.
-        idempotency_key: String,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     }
     /// `events.subscribe`: live events (after a replay from `after`) on
     /// this connection.

@@ -54,9 +54,13 @@ CREATE TABLE runs (
     result TEXT,
     idempotency_key TEXT UNIQUE,
     request_hash TEXT,
-    node TEXT
+    node TEXT,
+    request TEXT,
+    lease_until INTEGER,
+    cancel_requested INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX runs_session ON runs (session_id, created_at);
+CREATE INDEX runs_status ON runs (status, created_at);
 
 -- Access tokens: only a keyed hash of the secret is stored.
 CREATE TABLE tokens (

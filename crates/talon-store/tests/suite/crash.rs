@@ -35,7 +35,7 @@ async fn crash_child() {
     };
     let store = talon_store::open(&config).await.unwrap();
     let (mut current, _) = store
-        .create_run(&run("r1"), Some("crash"), "h", "child")
+        .create_run(&run("r1"), Some("crash"), "h", "child", None)
         .await
         .unwrap();
     let mut count = current

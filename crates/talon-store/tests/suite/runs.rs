@@ -23,24 +23,24 @@ pub fn run(id: &str) -> Run {
 on_both! {
     async fn an_idempotency_key_returns_the_first_run_or_conflicts(t) {
         let store = &t.store;
-        let (first, created) = store.create_run(&run("r1"), Some("key-1"), "hash-a", "node-a").await.unwrap();
+        let (first, created) = store.create_run(&run("r1"), Some("key-1"), "hash-a", "node-a", None).await.unwrap();
         assert!(created);
-        let (again, created) = store.create_run(&run("r2"), Some("key-1"), "hash-a", "node-b").await.unwrap();
+        let (again, created) = store.create_run(&run("r2"), Some("key-1"), "hash-a", "node-b", None).await.unwrap();
         assert!(!created);
         assert_eq!(again, first);
         assert!(store.run("r2").await.unwrap().is_none());
-        match store.create_run(&run("r3"), Some("key-1"), "hash-b", "node-a").await {
+        match store.create_run(&run("r3"), Some("key-1"), "hash-b", "node-a", None).await {
             Err(StoreError::IdempotencyConflict { key }) => assert_eq!(key, "key-1"),
             other => panic!("{other:?}"),
         }
         // Without a key, the same id twice is refused.
-        store.create_run(&run("r4"), None, "h", "node-a").await.unwrap();
+        store.create_run(&run("r4"), None, "h", "node-a", None).await.unwrap();
         assert!(matches!(
-            store.create_run(&run("r4"), None, "h", "node-a").await,
+            store.create_run(&run("r4"), None, "h", "node-a", None).await,
             Err(StoreError::Exists { kind: "run", .. })
         ));
         assert!(matches!(
-            store.create_run(&run("r4"), Some("key-2"), "h", "node-a").await,
+            store.create_run(&run("r4"), Some("key-2"), "h", "node-a", None).await,
             Err(StoreError::Exists { kind: "run", .. })
         ));
         let mut done = first.clone();
@@ -69,7 +69,7 @@ on_both! {
         for n in 0..16 {
             let store = t.store.clone();
             tasks.push(tokio::spawn(async move {
-                store.create_run(&run(&format!("r{n}")), Some("same"), "hash", "node").await.unwrap()
+                store.create_run(&run(&format!("r{n}")), Some("same"), "hash", "node", None).await.unwrap()
             }));
         }
         let mut created = 0;
@@ -86,7 +86,7 @@ on_both! {
 on_both! {
     async fn a_run_keeps_its_result(t) {
         let store = &t.store;
-        store.create_run(&run("r1"), None, "h", "n").await.unwrap();
+        store.create_run(&run("r1"), None, "h", "n", None).await.unwrap();
         assert_eq!(store.run_result("r1").await.unwrap(), None);
         let result: RunResult = serde_json::from_value(serde_json::json!({
             "status": "completed", "runId": "r1", "startedAt": 2, "endedAt": 3, "output": {"text": "done"}
@@ -149,5 +149,91 @@ on_both! {
         assert_eq!(store.agent("helper").await.unwrap(), Some(renamed));
         assert!(!store.update_agent(&Agent { id: "ghost".into(), ..agent }).await.unwrap());
         assert_eq!(store.agent("ghost").await.unwrap(), None);
+    }
+}
+
+fn in_session(id: &str, session: &str, created_at: u64) -> Run {
+    Run {
+        session_id: Some(session.into()),
+        created_at,
+        ..run(id)
+    }
+}
+
+on_both! {
+    async fn claims_follow_the_session_lanes_and_happen_once(t) {
+        let store = &t.store;
+        let request = serde_json::json!({"input": "hi"});
+        for (id, session, at) in [("a1", "sa", 1), ("a2", "sa", 2), ("b1", "sb", 3)] {
+            store.create_run(&in_session(id, session, at), None, "h", "n1", Some(&request)).await.unwrap();
+        }
+        // Oldest first, one per session: a1, then b1 (a2 waits for a1).
+        let first = store.claim_run("n1", None, 10, 100).await.unwrap().unwrap();
+        assert_eq!((first.run.id.as_str(), first.run.status, first.run.started_at), ("a1", RunStatus::Running, Some(10)));
+        assert_eq!(first.request, Some(request.clone()));
+        let second = store.claim_run("n2", None, 11, 100).await.unwrap().unwrap();
+        assert_eq!(second.run.id, "b1");
+        assert_eq!(store.claim_run("n1", None, 12, 100).await.unwrap(), None);
+        // A named run is claimed only while queued and its lane is free.
+        assert_eq!(store.claim_run("n1", Some("a2"), 12, 100).await.unwrap(), None);
+        let mut ended = first.run.clone();
+        ended.status = RunStatus::Completed;
+        ended.ended_at = Some(20);
+        let result: RunResult = serde_json::from_value(serde_json::json!({"status": "completed", "runId": "a1"})).unwrap();
+        assert!(store.end_run(&ended, &result).await.unwrap());
+        // Exactly one ending wins.
+        assert!(!store.end_run(&ended, &result).await.unwrap());
+        assert_eq!(store.run_result("a1").await.unwrap(), Some(result));
+        let third = store.claim_run("n2", Some("a2"), 21, 100).await.unwrap().unwrap();
+        assert_eq!(third.run.id, "a2");
+        // Many claimers, one winner per run.
+        for n in 0..8 {
+            store.create_run(&in_session(&format!("c{n}"), &format!("sc{n}"), 30 + n), None, "h", "n1", Some(&request)).await.unwrap();
+        }
+        let mut tasks = Vec::new();
+        for n in 0..16 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut won = Vec::new();
+                while let Some(claimed) = store.claim_run(&format!("node{n}"), None, 40, 100).await.unwrap() {
+                    won.push(claimed.run.id);
+                }
+                won
+            }));
+        }
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all.sort();
+        assert_eq!(all, (0..8).map(|n| format!("c{n}")).collect::<Vec<_>>());
+    }
+}
+
+on_both! {
+    async fn leases_cancel_requests_and_orphans(t) {
+        let store = &t.store;
+        for (id, session) in [("r1", "s1"), ("r2", "s2"), ("r3", "s3")] {
+            store.create_run(&in_session(id, session, 1), None, "h", "n", None).await.unwrap();
+        }
+        store.claim_run("alive", Some("r1"), 10, 100).await.unwrap().unwrap();
+        store.claim_run("dead", Some("r2"), 10, 100).await.unwrap().unwrap();
+        assert_eq!(store.renew_leases("alive", 500).await.unwrap(), 1);
+        let ids = |runs: Vec<Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(store.orphaned_runs(200, None).await.unwrap()), ["r2"]);
+        assert_eq!(ids(store.orphaned_runs(200, Some("alive")).await.unwrap()), ["r1", "r2"]);
+        assert_eq!(ids(store.live_runs().await.unwrap()), ["r1", "r2"]);
+        assert_eq!(ids(store.queued_runs(10).await.unwrap()), ["r3"]);
+        assert!(store.request_cancel("r1", true).await.unwrap());
+        assert!(store.request_cancel("r2", false).await.unwrap());
+        assert!(!store.request_cancel("ghost", false).await.unwrap());
+        assert_eq!(store.cancel_requests("alive").await.unwrap(), [("r1".to_owned(), true)]);
+        assert_eq!(store.cancel_requests("dead").await.unwrap(), [("r2".to_owned(), false)]);
+        assert_eq!(store.cancel_requests("other").await.unwrap(), []);
+        let (found, hash) = store.run_by_idempotency_key("none").await.unwrap().map_or((None, String::new()), |(r, h)| (Some(r), h));
+        assert_eq!((found, hash), (None, String::new()));
+        store.create_run(&in_session("r9", "s9", 2), Some("key"), "hash-9", "n", None).await.unwrap();
+        let (found, hash) = store.run_by_idempotency_key("key").await.unwrap().unwrap();
+        assert_eq!((found.id.as_str(), hash.as_str()), ("r9", "hash-9"));
     }
 }

@@ -1,12 +1,17 @@
-//! The method table's implementation over the store. Methods that need
-//! the run engine (runs, session turns, tools, models) answer
-//! `unavailable` until the engine is wired in (issue 14, in progress).
+//! The method table's implementation: over the store, and over the
+//! node's run engine for runs and session turns ([`runs`]) and the host's
+//! models ([`models`]). The ToolSpace and environments are issue 15's and
+//! answer `unavailable` until then.
+
+mod models;
+mod runs;
 
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 use talon_store::{PendingFilter, Resolution, Store};
 
 use crate::error::api_error;
+use crate::runs::Engine;
 use crate::tokens::Caller;
 
 /// Pages are at most this long.
@@ -19,6 +24,22 @@ const DEFAULT_LIMIT: u32 = 100;
 pub struct Api {
     store: Store,
     config_agents: Vec<Agent>,
+    engine: Engine,
+}
+
+/// The agent every gateway has, even with no config file.
+pub(crate) const DEFAULT_AGENT: &str = "main";
+
+fn default_agent() -> Agent {
+    Agent {
+        id: DEFAULT_AGENT.into(),
+        name: None,
+        description: Some("The default agent".into()),
+        model: None,
+        source: AgentSource::Config,
+        created_at: None,
+        updated_at: None,
+    }
 }
 
 fn limit(asked: Option<u32>) -> u32 {
@@ -36,27 +57,27 @@ fn not_found(kind: &str, id: &str) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
 }
 
-fn engine_missing(method: &str) -> ApiError {
+/// A method of the ToolSpace or environments (issue 15).
+fn not_yet(method: &str) -> ApiError {
     ApiError::new(
         ErrorCode::Unavailable,
-        format!("{method}: this gateway does not run agents yet"),
+        format!("{method}: the ToolSpace and environments are not served by this gateway yet"),
     )
 }
 
-fn new_id(prefix: &str) -> Result<String, ApiError> {
-    let mut bytes = [0u8; 12];
-    getrandom::fill(&mut bytes)
-        .map_err(|_| ApiError::new(ErrorCode::Internal, "no random source"))?;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("{prefix}_{hex}"))
-}
+use crate::runs::new_id;
 
 impl Api {
-    /// The methods over `store`, with the agents the config file declares.
-    pub fn new(store: Store, config_agents: Vec<Agent>) -> Self {
+    /// The methods over `store`, with the agents the config file declares
+    /// (and `main`, always), runs executed by `engine`.
+    pub(crate) fn new(store: Store, mut config_agents: Vec<Agent>, engine: Engine) -> Self {
+        if !config_agents.iter().any(|a| a.id == DEFAULT_AGENT) {
+            config_agents.insert(0, default_agent());
+        }
         Self {
             store,
             config_agents,
+            engine,
         }
     }
 
@@ -65,6 +86,44 @@ impl Api {
             return Ok(Some(agent.clone()));
         }
         self.store.agent(id).await.map_err(api_error)
+    }
+
+    /// The session with `key`, created for `agent` (`main` when absent)
+    /// if there is none; a new session's agent must exist.
+    async fn sessions_resolve_inner(
+        &self,
+        key: &str,
+        agent: Option<String>,
+    ) -> Result<Session, ApiError> {
+        if let Some(session) = self.store.session_by_key(key).await.map_err(api_error)? {
+            return Ok(session);
+        }
+        let agent_id = agent.unwrap_or_else(|| DEFAULT_AGENT.into());
+        if self.find_agent(&agent_id).await?.is_none() {
+            return Err(not_found("agent", &agent_id));
+        }
+        let now = talon_store::now_ms();
+        let session = Session {
+            id: new_id("sess")?,
+            key: key.to_owned(),
+            agent_id,
+            parent_id: None,
+            forked_at_message_id: None,
+            metadata: Default::default(),
+            created_at: now,
+            updated_at: now,
+        };
+        match self.store.create_session(&session).await {
+            Ok(()) => Ok(session),
+            // Another caller created it first: theirs is the session.
+            Err(talon_store::StoreError::Exists { .. }) => self
+                .store
+                .session_by_key(key)
+                .await
+                .map_err(api_error)?
+                .ok_or_else(|| not_found("session", key)),
+            Err(error) => Err(api_error(error)),
+        }
     }
 
     async fn session_of(&self, id: &str) -> Result<Session, ApiError> {
@@ -198,36 +257,21 @@ impl Handler for Api {
         _: &Caller,
         p: SessionsResolveParams,
     ) -> Result<Session, ApiError> {
-        if let Some(session) = self.store.session_by_key(&p.key).await.map_err(api_error)? {
-            return Ok(session);
-        }
-        let agent_id = p.agent_id.unwrap_or_else(|| "main".into());
-        let now = talon_store::now_ms();
-        let session = Session {
-            id: new_id("sess")?,
-            key: p.key.clone(),
-            agent_id,
-            parent_id: None,
-            forked_at_message_id: None,
-            metadata: Default::default(),
-            created_at: now,
-            updated_at: now,
-        };
-        match self.store.create_session(&session).await {
-            Ok(()) => Ok(session),
-            // Another caller created it first: theirs is the session.
-            Err(talon_store::StoreError::Exists { .. }) => self
-                .store
-                .session_by_key(&p.key)
-                .await
-                .map_err(api_error)?
-                .ok_or_else(|| not_found("session", &p.key)),
-            Err(error) => Err(api_error(error)),
-        }
+        self.sessions_resolve_inner(&p.key, p.agent_id).await
     }
 
-    async fn sessions_send(&self, _: &Caller, _: SessionsSendParams) -> Result<Run, ApiError> {
-        Err(engine_missing("sessions.send"))
+    async fn sessions_send(&self, _: &Caller, p: SessionsSendParams) -> Result<Run, ApiError> {
+        self.start_run(RunsCreateParams {
+            agent_id: None,
+            input: p.input,
+            session_key: None,
+            session_id: Some(p.session_id),
+            tools: p.tools,
+            multitask_strategy: p.multitask_strategy,
+            timeout_ms: p.timeout_ms,
+            idempotency_key: p.idempotency_key,
+        })
+        .await
     }
 
     async fn sessions_messages(
@@ -271,21 +315,21 @@ impl Handler for Api {
     async fn sessions_compact(
         &self,
         _: &Caller,
-        _: SessionActionParams,
+        p: SessionActionParams,
     ) -> Result<Session, ApiError> {
-        Err(engine_missing("sessions.compact"))
+        self.compact(&p.session_id).await
     }
 
     async fn sessions_abort(
         &self,
         _: &Caller,
-        _: SessionActionParams,
+        p: SessionActionParams,
     ) -> Result<SessionsAbortResult, ApiError> {
-        Err(engine_missing("sessions.abort"))
+        self.abort(&p.session_id).await
     }
 
-    async fn runs_create(&self, _: &Caller, _: RunsCreateParams) -> Result<Run, ApiError> {
-        Err(engine_missing("runs.create"))
+    async fn runs_create(&self, _: &Caller, p: RunsCreateParams) -> Result<Run, ApiError> {
+        self.start_run(p).await
     }
 
     async fn runs_get(&self, _: &Caller, p: RunRef) -> Result<Run, ApiError> {
@@ -336,12 +380,19 @@ impl Handler for Api {
         Ok(RunsEventsResult { events, done })
     }
 
-    async fn runs_wait(&self, _: &Caller, _: RunsWaitParams) -> Result<RunResult, ApiError> {
-        Err(engine_missing("runs.wait"))
+    async fn runs_wait(&self, _: &Caller, p: RunsWaitParams) -> Result<RunResult, ApiError> {
+        self.engine
+            .wait(
+                &p.run_id,
+                p.timeout_ms.map(std::time::Duration::from_millis),
+            )
+            .await
     }
 
-    async fn runs_cancel(&self, _: &Caller, _: RunsCancelParams) -> Result<Run, ApiError> {
-        Err(engine_missing("runs.cancel"))
+    async fn runs_cancel(&self, _: &Caller, p: RunsCancelParams) -> Result<Run, ApiError> {
+        self.engine
+            .cancel(&p.run_id, false, runs::CANCEL_SETTLE)
+            .await
     }
 
     async fn tasks_list(&self, _: &Caller, _: Empty) -> Result<TasksListResult, ApiError> {
@@ -365,11 +416,11 @@ impl Handler for Api {
     }
 
     async fn models_list(&self, _: &Caller, _: Empty) -> Result<ModelsListResult, ApiError> {
-        Err(engine_missing("models.list"))
+        models::list(self.engine.host())
     }
 
     async fn models_status(&self, _: &Caller, _: Empty) -> Result<ModelsStatusResult, ApiError> {
-        Err(engine_missing("models.status"))
+        models::status(self.engine.host()).await
     }
 
     async fn tools_list(
@@ -377,7 +428,7 @@ impl Handler for Api {
         _: &Caller,
         _: ToolsListParams,
     ) -> Result<ToolsListResult, ApiError> {
-        Err(engine_missing("tools.list"))
+        Err(not_yet("tools.list"))
     }
 
     async fn tools_invoke(
@@ -385,7 +436,7 @@ impl Handler for Api {
         _: &Caller,
         _: ToolsInvokeParams,
     ) -> Result<ToolsInvokeResult, ApiError> {
-        Err(engine_missing("tools.invoke"))
+        Err(not_yet("tools.invoke"))
     }
 
     async fn artifacts_list(
@@ -542,7 +593,7 @@ impl Handler for Api {
         _: &Caller,
         _: Empty,
     ) -> Result<EnvironmentsListResult, ApiError> {
-        Err(engine_missing("environments.list"))
+        Err(not_yet("environments.list"))
     }
 
     async fn environments_create(
@@ -558,7 +609,7 @@ impl Handler for Api {
         _: &Caller,
         _: EnvironmentRef,
     ) -> Result<Environment, ApiError> {
-        Err(engine_missing("environments.status"))
+        Err(not_yet("environments.status"))
     }
 
     async fn environments_delete(

@@ -1,0 +1,277 @@
+//! `runs.create` and `sessions.send` (one path: resolve the agent and the
+//! session, honour the idempotency key, hand the run to the engine),
+//! `sessions.abort`, and `sessions.compact` (the model summarises the
+//! session; a compaction record then stands for what it replaced).
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use talon_protocol::EventData;
+use talon_protocol::event_data::SessionCompactedData;
+use talon_protocol::gateway::params::*;
+use talon_protocol::gateway::*;
+use talon_provider::{ChatRequest, Message as ModelMessage, ModelProvider};
+
+use super::{Api, DEFAULT_AGENT, new_id, not_found};
+use crate::error::api_error;
+use crate::runs::{RunRequest, Submit, history};
+
+/// How long `runs.cancel` waits for a running run to end before it
+/// answers with the run as it then is.
+pub(crate) const CANCEL_SETTLE: Duration = Duration::from_secs(5);
+
+/// The longest input a run takes, in bytes.
+const MAX_INPUT_BYTES: usize = 1 << 20;
+
+/// What a compaction asks of the model.
+const COMPACTION_PROMPT: &str = "Summarise the conversation so far for your own later use: the user's goals, facts established, decisions taken, and open tasks. Be concise; keep names, numbers and identifiers exact.";
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, message)
+}
+
+/// The hash that tells a retried `runs.create` from another call with the
+/// same key: its params (key aside) as canonical JSON.
+fn request_hash(p: &RunsCreateParams) -> Result<String, ApiError> {
+    let mut params = p.clone();
+    params.idempotency_key = None;
+    let canonical =
+        serde_json::to_vec(&serde_json::to_value(&params).map_err(|e| invalid(e.to_string()))?)
+            .map_err(|e| invalid(e.to_string()))?;
+    Ok(Sha256::digest(&canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+impl Api {
+    /// Accepts a run: `runs.create` and `sessions.send`.
+    pub(super) async fn start_run(&self, p: RunsCreateParams) -> Result<Run, ApiError> {
+        if !p.tools.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::Unsupported,
+                "client tools (`tools`) are not served by this gateway yet",
+            ));
+        }
+        let size = match &p.input {
+            RunInput::Text(text) => {
+                if text.trim().is_empty() {
+                    return Err(invalid("input: the message is empty"));
+                }
+                text.len()
+            }
+            RunInput::Messages(messages) => {
+                if history::split_input(messages).is_none() {
+                    return Err(invalid("input: the last message must be the user's"));
+                }
+                messages.iter().map(|m| m.content.len()).sum()
+            }
+        };
+        if size > MAX_INPUT_BYTES {
+            return Err(invalid(format!(
+                "input: {size} bytes, more than the {MAX_INPUT_BYTES} a run takes"
+            )));
+        }
+        if p.timeout_ms == Some(0) {
+            return Err(invalid("timeoutMs: must be more than 0"));
+        }
+        let idempotency = match &p.idempotency_key {
+            Some(key) => {
+                let hash = request_hash(&p)?;
+                if let Some((run, first)) = self
+                    .store
+                    .run_by_idempotency_key(key)
+                    .await
+                    .map_err(api_error)?
+                {
+                    return if first == hash {
+                        Ok(run)
+                    } else {
+                        Err(ApiError::new(
+                            ErrorCode::Conflict,
+                            format!("idempotency key {key:?} was used with other parameters"),
+                        ))
+                    };
+                }
+                Some((key.clone(), hash))
+            }
+            None => None,
+        };
+        let session = self.session_for(&p).await?;
+        let request = RunRequest {
+            input: p.input,
+            timeout_ms: p.timeout_ms,
+        };
+        self.engine
+            .submit(Submit {
+                agent_id: session.agent_id.clone(),
+                session,
+                request,
+                strategy: p.multitask_strategy.unwrap_or_default(),
+                idempotency,
+            })
+            .await
+    }
+
+    /// The run's session: by id, by key (created if absent), or new.
+    async fn session_for(&self, p: &RunsCreateParams) -> Result<Session, ApiError> {
+        let agent = p.agent_id.clone();
+        if let Some(agent) = &agent
+            && self.find_agent(agent).await?.is_none()
+        {
+            return Err(not_found("agent", agent));
+        }
+        let session = if let Some(id) = &p.session_id {
+            let session = self.session_of(id).await?;
+            if p.session_key.as_ref().is_some_and(|k| *k != session.key) {
+                return Err(invalid("sessionId and sessionKey name different sessions"));
+            }
+            session
+        } else if let Some(key) = &p.session_key {
+            self.sessions_resolve_inner(key, agent.clone()).await?
+        } else {
+            let agent_id = agent.clone().unwrap_or_else(|| DEFAULT_AGENT.into());
+            let now = talon_store::now_ms();
+            let id = new_id("sess")?;
+            let session = Session {
+                key: format!("{agent_id}:{id}"),
+                id,
+                agent_id,
+                parent_id: None,
+                forked_at_message_id: None,
+                metadata: Default::default(),
+                created_at: now,
+                updated_at: now,
+            };
+            self.store
+                .create_session(&session)
+                .await
+                .map_err(api_error)?;
+            session
+        };
+        if let Some(agent) = &agent
+            && *agent != session.agent_id
+        {
+            return Err(invalid(format!(
+                "session {:?} belongs to agent {:?}, not {agent:?}",
+                session.key, session.agent_id
+            )));
+        }
+        Ok(session)
+    }
+
+    /// Cancels every run of a session that has not ended.
+    pub(super) async fn abort(&self, session_id: &str) -> Result<SessionsAbortResult, ApiError> {
+        self.session_of(session_id).await?;
+        let live: Vec<Run> = self
+            .store
+            .session_runs(session_id)
+            .await
+            .map_err(api_error)?
+            .into_iter()
+            .filter(|r| !r.status.is_terminal())
+            .collect();
+        let mut cancelled_run_ids = Vec::new();
+        for run in live {
+            let run = self.engine.cancel(&run.id, false, CANCEL_SETTLE).await?;
+            cancelled_run_ids.push(run.id);
+        }
+        Ok(SessionsAbortResult { cancelled_run_ids })
+    }
+
+    /// Summarises a session with its agent's model and stores the summary
+    /// as a compaction record (`session.compacted`). A session with a run
+    /// in progress is `conflict`.
+    pub(super) async fn compact(&self, session_id: &str) -> Result<Session, ApiError> {
+        let mut session = self.session_of(session_id).await?;
+        let busy = self
+            .store
+            .session_runs(session_id)
+            .await
+            .map_err(api_error)?
+            .iter()
+            .any(|r| !r.status.is_terminal());
+        if busy {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "the session has a run in progress; compact it once the run ends",
+            ));
+        }
+        let history = self.engine.session_history(session_id).await?;
+        let replaced = history
+            .iter()
+            .filter(|m| !matches!(m, ModelMessage::System(_)))
+            .count();
+        if replaced == 0 {
+            return Ok(session);
+        }
+        let (client, model) = self
+            .engine
+            .host()
+            .model(&session.agent_id)
+            .map_err(|e| ApiError::new(ErrorCode::Unavailable, e.to_string()))?;
+        let mut messages = vec![ModelMessage::System(COMPACTION_PROMPT.into())];
+        messages.extend(history);
+        messages.push(ModelMessage::User(
+            "Summarise the conversation above.".into(),
+        ));
+        let request = ChatRequest {
+            model,
+            messages,
+            tools: Default::default(),
+            max_tokens: None,
+            stream: false,
+        };
+        let reply = client
+            .complete(&request, &|_| {}, &Default::default())
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    ErrorCode::Unavailable,
+                    format!("the model could not summarise the session: {e}"),
+                )
+                .with_retry_after_ms(1_000)
+            })?;
+        let now = talon_store::now_ms();
+        let record = Message {
+            id: new_id("msg")?,
+            session_id: session.id.clone(),
+            run_id: None,
+            role: MessageRole::Compaction,
+            text: Some(reply.text),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            created_at: now,
+        };
+        self.store
+            .append_messages(&session.id, std::slice::from_ref(&record))
+            .await
+            .map_err(api_error)?;
+        session.updated_at = now;
+        self.store
+            .update_session(&session)
+            .await
+            .map_err(api_error)?;
+        let (kind, data) = EventData::SessionCompacted(SessionCompactedData {
+            session_id: session.id.clone(),
+            replaced_messages: replaced as u32,
+            summary_message_id: record.id.clone(),
+        })
+        .into_parts();
+        let event = talon_protocol::Event {
+            version: 1,
+            id: String::new(),
+            ts: now,
+            kind,
+            run_id: None,
+            session_id: Some(session.id.clone()),
+            session_key: Some(session.key.clone()),
+            task_id: None,
+            agent_id: Some(session.agent_id.clone()),
+            data,
+            raw: None,
+        };
+        self.store.append(vec![event]).await.map_err(api_error)?;
+        Ok(session)
+    }
+}

@@ -1,0 +1,236 @@
+//! Executing one claimed run: its context and event sink, its history
+//! from the session, the agent loop on the node's host, then its messages
+//! and its end written back (the end only if no one else ended it).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::Value;
+use talon_agent::{RunEvents, RunStatus as LoopStatus};
+use talon_codemode::{SnapshotStore, StoreLimits};
+use talon_core_tools::PolicyApprover;
+use talon_protocol::EventData;
+use talon_protocol::event_data::RunEndedData;
+use talon_protocol::gateway::{ApiError, ErrorCode, Run, RunInput, RunStatus};
+use talon_provider::Message as ModelMessage;
+use talon_runtime::RunSpec;
+use talon_store::{Claimed, MAX_PAGE};
+use talon_tools::{Approver, NoUpdates, RunContext, RunScope};
+
+use super::sink::StoreSink;
+use super::{Active, Engine, RunRequest, history, result_of};
+
+impl Engine {
+    /// Runs a claimed run to its end.
+    pub(super) async fn execute(&self, claimed: Claimed, active: Active) {
+        let Claimed { run, request } = claimed;
+        let store = self.inner.store.clone();
+        let sink = Arc::new(StoreSink::start(store.clone()));
+        let ctx = RunContext {
+            scope: RunScope {
+                agent_id: run.agent_id.clone(),
+                session_id: run.session_id.clone().unwrap_or_default(),
+                run_id: run.id.clone(),
+            },
+            session_key: run.session_key.clone().unwrap_or_default(),
+            sender: None,
+            channel: Some("gateway".into()),
+            cancel: active.cancel.clone(),
+            updates: Arc::new(NoUpdates),
+        };
+        let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
+        let outcome = match self.prepare_input(&run, request).await {
+            Ok((request, history, before, message)) => {
+                let spec = RunSpec {
+                    agent: run.agent_id.clone(),
+                    ctx,
+                    events: events.clone(),
+                    approver: self.approver(),
+                    cells: self.cells(),
+                    workspace: None,
+                    timeout: request.timeout_ms.map(Duration::from_millis),
+                };
+                match self.inner.host.prepare(spec).await {
+                    Ok(prepared) => {
+                        let mut messages = history;
+                        messages.extend(before.iter().cloned());
+                        let result = prepared.run(messages, &message).await;
+                        let mut added = before;
+                        added.extend(result.messages.iter().cloned());
+                        Ok((result, added))
+                    }
+                    Err(error) => Err((
+                        ApiError::new(ErrorCode::InvalidRequest, error.to_string()),
+                        Some(message),
+                    )),
+                }
+            }
+            Err(error) => Err((error, None)),
+        };
+        let (result, added) = match outcome {
+            Ok(done) => done,
+            Err((error, message)) => {
+                // The loop never started: its end is this node's to say.
+                events.emit(EventData::RunFailed(RunEndedData {
+                    text: None,
+                    error: Some(error.message.clone()),
+                    turns: 0,
+                    tool_calls: 0,
+                    usage: Default::default(),
+                    duration_ms: 0,
+                }));
+                let mut ended = run.clone();
+                ended.status = RunStatus::Failed;
+                ended.ended_at = Some(talon_store::now_ms());
+                ended.error = Some(error);
+                if let Err(error) = sink.close().await {
+                    tracing::error!(%error, run = %run.id, "a run's events were not all stored");
+                }
+                let added: Vec<ModelMessage> =
+                    message.into_iter().map(ModelMessage::User).collect();
+                self.save_messages(&run, &added, &active).await;
+                if let Err(error) = store.end_run(&ended, &result_of(&ended, None)).await {
+                    tracing::error!(%error, run = %run.id, "could not end a run");
+                }
+                return;
+            }
+        };
+        if let Err(error) = sink.close().await {
+            tracing::error!(%error, run = %run.id, "a run's events were not all stored");
+        }
+        self.save_messages(&run, &added, &active).await;
+        let mut ended = run.clone();
+        ended.status = match result.status {
+            LoopStatus::Completed => RunStatus::Completed,
+            LoopStatus::Failed => RunStatus::Failed,
+            LoopStatus::Cancelled => RunStatus::Cancelled,
+            LoopStatus::TimedOut => RunStatus::TimedOut,
+        };
+        ended.ended_at = Some(talon_store::now_ms());
+        ended.usage = Some(Engine::usage(&result.usage));
+        // A cancelled run's status says it all; a timed-out one exceeded
+        // its own limit; anything else that ended it is the loop's error
+        // (the provider's, the turn limit).
+        ended.error = match (result.status, &result.error) {
+            (LoopStatus::Cancelled, _) | (_, None) => None,
+            (LoopStatus::TimedOut, Some(message)) => {
+                Some(ApiError::new(ErrorCode::Timeout, message.clone()))
+            }
+            (_, Some(message)) => Some(ApiError::new(ErrorCode::Internal, message.clone())),
+        };
+        let text = (!result.text.is_empty()).then(|| result.text.clone());
+        if let Err(error) = store.end_run(&ended, &result_of(&ended, text)).await {
+            tracing::error!(%error, run = %run.id, "could not end a run");
+        }
+    }
+
+    /// The run's request, its session's history, and its input split into
+    /// the messages before the user's turn and the turn itself.
+    async fn prepare_input(
+        &self,
+        run: &Run,
+        request: Option<Value>,
+    ) -> Result<(RunRequest, Vec<ModelMessage>, Vec<ModelMessage>, String), ApiError> {
+        let request: RunRequest = request
+            .and_then(|r| serde_json::from_value(r).ok())
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Internal,
+                    "the run's request is missing from the store",
+                )
+            })?;
+        let (before, message) = match &request.input {
+            RunInput::Text(text) => (Vec::new(), text.clone()),
+            RunInput::Messages(messages) => history::split_input(messages).ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    "input: the last message must be the user's",
+                )
+            })?,
+        };
+        let history = match &run.session_id {
+            Some(session) => self.session_history(session).await?,
+            None => Vec::new(),
+        };
+        Ok((request, history, before, message))
+    }
+
+    /// A session's conversation as the model reads it.
+    pub(crate) async fn session_history(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<ModelMessage>, ApiError> {
+        let mut stored = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .inner
+                .store
+                .messages(session_id, after.as_deref(), MAX_PAGE)
+                .await
+                .map_err(crate::error::api_error)?;
+            let full = page.len() as u32 >= MAX_PAGE;
+            after = page.last().map(|m| m.message.id.clone());
+            stored.extend(page.into_iter().map(|m| m.message));
+            if !full {
+                break;
+            }
+        }
+        Ok(history::to_model(&stored))
+    }
+
+    /// Appends what the run added to its session, unless it was rolled
+    /// back.
+    async fn save_messages(&self, run: &Run, added: &[ModelMessage], active: &Active) {
+        let Some(session) = &run.session_id else {
+            return;
+        };
+        if active.rollback.load(Ordering::SeqCst) || added.is_empty() {
+            return;
+        }
+        let stored = history::to_stored(added, session, &run.id, talon_store::now_ms());
+        if let Err(error) = self.inner.store.append_messages(session, &stored).await {
+            tracing::error!(%error, run = %run.id, "a run's messages were not stored");
+        }
+    }
+
+    /// Who approves calls that need it: `tools.approvals` ("allow" or
+    /// "deny"; denied when unset, as no one is there to ask).
+    fn approver(&self) -> Arc<dyn Approver> {
+        match self
+            .inner
+            .host
+            .config()
+            .get("tools.approvals")
+            .and_then(Value::as_str)
+        {
+            Some("allow") => Arc::new(PolicyApprover::AllowAll),
+            _ => Arc::new(PolicyApprover::DenyAll),
+        }
+    }
+
+    /// Where a run's suspended cells go: the store, one cell store per set
+    /// of limits, shared by the node's runs.
+    fn cells(&self) -> talon_runtime::OpenCells {
+        let engine = self.clone();
+        Box::new(move |limits: StoreLimits| {
+            let key = format!("{limits:?}");
+            let mut cells = engine
+                .inner
+                .cells
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(store) = cells.get(&key) {
+                return Ok(store.clone() as Arc<dyn SnapshotStore>);
+            }
+            let seal = talon_codemode::store::default_store_key().map_err(|e| e.to_string())?;
+            let store = Arc::new(
+                talon_store::CellStore::open(&engine.inner.store_config, limits, seal)
+                    .map_err(|e| e.to_string())?,
+            );
+            cells.insert(key, store.clone());
+            Ok(store as Arc<dyn SnapshotStore>)
+        })
+    }
+}

@@ -1,0 +1,673 @@
+//! The node's run engine. A run is accepted into the store (`queued`,
+//! with what it executes) and then claimed by exactly one node, which
+//! executes it through the agent loop and ends it in the store. So runs
+//! survive the node that accepted them: any node sharing the database can
+//! claim a queued run, cancel one through the store, wait on one by
+//! polling it, and take over the runs of a node whose lease expired.
+//!
+//! - One run per session lane: a run is claimed only while no other run of
+//!   its session is live; a run created on a busy session follows its
+//!   `multitaskStrategy` (`reject`, `enqueue` with `run.queued`,
+//!   `interrupt`, `rollback`).
+//! - Every event goes through the store before anyone sees it
+//!   ([`sink::StoreSink`]).
+//! - A run that was live when its node died is ended `failed`
+//!   (`unavailable`, `details.reason: "interrupted"`) with its terminal
+//!   event, unless its terminal event was already committed (then its row
+//!   is brought in line with it). Queued runs simply wait to be claimed.
+
+mod exec;
+pub(crate) mod history;
+mod sink;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
+use talon_protocol::gateway::{
+    ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunResultStatus, RunStatus,
+    Session, Timestamp, Usage,
+};
+use talon_protocol::{Event, EventData};
+use talon_runtime::Host;
+use talon_store::{Store, StoreConfig};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::api_error;
+
+/// How long a node's claim on a run lasts without renewal.
+pub const LEASE: Duration = Duration::from_secs(15);
+/// How often a node renews its leases.
+const RENEW: Duration = Duration::from_secs(5);
+/// How often a node looks for work and cancel requests other nodes left
+/// in the store.
+const POLL: Duration = Duration::from_millis(500);
+/// How often `runs.wait` looks at a run another node executes.
+const WAIT_POLL: Duration = Duration::from_millis(250);
+
+/// Limits of a node's runs.
+#[derive(Debug, Clone)]
+pub struct RunLimits {
+    /// Runs this node executes at once.
+    pub max_concurrent: usize,
+    /// Runs waiting in the store before `runs.create` refuses more.
+    pub max_queued: u32,
+    /// `runs.wait` without `timeoutMs` waits this long.
+    pub default_wait: Duration,
+    /// The longest `runs.wait`.
+    pub max_wait: Duration,
+    /// The longest `timeoutMs` a run may ask for.
+    pub max_run_timeout: Duration,
+    /// On shutdown, how long running runs may go on before they are
+    /// cancelled.
+    pub drain_grace: Duration,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        Self {
+            max_concurrent: 64,
+            max_queued: 10_000,
+            default_wait: Duration::from_secs(30),
+            max_wait: Duration::from_secs(600),
+            max_run_timeout: Duration::from_secs(24 * 3600),
+            drain_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a run executes, kept in the store beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunRequest {
+    /// The user's input.
+    pub input: RunInput,
+    /// The run's own time limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A run to accept.
+#[derive(Debug, Clone)]
+pub(crate) struct Submit {
+    /// The agent.
+    pub agent_id: String,
+    /// Its session (resolved).
+    pub session: Session,
+    /// What it executes.
+    pub request: RunRequest,
+    /// On a busy session.
+    pub strategy: MultitaskStrategy,
+    /// The caller's idempotency key, and the hash of its params.
+    pub idempotency: Option<(String, String)>,
+}
+
+/// A run this node executes.
+#[derive(Debug, Clone)]
+struct Active {
+    cancel: CancellationToken,
+    rollback: Arc<AtomicBool>,
+}
+
+/// The node's run engine (cheap to clone).
+#[derive(Clone)]
+pub(crate) struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("node", &self.inner.node)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    store: Store,
+    store_config: StoreConfig,
+    node: String,
+    host: Arc<Host>,
+    limits: RunLimits,
+    active: Mutex<HashMap<String, Active>>,
+    lane: tokio::sync::Mutex<()>,
+    wake: tokio::sync::Notify,
+    ended: tokio::sync::watch::Sender<u64>,
+    draining: AtomicBool,
+    cells: Mutex<HashMap<String, Arc<talon_store::CellStore>>>,
+}
+
+/// A new id, `<prefix>_<24 hex digits>`.
+pub(crate) fn new_id(prefix: &str) -> Result<String, ApiError> {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes)
+        .map_err(|_| ApiError::new(ErrorCode::Internal, "no random source"))?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{prefix}_{hex}"))
+}
+
+/// An event of `run`, unnumbered (the store numbers it).
+pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
+    let (kind, data) = data.into_parts();
+    Event {
+        version: 1,
+        id: String::new(),
+        ts: talon_store::now_ms(),
+        kind,
+        run_id: Some(run.id.clone()),
+        session_id: run.session_id.clone(),
+        session_key: run.session_key.clone(),
+        task_id: None,
+        agent_id: Some(run.agent_id.clone()),
+        data,
+        raw: None,
+    }
+}
+
+/// The result of an ended run, from its row.
+pub(crate) fn result_of(run: &Run, text: Option<String>) -> RunResult {
+    RunResult {
+        run_id: run.id.clone(),
+        status: match run.status {
+            RunStatus::Completed => RunResultStatus::Completed,
+            RunStatus::Cancelled => RunResultStatus::Cancelled,
+            RunStatus::TimedOut => RunResultStatus::TimedOut,
+            RunStatus::Failed => RunResultStatus::Failed,
+            _ => RunResultStatus::Accepted,
+        },
+        session_id: run.session_id.clone(),
+        session_key: run.session_key.clone(),
+        task_id: None,
+        started_at: run.started_at.map(Timestamp::Millis),
+        ended_at: run.ended_at.map(Timestamp::Millis),
+        output: text.map(|text| talon_protocol::gateway::RunOutput {
+            text: Some(text),
+            messages: None,
+        }),
+        usage: run.usage.clone(),
+        artifacts: None,
+        error: run.error.clone(),
+    }
+}
+
+fn ended_data(error: Option<&ApiError>) -> RunEndedData {
+    RunEndedData {
+        text: None,
+        error: error.map(|e| e.message.clone()),
+        turns: 0,
+        tool_calls: 0,
+        usage: talon_protocol::gateway::Usage::default(),
+        duration_ms: 0,
+    }
+}
+
+impl Engine {
+    /// The engine of node `node` over `store`, hosting runs on `host`.
+    /// Call [`Engine::start`] to recover and begin claiming runs.
+    pub(crate) fn new(
+        store: Store,
+        store_config: StoreConfig,
+        node: String,
+        host: Arc<Host>,
+        limits: RunLimits,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                store_config,
+                node,
+                host,
+                limits,
+                active: Mutex::new(HashMap::new()),
+                lane: tokio::sync::Mutex::new(()),
+                wake: tokio::sync::Notify::new(),
+                ended: tokio::sync::watch::Sender::new(0),
+                draining: AtomicBool::new(false),
+                cells: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// This node's id.
+    pub(crate) fn node(&self) -> &str {
+        &self.inner.node
+    }
+
+    /// The host runs execute on.
+    pub(crate) fn host(&self) -> &Arc<Host> {
+        &self.inner.host
+    }
+
+    fn active(&self) -> std::sync::MutexGuard<'_, HashMap<String, Active>> {
+        self.inner
+            .active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many runs this node executes now.
+    pub(crate) fn running(&self) -> usize {
+        self.active().len()
+    }
+
+    /// Ends what the previous life of this store's runs left live (all of
+    /// them on SQLite, which one node owns; those whose lease expired on
+    /// PostgreSQL), then starts claiming runs.
+    pub(crate) async fn start(&self) -> Result<tokio::task::JoinHandle<()>, ApiError> {
+        let orphans = match self.inner.store.backend() {
+            talon_store::Backend::Sqlite => self.inner.store.live_runs().await,
+            talon_store::Backend::Postgres => {
+                self.inner
+                    .store
+                    .orphaned_runs(talon_store::now_ms(), Some(&self.inner.node))
+                    .await
+            }
+        }
+        .map_err(api_error)?;
+        for run in orphans {
+            self.end_orphan(run).await;
+        }
+        let engine = self.clone();
+        Ok(tokio::spawn(async move { engine.dispatch().await }))
+    }
+
+    /// Ends a run whose node is gone.
+    async fn end_orphan(&self, mut run: Run) {
+        let store = &self.inner.store;
+        let filter = talon_store::EventFilter {
+            run_id: Some(run.id.clone()),
+            types: vec![
+                talon_protocol::EventType::RunCompleted,
+                talon_protocol::EventType::RunFailed,
+                talon_protocol::EventType::RunCancelled,
+                talon_protocol::EventType::RunTimedOut,
+            ],
+            ..Default::default()
+        };
+        let terminal = store
+            .after(None, &filter, 1)
+            .await
+            .ok()
+            .and_then(|events| events.into_iter().next());
+        let now = talon_store::now_ms();
+        run.ended_at = Some(now);
+        let event = match terminal {
+            // It ended, but its row was not written: bring the row in line.
+            Some(event) => {
+                run.status = match event.kind {
+                    talon_protocol::EventType::RunCompleted => RunStatus::Completed,
+                    talon_protocol::EventType::RunCancelled => RunStatus::Cancelled,
+                    talon_protocol::EventType::RunTimedOut => RunStatus::TimedOut,
+                    _ => RunStatus::Failed,
+                };
+                None
+            }
+            None => {
+                run.status = RunStatus::Failed;
+                let error = ApiError::new(
+                    ErrorCode::Unavailable,
+                    "the gateway executing this run stopped before it ended; it was not resumed",
+                )
+                .with_details(
+                    serde_json::json!({"reason": "interrupted", "node": self.inner.node}),
+                );
+                run.error = Some(error.clone());
+                Some(run_event(
+                    &run,
+                    EventData::RunFailed(ended_data(Some(&error))),
+                ))
+            }
+        };
+        let result = result_of(&run, None);
+        match store.end_run(&run, &result).await {
+            Ok(true) => {
+                if let Some(event) = event
+                    && let Err(error) = store.append(vec![event]).await
+                {
+                    tracing::error!(%error, run = %run.id, "the terminal event of an interrupted run was not stored");
+                }
+                tracing::warn!(run = %run.id, status = ?run.status, "ended a run its node left live");
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::error!(%error, run = %run.id, "could not end an interrupted run")
+            }
+        }
+    }
+
+    /// Claims and executes runs until the node drains; renews leases,
+    /// follows cancel requests other nodes left, and takes over runs of
+    /// dead nodes.
+    async fn dispatch(&self) {
+        let mut poll = tokio::time::interval(POLL);
+        let mut renew = tokio::time::interval(RENEW);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = self.inner.wake.notified() => {}
+                _ = poll.tick() => self.follow_store().await,
+                _ = renew.tick() => {
+                    let until = talon_store::now_ms() + LEASE.as_millis() as u64;
+                    if let Err(error) = self.inner.store.renew_leases(&self.inner.node, until).await {
+                        tracing::warn!(%error, "could not renew this node's leases");
+                    }
+                }
+            }
+            if self.inner.draining.load(Ordering::SeqCst) {
+                return;
+            }
+            self.fill().await;
+        }
+    }
+
+    /// Claims queued runs while this node has room.
+    async fn fill(&self) {
+        while self.running() < self.inner.limits.max_concurrent
+            && !self.inner.draining.load(Ordering::SeqCst)
+        {
+            let now = talon_store::now_ms();
+            let claimed = self
+                .inner
+                .store
+                .claim_run(&self.inner.node, None, now, now + LEASE.as_millis() as u64)
+                .await;
+            match claimed {
+                Ok(Some(claimed)) => self.spawn(claimed),
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "could not claim a run");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Cancel requests and dead nodes' runs, as other nodes left them in
+    /// the store.
+    async fn follow_store(&self) {
+        let store = &self.inner.store;
+        if let Ok(ids) = store.cancel_requests(&self.inner.node).await {
+            for (id, rollback) in ids {
+                if let Some(active) = self.active().get(&id) {
+                    active.rollback.fetch_or(rollback, Ordering::SeqCst);
+                    active.cancel.cancel();
+                }
+            }
+        }
+        if store.backend() == talon_store::Backend::Postgres
+            && let Ok(orphans) = store.orphaned_runs(talon_store::now_ms(), None).await
+        {
+            for run in orphans {
+                self.end_orphan(run).await;
+            }
+        }
+    }
+
+    /// Executes a claimed run on a task of its own.
+    fn spawn(&self, claimed: talon_store::Claimed) {
+        let active = Active {
+            cancel: CancellationToken::new(),
+            rollback: Arc::new(AtomicBool::new(false)),
+        };
+        self.active().insert(claimed.run.id.clone(), active.clone());
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let id = claimed.run.id.clone();
+            engine.execute(claimed, active).await;
+            engine.active().remove(&id);
+            engine.inner.ended.send_modify(|n| *n += 1);
+            engine.inner.wake.notify_one();
+        });
+    }
+
+    /// Accepts a run: `queued` in the store with its `run.created` event
+    /// (and `run.queued` when it waits), or the first run of the same
+    /// idempotency key.
+    pub(crate) async fn submit(&self, submit: Submit) -> Result<Run, ApiError> {
+        if self.inner.draining.load(Ordering::SeqCst) {
+            return Err(ApiError::new(
+                ErrorCode::Unavailable,
+                "this gateway is shutting down; send the run to another node or retry",
+            )
+            .with_retry_after_ms(1_000));
+        }
+        let store = &self.inner.store;
+        let _lane = self.inner.lane.lock().await;
+        let live: Vec<Run> = store
+            .session_runs(&submit.session.id)
+            .await
+            .map_err(api_error)?
+            .into_iter()
+            .filter(|r| !r.status.is_terminal())
+            .collect();
+        let busy = !live.is_empty();
+        if busy {
+            match submit.strategy {
+                MultitaskStrategy::Reject => {
+                    return Err(ApiError::new(
+                        ErrorCode::Conflict,
+                        "the session already has an active run (multitaskStrategy: reject)",
+                    )
+                    .with_details(serde_json::json!({
+                        "activeRunIds": live.iter().map(|r| r.id.clone()).collect::<Vec<_>>()
+                    })));
+                }
+                MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
+                    let rollback = submit.strategy == MultitaskStrategy::Rollback;
+                    for run in &live {
+                        self.cancel(&run.id, rollback, Duration::ZERO).await?;
+                    }
+                }
+                MultitaskStrategy::Enqueue => {}
+            }
+        }
+        let queued = store
+            .queued_runs(self.inner.limits.max_queued)
+            .await
+            .map_err(api_error)?;
+        if queued.len() >= self.inner.limits.max_queued as usize {
+            return Err(ApiError::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "{} runs are already waiting; retry later",
+                    self.inner.limits.max_queued
+                ),
+            )
+            .with_retry_after_ms(1_000));
+        }
+        let run = Run {
+            id: new_id("run")?,
+            agent_id: submit.agent_id.clone(),
+            session_id: Some(submit.session.id.clone()),
+            session_key: Some(submit.session.key.clone()),
+            status: RunStatus::Queued,
+            created_at: talon_store::now_ms(),
+            started_at: None,
+            ended_at: None,
+            usage: None,
+            error: None,
+        };
+        let request = serde_json::to_value(&submit.request)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+        let (key, hash) = match &submit.idempotency {
+            Some((key, hash)) => (Some(key.as_str()), hash.as_str()),
+            None => (None, ""),
+        };
+        let (run, created) = store
+            .create_run(&run, key, hash, &self.inner.node, Some(&request))
+            .await
+            .map_err(api_error)?;
+        if !created {
+            return Ok(run);
+        }
+        let input = match &submit.request.input {
+            RunInput::Text(text) => text.clone(),
+            RunInput::Messages(messages) => messages
+                .last()
+                .map(|m| m.content.clone())
+                .unwrap_or_default(),
+        };
+        let mut events = vec![run_event(
+            &run,
+            EventData::RunCreated(RunCreatedData { input }),
+        )];
+        let reason = if busy && submit.strategy == MultitaskStrategy::Enqueue {
+            Some("session")
+        } else if self.running() >= self.inner.limits.max_concurrent {
+            Some("runtime")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            events.push(run_event(
+                &run,
+                EventData::RunQueued(RunQueuedData {
+                    reason: reason.into(),
+                }),
+            ));
+        }
+        store.append(events).await.map_err(api_error)?;
+        drop(_lane);
+        self.inner.wake.notify_one();
+        Ok(run)
+    }
+
+    /// Cancels a run: at once when it is queued; through its token when
+    /// this node executes it; through the store when another node does.
+    /// With `rollback`, its messages are dropped. Waits up to `settle` for
+    /// it to end, and returns it as it then is.
+    pub(crate) async fn cancel(
+        &self,
+        run_id: &str,
+        rollback: bool,
+        settle: Duration,
+    ) -> Result<Run, ApiError> {
+        let store = &self.inner.store;
+        let mut ended = self.inner.ended.subscribe();
+        let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
+            ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
+        })?;
+        if run.status.is_terminal() {
+            return Ok(run);
+        }
+        if run.status == RunStatus::Queued {
+            let mut cancelled = run.clone();
+            cancelled.status = RunStatus::Cancelled;
+            cancelled.ended_at = Some(talon_store::now_ms());
+            let result = result_of(&cancelled, None);
+            if store
+                .end_run(&cancelled, &result)
+                .await
+                .map_err(api_error)?
+            {
+                let mut data = ended_data(None);
+                data.error = Some("the run was cancelled before it started".into());
+                store
+                    .append(vec![run_event(&cancelled, EventData::RunCancelled(data))])
+                    .await
+                    .map_err(api_error)?;
+                self.inner.ended.send_modify(|n| *n += 1);
+                return Ok(cancelled);
+            }
+            // Claimed meanwhile: cancel it where it runs.
+        }
+        let local = self.active().get(run_id).cloned();
+        match local {
+            Some(active) => {
+                active.rollback.fetch_or(rollback, Ordering::SeqCst);
+                active.cancel.cancel();
+            }
+            None => {
+                store
+                    .request_cancel(run_id, rollback)
+                    .await
+                    .map_err(api_error)?;
+            }
+        }
+        let deadline = tokio::time::Instant::now() + settle;
+        loop {
+            let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
+                ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
+            })?;
+            if run.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                return Ok(run);
+            }
+            let _ = tokio::time::timeout_at(
+                deadline.min(tokio::time::Instant::now() + WAIT_POLL),
+                ended.changed(),
+            )
+            .await;
+        }
+    }
+
+    /// Waits for a run to end, at most `timeout`: its result, or
+    /// `accepted` when the wait's own deadline passed first.
+    pub(crate) async fn wait(
+        &self,
+        run_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<RunResult, ApiError> {
+        let store = &self.inner.store;
+        let timeout = timeout
+            .unwrap_or(self.inner.limits.default_wait)
+            .min(self.inner.limits.max_wait);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut ended = self.inner.ended.subscribe();
+        loop {
+            let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
+                ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
+            })?;
+            if run.status.is_terminal() {
+                let result = store.run_result(run_id).await.map_err(api_error)?;
+                return Ok(result.unwrap_or_else(|| result_of(&run, None)));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(result_of(&run, None));
+            }
+            // A run of this node wakes the wait when it ends; one of
+            // another node is polled.
+            let _ = tokio::time::timeout_at(
+                deadline.min(tokio::time::Instant::now() + WAIT_POLL),
+                ended.changed(),
+            )
+            .await;
+        }
+    }
+
+    /// Stops claiming runs and refuses new ones; running runs get the
+    /// grace period, then are cancelled; returns once every one has ended
+    /// and its events are durable.
+    pub(crate) async fn drain(&self) {
+        self.inner.draining.store(true, Ordering::SeqCst);
+        self.inner.wake.notify_one();
+        let mut ended = self.inner.ended.subscribe();
+        let grace = tokio::time::Instant::now() + self.inner.limits.drain_grace;
+        while self.running() > 0 && tokio::time::Instant::now() < grace {
+            let _ = tokio::time::timeout_at(grace, ended.changed()).await;
+        }
+        let left: Vec<Active> = self.active().values().cloned().collect();
+        for active in &left {
+            active.cancel.cancel();
+        }
+        while self.running() > 0 {
+            if ended.changed().await.is_err() {
+                break;
+            }
+        }
+        self.inner.host.shutdown().await;
+    }
+
+    /// Usage as the protocol reports it.
+    pub(crate) fn usage(usage: &talon_provider::Usage) -> Usage {
+        Usage {
+            input_tokens: Some(usage.input_tokens),
+            output_tokens: Some(usage.output_tokens),
+            total_tokens: Some(usage.input_tokens + usage.output_tokens),
+            cost_usd: None,
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! A host of agent runs: builds each run from the config (its model, its
+//! tools, the surface the model sees) and executes it through the agent
+//! loop. `talon agent` hosts one run; the gateway hosts many, and they
+//! share what a host owns: the config's MCP servers (connected once) and
+//! the sandbox (started the first time a surface needs it).
+//!
+//! What a run's caller decides stays in its [`RunSpec`]: where its events
+//! go, who approves its calls, where its suspended cells live, and its
+//! context (ids, cancellation).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use talon_agent::{
+    AgentRun, ApprovalEvents, NestedCallEvents, RunEvents, RunOptions, RunResult, UpdateEvents,
+};
+use talon_config::Config;
+use talon_core_tools::CoreTools;
+use talon_mcp::McpManager;
+use talon_provider::Message;
+use talon_provider::openai::OpenAiCompatible;
+use talon_sandbox::CellEngine;
+use talon_tools::{Approver, RunContext, ToolRunner, ToolSurface};
+
+use crate::provider::ModelRoute;
+use crate::surface::OpenCells;
+use crate::{RunTools, RuntimeError, SurfaceParts, SurfacePlan};
+
+/// Hosts runs over one config.
+pub struct Host {
+    config: Arc<Config>,
+    route: ModelRoute,
+    mcp: McpManager,
+    mcp_started: tokio::sync::OnceCell<()>,
+    engine: tokio::sync::OnceCell<Result<CellEngine, String>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("route", &self.route)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One run to build.
+pub struct RunSpec {
+    /// The agent.
+    pub agent: String,
+    /// The run's context: ids, session key, channel, cancellation.
+    pub ctx: RunContext,
+    /// Where its events go, stamped with `ctx`'s ids.
+    pub events: Arc<RunEvents>,
+    /// Who approves the calls that need it.
+    pub approver: Arc<dyn Approver>,
+    /// Where its suspended Code Mode cells go.
+    pub cells: OpenCells,
+    /// The workspace the core tools work in (else the agent's
+    /// `workspace`, else `agents.defaults.workspace`, else
+    /// `<state dir>/workspace`).
+    pub workspace: Option<PathBuf>,
+    /// The run's own time limit (else the loop's default).
+    pub timeout: Option<Duration>,
+}
+
+/// A run built and ready to execute.
+pub struct PreparedRun {
+    provider: OpenAiCompatible,
+    surface: Arc<dyn ToolSurface>,
+    ctx: RunContext,
+    events: Arc<RunEvents>,
+    options: RunOptions,
+    tools: RunTools,
+}
+
+impl std::fmt::Debug for PreparedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedRun")
+            .field("run_id", &self.ctx.scope.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PreparedRun {
+    /// Runs `message` after `history` to its end (its terminal event
+    /// included) and releases what the run held.
+    pub async fn run(self, history: Vec<Message>, message: &str) -> RunResult {
+        let run = AgentRun {
+            provider: &self.provider,
+            surface: self.surface,
+            ctx: self.ctx,
+            events: self.events,
+            options: self.options,
+        };
+        let result = run.run(history, message).await;
+        self.tools.shutdown().await;
+        result
+    }
+
+    /// The provider's model id.
+    pub fn model(&self) -> &str {
+        &self.options.model
+    }
+
+    /// The provider client (for requests outside the loop, e.g. a
+    /// session's compaction).
+    pub fn provider(&self) -> &OpenAiCompatible {
+        &self.provider
+    }
+}
+
+/// The workspace of `agent`'s core tools.
+pub fn workspace(config: &Config, agent: &str) -> PathBuf {
+    config
+        .agent(agent)
+        .and_then(|a| a["workspace"].as_str())
+        .map(PathBuf::from)
+        .or_else(|| {
+            config
+                .get("agents.defaults.workspace")
+                .and_then(Value::as_str)
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| talon_config::state_dir().join("workspace"))
+}
+
+impl Host {
+    /// A host of runs over `config`, its models reached by `route`.
+    pub fn new(config: Arc<Config>, route: ModelRoute) -> Result<Self, RuntimeError> {
+        let mcp = crate::tools::servers(&config)?;
+        Ok(Self {
+            config,
+            route,
+            mcp,
+            mcp_started: tokio::sync::OnceCell::new(),
+            engine: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// How models are reached.
+    pub fn route(&self) -> &ModelRoute {
+        &self.route
+    }
+
+    /// The sandbox, started on first use (off the async threads).
+    async fn engine(&self) -> Result<CellEngine, String> {
+        self.engine
+            .get_or_init(|| async {
+                match tokio::task::spawn_blocking(crate::engine::start).await {
+                    Ok(started) => started.map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("the sandbox's start-up panicked: {e}")),
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// The MCP servers, `connectOnStart` ones connected on first use.
+    async fn mcp(&self) -> &McpManager {
+        self.mcp_started
+            .get_or_init(|| async {
+                for error in self.mcp.start().await {
+                    tracing::warn!(%error, "MCP server unavailable");
+                }
+            })
+            .await;
+        &self.mcp
+    }
+
+    /// The provider client and model for `agent`.
+    pub fn model(&self, agent: &str) -> Result<(OpenAiCompatible, String), RuntimeError> {
+        crate::provider::select(&self.config, agent, &self.route)
+    }
+
+    /// Builds a run: its model, its tools (core tools in its workspace,
+    /// the MCP servers, the policy), the surface its agent's config asks
+    /// for. Starting the sandbox and listing the servers' tools overlap.
+    pub async fn prepare(&self, spec: RunSpec) -> Result<PreparedRun, RuntimeError> {
+        let RunSpec {
+            agent,
+            mut ctx,
+            events,
+            approver,
+            cells,
+            workspace,
+            timeout,
+        } = spec;
+        let (provider, model) = self.model(&agent)?;
+        let workspace = workspace.unwrap_or_else(|| crate::host::workspace(&self.config, &agent));
+        let core = CoreTools::new(&workspace)
+            .map_err(|e| RuntimeError::Config(format!("workspace {}: {e}", workspace.display())))?;
+        let plan = SurfacePlan::from_config(&self.config, &agent)?;
+        let engine = async {
+            if plan.needs_sandbox() {
+                Some(self.engine().await)
+            } else {
+                None
+            }
+        };
+        let tools = async {
+            let mcp = self.mcp().await;
+            RunTools::with_manager(&self.config, &agent, &ctx.scope, Some(core), mcp).await
+        };
+        let (engine, tools) = tokio::join!(engine, tools);
+        let tools = tools?;
+        // The model's first turn takes a while: load the embedding table
+        // and embed the catalog meanwhile, so that the first search does
+        // not.
+        if plan.searches() {
+            let catalog = tools.catalog.clone();
+            drop(tokio::task::spawn_blocking(move || catalog.warm_search()));
+        }
+        ctx.updates = Arc::new(UpdateEvents(events.clone()));
+        let runner = Arc::new(
+            ToolRunner::new(tools.catalog.clone(), tools.executor.clone())
+                .with_approver(Arc::new(ApprovalEvents::new(approver, events.clone())))
+                .with_observer(Arc::new(NestedCallEvents(events.clone()))),
+        );
+        let parts = SurfaceParts {
+            runner,
+            ctx: ctx.clone(),
+            mcp: tools.mcp.clone(),
+            engine,
+            cells,
+        };
+        let surface = crate::surface::build(plan, parts)?;
+        let mut options = RunOptions {
+            model,
+            ..RunOptions::default()
+        };
+        if let Some(timeout) = timeout {
+            options.timeout = timeout;
+        }
+        Ok(PreparedRun {
+            provider,
+            surface,
+            ctx,
+            events,
+            options,
+            tools,
+        })
+    }
+
+    /// Stops the MCP servers the host's runs used.
+    pub async fn shutdown(&self) {
+        self.mcp.shutdown().await;
+    }
+}
