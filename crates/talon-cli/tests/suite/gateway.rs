@@ -58,7 +58,10 @@ fn the_gateway_serves_with_its_first_admin_token_and_stops_on_sigterm() {
     assert_eq!(stored.trim(), admin);
     let response = post(&addr, &admin, "agents.list", "{}");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(response.ends_with("{\"agents\":[]}"), "{response}");
+    assert_eq!(
+        body(&response),
+        serde_json::json!({"agents": [{"id": "main", "description": "The default agent", "source": "config"}]})
+    );
     let refused = post(&addr, "talon_wrong", "agents.list", "{}");
     assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
     // A token made by the CLI works against the running gateway.
@@ -139,4 +142,122 @@ fn tokens_are_created_listed_and_revoked() {
     }
     let out = talon(home.path(), &["token", "revoke", "tok_nope"]);
     assert_eq!(out.status.code(), Some(1));
+}
+
+/// Starts `talon gateway` on a free port; returns it, its address and its
+/// stderr (the admin token, on a first start, is on its stdout).
+fn start_gateway(
+    home: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
+    let mut args = vec!["gateway", "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = spawn_talon(home, &args, &[]);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the gateway exited");
+        if let Some(rest) = line.trim().strip_prefix("talon gateway: listening on http://") {
+            return (child, rest.to_owned(), stderr);
+        }
+    }
+}
+
+/// The JSON body of an HTTP response.
+fn body(response: &str) -> serde_json::Value {
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+/// Opens a run's SSE stream and reads it until an event of type `until`;
+/// returns the ids seen.
+fn stream_until(addr: &str, token: &str, run_id: &str, until: &str) -> Vec<String> {
+    use std::io::Write as _;
+    let stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    write!(
+        writer,
+        "GET /v1/runs/{run_id}/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut ids = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        let line = line.trim();
+        if let Some(id) = line.strip_prefix("id: ") {
+            ids.push(id.to_owned());
+        }
+        if line == format!("event: {until}") {
+            return ids;
+        }
+    }
+}
+
+#[test]
+fn a_gateway_killed_mid_run_loses_nothing_and_ends_what_it_left() {
+    let home = tempfile::tempdir().unwrap();
+    let hang = home.path().join("hang.json");
+    std::fs::write(
+        &hang,
+        r#"{"replay": "perRun", "turns": [{"delayMs": 60000, "text": "never"}]}"#,
+    )
+    .unwrap();
+    let after = home.path().join("after.json");
+    std::fs::write(
+        &after,
+        r#"{"replay": "perRun", "turns": [{"text": "after the restart"}]}"#,
+    )
+    .unwrap();
+    let (mut first, addr, _) = start_gateway(home.path(), &["--mock-script", hang.to_str().unwrap()]);
+    let mut admin = String::new();
+    BufReader::new(first.stdout.take().unwrap())
+        .read_line(&mut admin)
+        .unwrap();
+    let admin = admin.trim().to_owned();
+    let running = body(&post(&addr, &admin, "runs.create", r#"{"input": "hang", "sessionKey": "crash"}"#));
+    let run_id = running["id"].as_str().unwrap().to_owned();
+    let queued = body(&post(&addr, &admin, "runs.create", r#"{"input": "then this", "sessionKey": "crash"}"#));
+    let seen = stream_until(&addr, &admin, &run_id, "run.started");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // SIGKILL mid-run.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (mut second, addr, mut stderr) =
+        start_gateway(home.path(), &["--mock-script", after.to_str().unwrap()]);
+    // The interrupted run ended failed, with its terminal event after
+    // every event a subscriber had seen.
+    let run = body(&post(&addr, &admin, "runs.get", &format!(r#"{{"runId": "{run_id}"}}"#)));
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(run["error"]["code"], "unavailable");
+    assert_eq!(run["error"]["details"]["reason"], "interrupted");
+    let page = body(&post(&addr, &admin, "runs.events", &format!(r#"{{"runId": "{run_id}"}}"#)));
+    let events = page["events"].as_array().unwrap();
+    let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids[..2], seen.iter().map(String::as_str).collect::<Vec<_>>()[..]);
+    assert_eq!(events.last().unwrap()["type"], "run.failed");
+    assert_eq!(page["done"], true);
+    // The run queued behind it runs on the restarted gateway.
+    let result = body(&post(
+        &addr,
+        &admin,
+        "runs.wait",
+        &format!(r#"{{"runId": "{}", "timeoutMs": 30000}}"#, queued["id"].as_str().unwrap()),
+    ));
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["output"]["text"], "after the restart");
+    Command::new("kill")
+        .args(["-TERM", &second.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(second.wait().unwrap().success());
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    assert!(!log.contains(&admin), "the admin token was logged: {log}");
 }
