@@ -35,6 +35,9 @@ pub struct Host {
     mcp: McpManager,
     mcp_started: tokio::sync::OnceCell<()>,
     engine: tokio::sync::OnceCell<Result<CellEngine, String>>,
+    /// Provider clients by agent: building one loads the system's
+    /// certificates (~40 ms), so runs share their agent's.
+    models: std::sync::Mutex<std::collections::HashMap<String, (OpenAiCompatible, String)>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -136,6 +139,7 @@ impl Host {
             mcp,
             mcp_started: tokio::sync::OnceCell::new(),
             engine: tokio::sync::OnceCell::new(),
+            models: Default::default(),
         })
     }
 
@@ -174,9 +178,18 @@ impl Host {
         &self.mcp
     }
 
-    /// The provider client and model for `agent`.
+    /// The provider client and model for `agent` (built once per agent).
     pub fn model(&self, agent: &str) -> Result<(OpenAiCompatible, String), RuntimeError> {
-        crate::provider::select(&self.config, agent, &self.route)
+        let mut models = self
+            .models
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = models.get(agent) {
+            return Ok(found.clone());
+        }
+        let built = crate::provider::select(&self.config, agent, &self.route)?;
+        models.insert(agent.to_owned(), built.clone());
+        Ok(built)
     }
 
     /// Builds a run: its model, its tools (core tools in its workspace,
@@ -192,10 +205,13 @@ impl Host {
             workspace,
             timeout,
         } = spec;
+        let began = std::time::Instant::now();
         let (provider, model) = self.model(&agent)?;
+        tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
         let workspace = workspace.unwrap_or_else(|| crate::host::workspace(&self.config, &agent));
         let core = CoreTools::new(&workspace)
             .map_err(|e| RuntimeError::Config(format!("workspace {}: {e}", workspace.display())))?;
+        tracing::debug!(elapsed = ?began.elapsed(), "prepare: core tools");
         let plan = SurfacePlan::from_config(&self.config, &agent)?;
         let engine = async {
             if plan.needs_sandbox() {
@@ -210,6 +226,7 @@ impl Host {
         };
         let (engine, tools) = tokio::join!(engine, tools);
         let tools = tools?;
+        tracing::debug!(elapsed = ?began.elapsed(), "prepare: tools and engine");
         // The model's first turn takes a while: load the embedding table
         // and embed the catalog meanwhile, so that the first search does
         // not.
@@ -231,6 +248,7 @@ impl Host {
             cells,
         };
         let surface = crate::surface::build(plan, parts)?;
+        tracing::debug!(elapsed = ?began.elapsed(), "prepare: surface");
         let mut options = RunOptions {
             model,
             ..RunOptions::default()

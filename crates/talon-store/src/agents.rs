@@ -16,7 +16,7 @@ impl Store {
         .bind(agent.id.clone())
         .bind(ms(agent.created_at.unwrap_or(0))?)
         .bind(json_text(agent)?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         if inserted == 1 {
@@ -51,7 +51,7 @@ impl Store {
         let changed = sqlx::query("UPDATE agents SET doc = $2 WHERE id = $1")
             .bind(agent.id.clone())
             .bind(json_text(agent)?)
-            .execute(self.pool())
+            .execute(self.writes())
             .await?
             .rows_affected();
         Ok(changed == 1)

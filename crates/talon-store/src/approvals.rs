@@ -176,7 +176,7 @@ impl Store {
         .bind(opt_ms(record.expires_at())?)
         .bind(ms(record.created_at())?)
         .bind(json_text(record)?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         if inserted == 1 {
@@ -242,7 +242,7 @@ impl Store {
         .bind(id.to_owned())
         .bind(resolved.status()?)
         .bind(json_text(&resolved)?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         if changed == 1 {

@@ -100,7 +100,7 @@ impl Store {
         .bind(inline)
         .bind(path.clone())
         .bind(json_text(&summary)?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         if inserted == 1 {
@@ -194,7 +194,7 @@ impl Store {
             "DELETE FROM artifacts WHERE expires_at IS NOT NULL AND expires_at <= $1 RETURNING path",
         )
         .bind(ms(now)?)
-        .fetch_all(self.pool())
+        .fetch_all(self.writes())
         .await?;
         let dir = self.artifact_dir();
         for row in &rows {

@@ -68,7 +68,7 @@ impl Store {
         .bind(cell.scope.run_id.clone())
         .bind(ms(millis(cell.expires_at))?)
         .bind(record)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?;
         Ok(())
     }
@@ -96,7 +96,7 @@ impl Store {
         .bind(scope.agent_id.clone())
         .bind(scope.session_id.clone())
         .bind(scope.run_id.clone())
-        .fetch_optional(self.pool())
+        .fetch_optional(self.writes())
         .await?;
         row.map(|row| row.try_get(0).map_err(StoreError::from))
             .transpose()
@@ -124,7 +124,7 @@ impl Store {
         .bind(id.to_owned())
         .bind(version)
         .bind(record)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         Ok(changed == 1)
@@ -133,7 +133,7 @@ impl Store {
     async fn delete_cell(&self, id: &str) -> Result<()> {
         sqlx::query("DELETE FROM cells WHERE id = $1")
             .bind(id.to_owned())
-            .execute(self.pool())
+            .execute(self.writes())
             .await?;
         Ok(())
     }
@@ -141,7 +141,7 @@ impl Store {
     async fn purge_cells(&self, now: u64) -> Result<u64> {
         Ok(sqlx::query("DELETE FROM cells WHERE expires_at <= $1")
             .bind(ms(now)?)
-            .execute(self.pool())
+            .execute(self.writes())
             .await?
             .rows_affected())
     }
@@ -172,7 +172,14 @@ enum Job {
 #[derive(Debug)]
 pub struct CellStore {
     jobs: mpsc::UnboundedSender<Job>,
+    /// When expired cells were last purged (seconds since the epoch): a
+    /// purge runs at most once a minute per store, however many runs ask
+    /// (expired cells are invisible to reads meanwhile).
+    last_purge: std::sync::atomic::AtomicU64,
 }
+
+/// Seconds between two purges of expired cells.
+const PURGE_EVERY_SECS: u64 = 60;
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -225,7 +232,10 @@ impl CellStore {
                 source,
             })?;
         opened.recv().map_err(|_| StoreError::Closed)??;
-        Ok(Self { jobs })
+        Ok(Self {
+            jobs,
+            last_purge: std::sync::atomic::AtomicU64::new(0),
+        })
     }
 
     fn ask<T>(
@@ -347,6 +357,17 @@ impl SnapshotStore for CellStore {
     }
 
     fn purge_expired(&self) -> std::result::Result<usize, CellError> {
+        use std::sync::atomic::Ordering;
+        let now = millis(SystemTime::now()) / 1000;
+        let last = self.last_purge.load(Ordering::Relaxed);
+        if now < last + PURGE_EVERY_SECS
+            || self
+                .last_purge
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return Ok(0);
+        }
         self.ask(Job::Purge)
     }
 

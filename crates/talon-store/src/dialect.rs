@@ -151,7 +151,31 @@ pub(crate) fn redact(url: &str) -> String {
 }
 
 /// Connects a pool to the database `config` names.
-pub(crate) async fn connect(config: &StoreConfig) -> Result<(Backend, AnyPool)> {
+/// The pools of a store: `reads`, and `writes`, which on SQLite is a
+/// pool of one connection (SQLite has one writer at a time; a pool's
+/// queue is fair, where SQLite's busy handler lets a waiting writer
+/// starve under load), and on PostgreSQL the same pool.
+pub(crate) struct Pools {
+    pub(crate) backend: Backend,
+    pub(crate) reads: AnyPool,
+    pub(crate) writes: AnyPool,
+}
+
+/// Connects the pools `config` names.
+pub(crate) async fn connect(config: &StoreConfig) -> Result<Pools> {
+    let (backend, reads) = connect_pool(config, config.max_connections.max(2)).await?;
+    let writes = match backend {
+        Backend::Sqlite => connect_pool(config, 1).await?.1,
+        Backend::Postgres => reads.clone(),
+    };
+    Ok(Pools {
+        backend,
+        reads,
+        writes,
+    })
+}
+
+async fn connect_pool(config: &StoreConfig, connections: u32) -> Result<(Backend, AnyPool)> {
     sqlx::any::install_default_drivers();
     let (backend, url) = target(config)?;
     let options = AnyConnectOptions::from_str(&url)
@@ -163,7 +187,7 @@ pub(crate) async fn connect(config: &StoreConfig) -> Result<(Backend, AnyPool)> 
         .max_size_bytes
         .map(|bytes| (bytes / 4096).clamp(1, u64::from(u32::MAX)));
     let pool = AnyPoolOptions::new()
-        .max_connections(config.max_connections.max(2))
+        .max_connections(connections)
         .acquire_timeout(config.connect_timeout)
         .after_connect(move |conn, _meta| {
             Box::pin(async move {

@@ -305,7 +305,7 @@ impl Store {
     /// and records how far, so older cursors answer `cursor_expired`.
     /// Returns how many were removed.
     pub async fn prune(&self, retention: Retention, now: u64) -> Result<u64> {
-        let mut tx = self.backend().begin_write(self.pool()).await?;
+        let mut tx = self.backend().begin_write(self.writes()).await?;
         let mut through: i64 = 0;
         if let Some(age) = retention.max_age {
             let cutoff = now.saturating_sub(age.as_millis() as u64) as i64;

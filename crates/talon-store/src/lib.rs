@@ -114,6 +114,7 @@ pub struct Store {
 #[derive(Debug)]
 struct Inner {
     pool: AnyPool,
+    writes: AnyPool,
     backend: Backend,
     state_dir: PathBuf,
     inline_artifact_bytes: u64,
@@ -124,15 +125,20 @@ struct Inner {
 /// Must run inside a Tokio runtime (the group-commit writer is a task on
 /// it).
 pub async fn open(config: &StoreConfig) -> Result<Store> {
-    let (backend, pool) = dialect::connect(config).await?;
-    migrate(backend, &pool).await?;
+    let dialect::Pools {
+        backend,
+        reads: pool,
+        writes,
+    } = dialect::connect(config).await?;
+    migrate(backend, &writes).await?;
     let last: i64 = sqlx::query_scalar("SELECT last FROM event_counter WHERE id = 1")
         .fetch_one(&pool)
         .await?;
-    let writer = writer::Writer::spawn(pool.clone(), backend, u64::try_from(last).unwrap_or(0));
+    let writer = writer::Writer::spawn(writes.clone(), backend, u64::try_from(last).unwrap_or(0));
     Ok(Store {
         inner: Arc::new(Inner {
             pool,
+            writes,
             backend,
             state_dir: config.state_dir.clone(),
             inline_artifact_bytes: config.inline_artifact_bytes,
@@ -173,8 +179,14 @@ impl Store {
         self.inner.backend
     }
 
+    /// The pool reads go through.
     fn pool(&self) -> &AnyPool {
         &self.inner.pool
+    }
+
+    /// The pool writes go through (one connection on SQLite).
+    fn writes(&self) -> &AnyPool {
+        &self.inner.writes
     }
 
     /// The id of the last event this store committed, watched: a live
@@ -189,6 +201,7 @@ impl Store {
     pub async fn close(&self) {
         self.inner.writer.flush().await;
         self.inner.pool.close().await;
+        self.inner.writes.close().await;
     }
 }
 

@@ -43,7 +43,7 @@ impl Store {
         .bind(request_hash.to_owned())
         .bind(node.to_owned())
         .bind(request.map(json_text).transpose()?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         if inserted == 1 {
@@ -94,6 +94,18 @@ impl Store {
                 let hash: Option<String> = row.try_get(10)?;
                 Ok(Some((run_of(&row)?, hash.unwrap_or_default())))
             }
+        }
+    }
+
+    /// The node that created or claimed a run.
+    pub async fn run_node(&self, id: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT node FROM runs WHERE id = $1")
+            .bind(id.to_owned())
+            .fetch_optional(self.pool())
+            .await?;
+        match row {
+            None => Ok(None),
+            Some(row) => Ok(row.try_get(0)?),
         }
     }
 
@@ -158,7 +170,7 @@ impl Store {
         .bind(opt_ms(run.ended_at)?)
         .bind(run.usage.as_ref().map(json_text).transpose()?)
         .bind(run.error.as_ref().map(json_text).transpose()?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         Ok(changed == 1)
@@ -169,7 +181,7 @@ impl Store {
         let changed = sqlx::query("UPDATE runs SET result = $2 WHERE id = $1")
             .bind(run_id.to_owned())
             .bind(json_text(result)?)
-            .execute(self.pool())
+            .execute(self.writes())
             .await?
             .rows_affected();
         Ok(changed == 1)
@@ -242,7 +254,7 @@ impl Store {
                ORDER BY q.created_at, q.id LIMIT 1{lock}) \
              AND status = 'queued' RETURNING id"
         );
-        let mut tx = self.backend().begin_write(self.pool()).await?;
+        let mut tx = self.backend().begin_write(self.writes()).await?;
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(node.to_owned())
             .bind(ms(now)?)
@@ -273,7 +285,7 @@ impl Store {
         ))
         .bind(node.to_owned())
         .bind(ms(lease_until)?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected())
     }
@@ -338,7 +350,7 @@ impl Store {
         )
         .bind(run_id.to_owned())
         .bind(if rollback { 2i64 } else { 1i64 })
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected()
             == 1)
@@ -377,7 +389,7 @@ impl Store {
         .bind(run.usage.as_ref().map(json_text).transpose()?)
         .bind(run.error.as_ref().map(json_text).transpose()?)
         .bind(json_text(result)?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?
         .rows_affected();
         Ok(changed == 1)

@@ -27,7 +27,7 @@ impl Store {
     /// Stores a new session; [`StoreError::Exists`] when its id or key is
     /// taken.
     pub async fn create_session(&self, session: &Session) -> Result<()> {
-        let inserted = insert_session(self.pool(), session).await?;
+        let inserted = insert_session(self.writes(), session).await?;
         if inserted {
             Ok(())
         } else {
@@ -95,7 +95,7 @@ impl Store {
             .bind(updated.id.clone())
             .bind(ms(updated.updated_at)?)
             .bind(json_text(&updated)?)
-            .execute(self.pool())
+            .execute(self.writes())
             .await?
             .rows_affected();
         Ok(changed == 1)
@@ -109,7 +109,7 @@ impl Store {
         messages: &[Message],
     ) -> Result<Vec<u64>> {
         for attempt in 1..=SEQ_ATTEMPTS {
-            let mut tx = self.backend().begin_write(self.pool()).await?;
+            let mut tx = self.backend().begin_write(self.writes()).await?;
             let last: Option<i64> =
                 sqlx::query("SELECT MAX(seq) FROM messages WHERE session_id = $1")
                     .bind(session_id.to_owned())
@@ -198,7 +198,7 @@ impl Store {
             .parent_id
             .clone()
             .ok_or_else(|| StoreError::Corrupt("a fork needs a parent session".into()))?;
-        let mut tx = self.backend().begin_write(self.pool()).await?;
+        let mut tx = self.backend().begin_write(self.writes()).await?;
         let through: i64 = match &session.forked_at_message_id {
             None => sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = $1")
                 .bind(parent.clone())

@@ -25,7 +25,7 @@ impl Store {
         .bind(ms(token.created_at)?)
         .bind(opt_ms(token.expires_at)?)
         .bind(opt_ms(token.revoked_at)?)
-        .execute(self.pool())
+        .execute(self.writes())
         .await?;
         Ok(())
     }
@@ -57,7 +57,7 @@ impl Store {
             sqlx::query("UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
                 .bind(id.to_owned())
                 .bind(ms(now)?)
-                .execute(self.pool())
+                .execute(self.writes())
                 .await?
                 .rows_affected();
         Ok(changed == 1)

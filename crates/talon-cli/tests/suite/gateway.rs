@@ -146,10 +146,18 @@ fn tokens_are_created_listed_and_revoked() {
 
 /// Starts `talon gateway` on a free port; returns it, its address and its
 /// stderr (the admin token, on a first start, is on its stdout).
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is handed to the caller, who waits for it"
+)]
 fn start_gateway(
     home: &std::path::Path,
     extra: &[&str],
-) -> (std::process::Child, String, BufReader<std::process::ChildStderr>) {
+) -> (
+    std::process::Child,
+    String,
+    BufReader<std::process::ChildStderr>,
+) {
     let mut args = vec!["gateway", "--listen", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut child = spawn_talon(home, &args, &[]);
@@ -157,8 +165,14 @@ fn start_gateway(
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "the gateway exited");
-        if let Some(rest) = line.trim().strip_prefix("talon gateway: listening on http://") {
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the gateway exited"
+        );
+        if let Some(rest) = line
+            .trim()
+            .strip_prefix("talon gateway: listening on http://")
+        {
             return (child, rest.to_owned(), stderr);
         }
     }
@@ -215,15 +229,26 @@ fn a_gateway_killed_mid_run_loses_nothing_and_ends_what_it_left() {
         r#"{"replay": "perRun", "turns": [{"text": "after the restart"}]}"#,
     )
     .unwrap();
-    let (mut first, addr, _) = start_gateway(home.path(), &["--mock-script", hang.to_str().unwrap()]);
+    let (mut first, addr, _) =
+        start_gateway(home.path(), &["--mock-script", hang.to_str().unwrap()]);
     let mut admin = String::new();
     BufReader::new(first.stdout.take().unwrap())
         .read_line(&mut admin)
         .unwrap();
     let admin = admin.trim().to_owned();
-    let running = body(&post(&addr, &admin, "runs.create", r#"{"input": "hang", "sessionKey": "crash"}"#));
+    let running = body(&post(
+        &addr,
+        &admin,
+        "runs.create",
+        r#"{"input": "hang", "sessionKey": "crash"}"#,
+    ));
     let run_id = running["id"].as_str().unwrap().to_owned();
-    let queued = body(&post(&addr, &admin, "runs.create", r#"{"input": "then this", "sessionKey": "crash"}"#));
+    let queued = body(&post(
+        &addr,
+        &admin,
+        "runs.create",
+        r#"{"input": "then this", "sessionKey": "crash"}"#,
+    ));
     let seen = stream_until(&addr, &admin, &run_id, "run.started");
     assert_eq!(seen.len(), 2, "{seen:?}");
     // SIGKILL mid-run.
@@ -233,14 +258,27 @@ fn a_gateway_killed_mid_run_loses_nothing_and_ends_what_it_left() {
         start_gateway(home.path(), &["--mock-script", after.to_str().unwrap()]);
     // The interrupted run ended failed, with its terminal event after
     // every event a subscriber had seen.
-    let run = body(&post(&addr, &admin, "runs.get", &format!(r#"{{"runId": "{run_id}"}}"#)));
+    let run = body(&post(
+        &addr,
+        &admin,
+        "runs.get",
+        &format!(r#"{{"runId": "{run_id}"}}"#),
+    ));
     assert_eq!(run["status"], "failed", "{run}");
     assert_eq!(run["error"]["code"], "unavailable");
     assert_eq!(run["error"]["details"]["reason"], "interrupted");
-    let page = body(&post(&addr, &admin, "runs.events", &format!(r#"{{"runId": "{run_id}"}}"#)));
+    let page = body(&post(
+        &addr,
+        &admin,
+        "runs.events",
+        &format!(r#"{{"runId": "{run_id}"}}"#),
+    ));
     let events = page["events"].as_array().unwrap();
     let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(ids[..2], seen.iter().map(String::as_str).collect::<Vec<_>>()[..]);
+    assert_eq!(
+        ids[..2],
+        seen.iter().map(String::as_str).collect::<Vec<_>>()[..]
+    );
     assert_eq!(events.last().unwrap()["type"], "run.failed");
     assert_eq!(page["done"], true);
     // The run queued behind it runs on the restarted gateway.
@@ -248,7 +286,10 @@ fn a_gateway_killed_mid_run_loses_nothing_and_ends_what_it_left() {
         &addr,
         &admin,
         "runs.wait",
-        &format!(r#"{{"runId": "{}", "timeoutMs": 30000}}"#, queued["id"].as_str().unwrap()),
+        &format!(
+            r#"{{"runId": "{}", "timeoutMs": 30000}}"#,
+            queued["id"].as_str().unwrap()
+        ),
     ));
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(result["output"]["text"], "after the restart");

@@ -1,5 +1,6 @@
 mod http;
 mod limits;
+mod nodes;
 mod runs;
 mod scopes;
 mod stream;

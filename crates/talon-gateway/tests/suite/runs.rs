@@ -599,3 +599,47 @@ async fn models_list_and_status_never_show_a_key() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_mode_run_executes_its_cell() {
+    let g = TestGateway::start_opts(Options {
+        script: per_run(vec![
+            Turn {
+                tool_calls: vec![talon_testing::ScriptedCall {
+                    name: "exec".into(),
+                    arguments: json!({"code": "text('cell says hi'); return 6 * 7;"}),
+                }],
+                ..Turn::default()
+            },
+            text("The cell returned 42.", 0),
+        ]),
+        config: json!({"tools": {"codeMode": {"enabled": true}}}),
+        ..Options::default()
+    })
+    .await;
+    let (_, run) = g
+        .call(&g.admin, "runs.create", json!({"input": "compute"}))
+        .await;
+    let result = wait(&g, run["id"].as_str().unwrap()).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let (_, page) = g
+        .call(&g.admin, "runs.events", json!({"runId": run["id"]}))
+        .await;
+    let started = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "run.started")
+        .unwrap()
+        .clone();
+    assert_eq!(started["data"]["surface"], "code_mode", "{started}");
+    assert_eq!(started["data"]["tools"], json!(["exec", "wait"]));
+    let completed = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "tool.call.completed")
+        .unwrap()
+        .clone();
+    assert_eq!(completed["data"]["result"]["value"], 42, "{completed}");
+}

@@ -1,0 +1,429 @@
+//! The gateway's run benchmarks (issue 14), in-process against the scripted
+//! mock model on 127.0.0.1, over real HTTP and SSE:
+//!
+//! 1. `runs.create` to the first SSE event of the run (`run.started`)
+//!    seen on a pre-opened `/v1/events` stream; no model time is inside it;
+//! 2. runs with a two-turn Code Mode script (an `exec` cell, then the
+//!    answer), 50 in flight at once, 1,000 in all: runs per second, p50/p99
+//!    latency (the mock answers at once, so model time is its own
+//!    handling), and resident memory after 100 and after 1,000 runs;
+//! 3. SSE fan-out: 1,000 subscribers on one run, the delay from each
+//!    event's `ts` to its arrival at every subscriber.
+//!
+//! `cargo bench -p talon-gateway --bench runs` (`-- quick` for a smoke run).
+//! Clients, mock and gateway share the machine's cores, so every figure
+//! includes the clients' own cost.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    missing_docs,
+    reason = "a benchmark binary fails loudly and prints its table"
+)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use talon_gateway::{GatewayConfig, Limits, RunLimits};
+use talon_runtime::{Host, ModelRoute};
+use talon_testing::{MockModel, Replay, Script, ScriptedCall, Turn};
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+struct Bench {
+    running: talon_gateway::Running,
+    token: String,
+    client: reqwest::Client,
+    _mock: MockModel,
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    async fn start(script: Script, config: Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = MockModel::start(script).await.unwrap();
+        let mut doc = json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
+        for (k, v) in config.as_object().unwrap() {
+            doc[k] = v.clone();
+        }
+        let host = Host::new(
+            Arc::new(talon_config::Config::parse(&doc.to_string(), None).unwrap()),
+            ModelRoute {
+                base_url: Some(mock.base_url()),
+            },
+        )
+        .unwrap();
+        let config = GatewayConfig {
+            limits: Limits {
+                calls_per_second: 1e9,
+                burst: 1_000_000,
+                max_streams: 4_096,
+                ..Limits::default()
+            },
+            runs: RunLimits {
+                max_concurrent: 64,
+                ..RunLimits::default()
+            },
+            ..GatewayConfig::local(dir.path(), 0, Arc::new(host))
+        };
+        let running = talon_gateway::start(config).await.unwrap();
+        let token = running.admin_token.clone().unwrap();
+        Self {
+            running,
+            token,
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(256)
+                .build()
+                .unwrap(),
+            _mock: mock,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.running.addr)
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Value {
+        let response = self
+            .client
+            .post(self.url(&format!("/v1/{method}")))
+            .bearer_auth(&self.token)
+            .json(&params)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "{method}: {body}");
+        body
+    }
+
+    async fn stream(&self, path: &str) -> reqwest::Response {
+        let response = self
+            .client
+            .get(self.url(path))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        response
+    }
+}
+
+/// Reads SSE events (`(type, envelope)`) from a response body.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    fn new(response: reqwest::Response) -> Self {
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
+                    return serde_json::from_str(data).ok();
+                }
+                continue;
+            }
+            let chunk = self.response.chunk().await.ok()??;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+async fn create_to_started(iterations: usize) {
+    let script = Script {
+        turns: vec![Turn {
+            text: Some("ok".into()),
+            ..Turn::default()
+        }],
+        replay: Replay::PerRun,
+        ..Script::default()
+    };
+    let bench = Bench::start(script, json!({})).await;
+    let mut stream = Events::new(bench.stream("/v1/events?types=run.started").await);
+    let mut samples = Vec::new();
+    for n in 0..iterations + 20 {
+        let sent = Instant::now();
+        let run = bench
+            .call(
+                "runs.create",
+                json!({"input": "go", "sessionKey": format!("s{n}")}),
+            )
+            .await;
+        loop {
+            let event = stream.next().await.unwrap();
+            if event["runId"] == run["id"] {
+                break;
+            }
+        }
+        let ms = sent.elapsed().as_secs_f64() * 1e3;
+        bench
+            .call(
+                "runs.wait",
+                json!({"runId": run["id"], "timeoutMs": 10_000}),
+            )
+            .await;
+        if n >= 20 {
+            samples.push(ms);
+        }
+    }
+    let s = sorted(samples);
+    println!(
+        "| runs.create → run.started on SSE | p50 {:.2} ms | p95 {:.2} ms | p99 {:.2} ms | n = {} |",
+        percentile(&s, 50.0),
+        percentile(&s, 95.0),
+        percentile(&s, 99.0),
+        s.len()
+    );
+    bench.running.shutdown().await;
+}
+
+async fn concurrent_code_mode(total: usize, in_flight: usize) {
+    let script = Script {
+        turns: vec![
+            Turn {
+                tool_calls: vec![ScriptedCall {
+                    name: "exec".into(),
+                    arguments: json!({"code": "const xs = [1, 2, 3].map((x) => x * 2); text(String(xs)); return xs.length;"}),
+                }],
+                ..Turn::default()
+            },
+            Turn {
+                text: Some("There are three.".into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    };
+    let bench =
+        Arc::new(Bench::start(script, json!({"tools": {"codeMode": {"enabled": true}}})).await);
+    // Warm the sandbox's images and the caches once.
+    let warm = bench.call("runs.create", json!({"input": "warm"})).await;
+    let result = bench
+        .call(
+            "runs.wait",
+            json!({"runId": warm["id"], "timeoutMs": 60_000}),
+        )
+        .await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let rss_100 = Arc::new(std::sync::Mutex::new(None));
+    let mut workers = Vec::new();
+    for _ in 0..in_flight {
+        let bench = bench.clone();
+        let next = next.clone();
+        let latencies = latencies.clone();
+        let rss_100 = rss_100.clone();
+        workers.push(tokio::spawn(async move {
+            loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n >= total {
+                    return;
+                }
+                let t = Instant::now();
+                let run = bench
+                    .call(
+                        "runs.create",
+                        json!({"input": "count", "sessionKey": format!("c{n}")}),
+                    )
+                    .await;
+                let result = bench
+                    .call(
+                        "runs.wait",
+                        json!({"runId": run["id"], "timeoutMs": 120_000}),
+                    )
+                    .await;
+                assert_eq!(result["status"], "completed", "{result}");
+                let mut l = latencies.lock().unwrap();
+                l.push(t.elapsed().as_secs_f64() * 1e3);
+                if l.len() % 50 == 0 {
+                    eprintln!("{} runs", l.len());
+                }
+                if l.len() == 100 {
+                    *rss_100.lock().unwrap() = Some(rss_mib());
+                }
+            }
+        }));
+    }
+    for w in workers {
+        w.await.unwrap();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let s = sorted(latencies.lock().unwrap().clone());
+    let rss_end = rss_mib();
+    let rss_first = rss_100.lock().unwrap().unwrap_or(f64::NAN);
+    println!(
+        "| {total} two-turn Code Mode runs, {in_flight} in flight | {:.1} runs/s | p50 {:.1} ms | p99 {:.1} ms | RSS after 100: {:.1} MiB, after {total}: {:.1} MiB ({:+.1} %) |",
+        total as f64 / elapsed,
+        percentile(&s, 50.0),
+        percentile(&s, 99.0),
+        rss_first,
+        rss_end,
+        (rss_end / rss_first - 1.0) * 100.0
+    );
+    match Arc::try_unwrap(bench) {
+        Ok(bench) => bench.running.shutdown().await,
+        Err(_) => panic!("the bench is still shared"),
+    }
+}
+
+async fn fan_out(subscribers: usize) {
+    let call = |delay: u64| Turn {
+        tool_calls: vec![ScriptedCall {
+            name: "list".into(),
+            arguments: json!({"path": "."}),
+        }],
+        delay: Duration::from_millis(delay),
+        ..Turn::default()
+    };
+    // The first reply waits for the subscribers to connect; the rest are
+    // spaced so that events arrive one burst at a time.
+    let script = Script {
+        turns: vec![
+            call(5_000),
+            call(100),
+            call(100),
+            call(100),
+            Turn {
+                text: Some("fan out done with a few words".into()),
+                delay: Duration::from_millis(100),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    };
+    let bench = Arc::new(Bench::start(script, json!({})).await);
+    let run = bench.call("runs.create", json!({"input": "fan"})).await;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/runs/{run_id}/events");
+    let mut readers = Vec::new();
+    let connected = Arc::new(tokio::sync::Barrier::new(subscribers + 1));
+    for _ in 0..subscribers {
+        let bench = bench.clone();
+        let path = path.clone();
+        let connected = connected.clone();
+        readers.push(tokio::spawn(async move {
+            let mut events = Events::new(bench.stream(&path).await);
+            connected.wait().await;
+            let mut delays = Vec::new();
+            while let Some(event) = events.next().await {
+                let arrived = now_ms();
+                delays.push((event["ts"].as_u64().unwrap(), arrived));
+                if event["type"] == "run.completed" {
+                    break;
+                }
+            }
+            delays
+        }));
+    }
+    connected.wait().await;
+    let since = now_ms();
+    let mut delays = Vec::new();
+    let mut events = 0;
+    for reader in readers {
+        let seen = reader.await.unwrap();
+        events = events.max(seen.len());
+        delays.extend(
+            seen.into_iter()
+                .filter(|(ts, _)| *ts > since)
+                .map(|(ts, arrived)| arrived.saturating_sub(ts) as f64),
+        );
+    }
+    let s = sorted(delays);
+    println!(
+        "| SSE fan-out, {subscribers} subscribers on one run ({events} events each) | p50 {:.0} ms | p99 {:.0} ms | max {:.0} ms | {} deliveries measured |",
+        percentile(&s, 50.0),
+        percentile(&s, 99.0),
+        s.last().copied().unwrap_or(f64::NAN),
+        s.len()
+    );
+    match Arc::try_unwrap(bench) {
+        Ok(bench) => bench.running.shutdown().await,
+        Err(_) => panic!("the bench is still shared"),
+    }
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TALON_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "quick");
+    let parts = ["create", "codemode", "fanout"];
+    let chosen: Vec<&str> = parts
+        .iter()
+        .copied()
+        .filter(|p| args.iter().any(|a| a == p))
+        .collect();
+    let wants = |part: &str| chosen.is_empty() || chosen.contains(&part);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        println!("| measure | | | | |\n|---|---|---|---|---|");
+        if wants("create") {
+            create_to_started(if quick { 20 } else { 300 }).await;
+        }
+        if wants("codemode") {
+            let in_flight = std::env::var("TALON_BENCH_IN_FLIGHT")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(50);
+            concurrent_code_mode(if quick { 100 } else { 1_000 }, in_flight).await;
+        }
+        if wants("fanout") {
+            fan_out(if quick { 50 } else { 1_000 }).await;
+        }
+    });
+}

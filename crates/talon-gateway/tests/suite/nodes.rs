@@ -1,0 +1,251 @@
+//! Two gateway nodes on one PostgreSQL database: a run created on one is
+//! waited on, streamed and cancelled through the other; each run is
+//! executed by exactly one node; the runs of a node whose lease lapsed are
+//! ended by another.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_gateway::{GatewayConfig, Running};
+use talon_protocol::gateway::{Run, RunStatus};
+use talon_store::StoreConfig;
+use talon_testing::postgres::TestPostgres;
+use talon_testing::{MockModel, Replay, Script, Turn};
+
+use super::{config_in, host};
+
+struct Node {
+    running: Running,
+    _dir: tempfile::TempDir,
+}
+
+async fn node(url: &str, name: &str, mock: &MockModel) -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let config = GatewayConfig {
+        store: StoreConfig::at(url, dir.path()),
+        node: Some(name.into()),
+        ..GatewayConfig::local(dir.path(), 0, host(config_in(dir.path(), json!({})), mock))
+    };
+    Node {
+        running: talon_gateway::start(config).await.unwrap(),
+        _dir: dir,
+    }
+}
+
+async fn call(
+    client: &reqwest::Client,
+    node: &Node,
+    token: &str,
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
+    let response = client
+        .post(format!("http://{}/v1/{method}", node.running.addr))
+        .bearer_auth(token)
+        .json(&params)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_share_one_database() {
+    let pg = TestPostgres::shared().unwrap();
+    let url = pg.fresh_database().unwrap();
+    let slow = |text: &str, ms: u64| Turn {
+        text: Some(text.into()),
+        delay: Duration::from_millis(ms),
+        ..Turn::default()
+    };
+    let mock = Arc::new(
+        MockModel::start(Script {
+            turns: vec![slow("from a node", 1_500)],
+            replay: Replay::PerRun,
+            ..Script::default()
+        })
+        .await
+        .unwrap(),
+    );
+    let a = node(&url, "node-a", &mock).await;
+    let b = node(&url, "node-b", &mock).await;
+    // One admin token, minted by the first node, good on both.
+    let admin = a.running.admin_token.clone().unwrap();
+    assert_eq!(b.running.admin_token, None);
+    let client = reqwest::Client::new();
+    // Created on A, waited on through B.
+    let (status, run) = call(&client, &a, &admin, "runs.create", json!({"input": "hi"})).await;
+    assert_eq!(status, 200, "{run}");
+    let (_, result) = call(
+        &client,
+        &b,
+        &admin,
+        "runs.wait",
+        json!({"runId": run["id"], "timeoutMs": 20_000}),
+    )
+    .await;
+    assert_eq!(result["status"], "completed", "{result}");
+    // Streamed through B to its terminal event.
+    let body = tokio::time::timeout(
+        Duration::from_secs(20),
+        client
+            .get(format!(
+                "http://{}/v1/runs/{}/events",
+                b.running.addr,
+                run["id"].as_str().unwrap()
+            ))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap()
+            .text(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(body.contains("event: run.completed"), "{body}");
+    // Many runs at once on both nodes: each executed exactly once.
+    let before = mock.requests().len();
+    let mut ids = Vec::new();
+    for n in 0..12 {
+        let target = if n % 2 == 0 { &a } else { &b };
+        let (_, run) = call(
+            &client,
+            target,
+            &admin,
+            "runs.create",
+            json!({"input": format!("n{n}"), "sessionKey": format!("s{n}")}),
+        )
+        .await;
+        ids.push(run["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        let (_, result) = call(
+            &client,
+            &a,
+            &admin,
+            "runs.wait",
+            json!({"runId": id, "timeoutMs": 30_000}),
+        )
+        .await;
+        assert_eq!(result["status"], "completed", "{result}");
+        let (_, page) = call(&client, &b, &admin, "runs.events", json!({"runId": id})).await;
+        let started = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "run.started")
+            .count();
+        assert_eq!(started, 1, "{page}");
+    }
+    assert_eq!(mock.requests().len() - before, ids.len());
+    let mut nodes = std::collections::BTreeSet::new();
+    for id in &ids {
+        nodes.insert(sqlx_owner(&a, id).await);
+    }
+    assert!(
+        nodes.iter().all(|n| n == "node-a" || n == "node-b"),
+        "{nodes:?}"
+    );
+    // Cancelled through the node that does not execute it.
+    let (_, long) = call(
+        &client,
+        &a,
+        &admin,
+        "runs.create",
+        json!({"input": "long", "sessionKey": "long", "timeoutMs": 60_000}),
+    )
+    .await;
+    let long_id = long["id"].as_str().unwrap().to_owned();
+    let executing = loop {
+        let (_, run) = call(&client, &a, &admin, "runs.get", json!({"runId": long_id})).await;
+        if run["status"] == "running" {
+            break run;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let _ = executing;
+    let row = sqlx_owner(&a, &long_id).await;
+    let other = if row == "node-a" { &b } else { &a };
+    let (status, cancelled) = call(
+        &client,
+        other,
+        &admin,
+        "runs.cancel",
+        json!({"runId": long_id}),
+    )
+    .await;
+    assert_eq!(status, 200, "{cancelled}");
+    let (_, result) = call(
+        &client,
+        &a,
+        &admin,
+        "runs.wait",
+        json!({"runId": long_id, "timeoutMs": 20_000}),
+    )
+    .await;
+    assert_eq!(result["status"], "cancelled", "{result}");
+    // A node that died: its run's lease lapses and a live node ends it.
+    let ghost = Run {
+        id: "run_ghost".into(),
+        agent_id: "main".into(),
+        session_id: Some("sess_ghost".into()),
+        session_key: Some("ghost".into()),
+        status: RunStatus::Queued,
+        created_at: 1,
+        started_at: None,
+        ended_at: None,
+        usage: None,
+        error: None,
+    };
+    let store = &a.running.store;
+    store
+        .create_run(&ghost, None, "", "node-dead", Some(&json!({"input": "x"})))
+        .await
+        .unwrap();
+    // Nobody else may claim it first: claim it as the dead node would have.
+    let now = talon_store::now_ms();
+    while store
+        .claim_run("node-dead", Some("run_ghost"), now, now + 1)
+        .await
+        .unwrap()
+        .is_none()
+    {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let (_, result) = call(
+        &client,
+        &b,
+        &admin,
+        "runs.wait",
+        json!({"runId": "run_ghost", "timeoutMs": 20_000}),
+    )
+    .await;
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(result["error"]["details"]["reason"], "interrupted");
+    let (_, page) = call(
+        &client,
+        &a,
+        &admin,
+        "runs.events",
+        json!({"runId": "run_ghost"}),
+    )
+    .await;
+    assert_eq!(
+        page["events"].as_array().unwrap().last().unwrap()["type"],
+        "run.failed"
+    );
+    a.running.shutdown().await;
+    b.running.shutdown().await;
+}
+
+/// The node a run is executed by.
+async fn sqlx_owner(node: &Node, run_id: &str) -> String {
+    node.running
+        .store
+        .run_node(run_id)
+        .await
+        .unwrap()
+        .unwrap_or_default()
+}
