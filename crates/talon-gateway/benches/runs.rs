@@ -235,6 +235,7 @@ async fn concurrent_code_mode(total: usize, in_flight: usize) {
             },
         ],
         replay: Replay::PerRun,
+        forget_requests: true,
         ..Script::default()
     };
     let bench =

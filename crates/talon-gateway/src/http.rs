@@ -25,6 +25,9 @@ pub(crate) struct Shared {
     pub api: Api,
     pub openapi: Bytes,
     pub limiter: crate::limits::Limiter,
+    /// Turns `true` when the gateway shuts down: open streams and
+    /// WebSocket connections end (clients resume by cursor elsewhere).
+    pub closing: tokio::sync::watch::Receiver<bool>,
 }
 
 /// An error as the transport sends it.

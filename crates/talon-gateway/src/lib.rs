@@ -75,6 +75,7 @@ pub struct Running {
     pub store: Store,
     engine: runs::Engine,
     dispatcher: tokio::task::JoinHandle<()>,
+    closing: tokio::sync::watch::Sender<bool>,
     shutdown: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -86,12 +87,15 @@ impl Running {
     }
 
     /// Drains: refuses new runs, lets running ones finish within the
-    /// grace period (then cancels them), stops accepting connections,
-    /// finishes the requests in flight, and closes the store once every
-    /// event is durable.
+    /// grace period (then cancels them), ends open streams and WebSocket
+    /// connections once every run's last event is committed (clients
+    /// resume by cursor), stops accepting connections, finishes the
+    /// requests in flight, and closes the store once every event is
+    /// durable.
     pub async fn shutdown(self) {
         self.engine.drain().await;
         self.dispatcher.abort();
+        let _ = self.closing.send(true);
         let _ = self.shutdown.send(true);
         if let Err(error) = self.server.await {
             tracing::warn!(%error, "the server task ended abnormally");
@@ -136,11 +140,13 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         .start()
         .await
         .map_err(|e| GatewayError::Recovery(e.message))?;
+    let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let shared = Arc::new(http::Shared {
         api: Api::new(store.clone(), config.config_agents.clone(), engine.clone()),
         store: store.clone(),
         openapi: openapi.into(),
         limiter: limits::Limiter::new(config.limits),
+        closing: closing_seen,
     });
     let app = http::router(shared);
     let (shutdown, mut stop) = tokio::sync::watch::channel(false);
@@ -157,6 +163,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         store,
         engine,
         dispatcher,
+        closing,
         shutdown,
         server,
     })

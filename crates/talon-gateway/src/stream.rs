@@ -148,6 +148,7 @@ pub(crate) struct Follow {
     cursor: Option<u64>,
     page: VecDeque<RawEvent>,
     committed: tokio::sync::watch::Receiver<u64>,
+    closing: tokio::sync::watch::Receiver<bool>,
     end_after_terminal: bool,
     done: bool,
     /// Its place among the gateway's open streams.
@@ -176,6 +177,7 @@ impl Follow {
             cursor,
             page: first.into(),
             committed,
+            closing: shared.closing.clone(),
             end_after_terminal,
             done: false,
             _permit: permit,
@@ -186,7 +188,7 @@ impl Follow {
     /// is over (after a run's terminal event, or after an error).
     pub(crate) async fn next(&mut self) -> Option<Result<RawEvent, ApiError>> {
         loop {
-            if self.done {
+            if self.done || *self.closing.borrow() {
                 return None;
             }
             if let Some(event) = self.page.pop_front() {
@@ -202,7 +204,10 @@ impl Follow {
             match self.store.after_json(self.cursor, &self.filter, PAGE).await {
                 Ok(page) if !page.is_empty() => self.page = page.into(),
                 Ok(_) => {
-                    let _ = tokio::time::timeout(POLL, self.committed.changed()).await;
+                    tokio::select! {
+                        _ = tokio::time::timeout(POLL, self.committed.changed()) => {}
+                        _ = self.closing.changed() => {}
+                    }
                 }
                 Err(error) => {
                     self.done = true;

@@ -84,7 +84,16 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
     let caller = Arc::new(caller);
     let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut next_subscription = 0u64;
-    while let Some(frame) = frames.next().await {
+    let mut closing = shared.closing.clone();
+    loop {
+        let frame = tokio::select! {
+            frame = frames.next() => frame,
+            // The gateway shuts down: the connection ends.
+            _ = closing.wait_for(|closing| *closing) => None,
+        };
+        let Some(frame) = frame else {
+            break;
+        };
         let text = match frame {
             Ok(Message::Text(text)) => text,
             Ok(Message::Binary(_)) => {

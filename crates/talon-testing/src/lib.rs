@@ -18,7 +18,8 @@
 //!
 //! With `"replay": "perRun"`, every run replays the turns from the first
 //! (a request's turn is the number of assistant messages after its last
-//! user message), so concurrent runs each get the whole script.
+//! user message), so concurrent runs each get the whole script. With
+//! `"record": false` the server keeps no request bodies (long benchmarks).
 //!
 //! With `apiKey`, a request without `Authorization: Bearer <apiKey>` gets
 //! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies).
@@ -107,6 +108,9 @@ pub struct Script {
     pub turns: Vec<Turn>,
     /// How a request picks its reply.
     pub replay: Replay,
+    /// Keep no request bodies (`"record": false`): for long benchmarks,
+    /// whose memory figures would otherwise count the mock's log.
+    pub forget_requests: bool,
 }
 
 /// How a request picks its reply.
@@ -185,6 +189,7 @@ impl Script {
         };
         Ok(Self {
             replay,
+            forget_requests: value.get("record").and_then(Value::as_bool) == Some(false),
             api_key: value["apiKey"].as_str().map(str::to_owned),
             models: value["models"].as_array().map(|m| {
                 m.iter()
@@ -358,8 +363,10 @@ async fn completions(
                 "internal",
             );
         };
-        s.requests.push(request.clone());
-        s.timings.push((arrived, None));
+        if !s.script.forget_requests {
+            s.requests.push(request.clone());
+            s.timings.push((arrived, None));
+        }
         let api_key = s.script.api_key.clone();
         let models = s.script.models.clone();
         let index = match s.script.replay {

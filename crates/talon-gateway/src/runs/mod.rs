@@ -625,7 +625,11 @@ impl Engine {
                 let result = store.run_result(run_id).await.map_err(api_error)?;
                 return Ok(result.unwrap_or_else(|| result_of(&run, None)));
             }
-            if tokio::time::Instant::now() >= deadline {
+            // Past the wait's deadline, or this node is shutting down:
+            // the run goes on (here until the grace ends, or on the next
+            // node); the caller waits again.
+            if tokio::time::Instant::now() >= deadline || self.inner.draining.load(Ordering::SeqCst)
+            {
                 return Ok(result_of(&run, None));
             }
             // A run of this node wakes the wait when it ends; one of
@@ -645,6 +649,8 @@ impl Engine {
         self.inner.draining.store(true, Ordering::SeqCst);
         self.inner.wake.notify_one();
         let mut ended = self.inner.ended.subscribe();
+        // Waiters of runs that are not running here answer now.
+        self.inner.ended.send_modify(|n| *n += 1);
         let grace = tokio::time::Instant::now() + self.inner.limits.drain_grace;
         while self.running() > 0 && tokio::time::Instant::now() < grace {
             let _ = tokio::time::timeout_at(grace, ended.changed()).await;

@@ -643,3 +643,46 @@ async fn a_code_mode_run_executes_its_cell() {
         .clone();
     assert_eq!(completed["data"]["result"]["value"], 42, "{completed}");
 }
+
+#[tokio::test]
+async fn shutdown_drains_runs_and_ends_open_streams() {
+    let g =
+        TestGateway::with_script(per_run(vec![text("finished in the grace period", 300)])).await;
+    let (_, run) = g
+        .call(&g.admin, "runs.create", json!({"input": "go"}))
+        .await;
+    let stream = g
+        .client
+        .get(g.url("/v1/events"))
+        .bearer_auth(&g.admin)
+        .send()
+        .await
+        .unwrap();
+    let socket = connect(&g, &g.admin).await.unwrap();
+    while g.mock.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let TestGateway { running, dir, .. } = g;
+    let store_dir = dir.path().to_owned();
+    tokio::time::timeout(Duration::from_secs(20), running.shutdown())
+        .await
+        .expect("shutdown ends streams and connections");
+    // The open stream ended, after the run's terminal event.
+    let body = tokio::time::timeout(Duration::from_secs(5), stream.text())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(body.contains("event: run.completed"), "{body}");
+    drop(socket);
+    // The run ended inside the grace period and its end is durable.
+    let store = talon_store::open(&talon_store::StoreConfig::embedded(&store_dir))
+        .await
+        .unwrap();
+    let ended = store
+        .run(run["id"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended.status, talon_protocol::gateway::RunStatus::Completed);
+    store.close().await;
+}
