@@ -10,7 +10,9 @@
 //! 3. SSE fan-out: 1,000 subscribers on one run, the delay from each
 //!    event's `ts` to its arrival at every subscriber.
 //!
-//! `cargo bench -p talon-gateway --bench runs` (`-- quick` for a smoke run).
+//! `cargo bench -p talon-gateway --bench runs` (`-- quick` for a smoke run;
+//! name `create`, `codemode` or `fanout` to run only those parts;
+//! `TALON_BENCH_DEBUG=1` adds the fan-out delays per event of the run).
 //! Clients, mock and gateway share the machine's cores, so every figure
 //! includes the clients' own cost.
 
@@ -136,30 +138,47 @@ impl Bench {
 }
 
 /// Reads SSE events (`(type, envelope)`) from a response body.
+/// The envelope fields the benchmarks read (a subscriber that parses
+/// what it needs, as an app would; parsing a whole `Value` tree per event
+/// would put the client's own cost into the delivery figure).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Seen {
+    ts: u64,
+    #[serde(rename = "type")]
+    kind: String,
+    run_id: Option<String>,
+}
+
+/// An SSE reader.
 struct Events {
     response: reqwest::Response,
-    buffer: String,
+    buffer: Vec<u8>,
 }
 
 impl Events {
     fn new(response: reqwest::Response) -> Self {
         Self {
             response,
-            buffer: String::new(),
+            buffer: Vec::new(),
         }
     }
 
-    async fn next(&mut self) -> Option<Value> {
+    async fn next(&mut self) -> Option<Seen> {
         loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
-                    return serde_json::from_str(data).ok();
+            if let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+                let seen = self.buffer[..end]
+                    .split(|b| *b == b'\n')
+                    .find_map(|l| l.strip_prefix(b"data: "))
+                    .and_then(|data| serde_json::from_slice(data).ok());
+                self.buffer.drain(..end + 2);
+                match seen {
+                    Some(seen) => return Some(seen),
+                    None => continue,
                 }
-                continue;
             }
             let chunk = self.response.chunk().await.ok()??;
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+            self.buffer.extend_from_slice(&chunk);
         }
     }
 }
@@ -193,7 +212,7 @@ async fn create_to_started(iterations: usize) {
             .await;
         loop {
             let event = stream.next().await.unwrap();
-            if event["runId"] == run["id"] {
+            if event.run_id.as_deref() == run["id"].as_str() {
                 break;
             }
         }
@@ -306,11 +325,35 @@ async fn concurrent_code_mode(total: usize, in_flight: usize) {
         rss_end,
         (rss_end / rss_first - 1.0) * 100.0
     );
+    if std::env::var_os("TALON_BENCH_DEBUG").is_some() {
+        let kinds = KINDS.lock().unwrap();
+        for n in 1..=16 {
+            let mut d: Vec<f64> = kinds
+                .iter()
+                .filter(|k| k.0 == n)
+                .map(|k| k.2 as f64)
+                .collect();
+            let kind = kinds
+                .iter()
+                .find(|k| k.0 == n)
+                .map(|k| k.1.clone())
+                .unwrap_or_default();
+            d = sorted(d);
+            println!(
+                "{n} {kind} p50 {} p99 {} min {}",
+                percentile(&d, 50.0),
+                percentile(&d, 99.0),
+                d.first().copied().unwrap_or(0.0)
+            );
+        }
+    }
     match Arc::try_unwrap(bench) {
         Ok(bench) => bench.running.shutdown().await,
         Err(_) => panic!("the bench is still shared"),
     }
 }
+
+static KINDS: std::sync::Mutex<Vec<(usize, String, u64)>> = std::sync::Mutex::new(Vec::new());
 
 async fn fan_out(subscribers: usize) {
     let call = |delay: u64| Turn {
@@ -354,8 +397,15 @@ async fn fan_out(subscribers: usize) {
             let mut delays = Vec::new();
             while let Some(event) = events.next().await {
                 let arrived = now_ms();
-                delays.push((event["ts"].as_u64().unwrap(), arrived));
-                if event["type"] == "run.completed" {
+                delays.push((event.ts, arrived));
+                if std::env::var_os("TALON_BENCH_DEBUG").is_some() {
+                    KINDS.lock().unwrap().push((
+                        delays.len(),
+                        event.kind.clone(),
+                        arrived.saturating_sub(event.ts),
+                    ));
+                }
+                if event.kind == "run.completed" {
                     break;
                 }
             }
@@ -383,6 +433,28 @@ async fn fan_out(subscribers: usize) {
         s.last().copied().unwrap_or(f64::NAN),
         s.len()
     );
+    if std::env::var_os("TALON_BENCH_DEBUG").is_some() {
+        let kinds = KINDS.lock().unwrap();
+        for n in 1..=16 {
+            let mut d: Vec<f64> = kinds
+                .iter()
+                .filter(|k| k.0 == n)
+                .map(|k| k.2 as f64)
+                .collect();
+            let kind = kinds
+                .iter()
+                .find(|k| k.0 == n)
+                .map(|k| k.1.clone())
+                .unwrap_or_default();
+            d = sorted(d);
+            println!(
+                "{n} {kind} p50 {} p99 {} min {}",
+                percentile(&d, 50.0),
+                percentile(&d, 99.0),
+                d.first().copied().unwrap_or(0.0)
+            );
+        }
+    }
     match Arc::try_unwrap(bench) {
         Ok(bench) => bench.running.shutdown().await,
         Err(_) => panic!("the bench is still shared"),

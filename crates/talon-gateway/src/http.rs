@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     /// Turns `true` when the gateway shuts down: open streams and
     /// WebSocket connections end (clients resume by cursor elsewhere).
     pub closing: tokio::sync::watch::Receiver<bool>,
+    /// The node's live tail of the event log.
+    pub tail: crate::tail::Tail,
 }
 
 /// An error as the transport sends it.

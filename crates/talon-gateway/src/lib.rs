@@ -9,6 +9,7 @@ mod http;
 mod limits;
 mod runs;
 mod stream;
+mod tail;
 pub mod tokens;
 mod ws;
 
@@ -141,7 +142,9 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         .await
         .map_err(|e| GatewayError::Recovery(e.message))?;
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
+    let tail = tail::Tail::start(store.clone(), closing_seen.clone());
     let shared = Arc::new(http::Shared {
+        tail,
         api: Api::new(store.clone(), config.config_agents.clone(), engine.clone()),
         store: store.clone(),
         openapi: openapi.into(),

@@ -7,7 +7,8 @@
 //!
 //! `id:` is the event id, `event:` its type, `data:` the envelope, exactly
 //! as stored (the JSON is never re-encoded). `Last-Event-ID` resumes right
-//! after that event. Streams read the store, never a run's memory: every
+//! after that event. Streams read the store (through the node's live tail,
+//! [`crate::tail`], when their cursor is inside it), never a run's memory: every
 //! event a subscriber sees is committed, a subscriber joining mid-run gets
 //! the backlog then the live tail with no gap and no duplicate, and a slow
 //! subscriber only slows itself (the body is pulled a page at a time as
@@ -148,6 +149,8 @@ pub(crate) struct Follow {
     cursor: Option<u64>,
     page: VecDeque<RawEvent>,
     committed: tokio::sync::watch::Receiver<u64>,
+    tail: crate::tail::Follower,
+    latest: tokio::sync::watch::Receiver<u64>,
     closing: tokio::sync::watch::Receiver<bool>,
     end_after_terminal: bool,
     done: bool,
@@ -177,6 +180,8 @@ impl Follow {
             cursor,
             page: first.into(),
             committed,
+            latest: shared.tail.latest(),
+            tail: shared.tail.follow(),
             closing: shared.closing.clone(),
             end_after_terminal,
             done: false,
@@ -201,6 +206,25 @@ impl Follow {
             // Mark what has been seen before reading, so a commit between
             // the read and the wait still wakes the wait.
             self.committed.borrow_and_update();
+            self.latest.borrow_and_update();
+            // The live tail first: one read of the store serves every
+            // subscriber it covers.
+            if let Some((page, through)) = self.tail.after(self.cursor, &self.filter, PAGE as usize)
+            {
+                if page.is_empty() {
+                    // Looked through: nothing of this stream's until `through`.
+                    if through > self.cursor.unwrap_or(0) {
+                        self.cursor = Some(through);
+                    }
+                    tokio::select! {
+                        _ = tokio::time::timeout(POLL, self.latest.changed()) => {}
+                        _ = self.closing.changed() => {}
+                    }
+                } else {
+                    self.page = page.into();
+                }
+                continue;
+            }
             match self.store.after_json(self.cursor, &self.filter, PAGE).await {
                 Ok(page) if !page.is_empty() => self.page = page.into(),
                 Ok(_) => {

@@ -210,10 +210,12 @@ async fn the_global_stream_filters_and_strips_raw_without_admin() {
     let scope = talon_protocol::gateway::Method::EventsSubscribe
         .spec()
         .scope;
-    match open(&g, &reader_token.secret, path, None).await {
+    let mut plain = match open(&g, &reader_token.secret, path, None).await {
         Ok(mut plain) if scope.satisfied_by(&reader_token.stored.scopes) => {
             let got = plain.next().await.unwrap();
             assert!(got.data.get("raw").is_none(), "{}", got.data);
+            assert_eq!(plain.next().await.unwrap().kind, "assistant.delta");
+            Some(plain)
         }
         Ok(_) => panic!("a token without {scope} streamed"),
         Err((status, body)) => {
@@ -222,17 +224,56 @@ async fn the_global_stream_filters_and_strips_raw_without_admin() {
                 "{status} {body}"
             );
             assert_eq!(status, 403);
+            None
         }
-    }
-    // Live events reach the open stream; the filter still applies.
+    };
+    // Live events reach the open streams (through the node's tail); the
+    // filter still applies, `raw` reaches only the admin, and a `raw`
+    // too large for the tail is still delivered whole.
+    let mut large = event("r1", EventType::AssistantDelta, 5);
+    large.raw = Some(json!({"native": "x".repeat(100_000)}));
     store
         .append(vec![
             event("r2", EventType::AssistantDelta, 3),
             event("r1", EventType::AssistantDelta, 4),
+            large,
+            event("r1", EventType::AssistantDelta, 6),
         ])
         .await
         .unwrap();
-    assert_eq!(admin.next().await.unwrap().data["data"]["n"], 4);
+    let live: Vec<(Value, Value)> = [
+        admin.next().await.unwrap(),
+        admin.next().await.unwrap(),
+        admin.next().await.unwrap(),
+    ]
+    .into_iter()
+    .map(|e| (e.data["data"]["n"].clone(), e.data["raw"]["native"].clone()))
+    .collect();
+    assert_eq!(
+        live,
+        vec![
+            (json!(4), json!(4)),
+            (json!(5), json!("x".repeat(100_000))),
+            (json!(6), json!(6)),
+        ]
+    );
+    if let Some(plain) = plain.as_mut() {
+        let live: Vec<Value> = [
+            plain.next().await.unwrap(),
+            plain.next().await.unwrap(),
+            plain.next().await.unwrap(),
+        ]
+        .into_iter()
+        .map(|e| e.data)
+        .collect();
+        assert_eq!(
+            live.iter()
+                .map(|e| e["data"]["n"].clone())
+                .collect::<Vec<_>>(),
+            vec![json!(4), json!(5), json!(6)]
+        );
+        assert!(live.iter().all(|e| e.get("raw").is_none()), "{live:?}");
+    }
 }
 
 #[tokio::test]

@@ -1,0 +1,481 @@
+//! The node's live tail of the event log: one reader follows the store
+//! and keeps the most recently committed envelopes in memory, so that a
+//! thousand live subscribers of one run cost one store read per commit,
+//! not a thousand. Every event in the tail was read from the store, so a
+//! subscriber still never sees an uncommitted event; the tail holds every
+//! event after its `base` cursor, in order, so a subscriber whose cursor is
+//! at or after `base` reads from it with no gap and no duplicate, and one
+//! whose cursor is older reads the store as before. Each entry keeps its
+//! envelope once, with `raw` up to [`RAW_CAP`] (for `admin` readers) and
+//! the length of the part before it (for the others); a reader that wants
+//! a `raw` the tail dropped reads the store.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::Deserialize;
+use talon_store::{EventFilter, RawEvent, Store};
+
+/// Envelopes the tail keeps, at most.
+const CAPACITY: usize = 4_096;
+/// Bytes of envelopes the tail keeps, at most (beyond one): the tail only
+/// has to cover how far live subscribers lag, and a node's memory must
+/// stay flat however many events pass through it.
+const BYTES: usize = 1024 * 1024;
+/// Events read from the store per page.
+const PAGE: u32 = 1_000;
+/// The largest `raw` payload the tail keeps; larger ones are read from
+/// the store by the readers that want them.
+const RAW_CAP: usize = 64 * 1024;
+/// How often the tail looks for events other nodes committed.
+const POLL: Duration = Duration::from_millis(250);
+
+/// How an entry's stored text serves readers with and without `raw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// No `raw`: the text serves every reader.
+    Plain,
+    /// The text ends with `,"raw":<raw>}`; without `raw` it is the first
+    /// `head` bytes and a closing `}`.
+    WithRaw { head: usize },
+    /// The text is the envelope without `raw`, which was over [`RAW_CAP`]:
+    /// a reader that wants it reads the store.
+    RawDropped,
+    /// The envelope's keys could not be read: every reader covering it
+    /// reads the store.
+    Unreadable,
+}
+
+/// One envelope and the fields subscribers filter on.
+#[derive(Debug)]
+struct Entry {
+    event: RawEvent,
+    form: Form,
+    run_id: Option<String>,
+    session_key: Option<String>,
+    agent_id: Option<String>,
+}
+
+/// The envelope fields a filter reads, and `raw`'s exact text.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Keys<'a> {
+    run_id: Option<String>,
+    session_key: Option<String>,
+    agent_id: Option<String>,
+    #[serde(borrow)]
+    raw: Option<&'a serde_json::value::RawValue>,
+}
+
+impl Entry {
+    /// Reads an envelope the store gave with `raw`. The store appends
+    /// `raw` last (`...,"raw":<raw>}`), so the form without it is the text
+    /// before that suffix, closed.
+    fn new(event: RawEvent) -> Self {
+        let Ok(keys) = serde_json::from_str::<Keys<'_>>(&event.json) else {
+            return Self {
+                form: Form::Unreadable,
+                event,
+                run_id: None,
+                session_key: None,
+                agent_id: None,
+            };
+        };
+        let (form, json) = match keys.raw.map(|raw| raw.get()) {
+            None => (Form::Plain, None),
+            Some(raw) => {
+                let suffix = format!(",\"raw\":{raw}}}");
+                match event.json.strip_suffix(&suffix) {
+                    Some(head) if raw.len() <= RAW_CAP => {
+                        (Form::WithRaw { head: head.len() }, None)
+                    }
+                    Some(head) => (Form::RawDropped, Some(format!("{head}}}"))),
+                    None => (Form::RawDropped, Some(without_raw(&event.json))),
+                }
+            }
+        };
+        let (run_id, session_key, agent_id) = (keys.run_id, keys.session_key, keys.agent_id);
+        let event = match json {
+            Some(json) => RawEvent { json, ..event },
+            None => event,
+        };
+        Self {
+            event,
+            form,
+            run_id,
+            session_key,
+            agent_id,
+        }
+    }
+
+    /// The memory the entry holds, roughly.
+    fn size(&self) -> usize {
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        std::mem::size_of::<Self>()
+            + self.event.json.len()
+            + self.event.kind.len()
+            + text(&self.run_id)
+            + text(&self.session_key)
+            + text(&self.agent_id)
+    }
+
+    /// The envelope for a reader, `None` when the tail cannot give it.
+    fn for_reader(&self, raw: bool) -> Option<RawEvent> {
+        let json = match (self.form, raw) {
+            (Form::Unreadable, _) | (Form::RawDropped, true) => return None,
+            (Form::WithRaw { head }, false) => {
+                let mut json = String::with_capacity(head + 1);
+                json.push_str(self.event.json.get(..head)?);
+                json.push('}');
+                json
+            }
+            _ => self.event.json.clone(),
+        };
+        Some(RawEvent {
+            id: self.event.id,
+            kind: self.event.kind.clone(),
+            json,
+        })
+    }
+}
+
+/// The envelope re-encoded without `raw` (only for an envelope not in the
+/// store's own layout).
+fn without_raw(json: &str) -> String {
+    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(json) {
+        Ok(mut envelope) => {
+            envelope.remove("raw");
+            serde_json::to_string(&envelope).unwrap_or_default()
+        }
+        Err(_) => String::new(),
+    }
+}
+
+#[derive(Debug, Default)]
+struct Buffer {
+    /// Every event after this id is in `entries` (up to the last one).
+    base: u64,
+    entries: VecDeque<Entry>,
+    /// The entries' size, as [`Entry::size`] counts it.
+    bytes: usize,
+    /// Whether the tail is following the store. It sleeps (and serves no
+    /// one) while no stream is open, so an idle node spends nothing on it.
+    awake: bool,
+}
+
+impl Buffer {
+    fn push(&mut self, entry: Entry) {
+        self.bytes += entry.size();
+        self.entries.push_back(entry);
+        while self.entries.len() > CAPACITY || (self.bytes > BYTES && self.entries.len() > 1) {
+            if let Some(old) = self.entries.pop_front() {
+                self.bytes -= old.size();
+                self.base = old.event.id;
+            }
+        }
+    }
+}
+
+/// The node's tail (cheap to clone).
+#[derive(Debug, Clone)]
+pub(crate) struct Tail {
+    buffer: Arc<RwLock<Buffer>>,
+    latest: tokio::sync::watch::Receiver<u64>,
+    /// How many streams follow the tail.
+    followers: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+/// One stream's hold on the tail: the tail follows the store while any
+/// exists.
+#[derive(Debug)]
+pub(crate) struct Follower {
+    tail: Tail,
+}
+
+impl std::ops::Deref for Follower {
+    type Target = Tail;
+    fn deref(&self) -> &Tail {
+        &self.tail
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.tail
+            .followers
+            .send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+impl Tail {
+    /// Starts the tail over `store`: it follows the store while a stream
+    /// holds a [`Follower`], from the last event committed when the first
+    /// one came, until `closing` turns true.
+    pub(crate) fn start(store: Store, mut closing: tokio::sync::watch::Receiver<bool>) -> Self {
+        let buffer = Arc::new(RwLock::new(Buffer::default()));
+        let (latest_tx, latest) = tokio::sync::watch::channel(0);
+        let (followers, mut followed) = tokio::sync::watch::channel(0usize);
+        let writer = buffer.clone();
+        let reset = move |base: u64, awake: bool| {
+            let mut buffer = writer
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *buffer = Buffer {
+                base,
+                awake,
+                ..Buffer::default()
+            };
+            drop(buffer);
+        };
+        let writer = buffer.clone();
+        tokio::spawn(async move {
+            let mut committed = store.committed();
+            let mut cursor = 0;
+            let all = EventFilter {
+                raw: true,
+                ..EventFilter::default()
+            };
+            loop {
+                if *followed.borrow_and_update() == 0 {
+                    reset(0, false);
+                    tokio::select! {
+                        _ = followed.wait_for(|n| *n > 0) => {}
+                        _ = closing.wait_for(|closing| *closing) => return,
+                    }
+                    committed.borrow_and_update();
+                    match store.last_event_id().await {
+                        Ok(last) => {
+                            cursor = last;
+                            reset(last, true);
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "the live tail cannot start; streams read the store");
+                            tokio::time::sleep(POLL).await;
+                            continue;
+                        }
+                    }
+                }
+                committed.borrow_and_update();
+                match store.after_json(Some(cursor), &all, PAGE).await {
+                    Ok(page) if !page.is_empty() => {
+                        let full = page.len() as u32 >= PAGE;
+                        cursor = page.last().map_or(cursor, |e| e.id);
+                        let mut buffer = writer
+                            .write()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        for event in page {
+                            buffer.push(Entry::new(event));
+                        }
+                        drop(buffer);
+                        latest_tx.send_replace(cursor);
+                        if full {
+                            continue;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        // A pruned range or a store outage: start the tail
+                        // again after the last committed event; older
+                        // cursors read the store.
+                        tracing::warn!(%error, "the live tail lost the log; restarting it");
+                        if let Ok(last) = store.last_event_id().await {
+                            reset(last, true);
+                            cursor = last;
+                        }
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::timeout(POLL, committed.changed()) => {}
+                    _ = followed.changed() => {}
+                    _ = closing.wait_for(|closing| *closing) => return,
+                }
+            }
+        });
+        Self {
+            buffer,
+            latest,
+            followers: Arc::new(followers),
+        }
+    }
+
+    /// A hold on the tail for one stream.
+    pub(crate) fn follow(&self) -> Follower {
+        self.followers.send_modify(|n| *n += 1);
+        Follower { tail: self.clone() }
+    }
+
+    /// Events after `cursor` matching `filter`, at most `limit`, and the
+    /// id up to which the tail was looked through (the cursor to go on
+    /// from), when the tail covers that cursor (`None`: read the store).
+    pub(crate) fn after(
+        &self,
+        cursor: Option<u64>,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Option<(Vec<RawEvent>, u64)> {
+        let cursor = cursor.unwrap_or(0);
+        let buffer = self
+            .buffer
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !buffer.awake || cursor < buffer.base {
+            return None;
+        }
+        let skip = buffer
+            .entries
+            .partition_point(|entry| entry.event.id <= cursor);
+        let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
+        let mut events = Vec::new();
+        let mut through = cursor;
+        for entry in buffer.entries.range(skip..) {
+            if events.len() >= limit {
+                break;
+            }
+            through = entry.event.id;
+            let wanted = (filter.run_id.is_none() || entry.run_id == filter.run_id)
+                && (filter.session_key.is_none() || entry.session_key == filter.session_key)
+                && (filter.agent_id.is_none() || entry.agent_id == filter.agent_id)
+                && (types.is_empty() || types.contains(&entry.event.kind.as_str()));
+            if entry.form == Form::Unreadable {
+                return None;
+            }
+            if wanted {
+                events.push(entry.for_reader(filter.raw)?);
+            }
+        }
+        Some((events, through))
+    }
+
+    /// The id of the last event in the tail, watched.
+    pub(crate) fn latest(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.latest.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(json: &str) -> Entry {
+        Entry::new(RawEvent {
+            id: 7,
+            kind: "run.started".into(),
+            json: json.into(),
+        })
+    }
+
+    #[test]
+    fn an_envelope_is_split_into_its_forms_with_and_without_raw() {
+        let head = r#"{"version":1,"id":"7","ts":1,"type":"run.started","runId":"r","sessionKey":"k","agentId":"a","data":{"raw":"not this one"}"#;
+        let with = entry(&format!(r#"{head},"raw":{{"x":[1,"}}"]}}}}"#));
+        assert_eq!(with.for_reader(false).unwrap().json, format!("{head}}}"));
+        assert_eq!(
+            with.for_reader(true).unwrap().json,
+            format!(r#"{head},"raw":{{"x":[1,"}}"]}}}}"#)
+        );
+        assert_eq!(
+            (
+                with.run_id.as_deref(),
+                with.session_key.as_deref(),
+                with.agent_id.as_deref()
+            ),
+            (Some("r"), Some("k"), Some("a"))
+        );
+        let without = entry(&format!("{head}}}"));
+        assert_eq!(without.for_reader(false).unwrap().json, format!("{head}}}"));
+        assert_eq!(without.for_reader(true).unwrap().json, format!("{head}}}"));
+        let large = entry(&format!(r#"{head},"raw":"{}"}}"#, "y".repeat(RAW_CAP + 1)));
+        assert_eq!(large.for_reader(false).unwrap().json, format!("{head}}}"));
+        assert!(large.for_reader(true).is_none());
+        let junk = entry("{not json");
+        assert_eq!(
+            (junk.form, junk.for_reader(false)),
+            (Form::Unreadable, None)
+        );
+    }
+
+    #[test]
+    fn the_tail_keeps_a_bounded_window_and_moves_its_base() {
+        let mut buffer = Buffer::default();
+        for id in 1..=(CAPACITY as u64 + 10) {
+            let mut e = entry(r#"{"version":1,"runId":"r"}"#);
+            e.event.id = id;
+            buffer.push(e);
+        }
+        assert_eq!((buffer.entries.len(), buffer.base), (CAPACITY, 10));
+        let big = format!(
+            r#"{{"version":1,"runId":"r","data":"{}"}}"#,
+            "b".repeat(BYTES / 3)
+        );
+        for id in 0..5 {
+            let mut e = entry(&big);
+            e.event.id = 10_000 + id;
+            buffer.push(e);
+        }
+        assert_eq!((buffer.entries.len(), buffer.base), (2, 10_002));
+        assert!(buffer.bytes <= BYTES, "{}", buffer.bytes);
+        let mut huge = entry(&format!(r#"{{"data":"{}"}}"#, "h".repeat(BYTES * 2)));
+        huge.event.id = 20_000;
+        buffer.push(huge);
+        assert_eq!((buffer.entries.len(), buffer.base), (1, 10_004));
+    }
+
+    #[test]
+    fn the_tail_answers_only_cursors_it_covers_and_never_drops_raw_silently() {
+        let buffer = Buffer {
+            base: 6,
+            bytes: 0,
+            awake: true,
+            entries: [
+                entry(r#"{"version":1,"id":"7","runId":"r","raw":1}"#),
+                entry(&format!(
+                    r#"{{"version":1,"id":"8","runId":"q","raw":"{}"}}"#,
+                    "z".repeat(RAW_CAP + 1)
+                )),
+            ]
+            .into_iter()
+            .enumerate()
+            .map(|(n, mut e)| {
+                e.event.id = 7 + n as u64;
+                e
+            })
+            .collect(),
+        };
+        let (_tx, latest) = tokio::sync::watch::channel(8);
+        let tail = Tail {
+            buffer: Arc::new(RwLock::new(buffer)),
+            latest,
+            followers: Arc::new(tokio::sync::watch::channel(0).0),
+        };
+        let r = EventFilter {
+            run_id: Some("r".into()),
+            ..EventFilter::default()
+        };
+        let ids = |page: Option<(Vec<RawEvent>, u64)>| {
+            page.map(|(events, through)| (events.iter().map(|e| e.id).collect::<Vec<_>>(), through))
+        };
+        assert_eq!(
+            ids(tail.after(Some(5), &r, 10)),
+            None,
+            "older than the tail"
+        );
+        assert_eq!(ids(tail.after(Some(6), &r, 10)), Some((vec![7], 8)));
+        assert_eq!(ids(tail.after(Some(6), &r, 1)), Some((vec![7], 7)));
+        assert_eq!(ids(tail.after(Some(8), &r, 10)), Some((vec![], 8)));
+        let admin = EventFilter {
+            raw: true,
+            ..EventFilter::default()
+        };
+        assert_eq!(ids(tail.after(Some(6), &admin, 1)), Some((vec![7], 7)));
+        assert_eq!(
+            ids(tail.after(Some(6), &admin, 10)),
+            None,
+            "raw over the cap"
+        );
+        assert_eq!(
+            ids(tail.after(Some(7), &EventFilter::default(), 10)),
+            Some((vec![8], 8))
+        );
+    }
+}
