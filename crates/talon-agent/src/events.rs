@@ -25,6 +25,14 @@ use talon_tools::{
 pub trait EventSink: Send + Sync {
     /// Takes one event (in order; must not block for long).
     fn emit(&self, event: Event);
+
+    /// Takes the run's state at the end of a turn, in order with the
+    /// events (every event emitted before it belongs to the turns it
+    /// holds). A sink that makes runs resumable keeps the last one; the
+    /// default drops it. Must not block for long.
+    fn checkpoint(&self, checkpoint: crate::Checkpoint) {
+        let _ = checkpoint;
+    }
 }
 
 /// Keeps every event (tests, transcripts).
@@ -103,6 +111,13 @@ impl RunEvents {
             data,
             raw: None,
         });
+    }
+}
+
+impl RunEvents {
+    /// Hands the run's state at the end of a turn to the sink.
+    pub fn checkpoint(&self, checkpoint: crate::Checkpoint) {
+        self.sink.checkpoint(checkpoint);
     }
 }
 

@@ -12,4 +12,4 @@ pub mod run;
 pub use events::{
     ApprovalEvents, CollectSink, EventSink, NestedCallEvents, NoEvents, RunEvents, UpdateEvents,
 };
-pub use run::{AgentRun, RunOptions, RunResult, RunStatus};
+pub use run::{AgentRun, Checkpoint, RunOptions, RunResult, RunStatus};

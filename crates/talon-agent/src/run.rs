@@ -95,6 +95,23 @@ pub struct RunResult {
     pub messages: Vec<Message>,
 }
 
+/// A run's state at the end of a turn (every tool call of the turn
+/// answered): what a run resumes from after its process died
+/// ([`AgentRun::resume`]). The loop hands one to its event sink after each
+/// turn with tool calls ([`crate::EventSink::checkpoint`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// The messages the run added so far: the user's, then the model's
+    /// and the tools', every tool call answered.
+    pub messages: Vec<Message>,
+    /// Model requests made.
+    pub turns: u32,
+    /// Tool calls the model made.
+    pub tool_calls: u32,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
 /// Runs one user message through the loop.
 pub struct AgentRun<'a> {
     /// The model.
@@ -149,6 +166,25 @@ enum Stop {
 impl AgentRun<'_> {
     /// Runs `message`; the conversation so far is `history`.
     pub async fn run(&self, history: Vec<Message>, message: &str) -> RunResult {
+        let start = Checkpoint {
+            messages: vec![Message::User(message.to_owned())],
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        self.go(history, start, false).await
+    }
+
+    /// Goes on with a run from its last checkpoint (its process died
+    /// while the model was answering the next turn); the conversation
+    /// before the run is `history`. Its `run.started` says where it
+    /// resumed; the turn limit counts the turns before it, the time limit
+    /// starts again.
+    pub async fn resume(&self, history: Vec<Message>, from: Checkpoint) -> RunResult {
+        self.go(history, from, true).await
+    }
+
+    async fn go(&self, history: Vec<Message>, from: Checkpoint, resumed: bool) -> RunResult {
         let started = Instant::now();
         self.events.emit(EventData::RunStarted(RunStartedData {
             model: self.options.model.clone(),
@@ -159,19 +195,20 @@ impl AgentRun<'_> {
                 .iter()
                 .map(|t| t.name.clone())
                 .collect(),
+            resumed_after_turn: resumed.then_some(from.turns),
         }));
         let mut result = RunResult {
             status: RunStatus::Completed,
             text: String::new(),
-            turns: 0,
-            tool_calls: 0,
-            usage: Usage::default(),
+            turns: from.turns,
+            tool_calls: from.tool_calls,
+            usage: from.usage,
             duration: Duration::ZERO,
             error: None,
             messages: Vec::new(),
         };
         let in_flight = InFlight::default();
-        let transcript = Mutex::new(vec![Message::User(message.to_owned())]);
+        let transcript = Mutex::new(from.messages);
         // Whichever comes first drops the turns (and the model request or
         // tool calls they wait on) at once.
         let stop = tokio::select! {
@@ -335,6 +372,12 @@ impl AgentRun<'_> {
                 lock(transcript).push(answer.clone());
                 messages.push(answer);
             }
+            self.events.checkpoint(Checkpoint {
+                messages: lock(transcript).clone(),
+                turns: result.turns,
+                tool_calls: result.tool_calls,
+                usage: result.usage,
+            });
         }
     }
 

@@ -138,7 +138,9 @@ pub struct RunCreatedData {
 #[serde(rename_all = "camelCase")]
 pub struct RunQueuedData {
     /// What it waits for: `session` (another run holds the session's
-    /// lane), `runtime` or `environment`.
+    /// lane), `runtime` (a node to execute it; also a run put back in the
+    /// queue to resume after the gateway executing it stopped) or
+    /// `environment`.
     pub reason: String,
 }
 
@@ -152,6 +154,10 @@ pub struct RunStartedData {
     pub surface: String,
     /// The tools the model sees.
     pub tools: Vec<String>,
+    /// Set when the run resumed after the gateway executing it stopped:
+    /// the turns it had completed (its conversation goes on from there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_after_turn: Option<u32>,
 }
 
 /// `run.completed`, `run.failed`, `run.cancelled`, `run.timed_out`.

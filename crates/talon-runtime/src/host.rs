@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use talon_agent::{
-    AgentRun, ApprovalEvents, NestedCallEvents, RunEvents, RunOptions, RunResult, UpdateEvents,
+    AgentRun, ApprovalEvents, Checkpoint, NestedCallEvents, RunEvents, RunOptions, RunResult,
+    UpdateEvents,
 };
 use talon_config::Config;
 use talon_core_tools::CoreTools;
@@ -98,6 +99,21 @@ impl PreparedRun {
             options: self.options,
         };
         let result = run.run(history, message).await;
+        self.tools.shutdown().await;
+        result
+    }
+
+    /// Goes on with a run from its last checkpoint, after `history` (the
+    /// conversation before the run), to its end.
+    pub async fn resume(self, history: Vec<Message>, from: Checkpoint) -> RunResult {
+        let run = AgentRun {
+            provider: &self.provider,
+            surface: self.surface,
+            ctx: self.ctx,
+            events: self.events,
+            options: self.options,
+        };
+        let result = run.resume(history, from).await;
         self.tools.shutdown().await;
         result
     }

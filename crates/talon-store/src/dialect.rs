@@ -269,6 +269,10 @@ mod tests {
                 "migrations/sqlite/0001_init.sql",
             );
         assert_eq!(spelled, postgres);
+        assert_eq!(
+            include_str!("../migrations/sqlite/0002_checkpoint.sql"),
+            include_str!("../migrations/postgres/0002_checkpoint.sql")
+        );
         assert_eq!(SQLITE.iter().count(), POSTGRES.iter().count());
     }
 

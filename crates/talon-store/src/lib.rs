@@ -35,6 +35,7 @@ mod dialect;
 mod error;
 mod events;
 mod records;
+mod resume;
 mod runs;
 mod sessions;
 mod tokens;
@@ -53,6 +54,7 @@ pub use dialect::Backend;
 pub use error::{Result, StoreError};
 pub use events::{MAX_PAGE, Pending, RawEvent};
 pub use records::{EventFilter, Retention, StoredToken};
+pub use resume::Orphaned;
 pub use runs::Claimed;
 pub use sessions::StoredMessage;
 

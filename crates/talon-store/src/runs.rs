@@ -201,7 +201,7 @@ impl Store {
 }
 
 /// Statuses of a run that holds its session's lane and a node's lease.
-const LIVE: &str = "('running', 'waiting')";
+pub(crate) const LIVE: &str = "('running', 'waiting')";
 
 /// A run a node has claimed to execute.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,6 +210,10 @@ pub struct Claimed {
     pub run: Run,
     /// What it executes (as `create_run` stored it).
     pub request: Option<Value>,
+    /// Where it resumes from, when an earlier execution was interrupted
+    /// (as [`Store::set_run_checkpoint`] or [`Store::requeue_run`] left
+    /// it).
+    pub checkpoint: Option<Value>,
 }
 
 impl Store {
@@ -248,7 +252,7 @@ impl Store {
             ""
         };
         let sql = format!(
-            "UPDATE runs SET status = 'running', node = $1, started_at = $2, lease_until = $3 \
+            "UPDATE runs SET status = 'running', node = $1, started_at = COALESCE(started_at, $2), lease_until = $3 \
              WHERE id = (SELECT q.id FROM runs q WHERE q.status = 'queued'{only} \
                AND NOT EXISTS (SELECT 1 FROM runs l WHERE l.session_id = q.session_id AND l.status IN {LIVE}) \
                ORDER BY q.created_at, q.id LIMIT 1{lock}) \
@@ -275,7 +279,12 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("claimed run {id} vanished")))?;
         let request = self.run_request(&id).await?;
-        Ok(Some(Claimed { run, request }))
+        let checkpoint = self.run_checkpoint(&id).await?;
+        Ok(Some(Claimed {
+            run,
+            request,
+            checkpoint,
+        }))
     }
 
     /// Extends the lease of every live run `node` holds; returns how many.

@@ -21,6 +21,10 @@
 //! user message), so concurrent runs each get the whole script. With
 //! `"record": false` the server keeps no request bodies (long benchmarks).
 //!
+//! A string argument `"$lastTool:/runId"` is replaced by the value at that
+//! JSON pointer in the request's last tool result (e.g. a suspended cell's
+//! id, for `wait`).
+//!
 //! With `apiKey`, a request without `Authorization: Bearer <apiKey>` gets
 //! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies).
 //! When the turns run out, the server answers 500.
@@ -400,13 +404,16 @@ async fn completions(
             "model_not_found",
         );
     }
-    let Some(turn) = turn else {
+    let Some(mut turn) = turn else {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the mock script has no more turns",
             "script_exhausted",
         );
     };
+    for call in &mut turn.tool_calls {
+        fill_from_last_tool(&mut call.arguments, &request);
+    }
     if !turn.delay.is_zero() {
         tokio::time::sleep(turn.delay).await;
     }
@@ -437,6 +444,35 @@ async fn completions(
         last.1 = Some(std::time::Instant::now());
     }
     response
+}
+
+/// Replaces every string argument `"$lastTool:<JSON pointer>"` with the
+/// value at that pointer in the request's last tool message (its content
+/// read as JSON), so a script can pass on what a tool returned, such as a
+/// suspended cell's id to `wait`. Left as it is when there is none.
+fn fill_from_last_tool(arguments: &mut Value, request: &Value) {
+    match arguments {
+        Value::String(text) => {
+            let Some(pointer) = text.strip_prefix("$lastTool:") else {
+                return;
+            };
+            let last = request["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+                .and_then(|m| m["content"].as_str())
+                .and_then(|content| serde_json::from_str::<Value>(content).ok());
+            if let Some(value) = last.as_ref().and_then(|v| v.pointer(pointer)) {
+                *arguments = value.clone();
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| fill_from_last_tool(v, request)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| fill_from_last_tool(v, request)),
+        _ => {}
+    }
 }
 
 fn tool_calls_json(turn: &Turn) -> Vec<Value> {
@@ -526,4 +562,31 @@ fn stream(turn: &Turn, model: &str) -> Response {
         .header(header::CONTENT_TYPE, "text/event-stream")
         .body(Body::from(body))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_take_values_from_the_last_tool_result() {
+        let request = json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "tool", "content": "{\"runId\": \"old\"}"},
+            {"role": "assistant", "content": null},
+            {"role": "tool", "content": "{\"runId\": \"cell_7\", \"n\": [1, 2]}"},
+        ]});
+        let mut arguments = json!({
+            "runId": "$lastTool:/runId",
+            "nested": ["$lastTool:/n/1", "$lastTool:/missing", "plain"],
+        });
+        fill_from_last_tool(&mut arguments, &request);
+        assert_eq!(
+            arguments,
+            json!({"runId": "cell_7", "nested": [2, "$lastTool:/missing", "plain"]})
+        );
+        let mut untouched = json!({"runId": "$lastTool:/runId"});
+        fill_from_last_tool(&mut untouched, &json!({"messages": []}));
+        assert_eq!(untouched, json!({"runId": "$lastTool:/runId"}));
+    }
 }

@@ -405,3 +405,107 @@ async fn cancellation_timeout_turn_limit_and_provider_errors_end_the_run_clearly
         Some("provider \"mock\" answered 400: scripted failure")
     );
 }
+
+/// Keeps events and the loop's checkpoints.
+#[derive(Default)]
+struct Checkpoints {
+    events: CollectSink,
+    taken: std::sync::Mutex<Vec<talon_agent::Checkpoint>>,
+}
+
+impl talon_agent::EventSink for Checkpoints {
+    fn emit(&self, event: talon_protocol::Event) {
+        self.events.emit(event);
+    }
+
+    fn checkpoint(&self, checkpoint: talon_agent::Checkpoint) {
+        self.taken.lock().unwrap().push(checkpoint);
+    }
+}
+
+#[tokio::test]
+async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
+    let f = fixture(
+        json!([
+            {"toolCalls": [{"name": "read", "arguments": {"path": "notes.txt"}}], "usage": {"prompt": 100, "completion": 10}},
+            {"text": "The notes say 42.", "usage": {"prompt": 150, "completion": 6}},
+            {"text": "Resumed: the notes say 42.", "usage": {"prompt": 150, "completion": 7}},
+        ]),
+        false,
+    )
+    .await;
+    let sink = Arc::new(Checkpoints::default());
+    let run = AgentRun {
+        provider: &f.client,
+        surface: direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: Arc::new(RunEvents::new(sink.clone(), &f.ctx)),
+        options: options(),
+    };
+    let first = run.run(Vec::new(), "What do the notes say?").await;
+    assert_eq!(first.status, RunStatus::Completed);
+    // One checkpoint: after the turn with a tool call, every call answered
+    // and every event of that turn emitted before it.
+    let taken = sink.taken.lock().unwrap().clone();
+    assert_eq!(taken.len(), 1);
+    let checkpoint = taken[0].clone();
+    assert_eq!(
+        (
+            checkpoint.turns,
+            checkpoint.tool_calls,
+            checkpoint.usage.input_tokens
+        ),
+        (1, 1, 100)
+    );
+    assert_eq!(checkpoint.messages[..], first.messages[..3]);
+    // Resumed from it (as after a crash during the second model request):
+    // the model gets the conversation through the checkpoint, and the
+    // counts go on from it.
+    let resumed_sink = Arc::new(Checkpoints::default());
+    let resumed = AgentRun {
+        provider: &f.client,
+        surface: direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: Arc::new(RunEvents::new(resumed_sink.clone(), &f.ctx)),
+        options: options(),
+    };
+    let history = vec![talon_provider::Message::User("an earlier question".into())];
+    let result = resumed.resume(history, checkpoint.clone()).await;
+    assert_eq!(
+        (
+            result.status,
+            result.text.as_str(),
+            result.turns,
+            result.tool_calls,
+            result.usage.input_tokens
+        ),
+        (
+            RunStatus::Completed,
+            "Resumed: the notes say 42.",
+            2,
+            1,
+            250
+        )
+    );
+    let mut expected = checkpoint.messages.clone();
+    expected.push(talon_provider::Message::Assistant {
+        text: Some("Resumed: the notes say 42.".into()),
+        tool_calls: Vec::new(),
+    });
+    assert_eq!(result.messages, expected);
+    let request = &f.mock.requests()[2];
+    let roles: Vec<&str> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "user", "assistant", "tool"]);
+    assert_eq!(request["messages"][1]["content"], "an earlier question");
+    assert_eq!(
+        kinds(&resumed_sink.events),
+        ["run.started", "assistant.message", "run.completed"]
+    );
+    let started = &resumed_sink.events.events()[0];
+    assert_eq!(started.data["resumedAfterTurn"], 1);
+}

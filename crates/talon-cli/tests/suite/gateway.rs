@@ -214,83 +214,204 @@ fn stream_until(addr: &str, token: &str, run_id: &str, until: &str) -> Vec<Strin
     }
 }
 
+/// The events of a run, through `runs.events`.
+fn run_events(addr: &str, token: &str, run_id: &str) -> Vec<serde_json::Value> {
+    let page = body(&post(
+        addr,
+        token,
+        "runs.events",
+        &format!(r#"{{"runId": "{run_id}"}}"#),
+    ));
+    assert_eq!(page["done"], true, "{page}");
+    page["events"].as_array().unwrap().clone()
+}
+
 #[test]
-fn a_gateway_killed_mid_run_loses_nothing_and_ends_what_it_left() {
+fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
     let home = tempfile::tempdir().unwrap();
-    let hang = home.path().join("hang.json");
+    let config = home.path().join("talon.json5");
+    std::fs::write(&config, r#"{tools: {codeMode: {enabled: true}}}"#).unwrap();
+    // The first life: run B's cell spins (a tool call in flight at the
+    // kill); run A completes a turn (a cell that suspends itself), then
+    // its model hangs.
+    let first_script = home.path().join("first.json");
     std::fs::write(
-        &hang,
-        r#"{"replay": "perRun", "turns": [{"delayMs": 60000, "text": "never"}]}"#,
+        &first_script,
+        r#"{"turns": [
+            {"toolCalls": [{"name": "exec", "arguments": {"code": "while (true) {}"}}]},
+            {"toolCalls": [{"name": "exec", "arguments": {"code": "text('before'); await yield_control('pause'); return 6 * 7;"}}]},
+            {"delayMs": 60000, "text": "never"}
+        ]}"#,
     )
     .unwrap();
-    let after = home.path().join("after.json");
+    let second_script = home.path().join("second.json");
     std::fs::write(
-        &after,
-        r#"{"replay": "perRun", "turns": [{"text": "after the restart"}]}"#,
+        &second_script,
+        r#"{"turns": [
+            {"toolCalls": [{"name": "wait", "arguments": {"runId": "$lastTool:/runId"}}]},
+            {"text": "resumed: the cell gave 42"},
+            {"text": "after the restart"}
+        ]}"#,
     )
     .unwrap();
-    let (mut first, addr, _) =
-        start_gateway(home.path(), &["--mock-script", hang.to_str().unwrap()]);
+    let config_arg = config.to_str().unwrap();
+    let (mut first, addr, _) = start_gateway(
+        home.path(),
+        &[
+            "--config",
+            config_arg,
+            "--mock-script",
+            first_script.to_str().unwrap(),
+        ],
+    );
     let mut admin = String::new();
     BufReader::new(first.stdout.take().unwrap())
         .read_line(&mut admin)
         .unwrap();
     let admin = admin.trim().to_owned();
-    let running = body(&post(
-        &addr,
-        &admin,
-        "runs.create",
-        r#"{"input": "hang", "sessionKey": "crash"}"#,
-    ));
-    let run_id = running["id"].as_str().unwrap().to_owned();
-    let queued = body(&post(
-        &addr,
-        &admin,
-        "runs.create",
-        r#"{"input": "then this", "sessionKey": "crash"}"#,
-    ));
-    let seen = stream_until(&addr, &admin, &run_id, "run.started");
-    assert_eq!(seen.len(), 2, "{seen:?}");
+    let create = |input: &str, key: &str| {
+        body(&post(
+            &addr,
+            &admin,
+            "runs.create",
+            &format!(r#"{{"input": "{input}", "sessionKey": "{key}"}}"#),
+        ))["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let spinning = create("spin", "tool");
+    stream_until(&addr, &admin, &spinning, "tool.call.started");
+    let hanging = create("compute, then hang", "crash");
+    let queued = create("then this", "crash");
+    // A's cell suspended: its turn is complete (and checkpointed) before
+    // the model's next request hangs.
+    let seen = stream_until(&addr, &admin, &hanging, "tool.call.completed");
+    // (The turn's checkpoint is stored right after that event commits.)
+    std::thread::sleep(std::time::Duration::from_millis(1000));
     // SIGKILL mid-run.
     first.kill().unwrap();
     first.wait().unwrap();
-    let (mut second, addr, mut stderr) =
-        start_gateway(home.path(), &["--mock-script", after.to_str().unwrap()]);
-    // The interrupted run ended failed, with its terminal event after
-    // every event a subscriber had seen.
+    let (mut second, addr, mut stderr) = start_gateway(
+        home.path(),
+        &[
+            "--config",
+            config_arg,
+            "--mock-script",
+            second_script.to_str().unwrap(),
+        ],
+    );
+    let wait = |run_id: &str| {
+        body(&post(
+            &addr,
+            &admin,
+            "runs.wait",
+            &format!(r#"{{"runId": "{run_id}", "timeoutMs": 30000}}"#),
+        ))
+    };
+    // A resumed from its completed turn: the model was asked again and
+    // resumed the suspended cell with `wait` (from the store, after the
+    // restart), the session holds the whole conversation once, and every
+    // event a subscriber had seen is still first in its log.
+    let result = wait(&hanging);
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["output"]["text"], "resumed: the cell gave 42");
+    let events = run_events(&addr, &admin, &hanging);
+    let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids[..seen.len()],
+        seen.iter().map(String::as_str).collect::<Vec<_>>()[..]
+    );
+    let mut kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "run.created",
+            "run.started",
+            "tool.call.started",
+            "tool.call.completed",
+            "run.queued",
+            "run.started",
+            "tool.call.started",
+            "tool.call.completed",
+            "assistant.delta",
+            "assistant.message",
+            "run.completed"
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(events[4]["data"]["reason"], "runtime");
+    assert_eq!(events[5]["data"]["resumedAfterTurn"], 1);
+    assert_eq!(
+        events.last().unwrap()["data"]["turns"],
+        3,
+        "the turn before the restart counts"
+    );
+    let session = body(&post(
+        &addr,
+        &admin,
+        "sessions.resolve",
+        r#"{"key": "crash"}"#,
+    ));
+    let messages = body(&post(
+        &addr,
+        &admin,
+        "sessions.messages",
+        &format!(r#"{{"sessionId": "{}"}}"#, session["id"].as_str().unwrap()),
+    ));
+    // Each message once, the cell's answer as it was before the kill.
+    let roles: Vec<(&str, serde_json::Value)> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["runId"] == hanging.as_str())
+        .map(|m| {
+            let text = m["text"].as_str().unwrap_or_default();
+            let shown = match m["role"].as_str() {
+                Some("tool") => {
+                    let answer: serde_json::Value = serde_json::from_str(text).unwrap();
+                    serde_json::json!([answer["status"], answer["value"]])
+                }
+                _ => serde_json::json!(text),
+            };
+            (m["role"].as_str().unwrap(), shown)
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("user", serde_json::json!("compute, then hang")),
+            ("assistant", serde_json::json!("")),
+            ("tool", serde_json::json!(["waiting", null])),
+            ("assistant", serde_json::json!("")),
+            ("tool", serde_json::json!(["completed", 42])),
+            ("assistant", serde_json::json!("resumed: the cell gave 42")),
+        ],
+        "{messages}"
+    );
+    // B had a call in flight whose effect is unknown: it ended failed,
+    // saying why, with its terminal event.
     let run = body(&post(
         &addr,
         &admin,
         "runs.get",
-        &format!(r#"{{"runId": "{run_id}"}}"#),
+        &format!(r#"{{"runId": "{spinning}"}}"#),
     ));
     assert_eq!(run["status"], "failed", "{run}");
     assert_eq!(run["error"]["code"], "unavailable");
     assert_eq!(run["error"]["details"]["reason"], "interrupted");
-    let page = body(&post(
-        &addr,
-        &admin,
-        "runs.events",
-        &format!(r#"{{"runId": "{run_id}"}}"#),
-    ));
-    let events = page["events"].as_array().unwrap();
-    let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(
-        ids[..2],
-        seen.iter().map(String::as_str).collect::<Vec<_>>()[..]
+    assert!(
+        run["error"]["details"]["notResumed"]
+            .as_str()
+            .unwrap()
+            .contains("exec"),
+        "{run}"
     );
+    let events = run_events(&addr, &admin, &spinning);
     assert_eq!(events.last().unwrap()["type"], "run.failed");
-    assert_eq!(page["done"], true);
-    // The run queued behind it runs on the restarted gateway.
-    let result = body(&post(
-        &addr,
-        &admin,
-        "runs.wait",
-        &format!(
-            r#"{{"runId": "{}", "timeoutMs": 30000}}"#,
-            queued["id"].as_str().unwrap()
-        ),
-    ));
+    // The run queued behind A runs after it.
+    let result = wait(&queued);
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(result["output"]["text"], "after the restart");
     Command::new("kill")

@@ -18,15 +18,29 @@ use talon_runtime::RunSpec;
 use talon_store::{Claimed, MAX_PAGE};
 use talon_tools::{Approver, NoUpdates, RunContext, RunScope};
 
-use super::sink::StoreSink;
+use super::resume::RunCheckpoint;
+use super::sink::{Checkpoints, StoreSink};
 use super::{Active, Engine, RunRequest, history, result_of};
 
 impl Engine {
     /// Runs a claimed run to its end.
     pub(super) async fn execute(&self, claimed: Claimed, active: Active) {
-        let Claimed { run, request } = claimed;
+        let Claimed {
+            run,
+            request,
+            checkpoint,
+        } = claimed;
         let store = self.inner.store.clone();
-        let sink = Arc::new(StoreSink::start(store.clone()));
+        let stored = RunCheckpoint::read(checkpoint);
+        let resume_from = stored.resume_from();
+        let sink = Arc::new(StoreSink::start(
+            store.clone(),
+            Some(Checkpoints {
+                run_id: run.id.clone(),
+                node: self.inner.node.clone(),
+                stored,
+            }),
+        ));
         let ctx = RunContext {
             scope: RunScope {
                 agent_id: run.agent_id.clone(),
@@ -55,7 +69,10 @@ impl Engine {
                     Ok(prepared) => {
                         let mut messages = history;
                         messages.extend(before.iter().cloned());
-                        let result = prepared.run(messages, &message).await;
+                        let result = match resume_from {
+                            Some(from) => prepared.resume(messages, from).await,
+                            None => prepared.run(messages, &message).await,
+                        };
                         let mut added = before;
                         added.extend(result.messages.iter().cloned());
                         Ok((result, added))

@@ -11,13 +11,15 @@
 //!   `interrupt`, `rollback`).
 //! - Every event goes through the store before anyone sees it
 //!   ([`sink::StoreSink`]).
-//! - A run that was live when its node died is ended `failed`
-//!   (`unavailable`, `details.reason: "interrupted"`) with its terminal
-//!   event, unless its terminal event was already committed (then its row
-//!   is brought in line with it). Queued runs simply wait to be claimed.
+//! - A run that was live when its node died goes back to the queue
+//!   (`run.queued`) and resumes from its last complete turn when no tool
+//!   call was in flight ([`resume`]); otherwise it is ended ([`recover`]).
+//!   Queued runs simply wait to be claimed.
 
 mod exec;
 pub(crate) mod history;
+mod recover;
+mod resume;
 mod sink;
 
 use std::collections::HashMap;
@@ -257,85 +259,28 @@ impl Engine {
     /// them on SQLite, which one node owns; those whose lease expired on
     /// PostgreSQL), then starts claiming runs.
     pub(crate) async fn start(&self) -> Result<tokio::task::JoinHandle<()>, ApiError> {
-        let orphans = match self.inner.store.backend() {
-            talon_store::Backend::Sqlite => self.inner.store.live_runs().await,
-            talon_store::Backend::Postgres => {
+        let now = talon_store::now_ms();
+        let (orphans, orphaned) = match self.inner.store.backend() {
+            talon_store::Backend::Sqlite => (
+                self.inner.store.live_runs().await,
+                talon_store::Orphaned::Any,
+            ),
+            talon_store::Backend::Postgres => (
                 self.inner
                     .store
-                    .orphaned_runs(talon_store::now_ms(), Some(&self.inner.node))
-                    .await
-            }
-        }
-        .map_err(api_error)?;
-        for run in orphans {
-            self.end_orphan(run).await;
+                    .orphaned_runs(now, Some(&self.inner.node))
+                    .await,
+                talon_store::Orphaned::LeaseEndedOrHeldBy {
+                    now,
+                    node: &self.inner.node,
+                },
+            ),
+        };
+        for run in orphans.map_err(api_error)? {
+            self.recover_orphan(run, orphaned).await;
         }
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))
-    }
-
-    /// Ends a run whose node is gone.
-    async fn end_orphan(&self, mut run: Run) {
-        let store = &self.inner.store;
-        let filter = talon_store::EventFilter {
-            run_id: Some(run.id.clone()),
-            types: vec![
-                talon_protocol::EventType::RunCompleted,
-                talon_protocol::EventType::RunFailed,
-                talon_protocol::EventType::RunCancelled,
-                talon_protocol::EventType::RunTimedOut,
-            ],
-            ..Default::default()
-        };
-        let terminal = store
-            .after(None, &filter, 1)
-            .await
-            .ok()
-            .and_then(|events| events.into_iter().next());
-        let now = talon_store::now_ms();
-        run.ended_at = Some(now);
-        let event = match terminal {
-            // It ended, but its row was not written: bring the row in line.
-            Some(event) => {
-                run.status = match event.kind {
-                    talon_protocol::EventType::RunCompleted => RunStatus::Completed,
-                    talon_protocol::EventType::RunCancelled => RunStatus::Cancelled,
-                    talon_protocol::EventType::RunTimedOut => RunStatus::TimedOut,
-                    _ => RunStatus::Failed,
-                };
-                None
-            }
-            None => {
-                run.status = RunStatus::Failed;
-                let error = ApiError::new(
-                    ErrorCode::Unavailable,
-                    "the gateway executing this run stopped before it ended; it was not resumed",
-                )
-                .with_details(
-                    serde_json::json!({"reason": "interrupted", "node": self.inner.node}),
-                );
-                run.error = Some(error.clone());
-                Some(run_event(
-                    &run,
-                    EventData::RunFailed(ended_data(Some(&error))),
-                ))
-            }
-        };
-        let result = result_of(&run, None);
-        match store.end_run(&run, &result).await {
-            Ok(true) => {
-                if let Some(event) = event
-                    && let Err(error) = store.append(vec![event]).await
-                {
-                    tracing::error!(%error, run = %run.id, "the terminal event of an interrupted run was not stored");
-                }
-                tracing::warn!(run = %run.id, status = ?run.status, "ended a run its node left live");
-            }
-            Ok(false) => {}
-            Err(error) => {
-                tracing::error!(%error, run = %run.id, "could not end an interrupted run")
-            }
-        }
     }
 
     /// Claims and executes runs until the node drains; renews leases,
@@ -398,11 +343,13 @@ impl Engine {
                 }
             }
         }
+        let now = talon_store::now_ms();
         if store.backend() == talon_store::Backend::Postgres
-            && let Ok(orphans) = store.orphaned_runs(talon_store::now_ms(), None).await
+            && let Ok(orphans) = store.orphaned_runs(now, None).await
         {
             for run in orphans {
-                self.end_orphan(run).await;
+                self.recover_orphan(run, talon_store::Orphaned::LeaseEnded { now })
+                    .await;
             }
         }
     }

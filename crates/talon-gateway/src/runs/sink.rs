@@ -3,89 +3,198 @@
 //! appends them in order, as many to a commit as have arrived, so a run
 //! streaming a delta per token never waits for each commit. Subscribers
 //! read the store, so no one sees an event before it is committed.
+//!
+//! The loop's checkpoints (the run's state at the end of a turn) go
+//! through the same queue: one is stored once every event before it is
+//! durable, with the id of the last of them, so a run resumed from it
+//! knows exactly which events came after ([`super::resume`]).
 
 use std::sync::Mutex;
 
-use talon_agent::EventSink;
+use talon_agent::{Checkpoint, EventSink};
 use talon_protocol::Event;
-use talon_store::{Pending, Store};
+use talon_store::{Pending, Store, StoreError};
 use tokio::sync::mpsc;
+
+use super::resume::RunCheckpoint;
+
+/// What the loop hands the sink, in order.
+enum Item {
+    Event(Event),
+    Checkpoint(Checkpoint),
+}
+
+/// Where a run's checkpoints go.
+#[derive(Debug, Clone)]
+pub(crate) struct Checkpoints {
+    /// The run.
+    pub run_id: String,
+    /// The node executing it (a checkpoint of a run another node took over
+    /// is not stored).
+    pub node: String,
+    /// What the store held when the run was claimed.
+    pub stored: RunCheckpoint,
+}
 
 /// Appends a run's events to the store, in order.
 #[derive(Debug)]
 pub(crate) struct StoreSink {
-    queue: Mutex<Option<mpsc::UnboundedSender<Event>>>,
-    forwarder: Mutex<Option<tokio::task::JoinHandle<Result<u64, talon_store::StoreError>>>>,
+    queue: Mutex<Option<mpsc::UnboundedSender<Item>>>,
+    forwarder: Mutex<Option<tokio::task::JoinHandle<Result<u64, StoreError>>>>,
+}
+
+/// The forwarder's state.
+struct Forwarder {
+    store: Store,
+    checkpoints: Option<Checkpoints>,
+    /// Commits not yet answered.
+    pending: Vec<Pending>,
+    /// The id of the last event known durable.
+    last: Option<u64>,
+    appended: u64,
+    failure: Option<StoreError>,
+}
+
+impl Forwarder {
+    async fn settle(&mut self, pending: Pending) {
+        match pending.durable().await {
+            Ok(events) => {
+                if let Some(id) = events.last().and_then(|e| e.id.parse::<u64>().ok()) {
+                    self.last = Some(id);
+                }
+            }
+            Err(error) => {
+                self.failure.get_or_insert(error);
+            }
+        }
+    }
+
+    async fn events(&mut self, batch: Vec<Event>) {
+        self.appended += batch.len() as u64;
+        match self.store.submit(batch).await {
+            Ok(p) => self.pending.push(p),
+            Err(error) => {
+                tracing::error!(%error, "a run's events could not be queued for the store");
+                self.failure.get_or_insert(error);
+            }
+        }
+        // Answered commits are dropped as the run goes, so a long run
+        // holds only what is still in flight.
+        if self.pending.len() > 64 {
+            let settled: Vec<Pending> = self.pending.drain(..self.pending.len() - 8).collect();
+            for p in settled {
+                self.settle(p).await;
+            }
+        }
+    }
+
+    async fn drain(&mut self) {
+        for p in std::mem::take(&mut self.pending) {
+            self.settle(p).await;
+        }
+    }
+
+    async fn checkpoint(&mut self, checkpoint: &Checkpoint) {
+        self.drain().await;
+        let Some(to) = self.checkpoints.as_mut() else {
+            return;
+        };
+        if self.failure.is_some() {
+            // Events before it may be missing: resuming from it could
+            // repeat a call; the last stored checkpoint stays.
+            return;
+        }
+        to.stored.record(checkpoint, &to.run_id, self.last);
+        if let Err(error) = self
+            .store
+            .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())
+            .await
+        {
+            tracing::warn!(%error, run = %to.run_id, "a run's checkpoint was not stored");
+        }
+    }
 }
 
 impl StoreSink {
-    /// A sink over `store`, forwarding on a task of its own.
-    pub(crate) fn start(store: Store) -> Self {
-        let (queue, mut inbox) = mpsc::unbounded_channel::<Event>();
-        let forwarder = tokio::spawn(async move {
-            let mut pending: Vec<Pending> = Vec::new();
-            let mut appended = 0u64;
-            let mut failure = None;
-            while let Some(first) = inbox.recv().await {
-                let mut batch = vec![first];
-                while let Ok(next) = inbox.try_recv() {
-                    batch.push(next);
-                }
-                appended += batch.len() as u64;
-                match store.submit(batch).await {
-                    Ok(p) => pending.push(p),
-                    Err(error) => {
-                        tracing::error!(%error, "a run's events could not be queued for the store");
-                        failure.get_or_insert(error);
-                    }
-                }
-                // Answered commits are dropped as the run goes, so a long
-                // run holds only what is still in flight.
-                if pending.len() > 64 {
-                    for p in pending.drain(..pending.len() - 8) {
-                        if let Err(error) = p.durable().await {
-                            failure.get_or_insert(error);
+    /// A sink over `store`, forwarding on a task of its own; the run's
+    /// checkpoints are stored when `checkpoints` says where.
+    pub(crate) fn start(store: Store, checkpoints: Option<Checkpoints>) -> Self {
+        let (queue, mut inbox) = mpsc::unbounded_channel::<Item>();
+        let mut forwarder = Forwarder {
+            store,
+            checkpoints,
+            pending: Vec::new(),
+            last: None,
+            appended: 0,
+            failure: None,
+        };
+        let task = tokio::spawn(async move {
+            let mut held = None;
+            loop {
+                let item = match held.take() {
+                    Some(item) => item,
+                    None => match inbox.recv().await {
+                        Some(item) => item,
+                        None => break,
+                    },
+                };
+                match item {
+                    Item::Checkpoint(checkpoint) => forwarder.checkpoint(&checkpoint).await,
+                    Item::Event(first) => {
+                        let mut batch = vec![first];
+                        while let Ok(next) = inbox.try_recv() {
+                            match next {
+                                Item::Event(event) => batch.push(event),
+                                checkpoint => {
+                                    held = Some(checkpoint);
+                                    break;
+                                }
+                            }
                         }
+                        forwarder.events(batch).await;
                     }
                 }
             }
-            for p in pending {
-                if let Err(error) = p.durable().await {
-                    failure.get_or_insert(error);
-                }
-            }
-            match failure {
+            forwarder.drain().await;
+            match forwarder.failure {
                 Some(error) => Err(error),
-                None => Ok(appended),
+                None => Ok(forwarder.appended),
             }
         });
         Self {
             queue: Mutex::new(Some(queue)),
-            forwarder: Mutex::new(Some(forwarder)),
+            forwarder: Mutex::new(Some(task)),
         }
     }
 
     /// Takes no more events and waits until every one taken is durable;
     /// returns how many were appended.
-    pub(crate) async fn close(&self) -> Result<u64, talon_store::StoreError> {
+    pub(crate) async fn close(&self) -> Result<u64, StoreError> {
         drop(self.queue.lock().ok().and_then(|mut q| q.take()));
         let forwarder = self.forwarder.lock().ok().and_then(|mut f| f.take());
         match forwarder {
-            Some(task) => task.await.map_err(|_| talon_store::StoreError::Closed)?,
+            Some(task) => task.await.map_err(|_| StoreError::Closed)?,
             None => Ok(0),
         }
+    }
+
+    fn send(&self, item: Item) -> bool {
+        self.queue
+            .lock()
+            .ok()
+            .and_then(|q| q.as_ref().map(|q| q.send(item).is_ok()))
+            == Some(true)
     }
 }
 
 impl EventSink for StoreSink {
     fn emit(&self, event: Event) {
-        let sent = self
-            .queue
-            .lock()
-            .ok()
-            .and_then(|q| q.as_ref().map(|q| q.send(event).is_ok()));
-        if sent != Some(true) {
+        if !self.send(Item::Event(event)) {
             tracing::warn!("an event arrived after its run's sink closed; dropped");
         }
+    }
+
+    fn checkpoint(&self, checkpoint: Checkpoint) {
+        self.send(Item::Checkpoint(checkpoint));
     }
 }

@@ -186,12 +186,16 @@ async fn two_nodes_share_one_database() {
     )
     .await;
     assert_eq!(result["status"], "cancelled", "{result}");
-    // A node that died: its run's lease lapses and a live node ends it.
-    let ghost = Run {
-        id: "run_ghost".into(),
+    // Nodes that died: their runs' leases lapse and a live node takes them
+    // back. One had no tool call in flight: it is resumed (from its input,
+    // as it had not completed a turn) by exactly one live node. The other
+    // had a call in flight: it is ended.
+    let store = &a.running.store;
+    let ghost = |id: &str| Run {
+        id: id.into(),
         agent_id: "main".into(),
-        session_id: Some("sess_ghost".into()),
-        session_key: Some("ghost".into()),
+        session_id: Some(format!("sess_{id}")),
+        session_key: Some(id.into()),
         status: RunStatus::Queued,
         created_at: 1,
         started_at: None,
@@ -199,27 +203,90 @@ async fn two_nodes_share_one_database() {
         usage: None,
         error: None,
     };
-    let store = &a.running.store;
-    store
-        .create_run(&ghost, None, "", "node-dead", Some(&json!({"input": "x"})))
-        .await
-        .unwrap();
-    // Nobody else may claim it first: claim it as the dead node would have.
-    let now = talon_store::now_ms();
-    while store
-        .claim_run("node-dead", Some("run_ghost"), now, now + 1)
-        .await
-        .unwrap()
-        .is_none()
-    {
-        tokio::time::sleep(Duration::from_millis(1)).await;
+    for id in ["run_ghost", "run_ghost_calling", "run_ghost_cancelled"] {
+        store
+            .create_run(
+                &ghost(id),
+                None,
+                "",
+                "node-dead",
+                Some(&json!({"input": "x"})),
+            )
+            .await
+            .unwrap();
+        // Nobody else may claim it first: claim it as the dead node would.
+        let now = talon_store::now_ms();
+        while store
+            .claim_run("node-dead", Some(id), now, now + 1)
+            .await
+            .unwrap()
+            .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
+    let in_flight = talon_protocol::Event {
+        version: 1,
+        id: String::new(),
+        ts: 1,
+        kind: talon_protocol::EventType::ToolCallStarted,
+        run_id: Some("run_ghost_calling".into()),
+        session_id: Some("sess_run_ghost_calling".into()),
+        session_key: Some("run_ghost_calling".into()),
+        task_id: None,
+        agent_id: Some("main".into()),
+        data: json!({"callId": "c1", "name": "write"}),
+        raw: None,
+    };
+    store.append(vec![in_flight]).await.unwrap();
+    // Cancelled while its node was dying: ended, never resumed.
+    assert!(
+        store
+            .request_cancel("run_ghost_cancelled", false)
+            .await
+            .unwrap()
+    );
     let (_, result) = call(
         &client,
         &b,
         &admin,
         "runs.wait",
         json!({"runId": "run_ghost", "timeoutMs": 20_000}),
+    )
+    .await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["output"]["text"], "from a node");
+    let (_, page) = call(
+        &client,
+        &a,
+        &admin,
+        "runs.events",
+        json!({"runId": "run_ghost"}),
+    )
+    .await;
+    let kinds: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .filter(|k| *k != "assistant.delta")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run.queued",
+            "run.started",
+            "assistant.message",
+            "run.completed"
+        ],
+        "{page}"
+    );
+    let (_, result) = call(
+        &client,
+        &b,
+        &admin,
+        "runs.wait",
+        json!({"runId": "run_ghost_calling", "timeoutMs": 20_000}),
     )
     .await;
     assert_eq!(result["status"], "failed", "{result}");
@@ -229,13 +296,22 @@ async fn two_nodes_share_one_database() {
         &a,
         &admin,
         "runs.events",
-        json!({"runId": "run_ghost"}),
+        json!({"runId": "run_ghost_calling"}),
     )
     .await;
     assert_eq!(
         page["events"].as_array().unwrap().last().unwrap()["type"],
         "run.failed"
     );
+    let (_, result) = call(
+        &client,
+        &a,
+        &admin,
+        "runs.wait",
+        json!({"runId": "run_ghost_cancelled", "timeoutMs": 20_000}),
+    )
+    .await;
+    assert_eq!(result["status"], "cancelled", "{result}");
     a.running.shutdown().await;
     b.running.shutdown().await;
 }

@@ -237,3 +237,39 @@ on_both! {
         assert_eq!((found.id.as_str(), hash.as_str()), ("r9", "hash-9"));
     }
 }
+
+on_both! {
+    async fn checkpoints_are_kept_by_the_executing_node_and_orphans_requeued_once(t) {
+        use talon_store::Orphaned;
+        let store = &t.store;
+        store.create_run(&in_session("r1", "s1", 1), None, "h", "n", None).await.unwrap();
+        store.create_run(&in_session("r2", "s1", 2), None, "h", "n", None).await.unwrap();
+        let first = store.claim_run("dead", None, 10, 100).await.unwrap().unwrap();
+        assert_eq!((first.run.id.as_str(), first.checkpoint), ("r1", None));
+        let turn = serde_json::json!({"turn": {"turns": 1}, "through": 7});
+        assert!(store.set_run_checkpoint("r1", "dead", &turn).await.unwrap());
+        assert!(!store.set_run_checkpoint("r1", "other", &turn).await.unwrap(), "only the executing node");
+        assert_eq!(store.run_checkpoint("r1").await.unwrap(), Some(turn.clone()));
+        // Its lease has not ended: not an orphan for another node.
+        assert!(!store.requeue_run("r1", Orphaned::LeaseEnded { now: 50 }, &turn).await.unwrap());
+        let again = serde_json::json!({"turn": {"turns": 1}, "through": 7, "resumes": 1});
+        // Two nodes notice the death; exactly one puts it back.
+        let (a, b) = tokio::join!(
+            store.requeue_run("r1", Orphaned::LeaseEnded { now: 200 }, &again),
+            store.requeue_run("r1", Orphaned::LeaseEndedOrHeldBy { now: 200, node: "x" }, &again),
+        );
+        assert_eq!([a.unwrap(), b.unwrap()].iter().filter(|r| **r).count(), 1);
+        let run = store.run("r1").await.unwrap().unwrap();
+        assert_eq!(run.status, RunStatus::Queued);
+        // The resumed run is claimed before the run queued behind it, with
+        // its checkpoint and its first start time.
+        let resumed = store.claim_run("alive", None, 300, 400).await.unwrap().unwrap();
+        assert_eq!(
+            (resumed.run.id.as_str(), resumed.run.started_at, resumed.checkpoint),
+            ("r1", Some(10), Some(again.clone()))
+        );
+        assert!(!store.set_run_checkpoint("r1", "dead", &turn).await.unwrap(), "the dead node lost it");
+        assert!(!store.requeue_run("r1", Orphaned::LeaseEnded { now: 350 }, &again).await.unwrap());
+        assert!(store.requeue_run("r1", Orphaned::Any, &again).await.unwrap());
+    }
+}

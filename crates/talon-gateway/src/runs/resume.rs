@@ -1,0 +1,180 @@
+//! Resuming a run whose node died. After every turn with tool calls the
+//! node executing a run stores a checkpoint ([`RunCheckpoint`]): the
+//! transcript so far and the id of the last event committed before it.
+//! When the node dies, the run is resumable if no tool call started after
+//! that event (a call whose effect is unknown is never made twice): it
+//! goes back to the queue and a node resumes it from the checkpoint (or
+//! from its input, when it had not completed a turn), its model asked
+//! again for the turn that was lost. Otherwise, or after
+//! [`MAX_RESUMES`], it ends `failed`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use talon_agent::Checkpoint;
+use talon_protocol::EventType;
+use talon_provider::Usage;
+use talon_store::{EventFilter, Store};
+
+use super::history;
+
+/// How many times a run is resumed before an interruption fails it (a
+/// run that kills its node each time must not do it forever).
+pub(crate) const MAX_RESUMES: u32 = 3;
+
+/// What the store keeps of a run to resume it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunCheckpoint {
+    /// Times the run was resumed.
+    #[serde(default)]
+    pub resumes: u32,
+    /// The last event of the run committed before the turn ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through: Option<u64>,
+    /// The run's state at the end of its last complete turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<Turn>,
+}
+
+/// A run's state at the end of a turn, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Turn {
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The run's messages so far, in the store's form.
+    pub messages: Vec<talon_protocol::gateway::Message>,
+}
+
+impl RunCheckpoint {
+    /// Reads a stored checkpoint (a missing or unreadable one is none).
+    pub(crate) fn read(value: Option<Value>) -> Self {
+        value
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// The checkpoint as the store keeps it.
+    pub(crate) fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Records the loop's checkpoint of run `run_id`.
+    pub(crate) fn record(&mut self, from: &Checkpoint, run_id: &str, through: Option<u64>) {
+        self.through = through.or(self.through);
+        self.turn = Some(Turn {
+            turns: from.turns,
+            tool_calls: from.tool_calls,
+            input_tokens: from.usage.input_tokens,
+            output_tokens: from.usage.output_tokens,
+            messages: history::to_stored(&from.messages, "", run_id, talon_store::now_ms()),
+        });
+    }
+
+    /// Where the loop goes on from, when a turn was recorded.
+    pub(crate) fn resume_from(&self) -> Option<Checkpoint> {
+        let turn = self.turn.as_ref()?;
+        Some(Checkpoint {
+            messages: history::to_model(&turn.messages),
+            turns: turn.turns,
+            tool_calls: turn.tool_calls,
+            usage: Usage {
+                input_tokens: turn.input_tokens,
+                output_tokens: turn.output_tokens,
+            },
+        })
+    }
+}
+
+/// Why an interrupted run cannot be resumed, if it cannot.
+pub(crate) async fn blocker(
+    store: &Store,
+    run_id: &str,
+    checkpoint: &RunCheckpoint,
+) -> Option<String> {
+    if checkpoint.resumes >= MAX_RESUMES {
+        return Some(format!(
+            "it was interrupted {} times; it is not resumed again",
+            checkpoint.resumes + 1
+        ));
+    }
+    let filter = EventFilter {
+        run_id: Some(run_id.to_owned()),
+        types: vec![EventType::ToolCallStarted],
+        ..EventFilter::default()
+    };
+    match store.after(checkpoint.through, &filter, 1).await {
+        Ok(started) => started.first().map(|event| {
+            let name = event
+                .data
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("a tool");
+            format!("a call of {name} was in flight, and its effect is unknown")
+        }),
+        Err(error) => Some(format!("its events could not be read: {error}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use talon_provider::{Message, ToolCallRequest};
+
+    #[test]
+    fn a_checkpoint_round_trips_through_the_store_form() {
+        let from = Checkpoint {
+            messages: vec![
+                Message::User("list it".into()),
+                Message::Assistant {
+                    text: None,
+                    tool_calls: vec![ToolCallRequest {
+                        id: "call_1".into(),
+                        name: "list".into(),
+                        arguments: r#"{"path":"."}"#.into(),
+                    }],
+                },
+                Message::Tool {
+                    call_id: "call_1".into(),
+                    content: r#"{"entries":[]}"#.into(),
+                },
+            ],
+            turns: 1,
+            tool_calls: 1,
+            usage: Usage {
+                input_tokens: 120,
+                output_tokens: 12,
+            },
+        };
+        let mut stored = RunCheckpoint {
+            resumes: 2,
+            ..RunCheckpoint::default()
+        };
+        stored.record(&from, "run_1", Some(41));
+        let read = RunCheckpoint::read(Some(stored.to_value()));
+        assert_eq!((read.resumes, read.through), (2, Some(41)));
+        assert_eq!(read.resume_from(), Some(from));
+        // A later turn whose events all failed to commit keeps the cursor.
+        let mut later = read.clone();
+        later.record(&read.resume_from().unwrap(), "run_1", None);
+        assert_eq!(later.through, Some(41));
+    }
+
+    #[test]
+    fn a_missing_or_unreadable_checkpoint_starts_from_the_input() {
+        for stored in [
+            None,
+            Some(serde_json::json!("junk")),
+            Some(serde_json::json!({"resumes": 1})),
+        ] {
+            let read = RunCheckpoint::read(stored);
+            assert_eq!(read.resume_from(), None);
+        }
+        assert_eq!(
+            RunCheckpoint::read(Some(serde_json::json!({"resumes": 1}))).resumes,
+            1
+        );
+    }
+}
