@@ -146,10 +146,6 @@ fn tokens_are_created_listed_and_revoked() {
 
 /// Starts `talon gateway` on a free port; returns it, its address and its
 /// stderr (the admin token, on a first start, is on its stdout).
-#[expect(
-    clippy::zombie_processes,
-    reason = "the child is handed to the caller, who waits for it"
-)]
 fn start_gateway(
     home: &std::path::Path,
     extra: &[&str],
@@ -158,9 +154,26 @@ fn start_gateway(
     String,
     BufReader<std::process::ChildStderr>,
 ) {
+    start_gateway_with(home, extra, &[])
+}
+
+/// [`start_gateway`] with environment variables.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is handed to the caller, who waits for it"
+)]
+fn start_gateway_with(
+    home: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> (
+    std::process::Child,
+    String,
+    BufReader<std::process::ChildStderr>,
+) {
     let mut args = vec!["gateway", "--listen", "127.0.0.1:0"];
     args.extend_from_slice(extra);
-    let mut child = spawn_talon(home, &args, &[]);
+    let mut child = spawn_talon(home, &args, env);
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     loop {
@@ -422,4 +435,134 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
     let mut log = String::new();
     stderr.read_to_string(&mut log).unwrap();
     assert!(!log.contains(&admin), "the admin token was logged: {log}");
+}
+
+#[test]
+fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
+    const GOOD: &str = "sk-talon-good-5f1e0c9a7b3d";
+    const BAD: &str = "sk-talon-bad-8a2b4c6d0e1f";
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{
+              models: {{ providers: {{
+                good: {{ baseUrl: "http://unused", apiKey: "{GOOD}", models: [{{ id: "mock-model" }}] }},
+                bad: {{ baseUrl: "http://unused", apiKey: "{BAD}", models: [{{ id: "mock-model" }}] }},
+              }} }},
+              agents: {{
+                defaults: {{ model: {{ primary: "good/mock-model" }} }},
+                list: [{{ id: "main" }}, {{ id: "wrongkey", model: "bad/mock-model" }}],
+              }},
+            }}"#
+        ),
+    )
+    .unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        format!(
+            r#"{{"apiKey": "{GOOD}", "replay": "perRun", "turns": [
+                {{"toolCalls": [{{"name": "list", "arguments": {{"path": "."}}}}]}},
+                {{"text": "listed"}}
+            ]}}"#
+        ),
+    )
+    .unwrap();
+    let debug = std::path::Path::new("debug");
+    let payload = std::path::Path::new("full-redacted");
+    let (mut gateway, addr, mut stderr) = start_gateway_with(
+        home.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--mock-script",
+            script.to_str().unwrap(),
+        ],
+        &[("TALON_LOG", debug), ("TALON_DEBUG_MODEL_PAYLOAD", payload)],
+    );
+    let mut admin = String::new();
+    BufReader::new(gateway.stdout.take().unwrap())
+        .read_line(&mut admin)
+        .unwrap();
+    let admin = admin.trim().to_owned();
+    let created = talon(
+        home.path(),
+        &["token", "create", "--scope", "agent.run", "--name", "app"],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let app = String::from_utf8(created.stdout).unwrap().trim().to_owned();
+    // Everything the gateway answers, collected.
+    let mut answers = String::new();
+    let mut call = |token: &str, method: &str, params: &str| {
+        let response = post(&addr, token, method, params);
+        answers.push_str(&response);
+        body(&response)
+    };
+    let good = call(&admin, "runs.create", r#"{"input": "list the workspace"}"#);
+    let bad = call(
+        &admin,
+        "runs.create",
+        r#"{"input": "list it", "agentId": "wrongkey", "sessionKey": "other"}"#,
+    );
+    let mut results = Vec::new();
+    for run in [&good, &bad] {
+        let id = run["id"].as_str().unwrap();
+        results.push(call(
+            &admin,
+            "runs.wait",
+            &format!(r#"{{"runId": "{id}", "timeoutMs": 30000}}"#),
+        ));
+        call(&admin, "runs.events", &format!(r#"{{"runId": "{id}"}}"#));
+        call(&admin, "runs.get", &format!(r#"{{"runId": "{id}"}}"#));
+    }
+    assert_eq!(
+        (results[0]["status"].as_str(), results[1]["status"].as_str()),
+        (Some("completed"), Some("failed")),
+        "{results:?}"
+    );
+    assert!(
+        results[1]["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("401"),
+        "the provider refused the wrong key: {}",
+        results[1]
+    );
+    call(&admin, "models.list", "{}");
+    call(&admin, "models.status", "{}");
+    call(&admin, "sessions.list", "{}");
+    call(&app, "sessions.list", "{}");
+    call(&format!("{app}x"), "agents.list", "{}");
+    call(&admin, "tools.list", "{}");
+    let events = stream_until(&addr, &admin, good["id"].as_str().unwrap(), "run.completed");
+    assert!(!events.is_empty());
+    Command::new("kill")
+        .args(["-TERM", &gateway.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(gateway.wait().unwrap().success());
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    let listed = talon(home.path(), &["token", "list"]);
+    let listed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&listed.stdout),
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    // The scan means something: the log has the model request (redacted)
+    // and debug lines, the answers have the runs' events and errors.
+    assert!(log.contains("model request (redacted)"), "{log}");
+    assert!(log.lines().count() > 20, "{log}");
+    assert!(answers.contains("tool.call.completed") && answers.contains("forbidden"));
+    for secret in [GOOD, BAD, admin.as_str(), app.as_str()] {
+        for (what, text) in [
+            ("an answer", &answers),
+            ("the log", &log),
+            ("token list", &listed),
+        ] {
+            assert!(!text.contains(secret), "{secret:.12}… is in {what}");
+        }
+    }
 }
