@@ -8,10 +8,12 @@
 //!    latency (the mock answers at once, so model time is its own
 //!    handling), and resident memory after 100 and after 1,000 runs;
 //! 3. SSE fan-out: 1,000 subscribers on one run, the delay from each
-//!    event's `ts` to its arrival at every subscriber.
+//!    event's `ts` to its arrival at every subscriber;
+//! 4. two nodes on one PostgreSQL (started by the harness): a run created
+//!    on one, seen started and waited on through the other.
 //!
 //! `cargo bench -p talon-gateway --bench runs` (`-- quick` for a smoke run;
-//! name `create`, `codemode` or `fanout` to run only those parts;
+//! name `create`, `codemode`, `fanout` or `nodes` to run only those parts;
 //! `TALON_BENCH_DEBUG=1` adds the fan-out delays per event of the run).
 //! Clients, mock and gateway share the machine's cores, so every figure
 //! includes the clients' own cost.
@@ -63,8 +65,18 @@ struct Bench {
     _dir: tempfile::TempDir,
 }
 
+/// A node of a shared PostgreSQL store: its URL and the node's name.
+struct Shared {
+    url: String,
+    node: String,
+}
+
 impl Bench {
     async fn start(script: Script, config: Value) -> Self {
+        Self::start_on(script, config, None).await
+    }
+
+    async fn start_on(script: Script, config: Value, shared: Option<Shared>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mock = MockModel::start(script).await.unwrap();
         let mut doc = json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
@@ -91,8 +103,18 @@ impl Bench {
             },
             ..GatewayConfig::local(dir.path(), 0, Arc::new(host))
         };
+        let config = match shared {
+            Some(Shared { url, node }) => GatewayConfig {
+                store: talon_store::StoreConfig::at(url, dir.path()),
+                node: Some(node),
+                ..config
+            },
+            None => config,
+        };
         let running = talon_gateway::start(config).await.unwrap();
-        let token = running.admin_token.clone().unwrap();
+        // A second node of a shared store mints no admin token: the
+        // caller sets the first node's.
+        let token = running.admin_token.clone().unwrap_or_default();
         Self {
             running,
             token,
@@ -137,7 +159,6 @@ impl Bench {
     }
 }
 
-/// Reads SSE events (`(type, envelope)`) from a response body.
 /// The envelope fields the benchmarks read (a subscriber that parses
 /// what it needs, as an app would; parsing a whole `Value` tree per event
 /// would put the client's own cost into the delivery figure).
@@ -150,7 +171,7 @@ struct Seen {
     run_id: Option<String>,
 }
 
-/// An SSE reader.
+/// Reads SSE events from a response body.
 struct Events {
     response: reqwest::Response,
     buffer: Vec<u8>,
@@ -461,6 +482,90 @@ async fn fan_out(subscribers: usize) {
     }
 }
 
+/// Two nodes on one PostgreSQL: a run created on node A, seen through
+/// node B (its `run.started` on B's SSE stream, then `runs.wait` on B
+/// answering its end). Either node may claim it; events and ends another
+/// node commits reach B by notification (LISTEN/NOTIFY), the polls being
+/// the fallback.
+async fn nodes(iterations: usize) {
+    let pg = talon_testing::postgres::TestPostgres::shared().unwrap();
+    let url = pg.fresh_database().unwrap();
+    let script = || Script {
+        turns: vec![Turn {
+            text: Some("ok".into()),
+            ..Turn::default()
+        }],
+        replay: Replay::PerRun,
+        forget_requests: true,
+        ..Script::default()
+    };
+    let a = Bench::start_on(
+        script(),
+        json!({}),
+        Some(Shared {
+            url: url.clone(),
+            node: "node-a".into(),
+        }),
+    )
+    .await;
+    let mut b = Bench::start_on(
+        script(),
+        json!({}),
+        Some(Shared {
+            url,
+            node: "node-b".into(),
+        }),
+    )
+    .await;
+    b.token = a.token.clone();
+    let mut stream = Events::new(b.stream("/v1/events?types=run.started").await);
+    let (mut started, mut ended) = (Vec::new(), Vec::new());
+    for n in 0..iterations + 10 {
+        let sent = Instant::now();
+        let run = a
+            .call(
+                "runs.create",
+                json!({"input": "go", "sessionKey": format!("s{n}")}),
+            )
+            .await;
+        loop {
+            let event = stream.next().await.unwrap();
+            if event.run_id.as_deref() == run["id"].as_str() {
+                break;
+            }
+        }
+        let seen = sent.elapsed().as_secs_f64() * 1e3;
+        let result = b
+            .call(
+                "runs.wait",
+                json!({"runId": run["id"], "timeoutMs": 10_000}),
+            )
+            .await;
+        assert_eq!(result["status"], "completed", "{result}");
+        if n >= 10 {
+            started.push(seen);
+            ended.push(sent.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let (s, e) = (sorted(started), sorted(ended));
+    println!(
+        "| two nodes on PostgreSQL: `runs.create` on A → `run.started` on B's SSE | p50 {:.2} ms | p95 {:.2} ms | max {:.2} ms | n = {} |",
+        percentile(&s, 50.0),
+        percentile(&s, 95.0),
+        s.last().copied().unwrap_or(f64::NAN),
+        s.len()
+    );
+    println!(
+        "| two nodes on PostgreSQL: `runs.create` on A → `runs.wait` on B answers `completed` | p50 {:.2} ms | p95 {:.2} ms | max {:.2} ms | n = {} |",
+        percentile(&e, 50.0),
+        percentile(&e, 95.0),
+        e.last().copied().unwrap_or(f64::NAN),
+        e.len()
+    );
+    a.running.shutdown().await;
+    b.running.shutdown().await;
+}
+
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -471,7 +576,7 @@ fn main() {
         .init();
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
-    let parts = ["create", "codemode", "fanout"];
+    let parts = ["create", "codemode", "fanout", "nodes"];
     let chosen: Vec<&str> = parts
         .iter()
         .copied()
@@ -497,6 +602,9 @@ fn main() {
         }
         if wants("fanout") {
             fan_out(if quick { 50 } else { 1_000 }).await;
+        }
+        if wants("nodes") {
+            nodes(if quick { 20 } else { 200 }).await;
         }
     });
 }

@@ -159,19 +159,22 @@ pub(crate) struct Pools {
     pub(crate) backend: Backend,
     pub(crate) reads: AnyPool,
     pub(crate) writes: AnyPool,
+    /// PostgreSQL: the URL the notification listener connects to.
+    pub(crate) listen_url: Option<String>,
 }
 
 /// Connects the pools `config` names.
 pub(crate) async fn connect(config: &StoreConfig) -> Result<Pools> {
     let (backend, reads) = connect_pool(config, config.max_connections.max(2)).await?;
-    let writes = match backend {
-        Backend::Sqlite => connect_pool(config, 1).await?.1,
-        Backend::Postgres => reads.clone(),
+    let (writes, listen_url) = match backend {
+        Backend::Sqlite => (connect_pool(config, 1).await?.1, None),
+        Backend::Postgres => (reads.clone(), Some(target(config)?.1)),
     };
     Ok(Pools {
         backend,
         reads,
         writes,
+        listen_url,
     })
 }
 

@@ -34,6 +34,7 @@ mod cells;
 mod dialect;
 mod error;
 mod events;
+mod notify;
 mod records;
 mod resume;
 mod runs;
@@ -121,6 +122,10 @@ struct Inner {
     state_dir: PathBuf,
     inline_artifact_bytes: u64,
     writer: writer::Writer,
+    /// Ticks when a run changes (on PostgreSQL, on any node).
+    runs: Arc<tokio::sync::watch::Sender<u64>>,
+    /// PostgreSQL: the notification listener (stops when dropped).
+    _listening: Option<notify::Listening>,
 }
 
 /// Opens the store `config` names, creating and migrating it as needed.
@@ -131,12 +136,24 @@ pub async fn open(config: &StoreConfig) -> Result<Store> {
         backend,
         reads: pool,
         writes,
+        listen_url,
     } = dialect::connect(config).await?;
     migrate(backend, &writes).await?;
     let last: i64 = sqlx::query_scalar("SELECT last FROM event_counter WHERE id = 1")
         .fetch_one(&pool)
         .await?;
-    let writer = writer::Writer::spawn(writes.clone(), backend, u64::try_from(last).unwrap_or(0));
+    let committed = Arc::new(tokio::sync::watch::channel(u64::try_from(last).unwrap_or(0)).0);
+    let runs = Arc::new(tokio::sync::watch::channel(0u64).0);
+    let listening = listen_url.map(|url| {
+        notify::listen(
+            url,
+            notify::Wakes {
+                committed: committed.clone(),
+                runs: runs.clone(),
+            },
+        )
+    });
+    let writer = writer::Writer::spawn(writes.clone(), backend, committed);
     Ok(Store {
         inner: Arc::new(Inner {
             pool,
@@ -145,6 +162,8 @@ pub async fn open(config: &StoreConfig) -> Result<Store> {
             state_dir: config.state_dir.clone(),
             inline_artifact_bytes: config.inline_artifact_bytes,
             writer,
+            runs,
+            _listening: listening,
         }),
     })
 }
@@ -191,12 +210,38 @@ impl Store {
         &self.inner.writes
     }
 
-    /// The id of the last event this store committed, watched: a live
-    /// reader waits for it to change instead of polling. It moves only for
-    /// this process's appends; readers of a database other nodes write to
-    /// also poll.
+    /// The id of the last event committed, watched: a live reader waits
+    /// for it to change instead of polling. It moves for this process's
+    /// appends and, on PostgreSQL, for other nodes' (notified); a lost
+    /// notification is only caught by polling, so readers also poll.
     pub fn committed(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.writer.committed()
+    }
+
+    /// On PostgreSQL, ticks when any node (this one too) creates, ends or
+    /// requeues a run or asks one to cancel (notified): claims and waits
+    /// on other nodes' runs wake on it, and also poll. On SQLite it never
+    /// ticks: one process owns the database and wakes its own waiters.
+    pub fn runs_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.runs.subscribe()
+    }
+
+    /// Says that a run changed, on PostgreSQL, to every node (after the
+    /// change committed).
+    pub(crate) async fn notify_runs(&self) {
+        match self.backend() {
+            Backend::Sqlite => {}
+            Backend::Postgres => {
+                // Our own listener hears it too.
+                if let Err(error) = sqlx::query("SELECT pg_notify($1, '')")
+                    .bind(notify::RUNS)
+                    .execute(self.writes())
+                    .await
+                {
+                    tracing::debug!(%error, "a run change was not notified; nodes will see it on their next poll");
+                }
+            }
+        }
     }
 
     /// Waits for pending appends and closes every connection.

@@ -108,6 +108,10 @@ impl Store {
             .bind(ms(now)?)
             .bind(node.to_owned()),
         };
-        Ok(query.execute(self.writes()).await?.rows_affected() == 1)
+        let requeued = query.execute(self.writes()).await?.rows_affected() == 1;
+        if requeued {
+            self.notify_runs().await;
+        }
+        Ok(requeued)
     }
 }

@@ -47,6 +47,7 @@ impl Store {
         .await?
         .rows_affected();
         if inserted == 1 {
+            self.notify_runs().await;
             return Ok((run.clone(), true));
         }
         let Some(key) = idempotency_key else {
@@ -354,7 +355,7 @@ impl Store {
     /// `rollback`, to drop its messages); `false` when the run has ended
     /// (or does not exist).
     pub async fn request_cancel(&self, run_id: &str, rollback: bool) -> Result<bool> {
-        Ok(sqlx::query(
+        let asked = sqlx::query(
             "UPDATE runs SET cancel_requested = $2 WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
         .bind(run_id.to_owned())
@@ -362,7 +363,11 @@ impl Store {
         .execute(self.writes())
         .await?
         .rows_affected()
-            == 1)
+            == 1;
+        if asked {
+            self.notify_runs().await;
+        }
+        Ok(asked)
     }
 
     /// Live runs of `node` that another node asked to cancel, each with
@@ -401,6 +406,9 @@ impl Store {
         .execute(self.writes())
         .await?
         .rows_affected();
+        if changed == 1 {
+            self.notify_runs().await;
+        }
         Ok(changed == 1)
     }
 }

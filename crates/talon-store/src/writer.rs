@@ -53,9 +53,15 @@ impl std::fmt::Debug for Job {
 impl Writer {
     /// Starts the writer task on the current runtime. It ends when every
     /// handle is dropped, after committing what was sent.
-    pub(crate) fn spawn(pool: AnyPool, backend: Backend, last: u64) -> Self {
+    /// Its commits move `announce` (which other nodes' commits may move
+    /// too).
+    pub(crate) fn spawn(
+        pool: AnyPool,
+        backend: Backend,
+        announce: std::sync::Arc<watch::Sender<u64>>,
+    ) -> Self {
         let (jobs, inbox) = mpsc::channel(QUEUE);
-        let (announce, committed) = watch::channel(last);
+        let committed = announce.subscribe();
         tokio::spawn(run(pool, backend, inbox, announce));
         Self { jobs, committed }
     }
@@ -95,7 +101,7 @@ async fn run(
     pool: AnyPool,
     backend: Backend,
     mut inbox: mpsc::Receiver<Job>,
-    announce: watch::Sender<u64>,
+    announce: std::sync::Arc<watch::Sender<u64>>,
 ) {
     tracing::debug!(backend = backend.name(), "event writer started");
     let mut pending: Option<Job> = None;
@@ -213,6 +219,15 @@ async fn commit(
 async fn write(pool: &AnyPool, backend: Backend, rows: &[&Prepared]) -> Result<u64> {
     let mut tx = backend.begin_write(pool).await?;
     let first = events::insert(&mut tx, backend, rows).await?;
+    if backend == Backend::Postgres {
+        // Delivered at commit, in commit order, to every node listening.
+        let last = first + rows.len() as u64 - 1;
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(crate::notify::EVENTS)
+            .bind(last.to_string())
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     Ok(first)
 }

@@ -291,9 +291,13 @@ impl Engine {
         let mut renew = tokio::time::interval(RENEW);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Runs other nodes created, ended or asked to cancel (notified on
+        // PostgreSQL); the poll catches what a notification missed.
+        let mut runs_changed = self.inner.store.runs_changed();
         loop {
             tokio::select! {
                 () = self.inner.wake.notified() => {}
+                _ = runs_changed.changed() => self.follow_store().await,
                 _ = poll.tick() => self.follow_store().await,
                 _ = renew.tick() => {
                     let until = talon_store::now_ms() + LEASE.as_millis() as u64;
@@ -564,7 +568,9 @@ impl Engine {
             .min(self.inner.limits.max_wait);
         let deadline = tokio::time::Instant::now() + timeout;
         let mut ended = self.inner.ended.subscribe();
+        let mut runs_changed = store.runs_changed();
         loop {
+            runs_changed.borrow_and_update();
             let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
                 ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
             })?;
@@ -580,10 +586,16 @@ impl Engine {
                 return Ok(result_of(&run, None));
             }
             // A run of this node wakes the wait when it ends; one of
-            // another node is polled.
+            // another node when its end is notified (PostgreSQL), else on
+            // the next poll.
             let _ = tokio::time::timeout_at(
                 deadline.min(tokio::time::Instant::now() + WAIT_POLL),
-                ended.changed(),
+                async {
+                    tokio::select! {
+                        _ = ended.changed() => {}
+                        _ = runs_changed.changed() => {}
+                    }
+                },
             )
             .await;
         }

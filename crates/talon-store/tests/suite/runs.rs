@@ -273,3 +273,62 @@ on_both! {
         assert!(store.requeue_run("r1", Orphaned::Any, &again).await.unwrap());
     }
 }
+
+/// Another node's commits and run changes reach a store without polling
+/// (LISTEN/NOTIFY). Without notifications `committed()` would only move
+/// for the store's own appends and `runs_changed()` never.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_nodes_commits_and_run_changes_are_notified() {
+    use std::time::Duration;
+    let t = super::backend::TestStore::open(super::backend::Kind::Postgres).await;
+    let other = t.reopen().await;
+    let mut committed = other.committed();
+    let mut runs = other.runs_changed();
+    // The listener is connected once it has woken everyone.
+    tokio::time::timeout(Duration::from_secs(10), runs.changed())
+        .await
+        .expect("the listener connects")
+        .unwrap();
+    committed.borrow_and_update();
+    let appended = t
+        .store
+        .append(vec![super::events::event(
+            "r1",
+            talon_protocol::EventType::AssistantDelta,
+            1,
+            1,
+        )])
+        .await
+        .unwrap();
+    let id: u64 = appended[0].id.parse().unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        committed.wait_for(|last| *last >= id),
+    )
+    .await
+    .expect("another node's commit is notified")
+    .unwrap();
+    runs.borrow_and_update();
+    t.store
+        .create_run(&in_session("r1", "s1", 1), None, "h", "n", None)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), runs.changed())
+        .await
+        .expect("another node's new run is notified")
+        .unwrap();
+    runs.borrow_and_update();
+    assert!(t.store.request_cancel("r1", false).await.unwrap());
+    tokio::time::timeout(Duration::from_secs(10), runs.changed())
+        .await
+        .expect("a cancel request is notified")
+        .unwrap();
+    // SQLite: one process; nothing ticks.
+    let lite = super::backend::TestStore::open(super::backend::Kind::Sqlite).await;
+    let quiet = lite.store.runs_changed();
+    lite.store
+        .create_run(&in_session("r1", "s1", 1), None, "h", "n", None)
+        .await
+        .unwrap();
+    assert!(!quiet.has_changed().unwrap());
+}
