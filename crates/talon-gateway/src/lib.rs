@@ -8,6 +8,7 @@ mod error;
 mod http;
 mod limits;
 mod runs;
+mod serve;
 mod stream;
 mod tail;
 pub mod tokens;
@@ -152,14 +153,9 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         closing: closing_seen,
     });
     let app = http::router(shared);
-    let (shutdown, mut stop) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|stop| *stop).await;
-            })
-            .await
-    });
+    let (shutdown, stop) = tokio::sync::watch::channel(false);
+    let limits = config.limits;
+    let server = tokio::spawn(async move { serve::serve(listener, app, limits, stop).await });
     Ok(Running {
         addr,
         admin_token,

@@ -1,7 +1,8 @@
 //! Limits that keep the gateway up under abuse: a token bucket per token
-//! (every call, on any transport, and every stream opened takes one), and
-//! a cap on the streams open at once (SSE streams and WebSocket
-//! subscriptions together).
+//! (every call, on any transport, and every stream opened takes one), a
+//! cap on the streams open at once (SSE streams and WebSocket
+//! subscriptions together), and the connection limits [`crate::serve`]
+//! and the WebSocket transport apply.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,19 @@ pub struct Limits {
     pub max_streams: usize,
     /// The largest request body or WebSocket frame.
     pub max_body_bytes: usize,
+    /// Connections open at once; more wait to be accepted until one
+    /// closes.
+    pub max_connections: usize,
+    /// A request's head must arrive within this (else the connection is
+    /// closed: a client trickling headers holds nothing for long).
+    pub header_read_timeout: Duration,
+    /// Data sent on a connection that the peer has not acknowledged for
+    /// this long closes it (`TCP_USER_TIMEOUT`): a peer that vanished, or
+    /// a reader that stopped reading its stream. It resumes by cursor.
+    pub stalled_write_timeout: Duration,
+    /// WebSocket connections are pinged this often; one from which
+    /// nothing (not even a pong) arrives for two intervals is closed.
+    pub ws_ping_interval: Duration,
 }
 
 impl Default for Limits {
@@ -30,6 +44,10 @@ impl Default for Limits {
             burst: 200,
             max_streams: 4096,
             max_body_bytes: 4 << 20,
+            max_connections: 16_384,
+            header_read_timeout: Duration::from_secs(10),
+            stalled_write_timeout: Duration::from_secs(30),
+            ws_ping_interval: Duration::from_secs(30),
         }
     }
 }

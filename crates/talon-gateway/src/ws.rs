@@ -17,6 +17,10 @@
 //! `invalid_request` answer with a null id and the connection stays; a
 //! frame over the size limit closes it. A slow reader only slows its own
 //! subscriptions: each waits for room in the connection's bounded queue.
+//! The gateway pings every `ws_ping_interval`; a connection from which
+//! nothing arrives for two intervals (a vanished peer, or one that stopped
+//! reading and so never answers) is closed, and the client resumes its
+//! subscriptions by cursor.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -73,9 +77,19 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
     use futures::{SinkExt as _, StreamExt as _};
     let (mut sink, mut frames) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<String>(OUTBOX);
+    let ping_every = shared.limiter.limits().ws_ping_interval;
     let writer = tokio::spawn(async move {
-        while let Some(text) = queued.recv().await {
-            if sink.send(Message::Text(text.into())).await.is_err() {
+        let mut ping =
+            tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+        loop {
+            let message = tokio::select! {
+                text = queued.recv() => match text {
+                    Some(text) => Message::Text(text.into()),
+                    None => break,
+                },
+                _ = ping.tick() => Message::Ping(Default::default()),
+            };
+            if sink.send(message).await.is_err() {
                 break;
             }
         }
@@ -87,7 +101,15 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
     let mut closing = shared.closing.clone();
     loop {
         let frame = tokio::select! {
-            frame = frames.next() => frame,
+            // Nothing, not even the pong to a ping, for two intervals:
+            // the peer is gone or stopped reading.
+            frame = tokio::time::timeout(2 * ping_every, frames.next()) => match frame {
+                Ok(frame) => frame,
+                Err(_) => {
+                    tracing::debug!("a WebSocket peer stopped answering pings; closing it");
+                    None
+                }
+            },
             // The gateway shuts down: the connection ends.
             _ = closing.wait_for(|closing| *closing) => None,
         };
@@ -198,7 +220,15 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
         task.abort();
     }
     drop(outbox);
-    let _ = writer.await;
+    // A peer that stopped reading leaves the writer stuck on a full
+    // socket: it gets a moment to flush, then goes.
+    let abort = writer.abort_handle();
+    if tokio::time::timeout(std::time::Duration::from_secs(1), writer)
+        .await
+        .is_err()
+    {
+        abort.abort();
+    }
 }
 
 /// A started subscription: where to send its id once named, and its task.

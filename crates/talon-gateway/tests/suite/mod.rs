@@ -1,10 +1,11 @@
+mod connections;
 mod http;
 mod limits;
 mod nodes;
 mod runs;
 mod scopes;
 mod stream;
-mod ws;
+pub mod ws;
 
 use std::sync::Arc;
 

@@ -203,10 +203,17 @@ async fn two_nodes_share_one_database() {
         usage: None,
         error: None,
     };
+    // Created running on the dead node, with no lease yet, so that no
+    // live node claims or recovers one before the test has set it up.
     for id in ["run_ghost", "run_ghost_calling", "run_ghost_cancelled"] {
+        let running = Run {
+            status: RunStatus::Running,
+            started_at: Some(2),
+            ..ghost(id)
+        };
         store
             .create_run(
-                &ghost(id),
+                &running,
                 None,
                 "",
                 "node-dead",
@@ -214,16 +221,6 @@ async fn two_nodes_share_one_database() {
             )
             .await
             .unwrap();
-        // Nobody else may claim it first: claim it as the dead node would.
-        let now = talon_store::now_ms();
-        while store
-            .claim_run("node-dead", Some(id), now, now + 1)
-            .await
-            .unwrap()
-            .is_none()
-        {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
     }
     let in_flight = talon_protocol::Event {
         version: 1,
@@ -246,6 +243,9 @@ async fn two_nodes_share_one_database() {
             .await
             .unwrap()
     );
+    // The dead node's last lease renewal, already over.
+    let now = talon_store::now_ms();
+    assert_eq!(store.renew_leases("node-dead", now + 1).await.unwrap(), 3);
     let (_, result) = call(
         &client,
         &b,

@@ -1,0 +1,158 @@
+//! Connections a long-lived server must not keep: a client trickling its
+//! request head, a stream reader that stopped reading (its stream's place
+//! is freed), a WebSocket peer that stopped answering pings.
+
+use std::io::{Read as _, Write as _};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use serde_json::json;
+use talon_gateway::Limits;
+use talon_protocol::{Event, EventType};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::TestGateway;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_that_never_ends_is_cut_off() {
+    let g = TestGateway::start_with(Limits {
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    })
+    .await;
+    let addr = g.running.addr;
+    let (answer, took) = tokio::task::spawn_blocking(move || {
+        let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            .unwrap();
+        let started = Instant::now();
+        let mut answer = Vec::new();
+        // The server closes the connection (a 408 first, at most).
+        tcp.read_to_end(&mut answer).unwrap();
+        (
+            String::from_utf8_lossy(&answer).into_owned(),
+            started.elapsed(),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(took < Duration::from_secs(5), "held for {took:?}");
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+    // Whole requests are still served.
+    assert_eq!(g.call(&g.admin, "agents.list", json!({})).await.0, 200);
+}
+
+fn big(n: u64) -> Event {
+    Event {
+        version: 1,
+        id: String::new(),
+        ts: n,
+        kind: EventType::AssistantDelta,
+        run_id: Some("r".into()),
+        session_id: Some("s".into()),
+        session_key: Some("k".into()),
+        task_id: None,
+        agent_id: Some("main".into()),
+        data: json!({"text": "x".repeat(4096)}),
+        raw: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_reader_that_stops_reading_is_dropped_and_its_place_freed() {
+    let g = TestGateway::start_with(Limits {
+        max_streams: 1,
+        stalled_write_timeout: Duration::from_millis(500),
+        ..Limits::default()
+    })
+    .await;
+    // A reader with a tiny receive window that never reads.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&g.running.addr.into()).unwrap();
+    let mut stalled: std::net::TcpStream = socket.into();
+    write!(
+        stalled,
+        "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n",
+        g.admin
+    )
+    .unwrap();
+    // Its place is taken.
+    let open = || async {
+        g.client
+            .get(g.url("/v1/events"))
+            .bearer_auth(&g.admin)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open().await != 503 {
+        assert!(Instant::now() < deadline, "the stalled stream never opened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // More than the socket buffers hold.
+    for chunk in 0..8 {
+        g.running
+            .store
+            .append((0..256).map(|n| big(chunk * 256 + n)).collect())
+            .await
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if open().await == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stalled reader still holds the only stream"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(stalled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_peer_that_stops_answering_pings_is_closed() {
+    let g = TestGateway::start_with(Limits {
+        ws_ping_interval: Duration::from_millis(200),
+        ..Limits::default()
+    })
+    .await;
+    // A peer that reads (and so answers pings) stays.
+    let mut live = super::ws::connect(&g, &g.admin).await.unwrap();
+    let kept = tokio::time::timeout(Duration::from_millis(1500), async {
+        while let Some(frame) = live.next().await {
+            if matches!(frame, Ok(Message::Close(_)) | Err(_)) {
+                return false;
+            }
+        }
+        false
+    })
+    .await
+    .is_err();
+    assert!(kept, "a peer answering pings was closed");
+    // A peer that stops reading answers nothing: it is closed.
+    let mut silent = super::ws::connect(&g, &g.admin).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut pings = 0;
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match silent.next().await {
+                Some(Ok(Message::Ping(_))) => pings += 1,
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the silent peer was not closed");
+    assert!(pings >= 1, "it was pinged first");
+}
