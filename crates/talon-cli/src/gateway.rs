@@ -95,6 +95,35 @@ fn store_config(path: Option<&std::path::Path>) -> Result<(Config, StoreConfig),
     Ok((config, store))
 }
 
+/// The node's limits: the `gateway` section over the defaults.
+fn limits(
+    settings: &talon_config::GatewaySettings,
+) -> (talon_gateway::Limits, talon_gateway::RunLimits) {
+    let d = talon_gateway::Limits::default();
+    let limits = talon_gateway::Limits {
+        calls_per_second: settings.calls_per_second.unwrap_or(d.calls_per_second),
+        burst: settings.burst.unwrap_or(d.burst),
+        max_streams: settings.max_streams.unwrap_or(d.max_streams),
+        max_body_bytes: settings.max_body_bytes.unwrap_or(d.max_body_bytes),
+        max_connections: settings.max_connections.unwrap_or(d.max_connections),
+        header_read_timeout: settings
+            .header_read_timeout
+            .unwrap_or(d.header_read_timeout),
+        stalled_write_timeout: settings
+            .stalled_write_timeout
+            .unwrap_or(d.stalled_write_timeout),
+        ws_ping_interval: settings.ws_ping_interval.unwrap_or(d.ws_ping_interval),
+    };
+    let r = talon_gateway::RunLimits::default();
+    let runs = talon_gateway::RunLimits {
+        max_concurrent: settings.max_concurrent_runs.unwrap_or(r.max_concurrent),
+        max_queued: settings.max_queued_runs.unwrap_or(r.max_queued),
+        drain_grace: settings.drain_grace.unwrap_or(r.drain_grace),
+        ..r
+    };
+    (limits, runs)
+}
+
 /// The agents `agents.list[]` declares.
 fn config_agents(config: &Config) -> Vec<Agent> {
     let Some(list) = config.get("agents.list").and_then(|l| l.as_array()) else {
@@ -129,6 +158,10 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Err(code) => return code,
     };
     config.warn_unknown();
+    let (limits, run_limits) = match config.gateway() {
+        Ok(settings) => limits(&settings),
+        Err(e) => return fail(2, &e.to_string()),
+    };
     let runtime = match runtime() {
         Ok(runtime) => runtime,
         Err(code) => return code,
@@ -154,6 +187,8 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             listen: args.listen,
             state_dir: store.state_dir.clone(),
             config_agents: agents,
+            limits,
+            runs: run_limits,
             ..GatewayConfig::local(store.state_dir.clone(), args.listen.port(), host)
         };
         let gateway = GatewayConfig { store, ..gateway };

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use talon_fs::{FsError, Symlinks};
 
+mod gateway;
 mod nesting;
 
+pub use gateway::GatewaySettings;
 pub use nesting::{MAX_NESTING, check_nesting};
 
 /// Parses JSON5 (and so JSON) text into a value, refusing documents nested
@@ -200,7 +202,7 @@ impl Config {
     /// OpenClaw configs carry settings for features Talon does not have,
     /// and they must load unchanged.
     pub fn warn_unknown(&self) {
-        const KNOWN: &[&str] = &["models", "agents", "tools", "mcp", "store"];
+        const KNOWN: &[&str] = &["models", "agents", "tools", "mcp", "store", "gateway"];
         if let Some(map) = self.raw.as_object() {
             for key in map.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
                 tracing::warn!(key = %key, "config key not used by Talon; ignored");

@@ -566,3 +566,54 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
         }
     }
 }
+
+#[test]
+fn the_gateway_takes_its_limits_from_the_config() {
+    use std::io::Write as _;
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("talon.json5");
+    // OpenClaw's own gateway keys load unchanged beside Talon's limits.
+    std::fs::write(
+        &config,
+        "{gateway: {port: 18789, limits: {headerReadTimeoutMs: 300, burst: 2, callsPerSecond: 0.5}}}",
+    )
+    .unwrap();
+    let (mut gateway, addr, _) =
+        start_gateway(home.path(), &["--config", config.to_str().unwrap()]);
+    let mut admin = String::new();
+    BufReader::new(gateway.stdout.take().unwrap())
+        .read_line(&mut admin)
+        .unwrap();
+    let admin = admin.trim().to_owned();
+    // A request head that never ends is cut off after 300 ms.
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    slow.read_to_end(&mut answer).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // A burst of two, then `rate_limited`.
+    let statuses: Vec<String> = (0..3)
+        .map(|_| post(&addr, &admin, "agents.list", "{}")[..12].to_owned())
+        .collect();
+    assert_eq!(statuses, ["HTTP/1.1 200", "HTTP/1.1 200", "HTTP/1.1 429"]);
+    Command::new("kill")
+        .args(["-TERM", &gateway.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(gateway.wait().unwrap().success());
+    // A bad limit is a usage error naming its key.
+    std::fs::write(&config, "{gateway: {limits: {maxStreams: 0}}}").unwrap();
+    let out = talon(
+        home.path(),
+        &["gateway", "--config", config.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("gateway.limits.maxStreams"),
+        "{out:?}"
+    );
+}

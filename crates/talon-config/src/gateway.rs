@@ -1,0 +1,188 @@
+//! The `gateway` section: the limits of a gateway node, every key
+//! optional (absent keys keep the gateway's defaults). OpenClaw configs
+//! carry other `gateway` keys (port, bind, auth): they are not read here
+//! and load unchanged.
+//!
+//! ```json5
+//! gateway: {
+//!   limits: { callsPerSecond: 50, burst: 200, maxStreams: 4096,
+//!             maxBodyBytes: 4194304, maxConnections: 16384,
+//!             headerReadTimeoutMs: 10000, stalledWriteTimeoutMs: 30000,
+//!             wsPingIntervalMs: 30000 },
+//!   runs: { maxConcurrent: 64, maxQueued: 10000, drainGraceMs: 30000 },
+//! }
+//! ```
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{Config, ConfigError, Result};
+
+/// The `gateway` section, as given.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewaySettings {
+    /// `gateway.limits.callsPerSecond`: calls per second per token.
+    pub calls_per_second: Option<f64>,
+    /// `gateway.limits.burst`: calls a token may make at once.
+    pub burst: Option<u32>,
+    /// `gateway.limits.maxStreams`: streams open at once.
+    pub max_streams: Option<usize>,
+    /// `gateway.limits.maxBodyBytes`: the largest body or frame.
+    pub max_body_bytes: Option<usize>,
+    /// `gateway.limits.maxConnections`: connections open at once.
+    pub max_connections: Option<usize>,
+    /// `gateway.limits.headerReadTimeoutMs`: a request head's deadline.
+    pub header_read_timeout: Option<Duration>,
+    /// `gateway.limits.stalledWriteTimeoutMs`: unacknowledged data this
+    /// long drops a connection.
+    pub stalled_write_timeout: Option<Duration>,
+    /// `gateway.limits.wsPingIntervalMs`: how often WebSocket peers are
+    /// pinged.
+    pub ws_ping_interval: Option<Duration>,
+    /// `gateway.runs.maxConcurrent`: runs a node executes at once.
+    pub max_concurrent_runs: Option<usize>,
+    /// `gateway.runs.maxQueued`: queued runs before `runs.create` refuses.
+    pub max_queued_runs: Option<u32>,
+    /// `gateway.runs.drainGraceMs`: how long running runs may go on at
+    /// shutdown.
+    pub drain_grace: Option<Duration>,
+}
+
+impl Config {
+    /// The `gateway` section.
+    pub fn gateway(&self) -> Result<GatewaySettings> {
+        let count = |key: &str, max: u64| self.whole(key, max);
+        let ms = |key: &str| {
+            self.whole(key, 86_400_000)
+                .map(|v| v.map(Duration::from_millis))
+        };
+        let calls_per_second = match self.get("gateway.limits.callsPerSecond") {
+            None => None,
+            Some(v) => match v.as_f64() {
+                Some(rate) if rate > 0.0 && rate <= 1e9 => Some(rate),
+                _ => {
+                    return Err(invalid(
+                        "gateway.limits.callsPerSecond",
+                        "expected a number above 0 (at most 1e9)",
+                    ));
+                }
+            },
+        };
+        Ok(GatewaySettings {
+            calls_per_second,
+            burst: count("gateway.limits.burst", u64::from(u32::MAX))?.map(narrow),
+            max_streams: count("gateway.limits.maxStreams", 1 << 20)?.map(size),
+            max_body_bytes: count("gateway.limits.maxBodyBytes", 1 << 30)?.map(size),
+            max_connections: count("gateway.limits.maxConnections", 1 << 20)?.map(size),
+            header_read_timeout: ms("gateway.limits.headerReadTimeoutMs")?,
+            stalled_write_timeout: ms("gateway.limits.stalledWriteTimeoutMs")?,
+            ws_ping_interval: ms("gateway.limits.wsPingIntervalMs")?,
+            max_concurrent_runs: count("gateway.runs.maxConcurrent", 1 << 16)?.map(size),
+            max_queued_runs: count("gateway.runs.maxQueued", u64::from(u32::MAX))?.map(narrow),
+            drain_grace: ms("gateway.runs.drainGraceMs")?,
+        })
+    }
+
+    /// A whole number above 0, at most `max`, if given.
+    fn whole(&self, key: &str, max: u64) -> Result<Option<u64>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) if v > 0 && v <= max => Ok(Some(v)),
+                _ => Err(invalid(
+                    key,
+                    &format!("expected a whole number above 0 (at most {max})"),
+                )),
+            },
+            Some(_) => Err(invalid(key, "expected a whole number")),
+        }
+    }
+}
+
+fn invalid(key: &str, message: &str) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// A count already bounded to `u32`.
+fn narrow(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// A count already bounded to fit `usize`.
+fn size(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<GatewaySettings> {
+        Config::parse(text, None).and_then(|c| c.gateway())
+    }
+
+    #[test]
+    fn every_key_is_read_and_absent_ones_stay_unset() {
+        let settings = parse(
+            "{gateway: {port: 18789, bind: 'loopback',
+               limits: {callsPerSecond: 2.5, burst: 10, maxStreams: 8, maxBodyBytes: 1024,
+                        maxConnections: 100, headerReadTimeoutMs: 500,
+                        stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000},
+               runs: {maxConcurrent: 4, maxQueued: 50, drainGraceMs: 3000}}}",
+        )
+        .unwrap();
+        assert_eq!(
+            settings,
+            GatewaySettings {
+                calls_per_second: Some(2.5),
+                burst: Some(10),
+                max_streams: Some(8),
+                max_body_bytes: Some(1024),
+                max_connections: Some(100),
+                header_read_timeout: Some(Duration::from_millis(500)),
+                stalled_write_timeout: Some(Duration::from_secs(2)),
+                ws_ping_interval: Some(Duration::from_secs(1)),
+                max_concurrent_runs: Some(4),
+                max_queued_runs: Some(50),
+                drain_grace: Some(Duration::from_secs(3)),
+            }
+        );
+        assert_eq!(parse("{}").unwrap(), GatewaySettings::default());
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (text, key) in [
+            (
+                "{gateway: {limits: {callsPerSecond: 0}}}",
+                "gateway.limits.callsPerSecond",
+            ),
+            ("{gateway: {limits: {burst: -1}}}", "gateway.limits.burst"),
+            (
+                "{gateway: {limits: {maxStreams: 1.5}}}",
+                "gateway.limits.maxStreams",
+            ),
+            (
+                "{gateway: {limits: {maxConnections: '10'}}}",
+                "gateway.limits.maxConnections",
+            ),
+            (
+                "{gateway: {limits: {headerReadTimeoutMs: 0}}}",
+                "gateway.limits.headerReadTimeoutMs",
+            ),
+            (
+                "{gateway: {runs: {maxConcurrent: 1e12}}}",
+                "gateway.runs.maxConcurrent",
+            ),
+        ] {
+            match parse(text) {
+                Err(ConfigError::Invalid { key: got, .. }) => assert_eq!(got, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+}
