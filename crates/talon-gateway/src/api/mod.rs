@@ -260,7 +260,11 @@ impl Handler for Api {
         self.sessions_resolve_inner(&p.key, p.agent_id).await
     }
 
-    async fn sessions_send(&self, _: &Caller, p: SessionsSendParams) -> Result<Run, ApiError> {
+    async fn sessions_send(
+        &self,
+        _: &Caller,
+        p: SessionsSendParams,
+    ) -> Result<RunAccepted, ApiError> {
         self.start_run(RunsCreateParams {
             agent_id: None,
             input: p.input,
@@ -272,6 +276,7 @@ impl Handler for Api {
             idempotency_key: p.idempotency_key,
         })
         .await
+        .map(RunAccepted::from)
     }
 
     async fn sessions_messages(
@@ -328,8 +333,8 @@ impl Handler for Api {
         self.abort(&p.session_id).await
     }
 
-    async fn runs_create(&self, _: &Caller, p: RunsCreateParams) -> Result<Run, ApiError> {
-        self.start_run(p).await
+    async fn runs_create(&self, _: &Caller, p: RunsCreateParams) -> Result<RunAccepted, ApiError> {
+        self.start_run(p).await.map(RunAccepted::from)
     }
 
     async fn runs_get(&self, _: &Caller, p: RunRef) -> Result<Run, ApiError> {

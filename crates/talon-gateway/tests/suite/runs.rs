@@ -59,6 +59,9 @@ async fn a_run_end_to_end(g: &TestGateway, t: &Transport, tag: &str) {
     let params = json!({"input": "Say hello.", "sessionKey": format!("app:{tag}"), "idempotencyKey": format!("run-{tag}")});
     let run = t.call(g, "runs.create", params.clone()).await.unwrap();
     let run_id = run["id"].as_str().unwrap().to_owned();
+    // At least {runId, status, sessionId, sessionKey}; `runId` is `id`.
+    assert_eq!(run["runId"], run["id"]);
+    assert!(run["status"].is_string(), "{run}");
     assert_eq!(run["agentId"], "main");
     assert_eq!(run["sessionKey"], format!("app:{tag}"));
     assert!(run["sessionId"].as_str().unwrap().starts_with("sess_"));
@@ -151,6 +154,7 @@ async fn a_run_end_to_end(g: &TestGateway, t: &Transport, tag: &str) {
         .await
         .unwrap();
     assert_eq!(sent["sessionId"], run["sessionId"]);
+    assert_eq!(sent["runId"], sent["id"]);
     let result = t
         .call(
             g,

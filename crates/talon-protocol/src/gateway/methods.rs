@@ -11,7 +11,7 @@ use super::approvals::{Approval, Question};
 use super::catalog::{Environment, Task};
 use super::error::{ApiError, ErrorCode};
 use super::params::*;
-use super::resources::{Agent, ArtifactSummary, Run, RunResult, Session};
+use super::resources::{Agent, ArtifactSummary, Run, RunAccepted, RunResult, Session};
 use super::scope::Scope;
 
 /// Whether a method changes state.
@@ -222,7 +222,7 @@ method_table! {
         scope: SessionWrite, effect: Read, stability: Stable, errors: [NotFound],
     }
     /// Sends a user message, starting a run.
-    SessionsSend => "sessions.send" as sessions_send (SessionsSendParams -> Run) {
+    SessionsSend => "sessions.send" as sessions_send (SessionsSendParams -> RunAccepted) {
         scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
     /// A session's messages, oldest first.
@@ -242,7 +242,7 @@ method_table! {
         scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
     /// Starts a run.
-    RunsCreate => "runs.create" as runs_create (RunsCreateParams -> Run) {
+    RunsCreate => "runs.create" as runs_create (RunsCreateParams -> RunAccepted) {
         scope: AgentRun, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
     /// One run.

@@ -26,7 +26,8 @@ pub use methods::{
 pub use params::{ClientTool, InputMessage, InputRole, MultitaskStrategy, RunInput};
 pub use resources::{
     Agent, AgentSource, ArtifactSummary, ArtifactType, Message, MessageRole, MessageToolCall,
-    Metadata, Run, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Timestamp, Usage,
+    Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session,
+    Timestamp, Usage,
 };
 pub use scope::Scope;
 

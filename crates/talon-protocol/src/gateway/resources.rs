@@ -190,6 +190,28 @@ pub struct Usage {
     pub cost_usd: Option<f64>,
 }
 
+/// What `runs.create` and `sessions.send` answer: the run accepted (or,
+/// for a repeated idempotency key, the first one), with its id also as
+/// `runId`, the name results and events give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunAccepted {
+    /// The run's id (the same as `id`).
+    pub run_id: String,
+    /// The run.
+    #[serde(flatten)]
+    pub run: Run,
+}
+
+impl From<Run> for RunAccepted {
+    fn from(run: Run) -> Self {
+        Self {
+            run_id: run.id.clone(),
+            run,
+        }
+    }
+}
+
 /// A run of an agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
