@@ -7,13 +7,16 @@
 //!    answer), 50 in flight at once, 1,000 in all: runs per second, p50/p99
 //!    latency (the mock answers at once, so model time is its own
 //!    handling), and resident memory after 100 and after 1,000 runs;
+//!    again with a 200-tool MCP server (`codemode-mcp`: the cell reads
+//!    `ALL_TOOLS` and calls one of its tools);
 //! 3. SSE fan-out: 1,000 subscribers on one run, the delay from each
 //!    event's `ts` to its arrival at every subscriber;
 //! 4. two nodes on one PostgreSQL (started by the harness): a run created
 //!    on one, seen started and waited on through the other.
 //!
 //! `cargo bench -p talon-gateway --bench runs` (`-- quick` for a smoke run;
-//! name `create`, `codemode`, `fanout` or `nodes` to run only those parts;
+//! name `create`, `codemode`, `codemode-mcp`, `fanout` or `nodes` to run
+//! only those parts;
 //! `TALON_BENCH_DEBUG=1` adds the fan-out delays per event of the run).
 //! Clients, mock and gateway share the machine's cores, so every figure
 //! includes the clients' own cost.
@@ -259,13 +262,29 @@ async fn create_to_started(iterations: usize) {
     bench.running.shutdown().await;
 }
 
-async fn concurrent_code_mode(total: usize, in_flight: usize) {
+/// The fixture MCP server (`node fixture_server.mjs catalog 200`: 200
+/// synthetic tools).
+fn fixture_js() -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../talon-mcp/tests/fixtures/fixture_server.mjs")
+        .display()
+        .to_string()
+}
+
+async fn concurrent_code_mode(total: usize, in_flight: usize, mcp_catalog: bool) {
+    // With the catalog, the cell reads it (`ALL_TOOLS`) and calls one of
+    // its tools.
+    let code = if mcp_catalog {
+        "const n = ALL_TOOLS.length; const r = await MCP.synth.synth000CreateIssue({workspace_id: 'w1'}); text(String(n)); return n;"
+    } else {
+        "const xs = [1, 2, 3].map((x) => x * 2); text(String(xs)); return xs.length;"
+    };
     let script = Script {
         turns: vec![
             Turn {
                 tool_calls: vec![ScriptedCall {
                     name: "exec".into(),
-                    arguments: json!({"code": "const xs = [1, 2, 3].map((x) => x * 2); text(String(xs)); return xs.length;"}),
+                    arguments: json!({"code": code}),
                 }],
                 ..Turn::default()
             },
@@ -278,8 +297,11 @@ async fn concurrent_code_mode(total: usize, in_flight: usize) {
         forget_requests: true,
         ..Script::default()
     };
-    let bench =
-        Arc::new(Bench::start(script, json!({"tools": {"codeMode": {"enabled": true}}})).await);
+    let mut config = json!({"tools": {"codeMode": {"enabled": true}}});
+    if mcp_catalog {
+        config["mcp"] = json!({"servers": {"synth": {"command": "node", "args": [fixture_js(), "catalog", "200"]}}});
+    }
+    let bench = Arc::new(Bench::start(script, config).await);
     // Warm the sandbox's images and the caches once.
     let warm = bench.call("runs.create", json!({"input": "warm"})).await;
     let result = bench
@@ -338,7 +360,12 @@ async fn concurrent_code_mode(total: usize, in_flight: usize) {
     let rss_end = rss_mib();
     let rss_first = rss_100.lock().unwrap().unwrap_or(f64::NAN);
     println!(
-        "| {total} two-turn Code Mode runs, {in_flight} in flight | {:.1} runs/s | p50 {:.1} ms | p99 {:.1} ms | RSS after 100: {:.1} MiB, after {total}: {:.1} MiB ({:+.1} %) |",
+        "| {total} two-turn Code Mode runs, {in_flight} in flight{} | {:.1} runs/s | p50 {:.1} ms | p99 {:.1} ms | RSS after 100: {:.1} MiB, after {total}: {:.1} MiB ({:+.1} %) |",
+        if mcp_catalog {
+            ", a 200-tool MCP catalog"
+        } else {
+            ""
+        },
         total as f64 / elapsed,
         percentile(&s, 50.0),
         percentile(&s, 99.0),
@@ -576,7 +603,7 @@ fn main() {
         .init();
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
-    let parts = ["create", "codemode", "fanout", "nodes"];
+    let parts = ["create", "codemode", "codemode-mcp", "fanout", "nodes"];
     let chosen: Vec<&str> = parts
         .iter()
         .copied()
@@ -598,7 +625,15 @@ fn main() {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(50);
-            concurrent_code_mode(if quick { 100 } else { 1_000 }, in_flight).await;
+            concurrent_code_mode(if quick { 100 } else { 1_000 }, in_flight, false).await;
+        }
+        if wants("codemode-mcp") {
+            // `TALON_BENCH_RUNS`: more runs, to see where memory levels off.
+            let total = std::env::var("TALON_BENCH_RUNS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(if quick { 100 } else { 1_000 });
+            concurrent_code_mode(total, 50, true).await;
         }
         if wants("fanout") {
             fan_out(if quick { 50 } else { 1_000 }).await;
