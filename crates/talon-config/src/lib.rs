@@ -208,6 +208,13 @@ impl Config {
                 tracing::warn!(key = %key, "config key not used by Talon; ignored");
             }
         }
+        // OpenClaw's `gateway` keys (port, bind, auth, ...) beside Talon's
+        // limits: `talon gateway --listen` sets the address.
+        if let Some(map) = self.get("gateway").and_then(Value::as_object) {
+            for key in map.keys().filter(|k| !gateway::KNOWN.contains(&k.as_str())) {
+                tracing::warn!(key = %format!("gateway.{key}"), "config key not used by Talon; ignored");
+            }
+        }
     }
 
     /// The `store` section, with `$TALON_DATABASE_URL` taking precedence
