@@ -69,6 +69,12 @@ pub struct RunSpec {
     pub timeout: Option<Duration>,
 }
 
+/// Where a run starts: a new message, or a checkpoint it resumes from.
+enum Start<'a> {
+    Message(&'a str),
+    From(Checkpoint),
+}
+
 /// A run built and ready to execute.
 pub struct PreparedRun {
     provider: OpenAiCompatible,
@@ -91,21 +97,16 @@ impl PreparedRun {
     /// Runs `message` after `history` to its end (its terminal event
     /// included) and releases what the run held.
     pub async fn run(self, history: Vec<Message>, message: &str) -> RunResult {
-        let run = AgentRun {
-            provider: &self.provider,
-            surface: self.surface,
-            ctx: self.ctx,
-            events: self.events,
-            options: self.options,
-        };
-        let result = run.run(history, message).await;
-        self.tools.shutdown().await;
-        result
+        self.execute(history, Start::Message(message)).await
     }
 
     /// Goes on with a run from its last checkpoint, after `history` (the
     /// conversation before the run), to its end.
     pub async fn resume(self, history: Vec<Message>, from: Checkpoint) -> RunResult {
+        self.execute(history, Start::From(from)).await
+    }
+
+    async fn execute(self, history: Vec<Message>, start: Start<'_>) -> RunResult {
         let run = AgentRun {
             provider: &self.provider,
             surface: self.surface,
@@ -113,7 +114,10 @@ impl PreparedRun {
             events: self.events,
             options: self.options,
         };
-        let result = run.resume(history, from).await;
+        let result = match start {
+            Start::Message(message) => run.run(history, message).await,
+            Start::From(from) => run.resume(history, from).await,
+        };
         self.tools.shutdown().await;
         result
     }

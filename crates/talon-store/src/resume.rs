@@ -8,7 +8,7 @@ use sqlx::Row;
 
 use crate::Store;
 use crate::error::Result;
-use crate::records::{json_column, json_text, ms};
+use crate::records::{json_text, ms};
 use crate::runs::LIVE;
 
 /// Whose runs [`Store::requeue_run`] may take back.
@@ -55,14 +55,7 @@ impl Store {
 
     /// `run_id`'s last checkpoint.
     pub async fn run_checkpoint(&self, run_id: &str) -> Result<Option<Value>> {
-        let row = sqlx::query("SELECT checkpoint FROM runs WHERE id = $1")
-            .bind(run_id.to_owned())
-            .fetch_optional(self.pool())
-            .await?;
-        match row {
-            None => Ok(None),
-            Some(row) => json_column(row.try_get(0)?),
-        }
+        self.run_json(run_id, "checkpoint").await
     }
 
     /// Whether someone asked to cancel `run_id` (a run whose node died

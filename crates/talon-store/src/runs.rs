@@ -220,10 +220,21 @@ pub struct Claimed {
 impl Store {
     /// What `run_id` executes, as `create_run` stored it.
     pub async fn run_request(&self, run_id: &str) -> Result<Option<Value>> {
-        let row = sqlx::query("SELECT request FROM runs WHERE id = $1")
-            .bind(run_id.to_owned())
-            .fetch_optional(self.pool())
-            .await?;
+        self.run_json(run_id, "request").await
+    }
+
+    /// One JSON column of a run (`request`, `checkpoint`).
+    pub(crate) async fn run_json(
+        &self,
+        run_id: &str,
+        column: &'static str,
+    ) -> Result<Option<Value>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {column} FROM runs WHERE id = $1"
+        )))
+        .bind(run_id.to_owned())
+        .fetch_optional(self.pool())
+        .await?;
         match row {
             None => Ok(None),
             Some(row) => json_column(row.try_get(0)?),
