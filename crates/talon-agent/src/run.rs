@@ -11,17 +11,18 @@
 //! with `run.cancelled`. The run's timeout cancels the token too, so
 //! nothing the run started keeps going after `run.timed_out`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use talon_protocol::EventData;
+use talon_protocol::ToolSource;
 use talon_protocol::event_data::{
     AssistantMessageData, RunEndedData, RunStartedData, TextDelta, ToolCallCompletedData,
     ToolCallFailedData, ToolCallStartedData,
 };
-use talon_protocol::gateway::Usage as EventUsage;
+use talon_protocol::gateway::{MessageToolCall, Usage as EventUsage};
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
 use talon_tools::{RunContext, SurfaceReply, ToolSurface};
 
@@ -42,6 +43,12 @@ pub struct RunOptions {
     pub max_tokens: Option<u32>,
     /// Stream replies.
     pub stream: bool,
+    /// Model-visible names of the run's client tools: tools the app
+    /// answers between runs. A turn that calls one runs its other calls,
+    /// then ends the run `completed` with the client calls pending
+    /// ([`RunResult::pending`]); the app's next run on the session answers
+    /// them ([`AgentRun::proceed`]).
+    pub client_tools: BTreeSet<String>,
 }
 
 impl Default for RunOptions {
@@ -54,6 +61,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(600),
             max_tokens: None,
             stream: true,
+            client_tools: BTreeSet::new(),
         }
     }
 }
@@ -91,8 +99,12 @@ pub struct RunResult {
     /// The messages this run added to the conversation, in order: the
     /// user's, then the model's and the tools'. Every tool call the model
     /// made has its answer (an `aborted` one when the run ended first), so
-    /// the transcript is a valid history for the next run.
+    /// the transcript is a valid history for the next run, except the
+    /// client tool calls left [`RunResult::pending`].
     pub messages: Vec<Message>,
+    /// Client tool calls of the last turn, left for the app to answer
+    /// (the run completed with them open).
+    pub pending: Vec<ToolCallRequest>,
 }
 
 /// A run's state at the end of a turn (every tool call of the turn
@@ -175,6 +187,19 @@ impl AgentRun<'_> {
         self.go(history, start, false).await
     }
 
+    /// Asks the model to go on from `history` alone, whose last messages
+    /// answer tool calls (the app answered client tool calls a previous
+    /// run left pending).
+    pub async fn proceed(&self, history: Vec<Message>) -> RunResult {
+        let start = Checkpoint {
+            messages: Vec::new(),
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        self.go(history, start, false).await
+    }
+
     /// Goes on with a run from its last checkpoint (its process died
     /// while the model was answering the next turn); the conversation
     /// before the run is `history`. Its `run.started` says where it
@@ -206,6 +231,7 @@ impl AgentRun<'_> {
             duration: Duration::ZERO,
             error: None,
             messages: Vec::new(),
+            pending: Vec::new(),
         };
         let in_flight = InFlight::default();
         let transcript = Mutex::new(from.messages);
@@ -273,7 +299,12 @@ impl AgentRun<'_> {
         }
         result.status = status;
         result.messages = transcript.into_inner().unwrap_or_default();
-        answer_dangling(&mut result.messages, result.error.as_deref());
+        if status != RunStatus::Completed {
+            // Only a completed run leaves calls for the app to answer.
+            result.pending.clear();
+        }
+        let open: HashSet<&str> = result.pending.iter().map(|c| c.id.as_str()).collect();
+        answer_dangling(&mut result.messages, &open, result.error.as_deref());
         self.events.emit(kind(RunEndedData {
             text: (!result.text.is_empty()).then(|| result.text.clone()),
             error: result.error.clone(),
@@ -286,6 +317,16 @@ impl AgentRun<'_> {
                 cost_usd: None,
             },
             duration_ms: result.duration.as_millis() as u64,
+            pending_tool_calls: result
+                .pending
+                .iter()
+                .map(|c| MessageToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: serde_json::from_str(&c.arguments)
+                        .unwrap_or_else(|_| Value::String(c.arguments.clone())),
+                })
+                .collect(),
         }));
         result
     }
@@ -358,19 +399,38 @@ impl AgentRun<'_> {
             }
             let first = result.tool_calls;
             result.tool_calls += reply.tool_calls.len() as u32;
+            let (client, own): (Vec<&ToolCallRequest>, Vec<&ToolCallRequest>) = reply
+                .tool_calls
+                .iter()
+                .partition(|c| self.options.client_tools.contains(&c.name));
+            for call in &client {
+                self.events
+                    .emit(EventData::ToolCallStarted(ToolCallStartedData {
+                        call_id: call.id.clone(),
+                        parent_id: None,
+                        name: call.name.clone(),
+                        source: Some(ToolSource::Client),
+                        arguments: serde_json::from_str(&call.arguments).ok(),
+                    }));
+            }
             let outputs = futures::future::join_all(
                 (first..)
-                    .zip(&reply.tool_calls)
+                    .zip(&own)
                     .map(|(number, call)| self.call(call, number, in_flight)),
             )
             .await;
-            for (call, content) in reply.tool_calls.iter().zip(outputs) {
+            for (call, content) in own.iter().zip(outputs) {
                 let answer = Message::Tool {
                     call_id: call.id.clone(),
                     content,
                 };
                 lock(transcript).push(answer.clone());
                 messages.push(answer);
+            }
+            if !client.is_empty() {
+                // The app answers these on its next run.
+                result.pending = client.into_iter().cloned().collect();
+                return Ok(());
             }
             self.events.checkpoint(Checkpoint {
                 messages: lock(transcript).clone(),
@@ -459,8 +519,9 @@ fn lock(transcript: &Mutex<Vec<Message>>) -> std::sync::MutexGuard<'_, Vec<Messa
 }
 
 /// Answers every tool call of `messages` that has no answer (the run ended
-/// while it was in flight), so that the transcript is a valid history.
-fn answer_dangling(messages: &mut Vec<Message>, error: Option<&str>) {
+/// while it was in flight), so that the transcript is a valid history;
+/// the client calls in `open` stay for the app to answer.
+fn answer_dangling(messages: &mut Vec<Message>, open: &HashSet<&str>, error: Option<&str>) {
     let answered: std::collections::HashSet<String> = messages
         .iter()
         .filter_map(|m| match m {
@@ -476,7 +537,7 @@ fn answer_dangling(messages: &mut Vec<Message>, error: Option<&str>) {
             }
             _ => Vec::new(),
         })
-        .filter(|id| !answered.contains(id))
+        .filter(|id| !answered.contains(id) && !open.contains(id.as_str()))
         .collect();
     for call_id in dangling {
         messages.push(Message::Tool {

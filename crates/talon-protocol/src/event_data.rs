@@ -178,6 +178,10 @@ pub struct RunEndedData {
     pub usage: Usage,
     /// Wall time.
     pub duration_ms: u64,
+    /// Client tool calls the model made in its last turn, left for the
+    /// app to answer (with `tool` input messages on its next run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_tool_calls: Vec<crate::gateway::MessageToolCall>,
 }
 
 /// `assistant.delta` and `thinking.delta`.

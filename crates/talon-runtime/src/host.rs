@@ -20,6 +20,7 @@ use talon_agent::{
 use talon_config::Config;
 use talon_core_tools::CoreTools;
 use talon_mcp::McpManager;
+use talon_protocol::{ToolDefinition, ToolSource};
 use talon_provider::Message;
 use talon_provider::openai::OpenAiCompatible;
 use talon_sandbox::CellEngine;
@@ -28,6 +29,45 @@ use talon_tools::{Approver, RunContext, ToolRunner, ToolSurface};
 use crate::provider::ModelRoute;
 use crate::surface::OpenCells;
 use crate::{RunTools, RuntimeError, SurfaceParts, SurfacePlan};
+
+/// Fails unless every client tool is offered to the model under its own
+/// name: no other tool of the run has it, and the catalog and the policy
+/// kept it.
+fn check_client_tools(
+    names: &[String],
+    tools: &RunTools,
+    surface: &dyn ToolSurface,
+) -> Result<(), RuntimeError> {
+    let catalog = &tools.catalog;
+    let visible = surface.tools();
+    for name in names {
+        if let Some(other) = catalog
+            .entries()
+            .iter()
+            .chain(catalog.direct_only())
+            .find(|e| &e.tool.name == name && e.tool.source != ToolSource::Client)
+        {
+            return Err(RuntimeError::ClientTool(format!(
+                "client tool {name:?} has the name of the agent's tool {}",
+                other.id
+            )));
+        }
+        if !visible.iter().any(|t| &t.name == name) {
+            let why = catalog
+                .rejected()
+                .iter()
+                .map(ToString::to_string)
+                .find(|e| e.contains(&format!("{name:?}")))
+                .unwrap_or_else(|| {
+                    "a control tool's name, or left out by tools.allow/tools.deny".into()
+                });
+            return Err(RuntimeError::ClientTool(format!(
+                "client tool {name:?} cannot be offered to the model: {why}"
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// Hosts runs over one config.
 pub struct Host {
@@ -67,12 +107,19 @@ pub struct RunSpec {
     pub workspace: Option<PathBuf>,
     /// The run's own time limit (else the loop's default).
     pub timeout: Option<Duration>,
+    /// The app's tools for this run (answered by the app between runs;
+    /// see `RunOptions::client_tools`): offered to the model by name
+    /// beside the agent's tools. A name another tool of the run has, or
+    /// one the policy or the catalog leaves out, fails the run's build.
+    pub client_tools: Vec<ToolDefinition>,
 }
 
-/// Where a run starts: a new message, or a checkpoint it resumes from.
+/// Where a run starts: a new message, a checkpoint it resumes from, or
+/// the history alone (it ends with the app's answers to client calls).
 enum Start<'a> {
     Message(&'a str),
     From(Checkpoint),
+    Proceed,
 }
 
 /// A run built and ready to execute.
@@ -106,6 +153,12 @@ impl PreparedRun {
         self.execute(history, Start::From(from)).await
     }
 
+    /// Asks the model to go on from `history`, whose last messages answer
+    /// client tool calls an earlier run left pending, to the run's end.
+    pub async fn proceed(self, history: Vec<Message>) -> RunResult {
+        self.execute(history, Start::Proceed).await
+    }
+
     async fn execute(self, history: Vec<Message>, start: Start<'_>) -> RunResult {
         let run = AgentRun {
             provider: &self.provider,
@@ -117,6 +170,7 @@ impl PreparedRun {
         let result = match start {
             Start::Message(message) => run.run(history, message).await,
             Start::From(from) => run.resume(history, from).await,
+            Start::Proceed => run.proceed(history).await,
         };
         self.tools.shutdown().await;
         result
@@ -224,7 +278,9 @@ impl Host {
             cells,
             workspace,
             timeout,
+            client_tools,
         } = spec;
+        let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
         let (provider, model) = self.model(&agent)?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
@@ -242,7 +298,15 @@ impl Host {
         };
         let tools = async {
             let mcp = self.mcp().await;
-            RunTools::with_manager(&self.config, &agent, &ctx.scope, Some(core), mcp).await
+            RunTools::with_manager(
+                &self.config,
+                &agent,
+                &ctx.scope,
+                Some(core),
+                mcp,
+                client_tools,
+            )
+            .await
         };
         let (engine, tools) = tokio::join!(engine, tools);
         let tools = tools?;
@@ -269,8 +333,10 @@ impl Host {
         };
         let surface = crate::surface::build(plan, parts)?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: surface");
+        check_client_tools(&client_names, &tools, surface.as_ref())?;
         let mut options = RunOptions {
             model,
+            client_tools: client_names.into_iter().collect(),
             ..RunOptions::default()
         };
         if let Some(timeout) = timeout {

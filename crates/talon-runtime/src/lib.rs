@@ -36,4 +36,8 @@ pub enum RuntimeError {
     /// The sandbox a surface needs did not start.
     #[error("runtime_unavailable: {0}")]
     RuntimeUnavailable(String),
+    /// A client tool of the run cannot be offered to the model (its
+    /// message names the tool and why).
+    #[error("{0}")]
+    ClientTool(String),
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use talon_config::Config;
 use talon_core_tools::CoreTools;
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
-use talon_protocol::ToolSource;
+use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, Semantic,
     ToolCall, ToolError, ToolErrorCode, ToolExecutor, ToolPolicy,
@@ -78,19 +78,23 @@ impl RunTools {
         for error in manager.start().await {
             tracing::warn!(%error, "MCP server unavailable");
         }
-        let mut tools = Self::with_manager(config, agent, scope, core, &manager).await?;
+        let mut tools =
+            Self::with_manager(config, agent, scope, core, &manager, Vec::new()).await?;
         tools.owned = Some(manager);
         Ok(tools)
     }
 
     /// Builds the run's tools over `manager`, whose servers a host shares
-    /// between its runs (and stops itself).
+    /// between its runs (and stops itself). The app's `client` tools join
+    /// (owner `app`) direct-only: the model calls them by name and the app
+    /// answers between runs, so no sandbox cell ever waits on one.
     pub async fn with_manager(
         config: &Config,
         agent: &str,
         scope: &RunScope,
         core: Option<CoreTools>,
         manager: &McpManager,
+        client: Vec<ToolDefinition>,
     ) -> Result<Self, RuntimeError> {
         let policy = policy(config, agent)?;
         let run = manager.for_run().await;
@@ -101,6 +105,13 @@ impl RunTools {
             run.register(CatalogBuilder::new(scope.clone()).semantic(Semantic::Shared));
         if core.is_some() {
             builder = builder.core(talon_core_tools::definitions());
+        }
+        if !client.is_empty() {
+            let client = client.into_iter().map(|mut tool| {
+                tool.catalog_mode = CatalogMode::DirectOnly;
+                tool
+            });
+            builder = builder.client("app", scope, client);
         }
         let catalog = builder
             .build(&policy)

@@ -509,3 +509,82 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
     let started = &resumed_sink.events.events()[0];
     assert_eq!(started.data["resumedAfterTurn"], 1);
 }
+
+#[tokio::test]
+async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer() {
+    let f = fixture(
+        json!([
+            {"toolCalls": [
+                {"name": "pick_color", "arguments": {"palette": "warm"}},
+                {"name": "read", "arguments": {"path": "notes.txt"}}]},
+            {"text": "Teal, and the notes say 42."},
+        ]),
+        false,
+    )
+    .await;
+    let mut options = options();
+    options.client_tools = ["pick_color".to_owned()].into();
+    let run = AgentRun {
+        provider: &f.client,
+        surface: direct(&f.runner),
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options,
+    };
+    let result = run.run(Vec::new(), "Pick a color; read the notes.").await;
+    assert_eq!(
+        (result.status, result.turns, result.tool_calls),
+        (RunStatus::Completed, 1, 2)
+    );
+    assert_eq!(
+        result.pending,
+        [talon_provider::ToolCallRequest {
+            id: "call_1".into(),
+            name: "pick_color".into(),
+            arguments: r#"{"palette":"warm"}"#.into(),
+        }]
+    );
+    // The server's call is answered; the client's is not.
+    let answered: Vec<&str> = result
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            talon_provider::Message::Tool { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, ["call_2"]);
+    assert_eq!(
+        kinds(&f.sink),
+        [
+            "run.started",
+            "tool.call.started",
+            "tool.call.started",
+            "tool.call.completed",
+            "run.completed"
+        ]
+    );
+    let events = f.sink.events();
+    assert_eq!(events[1].data["source"], "client");
+    assert_eq!(
+        events.last().unwrap().data["pendingToolCalls"],
+        json!([{"id": "call_1", "name": "pick_color", "arguments": {"palette": "warm"}}])
+    );
+    // The app's answer joins the history; the model goes on from it.
+    let mut history = result.messages.clone();
+    history.push(talon_provider::Message::Tool {
+        call_id: "call_1".into(),
+        content: "teal".into(),
+    });
+    let next = run.proceed(history).await;
+    assert_eq!(
+        (next.status, next.text.as_str(), next.pending.len()),
+        (RunStatus::Completed, "Teal, and the notes say 42.", 0)
+    );
+    let requests = f.mock.requests();
+    let last = requests[1]["messages"].as_array().unwrap();
+    let roles: Vec<&str> = last.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "tool"]);
+    assert_eq!(last[4]["tool_call_id"], "call_1");
+    assert_eq!(last[4]["content"], "teal");
+}

@@ -44,15 +44,48 @@ fn request_hash(p: &RunsCreateParams) -> Result<String, ApiError> {
         .collect())
 }
 
+/// Most client tools a run takes.
+const MAX_CLIENT_TOOLS: usize = 128;
+
+/// Client tools as a provider takes them: at most [`MAX_CLIENT_TOOLS`],
+/// each named by 1 to 64 ASCII letters, digits, `_` or `-`, once, with an
+/// object schema. Whether a name clashes with the agent's own tools is
+/// known when the run is built (the run then fails, naming both).
+fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {
+    if tools.len() > MAX_CLIENT_TOOLS {
+        return Err(invalid(format!(
+            "tools: {} client tools, more than the {MAX_CLIENT_TOOLS} a run takes",
+            tools.len()
+        )));
+    }
+    for (i, tool) in tools.iter().enumerate() {
+        let name = &tool.name;
+        let well_formed = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !well_formed {
+            let shown: String = name.chars().take(64).collect();
+            return Err(invalid(format!(
+                "tools[{i}].name {shown:?}: 1 to 64 ASCII letters, digits, `_` or `-`"
+            )));
+        }
+        if tools[..i].iter().any(|t| &t.name == name) {
+            return Err(invalid(format!("tools[{i}].name {name:?}: named twice")));
+        }
+        if tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
+            return Err(invalid(format!(
+                "tools[{i}].parameters: a JSON Schema of type \"object\""
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Api {
     /// Accepts a run: `runs.create` and `sessions.send`.
     pub(super) async fn start_run(&self, p: RunsCreateParams) -> Result<Run, ApiError> {
-        if !p.tools.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::Unsupported,
-                "client tools (`tools`) are not served by this gateway yet",
-            ));
-        }
+        check_client_tools(&p.tools)?;
         let size = match &p.input {
             RunInput::Text(text) => {
                 if text.trim().is_empty() {
@@ -61,9 +94,7 @@ impl Api {
                 text.len()
             }
             RunInput::Messages(messages) => {
-                if history::split_input(messages).is_none() {
-                    return Err(invalid("input: the last message must be the user's"));
-                }
+                history::split_input(messages).map_err(|e| invalid(format!("input: {e}")))?;
                 messages.iter().map(|m| m.content.len()).sum()
             }
         };
@@ -101,6 +132,7 @@ impl Api {
         let request = RunRequest {
             input: p.input,
             timeout_ms: p.timeout_ms,
+            tools: p.tools,
         };
         self.engine
             .submit(Submit {

@@ -12,7 +12,8 @@ use talon_codemode::{SnapshotStore, StoreLimits};
 use talon_core_tools::PolicyApprover;
 use talon_protocol::EventData;
 use talon_protocol::event_data::RunEndedData;
-use talon_protocol::gateway::{ApiError, ErrorCode, Run, RunInput, RunStatus};
+use talon_protocol::gateway::{ApiError, ClientTool, ErrorCode, Run, RunInput, RunStatus};
+use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, ToolSource};
 use talon_provider::Message as ModelMessage;
 use talon_runtime::RunSpec;
 use talon_store::{Claimed, MAX_PAGE};
@@ -21,6 +22,34 @@ use talon_tools::{Approver, NoUpdates, RunContext, RunScope};
 use super::resume::RunCheckpoint;
 use super::sink::{Checkpoints, StoreSink};
 use super::{Active, Engine, RunRequest, history, result_of};
+
+/// A run's input made ready for the loop.
+struct Prepared {
+    request: RunRequest,
+    /// The conversation the loop starts from.
+    history: Vec<ModelMessage>,
+    /// What the run adds to the session ahead of the loop's messages.
+    added: Vec<ModelMessage>,
+    /// The user's turn.
+    message: Option<String>,
+}
+
+/// A client tool as the catalog takes it.
+fn client_tool(tool: &ClientTool) -> ToolDefinition {
+    ToolDefinition {
+        name: tool.name.clone(),
+        label: None,
+        description: tool.description.clone().unwrap_or_default(),
+        parameters: tool.parameters.clone(),
+        source: ToolSource::Client,
+        owner: "app".into(),
+        catalog_mode: CatalogMode::DirectOnly,
+        execution_mode: ExecutionMode::default(),
+        requires_approval: false,
+        effect: ToolEffect::default(),
+        replay_safe: false,
+    }
+}
 
 impl Engine {
     /// Runs a claimed run to its end.
@@ -55,7 +84,12 @@ impl Engine {
         };
         let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
         let outcome = match self.prepare_input(&run, request).await {
-            Ok((request, history, before, message)) => {
+            Ok(Prepared {
+                request,
+                history,
+                added,
+                message,
+            }) => {
                 let spec = RunSpec {
                     agent: run.agent_id.clone(),
                     ctx,
@@ -64,30 +98,31 @@ impl Engine {
                     cells: self.cells(),
                     workspace: None,
                     timeout: request.timeout_ms.map(Duration::from_millis),
+                    client_tools: request.tools.iter().map(client_tool).collect(),
                 };
                 match self.inner.host.prepare(spec).await {
                     Ok(prepared) => {
-                        let mut messages = history;
-                        messages.extend(before.iter().cloned());
-                        let result = match resume_from {
-                            Some(from) => prepared.resume(messages, from).await,
-                            None => prepared.run(messages, &message).await,
+                        let result = match (resume_from, &message) {
+                            (Some(from), _) => prepared.resume(history, from).await,
+                            (None, Some(message)) => prepared.run(history, message).await,
+                            (None, None) => prepared.proceed(history).await,
                         };
-                        let mut added = before;
+                        let mut added = added;
                         added.extend(result.messages.iter().cloned());
                         Ok((result, added))
                     }
                     Err(error) => Err((
                         ApiError::new(ErrorCode::InvalidRequest, error.to_string()),
-                        Some(message),
+                        added,
+                        message,
                     )),
                 }
             }
-            Err(error) => Err((error, None)),
+            Err(error) => Err((error, Vec::new(), None)),
         };
         let (result, added) = match outcome {
             Ok(done) => done,
-            Err((error, message)) => {
+            Err((error, input, message)) => {
                 // The loop never started: its end is this node's to say.
                 events.emit(EventData::RunFailed(RunEndedData {
                     text: None,
@@ -96,6 +131,7 @@ impl Engine {
                     tool_calls: 0,
                     usage: Default::default(),
                     duration_ms: 0,
+                    pending_tool_calls: Vec::new(),
                 }));
                 let mut ended = run.clone();
                 ended.status = RunStatus::Failed;
@@ -104,8 +140,10 @@ impl Engine {
                 if let Err(error) = sink.close().await {
                     tracing::error!(%error, run = %run.id, "a run's events were not all stored");
                 }
-                let added: Vec<ModelMessage> =
-                    message.into_iter().map(ModelMessage::User).collect();
+                // The app's input stays in the session; its answers to
+                // pending calls with it, so that nothing it sent is lost.
+                let mut added = input;
+                added.extend(message.map(ModelMessage::User));
                 self.save_messages(&run, &added, &active).await;
                 if let Err(error) = store.end_run(&ended, &result_of(&ended, None)).await {
                     tracing::error!(%error, run = %run.id, "could not end a run");
@@ -137,18 +175,45 @@ impl Engine {
             (_, Some(message)) => Some(ApiError::new(ErrorCode::Internal, message.clone())),
         };
         let text = (!result.text.is_empty()).then(|| result.text.clone());
-        if let Err(error) = store.end_run(&ended, &result_of(&ended, text)).await {
+        let mut summary = result_of(&ended, text);
+        if !result.pending.is_empty() {
+            // The message whose client calls the app is to answer.
+            let asked = result
+                .messages
+                .iter()
+                .rposition(|m| matches!(m, ModelMessage::Assistant { .. }));
+            if let (Some(at), Some(session)) = (asked, &run.session_id) {
+                let index = added.len() - result.messages.len() + at;
+                let stored = history::to_stored(
+                    &added[index..=index],
+                    session,
+                    &run.id,
+                    talon_store::now_ms(),
+                );
+                let output = summary.output.get_or_insert_with(Default::default);
+                output.messages = Some(
+                    stored
+                        .into_iter()
+                        .map(|mut m| {
+                            m.id = history::message_id(&run.id, index);
+                            m
+                        })
+                        .collect(),
+                );
+            }
+        }
+        if let Err(error) = store.end_run(&ended, &summary).await {
             tracing::error!(%error, run = %run.id, "could not end a run");
         }
     }
 
-    /// The run's request, its session's history, and its input split into
-    /// the messages before the user's turn and the turn itself.
-    async fn prepare_input(
-        &self,
-        run: &Run,
-        request: Option<Value>,
-    ) -> Result<(RunRequest, Vec<ModelMessage>, Vec<ModelMessage>, String), ApiError> {
+    /// The run's request, the model's history (the session's, then the
+    /// input before the user's turn: the app's answers to pending client
+    /// calls first), what the run adds to the session before the loop's
+    /// own messages, and the user's turn (none when the input only
+    /// answers calls).
+    async fn prepare_input(&self, run: &Run, request: Option<Value>) -> Result<Prepared, ApiError> {
+        let invalid = |message: String| ApiError::new(ErrorCode::InvalidRequest, message);
         let request: RunRequest = request
             .and_then(|r| serde_json::from_value(r).ok())
             .ok_or_else(|| {
@@ -157,20 +222,30 @@ impl Engine {
                     "the run's request is missing from the store",
                 )
             })?;
-        let (before, message) = match &request.input {
-            RunInput::Text(text) => (Vec::new(), text.clone()),
-            RunInput::Messages(messages) => history::split_input(messages).ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    "input: the last message must be the user's",
-                )
-            })?,
+        let input = match &request.input {
+            RunInput::Text(text) => history::Input {
+                answers: Vec::new(),
+                before: Vec::new(),
+                message: Some(text.clone()),
+            },
+            RunInput::Messages(messages) => {
+                history::split_input(messages).map_err(|e| invalid(format!("input: {e}")))?
+            }
         };
-        let history = match &run.session_id {
+        let mut history = match &run.session_id {
             Some(session) => self.session_history(session).await?,
             None => Vec::new(),
         };
-        Ok((request, history, before, message))
+        let mut added = history::answer_pending(&history, &input.answers)
+            .map_err(|e| invalid(format!("input: {e}")))?;
+        added.extend(input.before);
+        history.extend(added.iter().cloned());
+        Ok(Prepared {
+            request,
+            history,
+            added,
+            message: input.message,
+        })
     }
 
     /// A session's conversation as the model reads it.

@@ -8,13 +8,43 @@ use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole, Mes
 use talon_provider::{Message as ModelMessage, ToolCallRequest};
 
 /// The model's history from a session's stored messages: from the last
-/// compaction record (as a system note carrying its summary) on.
+/// compaction record (as a system note carrying its summary) on. A client
+/// tool call the app never answered reads as [`UNANSWERED`], except those
+/// of the last message, which the next run may still answer
+/// ([`pending_calls`]).
 pub(crate) fn to_model(stored: &[Message]) -> Vec<ModelMessage> {
     let start = stored
         .iter()
         .rposition(|m| m.role == MessageRole::Compaction)
         .unwrap_or(0);
-    stored[start..]
+    fill_unanswered(convert(&stored[start..]))
+}
+
+/// Adds an [`UNANSWERED`] answer for each call that a later message left
+/// without one (the provider refuses a history with an open call).
+fn fill_unanswered(messages: Vec<ModelMessage>) -> Vec<ModelMessage> {
+    let mut out: Vec<ModelMessage> = Vec::with_capacity(messages.len());
+    let mut open: Vec<String> = Vec::new();
+    for message in messages {
+        match &message {
+            ModelMessage::Tool { call_id, .. } => open.retain(|id| id != call_id),
+            _ => {
+                out.extend(open.drain(..).map(|call_id| ModelMessage::Tool {
+                    call_id,
+                    content: UNANSWERED.to_owned(),
+                }));
+                if let ModelMessage::Assistant { tool_calls, .. } = &message {
+                    open = tool_calls.iter().map(|c| c.id.clone()).collect();
+                }
+            }
+        }
+        out.push(message);
+    }
+    out
+}
+
+fn convert(stored: &[Message]) -> Vec<ModelMessage> {
+    stored
         .iter()
         .filter_map(|m| match m.role {
             MessageRole::User => Some(ModelMessage::User(m.text.clone().unwrap_or_default())),
@@ -47,6 +77,11 @@ pub(crate) fn to_model(stored: &[Message]) -> Vec<ModelMessage> {
         .collect()
 }
 
+/// The id of the `index`th message a run added to its session.
+pub(crate) fn message_id(run_id: &str, index: usize) -> String {
+    format!("msg_{run_id}_{index:04}")
+}
+
 /// A run's messages as the store keeps them.
 pub(crate) fn to_stored(
     messages: &[ModelMessage],
@@ -59,7 +94,7 @@ pub(crate) fn to_stored(
         .enumerate()
         .map(|(i, m)| {
             let mut stored = Message {
-                id: format!("msg_{run_id}_{i:04}"),
+                id: message_id(run_id, i),
                 session_id: session_id.to_owned(),
                 run_id: Some(run_id.to_owned()),
                 role: MessageRole::User,
@@ -98,25 +133,138 @@ pub(crate) fn to_stored(
         .collect()
 }
 
-/// A run's input split into the messages that precede the user's turn and
-/// the user's message itself, which must come last (`None` otherwise).
-pub(crate) fn split_input(messages: &[InputMessage]) -> Option<(Vec<ModelMessage>, String)> {
-    let (last, before) = messages.split_last()?;
+/// A run's input, checked: the app's answers to pending client tool calls
+/// (first), the messages before the user's turn, and the turn itself
+/// (absent when the input only answers calls: the model goes on from the
+/// answers).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Input {
+    /// `tool` messages: (the call answered, the result).
+    pub answers: Vec<(String, String)>,
+    /// The messages between the answers and the turn.
+    pub before: Vec<ModelMessage>,
+    /// The user's message.
+    pub message: Option<String>,
+}
+
+/// Splits a run's input, or says what is wrong with it: `tool` messages
+/// come first, each with a `toolCallId` no other answer has; other
+/// messages carry none; the input ends with the user's message unless it
+/// is only answers.
+pub(crate) fn split_input(messages: &[InputMessage]) -> Result<Input, String> {
+    let answered = messages
+        .iter()
+        .take_while(|m| m.role == InputRole::Tool)
+        .count();
+    let mut answers: Vec<(String, String)> = Vec::with_capacity(answered);
+    for (i, m) in messages[..answered].iter().enumerate() {
+        let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty()) else {
+            return Err(format!("input[{i}]: a tool message needs its toolCallId"));
+        };
+        if answers.iter().any(|(seen, _)| seen == id) {
+            return Err(format!("input[{i}]: call {id:?} is answered twice"));
+        }
+        answers.push((id.to_owned(), m.content.clone()));
+    }
+    let rest = &messages[answered..];
+    for (i, m) in rest.iter().enumerate() {
+        let i = i + answered;
+        if m.role == InputRole::Tool {
+            return Err(format!(
+                "input[{i}]: tool messages come first, before any other message"
+            ));
+        }
+        if m.tool_call_id.is_some() {
+            return Err(format!("input[{i}]: only a tool message has a toolCallId"));
+        }
+    }
+    let Some((last, before)) = rest.split_last() else {
+        return if answers.is_empty() {
+            Err("the input has no message".into())
+        } else {
+            Ok(Input {
+                answers,
+                before: Vec::new(),
+                message: None,
+            })
+        };
+    };
     if last.role != InputRole::User {
-        return None;
+        return Err(
+            "the last message must be the user's (or the input only answers tool calls)".into(),
+        );
     }
     let before = before
         .iter()
         .map(|m| match m.role {
-            InputRole::User => ModelMessage::User(m.content.clone()),
             InputRole::Assistant => ModelMessage::Assistant {
                 text: Some(m.content.clone()),
                 tool_calls: Vec::new(),
             },
             InputRole::System => ModelMessage::System(m.content.clone()),
+            InputRole::User | InputRole::Tool => ModelMessage::User(m.content.clone()),
         })
         .collect();
-    Some((before, last.content.clone()))
+    Ok(Input {
+        answers,
+        before,
+        message: Some(last.content.clone()),
+    })
+}
+
+/// What a client tool call the app never answered reads as.
+pub(crate) const UNANSWERED: &str =
+    r#"{"status":"unanswered","error":"the app did not answer this client tool call"}"#;
+
+/// The tool calls of the history's last assistant message that nothing
+/// answers yet: client calls a run left for the app.
+pub(crate) fn pending_calls(history: &[ModelMessage]) -> Vec<String> {
+    let Some(at) = history
+        .iter()
+        .rposition(|m| !matches!(m, ModelMessage::Tool { .. }))
+    else {
+        return Vec::new();
+    };
+    let ModelMessage::Assistant { tool_calls, .. } = &history[at] else {
+        return Vec::new();
+    };
+    tool_calls
+        .iter()
+        .filter(|c| {
+            !history[at + 1..]
+                .iter()
+                .any(|m| matches!(m, ModelMessage::Tool { call_id, .. } if call_id == &c.id))
+        })
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+/// The messages that answer the history's pending calls: the app's
+/// answers, in the calls' order, and [`UNANSWERED`] for the rest. An
+/// answer to a call that is not pending is an error naming it.
+pub(crate) fn answer_pending(
+    history: &[ModelMessage],
+    answers: &[(String, String)],
+) -> Result<Vec<ModelMessage>, String> {
+    let pending = pending_calls(history);
+    if let Some((id, _)) = answers.iter().find(|(id, _)| !pending.contains(id)) {
+        return Err(format!(
+            "toolCallId {id:?} answers no pending client tool call of this session"
+        ));
+    }
+    Ok(pending
+        .into_iter()
+        .map(|id| {
+            let content = answers
+                .iter()
+                .find(|(answered, _)| answered == &id)
+                .map_or_else(|| UNANSWERED.to_owned(), |(_, content)| content.clone());
+            ModelMessage::Tool {
+                call_id: id,
+                content,
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -170,30 +318,155 @@ mod tests {
         );
     }
 
+    fn input(role: InputRole, content: &str, call: Option<&str>) -> InputMessage {
+        InputMessage {
+            role,
+            content: content.into(),
+            tool_call_id: call.map(str::to_owned),
+        }
+    }
+
     #[test]
     fn the_last_user_message_is_the_turn() {
         let input = vec![
-            InputMessage {
-                role: InputRole::System,
-                content: "be brief".into(),
-            },
-            InputMessage {
-                role: InputRole::User,
-                content: "first".into(),
-            },
-            InputMessage {
-                role: InputRole::Assistant,
-                content: "ok".into(),
-            },
-            InputMessage {
-                role: InputRole::User,
-                content: "second".into(),
+            input(InputRole::System, "be brief", None),
+            input(InputRole::User, "first", None),
+            input(InputRole::Assistant, "ok", None),
+            input(InputRole::User, "second", None),
+        ];
+        let split = split_input(&input).unwrap();
+        assert_eq!(split.message.as_deref(), Some("second"));
+        assert_eq!(split.before.len(), 3);
+        assert!(split.answers.is_empty());
+        assert!(split_input(&input[..1]).is_err());
+        assert!(split_input(&input[..3]).is_err());
+        assert!(split_input(&[]).is_err());
+    }
+
+    #[test]
+    fn tool_answers_come_first_and_may_stand_alone() {
+        let answers = vec![
+            input(InputRole::Tool, "blue", Some("c1")),
+            input(InputRole::Tool, "42", Some("c2")),
+        ];
+        assert_eq!(
+            split_input(&answers).unwrap(),
+            Input {
+                answers: vec![("c1".into(), "blue".into()), ("c2".into(), "42".into())],
+                before: Vec::new(),
+                message: None,
+            }
+        );
+        let mut then_user = answers.clone();
+        then_user.push(input(InputRole::User, "thanks", None));
+        assert_eq!(
+            split_input(&then_user).unwrap().message.as_deref(),
+            Some("thanks")
+        );
+        let bad = [
+            (
+                vec![input(InputRole::Tool, "x", None)],
+                "needs its toolCallId",
+            ),
+            (
+                vec![input(InputRole::Tool, "x", Some(""))],
+                "needs its toolCallId",
+            ),
+            (
+                vec![
+                    input(InputRole::Tool, "x", Some("c")),
+                    input(InputRole::Tool, "y", Some("c")),
+                ],
+                "answered twice",
+            ),
+            (
+                vec![
+                    input(InputRole::User, "x", None),
+                    input(InputRole::Tool, "y", Some("c")),
+                ],
+                "come first",
+            ),
+            (
+                vec![input(InputRole::User, "x", Some("c"))],
+                "only a tool message",
+            ),
+            (
+                vec![
+                    input(InputRole::Tool, "x", Some("c")),
+                    input(InputRole::Assistant, "y", None),
+                ],
+                "the last message must be the user's",
+            ),
+        ];
+        for (messages, why) in bad {
+            let error = split_input(&messages).unwrap_err();
+            assert!(error.contains(why), "{error:?} should say {why:?}");
+        }
+    }
+
+    fn assistant_calling(ids: &[&str]) -> ModelMessage {
+        ModelMessage::Assistant {
+            text: None,
+            tool_calls: ids
+                .iter()
+                .map(|id| ToolCallRequest {
+                    id: (*id).into(),
+                    name: "pick_color".into(),
+                    arguments: "{}".into(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn pending_calls_are_answered_by_the_app_or_marked_unanswered() {
+        let history = vec![
+            ModelMessage::User("pick".into()),
+            assistant_calling(&["c1", "c2", "c3"]),
+            ModelMessage::Tool {
+                call_id: "c3".into(),
+                content: "server-side".into(),
             },
         ];
-        let (before, message) = split_input(&input).unwrap();
-        assert_eq!(message, "second");
-        assert_eq!(before.len(), 3);
-        assert_eq!(split_input(&input[..1]), None);
-        assert_eq!(split_input(&input[..3]), None);
+        assert_eq!(pending_calls(&history), ["c1", "c2"]);
+        assert_eq!(
+            answer_pending(&history, &[("c2".into(), "blue".into())]).unwrap(),
+            vec![
+                ModelMessage::Tool {
+                    call_id: "c1".into(),
+                    content: UNANSWERED.into()
+                },
+                ModelMessage::Tool {
+                    call_id: "c2".into(),
+                    content: "blue".into()
+                },
+            ]
+        );
+        let error = answer_pending(&history, &[("c3".into(), "again".into())]).unwrap_err();
+        assert!(error.contains("\"c3\""), "{error}");
+        // Nothing is pending once a later message follows, and the
+        // history then answers the open calls itself.
+        let mut later = history.clone();
+        later.push(ModelMessage::User("never mind".into()));
+        assert!(pending_calls(&later).is_empty());
+        assert_eq!(answer_pending(&later, &[]).unwrap(), Vec::new());
+        let stored = to_stored(&later, "s", "r", 1);
+        let unanswered = |id: &str| ModelMessage::Tool {
+            call_id: id.into(),
+            content: UNANSWERED.into(),
+        };
+        assert_eq!(
+            to_model(&stored),
+            vec![
+                later[0].clone(),
+                later[1].clone(),
+                later[2].clone(),
+                unanswered("c1"),
+                unanswered("c2"),
+                later[3].clone(),
+            ]
+        );
+        // The tail's open calls stay open for the next run.
+        assert_eq!(to_model(&stored[..3]), history);
     }
 }

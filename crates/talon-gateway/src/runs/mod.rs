@@ -90,6 +90,9 @@ pub(crate) struct RunRequest {
     /// The run's own time limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The app's tools for this run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<talon_protocol::gateway::ClientTool>,
 }
 
 /// A run to accept.
@@ -203,6 +206,7 @@ fn ended_data(error: Option<&ApiError>) -> RunEndedData {
         tool_calls: 0,
         usage: talon_protocol::gateway::Usage::default(),
         duration_ms: 0,
+        pending_tool_calls: Vec::new(),
     }
 }
 

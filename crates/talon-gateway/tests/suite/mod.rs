@@ -1,3 +1,4 @@
+mod client_tools;
 mod connections;
 mod http;
 mod limits;

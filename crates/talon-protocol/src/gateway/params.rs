@@ -44,10 +44,14 @@ pub enum RunInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InputMessage {
-    /// `user`, `assistant` or `system`.
+    /// `user`, `assistant`, `system` or `tool`.
     pub role: InputRole,
-    /// Its text.
+    /// Its text (for `tool`, the result the model reads).
     pub content: String,
+    /// For `tool`: the client tool call it answers (a call the session's
+    /// last run left pending; see `RunEndedData.pendingToolCalls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 /// Who wrote an [`InputMessage`].
@@ -60,10 +64,18 @@ pub enum InputRole {
     Assistant,
     /// Instructions added to the system prompt.
     System,
+    /// A client tool's result: answers the pending call `toolCallId`.
+    /// Tool messages come first in the input; a run whose input is only
+    /// tool messages lets the model go on from them.
+    Tool,
 }
 
-/// A tool the client app implements: the model sees it beside the
-/// agent's tools; a call to it is answered by the client.
+/// A tool the client app implements, for one run. The model sees it by
+/// name beside the agent's tools (in Code Mode, beside `exec` and `wait`).
+/// A turn that calls it ends the run `completed` with the call pending
+/// (`RunEndedData.pendingToolCalls`, `RunResult.output.messages`); the
+/// app answers with `tool` messages as the input of its next run on the
+/// session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientTool {
