@@ -33,6 +33,12 @@ pub trait EventSink: Send + Sync {
     fn checkpoint(&self, checkpoint: crate::Checkpoint) {
         let _ = checkpoint;
     }
+
+    /// Resolves once every event taken so far is durable. A sink that
+    /// makes runs resumable waits for its store; the default is at once.
+    fn flushed(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// Keeps every event (tests, transcripts).
@@ -119,6 +125,11 @@ impl RunEvents {
     pub fn checkpoint(&self, checkpoint: crate::Checkpoint) {
         self.sink.checkpoint(checkpoint);
     }
+
+    /// Resolves once every event emitted so far is durable.
+    pub fn flushed(&self) -> BoxFuture<'_, ()> {
+        self.sink.flushed()
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -137,6 +148,10 @@ pub const MAX_EVENT_RESULT: usize = 16 * 1024;
 pub struct NestedCallEvents(pub Arc<RunEvents>);
 
 impl CallObserver for NestedCallEvents {
+    fn recorded(&self) -> BoxFuture<'_, ()> {
+        self.0.flushed()
+    }
+
     fn started(&self, _: &RunContext, call: &ToolCall, entry: Option<&CatalogEntry>) {
         if let Caller::Parent(parent) = &call.caller {
             self.0.emit(EventData::ToolCallStarted(ToolCallStartedData {
@@ -145,6 +160,7 @@ impl CallObserver for NestedCallEvents {
                 name: entry.map_or(call.id.as_str(), |e| e.id.as_str()).to_owned(),
                 source: entry.map(|e| e.tool.source),
                 arguments: None,
+                replay_safe: entry.is_some_and(|e| e.tool.replay_safe),
             }));
         }
     }

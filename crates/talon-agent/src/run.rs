@@ -411,6 +411,8 @@ impl AgentRun<'_> {
                         name: call.name.clone(),
                         source: Some(ToolSource::Client),
                         arguments: serde_json::from_str(&call.arguments).ok(),
+                        // The app answers it: nothing here to repeat.
+                        replay_safe: true,
                     }));
             }
             let outputs = futures::future::join_all(
@@ -456,6 +458,8 @@ impl AgentRun<'_> {
                         name: call.name.clone(),
                         source: None,
                         arguments: None,
+                        // Its arguments were unreadable: it never ran.
+                        replay_safe: true,
                     }));
                 self.events
                     .emit(EventData::ToolCallFailed(ToolCallFailedData {
@@ -476,6 +480,7 @@ impl AgentRun<'_> {
                 name: call.name.clone(),
                 source: None,
                 arguments: Some(args.clone()),
+                replay_safe: self.surface.replay_safe(&call.name),
             }));
         in_flight.start(number, call);
         let SurfaceReply { value, ok } = self

@@ -472,6 +472,21 @@ impl ToolSurface for CodeModeRun {
         self.surface.tools.clone()
     }
 
+    /// A cell reaches nothing outside the sandbox but through nested
+    /// calls (each judged on its own), so `exec` and `wait` may be made
+    /// again; a direct-only tool is judged by its entry.
+    fn replay_safe(&self, name: &str) -> bool {
+        self.surface.tools.iter().any(|t| t.name == name)
+            && (matches!(name, "exec" | "wait")
+                || self
+                    .bridge
+                    .runner
+                    .catalog()
+                    .direct_only()
+                    .iter()
+                    .any(|e| e.tool.name == name && e.tool.replay_safe))
+    }
+
     /// `exec` and `wait` run cells in this run's context; any other name
     /// is a direct-only tool or unknown.
     fn handle<'a>(

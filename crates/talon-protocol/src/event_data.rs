@@ -225,6 +225,12 @@ pub struct ToolCallStartedData {
     /// The arguments (model calls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Value>,
+    /// Whether the call may be made again if its run is resumed after its
+    /// node died: a tool marked `replaySafe` (read-only), a client tool, or
+    /// a model tool whose only effects are the nested calls it makes
+    /// (`exec`, `wait`, `tool_call`, ...), each of which has its own event.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replay_safe: bool,
 }
 
 /// `tool.call.delta`.
@@ -368,6 +374,7 @@ mod tests {
     #[test]
     fn every_known_type_has_typed_data_and_round_trips() {
         let data = EventData::ToolCallStarted(ToolCallStartedData {
+            replay_safe: false,
             call_id: "c1".into(),
             parent_id: None,
             name: "read".into(),

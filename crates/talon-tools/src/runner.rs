@@ -177,6 +177,15 @@ pub trait ToolExecutor: Send + Sync {
 pub trait CallObserver: Send + Sync {
     /// A call passed the catalog lookup (or failed it) and starts.
     fn started(&self, ctx: &RunContext, call: &ToolCall, entry: Option<&CatalogEntry>);
+    /// Resolves once every call start observed so far is on durable
+    /// record (and the model's own call that led to it). The runner waits
+    /// for it before it runs a tool that is not `replaySafe`, so that a
+    /// run resumed after its process died knows every such call that may
+    /// have had an effect. Default: at once.
+    fn recorded(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
     /// A call ended.
     fn finished(
         &self,
@@ -456,6 +465,11 @@ impl ToolRunner {
             Some(lock) => Some(lock.lock().await),
             None => None,
         };
+        if !entry.tool.replay_safe
+            && let Some(observer) = &self.observer
+        {
+            observer.recorded().await;
+        }
         if ctx.is_cancelled() {
             return CallOutcome::Aborted;
         }

@@ -45,6 +45,15 @@ pub trait ToolSurface: Send + Sync {
         None
     }
 
+    /// Whether a call of the model tool `name` may be made again if its
+    /// run is resumed after its process died: the tool is `replaySafe`,
+    /// or its only effects are the nested calls it makes through the
+    /// run's `ToolRunner` (each judged on its own). Unknown names: no.
+    fn replay_safe(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
+
     /// Runs one model call by the name the model used.
     fn handle<'a>(
         &'a self,
@@ -117,6 +126,13 @@ impl ToolSurface for DirectSurface {
 
     fn tools(&self) -> Vec<ModelTool> {
         self.tools.clone()
+    }
+
+    fn replay_safe(&self, name: &str) -> bool {
+        self.names
+            .get(name)
+            .and_then(|id| self.runner.catalog().get(id))
+            .is_some_and(|e| e.tool.replay_safe)
     }
 
     fn handle<'a>(

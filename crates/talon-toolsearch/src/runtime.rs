@@ -289,6 +289,21 @@ impl ToolSurface for ToolSearch {
         self.surface.prompt.clone()
     }
 
+    /// The control tools only search, describe, or make nested calls
+    /// (each judged on its own); a tool by name is judged by its entry.
+    fn replay_safe(&self, name: &str) -> bool {
+        match self.surface.dispatch.get(name) {
+            Some(Target::Control(_)) => true,
+            Some(Target::Tool(id)) => self
+                .handlers
+                .runner
+                .catalog()
+                .get(id)
+                .is_some_and(|e| e.tool.replay_safe),
+            None => false,
+        }
+    }
+
     fn handle<'a>(
         &'a self,
         ctx: &'a RunContext,

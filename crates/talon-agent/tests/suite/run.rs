@@ -566,6 +566,11 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
     );
     let events = f.sink.events();
     assert_eq!(events[1].data["source"], "client");
+    // Neither the app's call nor a read-only tool has an effect a resumed
+    // run could repeat.
+    assert_eq!(events[1].data["replaySafe"], true);
+    assert_eq!(events[2].data["name"], "read");
+    assert_eq!(events[2].data["replaySafe"], true);
     assert_eq!(
         events.last().unwrap().data["pendingToolCalls"],
         json!([{"id": "call_1", "name": "pick_color", "arguments": {"palette": "warm"}}])

@@ -244,14 +244,14 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("talon.json5");
     std::fs::write(&config, r#"{tools: {codeMode: {enabled: true}}}"#).unwrap();
-    // The first life: run B's cell spins (a tool call in flight at the
-    // kill); run A completes a turn (a cell that suspends itself), then
-    // its model hangs.
+    // The first life: run B's cell calls `write` (not replay-safe), then
+    // spins (its exec in flight at the kill); run A completes a turn (a
+    // cell that suspends itself), then its model hangs.
     let first_script = home.path().join("first.json");
     std::fs::write(
         &first_script,
         r#"{"turns": [
-            {"toolCalls": [{"name": "exec", "arguments": {"code": "while (true) {}"}}]},
+            {"toolCalls": [{"name": "exec", "arguments": {"code": "try { await tools.call('openclaw:core:write', {path: 'spun.txt', content: 'x'}); } catch (e) {} while (true) {}"}}]},
             {"toolCalls": [{"name": "exec", "arguments": {"code": "text('before'); await yield_control('pause'); return 6 * 7;"}}]},
             {"delayMs": 60000, "text": "never"}
         ]}"#,
@@ -403,8 +403,8 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
         ],
         "{messages}"
     );
-    // B had a call in flight whose effect is unknown: it ended failed,
-    // saying why, with its terminal event.
+    // B made a call that is not replay-safe after its last checkpoint:
+    // it ended failed, saying why, with its terminal event.
     let run = body(&post(
         &addr,
         &admin,
@@ -418,7 +418,7 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
         run["error"]["details"]["notResumed"]
             .as_str()
             .unwrap()
-            .contains("exec"),
+            .contains("openclaw:core:write"),
         "{run}"
     );
     let events = run_events(&addr, &admin, &spinning);

@@ -1,8 +1,10 @@
 //! Resuming a run whose node died. After every turn with tool calls the
 //! node executing a run stores a checkpoint ([`RunCheckpoint`]): the
 //! transcript so far and the id of the last event committed before it.
-//! When the node dies, the run is resumable if no tool call started after
-//! that event (a call whose effect is unknown is never made twice): it
+//! When the node dies, the run is resumable if every tool call that started
+//! after that event is replay-safe (a call whose effect is unknown is never
+//! made twice; the runner puts a call's start on durable record before it
+//! runs a tool that is not replay-safe): it
 //! goes back to the queue and a node resumes it from the checkpoint (or
 //! from its input, when it had not completed a turn), its model asked
 //! again for the turn that was lost. Otherwise, or after
@@ -13,7 +15,7 @@ use serde_json::Value;
 use talon_agent::Checkpoint;
 use talon_protocol::EventType;
 use talon_provider::Usage;
-use talon_store::{EventFilter, Store};
+use talon_store::{EventFilter, MAX_PAGE, Store};
 
 use super::history;
 
@@ -105,17 +107,37 @@ pub(crate) async fn blocker(
         types: vec![EventType::ToolCallStarted],
         ..EventFilter::default()
     };
-    match store.after(checkpoint.through, &filter, 1).await {
-        Ok(started) => started.first().map(|event| {
+    let mut after = checkpoint.through;
+    for _ in 0..MAX_JUDGED_PAGES {
+        let started = match store.after(after, &filter, MAX_PAGE).await {
+            Ok(started) => started,
+            Err(error) => return Some(format!("its events could not be read: {error}")),
+        };
+        if let Some(event) = started.iter().find(|e| !replay_safe(e)) {
             let name = event
                 .data
                 .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("a tool");
-            format!("a call of {name} was in flight, and its effect is unknown")
-        }),
-        Err(error) => Some(format!("its events could not be read: {error}")),
+            return Some(format!(
+                "a call of {name} started after its last checkpoint; it is not replay-safe, and its effect is unknown"
+            ));
+        }
+        if (started.len() as u32) < MAX_PAGE {
+            return None;
+        }
+        after = started.last().and_then(|e| e.id.parse().ok());
     }
+    Some("too many calls started after its last checkpoint to judge them all".into())
+}
+
+/// Pages of calls [`blocker`] reads before it gives up on a run.
+const MAX_JUDGED_PAGES: u32 = 16;
+
+/// Whether a started call may be made again (its event says so; events
+/// written before the flag existed say nothing, and are not).
+fn replay_safe(event: &talon_protocol::Event) -> bool {
+    event.data.get("replaySafe").and_then(Value::as_bool) == Some(true)
 }
 
 #[cfg(test)]

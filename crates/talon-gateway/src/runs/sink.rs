@@ -14,7 +14,8 @@ use std::sync::Mutex;
 use talon_agent::{Checkpoint, EventSink};
 use talon_protocol::Event;
 use talon_store::{Pending, Store, StoreError};
-use tokio::sync::mpsc;
+use talon_tools::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
 
 use super::resume::RunCheckpoint;
 
@@ -22,6 +23,8 @@ use super::resume::RunCheckpoint;
 enum Item {
     Event(Event),
     Checkpoint(Checkpoint),
+    /// Answered once every event before it is durable.
+    Flush(oneshot::Sender<()>),
 }
 
 /// Where a run's checkpoints go.
@@ -140,6 +143,10 @@ impl StoreSink {
                 };
                 match item {
                     Item::Checkpoint(checkpoint) => forwarder.checkpoint(&checkpoint).await,
+                    Item::Flush(done) => {
+                        forwarder.drain().await;
+                        let _ = done.send(());
+                    }
                     Item::Event(first) => {
                         let mut batch = vec![first];
                         while let Ok(next) = inbox.try_recv() {
@@ -196,5 +203,16 @@ impl EventSink for StoreSink {
 
     fn checkpoint(&self, checkpoint: Checkpoint) {
         self.send(Item::Checkpoint(checkpoint));
+    }
+
+    /// Waits for the store (a closed sink has nothing left to wait for).
+    fn flushed(&self) -> BoxFuture<'_, ()> {
+        let (done, flushed) = oneshot::channel();
+        let sent = self.send(Item::Flush(done));
+        Box::pin(async move {
+            if sent {
+                let _ = flushed.await;
+            }
+        })
     }
 }

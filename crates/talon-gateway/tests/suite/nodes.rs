@@ -205,7 +205,12 @@ async fn two_nodes_share_one_database() {
     };
     // Created running on the dead node, with no lease yet, so that no
     // live node claims or recovers one before the test has set it up.
-    for id in ["run_ghost", "run_ghost_calling", "run_ghost_cancelled"] {
+    for id in [
+        "run_ghost",
+        "run_ghost_calling",
+        "run_ghost_reading",
+        "run_ghost_cancelled",
+    ] {
         let running = Run {
             status: RunStatus::Running,
             started_at: Some(2),
@@ -235,7 +240,15 @@ async fn two_nodes_share_one_database() {
         data: json!({"callId": "c1", "name": "write"}),
         raw: None,
     };
-    store.append(vec![in_flight]).await.unwrap();
+    // A read-only call in flight may be made again: that run is resumed.
+    let reading = talon_protocol::Event {
+        run_id: Some("run_ghost_reading".into()),
+        session_id: Some("sess_run_ghost_reading".into()),
+        session_key: Some("run_ghost_reading".into()),
+        data: json!({"callId": "c1", "name": "read", "replaySafe": true}),
+        ..in_flight.clone()
+    };
+    store.append(vec![in_flight, reading]).await.unwrap();
     // Cancelled while its node was dying: ended, never resumed.
     assert!(
         store
@@ -245,7 +258,7 @@ async fn two_nodes_share_one_database() {
     );
     // The dead node's last lease renewal, already over.
     let now = talon_store::now_ms();
-    assert_eq!(store.renew_leases("node-dead", now + 1).await.unwrap(), 3);
+    assert_eq!(store.renew_leases("node-dead", now + 1).await.unwrap(), 4);
     let (_, result) = call(
         &client,
         &b,
@@ -303,6 +316,15 @@ async fn two_nodes_share_one_database() {
         page["events"].as_array().unwrap().last().unwrap()["type"],
         "run.failed"
     );
+    let (_, result) = call(
+        &client,
+        &a,
+        &admin,
+        "runs.wait",
+        json!({"runId": "run_ghost_reading", "timeoutMs": 20_000}),
+    )
+    .await;
+    assert_eq!(result["status"], "completed", "{result}");
     let (_, result) = call(
         &client,
         &a,

@@ -399,3 +399,71 @@ async fn cancelling_the_run_drops_an_executing_call_at_once() {
     let statuses: Vec<_> = runner.records().iter().map(|r| r.status).collect();
     assert_eq!(statuses, ["aborted"]);
 }
+
+/// Logs what the runner asks of it, in order with the executor's log.
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+impl talon_tools::CallObserver for Recorder {
+    fn started(&self, _: &RunContext, call: &ToolCall, _: Option<&CatalogEntry>) {
+        self.0.lock().unwrap().push(format!("started {}", call.id));
+    }
+
+    fn recorded(&self) -> BoxFuture<'_, ()> {
+        let log = self.0.clone();
+        Box::pin(async move {
+            // A store commit takes a while: the tool must still wait.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            log.lock().unwrap().push("recorded".into());
+        })
+    }
+
+    fn finished(&self, _: &RunContext, call: &ToolCall, _: &CallOutcome, _: std::time::Duration) {
+        self.0.lock().unwrap().push(format!("finished {}", call.id));
+    }
+}
+
+/// Logs each execution into the shared log.
+struct Logged(Arc<Mutex<Vec<String>>>);
+
+impl ToolExecutor for Logged {
+    fn execute<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a CatalogEntry,
+        _: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        self.0.lock().unwrap().push(format!("execute {}", entry.id));
+        Box::pin(async { Ok(json!(true)) })
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_is_not_replay_safe_runs_only_once_its_start_is_on_record() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut read = tool("read", "Read");
+    read.replay_safe = true;
+    let catalog = CatalogBuilder::new(RunScope::default())
+        .core([read, tool("write", "Write")])
+        .build(&ToolPolicy::new())
+        .unwrap();
+    let runner = ToolRunner::new(Arc::new(catalog), Arc::new(Logged(log.clone())))
+        .with_observer(Arc::new(Recorder(log.clone())));
+    for id in ["openclaw:core:write", "openclaw:core:read"] {
+        assert_eq!(
+            runner.call(&ctx(), call(id, json!({}))).await,
+            CallOutcome::Ok(json!(true))
+        );
+    }
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "started openclaw:core:write",
+            "recorded",
+            "execute openclaw:core:write",
+            "finished openclaw:core:write",
+            "started openclaw:core:read",
+            "execute openclaw:core:read",
+            "finished openclaw:core:read",
+        ]
+    );
+}
