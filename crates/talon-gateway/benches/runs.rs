@@ -343,8 +343,8 @@ async fn concurrent_code_mode(total: usize, in_flight: usize, mcp_catalog: bool)
                 assert_eq!(result["status"], "completed", "{result}");
                 let mut l = latencies.lock().unwrap();
                 l.push(t.elapsed().as_secs_f64() * 1e3);
-                if l.len() % 50 == 0 {
-                    eprintln!("{} runs", l.len());
+                if l.len() % 100 == 0 {
+                    eprintln!("{} runs, RSS {:.1} MiB", l.len(), rss_mib());
                 }
                 if l.len() == 100 {
                     *rss_100.lock().unwrap() = Some(rss_mib());

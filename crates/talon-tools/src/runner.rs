@@ -468,7 +468,14 @@ impl ToolRunner {
         if !entry.tool.replay_safe
             && let Some(observer) = &self.observer
         {
+            let since = Instant::now();
             observer.recorded().await;
+            tracing::debug!(
+                target: "talon::calls",
+                tool = %entry.id,
+                waited_us = since.elapsed().as_micros() as u64,
+                "the call's start is on record"
+            );
         }
         if ctx.is_cancelled() {
             return CallOutcome::Aborted;
