@@ -146,14 +146,36 @@ fn tokens_are_created_listed_and_revoked() {
 
 /// Starts `talon gateway` on a free port; returns it, its address and its
 /// stderr (the admin token, on a first start, is on its stdout).
+/// A gateway process, killed when dropped: a test that fails half-way
+/// leaves no gateway running (and spinning cells) behind it.
+struct Gateway(std::process::Child);
+
+impl std::ops::Deref for Gateway {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Gateway {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 fn start_gateway(
     home: &std::path::Path,
     extra: &[&str],
-) -> (
-    std::process::Child,
-    String,
-    BufReader<std::process::ChildStderr>,
-) {
+) -> (Gateway, String, BufReader<std::process::ChildStderr>) {
     start_gateway_with(home, extra, &[])
 }
 
@@ -166,11 +188,7 @@ fn start_gateway_with(
     home: &std::path::Path,
     extra: &[&str],
     env: &[(&str, &std::path::Path)],
-) -> (
-    std::process::Child,
-    String,
-    BufReader<std::process::ChildStderr>,
-) {
+) -> (Gateway, String, BufReader<std::process::ChildStderr>) {
     let mut args = vec!["gateway", "--listen", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut child = spawn_talon(home, &args, env);
@@ -186,7 +204,7 @@ fn start_gateway_with(
             .trim()
             .strip_prefix("talon gateway: listening on http://")
         {
-            return (child, rest.to_owned(), stderr);
+            return (Gateway(child), rest.to_owned(), stderr);
         }
     }
 }
