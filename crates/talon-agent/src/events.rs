@@ -34,10 +34,14 @@ pub trait EventSink: Send + Sync {
         let _ = checkpoint;
     }
 
-    /// Resolves once every event taken so far is durable. A sink that
-    /// makes runs resumable waits for its store; the default is at once.
-    fn flushed(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::ready(()))
+    /// Resolves once the start of a call that is not replay-safe, just
+    /// taken, is on durable record, or once the start of an earlier such
+    /// call since the last checkpoint is (which already keeps the run
+    /// from being resumed past that checkpoint): `true`; `false` when it
+    /// could not be recorded. A sink that makes runs resumable waits for
+    /// its store; the default is `true` at once.
+    fn call_recorded(&self) -> BoxFuture<'_, bool> {
+        Box::pin(std::future::ready(true))
     }
 }
 
@@ -126,9 +130,10 @@ impl RunEvents {
         self.sink.checkpoint(checkpoint);
     }
 
-    /// Resolves once every event emitted so far is durable.
-    pub fn flushed(&self) -> BoxFuture<'_, ()> {
-        self.sink.flushed()
+    /// Resolves once the start of a call that is not replay-safe, just
+    /// emitted, is on record ([`EventSink::call_recorded`]).
+    pub fn call_recorded(&self) -> BoxFuture<'_, bool> {
+        self.sink.call_recorded()
     }
 }
 
@@ -148,8 +153,8 @@ pub const MAX_EVENT_RESULT: usize = 16 * 1024;
 pub struct NestedCallEvents(pub Arc<RunEvents>);
 
 impl CallObserver for NestedCallEvents {
-    fn recorded(&self) -> BoxFuture<'_, ()> {
-        self.0.flushed()
+    fn recorded(&self) -> BoxFuture<'_, bool> {
+        self.0.call_recorded()
     }
 
     fn started(&self, _: &RunContext, call: &ToolCall, entry: Option<&CatalogEntry>) {

@@ -20,7 +20,7 @@ use talon_protocol::{ExecutionMode, ToolSource};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogEntry, RunScope};
-use crate::tool_error::ToolError;
+use crate::tool_error::{ToolError, ToolErrorCode};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -181,9 +181,11 @@ pub trait CallObserver: Send + Sync {
     /// record (and the model's own call that led to it). The runner waits
     /// for it before it runs a tool that is not `replaySafe`, so that a
     /// run resumed after its process died knows every such call that may
-    /// have had an effect. Default: at once.
-    fn recorded(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::ready(()))
+    /// have had an effect; `false` when it could not be recorded (the
+    /// call then fails `unavailable` without running). Default: `true`
+    /// at once.
+    fn recorded(&self) -> BoxFuture<'_, bool> {
+        Box::pin(std::future::ready(true))
     }
 
     /// A call ended.
@@ -469,13 +471,23 @@ impl ToolRunner {
             && let Some(observer) = &self.observer
         {
             let since = Instant::now();
-            observer.recorded().await;
+            let recorded = observer.recorded().await;
             tracing::debug!(
                 target: "talon::calls",
                 tool = %entry.id,
+                recorded,
                 waited_us = since.elapsed().as_micros() as u64,
                 "the call's start is on record"
             );
+            if !recorded {
+                return CallOutcome::Failed(ToolError::new(
+                    ToolErrorCode::Unavailable,
+                    format!(
+                        "{} was not run: its start could not be recorded, so a restart could not tell whether it ran",
+                        entry.id
+                    ),
+                ));
+            }
         }
         if ctx.is_cancelled() {
             return CallOutcome::Aborted;

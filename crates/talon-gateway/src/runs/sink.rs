@@ -9,7 +9,8 @@
 //! durable, with the id of the last of them, so a run resumed from it
 //! knows exactly which events came after ([`super::resume`]).
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use talon_agent::{Checkpoint, EventSink};
 use talon_protocol::Event;
@@ -23,8 +24,9 @@ use super::resume::RunCheckpoint;
 enum Item {
     Event(Event),
     Checkpoint(Checkpoint),
-    /// Answered once every event before it is durable.
-    Flush(oneshot::Sender<()>),
+    /// Answered once every event before it is durable (`true`), or could
+    /// not be (`false`).
+    Flush(oneshot::Sender<bool>),
 }
 
 /// Where a run's checkpoints go.
@@ -44,6 +46,13 @@ pub(crate) struct Checkpoints {
 pub(crate) struct StoreSink {
     queue: Mutex<Option<mpsc::UnboundedSender<Item>>>,
     forwarder: Mutex<Option<tokio::task::JoinHandle<Result<u64, StoreError>>>>,
+    /// Checkpoints taken so far.
+    epoch: Arc<AtomicU64>,
+    /// `epoch + 1` of the last checkpoint interval in which the start of
+    /// a call that is not replay-safe was made durable (0: none).
+    recorded: Arc<AtomicU64>,
+    /// Flushes made for calls' starts (the ones skipped are not counted).
+    flushes: AtomicU64,
 }
 
 /// The forwarder's state.
@@ -145,7 +154,7 @@ impl StoreSink {
                     Item::Checkpoint(checkpoint) => forwarder.checkpoint(&checkpoint).await,
                     Item::Flush(done) => {
                         forwarder.drain().await;
-                        let _ = done.send(());
+                        let _ = done.send(forwarder.failure.is_none());
                     }
                     Item::Event(first) => {
                         let mut batch = vec![first];
@@ -171,7 +180,16 @@ impl StoreSink {
         Self {
             queue: Mutex::new(Some(queue)),
             forwarder: Mutex::new(Some(task)),
+            epoch: Arc::new(AtomicU64::new(0)),
+            recorded: Arc::new(AtomicU64::new(0)),
+            flushes: AtomicU64::new(0),
         }
+    }
+
+    /// Flushes made for calls' starts so far.
+    #[cfg(test)]
+    pub(crate) fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::SeqCst)
     }
 
     /// Takes no more events and waits until every one taken is durable;
@@ -202,17 +220,102 @@ impl EventSink for StoreSink {
     }
 
     fn checkpoint(&self, checkpoint: Checkpoint) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         self.send(Item::Checkpoint(checkpoint));
     }
 
-    /// Waits for the store (a closed sink has nothing left to wait for).
-    fn flushed(&self) -> BoxFuture<'_, ()> {
+    /// Waits for the store, once per checkpoint interval: after one such
+    /// start is durable, resuming from the interval's checkpoint is ruled
+    /// out, and later starts in it change nothing (a closed sink has
+    /// nothing left to wait for).
+    fn call_recorded(&self) -> BoxFuture<'_, bool> {
+        let epoch = self.epoch.load(Ordering::SeqCst);
+        if self.recorded.load(Ordering::SeqCst) == epoch + 1 {
+            return Box::pin(std::future::ready(true));
+        }
+        self.flushes.fetch_add(1, Ordering::SeqCst);
         let (done, flushed) = oneshot::channel();
         let sent = self.send(Item::Flush(done));
+        let recorded = self.recorded.clone();
         Box::pin(async move {
-            if sent {
-                let _ = flushed.await;
+            if !sent {
+                // Closed: the run is over, and nothing it starts is kept.
+                return false;
             }
+            let durable = flushed.await.unwrap_or(false);
+            if durable {
+                // The call's start, made after checkpoint `epoch`, is
+                // durable (if a checkpoint came since, this says nothing
+                // of the new interval).
+                recorded.fetch_max(epoch + 1, Ordering::SeqCst);
+            }
+            durable
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use talon_protocol::EventType;
+    use talon_store::EventFilter;
+
+    fn event(run: &str, kind: EventType) -> Event {
+        Event {
+            version: 1,
+            id: String::new(),
+            ts: 1,
+            kind,
+            run_id: Some(run.into()),
+            session_id: None,
+            session_key: None,
+            task_id: None,
+            agent_id: None,
+            data: serde_json::json!({"callId": "c", "name": "write"}),
+            raw: None,
+        }
+    }
+
+    fn checkpoint() -> Checkpoint {
+        Checkpoint {
+            messages: Vec::new(),
+            turns: 1,
+            tool_calls: 1,
+            usage: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_calls_start_is_durable_once_recorded_and_one_wait_serves_its_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = talon_store::open(&talon_store::StoreConfig::embedded(dir.path()))
+            .await
+            .unwrap();
+        let sink = StoreSink::start(store.clone(), None);
+        let started = |store: Store| async move {
+            let filter = EventFilter {
+                run_id: Some("r".into()),
+                ..EventFilter::default()
+            };
+            store.after(None, &filter, 100).await.unwrap().len()
+        };
+        sink.emit(event("r", EventType::ToolCallStarted));
+        assert!(sink.call_recorded().await);
+        // Recorded means committed: a reader sees it now.
+        assert_eq!(started(store.clone()).await, 1);
+        // Later starts in the same interval do not wait.
+        sink.emit(event("r", EventType::ToolCallStarted));
+        assert!(sink.call_recorded().await);
+        assert_eq!(sink.flushes(), 1);
+        // After a checkpoint, the first start waits again.
+        sink.checkpoint(checkpoint());
+        sink.emit(event("r", EventType::ToolCallStarted));
+        assert!(sink.call_recorded().await);
+        assert_eq!(sink.flushes(), 2);
+        assert_eq!(started(store.clone()).await, 3);
+        assert_eq!(sink.close().await.unwrap(), 3);
+        // A closed sink keeps nothing: a call started now is not on record.
+        sink.checkpoint(checkpoint());
+        assert!(!sink.call_recorded().await);
     }
 }

@@ -401,19 +401,22 @@ async fn cancelling_the_run_drops_an_executing_call_at_once() {
 }
 
 /// Logs what the runner asks of it, in order with the executor's log.
-struct Recorder(Arc<Mutex<Vec<String>>>);
+struct Recorder(Arc<Mutex<Vec<String>>>, AtomicUsize);
 
 impl talon_tools::CallObserver for Recorder {
     fn started(&self, _: &RunContext, call: &ToolCall, _: Option<&CatalogEntry>) {
         self.0.lock().unwrap().push(format!("started {}", call.id));
     }
 
-    fn recorded(&self) -> BoxFuture<'_, ()> {
+    fn recorded(&self) -> BoxFuture<'_, bool> {
         let log = self.0.clone();
+        // The second time, the store is gone.
+        let works = self.1.fetch_add(1, Ordering::SeqCst) == 0;
         Box::pin(async move {
             // A store commit takes a while: the tool must still wait.
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             log.lock().unwrap().push("recorded".into());
+            works
         })
     }
 
@@ -447,7 +450,7 @@ async fn a_tool_that_is_not_replay_safe_runs_only_once_its_start_is_on_record() 
         .build(&ToolPolicy::new())
         .unwrap();
     let runner = ToolRunner::new(Arc::new(catalog), Arc::new(Logged(log.clone())))
-        .with_observer(Arc::new(Recorder(log.clone())));
+        .with_observer(Arc::new(Recorder(log.clone(), AtomicUsize::new(0))));
     for id in ["openclaw:core:write", "openclaw:core:read"] {
         assert_eq!(
             runner.call(&ctx(), call(id, json!({}))).await,
@@ -464,6 +467,24 @@ async fn a_tool_that_is_not_replay_safe_runs_only_once_its_start_is_on_record() 
             "started openclaw:core:read",
             "execute openclaw:core:read",
             "finished openclaw:core:read",
+        ]
+    );
+    // A start that could not be recorded: the tool does not run.
+    log.lock().unwrap().clear();
+    let outcome = runner
+        .call(&ctx(), call("openclaw:core:write", json!({})))
+        .await;
+    let CallOutcome::Failed(error) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(error.code, ToolErrorCode::Unavailable);
+    assert!(error.message.contains("was not run"), "{}", error.message);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "started openclaw:core:write",
+            "recorded",
+            "finished openclaw:core:write",
         ]
     );
 }
