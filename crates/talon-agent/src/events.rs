@@ -13,13 +13,25 @@ use talon_protocol::event_data::{
     ToolCallStartedData,
 };
 use talon_protocol::gateway::{
-    Approval, ApprovalDecision as WireDecision, ApprovalKind, ApprovalStatus, RiskLevel,
+    Approval, ApprovalDecision as WireDecision, ApprovalKind, ApprovalStatus, MessageToolCall,
+    RiskLevel,
 };
 use talon_protocol::{Event, EventData, ToolEffect};
 use talon_tools::{
     ApprovalDecision, Approver, BoxFuture, CallObserver, CallOutcome, Caller, CatalogEntry,
     RunContext, ToolCall,
 };
+
+/// The wire form of a call the model asked for: its arguments as JSON when
+/// they parse, else as the string the model sent (kept, never dropped).
+pub fn wire_tool_call(call: &talon_provider::ToolCallRequest) -> MessageToolCall {
+    MessageToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: serde_json::from_str(&call.arguments)
+            .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+    }
+}
 
 /// Where events go.
 pub trait EventSink: Send + Sync {
@@ -338,6 +350,27 @@ mod tests {
                 got[0].session_key.as_deref()
             ),
             (1, Some("a"), Some("k"))
+        );
+    }
+
+    #[test]
+    fn a_model_call_keeps_its_arguments_as_json_or_as_the_text_sent() {
+        let call = |arguments: &str| talon_provider::ToolCallRequest {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: arguments.into(),
+        };
+        assert_eq!(
+            wire_tool_call(&call(r#"{"path":"a"}"#)),
+            MessageToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "a"}),
+            }
+        );
+        assert_eq!(
+            wire_tool_call(&call("{not json")).arguments,
+            json!("{not json")
         );
     }
 }

@@ -11,5 +11,6 @@ pub mod run;
 
 pub use events::{
     ApprovalEvents, CollectSink, EventSink, NestedCallEvents, NoEvents, RunEvents, UpdateEvents,
+    wire_tool_call,
 };
 pub use run::{AgentRun, Checkpoint, RunOptions, RunResult, RunStatus};

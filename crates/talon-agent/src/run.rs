@@ -22,11 +22,11 @@ use talon_protocol::event_data::{
     AssistantMessageData, RunEndedData, RunStartedData, TextDelta, ToolCallCompletedData,
     ToolCallFailedData, ToolCallStartedData,
 };
-use talon_protocol::gateway::{MessageToolCall, Usage as EventUsage};
+use talon_protocol::gateway::Usage as EventUsage;
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
 use talon_tools::{RunContext, SurfaceReply, ToolSurface};
 
-use crate::events::{MAX_EVENT_RESULT, RunEvents};
+use crate::events::{MAX_EVENT_RESULT, RunEvents, wire_tool_call};
 
 /// Settings of one run.
 #[derive(Debug, Clone)]
@@ -317,16 +317,7 @@ impl AgentRun<'_> {
                 cost_usd: None,
             },
             duration_ms: result.duration.as_millis() as u64,
-            pending_tool_calls: result
-                .pending
-                .iter()
-                .map(|c| MessageToolCall {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: serde_json::from_str(&c.arguments)
-                        .unwrap_or_else(|_| Value::String(c.arguments.clone())),
-                })
-                .collect(),
+            pending_tool_calls: result.pending.iter().map(wire_tool_call).collect(),
         }));
         result
     }

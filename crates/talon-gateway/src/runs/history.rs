@@ -4,7 +4,8 @@
 //! compaction record stands for everything before it.
 
 use serde_json::Value;
-use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole, MessageToolCall};
+use talon_agent::wire_tool_call;
+use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole};
 use talon_provider::{Message as ModelMessage, ToolCallRequest};
 
 /// The model's history from a session's stored messages: from the last
@@ -112,15 +113,7 @@ pub(crate) fn to_stored(
                 ModelMessage::Assistant { text, tool_calls } => {
                     stored.role = MessageRole::Assistant;
                     stored.text = text.clone();
-                    stored.tool_calls = tool_calls
-                        .iter()
-                        .map(|c| MessageToolCall {
-                            id: c.id.clone(),
-                            name: c.name.clone(),
-                            arguments: serde_json::from_str(&c.arguments)
-                                .unwrap_or_else(|_| Value::String(c.arguments.clone())),
-                        })
-                        .collect();
+                    stored.tool_calls = tool_calls.iter().map(wire_tool_call).collect();
                 }
                 ModelMessage::Tool { call_id, content } => {
                     stored.role = MessageRole::Tool;
