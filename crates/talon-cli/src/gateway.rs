@@ -113,6 +113,9 @@ fn limits(
             .stalled_write_timeout
             .unwrap_or(d.stalled_write_timeout),
         ws_ping_interval: settings.ws_ping_interval.unwrap_or(d.ws_ping_interval),
+        sse_heartbeat_interval: settings
+            .sse_heartbeat_interval
+            .unwrap_or(d.sse_heartbeat_interval),
     };
     let r = talon_gateway::RunLimits::default();
     let runs = talon_gateway::RunLimits {

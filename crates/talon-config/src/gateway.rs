@@ -8,7 +8,7 @@
 //!   limits: { callsPerSecond: 50, burst: 200, maxStreams: 4096,
 //!             maxBodyBytes: 4194304, maxConnections: 16384,
 //!             headerReadTimeoutMs: 10000, stalledWriteTimeoutMs: 30000,
-//!             wsPingIntervalMs: 30000 },
+//!             wsPingIntervalMs: 30000, sseHeartbeatIntervalMs: 15000 },
 //!   runs: { maxConcurrent: 64, maxQueued: 10000, drainGraceMs: 30000 },
 //! }
 //! ```
@@ -43,6 +43,9 @@ pub struct GatewaySettings {
     /// `gateway.limits.wsPingIntervalMs`: how often WebSocket peers are
     /// pinged.
     pub ws_ping_interval: Option<Duration>,
+    /// `gateway.limits.sseHeartbeatIntervalMs`: idle time before an SSE
+    /// stream gets a heartbeat comment.
+    pub sse_heartbeat_interval: Option<Duration>,
     /// `gateway.runs.maxConcurrent`: runs a node executes at once.
     pub max_concurrent_runs: Option<usize>,
     /// `gateway.runs.maxQueued`: queued runs before `runs.create` refuses.
@@ -81,6 +84,7 @@ impl Config {
             header_read_timeout: ms("gateway.limits.headerReadTimeoutMs")?,
             stalled_write_timeout: ms("gateway.limits.stalledWriteTimeoutMs")?,
             ws_ping_interval: ms("gateway.limits.wsPingIntervalMs")?,
+            sse_heartbeat_interval: ms("gateway.limits.sseHeartbeatIntervalMs")?,
             max_concurrent_runs: count("gateway.runs.maxConcurrent", 1 << 16)?.map(size),
             max_queued_runs: count("gateway.runs.maxQueued", u64::from(u32::MAX))?.map(narrow),
             drain_grace: ms("gateway.runs.drainGraceMs")?,
@@ -134,7 +138,8 @@ mod tests {
             "{gateway: {port: 18789, bind: 'loopback',
                limits: {callsPerSecond: 2.5, burst: 10, maxStreams: 8, maxBodyBytes: 1024,
                         maxConnections: 100, headerReadTimeoutMs: 500,
-                        stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000},
+                        stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000,
+                        sseHeartbeatIntervalMs: 250},
                runs: {maxConcurrent: 4, maxQueued: 50, drainGraceMs: 3000}}}",
         )
         .unwrap();
@@ -149,6 +154,7 @@ mod tests {
                 header_read_timeout: Some(Duration::from_millis(500)),
                 stalled_write_timeout: Some(Duration::from_secs(2)),
                 ws_ping_interval: Some(Duration::from_secs(1)),
+                sse_heartbeat_interval: Some(Duration::from_millis(250)),
                 max_concurrent_runs: Some(4),
                 max_queued_runs: Some(50),
                 drain_grace: Some(Duration::from_secs(3)),

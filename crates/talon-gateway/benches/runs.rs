@@ -17,7 +17,9 @@
 //! `cargo bench -p talon-gateway --bench runs` (`-- quick` for a smoke run;
 //! name `create`, `codemode`, `codemode-mcp`, `fanout` or `nodes` to run
 //! only those parts;
-//! `TALON_BENCH_DEBUG=1` adds the fan-out delays per event of the run).
+//! `TALON_BENCH_DEBUG=1` adds the fan-out delays per event of the run;
+//! `TALON_BENCH_CLIENT=reqwest` makes the fan-out's subscribers reqwest
+//! clients instead of lean HTTP/1.1 readers).
 //! Clients, mock and gateway share the machine's cores, so every figure
 //! includes the clients' own cost.
 
@@ -203,6 +205,120 @@ impl Events {
             }
             let chunk = self.response.chunk().await.ok()??;
             self.buffer.extend_from_slice(&chunk);
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A subscriber as lean as HTTP/1.1 allows, for the fan-out: one task,
+/// one socket, the chunked body decoded in place. With a client library
+/// each delivery also costs the client's connection task and the hop to
+/// the reader's task, on the same two cores as the gateway; this keeps
+/// the clients' share of the figure to the kernel's receive path and
+/// parsing the two fields the bench reads. (`TALON_BENCH_CLIENT=reqwest`
+/// measures with reqwest instead.)
+struct RawSse {
+    socket: tokio::net::TcpStream,
+    /// Bytes read and not yet decoded.
+    wire: Vec<u8>,
+    /// The decoded body not yet parsed into events.
+    body: Vec<u8>,
+    /// Whether the last chunk came.
+    ended: bool,
+}
+
+impl RawSse {
+    async fn open(addr: std::net::SocketAddr, path: &str, token: &str) -> Self {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        socket.set_nodelay(true).unwrap();
+        socket
+            .write_all(
+                format!(
+                    "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+                     Accept: text/event-stream\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        let mut wire = Vec::with_capacity(8192);
+        loop {
+            assert!(socket.read_buf(&mut wire).await.unwrap() > 0, "closed");
+            if let Some(end) = find(&wire, b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&wire[..end]).to_ascii_lowercase();
+                assert!(head.starts_with("http/1.1 200"), "{head}");
+                assert!(head.contains("transfer-encoding: chunked"), "{head}");
+                wire.drain(..end + 4);
+                break;
+            }
+        }
+        Self {
+            socket,
+            wire,
+            body: Vec::with_capacity(8192),
+            ended: false,
+        }
+    }
+
+    async fn next(&mut self) -> Option<Seen> {
+        use tokio::io::AsyncReadExt as _;
+        loop {
+            if let Some(end) = find(&self.body, b"\n\n") {
+                let seen = self.body[..end]
+                    .split(|b| *b == b'\n')
+                    .find_map(|l| l.strip_prefix(b"data: "))
+                    .and_then(|data| serde_json::from_slice(data).ok());
+                self.body.drain(..end + 2);
+                match seen {
+                    Some(seen) => return Some(seen),
+                    None => continue,
+                }
+            }
+            if self.ended {
+                return None;
+            }
+            // Decode the whole chunks read so far.
+            let mut decoded = false;
+            while let Some(line) = find(&self.wire, b"\r\n") {
+                let size = std::str::from_utf8(&self.wire[..line])
+                    .ok()
+                    .and_then(|t| usize::from_str_radix(t.trim(), 16).ok())
+                    .unwrap();
+                if size == 0 {
+                    self.ended = true;
+                    decoded = true;
+                    break;
+                }
+                let end = line + 2 + size;
+                if self.wire.len() < end + 2 {
+                    break;
+                }
+                self.body.extend_from_slice(&self.wire[line + 2..end]);
+                self.wire.drain(..end + 2);
+                decoded = true;
+            }
+            if !decoded && self.socket.read_buf(&mut self.wire).await.ok()? == 0 {
+                return None;
+            }
+        }
+    }
+}
+
+/// A fan-out subscriber: the lean one, or reqwest's.
+enum Subscriber {
+    Raw(RawSse),
+    Reqwest(Events),
+}
+
+impl Subscriber {
+    async fn next(&mut self) -> Option<Seen> {
+        match self {
+            Self::Raw(s) => s.next().await,
+            Self::Reqwest(s) => s.next().await,
         }
     }
 }
@@ -435,12 +551,18 @@ async fn fan_out(subscribers: usize) {
     let path = format!("/v1/runs/{run_id}/events");
     let mut readers = Vec::new();
     let connected = Arc::new(tokio::sync::Barrier::new(subscribers + 1));
+    let done = Arc::new(tokio::sync::Barrier::new(subscribers));
     for _ in 0..subscribers {
+        let done = done.clone();
         let bench = bench.clone();
         let path = path.clone();
         let connected = connected.clone();
         readers.push(tokio::spawn(async move {
-            let mut events = Events::new(bench.stream(&path).await);
+            let mut events = if std::env::var("TALON_BENCH_CLIENT").as_deref() == Ok("reqwest") {
+                Subscriber::Reqwest(Events::new(bench.stream(&path).await))
+            } else {
+                Subscriber::Raw(RawSse::open(bench.running.addr, &path, &bench.token).await)
+            };
             connected.wait().await;
             let mut delays = Vec::new();
             while let Some(event) = events.next().await {
@@ -457,6 +579,10 @@ async fn fan_out(subscribers: usize) {
                     break;
                 }
             }
+            if std::env::var_os("TALON_BENCH_HOLD").is_some() {
+                done.wait().await;
+            }
+            drop(events);
             delays
         }));
     }

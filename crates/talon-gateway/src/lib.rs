@@ -5,6 +5,7 @@
 
 mod api;
 mod error;
+mod frame;
 mod http;
 mod limits;
 mod runs;
@@ -90,8 +91,8 @@ impl Running {
 
     /// Drains: refuses new runs, lets running ones finish within the
     /// grace period (then cancels them), ends open streams and WebSocket
-    /// connections once every run's last event is committed (clients
-    /// resume by cursor), stops accepting connections, finishes the
+    /// connections once every run's last event is committed and sent to
+    /// them (clients resume by cursor), stops accepting connections, finishes the
     /// requests in flight, and closes the store once every event is
     /// durable.
     pub async fn shutdown(self) {

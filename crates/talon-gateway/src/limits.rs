@@ -35,6 +35,9 @@ pub struct Limits {
     /// WebSocket connections are pinged this often; one from which
     /// nothing (not even a pong) arrives for two intervals is closed.
     pub ws_ping_interval: Duration,
+    /// An SSE stream with nothing sent for this long gets a heartbeat
+    /// comment, so proxies and clients keep it open.
+    pub sse_heartbeat_interval: Duration,
 }
 
 impl Default for Limits {
@@ -48,6 +51,7 @@ impl Default for Limits {
             header_read_timeout: Duration::from_secs(10),
             stalled_write_timeout: Duration::from_secs(30),
             ws_ping_interval: Duration::from_secs(30),
+            sse_heartbeat_interval: Duration::from_secs(15),
         }
     }
 }

@@ -6,40 +6,44 @@
 //!   event, filtered.
 //!
 //! `id:` is the event id, `event:` its type, `data:` the envelope, exactly
-//! as stored (the JSON is never re-encoded). `Last-Event-ID` resumes right
+//! as stored (the JSON is never re-encoded; events from the live tail are
+//! rendered once for all their subscribers, [`crate::frame`]). `Last-Event-ID` resumes right
 //! after that event. Streams read the store (through the node's live tail,
 //! [`crate::tail`], when their cursor is inside it), never a run's memory: every
 //! event a subscriber sees is committed, a subscriber joining mid-run gets
 //! the backlog then the live tail with no gap and no duplicate, and a slow
 //! subscriber only slows itself (the body is pulled a page at a time as
-//! the socket drains). Idle streams get a heartbeat comment every 15 s. A
+//! the socket drains). A stream idle for `sse_heartbeat_interval` (15 s)
+//! gets a heartbeat comment; sending events resets no timer. A
 //! cursor older than what the store keeps is `cursor_expired`: an HTTP
 //! error before the stream starts, an `error` event if it happens during
 //! one.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde::Deserialize;
 use talon_protocol::EventType;
 use talon_protocol::gateway::{ApiError, ErrorCode, Method};
-use talon_store::{EventFilter, RawEvent, Store};
+use talon_store::{EventFilter, Store};
+use tokio::time::{Instant, Sleep};
 
 use crate::error::api_error;
+use crate::frame::{self, Delivery};
 use crate::http::{ErrorResponse, Shared, caller};
 
 /// Events read from the store per page.
 const PAGE: u32 = 500;
 /// How often a live stream looks for events other nodes committed.
 const POLL: Duration = Duration::from_secs(1);
-/// Heartbeat comments on idle streams.
-const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// The query of a stream.
 #[derive(Debug, Default, Deserialize)]
@@ -147,11 +151,14 @@ pub(crate) struct Follow {
     store: Store,
     filter: EventFilter,
     cursor: Option<u64>,
-    page: VecDeque<RawEvent>,
+    page: VecDeque<Delivery>,
     committed: tokio::sync::watch::Receiver<u64>,
     tail: crate::tail::Follower,
     latest: tokio::sync::watch::Receiver<u64>,
     closing: tokio::sync::watch::Receiver<bool>,
+    /// The fallback poll's deadline, moved only when it passes: a wait
+    /// for the next commit registers no new timer.
+    poll: Pin<Box<Sleep>>,
     end_after_terminal: bool,
     done: bool,
     /// Its place among the gateway's open streams.
@@ -178,11 +185,12 @@ impl Follow {
             store: store.clone(),
             filter,
             cursor,
-            page: first.into(),
+            page: first.into_iter().map(Delivery::from).collect(),
             committed,
             latest: shared.tail.latest(),
             tail: shared.tail.follow(),
             closing: shared.closing.clone(),
+            poll: Box::pin(tokio::time::sleep(POLL)),
             end_after_terminal,
             done: false,
             _permit: permit,
@@ -191,17 +199,33 @@ impl Follow {
 
     /// The next event, waiting for one if need be; `None` when the stream
     /// is over (after a run's terminal event, or after an error).
-    pub(crate) async fn next(&mut self) -> Option<Result<RawEvent, ApiError>> {
+    pub(crate) async fn next(&mut self) -> Option<Result<Delivery, ApiError>> {
         loop {
-            if self.done || *self.closing.borrow() {
+            if self.done {
                 return None;
             }
             if let Some(event) = self.page.pop_front() {
-                self.cursor = Some(event.id);
-                if self.end_after_terminal && is_terminal(&event.kind) {
+                self.cursor = Some(event.id());
+                if self.end_after_terminal && event.is_terminal() {
                     self.done = true;
                 }
                 return Some(Ok(event));
+            }
+            if *self.closing.borrow() {
+                // The node is stopping, every run's last event committed:
+                // send what is committed, then end.
+                match self.store.after_json(self.cursor, &self.filter, PAGE).await {
+                    Ok(page) if !page.is_empty() => {
+                        self.page = page.into_iter().map(Delivery::from).collect();
+                        continue;
+                    }
+                    Ok(_) => self.done = true,
+                    Err(error) => {
+                        self.done = true;
+                        return Some(Err(api_error(error)));
+                    }
+                }
+                continue;
             }
             // Mark what has been seen before reading, so a commit between
             // the read and the wait still wakes the wait.
@@ -217,7 +241,8 @@ impl Follow {
                         self.cursor = Some(through);
                     }
                     tokio::select! {
-                        _ = tokio::time::timeout(POLL, self.latest.changed()) => {}
+                        _ = self.latest.changed() => {}
+                        () = self.poll.as_mut() => self.poll.as_mut().reset(Instant::now() + POLL),
                         _ = self.closing.changed() => {}
                     }
                 } else {
@@ -226,10 +251,13 @@ impl Follow {
                 continue;
             }
             match self.store.after_json(self.cursor, &self.filter, PAGE).await {
-                Ok(page) if !page.is_empty() => self.page = page.into(),
+                Ok(page) if !page.is_empty() => {
+                    self.page = page.into_iter().map(Delivery::from).collect();
+                }
                 Ok(_) => {
                     tokio::select! {
-                        _ = tokio::time::timeout(POLL, self.committed.changed()) => {}
+                        _ = self.committed.changed() => {}
+                        () = self.poll.as_mut() => self.poll.as_mut().reset(Instant::now() + POLL),
                         _ = self.closing.changed() => {}
                     }
                 }
@@ -242,9 +270,41 @@ impl Follow {
     }
 }
 
-fn is_terminal(kind: &str) -> bool {
-    serde_json::from_value::<EventType>(serde_json::Value::String(kind.to_owned()))
-        .is_ok_and(EventType::is_terminal)
+/// A stream's state: the reader and its heartbeat.
+struct Streaming {
+    follow: Follow,
+    /// Fires `every` after the last frame sent; moved only when it fires.
+    heartbeat: Pin<Box<Sleep>>,
+    every: Duration,
+    last_sent: Instant,
+}
+
+impl Streaming {
+    /// The next frame: an event, the error that ends the stream, or a
+    /// heartbeat once the stream has been idle for `every`.
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            tokio::select! {
+                biased;
+                next = self.follow.next() => {
+                    self.last_sent = Instant::now();
+                    return Some(match next? {
+                        Ok(event) => event.sse(),
+                        Err(error) => frame::error_frame(&error),
+                    });
+                }
+                () = self.heartbeat.as_mut() => {
+                    let due = self.last_sent + self.every;
+                    if Instant::now() >= due {
+                        self.last_sent = Instant::now();
+                        self.heartbeat.as_mut().reset(self.last_sent + self.every);
+                        return Some(Bytes::from_static(frame::HEARTBEAT));
+                    }
+                    self.heartbeat.as_mut().reset(due);
+                }
+            }
+        }
+    }
 }
 
 /// Reads the first page (so that a bad cursor is an HTTP error), then
@@ -254,19 +314,23 @@ async fn open(shared: &Shared, filter: EventFilter, cursor: Option<u64>, end: bo
         Ok(follow) => follow,
         Err(error) => return ErrorResponse(error).into_response(),
     };
-    let events = futures::stream::unfold(follow, |mut follow| async move {
-        let event = match follow.next().await? {
-            Ok(event) => SseEvent::default()
-                .id(event.id.to_string())
-                .event(event.kind)
-                .data(event.json),
-            Err(error) => SseEvent::default()
-                .event("error")
-                .data(serde_json::json!({"error": error}).to_string()),
-        };
-        Some((Ok::<_, Infallible>(event), follow))
+    let every = shared.limiter.limits().sse_heartbeat_interval;
+    let streaming = Streaming {
+        follow,
+        heartbeat: Box::pin(tokio::time::sleep(every)),
+        every,
+        last_sent: Instant::now(),
+    };
+    let frames = futures::stream::unfold(streaming, |mut streaming| async move {
+        let frame = streaming.next().await?;
+        Some((Ok::<_, Infallible>(frame), streaming))
     });
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(HEARTBEAT))
-        .into_response()
+    let mut response = Body::from_stream(frames).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }

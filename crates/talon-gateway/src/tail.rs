@@ -6,9 +6,9 @@
 //! event after its `base` cursor, in order, so a subscriber whose cursor is
 //! at or after `base` reads from it with no gap and no duplicate, and one
 //! whose cursor is older reads the store as before. Each entry keeps its
-//! envelope once, with `raw` up to [`RAW_CAP`] (for `admin` readers) and
-//! the length of the part before it (for the others); a reader that wants
-//! a `raw` the tail dropped reads the store.
+//! envelope rendered as a ready-to-send [`Delivery`] without `raw`, and a
+//! second one with `raw` up to [`RAW_CAP`] (for `admin` readers); a reader
+//! that wants a `raw` the tail dropped reads the store.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
@@ -17,12 +17,14 @@ use std::time::Duration;
 use serde::Deserialize;
 use talon_store::{EventFilter, RawEvent, Store};
 
+use crate::frame::Delivery;
+
 /// Envelopes the tail keeps, at most.
 const CAPACITY: usize = 4_096;
 /// Bytes of envelopes the tail keeps, at most (beyond one): the tail only
 /// has to cover how far live subscribers lag, and a node's memory must
 /// stay flat however many events pass through it.
-const BYTES: usize = 1024 * 1024;
+const BYTES: usize = 2 * 1024 * 1024;
 /// Events read from the store per page.
 const PAGE: u32 = 1_000;
 /// The largest `raw` payload the tail keeps; larger ones are read from
@@ -31,14 +33,13 @@ const RAW_CAP: usize = 64 * 1024;
 /// How often the tail looks for events other nodes committed.
 const POLL: Duration = Duration::from_millis(250);
 
-/// How an entry's stored text serves readers with and without `raw`.
+/// How an entry serves readers with and without `raw`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Form {
     /// No `raw`: the text serves every reader.
     Plain,
-    /// The text ends with `,"raw":<raw>}`; without `raw` it is the first
-    /// `head` bytes and a closing `}`.
-    WithRaw { head: usize },
+    /// `raw` was kept: readers with and without it get their own frames.
+    WithRaw,
     /// The text is the envelope without `raw`, which was over [`RAW_CAP`]:
     /// a reader that wants it reads the store.
     RawDropped,
@@ -47,11 +48,17 @@ enum Form {
     Unreadable,
 }
 
-/// One envelope and the fields subscribers filter on.
+/// One envelope, rendered for readers with and without `raw`, and the
+/// fields subscribers filter on.
 #[derive(Debug)]
 struct Entry {
-    event: RawEvent,
+    id: u64,
+    kind: String,
     form: Form,
+    /// The envelope without `raw` (`None` when unreadable).
+    plain: Option<Delivery>,
+    /// The envelope with `raw`, when it has one the tail kept.
+    with_raw: Option<Delivery>,
     run_id: Option<String>,
     session_key: Option<String>,
     agent_id: Option<String>,
@@ -75,37 +82,41 @@ impl Entry {
     fn new(event: RawEvent) -> Self {
         let Ok(keys) = serde_json::from_str::<Keys<'_>>(&event.json) else {
             return Self {
+                id: event.id,
+                kind: event.kind,
                 form: Form::Unreadable,
-                event,
+                plain: None,
+                with_raw: None,
                 run_id: None,
                 session_key: None,
                 agent_id: None,
             };
         };
-        let (form, json) = match keys.raw.map(|raw| raw.get()) {
-            None => (Form::Plain, None),
+        let render = |json: &str| Delivery::new(event.id, &event.kind, json);
+        let (form, plain, with_raw) = match keys.raw.map(|raw| raw.get()) {
+            None => (Form::Plain, render(&event.json), None),
             Some(raw) => {
                 let suffix = format!(",\"raw\":{raw}}}");
                 match event.json.strip_suffix(&suffix) {
-                    Some(head) if raw.len() <= RAW_CAP => {
-                        (Form::WithRaw { head: head.len() }, None)
-                    }
-                    Some(head) => (Form::RawDropped, Some(format!("{head}}}"))),
-                    None => (Form::RawDropped, Some(without_raw(&event.json))),
+                    Some(head) if raw.len() <= RAW_CAP => (
+                        Form::WithRaw,
+                        render(&format!("{head}}}")),
+                        Some(render(&event.json)),
+                    ),
+                    Some(head) => (Form::RawDropped, render(&format!("{head}}}")), None),
+                    None => (Form::RawDropped, render(&without_raw(&event.json)), None),
                 }
             }
         };
-        let (run_id, session_key, agent_id) = (keys.run_id, keys.session_key, keys.agent_id);
-        let event = match json {
-            Some(json) => RawEvent { json, ..event },
-            None => event,
-        };
         Self {
-            event,
+            id: event.id,
+            kind: event.kind,
             form,
-            run_id,
-            session_key,
-            agent_id,
+            plain: Some(plain),
+            with_raw,
+            run_id: keys.run_id,
+            session_key: keys.session_key,
+            agent_id: keys.agent_id,
         }
     }
 
@@ -113,30 +124,21 @@ impl Entry {
     fn size(&self) -> usize {
         let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
         std::mem::size_of::<Self>()
-            + self.event.json.len()
-            + self.event.kind.len()
+            + self.kind.len()
+            + self.plain.as_ref().map_or(0, Delivery::size)
+            + self.with_raw.as_ref().map_or(0, Delivery::size)
             + text(&self.run_id)
             + text(&self.session_key)
             + text(&self.agent_id)
     }
 
     /// The envelope for a reader, `None` when the tail cannot give it.
-    fn for_reader(&self, raw: bool) -> Option<RawEvent> {
-        let json = match (self.form, raw) {
-            (Form::Unreadable, _) | (Form::RawDropped, true) => return None,
-            (Form::WithRaw { head }, false) => {
-                let mut json = String::with_capacity(head + 1);
-                json.push_str(self.event.json.get(..head)?);
-                json.push('}');
-                json
-            }
-            _ => self.event.json.clone(),
-        };
-        Some(RawEvent {
-            id: self.event.id,
-            kind: self.event.kind.clone(),
-            json,
-        })
+    fn for_reader(&self, raw: bool) -> Option<Delivery> {
+        match (self.form, raw) {
+            (Form::Unreadable, _) | (Form::RawDropped, true) => None,
+            (Form::WithRaw, true) => self.with_raw.clone(),
+            _ => self.plain.clone(),
+        }
     }
 }
 
@@ -171,7 +173,7 @@ impl Buffer {
         while self.entries.len() > CAPACITY || (self.bytes > BYTES && self.entries.len() > 1) {
             if let Some(old) = self.entries.pop_front() {
                 self.bytes -= old.size();
-                self.base = old.event.id;
+                self.base = old.id;
             }
         }
     }
@@ -285,10 +287,19 @@ impl Tail {
                         }
                     }
                 }
-                tokio::select! {
-                    _ = tokio::time::timeout(POLL, committed.changed()) => {}
-                    _ = followed.changed() => {}
-                    _ = closing.wait_for(|closing| *closing) => return,
+                // Wait for a commit (or the poll), or for the last stream
+                // to go: streams coming and going do not read the store.
+                let deadline = tokio::time::Instant::now() + POLL;
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::timeout_at(deadline, committed.changed()) => break,
+                        _ = followed.changed() => {
+                            if *followed.borrow() == 0 {
+                                break;
+                            }
+                        }
+                        _ = closing.wait_for(|closing| *closing) => return,
+                    }
                 }
             }
         });
@@ -313,7 +324,7 @@ impl Tail {
         cursor: Option<u64>,
         filter: &EventFilter,
         limit: usize,
-    ) -> Option<(Vec<RawEvent>, u64)> {
+    ) -> Option<(Vec<Delivery>, u64)> {
         let cursor = cursor.unwrap_or(0);
         let buffer = self
             .buffer
@@ -322,9 +333,7 @@ impl Tail {
         if !buffer.awake || cursor < buffer.base {
             return None;
         }
-        let skip = buffer
-            .entries
-            .partition_point(|entry| entry.event.id <= cursor);
+        let skip = buffer.entries.partition_point(|entry| entry.id <= cursor);
         let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
         let mut events = Vec::new();
         let mut through = cursor;
@@ -332,11 +341,11 @@ impl Tail {
             if events.len() >= limit {
                 break;
             }
-            through = entry.event.id;
+            through = entry.id;
             let wanted = (filter.run_id.is_none() || entry.run_id == filter.run_id)
                 && (filter.session_key.is_none() || entry.session_key == filter.session_key)
                 && (filter.agent_id.is_none() || entry.agent_id == filter.agent_id)
-                && (types.is_empty() || types.contains(&entry.event.kind.as_str()));
+                && (types.is_empty() || types.contains(&entry.kind.as_str()));
             if entry.form == Form::Unreadable {
                 return None;
             }
@@ -358,8 +367,12 @@ mod tests {
     use super::*;
 
     fn entry(json: &str) -> Entry {
+        entry_at(7, json)
+    }
+
+    fn entry_at(id: u64, json: &str) -> Entry {
         Entry::new(RawEvent {
-            id: 7,
+            id,
             kind: "run.started".into(),
             json: json.into(),
         })
@@ -369,9 +382,9 @@ mod tests {
     fn an_envelope_is_split_into_its_forms_with_and_without_raw() {
         let head = r#"{"version":1,"id":"7","ts":1,"type":"run.started","runId":"r","sessionKey":"k","agentId":"a","data":{"raw":"not this one"}"#;
         let with = entry(&format!(r#"{head},"raw":{{"x":[1,"}}"]}}}}"#));
-        assert_eq!(with.for_reader(false).unwrap().json, format!("{head}}}"));
+        assert_eq!(with.for_reader(false).unwrap().json(), format!("{head}}}"));
         assert_eq!(
-            with.for_reader(true).unwrap().json,
+            with.for_reader(true).unwrap().json(),
             format!(r#"{head},"raw":{{"x":[1,"}}"]}}}}"#)
         );
         assert_eq!(
@@ -383,15 +396,21 @@ mod tests {
             (Some("r"), Some("k"), Some("a"))
         );
         let without = entry(&format!("{head}}}"));
-        assert_eq!(without.for_reader(false).unwrap().json, format!("{head}}}"));
-        assert_eq!(without.for_reader(true).unwrap().json, format!("{head}}}"));
+        assert_eq!(
+            without.for_reader(false).unwrap().json(),
+            format!("{head}}}")
+        );
+        assert_eq!(
+            without.for_reader(true).unwrap().json(),
+            format!("{head}}}")
+        );
         let large = entry(&format!(r#"{head},"raw":"{}"}}"#, "y".repeat(RAW_CAP + 1)));
-        assert_eq!(large.for_reader(false).unwrap().json, format!("{head}}}"));
+        assert_eq!(large.for_reader(false).unwrap().json(), format!("{head}}}"));
         assert!(large.for_reader(true).is_none());
         let junk = entry("{not json");
         assert_eq!(
-            (junk.form, junk.for_reader(false)),
-            (Form::Unreadable, None)
+            (junk.form, junk.for_reader(false).is_none()),
+            (Form::Unreadable, true)
         );
     }
 
@@ -399,9 +418,7 @@ mod tests {
     fn the_tail_keeps_a_bounded_window_and_moves_its_base() {
         let mut buffer = Buffer::default();
         for id in 1..=(CAPACITY as u64 + 10) {
-            let mut e = entry(r#"{"version":1,"runId":"r"}"#);
-            e.event.id = id;
-            buffer.push(e);
+            buffer.push(entry_at(id, r#"{"version":1,"runId":"r"}"#));
         }
         assert_eq!((buffer.entries.len(), buffer.base), (CAPACITY, 10));
         let big = format!(
@@ -409,15 +426,14 @@ mod tests {
             "b".repeat(BYTES / 3)
         );
         for id in 0..5 {
-            let mut e = entry(&big);
-            e.event.id = 10_000 + id;
-            buffer.push(e);
+            buffer.push(entry_at(10_000 + id, &big));
         }
         assert_eq!((buffer.entries.len(), buffer.base), (2, 10_002));
         assert!(buffer.bytes <= BYTES, "{}", buffer.bytes);
-        let mut huge = entry(&format!(r#"{{"data":"{}"}}"#, "h".repeat(BYTES * 2)));
-        huge.event.id = 20_000;
-        buffer.push(huge);
+        buffer.push(entry_at(
+            20_000,
+            &format!(r#"{{"data":"{}"}}"#, "h".repeat(BYTES * 2)),
+        ));
         assert_eq!((buffer.entries.len(), buffer.base), (1, 10_004));
     }
 
@@ -428,19 +444,16 @@ mod tests {
             bytes: 0,
             awake: true,
             entries: [
-                entry(r#"{"version":1,"id":"7","runId":"r","raw":1}"#),
-                entry(&format!(
-                    r#"{{"version":1,"id":"8","runId":"q","raw":"{}"}}"#,
-                    "z".repeat(RAW_CAP + 1)
-                )),
+                entry_at(7, r#"{"version":1,"id":"7","runId":"r","raw":1}"#),
+                entry_at(
+                    8,
+                    &format!(
+                        r#"{{"version":1,"id":"8","runId":"q","raw":"{}"}}"#,
+                        "z".repeat(RAW_CAP + 1)
+                    ),
+                ),
             ]
-            .into_iter()
-            .enumerate()
-            .map(|(n, mut e)| {
-                e.event.id = 7 + n as u64;
-                e
-            })
-            .collect(),
+            .into(),
         };
         let (_tx, latest) = tokio::sync::watch::channel(8);
         let tail = Tail {
@@ -452,8 +465,10 @@ mod tests {
             run_id: Some("r".into()),
             ..EventFilter::default()
         };
-        let ids = |page: Option<(Vec<RawEvent>, u64)>| {
-            page.map(|(events, through)| (events.iter().map(|e| e.id).collect::<Vec<_>>(), through))
+        let ids = |page: Option<(Vec<Delivery>, u64)>| {
+            page.map(|(events, through)| {
+                (events.iter().map(Delivery::id).collect::<Vec<_>>(), through)
+            })
         };
         assert_eq!(
             ids(tail.after(Some(5), &r, 10)),

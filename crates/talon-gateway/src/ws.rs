@@ -277,7 +277,7 @@ async fn subscribe(
             let frame = match next {
                 Ok(event) => format!(
                     "{{\"type\":\"event\",\"subscriptionId\":{sid_json},\"event\":{}}}",
-                    event.json
+                    event.json()
                 ),
                 Err(error) => {
                     json!({"type": "event", "subscriptionId": sid, "error": error}).to_string()

@@ -332,3 +332,80 @@ async fn bad_and_expired_cursors_are_errors() {
         .unwrap();
     assert_eq!(status, 400);
 }
+
+/// The frames of an SSE body read so far (each without its blank line).
+fn frames(text: &str) -> Vec<&str> {
+    text.split_terminator("\n\n").collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_stream_gets_heartbeats_and_a_busy_one_does_not() {
+    let g = TestGateway::start_with(talon_gateway::Limits {
+        sse_heartbeat_interval: Duration::from_millis(1_000),
+        ..talon_gateway::Limits::default()
+    })
+    .await;
+    run(&g, "r1").await;
+    let response = g
+        .client
+        .get(g.url("/v1/runs/r1/events"))
+        .bearer_auth(&g.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            response.status().as_u16(),
+            response.headers()["content-type"].to_str().unwrap(),
+            response.headers()["cache-control"].to_str().unwrap()
+        ),
+        (200, "text/event-stream", "no-cache")
+    );
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    // Busy: an event every 100 ms for 1.5 s, never a second's silence.
+    let store = g.running.store.clone();
+    let writer = tokio::spawn(async move {
+        for n in 0..15 {
+            store
+                .append(vec![event("r1", EventType::AssistantDelta, n)])
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    while frames(&text).len() < 15 || !text.ends_with("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .expect("the stream stalled")
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    writer.await.unwrap();
+    let busy = frames(&text);
+    assert_eq!(busy.len(), 15, "{text}");
+    for frame in &busy {
+        assert!(
+            frame.starts_with("id: ") && frame.contains("\nevent: assistant.delta\ndata: {"),
+            "{frame:?}"
+        );
+    }
+    // Idle: heartbeat comments, about one a second.
+    let busy_len = text.len();
+    let idle_since = std::time::Instant::now();
+    while frames(&text[busy_len..]).len() < 2 || !text.ends_with("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .expect("no heartbeat came")
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert_eq!(frames(&text[busy_len..]), vec![":", ":"]);
+    assert!(
+        idle_since.elapsed() >= Duration::from_millis(1_900),
+        "two heartbeats came in {:?}",
+        idle_since.elapsed()
+    );
+}
