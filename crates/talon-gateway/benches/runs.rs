@@ -19,7 +19,10 @@
 //! only those parts;
 //! `TALON_BENCH_DEBUG=1` adds the fan-out delays per event of the run;
 //! `TALON_BENCH_CLIENT=reqwest` makes the fan-out's subscribers reqwest
-//! clients instead of lean HTTP/1.1 readers).
+//! clients instead of lean HTTP/1.1 readers; `TALON_BENCH_HOLD=1` makes
+//! them keep their connections until every subscriber has the run's end,
+//! so that no closing connection's cost, theirs or the gateway's, falls
+//! inside another's delivery).
 //! Clients, mock and gateway share the machine's cores, so every figure
 //! includes the clients' own cost.
 
