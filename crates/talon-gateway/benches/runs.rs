@@ -195,16 +195,8 @@ impl Events {
 
     async fn next(&mut self) -> Option<Seen> {
         loop {
-            if let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
-                let seen = self.buffer[..end]
-                    .split(|b| *b == b'\n')
-                    .find_map(|l| l.strip_prefix(b"data: "))
-                    .and_then(|data| serde_json::from_slice(data).ok());
-                self.buffer.drain(..end + 2);
-                match seen {
-                    Some(seen) => return Some(seen),
-                    None => continue,
-                }
+            if let Some(seen) = take_event(&mut self.buffer) {
+                return Some(seen);
             }
             let chunk = self.response.chunk().await.ok()??;
             self.buffer.extend_from_slice(&chunk);
@@ -214,6 +206,22 @@ impl Events {
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Takes the whole SSE events at the front of `body` up to the first with
+/// readable `data:` (comments and heartbeats are dropped).
+fn take_event(body: &mut Vec<u8>) -> Option<Seen> {
+    while let Some(end) = find(body, b"\n\n") {
+        let seen = body[..end]
+            .split(|b| *b == b'\n')
+            .find_map(|l| l.strip_prefix(b"data: "))
+            .and_then(|data| serde_json::from_slice(data).ok());
+        body.drain(..end + 2);
+        if seen.is_some() {
+            return seen;
+        }
+    }
+    None
 }
 
 /// A subscriber as lean as HTTP/1.1 allows, for the fan-out: one task,
@@ -270,16 +278,8 @@ impl RawSse {
     async fn next(&mut self) -> Option<Seen> {
         use tokio::io::AsyncReadExt as _;
         loop {
-            if let Some(end) = find(&self.body, b"\n\n") {
-                let seen = self.body[..end]
-                    .split(|b| *b == b'\n')
-                    .find_map(|l| l.strip_prefix(b"data: "))
-                    .and_then(|data| serde_json::from_slice(data).ok());
-                self.body.drain(..end + 2);
-                match seen {
-                    Some(seen) => return Some(seen),
-                    None => continue,
-                }
+            if let Some(seen) = take_event(&mut self.body) {
+                return Some(seen);
             }
             if self.ended {
                 return None;

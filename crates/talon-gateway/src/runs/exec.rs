@@ -12,7 +12,7 @@ use talon_codemode::{SnapshotStore, StoreLimits};
 use talon_core_tools::PolicyApprover;
 use talon_protocol::EventData;
 use talon_protocol::event_data::RunEndedData;
-use talon_protocol::gateway::{ApiError, ClientTool, ErrorCode, Run, RunInput, RunStatus};
+use talon_protocol::gateway::{ApiError, ClientTool, ErrorCode, Message, Run, RunInput, RunStatus};
 use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, ToolSource};
 use talon_provider::Message as ModelMessage;
 use talon_runtime::RunSpec;
@@ -154,7 +154,7 @@ impl Engine {
         if let Err(error) = sink.close().await {
             tracing::error!(%error, run = %run.id, "a run's events were not all stored");
         }
-        self.save_messages(&run, &added, &active).await;
+        let stored = self.save_messages(&run, &added, &active).await;
         let mut ended = run.clone();
         ended.status = match result.status {
             LoopStatus::Completed => RunStatus::Completed,
@@ -182,24 +182,10 @@ impl Engine {
                 .messages
                 .iter()
                 .rposition(|m| matches!(m, ModelMessage::Assistant { .. }));
-            if let (Some(at), Some(session)) = (asked, &run.session_id) {
-                let index = added.len() - result.messages.len() + at;
-                let stored = history::to_stored(
-                    &added[index..=index],
-                    session,
-                    &run.id,
-                    talon_store::now_ms(),
-                );
+            let index = asked.map(|at| added.len() - result.messages.len() + at);
+            if let Some(message) = index.and_then(|index| stored.get(index)) {
                 let output = summary.output.get_or_insert_with(Default::default);
-                output.messages = Some(
-                    stored
-                        .into_iter()
-                        .map(|mut m| {
-                            m.id = history::message_id(&run.id, index);
-                            m
-                        })
-                        .collect(),
-                );
+                output.messages = Some(vec![message.clone()]);
             }
         }
         if let Err(error) = store.end_run(&ended, &summary).await {
@@ -273,18 +259,25 @@ impl Engine {
     }
 
     /// Appends what the run added to its session, unless it was rolled
-    /// back.
-    async fn save_messages(&self, run: &Run, added: &[ModelMessage], active: &Active) {
+    /// back, and returns it as stored (nothing for a run without a
+    /// session).
+    async fn save_messages(
+        &self,
+        run: &Run,
+        added: &[ModelMessage],
+        active: &Active,
+    ) -> Vec<Message> {
         let Some(session) = &run.session_id else {
-            return;
+            return Vec::new();
         };
-        if active.rollback.load(Ordering::SeqCst) || added.is_empty() {
-            return;
-        }
         let stored = history::to_stored(added, session, &run.id, talon_store::now_ms());
+        if active.rollback.load(Ordering::SeqCst) || stored.is_empty() {
+            return stored;
+        }
         if let Err(error) = self.inner.store.append_messages(session, &stored).await {
             tracing::error!(%error, run = %run.id, "a run's messages were not stored");
         }
+        stored
     }
 
     /// Who approves calls that need it: `tools.approvals` ("allow" or

@@ -78,11 +78,6 @@ fn convert(stored: &[Message]) -> Vec<ModelMessage> {
         .collect()
 }
 
-/// The id of the `index`th message a run added to its session.
-pub(crate) fn message_id(run_id: &str, index: usize) -> String {
-    format!("msg_{run_id}_{index:04}")
-}
-
 /// A run's messages as the store keeps them.
 pub(crate) fn to_stored(
     messages: &[ModelMessage],
@@ -95,7 +90,7 @@ pub(crate) fn to_stored(
         .enumerate()
         .map(|(i, m)| {
             let mut stored = Message {
-                id: message_id(run_id, i),
+                id: format!("msg_{run_id}_{i:04}"),
                 session_id: session_id.to_owned(),
                 run_id: Some(run_id.to_owned()),
                 role: MessageRole::User,

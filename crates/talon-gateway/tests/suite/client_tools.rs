@@ -108,17 +108,9 @@ async fn a_client_call_round_trip(g: &TestGateway, t: &Transport, tag: &str) {
     assert_eq!(ended["type"], "run.completed");
     assert_eq!(ended["data"]["pendingToolCalls"], asked);
     // The session keeps the open call: no answer for it yet.
-    let messages = t
-        .call(
-            g,
-            "sessions.messages",
-            json!({"sessionId": run["sessionId"]}),
-        )
+    let shape: Vec<(String, Value)> = t
+        .session_messages(g, &run["sessionId"])
         .await
-        .unwrap();
-    let shape: Vec<(String, Value)> = messages["messages"]
-        .as_array()
-        .unwrap()
         .iter()
         .map(|m| {
             (
@@ -168,15 +160,8 @@ async fn a_client_call_round_trip(g: &TestGateway, t: &Transport, tag: &str) {
     let read: Value = serde_json::from_str(sent[3].2.as_str().unwrap()).unwrap();
     assert_eq!(read["content"], "remember teal");
     assert_eq!(sent[4], ("tool".to_owned(), json!("call_1"), json!("teal")));
-    let messages = t
-        .call(
-            g,
-            "sessions.messages",
-            json!({"sessionId": run["sessionId"]}),
-        )
-        .await
-        .unwrap();
-    let tail: Vec<(&str, &Value, &Value)> = messages["messages"].as_array().unwrap()[3..]
+    let messages = t.session_messages(g, &run["sessionId"]).await;
+    let tail: Vec<(&str, &Value, &Value)> = messages[3..]
         .iter()
         .map(|m| (m["role"].as_str().unwrap(), &m["toolCallId"], &m["text"]))
         .collect();

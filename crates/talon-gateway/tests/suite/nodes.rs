@@ -50,6 +50,19 @@ async fn call(
     (response.status().as_u16(), response.json().await.unwrap())
 }
 
+/// `runs.wait` on `node` for a run's end (20 s at most).
+async fn wait_run(client: &reqwest::Client, node: &Node, token: &str, run_id: &str) -> Value {
+    let (_, result) = call(
+        client,
+        node,
+        token,
+        "runs.wait",
+        json!({"runId": run_id, "timeoutMs": 20_000}),
+    )
+    .await;
+    result
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_share_one_database() {
     let pg = TestPostgres::shared().unwrap();
@@ -259,14 +272,7 @@ async fn two_nodes_share_one_database() {
     // The dead node's last lease renewal, already over.
     let now = talon_store::now_ms();
     assert_eq!(store.renew_leases("node-dead", now + 1).await.unwrap(), 4);
-    let (_, result) = call(
-        &client,
-        &b,
-        &admin,
-        "runs.wait",
-        json!({"runId": "run_ghost", "timeoutMs": 20_000}),
-    )
-    .await;
+    let result = wait_run(&client, &b, &admin, "run_ghost").await;
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(result["output"]["text"], "from a node");
     let (_, page) = call(
@@ -294,14 +300,7 @@ async fn two_nodes_share_one_database() {
         ],
         "{page}"
     );
-    let (_, result) = call(
-        &client,
-        &b,
-        &admin,
-        "runs.wait",
-        json!({"runId": "run_ghost_calling", "timeoutMs": 20_000}),
-    )
-    .await;
+    let result = wait_run(&client, &b, &admin, "run_ghost_calling").await;
     assert_eq!(result["status"], "failed", "{result}");
     assert_eq!(result["error"]["details"]["reason"], "interrupted");
     let (_, page) = call(
@@ -316,23 +315,9 @@ async fn two_nodes_share_one_database() {
         page["events"].as_array().unwrap().last().unwrap()["type"],
         "run.failed"
     );
-    let (_, result) = call(
-        &client,
-        &a,
-        &admin,
-        "runs.wait",
-        json!({"runId": "run_ghost_reading", "timeoutMs": 20_000}),
-    )
-    .await;
+    let result = wait_run(&client, &a, &admin, "run_ghost_reading").await;
     assert_eq!(result["status"], "completed", "{result}");
-    let (_, result) = call(
-        &client,
-        &a,
-        &admin,
-        "runs.wait",
-        json!({"runId": "run_ghost_cancelled", "timeoutMs": 20_000}),
-    )
-    .await;
+    let result = wait_run(&client, &a, &admin, "run_ghost_cancelled").await;
     assert_eq!(result["status"], "cancelled", "{result}");
     a.running.shutdown().await;
     b.running.shutdown().await;

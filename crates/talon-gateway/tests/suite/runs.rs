@@ -123,17 +123,8 @@ async fn a_run_end_to_end(g: &TestGateway, t: &Transport, tag: &str) {
         .map(|e| e["id"].as_str().unwrap().parse().unwrap())
         .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
-    let messages = t
-        .call(
-            g,
-            "sessions.messages",
-            json!({"sessionId": run["sessionId"]}),
-        )
-        .await
-        .unwrap();
-    let roles: Vec<(&str, &str)> = messages["messages"]
-        .as_array()
-        .unwrap()
+    let messages = t.session_messages(g, &run["sessionId"]).await;
+    let roles: Vec<(&str, &str)> = messages
         .iter()
         .map(|m| (m["role"].as_str().unwrap(), m["text"].as_str().unwrap()))
         .collect();

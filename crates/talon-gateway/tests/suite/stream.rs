@@ -338,6 +338,23 @@ fn frames(text: &str) -> Vec<&str> {
     text.split_terminator("\n\n").collect()
 }
 
+/// Reads `body` into `text` until `text[from..]` holds `n` whole frames.
+async fn read_frames(
+    body: &mut futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    text: &mut String,
+    from: usize,
+    n: usize,
+) {
+    while frames(&text[from..]).len() < n || !text.ends_with("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .expect("the stream stalled")
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_stream_gets_heartbeats_and_a_busy_one_does_not() {
     let g = TestGateway::start_with(talon_gateway::Limits {
@@ -361,7 +378,7 @@ async fn an_idle_stream_gets_heartbeats_and_a_busy_one_does_not() {
         ),
         (200, "text/event-stream", "no-cache")
     );
-    let mut body = response.bytes_stream();
+    let mut body = response.bytes_stream().boxed();
     let mut text = String::new();
     // Busy: an event every 100 ms for 1.5 s, never a second's silence.
     let store = g.running.store.clone();
@@ -374,14 +391,7 @@ async fn an_idle_stream_gets_heartbeats_and_a_busy_one_does_not() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-    while frames(&text).len() < 15 || !text.ends_with("\n\n") {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
-            .await
-            .expect("the stream stalled")
-            .unwrap()
-            .unwrap();
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    read_frames(&mut body, &mut text, 0, 15).await;
     writer.await.unwrap();
     let busy = frames(&text);
     assert_eq!(busy.len(), 15, "{text}");
@@ -394,14 +404,7 @@ async fn an_idle_stream_gets_heartbeats_and_a_busy_one_does_not() {
     // Idle: heartbeat comments, about one a second.
     let busy_len = text.len();
     let idle_since = std::time::Instant::now();
-    while frames(&text[busy_len..]).len() < 2 || !text.ends_with("\n\n") {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
-            .await
-            .expect("no heartbeat came")
-            .unwrap()
-            .unwrap();
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    read_frames(&mut body, &mut text, busy_len, 2).await;
     assert_eq!(frames(&text[busy_len..]), vec![":", ":"]);
     assert!(
         idle_since.elapsed() >= Duration::from_millis(1_900),

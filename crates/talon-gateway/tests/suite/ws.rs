@@ -85,6 +85,15 @@ impl Transport {
             }
         }
     }
+
+    /// A session's stored messages (`sessions.messages`, first page).
+    pub async fn session_messages(&self, g: &TestGateway, session_id: &Value) -> Vec<Value> {
+        let page = self
+            .call(g, "sessions.messages", json!({"sessionId": session_id}))
+            .await
+            .unwrap();
+        page["messages"].as_array().unwrap().clone()
+    }
 }
 
 /// One body, run over HTTP and over WebSocket.
