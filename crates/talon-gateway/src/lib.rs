@@ -8,6 +8,7 @@ mod error;
 mod frame;
 mod http;
 mod limits;
+mod memory;
 mod runs;
 mod serve;
 mod stream;

@@ -283,6 +283,7 @@ impl Engine {
         for run in orphans.map_err(api_error)? {
             self.recover_orphan(run, orphaned).await;
         }
+        tokio::spawn(crate::memory::trim_after_runs(self.inner.ended.subscribe()));
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))
     }
