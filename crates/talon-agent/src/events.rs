@@ -46,6 +46,15 @@ pub trait EventSink: Send + Sync {
         let _ = checkpoint;
     }
 
+    /// Takes the run's state as a turn's tool calls start (its last
+    /// message is the model's, its calls not answered yet), in order with
+    /// the events. A sink that makes runs resumable may keep it for a run
+    /// that will wait inside the turn (for an approval); the default drops
+    /// it. Must not block for long.
+    fn turn_started(&self, checkpoint: crate::Checkpoint) {
+        let _ = checkpoint;
+    }
+
     /// Resolves once the start of a call that is not replay-safe, just
     /// taken, is on durable record, or once the start of an earlier such
     /// call since the last checkpoint is (which already keeps the run
@@ -140,6 +149,11 @@ impl RunEvents {
     /// Hands the run's state at the end of a turn to the sink.
     pub fn checkpoint(&self, checkpoint: crate::Checkpoint) {
         self.sink.checkpoint(checkpoint);
+    }
+
+    /// Hands the run's state as a turn's calls start to the sink.
+    pub fn turn_started(&self, checkpoint: crate::Checkpoint) {
+        self.sink.turn_started(checkpoint);
     }
 
     /// Resolves once the start of a call that is not replay-safe, just
@@ -244,13 +258,18 @@ impl ApprovalEvents {
 }
 
 impl Approver for ApprovalEvents {
+    fn needs(&self, entry: &CatalogEntry) -> bool {
+        self.inner.needs(entry)
+    }
+
     fn decide<'a>(
         &'a self,
         ctx: &'a RunContext,
         entry: &'a CatalogEntry,
-        args: &'a Value,
+        call: &'a ToolCall,
     ) -> BoxFuture<'a, ApprovalDecision> {
         Box::pin(async move {
+            let args = &call.args;
             let id = format!(
                 "{}:approval:{}",
                 ctx.scope.run_id,
@@ -264,6 +283,8 @@ impl Approver for ApprovalEvents {
                 kind: ApprovalKind::Tool,
                 summary,
                 tool_name: Some(entry.id.clone()),
+                tool_call_id: Some(call.call_id.clone()),
+                arguments: Some(call.args.clone()),
                 environment_action: None,
                 risk: match entry.tool.effect {
                     ToolEffect::ReadOnly => RiskLevel::Low,
@@ -279,7 +300,7 @@ impl Approver for ApprovalEvents {
                 created_at: now_ms(),
                 resolved_at: None,
             }));
-            let decision = self.inner.decide(ctx, entry, args).await;
+            let decision = self.inner.decide(ctx, entry, call).await;
             let (status, wire, reason) = match &decision {
                 ApprovalDecision::Approved => {
                     (ApprovalStatus::Approved, WireDecision::ApproveOnce, None)

@@ -108,13 +108,16 @@ pub struct RunResult {
 }
 
 /// A run's state at the end of a turn (every tool call of the turn
-/// answered): what a run resumes from after its process died
-/// ([`AgentRun::resume`]). The loop hands one to its event sink after each
-/// turn with tool calls ([`crate::EventSink::checkpoint`]).
+/// answered), or as a turn's calls start (its last message is the model's,
+/// with calls not answered yet): what a run resumes from after its process
+/// died ([`AgentRun::resume`]; from the second kind it makes the open
+/// turn's calls first). The loop hands the first kind to its event sink
+/// after each turn with tool calls ([`crate::EventSink::checkpoint`]), the
+/// second as the calls start ([`crate::EventSink::turn_started`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
     /// The messages the run added so far: the user's, then the model's
-    /// and the tools', every tool call answered.
+    /// and the tools'.
     pub messages: Vec<Message>,
     /// Model requests made.
     pub turns: u32,
@@ -338,60 +341,24 @@ impl AgentRun<'_> {
         messages.extend(history);
         messages.extend(lock(transcript).iter().cloned());
         let tools = Arc::new(self.surface.tools());
+        // A run resumed inside a turn (its checkpoint taken as the turn's
+        // calls started) makes that turn's calls before asking the model.
+        let mut open = match lock(transcript).last() {
+            Some(Message::Assistant { tool_calls, .. }) if !tool_calls.is_empty() => {
+                Some(tool_calls.clone())
+            }
+            _ => None,
+        };
         loop {
-            if self.ctx.is_cancelled() {
-                return Err("the run was aborted".into());
-            }
-            if result.turns >= self.options.max_turns {
-                return Err(format!(
-                    "the turn limit of {} was reached",
-                    self.options.max_turns
-                ));
-            }
-            result.turns += 1;
-            let request = ChatRequest {
-                model: self.options.model.clone(),
-                messages: messages.clone(),
-                tools: tools.clone(),
-                max_tokens: self.options.max_tokens,
-                stream: self.options.stream,
+            let calls = match open.take() {
+                Some(calls) => calls,
+                None => match self.ask(&mut messages, &tools, transcript, result).await? {
+                    Some(calls) => calls,
+                    None => return Ok(()),
+                },
             };
-            debug_payload(&request);
-            let events = self.events.clone();
-            let sink = move |delta: StreamDelta| {
-                if let StreamDelta::Text(text) = delta {
-                    events.emit(EventData::AssistantDelta(TextDelta { text }));
-                }
-            };
-            let reply = self
-                .provider
-                .complete(&request, &sink, &self.ctx.cancel)
-                .await
-                .map_err(|e| e.to_string())?;
-            result.usage += reply.usage;
-            if !reply.text.is_empty() {
-                result.text = reply.text.clone();
-                self.events
-                    .emit(EventData::AssistantMessage(AssistantMessageData {
-                        text: Some(reply.text.clone()),
-                        tool_calls: reply.tool_calls.len() as u32,
-                        finish_reason: (!reply.finish_reason.is_empty())
-                            .then(|| reply.finish_reason.clone()),
-                    }));
-            }
-            let assistant = Message::Assistant {
-                text: (!reply.text.is_empty()).then(|| reply.text.clone()),
-                tool_calls: reply.tool_calls.clone(),
-            };
-            lock(transcript).push(assistant.clone());
-            messages.push(assistant);
-            if reply.tool_calls.is_empty() {
-                return Ok(());
-            }
-            let first = result.tool_calls;
-            result.tool_calls += reply.tool_calls.len() as u32;
-            let (client, own): (Vec<&ToolCallRequest>, Vec<&ToolCallRequest>) = reply
-                .tool_calls
+            let first = result.tool_calls.saturating_sub(calls.len() as u32);
+            let (client, own): (Vec<&ToolCallRequest>, Vec<&ToolCallRequest>) = calls
                 .iter()
                 .partition(|c| self.options.client_tools.contains(&c.name));
             for call in &client {
@@ -432,6 +399,77 @@ impl AgentRun<'_> {
                 usage: result.usage,
             });
         }
+    }
+
+    /// One model turn: asks the model, adds its answer to `messages` and
+    /// the transcript, and returns its tool calls (none: the run is done).
+    /// A turn with calls is handed to the sink as it starts
+    /// ([`RunEvents::turn_started`]), so a run waiting inside it (for an
+    /// approval) can resume there.
+    async fn ask(
+        &self,
+        messages: &mut Vec<Message>,
+        tools: &Arc<Vec<talon_protocol::ModelTool>>,
+        transcript: &Mutex<Vec<Message>>,
+        result: &mut RunResult,
+    ) -> Result<Option<Vec<ToolCallRequest>>, String> {
+        if self.ctx.is_cancelled() {
+            return Err("the run was aborted".into());
+        }
+        if result.turns >= self.options.max_turns {
+            return Err(format!(
+                "the turn limit of {} was reached",
+                self.options.max_turns
+            ));
+        }
+        result.turns += 1;
+        let request = ChatRequest {
+            model: self.options.model.clone(),
+            messages: messages.clone(),
+            tools: tools.clone(),
+            max_tokens: self.options.max_tokens,
+            stream: self.options.stream,
+        };
+        debug_payload(&request);
+        let events = self.events.clone();
+        let sink = move |delta: StreamDelta| {
+            if let StreamDelta::Text(text) = delta {
+                events.emit(EventData::AssistantDelta(TextDelta { text }));
+            }
+        };
+        let reply = self
+            .provider
+            .complete(&request, &sink, &self.ctx.cancel)
+            .await
+            .map_err(|e| e.to_string())?;
+        result.usage += reply.usage;
+        if !reply.text.is_empty() {
+            result.text = reply.text.clone();
+            self.events
+                .emit(EventData::AssistantMessage(AssistantMessageData {
+                    text: Some(reply.text.clone()),
+                    tool_calls: reply.tool_calls.len() as u32,
+                    finish_reason: (!reply.finish_reason.is_empty())
+                        .then(|| reply.finish_reason.clone()),
+                }));
+        }
+        let assistant = Message::Assistant {
+            text: (!reply.text.is_empty()).then(|| reply.text.clone()),
+            tool_calls: reply.tool_calls.clone(),
+        };
+        lock(transcript).push(assistant.clone());
+        messages.push(assistant);
+        if reply.tool_calls.is_empty() {
+            return Ok(None);
+        }
+        result.tool_calls += reply.tool_calls.len() as u32;
+        self.events.turn_started(Checkpoint {
+            messages: lock(transcript).clone(),
+            turns: result.turns,
+            tool_calls: result.tool_calls,
+            usage: result.usage,
+        });
+        Ok(Some(reply.tool_calls))
     }
 
     /// One tool call the model made (the run's `number`th); returns the

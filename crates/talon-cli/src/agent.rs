@@ -69,12 +69,12 @@ impl Approver for TerminalApprover {
         &'a self,
         _: &'a RunContext,
         entry: &'a talon_tools::CatalogEntry,
-        args: &'a Value,
+        call: &'a talon_tools::ToolCall,
     ) -> talon_tools::BoxFuture<'a, talon_tools::ApprovalDecision> {
         let prompt = format!(
             "approve {} {}? [y/N] ",
             entry.id,
-            args.to_string().chars().take(300).collect::<String>()
+            call.args.to_string().chars().take(300).collect::<String>()
         );
         Box::pin(async move {
             let answer = tokio::task::spawn_blocking(move || {
@@ -214,8 +214,8 @@ async fn run_async(args: AgentArgs) -> ExitCode {
     let spec = RunSpec {
         agent: args.agent.clone(),
         ctx,
+        approver: Arc::new(talon_agent::ApprovalEvents::new(policy, events.clone())),
         events,
-        approver: policy,
         cells: Box::new(|limits| {
             let dir = talon_config::state_dir().join("code-mode").join("cells");
             FileStore::open(&dir, limits)

@@ -3,8 +3,7 @@
 //! (read-only core tools, most plugin tools) never reach an approver; the
 //! runner's gate decides that, not this module.
 
-use serde_json::Value;
-use talon_tools::{ApprovalDecision, Approver, BoxFuture, CatalogEntry, RunContext};
+use talon_tools::{ApprovalDecision, Approver, BoxFuture, CatalogEntry, RunContext, ToolCall};
 
 /// An approver that answers by policy: approve everything or nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +19,7 @@ impl Approver for PolicyApprover {
         &'a self,
         _: &'a RunContext,
         entry: &'a CatalogEntry,
-        _: &'a Value,
+        _: &'a ToolCall,
     ) -> BoxFuture<'a, ApprovalDecision> {
         let decision = match self {
             Self::AllowAll => ApprovalDecision::Approved,

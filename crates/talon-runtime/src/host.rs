@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use talon_agent::{
-    AgentRun, ApprovalEvents, Checkpoint, NestedCallEvents, RunEvents, RunOptions, RunResult,
-    UpdateEvents,
+    AgentRun, Checkpoint, NestedCallEvents, RunEvents, RunOptions, RunResult, UpdateEvents,
 };
 use talon_config::Config;
 use talon_core_tools::CoreTools;
@@ -97,7 +96,9 @@ pub struct RunSpec {
     pub ctx: RunContext,
     /// Where its events go, stamped with `ctx`'s ids.
     pub events: Arc<RunEvents>,
-    /// Who approves the calls that need it.
+    /// Who approves the calls that need it, reporting its own
+    /// `approval.*` events (wrap a plain policy in
+    /// [`talon_agent::ApprovalEvents`]).
     pub approver: Arc<dyn Approver>,
     /// Where its suspended Code Mode cells go.
     pub cells: OpenCells,
@@ -321,7 +322,7 @@ impl Host {
         ctx.updates = Arc::new(UpdateEvents(events.clone()));
         let runner = Arc::new(
             ToolRunner::new(tools.catalog.clone(), tools.executor.clone())
-                .with_approver(Arc::new(ApprovalEvents::new(approver, events.clone())))
+                .with_approver(approver)
                 .with_observer(Arc::new(NestedCallEvents(events.clone()))),
         );
         let parts = SurfaceParts {

@@ -7,6 +7,7 @@ mod error;
 pub mod mcp;
 pub mod policy;
 pub mod runner;
+pub mod schema;
 pub mod surface;
 mod tool_error;
 

@@ -131,11 +131,18 @@ pub enum ApprovalDecision {
 /// flow, the CLI's prompt, a policy).
 pub trait Approver: Send + Sync {
     /// Asks for a decision on one call.
+    /// Whether a call of `entry` needs a decision: by default, when the
+    /// tool says it requires approval; a policy may ask for more.
+    fn needs(&self, entry: &CatalogEntry) -> bool {
+        entry.tool.requires_approval
+    }
+
+    /// `call` carries the arguments as the hooks left them.
     fn decide<'a>(
         &'a self,
         ctx: &'a RunContext,
         entry: &'a CatalogEntry,
-        args: &'a Value,
+        call: &'a ToolCall,
     ) -> BoxFuture<'a, ApprovalDecision>;
 }
 
@@ -148,7 +155,7 @@ impl Approver for DenyAll {
         &'a self,
         _: &'a RunContext,
         entry: &'a CatalogEntry,
-        _: &'a Value,
+        _: &'a ToolCall,
     ) -> BoxFuture<'a, ApprovalDecision> {
         let reason = format!(
             "{} requires approval and no approver is configured",
@@ -449,18 +456,18 @@ impl ToolRunner {
                 HookDecision::Block(reason) => return CallOutcome::Blocked(reason),
             }
         }
-        if entry.tool.requires_approval
-            && let ApprovalDecision::Denied(reason) = self.approver.decide(ctx, entry, &args).await
+        let call = ToolCall {
+            args,
+            ..call.clone()
+        };
+        if self.approver.needs(entry)
+            && let ApprovalDecision::Denied(reason) = self.approver.decide(ctx, entry, &call).await
         {
             return CallOutcome::Blocked(reason);
         }
         if ctx.is_cancelled() {
             return CallOutcome::Aborted;
         }
-        let call = ToolCall {
-            args,
-            ..call.clone()
-        };
         let lock = (entry.tool.execution_mode == ExecutionMode::Sequential)
             .then(|| self.lock_for(&entry.id));
         let _turn = match &lock {

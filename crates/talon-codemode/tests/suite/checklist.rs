@@ -277,7 +277,7 @@ impl Approver for DenyApprovals {
         &'a self,
         _: &'a RunContext,
         entry: &'a CatalogEntry,
-        _: &'a serde_json::Value,
+        _: &'a talon_tools::ToolCall,
     ) -> BoxFuture<'a, ApprovalDecision> {
         let id = entry.id.clone();
         Box::pin(async move { ApprovalDecision::Denied(format!("operator said no to {id}")) })

@@ -315,16 +315,18 @@ async fn the_policy_approver_allows_or_denies_everything() {
         .unwrap();
     let entry = catalog.get("openclaw:core:write").unwrap();
     let ctx = context();
+    let asked = talon_tools::ToolCall {
+        call_id: "c1".into(),
+        id: entry.id.clone(),
+        args: json!({}),
+        caller: talon_tools::Caller::Direct,
+    };
     assert_eq!(
-        PolicyApprover::AllowAll
-            .decide(&ctx, entry, &json!({}))
-            .await,
+        PolicyApprover::AllowAll.decide(&ctx, entry, &asked).await,
         ApprovalDecision::Approved
     );
     assert_eq!(
-        PolicyApprover::DenyAll
-            .decide(&ctx, entry, &json!({}))
-            .await,
+        PolicyApprover::DenyAll.decide(&ctx, entry, &asked).await,
         ApprovalDecision::Denied(
             "openclaw:core:write needs approval and this run cannot ask (denied by policy)".into()
         )

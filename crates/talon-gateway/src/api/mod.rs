@@ -544,7 +544,10 @@ impl Handler for Api {
             .await
             .map_err(api_error)?;
         match resolved {
-            Resolution::Resolved(approval) => Ok(approval),
+            Resolution::Resolved(approval) => {
+                self.engine.approval_resolved();
+                Ok(approval)
+            }
             Resolution::AlreadyResolved(winner) => Err(ApiError::new(
                 ErrorCode::Conflict,
                 "this approval was already resolved",

@@ -9,7 +9,6 @@ use std::time::Duration;
 use serde_json::Value;
 use talon_agent::{RunEvents, RunStatus as LoopStatus};
 use talon_codemode::{SnapshotStore, StoreLimits};
-use talon_core_tools::PolicyApprover;
 use talon_protocol::EventData;
 use talon_protocol::event_data::RunEndedData;
 use talon_protocol::gateway::{ApiError, ClientTool, ErrorCode, Message, Run, RunInput, RunStatus};
@@ -17,8 +16,10 @@ use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, Too
 use talon_provider::Message as ModelMessage;
 use talon_runtime::RunSpec;
 use talon_store::{Claimed, MAX_PAGE};
-use talon_tools::{Approver, NoUpdates, RunContext, RunScope};
+use talon_tools::{NoUpdates, RunContext, RunScope};
 
+use super::approvals::DurableApprover;
+use super::policy::Policy;
 use super::resume::RunCheckpoint;
 use super::sink::{Checkpoints, StoreSink};
 use super::{Active, Engine, RunRequest, history, result_of};
@@ -83,18 +84,34 @@ impl Engine {
             updates: Arc::new(NoUpdates),
         };
         let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
-        let outcome = match self.prepare_input(&run, request).await {
-            Ok(Prepared {
-                request,
-                history,
-                added,
-                message,
-            }) => {
+        let prepared = match self.policy() {
+            Ok(policy) => self
+                .prepare_input(&run, request)
+                .await
+                .map(|prepared| (prepared, policy)),
+            Err(error) => Err(error),
+        };
+        let outcome = match prepared {
+            Ok((
+                Prepared {
+                    request,
+                    history,
+                    added,
+                    message,
+                },
+                policy,
+            )) => {
                 let spec = RunSpec {
                     agent: run.agent_id.clone(),
                     ctx,
                     events: events.clone(),
-                    approver: self.approver(),
+                    approver: Arc::new(DurableApprover {
+                        store: store.clone(),
+                        policy,
+                        events: events.clone(),
+                        sink: sink.clone(),
+                        resolved: self.inner.approvals.subscribe(),
+                    }),
                     cells: self.cells(),
                     workspace: None,
                     timeout: request.timeout_ms.map(Duration::from_millis),
@@ -280,19 +297,11 @@ impl Engine {
         stored
     }
 
-    /// Who approves calls that need it: `tools.approvals` ("allow" or
-    /// "deny"; denied when unset, as no one is there to ask).
-    fn approver(&self) -> Arc<dyn Approver> {
-        match self
-            .inner
-            .host
-            .config()
-            .get("tools.approvals")
-            .and_then(Value::as_str)
-        {
-            Some("allow") => Arc::new(PolicyApprover::AllowAll),
-            _ => Arc::new(PolicyApprover::DenyAll),
-        }
+    /// The approval policy, `tools.approvals` (see [`super::policy`]).
+    fn policy(&self) -> Result<Arc<Policy>, ApiError> {
+        Policy::from_config(self.inner.host.config().get("tools.approvals"))
+            .map(Arc::new)
+            .map_err(|message| ApiError::new(ErrorCode::InvalidRequest, message))
     }
 
     /// Where a run's suspended cells go: the store, one cell store per set

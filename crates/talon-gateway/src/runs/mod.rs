@@ -16,8 +16,10 @@
 //!   call was in flight ([`resume`]); otherwise it is ended ([`recover`]).
 //!   Queued runs simply wait to be claimed.
 
+mod approvals;
 mod exec;
 pub(crate) mod history;
+mod policy;
 mod recover;
 mod resume;
 mod sink;
@@ -141,6 +143,9 @@ struct Inner {
     lane: tokio::sync::Mutex<()>,
     wake: tokio::sync::Notify,
     ended: tokio::sync::watch::Sender<u64>,
+    /// Bumped when this node resolves an approval (waiting runs re-read
+    /// theirs).
+    approvals: tokio::sync::watch::Sender<u64>,
     draining: AtomicBool,
     cells: Mutex<HashMap<String, Arc<talon_store::CellStore>>>,
 }
@@ -231,10 +236,17 @@ impl Engine {
                 lane: tokio::sync::Mutex::new(()),
                 wake: tokio::sync::Notify::new(),
                 ended: tokio::sync::watch::Sender::new(0),
+                approvals: tokio::sync::watch::Sender::new(0),
                 draining: AtomicBool::new(false),
                 cells: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// Wakes the runs waiting on approvals to re-read them (one was
+    /// resolved).
+    pub(crate) fn approval_resolved(&self) {
+        self.inner.approvals.send_modify(|n| *n += 1);
     }
 
     /// This node's id.

@@ -6,11 +6,11 @@
 //! `failed` (`unavailable`, `details.reason: "interrupted"`), saying why
 //! it was not resumed.
 
-use talon_protocol::event_data::RunQueuedData;
-use talon_protocol::gateway::{ApiError, ErrorCode, Run, RunStatus};
+use talon_protocol::event_data::{ApprovalResolvedData, RunQueuedData};
+use talon_protocol::gateway::{ApiError, ApprovalStatus, ErrorCode, Run, RunStatus};
 use talon_protocol::{Event, EventData};
 
-use super::{Engine, ended_data, result_of, resume, run_event};
+use super::{Engine, approvals, ended_data, result_of, resume, run_event};
 
 /// Why a run whose node died is ended instead of resumed.
 #[derive(Debug)]
@@ -148,8 +148,12 @@ impl Engine {
         let result = result_of(&run, None);
         match store.end_run(&run, &result).await {
             Ok(true) => {
-                if let Some(event) = event
-                    && let Err(error) = store.append(vec![event]).await
+                // Its requests for approval go with it, reported before
+                // its end.
+                let mut events = self.cancel_approvals(&run).await;
+                events.extend(event);
+                if !events.is_empty()
+                    && let Err(error) = store.append(events).await
                 {
                     tracing::error!(%error, run = %run.id, "the terminal event of an interrupted run was not stored");
                 }
@@ -160,5 +164,44 @@ impl Engine {
                 tracing::error!(%error, run = %run.id, "could not end an interrupted run")
             }
         }
+    }
+}
+
+impl Engine {
+    /// Resolves `run`'s pending approvals `cancelled`; their events.
+    async fn cancel_approvals(&self, run: &Run) -> Vec<Event> {
+        let store = &self.inner.store;
+        let pending = store
+            .approvals(&talon_store::PendingFilter {
+                status: Some("pending".into()),
+                run_id: Some(run.id.clone()),
+                ..Default::default()
+            })
+            .await
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, run = %run.id, "could not read an ended run's approvals");
+                Vec::new()
+            });
+        let mut events = Vec::new();
+        for approval in pending {
+            if let Err(error) = approvals::cancel(store, &approval.id).await {
+                tracing::error!(%error, approval = %approval.id, "could not cancel an approval");
+                continue;
+            }
+            events.push(run_event(
+                run,
+                EventData::ApprovalResolved(ApprovalResolvedData {
+                    approval_id: approval.id,
+                    status: ApprovalStatus::Cancelled,
+                    decision: None,
+                    reason: Some("its run ended".into()),
+                    reused: false,
+                }),
+            ));
+        }
+        if !events.is_empty() {
+            self.approval_resolved();
+        }
+        events
     }
 }

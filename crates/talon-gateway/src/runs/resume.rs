@@ -4,20 +4,24 @@
 //! When the node dies, the run is resumable if every tool call that started
 //! after that event is replay-safe (a call whose effect is unknown is never
 //! made twice; the runner puts a call's start on durable record before it
-//! runs a tool that is not replay-safe): it
-//! goes back to the queue and a node resumes it from the checkpoint (or
-//! from its input, when it had not completed a turn), its model asked
-//! again for the turn that was lost. Otherwise, or after
+//! runs a tool that is not replay-safe), or waited on an approval the run
+//! never acted on as approved (the tool did not run;
+//! [`super::approvals`]): it goes back to the queue and a node resumes it
+//! from the checkpoint (or from its input, when it had not completed a
+//! turn), its model asked again for the turn that was lost; or, when the
+//! run stored its state as a turn's calls started (it was about to wait
+//! for an approval), it makes that turn's calls again. Otherwise, or after
 //! [`MAX_RESUMES`], it ends `failed`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use talon_agent::Checkpoint;
 use talon_protocol::EventType;
+use talon_protocol::gateway::Approval;
 use talon_provider::Usage;
-use talon_store::{EventFilter, MAX_PAGE, Store};
+use talon_store::{EventFilter, MAX_PAGE, PendingFilter, Store};
 
-use super::history;
+use super::{approvals, history};
 
 /// How many times a run is resumed before an interruption fails it (a
 /// run that kills its node each time must not do it forever).
@@ -107,13 +111,27 @@ pub(crate) async fn blocker(
         types: vec![EventType::ToolCallStarted],
         ..EventFilter::default()
     };
+    // Calls that waited on an approval the run never acted on did not
+    // run, whatever the tool.
+    let (approvals, acted) = match waited(store, run_id, checkpoint.through).await {
+        Ok(both) => both,
+        Err(error) => return Some(format!("its approvals could not be read: {error}")),
+    };
+    let harmless = |event: &talon_protocol::Event| {
+        replay_safe(event)
+            || event
+                .data
+                .get("callId")
+                .and_then(Value::as_str)
+                .is_some_and(|call| approvals::never_acted_on(call, &approvals, &acted))
+    };
     let mut after = checkpoint.through;
     for _ in 0..MAX_JUDGED_PAGES {
         let started = match store.after(after, &filter, MAX_PAGE).await {
             Ok(started) => started,
             Err(error) => return Some(format!("its events could not be read: {error}")),
         };
-        if let Some(event) = started.iter().find(|e| !replay_safe(e)) {
+        if let Some(event) = started.iter().find(|e| !harmless(e)) {
             let name = event
                 .data
                 .get("name")
@@ -129,6 +147,39 @@ pub(crate) async fn blocker(
         after = started.last().and_then(|e| e.id.parse().ok());
     }
     Some("too many calls started after its last checkpoint to judge them all".into())
+}
+
+/// The run's approvals, and the data of the `approval.resolved` events
+/// it emitted after `through` (the resolutions it acted on).
+async fn waited(
+    store: &Store,
+    run_id: &str,
+    through: Option<u64>,
+) -> Result<(Vec<Approval>, Vec<Value>), talon_store::StoreError> {
+    let approvals = store
+        .approvals(&PendingFilter {
+            run_id: Some(run_id.to_owned()),
+            ..PendingFilter::default()
+        })
+        .await?;
+    if approvals.is_empty() {
+        return Ok((approvals, Vec::new()));
+    }
+    let filter = EventFilter {
+        run_id: Some(run_id.to_owned()),
+        types: vec![EventType::ApprovalResolved],
+        ..EventFilter::default()
+    };
+    let mut acted = Vec::new();
+    let mut after = through;
+    loop {
+        let page = store.after(after, &filter, MAX_PAGE).await?;
+        acted.extend(page.iter().map(|e| e.data.clone()));
+        if (page.len() as u32) < MAX_PAGE {
+            return Ok((approvals, acted));
+        }
+        after = page.last().and_then(|e| e.id.parse().ok());
+    }
 }
 
 /// Pages of calls [`blocker`] reads before it gives up on a run.

@@ -7,7 +7,9 @@
 //! The loop's checkpoints (the run's state at the end of a turn) go
 //! through the same queue: one is stored once every event before it is
 //! durable, with the id of the last of them, so a run resumed from it
-//! knows exactly which events came after ([`super::resume`]).
+//! knows exactly which events came after ([`super::resume`]). The state
+//! as a turn's calls start is kept here and stored only when a run is
+//! about to wait inside the turn ([`StoreSink::keep_turn`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,6 +26,12 @@ use super::resume::RunCheckpoint;
 enum Item {
     Event(Event),
     Checkpoint(Checkpoint),
+    /// The run's state as a turn's calls start; kept, and stored only when
+    /// asked ([`Item::KeepTurn`]).
+    TurnStarted(Checkpoint),
+    /// Stores the kept turn start (a run about to wait inside the turn),
+    /// answered `true` once it is stored.
+    KeepTurn(oneshot::Sender<bool>),
     /// Answered once every event before it is durable (`true`), or could
     /// not be (`false`).
     Flush(oneshot::Sender<bool>),
@@ -65,6 +73,9 @@ struct Forwarder {
     last: Option<u64>,
     appended: u64,
     failure: Option<StoreError>,
+    /// The current turn's start and the last event known durable then
+    /// (every call of earlier turns is at or before it).
+    turn: Option<(Checkpoint, Option<u64>)>,
 }
 
 impl Forwarder {
@@ -106,7 +117,34 @@ impl Forwarder {
         }
     }
 
+    /// Stores the kept turn start, if there is one; whether the run can
+    /// resume inside the turn.
+    async fn keep_turn(&mut self) -> bool {
+        let Some((turn, through)) = self.turn.take() else {
+            return false;
+        };
+        let Some(to) = self.checkpoints.as_mut() else {
+            return false;
+        };
+        if self.failure.is_some() {
+            return false;
+        }
+        to.stored.record(&turn, &to.run_id, through);
+        match self
+            .store
+            .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())
+            .await
+        {
+            Ok(stored) => stored,
+            Err(error) => {
+                tracing::warn!(%error, run = %to.run_id, "a run's turn start was not stored");
+                false
+            }
+        }
+    }
+
     async fn checkpoint(&mut self, checkpoint: &Checkpoint) {
+        self.turn = None;
         self.drain().await;
         let Some(to) = self.checkpoints.as_mut() else {
             return;
@@ -139,6 +177,7 @@ impl StoreSink {
             last: None,
             appended: 0,
             failure: None,
+            turn: None,
         };
         let task = tokio::spawn(async move {
             let mut held = None;
@@ -152,6 +191,11 @@ impl StoreSink {
                 };
                 match item {
                     Item::Checkpoint(checkpoint) => forwarder.checkpoint(&checkpoint).await,
+                    Item::TurnStarted(turn) => forwarder.turn = Some((turn, forwarder.last)),
+                    Item::KeepTurn(done) => {
+                        let kept = forwarder.keep_turn().await;
+                        let _ = done.send(kept);
+                    }
                     Item::Flush(done) => {
                         forwarder.drain().await;
                         let _ = done.send(forwarder.failure.is_none());
@@ -203,6 +247,19 @@ impl StoreSink {
         }
     }
 
+    /// Stores the run's state as its current turn's calls started, so
+    /// that a run about to wait inside the turn (for an approval) resumes
+    /// there after a restart; resolves `true` once stored, `false` when
+    /// there is nothing to store (no turn, or checkpoints off) or it
+    /// failed.
+    pub(crate) async fn keep_turn(&self) -> bool {
+        let (done, kept) = oneshot::channel();
+        if !self.send(Item::KeepTurn(done)) {
+            return false;
+        }
+        kept.await.unwrap_or(false)
+    }
+
     fn send(&self, item: Item) -> bool {
         self.queue
             .lock()
@@ -222,6 +279,10 @@ impl EventSink for StoreSink {
     fn checkpoint(&self, checkpoint: Checkpoint) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         self.send(Item::Checkpoint(checkpoint));
+    }
+
+    fn turn_started(&self, checkpoint: Checkpoint) {
+        self.send(Item::TurnStarted(checkpoint));
     }
 
     /// Waits for the store, once per checkpoint interval: after one such

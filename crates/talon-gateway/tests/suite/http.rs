@@ -255,6 +255,8 @@ async fn an_approval_is_answered_once() {
         kind: ApprovalKind::Tool,
         summary: "delete build/".into(),
         tool_name: Some("exec".into()),
+        tool_call_id: None,
+        arguments: None,
         environment_action: None,
         risk: RiskLevel::High,
         decisions: vec![ApprovalDecision::ApproveOnce, ApprovalDecision::Deny],

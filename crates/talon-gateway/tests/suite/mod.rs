@@ -1,3 +1,4 @@
+mod approvals;
 mod client_tools;
 mod connections;
 mod http;

@@ -94,6 +94,12 @@ pub struct Approval {
     /// The tool (catalog id) for `tool` approvals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// The call it gates (the model's call id, or a nested call's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The call's arguments, for the responder to review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
     /// The environment action for `environment` approvals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_action: Option<String>,
@@ -150,6 +156,9 @@ pub struct Question {
     /// Its session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The call that asks (the model's call id, or a nested call's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
     /// What is asked.
     pub prompt: String,
     /// The answers to choose from, if it is a choice.

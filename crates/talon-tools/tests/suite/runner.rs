@@ -168,9 +168,9 @@ impl Approver for Approve {
         &'a self,
         _: &'a RunContext,
         _: &'a CatalogEntry,
-        args: &'a Value,
+        call: &'a ToolCall,
     ) -> BoxFuture<'a, ApprovalDecision> {
-        let decision = if args["force"] == true {
+        let decision = if call.args["force"] == true {
             ApprovalDecision::Denied("no force".into())
         } else {
             ApprovalDecision::Approved

@@ -1,0 +1,351 @@
+//! Approvals as durable resources. A call the policy ([`super::policy`])
+//! sends to a person becomes an [`Approval`] in the store and an
+//! `approval.requested` event; the run waits on the engine's resolution
+//! watch (no thread held) until `approvals.respond` resolves it, its
+//! expiry passes (resolved `expired` here), or the run ends (resolved
+//! `cancelled`). Before it waits, the run's state as the turn's calls
+//! started is stored, so a node that dies during the wait leaves a run
+//! that resumes inside the turn: the same call finds its approval (by
+//! call id, else by tool and arguments among the run's pending ones) and
+//! waits again.
+//!
+//! The run itself reports every resolution it acts on (`approval.resolved`)
+//! and, for a call that is not replay-safe, that event is durable before
+//! the tool runs (the runner's start record waits for it): so an approval
+//! with no `approved` resolution in the log was never acted on, and
+//! resuming past it repeats nothing ([`super::resume`]).
+//!
+//! A decision to `approve_session` or `approve_always` is remembered:
+//! later calls of the same tool (in the same session, or anywhere) are
+//! approved without asking, each with a resolved approval of its own and
+//! an `approval.resolved` event saying it was reused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use talon_agent::RunEvents;
+use talon_protocol::EventData;
+use talon_protocol::event_data::ApprovalResolvedData;
+use talon_protocol::gateway::{
+    Approval, ApprovalDecision as Decision, ApprovalKind, ApprovalStatus,
+};
+use talon_store::{PendingFilter, Resolution, Store};
+use talon_tools::{ApprovalDecision, Approver, BoxFuture, CatalogEntry, RunContext, ToolCall};
+
+use super::new_id;
+use super::policy::{Action, Policy, risk};
+use super::sink::StoreSink;
+
+/// How often a waiting run reads its approval from the store, for
+/// resolutions made on other nodes.
+const POLL: Duration = Duration::from_secs(1);
+
+/// The decisions every tool approval offers.
+const DECISIONS: [Decision; 4] = [
+    Decision::ApproveOnce,
+    Decision::ApproveSession,
+    Decision::ApproveAlways,
+    Decision::Deny,
+];
+
+/// Decides a run's calls by policy, asking through the store when the
+/// policy says `ask`.
+pub(crate) struct DurableApprover {
+    pub store: Store,
+    pub policy: Arc<Policy>,
+    pub events: Arc<RunEvents>,
+    pub sink: Arc<StoreSink>,
+    /// Bumped whenever this node resolves an approval.
+    pub resolved: tokio::sync::watch::Receiver<u64>,
+}
+
+impl Approver for DurableApprover {
+    fn needs(&self, entry: &CatalogEntry) -> bool {
+        self.policy.action(entry) != Action::Allow
+    }
+
+    fn decide<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        call: &'a ToolCall,
+    ) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async move {
+            match self.policy.action(entry) {
+                Action::Allow => ApprovalDecision::Approved,
+                Action::Deny => ApprovalDecision::Denied(format!(
+                    "{} is denied by the approval policy (tools.approvals)",
+                    entry.tool.name
+                )),
+                Action::Ask => match self.ask(ctx, entry, call).await {
+                    Ok(decision) => decision,
+                    Err(error) => {
+                        tracing::error!(%error, run = %ctx.scope.run_id, "an approval could not be kept");
+                        ApprovalDecision::Denied(format!(
+                            "{} needs approval and the request could not be stored: {error}",
+                            entry.tool.name
+                        ))
+                    }
+                },
+            }
+        })
+    }
+}
+
+impl DurableApprover {
+    async fn ask(
+        &self,
+        ctx: &RunContext,
+        entry: &CatalogEntry,
+        call: &ToolCall,
+    ) -> Result<ApprovalDecision, talon_store::StoreError> {
+        let run_id = &ctx.scope.run_id;
+        let mine = self
+            .store
+            .approvals(&PendingFilter {
+                run_id: Some(run_id.clone()),
+                ..PendingFilter::default()
+            })
+            .await?;
+        // A resumed run's call finds the approval it asked for before.
+        let earlier = mine
+            .iter()
+            .find(|a| a.tool_call_id.as_deref() == Some(call.call_id.as_str()))
+            .or_else(|| {
+                mine.iter().find(|a| {
+                    a.status == ApprovalStatus::Pending
+                        && a.tool_name.as_deref() == Some(entry.id.as_str())
+                        && a.arguments.as_ref() == Some(&call.args)
+                })
+            });
+        let approval = match earlier {
+            Some(approval) => approval.clone(),
+            None => {
+                if let Some(reused) = self.remembered(ctx, entry, call).await? {
+                    return Ok(reused);
+                }
+                let approval = self.request(ctx, entry, call)?;
+                // A node that dies while this waits leaves a run that
+                // resumes inside this turn and finds the request.
+                self.sink.keep_turn().await;
+                self.store.create_approval(&approval).await?;
+                self.events
+                    .emit(EventData::ApprovalRequested(approval.clone()));
+                approval
+            }
+        };
+        let mut guard = Cancelled {
+            store: self.store.clone(),
+            events: self.events.clone(),
+            id: Some(approval.id.clone()),
+        };
+        let resolved = self.wait(approval).await?;
+        guard.id = None;
+        Ok(self.act_on(entry, &resolved, false))
+    }
+
+    /// A new request for `call`.
+    fn request(
+        &self,
+        ctx: &RunContext,
+        entry: &CatalogEntry,
+        call: &ToolCall,
+    ) -> Result<Approval, talon_store::StoreError> {
+        let id = new_id("appr").map_err(|e| talon_store::StoreError::Corrupt(e.message.clone()))?;
+        let now = talon_store::now_ms();
+        let arguments = call.args.to_string();
+        let mut summary: String = format!("{} {arguments}", entry.tool.name);
+        if summary.len() > 300 {
+            let cut = (0..=297)
+                .rev()
+                .find(|i| summary.is_char_boundary(*i))
+                .unwrap_or(0);
+            summary.truncate(cut);
+            summary.push_str("...");
+        }
+        Ok(Approval {
+            id,
+            run_id: ctx.scope.run_id.clone(),
+            session_id: (!ctx.scope.session_id.is_empty()).then(|| ctx.scope.session_id.clone()),
+            kind: ApprovalKind::Tool,
+            summary,
+            tool_name: Some(entry.id.clone()),
+            tool_call_id: Some(call.call_id.clone()),
+            arguments: Some(call.args.clone()),
+            environment_action: None,
+            risk: risk(entry),
+            decisions: DECISIONS.to_vec(),
+            expires_at: Some(now + self.policy.timeout.as_millis() as u64),
+            reusable: true,
+            status: ApprovalStatus::Pending,
+            decision: None,
+            reason: None,
+            created_at: now,
+            resolved_at: None,
+        })
+    }
+
+    /// Approves `call` by a remembered decision, if one covers it: an
+    /// `approve_always` for its tool, or an `approve_session` for its tool
+    /// in this session.
+    async fn remembered(
+        &self,
+        ctx: &RunContext,
+        entry: &CatalogEntry,
+        call: &ToolCall,
+    ) -> Result<Option<ApprovalDecision>, talon_store::StoreError> {
+        let approved = self
+            .store
+            .approvals(&PendingFilter {
+                status: Some("approved".into()),
+                ..PendingFilter::default()
+            })
+            .await?;
+        let session = Some(ctx.scope.session_id.as_str()).filter(|s| !s.is_empty());
+        let Some(rule) = approved.iter().rev().find(|a| {
+            a.tool_name.as_deref() == Some(entry.id.as_str())
+                && match a.decision {
+                    Some(Decision::ApproveAlways) => true,
+                    Some(Decision::ApproveSession) => {
+                        session.is_some() && a.session_id.as_deref() == session
+                    }
+                    _ => false,
+                }
+        }) else {
+            return Ok(None);
+        };
+        let mut reused = self.request(ctx, entry, call)?;
+        reused.status = ApprovalStatus::Approved;
+        reused.decision = rule.decision;
+        reused.reason = Some(format!("remembered from approval {}", rule.id));
+        reused.resolved_at = Some(reused.created_at);
+        reused.expires_at = None;
+        self.store.create_approval(&reused).await?;
+        Ok(Some(self.act_on(entry, &reused, true)))
+    }
+
+    /// Waits until `approval` is resolved (expiring it when its time
+    /// passes), and returns it resolved.
+    async fn wait(&self, approval: Approval) -> Result<Approval, talon_store::StoreError> {
+        let mut resolved = self.resolved.clone();
+        let expires = approval.expires_at;
+        loop {
+            resolved.borrow_and_update();
+            let current = self
+                .store
+                .approval(&approval.id)
+                .await?
+                .unwrap_or_else(|| approval.clone());
+            if current.status != ApprovalStatus::Pending {
+                return Ok(current);
+            }
+            let now = talon_store::now_ms();
+            if let Some(at) = expires
+                && now >= at
+            {
+                let outcome = self
+                    .store
+                    .resolve_approval(&approval.id, |a| {
+                        a.status = ApprovalStatus::Expired;
+                        a.resolved_at = Some(talon_store::now_ms());
+                    })
+                    .await?;
+                return Ok(match outcome {
+                    Resolution::Resolved(a) | Resolution::AlreadyResolved(a) => a,
+                });
+            }
+            let until_expiry = expires.map_or(POLL, |at| Duration::from_millis(at - now));
+            tokio::select! {
+                _ = resolved.changed() => {}
+                () = tokio::time::sleep(POLL.min(until_expiry)) => {}
+            }
+        }
+    }
+
+    /// Reports a resolution the run acts on, and what it means for the
+    /// call.
+    fn act_on(&self, entry: &CatalogEntry, approval: &Approval, reused: bool) -> ApprovalDecision {
+        self.events
+            .emit(EventData::ApprovalResolved(ApprovalResolvedData {
+                approval_id: approval.id.clone(),
+                status: approval.status,
+                decision: approval.decision,
+                reason: approval.reason.clone(),
+                reused,
+            }));
+        let name = &entry.tool.name;
+        match approval.status {
+            ApprovalStatus::Approved => ApprovalDecision::Approved,
+            ApprovalStatus::Denied => ApprovalDecision::Denied(match &approval.reason {
+                Some(reason) => format!("the call of {name} was denied: {reason}"),
+                None => format!("the call of {name} was denied"),
+            }),
+            ApprovalStatus::Expired => ApprovalDecision::Denied(format!(
+                "the call of {name} was not made: its approval ({}) expired before anyone answered",
+                approval.id
+            )),
+            _ => ApprovalDecision::Denied(format!(
+                "the call of {name} was not made: its approval ({}) was cancelled",
+                approval.id
+            )),
+        }
+    }
+}
+
+/// Resolves a request `cancelled` when the run stops waiting for it (it
+/// was cancelled or timed out): the event at once, the store behind it.
+struct Cancelled {
+    store: Store,
+    events: Arc<RunEvents>,
+    id: Option<String>,
+}
+
+impl Drop for Cancelled {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        self.events
+            .emit(EventData::ApprovalResolved(ApprovalResolvedData {
+                approval_id: id.clone(),
+                status: ApprovalStatus::Cancelled,
+                decision: None,
+                reason: Some("the run stopped waiting".into()),
+                reused: false,
+            }));
+        let store = self.store.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(error) = cancel(&store, &id).await {
+                    tracing::warn!(%error, approval = %id, "a cancelled approval was left pending");
+                }
+            });
+        }
+    }
+}
+
+/// Resolves a pending approval `cancelled`.
+pub(crate) async fn cancel(store: &Store, id: &str) -> Result<(), talon_store::StoreError> {
+    store
+        .resolve_approval(id, |a| {
+            a.status = ApprovalStatus::Cancelled;
+            a.resolved_at = Some(talon_store::now_ms());
+        })
+        .await
+        .map(|_| ())
+}
+
+/// Whether a `tool.call.started` event's call waited on an approval that
+/// the run never acted on as approved (the tool did not run).
+pub(crate) fn never_acted_on(call_id: &str, approvals: &[Approval], acted: &[Value]) -> bool {
+    approvals
+        .iter()
+        .filter(|a| a.tool_call_id.as_deref() == Some(call_id))
+        .any(|a| {
+            !acted.iter().any(|data| {
+                data.get("approvalId").and_then(Value::as_str) == Some(a.id.as_str())
+                    && data.get("status").and_then(Value::as_str) == Some("approved")
+            })
+        })
+}

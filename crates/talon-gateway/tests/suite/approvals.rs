@@ -1,0 +1,448 @@
+//! Durable approvals: a call the policy sends to a person waits as a
+//! stored approval until `approvals.respond` (or its expiry, or the run's
+//! end) resolves it; the first decision wins; remembered decisions are
+//! reused, saying so.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_testing::{Replay, Script, ScriptedCall, Turn};
+
+use super::ws::{Transport, connect};
+use super::{Options, TestGateway};
+
+/// The model writes `note.txt`, then says what came of it.
+fn script() -> Script {
+    Script {
+        turns: vec![
+            Turn {
+                tool_calls: vec![ScriptedCall {
+                    name: "write".into(),
+                    arguments: json!({"path": "note.txt", "content": "approved text"}),
+                }],
+                ..Turn::default()
+            },
+            Turn {
+                text: Some("Done.".into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    }
+}
+
+async fn gateway(config: Value) -> TestGateway {
+    let g = TestGateway::start_opts(Options {
+        script: script(),
+        config,
+        ..Options::default()
+    })
+    .await;
+    std::fs::create_dir_all(g.dir.path().join("workspace")).unwrap();
+    g
+}
+
+async fn create(g: &TestGateway, t: &Transport, key: &str) -> Value {
+    let run = t
+        .call(
+            g,
+            "runs.create",
+            json!({"input": "write the note", "sessionKey": key}),
+        )
+        .await
+        .unwrap();
+    run["runId"].clone()
+}
+
+/// The run's pending approvals, once there is one.
+async fn pending(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
+    for _ in 0..400 {
+        let list = t
+            .call(
+                g,
+                "approvals.list",
+                json!({"runId": run_id, "status": "pending"}),
+            )
+            .await
+            .unwrap();
+        let approvals = list["approvals"].as_array().unwrap().clone();
+        if !approvals.is_empty() {
+            return approvals;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no approval was requested");
+}
+
+async fn wait(g: &TestGateway, t: &Transport, run_id: &Value) -> Value {
+    t.call(
+        g,
+        "runs.wait",
+        json!({"runId": run_id, "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap()
+}
+
+async fn events(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
+    let page = t
+        .call(g, "runs.events", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    page["events"].as_array().unwrap().clone()
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// What the model was told of its call (the tool message of the run's
+/// second request).
+fn told(g: &TestGateway) -> String {
+    let requests = g.mock.requests();
+    let last = requests.last().unwrap();
+    let tool = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "tool")
+        .unwrap();
+    tool["content"].as_str().unwrap().to_owned()
+}
+
+/// One body, over HTTP and over WebSocket.
+async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) {
+    let run_id = create(g, t, &format!("approve:{tag}")).await;
+    let asked = pending(g, t, &run_id).await;
+    assert_eq!(asked.len(), 1);
+    let approval = &asked[0];
+    let id = approval["id"].clone();
+    let now = talon_store::now_ms();
+    let expires = approval["expiresAt"].as_u64().unwrap();
+    assert!(expires > now + 23 * 3600 * 1000, "{approval}");
+    let mut shown = approval.clone();
+    for volatile in [
+        "id",
+        "runId",
+        "sessionId",
+        "toolCallId",
+        "createdAt",
+        "expiresAt",
+    ] {
+        assert!(
+            shown[volatile].is_string() || shown[volatile].is_u64(),
+            "{volatile}: {approval}"
+        );
+        shown.as_object_mut().unwrap().remove(volatile);
+    }
+    assert_eq!(
+        shown,
+        json!({
+            "kind": "tool",
+            "summary": "write {\"content\":\"approved text\",\"path\":\"note.txt\"}",
+            "toolName": "openclaw:core:write",
+            "arguments": {"path": "note.txt", "content": "approved text"},
+            "risk": "medium",
+            "decisions": ["approve_once", "approve_session", "approve_always", "deny"],
+            "reusable": true,
+            "status": "pending"
+        })
+    );
+    // Nothing was written while it waits.
+    assert!(!g.dir.path().join("workspace/note.txt").exists());
+    let answered = t
+        .call(
+            g,
+            "approvals.respond",
+            json!({"approvalId": id, "decision": "approve_once", "reason": "fine"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            &answered["status"],
+            &answered["decision"],
+            &answered["reason"]
+        ),
+        (&json!("approved"), &json!("approve_once"), &json!("fine"))
+    );
+    let result = wait(g, t, &run_id).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        std::fs::read_to_string(g.dir.path().join("workspace/note.txt")).unwrap(),
+        "approved text"
+    );
+    let events = events(g, t, &run_id).await;
+    let requested = of_type(&events, "approval.requested");
+    assert_eq!(requested.len(), 1);
+    assert_eq!(requested[0]["data"]["id"], id);
+    assert_eq!(requested[0]["data"]["status"], "pending");
+    let resolved = of_type(&events, "approval.resolved");
+    assert_eq!(
+        resolved
+            .iter()
+            .map(|e| e["data"].clone())
+            .collect::<Vec<_>>(),
+        [
+            json!({"approvalId": id, "status": "approved", "decision": "approve_once", "reason": "fine", "reused": false})
+        ]
+    );
+    // The request comes before the call's end, the resolution between.
+    let position = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
+    assert!(position("approval.requested") < position("approval.resolved"));
+    assert!(position("approval.resolved") < position("tool.call.completed"));
+    // A second answer loses to the first, and learns what won.
+    let late = t
+        .call(
+            g,
+            "approvals.respond",
+            json!({"approvalId": id, "decision": "deny"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(late["code"], "conflict", "{late}");
+    assert_eq!(late["details"]["approval"]["decision"], "approve_once");
+}
+
+#[tokio::test]
+async fn a_call_waits_for_its_approval_over_http_and_websocket() {
+    let g = gateway(json!({})).await;
+    approve_once(&g, &Transport::Http, "http").await;
+    std::fs::remove_file(g.dir.path().join("workspace/note.txt")).unwrap();
+    let socket = connect(&g, &g.admin).await.unwrap();
+    let ws = Transport::Ws(Box::new(tokio::sync::Mutex::new((socket, 0))));
+    approve_once(&g, &ws, "ws").await;
+}
+
+#[tokio::test]
+async fn a_denied_call_is_not_made_and_the_model_reads_why() {
+    let g = gateway(json!({})).await;
+    let t = Transport::Http;
+    let run_id = create(&g, &t, "deny").await;
+    let id = pending(&g, &t, &run_id).await[0]["id"].clone();
+    t.call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": id, "decision": "deny", "reason": "not in main"}),
+    )
+    .await
+    .unwrap();
+    let result = wait(&g, &t, &run_id).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(!g.dir.path().join("workspace/note.txt").exists());
+    let told = told(&g);
+    assert!(
+        told.contains("the call of write was denied: not in main"),
+        "{told}"
+    );
+    let events = events(&g, &t, &run_id).await;
+    assert_eq!(
+        of_type(&events, "approval.resolved")[0]["data"]["status"],
+        "denied"
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_approval_expires_and_the_call_fails_readably() {
+    let g = gateway(json!({"tools": {"approvals": {"timeoutMs": 300}}})).await;
+    let t = Transport::Http;
+    let run_id = create(&g, &t, "expire").await;
+    let id = pending(&g, &t, &run_id).await[0]["id"].clone();
+    let result = wait(&g, &t, &run_id).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(!g.dir.path().join("workspace/note.txt").exists());
+    let told = told(&g);
+    assert!(
+        told.contains(&format!(
+            "its approval ({}) expired before anyone answered",
+            id.as_str().unwrap()
+        )),
+        "{told}"
+    );
+    let list = t
+        .call(&g, "approvals.list", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    assert_eq!(list["approvals"][0]["status"], "expired");
+    assert!(list["approvals"][0]["resolvedAt"].is_u64());
+    let events = events(&g, &t, &run_id).await;
+    assert_eq!(
+        of_type(&events, "approval.resolved")[0]["data"],
+        json!({"approvalId": id, "status": "expired", "reused": false})
+    );
+    // Too late to answer.
+    let late = t
+        .call(
+            &g,
+            "approvals.respond",
+            json!({"approvalId": id, "decision": "approve_once"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(late["code"], "conflict");
+}
+
+#[tokio::test]
+async fn of_fifty_concurrent_responders_exactly_one_wins() {
+    let g = gateway(json!({})).await;
+    let t = Transport::Http;
+    let run_id = create(&g, &t, "race").await;
+    let id = pending(&g, &t, &run_id).await[0]["id"].clone();
+    let answers = futures::future::join_all((0..50).map(|i| {
+        let decision = if i % 2 == 0 { "approve_once" } else { "deny" };
+        let g = &g;
+        let id = id.clone();
+        async move {
+            g.call(
+                &g.admin,
+                "approvals.respond",
+                json!({"approvalId": id, "decision": decision, "reason": format!("responder {i}")}),
+            )
+            .await
+        }
+    }))
+    .await;
+    let winners: Vec<&Value> = answers
+        .iter()
+        .filter(|(status, _)| *status == 200)
+        .map(|(_, body)| body)
+        .collect();
+    assert_eq!(winners.len(), 1, "{answers:?}");
+    let winner = winners[0];
+    for (status, body) in answers.iter().filter(|(status, _)| *status != 200) {
+        assert_eq!(*status, 409, "{body}");
+        assert_eq!(body["error"]["code"], "conflict");
+        assert_eq!(body["error"]["details"]["approval"], *winner);
+    }
+    let result = wait(&g, &t, &run_id).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let written = g.dir.path().join("workspace/note.txt").exists();
+    assert_eq!(written, winner["decision"] == "approve_once", "{winner}");
+    let events = events(&g, &t, &run_id).await;
+    let resolved = of_type(&events, "approval.resolved");
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0]["data"]["reason"], winner["reason"]);
+}
+
+#[tokio::test]
+async fn a_remembered_decision_is_reused_in_its_session_and_says_so() {
+    let g = gateway(json!({})).await;
+    let t = Transport::Http;
+    let first = create(&g, &t, "remember").await;
+    let id = pending(&g, &t, &first).await[0]["id"].clone();
+    t.call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": id, "decision": "approve_session"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(wait(&g, &t, &first).await["status"], "completed");
+    // The same session: approved without asking.
+    let second = create(&g, &t, "remember").await;
+    let result = wait(&g, &t, &second).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let seen = events(&g, &t, &second).await;
+    assert!(of_type(&seen, "approval.requested").is_empty());
+    let resolved = of_type(&seen, "approval.resolved");
+    assert_eq!(resolved.len(), 1);
+    let reused = &resolved[0]["data"];
+    assert_eq!(
+        (&reused["status"], &reused["decision"], &reused["reused"]),
+        (&json!("approved"), &json!("approve_session"), &json!(true))
+    );
+    assert_eq!(
+        reused["reason"],
+        format!("remembered from approval {}", id.as_str().unwrap())
+    );
+    let list = t
+        .call(&g, "approvals.list", json!({"runId": second}))
+        .await
+        .unwrap();
+    assert_eq!(list["approvals"][0]["id"], reused["approvalId"]);
+    assert_eq!(list["approvals"][0]["status"], "approved");
+    // Another session is asked.
+    let other = create(&g, &t, "elsewhere").await;
+    let asked = pending(&g, &t, &other).await;
+    t.call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": asked[0]["id"], "decision": "approve_always"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(wait(&g, &t, &other).await["status"], "completed");
+    // And `approve_always` covers every session after it.
+    let anywhere = create(&g, &t, "a third").await;
+    assert_eq!(wait(&g, &t, &anywhere).await["status"], "completed");
+    let seen = events(&g, &t, &anywhere).await;
+    let resolved = of_type(&seen, "approval.resolved");
+    assert_eq!(resolved[0]["data"]["decision"], "approve_always");
+    assert_eq!(resolved[0]["data"]["reused"], true);
+}
+
+#[tokio::test]
+async fn cancelling_a_waiting_run_cancels_its_approval() {
+    let g = gateway(json!({})).await;
+    let t = Transport::Http;
+    let run_id = create(&g, &t, "cancel").await;
+    let id = pending(&g, &t, &run_id).await[0]["id"].clone();
+    t.call(&g, "runs.cancel", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    assert_eq!(wait(&g, &t, &run_id).await["status"], "cancelled");
+    let events = events(&g, &t, &run_id).await;
+    let resolved = of_type(&events, "approval.resolved");
+    assert_eq!(resolved[0]["data"]["approvalId"], id);
+    assert_eq!(resolved[0]["data"]["status"], "cancelled");
+    let position = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
+    assert!(position("approval.resolved") < position("run.cancelled"));
+    // The store follows the event.
+    let mut status = Value::Null;
+    for _ in 0..200 {
+        let list = t
+            .call(&g, "approvals.list", json!({"runId": run_id}))
+            .await
+            .unwrap();
+        status = list["approvals"][0]["status"].clone();
+        if status != "pending" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status, "cancelled");
+}
+
+#[tokio::test]
+async fn policy_rules_allow_or_deny_without_asking_and_a_bad_policy_fails_the_run() {
+    let g = gateway(json!({"tools": {"approvals": {"rules": [
+        {"tool": "write", "action": "deny"}
+    ]}}}))
+    .await;
+    let t = Transport::Http;
+    let run_id = create(&g, &t, "deny-rule").await;
+    let result = wait(&g, &t, &run_id).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(told(&g).contains("write is denied by the approval policy (tools.approvals)"));
+    let events = events(&g, &t, &run_id).await;
+    assert!(of_type(&events, "approval.requested").is_empty());
+
+    let g = gateway(json!({"tools": {"approvals": {"rules": [
+        {"source": "core", "action": "allow"}
+    ]}}}))
+    .await;
+    let run_id = create(&g, &t, "allow-rule").await;
+    assert_eq!(wait(&g, &t, &run_id).await["status"], "completed");
+    assert!(g.dir.path().join("workspace/note.txt").exists());
+
+    let g = gateway(json!({"tools": {"approvals": "sometimes"}})).await;
+    let run_id = create(&g, &t, "bad").await;
+    let result = wait(&g, &t, &run_id).await;
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(result["error"]["code"], "invalid_request");
+    assert_eq!(
+        result["error"]["message"],
+        "tools.approvals: \"sometimes\" is not one of \"ask\", \"allow\", \"deny\""
+    );
+}
