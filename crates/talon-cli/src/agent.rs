@@ -225,6 +225,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         workspace: args.workspace.clone(),
         timeout: None,
         client_tools: Vec::new(),
+        questions: None,
     };
     let run = match host.prepare(spec).await {
         Ok(run) => run,

@@ -88,6 +88,34 @@ impl std::fmt::Debug for Host {
     }
 }
 
+/// Which ToolSpace to list ([`Host::tool_space`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSpaceSpec {
+    /// The agent.
+    pub agent: String,
+    /// Whether the caller's runs offer `ask_user` (they have someone to
+    /// ask).
+    pub offers_questions: bool,
+}
+
+/// Stands in for a question executor in a listing (nothing is called).
+struct NoAnswers;
+
+impl talon_tools::ToolExecutor for NoAnswers {
+    fn execute<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a talon_tools::CatalogEntry,
+        _: &'a talon_tools::ToolCall,
+    ) -> talon_tools::BoxFuture<'a, Result<Value, talon_tools::ToolError>> {
+        let error = talon_tools::ToolError::new(
+            talon_protocol::ToolErrorCode::Unavailable,
+            format!("{} is listed, not run, here", entry.id),
+        );
+        Box::pin(async move { Err(error) })
+    }
+}
+
 /// One run to build.
 pub struct RunSpec {
     /// The agent.
@@ -113,6 +141,9 @@ pub struct RunSpec {
     /// beside the agent's tools. A name another tool of the run has, or
     /// one the policy or the catalog leaves out, fails the run's build.
     pub client_tools: Vec<ToolDefinition>,
+    /// Who answers the model's questions (`ask_user`, see
+    /// [`crate::questions`]); without one the run does not offer it.
+    pub questions: Option<Arc<dyn talon_tools::ToolExecutor>>,
 }
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or
@@ -253,6 +284,42 @@ impl Host {
         &self.mcp
     }
 
+    /// The tools a run of `listing.agent` would have and the surface plan
+    /// that decides how its model reaches them: the ToolSpace the gateway
+    /// lists. No run is started; the catalog is scoped to a listing run id.
+    pub async fn tool_space(
+        &self,
+        listing: &ToolSpaceSpec,
+    ) -> Result<(Arc<talon_tools::Catalog>, SurfacePlan), RuntimeError> {
+        let agent = &listing.agent;
+        let workspace = crate::host::workspace(&self.config, agent);
+        let core = CoreTools::new(&workspace)
+            .map_err(|e| RuntimeError::Config(format!("workspace {}: {e}", workspace.display())))?;
+        let plan = SurfacePlan::from_config(&self.config, agent)?;
+        let scope = talon_tools::RunScope {
+            agent_id: agent.clone(),
+            session_id: String::new(),
+            run_id: "toolspace".into(),
+        };
+        let questions: Option<Arc<dyn talon_tools::ToolExecutor>> = listing
+            .offers_questions
+            .then(|| Arc::new(NoAnswers) as Arc<dyn talon_tools::ToolExecutor>);
+        let mcp = self.mcp().await;
+        let tools = RunTools::with_manager(
+            &self.config,
+            agent,
+            &scope,
+            crate::tools::Local {
+                core: Some(core),
+                client: Vec::new(),
+                questions,
+            },
+            mcp,
+        )
+        .await?;
+        Ok((tools.catalog, plan))
+    }
+
     /// The provider client and model for `agent` (built once per agent).
     pub fn model(&self, agent: &str) -> Result<(OpenAiCompatible, String), RuntimeError> {
         let mut models = self
@@ -280,6 +347,7 @@ impl Host {
             workspace,
             timeout,
             client_tools,
+            questions,
         } = spec;
         let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
@@ -303,9 +371,12 @@ impl Host {
                 &self.config,
                 &agent,
                 &ctx.scope,
-                Some(core),
+                crate::tools::Local {
+                    core: Some(core),
+                    client: client_tools,
+                    questions,
+                },
                 mcp,
-                client_tools,
             )
             .await
         };

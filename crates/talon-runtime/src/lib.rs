@@ -18,13 +18,14 @@
 pub mod engine;
 pub mod host;
 pub mod provider;
+pub mod questions;
 pub mod surface;
 mod tools;
 
-pub use host::{Host, PreparedRun, RunSpec};
+pub use host::{Host, PreparedRun, RunSpec, ToolSpaceSpec};
 pub use provider::ModelRoute;
 pub use surface::{OpenCells, SurfaceParts, SurfacePlan};
-pub use tools::{RunTools, policy, servers};
+pub use tools::{Local, RunTools, policy, servers};
 
 /// Why a run cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -78,8 +78,11 @@ impl RunTools {
         for error in manager.start().await {
             tracing::warn!(%error, "MCP server unavailable");
         }
-        let mut tools =
-            Self::with_manager(config, agent, scope, core, &manager, Vec::new()).await?;
+        let local = Local {
+            core,
+            ..Local::default()
+        };
+        let mut tools = Self::with_manager(config, agent, scope, local, &manager).await?;
         tools.owned = Some(manager);
         Ok(tools)
     }
@@ -92,10 +95,14 @@ impl RunTools {
         config: &Config,
         agent: &str,
         scope: &RunScope,
-        core: Option<CoreTools>,
+        local: Local,
         manager: &McpManager,
-        client: Vec<ToolDefinition>,
     ) -> Result<Self, RuntimeError> {
+        let Local {
+            core,
+            client,
+            questions,
+        } = local;
         let policy = policy(config, agent)?;
         let run = manager.for_run().await;
         for error in &run.failed {
@@ -105,6 +112,9 @@ impl RunTools {
             run.register(CatalogBuilder::new(scope.clone()).semantic(Semantic::Shared));
         if core.is_some() {
             builder = builder.core(talon_core_tools::definitions());
+        }
+        if questions.is_some() {
+            builder = builder.runtime([crate::questions::definition()]);
         }
         if !client.is_empty() {
             let client = client.into_iter().map(|mut tool| {
@@ -124,6 +134,7 @@ impl RunTools {
             executor: Arc::new(Executor {
                 mcp: manager.executor(),
                 core,
+                questions,
             }),
             mcp: Some(Arc::new(manager.clone())),
             owned: None,
@@ -138,10 +149,22 @@ impl RunTools {
     }
 }
 
+/// What a run's tools have beside the MCP servers.
+#[derive(Default)]
+pub struct Local {
+    /// The core tools, in the run's workspace.
+    pub core: Option<CoreTools>,
+    /// The app's tools for the run (answered by the app between runs).
+    pub client: Vec<ToolDefinition>,
+    /// Who answers `ask_user` (the run offers it only then).
+    pub questions: Option<Arc<dyn ToolExecutor>>,
+}
+
 /// Dispatches catalog entries to their executors by source.
 struct Executor {
     mcp: McpExecutor,
     core: Option<CoreTools>,
+    questions: Option<Arc<dyn ToolExecutor>>,
 }
 
 impl ToolExecutor for Executor {
@@ -153,6 +176,16 @@ impl ToolExecutor for Executor {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         match (entry.tool.source, &self.core) {
             (ToolSource::Mcp, _) => self.mcp.execute(ctx, entry, call),
+            (ToolSource::Openclaw, _)
+                if entry.tool.owner == crate::questions::OWNER && self.questions.is_some() =>
+            {
+                match &self.questions {
+                    Some(questions) => questions.execute(ctx, entry, call),
+                    None => Box::pin(async {
+                        Err(ToolError::new(ToolErrorCode::Unavailable, "no one to ask"))
+                    }),
+                }
+            }
             (ToolSource::Openclaw, Some(core)) if entry.tool.owner == "core" => {
                 core.execute(ctx, entry, call)
             }

@@ -114,6 +114,12 @@ impl CatalogBuilder {
         self.add(ToolSource::Openclaw, "core", tools)
     }
 
+    /// The runtime's own tools (owner `runtime`: `ask_user`), which a
+    /// host executes itself.
+    pub fn runtime(self, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.add(ToolSource::Openclaw, "runtime", tools)
+    }
+
     /// A plugin's tools (owner: the plugin id).
     pub fn plugin(self, plugin_id: &str, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
         self.add(ToolSource::Plugin, plugin_id, tools)

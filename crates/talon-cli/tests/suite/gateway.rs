@@ -585,6 +585,83 @@ fn an_approval_survives_a_sigkill_and_answering_it_finishes_the_run() {
 }
 
 #[test]
+fn a_question_survives_a_sigkill_and_its_answer_reaches_the_model() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"replay": "perRun", "turns": [
+            {"toolCalls": [{"name": "ask_user", "arguments": {"prompt": "Which region?", "choices": ["eu", "us"]}}]},
+            {"text": "deploying"}
+        ]}"#,
+    )
+    .unwrap();
+    let args = ["--mock-script", script.to_str().unwrap()];
+    let (mut first, addr, _) = start_gateway(home.path(), &args);
+    let mut admin = String::new();
+    BufReader::new(first.stdout.take().unwrap())
+        .read_line(&mut admin)
+        .unwrap();
+    let admin = admin.trim().to_owned();
+    let run = body(&post(
+        &addr,
+        &admin,
+        "runs.create",
+        r#"{"input": "deploy", "sessionKey": "asked"}"#,
+    ));
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    stream_until(&addr, &admin, &run_id, "question.requested");
+    let list = |addr: &str| {
+        body(&post(
+            addr,
+            &admin,
+            "questions.list",
+            &format!(r#"{{"runId": "{run_id}"}}"#),
+        ))["questions"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let before = list(&addr);
+    assert_eq!(before.len(), 1);
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let (mut second, addr, _) = start_gateway(home.path(), &args);
+    assert_eq!(list(&addr), before);
+    let id = before[0]["id"].as_str().unwrap();
+    let answered = body(&post(
+        &addr,
+        &admin,
+        "questions.respond",
+        &format!(r#"{{"questionId": "{id}", "answer": "eu"}}"#),
+    ));
+    assert_eq!(answered["status"], "answered", "{answered}");
+    let result = body(&post(
+        &addr,
+        &admin,
+        "runs.wait",
+        &format!(r#"{{"runId": "{run_id}", "timeoutMs": 30000}}"#),
+    ));
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["output"]["text"], "deploying");
+    let events = run_events(&addr, &admin, &run_id);
+    let answered: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "question.answered")
+        .collect();
+    assert_eq!(
+        answered[0]["data"],
+        serde_json::json!({"questionId": id, "answer": "eu"})
+    );
+    Command::new("kill")
+        .args(["-TERM", &second.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(second.wait().unwrap().success());
+}
+
+#[test]
 fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
     const GOOD: &str = "sk-talon-good-5f1e0c9a7b3d";
     const BAD: &str = "sk-talon-bad-8a2b4c6d0e1f";

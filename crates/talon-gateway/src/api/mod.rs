@@ -5,6 +5,7 @@
 
 mod models;
 mod runs;
+mod toolspace;
 
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
@@ -431,9 +432,40 @@ impl Handler for Api {
     async fn tools_list(
         &self,
         _: &Caller,
-        _: ToolsListParams,
+        p: ToolsListParams,
     ) -> Result<ToolsListResult, ApiError> {
-        Err(not_yet("tools.list"))
+        let session_agent = match &p.session_key {
+            Some(key) => Some(
+                self.store
+                    .session_by_key(key)
+                    .await
+                    .map_err(api_error)?
+                    .ok_or_else(|| not_found("session", key))?
+                    .agent_id,
+            ),
+            None => None,
+        };
+        if let (Some(asked), Some(own)) = (&p.agent_id, &session_agent)
+            && asked != own
+        {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "session {:?} belongs to agent {own:?}, not {asked:?}",
+                    p.session_key.unwrap_or_default()
+                ),
+            ));
+        }
+        let agent = p
+            .agent_id
+            .or(session_agent)
+            .unwrap_or_else(|| DEFAULT_AGENT.into());
+        if self.find_agent(&agent).await?.is_none() {
+            return Err(not_found("agent", &agent));
+        }
+        Ok(ToolsListResult {
+            tools: toolspace::list(self.engine.host(), &agent).await?,
+        })
     }
 
     async fn tools_invoke(
@@ -545,7 +577,7 @@ impl Handler for Api {
             .map_err(api_error)?;
         match resolved {
             Resolution::Resolved(approval) => {
-                self.engine.approval_resolved();
+                self.engine.resolved();
                 Ok(approval)
             }
             Resolution::AlreadyResolved(winner) => Err(ApiError::new(
@@ -576,6 +608,16 @@ impl Handler for Api {
         _: &Caller,
         p: QuestionsRespondParams,
     ) -> Result<Question, ApiError> {
+        let question = self
+            .store
+            .question(&p.question_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("question", &p.question_id))?;
+        // A wrong answer leaves the question open for a right one.
+        if question.status == QuestionStatus::Pending {
+            crate::runs::questions::check_answer(&question, &p.answer)?;
+        }
         let answer = p.answer;
         let resolved = self
             .store
@@ -587,7 +629,10 @@ impl Handler for Api {
             .await
             .map_err(api_error)?;
         match resolved {
-            Resolution::Resolved(question) => Ok(question),
+            Resolution::Resolved(question) => {
+                self.engine.resolved();
+                Ok(question)
+            }
             Resolution::AlreadyResolved(winner) => Err(ApiError::new(
                 ErrorCode::Conflict,
                 "this question was already answered",

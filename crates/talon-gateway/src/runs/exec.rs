@@ -20,6 +20,7 @@ use talon_tools::{NoUpdates, RunContext, RunScope};
 
 use super::approvals::DurableApprover;
 use super::policy::Policy;
+use super::questions::DurableQuestions;
 use super::resume::RunCheckpoint;
 use super::sink::{Checkpoints, StoreSink};
 use super::{Active, Engine, RunRequest, history, result_of};
@@ -110,8 +111,14 @@ impl Engine {
                         policy,
                         events: events.clone(),
                         sink: sink.clone(),
-                        resolved: self.inner.approvals.subscribe(),
+                        resolved: self.inner.resolutions.subscribe(),
                     }),
+                    questions: Some(Arc::new(DurableQuestions {
+                        store: store.clone(),
+                        events: events.clone(),
+                        sink: sink.clone(),
+                        resolved: self.inner.resolutions.subscribe(),
+                    })),
                     cells: self.cells(),
                     workspace: None,
                     timeout: request.timeout_ms.map(Duration::from_millis),

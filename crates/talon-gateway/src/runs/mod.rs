@@ -19,7 +19,8 @@
 mod approvals;
 mod exec;
 pub(crate) mod history;
-mod policy;
+pub(crate) mod policy;
+pub(crate) mod questions;
 mod recover;
 mod resume;
 mod sink;
@@ -143,9 +144,9 @@ struct Inner {
     lane: tokio::sync::Mutex<()>,
     wake: tokio::sync::Notify,
     ended: tokio::sync::watch::Sender<u64>,
-    /// Bumped when this node resolves an approval (waiting runs re-read
+    /// Bumped when this node resolves an approval or a question (waiting runs re-read
     /// theirs).
-    approvals: tokio::sync::watch::Sender<u64>,
+    resolutions: tokio::sync::watch::Sender<u64>,
     draining: AtomicBool,
     cells: Mutex<HashMap<String, Arc<talon_store::CellStore>>>,
 }
@@ -236,17 +237,17 @@ impl Engine {
                 lane: tokio::sync::Mutex::new(()),
                 wake: tokio::sync::Notify::new(),
                 ended: tokio::sync::watch::Sender::new(0),
-                approvals: tokio::sync::watch::Sender::new(0),
+                resolutions: tokio::sync::watch::Sender::new(0),
                 draining: AtomicBool::new(false),
                 cells: Mutex::new(HashMap::new()),
             }),
         }
     }
 
-    /// Wakes the runs waiting on approvals to re-read them (one was
+    /// Wakes the runs waiting on approvals and questions to re-read them (one was
     /// resolved).
-    pub(crate) fn approval_resolved(&self) {
-        self.inner.approvals.send_modify(|n| *n += 1);
+    pub(crate) fn resolved(&self) {
+        self.inner.resolutions.send_modify(|n| *n += 1);
     }
 
     /// This node's id.

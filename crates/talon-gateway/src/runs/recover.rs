@@ -200,7 +200,7 @@ impl Engine {
             ));
         }
         if !events.is_empty() {
-            self.approval_resolved();
+            self.resolved();
         }
         events
     }

@@ -4,9 +4,11 @@ mod connections;
 mod http;
 mod limits;
 mod nodes;
+mod questions;
 mod runs;
 mod scopes;
 mod stream;
+mod toolspace;
 pub mod ws;
 
 use std::sync::Arc;

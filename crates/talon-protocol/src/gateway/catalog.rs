@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ToolEffect, ToolSource};
+use crate::ToolEffect;
 
 /// A model an agent can use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -35,7 +35,78 @@ pub struct ProviderStatus {
     pub detail: Option<String>,
 }
 
-/// A tool as the ToolSpace shows it: normalised metadata, no internals.
+/// Where a tool of the ToolSpace comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolOrigin {
+    /// OpenClaw's core tools (files, shell).
+    Core,
+    /// An MCP server.
+    Mcp,
+    /// A plugin.
+    Plugin,
+    /// A channel.
+    Channel,
+    /// The runtime itself (`ask_user`).
+    Runtime,
+    /// The app, for a run (client tools).
+    App,
+    /// An origin this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What the approval policy does with a tool's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ApprovalPolicy {
+    /// They run.
+    Allow,
+    /// They are refused.
+    Deny,
+    /// They wait for a decision (`approvals.respond`).
+    Ask,
+    /// A policy this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A surface through which the model reaches a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolReach {
+    /// Offered to the model by name.
+    Direct,
+    /// From a Code Mode cell (`tools.call`, `ALL_TOOLS`, namespaces).
+    CodeMode,
+    /// Through Tool Search (`tool_search`/`tool_call`, or its code mode).
+    ToolSearch,
+    /// A surface this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// One argument of a tool, as the schema summary lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgumentSummary {
+    /// The argument's name.
+    pub name: String,
+    /// Its JSON type(s), when the schema says (`string`, `number|null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<String>,
+    /// Whether a call must give it.
+    pub required: bool,
+    /// What it is, clipped to 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A tool as the ToolSpace shows it: normalised metadata, no plugin
+/// internals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSummary {
@@ -44,19 +115,32 @@ pub struct ToolSummary {
     /// The tool's name.
     pub name: String,
     /// Where it comes from.
-    pub source: ToolSource,
+    pub source: ToolOrigin,
     /// The plugin, MCP server or app that owns it.
     pub owner: String,
     /// What it does.
     pub description: String,
-    /// JSON Schema of its arguments.
+    /// Its arguments, summarised from its schema (top-level properties).
+    pub arguments: Vec<ArgumentSummary>,
+    /// JSON Schema of its arguments, whole.
     pub parameters: serde_json::Value,
-    /// Whether calls need approval under the current policy.
+    /// What the approval policy (`tools.approvals`) does with its calls.
+    pub approval: ApprovalPolicy,
+    /// Whether calls wait for a decision (`approval` is `ask`).
     pub requires_approval: bool,
-    /// Read-only, writing or host-executing.
-    pub effect: ToolEffect,
-    /// Hidden from the model (reached only through search or code).
+    /// The surfaces through which the model reaches it.
+    pub reach: Vec<ToolReach>,
+    /// Hidden from the model's tool list (reached only through search or
+    /// code).
     pub hidden: bool,
+    /// Only reads.
+    pub read_only: bool,
+    /// Writes data.
+    pub writable: bool,
+    /// Runs commands on the host.
+    pub host_capable: bool,
+    /// Read-only, writing or host-executing, as the tool declares.
+    pub effect: ToolEffect,
 }
 
 /// What an environment provider can do (the seed's `EnvironmentProvider`

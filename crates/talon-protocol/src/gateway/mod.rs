@@ -16,8 +16,8 @@ pub use approvals::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
 };
 pub use catalog::{
-    Environment, EnvironmentCapabilities, EnvironmentStatus, Model, ProviderStatus, Task,
-    ToolSummary,
+    ApprovalPolicy, ArgumentSummary, Environment, EnvironmentCapabilities, EnvironmentStatus,
+    Model, ProviderStatus, Task, ToolOrigin, ToolReach, ToolSummary,
 };
 pub use error::{ApiError, ErrorCode};
 pub use methods::{

@@ -1,0 +1,231 @@
+//! Questions as durable resources: the gateway's executor of `ask_user`
+//! ([`talon_runtime::questions`]). A call stores a [`Question`] and
+//! `question.requested`, then waits like an approval does (the engine's
+//! resolution watch, a 1 s store poll, its own expiry) until
+//! `questions.respond` answers it; the answer (checked against the
+//! question's choices or schema when it was given) is the call's result,
+//! reported as `question.answered`. Before it waits, the run's state as
+//! the turn's calls started is stored, and the tool is replay-safe: a run
+//! whose node died resumes inside the turn and the call finds its question
+//! again (by call id, else by prompt among the run's pending ones).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_agent::RunEvents;
+use talon_protocol::EventData;
+use talon_protocol::event_data::QuestionAnsweredData;
+use talon_protocol::gateway::{ApiError, ErrorCode, Question, QuestionStatus};
+use talon_runtime::questions::Ask;
+use talon_store::{PendingFilter, Resolution, Store, StoreError};
+use talon_tools::{
+    BoxFuture, CatalogEntry, RunContext, ToolCall, ToolError, ToolErrorCode, ToolExecutor,
+};
+
+use super::new_id;
+use super::sink::StoreSink;
+
+/// How often a waiting call reads its question from the store.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Asks the run's questions through the store.
+pub(crate) struct DurableQuestions {
+    pub store: Store,
+    pub events: Arc<RunEvents>,
+    pub sink: Arc<StoreSink>,
+    /// Bumped whenever this node resolves a question or an approval.
+    pub resolved: tokio::sync::watch::Receiver<u64>,
+}
+
+impl ToolExecutor for DurableQuestions {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        _: &'a CatalogEntry,
+        call: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let ask = Ask::from_args(&call.args)?;
+            self.ask(ctx, call, ask).await.map_err(|error| {
+                ToolError::new(
+                    ToolErrorCode::Unavailable,
+                    format!("the question could not be kept: {error}"),
+                )
+            })?
+        })
+    }
+}
+
+impl DurableQuestions {
+    async fn ask(
+        &self,
+        ctx: &RunContext,
+        call: &ToolCall,
+        ask: Ask,
+    ) -> Result<Result<Value, ToolError>, StoreError> {
+        let mine = self
+            .store
+            .questions(&PendingFilter {
+                run_id: Some(ctx.scope.run_id.clone()),
+                ..PendingFilter::default()
+            })
+            .await?;
+        let earlier = mine
+            .iter()
+            .find(|q| q.tool_call_id.as_deref() == Some(call.call_id.as_str()))
+            .or_else(|| {
+                mine.iter()
+                    .find(|q| q.status == QuestionStatus::Pending && q.prompt == ask.prompt)
+            });
+        let question = match earlier {
+            Some(question) => question.clone(),
+            None => {
+                let now = talon_store::now_ms();
+                let id = new_id("q").map_err(|e| StoreError::Corrupt(e.message))?;
+                let question = Question {
+                    id,
+                    run_id: ctx.scope.run_id.clone(),
+                    session_id: (!ctx.scope.session_id.is_empty())
+                        .then(|| ctx.scope.session_id.clone()),
+                    tool_call_id: Some(call.call_id.clone()),
+                    prompt: ask.prompt,
+                    choices: ask.choices,
+                    answer_schema: ask.answer_schema,
+                    expires_at: Some(now + ask.timeout.as_millis() as u64),
+                    status: QuestionStatus::Pending,
+                    answer: None,
+                    created_at: now,
+                    answered_at: None,
+                };
+                self.sink.keep_turn().await;
+                self.store.create_question(&question).await?;
+                self.events
+                    .emit(EventData::QuestionRequested(question.clone()));
+                question
+            }
+        };
+        let mut guard = Unanswered {
+            store: self.store.clone(),
+            id: Some(question.id.clone()),
+        };
+        let settled = self.wait(question).await?;
+        guard.id = None;
+        Ok(match settled.status {
+            QuestionStatus::Answered => {
+                let answer = settled.answer.clone().unwrap_or(Value::Null);
+                self.events
+                    .emit(EventData::QuestionAnswered(QuestionAnsweredData {
+                        question_id: settled.id.clone(),
+                        answer: answer.clone(),
+                    }));
+                Ok(json!({"questionId": settled.id, "answer": answer}))
+            }
+            QuestionStatus::Expired => Err(ToolError::new(
+                ToolErrorCode::Timeout,
+                format!(
+                    "nobody answered question {} before it expired; go on without the answer or ask again",
+                    settled.id
+                ),
+            )),
+            _ => Err(ToolError::new(
+                ToolErrorCode::Aborted,
+                format!("question {} was cancelled", settled.id),
+            )),
+        })
+    }
+
+    async fn wait(&self, question: Question) -> Result<Question, StoreError> {
+        let mut resolved = self.resolved.clone();
+        loop {
+            resolved.borrow_and_update();
+            let current = self
+                .store
+                .question(&question.id)
+                .await?
+                .unwrap_or_else(|| question.clone());
+            if current.status != QuestionStatus::Pending {
+                return Ok(current);
+            }
+            let now = talon_store::now_ms();
+            if let Some(at) = question.expires_at
+                && now >= at
+            {
+                let outcome = self
+                    .store
+                    .resolve_question(&question.id, |q| {
+                        q.status = QuestionStatus::Expired;
+                        q.answered_at = Some(talon_store::now_ms());
+                    })
+                    .await?;
+                return Ok(match outcome {
+                    Resolution::Resolved(q) | Resolution::AlreadyResolved(q) => q,
+                });
+            }
+            let until = question
+                .expires_at
+                .map_or(POLL, |at| Duration::from_millis(at - now));
+            tokio::select! {
+                _ = resolved.changed() => {}
+                () = tokio::time::sleep(POLL.min(until)) => {}
+            }
+        }
+    }
+}
+
+/// Resolves a question `cancelled` when its call stops waiting.
+struct Unanswered {
+    store: Store,
+    id: Option<String>,
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let store = self.store.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let cancelled = store
+                    .resolve_question(&id, |q| {
+                        q.status = QuestionStatus::Cancelled;
+                        q.answered_at = Some(talon_store::now_ms());
+                    })
+                    .await;
+                if let Err(error) = cancelled {
+                    tracing::warn!(%error, question = %id, "a cancelled question was left pending");
+                }
+            });
+        }
+    }
+}
+
+/// Checks an answer against its question: one of its choices, and its
+/// schema; the error lists every reason.
+pub(crate) fn check_answer(question: &Question, answer: &Value) -> Result<(), ApiError> {
+    let mut errors = Vec::new();
+    if let Some(choices) = &question.choices
+        && !answer
+            .as_str()
+            .is_some_and(|a| choices.iter().any(|c| c == a))
+    {
+        errors.push(format!("the answer must be one of {choices:?}"));
+    }
+    if let Some(schema) = &question.answer_schema
+        && let Err(found) = talon_tools::schema::validate(schema, answer)
+    {
+        errors.extend(found);
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::InvalidRequest,
+        format!(
+            "the answer does not fit the question: {}",
+            errors.join("; ")
+        ),
+    )
+    .with_details(json!({"errors": errors})))
+}
