@@ -158,10 +158,12 @@ enum Start<'a> {
 pub struct PreparedRun {
     provider: OpenAiCompatible,
     surface: Arc<dyn ToolSurface>,
-    ctx: RunContext,
-    events: Arc<RunEvents>,
-    options: RunOptions,
-    tools: RunTools,
+    pub(crate) ctx: RunContext,
+    pub(crate) events: Arc<RunEvents>,
+    pub(crate) options: RunOptions,
+    pub(crate) tools: RunTools,
+    /// The run's one runner (the surface's calls reach it too).
+    pub(crate) runner: Arc<ToolRunner>,
 }
 
 impl std::fmt::Debug for PreparedRun {
@@ -397,7 +399,7 @@ impl Host {
                 .with_observer(Arc::new(NestedCallEvents(events.clone()))),
         );
         let parts = SurfaceParts {
-            runner,
+            runner: runner.clone(),
             ctx: ctx.clone(),
             mcp: tools.mcp.clone(),
             engine,
@@ -421,6 +423,7 @@ impl Host {
             events,
             options,
             tools,
+            runner,
         })
     }
 

@@ -17,6 +17,7 @@
 
 pub mod engine;
 pub mod host;
+mod invoke;
 pub mod provider;
 pub mod questions;
 pub mod surface;

@@ -3,6 +3,7 @@
 //! models ([`models`]). The ToolSpace and environments are issue 15's and
 //! answer `unavailable` until then.
 
+mod invoke;
 mod models;
 mod runs;
 mod toolspace;
@@ -471,9 +472,9 @@ impl Handler for Api {
     async fn tools_invoke(
         &self,
         _: &Caller,
-        _: ToolsInvokeParams,
+        p: ToolsInvokeParams,
     ) -> Result<ToolsInvokeResult, ApiError> {
-        Err(not_yet("tools.invoke"))
+        self.invoke(p).await
     }
 
     async fn artifacts_list(

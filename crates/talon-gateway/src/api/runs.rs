@@ -133,6 +133,7 @@ impl Api {
             input: p.input,
             timeout_ms: p.timeout_ms,
             tools: p.tools,
+            invoke: None,
         };
         self.engine
             .submit(Submit {

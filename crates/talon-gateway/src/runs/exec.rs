@@ -23,7 +23,7 @@ use super::policy::Policy;
 use super::questions::DurableQuestions;
 use super::resume::RunCheckpoint;
 use super::sink::{Checkpoints, StoreSink};
-use super::{Active, Engine, RunRequest, history, result_of};
+use super::{Active, Engine, Invocation, RunRequest, history, result_of};
 
 /// A run's input made ready for the loop.
 struct Prepared {
@@ -92,6 +92,7 @@ impl Engine {
                 .map(|prepared| (prepared, policy)),
             Err(error) => Err(error),
         };
+        let mut invoked_error = None;
         let outcome = match prepared {
             Ok((
                 Prepared {
@@ -125,6 +126,17 @@ impl Engine {
                     client_tools: request.tools.iter().map(client_tool).collect(),
                 };
                 match self.inner.host.prepare(spec).await {
+                    Ok(prepared) if request.invoke.is_some() => {
+                        let invocation = request.invoke.clone().unwrap_or_else(|| Invocation {
+                            tool: String::new(),
+                            arguments: Value::Null,
+                        });
+                        let (result, outcome) = prepared
+                            .invoke(&invocation.tool, invocation.arguments)
+                            .await;
+                        invoked_error = invocation_error(&invocation.tool, &outcome);
+                        Ok((result, added))
+                    }
                     Ok(prepared) => {
                         let result = match (resume_from, &message) {
                             (Some(from), _) => prepared.resume(history, from).await,
@@ -192,6 +204,7 @@ impl Engine {
         // its own limit; anything else that ended it is the loop's error
         // (the provider's, the turn limit).
         ended.error = match (result.status, &result.error) {
+            (_, _) if invoked_error.is_some() => invoked_error,
             (LoopStatus::Cancelled, _) | (_, None) => None,
             (LoopStatus::TimedOut, Some(message)) => {
                 Some(ApiError::new(ErrorCode::Timeout, message.clone()))
@@ -232,6 +245,15 @@ impl Engine {
                     "the run's request is missing from the store",
                 )
             })?;
+        if request.invoke.is_some() {
+            // A direct call takes nothing from the session and adds nothing.
+            return Ok(Prepared {
+                request,
+                history: Vec::new(),
+                added: Vec::new(),
+                message: None,
+            });
+        }
         let input = match &request.input {
             RunInput::Text(text) => history::Input {
                 answers: Vec::new(),
@@ -334,4 +356,35 @@ impl Engine {
             Ok(store as Arc<dyn SnapshotStore>)
         })
     }
+}
+
+/// The error a failed direct call ends its run with, by what failed.
+fn invocation_error(tool: &str, outcome: &talon_tools::CallOutcome) -> Option<ApiError> {
+    use talon_protocol::ToolErrorCode;
+    use talon_tools::CallOutcome;
+    let (code, message) = match outcome {
+        CallOutcome::Ok(_) | CallOutcome::Aborted => return None,
+        CallOutcome::NotFound => (
+            ErrorCode::NotFound,
+            format!("no tool {tool:?} this agent may call directly"),
+        ),
+        CallOutcome::Blocked(reason) => (ErrorCode::Forbidden, reason.clone()),
+        CallOutcome::Failed(error) => (
+            match error.code {
+                ToolErrorCode::InvalidArgument => ErrorCode::InvalidRequest,
+                ToolErrorCode::Timeout => ErrorCode::Timeout,
+                ToolErrorCode::NotFound => ErrorCode::NotFound,
+                ToolErrorCode::PermissionDenied | ToolErrorCode::OutsideWorkspace => {
+                    ErrorCode::Forbidden
+                }
+                _ => ErrorCode::Unavailable,
+            },
+            error.message.clone(),
+        ),
+    };
+    let details = match outcome {
+        CallOutcome::Failed(error) => serde_json::json!({"toolError": error.code}),
+        _ => serde_json::json!({"outcome": outcome.status()}),
+    };
+    Some(ApiError::new(code, message).with_details(details))
 }

@@ -96,6 +96,20 @@ pub(crate) struct RunRequest {
     /// The app's tools for this run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<talon_protocol::gateway::ClientTool>,
+    /// A direct call the run makes instead of asking the model
+    /// (`tools.invoke`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invoke: Option<Invocation>,
+}
+
+/// One tool call an app asked for (`tools.invoke`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Invocation {
+    /// The tool's catalog id or name.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: serde_json::Value,
 }
 
 /// A run to accept.

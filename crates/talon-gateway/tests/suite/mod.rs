@@ -2,6 +2,7 @@ mod approvals;
 mod client_tools;
 mod connections;
 mod http;
+mod invoke;
 mod limits;
 mod nodes;
 mod questions;

@@ -1,0 +1,196 @@
+//! `tools.invoke`: a direct call through the one execution path (policy,
+//! approvals, events), made once per idempotency key.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::ws::{Transport, connect};
+use super::{Options, TestGateway};
+
+async fn gateway(config: Value) -> TestGateway {
+    let g = TestGateway::start_opts(Options {
+        config,
+        ..Options::default()
+    })
+    .await;
+    std::fs::create_dir_all(g.dir.path().join("workspace")).unwrap();
+    g
+}
+
+/// One body, over HTTP and over WebSocket.
+async fn read_and_write(g: &TestGateway, t: &Transport, tag: &str) {
+    let file = format!("{tag}.txt");
+    std::fs::write(g.dir.path().join("workspace").join(&file), "hello").unwrap();
+    let read = t
+        .call(
+            g,
+            "tools.invoke",
+            json!({"tool": "read", "arguments": {"path": file}, "sessionKey": format!("app:{tag}")}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(read["result"]["content"], "hello", "{read}");
+    // By catalog id too; `write` is allowed by this gateway's policy.
+    let written = t
+        .call(
+            g,
+            "tools.invoke",
+            json!({"tool": "openclaw:core:write", "arguments": {"path": file, "content": "bye"}, "sessionKey": format!("app:{tag}")}),
+        )
+        .await
+        .unwrap();
+    assert!(written["result"].is_object(), "{written}");
+    assert_eq!(
+        std::fs::read_to_string(g.dir.path().join("workspace").join(&file)).unwrap(),
+        "bye"
+    );
+    // Calls add nothing to the session's conversation.
+    let session = t
+        .call(g, "sessions.resolve", json!({"key": format!("app:{tag}")}))
+        .await
+        .unwrap();
+    assert_eq!(
+        t.session_messages(g, &session["id"]).await,
+        Vec::<Value>::new()
+    );
+}
+
+#[tokio::test]
+async fn a_direct_call_over_http_and_websocket() {
+    let g = gateway(json!({"tools": {"approvals": "allow"}})).await;
+    read_and_write(&g, &Transport::Http, "http").await;
+    let socket = connect(&g, &g.admin).await.unwrap();
+    let ws = Transport::Ws(Box::new(tokio::sync::Mutex::new((socket, 0))));
+    read_and_write(&g, &ws, "ws").await;
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_returns_the_first_result_and_never_calls_twice() {
+    let g = gateway(json!({"tools": {"approvals": "allow"}})).await;
+    let t = Transport::Http;
+    let path = g.dir.path().join("workspace/once.txt");
+    let params = json!({"tool": "write", "arguments": {"path": "once.txt", "content": "first"}, "sessionKey": "k", "idempotencyKey": "write-once"});
+    let first = t.call(&g, "tools.invoke", params.clone()).await.unwrap();
+    std::fs::write(&path, "changed since").unwrap();
+    let again = t.call(&g, "tools.invoke", params).await.unwrap();
+    assert_eq!(again, first);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "changed since");
+    let other = t
+        .call(
+            &g,
+            "tools.invoke",
+            json!({"tool": "write", "arguments": {"path": "once.txt", "content": "second"}, "sessionKey": "k", "idempotencyKey": "write-once"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(other["code"], "conflict", "{other}");
+}
+
+#[tokio::test]
+async fn a_call_that_needs_approval_waits_for_it() {
+    let g = gateway(json!({})).await;
+    let invoked = {
+        let g = &g;
+        async move {
+            Transport::Http
+                .call(
+                    g,
+                    "tools.invoke",
+                    json!({"tool": "write", "arguments": {"path": "asked.txt", "content": "ok"}, "sessionKey": "asked"}),
+                )
+                .await
+        }
+    };
+    let answer = async {
+        for _ in 0..400 {
+            let list = Transport::Http
+                .call(&g, "approvals.list", json!({"status": "pending"}))
+                .await
+                .unwrap();
+            if let Some(approval) = list["approvals"].get(0) {
+                assert_eq!(approval["toolName"], "openclaw:core:write");
+                assert_eq!(approval["toolCallId"], "invoke_1");
+                Transport::Http
+                    .call(
+                        &g,
+                        "approvals.respond",
+                        json!({"approvalId": approval["id"], "decision": "approve_once"}),
+                    )
+                    .await
+                    .unwrap();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no approval was requested");
+    };
+    let (result, ()) = tokio::join!(invoked, answer);
+    assert!(result.unwrap()["result"].is_object());
+    assert!(g.dir.path().join("workspace/asked.txt").exists());
+}
+
+#[tokio::test]
+async fn refused_unknown_and_malformed_calls_get_clear_errors() {
+    let g =
+        gateway(json!({"tools": {"approvals": {"rules": [{"tool": "exec", "action": "deny"}]}}}))
+            .await;
+    let t = Transport::Http;
+    let call = |params: Value| {
+        let g = &g;
+        async move { t_call(g, params).await }
+    };
+    let denied =
+        call(json!({"tool": "exec", "arguments": {"command": "true"}, "sessionKey": "s"})).await;
+    assert_eq!(denied["code"], "forbidden", "{denied}");
+    assert!(
+        denied["message"]
+            .as_str()
+            .unwrap()
+            .contains("denied by the approval policy")
+    );
+    assert!(denied["details"]["runId"].is_string(), "{denied}");
+    let unknown = call(json!({"tool": "nope", "sessionKey": "s"})).await;
+    assert_eq!(unknown["code"], "not_found", "{unknown}");
+    let bad = call(json!({"tool": "read", "arguments": {"path": 7}, "sessionKey": "s"})).await;
+    assert_eq!(bad["code"], "invalid_request", "{bad}");
+    let shape = call(json!({"tool": "read", "arguments": [1], "sessionKey": "s"})).await;
+    assert_eq!(
+        (&shape["code"], &shape["message"]),
+        (&json!("invalid_request"), &json!("arguments: an object"))
+    );
+    let empty = call(json!({"tool": " ", "sessionKey": "s"})).await;
+    assert_eq!(empty["code"], "invalid_request");
+    // The refused call's run says why, in its events.
+    let events = t
+        .call(
+            &g,
+            "runs.events",
+            json!({"runId": denied["details"]["runId"]}),
+        )
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run.created",
+            "run.started",
+            "tool.call.started",
+            "tool.call.failed",
+            "run.failed"
+        ]
+    );
+}
+
+async fn t_call(g: &TestGateway, params: Value) -> Value {
+    Transport::Http
+        .call(g, "tools.invoke", params)
+        .await
+        .unwrap_err()
+}
