@@ -161,10 +161,18 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Err(code) => return code,
     };
     config.warn_unknown();
-    let (limits, run_limits) = match config.gateway() {
+    let (limits, mut run_limits) = match config.gateway() {
         Ok(settings) => limits(&settings),
         Err(e) => return fail(2, &e.to_string()),
     };
+    match config.store() {
+        Ok(settings) => {
+            if let Some(age) = settings.max_artifact_age {
+                run_limits.artifact_max_age = Some(age);
+            }
+        }
+        Err(e) => return fail(2, &e.to_string()),
+    }
     let runtime = match runtime() {
         Ok(runtime) => runtime,
         Err(code) => return code,

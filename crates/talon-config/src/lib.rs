@@ -97,6 +97,9 @@ pub struct StoreSettings {
     pub max_event_age: Option<std::time::Duration>,
     /// `store.retention.maxEvents`: at most this many events are kept.
     pub max_events: Option<u64>,
+    /// `store.retention.artifactMaxAgeDays`: artifacts older than this are
+    /// purged (absent: the gateway's default, 30 days).
+    pub max_artifact_age: Option<std::time::Duration>,
 }
 
 /// The largest config file read (a config is small; this bounds a mistake).
@@ -249,6 +252,20 @@ impl Config {
                 }
             },
         };
+        let max_artifact_age = match self.get("store.retention.artifactMaxAgeDays") {
+            None => None,
+            Some(v) => match v.as_f64() {
+                Some(days) if days > 0.0 && days <= 36_500.0 => {
+                    Some(std::time::Duration::from_secs_f64(days * 86_400.0))
+                }
+                _ => {
+                    return Err(invalid(
+                        "store.retention.artifactMaxAgeDays",
+                        "expected a number of days above 0 (at most 36500)",
+                    ));
+                }
+            },
+        };
         let max_events = match self.get("store.retention.maxEvents") {
             None => None,
             Some(v) => match v.as_u64() {
@@ -265,6 +282,7 @@ impl Config {
             url,
             max_event_age,
             max_events,
+            max_artifact_age,
         })
     }
 
@@ -300,7 +318,7 @@ mod tests {
     #[test]
     fn the_store_section_and_the_database_url() {
         let config = Config::parse(
-            "{ store: { url: 'postgres://db/talon', retention: { maxAgeDays: 1.5, maxEvents: 1000 } } }",
+            "{ store: { url: 'postgres://db/talon', retention: { maxAgeDays: 1.5, maxEvents: 1000, artifactMaxAgeDays: 0.5 } } }",
             None,
         )
         .unwrap();
@@ -310,6 +328,7 @@ mod tests {
                 url: Some("postgres://db/talon".into()),
                 max_event_age: Some(std::time::Duration::from_secs(129_600)),
                 max_events: Some(1000),
+                max_artifact_age: Some(std::time::Duration::from_secs(43_200)),
             }
         );
         // The environment wins; an empty one does not count.

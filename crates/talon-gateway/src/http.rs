@@ -59,6 +59,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/events", get(crate::stream::all_events))
         .route("/v1/ws", get(crate::ws::upgrade))
         .route("/v1/runs/{run_id}/events", get(crate::stream::run_events))
+        .route(
+            "/v1/artifacts/{artifact_id}/content",
+            get(crate::content::artifact_content),
+        )
         .fallback(fallback)
         .with_state(shared)
 }

@@ -4,6 +4,7 @@
 //! runs ([`runs`]) on a [`talon_runtime::Host`].
 
 mod api;
+mod content;
 mod error;
 mod frame;
 mod http;

@@ -30,6 +30,19 @@ pub fn providers(config: &Config) -> Result<Vec<ProviderConfig>, RuntimeError> {
         .map_err(|e| RuntimeError::Config(e.to_string()))
 }
 
+/// The secrets the config resolves (the providers' keys), for redaction
+/// from what the host stores; an unreadable provider section has none.
+pub fn secrets(config: &Config) -> Vec<String> {
+    providers(config)
+        .map(|all| {
+            all.into_iter()
+                .filter_map(|p| p.api_key)
+                .filter(|k| k.len() >= 8)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// `agent`'s primary model, `provider/model`, when one is configured.
 pub fn primary(config: &Config, agent: &str) -> Result<Option<ModelRef>, RuntimeError> {
     config

@@ -181,7 +181,9 @@ impl Engine {
                 let mut added = input;
                 added.extend(message.map(ModelMessage::User));
                 self.save_messages(&run, &added, &active).await;
-                if let Err(error) = store.end_run(&ended, &result_of(&ended, None)).await {
+                let mut summary = result_of(&ended, None);
+                summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
+                if let Err(error) = store.end_run(&ended, &summary).await {
                     tracing::error!(%error, run = %run.id, "could not end a run");
                 }
                 return;
@@ -213,6 +215,7 @@ impl Engine {
         };
         let text = (!result.text.is_empty()).then(|| result.text.clone());
         let mut summary = result_of(&ended, text);
+        summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
         if !result.pending.is_empty() {
             // The message whose client calls the app is to answer.
             let asked = result

@@ -17,6 +17,7 @@
 //!   Queued runs simply wait to be claimed.
 
 mod approvals;
+mod artifacts;
 mod exec;
 pub(crate) mod history;
 pub(crate) mod policy;
@@ -69,6 +70,9 @@ pub struct RunLimits {
     /// On shutdown, how long running runs may go on before they are
     /// cancelled.
     pub drain_grace: Duration,
+    /// How long artifacts (run trajectories, ...) are kept before they
+    /// are purged (`None`: forever).
+    pub artifact_max_age: Option<Duration>,
 }
 
 impl Default for RunLimits {
@@ -80,6 +84,7 @@ impl Default for RunLimits {
             max_wait: Duration::from_secs(600),
             max_run_timeout: Duration::from_secs(24 * 3600),
             drain_grace: Duration::from_secs(30),
+            artifact_max_age: Some(Duration::from_secs(30 * 24 * 3600)),
         }
     }
 }
@@ -163,6 +168,8 @@ struct Inner {
     resolutions: tokio::sync::watch::Sender<u64>,
     draining: AtomicBool,
     cells: Mutex<HashMap<String, Arc<talon_store::CellStore>>>,
+    /// The secrets the config resolves, redacted from stored artifacts.
+    secrets: Vec<String>,
 }
 
 /// A new id, `<prefix>_<24 hex digits>`.
@@ -245,7 +252,6 @@ impl Engine {
                 store,
                 store_config,
                 node,
-                host,
                 limits,
                 active: Mutex::new(HashMap::new()),
                 lane: tokio::sync::Mutex::new(()),
@@ -254,6 +260,8 @@ impl Engine {
                 resolutions: tokio::sync::watch::Sender::new(0),
                 draining: AtomicBool::new(false),
                 cells: Mutex::new(HashMap::new()),
+                secrets: talon_runtime::provider::secrets(host.config()),
+                host,
             }),
         }
     }
@@ -311,6 +319,7 @@ impl Engine {
             self.recover_orphan(run, orphaned).await;
         }
         tokio::spawn(crate::memory::trim_after_runs(self.inner.ended.subscribe()));
+        tokio::spawn(self.clone().purge_artifacts());
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))
     }

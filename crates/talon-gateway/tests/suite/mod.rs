@@ -1,4 +1,5 @@
 mod approvals;
+mod artifacts;
 mod client_tools;
 mod connections;
 mod http;
@@ -29,14 +30,21 @@ pub struct TestGateway {
     pub mock: Arc<MockModel>,
 }
 
-/// A config whose core tools work in `dir`/workspace.
+/// A config whose core tools work in `dir`/workspace, with `extra`
+/// merged in (objects key by key, anything else replaced).
 pub fn config_in(dir: &std::path::Path, extra: Value) -> talon_config::Config {
-    let mut doc = json!({"agents": {"defaults": {"workspace": dir.join("workspace")}}});
-    if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
-        for (k, v) in extra {
-            doc.insert(k.clone(), v.clone());
+    fn merge(into: &mut Value, from: &Value) {
+        match (into.as_object_mut(), from.as_object()) {
+            (Some(into), Some(from)) => {
+                for (k, v) in from {
+                    merge(into.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+            _ => *into = from.clone(),
         }
     }
+    let mut doc = json!({"agents": {"defaults": {"workspace": dir.join("workspace")}}});
+    merge(&mut doc, &extra);
     talon_config::Config::parse(&doc.to_string(), None).unwrap()
 }
 

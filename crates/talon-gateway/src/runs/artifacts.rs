@@ -1,0 +1,207 @@
+//! The artifacts a run leaves and how long they stay. Every run ends with
+//! a `trajectory` artifact: its events (nested calls included, `raw`
+//! payloads left out) as JSON, the secrets the gateway knows (the
+//! providers' keys) redacted before it is stored, listed in the run's
+//! `RunResult.artifacts` and announced by `artifact.created` on the
+//! session (not in the run's own log, which ends with its terminal
+//! event). Artifacts
+//! expire after `RunLimits::artifact_max_age`; a background job purges
+//! expired ones (files included), which then answer `not_found`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_protocol::EventData;
+use talon_protocol::gateway::{ArtifactSummary, ArtifactType, Run};
+use talon_store::{EventFilter, MAX_PAGE, NewArtifact};
+
+use super::{Engine, new_id, run_event};
+
+/// The largest trajectory stored; a longer run's is cut there, saying so.
+const MAX_TRAJECTORY_BYTES: usize = 16 << 20;
+/// The longest wait between two purges.
+const MAX_PURGE_INTERVAL: Duration = Duration::from_secs(60);
+/// The shortest.
+const MIN_PURGE_INTERVAL: Duration = Duration::from_millis(100);
+/// What stands in for a secret.
+pub(crate) const REDACTED: &str = "[redacted]";
+
+/// Replaces every secret in `text` (as it is, and as JSON escapes it).
+pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        out = out.replace(secret.as_str(), REDACTED);
+        let escaped = serde_json::to_string(secret).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        if escaped != secret {
+            out = out.replace(escaped, REDACTED);
+        }
+    }
+    out
+}
+
+/// Epoch milliseconds as RFC 3339 in UTC, e.g. `2026-12-01T15:04:05.006Z`.
+pub(crate) fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Days to a civil date (proleptic Gregorian), after H. Hinnant.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+impl Engine {
+    /// Stores `run`'s trajectory (once its events are durable) and
+    /// announces it; its summary, or `None` when it could not be stored.
+    pub(super) async fn trajectory(&self, run: &Run) -> Option<ArtifactSummary> {
+        let store = &self.inner.store;
+        let filter = EventFilter {
+            run_id: Some(run.id.clone()),
+            ..EventFilter::default()
+        };
+        let mut events = Vec::new();
+        let mut size = 0;
+        let mut truncated = false;
+        let mut after = None;
+        'pages: loop {
+            let page = match store.after(after, &filter, MAX_PAGE).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::error!(%error, run = %run.id, "a run's events could not be read for its trajectory");
+                    return None;
+                }
+            };
+            for event in &page {
+                let value = serde_json::to_value(event).unwrap_or(Value::Null);
+                size += value.to_string().len();
+                if size > MAX_TRAJECTORY_BYTES {
+                    truncated = true;
+                    break 'pages;
+                }
+                events.push(value);
+            }
+            if (page.len() as u32) < MAX_PAGE {
+                break;
+            }
+            after = page.last().and_then(|e| e.id.parse().ok());
+        }
+        let document = json!({
+            "runId": run.id,
+            "sessionId": run.session_id,
+            "agentId": run.agent_id,
+            "status": run.status,
+            "truncated": truncated,
+            "events": events,
+        });
+        let text = redact(&document.to_string(), &self.inner.secrets);
+        let now = talon_store::now_ms();
+        let expires = self
+            .inner
+            .limits
+            .artifact_max_age
+            .map(|age| now + age.as_millis() as u64);
+        let id = new_id("art").ok()?;
+        let summary = ArtifactSummary {
+            id,
+            run_id: Some(run.id.clone()),
+            session_id: run.session_id.clone(),
+            kind: ArtifactType::Trajectory,
+            title: Some(format!("Trajectory of run {}", run.id)),
+            mime_type: Some("application/json".into()),
+            size_bytes: None,
+            created_at: rfc3339(now),
+            expires_at: expires.map(rfc3339),
+        };
+        let stored = store
+            .put_artifact(NewArtifact {
+                summary,
+                created_ms: now,
+                expires_ms: expires,
+                content: text.into_bytes(),
+            })
+            .await;
+        match stored {
+            Ok(summary) => {
+                // A run's own log ends with its terminal event: the
+                // trajectory (which holds that event) is announced on the
+                // session, its data naming the run.
+                let mut event = run_event(run, EventData::ArtifactCreated(summary.clone()));
+                event.run_id = None;
+                if let Err(error) = store.append(vec![event]).await {
+                    tracing::error!(%error, run = %run.id, "artifact.created was not stored");
+                }
+                Some(summary)
+            }
+            Err(error) => {
+                tracing::error!(%error, run = %run.id, "a run's trajectory was not stored");
+                None
+            }
+        }
+    }
+
+    /// Purges expired artifacts until the engine is dropped.
+    pub(super) async fn purge_artifacts(self) {
+        let Some(age) = self.inner.limits.artifact_max_age else {
+            return;
+        };
+        let every = (age / 2).clamp(MIN_PURGE_INTERVAL, MAX_PURGE_INTERVAL);
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if self
+                .inner
+                .draining
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                return;
+            }
+            match self
+                .inner
+                .store
+                .purge_artifacts(talon_store::now_ms())
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(purged = n, "expired artifacts purged"),
+                Err(error) => tracing::warn!(%error, "expired artifacts could not be purged"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_rfc_3339_in_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_796_137_445_006), "2026-12-01T15:04:05.006Z");
+    }
+
+    #[test]
+    fn secrets_are_redacted_plain_and_escaped() {
+        let secrets = vec!["sk-abc\"def12".to_owned(), "plain-secret-1".to_owned()];
+        let text = json!({"a": "key sk-abc\"def12 here", "b": "plain-secret-1"}).to_string();
+        assert_eq!(
+            redact(&text, &secrets),
+            r#"{"a":"key [redacted] here","b":"[redacted]"}"#
+        );
+    }
+}

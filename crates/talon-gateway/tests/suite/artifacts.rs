@@ -1,0 +1,235 @@
+//! Artifacts: every run ends with its trajectory, listed, downloadable
+//! (with `Range`) by tokens with `artifacts.read`, purged when it
+//! expires, and never holding a secret the gateway knows.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_protocol::gateway::Scope;
+use talon_testing::Script;
+
+use super::ws::Transport;
+use super::{Options, TestGateway};
+
+async fn run_to_end(g: &TestGateway, input: &str) -> Value {
+    let t = Transport::Http;
+    let run = t
+        .call(g, "runs.create", json!({"input": input}))
+        .await
+        .unwrap();
+    let result = t
+        .call(
+            g,
+            "runs.wait",
+            json!({"runId": run["runId"], "timeoutMs": 20_000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    result
+}
+
+async fn get(g: &TestGateway, token: &str, path: &str, range: Option<&str>) -> reqwest::Response {
+    let mut request = g.client.get(g.url(path)).bearer_auth(token);
+    if let Some(range) = range {
+        request = request.header("range", range);
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
+    let g = TestGateway::start().await;
+    let result = run_to_end(&g, "hello").await;
+    let artifacts = result["artifacts"].as_array().unwrap();
+    assert_eq!(artifacts.len(), 1, "{result}");
+    let artifact = &artifacts[0];
+    let id = artifact["id"].as_str().unwrap();
+    assert_eq!(
+        (&artifact["type"], &artifact["mimeType"], &artifact["runId"]),
+        (
+            &json!("trajectory"),
+            &json!("application/json"),
+            &result["runId"]
+        )
+    );
+    assert!(artifact["createdAt"].as_str().unwrap().ends_with('Z'));
+    assert!(artifact["expiresAt"].is_string());
+    let size = artifact["sizeBytes"].as_u64().unwrap();
+    // Listed by run, got by id, announced in the run's events.
+    let t = Transport::Http;
+    let listed = t
+        .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
+        .await
+        .unwrap();
+    assert_eq!(listed["artifacts"], json!([artifact]));
+    let got = t
+        .call(&g, "artifacts.get", json!({"artifactId": id}))
+        .await
+        .unwrap();
+    assert_eq!(got, *artifact);
+    let page = t
+        .call(&g, "runs.events", json!({"runId": result["runId"]}))
+        .await
+        .unwrap();
+    assert_eq!(
+        page["events"].as_array().unwrap().last().unwrap()["type"],
+        "run.completed"
+    );
+    let filter = talon_store::EventFilter {
+        types: vec![talon_protocol::EventType::ArtifactCreated],
+        ..talon_store::EventFilter::default()
+    };
+    let created = g.running.store.after(None, &filter, 100).await.unwrap();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].data, *artifact);
+    assert_eq!(created[0].run_id, None);
+    assert_eq!(
+        created[0].session_id.as_deref(),
+        result["sessionId"].as_str()
+    );
+    let download = t
+        .call(&g, "artifacts.download", json!({"artifactId": id}))
+        .await
+        .unwrap();
+    let url = download["url"].as_str().unwrap().to_owned();
+    assert_eq!(url, format!("/v1/artifacts/{id}/content"));
+
+    // The whole content: the run's events, in order.
+    let whole = get(&g, &g.admin, &url, None).await;
+    assert_eq!(whole.status(), 200);
+    assert_eq!(whole.headers()["content-type"], "application/json");
+    assert_eq!(whole.headers()["accept-ranges"], "bytes");
+    assert!(whole.headers()["etag"].to_str().unwrap().starts_with('"'));
+    let bytes = whole.bytes().await.unwrap();
+    assert_eq!(bytes.len() as u64, size);
+    let trajectory: Value = serde_json::from_slice(&bytes).unwrap();
+    let kinds: Vec<&str> = trajectory["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"run.created"));
+    assert_eq!(kinds.last(), Some(&"run.completed"));
+    assert_eq!(
+        (
+            &trajectory["runId"],
+            &trajectory["status"],
+            &trajectory["truncated"]
+        ),
+        (&result["runId"], &json!("completed"), &json!(false))
+    );
+
+    // Ranges.
+    let first = get(&g, &g.admin, &url, Some("bytes=0-9")).await;
+    assert_eq!(first.status(), 206);
+    assert_eq!(
+        first.headers()["content-range"].to_str().unwrap(),
+        format!("bytes 0-9/{size}")
+    );
+    assert_eq!(first.bytes().await.unwrap(), bytes.slice(0..10));
+    let last = get(&g, &g.admin, &url, Some("bytes=-5")).await;
+    assert_eq!(last.status(), 206);
+    assert_eq!(last.bytes().await.unwrap(), bytes.slice(bytes.len() - 5..));
+    let middle = get(
+        &g,
+        &g.admin,
+        &url,
+        Some(&format!("bytes=10-{}", size + 100)),
+    )
+    .await;
+    assert_eq!(middle.bytes().await.unwrap(), bytes.slice(10..));
+    let outside = get(&g, &g.admin, &url, Some(&format!("bytes={size}-"))).await;
+    assert_eq!(outside.status(), 416);
+    assert_eq!(
+        outside.headers()["content-range"].to_str().unwrap(),
+        format!("bytes */{size}")
+    );
+
+    // Only with `artifacts.read`; an unknown one is not found.
+    let now = talon_store::now_ms();
+    let reader = talon_gateway::tokens::create(
+        &g.running.store,
+        None,
+        vec![Scope::ArtifactsRead],
+        None,
+        now,
+    )
+    .await
+    .unwrap();
+    let runner =
+        talon_gateway::tokens::create(&g.running.store, None, vec![Scope::AgentRun], None, now)
+            .await
+            .unwrap();
+    assert_eq!(get(&g, &reader.secret, &url, None).await.status(), 200);
+    let refused = get(&g, &runner.secret, &url, None).await;
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "forbidden");
+    let missing = get(&g, &g.admin, "/v1/artifacts/art_nope/content", None).await;
+    assert_eq!(missing.status(), 404);
+    assert_eq!(get(&g, "not-a-token", &url, None).await.status(), 401);
+}
+
+#[tokio::test]
+async fn expired_artifacts_are_purged_and_not_found() {
+    let g = TestGateway::start_opts(Options {
+        runs: talon_gateway::RunLimits {
+            artifact_max_age: Some(Duration::from_millis(800)),
+            ..talon_gateway::RunLimits::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let result = run_to_end(&g, "hello").await;
+    let id = result["artifacts"][0]["id"].clone();
+    let t = Transport::Http;
+    t.call(&g, "artifacts.get", json!({"artifactId": id}))
+        .await
+        .unwrap();
+    let url = format!("/v1/artifacts/{}/content", id.as_str().unwrap());
+    assert_eq!(get(&g, &g.admin, &url, None).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let gone = t
+        .call(&g, "artifacts.get", json!({"artifactId": id}))
+        .await
+        .unwrap_err();
+    assert_eq!(gone["code"], "not_found");
+    assert_eq!(get(&g, &g.admin, &url, None).await.status(), 404);
+    let listed = t
+        .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
+        .await
+        .unwrap();
+    assert_eq!(listed["artifacts"], json!([]));
+}
+
+#[tokio::test]
+async fn a_trajectory_never_holds_a_key_the_gateway_knows() {
+    const KEY: &str = "sk-talon-trajectory-5e2d9c";
+    let g = TestGateway::start_opts(Options {
+        script: Script {
+            api_key: Some(KEY.into()),
+            ..Script::texts(&[&format!("the key is {KEY}, said the model")])
+        },
+        config: json!({
+            "models": {"providers": {
+                "good": {"baseUrl": "http://unused", "apiKey": KEY, "models": [{"id": "m1"}]}
+            }},
+            "agents": {"defaults": {"model": {"primary": "good/m1"}}}
+        }),
+        ..Options::default()
+    })
+    .await;
+    let result = run_to_end(&g, "leak it").await;
+    let url = format!(
+        "/v1/artifacts/{}/content",
+        result["artifacts"][0]["id"].as_str().unwrap()
+    );
+    let text = get(&g, &g.admin, &url, None).await.text().await.unwrap();
+    assert!(!text.contains(KEY), "{text}");
+    assert!(
+        text.contains("the key is [redacted], said the model"),
+        "{text}"
+    );
+}
