@@ -226,6 +226,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         timeout: None,
         client_tools: Vec::new(),
         questions: None,
+        changes: None,
     };
     let run = match host.prepare(spec).await {
         Ok(run) => run,

@@ -123,6 +123,40 @@ fn read(root: &Path, args: &Value) -> Result<Value, ToolError> {
     Ok(out)
 }
 
+/// A regular file's whole content and its real path in the workspace, if
+/// it exists and holds at most `max` bytes (`Ok(None)` when it does not
+/// exist); opened as `read` opens it.
+pub(super) fn snapshot(
+    root: &Path,
+    given: &str,
+    max: u64,
+) -> Result<Option<(String, Vec<u8>)>, ToolError> {
+    let opened = match path::open(root, given, Access::Read) {
+        Ok(opened) => opened,
+        Err(error) if error.code == ToolErrorCode::NotFound => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let rel = opened.rel;
+    if opened.size > max {
+        return Err(ToolError::new(
+            ToolErrorCode::TooLarge,
+            format!("{} is over {max} bytes", rel.display()),
+        ));
+    }
+    let mut bytes = Vec::new();
+    (&opened.file)
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(&rel, &e))?;
+    if bytes.len() as u64 > max {
+        return Err(ToolError::new(
+            ToolErrorCode::TooLarge,
+            format!("{} grew over {max} bytes", rel.display()),
+        ));
+    }
+    Ok(Some((rel.display().to_string(), bytes)))
+}
+
 /// Creates or overwrites a regular file (never through a link that leaves).
 fn write(root: &Path, given: &str, content: &str) -> Result<Value, ToolError> {
     let opened = path::open(root, given, Access::Write)?;

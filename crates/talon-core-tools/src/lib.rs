@@ -169,6 +169,21 @@ impl CoreTools {
         path::resolve(&self.root, path)
     }
 
+    /// The whole content of the regular file `path` names and its real
+    /// path in the workspace, when it exists and holds at most `max`
+    /// bytes; `Ok(None)` when it does not exist. Opened as `read` opens
+    /// it (nothing outside the workspace, no special files).
+    pub async fn snapshot(
+        &self,
+        path: &str,
+        max: u64,
+    ) -> Result<Option<(String, Vec<u8>)>, ToolError> {
+        let (root, path) = (self.root.clone(), path.to_owned());
+        tokio::task::spawn_blocking(move || files::snapshot(&root, &path, max))
+            .await
+            .map_err(|e| ToolError::new(ToolErrorCode::Internal, format!("the read failed: {e}")))?
+    }
+
     async fn run(&self, ctx: &RunContext, name: &str, args: &Value) -> Result<Value, ToolError> {
         if name == "exec" {
             let command = files::text_arg(name, args, "command")?;

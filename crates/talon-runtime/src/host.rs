@@ -144,6 +144,9 @@ pub struct RunSpec {
     /// Who answers the model's questions (`ask_user`, see
     /// [`crate::questions`]); without one the run does not offer it.
     pub questions: Option<Arc<dyn talon_tools::ToolExecutor>>,
+    /// Who takes the files its core tools change (see
+    /// [`crate::changes`]).
+    pub changes: Option<Arc<dyn crate::changes::FileChanges>>,
 }
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or
@@ -315,6 +318,7 @@ impl Host {
                 core: Some(core),
                 client: Vec::new(),
                 questions,
+                changes: None,
             },
             mcp,
         )
@@ -350,6 +354,7 @@ impl Host {
             timeout,
             client_tools,
             questions,
+            changes,
         } = spec;
         let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
@@ -377,6 +382,7 @@ impl Host {
                     core: Some(core),
                     client: client_tools,
                     questions,
+                    changes,
                 },
                 mcp,
             )

@@ -15,6 +15,7 @@
 //! events go and where suspended cells live (the caller's), the mock
 //! model itself (the CLI's), and anything that prints.
 
+pub mod changes;
 pub mod engine;
 pub mod host;
 mod invoke;

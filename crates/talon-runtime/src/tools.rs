@@ -11,6 +11,8 @@ use serde_json::Value;
 use talon_config::Config;
 use talon_core_tools::CoreTools;
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
+
+use crate::changes::{FileChange, FileChanges, MAX_REPORTED_BYTES};
 use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, Semantic,
@@ -102,6 +104,7 @@ impl RunTools {
             core,
             client,
             questions,
+            changes,
         } = local;
         let policy = policy(config, agent)?;
         let run = manager.for_run().await;
@@ -135,6 +138,7 @@ impl RunTools {
                 mcp: manager.executor(),
                 core,
                 questions,
+                changes,
             }),
             mcp: Some(Arc::new(manager.clone())),
             owned: None,
@@ -158,6 +162,8 @@ pub struct Local {
     pub client: Vec<ToolDefinition>,
     /// Who answers `ask_user` (the run offers it only then).
     pub questions: Option<Arc<dyn ToolExecutor>>,
+    /// Who takes the files the core tools change.
+    pub changes: Option<Arc<dyn FileChanges>>,
 }
 
 /// Dispatches catalog entries to their executors by source.
@@ -165,6 +171,42 @@ struct Executor {
     mcp: McpExecutor,
     core: Option<CoreTools>,
     questions: Option<Arc<dyn ToolExecutor>>,
+    changes: Option<Arc<dyn FileChanges>>,
+}
+
+impl Executor {
+    /// A core `write` or `edit`, its change reported when it succeeds.
+    async fn tracked(
+        &self,
+        core: &CoreTools,
+        changes: &dyn FileChanges,
+        ctx: &RunContext,
+        entry: &CatalogEntry,
+        call: &ToolCall,
+    ) -> Result<Value, ToolError> {
+        let path = call.args.get("path").and_then(Value::as_str).unwrap_or("");
+        let before = core.snapshot(path, MAX_REPORTED_BYTES).await;
+        let result = core.execute(ctx, entry, call).await?;
+        match (before, core.snapshot(path, MAX_REPORTED_BYTES).await) {
+            (Ok(before), Ok(Some((real, after)))) => {
+                let change = FileChange {
+                    tool: entry.tool.name.clone(),
+                    call_id: call.call_id.clone(),
+                    path: real,
+                    before: before.map(|(_, bytes)| bytes),
+                    after,
+                };
+                changes.changed(ctx, change).await;
+            }
+            (before, after) => tracing::debug!(
+                tool = %entry.id,
+                before = ?before.err(),
+                after = ?after.err(),
+                "a changed file was not reported"
+            ),
+        }
+        Ok(result)
+    }
 }
 
 impl ToolExecutor for Executor {
@@ -184,6 +226,17 @@ impl ToolExecutor for Executor {
                     None => Box::pin(async {
                         Err(ToolError::new(ToolErrorCode::Unavailable, "no one to ask"))
                     }),
+                }
+            }
+            (ToolSource::Openclaw, Some(core))
+                if entry.tool.owner == "core"
+                    && matches!(entry.tool.name.as_str(), "write" | "edit") =>
+            {
+                match &self.changes {
+                    Some(changes) => {
+                        Box::pin(self.tracked(core, changes.as_ref(), ctx, entry, call))
+                    }
+                    None => core.execute(ctx, entry, call),
                 }
             }
             (ToolSource::Openclaw, Some(core)) if entry.tool.owner == "core" => {

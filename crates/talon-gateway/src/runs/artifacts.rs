@@ -1,4 +1,7 @@
-//! The artifacts a run leaves and how long they stay. Every run ends with
+//! The artifacts a run leaves and how long they stay. A core `write` or
+//! `edit` gives a `file` artifact (the new content) and a `diff` artifact
+//! (unified, against the content before), announced in the run's events
+//! ([`RunFiles`]). Every run ends with
 //! a `trajectory` artifact: its events (nested calls included, `raw`
 //! payloads left out) as JSON, the secrets the gateway knows (the
 //! providers' keys) redacted before it is stored, listed in the run's
@@ -8,12 +11,16 @@
 //! expire after `RunLimits::artifact_max_age`; a background job purges
 //! expired ones (files included), which then answer `not_found`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use talon_agent::RunEvents;
 use talon_protocol::EventData;
 use talon_protocol::gateway::{ArtifactSummary, ArtifactType, Run};
+use talon_runtime::changes::{FileChange, FileChanges};
 use talon_store::{EventFilter, MAX_PAGE, NewArtifact};
+use talon_tools::{BoxFuture, RunContext};
 
 use super::{Engine, new_id, run_event};
 
@@ -64,7 +71,137 @@ pub(crate) fn rfc3339(ms: u64) -> String {
     )
 }
 
+/// A MIME type for a file by its extension (text when it is UTF-8 and
+/// the extension says nothing).
+fn mime_of(path: &str, bytes: &[u8]) -> &'static str {
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("json") => "application/json",
+        Some("md" | "markdown") => "text/markdown",
+        Some("html" | "htm") => "text/html",
+        Some("css") => "text/css",
+        Some("js" | "mjs") => "text/javascript",
+        Some("csv") => "text/csv",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("pdf") => "application/pdf",
+        _ if std::str::from_utf8(bytes).is_ok() => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// A unified diff of a file's change (`/dev/null` for a new file).
+pub(crate) fn unified_diff(path: &str, before: Option<&[u8]>, after: &[u8]) -> String {
+    let old = before.map(String::from_utf8_lossy).unwrap_or_default();
+    let new = String::from_utf8_lossy(after);
+    let from = if before.is_some() {
+        format!("a/{path}")
+    } else {
+        "/dev/null".to_owned()
+    };
+    similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header(&from, &format!("b/{path}"))
+        .to_string()
+}
+
+/// The gateway's taker of a run's file changes: a `file` artifact with
+/// the new content and a `diff` artifact, each announced in the run's
+/// events.
+pub(crate) struct RunFiles {
+    pub engine: Engine,
+    pub events: Arc<RunEvents>,
+}
+
+impl FileChanges for RunFiles {
+    fn changed<'a>(&'a self, ctx: &'a RunContext, change: FileChange) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let diff = unified_diff(&change.path, change.before.as_deref(), &change.after);
+            let file_mime = mime_of(&change.path, &change.after);
+            let made = [
+                (
+                    ArtifactType::File,
+                    change.path.clone(),
+                    file_mime,
+                    change.after,
+                ),
+                (
+                    ArtifactType::Diff,
+                    format!("{} ({})", change.path, change.tool),
+                    "text/x-diff",
+                    diff.into_bytes(),
+                ),
+            ];
+            for (kind, title, mime, content) in made {
+                if let Some(summary) = self
+                    .engine
+                    .put(
+                        &ctx.scope.run_id,
+                        &ctx.scope.session_id,
+                        kind,
+                        title,
+                        mime,
+                        content,
+                    )
+                    .await
+                {
+                    self.events.emit(EventData::ArtifactCreated(summary));
+                }
+            }
+        })
+    }
+}
+
 impl Engine {
+    /// Stores one artifact of a run; its summary, or `None` (logged) when
+    /// it could not be stored.
+    async fn put(
+        &self,
+        run_id: &str,
+        session_id: &str,
+        kind: ArtifactType,
+        title: String,
+        mime: &str,
+        content: Vec<u8>,
+    ) -> Option<ArtifactSummary> {
+        let now = talon_store::now_ms();
+        let expires = self
+            .inner
+            .limits
+            .artifact_max_age
+            .map(|age| now + age.as_millis() as u64);
+        let summary = ArtifactSummary {
+            id: new_id("art").ok()?,
+            run_id: Some(run_id.to_owned()),
+            session_id: (!session_id.is_empty()).then(|| session_id.to_owned()),
+            kind,
+            title: Some(title),
+            mime_type: Some(mime.to_owned()),
+            size_bytes: None,
+            created_at: rfc3339(now),
+            expires_at: expires.map(rfc3339),
+        };
+        match self
+            .inner
+            .store
+            .put_artifact(NewArtifact {
+                summary,
+                created_ms: now,
+                expires_ms: expires,
+                content,
+            })
+            .await
+        {
+            Ok(summary) => Some(summary),
+            Err(error) => {
+                tracing::error!(%error, run = %run_id, "an artifact was not stored");
+                None
+            }
+        }
+    }
+
     /// Stores `run`'s trajectory (once its events are durable) and
     /// announces it; its summary, or `None` when it could not be stored.
     pub(super) async fn trajectory(&self, run: &Run) -> Option<ArtifactSummary> {
@@ -108,34 +245,18 @@ impl Engine {
             "events": events,
         });
         let text = redact(&document.to_string(), &self.inner.secrets);
-        let now = talon_store::now_ms();
-        let expires = self
-            .inner
-            .limits
-            .artifact_max_age
-            .map(|age| now + age.as_millis() as u64);
-        let id = new_id("art").ok()?;
-        let summary = ArtifactSummary {
-            id,
-            run_id: Some(run.id.clone()),
-            session_id: run.session_id.clone(),
-            kind: ArtifactType::Trajectory,
-            title: Some(format!("Trajectory of run {}", run.id)),
-            mime_type: Some("application/json".into()),
-            size_bytes: None,
-            created_at: rfc3339(now),
-            expires_at: expires.map(rfc3339),
-        };
-        let stored = store
-            .put_artifact(NewArtifact {
-                summary,
-                created_ms: now,
-                expires_ms: expires,
-                content: text.into_bytes(),
-            })
+        let stored = self
+            .put(
+                &run.id,
+                run.session_id.as_deref().unwrap_or_default(),
+                ArtifactType::Trajectory,
+                format!("Trajectory of run {}", run.id),
+                "application/json",
+                text.into_bytes(),
+            )
             .await;
         match stored {
-            Ok(summary) => {
+            Some(summary) => {
                 // A run's own log ends with its terminal event: the
                 // trajectory (which holds that event) is announced on the
                 // session, its data naming the run.
@@ -146,10 +267,7 @@ impl Engine {
                 }
                 Some(summary)
             }
-            Err(error) => {
-                tracing::error!(%error, run = %run.id, "a run's trajectory was not stored");
-                None
-            }
+            None => None,
         }
     }
 

@@ -19,6 +19,7 @@ use talon_store::{Claimed, MAX_PAGE};
 use talon_tools::{NoUpdates, RunContext, RunScope};
 
 use super::approvals::DurableApprover;
+use super::artifacts::RunFiles;
 use super::policy::Policy;
 use super::questions::DurableQuestions;
 use super::resume::RunCheckpoint;
@@ -119,6 +120,10 @@ impl Engine {
                         events: events.clone(),
                         sink: sink.clone(),
                         resolved: self.inner.resolutions.subscribe(),
+                    })),
+                    changes: Some(Arc::new(RunFiles {
+                        engine: self.clone(),
+                        events: events.clone(),
                     })),
                     cells: self.cells(),
                     workspace: None,

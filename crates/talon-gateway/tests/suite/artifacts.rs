@@ -233,3 +233,132 @@ async fn a_trajectory_never_holds_a_key_the_gateway_knows() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn writes_and_edits_leave_file_and_diff_artifacts() {
+    use talon_testing::{Replay, ScriptedCall, Turn};
+    let call = |name: &str, arguments: Value| Turn {
+        tool_calls: vec![ScriptedCall {
+            name: name.into(),
+            arguments,
+        }],
+        ..Turn::default()
+    };
+    let g = TestGateway::start_opts(Options {
+        script: Script {
+            turns: vec![
+                call(
+                    "write",
+                    json!({"path": "notes/a.md", "content": "one\ntwo\n"}),
+                ),
+                call(
+                    "edit",
+                    json!({"path": "notes/a.md", "old": "two", "new": "TWO"}),
+                ),
+                Turn {
+                    text: Some("Edited.".into()),
+                    ..Turn::default()
+                },
+            ],
+            replay: Replay::PerRun,
+            ..Script::default()
+        },
+        config: json!({"tools": {"approvals": "allow"}}),
+        ..Options::default()
+    })
+    .await;
+    std::fs::create_dir_all(g.dir.path().join("workspace")).unwrap();
+    let result = run_to_end(&g, "write then edit").await;
+    let t = Transport::Http;
+    let listed = t
+        .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
+        .await
+        .unwrap();
+    let mut kinds: Vec<(String, String)> = listed["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["type"].as_str().unwrap().to_owned(),
+                a["title"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    let trajectory = format!("Trajectory of run {}", result["runId"].as_str().unwrap());
+    assert_eq!(
+        kinds,
+        [
+            ("diff".to_owned(), "notes/a.md (edit)".to_owned()),
+            ("diff".to_owned(), "notes/a.md (write)".to_owned()),
+            ("file".to_owned(), "notes/a.md".to_owned()),
+            ("file".to_owned(), "notes/a.md".to_owned()),
+            ("trajectory".to_owned(), trajectory),
+        ]
+    );
+    let content = |title: &'static str, kind: &'static str| {
+        let listed = listed.clone();
+        let g = &g;
+        async move {
+            let found: Vec<Value> = listed["artifacts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["title"] == title && a["type"] == kind)
+                .cloned()
+                .collect();
+            let url = format!("/v1/artifacts/{}/content", found[0]["id"].as_str().unwrap());
+            let response = get(g, &g.admin, &url, None).await;
+            let mime = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            (mime, response.text().await.unwrap())
+        }
+    };
+    assert_eq!(
+        content("notes/a.md (write)", "diff").await,
+        (
+            "text/x-diff".to_owned(),
+            "--- /dev/null\n+++ b/notes/a.md\n@@ -0,0 +1,2 @@\n+one\n+two\n".to_owned()
+        )
+    );
+    assert_eq!(
+        content("notes/a.md (edit)", "diff").await.1,
+        "--- a/notes/a.md\n+++ b/notes/a.md\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"
+    );
+    // The run's own log announces them before its end.
+    let events = t
+        .call(&g, "runs.events", json!({"runId": result["runId"]}))
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .filter(|k| *k == "artifact.created" || k.starts_with("run."))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run.created",
+            "run.started",
+            "artifact.created",
+            "artifact.created",
+            "artifact.created",
+            "artifact.created",
+            "run.completed"
+        ]
+    );
+    let files: Vec<&Value> = listed["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["type"] == "file")
+        .collect();
+    for file in files {
+        assert_eq!(file["mimeType"], "text/markdown");
+    }
+}
