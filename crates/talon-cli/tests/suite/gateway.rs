@@ -569,6 +569,7 @@ fn an_approval_survives_a_sigkill_and_answering_it_finishes_the_run() {
             "run.started",
             "tool.call.started",
             "approval.resolved",
+            "artifact.created",
             "tool.call.completed",
             "assistant.delta",
             "assistant.message",
