@@ -62,6 +62,9 @@ pub const MAX_GREP_LINE_CHARS: usize = 400;
 /// Output kept of a shell command (stdout and stderr each); the rest is
 /// read and discarded as it streams.
 pub const MAX_EXEC_OUTPUT: usize = 64 * 1024;
+/// Most bytes of a command's whole output [`CoreTools::exec_logged`]
+/// keeps.
+pub const MAX_LOG_BYTES: usize = 16 * 1024 * 1024;
 /// Default and longest shell timeout.
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most matches `grep` and entries `list` return.
@@ -169,6 +172,30 @@ impl CoreTools {
         path::resolve(&self.root, path)
     }
 
+    /// Runs a shell `exec` call as `execute` does and also keeps the
+    /// command's whole output (both streams as they arrived, up to
+    /// [`MAX_LOG_BYTES`]): returned when it was over what the result
+    /// holds, so a host can keep it.
+    pub async fn exec_logged(
+        &self,
+        ctx: &RunContext,
+        args: &Value,
+    ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
+        let command = files::text_arg("exec", args, "command")?;
+        let timeout = args["timeoutMs"]
+            .as_u64()
+            .map_or(EXEC_TIMEOUT, Duration::from_millis)
+            .min(EXEC_TIMEOUT);
+        shell::exec(
+            &self.root,
+            command,
+            timeout,
+            &ctx.cancel,
+            Some(MAX_LOG_BYTES),
+        )
+        .await
+    }
+
     /// The whole content of the regular file `path` names and its real
     /// path in the workspace, when it exists and holds at most `max`
     /// bytes; `Ok(None)` when it does not exist. Opened as `read` opens
@@ -191,7 +218,9 @@ impl CoreTools {
                 .as_u64()
                 .map_or(EXEC_TIMEOUT, Duration::from_millis)
                 .min(EXEC_TIMEOUT);
-            return shell::exec(&self.root, command, timeout, &ctx.cancel).await;
+            return shell::exec(&self.root, command, timeout, &ctx.cancel, None)
+                .await
+                .map(|(value, _)| value);
         }
         if !matches!(name, "read" | "write" | "edit" | "list" | "grep") {
             return Err(ToolError::new(

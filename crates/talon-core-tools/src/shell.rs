@@ -76,6 +76,22 @@ impl Capture {
     }
 }
 
+/// Both streams as they arrived, up to a cap (the command's log, kept
+/// only when asked for).
+struct Log {
+    bytes: Vec<u8>,
+    cap: usize,
+}
+
+impl Log {
+    fn push(log: &mut Option<Log>, bytes: &[u8]) {
+        if let Some(log) = log {
+            let room = log.cap.saturating_sub(log.bytes.len());
+            log.bytes.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
+}
+
 /// Reads the next piece of `pipe` into `capture`; closes it at EOF or error.
 async fn pump<R: AsyncRead + Unpin>(pipe: &mut Option<R>, buf: &mut [u8]) -> Option<usize> {
     match pipe {
@@ -90,13 +106,20 @@ enum End {
     Aborted,
 }
 
-/// Runs `command` with `sh -c` in `root`.
+/// Runs `command` with `sh -c` in `root`. With `log_cap`, also keeps both
+/// streams as they arrived, up to that many bytes, and returns them when
+/// the output was over what the result holds.
 pub(super) async fn exec(
     root: &Path,
     command: &str,
     timeout: Duration,
     cancel: &CancellationToken,
-) -> Result<Value, ToolError> {
+    log_cap: Option<usize>,
+) -> Result<(Value, Option<Vec<u8>>), ToolError> {
+    let mut log = log_cap.map(|cap| Log {
+        bytes: Vec::new(),
+        cap,
+    });
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c")
         .arg(command)
@@ -142,11 +165,17 @@ pub(super) async fn exec(
         }
         tokio::select! {
             read = pump(&mut stdout, &mut out_buf) => match read {
-                Some(n) => out.push(&out_buf[..n]),
+                Some(n) => {
+                    out.push(&out_buf[..n]);
+                    Log::push(&mut log, &out_buf[..n]);
+                }
                 None => stdout = None,
             },
             read = pump(&mut stderr, &mut err_buf) => match read {
-                Some(n) => err.push(&err_buf[..n]),
+                Some(n) => {
+                    err.push(&err_buf[..n]);
+                    Log::push(&mut log, &err_buf[..n]);
+                }
                 None => stderr = None,
             },
             exited = child.wait(), if status.is_none() => {
@@ -175,10 +204,12 @@ pub(super) async fn exec(
     match end {
         End::Exited(status) => {
             let truncated = out.truncated() || err.truncated();
-            Ok(
+            let log = log.filter(|_| truncated).map(|log| log.bytes);
+            Ok((
                 json!({"exitCode": status.code(), "stdout": out.text(), "stderr": err.text(),
                       "truncated": truncated}),
-            )
+                log,
+            ))
         }
         End::TimedOut | End::Aborted => {
             let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;

@@ -146,7 +146,7 @@ pub struct RunSpec {
     pub questions: Option<Arc<dyn talon_tools::ToolExecutor>>,
     /// Who takes the files its core tools change (see
     /// [`crate::changes`]).
-    pub changes: Option<Arc<dyn crate::changes::FileChanges>>,
+    pub changes: Option<Arc<dyn crate::changes::ToolOutputs>>,
 }
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or

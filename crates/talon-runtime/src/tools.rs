@@ -12,7 +12,7 @@ use talon_config::Config;
 use talon_core_tools::CoreTools;
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 
-use crate::changes::{FileChange, FileChanges, MAX_REPORTED_BYTES};
+use crate::changes::{CommandLog, FileChange, MAX_REPORTED_BYTES, ToolOutputs};
 use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, Semantic,
@@ -163,7 +163,7 @@ pub struct Local {
     /// Who answers `ask_user` (the run offers it only then).
     pub questions: Option<Arc<dyn ToolExecutor>>,
     /// Who takes the files the core tools change.
-    pub changes: Option<Arc<dyn FileChanges>>,
+    pub changes: Option<Arc<dyn ToolOutputs>>,
 }
 
 /// Dispatches catalog entries to their executors by source.
@@ -171,15 +171,39 @@ struct Executor {
     mcp: McpExecutor,
     core: Option<CoreTools>,
     questions: Option<Arc<dyn ToolExecutor>>,
-    changes: Option<Arc<dyn FileChanges>>,
+    changes: Option<Arc<dyn ToolOutputs>>,
 }
 
 impl Executor {
+    /// A core `exec`, its whole output reported when its result was cut.
+    async fn logged(
+        &self,
+        core: &CoreTools,
+        outputs: &dyn ToolOutputs,
+        ctx: &RunContext,
+        call: &ToolCall,
+    ) -> Result<Value, ToolError> {
+        let (mut value, log) = core.exec_logged(ctx, &call.args).await?;
+        if let Some(output) = log {
+            let log = CommandLog {
+                call_id: call.call_id.clone(),
+                command: call.args["command"].as_str().unwrap_or_default().to_owned(),
+                output,
+            };
+            if let Some(id) = outputs.command_log(ctx, log).await
+                && let Some(object) = value.as_object_mut()
+            {
+                object.insert("logArtifact".into(), Value::String(id));
+            }
+        }
+        Ok(value)
+    }
+
     /// A core `write` or `edit`, its change reported when it succeeds.
     async fn tracked(
         &self,
         core: &CoreTools,
-        changes: &dyn FileChanges,
+        changes: &dyn ToolOutputs,
         ctx: &RunContext,
         entry: &CatalogEntry,
         call: &ToolCall,
@@ -196,7 +220,7 @@ impl Executor {
                     before: before.map(|(_, bytes)| bytes),
                     after,
                 };
-                changes.changed(ctx, change).await;
+                changes.file_changed(ctx, change).await;
             }
             (before, after) => tracing::debug!(
                 tool = %entry.id,
@@ -236,6 +260,14 @@ impl ToolExecutor for Executor {
                     Some(changes) => {
                         Box::pin(self.tracked(core, changes.as_ref(), ctx, entry, call))
                     }
+                    None => core.execute(ctx, entry, call),
+                }
+            }
+            (ToolSource::Openclaw, Some(core))
+                if entry.tool.owner == "core" && entry.tool.name == "exec" =>
+            {
+                match &self.changes {
+                    Some(outputs) => Box::pin(self.logged(core, outputs.as_ref(), ctx, call)),
                     None => core.execute(ctx, entry, call),
                 }
             }

@@ -1,7 +1,9 @@
 //! The artifacts a run leaves and how long they stay. A core `write` or
 //! `edit` gives a `file` artifact (the new content) and a `diff` artifact
 //! (unified, against the content before), announced in the run's events
-//! ([`RunFiles`]). Every run ends with
+//! ([`RunFiles`]); a shell `exec` whose output was over its result's cap
+//! gives a `log` artifact with the whole output, redacted like a
+//! trajectory, its id in the result as `logArtifact`. Every run ends with
 //! a `trajectory` artifact: its events (nested calls included, `raw`
 //! payloads left out) as JSON, the secrets the gateway knows (the
 //! providers' keys) redacted before it is stored, listed in the run's
@@ -18,7 +20,7 @@ use serde_json::{Value, json};
 use talon_agent::RunEvents;
 use talon_protocol::EventData;
 use talon_protocol::gateway::{ArtifactSummary, ArtifactType, Run};
-use talon_runtime::changes::{FileChange, FileChanges};
+use talon_runtime::changes::{CommandLog, FileChange, ToolOutputs};
 use talon_store::{EventFilter, MAX_PAGE, NewArtifact};
 use talon_tools::{BoxFuture, RunContext};
 
@@ -115,8 +117,37 @@ pub(crate) struct RunFiles {
     pub events: Arc<RunEvents>,
 }
 
-impl FileChanges for RunFiles {
-    fn changed<'a>(&'a self, ctx: &'a RunContext, change: FileChange) -> BoxFuture<'a, ()> {
+impl ToolOutputs for RunFiles {
+    fn command_log<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        log: CommandLog,
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let text = String::from_utf8_lossy(&log.output);
+            let text = redact(&text, &self.engine.inner.secrets);
+            let mut shown: String = log.command.chars().take(80).collect();
+            if shown.len() < log.command.len() {
+                shown.push_str("...");
+            }
+            let summary = self
+                .engine
+                .put(
+                    &ctx.scope.run_id,
+                    &ctx.scope.session_id,
+                    ArtifactType::Log,
+                    format!("exec: {}", redact(&shown, &self.engine.inner.secrets)),
+                    "text/plain; charset=utf-8",
+                    text.into_bytes(),
+                )
+                .await?;
+            let id = summary.id.clone();
+            self.events.emit(EventData::ArtifactCreated(summary));
+            Some(id)
+        })
+    }
+
+    fn file_changed<'a>(&'a self, ctx: &'a RunContext, change: FileChange) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let diff = unified_diff(&change.path, change.before.as_deref(), &change.after);
             let file_mime = mime_of(&change.path, &change.after);

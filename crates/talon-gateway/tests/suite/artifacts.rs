@@ -362,3 +362,78 @@ async fn writes_and_edits_leave_file_and_diff_artifacts() {
         assert_eq!(file["mimeType"], "text/markdown");
     }
 }
+
+#[tokio::test]
+async fn shell_output_over_the_cap_is_kept_whole_as_a_redacted_log() {
+    use talon_testing::{Replay, ScriptedCall, Turn};
+    const KEY: &str = "sk-talon-shell-log-77aa1c";
+    // 20,000 numbered lines (~130 KB, over the 64 KiB a result holds),
+    // the key in the middle of them, on stdout and stderr.
+    let command = format!("seq 1 10000; echo 'key {KEY} here' >&2; seq 10001 20000");
+    let g = TestGateway::start_opts(Options {
+        script: Script {
+            api_key: Some(KEY.into()),
+            turns: vec![
+                Turn {
+                    tool_calls: vec![ScriptedCall {
+                        name: "exec".into(),
+                        arguments: json!({"command": command}),
+                    }],
+                    ..Turn::default()
+                },
+                Turn {
+                    text: Some("Ran it.".into()),
+                    ..Turn::default()
+                },
+            ],
+            replay: Replay::PerRun,
+            ..Script::default()
+        },
+        config: json!({
+            "tools": {"approvals": "allow"},
+            "models": {"providers": {
+                "good": {"baseUrl": "http://unused", "apiKey": KEY, "models": [{"id": "m1"}]}
+            }},
+            "agents": {"defaults": {"model": {"primary": "good/m1"}}}
+        }),
+        ..Options::default()
+    })
+    .await;
+    std::fs::create_dir_all(g.dir.path().join("workspace")).unwrap();
+    let result = run_to_end(&g, "run it").await;
+    let listed = Transport::Http
+        .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
+        .await
+        .unwrap();
+    let logs: Vec<&Value> = listed["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["type"] == "log")
+        .collect();
+    assert_eq!(logs.len(), 1, "{listed}");
+    // Its title shows the command, redacted too.
+    assert_eq!(
+        logs[0]["title"],
+        "exec: seq 1 10000; echo 'key [redacted] here' >&2; seq 10001 20000"
+    );
+    let url = format!("/v1/artifacts/{}/content", logs[0]["id"].as_str().unwrap());
+    let text = get(&g, &g.admin, &url, None).await.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 20_001);
+    assert!(lines.contains(&"key [redacted] here"));
+    assert_eq!((lines[0], lines[20_000]), ("1", "20000"));
+    assert!(!text.contains(KEY));
+    // The model's result is cut and names the log.
+    let requests = g.mock.requests();
+    let tool = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    let told: Value = serde_json::from_str(tool["content"].as_str().unwrap()).unwrap();
+    assert_eq!(told["truncated"], true);
+    assert_eq!(told["logArtifact"], logs[0]["id"]);
+}
