@@ -227,6 +227,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         client_tools: Vec::new(),
         questions: None,
         changes: None,
+        shell: Default::default(),
     };
     let run = match host.prepare(spec).await {
         Ok(run) => run,

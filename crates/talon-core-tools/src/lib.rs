@@ -46,6 +46,7 @@ use talon_tools::{
 };
 
 pub use approval::PolicyApprover;
+pub use shell::{Network, ShellOptions};
 
 /// Most bytes `read` returns in one call (larger files come back as a
 /// window with `truncated` and `nextOffset`). Half the runner's default
@@ -148,6 +149,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
 #[derive(Debug, Clone)]
 pub struct CoreTools {
     root: Arc<PathBuf>,
+    shell: Arc<ShellOptions>,
 }
 
 impl CoreTools {
@@ -156,7 +158,14 @@ impl CoreTools {
         std::fs::create_dir_all(workspace)?;
         Ok(Self {
             root: Arc::new(workspace.canonicalize()?),
+            shell: Arc::new(ShellOptions::default()),
         })
+    }
+
+    /// The same tools, their shell run with `shell`.
+    pub fn with_shell(mut self, shell: ShellOptions) -> Self {
+        self.shell = Arc::new(shell);
+        self
     }
 
     /// The workspace.
@@ -192,6 +201,7 @@ impl CoreTools {
             timeout,
             &ctx.cancel,
             Some(MAX_LOG_BYTES),
+            &self.shell,
         )
         .await
     }
@@ -218,7 +228,7 @@ impl CoreTools {
                 .as_u64()
                 .map_or(EXEC_TIMEOUT, Duration::from_millis)
                 .min(EXEC_TIMEOUT);
-            return shell::exec(&self.root, command, timeout, &ctx.cancel, None)
+            return shell::exec(&self.root, command, timeout, &ctx.cancel, None, &self.shell)
                 .await
                 .map(|(value, _)| value);
         }

@@ -3,7 +3,10 @@
 //! exits (background children do not outlive the call), at the timeout,
 //! when the run is cancelled (the command waits on the run's token beside
 //! its pipes, exit and deadline; nothing polls), and when the call's future
-//! is dropped (the runner drops it when the run is cancelled).
+//! is dropped (the runner drops it when the run is cancelled). A host
+//! may add variables (bound secrets) and turn the network off
+//! ([`ShellOptions`]): the command then runs in a network namespace of its
+//! own, or not at all, saying why, where the OS refuses one.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -28,6 +31,41 @@ const REAP_GRACE: Duration = Duration::from_secs(2);
 const CHUNK: usize = 16 * 1024;
 /// Environment variables the command inherits (nothing else).
 const ENV_KEPT: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR"];
+
+/// Where a command may reach.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Network {
+    /// The host's network.
+    #[default]
+    Host,
+    /// None: the command runs in a network namespace of its own (only a
+    /// loopback that is down), made with `unshare --net --map-root-user`.
+    Off,
+}
+
+/// How the shell runs commands, beyond the workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShellOptions {
+    /// Variables added to the command's environment (bound secrets).
+    pub env: Vec<(String, String)>,
+    /// Where it may reach.
+    pub network: Network,
+}
+
+/// Whether this host lets an unprivileged process make a network
+/// namespace (checked once).
+fn can_isolate_network() -> bool {
+    static CAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CAN.get_or_init(|| {
+        std::process::Command::new("unshare")
+            .args(["--net", "--map-root-user", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    })
+}
 
 /// Kills the process group when dropped (the call ended, failed, or its
 /// future was dropped). Killing an already empty group is harmless.
@@ -115,12 +153,29 @@ pub(super) async fn exec(
     timeout: Duration,
     cancel: &CancellationToken,
     log_cap: Option<usize>,
+    options: &ShellOptions,
 ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
     let mut log = log_cap.map(|cap| Log {
         bytes: Vec::new(),
         cap,
     });
-    let mut cmd = tokio::process::Command::new("sh");
+    let mut cmd = match options.network {
+        Network::Host => tokio::process::Command::new("sh"),
+        Network::Off => {
+            if !tokio::task::spawn_blocking(can_isolate_network)
+                .await
+                .unwrap_or(false)
+            {
+                return Err(ToolError::new(
+                    ToolErrorCode::Unsupported,
+                    "the command was not run: its network is off, and this host does not let it                      make a network namespace (unshare --net --map-root-user failed)",
+                ));
+            }
+            let mut cmd = tokio::process::Command::new("unshare");
+            cmd.args(["--net", "--map-root-user", "--", "sh"]);
+            cmd
+        }
+    };
     cmd.arg("-c")
         .arg(command)
         .current_dir(root)
@@ -134,6 +189,9 @@ pub(super) async fn exec(
         if let Ok(value) = std::env::var(key) {
             cmd.env(key, value);
         }
+    }
+    for (key, value) in &options.env {
+        cmd.env(key, value);
     }
     let mut child = cmd.spawn().map_err(|e| {
         ToolError::new(

@@ -5,6 +5,7 @@
 
 mod api;
 mod content;
+mod environments;
 mod error;
 mod frame;
 mod http;

@@ -147,6 +147,8 @@ pub struct RunSpec {
     /// Who takes the files its core tools change (see
     /// [`crate::changes`]).
     pub changes: Option<Arc<dyn crate::changes::ToolOutputs>>,
+    /// How its shell runs commands (bound secrets, network).
+    pub shell: talon_core_tools::ShellOptions,
 }
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or
@@ -355,6 +357,7 @@ impl Host {
             client_tools,
             questions,
             changes,
+            shell,
         } = spec;
         let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
@@ -362,7 +365,8 @@ impl Host {
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
         let workspace = workspace.unwrap_or_else(|| crate::host::workspace(&self.config, &agent));
         let core = CoreTools::new(&workspace)
-            .map_err(|e| RuntimeError::Config(format!("workspace {}: {e}", workspace.display())))?;
+            .map_err(|e| RuntimeError::Config(format!("workspace {}: {e}", workspace.display())))?
+            .with_shell(shell);
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: core tools");
         let plan = SurfacePlan::from_config(&self.config, &agent)?;
         let engine = async {

@@ -276,6 +276,10 @@ mod tests {
             include_str!("../migrations/sqlite/0002_checkpoint.sql"),
             include_str!("../migrations/postgres/0002_checkpoint.sql")
         );
+        assert_eq!(
+            include_str!("../migrations/sqlite/0003_environments.sql"),
+            include_str!("../migrations/postgres/0003_environments.sql")
+        );
         assert_eq!(SQLITE.iter().count(), POSTGRES.iter().count());
     }
 

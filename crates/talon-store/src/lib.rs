@@ -32,6 +32,7 @@ mod approvals;
 mod artifacts;
 mod cells;
 mod dialect;
+mod environments;
 mod error;
 mod events;
 mod notify;

@@ -79,6 +79,7 @@ impl Api {
                     input: RunInput::Text(format!("tools.invoke {}", p.tool)),
                     timeout_ms: None,
                     tools: Vec::new(),
+                    environment_id: None,
                     invoke: Some(Invocation {
                         tool: p.tool.clone(),
                         arguments,

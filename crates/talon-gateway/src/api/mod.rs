@@ -3,6 +3,7 @@
 //! models ([`models`]). The ToolSpace and environments are issue 15's and
 //! answer `unavailable` until then.
 
+mod environments;
 mod invoke;
 mod models;
 mod runs;
@@ -57,14 +58,6 @@ fn wire_name<T: serde::Serialize>(value: T) -> Option<String> {
 
 fn not_found(kind: &str, id: &str) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
-}
-
-/// A method of the ToolSpace or environments (issue 15).
-fn not_yet(method: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::Unavailable,
-        format!("{method}: the ToolSpace and environments are not served by this gateway yet"),
-    )
 }
 
 use crate::runs::new_id;
@@ -275,6 +268,7 @@ impl Handler for Api {
             tools: p.tools,
             multitask_strategy: p.multitask_strategy,
             timeout_ms: p.timeout_ms,
+            environment_id: p.environment_id,
             idempotency_key: p.idempotency_key,
         })
         .await
@@ -647,31 +641,31 @@ impl Handler for Api {
         _: &Caller,
         _: Empty,
     ) -> Result<EnvironmentsListResult, ApiError> {
-        Err(not_yet("environments.list"))
+        self.list_environments().await
     }
 
     async fn environments_create(
         &self,
         _: &Caller,
-        _: EnvironmentsCreateParams,
+        p: EnvironmentsCreateParams,
     ) -> Result<Environment, ApiError> {
-        Err(ApiError::unsupported("environments.create"))
+        self.create_environment(p).await
     }
 
     async fn environments_status(
         &self,
         _: &Caller,
-        _: EnvironmentRef,
+        p: EnvironmentRef,
     ) -> Result<Environment, ApiError> {
-        Err(not_yet("environments.status"))
+        self.environment_of(&p.environment_id).await
     }
 
     async fn environments_delete(
         &self,
         _: &Caller,
-        _: EnvironmentsDeleteParams,
+        p: EnvironmentsDeleteParams,
     ) -> Result<Environment, ApiError> {
-        Err(ApiError::unsupported("environments.delete"))
+        self.delete_environment(p).await
     }
 
     async fn events_subscribe(

@@ -128,12 +128,17 @@ impl Api {
             }
             None => None,
         };
+        let environment_id = match &p.environment_id {
+            Some(id) => Some(self.ready_environment(id).await?.id),
+            None => None,
+        };
         let session = self.session_for(&p).await?;
         let request = RunRequest {
             input: p.input,
             timeout_ms: p.timeout_ms,
             tools: p.tools,
             invoke: None,
+            environment_id,
         };
         self.engine
             .submit(Submit {

@@ -49,6 +49,17 @@ pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     out
 }
 
+/// `value` with every secret redacted from its strings (a value whose
+/// redaction is not JSON any more becomes a marker).
+pub(crate) fn redact_value(value: &Value, secrets: &[String]) -> Value {
+    let text = value.to_string();
+    let redacted = redact(&text, secrets);
+    if redacted == text {
+        return value.clone();
+    }
+    serde_json::from_str(&redacted).unwrap_or_else(|_| Value::String(REDACTED.into()))
+}
+
 /// Epoch milliseconds as RFC 3339 in UTC, e.g. `2026-12-01T15:04:05.006Z`.
 pub(crate) fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
@@ -115,6 +126,9 @@ pub(crate) fn unified_diff(path: &str, before: Option<&[u8]>, after: &[u8]) -> S
 pub(crate) struct RunFiles {
     pub engine: Engine,
     pub events: Arc<RunEvents>,
+    /// Redacted from what it stores: the gateway's secrets and the run's
+    /// bound ones.
+    pub secrets: Vec<String>,
 }
 
 impl ToolOutputs for RunFiles {
@@ -125,7 +139,7 @@ impl ToolOutputs for RunFiles {
     ) -> BoxFuture<'a, Option<String>> {
         Box::pin(async move {
             let text = String::from_utf8_lossy(&log.output);
-            let text = redact(&text, &self.engine.inner.secrets);
+            let text = redact(&text, &self.secrets);
             let mut shown: String = log.command.chars().take(80).collect();
             if shown.len() < log.command.len() {
                 shown.push_str("...");
@@ -136,7 +150,7 @@ impl ToolOutputs for RunFiles {
                     &ctx.scope.run_id,
                     &ctx.scope.session_id,
                     ArtifactType::Log,
-                    format!("exec: {}", redact(&shown, &self.engine.inner.secrets)),
+                    format!("exec: {}", redact(&shown, &self.secrets)),
                     "text/plain; charset=utf-8",
                     text.into_bytes(),
                 )
@@ -150,14 +164,16 @@ impl ToolOutputs for RunFiles {
     fn file_changed<'a>(&'a self, ctx: &'a RunContext, change: FileChange) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let diff = unified_diff(&change.path, change.before.as_deref(), &change.after);
+            let diff = redact(&diff, &self.secrets);
             let file_mime = mime_of(&change.path, &change.after);
+            let after = match std::str::from_utf8(&change.after) {
+                Ok(text) if self.secrets.iter().any(|s| text.contains(s.as_str())) => {
+                    redact(text, &self.secrets).into_bytes()
+                }
+                _ => change.after,
+            };
             let made = [
-                (
-                    ArtifactType::File,
-                    change.path.clone(),
-                    file_mime,
-                    change.after,
-                ),
+                (ArtifactType::File, change.path.clone(), file_mime, after),
                 (
                     ArtifactType::Diff,
                     format!("{} ({})", change.path, change.tool),
@@ -233,6 +249,64 @@ impl Engine {
         }
     }
 
+    /// Stores an artifact of `run` after its end and announces it on the
+    /// session (the run's own log ends with its terminal event).
+    pub(super) async fn after_run(
+        &self,
+        run: &Run,
+        kind: ArtifactType,
+        title: String,
+        mime: &str,
+        content: Vec<u8>,
+    ) -> Option<ArtifactSummary> {
+        let summary = self
+            .put(
+                &run.id,
+                run.session_id.as_deref().unwrap_or_default(),
+                kind,
+                title,
+                mime,
+                content,
+            )
+            .await?;
+        let mut event = run_event(run, EventData::ArtifactCreated(summary.clone()));
+        event.run_id = None;
+        if let Err(error) = self.inner.store.append(vec![event]).await {
+            tracing::error!(%error, run = %run.id, "artifact.created was not stored");
+        }
+        Some(summary)
+    }
+
+    /// The environment's workspace changes since its baseline, after a
+    /// run in it, as a `diff` artifact (none when nothing changed).
+    pub(super) async fn workspace_diff(
+        &self,
+        run: &Run,
+        environment: &talon_protocol::gateway::Environment,
+        bound: &[String],
+    ) -> Option<ArtifactSummary> {
+        let workspace = std::path::PathBuf::from(environment.workspace.as_ref()?);
+        let provider = crate::environments::provider(&environment.provider).ok()?;
+        let diff = match provider.collect(&workspace).await {
+            Ok(Some(diff)) => diff,
+            Ok(None) => return None,
+            Err(error) => {
+                tracing::warn!(run = %run.id, error = %error.message, "an environment's changes could not be collected");
+                return None;
+            }
+        };
+        let mut secrets = self.inner.secrets.clone();
+        secrets.extend(bound.iter().cloned());
+        self.after_run(
+            run,
+            ArtifactType::Diff,
+            format!("Workspace of environment {}", environment.id),
+            "text/x-diff",
+            redact(&diff, &secrets).into_bytes(),
+        )
+        .await
+    }
+
     /// Stores `run`'s trajectory (once its events are durable) and
     /// announces it; its summary, or `None` when it could not be stored.
     pub(super) async fn trajectory(&self, run: &Run) -> Option<ArtifactSummary> {
@@ -276,30 +350,14 @@ impl Engine {
             "events": events,
         });
         let text = redact(&document.to_string(), &self.inner.secrets);
-        let stored = self
-            .put(
-                &run.id,
-                run.session_id.as_deref().unwrap_or_default(),
-                ArtifactType::Trajectory,
-                format!("Trajectory of run {}", run.id),
-                "application/json",
-                text.into_bytes(),
-            )
-            .await;
-        match stored {
-            Some(summary) => {
-                // A run's own log ends with its terminal event: the
-                // trajectory (which holds that event) is announced on the
-                // session, its data naming the run.
-                let mut event = run_event(run, EventData::ArtifactCreated(summary.clone()));
-                event.run_id = None;
-                if let Err(error) = store.append(vec![event]).await {
-                    tracing::error!(%error, run = %run.id, "artifact.created was not stored");
-                }
-                Some(summary)
-            }
-            None => None,
-        }
+        self.after_run(
+            run,
+            ArtifactType::Trajectory,
+            format!("Trajectory of run {}", run.id),
+            "application/json",
+            text.into_bytes(),
+        )
+        .await
     }
 
     /// Purges expired artifacts until the engine is dropped.

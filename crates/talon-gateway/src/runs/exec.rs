@@ -94,6 +94,7 @@ impl Engine {
             Err(error) => Err(error),
         };
         let mut invoked_error = None;
+        let mut environment = None;
         let outcome = match prepared {
             Ok((
                 Prepared {
@@ -103,7 +104,27 @@ impl Engine {
                     message,
                 },
                 policy,
-            )) => {
+            )) => 'built: {
+                let bound = match &request.environment_id {
+                    Some(id) => match self.bind_environment(id).await {
+                        Ok(bound) => Some(bound),
+                        Err(error) => break 'built Err((error, added, message)),
+                    },
+                    None => None,
+                };
+                let mut secrets = self.inner.secrets.clone();
+                let (workspace, shell) = match &bound {
+                    Some((environment, binding)) => {
+                        sink.redact(binding.secrets.clone());
+                        secrets.extend(binding.secrets.iter().cloned());
+                        (
+                            environment.workspace.as_ref().map(std::path::PathBuf::from),
+                            binding.shell.clone(),
+                        )
+                    }
+                    None => (None, Default::default()),
+                };
+                environment = bound;
                 let spec = RunSpec {
                     agent: run.agent_id.clone(),
                     ctx,
@@ -124,9 +145,11 @@ impl Engine {
                     changes: Some(Arc::new(RunFiles {
                         engine: self.clone(),
                         events: events.clone(),
+                        secrets: secrets.clone(),
                     })),
+                    shell,
                     cells: self.cells(),
-                    workspace: None,
+                    workspace,
                     timeout: request.timeout_ms.map(Duration::from_millis),
                     client_tools: request.tools.iter().map(client_tool).collect(),
                 };
@@ -220,7 +243,15 @@ impl Engine {
         };
         let text = (!result.text.is_empty()).then(|| result.text.clone());
         let mut summary = result_of(&ended, text);
-        summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
+        let mut artifacts = Vec::new();
+        if let Some((environment, binding)) = &environment {
+            artifacts.extend(
+                self.workspace_diff(&ended, environment, &binding.secrets)
+                    .await,
+            );
+        }
+        artifacts.extend(self.trajectory(&ended).await);
+        summary.artifacts = (!artifacts.is_empty()).then_some(artifacts);
         if !result.pending.is_empty() {
             // The message whose client calls the app is to answer.
             let asked = result

@@ -101,6 +101,9 @@ pub(crate) struct RunRequest {
     /// The app's tools for this run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<talon_protocol::gateway::ClientTool>,
+    /// The managed environment it works in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<String>,
     /// A direct call the run makes instead of asking the model
     /// (`tools.invoke`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -270,6 +273,49 @@ impl Engine {
     /// resolved).
     pub(crate) fn resolved(&self) {
         self.inner.resolutions.send_modify(|n| *n += 1);
+    }
+
+    /// Environment `id` (which must be ready) and what a run started in
+    /// it now gets.
+    pub(crate) async fn bind_environment(
+        &self,
+        id: &str,
+    ) -> Result<
+        (
+            talon_protocol::gateway::Environment,
+            crate::environments::Binding,
+        ),
+        ApiError,
+    > {
+        use talon_protocol::gateway::{Environment, EnvironmentStatus};
+        let environment: Environment = self
+            .inner
+            .store
+            .environment(id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| {
+            ApiError::new(ErrorCode::NotFound, format!("environment {id:?} not found"))
+        })?;
+        if environment.status != EnvironmentStatus::Ready || environment.workspace.is_none() {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("environment {id} is not ready (it may have been deleted)"),
+            ));
+        }
+        let provider = crate::environments::provider(&environment.provider)?;
+        let binding = provider.bind(
+            environment
+                .settings
+                .as_ref()
+                .unwrap_or(&serde_json::Value::Null),
+        )?;
+        Ok((environment, binding))
+    }
+
+    /// The state directory (environments' workspaces live under it).
+    pub(crate) fn state_dir(&self) -> std::path::PathBuf {
+        self.inner.store_config.state_dir.clone()
     }
 
     /// This node's id.

@@ -61,6 +61,9 @@ pub(crate) struct StoreSink {
     recorded: Arc<AtomicU64>,
     /// Flushes made for calls' starts (the ones skipped are not counted).
     flushes: AtomicU64,
+    /// Values redacted from every event before it is stored (the run's
+    /// bound secrets).
+    secrets: Mutex<Arc<Vec<String>>>,
 }
 
 /// The forwarder's state.
@@ -227,6 +230,7 @@ impl StoreSink {
             epoch: Arc::new(AtomicU64::new(0)),
             recorded: Arc::new(AtomicU64::new(0)),
             flushes: AtomicU64::new(0),
+            secrets: Mutex::new(Arc::new(Vec::new())),
         }
     }
 
@@ -244,6 +248,13 @@ impl StoreSink {
         match forwarder {
             Some(task) => task.await.map_err(|_| StoreError::Closed)?,
             None => Ok(0),
+        }
+    }
+
+    /// Redacts `secrets` from every event taken from now on.
+    pub(crate) fn redact(&self, secrets: Vec<String>) {
+        if let Ok(mut held) = self.secrets.lock() {
+            *held = Arc::new(secrets);
         }
     }
 
@@ -270,7 +281,18 @@ impl StoreSink {
 }
 
 impl EventSink for StoreSink {
-    fn emit(&self, event: Event) {
+    fn emit(&self, mut event: Event) {
+        let secrets = self
+            .secrets
+            .lock()
+            .map(|held| held.clone())
+            .unwrap_or_default();
+        if !secrets.is_empty() {
+            event.data = super::artifacts::redact_value(&event.data, &secrets);
+            if let Some(raw) = &event.raw {
+                event.raw = Some(super::artifacts::redact_value(raw, &secrets));
+            }
+        }
         if !self.send(Item::Event(event)) {
             tracing::warn!("an event arrived after its run's sink closed; dropped");
         }

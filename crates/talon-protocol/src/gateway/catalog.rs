@@ -209,6 +209,16 @@ pub struct Environment {
     /// When it was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<u64>,
+    /// The settings it was created with, as given (secrets appear only as
+    /// references, never as values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
+    /// Where its workspace is, on the gateway's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// Why it failed, or what became of its workspace when deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// A background task (the seed's future API; listed for the schema).

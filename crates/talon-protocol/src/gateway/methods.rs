@@ -325,17 +325,17 @@ method_table! {
     EnvironmentsList => "environments.list" as environments_list (Empty -> EnvironmentsListResult) {
         scope: AgentRead, effect: Read, stability: Experimental, errors: [],
     }
-    /// Creates an environment (future API).
+    /// Creates an environment: its provider prepares the workspace.
     EnvironmentsCreate => "environments.create" as environments_create (EnvironmentsCreateParams -> Environment) {
-        scope: EnvironmentWrite, effect: Write, stability: Unsupported, errors: [Unsupported],
+        scope: EnvironmentWrite, effect: Write, stability: Experimental, errors: [NotFound, Conflict],
     }
     /// One environment's state.
     EnvironmentsStatus => "environments.status" as environments_status (EnvironmentRef -> Environment) {
         scope: AgentRead, effect: Read, stability: Experimental, errors: [NotFound],
     }
-    /// Deletes an environment (future API).
+    /// Deletes an environment, its workspace removed or kept by policy.
     EnvironmentsDelete => "environments.delete" as environments_delete (EnvironmentsDeleteParams -> Environment) {
-        scope: EnvironmentWrite, effect: Write, stability: Unsupported, errors: [Unsupported],
+        scope: EnvironmentWrite, effect: Write, stability: Experimental, errors: [NotFound],
     }
     /// Live events on this connection (WebSocket), after a replay.
     EventsSubscribe => "events.subscribe" as events_subscribe (EventsSubscribeParams -> EventsSubscribeResult) {

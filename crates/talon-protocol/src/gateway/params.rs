@@ -220,6 +220,10 @@ params! {
         /// The run's own time limit; `run.timed_out` past it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
+        /// The managed environment the run works in (its workspace, its
+        /// secrets, its network policy); it must be `ready`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        environment_id: Option<String>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's run and never starts a second.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +288,10 @@ params! {
         /// The run's own time limit; `run.timed_out` past it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
+        /// The managed environment the run works in (its workspace, its
+        /// secrets, its network policy); it must be `ready`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        environment_id: Option<String>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's run and never starts a second.
         #[serde(default, skip_serializing_if = "Option::is_none")]

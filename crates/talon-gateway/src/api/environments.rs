@@ -1,0 +1,151 @@
+//! `environments.list/create/status/delete`: managed environments through
+//! their provider ([`crate::environments`]). `create` checks the settings,
+//! stores the environment `provisioning`, prepares its workspace and
+//! answers it `ready` (or `failed`, saying why in `detail`); the same
+//! idempotency key answers the same environment. `delete` releases the
+//! workspace by the settings' policy and answers it `deleted`.
+
+use sha2::{Digest, Sha256};
+use talon_protocol::gateway::params::{
+    EnvironmentsCreateParams, EnvironmentsDeleteParams, EnvironmentsListResult,
+};
+use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus, ErrorCode};
+
+use super::{Api, new_id, not_found};
+use crate::environments::{dir_of, provider};
+use crate::error::api_error;
+
+fn status_name(status: EnvironmentStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+impl Api {
+    pub(super) async fn environment_of(&self, id: &str) -> Result<Environment, ApiError> {
+        self.store
+            .environment::<Environment>(id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("environment", id))
+    }
+
+    pub(super) async fn list_environments(&self) -> Result<EnvironmentsListResult, ApiError> {
+        Ok(EnvironmentsListResult {
+            environments: self.store.environments().await.map_err(api_error)?,
+        })
+    }
+
+    pub(super) async fn create_environment(
+        &self,
+        p: EnvironmentsCreateParams,
+    ) -> Result<Environment, ApiError> {
+        let provider = provider(&p.provider)?;
+        let settings = p.settings.clone().unwrap_or_else(|| serde_json::json!({}));
+        provider.check(&settings)?;
+        let id = match &p.idempotency_key {
+            Some(key) => {
+                let hash: String = Sha256::digest(key.as_bytes())
+                    .iter()
+                    .take(12)
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                let id = format!("env_{hash}");
+                if let Some(first) = self
+                    .store
+                    .environment::<Environment>(&id)
+                    .await
+                    .map_err(api_error)?
+                {
+                    return if first.provider == p.provider
+                        && first.settings.as_ref() == Some(&settings)
+                    {
+                        Ok(first)
+                    } else {
+                        Err(ApiError::new(
+                            ErrorCode::Conflict,
+                            format!("idempotency key {key:?} was used with other parameters"),
+                        ))
+                    };
+                }
+                id
+            }
+            None => new_id("env")?,
+        };
+        let now = talon_store::now_ms();
+        let mut environment = Environment {
+            id: id.clone(),
+            provider: provider.id().into(),
+            status: EnvironmentStatus::Provisioning,
+            capabilities: provider.capabilities(),
+            created_at: Some(now),
+            settings: Some(settings.clone()),
+            workspace: None,
+            detail: None,
+        };
+        self.store
+            .create_environment(&id, &status_name(environment.status), now, &environment)
+            .await
+            .map_err(api_error)?;
+        let dir = dir_of(&self.engine.state_dir(), &id);
+        match provider.prepare(&settings, &dir).await {
+            Ok(workspace) => {
+                environment.status = EnvironmentStatus::Ready;
+                environment.workspace = Some(workspace.display().to_string());
+            }
+            Err(error) => {
+                tracing::warn!(environment = %id, error = %error.message, "an environment could not be prepared");
+                environment.status = EnvironmentStatus::Failed;
+                environment.detail = Some(error.message);
+                // What was made of it goes.
+                let _ = tokio::fs::remove_dir_all(&dir).await;
+            }
+        }
+        self.store
+            .update_environment(&id, &status_name(environment.status), &environment)
+            .await
+            .map_err(api_error)?;
+        Ok(environment)
+    }
+
+    pub(super) async fn delete_environment(
+        &self,
+        p: EnvironmentsDeleteParams,
+    ) -> Result<Environment, ApiError> {
+        let mut environment = self.environment_of(&p.environment_id).await?;
+        if environment.status == EnvironmentStatus::Deleted {
+            return Ok(environment);
+        }
+        let provider = provider(&environment.provider)?;
+        let settings = environment.settings.clone().unwrap_or_default();
+        let dir = dir_of(&self.engine.state_dir(), &environment.id);
+        environment.detail = Some(provider.release(&settings, &dir).await?);
+        environment.status = EnvironmentStatus::Deleted;
+        self.store
+            .update_environment(
+                &environment.id,
+                &status_name(environment.status),
+                &environment,
+            )
+            .await
+            .map_err(api_error)?;
+        Ok(environment)
+    }
+
+    /// The environment a new run names, which must be ready.
+    pub(super) async fn ready_environment(&self, id: &str) -> Result<Environment, ApiError> {
+        let environment = self.environment_of(id).await?;
+        if environment.status != EnvironmentStatus::Ready {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "environment {id} is {}, not ready",
+                    status_name(environment.status)
+                ),
+            )
+            .with_details(serde_json::json!({"environment": environment})));
+        }
+        Ok(environment)
+    }
+}

@@ -1,0 +1,331 @@
+//! Managed environments with the `local` provider: a workspace from a
+//! local git repository or a directory, secrets bound by reference and
+//! never stored, the network off for shell commands, the workspace's
+//! changes as a `diff` artifact, and cleanup or retention on delete.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use talon_testing::{Replay, Script, ScriptedCall, Turn};
+
+use super::ws::Transport;
+use super::{Options, TestGateway};
+
+const TOKEN: &str = "tok-env-5b9f2e7c1a83";
+const TOKEN_VAR: &str = "TALON_TEST_DEPLOY_TOKEN";
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// A repository whose `main` has `a.txt` = "hello".
+fn repository(at: &Path) {
+    std::fs::create_dir_all(at).unwrap();
+    git(at, &["init", "-q", "-b", "main"]);
+    std::fs::write(at.join("a.txt"), "hello\n").unwrap();
+    git(at, &["add", "-A"]);
+    git(at, &["commit", "-q", "-m", "first"]);
+}
+
+fn turn(name: &str, arguments: Value) -> Turn {
+    Turn {
+        tool_calls: vec![ScriptedCall {
+            name: name.into(),
+            arguments,
+        }],
+        ..Turn::default()
+    }
+}
+
+async fn call(g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
+    Transport::Http.call(g, method, params).await
+}
+
+#[tokio::test]
+async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
+    #[allow(
+        unsafe_code,
+        reason = "the variable is set before the gateway starts any thread that reads the environment; each test is its own process under nextest"
+    )]
+    // SAFETY: see the reason above.
+    unsafe {
+        std::env::set_var(TOKEN_VAR, TOKEN);
+    }
+    let script = Script {
+        turns: vec![
+            turn(
+                "exec",
+                json!({"command": "echo \"token=$DEPLOY_TOKEN\"; printf %s \"$DEPLOY_TOKEN\" > token.txt; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}),
+            ),
+            turn(
+                "edit",
+                json!({"path": "a.txt", "old": "hello", "new": "hello world"}),
+            ),
+            Turn {
+                text: Some("Done.".into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    };
+    let g = TestGateway::start_opts(Options {
+        script,
+        config: json!({"tools": {"approvals": "allow"}}),
+        ..Options::default()
+    })
+    .await;
+    let repo = g.dir.path().join("repo");
+    repository(&repo);
+    let created = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {
+            "source": {"git": repo, "ref": "main"},
+            "secrets": {"DEPLOY_TOKEN": {"env": TOKEN_VAR}}
+        }}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created["status"], "ready", "{created}");
+    assert_eq!(created["provider"], "local");
+    assert_eq!(created["capabilities"]["checkout"], true);
+    let id = created["id"].clone();
+    let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        call(&g, "environments.status", json!({"environmentId": id}))
+            .await
+            .unwrap(),
+        created
+    );
+    assert_eq!(
+        call(&g, "environments.list", json!({})).await.unwrap(),
+        json!({"environments": [created]})
+    );
+
+    let run = call(
+        &g,
+        "runs.create",
+        json!({"input": "deploy", "environmentId": id}),
+    )
+    .await
+    .unwrap();
+    let result = call(
+        &g,
+        "runs.wait",
+        json!({"runId": run["runId"], "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    // The run worked in the environment's workspace, with its secret and
+    // without a network; the repository itself is untouched.
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("token.txt")).unwrap(),
+        TOKEN
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "hello world\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "hello\n"
+    );
+    let events = call(&g, "runs.events", json!({"runId": run["runId"]}))
+        .await
+        .unwrap();
+    let exec = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "tool.call.completed")
+        .unwrap();
+    assert_eq!(
+        exec["data"]["result"]["stdout"], "token=[redacted]\nlo\n",
+        "{exec}"
+    );
+    // The workspace's changes, as a diff artifact.
+    let artifacts = result["artifacts"].as_array().unwrap();
+    let diff = artifacts
+        .iter()
+        .find(|a| a["type"] == "diff")
+        .unwrap_or_else(|| panic!("{result}"));
+    assert_eq!(
+        diff["title"],
+        format!("Workspace of environment {}", id.as_str().unwrap())
+    );
+    let content = |artifact: &Value| {
+        let url = format!("/v1/artifacts/{}/content", artifact["id"].as_str().unwrap());
+        let g = &g;
+        async move {
+            g.client
+                .get(g.url(&url))
+                .bearer_auth(&g.admin)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let text = content(diff).await;
+    assert!(text.contains("-hello\n+hello world\n"), "{text}");
+    assert!(text.contains("+++ b/token.txt"), "{text}");
+    assert!(text.contains("+[redacted]"), "{text}");
+    // The secret is in no event and no artifact.
+    assert!(!events.to_string().contains(TOKEN));
+    let listed = call(&g, "artifacts.list", json!({"runId": run["runId"]}))
+        .await
+        .unwrap();
+    for artifact in listed["artifacts"].as_array().unwrap() {
+        let text = content(artifact).await;
+        assert!(!text.contains(TOKEN), "{artifact}: {text}");
+    }
+    let stored = g
+        .running
+        .store
+        .after(None, &talon_store::EventFilter::default(), 10_000)
+        .await
+        .unwrap();
+    assert!(!serde_json::to_string(&stored).unwrap().contains(TOKEN));
+
+    // Deleting removes the workspace; the environment takes no more runs.
+    let deleted = call(&g, "environments.delete", json!({"environmentId": id}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (&deleted["status"], &deleted["detail"]),
+        (&json!("deleted"), &json!("the workspace was removed"))
+    );
+    assert!(!workspace.exists());
+    let refused = call(
+        &g,
+        "runs.create",
+        json!({"input": "again", "environmentId": id}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused["code"], "conflict", "{refused}");
+}
+
+#[tokio::test]
+async fn copies_retention_and_bad_settings() {
+    let g = TestGateway::start().await;
+    let source = g.dir.path().join("source");
+    std::fs::create_dir_all(source.join("src")).unwrap();
+    std::fs::write(source.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let created = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "idempotencyKey": "copy-1",
+               "settings": {"source": {"path": source}, "network": "host", "retain": true}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created["status"], "ready", "{created}");
+    let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("src/main.rs")).unwrap(),
+        "fn main() {}\n"
+    );
+    // The same key: the same environment; other settings: a conflict.
+    let again = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "idempotencyKey": "copy-1",
+               "settings": {"source": {"path": source}, "network": "host", "retain": true}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again, created);
+    let other = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "idempotencyKey": "copy-1", "settings": {"source": {"path": source}}}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(other["code"], "conflict");
+    // Retained on delete.
+    let deleted = call(
+        &g,
+        "environments.delete",
+        json!({"environmentId": created["id"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(deleted["status"], "deleted");
+    assert_eq!(
+        deleted["detail"],
+        format!("the workspace was kept at {}", workspace.display())
+    );
+    assert!(workspace.join("src/main.rs").exists());
+
+    // Settings are checked; a ref that does not exist fails the
+    // environment, saying why.
+    let bad = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"path": "relative/dir"}}}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(bad["code"], "invalid_request", "{bad}");
+    let unknown = call(&g, "environments.create", json!({"provider": "cloud"}))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown["code"], "not_found", "{unknown}");
+    let repo = g.dir.path().join("repo");
+    repository(&repo);
+    let failed = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"git": repo, "ref": "no-such-branch"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("checking out the ref:"),
+        "{failed}"
+    );
+    let refused = call(
+        &g,
+        "runs.create",
+        json!({"input": "x", "environmentId": failed["id"]}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused["code"], "conflict");
+    let missing = call(
+        &g,
+        "environments.status",
+        json!({"environmentId": "env_nope"}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(missing["code"], "not_found");
+}
