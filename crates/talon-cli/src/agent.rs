@@ -228,6 +228,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         questions: None,
         changes: None,
         shell: Default::default(),
+        redact: Vec::new(),
     };
     let run = match host.prepare(spec).await {
         Ok(run) => run,

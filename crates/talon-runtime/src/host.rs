@@ -149,6 +149,9 @@ pub struct RunSpec {
     pub changes: Option<Arc<dyn crate::changes::ToolOutputs>>,
     /// How its shell runs commands (bound secrets, network).
     pub shell: talon_core_tools::ShellOptions,
+    /// Values redacted from every tool result before the model or any
+    /// sink sees them (the bound secrets' values).
+    pub redact: Vec<String>,
 }
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or
@@ -321,6 +324,7 @@ impl Host {
                 client: Vec::new(),
                 questions,
                 changes: None,
+                redact: Vec::new(),
             },
             mcp,
         )
@@ -358,6 +362,7 @@ impl Host {
             questions,
             changes,
             shell,
+            redact,
         } = spec;
         let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
@@ -387,6 +392,7 @@ impl Host {
                     client: client_tools,
                     questions,
                     changes,
+                    redact,
                 },
                 mcp,
             )

@@ -14,6 +14,7 @@ use talon_mcp::{McpExecutor, McpManager, parse_servers};
 
 use crate::changes::{CommandLog, FileChange, MAX_REPORTED_BYTES, ToolOutputs};
 use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
+use talon_tools::redact::{redact_text, redact_value};
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, Semantic,
     ToolCall, ToolError, ToolErrorCode, ToolExecutor, ToolPolicy,
@@ -105,6 +106,7 @@ impl RunTools {
             client,
             questions,
             changes,
+            redact,
         } = local;
         let policy = policy(config, agent)?;
         let run = manager.for_run().await;
@@ -139,6 +141,7 @@ impl RunTools {
                 core,
                 questions,
                 changes,
+                redact,
             }),
             mcp: Some(Arc::new(manager.clone())),
             owned: None,
@@ -164,6 +167,9 @@ pub struct Local {
     pub questions: Option<Arc<dyn ToolExecutor>>,
     /// Who takes the files the core tools change.
     pub changes: Option<Arc<dyn ToolOutputs>>,
+    /// Values redacted from every tool result and error before the model
+    /// or any sink sees them (an environment's bound secrets).
+    pub redact: Vec<String>,
 }
 
 /// Dispatches catalog entries to their executors by source.
@@ -172,6 +178,7 @@ struct Executor {
     core: Option<CoreTools>,
     questions: Option<Arc<dyn ToolExecutor>>,
     changes: Option<Arc<dyn ToolOutputs>>,
+    redact: Vec<String>,
 }
 
 impl Executor {
@@ -235,6 +242,29 @@ impl Executor {
 
 impl ToolExecutor for Executor {
     fn execute<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        call: &'a ToolCall,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        let call = self.dispatch(ctx, entry, call);
+        if self.redact.is_empty() {
+            return call;
+        }
+        Box::pin(async move {
+            match call.await {
+                Ok(value) => Ok(redact_value(&value, &self.redact)),
+                Err(mut error) => {
+                    error.message = redact_text(&error.message, &self.redact);
+                    Err(error)
+                }
+            }
+        })
+    }
+}
+
+impl Executor {
+    fn dispatch<'a>(
         &'a self,
         ctx: &'a RunContext,
         entry: &'a CatalogEntry,

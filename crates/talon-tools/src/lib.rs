@@ -6,6 +6,7 @@ pub mod catalog;
 mod error;
 pub mod mcp;
 pub mod policy;
+pub mod redact;
 pub mod runner;
 pub mod schema;
 pub mod surface;

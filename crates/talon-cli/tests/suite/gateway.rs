@@ -666,6 +666,7 @@ fn a_question_survives_a_sigkill_and_its_answer_reaches_the_model() {
 fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
     const GOOD: &str = "sk-talon-good-5f1e0c9a7b3d";
     const BAD: &str = "sk-talon-bad-8a2b4c6d0e1f";
+    const BOUND: &str = "env-secret-3c7d9e1f5a2b";
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("talon.json5");
     std::fs::write(
@@ -680,6 +681,7 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
                 defaults: {{ model: {{ primary: "good/mock-model" }} }},
                 list: [{{ id: "main" }}, {{ id: "wrongkey", model: "bad/mock-model" }}],
               }},
+              tools: {{ approvals: "allow" }},
             }}"#
         ),
     )
@@ -689,7 +691,7 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
         &script,
         format!(
             r#"{{"apiKey": "{GOOD}", "replay": "perRun", "turns": [
-                {{"toolCalls": [{{"name": "list", "arguments": {{"path": "."}}}}]}},
+                {{"toolCalls": [{{"name": "list", "arguments": {{"path": "."}}}}, {{"name": "exec", "arguments": {{"command": "echo \"bound=$BOUND\""}}}}]}},
                 {{"text": "listed"}}
             ]}}"#
         ),
@@ -705,7 +707,11 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
             "--mock-script",
             script.to_str().unwrap(),
         ],
-        &[("TALON_LOG", debug), ("TALON_DEBUG_MODEL_PAYLOAD", payload)],
+        &[
+            ("TALON_LOG", debug),
+            ("TALON_DEBUG_MODEL_PAYLOAD", payload),
+            ("TALON_TEST_BOUND_SECRET", std::path::Path::new(BOUND)),
+        ],
     );
     let mut admin = String::new();
     BufReader::new(gateway.stdout.take().unwrap())
@@ -726,13 +732,33 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
         body(&response)
     };
     let good = call(&admin, "runs.create", r#"{"input": "list the workspace"}"#);
+    // A run in an environment whose secret its command prints.
+    let source = home.path().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    let environment = call(
+        &admin,
+        "environments.create",
+        &format!(
+            r#"{{"provider": "local", "settings": {{"source": {{"path": "{}"}}, "network": "host", "secrets": {{"BOUND": {{"env": "TALON_TEST_BOUND_SECRET"}}}}}}}}"#,
+            source.display()
+        ),
+    );
+    assert_eq!(environment["status"], "ready", "{environment}");
+    let bound = call(
+        &admin,
+        "runs.create",
+        &format!(
+            r#"{{"input": "print it", "sessionKey": "bound", "environmentId": "{}"}}"#,
+            environment["id"].as_str().unwrap()
+        ),
+    );
     let bad = call(
         &admin,
         "runs.create",
         r#"{"input": "list it", "agentId": "wrongkey", "sessionKey": "other"}"#,
     );
     let mut results = Vec::new();
-    for run in [&good, &bad] {
+    for run in [&good, &bad, &bound] {
         let id = run["id"].as_str().unwrap();
         results.push(call(
             &admin,
@@ -743,8 +769,12 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
         call(&admin, "runs.get", &format!(r#"{{"runId": "{id}"}}"#));
     }
     assert_eq!(
-        (results[0]["status"].as_str(), results[1]["status"].as_str()),
-        (Some("completed"), Some("failed")),
+        (
+            results[0]["status"].as_str(),
+            results[1]["status"].as_str(),
+            results[2]["status"].as_str()
+        ),
+        (Some("completed"), Some("failed"), Some("completed")),
         "{results:?}"
     );
     assert!(
@@ -781,7 +811,11 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
     assert!(log.contains("model request (redacted)"), "{log}");
     assert!(log.lines().count() > 20, "{log}");
     assert!(answers.contains("tool.call.completed") && answers.contains("forbidden"));
-    for secret in [GOOD, BAD, admin.as_str(), app.as_str()] {
+    assert!(
+        answers.contains("bound=[redacted]"),
+        "the bound secret reached the command"
+    );
+    for secret in [GOOD, BAD, BOUND, admin.as_str(), app.as_str()] {
         for (what, text) in [
             ("an answer", &answers),
             ("the log", &log),

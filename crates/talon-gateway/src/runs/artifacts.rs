@@ -32,33 +32,7 @@ const MAX_TRAJECTORY_BYTES: usize = 16 << 20;
 const MAX_PURGE_INTERVAL: Duration = Duration::from_secs(60);
 /// The shortest.
 const MIN_PURGE_INTERVAL: Duration = Duration::from_millis(100);
-/// What stands in for a secret.
-pub(crate) const REDACTED: &str = "[redacted]";
-
-/// Replaces every secret in `text` (as it is, and as JSON escapes it).
-pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        out = out.replace(secret.as_str(), REDACTED);
-        let escaped = serde_json::to_string(secret).unwrap_or_default();
-        let escaped = escaped.trim_matches('"');
-        if escaped != secret {
-            out = out.replace(escaped, REDACTED);
-        }
-    }
-    out
-}
-
-/// `value` with every secret redacted from its strings (a value whose
-/// redaction is not JSON any more becomes a marker).
-pub(crate) fn redact_value(value: &Value, secrets: &[String]) -> Value {
-    let text = value.to_string();
-    let redacted = redact(&text, secrets);
-    if redacted == text {
-        return value.clone();
-    }
-    serde_json::from_str(&redacted).unwrap_or_else(|_| Value::String(REDACTED.into()))
-}
+pub(crate) use talon_tools::redact::{redact_text as redact, redact_value};
 
 /// Epoch milliseconds as RFC 3339 in UTC, e.g. `2026-12-01T15:04:05.006Z`.
 pub(crate) fn rfc3339(ms: u64) -> String {
@@ -400,15 +374,5 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(rfc3339(1_796_137_445_006), "2026-12-01T15:04:05.006Z");
-    }
-
-    #[test]
-    fn secrets_are_redacted_plain_and_escaped() {
-        let secrets = vec!["sk-abc\"def12".to_owned(), "plain-secret-1".to_owned()];
-        let text = json!({"a": "key sk-abc\"def12 here", "b": "plain-secret-1"}).to_string();
-        assert_eq!(
-            redact(&text, &secrets),
-            r#"{"a":"key [redacted] here","b":"[redacted]"}"#
-        );
     }
 }

@@ -148,6 +148,12 @@ impl Engine {
                         secrets: secrets.clone(),
                     })),
                     shell,
+                    redact: environment
+                        .as_ref()
+                        .map(|(_, binding): &(_, crate::environments::Binding)| {
+                            binding.secrets.clone()
+                        })
+                        .unwrap_or_default(),
                     cells: self.cells(),
                     workspace,
                     timeout: request.timeout_ms.map(Duration::from_millis),
