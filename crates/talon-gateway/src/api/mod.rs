@@ -3,6 +3,7 @@
 //! models ([`models`]). The ToolSpace and environments are issue 15's and
 //! answer `unavailable` until then.
 
+mod answers;
 mod environments;
 mod invoke;
 mod models;
@@ -11,7 +12,7 @@ mod toolspace;
 
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
-use talon_store::{PendingFilter, Resolution, Store};
+use talon_store::{PendingFilter, Store};
 
 use crate::error::api_error;
 use crate::runs::Engine;
@@ -429,38 +430,7 @@ impl Handler for Api {
         _: &Caller,
         p: ToolsListParams,
     ) -> Result<ToolsListResult, ApiError> {
-        let session_agent = match &p.session_key {
-            Some(key) => Some(
-                self.store
-                    .session_by_key(key)
-                    .await
-                    .map_err(api_error)?
-                    .ok_or_else(|| not_found("session", key))?
-                    .agent_id,
-            ),
-            None => None,
-        };
-        if let (Some(asked), Some(own)) = (&p.agent_id, &session_agent)
-            && asked != own
-        {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "session {:?} belongs to agent {own:?}, not {asked:?}",
-                    p.session_key.unwrap_or_default()
-                ),
-            ));
-        }
-        let agent = p
-            .agent_id
-            .or(session_agent)
-            .unwrap_or_else(|| DEFAULT_AGENT.into());
-        if self.find_agent(&agent).await?.is_none() {
-            return Err(not_found("agent", &agent));
-        }
-        Ok(ToolsListResult {
-            tools: toolspace::list(self.engine.host(), &agent).await?,
-        })
+        self.tool_space(p).await
     }
 
     async fn tools_invoke(
@@ -539,48 +509,7 @@ impl Handler for Api {
         _: &Caller,
         p: ApprovalsRespondParams,
     ) -> Result<Approval, ApiError> {
-        let approval = self
-            .store
-            .approval(&p.approval_id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("approval", &p.approval_id))?;
-        if !approval.decisions.contains(&p.decision) {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "decision not offered for this approval; offered: {:?}",
-                    approval.decisions
-                ),
-            ));
-        }
-        let decision = p.decision;
-        let reason = p.reason;
-        let resolved = self
-            .store
-            .resolve_approval(&p.approval_id, move |a| {
-                a.status = if decision == ApprovalDecision::Deny {
-                    ApprovalStatus::Denied
-                } else {
-                    ApprovalStatus::Approved
-                };
-                a.decision = Some(decision);
-                a.reason = reason;
-                a.resolved_at = Some(talon_store::now_ms());
-            })
-            .await
-            .map_err(api_error)?;
-        match resolved {
-            Resolution::Resolved(approval) => {
-                self.engine.resolved();
-                Ok(approval)
-            }
-            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
-                ErrorCode::Conflict,
-                "this approval was already resolved",
-            )
-            .with_details(serde_json::json!({"approval": winner}))),
-        }
+        self.respond_approval(p).await
     }
 
     async fn questions_list(
@@ -603,37 +532,7 @@ impl Handler for Api {
         _: &Caller,
         p: QuestionsRespondParams,
     ) -> Result<Question, ApiError> {
-        let question = self
-            .store
-            .question(&p.question_id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("question", &p.question_id))?;
-        // A wrong answer leaves the question open for a right one.
-        if question.status == QuestionStatus::Pending {
-            crate::runs::questions::check_answer(&question, &p.answer)?;
-        }
-        let answer = p.answer;
-        let resolved = self
-            .store
-            .resolve_question(&p.question_id, move |q| {
-                q.status = QuestionStatus::Answered;
-                q.answer = Some(answer);
-                q.answered_at = Some(talon_store::now_ms());
-            })
-            .await
-            .map_err(api_error)?;
-        match resolved {
-            Resolution::Resolved(question) => {
-                self.engine.resolved();
-                Ok(question)
-            }
-            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
-                ErrorCode::Conflict,
-                "this question was already answered",
-            )
-            .with_details(serde_json::json!({"question": winner}))),
-        }
+        self.answer_question(p).await
     }
 
     async fn environments_list(

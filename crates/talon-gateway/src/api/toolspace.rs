@@ -9,6 +9,7 @@
 //! leaves.
 
 use serde_json::Value;
+use talon_protocol::gateway::params::{ToolsListParams, ToolsListResult};
 use talon_protocol::gateway::{
     ApiError, ApprovalPolicy, ArgumentSummary, ErrorCode, ToolOrigin, ToolReach, ToolSummary,
 };
@@ -16,6 +17,8 @@ use talon_protocol::{CatalogMode, ToolEffect, ToolSource};
 use talon_runtime::{Host, SurfacePlan, ToolSpaceSpec};
 use talon_tools::CatalogEntry;
 
+use super::{Api, DEFAULT_AGENT, not_found};
+use crate::error::api_error;
 use crate::runs::policy::{Action, Policy};
 
 /// Longest argument description kept.
@@ -40,6 +43,44 @@ pub(crate) async fn list(host: &Host, agent: &str) -> Result<Vec<ToolSummary>, A
         .collect();
     tools.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(tools)
+}
+
+impl Api {
+    /// `tools.list`: the agent named, or the session's, or `main`.
+    pub(super) async fn tool_space(&self, p: ToolsListParams) -> Result<ToolsListResult, ApiError> {
+        let session_agent = match &p.session_key {
+            Some(key) => Some(
+                self.store
+                    .session_by_key(key)
+                    .await
+                    .map_err(api_error)?
+                    .ok_or_else(|| not_found("session", key))?
+                    .agent_id,
+            ),
+            None => None,
+        };
+        if let (Some(asked), Some(own)) = (&p.agent_id, &session_agent)
+            && asked != own
+        {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "session {:?} belongs to agent {own:?}, not {asked:?}",
+                    p.session_key.unwrap_or_default()
+                ),
+            ));
+        }
+        let agent = p
+            .agent_id
+            .or(session_agent)
+            .unwrap_or_else(|| DEFAULT_AGENT.into());
+        if self.find_agent(&agent).await?.is_none() {
+            return Err(not_found("agent", &agent));
+        }
+        Ok(ToolsListResult {
+            tools: list(self.engine.host(), &agent).await?,
+        })
+    }
 }
 
 fn summary(entry: &CatalogEntry, policy: &Policy, plan: &SurfacePlan) -> ToolSummary {

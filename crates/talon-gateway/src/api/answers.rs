@@ -1,0 +1,101 @@
+//! `approvals.respond` and `questions.respond`: the first answer wins
+//! (a compare-and-set in the store; the others get `conflict` with what
+//! won), and the node's waiting runs are woken to read it. An answer to a
+//! question is checked against its choices and schema first; a wrong one
+//! leaves it open.
+
+use talon_protocol::gateway::params::{ApprovalsRespondParams, QuestionsRespondParams};
+use talon_protocol::gateway::{
+    ApiError, Approval, ApprovalDecision, ApprovalStatus, ErrorCode, Question, QuestionStatus,
+};
+use talon_store::Resolution;
+
+use super::{Api, not_found};
+use crate::error::api_error;
+
+impl Api {
+    pub(super) async fn respond_approval(
+        &self,
+        p: ApprovalsRespondParams,
+    ) -> Result<Approval, ApiError> {
+        let approval = self
+            .store
+            .approval(&p.approval_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("approval", &p.approval_id))?;
+        if !approval.decisions.contains(&p.decision) {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "decision not offered for this approval; offered: {:?}",
+                    approval.decisions
+                ),
+            ));
+        }
+        let decision = p.decision;
+        let reason = p.reason;
+        let resolved = self
+            .store
+            .resolve_approval(&p.approval_id, move |a| {
+                a.status = if decision == ApprovalDecision::Deny {
+                    ApprovalStatus::Denied
+                } else {
+                    ApprovalStatus::Approved
+                };
+                a.decision = Some(decision);
+                a.reason = reason;
+                a.resolved_at = Some(talon_store::now_ms());
+            })
+            .await
+            .map_err(api_error)?;
+        match resolved {
+            Resolution::Resolved(approval) => {
+                self.engine.resolved();
+                Ok(approval)
+            }
+            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
+                ErrorCode::Conflict,
+                "this approval was already resolved",
+            )
+            .with_details(serde_json::json!({"approval": winner}))),
+        }
+    }
+
+    pub(super) async fn answer_question(
+        &self,
+        p: QuestionsRespondParams,
+    ) -> Result<Question, ApiError> {
+        let question = self
+            .store
+            .question(&p.question_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("question", &p.question_id))?;
+        // A wrong answer leaves the question open for a right one.
+        if question.status == QuestionStatus::Pending {
+            crate::runs::questions::check_answer(&question, &p.answer)?;
+        }
+        let answer = p.answer;
+        let resolved = self
+            .store
+            .resolve_question(&p.question_id, move |q| {
+                q.status = QuestionStatus::Answered;
+                q.answer = Some(answer);
+                q.answered_at = Some(talon_store::now_ms());
+            })
+            .await
+            .map_err(api_error)?;
+        match resolved {
+            Resolution::Resolved(question) => {
+                self.engine.resolved();
+                Ok(question)
+            }
+            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
+                ErrorCode::Conflict,
+                "this question was already answered",
+            )
+            .with_details(serde_json::json!({"question": winner}))),
+        }
+    }
+}
