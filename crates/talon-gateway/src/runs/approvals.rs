@@ -58,6 +58,8 @@ pub(crate) struct DurableApprover {
     pub sink: Arc<StoreSink>,
     /// Bumped whenever this node resolves an approval.
     pub resolved: tokio::sync::watch::Receiver<u64>,
+    /// The engine, which counts the run as waiting on a person.
+    pub engine: super::Engine,
 }
 
 impl Approver for DurableApprover {
@@ -132,6 +134,9 @@ impl DurableApprover {
                 self.store.create_approval(&approval).await?;
                 self.events
                     .emit(EventData::ApprovalRequested(approval.clone()));
+                // Durable before anyone waits on it (a stopping node
+                // leaves the run to the next start).
+                self.sink.flush().await;
                 approval
             }
         };
@@ -139,6 +144,7 @@ impl DurableApprover {
             store: self.store.clone(),
             events: self.events.clone(),
             id: Some(approval.id.clone()),
+            wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
         let resolved = self.wait(approval).await?;
         guard.id = None;
@@ -294,11 +300,14 @@ impl DurableApprover {
 }
 
 /// Resolves a request `cancelled` when the run stops waiting for it (it
-/// was cancelled or timed out): the event at once, the store behind it.
+/// was cancelled or timed out): the event at once, the store behind it;
+/// not when the node stops and leaves the run to its next start.
 struct Cancelled {
     store: Store,
     events: Arc<RunEvents>,
     id: Option<String>,
+    /// Counts the run as waiting on a person meanwhile.
+    wait: super::PersonWait,
 }
 
 impl Drop for Cancelled {
@@ -306,6 +315,10 @@ impl Drop for Cancelled {
         let Some(id) = self.id.take() else {
             return;
         };
+        if self.wait.suspended() {
+            // The node stops and leaves the run to its next start.
+            return;
+        }
         self.events
             .emit(EventData::ApprovalResolved(ApprovalResolvedData {
                 approval_id: id.clone(),

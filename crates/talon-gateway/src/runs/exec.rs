@@ -135,12 +135,14 @@ impl Engine {
                         events: events.clone(),
                         sink: sink.clone(),
                         resolved: self.inner.resolutions.subscribe(),
+                        engine: self.clone(),
                     }),
                     questions: Some(Arc::new(DurableQuestions {
                         store: store.clone(),
                         events: events.clone(),
                         sink: sink.clone(),
                         resolved: self.inner.resolutions.subscribe(),
+                        engine: self.clone(),
                     })),
                     changes: Some(Arc::new(RunFiles {
                         engine: self.clone(),

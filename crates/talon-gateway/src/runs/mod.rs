@@ -174,6 +174,43 @@ struct Inner {
     cells: Mutex<HashMap<String, Arc<talon_store::CellStore>>>,
     /// The secrets the config resolves, redacted from stored artifacts.
     secrets: Vec<String>,
+    /// Runs waiting on a person (an approval or a question), by id: how
+    /// many of their calls wait.
+    waiting: Mutex<HashMap<String, usize>>,
+    /// Set when a stopping node leaves its waiting runs to the next start
+    /// (their requests stay pending).
+    suspending: AtomicBool,
+}
+
+/// A call of a run waiting on a person; counted while it lives.
+pub(crate) struct PersonWait {
+    engine: Engine,
+    run_id: String,
+}
+
+impl PersonWait {
+    /// Whether the node is stopping and leaves the run to its next start
+    /// (so the request must stay pending).
+    pub(crate) fn suspended(&self) -> bool {
+        self.engine.inner.suspending.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for PersonWait {
+    fn drop(&mut self) {
+        let mut waiting = self
+            .engine
+            .inner
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = waiting.get_mut(&self.run_id) {
+            *n -= 1;
+            if *n == 0 {
+                waiting.remove(&self.run_id);
+            }
+        }
+    }
 }
 
 /// A new id, `<prefix>_<24 hex digits>`.
@@ -265,6 +302,8 @@ impl Engine {
                 draining: AtomicBool::new(false),
                 cells: Mutex::new(HashMap::new()),
                 secrets: talon_runtime::provider::secrets(host.config()),
+                waiting: Mutex::new(HashMap::new()),
+                suspending: AtomicBool::new(false),
                 host,
             }),
         }
@@ -274,6 +313,38 @@ impl Engine {
     /// resolved).
     pub(crate) fn resolved(&self) {
         self.inner.resolutions.send_modify(|n| *n += 1);
+    }
+
+    /// Runs of this node not waiting on a person.
+    fn at_work(&self) -> usize {
+        let waiting = self
+            .inner
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect::<std::collections::HashSet<String>>();
+        self.active()
+            .keys()
+            .filter(|id| !waiting.contains(*id))
+            .count()
+    }
+
+    /// Counts a call of `run_id` as waiting on a person until the guard
+    /// is dropped.
+    pub(crate) fn waiting_on_person(&self, run_id: &str) -> PersonWait {
+        *self
+            .inner
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(run_id.to_owned())
+            .or_default() += 1;
+        PersonWait {
+            engine: self.clone(),
+            run_id: run_id.to_owned(),
+        }
     }
 
     /// Environment `id` (which must be ready) and what a run started in
@@ -473,14 +544,46 @@ impl Engine {
         // Waiters of runs that are not running here answer now.
         self.inner.ended.send_modify(|n| *n += 1);
         let grace = tokio::time::Instant::now() + self.inner.limits.drain_grace;
-        while self.running() > 0 && tokio::time::Instant::now() < grace {
-            let _ = tokio::time::timeout_at(grace, ended.changed()).await;
+        // The grace is for runs at work: one waiting on a person does not
+        // hold the stop (it is left to the next start below); a run may
+        // start waiting meanwhile, so this looks again every 100 ms.
+        while self.at_work() > 0 && tokio::time::Instant::now() < grace {
+            let next = (tokio::time::Instant::now() + Duration::from_millis(100)).min(grace);
+            let _ = tokio::time::timeout_at(next, ended.changed()).await;
         }
-        let left: Vec<Active> = self.active().values().cloned().collect();
-        for active in &left {
-            active.cancel.cancel();
+        // Runs waiting on a person are left to the next start (as if the
+        // node had died, with their requests durable and pending): they
+        // resume inside their turn and wait again. The others are
+        // cancelled.
+        let waiting: std::collections::HashSet<String> = {
+            let waiting = self
+                .inner
+                .waiting
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            waiting.keys().cloned().collect()
+        };
+        self.inner.suspending.store(true, Ordering::SeqCst);
+        let left: Vec<(String, Active)> = self
+            .active()
+            .iter()
+            .map(|(id, active)| (id.clone(), active.clone()))
+            .collect();
+        for (id, active) in &left {
+            if waiting.contains(id) {
+                tracing::info!(run = %id, "a run waiting on a person is left to the next start");
+            } else {
+                active.cancel.cancel();
+            }
         }
-        while self.running() > 0 {
+        let kept = |engine: &Engine| {
+            engine
+                .active()
+                .keys()
+                .filter(|id| waiting.contains(*id))
+                .count()
+        };
+        while self.running() > kept(self) {
             if ended.changed().await.is_err() {
                 break;
             }

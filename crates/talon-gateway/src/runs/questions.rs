@@ -36,6 +36,8 @@ pub(crate) struct DurableQuestions {
     pub sink: Arc<StoreSink>,
     /// Bumped whenever this node resolves a question or an approval.
     pub resolved: tokio::sync::watch::Receiver<u64>,
+    /// The engine, which counts the run as waiting on a person.
+    pub engine: super::Engine,
 }
 
 impl ToolExecutor for DurableQuestions {
@@ -102,12 +104,14 @@ impl DurableQuestions {
                 self.store.create_question(&question).await?;
                 self.events
                     .emit(EventData::QuestionRequested(question.clone()));
+                self.sink.flush().await;
                 question
             }
         };
         let mut guard = Unanswered {
             store: self.store.clone(),
             id: Some(question.id.clone()),
+            wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
         let settled = self.wait(question).await?;
         guard.id = None;
@@ -177,6 +181,8 @@ impl DurableQuestions {
 struct Unanswered {
     store: Store,
     id: Option<String>,
+    /// Counts the run as waiting on a person meanwhile.
+    wait: super::PersonWait,
 }
 
 impl Drop for Unanswered {
@@ -184,6 +190,9 @@ impl Drop for Unanswered {
         let Some(id) = self.id.take() else {
             return;
         };
+        if self.wait.suspended() {
+            return;
+        }
         let store = self.store.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {

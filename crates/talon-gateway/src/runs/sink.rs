@@ -251,6 +251,15 @@ impl StoreSink {
         }
     }
 
+    /// Waits until every event taken so far is durable; whether they are.
+    pub(crate) async fn flush(&self) -> bool {
+        let (done, flushed) = oneshot::channel();
+        if !self.send(Item::Flush(done)) {
+            return false;
+        }
+        flushed.await.unwrap_or(false)
+    }
+
     /// Redacts `secrets` from every event taken from now on.
     pub(crate) fn redact(&self, secrets: Vec<String>) {
         if let Ok(mut held) = self.secrets.lock() {
