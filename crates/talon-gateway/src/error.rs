@@ -49,7 +49,7 @@ pub fn api_error(error: StoreError) -> ApiError {
             format!("cursor {cursor} has expired; the oldest event kept is {oldest}"),
         )
         .with_details(
-            serde_json::json!({"cursor": cursor.to_string(), "oldest": oldest.to_string()}),
+            serde_json::json!({"cursor": cursor.to_string(), "oldestId": oldest.to_string()}),
         ),
         StoreError::IdempotencyConflict { key } => ApiError::new(
             ErrorCode::Conflict,

@@ -307,7 +307,7 @@ async fn bad_and_expired_cursors_are_errors() {
         (status, body["error"]["code"].clone()),
         (410, json!("cursor_expired"))
     );
-    assert_eq!(body["error"]["details"]["oldest"], "4");
+    assert_eq!(body["error"]["details"]["oldestId"], "4");
     let (status, body) = open(&g, &g.admin, "/v1/runs/r1/events?after=abc", None)
         .await
         .err()
