@@ -3,6 +3,8 @@
 //! (nested calls indented under their cell), and ends with a summary line
 //! (turns, tool calls, tokens, time). `--mock-script FILE` serves the
 //! model from a scripted mock on 127.0.0.1 instead (demos, tests).
+//! `--gateway URL` runs the same turn on a gateway through the App SDK,
+//! with the same display ([`crate::agent_remote`]).
 //!
 //! Exit status: 0 completed, 1 failed / cancelled / timed out, 2 usage.
 
@@ -27,25 +29,33 @@ use talon_tools::{Approver, NoUpdates, RunContext, RunScope};
 pub struct AgentArgs {
     /// The user's message.
     #[arg(short, long)]
-    message: String,
+    pub(crate) message: String,
     /// The config file (else `$TALON_CONFIG`, else `~/.talon/talon.json5`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "gateway")]
     config: Option<PathBuf>,
     /// The agent.
     #[arg(long, default_value = "main")]
-    agent: String,
+    pub(crate) agent: String,
     /// Serve the model from this mock script instead of the provider
     /// (builds with the `mock-model` feature).
     #[cfg(feature = "mock-model")]
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "gateway")]
     mock_script: Option<PathBuf>,
     /// The workspace the core tools work in (else the agent's `workspace`,
     /// else `<state dir>/workspace`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "gateway")]
     workspace: Option<PathBuf>,
+    /// Run the turn on this gateway, through the App SDK, instead of in
+    /// this process (the gateway's config, models and policy apply).
+    #[arg(long, value_name = "URL")]
+    pub(crate) gateway: Option<String>,
+    /// The gateway's token (else `$TALON_TOKEN`, else the admin token in
+    /// the state directory).
+    #[arg(long, requires = "gateway")]
+    pub(crate) token: Option<String>,
 }
 
-fn usage(message: &str) -> ExitCode {
+pub(crate) fn usage(message: &str) -> ExitCode {
     let _ = writeln!(std::io::stderr(), "talon agent: {message}");
     ExitCode::from(2)
 }
@@ -56,6 +66,9 @@ pub fn run(args: AgentArgs) -> ExitCode {
         .enable_all()
         .build()
     {
+        Ok(runtime) if args.gateway.is_some() => {
+            runtime.block_on(crate::agent_remote::run_remote(args))
+        }
         Ok(runtime) => runtime.block_on(run_async(args)),
         Err(e) => usage(&format!("starting the async runtime: {e}")),
     }
@@ -105,6 +118,15 @@ struct Printer {
 
 impl EventSink for Printer {
     fn emit(&self, event: Event) {
+        print_event(&event, self.started);
+    }
+}
+
+/// The terminal display of one event, the same for a run in this process
+/// and one on a gateway: the answer's text to stdout, tool calls and the
+/// summary line to stderr.
+pub(crate) fn print_event(event: &Event, started: Instant) {
+    {
         let mut stdout = std::io::stdout();
         let mut stderr = std::io::stderr();
         let indent = |parent: &Option<String>| if parent.is_some() { "    " } else { "" };
@@ -162,7 +184,7 @@ impl EventSink for Printer {
                     end.tool_calls,
                     tokens(end.usage.input_tokens),
                     tokens(end.usage.output_tokens),
-                    self.started.elapsed().as_secs_f64()
+                    started.elapsed().as_secs_f64()
                 )
             }
             _ => Ok(()),

@@ -1,6 +1,7 @@
 //! `talon`: the command-line entry point.
 
 mod agent;
+mod agent_remote;
 mod exec;
 mod gateway;
 mod mock;

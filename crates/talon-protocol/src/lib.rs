@@ -5,6 +5,7 @@
 //! the two drift.
 
 pub mod code_mode;
+pub mod codegen;
 pub mod event_data;
 pub mod events;
 pub mod gateway;

@@ -38,13 +38,21 @@
 //! [`relevance`] reads judged search corpora and computes the figures the
 //! search quality gate holds them to.
 //!
+//! [`fake`] is an in-process fake of the Talon gateway ([`FakeGateway`]):
+//! the real wire protocol over HTTP, SSE and WebSocket, runs played from
+//! scripts ([`FakeRun`]) and injected transport faults ([`Fault`]).
+//!
 //! [`postgres`] starts a real PostgreSQL server for tests (one per test
 //! process, from a cached template) and hands out fresh databases.
 
+pub mod fake;
 pub mod postgres;
 pub mod prelude_js;
+pub mod proxy;
 pub mod relevance;
 pub mod synthetic;
+
+pub use fake::{FakeGateway, FakeRun, Fault, RecordedCall};
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -148,7 +148,7 @@ fn tokens_are_created_listed_and_revoked() {
 /// stderr (the admin token, on a first start, is on its stdout).
 /// A gateway process, killed when dropped: a test that fails half-way
 /// leaves no gateway running (and spinning cells) behind it.
-struct Gateway(std::process::Child);
+pub(super) struct Gateway(std::process::Child);
 
 impl std::ops::Deref for Gateway {
     type Target = std::process::Child;
@@ -172,7 +172,7 @@ impl Drop for Gateway {
     }
 }
 
-fn start_gateway(
+pub(super) fn start_gateway(
     home: &std::path::Path,
     extra: &[&str],
 ) -> (Gateway, String, BufReader<std::process::ChildStderr>) {

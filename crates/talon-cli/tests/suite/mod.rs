@@ -1,3 +1,4 @@
+mod agent_gateway;
 mod exec;
 mod gateway;
 mod hostile_files;

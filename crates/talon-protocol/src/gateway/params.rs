@@ -40,6 +40,24 @@ pub enum RunInput {
     Messages(Vec<InputMessage>),
 }
 
+impl From<&str> for RunInput {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+}
+
+impl From<String> for RunInput {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<Vec<InputMessage>> for RunInput {
+    fn from(messages: Vec<InputMessage>) -> Self {
+        Self::Messages(messages)
+    }
+}
+
 /// One message of a [`RunInput`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -1,0 +1,175 @@
+//! `talon agent --gateway URL`: the same turn as the in-process `talon
+//! agent`, run on a real `talon gateway` through the SDK, with the same
+//! display; the token from `--token`, `TALON_TOKEN` or the state
+//! directory; an approval asked where there is no terminal is refused
+//! through `approvals.respond`.
+
+use std::path::Path;
+
+use super::gateway::start_gateway;
+use super::{finish, spawn_talon};
+
+const SCRIPT: &str = r#"{"replay": "perRun", "turns": [
+     {"toolCalls": [{"name": "exec", "arguments": {"code": "const r = await tools.read({path: 'notes.txt'}); return r.content;"}}],
+      "usage": {"prompt": 120, "completion": 9}},
+     {"text": "The notes say: the answer is 42.", "usage": {"prompt": 180, "completion": 11}}]}"#;
+
+/// A home with a workspace holding the notes, a config and the script.
+fn home_with(script: &str) -> (tempfile::TempDir, Vec<String>) {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "the answer is 42").unwrap();
+    std::fs::write(home.path().join("script.json"), script).unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{ tools: {{ codeMode: {{ enabled: true }} }}, agents: {{ defaults: {{ workspace: "{}" }} }} }}"#,
+            workspace.display()
+        ),
+    )
+    .unwrap();
+    let args = vec![
+        "--config".to_owned(),
+        config.to_str().unwrap().to_owned(),
+        "--mock-script".to_owned(),
+        home.path().join("script.json").to_str().unwrap().to_owned(),
+    ];
+    (home, args)
+}
+
+/// The display without times (the elapsed seconds, each call's
+/// milliseconds) and without log lines (the in-process run logs its own
+/// warnings; on a gateway they are the gateway's).
+fn display(out: &std::process::Output) -> (String, Vec<String>) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.starts_with('\u{1b}') && !l.contains(" WARN "))
+        .map(|l| match l.rsplit_once(" · ") {
+            Some((head, tail)) if tail.ends_with(" s") => head.to_owned(),
+            _ => match l.rsplit_once(" (") {
+                Some((head, tail)) if tail.ends_with(" ms)") => format!("{head} (_ ms)"),
+                _ => l.to_owned(),
+            },
+        })
+        .collect();
+    (stdout, stderr)
+}
+
+fn agent(home: &Path, extra: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+    let mut args = vec!["agent", "-m", "What do my notes say?"];
+    args.extend_from_slice(extra);
+    finish(spawn_talon(home, &args, env))
+}
+
+#[test]
+fn a_turn_on_the_gateway_looks_like_a_turn_in_process() {
+    let (home, args) = home_with(SCRIPT);
+    let workspace = home.path().join("ws");
+    let mut local_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    local_args.extend(["--workspace", workspace.to_str().unwrap()]);
+    let local = agent(home.path(), &local_args, &[]);
+    assert_eq!(local.status.code(), Some(0));
+
+    let gateway_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_gateway, addr, _) = start_gateway(home.path(), &gateway_args);
+    let url = format!("http://{addr}");
+    // The token from the state directory.
+    let remote = agent(home.path(), &["--gateway", &url], &[]);
+    let (stdout, stderr) = display(&remote);
+    assert_eq!(remote.status.code(), Some(0), "{stdout}\n{stderr:?}");
+    assert_eq!((stdout, stderr), display(&local));
+    assert!(
+        display(&remote).1.contains(
+            &"[run.completed] turns 2 · tool calls 1 · tokens 300 in / 20 out".to_owned()
+        ),
+        "{:?}",
+        display(&remote).1
+    );
+}
+
+#[test]
+fn the_token_comes_from_the_flag_or_the_environment_and_a_bad_one_fails() {
+    let (home, args) = home_with(SCRIPT);
+    let gateway_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_gateway, addr, _) = start_gateway(home.path(), &gateway_args);
+    let url = format!("http://{addr}");
+    let admin = std::fs::read_to_string(home.path().join("state/admin.token")).unwrap();
+    let other_home = tempfile::tempdir().unwrap();
+    // No state directory token here: the flag.
+    let flagged = agent(
+        other_home.path(),
+        &["--gateway", &url, "--token", admin.trim()],
+        &[],
+    );
+    assert_eq!(flagged.status.code(), Some(0), "{flagged:?}");
+    // The environment.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_talon"));
+    let out = child
+        .args(["agent", "-m", "hi", "--gateway", &url])
+        .env("HOME", other_home.path())
+        .env("TALON_STATE_DIR", other_home.path().join("state"))
+        .env("TALON_TOKEN", admin.trim())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let bad = agent(
+        other_home.path(),
+        &["--gateway", &url, "--token", "talon_nope"],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unauthenticated"), "{stderr}");
+    let none = agent(other_home.path(), &["--gateway", &url], &[]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no token"));
+    let nowhere = agent(
+        other_home.path(),
+        &["--gateway", "http://127.0.0.1:9", "--token", "x"],
+        &[],
+    );
+    assert_eq!(nowhere.status.code(), Some(2));
+    let both = agent(
+        other_home.path(),
+        &["--gateway", &url, "--workspace", "/tmp"],
+        &[],
+    );
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "--workspace is the gateway's business"
+    );
+}
+
+#[test]
+fn an_approval_without_a_terminal_is_refused_through_the_gateway() {
+    let (home, args) = home_with(
+        r#"{"replay": "perRun", "turns": [
+            {"toolCalls": [{"name": "write", "arguments": {"path": "note.txt", "content": "x"}}]},
+            {"text": "I could not write it."}]}"#,
+    );
+    // Without Code Mode the model calls `write` directly.
+    std::fs::write(
+        home.path().join("talon.json5"),
+        format!(
+            r#"{{ agents: {{ defaults: {{ workspace: "{}" }} }} }}"#,
+            home.path().join("ws").display()
+        ),
+    )
+    .unwrap();
+    let gateway_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_gateway, addr, _) = start_gateway(home.path(), &gateway_args);
+    let out = agent(home.path(), &["--gateway", &format!("http://{addr}")], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("approval denied"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "I could not write it."
+    );
+    assert!(!home.path().join("ws/note.txt").exists());
+}

@@ -1,0 +1,317 @@
+//! Server-Sent Events: the frame decoder and [`EventStream`], the events
+//! of one HTTP event stream. Frames are `id:`, `event:`, `data:` lines
+//! ended by a blank line; comments (`:` lines, the gateway's heartbeat)
+//! are skipped; `event: error` carries the protocol's error and ends the
+//! stream. A stream cut before its end yields one [`Error::Transport`].
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::Stream;
+use futures::stream::BoxStream;
+use talon_protocol::gateway::ApiError;
+use talon_protocol::{Event, EventType};
+
+use crate::error::{Error, Result};
+
+/// The largest frame accepted; a longer one ends the stream.
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+
+/// Filters of [`crate::Client::stream_events`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamQuery {
+    /// Only this session's events.
+    pub session_key: Option<String>,
+    /// Only this agent's events.
+    pub agent_id: Option<String>,
+    /// Only these types (all when empty).
+    pub types: Vec<EventType>,
+}
+
+/// One decoded frame.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The `id:` field (the event's cursor).
+    pub id: Option<String>,
+    /// The `event:` field (the event's type, or `error`).
+    pub event: Option<String>,
+    /// The `data:` lines, joined by line breaks.
+    pub data: String,
+}
+
+/// Splits a byte stream, pushed in chunks of any size, into frames.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    buffer: Vec<u8>,
+    /// Where to resume looking for a frame's end: bytes before it hold
+    /// none (so a long frame arriving in small chunks is scanned once).
+    scanned: usize,
+}
+
+impl Decoder {
+    /// Adds bytes (carriage returns dropped: the protocol's JSON never
+    /// holds a raw one). Fails when a frame grows past 64 MiB without
+    /// ending.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<()> {
+        self.buffer
+            .extend(chunk.iter().copied().filter(|&b| b != b'\r'));
+        if self.buffer.len() > MAX_FRAME && !self.buffer.windows(2).any(|w| w == b"\n\n") {
+            return Err(Error::decode(
+                "an event stream",
+                format!("a frame exceeds {MAX_FRAME} bytes"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The next whole frame with content (comments and empty frames are
+    /// skipped).
+    pub fn next_frame(&mut self) -> Option<Frame> {
+        loop {
+            let from = self.scanned.saturating_sub(1);
+            let Some(at) = self.buffer[from..].windows(2).position(|w| w == b"\n\n") else {
+                self.scanned = self.buffer.len();
+                return None;
+            };
+            let end = from + at;
+            let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
+            self.scanned = 0;
+            let text = String::from_utf8_lossy(&block[..end]);
+            let mut frame = Frame::default();
+            let mut data: Vec<&str> = Vec::new();
+            for line in text.split('\n') {
+                if line.starts_with(':') {
+                    continue;
+                }
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "id" => frame.id = Some(value.to_owned()),
+                    "event" => frame.event = Some(value.to_owned()),
+                    "data" => data.push(value),
+                    _ => {}
+                }
+            }
+            if data.is_empty() && frame.id.is_none() {
+                continue;
+            }
+            frame.data = data.join("\n");
+            return Some(frame);
+        }
+    }
+}
+
+/// The events of one stream, in order. See [`crate::Client::stream_run_events`].
+pub struct EventStream {
+    inner: BoxStream<'static, Result<Event>>,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream").finish_non_exhaustive()
+    }
+}
+
+struct State {
+    bytes: BoxStream<'static, Result<Bytes>>,
+    decoder: Decoder,
+    ends_with_run: bool,
+    terminal_seen: bool,
+    done: bool,
+}
+
+impl EventStream {
+    pub(crate) fn new(bytes: BoxStream<'static, Result<Bytes>>, ends_with_run: bool) -> Self {
+        let state = State {
+            bytes,
+            decoder: Decoder::default(),
+            ends_with_run,
+            terminal_seen: false,
+            done: false,
+        };
+        let inner = futures::stream::unfold(state, |mut state| async move {
+            let item = state.next().await?;
+            Some((item, state))
+        });
+        Self {
+            inner: Box::pin(inner),
+        }
+    }
+}
+
+impl State {
+    async fn next(&mut self) -> Option<Result<Event>> {
+        use futures::StreamExt as _;
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(frame) = self.decoder.next_frame() {
+                let item = self.decode(frame);
+                if item.is_err() {
+                    self.done = true;
+                }
+                return Some(item);
+            }
+            match self.bytes.next().await {
+                Some(Ok(chunk)) => {
+                    if let Err(error) = self.decoder.push(&chunk) {
+                        self.done = true;
+                        return Some(Err(error));
+                    }
+                }
+                Some(Err(error)) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+                None => {
+                    self.done = true;
+                    if self.ends_with_run && self.terminal_seen {
+                        return None;
+                    }
+                    return Some(Err(Error::Transport(
+                        "the event stream was cut off (resume after the last event id)".into(),
+                    )));
+                }
+            }
+        }
+    }
+
+    fn decode(&mut self, frame: Frame) -> Result<Event> {
+        if frame.event.as_deref() == Some("error") {
+            #[derive(serde::Deserialize)]
+            struct Envelope {
+                error: ApiError,
+            }
+            return match serde_json::from_str::<Envelope>(&frame.data) {
+                Ok(envelope) => Err(Error::Api(envelope.error)),
+                Err(e) => Err(Error::decode("an error event", e)),
+            };
+        }
+        let mut event: Event =
+            serde_json::from_str(&frame.data).map_err(|e| Error::decode("an event", e))?;
+        if let Some(id) = frame.id
+            && !id.is_empty()
+        {
+            event.id = id;
+        }
+        if event.kind.is_terminal() {
+            self.terminal_seen = true;
+        }
+        Ok(event)
+    }
+}
+
+impl Stream for EventStream {
+    type Item = Result<Event>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt as _;
+
+    use super::*;
+
+    fn stream_of(chunks: &[&'static str], ends_with_run: bool) -> EventStream {
+        let chunks: Vec<Result<Bytes>> = chunks
+            .iter()
+            .map(|c| Ok(Bytes::from_static(c.as_bytes())))
+            .collect();
+        EventStream::new(futures::stream::iter(chunks).boxed(), ends_with_run)
+    }
+
+    const STARTED: &str = "id: 1\nevent: run.started\ndata: {\"version\":1,\"id\":\"1\",\"ts\":5,\"type\":\"run.started\",\"data\":{}}\n\n";
+
+    #[tokio::test]
+    async fn frames_split_anywhere_and_heartbeats_are_skipped() {
+        let (a, b) = STARTED.split_at(17);
+        let done = "id: 2\r\nevent: run.completed\r\ndata: {\"version\":1,\"id\":\"2\",\"ts\":6,\"type\":\"run.completed\",\"data\":{}}\r\n\r\n";
+        let events: Vec<_> = stream_of(&[":\n\n", a, b, done], true).collect().await;
+        let kinds: Vec<_> = events
+            .into_iter()
+            .map(|e| e.map(|e| (e.id, e.kind)).map_err(|e| e.to_string()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Ok(("1".to_owned(), EventType::RunStarted)),
+                Ok(("2".to_owned(), EventType::RunCompleted))
+            ]
+        );
+    }
+
+    fn frames_of(chunks: &[&[u8]]) -> Vec<Frame> {
+        let mut decoder = Decoder::default();
+        let mut frames = Vec::new();
+        for chunk in chunks {
+            decoder.push(chunk).unwrap();
+            while let Some(frame) = decoder.next_frame() {
+                frames.push(frame);
+            }
+        }
+        frames
+    }
+
+    #[test]
+    fn any_split_of_the_bytes_gives_the_same_frames() {
+        let text = format!(":hb\n\n{STARTED}id: 9\ndata: a\ndata: b\n\n\n\nevent: x\n\n");
+        let bytes = text.as_bytes();
+        let whole = frames_of(&[bytes]);
+        // A frame without data (the last) is not an event, as in the SSE spec.
+        assert_eq!(whole.len(), 2);
+        assert_eq!(
+            whole[1],
+            Frame {
+                id: Some("9".into()),
+                event: None,
+                data: "a\nb".into()
+            }
+        );
+        for i in 0..bytes.len() {
+            for j in i..bytes.len() {
+                let split = frames_of(&[&bytes[..i], &bytes[i..j], &bytes[j..]]);
+                assert_eq!(split, whole, "split at {i} and {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_frame_that_never_ends_is_refused_past_the_cap() {
+        let mut decoder = Decoder::default();
+        let chunk = vec![b'x'; 1 << 20];
+        let mut refused = None;
+        for i in 0..80 {
+            if let Err(e) = decoder.push(&chunk) {
+                refused = Some((i, e));
+                break;
+            }
+            assert_eq!(decoder.next_frame(), None);
+        }
+        let (at, error) = refused.expect("refused");
+        assert_eq!(at, 64);
+        assert!(matches!(error, Error::Decode { .. }));
+    }
+
+    #[tokio::test]
+    async fn a_cut_and_an_error_event_end_the_stream_with_an_error() {
+        let cut: Vec<_> = stream_of(&[STARTED], true).collect().await;
+        assert_eq!(cut.len(), 2);
+        assert!(matches!(cut[1], Err(Error::Transport(_))));
+        let expired = "event: error\ndata: {\"error\":{\"code\":\"cursor_expired\",\"message\":\"gone\",\"retryable\":false}}\n\n";
+        let errored: Vec<_> = stream_of(&[expired, STARTED], true).collect().await;
+        assert_eq!(errored.len(), 1);
+        assert_eq!(
+            errored[0].as_ref().err().and_then(Error::code),
+            Some(talon_protocol::gateway::ErrorCode::CursorExpired)
+        );
+        let garbage: Vec<_> = stream_of(&["data: {not json\n\n", STARTED], true)
+            .collect()
+            .await;
+        assert!(matches!(garbage.as_slice(), [Err(Error::Decode { .. })]));
+    }
+}

@@ -1,0 +1,201 @@
+//! Handles on the gateway's resources: [`Approval`], [`Question`],
+//! [`Artifact`] and [`Environment`]. Each holds the resource as the
+//! gateway last described it (reachable through `Deref`) and the client to
+//! act on it.
+
+use std::ops::Deref;
+
+use talon_protocol::gateway as proto;
+use talon_protocol::gateway::params::{
+    ApprovalsRespondParams, ArtifactRef, EnvironmentRef, EnvironmentsDeleteParams,
+    QuestionsRespondParams,
+};
+
+use crate::client::Client;
+use crate::error::Result;
+
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident wraps $inner:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            client: Client,
+            info: $inner,
+        }
+
+        impl $name {
+            pub(crate) fn new(client: Client, info: $inner) -> Self {
+                Self { client, info }
+            }
+
+            /// A handle on `info` (e.g. decoded from an event's data) that
+            /// acts through `client`.
+            pub fn from_parts(client: Client, info: $inner) -> Self {
+                Self { client, info }
+            }
+
+            /// The resource as the gateway last described it.
+            pub fn info(&self) -> &$inner {
+                &self.info
+            }
+
+            /// The resource, without the handle.
+            pub fn into_inner(self) -> $inner {
+                self.info
+            }
+        }
+
+        impl Deref for $name {
+            type Target = $inner;
+
+            fn deref(&self) -> &$inner {
+                &self.info
+            }
+        }
+    };
+}
+
+handle! {
+    /// A request for a decision: a tool call (or an environment action)
+    /// waiting for `approvals.respond`. The first decision wins; a later
+    /// one fails with `conflict`, the winner in its details.
+    Approval wraps proto::Approval
+}
+
+impl Approval {
+    /// Decides it: one of [`proto::Approval::decisions`]. Returns the
+    /// approval as resolved.
+    pub async fn respond(
+        &self,
+        decision: proto::ApprovalDecision,
+        reason: Option<String>,
+    ) -> Result<Approval> {
+        let info = self
+            .client
+            .approvals_respond(ApprovalsRespondParams {
+                approval_id: self.info.id.clone(),
+                decision,
+                reason,
+                idempotency_key: None,
+            })
+            .await?;
+        Ok(Self::new(self.client.clone(), info))
+    }
+
+    /// Allows this call.
+    pub async fn approve_once(&self) -> Result<Approval> {
+        self.respond(proto::ApprovalDecision::ApproveOnce, None)
+            .await
+    }
+
+    /// Allows matching calls for the rest of the session.
+    pub async fn approve_session(&self) -> Result<Approval> {
+        self.respond(proto::ApprovalDecision::ApproveSession, None)
+            .await
+    }
+
+    /// Allows matching calls from now on.
+    pub async fn approve_always(&self) -> Result<Approval> {
+        self.respond(proto::ApprovalDecision::ApproveAlways, None)
+            .await
+    }
+
+    /// Refuses, saying why (the model reads the reason).
+    pub async fn deny(&self, reason: impl Into<String>) -> Result<Approval> {
+        self.respond(proto::ApprovalDecision::Deny, Some(reason.into()))
+            .await
+    }
+}
+
+handle! {
+    /// A question the agent asked the user (`ask_user`), waiting for
+    /// `questions.respond`.
+    Question wraps proto::Question
+}
+
+impl Question {
+    /// Answers it; the gateway checks the answer against the question's
+    /// choices and schema (`invalid_request` lists every reason, and the
+    /// question stays open). Returns the question as answered.
+    pub async fn answer(&self, answer: serde_json::Value) -> Result<Question> {
+        let info = self
+            .client
+            .questions_respond(QuestionsRespondParams {
+                question_id: self.info.id.clone(),
+                answer,
+                idempotency_key: None,
+            })
+            .await?;
+        Ok(Self::new(self.client.clone(), info))
+    }
+}
+
+handle! {
+    /// Something a run produced: its trajectory, a file, a diff, a log.
+    Artifact wraps proto::ArtifactSummary
+}
+
+impl Artifact {
+    /// Streams its bytes into `writer`; returns how many. A download cut
+    /// off before its announced length is [`crate::Error::Transport`].
+    pub async fn download<W>(&self, writer: &mut W) -> Result<u64>
+    where
+        W: tokio::io::AsyncWrite + Unpin + ?Sized,
+    {
+        self.client.download_artifact(&self.info.id, writer).await
+    }
+
+    /// Its bytes, in memory.
+    pub async fn bytes(&self) -> Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.download(&mut bytes).await?;
+        Ok(bytes)
+    }
+
+    /// The artifact as the gateway describes it now.
+    pub async fn refresh(&self) -> Result<Artifact> {
+        let info = self
+            .client
+            .artifacts_get(ArtifactRef {
+                artifact_id: self.info.id.clone(),
+            })
+            .await?;
+        Ok(Self::new(self.client.clone(), info))
+    }
+}
+
+handle! {
+    /// A managed environment: a workspace, its secrets, its network
+    /// policy, prepared by a provider.
+    Environment wraps proto::Environment
+}
+
+impl Environment {
+    /// Its id (what `RunOptions::environment_id` takes).
+    pub fn id(&self) -> &str {
+        &self.info.id
+    }
+
+    /// The environment as the gateway describes it now.
+    pub async fn status(&self) -> Result<Environment> {
+        let info = self
+            .client
+            .environments_status(EnvironmentRef {
+                environment_id: self.info.id.clone(),
+            })
+            .await?;
+        Ok(Self::new(self.client.clone(), info))
+    }
+
+    /// Deletes it; its workspace is removed unless its settings retain it.
+    pub async fn delete(&self) -> Result<Environment> {
+        let info = self
+            .client
+            .environments_delete(EnvironmentsDeleteParams {
+                environment_id: self.info.id.clone(),
+                idempotency_key: None,
+            })
+            .await?;
+        Ok(Self::new(self.client.clone(), info))
+    }
+}

@@ -1,0 +1,203 @@
+//! The SDK's suite. Most tests run twice, through [`both!`]: against
+//! `talon_testing::FakeGateway` and against a real gateway
+//! (`talon_gateway::start`, its model the scripted mock, behind a proxy
+//! that can cut streams), so that the fake cannot drift from the real
+//! thing. Tests of faults only the fake can inject run against it alone.
+
+mod fake_only;
+mod generated;
+mod hostile;
+mod runs;
+mod sessions;
+mod transport;
+
+use std::sync::Arc;
+
+use serde_json::json;
+use talon_gateway::{GatewayConfig, Running};
+use talon_runtime::{Host, ModelRoute};
+use talon_sdk::{ClientConfig, Talon};
+use talon_testing::fake::{FakeGateway, FakeRun, Fault};
+use talon_testing::proxy::StreamCutter;
+use talon_testing::{MockModel, Replay, Script, ScriptedCall, Turn};
+
+/// Which gateway a test talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Fake,
+    Real,
+}
+
+/// What the model (or the fake's script) does in every run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// Replies [`REPLY`].
+    Reply,
+    /// Writes `note.txt` (a call the default policy sends for approval),
+    /// then replies [`DONE`].
+    ApprovedWrite,
+}
+
+pub const REPLY: &str = "Hello from the SDK suite.";
+pub const DONE: &str = "Done.";
+/// The write tool's catalog id, as approvals name it.
+pub const WRITE: &str = "openclaw:core:write";
+/// How many runs a fake is scripted for.
+const FAKE_RUNS: usize = 8;
+
+/// A gateway of either kind.
+pub struct Backend {
+    pub kind: Kind,
+    pub url: String,
+    pub token: String,
+    pub fake: Option<FakeGateway>,
+    pub real: Option<Real>,
+}
+
+#[allow(
+    dead_code,
+    reason = "held so that the gateway and its mock live as long as the test"
+)]
+pub struct Real {
+    pub running: Running,
+    pub dir: tempfile::TempDir,
+    pub mock: Arc<MockModel>,
+    pub proxy: StreamCutter,
+}
+
+fn script(scenario: Scenario) -> Script {
+    let turns = match scenario {
+        Scenario::Reply => vec![Turn {
+            text: Some(REPLY.into()),
+            ..Turn::default()
+        }],
+        Scenario::ApprovedWrite => vec![
+            Turn {
+                tool_calls: vec![ScriptedCall {
+                    name: "write".into(),
+                    arguments: json!({"path": "note.txt", "content": "approved text"}),
+                }],
+                ..Turn::default()
+            },
+            Turn {
+                text: Some(DONE.into()),
+                ..Turn::default()
+            },
+        ],
+    };
+    Script {
+        turns,
+        replay: Replay::PerRun,
+        ..Script::default()
+    }
+}
+
+fn fake_run(scenario: Scenario) -> FakeRun {
+    match scenario {
+        // Like the real gateway, the fake leaves each run's trajectory.
+        Scenario::Reply => FakeRun::reply(REPLY),
+        Scenario::ApprovedWrite => FakeRun::reply(DONE).approval(
+            WRITE,
+            json!({"path": "note.txt", "content": "approved text"}),
+        ),
+    }
+}
+
+impl Backend {
+    pub async fn start(kind: Kind, scenario: Scenario) -> Self {
+        match kind {
+            Kind::Fake => {
+                let fake = FakeGateway::start().await.unwrap();
+                for _ in 0..FAKE_RUNS {
+                    fake.script_run(fake_run(scenario));
+                }
+                Self {
+                    kind,
+                    url: fake.url(),
+                    token: fake.token().to_owned(),
+                    fake: Some(fake),
+                    real: None,
+                }
+            }
+            Kind::Real => {
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+                let mock = Arc::new(MockModel::start(script(scenario)).await.unwrap());
+                let doc =
+                    json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
+                let config = talon_config::Config::parse(&doc.to_string(), None).unwrap();
+                let host = Arc::new(
+                    Host::new(
+                        Arc::new(config),
+                        ModelRoute {
+                            base_url: Some(mock.base_url()),
+                        },
+                    )
+                    .unwrap(),
+                );
+                let running = talon_gateway::start(GatewayConfig::local(dir.path(), 0, host))
+                    .await
+                    .unwrap();
+                let token = running.admin_token.clone().unwrap();
+                let proxy = StreamCutter::start(running.addr).await.unwrap();
+                Self {
+                    kind,
+                    url: proxy.url(),
+                    token,
+                    fake: None,
+                    real: Some(Real {
+                        running,
+                        dir,
+                        mock,
+                        proxy,
+                    }),
+                }
+            }
+        }
+    }
+
+    pub async fn talon(&self) -> Talon {
+        Talon::connect(&self.url, &self.token).await.unwrap()
+    }
+
+    pub fn config(&self) -> ClientConfig {
+        ClientConfig::new(&self.url, &self.token)
+    }
+
+    /// Cuts the next event stream after `frames` events.
+    pub fn cut_next_stream(&self, frames: usize) {
+        match (&self.fake, &self.real) {
+            (Some(fake), _) => fake.inject(Fault::DropStream {
+                after_events: frames,
+            }),
+            (_, Some(real)) => real.proxy.cut_next_stream(frames),
+            _ => unreachable!(),
+        }
+    }
+
+    /// The file the approved write makes, where the backend has one.
+    pub fn note(&self) -> Option<String> {
+        let real = self.real.as_ref()?;
+        std::fs::read_to_string(real.dir.path().join("workspace/note.txt")).ok()
+    }
+}
+
+/// Runs `async fn $name(kind: Kind)` against both backends.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn fake() {
+                    super::$name(crate::suite::Kind::Fake).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn real() {
+                    super::$name(crate::suite::Kind::Real).await;
+                }
+            }
+        )*
+    };
+}
+pub(crate) use both;

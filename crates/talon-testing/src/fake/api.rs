@@ -1,0 +1,450 @@
+//! The method table, served from memory: `talon_protocol`'s [`Handler`]
+//! for the fake gateway, so every method of the table is answered (the
+//! `tasks.*` methods by `dispatch`, `unsupported`). Runs are
+//! [`super::runs`]'; fork and compaction [`super::sessions`]'; answers
+//! to approvals and questions, environments and `tools.invoke` are
+//! [`super::catalog`]'s.
+
+use std::sync::Arc;
+
+use talon_protocol::gateway::params::*;
+use talon_protocol::gateway::*;
+
+use super::state::{DEFAULT_AGENT, Shared, invalid, not_found, now_ms};
+use super::{runs, sessions};
+
+/// The fake's methods (cheap to clone: the memory is shared).
+#[derive(Debug, Clone)]
+pub(crate) struct Api(pub Arc<Shared>);
+
+impl std::ops::Deref for Api {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// A unit enum's wire spelling.
+fn wire<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or_default()
+}
+
+impl Handler for Api {
+    type Caller = ();
+
+    async fn agents_list(&self, _: &(), _: Empty) -> Result<AgentsListResult, ApiError> {
+        Ok(AgentsListResult {
+            agents: self.read(|s| s.agents.clone()),
+        })
+    }
+
+    async fn agents_get(&self, _: &(), p: AgentRef) -> Result<Agent, ApiError> {
+        self.read(|s| s.agent(&p.agent_id).cloned())
+            .ok_or_else(|| not_found("agent", &p.agent_id))
+    }
+
+    async fn agents_create(&self, _: &(), p: AgentsCreateParams) -> Result<Agent, ApiError> {
+        self.write(|s| {
+            if let Some(found) = s.agent(&p.id) {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    if found.source == AgentSource::Config {
+                        format!("agent {:?} is declared in the config file", p.id)
+                    } else {
+                        format!("agent {:?} already exists", p.id)
+                    },
+                ));
+            }
+            let now = now_ms();
+            let agent = Agent {
+                id: p.id,
+                name: p.name,
+                description: p.description,
+                model: p.model,
+                source: AgentSource::Api,
+                created_at: Some(now),
+                updated_at: Some(now),
+            };
+            s.agents.push(agent.clone());
+            Ok(agent)
+        })
+    }
+
+    async fn agents_update(&self, _: &(), p: AgentsUpdateParams) -> Result<Agent, ApiError> {
+        self.write(|s| {
+            let agent = s
+                .agents
+                .iter_mut()
+                .find(|a| a.id == p.agent_id)
+                .ok_or_else(|| not_found("agent", &p.agent_id))?;
+            if agent.source == AgentSource::Config {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "agent {:?} is declared in the config file; edit it there",
+                        p.agent_id
+                    ),
+                ));
+            }
+            if p.name.is_some() {
+                agent.name = p.name;
+            }
+            if p.description.is_some() {
+                agent.description = p.description;
+            }
+            if p.model.is_some() {
+                agent.model = p.model;
+            }
+            agent.updated_at = Some(now_ms());
+            Ok(agent.clone())
+        })
+    }
+
+    async fn sessions_list(
+        &self,
+        _: &(),
+        p: SessionsListParams,
+    ) -> Result<SessionsListResult, ApiError> {
+        let mut sessions: Vec<Session> = self.read(|s| {
+            s.sessions
+                .iter()
+                .filter(|x| p.agent_id.as_ref().is_none_or(|a| *a == x.agent_id))
+                .cloned()
+                .collect()
+        });
+        sessions.sort_by(|a, b| (b.updated_at, &b.id).cmp(&(a.updated_at, &a.id)));
+        if let Some(cursor) = &p.cursor {
+            let at = sessions.iter().position(|x| &x.id == cursor);
+            sessions.drain(..at.map_or(sessions.len(), |at| at + 1));
+        }
+        let limit = runs::limit(p.limit);
+        let more = sessions.len() > limit;
+        sessions.truncate(limit);
+        let next_cursor = more
+            .then(|| sessions.last().map(|x| x.id.clone()))
+            .flatten();
+        Ok(SessionsListResult {
+            sessions,
+            next_cursor,
+        })
+    }
+
+    async fn sessions_create(&self, _: &(), p: SessionsCreateParams) -> Result<Session, ApiError> {
+        self.write(|s| s.create_session(&p.agent_id, p.key, p.metadata.unwrap_or_default()))
+    }
+
+    async fn sessions_resolve(
+        &self,
+        _: &(),
+        p: SessionsResolveParams,
+    ) -> Result<Session, ApiError> {
+        self.write(|s| s.resolve_session(&p.key, p.agent_id.as_deref()))
+    }
+
+    async fn sessions_send(&self, _: &(), p: SessionsSendParams) -> Result<RunAccepted, ApiError> {
+        runs::start_run(
+            &self.0,
+            RunsCreateParams {
+                agent_id: None,
+                input: p.input,
+                session_key: None,
+                session_id: Some(p.session_id),
+                tools: p.tools,
+                multitask_strategy: p.multitask_strategy,
+                timeout_ms: p.timeout_ms,
+                environment_id: p.environment_id,
+                idempotency_key: p.idempotency_key,
+            },
+        )
+        .map(RunAccepted::from)
+    }
+
+    async fn sessions_messages(
+        &self,
+        _: &(),
+        p: SessionsMessagesParams,
+    ) -> Result<SessionsMessagesResult, ApiError> {
+        let mut messages = self.read(|s| {
+            s.session(&p.session_id)?;
+            Ok::<_, ApiError>(s.messages.get(&p.session_id).cloned().unwrap_or_default())
+        })?;
+        if let Some(after) = &p.after {
+            let at = messages.iter().position(|m| &m.id == after);
+            messages.drain(..at.map_or(0, |at| at + 1));
+        }
+        let limit = runs::limit(p.limit);
+        let has_more = messages.len() > limit;
+        messages.truncate(limit);
+        Ok(SessionsMessagesResult { messages, has_more })
+    }
+
+    async fn sessions_fork(&self, _: &(), p: SessionsForkParams) -> Result<Session, ApiError> {
+        sessions::fork(self, p)
+    }
+
+    async fn sessions_compact(&self, _: &(), p: SessionActionParams) -> Result<Session, ApiError> {
+        sessions::compact(self, &p.session_id)
+    }
+
+    async fn sessions_abort(
+        &self,
+        _: &(),
+        p: SessionActionParams,
+    ) -> Result<SessionsAbortResult, ApiError> {
+        Ok(SessionsAbortResult {
+            cancelled_run_ids: runs::abort(self, &p.session_id).await?,
+        })
+    }
+
+    async fn runs_create(&self, _: &(), p: RunsCreateParams) -> Result<RunAccepted, ApiError> {
+        runs::start_run(&self.0, p).map(RunAccepted::from)
+    }
+
+    async fn runs_get(&self, _: &(), p: RunRef) -> Result<Run, ApiError> {
+        self.read(|s| s.run(&p.run_id).map(|r| r.run.clone()))
+    }
+
+    async fn runs_events(&self, _: &(), p: RunsEventsParams) -> Result<RunsEventsResult, ApiError> {
+        runs::events(self, &p.run_id, p.after.as_deref(), p.limit)
+    }
+
+    async fn runs_wait(&self, _: &(), p: RunsWaitParams) -> Result<RunResult, ApiError> {
+        runs::wait(
+            self,
+            &p.run_id,
+            p.timeout_ms.map(std::time::Duration::from_millis),
+        )
+        .await
+    }
+
+    async fn runs_cancel(&self, _: &(), p: RunsCancelParams) -> Result<Run, ApiError> {
+        runs::cancel(self, &p.run_id, false).await
+    }
+
+    async fn tasks_list(&self, _: &(), _: Empty) -> Result<TasksListResult, ApiError> {
+        Err(ApiError::unsupported("tasks.list"))
+    }
+
+    async fn tasks_get(&self, _: &(), _: TaskRef) -> Result<Task, ApiError> {
+        Err(ApiError::unsupported("tasks.get"))
+    }
+
+    async fn tasks_cancel(&self, _: &(), _: TasksCancelParams) -> Result<Task, ApiError> {
+        Err(ApiError::unsupported("tasks.cancel"))
+    }
+
+    async fn tasks_events(
+        &self,
+        _: &(),
+        _: TasksEventsParams,
+    ) -> Result<TasksEventsResult, ApiError> {
+        Err(ApiError::unsupported("tasks.events"))
+    }
+
+    async fn models_list(&self, _: &(), _: Empty) -> Result<ModelsListResult, ApiError> {
+        Ok(ModelsListResult {
+            models: vec![Model {
+                id: super::state::MODEL.into(),
+                provider: "mock".into(),
+                name: "mock-model".into(),
+                context_window: None,
+            }],
+        })
+    }
+
+    async fn models_status(&self, _: &(), _: Empty) -> Result<ModelsStatusResult, ApiError> {
+        Ok(ModelsStatusResult {
+            providers: vec![ProviderStatus {
+                provider: "mock".into(),
+                authenticated: true,
+                detail: None,
+            }],
+        })
+    }
+
+    async fn tools_list(&self, _: &(), p: ToolsListParams) -> Result<ToolsListResult, ApiError> {
+        let agent = p.agent_id.as_deref().unwrap_or(DEFAULT_AGENT);
+        self.read(|s| {
+            if s.agent(agent).is_none() {
+                return Err(not_found("agent", agent));
+            }
+            Ok(ToolsListResult {
+                tools: s.tools.clone(),
+            })
+        })
+    }
+
+    async fn tools_invoke(
+        &self,
+        _: &(),
+        p: ToolsInvokeParams,
+    ) -> Result<ToolsInvokeResult, ApiError> {
+        super::catalog::invoke(self, p)
+    }
+
+    async fn artifacts_list(
+        &self,
+        _: &(),
+        p: ArtifactsListParams,
+    ) -> Result<ArtifactsListResult, ApiError> {
+        let mut artifacts: Vec<ArtifactSummary> = self.read(|s| {
+            s.artifacts
+                .iter()
+                .rev()
+                .map(|a| &a.summary)
+                .filter(|a| p.run_id.is_none() || a.run_id == p.run_id)
+                .filter(|a| p.session_id.is_none() || a.session_id == p.session_id)
+                .cloned()
+                .collect()
+        });
+        if let Some(cursor) = &p.cursor {
+            let at = artifacts.iter().position(|a| &a.id == cursor);
+            artifacts.drain(..at.map_or(artifacts.len(), |at| at + 1));
+        }
+        let limit = runs::limit(p.limit);
+        let more = artifacts.len() > limit;
+        artifacts.truncate(limit);
+        let next_cursor = more
+            .then(|| artifacts.last().map(|a| a.id.clone()))
+            .flatten();
+        Ok(ArtifactsListResult {
+            artifacts,
+            next_cursor,
+        })
+    }
+
+    async fn artifacts_get(&self, _: &(), p: ArtifactRef) -> Result<ArtifactSummary, ApiError> {
+        self.read(|s| {
+            s.artifacts
+                .iter()
+                .find(|a| a.summary.id == p.artifact_id)
+                .map(|a| a.summary.clone())
+        })
+        .ok_or_else(|| not_found("artifact", &p.artifact_id))
+    }
+
+    async fn artifacts_download(
+        &self,
+        caller: &(),
+        p: ArtifactRef,
+    ) -> Result<ArtifactsDownloadResult, ApiError> {
+        let artifact = self.artifacts_get(caller, p).await?;
+        Ok(ArtifactsDownloadResult {
+            url: format!("/v1/artifacts/{}/content", artifact.id),
+            artifact,
+        })
+    }
+
+    async fn approvals_list(
+        &self,
+        _: &(),
+        p: ApprovalsListParams,
+    ) -> Result<ApprovalsListResult, ApiError> {
+        let status = p.status.as_ref().map(wire);
+        Ok(ApprovalsListResult {
+            approvals: self.read(|s| {
+                s.approvals
+                    .iter()
+                    .filter(|a| status.is_none() || status == Some(wire(&a.status)))
+                    .filter(|a| p.run_id.as_ref().is_none_or(|r| *r == a.run_id))
+                    .filter(|a| p.session_id.is_none() || a.session_id == p.session_id)
+                    .cloned()
+                    .collect()
+            }),
+        })
+    }
+
+    async fn approvals_respond(
+        &self,
+        _: &(),
+        p: ApprovalsRespondParams,
+    ) -> Result<Approval, ApiError> {
+        super::catalog::respond_approval(self, p)
+    }
+
+    async fn questions_list(
+        &self,
+        _: &(),
+        p: QuestionsListParams,
+    ) -> Result<QuestionsListResult, ApiError> {
+        let status = p.status.as_ref().map(wire);
+        Ok(QuestionsListResult {
+            questions: self.read(|s| {
+                s.questions
+                    .iter()
+                    .filter(|q| status.is_none() || status == Some(wire(&q.status)))
+                    .filter(|q| p.run_id.as_ref().is_none_or(|r| *r == q.run_id))
+                    .cloned()
+                    .collect()
+            }),
+        })
+    }
+
+    async fn questions_respond(
+        &self,
+        _: &(),
+        p: QuestionsRespondParams,
+    ) -> Result<Question, ApiError> {
+        super::catalog::answer_question(self, p)
+    }
+
+    async fn environments_list(
+        &self,
+        _: &(),
+        _: Empty,
+    ) -> Result<EnvironmentsListResult, ApiError> {
+        Ok(EnvironmentsListResult {
+            environments: self.read(|s| s.environments.clone()),
+        })
+    }
+
+    async fn environments_create(
+        &self,
+        _: &(),
+        p: EnvironmentsCreateParams,
+    ) -> Result<Environment, ApiError> {
+        super::catalog::create_environment(self, p)
+    }
+
+    async fn environments_status(
+        &self,
+        _: &(),
+        p: EnvironmentRef,
+    ) -> Result<Environment, ApiError> {
+        self.read(|s| {
+            s.environments
+                .iter()
+                .find(|e| e.id == p.environment_id)
+                .cloned()
+        })
+        .ok_or_else(|| not_found("environment", &p.environment_id))
+    }
+
+    async fn environments_delete(
+        &self,
+        _: &(),
+        p: EnvironmentsDeleteParams,
+    ) -> Result<Environment, ApiError> {
+        super::catalog::delete_environment(self, p)
+    }
+
+    async fn events_subscribe(
+        &self,
+        _: &(),
+        _: EventsSubscribeParams,
+    ) -> Result<EventsSubscribeResult, ApiError> {
+        Err(invalid(
+            "events.subscribe is served on the WebSocket transport (GET /v1/ws)",
+        ))
+    }
+
+    async fn events_unsubscribe(
+        &self,
+        _: &(),
+        _: EventsUnsubscribeParams,
+    ) -> Result<Empty, ApiError> {
+        Err(invalid(
+            "events.unsubscribe is served on the WebSocket transport (GET /v1/ws)",
+        ))
+    }
+}

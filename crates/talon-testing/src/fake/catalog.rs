@@ -1,0 +1,246 @@
+//! The methods that answer from what the test set or the runs asked:
+//! `approvals.respond` and `questions.respond` (the first answer wins,
+//! the others get `conflict` with the winner; a question's answer is
+//! checked against its choices first), `tools.invoke` (the result the
+//! test set for the tool), and `environments.create`/`delete` (the
+//! `local` provider, `ready` at once).
+
+use serde_json::json;
+use talon_protocol::gateway::params::{
+    ApprovalsRespondParams, EnvironmentsCreateParams, EnvironmentsDeleteParams,
+    QuestionsRespondParams, ToolsInvokeParams, ToolsInvokeResult,
+};
+use talon_protocol::gateway::{
+    ApiError, Approval, ApprovalDecision, ApprovalStatus, Environment, EnvironmentCapabilities,
+    EnvironmentStatus, ErrorCode, Question, QuestionStatus,
+};
+
+use super::state::{FirstCall, Shared, hash_of, invalid, not_found, now_ms};
+
+/// The longest tool reference taken.
+const MAX_TOOL_BYTES: usize = 512;
+
+pub(crate) fn respond_approval(
+    shared: &Shared,
+    p: ApprovalsRespondParams,
+) -> Result<Approval, ApiError> {
+    shared.write(|s| {
+        let approval = s
+            .approvals
+            .iter_mut()
+            .find(|a| a.id == p.approval_id)
+            .ok_or_else(|| not_found("approval", &p.approval_id))?;
+        if !approval.decisions.contains(&p.decision) {
+            return Err(invalid(format!(
+                "decision not offered for this approval; offered: {:?}",
+                approval.decisions
+            )));
+        }
+        if approval.status != ApprovalStatus::Pending {
+            return Err(
+                ApiError::new(ErrorCode::Conflict, "this approval was already resolved")
+                    .with_details(json!({"approval": approval})),
+            );
+        }
+        approval.status = if p.decision == ApprovalDecision::Deny {
+            ApprovalStatus::Denied
+        } else {
+            ApprovalStatus::Approved
+        };
+        approval.decision = Some(p.decision);
+        approval.reason = p.reason;
+        approval.resolved_at = Some(now_ms());
+        Ok(approval.clone())
+    })
+}
+
+pub(crate) fn answer_question(
+    shared: &Shared,
+    p: QuestionsRespondParams,
+) -> Result<Question, ApiError> {
+    shared.write(|s| {
+        let question = s
+            .questions
+            .iter_mut()
+            .find(|q| q.id == p.question_id)
+            .ok_or_else(|| not_found("question", &p.question_id))?;
+        if question.status == QuestionStatus::Pending
+            && let Some(choices) = &question.choices
+            && !p
+                .answer
+                .as_str()
+                .is_some_and(|a| choices.iter().any(|c| c == a))
+        {
+            let errors = vec![format!("the answer must be one of {choices:?}")];
+            return Err(invalid(format!(
+                "the answer does not fit the question: {}",
+                errors.join("; ")
+            ))
+            .with_details(json!({"errors": errors})));
+        }
+        if question.status != QuestionStatus::Pending {
+            return Err(
+                ApiError::new(ErrorCode::Conflict, "this question was already answered")
+                    .with_details(json!({"question": question})),
+            );
+        }
+        question.status = QuestionStatus::Answered;
+        question.answer = Some(p.answer);
+        question.answered_at = Some(now_ms());
+        Ok(question.clone())
+    })
+}
+
+pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvokeResult, ApiError> {
+    if p.tool.trim().is_empty() || p.tool.len() > MAX_TOOL_BYTES {
+        return Err(invalid(format!(
+            "tool: a catalog id or name of 1 to {MAX_TOOL_BYTES} bytes"
+        )));
+    }
+    if !matches!(
+        p.arguments,
+        serde_json::Value::Null | serde_json::Value::Object(_)
+    ) {
+        return Err(invalid("arguments: an object"));
+    }
+    let hash = {
+        let mut keyless = p.clone();
+        keyless.idempotency_key = None;
+        hash_of("tools.invoke", &keyless)
+    };
+    shared.write(|s| {
+        if let Some(key) = &p.idempotency_key
+            && let Some(first) = s.idempotency.get(key)
+        {
+            if first.hash != hash {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    format!("idempotency key {key:?} was used with other parameters"),
+                ));
+            }
+            return Ok(ToolsInvokeResult {
+                result: first.answer.clone(),
+            });
+        }
+        // The session is the one the gateway would run the call on.
+        s.resolve_session(&p.session_key, None)?;
+        let name = s
+            .tools
+            .iter()
+            .find(|t| t.id == p.tool)
+            .map_or_else(|| p.tool.clone(), |t| t.name.clone());
+        let result = s
+            .invoke_results
+            .get(&p.tool)
+            .or_else(|| s.invoke_results.get(&name))
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("no tool {:?} this agent may call directly", p.tool),
+                )
+                .with_details(json!({"outcome": "not_found"}))
+            })?;
+        if let Some(key) = &p.idempotency_key {
+            s.idempotency.insert(
+                key.clone(),
+                FirstCall {
+                    hash: hash.clone(),
+                    answer: result.clone(),
+                },
+            );
+        }
+        Ok(ToolsInvokeResult { result })
+    })
+}
+
+fn unknown_provider(id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotFound,
+        format!("no environment provider {id:?}; this gateway has \"local\""),
+    )
+    .with_details(json!({"providers": ["local"]}))
+}
+
+pub(crate) fn create_environment(
+    shared: &Shared,
+    p: EnvironmentsCreateParams,
+) -> Result<Environment, ApiError> {
+    if p.provider != "local" {
+        return Err(unknown_provider(&p.provider));
+    }
+    let settings = p.settings.clone().unwrap_or_else(|| json!({}));
+    if !settings.is_object() {
+        return Err(invalid("settings: an object"));
+    }
+    shared.write(|s| {
+        let id = match &p.idempotency_key {
+            Some(key) => {
+                let id = format!("env_{}", &hash_of("environments.create", key)[..24]);
+                if let Some(first) = s.environments.iter().find(|e| e.id == id) {
+                    return if first.provider == p.provider
+                        && first.settings.as_ref() == Some(&settings)
+                    {
+                        Ok(first.clone())
+                    } else {
+                        Err(ApiError::new(
+                            ErrorCode::Conflict,
+                            format!("idempotency key {key:?} was used with other parameters"),
+                        ))
+                    };
+                }
+                id
+            }
+            None => s.new_id("env"),
+        };
+        let environment = Environment {
+            workspace: Some(format!("/fake-gateway/environments/{id}/workspace")),
+            id,
+            provider: p.provider.clone(),
+            status: EnvironmentStatus::Ready,
+            capabilities: EnvironmentCapabilities {
+                checkout: Some(true),
+                sandbox: Some(false),
+                network_policy: Some(true),
+                secrets: Some(true),
+                artifacts: Some(true),
+                logs: Some(true),
+                pull_requests: Some(false),
+                long_running: Some(true),
+            },
+            created_at: Some(now_ms()),
+            settings: Some(settings.clone()),
+            detail: None,
+        };
+        s.environments.push(environment.clone());
+        Ok(environment)
+    })
+}
+
+pub(crate) fn delete_environment(
+    shared: &Shared,
+    p: EnvironmentsDeleteParams,
+) -> Result<Environment, ApiError> {
+    shared.write(|s| {
+        let environment = s
+            .environments
+            .iter_mut()
+            .find(|e| e.id == p.environment_id)
+            .ok_or_else(|| not_found("environment", &p.environment_id))?;
+        if environment.status != EnvironmentStatus::Deleted {
+            let retain = environment
+                .settings
+                .as_ref()
+                .and_then(|s| s.get("retain"))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false);
+            environment.detail = Some(if retain {
+                "the workspace was kept (retain)".into()
+            } else {
+                "the workspace was removed".into()
+            });
+            environment.status = EnvironmentStatus::Deleted;
+        }
+        Ok(environment.clone())
+    })
+}

@@ -1,0 +1,175 @@
+//! The HTTP transport, as the gateway serves it: `POST /v1/<method>`
+//! (the params object as the JSON body, an empty body being `{}`,
+//! `Authorization: Bearer <token>`), `GET /healthz`, and the routes of
+//! the other modules (streams, WebSocket, artifact bytes). Every error is
+//! `{"error": ApiError}` with the code's HTTP status and `Retry-After`
+//! when it carries `retryAfterMs`. Each call is recorded and meets the
+//! queued call faults before it is served.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use talon_protocol::gateway::{ApiError, ErrorCode, Method, Request, dispatch};
+
+use super::RecordedCall;
+use super::api::Api;
+use super::script::{CallFault, take_call_fault};
+use super::state::{Shared, TOKEN};
+
+/// The largest body taken (the gateway's default).
+const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// An error as the transport sends it.
+pub(crate) struct ErrorResponse(pub ApiError);
+
+impl IntoResponse for ErrorResponse {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response =
+            (status, axum::Json(serde_json::json!({"error": self.0}))).into_response();
+        if let Some(ms) = self.0.retry_after_ms
+            && let Ok(value) = header::HeaderValue::from_str(&ms.div_ceil(1000).to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+/// The router.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/v1/{method}", post(call))
+        .route("/v1/events", get(super::stream::all_events))
+        .route("/v1/ws", get(super::ws::upgrade))
+        .route("/v1/runs/{run_id}/events", get(super::stream::run_events))
+        .route(
+            "/v1/artifacts/{artifact_id}/content",
+            get(super::content::artifact_content),
+        )
+        .fallback(fallback)
+        .with_state(shared)
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn fallback() -> ErrorResponse {
+    ErrorResponse(ApiError::new(
+        ErrorCode::NotFound,
+        "no such route: methods are POST /v1/<method>",
+    ))
+}
+
+/// Checks the request's bearer token.
+pub(crate) fn authenticate(headers: &HeaderMap) -> Result<(), ApiError> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if token == Some(TOKEN) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::Unauthenticated,
+            "a valid token is required: Authorization: Bearer <token>",
+        ))
+    }
+}
+
+/// Records a call and applies the faults queued for its method.
+pub(crate) async fn arrive(
+    shared: &Shared,
+    method: &str,
+    params: &serde_json::Value,
+) -> Result<(), ApiError> {
+    let fault = shared.write(|s| {
+        s.calls.push(RecordedCall {
+            method: method.to_owned(),
+            params: if params.is_null() {
+                serde_json::json!({})
+            } else {
+                params.clone()
+            },
+        });
+        take_call_fault(&mut s.faults, method)
+    });
+    match fault {
+        Some(CallFault::Fail(error)) => Err(error),
+        Some(CallFault::Wait(delay)) => {
+            tokio::time::sleep(delay).await;
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
+
+/// One call of an authenticated caller: recorded, faults, the method
+/// (unknown: `not_found`), the params (an object), decoded strictly, then
+/// dispatched.
+pub(crate) async fn serve_call(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    arrive(shared, method, &params).await?;
+    if Method::from_name(method).is_none() {
+        return Err(
+            ApiError::new(ErrorCode::NotFound, format!("no method `{method}`"))
+                .with_details(serde_json::json!({"method": method})),
+        );
+    }
+    if !params.is_object() && !params.is_null() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("{method}: params must be a JSON object"),
+        ));
+    }
+    let request = Request::decode(method, params)?;
+    dispatch(&Api(shared.clone()), &(), request).await
+}
+
+async fn call(
+    State(shared): State<Arc<Shared>>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(error) = authenticate(&headers) {
+        return ErrorResponse(error).into_response();
+    }
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return ErrorResponse(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("the body exceeds {MAX_BODY_BYTES} bytes (or was cut off)"),
+        ))
+        .into_response();
+    };
+    let params: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
+        serde_json::Value::Null
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(value) => value,
+            Err(e) => {
+                return ErrorResponse(ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    format!("the body is not JSON: {e}"),
+                ))
+                .into_response();
+            }
+        }
+    };
+    match serve_call(&shared, &method, params).await {
+        Ok(result) => axum::Json(result).into_response(),
+        Err(error) => ErrorResponse(error).into_response(),
+    }
+}

@@ -1,0 +1,169 @@
+//! [`FakeGateway`]: an in-process fake of the Talon gateway, for testing
+//! apps and SDKs against the gateway's wire protocol without a model.
+//!
+//! It serves the real method table (it implements
+//! `talon_protocol::gateway::Handler`) over the real transports on
+//! `127.0.0.1`: `POST /v1/<method>`, the SSE streams
+//! (`/v1/runs/{runId}/events`, `/v1/events`), the WebSocket (`/v1/ws`,
+//! calls and `events.subscribe`) and artifact bytes
+//! (`/v1/artifacts/{id}/content`), with the gateway's error shape, status
+//! codes, headers and event envelopes. State is in memory. Runs play
+//! scripts ([`FakeRun`], queued with [`FakeGateway::script_run`]; an
+//! unscripted run replies `ok`), and [`Fault`]s injected with
+//! [`FakeGateway::inject`] exercise a client's retries and resumption.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use talon_testing::fake::{FakeGateway, FakeRun, Fault};
+//! let gateway = FakeGateway::start().await?;
+//! gateway.script_run(FakeRun::reply("Hello.").approval("write", serde_json::json!({})));
+//! gateway.inject(Fault::DropStream { after_events: 2 });
+//! // ... point the client at gateway.url() with gateway.token() ...
+//! gateway.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Modules: `state` (the memory), `api` (the method table), `runs` and
+//! `play` and `end` (runs), `sessions` (fork, compact), `catalog` (answers, tools, environments), `http`,
+//! `stream`, `ws` and `content` (the transports), `script` (runs' scripts
+//! and faults).
+
+mod api;
+mod catalog;
+mod content;
+mod end;
+mod http;
+mod play;
+mod runs;
+mod script;
+mod sessions;
+mod state;
+mod stream;
+mod ws;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use talon_protocol::gateway::ToolSummary;
+use tokio::sync::watch;
+
+pub use script::{FakeRun, Fault};
+
+use state::{Shared, TOKEN};
+
+/// A method call the fake gateway received (over HTTP or WebSocket), in
+/// the order received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedCall {
+    /// The method, e.g. `runs.create`.
+    pub method: String,
+    /// Its params as sent (`{}` for an empty body).
+    pub params: serde_json::Value,
+}
+
+/// A fake Talon gateway serving on `127.0.0.1` until it is dropped or
+/// shut down. Its token is `fake-token`; it has one agent, `main`, and one
+/// model, `mock/mock-model`.
+#[derive(Debug)]
+pub struct FakeGateway {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    closing: watch::Sender<bool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl FakeGateway {
+    /// Starts serving on `127.0.0.1:0`.
+    pub async fn start() -> std::io::Result<FakeGateway> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (closing, closed) = watch::channel(false);
+        let shared = Arc::new(Shared::new(closed.clone()));
+        let app = http::router(shared.clone());
+        let mut stop = closed;
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|closing| *closing).await;
+                })
+                .await;
+            if let Err(error) = served {
+                tracing::warn!(%error, "the fake gateway stopped");
+            }
+        });
+        tracing::debug!(%addr, "the fake gateway serves");
+        Ok(FakeGateway {
+            addr,
+            shared,
+            closing,
+            task: Some(task),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bearer token it takes (`fake-token`).
+    pub fn token(&self) -> &str {
+        TOKEN
+    }
+
+    /// Queues the script of the next run created (`runs.create` or
+    /// `sessions.send`); runs created when the queue is empty play
+    /// `FakeRun::reply("ok")`.
+    pub fn script_run(&self, run: FakeRun) {
+        self.shared.write(|s| s.scripts.push_back(run));
+    }
+
+    /// Queues a fault; each is used up when it fires.
+    pub fn inject(&self, fault: Fault) {
+        self.shared.write(|s| s.faults.push(fault));
+    }
+
+    /// Every method call received so far (HTTP and WebSocket, faulted ones
+    /// included), in order.
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        self.shared.read(|s| s.calls.clone())
+    }
+
+    /// What `tools.list` answers (and the tools `run.started` names).
+    pub fn set_tools(&self, tools: Vec<ToolSummary>) {
+        self.shared.write(|s| s.tools = tools);
+    }
+
+    /// What `tools.invoke` answers for `tool` (by name or catalog id);
+    /// other tools are `not_found`.
+    pub fn set_invoke_result(&self, tool: &str, result: serde_json::Value) {
+        self.shared.write(|s| {
+            s.invoke_results.insert(tool.to_owned(), result);
+        });
+    }
+
+    /// Stops serving: open streams and WebSocket connections end, waiting
+    /// runs stop, and the listener closes.
+    pub async fn shutdown(mut self) {
+        let _ = self.closing.send(true);
+        if let Some(task) = self.task.take() {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(std::time::Duration::from_secs(5), task)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the fake gateway's connections did not close in 5 s");
+                abort.abort();
+            }
+        }
+    }
+}
+
+impl Drop for FakeGateway {
+    fn drop(&mut self) {
+        let _ = self.closing.send(true);
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}

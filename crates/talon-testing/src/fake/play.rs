@@ -1,0 +1,423 @@
+//! Playing a [`FakeRun`]: on its own task, once its session's lane is
+//! free, the run emits what the gateway's agent loop would (`run.started`,
+//! its scripted steps, the reply's deltas and message, the terminal event
+//! with `RunEndedData`), waits on approvals and questions like a durable
+//! run does, and honours cancellation and its own time limit; its end is
+//! [`super::end`]'s.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use talon_protocol::EventData;
+use talon_protocol::event_data::{
+    ApprovalResolvedData, AssistantMessageData, QuestionAnsweredData, RunStartedData, TextDelta,
+    ToolCallCompletedData, ToolCallFailedData, ToolCallStartedData,
+};
+use talon_protocol::gateway::{
+    Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
+    RunStatus,
+};
+
+use super::runs::live_runs;
+use super::script::{FakeRun, Step};
+use super::state::{MODEL, Shared, State, mime_of, now_ms};
+
+/// How long approvals and questions wait (the gateway's default).
+const PERSON_WAIT_MS: u64 = 24 * 3600 * 1000;
+
+/// Why a run stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// `runs.cancel` (or a multitask strategy) asked.
+    Cancelled,
+    /// It exceeded its own time limit.
+    TimedOut,
+    /// It already ended (cancelled while queued).
+    Ended,
+    /// The gateway shuts down.
+    Closing,
+}
+
+/// What the run did, for its end.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub text: Option<String>,
+}
+
+/// Waits until `ready` says so, or the run is told to stop.
+pub(crate) async fn wait_for<T>(
+    shared: &Shared,
+    run_id: &str,
+    mut ready: impl FnMut(&State) -> Option<T>,
+) -> Result<T, Stop> {
+    let mut changed = shared.watch();
+    let mut closing = shared.closing.clone();
+    loop {
+        changed.borrow_and_update();
+        let seen = shared.read(|s| {
+            let record = s.runs.get(run_id).ok_or(Stop::Ended)?;
+            if record.run.status.is_terminal() {
+                return Err(Stop::Ended);
+            }
+            if record.cancel.is_some() {
+                return Err(Stop::Cancelled);
+            }
+            Ok(ready(s))
+        })?;
+        if let Some(value) = seen {
+            return Ok(value);
+        }
+        if *closing.borrow() {
+            return Err(Stop::Closing);
+        }
+        tokio::select! {
+            changed = changed.changed() => if changed.is_err() { return Err(Stop::Closing) },
+            closed = closing.changed() => if closed.is_err() { return Err(Stop::Closing) },
+        }
+    }
+}
+
+/// Sleeps `d`, unless the run is told to stop first.
+async fn pause(shared: &Shared, run_id: &str, d: Duration) -> Result<(), Stop> {
+    tokio::select! {
+        () = tokio::time::sleep(d) => Ok(()),
+        stopped = wait_for(shared, run_id, |_| None::<()>) => stopped,
+    }
+}
+
+/// Plays `script` as run `run_id`, then ends it.
+pub(crate) async fn play(
+    shared: Arc<Shared>,
+    run_id: String,
+    script: FakeRun,
+    timeout: Option<Duration>,
+) {
+    // One run at a time per session, in order.
+    let lane = wait_for(&shared, &run_id, |s| {
+        let session = s.runs.get(&run_id)?.run.session_id.clone()?;
+        let first = live_runs(s, &session).into_iter().next()?;
+        (first == run_id).then_some(())
+    })
+    .await;
+    let started = Instant::now();
+    let outcome = match lane {
+        Ok(()) => {
+            let begun = shared.write(|s| {
+                let tools: Vec<String> = s.tools.iter().map(|t| t.name.clone()).collect();
+                let Some(record) = s.runs.get_mut(&run_id) else {
+                    return false;
+                };
+                if record.run.status != RunStatus::Queued || record.cancel.is_some() {
+                    return false;
+                }
+                {
+                    record.run.status = RunStatus::Running;
+                    record.run.started_at = Some(now_ms());
+                    let run = record.run.clone();
+                    s.push_run_event(
+                        &run,
+                        EventData::RunStarted(RunStartedData {
+                            model: MODEL.into(),
+                            surface: "direct".into(),
+                            tools,
+                            resumed_after_turn: None,
+                        }),
+                    );
+                }
+                true
+            });
+            if !begun {
+                return;
+            }
+            let mut progress = Progress::default();
+            let steps = steps(&shared, &run_id, &script, &mut progress);
+            let stopped = match timeout {
+                Some(limit) => tokio::time::timeout(limit, steps)
+                    .await
+                    .unwrap_or(Err(Stop::TimedOut)),
+                None => steps.await,
+            };
+            Some((stopped, progress))
+        }
+        Err(Stop::Cancelled) => Some((Err(Stop::Cancelled), Progress::default())),
+        Err(_) => None,
+    };
+    let Some((stopped, progress)) = outcome else {
+        return;
+    };
+    if stopped == Err(Stop::Closing) || stopped == Err(Stop::Ended) {
+        return;
+    }
+    shared.write(|s| super::end::end(s, &run_id, &script, stopped, progress, started, timeout));
+}
+
+async fn steps(
+    shared: &Shared,
+    run_id: &str,
+    script: &FakeRun,
+    progress: &mut Progress,
+) -> Result<(), Stop> {
+    for step in &script.steps {
+        match step {
+            Step::Event(data) => emit(shared, run_id, (**data).clone()),
+            Step::Delay(d) => pause(shared, run_id, *d).await?,
+            Step::Approval { tool, arguments } => {
+                progress.turns += 1;
+                progress.tool_calls += 1;
+                approval(shared, run_id, tool, arguments).await?;
+            }
+            Step::Question { prompt, choices } => {
+                progress.turns += 1;
+                progress.tool_calls += 1;
+                question(shared, run_id, prompt, choices).await?;
+            }
+            Step::Artifact { name, kind, bytes } => shared.write(|s| {
+                let Some(run) = s.runs.get(run_id).map(|r| r.run.clone()) else {
+                    return;
+                };
+                let mime = mime_of(name, bytes);
+                let summary = s.put_artifact(&run, *kind, name.clone(), mime, bytes.clone());
+                if let Some(record) = s.runs.get_mut(run_id) {
+                    record.artifacts.push(summary.clone());
+                }
+                s.push_run_event(&run, EventData::ArtifactCreated(summary));
+            }),
+        }
+    }
+    if script.failure.is_none() {
+        progress.turns += 1;
+        let text = script.reply.clone();
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(8) {
+            emit(
+                shared,
+                run_id,
+                EventData::AssistantDelta(TextDelta {
+                    text: piece.iter().collect(),
+                }),
+            );
+        }
+        if !text.is_empty() {
+            emit(
+                shared,
+                run_id,
+                EventData::AssistantMessage(AssistantMessageData {
+                    text: Some(text.clone()),
+                    tool_calls: 0,
+                    finish_reason: Some("stop".into()),
+                }),
+            );
+            progress.text = Some(text);
+        }
+    }
+    Ok(())
+}
+
+fn emit(shared: &Shared, run_id: &str, data: EventData) {
+    shared.write(|s| {
+        if let Some(run) = s.runs.get(run_id).map(|r| r.run.clone()) {
+            s.push_run_event(&run, data);
+        }
+    });
+}
+
+/// Starts a tool call: `tool.call.started`; its id.
+fn start_call(s: &mut State, run_id: &str, name: &str, arguments: serde_json::Value) -> String {
+    let call_id = s.new_id("call");
+    if let Some(record) = s.runs.get_mut(run_id) {
+        record.open_call = Some((call_id.clone(), name.to_owned()));
+        let run = record.run.clone();
+        s.push_run_event(
+            &run,
+            EventData::ToolCallStarted(ToolCallStartedData {
+                call_id: call_id.clone(),
+                parent_id: None,
+                name: name.to_owned(),
+                source: None,
+                arguments: Some(arguments),
+                replay_safe: false,
+            }),
+        );
+    }
+    call_id
+}
+
+async fn approval(
+    shared: &Shared,
+    run_id: &str,
+    tool: &str,
+    arguments: &serde_json::Value,
+) -> Result<(), Stop> {
+    let begun = Instant::now();
+    let (call_id, approval_id) = shared.write(|s| {
+        let call_id = start_call(s, run_id, tool, arguments.clone());
+        let id = s.new_id("appr");
+        let run = s.runs.get(run_id).map(|r| r.run.clone());
+        if let Some(run) = run {
+            let catalog_id = s
+                .tools
+                .iter()
+                .find(|t| t.name == tool || t.id == tool)
+                .map_or_else(|| tool.to_owned(), |t| t.id.clone());
+            let now = now_ms();
+            let mut summary = format!("{tool} {arguments}");
+            if summary.len() > 300 {
+                let cut = (0..=297)
+                    .rev()
+                    .find(|i| summary.is_char_boundary(*i))
+                    .unwrap_or(0);
+                summary.truncate(cut);
+                summary.push_str("...");
+            }
+            let approval = Approval {
+                id: id.clone(),
+                run_id: run.id.clone(),
+                session_id: run.session_id.clone(),
+                kind: ApprovalKind::Tool,
+                summary,
+                tool_name: Some(catalog_id),
+                tool_call_id: Some(call_id.clone()),
+                arguments: Some(arguments.clone()),
+                environment_action: None,
+                risk: RiskLevel::Medium,
+                decisions: vec![
+                    ApprovalDecision::ApproveOnce,
+                    ApprovalDecision::ApproveSession,
+                    ApprovalDecision::ApproveAlways,
+                    ApprovalDecision::Deny,
+                ],
+                expires_at: Some(now + PERSON_WAIT_MS),
+                reusable: true,
+                status: ApprovalStatus::Pending,
+                decision: None,
+                reason: None,
+                created_at: now,
+                resolved_at: None,
+            };
+            s.approvals.push(approval.clone());
+            s.push_run_event(&run, EventData::ApprovalRequested(approval));
+        }
+        (call_id, id)
+    });
+    let resolved = wait_for(shared, run_id, |s| {
+        s.approvals
+            .iter()
+            .find(|a| a.id == approval_id && a.status != ApprovalStatus::Pending)
+            .cloned()
+    })
+    .await?;
+    shared.write(|s| {
+        let Some(record) = s.runs.get_mut(run_id) else {
+            return;
+        };
+        record.open_call = None;
+        let run = record.run.clone();
+        s.push_run_event(
+            &run,
+            EventData::ApprovalResolved(ApprovalResolvedData {
+                approval_id: resolved.id.clone(),
+                status: resolved.status,
+                decision: resolved.decision,
+                reason: resolved.reason.clone(),
+                reused: false,
+            }),
+        );
+        let duration_ms = begun.elapsed().as_millis() as u64;
+        let ended = if resolved.status == ApprovalStatus::Approved {
+            EventData::ToolCallCompleted(ToolCallCompletedData {
+                call_id,
+                parent_id: None,
+                name: tool.to_owned(),
+                duration_ms,
+                result: json!({"ok": true}),
+            })
+        } else {
+            let error = match &resolved.reason {
+                Some(reason) => format!("the call of {tool} was denied: {reason}"),
+                None => format!("the call of {tool} was denied"),
+            };
+            EventData::ToolCallFailed(ToolCallFailedData {
+                call_id,
+                parent_id: None,
+                name: tool.to_owned(),
+                duration_ms: Some(duration_ms),
+                status: Some("denied".into()),
+                error: json!({"error": error, "status": "denied"}),
+            })
+        };
+        s.push_run_event(&run, ended);
+    });
+    Ok(())
+}
+
+async fn question(
+    shared: &Shared,
+    run_id: &str,
+    prompt: &str,
+    choices: &[String],
+) -> Result<(), Stop> {
+    let begun = Instant::now();
+    let mut arguments = json!({"prompt": prompt});
+    if !choices.is_empty() {
+        arguments["choices"] = json!(choices);
+    }
+    let (call_id, question_id) = shared.write(|s| {
+        let call_id = start_call(s, run_id, "ask_user", arguments);
+        let id = s.new_id("q");
+        if let Some(run) = s.runs.get(run_id).map(|r| r.run.clone()) {
+            let now = now_ms();
+            let question = Question {
+                id: id.clone(),
+                run_id: run.id.clone(),
+                session_id: run.session_id.clone(),
+                tool_call_id: Some(call_id.clone()),
+                prompt: prompt.to_owned(),
+                choices: (!choices.is_empty()).then(|| choices.to_vec()),
+                answer_schema: None,
+                expires_at: Some(now + PERSON_WAIT_MS),
+                status: QuestionStatus::Pending,
+                answer: None,
+                created_at: now,
+                answered_at: None,
+            };
+            s.questions.push(question.clone());
+            s.push_run_event(&run, EventData::QuestionRequested(question));
+        }
+        (call_id, id)
+    });
+    let answer = wait_for(shared, run_id, |s| {
+        s.questions
+            .iter()
+            .find(|q| q.id == question_id && q.status == QuestionStatus::Answered)
+            .map(|q| q.answer.clone().unwrap_or_default())
+    })
+    .await?;
+    shared.write(|s| {
+        let Some(record) = s.runs.get_mut(run_id) else {
+            return;
+        };
+        record.open_call = None;
+        let run = record.run.clone();
+        s.push_run_event(
+            &run,
+            EventData::QuestionAnswered(QuestionAnsweredData {
+                question_id: question_id.clone(),
+                answer: answer.clone(),
+            }),
+        );
+        s.push_run_event(
+            &run,
+            EventData::ToolCallCompleted(ToolCallCompletedData {
+                call_id,
+                parent_id: None,
+                name: "ask_user".into(),
+                duration_ms: begun.elapsed().as_millis() as u64,
+                result: json!({"questionId": question_id, "answer": answer}),
+            }),
+        );
+    });
+    Ok(())
+}

@@ -1,0 +1,414 @@
+//! Runs as the gateway accepts and controls them: `runs.create` and
+//! `sessions.send` (one path: checks, the idempotency key, the session,
+//! the multitask strategy, `run.created`, then the run played on a task),
+//! `runs.cancel`, `runs.wait`, `runs.events` and `sessions.abort`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use talon_protocol::EventData;
+use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
+use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
+use talon_protocol::gateway::{
+    ApiError, ClientTool, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput,
+    RunResult, RunResultStatus, RunStatus, Session, Timestamp, Usage,
+};
+
+use super::play;
+use super::script::{cursor_expired, take_expire};
+use super::state::{
+    DEFAULT_AGENT, FirstCall, RunRecord, Shared, State, hash_of, invalid, not_found, now_ms,
+};
+
+/// How long `runs.cancel` waits for a running run to end.
+const CANCEL_SETTLE: Duration = Duration::from_secs(5);
+/// `runs.wait`'s deadline when the caller gives none, and its cap.
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+const MAX_WAIT: Duration = Duration::from_secs(600);
+/// The longest input a run takes, in bytes.
+const MAX_INPUT_BYTES: usize = 1 << 20;
+/// Most client tools a run takes.
+const MAX_CLIENT_TOOLS: usize = 128;
+/// Pages.
+pub(crate) const DEFAULT_LIMIT: u32 = 100;
+pub(crate) const MAX_LIMIT: u32 = 500;
+
+pub(crate) fn limit(asked: Option<u32>) -> usize {
+    asked.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize
+}
+
+fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {
+    if tools.len() > MAX_CLIENT_TOOLS {
+        return Err(invalid(format!(
+            "tools: {} client tools, more than the {MAX_CLIENT_TOOLS} a run takes",
+            tools.len()
+        )));
+    }
+    for (i, tool) in tools.iter().enumerate() {
+        let name = &tool.name;
+        let well_formed = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !well_formed {
+            let shown: String = name.chars().take(64).collect();
+            return Err(invalid(format!(
+                "tools[{i}].name {shown:?}: 1 to 64 ASCII letters, digits, `_` or `-`"
+            )));
+        }
+        if tools[..i].iter().any(|t| &t.name == name) {
+            return Err(invalid(format!("tools[{i}].name {name:?}: named twice")));
+        }
+        if tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
+            return Err(invalid(format!(
+                "tools[{i}].parameters: a JSON Schema of type \"object\""
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The input's text as `run.created` and the session's user message
+/// carry it, after checking it.
+fn input_text(input: &RunInput) -> Result<String, ApiError> {
+    let (text, size) = match input {
+        RunInput::Text(text) => {
+            if text.trim().is_empty() {
+                return Err(invalid("input: the message is empty"));
+            }
+            (text.clone(), text.len())
+        }
+        RunInput::Messages(messages) => {
+            if messages.is_empty() {
+                return Err(invalid("input: no messages"));
+            }
+            let text = messages
+                .last()
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
+            (text, messages.iter().map(|m| m.content.len()).sum())
+        }
+    };
+    if size > MAX_INPUT_BYTES {
+        return Err(invalid(format!(
+            "input: {size} bytes, more than the {MAX_INPUT_BYTES} a run takes"
+        )));
+    }
+    Ok(text)
+}
+
+/// The run's session: by id, by key (created if absent), or new.
+fn session_for(s: &mut State, p: &RunsCreateParams) -> Result<Session, ApiError> {
+    let agent = p.agent_id.as_deref();
+    if let Some(agent) = agent
+        && s.agent(agent).is_none()
+    {
+        return Err(not_found("agent", agent));
+    }
+    let session = if let Some(id) = &p.session_id {
+        let session = s.session(id)?.clone();
+        if p.session_key.as_ref().is_some_and(|k| *k != session.key) {
+            return Err(invalid("sessionId and sessionKey name different sessions"));
+        }
+        session
+    } else if let Some(key) = &p.session_key {
+        s.resolve_session(key, agent)?
+    } else {
+        s.create_session(agent.unwrap_or(DEFAULT_AGENT), None, Default::default())?
+    };
+    if let Some(agent) = agent
+        && agent != session.agent_id
+    {
+        return Err(invalid(format!(
+            "session {:?} belongs to agent {:?}, not {agent:?}",
+            session.key, session.agent_id
+        )));
+    }
+    Ok(session)
+}
+
+/// The live runs of a session, oldest first.
+pub(crate) fn live_runs(s: &State, session_id: &str) -> Vec<String> {
+    let mut live: Vec<String> = s
+        .runs
+        .values()
+        .filter(|r| r.run.session_id.as_deref() == Some(session_id) && !r.run.status.is_terminal())
+        .map(|r| r.run.id.clone())
+        .collect();
+    live.sort();
+    live
+}
+
+/// Accepts a run (`runs.create`, `sessions.send`) and starts playing it.
+pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run, ApiError> {
+    check_client_tools(&p.tools)?;
+    let input = input_text(&p.input)?;
+    if p.timeout_ms == Some(0) {
+        return Err(invalid("timeoutMs: must be more than 0"));
+    }
+    let hash = {
+        let mut keyless = p.clone();
+        keyless.idempotency_key = None;
+        hash_of("runs.create", &keyless)
+    };
+    let accepted = shared.write(|s| -> Result<_, ApiError> {
+        if let Some(key) = &p.idempotency_key
+            && let Some(first) = s.idempotency.get(key)
+        {
+            if first.hash != hash {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    format!("idempotency key {key:?} was used with other parameters"),
+                ));
+            }
+            let id = first.answer.as_str().unwrap_or_default();
+            return Ok((s.run(id)?.run.clone(), None));
+        }
+        if let Some(id) = &p.environment_id {
+            let environment = s
+                .environments
+                .iter()
+                .find(|e| &e.id == id)
+                .ok_or_else(|| not_found("environment", id))?;
+            if environment.status != EnvironmentStatus::Ready {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    format!("environment {id} is not ready"),
+                )
+                .with_details(serde_json::json!({"environment": environment})));
+            }
+        }
+        let session = session_for(s, &p)?;
+        let live = live_runs(s, &session.id);
+        let strategy = p.multitask_strategy.unwrap_or_default();
+        if !live.is_empty() {
+            match strategy {
+                MultitaskStrategy::Reject => {
+                    return Err(ApiError::new(
+                        ErrorCode::Conflict,
+                        "the session already has an active run (multitaskStrategy: reject)",
+                    )
+                    .with_details(serde_json::json!({"activeRunIds": live})));
+                }
+                MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
+                    let rollback = strategy == MultitaskStrategy::Rollback;
+                    for id in &live {
+                        request_cancel(s, id, rollback);
+                    }
+                }
+                MultitaskStrategy::Enqueue => {}
+            }
+        }
+        let run = Run {
+            id: s.new_id("run"),
+            agent_id: session.agent_id.clone(),
+            session_id: Some(session.id.clone()),
+            session_key: Some(session.key.clone()),
+            status: RunStatus::Queued,
+            created_at: now_ms(),
+            started_at: None,
+            ended_at: None,
+            usage: None,
+            error: None,
+        };
+        s.push_run_event(
+            &run,
+            EventData::RunCreated(RunCreatedData {
+                input: input.clone(),
+            }),
+        );
+        if !live.is_empty() && strategy == MultitaskStrategy::Enqueue {
+            s.push_run_event(
+                &run,
+                EventData::RunQueued(RunQueuedData {
+                    reason: "session".into(),
+                }),
+            );
+        }
+        let script = s.scripts.pop_front().unwrap_or_default();
+        s.runs.insert(
+            run.id.clone(),
+            RunRecord {
+                run: run.clone(),
+                result: None,
+                input,
+                cancel: None,
+                open_call: None,
+                artifacts: Vec::new(),
+            },
+        );
+        if let Some(key) = &p.idempotency_key {
+            s.idempotency.insert(
+                key.clone(),
+                FirstCall {
+                    hash: hash.clone(),
+                    answer: serde_json::Value::String(run.id.clone()),
+                },
+            );
+        }
+        Ok((run, Some(script)))
+    })?;
+    let (run, script) = accepted;
+    if let Some(script) = script {
+        tracing::debug!(run = %run.id, "the fake gateway plays a run");
+        let timeout = p.timeout_ms.map(Duration::from_millis);
+        tokio::spawn(play::play(shared.clone(), run.id.clone(), script, timeout));
+    }
+    Ok(run)
+}
+
+/// Asks a run to stop: a queued one ends at once (`run.cancelled`), a
+/// running one is told and ends itself. Nothing for an ended run.
+fn request_cancel(s: &mut State, run_id: &str, rollback: bool) {
+    let Some(record) = s.runs.get_mut(run_id) else {
+        return;
+    };
+    if record.run.status.is_terminal() {
+        return;
+    }
+    let rollback = rollback || record.cancel == Some(true);
+    record.cancel = Some(rollback);
+    if record.run.status != RunStatus::Queued {
+        return;
+    }
+    record.run.status = RunStatus::Cancelled;
+    record.run.ended_at = Some(now_ms());
+    let run = record.run.clone();
+    record.result = Some(result_of(&run, None, None));
+    s.push_run_event(
+        &run,
+        EventData::RunCancelled(RunEndedData {
+            text: None,
+            error: Some("the run was cancelled before it started".into()),
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+            duration_ms: 0,
+            pending_tool_calls: Vec::new(),
+        }),
+    );
+}
+
+/// `runs.cancel`: the run once it ended (at most [`CANCEL_SETTLE`] later).
+pub(crate) async fn cancel(shared: &Shared, run_id: &str, rollback: bool) -> Result<Run, ApiError> {
+    shared.write(|s| {
+        s.run(run_id)?;
+        request_cancel(s, run_id, rollback);
+        Ok::<_, ApiError>(())
+    })?;
+    let deadline = tokio::time::Instant::now() + CANCEL_SETTLE;
+    let mut changed = shared.watch();
+    loop {
+        changed.borrow_and_update();
+        let run = shared.read(|s| s.run(run_id).map(|r| r.run.clone()))?;
+        if run.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+            return Ok(run);
+        }
+        let _ = tokio::time::timeout_at(deadline, changed.changed()).await;
+    }
+}
+
+/// `runs.wait`: the result, or `accepted` once the deadline passed.
+pub(crate) async fn wait(
+    shared: &Shared,
+    run_id: &str,
+    timeout: Option<Duration>,
+) -> Result<RunResult, ApiError> {
+    let timeout = timeout.unwrap_or(DEFAULT_WAIT).min(MAX_WAIT);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut changed = shared.watch();
+    let mut closing = shared.closing.clone();
+    loop {
+        changed.borrow_and_update();
+        let (run, result) =
+            shared.read(|s| s.run(run_id).map(|r| (r.run.clone(), r.result.clone())))?;
+        if let Some(result) = result {
+            return Ok(result);
+        }
+        if tokio::time::Instant::now() >= deadline || *closing.borrow() {
+            return Ok(result_of(&run, None, None));
+        }
+        tokio::select! {
+            _ = tokio::time::timeout_at(deadline, changed.changed()) => {}
+            _ = closing.changed() => {}
+        }
+    }
+}
+
+/// `runs.events`: a page of the run's events after the cursor.
+pub(crate) fn events(
+    shared: &Shared,
+    run_id: &str,
+    after: Option<&str>,
+    limit_asked: Option<u32>,
+) -> Result<RunsEventsResult, ApiError> {
+    shared.write(|s| {
+        s.run(run_id)?;
+        let after = match after {
+            None => None,
+            Some(text) => Some(
+                text.parse::<u64>()
+                    .map_err(|_| invalid(format!("after: {text:?} is not an event id")))?,
+            ),
+        };
+        if let Some(cursor) = after
+            && take_expire(&mut s.faults)
+        {
+            return Err(cursor_expired(cursor));
+        }
+        let from = usize::try_from(after.unwrap_or(0)).unwrap_or(usize::MAX);
+        let events: Vec<_> = s
+            .log
+            .iter()
+            .skip(from)
+            .filter(|e| e.run_id.as_deref() == Some(run_id))
+            .take(limit(limit_asked))
+            .cloned()
+            .collect();
+        let done = events.last().is_some_and(|e| e.kind.is_terminal());
+        Ok(RunsEventsResult { events, done })
+    })
+}
+
+/// `sessions.abort`: cancels every live run of the session.
+pub(crate) async fn abort(shared: &Shared, session_id: &str) -> Result<Vec<String>, ApiError> {
+    let live = shared.read(|s| {
+        s.session(session_id)?;
+        Ok::<_, ApiError>(live_runs(s, session_id))
+    })?;
+    let mut cancelled = Vec::new();
+    for id in live {
+        cancelled.push(cancel(shared, &id, false).await?.id);
+    }
+    Ok(cancelled)
+}
+
+/// The result of `run` as it is (`accepted` while it has not ended).
+pub(crate) fn result_of(
+    run: &Run,
+    text: Option<String>,
+    artifacts: Option<Vec<talon_protocol::gateway::ArtifactSummary>>,
+) -> RunResult {
+    RunResult {
+        run_id: run.id.clone(),
+        status: match run.status {
+            RunStatus::Completed => RunResultStatus::Completed,
+            RunStatus::Cancelled => RunResultStatus::Cancelled,
+            RunStatus::TimedOut => RunResultStatus::TimedOut,
+            RunStatus::Failed => RunResultStatus::Failed,
+            _ => RunResultStatus::Accepted,
+        },
+        session_id: run.session_id.clone(),
+        session_key: run.session_key.clone(),
+        task_id: None,
+        started_at: run.started_at.map(Timestamp::Millis),
+        ended_at: run.ended_at.map(Timestamp::Millis),
+        output: text.map(|text| talon_protocol::gateway::RunOutput {
+            text: Some(text),
+            messages: None,
+        }),
+        usage: run.usage.clone(),
+        artifacts,
+        error: run.error.clone(),
+    }
+}

@@ -1,0 +1,99 @@
+//! The session methods with more to them than a lookup: `sessions.fork`
+//! (a new session with the parent's messages up to a message) and
+//! `sessions.compact` (a compaction record standing for the messages
+//! since the last one, and `session.compacted`; `conflict` while a run is
+//! in progress).
+
+use talon_protocol::EventData;
+use talon_protocol::event_data::SessionCompactedData;
+use talon_protocol::gateway::params::SessionsForkParams;
+use talon_protocol::gateway::{ApiError, ErrorCode, Message, MessageRole, Session};
+
+use super::runs;
+use super::state::{Shared, not_found, now_ms};
+
+pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, ApiError> {
+    shared.write(|s| {
+        let parent = s.session(&p.session_id)?.clone();
+        let mut kept = s.messages.get(&parent.id).cloned().unwrap_or_default();
+        if let Some(at) = &p.at_message_id {
+            let end = kept
+                .iter()
+                .position(|m| &m.id == at)
+                .ok_or_else(|| not_found("message", at))?;
+            kept.truncate(end + 1);
+        }
+        let mut session = s.create_session(&parent.agent_id, p.key, parent.metadata.clone())?;
+        session.parent_id = Some(parent.id.clone());
+        session.forked_at_message_id = p.at_message_id;
+        for message in &mut kept {
+            message.session_id = session.id.clone();
+        }
+        s.messages.insert(session.id.clone(), kept);
+        if let Some(stored) = s.sessions.iter_mut().find(|x| x.id == session.id) {
+            *stored = session.clone();
+        }
+        Ok(session)
+    })
+}
+
+pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiError> {
+    shared.write(|s| {
+        let mut session = s.session(session_id)?.clone();
+        if !runs::live_runs(s, &session.id).is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "the session has a run in progress; compact it once the run ends",
+            ));
+        }
+        let replaced = s.messages.get(&session.id).map_or(0, |m| {
+            let from = m
+                .iter()
+                .rposition(|m| m.role == MessageRole::Compaction)
+                .map_or(0, |at| at + 1);
+            m.len() - from
+        });
+        if replaced == 0 {
+            return Ok(session);
+        }
+        let now = now_ms();
+        let record = Message {
+            id: s.new_id("msg"),
+            session_id: session.id.clone(),
+            run_id: None,
+            role: MessageRole::Compaction,
+            text: Some(format!("A summary of {replaced} messages.")),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            created_at: now,
+        };
+        s.messages
+            .entry(session.id.clone())
+            .or_default()
+            .push(record.clone());
+        session.updated_at = now;
+        if let Some(stored) = s.sessions.iter_mut().find(|x| x.id == session.id) {
+            *stored = session.clone();
+        }
+        let (kind, data) = EventData::SessionCompacted(SessionCompactedData {
+            session_id: session.id.clone(),
+            replaced_messages: replaced as u32,
+            summary_message_id: record.id,
+        })
+        .into_parts();
+        s.push(talon_protocol::Event {
+            version: 1,
+            id: String::new(),
+            ts: now,
+            kind,
+            run_id: None,
+            session_id: Some(session.id.clone()),
+            session_key: Some(session.key.clone()),
+            task_id: None,
+            agent_id: Some(session.agent_id.clone()),
+            data,
+            raw: None,
+        });
+        Ok(session)
+    })
+}

@@ -1,0 +1,365 @@
+//! The fake gateway's memory: every resource it serves (agents,
+//! sessions and their messages, runs and their results, approvals,
+//! questions, artifacts, environments), the one event log that streams
+//! and `runs.events` read, idempotency keys, the queues of scripted runs
+//! and faults, and the calls received. One [`Shared`] holds it behind a
+//! `std::sync::Mutex` (never held across an `.await`) with a
+//! `watch` that wakes every waiter when anything changes.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use sha2::{Digest, Sha256};
+use talon_protocol::gateway::{
+    Agent, AgentSource, ApiError, Approval, ArtifactSummary, Environment, ErrorCode, Message,
+    Question, Run, RunResult, Session, ToolSummary,
+};
+use talon_protocol::{Event, EventData};
+use tokio::sync::watch;
+
+use super::RecordedCall;
+use super::script::{FakeRun, Fault};
+
+/// The fake's token.
+pub(crate) const TOKEN: &str = "fake-token";
+/// The one agent.
+pub(crate) const DEFAULT_AGENT: &str = "main";
+/// The one model.
+pub(crate) const MODEL: &str = "mock/mock-model";
+
+/// A run and what the fake knows of it.
+#[derive(Debug, Clone)]
+pub(crate) struct RunRecord {
+    /// The run as `runs.get` shows it.
+    pub run: Run,
+    /// Its result, once it ended.
+    pub result: Option<RunResult>,
+    /// The user's input (the last message's text).
+    pub input: String,
+    /// Whether `runs.cancel` asked it to stop (and whether its messages
+    /// are dropped: `rollback`).
+    pub cancel: Option<bool>,
+    /// The call it is in, if any (`tool.call.failed` if it is cut off).
+    pub open_call: Option<(String, String)>,
+    /// Artifacts it produced, in order.
+    pub artifacts: Vec<ArtifactSummary>,
+}
+
+/// An artifact and its bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredArtifact {
+    pub summary: ArtifactSummary,
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+}
+
+/// The first call of an idempotency key: what it hashed to, and what it
+/// answered.
+#[derive(Debug, Clone)]
+pub(crate) struct FirstCall {
+    pub hash: String,
+    pub answer: serde_json::Value,
+}
+
+/// Everything the fake gateway holds.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub agents: Vec<Agent>,
+    pub sessions: Vec<Session>,
+    pub messages: HashMap<String, Vec<Message>>,
+    pub runs: HashMap<String, RunRecord>,
+    pub approvals: Vec<Approval>,
+    pub questions: Vec<Question>,
+    pub artifacts: Vec<StoredArtifact>,
+    pub environments: Vec<Environment>,
+    pub idempotency: HashMap<String, FirstCall>,
+    pub scripts: VecDeque<FakeRun>,
+    pub faults: Vec<Fault>,
+    pub calls: Vec<RecordedCall>,
+    pub tools: Vec<ToolSummary>,
+    pub invoke_results: HashMap<String, serde_json::Value>,
+    /// The event log: the event with id `n` is at `n - 1`.
+    pub log: Vec<Event>,
+    counter: u64,
+}
+
+impl State {
+    /// A fresh gateway: agent `main`, nothing else.
+    pub fn new() -> Self {
+        Self {
+            agents: vec![Agent {
+                id: DEFAULT_AGENT.into(),
+                name: None,
+                description: Some("The default agent".into()),
+                model: None,
+                source: AgentSource::Config,
+                created_at: None,
+                updated_at: None,
+            }],
+            ..Self::default()
+        }
+    }
+
+    /// A new id, `<prefix>_<24 hex digits>`, increasing.
+    pub fn new_id(&mut self, prefix: &str) -> String {
+        self.counter += 1;
+        format!("{prefix}_{:024x}", self.counter)
+    }
+
+    /// Appends `event` to the log, numbering it; its id.
+    pub fn push(&mut self, mut event: Event) -> u64 {
+        let id = self.log.len() as u64 + 1;
+        event.id = id.to_string();
+        self.log.push(event);
+        id
+    }
+
+    /// Appends an event of `run`.
+    pub fn push_run_event(&mut self, run: &Run, data: EventData) -> u64 {
+        self.push(run_event(run, data))
+    }
+
+    pub fn agent(&self, id: &str) -> Option<&Agent> {
+        self.agents.iter().find(|a| a.id == id)
+    }
+
+    pub fn session(&self, id: &str) -> Result<&Session, ApiError> {
+        self.sessions
+            .iter()
+            .find(|s| s.id == id)
+            .ok_or_else(|| not_found("session", id))
+    }
+
+    pub fn session_by_key(&self, key: &str) -> Option<&Session> {
+        self.sessions.iter().find(|s| s.key == key)
+    }
+
+    pub fn run(&self, id: &str) -> Result<&RunRecord, ApiError> {
+        self.runs.get(id).ok_or_else(|| not_found("run", id))
+    }
+
+    /// A new session of `agent_id` (which must exist).
+    pub fn create_session(
+        &mut self,
+        agent_id: &str,
+        key: Option<String>,
+        metadata: talon_protocol::gateway::Metadata,
+    ) -> Result<Session, ApiError> {
+        if self.agent(agent_id).is_none() {
+            return Err(not_found("agent", agent_id));
+        }
+        if let Some(key) = &key
+            && self.session_by_key(key).is_some()
+        {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("session {key:?} already exists"),
+            ));
+        }
+        let id = self.new_id("sess");
+        let now = now_ms();
+        let session = Session {
+            key: key.unwrap_or_else(|| format!("{agent_id}:{id}")),
+            id,
+            agent_id: agent_id.to_owned(),
+            parent_id: None,
+            forked_at_message_id: None,
+            metadata,
+            created_at: now,
+            updated_at: now,
+        };
+        self.sessions.push(session.clone());
+        Ok(session)
+    }
+
+    /// The session with `key`, created for `agent` (`main` when absent)
+    /// if there is none.
+    pub fn resolve_session(&mut self, key: &str, agent: Option<&str>) -> Result<Session, ApiError> {
+        if let Some(session) = self.session_by_key(key) {
+            return Ok(session.clone());
+        }
+        let agent = agent.unwrap_or(DEFAULT_AGENT);
+        self.create_session(agent, Some(key.to_owned()), Default::default())
+    }
+
+    /// Stores an artifact; its summary.
+    pub fn put_artifact(
+        &mut self,
+        run: &Run,
+        kind: talon_protocol::gateway::ArtifactType,
+        title: String,
+        mime: &str,
+        bytes: Vec<u8>,
+    ) -> ArtifactSummary {
+        let now = now_ms();
+        let summary = ArtifactSummary {
+            id: self.new_id("art"),
+            run_id: Some(run.id.clone()),
+            session_id: run.session_id.clone(),
+            kind,
+            title: Some(title),
+            mime_type: Some(mime.to_owned()),
+            size_bytes: Some(bytes.len() as u64),
+            created_at: rfc3339(now),
+            expires_at: Some(rfc3339(now + ARTIFACT_MAX_AGE_MS)),
+        };
+        let sha256 = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        self.artifacts.push(StoredArtifact {
+            summary: summary.clone(),
+            bytes,
+            sha256,
+        });
+        summary
+    }
+}
+
+/// How long artifacts are kept (the gateway's default, 30 days).
+const ARTIFACT_MAX_AGE_MS: u64 = 30 * 24 * 3600 * 1000;
+
+/// The memory and its wake-up call.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Bumped after every change: waiters (runs, waits, streams) look
+    /// again.
+    changed: watch::Sender<u64>,
+    /// Turns `true` when the gateway shuts down.
+    pub closing: watch::Receiver<bool>,
+}
+
+impl Shared {
+    pub fn new(closing: watch::Receiver<bool>) -> Self {
+        Self {
+            state: Mutex::new(State::new()),
+            changed: watch::Sender::new(0),
+            closing,
+        }
+    }
+
+    /// Reads the state (no change announced).
+    pub fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        f(&self.lock())
+    }
+
+    /// Changes the state and wakes every waiter.
+    pub fn write<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let out = f(&mut self.lock());
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        out
+    }
+
+    /// A receiver woken by the next change.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+/// `not_found`, worded as the gateway words it.
+pub(crate) fn not_found(kind: &str, id: &str) -> ApiError {
+    ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
+}
+
+/// `invalid_request`.
+pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, message)
+}
+
+/// An event of `run`, unnumbered.
+pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
+    let (kind, data) = data.into_parts();
+    Event {
+        version: 1,
+        id: String::new(),
+        ts: now_ms(),
+        kind,
+        run_id: Some(run.id.clone()),
+        session_id: run.session_id.clone(),
+        session_key: run.session_key.clone(),
+        task_id: None,
+        agent_id: Some(run.agent_id.clone()),
+        data,
+        raw: None,
+    }
+}
+
+/// An RFC 3339 date in UTC with milliseconds, as the gateway writes
+/// artifact dates.
+pub(crate) fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// An artifact's MIME type by its name's extension, as the gateway
+/// guesses a written file's.
+pub(crate) fn mime_of(name: &str, bytes: &[u8]) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("json") => "application/json",
+        Some("md" | "markdown") => "text/markdown",
+        Some("html" | "htm") => "text/html",
+        Some("css") => "text/css",
+        Some("js" | "mjs") => "text/javascript",
+        Some("csv") => "text/csv",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("pdf") => "application/pdf",
+        Some("diff" | "patch") => "text/x-diff",
+        _ if std::str::from_utf8(bytes).is_ok() => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Canonical JSON's SHA-256, telling a retried call from another with the
+/// same idempotency key.
+pub(crate) fn hash_of(method: &str, params: &impl serde::Serialize) -> String {
+    let value = serde_json::to_value(params).unwrap_or_default();
+    let canonical = serde_json::to_vec(&(method, value)).unwrap_or_default();
+    Sha256::digest(&canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_rfc_3339_in_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_796_137_445_006), "2026-12-01T15:04:05.006Z");
+    }
+}

@@ -1,0 +1,269 @@
+//! The WebSocket transport, `GET /v1/ws` (the token on the upgrade
+//! request), as the gateway serves it:
+//!
+//! - `{"type":"req","id":..,"method":..,"params":..}` is answered by
+//!   `{"type":"res","id":..,"ok":true,"result":..}` or
+//!   `{"type":"res","id":..,"ok":false,"error":{..}}`, through the same
+//!   path as HTTP; calls run concurrently.
+//! - `events.subscribe` answers `{subscriptionId}`, then sends
+//!   `{"type":"event","subscriptionId":..,"event":{..}}` frames (the same
+//!   envelopes and ids as SSE); `events.unsubscribe` ends one.
+//!
+//! A frame that is not a request gets an `invalid_request` answer with a
+//! null id and the connection stays. A subscription cut by `DropStream`
+//! drops the whole connection, with no close frame.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use talon_protocol::gateway::params::{EventsSubscribeParams, EventsUnsubscribeParams};
+use talon_protocol::gateway::{ApiError, ErrorCode};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::http::{ErrorResponse, arrive, authenticate, serve_call};
+use super::state::{Shared, invalid};
+use super::stream::{Filter, Follow, Next};
+
+/// Frames waiting to be written, per connection.
+const OUTBOX: usize = 256;
+/// Subscriptions per connection.
+const MAX_SUBSCRIPTIONS: usize = 16;
+
+/// What the writer is given.
+enum Out {
+    /// A text frame.
+    Text(String),
+    /// Drop the connection now.
+    Cut,
+}
+
+/// Upgrades an authenticated request.
+pub(crate) async fn upgrade(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if let Err(error) = authenticate(&headers) {
+        return ErrorResponse(error).into_response();
+    }
+    ws.on_upgrade(move |socket| connection(shared, socket))
+}
+
+fn answer(id: &Value, outcome: Result<Value, ApiError>) -> Out {
+    Out::Text(
+        match outcome {
+            Ok(result) => json!({"type": "res", "id": id, "ok": true, "result": result}),
+            Err(error) => json!({"type": "res", "id": id, "ok": false, "error": error}),
+        }
+        .to_string(),
+    )
+}
+
+async fn connection(shared: Arc<Shared>, socket: WebSocket) {
+    use futures::{SinkExt as _, StreamExt as _};
+    let (mut sink, mut frames) = socket.split();
+    let (outbox, mut queued) = mpsc::channel::<Out>(OUTBOX);
+    let (cut_tx, mut cut) = tokio::sync::oneshot::channel::<()>();
+    let writer = tokio::spawn(async move {
+        while let Some(out) = queued.recv().await {
+            match out {
+                Out::Text(text) => {
+                    if sink.send(Message::Text(text.into())).await.is_err() {
+                        return;
+                    }
+                }
+                Out::Cut => {
+                    let _ = cut_tx.send(());
+                    return;
+                }
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut next_subscription = 0u64;
+    let mut closing = shared.closing.clone();
+    let mut dropped = false;
+    loop {
+        let frame = tokio::select! {
+            frame = frames.next() => frame,
+            _ = closing.wait_for(|closing| *closing) => None,
+            _ = &mut cut => {
+                dropped = true;
+                None
+            }
+        };
+        let Some(frame) = frame else {
+            break;
+        };
+        let text = match frame {
+            Ok(Message::Text(text)) => text,
+            Ok(Message::Binary(_)) => {
+                let _ = outbox
+                    .send(answer(
+                        &Value::Null,
+                        Err(invalid("binary frames are not requests")),
+                    ))
+                    .await;
+                continue;
+            }
+            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            Ok(Message::Close(_)) | Err(_) => break,
+        };
+        let request: Value = match serde_json::from_str(text.as_str()) {
+            Ok(value) => value,
+            Err(e) => {
+                let _ = outbox
+                    .send(answer(&Value::Null, Err(invalid(format!("not JSON: {e}")))))
+                    .await;
+                continue;
+            }
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let (Some("req"), Some(method), false) = (
+            request.get("type").and_then(Value::as_str),
+            method,
+            id.is_null(),
+        ) else {
+            let _ = outbox
+                .send(answer(
+                    &id,
+                    Err(invalid(
+                        "a request is {\"type\":\"req\",\"id\":..,\"method\":..,\"params\":{..}}",
+                    )),
+                ))
+                .await;
+            continue;
+        };
+        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        subscriptions.retain(|_, task| !task.is_finished());
+        match method.as_str() {
+            "events.subscribe" => {
+                let started = match arrive(&shared, &method, &params).await {
+                    Ok(()) => subscribe(&shared, params, &outbox, subscriptions.len()),
+                    Err(error) => Err(error),
+                };
+                match started {
+                    Ok((name, task)) => {
+                        next_subscription += 1;
+                        let sid = format!("sub_{next_subscription}");
+                        // The answer naming it goes out before its events.
+                        let _ = outbox
+                            .send(answer(&id, Ok(json!({"subscriptionId": sid}))))
+                            .await;
+                        let _ = name.send(sid.clone());
+                        subscriptions.insert(sid, task);
+                    }
+                    Err(error) => {
+                        let _ = outbox.send(answer(&id, Err(error))).await;
+                    }
+                }
+            }
+            "events.unsubscribe" => {
+                let outcome = match arrive(&shared, &method, &params).await {
+                    Ok(()) => serde_json::from_value::<EventsUnsubscribeParams>(params)
+                        .map_err(|e| invalid(format!("events.unsubscribe: {e}")))
+                        .and_then(|p| match subscriptions.remove(&p.subscription_id) {
+                            Some(task) => {
+                                task.abort();
+                                Ok(json!({}))
+                            }
+                            None => Err(ApiError::new(
+                                ErrorCode::NotFound,
+                                format!("no subscription {:?}", p.subscription_id),
+                            )),
+                        }),
+                    Err(error) => Err(error),
+                };
+                let _ = outbox.send(answer(&id, outcome)).await;
+            }
+            _ => {
+                let shared = shared.clone();
+                let outbox = outbox.clone();
+                tokio::spawn(async move {
+                    let outcome = serve_call(&shared, &method, params).await;
+                    let _ = outbox.send(answer(&id, outcome)).await;
+                });
+            }
+        }
+    }
+    for (_, task) in subscriptions {
+        task.abort();
+    }
+    drop(outbox);
+    if dropped {
+        // Cut: the socket goes with no close frame.
+        writer.abort();
+        return;
+    }
+    let abort = writer.abort_handle();
+    if tokio::time::timeout(std::time::Duration::from_secs(1), writer)
+        .await
+        .is_err()
+    {
+        abort.abort();
+    }
+}
+
+/// A started subscription: where to send its id once named, and its task.
+type Started = (tokio::sync::oneshot::Sender<String>, JoinHandle<()>);
+
+/// Checks and starts a subscription; its frames go to `outbox`.
+fn subscribe(
+    shared: &Arc<Shared>,
+    params: Value,
+    outbox: &mpsc::Sender<Out>,
+    open: usize,
+) -> Result<Started, ApiError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    let p: EventsSubscribeParams =
+        serde_json::from_value(params).map_err(|e| invalid(format!("events.subscribe: {e}")))?;
+    if open >= MAX_SUBSCRIPTIONS {
+        return Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!("at most {MAX_SUBSCRIPTIONS} subscriptions per connection"),
+        ));
+    }
+    let cursor = match p.after.as_deref() {
+        None => None,
+        Some(text) => Some(
+            text.parse::<u64>()
+                .map_err(|_| invalid(format!("after: {text:?} is not an event id")))?,
+        ),
+    };
+    let filter = Filter {
+        run_id: None,
+        session_key: p.session_key,
+        agent_id: p.agent_id,
+        types: p.types.unwrap_or_default(),
+    };
+    let mut follow = Follow::start(shared, filter, cursor, false)?;
+    let (name, named) = tokio::sync::oneshot::channel::<String>();
+    let outbox = outbox.clone();
+    let task = tokio::spawn(async move {
+        let Ok(sid) = named.await else { return };
+        let sid_json = Value::String(sid).to_string();
+        while let Some(next) = follow.next().await {
+            let out = match next {
+                Next::Event(_, _, json) => Out::Text(format!(
+                    "{{\"type\":\"event\",\"subscriptionId\":{sid_json},\"event\":{json}}}"
+                )),
+                Next::Cut => Out::Cut,
+            };
+            if outbox.send(out).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok((name, task))
+}
