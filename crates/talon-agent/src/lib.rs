@@ -7,6 +7,7 @@
 //! events.
 
 pub mod events;
+pub mod payload;
 pub mod run;
 
 pub use events::{

@@ -238,34 +238,8 @@ impl Config {
             (None, Some(Value::String(url))) if !url.trim().is_empty() => Some(url.clone()),
             (None, Some(_)) => return Err(invalid("store.url", "expected a non-empty string")),
         };
-        let max_event_age = match self.get("store.retention.maxAgeDays") {
-            None => None,
-            Some(v) => match v.as_f64() {
-                Some(days) if days > 0.0 && days <= 36_500.0 => {
-                    Some(std::time::Duration::from_secs_f64(days * 86_400.0))
-                }
-                _ => {
-                    return Err(invalid(
-                        "store.retention.maxAgeDays",
-                        "expected a number of days above 0 (at most 36500)",
-                    ));
-                }
-            },
-        };
-        let max_artifact_age = match self.get("store.retention.artifactMaxAgeDays") {
-            None => None,
-            Some(v) => match v.as_f64() {
-                Some(days) if days > 0.0 && days <= 36_500.0 => {
-                    Some(std::time::Duration::from_secs_f64(days * 86_400.0))
-                }
-                _ => {
-                    return Err(invalid(
-                        "store.retention.artifactMaxAgeDays",
-                        "expected a number of days above 0 (at most 36500)",
-                    ));
-                }
-            },
-        };
+        let max_event_age = self.days("store.retention.maxAgeDays")?;
+        let max_artifact_age = self.days("store.retention.artifactMaxAgeDays")?;
         let max_events = match self.get("store.retention.maxEvents") {
             None => None,
             Some(v) => match v.as_u64() {
@@ -284,6 +258,23 @@ impl Config {
             max_events,
             max_artifact_age,
         })
+    }
+
+    /// A number of days at `key` (above 0, at most 36,500) as a duration;
+    /// `None` when absent.
+    fn days(&self, key: &str) -> Result<Option<std::time::Duration>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => match v.as_f64() {
+                Some(days) if days > 0.0 && days <= 36_500.0 => {
+                    Ok(Some(std::time::Duration::from_secs_f64(days * 86_400.0)))
+                }
+                _ => Err(ConfigError::Invalid {
+                    key: key.to_owned(),
+                    message: "expected a number of days above 0 (at most 36500)".to_owned(),
+                }),
+            },
+        }
     }
 
     /// An agent's own entry: `agents.list[]` with this `id`.
@@ -346,6 +337,10 @@ mod tests {
             (
                 "{ store: { retention: { maxAgeDays: -1 } } }",
                 "store.retention.maxAgeDays",
+            ),
+            (
+                "{ store: { retention: { artifactMaxAgeDays: 40000 } } }",
+                "store.retention.artifactMaxAgeDays",
             ),
             (
                 "{ store: { retention: { maxEvents: 0 } } }",

@@ -20,6 +20,8 @@ pub const OWNER: &str = "runtime";
 pub const MAX_CHOICES: usize = 50;
 /// Longest prompt, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 4096;
+/// The longest choice (a choice is a short label, not a document).
+pub const MAX_CHOICE_BYTES: usize = 512;
 /// Longest time a question waits, and the default.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
@@ -88,6 +90,11 @@ impl Ask {
                 let choices = choices.ok_or_else(|| bad("choices: a list of strings".into()))?;
                 if choices.is_empty() || choices.len() > MAX_CHOICES {
                     return Err(bad(format!("choices: between 1 and {MAX_CHOICES}")));
+                }
+                if choices.iter().any(|c| c.len() > MAX_CHOICE_BYTES) {
+                    return Err(bad(format!(
+                        "choices: each at most {MAX_CHOICE_BYTES} bytes"
+                    )));
                 }
                 Some(choices)
             }
@@ -178,5 +185,37 @@ mod tests {
         }
         let long = Ask::from_args(&json!({"prompt": "x", "timeoutMs": 1e12})).unwrap();
         assert_eq!(long.timeout, MAX_TIMEOUT);
+    }
+
+    #[test]
+    fn oversized_questions_are_refused_by_size() {
+        let at_cap = "é".repeat(MAX_PROMPT_BYTES / 2);
+        assert!(Ask::from_args(&json!({"prompt": at_cap})).is_ok());
+        let over = format!("{at_cap}x");
+        let cases = [
+            (
+                json!({"prompt": over}),
+                format!("prompt: at most {MAX_PROMPT_BYTES} bytes"),
+            ),
+            (
+                json!({"prompt": "x".repeat(1 << 20)}),
+                format!("prompt: at most {MAX_PROMPT_BYTES} bytes"),
+            ),
+            (
+                json!({"prompt": "x", "choices": ["a", "b".repeat(MAX_CHOICE_BYTES + 1)]}),
+                format!("choices: each at most {MAX_CHOICE_BYTES} bytes"),
+            ),
+            (
+                json!({"prompt": "x", "choices": vec!["c"; MAX_CHOICES + 1]}),
+                format!("choices: between 1 and {MAX_CHOICES}"),
+            ),
+        ];
+        for (args, message) in cases {
+            let error = Ask::from_args(&args).unwrap_err();
+            assert_eq!(
+                (error.code, error.message),
+                (ToolErrorCode::InvalidArgument, message)
+            );
+        }
     }
 }

@@ -22,7 +22,7 @@ fn policy(approval: &Approval) -> ApprovalAction {
     println!("approval {}: {tool} {path}", approval.id);
     if tool.ends_with(":write") || tool.ends_with(":edit") {
         if inside {
-            ApprovalAction::ApproveOnce
+            ApprovalAction::approve_once_because("a write inside the workspace")
         } else {
             ApprovalAction::Deny {
                 reason: format!("{path} is outside the workspace"),

@@ -33,6 +33,7 @@
 
 pub mod client;
 pub mod error;
+mod events;
 // Generated and committed verbatim: the drift test compares the text.
 #[rustfmt::skip]
 mod generated;
@@ -45,8 +46,9 @@ pub use client::{
     Client, ClientConfig, EventStream, RetryPolicy, StreamQuery, Subscription, Transport,
 };
 pub use error::{Error, Result};
+pub use events::Events;
 pub use handles::{Approval, Artifact, Environment, Question};
-pub use run::{ApprovalAction, Run, RunEvents, RunOptions};
+pub use run::{ApprovalAction, Run, RunOptions};
 pub use session::Session;
 pub use talon::{Agent, Talon};
 /// The protocol's types, as the SDK's functions take and return them.

@@ -1,26 +1,21 @@
 //! [`Run`]: one run of an agent, as the app drives it. Its
-//! [`events`](Run::events) are a [`RunEvents`] stream that resumes by
+//! [`events`](Run::events) are an [`Events`] stream that resumes by
 //! itself after a dropped connection (from the last id it delivered: no
 //! duplicate, no gap); [`wait`](Run::wait) waits for the result however
 //! long the run takes; [`on_approval`](Run::on_approval) answers the run's
 //! approval requests with an app's policy.
 
-use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
-
-use futures::stream::BoxStream;
-use futures::{Stream, StreamExt as _};
+use futures::StreamExt as _;
+use talon_protocol::EventType;
 use talon_protocol::gateway::params::{
     ApprovalsListParams, ArtifactsListParams, ClientTool, MultitaskStrategy, QuestionsListParams,
     RunRef, RunsCancelParams, RunsWaitParams, SessionsResolveParams, ToolsListParams,
 };
 use talon_protocol::gateway::{self as proto, ErrorCode, RunResultStatus};
-use talon_protocol::{Event, EventType};
 
-use crate::client::{Client, EventStream};
+use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::events::Events;
 use crate::handles::{Approval, Artifact, Question};
 use crate::session::Session;
 
@@ -51,16 +46,45 @@ pub struct RunOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ApprovalAction {
-    /// Allow this one call.
-    ApproveOnce,
+    /// Allow this one call, optionally saying why (kept on the approval).
+    ApproveOnce {
+        /// Why, for the record.
+        reason: Option<String>,
+    },
     /// Refuse it, saying why (the model reads the reason).
     Deny {
         /// Why.
         reason: String,
     },
-    /// Leave it pending for a person (the seed's `ask_user`): another
+    /// Leave it pending for a person (the seed's `askUser`): another
     /// client, a dashboard, or [`Approval::approve_once`] later.
     AskUser,
+}
+
+impl ApprovalAction {
+    /// Allow this one call.
+    pub fn approve_once() -> Self {
+        Self::ApproveOnce { reason: None }
+    }
+
+    /// Allow this one call, saying why.
+    pub fn approve_once_because(reason: impl Into<String>) -> Self {
+        Self::ApproveOnce {
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// Refuse, saying why.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self::Deny {
+            reason: reason.into(),
+        }
+    }
+
+    /// Leave it to a person.
+    pub fn ask_user() -> Self {
+        Self::AskUser
+    }
 }
 
 /// One run.
@@ -114,14 +138,14 @@ impl Run {
     }
 
     /// Its events from the first, ending after its terminal event.
-    pub fn events(&self) -> RunEvents {
-        RunEvents::new(self.client.clone(), self.info.id.clone(), None)
+    pub fn events(&self) -> Events {
+        Events::of_run(self.client.clone(), self.info.id.clone(), None)
     }
 
     /// Its events after the event with id `cursor` (a
-    /// [`RunEvents::cursor`] saved earlier, in this process or another).
-    pub fn events_after(&self, cursor: u64) -> RunEvents {
-        RunEvents::new(self.client.clone(), self.info.id.clone(), Some(cursor))
+    /// [`Events::cursor`] saved earlier, in this process or another).
+    pub fn events_after(&self, cursor: u64) -> Events {
+        Events::of_run(self.client.clone(), self.info.id.clone(), Some(cursor))
     }
 
     /// Waits for the run to end, however long it takes, and returns the
@@ -165,6 +189,17 @@ impl Run {
     pub fn on_approval<F>(&mut self, handler: F) -> &mut Self
     where
         F: Fn(&Approval) -> ApprovalAction + Send + Sync + 'static,
+    {
+        self.on_approval_async(move |approval| std::future::ready(handler(&approval)))
+    }
+
+    /// [`Run::on_approval`] with an async handler (one that asks a service
+    /// of the app's own before it decides). Requests are handled one at a
+    /// time, in order.
+    pub fn on_approval_async<F, Fut>(&mut self, handler: F) -> &mut Self
+    where
+        F: Fn(Approval) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ApprovalAction> + Send + 'static,
     {
         let client = self.client.clone();
         let events = self.events();
@@ -266,9 +301,10 @@ impl Run {
     }
 }
 
-async fn answer_approvals<F>(client: Client, mut events: RunEvents, handler: F)
+async fn answer_approvals<F, Fut>(client: Client, mut events: Events, handler: F)
 where
-    F: Fn(&Approval) -> ApprovalAction + Send + Sync + 'static,
+    F: Fn(Approval) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ApprovalAction> + Send + 'static,
 {
     while let Some(event) = events.next().await {
         let event = match event {
@@ -289,8 +325,12 @@ where
             continue;
         }
         let approval = Approval::new(client.clone(), info);
-        let outcome = match handler(&approval) {
-            ApprovalAction::ApproveOnce => approval.approve_once().await,
+        let outcome = match handler(approval.clone()).await {
+            ApprovalAction::ApproveOnce { reason } => {
+                approval
+                    .respond(proto::ApprovalDecision::ApproveOnce, reason)
+                    .await
+            }
             ApprovalAction::Deny { reason } => approval.deny(reason).await,
             ApprovalAction::AskUser => continue,
         };
@@ -301,158 +341,5 @@ where
             }
             Err(error) => tracing::warn!(approval = %approval.id, %error, "approval handler"),
         }
-    }
-}
-
-/// A run's events, in order, ending after its terminal event. A connection
-/// that drops is reopened at once with the last id delivered as the cursor
-/// (then with the client's backoff while the gateway cannot be reached), so
-/// the stream has no gap and no duplicate. `cursor_expired` (the events
-/// after the cursor are gone) ends the stream with that error, never with
-/// silence; so does a failure the retry policy gives up on.
-pub struct RunEvents {
-    inner: BoxStream<'static, Result<Event>>,
-    cursor: Arc<AtomicU64>,
-}
-
-impl std::fmt::Debug for RunEvents {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunEvents")
-            .field("cursor", &self.cursor())
-            .finish_non_exhaustive()
-    }
-}
-
-struct Follow {
-    client: Client,
-    run_id: String,
-    cursor: Arc<AtomicU64>,
-    stream: Option<EventStream>,
-    /// Failed opens (and cuts before any event) in a row.
-    failures: u32,
-    /// Whether the open stream has delivered nothing yet.
-    fresh: bool,
-    done: bool,
-}
-
-impl RunEvents {
-    pub(crate) fn new(client: Client, run_id: String, after: Option<u64>) -> Self {
-        let cursor = Arc::new(AtomicU64::new(after.unwrap_or(0)));
-        let follow = Follow {
-            client,
-            run_id,
-            cursor: cursor.clone(),
-            stream: None,
-            failures: 0,
-            fresh: true,
-            done: false,
-        };
-        let inner = futures::stream::unfold(follow, |mut follow| async move {
-            let item = follow.next().await?;
-            Some((item, follow))
-        })
-        .boxed();
-        Self { inner, cursor }
-    }
-
-    /// The id of the last event delivered (`None` before the first): save
-    /// it to resume elsewhere with [`Run::events_after`].
-    pub fn cursor(&self) -> Option<u64> {
-        match self.cursor.load(Ordering::Acquire) {
-            0 => None,
-            id => Some(id),
-        }
-    }
-}
-
-impl Follow {
-    fn after(&self) -> Option<u64> {
-        match self.cursor.load(Ordering::Acquire) {
-            0 => None,
-            id => Some(id),
-        }
-    }
-
-    async fn next(&mut self) -> Option<Result<Event>> {
-        loop {
-            if self.done {
-                return None;
-            }
-            let Some(stream) = self.stream.as_mut() else {
-                match self
-                    .client
-                    .stream_run_events(&self.run_id, self.after())
-                    .await
-                {
-                    Ok(stream) => {
-                        self.stream = Some(stream);
-                        self.fresh = true;
-                    }
-                    Err(error) => {
-                        if let Some(error) = self.back_off(error).await {
-                            return Some(Err(error));
-                        }
-                    }
-                }
-                continue;
-            };
-            match stream.next().await {
-                Some(Ok(event)) => {
-                    self.failures = 0;
-                    self.fresh = false;
-                    let id = event.id.parse::<u64>().ok();
-                    if let Some(id) = id {
-                        if id <= self.cursor.load(Ordering::Acquire) {
-                            continue;
-                        }
-                        self.cursor.store(id, Ordering::Release);
-                    }
-                    if event.kind.is_terminal() {
-                        self.done = true;
-                    }
-                    return Some(Ok(event));
-                }
-                Some(Err(error)) if error.retryable() => {
-                    tracing::debug!(run = %self.run_id, %error, "the run's events were cut; resuming");
-                    self.stream = None;
-                    // A stream cut before it delivered anything counts as a
-                    // failed open: reopen with backoff, not in a tight loop.
-                    if self.fresh
-                        && let Some(error) = self.back_off(error).await
-                    {
-                        return Some(Err(error));
-                    }
-                }
-                Some(Err(error)) => {
-                    self.done = true;
-                    return Some(Err(error));
-                }
-                None => self.stream = None,
-            }
-        }
-    }
-
-    /// Waits before the next open, or gives up (returning the error).
-    async fn back_off(&mut self, error: Error) -> Option<Error> {
-        self.failures += 1;
-        match self.client.retry_policy().delay(self.failures, &error) {
-            Some(delay) => {
-                tracing::debug!(run = %self.run_id, ?delay, %error, "reopening the run's events");
-                tokio::time::sleep(delay).await;
-                None
-            }
-            None => {
-                self.done = true;
-                Some(error)
-            }
-        }
-    }
-}
-
-impl Stream for RunEvents {
-    type Item = Result<Event>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner.as_mut().poll_next(cx)
     }
 }

@@ -7,8 +7,9 @@ use talon_protocol::gateway::params::{
 };
 use talon_protocol::gateway::{self as proto, ApprovalStatus, QuestionStatus};
 
-use crate::client::{Client, ClientConfig};
+use crate::client::{Client, ClientConfig, StreamQuery};
 use crate::error::Result;
+use crate::events::Events;
 use crate::handles::{Approval, Artifact, Environment, Question};
 use crate::run::{Run, RunOptions};
 use crate::session::Session;
@@ -56,6 +57,15 @@ impl Talon {
     /// The agents the token may see.
     pub async fn agents(&self) -> Result<Vec<proto::Agent>> {
         Ok(self.client.agents_list().await?.agents)
+    }
+
+    /// Every event the token may see, filtered by `query` (all when
+    /// default), after the event with id `after` (from the oldest kept
+    /// when `None`): the gateway's durable log, replayed then followed
+    /// live, resuming by itself after a dropped connection. It never ends
+    /// by itself.
+    pub fn events(&self, query: StreamQuery, after: Option<u64>) -> Events {
+        Events::of_log(self.client.clone(), query, after)
     }
 
     /// The configured models.

@@ -5,7 +5,9 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use talon_protocol::gateway::{Approval, ApprovalStatus, Question, QuestionStatus};
+use talon_protocol::gateway::{
+    Approval, ApprovalDecision, ApprovalStatus, Question, QuestionStatus,
+};
 
 use crate::Store;
 use crate::error::{Result, StoreError};
@@ -109,17 +111,73 @@ impl Store {
     /// Resolves a pending approval with `resolve` (which sets its status,
     /// decision, reason and time). Exactly one of concurrent callers gets
     /// [`Resolution::Resolved`].
+    /// An approval that grants a remembered decision
+    /// (`approve_session`, `approve_always`) files it as a rule (see
+    /// [`Store::remembered_approval`]).
     pub async fn resolve_approval(
         &self,
         id: &str,
         resolve: impl FnOnce(&mut Approval),
     ) -> Result<Resolution<Approval>> {
-        self.resolve_resolvable(
-            id,
-            |a: &Approval| a.status == ApprovalStatus::Pending,
-            resolve,
-        )
-        .await
+        let outcome = self
+            .resolve_resolvable(
+                id,
+                |a: &Approval| a.status == ApprovalStatus::Pending,
+                resolve,
+            )
+            .await?;
+        if let Resolution::Resolved(approval) = &outcome {
+            self.file_rule(approval).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// The approval whose remembered decision covers a call of `tool`
+    /// (a catalog id) in `session_id`: the latest `approve_always` for
+    /// the tool, or `approve_session` in that session.
+    pub async fn remembered_approval(
+        &self,
+        tool: &str,
+        session_id: Option<&str>,
+    ) -> Result<Option<Approval>> {
+        // No session: a scope no rule is filed under.
+        let session = session_id.map_or_else(String::new, |s| format!("session:{s}"));
+        let row = sqlx::query(sql!(
+            "SELECT a.doc FROM approval_rules r JOIN approvals a ON a.id = r.approval_id \
+             WHERE r.tool = $1 AND (r.scope = '*' OR r.scope = $2) \
+             ORDER BY r.created_at DESC, r.approval_id DESC LIMIT 1"
+        ))
+        .bind(tool.to_owned())
+        .bind(session)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(doc_of).transpose()
+    }
+
+    /// Files `approval` as the rule it grants, if it grants one.
+    async fn file_rule(&self, approval: &Approval) -> Result<()> {
+        let scope = match (approval.status, approval.decision, &approval.session_id) {
+            (ApprovalStatus::Approved, Some(ApprovalDecision::ApproveAlways), _) => "*".to_owned(),
+            (ApprovalStatus::Approved, Some(ApprovalDecision::ApproveSession), Some(session)) => {
+                format!("session:{session}")
+            }
+            _ => return Ok(()),
+        };
+        let Some(tool) = &approval.tool_name else {
+            return Ok(());
+        };
+        sqlx::query(sql!(
+            "INSERT INTO approval_rules (tool, scope, approval_id, created_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (tool, scope) DO UPDATE \
+             SET approval_id = excluded.approval_id, created_at = excluded.created_at"
+        ))
+        .bind(tool.clone())
+        .bind(scope)
+        .bind(approval.id.clone())
+        .bind(ms(approval.resolved_at.unwrap_or(approval.created_at))?)
+        .execute(self.writes())
+        .await?;
+        Ok(())
     }
 
     /// Pending approvals whose expiry is at or before `now`.

@@ -459,134 +459,29 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
     assert!(!log.contains(&admin), "the admin token was logged: {log}");
 }
 
+#[derive(Clone, Copy)]
+enum Stop {
+    /// SIGKILL: the node dies with the run waiting.
+    Kill,
+    /// SIGTERM: a drain, which leaves the waiting run to the next start
+    /// (at once, no grace spent on it) and exits cleanly.
+    Term,
+}
+
 #[test]
 fn an_approval_survives_a_sigkill_and_answering_it_finishes_the_run() {
-    let home = tempfile::tempdir().unwrap();
-    let workspace = home.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    let config = home.path().join("talon.json5");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{agents: {{defaults: {{workspace: "{}"}}}}}}"#,
-            workspace.display()
-        ),
-    )
-    .unwrap();
-    // Each run writes a file (which needs approval), then answers; both
-    // lives serve the same script, by the run's turn.
-    let script = home.path().join("script.json");
-    std::fs::write(
-        &script,
-        r#"{"replay": "perRun", "turns": [
-            {"toolCalls": [{"name": "write", "arguments": {"path": "kept.txt", "content": "approved after the restart"}}]},
-            {"text": "written"}
-        ]}"#,
-    )
-    .unwrap();
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--mock-script",
-        script.to_str().unwrap(),
-    ];
-    let (mut first, addr, _) = start_gateway(home.path(), &args);
-    let mut admin = String::new();
-    BufReader::new(first.stdout.take().unwrap())
-        .read_line(&mut admin)
-        .unwrap();
-    let admin = admin.trim().to_owned();
-    let run = body(&post(
-        &addr,
-        &admin,
-        "runs.create",
-        r#"{"input": "keep this", "sessionKey": "durable"}"#,
-    ));
-    let run_id = run["id"].as_str().unwrap().to_owned();
-    let seen = stream_until(&addr, &admin, &run_id, "approval.requested");
-    let list = |addr: &str| {
-        body(&post(
-            addr,
-            &admin,
-            "approvals.list",
-            &format!(r#"{{"runId": "{run_id}"}}"#),
-        ))["approvals"]
-            .as_array()
-            .unwrap()
-            .clone()
-    };
-    let before = list(&addr);
-    assert_eq!(before.len(), 1);
-    assert_eq!(before[0]["status"], "pending");
-    first.kill().unwrap();
-    first.wait().unwrap();
-    assert!(!workspace.join("kept.txt").exists());
-
-    let (mut second, addr, _) = start_gateway(home.path(), &args);
-    // The same approval, still pending, and the run waits on it again.
-    assert_eq!(list(&addr), before);
-    let answered = body(&post(
-        &addr,
-        &admin,
-        "approvals.respond",
-        &format!(
-            r#"{{"approvalId": "{}", "decision": "approve_once"}}"#,
-            before[0]["id"].as_str().unwrap()
-        ),
-    ));
-    assert_eq!(answered["status"], "approved", "{answered}");
-    let result = body(&post(
-        &addr,
-        &admin,
-        "runs.wait",
-        &format!(r#"{{"runId": "{run_id}", "timeoutMs": 30000}}"#),
-    ));
-    assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(result["output"]["text"], "written");
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("kept.txt")).unwrap(),
-        "approved after the restart"
-    );
-    // Every event seen before the kill is still first in the log; the
-    // run resumed inside its turn (its model was not asked the turn
-    // again) and made the call once.
-    let events = run_events(&addr, &admin, &run_id);
-    let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(
-        ids[..seen.len()],
-        seen.iter().map(String::as_str).collect::<Vec<_>>()[..]
-    );
-    let mut kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    kinds.dedup();
-    assert_eq!(
-        kinds,
-        [
-            "run.created",
-            "run.started",
-            "tool.call.started",
-            "approval.requested",
-            "run.queued",
-            "run.started",
-            "tool.call.started",
-            "approval.resolved",
-            "artifact.created",
-            "tool.call.completed",
-            "assistant.delta",
-            "assistant.message",
-            "run.completed"
-        ],
-        "{events:#?}"
-    );
-    assert_eq!(events.last().unwrap()["data"]["turns"], 2);
-    Command::new("kill")
-        .args(["-TERM", &second.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(second.wait().unwrap().success());
+    approval_survives(Stop::Kill);
 }
 
 #[test]
 fn an_approval_survives_a_sigterm_drain_and_answering_it_finishes_the_run() {
+    approval_survives(Stop::Term);
+}
+
+/// A run waits on an approval; the gateway stops (`stop`) and starts
+/// again; the same approval is pending, and answering it finishes the run
+/// inside its turn, the call made once.
+fn approval_survives(stop: Stop) {
     let home = tempfile::tempdir().unwrap();
     let workspace = home.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
@@ -644,13 +539,19 @@ fn an_approval_survives_a_sigterm_drain_and_answering_it_finishes_the_run() {
     let before = list(&addr);
     assert_eq!(before.len(), 1);
     assert_eq!(before[0]["status"], "pending");
-    // A drain leaves the waiting run to the next start: the gateway
-    // stops at once (no grace spent on it) and cleanly.
-    Command::new("kill")
-        .args(["-TERM", &first.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(first.wait().unwrap().success());
+    match stop {
+        Stop::Kill => {
+            first.kill().unwrap();
+            first.wait().unwrap();
+        }
+        Stop::Term => {
+            Command::new("kill")
+                .args(["-TERM", &first.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(first.wait().unwrap().success());
+        }
+    }
     assert!(!workspace.join("kept.txt").exists());
 
     let (mut second, addr, _) = start_gateway(home.path(), &args);
@@ -678,7 +579,7 @@ fn an_approval_survives_a_sigterm_drain_and_answering_it_finishes_the_run() {
         std::fs::read_to_string(workspace.join("kept.txt")).unwrap(),
         "approved after the restart"
     );
-    // Every event seen before the kill is still first in the log; the
+    // Every event seen before the stop is still first in the log; the
     // run resumed inside its turn (its model was not asked the turn
     // again) and made the call once.
     let events = run_events(&addr, &admin, &run_id);

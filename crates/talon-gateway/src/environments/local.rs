@@ -150,6 +150,31 @@ async fn run(program: &str, args: &[&str], what: &str) -> Result<String, ApiErro
     Err(invalid(format!("{what}: {stderr}")))
 }
 
+/// Removes what is neither a directory, a regular file nor a symlink
+/// (FIFOs, sockets, device nodes `cp -a` recreated) from a copied
+/// workspace: a FIFO would hang a reader, a device node would reach the
+/// hardware, and git cannot hold either. Symlinks are not followed.
+/// Returns the paths removed, relative to `root`.
+fn drop_special_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dropped = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if !kind.is_file() && !kind.is_symlink() {
+                std::fs::remove_file(&path)?;
+                dropped.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
+            }
+        }
+    }
+    dropped.sort();
+    Ok(dropped)
+}
+
 fn git<'a>(workspace: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "-C",
@@ -212,6 +237,20 @@ impl EnvironmentProvider for Local {
                         ApiError::new(ErrorCode::Unavailable, format!("{target}: {e}"))
                     })?;
                     run("cp", &["-a", "--", &from, &target], "copying the source").await?;
+                    let root = workspace.clone();
+                    let dropped = tokio::task::spawn_blocking(move || drop_special_files(&root))
+                        .await
+                        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+                        .map_err(|e| {
+                            ApiError::new(ErrorCode::Unavailable, format!("{target}: {e}"))
+                        })?;
+                    if !dropped.is_empty() {
+                        tracing::warn!(
+                            workspace = %target,
+                            skipped = ?dropped,
+                            "the source's special files (FIFOs, sockets, devices) are not part of a workspace"
+                        );
+                    }
                     if !workspace.join(".git").exists() {
                         run("git", &git(&target, &["init", "-q"]), "git init").await?;
                     }

@@ -21,7 +21,6 @@
 //! an `approval.resolved` event saying it was reused.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use talon_agent::RunEvents;
@@ -30,16 +29,12 @@ use talon_protocol::event_data::ApprovalResolvedData;
 use talon_protocol::gateway::{
     Approval, ApprovalDecision as Decision, ApprovalKind, ApprovalStatus,
 };
-use talon_store::{PendingFilter, Resolution, Store};
+use talon_store::{PendingFilter, Store};
 use talon_tools::{ApprovalDecision, Approver, BoxFuture, CatalogEntry, RunContext, ToolCall};
 
 use super::new_id;
 use super::policy::{Action, Policy, risk};
 use super::sink::StoreSink;
-
-/// How often a waiting run reads its approval from the store, for
-/// resolutions made on other nodes.
-const POLL: Duration = Duration::from_secs(1);
 
 /// The decisions every tool approval offers.
 const DECISIONS: [Decision; 4] = [
@@ -201,24 +196,8 @@ impl DurableApprover {
         entry: &CatalogEntry,
         call: &ToolCall,
     ) -> Result<Option<ApprovalDecision>, talon_store::StoreError> {
-        let approved = self
-            .store
-            .approvals(&PendingFilter {
-                status: Some("approved".into()),
-                ..PendingFilter::default()
-            })
-            .await?;
         let session = Some(ctx.scope.session_id.as_str()).filter(|s| !s.is_empty());
-        let Some(rule) = approved.iter().rev().find(|a| {
-            a.tool_name.as_deref() == Some(entry.id.as_str())
-                && match a.decision {
-                    Some(Decision::ApproveAlways) => true,
-                    Some(Decision::ApproveSession) => {
-                        session.is_some() && a.session_id.as_deref() == session
-                    }
-                    _ => false,
-                }
-        }) else {
+        let Some(rule) = self.store.remembered_approval(&entry.id, session).await? else {
             return Ok(None);
         };
         let mut reused = self.request(ctx, entry, call)?;
@@ -234,39 +213,7 @@ impl DurableApprover {
     /// Waits until `approval` is resolved (expiring it when its time
     /// passes), and returns it resolved.
     async fn wait(&self, approval: Approval) -> Result<Approval, talon_store::StoreError> {
-        let mut resolved = self.resolved.clone();
-        let expires = approval.expires_at;
-        loop {
-            resolved.borrow_and_update();
-            let current = self
-                .store
-                .approval(&approval.id)
-                .await?
-                .unwrap_or_else(|| approval.clone());
-            if current.status != ApprovalStatus::Pending {
-                return Ok(current);
-            }
-            let now = talon_store::now_ms();
-            if let Some(at) = expires
-                && now >= at
-            {
-                let outcome = self
-                    .store
-                    .resolve_approval(&approval.id, |a| {
-                        a.status = ApprovalStatus::Expired;
-                        a.resolved_at = Some(talon_store::now_ms());
-                    })
-                    .await?;
-                return Ok(match outcome {
-                    Resolution::Resolved(a) | Resolution::AlreadyResolved(a) => a,
-                });
-            }
-            let until_expiry = expires.map_or(POLL, |at| Duration::from_millis(at - now));
-            tokio::select! {
-                _ = resolved.changed() => {}
-                () = tokio::time::sleep(POLL.min(until_expiry)) => {}
-            }
-        }
+        super::person::wait(&self.store, &self.resolved, approval).await
     }
 
     /// Reports a resolution the run acts on, and what it means for the

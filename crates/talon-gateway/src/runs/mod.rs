@@ -21,6 +21,7 @@ mod artifacts;
 mod control;
 mod exec;
 pub(crate) mod history;
+mod person;
 pub(crate) mod policy;
 pub(crate) mod questions;
 mod recover;

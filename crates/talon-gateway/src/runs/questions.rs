@@ -10,7 +10,6 @@
 //! again (by call id, else by prompt among the run's pending ones).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use talon_agent::RunEvents;
@@ -18,16 +17,13 @@ use talon_protocol::EventData;
 use talon_protocol::event_data::QuestionAnsweredData;
 use talon_protocol::gateway::{ApiError, ErrorCode, Question, QuestionStatus};
 use talon_runtime::questions::Ask;
-use talon_store::{PendingFilter, Resolution, Store, StoreError};
+use talon_store::{PendingFilter, Store, StoreError};
 use talon_tools::{
     BoxFuture, CatalogEntry, RunContext, ToolCall, ToolError, ToolErrorCode, ToolExecutor,
 };
 
 use super::new_id;
 use super::sink::StoreSink;
-
-/// How often a waiting call reads its question from the store.
-const POLL: Duration = Duration::from_secs(1);
 
 /// Asks the run's questions through the store.
 pub(crate) struct DurableQuestions {
@@ -140,40 +136,7 @@ impl DurableQuestions {
     }
 
     async fn wait(&self, question: Question) -> Result<Question, StoreError> {
-        let mut resolved = self.resolved.clone();
-        loop {
-            resolved.borrow_and_update();
-            let current = self
-                .store
-                .question(&question.id)
-                .await?
-                .unwrap_or_else(|| question.clone());
-            if current.status != QuestionStatus::Pending {
-                return Ok(current);
-            }
-            let now = talon_store::now_ms();
-            if let Some(at) = question.expires_at
-                && now >= at
-            {
-                let outcome = self
-                    .store
-                    .resolve_question(&question.id, |q| {
-                        q.status = QuestionStatus::Expired;
-                        q.answered_at = Some(talon_store::now_ms());
-                    })
-                    .await?;
-                return Ok(match outcome {
-                    Resolution::Resolved(q) | Resolution::AlreadyResolved(q) => q,
-                });
-            }
-            let until = question
-                .expires_at
-                .map_or(POLL, |at| Duration::from_millis(at - now));
-            tokio::select! {
-                _ = resolved.changed() => {}
-                () = tokio::time::sleep(POLL.min(until)) => {}
-            }
-        }
+        super::person::wait(&self.store, &self.resolved, question).await
     }
 }
 

@@ -6,30 +6,18 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use talon_testing::{Replay, Script, ScriptedCall, Turn};
+use talon_testing::Script;
 
 use super::ws::{Transport, connect};
-use super::{Options, TestGateway};
+use super::{Options, TestGateway, call_then_say, stored_events, told};
 
 /// The model writes `note.txt`, then says what came of it.
 fn script() -> Script {
-    Script {
-        turns: vec![
-            Turn {
-                tool_calls: vec![ScriptedCall {
-                    name: "write".into(),
-                    arguments: json!({"path": "note.txt", "content": "approved text"}),
-                }],
-                ..Turn::default()
-            },
-            Turn {
-                text: Some("Done.".into()),
-                ..Turn::default()
-            },
-        ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    }
+    call_then_say(
+        "write",
+        json!({"path": "note.txt", "content": "approved text"}),
+        "Done.",
+    )
 }
 
 async fn gateway(config: Value) -> TestGateway {
@@ -86,29 +74,11 @@ async fn wait(g: &TestGateway, t: &Transport, run_id: &Value) -> Value {
 }
 
 async fn events(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
-    let page = t
-        .call(g, "runs.events", json!({"runId": run_id}))
-        .await
-        .unwrap();
-    page["events"].as_array().unwrap().clone()
+    stored_events(g, t, run_id).await
 }
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-/// What the model was told of its call (the tool message of the run's
-/// second request).
-fn told(g: &TestGateway) -> String {
-    let requests = g.mock.requests();
-    let last = requests.last().unwrap();
-    let tool = last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "tool")
-        .unwrap();
-    tool["content"].as_str().unwrap().to_owned()
 }
 
 /// One body, over HTTP and over WebSocket.

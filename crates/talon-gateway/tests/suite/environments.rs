@@ -7,10 +7,10 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use talon_testing::{Replay, Script, ScriptedCall, Turn};
+use talon_testing::{Replay, Script, Turn};
 
 use super::ws::Transport;
-use super::{Options, TestGateway};
+use super::{Options, TestGateway, tool_turn};
 
 const TOKEN: &str = "tok-env-5b9f2e7c1a83";
 const TOKEN_VAR: &str = "TALON_TEST_DEPLOY_TOKEN";
@@ -41,16 +41,6 @@ fn repository(at: &Path) {
     git(at, &["commit", "-q", "-m", "first"]);
 }
 
-fn turn(name: &str, arguments: Value) -> Turn {
-    Turn {
-        tool_calls: vec![ScriptedCall {
-            name: name.into(),
-            arguments,
-        }],
-        ..Turn::default()
-    }
-}
-
 async fn call(g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
     Transport::Http.call(g, method, params).await
 }
@@ -67,11 +57,11 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     }
     let script = Script {
         turns: vec![
-            turn(
+            tool_turn(
                 "exec",
                 json!({"command": "echo \"token=$DEPLOY_TOKEN\"; printf %s \"$DEPLOY_TOKEN\" > token.txt; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}),
             ),
-            turn(
+            tool_turn(
                 "edit",
                 json!({"path": "a.txt", "old": "hello", "new": "hello world"}),
             ),
@@ -328,4 +318,48 @@ async fn copies_retention_and_bad_settings() {
     .await
     .unwrap_err();
     assert_eq!(missing["code"], "not_found");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copied_source_keeps_files_and_links_and_drops_special_files() {
+    let g = TestGateway::start_opts(Options::default()).await;
+    let source = g.dir.path().join("special");
+    std::fs::create_dir_all(source.join("sub")).unwrap();
+    std::fs::write(source.join("sub/kept.txt"), "kept\n").unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", source.join("outside")).unwrap();
+    // A FIFO (a reader of it would hang) and a socket, at two depths.
+    let status = Command::new("mkfifo")
+        .arg(source.join("sub/pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _socket = std::os::unix::net::UnixListener::bind(source.join("agent.sock")).unwrap();
+    let created = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        call(
+            &g,
+            "environments.create",
+            json!({"provider": "local", "settings": {"source": {"path": source}}}),
+        ),
+    )
+    .await
+    .expect("a special file never hangs the copy")
+    .unwrap();
+    assert_eq!(created["status"], "ready", "{created}");
+    let workspace = Path::new(created["workspace"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("sub/kept.txt")).unwrap(),
+        "kept\n"
+    );
+    let link = std::fs::symlink_metadata(workspace.join("outside")).unwrap();
+    assert!(
+        link.file_type().is_symlink(),
+        "a link stays a link, not a copy of its target"
+    );
+    for gone in ["sub/pipe", "agent.sock"] {
+        assert!(
+            std::fs::symlink_metadata(workspace.join(gone)).is_err(),
+            "{gone} was dropped"
+        );
+    }
 }

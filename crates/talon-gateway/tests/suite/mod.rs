@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Running};
 use talon_runtime::{Host, ModelRoute};
-use talon_testing::{MockModel, Script};
+use talon_testing::{MockModel, Replay, Script, ScriptedCall, Turn};
 
 /// A gateway on a free loopback port over a fresh state directory, its
 /// runs' model served by a scripted mock.
@@ -154,4 +154,53 @@ impl TestGateway {
         let status = response.status().as_u16();
         (status, response.json().await.unwrap())
     }
+}
+
+/// One scripted turn that calls `name` with `arguments`.
+pub fn tool_turn(name: &str, arguments: Value) -> Turn {
+    Turn {
+        tool_calls: vec![ScriptedCall {
+            name: name.into(),
+            arguments,
+        }],
+        ..Turn::default()
+    }
+}
+
+/// Every run calls `name` with `arguments` once, then says `text`.
+pub fn call_then_say(name: &str, arguments: Value, text: &str) -> Script {
+    Script {
+        turns: vec![
+            tool_turn(name, arguments),
+            Turn {
+                text: Some(text.into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    }
+}
+
+/// A run's stored events (`runs.events`, the first page).
+pub async fn stored_events(g: &TestGateway, t: &ws::Transport, run_id: &Value) -> Vec<Value> {
+    let page = t
+        .call(g, "runs.events", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    page["events"].as_array().unwrap().clone()
+}
+
+/// What the model was last told of a call: the content of the last tool
+/// message of its last request.
+pub fn told(g: &TestGateway) -> String {
+    let requests = g.mock.requests();
+    let last = requests.last().unwrap();
+    let tool = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "tool")
+        .unwrap();
+    tool["content"].as_str().unwrap().to_owned()
 }

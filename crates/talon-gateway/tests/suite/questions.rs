@@ -5,29 +5,13 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use talon_testing::{Replay, Script, ScriptedCall, Turn};
+use talon_testing::Script;
 
 use super::ws::Transport;
-use super::{Options, TestGateway};
+use super::{Options, TestGateway, call_then_say, stored_events};
 
 fn script(arguments: Value) -> Script {
-    Script {
-        turns: vec![
-            Turn {
-                tool_calls: vec![ScriptedCall {
-                    name: "ask_user".into(),
-                    arguments,
-                }],
-                ..Turn::default()
-            },
-            Turn {
-                text: Some("Thanks.".into()),
-                ..Turn::default()
-            },
-        ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    }
+    call_then_say("ask_user", arguments, "Thanks.")
 }
 
 async fn gateway(arguments: Value) -> TestGateway {
@@ -77,24 +61,12 @@ async fn finish(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
         .await
         .unwrap();
     assert_eq!(result["status"], "completed", "{result}");
-    let page = t
-        .call(g, "runs.events", json!({"runId": run_id}))
-        .await
-        .unwrap();
-    page["events"].as_array().unwrap().clone()
+    stored_events(g, t, run_id).await
 }
 
-/// The tool message the model got for its question.
+/// The tool message the model got for its question, as JSON.
 fn told(g: &TestGateway) -> Value {
-    let requests = g.mock.requests();
-    let tool = requests.last().unwrap()["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "tool")
-        .unwrap()
-        .clone();
-    serde_json::from_str(tool["content"].as_str().unwrap()).unwrap()
+    serde_json::from_str(&super::told(g)).unwrap()
 }
 
 #[tokio::test]

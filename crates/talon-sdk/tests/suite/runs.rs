@@ -27,11 +27,50 @@ both!(
     a_saved_cursor_resumes_in_another_stream,
     an_approval_handler_approves_once,
     an_approval_handler_denies_and_the_run_goes_on,
+    an_async_approval_handler_approves_with_a_reason,
     ask_user_leaves_the_approval_to_a_person,
     cancelling_a_waiting_run_cancels_its_approval,
     a_run_lists_and_downloads_its_artifacts,
     a_run_knows_its_session_and_tool_space,
+    the_event_log_replays_then_follows_across_a_cut,
 );
+
+async fn the_event_log_replays_then_follows_across_a_cut(kind: Kind) {
+    let b = Backend::start(kind, Scenario::Reply).await;
+    let talon = b.talon().await;
+    let first = talon.agent("main").run("one").await.unwrap();
+    first.wait().await.unwrap();
+    let query = talon_sdk::StreamQuery {
+        types: vec![EventType::RunCreated, EventType::RunCompleted],
+        ..Default::default()
+    };
+    b.cut_next_stream(1);
+    let mut log = talon.events(query, None);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.push(log.next().await.unwrap().unwrap());
+    }
+    // The live tail: a run started after the replay.
+    let second = talon.agent("main").run("two").await.unwrap();
+    for _ in 0..2 {
+        seen.push(log.next().await.unwrap().unwrap());
+    }
+    let got: Vec<(EventType, Option<&str>)> =
+        seen.iter().map(|e| (e.kind, e.run_id.as_deref())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (EventType::RunCreated, Some(first.id())),
+            (EventType::RunCompleted, Some(first.id())),
+            (EventType::RunCreated, Some(second.id())),
+            (EventType::RunCompleted, Some(second.id())),
+        ]
+    );
+    assert_eq!(log.cursor(), seen.last().unwrap().id.parse().ok());
+    if let Some(real) = &b.real {
+        assert_eq!(real.proxy.cut_count(), 1);
+    }
+}
 
 async fn a_run_streams_typed_events_and_waits_for_its_result(kind: Kind) {
     let b = Backend::start(kind, Scenario::Reply).await;
@@ -107,7 +146,7 @@ async fn an_approval_handler_approves_once(kind: Kind) {
     let mut run = talon.agent("main").run("write the note").await.unwrap();
     run.on_approval(|approval| {
         if approval.tool_name.as_deref() == Some(super::WRITE) {
-            ApprovalAction::ApproveOnce
+            ApprovalAction::approve_once()
         } else {
             ApprovalAction::Deny {
                 reason: "only writes".into(),
@@ -135,6 +174,44 @@ async fn an_approval_handler_approves_once(kind: Kind) {
     if kind == Kind::Real {
         assert_eq!(b.note().as_deref(), Some("approved text"));
     }
+}
+
+async fn an_async_approval_handler_approves_with_a_reason(kind: Kind) {
+    let b = Backend::start(kind, Scenario::ApprovedWrite).await;
+    let talon = b.talon().await;
+    let mut run = talon.agent("main").run("write the note").await.unwrap();
+    let policy = talon.clone();
+    run.on_approval_async(move |approval| {
+        let policy = policy.clone();
+        async move {
+            // An async policy may ask the gateway (or the app's own
+            // service) before deciding.
+            let tools = policy.agent("main").tool_space().await.unwrap_or_default();
+            let known = tools
+                .iter()
+                .any(|t| Some(&t.id) == approval.tool_name.as_ref());
+            if known || approval.tool_name.as_deref() == Some(super::WRITE) {
+                ApprovalAction::approve_once_because("policy: writes in the workspace")
+            } else {
+                ApprovalAction::ask_user()
+            }
+        }
+    });
+    assert_eq!(run.wait().await.unwrap().status, RunResultStatus::Completed);
+    let decided: Vec<_> = run
+        .approvals()
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| (a.status, a.reason.clone()))
+        .collect();
+    assert_eq!(
+        decided,
+        vec![(
+            ApprovalStatus::Approved,
+            Some("policy: writes in the workspace".to_owned())
+        )]
+    );
 }
 
 async fn an_approval_handler_denies_and_the_run_goes_on(kind: Kind) {

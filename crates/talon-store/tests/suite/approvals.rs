@@ -106,6 +106,45 @@ on_both! {
 }
 
 on_both! {
+    async fn remembered_decisions_are_found_by_tool_and_scope(t) {
+        let store = &t.store;
+        let with = |id: &str, session: Option<&str>, tool: &str| Approval {
+            session_id: session.map(str::to_owned),
+            tool_name: Some(tool.into()),
+            ..approval(id, "r1", None)
+        };
+        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap(), None);
+        // Approved once: nothing to remember; denied: nothing either.
+        store.create_approval(&with("once", Some("s1"), "exec")).await.unwrap();
+        store.resolve_approval("once", decide(ApprovalDecision::ApproveOnce, 11)).await.unwrap();
+        store.create_approval(&with("no", Some("s1"), "exec")).await.unwrap();
+        store.resolve_approval("no", decide(ApprovalDecision::Deny, 12)).await.unwrap();
+        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap(), None);
+        // For the session: that session only, that tool only.
+        store.create_approval(&with("sess", Some("s1"), "exec")).await.unwrap();
+        store.resolve_approval("sess", decide(ApprovalDecision::ApproveSession, 13)).await.unwrap();
+        let found = store.remembered_approval("exec", Some("s1")).await.unwrap().unwrap();
+        assert_eq!((found.id.as_str(), found.decision), ("sess", Some(ApprovalDecision::ApproveSession)));
+        assert_eq!(store.remembered_approval("exec", Some("s2")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval("exec", None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval("write", Some("s1")).await.unwrap(), None);
+        // Always: every session, and the latest rule wins where both hold.
+        store.create_approval(&with("always", Some("s2"), "exec")).await.unwrap();
+        store.resolve_approval("always", decide(ApprovalDecision::ApproveAlways, 14)).await.unwrap();
+        for session in [Some("s1"), Some("s3"), None] {
+            let found = store.remembered_approval("exec", session).await.unwrap().unwrap();
+            assert_eq!(found.id, "always", "{session:?}");
+        }
+        store.create_approval(&with("sess2", Some("s1"), "exec")).await.unwrap();
+        store.resolve_approval("sess2", decide(ApprovalDecision::ApproveSession, 15)).await.unwrap();
+        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap().unwrap().id, "sess2");
+        // Another node sees the same rules.
+        let other = t.reopen().await;
+        assert_eq!(other.remembered_approval("exec", Some("s3")).await.unwrap().unwrap().id, "always");
+    }
+}
+
+on_both! {
     async fn questions_are_answered_once(t) {
         let store = &t.store;
         let question = Question {

@@ -1,0 +1,113 @@
+//! Waiting on a person: the one loop a run uses to wait for an approval
+//! or a question to be resolved. It reads the stored request, returns it
+//! once it is no longer pending, expires it itself (compare-and-set, so a
+//! late answer and the expiry cannot both win) at its deadline, and
+//! otherwise sleeps on this node's resolution watch, or at most [`POLL`]
+//! so that an answer given through another node is seen.
+
+use std::future::Future;
+use std::time::Duration;
+
+use talon_protocol::gateway::{Approval, ApprovalStatus, Question, QuestionStatus};
+use talon_store::{Resolution, Store, StoreError};
+
+/// How often a waiting run looks for an answer given on another node.
+pub(super) const POLL: Duration = Duration::from_secs(1);
+
+/// A request for a person: its identity, state and deadline, and how the
+/// store reads and expires it.
+pub(super) trait PersonRequest: Clone + Send + Sync + Sized {
+    fn id(&self) -> &str;
+    fn pending(&self) -> bool;
+    fn expires_at(&self) -> Option<u64>;
+    fn read(
+        store: &Store,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Self>, StoreError>> + Send;
+    /// Resolves it expired, unless something resolved it first; returns
+    /// the winner.
+    fn expire(store: &Store, id: &str) -> impl Future<Output = Result<Self, StoreError>> + Send;
+}
+
+impl PersonRequest for Approval {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn pending(&self) -> bool {
+        self.status == ApprovalStatus::Pending
+    }
+    fn expires_at(&self) -> Option<u64> {
+        self.expires_at
+    }
+    async fn read(store: &Store, id: &str) -> Result<Option<Self>, StoreError> {
+        store.approval(id).await
+    }
+    async fn expire(store: &Store, id: &str) -> Result<Self, StoreError> {
+        let outcome = store
+            .resolve_approval(id, |a| {
+                a.status = ApprovalStatus::Expired;
+                a.resolved_at = Some(talon_store::now_ms());
+            })
+            .await?;
+        Ok(match outcome {
+            Resolution::Resolved(a) | Resolution::AlreadyResolved(a) => a,
+        })
+    }
+}
+
+impl PersonRequest for Question {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn pending(&self) -> bool {
+        self.status == QuestionStatus::Pending
+    }
+    fn expires_at(&self) -> Option<u64> {
+        self.expires_at
+    }
+    async fn read(store: &Store, id: &str) -> Result<Option<Self>, StoreError> {
+        store.question(id).await
+    }
+    async fn expire(store: &Store, id: &str) -> Result<Self, StoreError> {
+        let outcome = store
+            .resolve_question(id, |q| {
+                q.status = QuestionStatus::Expired;
+                q.answered_at = Some(talon_store::now_ms());
+            })
+            .await?;
+        Ok(match outcome {
+            Resolution::Resolved(q) | Resolution::AlreadyResolved(q) => q,
+        })
+    }
+}
+
+/// Waits until `request` is resolved (or expires), and returns it as
+/// resolved. `resolved` ticks when this node resolves any request.
+pub(super) async fn wait<R: PersonRequest>(
+    store: &Store,
+    resolved: &tokio::sync::watch::Receiver<u64>,
+    request: R,
+) -> Result<R, StoreError> {
+    let mut resolved = resolved.clone();
+    let expires = request.expires_at();
+    loop {
+        resolved.borrow_and_update();
+        let current = R::read(store, request.id())
+            .await?
+            .unwrap_or_else(|| request.clone());
+        if !current.pending() {
+            return Ok(current);
+        }
+        let now = talon_store::now_ms();
+        if let Some(at) = expires
+            && now >= at
+        {
+            return R::expire(store, request.id()).await;
+        }
+        let until_expiry = expires.map_or(POLL, |at| Duration::from_millis(at - now));
+        tokio::select! {
+            _ = resolved.changed() => {}
+            () = tokio::time::sleep(POLL.min(until_expiry)) => {}
+        }
+    }
+}
