@@ -6,7 +6,12 @@
 //! send), and opening an existing database (migrations checked).
 //! Results in `docs/benchmarks.md`.
 //!
-//! `cargo bench -p talon-store --bench store [-- sqlite|postgres]`
+//! Also: finding the remembered decision (`approve_session`,
+//! `approve_always`) that covers a call among 10,000 resolved approvals,
+//! by the `approval_rules` key against reading every approved approval.
+//!
+//! `cargo bench -p talon-store --bench store [-- sqlite|postgres] [remembered]`
+//! (`remembered` runs only that part).
 #![allow(
     missing_docs,
     clippy::unwrap_used,
@@ -218,9 +223,107 @@ async fn opens(config: &StoreConfig) {
     );
 }
 
+async fn remembered(store: &Store) {
+    use talon_protocol::gateway::{
+        Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, RiskLevel,
+    };
+    const APPROVALS: u64 = 10_000;
+    let decisions = [
+        ApprovalDecision::ApproveOnce,
+        ApprovalDecision::ApproveSession,
+        ApprovalDecision::Deny,
+        ApprovalDecision::ApproveOnce,
+    ];
+    for n in 0..APPROVALS {
+        let approval = Approval {
+            id: format!("appr_{n:06}"),
+            run_id: format!("run_{}", n / 4),
+            session_id: Some(format!("sess_{}", n % 1000)),
+            kind: ApprovalKind::Tool,
+            summary: "a call".into(),
+            tool_name: Some(format!("tool_{}", n % 50)),
+            tool_call_id: None,
+            arguments: None,
+            environment_action: None,
+            risk: RiskLevel::Medium,
+            decisions: decisions.to_vec(),
+            expires_at: None,
+            reusable: true,
+            status: ApprovalStatus::Pending,
+            decision: None,
+            reason: None,
+            created_at: n,
+            resolved_at: None,
+        };
+        store.create_approval(&approval).await.unwrap();
+        let decision = decisions[(n % 4) as usize];
+        store
+            .resolve_approval(&approval.id, |a| {
+                a.status = if decision == ApprovalDecision::Deny {
+                    ApprovalStatus::Denied
+                } else {
+                    ApprovalStatus::Approved
+                };
+                a.decision = Some(decision);
+                a.resolved_at = Some(n + 1);
+            })
+            .await
+            .unwrap();
+    }
+    let lookups = 200u64;
+    let mut keyed = Vec::new();
+    let mut scanned = Vec::new();
+    for i in 0..lookups {
+        let tool = format!("tool_{}", i % 50);
+        let session = format!("sess_{}", (i * 7) % 1000);
+        let started = Instant::now();
+        let found = store
+            .remembered_approval(&tool, Some(&session))
+            .await
+            .unwrap();
+        keyed.push(started.elapsed());
+        // The old way: every approved approval, filtered in memory.
+        let started = Instant::now();
+        let approved = store
+            .approvals(&talon_store::PendingFilter {
+                status: Some("approved".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let old = approved.iter().rev().find(|a| {
+            a.tool_name.as_deref() == Some(tool.as_str())
+                && match a.decision {
+                    Some(ApprovalDecision::ApproveAlways) => true,
+                    Some(ApprovalDecision::ApproveSession) => {
+                        a.session_id.as_deref() == Some(session.as_str())
+                    }
+                    _ => false,
+                }
+        });
+        scanned.push(started.elapsed());
+        assert_eq!(found.map(|a| a.id), old.map(|a| a.id.clone()));
+    }
+    let p50 = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1000.0
+    };
+    println!(
+        "  remembered decision among {APPROVALS} resolved approvals: by key p50 {:.3} ms, \
+         reading every approved one p50 {:.3} ms ({lookups} lookups, same answers)",
+        p50(&mut keyed),
+        p50(&mut scanned)
+    );
+}
+
 async fn bench(name: &str, config: StoreConfig) {
     println!("{name}:");
     let store = talon_store::open(&config).await.unwrap();
+    if std::env::args().any(|a| a == "remembered") {
+        remembered(&store).await;
+        store.close().await;
+        return;
+    }
     sequential(&store).await;
     for appenders in [8, 64] {
         concurrent(&store, appenders, 40_000 / appenders).await;
@@ -230,13 +333,16 @@ async fn bench(name: &str, config: StoreConfig) {
     }
     replay(&store, false).await;
     replay(&store, true).await;
+    remembered(&store).await;
     store.close().await;
     opens(&config).await;
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let only = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-') && a != "remembered");
     let wants = |name: &str| only.as_deref().is_none_or(|o| o == name);
     if wants("sqlite") {
         let dir = tempfile::tempdir().unwrap();
