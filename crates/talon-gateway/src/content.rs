@@ -16,61 +16,10 @@ use talon_protocol::gateway::{ApiError, ErrorCode, Method};
 use talon_store::ArtifactContent;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 
+use talon_wire::range::{Unsatisfiable, parse_range};
+
 use crate::error::api_error;
 use crate::http::{ErrorResponse, Shared, caller};
-
-/// A byte range of a content `len` long, inclusive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Span {
-    pub start: u64,
-    pub end: u64,
-}
-
-/// Reads a `Range` header: `Ok(None)` for the whole content (no header,
-/// or one this server does not honour, such as several ranges, which RFC
-/// 9110 lets it ignore), `Err(())` when the range is outside it.
-pub(crate) fn parse_range(header: Option<&str>, len: u64) -> Result<Option<Span>, ()> {
-    let Some(spec) = header.and_then(|h| h.trim().strip_prefix("bytes=")) else {
-        return Ok(None);
-    };
-    if spec.contains(',') {
-        return Ok(None);
-    }
-    let Some((first, last)) = spec.split_once('-') else {
-        return Ok(None);
-    };
-    let (first, last) = (first.trim(), last.trim());
-    let span = if first.is_empty() {
-        // The last n bytes.
-        let Ok(n) = last.parse::<u64>() else {
-            return Ok(None);
-        };
-        if n == 0 || len == 0 {
-            return Err(());
-        }
-        Span {
-            start: len.saturating_sub(n),
-            end: len - 1,
-        }
-    } else {
-        let Ok(start) = first.parse::<u64>() else {
-            return Ok(None);
-        };
-        let end = if last.is_empty() {
-            len.saturating_sub(1)
-        } else {
-            match last.parse::<u64>() {
-                Ok(end) if end >= start => end.min(len.saturating_sub(1)),
-                _ => return Ok(None),
-            }
-        };
-        if start >= len {
-            return Err(());
-        }
-        Span { start, end }
-    };
-    Ok(Some(span))
-}
 
 pub(crate) async fn artifact_content(
     State(shared): State<Arc<Shared>>,
@@ -104,7 +53,7 @@ async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Respons
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
     let span = match parse_range(range, len) {
         Ok(span) => span,
-        Err(()) => {
+        Err(Unsatisfiable) => {
             let mut response = ErrorResponse(
                 ApiError::new(
                     ErrorCode::InvalidRequest,
@@ -174,33 +123,4 @@ async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Respons
         );
     }
     Ok(response)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_are_read_as_rfc_9110_says() {
-        let span = |start, end| Ok(Some(Span { start, end }));
-        assert_eq!(parse_range(None, 10), Ok(None));
-        assert_eq!(parse_range(Some("bytes=0-3"), 10), span(0, 3));
-        assert_eq!(parse_range(Some("bytes=4-"), 10), span(4, 9));
-        assert_eq!(parse_range(Some("bytes=-3"), 10), span(7, 9));
-        assert_eq!(parse_range(Some("bytes=-30"), 10), span(0, 9));
-        assert_eq!(parse_range(Some("bytes=8-100"), 10), span(8, 9));
-        assert_eq!(parse_range(Some("bytes=10-"), 10), Err(()));
-        assert_eq!(parse_range(Some("bytes=-0"), 10), Err(()));
-        assert_eq!(parse_range(Some("bytes=0-"), 0), Err(()));
-        // Ignored: not bytes, several ranges, malformed, reversed.
-        for ignored in [
-            "items=0-1",
-            "bytes=0-1,3-4",
-            "bytes=a-b",
-            "bytes=5-2",
-            "bytes=5",
-        ] {
-            assert_eq!(parse_range(Some(ignored), 10), Ok(None), "{ignored}");
-        }
-    }
 }

@@ -5,9 +5,8 @@
 //! thousand times instead of formatting it a thousand times. The
 //! envelope's JSON is a slice of that frame, for the WebSocket transport.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use talon_protocol::EventType;
-use talon_protocol::gateway::ApiError;
 use talon_store::RawEvent;
 
 /// The comment sent on an idle stream.
@@ -30,28 +29,12 @@ impl Delivery {
     /// with the JSON exactly as stored (one `data:` line per line of it,
     /// should it ever hold a line break).
     pub(crate) fn new(id: u64, kind: &str, json: &str) -> Self {
-        let id_text = id.to_string();
-        let kind_line: String = kind.chars().filter(|c| !matches!(c, '\n' | '\r')).collect();
-        let mut frame = BytesMut::with_capacity(json.len() + kind_line.len() + id_text.len() + 24);
-        frame.put_slice(b"id: ");
-        frame.put_slice(id_text.as_bytes());
-        frame.put_slice(b"\nevent: ");
-        frame.put_slice(kind_line.as_bytes());
+        let frame = talon_wire::sse_event_frame(id, kind, json);
         let one_line = !json.contains(['\n', '\r']);
-        let start = frame.len() + b"\ndata: ".len();
-        if one_line {
-            frame.put_slice(b"\ndata: ");
-            frame.put_slice(json.as_bytes());
-        } else {
-            for line in json.lines() {
-                frame.put_slice(b"\ndata: ");
-                frame.put_slice(line.as_bytes());
-            }
-        }
-        frame.put_slice(b"\n\n");
-        let frame = frame.freeze();
+        // On one line the JSON ends the frame, before its blank line.
         let json = if one_line {
-            frame.slice(start..start + json.len())
+            let end = frame.len() - 2;
+            frame.slice(end - json.len()..end)
         } else {
             Bytes::copy_from_slice(json.as_bytes())
         };
@@ -96,13 +79,6 @@ impl From<RawEvent> for Delivery {
     fn from(event: RawEvent) -> Self {
         Self::new(event.id, &event.kind, &event.json)
     }
-}
-
-/// The frame of an error that ends a stream: `event: error`, the
-/// protocol's error shape as data.
-pub(crate) fn error_frame(error: &ApiError) -> Bytes {
-    let data = serde_json::json!({ "error": error }).to_string();
-    Bytes::from(format!("event: error\ndata: {data}\n\n"))
 }
 
 fn is_terminal(kind: &str) -> bool {

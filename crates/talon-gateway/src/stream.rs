@@ -59,22 +59,6 @@ fn invalid(message: String) -> ApiError {
     ApiError::new(ErrorCode::InvalidRequest, message)
 }
 
-/// The cursor: `Last-Event-ID` when sent, else `after`.
-fn cursor(headers: &HeaderMap, query: &StreamQuery) -> Result<Option<u64>, ApiError> {
-    let text = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query.after.clone());
-    match text.as_deref().map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(text) => text
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| invalid(format!("{text:?} is not an event id"))),
-    }
-}
-
 /// One run's events.
 pub(crate) async fn run_events(
     State(shared): State<Arc<Shared>>,
@@ -102,7 +86,10 @@ pub(crate) async fn run_events(
             raw: caller.is_admin(),
             ..EventFilter::default()
         };
-        Ok((filter, cursor(&headers, &query)?))
+        Ok((
+            filter,
+            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+        ))
     };
     match opened.await {
         Ok((filter, cursor)) => open(&shared, filter, cursor, true).await,
@@ -136,7 +123,10 @@ pub(crate) async fn all_events(
             raw: caller.is_admin(),
             ..EventFilter::default()
         };
-        Ok((filter, cursor(&headers, &query)?))
+        Ok((
+            filter,
+            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+        ))
     };
     match opened.await {
         Ok((filter, cursor)) => open(&shared, filter, cursor, false).await,
@@ -290,7 +280,7 @@ impl Streaming {
                     self.last_sent = Instant::now();
                     return Some(match next? {
                         Ok(event) => event.sse(),
-                        Err(error) => frame::error_frame(&error),
+                        Err(error) => talon_wire::sse_error_frame(&error),
                     });
                 }
                 () = self.heartbeat.as_mut() => {

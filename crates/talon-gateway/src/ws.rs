@@ -36,6 +36,8 @@ use talon_store::EventFilter;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use talon_wire::ws::{answer, binary_refusal, decode_request};
+
 use crate::http::{ErrorResponse, Shared, caller, serve_call};
 use crate::stream::Follow;
 use crate::tokens::Caller;
@@ -59,14 +61,6 @@ pub(crate) async fn upgrade(
     ws.max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| connection(shared, caller, socket))
-}
-
-fn answer(id: &Value, outcome: Result<Value, ApiError>) -> String {
-    match outcome {
-        Ok(result) => json!({"type": "res", "id": id, "ok": true, "result": result}),
-        Err(error) => json!({"type": "res", "id": id, "ok": false, "error": error}),
-    }
-    .to_string()
 }
 
 fn invalid(message: &str) -> ApiError {
@@ -116,53 +110,19 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
         let Some(frame) = frame else {
             break;
         };
-        let text = match frame {
-            Ok(Message::Text(text)) => text,
-            Ok(Message::Binary(_)) => {
-                let _ = outbox
-                    .send(answer(
-                        &Value::Null,
-                        Err(invalid("binary frames are not requests")),
-                    ))
-                    .await;
-                continue;
-            }
+        let decoded = match frame {
+            Ok(Message::Text(text)) => decode_request(text.as_str()),
+            Ok(Message::Binary(_)) => Err(binary_refusal()),
             Ok(Message::Ping(_) | Message::Pong(_)) => continue,
             Ok(Message::Close(_)) | Err(_) => break,
         };
-        let request: Value = match serde_json::from_str(text.as_str()) {
-            Ok(value) => value,
-            Err(e) => {
-                let _ = outbox
-                    .send(answer(
-                        &Value::Null,
-                        Err(invalid(&format!("not JSON: {e}"))),
-                    ))
-                    .await;
+        let (id, method, params) = match decoded {
+            Ok(request) => (request.id, request.method, request.params),
+            Err((id, error)) => {
+                let _ = outbox.send(answer(&id, Err(error))).await;
                 continue;
             }
         };
-        let id = request.get("id").cloned().unwrap_or(Value::Null);
-        let method = request
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let (Some("req"), Some(method), false) = (
-            request.get("type").and_then(Value::as_str),
-            method,
-            id.is_null(),
-        ) else {
-            let _ = outbox
-                .send(answer(
-                    &id,
-                    Err(invalid(
-                        "a request is {\"type\":\"req\",\"id\":..,\"method\":..,\"params\":{..}}",
-                    )),
-                ))
-                .await;
-            continue;
-        };
-        let params = request.get("params").cloned().unwrap_or(Value::Null);
         if let Err(error) = shared.limiter.take(&caller.token_id) {
             let _ = outbox.send(answer(&id, Err(error))).await;
             continue;

@@ -272,6 +272,7 @@ impl Engine {
                 output.messages = Some(vec![message.clone()]);
             }
         }
+        super::person::close_requests(&store, &run.id).await;
         if let Err(error) = store.end_run(&ended, &summary).await {
             tracing::error!(%error, run = %run.id, "could not end a run");
         }

@@ -111,3 +111,53 @@ pub(super) async fn wait<R: PersonRequest>(
         }
     }
 }
+
+/// Resolves every request of `run_id` still pending as cancelled: a run
+/// that ended waits on nobody. Called before the run's end is stored, so
+/// a client that sees the end (`runs.wait`) never finds its requests
+/// pending (the waits' drop guards resolve them too, but race with it).
+pub(super) async fn close_requests(store: &Store, run_id: &str) {
+    let pending = talon_store::PendingFilter {
+        status: Some("pending".into()),
+        run_id: Some(run_id.to_owned()),
+        session_id: None,
+    };
+    let now = talon_store::now_ms();
+    match store.approvals(&pending).await {
+        Ok(approvals) => {
+            for approval in approvals {
+                let closed = store
+                    .resolve_approval(&approval.id, |a| {
+                        a.status = ApprovalStatus::Cancelled;
+                        a.reason = Some("the run ended".into());
+                        a.resolved_at = Some(now);
+                    })
+                    .await;
+                if let Err(error) = closed {
+                    tracing::warn!(%error, approval = %approval.id, "an ended run's approval was left pending");
+                }
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, run = %run_id, "an ended run's approvals were not read")
+        }
+    }
+    match store.questions(&pending).await {
+        Ok(questions) => {
+            for question in questions {
+                let closed = store
+                    .resolve_question(&question.id, |q| {
+                        q.status = QuestionStatus::Cancelled;
+                        q.answered_at = Some(now);
+                    })
+                    .await;
+                if let Err(error) = closed {
+                    tracing::warn!(%error, question = %question.id, "an ended run's question was left pending");
+                }
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, run = %run_id, "an ended run's questions were not read")
+        }
+    }
+}

@@ -10,60 +10,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use talon_protocol::gateway::ApiError;
 
+use talon_wire::range::{Unsatisfiable, parse_range};
+
 use super::http::{ErrorResponse, authenticate};
 use super::state::{Shared, invalid, not_found};
-
-/// A byte range of a content, inclusive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Span {
-    start: u64,
-    end: u64,
-}
-
-/// Reads a `Range` header: `Ok(None)` for the whole content (no header,
-/// or one not honoured, such as several ranges), `Err(())` when the range
-/// is outside it.
-fn parse_range(header: Option<&str>, len: u64) -> Result<Option<Span>, ()> {
-    let Some(spec) = header.and_then(|h| h.trim().strip_prefix("bytes=")) else {
-        return Ok(None);
-    };
-    if spec.contains(',') {
-        return Ok(None);
-    }
-    let Some((first, last)) = spec.split_once('-') else {
-        return Ok(None);
-    };
-    let (first, last) = (first.trim(), last.trim());
-    let span = if first.is_empty() {
-        let Ok(n) = last.parse::<u64>() else {
-            return Ok(None);
-        };
-        if n == 0 || len == 0 {
-            return Err(());
-        }
-        Span {
-            start: len.saturating_sub(n),
-            end: len - 1,
-        }
-    } else {
-        let Ok(start) = first.parse::<u64>() else {
-            return Ok(None);
-        };
-        let end = if last.is_empty() {
-            len.saturating_sub(1)
-        } else {
-            match last.parse::<u64>() {
-                Ok(end) if end >= start => end.min(len.saturating_sub(1)),
-                _ => return Ok(None),
-            }
-        };
-        if start >= len {
-            return Err(());
-        }
-        Span { start, end }
-    };
-    Ok(Some(span))
-}
 
 pub(crate) async fn artifact_content(
     State(shared): State<Arc<Shared>>,
@@ -85,7 +35,7 @@ fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, Api
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
     let span = match parse_range(range, len) {
         Ok(span) => span,
-        Err(()) => {
+        Err(Unsatisfiable) => {
             let mut response = ErrorResponse(
                 invalid(format!("the range is outside the content ({len} bytes)"))
                     .with_details(serde_json::json!({"size": len})),
@@ -133,20 +83,4 @@ fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, Api
         );
     }
     Ok(response)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_are_read_as_the_gateway_reads_them() {
-        let span = |start, end| Ok(Some(Span { start, end }));
-        assert_eq!(parse_range(None, 10), Ok(None));
-        assert_eq!(parse_range(Some("bytes=0-3"), 10), span(0, 3));
-        assert_eq!(parse_range(Some("bytes=4-"), 10), span(4, 9));
-        assert_eq!(parse_range(Some("bytes=-3"), 10), span(7, 9));
-        assert_eq!(parse_range(Some("bytes=10-"), 10), Err(()));
-        assert_eq!(parse_range(Some("bytes=0-1,3-4"), 10), Ok(None));
-    }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use talon_protocol::gateway::{ApiError, ErrorCode, Method, Request, dispatch};
@@ -24,23 +24,7 @@ use super::state::{Shared, TOKEN};
 /// The largest body taken (the gateway's default).
 const MAX_BODY_BYTES: usize = 16 << 20;
 
-/// An error as the transport sends it.
-pub(crate) struct ErrorResponse(pub ApiError);
-
-impl IntoResponse for ErrorResponse {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.code.http_status())
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response =
-            (status, axum::Json(serde_json::json!({"error": self.0}))).into_response();
-        if let Some(ms) = self.0.retry_after_ms
-            && let Ok(value) = header::HeaderValue::from_str(&ms.div_ceil(1000).to_string())
-        {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-        response
-    }
-}
+pub(crate) use talon_wire::ErrorResponse;
 
 /// The router.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {

@@ -163,22 +163,6 @@ pub(crate) struct StreamQuery {
     types: Option<String>,
 }
 
-/// The cursor: `Last-Event-ID` when sent, else `after`.
-fn cursor(headers: &HeaderMap, query: &StreamQuery) -> Result<Option<u64>, ApiError> {
-    let text = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query.after.clone());
-    match text.as_deref().map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(text) => text
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| invalid(format!("{text:?} is not an event id"))),
-    }
-}
-
 /// One run's events.
 pub(crate) async fn run_events(
     State(shared): State<Arc<Shared>>,
@@ -193,7 +177,12 @@ pub(crate) async fn run_events(
             run_id: Some(run_id.clone()),
             ..Filter::default()
         };
-        Follow::start(&shared, filter, cursor(&headers, &query)?, true)
+        Follow::start(
+            &shared,
+            filter,
+            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            true,
+        )
     })();
     match opened {
         Ok(follow) => sse(follow),
@@ -225,7 +214,12 @@ pub(crate) async fn all_events(
             agent_id: query.agent_id.clone(),
             types,
         };
-        Follow::start(&shared, filter, cursor(&headers, &query)?, false)
+        Follow::start(
+            &shared,
+            filter,
+            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            false,
+        )
     })();
     match opened {
         Ok(follow) => sse(follow),
@@ -246,9 +240,7 @@ fn sse(follow: Follow) -> Response {
             }
         };
         let chunk: Chunk = match next? {
-            Next::Event(id, kind, json) => Ok(Bytes::from(format!(
-                "id: {id}\nevent: {kind}\ndata: {json}\n\n"
-            ))),
+            Next::Event(id, kind, json) => Ok(talon_wire::sse_event_frame(id, kind, &json)),
             Next::Cut => {
                 // What was sent before reaches the socket first (hyper
                 // flushes while the body is pending).

@@ -1,0 +1,140 @@
+//! The rules of the gateway protocol's transports, shared by every server
+//! of it: the gateway (`talon-gateway`) and the fake gateway apps test
+//! against (`talon_testing::fake`). What a client sees on the wire is
+//! decided here once, so the two cannot answer the same request
+//! differently:
+//!
+//! - [`ErrorResponse`]: the one error shape over HTTP
+//!   (`{"error": ApiError}` with the code's status, `Retry-After` in
+//!   seconds when `retryAfterMs` is set), and [`sse_error_frame`], the
+//!   same error ending an event stream; [`sse_event_frame`], an event's
+//!   frame;
+//! - [`range`]: one `Range` request (`bytes=a-b`, `bytes=a-`, `bytes=-n`);
+//! - [`stream_cursor`]: a stream's cursor (`Last-Event-ID`, else `after`);
+//! - [`ws`]: the WebSocket's request frames and answers.
+//!
+//! Deliberately absent: routing, authentication and state (each server
+//! has its own).
+
+pub mod range;
+pub mod ws;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use talon_protocol::gateway::{ApiError, ErrorCode};
+
+/// An error as the HTTP transport sends it.
+#[derive(Debug)]
+pub struct ErrorResponse(pub ApiError);
+
+impl IntoResponse for ErrorResponse {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response =
+            (status, axum::Json(serde_json::json!({"error": self.0}))).into_response();
+        if let Some(ms) = self.0.retry_after_ms
+            && let Ok(value) = HeaderValue::from_str(&ms.div_ceil(1000).to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+/// An event's Server-Sent Events frame: `id: <id>`, `event: <type>`
+/// (line breaks dropped), then `data:` with the envelope's JSON exactly as
+/// given (one `data:` line per line of it, should it hold a line break).
+pub fn sse_event_frame(id: u64, kind: &str, json: &str) -> Bytes {
+    let kind: String = kind.chars().filter(|c| !matches!(c, '\n' | '\r')).collect();
+    let mut frame = String::with_capacity(json.len() + kind.len() + 32);
+    frame.push_str("id: ");
+    frame.push_str(&id.to_string());
+    frame.push_str("\nevent: ");
+    frame.push_str(&kind);
+    if json.contains(['\n', '\r']) {
+        for line in json.lines() {
+            frame.push_str("\ndata: ");
+            frame.push_str(line);
+        }
+    } else {
+        frame.push_str("\ndata: ");
+        frame.push_str(json);
+    }
+    frame.push_str("\n\n");
+    Bytes::from(frame)
+}
+
+/// The frame of an error that ends an event stream: `event: error`, the
+/// protocol's error shape as data.
+pub fn sse_error_frame(error: &ApiError) -> Bytes {
+    let data = serde_json::json!({ "error": error }).to_string();
+    Bytes::from(format!("event: error\ndata: {data}\n\n"))
+}
+
+/// A stream's cursor: `Last-Event-ID` when the request sends it, else the
+/// `after` query parameter; `None` for neither (or blank).
+pub fn stream_cursor(headers: &HeaderMap, after: Option<&str>) -> Result<Option<u64>, ApiError> {
+    let text = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .or(after);
+    match text.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => text.parse::<u64>().map(Some).map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!("{text:?} is not an event id"),
+            )
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_wins_over_after_and_bad_cursors_are_invalid() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(stream_cursor(&headers, None), Ok(None));
+        assert_eq!(stream_cursor(&headers, Some(" ")), Ok(None));
+        assert_eq!(stream_cursor(&headers, Some("7")), Ok(Some(7)));
+        headers.insert("last-event-id", HeaderValue::from_static("9"));
+        assert_eq!(stream_cursor(&headers, Some("7")), Ok(Some(9)));
+        headers.insert("last-event-id", HeaderValue::from_static("x1"));
+        let error = stream_cursor(&headers, None).unwrap_err();
+        assert_eq!(
+            (error.code, error.message.as_str()),
+            (ErrorCode::InvalidRequest, "\"x1\" is not an event id")
+        );
+    }
+
+    #[test]
+    fn event_frames_hold_the_json_as_given_and_never_break() {
+        assert_eq!(
+            &sse_event_frame(42, "run.completed", r#"{"type":"run.completed"}"#)[..],
+            &b"id: 42\nevent: run.completed\ndata: {\"type\":\"run.completed\"}\n\n"[..]
+        );
+        assert_eq!(
+            &sse_event_frame(1, "run.\nstarted", "{\"a\":\n1}")[..],
+            &b"id: 1\nevent: run.started\ndata: {\"a\":\ndata: 1}\n\n"[..]
+        );
+    }
+
+    #[test]
+    fn errors_keep_their_status_and_retry_after() {
+        let response = ErrorResponse(
+            ApiError::new(ErrorCode::RateLimited, "slow down").with_retry_after_ms(1500),
+        )
+        .into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
+        let frame = sse_error_frame(&ApiError::new(ErrorCode::CursorExpired, "gone"));
+        assert_eq!(
+            &frame[..],
+            &b"event: error\ndata: {\"error\":{\"code\":\"cursor_expired\",\"message\":\"gone\",\"retryable\":false}}\n\n"[..]
+        );
+    }
+}
