@@ -29,6 +29,12 @@ pub struct GatewayArgs {
     /// The config file (default: $TALON_CONFIG, else ~/.talon/talon.json5 if present).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Start with a new, empty store even though the state directory has
+    /// served before (it holds an admin token) and its database is missing
+    /// or empty; the old admin token is moved aside, never overwritten.
+    /// Without it such a start is refused.
+    #[arg(long)]
+    new_store: bool,
     /// Serve every run's model from this mock script instead of the
     /// provider (builds with the `mock-model` feature).
     #[cfg(feature = "mock-model")]
@@ -116,6 +122,11 @@ fn limits(
         sse_heartbeat_interval: settings
             .sse_heartbeat_interval
             .unwrap_or(d.sse_heartbeat_interval),
+        input_bytes_per_second: settings
+            .input_bytes_per_second
+            .unwrap_or(d.input_bytes_per_second),
+        input_burst_bytes: settings.input_burst_bytes.unwrap_or(d.input_burst_bytes),
+        max_stored_bytes: settings.max_stored_bytes.or(d.max_stored_bytes),
     };
     let r = talon_gateway::RunLimits::default();
     let runs = talon_gateway::RunLimits {
@@ -155,10 +166,58 @@ fn config_agents(config: &Config) -> Vec<Agent> {
         .collect()
 }
 
+/// What the gateway lets browsers and environments reach, from the
+/// `gateway.security` and `gateway.environments` sections.
+fn policies(
+    config: &Config,
+) -> Result<
+    (
+        talon_gateway::BrowserPolicy,
+        Option<std::time::Duration>,
+        talon_gateway::EnvironmentPolicy,
+    ),
+    String,
+> {
+    let security = config.security().map_err(|e| e.to_string())?;
+    let environments = config.environments().map_err(|e| e.to_string())?;
+    let browsers = talon_gateway::BrowserPolicy {
+        allowed_hosts: security.allowed_hosts,
+        allowed_origins: security.allowed_origins,
+    };
+    let policy = talon_gateway::EnvironmentPolicy {
+        source_roots: environments.source_roots,
+        repositories: environments.repositories,
+        secrets: environments
+            .secrets
+            .into_iter()
+            .map(|(name, source)| {
+                let source = match source {
+                    talon_config::SecretRef::Env(var) => talon_gateway::SecretSource::Env(var),
+                    talon_config::SecretRef::File(path) => talon_gateway::SecretSource::File(path),
+                };
+                (name, source)
+            })
+            .collect(),
+    };
+    Ok((browsers, security.stream_ticket_ttl, policy))
+}
+
 pub fn run_gateway(args: GatewayArgs) -> ExitCode {
-    let (config, store) = match store_config(args.config.as_deref()) {
+    let (config, mut store) = match store_config(args.config.as_deref()) {
         Ok(found) => found,
         Err(code) => return code,
+    };
+    // A state directory that has served (it holds the admin token) must
+    // not start over with an empty store by accident.
+    let token_file = store
+        .state_dir
+        .join(talon_gateway::tokens::ADMIN_TOKEN_FILE);
+    if token_file.exists() && !args.new_store {
+        store.on_missing = talon_store::OnMissing::Refuse;
+    }
+    let (browsers, ticket_ttl, environments) = match policies(&config) {
+        Ok(found) => found,
+        Err(message) => return fail(2, &message),
     };
     config.warn_unknown();
     let (limits, mut run_limits) = match config.gateway() {
@@ -200,11 +259,23 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             config_agents: agents,
             limits,
             runs: run_limits,
+            browsers,
+            ticket_ttl: ticket_ttl.unwrap_or(talon_gateway::tokens::TICKET_TTL),
+            environments,
             ..GatewayConfig::local(store.state_dir.clone(), args.listen.port(), host)
         };
         let gateway = GatewayConfig { store, ..gateway };
         let running = match talon_gateway::start(gateway).await {
             Ok(running) => running,
+            Err(talon_gateway::GatewayError::Store(talon_store::StoreError::Missing(what))) => {
+                return fail(
+                    1,
+                    &format!(
+                        "{what}, but the state directory has served before ({} exists): refusing to start over with an empty store. Restore the database, point store.url at it, or start with --new-store to create a new one",
+                        token_file.display()
+                    ),
+                );
+            }
             Err(e) => return fail(1, &e.to_string()),
         };
         if let Some(token) = &running.admin_token {

@@ -12,6 +12,11 @@
 //!   runs: { maxConcurrent: 64, maxQueued: 10000, drainGraceMs: 30000 },
 //! }
 //! ```
+//!
+//! `gateway.limits` also takes `inputBytesPerSecond` and `inputBurstBytes`
+//! (the bytes of write-method bodies a token may send) and
+//! `maxStoredBytes` (the store's quota). `gateway.security` and
+//! `gateway.environments` are read by [`crate::security`].
 
 use std::time::Duration;
 
@@ -20,7 +25,7 @@ use serde_json::Value;
 use crate::{Config, ConfigError, Result};
 
 /// The `gateway` keys Talon reads.
-pub(crate) const KNOWN: &[&str] = &["limits", "runs"];
+pub(crate) const KNOWN: &[&str] = &["limits", "runs", "security", "environments"];
 
 /// The `gateway` section, as given.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,6 +58,13 @@ pub struct GatewaySettings {
     /// `gateway.runs.drainGraceMs`: how long running runs may go on at
     /// shutdown.
     pub drain_grace: Option<Duration>,
+    /// `gateway.limits.inputBytesPerSecond`: write-body bytes per second
+    /// per token.
+    pub input_bytes_per_second: Option<u64>,
+    /// `gateway.limits.inputBurstBytes`: write-body bytes at once.
+    pub input_burst_bytes: Option<u64>,
+    /// `gateway.limits.maxStoredBytes`: the store's quota.
+    pub max_stored_bytes: Option<u64>,
 }
 
 impl Config {
@@ -88,11 +100,14 @@ impl Config {
             max_concurrent_runs: count("gateway.runs.maxConcurrent", 1 << 16)?.map(size),
             max_queued_runs: count("gateway.runs.maxQueued", u64::from(u32::MAX))?.map(narrow),
             drain_grace: ms("gateway.runs.drainGraceMs")?,
+            input_bytes_per_second: count("gateway.limits.inputBytesPerSecond", 1 << 40)?,
+            input_burst_bytes: count("gateway.limits.inputBurstBytes", 1 << 40)?,
+            max_stored_bytes: count("gateway.limits.maxStoredBytes", 1 << 50)?,
         })
     }
 
     /// A whole number above 0, at most `max`, if given.
-    fn whole(&self, key: &str, max: u64) -> Result<Option<u64>> {
+    pub(crate) fn whole(&self, key: &str, max: u64) -> Result<Option<u64>> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_u64() {
@@ -107,7 +122,7 @@ impl Config {
     }
 }
 
-fn invalid(key: &str, message: &str) -> ConfigError {
+pub(crate) fn invalid(key: &str, message: &str) -> ConfigError {
     ConfigError::Invalid {
         key: key.to_owned(),
         message: message.to_owned(),
@@ -139,7 +154,8 @@ mod tests {
                limits: {callsPerSecond: 2.5, burst: 10, maxStreams: 8, maxBodyBytes: 1024,
                         maxConnections: 100, headerReadTimeoutMs: 500,
                         stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000,
-                        sseHeartbeatIntervalMs: 250},
+                        sseHeartbeatIntervalMs: 250, inputBytesPerSecond: 1000,
+                        inputBurstBytes: 8192, maxStoredBytes: 1073741824},
                runs: {maxConcurrent: 4, maxQueued: 50, drainGraceMs: 3000}}}",
         )
         .unwrap();
@@ -158,6 +174,9 @@ mod tests {
                 max_concurrent_runs: Some(4),
                 max_queued_runs: Some(50),
                 drain_grace: Some(Duration::from_secs(3)),
+                input_bytes_per_second: Some(1000),
+                input_burst_bytes: Some(8192),
+                max_stored_bytes: Some(1 << 30),
             }
         );
         assert_eq!(parse("{}").unwrap(), GatewaySettings::default());

@@ -17,9 +17,11 @@ use talon_fs::{FsError, Symlinks};
 
 mod gateway;
 mod nesting;
+mod security;
 
 pub use gateway::GatewaySettings;
 pub use nesting::{MAX_NESTING, check_nesting};
+pub use security::{EnvironmentSettings, SecretRef, SecuritySettings};
 
 /// Parses JSON5 (and so JSON) text into a value, refusing documents nested
 /// deeper than [`MAX_NESTING`] before the recursive parser sees them: the

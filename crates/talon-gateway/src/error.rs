@@ -66,11 +66,13 @@ pub fn api_error(error: StoreError) -> ApiError {
         | StoreError::Connect { .. }
         | StoreError::Closed => {
             tracing::error!(%error, "store unavailable");
+            let reason = error.unwritable_reason().unwrap_or("closed");
             ApiError::new(
                 ErrorCode::Unavailable,
                 "the store is unavailable; try again later",
             )
             .with_retry_after_ms(1_000)
+            .with_details(serde_json::json!({"reason": reason, "detail": error.to_string()}))
         }
         other => {
             tracing::error!(error = %other, "store failure");

@@ -1,8 +1,15 @@
 //! The HTTP transport: `POST /v1/<method>` for every method of the table
 //! (the params object as the JSON body, `Authorization: Bearer <token>`),
-//! `GET /healthz` (no auth), `GET /v1/openapi.json`. One error shape:
+//! `GET /healthz` (no auth: `200 ok`, or `503` with the store's reason
+//! while it cannot write), `GET /v1/openapi.json`. One error shape:
 //! `{"error": {code, message, retryable, ...}}` with the code's HTTP
-//! status.
+//! status. Every route is behind the Host, Origin and CORS guard
+//! ([`crate::guard`]).
+//!
+//! A method that writes is refused `unavailable` (retryable) at once
+//! while the store cannot write, and `quota_exceeded` once the store holds
+//! `maxStoredBytes`; the bytes of a token's write bodies are metered
+//! ([`crate::limits`]).
 
 use std::sync::Arc;
 
@@ -12,7 +19,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use talon_protocol::gateway::{ApiError, ErrorCode, Method, Request, dispatch};
+use talon_protocol::gateway::{ApiError, Effect, ErrorCode, Method, Request, dispatch};
 use talon_store::Store;
 
 use crate::api::Api;
@@ -30,6 +37,15 @@ pub(crate) struct Shared {
     pub closing: tokio::sync::watch::Receiver<bool>,
     /// The node's live tail of the event log.
     pub tail: crate::tail::Tail,
+    /// Which hosts and origins are served.
+    pub browsers: crate::guard::BrowserPolicy,
+    /// Where the gateway listens (its own address is a served host).
+    pub listen: std::net::SocketAddr,
+    /// Revoked tokens, for the connections they opened.
+    pub revocations: Arc<crate::revocation::Revocations>,
+    /// How many bytes the store holds (database and artifact files),
+    /// measured now and then, against `max_stored_bytes`.
+    pub stored: crate::limits::StoredBytes,
 }
 
 pub(crate) use talon_wire::ErrorResponse;
@@ -48,11 +64,24 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             get(crate::content::artifact_content),
         )
         .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            crate::guard::guard,
+        ))
         .with_state(shared)
 }
 
-async fn healthz() -> &'static str {
-    "ok\n"
+async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
+    let health = shared.store.health();
+    if health.is_ok() {
+        return "ok\n".into_response();
+    }
+    ErrorResponse(
+        ApiError::new(ErrorCode::Unavailable, health.describe())
+            .with_retry_after_ms(talon_store::PROBE_EVERY.as_millis() as u64)
+            .with_details(serde_json::json!({"reason": health.reason()})),
+    )
+    .into_response()
 }
 
 async fn openapi(State(shared): State<Arc<Shared>>) -> Response {
@@ -68,6 +97,26 @@ async fn fallback() -> ErrorResponse {
         ErrorCode::NotFound,
         "no such route: methods are POST /v1/<method>",
     ))
+}
+
+/// Authenticates a stream's request: its bearer token, else (for a
+/// browser, which cannot set headers on `EventSource` or `WebSocket`) a
+/// `tokens.ticket` ticket from the URL, consumed; then one call from the
+/// token's rate.
+pub(crate) async fn stream_caller(
+    shared: &Shared,
+    headers: &HeaderMap,
+    ticket: Option<&str>,
+) -> Result<tokens::Caller, ApiError> {
+    match ticket {
+        Some(ticket) if !headers.contains_key(header::AUTHORIZATION) => {
+            let caller =
+                tokens::redeem_ticket(&shared.store, ticket, talon_store::now_ms()).await?;
+            shared.limiter.take(&caller.token_id)?;
+            Ok(caller)
+        }
+        _ => caller(shared, headers).await,
+    }
 }
 
 /// Authenticates the request's bearer token and takes one call from its
@@ -95,12 +144,16 @@ pub(crate) async fn serve_call(
     params: serde_json::Value,
 ) -> Result<serde_json::Value, ApiError> {
     let Some(known) = Method::from_name(method) else {
+        let shown: String = method.chars().take(64).collect();
         return Err(
-            ApiError::new(ErrorCode::NotFound, format!("no method `{method}`"))
-                .with_details(serde_json::json!({"method": method})),
+            ApiError::new(ErrorCode::NotFound, format!("no method `{shown}`"))
+                .with_details(serde_json::json!({"method": shown})),
         );
     };
     caller.require(known.spec().scope)?;
+    if known.spec().effect == Effect::Write {
+        writable(shared)?;
+    }
     if !params.is_object() && !params.is_null() {
         return Err(ApiError::new(
             ErrorCode::InvalidRequest,
@@ -108,7 +161,56 @@ pub(crate) async fn serve_call(
         ));
     }
     let request = Request::decode(method, params)?;
-    dispatch(&shared.api, caller, request).await
+    let answer = dispatch(&shared.api, caller, request).await;
+    if let Err(error) = &answer {
+        note_store_fault(&shared.store, error);
+    }
+    answer
+}
+
+/// A call that failed because the store could not write tells the store's
+/// health, so `/healthz` and every later write see it at once (whichever
+/// of the store's paths the call took).
+fn note_store_fault(store: &Store, error: &ApiError) {
+    if error.code != ErrorCode::Unavailable {
+        return;
+    }
+    let Some(details) = &error.details else {
+        return;
+    };
+    let reason = match details.get("reason").and_then(|r| r.as_str()) {
+        Some("disk_full") => "disk_full",
+        Some("read_only") => "read_only",
+        Some("unreachable") => "unreachable",
+        _ => return,
+    };
+    let detail = details
+        .get("detail")
+        .and_then(|d| d.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    store.note_unwritable(reason, detail);
+}
+
+/// Whether a method that writes may go ahead: `unavailable` (retryable)
+/// while the store cannot write, `quota_exceeded` once it holds its quota.
+fn writable(shared: &Shared) -> Result<(), ApiError> {
+    let health = shared.store.health();
+    match &health {
+        talon_store::Health::Ok => {}
+        talon_store::Health::Unwritable { .. } => {
+            return Err(ApiError::new(ErrorCode::Unavailable, health.describe())
+                .with_retry_after_ms(1_000)
+                .with_details(serde_json::json!({"reason": health.reason()})));
+        }
+        talon_store::Health::Corrupt(_) => {
+            let mut error = ApiError::new(ErrorCode::Unavailable, health.describe())
+                .with_details(serde_json::json!({"reason": health.reason()}));
+            error.retryable = false;
+            return Err(error);
+        }
+    }
+    shared.stored.check()
 }
 
 async fn call(
@@ -129,6 +231,12 @@ async fn call(
         ))
         .into_response();
     };
+    if let Err(error) = shared
+        .limiter
+        .take_bytes(&caller.token_id, &method, body.len())
+    {
+        return ErrorResponse(error).into_response();
+    }
     let params: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
         serde_json::Value::Null
     } else {

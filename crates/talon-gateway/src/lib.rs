@@ -2,15 +2,24 @@
 //! (HTTP calls, Server-Sent Events, WebSocket), behind tokens and scopes,
 //! over the durable store, with the node's run engine executing agent
 //! runs ([`runs`]) on a [`talon_runtime::Host`].
+//!
+//! Every request meets the Host, Origin and CORS guard first (`guard`);
+//! calls then go through one path for both transports (`http::serve_call`:
+//! token, method, scope, the store's health, params decoded against their
+//! caps, dispatch). Open streams and sockets end with their token
+//! (`revocation`). Environments take only what the admin's
+//! [`EnvironmentPolicy`] names. The threat model is in ARCHITECTURE.md.
 
 mod api;
 mod content;
 mod environments;
 mod error;
 mod frame;
+mod guard;
 mod http;
 mod limits;
 mod memory;
+mod revocation;
 mod runs;
 mod serve;
 mod stream;
@@ -27,8 +36,11 @@ use talon_runtime::Host;
 use talon_store::{Store, StoreConfig};
 
 pub use api::Api;
+pub use environments::{EnvironmentPolicy, SecretSource};
 pub use error::{GatewayError, Result, api_error};
+pub use guard::BrowserPolicy;
 pub use limits::Limits;
+pub use revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use runs::{LEASE, RunLimits};
 
 /// How a gateway runs.
@@ -50,6 +62,13 @@ pub struct GatewayConfig {
     pub runs: RunLimits,
     /// This node's id in the store (a fresh one per start when absent).
     pub node: Option<String>,
+    /// The hosts it answers to and the browser origins it serves.
+    pub browsers: BrowserPolicy,
+    /// How long a stream ticket may wait to be used.
+    pub ticket_ttl: std::time::Duration,
+    /// Where environments' workspaces may come from and the secrets they
+    /// may bind.
+    pub environments: EnvironmentPolicy,
 }
 
 impl GatewayConfig {
@@ -66,6 +85,9 @@ impl GatewayConfig {
             host,
             runs: RunLimits::default(),
             node: None,
+            browsers: BrowserPolicy::default(),
+            ticket_ttl: tokens::TICKET_TTL,
+            environments: EnvironmentPolicy::default(),
         }
     }
 }
@@ -98,17 +120,36 @@ impl Running {
     /// them (clients resume by cursor), stops accepting connections, finishes the
     /// requests in flight, and closes the store once every event is
     /// durable.
-    pub async fn shutdown(self) {
+    ///
+    /// Whatever the store's state, each step after the drain is bounded
+    /// ([`SHUTDOWN_STEP`]): requests still in flight then are cut, and a
+    /// store that cannot write is left as it is (what was committed stays;
+    /// the next start recovers the rest).
+    pub async fn shutdown(mut self) {
         self.engine.drain().await;
         self.dispatcher.abort();
         let _ = self.closing.send(true);
         let _ = self.shutdown.send(true);
-        if let Err(error) = self.server.await {
-            tracing::warn!(%error, "the server task ended abnormally");
+        match tokio::time::timeout(SHUTDOWN_STEP, &mut self.server).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(error))) => tracing::warn!(%error, "the server ended with an error"),
+            Ok(Err(error)) => tracing::warn!(%error, "the server task ended abnormally"),
+            Err(_) => {
+                tracing::warn!("requests still in flight after the drain were cut");
+                self.server.abort();
+            }
         }
-        self.store.close().await;
+        if tokio::time::timeout(SHUTDOWN_STEP, self.store.close())
+            .await
+            .is_err()
+        {
+            tracing::error!("the store did not close in time; what it had committed stays");
+        }
     }
 }
+
+/// How long each step of a shutdown after the drain may take.
+pub const SHUTDOWN_STEP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Opens the store, mints the admin token on a first start, binds and
 /// serves. Returns once it is ready (`/healthz` answers).
@@ -141,6 +182,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         node,
         config.host.clone(),
         config.runs.clone(),
+        Arc::new(config.environments.clone()),
     );
     let dispatcher = engine
         .start()
@@ -150,11 +192,21 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
     let shared = Arc::new(http::Shared {
         tail,
-        api: Api::new(store.clone(), config.config_agents.clone(), engine.clone()),
+        api: Api::new(store.clone(), config.config_agents.clone(), engine.clone())
+            .with_ticket_ttl(config.ticket_ttl),
         store: store.clone(),
         openapi: openapi.into(),
         limiter: limits::Limiter::new(config.limits),
+        revocations: revocation::Revocations::start(store.clone(), closing_seen.clone()),
+        stored: limits::StoredBytes::start(
+            store.clone(),
+            config.limits.max_stored_bytes,
+            closing_seen.clone(),
+        )
+        .await,
         closing: closing_seen,
+        browsers: config.browsers.clone(),
+        listen: addr,
     });
     let app = http::router(shared);
     let (shutdown, stop) = tokio::sync::watch::channel(false);

@@ -1,8 +1,18 @@
 //! Limits that keep the gateway up under abuse: a token bucket per token
 //! (every call, on any transport, and every stream opened takes one), a
-//! cap on the streams open at once (SSE streams and WebSocket
-//! subscriptions together), and the connection limits [`crate::serve`]
-//! and the WebSocket transport apply.
+//! second bucket per token for the bytes of the bodies of methods that
+//! write (what piles up in the store: inputs, messages, settings), a
+//! quota on the bytes the store holds ([`StoredBytes`]), a cap on the
+//! streams open at once (SSE streams and WebSocket subscriptions
+//! together), and the connection limits [`crate::serve`] and the
+//! WebSocket transport apply.
+//!
+//! | over | answer |
+//! |---|---|
+//! | calls per second | `rate_limited`, `retryAfterMs` |
+//! | write bytes per second | `rate_limited`, `retryAfterMs` |
+//! | stored bytes | `quota_exceeded` (not retryable) |
+//! | open streams | `unavailable`, `retryAfterMs` |
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,6 +48,15 @@ pub struct Limits {
     /// An SSE stream with nothing sent for this long gets a heartbeat
     /// comment, so proxies and clients keep it open.
     pub sse_heartbeat_interval: Duration,
+    /// Bytes of write-method bodies per second per token, sustained.
+    pub input_bytes_per_second: u64,
+    /// Bytes of write-method bodies a token may send at once after being
+    /// idle (at least `max_body_bytes`, so one largest body always fits).
+    pub input_burst_bytes: u64,
+    /// Once the store holds this many bytes (database and artifact
+    /// files), methods that write answer `quota_exceeded` (`None`: no
+    /// quota).
+    pub max_stored_bytes: Option<u64>,
 }
 
 impl Default for Limits {
@@ -52,6 +71,9 @@ impl Default for Limits {
             stalled_write_timeout: Duration::from_secs(30),
             ws_ping_interval: Duration::from_secs(30),
             sse_heartbeat_interval: Duration::from_secs(15),
+            input_bytes_per_second: 256 << 10,
+            input_burst_bytes: 16 << 20,
+            max_stored_bytes: None,
         }
     }
 }
@@ -70,6 +92,7 @@ struct Bucket {
 pub(crate) struct Limiter {
     limits: Limits,
     buckets: Mutex<HashMap<String, Bucket>>,
+    bytes: Mutex<HashMap<String, Bucket>>,
     streams: Arc<Semaphore>,
 }
 
@@ -78,6 +101,7 @@ impl Limiter {
         Self {
             limits,
             buckets: Mutex::new(HashMap::new()),
+            bytes: Mutex::new(HashMap::new()),
             streams: Arc::new(Semaphore::new(limits.max_streams)),
         }
     }
@@ -120,6 +144,57 @@ impl Limiter {
         .with_retry_after_ms(wait_ms.max(1)))
     }
 
+    /// Takes `len` bytes from `token_id`'s byte bucket when `method`
+    /// writes (reads are not metered), or says when to retry.
+    pub(crate) fn take_bytes(
+        &self,
+        token_id: &str,
+        method: &str,
+        len: usize,
+    ) -> Result<(), ApiError> {
+        let writes = talon_protocol::gateway::Method::from_name(method)
+            .is_some_and(|m| m.spec().effect == talon_protocol::gateway::Effect::Write);
+        if !writes || len == 0 {
+            return Ok(());
+        }
+        let rate = self.limits.input_bytes_per_second.max(1) as f64;
+        let burst = self
+            .limits
+            .input_burst_bytes
+            .max(self.limits.max_body_bytes as u64)
+            .max(1) as f64;
+        let now = Instant::now();
+        let Ok(mut buckets) = self.bytes.lock() else {
+            return Err(ApiError::new(ErrorCode::Internal, "rate limiter poisoned"));
+        };
+        if buckets.len() >= SWEEP_AT {
+            let full_after = Duration::from_secs_f64(burst / rate);
+            buckets.retain(|_, b| now.duration_since(b.at) < full_after);
+        }
+        let bucket = buckets.entry(token_id.to_owned()).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        bucket.tokens =
+            (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(burst);
+        bucket.at = now;
+        let len = len as f64;
+        if bucket.tokens >= len {
+            bucket.tokens -= len;
+            return Ok(());
+        }
+        let wait_ms = ((len - bucket.tokens) / rate * 1000.0).ceil() as u64;
+        Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!(
+                "this token is over its write volume ({} bytes/s, bursts of {} bytes)",
+                self.limits.input_bytes_per_second, burst as u64
+            ),
+        )
+        .with_retry_after_ms(wait_ms.max(1))
+        .with_details(serde_json::json!({"limit": "inputBytesPerSecond"})))
+    }
+
     /// A place for one more open stream, held until the stream ends.
     pub(crate) fn stream(&self) -> Result<OwnedSemaphorePermit, ApiError> {
         self.streams.clone().try_acquire_owned().map_err(|_| {
@@ -132,6 +207,68 @@ impl Limiter {
             )
             .with_retry_after_ms(1_000)
         })
+    }
+}
+
+/// How often the store's size is measured against the quota.
+const MEASURE_EVERY: Duration = Duration::from_secs(5);
+
+/// The bytes the store holds, measured every [`MEASURE_EVERY`], against
+/// the quota.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredBytes {
+    held: Arc<std::sync::atomic::AtomicU64>,
+    quota: Option<u64>,
+}
+
+impl StoredBytes {
+    /// Measures `store` once, then until `closing` (only when there is a
+    /// quota).
+    pub(crate) async fn start(
+        store: talon_store::Store,
+        quota: Option<u64>,
+        mut closing: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        let held = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        if quota.is_some() {
+            if let Ok(bytes) = store.stored_bytes().await {
+                held.store(bytes, std::sync::atomic::Ordering::Relaxed);
+            }
+            let measured = held.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(MEASURE_EVERY);
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = closing.wait_for(|c| *c) => return,
+                    }
+                    match store.stored_bytes().await {
+                        Ok(bytes) => measured.store(bytes, std::sync::atomic::Ordering::Relaxed),
+                        Err(error) => tracing::debug!(%error, "the store's size could not be read"),
+                    }
+                }
+            });
+        }
+        Self { held, quota }
+    }
+
+    /// `quota_exceeded` once the store holds its quota.
+    pub(crate) fn check(&self) -> Result<(), ApiError> {
+        let Some(quota) = self.quota else {
+            return Ok(());
+        };
+        let held = self.held.load(std::sync::atomic::Ordering::Relaxed);
+        if held < quota {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            ErrorCode::QuotaExceeded,
+            format!(
+                "the store holds {held} bytes, its quota (gateway.limits.maxStoredBytes) is {quota}: nothing more is written until room is freed"
+            ),
+        )
+        .with_details(serde_json::json!({"storedBytes": held, "quotaBytes": quota})))
     }
 }
 

@@ -17,7 +17,10 @@
 //! gets a heartbeat comment; sending events resets no timer. A
 //! cursor older than what the store keeps is `cursor_expired`: an HTTP
 //! error before the stream starts, an `error` event if it happens during
-//! one.
+//! one. A browser authenticates with `?ticket=` (from `tokens.ticket`)
+//! instead of the header. Revoking the token, or its expiry, ends its
+//! streams with an `error` event `unauthenticated`
+//! ([`crate::revocation`]).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -27,32 +30,52 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use talon_protocol::EventType;
+use talon_protocol::gateway::bounded::{AgentId, Cursor, RunId, SessionKey, Text};
 use talon_protocol::gateway::{ApiError, ErrorCode, Method};
 use talon_store::{EventFilter, Store};
 use tokio::time::{Instant, Sleep};
 
 use crate::error::api_error;
 use crate::frame::{self, Delivery};
-use crate::http::{ErrorResponse, Shared, caller};
+use crate::http::{ErrorResponse, Shared, stream_caller};
+use crate::tokens::Caller;
 
 /// Events read from the store per page.
 const PAGE: u32 = 500;
 /// How often a live stream looks for events other nodes committed.
 const POLL: Duration = Duration::from_secs(1);
 
-/// The query of a stream.
+/// The query of a stream, its strings capped as the protocol's are.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct StreamQuery {
-    after: Option<String>,
-    session_key: Option<String>,
-    agent_id: Option<String>,
-    types: Option<String>,
+    after: Option<Cursor>,
+    session_key: Option<SessionKey>,
+    agent_id: Option<AgentId>,
+    types: Option<Text<2048>>,
+    ticket: Option<Text<128>>,
+}
+
+/// The query of `GET /v1/ws`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TicketQuery {
+    pub ticket: Option<Text<128>>,
+}
+
+/// Decodes a route's query, refusing a bad one in the protocol's shape.
+pub(crate) fn query<T: serde::de::DeserializeOwned + Default>(uri: &Uri) -> Result<T, ApiError> {
+    if uri.query().is_none() {
+        return Ok(T::default());
+    }
+    Query::<T>::try_from_uri(uri)
+        .map(|Query(q)| q)
+        .map_err(|e| invalid(format!("the query: {}", e.body_text())))
 }
 
 fn invalid(message: String) -> ApiError {
@@ -63,11 +86,13 @@ fn invalid(message: String) -> ApiError {
 pub(crate) async fn run_events(
     State(shared): State<Arc<Shared>>,
     Path(run_id): Path<String>,
-    Query(query): Query<StreamQuery>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
     let opened = async {
-        let caller = caller(&shared, &headers).await?;
+        let query: StreamQuery = query(&uri)?;
+        RunId::check(&run_id).map_err(|e| invalid(format!("runId: {e}")))?;
+        let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
         caller.require(Method::RunsEvents.spec().scope)?;
         if shared
             .store
@@ -89,10 +114,11 @@ pub(crate) async fn run_events(
         Ok((
             filter,
             talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            caller,
         ))
     };
     match opened.await {
-        Ok((filter, cursor)) => open(&shared, filter, cursor, true).await,
+        Ok((filter, cursor, caller)) => open(&shared, filter, cursor, true, &caller).await,
         Err(error) => ErrorResponse(error).into_response(),
     }
 }
@@ -100,11 +126,12 @@ pub(crate) async fn run_events(
 /// Every event the token may see, filtered.
 pub(crate) async fn all_events(
     State(shared): State<Arc<Shared>>,
-    Query(query): Query<StreamQuery>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
     let opened = async {
-        let caller = caller(&shared, &headers).await?;
+        let query: StreamQuery = query(&uri)?;
+        let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
         caller.require(Method::EventsSubscribe.spec().scope)?;
         let mut types = Vec::new();
         for name in query.types.iter().flat_map(|t| t.split(',')) {
@@ -117,8 +144,8 @@ pub(crate) async fn all_events(
             types.push(kind);
         }
         let filter = EventFilter {
-            session_key: query.session_key.clone(),
-            agent_id: query.agent_id.clone(),
+            session_key: query.session_key.clone().map(Into::into),
+            agent_id: query.agent_id.clone().map(Into::into),
             types,
             raw: caller.is_admin(),
             ..EventFilter::default()
@@ -126,10 +153,11 @@ pub(crate) async fn all_events(
         Ok((
             filter,
             talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            caller,
         ))
     };
     match opened.await {
-        Ok((filter, cursor)) => open(&shared, filter, cursor, false).await,
+        Ok((filter, cursor, caller)) => open(&shared, filter, cursor, false, &caller).await,
         Err(error) => ErrorResponse(error).into_response(),
     }
 }
@@ -260,9 +288,12 @@ impl Follow {
     }
 }
 
-/// A stream's state: the reader and its heartbeat.
+/// A stream's state: the reader, its heartbeat, and its token's
+/// liveness.
 struct Streaming {
     follow: Follow,
+    liveness: crate::revocation::Liveness,
+    ended: bool,
     /// Fires `every` after the last frame sent; moved only when it fires.
     heartbeat: Pin<Box<Sleep>>,
     every: Duration,
@@ -273,9 +304,16 @@ impl Streaming {
     /// The next frame: an event, the error that ends the stream, or a
     /// heartbeat once the stream has been idle for `every`.
     async fn next(&mut self) -> Option<Bytes> {
+        if self.ended {
+            return None;
+        }
         loop {
             tokio::select! {
                 biased;
+                ended = self.liveness.ended() => {
+                    self.ended = true;
+                    return Some(talon_wire::sse_error_frame(&ended.error()));
+                }
                 next = self.follow.next() => {
                     self.last_sent = Instant::now();
                     return Some(match next? {
@@ -299,7 +337,13 @@ impl Streaming {
 
 /// Reads the first page (so that a bad cursor is an HTTP error), then
 /// streams.
-async fn open(shared: &Shared, filter: EventFilter, cursor: Option<u64>, end: bool) -> Response {
+async fn open(
+    shared: &Shared,
+    filter: EventFilter,
+    cursor: Option<u64>,
+    end: bool,
+    caller: &Caller,
+) -> Response {
     let follow = match Follow::start(shared, filter, cursor, end).await {
         Ok(follow) => follow,
         Err(error) => return ErrorResponse(error).into_response(),
@@ -307,6 +351,8 @@ async fn open(shared: &Shared, filter: EventFilter, cursor: Option<u64>, end: bo
     let every = shared.limiter.limits().sse_heartbeat_interval;
     let streaming = Streaming {
         follow,
+        liveness: shared.revocations.watch(caller),
+        ended: false,
         heartbeat: Box::pin(tokio::time::sleep(every)),
         every,
         last_sent: Instant::now(),

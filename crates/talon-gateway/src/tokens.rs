@@ -6,6 +6,12 @@
 //! A token's secret is `talon_` and 64 hex digits. With 256 random bits a
 //! plain SHA-256 cannot be reversed or guessed, so every node sharing a
 //! database can check a token without a shared key.
+//!
+//! Stream tickets (`tokens.ticket`) are how a browser authenticates an
+//! `EventSource` or a `WebSocket`, which cannot carry a header: `tkt_` and
+//! 64 hex digits, minted with the bearer token, stored as their SHA-256,
+//! valid for one stream and [`TICKET_TTL`] by default, carrying some of
+//! the minting token's scopes. A long-lived token never goes in a URL.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -22,6 +28,10 @@ use crate::error::{GatewayError, Result};
 pub const SECRET_PREFIX: &str = "talon_";
 /// The admin token's file under the state directory.
 pub const ADMIN_TOKEN_FILE: &str = "admin.token";
+/// What every stream ticket starts with.
+pub const TICKET_PREFIX: &str = "tkt_";
+/// How long a stream ticket may wait to be used, by default.
+pub const TICKET_TTL: Duration = Duration::from_secs(60);
 
 /// A token just minted: the secret is shown once and never stored.
 #[derive(Clone)]
@@ -41,13 +51,16 @@ impl std::fmt::Debug for MintedToken {
     }
 }
 
-/// Who is calling: an authenticated token.
+/// Who is calling: an authenticated token (or a ticket it minted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The token's id.
+    /// The token's id (a ticket's caller is the token that minted it).
     pub token_id: String,
     /// What it may do.
     pub scopes: Vec<Scope>,
+    /// When the token stops working (epoch ms): a stream it opened ends
+    /// then.
+    pub expires_at: Option<u64>,
 }
 
 impl Caller {
@@ -150,10 +163,102 @@ pub async fn authenticate(
             Ok(Caller {
                 token_id: token.id,
                 scopes: token.scopes,
+                expires_at: token.expires_at,
             })
         }
         _ => Err(unauthenticated()),
     }
+}
+
+/// Mints a stream ticket for `caller` with `scopes` (all of the caller's
+/// when `None`; one it lacks is `forbidden`), valid for `ttl`.
+pub async fn mint_ticket(
+    store: &Store,
+    caller: &Caller,
+    scopes: Option<Vec<Scope>>,
+    ttl: Duration,
+    now: u64,
+) -> std::result::Result<talon_protocol::gateway::params::StreamTicket, ApiError> {
+    let scopes = match scopes {
+        None => caller.scopes.clone(),
+        Some(asked) => {
+            for scope in &asked {
+                if *scope == Scope::Unknown {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidRequest,
+                        "scopes: an unknown scope",
+                    ));
+                }
+                caller.require(*scope)?;
+            }
+            let mut asked = asked;
+            asked.sort();
+            asked.dedup();
+            asked
+        }
+    };
+    let bytes = random::<32>().map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+    let ticket = format!("{TICKET_PREFIX}{}", hex(&bytes));
+    let expires_at = now.saturating_add(ttl.as_millis() as u64);
+    let stored = talon_store::StoredTicket {
+        hash: hash(&ticket),
+        token_id: caller.token_id.clone(),
+        scopes: scopes.clone(),
+        expires_at,
+    };
+    store
+        .insert_ticket(&stored, now)
+        .await
+        .map_err(crate::error::api_error)?;
+    Ok(talon_protocol::gateway::params::StreamTicket {
+        ticket,
+        expires_at,
+        scopes,
+    })
+}
+
+/// The caller a stream ticket stands for, consuming it: `unauthenticated`
+/// when it is malformed, unknown, used, expired, or its token is no longer
+/// live.
+pub async fn redeem_ticket(
+    store: &Store,
+    ticket: &str,
+    now: u64,
+) -> std::result::Result<Caller, ApiError> {
+    let refused = || {
+        ApiError::new(
+            ErrorCode::Unauthenticated,
+            "the stream ticket is unknown, used or expired: mint a new one with tokens.ticket",
+        )
+        .with_details(serde_json::json!({"reason": "ticket"}))
+    };
+    let well_formed = ticket
+        .strip_prefix(TICKET_PREFIX)
+        .is_some_and(|rest| rest.len() == 64 && rest.bytes().all(|b| b.is_ascii_hexdigit()));
+    if !well_formed {
+        return Err(refused());
+    }
+    let unavailable = |error: talon_store::StoreError| {
+        tracing::error!(%error, "ticket lookup failed");
+        ApiError::new(ErrorCode::Unavailable, "the token store is unavailable")
+            .with_retry_after_ms(1_000)
+    };
+    let taken = store
+        .take_ticket(&hash(ticket), now)
+        .await
+        .map_err(unavailable)?
+        .ok_or_else(refused)?;
+    let token = store
+        .token(&taken.token_id)
+        .await
+        .map_err(unavailable)?
+        .filter(|t| t.is_live(now))
+        .ok_or_else(refused)?;
+    Ok(Caller {
+        token_id: token.id,
+        scopes: taken.scopes,
+        expires_at: token.expires_at,
+    })
 }
 
 /// On a store with no tokens at all, mints an admin token and writes its
@@ -164,7 +269,21 @@ pub async fn bootstrap_admin(store: &Store, state_dir: &Path, now: u64) -> Resul
         return Ok(None);
     }
     let minted = mint(Some("admin".into()), vec![Scope::Admin], None, now)?;
-    write_secret(&state_dir.join(ADMIN_TOKEN_FILE), &minted.secret)?;
+    let file = state_dir.join(ADMIN_TOKEN_FILE);
+    if file.exists() {
+        // Never overwritten: the old secret may be the only copy of a
+        // token another store still honours.
+        let kept = state_dir.join(format!("{ADMIN_TOKEN_FILE}.replaced-{now}"));
+        std::fs::rename(&file, &kept).map_err(|source| GatewayError::Io {
+            path: file.clone(),
+            source,
+        })?;
+        tracing::warn!(
+            old = %kept.display(),
+            "the store had no tokens: a new admin token replaces admin.token; the old one was moved aside"
+        );
+    }
+    write_secret(&file, &minted.secret)?;
     store.insert_token(&minted.stored).await?;
     Ok(Some(minted.secret))
 }

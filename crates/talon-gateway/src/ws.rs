@@ -12,7 +12,12 @@
 //!   same envelopes and ids as SSE (the stored JSON, not re-encoded);
 //!   `events.unsubscribe` ends one.
 //!
-//! The token comes with the upgrade request (`Authorization: Bearer`). A
+//! The token comes with the upgrade request (`Authorization: Bearer`), or,
+//! from a browser, a `tokens.ticket` ticket as `?ticket=`; an upgrade from
+//! a foreign `Origin` is refused before this ([`crate::guard`]). When the
+//! token is revoked or expires, the connection closes with code
+//! [`crate::revocation::CLOSE_REVOKED`] (4001) or
+//! [`crate::revocation::CLOSE_EXPIRED`] (4002). A
 //! frame that is not a request (not JSON, binary, no `id`) gets an
 //! `invalid_request` answer with a null id and the connection stays; a
 //! frame over the size limit closes it. A slow reader only slows its own
@@ -26,8 +31,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::http::HeaderMap;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use talon_protocol::gateway::params::{EventsSubscribeParams, EventsUnsubscribeParams};
@@ -38,8 +43,8 @@ use tokio::task::JoinHandle;
 
 use talon_wire::ws::{answer, binary_refusal, decode_request};
 
-use crate::http::{ErrorResponse, Shared, caller, serve_call};
-use crate::stream::Follow;
+use crate::http::{ErrorResponse, Shared, serve_call, stream_caller};
+use crate::stream::{Follow, TicketQuery};
 use crate::tokens::Caller;
 
 /// Frames waiting to be written, per connection.
@@ -50,10 +55,15 @@ const MAX_SUBSCRIPTIONS: usize = 16;
 /// Upgrades an authenticated request.
 pub(crate) async fn upgrade(
     State(shared): State<Arc<Shared>>,
+    uri: Uri,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let caller = match caller(&shared, &headers).await {
+    let authenticated = async {
+        let query: TicketQuery = crate::stream::query(&uri)?;
+        stream_caller(&shared, &headers, query.ticket.as_deref()).await
+    };
+    let caller = match authenticated.await {
         Ok(caller) => caller,
         Err(error) => return ErrorResponse(error).into_response(),
     };
@@ -71,12 +81,26 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
     use futures::{SinkExt as _, StreamExt as _};
     let (mut sink, mut frames) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<String>(OUTBOX);
+    let (closer, mut close) = tokio::sync::oneshot::channel::<CloseFrame>();
     let ping_every = shared.limiter.limits().ws_ping_interval;
     let writer = tokio::spawn(async move {
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+        let mut closed = false;
         loop {
             let message = tokio::select! {
+                biased;
+                frame = &mut close, if !closed => {
+                    closed = true;
+                    match frame {
+                        Ok(frame) => {
+                            let _ = sink.send(Message::Close(Some(frame))).await;
+                            break;
+                        }
+                        // No close to send: the frames queued go first.
+                        Err(_) => continue,
+                    }
+                }
                 text = queued.recv() => match text {
                     Some(text) => Message::Text(text.into()),
                     None => break,
@@ -89,6 +113,8 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
         }
         let _ = sink.close().await;
     });
+    let mut liveness = shared.revocations.watch(&caller);
+    let mut closer = Some(closer);
     let caller = Arc::new(caller);
     let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut next_subscription = 0u64;
@@ -106,12 +132,26 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
             },
             // The gateway shuts down: the connection ends.
             _ = closing.wait_for(|closing| *closing) => None,
+            // The token was revoked or expired: the connection closes,
+            // saying which.
+            ended = liveness.ended() => {
+                let (code, reason) = ended.close();
+                tracing::debug!(code, reason, "closing a WebSocket whose token ended");
+                if let Some(closer) = closer.take() {
+                    let _ = closer.send(CloseFrame { code, reason: reason.into() });
+                }
+                None
+            }
         };
         let Some(frame) = frame else {
             break;
         };
+        let mut len = 0;
         let decoded = match frame {
-            Ok(Message::Text(text)) => decode_request(text.as_str()),
+            Ok(Message::Text(text)) => {
+                len = text.len();
+                decode_request(text.as_str())
+            }
             Ok(Message::Binary(_)) => Err(binary_refusal()),
             Ok(Message::Ping(_) | Message::Pong(_)) => continue,
             Ok(Message::Close(_)) | Err(_) => break,
@@ -123,7 +163,11 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
                 continue;
             }
         };
-        if let Err(error) = shared.limiter.take(&caller.token_id) {
+        let metered = shared
+            .limiter
+            .take(&caller.token_id)
+            .and_then(|()| shared.limiter.take_bytes(&caller.token_id, &method, len));
+        if let Err(error) = metered {
             let _ = outbox.send(answer(&id, Err(error))).await;
             continue;
         }
@@ -150,10 +194,12 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
                 let outcome = caller
                     .require(Method::EventsUnsubscribe.spec().scope)
                     .and_then(|()| {
-                        serde_json::from_value::<EventsUnsubscribeParams>(params)
-                            .map_err(|e| invalid(&format!("events.unsubscribe: {e}")))
+                        talon_protocol::gateway::decode_params::<EventsUnsubscribeParams>(
+                            "events.unsubscribe",
+                            params,
+                        )
                     })
-                    .and_then(|p| match subscriptions.remove(&p.subscription_id) {
+                    .and_then(|p| match subscriptions.remove(p.subscription_id.as_str()) {
                         Some(task) => {
                             task.abort();
                             Ok(json!({}))
@@ -203,9 +249,8 @@ async fn subscribe(
     open: usize,
 ) -> Result<Started, ApiError> {
     caller.require(Method::EventsSubscribe.spec().scope)?;
-    let params = if params.is_null() { json!({}) } else { params };
     let p: EventsSubscribeParams =
-        serde_json::from_value(params).map_err(|e| invalid(&format!("events.subscribe: {e}")))?;
+        talon_protocol::gateway::decode_params("events.subscribe", params)?;
     if open >= MAX_SUBSCRIPTIONS {
         return Err(ApiError::new(
             ErrorCode::RateLimited,
@@ -220,8 +265,8 @@ async fn subscribe(
         ),
     };
     let filter = EventFilter {
-        session_key: p.session_key,
-        agent_id: p.agent_id,
+        session_key: p.session_key.map(Into::into),
+        agent_id: p.agent_id.map(Into::into),
         types: p.types.unwrap_or_default(),
         raw: caller.is_admin(),
         ..EventFilter::default()

@@ -14,7 +14,7 @@ use talon_mcp::{McpExecutor, McpManager, parse_servers};
 
 use crate::changes::{CommandLog, FileChange, MAX_REPORTED_BYTES, ToolOutputs};
 use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
-use talon_tools::redact::{redact_text, redact_value};
+use talon_tools::redact::Redactor;
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, McpServers, RunContext, RunScope, Semantic,
     ToolCall, ToolError, ToolErrorCode, ToolExecutor, ToolPolicy,
@@ -141,7 +141,7 @@ impl RunTools {
                 core,
                 questions,
                 changes,
-                redact,
+                redact: Redactor::new(&redact),
             }),
             mcp: Some(Arc::new(manager.clone())),
             owned: None,
@@ -178,7 +178,7 @@ struct Executor {
     core: Option<CoreTools>,
     questions: Option<Arc<dyn ToolExecutor>>,
     changes: Option<Arc<dyn ToolOutputs>>,
-    redact: Vec<String>,
+    redact: Redactor,
 }
 
 impl Executor {
@@ -253,9 +253,9 @@ impl ToolExecutor for Executor {
         }
         Box::pin(async move {
             match call.await {
-                Ok(value) => Ok(redact_value(&value, &self.redact)),
+                Ok(value) => Ok(self.redact.value(&value)),
                 Err(mut error) => {
-                    error.message = redact_text(&error.message, &self.redact);
+                    error.message = self.redact.text(&error.message);
                     Err(error)
                 }
             }

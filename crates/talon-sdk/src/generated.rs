@@ -365,4 +365,12 @@ impl Client {
     pub async fn events_unsubscribe(&self, params: EventsUnsubscribeParams) -> Result<Empty> {
         self.call(Method::EventsUnsubscribe, &params, Retry::Safe).await
     }
+
+    /// Mints a short-lived, single-use ticket that opens one event stream or WebSocket in place of the bearer token (`?ticket=`), for browsers, which cannot set headers on `EventSource` or `WebSocket`. Each call mints a new one, so a retry is safe.
+    ///
+    /// `tokens.ticket`: needs `session.read`; reads; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn tokens_ticket(&self, params: TokensTicketParams) -> Result<StreamTicket> {
+        self.call(Method::TokensTicket, &params, Retry::Safe).await
+    }
 }

@@ -73,9 +73,9 @@ impl Approval {
         let info = self
             .client
             .approvals_respond(ApprovalsRespondParams {
-                approval_id: self.info.id.clone(),
+                approval_id: self.info.id.clone().into(),
                 decision,
-                reason,
+                reason: reason.map(Into::into),
                 idempotency_key: None,
             })
             .await?;
@@ -121,7 +121,7 @@ impl Question {
         let info = self
             .client
             .questions_respond(QuestionsRespondParams {
-                question_id: self.info.id.clone(),
+                question_id: self.info.id.clone().into(),
                 answer,
                 idempotency_key: None,
             })
@@ -157,7 +157,7 @@ impl Artifact {
         let info = self
             .client
             .artifacts_get(ArtifactRef {
-                artifact_id: self.info.id.clone(),
+                artifact_id: self.info.id.clone().into(),
             })
             .await?;
         Ok(Self::new(self.client.clone(), info))
@@ -181,7 +181,7 @@ impl Environment {
         let info = self
             .client
             .environments_status(EnvironmentRef {
-                environment_id: self.info.id.clone(),
+                environment_id: self.info.id.clone().into(),
             })
             .await?;
         Ok(Self::new(self.client.clone(), info))
@@ -192,7 +192,7 @@ impl Environment {
         let info = self
             .client
             .environments_delete(EnvironmentsDeleteParams {
-                environment_id: self.info.id.clone(),
+                environment_id: self.info.id.clone().into(),
                 idempotency_key: None,
             })
             .await?;

@@ -132,7 +132,7 @@ impl Run {
     pub async fn refresh(&self) -> Result<proto::Run> {
         self.client
             .runs_get(RunRef {
-                run_id: self.info.id.clone(),
+                run_id: self.info.id.clone().into(),
             })
             .await
     }
@@ -164,7 +164,7 @@ impl Run {
     pub async fn wait_for(&self, timeout_ms: u64) -> Result<proto::RunResult> {
         self.client
             .runs_wait(RunsWaitParams {
-                run_id: self.info.id.clone(),
+                run_id: self.info.id.clone().into(),
                 timeout_ms: Some(timeout_ms),
             })
             .await
@@ -175,7 +175,7 @@ impl Run {
     pub async fn cancel(&self) -> Result<proto::Run> {
         self.client
             .runs_cancel(RunsCancelParams {
-                run_id: self.info.id.clone(),
+                run_id: self.info.id.clone().into(),
                 reason: None,
                 idempotency_key: None,
             })
@@ -214,7 +214,7 @@ impl Run {
             .client
             .approvals_list(ApprovalsListParams {
                 status: None,
-                run_id: Some(self.info.id.clone()),
+                run_id: Some(self.info.id.clone().into()),
                 session_id: None,
             })
             .await?;
@@ -231,7 +231,7 @@ impl Run {
             .client
             .questions_list(QuestionsListParams {
                 status: None,
-                run_id: Some(self.info.id.clone()),
+                run_id: Some(self.info.id.clone().into()),
             })
             .await?;
         Ok(list
@@ -249,7 +249,7 @@ impl Run {
             let page = self
                 .client
                 .artifacts_list(ArtifactsListParams {
-                    run_id: Some(self.info.id.clone()),
+                    run_id: Some(self.info.id.clone().into()),
                     session_id: None,
                     limit: None,
                     cursor: cursor.take(),
@@ -261,7 +261,7 @@ impl Run {
                     .map(|a| Artifact::new(self.client.clone(), a)),
             );
             match page.next_cursor {
-                Some(next) => cursor = Some(next),
+                Some(next) => cursor = Some(next.into()),
                 None => return Ok(out),
             }
         }
@@ -281,8 +281,8 @@ impl Run {
         let info = self
             .client
             .sessions_resolve(SessionsResolveParams {
-                key,
-                agent_id: Some(self.info.agent_id.clone()),
+                key: key.into(),
+                agent_id: Some(self.info.agent_id.clone().into()),
             })
             .await?;
         Ok(Session::new(self.client.clone(), info))
@@ -293,8 +293,8 @@ impl Run {
         Ok(self
             .client
             .tools_list(ToolsListParams {
-                agent_id: Some(self.info.agent_id.clone()),
-                session_key: self.info.session_key.clone(),
+                agent_id: Some(self.info.agent_id.clone().into()),
+                session_key: self.info.session_key.clone().map(Into::into),
             })
             .await?
             .tools)

@@ -50,13 +50,13 @@ impl Session {
         let accepted = self
             .client
             .sessions_send(SessionsSendParams {
-                session_id: self.info.id.clone(),
+                session_id: self.info.id.clone().into(),
                 input: input.into(),
                 tools: options.tools,
                 multitask_strategy: options.multitask_strategy,
                 timeout_ms: options.timeout_ms,
-                environment_id: options.environment_id,
-                idempotency_key: options.idempotency_key,
+                environment_id: options.environment_id.map(Into::into),
+                idempotency_key: options.idempotency_key.map(Into::into),
             })
             .await?;
         Ok(Run::new(self.client.clone(), accepted.run))
@@ -69,8 +69,8 @@ impl Session {
             let page = self
                 .client
                 .sessions_messages(SessionsMessagesParams {
-                    session_id: self.info.id.clone(),
-                    after: out.last().map(|m| m.id.clone()),
+                    session_id: self.info.id.clone().into(),
+                    after: out.last().map(|m| m.id.clone()).map(Into::into),
                     limit: None,
                 })
                 .await?;
@@ -88,8 +88,8 @@ impl Session {
         let info = self
             .client
             .sessions_fork(SessionsForkParams {
-                session_id: self.info.id.clone(),
-                at_message_id: at_message_id.map(str::to_owned),
+                session_id: self.info.id.clone().into(),
+                at_message_id: at_message_id.map(str::to_owned).map(Into::into),
                 key: None,
                 idempotency_key: None,
             })
@@ -102,7 +102,7 @@ impl Session {
         let info = self
             .client
             .sessions_compact(SessionActionParams {
-                session_id: self.info.id.clone(),
+                session_id: self.info.id.clone().into(),
                 idempotency_key: None,
             })
             .await?;
@@ -114,7 +114,7 @@ impl Session {
         Ok(self
             .client
             .sessions_abort(SessionActionParams {
-                session_id: self.info.id.clone(),
+                session_id: self.info.id.clone().into(),
                 idempotency_key: None,
             })
             .await?
@@ -130,7 +130,7 @@ impl Session {
                 .client
                 .artifacts_list(ArtifactsListParams {
                     run_id: None,
-                    session_id: Some(self.info.id.clone()),
+                    session_id: Some(self.info.id.clone().into()),
                     limit: None,
                     cursor: cursor.take(),
                 })
@@ -141,7 +141,7 @@ impl Session {
                     .map(|a| Artifact::new(self.client.clone(), a)),
             );
             match page.next_cursor {
-                Some(next) => cursor = Some(next),
+                Some(next) => cursor = Some(next.into()),
                 None => return Ok(out),
             }
         }

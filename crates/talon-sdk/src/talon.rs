@@ -79,7 +79,7 @@ impl Talon {
         let info = self
             .client
             .runs_get(RunRef {
-                run_id: run_id.to_owned(),
+                run_id: run_id.to_owned().into(),
             })
             .await?;
         Ok(Run::new(self.client.clone(), info))
@@ -128,7 +128,7 @@ impl Talon {
         let info = self
             .client
             .artifacts_get(ArtifactRef {
-                artifact_id: artifact_id.to_owned(),
+                artifact_id: artifact_id.to_owned().into(),
             })
             .await?;
         Ok(Artifact::new(self.client.clone(), info))
@@ -151,7 +151,7 @@ impl Talon {
         let info = self
             .client
             .environments_status(EnvironmentRef {
-                environment_id: environment_id.to_owned(),
+                environment_id: environment_id.to_owned().into(),
             })
             .await?;
         Ok(Environment::new(self.client.clone(), info))
@@ -167,7 +167,7 @@ impl Talon {
         let info = self
             .client
             .environments_create(EnvironmentsCreateParams {
-                provider: provider.to_owned(),
+                provider: provider.to_owned().into(),
                 settings: Some(settings),
                 idempotency_key: None,
             })
@@ -186,9 +186,9 @@ impl Talon {
         Ok(self
             .client
             .tools_invoke(ToolsInvokeParams {
-                tool: tool.to_owned(),
+                tool: tool.to_owned().into(),
                 arguments,
-                session_key: session_key.to_owned(),
+                session_key: session_key.to_owned().into(),
                 idempotency_key: None,
             })
             .await?
@@ -213,7 +213,7 @@ impl Agent {
     pub async fn info(&self) -> Result<proto::Agent> {
         self.client
             .agents_get(AgentRef {
-                agent_id: self.id.clone(),
+                agent_id: self.id.clone().into(),
             })
             .await
     }
@@ -228,15 +228,15 @@ impl Agent {
         let accepted = self
             .client
             .runs_create(RunsCreateParams {
-                agent_id: Some(self.id.clone()),
+                agent_id: Some(self.id.clone().into()),
                 input: input.into(),
-                session_key: options.session_key,
-                session_id: options.session_id,
+                session_key: options.session_key.map(Into::into),
+                session_id: options.session_id.map(Into::into),
                 tools: options.tools,
                 multitask_strategy: options.multitask_strategy,
                 timeout_ms: options.timeout_ms,
-                environment_id: options.environment_id,
-                idempotency_key: options.idempotency_key,
+                environment_id: options.environment_id.map(Into::into),
+                idempotency_key: options.idempotency_key.map(Into::into),
             })
             .await?;
         Ok(Run::new(self.client.clone(), accepted.run))
@@ -247,8 +247,8 @@ impl Agent {
         let info = self
             .client
             .sessions_resolve(SessionsResolveParams {
-                key: key.to_owned(),
-                agent_id: Some(self.id.clone()),
+                key: key.to_owned().into(),
+                agent_id: Some(self.id.clone().into()),
             })
             .await?;
         Ok(Session::new(self.client.clone(), info))
@@ -259,7 +259,7 @@ impl Agent {
         let info = self
             .client
             .sessions_create(SessionsCreateParams {
-                agent_id: self.id.clone(),
+                agent_id: self.id.clone().into(),
                 key: None,
                 metadata: None,
                 idempotency_key: None,
@@ -274,7 +274,7 @@ impl Agent {
         Ok(self
             .client
             .tools_list(ToolsListParams {
-                agent_id: Some(self.id.clone()),
+                agent_id: Some(self.id.clone().into()),
                 session_key: None,
             })
             .await?

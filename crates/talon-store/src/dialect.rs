@@ -70,6 +70,17 @@ impl Backend {
         Ok(())
     }
 
+    /// `column`'s text as a JSON string literal (NULL stays NULL).
+    pub(crate) fn json_quote(self, column: &str) -> String {
+        match self {
+            // json_quote(NULL) is the text `null`.
+            Self::Sqlite => {
+                format!("CASE WHEN {column} IS NULL THEN NULL ELSE json_quote({column}) END")
+            }
+            Self::Postgres => format!("to_json({column})::text"),
+        }
+    }
+
     /// A newline character as an SQL expression.
     pub(crate) fn newline(self) -> &'static str {
         match self {
@@ -124,6 +135,9 @@ fn target(config: &StoreConfig) -> Result<(Backend, String)> {
             }
         }
     };
+    if config.on_missing == crate::OnMissing::Refuse && !path.exists() {
+        return Err(StoreError::Missing(describe(config)));
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
             path: dir.to_owned(),
@@ -136,6 +150,33 @@ fn target(config: &StoreConfig) -> Result<(Backend, String)> {
         .read_only(read_only)
         .to_url_lossy();
     Ok((Backend::Sqlite, url.to_string()))
+}
+
+/// Where `config` points, for a person: the SQLite file, or the
+/// PostgreSQL URL without its password.
+pub(crate) fn describe(config: &StoreConfig) -> String {
+    match config.url.as_deref().map(str::trim) {
+        None | Some("") => format!(
+            "the database {} does not exist or is empty",
+            config.state_dir.join("talon.db").display()
+        ),
+        Some(url) => format!("the database {} does not exist or is empty", redact(url)),
+    }
+}
+
+/// Whether the database holds Talon's schema (any migration applied).
+pub(crate) async fn has_schema(backend: Backend, pool: &AnyPool) -> Result<bool> {
+    let query = match backend {
+        Backend::Sqlite => {
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
+        }
+        Backend::Postgres => {
+            "SELECT count(*) FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'"
+        }
+    };
+    let count: i64 = sqlx::query_scalar(query).fetch_one(pool).await?;
+    Ok(count > 0)
 }
 
 /// A URL without its password, for errors and logs.
@@ -216,6 +257,18 @@ async fn connect_pool(config: &StoreConfig, connections: u32) -> Result<(Backend
                 Ok(())
             })
         })
+        // A connection sqlx still counts as inside a transaction when it
+        // comes back (a COMMIT or ROLLBACK that failed, as on a full disk,
+        // leaves SQLite's and sqlx's idea of it apart) is closed, never
+        // handed out again: every later `BEGIN` on it would fail. (A
+        // transaction dropped on an error path may still have its rollback
+        // queued: that connection is closed too, which is only slower.)
+        .after_release(|conn, _meta| {
+            Box::pin(async move {
+                use sqlx::Connection as _;
+                Ok(!conn.is_in_transaction())
+            })
+        })
         .connect_with(options)
         .await
         .map_err(|source| StoreError::Connect {
@@ -279,6 +332,10 @@ mod tests {
         assert_eq!(
             include_str!("../migrations/sqlite/0003_environments.sql"),
             include_str!("../migrations/postgres/0003_environments.sql")
+        );
+        assert_eq!(
+            include_str!("../migrations/sqlite/0005_hardening.sql"),
+            include_str!("../migrations/postgres/0005_hardening.sql")
         );
         assert_eq!(SQLITE.iter().count(), POSTGRES.iter().count());
     }

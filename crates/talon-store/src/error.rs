@@ -71,6 +71,10 @@ pub enum StoreError {
     /// A stored value does not decode, or a value cannot be stored.
     #[error("corrupt record: {0}")]
     Corrupt(String),
+    /// There is no database yet (or an empty one), and the store was
+    /// opened with [`crate::OnMissing::Refuse`].
+    #[error("{0}")]
+    Missing(String),
     /// The group-commit writer is gone (the store is closing).
     #[error("the store is closed")]
     Closed,
@@ -102,6 +106,24 @@ impl StoreError {
             self,
             Self::Connect { .. } | Self::DiskFull(_) | Self::Database(_) | Self::Closed
         )
+    }
+
+    /// The stable word for why the store cannot write (`disk_full`,
+    /// `read_only`, `unreachable`), when that is what this error says.
+    pub fn unwritable_reason(&self) -> Option<&'static str> {
+        match self {
+            Self::DiskFull(_) => Some("disk_full"),
+            Self::ReadOnly(_) => Some("read_only"),
+            Self::Connect { .. } => Some("unreachable"),
+            Self::Database(
+                sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::WorkerCrashed,
+            ) => Some("unreachable"),
+            _ => None,
+        }
     }
 }
 

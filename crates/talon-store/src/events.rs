@@ -61,9 +61,20 @@ impl Prepared {
                 event.version
             )));
         }
+        // A session's key is stored once, with the session: an event of a
+        // session keeps only its id, and the key is joined back in when
+        // the event is read (`page`). The body is made without it; one
+        // whose session is not stored under that key gets it back at
+        // insert ([`insert`]).
+        let keyed_by_session = event.session_id.is_some();
         let unnumbered = Event {
             id: String::new(),
             raw: None,
+            session_key: if keyed_by_session {
+                None
+            } else {
+                event.session_key.clone()
+            },
             ..event.clone()
         };
         let json = serde_json::to_string(&unnumbered).map_err(corrupt)?;
@@ -105,6 +116,7 @@ pub(crate) async fn insert(
             .await?
             .try_get(0)?;
     let first = last - count + 1;
+    let stored_keys = session_keys(conn, backend, rows).await?;
     for (chunk_no, chunk) in rows.chunks(ROWS_PER_INSERT).enumerate() {
         let base = first + (chunk_no * ROWS_PER_INSERT) as i64;
         let mut text = String::from(
@@ -126,21 +138,88 @@ pub(crate) async fn insert(
         }
         let mut insert = sqlx::query(sqlx::AssertSqlSafe(text));
         for (i, event) in chunk.iter().enumerate() {
+            let (key, body) = match (&event.session_id, &event.session_key) {
+                // Its session holds the key: the row names only the id.
+                (Some(id), Some(key)) if stored_keys.get(id) == Some(key) => {
+                    (None, event.body.clone())
+                }
+                // No such session under that key: the row keeps the key,
+                // in its column and its body, as a keyless one does.
+                (Some(id), Some(key)) => (Some(key.clone()), with_key(&event.body, id, key)?),
+                (None, key) => (key.clone(), event.body.clone()),
+                (Some(_), None) => (None, event.body.clone()),
+            };
             insert = insert
                 .bind(base + i as i64)
                 .bind(event.ts)
                 .bind(event.kind)
                 .bind(event.run_id.clone())
                 .bind(event.session_id.clone())
-                .bind(event.session_key.clone())
+                .bind(key)
                 .bind(event.task_id.clone())
                 .bind(event.agent_id.clone())
-                .bind(event.body.clone())
+                .bind(body)
                 .bind(event.raw.clone());
         }
         insert.execute(&mut *conn).await?;
     }
     u64::try_from(first).map_err(corrupt)
+}
+
+/// `body` with `"sessionKey"` where the envelope has it, right after
+/// `"sessionId"` (the fields before it are the envelope's own, and a
+/// string in them has its quotes escaped, so the first match is the
+/// field).
+fn with_key(body: &str, session_id: &str, key: &str) -> Result<String> {
+    let field = format!(
+        "\"sessionId\":{}",
+        serde_json::to_string(session_id).map_err(corrupt)?
+    );
+    let at = body
+        .find(&field)
+        .ok_or_else(|| StoreError::Corrupt("an event's body has no sessionId".into()))?
+        + field.len();
+    let quoted = serde_json::to_string(key).map_err(corrupt)?;
+    Ok(format!(
+        "{},\"sessionKey\":{quoted}{}",
+        &body[..at],
+        &body[at..]
+    ))
+}
+
+/// The stored keys of the sessions `rows` name with a key.
+async fn session_keys(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    rows: &[&Prepared],
+) -> Result<std::collections::HashMap<String, String>> {
+    let mut ids: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.session_key.is_some())
+        .filter_map(|r| r.session_id.as_deref())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut keys = std::collections::HashMap::new();
+    for chunk in ids.chunks(ROWS_PER_INSERT) {
+        let mut text =
+            String::from("SELECT id, key FROM sessions WHERE key IS NOT NULL AND id IN (");
+        for i in 0..chunk.len() {
+            if i > 0 {
+                text.push(',');
+            }
+            backend.placeholder(&mut text, i + 1);
+        }
+        text.push(')');
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(text));
+        for id in chunk {
+            query = query.bind((*id).to_owned());
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            keys.insert(row.try_get::<String, _>(0)?, row.try_get::<String, _>(1)?);
+        }
+    }
+    Ok(keys)
 }
 
 /// Events queued by [`Store::submit`], not yet known to be durable.
@@ -245,20 +324,32 @@ impl Store {
         let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
         let types_json = serde_json::to_string(&types).map_err(corrupt)?;
         let backend: Backend = self.backend();
+        // The envelope is the stored body with, before its closing brace,
+        // the session's key (kept once, in `sessions`; rows written before
+        // that kept it in the body and in `session_key`) and then `raw`
+        // (last, where the live tail looks for it).
         let page: Option<String> = sqlx::query_scalar(sql!(
             "SELECT string_agg('{{\"version\":1,\"id\":\"' || seq || '\",' || \
-                CASE WHEN $7 = 1 AND raw IS NOT NULL \
-                     THEN substr(body, 1, length(body) - 1) || ',\"raw\":' || raw || '}}' \
-                     ELSE body END, \
+                CASE WHEN sk IS NULL AND rw IS NULL THEN body \
+                     ELSE substr(body, 1, length(body) - 1) \
+                          || CASE WHEN sk IS NULL THEN '' ELSE ',\"sessionKey\":' || sk END \
+                          || CASE WHEN rw IS NULL THEN '' ELSE ',\"raw\":' || rw END \
+                          || '}}' END, \
                 {newline} ORDER BY seq) \
-             FROM (SELECT seq, body, raw FROM events \
-                   WHERE seq > $1 \
-                     AND ($2 IS NULL OR run_id = $2) \
-                     AND ($3 IS NULL OR session_key = $3) \
-                     AND ($4 IS NULL OR agent_id = $4) \
-                     AND ($5 = '[]' OR {types}) \
-                   ORDER BY seq LIMIT $6) page",
+             FROM (SELECT e.seq, e.body, \
+                          CASE WHEN $7 = 1 THEN e.raw END AS rw, \
+                          {quoted} AS sk \
+                   FROM events e \
+                   LEFT JOIN sessions s ON e.session_key IS NULL AND s.id = e.session_id \
+                   WHERE e.seq > $1 \
+                     AND ($2 IS NULL OR e.run_id = $2) \
+                     AND ($3 IS NULL OR e.session_key = $3 \
+                          OR e.session_id = (SELECT id FROM sessions WHERE key = $3)) \
+                     AND ($4 IS NULL OR e.agent_id = $4) \
+                     AND ($5 = '[]' OR e.{types}) \
+                   ORDER BY e.seq LIMIT $6) page",
             newline = backend.newline(),
+            quoted = backend.json_quote("s.key"),
             types = backend.types_in(5)
         ))
         .bind(i64::try_from(from).map_err(corrupt)?)

@@ -35,6 +35,7 @@ mod dialect;
 mod environments;
 mod error;
 mod events;
+mod health;
 mod notify;
 mod records;
 mod resume;
@@ -55,7 +56,8 @@ pub use cells::CellStore;
 pub use dialect::Backend;
 pub use error::{Result, StoreError};
 pub use events::{MAX_PAGE, Pending, RawEvent};
-pub use records::{EventFilter, Retention, StoredToken};
+pub use health::{Health, PROBE_EVERY};
+pub use records::{EventFilter, Retention, StoredTicket, StoredToken};
 pub use resume::Orphaned;
 pub use runs::Claimed;
 pub use sessions::StoredMessage;
@@ -83,6 +85,21 @@ pub struct StoreConfig {
     /// Artifact contents up to this size are kept in the database; larger
     /// ones in files under `<state_dir>/artifacts/`.
     pub inline_artifact_bytes: u64,
+    /// What to do when there is no database yet (or an empty one).
+    pub on_missing: OnMissing,
+}
+
+/// What opening a store does when its database does not exist yet, or
+/// exists but holds no Talon schema (an empty file, an empty PostgreSQL
+/// database).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnMissing {
+    /// Create it (a first start).
+    #[default]
+    Create,
+    /// Refuse with [`StoreError::Missing`]: a state directory that already
+    /// served must not quietly start over with an empty store.
+    Refuse,
 }
 
 impl StoreConfig {
@@ -96,6 +113,7 @@ impl StoreConfig {
             max_connections: 4,
             max_size_bytes: None,
             inline_artifact_bytes: 256 << 10,
+            on_missing: OnMissing::Create,
         }
     }
 
@@ -123,6 +141,7 @@ struct Inner {
     state_dir: PathBuf,
     inline_artifact_bytes: u64,
     writer: writer::Writer,
+    health: Arc<health::HealthCell>,
     /// Ticks when a run changes (on PostgreSQL, on any node).
     runs: Arc<tokio::sync::watch::Sender<u64>>,
     /// PostgreSQL: the notification listener (stops when dropped).
@@ -139,7 +158,19 @@ pub async fn open(config: &StoreConfig) -> Result<Store> {
         writes,
         listen_url,
     } = dialect::connect(config).await?;
-    migrate(backend, &writes).await?;
+    if config.on_missing == OnMissing::Refuse && !dialect::has_schema(backend, &pool).await? {
+        pool.close().await;
+        writes.close().await;
+        return Err(StoreError::Missing(dialect::describe(config)));
+    }
+    let health = health::HealthCell::new(Health::Ok);
+    if let Err(error) = migrate(backend, &writes).await {
+        if matches!(error, StoreError::ReadOnly(_)) {
+            health.failed(&error);
+        } else {
+            return Err(error);
+        }
+    }
     let last: i64 = sqlx::query_scalar("SELECT last FROM event_counter WHERE id = 1")
         .fetch_one(&pool)
         .await?;
@@ -154,7 +185,13 @@ pub async fn open(config: &StoreConfig) -> Result<Store> {
             },
         )
     });
-    let writer = writer::Writer::spawn(writes.clone(), backend, committed);
+    let writer = writer::Writer::spawn(writes.clone(), backend, committed, health.clone());
+    tokio::spawn(health::probe(writes.clone(), backend, health.clone()));
+    tokio::spawn(health::integrity_check(
+        pool.clone(),
+        backend,
+        health.clone(),
+    ));
     Ok(Store {
         inner: Arc::new(Inner {
             pool,
@@ -163,6 +200,7 @@ pub async fn open(config: &StoreConfig) -> Result<Store> {
             state_dir: config.state_dir.clone(),
             inline_artifact_bytes: config.inline_artifact_bytes,
             writer,
+            health,
             runs,
             _listening: listening,
         }),
@@ -189,9 +227,13 @@ async fn migrate(backend: Backend, pool: &AnyPool) -> Result<()> {
     let wanted: Vec<i64> = migrator.iter().map(|m| m.version).collect();
     if applied == wanted {
         tracing::warn!("the store is read-only: reads are served, writes will fail");
-        Ok(())
-    } else {
         Err(error)
+    } else {
+        Err(StoreError::Migration(sqlx::migrate::MigrateError::Execute(
+            sqlx::Error::Protocol(format!(
+                "the read-only database's schema is not current ({error})"
+            )),
+        )))
     }
 }
 
@@ -243,6 +285,30 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// The bytes the store holds: the database (SQLite's pages, or
+    /// PostgreSQL's database size) and the artifact files beside it.
+    pub async fn stored_bytes(&self) -> Result<u64> {
+        let database: i64 =
+            match self.backend() {
+                Backend::Sqlite => sqlx::query_scalar(
+                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+                )
+                .fetch_one(self.pool())
+                .await?,
+                Backend::Postgres => {
+                    sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                        .fetch_one(self.pool())
+                        .await?
+                }
+            };
+        let files: i64 = sqlx::query_scalar(
+            "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM artifacts WHERE path IS NOT NULL",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        Ok(database.max(0) as u64 + files.max(0) as u64)
     }
 
     /// Waits for pending appends and closes every connection.

@@ -52,6 +52,19 @@ pub struct StoredToken {
     pub revoked_at: Option<u64>,
 }
 
+/// A stream ticket as stored: never the ticket, only its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTicket {
+    /// The SHA-256 of the ticket, hex.
+    pub hash: String,
+    /// The token that minted it (its revocation ends the ticket's stream).
+    pub token_id: String,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+    /// When it expires (epoch ms).
+    pub expires_at: u64,
+}
+
 impl StoredToken {
     /// Whether it can be used at `now` (epoch ms).
     pub fn is_live(&self, now: u64) -> bool {

@@ -1,5 +1,8 @@
 //! Access tokens: only a hash of the secret is stored; scopes, a
-//! name, an expiry and a revocation time beside it.
+//! name, an expiry and a revocation time beside it. Stream tickets
+//! (`tokens.ticket`): single-use, short-lived credentials a token mints,
+//! stored as their hash and consumed by deleting them, so a ticket opens
+//! one stream on whichever node it reaches first.
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
@@ -7,7 +10,7 @@ use talon_protocol::gateway::Scope;
 
 use crate::Store;
 use crate::error::{Result, corrupt};
-use crate::records::{StoredToken, json_text, ms, opt_ms};
+use crate::records::{StoredTicket, StoredToken, json_text, ms, opt_ms};
 
 const COLUMNS: &str = "id, hash, name, scopes, created_at, expires_at, revoked_at";
 
@@ -49,6 +52,76 @@ impl Store {
             .iter()
             .map(token_of)
             .collect()
+    }
+
+    /// The token with this id.
+    pub async fn token(&self, id: &str) -> Result<Option<StoredToken>> {
+        sqlx::query(sql!("SELECT {COLUMNS} FROM tokens WHERE id = $1"))
+            .bind(id.to_owned())
+            .fetch_optional(self.pool())
+            .await?
+            .as_ref()
+            .map(token_of)
+            .transpose()
+    }
+
+    /// The ids of tokens revoked at or after `since` (epoch ms), with when:
+    /// what every node's live connections look for.
+    pub async fn revoked_since(&self, since: u64) -> Result<Vec<(String, u64)>> {
+        let rows = sqlx::query(
+            "SELECT id, revoked_at FROM tokens WHERE revoked_at IS NOT NULL AND revoked_at >= $1",
+        )
+        .bind(ms(since)?)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let at: i64 = row.try_get(1)?;
+                Ok((row.try_get(0)?, at.max(0) as u64))
+            })
+            .collect()
+    }
+
+    /// Stores a stream ticket (its hash only), dropping expired ones.
+    pub async fn insert_ticket(&self, ticket: &StoredTicket, now: u64) -> Result<()> {
+        sqlx::query("DELETE FROM stream_tickets WHERE expires_at <= $1")
+            .bind(ms(now)?)
+            .execute(self.writes())
+            .await?;
+        sqlx::query(
+            "INSERT INTO stream_tickets (hash, token_id, scopes, expires_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(ticket.hash.clone())
+        .bind(ticket.token_id.clone())
+        .bind(json_text(&ticket.scopes)?)
+        .bind(ms(ticket.expires_at)?)
+        .execute(self.writes())
+        .await?;
+        Ok(())
+    }
+
+    /// Consumes the ticket whose secret hashes to `hash`: it is deleted, so
+    /// only one caller on any node gets it; `None` when there is none or it
+    /// expired before `now`.
+    pub async fn take_ticket(&self, hash: &str, now: u64) -> Result<Option<StoredTicket>> {
+        let row = sqlx::query(
+            "DELETE FROM stream_tickets WHERE hash = $1 RETURNING hash, token_id, scopes, expires_at",
+        )
+        .bind(hash.to_owned())
+        .fetch_optional(self.writes())
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let scopes: String = row.try_get(2)?;
+        let expires: i64 = row.try_get(3)?;
+        let ticket = StoredTicket {
+            hash: row.try_get(0)?,
+            token_id: row.try_get(1)?,
+            scopes: serde_json::from_str::<Vec<Scope>>(&scopes).map_err(corrupt)?,
+            expires_at: expires.max(0) as u64,
+        };
+        Ok((now < ticket.expires_at).then_some(ticket))
     }
 
     /// Revokes a token; `false` when there is none with that id.

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::Backend;
 use crate::error::{Result, StoreError};
 use crate::events::{self, Prepared};
+use crate::health::HealthCell;
 
 /// Events in one shared commit at most.
 const MAX_BATCH: usize = 4096;
@@ -59,10 +60,11 @@ impl Writer {
         pool: AnyPool,
         backend: Backend,
         announce: std::sync::Arc<watch::Sender<u64>>,
+        health: std::sync::Arc<HealthCell>,
     ) -> Self {
         let (jobs, inbox) = mpsc::channel(QUEUE);
         let committed = announce.subscribe();
-        tokio::spawn(run(pool, backend, inbox, announce));
+        tokio::spawn(run(pool, backend, inbox, announce, health));
         Self { jobs, committed }
     }
 
@@ -102,6 +104,7 @@ async fn run(
     backend: Backend,
     mut inbox: mpsc::Receiver<Job>,
     announce: std::sync::Arc<watch::Sender<u64>>,
+    health: std::sync::Arc<HealthCell>,
 ) {
     tracing::debug!(backend = backend.name(), "event writer started");
     let mut pending: Option<Job> = None;
@@ -142,7 +145,7 @@ async fn run(
             }
             next = inbox.try_recv().ok();
         }
-        if let Some(last) = commit(&pool, backend, batch).await {
+        if let Some(last) = commit(&pool, backend, batch, &health).await {
             announce.send_if_modified(|seen| {
                 let newer = last > *seen;
                 *seen = (*seen).max(last);
@@ -179,6 +182,7 @@ async fn commit(
     pool: &AnyPool,
     backend: Backend,
     batch: Vec<(Vec<Prepared>, oneshot::Sender<Result<u64>>)>,
+    health: &HealthCell,
 ) -> Option<u64> {
     if batch.is_empty() {
         return None;
@@ -187,6 +191,8 @@ async fn commit(
     let total = all.len() as u64;
     match write(pool, backend, &all).await {
         Ok(first) => {
+            // (A commit that fits in space already there says nothing of
+            // whether the store has room again: only the probe does.)
             let mut next = first;
             for (rows, reply) in batch {
                 let _ = reply.send(Ok(next));
@@ -195,6 +201,7 @@ async fn commit(
             Some(first + total - 1)
         }
         Err(error) if batch.len() == 1 => {
+            health.failed(&error);
             if let Some((_, reply)) = batch.into_iter().next() {
                 let _ = reply.send(Err(error));
             }
@@ -206,8 +213,11 @@ async fn commit(
             for (rows, reply) in batch {
                 let rows: Vec<&Prepared> = rows.iter().collect();
                 let written = write(pool, backend, &rows).await;
-                if let Ok(first) = &written {
-                    last = Some(first + rows.len() as u64 - 1);
+                match &written {
+                    Ok(first) => {
+                        last = Some(first + rows.len() as u64 - 1);
+                    }
+                    Err(error) => health.failed(error),
                 }
                 let _ = reply.send(written);
             }

@@ -13,7 +13,7 @@ fn talon(home: &std::path::Path, args: &[&str]) -> std::process::Output {
 }
 
 /// One call over plain HTTP/1.1 (no client library in this crate's tests).
-fn post(addr: &str, token: &str, method: &str, body: &str) -> String {
+pub(super) fn post(addr: &str, token: &str, method: &str, body: &str) -> String {
     use std::io::Write as _;
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
@@ -148,7 +148,7 @@ fn tokens_are_created_listed_and_revoked() {
 /// stderr (the admin token, on a first start, is on its stdout).
 /// A gateway process, killed when dropped: a test that fails half-way
 /// leaves no gateway running (and spinning cells) behind it.
-pub(super) struct Gateway(std::process::Child);
+pub(super) struct Gateway(pub(super) std::process::Child);
 
 impl std::ops::Deref for Gateway {
     type Target = std::process::Child;
@@ -184,7 +184,7 @@ pub(super) fn start_gateway(
     clippy::zombie_processes,
     reason = "the child is handed to the caller, who waits for it"
 )]
-fn start_gateway_with(
+pub(super) fn start_gateway_with(
     home: &std::path::Path,
     extra: &[&str],
     env: &[(&str, &std::path::Path)],
@@ -210,7 +210,7 @@ fn start_gateway_with(
 }
 
 /// The JSON body of an HTTP response.
-fn body(response: &str) -> serde_json::Value {
+pub(super) fn body(response: &str) -> serde_json::Value {
     let (_, body) = response.split_once("\r\n\r\n").unwrap();
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
 }
@@ -714,7 +714,12 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
                 list: [{{ id: "main" }}, {{ id: "wrongkey", model: "bad/mock-model" }}],
               }},
               tools: {{ approvals: "allow" }},
-            }}"#
+              gateway: {{ environments: {{
+                sourceRoots: ["{roots}"],
+                secrets: {{ BOUND: {{ env: "TALON_TEST_BOUND_SECRET" }} }},
+              }} }},
+            }}"#,
+            roots = home.path().join("sources").display()
         ),
     )
     .unwrap();
@@ -765,13 +770,13 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
     };
     let good = call(&admin, "runs.create", r#"{"input": "list the workspace"}"#);
     // A run in an environment whose secret its command prints.
-    let source = home.path().join("source");
+    let source = home.path().join("sources/app");
     std::fs::create_dir_all(&source).unwrap();
     let environment = call(
         &admin,
         "environments.create",
         &format!(
-            r#"{{"provider": "local", "settings": {{"source": {{"path": "{}"}}, "network": "host", "secrets": {{"BOUND": {{"env": "TALON_TEST_BOUND_SECRET"}}}}}}}}"#,
+            r#"{{"provider": "local", "settings": {{"source": {{"path": "{}"}}, "network": "host", "secrets": ["BOUND"]}}}}"#,
             source.display()
         ),
     );
@@ -880,7 +885,7 @@ fn the_gateway_takes_its_limits_from_the_config() {
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
     slow.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
-    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         .unwrap();
     let started = std::time::Instant::now();
     let mut answer = Vec::new();

@@ -2,6 +2,7 @@ mod agent_gateway;
 mod exec;
 mod gateway;
 mod hostile_files;
+mod hostile_state;
 mod hostile_store;
 mod soak;
 mod tools;

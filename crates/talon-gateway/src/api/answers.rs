@@ -44,7 +44,7 @@ impl Api {
                     ApprovalStatus::Approved
                 };
                 a.decision = Some(decision);
-                a.reason = reason;
+                a.reason = reason.map(Into::into);
                 a.resolved_at = Some(talon_store::now_ms());
             })
             .await

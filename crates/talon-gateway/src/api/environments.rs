@@ -43,7 +43,8 @@ impl Api {
     ) -> Result<Environment, ApiError> {
         let provider = provider(&p.provider)?;
         let settings = p.settings.clone().unwrap_or_else(|| serde_json::json!({}));
-        provider.check(&settings)?;
+        let state_dir = self.engine.state_dir();
+        provider.check(&settings, self.engine.environment_context(&state_dir))?;
         let id = match &p.idempotency_key {
             Some(key) => {
                 let hash: String = Sha256::digest(key.as_bytes())
@@ -58,7 +59,7 @@ impl Api {
                     .await
                     .map_err(api_error)?
                 {
-                    return if first.provider == p.provider
+                    return if first.provider == p.provider.as_str()
                         && first.settings.as_ref() == Some(&settings)
                     {
                         Ok(first)
@@ -89,7 +90,10 @@ impl Api {
             .await
             .map_err(api_error)?;
         let dir = dir_of(&self.engine.state_dir(), &id);
-        match provider.prepare(&settings, &dir).await {
+        match provider
+            .prepare(&settings, &dir, self.engine.environment_context(&state_dir))
+            .await
+        {
             Ok(workspace) => {
                 environment.status = EnvironmentStatus::Ready;
                 environment.workspace = Some(workspace.display().to_string());

@@ -50,7 +50,7 @@ impl Api {
             _ => return Err(invalid("arguments: an object")),
         };
         let idempotency = match &p.idempotency_key {
-            Some(key) => Some((key.clone(), request_hash(&p)?)),
+            Some(key) => Some((key.to_string(), request_hash(&p)?)),
             None => None,
         };
         let first = match &idempotency {
@@ -81,7 +81,7 @@ impl Api {
                     tools: Vec::new(),
                     environment_id: None,
                     invoke: Some(Invocation {
-                        tool: p.tool.clone(),
+                        tool: p.tool.to_string(),
                         arguments,
                     }),
                 };

@@ -8,7 +8,10 @@ mod environments;
 mod invoke;
 mod models;
 mod runs;
+mod sessions;
 mod toolspace;
+
+use sessions::check_metadata;
 
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
@@ -29,6 +32,8 @@ pub struct Api {
     store: Store,
     config_agents: Vec<Agent>,
     engine: Engine,
+    /// How long a stream ticket may wait to be used.
+    ticket_ttl: std::time::Duration,
 }
 
 /// The agent every gateway has, even with no config file.
@@ -74,60 +79,14 @@ impl Api {
             store,
             config_agents,
             engine,
+            ticket_ttl: crate::tokens::TICKET_TTL,
         }
     }
 
-    async fn find_agent(&self, id: &str) -> Result<Option<Agent>, ApiError> {
-        if let Some(agent) = self.config_agents.iter().find(|a| a.id == id) {
-            return Ok(Some(agent.clone()));
-        }
-        self.store.agent(id).await.map_err(api_error)
-    }
-
-    /// The session with `key`, created for `agent` (`main` when absent)
-    /// if there is none; a new session's agent must exist.
-    async fn sessions_resolve_inner(
-        &self,
-        key: &str,
-        agent: Option<String>,
-    ) -> Result<Session, ApiError> {
-        if let Some(session) = self.store.session_by_key(key).await.map_err(api_error)? {
-            return Ok(session);
-        }
-        let agent_id = agent.unwrap_or_else(|| DEFAULT_AGENT.into());
-        if self.find_agent(&agent_id).await?.is_none() {
-            return Err(not_found("agent", &agent_id));
-        }
-        let now = talon_store::now_ms();
-        let session = Session {
-            id: new_id("sess")?,
-            key: key.to_owned(),
-            agent_id,
-            parent_id: None,
-            forked_at_message_id: None,
-            metadata: Default::default(),
-            created_at: now,
-            updated_at: now,
-        };
-        match self.store.create_session(&session).await {
-            Ok(()) => Ok(session),
-            // Another caller created it first: theirs is the session.
-            Err(talon_store::StoreError::Exists { .. }) => self
-                .store
-                .session_by_key(key)
-                .await
-                .map_err(api_error)?
-                .ok_or_else(|| not_found("session", key)),
-            Err(error) => Err(api_error(error)),
-        }
-    }
-
-    async fn session_of(&self, id: &str) -> Result<Session, ApiError> {
-        self.store
-            .session(id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("session", id))
+    /// Stream tickets last `ttl`.
+    pub(crate) fn with_ticket_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.ticket_ttl = ttl;
+        self
     }
 }
 
@@ -155,10 +114,10 @@ impl Handler for Api {
         }
         let now = talon_store::now_ms();
         let agent = Agent {
-            id: p.id,
-            name: p.name,
-            description: p.description,
-            model: p.model,
+            id: p.id.into(),
+            name: p.name.map(Into::into),
+            description: p.description.map(Into::into),
+            model: p.model.map(Into::into),
             source: AgentSource::Api,
             created_at: Some(now),
             updated_at: Some(now),
@@ -186,13 +145,13 @@ impl Handler for Api {
             .map_err(api_error)?
             .ok_or_else(|| not_found("agent", &p.agent_id))?;
         if p.name.is_some() {
-            agent.name = p.name;
+            agent.name = p.name.map(Into::into);
         }
         if p.description.is_some() {
-            agent.description = p.description;
+            agent.description = p.description.map(Into::into);
         }
         if p.model.is_some() {
-            agent.model = p.model;
+            agent.model = p.model.map(Into::into);
         }
         agent.updated_at = Some(talon_store::now_ms());
         self.store.update_agent(&agent).await.map_err(api_error)?;
@@ -232,12 +191,14 @@ impl Handler for Api {
         let now = talon_store::now_ms();
         let id = new_id("sess")?;
         let session = Session {
-            key: p.key.unwrap_or_else(|| format!("{}:{id}", p.agent_id)),
+            key: p
+                .key
+                .map_or_else(|| format!("{}:{id}", p.agent_id), Into::into),
             id,
-            agent_id: p.agent_id,
+            agent_id: p.agent_id.into(),
             parent_id: None,
             forked_at_message_id: None,
-            metadata: p.metadata.unwrap_or_default(),
+            metadata: check_metadata(p.metadata.unwrap_or_default())?,
             created_at: now,
             updated_at: now,
         };
@@ -253,7 +214,8 @@ impl Handler for Api {
         _: &Caller,
         p: SessionsResolveParams,
     ) -> Result<Session, ApiError> {
-        self.sessions_resolve_inner(&p.key, p.agent_id).await
+        self.sessions_resolve_inner(&p.key, p.agent_id.map(Into::into))
+            .await
     }
 
     async fn sessions_send(
@@ -301,11 +263,13 @@ impl Handler for Api {
         let now = talon_store::now_ms();
         let id = new_id("sess")?;
         let session = Session {
-            key: p.key.unwrap_or_else(|| format!("{}:{id}", parent.agent_id)),
+            key: p
+                .key
+                .map_or_else(|| format!("{}:{id}", parent.agent_id), Into::into),
             id,
             agent_id: parent.agent_id.clone(),
             parent_id: Some(parent.id.clone()),
-            forked_at_message_id: p.at_message_id,
+            forked_at_message_id: p.at_message_id.map(Into::into),
             metadata: parent.metadata.clone(),
             created_at: now,
             updated_at: now,
@@ -496,8 +460,8 @@ impl Handler for Api {
     ) -> Result<ApprovalsListResult, ApiError> {
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
-            run_id: p.run_id,
-            session_id: p.session_id,
+            run_id: p.run_id.map(Into::into),
+            session_id: p.session_id.map(Into::into),
         };
         Ok(ApprovalsListResult {
             approvals: self.store.approvals(&filter).await.map_err(api_error)?,
@@ -519,7 +483,7 @@ impl Handler for Api {
     ) -> Result<QuestionsListResult, ApiError> {
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
-            run_id: p.run_id,
+            run_id: p.run_id.map(Into::into),
             session_id: None,
         };
         Ok(QuestionsListResult {
@@ -587,5 +551,14 @@ impl Handler for Api {
             ErrorCode::InvalidRequest,
             "events.unsubscribe is served on the WebSocket transport (GET /v1/ws)",
         ))
+    }
+
+    async fn tokens_ticket(
+        &self,
+        caller: &Caller,
+        p: TokensTicketParams,
+    ) -> Result<StreamTicket, ApiError> {
+        let now = talon_store::now_ms();
+        crate::tokens::mint_ticket(&self.store, caller, p.scopes, self.ticket_ttl, now).await
     }
 }

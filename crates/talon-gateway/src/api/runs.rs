@@ -124,7 +124,7 @@ impl Api {
                         ))
                     };
                 }
-                Some((key.clone(), hash))
+                Some((key.to_string(), hash))
             }
             None => None,
         };
@@ -153,7 +153,7 @@ impl Api {
 
     /// The run's session: by id, by key (created if absent), or new.
     async fn session_for(&self, p: &RunsCreateParams) -> Result<Session, ApiError> {
-        let agent = p.agent_id.clone();
+        let agent: Option<String> = p.agent_id.clone().map(Into::into);
         if let Some(agent) = &agent
             && self.find_agent(agent).await?.is_none()
         {

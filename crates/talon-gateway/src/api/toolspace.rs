@@ -72,6 +72,7 @@ impl Api {
         }
         let agent = p
             .agent_id
+            .map(String::from)
             .or(session_agent)
             .unwrap_or_else(|| DEFAULT_AGENT.into());
         if self.find_agent(&agent).await?.is_none() {

@@ -3,35 +3,41 @@
 //! Settings (`environments.create {provider: "local", settings}`):
 //!
 //! ```json
-//! {"source": {"path": "/abs/dir"} | {"git": "/abs/repo", "ref": "main"},
-//!  "secrets": {"DEPLOY_TOKEN": {"env": "HOST_VARIABLE"}},
+//! {"source": {"path": "/srv/projects/app"} | {"git": "app", "ref": "main"},
+//!  "secrets": ["DEPLOY_TOKEN"],
 //!  "network": "off" | "host",
 //!  "retain": false}
 //! ```
 //!
-//! - **Workspace**: a copy of a directory (`cp -a`), or a checkout of a
-//!   ref of a local git repository (`git clone --no-hardlinks`, then the
-//!   ref detached), in `<dir>/workspace`. A copy gets a baseline commit,
-//!   so both kinds diff against where they started.
-//! - **Secrets** by reference: each names a variable of the gateway's
-//!   environment, read when a run starts and given to its shell commands;
-//!   values are never stored, and are redacted from what the run stores.
+//! - **Workspace**: a copy of a directory inside one of the admin's
+//!   source roots (`cp -a`; FIFOs, sockets and devices then removed), or a
+//!   checkout of a ref of one of the admin's repositories (named, or by
+//!   its path; [`super::git`]), in `<dir>/workspace`. The state directory
+//!   is never a source. A copy of the files is kept as the baseline in
+//!   `<dir>/baseline`.
+//! - **Secrets**: names from the admin's `gateway.environments.secrets`;
+//!   each value is read when a run starts and given to its shell commands
+//!   as the variable of that name; never stored, and redacted from what
+//!   the run stores.
 //! - **Network**: `off` by default, each shell command in a network
 //!   namespace of its own (or not run, saying why, where the OS refuses).
 //! - **Artifacts**: after each run, the workspace's changes since the
-//!   baseline as a `diff` artifact.
+//!   baseline as a `diff` artifact with `git.diff` ([`super::tree`]), and
+//!   for a checkout `git.branch` (read from `.git/HEAD` as data).
 //! - **Release**: `environments.delete` removes the workspace unless
 //!   `retain` is true.
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use talon_core_tools::{Network, ShellOptions};
+use talon_protocol::event_data::GitBranchData;
 use talon_protocol::gateway::{ApiError, EnvironmentCapabilities, ErrorCode};
 use talon_tools::BoxFuture;
 
-use super::{Binding, EnvironmentProvider};
+use super::tree::{self, Caps};
+use super::{Binding, Collected, Context, EnvironmentProvider, SecretSource, git};
 
 /// The provider.
 pub(crate) struct Local;
@@ -41,7 +47,7 @@ pub(crate) struct Local;
 struct Settings {
     source: Source,
     #[serde(default)]
-    secrets: std::collections::BTreeMap<String, SecretRef>,
+    secrets: Vec<String>,
     #[serde(default)]
     network: NetworkSetting,
     #[serde(default)]
@@ -55,16 +61,10 @@ enum Source {
         path: PathBuf,
     },
     Git {
-        git: PathBuf,
+        git: String,
         #[serde(rename = "ref")]
         reference: String,
     },
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SecretRef {
-    env: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -75,86 +75,164 @@ enum NetworkSetting {
     Host,
 }
 
+/// What a checkout started from, kept beside the workspace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Checkout {
+    reference: String,
+    head: String,
+}
+
+/// The largest secret file read.
+const SECRET_FILE_CAP: u64 = 64 << 10;
+
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidRequest, message)
 }
 
+fn forbidden(message: impl Into<String>, field: &str) -> ApiError {
+    ApiError::new(ErrorCode::Forbidden, message).with_details(serde_json::json!({"field": field}))
+}
+
+fn unavailable(message: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::Unavailable, message)
+}
+
 fn parse(settings: &Value) -> Result<Settings, ApiError> {
+    if settings.get("secrets").is_some_and(Value::is_object) {
+        return Err(invalid(
+            "settings.secrets: secrets are named by the gateway's admin (gateway.environments.secrets); give their names, e.g. [\"DEPLOY_TOKEN\"]",
+        ));
+    }
     let parsed: Settings = serde_json::from_value(settings.clone()).map_err(|e| {
         invalid(format!(
-            "settings: {e} (expected {{source: {{path}} | {{git, ref}}, secrets?, network?, retain?}})"
+            "settings: {e} (expected {{source: {{path}} | {{git, ref}}, secrets?: [NAME], network?, retain?}})"
         ))
     })?;
-    let absolute = |p: &Path| {
-        if p.is_absolute() {
-            Ok(())
-        } else {
-            Err(invalid(format!(
-                "settings.source: {} is not an absolute path",
-                p.display()
-            )))
-        }
-    };
-    match &parsed.source {
-        Source::Path { path } => absolute(path)?,
-        Source::Git { git, reference } => {
-            absolute(git)?;
-            let well_formed = !reference.is_empty()
-                && !reference.starts_with('-')
-                && reference.len() <= 256
-                && !reference.chars().any(|c| c.is_control() || c == ' ');
-            if !well_formed {
-                return Err(invalid(format!(
-                    "settings.source.ref: {reference:?} is not a ref"
-                )));
-            }
-        }
-    }
-    for (name, secret) in &parsed.secrets {
-        let valid = |s: &str| {
-            !s.is_empty()
-                && s.len() <= 128
-                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                && !s.as_bytes()[0].is_ascii_digit()
-        };
-        if !valid(name) || !valid(&secret.env) {
+    if let Source::Git { reference, .. } = &parsed.source {
+        let well_formed = !reference.is_empty()
+            && !reference.starts_with('-')
+            && reference.len() <= 256
+            && !reference.chars().any(|c| c.is_control() || c == ' ');
+        if !well_formed {
             return Err(invalid(format!(
-                "settings.secrets.{name}: names and `env` are shell variable names"
+                "settings.source.ref: {reference:?} is not a ref"
             )));
         }
+    }
+    if parsed.secrets.len() > 64 {
+        return Err(invalid("settings.secrets: at most 64"));
     }
     Ok(parsed)
 }
 
-/// Runs `program` with `args`; its stdout, or an error naming `what`
-/// with its stderr.
-async fn run(program: &str, args: &[&str], what: &str) -> Result<String, ApiError> {
-    let output = tokio::process::Command::new(program)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .map_err(|e| {
-            ApiError::new(
-                ErrorCode::Unavailable,
-                format!("{what}: cannot run {program}: {e}"),
-            )
-        })?;
-    if output.status.success() {
-        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+/// The directory a path source names, if the admin allows it: real (links
+/// resolved), a directory, inside a source root, and neither inside nor
+/// around the state directory.
+fn allowed_path(path: &Path, context: Context<'_>) -> Result<PathBuf, ApiError> {
+    if context.policy.source_roots.is_empty() {
+        return Err(forbidden(
+            "settings.source.path: this gateway has no source roots, so no directory can become a workspace; an admin lists them in gateway.environments.sourceRoots",
+            "settings.source.path",
+        ));
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stderr: String = stderr.trim().chars().take(500).collect();
-    Err(invalid(format!("{what}: {stderr}")))
+    if !path.is_absolute() {
+        return Err(invalid(format!(
+            "settings.source.path: {} is not an absolute path",
+            path.display()
+        )));
+    }
+    let refused = || {
+        forbidden(
+            format!(
+                "settings.source.path: {} is not inside a source root of this gateway (gateway.environments.sourceRoots)",
+                path.display()
+            ),
+            "settings.source.path",
+        )
+    };
+    let real = std::fs::canonicalize(path).map_err(|_| refused())?;
+    let inside = context
+        .policy
+        .source_roots
+        .iter()
+        .any(|root| std::fs::canonicalize(root).is_ok_and(|root| real.starts_with(&root)));
+    if !inside {
+        return Err(refused());
+    }
+    if let Ok(state) = std::fs::canonicalize(context.state_dir)
+        && (real.starts_with(&state) || state.starts_with(&real))
+    {
+        return Err(forbidden(
+            "settings.source.path: the gateway's state directory (or a directory holding it) cannot become a workspace",
+            "settings.source.path",
+        ));
+    }
+    if !real.is_dir() {
+        return Err(invalid(format!(
+            "settings.source.path: {} is not a directory",
+            path.display()
+        )));
+    }
+    Ok(real)
+}
+
+/// The repository a git source names (by name, or by the path an admin
+/// configured).
+fn allowed_repository(name: &str, context: Context<'_>) -> Result<PathBuf, ApiError> {
+    let repositories = &context.policy.repositories;
+    if let Some(path) = repositories.get(name) {
+        return Ok(path.clone());
+    }
+    if let Some(path) = repositories.values().find(|p| p.as_os_str() == name) {
+        return Ok(path.clone());
+    }
+    let mut known: Vec<&str> = repositories.keys().map(String::as_str).collect();
+    known.truncate(20);
+    Err(forbidden(
+        format!(
+            "settings.source.git: {:?} is not a repository of this gateway (gateway.environments.repositories: {known:?})",
+            name.chars().take(100).collect::<String>()
+        ),
+        "settings.source.git",
+    ))
+}
+
+/// Every secret named is one the admin allows.
+fn check_secrets(names: &[String], context: Context<'_>) -> Result<(), ApiError> {
+    for name in names {
+        if !context.policy.secrets.contains_key(name) {
+            let shown: String = name.chars().take(64).collect();
+            return Err(forbidden(
+                format!(
+                    "settings.secrets: {shown:?} is not a secret this gateway's admin allows (gateway.environments.secrets)"
+                ),
+                "settings.secrets",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn read_secret(name: &str, source: &SecretSource) -> Result<String, ApiError> {
+    match source {
+        SecretSource::Env(variable) => std::env::var(variable).map_err(|_| {
+            unavailable(format!(
+                "secret {name}: the gateway's environment has no variable {variable} (the admin's configuration names it)"
+            ))
+        }),
+        SecretSource::File(path) => {
+            let text = talon_fs::read_capped_to_string(path, SECRET_FILE_CAP, talon_fs::Symlinks::Follow)
+                .map_err(|e| unavailable(format!("secret {name}: {e}")))?;
+            Ok(text.strip_suffix('\n').unwrap_or(&text).to_owned())
+        }
+    }
 }
 
 /// Removes what is neither a directory, a regular file nor a symlink
 /// (FIFOs, sockets, device nodes `cp -a` recreated) from a copied
 /// workspace: a FIFO would hang a reader, a device node would reach the
-/// hardware, and git cannot hold either. Symlinks are not followed.
-/// Returns the paths removed, relative to `root`.
+/// hardware. Symlinks are not followed. Returns the paths removed,
+/// relative to `root`.
 fn drop_special_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut dropped = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -175,19 +253,89 @@ fn drop_special_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(dropped)
 }
 
-fn git<'a>(workspace: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "-C",
-        workspace,
-        "-c",
-        "user.name=talon",
-        "-c",
-        "user.email=talon@localhost",
-        "-c",
-        "commit.gpgsign=false",
-    ];
-    args.extend_from_slice(rest);
-    args
+async fn copy_source(from: &Path, workspace: &Path) -> Result<(), ApiError> {
+    tokio::fs::create_dir_all(workspace)
+        .await
+        .map_err(|e| unavailable(format!("{}: {e}", workspace.display())))?;
+    let output = tokio::process::Command::new("cp")
+        .args(["-a", "--"])
+        .arg(from.join("."))
+        .arg(workspace)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| unavailable(format!("copying the source: cannot run cp: {e}")))?;
+    if !output.status.success() {
+        let stderr: String = String::from_utf8_lossy(&output.stderr)
+            .trim()
+            .chars()
+            .take(500)
+            .collect();
+        return Err(invalid(format!("copying the source: {stderr}")));
+    }
+    let root = workspace.to_path_buf();
+    let dropped = tokio::task::spawn_blocking(move || drop_special_files(&root))
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+        .map_err(|e| unavailable(format!("{}: {e}", workspace.display())))?;
+    if !dropped.is_empty() {
+        tracing::warn!(
+            workspace = %workspace.display(),
+            skipped = ?dropped,
+            "the source's special files (FIFOs, sockets, devices) are not part of a workspace"
+        );
+    }
+    Ok(())
+}
+
+/// Where a checkout's start is kept.
+fn checkout_file(dir: &Path) -> PathBuf {
+    dir.join("checkout.json")
+}
+
+/// The branch a workspace's `.git/HEAD` names now, read as data (never
+/// following a link, at most 4 KiB), against where the checkout started.
+fn branch_of(dir: &Path) -> Option<GitBranchData> {
+    let started: Checkout = serde_json::from_slice(
+        &talon_fs::read_capped(&checkout_file(dir), 4096, talon_fs::Symlinks::Refuse).ok()?,
+    )
+    .ok()?;
+    let head = talon_fs::read_capped_to_string(
+        &dir.join("workspace/.git/HEAD"),
+        4096,
+        talon_fs::Symlinks::Refuse,
+    )
+    .ok()
+    .map(|t| t.trim().to_owned())
+    .unwrap_or_default();
+    let printable = |s: &str| s.chars().all(|c| !c.is_control()) && s.len() <= 256;
+    Some(match head.strip_prefix("ref: refs/heads/") {
+        Some(branch) if printable(branch) => GitBranchData {
+            branch: branch.to_owned(),
+            head: None,
+            action: "switched".into(),
+        },
+        _ if head == started.head => GitBranchData {
+            branch: started.reference,
+            head: Some(started.head),
+            action: "observed".into(),
+        },
+        _ if head.len() == 40 && head.bytes().all(|b| b.is_ascii_hexdigit()) => GitBranchData {
+            branch: "HEAD".into(),
+            head: Some(head),
+            action: "switched".into(),
+        },
+        _ => GitBranchData {
+            branch: started.reference,
+            head: None,
+            action: "observed".into(),
+        },
+    })
 }
 
 impl EnvironmentProvider for Local {
@@ -208,88 +356,65 @@ impl EnvironmentProvider for Local {
         }
     }
 
-    fn check(&self, settings: &Value) -> Result<(), ApiError> {
-        parse(settings).map(|_| ())
+    fn check(&self, settings: &Value, context: Context<'_>) -> Result<(), ApiError> {
+        let settings = parse(settings)?;
+        match &settings.source {
+            Source::Path { path } => {
+                allowed_path(path, context)?;
+            }
+            Source::Git { git, .. } => {
+                allowed_repository(git, context)?;
+            }
+        }
+        check_secrets(&settings.secrets, context)
     }
 
     fn prepare<'a>(
         &'a self,
         settings: &'a Value,
         dir: &'a Path,
+        context: Context<'a>,
     ) -> BoxFuture<'a, Result<PathBuf, ApiError>> {
         Box::pin(async move {
             let settings = parse(settings)?;
             let workspace = dir.join("workspace");
-            tokio::fs::create_dir_all(dir).await.map_err(|e| {
-                ApiError::new(ErrorCode::Unavailable, format!("{}: {e}", dir.display()))
-            })?;
-            let target = workspace.to_string_lossy().into_owned();
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|e| unavailable(format!("{}: {e}", dir.display())))?;
             match &settings.source {
                 Source::Path { path } => {
-                    if !path.is_dir() {
-                        return Err(invalid(format!(
-                            "settings.source.path: {} is not a directory",
-                            path.display()
-                        )));
-                    }
-                    let from = format!("{}/.", path.display());
-                    tokio::fs::create_dir_all(&workspace).await.map_err(|e| {
-                        ApiError::new(ErrorCode::Unavailable, format!("{target}: {e}"))
-                    })?;
-                    run("cp", &["-a", "--", &from, &target], "copying the source").await?;
-                    let root = workspace.clone();
-                    let dropped = tokio::task::spawn_blocking(move || drop_special_files(&root))
-                        .await
-                        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
-                        .map_err(|e| {
-                            ApiError::new(ErrorCode::Unavailable, format!("{target}: {e}"))
-                        })?;
-                    if !dropped.is_empty() {
-                        tracing::warn!(
-                            workspace = %target,
-                            skipped = ?dropped,
-                            "the source's special files (FIFOs, sockets, devices) are not part of a workspace"
-                        );
-                    }
-                    if !workspace.join(".git").exists() {
-                        run("git", &git(&target, &["init", "-q"]), "git init").await?;
-                    }
-                    run("git", &git(&target, &["add", "-A"]), "git add").await?;
-                    run(
-                        "git",
-                        &git(
-                            &target,
-                            &["commit", "-q", "--allow-empty", "-m", "talon: baseline"],
-                        ),
-                        "the baseline commit",
-                    )
-                    .await?;
+                    let from = allowed_path(path, context)?;
+                    copy_source(&from, &workspace).await?;
                 }
                 Source::Git {
-                    git: repo,
+                    git: name,
                     reference,
                 } => {
-                    let repo = repo.to_string_lossy().into_owned();
-                    run(
-                        "git",
-                        &["clone", "-q", "--no-hardlinks", "--", &repo, &target],
-                        "cloning the repository",
-                    )
-                    .await?;
-                    run(
-                        "git",
-                        &git(&target, &["checkout", "-q", "--detach", reference.as_str()]),
-                        "checking out the ref",
-                    )
-                    .await?;
+                    let repository = allowed_repository(name, context)?;
+                    let head = git::checkout(&repository, reference, &workspace).await?;
+                    let started = Checkout {
+                        reference: reference.clone(),
+                        head,
+                    };
+                    let text = serde_json::to_vec(&started)
+                        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+                    tokio::fs::write(checkout_file(dir), text)
+                        .await
+                        .map_err(|e| unavailable(format!("{}: {e}", dir.display())))?;
                 }
             }
+            let (from, to) = (workspace.clone(), tree::baseline_of(dir));
+            tokio::task::spawn_blocking(move || tree::snapshot(&from, &to, Caps::default()))
+                .await
+                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+                .map_err(|e| invalid(format!("the workspace's baseline: {e}")))?;
             Ok(workspace)
         })
     }
 
-    fn bind(&self, settings: &Value) -> Result<Binding, ApiError> {
+    fn bind(&self, settings: &Value, context: Context<'_>) -> Result<Binding, ApiError> {
         let settings = parse(settings)?;
+        check_secrets(&settings.secrets, context)?;
         let mut binding = Binding {
             shell: ShellOptions {
                 env: Vec::new(),
@@ -300,16 +425,11 @@ impl EnvironmentProvider for Local {
             },
             secrets: Vec::new(),
         };
-        for (name, secret) in &settings.secrets {
-            let value = std::env::var(&secret.env).map_err(|_| {
-                ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    format!(
-                        "secret {name}: the gateway's environment has no variable {}",
-                        secret.env
-                    ),
-                )
-            })?;
+        for name in &settings.secrets {
+            let Some(source) = context.policy.secrets.get(name) else {
+                continue;
+            };
+            let value = read_secret(name, source)?;
             if !value.is_empty() {
                 binding.secrets.push(value.clone());
             }
@@ -318,23 +438,28 @@ impl EnvironmentProvider for Local {
         Ok(binding)
     }
 
-    fn collect<'a>(
-        &'a self,
-        workspace: &'a Path,
-    ) -> BoxFuture<'a, Result<Option<String>, ApiError>> {
+    fn collect<'a>(&'a self, dir: &'a Path) -> BoxFuture<'a, Result<Collected, ApiError>> {
         Box::pin(async move {
-            let target = workspace.to_string_lossy().into_owned();
-            run("git", &git(&target, &["add", "-A"]), "git add").await?;
-            let diff = run(
-                "git",
-                &git(
-                    &target,
-                    &["diff", "--cached", "--no-color", "--no-ext-diff", "HEAD"],
-                ),
-                "git diff",
-            )
-            .await?;
-            Ok((!diff.is_empty()).then_some(diff))
+            let dir = dir.to_path_buf();
+            tokio::task::spawn_blocking(move || {
+                let diff = tree::diff(
+                    &tree::baseline_of(&dir),
+                    &dir.join("workspace"),
+                    Caps::default(),
+                )
+                .map_err(|e| unavailable(format!("the workspace's changes: {e}")))?;
+                let (diff, summary) = match diff {
+                    Some((text, summary)) => (Some(text), Some(summary)),
+                    None => (None, None),
+                };
+                Ok(Collected {
+                    diff,
+                    summary,
+                    branch: branch_of(&dir),
+                })
+            })
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
         })
     }
 
@@ -356,10 +481,9 @@ impl EnvironmentProvider for Local {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     Ok("the workspace was already gone".into())
                 }
-                Err(e) => Err(ApiError::new(
-                    ErrorCode::Unavailable,
-                    format!("the workspace could not be removed: {e}"),
-                )),
+                Err(e) => Err(unavailable(format!(
+                    "the workspace could not be removed: {e}"
+                ))),
             }
         })
     }
@@ -368,46 +492,128 @@ impl EnvironmentProvider for Local {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::environments::EnvironmentPolicy;
     use serde_json::json;
 
     #[test]
-    fn settings_are_checked() {
-        let ok = [
-            json!({"source": {"path": "/tmp/x"}}),
-            json!({"source": {"git": "/srv/repo", "ref": "main"}, "network": "host", "retain": true,
-                   "secrets": {"DEPLOY_TOKEN": {"env": "HOST_TOKEN"}}}),
-        ];
-        for settings in ok {
-            Local.check(&settings).unwrap();
+    fn settings_are_checked_against_the_admins_policy() {
+        let state = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("app")).unwrap();
+        let policy = EnvironmentPolicy {
+            source_roots: vec![root.path().to_path_buf()],
+            repositories: [("app".to_owned(), PathBuf::from("/srv/git/app"))].into(),
+            secrets: [(
+                "DEPLOY_TOKEN".to_owned(),
+                SecretSource::Env("HOST_TOKEN".into()),
+            )]
+            .into(),
+        };
+        let context = Context {
+            policy: &policy,
+            state_dir: state.path(),
+        };
+        let app = root.path().join("app").display().to_string();
+        for settings in [
+            json!({"source": {"path": app}}),
+            json!({"source": {"git": "app", "ref": "main"}, "network": "host", "retain": true,
+                   "secrets": ["DEPLOY_TOKEN"]}),
+            json!({"source": {"git": "/srv/git/app", "ref": "v1"}}),
+        ] {
+            Local.check(&settings, context).unwrap();
         }
-        let bad = [
-            (json!({}), "settings: "),
+        let escape = format!("{app}/../../../etc");
+        for (settings, code, message) in [
+            (json!({}), ErrorCode::InvalidRequest, "settings: "),
             (
                 json!({"source": {"path": "relative"}}),
-                "settings.source: relative is not an absolute path",
+                ErrorCode::InvalidRequest,
+                "settings.source.path: relative is not an absolute path",
             ),
             (
-                json!({"source": {"git": "/r", "ref": "--upload-pack=x"}}),
+                json!({"source": {"path": "/etc"}}),
+                ErrorCode::Forbidden,
+                "settings.source.path: /etc is not inside a source root",
+            ),
+            (
+                json!({"source": {"path": escape}}),
+                ErrorCode::Forbidden,
+                "settings.source.path: ",
+            ),
+            (
+                json!({"source": {"git": "/tmp/other", "ref": "main"}}),
+                ErrorCode::Forbidden,
+                "settings.source.git: \"/tmp/other\" is not a repository",
+            ),
+            (
+                json!({"source": {"git": "app", "ref": "--upload-pack=x"}}),
+                ErrorCode::InvalidRequest,
                 "settings.source.ref: ",
             ),
             (
-                json!({"source": {"path": "/x"}, "secrets": {"A B": {"env": "X"}}}),
-                "settings.secrets.A B: ",
+                json!({"source": {"path": app}, "secrets": ["OPENAI_API_KEY"]}),
+                ErrorCode::Forbidden,
+                "settings.secrets: \"OPENAI_API_KEY\" is not a secret",
             ),
             (
-                json!({"source": {"path": "/x"}, "network": "maybe"}),
+                json!({"source": {"path": app}, "secrets": {"X": {"env": "OPENAI_API_KEY"}}}),
+                ErrorCode::InvalidRequest,
+                "settings.secrets: secrets are named by the gateway's admin",
+            ),
+            (
+                json!({"source": {"path": app}, "network": "maybe"}),
+                ErrorCode::InvalidRequest,
                 "settings: ",
             ),
-            (json!({"source": {"path": "/x"}, "extra": 1}), "settings: "),
-        ];
-        for (settings, message) in bad {
-            let error = Local.check(&settings).unwrap_err();
-            assert_eq!(error.code, ErrorCode::InvalidRequest);
+            (
+                json!({"source": {"path": app}, "extra": 1}),
+                ErrorCode::InvalidRequest,
+                "settings: ",
+            ),
+        ] {
+            let error = Local.check(&settings, context).unwrap_err();
+            assert_eq!(error.code, code, "{settings}: {}", error.message);
             assert!(
                 error.message.starts_with(message),
                 "{settings}: {}",
                 error.message
             );
         }
+        // No roots: no path source at all.
+        let none = EnvironmentPolicy::default();
+        let error = Local
+            .check(
+                &json!({"source": {"path": app}}),
+                Context {
+                    policy: &none,
+                    state_dir: state.path(),
+                },
+            )
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::Forbidden);
+        assert!(
+            error.message.contains("no source roots"),
+            "{}",
+            error.message
+        );
+        // The state directory is never a source, even under a root.
+        let wide = EnvironmentPolicy {
+            source_roots: vec![PathBuf::from("/")],
+            ..EnvironmentPolicy::default()
+        };
+        let error = Local
+            .check(
+                &json!({"source": {"path": state.path()}}),
+                Context {
+                    policy: &wide,
+                    state_dir: state.path(),
+                },
+            )
+            .unwrap_err();
+        assert!(
+            error.message.contains("state directory"),
+            "{}",
+            error.message
+        );
     }
 }

@@ -32,7 +32,7 @@ const MAX_TRAJECTORY_BYTES: usize = 16 << 20;
 const MAX_PURGE_INTERVAL: Duration = Duration::from_secs(60);
 /// The shortest.
 const MIN_PURGE_INTERVAL: Duration = Duration::from_millis(100);
-pub(crate) use talon_tools::redact::{redact_text as redact, redact_value};
+pub(crate) use talon_tools::redact::redact_text as redact;
 
 /// Epoch milliseconds as RFC 3339 in UTC, e.g. `2026-12-01T15:04:05.006Z`.
 pub(crate) fn rfc3339(ms: u64) -> String {
@@ -252,18 +252,19 @@ impl Engine {
     }
 
     /// The environment's workspace changes since its baseline, after a
-    /// run in it, as a `diff` artifact (none when nothing changed).
+    /// run in it: a `diff` artifact (none when nothing changed) announced
+    /// with `git.diff`, and, for a checkout, `git.branch`; both on the
+    /// session, as `artifact.created` is.
     pub(super) async fn workspace_diff(
         &self,
         run: &Run,
         environment: &talon_protocol::gateway::Environment,
         bound: &[String],
     ) -> Option<ArtifactSummary> {
-        let workspace = std::path::PathBuf::from(environment.workspace.as_ref()?);
         let provider = crate::environments::provider(&environment.provider).ok()?;
-        let diff = match provider.collect(&workspace).await {
-            Ok(Some(diff)) => diff,
-            Ok(None) => return None,
+        let dir = crate::environments::dir_of(&self.state_dir(), &environment.id);
+        let collected = match provider.collect(&dir).await {
+            Ok(collected) => collected,
             Err(error) => {
                 tracing::warn!(run = %run.id, error = %error.message, "an environment's changes could not be collected");
                 return None;
@@ -271,14 +272,37 @@ impl Engine {
         };
         let mut secrets = self.inner.secrets.clone();
         secrets.extend(bound.iter().cloned());
-        self.after_run(
-            run,
-            ArtifactType::Diff,
-            format!("Workspace of environment {}", environment.id),
-            "text/x-diff",
-            redact(&diff, &secrets).into_bytes(),
-        )
-        .await
+        let redactor = talon_tools::redact::Redactor::new(&secrets);
+        let session_event = |data: EventData| {
+            let mut event = run_event(run, data);
+            event.run_id = None;
+            event
+        };
+        let mut announced = Vec::new();
+        if let Some(branch) = collected.branch {
+            announced.push(session_event(EventData::GitBranch(branch)));
+        }
+        let mut artifact = None;
+        if let (Some(diff), Some(mut summary)) = (collected.diff, collected.summary) {
+            artifact = self
+                .after_run(
+                    run,
+                    ArtifactType::Diff,
+                    format!("Workspace of environment {}", environment.id),
+                    "text/x-diff",
+                    redactor.text(&diff).into_bytes(),
+                )
+                .await;
+            summary.artifact_id = artifact.as_ref().map(|a| a.id.clone());
+            summary.files = summary.files.iter().map(|f| redactor.text(f)).collect();
+            announced.push(session_event(EventData::GitDiff(summary)));
+        }
+        if !announced.is_empty()
+            && let Err(error) = self.inner.store.append(announced).await
+        {
+            tracing::error!(%error, run = %run.id, "git.branch and git.diff were not stored");
+        }
+        artifact
     }
 
     /// Stores `run`'s trajectory (once its events are durable) and

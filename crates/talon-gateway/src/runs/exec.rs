@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde_json::Value;
 use talon_agent::{RunEvents, RunStatus as LoopStatus};
 use talon_codemode::{SnapshotStore, StoreLimits};
-use talon_protocol::EventData;
 use talon_protocol::event_data::RunEndedData;
 use talon_protocol::gateway::{ApiError, ClientTool, ErrorCode, Message, Run, RunInput, RunStatus};
 use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, ToolSource};
+use talon_protocol::{Event, EventData};
 use talon_provider::Message as ModelMessage;
 use talon_runtime::RunSpec;
 use talon_store::{Claimed, MAX_PAGE};
@@ -40,9 +40,13 @@ struct Prepared {
 /// A client tool as the catalog takes it.
 fn client_tool(tool: &ClientTool) -> ToolDefinition {
     ToolDefinition {
-        name: tool.name.clone(),
+        name: tool.name.to_string(),
         label: None,
-        description: tool.description.clone().unwrap_or_default(),
+        description: tool
+            .description
+            .as_deref()
+            .map(str::to_owned)
+            .unwrap_or_default(),
         parameters: tool.parameters.clone(),
         source: ToolSource::Client,
         owner: "app".into(),
@@ -72,6 +76,7 @@ impl Engine {
                 node: self.inner.node.clone(),
                 stored,
             }),
+            Some(active.cancel.clone()),
         ));
         let ctx = RunContext {
             scope: RunScope {
@@ -209,9 +214,7 @@ impl Engine {
                 ended.status = RunStatus::Failed;
                 ended.ended_at = Some(talon_store::now_ms());
                 ended.error = Some(error);
-                if let Err(error) = sink.close().await {
-                    tracing::error!(%error, run = %run.id, "a run's events were not all stored");
-                }
+                let terminal = self.closed(&sink, &run, &mut ended).await;
                 // The app's input stays in the session; its answers to
                 // pending calls with it, so that nothing it sent is lost.
                 let mut added = input;
@@ -219,15 +222,10 @@ impl Engine {
                 self.save_messages(&run, &added, &active).await;
                 let mut summary = result_of(&ended, None);
                 summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
-                if let Err(error) = store.end_run(&ended, &summary).await {
-                    tracing::error!(%error, run = %run.id, "could not end a run");
-                }
+                self.finish(&ended, &summary, terminal).await;
                 return;
             }
         };
-        if let Err(error) = sink.close().await {
-            tracing::error!(%error, run = %run.id, "a run's events were not all stored");
-        }
         let stored = self.save_messages(&run, &added, &active).await;
         let mut ended = run.clone();
         ended.status = match result.status {
@@ -249,6 +247,7 @@ impl Engine {
             }
             (_, Some(message)) => Some(ApiError::new(ErrorCode::Internal, message.clone())),
         };
+        let terminal = self.closed(&sink, &run, &mut ended).await;
         let text = (!result.text.is_empty()).then(|| result.text.clone());
         let mut summary = result_of(&ended, text);
         let mut artifacts = Vec::new();
@@ -273,8 +272,90 @@ impl Engine {
             }
         }
         super::person::close_requests(&store, &run.id).await;
-        if let Err(error) = store.end_run(&ended, &summary).await {
-            tracing::error!(%error, run = %run.id, "could not end a run");
+        self.finish(&ended, &summary, terminal).await;
+    }
+
+    /// Closes the run's sink once every event is durable. When a write
+    /// failed, the run ends `failed` saying so, and the `run.failed` to
+    /// store in place of the end the sink dropped is returned.
+    async fn closed(&self, sink: &StoreSink, run: &Run, ended: &mut Run) -> Option<Event> {
+        if let Err(error) = sink.close().await {
+            tracing::error!(%error, run = %run.id, "a run's events were not all stored");
+        }
+        let detail = sink.failure()?;
+        let error = ApiError::new(
+            ErrorCode::Unavailable,
+            format!("the store could not take this run's events ({detail}); the run was stopped"),
+        )
+        .with_details(serde_json::json!({"reason": "store"}));
+        ended.status = RunStatus::Failed;
+        ended.error = Some(error.clone());
+        Some(super::run_event(
+            ended,
+            EventData::RunFailed(RunEndedData {
+                text: None,
+                error: Some(error.message),
+                turns: 0,
+                tool_calls: 0,
+                usage: Default::default(),
+                duration_ms: ended
+                    .ended_at
+                    .unwrap_or_default()
+                    .saturating_sub(ended.created_at),
+                pending_tool_calls: Vec::new(),
+            }),
+        ))
+    }
+
+    /// Stores a run's end (first its `terminal` event, when the sink could
+    /// not), retrying while the store cannot write. A draining node stops
+    /// trying: the run stays claimed by it, and the next start recovers it
+    /// as it does a dead node's.
+    async fn finish(
+        &self,
+        ended: &Run,
+        summary: &talon_protocol::gateway::RunResult,
+        terminal: Option<Event>,
+    ) {
+        let store = &self.inner.store;
+        if let Some(event) = terminal
+            && !self
+                .retrying(&ended.id, "its run.failed", || {
+                    store.append(vec![event.clone()])
+                })
+                .await
+        {
+            return;
+        }
+        self.retrying(&ended.id, "its end", || store.end_run(ended, summary))
+            .await;
+    }
+
+    /// Runs `write` until it succeeds (`true`), backing off to 2 s between
+    /// tries, or the node drains (`false`).
+    async fn retrying<T, F, W>(&self, run: &str, what: &str, mut write: W) -> bool
+    where
+        W: FnMut() -> F,
+        F: std::future::Future<Output = Result<T, talon_store::StoreError>>,
+    {
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let written = write().await;
+            if let Err(error) = &written {
+                self.inner.store.note_failure(error);
+            }
+            match written {
+                Ok(_) => return true,
+                Err(error) if self.inner.draining.load(Ordering::SeqCst) => {
+                    tracing::error!(%error, run, "a run's end could not be stored before the node stopped; the next start recovers it");
+                    return false;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, run, "a run's end could not be stored ({what}); retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
         }
     }
 

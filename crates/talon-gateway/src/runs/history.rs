@@ -310,7 +310,7 @@ mod tests {
         InputMessage {
             role,
             content: content.into(),
-            tool_call_id: call.map(str::to_owned),
+            tool_call_id: call.map(Into::into),
         }
     }
 

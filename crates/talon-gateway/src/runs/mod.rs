@@ -175,6 +175,8 @@ struct Inner {
     cells: Mutex<HashMap<String, Arc<talon_store::CellStore>>>,
     /// The secrets the config resolves, redacted from stored artifacts.
     secrets: Vec<String>,
+    /// What environments may use.
+    environments: Arc<crate::environments::EnvironmentPolicy>,
     /// Runs waiting on a person (an approval or a question), by id: how
     /// many of their calls wait.
     waiting: Mutex<HashMap<String, usize>>,
@@ -288,6 +290,7 @@ impl Engine {
         node: String,
         host: Arc<Host>,
         limits: RunLimits,
+        environments: Arc<crate::environments::EnvironmentPolicy>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -303,6 +306,7 @@ impl Engine {
                 draining: AtomicBool::new(false),
                 cells: Mutex::new(HashMap::new()),
                 secrets: talon_runtime::provider::secrets(host.config()),
+                environments,
                 waiting: Mutex::new(HashMap::new()),
                 suspending: AtomicBool::new(false),
                 host,
@@ -377,13 +381,27 @@ impl Engine {
             ));
         }
         let provider = crate::environments::provider(&environment.provider)?;
+        let state_dir = self.state_dir();
         let binding = provider.bind(
             environment
                 .settings
                 .as_ref()
                 .unwrap_or(&serde_json::Value::Null),
+            self.environment_context(&state_dir),
         )?;
         Ok((environment, binding))
+    }
+
+    /// What environment providers are given: the admin's policy and the
+    /// state directory.
+    pub(crate) fn environment_context<'a>(
+        &'a self,
+        state_dir: &'a std::path::Path,
+    ) -> crate::environments::Context<'a> {
+        crate::environments::Context {
+            policy: &self.inner.environments,
+            state_dir,
+        }
     }
 
     /// The state directory (environments' workspaces live under it).

@@ -10,15 +10,22 @@
 //! knows exactly which events came after ([`super::resume`]). The state
 //! as a turn's calls start is kept here and stored only when a run is
 //! about to wait inside the turn ([`StoreSink::keep_turn`]).
+//!
+//! A write that fails (a full disk, a lost database) trips the sink: it
+//! stores nothing more of the run, so the log never has a later event
+//! after a missing one, and cancels the run; the engine then ends it
+//! `failed` saying why, retrying that end until the store takes it
+//! ([`StoreSink::failure`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use talon_agent::{Checkpoint, EventSink};
 use talon_protocol::Event;
 use talon_store::{Pending, Store, StoreError};
 use talon_tools::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::resume::RunCheckpoint;
 
@@ -63,7 +70,9 @@ pub(crate) struct StoreSink {
     flushes: AtomicU64,
     /// Values redacted from every event before it is stored (the run's
     /// bound secrets).
-    secrets: Mutex<Arc<Vec<String>>>,
+    secrets: Mutex<Arc<talon_tools::redact::Redactor>>,
+    /// The first write that failed, once one has.
+    failed: Arc<OnceLock<String>>,
 }
 
 /// The forwarder's state.
@@ -79,9 +88,26 @@ struct Forwarder {
     /// The current turn's start and the last event known durable then
     /// (every call of earlier turns is at or before it).
     turn: Option<(Checkpoint, Option<u64>)>,
+    /// Cancelled when a write fails (the run's own token).
+    trip: Option<CancellationToken>,
+    failed: Arc<OnceLock<String>>,
 }
 
 impl Forwarder {
+    /// Records the first failure: nothing more is stored, the run is
+    /// cancelled.
+    fn fail(&mut self, error: StoreError) {
+        if self.failure.is_some() {
+            return;
+        }
+        tracing::error!(%error, "a run's events could not be stored; the run is stopped");
+        let _ = self.failed.set(error.to_string());
+        if let Some(trip) = &self.trip {
+            trip.cancel();
+        }
+        self.failure = Some(error);
+    }
+
     async fn settle(&mut self, pending: Pending) {
         match pending.durable().await {
             Ok(events) => {
@@ -89,20 +115,18 @@ impl Forwarder {
                     self.last = Some(id);
                 }
             }
-            Err(error) => {
-                self.failure.get_or_insert(error);
-            }
+            Err(error) => self.fail(error),
         }
     }
 
     async fn events(&mut self, batch: Vec<Event>) {
+        if self.failure.is_some() {
+            return;
+        }
         self.appended += batch.len() as u64;
         match self.store.submit(batch).await {
             Ok(p) => self.pending.push(p),
-            Err(error) => {
-                tracing::error!(%error, "a run's events could not be queued for the store");
-                self.failure.get_or_insert(error);
-            }
+            Err(error) => self.fail(error),
         }
         // Answered commits are dropped as the run goes, so a long run
         // holds only what is still in flight.
@@ -170,9 +194,15 @@ impl Forwarder {
 
 impl StoreSink {
     /// A sink over `store`, forwarding on a task of its own; the run's
-    /// checkpoints are stored when `checkpoints` says where.
-    pub(crate) fn start(store: Store, checkpoints: Option<Checkpoints>) -> Self {
+    /// checkpoints are stored when `checkpoints` says where; `trip` is
+    /// cancelled when a write fails.
+    pub(crate) fn start(
+        store: Store,
+        checkpoints: Option<Checkpoints>,
+        trip: Option<CancellationToken>,
+    ) -> Self {
         let (queue, mut inbox) = mpsc::unbounded_channel::<Item>();
+        let failed = Arc::new(OnceLock::new());
         let mut forwarder = Forwarder {
             store,
             checkpoints,
@@ -181,6 +211,8 @@ impl StoreSink {
             appended: 0,
             failure: None,
             turn: None,
+            trip,
+            failed: failed.clone(),
         };
         let task = tokio::spawn(async move {
             let mut held = None;
@@ -230,8 +262,14 @@ impl StoreSink {
             epoch: Arc::new(AtomicU64::new(0)),
             recorded: Arc::new(AtomicU64::new(0)),
             flushes: AtomicU64::new(0),
-            secrets: Mutex::new(Arc::new(Vec::new())),
+            secrets: Mutex::new(Arc::new(Default::default())),
+            failed,
         }
+    }
+
+    /// The first write of the run's that failed, if one has.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failed.get().cloned()
     }
 
     /// Flushes made for calls' starts so far.
@@ -263,7 +301,7 @@ impl StoreSink {
     /// Redacts `secrets` from every event taken from now on.
     pub(crate) fn redact(&self, secrets: Vec<String>) {
         if let Ok(mut held) = self.secrets.lock() {
-            *held = Arc::new(secrets);
+            *held = Arc::new(talon_tools::redact::Redactor::new(&secrets));
         }
     }
 
@@ -297,9 +335,9 @@ impl EventSink for StoreSink {
             .map(|held| held.clone())
             .unwrap_or_default();
         if !secrets.is_empty() {
-            event.data = super::artifacts::redact_value(&event.data, &secrets);
+            event.data = secrets.value(&event.data);
             if let Some(raw) = &event.raw {
-                event.raw = Some(super::artifacts::redact_value(raw, &secrets));
+                event.raw = Some(secrets.value(raw));
             }
         }
         if !self.send(Item::Event(event)) {
@@ -383,7 +421,7 @@ mod tests {
         let store = talon_store::open(&talon_store::StoreConfig::embedded(dir.path()))
             .await
             .unwrap();
-        let sink = StoreSink::start(store.clone(), None);
+        let sink = StoreSink::start(store.clone(), None, None);
         let started = |store: Store| async move {
             let filter = EventFilter {
                 run_id: Some("r".into()),

@@ -1,10 +1,14 @@
-//! Managed environments with the `local` provider: a workspace from a
-//! local git repository or a directory, secrets bound by reference and
-//! never stored, the network off for shell commands, the workspace's
-//! changes as a `diff` artifact, and cleanup or retention on delete.
+//! Managed environments with the `local` provider: a workspace from an
+//! admin's repository or source root, admin-named secrets bound by name
+//! and never stored, the network off for shell commands, the workspace's
+//! changes as a `diff` artifact with `git.diff` and `git.branch`, and
+//! cleanup or retention on delete.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use talon_gateway::{EnvironmentPolicy, SecretSource};
 
 use serde_json::{Value, json};
 use talon_testing::{Replay, Script, Turn};
@@ -15,7 +19,45 @@ use super::{Options, TestGateway, tool_turn};
 const TOKEN: &str = "tok-env-5b9f2e7c1a83";
 const TOKEN_VAR: &str = "TALON_TEST_DEPLOY_TOKEN";
 
-fn git(dir: &Path, args: &[&str]) {
+/// What an admin allows, outside the gateway's state directory: the
+/// source root `roots`, the repository `app` (at `repo`, `main` has
+/// `a.txt` = "hello") and the secret `DEPLOY_TOKEN`.
+pub struct Sources {
+    pub dir: tempfile::TempDir,
+    pub policy: EnvironmentPolicy,
+}
+
+impl Sources {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = dir.path().join("roots");
+        std::fs::create_dir_all(&roots).unwrap();
+        let repo = dir.path().join("repo");
+        repository(&repo);
+        let policy = EnvironmentPolicy {
+            source_roots: vec![roots],
+            repositories: BTreeMap::from([("app".to_owned(), repo)]),
+            secrets: BTreeMap::from([(
+                "DEPLOY_TOKEN".to_owned(),
+                SecretSource::Env(TOKEN_VAR.to_owned()),
+            )]),
+        };
+        Self { dir, policy }
+    }
+
+    /// A directory inside the source root.
+    pub fn root(&self, name: &str) -> PathBuf {
+        let path = self.dir.path().join("roots").join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        path
+    }
+
+    pub fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+}
+
+pub fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
         .args([
             "-c",
@@ -33,7 +75,7 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 /// A repository whose `main` has `a.txt` = "hello".
-fn repository(at: &Path) {
+pub fn repository(at: &Path) {
     std::fs::create_dir_all(at).unwrap();
     git(at, &["init", "-q", "-b", "main"]);
     std::fs::write(at.join("a.txt"), "hello\n").unwrap();
@@ -41,7 +83,7 @@ fn repository(at: &Path) {
     git(at, &["commit", "-q", "-m", "first"]);
 }
 
-async fn call(g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
+pub async fn call(g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
     Transport::Http.call(g, method, params).await
 }
 
@@ -73,20 +115,21 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
         replay: Replay::PerRun,
         ..Script::default()
     };
+    let sources = Sources::new();
+    let repo = sources.repo();
     let g = TestGateway::start_opts(Options {
         script,
         config: json!({"tools": {"approvals": "allow"}}),
+        environments: sources.policy.clone(),
         ..Options::default()
     })
     .await;
-    let repo = g.dir.path().join("repo");
-    repository(&repo);
     let created = call(
         &g,
         "environments.create",
         json!({"provider": "local", "settings": {
-            "source": {"git": repo, "ref": "main"},
-            "secrets": {"DEPLOY_TOKEN": {"env": TOKEN_VAR}}
+            "source": {"git": "app", "ref": "main"},
+            "secrets": ["DEPLOY_TOKEN"]
         }}),
     )
     .await
@@ -198,6 +241,37 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
         .await
         .unwrap();
     assert!(!serde_json::to_string(&stored).unwrap().contains(TOKEN));
+    // Announced on the session: the checkout's branch and the diff.
+    let head = String::from_utf8(
+        Command::new("git")
+            .args(["rev-parse", "main"])
+            .current_dir(&repo)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let announced: Vec<Value> = stored
+        .iter()
+        .filter(|e| {
+            serde_json::to_value(e.kind)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .starts_with("git.")
+        })
+        .map(|e| json!({"type": e.kind, "runId": e.run_id, "data": e.data}))
+        .collect();
+    assert_eq!(
+        announced,
+        vec![
+            json!({"type": "git.branch", "runId": null,
+                   "data": {"branch": "main", "head": head.trim(), "action": "observed"}}),
+            json!({"type": "git.diff", "runId": null,
+                   "data": {"files": ["a.txt", "token.txt"], "additions": 2, "deletions": 1,
+                            "artifactId": diff["id"]}}),
+        ]
+    );
 
     // Deleting removes the workspace; the environment takes no more runs.
     let deleted = call(&g, "environments.delete", json!({"environmentId": id}))
@@ -220,8 +294,13 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
 
 #[tokio::test]
 async fn copies_retention_and_bad_settings() {
-    let g = TestGateway::start().await;
-    let source = g.dir.path().join("source");
+    let sources = Sources::new();
+    let g = TestGateway::start_opts(Options {
+        environments: sources.policy.clone(),
+        ..Options::default()
+    })
+    .await;
+    let source = sources.root("source");
     std::fs::create_dir_all(source.join("src")).unwrap();
     std::fs::write(source.join("src/main.rs"), "fn main() {}\n").unwrap();
     let created = call(
@@ -285,12 +364,10 @@ async fn copies_retention_and_bad_settings() {
         .await
         .unwrap_err();
     assert_eq!(unknown["code"], "not_found", "{unknown}");
-    let repo = g.dir.path().join("repo");
-    repository(&repo);
     let failed = call(
         &g,
         "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": repo, "ref": "no-such-branch"}}}),
+        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "no-such-branch"}}}),
     )
     .await
     .unwrap();
@@ -322,8 +399,13 @@ async fn copies_retention_and_bad_settings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copied_source_keeps_files_and_links_and_drops_special_files() {
-    let g = TestGateway::start_opts(Options::default()).await;
-    let source = g.dir.path().join("special");
+    let sources = Sources::new();
+    let g = TestGateway::start_opts(Options {
+        environments: sources.policy.clone(),
+        ..Options::default()
+    })
+    .await;
+    let source = sources.root("special");
     std::fs::create_dir_all(source.join("sub")).unwrap();
     std::fs::write(source.join("sub/kept.txt"), "kept\n").unwrap();
     std::os::unix::fs::symlink("/etc/hostname", source.join("outside")).unwrap();

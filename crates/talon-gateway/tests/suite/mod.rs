@@ -3,6 +3,7 @@ mod artifacts;
 mod client_tools;
 mod connections;
 mod environments;
+mod hostile;
 mod http;
 mod invoke;
 mod limits;
@@ -68,6 +69,9 @@ pub struct Options {
     pub script: Script,
     pub config: Value,
     pub runs: talon_gateway::RunLimits,
+    pub environments: talon_gateway::EnvironmentPolicy,
+    pub browsers: talon_gateway::BrowserPolicy,
+    pub ticket_ttl: std::time::Duration,
 }
 
 impl Default for Options {
@@ -77,6 +81,9 @@ impl Default for Options {
             script: Script::texts(&["Hello from the mock."]),
             config: json!({}),
             runs: talon_gateway::RunLimits::default(),
+            environments: talon_gateway::EnvironmentPolicy::default(),
+            browsers: talon_gateway::BrowserPolicy::default(),
+            ticket_ttl: talon_gateway::tokens::TICKET_TTL,
         }
     }
 }
@@ -108,6 +115,9 @@ impl TestGateway {
         let config = GatewayConfig {
             limits: options.limits,
             runs: options.runs,
+            environments: options.environments,
+            browsers: options.browsers,
+            ticket_ttl: options.ticket_ttl,
             ..GatewayConfig::local(
                 dir.path(),
                 0,

@@ -39,6 +39,10 @@ pub enum ErrorCode {
     CursorExpired,
     /// A bug or an unexpected failure inside the gateway.
     Internal,
+    /// The gateway keeps no more: its stored bytes reached the configured
+    /// quota (`gateway.limits.maxStoredBytes`). Nothing was written; an
+    /// operator (or retention) must free room first, so it is not retried.
+    QuotaExceeded,
     /// A code this client does not know (sent by a newer gateway).
     #[serde(other)]
     Unknown,
@@ -46,7 +50,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code a gateway sends, in documentation order.
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 12] = [
         Self::InvalidRequest,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -58,6 +62,7 @@ impl ErrorCode {
         Self::Timeout,
         Self::CursorExpired,
         Self::Internal,
+        Self::QuotaExceeded,
     ];
 
     /// The wire spelling.
@@ -74,6 +79,7 @@ impl ErrorCode {
             Self::Timeout => "timeout",
             Self::CursorExpired => "cursor_expired",
             Self::Internal => "internal",
+            Self::QuotaExceeded => "quota_exceeded",
             Self::Unknown => "unknown",
         }
     }
@@ -92,6 +98,7 @@ impl ErrorCode {
             Self::Unsupported => 501,
             Self::Unavailable => 503,
             Self::Timeout => 504,
+            Self::QuotaExceeded => 507,
         }
     }
 
@@ -215,6 +222,7 @@ mod tests {
             ("timeout", 504, true),
             ("cursor_expired", 410, false),
             ("internal", 500, true),
+            ("quota_exceeded", 507, false),
         ]
         .map(|(c, s, r)| (c.to_owned(), s, r));
         assert_eq!(table, expected);

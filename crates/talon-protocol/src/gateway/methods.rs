@@ -134,12 +134,8 @@ macro_rules! method_table {
             /// `not_found` for a name outside the table, `invalid_request`
             /// (naming the problem) for params of the wrong shape.
             pub fn decode(method: &str, params: serde_json::Value) -> Result<Self, ApiError> {
-                let params = if params.is_null() { serde_json::json!({}) } else { params };
-                let invalid = |e: serde_json::Error| {
-                    ApiError::new(ErrorCode::InvalidRequest, format!("{method}: {e}"))
-                };
                 match method {
-                    $($name => serde_json::from_value(params).map(Request::$variant).map_err(invalid),)*
+                    $($name => decode_params(method, params).map(Request::$variant),)*
                     _ => Err(ApiError::new(ErrorCode::NotFound, format!("no method `{method}`"))
                         .with_details(serde_json::json!({"method": method}))),
                 }
@@ -345,6 +341,13 @@ method_table! {
     EventsUnsubscribe => "events.unsubscribe" as events_unsubscribe (EventsUnsubscribeParams -> Empty) {
         scope: SessionRead, effect: Read, stability: Stable, errors: [NotFound],
     }
+    /// Mints a short-lived, single-use ticket that opens one event stream
+    /// or WebSocket in place of the bearer token (`?ticket=`), for
+    /// browsers, which cannot set headers on `EventSource` or `WebSocket`.
+    /// Each call mints a new one, so a retry is safe.
+    TokensTicket => "tokens.ticket" as tokens_ticket (TokensTicketParams -> StreamTicket) {
+        scope: SessionRead, effect: Read, stability: Stable, errors: [],
+    }
 }
 
 impl MethodSpec {
@@ -361,4 +364,31 @@ impl MethodSpec {
             })
             .collect()
     }
+}
+
+/// Decodes `method`'s params (`null` as `{}`): `invalid_request` naming
+/// the field at fault (`details.field`, a path like
+/// `input.messages[0].toolCallId`) and what is wrong with it.
+pub fn decode_params<T: serde::de::DeserializeOwned>(
+    method: &str,
+    params: serde_json::Value,
+) -> Result<T, ApiError> {
+    let params = if params.is_null() {
+        serde_json::json!({})
+    } else {
+        params
+    };
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        if field == "." {
+            ApiError::new(ErrorCode::InvalidRequest, format!("{method}: {inner}"))
+        } else {
+            ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!("{method}: {field}: {inner}"),
+            )
+            .with_details(serde_json::json!({"field": field}))
+        }
+    })
 }

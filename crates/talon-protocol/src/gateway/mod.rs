@@ -5,6 +5,7 @@
 //! ([`crate::schema`]), and a test fails when they drift.
 
 pub mod approvals;
+pub mod bounded;
 pub mod catalog;
 pub mod error;
 pub mod methods;
@@ -21,7 +22,7 @@ pub use catalog::{
 };
 pub use error::{ApiError, ErrorCode};
 pub use methods::{
-    COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Stability, dispatch,
+    COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Stability, decode_params, dispatch,
 };
 pub use params::{ClientTool, InputMessage, InputRole, MultitaskStrategy, RunInput};
 pub use resources::{

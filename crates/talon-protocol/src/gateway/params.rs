@@ -7,8 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::approvals::{Approval, ApprovalDecision, ApprovalStatus, Question, QuestionStatus};
+use super::bounded::*;
 use super::catalog::{Environment, Model, ProviderStatus, Task, ToolSummary};
 use super::resources::{Agent, ArtifactSummary, Message, Metadata, Session};
+use super::scope::Scope;
 use crate::{Event, EventType};
 
 /// Nothing.
@@ -31,13 +33,43 @@ macro_rules! params {
 
 /// A run's input: the user's message, or messages to add to the
 /// session's conversation (the last one a user message).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+///
+/// Decoded by hand rather than as an untagged enum, so that an error
+/// inside a message names its path (`input[0].toolCallId`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum RunInput {
     /// The user's message.
     Text(String),
     /// Messages, oldest first.
     Messages(Vec<InputMessage>),
+}
+
+impl<'de> Deserialize<'de> for RunInput {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RunInput;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the user's message (a string) or an array of messages")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<RunInput, E> {
+                Ok(RunInput::Text(text.to_owned()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<RunInput, E> {
+                Ok(RunInput::Text(text))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<RunInput, A::Error> {
+                Vec::<InputMessage>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(RunInput::Messages)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl From<&str> for RunInput {
@@ -69,7 +101,7 @@ pub struct InputMessage {
     /// For `tool`: the client tool call it answers (a call the session's
     /// last run left pending; see `RunEndedData.pendingToolCalls`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
+    pub tool_call_id: Option<ToolCallId>,
 }
 
 /// Who wrote an [`InputMessage`].
@@ -97,11 +129,12 @@ pub enum InputRole {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientTool {
-    /// Its name, as the model calls it.
-    pub name: String,
+    /// Its name, as the model calls it (1 to 64 ASCII letters, digits,
+    /// `_` or `-`).
+    pub name: Text<64>,
     /// What it does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub description: Option<Text<TEXT_MAX>>,
     /// JSON Schema of its arguments.
     #[serde(default = "empty_object")]
     pub parameters: serde_json::Value,
@@ -143,89 +176,89 @@ params! {
     /// `agents.get`.
     AgentRef {
         /// The agent.
-        agent_id: String,
+        agent_id: AgentId,
     }
     /// `agents.create`.
     AgentsCreateParams {
         /// The new agent's id.
-        id: String,
+        id: AgentId,
         /// A display name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
+        name: Option<Name>,
         /// What it is for.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
+        description: Option<Reason>,
         /// Its model, `provider/model`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        model: Option<String>,
+        model: Option<ModelRef>,
         /// Its system instructions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        instructions: Option<String>,
+        instructions: Option<Text<INSTRUCTIONS_MAX>>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `agents.update`: the fields given replace the agent's.
     AgentsUpdateParams {
         /// The agent (created through the API).
-        agent_id: String,
+        agent_id: AgentId,
         /// A display name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
+        name: Option<Name>,
         /// What it is for.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
+        description: Option<Reason>,
         /// Its model, `provider/model`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        model: Option<String>,
+        model: Option<ModelRef>,
         /// Its system instructions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        instructions: Option<String>,
+        instructions: Option<Text<INSTRUCTIONS_MAX>>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `sessions.list`.
     SessionsListParams {
         /// Only this agent's sessions.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        agent_id: Option<String>,
+        agent_id: Option<AgentId>,
         /// At most this many (the gateway's default and cap apply).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
         /// The previous page's `nextCursor`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        cursor: Option<String>,
+        cursor: Option<Cursor>,
     }
     /// `sessions.create`.
     SessionsCreateParams {
         /// The agent.
-        agent_id: String,
+        agent_id: AgentId,
         /// The app's key (generated when absent); unique per agent.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        key: Option<String>,
+        key: Option<SessionKey>,
         /// The app's metadata.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         metadata: Option<Metadata>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `sessions.resolve`: the session with this key, created if absent.
     SessionsResolveParams {
         /// The key.
-        key: String,
+        key: SessionKey,
         /// The agent (`main` when absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        agent_id: Option<String>,
+        agent_id: Option<AgentId>,
     }
     /// `sessions.send`: a user message that starts a run on the session.
     SessionsSendParams {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
         /// The user's message, or the messages to add.
         input: RunInput,
         /// Client tools the model may call this run.
@@ -241,19 +274,19 @@ params! {
         /// The managed environment the run works in (its workspace, its
         /// secrets, its network policy); it must be `ready`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        environment_id: Option<String>,
+        environment_id: Option<EnvironmentId>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's run and never starts a second.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `sessions.messages`.
     SessionsMessagesParams {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
         /// Only messages after this one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        after: Option<String>,
+        after: Option<Cursor>,
         /// At most this many.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
@@ -261,41 +294,41 @@ params! {
     /// `sessions.fork`.
     SessionsForkParams {
         /// The session to fork.
-        session_id: String,
+        session_id: SessionId,
         /// Keep messages up to this one (all when absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        at_message_id: Option<String>,
+        at_message_id: Option<MessageId>,
         /// The fork's key (generated when absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        key: Option<String>,
+        key: Option<SessionKey>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `sessions.compact` and `sessions.abort`.
     SessionActionParams {
         /// The session.
-        session_id: String,
+        session_id: SessionId,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `runs.create`.
     RunsCreateParams {
         /// The agent (`main` when absent, or the session's agent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        agent_id: Option<String>,
+        agent_id: Option<AgentId>,
         /// The user's message, or the messages to add.
         input: RunInput,
         /// The session's key: that session, created if absent (a new
         /// session when neither a key nor an id is given).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_key: Option<String>,
+        session_key: Option<SessionKey>,
         /// The session's id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         /// Client tools the model may call this run.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tools: Vec<ClientTool>,
@@ -309,24 +342,24 @@ params! {
         /// The managed environment the run works in (its workspace, its
         /// secrets, its network policy); it must be `ready`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        environment_id: Option<String>,
+        environment_id: Option<EnvironmentId>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's run and never starts a second.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `runs.get`.
     RunRef {
         /// The run.
-        run_id: String,
+        run_id: RunId,
     }
     /// `runs.events`.
     RunsEventsParams {
         /// The run.
-        run_id: String,
+        run_id: RunId,
         /// Only events after this id (the replay cursor).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        after: Option<String>,
+        after: Option<Cursor>,
         /// At most this many.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
@@ -334,7 +367,7 @@ params! {
     /// `runs.wait`.
     RunsWaitParams {
         /// The run.
-        run_id: String,
+        run_id: RunId,
         /// Wait at most this long; past it the result is `accepted`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
@@ -342,79 +375,79 @@ params! {
     /// `runs.cancel`.
     RunsCancelParams {
         /// The run.
-        run_id: String,
+        run_id: RunId,
         /// Why, for the record.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
+        reason: Option<Reason>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `tasks.get`.
     TaskRef {
         /// The task.
-        task_id: String,
+        task_id: TaskId,
     }
     /// `tasks.cancel`.
     TasksCancelParams {
         /// The task.
-        task_id: String,
+        task_id: TaskId,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `tasks.events`.
     TasksEventsParams {
         /// The task.
-        task_id: String,
+        task_id: TaskId,
         /// Only events after this id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        after: Option<String>,
+        after: Option<Cursor>,
     }
     /// `tools.list`: the ToolSpace of an agent (and session).
     ToolsListParams {
         /// The agent (`main` when absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        agent_id: Option<String>,
+        agent_id: Option<AgentId>,
         /// The session whose policy applies.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_key: Option<String>,
+        session_key: Option<SessionKey>,
     }
     /// `tools.invoke`: one direct, scoped call.
     ToolsInvokeParams {
         /// The tool's catalog id or name.
-        tool: String,
+        tool: ToolRef,
         /// Its arguments.
         #[serde(default)]
         arguments: serde_json::Value,
         /// The session whose policy and approvals apply.
-        session_key: String,
+        session_key: SessionKey,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `artifacts.list`.
     ArtifactsListParams {
         /// Only this run's artifacts.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        run_id: Option<String>,
+        run_id: Option<RunId>,
         /// Only this session's artifacts.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         /// At most this many (the gateway's default and cap apply).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
         /// The previous page's `nextCursor`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        cursor: Option<String>,
+        cursor: Option<Cursor>,
     }
     /// `artifacts.get` and `artifacts.download`.
     ArtifactRef {
         /// The artifact.
-        artifact_id: String,
+        artifact_id: ArtifactId,
     }
     /// `approvals.list`.
     ApprovalsListParams {
@@ -423,24 +456,24 @@ params! {
         status: Option<ApprovalStatus>,
         /// Only this run's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        run_id: Option<String>,
+        run_id: Option<RunId>,
         /// Only this session's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
     }
     /// `approvals.respond`: the first decision wins.
     ApprovalsRespondParams {
         /// The approval.
-        approval_id: String,
+        approval_id: ApprovalId,
         /// The decision (one of the approval's `decisions`).
         decision: ApprovalDecision,
         /// Why, for the record.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
+        reason: Option<Reason>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `questions.list`.
     QuestionsListParams {
@@ -449,58 +482,58 @@ params! {
         status: Option<QuestionStatus>,
         /// Only this run's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        run_id: Option<String>,
+        run_id: Option<RunId>,
     }
     /// `questions.respond`: the answer is checked against the question's
     /// schema or choices.
     QuestionsRespondParams {
         /// The question.
-        question_id: String,
+        question_id: QuestionId,
         /// The answer.
         answer: serde_json::Value,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `environments.create`.
     EnvironmentsCreateParams {
         /// The provider.
-        provider: String,
+        provider: ProviderId,
         /// Provider-specific settings.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         settings: Option<serde_json::Value>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `environments.status`.
     EnvironmentRef {
         /// The environment.
-        environment_id: String,
+        environment_id: EnvironmentId,
     }
     /// `environments.delete`.
     EnvironmentsDeleteParams {
         /// The environment.
-        environment_id: String,
+        environment_id: EnvironmentId,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
     }
     /// `events.subscribe`: live events (after a replay from `after`) on
     /// this connection.
     EventsSubscribeParams {
         /// Replay every event after this id first.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        after: Option<String>,
+        after: Option<Cursor>,
         /// Only this session's events.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session_key: Option<String>,
+        session_key: Option<SessionKey>,
         /// Only this agent's events.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        agent_id: Option<String>,
+        agent_id: Option<AgentId>,
         /// Only these types.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         types: Option<Vec<EventType>>,
@@ -508,7 +541,14 @@ params! {
     /// `events.unsubscribe`.
     EventsUnsubscribeParams {
         /// The subscription.
-        subscription_id: String,
+        subscription_id: SubscriptionId,
+    }
+    /// `tokens.ticket`.
+    TokensTicketParams {
+        /// What the ticket may do: some of the calling token's scopes (all
+        /// of them when absent; one it lacks is `forbidden`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scopes: Option<Vec<Scope>>,
     }
 }
 
@@ -605,6 +645,19 @@ results! {
     EnvironmentsListResult {
         /// The environments.
         environments: Vec<Environment>,
+    }
+    /// `tokens.ticket`: a credential for one stream, shown once.
+    StreamTicket {
+        /// The ticket (`tkt_` and 64 hex digits): `?ticket=` on `GET
+        /// /v1/events`, `GET /v1/runs/{runId}/events` or `GET /v1/ws`.
+        /// It opens one stream, once, before `expiresAt`, with the scopes
+        /// it was minted with; the stream ends when the token that minted
+        /// it is revoked or expires.
+        ticket: String,
+        /// When it expires, epoch milliseconds.
+        expires_at: u64,
+        /// What it may do.
+        scopes: Vec<Scope>,
     }
     /// `events.subscribe`.
     EventsSubscribeResult {

@@ -49,6 +49,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "environments.delete",
         "events.subscribe",
         "events.unsubscribe",
+        "tokens.ticket",
     ];
     assert_eq!(names, expected);
     for &method in Method::ALL {

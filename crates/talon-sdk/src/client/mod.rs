@@ -267,7 +267,7 @@ impl Client {
     {
         let place = self
             .artifacts_download(talon_protocol::gateway::params::ArtifactRef {
-                artifact_id: artifact_id.to_owned(),
+                artifact_id: artifact_id.into(),
             })
             .await?;
         // The URL is relative to the gateway: keep the base's path.
@@ -277,7 +277,7 @@ impl Client {
 }
 
 /// A fresh idempotency key: 128 random bits, hex.
-pub(crate) fn idempotency_key() -> String {
+pub(crate) fn idempotency_key() -> talon_protocol::gateway::bounded::IdempotencyKey {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // No system randomness: fall back to time and a counter, still
@@ -288,10 +288,10 @@ pub(crate) fn idempotency_key() -> String {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        return format!("sdk-{t:x}-{n:x}");
+        return format!("sdk-{t:x}-{n:x}").into();
     }
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sdk-{hex}")
+    format!("sdk-{hex}").into()
 }
 
 fn random_u32() -> u32 {

@@ -194,7 +194,7 @@ async fn a_dropped_websocket_ends_its_subscriptions_and_the_next_call_reconnects
     let mut resumed = client
         .subscribe(
             talon_sdk::protocol::gateway::params::EventsSubscribeParams {
-                after: Some(first.id.clone()),
+                after: Some(first.id.clone().into()),
                 session_key: None,
                 agent_id: None,
                 types: None,

@@ -29,7 +29,7 @@ fn create(key: Option<&str>) -> RunsCreateParams {
         multitask_strategy: None,
         timeout_ms: None,
         environment_id: None,
-        idempotency_key: key.map(str::to_owned),
+        idempotency_key: key.map(Into::into),
     }
 }
 
@@ -50,7 +50,7 @@ async fn generated_calls_work_over_http_and_websocket(kind: Kind) {
         assert_eq!(accepted.run_id, accepted.run.id);
         let result = client
             .runs_wait(RunsWaitParams {
-                run_id: accepted.run_id.clone(),
+                run_id: accepted.run_id.clone().into(),
                 timeout_ms: Some(30_000),
             })
             .await

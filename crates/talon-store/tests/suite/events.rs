@@ -277,3 +277,48 @@ on_both! {
         assert_eq!(unique, stored, "the reader saw every event");
     }
 }
+
+on_both! {
+    /// A session's key lives with the session: 2,000 events under a
+    /// 256-character key take no more room than under a 1-character one,
+    /// and still read back with it; an event whose session is not stored
+    /// under its key keeps the key itself.
+    async fn a_session_key_is_stored_with_its_session_not_with_each_event(t) {
+        let store = &t.store;
+        let long = "k".repeat(256);
+        let session = crate::suite::sessions::session;
+        store.create_session(&session("s-long", &long, 1)).await.unwrap();
+        store.create_session(&session("s-short", "k", 1)).await.unwrap();
+        let batch = |sid: &str, key: &str| -> Vec<Event> {
+            (0..2_000)
+                .map(|n| Event {
+                    session_id: Some(sid.into()),
+                    session_key: Some(key.into()),
+                    ..event("r1", EventType::AssistantDelta, n, n)
+                })
+                .collect()
+        };
+        let before = store.stored_bytes().await.unwrap();
+        store.append(batch("s-short", "k")).await.unwrap();
+        let middle = store.stored_bytes().await.unwrap();
+        store.append(batch("s-long", &long)).await.unwrap();
+        let after = store.stored_bytes().await.unwrap();
+        let (short, long_growth) = (middle - before, after - middle);
+        assert!(
+            long_growth <= short + short / 5,
+            "2,000 events took {long_growth} bytes under a long key, {short} under a short one"
+        );
+        let filter = EventFilter { session_key: Some(long.clone()), ..EventFilter::default() };
+        let read = store.after(None, &filter, 10_000).await.unwrap();
+        assert_eq!(read.len(), 2_000);
+        assert!(read.iter().all(|e| e.session_key.as_deref() == Some(long.as_str())));
+        // No such session: the event keeps its key.
+        let orphan = Event { session_id: Some("s-none".into()), ..event("r9", EventType::RunStarted, 1, 1) };
+        let stored = store.append(vec![orphan.clone()]).await.unwrap();
+        let filter = EventFilter { run_id: Some("r9".into()), ..EventFilter::default() };
+        assert_eq!(
+            store.after(None, &filter, 10).await.unwrap(),
+            vec![Event { id: stored[0].id.clone(), ..orphan }]
+        );
+    }
+}

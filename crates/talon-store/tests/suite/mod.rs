@@ -7,4 +7,4 @@ mod crash;
 mod events;
 mod failures;
 mod runs;
-mod sessions;
+pub mod sessions;

@@ -13,6 +13,9 @@ use talon_protocol::gateway::*;
 use super::state::{DEFAULT_AGENT, Shared, invalid, not_found, now_ms};
 use super::{runs, sessions};
 
+/// How long a stream ticket lasts (the gateway's default).
+const TICKET_TTL_MS: u64 = 60_000;
+
 /// The fake's methods (cheap to clone: the memory is shared).
 #[derive(Debug, Clone)]
 pub(crate) struct Api(pub Arc<Shared>);
@@ -57,10 +60,10 @@ impl Handler for Api {
             }
             let now = now_ms();
             let agent = Agent {
-                id: p.id,
-                name: p.name,
-                description: p.description,
-                model: p.model,
+                id: p.id.into(),
+                name: p.name.map(Into::into),
+                description: p.description.map(Into::into),
+                model: p.model.map(Into::into),
                 source: AgentSource::Api,
                 created_at: Some(now),
                 updated_at: Some(now),
@@ -87,13 +90,13 @@ impl Handler for Api {
                 ));
             }
             if p.name.is_some() {
-                agent.name = p.name;
+                agent.name = p.name.map(Into::into);
             }
             if p.description.is_some() {
-                agent.description = p.description;
+                agent.description = p.description.map(Into::into);
             }
             if p.model.is_some() {
-                agent.model = p.model;
+                agent.model = p.model.map(Into::into);
             }
             agent.updated_at = Some(now_ms());
             Ok(agent.clone())
@@ -130,7 +133,13 @@ impl Handler for Api {
     }
 
     async fn sessions_create(&self, _: &(), p: SessionsCreateParams) -> Result<Session, ApiError> {
-        self.write(|s| s.create_session(&p.agent_id, p.key, p.metadata.unwrap_or_default()))
+        self.write(|s| {
+            s.create_session(
+                &p.agent_id,
+                p.key.map(Into::into),
+                p.metadata.unwrap_or_default(),
+            )
+        })
     }
 
     async fn sessions_resolve(
@@ -166,7 +175,12 @@ impl Handler for Api {
     ) -> Result<SessionsMessagesResult, ApiError> {
         let mut messages = self.read(|s| {
             s.session(&p.session_id)?;
-            Ok::<_, ApiError>(s.messages.get(&p.session_id).cloned().unwrap_or_default())
+            Ok::<_, ApiError>(
+                s.messages
+                    .get(p.session_id.as_str())
+                    .cloned()
+                    .unwrap_or_default(),
+            )
         })?;
         if let Some(after) = &p.after {
             let at = messages.iter().position(|m| &m.id == after);
@@ -292,8 +306,10 @@ impl Handler for Api {
                 .iter()
                 .rev()
                 .map(|a| &a.summary)
-                .filter(|a| p.run_id.is_none() || a.run_id == p.run_id)
-                .filter(|a| p.session_id.is_none() || a.session_id == p.session_id)
+                .filter(|a| p.run_id.is_none() || a.run_id.as_deref() == p.run_id.as_deref())
+                .filter(|a| {
+                    p.session_id.is_none() || a.session_id.as_deref() == p.session_id.as_deref()
+                })
                 .cloned()
                 .collect()
         });
@@ -347,7 +363,9 @@ impl Handler for Api {
                     .iter()
                     .filter(|a| status.is_none() || status == Some(wire(&a.status)))
                     .filter(|a| p.run_id.as_ref().is_none_or(|r| *r == a.run_id))
-                    .filter(|a| p.session_id.is_none() || a.session_id == p.session_id)
+                    .filter(|a| {
+                        p.session_id.is_none() || a.session_id.as_deref() == p.session_id.as_deref()
+                    })
                     .cloned()
                     .collect()
             }),
@@ -436,6 +454,21 @@ impl Handler for Api {
         Err(invalid(
             "events.subscribe is served on the WebSocket transport (GET /v1/ws)",
         ))
+    }
+
+    async fn tokens_ticket(&self, _: &(), p: TokensTicketParams) -> Result<StreamTicket, ApiError> {
+        let expires_at = now_ms() + TICKET_TTL_MS;
+        let ticket = self.write(|s| {
+            let ticket = s.new_id("tkt");
+            s.tickets.retain(|_, expires| *expires > now_ms());
+            s.tickets.insert(ticket.clone(), expires_at);
+            ticket
+        });
+        Ok(StreamTicket {
+            ticket,
+            expires_at,
+            scopes: p.scopes.unwrap_or_else(|| vec![Scope::Admin]),
+        })
     }
 
     async fn events_unsubscribe(

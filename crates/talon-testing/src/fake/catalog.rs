@@ -48,7 +48,7 @@ pub(crate) fn respond_approval(
             ApprovalStatus::Approved
         };
         approval.decision = Some(p.decision);
-        approval.reason = p.reason;
+        approval.reason = p.reason.map(Into::into);
         approval.resolved_at = Some(now_ms());
         Ok(approval.clone())
     })
@@ -110,7 +110,7 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
     };
     shared.write(|s| {
         if let Some(key) = &p.idempotency_key
-            && let Some(first) = s.idempotency.get(key)
+            && let Some(first) = s.idempotency.get(key.as_str())
         {
             if first.hash != hash {
                 return Err(ApiError::new(
@@ -128,10 +128,10 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
             .tools
             .iter()
             .find(|t| t.id == p.tool)
-            .map_or_else(|| p.tool.clone(), |t| t.name.clone());
+            .map_or_else(|| p.tool.to_string(), |t| t.name.clone());
         let result = s
             .invoke_results
-            .get(&p.tool)
+            .get(p.tool.as_str())
             .or_else(|| s.invoke_results.get(&name))
             .cloned()
             .ok_or_else(|| {
@@ -143,7 +143,7 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
             })?;
         if let Some(key) = &p.idempotency_key {
             s.idempotency.insert(
-                key.clone(),
+                key.to_string(),
                 FirstCall {
                     hash: hash.clone(),
                     answer: result.clone(),
@@ -196,7 +196,7 @@ pub(crate) fn create_environment(
         let environment = Environment {
             workspace: Some(format!("/fake-gateway/environments/{id}/workspace")),
             id,
-            provider: p.provider.clone(),
+            provider: p.provider.to_string(),
             status: EnvironmentStatus::Ready,
             capabilities: EnvironmentCapabilities {
                 checkout: Some(true),

@@ -70,6 +70,30 @@ pub(crate) fn authenticate(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Checks a stream's credential: the bearer token, else a ticket from
+/// `tokens.ticket` (`?ticket=`), which opens one stream, once, before it
+/// expires.
+pub(crate) fn authenticate_stream(
+    shared: &Shared,
+    headers: &HeaderMap,
+    ticket: Option<&str>,
+) -> Result<(), ApiError> {
+    match ticket {
+        Some(ticket) if !headers.contains_key(header::AUTHORIZATION) => {
+            let now = super::state::now_ms();
+            shared.write(|s| match s.tickets.remove(ticket) {
+                Some(expires_at) if expires_at > now => Ok(()),
+                _ => Err(ApiError::new(
+                    ErrorCode::Unauthenticated,
+                    "the ticket is unknown, used or expired: mint one with tokens.ticket",
+                )
+                .with_details(serde_json::json!({"reason": "ticket"}))),
+            })
+        }
+        _ => authenticate(headers),
+    }
+}
+
 /// Records a call and applies the faults queued for its method.
 pub(crate) async fn arrive(
     shared: &Shared,

@@ -153,7 +153,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
     };
     let accepted = shared.write(|s| -> Result<_, ApiError> {
         if let Some(key) = &p.idempotency_key
-            && let Some(first) = s.idempotency.get(key)
+            && let Some(first) = s.idempotency.get(key.as_str())
         {
             if first.hash != hash {
                 return Err(ApiError::new(
@@ -239,7 +239,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
         );
         if let Some(key) = &p.idempotency_key {
             s.idempotency.insert(
-                key.clone(),
+                key.to_string(),
                 FirstCall {
                     hash: hash.clone(),
                     answer: serde_json::Value::String(run.id.clone()),

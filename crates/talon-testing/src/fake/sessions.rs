@@ -23,9 +23,13 @@ pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, Ap
                 .ok_or_else(|| not_found("message", at))?;
             kept.truncate(end + 1);
         }
-        let mut session = s.create_session(&parent.agent_id, p.key, parent.metadata.clone())?;
+        let mut session = s.create_session(
+            &parent.agent_id,
+            p.key.map(Into::into),
+            parent.metadata.clone(),
+        )?;
         session.parent_id = Some(parent.id.clone());
-        session.forked_at_message_id = p.at_message_id;
+        session.forked_at_message_id = p.at_message_id.map(Into::into);
         for message in &mut kept {
             message.session_id = session.id.clone();
         }

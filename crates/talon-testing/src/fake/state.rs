@@ -78,6 +78,8 @@ pub(crate) struct State {
     pub calls: Vec<RecordedCall>,
     pub tools: Vec<ToolSummary>,
     pub invoke_results: HashMap<String, serde_json::Value>,
+    /// Unused stream tickets and when each expires.
+    pub tickets: HashMap<String, u64>,
     /// The event log: the event with id `n` is at `n - 1`.
     pub log: Vec<Event>,
     counter: u64,

@@ -25,7 +25,7 @@ use talon_protocol::gateway::ApiError;
 use talon_protocol::{Event, EventType};
 use tokio::sync::watch;
 
-use super::http::{ErrorResponse, authenticate};
+use super::http::{ErrorResponse, authenticate_stream};
 use super::script::{cursor_expired, take_drop, take_expire};
 use super::state::{Shared, invalid};
 
@@ -161,6 +161,13 @@ pub(crate) struct StreamQuery {
     session_key: Option<String>,
     agent_id: Option<String>,
     types: Option<String>,
+    ticket: Option<String>,
+}
+
+/// A stream's credential in its URL: a `tokens.ticket` ticket.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct TicketQuery {
+    pub ticket: Option<String>,
 }
 
 /// One run's events.
@@ -171,7 +178,7 @@ pub(crate) async fn run_events(
     headers: HeaderMap,
 ) -> Response {
     let opened = (|| {
-        authenticate(&headers)?;
+        authenticate_stream(&shared, &headers, query.ticket.as_deref())?;
         shared.read(|s| s.run(&run_id).map(|_| ()))?;
         let filter = Filter {
             run_id: Some(run_id.clone()),
@@ -197,7 +204,7 @@ pub(crate) async fn all_events(
     headers: HeaderMap,
 ) -> Response {
     let opened = (|| {
-        authenticate(&headers)?;
+        authenticate_stream(&shared, &headers, query.ticket.as_deref())?;
         let mut types = Vec::new();
         for name in query.types.iter().flat_map(|t| t.split(',')) {
             let name = name.trim();

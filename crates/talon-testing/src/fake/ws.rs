@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -26,7 +26,7 @@ use talon_protocol::gateway::{ApiError, ErrorCode};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::http::{ErrorResponse, arrive, authenticate, serve_call};
+use super::http::{ErrorResponse, arrive, authenticate_stream, serve_call};
 use super::state::{Shared, invalid};
 use super::stream::{Filter, Follow, Next};
 
@@ -46,10 +46,11 @@ enum Out {
 /// Upgrades an authenticated request.
 pub(crate) async fn upgrade(
     State(shared): State<Arc<Shared>>,
+    Query(query): Query<super::stream::TicketQuery>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if let Err(error) = authenticate(&headers) {
+    if let Err(error) = authenticate_stream(&shared, &headers, query.ticket.as_deref()) {
         return ErrorResponse(error).into_response();
     }
     ws.on_upgrade(move |socket| connection(shared, socket))
@@ -134,9 +135,12 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
             }
             "events.unsubscribe" => {
                 let outcome = match arrive(&shared, &method, &params).await {
-                    Ok(()) => serde_json::from_value::<EventsUnsubscribeParams>(params)
-                        .map_err(|e| invalid(format!("events.unsubscribe: {e}")))
-                        .and_then(|p| match subscriptions.remove(&p.subscription_id) {
+                    Ok(()) => talon_protocol::gateway::decode_params::<EventsUnsubscribeParams>(
+                        "events.unsubscribe",
+                        params,
+                    )
+                    .and_then(|p| {
+                        match subscriptions.remove(p.subscription_id.as_str()) {
                             Some(task) => {
                                 task.abort();
                                 Ok(json!({}))
@@ -145,7 +149,8 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
                                 ErrorCode::NotFound,
                                 format!("no subscription {:?}", p.subscription_id),
                             )),
-                        }),
+                        }
+                    }),
                     Err(error) => Err(error),
                 };
                 let _ = outbox.send(answer(&id, outcome)).await;
@@ -188,9 +193,8 @@ fn subscribe(
     outbox: &mpsc::Sender<Out>,
     open: usize,
 ) -> Result<Started, ApiError> {
-    let params = if params.is_null() { json!({}) } else { params };
     let p: EventsSubscribeParams =
-        serde_json::from_value(params).map_err(|e| invalid(format!("events.subscribe: {e}")))?;
+        talon_protocol::gateway::decode_params("events.subscribe", params)?;
     if open >= MAX_SUBSCRIPTIONS {
         return Err(ApiError::new(
             ErrorCode::RateLimited,
@@ -206,8 +210,8 @@ fn subscribe(
     };
     let filter = Filter {
         run_id: None,
-        session_key: p.session_key,
-        agent_id: p.agent_id,
+        session_key: p.session_key.map(Into::into),
+        agent_id: p.agent_id.map(Into::into),
         types: p.types.unwrap_or_default(),
     };
     let mut follow = Follow::start(shared, filter, cursor, false)?;

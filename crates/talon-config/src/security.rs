@@ -1,0 +1,290 @@
+//! What an admin lets callers and browsers reach: `gateway.security`
+//! (the hosts the gateway answers to, the browser origins it serves, the
+//! stream tickets' lifetime) and `gateway.environments` (where
+//! workspaces come from, the secrets runs may be given). Everything is
+//! absent by default: loopback only, no browser origin, no workspace
+//! source, no secret.
+//!
+//! ```json5
+//! gateway: {
+//!   security: {
+//!     allowedHosts: ["talon.example.com", "*.internal.example"],
+//!     allowedOrigins: ["https://app.example.com"],
+//!     streamTicketTtlMs: 60000,
+//!   },
+//!   environments: {
+//!     sourceRoots: ["/srv/projects"],
+//!     repositories: { app: "/srv/git/app.git" },
+//!     secrets: { DEPLOY_TOKEN: { env: "TALON_DEPLOY_TOKEN" },
+//!                NPM_TOKEN: { file: "/run/secrets/npm" } },
+//!   },
+//! }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::gateway::invalid;
+use crate::{Config, Result};
+
+/// `gateway.security`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SecuritySettings {
+    /// `allowedHosts`: names beyond loopback the gateway answers to.
+    pub allowed_hosts: Vec<String>,
+    /// `allowedOrigins`: browser origins allowed to call it.
+    pub allowed_origins: Vec<String>,
+    /// `streamTicketTtlMs`: how long a stream ticket may wait to be used.
+    pub stream_ticket_ttl: Option<Duration>,
+}
+
+/// `gateway.environments`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvironmentSettings {
+    /// `sourceRoots`: directories whose trees may become workspaces.
+    pub source_roots: Vec<PathBuf>,
+    /// `repositories`: local git repositories by name.
+    pub repositories: BTreeMap<String, PathBuf>,
+    /// `secrets`: what a run may be given, by name.
+    pub secrets: BTreeMap<String, SecretRef>,
+}
+
+/// Where a secret's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretRef {
+    /// `{env: "VAR"}`: a variable of the gateway's environment.
+    Env(String),
+    /// `{file: "/abs/path"}`: a file's content.
+    File(PathBuf),
+}
+
+impl Config {
+    /// The `gateway.security` section.
+    pub fn security(&self) -> Result<SecuritySettings> {
+        let hosts = self.strings("gateway.security.allowedHosts")?;
+        for host in &hosts {
+            let name = host.strip_prefix("*.").unwrap_or(host);
+            let valid = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b':' | b'_'));
+            if !valid {
+                return Err(invalid(
+                    "gateway.security.allowedHosts",
+                    &format!(
+                        "{host:?} is not a host name (no scheme, port or path; `*.example.com` for subdomains)"
+                    ),
+                ));
+            }
+        }
+        let origins = self.strings("gateway.security.allowedOrigins")?;
+        for origin in &origins {
+            let valid = origin
+                .split_once("://")
+                .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
+                .is_some_and(|(_, authority)| {
+                    !authority.is_empty() && !authority.contains(['/', '?', '#', '*', ' '])
+                });
+            if !valid {
+                return Err(invalid(
+                    "gateway.security.allowedOrigins",
+                    &format!(
+                        "{origin:?} is not an origin: scheme://host[:port], no path and no wildcard"
+                    ),
+                ));
+            }
+        }
+        Ok(SecuritySettings {
+            allowed_hosts: hosts,
+            allowed_origins: origins,
+            stream_ticket_ttl: self
+                .whole("gateway.security.streamTicketTtlMs", 3_600_000)?
+                .map(Duration::from_millis),
+        })
+    }
+
+    /// The `gateway.environments` section.
+    pub fn environments(&self) -> Result<EnvironmentSettings> {
+        let absolute = |key: &str, text: &str| {
+            let path = PathBuf::from(text);
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(invalid(key, &format!("{text:?} is not an absolute path")))
+            }
+        };
+        let mut settings = EnvironmentSettings::default();
+        for root in self.strings("gateway.environments.sourceRoots")? {
+            settings
+                .source_roots
+                .push(absolute("gateway.environments.sourceRoots", &root)?);
+        }
+        let key = "gateway.environments.repositories";
+        for (name, path) in self.object(key)? {
+            let valid = (1..=64).contains(&name.len())
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+            let path = path.as_str().ok_or_else(|| {
+                invalid(&format!("{key}.{name}"), "expected the repository's path")
+            })?;
+            if !valid {
+                return Err(invalid(
+                    key,
+                    &format!("{name:?}: a name is 1 to 64 letters, digits, `-`, `.` or `_`"),
+                ));
+            }
+            settings
+                .repositories
+                .insert(name.clone(), absolute(&format!("{key}.{name}"), path)?);
+        }
+        let key = "gateway.environments.secrets";
+        for (name, source) in self.object(key)? {
+            let variable = |s: &str| {
+                !s.is_empty()
+                    && s.len() <= 128
+                    && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && !s.as_bytes()[0].is_ascii_digit()
+            };
+            let at = format!("{key}.{name}");
+            if !variable(name) {
+                return Err(invalid(
+                    key,
+                    &format!("{name:?}: a secret's name is a shell variable name"),
+                ));
+            }
+            let source = match (
+                source.get("env").and_then(Value::as_str),
+                source.get("file").and_then(Value::as_str),
+                source.as_object().map(|o| o.len()),
+            ) {
+                (Some(var), None, Some(1)) if variable(var) => SecretRef::Env(var.to_owned()),
+                (None, Some(file), Some(1)) => SecretRef::File(absolute(&at, file)?),
+                _ => {
+                    return Err(invalid(
+                        &at,
+                        "expected {env: \"VARIABLE\"} or {file: \"/absolute/path\"}",
+                    ));
+                }
+            };
+            settings.secrets.insert(name.clone(), source);
+        }
+        Ok(settings)
+    }
+
+    /// A list of strings at `key` (empty when absent).
+    fn strings(&self, key: &str) -> Result<Vec<String>> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) if items.len() <= 1024 => items
+                .iter()
+                .map(|item| {
+                    item.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| invalid(key, "expected a list of strings"))
+                })
+                .collect(),
+            Some(_) => Err(invalid(key, "expected a list of strings (at most 1024)")),
+        }
+    }
+
+    /// An object at `key` (empty when absent).
+    fn object(&self, key: &str) -> Result<Vec<(&String, &Value)>> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Object(map)) => Ok(map.iter().collect()),
+            Some(_) => Err(invalid(key, "expected an object")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ConfigError;
+
+    fn parse(text: &str) -> Result<(SecuritySettings, EnvironmentSettings)> {
+        let config = Config::parse(text, None)?;
+        Ok((config.security()?, config.environments()?))
+    }
+
+    #[test]
+    fn everything_is_read_and_absent_means_nothing_allowed() {
+        let (security, environments) = parse(
+            "{gateway: {security: {allowedHosts: ['talon.example.com', '*.corp'],
+                                   allowedOrigins: ['https://app.example.com'],
+                                   streamTicketTtlMs: 5000},
+                        environments: {sourceRoots: ['/srv/projects'],
+                                       repositories: {app: '/srv/git/app.git'},
+                                       secrets: {DEPLOY: {env: 'HOST_DEPLOY'}, NPM: {file: '/run/npm'}}}}}",
+        )
+        .unwrap();
+        assert_eq!(
+            security,
+            SecuritySettings {
+                allowed_hosts: vec!["talon.example.com".into(), "*.corp".into()],
+                allowed_origins: vec!["https://app.example.com".into()],
+                stream_ticket_ttl: Some(Duration::from_secs(5)),
+            }
+        );
+        assert_eq!(
+            environments,
+            EnvironmentSettings {
+                source_roots: vec![PathBuf::from("/srv/projects")],
+                repositories: [("app".to_owned(), PathBuf::from("/srv/git/app.git"))].into(),
+                secrets: [
+                    ("DEPLOY".to_owned(), SecretRef::Env("HOST_DEPLOY".into())),
+                    ("NPM".to_owned(), SecretRef::File(PathBuf::from("/run/npm"))),
+                ]
+                .into(),
+            }
+        );
+        assert_eq!(
+            parse("{}").unwrap(),
+            (SecuritySettings::default(), EnvironmentSettings::default())
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (text, key) in [
+            (
+                "{gateway: {security: {allowedHosts: ['https://x']}}}",
+                "gateway.security.allowedHosts",
+            ),
+            (
+                "{gateway: {security: {allowedOrigins: ['*']}}}",
+                "gateway.security.allowedOrigins",
+            ),
+            (
+                "{gateway: {security: {allowedOrigins: ['https://a/b']}}}",
+                "gateway.security.allowedOrigins",
+            ),
+            (
+                "{gateway: {environments: {sourceRoots: ['relative']}}}",
+                "gateway.environments.sourceRoots",
+            ),
+            (
+                "{gateway: {environments: {repositories: {'a b': '/x'}}}}",
+                "gateway.environments.repositories",
+            ),
+            (
+                "{gateway: {environments: {secrets: {X: {env: 'A', file: '/b'}}}}}",
+                "gateway.environments.secrets.X",
+            ),
+            (
+                "{gateway: {environments: {secrets: {X: 'VALUE'}}}}",
+                "gateway.environments.secrets.X",
+            ),
+        ] {
+            match parse(text) {
+                Err(ConfigError::Invalid { key: got, .. }) => assert_eq!(got, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+}

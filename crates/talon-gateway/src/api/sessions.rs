@@ -1,0 +1,92 @@
+//! Agents and sessions as the methods find and make them: an agent by id
+//! (the config's, then the store's), a session by key (made on first
+//! use), and the caps on a session's metadata.
+
+use talon_protocol::gateway::*;
+
+use super::{Api, DEFAULT_AGENT, new_id, not_found};
+use crate::error::api_error;
+
+/// A session's metadata is at most this many keys...
+const METADATA_KEYS: usize = 64;
+/// ...and this many bytes as JSON.
+const METADATA_BYTES: usize = 16 << 10;
+
+/// Metadata within its caps (`invalid_request` naming them).
+pub(super) fn check_metadata(metadata: Metadata) -> Result<Metadata, ApiError> {
+    let bytes = serde_json::to_string(&metadata).map_or(usize::MAX, |t| t.len());
+    if metadata.len() > METADATA_KEYS || bytes > METADATA_BYTES {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "metadata: {} keys, {bytes} bytes as JSON; the caps are {METADATA_KEYS} keys and {METADATA_BYTES} bytes",
+                metadata.len()
+            ),
+        )
+        .with_details(serde_json::json!({"field": "metadata"})));
+    }
+    if let Some(key) = metadata.keys().find(|k| k.chars().count() > 128) {
+        let shown: String = key.chars().take(32).collect();
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("metadata: the key {shown:?}... is longer than 128 characters"),
+        )
+        .with_details(serde_json::json!({"field": "metadata"})));
+    }
+    Ok(metadata)
+}
+
+impl Api {
+    pub(super) async fn find_agent(&self, id: &str) -> Result<Option<Agent>, ApiError> {
+        if let Some(agent) = self.config_agents.iter().find(|a| a.id == id) {
+            return Ok(Some(agent.clone()));
+        }
+        self.store.agent(id).await.map_err(api_error)
+    }
+
+    /// The session with `key`, created for `agent` (`main` when absent)
+    /// if there is none; a new session's agent must exist.
+    pub(super) async fn sessions_resolve_inner(
+        &self,
+        key: &str,
+        agent: Option<String>,
+    ) -> Result<Session, ApiError> {
+        if let Some(session) = self.store.session_by_key(key).await.map_err(api_error)? {
+            return Ok(session);
+        }
+        let agent_id = agent.unwrap_or_else(|| DEFAULT_AGENT.into());
+        if self.find_agent(&agent_id).await?.is_none() {
+            return Err(not_found("agent", &agent_id));
+        }
+        let now = talon_store::now_ms();
+        let session = Session {
+            id: new_id("sess")?,
+            key: key.to_owned(),
+            agent_id,
+            parent_id: None,
+            forked_at_message_id: None,
+            metadata: Default::default(),
+            created_at: now,
+            updated_at: now,
+        };
+        match self.store.create_session(&session).await {
+            Ok(()) => Ok(session),
+            // Another caller created it first: theirs is the session.
+            Err(talon_store::StoreError::Exists { .. }) => self
+                .store
+                .session_by_key(key)
+                .await
+                .map_err(api_error)?
+                .ok_or_else(|| not_found("session", key)),
+            Err(error) => Err(api_error(error)),
+        }
+    }
+
+    pub(super) async fn session_of(&self, id: &str) -> Result<Session, ApiError> {
+        self.store
+            .session(id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("session", id))
+    }
+}

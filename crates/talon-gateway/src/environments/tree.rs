@@ -1,0 +1,464 @@
+//! A workspace's baseline and its diff, without git: the baseline is a
+//! copy of the workspace's files made when it was prepared, kept beside
+//! it (`<dir>/baseline`, where the run's tools do not reach), and a run's
+//! changes are the two trees compared in Rust.
+//!
+//! Walking never follows a symlink (a link is compared as its target's
+//! text, as git does), reads only regular files (opened without following
+//! links, non-blocking: a FIFO or device swapped in is refused), never
+//! leaves the tree it walks (each directory's real path is checked), and
+//! is bounded ([`Caps`]). The top-level `.git` is not part of either
+//! tree; the baseline's `.gitignore` (its top-level one: blank lines,
+//! comments, `!`, a leading or trailing `/`, `*`, `?` and `**`) leaves
+//! ignored paths out of both.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use talon_protocol::event_data::GitDiffData;
+
+/// What a walk and a diff may cost.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caps {
+    /// Entries walked per tree.
+    pub entries: usize,
+    /// Files larger than this are compared, not diffed by line.
+    pub text_bytes: u64,
+    /// The diff's length; past it the rest is summarised.
+    pub diff_bytes: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Self {
+            entries: 100_000,
+            text_bytes: 1 << 20,
+            diff_bytes: 16 << 20,
+        }
+    }
+}
+
+/// One entry of a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    File { size: u64 },
+    Link(String),
+    Dir,
+}
+
+/// A walked tree: relative path (with `/`) to node.
+type Tree = BTreeMap<String, Node>;
+
+/// Why a tree could not be walked or copied.
+pub(crate) type Failure = String;
+
+/// The top-level `.gitignore`'s rules.
+#[derive(Debug, Default)]
+pub(crate) struct Ignore {
+    /// (pattern, negated, directories only), in file order: the last
+    /// match decides.
+    rules: Vec<(Regex, bool, bool)>,
+}
+
+impl Ignore {
+    /// The rules of the `.gitignore` at `root` (none when absent or not a
+    /// regular file).
+    pub(crate) fn of(root: &Path) -> Self {
+        let text = talon_fs::read_capped_to_string(
+            &root.join(".gitignore"),
+            256 << 10,
+            talon_fs::Symlinks::Refuse,
+        )
+        .unwrap_or_default();
+        let mut rules = Vec::new();
+        for line in text.lines().take(10_000) {
+            let line = line.trim_end();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (negated, line) = match line.strip_prefix('!') {
+                Some(rest) => (true, rest),
+                None => (false, line),
+            };
+            let (dir_only, line) = match line.strip_suffix('/') {
+                Some(rest) => (true, rest),
+                None => (false, line),
+            };
+            let anchored = line.starts_with('/') || line.trim_start_matches('/').contains('/');
+            let body = glob_to_regex(line.trim_start_matches('/'));
+            let pattern = if anchored {
+                format!("^{body}$")
+            } else {
+                format!("^(?:.*/)?{body}$")
+            };
+            if let Ok(regex) = Regex::new(&pattern) {
+                rules.push((regex, negated, dir_only));
+            }
+        }
+        Self { rules }
+    }
+
+    /// Whether `path` (relative, `/`-separated) is ignored.
+    fn ignores(&self, path: &str, is_dir: bool) -> bool {
+        let mut ignored = false;
+        for (regex, negated, dir_only) in &self.rules {
+            if (*dir_only && !is_dir) || !regex.is_match(path) {
+                continue;
+            }
+            ignored = !negated;
+        }
+        ignored
+    }
+}
+
+fn glob_to_regex(glob: &str) -> String {
+    let mut out = String::new();
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    out.push_str("(?:.*/)?");
+                } else {
+                    out.push_str(".*");
+                }
+            }
+            '*' => out.push_str("[^/]*"),
+            '?' => out.push_str("[^/]"),
+            c => out.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    out
+}
+
+/// Walks `root`: every entry but the top-level `.git` and what `ignore`
+/// leaves out.
+fn walk(root: &Path, ignore: &Ignore, caps: Caps) -> Result<Tree, Failure> {
+    let real_root = std::fs::canonicalize(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let mut tree = Tree::new();
+    let mut stack = vec![(real_root.clone(), String::new())];
+    while let Some((dir, prefix)) = stack.pop() {
+        // A directory swapped for a link after it was listed leads
+        // elsewhere: refused.
+        let real = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        if !real.starts_with(&real_root) {
+            return Err(format!("{} leaves the workspace", dir.display()));
+        }
+        let entries = std::fs::read_dir(&real).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if path == ".git" {
+                continue;
+            }
+            let kind = entry.file_type().map_err(|e| format!("{path}: {e}"))?;
+            if ignore.ignores(&path, kind.is_dir()) {
+                continue;
+            }
+            if tree.len() >= caps.entries {
+                return Err(format!("more than {} entries", caps.entries));
+            }
+            if kind.is_dir() {
+                tree.insert(path.clone(), Node::Dir);
+                stack.push((real.join(&name), path));
+            } else if kind.is_symlink() {
+                let target =
+                    std::fs::read_link(real.join(&name)).map_err(|e| format!("{path}: {e}"))?;
+                tree.insert(path, Node::Link(target.to_string_lossy().into_owned()));
+            } else if kind.is_file() {
+                let size = entry.metadata().map_err(|e| format!("{path}: {e}"))?.len();
+                tree.insert(path, Node::File { size });
+            }
+            // FIFOs, sockets and devices are no part of a workspace.
+        }
+    }
+    Ok(tree)
+}
+
+/// Copies `workspace`'s tree (as [`walk`] sees it) to `baseline`, which
+/// must not exist.
+pub(crate) fn snapshot(workspace: &Path, baseline: &Path, caps: Caps) -> Result<(), Failure> {
+    let ignore = Ignore::of(workspace);
+    let tree = walk(workspace, &ignore, caps)?;
+    // The rules the diff applies are the baseline's `.gitignore`, copied
+    // with the rest of the tree.
+    std::fs::create_dir(baseline).map_err(|e| format!("{}: {e}", baseline.display()))?;
+    for (path, node) in &tree {
+        let to = baseline.join(path);
+        let made = match node {
+            Node::Dir => std::fs::create_dir_all(&to),
+            Node::Link(target) => std::os::unix::fs::symlink(target, &to),
+            Node::File { .. } => copy_regular(&workspace.join(path), &to),
+        };
+        made.map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn copy_regular(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut source =
+        talon_fs::open_regular(from, talon_fs::Symlinks::Refuse).map_err(std::io::Error::other)?;
+    let mut target = std::fs::File::create_new(to)?;
+    std::io::copy(&mut source, &mut target)?;
+    Ok(())
+}
+
+/// Reads a regular file of at most `cap` bytes without following links;
+/// `None` when it is larger (or unreadable).
+fn read_small(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    talon_fs::read_capped(path, cap, talon_fs::Symlinks::Refuse).ok()
+}
+
+/// Whether two regular files hold the same bytes (streamed).
+fn same_content(a: &Path, b: &Path) -> bool {
+    let open = |p: &Path| talon_fs::open_regular(p, talon_fs::Symlinks::Refuse).ok();
+    let (Some(mut a), Some(mut b)) = (open(a), open(b)) else {
+        return false;
+    };
+    let (mut left, mut right) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        let n = match a.read(&mut left) {
+            Ok(n) => n,
+            Err(_) => return false,
+        };
+        let mut got = 0;
+        while got < n {
+            match b.read(&mut right[got..n]) {
+                Ok(0) | Err(_) => return false,
+                Ok(m) => got += m,
+            }
+        }
+        if left[..n] != right[..n] {
+            return false;
+        }
+        if n == 0 {
+            return matches!(b.read(&mut right[..1]), Ok(0));
+        }
+    }
+}
+
+/// The changes from `baseline` to `workspace`: a unified diff and its
+/// summary (`None` when nothing changed).
+pub(crate) fn diff(
+    baseline: &Path,
+    workspace: &Path,
+    caps: Caps,
+) -> Result<Option<(String, GitDiffData)>, Failure> {
+    let ignore = Ignore::of(baseline);
+    let before = walk(baseline, &ignore, caps)?;
+    let after = walk(workspace, &ignore, caps)?;
+    let mut paths: Vec<&String> = before.keys().chain(after.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    let mut out = String::new();
+    let mut summary = GitDiffData {
+        files: Vec::new(),
+        additions: 0,
+        deletions: 0,
+        artifact_id: None,
+    };
+    let mut omitted = 0usize;
+    for path in paths {
+        let (old, new) = (before.get(path), after.get(path));
+        let content = |root: &Path, node: Option<&Node>| -> Option<Content> {
+            match node? {
+                Node::Dir => None,
+                Node::Link(target) => Some(Content::Text(target.clone().into_bytes())),
+                Node::File { size } if *size > caps.text_bytes => Some(Content::Large),
+                Node::File { .. } => Some(match read_small(&root.join(path), caps.text_bytes) {
+                    Some(bytes) if !bytes.contains(&0) => Content::Text(bytes),
+                    _ => Content::Binary,
+                }),
+            }
+        };
+        let changed = match (old, new) {
+            (None, None) | (Some(Node::Dir), Some(Node::Dir)) => false,
+            (Some(Node::File { size: a }), Some(Node::File { size: b })) => {
+                a != b || !same_content(&baseline.join(path), &workspace.join(path))
+            }
+            (a, b) => a != b,
+        };
+        if !changed {
+            continue;
+        }
+        let (old, new) = (content(baseline, old), content(workspace, new));
+        if old.is_none() && new.is_none() {
+            continue;
+        }
+        summary.files.push(path.clone());
+        let text = match (&old, &new) {
+            (Some(Content::Text(_)) | None, Some(Content::Text(_)) | None) => {
+                let a = match &old {
+                    Some(Content::Text(a)) => Some(a.as_slice()),
+                    _ => None,
+                };
+                let b: &[u8] = match &new {
+                    Some(Content::Text(b)) => b,
+                    _ => &[],
+                };
+                let rendered = render(path, a, b, new.is_none());
+                for line in rendered.lines() {
+                    if line.starts_with('+') && !line.starts_with("+++") {
+                        summary.additions += 1;
+                    } else if line.starts_with('-') && !line.starts_with("---") {
+                        summary.deletions += 1;
+                    }
+                }
+                rendered
+            }
+            _ => format!(
+                "Binary files {} and {} differ\n",
+                side("a", path, old.is_some()),
+                side("b", path, new.is_some())
+            ),
+        };
+        if out.len() + text.len() > caps.diff_bytes {
+            omitted += 1;
+            continue;
+        }
+        out.push_str(&text);
+    }
+    if summary.files.is_empty() {
+        return Ok(None);
+    }
+    if omitted > 0 {
+        out.push_str(&format!(
+            "# {omitted} more changed file(s) not shown: the diff is capped at {} bytes\n",
+            caps.diff_bytes
+        ));
+    }
+    Ok(Some((out, summary)))
+}
+
+enum Content {
+    Text(Vec<u8>),
+    Binary,
+    Large,
+}
+
+fn side(prefix: &str, path: &str, present: bool) -> String {
+    if present {
+        format!("{prefix}/{path}")
+    } else {
+        "/dev/null".to_owned()
+    }
+}
+
+/// A unified diff of one path: `before` `None` for a new file, `deleted`
+/// for a removed one.
+fn render(path: &str, before: Option<&[u8]>, after: &[u8], deleted: bool) -> String {
+    let old = before.map(String::from_utf8_lossy).unwrap_or_default();
+    let new = String::from_utf8_lossy(after);
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(2))
+        .diff_lines(old.as_ref(), new.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &side("a", path, before.is_some()),
+            &side("b", path, !deleted),
+        )
+        .to_string()
+}
+
+/// The baseline of the workspace under `dir`.
+pub(crate) fn baseline_of(dir: &Path) -> PathBuf {
+    dir.join("baseline")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn changes_are_diffed_without_git_and_ignored_paths_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        write(&ws, "a.txt", "one\ntwo\n");
+        write(&ws, "gone.txt", "bye\n");
+        write(&ws, ".gitignore", "build/\n*.log\n!keep.log\n");
+        write(&ws, ".git/config", "[core]\n");
+        std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
+        snapshot(&ws, &baseline_of(dir.path()), Caps::default()).unwrap();
+        assert!(!baseline_of(dir.path()).join(".git").exists());
+        write(&ws, "a.txt", "one\n2\n");
+        std::fs::remove_file(ws.join("gone.txt")).unwrap();
+        write(&ws, "new/b.txt", "fresh\n");
+        write(&ws, "build/out.o", "ignored");
+        write(&ws, "x.log", "ignored");
+        write(&ws, "keep.log", "kept\n");
+        write(
+            &ws,
+            ".git/config",
+            "[core]\n\tfsmonitor = touch /tmp/pwned\n",
+        );
+        std::fs::remove_file(ws.join("link")).unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", ws.join("link")).unwrap();
+        let (text, summary) = diff(&baseline_of(dir.path()), &ws, Caps::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            summary,
+            GitDiffData {
+                files: ["a.txt", "gone.txt", "keep.log", "link", "new/b.txt"]
+                    .map(String::from)
+                    .to_vec(),
+                additions: 4,
+                deletions: 3,
+                artifact_id: None,
+            }
+        );
+        assert!(text.contains("--- a/a.txt\n+++ b/a.txt\n"), "{text}");
+        assert!(text.contains("--- a/gone.txt\n+++ /dev/null\n"), "{text}");
+        assert!(text.contains("--- /dev/null\n+++ b/new/b.txt\n"), "{text}");
+        // A link is its target's text, never the file it names.
+        assert!(text.contains("+/etc/shadow"), "{text}");
+        assert!(!text.contains("root:"), "{text}");
+        // Nothing changed: nothing to say.
+        let again = dir.path().join("again");
+        snapshot(&ws, &again, Caps::default()).unwrap();
+        assert_eq!(diff(&again, &ws, Caps::default()).unwrap(), None);
+    }
+
+    #[test]
+    fn large_and_binary_files_are_compared_not_printed_and_caps_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        write(&ws, "big.txt", &"x".repeat(2 << 20));
+        std::fs::write(ws.join("bin"), [0u8, 1, 2]).unwrap();
+        snapshot(&ws, &baseline_of(dir.path()), Caps::default()).unwrap();
+        write(&ws, "big.txt", &"y".repeat(2 << 20));
+        std::fs::write(ws.join("bin"), [0u8, 1, 3]).unwrap();
+        let (text, summary) = diff(&baseline_of(dir.path()), &ws, Caps::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(summary.files, ["big.txt", "bin"]);
+        assert_eq!(
+            text,
+            "Binary files a/big.txt and b/big.txt differ\nBinary files a/bin and b/bin differ\n"
+        );
+        let tight = Caps {
+            entries: 1,
+            ..Caps::default()
+        };
+        assert_eq!(
+            diff(&baseline_of(dir.path()), &ws, tight).unwrap_err(),
+            "more than 1 entries"
+        );
+    }
+}

@@ -1,0 +1,370 @@
+//! Browsers and the names the gateway answers to: the Host allow-list,
+//! the Origin check, CORS, and stream tickets.
+
+use std::time::Duration;
+
+use reqwest::header::{HOST, ORIGIN};
+use serde_json::{Value, json};
+use talon_gateway::{BrowserPolicy, tokens};
+use talon_protocol::gateway::Scope;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+use super::super::{Options, TestGateway};
+
+/// Every route, as `(method, path)`.
+const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/v1/openapi.json"),
+    ("POST", "/v1/agents.list"),
+    ("GET", "/v1/events"),
+    ("GET", "/v1/runs/run_x/events"),
+    ("GET", "/v1/artifacts/art_x/content"),
+    ("GET", "/v1/ws"),
+    ("GET", "/nowhere"),
+];
+
+async fn request(
+    g: &TestGateway,
+    method: &str,
+    path: &str,
+    headers: &[(reqwest::header::HeaderName, &str)],
+) -> reqwest::Response {
+    let mut builder = g
+        .client
+        .request(method.parse().unwrap(), g.url(path))
+        .bearer_auth(&g.admin);
+    if method == "POST" {
+        builder = builder.json(&json!({}));
+    }
+    for (name, value) in headers {
+        builder = builder.header(name, *value);
+    }
+    builder.send().await.unwrap()
+}
+
+/// The status and the error of a refused request.
+async fn refused(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    (status, body["error"].clone())
+}
+
+async fn with_policy(browsers: BrowserPolicy) -> TestGateway {
+    TestGateway::start_opts(Options {
+        browsers,
+        ..Options::default()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_misdirected_before_any_route() {
+    let g = with_policy(BrowserPolicy {
+        allowed_hosts: vec!["talon.example.com".into(), "*.corp.example".into()],
+        allowed_origins: Vec::new(),
+    })
+    .await;
+    let port = g.running.addr.port();
+    for host in [
+        "evil.example".to_owned(),
+        format!("evil.example:{port}"),
+        "corp.example".into(),
+        "talon.example.com.evil.net".into(),
+        "xn--tlon-example".into(),
+        "127.0.0.1.nip.io".into(),
+        "".into(),
+        "a".repeat(5_000),
+    ] {
+        for (method, path) in ROUTES {
+            let (status, error) = refused(request(&g, method, path, &[(HOST, &host)]).await).await;
+            assert_eq!(
+                (status, &error["code"], &error["details"]["reason"]),
+                (421, &json!("invalid_request"), &json!("host")),
+                "{method} {path} Host {host:.40}: {error}"
+            );
+        }
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "localhost".into(),
+        "127.1.2.3".into(),
+        format!("[::1]:{port}"),
+        "talon.example.com".into(),
+        "TALON.example.com:443".into(),
+        "api.corp.example".into(),
+    ] {
+        let response = request(&g, "GET", "/healthz", &[(HOST, &host)]).await;
+        assert_eq!(response.status(), 200, "Host {host}");
+        let response = request(&g, "POST", "/v1/agents.list", &[(HOST, &host)]).await;
+        assert_eq!(response.status(), 200, "Host {host}");
+    }
+}
+
+#[tokio::test]
+async fn a_foreign_origin_is_refused_and_cors_is_off_by_default() {
+    let g = TestGateway::start().await;
+    let own = format!("http://{}", g.running.addr);
+    for origin in [
+        "https://evil.example",
+        "null",
+        "http://127.0.0.1",
+        "http://localhost:1",
+        "file://",
+        &format!("{own}.evil.example"),
+    ] {
+        for (method, path) in ROUTES {
+            let (status, error) =
+                refused(request(&g, method, path, &[(ORIGIN, origin)]).await).await;
+            assert_eq!(
+                (status, &error["code"], &error["details"]["reason"]),
+                (403, &json!("forbidden"), &json!("origin")),
+                "{method} {path} from {origin}: {error}"
+            );
+        }
+        // A preflight gets no CORS grant either.
+        let preflight = g
+            .client
+            .request(reqwest::Method::OPTIONS, g.url("/v1/agents.list"))
+            .header(ORIGIN, origin)
+            .header("access-control-request-method", "POST")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(preflight.status(), 403, "{origin}");
+        assert!(
+            preflight
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none()
+        );
+        // Nor does a WebSocket upgrade.
+        let mut upgrade = format!("ws://{}/v1/ws", g.running.addr)
+            .into_client_request()
+            .unwrap();
+        upgrade.headers_mut().insert(
+            "authorization",
+            format!("Bearer {}", g.admin).parse().unwrap(),
+        );
+        upgrade
+            .headers_mut()
+            .insert("origin", origin.parse().unwrap());
+        match tokio_tungstenite::connect_async(upgrade).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                assert_eq!(response.status(), 403, "{origin}");
+            }
+            other => panic!(
+                "a WebSocket from {origin} was not refused: {:?}",
+                other.map(|_| ())
+            ),
+        }
+    }
+    // The gateway's own origin is a same-origin page: served, no CORS.
+    let response = request(&g, "POST", "/v1/agents.list", &[(ORIGIN, &own)]).await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_listed_origin_gets_cors_and_its_websocket() {
+    let app = "https://app.example";
+    let g = with_policy(BrowserPolicy {
+        allowed_hosts: Vec::new(),
+        allowed_origins: vec![app.into()],
+    })
+    .await;
+    let preflight = g
+        .client
+        .request(reqwest::Method::OPTIONS, g.url("/v1/runs.create"))
+        .header(ORIGIN, app)
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    let header = |name: &str| {
+        preflight
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(header("access-control-allow-origin").as_deref(), Some(app));
+    assert!(
+        header("access-control-allow-methods")
+            .unwrap()
+            .contains("POST")
+    );
+    assert!(
+        header("access-control-allow-headers")
+            .unwrap()
+            .contains("authorization")
+    );
+    assert!(
+        header("access-control-allow-credentials").is_none(),
+        "no cookies"
+    );
+    let response = request(&g, "POST", "/v1/agents.list", &[(ORIGIN, app)]).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["access-control-allow-origin"], app);
+    assert_eq!(
+        response.headers()["vary"]
+            .to_str()
+            .unwrap()
+            .to_ascii_lowercase(),
+        "origin"
+    );
+    // An error answer carries the grant too, so the page can read it.
+    let unauthenticated = g
+        .client
+        .post(g.url("/v1/agents.list"))
+        .header(ORIGIN, app)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+    assert_eq!(
+        unauthenticated.headers()["access-control-allow-origin"],
+        app
+    );
+    // Its WebSocket, with a ticket (a browser cannot set the header).
+    let (_, ticket) = g.call(&g.admin, "tokens.ticket", json!({})).await;
+    let mut upgrade = format!(
+        "ws://{}/v1/ws?ticket={}",
+        g.running.addr,
+        ticket["ticket"].as_str().unwrap()
+    )
+    .into_client_request()
+    .unwrap();
+    upgrade.headers_mut().insert("origin", app.parse().unwrap());
+    assert!(tokio_tungstenite::connect_async(upgrade).await.is_ok());
+    // Other origins stay refused.
+    let (status, _) = refused(
+        request(
+            &g,
+            "POST",
+            "/v1/agents.list",
+            &[(ORIGIN, "https://app.example.evil")],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 403);
+}
+
+async fn sse(g: &TestGateway, query: &str) -> reqwest::Response {
+    g.client
+        .get(g.url(&format!("/v1/events?{query}")))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
+    let g = TestGateway::start_opts(Options {
+        ticket_ttl: Duration::from_millis(300),
+        ..Options::default()
+    })
+    .await;
+    let (status, minted) = g.call(&g.admin, "tokens.ticket", json!({})).await;
+    assert_eq!(status, 200, "{minted}");
+    let ticket = minted["ticket"].as_str().unwrap().to_owned();
+    assert!(ticket.starts_with(tokens::TICKET_PREFIX), "{minted}");
+    let now = talon_store::now_ms();
+    let expires = minted["expiresAt"].as_u64().unwrap();
+    assert!(expires > now && expires <= now + 300, "{minted}");
+    assert_eq!(minted["scopes"], json!(["admin"]));
+
+    // Used once, it opens a stream; used again, it is refused.
+    let first = sse(&g, &format!("ticket={ticket}")).await;
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["content-type"], "text/event-stream");
+    let (status, error) = refused(sse(&g, &format!("ticket={ticket}")).await).await;
+    assert_eq!(
+        (status, &error["code"], &error["details"]["reason"]),
+        (401, &json!("unauthenticated"), &json!("ticket")),
+        "{error}"
+    );
+    // It is not a bearer token for calls.
+    let (_, fresh) = g.call(&g.admin, "tokens.ticket", json!({})).await;
+    let fresh = fresh["ticket"].as_str().unwrap();
+    let (status, _) = g.call(fresh, "agents.list", json!({})).await;
+    assert_eq!(status, 401);
+    // Expired, refused.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (status, _) = refused(sse(&g, &format!("ticket={fresh}")).await).await;
+    assert_eq!(status, 401);
+    // Malformed ones, and tokens in the URL, are refused alike.
+    for query in [
+        "ticket=tkt_".to_owned(),
+        format!("ticket={}", "f".repeat(200)),
+        format!("ticket={}", g.admin),
+    ] {
+        let (status, error) = refused(sse(&g, &query).await).await;
+        assert!([400, 401].contains(&status), "{query}: {error}");
+    }
+    for key in ["token", "access_token", "authorization", "bearer"] {
+        let (status, error) = refused(sse(&g, &format!("{key}={}", g.admin)).await).await;
+        assert_eq!(
+            (status, &error["code"]),
+            (400, &json!("invalid_request")),
+            "{key}: a long-lived token is not taken from a URL: {error}"
+        );
+    }
+
+    // Scoped: no scope the token lacks, and the stream has only the
+    // scopes asked for.
+    let reader = tokens::create(
+        &g.running.store,
+        None,
+        vec![Scope::SessionRead],
+        None,
+        talon_store::now_ms(),
+    )
+    .await
+    .unwrap();
+    let (status, error) = g
+        .call(
+            &reader.secret,
+            "tokens.ticket",
+            json!({"scopes": ["admin"]}),
+        )
+        .await;
+    assert_eq!(
+        (status, &error["error"]["code"]),
+        (403, &json!("forbidden")),
+        "{error}"
+    );
+    let (status, narrow) = g
+        .call(
+            &g.admin,
+            "tokens.ticket",
+            json!({"scopes": ["session.read"]}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(narrow["scopes"], json!(["session.read"]));
+    let ws = format!(
+        "ws://{}/v1/ws?ticket={}",
+        g.running.addr,
+        narrow["ticket"].as_str().unwrap()
+    );
+    let (socket, _) = tokio_tungstenite::connect_async(ws).await.unwrap();
+    let transport = super::super::ws::Transport::Ws(Box::new(tokio::sync::Mutex::new((socket, 0))));
+    let denied = transport
+        .call(&g, "agents.create", json!({"id": "x", "model": "mock/m"}))
+        .await
+        .unwrap_err();
+    assert_eq!(denied["code"], "forbidden", "{denied}");
+    assert!(transport.call(&g, "sessions.list", json!({})).await.is_ok());
+}

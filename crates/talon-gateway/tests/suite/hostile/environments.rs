@@ -1,0 +1,482 @@
+//! Environments against a hostile caller and a hostile repository: only
+//! an admin's sources become workspaces, no git channel a repository, a
+//! run or the machine controls runs anything, and only secrets an admin
+//! named can be bound (their encoded forms redacted, too).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use talon_testing::{Replay, Script, Turn};
+
+use super::super::environments::{Sources, call, git};
+use super::super::{Options, TestGateway, tool_turn};
+
+/// A script that, run by git through any channel, leaves `marks/<name>`.
+fn planted(dir: &Path, name: &str) -> PathBuf {
+    let marks = dir.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let script = dir.join(format!("plant-{name}.sh"));
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ntouch '{}'\ncat\n", marks.join(name).display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+/// A hooks directory whose every hook is planted as `name`.
+fn hooks(dir: &Path, name: &str) -> PathBuf {
+    let hooks = dir.join(format!("hooks-{name}"));
+    std::fs::create_dir_all(&hooks).unwrap();
+    let script = planted(dir, name);
+    for hook in [
+        "post-checkout",
+        "post-merge",
+        "post-rewrite",
+        "reference-transaction",
+        "pre-commit",
+        "post-index-change",
+        "fsmonitor-watchman",
+    ] {
+        std::fs::copy(&script, hooks.join(hook)).unwrap();
+    }
+    hooks
+}
+
+/// A git config that runs `script` through every key that runs a program.
+fn config_running(script: &Path, hooks: &Path) -> String {
+    let s = script.display();
+    format!(
+        "[core]\n\tfsmonitor = {s}\n\thooksPath = {h}\n\tsshCommand = {s}\n\tpager = {s}\n\teditor = {s}\n\
+         [filter \"evil\"]\n\tsmudge = {s}\n\tclean = {s}\n\tprocess = {s}\n\trequired = true\n\
+         [diff \"evil\"]\n\ttextconv = {s}\n\tcommand = {s}\n\
+         [alias]\n\tcheckout = !{s}\n\tclone = !{s}\n\trev-parse = !{s}\n\
+         [credential]\n\thelper = !{s}\n\
+         [init]\n\ttemplateDir = {t}\n\
+         [include]\n\tpath = {s}.inc\n",
+        h = hooks.display(),
+        t = hooks.parent().unwrap().display(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
+    let sources = Sources::new();
+    let planting = sources.dir.path().join("planting");
+    std::fs::create_dir_all(&planting).unwrap();
+    // The admin's repository itself: its config, its hooks, and content
+    // that names a filter.
+    let repo = sources.repo();
+    std::fs::write(repo.join(".gitattributes"), "* filter=evil diff=evil\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "attributes"]);
+    let repo_hooks = hooks(&planting, "repository-hook");
+    let repo_config = config_running(&planted(&planting, "repository-config"), &repo_hooks);
+    let mut config = std::fs::read_to_string(repo.join(".git/config")).unwrap();
+    config.push_str(&repo_config);
+    std::fs::write(repo.join(".git/config"), config).unwrap();
+    for hook in std::fs::read_dir(&repo_hooks).unwrap() {
+        let hook = hook.unwrap();
+        std::fs::copy(hook.path(), repo.join(".git/hooks").join(hook.file_name())).unwrap();
+    }
+    // The machine's: global (HOME, XDG), system, and the environment's
+    // own config channels.
+    let home = planting.join("home");
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    let global = config_running(
+        &planted(&planting, "global"),
+        &hooks(&planting, "global-hook"),
+    );
+    std::fs::write(home.join(".gitconfig"), &global).unwrap();
+    let xdg = config_running(&planted(&planting, "xdg"), &hooks(&planting, "xdg-hook"));
+    std::fs::write(home.join(".config/git/config"), &xdg).unwrap();
+    let system = planting.join("system-gitconfig");
+    std::fs::write(
+        &system,
+        config_running(
+            &planted(&planting, "system"),
+            &hooks(&planting, "system-hook"),
+        ),
+    )
+    .unwrap();
+    let env_script = planted(&planting, "environment");
+    let template = hooks(&planting, "template-hook");
+    #[allow(
+        unsafe_code,
+        reason = "set before the gateway starts any thread that reads the environment; each test is its own process under nextest"
+    )]
+    // SAFETY: see the reason above.
+    unsafe {
+        std::env::set_var("HOME", &home);
+        std::env::set_var("XDG_CONFIG_HOME", home.join(".config"));
+        std::env::set_var("GIT_CONFIG_SYSTEM", &system);
+        std::env::set_var("GIT_CONFIG_COUNT", "1");
+        std::env::set_var("GIT_CONFIG_KEY_0", "core.fsmonitor");
+        std::env::set_var("GIT_CONFIG_VALUE_0", &env_script);
+        std::env::set_var(
+            "GIT_CONFIG_PARAMETERS",
+            format!("'core.pager={}'", env_script.display()),
+        );
+        std::env::set_var("GIT_TEMPLATE_DIR", template.parent().unwrap());
+        std::env::set_var("GIT_SSH_COMMAND", &env_script);
+        std::env::set_var("GIT_EXTERNAL_DIFF", &env_script);
+        std::env::set_var("GIT_PAGER", &env_script);
+    }
+
+    // The run writes its own `.git/config` and hooks (one approved write
+    // each), then changes a file: the post-run diff must not run them.
+    let run_script = planted(&planting, "run-written");
+    let run_hooks = hooks(&planting, "run-hook");
+    let script = Script {
+        turns: vec![
+            tool_turn(
+                "write",
+                json!({"path": ".git/config", "content": config_running(&run_script, &run_hooks)}),
+            ),
+            tool_turn(
+                "write",
+                json!({"path": ".git/hooks/post-checkout", "content": format!("#!/bin/sh\ntouch {}\n", planting.join("marks/run-hook-direct").display())}),
+            ),
+            tool_turn(
+                "write",
+                json!({"path": ".gitattributes", "content": "* filter=evil diff=evil\n"}),
+            ),
+            tool_turn(
+                "edit",
+                json!({"path": "a.txt", "old": "hello", "new": "changed"}),
+            ),
+            Turn {
+                text: Some("Done.".into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    };
+    let g = TestGateway::start_opts(Options {
+        script,
+        config: json!({"tools": {"approvals": "allow"}}),
+        environments: sources.policy.clone(),
+        ..Options::default()
+    })
+    .await;
+    let created = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created["status"], "ready", "{created}");
+    let workspace = PathBuf::from(created["workspace"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+        "hello\n"
+    );
+    // No hook was copied into the clone, and its config is git's own.
+    assert_eq!(
+        std::fs::read_dir(workspace.join(".git/hooks"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0
+    );
+    let run = call(
+        &g,
+        "runs.create",
+        json!({"input": "go", "environmentId": created["id"]}),
+    )
+    .await
+    .unwrap();
+    let result = call(
+        &g,
+        "runs.wait",
+        json!({"runId": run["runId"], "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(
+        result["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["type"] == "diff"),
+        "{result}"
+    );
+    // Another environment from the same repository, after the run.
+    let again = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again["status"], "ready", "{again}");
+    let marks: Vec<String> = std::fs::read_dir(planting.join("marks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(marks, Vec::<String>::new(), "planted channels that ran");
+}
+
+#[tokio::test]
+async fn only_an_admins_sources_become_workspaces() {
+    // No sources configured: no directory and no repository.
+    let g = TestGateway::start().await;
+    for settings in [
+        json!({"source": {"path": "/etc"}}),
+        json!({"source": {"path": g.dir.path()}}),
+        json!({"source": {"git": "/etc", "ref": "main"}}),
+    ] {
+        let refused = call(
+            &g,
+            "environments.create",
+            json!({"provider": "local", "settings": settings}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(refused["code"], "forbidden", "{settings}: {refused}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("gateway.environments"),
+            "{refused}"
+        );
+    }
+
+    let sources = Sources::new();
+    let root = sources.root("ok");
+    std::fs::write(root.join("f.txt"), "x").unwrap();
+    // Ways out of the root: a link to /etc, `..`, a link to the root's
+    // parent, the state directory.
+    std::os::unix::fs::symlink("/etc", sources.root("").join("etc-link")).unwrap();
+    std::os::unix::fs::symlink(sources.dir.path(), sources.root("").join("up")).unwrap();
+    let g = TestGateway::start_opts(Options {
+        environments: talon_gateway::EnvironmentPolicy {
+            source_roots: vec![sources.root("")],
+            ..sources.policy.clone()
+        },
+        ..Options::default()
+    })
+    .await;
+    let root_dir = sources.root("");
+    for (path, code) in [
+        (PathBuf::from("/etc"), "forbidden"),
+        (PathBuf::from("/"), "forbidden"),
+        (root_dir.join("etc-link"), "forbidden"),
+        (root_dir.join("up"), "forbidden"),
+        (root_dir.join("ok/../../repo"), "forbidden"),
+        (root_dir.join("missing"), "forbidden"),
+        (PathBuf::from("relative/ok"), "invalid_request"),
+        (root_dir.join("ok/f.txt"), "invalid_request"),
+    ] {
+        let refused = call(
+            &g,
+            "environments.create",
+            json!({"provider": "local", "settings": {"source": {"path": path}}}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(refused["code"], code, "{}: {refused}", path.display());
+    }
+    // A repository not configured, by name or by path; a ref that is an
+    // option.
+    for (git, reference, code) in [
+        ("other", "main", "forbidden"),
+        ("/etc", "main", "forbidden"),
+        ("../repo", "main", "forbidden"),
+        ("app", "--upload-pack=touch /tmp/x", "invalid_request"),
+        ("app", "main\nother", "invalid_request"),
+    ] {
+        let refused = call(
+            &g,
+            "environments.create",
+            json!({"provider": "local", "settings": {"source": {"git": git, "ref": reference}}}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(refused["code"], code, "{git} {reference}: {refused}");
+    }
+    let ok = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"path": root.join(".")}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok["status"], "ready", "{ok}");
+    let by_path = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"git": sources.repo(), "ref": "main"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(by_path["status"], "ready", "{by_path}");
+
+    // A root that holds the state directory: neither it nor anything
+    // around the state directory is a source.
+    let g = TestGateway::start_opts(Options {
+        environments: talon_gateway::EnvironmentPolicy {
+            source_roots: vec![std::env::temp_dir()],
+            ..Default::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    for path in [
+        g.dir.path().to_path_buf(),
+        g.dir.path().join("talon.db"),
+        std::env::temp_dir(),
+    ] {
+        let refused = call(
+            &g,
+            "environments.create",
+            json!({"provider": "local", "settings": {"source": {"path": path}}}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            refused["code"],
+            "forbidden",
+            "{}: {refused}",
+            path.display()
+        );
+    }
+}
+
+/// Standard base64, padded.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+const SECRET: &str = "s3cr3t-deploy-value-8c1f";
+const SECRET_VAR: &str = "TALON_TEST_DEPLOY_TOKEN";
+const PROVIDER_VAR: &str = "TALON_TEST_PROVIDER_KEY";
+
+#[tokio::test]
+async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted() {
+    #[allow(
+        unsafe_code,
+        reason = "set before the gateway starts any thread that reads the environment; each test is its own process under nextest"
+    )]
+    // SAFETY: see the reason above.
+    unsafe {
+        std::env::set_var(SECRET_VAR, SECRET);
+        std::env::set_var(PROVIDER_VAR, "sk-provider-key-never-bound");
+    }
+    let reversed: String = SECRET.chars().rev().collect();
+    let b64 = base64(SECRET.as_bytes());
+    let hex: String = SECRET.bytes().map(|b| format!("{b:02x}")).collect();
+    let command = "printf 'plain=%s\\n' \"$DEPLOY_TOKEN\"; printf %s \"$DEPLOY_TOKEN\" | rev; echo; \
+                   printf %s \"$DEPLOY_TOKEN\" | base64; printf %s \"$DEPLOY_TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo; \
+                   printf 'provider=%s\\n' \"${TALON_TEST_PROVIDER_KEY:-unset}\"";
+    let script = Script {
+        turns: vec![
+            tool_turn("exec", json!({"command": command})),
+            Turn {
+                text: Some("Done.".into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    };
+    let sources = Sources::new();
+    let g = TestGateway::start_opts(Options {
+        script,
+        config: json!({"tools": {"approvals": "allow"}}),
+        environments: sources.policy.clone(),
+        ..Options::default()
+    })
+    .await;
+    let source = sources.root("work");
+    for secrets in [
+        json!([PROVIDER_VAR]),
+        json!(["PATH"]),
+        json!(["deploy_token"]),
+        json!({"DEPLOY_TOKEN": {"env": PROVIDER_VAR}}),
+        json!({"X": {"file": "/etc/shadow"}}),
+    ] {
+        let refused = call(
+            &g,
+            "environments.create",
+            json!({"provider": "local", "settings": {"source": {"path": source}, "secrets": secrets}}),
+        )
+        .await
+        .unwrap_err();
+        let code = refused["code"].as_str().unwrap();
+        assert!(
+            ["forbidden", "invalid_request"].contains(&code),
+            "{secrets}: {refused}"
+        );
+    }
+    let created = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"path": source}, "secrets": ["DEPLOY_TOKEN"]}}),
+    )
+    .await
+    .unwrap();
+    let run = call(
+        &g,
+        "runs.create",
+        json!({"input": "go", "environmentId": created["id"]}),
+    )
+    .await
+    .unwrap();
+    let result = call(
+        &g,
+        "runs.wait",
+        json!({"runId": run["runId"], "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    let events = call(&g, "runs.events", json!({"runId": run["runId"]}))
+        .await
+        .unwrap();
+    let completed: &Value = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "tool.call.completed")
+        .unwrap();
+    let stdout = completed["data"]["result"]["stdout"].as_str().unwrap();
+    assert_eq!(
+        stdout, "plain=[redacted]\n[redacted]\n[redacted]\n[redacted]\nprovider=unset\n",
+        "{completed}"
+    );
+    let everything = format!(
+        "{events}{}",
+        serde_json::to_string(
+            &g.running
+                .store
+                .after(None, &talon_store::EventFilter::default(), 10_000)
+                .await
+                .unwrap()
+        )
+        .unwrap()
+    );
+    for form in [SECRET, &reversed, &b64, &hex] {
+        assert!(!everything.contains(form), "{form} was stored");
+    }
+}

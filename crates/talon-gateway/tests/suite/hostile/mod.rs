@@ -1,0 +1,25 @@
+//! The hostile-client suite: each class of hole an attack on the gateway
+//! found, tried with shapes of its own rather than the one example.
+//!
+//! - [`browsers`]: foreign `Host`s (DNS rebinding), foreign `Origin`s on
+//!   calls and WebSocket upgrades, CORS off by default and on for listed
+//!   origins, stream tickets (single use, short-lived, scoped; a token
+//!   never in a URL).
+//! - [`environments`]: workspaces only from an admin's sources; every git
+//!   channel a repository or the machine controls planted, none run;
+//!   secrets only by an admin's name, their encoded forms redacted.
+//! - [`inputs`]: every bounded field at its cap and over it, the schema's
+//!   `maxLength`, a session key stored once, byte rates and the stored
+//!   bytes quota.
+//! - [`revocation`]: a revoked or expired token's WebSockets and SSE
+//!   streams end within a second, on every node of an SQLite state
+//!   directory and of a PostgreSQL database.
+//!
+//! A full disk and start-up integrity need a process of their own: they
+//! are in `talon-cli`'s suite (`hostile_state`). The method × scope matrix
+//! is [`super::scopes`].
+
+mod browsers;
+mod environments;
+mod inputs;
+mod revocation;

@@ -1,0 +1,348 @@
+//! Strings with a length cap: every protocol string that becomes an id, a
+//! key, a stored column or a header is one of these types, so its cap is
+//! declared once, enforced when a request is decoded (`invalid_request`
+//! naming the field and the cap) and shown in the schema (`maxLength`).
+//!
+//! Caps count characters (Unicode scalar values), as JSON Schema's
+//! `maxLength` does. Control characters (U+0000 to U+001F and U+007F) are
+//! refused in ids and keys, which end up in paths, headers and logs.
+//!
+//! | type | cap | what |
+//! |---|---|---|
+//! | the ids ([`RunId`], [`SessionId`], ...) | [`ID_MAX`] (128) | resources' ids, cursors |
+//! | [`SessionKey`], [`IdempotencyKey`] | [`KEY_MAX`] (256) | keys an app chooses |
+//! | [`ToolRef`] | [`KEY_MAX`] (256) | a catalog id or tool name |
+//! | [`Text<N>`] | `N` | free text kept in a record (names, reasons) |
+//!
+//! Building one in Rust (`RunId::from("run_1")`) never fails: the cap is
+//! the server's rule for what it accepts, checked where bytes arrive.
+
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// The cap of every id.
+pub const ID_MAX: usize = 128;
+/// The cap of keys an app chooses (session keys, idempotency keys) and of
+/// tool references.
+pub const KEY_MAX: usize = 256;
+/// The cap of a display name.
+pub const NAME_MAX: usize = 256;
+/// The cap of a description or a reason.
+pub const TEXT_MAX: usize = 4096;
+/// The cap of an agent's instructions.
+pub const INSTRUCTIONS_MAX: usize = 256 * 1024;
+
+/// Why a string was refused.
+fn check(value: &str, max: usize, what: &str, controls: bool) -> Result<(), String> {
+    let mut count = 0usize;
+    for c in value.chars() {
+        count += 1;
+        if controls && c.is_control() && (c as u32) < 0x80 {
+            return Err(format!("{what} may not contain control characters"));
+        }
+    }
+    if count > max {
+        return Err(format!(
+            "{what} is {count} characters long; the cap is {max}"
+        ));
+    }
+    Ok(())
+}
+
+macro_rules! bounded_ids {
+    ($($(#[doc = $doc:literal])* $name:ident, $max:expr, $what:literal;)*) => {$(
+        $(#[doc = $doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The cap, in characters.
+            pub const MAX: usize = $max;
+
+            /// The text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// The text, owned.
+            pub fn into_string(self) -> String {
+                self.0
+            }
+
+            /// Whether `value` is within the cap (and free of control
+            /// characters); why not.
+            pub fn check(value: &str) -> Result<(), String> {
+                check(value, $max, $what, true)
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.0, f)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(value: String) -> Self {
+                Self(value)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                Self(value.to_owned())
+            }
+        }
+
+        impl From<&String> for $name {
+            fn from(value: &String) -> Self {
+                Self(value.clone())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> Self {
+                value.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                self == &other.0
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let value = String::deserialize(deserializer)?;
+                Self::check(&value).map_err(serde::de::Error::custom)?;
+                Ok(Self(value))
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({
+                    "type": "string",
+                    "maxLength": $max,
+                    "description": concat!(
+                        $($doc, "\n",)*
+                        "\nAt most ", stringify!($max), " characters, no control characters."
+                    ).trim(),
+                })
+            }
+        }
+    )*};
+}
+
+bounded_ids! {
+    /// An agent's id.
+    AgentId, ID_MAX, "an agent id";
+    /// A session's id.
+    SessionId, ID_MAX, "a session id";
+    /// A run's id.
+    RunId, ID_MAX, "a run id";
+    /// A background task's id.
+    TaskId, ID_MAX, "a task id";
+    /// An approval's id.
+    ApprovalId, ID_MAX, "an approval id";
+    /// A question's id.
+    QuestionId, ID_MAX, "a question id";
+    /// An artifact's id.
+    ArtifactId, ID_MAX, "an artifact id";
+    /// A managed environment's id.
+    EnvironmentId, ID_MAX, "an environment id";
+    /// A message's id.
+    MessageId, ID_MAX, "a message id";
+    /// A WebSocket subscription's id.
+    SubscriptionId, ID_MAX, "a subscription id";
+    /// A client tool call's id.
+    ToolCallId, ID_MAX, "a tool call id";
+    /// A replay cursor: an event id, or a page's `nextCursor`.
+    Cursor, ID_MAX, "a cursor";
+    /// An environment provider's id (`local`).
+    ProviderId, ID_MAX, "a provider id";
+    /// A model, `provider/model`.
+    ModelRef, KEY_MAX, "a model reference";
+    /// The app's key of a session, unique per gateway.
+    SessionKey, KEY_MAX, "a session key";
+    /// Makes a retried call safe: the same key with the same params returns
+    /// the first call's result.
+    IdempotencyKey, KEY_MAX, "an idempotency key";
+    /// A tool's catalog id or name.
+    ToolRef, KEY_MAX, "a tool reference";
+}
+
+/// Free text with a cap of `N` characters (control characters allowed:
+/// newlines are text).
+#[derive(Clone, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(transparent)]
+pub struct Text<const N: usize>(String);
+
+impl<const N: usize> Text<N> {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The text, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<const N: usize> std::ops::Deref for Text<N> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<const N: usize> std::fmt::Debug for Text<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl<const N: usize> std::fmt::Display for Text<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<const N: usize> From<String> for Text<N> {
+    fn from(value: String) -> Self {
+        Self(value)
+    }
+}
+
+impl<const N: usize> From<&str> for Text<N> {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+
+impl<const N: usize> From<Text<N>> for String {
+    fn from(value: Text<N>) -> Self {
+        value.0
+    }
+}
+
+impl<const N: usize> PartialEq<str> for Text<N> {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl<'de, const N: usize> Deserialize<'de> for Text<N> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = String::deserialize(deserializer)?;
+        check(&value, N, "the text", false).map_err(serde::de::Error::custom)?;
+        Ok(Self(value))
+    }
+}
+
+impl<const N: usize> JsonSchema for Text<N> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Text{N}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "maxLength": N})
+    }
+}
+
+/// A display name.
+pub type Name = Text<NAME_MAX>;
+/// A description, or the reason given for a decision.
+pub type Reason = Text<TEXT_MAX>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_are_enforced_at_decode_and_shown_in_the_schema() {
+        let ok: RunId = serde_json::from_value(serde_json::json!("run_1")).unwrap();
+        assert_eq!(ok, "run_1");
+        let long = "é".repeat(ID_MAX + 1);
+        let error = serde_json::from_value::<RunId>(serde_json::json!(long)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "a run id is 129 characters long; the cap is 128"
+        );
+        // Exactly at the cap, counted in characters.
+        serde_json::from_value::<RunId>(serde_json::json!("é".repeat(ID_MAX))).unwrap();
+        let error = serde_json::from_value::<SessionKey>(serde_json::json!("a\nb")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "a session key may not contain control characters"
+        );
+        // Text allows newlines, not length.
+        serde_json::from_value::<Reason>(serde_json::json!("line\nline")).unwrap();
+        assert!(serde_json::from_value::<Text<3>>(serde_json::json!("four")).is_err());
+        let mut generator = SchemaGenerator::default();
+        assert_eq!(
+            SessionKey::json_schema(&mut generator).get("maxLength"),
+            Some(&serde_json::json!(KEY_MAX))
+        );
+        assert_eq!(
+            Text::<7>::json_schema(&mut generator).to_value(),
+            serde_json::json!({"type": "string", "maxLength": 7})
+        );
+    }
+}
