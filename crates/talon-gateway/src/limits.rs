@@ -112,28 +112,12 @@ impl Limiter {
 
     /// Takes one call from `token_id`'s bucket, or says when to retry.
     pub(crate) fn take(&self, token_id: &str) -> Result<(), ApiError> {
-        let now = Instant::now();
         let rate = self.limits.calls_per_second.max(f64::MIN_POSITIVE);
         let burst = f64::from(self.limits.burst.max(1));
-        let Ok(mut buckets) = self.buckets.lock() else {
-            return Err(ApiError::new(ErrorCode::Internal, "rate limiter poisoned"));
-        };
-        if buckets.len() >= SWEEP_AT {
-            let full_after = Duration::from_secs_f64(burst / rate);
-            buckets.retain(|_, b| now.duration_since(b.at) < full_after);
-        }
-        let bucket = buckets.entry(token_id.to_owned()).or_insert(Bucket {
-            tokens: burst,
-            at: now,
-        });
-        bucket.tokens =
-            (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(burst);
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
+        let wait_ms = take_from(&self.buckets, token_id, 1.0, rate, burst)?;
+        if wait_ms == 0 {
             return Ok(());
         }
-        let wait_ms = ((1.0 - bucket.tokens) / rate * 1000.0).ceil() as u64;
         Err(ApiError::new(
             ErrorCode::RateLimited,
             format!(
@@ -141,7 +125,7 @@ impl Limiter {
                 self.limits.calls_per_second, self.limits.burst
             ),
         )
-        .with_retry_after_ms(wait_ms.max(1)))
+        .with_retry_after_ms(wait_ms))
     }
 
     /// Takes `len` bytes from `token_id`'s byte bucket when `method`
@@ -163,27 +147,10 @@ impl Limiter {
             .input_burst_bytes
             .max(self.limits.max_body_bytes as u64)
             .max(1) as f64;
-        let now = Instant::now();
-        let Ok(mut buckets) = self.bytes.lock() else {
-            return Err(ApiError::new(ErrorCode::Internal, "rate limiter poisoned"));
-        };
-        if buckets.len() >= SWEEP_AT {
-            let full_after = Duration::from_secs_f64(burst / rate);
-            buckets.retain(|_, b| now.duration_since(b.at) < full_after);
-        }
-        let bucket = buckets.entry(token_id.to_owned()).or_insert(Bucket {
-            tokens: burst,
-            at: now,
-        });
-        bucket.tokens =
-            (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(burst);
-        bucket.at = now;
-        let len = len as f64;
-        if bucket.tokens >= len {
-            bucket.tokens -= len;
+        let wait_ms = take_from(&self.bytes, token_id, len as f64, rate, burst)?;
+        if wait_ms == 0 {
             return Ok(());
         }
-        let wait_ms = ((len - bucket.tokens) / rate * 1000.0).ceil() as u64;
         Err(ApiError::new(
             ErrorCode::RateLimited,
             format!(
@@ -191,7 +158,7 @@ impl Limiter {
                 self.limits.input_bytes_per_second, burst as u64
             ),
         )
-        .with_retry_after_ms(wait_ms.max(1))
+        .with_retry_after_ms(wait_ms)
         .with_details(serde_json::json!({"limit": "inputBytesPerSecond"})))
     }
 
@@ -208,6 +175,38 @@ impl Limiter {
             .with_retry_after_ms(1_000)
         })
     }
+}
+
+/// Takes `amount` from `token_id`'s bucket in `buckets` (refilled at
+/// `rate` per second up to `burst`): 0 when taken, else the milliseconds
+/// until it could be (at least 1). Idle full buckets are swept once there
+/// are many.
+fn take_from(
+    buckets: &Mutex<HashMap<String, Bucket>>,
+    token_id: &str,
+    amount: f64,
+    rate: f64,
+    burst: f64,
+) -> Result<u64, ApiError> {
+    let now = Instant::now();
+    let Ok(mut buckets) = buckets.lock() else {
+        return Err(ApiError::new(ErrorCode::Internal, "rate limiter poisoned"));
+    };
+    if buckets.len() >= SWEEP_AT {
+        let full_after = Duration::from_secs_f64(burst / rate);
+        buckets.retain(|_, b| now.duration_since(b.at) < full_after);
+    }
+    let bucket = buckets.entry(token_id.to_owned()).or_insert(Bucket {
+        tokens: burst,
+        at: now,
+    });
+    bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(burst);
+    bucket.at = now;
+    if bucket.tokens >= amount {
+        bucket.tokens -= amount;
+        return Ok(0);
+    }
+    Ok((((amount - bucket.tokens) / rate * 1000.0).ceil() as u64).max(1))
 }
 
 /// How often the store's size is measured against the quota.

@@ -170,6 +170,25 @@ pub async fn authenticate(
     }
 }
 
+/// Whether `caller`'s token is still live (a long-lived connection checks
+/// before each call, so a revocation holds at once, not only when the
+/// connection is closed): `unauthenticated` naming why when it is not.
+pub(crate) async fn still_live(
+    store: &Store,
+    caller: &Caller,
+) -> std::result::Result<(), ApiError> {
+    let now = talon_store::now_ms();
+    let token = store
+        .token(&caller.token_id)
+        .await
+        .map_err(crate::error::api_error)?;
+    match token {
+        Some(token) if token.is_live(now) => Ok(()),
+        Some(token) if token.revoked_at.is_none() => Err(crate::revocation::Ended::Expired.error()),
+        _ => Err(crate::revocation::Ended::Revoked.error()),
+    }
+}
+
 /// Mints a stream ticket for `caller` with `scopes` (all of the caller's
 /// when `None`; one it lacks is `forbidden`), valid for `ttl`.
 pub async fn mint_ticket(

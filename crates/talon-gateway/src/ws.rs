@@ -216,7 +216,10 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
                 let caller = caller.clone();
                 let outbox = outbox.clone();
                 tokio::spawn(async move {
-                    let outcome = serve_call(&shared, &caller, &method, params).await;
+                    let outcome = match crate::tokens::still_live(&shared.store, &caller).await {
+                        Ok(()) => serve_call(&shared, &caller, &method, params).await,
+                        Err(error) => Err(error),
+                    };
                     let _ = outbox.send(answer(&id, outcome)).await;
                 });
             }

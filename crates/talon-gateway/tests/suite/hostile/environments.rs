@@ -11,6 +11,27 @@ use talon_testing::{Replay, Script, Turn};
 use super::super::environments::{Sources, call, git};
 use super::super::{Options, TestGateway, tool_turn};
 
+/// A run in the environment `id`, waited for: its id and its result,
+/// which is `completed`.
+async fn completed_run(g: &TestGateway, id: &Value) -> (Value, Value) {
+    let run = call(
+        g,
+        "runs.create",
+        json!({"input": "go", "environmentId": id}),
+    )
+    .await
+    .unwrap();
+    let result = call(
+        g,
+        "runs.wait",
+        json!({"runId": run["runId"], "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    (run["runId"].clone(), result)
+}
+
 /// A script that, run by git through any channel, leaves `marks/<name>`.
 fn planted(dir: &Path, name: &str) -> PathBuf {
     let marks = dir.join("marks");
@@ -182,21 +203,7 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
             .unwrap_or(0),
         0
     );
-    let run = call(
-        &g,
-        "runs.create",
-        json!({"input": "go", "environmentId": created["id"]}),
-    )
-    .await
-    .unwrap();
-    let result = call(
-        &g,
-        "runs.wait",
-        json!({"runId": run["runId"], "timeoutMs": 20_000}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(result["status"], "completed", "{result}");
+    let (_run, result) = completed_run(&g, &created["id"]).await;
     assert!(
         result["artifacts"]
             .as_array()
@@ -436,22 +443,8 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     )
     .await
     .unwrap();
-    let run = call(
-        &g,
-        "runs.create",
-        json!({"input": "go", "environmentId": created["id"]}),
-    )
-    .await
-    .unwrap();
-    let result = call(
-        &g,
-        "runs.wait",
-        json!({"runId": run["runId"], "timeoutMs": 20_000}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(result["status"], "completed", "{result}");
-    let events = call(&g, "runs.events", json!({"runId": run["runId"]}))
+    let (run, _) = completed_run(&g, &created["id"]).await;
+    let events = call(&g, "runs.events", json!({"runId": run}))
         .await
         .unwrap();
     let completed: &Value = events["events"]

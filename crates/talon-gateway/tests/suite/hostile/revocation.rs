@@ -234,3 +234,58 @@ async fn a_ticket_stream_ends_with_the_token_that_minted_it() {
     assert_eq!(code, CLOSE_REVOKED);
     assert!(when.duration_since(at) <= Duration::from_secs(1));
 }
+
+#[tokio::test]
+async fn a_call_on_a_revoked_tokens_socket_is_refused_before_the_socket_closes() {
+    let g = TestGateway::start().await;
+    let now = talon_store::now_ms();
+    let token = tokens::create(&g.running.store, None, vec![Scope::AgentRun], None, now)
+        .await
+        .unwrap();
+    let mut request = format!("ws://{}/v1/ws", g.running.addr)
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", token.secret).parse().unwrap(),
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    g.running
+        .store
+        .revoke_token(&token.stored.id, talon_store::now_ms())
+        .await
+        .unwrap();
+    // At once, before the node's reader has seen the revocation.
+    socket
+        .send(Message::Text(
+            json!({"type": "req", "id": 7, "method": "runs.create", "params": {"input": "x"}})
+                .to_string()
+                .into(),
+        ))
+        .await
+        .unwrap();
+    loop {
+        match socket.next().await.unwrap().unwrap() {
+            Message::Text(text) => {
+                let frame: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+                assert_eq!(
+                    (&frame["ok"], &frame["error"]["code"]),
+                    (&json!(false), &json!("unauthenticated")),
+                    "{frame}"
+                );
+                break;
+            }
+            Message::Close(Some(close)) => {
+                assert_eq!(u16::from(close.code), CLOSE_REVOKED);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let filter = talon_store::EventFilter {
+        types: vec![talon_protocol::EventType::RunCreated],
+        ..Default::default()
+    };
+    let created = g.running.store.after(None, &filter, 10).await.unwrap();
+    assert_eq!(created, Vec::new(), "no run was created");
+}
