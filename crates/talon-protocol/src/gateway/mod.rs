@@ -8,6 +8,7 @@ pub mod approvals;
 pub mod bounded;
 pub mod catalog;
 pub mod error;
+mod input;
 pub mod methods;
 pub mod params;
 pub mod resources;
