@@ -77,7 +77,8 @@ impl Revocations {
         let watcher = revocations.clone();
         tokio::spawn(async move {
             let mut since = talon_store::now_ms().saturating_sub(SKEW.as_millis() as u64);
-            let mut tick = tokio::time::interval(POLL);
+            // The first read one interval after start-up, not during it.
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + POLL, POLL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {

@@ -219,9 +219,16 @@ async fn probe_once(pool: &AnyPool, backend: Backend) -> Result<(), sqlx::Error>
     Ok(())
 }
 
+/// How long after the store opens its integrity check starts: start-up
+/// (the first requests) goes first.
+const CHECK_AFTER: Duration = Duration::from_millis(100);
+
 /// SQLite's `PRAGMA quick_check` over the whole database, in the
 /// background: a damaged database is marked [`Health::Corrupt`]. A
-/// PostgreSQL server checks its own pages. Returns how long it took.
+/// PostgreSQL server checks its own pages. The check reads through a
+/// connection of its own with a small page cache, closed after it, so
+/// reading the whole file leaves no memory behind. Returns how long it
+/// took.
 pub(crate) async fn integrity_check(
     pool: AnyPool,
     backend: Backend,
@@ -230,10 +237,19 @@ pub(crate) async fn integrity_check(
     if backend != Backend::Sqlite {
         return None;
     }
+    tokio::time::sleep(CHECK_AFTER).await;
     let started = Instant::now();
-    let rows: Result<Vec<String>, sqlx::Error> = sqlx::query_scalar("PRAGMA quick_check(8)")
-        .fetch_all(&pool)
-        .await;
+    let rows: Result<Vec<String>, sqlx::Error> = async {
+        let mut conn = pool.acquire().await?;
+        conn.close_on_drop();
+        sqlx::query("PRAGMA cache_size = -256")
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query_scalar("PRAGMA quick_check(8)")
+            .fetch_all(&mut *conn)
+            .await
+    }
+    .await;
     let took = started.elapsed();
     match rows {
         Ok(rows) if rows.len() == 1 && rows[0] == "ok" => {

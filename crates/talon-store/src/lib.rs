@@ -212,7 +212,26 @@ pub async fn open(config: &StoreConfig) -> Result<Store> {
 /// [`StoreError::ReadOnly`].
 async fn migrate(backend: Backend, pool: &AnyPool) -> Result<()> {
     let migrator = backend.migrator();
-    let error = match migrator.run(pool).await {
+    let ran = match backend {
+        Backend::Sqlite => {
+            // Each migration is a commit of its own: on a new database, a
+            // handful of fsyncs before the first request. They need not be
+            // synced one by one: WAL keeps each atomic, one not yet synced
+            // is applied again after a crash, and the next commit at
+            // `synchronous = FULL` syncs them all.
+            let mut conn = pool.acquire().await?;
+            sqlx::query("PRAGMA synchronous = NORMAL")
+                .execute(&mut *conn)
+                .await?;
+            let ran = migrator.run(&mut *conn).await;
+            sqlx::query("PRAGMA synchronous = FULL")
+                .execute(&mut *conn)
+                .await?;
+            ran
+        }
+        Backend::Postgres => migrator.run(pool).await,
+    };
+    let error = match ran {
         Ok(()) => return Ok(()),
         Err(sqlx::migrate::MigrateError::Execute(e)) => StoreError::from(e),
         Err(e) => return Err(e.into()),
