@@ -1,8 +1,9 @@
 //! Any bytes as a config file or mock script: the JSON5 reader either
-//! returns a document or a clear error; it never overflows the stack (the
-//! nesting check runs before the recursive parser) and never panics. The
-//! check agrees with the parser: text it accepts nests no deeper than the
-//! limit.
+//! returns a document or a clear error; it never overflows the stack (its
+//! depth limit is checked at each opening bracket) and never panics. Text
+//! it accepts nests no deeper than the limit, the spanned parse gives the
+//! same value, and every value of it has a position; the config check
+//! runs on whatever parses.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -17,8 +18,15 @@ fuzz_target!(|data: &[u8]| {
             let parsed = talon_config::parse_json5(&text);
             if let Ok(value) = &parsed {
                 assert!(depth(value) <= talon_config::MAX_NESTING);
+                let (again, spans) =
+                    talon_config::json5::parse_spanned(&text, talon_config::MAX_NESTING)
+                        .expect("the spanned parse agrees");
+                assert_eq!(&again, value);
+                assert!(spans.position("").is_some());
             }
-            let _ = talon_config::Config::parse(&text, None);
+            if let Ok(config) = talon_config::Config::parse(&text, None) {
+                let _ = talon_config::check::check(&config);
+            }
         })
         .expect("thread");
     outcome.join().expect("no panic");

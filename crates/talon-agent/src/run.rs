@@ -23,6 +23,7 @@ use talon_protocol::event_data::{
     ToolCallFailedData, ToolCallStartedData,
 };
 use talon_protocol::gateway::Usage as EventUsage;
+use talon_protocol::gateway::{ApiError, ErrorCode};
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
 use talon_tools::{RunContext, SurfaceReply, ToolSurface};
 
@@ -94,8 +95,10 @@ pub struct RunResult {
     pub usage: Usage,
     /// Wall time.
     pub duration: Duration,
-    /// The error, when it failed.
-    pub error: Option<String>,
+    /// The error, when it did not complete: the protocol's error, whose
+    /// code says what kind (a provider that is down is `unavailable`, an
+    /// unknown model `not_found`, the run's time limit `timeout`).
+    pub error: Option<ApiError>,
     /// The messages this run added to the conversation, in order: the
     /// user's, then the model's and the tools'. Every tool call the model
     /// made has its answer (an `aborted` one when the run ended first), so
@@ -175,7 +178,7 @@ enum Stop {
     /// The run's time limit passed.
     TimedOut,
     /// The turns ended by themselves.
-    Returned(Result<(), String>),
+    Returned(Result<(), ApiError>),
 }
 
 impl AgentRun<'_> {
@@ -253,9 +256,12 @@ impl AgentRun<'_> {
             Stop::TimedOut => {
                 // Nothing the run started outlives it.
                 self.ctx.cancel.cancel();
-                result.error = Some(format!(
-                    "the run exceeded its time limit of {} ms",
-                    self.options.timeout.as_millis()
+                result.error = Some(ApiError::new(
+                    ErrorCode::Timeout,
+                    format!(
+                        "the run exceeded its time limit of {} ms",
+                        self.options.timeout.as_millis()
+                    ),
                 ));
                 (
                     EventData::RunTimedOut as fn(RunEndedData) -> EventData,
@@ -263,7 +269,7 @@ impl AgentRun<'_> {
                 )
             }
             Stop::Cancelled => {
-                result.error = Some("the run was aborted".into());
+                result.error = Some(aborted());
                 (
                     EventData::RunCancelled as fn(RunEndedData) -> EventData,
                     RunStatus::Cancelled,
@@ -289,7 +295,11 @@ impl AgentRun<'_> {
             }
         };
         for (call_id, name, since) in in_flight.take() {
-            let error = result.error.clone().unwrap_or_default();
+            let error = result
+                .error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_default();
             self.events
                 .emit(EventData::ToolCallFailed(ToolCallFailedData {
                     call_id,
@@ -307,10 +317,11 @@ impl AgentRun<'_> {
             result.pending.clear();
         }
         let open: HashSet<&str> = result.pending.iter().map(|c| c.id.as_str()).collect();
-        answer_dangling(&mut result.messages, &open, result.error.as_deref());
+        let message = result.error.as_ref().map(|e| e.message.as_str());
+        answer_dangling(&mut result.messages, &open, message);
         self.events.emit(kind(RunEndedData {
             text: (!result.text.is_empty()).then(|| result.text.clone()),
-            error: result.error.clone(),
+            error: result.error.as_ref().map(|e| e.message.clone()),
             turns: result.turns,
             tool_calls: result.tool_calls,
             usage: EventUsage {
@@ -331,7 +342,7 @@ impl AgentRun<'_> {
         transcript: &Mutex<Vec<Message>>,
         result: &mut RunResult,
         in_flight: &InFlight,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApiError> {
         let mut system = self.options.system_prompt.clone();
         if let Some(prompt) = self.surface.prompt() {
             system.push_str("\n\n");
@@ -412,15 +423,16 @@ impl AgentRun<'_> {
         tools: &Arc<Vec<talon_protocol::ModelTool>>,
         transcript: &Mutex<Vec<Message>>,
         result: &mut RunResult,
-    ) -> Result<Option<Vec<ToolCallRequest>>, String> {
+    ) -> Result<Option<Vec<ToolCallRequest>>, ApiError> {
         if self.ctx.is_cancelled() {
-            return Err("the run was aborted".into());
+            return Err(aborted());
         }
         if result.turns >= self.options.max_turns {
-            return Err(format!(
-                "the turn limit of {} was reached",
-                self.options.max_turns
-            ));
+            return Err(ApiError::new(
+                ErrorCode::Timeout,
+                format!("the turn limit of {} was reached", self.options.max_turns),
+            )
+            .with_details(json!({"limit": "maxTurns", "value": self.options.max_turns})));
         }
         result.turns += 1;
         let request = ChatRequest {
@@ -441,7 +453,7 @@ impl AgentRun<'_> {
             .provider
             .complete(&request, &sink, &self.ctx.cancel)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.api_error())?;
         result.usage += reply.usage;
         if !reply.text.is_empty() {
             result.text = reply.text.clone();
@@ -555,6 +567,13 @@ fn lock(transcript: &Mutex<Vec<Message>>) -> std::sync::MutexGuard<'_, Vec<Messa
 /// Answers every tool call of `messages` that has no answer (the run ended
 /// while it was in flight), so that the transcript is a valid history;
 /// the client calls in `open` stay for the app to answer.
+/// The error of a run stopped by its cancellation.
+fn aborted() -> ApiError {
+    let mut error = ApiError::new(ErrorCode::Unavailable, "the run was aborted");
+    error.retryable = false;
+    error
+}
+
 fn answer_dangling(messages: &mut Vec<Message>, open: &HashSet<&str>, error: Option<&str>) {
     let answered: std::collections::HashSet<String> = messages
         .iter()

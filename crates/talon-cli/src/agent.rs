@@ -198,7 +198,26 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         Ok(config) => config,
         Err(e) => return usage(&e.to_string()),
     };
-    config.warn_unknown();
+    if let Err(e) = config.check_at_start() {
+        return usage(&e.to_string());
+    }
+    // The same agents the gateway serves: the config's list, and `main`.
+    if args.agent != "main" && config.agent(&args.agent).is_none() {
+        let mut known: Vec<&str> = config
+            .get("agents.list")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(|a| a.get("id")?.as_str()).collect())
+            .unwrap_or_default();
+        if !known.contains(&"main") {
+            known.insert(0, "main");
+        }
+        return usage(&format!(
+            "agent {:?} not found: {} declares {} (agents.list)",
+            args.agent,
+            config.shown_path().display(),
+            known.join(", ")
+        ));
+    }
     #[cfg(feature = "mock-model")]
     let script = args.mock_script.as_deref();
     #[cfg(not(feature = "mock-model"))]

@@ -55,7 +55,7 @@ pub(crate) async fn run_remote(args: AgentArgs) -> ExitCode {
     };
     let talon = match Talon::connect(&url, token).await {
         Ok(talon) => talon,
-        Err(e) => return usage(&format!("the gateway at {url}: {e}")),
+        Err(e) => return usage(&e.to_string()),
     };
     let run = match talon.agent(&args.agent).run(args.message.as_str()).await {
         Ok(run) => run,

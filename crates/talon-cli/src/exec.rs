@@ -80,6 +80,9 @@ async fn run_async(args: ExecArgs) -> ExitCode {
         Ok(config) => config,
         Err(e) => return usage(&e.to_string()),
     };
+    if let Err(e) = config.check_at_start() {
+        return usage(&e.to_string());
+    }
     let code_mode_config = match code_mode_config(&config, &args) {
         Ok(c) => c,
         Err(message) => return usage(&message),

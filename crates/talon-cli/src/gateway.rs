@@ -23,8 +23,10 @@ use talon_store::StoreConfig;
 /// `talon gateway`.
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
-    /// Where to listen; anything but loopback is logged as a warning.
-    #[arg(long, default_value = "127.0.0.1:7420")]
+    /// Where to listen: `HOST:PORT`, `localhost:PORT`, `:PORT` or `PORT`
+    /// (both loopback), `[::1]:PORT`; `0.0.0.0:PORT` for every interface.
+    /// Anything but loopback is logged as a warning.
+    #[arg(long, default_value = "127.0.0.1:7420", value_parser = parse_listen)]
     listen: SocketAddr,
     /// The config file (default: $TALON_CONFIG, else ~/.talon/talon.json5 if present).
     #[arg(long)]
@@ -87,6 +89,38 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         .enable_all()
         .build()
         .map_err(|e| fail(1, &format!("starting the async runtime: {e}")))
+}
+
+/// `--listen`'s forms: an address, a host name and port, `:PORT` or a
+/// bare port (loopback).
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    use std::net::{Ipv4Addr, ToSocketAddrs as _};
+    let text = text.trim();
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("{p:?} is not a port (0-65535); e.g. --listen 127.0.0.1:7420"))
+    };
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Some(p) = text.strip_prefix(':') {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(p)?)));
+    }
+    if !text.contains(':') {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(text)?)));
+    }
+    let Some((host, p)) = text.rsplit_once(':') else {
+        return Err(format!("{text:?}: expected HOST:PORT"));
+    };
+    let p = port(p)?;
+    if host.eq_ignore_ascii_case("localhost") {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, p)));
+    }
+    (host, p)
+        .to_socket_addrs()
+        .map_err(|e| format!("{host:?} is not an address or a host name here: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host:?} has no address"))
 }
 
 /// The config, and the store it names.
@@ -207,6 +241,9 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Ok(found) => found,
         Err(code) => return code,
     };
+    if let Err(e) = config.check_at_start() {
+        return fail(2, &e.to_string());
+    }
     // A state directory that has served (it holds the admin token) must
     // not start over with an empty store by accident.
     let token_file = store
@@ -219,7 +256,6 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Ok(found) => found,
         Err(message) => return fail(2, &message),
     };
-    config.warn_unknown();
     let (limits, mut run_limits) = match config.gateway() {
         Ok(settings) => limits(&settings),
         Err(e) => return fail(2, &e.to_string()),
@@ -420,4 +456,35 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
         store.close().await;
         code
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn listen_takes_the_forms_people_write() {
+        let cases = [
+            ("127.0.0.1:7420", Ok("127.0.0.1:7420")),
+            ("localhost:7440", Ok("127.0.0.1:7440")),
+            ("LOCALHOST:1", Ok("127.0.0.1:1")),
+            (":7440", Ok("127.0.0.1:7440")),
+            ("7440", Ok("127.0.0.1:7440")),
+            ("[::1]:7420", Ok("[::1]:7420")),
+            ("0.0.0.0:80", Ok("0.0.0.0:80")),
+            (
+                "localhost:99999",
+                Err("\"99999\" is not a port (0-65535); e.g. --listen 127.0.0.1:7420"),
+            ),
+            (
+                ":x",
+                Err("\"x\" is not a port (0-65535); e.g. --listen 127.0.0.1:7420"),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                super::parse_listen(text).map(|a| a.to_string()),
+                expected.map(str::to_owned).map_err(str::to_owned),
+                "{text}"
+            );
+        }
+    }
 }

@@ -2,6 +2,7 @@
 
 mod agent;
 mod agent_remote;
+mod config;
 mod exec;
 mod gateway;
 mod mock;
@@ -34,6 +35,9 @@ enum Command {
     Models(models::ModelsCommand),
     /// Serve the gateway protocol on one port: HTTP calls, SSE and WebSocket.
     Gateway(gateway::GatewayArgs),
+    /// Check a config file, or print the config's JSON Schema.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
     /// Create, list or revoke the gateway's access tokens.
     #[command(subcommand)]
     Token(gateway::TokenCommand),
@@ -67,5 +71,6 @@ fn main() -> ExitCode {
         Command::Models(command) => models::run(command),
         Command::Gateway(args) => gateway::run_gateway(args),
         Command::Token(command) => gateway::run_token(command),
+        Command::Config(command) => config::run(command),
     }
 }

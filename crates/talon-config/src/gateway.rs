@@ -24,9 +24,6 @@ use serde_json::Value;
 
 use crate::{Config, ConfigError, Result};
 
-/// The `gateway` keys Talon reads.
-pub(crate) const KNOWN: &[&str] = &["limits", "runs", "security", "environments"];
-
 /// The `gateway` section, as given.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GatewaySettings {

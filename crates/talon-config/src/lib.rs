@@ -15,28 +15,55 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use talon_fs::{FsError, Symlinks};
 
+pub mod check;
 mod gateway;
-mod nesting;
+pub mod json5;
+mod keys;
+pub mod schema;
 mod security;
 
 pub use gateway::GatewaySettings;
-pub use nesting::{MAX_NESTING, check_nesting};
+pub use json5::Spans;
 pub use security::{EnvironmentSettings, SecretRef, SecuritySettings};
 
+/// The config's JSON Schema (draft 2020-12), as committed at
+/// `crates/talon-config/schema/talon.config.schema.json` for editors
+/// (and printed by `talon config schema`).
+pub fn json_schema() -> Value {
+    let mut schema = keys::schema().json_schema();
+    if let Some(map) = schema.as_object_mut() {
+        let mut head = serde_json::Map::new();
+        head.insert(
+            "$schema".into(),
+            "https://json-schema.org/draft/2020-12/schema".into(),
+        );
+        head.insert(
+            "$id".into(),
+            "https://talon.dev/schemas/talon.config.schema.json".into(),
+        );
+        head.insert("title".into(), "Talon config".into());
+        head.extend(std::mem::take(map));
+        *map = head;
+    }
+    schema
+}
+
+/// The deepest nesting accepted, the same as `serde_json`'s own limit.
+pub const MAX_NESTING: usize = 128;
+
 /// Parses JSON5 (and so JSON) text into a value, refusing documents nested
-/// deeper than [`MAX_NESTING`] before the recursive parser sees them: the
-/// parser and the value's drop recurse once per level on the caller's
-/// stack, and a file must not be able to overflow it.
+/// deeper than [`MAX_NESTING`] at the bracket that goes past it: the
+/// value's drop recurses once per level on the caller's stack, and a file
+/// must not be able to overflow it.
 pub fn parse_json5(text: &str) -> std::result::Result<Value, Json5Error> {
-    check_nesting(text, MAX_NESTING)?;
-    json5::from_str(text).map_err(|e| Json5Error::Syntax(e.to_string()))
+    json5::parse(text, MAX_NESTING)
 }
 
 /// Why a JSON5 document was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Json5Error {
-    /// Nested deeper than the limit (checked before parsing).
-    #[error("nested deeper than {limit} levels at line {line} column {column}")]
+    /// Nested deeper than the limit.
+    #[error("line {line} column {column}: nested deeper than {limit} levels")]
     TooDeep {
         /// The limit.
         limit: usize,
@@ -45,9 +72,17 @@ pub enum Json5Error {
         /// Its column (1-based, in characters).
         column: usize,
     },
-    /// Not JSON5: the parser's message, with the position.
-    #[error("{0}")]
-    Syntax(String),
+    /// Not JSON5.
+    #[error("line {line} column {column}: {message}")]
+    Syntax {
+        /// What is wrong, and for a bracket or quote left open, where it
+        /// opened.
+        message: String,
+        /// Where (1-based).
+        line: usize,
+        /// Its column (1-based, in characters).
+        column: usize,
+    },
 }
 
 /// Config failures.
@@ -80,9 +115,32 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// The whole-file check found errors (each with its line and column).
+    #[error("config file {}: {}", path.display(), Errors(errors))]
+    Check {
+        /// The file.
+        path: PathBuf,
+        /// The errors, in file order.
+        errors: Vec<check::Diagnostic>,
+    },
     /// Neither the flag, `$TALON_CONFIG`, nor a home directory names a file.
     #[error("no config file: pass --config FILE or set TALON_CONFIG")]
     NoHome,
+}
+
+/// A list of errors as one message.
+struct Errors<'a>(&'a [check::Diagnostic]);
+
+impl std::fmt::Display for Errors<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            [one] => write!(f, "{one}"),
+            many => {
+                write!(f, "{} errors", many.len())?;
+                many.iter().try_for_each(|d| write!(f, "\n  {d}"))
+            }
+        }
+    }
 }
 
 /// `Result` of this crate.
@@ -108,12 +166,20 @@ pub struct StoreSettings {
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
 /// A loaded config document.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// The file it came from (`None`: no file, the empty config).
     pub path: Option<PathBuf>,
     /// The document.
     pub raw: Value,
+    /// Where each value starts in the file, for diagnostics.
+    pub spans: Spans,
+}
+
+impl PartialEq for Config {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.raw == other.raw
+    }
 }
 
 impl Default for Config {
@@ -121,6 +187,7 @@ impl Default for Config {
         Self {
             path: None,
             raw: Value::Object(Default::default()),
+            spans: Spans::default(),
         }
     }
 }
@@ -180,17 +247,18 @@ impl Config {
     /// Parses a document.
     pub fn parse(text: &str, path: Option<PathBuf>) -> Result<Self> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from("<config>"));
-        let raw: Value = parse_json5(text).map_err(|error| ConfigError::Parse {
-            path: shown.clone(),
-            message: error.to_string(),
-        })?;
+        let (raw, spans) =
+            json5::parse_spanned(text, MAX_NESTING).map_err(|error| ConfigError::Parse {
+                path: shown.clone(),
+                message: error.to_string(),
+            })?;
         if !raw.is_object() {
             return Err(ConfigError::Parse {
                 path: shown,
                 message: "the top level must be an object".into(),
             });
         }
-        Ok(Self { path, raw })
+        Ok(Self { path, raw, spans })
     }
 
     /// The value at a dotted path (`tools.codeMode`), if present and not
@@ -203,23 +271,46 @@ impl Config {
         (!value.is_null()).then_some(value)
     }
 
-    /// Warns (once per key) about top-level keys Talon does not read:
-    /// OpenClaw configs carry settings for features Talon does not have,
-    /// and they must load unchanged.
-    pub fn warn_unknown(&self) {
-        const KNOWN: &[&str] = &["models", "agents", "tools", "mcp", "store", "gateway"];
-        if let Some(map) = self.raw.as_object() {
-            for key in map.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
-                tracing::warn!(key = %key, "config key not used by Talon; ignored");
-            }
+    /// The whole-file check ([`check::check`]) as every command runs it
+    /// at start: warnings are logged (each with its line and column),
+    /// OpenClaw's unread keys counted in one line, and any error fails
+    /// with all of them ([`ConfigError::Check`]).
+    pub fn check_at_start(&self) -> Result<Vec<check::Diagnostic>> {
+        let found = check::check(self);
+        let file = self.shown_path();
+        let errors: Vec<check::Diagnostic> = found
+            .iter()
+            .filter(|d| d.severity == check::Severity::Error)
+            .cloned()
+            .collect();
+        if !errors.is_empty() {
+            return Err(ConfigError::Check { path: file, errors });
         }
-        // OpenClaw's `gateway` keys (port, bind, auth, ...) beside Talon's
-        // limits: `talon gateway --listen` sets the address.
-        if let Some(map) = self.get("gateway").and_then(Value::as_object) {
-            for key in map.keys().filter(|k| !gateway::KNOWN.contains(&k.as_str())) {
-                tracing::warn!(key = %format!("gateway.{key}"), "config key not used by Talon; ignored");
-            }
+        for d in found
+            .iter()
+            .filter(|d| d.severity == check::Severity::Warning)
+        {
+            tracing::warn!("config {}:{d}", file.display());
         }
+        let notes = found
+            .iter()
+            .filter(|d| d.severity == check::Severity::Note)
+            .count();
+        if notes > 0 {
+            tracing::info!(
+                keys = notes,
+                "config {}: OpenClaw keys Talon does not read (`talon config check` lists them)",
+                file.display()
+            );
+        }
+        Ok(found)
+    }
+
+    /// The file's path as messages show it.
+    pub fn shown_path(&self) -> PathBuf {
+        self.path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<config>"))
     }
 
     /// The `store` section, with `$TALON_DATABASE_URL` taking precedence
@@ -431,7 +522,7 @@ mod tests {
                 assert_eq!(
                     error,
                     format!(
-                        "config file <config>: nested deeper than 128 levels at line 1 column {}",
+                        "config file <config>: line 1 column {}: nested deeper than 128 levels",
                         5 + open.len() * (MAX_NESTING - 1)
                     )
                 );

@@ -53,17 +53,23 @@ pub(crate) use talon_wire::ErrorResponse;
 /// The router.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/healthz", get(healthz))
-        .route("/v1/openapi.json", get(openapi))
-        .route("/v1/{method}", post(call))
-        .route("/v1/events", get(crate::stream::all_events))
-        .route("/v1/ws", get(crate::ws::upgrade))
-        .route("/v1/runs/{run_id}/events", get(crate::stream::run_events))
+        .route("/healthz", get(healthz).fallback(only_get))
+        .route("/v1/openapi.json", get(openapi).fallback(only_get))
+        .route("/v1/{method}", post(call).fallback(only_post))
+        .route(
+            "/v1/events",
+            get(crate::stream::all_events).fallback(only_get),
+        )
+        .route("/v1/ws", get(crate::ws::upgrade).fallback(only_get))
+        .route(
+            "/v1/runs/{run_id}/events",
+            get(crate::stream::run_events).fallback(only_get),
+        )
         .route(
             "/v1/artifacts/{artifact_id}/content",
-            get(crate::content::artifact_content),
+            get(crate::content::artifact_content).fallback(only_get),
         )
-        .fallback(fallback)
+        .fallback(talon_wire::no_route)
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             crate::guard::guard,
@@ -92,11 +98,12 @@ async fn openapi(State(shared): State<Arc<Shared>>) -> Response {
         .into_response()
 }
 
-async fn fallback() -> ErrorResponse {
-    ErrorResponse(ApiError::new(
-        ErrorCode::NotFound,
-        "no such route: methods are POST /v1/<method>",
-    ))
+async fn only_post() -> axum::response::Response {
+    talon_wire::method_not_allowed("POST")
+}
+
+async fn only_get() -> axum::response::Response {
+    talon_wire::method_not_allowed("GET")
 }
 
 /// Authenticates a stream's request: its bearer token, else (for a

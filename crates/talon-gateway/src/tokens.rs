@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use talon_protocol::gateway::AuthRefusal as Refusal;
 use talon_protocol::gateway::{ApiError, ErrorCode, Scope};
 use talon_store::{Store, StoredToken};
 
@@ -132,41 +133,41 @@ pub async fn create(
     Ok(minted)
 }
 
-/// The caller an `Authorization` header value names: `unauthenticated`
-/// when it is missing, malformed, unknown, expired or revoked (one message
-/// for all, so a prober learns nothing).
+/// The caller an `Authorization` header value names, or `unauthenticated`
+/// with the [`Refusal`] as `details.reason`.
 pub async fn authenticate(
     store: &Store,
     authorization: Option<&str>,
     now: u64,
 ) -> std::result::Result<Caller, ApiError> {
-    let unauthenticated = || {
-        ApiError::new(
-            ErrorCode::Unauthenticated,
-            "a valid token is required: Authorization: Bearer <token>",
-        )
+    let Some(header) = authorization else {
+        return Err(Refusal::Missing.error());
     };
-    let secret = authorization
-        .and_then(|h| h.strip_prefix("Bearer "))
+    let secret = header
+        .strip_prefix("Bearer ")
         .map(str::trim)
         .filter(|s| s.starts_with(SECRET_PREFIX) && s.len() <= 128)
-        .ok_or_else(unauthenticated)?;
+        .ok_or_else(|| Refusal::Malformed.error())?;
     let hashed = hash(secret);
     let token = store.token_by_hash(&hashed).await.map_err(|error| {
         tracing::error!(%error, "token lookup failed");
         ApiError::new(ErrorCode::Unavailable, "the token store is unavailable")
     })?;
     match token {
-        Some(token)
-            if constant_time_eq(token.hash.as_bytes(), hashed.as_bytes()) && token.is_live(now) =>
-        {
-            Ok(Caller {
-                token_id: token.id,
-                scopes: token.scopes,
-                expires_at: token.expires_at,
-            })
+        Some(token) if constant_time_eq(token.hash.as_bytes(), hashed.as_bytes()) => {
+            if token.revoked_at.is_some() {
+                Err(Refusal::Revoked.error())
+            } else if !token.is_live(now) {
+                Err(Refusal::Expired.error())
+            } else {
+                Ok(Caller {
+                    token_id: token.id,
+                    scopes: token.scopes,
+                    expires_at: token.expires_at,
+                })
+            }
         }
-        _ => Err(unauthenticated()),
+        _ => Err(Refusal::Unknown.error()),
     }
 }
 

@@ -1,6 +1,9 @@
 //! Provider failures, each saying what to do about it. API keys never
 //! appear in them.
 
+use serde_json::json;
+use talon_protocol::gateway::{ApiError, ErrorCode};
+
 /// A failed model request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
@@ -60,11 +63,15 @@ pub enum ProviderError {
     /// dropped (its connection closed).
     #[error("the model request was cancelled")]
     Cancelled,
-    /// The connection failed.
-    #[error("provider {provider:?}: {message}")]
+    /// The connection failed: the provider is down or unreachable.
+    #[error(
+        "provider {provider:?} at {base_url} cannot be reached: {message} (is it running? check models.providers.{provider}.baseUrl)"
+    )]
     Transport {
         /// The provider id.
         provider: String,
+        /// Its base URL, without credentials or query.
+        base_url: String,
         /// What failed.
         message: String,
     },
@@ -84,6 +91,81 @@ pub enum ProviderError {
         /// What was expected.
         message: String,
     },
+}
+
+impl ProviderError {
+    /// The gateway's error for a run this ended: a provider that is down
+    /// is `unavailable` (retryable) and names its base URL; a model it
+    /// does not know is `not_found`; a request it refuses is
+    /// `invalid_request`; a rejected key is `unavailable`, not retryable
+    /// (an operator must fix the config). `details` names the provider
+    /// (and the model, the status) for programs.
+    pub fn api_error(&self) -> ApiError {
+        let message = self.to_string();
+        let (code, retryable, details) = match self {
+            Self::Auth {
+                provider, status, ..
+            } => (
+                ErrorCode::Unavailable,
+                false,
+                json!({"reason": "provider_auth", "provider": provider, "status": status}),
+            ),
+            Self::UnknownModel {
+                provider, model, ..
+            } => (
+                ErrorCode::NotFound,
+                false,
+                json!({"reason": "unknown_model", "provider": provider, "model": model}),
+            ),
+            Self::Unavailable {
+                provider, status, ..
+            } => (
+                ErrorCode::Unavailable,
+                true,
+                json!({"reason": "provider_unavailable", "provider": provider, "status": status}),
+            ),
+            Self::Status {
+                provider, status, ..
+            } => (
+                ErrorCode::InvalidRequest,
+                false,
+                json!({"reason": "provider_refused", "provider": provider, "status": status}),
+            ),
+            Self::Timeout {
+                provider,
+                timeout_ms,
+            } => (
+                ErrorCode::Timeout,
+                true,
+                json!({"reason": "provider_timeout", "provider": provider, "timeoutMs": timeout_ms}),
+            ),
+            Self::Cancelled => (
+                ErrorCode::Unavailable,
+                false,
+                json!({"reason": "cancelled"}),
+            ),
+            Self::Transport {
+                provider, base_url, ..
+            } => (
+                ErrorCode::Unavailable,
+                true,
+                json!({"reason": "provider_unreachable", "provider": provider, "baseUrl": base_url}),
+            ),
+            Self::Malformed { provider, .. } => (
+                ErrorCode::Unavailable,
+                true,
+                json!({"reason": "provider_malformed", "provider": provider}),
+            ),
+            Self::Config { field, .. } => (
+                ErrorCode::InvalidRequest,
+                false,
+                json!({"reason": "config", "field": field}),
+            ),
+        };
+        let mut error = ApiError::new(code, message).with_details(details);
+        error.retryable = retryable;
+        error
+    }
 }
 
 /// `Result` of this crate.

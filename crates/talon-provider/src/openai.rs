@@ -44,6 +44,7 @@ impl OpenAiCompatible {
             .build()
             .map_err(|e| ProviderError::Transport {
                 provider: config.id.clone(),
+                base_url: shown_url(&config.base_url),
                 message: e.to_string(),
             })?;
         Ok(Self {
@@ -79,6 +80,15 @@ impl OpenAiCompatible {
         self.config.id.clone()
     }
 
+    /// A request that did not reach the provider (or broke on the way).
+    fn unreachable(&self, error: &reqwest::Error) -> ProviderError {
+        ProviderError::Transport {
+            provider: self.provider(),
+            base_url: shown_url(&self.config.base_url),
+            message: root_cause(error),
+        }
+    }
+
     /// Checks the credentials with `GET {baseUrl}/models` (one attempt,
     /// bounded by `timeout`): `Ok` when the provider accepts them,
     /// [`ProviderError::Auth`] when it refuses them, another error when it
@@ -89,10 +99,7 @@ impl OpenAiCompatible {
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(|e| ProviderError::Transport {
-            provider: self.provider(),
-            message: e.without_url().to_string(),
-        })?;
+        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
         let status = response.status().as_u16();
         match status {
             200..=299 => Ok(()),
@@ -125,22 +132,13 @@ impl OpenAiCompatible {
             if let Some(key) = &self.config.api_key {
                 builder = builder.bearer_auth(key);
             }
-            let response = builder.send().await.map_err(|e| ProviderError::Transport {
-                provider: self.provider(),
-                message: without_url(&e),
-            })?;
+            let response = builder.send().await.map_err(|e| self.unreachable(&e))?;
             let status = response.status().as_u16();
             if response.status().is_success() {
                 return if request.stream {
                     self.read_stream(response, sink).await
                 } else {
-                    let bytes = response
-                        .bytes()
-                        .await
-                        .map_err(|e| ProviderError::Transport {
-                            provider: self.provider(),
-                            message: without_url(&e),
-                        })?;
+                    let bytes = response.bytes().await.map_err(|e| self.unreachable(&e))?;
                     self.read_whole(&bytes)
                 };
             }
@@ -248,10 +246,7 @@ impl OpenAiCompatible {
             let Some(chunk) = stream.next().await else {
                 break;
             };
-            let chunk = chunk.map_err(|e| ProviderError::Transport {
-                provider: self.provider(),
-                message: without_url(&e),
-            })?;
+            let chunk = chunk.map_err(|e| self.unreachable(&e))?;
             for data in reader
                 .push(&chunk)
                 .map_err(|e| self.malformed(e.to_string()))?
@@ -384,11 +379,32 @@ fn error_message(text: &str) -> String {
     message.chars().take(500).collect()
 }
 
-/// A transport error without its URL (which could carry credentials).
-fn without_url(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
+/// What a transport error comes down to ("Connection refused (os error
+/// 111)"), without the request's URL (which could carry credentials).
+fn root_cause(error: &reqwest::Error) -> String {
+    let mut cause: &dyn std::error::Error = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let mut text = cause.to_string();
     if let Some(url) = error.url() {
         text = text.replace(url.as_str(), "<url>");
     }
+    if error.is_timeout() && !text.contains("timed out") {
+        text = format!("timed out ({text})");
+    }
     text
+}
+
+/// A base URL as messages show it: no user, password or query.
+pub(crate) fn shown_url(base: &str) -> String {
+    match reqwest::Url::parse(base) {
+        Ok(mut url) => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.set_query(None);
+            url.as_str().trim_end_matches('/').to_owned()
+        }
+        Err(_) => "<an unparsable URL>".to_owned(),
+    }
 }

@@ -98,30 +98,45 @@ impl PreparedRun {
                 outcome
             }
         };
+        use talon_protocol::gateway::{ApiError, ErrorCode};
         let (status, text, error) = match &outcome {
             CallOutcome::Ok(value) => (RunStatus::Completed, value.to_string(), None),
             CallOutcome::Aborted => (
                 RunStatus::Cancelled,
                 String::new(),
-                Some("the call was aborted".to_owned()),
+                Some(ApiError::new(
+                    ErrorCode::Unavailable,
+                    "the call was aborted",
+                )),
             ),
             CallOutcome::NotFound => (
                 RunStatus::Failed,
                 String::new(),
-                Some(format!("no tool {tool:?} in this agent's catalog")),
+                Some(ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("no tool {tool:?} in this agent's catalog"),
+                )),
             ),
-            CallOutcome::Blocked(reason) => {
-                (RunStatus::Failed, String::new(), Some(reason.clone()))
-            }
-            CallOutcome::Failed(e) if e.code == talon_protocol::ToolErrorCode::Timeout => {
-                (RunStatus::TimedOut, String::new(), Some(e.message.clone()))
-            }
-            CallOutcome::Failed(e) => (RunStatus::Failed, String::new(), Some(e.message.clone())),
+            CallOutcome::Blocked(reason) => (
+                RunStatus::Failed,
+                String::new(),
+                Some(ApiError::new(ErrorCode::Forbidden, reason.clone())),
+            ),
+            CallOutcome::Failed(e) if e.code == talon_protocol::ToolErrorCode::Timeout => (
+                RunStatus::TimedOut,
+                String::new(),
+                Some(ApiError::new(ErrorCode::Timeout, e.message.clone())),
+            ),
+            CallOutcome::Failed(e) => (
+                RunStatus::Failed,
+                String::new(),
+                Some(ApiError::new(ErrorCode::InvalidRequest, e.message.clone())),
+            ),
         };
         let duration = started.elapsed();
         let ended = RunEndedData {
             text: (!text.is_empty()).then(|| text.clone()),
-            error: error.clone(),
+            error: error.as_ref().map(|e| e.message.clone()),
             turns: 0,
             tool_calls: 1,
             usage: EventUsage::default(),

@@ -16,7 +16,7 @@ pub enum Error {
     Api(ApiError),
     /// The request or stream did not reach the gateway, or the connection
     /// broke before the answer was whole. Worth retrying.
-    #[error("transport: {0}")]
+    #[error("{0}")]
     Transport(String),
     /// The gateway's answer did not decode as the protocol says.
     #[error("decoding {what}: {message}")]
@@ -76,8 +76,29 @@ impl Error {
         }
     }
 
-    pub(crate) fn transport(error: impl std::fmt::Display) -> Self {
-        Self::Transport(error.to_string())
+    /// A failure of an HTTP request to the gateway at `base`, said so that
+    /// a person knows what to do: could not connect (is it running
+    /// there?), no answer in time, or a connection that broke.
+    pub(crate) fn http(base: &url::Url, error: &reqwest::Error) -> Self {
+        let mut cause: &dyn std::error::Error = error;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        let origin = base.as_str().trim_end_matches('/');
+        let message = if error.is_connect() {
+            format!(
+                "could not connect to the gateway at {origin}: {cause} (is the gateway running \
+                 there? `talon gateway` starts one)"
+            )
+        } else if error.is_timeout() {
+            format!(
+                "the gateway at {origin} did not answer in time (is it running there, and \
+                 reachable?)"
+            )
+        } else {
+            format!("the connection to the gateway at {origin} broke: {cause}")
+        };
+        Self::Transport(message)
     }
 }
 
@@ -106,7 +127,7 @@ mod tests {
         );
         let missing = Error::Api(ApiError::new(ErrorCode::NotFound, "no run"));
         assert_eq!((missing.retryable(), missing.retry_after()), (false, None));
-        assert!(Error::transport("reset").retryable());
+        assert!(Error::Transport("reset".into()).retryable());
         assert!(!Error::decode("RunResult", "missing field").retryable());
     }
 }

@@ -39,8 +39,53 @@ impl IntoResponse for ErrorResponse {
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
+        if self.0.code == ErrorCode::Unauthenticated {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, www_authenticate(&self.0));
+        }
         response
     }
+}
+
+/// A path that no route serves: `not_found`, saying where methods are.
+pub async fn no_route() -> ErrorResponse {
+    ErrorResponse(ApiError::new(
+        ErrorCode::NotFound,
+        "no such route: methods are POST /v1/<method>, described by /v1/openapi.json",
+    ))
+}
+
+/// A route asked with the wrong HTTP method: `405 method_not_allowed`,
+/// the envelope like every error, and `Allow`.
+pub fn method_not_allowed(allow: &'static str) -> Response {
+    let mut response = ErrorResponse(ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("this path takes {allow} only"),
+    ))
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// RFC 6750's challenge: `Bearer realm="talon"`, with
+/// `error="invalid_token"` and the reason when a token was sent.
+fn www_authenticate(error: &ApiError) -> HeaderValue {
+    let reason = error
+        .details
+        .as_ref()
+        .and_then(|d| d.get("reason"))
+        .and_then(|r| r.as_str())
+        .filter(|r| r.bytes().all(|b| b.is_ascii_lowercase()));
+    let value = match reason {
+        None | Some("missing") => "Bearer realm=\"talon\"".to_owned(),
+        Some(reason) => format!(
+            "Bearer realm=\"talon\", error=\"invalid_token\", error_description=\"the token is {reason}\""
+        ),
+    };
+    HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("Bearer realm=\"talon\""))
 }
 
 /// An event's Server-Sent Events frame: `id: <id>`, `event: <type>`

@@ -155,7 +155,11 @@ async fn cancelling_a_run_with_a_command_in_flight_returns_promptly_and_kills_it
     let took = cancelled.elapsed();
     assert!(took < Duration::from_secs(1), "the run took {took:?}");
     assert_eq!(
-        (result.status, result.error.as_deref(), result.tool_calls),
+        (
+            result.status,
+            result.error.as_ref().map(|e| e.message.as_str()),
+            result.tool_calls
+        ),
         (RunStatus::Cancelled, Some("the run was aborted"), 1)
     );
     assert!(group_gone(pgid).await, "group {pgid} outlived the run");

@@ -347,7 +347,10 @@ async fn cancellation_timeout_turn_limit_and_provider_errors_end_the_run_clearly
     };
     let result = run.run(Vec::new(), "loop").await;
     assert_eq!(
-        (result.status, result.error.as_deref()),
+        (
+            result.status,
+            result.error.as_ref().map(|e| e.message.as_str())
+        ),
         (RunStatus::Failed, Some("the turn limit of 2 was reached"))
     );
     assert_eq!(kinds(&f.sink).last(), Some(&"run.failed"));
@@ -401,7 +404,7 @@ async fn cancellation_timeout_turn_limit_and_provider_errors_end_the_run_clearly
     let result = run.run(Vec::new(), "hi").await;
     assert_eq!(result.status, RunStatus::Failed);
     assert_eq!(
-        result.error.as_deref(),
+        result.error.as_ref().map(|e| e.message.as_str()),
         Some("provider \"mock\" answered 400: scripted failure")
     );
 }

@@ -98,10 +98,11 @@ fn the_token_comes_from_the_flag_or_the_environment_and_a_bad_one_fails() {
     let url = format!("http://{addr}");
     let admin = std::fs::read_to_string(home.path().join("state/admin.token")).unwrap();
     let other_home = tempfile::tempdir().unwrap();
-    // No state directory token here: the flag.
+    // No state directory token here: the flag. An address without a
+    // scheme is http://.
     let flagged = agent(
         other_home.path(),
-        &["--gateway", &url, "--token", admin.trim()],
+        &["--gateway", &addr, "--token", admin.trim()],
         &[],
     );
     assert_eq!(flagged.status.code(), Some(0), "{flagged:?}");
@@ -127,12 +128,21 @@ fn the_token_comes_from_the_flag_or_the_environment_and_a_bad_one_fails() {
     let none = agent(other_home.path(), &["--gateway", &url], &[]);
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("no token"));
+    // Nothing listens there: say so, and what to do.
     let nowhere = agent(
         other_home.path(),
-        &["--gateway", "http://127.0.0.1:9", "--token", "x"],
+        &["--gateway", "127.0.0.1:9", "--token", "x"],
         &[],
     );
+    let stderr = String::from_utf8_lossy(&nowhere.stderr);
     assert_eq!(nowhere.status.code(), Some(2));
+    assert!(
+        stderr.starts_with("talon agent: could not connect to the gateway at http://127.0.0.1:9: ")
+            && stderr
+                .trim_end()
+                .ends_with("(is the gateway running there? `talon gateway` starts one)"),
+        "{stderr}"
+    );
     let both = agent(
         other_home.path(),
         &["--gateway", &url, "--workspace", "/tmp"],
@@ -172,4 +182,25 @@ fn an_approval_without_a_terminal_is_refused_through_the_gateway() {
         "I could not write it."
     );
     assert!(!home.path().join("ws/note.txt").exists());
+}
+
+#[test]
+fn a_provider_that_is_down_fails_the_run_unavailable_naming_its_url() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(
+        &config,
+        r#"{ models: { providers: { down: { baseUrl: "http://127.0.0.1:9/v1", maxRetries: 0, models: [{ id: "m" }] } } },
+             agents: { defaults: { model: "down/m" } } }"#,
+    )
+    .unwrap();
+    let (_gateway, addr, _) = start_gateway(home.path(), &["--config", config.to_str().unwrap()]);
+    let out = agent(home.path(), &["--gateway", &addr], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: provider \"down\" at http://127.0.0.1:9/v1 cannot be reached: ")
+            && stderr.contains("(is it running? check models.providers.down.baseUrl)"),
+        "{stderr}"
+    );
 }

@@ -387,7 +387,7 @@ fn talon_agent_runs_a_turn_against_a_mock_script_and_prints_a_summary() {
     let config = home.path().join("talon.json5");
     std::fs::write(
         &config,
-        "{ tools: { codeMode: { enabled: true } }, gateway: { port: 18789 } }",
+        "{ tools: { codeMode: { enabled: true }, codeMod: {} }, gateway: { port: 18789 } }",
     )
     .unwrap();
     let out = talon_in(
@@ -418,8 +418,11 @@ fn talon_agent_runs_a_turn_against_a_mock_script_and_prints_a_summary() {
         stderr.contains("[run.completed] turns 2 · tool calls 1 · tokens 300 in / 20 out"),
         "{stderr}"
     );
+    // A typo warns, with its place and a did-you-mean; OpenClaw's own
+    // key (gateway.port) does not.
     assert!(
-        stderr.contains("config key not used by Talon; ignored"),
+        stderr.contains(":1:41: warning[unknown_key]: tools.codeMod: unknown key, ignored; did you mean `codeMode`?"),
         "{stderr}"
     );
+    assert!(!stderr.contains("gateway.port"), "{stderr}");
 }

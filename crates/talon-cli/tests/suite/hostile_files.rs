@@ -74,11 +74,8 @@ fn hostile_config_files_are_refused() {
         ("zero", "not a regular file (character device)"),
         ("dir", "not a regular file (directory)"),
         ("big", "larger than 16777216 bytes"),
-        ("deep", "nested deeper than 128 levels at line 1 column 129"),
-        (
-            "deep5",
-            "nested deeper than 128 levels at line 1 column 513",
-        ),
+        ("deep", "line 1 column 129: nested deeper than 128 levels"),
+        ("deep5", "line 1 column 513: nested deeper than 128 levels"),
     ];
     for (name, expected) in cases {
         let config = files.path(name);

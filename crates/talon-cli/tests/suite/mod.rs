@@ -1,4 +1,5 @@
 mod agent_gateway;
+mod config;
 mod exec;
 mod gateway;
 mod hostile_files;

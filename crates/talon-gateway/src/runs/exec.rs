@@ -236,16 +236,14 @@ impl Engine {
         };
         ended.ended_at = Some(talon_store::now_ms());
         ended.usage = Some(Engine::usage(&result.usage));
-        // A cancelled run's status says it all; a timed-out one exceeded
-        // its own limit; anything else that ended it is the loop's error
-        // (the provider's, the turn limit).
+        // A cancelled run's status says it all; anything else that ended
+        // it is the loop's error, with its code: the run's time limit
+        // (`timeout`), the provider's (`unavailable` for one that is down,
+        // `not_found` for an unknown model), the turn limit.
         ended.error = match (result.status, &result.error) {
             (_, _) if invoked_error.is_some() => invoked_error,
             (LoopStatus::Cancelled, _) | (_, None) => None,
-            (LoopStatus::TimedOut, Some(message)) => {
-                Some(ApiError::new(ErrorCode::Timeout, message.clone()))
-            }
-            (_, Some(message)) => Some(ApiError::new(ErrorCode::Internal, message.clone())),
+            (_, Some(error)) => Some(error.clone()),
         };
         let terminal = self.closed(&sink, &run, &mut ended).await;
         let text = (!result.text.is_empty()).then(|| result.text.clone());

@@ -120,7 +120,7 @@ async fn bad_requests_get_the_one_error_shape() {
 }
 
 #[tokio::test]
-async fn expired_and_revoked_tokens_are_refused() {
+async fn a_refused_token_is_told_why_with_a_bearer_challenge() {
     let g = TestGateway::start().await;
     let now = talon_store::now_ms();
     let live = tokens::create(
@@ -142,9 +142,70 @@ async fn expired_and_revoked_tokens_are_refused() {
     .await
     .unwrap();
     assert_eq!(g.call(&live.secret, "agents.list", json!({})).await.0, 200);
+    let revoked = tokens::create(&g.running.store, None, vec![Scope::AgentRead], None, now)
+        .await
+        .unwrap();
+    g.running
+        .store
+        .revoke_token(&revoked.stored.id, now)
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let ask = |authorization: Option<String>| {
+        let mut request = client.post(g.url("/v1/agents.list")).json(&json!({}));
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let challenge = response.headers()["www-authenticate"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            (
+                response.status().as_u16(),
+                challenge,
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let refused = |reason: &str, message: &str| {
+        let challenge = if reason == "missing" {
+            "Bearer realm=\"talon\"".to_owned()
+        } else {
+            format!(
+                "Bearer realm=\"talon\", error=\"invalid_token\", error_description=\"the token is {reason}\""
+            )
+        };
+        (
+            401,
+            challenge,
+            json!({"error": {"code": "unauthenticated", "message": message, "retryable": false,
+                "details": {"reason": reason}}}),
+        )
+    };
+    let unknown = format!("Bearer talon_{}", "0".repeat(64));
     assert_eq!(
-        g.call(&expired.secret, "agents.list", json!({})).await.0,
-        401
+        [
+            ask(None).await,
+            ask(Some("Basic dXNlcjpwYXNz".into())).await,
+            ask(Some(unknown)).await,
+            ask(Some(format!("Bearer {}", revoked.secret))).await,
+            ask(Some(format!("Bearer {}", expired.secret))).await,
+        ],
+        [
+            refused(
+                "missing",
+                "no token: send Authorization: Bearer <token> (`talon token create` makes one)"
+            ),
+            refused(
+                "malformed",
+                "the Authorization header is not `Bearer talon_<secret>`"
+            ),
+            refused("unknown", "this token is not known to this gateway"),
+            refused("revoked", "this token was revoked"),
+            refused("expired", "this token has expired"),
+        ]
     );
     g.running
         .store
@@ -152,6 +213,62 @@ async fn expired_and_revoked_tokens_are_refused() {
         .await
         .unwrap();
     assert_eq!(g.call(&live.secret, "agents.list", json!({})).await.0, 401);
+}
+
+#[tokio::test]
+async fn a_wrong_http_method_gets_the_envelope_and_allow() {
+    let g = TestGateway::start().await;
+    let client = reqwest::Client::new();
+    let mut seen = Vec::new();
+    for (method, path) in [
+        (reqwest::Method::GET, "/v1/agents.list"),
+        (reqwest::Method::PUT, "/v1/runs.create"),
+        (reqwest::Method::POST, "/healthz"),
+        (reqwest::Method::DELETE, "/v1/events"),
+    ] {
+        let response = client
+            .request(method, g.url(path))
+            .bearer_auth(&g.admin)
+            .send()
+            .await
+            .unwrap();
+        let allow = response
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().to_owned());
+        seen.push((
+            response.status().as_u16(),
+            allow,
+            response.json::<Value>().await.unwrap(),
+        ));
+    }
+    let expected = |allow: &str| {
+        (
+            405,
+            Some(allow.to_owned()),
+            json!({"error": {"code": "method_not_allowed", "message": format!("this path takes {allow} only"),
+                "retryable": false}}),
+        )
+    };
+    assert_eq!(
+        seen,
+        [
+            expected("POST"),
+            expected("POST"),
+            expected("GET"),
+            expected("GET")
+        ]
+    );
+    let lost = client.get(g.url("/v2/nothing")).send().await.unwrap();
+    assert_eq!(
+        (lost.status().as_u16(), lost.json::<Value>().await.unwrap()),
+        (
+            404,
+            json!({"error": {"code": "not_found",
+            "message": "no such route: methods are POST /v1/<method>, described by /v1/openapi.json",
+            "retryable": false}})
+        )
+    );
 }
 
 #[tokio::test]

@@ -681,3 +681,77 @@ async fn shutdown_drains_runs_and_ends_open_streams() {
     assert_eq!(ended.status, talon_protocol::gateway::RunStatus::Completed);
     store.close().await;
 }
+
+/// A run the provider ends: its error's code says what kind of failure it
+/// was, and whether trying again may help.
+async fn provider_failure(script: Script, model: &str) -> Value {
+    let g = TestGateway::start_opts(Options {
+        script,
+        config: json!({
+            "models": {"providers": {"p": {"baseUrl": "http://unused/v1", "maxRetries": 0, "models": [{"id": "m1"}]}}},
+            "agents": {"defaults": {"model": model}}
+        }),
+        ..Options::default()
+    })
+    .await;
+    let (status, run) = g
+        .call(
+            &g.admin,
+            "runs.create",
+            json!({"input": "hi", "idempotencyKey": "k"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{run}");
+    let result = wait(&g, run["id"].as_str().unwrap()).await;
+    assert_eq!(result["status"], "failed", "{result}");
+    result["error"].clone()
+}
+
+#[tokio::test]
+async fn an_unknown_model_fails_the_run_as_not_found() {
+    let error = provider_failure(
+        Script {
+            models: Some(vec!["m1".into()]),
+            ..Script::texts(&["x"])
+        },
+        "p/nope",
+    )
+    .await;
+    assert_eq!(
+        (&error["code"], &error["retryable"], &error["details"]),
+        (
+            &json!("not_found"),
+            &json!(false),
+            &json!({"reason": "unknown_model", "provider": "p", "model": "nope"})
+        ),
+        "{error}"
+    );
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("provider \"p\" does not know model \"nope\""),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_that_keeps_failing_ends_the_run_unavailable_and_retryable() {
+    let failing = Script {
+        turns: vec![talon_testing::Turn {
+            status: Some(503),
+            ..talon_testing::Turn::default()
+        }],
+        ..Script::texts(&[])
+    };
+    let error = provider_failure(failing, "p/m1").await;
+    assert_eq!(
+        (&error["code"], &error["retryable"], &error["details"]),
+        (
+            &json!("unavailable"),
+            &json!(true),
+            &json!({"reason": "provider_unavailable", "provider": "p", "status": 503})
+        ),
+        "{error}"
+    );
+}

@@ -43,6 +43,9 @@ pub enum ErrorCode {
     /// quota (`gateway.limits.maxStoredBytes`). Nothing was written; an
     /// operator (or retention) must free room first, so it is not retried.
     QuotaExceeded,
+    /// The path exists but not with this HTTP method (a `GET` on
+    /// `/v1/<method>`, which takes `POST`); the `Allow` header says which.
+    MethodNotAllowed,
     /// A code this client does not know (sent by a newer gateway).
     #[serde(other)]
     Unknown,
@@ -50,7 +53,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code a gateway sends, in documentation order.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         Self::InvalidRequest,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -63,6 +66,7 @@ impl ErrorCode {
         Self::CursorExpired,
         Self::Internal,
         Self::QuotaExceeded,
+        Self::MethodNotAllowed,
     ];
 
     /// The wire spelling.
@@ -80,6 +84,7 @@ impl ErrorCode {
             Self::CursorExpired => "cursor_expired",
             Self::Internal => "internal",
             Self::QuotaExceeded => "quota_exceeded",
+            Self::MethodNotAllowed => "method_not_allowed",
             Self::Unknown => "unknown",
         }
     }
@@ -91,6 +96,7 @@ impl ErrorCode {
             Self::Unauthenticated => 401,
             Self::Forbidden => 403,
             Self::NotFound => 404,
+            Self::MethodNotAllowed => 405,
             Self::Conflict => 409,
             Self::CursorExpired => 410,
             Self::RateLimited => 429,
@@ -190,6 +196,52 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// Why a request was not authenticated: `details.reason` of its
+/// `unauthenticated` error, and its message. Telling these apart reveals
+/// nothing about which tokens exist: `revoked` and `expired` are said only
+/// to whoever holds that token's secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthRefusal {
+    /// No `Authorization` header.
+    Missing,
+    /// A header that is not `Bearer talon_...`.
+    Malformed,
+    /// A well-formed token this gateway does not know.
+    Unknown,
+    /// The token was revoked.
+    Revoked,
+    /// The token's lifetime has passed.
+    Expired,
+}
+
+impl AuthRefusal {
+    /// The reason's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthRefusal::Missing => "missing",
+            AuthRefusal::Malformed => "malformed",
+            AuthRefusal::Unknown => "unknown",
+            AuthRefusal::Revoked => "revoked",
+            AuthRefusal::Expired => "expired",
+        }
+    }
+
+    /// The error, with `details.reason`.
+    pub fn error(self) -> ApiError {
+        let message = match self {
+            AuthRefusal::Missing => {
+                "no token: send Authorization: Bearer <token> (`talon token create` makes one)"
+            }
+            AuthRefusal::Malformed => "the Authorization header is not `Bearer talon_<secret>`",
+            AuthRefusal::Unknown => "this token is not known to this gateway",
+            AuthRefusal::Revoked => "this token was revoked",
+            AuthRefusal::Expired => "this token has expired",
+        };
+        ApiError::new(ErrorCode::Unauthenticated, message)
+            .with_details(serde_json::json!({"reason": self.as_str()}))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +275,7 @@ mod tests {
             ("cursor_expired", 410, false),
             ("internal", 500, true),
             ("quota_exceeded", 507, false),
+            ("method_not_allowed", 405, false),
         ]
         .map(|(c, s, r)| (c.to_owned(), s, r));
         assert_eq!(table, expected);

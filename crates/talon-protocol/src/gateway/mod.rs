@@ -21,7 +21,7 @@ pub use catalog::{
     ApprovalPolicy, ArgumentSummary, Environment, EnvironmentCapabilities, EnvironmentStatus,
     Model, ProviderStatus, Task, ToolOrigin, ToolReach, ToolSummary,
 };
-pub use error::{ApiError, ErrorCode};
+pub use error::{ApiError, AuthRefusal, ErrorCode};
 pub use methods::{
     COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Stability, decode_params, dispatch,
 };

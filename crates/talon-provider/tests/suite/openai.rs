@@ -417,3 +417,42 @@ async fn malformed_streams_are_errors_not_panics() {
         assert!(error.to_string().contains(expected), "{error}");
     }
 }
+
+#[tokio::test]
+async fn a_provider_that_is_down_is_unavailable_and_names_its_url_without_credentials() {
+    // A port nothing listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let lookup = |_: &str| None;
+    let config = json!({"down": {"baseUrl": format!("http://user:pw@127.0.0.1:{port}/v1?key=s3cret"), "maxRetries": 0}});
+    let providers = parse_providers(Some(&config), &lookup).unwrap();
+    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let error = client
+        .complete(&request(true), &|_| {}, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let api = error.api_error();
+    let shown = format!("http://127.0.0.1:{port}/v1");
+    assert_eq!(
+        (api.code, api.retryable, api.details.clone()),
+        (
+            talon_protocol::gateway::ErrorCode::Unavailable,
+            true,
+            Some(json!({"reason": "provider_unreachable", "provider": "down", "baseUrl": shown}))
+        )
+    );
+    assert!(
+        api.message
+            .starts_with(&format!("provider \"down\" at {shown} cannot be reached: "))
+            && api
+                .message
+                .ends_with("(is it running? check models.providers.down.baseUrl)")
+            && !api.message.contains("pw")
+            && !api.message.contains("s3cret"),
+        "{}",
+        api.message
+    );
+}

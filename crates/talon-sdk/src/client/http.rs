@@ -12,6 +12,16 @@ use super::ClientConfig;
 use super::sse::{EventStream, StreamQuery};
 use crate::error::{Error, Result};
 
+/// A gateway address as people write it: `127.0.0.1:7420` and
+/// `localhost:7420` mean `http://...`; a URL with a scheme is kept.
+pub(crate) fn with_scheme(text: &str) -> String {
+    if text.contains("://") {
+        text.to_owned()
+    } else {
+        format!("http://{text}")
+    }
+}
+
 /// Requests over HTTP.
 #[derive(Debug)]
 pub(super) struct HttpTransport {
@@ -21,7 +31,7 @@ pub(super) struct HttpTransport {
 
 impl HttpTransport {
     pub(super) fn new(config: &ClientConfig) -> Result<Self> {
-        let mut text = config.url.trim().to_owned();
+        let mut text = with_scheme(config.url.trim());
         if !text.ends_with('/') {
             text.push('/');
         }
@@ -43,7 +53,7 @@ impl HttpTransport {
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()
-            .map_err(Error::transport)?;
+            .map_err(|e| Error::Invalid(format!("the HTTP client: {e}")))?;
         Ok(Self { base, client })
     }
 
@@ -73,7 +83,7 @@ impl HttpTransport {
             .get(self.url("healthz")?)
             .send()
             .await
-            .map_err(Error::transport)?;
+            .map_err(|e| Error::http(&self.base, &e))?;
         if response.status().is_success() {
             Ok(())
         } else {
@@ -93,11 +103,14 @@ impl HttpTransport {
             .json(params)
             .send()
             .await
-            .map_err(Error::transport)?;
+            .map_err(|e| Error::http(&self.base, &e))?;
         if !response.status().is_success() {
             return Err(error_of(response).await);
         }
-        let body = response.bytes().await.map_err(Error::transport)?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Error::http(&self.base, &e))?;
         serde_json::from_slice(&body)
             .map_err(|e| Error::decode(format!("the answer to {method}"), e))
     }
@@ -135,13 +148,14 @@ impl HttpTransport {
             .header(header::ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(Error::transport)?;
+            .map_err(|e| Error::http(&self.base, &e))?;
         if !response.status().is_success() {
             return Err(error_of(response).await);
         }
+        let base = self.base.clone();
         let bytes = response
             .bytes_stream()
-            .map(|chunk| chunk.map_err(Error::transport))
+            .map(move |chunk| chunk.map_err(|e| Error::http(&base, &e)))
             .boxed();
         Ok(EventStream::new(bytes, ends_with_run))
     }
@@ -155,7 +169,7 @@ impl HttpTransport {
             .get(self.url(path)?)
             .send()
             .await
-            .map_err(Error::transport)?;
+            .map_err(|e| Error::http(&self.base, &e))?;
         if !response.status().is_success() {
             return Err(error_of(response).await);
         }
@@ -163,7 +177,7 @@ impl HttpTransport {
         let mut body = response.bytes_stream();
         let mut written = 0u64;
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(Error::transport)?;
+            let chunk = chunk.map_err(|e| Error::http(&self.base, &e))?;
             writer
                 .write_all(&chunk)
                 .await

@@ -102,8 +102,13 @@ impl WsTransport {
             tokio_tungstenite::connect_async(request),
         )
         .await
-        .map_err(|_| Error::Transport("the WebSocket did not open in time".into()))?;
-        let (socket, _) = connected.map_err(handshake_error)?;
+        .map_err(|_| {
+            Error::Transport(format!(
+                "the WebSocket at {} did not open in time (is the gateway running there?)",
+                self.url
+            ))
+        })?;
+        let (socket, _) = connected.map_err(|e| handshake_error(&self.url, e))?;
         let (mut sink, mut frames) = socket.split();
         let (out, mut queued) = mpsc::unbounded_channel::<Message>();
         let routes = Arc::new(Mutex::new(Routes::default()));
@@ -169,7 +174,7 @@ impl WsTransport {
     }
 }
 
-fn handshake_error(error: tokio_tungstenite::tungstenite::Error) -> Error {
+fn handshake_error(url: &str, error: tokio_tungstenite::tungstenite::Error) -> Error {
     use tokio_tungstenite::tungstenite::Error as WsError;
     match error {
         WsError::Http(response) => {
@@ -177,7 +182,11 @@ fn handshake_error(error: tokio_tungstenite::tungstenite::Error) -> Error {
             let body = response.body().clone().unwrap_or_default();
             Error::Api(super::http::api_error(status, None, &body))
         }
-        other => Error::transport(other),
+        WsError::Io(e) => Error::Transport(format!(
+            "could not connect to the gateway at {url}: {e} (is the gateway running there? \
+             `talon gateway` starts one)"
+        )),
+        other => Error::Transport(format!("the WebSocket at {url}: {other}")),
     }
 }
 

@@ -14,7 +14,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use talon_protocol::gateway::{ApiError, ErrorCode, Method, Request, dispatch};
+use talon_protocol::gateway::{ApiError, AuthRefusal, ErrorCode, Method, Request, dispatch};
 
 use super::RecordedCall;
 use super::api::Api;
@@ -29,16 +29,22 @@ pub(crate) use talon_wire::ErrorResponse;
 /// The router.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/healthz", get(healthz))
-        .route("/v1/{method}", post(call))
-        .route("/v1/events", get(super::stream::all_events))
-        .route("/v1/ws", get(super::ws::upgrade))
-        .route("/v1/runs/{run_id}/events", get(super::stream::run_events))
+        .route("/healthz", get(healthz).fallback(only_get))
+        .route("/v1/{method}", post(call).fallback(only_post))
+        .route(
+            "/v1/events",
+            get(super::stream::all_events).fallback(only_get),
+        )
+        .route("/v1/ws", get(super::ws::upgrade).fallback(only_get))
+        .route(
+            "/v1/runs/{run_id}/events",
+            get(super::stream::run_events).fallback(only_get),
+        )
         .route(
             "/v1/artifacts/{artifact_id}/content",
-            get(super::content::artifact_content),
+            get(super::content::artifact_content).fallback(only_get),
         )
-        .fallback(fallback)
+        .fallback(talon_wire::no_route)
         .with_state(shared)
 }
 
@@ -46,27 +52,28 @@ async fn healthz() -> &'static str {
     "ok\n"
 }
 
-async fn fallback() -> ErrorResponse {
-    ErrorResponse(ApiError::new(
-        ErrorCode::NotFound,
-        "no such route: methods are POST /v1/<method>",
-    ))
+async fn only_post() -> axum::response::Response {
+    talon_wire::method_not_allowed("POST")
+}
+
+async fn only_get() -> axum::response::Response {
+    talon_wire::method_not_allowed("GET")
 }
 
 /// Checks the request's bearer token.
 pub(crate) fn authenticate(headers: &HeaderMap) -> Result<(), ApiError> {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
+    let Some(header) = headers.get(header::AUTHORIZATION) else {
+        return Err(AuthRefusal::Missing.error());
+    };
+    match header
+        .to_str()
+        .ok()
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    if token == Some(TOKEN) {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            ErrorCode::Unauthenticated,
-            "a valid token is required: Authorization: Bearer <token>",
-        ))
+        .map(str::trim)
+    {
+        Some(TOKEN) => Ok(()),
+        Some(_) => Err(AuthRefusal::Unknown.error()),
+        None => Err(AuthRefusal::Malformed.error()),
     }
 }
 

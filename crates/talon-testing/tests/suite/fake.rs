@@ -872,15 +872,20 @@ async fn unsupported_unknown_and_malformed_calls_and_bad_tokens() {
         .await
         .unwrap();
     assert_eq!(empty.status().as_u16(), 200);
+    // The gateway's refusals, with the same reasons and challenge.
     let unauthenticated = json!({"error": {"code": "unauthenticated",
-        "message": "a valid token is required: Authorization: Bearer <token>", "retryable": false}});
+        "message": "this token is not known to this gateway", "retryable": false,
+        "details": {"reason": "unknown"}}});
     let bad = client
         .post(format!("{}/v1/agents.list", g.url()))
         .bearer_auth("wrong")
         .send()
         .await
         .unwrap();
-    assert_eq!(bad.status().as_u16(), 401);
+    assert_eq!(
+        (bad.status().as_u16(), bad.headers()["www-authenticate"].to_str().unwrap().to_owned()),
+        (401, "Bearer realm=\"talon\", error=\"invalid_token\", error_description=\"the token is unknown\"".to_owned())
+    );
     assert_eq!(bad.json::<Value>().await.unwrap(), unauthenticated);
     let none = client
         .post(format!("{}/v1/agents.list", g.url()))
@@ -888,6 +893,10 @@ async fn unsupported_unknown_and_malformed_calls_and_bad_tokens() {
         .await
         .unwrap();
     assert_eq!(none.status().as_u16(), 401);
+    assert_eq!(
+        none.json::<Value>().await.unwrap()["error"]["details"],
+        json!({"reason": "missing"})
+    );
     let (status, _, body) = open(&g, "wrong", "/v1/events", None).await.err().unwrap();
     assert_eq!((status, body), (401, unauthenticated));
     assert_eq!(connect(&g, "wrong").await.err(), Some(401));

@@ -1,0 +1,466 @@
+//! Every key Talon reads, as one [`Node`] tree, and the cross-references
+//! between sections.
+//!
+//! Each feature crate still interprets its own section (and its errors
+//! name the field); this tree is what the whole-file check and the
+//! published JSON Schema say about them, so a key added to a crate is
+//! added here in the same change (the tests of `talon-config` load a
+//! config that sets every key, and each crate's own parser).
+//!
+//! OpenClaw's keys for features Talon does not have are declared with
+//! [`openclaw`]: they load, and the check notes that they do nothing.
+
+use crate::schema::{Field, Node, field, openclaw};
+
+mod infra;
+mod references;
+
+use infra::{gateway, mcp_servers, store};
+pub(crate) use references::cross_reference;
+
+const U32_MAX: i64 = u32::MAX as i64;
+const HOUR_MS: i64 = 3_600_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// The whole document.
+pub fn schema() -> Node {
+    let mut fields = vec![
+        field(
+            "models",
+            Node::object(vec![field("providers", providers())], "Model providers."),
+        ),
+        field(
+            "agents",
+            Node::object(
+                vec![
+                    field("defaults", agent_defaults()),
+                    field("list", Node::array(agent(), "The agents, by id.")),
+                ],
+                "Agents: defaults and the list.",
+            ),
+        ),
+        field("tools", tools()),
+        field(
+            "mcp",
+            Node::object(
+                vec![field("servers", mcp_servers())],
+                "MCP servers whose tools agents may call.",
+            ),
+        ),
+        field("store", store()),
+        field("gateway", gateway()),
+    ];
+    fields.extend(
+        [
+            "meta",
+            "env",
+            "wizard",
+            "diagnostics",
+            "logging",
+            "update",
+            "browser",
+            "ui",
+            "auth",
+            "skills",
+            "plugins",
+            "messages",
+            "commands",
+            "session",
+            "channels",
+            "talk",
+            "audio",
+            "hooks",
+            "cron",
+            "web",
+            "discovery",
+            "canvasHost",
+            "bindings",
+            "broadcast",
+            "approvals",
+            "memory",
+            "media",
+            "nodeHost",
+            "secrets",
+            "acp",
+        ]
+        .into_iter()
+        .map(|k| openclaw(k, "OpenClaw's; Talon does not read it.")),
+    );
+    let mut root = Node::object(fields, "Talon's config (OpenClaw's shape, JSON5).");
+    root.description = "Talon's config (talon.json5): OpenClaw's shape and syntax (JSON5).";
+    root
+}
+
+fn whole(min: i64, max: i64, description: &'static str) -> Node {
+    Node::integer(Some(min), Some(max), description)
+}
+
+/// A non-negative integer the crate clamps into its range.
+fn clamped(description: &'static str) -> Node {
+    Node::integer(Some(0), None, description)
+}
+
+fn strings(description: &'static str) -> Node {
+    Node::array(Node::text(""), description)
+}
+
+fn model_ref() -> Node {
+    Node::one_of(
+        vec![
+            Node::text("\"provider/model\"."),
+            Node::object(
+                vec![
+                    field("primary", Node::text("\"provider/model\".")),
+                    openclaw(
+                        "fallbacks",
+                        "OpenClaw's fallback models; Talon does not use them.",
+                    ),
+                ],
+                "",
+            ),
+        ],
+        "The model: \"provider/model\" or {primary: \"provider/model\"}.",
+    )
+}
+
+fn providers() -> Node {
+    let model = Node::object(
+        vec![
+            field("id", Node::text("The model's id at the provider.")),
+            field("name", Node::string("A display name.")),
+            field(
+                "contextWindow",
+                Node::integer(Some(1), None, "Its context window, in tokens."),
+            ),
+            field(
+                "maxTokens",
+                Node::integer(Some(1), None, "The most tokens it writes."),
+            ),
+            openclaw("reasoning", "OpenClaw's."),
+            openclaw("input", "OpenClaw's."),
+            openclaw("cost", "OpenClaw's."),
+            openclaw("compat", "OpenClaw's."),
+            openclaw("headers", "OpenClaw's."),
+        ],
+        "",
+    );
+    let provider = Node::object(
+        vec![
+            field(
+                "baseUrl",
+                Node::text("The API's base URL (http:// or https://)."),
+            ),
+            field(
+                "apiKey",
+                Node::one_of(
+                    vec![
+                        Node::string("The key, or \"${VARIABLE}\"."),
+                        Node::object(
+                            vec![field("env", Node::text("The variable."))],
+                            "{env: \"VARIABLE\"}.",
+                        ),
+                    ],
+                    "The API key: a string, \"${VARIABLE}\" or {env: \"VARIABLE\"}.",
+                ),
+            ),
+            field(
+                "api",
+                Node::word(
+                    &["openai-completions"],
+                    "The wire format (default \"openai-completions\").",
+                ),
+            ),
+            field("models", Node::array(model, "The models it serves.")),
+            field(
+                "timeoutMs",
+                Node::integer(Some(1), None, "A request's time limit (default 120000)."),
+            ),
+            field(
+                "maxRetries",
+                Node::integer(
+                    Some(0),
+                    None,
+                    "Retries of a failed request, at most 10 (default 3).",
+                ),
+            ),
+            openclaw(
+                "headers",
+                "OpenClaw's extra headers; Talon does not send them.",
+            ),
+            openclaw("auth", "OpenClaw's."),
+            openclaw("authHeader", "OpenClaw's."),
+        ],
+        "",
+    );
+    Node::map(
+        provider,
+        "Providers by id: the \"provider\" of \"provider/model\".",
+    )
+}
+
+fn code_mode() -> Node {
+    let settings = Node::object(
+        vec![
+            field("enabled", Node::bool("The only switch (default false).")),
+            field(
+                "runtime",
+                Node::word(&["quickjs-wasi"], "The cell runtime."),
+            ),
+            field(
+                "mode",
+                Node::word(&["only"], "The model sees exec and wait only."),
+            ),
+            field(
+                "languages",
+                Node::array(
+                    Node::word(&["javascript", "typescript"], ""),
+                    "Cell languages (default both).",
+                ),
+            ),
+            field(
+                "timeoutMs",
+                clamped("A cell's time limit, 100–60000 (default 10000)."),
+            ),
+            field(
+                "memoryLimitBytes",
+                clamped("A cell's memory, 1 MiB–1 GiB (default 64 MiB)."),
+            ),
+            field(
+                "maxOutputBytes",
+                clamped("A cell's output, 1 KiB–10 MiB (default 64 KiB)."),
+            ),
+            field(
+                "maxSnapshotBytes",
+                clamped("A suspended cell, 1 KiB–256 MiB (default 10 MiB)."),
+            ),
+            field(
+                "maxPendingToolCalls",
+                clamped("Pending calls a cell may hold, 1–128 (default 16)."),
+            ),
+            field(
+                "snapshotTtlSeconds",
+                clamped("How long a suspended cell is kept, 1–86400 (default 900)."),
+            ),
+            field(
+                "maxSearchLimit",
+                clamped("The most results a search returns, 1–50 (default 50)."),
+            ),
+            field(
+                "searchDefaultLimit",
+                clamped("Results when a search names none (default 8)."),
+            ),
+            field(
+                "maxSourceBytes",
+                clamped("A cell's source, 1 KiB–4 MiB (default 1 MiB)."),
+            ),
+        ],
+        "",
+    );
+    Node::one_of(
+        vec![Node::bool(""), settings],
+        "Code Mode: true, false or its settings.",
+    )
+}
+
+fn tool_search() -> Node {
+    let settings = Node::object(
+        vec![
+            field(
+                "mode",
+                Node::word(
+                    &["code", "tools", "directory"],
+                    "How the catalog is offered (default code).",
+                ),
+            ),
+            field(
+                "codeTimeoutMs",
+                clamped("A search cell's time limit, 1000–60000 (default 10000)."),
+            ),
+            field(
+                "maxSearchLimit",
+                clamped("The most results, 1–50 (default 20)."),
+            ),
+            field(
+                "searchDefaultLimit",
+                clamped("Results when a search names none (default 8)."),
+            ),
+        ],
+        "",
+    );
+    Node::one_of(
+        vec![Node::bool(""), settings],
+        "Tool Search: true, false or its settings.",
+    )
+}
+
+fn approvals() -> Node {
+    let action = || Node::word(&["ask", "allow", "deny"], "");
+    let rule = Node::object(
+        vec![
+            field(
+                "tool",
+                Node::string("A tool name or catalog id; `*` matches anything."),
+            ),
+            field("source", Node::string("core, mcp, plugin or app.")),
+            field(
+                "risk",
+                Node::word(&["low", "medium", "high", "critical"], "The tool's risk."),
+            ),
+            field("action", action()),
+        ],
+        "",
+    );
+    let object = Node::object(
+        vec![
+            field("mode", action()),
+            field(
+                "timeoutMs",
+                Node::integer(Some(1), None, "How long an approval waits (default 24 h)."),
+            ),
+            field(
+                "rules",
+                Node::array(rule, "The first rule that matches decides."),
+            ),
+        ],
+        "",
+    );
+    Node::one_of(
+        vec![action(), object],
+        "Approvals: \"ask\", \"allow\", \"deny\" or {mode, timeoutMs, rules}.",
+    )
+}
+
+/// OpenClaw's `tools` keys Talon does not read.
+const OPENCLAW_TOOLS: &[&str] = &[
+    "profile",
+    "byProvider",
+    "web",
+    "media",
+    "links",
+    "message",
+    "agentToAgent",
+    "elevated",
+    "exec",
+    "subagents",
+    "sandbox",
+    "alsoAllow",
+];
+
+fn tool_fields() -> Vec<Field> {
+    let mut fields = vec![
+        field("codeMode", code_mode()),
+        field("toolSearch", tool_search()),
+        field(
+            "allow",
+            strings("Tool names, globs or group:<name>; absent: all."),
+        ),
+        field(
+            "deny",
+            strings("Tool names, globs or group:<name>; deny wins."),
+        ),
+    ];
+    fields.extend(
+        OPENCLAW_TOOLS
+            .iter()
+            .map(|k| openclaw(k, "OpenClaw's; Talon does not read it.")),
+    );
+    fields
+}
+
+fn tools() -> Node {
+    let mut fields = tool_fields();
+    fields.push(field("approvals", approvals()));
+    Node::object(
+        fields,
+        "Tools: Code Mode, Tool Search, policy and approvals.",
+    )
+}
+
+/// OpenClaw's agent keys Talon does not read.
+const OPENCLAW_AGENT: &[&str] = &[
+    "default",
+    "identity",
+    "groupChat",
+    "sandbox",
+    "subagents",
+    "skills",
+    "heartbeat",
+    "humanDelay",
+    "agentDir",
+    "memorySearch",
+    "params",
+    "models",
+    "contextTokens",
+    "thinkingDefault",
+    "verboseDefault",
+    "elevatedDefault",
+    "timeoutSeconds",
+    "compaction",
+    "contextPruning",
+    "userTimezone",
+    "envelopeTimezone",
+    "imageModel",
+    "blockStreamingDefault",
+    "blockStreamingBreak",
+    "blockStreamingChunk",
+    "maxConcurrent",
+    "skipBootstrap",
+    "bootstrapMaxChars",
+    "repoRoot",
+    "typingMode",
+    "typingIntervalSeconds",
+    "cliBackends",
+    "mediaMaxMb",
+];
+
+fn agent_fields() -> Vec<Field> {
+    let mut fields = vec![
+        field("model", model_ref()),
+        field("workspace", Node::text("The agent's working directory.")),
+        field(
+            "tools",
+            Node::object(
+                tool_fields(),
+                "This agent's tool settings (over the global ones).",
+            ),
+        ),
+    ];
+    fields.extend(
+        OPENCLAW_AGENT
+            .iter()
+            .map(|k| openclaw(k, "OpenClaw's; Talon does not read it.")),
+    );
+    fields
+}
+
+fn agent_defaults() -> Node {
+    Node::object(
+        agent_fields(),
+        "What every agent gets unless it says otherwise.",
+    )
+}
+
+fn agent() -> Node {
+    let mut fields = vec![
+        field("id", Node::text("The agent's id (required, unique).")),
+        field("name", Node::string("A display name.")),
+        field("description", Node::string("What it is for.")),
+    ];
+    fields.extend(agent_fields());
+    Node::object(fields, "")
+}
+
+fn secret_value() -> Node {
+    Node::one_of(
+        vec![
+            Node::string("A value, \"${VARIABLE}\", or a template with ${VARIABLE}s."),
+            Node::number(None, None, ""),
+            Node::bool(""),
+            Node::object(
+                vec![field("env", Node::text("The variable."))],
+                "{env: \"VARIABLE\"}.",
+            ),
+        ],
+        "",
+    )
+}

@@ -1,0 +1,145 @@
+//! The whole-file check: what it finds, where, and the JSON Schema it
+//! publishes.
+
+use std::path::PathBuf;
+
+use talon_config::Config;
+use talon_config::check::{Code, Diagnostic, Severity, check, suggestion};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn findings(text: &str) -> Vec<String> {
+    let config = Config::parse(text, None).unwrap();
+    check(&config).iter().map(Diagnostic::to_string).collect()
+}
+
+#[test]
+fn a_config_with_every_key_talon_reads_is_clean() {
+    let config = Config::read(&fixture("every-key.json5")).unwrap();
+    assert_eq!(check(&config), Vec::<Diagnostic>::new());
+    assert!(config.check_at_start().is_ok());
+}
+
+#[test]
+fn typos_wrong_types_and_broken_references_are_found_where_they_are() {
+    let text = r#"{
+  agents: {
+    defualts: { model: 'local/m1' },
+    list: [
+      { id: 'main', model: 42 },
+      { id: 'helper', model: 'lcoal/m1' },
+      { id: 'helper', model: 'local/m2' },
+      { name: 'no id' },
+      { id: 'x', model: 'nomodel' },
+    ],
+  },
+  models: { providers: { local: { baseUrl: 'http://127.0.0.1:9', apiKey: '${TALON_TEST_UNSET_VARIABLE}', models: [{ id: 'm1' }] } } },
+  tools: { codeMode: { enabled: 'yes', mode: 'onl' }, toolSearch: 3, approvals: { rules: [{ tool: 'write', action: 'alow' }] } },
+  store: { retention: { maxAgeDays: 0 } },
+  gateway: { port: 18789, limits: { burst: 0, callsPerSecond: 'fast' }, runz: {} },
+}"#;
+    assert_eq!(
+        findings(text),
+        [
+            "3:5: warning[unknown_key]: agents.defualts: unknown key, ignored; did you mean `defaults`?",
+            "5:21: error[wrong_type]: agents.list[0].model: expected a string or an object, found a number (42)",
+            "6:23: error[unknown_reference]: agents.list[1].model: provider \"lcoal\" is not in models.providers; did you mean \"local\"?",
+            "7:9: error[duplicate]: agents.list[2].id: agent id \"helper\" is used twice",
+            "7:23: warning[unknown_reference]: agents.list[2].model: provider \"local\" lists no model \"m2\"; did you mean \"m1\"?",
+            "8:7: error[bad_value]: agents.list[3]: an agent needs an id",
+            "9:18: error[bad_value]: agents.list[4].model: expected \"provider/model\", found \"nomodel\"",
+            "12:66: warning[unknown_reference]: models.providers.local.apiKey: environment variable TALON_TEST_UNSET_VARIABLE is not set: runs on provider \"local\" will fail",
+            "13:24: error[wrong_type]: tools.codeMode.enabled: expected true or false, found a string (\"yes\")",
+            "13:40: error[bad_value]: tools.codeMode.mode: expected `only`, found `onl`",
+            "13:55: error[wrong_type]: tools.toolSearch: expected true or false or an object, found a number (3)",
+            "13:108: error[bad_value]: tools.approvals.rules[0].action: `alow` is not one of `ask`, `allow`, `deny`; did you mean `allow`?",
+            "14:25: error[bad_value]: store.retention.maxAgeDays: 0 is out of range: expected a number above 0 and at most 36500",
+            "15:14: note[not_used]: gateway.port: OpenClaw's key; Talon does not read it (ignored)",
+            "15:37: error[bad_value]: gateway.limits.burst: 0 is out of range: expected a whole number from 1 to 4294967295",
+            "15:47: error[wrong_type]: gateway.limits.callsPerSecond: expected a number, found a string (\"fast\")",
+            "15:73: warning[unknown_key]: gateway.runz: unknown key, ignored; did you mean `runs`?",
+        ]
+    );
+    let error = Config::parse(text, Some("talon.json5".into()))
+        .unwrap()
+        .check_at_start()
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with("config file talon.json5: 12 errors\n  5:21: error[wrong_type]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn openclaw_keys_load_with_a_note_and_null_means_unset() {
+    let config = Config::parse(
+        "{ channels: { telegram: { token: 1 } }, agents: { defaults: { heartbeat: {}, model: null } }, tools: { codeMode: null } }",
+        None,
+    )
+    .unwrap();
+    let found = check(&config);
+    assert_eq!(
+        found
+            .iter()
+            .map(|d| (d.severity, d.code, d.key.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            (Severity::Note, Code::NotUsed, "channels"),
+            (Severity::Note, Code::NotUsed, "agents.defaults.heartbeat"),
+        ]
+    );
+    assert!(config.check_at_start().is_ok());
+}
+
+#[test]
+fn did_you_mean_takes_the_closest_word_within_a_third_of_its_length() {
+    let keys = ["defaults", "list", "limits", "runs"];
+    let cases = [
+        ("defualts", Some("defaults")),
+        ("Defaults", Some("defaults")),
+        ("lsit", Some("list")),
+        ("limit", Some("limits")),
+        ("xyz", None),
+        ("", None),
+        ("completely-different", None),
+    ];
+    for (word, expected) in cases {
+        assert_eq!(suggestion(word, keys.iter().copied()), expected, "{word}");
+    }
+}
+
+#[test]
+fn a_huge_config_is_checked_in_linear_time() {
+    // 100,000 unknown keys: each gets its warning and the check stays fast
+    // enough for a test (the did-you-mean compares against a handful).
+    let body: Vec<String> = (0..100_000).map(|i| format!("k{i}: {i}")).collect();
+    let text = format!("{{ agents: {{ {} }} }}", body.join(","));
+    let config = Config::parse(&text, None).unwrap();
+    let found = check(&config);
+    assert_eq!(found.len(), 100_000);
+    assert!(
+        found
+            .iter()
+            .all(|d| d.code == Code::UnknownKey && d.position.is_some())
+    );
+}
+
+#[test]
+fn committed_config_schema_matches_the_tree() {
+    // Regenerate with `UPDATE_SCHEMA=1 cargo test -p talon-config`.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/talon.config.schema.json");
+    let rendered = serde_json::to_string_pretty(&talon_config::json_schema()).unwrap() + "\n";
+    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &rendered).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == rendered,
+        "schema/talon.config.schema.json is stale: run UPDATE_SCHEMA=1 cargo test -p talon-config"
+    );
+}

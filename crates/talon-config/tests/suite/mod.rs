@@ -1,0 +1,2 @@
+mod check;
+mod json5;
