@@ -203,11 +203,8 @@ async fn run_async(args: AgentArgs) -> ExitCode {
     }
     // The same agents the gateway serves: the config's list, and `main`.
     if args.agent != "main" && config.agent(&args.agent).is_none() {
-        let mut known: Vec<&str> = config
-            .get("agents.list")
-            .and_then(Value::as_array)
-            .map(|list| list.iter().filter_map(|a| a.get("id")?.as_str()).collect())
-            .unwrap_or_default();
+        let declared = crate::gateway::config_agents(&config);
+        let mut known: Vec<&str> = declared.iter().map(|a| a.id.as_str()).collect();
         if !known.contains(&"main") {
             known.insert(0, "main");
         }

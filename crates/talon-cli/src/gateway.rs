@@ -173,7 +173,7 @@ fn limits(
 }
 
 /// The agents `agents.list[]` declares.
-fn config_agents(config: &Config) -> Vec<Agent> {
+pub(crate) fn config_agents(config: &Config) -> Vec<Agent> {
     let Some(list) = config.get("agents.list").and_then(|l| l.as_array()) else {
         return Vec::new();
     };

@@ -110,9 +110,9 @@ pub fn check(config: &Config) -> Vec<Diagnostic> {
         config,
         out: Vec::new(),
     };
-    walk.node(&keys::schema(), &config.raw, &mut Path::default());
-    keys::cross_reference(config, &mut |severity, code, pointer, key, message| {
-        walk.push(severity, code, pointer, key, message);
+    walk.node(&keys::schema(), &config.raw, &Path::default());
+    keys::cross_reference(config, &mut |severity, code, path, message| {
+        walk.push(severity, code, path, message);
     });
     let mut out = walk.out;
     out.sort_by_key(|d| d.position.unwrap_or((usize::MAX, usize::MAX)));
@@ -162,17 +162,17 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn push(&mut self, severity: Severity, code: Code, pointer: &str, key: &str, message: String) {
+    fn push(&mut self, severity: Severity, code: Code, path: &Path, message: String) {
         self.out.push(Diagnostic {
             severity,
             code,
-            key: key.to_owned(),
-            position: self.config.spans.position(pointer),
+            key: path.shown().to_owned(),
+            position: self.config.spans.position(&path.pointer),
             message,
         });
     }
 
-    fn node(&mut self, node: &Node, value: &Value, path: &mut Path) {
+    fn node(&mut self, node: &Node, value: &Value, path: &Path) {
         // `null` means "not set" everywhere Talon reads the config.
         if value.is_null() {
             return;
@@ -209,13 +209,7 @@ impl Walk<'_> {
                             (None, None) => String::new(),
                         };
                         let message = format!("{value} is out of range: expected a number {range}");
-                        self.push(
-                            Severity::Error,
-                            Code::BadValue,
-                            &path.pointer,
-                            path.shown(),
-                            message,
-                        );
+                        self.push(Severity::Error, Code::BadValue, path, message);
                     }
                 }
             },
@@ -236,23 +230,11 @@ impl Walk<'_> {
                             format!("`{s}` is not one of {list}{hint}")
                         }
                     };
-                    self.push(
-                        Severity::Error,
-                        Code::BadValue,
-                        &path.pointer,
-                        path.shown(),
-                        message,
-                    );
+                    self.push(Severity::Error, Code::BadValue, path, message);
                 }
                 Some(s) if *non_empty && s.trim().is_empty() => {
                     let message = "expected a non-empty string".to_owned();
-                    self.push(
-                        Severity::Error,
-                        Code::BadValue,
-                        &path.pointer,
-                        path.shown(),
-                        message,
-                    );
+                    self.push(Severity::Error, Code::BadValue, path, message);
                 }
                 Some(_) => {}
             },
@@ -260,7 +242,7 @@ impl Walk<'_> {
                 None => self.wrong_type(node, value, path),
                 Some(items) => {
                     for (i, v) in items.iter().enumerate() {
-                        self.node(item, v, &mut path.index(i));
+                        self.node(item, v, &path.index(i));
                     }
                 }
             },
@@ -275,32 +257,20 @@ impl Walk<'_> {
                         if f.use_ == Use::OpenClawOnly {
                             let message =
                                 "OpenClaw's key; Talon does not read it (ignored)".to_owned();
-                            self.push(
-                                Severity::Note,
-                                Code::NotUsed,
-                                &child.pointer,
-                                child.shown(),
-                                message,
-                            );
+                            self.push(Severity::Note, Code::NotUsed, &child, message);
                         }
-                        self.node(&f.node, v, &mut child.clone());
+                        self.node(&f.node, v, &child);
                         continue;
                     }
                     match rest {
                         Rest::Open => {}
-                        Rest::Map(value_node) => self.node(value_node, v, &mut child.clone()),
+                        Rest::Map(value_node) => self.node(value_node, v, &child),
                         Rest::Unknown => {
                             let hint = suggestion(key, fields.iter().map(|f| f.name))
                                 .map(|m| format!("; did you mean `{m}`?"))
                                 .unwrap_or_default();
                             let message = format!("unknown key, ignored{hint}");
-                            self.push(
-                                Severity::Warning,
-                                Code::UnknownKey,
-                                &child.pointer,
-                                child.shown(),
-                                message,
-                            );
+                            self.push(Severity::Warning, Code::UnknownKey, &child, message);
                         }
                     }
                 }
@@ -314,13 +284,7 @@ impl Walk<'_> {
 
     fn wrong_type(&mut self, node: &Node, value: &Value, path: &Path) {
         let message = format!("expected {}, found {}", node.expected(), found(value));
-        self.push(
-            Severity::Error,
-            Code::WrongType,
-            &path.pointer,
-            path.shown(),
-            message,
-        );
+        self.push(Severity::Error, Code::WrongType, path, message);
     }
 
     fn out_of_range(&mut self, value: &Value, path: &Path, min: Option<i64>, max: Option<i64>) {
@@ -331,13 +295,7 @@ impl Walk<'_> {
             (None, None) => String::new(),
         };
         let message = format!("{value} is out of range: expected a whole number {range}");
-        self.push(
-            Severity::Error,
-            Code::BadValue,
-            &path.pointer,
-            path.shown(),
-            message,
-        );
+        self.push(Severity::Error, Code::BadValue, path, message);
     }
 }
 

@@ -5,8 +5,11 @@
 //! named explicitly must exist. The state directory (suspended cells,
 //! later the store) is `$TALON_STATE_DIR`, else `~/.talon/`.
 //!
-//! This crate only finds, reads and navigates the document; each feature
-//! crate interprets its own section (`tools.codeMode` in
+//! This crate finds, reads (its own JSON5 parser, [`json5`], which keeps
+//! where every value starts) and navigates the document, and checks the
+//! whole of it against one tree of every key Talon reads ([`check`],
+//! [`schema`]; the same tree is the published JSON Schema). Each feature
+//! crate still interprets its own section (`tools.codeMode` in
 //! `talon-codemode`, `tools.toolSearch` in `talon-toolsearch`, ...), so
 //! config errors name the field they are about.
 

@@ -132,25 +132,8 @@ fn a_config_with_every_key_starts_the_gateway_and_runs_a_cell() {
         serde_json::from_slice::<serde_json::Value>(&exec.stdout).unwrap()["value"],
         3
     );
-    let mut child = spawn_talon(
-        home.path(),
-        &["gateway", "--listen", "127.0.0.1:0", "--config", config],
-        &[],
-    );
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the gateway exited: {line}"
-        );
-        if line.starts_with("talon gateway: listening on http://") {
-            break;
-        }
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // It starts: `start_gateway` returns once it listens.
+    let _gateway = super::gateway::start_gateway(home.path(), &["--config", config]);
 }
 
 #[test]

@@ -6,9 +6,8 @@ use serde_json::Value;
 use crate::Config;
 use crate::check::{Code, Path, Severity, suggestion};
 
-/// A finding of the cross-reference pass: severity, code, JSON Pointer,
-/// dotted key, message.
-pub(crate) type Report<'a> = dyn FnMut(Severity, Code, &str, &str, String) + 'a;
+/// A finding of the cross-reference pass: severity, code, where, message.
+pub(crate) type Report<'a> = dyn FnMut(Severity, Code, &Path, String) + 'a;
 
 /// Checks what the schema cannot: ids present and unique, models naming
 /// providers that exist (and models those providers list), keys read from
@@ -26,13 +25,7 @@ pub(crate) fn cross_reference(config: &Config, report: &mut Report<'_>) {
                     let message = format!(
                         "environment variable {name} is not set: runs on provider {id:?} will fail"
                     );
-                    report(
-                        Severity::Warning,
-                        Code::UnknownReference,
-                        &at.pointer,
-                        &at.dotted,
-                        message,
-                    );
+                    report(Severity::Warning, Code::UnknownReference, &at, message);
                 }
             }
         }
@@ -58,24 +51,12 @@ pub(crate) fn cross_reference(config: &Config, report: &mut Report<'_>) {
         match agent.get("id").and_then(Value::as_str) {
             None => {
                 let message = "an agent needs an id".to_owned();
-                report(
-                    Severity::Error,
-                    Code::BadValue,
-                    &at.pointer,
-                    &at.dotted,
-                    message,
-                );
+                report(Severity::Error, Code::BadValue, &at, message);
             }
             Some(id) if seen.contains(&id) => {
                 let at = at.key("id");
                 let message = format!("agent id {id:?} is used twice");
-                report(
-                    Severity::Error,
-                    Code::Duplicate,
-                    &at.pointer,
-                    &at.dotted,
-                    message,
-                );
+                report(Severity::Error, Code::Duplicate, &at, message);
             }
             Some(id) => seen.push(id),
         }
@@ -113,13 +94,7 @@ fn model_reference(
         .filter(|(p, m)| !p.is_empty() && !m.is_empty())
     else {
         let message = format!("expected \"provider/model\", found {reference:?}");
-        report(
-            Severity::Error,
-            Code::BadValue,
-            &at.pointer,
-            &at.dotted,
-            message,
-        );
+        report(Severity::Error, Code::BadValue, &at, message);
         return;
     };
     let Some(entry) = providers.and_then(|p| p.get(provider)) else {
@@ -132,13 +107,7 @@ fn model_reference(
             None => format!(" (it defines {})", known.join(", ")),
         };
         let message = format!("provider {provider:?} is not in models.providers{hint}");
-        report(
-            Severity::Error,
-            Code::UnknownReference,
-            &at.pointer,
-            &at.dotted,
-            message,
-        );
+        report(Severity::Error, Code::UnknownReference, &at, message);
         return;
     };
     let Some(models) = entry.get("models").and_then(Value::as_array) else {
@@ -153,12 +122,6 @@ fn model_reference(
             .map(|m| format!("; did you mean {m:?}?"))
             .unwrap_or_default();
         let message = format!("provider {provider:?} lists no model {model_id:?}{hint}");
-        report(
-            Severity::Warning,
-            Code::UnknownReference,
-            &at.pointer,
-            &at.dotted,
-            message,
-        );
+        report(Severity::Warning, Code::UnknownReference, &at, message);
     }
 }
