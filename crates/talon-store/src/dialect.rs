@@ -14,8 +14,8 @@ use sqlx::{AnyPool, ConnectOptions as _, Executor as _};
 use crate::StoreConfig;
 use crate::error::{Result, StoreError};
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+static SQLITE: sqlx::migrate::Migrator = sqlx_macros::migrate!("./migrations/sqlite");
+static POSTGRES: sqlx::migrate::Migrator = sqlx_macros::migrate!("./migrations/postgres");
 
 /// Which database the store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
