@@ -20,11 +20,9 @@ fn artifact(
             title: Some(format!("{id}.log")),
             mime_type: Some("text/plain".into()),
             size_bytes: None,
-            created_at: "2026-11-30T00:00:00Z".into(),
-            expires_at: None,
+            created_at: created_ms,
+            expires_at: expires_ms,
         },
-        created_ms,
-        expires_ms,
         content,
     }
 }
@@ -74,7 +72,10 @@ on_both! {
         assert_eq!(ids(store.artifacts(None, Some("s1"), Some("a1"), 1, 50).await.unwrap()), ["a2"]);
         assert_eq!(ids(store.artifacts(None, None, None, 10, 100).await.unwrap()), ["a2"]);
         // Expired: gone from every read before the purge runs.
-        assert!(store.artifact("a1", 50).await.unwrap().is_some());
+        // Times are the rows' epoch milliseconds.
+        let mut expected = artifact("a1", "r1", 1, Some(100), Vec::new()).summary;
+        expected.size_bytes = Some(3);
+        assert_eq!(store.artifact("a1", 50).await.unwrap(), Some(expected));
         assert_eq!(store.artifact("a1", 100).await.unwrap(), None);
         assert_eq!(store.artifact_content("a3", 100).await.unwrap(), None);
         assert_eq!(store.purge_artifacts(99).await.unwrap(), 0);
