@@ -553,6 +553,14 @@ impl Handler for Api {
         ))
     }
 
+    async fn tokens_create(
+        &self,
+        caller: &Caller,
+        p: TokensCreateParams,
+    ) -> Result<CreatedToken, ApiError> {
+        crate::tokens::create_for(&self.store, caller, p, talon_store::now_ms()).await
+    }
+
     async fn tokens_ticket(
         &self,
         caller: &Caller,

@@ -13,6 +13,7 @@ mod questions;
 mod runs;
 mod scopes;
 mod stream;
+mod tokens;
 mod toolspace;
 pub mod ws;
 

@@ -13,6 +13,7 @@ use super::error::{ApiError, ErrorCode};
 use super::params::*;
 use super::resources::{Agent, ArtifactSummary, Run, RunAccepted, RunResult, Session};
 use super::scope::Scope;
+use super::tokens::{CreatedToken, TokensCreateParams};
 
 /// Whether a method changes state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -347,6 +348,12 @@ method_table! {
     /// Each call mints a new one, so a retry is safe.
     TokensTicket => "tokens.ticket" as tokens_ticket (TokensTicketParams -> StreamTicket) {
         scope: SessionRead, effect: Read, stability: Stable, errors: [],
+    }
+    /// Mints a token with a name, scopes (or a preset) and a lifetime of
+    /// at most 30 days: an app's backend makes one for its browser. The
+    /// secret is in the answer only.
+    TokensCreate => "tokens.create" as tokens_create (TokensCreateParams -> CreatedToken) {
+        scope: Admin, effect: Write, stability: Stable, errors: [],
     }
 }
 

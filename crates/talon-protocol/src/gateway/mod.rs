@@ -13,6 +13,7 @@ pub mod methods;
 pub mod params;
 pub mod resources;
 pub mod scope;
+pub mod tokens;
 
 pub use approvals::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
@@ -30,7 +31,8 @@ pub use resources::{
     Agent, AgentSource, ArtifactSummary, ArtifactType, Message, MessageRole, MessageToolCall,
     Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Usage,
 };
-pub use scope::Scope;
+pub use scope::{Scope, ScopePreset, expand_scopes};
+pub use tokens::{CreatedToken, MAX_TOKEN_TTL_MS, TokensCreateParams};
 
 /// The protocol's version, sent as `version` in every event envelope and in
 /// the OpenAPI document.

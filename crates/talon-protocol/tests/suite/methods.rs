@@ -50,6 +50,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "events.subscribe",
         "events.unsubscribe",
         "tokens.ticket",
+        "tokens.create",
     ];
     assert_eq!(names, expected);
     for &method in Method::ALL {

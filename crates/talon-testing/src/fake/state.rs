@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::{
     Agent, AgentSource, ApiError, Approval, ArtifactSummary, Environment, ErrorCode, Message,
-    Question, Run, RunResult, Session, ToolSummary,
+    Question, Run, RunResult, Scope, Session, ToolSummary,
 };
 use talon_protocol::{Event, EventData};
 use tokio::sync::watch;
@@ -61,6 +61,15 @@ pub(crate) struct FirstCall {
     pub answer: serde_json::Value,
 }
 
+/// A token minted by `tokens.create` with an idempotency key.
+#[derive(Debug)]
+pub(crate) struct KeyedToken {
+    pub id: String,
+    pub token: String,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+}
+
 /// Everything the fake gateway holds.
 #[derive(Debug, Default)]
 pub(crate) struct State {
@@ -80,6 +89,11 @@ pub(crate) struct State {
     pub invoke_results: HashMap<String, serde_json::Value>,
     /// Unused stream tickets and when each expires.
     pub tickets: HashMap<String, u64>,
+    /// Tokens minted by `tokens.create` and when each expires (every
+    /// token of the fake is an admin's: it does not check scopes).
+    pub tokens: HashMap<String, u64>,
+    /// Tokens minted with an idempotency key, by key.
+    pub keyed_tokens: HashMap<String, KeyedToken>,
     /// The event log: the event with id `n` is at `n - 1`.
     pub log: Vec<Event>,
     counter: u64,

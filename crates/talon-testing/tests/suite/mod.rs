@@ -1,2 +1,3 @@
 mod fake;
+mod fake_tokens;
 mod postgres;
