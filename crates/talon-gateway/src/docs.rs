@@ -64,7 +64,7 @@ const INDEX_PAGE: &str = r#"<!doctype html>
 and for programs at <a href="/v1/openapi.json">/v1/openapi.json</a>.</p>
 <p>Every method is <code>POST /v1/&lt;method&gt;</code> with a JSON body and
 <code>Authorization: Bearer &lt;token&gt;</code>; the admin token is printed when the gateway
-first starts (<code>talon gateway</code>), and <code>talon tokens</code> makes narrower ones.</p>
+first starts (<code>talon gateway</code>), and <code>talon token create --scope app</code> makes narrower ones.</p>
 <p>Readiness: <a href="/healthz">/healthz</a>.</p>
 </body>
 </html>
