@@ -85,3 +85,51 @@ on_both! {
         assert!(store.artifact("a2", u64::MAX >> 2).await.unwrap().is_some());
     }
 }
+
+/// A summary stored before times were epoch milliseconds (its document
+/// held RFC 3339 strings) reads back with the rows' times.
+#[tokio::test]
+async fn a_summary_stored_with_date_strings_reads_back_in_epoch_milliseconds() {
+    use sqlx::Connection as _;
+    let t = super::backend::TestStore::open(super::backend::Kind::Sqlite).await;
+    t.store
+        .put_artifact(artifact(
+            "a1",
+            "r1",
+            1_796_137_445_006,
+            Some(1_796_137_446_000),
+            b"x".to_vec(),
+        ))
+        .await
+        .unwrap();
+    let url = format!("sqlite:{}", t.dir.path().join("talon.db").display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query(
+        "UPDATE artifacts SET doc = json_set(doc, '$.createdAt', '2026-12-01T15:04:05.006Z', \
+         '$.expiresAt', '2026-12-01T15:04:06.000Z') WHERE id = 'a1'",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    let mut expected = artifact(
+        "a1",
+        "r1",
+        1_796_137_445_006,
+        Some(1_796_137_446_000),
+        Vec::new(),
+    )
+    .summary;
+    expected.size_bytes = Some(1);
+    assert_eq!(
+        t.store.artifact("a1", 0).await.unwrap(),
+        Some(expected.clone())
+    );
+    assert_eq!(
+        t.store
+            .artifacts(Some("r1"), None, None, 10, 0)
+            .await
+            .unwrap(),
+        [expected]
+    );
+}
