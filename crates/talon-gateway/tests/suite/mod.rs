@@ -10,6 +10,7 @@ mod invoke;
 mod limits;
 mod nodes;
 mod questions;
+mod run_list;
 mod runs;
 mod scopes;
 mod stream;
