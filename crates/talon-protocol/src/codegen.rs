@@ -53,7 +53,9 @@ pub fn rust_client() -> String {
          use talon_protocol::gateway::approvals::*;\n\
          use talon_protocol::gateway::catalog::*;\n\
          use talon_protocol::gateway::params::*;\n\
-         use talon_protocol::gateway::resources::*;\n\n\
+         use talon_protocol::gateway::resources::*;\n\
+         use talon_protocol::gateway::run_list::*;\n\
+         use talon_protocol::gateway::tokens::*;\n\n\
          use crate::client::{Client, Retry};\n\
          use crate::error::Result;\n\n\
          impl Client {\n",

@@ -12,6 +12,8 @@ use talon_protocol::gateway::approvals::*;
 use talon_protocol::gateway::catalog::*;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::resources::*;
+use talon_protocol::gateway::run_list::*;
+use talon_protocol::gateway::tokens::*;
 
 use crate::client::{Client, Retry};
 use crate::error::Result;
@@ -143,6 +145,14 @@ impl Client {
             params.idempotency_key = Some(crate::client::idempotency_key());
         }
         self.call(Method::RunsCreate, &params, Retry::Safe).await
+    }
+
+    /// Runs, newest first, filtered by status, agent, session and creation time, a page at a time.
+    ///
+    /// `runs.list`: needs `session.read`; reads; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn runs_list(&self, params: RunsListParams) -> Result<RunsListResult> {
+        self.call(Method::RunsList, &params, Retry::Safe).await
     }
 
     /// One run.
@@ -372,5 +382,16 @@ impl Client {
     /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
     pub async fn tokens_ticket(&self, params: TokensTicketParams) -> Result<StreamTicket> {
         self.call(Method::TokensTicket, &params, Retry::Safe).await
+    }
+
+    /// Mints a token with a name, scopes (or a preset) and a lifetime of at most 30 days: an app's backend makes one for its browser. The secret is in the answer only.
+    ///
+    /// `tokens.create`: needs `admin`; writes; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn tokens_create(&self, mut params: TokensCreateParams) -> Result<CreatedToken> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::TokensCreate, &params, Retry::Safe).await
     }
 }

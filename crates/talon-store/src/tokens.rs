@@ -124,6 +124,26 @@ impl Store {
         Ok((now < ticket.expires_at).then_some(ticket))
     }
 
+    /// Gives an unrevoked token a new secret (its hash) and expiry: the old
+    /// secret stops working. `false` when there is no such live token.
+    pub async fn replace_token_secret(
+        &self,
+        id: &str,
+        hash: &str,
+        expires_at: Option<u64>,
+    ) -> Result<bool> {
+        let changed = sqlx::query(
+            "UPDATE tokens SET hash = $2, expires_at = $3 WHERE id = $1 AND revoked_at IS NULL",
+        )
+        .bind(id.to_owned())
+        .bind(hash.to_owned())
+        .bind(opt_ms(expires_at)?)
+        .execute(self.writes())
+        .await?
+        .rows_affected();
+        Ok(changed == 1)
+    }
+
     /// Revokes a token; `false` when there is none with that id.
     pub async fn revoke_token(&self, id: &str, now: u64) -> Result<bool> {
         let changed =

@@ -6,6 +6,7 @@ mod hostile_files;
 mod hostile_state;
 mod hostile_store;
 mod soak;
+mod tokens;
 mod tools;
 
 use std::path::Path;

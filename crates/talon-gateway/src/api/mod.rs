@@ -1,7 +1,7 @@
 //! The method table's implementation: over the store, and over the
-//! node's run engine for runs and session turns ([`runs`]) and the host's
-//! models ([`models`]). The ToolSpace and environments are issue 15's and
-//! answer `unavailable` until then.
+//! node's run engine for runs and session turns ([`runs`]), the host's
+//! models ([`models`]), the ToolSpace ([`toolspace`], [`invoke`]) and
+//! managed environments ([`environments`]).
 
 mod answers;
 mod environments;
@@ -298,6 +298,10 @@ impl Handler for Api {
         self.start_run(p).await.map(RunAccepted::from)
     }
 
+    async fn runs_list(&self, _: &Caller, p: RunsListParams) -> Result<RunsListResult, ApiError> {
+        self.list(p).await
+    }
+
     async fn runs_get(&self, _: &Caller, p: RunRef) -> Result<Run, ApiError> {
         self.store
             .run(&p.run_id)
@@ -551,6 +555,14 @@ impl Handler for Api {
             ErrorCode::InvalidRequest,
             "events.unsubscribe is served on the WebSocket transport (GET /v1/ws)",
         ))
+    }
+
+    async fn tokens_create(
+        &self,
+        caller: &Caller,
+        p: TokensCreateParams,
+    ) -> Result<CreatedToken, ApiError> {
+        crate::tokens::create_for(&self.store, caller, p, talon_store::now_ms()).await
     }
 
     async fn tokens_ticket(

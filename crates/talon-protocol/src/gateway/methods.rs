@@ -12,7 +12,9 @@ use super::catalog::{Environment, Task};
 use super::error::{ApiError, ErrorCode};
 use super::params::*;
 use super::resources::{Agent, ArtifactSummary, Run, RunAccepted, RunResult, Session};
+use super::run_list::{RunsListParams, RunsListResult};
 use super::scope::Scope;
+use super::tokens::{CreatedToken, TokensCreateParams};
 
 /// Whether a method changes state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -241,6 +243,11 @@ method_table! {
     RunsCreate => "runs.create" as runs_create (RunsCreateParams -> RunAccepted) {
         scope: AgentRun, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
+    /// Runs, newest first, filtered by status, agent, session and creation
+    /// time, a page at a time.
+    RunsList => "runs.list" as runs_list (RunsListParams -> RunsListResult) {
+        scope: SessionRead, effect: Read, stability: Stable, errors: [],
+    }
     /// One run.
     RunsGet => "runs.get" as runs_get (RunRef -> Run) {
         scope: SessionRead, effect: Read, stability: Stable, errors: [NotFound],
@@ -347,6 +354,12 @@ method_table! {
     /// Each call mints a new one, so a retry is safe.
     TokensTicket => "tokens.ticket" as tokens_ticket (TokensTicketParams -> StreamTicket) {
         scope: SessionRead, effect: Read, stability: Stable, errors: [],
+    }
+    /// Mints a token with a name, scopes (or a preset) and a lifetime of
+    /// at most 30 days: an app's backend makes one for its browser. The
+    /// secret is in the answer only.
+    TokensCreate => "tokens.create" as tokens_create (TokensCreateParams -> CreatedToken) {
+        scope: Admin, effect: Write, stability: Stable, errors: [],
     }
 }
 

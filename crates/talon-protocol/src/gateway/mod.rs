@@ -12,7 +12,9 @@ mod input;
 pub mod methods;
 pub mod params;
 pub mod resources;
+pub mod run_list;
 pub mod scope;
+pub mod tokens;
 
 pub use approvals::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
@@ -28,10 +30,11 @@ pub use methods::{
 pub use params::{ClientTool, InputMessage, InputRole, MultitaskStrategy, RunInput};
 pub use resources::{
     Agent, AgentSource, ArtifactSummary, ArtifactType, Message, MessageRole, MessageToolCall,
-    Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session,
-    Timestamp, Usage,
+    Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Usage,
 };
-pub use scope::Scope;
+pub use run_list::{RunsListParams, RunsListResult};
+pub use scope::{Scope, ScopePreset, expand_scopes};
+pub use tokens::{CreatedToken, MAX_TOKEN_TTL_MS, TokensCreateParams};
 
 /// The protocol's version, sent as `version` in every event envelope and in
 /// the OpenAPI document.

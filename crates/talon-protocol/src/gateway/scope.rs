@@ -82,6 +82,24 @@ impl Scope {
         }
     }
 
+    /// What it allows, in one line (for `--help` and the README).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::AgentRead => "list and inspect agents and models",
+            Self::AgentRun => "start runs (runs.create, sessions.send)",
+            Self::SessionRead => "read sessions, runs, their events and results (wait, stream)",
+            Self::SessionWrite => "create, fork, compact and abort sessions; cancel runs",
+            Self::TaskRead => "read background tasks",
+            Self::TaskWrite => "cancel tasks, change their notifications",
+            Self::ApprovalRespond => "answer approvals and questions",
+            Self::ToolsInvoke => "call exposed tools directly",
+            Self::ArtifactsRead => "list and download artifacts",
+            Self::EnvironmentWrite => "create and delete managed environments",
+            Self::Admin => "everything, tokens.create included",
+            Self::Unknown => "a scope this client does not know",
+        }
+    }
+
     /// The scope spelled `s`, if a gateway grants it.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|scope| scope.as_str() == s)
@@ -92,6 +110,90 @@ impl Scope {
     pub fn satisfied_by(self, granted: &[Scope]) -> bool {
         self != Self::Unknown && granted.iter().any(|&g| g == self || g == Self::Admin)
     }
+}
+
+/// A named set of scopes, for people: `talon token create --scope app`,
+/// `tokens.create {preset: "app"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopePreset {
+    /// What an app's backend needs: run agents, follow their events and
+    /// results, answer approvals and questions, read artifacts.
+    App,
+    /// Read-only: agents, sessions, runs, events, tasks, artifacts.
+    Viewer,
+    /// Everything.
+    Admin,
+}
+
+impl ScopePreset {
+    /// Every preset.
+    pub const ALL: [ScopePreset; 3] = [Self::App, Self::Viewer, Self::Admin];
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::App => "app",
+            Self::Viewer => "viewer",
+            Self::Admin => "admin",
+        }
+    }
+
+    /// The scopes it grants.
+    pub fn scopes(self) -> &'static [Scope] {
+        match self {
+            Self::App => &[
+                Scope::AgentRead,
+                Scope::AgentRun,
+                Scope::SessionRead,
+                Scope::SessionWrite,
+                Scope::TaskRead,
+                Scope::ApprovalRespond,
+                Scope::ArtifactsRead,
+            ],
+            Self::Viewer => &[
+                Scope::AgentRead,
+                Scope::SessionRead,
+                Scope::TaskRead,
+                Scope::ArtifactsRead,
+            ],
+            Self::Admin => &[Scope::Admin],
+        }
+    }
+
+    /// The preset named `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+/// Scopes from words, each a preset or a scope (`app`, `tools.invoke`),
+/// sorted and without repeats; an unknown word names what is accepted.
+pub fn expand_scopes<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Vec<Scope>, String> {
+    let mut scopes = Vec::new();
+    for word in words {
+        for part in word.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            if let Some(preset) = ScopePreset::parse(part) {
+                scopes.extend_from_slice(preset.scopes());
+            } else if let Some(scope) = Scope::parse(part) {
+                scopes.push(scope);
+            } else {
+                let presets: Vec<&str> = ScopePreset::ALL.iter().map(|p| p.as_str()).collect();
+                let each: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+                return Err(format!(
+                    "unknown scope {part:?}: a preset ({}) or a scope ({})",
+                    presets.join(", "),
+                    each.join(", ")
+                ));
+            }
+        }
+    }
+    scopes.sort();
+    scopes.dedup();
+    if scopes.is_empty() {
+        return Err("give a preset (app, viewer, admin) or a scope".into());
+    }
+    Ok(scopes)
 }
 
 impl std::fmt::Display for Scope {
@@ -117,5 +219,51 @@ mod tests {
         assert_eq!(Scope::parse("root"), None);
         let unknown: Scope = serde_json::from_value(serde_json::json!("billing.read")).unwrap();
         assert_eq!(unknown, Scope::Unknown);
+    }
+
+    #[test]
+    fn presets_expand_and_mix_with_scopes() {
+        assert_eq!(
+            expand_scopes(["app"]).unwrap(),
+            [
+                Scope::AgentRead,
+                Scope::AgentRun,
+                Scope::SessionRead,
+                Scope::SessionWrite,
+                Scope::TaskRead,
+                Scope::ApprovalRespond,
+                Scope::ArtifactsRead
+            ]
+        );
+        assert_eq!(
+            expand_scopes(["viewer,tools.invoke", "agent.read"]).unwrap(),
+            [
+                Scope::AgentRead,
+                Scope::SessionRead,
+                Scope::TaskRead,
+                Scope::ToolsInvoke,
+                Scope::ArtifactsRead
+            ]
+        );
+        assert_eq!(expand_scopes(["admin"]).unwrap(), [Scope::Admin]);
+        assert_eq!(
+            expand_scopes([" , "]).unwrap_err(),
+            "give a preset (app, viewer, admin) or a scope"
+        );
+        assert!(
+            expand_scopes(["root"])
+                .unwrap_err()
+                .starts_with("unknown scope \"root\": a preset (app, viewer, admin)")
+        );
+        // An app token can follow and wait for the runs it starts.
+        for needed in [
+            Scope::AgentRun,
+            Scope::SessionRead,
+            Scope::ApprovalRespond,
+            Scope::ArtifactsRead,
+        ] {
+            assert!(needed.satisfied_by(ScopePreset::App.scopes()));
+        }
+        assert!(!Scope::Admin.satisfied_by(ScopePreset::App.scopes()));
     }
 }

@@ -24,6 +24,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "sessions.compact",
         "sessions.abort",
         "runs.create",
+        "runs.list",
         "runs.get",
         "runs.events",
         "runs.wait",
@@ -50,6 +51,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "events.subscribe",
         "events.unsubscribe",
         "tokens.ticket",
+        "tokens.create",
     ];
     assert_eq!(names, expected);
     for &method in Method::ALL {

@@ -114,11 +114,20 @@ on_both! {
         store.insert_token(&token).await.unwrap();
         assert_eq!(store.token_by_hash(&token.hash).await.unwrap(), Some(token.clone()));
         assert!(store.token_by_hash("00").await.unwrap().is_none());
+        // A new secret replaces the old one's hash and expiry.
+        let rotated = StoredToken { hash: "cd".repeat(32), expires_at: Some(2_000), ..token.clone() };
+        assert!(store.replace_token_secret("tok_1", &rotated.hash, Some(2_000)).await.unwrap());
+        assert!(store.token_by_hash(&token.hash).await.unwrap().is_none());
+        assert_eq!(store.token_by_hash(&rotated.hash).await.unwrap(), Some(rotated.clone()));
+        assert!(!store.replace_token_secret("tok_9", &token.hash, None).await.unwrap());
+        assert!(store.replace_token_secret("tok_1", &token.hash, Some(1_000)).await.unwrap());
         assert!(token.is_live(999));
         assert!(!token.is_live(1_000));
         assert!(store.revoke_token("tok_1", 50).await.unwrap());
         assert!(store.revoke_token("tok_1", 70).await.unwrap());
         assert!(!store.revoke_token("tok_9", 50).await.unwrap());
+        // A revoked token keeps its secret.
+        assert!(!store.replace_token_secret("tok_1", &rotated.hash, None).await.unwrap());
         let listed = store.tokens().await.unwrap();
         assert_eq!(listed, vec![StoredToken { revoked_at: Some(50), ..token.clone() }]);
         assert!(!listed[0].is_live(60));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 
-use super::state::{DEFAULT_AGENT, Shared, invalid, not_found, now_ms};
+use super::state::{DEFAULT_AGENT, KeyedToken, Shared, invalid, not_found, now_ms};
 use super::{runs, sessions};
 
 /// How long a stream ticket lasts (the gateway's default).
@@ -212,6 +212,10 @@ impl Handler for Api {
 
     async fn runs_create(&self, _: &(), p: RunsCreateParams) -> Result<RunAccepted, ApiError> {
         runs::start_run(&self.0, p).map(RunAccepted::from)
+    }
+
+    async fn runs_list(&self, _: &(), p: RunsListParams) -> Result<RunsListResult, ApiError> {
+        runs::list(self, &p)
     }
 
     async fn runs_get(&self, _: &(), p: RunRef) -> Result<Run, ApiError> {
@@ -454,6 +458,54 @@ impl Handler for Api {
         Err(invalid(
             "events.subscribe is served on the WebSocket transport (GET /v1/ws)",
         ))
+    }
+
+    async fn tokens_create(&self, _: &(), p: TokensCreateParams) -> Result<CreatedToken, ApiError> {
+        let now = now_ms();
+        let (scopes, expires_at) = p.grant(now)?;
+        let name = p.name.to_string();
+        let key = p.idempotency_key.as_ref().map(|k| k.to_string());
+        let (id, token) = self.write(|s| {
+            let token = format!("talon_{}", s.new_id("fake"));
+            s.tokens.retain(|_, expires| *expires > now);
+            let id = match key.as_ref().and_then(|k| s.keyed_tokens.get(k)) {
+                // A retry: the same id, a new secret; the old one stops.
+                Some(earlier) if earlier.name == name && earlier.scopes == scopes => {
+                    s.tokens.remove(&earlier.token);
+                    earlier.id.clone()
+                }
+                Some(earlier) => {
+                    return Err(ApiError::new(
+                        ErrorCode::Conflict,
+                        format!(
+                            "idempotency key {:?} minted token {}, which has another name or scopes: use a new key",
+                            key.as_deref().unwrap_or_default(),
+                            earlier.id
+                        ),
+                    )
+                    .with_details(serde_json::json!({"tokenId": earlier.id})));
+                }
+                None => s.new_id("tok"),
+            };
+            if let Some(key) = &key {
+                let minted = KeyedToken {
+                    id: id.clone(),
+                    token: token.clone(),
+                    name: name.clone(),
+                    scopes: scopes.clone(),
+                };
+                s.keyed_tokens.insert(key.clone(), minted);
+            }
+            s.tokens.insert(token.clone(), expires_at);
+            Ok((id, token))
+        })?;
+        Ok(CreatedToken {
+            token,
+            id,
+            name,
+            scopes,
+            expires_at,
+        })
     }
 
     async fn tokens_ticket(&self, _: &(), p: TokensTicketParams) -> Result<StreamTicket, ApiError> {

@@ -27,7 +27,7 @@ pub(crate) async fn artifact_content(
 }
 
 fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
-    authenticate(headers)?;
+    authenticate(shared, headers)?;
     let stored = shared
         .read(|s| s.artifacts.iter().find(|a| a.summary.id == id).cloned())
         .ok_or_else(|| not_found("artifact", id))?;

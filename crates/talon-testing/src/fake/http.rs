@@ -60,8 +60,9 @@ async fn only_get() -> axum::response::Response {
     talon_wire::method_not_allowed("GET")
 }
 
-/// Checks the request's bearer token.
-pub(crate) fn authenticate(headers: &HeaderMap) -> Result<(), ApiError> {
+/// Checks the request's bearer token: the fake's own, or one that
+/// `tokens.create` minted and that has not expired (or been replaced).
+pub(crate) fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(header) = headers.get(header::AUTHORIZATION) else {
         return Err(AuthRefusal::Missing.error());
     };
@@ -72,7 +73,11 @@ pub(crate) fn authenticate(headers: &HeaderMap) -> Result<(), ApiError> {
         .map(str::trim)
     {
         Some(TOKEN) => Ok(()),
-        Some(_) => Err(AuthRefusal::Unknown.error()),
+        Some(token) => match shared.read(|s| s.tokens.get(token).copied()) {
+            Some(expires_at) if expires_at > super::state::now_ms() => Ok(()),
+            Some(_) => Err(AuthRefusal::Expired.error()),
+            None => Err(AuthRefusal::Unknown.error()),
+        },
         None => Err(AuthRefusal::Malformed.error()),
     }
 }
@@ -97,7 +102,7 @@ pub(crate) fn authenticate_stream(
                 .with_details(serde_json::json!({"reason": "ticket"}))),
             })
         }
-        _ => authenticate(headers),
+        _ => authenticate(shared, headers),
     }
 }
 
@@ -159,7 +164,7 @@ async fn call(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(error) = authenticate(&headers) {
+    if let Err(error) = authenticate(&shared, &headers) {
         return ErrorResponse(error).into_response();
     }
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {

@@ -1,2 +1,3 @@
 mod fake;
+mod fake_listing;
 mod postgres;

@@ -1,0 +1,154 @@
+//! `talon token`: tokens are created from presets and scopes (printed
+//! alone on stdout), listed without secrets, revoked; `--help` lists every
+//! preset and scope; the README's `--scope app` token runs an agent,
+//! waits for it and streams its events.
+
+use super::gateway::{body, post, start_gateway, stream_until, talon};
+
+#[test]
+fn tokens_are_created_listed_and_revoked() {
+    let home = tempfile::tempdir().unwrap();
+    let created = talon(
+        home.path(),
+        &[
+            "token",
+            "create",
+            "--scope",
+            "agent.run",
+            "--scope",
+            "session.read,viewer",
+            "--name",
+            "app",
+            "--expires-in",
+            "30d",
+        ],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let secret = String::from_utf8(created.stdout).unwrap();
+    let listed = talon(home.path(), &["token", "list"]);
+    let list = String::from_utf8(listed.stdout).unwrap();
+    let fields: Vec<&str> = list.trim().split('\t').collect();
+    assert_eq!(
+        fields[1..],
+        [
+            "live",
+            "app",
+            "agent.read,agent.run,session.read,task.read,artifacts.read"
+        ]
+    );
+    assert!(!list.contains(secret.trim()), "secrets are never listed");
+    let id = fields[0].to_owned();
+    assert!(
+        talon(home.path(), &["token", "revoke", &id])
+            .status
+            .success()
+    );
+    let list = String::from_utf8(talon(home.path(), &["token", "list"]).stdout).unwrap();
+    assert!(list.contains(&format!("{id}\trevoked")), "{list}");
+    // Usage errors.
+    for args in [
+        &["token", "create", "--scope", "root"][..],
+        &["token", "create", "--scope", ","][..],
+        &[
+            "token",
+            "create",
+            "--scope",
+            "admin",
+            "--expires-in",
+            "soon",
+        ][..],
+    ] {
+        let out = talon(home.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty());
+    }
+    let out = talon(home.path(), &["token", "revoke", "tok_nope"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn help_lists_every_preset_and_scope() {
+    let home = tempfile::tempdir().unwrap();
+    let out = talon(home.path(), &["token", "create", "--help"]);
+    assert!(out.status.success(), "{out:?}");
+    let help = String::from_utf8(out.stdout).unwrap();
+    let listed = &help[help.find("Presets:").expect("a presets section")..];
+    assert_eq!(
+        listed.trim_end(),
+        "Presets:
+  app                agent.read, agent.run, session.read, session.write, task.read, approval.respond, artifacts.read
+  viewer             agent.read, session.read, task.read, artifacts.read
+  admin              admin
+
+Scopes:
+  agent.read         list and inspect agents and models
+  agent.run          start runs (runs.create, sessions.send)
+  session.read       read sessions, runs, their events and results (wait, stream)
+  session.write      create, fork, compact and abort sessions; cancel runs
+  task.read          read background tasks
+  task.write         cancel tasks, change their notifications
+  approval.respond   answer approvals and questions
+  tools.invoke       call exposed tools directly
+  artifacts.read     list and download artifacts
+  environment.write  create and delete managed environments
+  admin              everything, tokens.create included
+
+Example: talon token create --scope app --name web --expires-in 30d"
+    );
+}
+
+/// The README's example, as a newcomer types it.
+#[test]
+fn the_readmes_app_token_runs_waits_and_streams() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(&script, r#"{"turns": [{"text": "Hello from the mock."}]}"#).unwrap();
+    let (_gateway, addr, _stderr) =
+        start_gateway(home.path(), &["--mock-script", script.to_str().unwrap()]);
+    let created = talon(
+        home.path(),
+        &[
+            "token",
+            "create",
+            "--scope",
+            "app",
+            "--name",
+            "web",
+            "--expires-in",
+            "1h",
+        ],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let app = String::from_utf8(created.stdout).unwrap().trim().to_owned();
+    let run = body(&post(
+        &addr,
+        &app,
+        "runs.create",
+        r#"{"input": "Say hello."}"#,
+    ));
+    let run_id = run["runId"].as_str().unwrap_or_else(|| panic!("{run}"));
+    let result = body(&post(
+        &addr,
+        &app,
+        "runs.wait",
+        &format!(r#"{{"runId": "{run_id}", "timeoutMs": 30000}}"#),
+    ));
+    assert_eq!(
+        (&result["status"], &result["output"]["text"]),
+        (
+            &serde_json::json!("completed"),
+            &serde_json::json!("Hello from the mock.")
+        ),
+        "{result}"
+    );
+    let ids = stream_until(&addr, &app, run_id, "run.completed");
+    assert!(ids.len() >= 3, "{ids:?}");
+    // And it cannot mint tokens.
+    let refused = post(
+        &addr,
+        &app,
+        "tokens.create",
+        r#"{"name": "more", "preset": "admin", "expiresInMs": 60000}"#,
+    );
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+}

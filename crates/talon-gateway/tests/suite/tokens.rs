@@ -1,0 +1,259 @@
+//! `tokens.create`: an admin mints a named, short-lived token from a
+//! preset or scopes; an `app` token runs an agent, waits for it and
+//! streams its events, and cannot mint tokens; a retry with the same
+//! idempotency key replaces the secret instead of leaving two live tokens.
+
+use serde_json::{Value, json};
+
+use super::TestGateway;
+
+async fn create(g: &TestGateway, token: &str, params: Value) -> (u16, Value) {
+    g.call(token, "tokens.create", params).await
+}
+
+/// The event types an SSE stream sends until `last` arrives.
+async fn stream_until(g: &TestGateway, token: &str, path: &str, last: &str) -> Vec<String> {
+    let mut response = g
+        .client
+        .get(g.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut text = String::new();
+    let mut types = Vec::new();
+    while !types.iter().any(|t| t == last) {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(20), response.chunk())
+            .await
+            .expect("the stream went quiet")
+            .unwrap()
+            .expect("the stream ended early");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        types = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("event: "))
+            .map(str::to_owned)
+            .collect();
+    }
+    types
+}
+
+#[tokio::test]
+async fn an_app_token_runs_waits_and_streams_but_cannot_mint() {
+    let g = TestGateway::start().await;
+    let (status, minted) = create(
+        &g,
+        &g.admin,
+        json!({"name": "web backend", "preset": "app", "expiresInMs": 3_600_000}),
+    )
+    .await;
+    assert_eq!(status, 200, "{minted}");
+    let expires_at = minted["expiresAt"].as_u64().unwrap();
+    let now = talon_store::now_ms();
+    assert!(expires_at > now + 3_590_000 && expires_at <= now + 3_600_000);
+    let secret = minted["token"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("talon_") && secret.len() == 70);
+    assert_eq!(
+        minted,
+        json!({
+            "token": secret,
+            "id": minted["id"],
+            "name": "web backend",
+            "scopes": ["agent.read", "agent.run", "session.read", "session.write", "task.read",
+                       "approval.respond", "artifacts.read"],
+            "expiresAt": expires_at,
+        })
+    );
+    // The store holds its name, scopes and expiry (and never the secret).
+    let stored = g
+        .running
+        .store
+        .token(minted["id"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            stored.name.as_deref(),
+            stored.expires_at,
+            stored.hash == secret
+        ),
+        (Some("web backend"), Some(expires_at), false)
+    );
+
+    let (status, run) = g
+        .call(&secret, "runs.create", json!({"input": "Say hello."}))
+        .await;
+    assert_eq!(status, 200, "{run}");
+    let run_id = run["runId"].as_str().unwrap().to_owned();
+    let (status, result) = g
+        .call(
+            &secret,
+            "runs.wait",
+            json!({"runId": run_id, "timeoutMs": 20_000}),
+        )
+        .await;
+    assert_eq!(
+        (status, result["status"].as_str()),
+        (200, Some("completed")),
+        "{result}"
+    );
+    let types = stream_until(
+        &g,
+        &secret,
+        &format!("/v1/runs/{run_id}/events"),
+        "run.completed",
+    )
+    .await;
+    assert_eq!(
+        types.first().map(String::as_str),
+        Some("run.created"),
+        "{types:?}"
+    );
+    let (status, answer) = g.call(&secret, "approvals.list", json!({})).await;
+    assert_eq!(status, 200, "{answer}");
+
+    // Minting is the admin's.
+    let (status, refused) = create(
+        &g,
+        &secret,
+        json!({"name": "escalate", "preset": "admin", "expiresInMs": 60_000}),
+    )
+    .await;
+    assert_eq!(
+        (status, refused),
+        (
+            403,
+            json!({"error": {"code": "forbidden", "message": "this token lacks the `admin` scope",
+                             "retryable": false, "details": {"scope": "admin"}}})
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_viewer_token_reads_but_does_not_run() {
+    let g = TestGateway::start().await;
+    let (_, minted) = create(
+        &g,
+        &g.admin,
+        json!({"name": "dashboard", "preset": "viewer", "scopes": ["tools.invoke"], "expiresInMs": 60_000}),
+    )
+    .await;
+    assert_eq!(
+        minted["scopes"],
+        json!([
+            "agent.read",
+            "session.read",
+            "task.read",
+            "tools.invoke",
+            "artifacts.read"
+        ])
+    );
+    let secret = minted["token"].as_str().unwrap();
+    assert_eq!(g.call(secret, "agents.list", json!({})).await.0, 200);
+    let (status, refused) = g.call(secret, "runs.create", json!({"input": "hi"})).await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (403, &json!("forbidden"))
+    );
+}
+
+#[tokio::test]
+async fn bad_params_are_refused_naming_the_field() {
+    let g = TestGateway::start().await;
+    let cases = [
+        (
+            json!({"name": "x", "expiresInMs": 60_000}),
+            "scopes: give scopes, a preset, or both",
+        ),
+        (
+            json!({"name": "x", "preset": "app", "expiresInMs": 10}),
+            "expiresInMs: 10 is out of range: 1000 to 2592000000 (30 days)",
+        ),
+        (
+            json!({"name": "x", "preset": "app", "expiresInMs": 2_592_000_001u64}),
+            "expiresInMs: 2592000001 is out of range: 1000 to 2592000000 (30 days)",
+        ),
+        (
+            json!({"name": "x", "scopes": ["billing.read"], "expiresInMs": 60_000}),
+            "scopes: an unknown scope",
+        ),
+    ];
+    for (params, message) in cases {
+        let (status, body) = create(&g, &g.admin, params.clone()).await;
+        assert_eq!(
+            (
+                status,
+                body["error"]["code"].as_str(),
+                body["error"]["message"].as_str()
+            ),
+            (400, Some("invalid_request"), Some(message)),
+            "{params}"
+        );
+    }
+    // No expiry, a preset nobody knows, a name too long: the decoder's.
+    for params in [
+        json!({"name": "x", "preset": "app"}),
+        json!({"name": "x", "preset": "root", "expiresInMs": 60_000}),
+        json!({"name": "n".repeat(257), "preset": "app", "expiresInMs": 60_000}),
+    ] {
+        let (status, body) = create(&g, &g.admin, params.clone()).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{params}"
+        );
+    }
+    assert_eq!(
+        g.running.store.tokens().await.unwrap().len(),
+        1,
+        "only the admin token"
+    );
+}
+
+#[tokio::test]
+async fn a_retry_with_the_key_replaces_the_secret() {
+    let g = TestGateway::start().await;
+    let params = json!({"name": "web", "preset": "app", "expiresInMs": 60_000, "idempotencyKey": "browser-1"});
+    let (_, first) = create(&g, &g.admin, params.clone()).await;
+    let (status, second) = create(&g, &g.admin, params.clone()).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(first["id"], second["id"]);
+    assert_ne!(first["token"], second["token"]);
+    let old = first["token"].as_str().unwrap();
+    let new = second["token"].as_str().unwrap();
+    let (status, refused) = g.call(old, "agents.list", json!({})).await;
+    assert_eq!(
+        (status, &refused["error"]["details"]["reason"]),
+        (401, &json!("unknown"))
+    );
+    assert_eq!(g.call(new, "agents.list", json!({})).await.0, 200);
+    assert_eq!(g.running.store.tokens().await.unwrap().len(), 2);
+
+    // The key with other scopes is a conflict naming the token.
+    let other = json!({"name": "web", "preset": "viewer", "expiresInMs": 60_000, "idempotencyKey": "browser-1"});
+    let (status, conflict) = create(&g, &g.admin, other).await;
+    assert_eq!(
+        (status, conflict),
+        (
+            409,
+            json!({"error": {"code": "conflict", "retryable": false,
+                "message": format!("idempotency key \"browser-1\" minted token {}, which has another name or scopes: use a new key", first["id"].as_str().unwrap()),
+                "details": {"tokenId": first["id"]}}})
+        )
+    );
+    // Revoked: the key cannot bring it back.
+    g.running
+        .store
+        .revoke_token(first["id"].as_str().unwrap(), talon_store::now_ms())
+        .await
+        .unwrap();
+    let (status, conflict) = create(&g, &g.admin, params).await;
+    assert_eq!(
+        (status, &conflict["error"]["code"]),
+        (409, &json!("conflict")),
+        "{conflict}"
+    );
+    assert_eq!(g.call(new, "agents.list", json!({})).await.0, 401);
+}

@@ -1,0 +1,88 @@
+//! `tokens.create`: an admin mints a short-lived, scoped token (for an
+//! app's browser, say) without the CLI.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::bounded::{IdempotencyKey, Name};
+use super::error::{ApiError, ErrorCode};
+use super::scope::{Scope, ScopePreset};
+
+/// The longest life `tokens.create` gives a token: 30 days.
+pub const MAX_TOKEN_TTL_MS: u64 = 30 * 24 * 3_600_000;
+
+/// `tokens.create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TokensCreateParams {
+    /// A name for people (who it is for); shown by `talon token list`
+    /// and in the access log.
+    pub name: Name,
+    /// Scopes it grants, beside `preset`'s (at least one of the two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<Scope>>,
+    /// A named set of scopes: `app`, `viewer` or `admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<ScopePreset>,
+    /// How long it lives, in milliseconds (1,000 to 30 days).
+    #[schemars(range(min = 1000, max = 2_592_000_000u64))]
+    pub expires_in_ms: u64,
+    /// Makes a retry safe: a call with the key of an earlier one (and the
+    /// same name and scopes) gives the same token id with a fresh secret
+    /// and lifetime, and the earlier secret stops working, so one key
+    /// never leaves two live tokens. With other params: `conflict`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<IdempotencyKey>,
+}
+
+/// `tokens.create`'s answer: the secret, shown once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedToken {
+    /// The secret (`talon_` and 64 hex digits), for `Authorization:
+    /// Bearer`. The gateway keeps only its hash: it is never shown again.
+    pub token: String,
+    /// The token's id (`tok_...`), to revoke it.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+    /// When it expires, epoch milliseconds.
+    pub expires_at: u64,
+}
+
+impl TokensCreateParams {
+    /// The scopes it grants (the preset's and the listed ones, sorted,
+    /// without repeats) and when it expires: `invalid_request` naming the
+    /// field when there are none, one is unknown, or the lifetime is out
+    /// of range. The gateway and the fake gateway both decide by this.
+    pub fn grant(&self, now_ms: u64) -> Result<(Vec<Scope>, u64), ApiError> {
+        let invalid = |field: &str, message: String| {
+            ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
+                .with_details(serde_json::json!({"field": field}))
+        };
+        let mut scopes: Vec<Scope> = self.preset.map(|p| p.scopes().to_vec()).unwrap_or_default();
+        for scope in self.scopes.iter().flatten() {
+            if *scope == Scope::Unknown {
+                return Err(invalid("scopes", "an unknown scope".into()));
+            }
+            scopes.push(*scope);
+        }
+        scopes.sort();
+        scopes.dedup();
+        if scopes.is_empty() {
+            return Err(invalid("scopes", "give scopes, a preset, or both".into()));
+        }
+        if !(1000..=MAX_TOKEN_TTL_MS).contains(&self.expires_in_ms) {
+            return Err(invalid(
+                "expiresInMs",
+                format!(
+                    "{} is out of range: 1000 to {MAX_TOKEN_TTL_MS} (30 days)",
+                    self.expires_in_ms
+                ),
+            ));
+        }
+        Ok((scopes, now_ms.saturating_add(self.expires_in_ms)))
+    }
+}
