@@ -8,6 +8,7 @@ mod http;
 mod invoke;
 mod limits;
 mod nodes;
+mod observe;
 mod questions;
 mod runs;
 mod scopes;
