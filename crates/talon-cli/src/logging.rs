@@ -60,7 +60,8 @@ fn filter() -> EnvFilter {
 pub(crate) fn init() {
     let format = LogFormat::parse(std::env::var("TALON_LOG_FORMAT").ok().as_deref())
         .unwrap_or_else(|message| {
-            eprintln!("warning: {message}");
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "talon: warning: {message}");
             LogFormat::Text
         });
     let builder = tracing_subscriber::fmt()

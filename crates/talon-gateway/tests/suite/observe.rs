@@ -234,3 +234,99 @@ fn plain_count(samples: &BTreeMap<String, f64>) -> f64 {
         .map(|(_, v)| v)
         .sum()
 }
+
+/// Log lines written into a buffer the test reads.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// The fields of its `talon::access` lines, durations left out.
+    fn access(&self) -> Vec<serde_json::Value> {
+        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["target"] == "talon::access")
+            .map(|l| {
+                let mut fields = l["fields"].clone();
+                fields.as_object_mut().unwrap().remove("duration_ms");
+                fields
+            })
+            .collect()
+    }
+}
+
+// The default (current-thread) runtime: every task of the gateway runs on
+// the test's thread, under its subscriber.
+#[tokio::test]
+async fn each_websocket_call_logs_an_access_line_with_the_connections_request_id() {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter("talon::access=info")
+        .with_writer(move || writer.clone())
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let g = TestGateway::start().await;
+    let mut request = format!("ws://{}/v1/ws", g.running.addr)
+        .into_client_request()
+        .unwrap();
+    let headers = request.headers_mut();
+    headers.insert(
+        "authorization",
+        format!("Bearer {}", g.admin).parse().unwrap(),
+    );
+    headers.insert("x-request-id", "socket-7".parse().unwrap());
+    let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(response.headers()["x-request-id"], "socket-7");
+    for (id, method) in [(1, "agents.list"), (2, "no.such")] {
+        socket
+            .send(Message::Text(
+                json!({"type": "req", "id": id, "method": method, "params": {}})
+                    .to_string()
+                    .into(),
+            ))
+            .await
+            .unwrap();
+        loop {
+            let Some(Ok(Message::Text(text))) = socket.next().await else {
+                panic!("the socket ended");
+            };
+            let frame: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+            if frame["id"] == id {
+                break;
+            }
+        }
+    }
+    // The answer goes out after the line is logged.
+    let access = captured.access();
+    let token = access[0]["token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        access,
+        [
+            json!({"message": "request", "transport": "http", "method": "GET",
+                   "path": "/v1/ws", "status": 101, "token": token,
+                   "token_name": "admin", "request_id": "socket-7"}),
+            json!({"message": "call", "transport": "ws", "method": "agents.list",
+                   "status": "ok", "token": token, "token_name": "admin",
+                   "request_id": "socket-7", "frame": "1"}),
+            json!({"message": "call", "transport": "ws", "method": "no.such",
+                   "status": "not_found", "token": token, "token_name": "admin",
+                   "request_id": "socket-7", "frame": "2"}),
+        ]
+    );
+}
