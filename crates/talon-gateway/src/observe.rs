@@ -157,8 +157,23 @@ where
     authenticated_as(&call, caller);
     let span = tracing::info_span!("request", request_id = %connection);
     let outcome = CALL.scope(call, serve).instrument(span).await;
-    let took = started.elapsed();
     let code = outcome.as_ref().err().map(|e| e.code);
+    ws_called(shared, connection, caller, frame, method, started, code);
+    outcome
+}
+
+/// The access line of a WebSocket call that took from `started` and
+/// ended with `code` (`None`: ok), counted.
+pub(crate) fn ws_called(
+    shared: &Shared,
+    connection: &str,
+    caller: &crate::tokens::Caller,
+    frame: &serde_json::Value,
+    method: &str,
+    started: Instant,
+    code: Option<talon_protocol::gateway::ErrorCode>,
+) {
+    let took = started.elapsed();
     shared.metrics.ws_call(code);
     let frame: String = frame.to_string().chars().take(64).collect();
     let shown: String = method.chars().take(64).collect();
@@ -174,7 +189,6 @@ where
         frame = %frame,
         "call"
     );
-    outcome
 }
 
 fn authenticated_as(call: &Call, caller: &crate::tokens::Caller) {

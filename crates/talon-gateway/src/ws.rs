@@ -177,7 +177,20 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
         subscriptions.retain(|_, task| !task.is_finished());
         match method.as_str() {
             "events.subscribe" => {
-                match subscribe(&shared, &caller, params, &outbox, subscriptions.len()).await {
+                let started = std::time::Instant::now();
+                let subscribed =
+                    subscribe(&shared, &caller, params, &outbox, subscriptions.len()).await;
+                let code = subscribed.as_ref().err().map(|e| e.code);
+                crate::observe::ws_called(
+                    &shared,
+                    &request_id,
+                    &caller,
+                    &id,
+                    &method,
+                    started,
+                    code,
+                );
+                match subscribed {
                     Ok((name, task)) => {
                         next_subscription += 1;
                         let sid = format!("sub_{next_subscription}");
@@ -194,6 +207,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                 }
             }
             "events.unsubscribe" => {
+                let started = std::time::Instant::now();
                 let outcome = caller
                     .require(Method::EventsUnsubscribe.spec().scope)
                     .and_then(|()| {
@@ -212,6 +226,16 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                             format!("no subscription {:?}", p.subscription_id),
                         )),
                     });
+                let code = outcome.as_ref().err().map(|e| e.code);
+                crate::observe::ws_called(
+                    &shared,
+                    &request_id,
+                    &caller,
+                    &id,
+                    &method,
+                    started,
+                    code,
+                );
                 let _ = outbox.send(answer(&id, outcome)).await;
             }
             _ => {

@@ -293,10 +293,14 @@ async fn each_websocket_call_logs_an_access_line_with_the_connections_request_id
     headers.insert("x-request-id", "socket-7".parse().unwrap());
     let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
     assert_eq!(response.headers()["x-request-id"], "socket-7");
-    for (id, method) in [(1, "agents.list"), (2, "no.such")] {
+    for (id, method, params) in [
+        (1, "agents.list", json!({})),
+        (2, "no.such", json!({})),
+        (3, "events.unsubscribe", json!({"subscriptionId": "sub_9"})),
+    ] {
         socket
             .send(Message::Text(
-                json!({"type": "req", "id": id, "method": method, "params": {}})
+                json!({"type": "req", "id": id, "method": method, "params": params})
                     .to_string()
                     .into(),
             ))
@@ -327,6 +331,9 @@ async fn each_websocket_call_logs_an_access_line_with_the_connections_request_id
             json!({"message": "call", "transport": "ws", "method": "no.such",
                    "status": "not_found", "token": token, "token_name": "admin",
                    "request_id": "socket-7", "frame": "2"}),
+            json!({"message": "call", "transport": "ws", "method": "events.unsubscribe",
+                   "status": "not_found", "token": token, "token_name": "admin",
+                   "request_id": "socket-7", "frame": "3"}),
         ]
     );
 }
