@@ -119,14 +119,56 @@ impl Capture {
 struct Log {
     bytes: Vec<u8>,
     cap: usize,
+    /// Each stream's line still open: the log takes whole lines, so a
+    /// stderr line never lands inside a stdout one.
+    open: [Vec<u8>; 2],
 }
 
+/// Which stream a piece of output came from.
+#[derive(Clone, Copy)]
+enum Stream {
+    Out = 0,
+    Err = 1,
+}
+
+/// The longest line the log holds open; a longer one goes in as it is.
+const MAX_OPEN_LINE: usize = 64 * 1024;
+
 impl Log {
-    fn push(log: &mut Option<Log>, bytes: &[u8]) {
-        if let Some(log) = log {
-            let room = log.cap.saturating_sub(log.bytes.len());
-            log.bytes.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    fn new(cap: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            cap,
+            open: [Vec::new(), Vec::new()],
         }
+    }
+
+    fn push(log: &mut Option<Log>, stream: Stream, bytes: &[u8]) {
+        let Some(log) = log else { return };
+        let open = &mut log.open[stream as usize];
+        open.extend_from_slice(bytes);
+        let whole = match open.iter().rposition(|&b| b == b'\n') {
+            Some(end) => end + 1,
+            None if open.len() > MAX_OPEN_LINE => open.len(),
+            None => return,
+        };
+        let line: Vec<u8> = open.drain(..whole).collect();
+        log.append(&line);
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        let room = self.cap.saturating_sub(self.bytes.len());
+        self.bytes
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// The log, with what each stream left unterminated at its end.
+    fn finish(mut self) -> Vec<u8> {
+        for stream in [Stream::Out, Stream::Err] {
+            let rest = std::mem::take(&mut self.open[stream as usize]);
+            self.append(&rest);
+        }
+        self.bytes
     }
 }
 
@@ -145,7 +187,7 @@ enum End {
 }
 
 /// Runs `command` with `sh -c` in `root`. With `log_cap`, also keeps both
-/// streams as they arrived, up to that many bytes, and returns them when
+/// streams as they arrived, line by line, up to that many bytes, and returns them when
 /// the output was over what the result holds.
 pub(super) async fn exec(
     root: &Path,
@@ -155,10 +197,7 @@ pub(super) async fn exec(
     log_cap: Option<usize>,
     options: &ShellOptions,
 ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
-    let mut log = log_cap.map(|cap| Log {
-        bytes: Vec::new(),
-        cap,
-    });
+    let mut log = log_cap.map(Log::new);
     let mut cmd = match options.network {
         Network::Host => tokio::process::Command::new("sh"),
         Network::Off => {
@@ -225,14 +264,14 @@ pub(super) async fn exec(
             read = pump(&mut stdout, &mut out_buf) => match read {
                 Some(n) => {
                     out.push(&out_buf[..n]);
-                    Log::push(&mut log, &out_buf[..n]);
+                    Log::push(&mut log, Stream::Out, &out_buf[..n]);
                 }
                 None => stdout = None,
             },
             read = pump(&mut stderr, &mut err_buf) => match read {
                 Some(n) => {
                     err.push(&err_buf[..n]);
-                    Log::push(&mut log, &err_buf[..n]);
+                    Log::push(&mut log, Stream::Err, &err_buf[..n]);
                 }
                 None => stderr = None,
             },
@@ -262,7 +301,7 @@ pub(super) async fn exec(
     match end {
         End::Exited(status) => {
             let truncated = out.truncated() || err.truncated();
-            let log = log.filter(|_| truncated).map(|log| log.bytes);
+            let log = log.filter(|_| truncated).map(Log::finish);
             Ok((
                 json!({"exitCode": status.code(), "stdout": out.text(), "stderr": err.text(),
                       "truncated": truncated}),
@@ -282,5 +321,32 @@ pub(super) async fn exec(
                 ),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Log, MAX_OPEN_LINE, Stream};
+
+    #[test]
+    fn the_log_takes_whole_lines_from_each_stream() {
+        let mut log = Some(Log::new(1 << 20));
+        Log::push(&mut log, Stream::Out, b"1\n2\n12");
+        Log::push(&mut log, Stream::Err, b"warn");
+        Log::push(&mut log, Stream::Err, b"ing\n");
+        Log::push(&mut log, Stream::Out, b"3\n4");
+        Log::push(&mut log, Stream::Err, b"tail");
+        let log = log.map(Log::finish).unwrap();
+        assert_eq!(String::from_utf8(log).unwrap(), "1\n2\nwarning\n123\n4tail");
+    }
+
+    #[test]
+    fn a_line_without_end_goes_in_past_the_open_cap_and_the_cap_holds() {
+        let mut log = Some(Log::new(MAX_OPEN_LINE + 10));
+        Log::push(&mut log, Stream::Out, &vec![b'x'; MAX_OPEN_LINE + 1]);
+        assert_eq!(log.as_ref().unwrap().bytes.len(), MAX_OPEN_LINE + 1);
+        Log::push(&mut log, Stream::Err, &[b'y'; 100]);
+        let log = log.map(Log::finish).unwrap();
+        assert_eq!(log.len(), MAX_OPEN_LINE + 10);
     }
 }

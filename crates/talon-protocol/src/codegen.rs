@@ -54,6 +54,7 @@ pub fn rust_client() -> String {
          use talon_protocol::gateway::catalog::*;\n\
          use talon_protocol::gateway::params::*;\n\
          use talon_protocol::gateway::resources::*;\n\
+         use talon_protocol::gateway::run_list::*;\n\
          use talon_protocol::gateway::tokens::*;\n\n\
          use crate::client::{Client, Retry};\n\
          use crate::error::Result;\n\n\

@@ -12,6 +12,7 @@ use talon_protocol::gateway::approvals::*;
 use talon_protocol::gateway::catalog::*;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::resources::*;
+use talon_protocol::gateway::run_list::*;
 use talon_protocol::gateway::tokens::*;
 
 use crate::client::{Client, Retry};
@@ -144,6 +145,14 @@ impl Client {
             params.idempotency_key = Some(crate::client::idempotency_key());
         }
         self.call(Method::RunsCreate, &params, Retry::Safe).await
+    }
+
+    /// Runs, newest first, filtered by status, agent, session and creation time, a page at a time.
+    ///
+    /// `runs.list`: needs `session.read`; reads; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn runs_list(&self, params: RunsListParams) -> Result<RunsListResult> {
+        self.call(Method::RunsList, &params, Retry::Safe).await
     }
 
     /// One run.

@@ -337,6 +337,10 @@ mod tests {
             include_str!("../migrations/sqlite/0005_hardening.sql"),
             include_str!("../migrations/postgres/0005_hardening.sql")
         );
+        assert_eq!(
+            include_str!("../migrations/sqlite/0006_runs_list.sql"),
+            include_str!("../migrations/postgres/0006_runs_list.sql")
+        );
         assert_eq!(SQLITE.iter().count(), POSTGRES.iter().count());
     }
 

@@ -39,6 +39,7 @@ mod health;
 mod notify;
 mod records;
 mod resume;
+mod run_list;
 mod runs;
 mod sessions;
 mod tokens;
@@ -59,6 +60,7 @@ pub use events::{MAX_PAGE, Pending, RawEvent};
 pub use health::{Health, PROBE_EVERY};
 pub use records::{EventFilter, Retention, StoredTicket, StoredToken};
 pub use resume::Orphaned;
+pub use run_list::{RunCursor, RunFilter};
 pub use runs::Claimed;
 pub use sessions::StoredMessage;
 

@@ -10,7 +10,7 @@ use crate::Store;
 use crate::error::{Result, StoreError, corrupt};
 use crate::records::{enum_str, json_column, json_text, ms, opt_ms};
 
-const COLUMNS: &str =
+pub(crate) const COLUMNS: &str =
     "id, agent_id, session_id, session_key, status, created_at, started_at, ended_at, usage, error";
 
 impl Store {
@@ -424,7 +424,7 @@ impl Store {
     }
 }
 
-fn run_of(row: &AnyRow) -> Result<Run> {
+pub(crate) fn run_of(row: &AnyRow) -> Result<Run> {
     let status: String = row.try_get(4)?;
     let created: i64 = row.try_get(5)?;
     let started: Option<i64> = row.try_get(6)?;

@@ -1,7 +1,7 @@
 //! The method table's implementation: over the store, and over the
-//! node's run engine for runs and session turns ([`runs`]) and the host's
-//! models ([`models`]). The ToolSpace and environments are issue 15's and
-//! answer `unavailable` until then.
+//! node's run engine for runs and session turns ([`runs`]), the host's
+//! models ([`models`]), the ToolSpace ([`toolspace`], [`invoke`]) and
+//! managed environments ([`environments`]).
 
 mod answers;
 mod environments;
@@ -296,6 +296,10 @@ impl Handler for Api {
 
     async fn runs_create(&self, _: &Caller, p: RunsCreateParams) -> Result<RunAccepted, ApiError> {
         self.start_run(p).await.map(RunAccepted::from)
+    }
+
+    async fn runs_list(&self, _: &Caller, p: RunsListParams) -> Result<RunsListResult, ApiError> {
+        self.list(p).await
     }
 
     async fn runs_get(&self, _: &Caller, p: RunRef) -> Result<Run, ApiError> {

@@ -198,6 +198,43 @@ impl Api {
         Ok(session)
     }
 
+    /// `runs.list`: a page of runs, newest first, from the store. The
+    /// cursor is the last run of the previous page.
+    pub(super) async fn list(&self, p: RunsListParams) -> Result<RunsListResult, ApiError> {
+        p.check()?;
+        let cursor = match p.cursor.as_deref() {
+            None => None,
+            Some(id) => {
+                let run = self.store.run(id).await.map_err(api_error)?;
+                let run = run.ok_or_else(|| RunsListParams::unknown_cursor(id))?;
+                Some((run.id, run.created_at))
+            }
+        };
+        let filter = talon_store::RunFilter {
+            statuses: p.status.unwrap_or_default(),
+            agent_id: p.agent_id.map(Into::into),
+            session_id: p.session_id.map(Into::into),
+            created_after: p.created_after,
+            created_before: p.created_before,
+        };
+        let limit = super::limit(p.limit);
+        let after = cursor
+            .as_ref()
+            .map(|(id, created_at)| talon_store::RunCursor {
+                id,
+                created_at: *created_at,
+            });
+        let mut runs = self
+            .store
+            .list_runs(&filter, after, limit + 1)
+            .await
+            .map_err(api_error)?;
+        let more = runs.len() > limit as usize;
+        runs.truncate(limit as usize);
+        let next_cursor = more.then(|| runs.last().map(|r| r.id.clone())).flatten();
+        Ok(RunsListResult { runs, next_cursor })
+    }
+
     /// Cancels every run of a session that has not ended.
     pub(super) async fn abort(&self, session_id: &str) -> Result<SessionsAbortResult, ApiError> {
         self.session_of(session_id).await?;

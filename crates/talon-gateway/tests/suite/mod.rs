@@ -10,6 +10,7 @@ mod limits;
 mod nodes;
 mod observe;
 mod questions;
+mod run_list;
 mod runs;
 mod scopes;
 mod stream;

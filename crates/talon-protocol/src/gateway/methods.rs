@@ -12,6 +12,7 @@ use super::catalog::{Environment, Task};
 use super::error::{ApiError, ErrorCode};
 use super::params::*;
 use super::resources::{Agent, ArtifactSummary, Run, RunAccepted, RunResult, Session};
+use super::run_list::{RunsListParams, RunsListResult};
 use super::scope::Scope;
 use super::tokens::{CreatedToken, TokensCreateParams};
 
@@ -241,6 +242,11 @@ method_table! {
     /// Starts a run.
     RunsCreate => "runs.create" as runs_create (RunsCreateParams -> RunAccepted) {
         scope: AgentRun, effect: Write, stability: Stable, errors: [NotFound, Conflict],
+    }
+    /// Runs, newest first, filtered by status, agent, session and creation
+    /// time, a page at a time.
+    RunsList => "runs.list" as runs_list (RunsListParams -> RunsListResult) {
+        scope: SessionRead, effect: Read, stability: Stable, errors: [],
     }
     /// One run.
     RunsGet => "runs.get" as runs_get (RunRef -> Run) {

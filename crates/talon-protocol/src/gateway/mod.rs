@@ -12,6 +12,7 @@ mod input;
 pub mod methods;
 pub mod params;
 pub mod resources;
+pub mod run_list;
 pub mod scope;
 pub mod tokens;
 
@@ -32,6 +33,7 @@ pub use resources::{
     Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session,
     Timestamp, Usage,
 };
+pub use run_list::{RunsListParams, RunsListResult};
 pub use scope::{Scope, ScopePreset, expand_scopes};
 pub use tokens::{CreatedToken, MAX_TOKEN_TTL_MS, TokensCreateParams};
 

@@ -24,6 +24,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "sessions.compact",
         "sessions.abort",
         "runs.create",
+        "runs.list",
         "runs.get",
         "runs.events",
         "runs.wait",

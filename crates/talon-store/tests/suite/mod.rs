@@ -6,5 +6,6 @@ mod cells;
 mod crash;
 mod events;
 mod failures;
-mod runs;
+mod run_list;
+pub mod runs;
 pub mod sessions;

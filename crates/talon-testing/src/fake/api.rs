@@ -214,6 +214,10 @@ impl Handler for Api {
         runs::start_run(&self.0, p).map(RunAccepted::from)
     }
 
+    async fn runs_list(&self, _: &(), p: RunsListParams) -> Result<RunsListResult, ApiError> {
+        runs::list(self, &p)
+    }
+
     async fn runs_get(&self, _: &(), p: RunRef) -> Result<Run, ApiError> {
         self.read(|s| s.run(&p.run_id).map(|r| r.run.clone()))
     }

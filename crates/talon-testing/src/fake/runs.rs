@@ -11,7 +11,8 @@ use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
 use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
 use talon_protocol::gateway::{
     ApiError, ClientTool, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput,
-    RunResult, RunResultStatus, RunStatus, Session, Timestamp, Usage,
+    RunResult, RunResultStatus, RunStatus, RunsListParams, RunsListResult, Session, Timestamp,
+    Usage,
 };
 
 use super::play;
@@ -35,6 +36,36 @@ pub(crate) const MAX_LIMIT: u32 = 500;
 
 pub(crate) fn limit(asked: Option<u32>) -> usize {
     asked.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize
+}
+
+/// `runs.list`: newest first (ties by id, descending), after the cursor.
+pub(crate) fn list(shared: &Shared, p: &RunsListParams) -> Result<RunsListResult, ApiError> {
+    p.check()?;
+    let (mut runs, cursor) = shared.read(|s| {
+        let cursor = p
+            .cursor
+            .as_deref()
+            .map(|id| s.runs.get(id).map(|r| (r.run.created_at, r.run.id.clone())));
+        let runs: Vec<Run> = s
+            .runs
+            .values()
+            .map(|r| r.run.clone())
+            .filter(|r| p.admits(r))
+            .collect();
+        (runs, cursor)
+    });
+    runs.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+    if let Some(cursor) = cursor {
+        let (at, id) = cursor.ok_or_else(|| {
+            RunsListParams::unknown_cursor(p.cursor.as_deref().unwrap_or_default())
+        })?;
+        runs.retain(|r| (r.created_at, r.id.as_str()) < (at, id.as_str()));
+    }
+    let limit = limit(p.limit);
+    let more = runs.len() > limit;
+    runs.truncate(limit);
+    let next_cursor = more.then(|| runs.last().map(|r| r.id.clone())).flatten();
+    Ok(RunsListResult { runs, next_cursor })
 }
 
 fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {

@@ -1,3 +1,3 @@
 mod fake;
-mod fake_tokens;
+mod fake_listing;
 mod postgres;

@@ -1,7 +1,8 @@
-//! The fake gateway's `tokens.create`: the token it mints authenticates
-//! until it expires; a retry with the same idempotency key replaces its
-//! secret; other params with the key are a conflict; bad params are the
-//! real gateway's `invalid_request`.
+//! The fake gateway's `tokens.create` and `runs.list`: the token it mints
+//! authenticates until it expires; a retry with the same idempotency key
+//! replaces its secret; other params with the key are a conflict; runs
+//! are listed newest first, filtered and paged; bad params are the real
+//! gateway's `invalid_request`.
 
 use serde_json::{Value, json};
 use talon_testing::fake::FakeGateway;
@@ -103,4 +104,67 @@ async fn a_minted_token_stops_at_its_expiry() {
         assert!(std::time::Instant::now() < deadline, "still live: {body}");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn runs_are_listed_newest_first_filtered_and_paged() {
+    let g = FakeGateway::start().await.unwrap();
+    let mut ids = Vec::new();
+    for key in ["a", "b", "a"] {
+        let (status, run) = call(
+            &g,
+            g.token(),
+            "runs.create",
+            json!({"input": "hi", "sessionKey": key}),
+        )
+        .await;
+        assert_eq!(status, 200, "{run}");
+        let id = run["id"].as_str().unwrap().to_owned();
+        let (_, done) = call(
+            &g,
+            g.token(),
+            "runs.wait",
+            json!({"runId": id, "timeoutMs": 10_000}),
+        )
+        .await;
+        assert_eq!(done["status"], "completed", "{done}");
+        ids.push(id);
+    }
+    let listed = |page: &Value| -> Vec<String> {
+        page["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (_, first) = call(&g, g.token(), "runs.list", json!({"limit": 2})).await;
+    assert_eq!(listed(&first), [ids[2].clone(), ids[1].clone()]);
+    let cursor = first["nextCursor"].clone();
+    assert_eq!(cursor, json!(ids[1]));
+    let (_, rest) = call(
+        &g,
+        g.token(),
+        "runs.list",
+        json!({"limit": 2, "cursor": cursor}),
+    )
+    .await;
+    assert_eq!(
+        (listed(&rest), rest.get("nextCursor")),
+        (vec![ids[0].clone()], None)
+    );
+    let (_, run) = call(&g, g.token(), "runs.get", json!({"runId": ids[0]})).await;
+    let (_, by_session) = call(
+        &g,
+        g.token(),
+        "runs.list",
+        json!({"sessionId": run["sessionId"], "status": ["completed"]}),
+    )
+    .await;
+    assert_eq!(listed(&by_session), [ids[2].clone(), ids[0].clone()]);
+    let (status, bad) = call(&g, g.token(), "runs.list", json!({"cursor": "run_nope"})).await;
+    assert_eq!(
+        (status, &bad["error"]["details"]),
+        (400, &json!({"field": "cursor"}))
+    );
 }

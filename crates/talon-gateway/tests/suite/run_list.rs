@@ -1,0 +1,147 @@
+//! `runs.list` over HTTP: newest first, filtered by status, agent,
+//! session and time, paged with `nextCursor`; bad params name the field.
+
+use serde_json::{Value, json};
+
+use super::TestGateway;
+
+fn ids(page: &Value) -> Vec<&str> {
+    page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect()
+}
+
+async fn list(g: &TestGateway, params: Value) -> Value {
+    let (status, page) = g.call(&g.admin, "runs.list", params).await;
+    assert_eq!(status, 200, "{page}");
+    page
+}
+
+#[tokio::test]
+async fn runs_are_listed_filtered_and_paged() {
+    let g = TestGateway::with_script(talon_testing::Script {
+        replay: talon_testing::Replay::PerRun,
+        ..talon_testing::Script::texts(&["Hello."])
+    })
+    .await;
+    let mut created = Vec::new();
+    for key in ["a", "b", "a", "c", "a"] {
+        let (status, run) = g
+            .call(
+                &g.admin,
+                "runs.create",
+                json!({"input": "hi", "sessionKey": key}),
+            )
+            .await;
+        assert_eq!(status, 200, "{run}");
+        let id = run["id"].as_str().unwrap().to_owned();
+        let (_, done) = g
+            .call(
+                &g.admin,
+                "runs.wait",
+                json!({"runId": id, "timeoutMs": 20_000}),
+            )
+            .await;
+        assert_eq!(done["status"], "completed", "{done}");
+        created.push((id, run["sessionId"].as_str().unwrap().to_owned()));
+    }
+    let newest_first: Vec<&str> = created.iter().rev().map(|(id, _)| id.as_str()).collect();
+    let page = list(&g, json!({})).await;
+    assert_eq!(ids(&page), newest_first);
+    assert_eq!(page.get("nextCursor"), None);
+    let (_, first) = g
+        .call(&g.admin, "runs.get", json!({"runId": created[0].0}))
+        .await;
+    assert_eq!(page["runs"][4], first, "the same run as runs.get");
+
+    // Pages of two, to the end.
+    let mut seen = Vec::new();
+    let mut params = json!({"limit": 2});
+    loop {
+        let page = list(&g, params.clone()).await;
+        seen.extend(ids(&page).into_iter().map(str::to_owned));
+        match page.get("nextCursor") {
+            Some(cursor) => params["cursor"] = cursor.clone(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, newest_first);
+
+    let session_a = &created[0].1;
+    let page = list(
+        &g,
+        json!({"sessionId": session_a, "status": ["completed"], "agentId": "main"}),
+    )
+    .await;
+    assert_eq!(ids(&page), [&created[4].0, &created[2].0, &created[0].0]);
+    assert!(ids(&list(&g, json!({"status": ["failed", "queued"]})).await).is_empty());
+    assert!(ids(&list(&g, json!({"agentId": "nobody"})).await).is_empty());
+    let third_at = page["runs"][1]["createdAt"].as_u64().unwrap();
+    let page = list(&g, json!({"createdBefore": third_at})).await;
+    assert!(
+        ids(&page)
+            .iter()
+            .all(|id| *id != created[2].0 && *id != created[3].0 && *id != created[4].0),
+        "{page}"
+    );
+    let page = list(
+        &g,
+        json!({"createdAfter": third_at, "createdBefore": u64::MAX}),
+    )
+    .await;
+    assert_eq!(ids(&page)[..], newest_first[..ids(&page).len()]);
+    assert!(ids(&page).contains(&created[2].0.as_str()));
+    // A limit past the cap is the cap; zero is one.
+    assert_eq!(ids(&list(&g, json!({"limit": 0})).await).len(), 1);
+    assert_eq!(ids(&list(&g, json!({"limit": u32::MAX})).await).len(), 5);
+}
+
+#[tokio::test]
+async fn bad_params_name_the_field() {
+    let g = TestGateway::start().await;
+    let cases = [
+        (
+            json!({"cursor": "run_nope"}),
+            "cursor",
+            "cursor \"run_nope\" is not a run: pass the previous page's nextCursor",
+        ),
+        (
+            json!({"status": ["paused"]}),
+            "status",
+            "status: an unknown run status",
+        ),
+        (
+            json!({"createdAfter": 50, "createdBefore": 50}),
+            "createdAfter",
+            "createdAfter (50) must be before createdBefore (50)",
+        ),
+    ];
+    for (params, field, message) in cases {
+        let (status, body) = g.call(&g.admin, "runs.list", params.clone()).await;
+        assert_eq!(
+            (status, body),
+            (
+                400,
+                json!({"error": {"code": "invalid_request", "message": message, "retryable": false,
+                                   "details": {"field": field}}})
+            ),
+            "{params}"
+        );
+    }
+    for params in [
+        json!({"status": "completed"}),
+        json!({"createdAfter": -1}),
+        json!({"cursor": "x".repeat(10_000)}),
+        json!({"agentId": "main", "extra": true}),
+    ] {
+        let (status, body) = g.call(&g.admin, "runs.list", params.clone()).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{params}: {body}"
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! `runs.list`: runs newest first, filtered by status, agent, session and
+//! creation time, a page at a time; its params' own checks, which the
+//! gateway and the fake gateway both apply.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::bounded::{AgentId, Cursor, SessionId};
+use super::error::{ApiError, ErrorCode};
+use super::resources::{Run, RunStatus};
+
+/// `runs.list`: newest first; every filter given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunsListParams {
+    /// Only runs in one of these states.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Vec<RunStatus>>,
+    /// Only this agent's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
+    /// Only this session's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<SessionId>,
+    /// Only runs created at or after this time (epoch milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_after: Option<u64>,
+    /// Only runs created before this time (epoch milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_before: Option<u64>,
+    /// At most this many (the gateway's default and cap apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The previous page's `nextCursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<Cursor>,
+}
+
+/// `runs.list`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunsListResult {
+    /// Newest first.
+    pub runs: Vec<Run>,
+    /// The next page's cursor (absent on the last page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl RunsListParams {
+    /// `invalid_request` naming the field for a status this side does not
+    /// know or a time range that holds nothing.
+    pub fn check(&self) -> Result<(), ApiError> {
+        let invalid = |field: &str, message: String| {
+            ApiError::new(ErrorCode::InvalidRequest, message)
+                .with_details(serde_json::json!({"field": field}))
+        };
+        if self
+            .status
+            .iter()
+            .flatten()
+            .any(|s| *s == RunStatus::Unknown)
+        {
+            return Err(invalid("status", "status: an unknown run status".into()));
+        }
+        if let (Some(after), Some(before)) = (self.created_after, self.created_before)
+            && after >= before
+        {
+            return Err(invalid(
+                "createdAfter",
+                format!("createdAfter ({after}) must be before createdBefore ({before})"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether `run` passes every filter (the fake gateway's; the gateway
+    /// asks its store the same).
+    pub fn admits(&self, run: &Run) -> bool {
+        self.status.as_ref().is_none_or(|s| s.contains(&run.status))
+            && self.agent_id.as_ref().is_none_or(|a| **a == run.agent_id)
+            && self
+                .session_id
+                .as_ref()
+                .is_none_or(|s| run.session_id.as_deref() == Some(&**s))
+            && self.created_after.is_none_or(|t| run.created_at >= t)
+            && self.created_before.is_none_or(|t| run.created_at < t)
+    }
+
+    /// The error for a cursor that names no run.
+    pub fn unknown_cursor(cursor: &str) -> ApiError {
+        ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("cursor {cursor:?} is not a run: pass the previous page's nextCursor"),
+        )
+        .with_details(serde_json::json!({"field": "cursor"}))
+    }
+}
