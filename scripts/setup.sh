@@ -23,6 +23,8 @@ have_pg_server() {
   command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1
 }
 have_pg_server || need_apt+=(postgresql)
+# Debian's Chromium: the gateway's /docs test renders the page headless.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 
 if ((${#need_apt[@]})); then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -97,4 +99,20 @@ if [ "${1:-}" = "--test-servers" ]; then
     (cd "$servers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     cp "$servers/package-lock.json" "$stamp"
   fi
+  # The OpenAPI checks (tests/openapi/run): Redocly CLI, openapi-typescript,
+  # openapi-fetch, the Redoc bundle /docs vendors, pinned by that lockfile;
+  # openapi-spec-validator and openapi-python-client from PyPI.
+  openapi="$(cd "$(dirname "$0")/.." && pwd)/tests/openapi"
+  stamp="$openapi/node_modules/.talon-package-lock.json"
+  if ! cmp -s "$openapi/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "setup: installing the OpenAPI checks (npm ci)" >&2
+    (cd "$openapi" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$openapi/package-lock.json" "$stamp"
+  fi
+  have_pip() { [ "$(python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p')" = "$2" ]; }
+  have_pip openapi-python-client 0.29.1 && have_pip openapi-spec-validator 0.9.0 || {
+    echo "setup: installing openapi-python-client and openapi-spec-validator (pip)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check \
+      "openapi-python-client==0.29.1" "openapi-spec-validator==0.9.0"
+  }
 fi

@@ -2,7 +2,8 @@
 //! (the params object as the JSON body, `Authorization: Bearer <token>`),
 //! `GET /healthz` (no auth: `200 ok`, or `503` with the store's reason
 //! while it cannot write), `GET /v1/openapi.json`, `GET /metrics`
-//! (`metrics.read`; [`crate::metrics`]). One error shape:
+//! (`metrics.read`; [`crate::metrics`]), and `/` and `/docs` for a
+//! person ([`crate::docs`], no auth either). One error shape:
 //! `{"error": {code, message, retryable, ...}}` with the code's HTTP
 //! status. Every route is behind the Host, Origin and CORS guard
 //! ([`crate::guard`]), and before it the request id and access log
@@ -76,6 +77,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             "/v1/artifacts/{artifact_id}/content",
             get(crate::content::artifact_content).fallback(only_get),
         )
+        .merge(crate::docs::routes())
         .fallback(talon_wire::no_route)
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
@@ -113,7 +115,7 @@ async fn only_post() -> axum::response::Response {
     talon_wire::method_not_allowed("POST")
 }
 
-async fn only_get() -> axum::response::Response {
+pub(crate) async fn only_get() -> axum::response::Response {
     talon_wire::method_not_allowed("GET")
 }
 

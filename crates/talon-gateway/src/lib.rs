@@ -27,6 +27,7 @@
 
 mod api;
 mod content;
+mod docs;
 mod environments;
 mod error;
 mod frame;

@@ -150,7 +150,7 @@ pub struct Event {
     /// The replay cursor: `events({after: id})` resumes after it. Ordered
     /// within a run (and, once persisted, within a gateway).
     pub id: String,
-    /// Milliseconds since the Unix epoch.
+    /// When it happened (epoch milliseconds).
     pub ts: u64,
     /// What happened.
     #[serde(rename = "type")]

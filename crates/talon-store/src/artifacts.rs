@@ -4,6 +4,12 @@
 //! then renamed, before the row that names it is committed). Expired
 //! artifacts are purged with their files.
 //!
+//! The `created_at` and `expires_at` columns (epoch milliseconds) are the
+//! summary's `createdAt` and `expiresAt`: written from it, and read back
+//! into it over whatever the stored document holds (documents written
+//! before times were epoch milliseconds on the wire held RFC 3339
+//! strings).
+//!
 //! A file's name is derived from the SHA-256 of the artifact id and a
 //! random nonce, so no id can name a path outside the directory and a
 //! second write under a taken id never touches the first one's file.
@@ -22,13 +28,9 @@ use crate::records::{doc_of, json_text, ms, opt_ms};
 /// An artifact to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewArtifact {
-    /// What the protocol shows (its `sizeBytes` is set from the content).
+    /// What the protocol shows (its `sizeBytes` is set from the content;
+    /// its `createdAt` and `expiresAt` are the rows' times).
     pub summary: ArtifactSummary,
-    /// When it was created (epoch ms; `summary.createdAt` is its RFC 3339
-    /// form).
-    pub created_ms: u64,
-    /// When it expires (epoch ms), if ever.
-    pub expires_ms: Option<u64>,
     /// The bytes.
     pub content: Vec<u8>,
 }
@@ -51,6 +53,23 @@ pub struct StoredContent {
     pub size: u64,
     /// Their SHA-256, hex.
     pub sha256: String,
+}
+
+/// A row's summary (`doc, created_at, expires_at`), its times from the
+/// columns.
+fn summary_of(row: &sqlx::any::AnyRow) -> Result<ArtifactSummary> {
+    let mut doc: serde_json::Value = doc_of(row)?;
+    let created: i64 = row.try_get(1)?;
+    let expires: Option<i64> = row.try_get(2)?;
+    let map = doc
+        .as_object_mut()
+        .ok_or_else(|| StoreError::Corrupt("an artifact's document is not an object".into()))?;
+    map.insert("createdAt".into(), created.into());
+    match expires {
+        Some(expires) => map.insert("expiresAt".into(), expires.into()),
+        None => map.remove("expiresAt"),
+    };
+    serde_json::from_value(doc).map_err(corrupt)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -93,8 +112,8 @@ impl Store {
         .bind(summary.id.clone())
         .bind(summary.run_id.clone())
         .bind(summary.session_id.clone())
-        .bind(ms(artifact.created_ms)?)
-        .bind(opt_ms(artifact.expires_ms)?)
+        .bind(ms(summary.created_at)?)
+        .bind(opt_ms(summary.expires_at)?)
         .bind(ms(size)?)
         .bind(sha256)
         .bind(inline)
@@ -119,13 +138,14 @@ impl Store {
     /// One artifact's summary, unless it has expired by `now`.
     pub async fn artifact(&self, id: &str, now: u64) -> Result<Option<ArtifactSummary>> {
         let row = sqlx::query(
-            "SELECT doc FROM artifacts WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)",
+            "SELECT doc, created_at, expires_at FROM artifacts \
+             WHERE id = $1 AND (expires_at IS NULL OR expires_at > $2)",
         )
         .bind(id.to_owned())
         .bind(ms(now)?)
         .fetch_optional(self.pool())
         .await?;
-        row.as_ref().map(doc_of).transpose()
+        row.as_ref().map(summary_of).transpose()
     }
 
     /// Artifacts of a run or a session (or all), oldest first, after the
@@ -140,7 +160,7 @@ impl Store {
         now: u64,
     ) -> Result<Vec<ArtifactSummary>> {
         let rows = sqlx::query(
-            "SELECT doc FROM artifacts \
+            "SELECT doc, created_at, expires_at FROM artifacts \
              WHERE ($1 IS NULL OR run_id = $1) AND ($2 IS NULL OR session_id = $2) \
                AND (expires_at IS NULL OR expires_at > $3) \
                AND ($4 IS NULL OR (created_at, id) > \
@@ -154,7 +174,7 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(doc_of).collect()
+        rows.iter().map(summary_of).collect()
     }
 
     /// An artifact's content, unless it has expired by `now`.

@@ -52,7 +52,7 @@ impl IntoResponse for ErrorResponse {
 pub async fn no_route() -> ErrorResponse {
     ErrorResponse(ApiError::new(
         ErrorCode::NotFound,
-        "no such route: methods are POST /v1/<method>, described by /v1/openapi.json",
+        "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs",
     ))
 }
 

@@ -282,9 +282,11 @@ fn a_full_disk_is_answered_reported_survived_and_does_not_hold_up_a_stop() {
     });
     let took = started.elapsed();
     assert!(exited.success(), "{exited:?}");
+    // Not a timing: a stop held up by the full disk would wait on its
+    // writes without end; a loaded machine only makes a bounded one slow.
     assert!(
-        took < Duration::from_millis(2_000 + 2_500),
-        "SIGTERM on a full disk took {took:?} (grace 2 s)"
+        took < Duration::from_secs(12),
+        "SIGTERM on a full disk took {took:?} (grace 2 s): the stop waits on the disk"
     );
     eprintln!("SIGTERM on a full disk: exited in {took:?} (drain grace 2 s)");
     drop(filler);

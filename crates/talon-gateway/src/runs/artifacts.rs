@@ -34,30 +34,6 @@ const MAX_PURGE_INTERVAL: Duration = Duration::from_secs(60);
 const MIN_PURGE_INTERVAL: Duration = Duration::from_millis(100);
 pub(crate) use talon_tools::redact::redact_text as redact;
 
-/// Epoch milliseconds as RFC 3339 in UTC, e.g. `2026-12-01T15:04:05.006Z`.
-pub(crate) fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Days to a civil date (proleptic Gregorian), after H. Hinnant.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
 /// A MIME type for a file by its extension (text when it is UTF-8 and
 /// the extension says nothing).
 fn mime_of(path: &str, bytes: &[u8]) -> &'static str {
@@ -201,18 +177,13 @@ impl Engine {
             title: Some(title),
             mime_type: Some(mime.to_owned()),
             size_bytes: None,
-            created_at: rfc3339(now),
-            expires_at: expires.map(rfc3339),
+            created_at: now,
+            expires_at: expires,
         };
         match self
             .inner
             .store
-            .put_artifact(NewArtifact {
-                summary,
-                created_ms: now,
-                expires_ms: expires,
-                content,
-            })
+            .put_artifact(NewArtifact { summary, content })
             .await
         {
             Ok(summary) => Some(summary),
@@ -386,17 +357,5 @@ impl Engine {
                 Err(error) => tracing::warn!(%error, "expired artifacts could not be purged"),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_rfc_3339_in_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(rfc3339(1_796_137_445_006), "2026-12-01T15:04:05.006Z");
     }
 }

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use talon_protocol::event_data::RunEndedData;
 use talon_protocol::gateway::{
     ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunResultStatus, RunStatus,
-    Session, Timestamp, Usage,
+    Session, Usage,
 };
 use talon_protocol::{Event, EventData};
 use talon_runtime::Host;
@@ -273,8 +273,8 @@ pub(crate) fn result_of(run: &Run, text: Option<String>) -> RunResult {
         session_id: run.session_id.clone(),
         session_key: run.session_key.clone(),
         task_id: None,
-        started_at: run.started_at.map(Timestamp::Millis),
-        ended_at: run.ended_at.map(Timestamp::Millis),
+        started_at: run.started_at,
+        ended_at: run.ended_at,
         output: text.map(|text| talon_protocol::gateway::RunOutput {
             text: Some(text),
             messages: None,

@@ -265,7 +265,7 @@ async fn a_wrong_http_method_gets_the_envelope_and_allow() {
         (
             404,
             json!({"error": {"code": "not_found",
-            "message": "no such route: methods are POST /v1/<method>, described by /v1/openapi.json",
+            "message": "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs",
             "retryable": false}})
         )
     );

@@ -2,6 +2,7 @@ mod approvals;
 mod artifacts;
 mod client_tools;
 mod connections;
+mod docs;
 mod environments;
 mod hostile;
 mod http;

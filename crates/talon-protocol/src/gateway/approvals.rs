@@ -107,7 +107,7 @@ pub struct Approval {
     pub risk: RiskLevel,
     /// The decisions the responder may choose from.
     pub decisions: Vec<ApprovalDecision>,
-    /// When it expires (epoch ms); expiry resolves it as `expired`.
+    /// When it expires (epoch milliseconds); expiry resolves it as `expired`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
     /// Whether a decision can be remembered for later matching calls.
@@ -120,9 +120,9 @@ pub struct Approval {
     /// The responder's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// When it was requested.
+    /// When it was requested (epoch milliseconds).
     pub created_at: u64,
-    /// When it was resolved.
+    /// When it was resolved (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_at: Option<u64>,
 }
@@ -167,7 +167,7 @@ pub struct Question {
     /// JSON Schema an answer must satisfy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_schema: Option<serde_json::Value>,
-    /// When it expires (epoch ms).
+    /// When it expires (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
     /// Where it is.
@@ -175,9 +175,9 @@ pub struct Question {
     /// The answer given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<serde_json::Value>,
-    /// When it was asked.
+    /// When it was asked (epoch milliseconds).
     pub created_at: u64,
-    /// When it was answered.
+    /// When it was answered (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_at: Option<u64>,
 }

@@ -206,7 +206,7 @@ pub struct Environment {
     pub status: EnvironmentStatus,
     /// What its provider can do.
     pub capabilities: EnvironmentCapabilities,
-    /// When it was created.
+    /// When it was created (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<u64>,
     /// The settings it was created with, as given (secrets appear only as
@@ -232,6 +232,6 @@ pub struct Task {
     pub run_id: Option<String>,
     /// Its state, as the runtime names it.
     pub status: String,
-    /// When it was created.
+    /// When it was created (epoch milliseconds).
     pub created_at: u64,
 }

@@ -30,8 +30,7 @@ pub use methods::{
 pub use params::{ClientTool, InputMessage, InputRole, MultitaskStrategy, RunInput};
 pub use resources::{
     Agent, AgentSource, ArtifactSummary, ArtifactType, Message, MessageRole, MessageToolCall,
-    Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session,
-    Timestamp, Usage,
+    Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Usage,
 };
 pub use run_list::{RunsListParams, RunsListResult};
 pub use scope::{Scope, ScopePreset, expand_scopes};

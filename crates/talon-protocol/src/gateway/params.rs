@@ -566,7 +566,7 @@ results! {
         /// it was minted with; the stream ends when the token that minted
         /// it is revoked or expires.
         ticket: String,
-        /// When it expires, epoch milliseconds.
+        /// When it expires (epoch milliseconds).
         expires_at: u64,
         /// What it may do.
         scopes: Vec<Scope>,

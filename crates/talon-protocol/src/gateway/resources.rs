@@ -2,9 +2,10 @@
 //! sessions and their messages, runs and `RunResult`, artifacts, approvals,
 //! questions, models, the ToolSpace, environments and tasks.
 //!
-//! Times are epoch milliseconds unless a field says otherwise (the seed's
-//! `ArtifactSummary` uses RFC 3339 strings; `RunResult` keeps the gateway's
-//! shape, epoch milliseconds, and accepts ISO strings from adapters).
+//! Times follow the API-wide convention
+//! ([`crate::schema::TIME_CONVENTION`]): an instant is an integer count of
+//! milliseconds since the Unix epoch (UTC) in a field named `…At`, a
+//! duration an integer count of milliseconds in a field named `…Ms`.
 
 use std::collections::BTreeMap;
 
@@ -47,10 +48,10 @@ pub struct Agent {
     pub model: Option<String>,
     /// Where it is defined; config agents cannot be updated through the API.
     pub source: AgentSource,
-    /// When it was created (API agents).
+    /// When it was created (epoch milliseconds; API agents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<u64>,
-    /// When it last changed (API agents).
+    /// When it last changed (epoch milliseconds; API agents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<u64>,
 }
@@ -74,9 +75,9 @@ pub struct Session {
     /// The app's metadata.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: Metadata,
-    /// When it was created.
+    /// When it was created (epoch milliseconds).
     pub created_at: u64,
-    /// When it last changed.
+    /// When it last changed (epoch milliseconds).
     pub updated_at: u64,
 }
 
@@ -134,7 +135,7 @@ pub struct Message {
     /// For a tool message, the call it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-    /// When it was stored.
+    /// When it was stored (epoch milliseconds).
     pub created_at: u64,
 }
 
@@ -228,12 +229,12 @@ pub struct Run {
     pub session_key: Option<String>,
     /// Where it is.
     pub status: RunStatus,
-    /// When it was accepted.
+    /// When it was accepted (epoch milliseconds).
     pub created_at: u64,
-    /// When it started running.
+    /// When it started running (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<u64>,
-    /// When it ended.
+    /// When it ended (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
     /// Tokens and cost so far.
@@ -266,17 +267,6 @@ pub enum RunResultStatus {
     Unknown,
 }
 
-/// A time as the gateway reports it: epoch milliseconds, or an ISO 8601
-/// string from an adapter.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum Timestamp {
-    /// Milliseconds since the Unix epoch.
-    Millis(u64),
-    /// An ISO 8601 string.
-    Iso(String),
-}
-
 /// `RunResult.output`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -306,12 +296,12 @@ pub struct RunResult {
     /// The background task, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    /// When it started.
+    /// When it started (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<Timestamp>,
-    /// When it ended.
+    pub started_at: Option<u64>,
+    /// When it ended (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<Timestamp>,
+    pub ended_at: Option<u64>,
     /// Its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<RunOutput>,
@@ -378,9 +368,9 @@ pub struct ArtifactSummary {
     /// Its size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
-    /// When it was created (RFC 3339).
-    pub created_at: String,
-    /// When it will be purged (RFC 3339).
+    /// When it was created (epoch milliseconds).
+    pub created_at: u64,
+    /// When it will be purged (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    pub expires_at: Option<u64>,
 }

@@ -1,2 +1,3 @@
 mod methods;
+mod openapi;
 mod schema;

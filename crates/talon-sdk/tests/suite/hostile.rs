@@ -136,7 +136,7 @@ async fn a_download_url_off_the_gateway_is_refused_and_gets_no_token() {
     let (url, _) = server(|line, _| {
         if line.contains("artifacts.download") {
             let body = serde_json::json!({
-                "artifact": {"id": "art_1", "type": "file", "createdAt": "2026-12-01T00:00:00Z"},
+                "artifact": {"id": "art_1", "type": "file", "createdAt": 1_796_083_200_000_u64},
                 "url": format!("{}/steal", ELSEWHERE.get().unwrap()),
             });
             response("200 OK", "application/json", &body.to_string())
@@ -198,7 +198,7 @@ async fn an_artifact_cut_short_is_a_transport_error() {
     let (url, _) = server(|line, base| {
         if line.contains("artifacts.download") {
             let body = serde_json::json!({
-                "artifact": {"id": "art_1", "type": "file", "createdAt": "2026-12-01T00:00:00Z"},
+                "artifact": {"id": "art_1", "type": "file", "createdAt": 1_796_083_200_000_u64},
                 "url": format!("{base}/v1/artifacts/art_1/content"),
             });
             response("200 OK", "application/json", &body.to_string())

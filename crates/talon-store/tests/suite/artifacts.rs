@@ -20,11 +20,9 @@ fn artifact(
             title: Some(format!("{id}.log")),
             mime_type: Some("text/plain".into()),
             size_bytes: None,
-            created_at: "2026-11-30T00:00:00Z".into(),
-            expires_at: None,
+            created_at: created_ms,
+            expires_at: expires_ms,
         },
-        created_ms,
-        expires_ms,
         content,
     }
 }
@@ -74,7 +72,10 @@ on_both! {
         assert_eq!(ids(store.artifacts(None, Some("s1"), Some("a1"), 1, 50).await.unwrap()), ["a2"]);
         assert_eq!(ids(store.artifacts(None, None, None, 10, 100).await.unwrap()), ["a2"]);
         // Expired: gone from every read before the purge runs.
-        assert!(store.artifact("a1", 50).await.unwrap().is_some());
+        // Times are the rows' epoch milliseconds.
+        let mut expected = artifact("a1", "r1", 1, Some(100), Vec::new()).summary;
+        expected.size_bytes = Some(3);
+        assert_eq!(store.artifact("a1", 50).await.unwrap(), Some(expected));
         assert_eq!(store.artifact("a1", 100).await.unwrap(), None);
         assert_eq!(store.artifact_content("a3", 100).await.unwrap(), None);
         assert_eq!(store.purge_artifacts(99).await.unwrap(), 0);
@@ -83,4 +84,52 @@ on_both! {
         assert_eq!(store.artifact("a1", 0).await.unwrap(), None);
         assert!(store.artifact("a2", u64::MAX >> 2).await.unwrap().is_some());
     }
+}
+
+/// A summary stored before times were epoch milliseconds (its document
+/// held RFC 3339 strings) reads back with the rows' times.
+#[tokio::test]
+async fn a_summary_stored_with_date_strings_reads_back_in_epoch_milliseconds() {
+    use sqlx::Connection as _;
+    let t = super::backend::TestStore::open(super::backend::Kind::Sqlite).await;
+    t.store
+        .put_artifact(artifact(
+            "a1",
+            "r1",
+            1_796_137_445_006,
+            Some(1_796_137_446_000),
+            b"x".to_vec(),
+        ))
+        .await
+        .unwrap();
+    let url = format!("sqlite:{}", t.dir.path().join("talon.db").display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query(
+        "UPDATE artifacts SET doc = json_set(doc, '$.createdAt', '2026-12-01T15:04:05.006Z', \
+         '$.expiresAt', '2026-12-01T15:04:06.000Z') WHERE id = 'a1'",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    let mut expected = artifact(
+        "a1",
+        "r1",
+        1_796_137_445_006,
+        Some(1_796_137_446_000),
+        Vec::new(),
+    )
+    .summary;
+    expected.size_bytes = Some(1);
+    assert_eq!(
+        t.store.artifact("a1", 0).await.unwrap(),
+        Some(expected.clone())
+    );
+    assert_eq!(
+        t.store
+            .artifacts(Some("r1"), None, None, 10, 0)
+            .await
+            .unwrap(),
+        [expected]
+    );
 }

@@ -11,8 +11,7 @@ use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
 use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
 use talon_protocol::gateway::{
     ApiError, ClientTool, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput,
-    RunResult, RunResultStatus, RunStatus, RunsListParams, RunsListResult, Session, Timestamp,
-    Usage,
+    RunResult, RunResultStatus, RunStatus, RunsListParams, RunsListResult, Session, Usage,
 };
 
 use super::play;
@@ -432,8 +431,8 @@ pub(crate) fn result_of(
         session_id: run.session_id.clone(),
         session_key: run.session_key.clone(),
         task_id: None,
-        started_at: run.started_at.map(Timestamp::Millis),
-        ended_at: run.ended_at.map(Timestamp::Millis),
+        started_at: run.started_at,
+        ended_at: run.ended_at,
         output: text.map(|text| talon_protocol::gateway::RunOutput {
             text: Some(text),
             messages: None,

@@ -216,8 +216,8 @@ impl State {
             title: Some(title),
             mime_type: Some(mime.to_owned()),
             size_bytes: Some(bytes.len() as u64),
-            created_at: rfc3339(now),
-            expires_at: Some(rfc3339(now + ARTIFACT_MAX_AGE_MS)),
+            created_at: now,
+            expires_at: Some(now + ARTIFACT_MAX_AGE_MS),
         };
         let sha256 = Sha256::digest(&bytes)
             .iter()
@@ -313,30 +313,6 @@ pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
     }
 }
 
-/// An RFC 3339 date in UTC with milliseconds, as the gateway writes
-/// artifact dates.
-pub(crate) fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
 /// An artifact's MIME type by its name's extension, as the gateway
 /// guesses a written file's.
 pub(crate) fn mime_of(name: &str, bytes: &[u8]) -> &'static str {
@@ -367,15 +343,4 @@ pub(crate) fn hash_of(method: &str, params: &impl serde::Serialize) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_rfc_3339_in_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_796_137_445_006), "2026-12-01T15:04:05.006Z");
-    }
 }

@@ -716,7 +716,12 @@ async fn an_artifact_is_listed_and_its_bytes_come_with_etag_and_ranges() {
     assert_eq!(artifacts.len(), 2, "{result}");
     let mut summary = artifacts[0].clone();
     let id = summary["id"].as_str().unwrap().to_owned();
-    assert!(summary["createdAt"].as_str().unwrap().ends_with('Z'));
+    // Epoch milliseconds, purged 30 days after.
+    let created = summary["createdAt"].as_u64().unwrap();
+    assert_eq!(
+        summary["expiresAt"].as_u64(),
+        Some(created + 30 * 86_400_000)
+    );
     strip(&mut summary, &["id", "createdAt", "expiresAt", "sessionId"]);
     assert_eq!(
         summary,
