@@ -5,6 +5,7 @@ mod agent_remote;
 mod config;
 mod exec;
 mod gateway;
+mod logging;
 mod mock;
 mod models;
 mod tools;
@@ -44,25 +45,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let mut filter = tracing_subscriber::EnvFilter::try_from_env("TALON_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // TALON_DEBUG_CODE_MODE=1: the model-visible tool names and bridge
-    // activity, whatever TALON_LOG says.
-    if std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1")
-        && let Ok(directive) = "talon::code_mode=info".parse()
-    {
-        filter = filter.add_directive(directive);
-    }
-    // TALON_DEBUG_MODEL_PAYLOAD=tools|full-redacted: what the model gets.
-    if std::env::var("TALON_DEBUG_MODEL_PAYLOAD").is_ok()
-        && let Ok(directive) = "talon::model_payload=info".parse()
-    {
-        filter = filter.add_directive(directive);
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    logging::init();
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => exec::run(args),

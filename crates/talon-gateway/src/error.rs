@@ -66,6 +66,7 @@ pub fn api_error(error: StoreError) -> ApiError {
         | StoreError::Connect { .. }
         | StoreError::Closed => {
             tracing::error!(%error, "store unavailable");
+            crate::metrics::store_error();
             let reason = error.unwritable_reason().unwrap_or("closed");
             ApiError::new(
                 ErrorCode::Unavailable,

@@ -1,11 +1,13 @@
 //! The HTTP transport: `POST /v1/<method>` for every method of the table
 //! (the params object as the JSON body, `Authorization: Bearer <token>`),
 //! `GET /healthz` (no auth: `200 ok`, or `503` with the store's reason
-//! while it cannot write), `GET /v1/openapi.json`, and `/` and `/docs`
-//! for a person ([`crate::docs`], no auth either). One error shape:
+//! while it cannot write), `GET /v1/openapi.json`, `GET /metrics`
+//! (`metrics.read`; [`crate::metrics`]), and `/` and `/docs` for a
+//! person ([`crate::docs`], no auth either). One error shape:
 //! `{"error": {code, message, retryable, ...}}` with the code's HTTP
 //! status. Every route is behind the Host, Origin and CORS guard
-//! ([`crate::guard`]).
+//! ([`crate::guard`]), and before it the request id and access log
+//! ([`crate::observe`]).
 //!
 //! A method that writes is refused `unavailable` (retryable) at once
 //! while the store cannot write, and `quota_exceeded` once the store holds
@@ -47,6 +49,10 @@ pub(crate) struct Shared {
     /// How many bytes the store holds (database and artifact files),
     /// measured now and then, against `max_stored_bytes`.
     pub stored: crate::limits::StoredBytes,
+    /// The node's run engine.
+    pub engine: crate::runs::Engine,
+    /// What the node counts (`GET /metrics`).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 pub(crate) use talon_wire::ErrorResponse;
@@ -56,6 +62,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/healthz", get(healthz).fallback(only_get))
         .route("/v1/openapi.json", get(openapi).fallback(only_get))
+        .route("/metrics", get(crate::metrics::serve).fallback(only_get))
         .route("/v1/{method}", post(call).fallback(only_post))
         .route(
             "/v1/events",
@@ -75,6 +82,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             crate::guard::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            crate::observe::layer,
         ))
         .with_state(shared)
 }
@@ -121,6 +132,7 @@ pub(crate) async fn stream_caller(
         Some(ticket) if !headers.contains_key(header::AUTHORIZATION) => {
             let caller =
                 tokens::redeem_ticket(&shared.store, ticket, talon_store::now_ms()).await?;
+            crate::observe::authenticated(&caller);
             shared.limiter.take(&caller.token_id)?;
             Ok(caller)
         }
@@ -138,6 +150,7 @@ pub(crate) async fn caller(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let caller = tokens::authenticate(&shared.store, authorization, talon_store::now_ms()).await?;
+    crate::observe::authenticated(&caller);
     shared.limiter.take(&caller.token_id)?;
     Ok(caller)
 }

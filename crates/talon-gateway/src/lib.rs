@@ -9,6 +9,21 @@
 //! caps, dispatch). Open streams and sockets end with their token
 //! (`revocation`). Environments take only what the admin's
 //! [`EnvironmentPolicy`] names. The threat model is in ARCHITECTURE.md.
+//!
+//! Operating it: every request gets a request id (the client's
+//! `x-request-id` when it is 1 to 128 visible ASCII characters, else a
+//! minted `req_<24 hex>`), returned on every response; at `info` each
+//! request and each WebSocket call logs an access line (target
+//! `talon::access`) and each step of a run one line (target `talon::run`:
+//! created, with the creating request's id; started; waiting for an
+//! approval or an answer; resolved; finished, with status, duration and
+//! error code) (`observe`). `GET /metrics` serves Prometheus text to a
+//! token holding `metrics.read` (`metrics`): requests by method and
+//! status and their latency, WebSocket calls by outcome, open SSE streams
+//! and sockets, runs created, ended by status and their duration, the
+//! queue's depth, running and waiting runs, pending approvals, the latency
+//! of the appends the gateway waits on, store faults and the store's
+//! health.
 
 mod api;
 mod content;
@@ -20,6 +35,8 @@ mod guard;
 mod http;
 mod limits;
 mod memory;
+mod metrics;
+mod observe;
 mod revocation;
 mod runs;
 mod serve;
@@ -177,6 +194,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         Some(node) => node,
         None => runs::new_id("node").map_err(|e| GatewayError::Random(e.message))?,
     };
+    let metrics = Arc::new(metrics::Metrics::default());
     let engine = runs::Engine::new(
         store.clone(),
         config.store.clone(),
@@ -184,6 +202,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         config.host.clone(),
         config.runs.clone(),
         Arc::new(config.environments.clone()),
+        metrics.clone(),
     );
     let dispatcher = engine
         .start()
@@ -193,6 +212,8 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
     let shared = Arc::new(http::Shared {
         tail,
+        engine: engine.clone(),
+        metrics,
         api: Api::new(store.clone(), config.config_agents.clone(), engine.clone())
             .with_ticket_ttl(config.ticket_ttl),
         store: store.clone(),

@@ -298,6 +298,8 @@ struct Streaming {
     heartbeat: Pin<Box<Sleep>>,
     every: Duration,
     last_sent: Instant,
+    /// Counted as an open stream while it lives.
+    _open: crate::metrics::Open,
 }
 
 impl Streaming {
@@ -356,6 +358,7 @@ async fn open(
         heartbeat: Box::pin(tokio::time::sleep(every)),
         every,
         last_sent: Instant::now(),
+        _open: shared.metrics.open(crate::metrics::Connection::Sse),
     };
     let frames = futures::stream::unfold(streaming, |mut streaming| async move {
         let frame = streaming.next().await?;

@@ -58,6 +58,8 @@ impl std::fmt::Debug for MintedToken {
 pub struct Caller {
     /// The token's id (a ticket's caller is the token that minted it).
     pub token_id: String,
+    /// The token's name, when it has one (for the access log).
+    pub name: Option<String>,
     /// What it may do.
     pub scopes: Vec<Scope>,
     /// When the token stops working (epoch ms): a stream it opened ends
@@ -242,6 +244,7 @@ pub async fn authenticate(
             } else {
                 Ok(Caller {
                     token_id: token.id,
+                    name: token.name,
                     scopes: token.scopes,
                     expires_at: token.expires_at,
                 })
@@ -356,6 +359,7 @@ pub async fn redeem_ticket(
         .ok_or_else(refused)?;
     Ok(Caller {
         token_id: token.id,
+        name: token.name,
         scopes: taken.scopes,
         expires_at: token.expires_at,
     })

@@ -68,17 +68,20 @@ pub(crate) async fn upgrade(
         Err(error) => return ErrorResponse(error).into_response(),
     };
     let limit = shared.limiter.limits().max_body_bytes;
+    let request_id = crate::observe::request_id().unwrap_or_default();
     ws.max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| connection(shared, caller, socket))
+        .on_upgrade(move |socket| connection(shared, caller, socket, request_id))
 }
 
 fn invalid(message: &str) -> ApiError {
     ApiError::new(ErrorCode::InvalidRequest, message)
 }
 
-async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
+async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, request_id: String) {
     use futures::{SinkExt as _, StreamExt as _};
+    let _open = shared.metrics.open(crate::metrics::Connection::WebSocket);
+    let request_id: Arc<str> = request_id.into();
     let (mut sink, mut frames) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<String>(OUTBOX);
     let (closer, mut close) = tokio::sync::oneshot::channel::<CloseFrame>();
@@ -174,7 +177,20 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
         subscriptions.retain(|_, task| !task.is_finished());
         match method.as_str() {
             "events.subscribe" => {
-                match subscribe(&shared, &caller, params, &outbox, subscriptions.len()).await {
+                let started = std::time::Instant::now();
+                let subscribed =
+                    subscribe(&shared, &caller, params, &outbox, subscriptions.len()).await;
+                let code = subscribed.as_ref().err().map(|e| e.code);
+                crate::observe::ws_called(
+                    &shared,
+                    &request_id,
+                    &caller,
+                    &id,
+                    &method,
+                    started,
+                    code,
+                );
+                match subscribed {
                     Ok((name, task)) => {
                         next_subscription += 1;
                         let sid = format!("sub_{next_subscription}");
@@ -191,6 +207,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
                 }
             }
             "events.unsubscribe" => {
+                let started = std::time::Instant::now();
                 let outcome = caller
                     .require(Method::EventsUnsubscribe.spec().scope)
                     .and_then(|()| {
@@ -209,17 +226,39 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket) {
                             format!("no subscription {:?}", p.subscription_id),
                         )),
                     });
+                let code = outcome.as_ref().err().map(|e| e.code);
+                crate::observe::ws_called(
+                    &shared,
+                    &request_id,
+                    &caller,
+                    &id,
+                    &method,
+                    started,
+                    code,
+                );
                 let _ = outbox.send(answer(&id, outcome)).await;
             }
             _ => {
                 let shared = shared.clone();
                 let caller = caller.clone();
                 let outbox = outbox.clone();
+                let request_id = request_id.clone();
                 tokio::spawn(async move {
-                    let outcome = match crate::tokens::still_live(&shared.store, &caller).await {
-                        Ok(()) => serve_call(&shared, &caller, &method, params).await,
-                        Err(error) => Err(error),
+                    let served = async {
+                        match crate::tokens::still_live(&shared.store, &caller).await {
+                            Ok(()) => serve_call(&shared, &caller, &method, params).await,
+                            Err(error) => Err(error),
+                        }
                     };
+                    let outcome = crate::observe::ws_call(
+                        &shared,
+                        &request_id,
+                        &caller,
+                        &id,
+                        &method,
+                        served,
+                    )
+                    .await;
                     let _ = outbox.send(answer(&id, outcome)).await;
                 });
             }

@@ -5,6 +5,7 @@ mod gateway;
 mod hostile_files;
 mod hostile_state;
 mod hostile_store;
+mod logs;
 mod soak;
 mod tokens;
 mod tools;

@@ -91,6 +91,7 @@ Scopes:
   tools.invoke       call exposed tools directly
   artifacts.read     list and download artifacts
   environment.write  create and delete managed environments
+  metrics.read       read the Prometheus metrics (GET /metrics)
   admin              everything, tokens.create included
 
 Example: talon token create --scope app --name web --expires-in 30d"

@@ -141,8 +141,22 @@ impl DurableApprover {
             id: Some(approval.id.clone()),
             wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
+        tracing::info!(
+            target: "talon::run",
+            run_id = %ctx.scope.run_id,
+            approval_id = %approval.id,
+            tool = %entry.id,
+            "run waiting for approval"
+        );
         let resolved = self.wait(approval).await?;
         guard.id = None;
+        tracing::info!(
+            target: "talon::run",
+            run_id = %ctx.scope.run_id,
+            approval_id = %resolved.id,
+            status = ?resolved.status,
+            "approval resolved"
+        );
         Ok(self.act_on(entry, &resolved, false))
     }
 

@@ -122,8 +122,18 @@ impl Engine {
                 }),
             ));
         }
-        store.append(events).await.map_err(api_error)?;
+        self.append(events).await.map_err(api_error)?;
         drop(_lane);
+        self.inner.metrics.run_created();
+        tracing::info!(
+            target: "talon::run",
+            run_id = %run.id,
+            agent = %run.agent_id,
+            session_id = %submit.session.id,
+            request_id = crate::observe::request_id().unwrap_or_default(),
+            queued = reason.unwrap_or(""),
+            "run created"
+        );
         self.inner.wake.notify_one();
         Ok(run)
     }

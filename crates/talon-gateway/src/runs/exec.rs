@@ -69,6 +69,14 @@ impl Engine {
         let store = self.inner.store.clone();
         let stored = RunCheckpoint::read(checkpoint);
         let resume_from = stored.resume_from();
+        tracing::info!(
+            target: "talon::run",
+            run_id = %run.id,
+            agent = %run.agent_id,
+            node = %self.inner.node,
+            resumed = resume_from.is_some(),
+            "run started"
+        );
         let sink = Arc::new(StoreSink::start(
             store.clone(),
             Some(Checkpoints {
@@ -319,14 +327,34 @@ impl Engine {
         if let Some(event) = terminal
             && !self
                 .retrying(&ended.id, "its run.failed", || {
-                    store.append(vec![event.clone()])
+                    self.append(vec![event.clone()])
                 })
                 .await
         {
             return;
         }
-        self.retrying(&ended.id, "its end", || store.end_run(ended, summary))
-            .await;
+        if !self
+            .retrying(&ended.id, "its end", || store.end_run(ended, summary))
+            .await
+        {
+            return;
+        }
+        let took = ended
+            .ended_at
+            .unwrap_or_default()
+            .saturating_sub(ended.created_at);
+        let status = super::status_name(ended.status);
+        self.inner
+            .metrics
+            .run_ended(status, Duration::from_millis(took));
+        tracing::info!(
+            target: "talon::run",
+            run_id = %ended.id,
+            status,
+            duration_ms = took,
+            error = ended.error.as_ref().map_or("", |e| e.code.as_str()),
+            "run finished"
+        );
     }
 
     /// Runs `write` until it succeeds (`true`), backing off to 2 s between
@@ -340,6 +368,7 @@ impl Engine {
         loop {
             let written = write().await;
             if let Err(error) = &written {
+                crate::metrics::store_error();
                 self.inner.store.note_failure(error);
             }
             match written {

@@ -183,6 +183,8 @@ struct Inner {
     /// Set when a stopping node leaves its waiting runs to the next start
     /// (their requests stay pending).
     suspending: AtomicBool,
+    /// What the node counts.
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// A call of a run waiting on a person; counted while it lives.
@@ -213,6 +215,20 @@ impl Drop for PersonWait {
                 waiting.remove(&self.run_id);
             }
         }
+    }
+}
+
+/// The wire spelling of a run's status (a metric label, a log field).
+pub(crate) fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Queued => "queued",
+        RunStatus::Running => "running",
+        RunStatus::Waiting => "waiting",
+        RunStatus::Completed => "completed",
+        RunStatus::Failed => "failed",
+        RunStatus::Cancelled => "cancelled",
+        RunStatus::TimedOut => "timed_out",
+        _ => "unknown",
     }
 }
 
@@ -291,6 +307,7 @@ impl Engine {
         host: Arc<Host>,
         limits: RunLimits,
         environments: Arc<crate::environments::EnvironmentPolicy>,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -309,6 +326,7 @@ impl Engine {
                 environments,
                 waiting: Mutex::new(HashMap::new()),
                 suspending: AtomicBool::new(false),
+                metrics,
                 host,
             }),
         }
@@ -407,6 +425,31 @@ impl Engine {
     /// The state directory (environments' workspaces live under it).
     pub(crate) fn state_dir(&self) -> std::path::PathBuf {
         self.inner.store_config.state_dir.clone()
+    }
+
+    /// Runs waiting in the store before `runs.create` refuses more.
+    pub(crate) fn max_queued(&self) -> u32 {
+        self.inner.limits.max_queued
+    }
+
+    /// Runs of this node waiting on a person.
+    pub(crate) fn waiting(&self) -> usize {
+        self.inner
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Appends `events`, timing how long they take to be durable.
+    pub(crate) async fn append(
+        &self,
+        events: Vec<Event>,
+    ) -> Result<Vec<Event>, talon_store::StoreError> {
+        let started = std::time::Instant::now();
+        let appended = self.inner.store.append(events).await;
+        self.inner.metrics.appended(started.elapsed());
+        appended
     }
 
     /// This node's id.

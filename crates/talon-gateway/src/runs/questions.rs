@@ -109,8 +109,21 @@ impl DurableQuestions {
             id: Some(question.id.clone()),
             wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
+        tracing::info!(
+            target: "talon::run",
+            run_id = %ctx.scope.run_id,
+            question_id = %question.id,
+            "run waiting for an answer"
+        );
         let settled = self.wait(question).await?;
         guard.id = None;
+        tracing::info!(
+            target: "talon::run",
+            run_id = %ctx.scope.run_id,
+            question_id = %settled.id,
+            status = ?settled.status,
+            "question settled"
+        );
         Ok(match settled.status {
             QuestionStatus::Answered => {
                 let answer = settled.answer.clone().unwrap_or(Value::Null);

@@ -9,6 +9,7 @@ mod http;
 mod invoke;
 mod limits;
 mod nodes;
+mod observe;
 mod questions;
 mod run_list;
 mod runs;

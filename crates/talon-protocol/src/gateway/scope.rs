@@ -40,6 +40,9 @@ pub enum Scope {
     /// Create or delete managed environments.
     #[serde(rename = "environment.write")]
     EnvironmentWrite,
+    /// Read the gateway's Prometheus metrics (`GET /metrics`).
+    #[serde(rename = "metrics.read")]
+    MetricsRead,
     /// Administrative operations; implies every other scope.
     #[serde(rename = "admin")]
     Admin,
@@ -50,7 +53,7 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope a gateway grants, in the seed's order.
-    pub const ALL: [Scope; 11] = [
+    pub const ALL: [Scope; 12] = [
         Self::AgentRead,
         Self::AgentRun,
         Self::SessionRead,
@@ -61,6 +64,7 @@ impl Scope {
         Self::ToolsInvoke,
         Self::ArtifactsRead,
         Self::EnvironmentWrite,
+        Self::MetricsRead,
         Self::Admin,
     ];
 
@@ -77,6 +81,7 @@ impl Scope {
             Self::ToolsInvoke => "tools.invoke",
             Self::ArtifactsRead => "artifacts.read",
             Self::EnvironmentWrite => "environment.write",
+            Self::MetricsRead => "metrics.read",
             Self::Admin => "admin",
             Self::Unknown => "unknown",
         }
@@ -95,6 +100,7 @@ impl Scope {
             Self::ToolsInvoke => "call exposed tools directly",
             Self::ArtifactsRead => "list and download artifacts",
             Self::EnvironmentWrite => "create and delete managed environments",
+            Self::MetricsRead => "read the Prometheus metrics (GET /metrics)",
             Self::Admin => "everything, tokens.create included",
             Self::Unknown => "a scope this client does not know",
         }

@@ -1,0 +1,94 @@
+//! Where the `talon` command's logs go and how they look: stderr, filtered
+//! by `TALON_LOG` (else `RUST_LOG`, else `warn`; the `EnvFilter` syntax),
+//! as text or, with `TALON_LOG_FORMAT=json`, one JSON object a line
+//! (`timestamp`, `level`, `target`, `fields`, the spans it is inside).
+//! Colour only when stderr is a terminal, so a log file never holds ANSI
+//! escapes. `TALON_DEBUG_CODE_MODE=1` and `TALON_DEBUG_MODEL_PAYLOAD` add
+//! their targets at `info` whatever the filter says.
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogFormat {
+    /// Human-readable text (the default).
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
+impl LogFormat {
+    /// The format `TALON_LOG_FORMAT` names (`text` or `json`), or the
+    /// error to print for another value.
+    pub(crate) fn parse(value: Option<&str>) -> Result<Self, String> {
+        match value.map(str::trim) {
+            None | Some("") | Some("text") => Ok(Self::Text),
+            Some("json") => Ok(Self::Json),
+            Some(other) => Err(format!(
+                "TALON_LOG_FORMAT={other:?} is not a log format: use `text` or `json`"
+            )),
+        }
+    }
+}
+
+/// The filter: `TALON_LOG`, else `RUST_LOG`, else `warn`, plus the debug
+/// switches' targets.
+fn filter() -> EnvFilter {
+    let mut filter = EnvFilter::try_from_env("TALON_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("warn"));
+    // TALON_DEBUG_CODE_MODE=1: the model-visible tool names and bridge
+    // activity, whatever TALON_LOG says.
+    if std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1")
+        && let Ok(directive) = "talon::code_mode=info".parse()
+    {
+        filter = filter.add_directive(directive);
+    }
+    // TALON_DEBUG_MODEL_PAYLOAD=tools|full-redacted: what the model gets.
+    if std::env::var("TALON_DEBUG_MODEL_PAYLOAD").is_ok()
+        && let Ok(directive) = "talon::model_payload=info".parse()
+    {
+        filter = filter.add_directive(directive);
+    }
+    filter
+}
+
+/// Installs the process's subscriber. A `TALON_LOG_FORMAT` it does not
+/// know is reported on stderr and text is used.
+pub(crate) fn init() {
+    let format = LogFormat::parse(std::env::var("TALON_LOG_FORMAT").ok().as_deref())
+        .unwrap_or_else(|message| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "talon: warning: {message}");
+            LogFormat::Text
+        });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter())
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogFormat;
+
+    #[test]
+    fn formats_parse_and_others_are_refused() {
+        assert_eq!(LogFormat::parse(None), Ok(LogFormat::Text));
+        assert_eq!(LogFormat::parse(Some("text")), Ok(LogFormat::Text));
+        assert_eq!(LogFormat::parse(Some(" json ")), Ok(LogFormat::Json));
+        assert_eq!(
+            LogFormat::parse(Some("xml")),
+            Err("TALON_LOG_FORMAT=\"xml\" is not a log format: use `text` or `json`".into())
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! Request ids and the access log.
+//!
+//! Every request gets an id: the client's `x-request-id` when it is 1 to
+//! 128 visible ASCII characters, else a fresh `req_<24 hex digits>`. The
+//! response carries it back in `x-request-id`, whatever the answer
+//! (guard refusals and 404s included). Each request is logged at `info`
+//! under the target `talon::access`, one line when its response head goes
+//! out: HTTP method, path (never the query, which may hold a ticket),
+//! status, duration, the token's id and name once it authenticated, and
+//! the request id. A WebSocket call logs its own line (`transport=ws`,
+//! the call's method and outcome, the connection's request id and the
+//! frame's id). The request's handling runs inside a `request` span naming
+//! its id, so every line it logs carries it; a run created by the request
+//! logs it beside the run's id.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument as _;
+
+use crate::http::Shared;
+
+/// The request id header.
+pub(crate) const REQUEST_ID: &str = "x-request-id";
+/// The longest request id taken from a client.
+pub(crate) const MAX_REQUEST_ID: usize = 128;
+/// The longest path logged.
+const MAX_PATH: usize = 200;
+
+/// What the access log learns of a call while it is served.
+#[derive(Debug)]
+pub(crate) struct Call {
+    /// Its request id.
+    pub request_id: String,
+    /// The token that authenticated it: id and name.
+    token: OnceLock<(String, Option<String>)>,
+}
+
+impl Call {
+    fn new(request_id: String) -> Self {
+        Self {
+            request_id,
+            token: OnceLock::new(),
+        }
+    }
+
+    fn token(&self) -> (&str, &str) {
+        match self.token.get() {
+            Some((id, name)) => (id, name.as_deref().unwrap_or("")),
+            None => ("", ""),
+        }
+    }
+}
+
+tokio::task_local! {
+    static CALL: Arc<Call>;
+}
+
+/// The request id of the call being served on this task, if any.
+pub(crate) fn request_id() -> Option<String> {
+    CALL.try_with(|call| call.request_id.clone()).ok()
+}
+
+/// Notes the token that authenticated the call being served.
+pub(crate) fn authenticated(caller: &crate::tokens::Caller) {
+    let _ = CALL.try_with(|call| {
+        let _ = call
+            .token
+            .set((caller.token_id.clone(), caller.name.clone()));
+    });
+}
+
+/// The client's request id when it is acceptable.
+pub(crate) fn accepted(value: Option<&HeaderValue>) -> Option<String> {
+    let bytes = value?.as_bytes();
+    let fits =
+        (1..=MAX_REQUEST_ID).contains(&bytes.len()) && bytes.iter().all(|b| b.is_ascii_graphic());
+    // Visible ASCII only, so it is valid UTF-8.
+    fits.then(|| String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// A fresh request id, `req_<24 hex digits>`.
+fn minted() -> String {
+    let mut bytes = [0u8; 12];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: a process-unique counter still tells requests
+        // apart in the log.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return format!("req_{n:024x}");
+    }
+    let mut id = String::with_capacity(28);
+    id.push_str("req_");
+    for b in bytes {
+        id.push_str(&format!("{b:02x}"));
+    }
+    id
+}
+
+/// The layer: request id in, request id out, one access-log line.
+pub(crate) async fn layer(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let id = accepted(request.headers().get(REQUEST_ID)).unwrap_or_else(minted);
+    let method = request.method().clone();
+    let path: String = request.uri().path().chars().take(MAX_PATH).collect();
+    let call = Arc::new(Call::new(id.clone()));
+    let span = tracing::info_span!("request", request_id = %id);
+    let mut response = CALL
+        .scope(call.clone(), next.run(request))
+        .instrument(span)
+        .await;
+    let took = started.elapsed();
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    let status = response.status().as_u16();
+    shared.metrics.request(&method, status, took);
+    let (token, token_name) = call.token();
+    tracing::info!(
+        target: "talon::access",
+        transport = "http",
+        method = %method,
+        path = %path,
+        status,
+        duration_ms = took.as_secs_f64() * 1e3,
+        token,
+        token_name,
+        request_id = %id,
+        "request"
+    );
+    response
+}
+
+/// Serves one WebSocket call as the connection's `connection` request:
+/// the call's own access-log line, its outcome counted.
+pub(crate) async fn ws_call<F>(
+    shared: &Shared,
+    connection: &str,
+    caller: &crate::tokens::Caller,
+    frame: &serde_json::Value,
+    method: &str,
+    serve: F,
+) -> Result<serde_json::Value, talon_protocol::gateway::ApiError>
+where
+    F: std::future::Future<Output = Result<serde_json::Value, talon_protocol::gateway::ApiError>>,
+{
+    let started = Instant::now();
+    let call = Arc::new(Call::new(connection.to_owned()));
+    authenticated_as(&call, caller);
+    let span = tracing::info_span!("request", request_id = %connection);
+    let outcome = CALL.scope(call, serve).instrument(span).await;
+    let code = outcome.as_ref().err().map(|e| e.code);
+    ws_called(shared, connection, caller, frame, method, started, code);
+    outcome
+}
+
+/// The access line of a WebSocket call that took from `started` and
+/// ended with `code` (`None`: ok), counted.
+pub(crate) fn ws_called(
+    shared: &Shared,
+    connection: &str,
+    caller: &crate::tokens::Caller,
+    frame: &serde_json::Value,
+    method: &str,
+    started: Instant,
+    code: Option<talon_protocol::gateway::ErrorCode>,
+) {
+    let took = started.elapsed();
+    shared.metrics.ws_call(code);
+    let frame: String = frame.to_string().chars().take(64).collect();
+    let shown: String = method.chars().take(64).collect();
+    tracing::info!(
+        target: "talon::access",
+        transport = "ws",
+        method = %shown,
+        status = code.map_or("ok", |c| c.as_str()),
+        duration_ms = took.as_secs_f64() * 1e3,
+        token = %caller.token_id,
+        token_name = caller.name.as_deref().unwrap_or(""),
+        request_id = %connection,
+        frame = %frame,
+        "call"
+    );
+}
+
+fn authenticated_as(call: &Call, caller: &crate::tokens::Caller) {
+    let _ = call
+        .token
+        .set((caller.token_id.clone(), caller.name.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_bounded_and_printable() {
+        let take = |s: &[u8]| accepted(HeaderValue::from_bytes(s).ok().as_ref());
+        assert_eq!(take(b"abc-123_X.y"), Some("abc-123_X.y".into()));
+        assert_eq!(take(&[b'a'; 128]), Some("a".repeat(128)));
+        assert_eq!(take(&[b'a'; 129]), None);
+        assert_eq!(take(b""), None);
+        assert_eq!(take(b"has space"), None);
+        assert_eq!(take(b"tab\there"), None);
+        assert_eq!(take("caf\u{e9}".as_bytes()), None);
+        let id = minted();
+        assert_eq!(id.len(), 28);
+        assert!(id.starts_with("req_"));
+        assert!(accepted(HeaderValue::from_str(&id).ok().as_ref()).is_some());
+    }
+}
