@@ -6,7 +6,9 @@ round by round (BEFORE, AFTER, BEFORE, ...), so that load on the machine
 falls on both alike. The model is the scripted mock (build with
 `--features mock-model`).
 Usage: scripts/bench/logged_runs.py BEFORE AFTER [--rounds N] [--runs M]
-Results in docs/benchmarks.md."""
+                                   [--levels BEFORE_LEVEL,AFTER_LEVEL]
+BEFORE and AFTER may be the same binary with two levels (`--levels
+warn,info`: what logging at info costs). Results in docs/benchmarks.md."""
 import json, os, shutil, socket, statistics, subprocess, sys, tempfile, time, urllib.request, http.client
 args = sys.argv[1:]
 def opt(name, default):
@@ -14,15 +16,18 @@ def opt(name, default):
         i = args.index(name); v = int(args[i + 1]); del args[i:i + 2]; return v
     return default
 rounds, runs = opt("--rounds", 5), opt("--runs", 100)
-before, after = args[0], args[1]
+levels = ["info", "info"]
+if "--levels" in args:
+    i = args.index("--levels"); levels = args[i + 1].split(","); del args[i:i + 2]
+sides = [(args[0], levels[0]), (args[1], levels[1])]
 SCRIPT = '{"replay": "perRun", "turns": [{"text": "hi"}]}'
 def port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-def one(exe):
+def one(exe, level):
     state = tempfile.mkdtemp(prefix="talon-bench-")
     script = os.path.join(state, "script.json"); open(script, "w").write(SCRIPT)
     log = open(os.path.join(state, "log"), "w")
-    env = dict(os.environ, TALON_STATE_DIR=state, HOME=state, TALON_LOG="info")
+    env = dict(os.environ, TALON_STATE_DIR=state, HOME=state, TALON_LOG=level)
     env.pop("TALON_CONFIG", None); env.pop("RUST_LOG", None); env.pop("TALON_LOG_FORMAT", None)
     p = port()
     t0 = time.perf_counter()
@@ -60,12 +65,13 @@ def one(exe):
     shutil.rmtree(state, ignore_errors=True)
     lat.sort()
     return ready, rss, lat[len(lat) // 2], lat[int(len(lat) * 0.95)], lines
-res = {before: [], after: []}
+res = {side: [] for side in sides}
 for r in range(rounds):
-    for exe in (before, after):
-        res[exe].append(one(exe))
-        print(exe, "round", r, "ready %.1f ms, rss %.1f MB, create->started p50 %.2f ms p95 %.2f ms, %d log lines" % res[exe][-1], flush=True)
-for exe in (before, after):
-    rs = res[exe]
+    for side in sides:
+        res[side].append(one(*side))
+        print(side, "round", r, "ready %.1f ms, rss %.1f MB, create->started p50 %.2f ms p95 %.2f ms, %d log lines" % res[side][-1], flush=True)
+for side in sides:
+    exe = f"{side[0]} at {side[1]}"
+    rs = res[side]
     med = lambda k: statistics.median(x[k] for x in rs)
     print(f"{exe}: ready median {med(0):.1f} ms, rss median {med(1):.1f} MB, p50 median {med(2):.2f} ms, p95 median {med(3):.2f} ms, log lines {med(4):.0f}")

@@ -139,6 +139,7 @@ impl RunEvents {
             session_key: Some(self.session_key.clone()),
             task_id: None,
             agent_id: Some(self.agent_id.clone()),
+            request_id: None,
             data,
             raw: None,
         });

@@ -9,6 +9,7 @@
 pub mod events;
 pub mod payload;
 pub mod run;
+mod trace;
 
 pub use events::{
     ApprovalEvents, CollectSink, EventSink, NestedCallEvents, NoEvents, RunEvents, UpdateEvents,

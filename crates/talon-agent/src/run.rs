@@ -26,6 +26,7 @@ use talon_protocol::gateway::Usage as EventUsage;
 use talon_protocol::gateway::{ApiError, ErrorCode};
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
 use talon_tools::{RunContext, SurfaceReply, ToolSurface};
+use tracing::Instrument as _;
 
 use crate::events::{MAX_EVENT_RESULT, RunEvents, wire_tool_call};
 
@@ -449,11 +450,16 @@ impl AgentRun<'_> {
                 events.emit(EventData::AssistantDelta(TextDelta { text }));
             }
         };
+        let span = crate::trace::model(&self.options.model, result.turns);
         let reply = self
             .provider
             .complete(&request, &sink, &self.ctx.cancel)
+            .instrument(span.clone())
             .await
-            .map_err(|e| e.api_error())?;
+            .map_err(|e| e.api_error());
+        crate::trace::model_done(&span, &reply);
+        let reply = reply?;
+        drop(span);
         result.usage += reply.usage;
         if !reply.text.is_empty() {
             result.text = reply.text.clone();
@@ -524,10 +530,16 @@ impl AgentRun<'_> {
                 replay_safe: self.surface.replay_safe(&call.name),
             }));
         in_flight.start(number, call);
+        let span = crate::trace::tool(&call.name, &call.id);
         let SurfaceReply { value, ok } = self
             .surface
             .handle(&self.ctx, &call.id, &call.name, args)
+            .instrument(span.clone())
             .await;
+        if !ok {
+            span.record("otel.status_code", "error");
+        }
+        drop(span);
         in_flight.finish(number);
         let ms = started.elapsed().as_millis() as u64;
         if ok {

@@ -290,11 +290,20 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         }
         Err(e) => return fail(2, &e.to_string()),
     }
+    let traces = match config
+        .otel()
+        .map_err(|e| e.to_string())
+        .and_then(|file| crate::otlp::settings(&file, &crate::otlp::ProcessEnv))
+    {
+        Ok(traces) => traces,
+        Err(message) => return fail(2, &message),
+    };
     let runtime = match runtime() {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
     runtime.block_on(async move {
+        let traces = traces.and_then(crate::otlp::start);
         #[cfg(feature = "mock-model")]
         let script = args.mock_script.as_deref();
         #[cfg(not(feature = "mock-model"))]
@@ -354,6 +363,9 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         wait_for_signal().await;
         let _ = writeln!(std::io::stderr(), "talon gateway: shutting down");
         running.shutdown().await;
+        if let Some(traces) = traces {
+            traces.flush(crate::otlp::SHUTDOWN_FLUSH).await;
+        }
         ExitCode::SUCCESS
     })
 }

@@ -55,31 +55,66 @@ fn filter() -> EnvFilter {
     filter
 }
 
-/// Installs the process's subscriber. A `TALON_LOG_FORMAT` it does not
-/// know is reported on stderr and text is used.
+/// Installs the process's subscriber: the log lines (filtered by
+/// [`filter`]) and the OTLP span layer ([`crate::otlp`], idle until an
+/// exporter starts; its filter is its own, so traces do not depend on the
+/// log level). A `TALON_LOG_FORMAT` it does not know is reported on
+/// stderr and text is used.
 pub(crate) fn init() {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::filter::FilterExt as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let format = LogFormat::parse(std::env::var("TALON_LOG_FORMAT").ok().as_deref())
         .unwrap_or_else(|message| {
             use std::io::Write as _;
             let _ = writeln!(std::io::stderr(), "talon: warning: {message}");
             LogFormat::Text
         });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter())
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
-        LogFormat::Json => builder
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match format {
+        LogFormat::Text => lines.with_ansi(std::io::stderr().is_terminal()).boxed(),
+        LogFormat::Json => lines
             .json()
             .with_current_span(true)
             .with_span_list(false)
-            .init(),
-    }
+            .boxed(),
+    };
+    let spans = crate::otlp::layer::OtlpLayer.with_filter(crate::otlp::layer::Wanted);
+    // Trace spans are for the exporter only. The hint keeps the level's
+    // (without one the pair has none, and the subscriber's maximum level,
+    // and the `log` crate's, would be `TRACE`: see `otlp::layer::Wanted`).
+    let not_traces = tracing_subscriber::filter::filter_fn(|meta| {
+        !(meta.is_span() && meta.target() == crate::otlp::layer::TARGET)
+    })
+    .with_max_level_hint(tracing::level_filters::LevelFilter::TRACE);
+    let _ = tracing_subscriber::registry()
+        .with(lines.with_filter(filter().and(not_traces)))
+        .with(spans)
+        .try_init();
 }
 
 #[cfg(test)]
 mod tests {
     use super::LogFormat;
+
+    /// The only test of this binary's that installs the subscriber: the
+    /// most verbose level anything is asked at is the filter's (`warn` by
+    /// default), not `TRACE`, so the `log` crate's level is too.
+    #[test]
+    fn the_most_verbose_level_is_the_filters() {
+        use tracing::level_filters::LevelFilter;
+        let expected = <tracing_subscriber::EnvFilter as tracing_subscriber::layer::Filter<
+            tracing_subscriber::Registry,
+        >>::max_level_hint(&super::filter())
+        .unwrap_or(LevelFilter::TRACE);
+        super::init();
+        assert_eq!(LevelFilter::current(), expected);
+        if std::env::var_os("TALON_LOG").is_none() && std::env::var_os("RUST_LOG").is_none() {
+            assert_eq!(expected, LevelFilter::WARN);
+        }
+    }
 
     #[test]
     fn formats_parse_and_others_are_refused() {

@@ -8,6 +8,7 @@ mod gateway;
 mod logging;
 mod mock;
 mod models;
+mod otlp;
 mod tools;
 
 use std::process::ExitCode;

@@ -19,12 +19,14 @@ use serde_json::Value;
 use talon_fs::{FsError, Symlinks};
 
 pub mod check;
+mod diagnostics;
 mod gateway;
 pub mod json5;
 mod keys;
 pub mod schema;
 mod security;
 
+pub use diagnostics::{OTLP_PROTOCOL, OtelSettings};
 pub use gateway::GatewaySettings;
 pub use json5::Spans;
 pub use security::{EnvironmentSettings, SecretRef, SecuritySettings};

@@ -12,6 +12,12 @@
 //! frame's id). The request's handling runs inside a `request` span naming
 //! its id, so every line it logs carries it; a run created by the request
 //! logs it beside the run's id.
+//!
+//! Inside it, a `request` span of the target `talon::trace` is the
+//! request's OpenTelemetry span when the binary exports traces (`otel.*`
+//! fields, HTTP semantic-convention attributes), inside the caller's
+//! trace when it sent a valid W3C `traceparent`. Spans of that target are
+//! never written to the log, and log spans are never exported.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -65,6 +71,32 @@ pub(crate) fn request_id() -> Option<String> {
     CALL.try_with(|call| call.request_id.clone()).ok()
 }
 
+/// Runs `work` as part of the call `request_id` names (a run executing
+/// for the call that created it): [`request_id`] answers it inside, so
+/// what the run appends carries it. Nothing is logged for it.
+pub(crate) async fn on_behalf_of<F: std::future::Future>(
+    request_id: Option<String>,
+    work: F,
+) -> F::Output {
+    match request_id {
+        Some(id) => CALL.scope(Arc::new(Call::new(id)), work).await,
+        None => work.await,
+    }
+}
+
+/// Sets `requestId` on the events that have none to the call being
+/// served's.
+pub(crate) fn stamp(events: &mut [talon_protocol::Event]) {
+    let Some(id) = request_id() else {
+        return;
+    };
+    for event in events {
+        if event.request_id.is_none() {
+            event.request_id = Some(id.clone());
+        }
+    }
+}
+
 /// Notes the token that authenticated the call being served.
 pub(crate) fn authenticated(caller: &crate::tokens::Caller) {
     let _ = CALL.try_with(|call| {
@@ -112,12 +144,37 @@ pub(crate) async fn layer(
     let method = request.method().clone();
     let path: String = request.uri().path().chars().take(MAX_PATH).collect();
     let call = Arc::new(Call::new(id.clone()));
+    // A caller's `traceparent` puts the request's span inside its trace.
+    let traceparent = request
+        .headers()
+        .get(talon_protocol::trace::TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(talon_protocol::trace::TraceContext::parse)
+        .map(|c| c.to_string());
     let span = tracing::info_span!("request", request_id = %id);
+    let trace = tracing::info_span!(
+        target: "talon::trace",
+        "request",
+        otel.name = %format_args!("{method} {path}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        url.path = %path,
+        http.response.status_code = tracing::field::Empty,
+        talon.request_id = %id,
+        traceparent,
+    );
     let mut response = CALL
         .scope(call.clone(), next.run(request))
+        .instrument(trace.clone())
         .instrument(span)
         .await;
     let took = started.elapsed();
+    trace.record("http.response.status_code", response.status().as_u16());
+    if response.status().is_server_error() {
+        trace.record("otel.status_code", "error");
+    }
+    drop(trace);
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }
@@ -156,7 +213,20 @@ where
     let call = Arc::new(Call::new(connection.to_owned()));
     authenticated_as(&call, caller);
     let span = tracing::info_span!("request", request_id = %connection);
-    let outcome = CALL.scope(call, serve).instrument(span).await;
+    let shown: String = method.chars().take(64).collect();
+    let trace = tracing::info_span!(
+        target: "talon::trace",
+        "request",
+        otel.name = %format_args!("ws {shown}"),
+        otel.kind = "server",
+        rpc.method = %shown,
+        talon.request_id = %connection,
+    );
+    let outcome = CALL
+        .scope(call, serve)
+        .instrument(trace)
+        .instrument(span)
+        .await;
     let code = outcome.as_ref().err().map(|e| e.code);
     ws_called(shared, connection, caller, frame, method, started, code);
     outcome

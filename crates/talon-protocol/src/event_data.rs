@@ -397,6 +397,7 @@ mod tests {
             session_key: None,
             task_id: None,
             agent_id: None,
+            request_id: None,
             data: json,
             raw: None,
         };

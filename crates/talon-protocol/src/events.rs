@@ -170,6 +170,12 @@ pub struct Event {
     /// The agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// The `x-request-id` of the call that caused it: for what a run does
+    /// on its own, the call that created the run; for an event a later
+    /// call caused (cancelling a queued run), that call. Absent on what a
+    /// gateway does by itself (recovering a stopped node's runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
     /// The type's payload.
     pub data: serde_json::Value,
     /// The runtime-native payload, when a diagnostic scope asks for it.

@@ -25,6 +25,7 @@ pub mod gateway;
 pub mod openapi;
 pub mod schema;
 pub mod tools;
+pub mod trace;
 
 pub use code_mode::{
     CodeModeErrorCode, CodeModeLimitFailures, CodeModeOutput, CodeModePendingToolCall,

@@ -82,6 +82,9 @@ impl<T> Calls<T> {
     /// Starts host call `host_id` as a task; it waits for a permit first.
     /// Must be called within a tokio runtime.
     pub fn start(&mut self, host_id: u64, tag: T, call: CallFuture) {
+        // The task runs inside the span of whoever started it (the cell's
+        // `exec` call), so a nested call's trace span is that call's child.
+        let call = tracing::Instrument::instrument(call, tracing::Span::current());
         let permits = self.permits.clone();
         let handle = self.tasks.spawn(async move {
             let Ok(_permit) = permits.acquire_owned().await else {

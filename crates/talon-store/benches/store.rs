@@ -41,6 +41,7 @@ fn delta(n: u64) -> Event {
         session_key: Some("agent:main:bench".into()),
         task_id: None,
         agent_id: Some("main".into()),
+        request_id: None,
         data: json!({"text": " token"}),
         raw: None,
     }

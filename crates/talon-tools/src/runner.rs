@@ -410,16 +410,44 @@ impl ToolRunner {
         if let Some(observer) = &self.observer {
             observer.started(ctx, &call, entry);
         }
+        // A call made on the model's behalf (by a cell or a bridge) is a
+        // span of its own, inside its parent call's; the model's own calls
+        // get theirs from the agent loop.
+        let span = match &call.caller {
+            Caller::Parent(parent) => tracing::info_span!(
+                target: "talon::trace",
+                "tool",
+                otel.name = %format_args!("execute_tool {}", clip(&call.id, 128)),
+                otel.status_code = tracing::field::Empty,
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = %clip(&call.id, MAX_ID_BYTES),
+                gen_ai.tool.call.id = %clip(&call.call_id, MAX_ID_BYTES),
+                talon.tool.parent_call_id = %clip(parent, MAX_ID_BYTES),
+                talon.tool.status = tracing::field::Empty,
+            ),
+            _ => tracing::Span::none(),
+        };
         let outcome = match entry {
             None => CallOutcome::NotFound,
             // Cancelling the run drops whatever the call was waiting on
             // (a hook, an approval, its turn, the executor), at once.
-            Some(entry) => tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => CallOutcome::Aborted,
-                outcome = self.run_checked(ctx, entry, &call) => outcome,
-            },
+            Some(entry) => {
+                let checked = tracing::Instrument::instrument(
+                    self.run_checked(ctx, entry, &call),
+                    span.clone(),
+                );
+                tokio::select! {
+                    biased;
+                    () = ctx.cancel.cancelled() => CallOutcome::Aborted,
+                    outcome = checked => outcome,
+                }
+            }
         };
+        span.record("talon.tool.status", outcome.status());
+        if !matches!(outcome, CallOutcome::Ok(_)) {
+            span.record("otel.status_code", "error");
+        }
+        drop(span);
         let outcome = match outcome {
             CallOutcome::Ok(value) => CallOutcome::Ok(cap(value, self.max_result_bytes)),
             CallOutcome::Failed(mut error) => {

@@ -1,6 +1,7 @@
 //! `talon gateway`'s log at `info` as JSON: one object a line, no ANSI
 //! escapes on a pipe, an access line per request with its request id, and
-//! a line for each step of a run's life.
+//! a line for each step of a run's life; the request id in the run's
+//! events.
 
 use std::io::{BufRead, BufReader, Read, Write as _};
 use std::process::Command;
@@ -99,6 +100,34 @@ fn the_json_log_has_an_access_line_per_request_and_a_line_per_step_of_a_run() {
         &format!(r#"{{"runId": "{run_id}", "timeoutMs": 30000}}"#),
     ));
     assert_eq!(result["status"], "completed", "{result}");
+    // Every event of the run carries the id of the call that created it,
+    // the answer's too (the run emits it).
+    let page = body(&post(
+        &addr,
+        &admin,
+        "runs.events",
+        &format!(r#"{{"runId": "{run_id}"}}"#),
+    ));
+    let events: Vec<(String, Value)> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["requestId"].clone(),
+            )
+        })
+        .collect();
+    assert!(events.len() >= 6, "{page}");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(_, id)| *id != json!("app-req-1"))
+            .collect::<Vec<_>>(),
+        Vec::<&(String, Value)>::new(),
+        "{page}"
+    );
     Command::new("kill")
         .args(["-TERM", &gateway.id().to_string()])
         .status()
@@ -140,6 +169,7 @@ fn the_json_log_has_an_access_line_per_request_and_a_line_per_step_of_a_run() {
             ("POST", "/v1/questions.list", 200),
             ("POST", "/v1/questions.respond", 200),
             ("POST", "/v1/runs.wait", 200),
+            ("POST", "/v1/runs.events", 200),
         ]
     );
     assert_eq!(

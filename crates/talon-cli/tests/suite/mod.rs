@@ -9,6 +9,7 @@ mod logs;
 mod soak;
 mod tokens;
 mod tools;
+mod traces;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -26,6 +27,12 @@ pub fn spawn_talon(home: &Path, args: &[&str], env: &[(&str, &Path)]) -> Child {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // A developer's OpenTelemetry settings would turn traces on.
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("OTEL_") {
+            command.env_remove(key);
+        }
+    }
     for (key, value) in env {
         command.env(key, value);
     }

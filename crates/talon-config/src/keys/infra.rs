@@ -183,3 +183,66 @@ pub(super) fn gateway() -> Node {
     );
     Node::object(fields, "The gateway.")
 }
+
+pub(super) fn diagnostics() -> Node {
+    let otel = Node::object(
+        vec![
+            field(
+                "enabled",
+                Node::bool("Export OpenTelemetry traces over OTLP/HTTP (default false)."),
+            ),
+            field(
+                "endpoint",
+                Node::text(
+                    "The collector's OTLP/HTTP base URL; /v1/traces is added \
+                     ($OTEL_EXPORTER_OTLP_ENDPOINT when absent, else http://localhost:4318).",
+                ),
+            ),
+            field(
+                "protocol",
+                Node::word(
+                    &["http/protobuf"],
+                    "The OTLP protocol (only http/protobuf).",
+                ),
+            ),
+            field(
+                "serviceName",
+                Node::text("The service.name resource attribute (default talon)."),
+            ),
+            field(
+                "headers",
+                Node::map(
+                    Node::string(""),
+                    "Headers sent with every export (also $OTEL_EXPORTER_OTLP_HEADERS).",
+                ),
+            ),
+            field("traces", Node::bool("Export spans (default true).")),
+            field(
+                "sampleRate",
+                Node::number(
+                    None,
+                    Some(1.0),
+                    "The share of new traces kept, 0 to 1 (default 1).",
+                ),
+            ),
+            openclaw("metrics", "OpenClaw's OTLP metrics; Talon serves /metrics."),
+            openclaw("logs", "OpenClaw's OTLP logs; Talon does not export logs."),
+            openclaw("flushIntervalMs", "OpenClaw's."),
+            openclaw("captureContent", "OpenClaw's."),
+        ],
+        "OpenTelemetry export (OpenClaw's diagnostics.otel).",
+    );
+    Node::object(
+        vec![
+            field(
+                "enabled",
+                Node::bool("false turns every diagnostic export off."),
+            ),
+            field("otel", otel),
+            openclaw("flags", "OpenClaw's."),
+            openclaw("stuckSessionWarnMs", "OpenClaw's."),
+            openclaw("cacheTrace", "OpenClaw's."),
+        ],
+        "Diagnostics: OpenTelemetry traces.",
+    )
+}

@@ -15,7 +15,7 @@ use crate::schema::{Field, Node, field, openclaw};
 mod infra;
 mod references;
 
-use infra::{gateway, mcp_servers, store};
+use infra::{diagnostics, gateway, mcp_servers, store};
 pub(crate) use references::cross_reference;
 
 const U32_MAX: i64 = u32::MAX as i64;
@@ -49,13 +49,13 @@ pub fn schema() -> Node {
         ),
         field("store", store()),
         field("gateway", gateway()),
+        field("diagnostics", diagnostics()),
     ];
     fields.extend(
         [
             "meta",
             "env",
             "wizard",
-            "diagnostics",
             "logging",
             "update",
             "browser",

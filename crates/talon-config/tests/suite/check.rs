@@ -143,3 +143,52 @@ fn committed_config_schema_matches_the_tree() {
         "schema/talon.config.schema.json is stale: run UPDATE_SCHEMA=1 cargo test -p talon-config"
     );
 }
+
+#[test]
+fn the_otel_section_reads_whole_and_refuses_what_talon_cannot_export() {
+    let config = Config::read(&fixture("every-key.json5")).unwrap();
+    assert_eq!(
+        config.otel().unwrap(),
+        talon_config::OtelSettings {
+            enabled: Some(true),
+            endpoint: Some("http://127.0.0.1:4318".into()),
+            service_name: Some("talon-test".into()),
+            headers: [("x-team".to_owned(), "t1".to_owned())].into(),
+            traces: Some(true),
+            sample_rate: Some(0.5),
+        }
+    );
+    let read = |text: &str| {
+        Config::parse(text, None)
+            .unwrap()
+            .otel()
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(read("{}"), Ok(talon_config::OtelSettings::default()));
+    assert_eq!(
+        read("{diagnostics: {enabled: false, otel: {enabled: true}}}").map(|s| s.enabled),
+        Ok(Some(false))
+    );
+    assert_eq!(
+        read("{diagnostics: {otel: {protocol: 'grpc'}}}"),
+        Err("config key diagnostics.otel.protocol: Talon exports OTLP as \"http/protobuf\", not \"grpc\"".into())
+    );
+    assert_eq!(
+        read("{diagnostics: {otel: {endpoint: 'collector:4318'}}}"),
+        Err("config key diagnostics.otel.endpoint: expected an http:// or https:// URL (the collector's OTLP/HTTP port, 4318)".into())
+    );
+    assert_eq!(
+        read("{diagnostics: {otel: {sampleRate: 1.5}}}"),
+        Err("config key diagnostics.otel.sampleRate: expected a number from 0 to 1".into())
+    );
+    assert_eq!(
+        read("{diagnostics: {otel: {headers: {a: 1}}}}"),
+        Err("config key diagnostics.otel.headers.a: expected a string".into())
+    );
+    assert_eq!(
+        findings("{diagnostics: {otel: {enabeld: true}}}"),
+        [
+            "1:23: warning[unknown_key]: diagnostics.otel.enabeld: unknown key, ignored; did you mean `enabled`?"
+        ]
+    );
+}

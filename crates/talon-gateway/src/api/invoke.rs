@@ -84,6 +84,9 @@ impl Api {
                         tool: p.tool.to_string(),
                         arguments,
                     }),
+                    // The engine sets it as it accepts the run.
+                    traceparent: None,
+                    request_id: None,
                 };
                 self.engine
                     .submit(Submit {

@@ -139,6 +139,9 @@ impl Api {
             tools: p.tools,
             invoke: None,
             environment_id,
+            // The engine sets it as it accepts the run.
+            traceparent: None,
+            request_id: None,
         };
         self.engine
             .submit(Submit {
@@ -343,6 +346,7 @@ impl Api {
             session_key: Some(session.key.clone()),
             task_id: None,
             agent_id: Some(session.agent_id.clone()),
+            request_id: crate::observe::request_id(),
             data,
             raw: None,
         };

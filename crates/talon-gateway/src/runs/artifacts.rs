@@ -216,7 +216,7 @@ impl Engine {
             .await?;
         let mut event = run_event(run, EventData::ArtifactCreated(summary.clone()));
         event.run_id = None;
-        if let Err(error) = self.inner.store.append(vec![event]).await {
+        if let Err(error) = self.append(vec![event]).await {
             tracing::error!(%error, run = %run.id, "artifact.created was not stored");
         }
         Some(summary)
@@ -269,7 +269,7 @@ impl Engine {
             announced.push(session_event(EventData::GitDiff(summary)));
         }
         if !announced.is_empty()
-            && let Err(error) = self.inner.store.append(announced).await
+            && let Err(error) = self.append(announced).await
         {
             tracing::error!(%error, run = %run.id, "git.branch and git.diff were not stored");
         }

@@ -83,7 +83,10 @@ impl Engine {
             usage: None,
             error: None,
         };
-        let request = serde_json::to_value(&submit.request)
+        let mut request = submit.request.clone();
+        request.traceparent = talon_protocol::trace::current().map(|c| c.to_string());
+        request.request_id = crate::observe::request_id();
+        let request = serde_json::to_value(&request)
             .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
         let (key, hash) = match &submit.idempotency {
             Some((key, hash)) => (Some(key.as_str()), hash.as_str()),
@@ -123,7 +126,6 @@ impl Engine {
             ));
         }
         self.append(events).await.map_err(api_error)?;
-        drop(_lane);
         self.inner.metrics.run_created();
         tracing::info!(
             target: "talon::run",
@@ -134,6 +136,10 @@ impl Engine {
             queued = reason.unwrap_or(""),
             "run created"
         );
+        // This node claims under the lane too ([`Engine::fill`]): it
+        // cannot start the run, and log or append its start, before its
+        // creation is appended and logged.
+        drop(_lane);
         self.inner.wake.notify_one();
         Ok(run)
     }
@@ -168,8 +174,7 @@ impl Engine {
             {
                 let mut data = ended_data(None);
                 data.error = Some("the run was cancelled before it started".into());
-                store
-                    .append(vec![run_event(&cancelled, EventData::RunCancelled(data))])
+                self.append(vec![run_event(&cancelled, EventData::RunCancelled(data))])
                     .await
                     .map_err(api_error)?;
                 self.inner.ended.send_modify(|n| *n += 1);

@@ -58,6 +58,28 @@ fn client_tool(tool: &ClientTool) -> ToolDefinition {
     }
 }
 
+/// The run's span: inside the trace of the request that created it (its
+/// stored `traceparent`), wherever and whenever it executes; its status
+/// is recorded as it ends ([`Engine::finish`]).
+pub(super) fn span(claimed: &Claimed) -> tracing::Span {
+    let traceparent = claimed
+        .request
+        .as_ref()
+        .and_then(|r| r.get("traceparent"))
+        .and_then(Value::as_str);
+    tracing::info_span!(
+        target: "talon::trace",
+        "run",
+        traceparent,
+        talon.run.id = %claimed.run.id,
+        talon.agent.id = %claimed.run.agent_id,
+        talon.session.id = claimed.run.session_id.as_deref(),
+        talon.run.status = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_message = tracing::field::Empty,
+    )
+}
+
 impl Engine {
     /// Runs a claimed run to its end.
     pub(super) async fn execute(&self, claimed: Claimed, active: Active) {
@@ -344,6 +366,12 @@ impl Engine {
             .unwrap_or_default()
             .saturating_sub(ended.created_at);
         let status = super::status_name(ended.status);
+        let span = tracing::Span::current();
+        span.record("talon.run.status", status);
+        if let Some(error) = &ended.error {
+            span.record("otel.status_code", "error");
+            span.record("otel.status_message", error.message.as_str());
+        }
         self.inner
             .metrics
             .run_ended(status, Duration::from_millis(took));

@@ -110,6 +110,14 @@ pub(crate) struct RunRequest {
     /// (`tools.invoke`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invoke: Option<Invocation>,
+    /// The W3C `traceparent` of the request that created it (its span,
+    /// when traces are exported): the run's spans join that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The `x-request-id` of the call that created it: the run's events
+    /// carry it (`requestId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// One tool call an app asked for (`tools.invoke`).
@@ -165,6 +173,8 @@ struct Inner {
     host: Arc<Host>,
     limits: RunLimits,
     active: Mutex<HashMap<String, Active>>,
+    /// Held while a run is accepted (`submit`) and while this node claims
+    /// one, so a run starts here only after its creation is stored.
     lane: tokio::sync::Mutex<()>,
     wake: tokio::sync::Notify,
     ended: tokio::sync::watch::Sender<u64>,
@@ -254,6 +264,7 @@ pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
         session_key: run.session_key.clone(),
         task_id: None,
         agent_id: Some(run.agent_id.clone()),
+        request_id: None,
         data,
         raw: None,
     }
@@ -441,11 +452,14 @@ impl Engine {
             .len()
     }
 
-    /// Appends `events`, timing how long they take to be durable.
+    /// Appends `events`, timing how long they take to be durable; each
+    /// carries the request id of the call it is appended for
+    /// ([`crate::observe::stamp`]).
     pub(crate) async fn append(
         &self,
-        events: Vec<Event>,
+        mut events: Vec<Event>,
     ) -> Result<Vec<Event>, talon_store::StoreError> {
+        crate::observe::stamp(&mut events);
         let started = std::time::Instant::now();
         let appended = self.inner.store.append(events).await;
         self.inner.metrics.appended(started.elapsed());
@@ -539,12 +553,16 @@ impl Engine {
         while self.running() < self.inner.limits.max_concurrent
             && !self.inner.draining.load(Ordering::SeqCst)
         {
+            // Not while a run is being accepted (its row is stored before
+            // its `run.created`).
+            let lane = self.inner.lane.lock().await;
             let now = talon_store::now_ms();
             let claimed = self
                 .inner
                 .store
                 .claim_run(&self.inner.node, None, now, now + LEASE.as_millis() as u64)
                 .await;
+            drop(lane);
             match claimed {
                 Ok(Some(claimed)) => self.spawn(claimed),
                 Ok(None) => return,
@@ -589,7 +607,18 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             let id = claimed.run.id.clone();
-            engine.execute(claimed, active).await;
+            let span = exec::span(&claimed);
+            // What the run appends carries the id of the call that
+            // created it, on whichever node and after however many
+            // restarts it executes.
+            let request_id = claimed
+                .request
+                .as_ref()
+                .and_then(|r| r.get("requestId"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned);
+            let work = tracing::Instrument::instrument(engine.execute(claimed, active), span);
+            crate::observe::on_behalf_of(request_id, work).await;
             engine.active().remove(&id);
             engine.inner.ended.send_modify(|n| *n += 1);
             engine.inner.wake.notify_one();

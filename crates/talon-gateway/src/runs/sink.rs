@@ -73,6 +73,9 @@ pub(crate) struct StoreSink {
     secrets: Mutex<Arc<talon_tools::redact::Redactor>>,
     /// The first write that failed, once one has.
     failed: Arc<OnceLock<String>>,
+    /// The request id every event carries: the call's the sink was
+    /// started for (the run's creator's, [`crate::observe::on_behalf_of`]).
+    request_id: Option<String>,
 }
 
 /// The forwarder's state.
@@ -264,6 +267,7 @@ impl StoreSink {
             flushes: AtomicU64::new(0),
             secrets: Mutex::new(Arc::new(Default::default())),
             failed,
+            request_id: crate::observe::request_id(),
         }
     }
 
@@ -329,6 +333,9 @@ impl StoreSink {
 
 impl EventSink for StoreSink {
     fn emit(&self, mut event: Event) {
+        if event.request_id.is_none() {
+            event.request_id.clone_from(&self.request_id);
+        }
         let secrets = self
             .secrets
             .lock()
@@ -401,6 +408,7 @@ mod tests {
             session_key: None,
             task_id: None,
             agent_id: None,
+            request_id: None,
             data: serde_json::json!({"callId": "c", "name": "write"}),
             raw: None,
         }

@@ -57,6 +57,7 @@ fn big(n: u64) -> Event {
         session_key: Some("k".into()),
         task_id: None,
         agent_id: Some("main".into()),
+        request_id: None,
         data: json!({"text": "x".repeat(4096)}),
         raw: None,
     }

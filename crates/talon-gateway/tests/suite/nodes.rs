@@ -250,6 +250,7 @@ async fn two_nodes_share_one_database() {
         session_key: Some("run_ghost_calling".into()),
         task_id: None,
         agent_id: Some("main".into()),
+        request_id: None,
         data: json!({"callId": "c1", "name": "write"}),
         raw: None,
     };

@@ -181,7 +181,10 @@ async fn metrics_need_their_scope_and_parse_as_prometheus_text() {
     plain.retain(|name, _| !name.contains("_bucket") && !name.ends_with("_sum{}"));
     let expected: BTreeMap<String, f64> = [
         ("talon_approvals_pending{}", 0.0),
-        ("talon_event_append_duration_seconds_count{}", 1.0),
+        // The appends the gateway waits on: `run.created`, and the run's
+        // trajectory artifact as it ends (the run's own events stream
+        // through its sink).
+        ("talon_event_append_duration_seconds_count{}", 2.0),
         (
             "talon_http_request_duration_seconds_count{}",
             plain_count(&samples),

@@ -23,6 +23,7 @@ fn event(run: &str, kind: EventType, n: u64) -> Event {
         session_key: Some(format!("key-{run}")),
         task_id: None,
         agent_id: Some("main".into()),
+        request_id: None,
         data: json!({"n": n}),
         raw: Some(json!({"native": n})),
     }

@@ -164,6 +164,7 @@ async fn a_subscription_streams_the_stored_envelopes_and_bad_frames_are_answered
         session_key: Some("key".into()),
         task_id: None,
         agent_id: Some("main".into()),
+        request_id: None,
         data: json!({"n": n}),
         raw: None,
     };

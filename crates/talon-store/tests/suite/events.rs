@@ -22,6 +22,7 @@ pub fn event(run: &str, kind: EventType, ts: u64, n: u64) -> Event {
         session_key: Some(format!("key-{run}")),
         task_id: None,
         agent_id: Some("main".into()),
+        request_id: None,
         data: json!({"text": format!("delta {n}")}),
         raw: None,
     }

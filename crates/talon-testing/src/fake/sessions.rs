@@ -95,6 +95,7 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
             session_key: Some(session.key.clone()),
             task_id: None,
             agent_id: Some(session.agent_id.clone()),
+            request_id: None,
             data,
             raw: None,
         });

@@ -308,6 +308,7 @@ pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
         session_key: run.session_key.clone(),
         task_id: None,
         agent_id: Some(run.agent_id.clone()),
+        request_id: None,
         data,
         raw: None,
     }
