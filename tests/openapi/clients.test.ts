@@ -1,6 +1,7 @@
 // The TypeScript client generated from the served document
 // (openapi-typescript types, openapi-fetch calls) drives a real gateway
-// serving the mock model: create a run, wait for it, read its events.
+// serving the mock model: create a run (with an x-request-id), wait for it,
+// read its events.
 // tests/openapi/run generates the types, type-checks this file and runs it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -21,7 +22,9 @@ const client = createClient<paths>({
 test("a run of the mock model, through the generated client", async () => {
   const created = await client.POST("/v1/runs.create", {
     body: { input: "What is the answer?", sessionKey: "ts-client" },
+    headers: { "x-request-id": "ts-client-req" },
   });
+  assert.equal(created.response.headers.get("x-request-id"), "ts-client-req");
   assert.equal(created.response.status, 200);
   assert.ok(created.data, JSON.stringify(created.error));
   const runId: string = created.data.runId;
@@ -82,12 +85,15 @@ test("a run of the mock model, through the generated client", async () => {
       sessionId: "",
       sessionKey: "ts-client",
       agentId: "main",
+      requestId: "ts-client-req",
       data: message.data,
     },
   );
   for (const event of list) {
     assert.equal(typeof event.ts, "number", JSON.stringify(event));
     assert.equal(event.runId, runId);
+    // Every event of the run names the call that created it.
+    assert.equal(event.requestId, "ts-client-req");
   }
 });
 

@@ -22,7 +22,7 @@ client = AuthenticatedClient(base_url=os.environ["TALON_URL"], token=os.environ[
 
 def test_a_run_of_the_mock_model():
     created = runs_create.sync(
-        client=client,
+        client=client.with_headers({"x-request-id": "py-client-req"}),
         body=RunsCreateParams.from_dict({"input": "What is the answer?", "sessionKey": "py-client"}),
     )
     accepted = created.to_dict()
@@ -62,8 +62,11 @@ def test_a_run_of_the_mock_model():
         "sessionId": accepted["sessionId"],
         "sessionKey": "py-client",
         "agentId": "main",
+        "requestId": "py-client-req",
     }, message
     assert all(isinstance(event["ts"], int) for event in page["events"]), page
+    # Every event of the run names the call that created it.
+    assert all(event.get("requestId") == "py-client-req" for event in page["events"]), page
 
 
 def test_an_error_is_the_one_error_response():
