@@ -4,9 +4,7 @@
 //! A span's place in its trace comes from, in order: a `traceparent`
 //! field (a W3C value: the span is that remote span's child; the gateway
 //! records the caller's header on its `request` span and the stored one
-//! on a run's), an explicit `trace_id`/`span_id` pair (the gateway names
-//! a request span's own ids, so the run it creates can point back at
-//! it), the nearest enclosing span that is being traced, else a new
+//! on a run's), the nearest enclosing span that is being traced, else a new
 //! trace, kept at the sample rate. An unsampled parent's children are not
 //! kept either. Other fields become attributes; `otel.name`, `otel.kind`
 //! (`server`, `client`, `internal`), `otel.status_code` (`error`) and
@@ -82,8 +80,6 @@ struct Open {
 #[derive(Default)]
 struct Fields {
     traceparent: Option<String>,
-    trace_id: Option<String>,
-    span_id: Option<String>,
     name: Option<String>,
     kind: Option<Kind>,
     error: Option<bool>,
@@ -112,8 +108,6 @@ impl Fields {
         };
         match field.name() {
             "traceparent" => self.traceparent = Some(text()),
-            "trace_id" => self.trace_id = Some(text()),
-            "span_id" => self.span_id = Some(text()),
             "otel.name" => self.name = Some(clip(text())),
             "otel.kind" => {
                 self.kind = match text().to_ascii_lowercase().as_str() {
@@ -169,18 +163,6 @@ fn now_ns() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-fn hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
-    // A traceparent's parser checks hex; reuse it on a built header.
-    let mut out = [0u8; N];
-    if text.len() != N * 2 {
-        return None;
-    }
-    for (i, slot) in out.iter_mut().enumerate() {
-        *slot = u8::from_str_radix(text.get(i * 2..i * 2 + 2)?, 16).ok()?;
-    }
-    (out != [0u8; N]).then_some(out)
-}
-
 impl Open {
     fn apply(&mut self, fields: Fields) {
         if let Some(name) = fields.name {
@@ -229,19 +211,12 @@ where
                 .get::<Open>()
                 .map(|o| (o.span.trace_id, o.span.span_id, o.sampled))
         });
-        let (mut trace_id, parent, sampled) = match (remote, enclosing) {
+        let (trace_id, parent, sampled) = match (remote, enclosing) {
             (Some(remote), _) => (remote.trace_id, Some(remote.span_id), remote.sampled),
             (None, Some((trace, parent, sampled))) => (trace, Some(parent), sampled),
             (None, None) => (super::random(), None, export.sample()),
         };
-        if let Some(named) = fields.trace_id.as_deref().and_then(hex_bytes::<16>) {
-            trace_id = named;
-        }
-        let span_id = fields
-            .span_id
-            .as_deref()
-            .and_then(hex_bytes::<8>)
-            .unwrap_or_else(super::random);
+        let span_id = super::random();
         let mut open = Open {
             span: Span {
                 trace_id,
