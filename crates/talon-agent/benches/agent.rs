@@ -26,9 +26,9 @@ use talon_codemode::{
 };
 use talon_core_tools::CoreTools;
 use talon_mcp::{McpManager, parse_servers};
+use talon_mock_model::{MockModel, Script};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
-use talon_testing::{MockModel, Script};
 use talon_tools::{
     CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner,
     ToolSurface,

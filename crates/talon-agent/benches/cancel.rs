@@ -35,12 +35,12 @@ use talon_codemode::{
 };
 use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mcp::{McpManager, parse_servers};
+use talon_mock_model::{MockModel, Script};
 use talon_protocol::{
     CatalogMode, CodeModeErrorCode, CodeModeResult, ModelTool, ToolDefinition, ToolSource,
 };
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::{ChatRequest, Message, ModelProvider, ProviderError, parse_providers};
-use talon_testing::{MockModel, Script};
 use talon_tools::{
     BoxFuture, CallOutcome, Caller, CancellationToken, CatalogBuilder, CatalogEntry, DirectSurface,
     NoUpdates, RunContext, RunScope, ToolCall, ToolExecutor, ToolPolicy, ToolRunner, ToolSurface,

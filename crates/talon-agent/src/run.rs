@@ -182,29 +182,35 @@ enum Stop {
     Returned(Result<(), ApiError>),
 }
 
-impl AgentRun<'_> {
-    /// Runs `message`; the conversation so far is `history`.
-    pub async fn run(&self, history: Vec<Message>, message: &str) -> RunResult {
-        let start = Checkpoint {
-            messages: vec![Message::User(message.to_owned())],
+impl Checkpoint {
+    /// Where a run of `message` starts: no turn made yet. A run whose node
+    /// died before its first turn ended resumes from here
+    /// ([`AgentRun::resume`]), and its `run.started` says
+    /// `resumedAfterTurn: 0`.
+    pub fn input(message: Option<&str>) -> Self {
+        Self {
+            messages: message
+                .map(|m| vec![Message::User(m.to_owned())])
+                .unwrap_or_default(),
             turns: 0,
             tool_calls: 0,
             usage: Usage::default(),
-        };
-        self.go(history, start, false).await
+        }
+    }
+}
+
+impl AgentRun<'_> {
+    /// Runs `message`; the conversation so far is `history`.
+    pub async fn run(&self, history: Vec<Message>, message: &str) -> RunResult {
+        self.go(history, Checkpoint::input(Some(message)), false)
+            .await
     }
 
     /// Asks the model to go on from `history` alone, whose last messages
     /// answer tool calls (the app answered client tool calls a previous
     /// run left pending).
     pub async fn proceed(&self, history: Vec<Message>) -> RunResult {
-        let start = Checkpoint {
-            messages: Vec::new(),
-            turns: 0,
-            tool_calls: 0,
-            usage: Usage::default(),
-        };
-        self.go(history, start, false).await
+        self.go(history, Checkpoint::input(None), false).await
     }
 
     /// Goes on with a run from its last checkpoint (its process died

@@ -17,9 +17,8 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::Value;
 use talon_agent::{EventSink, RunEvents, RunStatus};
-use talon_codemode::{FileStore, SnapshotStore};
+use talon_codemode::SnapshotStore;
 use talon_config::Config;
-use talon_core_tools::PolicyApprover;
 use talon_protocol::{Event, EventData};
 use talon_runtime::{Host, ModelRoute, RunSpec};
 use talon_tools::{Approver, NoUpdates, RunContext, RunScope};
@@ -74,6 +73,33 @@ pub fn run(args: AgentArgs) -> ExitCode {
     }
 }
 
+/// Why a call the policy asks about is refused without a terminal; the
+/// same words whether the run is in this process or on a gateway.
+pub(crate) const NO_TERMINAL: &str = "no terminal to ask on (stdin is not a terminal)";
+
+/// A refusal as the model reads it, as the gateway words it.
+fn denied(entry: &talon_tools::CatalogEntry, reason: &str) -> talon_tools::ApprovalDecision {
+    talon_tools::ApprovalDecision::Denied(format!(
+        "the call of {} was denied: {reason}",
+        entry.tool.name
+    ))
+}
+
+/// Refuses what the policy would ask a person about: there is no one.
+struct NoTerminal;
+
+impl Approver for NoTerminal {
+    fn decide<'a>(
+        &'a self,
+        _: &'a RunContext,
+        entry: &'a talon_tools::CatalogEntry,
+        _: &'a talon_tools::ToolCall,
+    ) -> talon_tools::BoxFuture<'a, talon_tools::ApprovalDecision> {
+        let decision = denied(entry, NO_TERMINAL);
+        Box::pin(async move { decision })
+    }
+}
+
 /// Asks on the terminal.
 struct TerminalApprover;
 
@@ -105,7 +131,7 @@ impl Approver for TerminalApprover {
             if matches!(answer.trim(), "y" | "Y" | "yes") {
                 talon_tools::ApprovalDecision::Approved
             } else {
-                talon_tools::ApprovalDecision::Denied("the user declined".into())
+                denied(entry, "the user declined")
             }
         })
     }
@@ -226,11 +252,11 @@ async fn run_async(args: AgentArgs) -> ExitCode {
     let route = ModelRoute {
         base_url: mock.as_ref().map(crate::mock::url),
     };
-    let policy: Arc<dyn Approver> = match config.get("tools.approvals").and_then(Value::as_str) {
-        Some("allow") => Arc::new(PolicyApprover::AllowAll),
-        Some("deny") => Arc::new(PolicyApprover::DenyAll),
-        _ if std::io::stdin().is_terminal() => Arc::new(TerminalApprover),
-        _ => Arc::new(PolicyApprover::DenyAll),
+    // `tools.approvals`, as the gateway reads it: what the policy sends
+    // to a person is asked on the terminal, or denied without one.
+    let approvals = match talon_tools::Approvals::from_config(config.get("tools.approvals")) {
+        Ok(approvals) => Arc::new(approvals),
+        Err(e) => return usage(&e.to_string()),
     };
     let host = match Host::new(Arc::new(config), route) {
         Ok(host) => host,
@@ -249,14 +275,23 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         updates: Arc::new(NoUpdates),
     };
     let events = Arc::new(RunEvents::new(Arc::new(Printer { started }), &ctx));
+    let ask: Arc<dyn Approver> = if std::io::stdin().is_terminal() {
+        Arc::new(TerminalApprover)
+    } else {
+        Arc::new(NoTerminal)
+    };
+    // Only what is asked is an approval (`approval.requested`, then
+    // `approval.resolved`); what the policy decides by itself is not.
+    let ask = Arc::new(talon_agent::ApprovalEvents::new(ask, events.clone()));
+    let approver: Arc<dyn Approver> = Arc::new(talon_tools::PolicyGate::new(approvals, ask));
     let spec = RunSpec {
         agent: args.agent.clone(),
         ctx,
-        approver: Arc::new(talon_agent::ApprovalEvents::new(policy, events.clone())),
+        approver,
         events,
         cells: Box::new(|limits| {
             let dir = talon_config::state_dir().join("code-mode").join("cells");
-            FileStore::open(&dir, limits)
+            talon_codemode::open_file_store(&dir, limits)
                 .map(|store| Arc::new(store) as Arc<dyn SnapshotStore>)
                 .map_err(|e| format!("state directory {}: {e}", dir.display()))
         }),

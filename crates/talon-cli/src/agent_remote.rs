@@ -154,7 +154,7 @@ async fn decide(approval: Approval) -> talon_sdk::Result<()> {
         Some("y" | "Y" | "yes") => approval.approve_once().await.map(drop),
         Some(_) => approval.deny("the user declined").await.map(drop),
         None => approval
-            .deny("no terminal to ask on (stdin is not a terminal)")
+            .deny(crate::agent::NO_TERMINAL)
             .await
             .map(drop),
     }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::{Value, json};
 use talon_codemode::{
-    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup,
-    RuntimeUnavailable, StoreLimits,
+    CodeMode, CodeModeConfig, CodeModeOptions, NamespaceRegistry, RunSetup, RuntimeUnavailable,
+    StoreLimits,
 };
 use talon_config::Config;
 use talon_protocol::CodeModeResult;
@@ -93,7 +93,7 @@ async fn run_async(args: ExecArgs) -> ExitCode {
         (None, Err(message)) => return usage(&message),
     };
     let store_dir = talon_config::state_dir().join("code-mode").join("cells");
-    let store = match FileStore::open(
+    let store = match talon_codemode::open_file_store(
         &store_dir,
         StoreLimits {
             max_snapshot_bytes: code_mode_config.max_snapshot_bytes,

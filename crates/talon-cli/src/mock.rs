@@ -6,7 +6,7 @@
 use std::path::Path;
 
 #[cfg(feature = "mock-model")]
-use talon_testing::{MockModel, Script};
+use talon_mock_model::{MockModel, Script};
 
 /// A scripted mock model serving this process.
 #[cfg(feature = "mock-model")]

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use talon_codemode::{
-    CodeMode, CodeModeConfig, CodeModeOptions, CodeModeRun, FileStore, MemoryStore,
-    NamespaceRegistry, RunSetup, SnapshotStore, StoreLimits,
+    CodeMode, CodeModeConfig, CodeModeOptions, CodeModeRun, MemoryStore, NamespaceRegistry,
+    RunSetup, SnapshotStore, StoreLimits,
 };
 use talon_protocol::{CodeModeResult, ToolDefinition, ToolSource};
 use talon_testing::synthetic::distractor_tools;
@@ -212,7 +212,7 @@ fn main() {
         let s = measure(1000, || cycle(&run_memory)).await;
         report("suspend/resume cycle, memory store", &s, "target <= 2 ms");
         let dir = tempfile::tempdir().unwrap();
-        let file = code_mode(Arc::new(FileStore::open(dir.path(), StoreLimits::default()).unwrap()));
+        let file = code_mode(Arc::new(talon_codemode::open_file_store(dir.path(), StoreLimits::default()).unwrap()));
         let run_file = run(&file);
         let s = measure(500, || cycle(&run_file)).await;
         report("suspend/resume cycle, file store (fsync)", &s, "target <= 2 ms");

@@ -4,7 +4,7 @@
 //! API (`ALL_TOOLS`, `tools`, `MCP`, `API`, `namespaces`, `text`, `json`,
 //! `yield_control`). Nested calls take the catalog's single execution
 //! path; cells with unfinished work are snapshotted into a durable store
-//! and resumed by `wait`.
+//! (`talon-cells`) and resumed by `wait`.
 
 mod bridge;
 mod cell;
@@ -35,7 +35,7 @@ pub use runtime::{
 };
 pub use store::{
     CellScope, FileStore, MemoryStore, NestedError, NestedResult, PendingNestedCall, SnapshotStore,
-    StoreError, StoreLimits, SuspendedCell,
+    StoreError, StoreLimits, SuspendedCell, open_file_store,
 };
 pub use surface::CodeModeSurface;
 

@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Limits, RunLimits};
+use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 use talon_runtime::{Host, ModelRoute};
-use talon_testing::{MockModel, Replay, Script, ScriptedCall, Turn};
 
 fn rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

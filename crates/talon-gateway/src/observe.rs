@@ -125,12 +125,7 @@ fn minted() -> String {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         return format!("req_{n:024x}");
     }
-    let mut id = String::with_capacity(28);
-    id.push_str("req_");
-    for b in bytes {
-        id.push_str(&format!("{b:02x}"));
-    }
-    id
+    format!("req_{}", talon_protocol::hex::encode(&bytes))
 }
 
 /// The layer: request id in, request id out, one access-log line.

@@ -299,6 +299,42 @@ impl CodeModeResult {
     }
 }
 
+/// An error a host function reports to a cell's guest code, and how a
+/// nested call that failed is remembered while its cell is suspended. It
+/// reaches the guest as a plain `Error` with `message` and, if set,
+/// `code`: never as a host object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCallError {
+    /// The message the guest sees.
+    pub message: String,
+    /// A stable code the guest can branch on.
+    pub code: Option<String>,
+}
+
+impl HostCallError {
+    /// An error with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: None,
+        }
+    }
+
+    /// Adds a code.
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+}
+
+impl std::fmt::Display for HostCallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for HostCallError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ pub mod codegen;
 pub mod event_data;
 pub mod events;
 pub mod gateway;
+pub mod hex;
 pub mod openapi;
 pub mod schema;
 pub mod tools;
@@ -30,7 +31,7 @@ pub mod trace;
 pub use code_mode::{
     CodeModeErrorCode, CodeModeLimitFailures, CodeModeOutput, CodeModePendingToolCall,
     CodeModeResult, CodeModeSnapshotEvent, CodeModeTelemetry, CodeModeWaitReason, ConsoleOutput,
-    OutputStream,
+    HostCallError, OutputStream,
 };
 pub use event_data::EventData;
 pub use events::{Event, EventType};

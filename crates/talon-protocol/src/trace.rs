@@ -75,12 +75,12 @@ impl TraceContext {
 
     /// The trace id in lowercase hex.
     pub fn trace_hex(&self) -> String {
-        hex(&self.trace_id)
+        crate::hex::encode(&self.trace_id)
     }
 
     /// The span id in lowercase hex.
     pub fn span_hex(&self) -> String {
-        hex(&self.span_id)
+        crate::hex::encode(&self.span_id)
     }
 }
 
@@ -98,17 +98,6 @@ pub fn install(current: fn() -> Option<TraceContext>) {
 /// join the request's trace.
 pub fn current() -> Option<TraceContext> {
     CURRENT.get().and_then(|current| current())
-}
-
-/// Lowercase hex.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    out
 }
 
 impl fmt::Display for TraceContext {

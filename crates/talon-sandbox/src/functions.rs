@@ -89,34 +89,7 @@ pub struct PendingCall {
     pub args: Vec<Value>,
 }
 
-/// An error a host function reports to the guest. It reaches the guest as a
-/// plain `Error` with `message` and, if set, `code`: never as a host object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostCallError {
-    /// The message the guest sees.
-    pub message: String,
-    /// A stable code the guest can branch on.
-    pub code: Option<String>,
-}
-
-impl HostCallError {
-    /// An error with a message.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            code: None,
-        }
-    }
-
-    /// Adds a code.
-    pub fn with_code(mut self, code: impl Into<String>) -> Self {
-        self.code = Some(code.into());
-        self
-    }
-}
-
-impl std::fmt::Display for HostCallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+/// An error a host function reports to the guest: a plain `Error` with
+/// `message` and `code` on the guest's side (defined with Code Mode's other
+/// contracts in `talon-protocol`).
+pub use talon_protocol::HostCallError;

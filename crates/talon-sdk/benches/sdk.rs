@@ -30,11 +30,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use talon_gateway::GatewayConfig;
+use talon_mock_model::{MockModel, Replay, Script, Turn};
 use talon_runtime::{Host, ModelRoute};
 use talon_sdk::protocol::gateway::params::{RunsCreateParams, RunsWaitParams};
 use talon_sdk::{Client, ClientConfig, Talon};
 use talon_testing::proxy::StreamCutter;
-use talon_testing::{MockModel, Replay, Script, Turn};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;

@@ -72,9 +72,7 @@ fn summary_of(row: &sqlx::any::AnyRow) -> Result<ArtifactSummary> {
     serde_json::from_value(doc).map_err(corrupt)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use talon_protocol::hex::encode as hex;
 
 impl Store {
     fn artifact_dir(&self) -> PathBuf {

@@ -2,7 +2,7 @@
 //! durable, TTL'd, scoped [`SnapshotStore`] a gateway gives its Code Mode
 //! runtime (the file store stays for `talon exec` without a gateway).
 //!
-//! Each cell is the file store's sealed record (`talon_codemode::store`:
+//! Each cell is the file store's sealed record (`talon_cells`:
 //! one HMAC over scope, expiry, pending calls with their results, meta and
 //! snapshot) in a row filed under its id and scope:
 //!
@@ -25,8 +25,10 @@ use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::Row;
-use talon_codemode::store::{StoreError as CellError, StoreKey, decode_record, seal_record};
-use talon_codemode::{CellScope, NestedResult, SnapshotStore, StoreLimits, SuspendedCell};
+use talon_cells::{
+    CellScope, NestedResult, SnapshotStore, StoreError as CellError, StoreKey, StoreLimits,
+    SuspendedCell, decode_record, seal_record,
+};
 use tokio::sync::mpsc;
 
 use crate::error::{Result, StoreError};

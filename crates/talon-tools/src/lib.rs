@@ -2,6 +2,7 @@
 //! ids, and search over names, ids, labels, descriptions and parameters
 //! (the catalog builds a `talon_search` BM25F index of its entries).
 
+pub mod approvals;
 pub mod catalog;
 mod error;
 pub mod mcp;
@@ -12,6 +13,7 @@ pub mod schema;
 pub mod surface;
 mod tool_error;
 
+pub use approvals::{ApprovalAction, Approvals, ApprovalsError, PolicyGate};
 pub use catalog::{CONTROL_TOOLS, Catalog, CatalogBuilder, CatalogEntry, RunScope, tool_id};
 pub use error::{Result, ToolsError};
 pub use mcp::{McpServerFeatures, McpServers};

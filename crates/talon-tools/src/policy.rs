@@ -119,7 +119,7 @@ impl ToolPolicy {
     /// A pattern with `:` is about ids, one without is about names (tool
     /// names cannot contain `:`, so a name never passes for an id); both
     /// compare case-insensitively. Named groups list core tools.
-    fn matches(&self, pattern: &Pattern, tool: PolicySubject<'_>) -> bool {
+    pub fn matches(&self, pattern: &Pattern, tool: PolicySubject<'_>) -> bool {
         let name = tool.name.to_ascii_lowercase();
         let id = tool.id.to_ascii_lowercase();
         match pattern {

@@ -1,6 +1,6 @@
 //! The rules of the gateway protocol's transports, shared by every server
 //! of it: the gateway (`talon-gateway`) and the fake gateway apps test
-//! against (`talon_testing::fake`). What a client sees on the wire is
+//! against (`talon_sdk_testing`). What a client sees on the wire is
 //! decided here once, so the two cannot answer the same request
 //! differently:
 //!

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use talon_agent::{AgentRun, CollectSink, RunEvents, RunOptions, RunResult, RunStatus};
 use talon_core_tools::{CoreTools, PolicyApprover};
+use talon_mock_model::{MockModel, Script};
 use talon_protocol::EventType;
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
-use talon_testing::{MockModel, Script};
 use talon_tools::{
     CancellationToken, CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy,
     ToolRunner,

@@ -8,14 +8,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use talon_agent::{AgentRun, CollectSink, NestedCallEvents, RunEvents, RunOptions, RunStatus};
 use talon_codemode::{
-    CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry, RunSetup, StoreLimits,
+    CodeMode, CodeModeConfig, CodeModeOptions, NamespaceRegistry, RunSetup, StoreLimits,
 };
 use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
+use talon_mock_model::{MockModel, Script};
 use talon_protocol::{CatalogMode, EventType, ToolDefinition, ToolSource};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
-use talon_testing::{MockModel, Script};
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, DirectSurface, NoUpdates, RunContext,
     RunScope, ToolCall, ToolError, ToolExecutor, ToolPolicy, ToolRunner,
@@ -197,7 +197,9 @@ async fn code_modes_sixteen_step_plan() {
     let new_runtime = || {
         CodeMode::new(CodeModeOptions {
             sandbox: Default::default(),
-            store: Arc::new(FileStore::open(&store_dir, StoreLimits::default()).unwrap()),
+            store: Arc::new(
+                talon_codemode::open_file_store(&store_dir, StoreLimits::default()).unwrap(),
+            ),
             namespaces: Arc::new(NamespaceRegistry::new()),
         })
         .unwrap()

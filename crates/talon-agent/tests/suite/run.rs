@@ -13,11 +13,11 @@ use talon_codemode::{
     StoreLimits,
 };
 use talon_core_tools::{CoreTools, PolicyApprover};
+use talon_mock_model::{MockModel, Script};
 use talon_protocol::gateway::{ApprovalDecision, ApprovalStatus};
 use talon_protocol::{EventData, EventType};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
-use talon_testing::{MockModel, Script};
 use talon_tools::{
     CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner,
     ToolSurface,

@@ -204,3 +204,69 @@ fn a_provider_that_is_down_fails_the_run_unavailable_naming_its_url() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_same_approval_rules_decide_in_process_and_on_the_gateway() {
+    // `write` needs approval and a rule allows it; `exec` needs approval
+    // and a rule denies it; `read` needs none, but a rule asks, and with
+    // no terminal to ask on it is refused, in process and through the
+    // gateway alike.
+    let (home, args) = home_with(
+        r#"{"replay": "perRun", "turns": [
+            {"toolCalls": [{"name": "write", "arguments": {"path": "note.txt", "content": "x"}}]},
+            {"toolCalls": [{"name": "exec", "arguments": {"command": "echo hi"}}]},
+            {"toolCalls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+            {"text": "Done."}]}"#,
+    );
+    let workspace = home.path().join("ws");
+    std::fs::write(
+        home.path().join("talon.json5"),
+        format!(
+            r#"{{ agents: {{ defaults: {{ workspace: "{}" }} }},
+                 tools: {{ approvals: {{ mode: "ask", rules: [
+                     {{ tool: "WRITE", action: "allow" }},
+                     {{ tool: "openclaw:core:ex?c", action: "deny" }},
+                     {{ tool: "group:fs", risk: "low", action: "ask" }} ] }} }} }}"#,
+            workspace.display()
+        ),
+    )
+    .unwrap();
+    let mut local_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    local_args.extend(["--workspace", workspace.to_str().unwrap()]);
+    let local = agent(home.path(), &local_args, &[]);
+    assert_eq!(local.status.code(), Some(0), "{local:?}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("note.txt")).unwrap(),
+        "x"
+    );
+    std::fs::remove_file(workspace.join("note.txt")).unwrap();
+
+    let gateway_args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_gateway, addr, _) = start_gateway(home.path(), &gateway_args);
+    let remote = agent(home.path(), &["--gateway", &format!("http://{addr}")], &[]);
+    assert_eq!(remote.status.code(), Some(0), "{remote:?}");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("note.txt")).unwrap(),
+        "x"
+    );
+    let (local, remote) = (display(&local), display(&remote));
+    assert_eq!(
+        local,
+        (
+            "Done.\n".to_owned(),
+            [
+                r#"→ write {"content":"x","path":"note.txt"}"#,
+                "  ✓ write (_ ms)",
+                r#"→ exec {"command":"echo hi"}"#,
+                r#"  ✗ exec: {"error":"exec is denied by the approval policy (tools.approvals)","status":"blocked"}"#,
+                r#"→ read {"path":"notes.txt"}"#,
+                "  approval denied",
+                r#"  ✗ read: {"error":"the call of read was denied: no terminal to ask on (stdin is not a terminal)","status":"blocked"}"#,
+                "[run.completed] turns 4 · tool calls 3 · tokens 40 in / 20 out",
+            ]
+            .map(String::from)
+            .to_vec()
+        )
+    );
+    assert_eq!(remote, local);
+}

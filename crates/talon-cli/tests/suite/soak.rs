@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use talon_testing::{MockModel, Script, ScriptedCall, Turn};
+use talon_mock_model::{MockModel, Script, ScriptedCall, Turn};
 
 /// A marker no other process uses: `sleep` of this many seconds.
 const SLEEP_MARKER: &str = "2987";

@@ -682,7 +682,7 @@ async fn expired_aborted_wrong_session_and_unknown_run_ids_fail() {
 async fn transcript_replay_and_persistence_keep_code_mode_control_calls() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn talon_codemode::SnapshotStore> =
-        Arc::new(talon_codemode::FileStore::open(dir.path(), Default::default()).unwrap());
+        Arc::new(talon_codemode::open_file_store(dir.path(), Default::default()).unwrap());
     let cm = code_mode(store.clone(), Arc::new(NamespaceRegistry::new()));
     let mut config = config();
     config.timeout = Duration::from_millis(100);

@@ -5,8 +5,6 @@ mod guest_api;
 mod hostile;
 mod hostile_source;
 mod namespaces;
-mod store;
-mod store_attacks;
 mod suspend;
 
 use std::collections::HashMap;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use talon_codemode::{FileStore, NamespaceRegistry, SnapshotStore, StoreLimits};
+use talon_codemode::{NamespaceRegistry, SnapshotStore, StoreLimits};
 use talon_protocol::{CodeModeResult, CodeModeWaitReason};
 
 use super::*;
@@ -19,7 +19,7 @@ fn quick() -> RunOptions {
 }
 
 fn file_store(dir: &std::path::Path) -> Arc<dyn SnapshotStore> {
-    Arc::new(FileStore::open(dir, StoreLimits::default()).unwrap())
+    Arc::new(talon_codemode::open_file_store(dir, StoreLimits::default()).unwrap())
 }
 
 /// A runtime over a file store in `dir` and a quick run with `tools`: a

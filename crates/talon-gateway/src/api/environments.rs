@@ -47,11 +47,7 @@ impl Api {
         provider.check(&settings, self.engine.environment_context(&state_dir))?;
         let id = match &p.idempotency_key {
             Some(key) => {
-                let hash: String = Sha256::digest(key.as_bytes())
-                    .iter()
-                    .take(12)
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
+                let hash = talon_protocol::hex::encode(&Sha256::digest(key.as_bytes())[..12]);
                 let id = format!("env_{hash}");
                 if let Some(first) = self
                     .store

@@ -29,10 +29,7 @@ fn request_hash(p: &ToolsInvokeParams) -> Result<String, ApiError> {
         serde_json::to_value(&params).map_err(|e| invalid(e.to_string()))?,
     ))
     .map_err(|e| invalid(e.to_string()))?;
-    Ok(Sha256::digest(&canonical)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(talon_protocol::hex::encode(&Sha256::digest(&canonical)))
 }
 
 impl Api {

@@ -14,14 +14,11 @@ use talon_provider::{ChatRequest, Message as ModelMessage, ModelProvider};
 
 use super::{Api, DEFAULT_AGENT, new_id, not_found};
 use crate::error::api_error;
-use crate::runs::{RunRequest, Submit, history};
+use crate::runs::{RunRequest, Submit};
 
 /// How long `runs.cancel` waits for a running run to end before it
 /// answers with the run as it then is.
 pub(crate) const CANCEL_SETTLE: Duration = Duration::from_secs(5);
-
-/// The longest input a run takes, in bytes.
-const MAX_INPUT_BYTES: usize = 1 << 20;
 
 /// What a compaction asks of the model.
 const COMPACTION_PROMPT: &str = "Summarise the conversation so far for your own later use: the user's goals, facts established, decisions taken, and open tasks. Be concise; keep names, numbers and identifiers exact.";
@@ -38,74 +35,13 @@ fn request_hash(p: &RunsCreateParams) -> Result<String, ApiError> {
     let canonical =
         serde_json::to_vec(&serde_json::to_value(&params).map_err(|e| invalid(e.to_string()))?)
             .map_err(|e| invalid(e.to_string()))?;
-    Ok(Sha256::digest(&canonical)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
-/// Most client tools a run takes.
-const MAX_CLIENT_TOOLS: usize = 128;
-
-/// Client tools as a provider takes them: at most [`MAX_CLIENT_TOOLS`],
-/// each named by 1 to 64 ASCII letters, digits, `_` or `-`, once, with an
-/// object schema. Whether a name clashes with the agent's own tools is
-/// known when the run is built (the run then fails, naming both).
-fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {
-    if tools.len() > MAX_CLIENT_TOOLS {
-        return Err(invalid(format!(
-            "tools: {} client tools, more than the {MAX_CLIENT_TOOLS} a run takes",
-            tools.len()
-        )));
-    }
-    for (i, tool) in tools.iter().enumerate() {
-        let name = &tool.name;
-        let well_formed = (1..=64).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !well_formed {
-            let shown: String = name.chars().take(64).collect();
-            return Err(invalid(format!(
-                "tools[{i}].name {shown:?}: 1 to 64 ASCII letters, digits, `_` or `-`"
-            )));
-        }
-        if tools[..i].iter().any(|t| &t.name == name) {
-            return Err(invalid(format!("tools[{i}].name {name:?}: named twice")));
-        }
-        if tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
-            return Err(invalid(format!(
-                "tools[{i}].parameters: a JSON Schema of type \"object\""
-            )));
-        }
-    }
-    Ok(())
+    Ok(talon_protocol::hex::encode(&Sha256::digest(&canonical)))
 }
 
 impl Api {
     /// Accepts a run: `runs.create` and `sessions.send`.
     pub(super) async fn start_run(&self, p: RunsCreateParams) -> Result<Run, ApiError> {
-        check_client_tools(&p.tools)?;
-        let size = match &p.input {
-            RunInput::Text(text) => {
-                if text.trim().is_empty() {
-                    return Err(invalid("input: the message is empty"));
-                }
-                text.len()
-            }
-            RunInput::Messages(messages) => {
-                history::split_input(messages).map_err(|e| invalid(format!("input: {e}")))?;
-                messages.iter().map(|m| m.content.len()).sum()
-            }
-        };
-        if size > MAX_INPUT_BYTES {
-            return Err(invalid(format!(
-                "input: {size} bytes, more than the {MAX_INPUT_BYTES} a run takes"
-            )));
-        }
-        if p.timeout_ms == Some(0) {
-            return Err(invalid("timeoutMs: must be more than 0"));
-        }
+        p.check()?;
         let idempotency = match &p.idempotency_key {
             Some(key) => {
                 let hash = request_hash(&p)?;

@@ -19,15 +19,15 @@ use talon_tools::CatalogEntry;
 
 use super::{Api, DEFAULT_AGENT, not_found};
 use crate::error::api_error;
-use crate::runs::policy::{Action, Policy};
+use talon_tools::Approvals;
 
 /// Longest argument description kept.
 const MAX_DESCRIPTION_CHARS: usize = 200;
 
 /// The ToolSpace of `agent`, by catalog id.
 pub(crate) async fn list(host: &Host, agent: &str) -> Result<Vec<ToolSummary>, ApiError> {
-    let policy = Policy::from_config(host.config().get("tools.approvals"))
-        .map_err(|message| ApiError::new(ErrorCode::InvalidRequest, message))?;
+    let policy = Approvals::from_config(host.config().get("tools.approvals"))
+        .map_err(|error| ApiError::new(ErrorCode::InvalidRequest, error.to_string()))?;
     let spec = ToolSpaceSpec {
         agent: agent.to_owned(),
         offers_questions: true,
@@ -84,13 +84,9 @@ impl Api {
     }
 }
 
-fn summary(entry: &CatalogEntry, policy: &Policy, plan: &SurfacePlan) -> ToolSummary {
+fn summary(entry: &CatalogEntry, policy: &Approvals, plan: &SurfacePlan) -> ToolSummary {
     let tool = &entry.tool;
-    let approval = match policy.action(entry) {
-        Action::Allow => ApprovalPolicy::Allow,
-        Action::Deny => ApprovalPolicy::Deny,
-        Action::Ask => ApprovalPolicy::Ask,
-    };
+    let approval = ApprovalPolicy::from(policy.action(entry));
     let direct_only = tool.catalog_mode == CatalogMode::DirectOnly;
     let reach = if direct_only {
         vec![ToolReach::Direct]

@@ -1,4 +1,4 @@
-//! Approvals as durable resources. A call the policy ([`super::policy`])
+//! Approvals as durable resources. A call the policy (`talon_tools::approvals`)
 //! sends to a person becomes an [`Approval`] in the store and an
 //! `approval.requested` event; the run waits on the engine's resolution
 //! watch (no thread held) until `approvals.respond` resolves it, its
@@ -33,8 +33,8 @@ use talon_store::{PendingFilter, Store};
 use talon_tools::{ApprovalDecision, Approver, BoxFuture, CatalogEntry, RunContext, ToolCall};
 
 use super::new_id;
-use super::policy::{Action, Policy, risk};
 use super::sink::StoreSink;
+use talon_tools::approvals::{ApprovalAction as Action, Approvals, denied_by_policy, risk};
 
 /// The decisions every tool approval offers.
 const DECISIONS: [Decision; 4] = [
@@ -48,7 +48,7 @@ const DECISIONS: [Decision; 4] = [
 /// policy says `ask`.
 pub(crate) struct DurableApprover {
     pub store: Store,
-    pub policy: Arc<Policy>,
+    pub policy: Arc<Approvals>,
     pub events: Arc<RunEvents>,
     pub sink: Arc<StoreSink>,
     /// Bumped whenever this node resolves an approval.
@@ -71,10 +71,7 @@ impl Approver for DurableApprover {
         Box::pin(async move {
             match self.policy.action(entry) {
                 Action::Allow => ApprovalDecision::Approved,
-                Action::Deny => ApprovalDecision::Denied(format!(
-                    "{} is denied by the approval policy (tools.approvals)",
-                    entry.tool.name
-                )),
+                Action::Deny => ApprovalDecision::Denied(denied_by_policy(entry)),
                 Action::Ask => match self.ask(ctx, entry, call).await {
                     Ok(decision) => decision,
                     Err(error) => {

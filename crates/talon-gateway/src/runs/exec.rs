@@ -20,11 +20,11 @@ use talon_tools::{NoUpdates, RunContext, RunScope};
 
 use super::approvals::DurableApprover;
 use super::artifacts::RunFiles;
-use super::policy::Policy;
 use super::questions::DurableQuestions;
 use super::resume::RunCheckpoint;
 use super::sink::{Checkpoints, StoreSink};
 use super::{Active, Engine, Invocation, RunRequest, history, result_of};
+use talon_tools::Approvals;
 
 /// A run's input made ready for the loop.
 struct Prepared {
@@ -90,13 +90,17 @@ impl Engine {
         } = claimed;
         let store = self.inner.store.clone();
         let stored = RunCheckpoint::read(checkpoint);
+        // A run back in the queue after its node died resumes from its
+        // last complete turn, or from its input when it had completed
+        // none; either way its `run.started` says where.
         let resume_from = stored.resume_from();
+        let interrupted = stored.resumes > 0;
         tracing::info!(
             target: "talon::run",
             run_id = %run.id,
             agent = %run.agent_id,
             node = %self.inner.node,
-            resumed = resume_from.is_some(),
+            resumed = interrupted,
             "run started"
         );
         let sink = Arc::new(StoreSink::start(
@@ -211,6 +215,10 @@ impl Engine {
                     Ok(prepared) => {
                         let result = match (resume_from, &message) {
                             (Some(from), _) => prepared.resume(history, from).await,
+                            (None, message) if interrupted => {
+                                let from = talon_agent::Checkpoint::input(message.as_deref());
+                                prepared.resume(history, from).await
+                            }
                             (None, Some(message)) => prepared.run(history, message).await,
                             (None, None) => prepared.proceed(history).await,
                         };
@@ -510,11 +518,11 @@ impl Engine {
         stored
     }
 
-    /// The approval policy, `tools.approvals` (see [`super::policy`]).
-    fn policy(&self) -> Result<Arc<Policy>, ApiError> {
-        Policy::from_config(self.inner.host.config().get("tools.approvals"))
+    /// The approval policy, `tools.approvals` (`talon_tools::approvals`).
+    fn policy(&self) -> Result<Arc<Approvals>, ApiError> {
+        Approvals::from_config(self.inner.host.config().get("tools.approvals"))
             .map(Arc::new)
-            .map_err(|message| ApiError::new(ErrorCode::InvalidRequest, message))
+            .map_err(|error| ApiError::new(ErrorCode::InvalidRequest, error.to_string()))
     }
 
     /// Where a run's suspended cells go: the store, one cell store per set

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 use talon_agent::wire_tool_call;
+use talon_protocol::gateway::run_create::split_messages;
 use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole};
 use talon_provider::{Message as ModelMessage, ToolCallRequest};
 
@@ -135,54 +136,22 @@ pub(crate) struct Input {
     pub message: Option<String>,
 }
 
-/// Splits a run's input, or says what is wrong with it: `tool` messages
-/// come first, each with a `toolCallId` no other answer has; other
-/// messages carry none; the input ends with the user's message unless it
-/// is only answers.
+/// Splits a run's input (`talon_protocol::gateway::run_create`'s rules),
+/// or says what is wrong with it.
 pub(crate) fn split_input(messages: &[InputMessage]) -> Result<Input, String> {
-    let answered = messages
+    let parts = split_messages(messages)?;
+    let answers = parts
+        .answers
         .iter()
-        .take_while(|m| m.role == InputRole::Tool)
-        .count();
-    let mut answers: Vec<(String, String)> = Vec::with_capacity(answered);
-    for (i, m) in messages[..answered].iter().enumerate() {
-        let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty()) else {
-            return Err(format!("input[{i}]: a tool message needs its toolCallId"));
-        };
-        if answers.iter().any(|(seen, _)| seen == id) {
-            return Err(format!("input[{i}]: call {id:?} is answered twice"));
-        }
-        answers.push((id.to_owned(), m.content.clone()));
-    }
-    let rest = &messages[answered..];
-    for (i, m) in rest.iter().enumerate() {
-        let i = i + answered;
-        if m.role == InputRole::Tool {
-            return Err(format!(
-                "input[{i}]: tool messages come first, before any other message"
-            ));
-        }
-        if m.tool_call_id.is_some() {
-            return Err(format!("input[{i}]: only a tool message has a toolCallId"));
-        }
-    }
-    let Some((last, before)) = rest.split_last() else {
-        return if answers.is_empty() {
-            Err("the input has no message".into())
-        } else {
-            Ok(Input {
-                answers,
-                before: Vec::new(),
-                message: None,
-            })
-        };
-    };
-    if last.role != InputRole::User {
-        return Err(
-            "the last message must be the user's (or the input only answers tool calls)".into(),
-        );
-    }
-    let before = before
+        .map(|m| {
+            (
+                m.tool_call_id.as_deref().unwrap_or_default().to_owned(),
+                m.content.clone(),
+            )
+        })
+        .collect();
+    let before = parts
+        .before
         .iter()
         .map(|m| match m.role {
             InputRole::Assistant => ModelMessage::Assistant {
@@ -196,7 +165,7 @@ pub(crate) fn split_input(messages: &[InputMessage]) -> Result<Input, String> {
     Ok(Input {
         answers,
         before,
-        message: Some(last.content.clone()),
+        message: parts.message.map(|m| m.content.clone()),
     })
 }
 

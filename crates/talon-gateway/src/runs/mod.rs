@@ -22,7 +22,6 @@ mod control;
 mod exec;
 pub(crate) mod history;
 mod person;
-pub(crate) mod policy;
 pub(crate) mod questions;
 mod recover;
 mod resume;
@@ -36,8 +35,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use talon_protocol::event_data::RunEndedData;
 use talon_protocol::gateway::{
-    ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunResultStatus, RunStatus,
-    Session, Usage,
+    ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus, Session, Usage,
 };
 use talon_protocol::{Event, EventData};
 use talon_runtime::Host;
@@ -247,53 +245,17 @@ pub(crate) fn new_id(prefix: &str) -> Result<String, ApiError> {
     let mut bytes = [0u8; 12];
     getrandom::fill(&mut bytes)
         .map_err(|_| ApiError::new(ErrorCode::Internal, "no random source"))?;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("{prefix}_{hex}"))
+    Ok(format!("{prefix}_{}", talon_protocol::hex::encode(&bytes)))
 }
 
 /// An event of `run`, unnumbered (the store numbers it).
 pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
-    let (kind, data) = data.into_parts();
-    Event {
-        version: 1,
-        id: String::new(),
-        ts: talon_store::now_ms(),
-        kind,
-        run_id: Some(run.id.clone()),
-        session_id: run.session_id.clone(),
-        session_key: run.session_key.clone(),
-        task_id: None,
-        agent_id: Some(run.agent_id.clone()),
-        request_id: None,
-        data,
-        raw: None,
-    }
+    Event::of_run(run, talon_store::now_ms(), data)
 }
 
 /// The result of an ended run, from its row.
 pub(crate) fn result_of(run: &Run, text: Option<String>) -> RunResult {
-    RunResult {
-        run_id: run.id.clone(),
-        status: match run.status {
-            RunStatus::Completed => RunResultStatus::Completed,
-            RunStatus::Cancelled => RunResultStatus::Cancelled,
-            RunStatus::TimedOut => RunResultStatus::TimedOut,
-            RunStatus::Failed => RunResultStatus::Failed,
-            _ => RunResultStatus::Accepted,
-        },
-        session_id: run.session_id.clone(),
-        session_key: run.session_key.clone(),
-        task_id: None,
-        started_at: run.started_at,
-        ended_at: run.ended_at,
-        output: text.map(|text| talon_protocol::gateway::RunOutput {
-            text: Some(text),
-            messages: None,
-        }),
-        usage: run.usage.clone(),
-        artifacts: None,
-        error: run.error.clone(),
-    }
+    RunResult::of(run, text, None)
 }
 
 fn ended_data(error: Option<&ApiError>) -> RunEndedData {

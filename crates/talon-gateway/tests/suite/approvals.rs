@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use talon_testing::Script;
+use talon_mock_model::Script;
 
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway, call_then_say, stored_events, told};

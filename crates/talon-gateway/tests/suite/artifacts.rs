@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use talon_mock_model::Script;
 use talon_protocol::gateway::Scope;
-use talon_testing::Script;
 
 use super::ws::Transport;
 use super::{Options, TestGateway};
@@ -244,7 +244,7 @@ async fn a_trajectory_never_holds_a_key_the_gateway_knows() {
 
 #[tokio::test]
 async fn writes_and_edits_leave_file_and_diff_artifacts() {
-    use talon_testing::{Replay, ScriptedCall, Turn};
+    use talon_mock_model::{Replay, ScriptedCall, Turn};
     let call = |name: &str, arguments: Value| Turn {
         tool_calls: vec![ScriptedCall {
             name: name.into(),
@@ -373,7 +373,7 @@ async fn writes_and_edits_leave_file_and_diff_artifacts() {
 
 #[tokio::test]
 async fn shell_output_over_the_cap_is_kept_whole_as_a_redacted_log() {
-    use talon_testing::{Replay, ScriptedCall, Turn};
+    use talon_mock_model::{Replay, ScriptedCall, Turn};
     const KEY: &str = "sk-talon-shell-log-77aa1c";
     // 20,000 numbered lines (~130 KB, over the 64 KiB a result holds),
     // the key in the middle of them, on stdout and stderr.

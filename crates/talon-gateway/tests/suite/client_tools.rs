@@ -3,7 +3,7 @@
 //! app's next run on the session answers it with `tool` messages.
 
 use serde_json::{Value, json};
-use talon_testing::{Replay, Script, ScriptedCall, Turn};
+use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
 
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway};

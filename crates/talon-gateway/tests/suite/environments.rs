@@ -11,7 +11,7 @@ use std::process::Command;
 use talon_gateway::{EnvironmentPolicy, SecretSource};
 
 use serde_json::{Value, json};
-use talon_testing::{Replay, Script, Turn};
+use talon_mock_model::{Replay, Script, Turn};
 
 use super::ws::Transport;
 use super::{Options, TestGateway, tool_turn};

@@ -23,8 +23,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Running};
+use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 use talon_runtime::{Host, ModelRoute};
-use talon_testing::{MockModel, Replay, Script, ScriptedCall, Turn};
 
 /// A gateway on a free loopback port over a fresh state directory, its
 /// runs' model served by a scripted mock.

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Running};
+use talon_mock_model::{MockModel, Replay, Script, Turn};
 use talon_protocol::gateway::{Run, RunStatus};
 use talon_store::StoreConfig;
 use talon_testing::postgres::TestPostgres;
-use talon_testing::{MockModel, Replay, Script, Turn};
 
 use super::{config_in, host};
 
@@ -301,6 +301,14 @@ async fn two_nodes_share_one_database() {
         ],
         "{page}"
     );
+    // Resumed from its input: its `run.started` says after which turn.
+    let started = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "run.started")
+        .unwrap();
+    assert_eq!(started["data"]["resumedAfterTurn"], 0, "{page}");
     let result = wait_run(&client, &b, &admin, "run_ghost_calling").await;
     assert_eq!(result["status"], "failed", "{result}");
     assert_eq!(result["error"]["details"]["reason"], "interrupted");

@@ -22,9 +22,9 @@ async fn list(g: &TestGateway, params: Value) -> Value {
 
 #[tokio::test]
 async fn runs_are_listed_filtered_and_paged() {
-    let g = TestGateway::with_script(talon_testing::Script {
-        replay: talon_testing::Replay::PerRun,
-        ..talon_testing::Script::texts(&["Hello."])
+    let g = TestGateway::with_script(talon_mock_model::Script {
+        replay: talon_mock_model::Replay::PerRun,
+        ..talon_mock_model::Script::texts(&["Hello."])
     })
     .await;
     let mut created = Vec::new();

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use talon_testing::{Replay, Script, Turn};
+use talon_mock_model::{Replay, Script, Turn};
 
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway};
@@ -600,7 +600,7 @@ async fn a_code_mode_run_executes_its_cell() {
     let g = TestGateway::start_opts(Options {
         script: per_run(vec![
             Turn {
-                tool_calls: vec![talon_testing::ScriptedCall {
+                tool_calls: vec![talon_mock_model::ScriptedCall {
                     name: "exec".into(),
                     arguments: json!({"code": "text('cell says hi'); return 6 * 7;"}),
                 }],
@@ -738,9 +738,9 @@ async fn an_unknown_model_fails_the_run_as_not_found() {
 #[tokio::test]
 async fn a_provider_that_keeps_failing_ends_the_run_unavailable_and_retryable() {
     let failing = Script {
-        turns: vec![talon_testing::Turn {
+        turns: vec![talon_mock_model::Turn {
             status: Some(503),
-            ..talon_testing::Turn::default()
+            ..talon_mock_model::Turn::default()
         }],
         ..Script::texts(&[])
     };

@@ -12,7 +12,9 @@ mod input;
 pub mod methods;
 pub mod params;
 pub mod resources;
+pub mod run_create;
 pub mod run_list;
+mod run_views;
 pub mod scope;
 pub mod tokens;
 

@@ -5,13 +5,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use talon_mock_model::{MockModel, Script};
 use talon_protocol::ModelTool;
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::{
     CancellationToken, ChatRequest, Message, ModelProvider, ProviderConfig, ProviderError,
     StreamDelta, ToolCallRequest, parse_providers,
 };
-use talon_testing::{MockModel, Script};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn mock(script: serde_json::Value) -> MockModel {

@@ -290,8 +290,7 @@ pub(crate) fn idempotency_key() -> talon_protocol::gateway::bounded::Idempotency
             .unwrap_or_default();
         return format!("sdk-{t:x}-{n:x}").into();
     }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sdk-{hex}").into()
+    format!("sdk-{}", talon_protocol::hex::encode(&bytes)).into()
 }
 
 fn random_u32() -> u32 {

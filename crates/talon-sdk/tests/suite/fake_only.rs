@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use talon_sdk::protocol::EventType;
 use talon_sdk::protocol::gateway::ErrorCode;
-use talon_testing::fake::{FakeGateway, FakeRun, Fault};
+use talon_sdk_testing::{FakeGateway, FakeRun, Fault};
 
 async fn fake() -> (FakeGateway, talon_sdk::Talon) {
     let fake = FakeGateway::start().await.unwrap();

@@ -1,5 +1,5 @@
 //! The SDK's suite. Most tests run twice, through [`both!`]: against
-//! `talon_testing::FakeGateway` and against a real gateway
+//! `talon_sdk_testing::FakeGateway` and against a real gateway
 //! (`talon_gateway::start`, its model the scripted mock, behind a proxy
 //! that can cut streams), so that the fake cannot drift from the real
 //! thing. Tests of faults only the fake can inject run against it alone.
@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 use talon_gateway::{GatewayConfig, Running};
+use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 use talon_runtime::{Host, ModelRoute};
 use talon_sdk::{ClientConfig, Talon};
-use talon_testing::fake::{FakeGateway, FakeRun, Fault};
+use talon_sdk_testing::{FakeGateway, FakeRun, Fault};
 use talon_testing::proxy::StreamCutter;
-use talon_testing::{MockModel, Replay, Script, ScriptedCall, Turn};
 
 /// Which gateway a test talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

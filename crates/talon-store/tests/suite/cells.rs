@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use talon_codemode::store::{StoreError as CellError, StoreKey};
-use talon_codemode::{CellScope, PendingNestedCall, SnapshotStore, StoreLimits, SuspendedCell};
+use talon_cells::{
+    CellScope, PendingNestedCall, SnapshotStore, StoreError as CellError, StoreKey, StoreLimits,
+    SuspendedCell,
+};
 use talon_store::CellStore;
 
 fn scope(run: &str) -> CellScope {

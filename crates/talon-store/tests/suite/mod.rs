@@ -6,6 +6,7 @@ mod cells;
 mod crash;
 mod events;
 mod failures;
+mod layers;
 mod run_list;
 pub mod runs;
 pub mod sessions;

@@ -1,3 +1,1 @@
-mod fake;
-mod fake_listing;
 mod postgres;

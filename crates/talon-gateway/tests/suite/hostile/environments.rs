@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use talon_testing::{Replay, Script, Turn};
+use talon_mock_model::{Replay, Script, Turn};
 
 use super::super::environments::{Sources, call, git};
 use super::super::{Options, TestGateway, tool_turn};

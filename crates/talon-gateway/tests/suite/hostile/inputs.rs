@@ -175,9 +175,9 @@ async fn every_capped_field_is_refused_past_its_cap_naming_the_field_and_the_cap
 async fn a_session_key_at_its_cap_is_kept_with_the_session_and_read_back_on_its_events() {
     // (That it takes no room per event is measured in talon-store's
     // suite: `a_session_key_is_stored_with_its_session_not_with_each_event`.)
-    let g = TestGateway::with_script(talon_testing::Script {
-        replay: talon_testing::Replay::PerRun,
-        ..talon_testing::Script::texts(&["Hello."])
+    let g = TestGateway::with_script(talon_mock_model::Script {
+        replay: talon_mock_model::Replay::PerRun,
+        ..talon_mock_model::Script::texts(&["Hello."])
     })
     .await;
     let key = format!("session-{}", "k".repeat(248));

@@ -184,7 +184,7 @@ async fn on_every_node_of_an_sqlite_state_directory() {
 async fn pg_node(
     url: &str,
     name: &str,
-    mock: &talon_testing::MockModel,
+    mock: &talon_mock_model::MockModel,
 ) -> (Running, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let config = GatewayConfig {
@@ -199,7 +199,7 @@ async fn pg_node(
 async fn on_every_node_of_a_postgres_database() {
     let pg = TestPostgres::shared().unwrap();
     let url = pg.fresh_database().unwrap();
-    let mock = talon_testing::MockModel::start(talon_testing::Script::texts(&["hi"]))
+    let mock = talon_mock_model::MockModel::start(talon_mock_model::Script::texts(&["hi"]))
         .await
         .unwrap();
     let (a, _a) = pg_node(&url, "a", &mock).await;

@@ -8,8 +8,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use talon_codemode::store::StoreKey;
-use talon_codemode::{
+use talon_cells::StoreKey;
+use talon_cells::{
     CellScope, FileStore, PendingNestedCall, SnapshotStore, StoreError, StoreLimits, SuspendedCell,
 };
 use talon_protocol::CodeModeErrorCode;
@@ -24,7 +24,7 @@ fn key() -> StoreKey {
 }
 
 fn store(dir: &Path) -> FileStore {
-    FileStore::open_with_key(dir, LIMITS, key()).unwrap()
+    FileStore::open(dir, LIMITS, key()).unwrap()
 }
 
 fn scope(run: &str) -> CellScope {
@@ -233,7 +233,7 @@ fn records_moved_copied_or_sealed_with_another_key_fail() {
         "other dir",
     );
     // Sealed with another key.
-    let foreign = FileStore::open_with_key(dir.path(), LIMITS, StoreKey::derive(&[6; 32])).unwrap();
+    let foreign = FileStore::open(dir.path(), LIMITS, StoreKey::derive(&[6; 32])).unwrap();
     assert_tampered(foreign.take("cell-d", &scope("r1")), "cell-d", "other key");
 }
 

@@ -1,6 +1,6 @@
 //! [`FileStore`]: suspended cells on disk, one sealed record per cell,
 //! claimed by rename, with a sealed marker per record saying whether it
-//! was consumed (the threat model is in the `store` module doc).
+//! was consumed (the threat model is in the crate doc).
 //!
 //! Files in the directory:
 //!
@@ -20,12 +20,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use talon_fs::{FsError, Symlinks};
 
-use super::key;
-use super::record::{
+use crate::key;
+use crate::record::{
     self, HEAD_LEN, HEADER_CAP, MARKER_CAP, MarkState, Marker, PREFIX_LEN, Prefix, Stamp, StoreKey,
     millis,
 };
-use super::{
+use crate::{
     CellScope, NestedResult, SnapshotStore, StoreError, StoreLimits, SuspendedCell, check_put,
     settle_in,
 };
@@ -38,7 +38,7 @@ const STALE_AFTER: Duration = Duration::from_secs(600);
 const HOLD_WAIT: Duration = Duration::from_secs(2);
 
 /// Cells on disk: `<dir>/<id>.cell`, mode 0600, written to a temporary file
-/// and renamed, sealed with a key derived from the sandbox's snapshot key.
+/// and renamed, sealed with the caller's [`StoreKey`].
 #[derive(Debug)]
 pub struct FileStore {
     dir: PathBuf,
@@ -120,15 +120,8 @@ fn read_prefix(path: &Path) -> Option<Prefix> {
 }
 
 impl FileStore {
-    /// Opens (creating) the directory; records are sealed with a key
-    /// derived from the sandbox's snapshot key (`<cache dir>/snapshot.key`,
-    /// created on first use).
-    pub fn open(dir: impl Into<PathBuf>, limits: StoreLimits) -> Result<Self, StoreError> {
-        Self::open_with_key(dir, limits, key::default_key()?)
-    }
-
     /// Opens (creating) the directory, sealing records with `key`.
-    pub fn open_with_key(
+    pub fn open(
         dir: impl Into<PathBuf>,
         limits: StoreLimits,
         key: StoreKey,

@@ -1,14 +1,20 @@
-//! Both snapshot stores obey the same contract; the file store survives a
-//! new runtime on the same directory.
+//! Both snapshot stores obey the same contract; the file store, opened
+//! again on the same directory with the same key, finds what an earlier
+//! one left.
 
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
-use talon_codemode::{
+use talon_cells::StoreKey;
+use talon_cells::{
     CellScope, FileStore, MemoryStore, NestedError, PendingNestedCall, SnapshotStore, StoreError,
     StoreLimits, SuspendedCell,
 };
 use talon_protocol::CodeModeErrorCode;
+
+fn key() -> StoreKey {
+    StoreKey::derive(&[3; 32])
+}
 
 fn scope(run: &str) -> CellScope {
     CellScope {
@@ -130,21 +136,21 @@ fn the_memory_store_keeps_the_contract() {
 #[test]
 fn the_file_store_keeps_the_contract() {
     let dir = tempfile::tempdir().unwrap();
-    contract(&FileStore::open(dir.path(), LIMITS).unwrap());
+    contract(&FileStore::open(dir.path(), LIMITS, key()).unwrap());
 }
 
 #[test]
-fn a_new_runtime_on_the_same_directory_finds_suspended_cells() {
+fn a_store_opened_again_on_the_same_directory_finds_its_cells() {
     let dir = tempfile::tempdir().unwrap();
-    let before = FileStore::open(dir.path(), LIMITS).unwrap();
+    let before = FileStore::open(dir.path(), LIMITS, key()).unwrap();
     before
         .put(cell("cell-1", "r1", Duration::from_secs(60), 300))
         .unwrap();
     drop(before);
-    let after = FileStore::open(dir.path(), LIMITS).unwrap();
+    let after = FileStore::open(dir.path(), LIMITS, key()).unwrap();
     assert_eq!(after.settle("cell-1", 3, Ok(json!({"n": 1}))), Ok(true));
     drop(after);
-    let after = FileStore::open(dir.path(), LIMITS).unwrap();
+    let after = FileStore::open(dir.path(), LIMITS, key()).unwrap();
     let cell = after.take("cell-1", &scope("r1")).unwrap();
     assert_eq!(cell.snapshot.len(), 300);
     assert_eq!(cell.pending[0].result, Some(Ok(json!({"n": 1}))));
@@ -162,7 +168,7 @@ fn a_new_runtime_on_the_same_directory_finds_suspended_cells() {
 #[test]
 fn damaged_records_and_hostile_ids_are_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let store = FileStore::open(dir.path(), LIMITS).unwrap();
+    let store = FileStore::open(dir.path(), LIMITS, key()).unwrap();
     std::fs::write(dir.path().join("bad.cell"), b"TLNC\xff\xff\xff\xffjunk").unwrap();
     let damaged = store.take("bad", &scope("r1")).unwrap_err();
     assert_eq!(

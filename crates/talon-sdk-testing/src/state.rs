@@ -219,10 +219,7 @@ impl State {
             created_at: now,
             expires_at: Some(now + ARTIFACT_MAX_AGE_MS),
         };
-        let sha256 = Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sha256 = talon_protocol::hex::encode(&Sha256::digest(&bytes));
         self.artifacts.push(StoredArtifact {
             summary: summary.clone(),
             bytes,
@@ -297,21 +294,7 @@ pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
 
 /// An event of `run`, unnumbered.
 pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
-    let (kind, data) = data.into_parts();
-    Event {
-        version: 1,
-        id: String::new(),
-        ts: now_ms(),
-        kind,
-        run_id: Some(run.id.clone()),
-        session_id: run.session_id.clone(),
-        session_key: run.session_key.clone(),
-        task_id: None,
-        agent_id: Some(run.agent_id.clone()),
-        request_id: None,
-        data,
-        raw: None,
-    }
+    Event::of_run(run, now_ms(), data)
 }
 
 /// An artifact's MIME type by its name's extension, as the gateway
@@ -340,8 +323,5 @@ pub(crate) fn mime_of(name: &str, bytes: &[u8]) -> &'static str {
 pub(crate) fn hash_of(method: &str, params: &impl serde::Serialize) -> String {
     let value = serde_json::to_value(params).unwrap_or_default();
     let canonical = serde_json::to_vec(&(method, value)).unwrap_or_default();
-    Sha256::digest(&canonical)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    talon_protocol::hex::encode(&Sha256::digest(&canonical))
 }

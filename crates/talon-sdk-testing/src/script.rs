@@ -43,7 +43,7 @@ pub(crate) enum Step {
 /// its end (the assistant's reply and `run.completed`, or `run.failed`).
 ///
 /// ```no_run
-/// # use talon_testing::fake::FakeRun;
+/// # use talon_sdk_testing::FakeRun;
 /// # use talon_protocol::gateway::ArtifactType;
 /// let run = FakeRun::reply("Done.")
 ///     .approval("write", serde_json::json!({"path": "a.txt"}))

@@ -5,7 +5,7 @@
 //! gateway's `invalid_request`.
 
 use serde_json::{Value, json};
-use talon_testing::fake::FakeGateway;
+use talon_sdk_testing::FakeGateway;
 
 async fn call(g: &FakeGateway, token: &str, method: &str, params: Value) -> (u16, Value) {
     let response = reqwest::Client::new()

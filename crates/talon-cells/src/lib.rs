@@ -1,4 +1,12 @@
-//! Suspended cells: the snapshot store behind `wait`.
+//! Suspended cells: the snapshot store behind Code Mode's `wait`.
+//!
+//! A leaf crate: it knows the protocol's error codes, `talon-fs`'s safe
+//! opens and the MAC crates, and nothing of the sandbox, the agent loop or
+//! the durable store, so `talon-store` can keep cells in its database
+//! (`talon_store::CellStore`) without building the Code Mode engine. The
+//! key that seals records is a parameter ([`StoreKey::derive`] over the
+//! host's secret); `talon_codemode::store::default_store_key` derives it
+//! from the sandbox's snapshot secret.
 //!
 //! A suspended cell is the VM snapshot plus what the host must remember
 //! about its nested calls. The store enforces the size limit, a cap on live
@@ -11,8 +19,8 @@
 //! # The file store against whoever can write its directory
 //!
 //! The state directory is assumed writable by an attacker who does not
-//! hold the store key (it is derived from the sandbox's snapshot key,
-//! which lives in the cache directory, see `key.rs`). What holds:
+//! hold the store key (in Talon it is derived from the sandbox's snapshot
+//! key, which lives in the cache directory, not the state directory). What holds:
 //!
 //! - **Authenticity.** A record is sealed whole (`record.rs`): one
 //!   HMAC-SHA256 covers the header (scope, expiry, pending calls with their
@@ -95,8 +103,8 @@ pub struct PendingNestedCall {
 pub type NestedResult = Result<Value, NestedError>;
 
 /// A nested call's failure: plain data (`message` and `code`), delivered
-/// to the guest as an `Error`; the sandbox's own host-call error.
-pub type NestedError = talon_sandbox::HostCallError;
+/// to the guest as an `Error`; the sandbox's host-call error.
+pub type NestedError = talon_protocol::HostCallError;
 
 /// One suspended cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,12 +230,6 @@ impl StoreLimits {
     pub fn check(&self, cell: &SuspendedCell, live_others: usize) -> Result<(), StoreError> {
         check_put(self, cell, live_others)
     }
-}
-
-/// The key records are sealed with by default: derived from the sandbox's
-/// host secret (see `key.rs`).
-pub fn default_store_key() -> Result<StoreKey, StoreError> {
-    key::default_key()
 }
 
 pub(crate) fn settle_in(cell: &mut SuspendedCell, host_call_id: u64, result: NestedResult) -> bool {

@@ -1,5 +1,6 @@
 //! [`FakeGateway`]: an in-process fake of the Talon gateway, for testing
-//! apps and SDKs against the gateway's wire protocol without a model.
+//! apps and SDKs against the gateway's wire protocol without a model (the
+//! Rust counterpart of the seed's `@talon/sdk-testing`).
 //!
 //! It serves the real method table (it implements
 //! `talon_protocol::gateway::Handler`) over the real transports on
@@ -14,7 +15,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use talon_testing::fake::{FakeGateway, FakeRun, Fault};
+//! use talon_sdk_testing::{FakeGateway, FakeRun, Fault};
 //! let gateway = FakeGateway::start().await?;
 //! gateway.script_run(FakeRun::reply("Hello.").approval("write", serde_json::json!({})));
 //! gateway.inject(Fault::DropStream { after_events: 2 });

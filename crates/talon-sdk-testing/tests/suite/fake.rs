@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use talon_protocol::EventData;
 use talon_protocol::event_data::GitBranchData;
 use talon_protocol::gateway::{ArtifactType, ErrorCode};
-use talon_testing::fake::{FakeGateway, FakeRun, Fault, RecordedCall};
+use talon_sdk_testing::{FakeGateway, FakeRun, Fault, RecordedCall};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 

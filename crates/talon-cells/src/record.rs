@@ -31,7 +31,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::{CellScope, NestedError, PendingNestedCall, StoreError, SuspendedCell};
+use crate::{CellScope, NestedError, PendingNestedCall, StoreError, SuspendedCell};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -320,7 +320,7 @@ fn parse_header(
 /// [`decode_record`] opens it.
 pub fn seal_record(key: &StoreKey, cell: &SuspendedCell) -> Result<Vec<u8>, StoreError> {
     let stamp = Stamp {
-        nonce: super::key::random()?,
+        nonce: crate::key::random()?,
         generation: 0,
     };
     encode(key, cell, stamp)

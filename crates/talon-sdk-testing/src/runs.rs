@@ -10,8 +10,8 @@ use talon_protocol::EventData;
 use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
 use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
 use talon_protocol::gateway::{
-    ApiError, ClientTool, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput,
-    RunResult, RunResultStatus, RunStatus, RunsListParams, RunsListResult, Session, Usage,
+    ApiError, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus,
+    RunsListParams, RunsListResult, Session, Usage,
 };
 
 use super::play;
@@ -25,10 +25,6 @@ const CANCEL_SETTLE: Duration = Duration::from_secs(5);
 /// `runs.wait`'s deadline when the caller gives none, and its cap.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 const MAX_WAIT: Duration = Duration::from_secs(600);
-/// The longest input a run takes, in bytes.
-const MAX_INPUT_BYTES: usize = 1 << 20;
-/// Most client tools a run takes.
-const MAX_CLIENT_TOOLS: usize = 128;
 /// Pages.
 pub(crate) const DEFAULT_LIMIT: u32 = 100;
 pub(crate) const MAX_LIMIT: u32 = 500;
@@ -67,64 +63,16 @@ pub(crate) fn list(shared: &Shared, p: &RunsListParams) -> Result<RunsListResult
     Ok(RunsListResult { runs, next_cursor })
 }
 
-fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {
-    if tools.len() > MAX_CLIENT_TOOLS {
-        return Err(invalid(format!(
-            "tools: {} client tools, more than the {MAX_CLIENT_TOOLS} a run takes",
-            tools.len()
-        )));
-    }
-    for (i, tool) in tools.iter().enumerate() {
-        let name = &tool.name;
-        let well_formed = (1..=64).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !well_formed {
-            let shown: String = name.chars().take(64).collect();
-            return Err(invalid(format!(
-                "tools[{i}].name {shown:?}: 1 to 64 ASCII letters, digits, `_` or `-`"
-            )));
-        }
-        if tools[..i].iter().any(|t| &t.name == name) {
-            return Err(invalid(format!("tools[{i}].name {name:?}: named twice")));
-        }
-        if tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
-            return Err(invalid(format!(
-                "tools[{i}].parameters: a JSON Schema of type \"object\""
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// The input's text as `run.created` and the session's user message
-/// carry it, after checking it.
-fn input_text(input: &RunInput) -> Result<String, ApiError> {
-    let (text, size) = match input {
-        RunInput::Text(text) => {
-            if text.trim().is_empty() {
-                return Err(invalid("input: the message is empty"));
-            }
-            (text.clone(), text.len())
-        }
-        RunInput::Messages(messages) => {
-            if messages.is_empty() {
-                return Err(invalid("input: no messages"));
-            }
-            let text = messages
-                .last()
-                .map(|m| m.content.clone())
-                .unwrap_or_default();
-            (text, messages.iter().map(|m| m.content.len()).sum())
-        }
-    };
-    if size > MAX_INPUT_BYTES {
-        return Err(invalid(format!(
-            "input: {size} bytes, more than the {MAX_INPUT_BYTES} a run takes"
-        )));
+/// carry it (the params are checked already).
+fn input_text(input: &RunInput) -> String {
+    match input {
+        RunInput::Text(text) => text.clone(),
+        RunInput::Messages(messages) => messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default(),
     }
-    Ok(text)
 }
 
 /// The run's session: by id, by key (created if absent), or new.
@@ -171,11 +119,8 @@ pub(crate) fn live_runs(s: &State, session_id: &str) -> Vec<String> {
 
 /// Accepts a run (`runs.create`, `sessions.send`) and starts playing it.
 pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run, ApiError> {
-    check_client_tools(&p.tools)?;
-    let input = input_text(&p.input)?;
-    if p.timeout_ms == Some(0) {
-        return Err(invalid("timeoutMs: must be more than 0"));
-    }
+    p.check()?;
+    let input = input_text(&p.input);
     let hash = {
         let mut keyless = p.clone();
         keyless.idempotency_key = None;
@@ -419,26 +364,5 @@ pub(crate) fn result_of(
     text: Option<String>,
     artifacts: Option<Vec<talon_protocol::gateway::ArtifactSummary>>,
 ) -> RunResult {
-    RunResult {
-        run_id: run.id.clone(),
-        status: match run.status {
-            RunStatus::Completed => RunResultStatus::Completed,
-            RunStatus::Cancelled => RunResultStatus::Cancelled,
-            RunStatus::TimedOut => RunResultStatus::TimedOut,
-            RunStatus::Failed => RunResultStatus::Failed,
-            _ => RunResultStatus::Accepted,
-        },
-        session_id: run.session_id.clone(),
-        session_key: run.session_key.clone(),
-        task_id: None,
-        started_at: run.started_at,
-        ended_at: run.ended_at,
-        output: text.map(|text| talon_protocol::gateway::RunOutput {
-            text: Some(text),
-            messages: None,
-        }),
-        usage: run.usage.clone(),
-        artifacts,
-        error: run.error.clone(),
-    }
+    RunResult::of(run, text, artifacts)
 }

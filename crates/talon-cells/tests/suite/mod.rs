@@ -1,0 +1,2 @@
+mod attacks;
+mod contract;

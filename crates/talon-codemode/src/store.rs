@@ -1,0 +1,30 @@
+//! Suspended cells as Code Mode keeps them: the stores of `talon-cells`,
+//! and the key they are sealed with by default, derived from the
+//! sandbox's host secret (`<cache dir>/snapshot.key`, outside the state
+//! directory), so the store and the snapshots it holds share one secret.
+//! With no cache directory the secret is random per process (records then
+//! do not survive the process, like snapshots).
+
+pub use talon_cells::{
+    CellScope, FileStore, HEADER_CAP, MemoryStore, NestedError, NestedResult, PendingNestedCall,
+    SnapshotStore, StoreError, StoreKey, StoreLimits, SuspendedCell, decode_record, reseal_record,
+    seal_record,
+};
+use talon_sandbox::SandboxConfig;
+
+/// The key records are sealed with by default: [`StoreKey::derive`] over
+/// the sandbox's host secret.
+pub fn default_store_key() -> Result<StoreKey, StoreError> {
+    let secret = talon_sandbox::host_secret(&SandboxConfig::default())
+        .map_err(|e| StoreError::Io(format!("the host secret: {e}")))?;
+    Ok(StoreKey::derive(&secret))
+}
+
+/// A [`FileStore`] on `dir` sealed with [`default_store_key`]: what the
+/// CLI and the agent loop open.
+pub fn open_file_store(
+    dir: impl Into<std::path::PathBuf>,
+    limits: StoreLimits,
+) -> Result<FileStore, StoreError> {
+    FileStore::open(dir, limits, default_store_key()?)
+}

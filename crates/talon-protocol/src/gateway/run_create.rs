@@ -1,0 +1,158 @@
+//! `runs.create`'s (and `sessions.send`'s) checks of its params, made once
+//! for every server of the protocol: the gateway and the fake gateway
+//! refuse the same requests with the same `invalid_request` message.
+//! What a server checks against its own state (the agent, the session,
+//! the environment, a tool name clashing with the agent's) stays its own.
+
+use super::params::{ClientTool, InputMessage, InputRole, RunInput, RunsCreateParams};
+use super::{ApiError, ErrorCode};
+
+/// The longest input a run takes, in bytes (the messages' contents).
+pub const MAX_INPUT_BYTES: usize = 1 << 20;
+/// Most client tools a run takes.
+pub const MAX_CLIENT_TOOLS: usize = 128;
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, message)
+}
+
+/// A run's messages input, in its three parts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InputParts<'a> {
+    /// The leading `tool` messages: the app's answers to pending client
+    /// tool calls, each with a `toolCallId` no other answer has.
+    pub answers: &'a [InputMessage],
+    /// The messages between the answers and the turn.
+    pub before: &'a [InputMessage],
+    /// The user's message (absent when the input only answers calls: the
+    /// model goes on from the answers).
+    pub message: Option<&'a InputMessage>,
+}
+
+/// Splits a run's messages, or says what is wrong with them: `tool`
+/// messages come first, each with a `toolCallId` no other answer has;
+/// other messages carry none; the input ends with the user's message
+/// unless it is only answers.
+pub fn split_messages(messages: &[InputMessage]) -> Result<InputParts<'_>, String> {
+    let answered = messages
+        .iter()
+        .take_while(|m| m.role == InputRole::Tool)
+        .count();
+    let (answers, rest) = messages.split_at(answered);
+    for (i, m) in answers.iter().enumerate() {
+        let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty()) else {
+            return Err(format!("input[{i}]: a tool message needs its toolCallId"));
+        };
+        if answers[..i]
+            .iter()
+            .any(|seen| seen.tool_call_id.as_deref() == Some(id))
+        {
+            return Err(format!("input[{i}]: call {id:?} is answered twice"));
+        }
+    }
+    for (i, m) in rest.iter().enumerate() {
+        let i = i + answered;
+        if m.role == InputRole::Tool {
+            return Err(format!(
+                "input[{i}]: tool messages come first, before any other message"
+            ));
+        }
+        if m.tool_call_id.is_some() {
+            return Err(format!("input[{i}]: only a tool message has a toolCallId"));
+        }
+    }
+    let Some((last, before)) = rest.split_last() else {
+        return if answers.is_empty() {
+            Err("the input has no message".into())
+        } else {
+            Ok(InputParts {
+                answers,
+                before: &[],
+                message: None,
+            })
+        };
+    };
+    if last.role != InputRole::User {
+        return Err(
+            "the last message must be the user's (or the input only answers tool calls)".into(),
+        );
+    }
+    Ok(InputParts {
+        answers,
+        before,
+        message: Some(last),
+    })
+}
+
+/// Client tools as a provider takes them: at most [`MAX_CLIENT_TOOLS`],
+/// each named by 1 to 64 ASCII letters, digits, `_` or `-`, once, with an
+/// object schema. Whether a name clashes with the agent's own tools is
+/// known when the run is built (the run then fails, naming both).
+pub fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {
+    if tools.len() > MAX_CLIENT_TOOLS {
+        return Err(invalid(format!(
+            "tools: {} client tools, more than the {MAX_CLIENT_TOOLS} a run takes",
+            tools.len()
+        )));
+    }
+    for (i, tool) in tools.iter().enumerate() {
+        let name = &tool.name;
+        let well_formed = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !well_formed {
+            let shown: String = name.chars().take(64).collect();
+            return Err(invalid(format!(
+                "tools[{i}].name {shown:?}: 1 to 64 ASCII letters, digits, `_` or `-`"
+            )));
+        }
+        if tools[..i].iter().any(|t| &t.name == name) {
+            return Err(invalid(format!("tools[{i}].name {name:?}: named twice")));
+        }
+        if tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
+            return Err(invalid(format!(
+                "tools[{i}].parameters: a JSON Schema of type \"object\""
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl RunInput {
+    /// Its size as [`MAX_INPUT_BYTES`] counts it.
+    pub fn size(&self) -> usize {
+        match self {
+            Self::Text(text) => text.len(),
+            Self::Messages(messages) => messages.iter().map(|m| m.content.len()).sum(),
+        }
+    }
+}
+
+impl RunsCreateParams {
+    /// The checks that need no state: the client tools, the input (not
+    /// empty, messages in order, at most [`MAX_INPUT_BYTES`]) and
+    /// `timeoutMs` (above 0).
+    pub fn check(&self) -> Result<(), ApiError> {
+        check_client_tools(&self.tools)?;
+        match &self.input {
+            RunInput::Text(text) if text.trim().is_empty() => {
+                return Err(invalid("input: the message is empty"));
+            }
+            RunInput::Text(_) => {}
+            RunInput::Messages(messages) => {
+                split_messages(messages).map_err(|e| invalid(format!("input: {e}")))?;
+            }
+        }
+        let size = self.input.size();
+        if size > MAX_INPUT_BYTES {
+            return Err(invalid(format!(
+                "input: {size} bytes, more than the {MAX_INPUT_BYTES} a run takes"
+            )));
+        }
+        if self.timeout_ms == Some(0) {
+            return Err(invalid("timeoutMs: must be more than 0"));
+        }
+        Ok(())
+    }
+}

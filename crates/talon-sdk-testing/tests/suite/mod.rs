@@ -1,0 +1,2 @@
+mod fake;
+mod listing;

@@ -1,0 +1,284 @@
+//! `tools.approvals`: which calls run, which are refused, and which wait
+//! for a person: one policy, read once, for the gateway's durable
+//! approvals, `talon agent`'s terminal prompt and `tools.list`'s
+//! `approval` field. Either one word for every call that needs approval
+//! (`"ask"`, the default; `"allow"`; `"deny"`), or an object:
+//!
+//! ```json
+//! {"mode": "ask", "timeoutMs": 3600000,
+//!  "rules": [{"tool": "exec", "action": "ask"},
+//!            {"source": "mcp", "risk": "low", "action": "allow"},
+//!            {"tool": "mcp:github:*", "action": "deny"},
+//!            {"tool": "group:fs", "action": "ask"}]}
+//! ```
+//!
+//! The first rule whose every field matches a call decides it; a call no
+//! rule matches is decided by `mode` when its tool requires approval
+//! (core tools that write or run commands) and runs otherwise. A rule's
+//! `tool` is a pattern of `tools.allow`/`tools.deny`'s syntax
+//! ([`Pattern`]): a name, or a catalog id when it has a `:`, compared
+//! without case, with `*` for any run of characters and `?` for one, or
+//! `group:<name>`. `source` is the tool's source (`core`, `mcp`, `plugin`,
+//! `app`); `risk` matches the call's risk level or any higher one
+//! (`medium` matches `medium`, `high` and `critical`).
+//!
+//! [`PolicyGate`] is the [`Approver`] that applies it and hands the calls
+//! it must ask about to the approver that asks (a person on a terminal,
+//! the gateway's durable requests).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use talon_protocol::ToolEffect;
+use talon_protocol::gateway::{ApprovalPolicy, RiskLevel};
+
+use crate::catalog::CatalogEntry;
+use crate::policy::{Pattern, PolicySubject, ToolPolicy};
+use crate::runner::{ApprovalDecision, Approver, BoxFuture, RunContext, ToolCall};
+
+/// What becomes of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalAction {
+    /// It runs.
+    Allow,
+    /// It is refused; the model reads why.
+    Deny,
+    /// It waits for a decision.
+    Ask,
+}
+
+impl From<ApprovalAction> for ApprovalPolicy {
+    fn from(action: ApprovalAction) -> Self {
+        match action {
+            ApprovalAction::Allow => Self::Allow,
+            ApprovalAction::Deny => Self::Deny,
+            ApprovalAction::Ask => Self::Ask,
+        }
+    }
+}
+
+/// `tools.approvals` that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalsError {
+    /// A word other than the three.
+    #[error("tools.approvals: {0:?} is not one of \"ask\", \"allow\", \"deny\"")]
+    Word(String),
+    /// Neither a word nor an object.
+    #[error("tools.approvals: expected \"ask\", \"allow\", \"deny\" or an object, found {0}")]
+    Type(&'static str),
+    /// An object of the wrong shape.
+    #[error("tools.approvals: {0}")]
+    Shape(#[source] serde_json::Error),
+    /// `timeoutMs: 0`.
+    #[error("tools.approvals.timeoutMs: must be above 0")]
+    ZeroTimeout,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    risk: Option<RiskLevel>,
+    action: ApprovalAction,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    mode: Option<ApprovalAction>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    rules: Vec<RawRule>,
+}
+
+/// One rule of the policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rule {
+    tool: Option<Pattern>,
+    source: Option<String>,
+    risk: Option<RiskLevel>,
+    action: ApprovalAction,
+}
+
+/// The approval policy of a run.
+#[derive(Debug, Clone)]
+pub struct Approvals {
+    /// For calls of tools that require approval and match no rule.
+    mode: ApprovalAction,
+    /// How long a request waits for a decision before it expires.
+    pub timeout: Duration,
+    rules: Vec<Rule>,
+    /// The named groups a rule's `group:<name>` means.
+    groups: ToolPolicy,
+}
+
+impl PartialEq for Approvals {
+    fn eq(&self, other: &Self) -> bool {
+        (self.mode, self.timeout, &self.rules) == (other.mode, other.timeout, &other.rules)
+    }
+}
+
+/// How long an approval waits when the policy does not say.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+impl Default for Approvals {
+    fn default() -> Self {
+        Self {
+            mode: ApprovalAction::Ask,
+            timeout: DEFAULT_APPROVAL_TIMEOUT,
+            rules: Vec::new(),
+            groups: ToolPolicy::new(),
+        }
+    }
+}
+
+impl Approvals {
+    /// Reads `tools.approvals` (absent: ask, with the default expiry).
+    pub fn from_config(value: Option<&Value>) -> Result<Self, ApprovalsError> {
+        let Some(value) = value else {
+            return Ok(Self::default());
+        };
+        if let Value::String(word) = value {
+            let mode = serde_json::from_value(Value::String(word.clone()))
+                .map_err(|_| ApprovalsError::Word(word.clone()))?;
+            return Ok(Self {
+                mode,
+                ..Self::default()
+            });
+        }
+        let found = match value {
+            Value::Object(_) => None,
+            Value::Null => Some("null"),
+            Value::Bool(_) => Some("a boolean"),
+            Value::Number(_) => Some("a number"),
+            Value::Array(_) => Some("an array"),
+            Value::String(_) => Some("a string"),
+        };
+        if let Some(found) = found {
+            return Err(ApprovalsError::Type(found));
+        }
+        let raw: RawPolicy =
+            serde_json::from_value(value.clone()).map_err(ApprovalsError::Shape)?;
+        let timeout = match raw.timeout_ms {
+            Some(0) => return Err(ApprovalsError::ZeroTimeout),
+            Some(ms) => Duration::from_millis(ms),
+            None => DEFAULT_APPROVAL_TIMEOUT,
+        };
+        let rules = raw
+            .rules
+            .into_iter()
+            .map(|rule| Rule {
+                tool: rule.tool.as_deref().map(Pattern::parse),
+                source: rule.source,
+                risk: rule.risk,
+                action: rule.action,
+            })
+            .collect();
+        Ok(Self {
+            mode: raw.mode.unwrap_or(ApprovalAction::Ask),
+            timeout,
+            rules,
+            ..Self::default()
+        })
+    }
+
+    /// What becomes of a call of `entry`.
+    pub fn action(&self, entry: &CatalogEntry) -> ApprovalAction {
+        let risk = risk(entry);
+        let source = source_name(entry);
+        let subject = PolicySubject {
+            name: &entry.tool.name,
+            id: &entry.id,
+            source: entry.tool.source,
+        };
+        let matched = self.rules.iter().find(|rule| {
+            rule.tool
+                .as_ref()
+                .is_none_or(|p| self.groups.matches(p, subject))
+                && rule.source.as_deref().is_none_or(|s| s == source)
+                && rule.risk.is_none_or(|r| risk >= r)
+        });
+        match matched {
+            Some(rule) => rule.action,
+            None if entry.tool.requires_approval => self.mode,
+            None => ApprovalAction::Allow,
+        }
+    }
+}
+
+/// How risky a call of `entry` is, by what the tool does.
+pub fn risk(entry: &CatalogEntry) -> RiskLevel {
+    match entry.tool.effect {
+        ToolEffect::ReadOnly => RiskLevel::Low,
+        ToolEffect::Writes => RiskLevel::Medium,
+        _ => RiskLevel::High,
+    }
+}
+
+fn source_name(entry: &CatalogEntry) -> &'static str {
+    use talon_protocol::ToolSource;
+    match entry.tool.source {
+        ToolSource::Openclaw => "core",
+        ToolSource::Mcp => "mcp",
+        ToolSource::Plugin => "plugin",
+        ToolSource::Client => "app",
+        _ => "unknown",
+    }
+}
+
+/// The [`Approver`] that applies [`Approvals`]: calls the policy allows
+/// run without a question, calls it denies are refused with a reason that
+/// names the policy, and the rest go to `ask`.
+pub struct PolicyGate {
+    policy: Arc<Approvals>,
+    ask: Arc<dyn Approver>,
+}
+
+impl PolicyGate {
+    /// `ask` decides the calls the policy sends to a person.
+    pub fn new(policy: Arc<Approvals>, ask: Arc<dyn Approver>) -> Self {
+        Self { policy, ask }
+    }
+}
+
+/// Why the policy refused a call of `entry`.
+pub fn denied_by_policy(entry: &CatalogEntry) -> String {
+    format!(
+        "{} is denied by the approval policy (tools.approvals)",
+        entry.tool.name
+    )
+}
+
+impl Approver for PolicyGate {
+    fn needs(&self, entry: &CatalogEntry) -> bool {
+        self.policy.action(entry) != ApprovalAction::Allow
+    }
+
+    fn decide<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        entry: &'a CatalogEntry,
+        call: &'a ToolCall,
+    ) -> BoxFuture<'a, ApprovalDecision> {
+        match self.policy.action(entry) {
+            ApprovalAction::Allow => Box::pin(async { ApprovalDecision::Approved }),
+            ApprovalAction::Deny => {
+                let reason = denied_by_policy(entry);
+                Box::pin(async move { ApprovalDecision::Denied(reason) })
+            }
+            ApprovalAction::Ask => self.ask.decide(ctx, entry, call),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
