@@ -153,10 +153,7 @@ async fn decide(approval: Approval) -> talon_sdk::Result<()> {
     match answer.as_deref().map(str::trim) {
         Some("y" | "Y" | "yes") => approval.approve_once().await.map(drop),
         Some(_) => approval.deny("the user declined").await.map(drop),
-        None => approval
-            .deny(crate::agent::NO_TERMINAL)
-            .await
-            .map(drop),
+        None => approval.deny(crate::agent::NO_TERMINAL).await.map(drop),
     }
 }
 

@@ -1,6 +1,7 @@
-//! Executing one claimed run: its context and event sink, its history
-//! from the session, the agent loop on the node's host, then its messages
-//! and its end written back (the end only if no one else ended it).
+//! Executing one claimed run: its event sink, its history from the
+//! session, the agent loop on the node's host (`start.rs`), then its
+//! messages and its end written back (the end only if no one else ended
+//! it), whether the loop ran or the run was refused before it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,52 +11,26 @@ use serde_json::Value;
 use talon_agent::{RunEvents, RunStatus as LoopStatus};
 use talon_codemode::{SnapshotStore, StoreLimits};
 use talon_protocol::event_data::RunEndedData;
-use talon_protocol::gateway::{ApiError, ClientTool, ErrorCode, Message, Run, RunInput, RunStatus};
-use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, ToolSource};
+use talon_protocol::gateway::{ApiError, ErrorCode, Message, Run, RunInput, RunStatus};
 use talon_protocol::{Event, EventData};
 use talon_provider::Message as ModelMessage;
-use talon_runtime::RunSpec;
 use talon_store::{Claimed, MAX_PAGE};
-use talon_tools::{NoUpdates, RunContext, RunScope};
 
-use super::approvals::DurableApprover;
-use super::artifacts::RunFiles;
-use super::questions::DurableQuestions;
 use super::resume::RunCheckpoint;
 use super::sink::{Checkpoints, StoreSink};
-use super::{Active, Engine, Invocation, RunRequest, history, result_of};
+use super::start::{Loop, Looped, Refused, Resume, context};
+use super::{Active, Engine, RunRequest, history, result_of};
 use talon_tools::Approvals;
 
 /// A run's input made ready for the loop.
-struct Prepared {
-    request: RunRequest,
+pub(super) struct Prepared {
+    pub request: RunRequest,
     /// The conversation the loop starts from.
-    history: Vec<ModelMessage>,
+    pub history: Vec<ModelMessage>,
     /// What the run adds to the session ahead of the loop's messages.
-    added: Vec<ModelMessage>,
+    pub added: Vec<ModelMessage>,
     /// The user's turn.
-    message: Option<String>,
-}
-
-/// A client tool as the catalog takes it.
-fn client_tool(tool: &ClientTool) -> ToolDefinition {
-    ToolDefinition {
-        name: tool.name.to_string(),
-        label: None,
-        description: tool
-            .description
-            .as_deref()
-            .map(str::to_owned)
-            .unwrap_or_default(),
-        parameters: tool.parameters.clone(),
-        source: ToolSource::Client,
-        owner: "app".into(),
-        catalog_mode: CatalogMode::DirectOnly,
-        execution_mode: ExecutionMode::default(),
-        requires_approval: false,
-        effect: ToolEffect::default(),
-        replay_safe: false,
-    }
+    pub message: Option<String>,
 }
 
 /// The run's span: inside the trace of the request that created it (its
@@ -81,30 +56,33 @@ pub(super) fn span(claimed: &Claimed) -> tracing::Span {
 }
 
 impl Engine {
-    /// Runs a claimed run to its end.
+    /// Runs a claimed run to its end: its sink and context, the loop (see
+    /// `start.rs`), then its end, whether the loop ran or not.
     pub(super) async fn execute(&self, claimed: Claimed, active: Active) {
         let Claimed {
             run,
             request,
             checkpoint,
         } = claimed;
-        let store = self.inner.store.clone();
         let stored = RunCheckpoint::read(checkpoint);
         // A run back in the queue after its node died resumes from its
         // last complete turn, or from its input when it had completed
         // none; either way its `run.started` says where.
-        let resume_from = stored.resume_from();
-        let interrupted = stored.resumes > 0;
+        let start = match stored.resume_from() {
+            Some(from) => Resume::From(from),
+            None if stored.resumes > 0 => Resume::FromInput,
+            None => Resume::No,
+        };
         tracing::info!(
             target: "talon::run",
             run_id = %run.id,
             agent = %run.agent_id,
             node = %self.inner.node,
-            resumed = interrupted,
+            resumed = start != Resume::No,
             "run started"
         );
         let sink = Arc::new(StoreSink::start(
-            store.clone(),
+            self.inner.store.clone(),
             Some(Checkpoints {
                 run_id: run.id.clone(),
                 node: self.inner.node.clone(),
@@ -112,159 +90,78 @@ impl Engine {
             }),
             Some(active.cancel.clone()),
         ));
-        let ctx = RunContext {
-            scope: RunScope {
-                agent_id: run.agent_id.clone(),
-                session_id: run.session_id.clone().unwrap_or_default(),
-                run_id: run.id.clone(),
-            },
-            session_key: run.session_key.clone().unwrap_or_default(),
-            sender: None,
-            channel: Some("gateway".into()),
-            cancel: active.cancel.clone(),
-            updates: Arc::new(NoUpdates),
-        };
+        let ctx = context(&run, &active);
         let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
-        let prepared = match self.policy() {
-            Ok(policy) => self
-                .prepare_input(&run, request)
-                .await
-                .map(|prepared| (prepared, policy)),
-            Err(error) => Err(error),
-        };
-        let mut invoked_error = None;
-        let mut environment = None;
-        let outcome = match prepared {
-            Ok((
-                Prepared {
-                    request,
-                    history,
-                    added,
-                    message,
-                },
-                policy,
-            )) => 'built: {
-                let bound = match &request.environment_id {
-                    Some(id) => match self.bind_environment(id).await {
-                        Ok(bound) => Some(bound),
-                        Err(error) => break 'built Err((error, added, message)),
-                    },
-                    None => None,
-                };
-                let mut secrets = self.inner.secrets.clone();
-                let (workspace, shell) = match &bound {
-                    Some((environment, binding)) => {
-                        sink.redact(binding.secrets.clone());
-                        secrets.extend(binding.secrets.iter().cloned());
-                        (
-                            environment.workspace.as_ref().map(std::path::PathBuf::from),
-                            binding.shell.clone(),
-                        )
-                    }
-                    None => (None, Default::default()),
-                };
-                environment = bound;
-                let spec = RunSpec {
-                    agent: run.agent_id.clone(),
+        let looped = self
+            .run_loop(
+                &run,
+                request,
+                Loop {
                     ctx,
                     events: events.clone(),
-                    approver: Arc::new(DurableApprover {
-                        store: store.clone(),
-                        policy,
-                        events: events.clone(),
-                        sink: sink.clone(),
-                        resolved: self.inner.resolutions.subscribe(),
-                        engine: self.clone(),
-                    }),
-                    questions: Some(Arc::new(DurableQuestions {
-                        store: store.clone(),
-                        events: events.clone(),
-                        sink: sink.clone(),
-                        resolved: self.inner.resolutions.subscribe(),
-                        engine: self.clone(),
-                    })),
-                    changes: Some(Arc::new(RunFiles {
-                        engine: self.clone(),
-                        events: events.clone(),
-                        secrets: secrets.clone(),
-                    })),
-                    shell,
-                    redact: environment
-                        .as_ref()
-                        .map(|(_, binding): &(_, crate::environments::Binding)| {
-                            binding.secrets.clone()
-                        })
-                        .unwrap_or_default(),
-                    cells: self.cells(),
-                    workspace,
-                    timeout: request.timeout_ms.map(Duration::from_millis),
-                    client_tools: request.tools.iter().map(client_tool).collect(),
-                };
-                match self.inner.host.prepare(spec).await {
-                    Ok(prepared) if request.invoke.is_some() => {
-                        let invocation = request.invoke.clone().unwrap_or_else(|| Invocation {
-                            tool: String::new(),
-                            arguments: Value::Null,
-                        });
-                        let (result, outcome) = prepared
-                            .invoke(&invocation.tool, invocation.arguments)
-                            .await;
-                        invoked_error = invocation_error(&invocation.tool, &outcome);
-                        Ok((result, added))
-                    }
-                    Ok(prepared) => {
-                        let result = match (resume_from, &message) {
-                            (Some(from), _) => prepared.resume(history, from).await,
-                            (None, message) if interrupted => {
-                                let from = talon_agent::Checkpoint::input(message.as_deref());
-                                prepared.resume(history, from).await
-                            }
-                            (None, Some(message)) => prepared.run(history, message).await,
-                            (None, None) => prepared.proceed(history).await,
-                        };
-                        let mut added = added;
-                        added.extend(result.messages.iter().cloned());
-                        Ok((result, added))
-                    }
-                    Err(error) => Err((
-                        ApiError::new(ErrorCode::InvalidRequest, error.to_string()),
-                        added,
-                        message,
-                    )),
-                }
+                    sink: sink.clone(),
+                    start,
+                },
+            )
+            .await;
+        match looped {
+            Ok(looped) => self.end_looped(&run, looped, &sink, &active).await,
+            Err(refused) => {
+                self.end_refused(&run, refused, &events, &sink, &active)
+                    .await;
             }
-            Err(error) => Err((error, Vec::new(), None)),
-        };
-        let (result, added) = match outcome {
-            Ok(done) => done,
-            Err((error, input, message)) => {
-                // The loop never started: its end is this node's to say.
-                events.emit(EventData::RunFailed(RunEndedData {
-                    text: None,
-                    error: Some(error.message.clone()),
-                    turns: 0,
-                    tool_calls: 0,
-                    usage: Default::default(),
-                    duration_ms: 0,
-                    pending_tool_calls: Vec::new(),
-                }));
-                let mut ended = run.clone();
-                ended.status = RunStatus::Failed;
-                ended.ended_at = Some(talon_store::now_ms());
-                ended.error = Some(error);
-                let terminal = self.closed(&sink, &run, &mut ended).await;
-                // The app's input stays in the session; its answers to
-                // pending calls with it, so that nothing it sent is lost.
-                let mut added = input;
-                added.extend(message.map(ModelMessage::User));
-                self.save_messages(&run, &added, &active).await;
-                let mut summary = result_of(&ended, None);
-                summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
-                self.finish(&ended, &summary, terminal).await;
-                return;
-            }
-        };
-        let stored = self.save_messages(&run, &added, &active).await;
+        }
+    }
+
+    /// Ends a run whose loop never started: its end is this node's to
+    /// say. The app's input stays in the session, its answers to pending
+    /// calls with it, so that nothing it sent is lost.
+    async fn end_refused(
+        &self,
+        run: &Run,
+        refused: Refused,
+        events: &RunEvents,
+        sink: &StoreSink,
+        active: &Active,
+    ) {
+        let Refused {
+            error,
+            input,
+            message,
+        } = refused;
+        events.emit(EventData::RunFailed(RunEndedData {
+            text: None,
+            error: Some(error.message.clone()),
+            turns: 0,
+            tool_calls: 0,
+            usage: Default::default(),
+            duration_ms: 0,
+            pending_tool_calls: Vec::new(),
+        }));
+        let mut ended = run.clone();
+        ended.status = RunStatus::Failed;
+        ended.ended_at = Some(talon_store::now_ms());
+        ended.error = Some(error);
+        let terminal = self.closed(sink, run, &mut ended).await;
+        let mut added = input;
+        added.extend(message.map(ModelMessage::User));
+        self.save_messages(run, &added, active).await;
+        let mut summary = result_of(&ended, None);
+        summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
+        self.finish(&ended, &summary, terminal).await;
+    }
+
+    /// Ends a run the loop ran: its messages, its row, its artifacts (the
+    /// environment's diff, the trajectory) and, when it left client calls
+    /// for the app, the message that asks them.
+    async fn end_looped(&self, run: &Run, looped: Looped, sink: &StoreSink, active: &Active) {
+        let Looped {
+            result,
+            added,
+            invoked_error,
+            environment,
+        } = looped;
+        let stored = self.save_messages(run, &added, active).await;
         let mut ended = run.clone();
         ended.status = match result.status {
             LoopStatus::Completed => RunStatus::Completed,
@@ -283,7 +180,7 @@ impl Engine {
             (LoopStatus::Cancelled, _) | (_, None) => None,
             (_, Some(error)) => Some(error.clone()),
         };
-        let terminal = self.closed(&sink, &run, &mut ended).await;
+        let terminal = self.closed(sink, run, &mut ended).await;
         let text = (!result.text.is_empty()).then(|| result.text.clone());
         let mut summary = result_of(&ended, text);
         let mut artifacts = Vec::new();
@@ -307,7 +204,7 @@ impl Engine {
                 output.messages = Some(vec![message.clone()]);
             }
         }
-        super::person::close_requests(&store, &run.id).await;
+        super::person::close_requests(&self.inner.store, &run.id).await;
         self.finish(&ended, &summary, terminal).await;
     }
 
@@ -427,7 +324,11 @@ impl Engine {
     /// calls first), what the run adds to the session before the loop's
     /// own messages, and the user's turn (none when the input only
     /// answers calls).
-    async fn prepare_input(&self, run: &Run, request: Option<Value>) -> Result<Prepared, ApiError> {
+    pub(super) async fn prepare_input(
+        &self,
+        run: &Run,
+        request: Option<Value>,
+    ) -> Result<Prepared, ApiError> {
         let invalid = |message: String| ApiError::new(ErrorCode::InvalidRequest, message);
         let request: RunRequest = request
             .and_then(|r| serde_json::from_value(r).ok())
@@ -519,7 +420,7 @@ impl Engine {
     }
 
     /// The approval policy, `tools.approvals` (`talon_tools::approvals`).
-    fn policy(&self) -> Result<Arc<Approvals>, ApiError> {
+    pub(super) fn policy(&self) -> Result<Arc<Approvals>, ApiError> {
         Approvals::from_config(self.inner.host.config().get("tools.approvals"))
             .map(Arc::new)
             .map_err(|error| ApiError::new(ErrorCode::InvalidRequest, error.to_string()))
@@ -527,7 +428,7 @@ impl Engine {
 
     /// Where a run's suspended cells go: the store, one cell store per set
     /// of limits, shared by the node's runs.
-    fn cells(&self) -> talon_runtime::OpenCells {
+    pub(super) fn cells(&self) -> talon_runtime::OpenCells {
         let engine = self.clone();
         Box::new(move |limits: StoreLimits| {
             let key = format!("{limits:?}");
@@ -551,7 +452,7 @@ impl Engine {
 }
 
 /// The error a failed direct call ends its run with, by what failed.
-fn invocation_error(tool: &str, outcome: &talon_tools::CallOutcome) -> Option<ApiError> {
+pub(super) fn invocation_error(tool: &str, outcome: &talon_tools::CallOutcome) -> Option<ApiError> {
     use talon_protocol::ToolErrorCode;
     use talon_tools::CallOutcome;
     let (code, message) = match outcome {

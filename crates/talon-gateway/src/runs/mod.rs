@@ -26,6 +26,7 @@ pub(crate) mod questions;
 mod recover;
 mod resume;
 mod sink;
+mod start;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
