@@ -31,7 +31,7 @@ pub use namespaces::{
 };
 pub use runtime::{
     CodeMode, CodeModeOptions, CodeModeRun, ExecHook, ExecHookEvent, PRELUDE_NAME, RunSetup,
-    RuntimeUnavailable, applies, prelude,
+    RunTools, RuntimeUnavailable, applies, prelude,
 };
 pub use store::{
     CellScope, FileStore, MemoryStore, NestedError, NestedResult, PendingNestedCall, SnapshotStore,

@@ -34,10 +34,19 @@ use talon_sandbox::Machine;
 /// Whether Code Mode takes over a run's surface: it is enabled and the run
 /// has tools. Runs with no tools (raw model calls, `disableTools`, an
 /// empty allow list) keep their surface untouched.
-pub fn applies(config: Option<&CodeModeConfig>, catalog: &Catalog, tools_disabled: bool) -> bool {
+pub fn applies(config: Option<&CodeModeConfig>, catalog: &Catalog, tools: RunTools) -> bool {
     config.is_some()
-        && !tools_disabled
+        && tools == RunTools::Offered
         && (!catalog.is_empty() || !catalog.direct_only().is_empty())
+}
+
+/// Whether a run offers its model tools at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunTools {
+    /// It does (the catalog decides which).
+    Offered,
+    /// It does not (`disableTools`): a raw model call.
+    Disabled,
 }
 
 /// The name of Code Mode's prelude, and of its image in the shared sandbox

@@ -27,7 +27,6 @@
 //! reading and so never answers) is closed, and the client resumes its
 //! subscriptions by cursor.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -35,13 +34,12 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use talon_protocol::gateway::params::{EventsSubscribeParams, EventsUnsubscribeParams};
+use talon_protocol::gateway::params::EventsSubscribeParams;
 use talon_protocol::gateway::{ApiError, ErrorCode, Method};
 use talon_store::EventFilter;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
-use talon_wire::ws::{answer, binary_refusal, decode_request};
+use talon_wire::ws::{Started, Subscriptions, answer, binary_refusal, decode_request, event_frame};
 
 use crate::http::{ErrorResponse, Shared, serve_call, stream_caller};
 use crate::stream::{Follow, TicketQuery};
@@ -49,8 +47,6 @@ use crate::tokens::Caller;
 
 /// Frames waiting to be written, per connection.
 const OUTBOX: usize = 256;
-/// Subscriptions per connection.
-const MAX_SUBSCRIPTIONS: usize = 16;
 
 /// Upgrades an authenticated request.
 pub(crate) async fn upgrade(
@@ -119,8 +115,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
     let mut liveness = shared.revocations.watch(&caller);
     let mut closer = Some(closer);
     let caller = Arc::new(caller);
-    let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
-    let mut next_subscription = 0u64;
+    let mut subscriptions = Subscriptions::default();
     let mut closing = shared.closing.clone();
     loop {
         let frame = tokio::select! {
@@ -174,12 +169,11 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
             let _ = outbox.send(answer(&id, Err(error))).await;
             continue;
         }
-        subscriptions.retain(|_, task| !task.is_finished());
         match method.as_str() {
             "events.subscribe" => {
                 let started = std::time::Instant::now();
                 let subscribed =
-                    subscribe(&shared, &caller, params, &outbox, subscriptions.len()).await;
+                    subscribe(&shared, &caller, params, &outbox, &mut subscriptions).await;
                 let code = subscribed.as_ref().err().map(|e| e.code);
                 crate::observe::ws_called(
                     &shared,
@@ -191,15 +185,11 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                     code,
                 );
                 match subscribed {
-                    Ok((name, task)) => {
-                        next_subscription += 1;
-                        let sid = format!("sub_{next_subscription}");
+                    Ok(started) => {
                         // The answer naming it goes out before its events.
-                        let _ = outbox
-                            .send(answer(&id, Ok(json!({"subscriptionId": sid}))))
-                            .await;
-                        let _ = name.send(sid.clone());
-                        subscriptions.insert(sid, task);
+                        let named = subscriptions.name(&id, started);
+                        let _ = outbox.send(named.answer.clone()).await;
+                        named.go();
                     }
                     Err(error) => {
                         let _ = outbox.send(answer(&id, Err(error))).await;
@@ -210,22 +200,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                 let started = std::time::Instant::now();
                 let outcome = caller
                     .require(Method::EventsUnsubscribe.spec().scope)
-                    .and_then(|()| {
-                        talon_protocol::gateway::decode_params::<EventsUnsubscribeParams>(
-                            "events.unsubscribe",
-                            params,
-                        )
-                    })
-                    .and_then(|p| match subscriptions.remove(p.subscription_id.as_str()) {
-                        Some(task) => {
-                            task.abort();
-                            Ok(json!({}))
-                        }
-                        None => Err(ApiError::new(
-                            ErrorCode::NotFound,
-                            format!("no subscription {:?}", p.subscription_id),
-                        )),
-                    });
+                    .and_then(|()| subscriptions.unsubscribe(params));
                 let code = outcome.as_ref().err().map(|e| e.code);
                 crate::observe::ws_called(
                     &shared,
@@ -264,9 +239,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
             }
         }
     }
-    for (_, task) in subscriptions {
-        task.abort();
-    }
+    drop(subscriptions);
     drop(outbox);
     // A peer that stopped reading leaves the writer stuck on a full
     // socket: it gets a moment to flush, then goes.
@@ -279,26 +252,18 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
     }
 }
 
-/// A started subscription: where to send its id once named, and its task.
-type Started = (tokio::sync::oneshot::Sender<String>, JoinHandle<()>);
-
 /// Checks and starts a subscription; its frames go to `outbox`.
 async fn subscribe(
     shared: &Shared,
     caller: &Caller,
     params: Value,
     outbox: &mpsc::Sender<String>,
-    open: usize,
+    open: &mut Subscriptions,
 ) -> Result<Started, ApiError> {
     caller.require(Method::EventsSubscribe.spec().scope)?;
     let p: EventsSubscribeParams =
         talon_protocol::gateway::decode_params("events.subscribe", params)?;
-    if open >= MAX_SUBSCRIPTIONS {
-        return Err(ApiError::new(
-            ErrorCode::RateLimited,
-            format!("at most {MAX_SUBSCRIPTIONS} subscriptions per connection"),
-        ));
-    }
+    open.room()?;
     let cursor = match p.after.as_deref() {
         None => None,
         Some(text) => Some(
@@ -319,13 +284,9 @@ async fn subscribe(
     let task = tokio::spawn(async move {
         // The answer naming the subscription goes out before its events.
         let Ok(sid) = named.await else { return };
-        let sid_json = Value::String(sid.clone()).to_string();
         while let Some(next) = follow.next().await {
             let frame = match next {
-                Ok(event) => format!(
-                    "{{\"type\":\"event\",\"subscriptionId\":{sid_json},\"event\":{}}}",
-                    event.json()
-                ),
+                Ok(event) => event_frame(&sid, event.json()),
                 Err(error) => {
                     json!({"type": "event", "subscriptionId": sid, "error": error}).to_string()
                 }

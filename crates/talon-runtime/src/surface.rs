@@ -84,9 +84,9 @@ pub fn build(plan: SurfacePlan, parts: SurfaceParts) -> Result<Arc<dyn ToolSurfa
         engine,
         cells,
     } = parts;
-    let code_mode = plan
-        .code_mode
-        .filter(|c| talon_codemode::applies(Some(c), runner.catalog(), false));
+    let code_mode = plan.code_mode.filter(|c| {
+        talon_codemode::applies(Some(c), runner.catalog(), talon_codemode::RunTools::Offered)
+    });
     if let Some(config) = code_mode {
         let engine = match engine {
             Some(Ok(engine)) => engine,

@@ -13,18 +13,18 @@
 //! null id and the connection stays. A subscription cut by `DropStream`
 //! drops the whole connection, with no close frame.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
-use talon_protocol::gateway::params::{EventsSubscribeParams, EventsUnsubscribeParams};
-use talon_protocol::gateway::{ApiError, ErrorCode};
+use serde_json::Value;
+use talon_protocol::gateway::ApiError;
+use talon_protocol::gateway::params::EventsSubscribeParams;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+
+use talon_wire::ws::{Started, Subscriptions, event_frame};
 
 use super::http::{ErrorResponse, arrive, authenticate_stream, serve_call};
 use super::state::{Shared, invalid};
@@ -32,8 +32,6 @@ use super::stream::{Filter, Follow, Next};
 
 /// Frames waiting to be written, per connection.
 const OUTBOX: usize = 256;
-/// Subscriptions per connection.
-const MAX_SUBSCRIPTIONS: usize = 16;
 
 /// What the writer is given.
 enum Out {
@@ -81,8 +79,7 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
         }
         let _ = sink.close().await;
     });
-    let mut subscriptions: HashMap<String, JoinHandle<()>> = HashMap::new();
-    let mut next_subscription = 0u64;
+    let mut subscriptions = Subscriptions::default();
     let mut closing = shared.closing.clone();
     let mut dropped = false;
     loop {
@@ -110,23 +107,18 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
                 continue;
             }
         };
-        subscriptions.retain(|_, task| !task.is_finished());
         match method.as_str() {
             "events.subscribe" => {
                 let started = match arrive(&shared, &method, &params).await {
-                    Ok(()) => subscribe(&shared, params, &outbox, subscriptions.len()),
+                    Ok(()) => subscribe(&shared, params, &outbox, &mut subscriptions),
                     Err(error) => Err(error),
                 };
                 match started {
-                    Ok((name, task)) => {
-                        next_subscription += 1;
-                        let sid = format!("sub_{next_subscription}");
+                    Ok(started) => {
                         // The answer naming it goes out before its events.
-                        let _ = outbox
-                            .send(answer(&id, Ok(json!({"subscriptionId": sid}))))
-                            .await;
-                        let _ = name.send(sid.clone());
-                        subscriptions.insert(sid, task);
+                        let named = subscriptions.name(&id, started);
+                        let _ = outbox.send(Out::Text(named.answer.clone())).await;
+                        named.go();
                     }
                     Err(error) => {
                         let _ = outbox.send(answer(&id, Err(error))).await;
@@ -135,22 +127,7 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
             }
             "events.unsubscribe" => {
                 let outcome = match arrive(&shared, &method, &params).await {
-                    Ok(()) => talon_protocol::gateway::decode_params::<EventsUnsubscribeParams>(
-                        "events.unsubscribe",
-                        params,
-                    )
-                    .and_then(|p| {
-                        match subscriptions.remove(p.subscription_id.as_str()) {
-                            Some(task) => {
-                                task.abort();
-                                Ok(json!({}))
-                            }
-                            None => Err(ApiError::new(
-                                ErrorCode::NotFound,
-                                format!("no subscription {:?}", p.subscription_id),
-                            )),
-                        }
-                    }),
+                    Ok(()) => subscriptions.unsubscribe(params),
                     Err(error) => Err(error),
                 };
                 let _ = outbox.send(answer(&id, outcome)).await;
@@ -165,9 +142,7 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
             }
         }
     }
-    for (_, task) in subscriptions {
-        task.abort();
-    }
+    drop(subscriptions);
     drop(outbox);
     if dropped {
         // Cut: the socket goes with no close frame.
@@ -183,24 +158,16 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
     }
 }
 
-/// A started subscription: where to send its id once named, and its task.
-type Started = (tokio::sync::oneshot::Sender<String>, JoinHandle<()>);
-
 /// Checks and starts a subscription; its frames go to `outbox`.
 fn subscribe(
     shared: &Arc<Shared>,
     params: Value,
     outbox: &mpsc::Sender<Out>,
-    open: usize,
+    open: &mut Subscriptions,
 ) -> Result<Started, ApiError> {
     let p: EventsSubscribeParams =
         talon_protocol::gateway::decode_params("events.subscribe", params)?;
-    if open >= MAX_SUBSCRIPTIONS {
-        return Err(ApiError::new(
-            ErrorCode::RateLimited,
-            format!("at most {MAX_SUBSCRIPTIONS} subscriptions per connection"),
-        ));
-    }
+    open.room()?;
     let cursor = match p.after.as_deref() {
         None => None,
         Some(text) => Some(
@@ -219,12 +186,9 @@ fn subscribe(
     let outbox = outbox.clone();
     let task = tokio::spawn(async move {
         let Ok(sid) = named.await else { return };
-        let sid_json = Value::String(sid).to_string();
         while let Some(next) = follow.next().await {
             let out = match next {
-                Next::Event(_, _, json) => Out::Text(format!(
-                    "{{\"type\":\"event\",\"subscriptionId\":{sid_json},\"event\":{json}}}"
-                )),
+                Next::Event(_, _, json) => Out::Text(event_frame(&sid, &json)),
                 Next::Cut => Out::Cut,
             };
             if outbox.send(out).await.is_err() {

@@ -61,7 +61,7 @@ pub use health::{Health, PROBE_EVERY};
 pub use records::{EventFilter, Retention, StoredTicket, StoredToken};
 pub use resume::Orphaned;
 pub use run_list::{RunCursor, RunFilter};
-pub use runs::Claimed;
+pub use runs::{CancelMode, Claimed};
 pub use sessions::StoredMessage;
 
 /// Where the store lives and how it behaves.

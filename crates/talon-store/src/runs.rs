@@ -13,6 +13,16 @@ use crate::records::{enum_str, json_column, json_text, ms, opt_ms};
 pub(crate) const COLUMNS: &str =
     "id, agent_id, session_id, session_key, status, created_at, started_at, ended_at, usage, error";
 
+/// What a cancel asks of a live run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelMode {
+    /// It ends `cancelled`; what it said stays in its session.
+    Cancel,
+    /// It ends `cancelled` and its messages are dropped from the session
+    /// (the `rollback` multitask strategy).
+    Rollback,
+}
+
 impl Store {
     /// Stores a new run, owned by `node`, under `idempotency_key`. The same
     /// key again with the same `request_hash` returns the first run
@@ -363,14 +373,17 @@ impl Store {
     }
 
     /// Asks the node executing `run_id` to cancel it (and, with
-    /// `rollback`, to drop its messages); `false` when the run has ended
-    /// (or does not exist).
-    pub async fn request_cancel(&self, run_id: &str, rollback: bool) -> Result<bool> {
+    /// [`CancelMode::Rollback`], to drop its messages); `false` when the run
+    /// has ended (or does not exist).
+    pub async fn request_cancel(&self, run_id: &str, mode: CancelMode) -> Result<bool> {
         let asked = sqlx::query(
             "UPDATE runs SET cancel_requested = $2 WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
         .bind(run_id.to_owned())
-        .bind(if rollback { 2i64 } else { 1i64 })
+        .bind(match mode {
+            CancelMode::Cancel => 1i64,
+            CancelMode::Rollback => 2i64,
+        })
         .execute(self.writes())
         .await?
         .rows_affected()
@@ -382,8 +395,8 @@ impl Store {
     }
 
     /// Live runs of `node` that another node asked to cancel, each with
-    /// whether its messages are to be dropped (`rollback`).
-    pub async fn cancel_requests(&self, node: &str) -> Result<Vec<(String, bool)>> {
+    /// how.
+    pub async fn cancel_requests(&self, node: &str) -> Result<Vec<(String, CancelMode)>> {
         let rows = sqlx::query(sql!(
             "SELECT id, cancel_requested FROM runs WHERE node = $1 AND cancel_requested > 0 AND status IN {LIVE}"
         ))
@@ -394,7 +407,12 @@ impl Store {
             .map(|row| {
                 let id: String = row.try_get(0)?;
                 let mode: i64 = row.try_get(1)?;
-                Ok((id, mode == 2))
+                let mode = if mode == 2 {
+                    CancelMode::Rollback
+                } else {
+                    CancelMode::Cancel
+                };
+                Ok((id, mode))
             })
             .collect()
     }

@@ -99,7 +99,9 @@ pub fn sse_event_frame(id: u64, kind: &str, json: &str) -> Bytes {
     frame.push_str("\nevent: ");
     frame.push_str(&kind);
     if json.contains(['\n', '\r']) {
-        for line in json.lines() {
+        // An event stream ends a line at CRLF, LF or a lone CR: split at
+        // each, so no line of the payload is read as a field of its own.
+        for line in json.split("\r\n").flat_map(|l| l.split(['\n', '\r'])) {
             frame.push_str("\ndata: ");
             frame.push_str(line);
         }
@@ -121,10 +123,16 @@ pub fn sse_error_frame(error: &ApiError) -> Bytes {
 /// A stream's cursor: `Last-Event-ID` when the request sends it, else the
 /// `after` query parameter; `None` for neither (or blank).
 pub fn stream_cursor(headers: &HeaderMap, after: Option<&str>) -> Result<Option<u64>, ApiError> {
-    let text = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .or(after);
+    let header = match headers.get("last-event-id") {
+        Some(value) => Some(value.to_str().map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidRequest,
+                "Last-Event-ID is not an event id (it is not visible ASCII)",
+            )
+        })?),
+        None => None,
+    };
+    let text = header.or(after);
     match text.map(str::trim) {
         None | Some("") => Ok(None),
         Some(text) => text.parse::<u64>().map(Some).map_err(|_| {

@@ -2,10 +2,113 @@
 //! (`{"type":"req","id":..,"method":..,"params":..}`) and its answer
 //! (`{"type":"res","id":..,"ok":true,"result":..}` or
 //! `{"type":"res","id":..,"ok":false,"error":{..}}`), and an event of a
-//! subscription (`{"type":"event","subscriptionId":..,"event":{..}}`).
+//! subscription (`{"type":"event","subscriptionId":..,"event":{..}}`);
+//! and a connection's [`Subscriptions`]: how they are counted, named,
+//! answered and ended, the same on every server.
+
+use std::collections::HashMap;
 
 use serde_json::{Value, json};
+use talon_protocol::gateway::params::EventsUnsubscribeParams;
 use talon_protocol::gateway::{ApiError, ErrorCode};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Subscriptions one connection may hold at once.
+pub const MAX_SUBSCRIPTIONS: usize = 16;
+
+/// A subscription started but not named yet: where its name goes once
+/// the answer naming it is sent, and the task forwarding its events
+/// (which waits for its name before it sends any).
+pub type Started = (oneshot::Sender<String>, JoinHandle<()>);
+
+/// The frame of `event` (JSON text) for subscription `id`.
+pub fn event_frame(id: &str, event: &str) -> String {
+    format!(
+        "{{\"type\":\"event\",\"subscriptionId\":{},\"event\":{event}}}",
+        Value::String(id.to_owned())
+    )
+}
+
+/// A connection's live subscriptions, named `sub_<n>` in the order they
+/// started. Dropping it (the connection ended) ends them all.
+#[derive(Debug, Default)]
+pub struct Subscriptions {
+    next: u64,
+    live: HashMap<String, JoinHandle<()>>,
+}
+
+impl Subscriptions {
+    /// `rate_limited` when [`MAX_SUBSCRIPTIONS`] are live (those whose
+    /// task ended, e.g. on a cut stream, no longer count).
+    pub fn room(&mut self) -> Result<(), ApiError> {
+        self.live.retain(|_, task| !task.is_finished());
+        if self.live.len() >= MAX_SUBSCRIPTIONS {
+            return Err(ApiError::new(
+                ErrorCode::RateLimited,
+                format!("at most {MAX_SUBSCRIPTIONS} subscriptions per connection"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Names a started subscription and returns the answer frame to
+    /// request `id` (`{"subscriptionId": ..}`). Send it, then call
+    /// [`Named::go`]: the answer goes out before the first event.
+    pub fn name(&mut self, id: &Value, started: Started) -> Named {
+        self.next += 1;
+        let name = format!("sub_{}", self.next);
+        let (tell, task) = started;
+        self.live.insert(name.clone(), task);
+        Named {
+            answer: answer(id, Ok(json!({"subscriptionId": name}))),
+            name,
+            tell,
+        }
+    }
+
+    /// `events.unsubscribe`: ends the subscription its params name, or
+    /// `not_found`.
+    pub fn unsubscribe(&mut self, params: Value) -> Result<Value, ApiError> {
+        let p: EventsUnsubscribeParams =
+            talon_protocol::gateway::decode_params("events.unsubscribe", params)?;
+        match self.live.remove(p.subscription_id.as_str()) {
+            Some(task) => {
+                task.abort();
+                Ok(json!({}))
+            }
+            None => Err(ApiError::new(
+                ErrorCode::NotFound,
+                format!("no subscription {:?}", p.subscription_id),
+            )),
+        }
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        for task in self.live.values() {
+            task.abort();
+        }
+    }
+}
+
+/// A subscription named, its answer not sent yet.
+#[derive(Debug)]
+pub struct Named {
+    /// The answer frame naming it.
+    pub answer: String,
+    name: String,
+    tell: oneshot::Sender<String>,
+}
+
+impl Named {
+    /// Lets the subscription's task send its events (after its answer).
+    pub fn go(self) {
+        // A task that already ended (its stream failed) has no one to tell.
+        let _ = self.tell.send(self.name);
+    }
+}
 
 /// A request frame, decoded.
 #[derive(Debug, Clone, PartialEq)]

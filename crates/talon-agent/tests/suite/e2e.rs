@@ -173,7 +173,7 @@ async fn code_modes_sixteen_step_plan() {
     assert!(!talon_codemode::applies(
         disabled.as_ref(),
         runner.catalog(),
-        false
+        talon_codemode::RunTools::Offered
     ));
     let sink = Arc::new(CollectSink::default());
     let run = AgentRun {
@@ -241,7 +241,7 @@ async fn code_modes_sixteen_step_plan() {
     assert!(talon_codemode::applies(
         enabled.as_ref(),
         runner.catalog(),
-        false
+        talon_codemode::RunTools::Offered
     ));
     let config = enabled.unwrap();
     let surface = Arc::new(code_mode.start_run(RunSetup {

@@ -211,7 +211,7 @@ async fn code_mode_shows_exec_and_wait_and_nested_calls_carry_their_parent() {
     assert!(talon_codemode::applies(
         config.as_ref(),
         f.runner.catalog(),
-        false
+        talon_codemode::RunTools::Offered
     ));
     let config = config.unwrap();
     let cm_run = code_mode.start_run(RunSetup {

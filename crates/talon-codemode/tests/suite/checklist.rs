@@ -21,7 +21,7 @@ fn disabled_config_leaves_existing_tool_exposure_unchanged() {
         assert!(!applies(
             config.as_ref(),
             &catalog("r1", &ToolPolicy::new()),
-            false
+            talon_codemode::RunTools::Offered
         ));
     }
 }
@@ -38,7 +38,7 @@ async fn enabled_config_exposes_only_exec_and_wait_when_tools_are_active() {
     assert!(applies(
         config.as_ref(),
         &catalog("r1", &ToolPolicy::new()),
-        false
+        talon_codemode::RunTools::Offered
     ));
     // Without direct-only tools the surface is exactly exec and wait.
     let cm = code_mode(memory_store(), Arc::new(NamespaceRegistry::new()));
@@ -65,15 +65,26 @@ fn raw_runs_without_tools_disable_tools_and_empty_allowlists_do_not_trigger_code
     let raw = CatalogBuilder::new(scope("r1"))
         .build(&ToolPolicy::new())
         .unwrap();
-    assert!(!applies(enabled.as_ref(), &raw, false), "a raw model call");
     assert!(
-        !applies(enabled.as_ref(), &catalog("r1", &ToolPolicy::new()), true),
+        !applies(enabled.as_ref(), &raw, talon_codemode::RunTools::Offered),
+        "a raw model call"
+    );
+    assert!(
+        !applies(
+            enabled.as_ref(),
+            &catalog("r1", &ToolPolicy::new()),
+            talon_codemode::RunTools::Disabled
+        ),
         "disableTools"
     );
     let empty_allow = catalog("r1", &ToolPolicy::from_lists(Some(&[]), &[]));
     assert!(empty_allow.is_empty() && empty_allow.direct_only().is_empty());
     assert!(
-        !applies(enabled.as_ref(), &empty_allow, false),
+        !applies(
+            enabled.as_ref(),
+            &empty_allow,
+            talon_codemode::RunTools::Offered
+        ),
         "an empty allow list"
     );
 }

@@ -361,7 +361,11 @@ impl Handler for Api {
 
     async fn runs_cancel(&self, _: &Caller, p: RunsCancelParams) -> Result<Run, ApiError> {
         self.engine
-            .cancel(&p.run_id, false, runs::CANCEL_SETTLE)
+            .cancel(
+                &p.run_id,
+                talon_store::CancelMode::Cancel,
+                runs::CANCEL_SETTLE,
+            )
             .await
     }
 

@@ -187,7 +187,10 @@ impl Api {
             .collect();
         let mut cancelled_run_ids = Vec::new();
         for run in live {
-            let run = self.engine.cancel(&run.id, false, CANCEL_SETTLE).await?;
+            let run = self
+                .engine
+                .cancel(&run.id, talon_store::CancelMode::Cancel, CANCEL_SETTLE)
+                .await?;
             cancelled_run_ids.push(run.id);
         }
         Ok(SessionsAbortResult { cancelled_run_ids })

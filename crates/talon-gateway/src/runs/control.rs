@@ -14,6 +14,7 @@ use talon_protocol::gateway::{
 
 use super::{Engine, Submit, WAIT_POLL, ended_data, new_id, result_of, run_event};
 use crate::error::api_error;
+use talon_store::CancelMode;
 
 impl Engine {
     /// Accepts a run: `queued` in the store with its `run.created` event
@@ -49,7 +50,11 @@ impl Engine {
                     })));
                 }
                 MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
-                    let rollback = submit.strategy == MultitaskStrategy::Rollback;
+                    let rollback = if submit.strategy == MultitaskStrategy::Rollback {
+                        CancelMode::Rollback
+                    } else {
+                        CancelMode::Cancel
+                    };
                     for run in &live {
                         self.cancel(&run.id, rollback, Duration::ZERO).await?;
                     }
@@ -146,12 +151,12 @@ impl Engine {
 
     /// Cancels a run: at once when it is queued; through its token when
     /// this node executes it; through the store when another node does.
-    /// With `rollback`, its messages are dropped. Waits up to `settle` for
+    /// With [`CancelMode::Rollback`], its messages are dropped. Waits up to `settle` for
     /// it to end, and returns it as it then is.
     pub(crate) async fn cancel(
         &self,
         run_id: &str,
-        rollback: bool,
+        mode: CancelMode,
         settle: Duration,
     ) -> Result<Run, ApiError> {
         let store = &self.inner.store;
@@ -185,12 +190,14 @@ impl Engine {
         let local = self.active().get(run_id).cloned();
         match local {
             Some(active) => {
-                active.rollback.fetch_or(rollback, Ordering::SeqCst);
+                active
+                    .rollback
+                    .fetch_or(mode == CancelMode::Rollback, Ordering::SeqCst);
                 active.cancel.cancel();
             }
             None => {
                 store
-                    .request_cancel(run_id, rollback)
+                    .request_cancel(run_id, mode)
                     .await
                     .map_err(api_error)?;
             }

@@ -542,9 +542,11 @@ impl Engine {
     async fn follow_store(&self) {
         let store = &self.inner.store;
         if let Ok(ids) = store.cancel_requests(&self.inner.node).await {
-            for (id, rollback) in ids {
+            for (id, mode) in ids {
                 if let Some(active) = self.active().get(&id) {
-                    active.rollback.fetch_or(rollback, Ordering::SeqCst);
+                    active
+                        .rollback
+                        .fetch_or(mode == talon_store::CancelMode::Rollback, Ordering::SeqCst);
                     active.cancel.cancel();
                 }
             }

@@ -266,7 +266,7 @@ async fn two_nodes_share_one_database() {
     // Cancelled while its node was dying: ended, never resumed.
     assert!(
         store
-            .request_cancel("run_ghost_cancelled", false)
+            .request_cancel("run_ghost_cancelled", talon_store::CancelMode::Cancel)
             .await
             .unwrap()
     );

@@ -3,7 +3,7 @@
 use talon_protocol::gateway::{
     Agent, AgentSource, Run, RunResult, RunResultStatus, RunStatus, Scope, Usage,
 };
-use talon_store::{StoreError, StoredToken};
+use talon_store::{CancelMode, StoreError, StoredToken};
 
 pub fn run(id: &str) -> Run {
     Run {
@@ -233,11 +233,11 @@ on_both! {
         assert_eq!(ids(store.orphaned_runs(200, Some("alive")).await.unwrap()), ["r1", "r2"]);
         assert_eq!(ids(store.live_runs().await.unwrap()), ["r1", "r2"]);
         assert_eq!(ids(store.queued_runs(10).await.unwrap()), ["r3"]);
-        assert!(store.request_cancel("r1", true).await.unwrap());
-        assert!(store.request_cancel("r2", false).await.unwrap());
-        assert!(!store.request_cancel("ghost", false).await.unwrap());
-        assert_eq!(store.cancel_requests("alive").await.unwrap(), [("r1".to_owned(), true)]);
-        assert_eq!(store.cancel_requests("dead").await.unwrap(), [("r2".to_owned(), false)]);
+        assert!(store.request_cancel("r1", CancelMode::Rollback).await.unwrap());
+        assert!(store.request_cancel("r2", CancelMode::Cancel).await.unwrap());
+        assert!(!store.request_cancel("ghost", CancelMode::Cancel).await.unwrap());
+        assert_eq!(store.cancel_requests("alive").await.unwrap(), [("r1".to_owned(), CancelMode::Rollback)]);
+        assert_eq!(store.cancel_requests("dead").await.unwrap(), [("r2".to_owned(), CancelMode::Cancel)]);
         assert_eq!(store.cancel_requests("other").await.unwrap(), []);
         let (found, hash) = store.run_by_idempotency_key("none").await.unwrap().map_or((None, String::new()), |(r, h)| (Some(r), h));
         assert_eq!((found, hash), (None, String::new()));
@@ -327,7 +327,12 @@ async fn another_nodes_commits_and_run_changes_are_notified() {
         .expect("another node's new run is notified")
         .unwrap();
     runs.borrow_and_update();
-    assert!(t.store.request_cancel("r1", false).await.unwrap());
+    assert!(
+        t.store
+            .request_cancel("r1", CancelMode::Cancel)
+            .await
+            .unwrap()
+    );
     tokio::time::timeout(Duration::from_secs(10), runs.changed())
         .await
         .expect("a cancel request is notified")

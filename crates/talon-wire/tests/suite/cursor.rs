@@ -103,12 +103,11 @@ fn a_leading_plus_is_accepted_as_rusts_parser_does() {
 }
 
 #[test]
-#[ignore = "bug: a Last-Event-ID that is not visible ASCII is silently dropped (falls back to `after`, or to no cursor) instead of being refused"]
 fn a_non_ascii_header_is_refused_not_ignored() {
     // The doc: "`Last-Event-ID` when the request sends it, else the `after`
-    // query parameter". A header with obs-text bytes is sent, but
-    // `to_str()` fails on it and the code falls back to `after` (here a
-    // replay from 0 instead of resuming after the client's last event).
+    // query parameter". A header with obs-text bytes is sent, so it is
+    // refused, never passed over for `after` (here a replay from 0 instead
+    // of resuming after the client's last event).
     let mut headers = HeaderMap::new();
     headers.insert("last-event-id", HeaderValue::from_bytes(b"\xff42").unwrap());
     let got = stream_cursor(&headers, Some("0"));
