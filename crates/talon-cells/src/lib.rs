@@ -55,6 +55,17 @@
 //! corrupting records or markers denies service (the cell is lost), as
 //! deleting the directory would. Markers are purged once the record's own
 //! sealed expiry has passed; an expired record is refused anyway.
+//!
+//! # Where things are
+//!
+//! `record.rs` holds the on-disk formats (a record's 48-byte fixed prefix, its MAC, the marker
+//! layout) and `seal_record`/`decode_record` (which `talon_store::CellStore` uses to keep the same
+//! sealed records in a database row) and `reseal_record` (for the fuzz target); `file.rs` is
+//! [`FileStore`]; `key.rs` draws nonces and hold names. The tests hold both stores to one contract
+//! (`tests/suite/contract.rs`) and attack the file store (`tests/suite/attacks.rs`); a fuzz target
+//! feeds arbitrary bytes to the record decoder. Callers: `talon-codemode` (its cells),
+//! `talon-store` (`CellStore`) and, through Code Mode, `talon exec` (a `FileStore` in the state
+//! directory).
 
 mod file;
 mod key;

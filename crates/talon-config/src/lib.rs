@@ -2,8 +2,8 @@
 //!
 //! Where it is: `--config FILE`, else `$TALON_CONFIG`, else
 //! `~/.talon/talon.json5` (which may be absent: an empty config). A file
-//! named explicitly must exist. The state directory (suspended cells,
-//! later the store) is `$TALON_STATE_DIR`, else `~/.talon/`.
+//! named explicitly must exist. The state directory (the store, suspended
+//! cells, artifacts, environments) is `$TALON_STATE_DIR`, else `~/.talon/`.
 //!
 //! This crate finds, reads (its own JSON5 parser, [`json5`], which keeps
 //! where every value starts) and navigates the document, and checks the
@@ -12,6 +12,32 @@
 //! crate still interprets its own section (`tools.codeMode` in
 //! `talon-codemode`, `tools.toolSearch` in `talon-toolsearch`, ...), so
 //! config errors name the field they are about.
+//!
+//! # Parts
+//!
+//! - Navigation: `Config::get("tools.codeMode")`, `agent(id)`, `tools_section(key, agent)` (a
+//!   global section and the agent's override). Files are read through `talon-fs` (at most
+//!   `MAX_CONFIG_BYTES`, 16 MiB).
+//! - The sections typed here because their readers read no config: `Config::store` (`store.url`,
+//!   `store.retention.*`, with `$TALON_DATABASE_URL` taking precedence) as `StoreSettings`;
+//!   `Config::gateway` (`gateway.rs`: `gateway.limits.*` and `gateway.runs.*`) as
+//!   `GatewaySettings`, every key optional, which `talon gateway` lays over the gateway's defaults
+//!   (OpenClaw's other `gateway` keys are not read); and `security.rs`: `gateway.security` and
+//!   `gateway.environments` (allowed hosts and origins, ticket lifetime, workspace sources,
+//!   secrets), all absent by default.
+//! - `json5`: the crate's own JSON5 parser (no parser dependency), which keeps where each value
+//!   starts (`Spans`, by JSON Pointer) and names the line and column of an error
+//!   (`Json5Error::{TooDeep, Syntax}`; also used for mock scripts); it refuses nesting past 128
+//!   levels at the opening bracket, so no file can overflow a stack.
+//! - `keys/` and `schema`: one tree of every key Talon reads drives both the whole-file check
+//!   (`check`: unknown keys with a did-you-mean, wrong types and values, cross-references;
+//!   `Config::check_at_start`, run by `talon gateway`, `exec` and `agent`, and `talon config
+//!     check`) and the committed JSON Schema (`schema/talon.config.schema.json`, drift-checked by a
+//!   test).
+//!
+//! A key added to a feature crate's section is added to the tree in the same change
+//! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests start the gateway with
+//! it).
 
 use std::path::{Path, PathBuf};
 

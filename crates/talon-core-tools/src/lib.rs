@@ -28,6 +28,25 @@
 //! Every failure is a [`ToolError`] with a stable [`ToolErrorCode`]
 //! (`outside_workspace`, `not_regular_file`, `too_large`, `timeout`, ...);
 //! the executor hands it to the runner unchanged.
+//!
+//! # More on each
+//!
+//! `CoreTools::new(workspace)`, `with_shell(ShellOptions)` (added variables and the network policy)
+//! and `definitions()`. `read` returns a window of at most `MAX_READ_BYTES` with `offset`/`limit`;
+//! `edit` is an exact, unique replacement; `grep` (`search.rs`) streams files in chunks. The shell
+//! (`shell.rs`) runs `sh -c` in its own process group with an environment of `PATH`, `HOME`,
+//! `LANG`, `LC_ALL`, `TERM` and `TMPDIR` plus the added variables; with `Network::Off` the command
+//! runs in a network namespace of its own (`unshare --net --map-root-user`), or not at all where
+//! the OS refuses one. It keeps the first `MAX_EXEC_OUTPUT` of each stream;
+//! `CoreTools::exec_logged` also hands the whole output (up to `MAX_LOG_BYTES`) to the host. The
+//! group is killed when `sh` exits, at the timeout, when the run's token is cancelled and when the
+//! call's future is dropped. `approval` holds `PolicyApprover` (approve or deny every call that
+//! needs approval, for runs that cannot ask).
+//!
+//! Invariants: nothing is read, written or created outside the workspace; no core tool blocks on a
+//! special file; no process left in a command's group outlives its call. Deliberately absent:
+//! containment of processes that leave the group (`setsid`; needs cgroups) and refusing hard links
+//! to outside files (same inode, indistinguishable by path).
 
 pub mod approval;
 mod files;

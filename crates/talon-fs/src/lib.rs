@@ -20,6 +20,14 @@
 //! Deliberately absent: path confinement (a workspace's rules belong to the
 //! tools that have one) and any async API (these reads are small and
 //! bounded; callers on a runtime use `spawn_blocking` where it matters).
+//!
+//! Callers: talon-config (configs), talon-cli (mock scripts, catalogs, query files), talon-cells
+//! (suspended-cell records), talon-sandbox (the module cache and its keys), talon-embed (the table
+//! and the model's weights), talon-gateway (environments' files). `cache_dir` resolves Talon's
+//! cache directory (an explicit one, else `$TALON_CACHE_DIR`, `$XDG_CACHE_HOME/talon`,
+//! `$HOME/.cache/talon`). Not every read goes through here yet: talon-cli reads
+//! `<state_dir>/admin.token`, and talon-embed hashes the model's files and reads its
+//! `tokenizer.json`, with `std::fs`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;

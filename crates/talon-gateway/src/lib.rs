@@ -24,6 +24,87 @@
 //! queue's depth, running and waiting runs, pending approvals, the latency
 //! of the appends the gateway waits on, store faults and the store's
 //! health.
+//!
+//! # Modules
+//!
+//! - `guard`: around every route, the Host allow-list (loopback, the listen address,
+//!   `gateway.security.allowedHosts`; else `421`), the Origin check (the gateway's own origin, port
+//!   included, or a listed one; else `403`) and CORS for listed origins only.
+//! - `tokens`: secrets are `talon_` + 64 hex digits (256 random bits), stored as their plain
+//!   SHA-256 only (no key to share between nodes), compared in constant time, never logged; a store
+//!   without tokens gets an admin token on the first start, written to `<state_dir>/admin.token`
+//!   (0600). `authenticate` answers one `unauthenticated` for missing, malformed, unknown, expired
+//!   and revoked tokens alike. Stream tickets (`tkt_`, single use, short-lived) let a browser open
+//!   a stream without putting the token in a URL.
+//! - `revocation`: one task per node reads recent revocations every 250 ms; each stream and socket
+//!   holds a `Liveness` that wakes on them and at its token's expiry, ending the SSE stream with
+//!   `event: error` or closing the socket with `4001`/`4002`.
+//! - `http`: `POST /v1/<method>` through `serve_call`: the token, then the method (unknown:
+//!   `not_found`), then the scope the table names for it (`forbidden`, before the params are read),
+//!   then the params (strictly decoded), then `dispatch`. Bodies are read up to `max_body_bytes`.
+//!   Every error is `{"error": ApiError}` with the code's status (and `Retry-After` when
+//!   retryable). Also `GET /healthz` (no auth) and `GET /v1/openapi.json`.
+//! - `docs`: `GET /` and `GET /docs` (no auth), the reference rendered by the Redoc bundle vendored
+//!   in `assets/redoc/` (pinned hash) under a strict Content-Security-Policy.
+//! - `stream`, `frame`, `tail`: SSE (`GET /v1/runs/{runId}/events`, `GET /v1/events`). Streams read
+//!   committed events, never a run's memory, a page at a time as the socket drains, from the node's
+//!   live tail when their cursor is inside it, else from the store; woken by the tail, the store's
+//!   commit watch or a 1 s poll, with a heartbeat after `sse_heartbeat_interval` of silence.
+//!   `Follow` is the one live reader both transports use. `Delivery` is an event rendered once as
+//!   its SSE frame, shared by every subscriber. The tail keeps the last envelopes (at most 4,096
+//!   and 2 MiB) so many subscribers of one run cost one store read per commit; it holds only events
+//!   read from the store.
+//! - `ws`: `GET /v1/ws`, the same calls as frames through the same `serve_call`, and
+//!   `events.subscribe`/`events.unsubscribe` (at most 16 per connection); each connection writes
+//!   through one bounded queue, so a slow reader slows only itself; pings every `ws_ping_interval`.
+//! - `serve`: the accept loop (hyper HTTP/1.1 with upgrades): at most `max_connections`, a request
+//!   head within `header_read_timeout`, TCP keepalive and `TCP_USER_TIMEOUT`
+//!   (`stalled_write_timeout`) on every socket; shutdown lets each connection finish its exchange.
+//! - `limits`: a token bucket per token for every call and stream opened (`rate_limited` with
+//!   `retryAfterMs`); open streams capped (`unavailable`, retryable); bodies and frames capped.
+//! - `memory`: after runs end, `malloc_trim(0)` on a blocking thread, at most every 2 s (the
+//!   crate's one `unsafe` call, with its reason).
+//! - `api/`: the `Handler` over the store and the engine: agents, sessions (including compaction:
+//!   the agent's model summarises the session into a compaction record), runs, models (never
+//!   showing a key), artifacts (`content.rs`: bytes with `ETag` and one `Range`), approvals and
+//!   questions (`api/answers.rs`: first answer wins, the loser gets `conflict` with the winner; a
+//!   question's answer is checked against its choices and schema), `tools.list`
+//!   (`api/toolspace.rs`, from `Host::tool_space`, never a server's command, URL or keys),
+//!   `tools.invoke` (`api/invoke.rs`: a run on the session whose request carries the call, made by
+//!   `PreparedRun::invoke`; the idempotency key is the run's), environments
+//!   (`api/environments.rs`). Client tools in `runs.create` are checked by
+//!   `RunsCreateParams::check`; a turn calling one ends the run `completed` with the call pending,
+//!   and the app's next run answers with `tool` input messages (`runs/history.rs`).
+//! - `environments/`: the seed's `EnvironmentProvider` (prepare, bind, collect, release) and the
+//!   `local` provider: a copy of an admin's source directory (FIFOs, sockets and devices removed,
+//!   then a baseline) or a checkout of an admin's repository (`git.rs`, every config channel and
+//!   hook shut), under `<state_dir>/environments/<id>/workspace`; secrets by admin-given name (a
+//!   variable or file of the gateway, read when each run starts, never stored); the shell's network
+//!   off by default; after each run the changes as a `diff` artifact computed in Rust (`tree.rs`).
+//!   Bound values are redacted from tool results and errors (`RunSpec::redact`) and from every
+//!   stored event and artifact (`StoreSink`), with `talon_tools::redact`.
+//! - `runs/`: the node's run engine. `control.rs`: `submit` (under the lane lock; applies the
+//!   session's `multitaskStrategy`, stores the run `queued` with `run.created`), `cancel`, `wait`.
+//!   A dispatcher claims runs (`Store::claim_run`) while the node has room, renews leases every 5
+//!   s, follows other nodes' cancel requests and, on PostgreSQL, takes back runs whose lease
+//!   lapsed; it wakes on local submits, `Store::runs_changed` and every 500 ms. `exec.rs`:
+//!   `execute` builds the run on the host with the session's history (`history.rs`, from the last
+//!   compaction on), sends its events through `StoreSink` (`sink.rs`: ordered, batched appends; the
+//!   loop never waits for a commit) and ends it with `end_run`. Checkpoints are stored once every
+//!   event before them is durable (`resume.rs`). `recover.rs` takes back a dead node's runs: in
+//!   line with a committed terminal event, `cancelled` if a cancel was asked, requeued when every
+//!   call started after the checkpoint was `replaySafe` (at most `MAX_RESUMES`, 3), else `failed`
+//!   (`unavailable`, `details.reason: "interrupted"`). `drain` refuses new runs, gives running ones
+//!   `drain_grace`, then cancels them; runs waiting on a person are left to the next start.
+//! - `runs/approvals.rs`, `runs/person.rs`, `runs/questions.rs`: durable approvals and questions.
+//!   The policy is `talon_tools::approvals`; `DurableApprover` stores an `Approval` and
+//!   `approval.requested`, waits on the engine's resolution watch and a store poll (`person.rs`,
+//!   the one wait of both), reports `approval.resolved` (durable before a non-replay-safe tool
+//!   runs), and applies remembered decisions (`reused: true`). `DurableQuestions` is the gateway's
+//!   executor of `ask_user`.
+//! - `runs/artifacts.rs`: `file` and `diff` artifacts for each successful `write`/`edit`, a `log`
+//!   artifact for an `exec` whose output was cut, and a `trajectory` artifact for every run (its
+//!   events as JSON, cut at 16 MiB, keys redacted); expired artifacts are purged by a task.
 
 mod api;
 mod content;

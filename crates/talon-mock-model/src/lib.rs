@@ -32,6 +32,10 @@
 //! With `apiKey`, a request without `Authorization: Bearer <apiKey>` gets
 //! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies).
 //! When the turns run out, the server answers 500.
+//!
+//! Request bodies are accepted up to [`MAX_REQUEST_BYTES`] (64 MiB), as real APIs take long
+//! histories. Besides the bodies it keeps each request's timing (`timings()`). A turn may also be a
+//! raw `text/event-stream` body (`raw`). The crate has no Talon dependency.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

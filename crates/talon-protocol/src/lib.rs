@@ -1,6 +1,8 @@
-//! Talon's wire types: every value that crosses a process boundary (the CLI's
-//! JSON output today; the gateway protocol later) is defined here and only
-//! here. Each type derives `JsonSchema`; [`schema::protocol_schema`] renders
+//! Talon's wire types: the CLI's JSON output (Code Mode's results, search
+//! hits, tool definitions), the App SDK's events and the gateway protocol's
+//! methods, params, results and errors are defined here and only here (the
+//! transports' framing is `talon-wire`'s). Each type derives `JsonSchema`;
+//! [`schema::protocol_schema`] renders
 //! the committed `schema/talon-protocol.schema.json`, and a test fails when
 //! the two drift.
 //!
@@ -16,6 +18,56 @@
 //!   document's one `ErrorResponse`, with the code's HTTP status.
 //! - **Events.** Each event type's payload is a named schema; the OpenAPI
 //!   document's `TypedEvent` is the envelope with its payload by type.
+//!
+//! # What it holds
+//!
+//! - Code Mode's wire types: `CodeModeErrorCode` (the seed's sixteen codes, spelled as the seed
+//!   spells them, plus `Unknown` for forward compatibility), `CodeModeResult` (the seed's
+//!   `completed | waiting | failed` union, tagged by `status`), `CodeModeOutput`,
+//!   `CodeModeTelemetry`, `ConsoleOutput`; the tool definitions (`ToolDefinition`, with
+//!   `replaySafe`) and `ToolErrorCode`, the stable code of a failed tool call whatever its
+//!   executor.
+//! - The App SDK's event envelope (`Event`, `EventType`) and, in `event_data.rs`, the typed `data`
+//!   of every event type (`EventData`; `Event::typed` decodes the known ones, the envelope keeps
+//!   unknown types as JSON). The agent loop emits `EventData` only. The envelope adds `requestId`
+//!   to the seed's fields: the `x-request-id` of the call that caused the event (for a run's own
+//!   events, the call that created the run). The fake gateway does not set it.
+//! - The gateway protocol, version 1 (`gateway/`), declared once:
+//!   - the method table (`gateway/methods.rs`): one `method_table!` entry per method (`runs.create
+//!         => RunsCreateParams -> RunAccepted`), its scope, effect (`write` methods take an
+//!     optional `idempotencyKey`), stability (`stable`, `experimental`, or `unsupported` for the
+//!     seed's future APIs, `tasks.*`) and its own error codes. The macro generates `Method`,
+//!     `Request` (strict decoding: unknown fields and wrong types are `invalid_request`, unknown
+//!     methods `not_found`), the `Handler` trait (one async function per method) and `dispatch`
+//!     (which answers `unsupported` methods itself);
+//!   - one error shape (`gateway/error.rs`): `ApiError {code, message, retryable, retryAfterMs?,
+//!         details?}` with the closed `ErrorCode` list and each code's HTTP status;
+//!   - scopes (`gateway/scope.rs`): twelve, `admin` implying all, `metrics.read` for `GET
+//!         /metrics`;
+//!   - resources and params (`gateway/resources.rs`, `approvals.rs`, `catalog.rs`, `params.rs`,
+//!     `run_create.rs`, `run_list.rs`, `tokens.rs`), and caps on every id, key and name enforced at
+//!     decode (`gateway/bounded.rs`);
+//!   - the checks and views both servers share (`run_create.rs`, `run_views.rs`):
+//!     `RunsCreateParams::check`, `RunResult::of` (a run's result from its row) and `Event::of_run`
+//!     (a run event's envelope), so the gateway and the fake cannot differ there.
+//! - Generated documents, committed under the crate's `schema/`: `talon-protocol.schema.json`,
+//!   `gateway.schema.json` (the table, the error shape, the typed event and every `$defs`) and
+//!   `openapi.json` (OpenAPI 3.1, `openapi.rs`). Tests regenerate them and compare as JSON, check
+//!   every `$ref` and hold the table to the seed's namespaces (`tests/suite/openapi.rs`,
+//!   `tests/suite/schema.rs`); `UPDATE_SCHEMA=1 cargo test -p talon-protocol` rewrites them. The
+//!   repository's `tests/openapi/run` lints the served document and drives a gateway through
+//!   TypeScript and Python clients generated from it.
+//! - The SDK's low-level client (`codegen.rs`): `rust_client()` renders one typed async function
+//!   per method (`Retry::Safe` for reads and for writes that carry `idempotencyKey`); `talon-sdk`
+//!   commits it as `src/generated.rs` and a test there fails when it drifts.
+//! - `trace` (the W3C `traceparent`) and `hex` (a hex encoder).
+//!
+//! # Invariants
+//!
+//! No dependency on any other Talon crate. Logic is limited to serde, naming, the table's dispatch,
+//! the decode-time caps, the shared checks and views above, and rendering the documents. Enums that
+//! clients decode are `#[non_exhaustive]` with an unknown variant. Deliberately absent: any
+//! transport (the gateway serves the table; `talon-wire` holds the shared rendering) and storage.
 
 pub mod code_mode;
 pub mod codegen;

@@ -6,6 +6,20 @@
 //! cancellation by the run's [`CancellationToken`] (awaited, never
 //! polled: the request is dropped the moment the token is cancelled), and
 //! clear errors for bad keys and unknown models.
+//!
+//! # Parts
+//!
+//! `ModelProvider::complete(request, sink, cancel)` is the interface. `OpenAiCompatible`
+//! (`openai.rs`) is a Chat Completions client over reqwest: streamed replies parsed from
+//! Server-Sent Events (`sse.rs`, bounded events), parallel tool calls assembled by index, usage
+//! (`stream_options.include_usage`), retries on 429 and 5xx with exponential backoff or the
+//! server's `Retry-After`, a per-request timeout, cancellation by one `select!` over the whole
+//! request, and errors that say what to do (a rejected key, an unknown model) without showing the
+//! key. `config` reads `models.providers.<id>` in OpenClaw's shape (`baseUrl`, `apiKey` literal or
+//! `${VAR}`/`{env}`, `api: "openai-completions"`, `models[]`) and `provider/model` references
+//! (`parse_providers`).
+//!
+//! Deliberately absent: Anthropic Messages and reasoning deltas.
 
 pub mod config;
 mod error;

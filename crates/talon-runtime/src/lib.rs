@@ -13,7 +13,41 @@
 //!
 //! Deliberately absent: approvals (each host asks its own way), where
 //! events go and where suspended cells live (the caller's), the mock
-//! model itself (the CLI's), and anything that prints.
+//! model itself (`talon-mock-model`, which the CLI's `mock-model` feature
+//! links), and anything that prints.
+//!
+//! # Parts
+//!
+//! - `Host` (`host.rs`): one config and one `ModelRoute`; the config's MCP servers (connected once,
+//!   shared by the host's runs) and the sandbox (started the first time a surface needs it).
+//!   `prepare(RunSpec)` builds a run (model, core tools in the workspace, catalog, surface; the
+//!   sandbox start and the servers' listing overlap) and `PreparedRun::run(history, message)`
+//!   executes it through `talon_agent::AgentRun` to its terminal event (`resume` goes on from a
+//!   `talon_agent::Checkpoint`, `proceed` from the app's answers to client calls).
+//!   `RunSpec::client_tools` join the catalog direct-only (owner `app`); a client tool that another
+//!   tool shadows, or that the catalog or policy leaves out, fails the build
+//!   (`RuntimeError::ClientTool`). `RunSpec::questions` answers `ask_user` (`questions.rs`); a run
+//!   without one does not offer it. `RunSpec::redact` lists values redacted from every tool result
+//!   and error. `Host::tool_space` builds the catalog an agent's run would get, for listing.
+//! - `RunSpec::changes` (`changes.rs`, a `ToolOutputs`) takes what the core tools produce beyond
+//!   their results: the files `write` and `edit` change (files over `MAX_REPORTED_BYTES` not
+//!   reported) and the whole output of an `exec` whose result was cut; a kept log's id joins the
+//!   result as `logArtifact`.
+//! - `PreparedRun::invoke` (`invoke.rs`): one direct call of a catalog id or unique name through
+//!   the run's runner, with the run's events, for `tools.invoke`; client tools are not invokable.
+//! - `provider::select` (`provider.rs`): the agent's `model.primary` at its provider, or every
+//!   provider pointed at the route's base URL (a stand-in `mock` provider when no model is
+//!   configured, for the scripted mock).
+//! - `RunTools` (`tools.rs`): `from_config` starts the config's `mcp.servers` for one run (`talon
+//!     exec`), `with_manager` shares a host's; the catalog with `tools.allow`/`tools.deny` and
+//!   `Semantic::Shared`, and the executor that dispatches entries by source.
+//! - `SurfacePlan::from_config` and `surface::build` (`surface.rs`): Code Mode when
+//!   `tools.codeMode` applies to the catalog, else Tool Search, else the tools directly. A surface
+//!   that needs the sandbox fails closed (`RuntimeError::RuntimeUnavailable`) when it did not
+//!   start. Where suspended cells live is the caller's `OpenCells` (the CLI a `FileStore`, the
+//!   gateway a `talon_store::CellStore`).
+//! - `engine::start`: the process's one sandbox (`CellEngine` with Code Mode's and
+//!   `tool_search_code`'s preludes).
 
 pub mod changes;
 pub mod engine;

@@ -26,9 +26,33 @@
 //! ```
 //!
 //! Modules: `state` (the memory), `api` (the method table), `runs` and
-//! `play` and `end` (runs), `sessions` (fork, compact), `catalog` (answers, tools, environments), `http`,
+//! `play` and `end` (runs), `sessions` (fork, compact), `catalog` (answers, tools,
+//! environments), `http`,
 //! `stream`, `ws` and `content` (the transports), `script` (runs' scripts
 //! and faults).
+//!
+//! Every method of the table is served by construction (it implements the `Handler` trait) and
+//! `tasks.*` answer `unsupported` through the same `dispatch`; its transports mirror the real ones
+//! (`POST /v1/<method>` in `serve_call`'s order, SSE with `Last-Event-ID` and heartbeats, the
+//! WebSocket's frames and subscriptions, artifact content with `ETag` and ranges), and the pieces
+//! both must render alike come from `talon-wire`. The checks of `runs.create`'s params, the
+//! `RunResult` of a run's row and a run event's envelope are the protocol's
+//! (`RunsCreateParams::check`, `RunResult::of`, `Event::of_run`), so the two servers cannot differ
+//! there. State is in memory behind one mutex never held across an await; one event log with
+//! gateway-wide ids feeds every stream. A scripted run (`FakeRun`: events, delays, approvals and
+//! questions that wait for the app's answer, artifacts, a failure) also leaves its trajectory, as
+//! the real gateway's runs do; faults (`Fault`) drop a stream after n events, expire a cursor,
+//! answer `rate_limited` with `retryAfterMs` or `unavailable`, or answer slowly; `calls()` records
+//! every call. The SDK's suite runs the same tests against this fake and a real gateway, which is
+//! what keeps the two alike.
+//!
+//! # Deliberately absent
+//!
+//! - Scopes: tokens are checked for existence and expiry, never for their scopes.
+//! - Approval expiry and remembered decisions (`approve_session`, `approve_always` never approve a
+//!   later call; every resolution has `reused: false`).
+//! - Runs behind `tools.invoke`: it answers with the result the test set for the tool.
+//! - The event envelope's `requestId`.
 
 mod api;
 mod catalog;

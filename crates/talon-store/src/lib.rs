@@ -18,6 +18,72 @@
 //! Events are appended through a group-commit writer (`writer.rs`): appends
 //! that arrive while a commit is in flight share the next one, so a burst
 //! of `assistant.delta` events costs one fsync, not one each.
+//!
+//! `$TALON_DATABASE_URL` or the config's `store.url` selects PostgreSQL
+//! (`talon_config::StoreSettings`; the store itself reads no config). One SQL text serves both
+//! backends (`$n` placeholders, `ON CONFLICT`, `RETURNING`, JSON as TEXT, times as epoch-ms
+//! integers); the migrations are `migrations/sqlite` and `migrations/postgres`, kept in step.
+//! Errors are classified once (`error.rs`): a full disk is `DiskFull`, a read-only database
+//! `ReadOnly`, on both backends; a URL's password never reaches an error.
+//!
+//! # What it holds, one module each
+//!
+//! - **The event log** (`events.rs`, `writer.rs`): `submit` queues an append without waiting for
+//!   its commit (`Pending::durable` waits), so a producer streaming a delta per token pipelines; a
+//!   failed shared commit is retried append by append. Ids come from a one-row counter updated
+//!   inside the appending transaction and locked to commit, so ids become visible in increasing
+//!   order even with writers on several nodes, and `after: id` returns every later event exactly
+//!   once. Each row keeps the envelope's JSON (`body`), without the session's key when its session
+//!   holds it; `after_json` hands the transports each envelope without parsing it. `prune` applies
+//!   retention by age and count and records the floor: an older cursor is `CursorExpired { oldest
+//!     }`, never a shortened stream.
+//! - **Runs** (`runs.rs`, `run_list.rs`, `resume.rs`): created once per idempotency key (the same
+//!   key with other params is `IdempotencyConflict`) with what they execute (`request`), the owning
+//!   node, status, times, usage, error and final `RunResult`. `claim_run` hands the oldest queued
+//!   run whose session has no live run to one node (`FOR UPDATE SKIP LOCKED` on PostgreSQL;
+//!   SQLite's writes are serialized), with a lease the node renews (`renew_leases`);
+//!   `orphaned_runs` finds live runs whose lease lapsed; `request_cancel`/`cancel_requests` carry a
+//!   cancel to the node executing a run; `end_run` is a compare-and-set on a live status, so
+//!   exactly one ending wins. `set_run_checkpoint` keeps a run's last checkpoint; `requeue_run`
+//!   puts an orphan back in the queue by compare-and-set, so of several nodes noticing a death
+//!   exactly one does.
+//! - **Notifications** (`notify.rs`, PostgreSQL): event commits notify `talon_events` inside their
+//!   transaction; run changes another node may act on notify `talon_runs` after they commit. One
+//!   listener per store moves `committed()` and ticks `runs_changed()`; polls stay as the fallback.
+//!   SQLite has no listener (`runs_changed()` never ticks).
+//! - **Sessions and messages** (`sessions.rs`): key, metadata, parent; messages in order per
+//!   session (compaction records are messages); a fork copies a prefix of the parent's messages in
+//!   one transaction. **Agents** created through the API (`agents.rs`).
+//! - **Approvals and questions** (`approvals.rs`): resolved by a compare-and-set on `status =
+//!     'pending'`, so of concurrent responders on any node exactly one wins. Approvals resolved
+//!   `approve_session` or `approve_always` are filed in `approval_rules` (keyed by tool and scope),
+//!   which `remembered_approval` reads by key.
+//! - **Artifacts** (`artifacts.rs`): the summary, and the content inline up to
+//!   `inline_artifact_bytes` or in a synced file under `<state_dir>/artifacts/` above it; expired
+//!   ones are invisible to reads and purged with their files.
+//! - **Suspended Code Mode cells** (`cells.rs`): `CellStore` implements
+//!   `talon_cells::SnapshotStore` over a `cells` table holding the cells' sealed records (see that
+//!   module).
+//! - **Tokens** (`tokens.rs`): the plain SHA-256 of each secret (hex, computed by the gateway:
+//!   256-bit random secrets need no key), with name, scopes, expiry and revocation; never the
+//!   secret. Stream tickets are kept as their hash and taken once (`DELETE ... RETURNING`).
+//! - **Health** (`health.rs`): `Ok`, `Unwritable {reason}` (set by a failed write on any path;
+//!   cleared only by a probe that writes, every 500 ms) or `Corrupt` (SQLite's `quick_check`, run
+//!   in the background after open). A connection released inside a transaction is closed, so a
+//!   failed commit never wedges the pool. `OnMissing::Refuse` refuses to create a database that
+//!   should have existed.
+//! - **Environments** (`environments.rs`): each provider's record.
+//!
+//! # Invariants
+//!
+//! Every call that returns has committed durably; an append is all or nothing. The store's normal
+//! dependencies are `talon-cells` and `talon-protocol` only: never the Code Mode engine, the
+//! sandbox or the agent loop (`tests/suite/layers.rs`). The test suite runs its tests on both
+//! backends (`on_both!`), PostgreSQL being a real server `talon_testing::postgres` starts (a
+//! missing one fails the tests); the crash tests SIGKILL a writing child at random points, twelve
+//! times per backend. Deliberately absent: the `Any` driver's MySQL, an in-memory SQLite
+//! (`sqlite::memory:` is refused), and artifact files shared between nodes (several PostgreSQL
+//! nodes need a shared state directory for artifacts above the inline size).
 
 /// A query text assembled from fixed pieces (table and column names, a
 /// dialect's fragment): never from a value, which is always bound.

@@ -17,6 +17,29 @@
 //! test against (`talon-sdk-testing`) are crates of their own: the binary's
 //! `mock-model` feature needs the one, apps the other, and neither needs
 //! these harnesses.
+//!
+//! [`proxy`]'s `StreamCutter` is a TCP proxy on 127.0.0.1 in front of a real gateway that cuts the
+//! next event stream after n SSE frames, for testing and benchmarking clients' resume against the
+//! real server.
+//!
+//! More on each:
+//!
+//! - `synthetic::corpus_tools(json)` reads a judged corpus's tools as plugin tools (the search and
+//!   catalog benchmarks share it); `synthetic::distractor_tools(count, seed)` makes seeded
+//!   synthetic tools (xorshift64*; the same seed gives the same tools everywhere) that pad the
+//!   judged corpus to a catalog size in `talon-search`'s quality test and benchmark and size
+//!   catalogs in other crates' tests.
+//! - `postgres::TestPostgres`: `initdb` runs once into a cached template; each test process copies
+//!   it and starts its own server on a free loopback port, as an unprivileged user when run as root
+//!   (`setpriv`), tied to the process by a parent-death signal (`SIGQUIT`, PostgreSQL's immediate
+//!   shutdown) so a killed test leaves no server behind; `fresh_database()` gives each test its own
+//!   database. `TALON_TEST_POSTGRES_URL` points the tests at an existing server. Binaries come from
+//!   `$TALON_PG_BIN`, `/usr/lib/postgresql/<N>/bin` or `PATH`; `scripts/setup.sh` installs the
+//!   Debian package, and a missing PostgreSQL fails the tests with that instruction.
+//!
+//! Every crate takes it as a dev-dependency only. Its own integration tests (`tests/suite/`) check
+//! the PostgreSQL harness and that the repository's ARCHITECTURE.md draws the workspace's crate
+//! graph as `cargo metadata` reports it.
 
 pub mod postgres;
 pub mod prelude_js;

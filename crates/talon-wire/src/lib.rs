@@ -15,6 +15,12 @@
 //!
 //! Deliberately absent: routing, authentication and state (each server
 //! has its own).
+//!
+//! Also `method_not_allowed` (the `405` both servers send). Everything here is pure functions over
+//! `axum`'s HTTP types: `range::parse_range` takes RFC 9110's single-range forms and ignores a
+//! request for several ranges; `ws::{decode_request, answer, binary_refusal}` are the WebSocket's
+//! frames, decoded and written by hand (`ws::Request` is a decoded frame). The values it renders
+//! (`ApiError`, event envelopes) are `talon-protocol`'s.
 
 pub mod range;
 pub mod ws;
