@@ -7,7 +7,7 @@
 //! line that ends each). Everything else is relayed untouched. Clients'
 //! resume logic is tested (and benchmarked) against the real server this
 //! way; the fake gateway injects the same fault itself
-//! ([`crate::fake::Fault::DropStream`]).
+//! (`talon_sdk_testing::Fault::DropStream`).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
