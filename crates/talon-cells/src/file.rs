@@ -26,7 +26,7 @@ use crate::record::{
     millis,
 };
 use crate::{
-    CellScope, NestedResult, SnapshotStore, StoreError, StoreLimits, SuspendedCell, check_put,
+    CellError, CellScope, NestedResult, SnapshotStore, StoreLimits, SuspendedCell, check_put,
     settle_in,
 };
 
@@ -47,8 +47,8 @@ pub struct FileStore {
     lock: Mutex<()>,
 }
 
-fn io(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Io(e.to_string())
+fn io(e: impl std::fmt::Display) -> CellError {
+    CellError::Io(e.to_string())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -125,10 +125,10 @@ impl FileStore {
         dir: impl Into<PathBuf>,
         limits: StoreLimits,
         key: StoreKey,
-    ) -> Result<Self, StoreError> {
+    ) -> Result<Self, CellError> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir)
-            .map_err(|e| StoreError::Io(format!("{}: {e}", dir.display())))?;
+            .map_err(|e| CellError::Io(format!("{}: {e}", dir.display())))?;
         Ok(Self {
             dir,
             limits,
@@ -137,15 +137,15 @@ impl FileStore {
         })
     }
 
-    fn guard(&self) -> Result<MutexGuard<'_, ()>, StoreError> {
+    fn guard(&self) -> Result<MutexGuard<'_, ()>, CellError> {
         self.lock
             .lock()
-            .map_err(|_| StoreError::Io("store lock poisoned".into()))
+            .map_err(|_| CellError::Io("store lock poisoned".into()))
     }
 
-    fn path(&self, id: &str) -> Result<PathBuf, StoreError> {
+    fn path(&self, id: &str) -> Result<PathBuf, CellError> {
         if !valid_id(id) {
-            return Err(StoreError::NotFound(id.into()));
+            return Err(CellError::NotFound(id.into()));
         }
         Ok(self.dir.join(record::file_name(id)))
     }
@@ -155,7 +155,7 @@ impl FileStore {
     }
 
     /// Records stored besides `except` (regular files only).
-    fn live_count(&self, except: &str) -> Result<usize, StoreError> {
+    fn live_count(&self, except: &str) -> Result<usize, CellError> {
         let entries = std::fs::read_dir(&self.dir).map_err(io)?;
         Ok(entries
             .filter_map(Result::ok)
@@ -172,11 +172,11 @@ impl FileStore {
     /// Reads and checks a record of `id` stored at `path` (its own name or
     /// a hold): a regular file, never followed or blocked on, read no
     /// further than its declared (and capped) size.
-    fn read_record(&self, id: &str, path: &Path) -> Result<(SuspendedCell, Stamp), StoreError> {
-        let tampered = || StoreError::Tampered(id.to_owned());
+    fn read_record(&self, id: &str, path: &Path) -> Result<(SuspendedCell, Stamp), CellError> {
+        let tampered = || CellError::Tampered(id.to_owned());
         let mut file = match talon_fs::open_regular(path, Symlinks::Refuse) {
             Ok(file) => file,
-            Err(FsError::NotFound { .. }) => return Err(StoreError::NotFound(id.into())),
+            Err(FsError::NotFound { .. }) => return Err(CellError::NotFound(id.into())),
             Err(FsError::NotRegular { .. }) => return Err(tampered()),
             Err(e) => return Err(io(e)),
         };
@@ -192,7 +192,7 @@ impl FileStore {
             return Err(tampered());
         }
         if snapshot_len > self.limits.max_snapshot_bytes {
-            return Err(StoreError::TooLarge {
+            return Err(CellError::TooLarge {
                 size: snapshot_len,
                 limit: self.limits.max_snapshot_bytes,
             });
@@ -209,9 +209,9 @@ impl FileStore {
 
     /// Claims the record by renaming it to a hold: of concurrent claimers
     /// (threads or processes) exactly one gets it. `None`: no record.
-    fn hold(&self, id: &str, path: &Path) -> Result<Option<PathBuf>, StoreError> {
+    fn hold(&self, id: &str, path: &Path) -> Result<Option<PathBuf>, CellError> {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-            return Err(StoreError::Tampered(id.into()));
+            return Err(CellError::Tampered(id.into()));
         }
         let rand: [u8; 6] = key::random()?;
         let hold = self
@@ -258,14 +258,14 @@ impl FileStore {
         record::decode_marker(&self.key, nonce, &bytes)
     }
 
-    fn write_marker(&self, nonce: &[u8; 16], marker: &Marker) -> Result<(), StoreError> {
+    fn write_marker(&self, nonce: &[u8; 16], marker: &Marker) -> Result<(), CellError> {
         let bytes = record::encode_marker(&self.key, nonce, marker);
         self.write_atomic(&self.marker_path(nonce), &bytes)
     }
 
     /// A record is only valid with a live marker of its nonce, for its id
     /// and expiry, no newer than itself.
-    fn check_marker(&self, id: &str, cell: &SuspendedCell, stamp: Stamp) -> Result<(), StoreError> {
+    fn check_marker(&self, id: &str, cell: &SuspendedCell, stamp: Stamp) -> Result<(), CellError> {
         match self.read_marker(&stamp.nonce) {
             Some(Marker {
                 id: marked,
@@ -277,12 +277,12 @@ impl FileStore {
             {
                 Ok(())
             }
-            _ => Err(StoreError::Tampered(id.into())),
+            _ => Err(CellError::Tampered(id.into())),
         }
     }
 
     /// Marks the record of `nonce` consumed: no copy of it runs again.
-    fn consume(&self, id: &str, nonce: &[u8; 16], expires_ms: u64) -> Result<(), StoreError> {
+    fn consume(&self, id: &str, nonce: &[u8; 16], expires_ms: u64) -> Result<(), CellError> {
         let marker = Marker {
             id: id.to_owned(),
             state: MarkState::Consumed,
@@ -292,7 +292,7 @@ impl FileStore {
     }
 
     /// Writes a file atomically: a 0600 temporary file, synced, renamed.
-    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), CellError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("cell");
         let tmp = self.dir.join(format!(
@@ -312,7 +312,7 @@ impl FileStore {
         };
         write().map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            StoreError::Io(format!("{}: {e}", path.display()))
+            CellError::Io(format!("{}: {e}", path.display()))
         })
     }
 
@@ -323,10 +323,10 @@ impl FileStore {
         scope: &CellScope,
         path: &Path,
         hold: &Path,
-    ) -> Result<SuspendedCell, StoreError> {
+    ) -> Result<SuspendedCell, CellError> {
         let (cell, stamp) = match self.read_record(id, hold) {
             Ok(read) => read,
-            Err(e @ StoreError::Io(_)) => {
+            Err(e @ CellError::Io(_)) => {
                 self.put_back(hold, path);
                 return Err(e);
             }
@@ -338,11 +338,11 @@ impl FileStore {
         };
         if &cell.scope != scope {
             self.put_back(hold, path);
-            return Err(StoreError::NotFound(id.into()));
+            return Err(CellError::NotFound(id.into()));
         }
         if cell.expires_at <= SystemTime::now() {
             let _ = std::fs::remove_file(hold);
-            return Err(StoreError::Expired(id.into()));
+            return Err(CellError::Expired(id.into()));
         }
         if let Err(e) = self.check_marker(id, &cell, stamp) {
             let _ = std::fs::remove_file(hold);
@@ -365,7 +365,7 @@ impl FileStore {
         hold: &Path,
         host_call_id: u64,
         result: NestedResult,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<bool, CellError> {
         let updated = self.read_record(id, hold).and_then(|(mut cell, stamp)| {
             self.check_marker(id, &cell, stamp)?;
             if !settle_in(&mut cell, host_call_id, result) {
@@ -432,7 +432,7 @@ impl FileStore {
 }
 
 impl SnapshotStore for FileStore {
-    fn put(&self, cell: SuspendedCell) -> Result<(), StoreError> {
+    fn put(&self, cell: SuspendedCell) -> Result<(), CellError> {
         let _guard = self.guard()?;
         let path = self.path(&cell.id)?;
         check_put(&self.limits, &cell, self.live_count(&cell.id)?)?;
@@ -455,7 +455,7 @@ impl SnapshotStore for FileStore {
         self.write_atomic(&path, &bytes)
     }
 
-    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, StoreError> {
+    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, CellError> {
         let path = self.path(id)?;
         let deadline = Instant::now() + HOLD_WAIT;
         loop {
@@ -468,19 +468,19 @@ impl SnapshotStore for FileStore {
                 // a `take` of another scope) and put it back; a `take` that
                 // won deletes its hold, and then this one lost.
                 if Instant::now() >= deadline || !self.held_elsewhere(id) {
-                    return Err(StoreError::NotFound(id.into()));
+                    return Err(CellError::NotFound(id.into()));
                 }
             }
             std::thread::sleep(Duration::from_millis(5));
         }
     }
 
-    fn delete(&self, id: &str) -> Result<(), StoreError> {
+    fn delete(&self, id: &str) -> Result<(), CellError> {
         let _guard = self.guard()?;
         let path = self.path(id)?;
         let hold = match self.hold(id, &path) {
             Ok(Some(hold)) => hold,
-            Ok(None) | Err(StoreError::Tampered(_)) => return Ok(()),
+            Ok(None) | Err(CellError::Tampered(_)) => return Ok(()),
             Err(e) => return Err(e),
         };
         let consumed = match read_prefix(&hold) {
@@ -491,7 +491,7 @@ impl SnapshotStore for FileStore {
         consumed
     }
 
-    fn purge_expired(&self) -> Result<usize, StoreError> {
+    fn purge_expired(&self) -> Result<usize, CellError> {
         let _guard = self.guard()?;
         let now = SystemTime::now();
         let now_ms = millis(now);
@@ -550,12 +550,7 @@ impl SnapshotStore for FileStore {
         Ok(purged)
     }
 
-    fn settle(
-        &self,
-        id: &str,
-        host_call_id: u64,
-        result: NestedResult,
-    ) -> Result<bool, StoreError> {
+    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult) -> Result<bool, CellError> {
         let _guard = self.guard()?;
         let path = self.path(id)?;
         match self.hold(id, &path)? {

@@ -3,10 +3,10 @@
 //! over a secret the host keeps, in Talon the sandbox's snapshot secret),
 //! so this crate never reads a secret file of its own.
 
-use crate::StoreError;
+use crate::CellError;
 
-pub(crate) fn random<const N: usize>() -> Result<[u8; N], StoreError> {
+pub(crate) fn random<const N: usize>() -> Result<[u8; N], CellError> {
     let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).map_err(|e| StoreError::Io(format!("no CSPRNG: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| CellError::Io(format!("no CSPRNG: {e}")))?;
     Ok(bytes)
 }

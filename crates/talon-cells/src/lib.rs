@@ -27,10 +27,10 @@
 //!   arguments, results and `replaySafe`, meta), the snapshot, a per-record
 //!   nonce and generation, the cell id and the file name. An edited,
 //!   forged, renamed or re-scoped record fails with
-//!   [`StoreError::Tampered`] (`snapshot_restore_failed`).
+//!   [`CellError::Tampered`] (`snapshot_restore_failed`).
 //! - **Consumed once.** `take` claims a record by renaming it to a hold
 //!   (`<id>.hold.<pid>.<rand>`): exactly one concurrent taker wins, the
-//!   others get [`StoreError::NotFound`]. Before the cell is returned, a
+//!   others get [`CellError::NotFound`]. Before the cell is returned, a
 //!   sealed marker `<nonce>.mark` is rewritten to `consumed` (synced), so a
 //!   copy of the record put back later fails. Every `put` draws a new nonce
 //!   and writes its marker (`live`, generation 0) before the record; a
@@ -136,7 +136,7 @@ pub struct SuspendedCell {
 
 /// Store failures, each with its protocol code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
+pub enum CellError {
     /// No cell with this id for this caller (unknown, finished, or another
     /// run's: indistinguishable).
     #[error("no suspended cell {0:?} for this run")]
@@ -176,7 +176,7 @@ pub enum StoreError {
     Io(String),
 }
 
-impl StoreError {
+impl CellError {
     /// The `CodeModeErrorCode` of this failure.
     pub fn code(&self) -> CodeModeErrorCode {
         match self {
@@ -213,19 +213,18 @@ impl Default for StoreLimits {
 /// a runtime (and, for persistent ones, by later runtimes).
 pub trait SnapshotStore: Send + Sync {
     /// Stores (or replaces) a cell.
-    fn put(&self, cell: SuspendedCell) -> Result<(), StoreError>;
+    fn put(&self, cell: SuspendedCell) -> Result<(), CellError>;
     /// Takes the cell for `scope` out of the store: a resumed cell is
     /// re-stored if it suspends again, and deleted otherwise.
-    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, StoreError>;
+    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, CellError>;
     /// Deletes a cell (terminal states, aborts); absent cells are fine.
-    fn delete(&self, id: &str) -> Result<(), StoreError>;
+    fn delete(&self, id: &str) -> Result<(), CellError>;
     /// Deletes every expired cell; returns how many.
-    fn purge_expired(&self) -> Result<usize, StoreError>;
+    fn purge_expired(&self) -> Result<usize, CellError>;
     /// Records the outcome of one of a stored cell's pending calls, so
     /// that it survives the process. Returns `false` when the cell is not
     /// stored (a `wait` took it, or it ended): the caller keeps the result.
-    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult)
-    -> Result<bool, StoreError>;
+    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult) -> Result<bool, CellError>;
 }
 
 impl SuspendedCell {
@@ -238,7 +237,7 @@ impl SuspendedCell {
 
 impl StoreLimits {
     /// Whether `cell` may be stored while `live_others` other cells are.
-    pub fn check(&self, cell: &SuspendedCell, live_others: usize) -> Result<(), StoreError> {
+    pub fn check(&self, cell: &SuspendedCell, live_others: usize) -> Result<(), CellError> {
         check_put(self, cell, live_others)
     }
 }
@@ -261,15 +260,15 @@ pub(crate) fn check_put(
     limits: &StoreLimits,
     cell: &SuspendedCell,
     live_others: usize,
-) -> Result<(), StoreError> {
+) -> Result<(), CellError> {
     if cell.snapshot.len() > limits.max_snapshot_bytes {
-        return Err(StoreError::TooLarge {
+        return Err(CellError::TooLarge {
             size: cell.snapshot.len(),
             limit: limits.max_snapshot_bytes,
         });
     }
     if live_others >= limits.max_live_cells {
-        return Err(StoreError::TooMany(limits.max_live_cells));
+        return Err(CellError::TooMany(limits.max_live_cells));
     }
     Ok(())
 }
@@ -292,15 +291,15 @@ impl MemoryStore {
 
     fn cells(
         &self,
-    ) -> Result<std::sync::MutexGuard<'_, HashMap<String, SuspendedCell>>, StoreError> {
+    ) -> Result<std::sync::MutexGuard<'_, HashMap<String, SuspendedCell>>, CellError> {
         self.cells
             .lock()
-            .map_err(|_| StoreError::Io("store lock poisoned".into()))
+            .map_err(|_| CellError::Io("store lock poisoned".into()))
     }
 }
 
 impl SnapshotStore for MemoryStore {
-    fn put(&self, cell: SuspendedCell) -> Result<(), StoreError> {
+    fn put(&self, cell: SuspendedCell) -> Result<(), CellError> {
         let mut cells = self.cells()?;
         let others = cells.keys().filter(|k| **k != cell.id).count();
         check_put(&self.limits, &cell, others)?;
@@ -308,27 +307,27 @@ impl SnapshotStore for MemoryStore {
         Ok(())
     }
 
-    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, StoreError> {
+    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, CellError> {
         let mut cells = self.cells()?;
         match cells.get(id) {
-            Some(cell) if &cell.scope != scope => Err(StoreError::NotFound(id.into())),
+            Some(cell) if &cell.scope != scope => Err(CellError::NotFound(id.into())),
             Some(cell) if cell.expires_at <= SystemTime::now() => {
                 cells.remove(id);
-                Err(StoreError::Expired(id.into()))
+                Err(CellError::Expired(id.into()))
             }
             Some(_) => cells
                 .remove(id)
-                .ok_or_else(|| StoreError::NotFound(id.into())),
-            None => Err(StoreError::NotFound(id.into())),
+                .ok_or_else(|| CellError::NotFound(id.into())),
+            None => Err(CellError::NotFound(id.into())),
         }
     }
 
-    fn delete(&self, id: &str) -> Result<(), StoreError> {
+    fn delete(&self, id: &str) -> Result<(), CellError> {
         self.cells()?.remove(id);
         Ok(())
     }
 
-    fn purge_expired(&self) -> Result<usize, StoreError> {
+    fn purge_expired(&self) -> Result<usize, CellError> {
         let mut cells = self.cells()?;
         let now = SystemTime::now();
         let before = cells.len();
@@ -336,12 +335,7 @@ impl SnapshotStore for MemoryStore {
         Ok(before - cells.len())
     }
 
-    fn settle(
-        &self,
-        id: &str,
-        host_call_id: u64,
-        result: NestedResult,
-    ) -> Result<bool, StoreError> {
+    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult) -> Result<bool, CellError> {
         Ok(self
             .cells()?
             .get_mut(id)

@@ -31,7 +31,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::{CellScope, NestedError, PendingNestedCall, StoreError, SuspendedCell};
+use crate::{CellError, CellScope, NestedError, PendingNestedCall, SuspendedCell};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -186,15 +186,15 @@ pub(crate) fn encode(
     key: &StoreKey,
     cell: &SuspendedCell,
     stamp: Stamp,
-) -> Result<Vec<u8>, StoreError> {
+) -> Result<Vec<u8>, CellError> {
     let header = header_json(cell).to_string().into_bytes();
     if header.len() > HEADER_CAP {
-        return Err(StoreError::HeaderTooLarge {
+        return Err(CellError::HeaderTooLarge {
             size: header.len(),
             limit: HEADER_CAP,
         });
     }
-    let snapshot_len = u32::try_from(cell.snapshot.len()).map_err(|_| StoreError::TooLarge {
+    let snapshot_len = u32::try_from(cell.snapshot.len()).map_err(|_| CellError::TooLarge {
         size: cell.snapshot.len(),
         limit: u32::MAX as usize,
     })?;
@@ -239,13 +239,13 @@ fn header_json(cell: &SuspendedCell) -> Value {
 }
 
 /// Checks and decodes a record stored as `<id>.cell`. Anything but an
-/// intact record this store sealed for `id` is [`StoreError::Tampered`].
+/// intact record this store sealed for `id` is [`CellError::Tampered`].
 pub(crate) fn open(
     key: &StoreKey,
     id: &str,
     bytes: &[u8],
-) -> Result<(SuspendedCell, Stamp), StoreError> {
-    let tampered = || StoreError::Tampered(id.to_owned());
+) -> Result<(SuspendedCell, Stamp), CellError> {
+    let tampered = || CellError::Tampered(id.to_owned());
     let prefix = Prefix::parse(bytes).ok_or_else(tampered)?;
     let header_len = prefix.header_len as usize;
     if header_len > HEADER_CAP
@@ -318,7 +318,7 @@ fn parse_header(
 /// Seals `cell` as a new record (a fresh nonce, generation 0) in the file
 /// store's format, for stores that keep records elsewhere (a database):
 /// [`decode_record`] opens it.
-pub fn seal_record(key: &StoreKey, cell: &SuspendedCell) -> Result<Vec<u8>, StoreError> {
+pub fn seal_record(key: &StoreKey, cell: &SuspendedCell) -> Result<Vec<u8>, CellError> {
     let stamp = Stamp {
         nonce: crate::key::random()?,
         generation: 0,
@@ -328,8 +328,8 @@ pub fn seal_record(key: &StoreKey, cell: &SuspendedCell) -> Result<Vec<u8>, Stor
 
 /// Decodes a stored record (the file store's format; public for fuzzing).
 /// Anything but an intact record sealed with `key` for `id` is
-/// [`StoreError::Tampered`], never a panic.
-pub fn decode_record(key: &StoreKey, id: &str, bytes: &[u8]) -> Result<SuspendedCell, StoreError> {
+/// [`CellError::Tampered`], never a panic.
+pub fn decode_record(key: &StoreKey, id: &str, bytes: &[u8]) -> Result<SuspendedCell, CellError> {
     open(key, id, bytes).map(|(cell, _)| cell)
 }
 

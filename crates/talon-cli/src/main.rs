@@ -32,8 +32,8 @@
 //! out, and the CLI's integration tests require it. `logging.rs` installs the process's tracing
 //! subscriber on stderr (`TALON_LOG`, else `RUST_LOG`, else `warn`; `TALON_LOG_FORMAT`; colour
 //! only on a terminal) and `otlp/` the OTLP/HTTP trace exporter, a `tracing` layer that turns the
-//! spans under target `talon::trace` into OTLP spans. This is the only crate with `anyhow` as a
-//! normal dependency, and the only one that prints to stdout.
+//! spans under target `talon::trace` into OTLP spans. It is the only crate that prints to stdout;
+//! it reports the library crates' typed errors itself and does not use `anyhow`.
 
 mod agent;
 mod agent_remote;

@@ -18,7 +18,7 @@ use crate::config::CodeModeConfig;
 use crate::namespaces::RunNamespaces;
 use crate::store::{NestedError, NestedResult};
 use crate::telemetry::RunTelemetry;
-use crate::view::{ApiError, CatalogView, compact};
+use crate::view::{ApiPathError, CatalogView, compact};
 
 pub(crate) const DATA_FN: &str = "__openclaw_data";
 pub(crate) const SEARCH_FN: &str = "__openclaw_search";
@@ -113,7 +113,7 @@ impl Bridge {
                 match text_arg(args, 0) {
                     Some("list") => api.view.api_list(text_arg(args, 1)),
                     Some("read") => api.view.api_read(text_arg(args, 1).unwrap_or_default()),
-                    _ => Err(ApiError("unknown API operation".into())),
+                    _ => Err(ApiPathError("unknown API operation".into())),
                 }
                 .map(json_text)
                 .map_err(|e| guest_error(e.0, "not_found"))

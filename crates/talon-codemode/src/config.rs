@@ -88,14 +88,14 @@ impl Default for CodeModeConfig {
 /// A bad `tools.codeMode` value: `invalid_config`, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid_config: {field}: {message}")]
-pub struct ConfigError {
+pub struct CodeModeConfigError {
     /// The full path of the field, e.g. `tools.codeMode.timeoutMs`.
     pub field: String,
     /// What was expected.
     pub message: String,
 }
 
-impl ConfigError {
+impl CodeModeConfigError {
     /// The protocol code of every config error.
     pub fn code(&self) -> talon_protocol::CodeModeErrorCode {
         talon_protocol::CodeModeErrorCode::InvalidConfig
@@ -108,7 +108,7 @@ impl CodeModeConfig {
     pub fn resolve(
         global: Option<&Value>,
         agent: Option<&Value>,
-    ) -> Result<Option<Self>, ConfigError> {
+    ) -> Result<Option<Self>, CodeModeConfigError> {
         let global = normalise(global, "tools.codeMode")?;
         let agent = normalise(agent, "agents.<id>.tools.codeMode")?;
         let mut merged = global.clone().unwrap_or_default();
@@ -133,7 +133,10 @@ impl CodeModeConfig {
 }
 
 /// `true` → `{enabled: true}`, `false`/null/absent → `{}` or nothing.
-fn normalise(value: Option<&Value>, root: &str) -> Result<Option<Map<String, Value>>, ConfigError> {
+fn normalise(
+    value: Option<&Value>,
+    root: &str,
+) -> Result<Option<Map<String, Value>>, CodeModeConfigError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(enabled)) => {
@@ -142,23 +145,26 @@ fn normalise(value: Option<&Value>, root: &str) -> Result<Option<Map<String, Val
             Ok(Some(map))
         }
         Some(Value::Object(map)) => Ok(Some(map.clone())),
-        Some(_) => Err(ConfigError {
+        Some(_) => Err(CodeModeConfigError {
             field: root.into(),
             message: "expected true, false or an object".into(),
         }),
     }
 }
 
-fn error(root: &str, field: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
+fn error(root: &str, field: &str, message: impl Into<String>) -> CodeModeConfigError {
+    CodeModeConfigError {
         field: format!("{root}.{field}"),
         message: message.into(),
     }
 }
 
-fn parse_fields(map: &Map<String, Value>, root: &str) -> Result<CodeModeConfig, ConfigError> {
+fn parse_fields(
+    map: &Map<String, Value>,
+    root: &str,
+) -> Result<CodeModeConfig, CodeModeConfigError> {
     let mut config = CodeModeConfig::default();
-    let int = |field: &str, min: u64, max: u64| -> Result<Option<u64>, ConfigError> {
+    let int = |field: &str, min: u64, max: u64| -> Result<Option<u64>, CodeModeConfigError> {
         match map.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => match n.as_u64().or_else(|| {
@@ -273,7 +279,7 @@ mod tests {
 
     use super::*;
 
-    fn resolve(global: Value) -> Result<Option<CodeModeConfig>, ConfigError> {
+    fn resolve(global: Value) -> Result<Option<CodeModeConfig>, CodeModeConfigError> {
         CodeModeConfig::resolve(Some(&global), None)
     }
 

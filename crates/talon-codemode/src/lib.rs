@@ -80,9 +80,9 @@ mod telemetry;
 pub mod typescript;
 pub mod view;
 
-pub use view::ApiError;
+pub use view::ApiPathError;
 
-pub use config::{CodeModeConfig, ConfigError, Language};
+pub use config::{CodeModeConfig, CodeModeConfigError, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
 pub use namespaces::{
     NamespaceContext, NamespaceError, NamespaceRegistration, NamespaceRegistry, ScopeValue,
@@ -94,8 +94,8 @@ pub use runtime::{
     RunTools, RuntimeUnavailable, applies, prelude,
 };
 pub use store::{
-    CellScope, FileStore, MemoryStore, NestedError, NestedResult, PendingNestedCall, SnapshotStore,
-    StoreError, StoreLimits, SuspendedCell, open_file_store,
+    CellError, CellScope, FileStore, MemoryStore, NestedError, NestedResult, PendingNestedCall,
+    SnapshotStore, StoreLimits, SuspendedCell, open_file_store,
 };
 pub use surface::CodeModeSurface;
 

@@ -25,7 +25,7 @@ use crate::cell::{CellState, Live};
 use crate::config::{CodeModeConfig, Language};
 use crate::input::ExecInput;
 use crate::namespaces::{NamespaceContext, NamespaceRegistry, RunNamespaces};
-use crate::store::{CellScope, SnapshotStore, StoreError};
+use crate::store::{CellError, CellScope, SnapshotStore};
 use crate::surface::{CodeModeSurface, build_surface};
 use crate::telemetry::RunTelemetry;
 use crate::view::CatalogView;
@@ -406,19 +406,19 @@ impl CodeModeRun {
             Ok(record) => record,
             Err(e) => {
                 let code = match &e {
-                    StoreError::NotFound(_) => CodeModeErrorCode::InvalidInput,
+                    CellError::NotFound(_) => CodeModeErrorCode::InvalidInput,
                     other => other.code(),
                 };
-                if matches!(e, StoreError::Expired(_)) {
+                if matches!(e, CellError::Expired(_)) {
                     events.push(event("expired", run_id, None));
                 }
                 // An expired, tampered or oversized record is gone: so are
                 // its calls still running here.
-                if !matches!(e, StoreError::NotFound(_) | StoreError::Io(_)) {
+                if !matches!(e, CellError::NotFound(_) | CellError::Io(_)) {
                     self.forget(run_id);
                 }
                 let message = match e {
-                    StoreError::NotFound(_) => format!(
+                    CellError::NotFound(_) => format!(
                         "unknown runId {:?}: no suspended cell of this run has it",
                         run_id.chars().take(128).collect::<String>()
                     ),

@@ -6,17 +6,17 @@
 //! do not survive the process, like snapshots).
 
 pub use talon_cells::{
-    CellScope, FileStore, HEADER_CAP, MemoryStore, NestedError, NestedResult, PendingNestedCall,
-    SnapshotStore, StoreError, StoreKey, StoreLimits, SuspendedCell, decode_record, reseal_record,
-    seal_record,
+    CellError, CellScope, FileStore, HEADER_CAP, MemoryStore, NestedError, NestedResult,
+    PendingNestedCall, SnapshotStore, StoreKey, StoreLimits, SuspendedCell, decode_record,
+    reseal_record, seal_record,
 };
 use talon_sandbox::SandboxConfig;
 
 /// The key records are sealed with by default: [`StoreKey::derive`] over
 /// the sandbox's host secret.
-pub fn default_store_key() -> Result<StoreKey, StoreError> {
+pub fn default_store_key() -> Result<StoreKey, CellError> {
     let secret = talon_sandbox::host_secret(&SandboxConfig::default())
-        .map_err(|e| StoreError::Io(format!("the host secret: {e}")))?;
+        .map_err(|e| CellError::Io(format!("the host secret: {e}")))?;
     Ok(StoreKey::derive(&secret))
 }
 
@@ -25,6 +25,6 @@ pub fn default_store_key() -> Result<StoreKey, StoreError> {
 pub fn open_file_store(
     dir: impl Into<std::path::PathBuf>,
     limits: StoreLimits,
-) -> Result<FileStore, StoreError> {
+) -> Result<FileStore, CellError> {
     FileStore::open(dir, limits, default_store_key()?)
 }

@@ -266,7 +266,7 @@ impl CatalogView {
 
     /// `API.list(prefix?)`: `[{path, bytes}]` of the files under `prefix`
     /// (a directory such as `mcp`, or a path prefix).
-    pub fn api_list(&self, prefix: Option<&str>) -> Result<Value, ApiError> {
+    pub fn api_list(&self, prefix: Option<&str>) -> Result<Value, ApiPathError> {
         let prefix = match prefix {
             None => String::new(),
             Some(p) => {
@@ -323,11 +323,11 @@ impl CatalogView {
     }
 
     /// `API.read(path)`: a file's text.
-    pub fn api_read(&self, path: &str) -> Result<Value, ApiError> {
+    pub fn api_read(&self, path: &str) -> Result<Value, ApiPathError> {
         let trimmed = path.trim_start_matches('/');
         check_segments(trimmed)?;
         self.file(trimmed).map(Value::String).ok_or_else(|| {
-            ApiError(format!(
+            ApiPathError(format!(
                 "no API file {:?}; API.list() shows the files",
                 path.chars().take(200).collect::<String>()
             ))
@@ -340,10 +340,10 @@ impl CatalogView {
         server: &str,
         tool: Option<&str>,
         schema: bool,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Value, ApiPathError> {
         let view = self
             .server(server)
-            .ok_or_else(|| ApiError(format!("no MCP server {server:?} in this run")))?;
+            .ok_or_else(|| ApiPathError(format!("no MCP server {server:?} in this run")))?;
         let Some(tool) = tool else {
             return self.api_read(&format!("mcp/{}.d.ts", view.name));
         };
@@ -351,11 +351,11 @@ impl CatalogView {
             .tools
             .iter()
             .find(|t| t.name == tool || t.keys.iter().any(|k| k == tool))
-            .ok_or_else(|| ApiError(format!("MCP server {server:?} has no tool {tool:?}")))?;
+            .ok_or_else(|| ApiPathError(format!("MCP server {server:?} has no tool {tool:?}")))?;
         let (description, input_schema) = self
             .mcp_schemas
             .get(&found.id)
-            .ok_or_else(|| ApiError(format!("MCP server {server:?} has no tool {tool:?}")))?;
+            .ok_or_else(|| ApiPathError(format!("MCP server {server:?} has no tool {tool:?}")))?;
         if schema {
             return Ok(
                 json!({"name": found.name, "description": description, "inputSchema": input_schema}),
@@ -377,16 +377,16 @@ impl CatalogView {
 /// it as a `not_found` error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ApiError(pub String);
+pub struct ApiPathError(pub String);
 
 /// Paths are `/`-separated names; empty, `.` and `..` segments are refused.
-fn check_segments(path: &str) -> Result<(), ApiError> {
+fn check_segments(path: &str) -> Result<(), ApiPathError> {
     if path.is_empty() {
         return Ok(());
     }
     for segment in path.split('/') {
         if segment.is_empty() || segment == "." || segment == ".." || segment.contains('\\') {
-            return Err(ApiError(format!(
+            return Err(ApiPathError(format!(
                 "invalid API path {:?}: empty, \".\" and \"..\" segments are not allowed",
                 path.chars().take(200).collect::<String>()
             )));

@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use talon_protocol::gateway::{ApiError, ErrorCode, Method};
 use talon_store::ArtifactContent;
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 
-use talon_wire::range::{Unsatisfiable, parse_range};
+use talon_wire::content::Content;
 
 use crate::error::api_error;
 use crate::http::{ErrorResponse, Shared, caller};
@@ -50,24 +50,9 @@ async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Respons
         .map_err(api_error)?
         .ok_or_else(not_found)?;
     let len = stored.size;
-    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
-    let span = match parse_range(range, len) {
+    let span = match talon_wire::content::requested_span(headers, len) {
         Ok(span) => span,
-        Err(Unsatisfiable) => {
-            let mut response = ErrorResponse(
-                ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    format!("the range is outside the content ({len} bytes)"),
-                )
-                .with_details(serde_json::json!({"size": len})),
-            )
-            .into_response();
-            *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
-            if let Ok(value) = HeaderValue::from_str(&format!("bytes */{len}")) {
-                response.headers_mut().insert(header::CONTENT_RANGE, value);
-            }
-            return Ok(response);
-        }
+        Err(refused) => return Ok(*refused),
     };
     let (start, count) = match span {
         Some(span) => (span.start, span.end - span.start + 1),
@@ -100,27 +85,12 @@ async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Respons
         }
     };
     let mut response = Response::new(body);
-    let out = response.headers_mut();
-    let mime = summary
-        .mime_type
-        .as_deref()
-        .unwrap_or("application/octet-stream");
-    let set = |out: &mut HeaderMap, name: header::HeaderName, value: String| {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            out.insert(name, value);
-        }
-    };
-    set(out, header::CONTENT_TYPE, mime.to_owned());
-    set(out, header::CONTENT_LENGTH, count.to_string());
-    set(out, header::ACCEPT_RANGES, "bytes".into());
-    set(out, header::ETAG, format!("\"{}\"", stored.sha256));
-    if let Some(span) = span {
-        *response.status_mut() = StatusCode::PARTIAL_CONTENT;
-        set(
-            response.headers_mut(),
-            header::CONTENT_RANGE,
-            format!("bytes {}-{}/{len}", span.start, span.end),
-        );
+    Content {
+        mime: summary.mime_type.as_deref(),
+        len,
+        sha256: &stored.sha256,
+        span,
     }
+    .describe(&mut response);
     Ok(response)
 }

@@ -56,25 +56,26 @@ pub(crate) struct Shared {
 }
 
 pub(crate) use talon_wire::ErrorResponse;
+use talon_wire::paths;
 
 /// The router.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/healthz", get(healthz).fallback(only_get))
+        .route(paths::HEALTHZ, get(healthz).fallback(only_get))
         .route("/v1/openapi.json", get(openapi).fallback(only_get))
         .route("/metrics", get(crate::metrics::serve).fallback(only_get))
-        .route("/v1/{method}", post(call).fallback(only_post))
+        .route(paths::METHOD, post(call).fallback(only_post))
         .route(
-            "/v1/events",
+            paths::EVENTS,
             get(crate::stream::all_events).fallback(only_get),
         )
-        .route("/v1/ws", get(crate::ws::upgrade).fallback(only_get))
+        .route(paths::WS, get(crate::ws::upgrade).fallback(only_get))
         .route(
-            "/v1/runs/{run_id}/events",
+            paths::RUN_EVENTS,
             get(crate::stream::run_events).fallback(only_get),
         )
         .route(
-            "/v1/artifacts/{artifact_id}/content",
+            paths::ARTIFACT_CONTENT,
             get(crate::content::artifact_content).fallback(only_get),
         )
         .merge(crate::docs::routes())

@@ -30,11 +30,10 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
-use talon_protocol::EventType;
 use talon_protocol::gateway::bounded::{AgentId, Cursor, RunId, SessionKey, Text};
 use talon_protocol::gateway::{ApiError, ErrorCode, Method};
 use talon_store::{EventFilter, Store};
@@ -133,16 +132,7 @@ pub(crate) async fn all_events(
         let query: StreamQuery = query(&uri)?;
         let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
         caller.require(Method::EventsSubscribe.spec().scope)?;
-        let mut types = Vec::new();
-        for name in query.types.iter().flat_map(|t| t.split(',')) {
-            let name = name.trim();
-            let kind: EventType = serde_json::from_value(serde_json::Value::String(name.into()))
-                .map_err(|_| invalid(format!("unknown event type {name:?}")))?;
-            if kind == EventType::Unknown {
-                return Err(invalid(format!("unknown event type {name:?}")));
-            }
-            types.push(kind);
-        }
+        let types = talon_wire::event_types(query.types.iter().map(Text::as_str))?;
         let filter = EventFilter {
             session_key: query.session_key.clone().map(Into::into),
             agent_id: query.agent_id.clone().map(Into::into),
@@ -364,12 +354,5 @@ async fn open(
         let frame = streaming.next().await?;
         Some((Ok::<_, Infallible>(frame), streaming))
     });
-    let mut response = Body::from_stream(frames).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    talon_wire::sse_response(Body::from_stream(frames))
 }

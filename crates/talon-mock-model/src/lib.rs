@@ -30,7 +30,8 @@
 //! id, for `wait`).
 //!
 //! With `apiKey`, a request without `Authorization: Bearer <apiKey>` gets
-//! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies).
+//! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies);
+//! neither takes a turn.
 //! When the turns run out, the server answers 500.
 //!
 //! Request bodies are accepted up to [`MAX_REQUEST_BYTES`] (64 MiB), as real APIs take long
@@ -350,7 +351,12 @@ async fn completions(
             );
         }
     };
-    let (turn, api_key, models) = {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let model = request["model"].as_str().unwrap_or_default().to_owned();
+    let turn = {
         let Ok(mut s) = shared.lock() else {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -362,39 +368,33 @@ async fn completions(
             s.requests.push(request.clone());
             s.timings.push((arrived, None));
         }
-        let api_key = s.script.api_key.clone();
-        let models = s.script.models.clone();
-        let index = match s.script.replay {
-            Replay::Sequential => s.next,
-            Replay::PerRun => turn_in_run(&request),
-        };
-        let turn = s.script.turns.get(index).cloned();
-        s.next += 1;
-        (turn, api_key, models)
-    };
-    if let Some(key) = api_key {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if given != Some(key.as_str()) {
+        // A refused request (the key, the model) takes no turn.
+        if let Some(key) = &s.script.api_key
+            && given != Some(key.as_str())
+        {
             return error(
                 StatusCode::UNAUTHORIZED,
                 "Incorrect API key provided.",
                 "invalid_api_key",
             );
         }
-    }
-    let model = request["model"].as_str().unwrap_or_default().to_owned();
-    if let Some(models) = models
-        && !models.contains(&model)
-    {
-        return error(
-            StatusCode::NOT_FOUND,
-            &format!("The model `{model}` does not exist or you do not have access to it."),
-            "model_not_found",
-        );
-    }
+        if let Some(models) = &s.script.models
+            && !models.contains(&model)
+        {
+            return error(
+                StatusCode::NOT_FOUND,
+                &format!("The model `{model}` does not exist or you do not have access to it."),
+                "model_not_found",
+            );
+        }
+        let index = match s.script.replay {
+            Replay::Sequential => s.next,
+            Replay::PerRun => turn_in_run(&request),
+        };
+        let turn = s.script.turns.get(index).cloned();
+        s.next += 1;
+        turn
+    };
     let Some(mut turn) = turn else {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -151,21 +151,7 @@ impl Handler for Api {
     }
 
     async fn sessions_send(&self, _: &(), p: SessionsSendParams) -> Result<RunAccepted, ApiError> {
-        runs::start_run(
-            &self.0,
-            RunsCreateParams {
-                agent_id: None,
-                input: p.input,
-                session_key: None,
-                session_id: Some(p.session_id),
-                tools: p.tools,
-                multitask_strategy: p.multitask_strategy,
-                timeout_ms: p.timeout_ms,
-                environment_id: p.environment_id,
-                idempotency_key: p.idempotency_key,
-            },
-        )
-        .map(RunAccepted::from)
+        runs::start_run(&self.0, RunsCreateParams::from(p)).map(RunAccepted::from)
     }
 
     async fn sessions_messages(
@@ -349,10 +335,7 @@ impl Handler for Api {
         p: ArtifactRef,
     ) -> Result<ArtifactsDownloadResult, ApiError> {
         let artifact = self.artifacts_get(caller, p).await?;
-        Ok(ArtifactsDownloadResult {
-            url: format!("/v1/artifacts/{}/content", artifact.id),
-            artifact,
-        })
+        Ok(ArtifactsDownloadResult::of(artifact))
     }
 
     async fn approvals_list(

@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use talon_protocol::gateway::ApiError;
 
-use talon_wire::range::{Unsatisfiable, parse_range};
+use talon_wire::content::Content;
 
 use super::http::{ErrorResponse, authenticate};
-use super::state::{Shared, invalid, not_found};
+use super::state::{Shared, not_found};
 
 pub(crate) async fn artifact_content(
     State(shared): State<Arc<Shared>>,
@@ -32,21 +32,9 @@ fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, Api
         .read(|s| s.artifacts.iter().find(|a| a.summary.id == id).cloned())
         .ok_or_else(|| not_found("artifact", id))?;
     let len = stored.bytes.len() as u64;
-    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
-    let span = match parse_range(range, len) {
+    let span = match talon_wire::content::requested_span(headers, len) {
         Ok(span) => span,
-        Err(Unsatisfiable) => {
-            let mut response = ErrorResponse(
-                invalid(format!("the range is outside the content ({len} bytes)"))
-                    .with_details(serde_json::json!({"size": len})),
-            )
-            .into_response();
-            *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
-            if let Ok(value) = HeaderValue::from_str(&format!("bytes */{len}")) {
-                response.headers_mut().insert(header::CONTENT_RANGE, value);
-            }
-            return Ok(response);
-        }
+        Err(refused) => return Ok(*refused),
     };
     let (start, end) = match span {
         Some(span) => (span.start as usize, span.end as usize + 1),
@@ -57,30 +45,13 @@ fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, Api
         .get(start..end.min(stored.bytes.len()))
         .unwrap_or_default()
         .to_vec();
-    let count = body.len();
     let mut response = Response::new(axum::body::Body::from(body));
-    let out = response.headers_mut();
-    let mime = stored
-        .summary
-        .mime_type
-        .as_deref()
-        .unwrap_or("application/octet-stream");
-    let set = |out: &mut HeaderMap, name: header::HeaderName, value: String| {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            out.insert(name, value);
-        }
-    };
-    set(out, header::CONTENT_TYPE, mime.to_owned());
-    set(out, header::CONTENT_LENGTH, count.to_string());
-    set(out, header::ACCEPT_RANGES, "bytes".into());
-    set(out, header::ETAG, format!("\"{}\"", stored.sha256));
-    if let Some(span) = span {
-        *response.status_mut() = StatusCode::PARTIAL_CONTENT;
-        set(
-            response.headers_mut(),
-            header::CONTENT_RANGE,
-            format!("bytes {}-{}/{len}", span.start, span.end),
-        );
+    Content {
+        mime: stored.summary.mime_type.as_deref(),
+        len,
+        sha256: &stored.sha256,
+        span,
     }
+    .describe(&mut response);
     Ok(response)
 }

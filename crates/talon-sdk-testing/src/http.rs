@@ -25,23 +25,24 @@ use super::state::{Shared, TOKEN};
 const MAX_BODY_BYTES: usize = 16 << 20;
 
 pub(crate) use talon_wire::ErrorResponse;
+use talon_wire::paths;
 
 /// The router.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/healthz", get(healthz).fallback(only_get))
-        .route("/v1/{method}", post(call).fallback(only_post))
+        .route(paths::HEALTHZ, get(healthz).fallback(only_get))
+        .route(paths::METHOD, post(call).fallback(only_post))
         .route(
-            "/v1/events",
+            paths::EVENTS,
             get(super::stream::all_events).fallback(only_get),
         )
-        .route("/v1/ws", get(super::ws::upgrade).fallback(only_get))
+        .route(paths::WS, get(super::ws::upgrade).fallback(only_get))
         .route(
-            "/v1/runs/{run_id}/events",
+            paths::RUN_EVENTS,
             get(super::stream::run_events).fallback(only_get),
         )
         .route(
-            "/v1/artifacts/{artifact_id}/content",
+            paths::ARTIFACT_CONTENT,
             get(super::content::artifact_content).fallback(only_get),
         )
         .fallback(talon_wire::no_route)

@@ -46,6 +46,26 @@
 //! every call. The SDK's suite runs the same tests against this fake and a real gateway, which is
 //! what keeps the two alike.
 //!
+//! # Shared with the gateway, and re-implemented on purpose
+//!
+//! One copy, used by both servers: the transports' rules in `talon-wire`
+//! (the error response and its headers, `no_route` and the 405, the SSE
+//! frames and the stream cursor, `Range`, the artifact content's headers and
+//! MIME types, the event types a stream's `types` asks, the WebSocket's
+//! frames and a connection's `Subscriptions`, the routed paths) and the
+//! protocol's (`RunsCreateParams::check` with its limits, `RunsListParams`'
+//! checks and filter, `RunResult::of`, `Event::of_run`,
+//! `ArtifactsDownloadResult::of`, `decode_params`).
+//!
+//! Written again here, because the fake keeps its state in memory and plays
+//! scripts instead of running models: each method's handler (over `State`
+//! instead of the store), the follow loop of a stream (over the memory log),
+//! authentication (one token of its own, see below), idempotency
+//! bookkeeping, session resolution, and a run's life (played from its
+//! script instead of the agent loop). A pair that `duplicates` reports
+//! between this crate and talon-gateway outside these is a rule to move into
+//! `talon-wire` or `talon-protocol`.
+//!
 //! # Deliberately absent
 //!
 //! - Scopes: tokens are checked for existence and expiry, never for their scopes.

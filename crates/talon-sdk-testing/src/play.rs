@@ -263,15 +263,7 @@ async fn approval(
                 .find(|t| t.name == tool || t.id == tool)
                 .map_or_else(|| tool.to_owned(), |t| t.id.clone());
             let now = now_ms();
-            let mut summary = format!("{tool} {arguments}");
-            if summary.len() > 300 {
-                let cut = (0..=297)
-                    .rev()
-                    .find(|i| summary.is_char_boundary(*i))
-                    .unwrap_or(0);
-                summary.truncate(cut);
-                summary.push_str("...");
-            }
+            let summary = Approval::summary_of(tool, &arguments.to_string());
             let approval = Approval {
                 id: id.clone(),
                 run_id: run.id.clone(),

@@ -79,26 +79,15 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
         if let Some(stored) = s.sessions.iter_mut().find(|x| x.id == session.id) {
             *stored = session.clone();
         }
-        let (kind, data) = EventData::SessionCompacted(SessionCompactedData {
-            session_id: session.id.clone(),
-            replaced_messages: replaced as u32,
-            summary_message_id: record.id,
-        })
-        .into_parts();
-        s.push(talon_protocol::Event {
-            version: 1,
-            id: String::new(),
-            ts: now,
-            kind,
-            run_id: None,
-            session_id: Some(session.id.clone()),
-            session_key: Some(session.key.clone()),
-            task_id: None,
-            agent_id: Some(session.agent_id.clone()),
-            request_id: None,
-            data,
-            raw: None,
-        });
+        s.push(talon_protocol::Event::of_session(
+            &session,
+            now,
+            EventData::SessionCompacted(SessionCompactedData {
+                session_id: session.id.clone(),
+                replaced_messages: replaced as u32,
+                summary_message_id: record.id,
+            }),
+        ));
         Ok(session)
     })
 }

@@ -11,8 +11,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::{
-    Agent, AgentSource, ApiError, Approval, ArtifactSummary, Environment, ErrorCode, Message,
-    Question, Run, RunResult, Scope, Session, ToolSummary,
+    Agent, ApiError, Approval, ArtifactSummary, Environment, ErrorCode, Message, Question, Run,
+    RunResult, Scope, Session, ToolSummary,
 };
 use talon_protocol::{Event, EventData};
 use tokio::sync::watch;
@@ -23,7 +23,7 @@ use super::script::{FakeRun, Fault};
 /// The fake's token.
 pub(crate) const TOKEN: &str = "fake-token";
 /// The one agent.
-pub(crate) const DEFAULT_AGENT: &str = "main";
+pub(crate) use talon_protocol::gateway::run_views::DEFAULT_AGENT_ID as DEFAULT_AGENT;
 /// The one model.
 pub(crate) const MODEL: &str = "mock/mock-model";
 
@@ -103,15 +103,7 @@ impl State {
     /// A fresh gateway: agent `main`, nothing else.
     pub fn new() -> Self {
         Self {
-            agents: vec![Agent {
-                id: DEFAULT_AGENT.into(),
-                name: None,
-                description: Some("The default agent".into()),
-                model: None,
-                source: AgentSource::Config,
-                created_at: None,
-                updated_at: None,
-            }],
+            agents: vec![Agent::default_agent()],
             ..Self::default()
         }
     }
@@ -297,26 +289,7 @@ pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
     Event::of_run(run, now_ms(), data)
 }
 
-/// An artifact's MIME type by its name's extension, as the gateway
-/// guesses a written file's.
-pub(crate) fn mime_of(name: &str, bytes: &[u8]) -> &'static str {
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    match ext.as_deref() {
-        Some("json") => "application/json",
-        Some("md" | "markdown") => "text/markdown",
-        Some("html" | "htm") => "text/html",
-        Some("css") => "text/css",
-        Some("js" | "mjs") => "text/javascript",
-        Some("csv") => "text/csv",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("pdf") => "application/pdf",
-        Some("diff" | "patch") => "text/x-diff",
-        _ if std::str::from_utf8(bytes).is_ok() => "text/plain; charset=utf-8",
-        _ => "application/octet-stream",
-    }
-}
+pub(crate) use talon_wire::content::mime_of;
 
 /// Canonical JSON's SHA-256, telling a retried call from another with the
 /// same idempotency key.

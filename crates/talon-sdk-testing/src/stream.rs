@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
@@ -27,7 +27,7 @@ use tokio::sync::watch;
 
 use super::http::{ErrorResponse, authenticate_stream};
 use super::script::{cursor_expired, take_drop, take_expire};
-use super::state::{Shared, invalid};
+use super::state::Shared;
 
 /// An idle stream's heartbeat interval.
 const HEARTBEAT: Duration = Duration::from_secs(15);
@@ -205,16 +205,7 @@ pub(crate) async fn all_events(
 ) -> Response {
     let opened = (|| {
         authenticate_stream(&shared, &headers, query.ticket.as_deref())?;
-        let mut types = Vec::new();
-        for name in query.types.iter().flat_map(|t| t.split(',')) {
-            let name = name.trim();
-            let kind: EventType = serde_json::from_value(serde_json::Value::String(name.into()))
-                .map_err(|_| invalid(format!("unknown event type {name:?}")))?;
-            if kind == EventType::Unknown {
-                return Err(invalid(format!("unknown event type {name:?}")));
-            }
-            types.push(kind);
-        }
+        let types = talon_wire::event_types(query.types.iter().map(String::as_str))?;
         let filter = Filter {
             run_id: None,
             session_key: query.session_key.clone(),
@@ -261,12 +252,5 @@ fn sse(follow: Follow) -> Response {
         };
         Some((chunk, follow))
     });
-    let mut response = Body::from_stream(frames).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    talon_wire::sse_response(Body::from_stream(frames))
 }

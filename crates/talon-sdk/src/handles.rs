@@ -7,12 +7,29 @@ use std::ops::Deref;
 
 use talon_protocol::gateway as proto;
 use talon_protocol::gateway::params::{
-    ApprovalsRespondParams, ArtifactRef, EnvironmentRef, EnvironmentsDeleteParams,
-    QuestionsRespondParams,
+    ApprovalsRespondParams, ArtifactRef, ArtifactsListParams, EnvironmentRef,
+    EnvironmentsDeleteParams, QuestionsRespondParams,
 };
 
 use crate::client::Client;
 use crate::error::Result;
+
+/// Every artifact `filter` lists, page after page (its cursor is set
+/// here).
+pub(crate) async fn all_artifacts(
+    client: &Client,
+    mut filter: ArtifactsListParams,
+) -> Result<Vec<Artifact>> {
+    let mut out = Vec::new();
+    loop {
+        let page = client.artifacts_list(filter.clone()).await?;
+        out.extend(Artifact::wrap_all(client, page.artifacts));
+        match page.next_cursor {
+            Some(next) => filter.cursor = Some(next.into()),
+            None => return Ok(out),
+        }
+    }
+}
 
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident wraps $inner:ty) => {
@@ -26,6 +43,14 @@ macro_rules! handle {
         impl $name {
             pub(crate) fn new(client: Client, info: $inner) -> Self {
                 Self { client, info }
+            }
+
+            /// Handles on each of `infos`, acting through `client`.
+            pub(crate) fn wrap_all(client: &Client, infos: Vec<$inner>) -> Vec<Self> {
+                infos
+                    .into_iter()
+                    .map(|info| Self::new(client.clone(), info))
+                    .collect()
             }
 
             /// A handle on `info` (e.g. decoded from an event's data) that

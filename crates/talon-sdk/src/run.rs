@@ -218,11 +218,7 @@ impl Run {
                 session_id: None,
             })
             .await?;
-        Ok(list
-            .approvals
-            .into_iter()
-            .map(|a| Approval::new(self.client.clone(), a))
-            .collect())
+        Ok(Approval::wrap_all(&self.client, list.approvals))
     }
 
     /// This run's questions, pending or answered.
@@ -234,37 +230,18 @@ impl Run {
                 run_id: Some(self.info.id.clone().into()),
             })
             .await?;
-        Ok(list
-            .questions
-            .into_iter()
-            .map(|q| Question::new(self.client.clone(), q))
-            .collect())
+        Ok(Question::wrap_all(&self.client, list.questions))
     }
 
     /// The artifacts it produced (every page).
     pub async fn artifacts(&self) -> Result<Vec<Artifact>> {
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .client
-                .artifacts_list(ArtifactsListParams {
-                    run_id: Some(self.info.id.clone().into()),
-                    session_id: None,
-                    limit: None,
-                    cursor: cursor.take(),
-                })
-                .await?;
-            out.extend(
-                page.artifacts
-                    .into_iter()
-                    .map(|a| Artifact::new(self.client.clone(), a)),
-            );
-            match page.next_cursor {
-                Some(next) => cursor = Some(next.into()),
-                None => return Ok(out),
-            }
-        }
+        let filter = ArtifactsListParams {
+            run_id: Some(self.info.id.clone().into()),
+            session_id: None,
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_artifacts(&self.client, filter).await
     }
 
     /// Its session.

@@ -123,27 +123,12 @@ impl Session {
 
     /// The artifacts of its runs (every page).
     pub async fn artifacts(&self) -> Result<Vec<Artifact>> {
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .client
-                .artifacts_list(ArtifactsListParams {
-                    run_id: None,
-                    session_id: Some(self.info.id.clone().into()),
-                    limit: None,
-                    cursor: cursor.take(),
-                })
-                .await?;
-            out.extend(
-                page.artifacts
-                    .into_iter()
-                    .map(|a| Artifact::new(self.client.clone(), a)),
-            );
-            match page.next_cursor {
-                Some(next) => cursor = Some(next.into()),
-                None => return Ok(out),
-            }
-        }
+        let filter = ArtifactsListParams {
+            session_id: Some(self.info.id.clone().into()),
+            run_id: None,
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_artifacts(&self.client, filter).await
     }
 }

@@ -100,11 +100,7 @@ impl Talon {
                 session_id: None,
             })
             .await?;
-        Ok(list
-            .approvals
-            .into_iter()
-            .map(|a| Approval::new(self.client.clone(), a))
-            .collect())
+        Ok(Approval::wrap_all(&self.client, list.approvals))
     }
 
     /// The questions waiting for an answer.
@@ -116,11 +112,7 @@ impl Talon {
                 run_id: None,
             })
             .await?;
-        Ok(list
-            .questions
-            .into_iter()
-            .map(|q| Question::new(self.client.clone(), q))
-            .collect())
+        Ok(Question::wrap_all(&self.client, list.questions))
     }
 
     /// One artifact, by id.
@@ -136,14 +128,8 @@ impl Talon {
 
     /// The managed environments.
     pub async fn environments(&self) -> Result<Vec<Environment>> {
-        Ok(self
-            .client
-            .environments_list()
-            .await?
-            .environments
-            .into_iter()
-            .map(|e| Environment::new(self.client.clone(), e))
-            .collect())
+        let list = self.client.environments_list().await?;
+        Ok(Environment::wrap_all(&self.client, list.environments))
     }
 
     /// One environment, by id.

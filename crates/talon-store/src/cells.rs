@@ -26,8 +26,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::Row;
 use talon_cells::{
-    CellScope, NestedResult, SnapshotStore, StoreError as CellError, StoreKey, StoreLimits,
-    SuspendedCell, decode_record, seal_record,
+    CellError, CellScope, NestedResult, SnapshotStore, StoreKey, StoreLimits, SuspendedCell,
+    decode_record, seal_record,
 };
 use tokio::sync::mpsc;
 

@@ -10,6 +10,9 @@
 //! [`relevance`] reads judged search corpora and computes the figures the
 //! search quality gate holds them to.
 //!
+//! [`workspace`] reads the crate graph from `cargo metadata`, for the tests
+//! that hold the layering to ARCHITECTURE.md's diagram.
+//!
 //! [`postgres`] starts a real PostgreSQL server for tests (one per test
 //! process, from a cached template) and hands out fresh databases.
 //!
@@ -46,3 +49,4 @@ pub mod prelude_js;
 pub mod proxy;
 pub mod relevance;
 pub mod synthetic;
+pub mod workspace;

@@ -13,8 +13,8 @@
 //!   (`CatalogBuilder::semantic` chooses lexical, the default, or hybrid ranking).
 //!   `Catalog::search` maps the index's hits back to entries. Ids are
 //!   `<source>:<owner>:<tool-name>`.
-//! - **JSON Schema** (`schema.rs`): `check_schema` and `validate` for a documented subset, failing
-//!   by name on any other keyword (`$ref` first), so a schema is never half-enforced; `pattern`
+//! - **JSON Schema** (`schema.rs`): `check_schema` (`UnsupportedSchema`) and `validate`
+//!   (`Mismatches`) for a documented subset, failing by name on any other keyword (`$ref` first), so a schema is never half-enforced; `pattern`
 //!   through `regex`. Used for `ask_user`'s `answerSchema` and the answers checked against it;
 //!   the runner does not validate a call's arguments.
 //! - **Policy** (`policy.rs`): `tools.allow`/`tools.deny` lists of exact names or ids, globs and

@@ -40,9 +40,20 @@ const ANNOTATIONS: [&str; 8] = [
     "$comment",
 ];
 
+/// A schema this module would not enforce whole: what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnsupportedSchema(pub String);
+
+/// A value that does not fit its schema: each error names where (a JSON
+/// Pointer) and why, at most [`MAX_ERRORS`] of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct Mismatches(pub Vec<String>);
+
 /// Whether `schema` is a schema this module enforces whole.
-pub fn check_schema(schema: &Value) -> Result<(), String> {
-    check(schema, 0)
+pub fn check_schema(schema: &Value) -> Result<(), UnsupportedSchema> {
+    check(schema, 0).map_err(UnsupportedSchema)
 }
 
 fn check(schema: &Value, depth: usize) -> Result<(), String> {
@@ -136,14 +147,14 @@ fn compile(pattern: &str) -> Result<regex::Regex, String> {
 
 /// Checks `value` against `schema` (which passed [`check_schema`]);
 /// the errors, each naming where (a JSON Pointer) and why.
-pub fn validate(schema: &Value, value: &Value) -> Result<(), Vec<String>> {
+pub fn validate(schema: &Value, value: &Value) -> Result<(), Mismatches> {
     let mut errors = Vec::new();
     walk(schema, value, "", &mut errors);
     errors.truncate(MAX_ERRORS);
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(errors)
+        Err(Mismatches(errors))
     }
 }
 
@@ -371,14 +382,17 @@ mod tests {
             (json!("string"), "a schema is an object or a boolean"),
         ];
         for (schema, message) in cases {
-            let error = check_schema(&schema).unwrap_err();
+            let error = check_schema(&schema).unwrap_err().0;
             assert!(error.starts_with(message), "{schema}: {error}");
         }
         let mut deep = json!({"type": "string"});
         for _ in 0..40 {
             deep = json!({"items": deep});
         }
-        assert_eq!(check_schema(&deep).unwrap_err(), "nests deeper than 32");
+        assert_eq!(
+            check_schema(&deep),
+            Err(UnsupportedSchema("nests deeper than 32".into()))
+        );
         check_schema(&json!({"title": "t", "type": ["string", "null"], "format": "email"}))
             .unwrap();
     }
@@ -408,29 +422,33 @@ mod tests {
                 &schema,
                 &json!({"branch": "Main-Line!", "count": 2.5, "tags": ["a", "c", "a"], "x/y": 1})
             ),
-            Err(vec![
+            Err(Mismatches(vec![
                 "the answer at /branch: longer than 8 characters".to_owned(),
                 "the answer at /branch: does not match \"^[a-z]+$\"".to_owned(),
                 "the answer at /count: expected integer, got number".to_owned(),
                 "the answer at /tags: items are not unique".to_owned(),
                 "the answer at /tags/1: must be one of [\"a\",\"b\"]".to_owned(),
                 "the answer at /x~1y: no value is allowed here".to_owned(),
-            ])
+            ]))
         );
         assert_eq!(
             validate(&schema, &json!([])),
-            Err(vec!["the answer: expected object, got array".to_owned()])
+            Err(Mismatches(vec![
+                "the answer: expected object, got array".to_owned()
+            ]))
         );
         assert_eq!(
             validate(&schema, &json!({})),
-            Err(vec!["the answer: \"branch\" is required".to_owned()])
+            Err(Mismatches(vec![
+                "the answer: \"branch\" is required".to_owned()
+            ]))
         );
         let one = json!({"oneOf": [{"type": "number"}, {"type": "integer"}]});
         assert_eq!(
             validate(&one, &json!(3)),
-            Err(vec![
+            Err(Mismatches(vec![
                 "the answer: matches 2 of oneOf, not exactly one".to_owned()
-            ])
+            ]))
         );
         assert_eq!(validate(&one, &json!(3.5)), Ok(()));
     }

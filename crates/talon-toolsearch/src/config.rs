@@ -56,7 +56,7 @@ impl Default for ToolSearchConfig {
 /// A bad `tools.toolSearch` value: the field and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid_config: {field}: {message}")]
-pub struct ConfigError {
+pub struct ToolSearchConfigError {
     /// The full path of the field, e.g. `tools.toolSearch.mode`.
     pub field: String,
     /// What was expected.
@@ -65,8 +65,8 @@ pub struct ConfigError {
 
 const FIELD: &str = "tools.toolSearch";
 
-fn error(field: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
+fn error(field: &str, message: impl Into<String>) -> ToolSearchConfigError {
+    ToolSearchConfigError {
         field: format!("{FIELD}.{field}"),
         message: message.into(),
     }
@@ -75,13 +75,13 @@ fn error(field: &str, message: impl Into<String>) -> ConfigError {
 impl ToolSearchConfig {
     /// Reads `tools.toolSearch` (`None` when absent). Returns `None` when
     /// Tool Search is off.
-    pub fn from_json(value: Option<&Value>) -> Result<Option<Self>, ConfigError> {
+    pub fn from_json(value: Option<&Value>) -> Result<Option<Self>, ToolSearchConfigError> {
         let object = match value {
             None | Some(Value::Null) | Some(Value::Bool(false)) => return Ok(None),
             Some(Value::Bool(true)) => return Ok(Some(Self::default())),
             Some(Value::Object(object)) => object,
             Some(_) => {
-                return Err(ConfigError {
+                return Err(ToolSearchConfigError {
                     field: FIELD.into(),
                     message: "expected true, false or an object".into(),
                 });
@@ -134,7 +134,7 @@ impl ToolSearchConfig {
     }
 }
 
-fn integer(value: &Value, field: &str) -> Result<u64, ConfigError> {
+fn integer(value: &Value, field: &str) -> Result<u64, ToolSearchConfigError> {
     match value {
         Value::Number(n) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or_default()),
         Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0 && f > 0.0) => {
@@ -150,7 +150,7 @@ mod tests {
 
     use super::*;
 
-    fn parse(value: Value) -> Result<Option<ToolSearchConfig>, ConfigError> {
+    fn parse(value: Value) -> Result<Option<ToolSearchConfig>, ToolSearchConfigError> {
         ToolSearchConfig::from_json(Some(&value))
     }
 

@@ -31,6 +31,6 @@ pub mod runtime;
 pub mod surface;
 
 pub use code::{CodeSandbox, MAX_CODE_BYTES, PRELUDE_NAME, prelude};
-pub use config::{ConfigError, Mode, ToolSearchConfig};
+pub use config::{Mode, ToolSearchConfig, ToolSearchConfigError};
 pub use runtime::{RunTelemetry, ToolSearch};
 pub use surface::{Control, Surface, SurfaceError, Target, build_surface};

@@ -22,8 +22,25 @@
 //! frames, decoded and written by hand (`ws::Request` is a decoded frame). The values it renders
 //! (`ApiError`, event envelopes) are `talon-protocol`'s.
 
+pub mod content;
 pub mod range;
 pub mod ws;
+
+/// The paths every server of the protocol routes (axum's syntax).
+pub mod paths {
+    /// Liveness.
+    pub const HEALTHZ: &str = "/healthz";
+    /// A method of the table: `POST /v1/<method>`.
+    pub const METHOD: &str = "/v1/{method}";
+    /// The whole event log as SSE.
+    pub const EVENTS: &str = "/v1/events";
+    /// The WebSocket.
+    pub const WS: &str = "/v1/ws";
+    /// One run's events as SSE.
+    pub const RUN_EVENTS: &str = "/v1/runs/{run_id}/events";
+    /// An artifact's bytes.
+    pub const ARTIFACT_CONTENT: &str = "/v1/artifacts/{artifact_id}/content";
+}
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -119,6 +136,19 @@ pub fn sse_event_frame(id: u64, kind: &str, json: &str) -> Bytes {
     Bytes::from(frame)
 }
 
+/// An event stream's response: `body` as `text/event-stream`, never
+/// cached.
+pub fn sse_response(body: axum::body::Body) -> Response {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
 /// The frame of an error that ends an event stream: `event: error`, the
 /// protocol's error shape as data.
 pub fn sse_error_frame(error: &ApiError) -> Bytes {
@@ -148,6 +178,32 @@ pub fn stream_cursor(headers: &HeaderMap, after: Option<&str>) -> Result<Option<
             )
         }),
     }
+}
+
+/// The event types a stream's `types` query asks for (comma-separated
+/// lists, names trimmed), or `invalid_request` naming one this side does
+/// not know.
+pub fn event_types<'a>(
+    lists: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<talon_protocol::EventType>, ApiError> {
+    use talon_protocol::EventType;
+    let mut types = Vec::new();
+    for name in lists.into_iter().flat_map(|t| t.split(',')) {
+        let name = name.trim();
+        let unknown = || {
+            ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!("unknown event type {name:?}"),
+            )
+        };
+        let kind: EventType = serde_json::from_value(serde_json::Value::String(name.into()))
+            .map_err(|_| unknown())?;
+        if kind == EventType::Unknown {
+            return Err(unknown());
+        }
+        types.push(kind);
+    }
+    Ok(types)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use talon_cells::StoreKey;
 use talon_cells::{
-    CellScope, FileStore, PendingNestedCall, SnapshotStore, StoreError, StoreLimits, SuspendedCell,
+    CellError, CellScope, FileStore, PendingNestedCall, SnapshotStore, StoreLimits, SuspendedCell,
 };
 use talon_protocol::CodeModeErrorCode;
 
@@ -57,9 +57,9 @@ fn record(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.cell"))
 }
 
-fn assert_tampered(result: Result<SuspendedCell, StoreError>, id: &str, shape: &str) {
+fn assert_tampered(result: Result<SuspendedCell, CellError>, id: &str, shape: &str) {
     let error = result.expect_err(shape);
-    assert_eq!(error, StoreError::Tampered(id.into()), "{shape}");
+    assert_eq!(error, CellError::Tampered(id.into()), "{shape}");
     assert_eq!(
         error.code(),
         CodeModeErrorCode::SnapshotRestoreFailed,
@@ -199,7 +199,7 @@ fn edited_headers_fail_as_tampered() {
     std::fs::write(&path, &bytes).unwrap();
     assert_eq!(
         store.settle("c", 3, Ok(json!(1))),
-        Err(StoreError::Tampered("c".into()))
+        Err(CellError::Tampered("c".into()))
     );
     assert_tampered(store.take("c", &scope("r1")), "c", "settled after edit");
 }
@@ -219,7 +219,7 @@ fn records_moved_copied_or_sealed_with_another_key_fail() {
     // Asked for by another scope: not found, and not consumed.
     assert_eq!(
         store.take("cell-a", &scope("r2")).map(|c| c.id),
-        Err(StoreError::NotFound("cell-a".into()))
+        Err(CellError::NotFound("cell-a".into()))
     );
     assert!(store.take("cell-a", &scope("r1")).is_ok());
     // Copied into another store directory (same key, no marker there).
@@ -272,7 +272,7 @@ fn a_record_put_back_after_its_resume_fails() {
     std::fs::write(&path, &before).unwrap();
     assert_eq!(
         store.settle("c", 3, Ok(json!(2))),
-        Err(StoreError::Tampered("c".into()))
+        Err(CellError::Tampered("c".into()))
     );
 
     // After a delete, and after being replaced by a newer put.
@@ -373,7 +373,7 @@ fn leftovers_of_killed_writers_and_takers_are_cleaned_up() {
     .unwrap();
     assert_eq!(
         store.take("held", &scope("r1")).map(|c| c.id),
-        Err(StoreError::NotFound("held".into())),
+        Err(CellError::NotFound("held".into())),
         "a dead holder is not waited for"
     );
     store.purge_expired().unwrap();
@@ -440,7 +440,7 @@ fn of_racing_takers_exactly_one_wins_and_the_rest_are_invalid_input() {
         let won = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(won, 1, "{results:?}");
         for lost in results.iter().filter_map(|r| r.as_ref().err()) {
-            assert_eq!(*lost, StoreError::NotFound(id.clone()));
+            assert_eq!(*lost, CellError::NotFound(id.clone()));
             assert_eq!(lost.code(), CodeModeErrorCode::InvalidInput);
         }
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 use talon_cells::StoreKey;
 use talon_cells::{
-    CellScope, FileStore, MemoryStore, NestedError, PendingNestedCall, SnapshotStore, StoreError,
+    CellError, CellScope, FileStore, MemoryStore, NestedError, PendingNestedCall, SnapshotStore,
     StoreLimits, SuspendedCell,
 };
 use talon_protocol::CodeModeErrorCode;
@@ -53,7 +53,7 @@ fn contract(store: &dyn SnapshotStore) {
     // Another run (or session) cannot see it, and does not consume it.
     assert_eq!(
         store.take("cell-a", &scope("r2")),
-        Err(StoreError::NotFound("cell-a".into()))
+        Err(CellError::NotFound("cell-a".into()))
     );
     // A result recorded while the cell is stored comes back with it.
     let failure = NestedError {
@@ -77,7 +77,7 @@ fn contract(store: &dyn SnapshotStore) {
     assert_eq!(store.settle("cell-a", 3, Ok(json!(1))), Ok(false));
     assert_eq!(
         store.take("cell-a", &scope("r1")),
-        Err(StoreError::NotFound("cell-a".into()))
+        Err(CellError::NotFound("cell-a".into()))
     );
 
     let too_big = store
@@ -95,7 +95,7 @@ fn contract(store: &dyn SnapshotStore) {
         .unwrap(); // replacing is fine
     assert_eq!(
         store.put(cell("three", "r1", Duration::from_secs(60), 10)),
-        Err(StoreError::TooMany(2))
+        Err(CellError::TooMany(2))
     );
     store.delete("one").unwrap();
     store.delete("one").unwrap();
@@ -109,13 +109,13 @@ fn contract(store: &dyn SnapshotStore) {
     assert_eq!(
         (expired.clone(), expired.code()),
         (
-            StoreError::Expired("old".into()),
+            CellError::Expired("old".into()),
             CodeModeErrorCode::SnapshotExpired
         )
     );
     assert_eq!(
         store.take("old", &scope("r1")),
-        Err(StoreError::NotFound("old".into()))
+        Err(CellError::NotFound("old".into()))
     );
     store
         .put(cell("stale", "r1", Duration::from_millis(1), 10))
@@ -174,13 +174,13 @@ fn damaged_records_and_hostile_ids_are_errors() {
     assert_eq!(
         (damaged.clone(), damaged.code()),
         (
-            StoreError::Tampered("bad".into()),
+            CellError::Tampered("bad".into()),
             CodeModeErrorCode::SnapshotRestoreFailed
         )
     );
     assert_eq!(
         store.take("bad", &scope("r1")),
-        Err(StoreError::NotFound("bad".into())),
+        Err(CellError::NotFound("bad".into())),
         "a damaged record is dropped once reported"
     );
     std::fs::write(dir.path().join("worse.cell"), b"TLNC\xff\xff\xff\xffjunk").unwrap();
@@ -192,7 +192,7 @@ fn damaged_records_and_hostile_ids_are_errors() {
     for id in ["../escape", "a/b", "", "x.cell"] {
         assert_eq!(
             store.take(id, &scope("r1")),
-            Err(StoreError::NotFound(id.into()))
+            Err(CellError::NotFound(id.into()))
         );
     }
     assert!(

@@ -37,18 +37,10 @@ pub struct Api {
 }
 
 /// The agent every gateway has, even with no config file.
-pub(crate) const DEFAULT_AGENT: &str = "main";
+pub(crate) use talon_protocol::gateway::run_views::DEFAULT_AGENT_ID as DEFAULT_AGENT;
 
 fn default_agent() -> Agent {
-    Agent {
-        id: DEFAULT_AGENT.into(),
-        name: None,
-        description: Some("The default agent".into()),
-        model: None,
-        source: AgentSource::Config,
-        created_at: None,
-        updated_at: None,
-    }
+    Agent::default_agent()
 }
 
 fn limit(asked: Option<u32>) -> u32 {
@@ -223,19 +215,9 @@ impl Handler for Api {
         _: &Caller,
         p: SessionsSendParams,
     ) -> Result<RunAccepted, ApiError> {
-        self.start_run(RunsCreateParams {
-            agent_id: None,
-            input: p.input,
-            session_key: None,
-            session_id: Some(p.session_id),
-            tools: p.tools,
-            multitask_strategy: p.multitask_strategy,
-            timeout_ms: p.timeout_ms,
-            environment_id: p.environment_id,
-            idempotency_key: p.idempotency_key,
-        })
-        .await
-        .map(RunAccepted::from)
+        self.start_run(RunsCreateParams::from(p))
+            .await
+            .map(RunAccepted::from)
     }
 
     async fn sessions_messages(
@@ -455,10 +437,7 @@ impl Handler for Api {
         p: ArtifactRef,
     ) -> Result<ArtifactsDownloadResult, ApiError> {
         let artifact = self.artifacts_get(caller, p).await?;
-        Ok(ArtifactsDownloadResult {
-            url: format!("/v1/artifacts/{}/content", artifact.id),
-            artifact,
-        })
+        Ok(ArtifactsDownloadResult::of(artifact))
     }
 
     async fn approvals_list(

@@ -269,26 +269,16 @@ impl Api {
             .update_session(&session)
             .await
             .map_err(api_error)?;
-        let (kind, data) = EventData::SessionCompacted(SessionCompactedData {
-            session_id: session.id.clone(),
-            replaced_messages: replaced as u32,
-            summary_message_id: record.id.clone(),
-        })
-        .into_parts();
-        let event = talon_protocol::Event {
-            version: 1,
-            id: String::new(),
-            ts: now,
-            kind,
-            run_id: None,
-            session_id: Some(session.id.clone()),
-            session_key: Some(session.key.clone()),
-            task_id: None,
-            agent_id: Some(session.agent_id.clone()),
-            request_id: crate::observe::request_id(),
-            data,
-            raw: None,
-        };
+        let mut event = talon_protocol::Event::of_session(
+            &session,
+            now,
+            EventData::SessionCompacted(SessionCompactedData {
+                session_id: session.id.clone(),
+                replaced_messages: replaced as u32,
+                summary_message_id: record.id.clone(),
+            }),
+        );
+        event.request_id = crate::observe::request_id();
         self.store.append(vec![event]).await.map_err(api_error)?;
         Ok(session)
     }

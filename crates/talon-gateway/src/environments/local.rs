@@ -344,16 +344,7 @@ impl EnvironmentProvider for Local {
     }
 
     fn capabilities(&self) -> EnvironmentCapabilities {
-        EnvironmentCapabilities {
-            checkout: Some(true),
-            sandbox: Some(false),
-            network_policy: Some(true),
-            secrets: Some(true),
-            artifacts: Some(true),
-            logs: Some(true),
-            pull_requests: Some(false),
-            long_running: Some(true),
-        }
+        EnvironmentCapabilities::local()
     }
 
     fn check(&self, settings: &Value, context: Context<'_>) -> Result<(), ApiError> {

@@ -34,7 +34,7 @@ use talon_tools::{ApprovalDecision, Approver, BoxFuture, CatalogEntry, RunContex
 
 use super::new_id;
 use super::sink::StoreSink;
-use talon_tools::approvals::{ApprovalAction as Action, Approvals, denied_by_policy, risk};
+use talon_tools::approvals::{Approvals, risk};
 
 /// The decisions every tool approval offers.
 const DECISIONS: [Decision; 4] = [
@@ -44,8 +44,8 @@ const DECISIONS: [Decision; 4] = [
     Decision::Deny,
 ];
 
-/// Decides a run's calls by policy, asking through the store when the
-/// policy says `ask`.
+/// Asks a person, through the store, about a run's calls the policy says
+/// `ask` of; its `policy` gives the request its expiry.
 pub(crate) struct DurableApprover {
     pub store: Store,
     pub policy: Arc<Approvals>,
@@ -57,11 +57,9 @@ pub(crate) struct DurableApprover {
     pub engine: super::Engine,
 }
 
+/// Asks through the store about the calls the policy sends to a person
+/// (`talon_tools::PolicyGate` decides the others before it is asked).
 impl Approver for DurableApprover {
-    fn needs(&self, entry: &CatalogEntry) -> bool {
-        self.policy.action(entry) != Action::Allow
-    }
-
     fn decide<'a>(
         &'a self,
         ctx: &'a RunContext,
@@ -69,19 +67,15 @@ impl Approver for DurableApprover {
         call: &'a ToolCall,
     ) -> BoxFuture<'a, ApprovalDecision> {
         Box::pin(async move {
-            match self.policy.action(entry) {
-                Action::Allow => ApprovalDecision::Approved,
-                Action::Deny => ApprovalDecision::Denied(denied_by_policy(entry)),
-                Action::Ask => match self.ask(ctx, entry, call).await {
-                    Ok(decision) => decision,
-                    Err(error) => {
-                        tracing::error!(%error, run = %ctx.scope.run_id, "an approval could not be kept");
-                        ApprovalDecision::Denied(format!(
-                            "{} needs approval and the request could not be stored: {error}",
-                            entry.tool.name
-                        ))
-                    }
-                },
+            match self.ask(ctx, entry, call).await {
+                Ok(decision) => decision,
+                Err(error) => {
+                    tracing::error!(%error, run = %ctx.scope.run_id, "an approval could not be kept");
+                    ApprovalDecision::Denied(format!(
+                        "{} needs approval and the request could not be stored: {error}",
+                        entry.tool.name
+                    ))
+                }
             }
         })
     }
@@ -167,15 +161,7 @@ impl DurableApprover {
         let id = new_id("appr").map_err(|e| talon_store::StoreError::Corrupt(e.message.clone()))?;
         let now = talon_store::now_ms();
         let arguments = call.args.to_string();
-        let mut summary: String = format!("{} {arguments}", entry.tool.name);
-        if summary.len() > 300 {
-            let cut = (0..=297)
-                .rev()
-                .find(|i| summary.is_char_boundary(*i))
-                .unwrap_or(0);
-            summary.truncate(cut);
-            summary.push_str("...");
-        }
+        let summary = Approval::summary_of(&entry.tool.name, &arguments);
         Ok(Approval {
             id,
             run_id: ctx.scope.run_id.clone(),

@@ -34,25 +34,7 @@ const MAX_PURGE_INTERVAL: Duration = Duration::from_secs(60);
 const MIN_PURGE_INTERVAL: Duration = Duration::from_millis(100);
 pub(crate) use talon_tools::redact::redact_text as redact;
 
-/// A MIME type for a file by its extension (text when it is UTF-8 and
-/// the extension says nothing).
-fn mime_of(path: &str, bytes: &[u8]) -> &'static str {
-    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    match ext.as_deref() {
-        Some("json") => "application/json",
-        Some("md" | "markdown") => "text/markdown",
-        Some("html" | "htm") => "text/html",
-        Some("css") => "text/css",
-        Some("js" | "mjs") => "text/javascript",
-        Some("csv") => "text/csv",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("pdf") => "application/pdf",
-        _ if std::str::from_utf8(bytes).is_ok() => "text/plain; charset=utf-8",
-        _ => "application/octet-stream",
-    }
-}
+use talon_wire::content::mime_of;
 
 /// A unified diff of a file's change (`/dev/null` for a new file).
 pub(crate) fn unified_diff(path: &str, before: Option<&[u8]>, after: &[u8]) -> String {

@@ -200,7 +200,7 @@ pub(crate) fn check_answer(question: &Question, answer: &Value) -> Result<(), Ap
     if let Some(schema) = &question.answer_schema
         && let Err(found) = talon_tools::schema::validate(schema, answer)
     {
-        errors.extend(found);
+        errors.extend(found.0);
     }
     if errors.is_empty() {
         return Ok(());

@@ -12,7 +12,7 @@ use talon_protocol::gateway::{ApiError, ClientTool, Environment, ErrorCode, Run}
 use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, ToolSource};
 use talon_provider::Message as ModelMessage;
 use talon_runtime::{PreparedRun, RunSpec};
-use talon_tools::{Approvals, NoUpdates, RunContext, RunScope};
+use talon_tools::{Approvals, NoUpdates, PolicyGate, RunContext, RunScope};
 
 use super::approvals::DurableApprover;
 use super::artifacts::RunFiles;
@@ -202,14 +202,17 @@ impl Engine {
             agent: run.agent_id.clone(),
             ctx: parts.ctx.clone(),
             events: events.clone(),
-            approver: Arc::new(DurableApprover {
-                store: store.clone(),
-                policy,
-                events: events.clone(),
-                sink: sink.clone(),
-                resolved: self.inner.resolutions.subscribe(),
-                engine: self.clone(),
-            }),
+            approver: Arc::new(PolicyGate::new(
+                policy.clone(),
+                Arc::new(DurableApprover {
+                    store: store.clone(),
+                    policy,
+                    events: events.clone(),
+                    sink: sink.clone(),
+                    resolved: self.inner.resolutions.subscribe(),
+                    engine: self.clone(),
+                }),
+            )),
             questions: Some(Arc::new(DurableQuestions {
                 store: store.clone(),
                 events: events.clone(),

@@ -14,7 +14,7 @@ pub mod params;
 pub mod resources;
 pub mod run_create;
 pub mod run_list;
-mod run_views;
+pub mod run_views;
 pub mod scope;
 pub mod tokens;
 

@@ -4,7 +4,9 @@
 //! What a server checks against its own state (the agent, the session,
 //! the environment, a tool name clashing with the agent's) stays its own.
 
-use super::params::{ClientTool, InputMessage, InputRole, RunInput, RunsCreateParams};
+use super::params::{
+    ClientTool, InputMessage, InputRole, RunInput, RunsCreateParams, SessionsSendParams,
+};
 use super::{ApiError, ErrorCode};
 
 /// The longest input a run takes, in bytes (the messages' contents).
@@ -154,5 +156,22 @@ impl RunsCreateParams {
             return Err(invalid("timeoutMs: must be more than 0"));
         }
         Ok(())
+    }
+}
+
+impl From<SessionsSendParams> for RunsCreateParams {
+    /// `sessions.send` is `runs.create` in the session it names.
+    fn from(p: SessionsSendParams) -> Self {
+        Self {
+            agent_id: None,
+            input: p.input,
+            session_key: None,
+            session_id: Some(p.session_id),
+            tools: p.tools,
+            multitask_strategy: p.multitask_strategy,
+            timeout_ms: p.timeout_ms,
+            environment_id: p.environment_id,
+            idempotency_key: p.idempotency_key,
+        }
     }
 }

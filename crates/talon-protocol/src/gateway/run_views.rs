@@ -1,8 +1,17 @@
-//! What every server of the protocol derives from a run's row the same
-//! way: its [`RunResult`] (`runs.wait`, `runs.cancel`), and the envelope
-//! of an event it emits for the run.
+//! What every server of the protocol derives from its records the same
+//! way: a run's [`RunResult`] (`runs.wait`, `runs.cancel`), the envelope
+//! of an event it emits for a run or a session, where an artifact's bytes
+//! are (`artifacts.download`), an approval's summary, the agent a gateway
+//! has when its config names none, and what the built-in `local`
+//! environment provider can do.
 
-use super::resources::{ArtifactSummary, Run, RunOutput, RunResult, RunResultStatus, RunStatus};
+use super::approvals::Approval;
+use super::catalog::EnvironmentCapabilities;
+use super::params::ArtifactsDownloadResult;
+use super::resources::{
+    Agent, AgentSource, ArtifactSummary, Run, RunOutput, RunResult, RunResultStatus, RunStatus,
+    Session,
+};
 use crate::{Event, EventData};
 
 impl RunResultStatus {
@@ -60,5 +69,110 @@ impl Event {
             data,
             raw: None,
         }
+    }
+}
+
+impl ArtifactsDownloadResult {
+    /// `artifact` and the path of its bytes, `/v1/artifacts/{id}/content`
+    /// (fetched with the same token).
+    pub fn of(artifact: ArtifactSummary) -> Self {
+        Self {
+            url: format!("/v1/artifacts/{}/content", artifact.id),
+            artifact,
+        }
+    }
+}
+
+/// The id of the agent a run gets when it names none.
+pub const DEFAULT_AGENT_ID: &str = "main";
+
+impl Agent {
+    /// The agent every gateway has: [`DEFAULT_AGENT_ID`], from the config's
+    /// defaults.
+    pub fn default_agent() -> Self {
+        Self {
+            id: DEFAULT_AGENT_ID.into(),
+            name: None,
+            description: Some("The default agent".into()),
+            model: None,
+            source: AgentSource::Config,
+            created_at: None,
+            updated_at: None,
+        }
+    }
+}
+
+impl Event {
+    /// An event of `session` (no run's) at `ts`, not yet numbered.
+    pub fn of_session(session: &Session, ts: u64, data: EventData) -> Self {
+        let (kind, data) = data.into_parts();
+        Self {
+            version: 1,
+            id: String::new(),
+            ts,
+            kind,
+            run_id: None,
+            session_id: Some(session.id.clone()),
+            session_key: Some(session.key.clone()),
+            task_id: None,
+            agent_id: Some(session.agent_id.clone()),
+            request_id: None,
+            data,
+            raw: None,
+        }
+    }
+}
+
+/// The longest approval summary, in bytes.
+pub const MAX_APPROVAL_SUMMARY_BYTES: usize = 300;
+
+impl Approval {
+    /// The summary of a request to call `tool` with `arguments` (JSON
+    /// text): both, cut to [`MAX_APPROVAL_SUMMARY_BYTES`] at a character
+    /// boundary, with `...` where it was cut.
+    pub fn summary_of(tool: &str, arguments: &str) -> String {
+        let mut summary = format!("{tool} {arguments}");
+        if summary.len() > MAX_APPROVAL_SUMMARY_BYTES {
+            let keep = MAX_APPROVAL_SUMMARY_BYTES - 3;
+            let cut = (0..=keep)
+                .rev()
+                .find(|i| summary.is_char_boundary(*i))
+                .unwrap_or(0);
+            summary.truncate(cut);
+            summary.push_str("...");
+        }
+        summary
+    }
+}
+
+impl EnvironmentCapabilities {
+    /// The built-in `local` provider's: a checkout on this host's disk, no
+    /// sandbox of its own, a network policy for its shell, secrets by
+    /// reference, artifacts and logs, no pull requests, kept between runs.
+    pub fn local() -> Self {
+        Self {
+            checkout: Some(true),
+            sandbox: Some(false),
+            network_policy: Some(true),
+            secrets: Some(true),
+            artifacts: Some(true),
+            logs: Some(true),
+            pull_requests: Some(false),
+            long_running: Some(true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Approval;
+
+    #[test]
+    fn a_long_summary_is_cut_at_a_character_boundary() {
+        assert_eq!(Approval::summary_of("read", "{}"), "read {}");
+        // Byte 297 falls inside an "é": the cut is one byte earlier.
+        let summary = Approval::summary_of("write", &"é".repeat(400));
+        assert_eq!(summary, format!("write {}...", "é".repeat(145)));
+        assert_eq!(summary.len(), 299);
     }
 }

@@ -195,7 +195,10 @@ fn client_for(mock: &MockModel) -> OpenAiCompatible {
 
 #[tokio::test]
 async fn bad_keys_and_unknown_models_are_clear_errors() {
-    let mock = mock(json!({"apiKey": "sk-test", "models": ["mock-model"], "turns": [{"text": "a"}, {"text": "b"}, {"text": "c"}]})).await;
+    // Refused requests take no turn of the script.
+    let mock =
+        mock(json!({"apiKey": "sk-test", "models": ["mock-model"], "turns": [{"text": "a"}]}))
+            .await;
     let error = client(&mock, Some("sk-wrong"), 5_000)
         .complete(&request(true), &|_| {}, &CancellationToken::new())
         .await
@@ -221,7 +224,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
             .await
             .unwrap()
             .text,
-        "c"
+        "a"
     );
     assert!(
         !format!("{:?}", good.config()).contains("sk-test"),

@@ -7,8 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 use talon_cells::{
-    CellScope, PendingNestedCall, SnapshotStore, StoreError as CellError, StoreKey, StoreLimits,
-    SuspendedCell,
+    CellError, CellScope, PendingNestedCall, SnapshotStore, StoreKey, StoreLimits, SuspendedCell,
 };
 use talon_store::CellStore;
 

@@ -4,16 +4,13 @@
 //! a lower layer, and the document stays a map (at most 300 lines).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 
-use serde_json::Value;
+use talon_testing::workspace::Graph;
 
 const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../ARCHITECTURE.md");
 const MARKER: &str = "<!-- crate-graph";
 const ARROW: &str = "──►";
 const MAX_LINES: usize = 300;
-
-type Graph = BTreeMap<String, BTreeSet<String>>;
 
 fn doc() -> String {
     std::fs::read_to_string(DOC).unwrap()
@@ -65,39 +62,7 @@ fn drawn(doc: &str) -> (Graph, BTreeMap<String, u32>) {
 
 /// Every workspace crate and its normal dependencies on workspace crates.
 fn workspace() -> Graph {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let metadata: Value = serde_json::from_slice(&out.stdout).unwrap();
-    metadata["packages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            let normal = p["dependencies"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|d| d["kind"].is_null() && d["path"].is_string())
-                .map(|d| d["name"].as_str().unwrap().to_owned())
-                .collect();
-            (p["name"].as_str().unwrap().to_owned(), normal)
-        })
-        .collect()
+    talon_testing::workspace::normal_edges(env!("CARGO_MANIFEST_DIR")).unwrap()
 }
 
 #[test]
@@ -131,4 +96,59 @@ fn the_architecture_document_is_a_map() {
         lines <= MAX_LINES,
         "ARCHITECTURE.md has {lines} lines; at most {MAX_LINES}"
     );
+}
+
+/// The `pub` error types (`…Error` structs and enums) the library crates'
+/// sources declare, by name, with the files declaring each.
+fn error_types() -> BTreeMap<String, BTreeSet<String>> {
+    let crates = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir(crates)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in text.lines() {
+                let line = line.trim_start();
+                let Some(rest) = line
+                    .strip_prefix("pub enum ")
+                    .or_else(|| line.strip_prefix("pub struct "))
+                else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if name.ends_with("Error") {
+                    let shown = path.strip_prefix(crates).unwrap_or(&path);
+                    found
+                        .entry(name)
+                        .or_default()
+                        .insert(shown.display().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn error_type_names_are_unique_in_the_workspace() {
+    let twice: BTreeMap<String, BTreeSet<String>> = error_types()
+        .into_iter()
+        .filter(|(_, files)| files.len() > 1)
+        .collect();
+    assert_eq!(twice, BTreeMap::new());
 }
