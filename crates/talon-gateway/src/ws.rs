@@ -39,7 +39,7 @@ use talon_protocol::gateway::{ApiError, ErrorCode, Method};
 use talon_store::EventFilter;
 use tokio::sync::mpsc;
 
-use talon_wire::ws::{Started, Subscriptions, answer, binary_refusal, decode_request, event_frame};
+use talon_wire::ws::{Incoming, Started, Subscriptions, answer, event_frame, incoming};
 
 use crate::http::{ErrorResponse, Shared, serve_call, stream_caller};
 use crate::stream::{Follow, TicketQuery};
@@ -144,22 +144,14 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
         let Some(frame) = frame else {
             break;
         };
-        let mut len = 0;
-        let decoded = match frame {
-            Ok(Message::Text(text)) => {
-                len = text.len();
-                decode_request(text.as_str())
-            }
-            Ok(Message::Binary(_)) => Err(binary_refusal()),
-            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
-            Ok(Message::Close(_)) | Err(_) => break,
-        };
-        let (id, method, params) = match decoded {
-            Ok(request) => (request.id, request.method, request.params),
-            Err((id, error)) => {
+        let (id, method, params, len) = match incoming(frame) {
+            Incoming::Request(request, len) => (request.id, request.method, request.params, len),
+            Incoming::Refused(id, error) => {
                 let _ = outbox.send(answer(&id, Err(error))).await;
                 continue;
             }
+            Incoming::Control => continue,
+            Incoming::End => break,
         };
         let metered = shared
             .limiter

@@ -60,7 +60,8 @@
 //! Written again here, because the fake keeps its state in memory and plays
 //! scripts instead of running models: each method's handler (over `State`
 //! instead of the store), the follow loop of a stream (over the memory log),
-//! authentication (one token of its own, see below), idempotency
+//! authentication (one token of its own, see below), the router and the
+//! WebSocket connection's loop around `talon_wire::ws`, idempotency
 //! bookkeeping, session resolution, and a run's life (played from its
 //! script instead of the agent loop). A pair that `duplicates` reports
 //! between this crate and talon-gateway outside these is a rule to move into

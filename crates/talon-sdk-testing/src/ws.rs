@@ -24,7 +24,7 @@ use talon_protocol::gateway::ApiError;
 use talon_protocol::gateway::params::EventsSubscribeParams;
 use tokio::sync::mpsc;
 
-use talon_wire::ws::{Started, Subscriptions, event_frame};
+use talon_wire::ws::{Incoming, Started, Subscriptions, event_frame, incoming};
 
 use super::http::{ErrorResponse, arrive, authenticate_stream, serve_call};
 use super::state::{Shared, invalid};
@@ -94,18 +94,14 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
         let Some(frame) = frame else {
             break;
         };
-        let decoded = match frame {
-            Ok(Message::Text(text)) => talon_wire::ws::decode_request(text.as_str()),
-            Ok(Message::Binary(_)) => Err(talon_wire::ws::binary_refusal()),
-            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
-            Ok(Message::Close(_)) | Err(_) => break,
-        };
-        let (id, method, params) = match decoded {
-            Ok(request) => (request.id, request.method, request.params),
-            Err((id, error)) => {
+        let (id, method, params) = match incoming(frame) {
+            Incoming::Request(request, _) => (request.id, request.method, request.params),
+            Incoming::Refused(id, error) => {
                 let _ = outbox.send(answer(&id, Err(error))).await;
                 continue;
             }
+            Incoming::Control => continue,
+            Incoming::End => break,
         };
         match method.as_str() {
             "events.subscribe" => {

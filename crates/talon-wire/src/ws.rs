@@ -14,6 +14,39 @@ use talon_protocol::gateway::{ApiError, ErrorCode};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// What a frame from the client is to the connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A request to answer, and its frame's length in bytes (what the
+    /// byte limits count).
+    Request(Request, usize),
+    /// A frame refused: answer it (its `id`, when it had one) with the
+    /// error, and go on.
+    Refused(Value, ApiError),
+    /// A ping or a pong: nothing to answer.
+    Control,
+    /// The peer closed, or the socket failed: the connection ends.
+    End,
+}
+
+/// Reads one frame of the client's: text is decoded as a request, binary
+/// is refused, a close or a failure ends the connection.
+pub fn incoming(frame: Result<axum::extract::ws::Message, axum::Error>) -> Incoming {
+    use axum::extract::ws::Message;
+    match frame {
+        Ok(Message::Text(text)) => match decode_request(text.as_str()) {
+            Ok(request) => Incoming::Request(request, text.len()),
+            Err((id, error)) => Incoming::Refused(id, error),
+        },
+        Ok(Message::Binary(_)) => {
+            let (id, error) = binary_refusal();
+            Incoming::Refused(id, error)
+        }
+        Ok(Message::Ping(_) | Message::Pong(_)) => Incoming::Control,
+        Ok(Message::Close(_)) | Err(_) => Incoming::End,
+    }
+}
+
 /// Subscriptions one connection may hold at once.
 pub const MAX_SUBSCRIPTIONS: usize = 16;
 

@@ -284,3 +284,46 @@ fn an_answer_is_one_line_of_json_whatever_it_holds() {
         json!({"type": "res", "id": "a\nb", "ok": true, "result": {"text": "line\r\nbreak\u{2028}"}})
     );
 }
+
+#[test]
+fn each_kind_of_frame_is_one_outcome_for_the_connection() {
+    use axum::extract::ws::Message;
+    use talon_wire::ws::{Incoming, incoming};
+    let text = r#"{"type":"req","id":1,"method":"agents.list"}"#;
+    assert_eq!(
+        incoming(Ok(Message::Text(text.into()))),
+        Incoming::Request(
+            Request {
+                id: json!(1),
+                method: "agents.list".into(),
+                params: Value::Null
+            },
+            text.len()
+        )
+    );
+    let (id, error) = binary_refusal();
+    assert_eq!(
+        incoming(Ok(Message::Binary(vec![1, 2].into()))),
+        Incoming::Refused(id, error)
+    );
+    assert_eq!(
+        incoming(Ok(Message::Text("[1]".into()))),
+        match decode_request("[1]") {
+            Err((id, error)) => Incoming::Refused(id, error),
+            Ok(request) => panic!("decoded {request:?}"),
+        }
+    );
+    assert_eq!(
+        incoming(Ok(Message::Ping(vec![].into()))),
+        Incoming::Control
+    );
+    assert_eq!(
+        incoming(Ok(Message::Pong(vec![].into()))),
+        Incoming::Control
+    );
+    assert_eq!(incoming(Ok(Message::Close(None))), Incoming::End);
+    assert_eq!(
+        incoming(Err(axum::Error::new(std::io::Error::other("reset")))),
+        Incoming::End
+    );
+}
