@@ -35,7 +35,7 @@ use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use talon_protocol::gateway::params::EventsSubscribeParams;
-use talon_protocol::gateway::{ApiError, ErrorCode, Method};
+use talon_protocol::gateway::{ApiError, Method};
 use talon_store::EventFilter;
 use tokio::sync::mpsc;
 
@@ -68,10 +68,6 @@ pub(crate) async fn upgrade(
     ws.max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| connection(shared, caller, socket, request_id))
-}
-
-fn invalid(message: &str) -> ApiError {
-    ApiError::new(ErrorCode::InvalidRequest, message)
 }
 
 async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, request_id: String) {
@@ -256,13 +252,7 @@ async fn subscribe(
     let p: EventsSubscribeParams =
         talon_protocol::gateway::decode_params("events.subscribe", params)?;
     open.room()?;
-    let cursor = match p.after.as_deref() {
-        None => None,
-        Some(text) => Some(
-            text.parse::<u64>()
-                .map_err(|_| invalid(&format!("after: {text:?} is not an event id")))?,
-        ),
-    };
+    let cursor = p.cursor()?;
     let filter = EventFilter {
         session_key: p.session_key.map(Into::into),
         agent_id: p.agent_id.map(Into::into),

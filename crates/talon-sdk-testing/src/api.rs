@@ -59,15 +59,7 @@ impl Handler for Api {
                 ));
             }
             let now = now_ms();
-            let agent = Agent {
-                id: p.id.into(),
-                name: p.name.map(Into::into),
-                description: p.description.map(Into::into),
-                model: p.model.map(Into::into),
-                source: AgentSource::Api,
-                created_at: Some(now),
-                updated_at: Some(now),
-            };
+            let agent = Agent::created(&p, now);
             s.agents.push(agent.clone());
             Ok(agent)
         })
@@ -89,16 +81,7 @@ impl Handler for Api {
                     ),
                 ));
             }
-            if p.name.is_some() {
-                agent.name = p.name.map(Into::into);
-            }
-            if p.description.is_some() {
-                agent.description = p.description.map(Into::into);
-            }
-            if p.model.is_some() {
-                agent.model = p.model.map(Into::into);
-            }
-            agent.updated_at = Some(now_ms());
+            agent.update(p, now_ms());
             Ok(agent.clone())
         })
     }

@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use talon_wire::ws::{Incoming, Started, Subscriptions, event_frame, incoming};
 
 use super::http::{ErrorResponse, arrive, authenticate_stream, serve_call};
-use super::state::{Shared, invalid};
+use super::state::Shared;
 use super::stream::{Filter, Follow, Next};
 
 /// Frames waiting to be written, per connection.
@@ -164,13 +164,7 @@ fn subscribe(
     let p: EventsSubscribeParams =
         talon_protocol::gateway::decode_params("events.subscribe", params)?;
     open.room()?;
-    let cursor = match p.after.as_deref() {
-        None => None,
-        Some(text) => Some(
-            text.parse::<u64>()
-                .map_err(|_| invalid(format!("after: {text:?} is not an event id")))?,
-        ),
-    };
+    let cursor = p.cursor()?;
     let filter = Filter {
         run_id: None,
         session_key: p.session_key.map(Into::into),

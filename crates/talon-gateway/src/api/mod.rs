@@ -105,15 +105,7 @@ impl Handler for Api {
             ));
         }
         let now = talon_store::now_ms();
-        let agent = Agent {
-            id: p.id.into(),
-            name: p.name.map(Into::into),
-            description: p.description.map(Into::into),
-            model: p.model.map(Into::into),
-            source: AgentSource::Api,
-            created_at: Some(now),
-            updated_at: Some(now),
-        };
+        let agent = Agent::created(&p, now);
         match self.store.create_agent(&agent).await {
             Ok(()) => Ok(agent),
             Err(error) => Err(api_error(error)),
@@ -136,16 +128,7 @@ impl Handler for Api {
             .await
             .map_err(api_error)?
             .ok_or_else(|| not_found("agent", &p.agent_id))?;
-        if p.name.is_some() {
-            agent.name = p.name.map(Into::into);
-        }
-        if p.description.is_some() {
-            agent.description = p.description.map(Into::into);
-        }
-        if p.model.is_some() {
-            agent.model = p.model.map(Into::into);
-        }
-        agent.updated_at = Some(talon_store::now_ms());
+        agent.update(p, talon_store::now_ms());
         self.store.update_agent(&agent).await.map_err(api_error)?;
         Ok(agent)
     }

@@ -7,11 +7,14 @@
 
 use super::approvals::Approval;
 use super::catalog::EnvironmentCapabilities;
-use super::params::ArtifactsDownloadResult;
+use super::params::{
+    AgentsCreateParams, AgentsUpdateParams, ArtifactsDownloadResult, EventsSubscribeParams,
+};
 use super::resources::{
     Agent, AgentSource, ArtifactSummary, Run, RunOutput, RunResult, RunResultStatus, RunStatus,
     Session,
 };
+use super::{ApiError, ErrorCode};
 use crate::{Event, EventData};
 
 impl RunResultStatus {
@@ -160,6 +163,56 @@ impl EnvironmentCapabilities {
             pull_requests: Some(false),
             long_running: Some(true),
         }
+    }
+}
+
+impl Agent {
+    /// The agent `agents.create` makes of `p` at `now` (its instructions
+    /// are kept by the server, not shown).
+    pub fn created(p: &AgentsCreateParams, now: u64) -> Self {
+        Self {
+            id: p.id.clone().into(),
+            name: p.name.clone().map(Into::into),
+            description: p.description.clone().map(Into::into),
+            model: p.model.clone().map(Into::into),
+            source: AgentSource::Api,
+            created_at: Some(now),
+            updated_at: Some(now),
+        }
+    }
+}
+
+impl Agent {
+    /// `agents.update` at `now`: each field `p` gives replaces the agent's.
+    pub fn update(&mut self, p: AgentsUpdateParams, now: u64) {
+        if let Some(name) = p.name {
+            self.name = Some(name.into());
+        }
+        if let Some(description) = p.description {
+            self.description = Some(description.into());
+        }
+        if let Some(model) = p.model {
+            self.model = Some(model.into());
+        }
+        self.updated_at = Some(now);
+    }
+}
+
+impl EventsSubscribeParams {
+    /// The event id to replay after, or `invalid_request` for one that is
+    /// not an event id.
+    pub fn cursor(&self) -> Result<Option<u64>, ApiError> {
+        self.after
+            .as_deref()
+            .map(|text| {
+                text.parse::<u64>().map_err(|_| {
+                    ApiError::new(
+                        ErrorCode::InvalidRequest,
+                        format!("after: {text:?} is not an event id"),
+                    )
+                })
+            })
+            .transpose()
     }
 }
 
