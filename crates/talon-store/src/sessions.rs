@@ -114,11 +114,13 @@ impl Store {
             // the session's row until the commit, so the next appender reads
             // the positions this one took (12 racing appenders used to
             // exhaust the retries below); SQLite's write transaction is
-            // exclusive already.
-            sqlx::query("UPDATE sessions SET updated_at = updated_at WHERE id = $1")
-                .bind(session_id.to_owned())
-                .execute(&mut *tx)
-                .await?;
+            // exclusive already, so it skips the write.
+            if self.backend() == crate::Backend::Postgres {
+                sqlx::query("UPDATE sessions SET updated_at = updated_at WHERE id = $1")
+                    .bind(session_id.to_owned())
+                    .execute(&mut *tx)
+                    .await?;
+            }
             let last: Option<i64> =
                 sqlx::query("SELECT MAX(seq) FROM messages WHERE session_id = $1")
                     .bind(session_id.to_owned())
