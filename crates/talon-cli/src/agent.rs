@@ -16,12 +16,14 @@ use std::time::Instant;
 
 use clap::Args;
 use serde_json::Value;
-use talon_agent::{EventSink, RunEvents, RunStatus};
-use talon_codemode::SnapshotStore;
 use talon_config::Config;
+use talon_protocol::gateway::RunStatus;
 use talon_protocol::{Event, EventData};
-use talon_runtime::{Host, ModelRoute, RunSpec};
-use talon_tools::{Approver, NoUpdates, RunContext, RunScope};
+use talon_runtime::cells::{SnapshotStore, open_file_store};
+use talon_runtime::{
+    Conversation, Host, ModelRoute, RunEmitter, RunHooks, RunIds, RunSink, RunSpec, Start,
+};
+use talon_tools::{Approver, RunContext};
 
 /// Arguments of `talon agent`.
 #[derive(Debug, Args)]
@@ -142,9 +144,25 @@ struct Printer {
     started: Instant,
 }
 
-impl EventSink for Printer {
+impl RunSink for Printer {
     fn emit(&self, event: Event) {
         print_event(&event, self.started);
+    }
+}
+
+/// Asks on the terminal, or refuses without one; only what is asked is an
+/// approval (`approval.requested`, then `approval.resolved`): what the
+/// policy decides by itself is not.
+struct Terminal;
+
+impl RunHooks for Terminal {
+    fn asker(&self, events: &RunEmitter) -> Arc<dyn Approver> {
+        let ask: Arc<dyn Approver> = if std::io::stdin().is_terminal() {
+            Arc::new(TerminalApprover)
+        } else {
+            Arc::new(NoTerminal)
+        };
+        events.reporting(ask)
     }
 }
 
@@ -262,52 +280,37 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         Ok(host) => host,
         Err(e) => return usage(&e.to_string()),
     };
-    let ctx = RunContext {
-        scope: RunScope {
-            agent_id: args.agent.clone(),
-            session_id: "cli".into(),
-            run_id: format!("run_{}", std::process::id()),
-        },
-        session_key: format!("agent:{}:cli", args.agent),
-        sender: None,
-        channel: Some("cli".into()),
-        cancel: Default::default(),
-        updates: Arc::new(NoUpdates),
-    };
-    let events = Arc::new(RunEvents::new(Arc::new(Printer { started }), &ctx));
-    let ask: Arc<dyn Approver> = if std::io::stdin().is_terminal() {
-        Arc::new(TerminalApprover)
-    } else {
-        Arc::new(NoTerminal)
-    };
-    // Only what is asked is an approval (`approval.requested`, then
-    // `approval.resolved`); what the policy decides by itself is not.
-    let ask = Arc::new(talon_agent::ApprovalEvents::new(ask, events.clone()));
-    let approver: Arc<dyn Approver> = Arc::new(talon_tools::PolicyGate::new(approvals, ask));
     let spec = RunSpec {
-        agent: args.agent.clone(),
-        ctx,
-        approver,
-        events,
+        ids: RunIds {
+            agent: args.agent.clone(),
+            session: "cli".into(),
+            run: format!("run_{}", std::process::id()),
+            session_key: format!("agent:{}:cli", args.agent),
+            channel: Some("cli".into()),
+        },
+        cancel: Default::default(),
+        sink: Arc::new(Printer { started }),
+        approvals,
+        hooks: Arc::new(Terminal),
         cells: Box::new(|limits| {
             let dir = talon_config::state_dir().join("code-mode").join("cells");
-            talon_codemode::open_file_store(&dir, limits)
+            open_file_store(&dir, limits)
                 .map(|store| Arc::new(store) as Arc<dyn SnapshotStore>)
                 .map_err(|e| format!("state directory {}: {e}", dir.display()))
         }),
         workspace: args.workspace.clone(),
         timeout: None,
         client_tools: Vec::new(),
-        questions: None,
-        changes: None,
         shell: Default::default(),
         redact: Vec::new(),
+        history: Conversation::default(),
+        start: Start::Message(args.message.clone()),
     };
-    let run = match host.prepare(spec).await {
+    let run = match host.start(spec).await {
         Ok(run) => run,
         Err(e) => return usage(&e.to_string()),
     };
-    let result = run.run(Vec::new(), &args.message).await;
+    let result = run.finish().await;
     host.shutdown().await;
     if result.status == RunStatus::Completed {
         ExitCode::SUCCESS

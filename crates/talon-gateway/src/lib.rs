@@ -71,10 +71,10 @@
 //!   question's answer is checked against its choices and schema), `tools.list`
 //!   (`api/toolspace.rs`, from `Host::tool_space`, never a server's command, URL or keys),
 //!   `tools.invoke` (`api/invoke.rs`: a run on the session whose request carries the call, made by
-//!   `PreparedRun::invoke`; the idempotency key is the run's), environments
+//!   `talon_runtime::Start::Invoke`; the idempotency key is the run's), environments
 //!   (`api/environments.rs`). Client tools in `runs.create` are checked by
 //!   `RunsCreateParams::check`; a turn calling one ends the run `completed` with the call pending,
-//!   and the app's next run answers with `tool` input messages (`runs/history.rs`).
+//!   and the app's next run answers with `tool` input messages (`talon_runtime::conversation`).
 //! - `environments/`: the seed's `EnvironmentProvider` (prepare, bind, collect, release) and the
 //!   `local` provider: a copy of an admin's source directory (FIFOs, sockets and devices removed,
 //!   then a baseline) or a checkout of an admin's repository (`git.rs`, every config channel and
@@ -88,10 +88,12 @@
 //!   A dispatcher claims runs (`Store::claim_run`) while the node has room, renews leases every 5
 //!   s, follows other nodes' cancel requests and, on PostgreSQL, takes back runs whose lease
 //!   lapsed; it wakes on local submits, `Store::runs_changed` and every 500 ms. `exec.rs`:
-//!   `execute` builds the run on the host with the session's history (`history.rs`, from the last
-//!   compaction on), sends its events through `StoreSink` (`sink.rs`: ordered, batched appends; the
-//!   loop never waits for a commit) and ends it with `end_run`. Checkpoints are stored once every
-//!   event before them is durable (`resume.rs`). `recover.rs` takes back a dead node's runs: in
+//!   `execute` hands the host's one front (`start.rs`: `talon_runtime::Host::start` with a
+//!   `RunSpec`: the run's ids, the store as its `RunSink`, the policy, the durable `RunHooks`, the
+//!   session's history as a `Conversation` from the last compaction on) and runs the handle; its
+//!   events go through `StoreSink` (`sink.rs`: ordered, batched appends; the loop never waits for a
+//!   commit) and it ends with `end_run`. Checkpoints (`talon_runtime::Turn`, the stored form) are
+//!   stored once every event before them is durable (`resume.rs`). `recover.rs` takes back a dead node's runs: in
 //!   line with a committed terminal event, `cancelled` if a cancel was asked, requeued when every
 //!   call started after the checkpoint was `replaySafe` (at most `MAX_RESUMES`, 3), else `failed`
 //!   (`unavailable`, `details.reason: "interrupted"`). `drain` refuses new runs, gives running ones

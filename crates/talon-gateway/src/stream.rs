@@ -117,7 +117,9 @@ pub(crate) async fn run_events(
         ))
     };
     match opened.await {
-        Ok((filter, cursor, caller)) => open(&shared, filter, cursor, true, &caller).await,
+        Ok((filter, cursor, caller)) => {
+            open(&shared, filter, cursor, Ends::AfterTerminal, &caller).await
+        }
         Err(error) => ErrorResponse(error).into_response(),
     }
 }
@@ -147,7 +149,7 @@ pub(crate) async fn all_events(
         ))
     };
     match opened.await {
-        Ok((filter, cursor, caller)) => open(&shared, filter, cursor, false, &caller).await,
+        Ok((filter, cursor, caller)) => open(&shared, filter, cursor, Ends::Never, &caller).await,
         Err(error) => ErrorResponse(error).into_response(),
     }
 }
@@ -167,7 +169,7 @@ pub(crate) struct Follow {
     /// The fallback poll's deadline, moved only when it passes: a wait
     /// for the next commit registers no new timer.
     poll: Pin<Box<Sleep>>,
-    end_after_terminal: bool,
+    ends: Ends,
     done: bool,
     /// Its place among the gateway's open streams.
     _permit: tokio::sync::OwnedSemaphorePermit,
@@ -180,7 +182,7 @@ impl Follow {
         shared: &Shared,
         filter: EventFilter,
         cursor: Option<u64>,
-        end_after_terminal: bool,
+        ends: Ends,
     ) -> Result<Self, ApiError> {
         let permit = shared.limiter.stream()?;
         let store = &shared.store;
@@ -199,7 +201,7 @@ impl Follow {
             tail: shared.tail.follow(),
             closing: shared.closing.clone(),
             poll: Box::pin(tokio::time::sleep(POLL)),
-            end_after_terminal,
+            ends,
             done: false,
             _permit: permit,
         })
@@ -214,7 +216,7 @@ impl Follow {
             }
             if let Some(event) = self.page.pop_front() {
                 self.cursor = Some(event.id());
-                if self.end_after_terminal && event.is_terminal() {
+                if self.ends == Ends::AfterTerminal && event.is_terminal() {
                     self.done = true;
                 }
                 return Some(Ok(event));
@@ -327,16 +329,25 @@ impl Streaming {
     }
 }
 
+/// When a stream ends by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ends {
+    /// After its run's terminal event (a run's stream).
+    AfterTerminal,
+    /// Never: the caller closes it (the whole log, a session's).
+    Never,
+}
+
 /// Reads the first page (so that a bad cursor is an HTTP error), then
 /// streams.
 async fn open(
     shared: &Shared,
     filter: EventFilter,
     cursor: Option<u64>,
-    end: bool,
+    ends: Ends,
     caller: &Caller,
 ) -> Response {
-    let follow = match Follow::start(shared, filter, cursor, end).await {
+    let follow = match Follow::start(shared, filter, cursor, ends).await {
         Ok(follow) => follow,
         Err(error) => return ErrorResponse(error).into_response(),
     };

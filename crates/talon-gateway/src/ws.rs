@@ -260,7 +260,7 @@ async fn subscribe(
         raw: caller.is_admin(),
         ..EventFilter::default()
     };
-    let mut follow = Follow::start(shared, filter, cursor, false).await?;
+    let mut follow = Follow::start(shared, filter, cursor, crate::stream::Ends::Never).await?;
     let (name, named) = tokio::sync::oneshot::channel::<String>();
     let outbox = outbox.clone();
     let task = tokio::spawn(async move {

@@ -4,9 +4,9 @@
 //! share what a host owns: the config's MCP servers (connected once) and
 //! the sandbox (started the first time a surface needs it).
 //!
-//! What a run's caller decides stays in its [`RunSpec`]: where its events
-//! go, who approves its calls, where its suspended cells live, and its
-//! context (ids, cancellation).
+//! Hosts start runs through [`Host::start`] (`run.rs`), which builds the
+//! loop's context and events from the caller's [`crate::RunSpec`] and
+//! hands [`Parts`] to [`Host::prepare`] here.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -116,8 +116,8 @@ impl talon_tools::ToolExecutor for NoAnswers {
     }
 }
 
-/// One run to build.
-pub struct RunSpec {
+/// One run to build, as [`crate::run`] made it from a host's spec.
+pub(crate) struct Parts {
     /// The agent.
     pub agent: String,
     /// The run's context: ids, session key, channel, cancellation.
@@ -156,14 +156,14 @@ pub struct RunSpec {
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or
 /// the history alone (it ends with the app's answers to client calls).
-enum Start<'a> {
+enum From<'a> {
     Message(&'a str),
-    From(Checkpoint),
+    Checkpoint(Checkpoint),
     Proceed,
 }
 
 /// A run built and ready to execute.
-pub struct PreparedRun {
+pub(crate) struct PreparedRun {
     provider: OpenAiCompatible,
     surface: Arc<dyn ToolSurface>,
     pub(crate) ctx: RunContext,
@@ -185,23 +185,23 @@ impl std::fmt::Debug for PreparedRun {
 impl PreparedRun {
     /// Runs `message` after `history` to its end (its terminal event
     /// included) and releases what the run held.
-    pub async fn run(self, history: Vec<Message>, message: &str) -> RunResult {
-        self.execute(history, Start::Message(message)).await
+    pub(crate) async fn run(self, history: Vec<Message>, message: &str) -> RunResult {
+        self.execute(history, From::Message(message)).await
     }
 
     /// Goes on with a run from its last checkpoint, after `history` (the
     /// conversation before the run), to its end.
-    pub async fn resume(self, history: Vec<Message>, from: Checkpoint) -> RunResult {
-        self.execute(history, Start::From(from)).await
+    pub(crate) async fn resume(self, history: Vec<Message>, from: Checkpoint) -> RunResult {
+        self.execute(history, From::Checkpoint(from)).await
     }
 
     /// Asks the model to go on from `history`, whose last messages answer
     /// client tool calls an earlier run left pending, to the run's end.
-    pub async fn proceed(self, history: Vec<Message>) -> RunResult {
-        self.execute(history, Start::Proceed).await
+    pub(crate) async fn proceed(self, history: Vec<Message>) -> RunResult {
+        self.execute(history, From::Proceed).await
     }
 
-    async fn execute(self, history: Vec<Message>, start: Start<'_>) -> RunResult {
+    async fn execute(self, history: Vec<Message>, start: From<'_>) -> RunResult {
         let run = AgentRun {
             provider: &self.provider,
             surface: self.surface,
@@ -210,23 +210,12 @@ impl PreparedRun {
             options: self.options,
         };
         let result = match start {
-            Start::Message(message) => run.run(history, message).await,
-            Start::From(from) => run.resume(history, from).await,
-            Start::Proceed => run.proceed(history).await,
+            From::Message(message) => run.run(history, message).await,
+            From::Checkpoint(from) => run.resume(history, from).await,
+            From::Proceed => run.proceed(history).await,
         };
         self.tools.shutdown().await;
         result
-    }
-
-    /// The provider's model id.
-    pub fn model(&self) -> &str {
-        &self.options.model
-    }
-
-    /// The provider client (for requests outside the loop, e.g. a
-    /// session's compaction).
-    pub fn provider(&self) -> &OpenAiCompatible {
-        &self.provider
     }
 }
 
@@ -333,7 +322,7 @@ impl Host {
     }
 
     /// The provider client and model for `agent` (built once per agent).
-    pub fn model(&self, agent: &str) -> Result<(OpenAiCompatible, String), RuntimeError> {
+    pub(crate) fn model(&self, agent: &str) -> Result<(OpenAiCompatible, String), RuntimeError> {
         let mut models = self
             .models
             .lock()
@@ -349,8 +338,8 @@ impl Host {
     /// Builds a run: its model, its tools (core tools in its workspace,
     /// the MCP servers, the policy), the surface its agent's config asks
     /// for. Starting the sandbox and listing the servers' tools overlap.
-    pub async fn prepare(&self, spec: RunSpec) -> Result<PreparedRun, RuntimeError> {
-        let RunSpec {
+    pub(crate) async fn prepare(&self, spec: Parts) -> Result<PreparedRun, RuntimeError> {
+        let Parts {
             agent,
             mut ctx,
             events,

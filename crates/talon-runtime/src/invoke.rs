@@ -25,7 +25,7 @@ impl PreparedRun {
     /// once) with `args`, to the run's end (its terminal event included);
     /// the run's result (its text the result as JSON) and the call's
     /// outcome.
-    pub async fn invoke(self, tool: &str, args: Value) -> (RunResult, CallOutcome) {
+    pub(crate) async fn invoke(self, tool: &str, args: Value) -> (RunResult, CallOutcome) {
         let started = Instant::now();
         let catalog = &self.tools.catalog;
         let entry = catalog.get(tool).or_else(|| {

@@ -1,39 +1,55 @@
-//! What a run of an agent is built from, from the config, for every host
-//! of runs (`talon agent`, `talon exec`, the gateway):
+//! The one front for running an agent's run, for every host of runs
+//! (`talon agent`, the gateway), and what a run is built from, from the
+//! config (`talon exec` and `talon tools` use those parts directly):
 //!
+//! - [`Host::start`] (`run.rs`): a host hands it a [`RunSpec`] (the run's
+//!   [`RunIds`], its cancellation, the [`RunSink`] its events and
+//!   checkpoints go to, the approval policy, its [`RunHooks`], its history
+//!   as a [`Conversation`] and where it [`Start`]s) and gets a
+//!   [`RunHandle`] back, whose [`RunHandle::finish`] runs it in the
+//!   caller's task to a [`RunOutcome`]. The loop's context, its event
+//!   stamping ([`RunEmitter`]) and its checkpoints ([`Turn`], the stored
+//!   form) are built here; hosts never see `talon-agent` or
+//!   `talon-provider` types.
+//! - [`conversation`]: a session's stored messages as the model reads
+//!   them and back, a run's input checked and matched with the calls the
+//!   history left pending.
+//! - [`models`]: the models a host reaches, its providers' credential
+//!   check, and a session's summary ([`Host::summarize`]).
 //! - [`RunTools`]: the run's catalog (core tools, the config's MCP servers,
 //!   `tools.allow`/`tools.deny`) and the executor behind it;
 //! - [`SurfacePlan`] and [`surface::build`]: the surface the model sees
 //!   (Code Mode, Tool Search or the tools directly);
 //! - [`engine::start`]: the process's one sandbox;
 //! - [`provider::select`]: the agent's model at its provider, or a host's
-//!   override (the scripted mock);
-//! - [`Host`]: builds a run from all of these and executes it through the
-//!   agent loop, sharing the MCP servers and the sandbox between runs.
+//!   override (the scripted mock).
 //!
-//! Deliberately absent: approvals (each host asks its own way), where
-//! events go and where suspended cells live (the caller's), the mock
-//! model itself (`talon-mock-model`, which the CLI's `mock-model` feature
-//! links), and anything that prints.
+//! Deliberately absent: who is asked about a call the policy sends to a
+//! person (each host's [`RunHooks::asker`]), where events go and where
+//! suspended cells live (the caller's), the mock model itself
+//! (`talon-mock-model`, which the CLI's `mock-model` feature links), and
+//! anything that prints.
 //!
 //! # Parts
 //!
 //! - `Host` (`host.rs`): one config and one `ModelRoute`; the config's MCP servers (connected once,
 //!   shared by the host's runs) and the sandbox (started the first time a surface needs it).
-//!   `prepare(RunSpec)` builds a run (model, core tools in the workspace, catalog, surface; the
-//!   sandbox start and the servers' listing overlap) and `PreparedRun::run(history, message)`
-//!   executes it through `talon_agent::AgentRun` to its terminal event (`resume` goes on from a
-//!   `talon_agent::Checkpoint`, `proceed` from the app's answers to client calls).
-//!   `RunSpec::client_tools` join the catalog direct-only (owner `app`); a client tool that another
-//!   tool shadows, or that the catalog or policy leaves out, fails the build
-//!   (`RuntimeError::ClientTool`). `RunSpec::questions` answers `ask_user` (`questions.rs`); a run
-//!   without one does not offer it. `RunSpec::redact` lists values redacted from every tool result
-//!   and error. `Host::tool_space` builds the catalog an agent's run would get, for listing.
-//! - `RunSpec::changes` (`changes.rs`, a `ToolOutputs`) takes what the core tools produce beyond
+//!   `start` (`run.rs`) builds the loop's context and events and hands them to `prepare`, which
+//!   builds the run (model, core tools in the workspace, catalog, policy gate, surface; the sandbox
+//!   start and the servers' listing overlap); `RunHandle::finish` executes it through
+//!   `talon_agent::AgentRun` to its terminal event (`Start::Resume` goes on from a stored `Turn`,
+//!   `Start::Again` from the input with `resumedAfterTurn: 0`, `Start::Proceed` from the app's
+//!   answers to client calls). `RunSpec::client_tools` join the catalog direct-only (owner `app`);
+//!   a client tool that another tool shadows, or that the catalog or policy leaves out, fails the
+//!   start (`RuntimeError::ClientTool`). `RunHooks::questions` answers `ask_user`
+//!   (`questions.rs`); a run without one does not offer it. `RunSpec::redact` lists values redacted
+//!   from every tool result and error. `Host::tool_space` builds the catalog an agent's run would
+//!   get, for listing.
+//! - `RunHooks::changes` (`changes.rs`, a `ToolOutputs`) takes what the core tools produce beyond
 //!   their results: the files `write` and `edit` change (files over `MAX_REPORTED_BYTES` not
 //!   reported) and the whole output of an `exec` whose result was cut; a kept log's id joins the
 //!   result as `logArtifact`.
-//! - `PreparedRun::invoke` (`invoke.rs`): one direct call of a catalog id or unique name through
+//! - `Start::Invoke` (`invoke.rs`): one direct call of a catalog id or unique name through
 //!   the run's runner, with the run's events, for `tools.invoke`; client tools are not invokable.
 //! - `provider::select` (`provider.rs`): the agent's `model.primary` at its provider, or every
 //!   provider pointed at the route's base URL (a stand-in `mock` provider when no model is
@@ -50,17 +66,27 @@
 //!   `tool_search_code`'s preludes).
 
 pub mod changes;
+pub mod conversation;
 pub mod engine;
 pub mod host;
 mod invoke;
+pub mod models;
 pub mod provider;
 pub mod questions;
+pub mod run;
 pub mod surface;
 mod tools;
 
-pub use host::{Host, PreparedRun, RunSpec, ToolSpaceSpec};
+pub use conversation::{Conversation, RunInputError};
+pub(crate) use host::PreparedRun;
+pub use host::{Host, ToolSpaceSpec};
+pub use models::SummaryError;
 pub use provider::ModelRoute;
+pub use run::{RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn};
 pub use surface::{OpenCells, SurfaceParts, SurfacePlan};
+/// The shell's options a host sets per run ([`RunSpec::shell`]): bound
+/// secrets, network.
+pub use talon_core_tools::{Network, ShellOptions};
 pub use tools::{Local, RunTools, policy, servers};
 
 /// Why a run cannot be built.
@@ -77,4 +103,12 @@ pub enum RuntimeError {
     /// message names the tool and why).
     #[error("{0}")]
     ClientTool(String),
+}
+
+/// Suspended Code Mode cells as a host keeps them: the store trait its
+/// [`OpenCells`] returns, the limits it is opened with, and the key
+/// records are sealed with.
+pub mod cells {
+    pub use talon_codemode::store::{default_store_key, open_file_store};
+    pub use talon_codemode::{CellError, MemoryStore, SnapshotStore, StoreLimits};
 }

@@ -10,7 +10,7 @@ use talon_protocol::EventData;
 use talon_protocol::event_data::SessionCompactedData;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
-use talon_provider::{ChatRequest, Message as ModelMessage, ModelProvider};
+use talon_runtime::SummaryError;
 
 use super::{Api, DEFAULT_AGENT, new_id, not_found};
 use crate::error::api_error;
@@ -215,39 +215,28 @@ impl Api {
             ));
         }
         let history = self.engine.session_history(session_id).await?;
-        let replaced = history
-            .iter()
-            .filter(|m| !matches!(m, ModelMessage::System(_)))
-            .count();
+        let replaced = history.said();
         if replaced == 0 {
             return Ok(session);
         }
-        let (client, model) = self
+        let summary = self
             .engine
             .host()
-            .model(&session.agent_id)
-            .map_err(|e| ApiError::new(ErrorCode::Unavailable, e.to_string()))?;
-        let mut messages = vec![ModelMessage::System(COMPACTION_PROMPT.into())];
-        messages.extend(history);
-        messages.push(ModelMessage::User(
-            "Summarise the conversation above.".into(),
-        ));
-        let request = ChatRequest {
-            model,
-            messages,
-            tools: Default::default(),
-            max_tokens: None,
-            stream: false,
-        };
-        let reply = client
-            .complete(&request, &|_| {}, &Default::default())
+            .summarize(
+                &session.agent_id,
+                &history,
+                COMPACTION_PROMPT,
+                "Summarise the conversation above.",
+            )
             .await
-            .map_err(|e| {
-                ApiError::new(
-                    ErrorCode::Unavailable,
-                    format!("the model could not summarise the session: {e}"),
-                )
-                .with_retry_after_ms(1_000)
+            .map_err(|error| match error {
+                SummaryError::Model(error) => {
+                    ApiError::new(ErrorCode::Unavailable, error.to_string())
+                }
+                SummaryError::Provider(_) => {
+                    ApiError::new(ErrorCode::Unavailable, error.to_string())
+                        .with_retry_after_ms(1_000)
+                }
             })?;
         let now = talon_store::now_ms();
         let record = Message {
@@ -255,7 +244,7 @@ impl Api {
             session_id: session.id.clone(),
             run_id: None,
             role: MessageRole::Compaction,
-            text: Some(reply.text),
+            text: Some(summary),
             tool_calls: Vec::new(),
             tool_call_id: None,
             created_at: now,

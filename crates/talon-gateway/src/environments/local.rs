@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use talon_core_tools::{Network, ShellOptions};
 use talon_protocol::event_data::GitBranchData;
 use talon_protocol::gateway::{ApiError, EnvironmentCapabilities, ErrorCode};
+use talon_runtime::{Network, ShellOptions};
 use talon_tools::BoxFuture;
 
 use super::tree::{self, Caps};

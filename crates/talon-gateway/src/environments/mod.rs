@@ -35,9 +35,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use talon_core_tools::ShellOptions;
 use talon_protocol::event_data::{GitBranchData, GitDiffData};
 use talon_protocol::gateway::{ApiError, EnvironmentCapabilities, ErrorCode};
+use talon_runtime::ShellOptions;
 use talon_tools::BoxFuture;
 
 /// What an admin lets environments use (`gateway.environments` in the

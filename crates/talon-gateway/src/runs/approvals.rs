@@ -23,12 +23,12 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use talon_agent::RunEvents;
 use talon_protocol::EventData;
 use talon_protocol::event_data::ApprovalResolvedData;
 use talon_protocol::gateway::{
     Approval, ApprovalDecision as Decision, ApprovalKind, ApprovalStatus,
 };
+use talon_runtime::RunEmitter;
 use talon_store::{PendingFilter, Store};
 use talon_tools::{ApprovalDecision, Approver, BoxFuture, CatalogEntry, RunContext, ToolCall};
 
@@ -49,7 +49,7 @@ const DECISIONS: [Decision; 4] = [
 pub(crate) struct DurableApprover {
     pub store: Store,
     pub policy: Arc<Approvals>,
-    pub events: Arc<RunEvents>,
+    pub events: RunEmitter,
     pub sink: Arc<StoreSink>,
     /// Bumped whenever this node resolves an approval.
     pub resolved: tokio::sync::watch::Receiver<u64>,
@@ -248,7 +248,7 @@ impl DurableApprover {
 /// not when the node stops and leaves the run to its next start.
 struct Cancelled {
     store: Store,
-    events: Arc<RunEvents>,
+    events: RunEmitter,
     id: Option<String>,
     /// Counts the run as waiting on a person meanwhile.
     wait: super::PersonWait,

@@ -13,13 +13,12 @@
 //! expire after `RunLimits::artifact_max_age`; a background job purges
 //! expired ones (files included), which then answer `not_found`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use talon_agent::RunEvents;
 use talon_protocol::EventData;
 use talon_protocol::gateway::{ArtifactSummary, ArtifactType, Run};
+use talon_runtime::RunEmitter;
 use talon_runtime::changes::{CommandLog, FileChange, ToolOutputs};
 use talon_store::{EventFilter, MAX_PAGE, NewArtifact};
 use talon_tools::{BoxFuture, RunContext};
@@ -57,7 +56,7 @@ pub(crate) fn unified_diff(path: &str, before: Option<&[u8]>, after: &[u8]) -> S
 /// events.
 pub(crate) struct RunFiles {
     pub engine: Engine,
-    pub events: Arc<RunEvents>,
+    pub events: RunEmitter,
     /// Redacted from what it stores: the gateway's secrets and the run's
     /// bound ones.
     pub secrets: Vec<String>,

@@ -1,36 +1,32 @@
 //! Executing one claimed run: its event sink, its history from the
-//! session, the agent loop on the node's host (`start.rs`), then its
-//! messages and its end written back (the end only if no one else ended
-//! it), whether the loop ran or the run was refused before it.
+//! session, the run on the node's host (`start.rs`, through
+//! `talon_runtime`'s front), then its messages and its end written back
+//! (the end only if no one else ended it), whether the loop ran or the
+//! run was refused before it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
-use talon_agent::{RunEvents, RunStatus as LoopStatus};
-use talon_codemode::{SnapshotStore, StoreLimits};
 use talon_protocol::event_data::RunEndedData;
-use talon_protocol::gateway::{ApiError, ErrorCode, Message, Run, RunInput, RunStatus};
+use talon_protocol::gateway::{ApiError, ErrorCode, Message, Run, RunStatus};
 use talon_protocol::{Event, EventData};
-use talon_provider::Message as ModelMessage;
+use talon_runtime::cells::{SnapshotStore, StoreLimits};
+use talon_runtime::{Conversation, RunEmitter, conversation};
 use talon_store::{Claimed, MAX_PAGE};
 
 use super::resume::RunCheckpoint;
 use super::sink::{Checkpoints, StoreSink};
-use super::start::{Loop, Looped, Refused, Resume, context};
-use super::{Active, Engine, RunRequest, history, result_of};
+use super::start::{Loop, Looped, Refused, Resume, ids};
+use super::{Active, Engine, RunRequest, result_of};
 use talon_tools::Approvals;
 
 /// A run's input made ready for the loop.
 pub(super) struct Prepared {
     pub request: RunRequest,
-    /// The conversation the loop starts from.
-    pub history: Vec<ModelMessage>,
-    /// What the run adds to the session ahead of the loop's messages.
-    pub added: Vec<ModelMessage>,
-    /// The user's turn.
-    pub message: Option<String>,
+    /// The history, what the input adds, the user's turn.
+    pub input: conversation::Prepared,
 }
 
 /// The run's span: inside the trace of the request that created it (its
@@ -90,15 +86,14 @@ impl Engine {
             }),
             Some(active.cancel.clone()),
         ));
-        let ctx = context(&run, &active);
-        let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
+        let ids = ids(&run);
         let looped = self
             .run_loop(
                 &run,
                 request,
                 Loop {
-                    ctx,
-                    events: events.clone(),
+                    ids: ids.clone(),
+                    cancel: active.cancel.clone(),
                     sink: sink.clone(),
                     start,
                 },
@@ -107,6 +102,7 @@ impl Engine {
         match looped {
             Ok(looped) => self.end_looped(&run, looped, &sink, &active).await,
             Err(refused) => {
+                let events = RunEmitter::new(&ids, sink.clone());
                 self.end_refused(&run, refused, &events, &sink, &active)
                     .await;
             }
@@ -120,7 +116,7 @@ impl Engine {
         &self,
         run: &Run,
         refused: Refused,
-        events: &RunEvents,
+        events: &RunEmitter,
         sink: &StoreSink,
         active: &Active,
     ) {
@@ -144,7 +140,9 @@ impl Engine {
         ended.error = Some(error);
         let terminal = self.closed(sink, run, &mut ended).await;
         let mut added = input;
-        added.extend(message.map(ModelMessage::User));
+        if let Some(message) = message {
+            added.extend(Conversation::user(message));
+        }
         self.save_messages(run, &added, active).await;
         let mut summary = result_of(&ended, None);
         summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
@@ -158,28 +156,14 @@ impl Engine {
         let Looped {
             result,
             added,
-            invoked_error,
             environment,
         } = looped;
         let stored = self.save_messages(run, &added, active).await;
         let mut ended = run.clone();
-        ended.status = match result.status {
-            LoopStatus::Completed => RunStatus::Completed,
-            LoopStatus::Failed => RunStatus::Failed,
-            LoopStatus::Cancelled => RunStatus::Cancelled,
-            LoopStatus::TimedOut => RunStatus::TimedOut,
-        };
+        ended.status = result.status;
         ended.ended_at = Some(talon_store::now_ms());
-        ended.usage = Some(Engine::usage(&result.usage));
-        // A cancelled run's status says it all; anything else that ended
-        // it is the loop's error, with its code: the run's time limit
-        // (`timeout`), the provider's (`unavailable` for one that is down,
-        // `not_found` for an unknown model), the turn limit.
-        ended.error = match (result.status, &result.error) {
-            (_, _) if invoked_error.is_some() => invoked_error,
-            (LoopStatus::Cancelled, _) | (_, None) => None,
-            (_, Some(error)) => Some(error.clone()),
-        };
+        ended.usage = Some(result.usage.clone());
+        ended.error = result.error.clone();
         let terminal = self.closed(sink, run, &mut ended).await;
         let text = (!result.text.is_empty()).then(|| result.text.clone());
         let mut summary = result_of(&ended, text);
@@ -194,10 +178,7 @@ impl Engine {
         summary.artifacts = (!artifacts.is_empty()).then_some(artifacts);
         if !result.pending.is_empty() {
             // The message whose client calls the app is to answer.
-            let asked = result
-                .messages
-                .iter()
-                .rposition(|m| matches!(m, ModelMessage::Assistant { .. }));
+            let asked = result.messages.last_assistant();
             let index = asked.map(|at| added.len() - result.messages.len() + at);
             if let Some(message) = index.and_then(|index| stored.get(index)) {
                 let output = summary.output.get_or_insert_with(Default::default);
@@ -329,7 +310,6 @@ impl Engine {
         run: &Run,
         request: Option<Value>,
     ) -> Result<Prepared, ApiError> {
-        let invalid = |message: String| ApiError::new(ErrorCode::InvalidRequest, message);
         let request: RunRequest = request
             .and_then(|r| serde_json::from_value(r).ok())
             .ok_or_else(|| {
@@ -342,42 +322,20 @@ impl Engine {
             // A direct call takes nothing from the session and adds nothing.
             return Ok(Prepared {
                 request,
-                history: Vec::new(),
-                added: Vec::new(),
-                message: None,
+                input: conversation::Prepared::default(),
             });
         }
-        let input = match &request.input {
-            RunInput::Text(text) => history::Input {
-                answers: Vec::new(),
-                before: Vec::new(),
-                message: Some(text.clone()),
-            },
-            RunInput::Messages(messages) => {
-                history::split_input(messages).map_err(|e| invalid(format!("input: {e}")))?
-            }
-        };
-        let mut history = match &run.session_id {
+        let history = match &run.session_id {
             Some(session) => self.session_history(session).await?,
-            None => Vec::new(),
+            None => Conversation::default(),
         };
-        let mut added = history::answer_pending(&history, &input.answers)
-            .map_err(|e| invalid(format!("input: {e}")))?;
-        added.extend(input.before);
-        history.extend(added.iter().cloned());
-        Ok(Prepared {
-            request,
-            history,
-            added,
-            message: input.message,
-        })
+        let input = conversation::prepare(history, &request.input)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))?;
+        Ok(Prepared { request, input })
     }
 
     /// A session's conversation as the model reads it.
-    pub(crate) async fn session_history(
-        &self,
-        session_id: &str,
-    ) -> Result<Vec<ModelMessage>, ApiError> {
+    pub(crate) async fn session_history(&self, session_id: &str) -> Result<Conversation, ApiError> {
         let mut stored = Vec::new();
         let mut after: Option<String> = None;
         loop {
@@ -394,7 +352,7 @@ impl Engine {
                 break;
             }
         }
-        Ok(history::to_model(&stored))
+        Ok(Conversation::of_session(&stored))
     }
 
     /// Appends what the run added to its session, unless it was rolled
@@ -403,13 +361,13 @@ impl Engine {
     async fn save_messages(
         &self,
         run: &Run,
-        added: &[ModelMessage],
+        added: &Conversation,
         active: &Active,
     ) -> Vec<Message> {
         let Some(session) = &run.session_id else {
             return Vec::new();
         };
-        let stored = history::to_stored(added, session, &run.id, talon_store::now_ms());
+        let stored = added.to_stored(session, &run.id, talon_store::now_ms());
         if active.rollback.load(Ordering::SeqCst) || stored.is_empty() {
             return stored;
         }
@@ -440,7 +398,7 @@ impl Engine {
             if let Some(store) = cells.get(&key) {
                 return Ok(store.clone() as Arc<dyn SnapshotStore>);
             }
-            let seal = talon_codemode::store::default_store_key().map_err(|e| e.to_string())?;
+            let seal = talon_runtime::cells::default_store_key().map_err(|e| e.to_string())?;
             let store = Arc::new(
                 talon_store::CellStore::open(&engine.inner.store_config, limits, seal)
                     .map_err(|e| e.to_string())?,
@@ -449,35 +407,4 @@ impl Engine {
             Ok(store as Arc<dyn SnapshotStore>)
         })
     }
-}
-
-/// The error a failed direct call ends its run with, by what failed.
-pub(super) fn invocation_error(tool: &str, outcome: &talon_tools::CallOutcome) -> Option<ApiError> {
-    use talon_protocol::ToolErrorCode;
-    use talon_tools::CallOutcome;
-    let (code, message) = match outcome {
-        CallOutcome::Ok(_) | CallOutcome::Aborted => return None,
-        CallOutcome::NotFound => (
-            ErrorCode::NotFound,
-            format!("no tool {tool:?} this agent may call directly"),
-        ),
-        CallOutcome::Blocked(reason) => (ErrorCode::Forbidden, reason.clone()),
-        CallOutcome::Failed(error) => (
-            match error.code {
-                ToolErrorCode::InvalidArgument => ErrorCode::InvalidRequest,
-                ToolErrorCode::Timeout => ErrorCode::Timeout,
-                ToolErrorCode::NotFound => ErrorCode::NotFound,
-                ToolErrorCode::PermissionDenied | ToolErrorCode::OutsideWorkspace => {
-                    ErrorCode::Forbidden
-                }
-                _ => ErrorCode::Unavailable,
-            },
-            error.message.clone(),
-        ),
-    };
-    let details = match outcome {
-        CallOutcome::Failed(error) => serde_json::json!({"toolError": error.code}),
-        _ => serde_json::json!({"outcome": outcome.status()}),
-    };
-    Some(ApiError::new(code, message).with_details(details))
 }

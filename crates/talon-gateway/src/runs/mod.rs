@@ -20,7 +20,6 @@ mod approvals;
 mod artifacts;
 mod control;
 mod exec;
-pub(crate) mod history;
 mod person;
 pub(crate) mod questions;
 mod recover;
@@ -36,7 +35,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use talon_protocol::event_data::RunEndedData;
 use talon_protocol::gateway::{
-    ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus, Session, Usage,
+    ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus, Session,
 };
 use talon_protocol::{Event, EventData};
 use talon_runtime::Host;
@@ -645,15 +644,5 @@ impl Engine {
             }
         }
         self.inner.host.shutdown().await;
-    }
-
-    /// Usage as the protocol reports it.
-    pub(crate) fn usage(usage: &talon_provider::Usage) -> Usage {
-        Usage {
-            input_tokens: Some(usage.input_tokens),
-            output_tokens: Some(usage.output_tokens),
-            total_tokens: Some(usage.input_tokens + usage.output_tokens),
-            cost_usd: None,
-        }
     }
 }

@@ -12,10 +12,10 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use talon_agent::RunEvents;
 use talon_protocol::EventData;
 use talon_protocol::event_data::QuestionAnsweredData;
 use talon_protocol::gateway::{ApiError, ErrorCode, Question, QuestionStatus};
+use talon_runtime::RunEmitter;
 use talon_runtime::questions::Ask;
 use talon_store::{PendingFilter, Store, StoreError};
 use talon_tools::{
@@ -28,7 +28,7 @@ use super::sink::StoreSink;
 /// Asks the run's questions through the store.
 pub(crate) struct DurableQuestions {
     pub store: Store,
-    pub events: Arc<RunEvents>,
+    pub events: RunEmitter,
     pub sink: Arc<StoreSink>,
     /// Bumped whenever this node resolves a question or an approval.
     pub resolved: tokio::sync::watch::Receiver<u64>,

@@ -15,13 +15,12 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use talon_agent::Checkpoint;
 use talon_protocol::EventType;
 use talon_protocol::gateway::Approval;
-use talon_provider::Usage;
+use talon_runtime::Turn;
 use talon_store::{EventFilter, MAX_PAGE, PendingFilter, Store};
 
-use super::{approvals, history};
+use super::approvals;
 
 /// How many times a run is resumed before an interruption fails it (a
 /// run that kills its node each time must not do it forever).
@@ -42,18 +41,6 @@ pub(crate) struct RunCheckpoint {
     pub turn: Option<Turn>,
 }
 
-/// A run's state at the end of a turn, as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Turn {
-    pub turns: u32,
-    pub tool_calls: u32,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// The run's messages so far, in the store's form.
-    pub messages: Vec<talon_protocol::gateway::Message>,
-}
-
 impl RunCheckpoint {
     /// Reads a stored checkpoint (a missing or unreadable one is none).
     pub(crate) fn read(value: Option<Value>) -> Self {
@@ -67,30 +54,16 @@ impl RunCheckpoint {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// Records the loop's checkpoint of run `run_id`.
-    pub(crate) fn record(&mut self, from: &Checkpoint, run_id: &str, through: Option<u64>) {
+    /// Records the run's checkpoint, taken once event `through` was
+    /// durable.
+    pub(crate) fn record(&mut self, turn: Turn, through: Option<u64>) {
         self.through = through.or(self.through);
-        self.turn = Some(Turn {
-            turns: from.turns,
-            tool_calls: from.tool_calls,
-            input_tokens: from.usage.input_tokens,
-            output_tokens: from.usage.output_tokens,
-            messages: history::to_stored(&from.messages, "", run_id, talon_store::now_ms()),
-        });
+        self.turn = Some(turn);
     }
 
     /// Where the loop goes on from, when a turn was recorded.
-    pub(crate) fn resume_from(&self) -> Option<Checkpoint> {
-        let turn = self.turn.as_ref()?;
-        Some(Checkpoint {
-            messages: history::to_model(&turn.messages),
-            turns: turn.turns,
-            tool_calls: turn.tool_calls,
-            usage: Usage {
-                input_tokens: turn.input_tokens,
-                output_tokens: turn.output_tokens,
-            },
-        })
+    pub(crate) fn resume_from(&self) -> Option<Turn> {
+        self.turn.clone()
     }
 }
 
@@ -194,44 +167,45 @@ fn replay_safe(event: &talon_protocol::Event) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use talon_provider::{Message, ToolCallRequest};
 
     #[test]
     fn a_checkpoint_round_trips_through_the_store_form() {
-        let from = Checkpoint {
-            messages: vec![
-                Message::User("list it".into()),
-                Message::Assistant {
-                    text: None,
-                    tool_calls: vec![ToolCallRequest {
-                        id: "call_1".into(),
-                        name: "list".into(),
-                        arguments: r#"{"path":"."}"#.into(),
-                    }],
-                },
-                Message::Tool {
-                    call_id: "call_1".into(),
-                    content: r#"{"entries":[]}"#.into(),
-                },
-            ],
-            turns: 1,
-            tool_calls: 1,
-            usage: Usage {
-                input_tokens: 120,
-                output_tokens: 12,
-            },
-        };
-        let mut stored = RunCheckpoint {
-            resumes: 2,
-            ..RunCheckpoint::default()
-        };
-        stored.record(&from, "run_1", Some(41));
-        let read = RunCheckpoint::read(Some(stored.to_value()));
+        // The form a store of an earlier version wrote: it still reads.
+        let value = serde_json::json!({
+            "resumes": 2,
+            "through": 41,
+            "turn": {
+                "turns": 1, "toolCalls": 1, "inputTokens": 120, "outputTokens": 12,
+                "messages": [
+                    {"id": "msg_run_1_0000", "sessionId": "", "runId": "run_1",
+                     "role": "user", "text": "list it", "createdAt": 5},
+                    {"id": "msg_run_1_0001", "sessionId": "", "runId": "run_1",
+                     "role": "assistant",
+                     "toolCalls": [{"id": "call_1", "name": "list", "arguments": {"path": "."}}],
+                     "createdAt": 5},
+                    {"id": "msg_run_1_0002", "sessionId": "", "runId": "run_1",
+                     "role": "tool", "text": "{\"entries\":[]}", "toolCallId": "call_1",
+                     "createdAt": 5}
+                ]
+            }
+        });
+        let read = RunCheckpoint::read(Some(value.clone()));
         assert_eq!((read.resumes, read.through), (2, Some(41)));
-        assert_eq!(read.resume_from(), Some(from));
+        let turn = read.resume_from().unwrap();
+        assert_eq!(
+            (
+                turn.turns,
+                turn.tool_calls,
+                turn.input_tokens,
+                turn.output_tokens,
+                turn.messages.len()
+            ),
+            (1, 1, 120, 12, 3)
+        );
+        assert_eq!(read.to_value(), value);
         // A later turn whose events all failed to commit keeps the cursor.
         let mut later = read.clone();
-        later.record(&read.resume_from().unwrap(), "run_1", None);
+        later.record(turn, None);
         assert_eq!(later.through, Some(41));
     }
 

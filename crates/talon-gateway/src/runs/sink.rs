@@ -20,8 +20,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use talon_agent::{Checkpoint, EventSink};
 use talon_protocol::Event;
+use talon_runtime::{RunSink, Turn};
 use talon_store::{Pending, Store, StoreError};
 use talon_tools::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
@@ -32,10 +32,10 @@ use super::resume::RunCheckpoint;
 /// What the loop hands the sink, in order.
 enum Item {
     Event(Event),
-    Checkpoint(Checkpoint),
+    Checkpoint(Turn),
     /// The run's state as a turn's calls start; kept, and stored only when
     /// asked ([`Item::KeepTurn`]).
-    TurnStarted(Checkpoint),
+    TurnStarted(Turn),
     /// Stores the kept turn start (a run about to wait inside the turn),
     /// answered `true` once it is stored.
     KeepTurn(oneshot::Sender<bool>),
@@ -90,7 +90,7 @@ struct Forwarder {
     failure: Option<StoreError>,
     /// The current turn's start and the last event known durable then
     /// (every call of earlier turns is at or before it).
-    turn: Option<(Checkpoint, Option<u64>)>,
+    turn: Option<(Turn, Option<u64>)>,
     /// Cancelled when a write fails (the run's own token).
     trip: Option<CancellationToken>,
     failed: Arc<OnceLock<String>>,
@@ -159,7 +159,7 @@ impl Forwarder {
         if self.failure.is_some() {
             return false;
         }
-        to.stored.record(&turn, &to.run_id, through);
+        to.stored.record(turn, through);
         match self
             .store
             .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())
@@ -173,7 +173,7 @@ impl Forwarder {
         }
     }
 
-    async fn checkpoint(&mut self, checkpoint: &Checkpoint) {
+    async fn checkpoint(&mut self, checkpoint: Turn) {
         self.turn = None;
         self.drain().await;
         let Some(to) = self.checkpoints.as_mut() else {
@@ -184,7 +184,7 @@ impl Forwarder {
             // repeat a call; the last stored checkpoint stays.
             return;
         }
-        to.stored.record(checkpoint, &to.run_id, self.last);
+        to.stored.record(checkpoint, self.last);
         if let Err(error) = self
             .store
             .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())
@@ -228,7 +228,7 @@ impl StoreSink {
                     },
                 };
                 match item {
-                    Item::Checkpoint(checkpoint) => forwarder.checkpoint(&checkpoint).await,
+                    Item::Checkpoint(checkpoint) => forwarder.checkpoint(checkpoint).await,
                     Item::TurnStarted(turn) => forwarder.turn = Some((turn, forwarder.last)),
                     Item::KeepTurn(done) => {
                         let kept = forwarder.keep_turn().await;
@@ -331,7 +331,7 @@ impl StoreSink {
     }
 }
 
-impl EventSink for StoreSink {
+impl RunSink for StoreSink {
     fn emit(&self, mut event: Event) {
         if event.request_id.is_none() {
             event.request_id.clone_from(&self.request_id);
@@ -352,12 +352,12 @@ impl EventSink for StoreSink {
         }
     }
 
-    fn checkpoint(&self, checkpoint: Checkpoint) {
+    fn checkpoint(&self, checkpoint: Turn) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         self.send(Item::Checkpoint(checkpoint));
     }
 
-    fn turn_started(&self, checkpoint: Checkpoint) {
+    fn turn_started(&self, checkpoint: Turn) {
         self.send(Item::TurnStarted(checkpoint));
     }
 
@@ -414,12 +414,11 @@ mod tests {
         }
     }
 
-    fn checkpoint() -> Checkpoint {
-        Checkpoint {
-            messages: Vec::new(),
+    fn checkpoint() -> Turn {
+        Turn {
             turns: 1,
             tool_calls: 1,
-            usage: Default::default(),
+            ..Turn::default()
         }
     }
 

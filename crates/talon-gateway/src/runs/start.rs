@@ -1,25 +1,25 @@
-//! Starting a claimed run's loop: its context, its input made ready, its
-//! environment bound, its [`RunSpec`] (the durable approver and question
-//! asker, the files it writes, its cells), then the loop itself: a new
+//! Starting a claimed run's loop through `talon_runtime`'s front: its
+//! input made ready, its environment bound, its [`RunSpec`] (its ids, the
+//! store as its sink, the approval policy, the [`Hooks`] that ask a person
+//! and keep its files durably, its cells), then the run itself: a new
 //! turn, a resumption, or one tool invoked. What refuses a run before its
 //! loop starts comes back as [`Refused`], with the input to keep.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use talon_agent::{Checkpoint, RunEvents, RunResult};
 use talon_protocol::gateway::{ApiError, ClientTool, Environment, ErrorCode, Run};
 use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, ToolSource};
-use talon_provider::Message as ModelMessage;
-use talon_runtime::{PreparedRun, RunSpec};
-use talon_tools::{Approvals, NoUpdates, PolicyGate, RunContext, RunScope};
+use talon_runtime::changes::ToolOutputs;
+use talon_runtime::{Conversation, RunEmitter, RunHooks, RunIds, RunOutcome, RunSpec, Start, Turn};
+use talon_tools::{Approvals, Approver, CancellationToken, ToolExecutor};
 
+use super::Engine;
 use super::approvals::DurableApprover;
 use super::artifacts::RunFiles;
-use super::exec::{Prepared, invocation_error};
+use super::exec::Prepared;
 use super::questions::DurableQuestions;
 use super::sink::StoreSink;
-use super::{Active, Engine};
 use crate::environments::Binding;
 
 /// Where a claimed run's loop starts.
@@ -28,27 +28,25 @@ pub(super) enum Resume {
     /// From its input: a run no node started before.
     No,
     /// From its last complete turn (its node died after it).
-    From(Checkpoint),
+    From(Turn),
     /// From its input again: its node died before a turn ended.
     FromInput,
 }
 
 /// What the loop of a run is started with.
 pub(super) struct Loop {
-    pub ctx: RunContext,
-    pub events: Arc<RunEvents>,
+    pub ids: RunIds,
+    pub cancel: CancellationToken,
     pub sink: Arc<StoreSink>,
     pub start: Resume,
 }
 
 /// A run's loop, ended.
 pub(super) struct Looped {
-    pub result: RunResult,
+    pub result: RunOutcome,
     /// What the run added to the session: its input, then the loop's
     /// messages.
-    pub added: Vec<ModelMessage>,
-    /// The error of the one tool a `tools.invoke` run called.
-    pub invoked_error: Option<ApiError>,
+    pub added: Conversation,
     /// The environment it ran in.
     pub environment: Option<(Environment, Binding)>,
 }
@@ -57,8 +55,8 @@ pub(super) struct Looped {
 pub(super) struct Refused {
     pub error: ApiError,
     /// The input to keep in the session (answers to pending calls, the
-    /// messages before the turn).
-    pub input: Vec<ModelMessage>,
+    /// messages before the turn, the user's turn).
+    pub input: Conversation,
     /// The user's turn, kept too.
     pub message: Option<String>,
 }
@@ -67,25 +65,70 @@ impl Refused {
     fn before_input(error: ApiError) -> Self {
         Self {
             error,
-            input: Vec::new(),
+            input: Conversation::default(),
             message: None,
         }
     }
 }
 
-/// The run's context: its ids, its node's cancellation.
-pub(super) fn context(run: &Run, active: &Active) -> RunContext {
-    RunContext {
-        scope: RunScope {
-            agent_id: run.agent_id.clone(),
-            session_id: run.session_id.clone().unwrap_or_default(),
-            run_id: run.id.clone(),
-        },
-        session_key: run.session_key.clone().unwrap_or_default(),
-        sender: None,
+/// The run's ids as its events carry them.
+pub(super) fn ids(run: &Run) -> RunIds {
+    RunIds {
+        agent: run.agent_id.to_string(),
+        session: run
+            .session_id
+            .as_deref()
+            .map(str::to_owned)
+            .unwrap_or_default(),
+        run: run.id.to_string(),
+        session_key: run
+            .session_key
+            .as_deref()
+            .map(str::to_owned)
+            .unwrap_or_default(),
         channel: Some("gateway".into()),
-        cancel: active.cancel.clone(),
-        updates: Arc::new(NoUpdates),
+    }
+}
+
+/// What the gateway plugs into each run: a person asked through the store
+/// (approvals, questions), files kept as artifacts.
+struct Hooks {
+    engine: Engine,
+    sink: Arc<StoreSink>,
+    policy: Arc<Approvals>,
+    /// Redacted from stored files: the gateway's secrets and the run's
+    /// bound ones.
+    secrets: Vec<String>,
+}
+
+impl RunHooks for Hooks {
+    fn asker(&self, events: &RunEmitter) -> Arc<dyn Approver> {
+        Arc::new(DurableApprover {
+            store: self.engine.inner.store.clone(),
+            policy: self.policy.clone(),
+            events: events.clone(),
+            sink: self.sink.clone(),
+            resolved: self.engine.inner.resolutions.subscribe(),
+            engine: self.engine.clone(),
+        })
+    }
+
+    fn questions(&self, events: &RunEmitter) -> Option<Arc<dyn ToolExecutor>> {
+        Some(Arc::new(DurableQuestions {
+            store: self.engine.inner.store.clone(),
+            events: events.clone(),
+            sink: self.sink.clone(),
+            resolved: self.engine.inner.resolutions.subscribe(),
+            engine: self.engine.clone(),
+        }))
+    }
+
+    fn changes(&self, events: &RunEmitter) -> Option<Arc<dyn ToolOutputs>> {
+        Some(Arc::new(RunFiles {
+            engine: self.engine.clone(),
+            events: events.clone(),
+            secrets: self.secrets.clone(),
+        }))
     }
 }
 
@@ -119,22 +162,20 @@ impl Engine {
         parts: Loop,
     ) -> Result<Looped, Refused> {
         let policy = self.policy().map_err(Refused::before_input)?;
-        let prepared = self
+        let Prepared { request, input } = self
             .prepare_input(run, request)
             .await
             .map_err(Refused::before_input)?;
-        let Prepared {
-            request,
+        let talon_runtime::conversation::Prepared {
             history,
             added,
             message,
-        } = prepared;
-        let refused =
-            |error: ApiError, added: Vec<ModelMessage>, message: Option<String>| Refused {
-                error,
-                input: added,
-                message,
-            };
+        } = input;
+        let refused = |error: ApiError, added: Conversation, message: Option<String>| Refused {
+            error,
+            input: added,
+            message,
+        };
         let environment = match &request.environment_id {
             Some(id) => match self.bind_environment(id).await {
                 Ok(bound) => Some(bound),
@@ -142,48 +183,53 @@ impl Engine {
             },
             None => None,
         };
-        let spec = self.spec(run, &parts, policy, &request, environment.as_ref());
-        let prepared = match self.inner.host.prepare(spec).await {
-            Ok(prepared) => prepared,
+        let start = match (request.invoke.clone(), parts.start.clone(), message.clone()) {
+            (Some(invocation), _, _) => Start::Invoke {
+                tool: invocation.tool.to_string(),
+                arguments: invocation.arguments,
+            },
+            (None, Resume::From(turn), _) => Start::Resume(turn),
+            (None, Resume::FromInput, message) => Start::Again(message),
+            (None, Resume::No, Some(message)) => Start::Message(message),
+            (None, Resume::No, None) => Start::Proceed,
+        };
+        let spec = self.spec(
+            &parts,
+            policy,
+            &request,
+            environment.as_ref(),
+            history,
+            start,
+        );
+        let handle = match self.inner.host.start(spec).await {
+            Ok(handle) => handle,
             Err(error) => {
                 let error = ApiError::new(ErrorCode::InvalidRequest, error.to_string());
                 return Err(refused(error, added, message));
             }
         };
-        if let Some(invocation) = request.invoke {
-            let (result, outcome) = prepared
-                .invoke(&invocation.tool, invocation.arguments)
-                .await;
-            return Ok(Looped {
-                result,
-                added,
-                invoked_error: invocation_error(&invocation.tool, &outcome),
-                environment,
-            });
-        }
-        let result = turn(prepared, history, parts.start, message).await;
+        let result = handle.finish().await;
         let mut added = added;
-        added.extend(result.messages.iter().cloned());
+        added.extend(result.messages.clone());
         Ok(Looped {
             result,
             added,
-            invoked_error: None,
             environment,
         })
     }
 
-    /// The run's spec: the durable approver and question asker, where its
-    /// files and cells go, its environment's workspace, shell and secrets.
+    /// The run's spec: its ids, the store as its sink, the policy and the
+    /// durable hooks, where its cells go, its environment's workspace,
+    /// shell and secrets.
     fn spec(
         &self,
-        run: &Run,
         parts: &Loop,
         policy: Arc<Approvals>,
         request: &super::RunRequest,
         environment: Option<&(Environment, Binding)>,
+        history: Conversation,
+        start: Start,
     ) -> RunSpec {
-        let store = &self.inner.store;
-        let events = &parts.events;
         let sink = &parts.sink;
         let mut secrets = self.inner.secrets.clone();
         let (workspace, shell, redact) = match environment {
@@ -199,57 +245,24 @@ impl Engine {
             None => (None, Default::default(), Vec::new()),
         };
         RunSpec {
-            agent: run.agent_id.clone(),
-            ctx: parts.ctx.clone(),
-            events: events.clone(),
-            approver: Arc::new(PolicyGate::new(
-                policy.clone(),
-                Arc::new(DurableApprover {
-                    store: store.clone(),
-                    policy,
-                    events: events.clone(),
-                    sink: sink.clone(),
-                    resolved: self.inner.resolutions.subscribe(),
-                    engine: self.clone(),
-                }),
-            )),
-            questions: Some(Arc::new(DurableQuestions {
-                store: store.clone(),
-                events: events.clone(),
+            ids: parts.ids.clone(),
+            cancel: parts.cancel.clone(),
+            sink: sink.clone(),
+            approvals: policy.clone(),
+            hooks: Arc::new(Hooks {
+                engine: self.clone(),
                 sink: sink.clone(),
-                resolved: self.inner.resolutions.subscribe(),
-                engine: self.clone(),
-            })),
-            changes: Some(Arc::new(RunFiles {
-                engine: self.clone(),
-                events: events.clone(),
+                policy,
                 secrets,
-            })),
-            shell,
-            redact,
+            }),
             cells: self.cells(),
             workspace,
             timeout: request.timeout_ms.map(Duration::from_millis),
             client_tools: request.tools.iter().map(client_tool).collect(),
+            shell,
+            redact,
+            history,
+            start,
         }
-    }
-}
-
-/// The loop from where the run starts: a new turn of `message`, a
-/// resumption, or (no message) the model going on from the app's answers.
-async fn turn(
-    prepared: PreparedRun,
-    history: Vec<ModelMessage>,
-    start: Resume,
-    message: Option<String>,
-) -> RunResult {
-    match (start, message) {
-        (Resume::From(from), _) => prepared.resume(history, from).await,
-        (Resume::FromInput, message) => {
-            let from = Checkpoint::input(message.as_deref());
-            prepared.resume(history, from).await
-        }
-        (Resume::No, Some(message)) => prepared.run(history, &message).await,
-        (Resume::No, None) => prepared.proceed(history).await,
     }
 }

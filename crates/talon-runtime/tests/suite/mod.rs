@@ -1,29 +1,37 @@
 //! What the tests share: a host over a config, a spec, and a sink that
-//! records a run's events.
+//! records a run's events and checkpoints.
 
+mod conversation;
 mod runs;
 
 use std::sync::{Arc, Mutex};
 
-use talon_agent::{EventSink, RunEvents};
 use talon_codemode::{MemoryStore, SnapshotStore, StoreLimits};
 use talon_config::Config;
 use talon_protocol::Event;
-use talon_runtime::{Host, ModelRoute, RunSpec};
-use talon_tools::{DenyAll, NoUpdates, RunContext, RunScope};
+use talon_runtime::{
+    Conversation, Host, ModelRoute, RunEmitter, RunHooks, RunIds, RunSink, RunSpec, Start, Turn,
+};
+use talon_tools::{Approvals, Approver, DenyAll};
 use tokio::sync::Notify;
 
-/// Keeps every event of a run, and wakes whoever waits for more.
+/// Keeps every event and checkpoint of a run, and wakes whoever waits for
+/// more.
 #[derive(Default)]
 pub struct Recorder {
     events: Mutex<Vec<Event>>,
+    turns: Mutex<Vec<Turn>>,
     more: Notify,
 }
 
-impl EventSink for Recorder {
+impl RunSink for Recorder {
     fn emit(&self, event: Event) {
         self.events.lock().unwrap().push(event);
         self.more.notify_waiters();
+    }
+
+    fn checkpoint(&self, turn: Turn) {
+        self.turns.lock().unwrap().push(turn);
     }
 }
 
@@ -54,6 +62,20 @@ impl Recorder {
     pub fn events(&self) -> Vec<Event> {
         self.events.lock().unwrap().clone()
     }
+
+    /// The checkpoints so far.
+    pub fn turns(&self) -> Vec<Turn> {
+        self.turns.lock().unwrap().clone()
+    }
+}
+
+/// Asks no one: what the policy sends to a person is denied.
+pub struct NoOne;
+
+impl RunHooks for NoOne {
+    fn asker(&self, events: &RunEmitter) -> Arc<dyn Approver> {
+        events.reporting(Arc::new(DenyAll))
+    }
 }
 
 /// A host over `config` (JSON5 text) whose models are the mock at `url`.
@@ -68,36 +90,40 @@ pub fn host(config: &str, url: String) -> Host {
     .unwrap()
 }
 
-/// The spec of run `run_id` of agent `main` in `workspace`, its events to
-/// `recorder`.
-pub fn spec(run_id: &str, workspace: &std::path::Path, recorder: &Arc<Recorder>) -> RunSpec {
-    let ctx = RunContext {
-        scope: RunScope {
-            agent_id: "main".into(),
-            session_id: "s1".into(),
-            run_id: run_id.into(),
-        },
-        session_key: "agent:main:s1".into(),
-        sender: None,
-        channel: Some("test".into()),
-        cancel: Default::default(),
-        updates: Arc::new(NoUpdates),
-    };
-    let events = Arc::new(RunEvents::new(recorder.clone(), &ctx));
-    RunSpec {
+/// The ids of run `run_id` of agent `main` in session `s1`.
+pub fn ids(run_id: &str) -> RunIds {
+    RunIds {
         agent: "main".into(),
-        ctx,
-        events,
-        approver: Arc::new(DenyAll),
+        session: "s1".into(),
+        run: run_id.into(),
+        session_key: "agent:main:s1".into(),
+        channel: Some("test".into()),
+    }
+}
+
+/// The spec of run `run_id` of agent `main` in `workspace`, starting
+/// with `message`, its events to `recorder`.
+pub fn spec(
+    run_id: &str,
+    workspace: &std::path::Path,
+    recorder: &Arc<Recorder>,
+    message: &str,
+) -> RunSpec {
+    RunSpec {
+        ids: ids(run_id),
+        cancel: Default::default(),
+        sink: recorder.clone(),
+        approvals: Arc::new(Approvals::default()),
+        hooks: Arc::new(NoOne),
         cells: Box::new(|limits: StoreLimits| {
             Ok(Arc::new(MemoryStore::new(limits)) as Arc<dyn SnapshotStore>)
         }),
         workspace: Some(workspace.to_owned()),
         timeout: None,
         client_tools: Vec::new(),
-        questions: None,
-        changes: None,
         shell: Default::default(),
         redact: Vec::new(),
+        history: Conversation::default(),
+        start: Start::Message(message.into()),
     }
 }

@@ -1,15 +1,16 @@
-//! A run from its spec to its terminal event: completed (with a tool
-//! call), cancelled while the model answers, failed by the model, and
-//! refused at build time.
+//! A run from its spec to its terminal event through the front
+//! (`Host::start`, `RunHandle::finish`): completed (with a tool call, its
+//! checkpoint in the stored form), resumed from that checkpoint and from
+//! its input, cancelled while the model answers, failed by the model,
+//! refused at start, and one direct call.
 
 use std::sync::Arc;
 
 use serde_json::json;
-use talon_agent::RunStatus;
 use talon_mock_model::{MockModel, Script};
-use talon_protocol::gateway::ErrorCode;
+use talon_protocol::gateway::{ErrorCode, RunStatus, Usage};
 use talon_protocol::{ToolDefinition, ToolSource};
-use talon_runtime::RuntimeError;
+use talon_runtime::{RuntimeError, Start};
 
 use super::{Recorder, host, spec};
 
@@ -36,23 +37,68 @@ async fn a_run_goes_from_its_spec_to_its_terminal_event() {
     let dir = workspace();
     let recorder = Arc::new(Recorder::default());
     let run = host
-        .prepare(spec("run_1", dir.path(), &recorder))
+        .start(spec(
+            "run_1",
+            dir.path(),
+            &recorder,
+            "What do my notes say?",
+        ))
         .await
         .unwrap();
-    let result = run.run(Vec::new(), "What do my notes say?").await;
+    let result = run.finish().await;
     assert_eq!(
         (
             result.status,
             result.text.as_str(),
             result.turns,
             result.tool_calls,
-            result.error
+            result.error,
+            result.usage,
+            result.pending,
         ),
-        (RunStatus::Completed, "The notes say 42.", 2, 1, None)
+        (
+            RunStatus::Completed,
+            "The notes say 42.",
+            2,
+            1,
+            None,
+            Usage {
+                input_tokens: Some(230),
+                output_tokens: Some(11),
+                total_tokens: Some(241),
+                cost_usd: None,
+            },
+            Vec::new(),
+        )
     );
+    // What the run added, as a session stores it: the user's message, the
+    // call, its answer, the answer.
+    let stored = result.messages.to_stored("s1", "run_1", 0);
+    let roles: Vec<_> = stored.iter().map(|m| (m.id.to_string(), m.role)).collect();
+    use talon_protocol::gateway::MessageRole::{Assistant, Tool, User};
     assert_eq!(
-        (result.usage.input_tokens, result.usage.output_tokens),
-        (230, 11)
+        roles,
+        [
+            ("msg_run_1_0000".to_owned(), User),
+            ("msg_run_1_0001".to_owned(), Assistant),
+            ("msg_run_1_0002".to_owned(), Tool),
+            ("msg_run_1_0003".to_owned(), Assistant),
+        ]
+    );
+    // The turn with the tool call left one checkpoint, in the stored form.
+    let turns = recorder.turns();
+    assert_eq!(
+        turns
+            .iter()
+            .map(|t| (
+                t.turns,
+                t.tool_calls,
+                t.input_tokens,
+                t.output_tokens,
+                t.messages.len()
+            ))
+            .collect::<Vec<_>>(),
+        [(1, 1, 100, 5, 3)]
     );
     assert_eq!(
         recorder.kinds(),
@@ -98,23 +144,17 @@ async fn a_run_cancelled_while_its_model_answers_ends_cancelled() {
     let host = Arc::new(host("{}", mock.base_url()));
     let dir = workspace();
     let recorder = Arc::new(Recorder::default());
-    let spec = spec("run_2", dir.path(), &recorder);
-    let cancel = spec.ctx.cancel.clone();
-    let run = host.prepare(spec).await.unwrap();
-    let task = tokio::spawn(async move { run.run(Vec::new(), "hi").await });
+    let run = host
+        .start(spec("run_2", dir.path(), &recorder, "hi"))
+        .await
+        .unwrap();
+    let cancel = run.cancel_token();
+    let task = tokio::spawn(run.finish());
     recorder.until("run.started").await;
     cancel.cancel();
     let result = task.await.unwrap();
-    assert_eq!(
-        (
-            result.status,
-            result.error.map(|e| (e.code, e.message, e.retryable))
-        ),
-        (
-            RunStatus::Cancelled,
-            Some((ErrorCode::Unavailable, "the run was aborted".into(), false))
-        )
-    );
+    // A cancelled run's status says it all.
+    assert_eq!((result.status, result.error), (RunStatus::Cancelled, None));
     assert_eq!(recorder.kinds(), ["run.started", "run.cancelled"]);
     host.shutdown().await;
 }
@@ -130,10 +170,10 @@ async fn a_run_whose_model_refuses_it_ends_failed_with_the_providers_error() {
     let dir = workspace();
     let recorder = Arc::new(Recorder::default());
     let run = host
-        .prepare(spec("run_3", dir.path(), &recorder))
+        .start(spec("run_3", dir.path(), &recorder, "hi"))
         .await
         .unwrap();
-    let result = run.run(Vec::new(), "hi").await;
+    let result = run.finish().await;
     // The caller's credentials are not at fault: the provider's key is,
     // and the error says which and where to fix it.
     let expected = talon_protocol::gateway::ApiError {
@@ -178,7 +218,7 @@ async fn a_client_tool_named_like_an_agent_tool_is_refused_before_the_run() {
     let host = host("{}", mock.base_url());
     let dir = workspace();
     let recorder = Arc::new(Recorder::default());
-    let mut spec = spec("run_4", dir.path(), &recorder);
+    let mut spec = spec("run_4", dir.path(), &recorder, "hi");
     spec.client_tools = vec![ToolDefinition {
         name: "read".into(),
         label: None,
@@ -192,7 +232,7 @@ async fn a_client_tool_named_like_an_agent_tool_is_refused_before_the_run() {
         effect: Default::default(),
         replay_safe: false,
     }];
-    let refused = host.prepare(spec).await.unwrap_err();
+    let refused = host.start(spec).await.unwrap_err();
     assert_eq!(
         refused,
         RuntimeError::ClientTool(
@@ -200,6 +240,110 @@ async fn a_client_tool_named_like_an_agent_tool_is_refused_before_the_run() {
         )
     );
     assert_eq!(recorder.kinds(), Vec::<String>::new());
+    assert_eq!(mock.requests(), Vec::<serde_json::Value>::new());
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_resumes_from_its_stored_checkpoint_without_redoing_the_turn() {
+    let mock = mock(json!({"turns": [
+        {"toolCalls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"text": "first ending"},
+        {"text": "resumed ending"}]}))
+    .await;
+    let host = host("{}", mock.base_url());
+    let dir = workspace();
+    let first = Arc::new(Recorder::default());
+    let ended = host
+        .start(spec("run_5", dir.path(), &first, "What do my notes say?"))
+        .await
+        .unwrap()
+        .finish()
+        .await;
+    assert_eq!(ended.text, "first ending");
+    // The checkpoint goes through its stored form (JSON), as a host keeps
+    // it, and the run goes on from it on a "new node".
+    let [turn] = first.turns().try_into().unwrap();
+    let stored = serde_json::to_value(&turn).unwrap();
+    let again = Arc::new(Recorder::default());
+    let mut resumed = spec("run_5", dir.path(), &again, "unused");
+    resumed.start = Start::Resume(serde_json::from_value(stored).unwrap());
+    let result = host.start(resumed).await.unwrap().finish().await;
+    assert_eq!(
+        (
+            result.status,
+            result.text.as_str(),
+            result.turns,
+            result.tool_calls
+        ),
+        (RunStatus::Completed, "resumed ending", 2, 1)
+    );
+    assert_eq!(
+        again.kinds(),
+        ["run.started", "assistant.message", "run.completed"]
+    );
+    let started = &again.events()[0];
+    assert_eq!(started.data["resumedAfterTurn"], json!(1), "{started:?}");
+    // The model was asked three times in all: the turn was not redone.
+    assert_eq!(mock.requests().len(), 3);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_started_again_from_its_input_says_so() {
+    let mock = mock(json!({"turns": [{"text": "hello again"}]})).await;
+    let host = host("{}", mock.base_url());
+    let dir = workspace();
+    let recorder = Arc::new(Recorder::default());
+    let mut spec = spec("run_6", dir.path(), &recorder, "unused");
+    spec.start = Start::Again(Some("hi".into()));
+    let result = host.start(spec).await.unwrap().finish().await;
+    assert_eq!(
+        (result.status, result.text.as_str()),
+        (RunStatus::Completed, "hello again")
+    );
+    let started = &recorder.events()[0];
+    assert_eq!(
+        (started.kind.as_str(), &started.data["resumedAfterTurn"]),
+        ("run.started", &json!(0))
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_call_that_fails_ends_its_run_with_the_tools_error() {
+    let mock = mock(json!({"turns": []})).await;
+    let host = host("{}", mock.base_url());
+    let dir = workspace();
+    let recorder = Arc::new(Recorder::default());
+    let mut spec = spec("run_7", dir.path(), &recorder, "unused");
+    spec.start = Start::Invoke {
+        tool: "read".into(),
+        arguments: json!({"path": "missing.txt"}),
+    };
+    let result = host.start(spec).await.unwrap().finish().await;
+    let error = result.error.unwrap();
+    assert_eq!(
+        (result.status, error.code, error.details),
+        (
+            RunStatus::Failed,
+            ErrorCode::NotFound,
+            Some(json!({"toolError": "not_found"}))
+        )
+    );
+    let mut spec = super::spec("run_8", dir.path(), &recorder, "unused");
+    spec.start = Start::Invoke {
+        tool: "no_such_tool".into(),
+        arguments: json!({}),
+    };
+    let result = host.start(spec).await.unwrap().finish().await;
+    assert_eq!(
+        result.error.map(|e| (e.code, e.message)),
+        Some((
+            ErrorCode::NotFound,
+            "no tool \"no_such_tool\" this agent may call directly".to_owned()
+        ))
+    );
     assert_eq!(mock.requests(), Vec::<serde_json::Value>::new());
     host.shutdown().await;
 }

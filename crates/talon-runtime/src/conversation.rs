@@ -1,0 +1,323 @@
+//! A conversation between the form hosts keep (the protocol's `Message`,
+//! as a session stores it) and the form the model reads (the provider's
+//! messages, which stay inside this crate): what a run reads as its
+//! history, what its input adds ahead of the loop, and what it adds in
+//! all when it ends. A compaction record stands for everything before it.
+//!
+//! Hosts hold a [`Conversation`] without seeing into it: they build one
+//! from stored messages ([`Conversation::of_session`]) or a run's input
+//! ([`prepare`]), hand it to a run, and store what comes back
+//! ([`Conversation::to_stored`]).
+
+use serde_json::Value;
+use talon_protocol::gateway::run_create::split_messages;
+use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole, RunInput};
+use talon_provider::{Message as ModelMessage, ToolCallRequest};
+
+/// Why a run's input cannot start it.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RunInputError {
+    /// The messages break `runs.create`'s rules
+    /// (`talon_protocol::gateway::run_create`).
+    #[error("input: {0}")]
+    Messages(String),
+    /// A tool message answers a call nothing is waiting for.
+    #[error("input: toolCallId {0:?} answers no pending client tool call of this session")]
+    NotPending(String),
+}
+
+/// What a client tool call the app never answered reads as.
+pub const UNANSWERED: &str =
+    r#"{"status":"unanswered","error":"the app did not answer this client tool call"}"#;
+
+/// Messages in the model's form, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation(pub(crate) Vec<ModelMessage>);
+
+impl Conversation {
+    /// The model's history from a session's stored messages: from the
+    /// last compaction record (as a system note carrying its summary) on.
+    /// A client tool call the app never answered reads as [`UNANSWERED`],
+    /// except those of the last message, which the next run may still
+    /// answer ([`Conversation::pending_calls`]).
+    pub fn of_session(stored: &[Message]) -> Self {
+        let start = stored
+            .iter()
+            .rposition(|m| m.role == MessageRole::Compaction)
+            .unwrap_or(0);
+        Self(fill_unanswered(convert(&stored[start..])))
+    }
+
+    /// The messages as a session stores them, with ids
+    /// `msg_<runId>_<index>` in order.
+    pub fn to_stored(&self, session_id: &str, run_id: &str, now: u64) -> Vec<Message> {
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, m)| stored(m, i, session_id, run_id, now))
+            .collect()
+    }
+
+    /// The user's message alone.
+    pub fn user(text: String) -> Self {
+        Self(vec![ModelMessage::User(text)])
+    }
+
+    /// How many messages.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// How many messages are not system notes (what a compaction would
+    /// replace).
+    pub fn said(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|m| !matches!(m, ModelMessage::System(_)))
+            .count()
+    }
+
+    /// The index of the last message of the model's.
+    pub fn last_assistant(&self) -> Option<usize> {
+        self.0
+            .iter()
+            .rposition(|m| matches!(m, ModelMessage::Assistant { .. }))
+    }
+
+    /// Appends `other`.
+    pub fn extend(&mut self, other: Conversation) {
+        self.0.extend(other.0);
+    }
+
+    /// The tool calls of the last assistant message that nothing answers
+    /// yet: client calls a run left for the app.
+    pub fn pending_calls(&self) -> Vec<String> {
+        let history = &self.0;
+        let Some(at) = history
+            .iter()
+            .rposition(|m| !matches!(m, ModelMessage::Tool { .. }))
+        else {
+            return Vec::new();
+        };
+        let ModelMessage::Assistant { tool_calls, .. } = &history[at] else {
+            return Vec::new();
+        };
+        tool_calls
+            .iter()
+            .filter(|c| {
+                !history[at + 1..]
+                    .iter()
+                    .any(|m| matches!(m, ModelMessage::Tool { call_id, .. } if call_id == &c.id))
+            })
+            .map(|c| c.id.clone())
+            .collect()
+    }
+
+    /// The messages that answer the pending calls: the app's `answers`
+    /// (call, result), in the calls' order, and [`UNANSWERED`] for the
+    /// rest. An answer to a call that is not pending is an error naming it.
+    pub fn answer_pending(&self, answers: &[(String, String)]) -> Result<Self, RunInputError> {
+        let pending = self.pending_calls();
+        if let Some((id, _)) = answers.iter().find(|(id, _)| !pending.contains(id)) {
+            return Err(RunInputError::NotPending(id.clone()));
+        }
+        Ok(Self(
+            pending
+                .into_iter()
+                .map(|id| {
+                    let content = answers
+                        .iter()
+                        .find(|(answered, _)| answered == &id)
+                        .map_or_else(|| UNANSWERED.to_owned(), |(_, content)| content.clone());
+                    ModelMessage::Tool {
+                        call_id: id,
+                        content,
+                    }
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// A run's input made ready for the loop.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prepared {
+    /// The conversation the loop starts from: the session's, then what
+    /// the input adds.
+    pub history: Conversation,
+    /// What the run adds to the session ahead of the loop's messages: the
+    /// app's answers to pending client calls, then the messages before
+    /// the user's turn.
+    pub added: Conversation,
+    /// The user's turn (none when the input only answers calls: the model
+    /// goes on from the answers).
+    pub message: Option<String>,
+}
+
+/// Makes a run's `input` ready after the session's `history`: checked
+/// (`talon_protocol::gateway::run_create`'s rules), its answers matched
+/// with the calls the history left pending.
+pub fn prepare(mut history: Conversation, input: &RunInput) -> Result<Prepared, RunInputError> {
+    let input = match input {
+        RunInput::Text(text) => Input {
+            answers: Vec::new(),
+            before: Conversation::default(),
+            message: Some(text.clone()),
+        },
+        RunInput::Messages(messages) => split_input(messages)?,
+    };
+    let mut added = history.answer_pending(&input.answers)?;
+    added.extend(input.before);
+    history.extend(added.clone());
+    Ok(Prepared {
+        history,
+        added,
+        message: input.message,
+    })
+}
+
+/// A run's input, checked: the app's answers to pending client tool calls
+/// (first), the messages before the user's turn, and the turn itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    /// `tool` messages: (the call answered, the result).
+    pub answers: Vec<(String, String)>,
+    /// The messages between the answers and the turn.
+    pub before: Conversation,
+    /// The user's message.
+    pub message: Option<String>,
+}
+
+/// Splits a run's input messages, or says what is wrong with them.
+pub fn split_input(messages: &[InputMessage]) -> Result<Input, RunInputError> {
+    let parts = split_messages(messages).map_err(|e| RunInputError::Messages(e.to_string()))?;
+    let answers = parts
+        .answers
+        .iter()
+        .map(|m| {
+            (
+                m.tool_call_id.as_deref().unwrap_or_default().to_owned(),
+                m.content.clone(),
+            )
+        })
+        .collect();
+    let before = parts
+        .before
+        .iter()
+        .map(|m| match m.role {
+            InputRole::Assistant => ModelMessage::Assistant {
+                text: Some(m.content.clone()),
+                tool_calls: Vec::new(),
+            },
+            InputRole::System => ModelMessage::System(m.content.clone()),
+            InputRole::User | InputRole::Tool => ModelMessage::User(m.content.clone()),
+        })
+        .collect();
+    Ok(Input {
+        answers,
+        before: Conversation(before),
+        message: parts.message.map(|m| m.content.clone()),
+    })
+}
+
+/// Adds an [`UNANSWERED`] answer for each call that a later message left
+/// without one (the provider refuses a history with an open call).
+fn fill_unanswered(messages: Vec<ModelMessage>) -> Vec<ModelMessage> {
+    let mut out: Vec<ModelMessage> = Vec::with_capacity(messages.len());
+    let mut open: Vec<String> = Vec::new();
+    for message in messages {
+        match &message {
+            ModelMessage::Tool { call_id, .. } => open.retain(|id| id != call_id),
+            _ => {
+                out.extend(open.drain(..).map(|call_id| ModelMessage::Tool {
+                    call_id,
+                    content: UNANSWERED.to_owned(),
+                }));
+                if let ModelMessage::Assistant { tool_calls, .. } = &message {
+                    open = tool_calls.iter().map(|c| c.id.clone()).collect();
+                }
+            }
+        }
+        out.push(message);
+    }
+    out
+}
+
+fn convert(stored: &[Message]) -> Vec<ModelMessage> {
+    stored
+        .iter()
+        .filter_map(|m| match m.role {
+            MessageRole::User => Some(ModelMessage::User(m.text.clone().unwrap_or_default())),
+            MessageRole::System => Some(ModelMessage::System(m.text.clone().unwrap_or_default())),
+            MessageRole::Compaction => Some(ModelMessage::System(format!(
+                "Summary of the earlier conversation:\n{}",
+                m.text.as_deref().unwrap_or_default()
+            ))),
+            MessageRole::Assistant => Some(ModelMessage::Assistant {
+                text: m.text.clone(),
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCallRequest {
+                        id: c.id.to_string(),
+                        name: c.name.to_string(),
+                        arguments: match &c.arguments {
+                            Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        },
+                    })
+                    .collect(),
+            }),
+            MessageRole::Tool => Some(ModelMessage::Tool {
+                call_id: m
+                    .tool_call_id
+                    .as_deref()
+                    .map(str::to_owned)
+                    .unwrap_or_default(),
+                content: m.text.clone().unwrap_or_default(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One message as a session stores it.
+fn stored(m: &ModelMessage, i: usize, session_id: &str, run_id: &str, now: u64) -> Message {
+    let mut stored = Message {
+        id: format!("msg_{run_id}_{i:04}"),
+        session_id: session_id.into(),
+        run_id: Some(run_id.into()),
+        role: MessageRole::User,
+        text: None,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        created_at: now,
+    };
+    match m {
+        ModelMessage::System(text) => {
+            stored.role = MessageRole::System;
+            stored.text = Some(text.clone());
+        }
+        ModelMessage::User(text) => stored.text = Some(text.clone()),
+        ModelMessage::Assistant { text, tool_calls } => {
+            stored.role = MessageRole::Assistant;
+            stored.text = text.clone();
+            stored.tool_calls = tool_calls.iter().map(talon_agent::wire_tool_call).collect();
+        }
+        ModelMessage::Tool { call_id, content } => {
+            stored.role = MessageRole::Tool;
+            stored.text = Some(content.clone());
+            stored.tool_call_id = Some(call_id.as_str().into());
+        }
+    }
+    stored
+}
+
+#[cfg(test)]
+#[path = "conversation_tests.rs"]
+mod tests;
