@@ -296,7 +296,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
             let dir = talon_config::state_dir().join("code-mode").join("cells");
             open_file_store(&dir, limits)
                 .map(|store| Arc::new(store) as Arc<dyn SnapshotStore>)
-                .map_err(|e| format!("state directory {}: {e}", dir.display()))
+                .map_err(|e| format!("state directory {}: {e}", dir.display()).into())
         }),
         workspace: args.workspace.clone(),
         timeout: None,

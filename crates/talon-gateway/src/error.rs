@@ -28,13 +28,13 @@ pub enum GatewayError {
     },
     /// The operating system's random source failed.
     #[error("no random source: {0}")]
-    Random(String),
+    Random(#[source] getrandom::Error),
     /// The committed OpenAPI document could not be encoded.
     #[error("the OpenAPI document: {0}")]
-    Document(String),
+    Document(#[source] serde_json::Error),
     /// Runs left live by the previous start could not be ended.
-    #[error("recovering runs: {0}")]
-    Recovery(String),
+    #[error("recovering runs: {}", .0.message)]
+    Recovery(#[source] ApiError),
 }
 
 /// The gateway's result.

@@ -271,11 +271,15 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond loopback: every client that can reach this address needs a token");
     }
-    let openapi = serde_json::to_vec(&talon_protocol::openapi::openapi())
-        .map_err(|e| GatewayError::Document(e.to_string()))?;
+    let openapi =
+        serde_json::to_vec(&talon_protocol::openapi::openapi()).map_err(GatewayError::Document)?;
     let node = match config.node.clone() {
         Some(node) => node,
-        None => runs::new_id("node").map_err(|e| GatewayError::Random(e.message))?,
+        None => {
+            let mut bytes = [0u8; 12];
+            getrandom::fill(&mut bytes).map_err(GatewayError::Random)?;
+            format!("node_{}", talon_protocol::hex::encode(&bytes))
+        }
     };
     let metrics = Arc::new(metrics::Metrics::default());
     let engine = runs::Engine::new(
@@ -287,10 +291,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         Arc::new(config.environments.clone()),
         metrics.clone(),
     );
-    let dispatcher = engine
-        .start()
-        .await
-        .map_err(|e| GatewayError::Recovery(e.message))?;
+    let dispatcher = engine.start().await.map_err(GatewayError::Recovery)?;
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
     let shared = Arc::new(http::Shared {

@@ -87,7 +87,7 @@ use talon_protocol::hex::encode as hex;
 
 fn random<const N: usize>() -> Result<[u8; N]> {
     let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).map_err(|e| GatewayError::Random(e.to_string()))?;
+    getrandom::fill(&mut bytes).map_err(GatewayError::Random)?;
     Ok(bytes)
 }
 

@@ -27,7 +27,7 @@ use talon_tools::{Approver, RunContext, ToolRunner, ToolSurface};
 
 use crate::provider::ModelRoute;
 use crate::surface::OpenCells;
-use crate::{RunTools, RuntimeError, SurfaceParts, SurfacePlan};
+use crate::{RunTools, RuntimeError, SurfaceParts, SurfacePlan, Unavailable};
 
 /// Fails unless every client tool is offered to the model under its own
 /// name: no other tool of the run has it, and the catalog and the policy
@@ -74,7 +74,7 @@ pub struct Host {
     route: ModelRoute,
     mcp: McpManager,
     mcp_started: tokio::sync::OnceCell<()>,
-    engine: tokio::sync::OnceCell<Result<CellEngine, String>>,
+    engine: tokio::sync::OnceCell<Result<CellEngine, Unavailable>>,
     /// Provider clients by agent: building one loads the system's
     /// certificates (~40 ms), so runs share their agent's.
     models: std::sync::Mutex<std::collections::HashMap<String, (OpenAiCompatible, String)>>,
@@ -259,12 +259,12 @@ impl Host {
     }
 
     /// The sandbox, started on first use (off the async threads).
-    async fn engine(&self) -> Result<CellEngine, String> {
+    async fn engine(&self) -> Result<CellEngine, Unavailable> {
         self.engine
             .get_or_init(|| async {
                 match tokio::task::spawn_blocking(crate::engine::start).await {
-                    Ok(started) => started.map_err(|e| e.to_string()),
-                    Err(e) => Err(format!("the sandbox's start-up panicked: {e}")),
+                    Ok(started) => started.map_err(|e| Unavailable::Start(Arc::new(e))),
+                    Err(e) => Err(Unavailable::Panicked(e.to_string())),
                 }
             })
             .await
@@ -292,8 +292,10 @@ impl Host {
     ) -> Result<(Arc<talon_tools::Catalog>, SurfacePlan), RuntimeError> {
         let agent = &listing.agent;
         let workspace = crate::host::workspace(&self.config, agent);
-        let core = CoreTools::new(&workspace)
-            .map_err(|e| RuntimeError::Config(format!("workspace {}: {e}", workspace.display())))?;
+        let core = CoreTools::new(&workspace).map_err(|source| RuntimeError::Workspace {
+            path: workspace.clone(),
+            source,
+        })?;
         let plan = SurfacePlan::from_config(&self.config, agent)?;
         let scope = talon_tools::RunScope {
             agent_id: agent.clone(),
@@ -359,7 +361,10 @@ impl Host {
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
         let workspace = workspace.unwrap_or_else(|| crate::host::workspace(&self.config, &agent));
         let core = CoreTools::new(&workspace)
-            .map_err(|e| RuntimeError::Config(format!("workspace {}: {e}", workspace.display())))?
+            .map_err(|source| RuntimeError::Workspace {
+                path: workspace.clone(),
+                source,
+            })?
             .with_shell(shell);
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: core tools");
         let plan = SurfacePlan::from_config(&self.config, &agent)?;

@@ -65,6 +65,8 @@
 //! - `engine::start`: the process's one sandbox (`CellEngine` with Code Mode's and
 //!   `tool_search_code`'s preludes).
 
+use std::sync::Arc;
+
 pub mod changes;
 pub mod conversation;
 pub mod engine;
@@ -83,26 +85,87 @@ pub use host::{Host, ToolSpaceSpec};
 pub use models::SummaryError;
 pub use provider::ModelRoute;
 pub use run::{RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn};
-pub use surface::{OpenCells, SurfaceParts, SurfacePlan};
+pub use surface::{CellsError, OpenCells, SurfaceParts, SurfacePlan};
 /// The shell's options a host sets per run ([`RunSpec::shell`]): bound
 /// secrets, network.
 pub use talon_core_tools::{Network, ShellOptions};
 pub use tools::{Local, RunTools, policy, servers};
 
-/// Why a run cannot be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a run cannot be built, each with what it came from.
+#[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    /// The config asks for something that cannot be (its message names the
+    /// A config key holds something that cannot be (the message names the
     /// key).
     #[error("{0}")]
     Config(String),
-    /// The sandbox a surface needs did not start.
+    /// `models.providers`, a model reference, or a provider's client.
+    #[error(transparent)]
+    Provider(#[from] talon_provider::ProviderError),
+    /// `mcp.servers`.
+    #[error(transparent)]
+    Mcp(#[from] talon_mcp::McpError),
+    /// The catalog could not be built.
+    #[error(transparent)]
+    Catalog(#[from] talon_tools::ToolsError),
+    /// `tools.codeMode`.
+    #[error(transparent)]
+    CodeMode(#[from] talon_codemode::CodeModeConfigError),
+    /// `tools.toolSearch`.
+    #[error(transparent)]
+    ToolSearch(#[from] talon_toolsearch::ToolSearchConfigError),
+    /// Tool Search's surface over the catalog.
+    #[error(transparent)]
+    ToolSearchSurface(#[from] talon_toolsearch::SurfaceError),
+    /// The core tools' workspace cannot be opened.
+    #[error("workspace {}: {source}", path.display())]
+    Workspace {
+        /// The workspace.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Where the run's suspended cells go could not be opened (the host's
+    /// [`OpenCells`] said why).
+    #[error("{0}")]
+    Cells(#[source] surface::CellsError),
+    /// The sandbox a surface needs is not there.
     #[error("runtime_unavailable: {0}")]
-    RuntimeUnavailable(String),
-    /// A client tool of the run cannot be offered to the model (its
+    RuntimeUnavailable(#[source] Unavailable),
+    /// A client tool of the run cannot be offered to the model (the
     /// message names the tool and why).
     #[error("{0}")]
     ClientTool(String),
+}
+
+/// Why the sandbox a surface needs is not there.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unavailable {
+    /// It failed to start (shared by every run that asks after).
+    #[error("{0}")]
+    Start(#[source] Arc<talon_sandbox::SandboxError>),
+    /// Its start-up panicked.
+    #[error("the sandbox's start-up panicked: {0}")]
+    Panicked(String),
+    /// The plan did not ask for it, so it was not started.
+    #[error("the sandbox was not started")]
+    NotStarted,
+    /// It started without the surface's prelude, or the surface could not
+    /// be set up on it.
+    #[error("{0}")]
+    Surface(#[source] Arc<talon_sandbox::SandboxError>),
+    /// Code Mode cannot run on it.
+    #[error(transparent)]
+    CodeMode(#[from] talon_codemode::RuntimeUnavailable),
+    /// Tool Search's code mode needs it, and it did not start.
+    #[error("Tool Search's code mode needs the sandbox, which did not start: {0}")]
+    ToolSearchCode(Box<Unavailable>),
+}
+
+impl From<talon_sandbox::SandboxError> for Unavailable {
+    fn from(error: talon_sandbox::SandboxError) -> Self {
+        Self::Surface(Arc::new(error))
+    }
 }
 
 /// Suspended Code Mode cells as a host keeps them: the store trait its

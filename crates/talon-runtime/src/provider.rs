@@ -26,8 +26,7 @@ pub struct ModelRoute {
 /// The configured providers, keys resolved from the environment.
 pub fn providers(config: &Config) -> Result<Vec<ProviderConfig>, RuntimeError> {
     let lookup = |name: &str| std::env::var(name).ok();
-    parse_providers(config.get("models.providers"), &lookup)
-        .map_err(|e| RuntimeError::Config(e.to_string()))
+    Ok(parse_providers(config.get("models.providers"), &lookup)?)
 }
 
 /// The secrets the config resolves (the providers' keys), for redaction
@@ -53,7 +52,7 @@ pub fn primary(config: &Config, agent: &str) -> Result<Option<ModelRef>, Runtime
         .and_then(Value::as_str)
         .map(|s| ModelRef::parse(s, "agents.defaults.model.primary"))
         .transpose()
-        .map_err(|e| RuntimeError::Config(e.to_string()))
+        .map_err(RuntimeError::from)
 }
 
 /// The provider client and model id for a run of `agent`.
@@ -85,8 +84,7 @@ pub fn select(
     if let Some(url) = &route.base_url {
         provider.base_url = url.clone();
     }
-    let client =
-        OpenAiCompatible::new(provider).map_err(|e| RuntimeError::Config(e.to_string()))?;
+    let client = OpenAiCompatible::new(provider)?;
     Ok((client, model))
 }
 

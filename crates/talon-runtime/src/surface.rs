@@ -16,7 +16,7 @@ use talon_sandbox::CellEngine;
 use talon_tools::{DirectSurface, McpServers, RunContext, ToolRunner, ToolSurface};
 use talon_toolsearch::{CodeSandbox, Mode, ToolSearch, ToolSearchConfig, build_surface};
 
-use crate::RuntimeError;
+use crate::{RuntimeError, Unavailable};
 
 /// The surfaces the config asks for an agent.
 #[derive(Debug, Clone)]
@@ -31,11 +31,9 @@ impl SurfacePlan {
     /// Reads the plan for `agent`.
     pub fn from_config(config: &Config, agent: &str) -> Result<Self, RuntimeError> {
         let (global, own) = config.tools_section("codeMode", agent);
-        let code_mode = CodeModeConfig::resolve(global, own)
-            .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let code_mode = CodeModeConfig::resolve(global, own)?;
         let (global, own) = config.tools_section("toolSearch", agent);
-        let tool_search = ToolSearchConfig::from_json(own.or(global))
-            .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let tool_search = ToolSearchConfig::from_json(own.or(global))?;
         Ok(Self {
             code_mode,
             tool_search,
@@ -59,7 +57,12 @@ impl SurfacePlan {
 
 /// Opens where a run's suspended cells go, given the limits of its Code
 /// Mode config (called only when Code Mode applies).
-pub type OpenCells = Box<dyn FnOnce(StoreLimits) -> Result<Arc<dyn SnapshotStore>, String> + Send>;
+pub type OpenCells =
+    Box<dyn FnOnce(StoreLimits) -> Result<Arc<dyn SnapshotStore>, CellsError> + Send>;
+
+/// Why a host's [`OpenCells`] could not open the store (the host's own
+/// error, kept as the source).
+pub type CellsError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a surface is built from.
 pub struct SurfaceParts {
@@ -70,7 +73,7 @@ pub struct SurfaceParts {
     /// Resources and prompts of the run's MCP servers.
     pub mcp: Option<Arc<dyn McpServers>>,
     /// The sandbox, when the plan needed it: started, or why not.
-    pub engine: Option<Result<CellEngine, String>>,
+    pub engine: Option<Result<CellEngine, Unavailable>>,
     /// Where suspended Code Mode cells go, given the plan's limits.
     pub cells: OpenCells,
 }
@@ -91,24 +94,20 @@ pub fn build(plan: SurfacePlan, parts: SurfaceParts) -> Result<Arc<dyn ToolSurfa
         let engine = match engine {
             Some(Ok(engine)) => engine,
             Some(Err(e)) => return Err(RuntimeError::RuntimeUnavailable(e)),
-            None => {
-                return Err(RuntimeError::RuntimeUnavailable(
-                    "the sandbox was not started".into(),
-                ));
-            }
+            None => return Err(RuntimeError::RuntimeUnavailable(Unavailable::NotStarted)),
         };
         let limits = StoreLimits {
             max_snapshot_bytes: config.max_snapshot_bytes,
             ..StoreLimits::default()
         };
-        let store = cells(limits).map_err(RuntimeError::Config)?;
+        let store = cells(limits).map_err(RuntimeError::Cells)?;
         let options = CodeModeOptions {
             sandbox: Default::default(),
             store,
             namespaces: NamespaceRegistry::global().clone(),
         };
         let code_mode = CodeMode::with_engine(engine, options)
-            .map_err(|e| RuntimeError::Config(e.to_string()))?;
+            .map_err(|e| RuntimeError::RuntimeUnavailable(e.into()))?;
         return Ok(Arc::new(code_mode.start_run(RunSetup {
             config,
             runner,
@@ -119,22 +118,21 @@ pub fn build(plan: SurfacePlan, parts: SurfaceParts) -> Result<Arc<dyn ToolSurfa
         })));
     }
     if let Some(ts) = plan.tool_search {
-        let surface = build_surface(runner.catalog(), Some(&ts))
-            .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let surface = build_surface(runner.catalog(), Some(&ts))?;
         let code = match (ts.mode == Mode::Code, engine) {
             (true, Some(Ok(engine))) => Some(
                 CodeSandbox::with_engine(engine)
-                    .map_err(|e| RuntimeError::Config(e.to_string()))?,
+                    .map_err(|e| RuntimeError::RuntimeUnavailable(e.into()))?,
             ),
             (true, Some(Err(e))) => {
-                return Err(RuntimeError::RuntimeUnavailable(format!(
-                    "Tool Search's code mode needs the sandbox, which did not start: {e}"
-                )));
+                return Err(RuntimeError::RuntimeUnavailable(
+                    Unavailable::ToolSearchCode(Box::new(e)),
+                ));
             }
             _ => None,
         };
         let search = ToolSearch::new(ts, surface, runner, code)
-            .map_err(|e| RuntimeError::Config(e.to_string()))?;
+            .map_err(|e| RuntimeError::RuntimeUnavailable(e.into()))?;
         return Ok(Arc::new(search));
     }
     Ok(Arc::new(DirectSurface::new(runner)))

@@ -63,8 +63,7 @@ pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, RuntimeError> 
 
 /// The config's MCP servers (`mcp.servers`), not yet connected.
 pub fn servers(config: &Config) -> Result<McpManager, RuntimeError> {
-    let servers = parse_servers(config.get("mcp.servers"))
-        .map_err(|e| RuntimeError::Config(e.to_string()))?;
+    let servers = parse_servers(config.get("mcp.servers"))?;
     Ok(McpManager::from_env(servers))
 }
 
@@ -128,9 +127,7 @@ impl RunTools {
             });
             builder = builder.client("app", scope, client);
         }
-        let catalog = builder
-            .build(&policy)
-            .map_err(|e| RuntimeError::Config(e.to_string()))?;
+        let catalog = builder.build(&policy)?;
         for rejected in catalog.rejected() {
             tracing::warn!(error = %rejected, "tool left out of the catalog");
         }

@@ -398,11 +398,12 @@ impl Engine {
             if let Some(store) = cells.get(&key) {
                 return Ok(store.clone() as Arc<dyn SnapshotStore>);
             }
-            let seal = talon_runtime::cells::default_store_key().map_err(|e| e.to_string())?;
-            let store = Arc::new(
-                talon_store::CellStore::open(&engine.inner.store_config, limits, seal)
-                    .map_err(|e| e.to_string())?,
-            );
+            let seal = talon_runtime::cells::default_store_key()?;
+            let store = Arc::new(talon_store::CellStore::open(
+                &engine.inner.store_config,
+                limits,
+                seal,
+            )?);
             cells.insert(key, store.clone());
             Ok(store as Arc<dyn SnapshotStore>)
         })

@@ -2,6 +2,7 @@
 //! records a run's events and checkpoints.
 
 mod conversation;
+mod errors;
 mod runs;
 
 use std::sync::{Arc, Mutex};

@@ -233,11 +233,13 @@ async fn a_client_tool_named_like_an_agent_tool_is_refused_before_the_run() {
         replay_safe: false,
     }];
     let refused = host.start(spec).await.unwrap_err();
-    assert_eq!(
-        refused,
-        RuntimeError::ClientTool(
-            "client tool \"read\" has the name of the agent's tool openclaw:core:read".into()
-        )
+    assert!(
+        matches!(
+            &refused,
+            RuntimeError::ClientTool(why)
+                if why == "client tool \"read\" has the name of the agent's tool openclaw:core:read"
+        ),
+        "{refused:?}"
     );
     assert_eq!(recorder.kinds(), Vec::<String>::new());
     assert_eq!(mock.requests(), Vec::<serde_json::Value>::new());
