@@ -139,7 +139,7 @@ pub(crate) struct Input {
 /// Splits a run's input (`talon_protocol::gateway::run_create`'s rules),
 /// or says what is wrong with it.
 pub(crate) fn split_input(messages: &[InputMessage]) -> Result<Input, String> {
-    let parts = split_messages(messages)?;
+    let parts = split_messages(messages).map_err(|e| e.to_string())?;
     let answers = parts
         .answers
         .iter()
