@@ -47,8 +47,9 @@ pub struct FileStore {
     lock: Mutex<()>,
 }
 
-fn io(e: impl std::fmt::Display) -> CellError {
-    CellError::Io(e.to_string())
+/// A failure at `path`.
+fn at(path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> CellError {
+    CellError::storage(path.display().to_string(), e)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -127,8 +128,7 @@ impl FileStore {
         key: StoreKey,
     ) -> Result<Self, CellError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| CellError::Io(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|e| at(&dir, e))?;
         Ok(Self {
             dir,
             limits,
@@ -156,7 +156,7 @@ impl FileStore {
 
     /// Records stored besides `except` (regular files only).
     fn live_count(&self, except: &str) -> Result<usize, CellError> {
-        let entries = std::fs::read_dir(&self.dir).map_err(io)?;
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| at(&self.dir, e))?;
         Ok(entries
             .filter_map(Result::ok)
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
@@ -178,13 +178,13 @@ impl FileStore {
             Ok(file) => file,
             Err(FsError::NotFound { .. }) => return Err(CellError::NotFound(id.into())),
             Err(FsError::NotRegular { .. }) => return Err(tampered()),
-            Err(e) => return Err(io(e)),
+            Err(e) => return Err(CellError::storage("", e)),
         };
         let mut head = [0u8; PREFIX_LEN];
         match file.read_exact(&mut head) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(tampered()),
-            Err(e) => return Err(io(e)),
+            Err(e) => return Err(at(path, e)),
         }
         let prefix = Prefix::parse(&head).ok_or_else(tampered)?;
         let (header_len, snapshot_len) = prefix.lengths();
@@ -203,7 +203,7 @@ impl FileStore {
         // One byte more than declared tells a longer file from an exact one.
         file.take((total - PREFIX_LEN) as u64 + 1)
             .read_to_end(&mut bytes)
-            .map_err(io)?;
+            .map_err(|e| at(path, e))?;
         record::open(&self.key, id, &bytes)
     }
 
@@ -220,7 +220,7 @@ impl FileStore {
         match std::fs::rename(path, &hold) {
             Ok(()) => Ok(Some(hold)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io(e)),
+            Err(e) => Err(at(path, e)),
         }
     }
 
@@ -312,7 +312,7 @@ impl FileStore {
         };
         write().map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            CellError::Io(format!("{}: {e}", path.display()))
+            at(path, e)
         })
     }
 
@@ -326,7 +326,7 @@ impl FileStore {
     ) -> Result<SuspendedCell, CellError> {
         let (cell, stamp) = match self.read_record(id, hold) {
             Ok(read) => read,
-            Err(e @ CellError::Io(_)) => {
+            Err(e @ (CellError::Io(_) | CellError::Storage { .. })) => {
                 self.put_back(hold, path);
                 return Err(e);
             }
@@ -496,7 +496,7 @@ impl SnapshotStore for FileStore {
         let now = SystemTime::now();
         let now_ms = millis(now);
         let mut purged = 0;
-        let entries = std::fs::read_dir(&self.dir).map_err(io)?;
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| at(&self.dir, e))?;
         for entry in entries.filter_map(Result::ok) {
             let name = entry.file_name();
             let Some(kind) = name.to_str().and_then(classify) else {

@@ -7,6 +7,6 @@ use crate::CellError;
 
 pub(crate) fn random<const N: usize>() -> Result<[u8; N], CellError> {
     let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).map_err(|e| CellError::Io(format!("no CSPRNG: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| CellError::storage("no CSPRNG", e))?;
     Ok(bytes)
 }

@@ -134,8 +134,14 @@ pub struct SuspendedCell {
     pub meta: Value,
 }
 
-/// Store failures, each with its protocol code.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The error under a [`CellError::Storage`]: an I/O error, the database's,
+/// the random source's. Shared, so that a `CellError` stays `Clone`.
+pub type ErrorSource = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+
+/// Store failures, each with its protocol code. Two are equal when they
+/// are the same kind and read the same (a source has no equality of its
+/// own).
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum CellError {
     /// No cell with this id for this caller (unknown, finished, or another
     /// run's: indistinguishable).
@@ -171,12 +177,53 @@ pub enum CellError {
          (damaged, forged, moved, or already resumed)"
     )]
     Tampered(String),
-    /// The backing storage failed.
+    /// The store cannot serve for a reason of its own (it is closed, its
+    /// lock is poisoned, a record kept changing).
     #[error("snapshot store: {0}")]
     Io(String),
+    /// The backing storage failed: a file, the database, the random
+    /// source. The failure is the source.
+    #[error("snapshot store: {}{source}", lead(context))]
+    Storage {
+        /// What was being done or touched (a path; empty when the source
+        /// says it all).
+        context: String,
+        /// The failure.
+        source: ErrorSource,
+    },
+}
+
+impl PartialEq for CellError {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for CellError {}
+
+/// `context: `, or nothing.
+fn lead(context: &str) -> String {
+    if context.is_empty() {
+        String::new()
+    } else {
+        format!("{context}: ")
+    }
 }
 
 impl CellError {
+    /// A storage failure: `source` while doing or touching `context`
+    /// (empty when the source says it all).
+    pub fn storage(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Storage {
+            context: context.into(),
+            source: std::sync::Arc::new(source),
+        }
+    }
+
     /// The `CodeModeErrorCode` of this failure.
     pub fn code(&self) -> CodeModeErrorCode {
         match self {
@@ -186,7 +233,7 @@ impl CellError {
                 CodeModeErrorCode::SnapshotLimitExceeded
             }
             Self::Tampered(_) => CodeModeErrorCode::SnapshotRestoreFailed,
-            Self::Io(_) => CodeModeErrorCode::InternalError,
+            Self::Io(_) | Self::Storage { .. } => CodeModeErrorCode::InternalError,
         }
     }
 }

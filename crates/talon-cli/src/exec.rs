@@ -112,7 +112,7 @@ async fn run_async(args: ExecArgs) -> ExitCode {
         Ok(tools) => tools,
         Err(e) => return usage(&e.to_string()),
     };
-    let started = talon_runtime::engine::start().map_err(|e| RuntimeUnavailable(e.to_string()));
+    let started = talon_runtime::engine::start().map_err(RuntimeUnavailable::Sandbox);
     let result = match started.and_then(|engine| {
         CodeMode::with_engine(
             engine,

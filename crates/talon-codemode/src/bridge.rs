@@ -18,7 +18,7 @@ use crate::config::CodeModeConfig;
 use crate::namespaces::RunNamespaces;
 use crate::store::{NestedError, NestedResult};
 use crate::telemetry::RunTelemetry;
-use crate::view::{ApiPathError, CatalogView, compact};
+use crate::view::{ApiPathError, CatalogView, McpApiForm, compact};
 
 pub(crate) const DATA_FN: &str = "__openclaw_data";
 pub(crate) const SEARCH_FN: &str = "__openclaw_search";
@@ -121,10 +121,14 @@ impl Bridge {
             .sync(MCP_API_FN, move |args| {
                 mcp_api.telemetry.describes.fetch_add(1, Ordering::Relaxed);
                 let server = text_arg(args, 0).unwrap_or_default();
-                let schema = args.get(2).and_then(Value::as_bool).unwrap_or(false);
+                let form = if args.get(2).and_then(Value::as_bool).unwrap_or(false) {
+                    McpApiForm::Schema
+                } else {
+                    McpApiForm::Declaration
+                };
                 mcp_api
                     .view
-                    .mcp_api(server, text_arg(args, 1), schema)
+                    .mcp_api(server, text_arg(args, 1), form)
                     .map(json_text)
                     .map_err(|e| guest_error(e.0, "not_found"))
             })

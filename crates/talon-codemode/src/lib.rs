@@ -80,7 +80,7 @@ mod telemetry;
 pub mod typescript;
 pub mod view;
 
-pub use view::ApiPathError;
+pub use view::{ApiPathError, McpApiForm};
 
 pub use config::{CodeModeConfig, CodeModeConfigError, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};

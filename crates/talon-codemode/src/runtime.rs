@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use talon_protocol::ModelTool;
 use talon_protocol::{CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
-use talon_sandbox::{CellEngine, Prelude, SandboxConfig};
+use talon_sandbox::{CellEngine, Prelude, SandboxConfig, SandboxError};
 use talon_tools::{
     BoxFuture, Catalog, HookDecision, McpServers, RunContext, SurfaceReply, ToolRunner,
     ToolSurface, direct_call,
@@ -147,9 +147,15 @@ impl std::fmt::Debug for CodeMode {
 
 /// The runtime could not start: runs that enable Code Mode fail closed
 /// with `runtime_unavailable`.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("runtime_unavailable: {0}")]
-pub struct RuntimeUnavailable(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeUnavailable {
+    /// The sandbox did not start, or could not build Code Mode's image.
+    #[error("runtime_unavailable: {0}")]
+    Sandbox(#[from] SandboxError),
+    /// The shared sandbox was built without Code Mode's prelude.
+    #[error("runtime_unavailable: the shared sandbox was built without Code Mode's prelude")]
+    NoPrelude,
+}
 
 impl CodeMode {
     /// Starts a sandbox of its own with the guest API baked in (a process
@@ -157,7 +163,7 @@ impl CodeMode {
     pub fn new(options: CodeModeOptions) -> Result<Self, RuntimeUnavailable> {
         let mut config = options.sandbox.clone();
         config.preludes.push(prelude());
-        let engine = CellEngine::new(config).map_err(|e| RuntimeUnavailable(e.to_string()))?;
+        let engine = CellEngine::new(config)?;
         Self::with_engine(engine, options)
     }
 
@@ -169,15 +175,10 @@ impl CodeMode {
         options: CodeModeOptions,
     ) -> Result<Self, RuntimeUnavailable> {
         if !engine.sandbox().has_prelude(PRELUDE_NAME) {
-            return Err(RuntimeUnavailable(
-                "the shared sandbox was built without Code Mode's prelude".into(),
-            ));
+            return Err(RuntimeUnavailable::NoPrelude);
         }
         // The image is built now, not inside the first cell's budget.
-        engine
-            .sandbox()
-            .prepare(PRELUDE_NAME)
-            .map_err(|e| RuntimeUnavailable(e.to_string()))?;
+        engine.sandbox().prepare(PRELUDE_NAME)?;
         let debug = std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1");
         Ok(Self {
             shared: Arc::new(Shared {
@@ -414,7 +415,10 @@ impl CodeModeRun {
                 }
                 // An expired, tampered or oversized record is gone: so are
                 // its calls still running here.
-                if !matches!(e, CellError::NotFound(_) | CellError::Io(_)) {
+                if !matches!(
+                    e,
+                    CellError::NotFound(_) | CellError::Io(_) | CellError::Storage { .. }
+                ) {
                     self.forget(run_id);
                 }
                 let message = match e {

@@ -16,7 +16,7 @@ use talon_sandbox::SandboxConfig;
 /// the sandbox's host secret.
 pub fn default_store_key() -> Result<StoreKey, CellError> {
     let secret = talon_sandbox::host_secret(&SandboxConfig::default())
-        .map_err(|e| CellError::Io(format!("the host secret: {e}")))?;
+        .map_err(|e| CellError::storage("the host secret", e))?;
     Ok(StoreKey::derive(&secret))
 }
 

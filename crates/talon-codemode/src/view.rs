@@ -334,12 +334,13 @@ impl CatalogView {
         })
     }
 
-    /// `MCP.<server>.$api(toolName?, {schema?})`.
+    /// `MCP.<server>.$api(toolName?, {schema?})`: the server's header, or
+    /// one tool's in the `form` asked for.
     pub fn mcp_api(
         &self,
         server: &str,
         tool: Option<&str>,
-        schema: bool,
+        form: McpApiForm,
     ) -> Result<Value, ApiPathError> {
         let view = self
             .server(server)
@@ -356,7 +357,7 @@ impl CatalogView {
             .mcp_schemas
             .get(&found.id)
             .ok_or_else(|| ApiPathError(format!("MCP server {server:?} has no tool {tool:?}")))?;
-        if schema {
+        if form == McpApiForm::Schema {
             return Ok(
                 json!({"name": found.name, "description": description, "inputSchema": input_schema}),
             );
@@ -371,6 +372,16 @@ impl CatalogView {
         );
         Ok(Value::String(header))
     }
+}
+
+/// What `MCP.<server>.$api(toolName)` answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpApiForm {
+    /// The tool's TypeScript declaration, as text.
+    #[default]
+    Declaration,
+    /// `{name, description, inputSchema}` (`{schema: true}`).
+    Schema,
 }
 
 /// A virtual `API` file or `$api` entry that does not exist (the guest sees

@@ -130,7 +130,23 @@ pub enum ConfigError {
         /// Why.
         source: std::io::Error,
     },
-    /// It is not JSON5, or its top level is not an object.
+    /// It is a special file (a FIFO, a device, a directory), or too large.
+    #[error("config file {path}: {source}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: FsError,
+    },
+    /// It is not JSON5 (or nests too deeply).
+    #[error("config file {path}: {source}")]
+    Syntax {
+        /// The file (`<config>` for a document without one).
+        path: PathBuf,
+        /// What is wrong, and where.
+        source: Json5Error,
+    },
+    /// Its top level is not an object.
     #[error("config file {path}: {message}")]
     Parse {
         /// The file.
@@ -267,9 +283,9 @@ impl Config {
             .map_err(|e| match e {
                 FsError::NotFound { path } => ConfigError::NotFound(path),
                 FsError::Io { path, source } => ConfigError::Read { path, source },
-                other => ConfigError::Parse {
+                other => ConfigError::Unreadable {
                     path: path.to_owned(),
-                    message: other.to_string(),
+                    source: other,
                 },
             })?;
         Self::parse(&text, Some(path.to_owned()))
@@ -279,9 +295,9 @@ impl Config {
     pub fn parse(text: &str, path: Option<PathBuf>) -> Result<Self> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from("<config>"));
         let (raw, spans) =
-            json5::parse_spanned(text, MAX_NESTING).map_err(|error| ConfigError::Parse {
+            json5::parse_spanned(text, MAX_NESTING).map_err(|source| ConfigError::Syntax {
                 path: shown.clone(),
-                message: error.to_string(),
+                source,
             })?;
         if !raw.is_object() {
             return Err(ConfigError::Parse {

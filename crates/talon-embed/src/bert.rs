@@ -79,12 +79,17 @@ impl Bert {
     /// Reads the weights from the bytes of a `model.safetensors` file.
     /// Every tensor must be float32 with the shape this architecture has.
     pub fn from_safetensors(bytes: &[u8]) -> Result<Self> {
-        let file = SafeTensors::deserialize(bytes)
-            .map_err(|e| EmbedError::invalid(format!("model.safetensors: {e}")))?;
+        let file = SafeTensors::deserialize(bytes).map_err(|source| EmbedError::Safetensors {
+            tensor: None,
+            source,
+        })?;
         let tensor = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
             let view = file
                 .tensor(name)
-                .map_err(|e| EmbedError::invalid(format!("model.safetensors: {name}: {e}")))?;
+                .map_err(|source| EmbedError::Safetensors {
+                    tensor: Some(name.to_owned()),
+                    source,
+                })?;
             if view.dtype() != Dtype::F32 || view.shape() != shape {
                 return Err(EmbedError::invalid(format!(
                     "model.safetensors: {name} is {:?} {:?}, expected F32 {shape:?}",
@@ -101,7 +106,10 @@ impl Bert {
         let words_shape = file
             .tensor("embeddings.word_embeddings.weight")
             .map(|t| t.shape().to_vec())
-            .map_err(|e| EmbedError::invalid(format!("model.safetensors: {e}")))?;
+            .map_err(|source| EmbedError::Safetensors {
+                tensor: None,
+                source,
+            })?;
         let vocab = match words_shape.as_slice() {
             [vocab, HIDDEN] if *vocab > 0 => *vocab,
             other => {

@@ -33,6 +33,25 @@ pub enum EmbedError {
     /// A file's content is not what this crate reads.
     #[error("invalid embedding data: {0}")]
     Invalid(String),
+    /// `tokenizer.json` is not JSON.
+    #[error("invalid embedding data: tokenizer.json: {0}")]
+    TokenizerJson(#[source] serde_json::Error),
+    /// `model.safetensors` does not parse, or lacks a tensor.
+    #[error("invalid embedding data: model.safetensors: {}{source}", lead(.tensor))]
+    Safetensors {
+        /// The tensor asked for, if the file itself parsed.
+        tensor: Option<String>,
+        /// Why.
+        source: safetensors::SafeTensorError,
+    },
+}
+
+/// `tensor: `, or nothing.
+fn lead(tensor: &Option<String>) -> String {
+    tensor
+        .as_ref()
+        .map(|t| format!("{t}: "))
+        .unwrap_or_default()
 }
 
 impl EmbedError {

@@ -61,8 +61,7 @@ impl WordPiece {
     /// Reads a Hugging Face `tokenizer.json` that configures exactly this
     /// pipeline (uncased BERT WordPiece) and takes its vocabulary.
     pub fn from_tokenizer_json(text: &str) -> Result<Self> {
-        let json: Value = serde_json::from_str(text)
-            .map_err(|e| EmbedError::invalid(format!("tokenizer.json: {e}")))?;
+        let json: Value = serde_json::from_str(text).map_err(EmbedError::TokenizerJson)?;
         let expect = |pointer: &str, value: Value| {
             if json.pointer(pointer) == Some(&value) {
                 Ok(())

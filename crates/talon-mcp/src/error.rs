@@ -2,11 +2,21 @@
 //! server that failed, carry the tail of its stderr; they never carry a
 //! configured secret. What a tool call, a resource read or a prompt gets
 //! is a [`ToolError`], mapped from [`McpError`] in one place (its `From`).
+//! A failure that came from another error (the process could not be
+//! spawned, the SDK's service error, a response that does not decode)
+//! keeps it as its `source`.
+
+use std::sync::Arc;
 
 use talon_tools::{ToolError, ToolErrorCode};
 
-/// MCP failures.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The error under an [`McpError`]: the spawn's, the MCP SDK's, the JSON
+/// decoder's. Shared, so that an `McpError` stays `Clone`.
+pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
+
+/// MCP failures. Two are equal when they are the same kind and read the
+/// same (their sources have no equality of their own).
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum McpError {
     /// A bad `mcp.servers` value, naming the field.
     #[error("invalid_config: {field}: {message}")]
@@ -17,7 +27,11 @@ pub enum McpError {
         message: String,
     },
     /// The server could not be started or did not complete `initialize`.
-    #[error("MCP server {server:?} failed to start: {message}{}", tail(stderr))]
+    #[error(
+        "MCP server {server:?} failed to start: {}{}",
+        said(message, source),
+        tail(stderr)
+    )]
     Start {
         /// The server.
         server: String,
@@ -25,10 +39,14 @@ pub enum McpError {
         message: String,
         /// The end of its stderr.
         stderr: String,
+        /// The error it came from (the spawn's, `initialize`'s), if any.
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// The connection broke (the process exited, the HTTP session ended).
     #[error(
-        "MCP server {server:?} closed the connection: {message}{}",
+        "MCP server {server:?} closed the connection: {}{}",
+        said(message, source),
         tail(stderr)
     )]
     Closed {
@@ -38,6 +56,9 @@ pub enum McpError {
         message: String,
         /// The end of its stderr.
         stderr: String,
+        /// The error the request failed with.
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// A request took longer than `requestTimeoutMs`.
     #[error("MCP server {server:?} did not answer {method} within {timeout_ms} ms")]
@@ -50,14 +71,17 @@ pub enum McpError {
         timeout_ms: u64,
     },
     /// The server answered with an error or a malformed response.
-    #[error("MCP server {server:?}: {method}: {message}")]
+    #[error("MCP server {server:?}: {method}: {}", said(message, source))]
     Protocol {
         /// The server.
         server: String,
         /// The request.
         method: String,
-        /// What it said or what was wrong.
+        /// What was wrong (empty when the source says it all).
         message: String,
+        /// The error it answered with, or the decoder's.
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// No such server (unknown, disabled, or failed to start for this run).
     #[error("no MCP server {0:?} in this run")]
@@ -76,6 +100,15 @@ pub enum McpError {
     },
 }
 
+/// `message`, then the source's text after `: ` (either may be absent).
+fn said(message: &str, source: &Option<ErrorSource>) -> String {
+    match source {
+        None => message.to_owned(),
+        Some(source) if message.is_empty() => source.to_string(),
+        Some(source) => format!("{message}: {source}"),
+    }
+}
+
 fn tail(stderr: &str) -> String {
     if stderr.trim().is_empty() {
         String::new()
@@ -83,6 +116,15 @@ fn tail(stderr: &str) -> String {
         format!("; stderr: {}", stderr.trim_end())
     }
 }
+
+impl PartialEq for McpError {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for McpError {}
 
 impl McpError {
     pub(crate) fn config(field: &str, message: impl Into<String>) -> Self {
@@ -153,6 +195,7 @@ mod tests {
                     server: server(),
                     message: "cannot run".into(),
                     stderr: "boom".into(),
+                    source: Some(Arc::new(std::io::Error::other("no such file"))),
                 },
                 ToolErrorCode::Unavailable,
                 true,
@@ -162,6 +205,7 @@ mod tests {
                     server: server(),
                     message: "gone".into(),
                     stderr: String::new(),
+                    source: None,
                 },
                 ToolErrorCode::Unavailable,
                 true,
@@ -176,6 +220,7 @@ mod tests {
                     server: server(),
                     method: "tools/call".into(),
                     message: "bad".into(),
+                    source: None,
                 },
                 ToolErrorCode::ProtocolError,
                 false,

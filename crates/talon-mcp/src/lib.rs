@@ -46,6 +46,6 @@ mod server;
 pub mod stderr;
 
 pub use config::{Secret, SecretSource, ServerConfig, Transport, parse_servers};
-pub use error::{McpError, Result};
+pub use error::{ErrorSource, McpError, Result};
 pub use manager::{McpExecutor, McpManager, RunServers, failures_json, tool_definition};
 pub use server::{EnvLookup, FIRST_BACKOFF, MAX_BACKOFF, ServerInfo};

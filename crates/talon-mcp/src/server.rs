@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use talon_tools::{CancellationToken, McpServerFeatures};
 
 use crate::config::{ServerConfig, Transport, child_env};
-use crate::error::{McpError, Result};
+use crate::error::{ErrorSource, McpError, Result};
 use crate::stderr::StderrTail;
 
 /// Reads the environment (the process's in production; a map in tests).
@@ -200,11 +200,13 @@ impl Server {
             tools_changed: self.tools_changed.clone(),
             server: self.name().into(),
         };
-        let failed = |message: String, stderr: String| McpError::Start {
-            server: self.name().to_owned(),
-            message,
-            stderr,
-        };
+        let failed =
+            |message: String, stderr: String, source: Option<ErrorSource>| McpError::Start {
+                server: self.name().to_owned(),
+                message,
+                stderr,
+                source,
+            };
         let timeout = self.config.connection_timeout;
         let mut group = None;
         let (service, stderr) = match &self.config.transport {
@@ -236,7 +238,13 @@ impl Server {
                 let (transport, stderr) = TokioChildProcess::builder(wrapped)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(|e| failed(format!("cannot run {command:?}: {e}"), String::new()))?;
+                    .map_err(|e| {
+                        failed(
+                            format!("cannot run {command:?}"),
+                            String::new(),
+                            Some(Arc::new(e)),
+                        )
+                    })?;
                 group = transport
                     .id()
                     .and_then(|pid| i32::try_from(pid).ok())
@@ -246,13 +254,18 @@ impl Server {
                     Ok(Ok(service)) => (service, tail),
                     Ok(Err(e)) => {
                         let stderr = tail.settled(STDERR_GRACE, &self.secrets()).await;
-                        return Err(failed(format!("initialize failed: {e}"), stderr));
+                        return Err(failed(
+                            "initialize failed".into(),
+                            stderr,
+                            Some(Arc::new(e)),
+                        ));
                     }
                     Err(_) => {
                         let stderr = tail.text(&self.secrets());
                         return Err(failed(
                             format!("no answer to initialize within {} ms", timeout.as_millis()),
                             stderr,
+                            None,
                         ));
                     }
                 }
@@ -280,12 +293,17 @@ impl Server {
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
                     Ok(Ok(service)) => (service, StderrTail::empty()),
                     Ok(Err(e)) => {
-                        return Err(failed(format!("initialize failed: {e}"), String::new()));
+                        return Err(failed(
+                            "initialize failed".into(),
+                            String::new(),
+                            Some(Arc::new(e)),
+                        ));
                     }
                     Err(_) => {
                         return Err(failed(
                             format!("no answer to initialize within {} ms", timeout.as_millis()),
                             String::new(),
+                            None,
                         ));
                     }
                 }
@@ -386,6 +404,7 @@ impl Server {
                     server: self.name().to_owned(),
                     method: "tools/call".into(),
                     message: "tool arguments must be a JSON object".into(),
+                    source: None,
                 });
             }
         }
@@ -489,7 +508,8 @@ impl Server {
         McpError::Protocol {
             server: self.name().to_owned(),
             method: method.into(),
-            message: format!("malformed response: {error}"),
+            message: "malformed response".into(),
+            source: Some(Arc::new(error)),
         }
     }
 
@@ -525,7 +545,8 @@ impl Server {
             return McpError::Protocol {
                 server: self.name().to_owned(),
                 method: method.into(),
-                message: error.to_string(),
+                message: String::new(),
+                source: Some(Arc::new(error)),
             };
         }
         let mut slot = self.slot.lock().await;
@@ -539,8 +560,9 @@ impl Server {
         tracing::warn!(server = %self.name(), method, "MCP server connection closed");
         McpError::Closed {
             server: self.name().to_owned(),
-            message: format!("{method} was interrupted ({error})"),
+            message: format!("{method} was interrupted"),
             stderr,
+            source: Some(Arc::new(error)),
         }
     }
 

@@ -43,12 +43,13 @@
 //!   - one error shape (`gateway/error.rs`): `ApiError {code, message, retryable, retryAfterMs?,
 //!         details?}` with the closed `ErrorCode` list and each code's HTTP status;
 //!   - scopes (`gateway/scope.rs`): twelve, `admin` implying all, `metrics.read` for `GET
-//!         /metrics`;
+//!         /metrics`; `expand_scopes` reads presets and scopes from words (`ScopeWordsError`);
 //!   - resources and params (`gateway/resources.rs`, `approvals.rs`, `catalog.rs`, `params.rs`,
 //!     `run_create.rs`, `run_list.rs`, `tokens.rs`), and caps on every id, key and name enforced at
-//!     decode (`gateway/bounded.rs`);
+//!     decode (`gateway/bounded.rs`, refusing with `BoundedError`);
 //!   - the checks and views both servers share (`run_create.rs`, `run_views.rs`):
-//!     `RunsCreateParams::check`, `RunResult::of` (a run's result from its row) and `Event::of_run`
+//!     `RunsCreateParams::check` (with `split_messages`, `InputMessagesError`), `RunResult::of` (a
+//!     run's result from its row) and `Event::of_run`
 //!     (a run event's envelope), so the gateway and the fake cannot differ there.
 //! - Generated documents, committed under the crate's `schema/`: `talon-protocol.schema.json`,
 //!   `gateway.schema.json` (the table, the error shape, the typed event and every `$defs`) and

@@ -1,11 +1,20 @@
 //! Provider failures, each saying what to do about it. API keys never
-//! appear in them.
+//! appear in them. A failure that came from another error (the HTTP
+//! client's, the JSON decoder's) keeps it as its `source`; the HTTP
+//! client's is kept without the request's URL.
+
+use std::sync::Arc;
 
 use serde_json::json;
 use talon_protocol::gateway::{ApiError, ErrorCode};
 
-/// A failed model request.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// The error under a [`ProviderError`]. Shared, so that a `ProviderError`
+/// stays `Clone`.
+pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
+
+/// A failed model request. Two are equal when they are the same kind and
+/// read the same (a source has no equality of its own).
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ProviderError {
     /// 401/403: the key is missing or wrong.
     #[error(
@@ -72,8 +81,12 @@ pub enum ProviderError {
         provider: String,
         /// Its base URL, without credentials or query.
         base_url: String,
-        /// What failed.
+        /// What failed (the HTTP client's innermost cause, without the
+        /// request's URL).
         message: String,
+        /// The HTTP client's error (without the URL), if there was one.
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// The reply could not be understood.
     #[error("provider {provider:?} sent a malformed reply: {message}")]
@@ -82,6 +95,9 @@ pub enum ProviderError {
         provider: String,
         /// What was wrong.
         message: String,
+        /// The decoder's error, if one found it.
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// A bad `models.providers` value.
     #[error("invalid_config: {field}: {message}")]
@@ -92,6 +108,15 @@ pub enum ProviderError {
         message: String,
     },
 }
+
+impl PartialEq for ProviderError {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for ProviderError {}
 
 impl ProviderError {
     /// The gateway's error for a run this ended: a provider that is down

@@ -28,7 +28,7 @@ mod sse;
 mod types;
 
 pub use config::{ModelRef, ProviderConfig, parse_providers};
-pub use error::{ProviderError, Result};
+pub use error::{ErrorSource, ProviderError, Result};
 pub use types::{
     ChatRequest, ChatResponse, Message, StreamDelta, ToolCallRequest, Usage, tools_json,
 };

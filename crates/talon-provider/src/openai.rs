@@ -5,6 +5,7 @@
 //! run's token and is dropped, closing the connection, the moment it is
 //! cancelled. Nothing polls.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -46,6 +47,7 @@ impl OpenAiCompatible {
                 provider: config.id.clone(),
                 base_url: shown_url(&config.base_url),
                 message: e.to_string(),
+                source: Some(Arc::new(e)),
             })?;
         Ok(Self {
             config,
@@ -81,11 +83,12 @@ impl OpenAiCompatible {
     }
 
     /// A request that did not reach the provider (or broke on the way).
-    fn unreachable(&self, error: &reqwest::Error) -> ProviderError {
+    fn unreachable(&self, error: reqwest::Error) -> ProviderError {
         ProviderError::Transport {
             provider: self.provider(),
             base_url: shown_url(&self.config.base_url),
-            message: root_cause(error),
+            message: root_cause(&error),
+            source: Some(Arc::new(error.without_url())),
         }
     }
 
@@ -99,7 +102,7 @@ impl OpenAiCompatible {
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
+        let response = request.send().await.map_err(|e| self.unreachable(e))?;
         let status = response.status().as_u16();
         match status {
             200..=299 => Ok(()),
@@ -132,13 +135,13 @@ impl OpenAiCompatible {
             if let Some(key) = &self.config.api_key {
                 builder = builder.bearer_auth(key);
             }
-            let response = builder.send().await.map_err(|e| self.unreachable(&e))?;
+            let response = builder.send().await.map_err(|e| self.unreachable(e))?;
             let status = response.status().as_u16();
             if response.status().is_success() {
                 return if request.stream {
                     self.read_stream(response, sink).await
                 } else {
-                    let bytes = response.bytes().await.map_err(|e| self.unreachable(&e))?;
+                    let bytes = response.bytes().await.map_err(|e| self.unreachable(e))?;
                     self.read_whole(&bytes)
                 };
             }
@@ -188,12 +191,26 @@ impl OpenAiCompatible {
         ProviderError::Malformed {
             provider: self.provider(),
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A reply `error` found malformed, said as `message`.
+    fn undecodable(
+        &self,
+        message: impl Into<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> ProviderError {
+        ProviderError::Malformed {
+            provider: self.provider(),
+            message: message.into(),
+            source: Some(Arc::new(error)),
         }
     }
 
     fn read_whole(&self, bytes: &[u8]) -> Result<ChatResponse> {
         let value: Value =
-            serde_json::from_slice(bytes).map_err(|e| self.malformed(e.to_string()))?;
+            serde_json::from_slice(bytes).map_err(|e| self.undecodable(e.to_string(), e))?;
         let choice = &value["choices"][0];
         if !choice.is_object() {
             return Err(self.malformed("no choices"));
@@ -246,17 +263,17 @@ impl OpenAiCompatible {
             let Some(chunk) = stream.next().await else {
                 break;
             };
-            let chunk = chunk.map_err(|e| self.unreachable(&e))?;
+            let chunk = chunk.map_err(|e| self.unreachable(e))?;
             for data in reader
                 .push(&chunk)
-                .map_err(|e| self.malformed(e.to_string()))?
+                .map_err(|e| self.undecodable(e.to_string(), e))?
             {
                 if data.trim() == "[DONE]" {
                     done = true;
                     break;
                 }
                 let value: Value = serde_json::from_str(&data)
-                    .map_err(|e| self.malformed(format!("{e} in {data:.120}")))?;
+                    .map_err(|e| self.undecodable(format!("{e} in {data:.120}"), e))?;
                 if let Some(error) = value.get("error") {
                     return Err(self.malformed(format!("error in stream: {error}")));
                 }

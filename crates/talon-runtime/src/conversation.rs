@@ -10,7 +10,7 @@
 //! ([`Conversation::to_stored`]).
 
 use serde_json::Value;
-use talon_protocol::gateway::run_create::split_messages;
+use talon_protocol::gateway::run_create::{InputMessagesError, split_messages};
 use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole, RunInput};
 use talon_provider::{Message as ModelMessage, ToolCallRequest};
 
@@ -20,7 +20,7 @@ pub enum RunInputError {
     /// The messages break `runs.create`'s rules
     /// (`talon_protocol::gateway::run_create`).
     #[error("input: {0}")]
-    Messages(String),
+    Messages(#[from] InputMessagesError),
     /// A tool message answers a call nothing is waiting for.
     #[error("input: toolCallId {0:?} answers no pending client tool call of this session")]
     NotPending(String),
@@ -195,7 +195,7 @@ pub struct Input {
 
 /// Splits a run's input messages, or says what is wrong with them.
 pub fn split_input(messages: &[InputMessage]) -> Result<Input, RunInputError> {
-    let parts = split_messages(messages).map_err(|e| RunInputError::Messages(e.to_string()))?;
+    let parts = split_messages(messages)?;
     let answers = parts
         .answers
         .iter()

@@ -68,8 +68,8 @@ macro_rules! exports {
                         .and_then(Extern::into_func)
                         .ok_or_else(|| missing(stringify!($field)))?
                         .typed(&store)
-                        .map_err(|e| SandboxError::runtime(format!(
-                            "export {}: {e}", stringify!($field))))?, )*
+                        .map_err(|e| SandboxError::runtime_failed(
+                            format!("export {}", stringify!($field)), e))?, )*
                 })
             }
         }

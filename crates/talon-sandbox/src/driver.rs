@@ -344,7 +344,9 @@ impl CellEngine {
 /// over the limits stays `snapshot_limit_exceeded`.
 fn restore_error(error: SandboxError) -> SandboxError {
     match error {
-        e @ (SandboxError::SnapshotTooLarge { .. } | SandboxError::SnapshotInvalid(_)) => e,
-        other => SandboxError::SnapshotInvalid(other.to_string()),
+        e @ (SandboxError::SnapshotTooLarge { .. }
+        | SandboxError::SnapshotInvalid(_)
+        | SandboxError::SnapshotRejected { .. }) => e,
+        other => SandboxError::snapshot_rejected("", other),
     }
 }

@@ -36,6 +36,16 @@ pub enum SandboxError {
     /// The module could not be obtained, compiled or instantiated.
     #[error("QuickJS-WASI runtime unavailable: {0}")]
     RuntimeUnavailable(String),
+    /// As [`SandboxError::RuntimeUnavailable`], because of another failure
+    /// (wasmtime's, a thread's spawn, the random source's, a prelude's),
+    /// which is the source.
+    #[error("QuickJS-WASI runtime unavailable: {}{source}", lead(context))]
+    RuntimeFailed {
+        /// What was being done (`compile`, `linking`, ...).
+        context: String,
+        /// The failure.
+        source: ErrorSource,
+    },
     /// The cell awaits a promise that nothing can settle.
     #[error("the cell is awaiting a promise that nothing will settle")]
     Stalled,
@@ -75,6 +85,16 @@ pub enum SandboxError {
     /// module or base image.
     #[error("snapshot rejected: {0}")]
     SnapshotInvalid(String),
+    /// As [`SandboxError::SnapshotInvalid`], because of another failure (a
+    /// body that does not decompress, calls that do not decode, a restore
+    /// that failed), which is the source.
+    #[error("snapshot rejected: {}{source}", lead(context))]
+    SnapshotRejected {
+        /// What did not decode (empty when the source says it all).
+        context: String,
+        /// The failure.
+        source: ErrorSource,
+    },
     /// The VM was stopped mid-mutation (hard deadline, trap) and is discarded.
     #[error("the VM was discarded after a hard stop and cannot be used again")]
     Poisoned,
@@ -91,6 +111,16 @@ pub enum SandboxError {
     /// guest memory that does not hold what the ABI promises.
     #[error("internal sandbox error: {0}")]
     Internal(String),
+    /// As [`SandboxError::Internal`], because of another failure (guest
+    /// memory that cannot be written, a value that does not encode), which
+    /// is the source.
+    #[error("internal sandbox error: {}{source}", lead(context))]
+    InternalFailed {
+        /// What was being done (empty when the source says it all).
+        context: String,
+        /// The failure.
+        source: ErrorSource,
+    },
     /// WebAssembly trapped. The VM classifies this (deadline, memory, stack)
     /// and discards itself; it never reaches callers unclassified.
     #[error("the guest trapped: {message}")]
@@ -106,13 +136,58 @@ pub enum SandboxError {
     PendingException,
 }
 
+/// The failure under a `…Failed` or `…Rejected` variant.
+pub type ErrorSource = Box<dyn std::error::Error + Send + Sync>;
+
+/// `context: `, or nothing.
+fn lead(context: &str) -> String {
+    if context.is_empty() {
+        String::new()
+    } else {
+        format!("{context}: ")
+    }
+}
+
 impl SandboxError {
     pub(crate) fn runtime(msg: impl Into<String>) -> Self {
         Self::RuntimeUnavailable(msg.into())
     }
 
+    /// [`SandboxError::RuntimeFailed`].
+    pub(crate) fn runtime_failed(
+        context: impl Into<String>,
+        source: impl Into<ErrorSource>,
+    ) -> Self {
+        Self::RuntimeFailed {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
     pub(crate) fn corrupt(msg: impl Into<String>) -> Self {
         Self::Internal(msg.into())
+    }
+
+    /// [`SandboxError::InternalFailed`].
+    pub(crate) fn internal_failed(
+        context: impl Into<String>,
+        source: impl Into<ErrorSource>,
+    ) -> Self {
+        Self::InternalFailed {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// [`SandboxError::SnapshotRejected`].
+    pub(crate) fn snapshot_rejected(
+        context: impl Into<String>,
+        source: impl Into<ErrorSource>,
+    ) -> Self {
+        Self::SnapshotRejected {
+            context: context.into(),
+            source: source.into(),
+        }
     }
 
     /// The protocol error code for this error: the single place where
@@ -120,7 +195,9 @@ impl SandboxError {
     /// exceptions have no code: they are the cell's own failure.
     pub fn code(&self) -> Option<CodeModeErrorCode> {
         Some(match self {
-            Self::RuntimeUnavailable(_) | Self::PoolClosed => CodeModeErrorCode::RuntimeUnavailable,
+            Self::RuntimeUnavailable(_) | Self::RuntimeFailed { .. } | Self::PoolClosed => {
+                CodeModeErrorCode::RuntimeUnavailable
+            }
             Self::Timeout(_) | Self::Stalled => CodeModeErrorCode::Timeout,
             Self::MemoryLimit => CodeModeErrorCode::MemoryLimitExceeded,
             Self::OutputLimit(_) | Self::ValueTooLarge(_) => CodeModeErrorCode::OutputLimitExceeded,
@@ -129,12 +206,16 @@ impl SandboxError {
             Self::ModuleAccessDenied(_) => CodeModeErrorCode::ModuleAccessDenied,
             Self::Unconvertible(_) => CodeModeErrorCode::InvalidInput,
             Self::SnapshotTooLarge { .. } => CodeModeErrorCode::SnapshotLimitExceeded,
-            Self::SnapshotInvalid(_) => CodeModeErrorCode::SnapshotRestoreFailed,
+            Self::SnapshotInvalid(_) | Self::SnapshotRejected { .. } => {
+                CodeModeErrorCode::SnapshotRestoreFailed
+            }
             Self::TooManyPending(_) => CodeModeErrorCode::TooManyPendingToolCalls,
             Self::Aborted => CodeModeErrorCode::Aborted,
-            Self::Poisoned | Self::Internal(_) | Self::Trap { .. } | Self::PendingException => {
-                CodeModeErrorCode::InternalError
-            }
+            Self::Poisoned
+            | Self::Internal(_)
+            | Self::InternalFailed { .. }
+            | Self::Trap { .. }
+            | Self::PendingException => CodeModeErrorCode::InternalError,
         })
     }
 }
@@ -151,3 +232,36 @@ impl From<wasmtime::Error> for SandboxError {
 
 /// The sandbox's result type.
 pub type Result<T, E = SandboxError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_from_another_error_keeps_it_and_reads_as_before() {
+        let spawn = std::io::Error::other("no threads left");
+        let error = SandboxError::runtime_failed("spawning a VM worker", spawn);
+        assert_eq!(
+            error.to_string(),
+            "QuickJS-WASI runtime unavailable: spawning a VM worker: no threads left"
+        );
+        assert_eq!(error.code(), Some(CodeModeErrorCode::RuntimeUnavailable));
+        let source = std::error::Error::source(&error).unwrap();
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
+
+        let restore = SandboxError::snapshot_rejected("", SandboxError::Poisoned);
+        assert_eq!(
+            restore.to_string(),
+            "snapshot rejected: the VM was discarded after a hard stop and cannot be used again"
+        );
+        assert_eq!(
+            restore.code(),
+            Some(CodeModeErrorCode::SnapshotRestoreFailed)
+        );
+        let inner = std::error::Error::source(&restore).unwrap();
+        assert!(matches!(
+            inner.downcast_ref::<SandboxError>(),
+            Some(SandboxError::Poisoned)
+        ));
+    }
+}

@@ -115,7 +115,7 @@ impl HostState {
     pub fn new(limits: Limits, functions: Arc<HostFunctions>, clock: Clock) -> Result<Self> {
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed)
-            .map_err(|e| SandboxError::runtime(format!("no CSPRNG seed: {e}")))?;
+            .map_err(|e| SandboxError::runtime_failed("no CSPRNG seed", e))?;
         Ok(Self {
             exports: None,
             ptrs: GuestPointers::default(),
@@ -212,7 +212,7 @@ impl ResourceLimiter for MemoryLimiter {
 
 /// Defines every import of the module on `linker`.
 pub(crate) fn define_imports(linker: &mut Linker<HostState>) -> Result<()> {
-    let err = |e: wasmtime::Error| SandboxError::runtime(format!("linking imports: {e}"));
+    let err = |e: wasmtime::Error| SandboxError::runtime_failed("linking imports", e);
     linker
         .func_wrap("env", "host_call", host_call)
         .map_err(err)?;

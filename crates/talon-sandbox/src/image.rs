@@ -223,7 +223,7 @@ pub(crate) fn set_registers(
         .call(&mut *store, (r.runtime, r.context))?;
     ex.stack_pointer
         .set(&mut *store, wasmtime::Val::I32(r.stack_pointer as i32))
-        .map_err(|e| SandboxError::corrupt(format!("stack pointer: {e}")))?;
+        .map_err(|e| SandboxError::internal_failed("stack pointer", e))?;
     store.data_mut().ptrs = r.ptrs;
     store.data_mut().context = r.context;
     Ok(())
@@ -252,8 +252,8 @@ fn initialise(
     prelude: Option<&Prelude>,
 ) -> Result<Registers> {
     let init = |e: SandboxError| match e {
-        SandboxError::RuntimeUnavailable(_) => e,
-        other => SandboxError::runtime(format!("initialising QuickJS: {other}")),
+        SandboxError::RuntimeUnavailable(_) | SandboxError::RuntimeFailed { .. } => e,
+        other => SandboxError::runtime_failed("initialising QuickJS", other),
     };
     let eval = |store: &mut Store<HostState>, code: &str, file: &str| match eval_raw(
         store, ex, code, file,

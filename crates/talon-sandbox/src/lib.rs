@@ -121,7 +121,7 @@ mod wasi;
 pub use calls::{CallFuture, CallResult, Calls, Next, Ready};
 pub use config::{BridgeLimits, Clock, Limits, Prelude, SandboxConfig, VmOptions};
 pub use driver::{Answer, CellEngine, CellHost, DriveLimits, Driven, Halt, Machine, Suspend};
-pub use error::{GuestError, Result, SandboxError};
+pub use error::{ErrorSource, GuestError, Result, SandboxError};
 pub use functions::{HostCallError, HostFunction, HostFunctions, PendingCall, SyncHostFn};
 pub use pool::Pool;
 pub use runtime::{ModuleLoad, QUICKJS_WASI_VERSION, QUICKJS_WASM_SHA256, Sandbox, host_secret};

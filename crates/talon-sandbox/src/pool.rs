@@ -50,7 +50,7 @@ impl Pool {
                         job(&sandbox);
                     }
                 })
-                .map_err(|e| SandboxError::runtime(format!("spawning a VM worker: {e}")))?;
+                .map_err(|e| SandboxError::runtime_failed("spawning a VM worker", e))?;
             workers.push(worker);
         }
         Ok(Self {

@@ -125,7 +125,7 @@ fn boxed<T: AsContextMut<Data = HostState>>(s: &mut T, ex: &Exports, raw: i64) -
     }
     ex.memory
         .write(&mut *s, ptr as usize, &raw.to_le_bytes())
-        .map_err(|e| SandboxError::corrupt(e.to_string()))?;
+        .map_err(|e| SandboxError::internal_failed("", e))?;
     Ok(ptr)
 }
 

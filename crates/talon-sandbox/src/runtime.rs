@@ -249,7 +249,7 @@ impl Sandbox {
 pub(crate) fn link(linker: &Linker<HostState>, module: &Module) -> Result<InstancePre<HostState>> {
     linker
         .instantiate_pre(module)
-        .map_err(|e| SandboxError::runtime(format!("linking: {e}")))
+        .map_err(|e| SandboxError::runtime_failed("linking", e))
 }
 
 /// The largest linear memory a VM may have: the clamped heap limit plus
@@ -277,7 +277,7 @@ fn engine(config: &SandboxConfig) -> Result<Engine> {
         Ok(engine) => Ok(engine),
         Err(e) => {
             tracing::warn!(error = %e, "pooling allocator unavailable; allocating instances on demand");
-            Engine::new(&on_demand).map_err(|e| SandboxError::runtime(format!("engine: {e}")))
+            Engine::new(&on_demand).map_err(|e| SandboxError::runtime_failed("engine", e))
         }
     }
 }
@@ -296,9 +296,7 @@ pub(crate) fn instantiate(
     store.set_epoch_deadline(NO_DEADLINE_TICKS);
     store.epoch_deadline_trap();
     let instance = pre.instantiate(&mut store).map_err(|e| {
-        SandboxError::runtime(format!(
-            "instantiating a VM (at most max_live_vms live at once): {e}"
-        ))
+        SandboxError::runtime_failed("instantiating a VM (at most max_live_vms live at once)", e)
     })?;
     let exports = Arc::new(Exports::resolve(&mut store, &instance, index)?);
     store.data_mut().exports = Some(exports.clone());
@@ -315,7 +313,7 @@ fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> Result
             }
         })
         .map(|_| ())
-        .map_err(|e| SandboxError::runtime(format!("epoch ticker: {e}")))
+        .map_err(|e| SandboxError::runtime_failed("epoch ticker", e))
 }
 
 fn cache_dir(config: &SandboxConfig) -> Option<PathBuf> {
@@ -398,7 +396,7 @@ const MAX_ARTIFACT_BYTES: u64 = 256 << 20;
 fn snapshot_key(cache: Option<&Path>) -> Result<SnapshotKey> {
     let random = || -> Result<SnapshotKey> {
         let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| SandboxError::runtime(format!("no CSPRNG: {e}")))?;
+        getrandom::fill(&mut key).map_err(|e| SandboxError::runtime_failed("no CSPRNG", e))?;
         Ok(key)
     };
     let Some(cache) = cache else {
@@ -470,7 +468,7 @@ pub(crate) struct Unit<'a> {
 }
 
 fn compile(engine: &Engine, bytes: &[u8]) -> Result<Module> {
-    Module::new(engine, bytes).map_err(|e| SandboxError::runtime(format!("compile: {e}")))
+    Module::new(engine, bytes).map_err(|e| SandboxError::runtime_failed("compile", e))
 }
 
 fn read_cached(engine: &Engine, artifact: &Path) -> Option<Module> {

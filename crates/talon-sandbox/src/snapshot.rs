@@ -80,8 +80,7 @@ pub(crate) fn encode(
         .iter()
         .map(|c| serde_json::json!({"id": c.id, "name": c.name, "args": c.args}))
         .collect();
-    let pending =
-        serde_json::to_vec(&pending).map_err(|e| SandboxError::Internal(e.to_string()))?;
+    let pending = serde_json::to_vec(&pending).map_err(|e| SandboxError::internal_failed("", e))?;
     body.extend_from_slice(&(pending.len() as u32).to_le_bytes());
     body.extend_from_slice(&pending);
     let settled: Vec<serde_json::Value> = state
@@ -94,8 +93,7 @@ pub(crate) fn encode(
             }
         })
         .collect();
-    let settled =
-        serde_json::to_vec(&settled).map_err(|e| SandboxError::Internal(e.to_string()))?;
+    let settled = serde_json::to_vec(&settled).map_err(|e| SandboxError::internal_failed("", e))?;
     body.extend_from_slice(&(settled.len() as u32).to_le_bytes());
     body.extend_from_slice(&settled);
 
@@ -227,7 +225,7 @@ pub(crate) fn decode(
     }
     // The body is authenticated and its size bounded: decompress in one go.
     let body = lz4_flex::block::decompress(&bytes[HEADER..], raw_len)
-        .map_err(|e| invalid(format!("body does not decompress: {e}")))?;
+        .map_err(|e| SandboxError::snapshot_rejected("body does not decompress", e))?;
     if body.len() != raw_len {
         return Err(invalid("body length differs from the header"));
     }
@@ -285,7 +283,7 @@ fn parse_body(body: &[u8], limits: &Limits, functions: &HostFunctions) -> Result
     }
     let pending_len = r.u32()? as usize;
     let pending_json: Vec<serde_json::Value> = serde_json::from_slice(r.take(pending_len)?)
-        .map_err(|e| invalid(format!("pending calls: {e}")))?;
+        .map_err(|e| SandboxError::snapshot_rejected("pending calls", e))?;
     let mut pending = Vec::with_capacity(pending_json.len());
     for call in pending_json {
         let (Some(id), Some(name), Some(args)) = (
@@ -311,7 +309,7 @@ fn parse_body(body: &[u8], limits: &Limits, functions: &HostFunctions) -> Result
     }
     let settled_len = r.u32()? as usize;
     let settled_json: Vec<serde_json::Value> = serde_json::from_slice(r.take(settled_len)?)
-        .map_err(|e| invalid(format!("settlements: {e}")))?;
+        .map_err(|e| SandboxError::snapshot_rejected("settlements", e))?;
     let mut settled = Vec::with_capacity(settled_json.len());
     for entry in settled_json {
         let Some(id) = entry["id"].as_u64().filter(|id| resolvers.contains_key(id)) else {

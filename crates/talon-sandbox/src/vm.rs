@@ -293,7 +293,7 @@ impl Vm {
                 self.ex
                     .memory
                     .write(&mut self.store, argv as usize, &value.to_le_bytes())
-                    .map_err(|e| SandboxError::corrupt(e.to_string()))?;
+                    .map_err(|e| SandboxError::internal_failed("", e))?;
                 let undefined = self.ex.qjs_get_undefined.call(&mut self.store, ())?;
                 let returned = self
                     .ex

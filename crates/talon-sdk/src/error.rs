@@ -1,11 +1,16 @@
 //! The SDK's one error type: the gateway's protocol error as sent
 //! ([`ApiError`], with its stable code, `retryable` and `retryAfterMs`),
 //! or a failure before an answer arrived (transport), or an answer that did
-//! not decode.
+//! not decode. A failure that came from another error (the HTTP client's,
+//! the WebSocket's, the JSON decoder's, a URL parser's) keeps it as its
+//! `source`.
 
 use std::time::Duration;
 
 use talon_protocol::gateway::{ApiError, ErrorCode};
+
+/// The error under an [`Error`].
+pub type ErrorSource = Box<dyn std::error::Error + Send + Sync>;
 
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -16,19 +21,43 @@ pub enum Error {
     Api(ApiError),
     /// The request or stream did not reach the gateway, or the connection
     /// broke before the answer was whole. Worth retrying.
-    #[error("{0}")]
-    Transport(String),
+    #[error("{message}")]
+    Transport {
+        /// What happened, for a person (with what to check).
+        message: String,
+        /// The HTTP client's or the WebSocket's error, if there was one.
+        #[source]
+        source: Option<ErrorSource>,
+    },
     /// The gateway's answer did not decode as the protocol says.
-    #[error("decoding {what}: {message}")]
+    #[error("decoding {what}: {}", said(message, source))]
     Decode {
         /// What was being decoded.
         what: String,
-        /// Why it failed.
+        /// Why it failed (empty when the source says it all).
         message: String,
+        /// The decoder's error, if one refused it.
+        #[source]
+        source: Option<ErrorSource>,
     },
     /// An argument the SDK cannot use (a URL, a token with line breaks).
-    #[error("invalid argument: {0}")]
-    Invalid(String),
+    #[error("invalid argument: {}", said(message, source))]
+    Invalid {
+        /// What is wrong with it.
+        message: String,
+        /// The parser's (or writer's) error, if one refused it.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+}
+
+/// `message`, then the source's text after `: ` (either may be absent).
+fn said(message: &str, source: &Option<ErrorSource>) -> String {
+    match source {
+        None => message.to_owned(),
+        Some(source) if message.is_empty() => source.to_string(),
+        Some(source) => format!("{message}: {source}"),
+    }
 }
 
 /// The SDK's result.
@@ -56,8 +85,8 @@ impl Error {
     pub fn retryable(&self) -> bool {
         match self {
             Self::Api(e) => e.retryable,
-            Self::Transport(_) => true,
-            Self::Decode { .. } | Self::Invalid(_) => false,
+            Self::Transport { .. } => true,
+            Self::Decode { .. } | Self::Invalid { .. } => false,
         }
     }
 
@@ -69,18 +98,60 @@ impl Error {
         }
     }
 
-    pub(crate) fn decode(what: impl Into<String>, error: impl std::fmt::Display) -> Self {
+    /// `what` did not decode: the decoder's `error` says why.
+    pub(crate) fn decode(
+        what: impl Into<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         Self::Decode {
             what: what.into(),
-            message: error.to_string(),
+            message: String::new(),
+            source: Some(Box::new(error)),
+        }
+    }
+
+    /// `what` is not what the protocol says: `message` says why.
+    pub(crate) fn malformed(what: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Decode {
+            what: what.into(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A transport failure with no error under it.
+    pub(crate) fn transport(message: impl Into<String>) -> Self {
+        Self::Transport {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An argument the SDK cannot use, as `message` says.
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An argument the SDK cannot use: `what` was refused by `error`.
+    pub(crate) fn invalid_because(
+        what: impl Into<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Invalid {
+            message: what.into(),
+            source: Some(Box::new(error)),
         }
     }
 
     /// A failure of an HTTP request to the gateway at `base`, said so that
     /// a person knows what to do: could not connect (is it running
-    /// there?), no answer in time, or a connection that broke.
-    pub(crate) fn http(base: &url::Url, error: &reqwest::Error) -> Self {
-        let mut cause: &dyn std::error::Error = error;
+    /// there?), no answer in time, or a connection that broke. The HTTP
+    /// client's error is the source.
+    pub(crate) fn http(base: &url::Url, error: reqwest::Error) -> Self {
+        let mut cause: &dyn std::error::Error = &error;
         while let Some(next) = cause.source() {
             cause = next;
         }
@@ -98,7 +169,10 @@ impl Error {
         } else {
             format!("the connection to the gateway at {origin} broke: {cause}")
         };
-        Self::Transport(message)
+        Self::Transport {
+            message,
+            source: Some(Box::new(error)),
+        }
     }
 }
 
@@ -127,7 +201,16 @@ mod tests {
         );
         let missing = Error::Api(ApiError::new(ErrorCode::NotFound, "no run"));
         assert_eq!((missing.retryable(), missing.retry_after()), (false, None));
-        assert!(Error::Transport("reset".into()).retryable());
-        assert!(!Error::decode("RunResult", "missing field").retryable());
+        assert!(Error::transport("reset").retryable());
+        assert!(!Error::malformed("RunResult", "missing field").retryable());
+        let undecodable = serde_json::from_str::<u32>("x").unwrap_err();
+        let decode = Error::decode("RunResult", undecodable);
+        assert!(!decode.retryable());
+        assert!(
+            decode
+                .to_string()
+                .starts_with("decoding RunResult: expected value")
+        );
+        assert!(std::error::Error::source(&decode).is_some());
     }
 }

@@ -76,7 +76,7 @@ mod talon;
 pub use client::{
     Client, ClientConfig, EventStream, RetryPolicy, StreamQuery, Subscription, Transport,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorSource, Result};
 pub use events::Events;
 pub use handles::{Approval, Artifact, Environment, Question};
 pub use run::{ApprovalAction, Run, RunOptions};

@@ -44,7 +44,7 @@ fn millis(at: SystemTime) -> u64 {
 }
 
 fn cell_error(error: StoreError) -> CellError {
-    CellError::Io(error.to_string())
+    CellError::storage("", error)
 }
 
 /// A stored cell row: its record and version.

@@ -14,12 +14,14 @@ pub enum StoreError {
         source: sqlx::Error,
     },
     /// The disk (or the database's quota) is full: nothing was written.
-    #[error("the store's disk is full; nothing was written ({0})")]
-    DiskFull(String),
+    /// The database's error is the source.
+    #[error("the store's disk is full; nothing was written ({})", said(.0))]
+    DiskFull(#[source] sqlx::Error),
     /// The database is read-only (file permissions, a read-only mount, a
-    /// standby server): nothing was written.
-    #[error("the store is read-only; nothing was written ({0})")]
-    ReadOnly(String),
+    /// standby server): nothing was written. The database's error is the
+    /// source.
+    #[error("the store is read-only; nothing was written ({})", said(.0))]
+    ReadOnly(#[source] sqlx::Error),
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(sqlx::Error),
@@ -71,6 +73,11 @@ pub enum StoreError {
     /// A stored value does not decode, or a value cannot be stored.
     #[error("corrupt record: {0}")]
     Corrupt(String),
+    /// A stored value does not convert (JSON that does not decode, a
+    /// number out of range), or a value cannot be stored; the conversion's
+    /// error is the source.
+    #[error("corrupt record: {0}")]
+    Conversion(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// There is no database yet (or an empty one), and the store was
     /// opened with [`crate::OnMissing::Refuse`].
     #[error("{0}")]
@@ -80,21 +87,40 @@ pub enum StoreError {
     Closed,
 }
 
+/// What the database said (its message), or the whole error.
+fn said(error: &sqlx::Error) -> String {
+    match error.as_database_error() {
+        Some(db) => db.message().to_owned(),
+        None => error.to_string(),
+    }
+}
+
+/// A full disk or a read-only database, as the database said it.
+#[derive(Clone, Copy)]
+enum Unwritable {
+    DiskFull,
+    ReadOnly,
+}
+
+fn unwritable(error: &sqlx::Error) -> Option<Unwritable> {
+    let code = error.as_database_error()?.code()?;
+    // SQLite's primary result codes (the extended ones keep them in the
+    // low byte) and PostgreSQL's SQLSTATEs.
+    let sqlite = code.parse::<i32>().ok().map(|c| c & 0xff);
+    match (sqlite, &*code) {
+        (Some(13), _) | (_, "53100") => Some(Unwritable::DiskFull),
+        (Some(8), _) | (_, "25006") => Some(Unwritable::ReadOnly),
+        _ => None,
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
-        if let Some(db) = error.as_database_error() {
-            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-            let message = db.message().to_owned();
-            // SQLite's primary result codes (the extended ones keep them in
-            // the low byte) and PostgreSQL's SQLSTATEs.
-            let sqlite = code.parse::<i32>().ok().map(|c| c & 0xff);
-            match (sqlite, code.as_str()) {
-                (Some(13), _) | (_, "53100") => return Self::DiskFull(message),
-                (Some(8), _) | (_, "25006") => return Self::ReadOnly(message),
-                _ => {}
-            }
+        match unwritable(&error) {
+            Some(Unwritable::DiskFull) => Self::DiskFull(error),
+            Some(Unwritable::ReadOnly) => Self::ReadOnly(error),
+            None => Self::Database(error),
         }
-        Self::Database(error)
     }
 }
 
@@ -130,6 +156,7 @@ impl StoreError {
 /// The store's result.
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-pub(crate) fn corrupt(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(e.to_string())
+/// A conversion that failed: [`StoreError::Conversion`].
+pub(crate) fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Conversion(Box::new(e))
 }

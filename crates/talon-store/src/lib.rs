@@ -24,7 +24,8 @@
 //! backends (`$n` placeholders, `ON CONFLICT`, `RETURNING`, JSON as TEXT, times as epoch-ms
 //! integers); the migrations are `migrations/sqlite` and `migrations/postgres`, kept in step.
 //! Errors are classified once (`error.rs`): a full disk is `DiskFull`, a read-only database
-//! `ReadOnly`, on both backends; a URL's password never reaches an error.
+//! `ReadOnly`, on both backends, each keeping the database's error as its source; a conversion
+//! that fails is `Conversion`, keeping its error; a URL's password never reaches an error.
 //!
 //! # What it holds, one module each
 //!

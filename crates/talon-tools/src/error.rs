@@ -26,9 +26,6 @@ pub enum ToolsError {
         /// The run it belongs to.
         run: String,
     },
-    /// A catalog file could not be read.
-    #[error("catalog file: {0}")]
-    CatalogFile(String),
 }
 
 /// The crate's result type.

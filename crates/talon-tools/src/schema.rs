@@ -41,9 +41,21 @@ const ANNOTATIONS: [&str; 8] = [
 ];
 
 /// A schema this module would not enforce whole: what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UnsupportedSchema(pub String);
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UnsupportedSchema {
+    /// A keyword it does not enforce, or a value of the wrong shape.
+    #[error("{0}")]
+    Shape(String),
+    /// A `pattern` the `regex` crate refuses (or that compiles too large);
+    /// its error is the source.
+    #[error("pattern {pattern:?}: {source}")]
+    Pattern {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        source: regex::Error,
+    },
+}
 
 /// A value that does not fit its schema: each error names where (a JSON
 /// Pointer) and why, at most [`MAX_ERRORS`] of them.
@@ -53,12 +65,33 @@ pub struct Mismatches(pub Vec<String>);
 
 /// Whether `schema` is a schema this module enforces whole.
 pub fn check_schema(schema: &Value) -> Result<(), UnsupportedSchema> {
-    check(schema, 0).map_err(UnsupportedSchema)
+    check(schema, 0).map_err(|refusal| match refusal {
+        Refusal::Shape(message) => UnsupportedSchema::Shape(message),
+        Refusal::Pattern(error) => error,
+    })
 }
 
-fn check(schema: &Value, depth: usize) -> Result<(), String> {
+/// Why [`check`] refused: a message, or a pattern's error.
+enum Refusal {
+    Shape(String),
+    Pattern(UnsupportedSchema),
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Self {
+        Self::Shape(message)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(message: &str) -> Self {
+        Self::Shape(message.to_owned())
+    }
+}
+
+fn check(schema: &Value, depth: usize) -> Result<(), Refusal> {
     if depth > MAX_DEPTH {
-        return Err(format!("nests deeper than {MAX_DEPTH}"));
+        return Err(Refusal::from(format!("nests deeper than {MAX_DEPTH}")));
     }
     let object = match schema {
         Value::Bool(_) => return Ok(()),
@@ -70,12 +103,12 @@ fn check(schema: &Value, depth: usize) -> Result<(), String> {
         let number = |v: &Value| {
             v.as_f64()
                 .map(|_| ())
-                .ok_or_else(|| format!("{key}: a number"))
+                .ok_or_else(|| Refusal::from(format!("{key}: a number")))
         };
         let count = |v: &Value| {
             v.as_u64()
                 .map(|_| ())
-                .ok_or_else(|| format!("{key}: a non-negative integer"))
+                .ok_or_else(|| Refusal::from(format!("{key}: a non-negative integer")))
         };
         match key.as_str() {
             "type" => {
@@ -86,7 +119,7 @@ fn check(schema: &Value, depth: usize) -> Result<(), String> {
                 for name in names {
                     match name.as_str() {
                         Some(n) if TYPES.contains(&n) => {}
-                        Some(n) => return Err(format!("unknown type {n:?}")),
+                        Some(n) => return Err(Refusal::from(format!("unknown type {n:?}"))),
                         None => return Err("type: a name or a list of names".into()),
                     }
                 }
@@ -112,7 +145,7 @@ fn check(schema: &Value, depth: usize) -> Result<(), String> {
             "additionalProperties" | "items" | "not" => sub(value)?,
             "allOf" | "anyOf" | "oneOf" => match value {
                 Value::Array(all) if !all.is_empty() => all.iter().try_for_each(sub)?,
-                _ => return Err(format!("{key}: a non-empty list of schemas")),
+                _ => return Err(Refusal::from(format!("{key}: a non-empty list of schemas"))),
             },
             "minProperties" | "maxProperties" | "minItems" | "maxItems" | "minLength"
             | "maxLength" => count(value)?,
@@ -129,20 +162,23 @@ fn check(schema: &Value, depth: usize) -> Result<(), String> {
             }
             "pattern" => {
                 let pattern = value.as_str().ok_or("pattern: a string")?;
-                compile(pattern)?;
+                compile(pattern).map_err(Refusal::Pattern)?;
             }
             other if ANNOTATIONS.contains(&other) => {}
-            other => return Err(format!("{other} is not supported")),
+            other => return Err(Refusal::from(format!("{other} is not supported"))),
         }
     }
     Ok(())
 }
 
-fn compile(pattern: &str) -> Result<regex::Regex, String> {
+fn compile(pattern: &str) -> Result<regex::Regex, UnsupportedSchema> {
     regex::RegexBuilder::new(pattern)
         .size_limit(MAX_PATTERN_BYTES)
         .build()
-        .map_err(|e| format!("pattern {pattern:?}: {e}"))
+        .map_err(|source| UnsupportedSchema::Pattern {
+            pattern: pattern.to_owned(),
+            source,
+        })
 }
 
 /// Checks `value` against `schema` (which passed [`check_schema`]);
@@ -382,7 +418,7 @@ mod tests {
             (json!("string"), "a schema is an object or a boolean"),
         ];
         for (schema, message) in cases {
-            let error = check_schema(&schema).unwrap_err().0;
+            let error = check_schema(&schema).unwrap_err().to_string();
             assert!(error.starts_with(message), "{schema}: {error}");
         }
         let mut deep = json!({"type": "string"});
@@ -391,8 +427,14 @@ mod tests {
         }
         assert_eq!(
             check_schema(&deep),
-            Err(UnsupportedSchema("nests deeper than 32".into()))
+            Err(UnsupportedSchema::Shape("nests deeper than 32".into()))
         );
+        let pattern = check_schema(&json!({"properties": {"a": {"pattern": "("}}})).unwrap_err();
+        assert!(
+            matches!(&pattern, UnsupportedSchema::Pattern { pattern, .. } if pattern == "("),
+            "{pattern:?}"
+        );
+        assert!(std::error::Error::source(&pattern).is_some());
         check_schema(&json!({"title": "t", "type": ["string", "null"], "format": "email"}))
             .unwrap();
     }

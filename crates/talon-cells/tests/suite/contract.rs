@@ -201,3 +201,22 @@ fn damaged_records_and_hostile_ids_are_errors() {
             .is_err()
     );
 }
+
+#[test]
+fn a_directory_that_cannot_be_made_is_a_storage_error_keeping_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let error = FileStore::open(file.join("cells"), LIMITS, key()).unwrap_err();
+    assert_eq!(error.code(), CodeModeErrorCode::InternalError);
+    let CellError::Storage { context, source } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(context, &file.join("cells").display().to_string());
+    let io = source.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(
+        error.to_string(),
+        format!("snapshot store: {}: {io}", file.join("cells").display())
+    );
+    assert!(std::error::Error::source(&error).is_some());
+}

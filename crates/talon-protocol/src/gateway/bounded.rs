@@ -34,21 +34,56 @@ pub const TEXT_MAX: usize = 4096;
 /// The cap of an agent's instructions.
 pub const INSTRUCTIONS_MAX: usize = 256 * 1024;
 
-/// Why a string was refused.
-fn check(value: &str, max: usize, what: &str, controls: bool) -> Result<(), String> {
+/// Why a string was refused: over its cap, or (for ids and keys) holding a
+/// control character. The text names what the string is (`a run id`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BoundedError {
+    /// More characters than the cap.
+    #[error("{what} is {count} characters long; the cap is {max}")]
+    TooLong {
+        /// What the string is (`a run id`, `the text`).
+        what: &'static str,
+        /// Its length, in characters.
+        count: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// A control character (U+0000 to U+001F, U+007F) in an id or key.
+    #[error("{what} may not contain control characters")]
+    ControlCharacter {
+        /// What the string is.
+        what: &'static str,
+    },
+}
+
+/// Whether `value` fits: at most `max` characters, and none of them a
+/// control character when `controls` are refused.
+fn check(
+    value: &str,
+    max: usize,
+    what: &'static str,
+    controls: Controls,
+) -> Result<(), BoundedError> {
     let mut count = 0usize;
     for c in value.chars() {
         count += 1;
-        if controls && c.is_control() && (c as u32) < 0x80 {
-            return Err(format!("{what} may not contain control characters"));
+        if controls == Controls::Refused && c.is_control() && (c as u32) < 0x80 {
+            return Err(BoundedError::ControlCharacter { what });
         }
     }
     if count > max {
-        return Err(format!(
-            "{what} is {count} characters long; the cap is {max}"
-        ));
+        return Err(BoundedError::TooLong { what, count, max });
     }
     Ok(())
+}
+
+/// Whether a string may hold control characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Controls {
+    /// Ids and keys: they end up in paths, headers and logs.
+    Refused,
+    /// Free text: newlines are text.
+    Allowed,
 }
 
 macro_rules! bounded_ids {
@@ -74,8 +109,8 @@ macro_rules! bounded_ids {
 
             /// Whether `value` is within the cap (and free of control
             /// characters); why not.
-            pub fn check(value: &str) -> Result<(), String> {
-                check(value, $max, $what, true)
+            pub fn check(value: &str) -> Result<(), BoundedError> {
+                check(value, $max, $what, Controls::Refused)
             }
         }
 
@@ -287,7 +322,7 @@ impl<const N: usize> PartialEq<str> for Text<N> {
 impl<'de, const N: usize> Deserialize<'de> for Text<N> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = String::deserialize(deserializer)?;
-        check(&value, N, "the text", false).map_err(serde::de::Error::custom)?;
+        check(&value, N, "the text", Controls::Allowed).map_err(serde::de::Error::custom)?;
         Ok(Self(value))
     }
 }
@@ -325,12 +360,26 @@ mod tests {
             error.to_string(),
             "a run id is 129 characters long; the cap is 128"
         );
+        assert_eq!(
+            RunId::check(&long),
+            Err(BoundedError::TooLong {
+                what: "a run id",
+                count: ID_MAX + 1,
+                max: ID_MAX
+            })
+        );
         // Exactly at the cap, counted in characters.
         serde_json::from_value::<RunId>(serde_json::json!("é".repeat(ID_MAX))).unwrap();
         let error = serde_json::from_value::<SessionKey>(serde_json::json!("a\nb")).unwrap_err();
         assert_eq!(
             error.to_string(),
             "a session key may not contain control characters"
+        );
+        assert_eq!(
+            SessionKey::check("a\nb"),
+            Err(BoundedError::ControlCharacter {
+                what: "a session key"
+            })
         );
         // Text allows newlines, not length.
         serde_json::from_value::<Reason>(serde_json::json!("line\nline")).unwrap();

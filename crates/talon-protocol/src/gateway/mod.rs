@@ -35,7 +35,7 @@ pub use resources::{
     Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Usage,
 };
 pub use run_list::{RunsListParams, RunsListResult};
-pub use scope::{Scope, ScopePreset, expand_scopes};
+pub use scope::{Scope, ScopePreset, ScopeWordsError, expand_scopes};
 pub use tokens::{CreatedToken, MAX_TOKEN_TTL_MS, TokensCreateParams};
 
 /// The protocol's version, sent as `version` in every event envelope and in

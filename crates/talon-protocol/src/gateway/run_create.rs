@@ -31,41 +31,80 @@ pub struct InputParts<'a> {
     pub message: Option<&'a InputMessage>,
 }
 
+/// What is wrong with a run's messages (the index is the message's, in
+/// the input).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputMessagesError {
+    /// A leading `tool` message without its `toolCallId`.
+    #[error("input[{index}]: a tool message needs its toolCallId")]
+    MissingToolCallId {
+        /// The message.
+        index: usize,
+    },
+    /// Two answers to one call.
+    #[error("input[{index}]: call {call:?} is answered twice")]
+    AnsweredTwice {
+        /// The second answer.
+        index: usize,
+        /// The call.
+        call: String,
+    },
+    /// A `tool` message after another kind of message.
+    #[error("input[{index}]: tool messages come first, before any other message")]
+    ToolMessageLate {
+        /// The message.
+        index: usize,
+    },
+    /// A `toolCallId` on a message that is not a `tool` message.
+    #[error("input[{index}]: only a tool message has a toolCallId")]
+    StrayToolCallId {
+        /// The message.
+        index: usize,
+    },
+    /// No message at all.
+    #[error("the input has no message")]
+    Empty,
+    /// The input ends with a message that is not the user's.
+    #[error("the last message must be the user's (or the input only answers tool calls)")]
+    LastNotUser,
+}
+
 /// Splits a run's messages, or says what is wrong with them: `tool`
 /// messages come first, each with a `toolCallId` no other answer has;
 /// other messages carry none; the input ends with the user's message
 /// unless it is only answers.
-pub fn split_messages(messages: &[InputMessage]) -> Result<InputParts<'_>, String> {
+pub fn split_messages(messages: &[InputMessage]) -> Result<InputParts<'_>, InputMessagesError> {
     let answered = messages
         .iter()
         .take_while(|m| m.role == InputRole::Tool)
         .count();
     let (answers, rest) = messages.split_at(answered);
-    for (i, m) in answers.iter().enumerate() {
+    for (index, m) in answers.iter().enumerate() {
         let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty()) else {
-            return Err(format!("input[{i}]: a tool message needs its toolCallId"));
+            return Err(InputMessagesError::MissingToolCallId { index });
         };
-        if answers[..i]
+        if answers[..index]
             .iter()
             .any(|seen| seen.tool_call_id.as_deref() == Some(id))
         {
-            return Err(format!("input[{i}]: call {id:?} is answered twice"));
+            return Err(InputMessagesError::AnsweredTwice {
+                index,
+                call: id.to_owned(),
+            });
         }
     }
     for (i, m) in rest.iter().enumerate() {
-        let i = i + answered;
+        let index = i + answered;
         if m.role == InputRole::Tool {
-            return Err(format!(
-                "input[{i}]: tool messages come first, before any other message"
-            ));
+            return Err(InputMessagesError::ToolMessageLate { index });
         }
         if m.tool_call_id.is_some() {
-            return Err(format!("input[{i}]: only a tool message has a toolCallId"));
+            return Err(InputMessagesError::StrayToolCallId { index });
         }
     }
     let Some((last, before)) = rest.split_last() else {
         return if answers.is_empty() {
-            Err("the input has no message".into())
+            Err(InputMessagesError::Empty)
         } else {
             Ok(InputParts {
                 answers,
@@ -75,9 +114,7 @@ pub fn split_messages(messages: &[InputMessage]) -> Result<InputParts<'_>, Strin
         };
     };
     if last.role != InputRole::User {
-        return Err(
-            "the last message must be the user's (or the input only answers tool calls)".into(),
-        );
+        return Err(InputMessagesError::LastNotUser);
     }
     Ok(InputParts {
         answers,
@@ -172,6 +209,63 @@ impl From<SessionsSendParams> for RunsCreateParams {
             timeout_ms: p.timeout_ms,
             environment_id: p.environment_id,
             idempotency_key: p.idempotency_key,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(role: InputRole, call: Option<&str>) -> InputMessage {
+        InputMessage {
+            role,
+            content: "text".into(),
+            tool_call_id: call.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn each_refusal_is_a_variant_with_its_text() {
+        use InputRole::{Assistant, Tool, User};
+        let cases = [
+            (
+                vec![],
+                InputMessagesError::Empty,
+                "the input has no message",
+            ),
+            (
+                vec![message(Tool, None)],
+                InputMessagesError::MissingToolCallId { index: 0 },
+                "input[0]: a tool message needs its toolCallId",
+            ),
+            (
+                vec![message(Tool, Some("c")), message(Tool, Some("c"))],
+                InputMessagesError::AnsweredTwice {
+                    index: 1,
+                    call: "c".into(),
+                },
+                "input[1]: call \"c\" is answered twice",
+            ),
+            (
+                vec![message(User, None), message(Tool, Some("c"))],
+                InputMessagesError::ToolMessageLate { index: 1 },
+                "input[1]: tool messages come first, before any other message",
+            ),
+            (
+                vec![message(User, Some("c"))],
+                InputMessagesError::StrayToolCallId { index: 0 },
+                "input[0]: only a tool message has a toolCallId",
+            ),
+            (
+                vec![message(User, None), message(Assistant, None)],
+                InputMessagesError::LastNotUser,
+                "the last message must be the user's (or the input only answers tool calls)",
+            ),
+        ];
+        for (messages, error, text) in cases {
+            let got = split_messages(&messages).unwrap_err();
+            assert_eq!((got.to_string().as_str(), &got), (text, &error));
         }
     }
 }

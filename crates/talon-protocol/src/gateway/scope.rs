@@ -173,9 +173,29 @@ impl ScopePreset {
     }
 }
 
+/// Why words did not name scopes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeWordsError {
+    /// A word that is neither a preset nor a scope; the text lists both.
+    #[error(
+        "unknown scope {word:?}: a preset ({}) or a scope ({})",
+        ScopePreset::ALL.map(|p| p.as_str()).join(", "),
+        Scope::ALL.map(|s| s.as_str()).join(", ")
+    )]
+    Unknown {
+        /// The word.
+        word: String,
+    },
+    /// No word at all (or only separators).
+    #[error("give a preset (app, viewer, admin) or a scope")]
+    Empty,
+}
+
 /// Scopes from words, each a preset or a scope (`app`, `tools.invoke`),
 /// sorted and without repeats; an unknown word names what is accepted.
-pub fn expand_scopes<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Vec<Scope>, String> {
+pub fn expand_scopes<'a>(
+    words: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<Scope>, ScopeWordsError> {
     let mut scopes = Vec::new();
     for word in words {
         for part in word.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -184,20 +204,16 @@ pub fn expand_scopes<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Vec
             } else if let Some(scope) = Scope::parse(part) {
                 scopes.push(scope);
             } else {
-                let presets: Vec<&str> = ScopePreset::ALL.iter().map(|p| p.as_str()).collect();
-                let each: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
-                return Err(format!(
-                    "unknown scope {part:?}: a preset ({}) or a scope ({})",
-                    presets.join(", "),
-                    each.join(", ")
-                ));
+                return Err(ScopeWordsError::Unknown {
+                    word: part.to_owned(),
+                });
             }
         }
     }
     scopes.sort();
     scopes.dedup();
     if scopes.is_empty() {
-        return Err("give a preset (app, viewer, admin) or a scope".into());
+        return Err(ScopeWordsError::Empty);
     }
     Ok(scopes)
 }
@@ -252,14 +268,23 @@ mod tests {
             ]
         );
         assert_eq!(expand_scopes(["admin"]).unwrap(), [Scope::Admin]);
+        assert_eq!(expand_scopes([" , "]).unwrap_err(), ScopeWordsError::Empty);
         assert_eq!(
-            expand_scopes([" , "]).unwrap_err(),
+            expand_scopes([" , "]).unwrap_err().to_string(),
             "give a preset (app, viewer, admin) or a scope"
         );
+        let unknown = expand_scopes(["root"]).unwrap_err();
+        assert_eq!(
+            unknown,
+            ScopeWordsError::Unknown {
+                word: "root".into()
+            }
+        );
         assert!(
-            expand_scopes(["root"])
-                .unwrap_err()
-                .starts_with("unknown scope \"root\": a preset (app, viewer, admin)")
+            unknown
+                .to_string()
+                .starts_with("unknown scope \"root\": a preset (app, viewer, admin)"),
+            "{unknown}"
         );
         // An app token can follow and wait for the runs it starts.
         for needed in [

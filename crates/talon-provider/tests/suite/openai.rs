@@ -418,6 +418,12 @@ async fn malformed_streams_are_errors_not_panics() {
             .await
             .unwrap_err();
         assert!(error.to_string().contains(expected), "{error}");
+        // Only the reply that is not JSON came from the decoder.
+        assert_eq!(
+            std::error::Error::source(&error).is_some(),
+            expected.contains("key must be a string"),
+            "{error:?}"
+        );
     }
 }
 
@@ -457,5 +463,17 @@ async fn a_provider_that_is_down_is_unavailable_and_names_its_url_without_creden
             && !api.message.contains("s3cret"),
         "{}",
         api.message
+    );
+    // The HTTP client's error is kept as the source, without the URL.
+    let mut chain = String::new();
+    let mut cause = std::error::Error::source(&error);
+    assert!(cause.is_some(), "{error:?}");
+    while let Some(next) = cause {
+        chain.push_str(&format!("{next}\n"));
+        cause = next.source();
+    }
+    assert!(
+        !chain.contains("pw") && !chain.contains("s3cret"),
+        "{chain}"
     );
 }

@@ -36,16 +36,16 @@ impl HttpTransport {
             text.push('/');
         }
         let base = url::Url::parse(&text)
-            .map_err(|e| Error::Invalid(format!("gateway URL {:?}: {e}", config.url)))?;
+            .map_err(|e| Error::invalid_because(format!("gateway URL {:?}", config.url), e))?;
         if !matches!(base.scheme(), "http" | "https") {
-            return Err(Error::Invalid(format!(
+            return Err(Error::invalid(format!(
                 "gateway URL {:?}: the scheme must be http or https",
                 config.url
             )));
         }
         let mut headers = HeaderMap::new();
         let mut bearer = HeaderValue::from_str(&format!("Bearer {}", config.token))
-            .map_err(|_| Error::Invalid("the token is not a valid header value".into()))?;
+            .map_err(|_| Error::invalid("the token is not a valid header value"))?;
         bearer.set_sensitive(true);
         headers.insert(header::AUTHORIZATION, bearer);
         let client = reqwest::Client::builder()
@@ -53,7 +53,7 @@ impl HttpTransport {
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .build()
-            .map_err(|e| Error::Invalid(format!("the HTTP client: {e}")))?;
+            .map_err(|e| Error::invalid_because("the HTTP client", e))?;
         Ok(Self { base, client })
     }
 
@@ -68,9 +68,9 @@ impl HttpTransport {
         let url = self
             .base
             .join(path)
-            .map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
+            .map_err(|e| Error::invalid_because(path, e))?;
         if url.origin() != self.base.origin() {
-            return Err(Error::Invalid(format!(
+            return Err(Error::invalid(format!(
                 "{path:?} is not on the gateway's origin"
             )));
         }
@@ -83,7 +83,7 @@ impl HttpTransport {
             .get(self.url("healthz")?)
             .send()
             .await
-            .map_err(|e| Error::http(&self.base, &e))?;
+            .map_err(|e| Error::http(&self.base, e))?;
         if response.status().is_success() {
             Ok(())
         } else {
@@ -103,14 +103,14 @@ impl HttpTransport {
             .json(params)
             .send()
             .await
-            .map_err(|e| Error::http(&self.base, &e))?;
+            .map_err(|e| Error::http(&self.base, e))?;
         if !response.status().is_success() {
             return Err(error_of(response).await);
         }
         let body = response
             .bytes()
             .await
-            .map_err(|e| Error::http(&self.base, &e))?;
+            .map_err(|e| Error::http(&self.base, e))?;
         serde_json::from_slice(&body)
             .map_err(|e| Error::decode(format!("the answer to {method}"), e))
     }
@@ -148,14 +148,14 @@ impl HttpTransport {
             .header(header::ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(|e| Error::http(&self.base, &e))?;
+            .map_err(|e| Error::http(&self.base, e))?;
         if !response.status().is_success() {
             return Err(error_of(response).await);
         }
         let base = self.base.clone();
         let bytes = response
             .bytes_stream()
-            .map(move |chunk| chunk.map_err(|e| Error::http(&base, &e)))
+            .map(move |chunk| chunk.map_err(|e| Error::http(&base, e)))
             .boxed();
         Ok(EventStream::new(bytes, ends_with_run))
     }
@@ -169,7 +169,7 @@ impl HttpTransport {
             .get(self.url(path)?)
             .send()
             .await
-            .map_err(|e| Error::http(&self.base, &e))?;
+            .map_err(|e| Error::http(&self.base, e))?;
         if !response.status().is_success() {
             return Err(error_of(response).await);
         }
@@ -177,21 +177,21 @@ impl HttpTransport {
         let mut body = response.bytes_stream();
         let mut written = 0u64;
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| Error::http(&self.base, &e))?;
+            let chunk = chunk.map_err(|e| Error::http(&self.base, e))?;
             writer
                 .write_all(&chunk)
                 .await
-                .map_err(|e| Error::Invalid(format!("writing the artifact: {e}")))?;
+                .map_err(|e| Error::invalid_because("writing the artifact", e))?;
             written += chunk.len() as u64;
         }
         writer
             .flush()
             .await
-            .map_err(|e| Error::Invalid(format!("writing the artifact: {e}")))?;
+            .map_err(|e| Error::invalid_because("writing the artifact", e))?;
         if let Some(expected) = expected
             && expected != written
         {
-            return Err(Error::Transport(format!(
+            return Err(Error::transport(format!(
                 "the download was cut off: {written} of {expected} bytes"
             )));
         }

@@ -252,8 +252,8 @@ impl Client {
     pub async fn subscribe(&self, params: EventsSubscribeParams) -> Result<Subscription> {
         match &self.inner.ws {
             Some(ws) => ws.subscribe(params).await,
-            None => Err(Error::Invalid(
-                "subscriptions need the WebSocket transport (ClientConfig.transport)".into(),
+            None => Err(Error::invalid(
+                "subscriptions need the WebSocket transport (ClientConfig.transport)",
             )),
         }
     }

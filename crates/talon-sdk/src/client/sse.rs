@@ -57,7 +57,7 @@ impl Decoder {
         self.buffer
             .extend(chunk.iter().copied().filter(|&b| b != b'\r'));
         if self.buffer.len() > MAX_FRAME && !self.buffer.windows(2).any(|w| w == b"\n\n") {
-            return Err(Error::decode(
+            return Err(Error::malformed(
                 "an event stream",
                 format!("a frame exceeds {MAX_FRAME} bytes"),
             ));
@@ -170,8 +170,8 @@ impl State {
                     if self.ends_with_run && self.terminal_seen {
                         return None;
                     }
-                    return Some(Err(Error::Transport(
-                        "the event stream was cut off (resume after the last event id)".into(),
+                    return Some(Err(Error::transport(
+                        "the event stream was cut off (resume after the last event id)",
                     )));
                 }
             }
@@ -301,7 +301,7 @@ mod tests {
     async fn a_cut_and_an_error_event_end_the_stream_with_an_error() {
         let cut: Vec<_> = stream_of(&[STARTED], true).collect().await;
         assert_eq!(cut.len(), 2);
-        assert!(matches!(cut[1], Err(Error::Transport(_))));
+        assert!(matches!(cut[1], Err(Error::Transport { .. })));
         let expired = "event: error\ndata: {\"error\":{\"code\":\"cursor_expired\",\"message\":\"gone\",\"retryable\":false}}\n\n";
         let errored: Vec<_> = stream_of(&[expired, STARTED], true).collect().await;
         assert_eq!(errored.len(), 1);

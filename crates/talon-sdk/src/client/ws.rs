@@ -63,10 +63,10 @@ impl WsTransport {
     pub(super) fn new(config: &ClientConfig, base: &url::Url) -> Result<Self> {
         let mut url = base
             .join("v1/ws")
-            .map_err(|e| Error::Invalid(format!("WebSocket URL: {e}")))?;
+            .map_err(|e| Error::invalid_because("WebSocket URL", e))?;
         let scheme = if url.scheme() == "https" { "wss" } else { "ws" };
         url.set_scheme(scheme)
-            .map_err(|()| Error::Invalid("WebSocket URL scheme".into()))?;
+            .map_err(|()| Error::invalid("WebSocket URL scheme"))?;
         Ok(Self {
             url: url.to_string(),
             token: config.token.clone(),
@@ -92,10 +92,10 @@ impl WsTransport {
             .url
             .as_str()
             .into_client_request()
-            .map_err(|e| Error::Invalid(format!("WebSocket URL: {e}")))?;
+            .map_err(|e| Error::invalid_because("WebSocket URL", e))?;
         let bearer = format!("Bearer {}", self.token)
             .parse()
-            .map_err(|_| Error::Invalid("the token is not a valid header value".into()))?;
+            .map_err(|_| Error::invalid("the token is not a valid header value"))?;
         request.headers_mut().insert("authorization", bearer);
         let connected = tokio::time::timeout(
             self.connect_timeout,
@@ -103,7 +103,7 @@ impl WsTransport {
         )
         .await
         .map_err(|_| {
-            Error::Transport(format!(
+            Error::transport(format!(
                 "the WebSocket at {} did not open in time (is the gateway running there?)",
                 self.url
             ))
@@ -136,11 +136,11 @@ impl WsTransport {
             for (_, pending) in routes.pending {
                 let _ = pending
                     .reply
-                    .send(Err(Error::Transport("the WebSocket closed".into())));
+                    .send(Err(Error::transport("the WebSocket closed")));
             }
             for (_, events) in routes.subscriptions {
-                let _ = events.send(Err(Error::Transport(
-                    "the WebSocket closed (resume after the last event id)".into(),
+                let _ = events.send(Err(Error::transport(
+                    "the WebSocket closed (resume after the last event id)",
                 )));
             }
         });
@@ -182,11 +182,17 @@ fn handshake_error(url: &str, error: tokio_tungstenite::tungstenite::Error) -> E
             let body = response.body().clone().unwrap_or_default();
             Error::Api(super::http::api_error(status, None, &body))
         }
-        WsError::Io(e) => Error::Transport(format!(
-            "could not connect to the gateway at {url}: {e} (is the gateway running there? \
-             `talon gateway` starts one)"
-        )),
-        other => Error::Transport(format!("the WebSocket at {url}: {other}")),
+        WsError::Io(e) => Error::Transport {
+            message: format!(
+                "could not connect to the gateway at {url}: {e} (is the gateway running there? \
+                 `talon gateway` starts one)"
+            ),
+            source: Some(Box::new(e)),
+        },
+        other => Error::Transport {
+            message: format!("the WebSocket at {url}: {other}"),
+            source: Some(Box::new(other)),
+        },
     }
 }
 
@@ -229,7 +235,7 @@ fn route(routes: &Mutex<Routes>, text: &str) {
                     .map(serde_json::from_value::<ApiError>)
                 {
                     Some(Ok(error)) => Err(Error::Api(error)),
-                    _ => Err(Error::decode("a WebSocket answer", "no error")),
+                    _ => Err(Error::malformed("a WebSocket answer", "no error")),
                 }
             };
             drop(routes);
@@ -250,7 +256,7 @@ fn route(routes: &Mutex<Routes>, text: &str) {
             let item = match event {
                 Some(Ok(event)) => Ok(event),
                 Some(Err(e)) => Err(Error::decode("an event", e)),
-                None => Err(Error::decode("an event frame", "no event")),
+                None => Err(Error::malformed("an event frame", "no event")),
             };
             if events.send(item).is_err() {
                 routes.subscriptions.remove(sid);
@@ -279,11 +285,11 @@ impl Conn {
         let frame = json!({"type": "req", "id": id, "method": method, "params": params});
         if self.out.send(Message::text(frame.to_string())).is_err() {
             lock(&self.routes).pending.remove(&id);
-            return Err(Error::Transport("the WebSocket closed".into()));
+            return Err(Error::transport("the WebSocket closed"));
         }
         answer
             .await
-            .unwrap_or_else(|_| Err(Error::Transport("the WebSocket closed".into())))
+            .unwrap_or_else(|_| Err(Error::transport("the WebSocket closed")))
     }
 }
 

@@ -186,7 +186,7 @@ async fn a_dropped_websocket_ends_its_subscriptions_and_the_next_call_reconnects
         .unwrap();
     let first = subscription.next().await.unwrap().unwrap();
     let cut = subscription.next().await.unwrap().unwrap_err();
-    assert!(matches!(cut, talon_sdk::Error::Transport(_)), "{cut:?}");
+    assert!(matches!(cut, talon_sdk::Error::Transport { .. }), "{cut:?}");
     assert!(subscription.next().await.is_none());
     // The next call opens a new connection; a new subscription resumes
     // after the last id seen.

@@ -104,7 +104,7 @@ async fn a_websocket_subscription_replays_then_follows(kind: Kind) {
             types: None,
         })
         .await,
-        Err(Error::Invalid(_))
+        Err(Error::Invalid { .. })
     ));
 }
 
@@ -157,7 +157,7 @@ async fn errors_carry_the_protocol_code_and_retryability(kind: Kind) {
     .unwrap();
     let down = nowhere.agents_list().await.unwrap_err();
     assert!(
-        matches!(down, Error::Transport(_)) && down.retryable(),
+        matches!(down, Error::Transport { .. }) && down.retryable(),
         "{down:?}"
     );
 }
