@@ -91,9 +91,9 @@ pub(crate) fn to_stored(
         .enumerate()
         .map(|(i, m)| {
             let mut stored = Message {
-                id: format!("msg_{run_id}_{i:04}"),
-                session_id: session_id.to_owned(),
-                run_id: Some(run_id.to_owned()),
+                id: format!("msg_{run_id}_{i:04}").into(),
+                session_id: session_id.to_owned().into(),
+                run_id: Some(run_id.to_owned().into()),
                 role: MessageRole::User,
                 text: None,
                 tool_calls: Vec::new(),

@@ -77,11 +77,11 @@ impl Refused {
 pub(super) fn context(run: &Run, active: &Active) -> RunContext {
     RunContext {
         scope: RunScope {
-            agent_id: run.agent_id.clone(),
-            session_id: run.session_id.clone().unwrap_or_default(),
-            run_id: run.id.clone(),
+            agent_id: run.agent_id.clone().into(),
+            session_id: run.session_id.clone().unwrap_or_default().into(),
+            run_id: run.id.clone().into(),
         },
-        session_key: run.session_key.clone().unwrap_or_default(),
+        session_key: run.session_key.clone().unwrap_or_default().into(),
         sender: None,
         channel: Some("gateway".into()),
         cancel: active.cancel.clone(),
@@ -199,7 +199,7 @@ impl Engine {
             None => (None, Default::default(), Vec::new()),
         };
         RunSpec {
-            agent: run.agent_id.clone(),
+            agent: run.agent_id.clone().into(),
             ctx: parts.ctx.clone(),
             events: events.clone(),
             approver: Arc::new(PolicyGate::new(
