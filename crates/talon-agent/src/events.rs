@@ -131,14 +131,14 @@ impl RunEvents {
         let ts = now_ms();
         self.sink.emit(Event {
             version: 1,
-            id: format!("{}:{seq:08}", self.run_id),
+            id: format!("{}:{seq:08}", self.run_id).into(),
             ts,
             kind,
-            run_id: Some(self.run_id.clone()),
-            session_id: Some(self.session_id.clone()),
-            session_key: Some(self.session_key.clone()),
+            run_id: Some(self.run_id.clone().into()),
+            session_id: Some(self.session_id.clone().into()),
+            session_key: Some(self.session_key.clone().into()),
             task_id: None,
-            agent_id: Some(self.agent_id.clone()),
+            agent_id: Some(self.agent_id.clone().into()),
             request_id: None,
             data,
             raw: None,
@@ -278,9 +278,9 @@ impl Approver for ApprovalEvents {
             );
             let summary: String = format!("{} {}", entry.id, args).chars().take(200).collect();
             self.events.emit(EventData::ApprovalRequested(Approval {
-                id: id.clone(),
-                run_id: ctx.scope.run_id.clone(),
-                session_id: Some(ctx.scope.session_id.clone()),
+                id: id.clone().into(),
+                run_id: ctx.scope.run_id.clone().into(),
+                session_id: Some(ctx.scope.session_id.clone().into()),
                 kind: ApprovalKind::Tool,
                 summary,
                 tool_name: Some(entry.id.clone()),
@@ -314,7 +314,7 @@ impl Approver for ApprovalEvents {
             };
             self.events
                 .emit(EventData::ApprovalResolved(ApprovalResolvedData {
-                    approval_id: id,
+                    approval_id: id.into(),
                     status,
                     decision: Some(wire),
                     reason,

@@ -19,6 +19,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use talon_fs::{FsError, Symlinks};
+use talon_protocol::CellId;
 
 use crate::key;
 use crate::record::{
@@ -443,7 +444,7 @@ impl SnapshotStore for FileStore {
         let bytes = record::encode(&self.key, &cell, stamp)?;
         let expires_ms = millis(cell.expires_at);
         let marker = Marker {
-            id: cell.id.clone(),
+            id: cell.id.to_string(),
             state: MarkState::Live(0),
             expires_ms,
         };
@@ -455,7 +456,8 @@ impl SnapshotStore for FileStore {
         self.write_atomic(&path, &bytes)
     }
 
-    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, CellError> {
+    fn take(&self, id: &CellId, scope: &CellScope) -> Result<SuspendedCell, CellError> {
+        let id = id.as_str();
         let path = self.path(id)?;
         let deadline = Instant::now() + HOLD_WAIT;
         loop {
@@ -475,7 +477,8 @@ impl SnapshotStore for FileStore {
         }
     }
 
-    fn delete(&self, id: &str) -> Result<(), CellError> {
+    fn delete(&self, id: &CellId) -> Result<(), CellError> {
+        let id = id.as_str();
         let _guard = self.guard()?;
         let path = self.path(id)?;
         let hold = match self.hold(id, &path) {
@@ -550,7 +553,13 @@ impl SnapshotStore for FileStore {
         Ok(purged)
     }
 
-    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult) -> Result<bool, CellError> {
+    fn settle(
+        &self,
+        id: &CellId,
+        host_call_id: u64,
+        result: NestedResult,
+    ) -> Result<bool, CellError> {
+        let id = id.as_str();
         let _guard = self.guard()?;
         let path = self.path(id)?;
         match self.hold(id, &path)? {

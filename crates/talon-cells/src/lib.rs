@@ -76,7 +76,8 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde_json::Value;
-use talon_protocol::CodeModeErrorCode;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
+use talon_protocol::{CellId, CodeModeErrorCode};
 
 pub use file::FileStore;
 pub use record::{HEADER_CAP, StoreKey, decode_record, reseal_record, seal_record};
@@ -85,11 +86,11 @@ pub use record::{HEADER_CAP, StoreKey, decode_record, reseal_record, seal_record
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CellScope {
     /// Agent id.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Session id.
-    pub session_id: String,
-    /// Run id.
-    pub run_id: String,
+    pub session_id: SessionId,
+    /// The agent run's id.
+    pub run_id: RunId,
 }
 
 /// A nested call the cell is waiting for.
@@ -120,8 +121,8 @@ pub type NestedError = talon_protocol::HostCallError;
 /// One suspended cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuspendedCell {
-    /// The `runId` `wait` takes.
-    pub id: String,
+    /// The cell's id: the `runId` `wait` takes.
+    pub id: CellId,
     /// Who may resume it.
     pub scope: CellScope,
     /// The VM snapshot (already compressed and authenticated).
@@ -263,15 +264,20 @@ pub trait SnapshotStore: Send + Sync {
     fn put(&self, cell: SuspendedCell) -> Result<(), CellError>;
     /// Takes the cell for `scope` out of the store: a resumed cell is
     /// re-stored if it suspends again, and deleted otherwise.
-    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, CellError>;
+    fn take(&self, id: &CellId, scope: &CellScope) -> Result<SuspendedCell, CellError>;
     /// Deletes a cell (terminal states, aborts); absent cells are fine.
-    fn delete(&self, id: &str) -> Result<(), CellError>;
+    fn delete(&self, id: &CellId) -> Result<(), CellError>;
     /// Deletes every expired cell; returns how many.
     fn purge_expired(&self) -> Result<usize, CellError>;
     /// Records the outcome of one of a stored cell's pending calls, so
     /// that it survives the process. Returns `false` when the cell is not
     /// stored (a `wait` took it, or it ended): the caller keeps the result.
-    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult) -> Result<bool, CellError>;
+    fn settle(
+        &self,
+        id: &CellId,
+        host_call_id: u64,
+        result: NestedResult,
+    ) -> Result<bool, CellError>;
 }
 
 impl SuspendedCell {
@@ -324,7 +330,7 @@ pub(crate) fn check_put(
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     limits: StoreLimits,
-    cells: Mutex<HashMap<String, SuspendedCell>>,
+    cells: Mutex<HashMap<CellId, SuspendedCell>>,
 }
 
 impl MemoryStore {
@@ -338,7 +344,7 @@ impl MemoryStore {
 
     fn cells(
         &self,
-    ) -> Result<std::sync::MutexGuard<'_, HashMap<String, SuspendedCell>>, CellError> {
+    ) -> Result<std::sync::MutexGuard<'_, HashMap<CellId, SuspendedCell>>, CellError> {
         self.cells
             .lock()
             .map_err(|_| CellError::Io("store lock poisoned".into()))
@@ -354,8 +360,9 @@ impl SnapshotStore for MemoryStore {
         Ok(())
     }
 
-    fn take(&self, id: &str, scope: &CellScope) -> Result<SuspendedCell, CellError> {
+    fn take(&self, id: &CellId, scope: &CellScope) -> Result<SuspendedCell, CellError> {
         let mut cells = self.cells()?;
+        let id = id.as_str();
         match cells.get(id) {
             Some(cell) if &cell.scope != scope => Err(CellError::NotFound(id.into())),
             Some(cell) if cell.expires_at <= SystemTime::now() => {
@@ -369,7 +376,7 @@ impl SnapshotStore for MemoryStore {
         }
     }
 
-    fn delete(&self, id: &str) -> Result<(), CellError> {
+    fn delete(&self, id: &CellId) -> Result<(), CellError> {
         self.cells()?.remove(id);
         Ok(())
     }
@@ -382,7 +389,12 @@ impl SnapshotStore for MemoryStore {
         Ok(before - cells.len())
     }
 
-    fn settle(&self, id: &str, host_call_id: u64, result: NestedResult) -> Result<bool, CellError> {
+    fn settle(
+        &self,
+        id: &CellId,
+        host_call_id: u64,
+        result: NestedResult,
+    ) -> Result<bool, CellError> {
         Ok(self
             .cells()?
             .get_mut(id)

@@ -278,9 +278,9 @@ fn parse_header(
 ) -> Option<SuspendedCell> {
     let text = |v: &Value| v.as_str().map(str::to_owned);
     let scope = CellScope {
-        agent_id: text(&header["scope"]["agentId"])?,
-        session_id: text(&header["scope"]["sessionId"])?,
-        run_id: text(&header["scope"]["runId"])?,
+        agent_id: text(&header["scope"]["agentId"])?.into(),
+        session_id: text(&header["scope"]["sessionId"])?.into(),
+        run_id: text(&header["scope"]["runId"])?.into(),
     };
     let pending = header["pending"]
         .as_array()?
@@ -306,7 +306,7 @@ fn parse_header(
         })
         .collect::<Option<Vec<_>>>()?;
     Some(SuspendedCell {
-        id: id.to_owned(),
+        id: id.into(),
         scope,
         snapshot: snapshot.to_vec(),
         pending,

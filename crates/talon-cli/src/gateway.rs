@@ -204,7 +204,7 @@ pub(crate) fn config_agents(config: &Config) -> Vec<Agent> {
             let id = entry.get("id")?.as_str()?.to_owned();
             let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_owned);
             Some(Agent {
-                id,
+                id: id.into(),
                 name: text("name"),
                 description: text("description"),
                 model: text("model").or_else(|| {

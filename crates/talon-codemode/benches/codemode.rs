@@ -155,10 +155,10 @@ async fn cycle(run: &CodeModeRun) {
             json!({"code": "await yield_control('bench'); return 1;"}),
         )
         .await;
-    let CodeModeResult::Waiting { run_id, .. } = waiting else {
+    let CodeModeResult::Waiting { cell_id, .. } = waiting else {
         panic!("{waiting:?}")
     };
-    completed(&run.wait("w", json!({"runId": run_id})).await);
+    completed(&run.wait("w", json!({"runId": cell_id})).await);
 }
 
 fn main() {

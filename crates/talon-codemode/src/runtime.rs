@@ -12,7 +12,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use talon_protocol::ModelTool;
-use talon_protocol::{CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
+use talon_protocol::{CellId, CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
 use talon_sandbox::{CellEngine, Prelude, SandboxConfig, SandboxError};
 use talon_tools::{
     BoxFuture, Catalog, HookDecision, McpServers, RunContext, SurfaceReply, ToolRunner,
@@ -128,7 +128,7 @@ pub(crate) struct Shared {
     pub store: Arc<dyn SnapshotStore>,
     pub namespaces: Arc<NamespaceRegistry>,
     /// In-process part of suspended cells (their running nested calls).
-    pub live: Mutex<HashMap<String, Live>>,
+    pub live: Mutex<HashMap<CellId, Live>>,
     pub debug: bool,
     last_purge: AtomicU64,
 }
@@ -236,9 +236,9 @@ impl CodeMode {
             config: setup.config,
             ctx: setup.ctx,
             scope: CellScope {
-                agent_id: scope.agent_id,
-                session_id: scope.session_id,
-                run_id: scope.run_id,
+                agent_id: scope.agent_id.into(),
+                session_id: scope.session_id.into(),
+                run_id: scope.run_id.into(),
             },
             surface,
             bridge,
@@ -370,7 +370,7 @@ impl CodeModeRun {
             );
         }
         let cell = CellState::new(
-            new_run_id(),
+            new_cell_id(),
             call_id.to_owned(),
             Live::new(self.config.max_pending_tool_calls),
         );
@@ -382,7 +382,7 @@ impl CodeModeRun {
     pub async fn wait(&self, _call_id: &str, args: Value) -> CodeModeResult {
         let started = Instant::now();
         self.bridge.telemetry.waits.fetch_add(1, Ordering::Relaxed);
-        let Some(run_id) = args.get("runId").and_then(Value::as_str) else {
+        let Some(cell_id) = args.get("runId").and_then(Value::as_str).map(CellId::from) else {
             return self.failed(
                 started,
                 Vec::new(),
@@ -392,10 +392,10 @@ impl CodeModeRun {
         };
         let mut events = Vec::new();
         if self.ctx.is_cancelled() {
-            if self.shared.store.take(run_id, &self.scope).is_ok() {
-                events.push(event("deleted", run_id, None));
+            if self.shared.store.take(&cell_id, &self.scope).is_ok() {
+                events.push(event("deleted", &cell_id, None));
             }
-            self.forget(run_id);
+            self.forget(&cell_id);
             return self.failed(
                 started,
                 events,
@@ -403,7 +403,7 @@ impl CodeModeRun {
                 Some(CodeModeErrorCode::Aborted),
             );
         }
-        let record = match self.shared.store.take(run_id, &self.scope) {
+        let record = match self.shared.store.take(&cell_id, &self.scope) {
             Ok(record) => record,
             Err(e) => {
                 let code = match &e {
@@ -411,7 +411,7 @@ impl CodeModeRun {
                     other => other.code(),
                 };
                 if matches!(e, CellError::Expired(_)) {
-                    events.push(event("expired", run_id, None));
+                    events.push(event("expired", &cell_id, None));
                 }
                 // An expired, tampered or oversized record is gone: so are
                 // its calls still running here.
@@ -419,25 +419,25 @@ impl CodeModeRun {
                     e,
                     CellError::NotFound(_) | CellError::Io(_) | CellError::Storage { .. }
                 ) {
-                    self.forget(run_id);
+                    self.forget(&cell_id);
                 }
                 let message = match e {
                     CellError::NotFound(_) => format!(
                         "unknown runId {:?}: no suspended cell of this run has it",
-                        run_id.chars().take(128).collect::<String>()
+                        cell_id.chars().take(128).collect::<String>()
                     ),
                     other => other.to_string(),
                 };
                 return self.failed(started, events, message, Some(code));
             }
         };
-        events.push(event("restored", run_id, Some(record.snapshot.len())));
+        events.push(event("restored", &cell_id, Some(record.snapshot.len())));
         let live = self
             .shared
             .live
             .lock()
             .ok()
-            .and_then(|mut l| l.remove(run_id));
+            .and_then(|mut l| l.remove(&cell_id));
         let meta = Meta::from_json(&record.meta);
         let cell = self.resume_cell(record.id.clone(), meta, record.pending, live);
         self.drive(cell, Machine::Stored(record.snapshot), started, events)
@@ -445,13 +445,13 @@ impl CodeModeRun {
     }
 
     /// Drops the in-process part of a cell (aborting its nested calls).
-    pub(crate) fn forget(&self, run_id: &str) {
+    pub(crate) fn forget(&self, cell_id: &str) {
         let live = self
             .shared
             .live
             .lock()
             .ok()
-            .and_then(|mut l| l.remove(run_id));
+            .and_then(|mut l| l.remove(cell_id));
         drop(live);
     }
 
@@ -531,10 +531,10 @@ impl ToolSurface for CodeModeRun {
     }
 }
 
-pub(crate) fn event(kind: &str, run_id: &str, bytes: Option<usize>) -> CodeModeSnapshotEvent {
+pub(crate) fn event(kind: &str, cell_id: &CellId, bytes: Option<usize>) -> CodeModeSnapshotEvent {
     CodeModeSnapshotEvent {
         event: kind.to_owned(),
-        run_id: run_id.to_owned(),
+        cell_id: cell_id.clone(),
         bytes: bytes.map(|b| b as u64),
     }
 }
@@ -549,8 +549,9 @@ fn input_kind(args: &Value) -> Option<Language> {
     }
 }
 
-/// A fresh, unguessable `runId` (also a safe file name).
-fn new_run_id() -> String {
+/// A fresh, unguessable cell id, the `runId` `wait` takes (also a safe
+/// file name).
+fn new_cell_id() -> CellId {
     let mut bytes = [0u8; 12];
     if getrandom::fill(&mut bytes).is_err() {
         // No OS randomness: fall back to time and a counter (ids stay
@@ -563,5 +564,5 @@ fn new_run_id() -> String {
         bytes[8..].copy_from_slice(&(COUNTER.fetch_add(1, Ordering::Relaxed) as u32).to_le_bytes());
     }
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("cm_{hex}")
+    CellId::from(format!("cm_{hex}"))
 }

@@ -192,7 +192,7 @@ pub async fn create_for(
     );
     Ok(CreatedToken {
         token: minted.secret,
-        id: minted.stored.id,
+        id: minted.stored.id.into(),
         name,
         scopes,
         expires_at,

@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::gateway::bounded::CellId;
+
 /// The stable error codes of Code Mode, spelled as the seed spells them.
 ///
 /// Clients decode unknown future codes as [`CodeModeErrorCode::Unknown`]
@@ -178,7 +180,9 @@ pub struct CodeModeSnapshotEvent {
     /// `created`, `restored`, `deleted`, `expired` or `rejected`.
     pub event: String,
     /// The cell's `runId`.
-    pub run_id: String,
+    // A cell id in Rust; `runId` is Code Mode's (OpenClaw's) wire name.
+    #[serde(rename = "runId")]
+    pub cell_id: CellId,
     /// Snapshot size in bytes, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
@@ -236,8 +240,9 @@ pub enum CodeModeResult {
     /// The cell is suspended; `wait` with `runId` resumes it.
     Waiting {
         /// The id `wait` takes.
+        // A cell id in Rust; `runId` is Code Mode's (OpenClaw's) wire name.
         #[serde(rename = "runId")]
-        run_id: String,
+        cell_id: CellId,
         /// Why it waits.
         reason: CodeModeWaitReason,
         /// The nested calls it still needs.
@@ -372,7 +377,7 @@ mod tests {
     #[test]
     fn result_is_tagged_by_status_with_seed_field_names() {
         let waiting = CodeModeResult::Waiting {
-            run_id: "cm_1".into(),
+            cell_id: "cm_1".into(),
             reason: CodeModeWaitReason::PendingTools,
             pending_tool_calls: vec![CodeModePendingToolCall {
                 call_id: "c1/1".into(),

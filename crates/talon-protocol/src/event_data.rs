@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::gateway::bounded::{ApprovalId, ArtifactId, MessageId, QuestionId, SessionId};
 use crate::gateway::{
     Approval, ApprovalDecision, ApprovalStatus, ArtifactSummary, Question, Session, Task, Usage,
 };
@@ -287,7 +288,7 @@ pub struct ToolCallFailedData {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalResolvedData {
     /// The approval.
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// How it ended: `approved`, `denied`, `expired` or `cancelled`.
     pub status: ApprovalStatus,
     /// The decision taken, if one was.
@@ -306,7 +307,7 @@ pub struct ApprovalResolvedData {
 #[serde(rename_all = "camelCase")]
 pub struct QuestionAnsweredData {
     /// The question.
-    pub question_id: String,
+    pub question_id: QuestionId,
     /// The answer.
     pub answer: serde_json::Value,
 }
@@ -316,11 +317,11 @@ pub struct QuestionAnsweredData {
 #[serde(rename_all = "camelCase")]
 pub struct SessionCompactedData {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// How many messages the summary replaced.
     pub replaced_messages: u32,
     /// The compaction record's message id.
-    pub summary_message_id: String,
+    pub summary_message_id: MessageId,
 }
 
 /// `git.branch`.
@@ -348,7 +349,7 @@ pub struct GitDiffData {
     pub deletions: u64,
     /// The `diff` artifact holding it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub artifact_id: Option<String>,
+    pub artifact_id: Option<ArtifactId>,
 }
 
 /// `git.pr`.

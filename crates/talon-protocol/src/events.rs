@@ -7,6 +7,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::gateway::bounded::{AgentId, EventId, RunId, SessionId, SessionKey, TaskId};
+
 /// Event types, spelled as the seed spells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
@@ -149,7 +151,7 @@ pub struct Event {
     pub version: u32,
     /// The replay cursor: `events({after: id})` resumes after it. Ordered
     /// within a run (and, once persisted, within a gateway).
-    pub id: String,
+    pub id: EventId,
     /// When it happened (epoch milliseconds).
     pub ts: u64,
     /// What happened.
@@ -157,19 +159,19 @@ pub struct Event {
     pub kind: EventType,
     /// The run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// The session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The session key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_key: Option<String>,
+    pub session_key: Option<SessionKey>,
     /// The background task, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     /// The agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     /// The `x-request-id` of the call that caused it: for what a run does
     /// on its own, the call that created the run; for an event a later
     /// call caused (cancelling a queued run), that call. Absent on what a

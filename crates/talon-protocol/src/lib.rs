@@ -82,7 +82,7 @@ pub mod tools;
 pub mod trace;
 
 pub use code_mode::{
-    CodeModeErrorCode, CodeModeLimitFailures, CodeModeOutput, CodeModePendingToolCall,
+    CellId, CodeModeErrorCode, CodeModeLimitFailures, CodeModeOutput, CodeModePendingToolCall,
     CodeModeResult, CodeModeSnapshotEvent, CodeModeTelemetry, CodeModeWaitReason, ConsoleOutput,
     HostCallError, OutputStream,
 };

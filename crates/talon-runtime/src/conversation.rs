@@ -289,7 +289,7 @@ fn convert(stored: &[Message]) -> Vec<ModelMessage> {
 /// One message as a session stores it.
 fn stored(m: &ModelMessage, i: usize, session_id: &str, run_id: &str, now: u64) -> Message {
     let mut stored = Message {
-        id: format!("msg_{run_id}_{i:04}"),
+        id: format!("msg_{run_id}_{i:04}").into(),
         session_id: session_id.into(),
         run_id: Some(run_id.into()),
         role: MessageRole::User,

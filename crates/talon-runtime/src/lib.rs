@@ -155,8 +155,8 @@ pub enum Unavailable {
     #[error("{0}")]
     Surface(#[source] Arc<talon_sandbox::SandboxError>),
     /// Code Mode cannot run on it.
-    #[error(transparent)]
-    CodeMode(#[from] talon_codemode::RuntimeUnavailable),
+    #[error("{0}")]
+    CodeMode(#[source] Arc<talon_codemode::RuntimeUnavailable>),
     /// Tool Search's code mode needs it, and it did not start.
     #[error("Tool Search's code mode needs the sandbox, which did not start: {0}")]
     ToolSearchCode(Box<Unavailable>),
@@ -165,6 +165,12 @@ pub enum Unavailable {
 impl From<talon_sandbox::SandboxError> for Unavailable {
     fn from(error: talon_sandbox::SandboxError) -> Self {
         Self::Surface(Arc::new(error))
+    }
+}
+
+impl From<talon_codemode::RuntimeUnavailable> for Unavailable {
+    fn from(error: talon_codemode::RuntimeUnavailable) -> Self {
+        Self::CodeMode(Arc::new(error))
     }
 }
 

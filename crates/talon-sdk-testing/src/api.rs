@@ -100,14 +100,16 @@ impl Handler for Api {
         });
         sessions.sort_by(|a, b| (b.updated_at, &b.id).cmp(&(a.updated_at, &a.id)));
         if let Some(cursor) = &p.cursor {
-            let at = sessions.iter().position(|x| &x.id == cursor);
+            let at = sessions
+                .iter()
+                .position(|x| x.id.as_str() == cursor.as_str());
             sessions.drain(..at.map_or(sessions.len(), |at| at + 1));
         }
         let limit = runs::limit(p.limit);
         let more = sessions.len() > limit;
         sessions.truncate(limit);
         let next_cursor = more
-            .then(|| sessions.last().map(|x| x.id.clone()))
+            .then(|| sessions.last().map(|x| x.id.clone().into()))
             .flatten();
         Ok(SessionsListResult {
             sessions,
@@ -152,7 +154,9 @@ impl Handler for Api {
             )
         })?;
         if let Some(after) = &p.after {
-            let at = messages.iter().position(|m| &m.id == after);
+            let at = messages
+                .iter()
+                .position(|m| m.id.as_str() == after.as_str());
             messages.drain(..at.map_or(0, |at| at + 1));
         }
         let limit = runs::limit(p.limit);
@@ -287,14 +291,16 @@ impl Handler for Api {
                 .collect()
         });
         if let Some(cursor) = &p.cursor {
-            let at = artifacts.iter().position(|a| &a.id == cursor);
+            let at = artifacts
+                .iter()
+                .position(|a| a.id.as_str() == cursor.as_str());
             artifacts.drain(..at.map_or(artifacts.len(), |at| at + 1));
         }
         let limit = runs::limit(p.limit);
         let more = artifacts.len() > limit;
         artifacts.truncate(limit);
         let next_cursor = more
-            .then(|| artifacts.last().map(|a| a.id.clone()))
+            .then(|| artifacts.last().map(|a| a.id.clone().into()))
             .flatten();
         Ok(ArtifactsListResult {
             artifacts,
@@ -432,7 +438,7 @@ impl Handler for Api {
         let name = p.name.to_string();
         let key = p.idempotency_key.as_ref().map(|k| k.to_string());
         let (id, token) = self.write(|s| {
-            let token = format!("talon_{}", s.new_id("fake"));
+            let token = format!("talon_{}", s.new_id::<String>("fake"));
             s.tokens.retain(|_, expires| *expires > now);
             let id = match key.as_ref().and_then(|k| s.keyed_tokens.get(k)) {
                 // A retry: the same id, a new secret; the old one stops.
@@ -451,7 +457,7 @@ impl Handler for Api {
                     )
                     .with_details(serde_json::json!({"tokenId": earlier.id})));
                 }
-                None => s.new_id("tok"),
+                None => s.new_id::<String>("tok"),
             };
             if let Some(key) = &key {
                 let minted = KeyedToken {
@@ -467,7 +473,7 @@ impl Handler for Api {
         })?;
         Ok(CreatedToken {
             token,
-            id,
+            id: id.into(),
             name,
             scopes,
             expires_at,
@@ -477,7 +483,7 @@ impl Handler for Api {
     async fn tokens_ticket(&self, _: &(), p: TokensTicketParams) -> Result<StreamTicket, ApiError> {
         let expires_at = now_ms() + TICKET_TTL_MS;
         let ticket = self.write(|s| {
-            let ticket = s.new_id("tkt");
+            let ticket: String = s.new_id("tkt");
             s.tickets.retain(|_, expires| *expires > now_ms());
             s.tickets.insert(ticket.clone(), expires_at);
             ticket

@@ -195,8 +195,8 @@ pub(crate) fn create_environment(
         };
         let environment = Environment {
             workspace: Some(format!("/fake-gateway/environments/{id}/workspace")),
-            id,
-            provider: p.provider.to_string(),
+            id: id.into(),
+            provider: p.provider.clone(),
             status: EnvironmentStatus::Ready,
             capabilities: EnvironmentCapabilities::local(),
             created_at: Some(now_ms()),

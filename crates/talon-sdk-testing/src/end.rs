@@ -146,9 +146,9 @@ pub(crate) fn end(
     {
         let now = now_ms();
         let message = |i: usize, role: MessageRole, text: &str| Message {
-            id: format!("msg_{run_id}_{i:04}"),
+            id: format!("msg_{run_id}_{i:04}").into(),
             session_id: session_id.clone(),
-            run_id: Some(run_id.to_owned()),
+            run_id: Some(run_id.into()),
             role,
             text: Some(text.to_owned()),
             tool_calls: Vec::new(),

@@ -14,6 +14,7 @@ use talon_protocol::event_data::{
     ApprovalResolvedData, AssistantMessageData, QuestionAnsweredData, RunStartedData, TextDelta,
     ToolCallCompletedData, ToolCallFailedData, ToolCallStartedData,
 };
+use talon_protocol::gateway::bounded::{ApprovalId, QuestionId, RunId};
 use talon_protocol::gateway::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
     RunStatus,
@@ -91,7 +92,7 @@ async fn pause(shared: &Shared, run_id: &str, d: Duration) -> Result<(), Stop> {
 /// Plays `script` as run `run_id`, then ends it.
 pub(crate) async fn play(
     shared: Arc<Shared>,
-    run_id: String,
+    run_id: RunId,
     script: FakeRun,
     timeout: Option<Duration>,
 ) {
@@ -226,7 +227,7 @@ fn emit(shared: &Shared, run_id: &str, data: EventData) {
 
 /// Starts a tool call: `tool.call.started`; its id.
 fn start_call(s: &mut State, run_id: &str, name: &str, arguments: serde_json::Value) -> String {
-    let call_id = s.new_id("call");
+    let call_id: String = s.new_id("call");
     if let Some(record) = s.runs.get_mut(run_id) {
         record.open_call = Some((call_id.clone(), name.to_owned()));
         let run = record.run.clone();
@@ -254,7 +255,7 @@ async fn approval(
     let begun = Instant::now();
     let (call_id, approval_id) = shared.write(|s| {
         let call_id = start_call(s, run_id, tool, arguments.clone());
-        let id = s.new_id("appr");
+        let id: ApprovalId = s.new_id("appr");
         let run = s.runs.get(run_id).map(|r| r.run.clone());
         if let Some(run) = run {
             let catalog_id = s
@@ -358,7 +359,7 @@ async fn question(
     }
     let (call_id, question_id) = shared.write(|s| {
         let call_id = start_call(s, run_id, "ask_user", arguments);
-        let id = s.new_id("q");
+        let id: QuestionId = s.new_id("q");
         if let Some(run) = s.runs.get(run_id).map(|r| r.run.clone()) {
             let now = now_ms();
             let question = Question {

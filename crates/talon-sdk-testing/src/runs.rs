@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use talon_protocol::EventData;
 use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
+use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
 use talon_protocol::gateway::{
     ApiError, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus,
@@ -59,7 +60,9 @@ pub(crate) fn list(shared: &Shared, p: &RunsListParams) -> Result<RunsListResult
     let limit = limit(p.limit);
     let more = runs.len() > limit;
     runs.truncate(limit);
-    let next_cursor = more.then(|| runs.last().map(|r| r.id.clone())).flatten();
+    let next_cursor = more
+        .then(|| runs.last().map(|r| r.id.clone().into()))
+        .flatten();
     Ok(RunsListResult { runs, next_cursor })
 }
 
@@ -95,7 +98,7 @@ fn session_for(s: &mut State, p: &RunsCreateParams) -> Result<Session, ApiError>
         s.create_session(agent.unwrap_or(DEFAULT_AGENT), None, Default::default())?
     };
     if let Some(agent) = agent
-        && agent != session.agent_id
+        && session.agent_id != agent
     {
         return Err(invalid(format!(
             "session {:?} belongs to agent {:?}, not {agent:?}",
@@ -106,8 +109,8 @@ fn session_for(s: &mut State, p: &RunsCreateParams) -> Result<Session, ApiError>
 }
 
 /// The live runs of a session, oldest first.
-pub(crate) fn live_runs(s: &State, session_id: &str) -> Vec<String> {
-    let mut live: Vec<String> = s
+pub(crate) fn live_runs(s: &State, session_id: &str) -> Vec<RunId> {
+    let mut live: Vec<RunId> = s
         .runs
         .values()
         .filter(|r| r.run.session_id.as_deref() == Some(session_id) && !r.run.status.is_terminal())
@@ -217,7 +220,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
                 key.to_string(),
                 FirstCall {
                     hash: hash.clone(),
-                    answer: serde_json::Value::String(run.id.clone()),
+                    answer: serde_json::Value::String(run.id.to_string()),
                 },
             );
         }
@@ -346,7 +349,7 @@ pub(crate) fn events(
 }
 
 /// `sessions.abort`: cancels every live run of the session.
-pub(crate) async fn abort(shared: &Shared, session_id: &str) -> Result<Vec<String>, ApiError> {
+pub(crate) async fn abort(shared: &Shared, session_id: &str) -> Result<Vec<RunId>, ApiError> {
     let live = shared.read(|s| {
         s.session(session_id)?;
         Ok::<_, ApiError>(live_runs(s, session_id))

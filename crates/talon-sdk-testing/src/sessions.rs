@@ -29,7 +29,7 @@ pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, Ap
             parent.metadata.clone(),
         )?;
         session.parent_id = Some(parent.id.clone());
-        session.forked_at_message_id = p.at_message_id.map(Into::into);
+        session.forked_at_message_id = p.at_message_id;
         for message in &mut kept {
             message.session_id = session.id.clone();
         }

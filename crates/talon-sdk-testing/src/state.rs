@@ -10,6 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use sha2::{Digest, Sha256};
+use talon_protocol::gateway::bounded::{RunId, SessionId};
 use talon_protocol::gateway::{
     Agent, ApiError, Approval, ArtifactSummary, Environment, ErrorCode, Message, Question, Run,
     RunResult, Scope, Session, ToolSummary,
@@ -75,8 +76,8 @@ pub(crate) struct KeyedToken {
 pub(crate) struct State {
     pub agents: Vec<Agent>,
     pub sessions: Vec<Session>,
-    pub messages: HashMap<String, Vec<Message>>,
-    pub runs: HashMap<String, RunRecord>,
+    pub messages: HashMap<SessionId, Vec<Message>>,
+    pub runs: HashMap<RunId, RunRecord>,
     pub approvals: Vec<Approval>,
     pub questions: Vec<Question>,
     pub artifacts: Vec<StoredArtifact>,
@@ -109,15 +110,15 @@ impl State {
     }
 
     /// A new id, `<prefix>_<24 hex digits>`, increasing.
-    pub fn new_id(&mut self, prefix: &str) -> String {
+    pub fn new_id<Id: From<String>>(&mut self, prefix: &str) -> Id {
         self.counter += 1;
-        format!("{prefix}_{:024x}", self.counter)
+        Id::from(format!("{prefix}_{:024x}", self.counter))
     }
 
     /// Appends `event` to the log, numbering it; its id.
     pub fn push(&mut self, mut event: Event) -> u64 {
         let id = self.log.len() as u64 + 1;
-        event.id = id.to_string();
+        event.id = id.to_string().into();
         self.log.push(event);
         id
     }
@@ -164,12 +165,12 @@ impl State {
                 format!("session {key:?} already exists"),
             ));
         }
-        let id = self.new_id("sess");
+        let id: SessionId = self.new_id("sess");
         let now = now_ms();
         let session = Session {
-            key: key.unwrap_or_else(|| format!("{agent_id}:{id}")),
+            key: key.unwrap_or_else(|| format!("{agent_id}:{id}")).into(),
             id,
-            agent_id: agent_id.to_owned(),
+            agent_id: agent_id.into(),
             parent_id: None,
             forked_at_message_id: None,
             metadata,

@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use talon_protocol::gateway::ApiError;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionKey};
 use talon_protocol::{Event, EventType};
 use tokio::sync::watch;
 
@@ -37,9 +38,9 @@ const CUT_GRACE: Duration = Duration::from_millis(50);
 /// Which events a reader wants.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Filter {
-    pub run_id: Option<String>,
-    pub session_key: Option<String>,
-    pub agent_id: Option<String>,
+    pub run_id: Option<RunId>,
+    pub session_key: Option<SessionKey>,
+    pub agent_id: Option<AgentId>,
     pub types: Vec<EventType>,
 }
 
@@ -181,7 +182,7 @@ pub(crate) async fn run_events(
         authenticate_stream(&shared, &headers, query.ticket.as_deref())?;
         shared.read(|s| s.run(&run_id).map(|_| ()))?;
         let filter = Filter {
-            run_id: Some(run_id.clone()),
+            run_id: Some(run_id.clone().into()),
             ..Filter::default()
         };
         Follow::start(
@@ -208,8 +209,8 @@ pub(crate) async fn all_events(
         let types = talon_wire::event_types(query.types.iter().map(String::as_str))?;
         let filter = Filter {
             run_id: None,
-            session_key: query.session_key.clone(),
-            agent_id: query.agent_id.clone(),
+            session_key: query.session_key.clone().map(Into::into),
+            agent_id: query.agent_id.clone().map(Into::into),
             types,
         };
         Follow::start(

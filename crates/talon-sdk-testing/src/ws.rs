@@ -167,8 +167,8 @@ fn subscribe(
     let cursor = p.cursor()?;
     let filter = Filter {
         run_id: None,
-        session_key: p.session_key.map(Into::into),
-        agent_id: p.agent_id.map(Into::into),
+        session_key: p.session_key,
+        agent_id: p.agent_id,
         types: p.types.unwrap_or_default(),
     };
     let mut follow = Follow::start(shared, filter, cursor, false)?;

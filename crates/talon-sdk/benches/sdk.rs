@@ -170,7 +170,7 @@ async fn run(quick: bool) {
                         let accepted = client.runs_create(create_params()).await.unwrap();
                         let result = client
                             .runs_wait(RunsWaitParams {
-                                run_id: accepted.run_id.into(),
+                                run_id: accepted.run_id,
                                 timeout_ms: Some(30_000),
                             })
                             .await

@@ -25,7 +25,7 @@ pub(crate) async fn all_artifacts(
         let page = client.artifacts_list(filter.clone()).await?;
         out.extend(Artifact::wrap_all(client, page.artifacts));
         match page.next_cursor {
-            Some(next) => filter.cursor = Some(next.into()),
+            Some(next) => filter.cursor = Some(next),
             None => return Ok(out),
         }
     }
@@ -98,7 +98,7 @@ impl Approval {
         let info = self
             .client
             .approvals_respond(ApprovalsRespondParams {
-                approval_id: self.info.id.clone().into(),
+                approval_id: self.info.id.clone(),
                 decision,
                 reason: reason.map(Into::into),
                 idempotency_key: None,
@@ -146,7 +146,7 @@ impl Question {
         let info = self
             .client
             .questions_respond(QuestionsRespondParams {
-                question_id: self.info.id.clone().into(),
+                question_id: self.info.id.clone(),
                 answer,
                 idempotency_key: None,
             })
@@ -182,7 +182,7 @@ impl Artifact {
         let info = self
             .client
             .artifacts_get(ArtifactRef {
-                artifact_id: self.info.id.clone().into(),
+                artifact_id: self.info.id.clone(),
             })
             .await?;
         Ok(Self::new(self.client.clone(), info))
@@ -206,7 +206,7 @@ impl Environment {
         let info = self
             .client
             .environments_status(EnvironmentRef {
-                environment_id: self.info.id.clone().into(),
+                environment_id: self.info.id.clone(),
             })
             .await?;
         Ok(Self::new(self.client.clone(), info))
@@ -217,7 +217,7 @@ impl Environment {
         let info = self
             .client
             .environments_delete(EnvironmentsDeleteParams {
-                environment_id: self.info.id.clone().into(),
+                environment_id: self.info.id.clone(),
                 idempotency_key: None,
             })
             .await?;

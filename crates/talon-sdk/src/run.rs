@@ -132,20 +132,20 @@ impl Run {
     pub async fn refresh(&self) -> Result<proto::Run> {
         self.client
             .runs_get(RunRef {
-                run_id: self.info.id.clone().into(),
+                run_id: self.info.id.clone(),
             })
             .await
     }
 
     /// Its events from the first, ending after its terminal event.
     pub fn events(&self) -> Events {
-        Events::of_run(self.client.clone(), self.info.id.clone(), None)
+        Events::of_run(self.client.clone(), self.info.id.to_string(), None)
     }
 
     /// Its events after the event with id `cursor` (a
     /// [`Events::cursor`] saved earlier, in this process or another).
     pub fn events_after(&self, cursor: u64) -> Events {
-        Events::of_run(self.client.clone(), self.info.id.clone(), Some(cursor))
+        Events::of_run(self.client.clone(), self.info.id.to_string(), Some(cursor))
     }
 
     /// Waits for the run to end, however long it takes, and returns the
@@ -164,7 +164,7 @@ impl Run {
     pub async fn wait_for(&self, timeout_ms: u64) -> Result<proto::RunResult> {
         self.client
             .runs_wait(RunsWaitParams {
-                run_id: self.info.id.clone().into(),
+                run_id: self.info.id.clone(),
                 timeout_ms: Some(timeout_ms),
             })
             .await
@@ -175,7 +175,7 @@ impl Run {
     pub async fn cancel(&self) -> Result<proto::Run> {
         self.client
             .runs_cancel(RunsCancelParams {
-                run_id: self.info.id.clone().into(),
+                run_id: self.info.id.clone(),
                 reason: None,
                 idempotency_key: None,
             })
@@ -214,7 +214,7 @@ impl Run {
             .client
             .approvals_list(ApprovalsListParams {
                 status: None,
-                run_id: Some(self.info.id.clone().into()),
+                run_id: Some(self.info.id.clone()),
                 session_id: None,
             })
             .await?;
@@ -227,7 +227,7 @@ impl Run {
             .client
             .questions_list(QuestionsListParams {
                 status: None,
-                run_id: Some(self.info.id.clone().into()),
+                run_id: Some(self.info.id.clone()),
             })
             .await?;
         Ok(Question::wrap_all(&self.client, list.questions))
@@ -236,7 +236,7 @@ impl Run {
     /// The artifacts it produced (every page).
     pub async fn artifacts(&self) -> Result<Vec<Artifact>> {
         let filter = ArtifactsListParams {
-            run_id: Some(self.info.id.clone().into()),
+            run_id: Some(self.info.id.clone()),
             session_id: None,
             limit: None,
             cursor: None,
@@ -258,8 +258,8 @@ impl Run {
         let info = self
             .client
             .sessions_resolve(SessionsResolveParams {
-                key: key.into(),
-                agent_id: Some(self.info.agent_id.clone().into()),
+                key,
+                agent_id: Some(self.info.agent_id.clone()),
             })
             .await?;
         Ok(Session::new(self.client.clone(), info))
@@ -270,8 +270,8 @@ impl Run {
         Ok(self
             .client
             .tools_list(ToolsListParams {
-                agent_id: Some(self.info.agent_id.clone().into()),
-                session_key: self.info.session_key.clone().map(Into::into),
+                agent_id: Some(self.info.agent_id.clone()),
+                session_key: self.info.session_key.clone(),
             })
             .await?
             .tools)

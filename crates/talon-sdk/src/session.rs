@@ -1,6 +1,7 @@
 //! [`Session`]: a conversation with an agent. Sending a message starts a
 //! [`Run`]; the session keeps the messages, forks, compacts and aborts.
 
+use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::params::{
     ArtifactsListParams, RunInput, SessionActionParams, SessionsForkParams, SessionsMessagesParams,
     SessionsSendParams,
@@ -50,7 +51,7 @@ impl Session {
         let accepted = self
             .client
             .sessions_send(SessionsSendParams {
-                session_id: self.info.id.clone().into(),
+                session_id: self.info.id.clone(),
                 input: input.into(),
                 tools: options.tools,
                 multitask_strategy: options.multitask_strategy,
@@ -69,7 +70,7 @@ impl Session {
             let page = self
                 .client
                 .sessions_messages(SessionsMessagesParams {
-                    session_id: self.info.id.clone().into(),
+                    session_id: self.info.id.clone(),
                     after: out.last().map(|m| m.id.clone()).map(Into::into),
                     limit: None,
                 })
@@ -88,7 +89,7 @@ impl Session {
         let info = self
             .client
             .sessions_fork(SessionsForkParams {
-                session_id: self.info.id.clone().into(),
+                session_id: self.info.id.clone(),
                 at_message_id: at_message_id.map(str::to_owned).map(Into::into),
                 key: None,
                 idempotency_key: None,
@@ -102,7 +103,7 @@ impl Session {
         let info = self
             .client
             .sessions_compact(SessionActionParams {
-                session_id: self.info.id.clone().into(),
+                session_id: self.info.id.clone(),
                 idempotency_key: None,
             })
             .await?;
@@ -110,11 +111,11 @@ impl Session {
     }
 
     /// Cancels its running runs; returns their ids.
-    pub async fn abort(&self) -> Result<Vec<String>> {
+    pub async fn abort(&self) -> Result<Vec<RunId>> {
         Ok(self
             .client
             .sessions_abort(SessionActionParams {
-                session_id: self.info.id.clone().into(),
+                session_id: self.info.id.clone(),
                 idempotency_key: None,
             })
             .await?
@@ -124,7 +125,7 @@ impl Session {
     /// The artifacts of its runs (every page).
     pub async fn artifacts(&self) -> Result<Vec<Artifact>> {
         let filter = ArtifactsListParams {
-            session_id: Some(self.info.id.clone().into()),
+            session_id: Some(self.info.id.clone()),
             run_id: None,
             limit: None,
             cursor: None,

@@ -33,10 +33,10 @@ const TOTAL: u64 = 100_000;
 fn delta(n: u64) -> Event {
     Event {
         version: 1,
-        id: String::new(),
+        id: Default::default(),
         ts: n,
         kind: EventType::AssistantDelta,
-        run_id: Some(format!("run_{}", n / 1000)),
+        run_id: Some(format!("run_{}", n / 1000).into()),
         session_id: Some("sess_1".into()),
         session_key: Some("agent:main:bench".into()),
         task_id: None,
@@ -237,9 +237,9 @@ async fn remembered(store: &Store) {
     ];
     for n in 0..APPROVALS {
         let approval = Approval {
-            id: format!("appr_{n:06}"),
-            run_id: format!("run_{}", n / 4),
-            session_id: Some(format!("sess_{}", n % 1000)),
+            id: format!("appr_{n:06}").into(),
+            run_id: format!("run_{}", n / 4).into(),
+            session_id: Some(format!("sess_{}", n % 1000).into()),
             kind: ApprovalKind::Tool,
             summary: "a call".into(),
             tool_name: Some(format!("tool_{}", n % 50)),

@@ -13,7 +13,7 @@ impl Store {
         let inserted = sqlx::query(
             "INSERT INTO agents (id, created_at, doc) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
         )
-        .bind(agent.id.clone())
+        .bind(agent.id.to_string())
         .bind(ms(agent.created_at.unwrap_or(0))?)
         .bind(json_text(agent)?)
         .execute(self.writes())
@@ -24,7 +24,7 @@ impl Store {
         } else {
             Err(StoreError::Exists {
                 kind: "agent",
-                id: agent.id.clone(),
+                id: agent.id.clone().into(),
             })
         }
     }
@@ -49,7 +49,7 @@ impl Store {
     /// Replaces a stored agent; `false` when there is none with its id.
     pub async fn update_agent(&self, agent: &Agent) -> Result<bool> {
         let changed = sqlx::query("UPDATE agents SET doc = $2 WHERE id = $1")
-            .bind(agent.id.clone())
+            .bind(agent.id.to_string())
             .bind(json_text(agent)?)
             .execute(self.writes())
             .await?

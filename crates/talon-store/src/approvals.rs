@@ -173,7 +173,7 @@ impl Store {
         ))
         .bind(tool.clone())
         .bind(scope)
-        .bind(approval.id.clone())
+        .bind(approval.id.to_string())
         .bind(ms(approval.resolved_at.unwrap_or(approval.created_at))?)
         .execute(self.writes())
         .await?;

@@ -107,9 +107,9 @@ impl Store {
             "INSERT INTO artifacts (id, run_id, session_id, created_at, expires_at, size, sha256, content, path, doc) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
         )
-        .bind(summary.id.clone())
-        .bind(summary.run_id.clone())
-        .bind(summary.session_id.clone())
+        .bind(summary.id.to_string())
+        .bind(summary.run_id.clone().map(String::from))
+        .bind(summary.session_id.clone().map(String::from))
         .bind(ms(summary.created_at)?)
         .bind(opt_ms(summary.expires_at)?)
         .bind(ms(size)?)
@@ -129,7 +129,7 @@ impl Store {
         }
         Err(StoreError::Exists {
             kind: "artifact",
-            id: summary.id,
+            id: summary.id.into(),
         })
     }
 

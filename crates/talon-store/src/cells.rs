@@ -29,6 +29,7 @@ use talon_cells::{
     CellError, CellScope, NestedResult, SnapshotStore, StoreKey, StoreLimits, SuspendedCell,
     decode_record, seal_record,
 };
+use talon_protocol::CellId;
 use tokio::sync::mpsc;
 
 use crate::error::{Result, StoreError};
@@ -64,10 +65,10 @@ impl Store {
                expires_at = excluded.expires_at, version = cells.version + 1, \
                record = excluded.record",
         )
-        .bind(cell.id.clone())
-        .bind(cell.scope.agent_id.clone())
-        .bind(cell.scope.session_id.clone())
-        .bind(cell.scope.run_id.clone())
+        .bind(cell.id.to_string())
+        .bind(cell.scope.agent_id.to_string())
+        .bind(cell.scope.session_id.to_string())
+        .bind(cell.scope.run_id.to_string())
         .bind(ms(millis(cell.expires_at))?)
         .bind(record)
         .execute(self.writes())
@@ -95,9 +96,9 @@ impl Store {
              RETURNING record",
         )
         .bind(id.to_owned())
-        .bind(scope.agent_id.clone())
-        .bind(scope.session_id.clone())
-        .bind(scope.run_id.clone())
+        .bind(scope.agent_id.to_string())
+        .bind(scope.session_id.to_string())
+        .bind(scope.run_id.to_string())
         .fetch_optional(self.writes())
         .await?;
         row.map(|row| row.try_get(0).map_err(StoreError::from))
@@ -350,12 +351,16 @@ impl SnapshotStore for CellStore {
         self.ask(|reply| Job::Put(cell, reply))
     }
 
-    fn take(&self, id: &str, scope: &CellScope) -> std::result::Result<SuspendedCell, CellError> {
-        self.ask(|reply| Job::Take(id.to_owned(), scope.clone(), reply))
+    fn take(
+        &self,
+        id: &CellId,
+        scope: &CellScope,
+    ) -> std::result::Result<SuspendedCell, CellError> {
+        self.ask(|reply| Job::Take(id.to_string(), scope.clone(), reply))
     }
 
-    fn delete(&self, id: &str) -> std::result::Result<(), CellError> {
-        self.ask(|reply| Job::Delete(id.to_owned(), reply))
+    fn delete(&self, id: &CellId) -> std::result::Result<(), CellError> {
+        self.ask(|reply| Job::Delete(id.to_string(), reply))
     }
 
     fn purge_expired(&self) -> std::result::Result<usize, CellError> {
@@ -375,10 +380,10 @@ impl SnapshotStore for CellStore {
 
     fn settle(
         &self,
-        id: &str,
+        id: &CellId,
         host_call_id: u64,
         result: NestedResult,
     ) -> std::result::Result<bool, CellError> {
-        self.ask(|reply| Job::Settle(id.to_owned(), host_call_id, result, reply))
+        self.ask(|reply| Job::Settle(id.to_string(), host_call_id, result, reply))
     }
 }

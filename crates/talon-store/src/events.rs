@@ -13,6 +13,7 @@
 //! leaves a gap, never a late arrival.
 
 use sqlx::{AnyConnection, Row};
+use talon_protocol::gateway::bounded::EventId;
 use talon_protocol::{Event, EventType};
 
 use crate::error::{Result, StoreError, corrupt};
@@ -68,7 +69,7 @@ impl Prepared {
         // insert ([`insert`]).
         let keyed_by_session = event.session_id.is_some();
         let unnumbered = Event {
-            id: String::new(),
+            id: EventId::default(),
             raw: None,
             session_key: if keyed_by_session {
                 None
@@ -85,11 +86,11 @@ impl Prepared {
         Ok(Self {
             ts: i64::try_from(event.ts).map_err(corrupt)?,
             kind: event.kind.as_str(),
-            run_id: event.run_id.clone(),
-            session_id: event.session_id.clone(),
-            session_key: event.session_key.clone(),
-            task_id: event.task_id.clone(),
-            agent_id: event.agent_id.clone(),
+            run_id: event.run_id.clone().map(Into::into),
+            session_id: event.session_id.clone().map(Into::into),
+            session_key: event.session_key.clone().map(Into::into),
+            task_id: event.task_id.clone().map(Into::into),
+            agent_id: event.agent_id.clone().map(Into::into),
             body,
             raw: event
                 .raw
@@ -239,7 +240,7 @@ impl Pending {
         };
         let first = answer.await.map_err(|_| StoreError::Closed)??;
         for (i, event) in events.iter_mut().enumerate() {
-            event.id = (first + i as u64).to_string();
+            event.id = (first + i as u64).to_string().into();
         }
         Ok(events)
     }

@@ -43,10 +43,10 @@ impl Store {
             "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
         )
-        .bind(run.id.clone())
-        .bind(run.agent_id.clone())
-        .bind(run.session_id.clone())
-        .bind(run.session_key.clone())
+        .bind(run.id.to_string())
+        .bind(run.agent_id.to_string())
+        .bind(run.session_id.clone().map(String::from))
+        .bind(run.session_key.clone().map(String::from))
         .bind(enum_str(run.status)?)
         .bind(ms(run.created_at)?)
         .bind(idempotency_key.map(str::to_owned))
@@ -63,7 +63,7 @@ impl Store {
         let Some(key) = idempotency_key else {
             return Err(StoreError::Exists {
                 kind: "run",
-                id: run.id.clone(),
+                id: run.id.clone().into(),
             });
         };
         let row = sqlx::query("SELECT request_hash, id FROM runs WHERE idempotency_key = $1")
@@ -74,7 +74,7 @@ impl Store {
             // The conflict was on the run id, not on the key.
             return Err(StoreError::Exists {
                 kind: "run",
-                id: run.id.clone(),
+                id: run.id.clone().into(),
             });
         };
         let (hash, id): (Option<String>, String) = (row.try_get(0)?, row.try_get(1)?);
@@ -175,7 +175,7 @@ impl Store {
         let changed = sqlx::query(
             "UPDATE runs SET status = $2, started_at = $3, ended_at = $4, usage = $5, error = $6 WHERE id = $1",
         )
-        .bind(run.id.clone())
+        .bind(run.id.to_string())
         .bind(enum_str(run.status)?)
         .bind(opt_ms(run.started_at)?)
         .bind(opt_ms(run.ended_at)?)
@@ -425,7 +425,7 @@ impl Store {
             "UPDATE runs SET status = $2, started_at = $3, ended_at = $4, usage = $5, error = $6, result = $7, lease_until = NULL \
              WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
-        .bind(run.id.clone())
+        .bind(run.id.to_string())
         .bind(enum_str(run.status)?)
         .bind(opt_ms(run.started_at)?)
         .bind(opt_ms(run.ended_at)?)
@@ -448,10 +448,10 @@ pub(crate) fn run_of(row: &AnyRow) -> Result<Run> {
     let started: Option<i64> = row.try_get(6)?;
     let ended: Option<i64> = row.try_get(7)?;
     Ok(Run {
-        id: row.try_get(0)?,
-        agent_id: row.try_get(1)?,
-        session_id: row.try_get(2)?,
-        session_key: row.try_get(3)?,
+        id: row.try_get::<String, _>(0)?.into(),
+        agent_id: row.try_get::<String, _>(1)?.into(),
+        session_id: row.try_get::<Option<String>, _>(2)?.map(Into::into),
+        session_key: row.try_get::<Option<String>, _>(3)?.map(Into::into),
         status: serde_json::from_value(serde_json::Value::String(status)).map_err(corrupt)?,
         created_at: created.max(0) as u64,
         started_at: started.map(|t| t.max(0) as u64),

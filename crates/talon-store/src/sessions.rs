@@ -33,7 +33,7 @@ impl Store {
         } else {
             Err(StoreError::Exists {
                 kind: "session",
-                id: session.key.clone(),
+                id: session.key.clone().into(),
             })
         }
     }
@@ -92,7 +92,7 @@ impl Store {
             ..stored
         };
         let changed = sqlx::query("UPDATE sessions SET updated_at = $2, doc = $3 WHERE id = $1")
-            .bind(updated.id.clone())
+            .bind(updated.id.to_string())
             .bind(ms(updated.updated_at)?)
             .bind(json_text(&updated)?)
             .execute(self.writes())
@@ -212,48 +212,48 @@ impl Store {
         let mut tx = self.backend().begin_write(self.writes()).await?;
         let through: i64 = match &session.forked_at_message_id {
             None => sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = $1")
-                .bind(parent.clone())
+                .bind(parent.to_string())
                 .fetch_one(&mut *tx)
                 .await?
                 .try_get(0)?,
             Some(id) => sqlx::query("SELECT seq FROM messages WHERE session_id = $1 AND id = $2")
-                .bind(parent.clone())
-                .bind(id.clone())
+                .bind(parent.to_string())
+                .bind(id.to_string())
                 .fetch_optional(&mut *tx)
                 .await?
                 .ok_or_else(|| StoreError::NotFound {
                     kind: "message",
-                    id: id.clone(),
+                    id: id.clone().into(),
                 })?
                 .try_get(0)?,
         };
         let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1")
-            .bind(parent.clone())
+            .bind(parent.to_string())
             .fetch_optional(&mut *tx)
             .await?;
         if exists.is_none() {
             return Err(StoreError::NotFound {
                 kind: "session",
-                id: parent,
+                id: parent.into(),
             });
         }
         if !insert_session(&mut *tx, session).await? {
             return Err(StoreError::Exists {
                 kind: "session",
-                id: session.key.clone(),
+                id: session.key.clone().into(),
             });
         }
         let rows = sqlx::query(
             "SELECT seq, doc FROM messages WHERE session_id = $1 AND seq <= $2 ORDER BY seq",
         )
-        .bind(parent)
+        .bind(parent.into_string())
         .bind(through)
         .fetch_all(&mut *tx)
         .await?;
         for row in &rows {
             let seq: i64 = row.try_get(0)?;
             let mut message: Message = doc(&row.try_get::<String, _>(1)?)?;
-            message.id = format!("{}.{seq}", session.id);
+            message.id = format!("{}.{seq}", session.id).into();
             message.session_id = session.id.clone();
             insert_message(&mut tx, &session.id, seq, &message).await?;
         }
@@ -270,10 +270,10 @@ where
         "INSERT INTO sessions (id, key, agent_id, parent_id, created_at, updated_at, doc) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
     )
-    .bind(session.id.clone())
-    .bind(session.key.clone())
-    .bind(session.agent_id.clone())
-    .bind(session.parent_id.clone())
+    .bind(session.id.to_string())
+    .bind(session.key.to_string())
+    .bind(session.agent_id.to_string())
+    .bind(session.parent_id.clone().map(String::from))
     .bind(ms(session.created_at)?)
     .bind(ms(session.updated_at)?)
     .bind(json_text(session)?)
@@ -295,8 +295,8 @@ async fn insert_message(
     )
     .bind(session_id.to_owned())
     .bind(seq)
-    .bind(message.id.clone())
-    .bind(message.run_id.clone())
+    .bind(message.id.to_string())
+    .bind(message.run_id.clone().map(String::from))
     .bind(ms(message.created_at)?)
     .bind(json_text(message)?)
     .execute(conn)

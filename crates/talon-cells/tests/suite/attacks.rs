@@ -12,7 +12,7 @@ use talon_cells::StoreKey;
 use talon_cells::{
     CellError, CellScope, FileStore, PendingNestedCall, SnapshotStore, StoreLimits, SuspendedCell,
 };
-use talon_protocol::CodeModeErrorCode;
+use talon_protocol::{CellId, CodeModeErrorCode};
 
 const LIMITS: StoreLimits = StoreLimits {
     max_snapshot_bytes: 4096,
@@ -108,7 +108,11 @@ fn a_flipped_byte_anywhere_fails_as_tampered() {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[at] ^= 0x01;
         std::fs::write(&path, &bytes).unwrap();
-        assert_tampered(store.take("c", &scope("r1")), "c", &format!("byte {at}"));
+        assert_tampered(
+            store.take(&CellId::from("c"), &scope("r1")),
+            "c",
+            &format!("byte {at}"),
+        );
     }
     for shape in ["truncated", "extended"] {
         store.put(cell("c")).unwrap();
@@ -120,7 +124,7 @@ fn a_flipped_byte_anywhere_fails_as_tampered() {
             bytes.push(0);
         }
         std::fs::write(&path, &bytes).unwrap();
-        assert_tampered(store.take("c", &scope("r1")), "c", shape);
+        assert_tampered(store.take(&CellId::from("c"), &scope("r1")), "c", shape);
     }
 }
 
@@ -181,7 +185,7 @@ fn edited_headers_fail_as_tampered() {
         if shape == "moved to another agent" {
             taker.agent_id = "other".into();
         }
-        assert_tampered(store.take("c", &taker), "c", shape);
+        assert_tampered(store.take(&CellId::from("c"), &taker), "c", shape);
     }
     // A later expiry in the fixed prefix.
     store.put(cell("c")).unwrap();
@@ -190,7 +194,11 @@ fn edited_headers_fail_as_tampered() {
     let expiry = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) + 86_400_000;
     bytes[8..16].copy_from_slice(&expiry.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
-    assert_tampered(store.take("c", &scope("r1")), "c", "extended expiry");
+    assert_tampered(
+        store.take(&CellId::from("c"), &scope("r1")),
+        "c",
+        "extended expiry",
+    );
     // A settle on an edited record refuses too, and leaves it to `wait`.
     store.put(cell("c")).unwrap();
     let bytes = edit_header(&std::fs::read(&path).unwrap(), |h| {
@@ -198,10 +206,14 @@ fn edited_headers_fail_as_tampered() {
     });
     std::fs::write(&path, &bytes).unwrap();
     assert_eq!(
-        store.settle("c", 3, Ok(json!(1))),
+        store.settle(&CellId::from("c"), 3, Ok(json!(1))),
         Err(CellError::Tampered("c".into()))
     );
-    assert_tampered(store.take("c", &scope("r1")), "c", "settled after edit");
+    assert_tampered(
+        store.take(&CellId::from("c"), &scope("r1")),
+        "c",
+        "settled after edit",
+    );
 }
 
 #[test]
@@ -211,30 +223,44 @@ fn records_moved_copied_or_sealed_with_another_key_fail() {
     store.put(cell("cell-a")).unwrap();
     // Renamed to another id.
     std::fs::rename(record(dir.path(), "cell-a"), record(dir.path(), "cell-b")).unwrap();
-    assert_tampered(store.take("cell-b", &scope("r1")), "cell-b", "renamed");
+    assert_tampered(
+        store.take(&CellId::from("cell-b"), &scope("r1")),
+        "cell-b",
+        "renamed",
+    );
     // Copied to another id: the copy fails, the original still resumes.
     store.put(cell("cell-a")).unwrap();
     std::fs::copy(record(dir.path(), "cell-a"), record(dir.path(), "cell-c")).unwrap();
-    assert_tampered(store.take("cell-c", &scope("r1")), "cell-c", "copied");
+    assert_tampered(
+        store.take(&CellId::from("cell-c"), &scope("r1")),
+        "cell-c",
+        "copied",
+    );
     // Asked for by another scope: not found, and not consumed.
     assert_eq!(
-        store.take("cell-a", &scope("r2")).map(|c| c.id),
+        store
+            .take(&CellId::from("cell-a"), &scope("r2"))
+            .map(|c| c.id),
         Err(CellError::NotFound("cell-a".into()))
     );
-    assert!(store.take("cell-a", &scope("r1")).is_ok());
+    assert!(store.take(&CellId::from("cell-a"), &scope("r1")).is_ok());
     // Copied into another store directory (same key, no marker there).
     let other = tempfile::tempdir().unwrap();
     store.put(cell("cell-d")).unwrap();
     std::fs::copy(record(dir.path(), "cell-d"), record(other.path(), "cell-d")).unwrap();
     let elsewhere = self::store(other.path());
     assert_tampered(
-        elsewhere.take("cell-d", &scope("r1")),
+        elsewhere.take(&CellId::from("cell-d"), &scope("r1")),
         "cell-d",
         "other dir",
     );
     // Sealed with another key.
     let foreign = FileStore::open(dir.path(), LIMITS, StoreKey::derive(&[6; 32])).unwrap();
-    assert_tampered(foreign.take("cell-d", &scope("r1")), "cell-d", "other key");
+    assert_tampered(
+        foreign.take(&CellId::from("cell-d"), &scope("r1")),
+        "cell-d",
+        "other key",
+    );
 }
 
 #[test]
@@ -246,46 +272,61 @@ fn a_record_put_back_after_its_resume_fails() {
     // After a take.
     store.put(cell("c")).unwrap();
     let copy = std::fs::read(&path).unwrap();
-    assert!(store.take("c", &scope("r1")).is_ok());
+    assert!(store.take(&CellId::from("c"), &scope("r1")).is_ok());
     std::fs::write(&path, &copy).unwrap();
-    assert_tampered(store.take("c", &scope("r1")), "c", "replayed after take");
+    assert_tampered(
+        store.take(&CellId::from("c"), &scope("r1")),
+        "c",
+        "replayed after take",
+    );
 
     // After a settle: the version from before it, while the settled one
     // is still stored, and again after the settled one was resumed.
     store.put(cell("c")).unwrap();
     let before = std::fs::read(&path).unwrap();
-    assert_eq!(store.settle("c", 3, Ok(json!("done"))), Ok(true));
+    assert_eq!(
+        store.settle(&CellId::from("c"), 3, Ok(json!("done"))),
+        Ok(true)
+    );
     let settled = std::fs::read(&path).unwrap();
     std::fs::write(&path, &before).unwrap();
-    assert_tampered(store.take("c", &scope("r1")), "c", "pre-settle copy");
+    assert_tampered(
+        store.take(&CellId::from("c"), &scope("r1")),
+        "c",
+        "pre-settle copy",
+    );
     std::fs::write(&path, &settled).unwrap();
-    let taken = store.take("c", &scope("r1")).unwrap();
+    let taken = store.take(&CellId::from("c"), &scope("r1")).unwrap();
     assert_eq!(taken.pending[0].result, Some(Ok(json!("done"))));
     for (copy, shape) in [(&before, "pre-settle"), (&settled, "settled")] {
         std::fs::write(&path, copy).unwrap();
-        assert_tampered(store.take("c", &scope("r1")), "c", shape);
+        assert_tampered(store.take(&CellId::from("c"), &scope("r1")), "c", shape);
     }
     // A stale copy also refuses a settle.
     store.put(cell("c")).unwrap();
     let before = std::fs::read(&path).unwrap();
-    assert_eq!(store.settle("c", 3, Ok(json!(1))), Ok(true));
+    assert_eq!(store.settle(&CellId::from("c"), 3, Ok(json!(1))), Ok(true));
     std::fs::write(&path, &before).unwrap();
     assert_eq!(
-        store.settle("c", 3, Ok(json!(2))),
+        store.settle(&CellId::from("c"), 3, Ok(json!(2))),
         Err(CellError::Tampered("c".into()))
     );
 
     // After a delete, and after being replaced by a newer put.
     store.put(cell("d")).unwrap();
     let copy = std::fs::read(record(dir.path(), "d")).unwrap();
-    store.delete("d").unwrap();
+    store.delete(&CellId::from("d")).unwrap();
     std::fs::write(record(dir.path(), "d"), &copy).unwrap();
-    assert_tampered(store.take("d", &scope("r1")), "d", "deleted");
+    assert_tampered(store.take(&CellId::from("d"), &scope("r1")), "d", "deleted");
     store.put(cell("e")).unwrap();
     let first = std::fs::read(record(dir.path(), "e")).unwrap();
     store.put(cell("e")).unwrap();
     std::fs::write(record(dir.path(), "e"), &first).unwrap();
-    assert_tampered(store.take("e", &scope("r1")), "e", "replaced");
+    assert_tampered(
+        store.take(&CellId::from("e"), &scope("r1")),
+        "e",
+        "replaced",
+    );
 }
 
 #[test]
@@ -316,12 +357,15 @@ fn planted_special_and_huge_files_never_hang_the_store() {
         };
         plant();
         for id in ["x", "y", "z"] {
-            assert_tampered(store.take(id, &scope("r1")), id, id);
+            assert_tampered(store.take(&CellId::from(id), &scope("r1")), id, id);
         }
-        let huge = store.take("h", &scope("r1")).unwrap_err();
+        let huge = store.take(&CellId::from("h"), &scope("r1")).unwrap_err();
         assert_eq!(huge.code(), CodeModeErrorCode::SnapshotLimitExceeded);
         assert_eq!(
-            store.take("d", &scope("r1")).unwrap_err().code(),
+            store
+                .take(&CellId::from("d"), &scope("r1"))
+                .unwrap_err()
+                .code(),
             CodeModeErrorCode::SnapshotRestoreFailed
         );
         std::fs::remove_dir(record(&dir_path, "d")).unwrap();
@@ -337,12 +381,12 @@ fn planted_special_and_huge_files_never_hang_the_store() {
         // is judged on its own (unexpired) claim, and costs only itself.
         assert_eq!(left, ["d.cell", "h.cell", "live.cell"]);
         store.put(cell("new")).unwrap();
-        assert!(store.take("new", &scope("r1")).is_ok());
-        assert!(store.take("live", &scope("r1")).is_ok());
+        assert!(store.take(&CellId::from("new"), &scope("r1")).is_ok());
+        assert!(store.take(&CellId::from("live"), &scope("r1")).is_ok());
         // settle and delete on planted names do not hang either.
         std::os::unix::fs::symlink("/dev/zero", record(&dir_path, "y")).unwrap();
-        assert!(store.settle("y", 3, Ok(json!(1))).is_err());
-        store.delete("y").unwrap();
+        assert!(store.settle(&CellId::from("y"), 3, Ok(json!(1))).is_err());
+        store.delete(&CellId::from("y")).unwrap();
         drop(dir);
     });
 }
@@ -372,7 +416,9 @@ fn leftovers_of_killed_writers_and_takers_are_cleaned_up() {
     )
     .unwrap();
     assert_eq!(
-        store.take("held", &scope("r1")).map(|c| c.id),
+        store
+            .take(&CellId::from("held"), &scope("r1"))
+            .map(|c| c.id),
         Err(CellError::NotFound("held".into())),
         "a dead holder is not waited for"
     );
@@ -381,7 +427,7 @@ fn leftovers_of_killed_writers_and_takers_are_cleaned_up() {
     assert!(!old.exists(), "an old file goes, whatever its pid");
     assert!(writing.exists(), "a live writer's file stays");
     assert!(!dir.path().join("held.hold.999999999.abcd").exists());
-    assert!(store.take("held", &scope("r1")).is_ok());
+    assert!(store.take(&CellId::from("held"), &scope("r1")).is_ok());
 }
 
 #[test]
@@ -408,7 +454,7 @@ fn purge_reads_only_prefixes_and_drops_expired_markers() {
     assert_eq!(markers(), 2);
     assert_eq!(store.purge_expired().unwrap(), 1);
     assert_eq!(markers(), 1, "the expired record's marker went with it");
-    assert!(store.take("fresh", &scope("r1")).is_ok());
+    assert!(store.take(&CellId::from("fresh"), &scope("r1")).is_ok());
 }
 
 #[test]
@@ -432,7 +478,7 @@ fn of_racing_takers_exactly_one_wins_and_the_rest_are_invalid_input() {
                 };
                 std::thread::spawn(move || {
                     barrier.wait();
-                    own.take(&id, &scope("r1")).map(|c| c.id)
+                    own.take(&CellId::from(&id), &scope("r1")).map(|c| c.id)
                 })
             })
             .collect();

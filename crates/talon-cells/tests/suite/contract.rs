@@ -10,7 +10,7 @@ use talon_cells::{
     CellError, CellScope, FileStore, MemoryStore, NestedError, PendingNestedCall, SnapshotStore,
     StoreLimits, SuspendedCell,
 };
-use talon_protocol::CodeModeErrorCode;
+use talon_protocol::{CellId, CodeModeErrorCode};
 
 fn key() -> StoreKey {
     StoreKey::derive(&[3; 32])
@@ -52,7 +52,7 @@ fn contract(store: &dyn SnapshotStore) {
     store.put(a.clone()).unwrap();
     // Another run (or session) cannot see it, and does not consume it.
     assert_eq!(
-        store.take("cell-a", &scope("r2")),
+        store.take(&CellId::from("cell-a"), &scope("r2")),
         Err(CellError::NotFound("cell-a".into()))
     );
     // A result recorded while the cell is stored comes back with it.
@@ -60,10 +60,19 @@ fn contract(store: &dyn SnapshotStore) {
         message: "boom".into(),
         code: Some("nested_tool_failed".into()),
     };
-    assert_eq!(store.settle("cell-a", 3, Err(failure.clone())), Ok(true));
-    assert_eq!(store.settle("cell-a", 99, Ok(json!(1))), Ok(false));
-    assert_eq!(store.settle("nope", 3, Ok(json!(1))), Ok(false));
-    let taken = store.take("cell-a", &scope("r1")).unwrap();
+    assert_eq!(
+        store.settle(&CellId::from("cell-a"), 3, Err(failure.clone())),
+        Ok(true)
+    );
+    assert_eq!(
+        store.settle(&CellId::from("cell-a"), 99, Ok(json!(1))),
+        Ok(false)
+    );
+    assert_eq!(
+        store.settle(&CellId::from("nope"), 3, Ok(json!(1))),
+        Ok(false)
+    );
+    let taken = store.take(&CellId::from("cell-a"), &scope("r1")).unwrap();
     let mut expected = a.clone();
     expected.pending[0].result = Some(Err(failure));
     // Files keep expiry to the millisecond.
@@ -74,9 +83,12 @@ fn contract(store: &dyn SnapshotStore) {
     assert!(drift < Duration::from_millis(1));
     expected.expires_at = taken.expires_at;
     assert_eq!(taken, expected);
-    assert_eq!(store.settle("cell-a", 3, Ok(json!(1))), Ok(false));
     assert_eq!(
-        store.take("cell-a", &scope("r1")),
+        store.settle(&CellId::from("cell-a"), 3, Ok(json!(1))),
+        Ok(false)
+    );
+    assert_eq!(
+        store.take(&CellId::from("cell-a"), &scope("r1")),
         Err(CellError::NotFound("cell-a".into()))
     );
 
@@ -97,15 +109,15 @@ fn contract(store: &dyn SnapshotStore) {
         store.put(cell("three", "r1", Duration::from_secs(60), 10)),
         Err(CellError::TooMany(2))
     );
-    store.delete("one").unwrap();
-    store.delete("one").unwrap();
-    store.delete("two").unwrap();
+    store.delete(&CellId::from("one")).unwrap();
+    store.delete(&CellId::from("one")).unwrap();
+    store.delete(&CellId::from("two")).unwrap();
 
     store
         .put(cell("old", "r1", Duration::from_millis(1), 10))
         .unwrap();
     std::thread::sleep(Duration::from_millis(20));
-    let expired = store.take("old", &scope("r1")).unwrap_err();
+    let expired = store.take(&CellId::from("old"), &scope("r1")).unwrap_err();
     assert_eq!(
         (expired.clone(), expired.code()),
         (
@@ -114,7 +126,7 @@ fn contract(store: &dyn SnapshotStore) {
         )
     );
     assert_eq!(
-        store.take("old", &scope("r1")),
+        store.take(&CellId::from("old"), &scope("r1")),
         Err(CellError::NotFound("old".into()))
     );
     store
@@ -125,7 +137,7 @@ fn contract(store: &dyn SnapshotStore) {
         .unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(store.purge_expired().unwrap(), 1);
-    assert!(store.take("fresh", &scope("r1")).is_ok());
+    assert!(store.take(&CellId::from("fresh"), &scope("r1")).is_ok());
 }
 
 #[test]
@@ -148,10 +160,13 @@ fn a_store_opened_again_on_the_same_directory_finds_its_cells() {
         .unwrap();
     drop(before);
     let after = FileStore::open(dir.path(), LIMITS, key()).unwrap();
-    assert_eq!(after.settle("cell-1", 3, Ok(json!({"n": 1}))), Ok(true));
+    assert_eq!(
+        after.settle(&CellId::from("cell-1"), 3, Ok(json!({"n": 1}))),
+        Ok(true)
+    );
     drop(after);
     let after = FileStore::open(dir.path(), LIMITS, key()).unwrap();
-    let cell = after.take("cell-1", &scope("r1")).unwrap();
+    let cell = after.take(&CellId::from("cell-1"), &scope("r1")).unwrap();
     assert_eq!(cell.snapshot.len(), 300);
     assert_eq!(cell.pending[0].result, Some(Ok(json!({"n": 1}))));
     assert_eq!(cell.meta, json!({"parent": "exec-1"}));
@@ -170,7 +185,7 @@ fn damaged_records_and_hostile_ids_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path(), LIMITS, key()).unwrap();
     std::fs::write(dir.path().join("bad.cell"), b"TLNC\xff\xff\xff\xffjunk").unwrap();
-    let damaged = store.take("bad", &scope("r1")).unwrap_err();
+    let damaged = store.take(&CellId::from("bad"), &scope("r1")).unwrap_err();
     assert_eq!(
         (damaged.clone(), damaged.code()),
         (
@@ -179,7 +194,7 @@ fn damaged_records_and_hostile_ids_are_errors() {
         )
     );
     assert_eq!(
-        store.take("bad", &scope("r1")),
+        store.take(&CellId::from("bad"), &scope("r1")),
         Err(CellError::NotFound("bad".into())),
         "a damaged record is dropped once reported"
     );
@@ -191,7 +206,7 @@ fn damaged_records_and_hostile_ids_are_errors() {
     );
     for id in ["../escape", "a/b", "", "x.cell"] {
         assert_eq!(
-            store.take(id, &scope("r1")),
+            store.take(&CellId::from(id), &scope("r1")),
             Err(CellError::NotFound(id.into()))
         );
     }

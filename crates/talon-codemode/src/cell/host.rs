@@ -6,6 +6,7 @@
 //! suspended cell finds it even in another process.
 
 use serde_json::{Value, json};
+use talon_protocol::CellId;
 use talon_sandbox::{
     Answer, CallFuture, CallResult, CellHost, HostFunctions, Limits, PendingCall, VmOptions,
 };
@@ -59,7 +60,7 @@ impl Meta {
 /// Code Mode's side of one drive.
 pub(crate) struct NestedHost<'a> {
     pub run: &'a CodeModeRun,
-    pub run_id: &'a str,
+    pub cell_id: &'a CellId,
     pub meta: &'a mut Meta,
 }
 
@@ -109,7 +110,7 @@ impl CellHost for NestedHost<'_> {
             Request::Ready(result) => Answer::Now(result),
             Request::Yield(reason) => {
                 if self.run.shared.debug {
-                    tracing::info!(target: "talon::code_mode", run_id = %self.run_id, ?reason, "bridge: yield_control");
+                    tracing::info!(target: "talon::code_mode", cell_id = %self.cell_id, ?reason, "bridge: yield_control");
                 }
                 Answer::Yield
             }
@@ -121,7 +122,7 @@ impl CellHost for NestedHost<'_> {
                 Answer::Start {
                     call: self
                         .run
-                        .nested_call(self.run_id, &self.meta.parent, call.id, &flight),
+                        .nested_call(self.cell_id, &self.meta.parent, call.id, &flight),
                     tag: flight,
                 }
             }
@@ -135,7 +136,7 @@ impl CodeModeRun {
     /// then, and is ignored otherwise).
     pub(crate) fn nested_call(
         &self,
-        run_id: &str,
+        cell_id: &CellId,
         parent: &str,
         host_id: u64,
         flight: &InFlight,
@@ -144,13 +145,13 @@ impl CodeModeRun {
         let ctx = self.ctx.clone();
         let parent = parent.to_owned();
         let store = self.shared.store.clone();
-        let run_id = run_id.to_owned();
+        let cell_id = cell_id.clone();
         let call_id = flight.call_id.clone();
         let nested = flight.nested.clone();
         Box::pin(async move {
             let result = bridge.run(&ctx, &parent, call_id, &nested).await;
-            if let Err(error) = store.settle(&run_id, host_id, result.clone()) {
-                tracing::warn!(%error, run_id = %run_id, "recording a nested call's result");
+            if let Err(error) = store.settle(&cell_id, host_id, result.clone()) {
+                tracing::warn!(%error, cell_id = %cell_id, "recording a nested call's result");
             }
             result
         })

@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use talon_protocol::{
-    CodeModeErrorCode, CodeModeOutput, CodeModeResult, CodeModeSnapshotEvent, CodeModeWaitReason,
-    ConsoleOutput, OutputStream,
+    CellId, CodeModeErrorCode, CodeModeOutput, CodeModeResult, CodeModeSnapshotEvent,
+    CodeModeWaitReason, ConsoleOutput, OutputStream,
 };
 use talon_sandbox::{Calls, DriveLimits, Halt, Machine, SandboxError, Suspend};
 
@@ -33,7 +33,7 @@ pub(crate) type Live = Calls<InFlight>;
 
 /// The host's side of a cell during a step.
 pub(crate) struct CellState {
-    pub run_id: String,
+    pub cell_id: CellId,
     pub meta: Meta,
     pub calls: Live,
     /// Whether the cell was stored before this step (its end is a
@@ -42,9 +42,9 @@ pub(crate) struct CellState {
 }
 
 impl CellState {
-    pub fn new(run_id: String, parent: String, calls: Live) -> Self {
+    pub fn new(cell_id: CellId, parent: String, calls: Live) -> Self {
         Self {
-            run_id,
+            cell_id,
             meta: Meta {
                 parent,
                 ..Meta::default()
@@ -86,7 +86,7 @@ impl CodeModeRun {
         };
         let mut host = NestedHost {
             run: self,
-            run_id: &cell.run_id,
+            cell_id: &cell.cell_id,
             meta: &mut cell.meta,
         };
         let driven = self
@@ -127,7 +127,7 @@ impl CodeModeRun {
             );
         }
         if cell.was_stored {
-            end.events.push(event("deleted", &cell.run_id, None));
+            end.events.push(event("deleted", &cell.cell_id, None));
         }
         // Dropping the cell cancels the nested calls it abandoned.
         drop(cell);
@@ -189,7 +189,7 @@ impl CodeModeRun {
         code: Option<CodeModeErrorCode>,
     ) -> CodeModeResult {
         if cell.was_stored {
-            end.events.push(event("deleted", &cell.run_id, None));
+            end.events.push(event("deleted", &cell.cell_id, None));
         }
         // Dropping the cell cancels the nested calls it abandoned.
         drop(cell);

@@ -9,7 +9,7 @@
 use std::time::SystemTime;
 
 use serde_json::Value;
-use talon_protocol::{CodeModePendingToolCall, CodeModeResult, CodeModeWaitReason};
+use talon_protocol::{CellId, CodeModePendingToolCall, CodeModeResult, CodeModeWaitReason};
 use talon_sandbox::{Machine, SandboxError};
 
 use super::host::{InFlight, Meta};
@@ -44,7 +44,7 @@ impl CodeModeRun {
     /// `live` is the cell's calls if this process suspended it.
     pub(crate) fn resume_cell(
         &self,
-        run_id: String,
+        cell_id: CellId,
         meta: Meta,
         pending: Vec<PendingNestedCall>,
         live: Option<Live>,
@@ -52,7 +52,7 @@ impl CodeModeRun {
         let restarted = live.is_none();
         let mut calls = live.unwrap_or_else(|| Live::new(self.config.max_pending_tool_calls));
         calls.reset();
-        let mut cell = CellState::new(run_id, meta.parent.clone(), calls);
+        let mut cell = CellState::new(cell_id, meta.parent.clone(), calls);
         cell.meta = meta;
         cell.was_stored = true;
         if let Some(id) = cell.meta.yield_call.take() {
@@ -74,7 +74,7 @@ impl CodeModeRun {
                 None if !restarted => cell.calls.expect(p.host_call_id, flight),
                 None if flight.nested.replay_safe => {
                     let call =
-                        self.nested_call(&cell.run_id, &cell.meta.parent, p.host_call_id, &flight);
+                        self.nested_call(&cell.cell_id, &cell.meta.parent, p.host_call_id, &flight);
                     cell.calls.start(p.host_call_id, flight, call);
                 }
                 None => {
@@ -99,7 +99,7 @@ impl CodeModeRun {
             Ok(bytes) => bytes,
             Err(error) => {
                 if matches!(error, SandboxError::SnapshotTooLarge { .. }) {
-                    end.events.push(event("rejected", &cell.run_id, None));
+                    end.events.push(event("rejected", &cell.cell_id, None));
                 }
                 return self.end_failed(cell, end, error);
             }
@@ -130,7 +130,7 @@ impl CodeModeRun {
         }
         cell.meta.yield_call = yielded;
         let record = SuspendedCell {
-            id: cell.run_id.clone(),
+            id: cell.cell_id.clone(),
             scope: self.scope.clone(),
             snapshot,
             pending,
@@ -138,17 +138,18 @@ impl CodeModeRun {
             meta: cell.meta.to_json(),
         };
         if let Err(error) = self.shared.store.put(record) {
-            end.events.push(event("rejected", &cell.run_id, Some(size)));
+            end.events
+                .push(event("rejected", &cell.cell_id, Some(size)));
             let code = error.code();
             return self.end_failed_with(cell, end, error.to_string(), Some(code));
         }
-        end.events.push(event("created", &cell.run_id, Some(size)));
+        end.events.push(event("created", &cell.cell_id, Some(size)));
         // Results that arrived while the cell was being stored: record
         // them, since the task's own record may have come before the put.
         cell.calls.collect();
         for (id, result, flight) in cell.calls.take_ready() {
             if flight.is_some()
-                && let Err(error) = self.shared.store.settle(&cell.run_id, id, result)
+                && let Err(error) = self.shared.store.settle(&cell.cell_id, id, result)
             {
                 tracing::warn!(%error, "recording a nested call's result");
             }
@@ -162,15 +163,15 @@ impl CodeModeRun {
                 tool_id: f.nested.tool_id.clone(),
             })
             .collect();
-        let run_id = cell.run_id.clone();
+        let cell_id = cell.cell_id.clone();
         if let Ok(mut live) = self.shared.live.lock() {
             live.insert(
-                run_id.clone(),
+                cell_id.clone(),
                 std::mem::replace(&mut cell.calls, Live::new(1)),
             );
         }
         CodeModeResult::Waiting {
-            run_id,
+            cell_id,
             reason,
             pending_tool_calls,
             output: end.output,

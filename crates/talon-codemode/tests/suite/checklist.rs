@@ -573,7 +573,7 @@ async fn wait_resumes_a_suspended_snapshot_and_returns_the_final_value() {
         "text('before'); const r = await tools.slow({ms: 400}); text('after'); return r.input.ms + 1;",
     )
     .await;
-    let id = run_id(&first);
+    let id = cell_id(&first);
     match &first {
         CodeModeResult::Waiting {
             reason,
@@ -641,7 +641,7 @@ async fn expired_aborted_wrong_session_and_unknown_run_ids_fail() {
     assert_eq!(code, Some("invalid_input"), "{error}");
 
     // Another run (same session) cannot see the cell; its owner still can.
-    let id = run_id(&exec(&run.run, slow).await);
+    let id = cell_id(&exec(&run.run, slow).await);
     let other = start(
         &cm,
         RunOptions {
@@ -668,7 +668,7 @@ async fn expired_aborted_wrong_session_and_unknown_run_ids_fail() {
     );
 
     // Aborted: the snapshot is deleted.
-    let id = run_id(&exec(&run.run, slow).await);
+    let id = cell_id(&exec(&run.run, slow).await);
     run.ctx.cancel.cancel();
     let result = wait(&run.run, &id).await;
     assert_eq!(failure(&result).1, Some("aborted"));
@@ -732,7 +732,7 @@ async fn transcript_replay_and_persistence_keep_code_mode_control_calls() {
     );
     let done = run
         .run
-        .handle("call_2", "wait", json!({"runId": run_id(&result)}))
+        .handle("call_2", "wait", json!({"runId": cell_id(&result)}))
         .await
         .unwrap();
     assert_eq!(value(&done), json!("resumed"));

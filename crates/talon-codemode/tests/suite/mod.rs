@@ -277,8 +277,8 @@ pub async fn exec(run: &CodeModeRun, code: &str) -> CodeModeResult {
     run.exec("call_1", json!({"code": code})).await
 }
 
-pub async fn wait(run: &CodeModeRun, run_id: &str) -> CodeModeResult {
-    run.wait("call_2", json!({"runId": run_id})).await
+pub async fn wait(run: &CodeModeRun, cell_id: &str) -> CodeModeResult {
+    run.wait("call_2", json!({"runId": cell_id})).await
 }
 
 /// The value of a completed result; panics with the result otherwise.
@@ -289,10 +289,10 @@ pub fn value(result: &CodeModeResult) -> Value {
     }
 }
 
-/// The run id of a waiting result.
-pub fn run_id(result: &CodeModeResult) -> String {
+/// The cell id (`runId`) of a waiting result.
+pub fn cell_id(result: &CodeModeResult) -> String {
     match result {
-        CodeModeResult::Waiting { run_id, .. } => run_id.clone(),
+        CodeModeResult::Waiting { cell_id, .. } => cell_id.to_string(),
         other => panic!("expected waiting, got {other:#?}"),
     }
 }

@@ -415,7 +415,7 @@ async fn suspended_namespace_calls_resume_through_wait() {
         "await yield_control('let the model look'); const r = await Issues.slowList({page: 2}); return r.input;",
     )
     .await;
-    let id = run_id(&first);
+    let id = cell_id(&first);
     let done = wait(&run.run, &id).await;
     assert_eq!(value(&done), json!({"page": 2}));
 }

@@ -56,7 +56,7 @@ async fn yield_control_suspends_and_wait_resumes_at_once() {
         other => panic!("{other:?}"),
     }
     let started = Instant::now();
-    let done = wait(&run.run, &run_id(&first)).await;
+    let done = wait(&run.run, &cell_id(&first)).await;
     assert_eq!(value(&done), json!("done"));
     assert!(started.elapsed() < Duration::from_secs(2));
 }
@@ -66,7 +66,7 @@ async fn wait_never_returns_waiting_early_when_nothing_changed() {
     let cm = code_mode(memory_store(), Arc::new(NamespaceRegistry::new()));
     let run = start(&cm, quick());
     let first = exec(&run.run, "return (await tools.slow({ms: 2000})).input.ms;").await;
-    let id = run_id(&first);
+    let id = cell_id(&first);
     let started = Instant::now();
     let second = wait(&run.run, &id).await;
     assert!(
@@ -116,7 +116,7 @@ async fn a_new_runtime_on_the_same_store_resumes_a_cell_and_never_reruns_finishe
         "const r = await tools.slow({ms: 300}); text('after'); return r.input.ms;",
     )
     .await;
-    let id = run_id(&waiting);
+    let id = cell_id(&waiting);
     // The call finishes while the cell is suspended; its result is stored.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let record = dir.path().join(format!("{id}.cell"));
@@ -161,7 +161,7 @@ async fn a_record_from_before_a_settle_put_back_is_refused_not_redispatched() {
         "return (await tools.slow_read({ms: 300})).input.ms;",
     )
     .await;
-    let id = run_id(&waiting);
+    let id = cell_id(&waiting);
     let record = dir.path().join(format!("{id}.cell"));
     let before_settle = std::fs::read(&record).unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -181,7 +181,7 @@ async fn a_tampered_record_fails_wait_with_snapshot_restore_failed() {
     let tools = Arc::new(Tools::default());
     let (_runtime, run) = on_disk(dir.path(), &tools);
     let waiting = exec(&run.run, "await yield_control('x'); return 1;").await;
-    let id = run_id(&waiting);
+    let id = cell_id(&waiting);
     let record = dir.path().join(format!("{id}.cell"));
     let mut bytes = std::fs::read(&record).unwrap();
     let last = bytes.len() - 1;
@@ -206,7 +206,7 @@ async fn calls_in_flight_when_the_runtime_died_fail_catchably_unless_replay_safe
     )
     .await;
     // slow_read (10 ms) finished inside the exec; slow is in flight.
-    let id = run_id(&waiting);
+    let id = cell_id(&waiting);
     drop(run);
     drop(first_runtime);
     let (_second_runtime, run) = on_disk(dir.path(), &tools);
@@ -221,7 +221,7 @@ async fn calls_in_flight_when_the_runtime_died_fail_catchably_unless_replay_safe
 
     // A replay-safe tool in flight is dispatched again.
     let (first_runtime, run) = on_disk(dir.path(), &tools);
-    let id = run_id(
+    let id = cell_id(
         &exec(
             &run.run,
             "return (await tools.slow_read({ms: 400})).input.ms;",
@@ -304,7 +304,7 @@ async fn the_live_snapshot_cap_is_enforced() {
     let cm = code_mode(store, Arc::new(NamespaceRegistry::new()));
     let run = start(&cm, quick());
     for _ in 0..2 {
-        run_id(&exec(&run.run, "await yield_control(); return 1;").await);
+        cell_id(&exec(&run.run, "await yield_control(); return 1;").await);
     }
     let third = exec(&run.run, "await yield_control(); return 1;").await;
     assert_eq!(failure(&third).1, Some("snapshot_limit_exceeded"));

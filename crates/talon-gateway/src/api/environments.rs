@@ -72,7 +72,7 @@ impl Api {
         };
         let now = talon_store::now_ms();
         let mut environment = Environment {
-            id: id.clone(),
+            id: id.clone().into(),
             provider: provider.id().into(),
             status: EnvironmentStatus::Provisioning,
             capabilities: provider.capabilities(),

@@ -87,7 +87,7 @@ impl Api {
                 };
                 self.engine
                     .submit(Submit {
-                        agent_id: session.agent_id.clone(),
+                        agent_id: session.agent_id.clone().into(),
                         session,
                         request,
                         strategy: MultitaskStrategy::Enqueue,

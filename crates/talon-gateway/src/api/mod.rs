@@ -147,7 +147,7 @@ impl Handler for Api {
         let more = sessions.len() > limit as usize;
         sessions.truncate(limit as usize);
         let next_cursor = more
-            .then(|| sessions.last().map(|s| s.id.clone()))
+            .then(|| sessions.last().map(|s| s.id.clone().into()))
             .flatten();
         Ok(SessionsListResult {
             sessions,
@@ -168,9 +168,9 @@ impl Handler for Api {
         let session = Session {
             key: p
                 .key
-                .map_or_else(|| format!("{}:{id}", p.agent_id), Into::into),
-            id,
-            agent_id: p.agent_id.into(),
+                .unwrap_or_else(|| format!("{}:{id}", p.agent_id).into()),
+            id: id.into(),
+            agent_id: p.agent_id,
             parent_id: None,
             forked_at_message_id: None,
             metadata: check_metadata(p.metadata.unwrap_or_default())?,
@@ -230,11 +230,11 @@ impl Handler for Api {
         let session = Session {
             key: p
                 .key
-                .map_or_else(|| format!("{}:{id}", parent.agent_id), Into::into),
-            id,
+                .unwrap_or_else(|| format!("{}:{id}", parent.agent_id).into()),
+            id: id.into(),
             agent_id: parent.agent_id.clone(),
             parent_id: Some(parent.id.clone()),
-            forked_at_message_id: p.at_message_id.map(Into::into),
+            forked_at_message_id: p.at_message_id,
             metadata: parent.metadata.clone(),
             created_at: now,
             updated_at: now,
@@ -298,7 +298,7 @@ impl Handler for Api {
             })?),
         };
         let filter = talon_store::EventFilter {
-            run_id: Some(run.id.clone()),
+            run_id: Some(run.id.clone().into()),
             ..Default::default()
         };
         let mut events = self
@@ -398,7 +398,7 @@ impl Handler for Api {
         let more = artifacts.len() > limit as usize;
         artifacts.truncate(limit as usize);
         let next_cursor = more
-            .then(|| artifacts.last().map(|a| a.id.clone()))
+            .then(|| artifacts.last().map(|a| a.id.clone().into()))
             .flatten();
         Ok(ArtifactsListResult {
             artifacts,

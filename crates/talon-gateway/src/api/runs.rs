@@ -74,14 +74,14 @@ impl Api {
             timeout_ms: p.timeout_ms,
             tools: p.tools,
             invoke: None,
-            environment_id,
+            environment_id: environment_id.map(Into::into),
             // The engine sets it as it accepts the run.
             traceparent: None,
             request_id: None,
         };
         self.engine
             .submit(Submit {
-                agent_id: session.agent_id.clone(),
+                agent_id: session.agent_id.clone().into(),
                 session,
                 request,
                 strategy: p.multitask_strategy.unwrap_or_default(),
@@ -111,9 +111,9 @@ impl Api {
             let now = talon_store::now_ms();
             let id = new_id("sess")?;
             let session = Session {
-                key: format!("{agent_id}:{id}"),
-                id,
-                agent_id,
+                key: format!("{agent_id}:{id}").into(),
+                id: id.into(),
+                agent_id: agent_id.into(),
                 parent_id: None,
                 forked_at_message_id: None,
                 metadata: Default::default(),
@@ -170,7 +170,9 @@ impl Api {
             .map_err(api_error)?;
         let more = runs.len() > limit as usize;
         runs.truncate(limit as usize);
-        let next_cursor = more.then(|| runs.last().map(|r| r.id.clone())).flatten();
+        let next_cursor = more
+            .then(|| runs.last().map(|r| r.id.clone().into()))
+            .flatten();
         Ok(RunsListResult { runs, next_cursor })
     }
 
@@ -240,7 +242,7 @@ impl Api {
             })?;
         let now = talon_store::now_ms();
         let record = Message {
-            id: new_id("msg")?,
+            id: new_id("msg")?.into(),
             session_id: session.id.clone(),
             run_id: None,
             role: MessageRole::Compaction,

@@ -60,9 +60,9 @@ impl Api {
         }
         let now = talon_store::now_ms();
         let session = Session {
-            id: new_id("sess")?,
-            key: key.to_owned(),
-            agent_id,
+            id: new_id("sess")?.into(),
+            key: key.to_owned().into(),
+            agent_id: agent_id.into(),
             parent_id: None,
             forked_at_message_id: None,
             metadata: Default::default(),

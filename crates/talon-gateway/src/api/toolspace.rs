@@ -73,7 +73,7 @@ impl Api {
         let agent = p
             .agent_id
             .map(String::from)
-            .or(session_agent)
+            .or(session_agent.map(Into::into))
             .unwrap_or_else(|| DEFAULT_AGENT.into());
         if self.find_agent(&agent).await?.is_none() {
             return Err(not_found("agent", &agent));

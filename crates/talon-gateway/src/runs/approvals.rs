@@ -129,7 +129,7 @@ impl DurableApprover {
         let mut guard = Cancelled {
             store: self.store.clone(),
             events: self.events.clone(),
-            id: Some(approval.id.clone()),
+            id: Some(approval.id.clone().into()),
             wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
         tracing::info!(
@@ -163,9 +163,11 @@ impl DurableApprover {
         let arguments = call.args.to_string();
         let summary = Approval::summary_of(&entry.tool.name, &arguments);
         Ok(Approval {
-            id,
-            run_id: ctx.scope.run_id.clone(),
-            session_id: (!ctx.scope.session_id.is_empty()).then(|| ctx.scope.session_id.clone()),
+            id: id.into(),
+            run_id: ctx.scope.run_id.clone().into(),
+            session_id: (!ctx.scope.session_id.is_empty())
+                .then(|| ctx.scope.session_id.clone())
+                .map(Into::into),
             kind: ApprovalKind::Tool,
             summary,
             tool_name: Some(entry.id.clone()),
@@ -265,7 +267,7 @@ impl Drop for Cancelled {
         }
         self.events
             .emit(EventData::ApprovalResolved(ApprovalResolvedData {
-                approval_id: id.clone(),
+                approval_id: id.clone().into(),
                 status: ApprovalStatus::Cancelled,
                 decision: None,
                 reason: Some("the run stopped waiting".into()),

@@ -86,7 +86,7 @@ impl ToolOutputs for RunFiles {
                     text.into_bytes(),
                 )
                 .await?;
-            let id = summary.id.clone();
+            let id = summary.id.to_string();
             self.events.emit(EventData::ArtifactCreated(summary));
             Some(id)
         })
@@ -151,9 +151,11 @@ impl Engine {
             .artifact_max_age
             .map(|age| now + age.as_millis() as u64);
         let summary = ArtifactSummary {
-            id: new_id("art").ok()?,
-            run_id: Some(run_id.to_owned()),
-            session_id: (!session_id.is_empty()).then(|| session_id.to_owned()),
+            id: new_id("art").ok()?.into(),
+            run_id: Some(run_id.to_owned().into()),
+            session_id: (!session_id.is_empty())
+                .then(|| session_id.to_owned())
+                .map(Into::into),
             kind,
             title: Some(title),
             mime_type: Some(mime.to_owned()),
@@ -262,7 +264,7 @@ impl Engine {
     pub(super) async fn trajectory(&self, run: &Run) -> Option<ArtifactSummary> {
         let store = &self.inner.store;
         let filter = EventFilter {
-            run_id: Some(run.id.clone()),
+            run_id: Some(run.id.clone().into()),
             ..EventFilter::default()
         };
         let mut events = Vec::new();

@@ -77,8 +77,8 @@ impl Engine {
             .with_retry_after_ms(1_000));
         }
         let run = Run {
-            id: new_id("run")?,
-            agent_id: submit.agent_id.clone(),
+            id: new_id("run")?.into(),
+            agent_id: submit.agent_id.clone().into(),
             session_id: Some(submit.session.id.clone()),
             session_key: Some(submit.session.key.clone()),
             status: RunStatus::Queued,

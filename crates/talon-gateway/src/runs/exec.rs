@@ -80,7 +80,7 @@ impl Engine {
         let sink = Arc::new(StoreSink::start(
             self.inner.store.clone(),
             Some(Checkpoints {
-                run_id: run.id.clone(),
+                run_id: run.id.clone().into(),
                 node: self.inner.node.clone(),
                 stored,
             }),
@@ -346,7 +346,7 @@ impl Engine {
                 .await
                 .map_err(crate::error::api_error)?;
             let full = page.len() as u32 >= MAX_PAGE;
-            after = page.last().map(|m| m.message.id.clone());
+            after = page.last().map(|m| m.message.id.clone()).map(Into::into);
             stored.extend(page.into_iter().map(|m| m.message));
             if !full {
                 break;

@@ -567,7 +567,8 @@ impl Engine {
             cancel: CancellationToken::new(),
             rollback: Arc::new(AtomicBool::new(false)),
         };
-        self.active().insert(claimed.run.id.clone(), active.clone());
+        self.active()
+            .insert(claimed.run.id.to_string(), active.clone());
         let engine = self.clone();
         tokio::spawn(async move {
             let id = claimed.run.id.clone();
@@ -583,7 +584,7 @@ impl Engine {
                 .map(str::to_owned);
             let work = tracing::Instrument::instrument(engine.execute(claimed, active), span);
             crate::observe::on_behalf_of(request_id, work).await;
-            engine.active().remove(&id);
+            engine.active().remove(id.as_str());
             engine.inner.ended.send_modify(|n| *n += 1);
             engine.inner.wake.notify_one();
         });

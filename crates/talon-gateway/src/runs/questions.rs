@@ -82,10 +82,11 @@ impl DurableQuestions {
                 let now = talon_store::now_ms();
                 let id = new_id("q").map_err(|e| StoreError::Corrupt(e.message))?;
                 let question = Question {
-                    id,
-                    run_id: ctx.scope.run_id.clone(),
+                    id: id.into(),
+                    run_id: ctx.scope.run_id.clone().into(),
                     session_id: (!ctx.scope.session_id.is_empty())
-                        .then(|| ctx.scope.session_id.clone()),
+                        .then(|| ctx.scope.session_id.clone())
+                        .map(Into::into),
                     tool_call_id: Some(call.call_id.clone()),
                     prompt: ask.prompt,
                     choices: ask.choices,
@@ -106,7 +107,7 @@ impl DurableQuestions {
         };
         let mut guard = Unanswered {
             store: self.store.clone(),
-            id: Some(question.id.clone()),
+            id: Some(question.id.clone().into()),
             wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
         tracing::info!(

@@ -174,7 +174,7 @@ impl Engine {
         let pending = store
             .approvals(&talon_store::PendingFilter {
                 status: Some("pending".into()),
-                run_id: Some(run.id.clone()),
+                run_id: Some(run.id.clone().into()),
                 ..Default::default()
             })
             .await

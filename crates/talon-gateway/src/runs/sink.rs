@@ -400,7 +400,7 @@ mod tests {
     fn event(run: &str, kind: EventType) -> Event {
         Event {
             version: 1,
-            id: String::new(),
+            id: Default::default(),
             ts: 1,
             kind,
             run_id: Some(run.into()),

@@ -49,7 +49,7 @@ async fn a_request_head_that_never_ends_is_cut_off() {
 fn big(n: u64) -> Event {
     Event {
         version: 1,
-        id: String::new(),
+        id: Default::default(),
         ts: n,
         kind: EventType::AssistantDelta,
         run_id: Some("r".into()),

@@ -207,7 +207,7 @@ async fn two_nodes_share_one_database() {
     let ghost = |id: &str| Run {
         id: id.into(),
         agent_id: "main".into(),
-        session_id: Some(format!("sess_{id}")),
+        session_id: Some(format!("sess_{id}").into()),
         session_key: Some(id.into()),
         status: RunStatus::Queued,
         created_at: 1,
@@ -242,7 +242,7 @@ async fn two_nodes_share_one_database() {
     }
     let in_flight = talon_protocol::Event {
         version: 1,
-        id: String::new(),
+        id: Default::default(),
         ts: 1,
         kind: talon_protocol::EventType::ToolCallStarted,
         run_id: Some("run_ghost_calling".into()),

@@ -15,12 +15,12 @@ use super::TestGateway;
 fn event(run: &str, kind: EventType, n: u64) -> Event {
     Event {
         version: 1,
-        id: String::new(),
+        id: Default::default(),
         ts: 1_000 + n,
         kind,
         run_id: Some(run.into()),
         session_id: Some("s1".into()),
-        session_key: Some(format!("key-{run}")),
+        session_key: Some(format!("key-{run}").into()),
         task_id: None,
         agent_id: Some("main".into()),
         request_id: None,
@@ -34,7 +34,7 @@ async fn run(g: &TestGateway, id: &str) {
         id: id.into(),
         agent_id: "main".into(),
         session_id: Some("s1".into()),
-        session_key: Some(format!("key-{id}")),
+        session_key: Some(format!("key-{id}").into()),
         status: RunStatus::Running,
         created_at: 1,
         started_at: Some(1),
@@ -171,7 +171,7 @@ async fn a_run_stream_gives_the_backlog_then_the_live_tail_and_ends() {
     while let Some(e) = resumed.next().await {
         ids.push(e.id);
     }
-    let expected: Vec<String> = first[1..]
+    let expected: Vec<_> = first[1..]
         .iter()
         .chain(&later)
         .map(|e| e.id.clone())

@@ -156,7 +156,7 @@ async fn a_subscription_streams_the_stored_envelopes_and_bad_frames_are_answered
     let store = &g.running.store;
     let event = |n: u64, kind| Event {
         version: 1,
-        id: String::new(),
+        id: Default::default(),
         ts: n,
         kind,
         run_id: Some("r1".into()),

@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::bounded::{ApprovalId, QuestionId, RunId, SessionId};
+
 /// What needs approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -81,12 +83,12 @@ pub enum ApprovalStatus {
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     /// The approval's id.
-    pub id: String,
+    pub id: ApprovalId,
     /// The run that asks.
-    pub run_id: String,
+    pub run_id: RunId,
     /// Its session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// What needs approval.
     pub kind: ApprovalKind,
     /// The requested action, for a person to read.
@@ -150,12 +152,12 @@ pub enum QuestionStatus {
 #[serde(rename_all = "camelCase")]
 pub struct Question {
     /// The question's id.
-    pub id: String,
+    pub id: QuestionId,
     /// The run that asks.
-    pub run_id: String,
+    pub run_id: RunId,
     /// Its session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The call that asks (the model's call id, or a nested call's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,

@@ -9,7 +9,7 @@
 //!
 //! | type | cap | what |
 //! |---|---|---|
-//! | the ids ([`RunId`], [`SessionId`], ...) | [`ID_MAX`] (128) | resources' ids, cursors |
+//! | the ids ([`RunId`], [`SessionId`], [`CellId`], ...) | [`ID_MAX`] (128) | resources' ids, cursors |
 //! | [`SessionKey`], [`IdempotencyKey`] | [`KEY_MAX`] (256) | keys an app chooses |
 //! | [`ToolRef`] | [`KEY_MAX`] (256) | a catalog id or tool name |
 //! | [`Text<N>`] | `N` | free text kept in a record (names, reasons) |
@@ -245,6 +245,12 @@ bounded_ids! {
     ToolCallId, ID_MAX, "a tool call id";
     /// A replay cursor: an event id, or a page's `nextCursor`.
     Cursor, ID_MAX, "a cursor";
+    /// An event's id: its place in the log, the cursor `after` takes.
+    EventId, ID_MAX, "an event id";
+    /// An API token's id (`tok_...`).
+    TokenId, ID_MAX, "a token id";
+    /// A suspended Code Mode cell's id (its `runId`), not an agent run's.
+    CellId, ID_MAX, "a cell id";
     /// An environment provider's id (`local`).
     ProviderId, ID_MAX, "a provider id";
     /// A model, `provider/model`.
@@ -257,6 +263,19 @@ bounded_ids! {
     /// A tool's catalog id or name.
     ToolRef, KEY_MAX, "a tool reference";
 }
+
+/// The ids a page or a replay resumes after.
+macro_rules! cursor_from {
+    ($($id:ident),*) => {$(
+        impl From<$id> for Cursor {
+            fn from(value: $id) -> Self {
+                Self(value.0)
+            }
+        }
+    )*};
+}
+
+cursor_from!(EventId, MessageId, RunId, SessionId, ArtifactId);
 
 /// Free text with a cap of `N` characters (control characters allowed:
 /// newlines are text).

@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ToolEffect;
 
+use super::bounded::{EnvironmentId, ProviderId, RunId, TaskId};
+
 /// A model an agent can use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -199,9 +201,9 @@ pub enum EnvironmentStatus {
 #[serde(rename_all = "camelCase")]
 pub struct Environment {
     /// The environment's id.
-    pub id: String,
+    pub id: EnvironmentId,
     /// Its provider's id.
-    pub provider: String,
+    pub provider: ProviderId,
     /// Where it is.
     pub status: EnvironmentStatus,
     /// What its provider can do.
@@ -226,10 +228,10 @@ pub struct Environment {
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     /// The task's id.
-    pub id: String,
+    pub id: TaskId,
     /// The run it belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// Its state, as the runtime names it.
     pub status: String,
     /// When it was created (epoch milliseconds).

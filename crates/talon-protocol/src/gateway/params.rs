@@ -476,7 +476,7 @@ results! {
         sessions: Vec<Session>,
         /// The next page's cursor.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        next_cursor: Option<String>,
+        next_cursor: Option<Cursor>,
     }
     /// `sessions.messages`.
     SessionsMessagesResult {
@@ -488,7 +488,7 @@ results! {
     /// `sessions.abort`.
     SessionsAbortResult {
         /// The runs it cancelled.
-        cancelled_run_ids: Vec<String>,
+        cancelled_run_ids: Vec<RunId>,
     }
     /// `runs.events`.
     RunsEventsResult {
@@ -533,7 +533,7 @@ results! {
         artifacts: Vec<ArtifactSummary>,
         /// The next page's cursor.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        next_cursor: Option<String>,
+        next_cursor: Option<Cursor>,
     }
     /// `artifacts.download`.
     ArtifactsDownloadResult {
@@ -574,6 +574,6 @@ results! {
     /// `events.subscribe`.
     EventsSubscribeResult {
         /// Names the subscription in `events.unsubscribe`.
-        subscription_id: String,
+        subscription_id: SubscriptionId,
     }
 }

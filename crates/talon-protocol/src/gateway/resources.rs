@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ApiError;
+use super::bounded::{AgentId, ArtifactId, MessageId, RunId, SessionId, SessionKey, TaskId};
 
 /// Free-form metadata an app attaches to a resource.
 pub type Metadata = BTreeMap<String, serde_json::Value>;
@@ -36,7 +37,7 @@ pub enum AgentSource {
 #[serde(rename_all = "camelCase")]
 pub struct Agent {
     /// The agent's id (`main` by default).
-    pub id: String,
+    pub id: AgentId,
     /// A display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -61,17 +62,17 @@ pub struct Agent {
 #[serde(rename_all = "camelCase")]
 pub struct Session {
     /// The session's id.
-    pub id: String,
+    pub id: SessionId,
     /// The app's key for it (unique per agent), e.g. `agent:main:user-42`.
-    pub key: String,
+    pub key: SessionKey,
     /// The agent it talks to.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// The session it was forked from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// The parent's last message the fork kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_at_message_id: Option<String>,
+    pub forked_at_message_id: Option<MessageId>,
     /// The app's metadata.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: Metadata,
@@ -118,12 +119,12 @@ pub struct MessageToolCall {
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// The message's id (ordered within its session).
-    pub id: String,
+    pub id: MessageId,
     /// Its session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The run that produced it (absent for user input stored before one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// Who wrote it.
     pub role: MessageRole,
     /// Its text.
@@ -198,7 +199,7 @@ pub struct Usage {
 #[serde(rename_all = "camelCase")]
 pub struct RunAccepted {
     /// The run's id (the same as `id`).
-    pub run_id: String,
+    pub run_id: RunId,
     /// The run.
     #[serde(flatten)]
     pub run: Run,
@@ -218,15 +219,15 @@ impl From<Run> for RunAccepted {
 #[serde(rename_all = "camelCase")]
 pub struct Run {
     /// The run's id.
-    pub id: String,
+    pub id: RunId,
     /// The agent.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// The session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The session's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_key: Option<String>,
+    pub session_key: Option<SessionKey>,
     /// Where it is.
     pub status: RunStatus,
     /// When it was accepted (epoch milliseconds).
@@ -284,18 +285,18 @@ pub struct RunOutput {
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// The run.
-    pub run_id: String,
+    pub run_id: RunId,
     /// How it ended, or `accepted` if it has not.
     pub status: RunResultStatus,
     /// The session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The session's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_key: Option<String>,
+    pub session_key: Option<SessionKey>,
     /// The background task, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     /// When it started (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<u64>,
@@ -349,13 +350,13 @@ pub enum ArtifactType {
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactSummary {
     /// The artifact's id.
-    pub id: String,
+    pub id: ArtifactId,
     /// The run that produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// Its session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// What it is.
     #[serde(rename = "type")]
     pub kind: ArtifactType,

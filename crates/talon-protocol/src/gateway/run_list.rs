@@ -44,7 +44,7 @@ pub struct RunsListResult {
     pub runs: Vec<Run>,
     /// The next page's cursor (absent on the last page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
+    pub next_cursor: Option<Cursor>,
 }
 
 impl RunsListParams {
@@ -78,11 +78,11 @@ impl RunsListParams {
     /// asks its store the same).
     pub fn admits(&self, run: &Run) -> bool {
         self.status.as_ref().is_none_or(|s| s.contains(&run.status))
-            && self.agent_id.as_ref().is_none_or(|a| **a == run.agent_id)
+            && self.agent_id.as_ref().is_none_or(|a| *a == run.agent_id)
             && self
                 .session_id
                 .as_ref()
-                .is_none_or(|s| run.session_id.as_deref() == Some(&**s))
+                .is_none_or(|s| run.session_id.as_ref() == Some(s))
             && self.created_after.is_none_or(|t| run.created_at >= t)
             && self.created_before.is_none_or(|t| run.created_at < t)
     }

@@ -6,6 +6,7 @@
 //! environment provider can do.
 
 use super::approvals::Approval;
+use super::bounded::EventId;
 use super::catalog::EnvironmentCapabilities;
 use super::params::{
     AgentsCreateParams, AgentsUpdateParams, ArtifactsDownloadResult, EventsSubscribeParams,
@@ -60,7 +61,7 @@ impl Event {
         let (kind, data) = data.into_parts();
         Self {
             version: 1,
-            id: String::new(),
+            id: EventId::default(),
             ts,
             kind,
             run_id: Some(run.id.clone()),
@@ -111,7 +112,7 @@ impl Event {
         let (kind, data) = data.into_parts();
         Self {
             version: 1,
-            id: String::new(),
+            id: EventId::default(),
             ts,
             kind,
             run_id: None,
@@ -171,7 +172,7 @@ impl Agent {
     /// are kept by the server, not shown).
     pub fn created(p: &AgentsCreateParams, now: u64) -> Self {
         Self {
-            id: p.id.clone().into(),
+            id: p.id.clone(),
             name: p.name.clone().map(Into::into),
             description: p.description.clone().map(Into::into),
             model: p.model.clone().map(Into::into),

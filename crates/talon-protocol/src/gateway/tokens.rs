@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::bounded::{IdempotencyKey, Name};
+use super::bounded::{IdempotencyKey, Name, TokenId};
 use super::error::{ApiError, ErrorCode};
 use super::scope::{Scope, ScopePreset};
 
@@ -43,7 +43,7 @@ pub struct CreatedToken {
     /// Bearer`. The gateway keeps only its hash: it is never shown again.
     pub token: String,
     /// The token's id (`tok_...`), to revoke it.
-    pub id: String,
+    pub id: TokenId,
     /// Its name.
     pub name: String,
     /// What it may do.

@@ -10,7 +10,7 @@ use talon_runtime::conversation::{self, RunInputError, UNANSWERED};
 
 fn stored(role: MessageRole, text: Option<&str>, calls: &[&str], answers: Option<&str>) -> Message {
     Message {
-        id: format!("m{}", calls.len()),
+        id: format!("m{}", calls.len()).into(),
         session_id: "s".into(),
         run_id: Some("r".into()),
         role,

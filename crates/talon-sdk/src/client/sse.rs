@@ -194,7 +194,7 @@ impl State {
         if let Some(id) = frame.id
             && !id.is_empty()
         {
-            event.id = id;
+            event.id = id.into();
         }
         if event.kind.is_terminal() {
             self.terminal_seen = true;
@@ -239,8 +239,8 @@ mod tests {
         assert_eq!(
             kinds,
             vec![
-                Ok(("1".to_owned(), EventType::RunStarted)),
-                Ok(("2".to_owned(), EventType::RunCompleted))
+                Ok(("1".into(), EventType::RunStarted)),
+                Ok(("2".into(), EventType::RunCompleted))
             ]
         );
     }

@@ -50,7 +50,7 @@ async fn generated_calls_work_over_http_and_websocket(kind: Kind) {
         assert_eq!(accepted.run_id, accepted.run.id);
         let result = client
             .runs_wait(RunsWaitParams {
-                run_id: accepted.run_id.clone().into(),
+                run_id: accepted.run_id.clone(),
                 timeout_ms: Some(30_000),
             })
             .await

@@ -109,7 +109,7 @@ on_both! {
     async fn remembered_decisions_are_found_by_tool_and_scope(t) {
         let store = &t.store;
         let with = |id: &str, session: Option<&str>, tool: &str| Approval {
-            session_id: session.map(str::to_owned),
+            session_id: session.map(str::to_owned).map(Into::into),
             tool_name: Some(tool.into()),
             ..approval(id, "r1", None)
         };

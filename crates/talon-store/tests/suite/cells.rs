@@ -9,7 +9,12 @@ use serde_json::json;
 use talon_cells::{
     CellError, CellScope, PendingNestedCall, SnapshotStore, StoreKey, StoreLimits, SuspendedCell,
 };
+use talon_protocol::CellId;
 use talon_store::CellStore;
+
+fn id(text: &str) -> CellId {
+    CellId::from(text)
+}
 
 fn scope(run: &str) -> CellScope {
     CellScope {
@@ -55,24 +60,24 @@ fn cells(t: &super::backend::TestStore, limits: StoreLimits) -> Arc<CellStore> {
 on_both! {
     async fn a_cell_is_taken_once_by_its_own_run(t) {
         let store = cells(&t, StoreLimits::default());
-        let c = cell("run-1", Duration::from_secs(60));
+        let c = cell("cell-1", Duration::from_secs(60));
         store.put(c.clone()).unwrap();
-        assert_eq!(store.take("run-1", &scope("other")), Err(CellError::NotFound("run-1".into())));
-        assert_eq!(store.take("run-1", &scope("r1")).unwrap().expires_at, c.expires_at);
-        assert_eq!(store.take("run-1", &scope("r1")), Err(CellError::NotFound("run-1".into())));
+        assert_eq!(store.take(&id("cell-1"), &scope("other")), Err(CellError::NotFound("cell-1".into())));
+        assert_eq!(store.take(&id("cell-1"), &scope("r1")).unwrap().expires_at, c.expires_at);
+        assert_eq!(store.take(&id("cell-1"), &scope("r1")), Err(CellError::NotFound("cell-1".into())));
         // Put again (a resumed cell suspends again), settle, then take.
         store.put(c.clone()).unwrap();
-        assert!(store.settle("run-1", 7, Ok(json!({"text": "hi"}))).unwrap());
-        assert!(!store.settle("run-1", 99, Ok(json!(null))).unwrap());
-        assert!(!store.settle("ghost", 7, Ok(json!(null))).unwrap());
-        let taken = store.take("run-1", &scope("r1")).unwrap();
+        assert!(store.settle(&id("cell-1"), 7, Ok(json!({"text": "hi"}))).unwrap());
+        assert!(!store.settle(&id("cell-1"), 99, Ok(json!(null))).unwrap());
+        assert!(!store.settle(&id("ghost"), 7, Ok(json!(null))).unwrap());
+        let taken = store.take(&id("cell-1"), &scope("r1")).unwrap();
         assert_eq!(taken.pending[0].result, Some(Ok(json!({"text": "hi"}))));
         assert_eq!(SuspendedCell { pending: c.pending.clone(), ..taken }, c);
         // Delete and purge.
-        store.put(cell("run-2", Duration::from_secs(60))).unwrap();
-        store.delete("run-2").unwrap();
-        store.delete("run-2").unwrap();
-        assert_eq!(store.take("run-2", &scope("r1")), Err(CellError::NotFound("run-2".into())));
+        store.put(cell("cell-2", Duration::from_secs(60))).unwrap();
+        store.delete(&id("cell-2")).unwrap();
+        store.delete(&id("cell-2")).unwrap();
+        assert_eq!(store.take(&id("cell-2"), &scope("r1")), Err(CellError::NotFound("cell-2".into())));
     }
 }
 
@@ -81,7 +86,7 @@ on_both! {
         let store = cells(&t, StoreLimits { max_snapshot_bytes: 16, max_live_cells: 2 });
         store.put(cell("old", Duration::from_millis(1))).unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(store.take("old", &scope("r1")), Err(CellError::Expired("old".into())));
+        assert_eq!(store.take(&id("old"), &scope("r1")), Err(CellError::Expired("old".into())));
         store.put(cell("e1", Duration::from_millis(1))).unwrap();
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(store.purge_expired().unwrap(), 1);
@@ -98,7 +103,7 @@ on_both! {
     async fn of_concurrent_takers_on_two_nodes_exactly_one_gets_the_cell(t) {
         let nodes = [cells(&t, StoreLimits::default()), cells(&t, StoreLimits::default())];
         for round in 0..5 {
-            let id = format!("run-{round}");
+            let id = id(&format!("cell-{round}"));
             nodes[0].put(cell(&id, Duration::from_secs(60))).unwrap();
             let threads: Vec<_> = (0..6)
                 .map(|n| {
@@ -116,8 +121,8 @@ on_both! {
 on_both! {
     async fn a_record_sealed_with_another_key_is_refused(t) {
         let mine = cells(&t, StoreLimits::default());
-        mine.put(cell("run-1", Duration::from_secs(60))).unwrap();
+        mine.put(cell("cell-1", Duration::from_secs(60))).unwrap();
         let other = CellStore::open(&t.config, StoreLimits::default(), StoreKey::derive(&[1u8; 32])).unwrap();
-        assert_eq!(other.take("run-1", &scope("r1")), Err(CellError::Tampered("run-1".into())));
+        assert_eq!(other.take(&id("cell-1"), &scope("r1")), Err(CellError::Tampered("cell-1".into())));
     }
 }

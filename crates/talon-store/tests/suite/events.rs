@@ -14,12 +14,12 @@ use super::backend::Kind;
 pub fn event(run: &str, kind: EventType, ts: u64, n: u64) -> Event {
     Event {
         version: 1,
-        id: String::new(),
+        id: Default::default(),
         ts,
         kind,
         run_id: Some(run.into()),
         session_id: Some("s1".into()),
-        session_key: Some(format!("key-{run}")),
+        session_key: Some(format!("key-{run}").into()),
         task_id: None,
         agent_id: Some("main".into()),
         request_id: None,
@@ -102,7 +102,10 @@ on_both! {
     /// The JSON form is byte for byte the envelope's serialization, for
     /// hostile text too.
     async fn the_json_form_is_the_envelope(t) {
-        let mut odd = event("r\"1\\\n\u{2028}", EventType::ToolCallCompleted, 7, 0);
+        // Ids refuse ASCII control characters when decoded; free text
+        // (the request id, the payload) keeps them.
+        let mut odd = event("r\"1\\\u{2028}", EventType::ToolCallCompleted, 7, 0);
+        odd.request_id = Some("req \"\\\n\u{2028}".into());
         odd.data = json!({"text": "quote \" backslash \\ nul \u{0} emoji 🦀", "n": [1, 2.5, null]});
         odd.raw = Some(json!({"native": {"deep": true}}));
         odd.task_id = Some("task-1".into());

@@ -40,7 +40,7 @@ on_both! {
             }
             seen.extend(page.iter().map(|r| r.id.clone()));
             let last = page.last().unwrap();
-            cursor = Some((last.id.clone(), last.created_at));
+            cursor = Some((last.id.clone().into(), last.created_at));
         }
         assert_eq!(seen, ["r6", "r5", "r4", "r3", "r2", "r1"]);
         let cases: [(RunFilter, &[&str]); 6] = [
