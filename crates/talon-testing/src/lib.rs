@@ -25,6 +25,10 @@
 //! next event stream after n SSE frames, for testing and benchmarking clients' resume against the
 //! real server.
 //!
+//! [`wait`] waits for a condition or a signal with a deadline, failing
+//! loudly with what it waited for: the one place tests poll, instead of
+//! sleeping a guessed time.
+//!
 //! More on each:
 //!
 //! - `synthetic::corpus_tools(json)` reads a judged corpus's tools as plugin tools (the search and
@@ -49,4 +53,5 @@ pub mod prelude_js;
 pub mod proxy;
 pub mod relevance;
 pub mod synthetic;
+pub mod wait;
 pub mod workspace;

@@ -13,6 +13,7 @@ use talon_mock_model::{MockModel, Script};
 use talon_protocol::EventType;
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
+use talon_testing::wait;
 use talon_tools::{
     CancellationToken, CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy,
     ToolRunner,
@@ -43,28 +44,28 @@ fn group_alive(pgid: i32) -> bool {
     })
 }
 
-/// Waits (briefly) for group `pgid` to be empty.
-async fn group_gone(pgid: i32) -> bool {
-    for _ in 0..200 {
-        if !group_alive(pgid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
+/// Waits for group `pgid` to be empty (the kill lands asynchronously);
+/// panics when it is not. The deadline is well inside the command's own
+/// 30 s, so a group nobody killed cannot pass by ending on its own.
+async fn group_gone(pgid: i32) {
+    wait::until_async(
+        &format!("process group {pgid} to be gone with the run"),
+        Duration::from_secs(10),
+        async || !group_alive(pgid),
+    )
+    .await;
 }
 
 /// Waits for the command to write its group id.
 async fn pgid_in(dir: &Path) -> i32 {
-    for _ in 0..1000 {
-        if let Ok(text) = std::fs::read_to_string(dir.join("pgid"))
-            && let Ok(pgid) = text.trim().parse()
-        {
-            return pgid;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the command never started");
+    wait::until_async("the command to start", wait::DEADLINE, async || {
+        std::fs::read_to_string(dir.join("pgid"))
+            .ok()?
+            .trim()
+            .parse::<i32>()
+            .ok()
+    })
+    .await
 }
 
 /// Runs one turn whose tool call is [`SLEEPER`], calling `stop` once the
@@ -162,7 +163,7 @@ async fn cancelling_a_run_with_a_command_in_flight_returns_promptly_and_kills_it
         ),
         (RunStatus::Cancelled, Some("the run was aborted"), 1)
     );
-    assert!(group_gone(pgid).await, "group {pgid} outlived the run");
+    group_gone(pgid).await;
     let failed = aborted_call(&sink);
     assert_eq!(
         (&failed["name"], &failed["error"]["status"]),
@@ -179,7 +180,7 @@ async fn a_run_that_times_out_with_a_command_in_flight_kills_it() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "the run took {took:?}");
     assert_eq!(result.status, RunStatus::TimedOut);
-    assert!(group_gone(pgid).await, "group {pgid} outlived the run");
+    group_gone(pgid).await;
     assert_eq!(aborted_call(&sink)["error"]["status"], "aborted");
     let kinds: Vec<_> = sink.events().iter().map(|e| e.kind).collect();
     assert_eq!(kinds.last(), Some(&EventType::RunTimedOut));

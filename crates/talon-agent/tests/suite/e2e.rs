@@ -8,19 +8,22 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use talon_agent::{AgentRun, CollectSink, NestedCallEvents, RunEvents, RunOptions, RunStatus};
 use talon_codemode::{
-    CodeMode, CodeModeConfig, CodeModeOptions, NamespaceRegistry, RunSetup, StoreLimits,
+    CellError, CellScope, CodeMode, CodeModeConfig, CodeModeOptions, FileStore, NamespaceRegistry,
+    NestedResult, RunSetup, SnapshotStore, StoreLimits, SuspendedCell,
 };
 use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 use talon_mock_model::{MockModel, Script};
-use talon_protocol::{CatalogMode, EventType, ToolDefinition, ToolSource};
+use talon_protocol::{CatalogMode, CellId, EventType, ToolDefinition, ToolSource};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
+use talon_testing::wait;
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, DirectSurface, NoUpdates, RunContext,
     RunScope, ToolCall, ToolError, ToolExecutor, ToolPolicy, ToolRunner,
 };
 use talon_toolsearch::{ToolSearch, ToolSearchConfig, build_surface};
+use tokio::sync::Notify;
 
 /// Core tools in a workspace, MCP through the manager, plugin and client
 /// tools answer with what they were given.
@@ -43,12 +46,47 @@ impl ToolExecutor for TestTools {
                 let value = json!({"tool": entry.id, "input": call.args});
                 Box::pin(async move {
                     if entry.tool.name == "slow_lookup" {
+                        // Not a wait: a slow tool, so that the call is still
+                        // running when `exec` returns.
                         tokio::time::sleep(Duration::from_millis(1500)).await;
                     }
                     Ok(value)
                 })
             }
         }
+    }
+}
+
+/// The durable cell store, saying when a suspended cell's call result is
+/// stored (what a restart resumes from).
+struct Settling {
+    store: FileStore,
+    settled: Arc<Notify>,
+}
+
+impl SnapshotStore for Settling {
+    fn put(&self, cell: SuspendedCell) -> Result<(), CellError> {
+        self.store.put(cell)
+    }
+
+    fn take(&self, id: &CellId, scope: &CellScope) -> Result<SuspendedCell, CellError> {
+        self.store.take(id, scope)
+    }
+
+    fn delete(&self, id: &CellId) -> Result<(), CellError> {
+        self.store.delete(id)
+    }
+
+    fn purge_expired(&self) -> Result<usize, CellError> {
+        self.store.purge_expired()
+    }
+
+    fn settle(&self, id: &CellId, host_call_id: u64, result: NestedResult) -> Result<bool, CellError> {
+        let stored = self.store.settle(id, host_call_id, result);
+        if matches!(stored, Ok(true)) {
+            self.settled.notify_one();
+        }
+        stored
     }
 }
 
@@ -194,12 +232,14 @@ async fn code_modes_sixteen_step_plan() {
 
     // 4. "Restart" with Code Mode enabled: a new runtime on a durable store.
     let store_dir = state.path().join("cells");
+    let settled = Arc::new(Notify::new());
     let new_runtime = || {
         CodeMode::new(CodeModeOptions {
             sandbox: Default::default(),
-            store: Arc::new(
-                talon_codemode::open_file_store(&store_dir, StoreLimits::default()).unwrap(),
-            ),
+            store: Arc::new(Settling {
+                store: talon_codemode::open_file_store(&store_dir, StoreLimits::default()).unwrap(),
+                settled: settled.clone(),
+            }),
             namespaces: Arc::new(NamespaceRegistry::new()),
         })
         .unwrap()
@@ -316,8 +356,14 @@ async fn code_modes_sixteen_step_plan() {
         second.data
     );
     let run_id = second.data["result"]["runId"].as_str().unwrap().to_owned();
-    // 13-14. A new runtime (the restart) resumes it; the restored VM gets the result.
-    tokio::time::sleep(Duration::from_millis(1700)).await;
+    // 13-14. Once the call's result is stored with the suspended cell, a
+    // new runtime (the restart) resumes it; the restored VM gets the result.
+    wait::within(
+        "the slow call's result to be stored with the cell",
+        wait::DEADLINE,
+        settled.notified(),
+    )
+    .await;
     drop(run);
     drop(code_mode);
     let code_mode = new_runtime();

@@ -18,6 +18,7 @@ use talon_protocol::gateway::{ApprovalDecision, ApprovalStatus};
 use talon_protocol::{EventData, EventType};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
+use talon_testing::wait;
 use talon_tools::{
     CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner,
     ToolSurface,
@@ -381,7 +382,11 @@ async fn cancellation_timeout_turn_limit_and_provider_errors_end_the_run_clearly
     };
     let cancel = f.ctx.cancel.clone();
     let (result, ()) = tokio::join!(run.run(Vec::new(), "hi"), async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Cancelled while the model's reply is on its way.
+        wait::until_async("the model to get the request", wait::DEADLINE, async || {
+            f.mock.requests().len() == 1
+        })
+        .await;
         cancel.cancel();
     });
     assert_eq!(result.status, RunStatus::Cancelled);

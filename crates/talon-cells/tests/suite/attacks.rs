@@ -438,6 +438,7 @@ fn purge_reads_only_prefixes_and_drops_expired_markers() {
     old.expires_at = SystemTime::now() + Duration::from_millis(1);
     store.put(old).unwrap();
     store.put(cell("fresh")).unwrap();
+    // Not a wait: lets the 1 ms expiry pass.
     std::thread::sleep(Duration::from_millis(20));
     let markers = || {
         std::fs::read_dir(dir.path())

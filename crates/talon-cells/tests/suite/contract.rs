@@ -116,6 +116,7 @@ fn contract(store: &dyn SnapshotStore) {
     store
         .put(cell("old", "r1", Duration::from_millis(1), 10))
         .unwrap();
+    // Not a wait: lets the 1 ms expiry pass.
     std::thread::sleep(Duration::from_millis(20));
     let expired = store.take(&CellId::from("old"), &scope("r1")).unwrap_err();
     assert_eq!(
@@ -135,6 +136,7 @@ fn contract(store: &dyn SnapshotStore) {
     store
         .put(cell("fresh", "r1", Duration::from_secs(60), 10))
         .unwrap();
+    // Not a wait: lets the stale cell's 1 ms expiry pass.
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(store.purge_expired().unwrap(), 1);
     assert!(store.take(&CellId::from("fresh"), &scope("r1")).is_ok());

@@ -5,6 +5,8 @@
 use std::io::{BufRead, BufReader, Read};
 use std::process::Command;
 
+use talon_testing::wait;
+
 use super::{finish, spawn_talon};
 
 pub(super) fn talon(home: &std::path::Path, args: &[&str]) -> std::process::Output {
@@ -203,6 +205,36 @@ fn run_events(addr: &str, token: &str, run_id: &str) -> Vec<serde_json::Value> {
     page["events"].as_array().unwrap().clone()
 }
 
+/// Waits until the gateway's store holds a checkpoint of run `run_id`
+/// (read from its database beside it, read-only).
+fn checkpointed(home: &std::path::Path, run_id: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(home.join("state/talon.db"))
+            .read_only(true);
+        let db = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        wait::until_async(
+            &format!("run {run_id}'s checkpoint to be stored"),
+            wait::DEADLINE,
+            async || {
+                sqlx::query_scalar::<_, bool>(
+                    "SELECT checkpoint IS NOT NULL FROM runs WHERE id = $1",
+                )
+                .bind(run_id)
+                .fetch_one(&db)
+                .await
+                .unwrap()
+            },
+        )
+        .await;
+        db.close().await;
+    });
+}
+
 #[test]
 fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
     let home = tempfile::tempdir().unwrap();
@@ -269,7 +301,7 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
     // the model's next request hangs.
     let seen = stream_until(&addr, &admin, &hanging, "tool.call.completed");
     // (The turn's checkpoint is stored right after that event commits.)
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    checkpointed(home.path(), &hanging);
     // SIGKILL mid-run.
     first.kill().unwrap();
     first.wait().unwrap();

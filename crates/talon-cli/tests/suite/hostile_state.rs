@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use talon_testing::wait;
 
 use super::gateway::{Gateway, body, post, start_gateway};
 use super::{finish, spawn_talon};
@@ -36,18 +37,6 @@ fn status(response: &str) -> u16 {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"))
-}
-
-/// Waits until `f` gives `Some`, failing after `within`.
-fn until<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(value) = f() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A gateway whose state directory is on a tmpfs of `size` mounted in a
@@ -226,7 +215,7 @@ fn a_full_disk_is_answered_reported_survived_and_does_not_hold_up_a_stop() {
     }
     assert_eq!(answers.len(), 200);
     assert!(refused > 0, "a full disk refuses writes");
-    let (code, health) = until(Duration::from_secs(20), "/healthz to say why", || {
+    let (code, health) = wait::until("/healthz to say why", Duration::from_secs(20), || {
         let (code, response) = get(&addr, "/healthz");
         (code != 200).then_some((code, response))
     });
@@ -243,11 +232,11 @@ fn a_full_disk_is_answered_reported_survived_and_does_not_hold_up_a_stop() {
     // Space returns: the gateway recovers by itself, and no run stays
     // stuck: each ends, and one the fault interrupted says so.
     std::fs::remove_file(&filler).unwrap();
-    until(Duration::from_secs(10), "/healthz to recover", || {
-        (get(&addr, "/healthz").0 == 200).then_some(())
+    wait::until("/healthz to recover", wait::DEADLINE, || {
+        get(&addr, "/healthz").0 == 200
     });
     for id in &created {
-        let run = until(Duration::from_secs(60), "every run to end", || {
+        let run = wait::until("every run to end", Duration::from_secs(60), || {
             let run = run_status(&addr, &admin, id);
             let ended = ["completed", "failed", "cancelled"].contains(&run["status"].as_str()?);
             ended.then_some(run)
@@ -277,7 +266,7 @@ fn a_full_disk_is_answered_reported_survived_and_does_not_hold_up_a_stop() {
             .unwrap()
             .success()
     );
-    let exited = until(Duration::from_secs(20), "the gateway to exit", || {
+    let exited = wait::until("the gateway to exit", Duration::from_secs(20), || {
         g.gateway.try_wait().unwrap()
     });
     let took = started.elapsed();
@@ -421,13 +410,13 @@ fn a_damaged_database_is_reported_and_refuses_writes() {
         }
     });
     let mut seen = Vec::new();
-    let addr = until(Duration::from_secs(20), "the gateway to listen", || {
+    let addr = wait::until("the gateway to listen", Duration::from_secs(20), || {
         let line = logged.recv_timeout(Duration::from_millis(100)).ok()?;
         seen.push(line.clone());
         line.strip_prefix("talon gateway: listening on http://")
             .map(str::to_owned)
     });
-    let (code, health) = until(Duration::from_secs(20), "the integrity check", || {
+    let (code, health) = wait::until("the integrity check", Duration::from_secs(20), || {
         let (code, response) = get(&addr, "/healthz");
         (code != 200).then_some((code, response))
     });
@@ -454,7 +443,7 @@ fn a_damaged_database_is_reported_and_refuses_writes() {
         "{refused}"
     );
     // And said so in the log, as an error.
-    let logged = until(Duration::from_secs(10), "the log line", || {
+    let logged = wait::until("the log line", wait::DEADLINE, || {
         if let Some(line) = seen.iter().find(|l| l.contains("integrity check failed")) {
             return Some(line.clone());
         }

@@ -13,7 +13,7 @@ mod traces;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Starts `talon` with a private home and state directory, no config from
 /// the environment, and `env` set on top.
@@ -39,16 +39,20 @@ pub fn spawn_talon(home: &Path, args: &[&str], env: &[(&str, &Path)]) -> Child {
     command.spawn().unwrap()
 }
 
-/// Waits for `child` with a hard deadline: a hang fails the test instead of
-/// stalling it.
-pub fn finish(mut child: Child) -> Output {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("talon hung");
+/// Waits for `child` to exit (reading its output meanwhile) with a hard
+/// deadline: a hang fails the test instead of stalling it.
+pub fn finish(child: Child) -> Output {
+    let pid = child.id().to_string();
+    let (exit, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = exit.send(child.wait_with_output());
+    });
+    match exited.recv_timeout(Duration::from_secs(60)) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            // The waiting thread reaps it.
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            panic!("talon hung: no exit within 60 s");
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
-    child.wait_with_output().unwrap()
 }

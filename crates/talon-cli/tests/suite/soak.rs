@@ -8,10 +8,11 @@
 //! `/proc/<pid>/status`.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use talon_mock_model::{MockModel, Script, ScriptedCall, Turn};
+use talon_testing::wait;
 
 /// A marker no other process uses: `sleep` of this many seconds.
 const SLEEP_MARKER: &str = "2987";
@@ -349,19 +350,28 @@ fn one_agent_process_survives_a_run_of_hostile_cells_and_tool_calls() {
         .unwrap();
 
     // While the agent waits for the last reply, read its memory.
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while mock.requests().len() < turn_count {
-        if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "the agent stopped serving after {} requests: {}\n{}",
-                mock.requests().len(),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let stopped = wait::until(
+        "the agent to ask for its last reply",
+        Duration::from_secs(600),
+        || {
+            let asked = mock.requests().len();
+            if asked >= turn_count {
+                Ok(false)
+            } else if child.try_wait().unwrap().is_some() {
+                Ok(true)
+            } else {
+                Err(format!("{asked} of {turn_count} requests"))
+            }
+        },
+    );
+    if stopped {
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "the agent stopped serving after {} requests: {}\n{}",
+            mock.requests().len(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
     let out = child.wait_with_output().unwrap();

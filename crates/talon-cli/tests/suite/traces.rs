@@ -12,12 +12,13 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
+use talon_testing::wait;
 
 use super::gateway::{Gateway, body, post, start_gateway_with};
 use super::{finish, spawn_talon};
@@ -118,18 +119,10 @@ impl Collector {
 
     /// Waits until `done` holds for the spans received.
     fn wait_for(&self, what: &str, done: impl Fn(&[Span]) -> bool) -> Vec<Span> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
+        wait::until(what, Duration::from_secs(60), || {
             let spans = self.received.lock().unwrap().spans.clone();
-            if done(&spans) {
-                return spans;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "never received {what}: {spans:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            if done(&spans) { Ok(spans) } else { Err(spans) }
+        })
     }
 }
 

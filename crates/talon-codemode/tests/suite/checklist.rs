@@ -484,6 +484,9 @@ async fn infinite_loops_time_out_and_cannot_block_the_gateway() {
     let (_cm2, other) = standard();
     let started = Instant::now();
     let (looping, quick) = tokio::join!(exec(&run.run, "while (true) {}"), async {
+        // Not a wait on a condition: gives the loop (polled first) a head
+        // start, so that the other run is served while it spins. Served
+        // sooner, the assertions below hold just the same.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let r = exec(&other.run, "return 'still serving';").await;
         (r, started.elapsed())
@@ -657,7 +660,7 @@ async fn expired_aborted_wrong_session_and_unknown_run_ids_fail() {
         CodeModeResult::Waiting { .. }
     ));
 
-    // Expired.
+    // Expired. (Not a wait on a condition: lets the 1 s snapshot TTL pass.)
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let (_, code) = failure(&wait(&run.run, &id).await);
     assert_eq!(code, Some("snapshot_expired"));

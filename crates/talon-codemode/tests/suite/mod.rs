@@ -128,6 +128,7 @@ impl ToolExecutor for Tools {
                     let now = self.slow_now.fetch_add(1, Ordering::SeqCst) + 1;
                     self.slow_max.fetch_max(now, Ordering::SeqCst);
                     let ms = call.args["ms"].as_u64().unwrap_or(300);
+                    // Not a wait: the tool is slow on purpose.
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     self.slow_now.fetch_sub(1, Ordering::SeqCst);
                     Ok(result)

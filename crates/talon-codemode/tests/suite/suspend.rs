@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use talon_codemode::{NamespaceRegistry, SnapshotStore, StoreLimits};
 use talon_protocol::{CodeModeResult, CodeModeWaitReason};
+use talon_testing::wait;
 
 use super::*;
 
@@ -79,7 +80,13 @@ async fn wait_never_returns_waiting_early_when_nothing_changed() {
     );
     assert_eq!(second.telemetry().wait_count, 1);
     // Once the call finishes, wait returns as soon as the cell does.
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    wait::until_async("the slow call to finish", wait::DEADLINE, async || {
+        run.runner
+            .records()
+            .iter()
+            .any(|r| r.id == "openclaw:core:slow" && r.status == "ok")
+    })
+    .await;
     let started = Instant::now();
     assert_eq!(value(&wait(&run.run, &id).await), json!(2000));
     assert!(started.elapsed() < Duration::from_millis(150));
@@ -117,10 +124,15 @@ async fn a_new_runtime_on_the_same_store_resumes_a_cell_and_never_reruns_finishe
     )
     .await;
     let id = cell_id(&waiting);
-    // The call finishes while the cell is suspended; its result is stored.
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let record = dir.path().join(format!("{id}.cell"));
-    let copy = std::fs::read(&record).unwrap();
+    let suspended = std::fs::read(&record).unwrap();
+    // The call finishes while the cell is suspended; its result is stored.
+    let copy = wait::until_async(
+        "the call's result in the record",
+        wait::DEADLINE,
+        async || std::fs::read(&record).ok().filter(|now| *now != suspended),
+    )
+    .await;
     drop(run);
     drop(first_runtime);
     let (_second_runtime, run) = on_disk(dir.path(), &tools);
@@ -164,8 +176,12 @@ async fn a_record_from_before_a_settle_put_back_is_refused_not_redispatched() {
     let id = cell_id(&waiting);
     let record = dir.path().join(format!("{id}.cell"));
     let before_settle = std::fs::read(&record).unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_ne!(std::fs::read(&record).unwrap(), before_settle, "settled");
+    wait::until_async(
+        "the call's result in the record",
+        wait::DEADLINE,
+        async || std::fs::read(&record).is_ok_and(|now| now != before_settle),
+    )
+    .await;
     drop(run);
     drop(first_runtime);
     std::fs::write(&record, &before_settle).unwrap();
@@ -253,7 +269,12 @@ async fn completed_failed_and_aborted_cells_cancel_the_calls_they_abandoned() {
     )
     .await;
     assert_eq!(value(&result), json!("left it running"));
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Both calls ended: had `slow` not been cancelled, it would have
+    // ended `ok` after its 300 ms.
+    wait::until_async("both calls to end", wait::DEADLINE, async || {
+        run.runner.records().len() == 2
+    })
+    .await;
     let mut records: Vec<(String, &str)> = run
         .runner
         .records()
@@ -282,7 +303,10 @@ async fn aborting_the_run_stops_a_cell_that_waits_on_nested_calls() {
     let (result, ()) = tokio::join!(
         exec(&run.run, "await tools.slow({ms: 3000}); return 1;"),
         async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            wait::until_async("the slow call to start", wait::DEADLINE, async || {
+                run.tools.runs("slow") == 1
+            })
+            .await;
             cancel.cancel();
         }
     );

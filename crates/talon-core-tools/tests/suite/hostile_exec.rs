@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use talon_core_tools::{CoreTools, MAX_EXEC_OUTPUT};
+use talon_testing::wait;
 use talon_tools::ToolErrorCode;
 
 use super::core_tools::{call, context, execute, failed, runner};
@@ -22,29 +23,28 @@ fn gone(pid: i32) -> bool {
     }
 }
 
-/// Waits (briefly) for `pid` to be gone; the kill is asynchronous.
-async fn wait_gone(pid: i32) -> bool {
-    for _ in 0..200 {
-        if gone(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
+/// Waits for `pid` to be gone after `what` (the kill is asynchronous).
+async fn wait_gone(pid: i32, what: &str) {
+    wait::until_async(
+        &format!("process {pid} to be gone after {what}"),
+        wait::DEADLINE,
+        async || gone(pid),
+    )
+    .await;
 }
 
 /// Waits for the command to write the pids in `file` (one a line).
 async fn pids_in(file: &Path, count: usize) -> Vec<i32> {
-    for _ in 0..500 {
-        if let Ok(text) = std::fs::read_to_string(file) {
+    wait::until_async(
+        &format!("{} to hold {count} pids", file.display()),
+        wait::DEADLINE,
+        async || {
+            let text = std::fs::read_to_string(file).ok()?;
             let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-            if pids.len() >= count {
-                return pids;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{} never held {count} pids", file.display());
+            (pids.len() >= count).then_some(pids)
+        },
+    )
+    .await
 }
 
 fn peak_rss_kib() -> u64 {
@@ -94,7 +94,7 @@ async fn background_children_do_not_outlive_the_call() {
         (&json!(0), &json!(""), &json!(false))
     );
     let pid: i32 = result["stdout"].as_str().unwrap().trim().parse().unwrap();
-    assert!(wait_gone(pid).await, "sleep {pid} outlived the call");
+    wait_gone(pid, "the call").await;
     assert!(started.elapsed() < Duration::from_secs(10));
     // Nothing of the group is left either.
     let leftover = std::process::Command::new("pgrep")
@@ -103,7 +103,7 @@ async fn background_children_do_not_outlive_the_call() {
     if let Ok(out) = leftover {
         for pid in String::from_utf8_lossy(&out.stdout).lines() {
             let pid: i32 = pid.trim().parse().unwrap();
-            assert!(wait_gone(pid).await, "sleep {pid} outlived the call");
+            wait_gone(pid, "the call").await;
         }
     }
 }
@@ -128,7 +128,7 @@ async fn the_timeout_kills_the_whole_group_with_grandchildren() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     for pid in pids_in(&pids, 2).await {
-        assert!(wait_gone(pid).await, "{pid} outlived the timeout");
+        wait_gone(pid, "the timeout").await;
     }
 }
 
@@ -164,7 +164,7 @@ async fn cancelling_the_run_kills_the_group() {
         json!({"error": "the run was aborted", "status": "aborted"})
     );
     for pid in found {
-        assert!(wait_gone(pid).await, "{pid} outlived the cancellation");
+        wait_gone(pid, "the cancellation").await;
     }
 }
 
@@ -200,7 +200,7 @@ async fn the_shell_itself_waits_on_the_cancellation_token() {
         )
     );
     for pid in found {
-        assert!(wait_gone(pid).await, "{pid} outlived the cancellation");
+        wait_gone(pid, "the cancellation").await;
     }
 }
 
@@ -223,6 +223,6 @@ async fn dropping_the_call_kills_the_group() {
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
     for pid in found {
-        assert!(wait_gone(pid).await, "{pid} outlived the dropped call");
+        wait_gone(pid, "the dropped call").await;
     }
 }

@@ -3,10 +3,9 @@
 //! end) resolves it; the first decision wins; remembered decisions are
 //! reused, saying so.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use talon_mock_model::Script;
+use talon_testing::wait;
 
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway, call_then_say, stored_events, told};
@@ -45,7 +44,7 @@ async fn create(g: &TestGateway, t: &Transport, key: &str) -> Value {
 
 /// The run's pending approvals, once there is one.
 async fn pending(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
-    for _ in 0..400 {
+    wait::until_async("an approval to be requested", wait::DEADLINE, async || {
         let list = t
             .call(
                 g,
@@ -55,12 +54,9 @@ async fn pending(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
             .await
             .unwrap();
         let approvals = list["approvals"].as_array().unwrap().clone();
-        if !approvals.is_empty() {
-            return approvals;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no approval was requested");
+        (!approvals.is_empty()).then_some(approvals)
+    })
+    .await
 }
 
 async fn wait(g: &TestGateway, t: &Transport, run_id: &Value) -> Value {

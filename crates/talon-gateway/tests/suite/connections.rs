@@ -9,6 +9,7 @@ use futures::StreamExt as _;
 use serde_json::json;
 use talon_gateway::Limits;
 use talon_protocol::{Event, EventType};
+use talon_testing::wait;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::TestGateway;
@@ -110,11 +111,15 @@ async fn a_stream_reader_that_stops_reading_is_dropped_and_its_place_freed() {
             .status()
             .as_u16()
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while open().await != 503 {
-        assert!(Instant::now() < deadline, "the stalled stream never opened");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::until_async(
+        "the stalled stream to open",
+        wait::DEADLINE,
+        async || match open().await {
+            503 => Ok(()),
+            status => Err(status),
+        },
+    )
+    .await;
     // More than the socket buffers hold.
     for chunk in 0..8 {
         g.running
@@ -123,17 +128,15 @@ async fn a_stream_reader_that_stops_reading_is_dropped_and_its_place_freed() {
             .await
             .unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if open().await == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the stalled reader still holds the only stream"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::until_async(
+        "the stalled reader to lose the only stream",
+        wait::DEADLINE,
+        async || match open().await {
+            200 => Ok(()),
+            status => Err(status),
+        },
+    )
+    .await;
     drop(stalled);
 }
 
@@ -159,6 +162,8 @@ async fn a_websocket_peer_that_stops_answering_pings_is_closed() {
     assert!(kept, "a peer answering pings was closed");
     // A peer that stops reading answers nothing: it is closed.
     let mut silent = super::ws::connect(&g, &g.admin).await.unwrap();
+    // Not a wait on a condition: the peer reads nothing (so answers no
+    // ping) for several ping intervals.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let mut pings = 0;
     let closed = tokio::time::timeout(Duration::from_secs(5), async {

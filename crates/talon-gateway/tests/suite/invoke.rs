@@ -1,9 +1,8 @@
 //! `tools.invoke`: a direct call through the one execution path (policy,
 //! approvals, events), made once per idempotency key.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
+use talon_testing::wait;
 
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway};
@@ -103,27 +102,25 @@ async fn a_call_that_needs_approval_waits_for_it() {
         }
     };
     let answer = async {
-        for _ in 0..400 {
-            let list = Transport::Http
-                .call(&g, "approvals.list", json!({"status": "pending"}))
-                .await
-                .unwrap();
-            if let Some(approval) = list["approvals"].get(0) {
-                assert_eq!(approval["toolName"], "openclaw:core:write");
-                assert_eq!(approval["toolCallId"], "invoke_1");
-                Transport::Http
-                    .call(
-                        &g,
-                        "approvals.respond",
-                        json!({"approvalId": approval["id"], "decision": "approve_once"}),
-                    )
+        let approval =
+            wait::until_async("an approval to be requested", wait::DEADLINE, async || {
+                let list = Transport::Http
+                    .call(&g, "approvals.list", json!({"status": "pending"}))
                     .await
                     .unwrap();
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("no approval was requested");
+                list["approvals"].get(0).cloned()
+            })
+            .await;
+        assert_eq!(approval["toolName"], "openclaw:core:write");
+        assert_eq!(approval["toolCallId"], "invoke_1");
+        Transport::Http
+            .call(
+                &g,
+                "approvals.respond",
+                json!({"approvalId": approval["id"], "decision": "approve_once"}),
+            )
+            .await
+            .unwrap();
     };
     let (result, ()) = tokio::join!(invoked, answer);
     assert!(result.unwrap()["result"].is_object());

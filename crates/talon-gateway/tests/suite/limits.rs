@@ -2,11 +2,12 @@
 //! to retry (other tokens are unaffected); streams beyond the cap get
 //! `unavailable` until one closes.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use talon_gateway::{Limits, tokens};
 use talon_protocol::gateway::Scope;
+use talon_testing::wait;
 
 use super::TestGateway;
 
@@ -41,7 +42,8 @@ async fn a_token_over_its_rate_is_told_when_to_retry() {
         .await
         .unwrap();
     assert_eq!(g.call(&other.secret, "agents.list", json!({})).await.0, 200);
-    // After the wait, the first token is served again.
+    // After the wait, the first token is served again. (Not a wait on a
+    // condition: lets the time the answer named pass.)
     tokio::time::sleep(Duration::from_millis(wait + 10)).await;
     assert_eq!(g.call(&g.admin, "agents.list", json!({})).await.0, 200);
 }
@@ -68,16 +70,13 @@ async fn streams_beyond_the_cap_wait_for_one_to_close() {
     let body: serde_json::Value = second.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unavailable");
     drop(first);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let again = open().await;
-        if again.status().as_u16() == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the closed stream's place was never freed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait::until_async(
+        "the closed stream's place to be freed",
+        wait::DEADLINE,
+        async || match open().await.status().as_u16() {
+            200 => Ok(()),
+            status => Err(status),
+        },
+    )
+    .await;
 }

@@ -12,6 +12,7 @@ use talon_mock_model::{MockModel, Replay, Script, Turn};
 use talon_protocol::gateway::{Run, RunStatus};
 use talon_store::StoreConfig;
 use talon_testing::postgres::TestPostgres;
+use talon_testing::wait;
 
 use super::{config_in, host};
 
@@ -171,14 +172,15 @@ async fn two_nodes_share_one_database() {
     )
     .await;
     let long_id = long["id"].as_str().unwrap().to_owned();
-    let executing = loop {
+    wait::until_async("the long run to be running", wait::DEADLINE, async || {
         let (_, run) = call(&client, &a, &admin, "runs.get", json!({"runId": long_id})).await;
         if run["status"] == "running" {
-            break run;
+            Ok(())
+        } else {
+            Err(run["status"].clone())
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
-    let _ = executing;
+    })
+    .await;
     let row = sqlx_owner(&a, &long_id).await;
     let other = if row == "node-a" { &b } else { &a };
     let (status, cancelled) = call(

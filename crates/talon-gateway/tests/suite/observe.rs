@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use talon_gateway::tokens;
 use talon_protocol::gateway::Scope;
+use talon_testing::wait;
 
 use super::TestGateway;
 
@@ -148,7 +149,7 @@ async fn metrics_need_their_scope_and_parse_as_prometheus_text() {
         (200, Some("completed"))
     );
     // The run's end is counted once the store has it.
-    let text = loop {
+    let text = wait::until_async("the run's end to be counted", wait::DEADLINE, async || {
         let response = g
             .client
             .get(g.url("/metrics"))
@@ -162,11 +163,10 @@ async fn metrics_need_their_scope_and_parse_as_prometheus_text() {
             "text/plain; version=0.0.4; charset=utf-8"
         );
         let text = response.text().await.unwrap();
-        if text.contains("talon_runs_finished_total{status=\"completed\"} 1") {
-            break text;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+        text.contains("talon_runs_finished_total{status=\"completed\"} 1")
+            .then_some(text)
+    })
+    .await;
     let samples = scrape(&text);
     let mut plain: BTreeMap<String, f64> = samples
         .iter()

@@ -2,10 +2,9 @@
 //! stored resource until `questions.respond` gives an answer that fits its
 //! choices or schema; the answer is the call's result.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use talon_mock_model::Script;
+use talon_testing::wait;
 
 use super::ws::Transport;
 use super::{Options, TestGateway, call_then_say, stored_events};
@@ -34,7 +33,7 @@ async fn start(g: &TestGateway, t: &Transport) -> (Value, Value) {
         .await
         .unwrap();
     let run_id = run["runId"].clone();
-    for _ in 0..400 {
+    let question = wait::until_async("a question to be asked", wait::DEADLINE, async || {
         let list = t
             .call(
                 g,
@@ -43,12 +42,10 @@ async fn start(g: &TestGateway, t: &Transport) -> (Value, Value) {
             )
             .await
             .unwrap();
-        if let Some(question) = list["questions"].get(0) {
-            return (run_id, question.clone());
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no question was asked");
+        list["questions"].get(0).cloned()
+    })
+    .await;
+    (run_id, question)
 }
 
 async fn finish(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use talon_mock_model::{Replay, Script, Turn};
+use talon_testing::wait;
 
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway};
@@ -17,6 +18,17 @@ fn per_run(turns: Vec<Turn>) -> Script {
         replay: Replay::PerRun,
         ..Script::default()
     }
+}
+
+/// Waits until the model has had `count` requests: the run that made the
+/// last one is running, its reply on its way.
+async fn asked(g: &TestGateway, count: usize) {
+    wait::until_async(
+        &format!("the model to get request {count}"),
+        wait::DEADLINE,
+        async || g.mock.requests().len() >= count,
+    )
+    .await;
 }
 
 fn text(text: &str, delay_ms: u64) -> Turn {
@@ -242,9 +254,7 @@ async fn cancel_ends_a_running_run_and_a_queued_one() {
         )
         .await;
     // The first one is running once the model has the request.
-    while g.mock.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    asked(&g, 1).await;
     let (status, cancelled) = g
         .call(&g.admin, "runs.cancel", json!({"runId": queued["id"]}))
         .await;
@@ -327,9 +337,7 @@ async fn a_busy_session_follows_its_multitask_strategy() {
     );
     // interrupt: the active run is cancelled, its messages stay.
     let (_, active) = g.call(&g.admin, "runs.create", create("three", None)).await;
-    while g.mock.requests().len() < 3 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    asked(&g, 3).await;
     let (_, interrupting) = g
         .call(&g.admin, "runs.create", create("four", Some("interrupt")))
         .await;
@@ -343,9 +351,7 @@ async fn a_busy_session_follows_its_multitask_strategy() {
     );
     // rollback: the active run is cancelled and its messages dropped.
     let (_, doomed) = g.call(&g.admin, "runs.create", create("five", None)).await;
-    while g.mock.requests().len() < 5 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    asked(&g, 5).await;
     let (_, rolling) = g
         .call(&g.admin, "runs.create", create("six", Some("rollback")))
         .await;
@@ -472,9 +478,7 @@ async fn abort_and_compact_a_session() {
             json!({"sessionId": session_id, "input": "later"}),
         )
         .await;
-    while g.mock.requests().len() < 4 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    asked(&g, 4).await;
     let (status, busy) = g
         .call(
             &g.admin,
@@ -654,9 +658,7 @@ async fn shutdown_drains_runs_and_ends_open_streams() {
         .await
         .unwrap();
     let socket = connect(&g, &g.admin).await.unwrap();
-    while g.mock.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    asked(&g, 1).await;
     let TestGateway { running, dir, .. } = g;
     let store_dir = dir.path().to_owned();
     tokio::time::timeout(Duration::from_secs(20), running.shutdown())

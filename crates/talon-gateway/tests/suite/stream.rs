@@ -389,6 +389,7 @@ async fn an_idle_stream_gets_heartbeats_and_a_busy_one_does_not() {
                 .append(vec![event("r1", EventType::AssistantDelta, n)])
                 .await
                 .unwrap();
+            // Not a wait: the writer's pace.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use talon_mcp::McpError;
 use talon_protocol::ToolSource;
+use talon_testing::wait;
 use talon_tools::{
     CallOutcome, Caller, CancellationToken, CatalogBuilder, McpServers, RunContext, RunScope,
     ToolCall, ToolError, ToolErrorCode, ToolExecutor, ToolPolicy, ToolRunner,
@@ -91,21 +92,17 @@ fn logging_fixture(dir: &tempfile::TempDir, extra: serde_json::Value) -> (McpMan
 }
 
 /// The log's lines once `done` holds for them (the fixture writes them
-/// asynchronously); panics after 5 s.
+/// asynchronously).
 async fn log_lines(log: &Path, done: impl Fn(&[String]) -> bool) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    wait::until_async("the fixture's log line", wait::DEADLINE, async || {
         let lines: Vec<String> = std::fs::read_to_string(log)
             .unwrap_or_default()
             .lines()
             .map(str::to_owned)
             .collect();
-        if done(&lines) {
-            return lines;
-        }
-        assert!(Instant::now() < deadline, "fixture log: {lines:?}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+        if done(&lines) { Ok(lines) } else { Err(lines) }
+    })
+    .await
 }
 
 /// The request id of the `hang` call in the log, once the server got it.
@@ -179,8 +176,11 @@ async fn a_run_already_cancelled_sends_nothing() {
 
 #[tokio::test]
 async fn cancelling_while_the_server_starts_stops_waiting_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pids");
     let manager = manager(
-        json!({"fx": {"command": "node", "args": [fixture_js(), "slow-start", "1500"], "connectionTimeoutMs": 10000}}),
+        json!({"fx": {"command": "node", "args": [fixture_js(), "slow-start", "1500"], "connectionTimeoutMs": 10000,
+                      "env": {"FIXTURE_PID_FILE": pid_file.display().to_string()}}}),
     );
     let ctx = super::real::ctx();
     let call = async {
@@ -190,7 +190,12 @@ async fn cancelling_while_the_server_starts_stops_waiting_at_once() {
         (result, Instant::now())
     };
     let ((result, returned), cancelled) = tokio::join!(call, async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The server process is up (it writes its pid before its slow
+        // start), not yet answering.
+        wait::until_async("the server to start", wait::DEADLINE, async || {
+            pid_file.exists()
+        })
+        .await;
         ctx.cancel.cancel();
         Instant::now()
     });
@@ -394,13 +399,13 @@ async fn shutdown_stops_the_child_and_its_children() {
     assert_eq!(pids.len(), 2);
     assert!(pids.iter().all(|p| alive(*p)));
     manager.shutdown().await;
-    for _ in 0..100 {
-        if pids.iter().all(|p| !alive(*p)) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(pids.iter().all(|p| !alive(*p)), "no zombies, no orphans");
+    // No zombies, no orphans.
+    wait::until_async(
+        "the child and its child to exit",
+        wait::DEADLINE,
+        async || pids.iter().all(|p| !alive(*p)),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -416,13 +421,12 @@ async fn dropping_the_manager_kills_the_child_too() {
         .map(|l| l.parse().unwrap())
         .collect();
     drop(manager);
-    for _ in 0..100 {
-        if pids.iter().all(|p| !alive(*p)) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(pids.iter().all(|p| !alive(*p)));
+    wait::until_async(
+        "the child and its child to exit",
+        wait::DEADLINE,
+        async || pids.iter().all(|p| !alive(*p)),
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use talon_mcp::{EnvLookup, McpManager, parse_servers};
+use talon_testing::wait;
 
 /// Where the pinned npm servers are installed.
 pub fn npm_servers() -> PathBuf {
@@ -90,15 +91,16 @@ pub async fn http_everything() -> HttpServer {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    wait::until_async(
+        &format!("server-everything to listen on port {port}"),
+        wait::DEADLINE,
+        async || {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+        },
+    )
+    .await;
     HttpServer {
         url: format!("http://127.0.0.1:{port}/mcp"),
         _child: child,

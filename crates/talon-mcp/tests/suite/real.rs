@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 use talon_mcp::McpManager;
 use talon_protocol::ToolSource;
+use talon_testing::wait;
 
 use super::*;
 
@@ -203,19 +204,15 @@ async fn a_tool_list_change_refreshes_the_tools_of_later_runs() {
         .call_tool(None, "fx", "add_tool", json!({}))
         .await
         .unwrap();
-    let mut after = manager.for_run().await;
-    for _ in 0..50 {
+    let after = wait::until_async("the new tool to be listed", wait::DEADLINE, async || {
+        let after = manager.for_run().await;
         if names(&after).contains(&"extra".to_owned()) {
-            break;
+            Ok(after)
+        } else {
+            Err(names(&after))
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        after = manager.for_run().await;
-    }
-    assert!(
-        names(&after).contains(&"extra".to_owned()),
-        "{:?}",
-        names(&after)
-    );
+    })
+    .await;
     // Names that are not identifiers are still cataloged and callable by id.
     assert!(names(&after).contains(&"dotted.name-x".to_owned()));
     manager.shutdown().await;

@@ -12,6 +12,7 @@ use talon_provider::{
     CancellationToken, ChatRequest, Message, ModelProvider, ProviderConfig, ProviderError,
     StreamDelta, ToolCallRequest, parse_providers,
 };
+use talon_testing::wait;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn mock(script: serde_json::Value) -> MockModel {
@@ -278,15 +279,6 @@ async fn cancelled_after(
     (result, returned.saturating_duration_since(cancelled))
 }
 
-/// Waits (polling, in the test only) until `check` holds; panics after 5 s.
-async fn until(check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 #[tokio::test]
 async fn cancellation_ends_a_request_at_once_whatever_it_waits_on() {
     // Nothing polls: each request ends as soon as the token is cancelled
@@ -301,7 +293,10 @@ async fn cancellation_ends_a_request_at_once_whatever_it_waits_on() {
     // Waiting for the answer.
     let cancel = CancellationToken::new();
     let (result, latency) = cancelled_after(&client, &request(true), &|_| {}, &cancel, async {
-        until(|| mock.requests().len() == 1).await;
+        wait::until_async("the mock to get the request", wait::DEADLINE, async || {
+            mock.requests().len() == 1
+        })
+        .await;
     })
     .await;
     assert_eq!(result.unwrap_err(), ProviderError::Cancelled);
@@ -309,7 +304,16 @@ async fn cancellation_ends_a_request_at_once_whatever_it_waits_on() {
     // Waiting out a `Retry-After` before trying again.
     let cancel = CancellationToken::new();
     let (result, latency) = cancelled_after(&client, &request(true), &|_| {}, &cancel, async {
-        until(|| mock.requests().len() == 2).await;
+        wait::until_async(
+            "the mock to get the second request",
+            wait::DEADLINE,
+            async || mock.requests().len() == 2,
+        )
+        .await;
+        // Not a wait on a condition (the client's wait on `Retry-After` is
+        // not visible from here): lets the 429, answered at once, reach the
+        // client. A cancellation that came sooner must end the request just
+        // as promptly.
         tokio::time::sleep(Duration::from_millis(50)).await;
     })
     .await;

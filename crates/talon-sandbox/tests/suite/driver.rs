@@ -16,6 +16,7 @@ use talon_sandbox::{
     HostCallError, HostFunctions, Limits, Machine, PendingCall, Prelude, SandboxConfig,
     SandboxError, Suspend, VmOptions,
 };
+use talon_testing::wait;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -171,6 +172,7 @@ impl CellHost for TestHost {
             "refuse" => Answer::Now(Err(HostCallError::new("refused").with_code("refused"))),
             "sleep" => start(&kind, async move {
                 let ms = value["ms"].as_u64().unwrap_or(0);
+                // Not a wait: a call that is slow on purpose.
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(value["value"].clone())
             }),
@@ -201,6 +203,7 @@ impl CellHost for TestHost {
                 start(&kind, async move {
                     let now = probe.running.fetch_add(1, Ordering::SeqCst) + 1;
                     probe.max_running.fetch_max(now, Ordering::SeqCst);
+                    // Not a wait: the call lasts a while, so calls overlap.
                     tokio::time::sleep(Duration::from_millis(40)).await;
                     probe.running.fetch_sub(1, Ordering::SeqCst);
                     Ok(value)
@@ -283,23 +286,6 @@ fn stderr(text: &str) -> ConsoleOutput {
         stream: OutputStream::Stderr,
         text: text.into(),
     }
-}
-
-/// Whether `what` holds within a second (task aborts land asynchronously).
-async fn eventually(what: impl Fn() -> bool) -> bool {
-    within(Duration::from_secs(1), what).await
-}
-
-/// Whether `what` holds within `time`.
-async fn within(time: Duration, what: impl Fn() -> bool) -> bool {
-    let until = Instant::now() + time;
-    while Instant::now() < until {
-        if what() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    what()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -576,7 +562,13 @@ async fn a_cancel_while_waiting_on_a_call_aborts_at_once() {
     let started = probe.clone();
     // Cancelled once the cell waits on its running call.
     let canceller = tokio::spawn(async move {
-        assert!(within(Duration::from_secs(45), || started.started() == 1).await);
+        wait::until_async("the call to start", Duration::from_secs(45), async || {
+            started.started() == 1
+        })
+        .await;
+        // Not a wait on a condition: lets the guest settle into its wait on
+        // the call. A cancellation that came sooner must abort just as
+        // promptly.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let at = Instant::now();
         cancel.cancel();
@@ -598,7 +590,12 @@ async fn a_cancel_while_waiting_on_a_call_aborts_at_once() {
         calls.in_flight(),
         &BTreeMap::from([(1, "forever".to_owned())])
     );
-    assert!(eventually(|| probe.dropped() == 1).await);
+    wait::until_async(
+        "the calls' futures to be dropped",
+        wait::DEADLINE,
+        async || probe.dropped() == 1,
+    )
+    .await;
     drop(calls);
 }
 
@@ -612,13 +609,14 @@ async fn a_cancel_stops_a_busy_guest() {
     let cancel = limits.cancel.clone();
     // Cancelled once the cell is past its one request, in its loop.
     let canceller = tokio::spawn(async move {
-        assert!(
-            within(Duration::from_secs(45), || probe
-                .accepted
-                .load(Ordering::SeqCst)
-                == 1)
-            .await
-        );
+        wait::until_async(
+            "the request to be accepted",
+            Duration::from_secs(45),
+            async || probe.accepted.load(Ordering::SeqCst) == 1,
+        )
+        .await;
+        // Not a wait on a condition: lets the guest get into its loop. A
+        // cancellation that came sooner must abort just as promptly.
         tokio::time::sleep(Duration::from_millis(150)).await;
         let at = Instant::now();
         cancel.cancel();
@@ -731,7 +729,12 @@ async fn dropping_calls_aborts_its_running_calls() {
     assert_eq!(probe.dropped(), 0);
     drop(machine);
     drop(calls);
-    assert!(eventually(|| probe.dropped() == 2).await);
+    wait::until_async(
+        "the calls' futures to be dropped",
+        wait::DEADLINE,
+        async || probe.dropped() == 2,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -748,8 +751,14 @@ async fn dropping_calls_never_starts_a_queued_call() {
     assert_eq!(probe.dropped(), 0);
     drop(machine);
     drop(calls);
-    assert!(eventually(|| probe.dropped() == 4).await);
-    // Give a wrongly started call time to show.
+    wait::until_async(
+        "the calls' futures to be dropped",
+        wait::DEADLINE,
+        async || probe.dropped() == 4,
+    )
+    .await;
+    // Not a wait on a condition: gives a wrongly started call time to
+    // show (nothing signals a start that must not happen).
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(probe.started(), 1);
 }

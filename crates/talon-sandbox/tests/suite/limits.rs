@@ -162,6 +162,8 @@ fn a_cancelled_token_stops_the_guest() {
     let cancel = tokio_util::sync::CancellationToken::new();
     vm.set_cancel(cancel.clone());
     let stopper = std::thread::spawn(move || {
+        // Not a wait on a condition: lets the guest spin a while. A
+        // cancellation before it starts must stop it just the same.
         std::thread::sleep(Duration::from_millis(100));
         cancel.cancel();
     });

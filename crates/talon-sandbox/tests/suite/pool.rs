@@ -28,6 +28,7 @@ async fn many_vms_run_concurrently_without_blocking_the_runtime() {
     });
     let ticker = async {
         let started = Instant::now();
+        // Not a wait: a timer, late only if the runtime is blocked.
         tokio::time::sleep(Duration::from_millis(50)).await;
         started.elapsed()
     };

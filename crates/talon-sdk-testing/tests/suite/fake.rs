@@ -12,6 +12,7 @@ use talon_protocol::EventData;
 use talon_protocol::event_data::GitBranchData;
 use talon_protocol::gateway::{ArtifactType, ErrorCode};
 use talon_sdk_testing::{FakeGateway, FakeRun, Fault, RecordedCall};
+use talon_testing::wait;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
@@ -495,15 +496,16 @@ async fn pending(g: &FakeGateway, method: &str, run_id: &str) -> Vec<Value> {
     } else {
         "questions"
     };
-    for _ in 0..200 {
-        let list = ok(g, method, json!({"runId": run_id, "status": "pending"})).await;
-        let found = list[key].as_array().unwrap().clone();
-        if !found.is_empty() {
-            return found;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("nothing was asked");
+    wait::until_async(
+        &format!("something pending in {method}"),
+        wait::DEADLINE,
+        async || {
+            let list = ok(g, method, json!({"runId": run_id, "status": "pending"})).await;
+            let found = list[key].as_array().unwrap().clone();
+            (!found.is_empty()).then_some(found)
+        },
+    )
+    .await
 }
 
 #[tokio::test]

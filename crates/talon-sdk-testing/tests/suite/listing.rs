@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 use talon_sdk_testing::FakeGateway;
+use talon_testing::wait;
 
 async fn call(g: &FakeGateway, token: &str, method: &str, params: Value) -> (u16, Value) {
     let response = reqwest::Client::new()
@@ -94,16 +95,12 @@ async fn a_minted_token_stops_at_its_expiry() {
     .await;
     let token = minted["token"].as_str().unwrap();
     assert_eq!(call(&g, token, "agents.list", json!({})).await.0, 200);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    let body = wait::until_async("the token to expire", wait::DEADLINE, async || {
         let (status, body) = call(&g, token, "agents.list", json!({})).await;
-        if status == 401 {
-            assert_eq!(body["error"]["details"]["reason"], "expired");
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "still live: {body}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+        if status == 401 { Ok(body) } else { Err(body) }
+    })
+    .await;
+    assert_eq!(body["error"]["details"]["reason"], "expired");
 }
 
 #[tokio::test]

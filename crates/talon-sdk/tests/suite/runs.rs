@@ -5,6 +5,7 @@ use futures::StreamExt as _;
 use talon_sdk::protocol::gateway::{ApprovalDecision, ApprovalStatus, RunResultStatus};
 use talon_sdk::protocol::{Event, EventType};
 use talon_sdk::{ApprovalAction, Run};
+use talon_testing::wait;
 
 use super::{Backend, DONE, Kind, REPLY, Scenario, both};
 
@@ -244,13 +245,11 @@ async fn ask_user_leaves_the_approval_to_a_person(kind: Kind) {
     let mut run = talon.agent("main").run("write the note").await.unwrap();
     run.on_approval(|_| ApprovalAction::AskUser);
     // The person: another client, who finds the pending approval.
-    let pending = loop {
+    let pending = wait::until_async("an approval to be pending", wait::DEADLINE, async || {
         let pending = talon.pending_approvals().await.unwrap();
-        if !pending.is_empty() {
-            break pending;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+        (!pending.is_empty()).then_some(pending)
+    })
+    .await;
     assert_eq!(
         run.wait_for(100).await.unwrap().status,
         RunResultStatus::Accepted
@@ -270,12 +269,12 @@ async fn cancelling_a_waiting_run_cancels_its_approval(kind: Kind) {
     let b = Backend::start(kind, Scenario::ApprovedWrite).await;
     let talon = b.talon().await;
     let run = talon.agent("main").run("write the note").await.unwrap();
-    loop {
-        if !run.approvals().await.unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait::until_async(
+        "the run to ask for an approval",
+        wait::DEADLINE,
+        async || !run.approvals().await.unwrap().is_empty(),
+    )
+    .await;
     run.cancel().await.unwrap();
     let result = run.wait().await.unwrap();
     assert_eq!(result.status, RunResultStatus::Cancelled);

@@ -85,9 +85,11 @@ on_both! {
     async fn cells_expire_and_are_bounded(t) {
         let store = cells(&t, StoreLimits { max_snapshot_bytes: 16, max_live_cells: 2 });
         store.put(cell("old", Duration::from_millis(1))).unwrap();
+        // Not a wait: lets the 1 ms expiry pass.
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(store.take(&id("old"), &scope("r1")), Err(CellError::Expired("old".into())));
         store.put(cell("e1", Duration::from_millis(1))).unwrap();
+        // Not a wait: lets the 1 ms expiry pass.
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(store.purge_expired().unwrap(), 1);
         store.put(cell("a", Duration::from_secs(60))).unwrap();

@@ -3,6 +3,8 @@
 //! concurrent writers.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -241,24 +243,29 @@ on_both! {
                 }));
             }
         }
+        // Set once every append returned: the reader stops at the end of
+        // the log after that.
+        let written_all = Arc::new(AtomicBool::new(false));
         let reader = {
             let store = t.store.clone();
+            let written_all = written_all.clone();
             tokio::spawn(async move {
                 let mut seen = Vec::new();
                 let mut cursor = None;
-                let mut idle = 0;
-                while idle < 50 {
+                loop {
+                    // Read before the page: when set, the page holds the end.
+                    let all_written = written_all.load(Ordering::SeqCst);
                     let page = store.after(cursor, &EventFilter::default(), 97).await.unwrap();
                     match page.last() {
                         Some(last) => {
                             cursor = Some(last.id.parse::<u64>().unwrap());
                             seen.extend(page.iter().map(|e| e.id.parse::<u64>().unwrap()));
-                            idle = 0;
                         }
-                        None => {
-                            idle += 1;
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                        }
+                        // Nothing is left to come.
+                        None if all_written => break,
+                        // Not a wait on a condition: a following reader's
+                        // poll interval (what it follows is the test).
+                        None => tokio::time::sleep(Duration::from_millis(10)).await,
                     }
                 }
                 seen
@@ -268,6 +275,7 @@ on_both! {
         for w in writers {
             written += w.await.unwrap();
         }
+        written_all.store(true, Ordering::SeqCst);
         let seen = reader.await.unwrap();
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "ids only go up");
         let unique: BTreeSet<u64> = seen.iter().copied().collect();

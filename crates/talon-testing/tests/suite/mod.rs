@@ -1,2 +1,3 @@
 mod architecture;
 mod postgres;
+mod wait;

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use talon_testing::postgres::{PgOptions, TestPostgres};
+use talon_testing::wait;
 
 const CHILD: &str = "TALON_TESTING_PG_CHILD";
 /// Marks the child's report on its stdout.
@@ -140,6 +141,7 @@ fn postgres_child() {
         pg.data_dir().unwrap().display()
     );
     std::io::stdout().flush().unwrap();
+    // Not a wait: the child idles until the parent SIGKILLs it.
     loop {
         std::thread::sleep(Duration::from_secs(60));
     }
@@ -174,11 +176,11 @@ fn postgres_server_dies_with_a_killed_process() {
     let pid: u32 = fields[1].parse().unwrap();
     let data_dir = Path::new(fields[2]).to_path_buf();
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!alive(pid), "postmaster {pid} outlived its process");
+    wait::until(
+        &format!("postmaster {pid} to exit with its process"),
+        wait::DEADLINE,
+        || !alive(pid),
+    );
     assert!(refuses(port), "port {port} still accepts");
     // A shutdown, not a kill: the postmaster removed its lock file (and
     // with it its shared memory segment).
@@ -187,10 +189,10 @@ fn postgres_server_dies_with_a_killed_process() {
     // The next start sweeps the dead process's directory away.
     assert!(data_dir.exists());
     let other = TestPostgres::start(PgOptions::default()).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while data_dir.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!data_dir.exists(), "{} was not swept", data_dir.display());
+    wait::until(
+        &format!("{} to be swept", data_dir.display()),
+        wait::DEADLINE,
+        || !data_dir.exists(),
+    );
     drop(other);
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use talon_testing::wait;
 use talon_tools::{
     ApprovalDecision, Approver, BeforeToolCall, BoxFuture, CallOutcome, Caller, CancellationToken,
     CatalogBuilder, CatalogEntry, HookDecision, NoUpdates, RunContext, RunScope, ToolCall,
@@ -268,6 +269,7 @@ impl ToolExecutor for Overlap {
         Box::pin(async move {
             let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
             self.max.fetch_max(now, Ordering::SeqCst);
+            // Not a wait: the call lasts a while, so calls can overlap.
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             self.now.fetch_sub(1, Ordering::SeqCst);
             Ok(json!(null))
@@ -332,7 +334,11 @@ async fn another_runs_context_and_oversized_ids_are_unknown() {
 }
 
 /// Never finishes.
-struct Hang;
+#[derive(Default)]
+struct Hang {
+    /// Told when a call starts executing.
+    executing: tokio::sync::Notify,
+}
 
 impl ToolExecutor for Hang {
     fn execute<'a>(
@@ -341,6 +347,7 @@ impl ToolExecutor for Hang {
         _: &'a CatalogEntry,
         _: &'a ToolCall,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        self.executing.notify_one();
         Box::pin(std::future::pending())
     }
 }
@@ -351,7 +358,7 @@ async fn a_dropped_call_is_recorded_as_cancelled() {
         .core([tool("slow", "Slow")])
         .build(&ToolPolicy::new())
         .unwrap();
-    let runner = ToolRunner::new(Arc::new(catalog), Arc::new(Hang));
+    let runner = ToolRunner::new(Arc::new(catalog), Arc::new(Hang::default()));
     let call = ToolCall {
         call_id: "c1".into(),
         id: "openclaw:core:slow".into(),
@@ -377,7 +384,8 @@ async fn cancelling_the_run_drops_an_executing_call_at_once() {
         .core([tool("slow", "Slow")])
         .build(&ToolPolicy::new())
         .unwrap();
-    let runner = Arc::new(ToolRunner::new(Arc::new(catalog), Arc::new(Hang)));
+    let hang = Arc::new(Hang::default());
+    let runner = Arc::new(ToolRunner::new(Arc::new(catalog), hang.clone()));
     let ctx = ctx();
     let call = ToolCall {
         call_id: "c1".into(),
@@ -389,7 +397,12 @@ async fn cancelling_the_run_drops_an_executing_call_at_once() {
         let (runner, ctx) = (runner.clone(), ctx.clone());
         tokio::spawn(async move { runner.call(&ctx, call).await })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    wait::within(
+        "the call to execute",
+        wait::DEADLINE,
+        hang.executing.notified(),
+    )
+    .await;
     ctx.cancel.cancel();
     let outcome = tokio::time::timeout(std::time::Duration::from_secs(5), task)
         .await
@@ -413,7 +426,8 @@ impl talon_tools::CallObserver for Recorder {
         // The second time, the store is gone.
         let works = self.1.fetch_add(1, Ordering::SeqCst) == 0;
         Box::pin(async move {
-            // A store commit takes a while: the tool must still wait.
+            // A store commit takes a while: the tool must still wait. (Not a
+            // wait on a condition: a slow store.)
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             log.lock().unwrap().push("recorded".into());
             works

@@ -168,6 +168,8 @@ async fn an_aborted_run_stops_the_cell() {
     let ctx = ctx();
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
+        // Not a wait on a condition: lets the cell spin a while. A
+        // cancellation before it starts must stop it just the same.
         tokio::time::sleep(Duration::from_millis(200)).await;
         cancel.cancel();
     });

@@ -84,6 +84,7 @@ impl ToolExecutor for Echo {
         let result = json!({"ran": entry.id, "args": call.args});
         Box::pin(async move {
             if slow {
+                // Not a wait: a tool that is slow on purpose.
                 tokio::time::sleep(Duration::from_secs(5)).await;
             }
             Ok(result)

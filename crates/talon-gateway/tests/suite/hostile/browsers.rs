@@ -300,7 +300,8 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
     let fresh = fresh["ticket"].as_str().unwrap();
     let (status, _) = g.call(fresh, "agents.list", json!({})).await;
     assert_eq!(status, 401);
-    // Expired, refused.
+    // Expired, refused. (Not a wait on a condition: lets the 300 ms TTL
+    // pass.)
     tokio::time::sleep(Duration::from_millis(400)).await;
     let (status, _) = refused(sse(&g, &format!("ticket={fresh}")).await).await;
     assert_eq!(status, 401);
