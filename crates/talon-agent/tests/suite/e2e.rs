@@ -81,7 +81,12 @@ impl SnapshotStore for Settling {
         self.store.purge_expired()
     }
 
-    fn settle(&self, id: &CellId, host_call_id: u64, result: NestedResult) -> Result<bool, CellError> {
+    fn settle(
+        &self,
+        id: &CellId,
+        host_call_id: u64,
+        result: NestedResult,
+    ) -> Result<bool, CellError> {
         let stored = self.store.settle(id, host_call_id, result);
         if matches!(stored, Ok(true)) {
             self.settled.notify_one();
