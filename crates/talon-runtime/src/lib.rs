@@ -84,7 +84,9 @@ pub(crate) use host::PreparedRun;
 pub use host::{Host, ToolSpaceSpec};
 pub use models::SummaryError;
 pub use provider::ModelRoute;
-pub use run::{RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn};
+pub use run::{
+    RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn, TurnState,
+};
 pub use surface::{CellsError, OpenCells, SurfaceParts, SurfacePlan};
 /// The shell's options a host sets per run ([`RunSpec::shell`]): bound
 /// secrets, network.

@@ -3,7 +3,8 @@
 //! what it plugs in, where it starts from) and gets a [`RunHandle`] back;
 //! it never builds the loop's context, its event stamping or its
 //! checkpoints. What comes out is in the protocol's terms: events
-//! ([`RunSink`]), checkpoints as a session stores messages ([`Turn`]), and
+//! ([`RunSink`]), checkpoints as a session stores messages ([`Turn`], from
+//! the [`TurnState`] the sink is handed), and
 //! the [`RunOutcome`].
 //!
 //! The run executes in the task that awaits [`RunHandle::finish`], so the
@@ -53,8 +54,9 @@ pub trait RunSink: Send + Sync {
     /// Takes the run's state at the end of a turn with tool calls, in
     /// order with the events (every event emitted before it belongs to
     /// the turns it holds). A host that makes runs resumable keeps the
-    /// last one and hands it back as [`Start::Resume`].
-    fn checkpoint(&self, turn: Turn) {
+    /// last one ([`TurnState::into_turn`]) and hands it back as
+    /// [`Start::Resume`].
+    fn checkpoint(&self, turn: TurnState) {
         let _ = turn;
     }
 
@@ -62,7 +64,7 @@ pub trait RunSink: Send + Sync {
     /// message is the model's, its calls not answered yet): a run about to
     /// wait inside the turn (for an approval) resumes from it by making
     /// the turn's calls again.
-    fn turn_started(&self, turn: Turn) {
+    fn turn_started(&self, turn: TurnState) {
         let _ = turn;
     }
 
@@ -90,17 +92,47 @@ pub struct Turn {
     pub messages: Vec<Message>,
 }
 
-impl Turn {
-    fn of(checkpoint: &Checkpoint, run_id: &str) -> Self {
-        Self {
+/// A run's state at a turn's edge as the loop holds it, handed to the
+/// [`RunSink`]. Turning it into the stored form ([`TurnState::into_turn`])
+/// copies the conversation so far, so it is left to the host, off the
+/// loop's path, and only for the states it keeps.
+#[derive(Debug, Clone)]
+pub struct TurnState {
+    checkpoint: Checkpoint,
+    run_id: String,
+}
+
+impl TurnState {
+    /// The state as a session stores it: what [`Start::Resume`] takes.
+    pub fn into_turn(self) -> Turn {
+        let Self { checkpoint, run_id } = self;
+        Turn {
             turns: checkpoint.turns,
             tool_calls: checkpoint.tool_calls,
             input_tokens: checkpoint.usage.input_tokens,
             output_tokens: checkpoint.usage.output_tokens,
-            messages: Conversation(checkpoint.messages.clone()).to_stored("", run_id, now_ms()),
+            messages: Conversation(checkpoint.messages).to_stored("", &run_id, now_ms()),
         }
     }
+}
 
+/// A stored turn as the loop holds it, for a sink's own tests.
+impl From<Turn> for TurnState {
+    fn from(turn: Turn) -> Self {
+        let run_id = turn
+            .messages
+            .iter()
+            .find_map(|m| m.run_id.as_ref())
+            .map(|id| id.to_string())
+            .unwrap_or_default();
+        Self {
+            checkpoint: turn.checkpoint(),
+            run_id,
+        }
+    }
+}
+
+impl Turn {
     fn checkpoint(&self) -> Checkpoint {
         Checkpoint {
             messages: Conversation::of_session(&self.messages).0,
@@ -126,11 +158,17 @@ impl EventSink for Forward {
     }
 
     fn checkpoint(&self, checkpoint: Checkpoint) {
-        self.sink.checkpoint(Turn::of(&checkpoint, &self.run_id));
+        self.sink.checkpoint(TurnState {
+            checkpoint,
+            run_id: self.run_id.clone(),
+        });
     }
 
     fn turn_started(&self, checkpoint: Checkpoint) {
-        self.sink.turn_started(Turn::of(&checkpoint, &self.run_id));
+        self.sink.turn_started(TurnState {
+            checkpoint,
+            run_id: self.run_id.clone(),
+        });
     }
 
     fn call_recorded(&self) -> BoxFuture<'_, bool> {

@@ -156,6 +156,7 @@ impl Engine {
         let Looped {
             result,
             added,
+            asked,
             environment,
         } = looped;
         let stored = self.save_messages(run, &added, active).await;
@@ -176,14 +177,10 @@ impl Engine {
         }
         artifacts.extend(self.trajectory(&ended).await);
         summary.artifacts = (!artifacts.is_empty()).then_some(artifacts);
-        if !result.pending.is_empty() {
-            // The message whose client calls the app is to answer.
-            let asked = result.messages.last_assistant();
-            let index = asked.map(|at| added.len() - result.messages.len() + at);
-            if let Some(message) = index.and_then(|index| stored.get(index)) {
-                let output = summary.output.get_or_insert_with(Default::default);
-                output.messages = Some(vec![message.clone()]);
-            }
+        // The message whose client calls the app is to answer.
+        if let Some(message) = asked.and_then(|index| stored.get(index)) {
+            let output = summary.output.get_or_insert_with(Default::default);
+            output.messages = Some(vec![message.clone()]);
         }
         super::person::close_requests(&self.inner.store, &run.id).await;
         self.finish(&ended, &summary, terminal).await;

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use talon_protocol::Event;
-use talon_runtime::{RunSink, Turn};
+use talon_runtime::{RunSink, TurnState};
 use talon_store::{Pending, Store, StoreError};
 use talon_tools::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
@@ -32,10 +32,10 @@ use super::resume::RunCheckpoint;
 /// What the loop hands the sink, in order.
 enum Item {
     Event(Event),
-    Checkpoint(Turn),
+    Checkpoint(TurnState),
     /// The run's state as a turn's calls start; kept, and stored only when
     /// asked ([`Item::KeepTurn`]).
-    TurnStarted(Turn),
+    TurnStarted(TurnState),
     /// Stores the kept turn start (a run about to wait inside the turn),
     /// answered `true` once it is stored.
     KeepTurn(oneshot::Sender<bool>),
@@ -90,7 +90,7 @@ struct Forwarder {
     failure: Option<StoreError>,
     /// The current turn's start and the last event known durable then
     /// (every call of earlier turns is at or before it).
-    turn: Option<(Turn, Option<u64>)>,
+    turn: Option<(TurnState, Option<u64>)>,
     /// Cancelled when a write fails (the run's own token).
     trip: Option<CancellationToken>,
     failed: Arc<OnceLock<String>>,
@@ -159,7 +159,7 @@ impl Forwarder {
         if self.failure.is_some() {
             return false;
         }
-        to.stored.record(turn, through);
+        to.stored.record(turn.into_turn(), through);
         match self
             .store
             .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())
@@ -173,7 +173,7 @@ impl Forwarder {
         }
     }
 
-    async fn checkpoint(&mut self, checkpoint: Turn) {
+    async fn checkpoint(&mut self, checkpoint: TurnState) {
         self.turn = None;
         self.drain().await;
         let Some(to) = self.checkpoints.as_mut() else {
@@ -184,7 +184,7 @@ impl Forwarder {
             // repeat a call; the last stored checkpoint stays.
             return;
         }
-        to.stored.record(checkpoint, self.last);
+        to.stored.record(checkpoint.into_turn(), self.last);
         if let Err(error) = self
             .store
             .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())
@@ -352,12 +352,12 @@ impl RunSink for StoreSink {
         }
     }
 
-    fn checkpoint(&self, checkpoint: Turn) {
+    fn checkpoint(&self, checkpoint: TurnState) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         self.send(Item::Checkpoint(checkpoint));
     }
 
-    fn turn_started(&self, checkpoint: Turn) {
+    fn turn_started(&self, checkpoint: TurnState) {
         self.send(Item::TurnStarted(checkpoint));
     }
 
@@ -414,12 +414,13 @@ mod tests {
         }
     }
 
-    fn checkpoint() -> Turn {
-        Turn {
+    fn checkpoint() -> TurnState {
+        talon_runtime::Turn {
             turns: 1,
             tool_calls: 1,
-            ..Turn::default()
+            ..talon_runtime::Turn::default()
         }
+        .into()
     }
 
     #[tokio::test]

@@ -47,6 +47,9 @@ pub(super) struct Looped {
     /// What the run added to the session: its input, then the loop's
     /// messages.
     pub added: Conversation,
+    /// Where in `added` the model's message that asks the app's client
+    /// calls is, when the run left some.
+    pub asked: Option<usize>,
     /// The environment it ran in.
     pub environment: Option<(Environment, Binding)>,
 }
@@ -208,12 +211,18 @@ impl Engine {
                 return Err(refused(error, added, message));
             }
         };
-        let result = handle.finish().await;
+        let mut result = handle.finish().await;
         let mut added = added;
-        added.extend(result.messages.clone());
+        let asked = if result.pending.is_empty() {
+            None
+        } else {
+            result.messages.last_assistant().map(|at| added.len() + at)
+        };
+        added.extend(std::mem::take(&mut result.messages));
         Ok(Looped {
             result,
             added,
+            asked,
             environment,
         })
     }

@@ -12,6 +12,7 @@ use talon_config::Config;
 use talon_protocol::Event;
 use talon_runtime::{
     Conversation, Host, ModelRoute, RunEmitter, RunHooks, RunIds, RunSink, RunSpec, Start, Turn,
+    TurnState,
 };
 use talon_tools::{Approvals, Approver, DenyAll};
 use tokio::sync::Notify;
@@ -31,8 +32,8 @@ impl RunSink for Recorder {
         self.more.notify_waiters();
     }
 
-    fn checkpoint(&self, turn: Turn) {
-        self.turns.lock().unwrap().push(turn);
+    fn checkpoint(&self, turn: TurnState) {
+        self.turns.lock().unwrap().push(turn.into_turn());
     }
 }
 
