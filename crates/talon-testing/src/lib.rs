@@ -25,6 +25,10 @@
 //! next event stream after n SSE frames, for testing and benchmarking clients' resume against the
 //! real server.
 //!
+//! [`redact`] makes whole values to assert on: JSON responses and event
+//! transcripts with their generated ids, clock readings and durations
+//! replaced by stable placeholders.
+//!
 //! [`wait`] waits for a condition or a signal with a deadline, failing
 //! loudly with what it waited for: the one place tests poll, instead of
 //! sleeping a guessed time.
@@ -51,6 +55,7 @@
 pub mod postgres;
 pub mod prelude_js;
 pub mod proxy;
+pub mod redact;
 pub mod relevance;
 pub mod synthetic;
 pub mod wait;
