@@ -1,3 +1,4 @@
+mod generated;
 mod methods;
 mod openapi;
 mod schema;

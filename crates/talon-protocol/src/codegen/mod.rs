@@ -10,6 +10,12 @@
 //!   caller gave none, and is then retried with that same key (the gateway
 //!   returns the first call's result, so a retry never acts twice);
 //! - any other write is sent once.
+//!
+//! [`typescript`] renders the TypeScript SDK's generated layer from the
+//! same table and the gateway schema.
+
+mod ts_client;
+pub mod typescript;
 
 use std::fmt::Write as _;
 

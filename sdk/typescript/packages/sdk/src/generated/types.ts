@@ -1,0 +1,1814 @@
+// Generated from the gateway's method table by `talon_protocol::codegen::typescript`:
+// do not edit. Regenerate with `UPDATE_GENERATED=1 cargo nextest run -p talon-protocol generated`.
+//
+// Every type of the gateway protocol. Times are epoch milliseconds in fields
+// named `…At`, durations milliseconds in fields named `…Ms`.
+
+/** The protocol version this client speaks. */
+export const PROTOCOL_VERSION = 1;
+
+/** An agent. */
+export type Agent = {
+  /** When it was created (epoch milliseconds; API agents). */
+  createdAt?: number | null;
+  /** What the agent is for. */
+  description?: string | null;
+  /** The agent's id (`main` by default). */
+  id: AgentId;
+  /** The model, as `provider/model`. */
+  model?: string | null;
+  /** A display name. */
+  name?: string | null;
+  /** Where it is defined; config agents cannot be updated through the API. */
+  source: AgentSource;
+  /** When it last changed (epoch milliseconds; API agents). */
+  updatedAt?: number | null;
+};
+
+/**
+ * An agent's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type AgentId = string;
+
+/** `agents.get`. */
+export type AgentRef = {
+  /** The agent. */
+  agentId: AgentId;
+};
+
+/**
+ * Where an agent is defined.
+ *
+ * - `config`: The config file's `agents.list`.
+ * - `api`: Created through `agents.create`.
+ * - `unknown`: A source this client does not know.
+ */
+export type AgentSource = "config" | "api" | "unknown";
+
+/** `agents.create`. */
+export type AgentsCreateParams = {
+  /** What it is for. */
+  description?: string | null;
+  /** The new agent's id. */
+  id: AgentId;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** Its system instructions. */
+  instructions?: string | null;
+  /** Its model, `provider/model`. */
+  model?: ModelRef | null;
+  /** A display name. */
+  name?: string | null;
+};
+
+/** `agents.list`. */
+export type AgentsListResult = {
+  /** Config agents first, then API agents by id. */
+  agents: Array<Agent>;
+};
+
+/** `agents.update`: the fields given replace the agent's. */
+export type AgentsUpdateParams = {
+  /** The agent (created through the API). */
+  agentId: AgentId;
+  /** What it is for. */
+  description?: string | null;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** Its system instructions. */
+  instructions?: string | null;
+  /** Its model, `provider/model`. */
+  model?: ModelRef | null;
+  /** A display name. */
+  name?: string | null;
+};
+
+/**
+ * An error as every transport carries it (over HTTP, inside
+ * `{"error": ...}` with the code's status).
+ */
+export type ApiError = {
+  /** The stable code. */
+  code: ErrorCode;
+  /**
+   * Structured details: `scope` for `forbidden`, `oldestId` for
+   * `cursor_expired`, `field` for `invalid_request`, the winning
+   * decision for `conflict` on an approval.
+   */
+  details?: unknown;
+  /** A human-readable explanation; not for matching. */
+  message: string;
+  /**
+   * When to retry, in milliseconds from now (`rate_limited`,
+   * `unavailable`).
+   */
+  retryAfterMs?: number | null;
+  /** Whether the same request may succeed later. */
+  retryable: boolean;
+};
+
+/** An approval request and, once decided, its resolution. */
+export type Approval = {
+  /** The call's arguments, for the responder to review. */
+  arguments?: unknown;
+  /** When it was requested (epoch milliseconds). */
+  createdAt: number;
+  /** The decision taken. */
+  decision?: ApprovalDecision | null;
+  /** The decisions the responder may choose from. */
+  decisions: Array<ApprovalDecision>;
+  /** The environment action for `environment` approvals. */
+  environmentAction?: string | null;
+  /** When it expires (epoch milliseconds); expiry resolves it as `expired`. */
+  expiresAt?: number | null;
+  /** The approval's id. */
+  id: ApprovalId;
+  /** What needs approval. */
+  kind: ApprovalKind;
+  /** The responder's reason. */
+  reason?: string | null;
+  /** When it was resolved (epoch milliseconds). */
+  resolvedAt?: number | null;
+  /** Whether a decision can be remembered for later matching calls. */
+  reusable: boolean;
+  /** How risky it is. */
+  risk: RiskLevel;
+  /** The run that asks. */
+  runId: RunId;
+  /** Its session. */
+  sessionId?: SessionId | null;
+  /** Where it is. */
+  status: ApprovalStatus;
+  /** The requested action, for a person to read. */
+  summary: string;
+  /** The call it gates (the model's call id, or a nested call's). */
+  toolCallId?: string | null;
+  /** The tool (catalog id) for `tool` approvals. */
+  toolName?: string | null;
+};
+
+/**
+ * An answer to an approval request.
+ *
+ * - `approve_once`: Allow this call.
+ * - `approve_session`: Allow matching calls for the rest of the session.
+ * - `approve_always`: Allow matching calls from now on.
+ * - `deny`: Refuse.
+ * - `unknown`: A decision this client does not know.
+ */
+export type ApprovalDecision = "approve_once" | "approve_session" | "approve_always" | "deny" | "unknown";
+
+/**
+ * An approval's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type ApprovalId = string;
+
+/**
+ * What needs approval.
+ *
+ * - `tool`: A tool call.
+ * - `environment`: An environment action.
+ * - `unknown`: A kind this client does not know.
+ */
+export type ApprovalKind = "tool" | "environment" | "unknown";
+
+/**
+ * What the approval policy does with a tool's calls.
+ *
+ * - `allow`: They run.
+ * - `deny`: They are refused.
+ * - `ask`: They wait for a decision (`approvals.respond`).
+ * - `unknown`: A policy this client does not know.
+ */
+export type ApprovalPolicy = "allow" | "deny" | "ask" | "unknown";
+
+/** `approval.resolved`. */
+export type ApprovalResolvedData = {
+  /** The approval. */
+  approvalId: ApprovalId;
+  /** The decision taken, if one was. */
+  decision?: ApprovalDecision | null;
+  /** The responder's reason. */
+  reason?: string | null;
+  /** Whether a remembered decision answered it (nobody was asked). */
+  reused?: boolean;
+  /** How it ended: `approved`, `denied`, `expired` or `cancelled`. */
+  status: ApprovalStatus;
+};
+
+/**
+ * Where an approval is.
+ *
+ * - `pending`: Waiting for a decision.
+ * - `approved`: Approved.
+ * - `denied`: Denied.
+ * - `expired`: Nobody decided before it expired.
+ * - `cancelled`: Its run ended first.
+ * - `unknown`: A status this client does not know.
+ */
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled" | "unknown";
+
+/** `approvals.list`. */
+export type ApprovalsListParams = {
+  /** Only this run's. */
+  runId?: RunId | null;
+  /** Only this session's. */
+  sessionId?: SessionId | null;
+  /** Only approvals in this state (`pending` for the open ones). */
+  status?: ApprovalStatus | null;
+};
+
+/** `approvals.list`. */
+export type ApprovalsListResult = {
+  /** Oldest first. */
+  approvals: Array<Approval>;
+};
+
+/** `approvals.respond`: the first decision wins. */
+export type ApprovalsRespondParams = {
+  /** The approval. */
+  approvalId: ApprovalId;
+  /** The decision (one of the approval's `decisions`). */
+  decision: ApprovalDecision;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** Why, for the record. */
+  reason?: string | null;
+};
+
+/** One argument of a tool, as the schema summary lists it. */
+export type ArgumentSummary = {
+  /** What it is, clipped to 200 characters. */
+  description?: string | null;
+  /** The argument's name. */
+  name: string;
+  /** Whether a call must give it. */
+  required: boolean;
+  /** Its JSON type(s), when the schema says (`string`, `number|null`). */
+  type?: string | null;
+};
+
+/**
+ * An artifact's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type ArtifactId = string;
+
+/** `artifacts.get` and `artifacts.download`. */
+export type ArtifactRef = {
+  /** The artifact. */
+  artifactId: ArtifactId;
+};
+
+/** The seed's `ArtifactSummary`. */
+export type ArtifactSummary = {
+  /** When it was created (epoch milliseconds). */
+  createdAt: number;
+  /** When it will be purged (epoch milliseconds). */
+  expiresAt?: number | null;
+  /** The artifact's id. */
+  id: ArtifactId;
+  /** Its MIME type. */
+  mimeType?: string | null;
+  /** The run that produced it. */
+  runId?: RunId | null;
+  /** Its session. */
+  sessionId?: SessionId | null;
+  /** Its size. */
+  sizeBytes?: number | null;
+  /** A title. */
+  title?: string | null;
+  /** What it is. */
+  type: ArtifactType;
+};
+
+/**
+ * What an artifact is.
+ *
+ * - `file`: A file written or edited.
+ * - `patch`: A patch bundle.
+ * - `diff`: A VCS diff.
+ * - `log`: A log (e.g. shell output beyond its cap).
+ * - `media`: Media output.
+ * - `screenshot`: A screenshot.
+ * - `trajectory`: A run's trajectory: its events and nested calls.
+ * - `pull_request`: A pull request link.
+ * - `workspace`: A managed environment's workspace snapshot.
+ * - `unknown`: A type this client does not know.
+ */
+export type ArtifactType = "file" | "patch" | "diff" | "log" | "media" | "screenshot" | "trajectory" | "pull_request" | "workspace" | "unknown";
+
+/** `artifacts.download`. */
+export type ArtifactsDownloadResult = {
+  /** The artifact. */
+  artifact: ArtifactSummary;
+  /**
+   * Where to GET its bytes (relative to the gateway, with the same
+   * token), e.g. `/v1/artifacts/{id}/content`.
+   */
+  url: string;
+};
+
+/** `artifacts.list`. */
+export type ArtifactsListParams = {
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+  /** Only this run's artifacts. */
+  runId?: RunId | null;
+  /** Only this session's artifacts. */
+  sessionId?: SessionId | null;
+};
+
+/** `artifacts.list`. */
+export type ArtifactsListResult = {
+  /** Newest first. */
+  artifacts: Array<ArtifactSummary>;
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
+};
+
+/** `assistant.message`. */
+export type AssistantMessageData = {
+  /** The provider's finish reason. */
+  finishReason?: string | null;
+  /** The message's text. */
+  text?: string | null;
+  /** How many tool calls it asks for. */
+  toolCalls: number;
+};
+
+/**
+ * A tool the client app implements, for one run. The model sees it by
+ * name beside the agent's tools (in Code Mode, beside `exec` and `wait`).
+ * A turn that calls it ends the run `completed` with the call pending
+ * (`RunEndedData.pendingToolCalls`, `RunResult.output.messages`); the
+ * app answers with `tool` messages as the input of its next run on the
+ * session.
+ */
+export type ClientTool = {
+  /** What it does, for the model. */
+  description?: string | null;
+  /**
+   * Its name, as the model calls it (1 to 64 ASCII letters, digits,
+   * `_` or `-`).
+   */
+  name: string;
+  /** JSON Schema of its arguments. */
+  parameters?: unknown;
+};
+
+/** `tokens.create`'s answer: the secret, shown once. */
+export type CreatedToken = {
+  /** When it expires, epoch milliseconds. */
+  expiresAt: number;
+  /** The token's id (`tok_...`), to revoke it. */
+  id: TokenId;
+  /** Its name. */
+  name: string;
+  /** What it may do. */
+  scopes: Array<Scope>;
+  /**
+   * The secret (`talon_` and 64 hex digits), for `Authorization:
+   * Bearer`. The gateway keeps only its hash: it is never shown again.
+   */
+  token: string;
+};
+
+/**
+ * A replay cursor: an event id, or a page's `nextCursor`.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type Cursor = string;
+
+/** Nothing. */
+export type Empty = Record<string, never>;
+
+/** A managed environment runs execute in. */
+export type Environment = {
+  /** What its provider can do. */
+  capabilities: EnvironmentCapabilities;
+  /** When it was created (epoch milliseconds). */
+  createdAt?: number | null;
+  /** Why it failed, or what became of its workspace when deleted. */
+  detail?: string | null;
+  /** The environment's id. */
+  id: EnvironmentId;
+  /** Its provider's id. */
+  provider: ProviderId;
+  /**
+   * The settings it was created with, as given (secrets appear only as
+   * references, never as values).
+   */
+  settings?: unknown;
+  /** Where it is. */
+  status: EnvironmentStatus;
+  /** Where its workspace is, on the gateway's host. */
+  workspace?: string | null;
+};
+
+/**
+ * What an environment provider can do (the seed's `EnvironmentProvider`
+ * capabilities).
+ */
+export type EnvironmentCapabilities = {
+  /** Collects artifacts. */
+  artifacts?: boolean | null;
+  /** Checks out repositories. */
+  checkout?: boolean | null;
+  /** Streams logs. */
+  logs?: boolean | null;
+  /** Keeps running between runs. */
+  longRunning?: boolean | null;
+  /** Enforces a network policy. */
+  networkPolicy?: boolean | null;
+  /** Opens pull requests. */
+  pullRequests?: boolean | null;
+  /** Sandboxes execution. */
+  sandbox?: boolean | null;
+  /** Binds secrets by reference. */
+  secrets?: boolean | null;
+};
+
+/**
+ * A managed environment's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type EnvironmentId = string;
+
+/** `environments.status`. */
+export type EnvironmentRef = {
+  /** The environment. */
+  environmentId: EnvironmentId;
+};
+
+/**
+ * Where an environment is.
+ *
+ * - `provisioning`: Being prepared.
+ * - `ready`: Ready for runs.
+ * - `stopped`: Stopped; kept by policy.
+ * - `failed`: Failed to prepare or run.
+ * - `deleted`: Deleted.
+ * - `unknown`: A status this client does not know.
+ */
+export type EnvironmentStatus = "provisioning" | "ready" | "stopped" | "failed" | "deleted" | "unknown";
+
+/** `environments.create`. */
+export type EnvironmentsCreateParams = {
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The provider. */
+  provider: ProviderId;
+  /** Provider-specific settings. */
+  settings?: unknown;
+};
+
+/** `environments.delete`. */
+export type EnvironmentsDeleteParams = {
+  /** The environment. */
+  environmentId: EnvironmentId;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+};
+
+/** `environments.list`. */
+export type EnvironmentsListResult = {
+  /** The environments. */
+  environments: Array<Environment>;
+};
+
+/**
+ * What went wrong, as a stable code. Servers send only the codes listed
+ * here; a client decodes a code it does not know as [`ErrorCode::Unknown`].
+ *
+ * - `invalid_request`: The request is malformed: bad JSON, a missing or wrong-typed field, a value out of range. Not worth retrying unchanged.
+ * - `unauthenticated`: No token, or one that is unknown, expired or revoked.
+ * - `forbidden`: The token lacks the scope the method needs (`details.scope` names it).
+ * - `not_found`: The addressed resource does not exist, or the token may not see it.
+ * - `conflict`: The request conflicts with the resource's state: an approval already decided, an idempotency key reused with other parameters.
+ * - `rate_limited`: Too many requests; `retryAfterMs` says when to try again.
+ * - `unavailable`: The gateway cannot serve this now (starting, draining, a dependency down); retryable.
+ * - `unsupported`: The method exists in the protocol but this gateway does not implement it (the seed's "future API", e.g. `tasks.*`).
+ * - `timeout`: The operation did not finish within its deadline.
+ * - `cursor_expired`: An event cursor older than what the gateway keeps (`details.oldestId` names the oldest event still available).
+ * - `internal`: A bug or an unexpected failure inside the gateway.
+ * - `quota_exceeded`: The gateway keeps no more: its stored bytes reached the configured quota (`gateway.limits.maxStoredBytes`). Nothing was written; an operator (or retention) must free room first, so it is not retried.
+ * - `method_not_allowed`: The path exists but not with this HTTP method (a `GET` on `/v1/<method>`, which takes `POST`); the `Allow` header says which.
+ * - `unknown`: A code this client does not know (sent by a newer gateway).
+ */
+export type ErrorCode = "invalid_request" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "rate_limited" | "unavailable" | "unsupported" | "timeout" | "cursor_expired" | "internal" | "quota_exceeded" | "method_not_allowed" | "unknown";
+
+/** The versioned event envelope (`OpenClawEvent`). */
+export type EventEnvelope = {
+  /** The agent. */
+  agentId?: AgentId | null;
+  /** The type's payload. */
+  data: unknown;
+  /**
+   * The replay cursor: `events({after: id})` resumes after it. Ordered
+   * within a run (and, once persisted, within a gateway).
+   */
+  id: EventId;
+  /** The runtime-native payload, when a diagnostic scope asks for it. */
+  raw?: unknown;
+  /**
+   * The `x-request-id` of the call that caused it: for what a run does
+   * on its own, the call that created the run; for an event a later
+   * call caused (cancelling a queued run), that call. Absent on what a
+   * gateway does by itself (recovering a stopped node's runs).
+   */
+  requestId?: string | null;
+  /** The run. */
+  runId?: RunId | null;
+  /** The session. */
+  sessionId?: SessionId | null;
+  /** The session key. */
+  sessionKey?: SessionKey | null;
+  /** The background task, if any. */
+  taskId?: TaskId | null;
+  /** When it happened (epoch milliseconds). */
+  ts: number;
+  /** What happened. */
+  type: EventType;
+  /** Always 1 for this contract. */
+  version: number;
+};
+
+/** A payload by event type (`{type, data}` on the wire). */
+export type EventData = {
+  data: RunCreatedData;
+  type: "run.created";
+} | {
+  data: RunQueuedData;
+  type: "run.queued";
+} | {
+  data: RunStartedData;
+  type: "run.started";
+} | {
+  data: RunEndedData;
+  type: "run.completed";
+} | {
+  data: RunEndedData;
+  type: "run.failed";
+} | {
+  data: RunEndedData;
+  type: "run.cancelled";
+} | {
+  data: RunEndedData;
+  type: "run.timed_out";
+} | {
+  data: TextDelta;
+  type: "assistant.delta";
+} | {
+  data: AssistantMessageData;
+  type: "assistant.message";
+} | {
+  data: TextDelta;
+  type: "thinking.delta";
+} | {
+  data: ToolCallStartedData;
+  type: "tool.call.started";
+} | {
+  data: ToolCallDeltaData;
+  type: "tool.call.delta";
+} | {
+  data: ToolCallCompletedData;
+  type: "tool.call.completed";
+} | {
+  data: ToolCallFailedData;
+  type: "tool.call.failed";
+} | {
+  data: Approval;
+  type: "approval.requested";
+} | {
+  data: ApprovalResolvedData;
+  type: "approval.resolved";
+} | {
+  data: Question;
+  type: "question.requested";
+} | {
+  data: QuestionAnsweredData;
+  type: "question.answered";
+} | {
+  data: ArtifactSummary;
+  type: "artifact.created";
+} | {
+  data: ArtifactSummary;
+  type: "artifact.updated";
+} | {
+  data: Session;
+  type: "session.created";
+} | {
+  data: Session;
+  type: "session.updated";
+} | {
+  data: SessionCompactedData;
+  type: "session.compacted";
+} | {
+  data: Task;
+  type: "task.updated";
+} | {
+  data: GitBranchData;
+  type: "git.branch";
+} | {
+  data: GitDiffData;
+  type: "git.diff";
+} | {
+  data: GitPrData;
+  type: "git.pr";
+};
+
+/**
+ * An event's id: its place in the log, the cursor `after` takes.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type EventId = string;
+
+/**
+ * Event types, spelled as the seed spells them.
+ *
+ * - `run.created`: The run was accepted.
+ * - `run.queued`: The run waits for a session lane, runtime or environment.
+ * - `run.started`: The runtime started the run.
+ * - `run.completed`: The run finished successfully.
+ * - `run.failed`: The run ended with an error.
+ * - `run.cancelled`: The run was cancelled.
+ * - `run.timed_out`: The run exceeded its own time limit.
+ * - `assistant.delta`: A delta of assistant text.
+ * - `assistant.message`: A whole assistant message.
+ * - `thinking.delta`: A reasoning delta, where policy allows showing it.
+ * - `tool.call.started`: A tool call started.
+ * - `tool.call.delta`: A tool call streamed progress or partial output.
+ * - `tool.call.completed`: A tool call returned.
+ * - `tool.call.failed`: A tool call failed.
+ * - `approval.requested`: A run or tool needs approval.
+ * - `approval.resolved`: An approval was granted, denied, expired or cancelled.
+ * - `question.requested`: The runtime asks the user or host app for input.
+ * - `question.answered`: The host app answered.
+ * - `artifact.created`: A new artifact is available.
+ * - `artifact.updated`: An artifact changed.
+ * - `session.created`: A session was created.
+ * - `session.updated`: Session metadata changed.
+ * - `session.compacted`: The session was compacted.
+ * - `task.updated`: A background task changed state.
+ * - `git.branch`: The runtime observed or changed a branch.
+ * - `git.diff`: The runtime produced or changed a diff.
+ * - `git.pr`: The runtime opened, updated or linked a pull request.
+ * - `Unknown`: A type this client does not know yet.
+ */
+export type EventType = "run.created" | "run.queued" | "run.started" | "run.completed" | "run.failed" | "run.cancelled" | "run.timed_out" | "assistant.delta" | "assistant.message" | "thinking.delta" | "tool.call.started" | "tool.call.delta" | "tool.call.completed" | "tool.call.failed" | "approval.requested" | "approval.resolved" | "question.requested" | "question.answered" | "artifact.created" | "artifact.updated" | "session.created" | "session.updated" | "session.compacted" | "task.updated" | "git.branch" | "git.diff" | "git.pr" | "Unknown";
+
+/**
+ * `events.subscribe`: live events (after a replay from `after`) on
+ * this connection.
+ */
+export type EventsSubscribeParams = {
+  /** Replay every event after this id first. */
+  after?: Cursor | null;
+  /** Only this agent's events. */
+  agentId?: AgentId | null;
+  /** Only this session's events. */
+  sessionKey?: SessionKey | null;
+  /** Only these types. */
+  types?: Array<EventType> | null;
+};
+
+/** `events.subscribe`. */
+export type EventsSubscribeResult = {
+  /** Names the subscription in `events.unsubscribe`. */
+  subscriptionId: SubscriptionId;
+};
+
+/** `events.unsubscribe`. */
+export type EventsUnsubscribeParams = {
+  /** The subscription. */
+  subscriptionId: SubscriptionId;
+};
+
+/** `git.branch`. */
+export type GitBranchData = {
+  /** `observed`, `created` or `switched`. */
+  action: string;
+  /** The branch. */
+  branch: string;
+  /** Its commit. */
+  head?: string | null;
+};
+
+/** `git.diff`. */
+export type GitDiffData = {
+  /** Lines added. */
+  additions: number;
+  /** The `diff` artifact holding it. */
+  artifactId?: ArtifactId | null;
+  /** Lines removed. */
+  deletions: number;
+  /** Files changed. */
+  files: Array<string>;
+};
+
+/** `git.pr`. */
+export type GitPrData = {
+  /** `opened`, `updated` or `linked`. */
+  action: string;
+  /** Its number. */
+  number?: number | null;
+  /** Its title. */
+  title?: string | null;
+  /** The pull request's URL. */
+  url: string;
+};
+
+/**
+ * Makes a retried call safe: the same key with the same params returns
+ *  the first call's result.
+ *
+ * At most KEY_MAX characters, no control characters.
+ */
+export type IdempotencyKey = string;
+
+/** One message of a [`RunInput`]. */
+export type InputMessage = {
+  /** Its text (for `tool`, the result the model reads). */
+  content: string;
+  /** `user`, `assistant`, `system` or `tool`. */
+  role: InputRole;
+  /**
+   * For `tool`: the client tool call it answers (a call the session's
+   * last run left pending; see `RunEndedData.pendingToolCalls`).
+   */
+  toolCallId?: ToolCallId | null;
+};
+
+/**
+ * Who wrote an [`InputMessage`].
+ *
+ * - `user`: The user or app.
+ * - `assistant`: The model (a prior reply the app supplies).
+ * - `system`: Instructions added to the system prompt.
+ * - `tool`: A client tool's result: answers the pending call `toolCallId`. Tool messages come first in the input; a run whose input is only tool messages lets the model go on from them.
+ */
+export type InputRole = "user" | "assistant" | "system" | "tool";
+
+/** One message of a session (the seed's `SDKMessage`). */
+export type Message = {
+  /** When it was stored (epoch milliseconds). */
+  createdAt: number;
+  /** The message's id (ordered within its session). */
+  id: MessageId;
+  /** Who wrote it. */
+  role: MessageRole;
+  /** The run that produced it (absent for user input stored before one). */
+  runId?: RunId | null;
+  /** Its session. */
+  sessionId: SessionId;
+  /** Its text. */
+  text?: string | null;
+  /** For a tool message, the call it answers. */
+  toolCallId?: string | null;
+  /** Tool calls the assistant asked for. */
+  toolCalls?: Array<MessageToolCall>;
+};
+
+/**
+ * A message's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type MessageId = string;
+
+/**
+ * Who wrote a message.
+ *
+ * - `user`: The user or app.
+ * - `assistant`: The model.
+ * - `tool`: A tool's result.
+ * - `system`: System instructions.
+ * - `compaction`: A compaction record: `text` summarises the messages it replaced.
+ * - `unknown`: A role this client does not know.
+ */
+export type MessageRole = "user" | "assistant" | "tool" | "system" | "compaction" | "unknown";
+
+/** A tool call the assistant asked for. */
+export type MessageToolCall = {
+  /** The arguments. */
+  arguments: unknown;
+  /** The call's id, matched by the tool message's `toolCallId`. */
+  id: string;
+  /** The tool's name as the model saw it. */
+  name: string;
+};
+
+/** A model an agent can use. */
+export type Model = {
+  /** Its context window in tokens, when known. */
+  contextWindow?: number | null;
+  /** `provider/model`. */
+  id: string;
+  /** The model's name at the provider. */
+  name: string;
+  /** The provider's id in the config. */
+  provider: string;
+};
+
+/**
+ * A model, `provider/model`.
+ *
+ * At most KEY_MAX characters, no control characters.
+ */
+export type ModelRef = string;
+
+/** `models.list`. */
+export type ModelsListResult = {
+  /** The configured models. */
+  models: Array<Model>;
+};
+
+/** `models.status`. */
+export type ModelsStatusResult = {
+  /** Per provider. */
+  providers: Array<ProviderStatus>;
+};
+
+/**
+ * What a new run does when its session already has an active run.
+ *
+ * - `reject`: Refuse the new run with `conflict`.
+ * - `enqueue`: Queue it (`run.queued`) until the session's lane is free.
+ * - `interrupt`: Cancel the active run (its messages stay), then start.
+ * - `rollback`: Cancel the active run and drop its messages, then start.
+ */
+export type MultitaskStrategy = "reject" | "enqueue" | "interrupt" | "rollback";
+
+/**
+ * An environment provider's id (`local`).
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type ProviderId = string;
+
+/**
+ * A provider's credentials (`models.status`, the gateway's
+ * `models.authStatus`).
+ */
+export type ProviderStatus = {
+  /** Whether the gateway holds credentials for it. */
+  authenticated: boolean;
+  /** Why not, when it does not. */
+  detail?: string | null;
+  /** The provider's id in the config. */
+  provider: string;
+};
+
+/** A question the runtime asks the user or host app. */
+export type Question = {
+  /** The answer given. */
+  answer?: unknown;
+  /** JSON Schema an answer must satisfy. */
+  answerSchema?: unknown;
+  /** When it was answered (epoch milliseconds). */
+  answeredAt?: number | null;
+  /** The answers to choose from, if it is a choice. */
+  choices?: Array<string> | null;
+  /** When it was asked (epoch milliseconds). */
+  createdAt: number;
+  /** When it expires (epoch milliseconds). */
+  expiresAt?: number | null;
+  /** The question's id. */
+  id: QuestionId;
+  /** What is asked. */
+  prompt: string;
+  /** The run that asks. */
+  runId: RunId;
+  /** Its session. */
+  sessionId?: SessionId | null;
+  /** Where it is. */
+  status: QuestionStatus;
+  /** The call that asks (the model's call id, or a nested call's). */
+  toolCallId?: string | null;
+};
+
+/** `question.answered`. */
+export type QuestionAnsweredData = {
+  /** The answer. */
+  answer: unknown;
+  /** The question. */
+  questionId: QuestionId;
+};
+
+/**
+ * A question's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type QuestionId = string;
+
+/**
+ * Where a question is.
+ *
+ * - `pending`: Waiting for an answer.
+ * - `answered`: Answered.
+ * - `expired`: Nobody answered before it expired.
+ * - `cancelled`: Its run ended first.
+ * - `unknown`: A status this client does not know.
+ */
+export type QuestionStatus = "pending" | "answered" | "expired" | "cancelled" | "unknown";
+
+/** `questions.list`. */
+export type QuestionsListParams = {
+  /** Only this run's. */
+  runId?: RunId | null;
+  /** Only questions in this state. */
+  status?: QuestionStatus | null;
+};
+
+/** `questions.list`. */
+export type QuestionsListResult = {
+  /** Oldest first. */
+  questions: Array<Question>;
+};
+
+/**
+ * `questions.respond`: the answer is checked against the question's
+ * schema or choices.
+ */
+export type QuestionsRespondParams = {
+  /** The answer. */
+  answer: unknown;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The question. */
+  questionId: QuestionId;
+};
+
+/**
+ * How risky the requested action is.
+ *
+ * - `low`: Reads only.
+ * - `medium`: Writes data.
+ * - `high`: Runs commands on the host or reaches outside the workspace.
+ * - `critical`: Irreversible or security-relevant.
+ * - `unknown`: A level this client does not know.
+ */
+export type RiskLevel = "low" | "medium" | "high" | "critical" | "unknown";
+
+/** A run of an agent. */
+export type Run = {
+  /** The agent. */
+  agentId: AgentId;
+  /** When it was accepted (epoch milliseconds). */
+  createdAt: number;
+  /** When it ended (epoch milliseconds). */
+  endedAt?: number | null;
+  /** Why it failed. */
+  error?: ApiError | null;
+  /** The run's id. */
+  id: RunId;
+  /** The session. */
+  sessionId?: SessionId | null;
+  /** The session's key. */
+  sessionKey?: SessionKey | null;
+  /** When it started running (epoch milliseconds). */
+  startedAt?: number | null;
+  /** Where it is. */
+  status: RunStatus;
+  /** Tokens and cost so far. */
+  usage?: Usage | null;
+};
+
+/**
+ * What `runs.create` and `sessions.send` answer: the run accepted (or,
+ * for a repeated idempotency key, the first one), with its id also as
+ * `runId`, the name results and events give it.
+ */
+export type RunAccepted = {
+  /** The agent. */
+  agentId: AgentId;
+  /** When it was accepted (epoch milliseconds). */
+  createdAt: number;
+  /** When it ended (epoch milliseconds). */
+  endedAt?: number | null;
+  /** Why it failed. */
+  error?: ApiError | null;
+  /** The run's id. */
+  id: RunId;
+  /** The run's id (the same as `id`). */
+  runId: RunId;
+  /** The session. */
+  sessionId?: SessionId | null;
+  /** The session's key. */
+  sessionKey?: SessionKey | null;
+  /** When it started running (epoch milliseconds). */
+  startedAt?: number | null;
+  /** Where it is. */
+  status: RunStatus;
+  /** Tokens and cost so far. */
+  usage?: Usage | null;
+};
+
+/** `run.created`. */
+export type RunCreatedData = {
+  /** The user's input. */
+  input: string;
+};
+
+/** `run.completed`, `run.failed`, `run.cancelled`, `run.timed_out`. */
+export type RunEndedData = {
+  /** Wall time. */
+  durationMs: number;
+  /** Why it did not complete. */
+  error?: string | null;
+  /**
+   * Client tool calls the model made in its last turn, left for the
+   * app to answer (with `tool` input messages on its next run).
+   */
+  pendingToolCalls?: Array<MessageToolCall>;
+  /** The final assistant text. */
+  text?: string | null;
+  /** Tool calls the model made. */
+  toolCalls: number;
+  /** Model turns taken. */
+  turns: number;
+  /** Tokens and cost. */
+  usage: Usage;
+};
+
+/**
+ * A run's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type RunId = string;
+
+/**
+ * A run's input: the user's message, or messages to add to the
+ * session's conversation (the last one a user message).
+ *
+ * Decoded by hand rather than as an untagged enum, so that an error
+ * inside a message names its path (`input[0].toolCallId`).
+ */
+export type RunInput = string | Array<InputMessage>;
+
+/** `RunResult.output`. */
+export type RunOutput = {
+  /** The run's messages. */
+  messages?: Array<Message> | null;
+  /** The final assistant text. */
+  text?: string | null;
+};
+
+/** `run.queued`. */
+export type RunQueuedData = {
+  /**
+   * What it waits for: `session` (another run holds the session's
+   * lane), `runtime` (a node to execute it; also a run put back in the
+   * queue to resume after the gateway executing it stopped) or
+   * `environment`.
+   */
+  reason: string;
+};
+
+/** `runs.get`. */
+export type RunRef = {
+  /** The run. */
+  runId: RunId;
+};
+
+/** What `runs.wait` returns: the seed's stable result envelope. */
+export type RunResult = {
+  /** The artifacts it produced. */
+  artifacts?: Array<ArtifactSummary> | null;
+  /** When it ended (epoch milliseconds). */
+  endedAt?: number | null;
+  /** Why it failed (the seed's `SDKError`). */
+  error?: ApiError | null;
+  /** Its output. */
+  output?: RunOutput | null;
+  /** The run. */
+  runId: RunId;
+  /** The session. */
+  sessionId?: SessionId | null;
+  /** The session's key. */
+  sessionKey?: SessionKey | null;
+  /** When it started (epoch milliseconds). */
+  startedAt?: number | null;
+  /** How it ended, or `accepted` if it has not. */
+  status: RunResultStatus;
+  /** The background task, if any. */
+  taskId?: TaskId | null;
+  /** Tokens and cost. */
+  usage?: Usage | null;
+};
+
+/**
+ * `RunResult.status`: `accepted` means the wait's deadline passed before
+ * the run ended (not terminal); `timed_out` only that the run exceeded its
+ * own time limit.
+ *
+ * - `accepted`: Still running when the wait's deadline passed.
+ * - `completed`: Finished successfully.
+ * - `failed`: Ended with an error.
+ * - `cancelled`: Cancelled.
+ * - `timed_out`: Exceeded its own time limit.
+ * - `unknown`: A status this client does not know.
+ */
+export type RunResultStatus = "accepted" | "completed" | "failed" | "cancelled" | "timed_out" | "unknown";
+
+/** `run.started`. */
+export type RunStartedData = {
+  /** The model, `provider/model`. */
+  model: string;
+  /**
+   * Set when the run resumed after the gateway executing it stopped:
+   * the turns it had completed (its conversation goes on from there).
+   */
+  resumedAfterTurn?: number | null;
+  /** The tool surface: `direct`, `code_mode` or `tool_search`. */
+  surface: string;
+  /** The tools the model sees. */
+  tools: Array<string>;
+};
+
+/**
+ * Where a run is in its life.
+ *
+ * - `queued`: Accepted, waiting for its session lane, runtime or environment.
+ * - `running`: Running.
+ * - `waiting`: Waiting for an approval or an answer.
+ * - `completed`: Finished successfully.
+ * - `failed`: Ended with an error.
+ * - `cancelled`: Cancelled.
+ * - `timed_out`: Exceeded its own time limit.
+ * - `unknown`: A status this client does not know.
+ */
+export type RunStatus = "queued" | "running" | "waiting" | "completed" | "failed" | "cancelled" | "timed_out" | "unknown";
+
+/** `runs.cancel`. */
+export type RunsCancelParams = {
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** Why, for the record. */
+  reason?: string | null;
+  /** The run. */
+  runId: RunId;
+};
+
+/** `runs.create`. */
+export type RunsCreateParams = {
+  /** The agent (`main` when absent, or the session's agent). */
+  agentId?: AgentId | null;
+  /**
+   * The managed environment the run works in (its workspace, its
+   * secrets, its network policy); it must be `ready`.
+   */
+  environmentId?: EnvironmentId | null;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's run and never starts a second.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The user's message, or the messages to add. */
+  input: RunInput;
+  /**
+   * What to do when the session already has an active run
+   * (`enqueue` when absent).
+   */
+  multitaskStrategy?: MultitaskStrategy | null;
+  /** The session's id. */
+  sessionId?: SessionId | null;
+  /**
+   * The session's key: that session, created if absent (a new
+   * session when neither a key nor an id is given).
+   */
+  sessionKey?: SessionKey | null;
+  /** The run's own time limit; `run.timed_out` past it. */
+  timeoutMs?: number | null;
+  /** Client tools the model may call this run. */
+  tools?: Array<ClientTool>;
+};
+
+/** `runs.events`. */
+export type RunsEventsParams = {
+  /** Only events after this id (the replay cursor). */
+  after?: Cursor | null;
+  /** At most this many. */
+  limit?: number | null;
+  /** The run. */
+  runId: RunId;
+};
+
+/** `runs.events`. */
+export type RunsEventsResult = {
+  /** Whether the run has ended and this page holds its terminal event. */
+  done: boolean;
+  /** In order. */
+  events: Array<EventEnvelope>;
+};
+
+/** `runs.list`: newest first; every filter given must hold. */
+export type RunsListParams = {
+  /** Only this agent's runs. */
+  agentId?: AgentId | null;
+  /** Only runs created at or after this time (epoch milliseconds). */
+  createdAfter?: number | null;
+  /** Only runs created before this time (epoch milliseconds). */
+  createdBefore?: number | null;
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+  /** Only this session's runs. */
+  sessionId?: SessionId | null;
+  /** Only runs in one of these states. */
+  status?: Array<RunStatus> | null;
+};
+
+/** `runs.list`'s answer. */
+export type RunsListResult = {
+  /** The next page's cursor (absent on the last page). */
+  nextCursor?: Cursor | null;
+  /** Newest first. */
+  runs: Array<Run>;
+};
+
+/** `runs.wait`. */
+export type RunsWaitParams = {
+  /** The run. */
+  runId: RunId;
+  /** Wait at most this long; past it the result is `accepted`. */
+  timeoutMs?: number | null;
+};
+
+/**
+ * What a token may do. A method names the one scope it requires; `admin`
+ * satisfies every scope.
+ *
+ * - `agent.read`: List and inspect agents.
+ * - `agent.run`: Start runs.
+ * - `session.read`: Read session metadata and messages.
+ * - `session.write`: Create, send to, fork, compact and abort sessions.
+ * - `task.read`: Read background task state.
+ * - `task.write`: Cancel tasks or change their notification policy.
+ * - `approval.respond`: Approve or deny requests (and answer questions).
+ * - `tools.invoke`: Call exposed tools directly.
+ * - `artifacts.read`: List and download artifacts.
+ * - `environment.write`: Create or delete managed environments.
+ * - `metrics.read`: Read the gateway's Prometheus metrics (`GET /metrics`).
+ * - `admin`: Administrative operations; implies every other scope.
+ * - `Unknown`: A scope this client does not know (sent by a newer gateway).
+ */
+export type Scope = "agent.read" | "agent.run" | "session.read" | "session.write" | "task.read" | "task.write" | "approval.respond" | "tools.invoke" | "artifacts.read" | "environment.write" | "metrics.read" | "admin" | "Unknown";
+
+/**
+ * A named set of scopes, for people: `talon token create --scope app`,
+ * `tokens.create {preset: "app"}`.
+ *
+ * - `app`: What an app's backend needs: run agents, follow their events and results, answer approvals and questions, read artifacts.
+ * - `viewer`: Read-only: agents, sessions, runs, events, tasks, artifacts.
+ * - `admin`: Everything.
+ */
+export type ScopePreset = "app" | "viewer" | "admin";
+
+/** A conversation with an agent, addressed by id or by key. */
+export type Session = {
+  /** The agent it talks to. */
+  agentId: AgentId;
+  /** When it was created (epoch milliseconds). */
+  createdAt: number;
+  /** The parent's last message the fork kept. */
+  forkedAtMessageId?: MessageId | null;
+  /** The session's id. */
+  id: SessionId;
+  /** The app's key for it (unique per agent), e.g. `agent:main:user-42`. */
+  key: SessionKey;
+  /** The app's metadata. */
+  metadata?: Record<string, unknown>;
+  /** The session it was forked from. */
+  parentId?: SessionId | null;
+  /** When it last changed (epoch milliseconds). */
+  updatedAt: number;
+};
+
+/** `sessions.compact` and `sessions.abort`. */
+export type SessionActionParams = {
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The session. */
+  sessionId: SessionId;
+};
+
+/** `session.compacted`. */
+export type SessionCompactedData = {
+  /** How many messages the summary replaced. */
+  replacedMessages: number;
+  /** The session. */
+  sessionId: SessionId;
+  /** The compaction record's message id. */
+  summaryMessageId: MessageId;
+};
+
+/**
+ * A session's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type SessionId = string;
+
+/**
+ * The app's key of a session, unique per gateway.
+ *
+ * At most KEY_MAX characters, no control characters.
+ */
+export type SessionKey = string;
+
+/** `sessions.abort`. */
+export type SessionsAbortResult = {
+  /** The runs it cancelled. */
+  cancelledRunIds: Array<RunId>;
+};
+
+/** `sessions.create`. */
+export type SessionsCreateParams = {
+  /** The agent. */
+  agentId: AgentId;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The app's key (generated when absent); unique per agent. */
+  key?: SessionKey | null;
+  /** The app's metadata. */
+  metadata?: Record<string, unknown> | null;
+};
+
+/** `sessions.fork`. */
+export type SessionsForkParams = {
+  /** Keep messages up to this one (all when absent). */
+  atMessageId?: MessageId | null;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The fork's key (generated when absent). */
+  key?: SessionKey | null;
+  /** The session to fork. */
+  sessionId: SessionId;
+};
+
+/** `sessions.list`. */
+export type SessionsListParams = {
+  /** Only this agent's sessions. */
+  agentId?: AgentId | null;
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+};
+
+/** `sessions.list`. */
+export type SessionsListResult = {
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
+  /** Most recently updated first. */
+  sessions: Array<Session>;
+};
+
+/** `sessions.messages`. */
+export type SessionsMessagesParams = {
+  /** Only messages after this one. */
+  after?: Cursor | null;
+  /** At most this many. */
+  limit?: number | null;
+  /** The session. */
+  sessionId: SessionId;
+};
+
+/** `sessions.messages`. */
+export type SessionsMessagesResult = {
+  /** Whether more follow. */
+  hasMore: boolean;
+  /** Oldest first. */
+  messages: Array<Message>;
+};
+
+/** `sessions.resolve`: the session with this key, created if absent. */
+export type SessionsResolveParams = {
+  /** The agent (`main` when absent). */
+  agentId?: AgentId | null;
+  /** The key. */
+  key: SessionKey;
+};
+
+/** `sessions.send`: a user message that starts a run on the session. */
+export type SessionsSendParams = {
+  /**
+   * The managed environment the run works in (its workspace, its
+   * secrets, its network policy); it must be `ready`.
+   */
+  environmentId?: EnvironmentId | null;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's run and never starts a second.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The user's message, or the messages to add. */
+  input: RunInput;
+  /**
+   * What to do when the session already has an active run
+   * (`enqueue` when absent).
+   */
+  multitaskStrategy?: MultitaskStrategy | null;
+  /** The session. */
+  sessionId: SessionId;
+  /** The run's own time limit; `run.timed_out` past it. */
+  timeoutMs?: number | null;
+  /** Client tools the model may call this run. */
+  tools?: Array<ClientTool>;
+};
+
+/** `tokens.ticket`: a credential for one stream, shown once. */
+export type StreamTicket = {
+  /** When it expires (epoch milliseconds). */
+  expiresAt: number;
+  /** What it may do. */
+  scopes: Array<Scope>;
+  /**
+   * The ticket (`tkt_` and 64 hex digits): `?ticket=` on `GET
+   * /v1/events`, `GET /v1/runs/{runId}/events` or `GET /v1/ws`.
+   * It opens one stream, once, before `expiresAt`, with the scopes
+   * it was minted with; the stream ends when the token that minted
+   * it is revoked or expires.
+   */
+  ticket: string;
+};
+
+/**
+ * A WebSocket subscription's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type SubscriptionId = string;
+
+/** A background task (the seed's future API; listed for the schema). */
+export type Task = {
+  /** When it was created (epoch milliseconds). */
+  createdAt: number;
+  /** The task's id. */
+  id: TaskId;
+  /** The run it belongs to. */
+  runId?: RunId | null;
+  /** Its state, as the runtime names it. */
+  status: string;
+};
+
+/**
+ * A background task's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type TaskId = string;
+
+/** `tasks.get`. */
+export type TaskRef = {
+  /** The task. */
+  taskId: TaskId;
+};
+
+/** `tasks.cancel`. */
+export type TasksCancelParams = {
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The task. */
+  taskId: TaskId;
+};
+
+/** `tasks.events`. */
+export type TasksEventsParams = {
+  /** Only events after this id. */
+  after?: Cursor | null;
+  /** The task. */
+  taskId: TaskId;
+};
+
+/** `tasks.events`. */
+export type TasksEventsResult = {
+  /** In order. */
+  events: Array<EventEnvelope>;
+};
+
+/** `tasks.list`. */
+export type TasksListResult = {
+  /** The tasks. */
+  tasks: Array<Task>;
+};
+
+/** `assistant.delta` and `thinking.delta`. */
+export type TextDelta = {
+  /** The new text. */
+  text: string;
+};
+
+/**
+ * An API token's id (`tok_...`).
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type TokenId = string;
+
+/** `tokens.create`. */
+export type TokensCreateParams = {
+  /** How long it lives, in milliseconds (1,000 to 30 days). */
+  expiresInMs: number;
+  /**
+   * Makes a retry safe: a call with the key of an earlier one (and the
+   * same name and scopes) gives the same token id with a fresh secret
+   * and lifetime, and the earlier secret stops working, so one key
+   * never leaves two live tokens. With other params: `conflict`.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /**
+   * A name for people (who it is for); shown by `talon token list`
+   * and in the access log.
+   */
+  name: string;
+  /** A named set of scopes: `app`, `viewer` or `admin`. */
+  preset?: ScopePreset | null;
+  /** Scopes it grants, beside `preset`'s (at least one of the two). */
+  scopes?: Array<Scope> | null;
+};
+
+/** `tokens.ticket`. */
+export type TokensTicketParams = {
+  /**
+   * What the ticket may do: some of the calling token's scopes (all
+   * of them when absent; one it lacks is `forbidden`).
+   */
+  scopes?: Array<Scope> | null;
+};
+
+/** `tool.call.completed`. */
+export type ToolCallCompletedData = {
+  /** The call's id. */
+  callId: string;
+  /** How long it took. */
+  durationMs: number;
+  /** The tool. */
+  name: string;
+  /** The model's call it belongs to, for a nested call. */
+  parentId?: string | null;
+  /** Its result (capped at 16 KiB). */
+  result: unknown;
+};
+
+/** `tool.call.delta`. */
+export type ToolCallDeltaData = {
+  /** The call's id. */
+  callId: string;
+  /** The executor's update (capped at 16 KiB). */
+  update: unknown;
+};
+
+/** `tool.call.failed`. */
+export type ToolCallFailedData = {
+  /** The call's id. */
+  callId: string;
+  /** How long it took, when it ran. */
+  durationMs?: number | null;
+  /** The error as the model saw it. */
+  error: unknown;
+  /** The tool. */
+  name: string;
+  /** The model's call it belongs to, for a nested call. */
+  parentId?: string | null;
+  /**
+   * The call's outcome: `failed`, `denied`, `aborted`, `invalid_input`,
+   * ...
+   */
+  status?: string | null;
+};
+
+/**
+ * A client tool call's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type ToolCallId = string;
+
+/** `tool.call.started`. */
+export type ToolCallStartedData = {
+  /** The arguments (model calls). */
+  arguments?: unknown;
+  /** The call's id. */
+  callId: string;
+  /**
+   * The tool: its catalog id for nested calls, the model-visible name
+   * otherwise.
+   */
+  name: string;
+  /**
+   * For a nested call (made by a cell or a bridge), the model's call it
+   * belongs to.
+   */
+  parentId?: string | null;
+  /**
+   * Whether the call may be made again if its run is resumed after its
+   * node died: a tool marked `replaySafe` (read-only), a client tool, or
+   * a model tool whose only effects are the nested calls it makes
+   * (`exec`, `wait`, `tool_call`, ...), each of which has its own event.
+   */
+  replaySafe?: boolean;
+  /** Where the tool comes from (nested calls). */
+  source?: ToolSource | null;
+};
+
+/**
+ * What a tool does to the world, as ToolSpace shows it.
+ *
+ * - `read_only`: Reads only.
+ * - `writes`: Writes data.
+ * - `host`: Runs commands on the host.
+ * - `unknown`: An effect this client does not know yet.
+ */
+export type ToolEffect = "read_only" | "writes" | "host" | "unknown";
+
+/**
+ * Where a tool of the ToolSpace comes from.
+ *
+ * - `core`: OpenClaw's core tools (files, shell).
+ * - `mcp`: An MCP server.
+ * - `plugin`: A plugin.
+ * - `channel`: A channel.
+ * - `runtime`: The runtime itself (`ask_user`).
+ * - `app`: The app, for a run (client tools).
+ * - `unknown`: An origin this client does not know.
+ */
+export type ToolOrigin = "core" | "mcp" | "plugin" | "channel" | "runtime" | "app" | "unknown";
+
+/**
+ * A surface through which the model reaches a tool.
+ *
+ * - `direct`: Offered to the model by name.
+ * - `code_mode`: From a Code Mode cell (`tools.call`, `ALL_TOOLS`, namespaces).
+ * - `tool_search`: Through Tool Search (`tool_search`/`tool_call`, or its code mode).
+ * - `unknown`: A surface this client does not know.
+ */
+export type ToolReach = "direct" | "code_mode" | "tool_search" | "unknown";
+
+/**
+ * A tool's catalog id or name.
+ *
+ * At most KEY_MAX characters, no control characters.
+ */
+export type ToolRef = string;
+
+/**
+ * Where a tool comes from: the first segment of its catalog id.
+ *
+ * - `openclaw`: A core tool of the gateway.
+ * - `plugin`: A tool registered by a plugin.
+ * - `mcp`: A tool of an MCP server.
+ * - `client`: A tool the client app supplied for this run.
+ * - `unknown`: A source this client does not know yet.
+ */
+export type ToolSource = "openclaw" | "plugin" | "mcp" | "client" | "unknown";
+
+/**
+ * A tool as the ToolSpace shows it: normalised metadata, no plugin
+ * internals.
+ */
+export type ToolSummary = {
+  /** What the approval policy (`tools.approvals`) does with its calls. */
+  approval: ApprovalPolicy;
+  /** Its arguments, summarised from its schema (top-level properties). */
+  arguments: Array<ArgumentSummary>;
+  /** What it does. */
+  description: string;
+  /** Read-only, writing or host-executing, as the tool declares. */
+  effect: ToolEffect;
+  /**
+   * Hidden from the model's tool list (reached only through search or
+   * code).
+   */
+  hidden: boolean;
+  /** Runs commands on the host. */
+  hostCapable: boolean;
+  /** Catalog id, `<source>:<owner>:<tool-name>`. */
+  id: string;
+  /** The tool's name. */
+  name: string;
+  /** The plugin, MCP server or app that owns it. */
+  owner: string;
+  /** JSON Schema of its arguments, whole. */
+  parameters: unknown;
+  /** The surfaces through which the model reaches it. */
+  reach: Array<ToolReach>;
+  /** Only reads. */
+  readOnly: boolean;
+  /** Whether calls wait for a decision (`approval` is `ask`). */
+  requiresApproval: boolean;
+  /** Where it comes from. */
+  source: ToolOrigin;
+  /** Writes data. */
+  writable: boolean;
+};
+
+/** `tools.invoke`: one direct, scoped call. */
+export type ToolsInvokeParams = {
+  /** Its arguments. */
+  arguments?: unknown;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The session whose policy and approvals apply. */
+  sessionKey: SessionKey;
+  /** The tool's catalog id or name. */
+  tool: ToolRef;
+};
+
+/** `tools.invoke`. */
+export type ToolsInvokeResult = {
+  /** The tool's result. */
+  result: unknown;
+};
+
+/** `tools.list`: the ToolSpace of an agent (and session). */
+export type ToolsListParams = {
+  /** The agent (`main` when absent). */
+  agentId?: AgentId | null;
+  /** The session whose policy applies. */
+  sessionKey?: SessionKey | null;
+};
+
+/** `tools.list`. */
+export type ToolsListResult = {
+  /** The ToolSpace, by id. */
+  tools: Array<ToolSummary>;
+};
+
+/** Token counts and cost. */
+export type Usage = {
+  /** Cost in US dollars, when the provider's prices are known. */
+  costUsd?: number | null;
+  /** Prompt tokens. */
+  inputTokens?: number | null;
+  /** Completion tokens. */
+  outputTokens?: number | null;
+  /** Both. */
+  totalTokens?: number | null;
+};
+
+/**
+ * An event as the gateway sends it: the versioned envelope, its `data` typed
+* by its `type` (narrow on `event.type`).
+ */
+export type TalonEvent = EventEnvelope & EventData;
+
+/** Every error code, in the protocol's order. */
+export const ERROR_CODES: readonly ErrorCode[] = ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "unsupported", "timeout", "cursor_expired", "internal", "quota_exceeded", "method_not_allowed", "unknown"];
+
+/** Every event type. */
+export const EVENT_TYPES: readonly EventType[] = ["run.created", "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.timed_out", "assistant.delta", "assistant.message", "thinking.delta", "tool.call.started", "tool.call.delta", "tool.call.completed", "tool.call.failed", "approval.requested", "approval.resolved", "question.requested", "question.answered", "artifact.created", "artifact.updated", "session.created", "session.updated", "session.compacted", "task.updated", "git.branch", "git.diff", "git.pr", "Unknown"];
+
+/** Every token scope. */
+export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin", "Unknown"];
