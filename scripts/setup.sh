@@ -124,6 +124,15 @@ if [ -n "$test_servers" ]; then
     (cd "$openapi" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     cp "$openapi/package-lock.json" "$stamp"
   fi
+  # The TypeScript SDK's workspace (sdk/typescript): TypeScript and the
+  # Node types, pinned by its lockfile.
+  tsdk="$root/sdk/typescript"
+  stamp="$tsdk/node_modules/.talon-package-lock.json"
+  if ! cmp -s "$tsdk/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "setup: installing the TypeScript SDK's tools (npm ci)" >&2
+    (cd "$tsdk" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$tsdk/package-lock.json" "$stamp"
+  fi
   have_pip() { [ "$(python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p')" = "$2" ]; }
   have_pip openapi-python-client 0.29.1 && have_pip openapi-spec-validator 0.9.0 || {
     echo "setup: installing openapi-python-client and openapi-spec-validator (pip)" >&2

@@ -293,14 +293,42 @@ fn types(doc: &Value) -> String {
             .get(def)
             .and_then(|d| d.get("enum"))
             .and_then(Value::as_array)
-            .map_or_else(String::new, |v| string_list(v));
+            // `Unknown` is a decoder's catch-all (`#[serde(other)]`), not a
+            // value a server sends.
+            .map(|v| {
+                v.iter()
+                    .filter(|v| *v != "Unknown")
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .map_or_else(String::new, |v| string_list(&v));
         let _ = writeln!(
             out,
             "/** {what} */\nexport const {constant}: readonly {def}[] = {values};\n"
         );
     }
-    out.truncate(out.trim_end().len());
-    out.push('\n');
+    let statuses: Vec<String> = crate::gateway::ErrorCode::ALL
+        .iter()
+        .chain([&crate::gateway::ErrorCode::Unknown])
+        .map(|code| format!("  {}: {},", code.as_str(), code.http_status()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "/** The HTTP status each error code is sent with. */\n\
+         export const ERROR_HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {{\n{}\n}};\n",
+        statuses.join("\n")
+    );
+    let retryable: Vec<Value> = crate::gateway::ErrorCode::ALL
+        .iter()
+        .filter(|code| code.retryable())
+        .map(|code| Value::String(code.as_str().to_owned()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "/** The codes whose requests may succeed when sent again. */\n\
+         export const RETRYABLE_CODES: readonly ErrorCode[] = {};",
+        string_list(&retryable)
+    );
     out
 }
 

@@ -1808,7 +1808,28 @@ export type TalonEvent = EventEnvelope & EventData;
 export const ERROR_CODES: readonly ErrorCode[] = ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "unsupported", "timeout", "cursor_expired", "internal", "quota_exceeded", "method_not_allowed", "unknown"];
 
 /** Every event type. */
-export const EVENT_TYPES: readonly EventType[] = ["run.created", "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.timed_out", "assistant.delta", "assistant.message", "thinking.delta", "tool.call.started", "tool.call.delta", "tool.call.completed", "tool.call.failed", "approval.requested", "approval.resolved", "question.requested", "question.answered", "artifact.created", "artifact.updated", "session.created", "session.updated", "session.compacted", "task.updated", "git.branch", "git.diff", "git.pr", "Unknown"];
+export const EVENT_TYPES: readonly EventType[] = ["run.created", "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.timed_out", "assistant.delta", "assistant.message", "thinking.delta", "tool.call.started", "tool.call.delta", "tool.call.completed", "tool.call.failed", "approval.requested", "approval.resolved", "question.requested", "question.answered", "artifact.created", "artifact.updated", "session.created", "session.updated", "session.compacted", "task.updated", "git.branch", "git.diff", "git.pr"];
 
 /** Every token scope. */
-export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin", "Unknown"];
+export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin"];
+
+/** The HTTP status each error code is sent with. */
+export const ERROR_HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
+  invalid_request: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  rate_limited: 429,
+  unavailable: 503,
+  unsupported: 501,
+  timeout: 504,
+  cursor_expired: 410,
+  internal: 500,
+  quota_exceeded: 507,
+  method_not_allowed: 405,
+  unknown: 500,
+};
+
+/** The codes whose requests may succeed when sent again. */
+export const RETRYABLE_CODES: readonly ErrorCode[] = ["rate_limited", "unavailable", "timeout", "internal"];

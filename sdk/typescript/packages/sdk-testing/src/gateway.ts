@@ -1,0 +1,156 @@
+// A real `talon gateway` for integration tests: a fresh state directory
+// and workspace, the mock model speaking a script, an admin token, and a
+// `stop()` that ends the process. Node only (it spawns a process).
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+
+/** One scripted model turn: text, tool calls, or both. */
+export interface ScriptTurn {
+  text?: string;
+  toolCalls?: Array<{ name: string; arguments: unknown }>;
+  [key: string]: unknown;
+}
+
+/** What the mock model says (`talon gateway --mock-script`). */
+export interface MockScript {
+  /** `perRun` replays the turns for every run; `once` plays them in order across runs. */
+  replay?: "perRun" | "once";
+  turns: ScriptTurn[];
+  [key: string]: unknown;
+}
+
+/** How to start a gateway. */
+export interface GatewayOptions {
+  /** The mock model's script (default: one turn that says "Hello from the mock."). */
+  script?: MockScript;
+  /** Extra config (JSON), merged into the config's top level beside the agent's workspace. */
+  config?: Record<string, unknown>;
+  /** Files to put in the agent's workspace, by relative path. */
+  files?: Record<string, string>;
+  /** The `talon` binary (default `$TALON_BIN`, else the workspace's debug build). */
+  bin?: string;
+  /** How long to wait for it to listen, in milliseconds (default 30 000). */
+  startTimeoutMs?: number;
+}
+
+/** A running gateway. */
+export interface RunningGateway {
+  /** Its base URL (`http://127.0.0.1:PORT`). */
+  readonly url: string;
+  /** The admin token it printed. */
+  readonly token: string;
+  /** Its state directory, workspace and files. */
+  readonly dir: string;
+  /** The agent's workspace. */
+  readonly workspace: string;
+  /** Ends it (SIGTERM, then SIGKILL after 5 s) and removes its directory. */
+  stop(): Promise<void>;
+}
+
+/** The `talon` binary: `$TALON_BIN`, else `<target>/debug/talon` of the Cargo workspace above `from`. */
+export function talonBinary(from = process.cwd()): string {
+  const explicit = process.env["TALON_BIN"];
+  if (explicit) return explicit;
+  let dir = resolve(from);
+  for (;;) {
+    if (existsSync(join(dir, "Cargo.lock")) && existsSync(join(dir, "crates"))) {
+      const target = process.env["CARGO_TARGET_DIR"] ?? join(dir, "target");
+      return join(resolve(dir, target), "debug", "talon");
+    }
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new Error("no talon binary: set TALON_BIN or run inside the Talon repository after `cargo build`");
+}
+
+/** Starts `talon gateway --mock-script` on a free loopback port. */
+export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
+  const bin = options.bin ?? talonBinary();
+  if (!existsSync(bin)) throw new Error(`${bin} does not exist: build it with cargo build -p talon-cli --features mock-model`);
+  const dir = mkdtempSync(join(tmpdir(), "talon-gateway-"));
+  const workspace = join(dir, "workspace");
+  mkdirSync(workspace, { recursive: true });
+  for (const [path, text] of Object.entries(options.files ?? {})) {
+    const file = join(workspace, path);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, text);
+  }
+  const script = options.script ?? { replay: "perRun", turns: [{ text: "Hello from the mock." }] };
+  writeFileSync(join(dir, "script.json"), JSON.stringify(script));
+  const config = { ...options.config, agents: { defaults: { workspace }, ...(options.config?.["agents"] as object) } };
+  writeFileSync(join(dir, "talon.json"), JSON.stringify(config));
+  const child = spawn(
+    bin,
+    ["gateway", "--listen", "127.0.0.1:0", "--config", join(dir, "talon.json"), "--mock-script", join(dir, "script.json")],
+    { env: { ...process.env, HOME: dir, TALON_STATE_DIR: join(dir, "state") }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const { url, token } = await listening(child, options.startTimeoutMs ?? 30_000);
+  let stopped: Promise<void> | undefined;
+  return {
+    url,
+    token,
+    dir,
+    workspace,
+    stop() {
+      stopped ??= stop(child).finally(() => rmSync(dir, { recursive: true, force: true }));
+      return stopped;
+    },
+  };
+}
+
+function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: string; token: string }> {
+  return new Promise((resolvePromise, reject) => {
+    let stdout = "";
+    let stderr = "";
+    let url: string | undefined;
+    let token: string | undefined;
+    const timer = setTimeout(() => fail(new Error(`talon gateway did not listen within ${timeoutMs} ms:\n${stderr}`)), timeoutMs);
+    const done = () => {
+      if (url && token) {
+        clearTimeout(timer);
+        child.stdout?.removeAllListeners("data");
+        child.stderr?.removeAllListeners("data");
+        child.removeListener("exit", onExit);
+        // Keep draining, so a chatty gateway never blocks on a full pipe.
+        child.stdout?.resume();
+        child.stderr?.resume();
+        resolvePromise({ url, token });
+      }
+    };
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(error);
+    };
+    const onExit = (code: number | null) => fail(new Error(`talon gateway exited (${code}) before listening:\n${stderr}`));
+    child.once("exit", onExit);
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const line = stdout.split("\n")[0];
+      if (stdout.includes("\n") && line) token = line.trim();
+      done();
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /talon gateway: listening on (\S+)/.exec(stderr);
+      if (match?.[1]) url = match[1];
+      done();
+    });
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolvePromise) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolvePromise();
+    const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      resolvePromise();
+    });
+    child.kill("SIGTERM");
+  });
+}

@@ -1,0 +1,17 @@
+// @talon/sdk: the App SDK for the Talon gateway. Two layers over one
+// protocol: `GatewayClient` (generated from the method table, one function
+// per method) and the high-level `Talon`, `Agent`, `Run` and `Session`.
+// It uses only `fetch`, Web Streams and Web Crypto, so it runs in Node, in
+// browsers and in edge runtimes.
+
+export { Talon, Agent, type TalonOptions, type RunParams } from "./talon.js";
+export { Run, ToolSpace, approvalRequest, type ApprovalAction, type ApprovalHandler, type ApprovalRequest } from "./run.js";
+export { Session, type SendOptions } from "./session.js";
+export { EventStream, TERMINAL_TYPES, type EventsOptions, type LogFilter, type StreamAuth } from "./events.js";
+export { TalonError, isTalonError, knownCode, type TalonErrorInit } from "./errors.js";
+export { HttpCaller, idempotencyKey, type ClientOptions } from "./http.js";
+export { validate, hasSchema, MAX_DEPTH, type ValidationIssue, type ValidateOptions } from "./validate.js";
+export { frames, MAX_FRAME, type Frame } from "./sse.js";
+export { GatewayClient, type CallOptions, type Caller } from "./generated/client.js";
+export { METHODS, type MethodInfo, type MethodName, type MethodTypes, type Effect, type Stability } from "./generated/methods.js";
+export * from "./generated/types.js";

@@ -1,0 +1,63 @@
+// `Session`: a conversation with an agent: send a message (a new run),
+// read its messages, fork, compact, abort its runs.
+
+import type { CallOptions } from "./generated/client.js";
+import type * as T from "./generated/types.js";
+import { Run, type Context } from "./run.js";
+
+/** Options of a message sent to a session, beside its input. */
+export type SendOptions = Omit<T.SessionsSendParams, "sessionId" | "input">;
+
+/** One session. */
+export class Session {
+  readonly #context: Context;
+  /** Its id. */
+  readonly id: string;
+
+  constructor(context: Context, id: string) {
+    this.#context = context;
+    this.id = id;
+  }
+
+  /** Sends a user message: a new run in this session. */
+  async send(input: T.RunInput, options: SendOptions & CallOptions = {}): Promise<Run> {
+    const { signal, timeoutMs, maxRetries, ...params } = options;
+    const call = callOptions({ signal, timeoutMs, maxRetries });
+    const accepted = await this.#context.client.sessions.send(this.id, { ...params, input }, call);
+    return new Run(this.#context, accepted);
+  }
+
+  /** Its messages, oldest first, a page at a time (`after`: the last id of the previous page). */
+  messages(params: Omit<T.SessionsMessagesParams, "sessionId"> = {}, options?: CallOptions): Promise<T.SessionsMessagesResult> {
+    return this.#context.client.sessions.messages(this.id, params, options);
+  }
+
+  /** A new session with this one's history up to `atMessageId` (all of it when absent). */
+  async fork(params: Omit<T.SessionsForkParams, "sessionId"> = {}, options?: CallOptions): Promise<Session> {
+    const forked = await this.#context.client.sessions.fork(this.id, params, options);
+    return new Session(this.#context, forked.id);
+  }
+
+  /** Compacts its history. */
+  compact(options?: CallOptions): Promise<T.Session> {
+    return this.#context.client.sessions.compact(this.id, {}, options);
+  }
+
+  /** Cancels its running runs. */
+  abort(options?: CallOptions): Promise<T.SessionsAbortResult> {
+    return this.#context.client.sessions.abort(this.id, {}, options);
+  }
+}
+
+/** The call options that were given, without `undefined` holes. */
+export function callOptions(options: {
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
+  maxRetries?: number | undefined;
+}): CallOptions {
+  const out: CallOptions = {};
+  if (options.signal) out.signal = options.signal;
+  if (options.timeoutMs !== undefined) out.timeoutMs = options.timeoutMs;
+  if (options.maxRetries !== undefined) out.maxRetries = options.maxRetries;
+  return out;
+}

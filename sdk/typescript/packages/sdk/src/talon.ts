@@ -1,0 +1,103 @@
+// `Talon`: the high-level entry point. `new Talon({ baseUrl, token })`,
+// then `talon.agent("main").run("…")` for a `Run`, `talon.events()` for
+// the whole log, and `talon.client` for every method of the table.
+
+import { EventStream, type EventsOptions, type LogFilter, type StreamAuth } from "./events.js";
+import { GatewayClient, type CallOptions } from "./generated/client.js";
+import type * as T from "./generated/types.js";
+import { HttpCaller, type ClientOptions } from "./http.js";
+import { Run, type Context } from "./run.js";
+import { Session, callOptions } from "./session.js";
+
+/** How to reach a gateway, and how the client behaves. */
+export interface TalonOptions extends ClientOptions {
+  /**
+   * How event streams authenticate (default `header`): `ticket` mints a
+   * short-lived, single-use stream ticket per connection, for pages that
+   * must not put a long-lived token in a URL.
+   */
+  streamAuth?: StreamAuth;
+}
+
+/** What a run starts from: its input, or the whole `runs.create` params without the agent. */
+export type RunParams = Omit<T.RunsCreateParams, "agentId">;
+
+/** An agent, by id. */
+export class Agent {
+  readonly #context: Context;
+  /** Its id. */
+  readonly id: string;
+
+  constructor(context: Context, id: string) {
+    this.#context = context;
+    this.id = id;
+  }
+
+  /** Starts a run: `agent.run("Summarise the README")`, or with params. */
+  async run(inputOrParams: T.RunInput | RunParams, options?: CallOptions): Promise<Run> {
+    const params: T.RunsCreateParams =
+      typeof inputOrParams === "string" || Array.isArray(inputOrParams)
+        ? { input: inputOrParams, agentId: this.id }
+        : { ...inputOrParams, agentId: this.id };
+    const accepted = await this.#context.client.runs.create(params, options);
+    return new Run(this.#context, accepted);
+  }
+
+  /** The agent as the gateway describes it. */
+  get(options?: CallOptions): Promise<T.Agent> {
+    return this.#context.client.agents.get(this.id, options);
+  }
+
+  /** The session with `key` for this agent (created if absent). */
+  async session(key: string, options?: CallOptions): Promise<Session> {
+    const session = await this.#context.client.sessions.resolve({ key, agentId: this.id }, options);
+    return new Session(this.#context, session.id);
+  }
+}
+
+/** A connection to one Talon gateway. */
+export class Talon {
+  /** Every method of the protocol's table, as namespaces (`talon.client.runs.get(id)`). */
+  readonly client: GatewayClient;
+  readonly #context: Context;
+
+  constructor(options: TalonOptions) {
+    const caller = new HttpCaller(options);
+    this.client = new GatewayClient(caller);
+    this.#context = { client: this.client, caller, streamAuth: options.streamAuth ?? "header" };
+  }
+
+  /** An agent by id (no call is made). */
+  agent(id = "main"): Agent {
+    return new Agent(this.#context, id);
+  }
+
+  /** A run by id, as the gateway has it now. */
+  async run(runId: string, options?: CallOptions): Promise<Run> {
+    return new Run(this.#context, await this.client.runs.get(runId, options));
+  }
+
+  /** A session by id (no call is made). */
+  session(sessionId: string): Session {
+    return new Session(this.#context, sessionId);
+  }
+
+  /**
+   * The whole log the token may see, filtered, after `options.after`; it
+   * never ends by itself (stop with `break` or `options.signal`).
+   */
+  events(options: EventsOptions & LogFilter = {}): EventStream {
+    const { sessionKey, agentId, types, ...stream } = options;
+    return new EventStream(this.#context.caller, { log: { sessionKey, agentId, types } }, stream, this.#context.streamAuth);
+  }
+
+  /** Pending approvals (or filtered). */
+  async approvals(params: T.ApprovalsListParams = { status: "pending" }, options?: CallOptions): Promise<T.Approval[]> {
+    return (await this.client.approvals.list(params, options)).approvals;
+  }
+
+  /** Mints a token for a browser page or another service (`admin` only). */
+  createToken(params: T.TokensCreateParams, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<T.CreatedToken> {
+    return this.client.tokens.create(params, callOptions(options ?? {}));
+  }
+}

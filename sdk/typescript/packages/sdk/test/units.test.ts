@@ -1,0 +1,187 @@
+// The parts that need no gateway: the validator, the SSE decoder, the
+// error mapping, the client's call rules.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { GatewayClient, HttpCaller, METHODS, TalonError, frames, validate } from "@talon/sdk";
+
+function body(...chunks: string[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
+      controller.close();
+    },
+  });
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+describe("validate", () => {
+  const event = {
+    version: 1,
+    id: "7",
+    ts: 1,
+    type: "tool.call.started",
+    runId: "run_1",
+    data: { callId: "c1", name: "write", arguments: {}, replaySafe: false },
+  };
+
+  it("accepts an event of its type and says where one fails", () => {
+    assert.equal(validate("TalonEvent", event), undefined);
+    assert.deepEqual(validate("TalonEvent", { ...event, data: { name: "write" } }), {
+      path: "/data/callId",
+      message: "missing",
+    });
+    assert.deepEqual(validate("TalonEvent", { ...event, ts: "soon" }), {
+      path: "/ts",
+      message: "expected integer, got string",
+    });
+  });
+
+  it("lets through what a newer gateway may send", () => {
+    assert.equal(validate("TalonEvent", { ...event, type: "future.kind", data: { x: 1 } }), undefined);
+    assert.equal(validate("TalonEvent", { ...event, newField: true }), undefined);
+    assert.equal(validate("RunResult", { runId: "r", status: "paused_for_lunch" }), undefined);
+  });
+
+  it("refuses nesting deeper than its bound instead of overflowing", () => {
+    let deep: unknown = {};
+    for (let i = 0; i < 100_000; i++) deep = { arguments: deep };
+    const issue = validate("TalonEvent", { ...event, data: { ...event.data, arguments: deep } });
+    assert.equal(issue, undefined, "arguments are free-form: not descended into");
+    let nested: unknown = [];
+    for (let i = 0; i < 100_000; i++) nested = [nested];
+    assert.deepEqual(validate("RunsEventsResult", { done: false, events: nested }), {
+      path: "/events/0",
+      message: "expected object, got array",
+    });
+  });
+
+  it("closes params only when asked", () => {
+    const params = { runId: "r", extra: 1 };
+    assert.equal(validate("RunRef", params), undefined);
+    assert.deepEqual(validate("RunRef", params, { closed: true }), { path: "/extra", message: "not allowed" });
+  });
+});
+
+describe("frames", () => {
+  it("decodes frames cut anywhere, with CRLF, comments and multi-line data", async () => {
+    const text = ":hb\r\n\r\nid: 1\r\nevent: run.created\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nid: 2\ndata: x\n\n";
+    const cuts = [...text].map((c) => c);
+    const got = await collect(frames(body(...cuts)));
+    assert.deepEqual(got, [
+      { id: "1", event: "run.created", data: '{"a":\n1}' },
+      { id: "2", data: "x" },
+    ]);
+  });
+
+  it("decodes multi-byte characters split across chunks", async () => {
+    const bytes = new TextEncoder().encode("data: héllo ✓\n\n");
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const b of bytes) controller.enqueue(new Uint8Array([b]));
+        controller.close();
+      },
+    });
+    assert.deepEqual(await collect(frames(stream)), [{ data: "héllo ✓" }]);
+  });
+});
+
+describe("the call path", () => {
+  it("throws unsupported for a method the table marks so, without a request", async () => {
+    let requests = 0;
+    const caller = new HttpCaller({
+      baseUrl: "http://127.0.0.1:9",
+      fetch: async () => {
+        requests += 1;
+        throw new Error("no request expected");
+      },
+    });
+    const client = new GatewayClient(caller);
+    assert.equal(METHODS["tasks.list"].stability, "unsupported");
+    await assert.rejects(client.tasks.list(), (e: unknown) => e instanceof TalonError && e.code === "unsupported");
+    assert.equal(requests, 0);
+  });
+
+  it("maps a foreign body by its status and honours Retry-After on a read", async () => {
+    const seen: Array<{ url: string; body: unknown }> = [];
+    let calls = 0;
+    const caller = new HttpCaller({
+      baseUrl: "http://127.0.0.1:9",
+      initialBackoffMs: 1,
+      fetch: async (url, init) => {
+        calls += 1;
+        seen.push({ url: String(url), body: JSON.parse(String(init?.body)) });
+        if (calls === 1) return new Response("<html>busy</html>", { status: 503, headers: { "retry-after": "0" } });
+        return Response.json({ agents: [] });
+      },
+    });
+    const client = new GatewayClient(caller);
+    assert.deepEqual(await client.agents.list(), { agents: [] });
+    assert.deepEqual(seen, [
+      { url: "http://127.0.0.1:9/v1/agents.list", body: {} },
+      { url: "http://127.0.0.1:9/v1/agents.list", body: {} },
+    ]);
+  });
+
+  it("gives a keyed write a key and retries it with the same key; sends an unkeyed write once", async () => {
+    const keys: unknown[] = [];
+    const caller = new HttpCaller({
+      baseUrl: "http://127.0.0.1:9",
+      initialBackoffMs: 1,
+      fetch: async (_url, init) => {
+        const sent = JSON.parse(String(init?.body)) as { idempotencyKey?: string };
+        keys.push(sent.idempotencyKey);
+        return Response.json(
+          { error: { code: "unavailable", message: "draining", retryable: true, retryAfterMs: 1 } },
+          { status: 503 },
+        );
+      },
+    });
+    const client = new GatewayClient(caller);
+    await assert.rejects(client.runs.create({ input: "hi" }), (e: unknown) => {
+      assert.ok(e instanceof TalonError);
+      assert.deepEqual(
+        { code: e.code, retryable: e.retryable, retryAfterMs: e.retryAfterMs, status: e.status, method: e.method },
+        { code: "unavailable", retryable: true, retryAfterMs: 1, status: 503, method: "runs.create" },
+      );
+      return true;
+    });
+    assert.equal(keys.length, 3);
+    assert.match(String(keys[0]), /^sdk-[0-9a-f]{32}$/);
+    assert.deepEqual(new Set(keys).size, 1);
+    keys.length = 0;
+    await assert.rejects(client.events.unsubscribe({ subscriptionId: "s" }));
+    assert.equal(keys.length, 3, "events.unsubscribe is a read: retried");
+  });
+
+  it("refuses an answer that does not follow the protocol", async () => {
+    const caller = new HttpCaller({ baseUrl: "http://127.0.0.1:9", fetch: async () => Response.json({ agents: "none" }) });
+    await assert.rejects(new GatewayClient(caller).agents.list(), (e: unknown) => {
+      assert.ok(e instanceof TalonError);
+      assert.equal(e.code, "internal");
+      assert.match(e.message, /agents\.list does not follow the protocol at \/agents: expected array, got string/);
+      return true;
+    });
+  });
+
+  it("rejects with the caller's abort reason, and a deadline as timeout", async () => {
+    // Like fetch: rejects with the signal's reason, at once when it is already aborted.
+    const hang: typeof fetch = (_url, init) =>
+      new Promise((_resolve, reject) => {
+        if (init?.signal?.aborted) return reject(init.signal.reason);
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason));
+      });
+    const client = new GatewayClient(new HttpCaller({ baseUrl: "http://127.0.0.1:9", fetch: hang }));
+    const controller = new AbortController();
+    const pending = client.agents.list({ signal: controller.signal });
+    controller.abort(new Error("user left"));
+    await assert.rejects(pending, /user left/);
+    await assert.rejects(client.agents.list({ timeoutMs: 20 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
+  });
+});
