@@ -7,6 +7,7 @@
 export { Talon, Agent, type TalonOptions, type RunParams } from "./talon.js";
 export { Run, ToolSpace, approvalRequest, type ApprovalAction, type ApprovalHandler, type ApprovalRequest } from "./run.js";
 export { Session, type SendOptions } from "./session.js";
+export { Approval, Artifact, Environment, Question, Task } from "./handles.js";
 export { EventStream, TERMINAL_TYPES, type EventsOptions, type LogFilter, type StreamAuth } from "./events.js";
 export { TalonError, isTalonError, knownCode, type TalonErrorInit } from "./errors.js";
 export { HttpCaller, idempotencyKey, type ClientOptions } from "./http.js";
@@ -15,3 +16,5 @@ export { frames, MAX_FRAME, type Frame } from "./sse.js";
 export { GatewayClient, type CallOptions, type Caller } from "./generated/client.js";
 export { METHODS, type MethodInfo, type MethodName, type MethodTypes, type Effect, type Stability } from "./generated/methods.js";
 export * from "./generated/types.js";
+/** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */
+export * as protocol from "./generated/types.js";

@@ -9,6 +9,7 @@ import type * as T from "./generated/types.js";
 import { EventStream, type EventsOptions, type StreamAuth } from "./events.js";
 import type { HttpCaller } from "./http.js";
 import { TalonError, isTalonError } from "./errors.js";
+import { Artifact } from "./handles.js";
 import { Session } from "./session.js";
 
 /** How long one `runs.wait` call waits before `Run.wait` asks again. */
@@ -148,8 +149,19 @@ export class Run {
 
   /** Its artifacts. */
   readonly artifacts = {
-    list: (options?: CallOptions): Promise<T.ArtifactsListResult> =>
-      this.#context.client.artifacts.list({ runId: this.id }, options),
+    /** Every artifact of the run, each a handle to download. */
+    list: async (options?: CallOptions): Promise<Artifact[]> => {
+      const out: Artifact[] = [];
+      let cursor: string | undefined;
+      do {
+        const params: T.ArtifactsListParams = { runId: this.id };
+        if (cursor) params.cursor = cursor;
+        const page = await this.#context.client.artifacts.list(params, options);
+        out.push(...page.artifacts.map((a) => new Artifact(this.#context, a)));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+      return out;
+    },
   };
 
   /** Its session (a run on a gateway always has one). */

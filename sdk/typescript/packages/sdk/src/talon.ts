@@ -6,6 +6,7 @@ import { EventStream, type EventsOptions, type LogFilter, type StreamAuth } from
 import { GatewayClient, type CallOptions } from "./generated/client.js";
 import type * as T from "./generated/types.js";
 import { HttpCaller, type ClientOptions } from "./http.js";
+import { Approval, Artifact, Environment, Question, Task } from "./handles.js";
 import { Run, type Context } from "./run.js";
 import { Session, callOptions } from "./session.js";
 
@@ -91,9 +92,31 @@ export class Talon {
     return new EventStream(this.#context.caller, { log: { sessionKey, agentId, types } }, stream, this.#context.streamAuth);
   }
 
-  /** Pending approvals (or filtered). */
-  async approvals(params: T.ApprovalsListParams = { status: "pending" }, options?: CallOptions): Promise<T.Approval[]> {
-    return (await this.client.approvals.list(params, options)).approvals;
+  /** Pending approvals (or as filtered), each a handle to decide. */
+  async approvals(params: T.ApprovalsListParams = { status: "pending" }, options?: CallOptions): Promise<Approval[]> {
+    const listed = await this.client.approvals.list(params, options);
+    return listed.approvals.map((a) => new Approval(this.#context, a));
+  }
+
+  /** Pending questions (or as filtered), each a handle to answer. */
+  async questions(params: T.QuestionsListParams = { status: "pending" }, options?: CallOptions): Promise<Question[]> {
+    const listed = await this.client.questions.list(params, options);
+    return listed.questions.map((q) => new Question(this.#context, q));
+  }
+
+  /** An artifact by id, as the gateway describes it. */
+  async artifact(artifactId: string, options?: CallOptions): Promise<Artifact> {
+    return new Artifact(this.#context, await this.client.artifacts.get(artifactId, options));
+  }
+
+  /** An environment by id, as it is now. */
+  async environment(environmentId: string, options?: CallOptions): Promise<Environment> {
+    return new Environment(this.#context, await this.client.environments.status(environmentId, options));
+  }
+
+  /** A background task: the seed's future API, whose methods throw `unsupported`. */
+  task(taskId: string): Task {
+    return new Task(taskId);
   }
 
   /** Mints a token for a browser page or another service (`admin` only). */

@@ -146,3 +146,30 @@ describe("approvals", () => {
     await run.wait();
   });
 });
+
+describe("artifacts and handles", () => {
+  let gateway: RunningGateway;
+  let talon: Talon;
+  before(async () => {
+    gateway = await startGateway({ script: write, config: { tools: { approvals: "allow" } } });
+    talon = new Talon({ baseUrl: gateway.url, token: gateway.token });
+  });
+  after(() => gateway.stop());
+
+  it("lists a run's artifacts and downloads each whole, checked against its length", async () => {
+    const run = await talon.agent().run("Write a summary");
+    assert.equal((await run.wait()).status, "completed");
+    const artifacts = await run.artifacts.list();
+    assert.ok(artifacts.length > 0);
+    for (const artifact of artifacts) {
+      const bytes = await artifact.bytes();
+      assert.equal(bytes.length, artifact.info.sizeBytes);
+      const again = await talon.artifact(artifact.id);
+      assert.deepEqual(again.info, artifact.info);
+    }
+  });
+
+  it("gives tasks as the seed's future API: unsupported", async () => {
+    await assert.rejects(talon.task("task_1").get(), (e: unknown) => e instanceof TalonError && e.code === "unsupported");
+  });
+});

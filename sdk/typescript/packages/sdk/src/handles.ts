@@ -1,0 +1,234 @@
+// The handles the high level hands out besides runs and sessions:
+// `Approval` (decide), `Question` (answer), `Artifact` (download as a
+// stream, checked against its announced length), `Environment` (status,
+// delete) and `Task`, which throws `unsupported` as the seed says (the
+// gateway has no tasks yet).
+
+import { TalonError, unsupported } from "./errors.js";
+import type { CallOptions } from "./generated/client.js";
+import type * as T from "./generated/types.js";
+import { errorOf } from "./http.js";
+import type { Context } from "./run.js";
+
+/** One approval request, to decide. */
+export class Approval {
+  readonly #context: Context;
+  #info: T.Approval;
+
+  constructor(context: Context, info: T.Approval) {
+    this.#context = context;
+    this.#info = info;
+  }
+
+  /** Its id. */
+  get id(): string {
+    return this.#info.id;
+  }
+
+  /** The approval as last seen. */
+  get info(): T.Approval {
+    return this.#info;
+  }
+
+  /** Decides it (the first decision wins: a later one is `conflict`). */
+  async respond(decision: T.ApprovalDecision, options: { reason?: string } & CallOptions = {}): Promise<T.Approval> {
+    const { reason, ...call } = options;
+    const params: Omit<T.ApprovalsRespondParams, "approvalId"> = { decision };
+    if (reason !== undefined) params.reason = reason;
+    this.#info = await this.#context.client.approvals.respond(this.id, params, call);
+    return this.#info;
+  }
+
+  /** Allows this one call. */
+  approveOnce(options?: { reason?: string } & CallOptions): Promise<T.Approval> {
+    return this.respond("approve_once", options);
+  }
+
+  /** Refuses it. */
+  deny(options?: { reason?: string } & CallOptions): Promise<T.Approval> {
+    return this.respond("deny", options);
+  }
+}
+
+/** One question the run asked the app or its user. */
+export class Question {
+  readonly #context: Context;
+  #info: T.Question;
+
+  constructor(context: Context, info: T.Question) {
+    this.#context = context;
+    this.#info = info;
+  }
+
+  /** Its id. */
+  get id(): string {
+    return this.#info.id;
+  }
+
+  /** The question as last seen. */
+  get info(): T.Question {
+    return this.#info;
+  }
+
+  /** Answers it (checked against its `answerSchema` by the gateway). */
+  async answer(answer: unknown, options?: CallOptions): Promise<T.Question> {
+    this.#info = await this.#context.client.questions.respond(this.id, { answer }, options);
+    return this.#info;
+  }
+}
+
+/** One artifact of a run or session. */
+export class Artifact {
+  readonly #context: Context;
+  /** Its summary. */
+  readonly info: T.ArtifactSummary;
+
+  constructor(context: Context, info: T.ArtifactSummary) {
+    this.#context = context;
+    this.info = info;
+  }
+
+  /** Its id. */
+  get id(): string {
+    return this.info.id;
+  }
+
+  /**
+   * Its bytes as a stream. The stream errors with `TalonError` when the
+   * body ends before (or runs past) the length the gateway announced, so
+   * a cut download never passes for a whole one.
+   */
+  async download(options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const where = await this.#context.client.artifacts.download(this.id, options);
+    // The token goes with the request, so only to the gateway's origin.
+    const target = new URL(where.url, this.#context.caller.base);
+    const url = this.#context.caller.url(`${target.pathname.slice(1)}${target.search}`);
+    const init: RequestInit = { headers: await this.#context.caller.headers() };
+    if (options.signal) init.signal = options.signal;
+    let response: Response;
+    try {
+      response = await this.#context.caller.fetch(url, init);
+    } catch (cause) {
+      if (options.signal?.aborted) throw cause;
+      throw new TalonError(`downloading artifact ${this.id} failed: ${String(cause)}`, {
+        code: "unavailable",
+        retryable: true,
+        cause,
+      });
+    }
+    if (!response.ok || !response.body) throw await errorOf(response, `GET ${url.pathname}`);
+    const header = response.headers.get("content-length");
+    const expected = header === null ? (where.artifact.sizeBytes ?? undefined) : Number(header);
+    return response.body.pipeThrough(checkedLength(expected, this.id));
+  }
+
+  /** Its bytes, whole, as one array (for small artifacts). */
+  async bytes(options?: CallOptions): Promise<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    let length = 0;
+    for await (const chunk of streamChunks(await this.download(options))) {
+      chunks.push(chunk);
+      length += chunk.length;
+    }
+    const out = new Uint8Array(length);
+    let at = 0;
+    for (const chunk of chunks) {
+      out.set(chunk, at);
+      at += chunk.length;
+    }
+    return out;
+  }
+}
+
+async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+function checkedLength(expected: number | undefined, id: string): TransformStream<Uint8Array, Uint8Array> {
+  let seen = 0;
+  const cut = () =>
+    new TalonError(`artifact ${id}'s download was cut off: ${seen} of ${expected} bytes`, {
+      code: "unavailable",
+      retryable: true,
+    });
+  return new TransformStream({
+    transform(chunk, controller) {
+      seen += chunk.length;
+      if (expected !== undefined && seen > expected) controller.error(cut());
+      else controller.enqueue(chunk);
+    },
+    flush(controller) {
+      if (expected !== undefined && seen !== expected) controller.error(cut());
+    },
+  });
+}
+
+/** One managed environment. */
+export class Environment {
+  readonly #context: Context;
+  #info: T.Environment;
+
+  constructor(context: Context, info: T.Environment) {
+    this.#context = context;
+    this.#info = info;
+  }
+
+  /** Its id. */
+  get id(): string {
+    return this.#info.id;
+  }
+
+  /** The environment as last seen. */
+  get info(): T.Environment {
+    return this.#info;
+  }
+
+  /** Its state now. */
+  async status(options?: CallOptions): Promise<T.Environment> {
+    this.#info = await this.#context.client.environments.status(this.id, options);
+    return this.#info;
+  }
+
+  /** Deletes it (its workspace removed or kept by policy). */
+  async delete(options?: CallOptions): Promise<T.Environment> {
+    this.#info = await this.#context.client.environments.delete(this.id, {}, options);
+    return this.#info;
+  }
+}
+
+/**
+ * A background task. The seed's future API: every method throws
+ * `unsupported` until the gateway serves tasks.
+ */
+export class Task {
+  /** Its id. */
+  readonly id: string;
+
+  constructor(id: string) {
+    this.id = id;
+  }
+
+  /** Throws `unsupported`. */
+  get(): Promise<T.Task> {
+    return Promise.reject(unsupported("tasks.get"));
+  }
+
+  /** Throws `unsupported`. */
+  cancel(): Promise<T.Task> {
+    return Promise.reject(unsupported("tasks.cancel"));
+  }
+
+  /** Throws `unsupported`. */
+  events(): Promise<never> {
+    return Promise.reject(unsupported("tasks.events"));
+  }
+}
