@@ -226,7 +226,7 @@ export class HttpCaller implements Caller {
     try {
       for (let retry = 1; ; retry++) {
         try {
-          return (await this.#once(method, info.result, text, signal)) as MethodTypes[M]["result"];
+          return (await this.send(method, info.result, text, signal)) as MethodTypes[M]["result"];
         } catch (error) {
           if (signal.aborted) throw this.#abortError(method, options.signal, signal.reason);
           const wait = this.delay(retry, error, maxRetries);
@@ -248,7 +248,11 @@ export class HttpCaller implements Caller {
     return callers?.aborted ? callers.reason : aborted(method, reason);
   }
 
-  async #once(method: string, resultSchema: string, body: string, signal: AbortSignal): Promise<unknown> {
+  /**
+   * Sends one call and gives its checked result (the transport's part; the
+   * rules around it are `call`'s). `POST /v1/<method>` here.
+   */
+  protected async send(method: string, resultSchema: string, body: string, signal: AbortSignal): Promise<unknown> {
     let response: Response;
     try {
       const headers = await this.headers({ "content-type": "application/json", accept: "application/json" });
@@ -276,6 +280,11 @@ export class HttpCaller implements Caller {
       if (signal.aborted) throw cause;
       throw new TalonError(`the answer to ${method} is not JSON`, { code: "internal", method, cause });
     }
+    return this.checked(method, resultSchema, value);
+  }
+
+  /** `value` if it follows the protocol's `resultSchema` (when validation is on). */
+  protected checked(method: string, resultSchema: string, value: unknown): unknown {
     if (this.#options.validate !== false) {
       const issue = validate(resultSchema, value);
       if (issue) {
@@ -289,4 +298,3 @@ export class HttpCaller implements Caller {
     return value;
   }
 }
-

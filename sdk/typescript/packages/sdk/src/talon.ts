@@ -2,12 +2,14 @@
 // then `talon.agent("main").run("…")` for a `Run`, `talon.events()` for
 // the whole log, and `talon.client` for every method of the table.
 
+import { TalonError } from "./errors.js";
 import { EventStream, type EventsOptions, type LogFilter, type StreamAuth } from "./events.js";
 import { GatewayClient, type CallOptions } from "./generated/client.js";
 import type * as T from "./generated/types.js";
 import { HttpCaller, type ClientOptions } from "./http.js";
 import { Approval, Artifact, Environment, Question, Task } from "./handles.js";
 import { Run, type Context } from "./run.js";
+import { WsCaller, type Subscription } from "./ws.js";
 import { Session, callOptions } from "./session.js";
 
 /** How to reach a gateway, and how the client behaves. */
@@ -18,6 +20,11 @@ export interface TalonOptions extends ClientOptions {
    * must not put a long-lived token in a URL.
    */
   streamAuth?: StreamAuth;
+  /**
+   * How calls travel (default `http`): `websocket` sends them over one
+   * WebSocket (opened with a stream ticket) and serves `subscribe`.
+   */
+  transport?: "http" | "websocket";
 }
 
 /** What a run starts from: its input, or the whole `runs.create` params without the agent. */
@@ -63,7 +70,7 @@ export class Talon {
   readonly #context: Context;
 
   constructor(options: TalonOptions) {
-    const caller = new HttpCaller(options);
+    const caller = options.transport === "websocket" ? new WsCaller(options) : new HttpCaller(options);
     this.client = new GatewayClient(caller);
     this.#context = { client: this.client, caller, streamAuth: options.streamAuth ?? "header" };
   }
@@ -90,6 +97,28 @@ export class Talon {
   events(options: EventsOptions & LogFilter = {}): EventStream {
     const { sessionKey, agentId, types, ...stream } = options;
     return new EventStream(this.#context.caller, { log: { sessionKey, agentId, types } }, stream, this.#context.streamAuth);
+  }
+
+  /**
+   * Live events on the WebSocket (`events.subscribe`): a replay after
+   * `params.after`, then the live tail. Needs `transport: "websocket"`.
+   */
+  subscribe(params: T.EventsSubscribeParams = {}, options: { signal?: AbortSignal } = {}): Promise<Subscription> {
+    const caller = this.#context.caller;
+    if (!(caller instanceof WsCaller)) {
+      return Promise.reject(
+        new TalonError('subscribe needs the WebSocket transport: new Talon({ transport: "websocket", … })', {
+          code: "invalid_request",
+        }),
+      );
+    }
+    return caller.subscribe(params, options);
+  }
+
+  /** Closes the client's WebSocket, if it has one. */
+  async close(): Promise<void> {
+    const caller = this.#context.caller;
+    if (caller instanceof WsCaller) await caller.close();
   }
 
   /** Pending approvals (or as filtered), each a handle to decide. */

@@ -173,3 +173,35 @@ describe("artifacts and handles", () => {
     await assert.rejects(talon.task("task_1").get(), (e: unknown) => e instanceof TalonError && e.code === "unsupported");
   });
 });
+
+describe("the WebSocket transport", () => {
+  let gateway: RunningGateway;
+  let talon: Talon;
+  before(async () => {
+    gateway = await startGateway({ script: reply });
+    talon = new Talon({ baseUrl: gateway.url, token: gateway.token, transport: "websocket" });
+  });
+  after(async () => {
+    await talon.close();
+    await gateway.stop();
+  });
+
+  it("carries calls and a subscription's replay and live tail", async () => {
+    const subscription = await talon.subscribe({ types: ["run.created", "run.completed"] });
+    const run = await talon.agent().run("over the socket");
+    assert.equal((await run.wait()).status, "completed");
+    const seen: string[] = [];
+    for await (const event of subscription) {
+      if (event.runId !== run.id) continue;
+      seen.push(event.type);
+      if (event.type === "run.completed") break;
+    }
+    assert.deepEqual(seen, ["run.created", "run.completed"]);
+    const listed = await talon.client.runs.list({ limit: 5 });
+    assert.ok(listed.runs.some((r) => r.id === run.id));
+  });
+
+  it("gives the gateway's typed errors over the socket", async () => {
+    await assert.rejects(talon.client.runs.get("run_000000000000000000000000"), (e: unknown) => e instanceof TalonError && e.code === "not_found");
+  });
+});
