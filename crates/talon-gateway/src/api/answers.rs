@@ -28,8 +28,13 @@ impl Api {
             return Err(ApiError::new(
                 ErrorCode::InvalidRequest,
                 format!(
-                    "decision not offered for this approval; offered: {:?}",
-                    approval.decisions
+                    "decision not offered for this approval; offered: {}",
+                    approval
+                        .decisions
+                        .iter()
+                        .map(|d| d.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ));
         }

@@ -58,6 +58,19 @@ pub enum ApprovalDecision {
     Unknown,
 }
 
+impl ApprovalDecision {
+    /// The decision's name on the wire (`approve_once`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ApproveOnce => "approve_once",
+            Self::ApproveSession => "approve_session",
+            Self::ApproveAlways => "approve_always",
+            Self::Deny => "deny",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// Where an approval is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
