@@ -7,26 +7,58 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use talon_mock_model::Script;
 use talon_protocol::gateway::Scope;
+use talon_testing::redact::{Redactor, redacted};
 
 use super::ws::Transport;
 use super::{Options, TestGateway};
 
+/// `runs.wait`'s result of a run of `input`, to its end (its caller
+/// asserts the whole result).
 async fn run_to_end(g: &TestGateway, input: &str) -> Value {
     let t = Transport::Http;
     let run = t
         .call(g, "runs.create", json!({"input": input}))
         .await
         .unwrap();
-    let result = t
-        .call(
-            g,
-            "runs.wait",
-            json!({"runId": run["runId"], "timeoutMs": 20_000}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(result["status"], "completed", "{result}");
-    result
+    t.call(
+        g,
+        "runs.wait",
+        json!({"runId": run["runId"], "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap()
+}
+
+/// `value` with the size of every trajectory artifact in it replaced: a
+/// trajectory holds its events' measured durations, whose digits vary.
+pub(super) fn sized(mut value: Value) -> Value {
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if map.get("type").and_then(Value::as_str) == Some("trajectory")
+                    && map.get("sizeBytes").is_some_and(Value::is_u64)
+                {
+                    map.insert("sizeBytes".into(), json!("<bytes>"));
+                }
+                map.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut value);
+    value
+}
+
+/// An `artifacts.list` result redacted by `redactor`, its artifacts sorted
+/// by type, title and placeholder id: artifacts made in one millisecond
+/// are listed in the order of their random ids.
+fn listing(redactor: &mut Redactor, listed: &Value) -> Value {
+    let mut listed = sized(redactor.value(listed));
+    let key =
+        |a: &Value| ["type", "title", "id"].map(|k| a[k].as_str().unwrap_or_default().to_owned());
+    listed["artifacts"].as_array_mut().unwrap().sort_by_key(key);
+    listed
 }
 
 async fn get(g: &TestGateway, token: &str, path: &str, range: Option<&str>) -> reqwest::Response {
@@ -41,18 +73,12 @@ async fn get(g: &TestGateway, token: &str, path: &str, range: Option<&str>) -> r
 async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
     let g = TestGateway::start().await;
     let result = run_to_end(&g, "hello").await;
-    let artifacts = result["artifacts"].as_array().unwrap();
-    assert_eq!(artifacts.len(), 1, "{result}");
-    let artifact = &artifacts[0];
+    // One numbering for the result, the events and the artifact's content.
+    let mut redactor = Redactor::new();
+    // Completed, with one artifact: its trajectory.
+    insta::assert_json_snapshot!("range_result", sized(redactor.value(&result)));
+    let artifact = &result["artifacts"][0];
     let id = artifact["id"].as_str().unwrap();
-    assert_eq!(
-        (&artifact["type"], &artifact["mimeType"], &artifact["runId"]),
-        (
-            &json!("trajectory"),
-            &json!("application/json"),
-            &result["runId"]
-        )
-    );
     // Epoch milliseconds, like every time on the wire.
     let created = artifact["createdAt"].as_u64().unwrap();
     assert!(
@@ -70,7 +96,7 @@ async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
         .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
         .await
         .unwrap();
-    assert_eq!(listed["artifacts"], json!([artifact]));
+    pretty_assertions::assert_eq!(listed, json!({"artifacts": [artifact]}));
     let got = t
         .call(&g, "artifacts.get", json!({"artifactId": id}))
         .await
@@ -80,28 +106,25 @@ async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
         .call(&g, "runs.events", json!({"runId": result["runId"]}))
         .await
         .unwrap();
-    assert_eq!(
-        page["events"].as_array().unwrap().last().unwrap()["type"],
-        "run.completed"
+    insta::assert_json_snapshot!(
+        "range_events",
+        redactor.transcript(page["events"].as_array().unwrap())
     );
     let filter = talon_store::EventFilter {
         types: vec![talon_protocol::EventType::ArtifactCreated],
         ..talon_store::EventFilter::default()
     };
     let created = g.running.store.after(None, &filter, 100).await.unwrap();
-    assert_eq!(created.len(), 1);
+    // Announced once, on the session (not the run, which has ended).
+    let announced = serde_json::to_value(&created).unwrap();
+    insta::assert_json_snapshot!("range_announced", sized(redactor.value(&announced)));
     assert_eq!(created[0].data, *artifact);
-    assert_eq!(created[0].run_id, None);
-    assert_eq!(
-        created[0].session_id.as_deref(),
-        result["sessionId"].as_str()
-    );
     let download = t
         .call(&g, "artifacts.download", json!({"artifactId": id}))
         .await
         .unwrap();
-    let url = download["url"].as_str().unwrap().to_owned();
-    assert_eq!(url, format!("/v1/artifacts/{id}/content"));
+    let url = format!("/v1/artifacts/{id}/content");
+    pretty_assertions::assert_eq!(download, json!({"artifact": artifact, "url": url}));
 
     // The whole content: the run's events, in order.
     let whole = get(&g, &g.admin, &url, None).await;
@@ -112,22 +135,7 @@ async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
     let bytes = whole.bytes().await.unwrap();
     assert_eq!(bytes.len() as u64, size);
     let trajectory: Value = serde_json::from_slice(&bytes).unwrap();
-    let kinds: Vec<&str> = trajectory["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds.first(), Some(&"run.created"));
-    assert_eq!(kinds.last(), Some(&"run.completed"));
-    assert_eq!(
-        (
-            &trajectory["runId"],
-            &trajectory["status"],
-            &trajectory["truncated"]
-        ),
-        (&result["runId"], &json!("completed"), &json!(false))
-    );
+    insta::assert_json_snapshot!("range_trajectory", redactor.value(&trajectory));
 
     // Ranges.
     let first = get(&g, &g.admin, &url, Some("bytes=0-9")).await;
@@ -174,7 +182,7 @@ async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
     let refused = get(&g, &runner.secret, &url, None).await;
     assert_eq!(refused.status(), 403);
     let body: Value = refused.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "forbidden");
+    insta::assert_json_snapshot!("range_refused", redacted(&body));
     let missing = get(&g, &g.admin, "/v1/artifacts/art_nope/content", None).await;
     assert_eq!(missing.status(), 404);
     assert_eq!(get(&g, "not-a-token", &url, None).await.status(), 401);
@@ -191,6 +199,7 @@ async fn expired_artifacts_are_purged_and_not_found() {
     })
     .await;
     let result = run_to_end(&g, "hello").await;
+    insta::assert_json_snapshot!("expired_result", sized(redacted(&result)));
     let id = result["artifacts"][0]["id"].clone();
     let t = Transport::Http;
     t.call(&g, "artifacts.get", json!({"artifactId": id}))
@@ -205,13 +214,13 @@ async fn expired_artifacts_are_purged_and_not_found() {
         .call(&g, "artifacts.get", json!({"artifactId": id}))
         .await
         .unwrap_err();
-    assert_eq!(gone["code"], "not_found");
+    insta::assert_json_snapshot!("expired_gone", redacted(&gone));
     assert_eq!(get(&g, &g.admin, &url, None).await.status(), 404);
     let listed = t
         .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
         .await
         .unwrap();
-    assert_eq!(listed["artifacts"], json!([]));
+    pretty_assertions::assert_eq!(listed, json!({"artifacts": []}));
 }
 
 #[tokio::test]
@@ -232,6 +241,7 @@ async fn a_trajectory_never_holds_a_key_the_gateway_knows() {
     })
     .await;
     let result = run_to_end(&g, "leak it").await;
+    insta::assert_json_snapshot!("key_result", sized(redacted(&result)));
     let url = format!(
         "/v1/artifacts/{}/content",
         result["artifacts"][0]["id"].as_str().unwrap()
@@ -284,29 +294,8 @@ async fn writes_and_edits_leave_file_and_diff_artifacts() {
         .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
         .await
         .unwrap();
-    let mut kinds: Vec<(String, String)> = listed["artifacts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            (
-                a["type"].as_str().unwrap().to_owned(),
-                a["title"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    kinds.sort();
-    let trajectory = format!("Trajectory of run {}", result["runId"].as_str().unwrap());
-    assert_eq!(
-        kinds,
-        [
-            ("diff".to_owned(), "notes/a.md (edit)".to_owned()),
-            ("diff".to_owned(), "notes/a.md (write)".to_owned()),
-            ("file".to_owned(), "notes/a.md".to_owned()),
-            ("file".to_owned(), "notes/a.md".to_owned()),
-            ("trajectory".to_owned(), trajectory),
-        ]
-    );
+    let mut redactor = Redactor::new();
+    insta::assert_json_snapshot!("edits_result", sized(redactor.value(&result)));
     let content = |title: &'static str, kind: &'static str| {
         let listed = listed.clone();
         let g = &g;
@@ -343,34 +332,13 @@ async fn writes_and_edits_leave_file_and_diff_artifacts() {
         .call(&g, "runs.events", json!({"runId": result["runId"]}))
         .await
         .unwrap();
-    let kinds: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .filter(|k| *k == "artifact.created" || k.starts_with("run."))
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            "run.created",
-            "run.started",
-            "artifact.created",
-            "artifact.created",
-            "artifact.created",
-            "artifact.created",
-            "run.completed"
-        ]
+    insta::assert_json_snapshot!(
+        "edits_events",
+        sized(redactor.transcript(events["events"].as_array().unwrap()))
     );
-    let files: Vec<&Value> = listed["artifacts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["type"] == "file")
-        .collect();
-    for file in files {
-        assert_eq!(file["mimeType"], "text/markdown");
-    }
+    // Two diffs, the file after each call (its mime type by its
+    // extension), the trajectory.
+    insta::assert_json_snapshot!("edits_listed", listing(&mut redactor, &listed));
 }
 
 #[tokio::test]
@@ -415,18 +383,16 @@ async fn shell_output_over_the_cap_is_kept_whole_as_a_redacted_log() {
         .call(&g, "artifacts.list", json!({"runId": result["runId"]}))
         .await
         .unwrap();
+    let mut redactor = Redactor::new();
+    insta::assert_json_snapshot!("shell_log_result", sized(redactor.value(&result)));
+    // One log, its title showing the command, redacted too.
+    insta::assert_json_snapshot!("shell_log_listed", listing(&mut redactor, &listed));
     let logs: Vec<&Value> = listed["artifacts"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|a| a["type"] == "log")
         .collect();
-    assert_eq!(logs.len(), 1, "{listed}");
-    // Its title shows the command, redacted too.
-    assert_eq!(
-        logs[0]["title"],
-        "exec: seq 1 10000; echo 'key [redacted] here' >&2; seq 10001 20000"
-    );
     let url = format!("/v1/artifacts/{}/content", logs[0]["id"].as_str().unwrap());
     let text = get(&g, &g.admin, &url, None).await.text().await.unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -452,6 +418,17 @@ async fn shell_output_over_the_cap_is_kept_whole_as_a_redacted_log() {
         .unwrap()
         .clone();
     let told: Value = serde_json::from_str(tool["content"].as_str().unwrap()).unwrap();
-    assert_eq!(told["truncated"], true);
-    assert_eq!(told["logArtifact"], logs[0]["id"]);
+    // Its stdout: the first 64 KiB of the lines. Its stderr is not this
+    // test's concern.
+    let all: String = (1..=20_000).map(|n| format!("{n}\n")).collect();
+    pretty_assertions::assert_eq!(
+        told,
+        json!({
+            "exitCode": 0,
+            "logArtifact": logs[0]["id"],
+            "stderr": told["stderr"],
+            "stdout": all[..64 * 1024],
+            "truncated": true,
+        })
+    );
 }

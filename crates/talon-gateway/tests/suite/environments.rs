@@ -12,6 +12,7 @@ use talon_gateway::{EnvironmentPolicy, SecretSource};
 
 use serde_json::{Value, json};
 use talon_mock_model::{Replay, Script, Turn};
+use talon_testing::redact::Redactor;
 
 use super::ws::Transport;
 use super::{Options, TestGateway, tool_turn};
@@ -134,9 +135,11 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     )
     .await
     .unwrap();
-    assert_eq!(created["status"], "ready", "{created}");
-    assert_eq!(created["provider"], "local");
-    assert_eq!(created["capabilities"]["checkout"], true);
+    // The state directory and the admin's sources differ per run.
+    let mut redactor = Redactor::new()
+        .with(g.dir.path().to_str().unwrap(), "<state>")
+        .with(sources.dir.path().to_str().unwrap(), "<sources>");
+    insta::assert_json_snapshot!("checkout_created", redactor.value(&created));
     let id = created["id"].clone();
     let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
     assert_eq!(
@@ -168,7 +171,10 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     )
     .await
     .unwrap();
-    assert_eq!(result["status"], "completed", "{result}");
+    insta::assert_json_snapshot!(
+        "checkout_result",
+        super::artifacts::sized(redactor.value(&result))
+    );
     // The run worked in the environment's workspace, with its secret and
     // without a network; the repository itself is untouched.
     assert_eq!(
@@ -192,20 +198,15 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
         .iter()
         .find(|e| e["type"] == "tool.call.completed")
         .unwrap();
-    assert_eq!(
-        exec["data"]["result"]["stdout"], "token=[redacted]\nlo\n",
-        "{exec}"
-    );
-    // The workspace's changes, as a diff artifact.
+    // Its stdout: the secret redacted, the loopback interface only.
+    insta::assert_json_snapshot!("checkout_exec", redactor.value(exec));
+    // The workspace's changes, as a diff artifact (its title in the
+    // result's snapshot).
     let artifacts = result["artifacts"].as_array().unwrap();
     let diff = artifacts
         .iter()
         .find(|a| a["type"] == "diff")
         .unwrap_or_else(|| panic!("{result}"));
-    assert_eq!(
-        diff["title"],
-        format!("Workspace of environment {}", id.as_str().unwrap())
-    );
     let content = |artifact: &Value| {
         let url = format!("/v1/artifacts/{}/content", artifact["id"].as_str().unwrap());
         let g = &g;
@@ -277,10 +278,7 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     let deleted = call(&g, "environments.delete", json!({"environmentId": id}))
         .await
         .unwrap();
-    assert_eq!(
-        (&deleted["status"], &deleted["detail"]),
-        (&json!("deleted"), &json!("the workspace was removed"))
-    );
+    insta::assert_json_snapshot!("checkout_deleted", redactor.value(&deleted));
     assert!(!workspace.exists());
     let refused = call(
         &g,
@@ -289,7 +287,7 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     )
     .await
     .unwrap_err();
-    assert_eq!(refused["code"], "conflict", "{refused}");
+    insta::assert_json_snapshot!("checkout_refused", redactor.value(&refused));
 }
 
 #[tokio::test]
@@ -311,7 +309,11 @@ async fn copies_retention_and_bad_settings() {
     )
     .await
     .unwrap();
-    assert_eq!(created["status"], "ready", "{created}");
+    // The state directory and the admin's sources differ per run.
+    let mut redactor = Redactor::new()
+        .with(g.dir.path().to_str().unwrap(), "<state>")
+        .with(sources.dir.path().to_str().unwrap(), "<sources>");
+    insta::assert_json_snapshot!("copies_created", redactor.value(&created));
     let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(workspace.join("src/main.rs")).unwrap(),
@@ -334,7 +336,7 @@ async fn copies_retention_and_bad_settings() {
     )
     .await
     .unwrap_err();
-    assert_eq!(other["code"], "conflict");
+    insta::assert_json_snapshot!("copies_other", redactor.value(&other));
     // Retained on delete.
     let deleted = call(
         &g,
@@ -343,11 +345,7 @@ async fn copies_retention_and_bad_settings() {
     )
     .await
     .unwrap();
-    assert_eq!(deleted["status"], "deleted");
-    assert_eq!(
-        deleted["detail"],
-        format!("the workspace was kept at {}", workspace.display())
-    );
+    insta::assert_json_snapshot!("copies_deleted", redactor.value(&deleted));
     assert!(workspace.join("src/main.rs").exists());
 
     // Settings are checked; a ref that does not exist fails the
@@ -359,11 +357,11 @@ async fn copies_retention_and_bad_settings() {
     )
     .await
     .unwrap_err();
-    assert_eq!(bad["code"], "invalid_request", "{bad}");
+    insta::assert_json_snapshot!("copies_bad", redactor.value(&bad));
     let unknown = call(&g, "environments.create", json!({"provider": "cloud"}))
         .await
         .unwrap_err();
-    assert_eq!(unknown["code"], "not_found", "{unknown}");
+    insta::assert_json_snapshot!("copies_unknown", redactor.value(&unknown));
     let failed = call(
         &g,
         "environments.create",
@@ -371,14 +369,7 @@ async fn copies_retention_and_bad_settings() {
     )
     .await
     .unwrap();
-    assert_eq!(failed["status"], "failed", "{failed}");
-    assert!(
-        failed["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("checking out the ref:"),
-        "{failed}"
-    );
+    insta::assert_json_snapshot!("copies_failed", redactor.value(&failed));
     let refused = call(
         &g,
         "runs.create",
@@ -386,7 +377,7 @@ async fn copies_retention_and_bad_settings() {
     )
     .await
     .unwrap_err();
-    assert_eq!(refused["code"], "conflict");
+    insta::assert_json_snapshot!("copies_refused", redactor.value(&refused));
     let missing = call(
         &g,
         "environments.status",
@@ -394,7 +385,7 @@ async fn copies_retention_and_bad_settings() {
     )
     .await
     .unwrap_err();
-    assert_eq!(missing["code"], "not_found");
+    insta::assert_json_snapshot!("copies_missing", redactor.value(&missing));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -427,7 +418,10 @@ async fn a_copied_source_keeps_files_and_links_and_drops_special_files() {
     .await
     .expect("a special file never hangs the copy")
     .unwrap();
-    assert_eq!(created["status"], "ready", "{created}");
+    let mut redactor = Redactor::new()
+        .with(g.dir.path().to_str().unwrap(), "<state>")
+        .with(sources.dir.path().to_str().unwrap(), "<sources>");
+    insta::assert_json_snapshot!("special_created", redactor.value(&created));
     let workspace = Path::new(created["workspace"].as_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(workspace.join("sub/kept.txt")).unwrap(),

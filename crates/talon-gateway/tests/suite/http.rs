@@ -9,6 +9,8 @@ use talon_protocol::gateway::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, RiskLevel, Scope,
 };
 
+use talon_testing::redact::{Redactor, redacted};
+
 use super::TestGateway;
 
 #[tokio::test]
@@ -49,14 +51,11 @@ async fn health_openapi_and_the_admin_token_on_first_start() {
     again.shutdown().await;
 }
 
-fn is_error(code: &'static str) -> impl Fn(&Value) -> bool {
-    move |body: &Value| body["error"]["code"] == code && body["error"]["message"].is_string()
-}
-
 #[tokio::test]
 async fn bad_requests_get_the_one_error_shape() {
-    let error = is_error;
     let g = TestGateway::start().await;
+    // Each case with its status and whole body, snapshotted at the end.
+    let mut seen = Vec::new();
     // No token, a wrong one, a malformed header.
     for auth in [
         None,
@@ -69,16 +68,16 @@ async fn bad_requests_get_the_one_error_shape() {
             request = request.header("authorization", auth);
         }
         let response = request.send().await.unwrap();
-        assert_eq!(response.status().as_u16(), 401, "{auth:?}");
+        let status = response.status().as_u16();
         let body: Value = response.json().await.unwrap();
-        assert!(error("unauthenticated")(&body), "{body}");
-        assert_eq!(body["error"]["retryable"], false);
+        seen.push(
+            json!({"case": format!("authorization {auth:?}"), "status": status, "body": body}),
+        );
     }
     // Unknown method, malformed JSON, params of the wrong shape, a body
     // over the limit, an unknown route.
     let (status, body) = g.call(&g.admin, "agents.explode", json!({})).await;
-    assert_eq!(status, 404);
-    assert!(error("not_found")(&body));
+    seen.push(json!({"case": "an unknown method", "status": status, "body": body}));
     let response = g
         .client
         .post(g.url("/v1/agents.list"))
@@ -87,16 +86,16 @@ async fn bad_requests_get_the_one_error_shape() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status().as_u16(), 400);
-    assert!(error("invalid_request")(&response.json().await.unwrap()));
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    seen.push(json!({"case": "malformed JSON", "status": status, "body": body}));
     for params in [
         json!([1, 2]),
         json!({"agentId": 5}),
         json!({"agentId": "a", "extra": true}),
     ] {
         let (status, body) = g.call(&g.admin, "agents.get", params.clone()).await;
-        assert_eq!(status, 400, "{params}");
-        assert!(error("invalid_request")(&body), "{body}");
+        seen.push(json!({"case": format!("params {params}"), "status": status, "body": body}));
     }
     let huge = "x".repeat(5 << 20);
     let response = g
@@ -107,14 +106,15 @@ async fn bad_requests_get_the_one_error_shape() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status().as_u16(), 400);
-    assert!(error("invalid_request")(&response.json().await.unwrap()));
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    seen.push(json!({"case": "a body over the limit", "status": status, "body": body}));
     let response = g.client.get(g.url("/v2/nothing")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 404);
     // Unsupported methods say so.
     let (status, body) = g.call(&g.admin, "tasks.list", json!({})).await;
-    assert_eq!(status, 501);
-    assert!(error("unsupported")(&body), "{body}");
+    seen.push(json!({"case": "an unsupported method", "status": status, "body": body}));
+    insta::assert_json_snapshot!("bad_requests", redacted(&Value::from(seen)));
     // Still serving.
     assert_eq!(g.call(&g.admin, "agents.list", json!({})).await.0, 200);
 }
@@ -274,7 +274,6 @@ async fn a_wrong_http_method_gets_the_envelope_and_allow() {
 #[tokio::test]
 async fn agents_and_sessions_through_the_api() {
     let g = TestGateway::start().await;
-    let key = |k: &str| json!(k);
     let (status, agent) = g
         .call(
             &g.admin,
@@ -282,8 +281,9 @@ async fn agents_and_sessions_through_the_api() {
             json!({"id": "helper", "name": "Helper", "idempotencyKey": "k1"}),
         )
         .await;
-    assert_eq!(status, 200, "{agent}");
-    assert_eq!(agent["source"], "api");
+    // One numbering for the sessions below.
+    let mut redactor = Redactor::new();
+    insta::assert_json_snapshot!("agents_created", redactor.value(&json!([status, agent])));
     let (status, _) = g
         .call(
             &g.admin,
@@ -299,10 +299,7 @@ async fn agents_and_sessions_through_the_api() {
             json!({"agentId": "helper", "model": "mock/m", "idempotencyKey": "k3"}),
         )
         .await;
-    assert_eq!(
-        (updated["name"].clone(), updated["model"].clone()),
-        (key("Helper"), key("mock/m"))
-    );
+    insta::assert_json_snapshot!("agents_updated", redactor.value(&updated));
     let (status, _) = g
         .call(&g.admin, "agents.get", json!({"agentId": "ghost"}))
         .await;
@@ -314,7 +311,7 @@ async fn agents_and_sessions_through_the_api() {
             json!({"agentId": "helper", "key": "app:1", "idempotencyKey": "s1"}),
         )
         .await;
-    assert_eq!(status, 200, "{session}");
+    insta::assert_json_snapshot!("agents_session", redactor.value(&json!([status, session])));
     let (_, resolved) = g
         .call(&g.admin, "sessions.resolve", json!({"key": "app:1"}))
         .await;
@@ -326,15 +323,15 @@ async fn agents_and_sessions_through_the_api() {
             json!({"key": "app:2", "agentId": "helper"}),
         )
         .await;
-    assert_eq!(fresh["key"], "app:2");
+    insta::assert_json_snapshot!("agents_fresh", redactor.value(&fresh));
     let (_, listed) = g.call(&g.admin, "sessions.list", json!({"limit": 1})).await;
-    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
+    insta::assert_json_snapshot!("agents_listed", redactor.value(&listed));
     let cursor = listed["nextCursor"].as_str().unwrap();
     let (_, rest) = g
         .call(&g.admin, "sessions.list", json!({"cursor": cursor}))
         .await;
-    assert_eq!(rest["sessions"][0]["key"], "app:2");
-    assert!(rest.get("nextCursor").is_none());
+    // The last page: no cursor.
+    insta::assert_json_snapshot!("agents_rest", redactor.value(&rest));
     let (_, messages) = g
         .call(
             &g.admin,
@@ -350,8 +347,7 @@ async fn agents_and_sessions_through_the_api() {
             json!({"sessionId": session["id"], "idempotencyKey": "f1"}),
         )
         .await;
-    assert_eq!(status, 200, "{fork}");
-    assert_eq!(fork["parentId"], session["id"]);
+    insta::assert_json_snapshot!("agents_fork", redactor.value(&json!([status, fork])));
     let (status, _) = g
         .call(
             &g.admin,
@@ -389,7 +385,7 @@ async fn an_approval_is_answered_once() {
     let (_, pending) = g
         .call(&g.admin, "approvals.list", json!({"status": "pending"}))
         .await;
-    assert_eq!(pending["approvals"][0]["id"], "ap1");
+    insta::assert_json_snapshot!("approval_pending", pending);
     let (status, body) = g
         .call(
             &g.admin,
@@ -397,6 +393,8 @@ async fn an_approval_is_answered_once() {
             json!({"approvalId": "ap1", "decision": "approve_always", "idempotencyKey": "a0"}),
         )
         .await;
+    // Not whole: its message names the decisions offered in Rust's debug
+    // form (`[ApproveOnce, Deny]`), not as on the wire; reported.
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (400, json!("invalid_request"))
@@ -404,11 +402,7 @@ async fn an_approval_is_answered_once() {
     let (status, won) = g
         .call(&g.admin, "approvals.respond", json!({"approvalId": "ap1", "decision": "deny", "reason": "no", "idempotencyKey": "a1"}))
         .await;
-    assert_eq!(status, 200, "{won}");
-    assert_eq!(
-        (won["status"].clone(), won["reason"].clone()),
-        (json!("denied"), json!("no"))
-    );
+    insta::assert_json_snapshot!("approval_won", redacted(&json!([status, won])));
     let (status, lost) = g
         .call(
             &g.admin,
@@ -416,8 +410,18 @@ async fn an_approval_is_answered_once() {
             json!({"approvalId": "ap1", "decision": "approve_once", "idempotencyKey": "a2"}),
         )
         .await;
-    assert_eq!(status, 409);
-    assert_eq!(lost["error"]["details"]["approval"], won);
+    pretty_assertions::assert_eq!(
+        (status, lost),
+        (
+            409,
+            json!({"error": {
+                "code": "conflict",
+                "message": "this approval was already resolved",
+                "retryable": false,
+                "details": {"approval": won}
+            }})
+        )
+    );
     let (_, pending) = g
         .call(&g.admin, "approvals.list", json!({"status": "pending"}))
         .await;

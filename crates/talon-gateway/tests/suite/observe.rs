@@ -144,9 +144,9 @@ async fn metrics_need_their_scope_and_parse_as_prometheus_text() {
             json!({"runId": run["id"], "timeoutMs": 10_000}),
         )
         .await;
-    assert_eq!(
-        (waited, result["status"].as_str()),
-        (200, Some("completed"))
+    insta::assert_json_snapshot!(
+        "metrics_run",
+        super::artifacts::sized(talon_testing::redact::redacted(&json!([waited, result])))
     );
     // The run's end is counted once the store has it.
     let text = wait::until_async("the run's end to be counted", wait::DEADLINE, async || {

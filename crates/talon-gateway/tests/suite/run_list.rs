@@ -3,7 +3,10 @@
 
 use serde_json::{Value, json};
 
+use talon_testing::redact::Redactor;
+
 use super::TestGateway;
+use super::artifacts::sized;
 
 fn ids(page: &Value) -> Vec<&str> {
     page["runs"]
@@ -28,6 +31,7 @@ async fn runs_are_listed_filtered_and_paged() {
     })
     .await;
     let mut created = Vec::new();
+    let mut results = Vec::new();
     for key in ["a", "b", "a", "c", "a"] {
         let (status, run) = g
             .call(
@@ -45,13 +49,18 @@ async fn runs_are_listed_filtered_and_paged() {
                 json!({"runId": id, "timeoutMs": 20_000}),
             )
             .await;
-        assert_eq!(done["status"], "completed", "{done}");
+        results.push(done);
         created.push((id, run["sessionId"].as_str().unwrap().to_owned()));
     }
     let newest_first: Vec<&str> = created.iter().rev().map(|(id, _)| id.as_str()).collect();
+    // Runs and sessions numbered in the order they were created.
+    let mut redactor = Redactor::new();
+    redactor.value(&json!(created));
+    insta::assert_json_snapshot!("completed", sized(redactor.value(&json!(results))));
     let page = list(&g, json!({})).await;
+    // Newest first, one page.
+    insta::assert_json_snapshot!("listed", redactor.value(&page));
     assert_eq!(ids(&page), newest_first);
-    assert_eq!(page.get("nextCursor"), None);
     let (_, first) = g
         .call(&g.admin, "runs.get", json!({"runId": created[0].0}))
         .await;
@@ -131,6 +140,7 @@ async fn bad_params_name_the_field() {
             "{params}"
         );
     }
+    let mut decoded = Vec::new();
     for params in [
         json!({"status": "completed"}),
         json!({"createdAfter": -1}),
@@ -138,10 +148,7 @@ async fn bad_params_name_the_field() {
         json!({"agentId": "main", "extra": true}),
     ] {
         let (status, body) = g.call(&g.admin, "runs.list", params.clone()).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (400, Some("invalid_request")),
-            "{params}: {body}"
-        );
+        decoded.push(json!([status, body]));
     }
+    insta::assert_json_snapshot!("decoder_refused", decoded);
 }

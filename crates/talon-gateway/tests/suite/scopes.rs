@@ -53,10 +53,15 @@ fn check(what: &str, scope: Scope, needed: Scope, refused: Option<&Value>) {
     match refused {
         Some(error) => {
             assert!(!allowed, "{what} with {scope} was refused: {error}");
-            assert_eq!(error["code"], "forbidden", "{what} with {scope}: {error}");
-            assert!(
-                error["message"].as_str().unwrap().contains(needed.as_str()),
-                "{what}: {error}"
+            pretty_assertions::assert_eq!(
+                error,
+                &json!({
+                    "code": "forbidden",
+                    "message": format!("this token lacks the `{needed}` scope"),
+                    "retryable": false,
+                    "details": {"scope": needed.as_str()}
+                }),
+                "{what} with {scope}"
             );
         }
         None => assert!(allowed, "{what} with {scope} was allowed"),

@@ -5,7 +5,16 @@
 
 use serde_json::{Value, json};
 
+use talon_testing::redact::{Redactor, redacted};
+
 use super::TestGateway;
+use super::artifacts::sized;
+
+/// A redactor that also replaces `token`'s id: a token's id is
+/// `tok_<16 hex digits>`, shorter than the ids `redact` knows.
+fn with_id(token: &Value) -> Redactor {
+    Redactor::new().with(token["id"].as_str().unwrap(), "<tok_1>")
+}
 
 async fn create(g: &TestGateway, token: &str, params: Value) -> (u16, Value) {
     g.call(token, "tokens.create", params).await
@@ -94,11 +103,7 @@ async fn an_app_token_runs_waits_and_streams_but_cannot_mint() {
             json!({"runId": run_id, "timeoutMs": 20_000}),
         )
         .await;
-    assert_eq!(
-        (status, result["status"].as_str()),
-        (200, Some("completed")),
-        "{result}"
-    );
+    insta::assert_json_snapshot!("app_result", sized(redacted(&json!([status, result]))));
     let types = stream_until(
         &g,
         &secret,
@@ -106,13 +111,9 @@ async fn an_app_token_runs_waits_and_streams_but_cannot_mint() {
         "run.completed",
     )
     .await;
-    assert_eq!(
-        types.first().map(String::as_str),
-        Some("run.created"),
-        "{types:?}"
-    );
+    insta::assert_json_snapshot!("app_streamed", types);
     let (status, answer) = g.call(&secret, "approvals.list", json!({})).await;
-    assert_eq!(status, 200, "{answer}");
+    pretty_assertions::assert_eq!((status, answer), (200, json!({"approvals": []})));
 
     // Minting is the admin's.
     let (status, refused) = create(
@@ -140,23 +141,11 @@ async fn a_viewer_token_reads_but_does_not_run() {
         json!({"name": "dashboard", "preset": "viewer", "scopes": ["tools.invoke"], "expiresInMs": 60_000}),
     )
     .await;
-    assert_eq!(
-        minted["scopes"],
-        json!([
-            "agent.read",
-            "session.read",
-            "task.read",
-            "tools.invoke",
-            "artifacts.read"
-        ])
-    );
+    insta::assert_json_snapshot!("viewer_minted", with_id(&minted).value(&minted));
     let secret = minted["token"].as_str().unwrap();
     assert_eq!(g.call(secret, "agents.list", json!({})).await.0, 200);
     let (status, refused) = g.call(secret, "runs.create", json!({"input": "hi"})).await;
-    assert_eq!(
-        (status, &refused["error"]["code"]),
-        (403, &json!("forbidden"))
-    );
+    insta::assert_json_snapshot!("viewer_refused", json!([status, refused]));
 }
 
 #[tokio::test]
@@ -182,29 +171,29 @@ async fn bad_params_are_refused_naming_the_field() {
     ];
     for (params, message) in cases {
         let (status, body) = create(&g, &g.admin, params.clone()).await;
-        assert_eq!(
+        // The field is the message's first word.
+        let field = message.split_once(':').unwrap().0;
+        pretty_assertions::assert_eq!(
+            (status, body),
             (
-                status,
-                body["error"]["code"].as_str(),
-                body["error"]["message"].as_str()
+                400,
+                json!({"error": {"code": "invalid_request", "message": message, "retryable": false,
+                    "details": {"field": field}}})
             ),
-            (400, Some("invalid_request"), Some(message)),
             "{params}"
         );
     }
     // No expiry, a preset nobody knows, a name too long: the decoder's.
+    let mut decoded = Vec::new();
     for params in [
         json!({"name": "x", "preset": "app"}),
         json!({"name": "x", "preset": "root", "expiresInMs": 60_000}),
         json!({"name": "n".repeat(257), "preset": "app", "expiresInMs": 60_000}),
     ] {
         let (status, body) = create(&g, &g.admin, params.clone()).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (400, Some("invalid_request")),
-            "{params}"
-        );
+        decoded.push(json!([status, body]));
     }
+    insta::assert_json_snapshot!("decoder_refused", decoded);
     assert_eq!(
         g.running.store.tokens().await.unwrap().len(),
         1,
@@ -218,15 +207,23 @@ async fn a_retry_with_the_key_replaces_the_secret() {
     let params = json!({"name": "web", "preset": "app", "expiresInMs": 60_000, "idempotencyKey": "browser-1"});
     let (_, first) = create(&g, &g.admin, params.clone()).await;
     let (status, second) = create(&g, &g.admin, params.clone()).await;
-    assert_eq!(status, 200, "{second}");
-    assert_eq!(first["id"], second["id"]);
+    // One token (one id, numbered once), a new secret.
+    let mut redactor = with_id(&first);
+    insta::assert_json_snapshot!(
+        "retry_minted",
+        redactor.value(&json!([first, status, second]))
+    );
     assert_ne!(first["token"], second["token"]);
     let old = first["token"].as_str().unwrap();
     let new = second["token"].as_str().unwrap();
     let (status, refused) = g.call(old, "agents.list", json!({})).await;
-    assert_eq!(
-        (status, &refused["error"]["details"]["reason"]),
-        (401, &json!("unknown"))
+    pretty_assertions::assert_eq!(
+        (status, refused),
+        (
+            401,
+            json!({"error": {"code": "unauthenticated", "message": "this token is not known to this gateway",
+                "retryable": false, "details": {"reason": "unknown"}}})
+        )
     );
     assert_eq!(g.call(new, "agents.list", json!({})).await.0, 200);
     assert_eq!(g.running.store.tokens().await.unwrap().len(), 2);
@@ -250,10 +247,6 @@ async fn a_retry_with_the_key_replaces_the_secret() {
         .await
         .unwrap();
     let (status, conflict) = create(&g, &g.admin, params).await;
-    assert_eq!(
-        (status, &conflict["error"]["code"]),
-        (409, &json!("conflict")),
-        "{conflict}"
-    );
+    insta::assert_json_snapshot!("retry_revoked", redactor.value(&json!([status, conflict])));
     assert_eq!(g.call(new, "agents.list", json!({})).await.0, 401);
 }

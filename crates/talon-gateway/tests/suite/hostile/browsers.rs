@@ -7,6 +7,7 @@ use reqwest::header::{HOST, ORIGIN};
 use serde_json::{Value, json};
 use talon_gateway::{BrowserPolicy, tokens};
 use talon_protocol::gateway::Scope;
+use talon_testing::redact::Redactor;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 
 use super::super::{Options, TestGateway};
@@ -65,6 +66,8 @@ async fn a_foreign_host_is_misdirected_before_any_route() {
     })
     .await;
     let port = g.running.addr.port();
+    // Per Host: the one answer every route gave.
+    let mut seen = Vec::new();
     for host in [
         "evil.example".to_owned(),
         format!("evil.example:{port}"),
@@ -75,15 +78,20 @@ async fn a_foreign_host_is_misdirected_before_any_route() {
         "".into(),
         "a".repeat(5_000),
     ] {
+        let mut answers = Vec::new();
         for (method, path) in ROUTES {
-            let (status, error) = refused(request(&g, method, path, &[(HOST, &host)]).await).await;
-            assert_eq!(
-                (status, &error["code"], &error["details"]["reason"]),
-                (421, &json!("invalid_request"), &json!("host")),
-                "{method} {path} Host {host:.40}: {error}"
-            );
+            answers.push(refused(request(&g, method, path, &[(HOST, &host)]).await).await);
         }
+        assert!(
+            answers.iter().all(|a| *a == answers[0]),
+            "Host {host:.40}: {answers:?}"
+        );
+        let (status, error) = &answers[0];
+        // The port is the test's own.
+        let shown = format!("{host:.40}").replace(&port.to_string(), "<port>");
+        seen.push(json!({"host": shown, "status": status, "error": error}));
     }
+    insta::assert_json_snapshot!("foreign_hosts", seen);
     for host in [
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
@@ -105,6 +113,10 @@ async fn a_foreign_host_is_misdirected_before_any_route() {
 async fn a_foreign_origin_is_refused_and_cors_is_off_by_default() {
     let g = TestGateway::start().await;
     let own = format!("http://{}", g.running.addr);
+    // Per Origin: the one answer every route gave, the gateway's own
+    // address (its port the test's) as `<own>`.
+    let mut redactor = Redactor::new().with(own.as_str(), "<own>");
+    let mut seen = Vec::new();
     for origin in [
         "https://evil.example",
         "null",
@@ -113,15 +125,16 @@ async fn a_foreign_origin_is_refused_and_cors_is_off_by_default() {
         "file://",
         &format!("{own}.evil.example"),
     ] {
+        let mut answers = Vec::new();
         for (method, path) in ROUTES {
-            let (status, error) =
-                refused(request(&g, method, path, &[(ORIGIN, origin)]).await).await;
-            assert_eq!(
-                (status, &error["code"], &error["details"]["reason"]),
-                (403, &json!("forbidden"), &json!("origin")),
-                "{method} {path} from {origin}: {error}"
-            );
+            answers.push(refused(request(&g, method, path, &[(ORIGIN, origin)]).await).await);
         }
+        assert!(
+            answers.iter().all(|a| *a == answers[0]),
+            "from {origin}: {answers:?}"
+        );
+        let (status, error) = &answers[0];
+        seen.push(redactor.value(&json!({"origin": origin, "status": status, "error": error})));
         // A preflight gets no CORS grant either.
         let preflight = g
             .client
@@ -159,6 +172,7 @@ async fn a_foreign_origin_is_refused_and_cors_is_off_by_default() {
             ),
         }
     }
+    insta::assert_json_snapshot!("foreign_origins", seen);
     // The gateway's own origin is a same-origin page: served, no CORS.
     let response = request(&g, "POST", "/v1/agents.list", &[(ORIGIN, &own)]).await;
     assert_eq!(response.status(), 200);
@@ -283,17 +297,27 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
     let now = talon_store::now_ms();
     let expires = minted["expiresAt"].as_u64().unwrap();
     assert!(expires > now && expires <= now + 300, "{minted}");
-    assert_eq!(minted["scopes"], json!(["admin"]));
+    // The admin's secret as `<admin>`, each ticket as `<ticket>`.
+    let redactor = |ticket: &str| {
+        Redactor::new()
+            .with(ticket, "<ticket>")
+            .with(g.admin.as_str(), "<admin>")
+    };
+    insta::assert_json_snapshot!("ticket_minted", redactor(&ticket).value(&minted));
 
     // Used once, it opens a stream; used again, it is refused.
     let first = sse(&g, &format!("ticket={ticket}")).await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["content-type"], "text/event-stream");
     let (status, error) = refused(sse(&g, &format!("ticket={ticket}")).await).await;
-    assert_eq!(
-        (status, &error["code"], &error["details"]["reason"]),
-        (401, &json!("unauthenticated"), &json!("ticket")),
-        "{error}"
+    pretty_assertions::assert_eq!(
+        (status, error),
+        (
+            401,
+            json!({"code": "unauthenticated",
+                   "message": "the stream ticket is unknown, used or expired: mint a new one with tokens.ticket",
+                   "retryable": false, "details": {"reason": "ticket"}})
+        )
     );
     // It is not a bearer token for calls.
     let (_, fresh) = g.call(&g.admin, "tokens.ticket", json!({})).await;
@@ -314,14 +338,13 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
         let (status, error) = refused(sse(&g, &query).await).await;
         assert!([400, 401].contains(&status), "{query}: {error}");
     }
+    // A long-lived token is not taken from a URL.
+    let mut in_url = Vec::new();
     for key in ["token", "access_token", "authorization", "bearer"] {
         let (status, error) = refused(sse(&g, &format!("{key}={}", g.admin)).await).await;
-        assert_eq!(
-            (status, &error["code"]),
-            (400, &json!("invalid_request")),
-            "{key}: a long-lived token is not taken from a URL: {error}"
-        );
+        in_url.push(json!({"key": key, "status": status, "error": error}));
     }
+    insta::assert_json_snapshot!("token_in_url", redactor("").value(&json!(in_url)));
 
     // Scoped: no scope the token lacks, and the stream has only the
     // scopes asked for.
@@ -341,11 +364,7 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
             json!({"scopes": ["admin"]}),
         )
         .await;
-    assert_eq!(
-        (status, &error["error"]["code"]),
-        (403, &json!("forbidden")),
-        "{error}"
-    );
+    insta::assert_json_snapshot!("ticket_beyond_scopes", json!([status, error]));
     let (status, narrow) = g
         .call(
             &g.admin,
@@ -353,8 +372,10 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
             json!({"scopes": ["session.read"]}),
         )
         .await;
-    assert_eq!(status, 200);
-    assert_eq!(narrow["scopes"], json!(["session.read"]));
+    insta::assert_json_snapshot!(
+        "ticket_narrow",
+        redactor(narrow["ticket"].as_str().unwrap()).value(&json!([status, narrow]))
+    );
     let ws = format!(
         "ws://{}/v1/ws?ticket={}",
         g.running.addr,
@@ -366,6 +387,6 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
         .call(&g, "agents.create", json!({"id": "x", "model": "mock/m"}))
         .await
         .unwrap_err();
-    assert_eq!(denied["code"], "forbidden", "{denied}");
+    insta::assert_json_snapshot!("ticket_denied", denied);
     assert!(transport.call(&g, "sessions.list", json!({})).await.is_ok());
 }

@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use talon_mock_model::{Replay, Script, Turn};
+use talon_testing::redact::Redactor;
 
+use super::super::artifacts::sized;
 use super::super::environments::{Sources, call, git};
 use super::super::{Options, TestGateway, tool_turn};
 
-/// A run in the environment `id`, waited for: its id and its result,
-/// which is `completed`.
+/// A run in the environment `id`, waited for: its id and its result (its
+/// caller asserts the whole result).
 async fn completed_run(g: &TestGateway, id: &Value) -> (Value, Value) {
     let run = call(
         g,
@@ -28,8 +30,15 @@ async fn completed_run(g: &TestGateway, id: &Value) -> (Value, Value) {
     )
     .await
     .unwrap();
-    assert_eq!(result["status"], "completed", "{result}");
     (run["runId"].clone(), result)
+}
+
+/// A redactor of the paths that differ per run: the gateway's state
+/// directory and the admin's sources.
+fn paths(g: &TestGateway, sources: &Sources) -> Redactor {
+    Redactor::new()
+        .with(g.dir.path().to_str().unwrap(), "<state>")
+        .with(sources.dir.path().to_str().unwrap(), "<sources>")
 }
 
 /// A script that, run by git through any channel, leaves `marks/<name>`.
@@ -190,7 +199,8 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
     )
     .await
     .unwrap();
-    assert_eq!(created["status"], "ready", "{created}");
+    let mut redactor = paths(&g, &sources);
+    insta::assert_json_snapshot!("channels_created", redactor.value(&created));
     let workspace = PathBuf::from(created["workspace"].as_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
@@ -204,14 +214,8 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
         0
     );
     let (_run, result) = completed_run(&g, &created["id"]).await;
-    assert!(
-        result["artifacts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["type"] == "diff"),
-        "{result}"
-    );
+    // Completed, with the workspace's diff.
+    insta::assert_json_snapshot!("channels_result", sized(redactor.value(&result)));
     // Another environment from the same repository, after the run.
     let again = call(
         &g,
@@ -220,7 +224,7 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
     )
     .await
     .unwrap();
-    assert_eq!(again["status"], "ready", "{again}");
+    insta::assert_json_snapshot!("channels_again", redactor.value(&again));
     let marks: Vec<String> = std::fs::read_dir(planting.join("marks"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -232,6 +236,7 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
 async fn only_an_admins_sources_become_workspaces() {
     // No sources configured: no directory and no repository.
     let g = TestGateway::start().await;
+    let mut refusals = Vec::new();
     for settings in [
         json!({"source": {"path": "/etc"}}),
         json!({"source": {"path": g.dir.path()}}),
@@ -244,15 +249,15 @@ async fn only_an_admins_sources_become_workspaces() {
         )
         .await
         .unwrap_err();
-        assert_eq!(refused["code"], "forbidden", "{settings}: {refused}");
-        assert!(
-            refused["message"]
-                .as_str()
-                .unwrap()
-                .contains("gateway.environments"),
-            "{refused}"
-        );
+        refusals.push(refused);
     }
+    // Forbidden, naming `gateway.environments`.
+    insta::assert_json_snapshot!(
+        "no_sources",
+        Redactor::new()
+            .with(g.dir.path().to_str().unwrap(), "<state>")
+            .value(&json!(refusals))
+    );
 
     let sources = Sources::new();
     let root = sources.root("ok");
@@ -270,15 +275,19 @@ async fn only_an_admins_sources_become_workspaces() {
     })
     .await;
     let root_dir = sources.root("");
-    for (path, code) in [
-        (PathBuf::from("/etc"), "forbidden"),
-        (PathBuf::from("/"), "forbidden"),
-        (root_dir.join("etc-link"), "forbidden"),
-        (root_dir.join("up"), "forbidden"),
-        (root_dir.join("ok/../../repo"), "forbidden"),
-        (root_dir.join("missing"), "forbidden"),
-        (PathBuf::from("relative/ok"), "invalid_request"),
-        (root_dir.join("ok/f.txt"), "invalid_request"),
+    let mut redactor = paths(&g, &sources);
+    let mut refusals = Vec::new();
+    // Forbidden outside the root; not a directory or not absolute, an
+    // invalid request.
+    for path in [
+        PathBuf::from("/etc"),
+        PathBuf::from("/"),
+        root_dir.join("etc-link"),
+        root_dir.join("up"),
+        root_dir.join("ok/../../repo"),
+        root_dir.join("missing"),
+        PathBuf::from("relative/ok"),
+        root_dir.join("ok/f.txt"),
     ] {
         let refused = call(
             &g,
@@ -287,16 +296,18 @@ async fn only_an_admins_sources_become_workspaces() {
         )
         .await
         .unwrap_err();
-        assert_eq!(refused["code"], code, "{}: {refused}", path.display());
+        refusals.push(json!({"path": path, "error": refused}));
     }
-    // A repository not configured, by name or by path; a ref that is an
-    // option.
-    for (git, reference, code) in [
-        ("other", "main", "forbidden"),
-        ("/etc", "main", "forbidden"),
-        ("../repo", "main", "forbidden"),
-        ("app", "--upload-pack=touch /tmp/x", "invalid_request"),
-        ("app", "main\nother", "invalid_request"),
+    insta::assert_json_snapshot!("out_of_the_root", redactor.value(&json!(refusals)));
+    // A repository not configured, by name or by path (forbidden); a ref
+    // that is an option or holds a line break (an invalid request).
+    let mut refusals = Vec::new();
+    for (git, reference) in [
+        ("other", "main"),
+        ("/etc", "main"),
+        ("../repo", "main"),
+        ("app", "--upload-pack=touch /tmp/x"),
+        ("app", "main\nother"),
     ] {
         let refused = call(
             &g,
@@ -305,8 +316,9 @@ async fn only_an_admins_sources_become_workspaces() {
         )
         .await
         .unwrap_err();
-        assert_eq!(refused["code"], code, "{git} {reference}: {refused}");
+        refusals.push(json!({"git": git, "ref": reference, "error": refused}));
     }
+    insta::assert_json_snapshot!("repositories", redactor.value(&json!(refusals)));
     let ok = call(
         &g,
         "environments.create",
@@ -314,7 +326,7 @@ async fn only_an_admins_sources_become_workspaces() {
     )
     .await
     .unwrap();
-    assert_eq!(ok["status"], "ready", "{ok}");
+    insta::assert_json_snapshot!("root_ok", redactor.value(&ok));
     let by_path = call(
         &g,
         "environments.create",
@@ -322,7 +334,7 @@ async fn only_an_admins_sources_become_workspaces() {
     )
     .await
     .unwrap();
-    assert_eq!(by_path["status"], "ready", "{by_path}");
+    insta::assert_json_snapshot!("repository_by_path", redactor.value(&by_path));
 
     // A root that holds the state directory: neither it nor anything
     // around the state directory is a source.
@@ -334,6 +346,7 @@ async fn only_an_admins_sources_become_workspaces() {
         ..Options::default()
     })
     .await;
+    let mut refusals = Vec::new();
     for path in [
         g.dir.path().to_path_buf(),
         g.dir.path().join("talon.db"),
@@ -346,13 +359,14 @@ async fn only_an_admins_sources_become_workspaces() {
         )
         .await
         .unwrap_err();
-        assert_eq!(
-            refused["code"],
-            "forbidden",
-            "{}: {refused}",
-            path.display()
-        );
+        refusals.push(json!({"path": path, "error": refused}));
     }
+    // All forbidden.
+    let around = Redactor::new()
+        .with(g.dir.path().to_str().unwrap(), "<state>")
+        .with(std::env::temp_dir().to_str().unwrap(), "<tmp>")
+        .value(&json!(refusals));
+    insta::assert_json_snapshot!("around_the_state", around);
 }
 
 /// Standard base64, padded.
@@ -416,6 +430,7 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     })
     .await;
     let source = sources.root("work");
+    let mut refusals = Vec::new();
     for secrets in [
         json!([PROVIDER_VAR]),
         json!(["PATH"]),
@@ -430,12 +445,11 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
         )
         .await
         .unwrap_err();
-        let code = refused["code"].as_str().unwrap();
-        assert!(
-            ["forbidden", "invalid_request"].contains(&code),
-            "{secrets}: {refused}"
-        );
+        refusals.push(json!({"secrets": secrets, "error": refused}));
     }
+    let mut redactor = paths(&g, &sources);
+    // Each forbidden or an invalid request.
+    insta::assert_json_snapshot!("secrets_refused", redactor.value(&json!(refusals)));
     let created = call(
         &g,
         "environments.create",
@@ -443,7 +457,8 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     )
     .await
     .unwrap();
-    let (run, _) = completed_run(&g, &created["id"]).await;
+    let (run, result) = completed_run(&g, &created["id"]).await;
+    insta::assert_json_snapshot!("secrets_result", sized(redactor.value(&result)));
     let events = call(&g, "runs.events", json!({"runId": run}))
         .await
         .unwrap();
@@ -453,11 +468,8 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
         .iter()
         .find(|e| e["type"] == "tool.call.completed")
         .unwrap();
-    let stdout = completed["data"]["result"]["stdout"].as_str().unwrap();
-    assert_eq!(
-        stdout, "plain=[redacted]\n[redacted]\n[redacted]\n[redacted]\nprovider=unset\n",
-        "{completed}"
-    );
+    // Every encoding of the secret redacted; the provider's key unset.
+    insta::assert_json_snapshot!("secrets_exec", redactor.value(completed));
     let everything = format!(
         "{events}{}",
         serde_json::to_string(
