@@ -393,11 +393,16 @@ async fn an_approval_is_answered_once() {
             json!({"approvalId": "ap1", "decision": "approve_always", "idempotencyKey": "a0"}),
         )
         .await;
-    // Not whole: its message names the decisions offered in Rust's debug
-    // form (`[ApproveOnce, Deny]`), not as on the wire; reported.
     assert_eq!(
-        (status, body["error"]["code"].clone()),
-        (400, json!("invalid_request"))
+        (status, body),
+        (
+            400,
+            json!({"error": {
+                "code": "invalid_request",
+                "message": "decision not offered for this approval; offered: approve_once, deny",
+                "retryable": false,
+            }})
+        )
     );
     let (status, won) = g
         .call(&g.admin, "approvals.respond", json!({"approvalId": "ap1", "decision": "deny", "reason": "no", "idempotencyKey": "a1"}))
