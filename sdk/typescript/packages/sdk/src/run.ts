@@ -9,7 +9,7 @@ import type * as T from "./generated/types.js";
 import { EventStream, type EventsOptions, type StreamAuth } from "./events.js";
 import type { HttpCaller } from "./http.js";
 import { TalonError, isTalonError } from "./errors.js";
-import { Artifact } from "./handles.js";
+import { Approval, Artifact } from "./handles.js";
 import { Session } from "./session.js";
 
 /** How long one `runs.wait` call waits before `Run.wait` asks again. */
@@ -163,6 +163,12 @@ export class Run {
       return out;
     },
   };
+
+  /** Its approvals (all of them, or with `status`), each a handle to decide. */
+  async approvals(params: Omit<T.ApprovalsListParams, "runId"> = {}, options?: CallOptions): Promise<Approval[]> {
+    const listed = await this.#context.client.approvals.list({ ...params, runId: this.id }, options);
+    return listed.approvals.map((a) => new Approval(this.#context, a));
+  }
 
   /** Its session (a run on a gateway always has one). */
   async session(options?: CallOptions): Promise<Session> {

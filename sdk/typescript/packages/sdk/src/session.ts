@@ -3,6 +3,7 @@
 
 import type { CallOptions } from "./generated/client.js";
 import type * as T from "./generated/types.js";
+import { Artifact } from "./handles.js";
 import { Run, type Context } from "./run.js";
 
 /** Options of a message sent to a session, beside its input. */
@@ -13,10 +14,26 @@ export class Session {
   readonly #context: Context;
   /** Its id. */
   readonly id: string;
+  #info: T.Session | undefined;
 
-  constructor(context: Context, id: string) {
+  constructor(context: Context, idOrInfo: string | T.Session) {
     this.#context = context;
-    this.id = id;
+    if (typeof idOrInfo === "string") {
+      this.id = idOrInfo;
+    } else {
+      this.id = idOrInfo.id;
+      this.#info = idOrInfo;
+    }
+  }
+
+  /** The session as last seen (after `create`, `resolve`, `fork` or `compact`; else `undefined`). */
+  get info(): T.Session | undefined {
+    return this.#info;
+  }
+
+  /** Its key, when known. */
+  get key(): string | undefined {
+    return this.#info?.key;
   }
 
   /** Sends a user message: a new run in this session. */
@@ -35,12 +52,27 @@ export class Session {
   /** A new session with this one's history up to `atMessageId` (all of it when absent). */
   async fork(params: Omit<T.SessionsForkParams, "sessionId"> = {}, options?: CallOptions): Promise<Session> {
     const forked = await this.#context.client.sessions.fork(this.id, params, options);
-    return new Session(this.#context, forked.id);
+    return new Session(this.#context, forked);
   }
 
   /** Compacts its history. */
-  compact(options?: CallOptions): Promise<T.Session> {
-    return this.#context.client.sessions.compact(this.id, {}, options);
+  async compact(options?: CallOptions): Promise<T.Session> {
+    this.#info = await this.#context.client.sessions.compact(this.id, {}, options);
+    return this.#info;
+  }
+
+  /** Every artifact of its runs, each a handle to download. */
+  async artifacts(options?: CallOptions): Promise<Artifact[]> {
+    const out: Artifact[] = [];
+    let cursor: string | undefined;
+    do {
+      const params: T.ArtifactsListParams = { sessionId: this.id };
+      if (cursor) params.cursor = cursor;
+      const page = await this.#context.client.artifacts.list(params, options);
+      out.push(...page.artifacts.map((a) => new Artifact(this.#context, a)));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return out;
   }
 
   /** Cancels its running runs. */

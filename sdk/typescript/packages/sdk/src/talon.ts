@@ -58,8 +58,12 @@ export class Agent {
 
   /** The session with `key` for this agent (created if absent). */
   async session(key: string, options?: CallOptions): Promise<Session> {
-    const session = await this.#context.client.sessions.resolve({ key, agentId: this.id }, options);
-    return new Session(this.#context, session.id);
+    return new Session(this.#context, await this.#context.client.sessions.resolve({ key, agentId: this.id }, options));
+  }
+
+  /** A new session of this agent. */
+  async createSession(params: Omit<T.SessionsCreateParams, "agentId"> = {}, options?: CallOptions): Promise<Session> {
+    return new Session(this.#context, await this.#context.client.sessions.create({ ...params, agentId: this.id }, options));
   }
 }
 
@@ -85,8 +89,13 @@ export class Talon {
     return new Run(this.#context, await this.client.runs.get(runId, options));
   }
 
+  /** The main agent's session with `key` (created if absent). */
+  session(key: string, options?: CallOptions): Promise<Session> {
+    return this.agent().session(key, options);
+  }
+
   /** A session by id (no call is made). */
-  session(sessionId: string): Session {
+  sessionById(sessionId: string): Session {
     return new Session(this.#context, sessionId);
   }
 
