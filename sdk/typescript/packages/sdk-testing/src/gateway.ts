@@ -136,7 +136,8 @@ function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: strin
     });
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
-      const match = /talon gateway: listening on (\S+)/.exec(stderr);
+      // Only a whole line: a chunk may end in the middle of the URL.
+      const match = /talon gateway: listening on (\S+)\r?\n/.exec(stderr);
       if (match?.[1]) url = match[1];
       done();
     });

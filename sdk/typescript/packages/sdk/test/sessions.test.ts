@@ -96,3 +96,38 @@ describe("cancel", () => {
     await assert.rejects(approval!.approveOnce(), (e: unknown) => (e as { code?: string }).code === "conflict");
   });
 });
+
+describe("questions", () => {
+  let gateway: RunningGateway;
+  let talon: Talon;
+  before(async () => {
+    gateway = await startGateway({
+      script: {
+        replay: "perRun",
+        turns: [{ toolCalls: [{ name: "ask_user", arguments: { prompt: "Which branch?", choices: ["main", "dev"] } }] }, { text: "Thanks." }],
+      },
+    });
+    talon = new Talon({ baseUrl: gateway.url, token: gateway.token });
+  });
+  after(() => gateway.stop());
+
+  it("a run's question waits for the app's answer", async () => {
+    const run = await talon.agent().run("deploy it");
+    let pending: Awaited<ReturnType<Talon["questions"]>> = [];
+    await until("a question to be asked", async () => {
+      pending = await talon.questions({ runId: run.id, status: "pending" });
+      return pending.length > 0;
+    });
+    const [question] = pending;
+    assert.deepEqual(
+      { prompt: question?.info.prompt, choices: question?.info.choices, status: question?.info.status },
+      { prompt: "Which branch?", choices: ["main", "dev"], status: "pending" },
+    );
+    const answered = await question!.answer("dev");
+    assert.deepEqual({ status: answered.status, answer: answered.answer }, { status: "answered", answer: "dev" });
+    assert.equal((await run.wait()).status, "completed");
+    const types: string[] = [];
+    for await (const event of run.events()) types.push(event.type);
+    assert.ok(types.includes("question.requested") && types.includes("question.answered"), types.join(", "));
+  });
+});
