@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use talon_agent::{
-    AgentRun, ApprovalEvents, CollectSink, NestedCallEvents, RunEvents, RunOptions, RunStatus,
+    AgentRun, ApprovalEvents, CollectSink, NestedCallEvents, RunEvents, RunOptions, RunResult,
+    RunStatus,
 };
 use talon_codemode::{
     CodeMode, CodeModeConfig, CodeModeOptions, MemoryStore, NamespaceRegistry, RunSetup,
@@ -17,6 +18,7 @@ use talon_mock_model::{MockModel, Script};
 use talon_protocol::{EventData, EventType};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
+use talon_provider::{Message, ToolCallRequest, Usage};
 use talon_testing::redact::{Redactor, transcript};
 use talon_testing::wait;
 use talon_tools::{
@@ -89,6 +91,19 @@ async fn fixture(turns: Value, approve: bool) -> Fixture {
         sink,
         events,
         _dir: dir,
+    }
+}
+
+/// What the model gets of the read of notes.txt.
+const NOTES_READ: &str =
+    r#"{"bytes":16,"content":"the answer is 42","path":"notes.txt","truncated":false}"#;
+
+/// The model's call `id` of tool `name` with `arguments`.
+fn call(id: &str, name: &str, arguments: &str) -> ToolCallRequest {
+    ToolCallRequest {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
     }
 }
 
@@ -174,18 +189,37 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
         options: options(),
     };
     let result = run.run(Vec::new(), "What do the notes say?").await;
-    assert_eq!(
-        (
-            result.status,
-            result.text.as_str(),
-            result.turns,
-            result.tool_calls
-        ),
-        (RunStatus::Completed, "The notes say 42.", 2, 1)
-    );
-    assert_eq!(
-        (result.usage.input_tokens, result.usage.output_tokens),
-        (250, 16)
+    pretty_assertions::assert_eq!(
+        result,
+        RunResult {
+            status: RunStatus::Completed,
+            text: "The notes say 42.".into(),
+            turns: 2,
+            tool_calls: 1,
+            usage: Usage {
+                input_tokens: 250,
+                output_tokens: 16,
+            },
+            // Wall time varies.
+            duration: result.duration,
+            error: None,
+            messages: vec![
+                Message::User("What do the notes say?".into()),
+                Message::Assistant {
+                    text: None,
+                    tool_calls: vec![call("call_1", "read", r#"{"path":"notes.txt"}"#)],
+                },
+                Message::Tool {
+                    call_id: "call_1".into(),
+                    content: NOTES_READ.into(),
+                },
+                Message::Assistant {
+                    text: Some("The notes say 42.".into()),
+                    tool_calls: Vec::new(),
+                },
+            ],
+            pending: Vec::new(),
+        }
     );
     // Every event of run r1 in session agent:main:s1, version 1, the
     // read's result "the answer is 42".
@@ -417,7 +451,7 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
         messages: first.messages[..3].to_vec(),
         turns: 1,
         tool_calls: 1,
-        usage: talon_provider::Usage {
+        usage: Usage {
             input_tokens: 100,
             output_tokens: 10,
         },
@@ -434,21 +468,21 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
         events: Arc::new(RunEvents::new(resumed_sink.clone(), &f.ctx)),
         options: options(),
     };
-    let history = vec![talon_provider::Message::User("an earlier question".into())];
+    let history = vec![Message::User("an earlier question".into())];
     let result = resumed.resume(history, checkpoint.clone()).await;
     let mut messages = checkpoint.messages.clone();
-    messages.push(talon_provider::Message::Assistant {
+    messages.push(Message::Assistant {
         text: Some("Resumed: the notes say 42.".into()),
         tool_calls: Vec::new(),
     });
     pretty_assertions::assert_eq!(
         result,
-        talon_agent::RunResult {
+        RunResult {
             status: RunStatus::Completed,
             text: "Resumed: the notes say 42.".into(),
             turns: 2,
             tool_calls: 1,
-            usage: talon_provider::Usage {
+            usage: Usage {
                 input_tokens: 250,
                 output_tokens: 17,
             },
@@ -488,35 +522,46 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
         options,
     };
     let result = run.run(Vec::new(), "Pick a color; read the notes.").await;
-    assert_eq!(
-        (result.status, result.turns, result.tool_calls),
-        (RunStatus::Completed, 1, 2)
+    // The server's call is answered; the client's is not, and is pending.
+    let pick = call("call_1", "pick_color", r#"{"palette":"warm"}"#);
+    pretty_assertions::assert_eq!(
+        result,
+        RunResult {
+            status: RunStatus::Completed,
+            text: String::new(),
+            turns: 1,
+            tool_calls: 2,
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+            },
+            // Wall time varies.
+            duration: result.duration,
+            error: None,
+            messages: vec![
+                Message::User("Pick a color; read the notes.".into()),
+                Message::Assistant {
+                    text: None,
+                    tool_calls: vec![
+                        pick.clone(),
+                        call("call_2", "read", r#"{"path":"notes.txt"}"#)
+                    ],
+                },
+                Message::Tool {
+                    call_id: "call_2".into(),
+                    content: NOTES_READ.into(),
+                },
+            ],
+            pending: vec![pick],
+        }
     );
-    assert_eq!(
-        result.pending,
-        [talon_provider::ToolCallRequest {
-            id: "call_1".into(),
-            name: "pick_color".into(),
-            arguments: r#"{"palette":"warm"}"#.into(),
-        }]
-    );
-    // The server's call is answered; the client's is not.
-    let answered: Vec<&str> = result
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            talon_provider::Message::Tool { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(answered, ["call_2"]);
     // The client's call (source client) and the read both replay-safe:
     // neither the app's call nor a read-only tool has an effect a resumed
     // run could repeat; the run completes with pick_color pending.
     insta::assert_json_snapshot!("client_call_events", events_of(&f.sink));
     // The app's answer joins the history; the model goes on from it.
     let mut history = result.messages.clone();
-    history.push(talon_provider::Message::Tool {
+    history.push(Message::Tool {
         call_id: "call_1".into(),
         content: "teal".into(),
     });
