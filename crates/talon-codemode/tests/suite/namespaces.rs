@@ -314,13 +314,13 @@ async fn namespace_calls_execute_through_catalog_tools_and_return_json_safe_deta
             "repo": "openclaw/openclaw",
         })
     );
-    let records = run.runner.records();
-    assert_eq!(records.len(), 3);
-    assert!(
-        records
-            .iter()
-            .all(|r| r.caller == Caller::Parent("call_1".into()) && r.status == "ok")
-    );
+    let records: Vec<_> = run
+        .runner
+        .records()
+        .into_iter()
+        .map(|r| (r.caller, r.status))
+        .collect();
+    assert_eq!(records, vec![(Caller::Parent("call_1".into()), "ok"); 3]);
     assert_eq!(
         result.telemetry().nested_tool_ids,
         [

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use talon_mcp::McpError;
 use talon_protocol::ToolSource;
 use talon_testing::wait;
@@ -17,6 +17,17 @@ use talon_tools::{
 
 use super::*;
 
+/// The fixture's whole answer to `echo` of `message`.
+fn echo_of(message: &str) -> Value {
+    json!({"content": [{"type": "text", "text": message}], "structuredContent": {"echoed": message}})
+}
+
+/// The fixture's whole answer to `count` when its process has seen
+/// `calls` calls.
+fn counted(calls: u64) -> Value {
+    json!({"content": [{"type": "text", "text": calls.to_string()}], "structuredContent": {"calls": calls}})
+}
+
 #[tokio::test]
 async fn a_server_that_crashes_mid_call_reports_its_stderr_and_the_next_call_reconnects() {
     let manager = manager(json!({"fx": fixture("ok", json!({}))}));
@@ -24,7 +35,7 @@ async fn a_server_that_crashes_mid_call_reports_its_stderr_and_the_next_call_rec
         .call_tool(None, "fx", "count", json!({}))
         .await
         .unwrap();
-    assert_eq!(first["structuredContent"]["calls"], 1);
+    pretty_assertions::assert_eq!(first, counted(1));
     let error = manager
         .call_tool(None, "fx", "crash", json!({}))
         .await
@@ -50,7 +61,7 @@ async fn a_server_that_crashes_mid_call_reports_its_stderr_and_the_next_call_rec
         .call_tool(None, "fx", "count", json!({}))
         .await
         .unwrap();
-    assert_eq!(again["structuredContent"]["calls"], 1);
+    pretty_assertions::assert_eq!(again, counted(1));
     manager.shutdown().await;
 }
 
@@ -76,7 +87,7 @@ async fn a_hanging_server_hits_the_request_timeout() {
         .call_tool(None, "fx", "echo", json!({"message": "still here"}))
         .await
         .unwrap();
-    assert_eq!(echoed["structuredContent"]["echoed"], "still here");
+    pretty_assertions::assert_eq!(echoed, echo_of("still here"));
     manager.shutdown().await;
 }
 
@@ -146,7 +157,7 @@ async fn cancelling_the_run_ends_an_in_flight_call_at_once_and_tells_the_server(
         .call_tool(None, "fx", "echo", json!({"message": "still here"}))
         .await
         .unwrap();
-    assert_eq!(echoed["structuredContent"]["echoed"], "still here");
+    pretty_assertions::assert_eq!(echoed, echo_of("still here"));
     manager.shutdown().await;
 }
 
@@ -207,7 +218,7 @@ async fn cancelling_while_the_server_starts_stops_waiting_at_once() {
         .call_tool(None, "fx", "echo", json!({"message": "started"}))
         .await
         .unwrap();
-    assert_eq!(echoed["structuredContent"]["echoed"], "started");
+    pretty_assertions::assert_eq!(echoed, echo_of("started"));
     manager.shutdown().await;
 }
 
@@ -443,5 +454,5 @@ async fn a_result_nested_past_any_parser_is_an_error_not_an_abort() {
         .call_tool(None, "fx", "echo", json!({"message": "still here"}))
         .await
         .unwrap();
-    assert_eq!(echoed["structuredContent"]["echoed"], "still here");
+    pretty_assertions::assert_eq!(echoed, echo_of("still here"));
 }

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 use talon_mcp::McpManager;
 use talon_protocol::ToolSource;
+use talon_testing::redact::Redactor;
 use talon_testing::wait;
 
 use super::*;
@@ -32,7 +33,8 @@ async fn check_everything(manager: &McpManager) {
         (echo.source, echo.owner.as_str()),
         (ToolSource::Mcp, "everything")
     );
-    assert_eq!(echo.parameters["properties"]["message"]["type"], "string");
+    // A string message.
+    insta::assert_json_snapshot!("echo_parameters", echo.parameters);
     // Names that are not identifiers make catalog ids all the same.
     let catalog = run
         .register(talon_tools::CatalogBuilder::new(Default::default()))
@@ -62,21 +64,20 @@ async fn check_everything(manager: &McpManager) {
         )
         .await
         .unwrap();
-    assert_eq!(
-        structured["structuredContent"],
-        json!({"conditions": "Light rain / drizzle", "humidity": 82, "temperature": 36})
-    );
+    // structuredContent {"conditions": "Light rain / drizzle", "humidity":
+    // 82, "temperature": 36}.
+    insta::assert_json_snapshot!("structured", structured);
     // A tool error keeps MCP's shape: isError, not a transport failure.
     let bad = manager
         .call_tool(None, "everything", "get-sum", json!({"a": "not a number"}))
         .await
         .unwrap();
-    assert_eq!(bad["isError"], true, "{bad}");
+    insta::assert_json_snapshot!("bad_arguments", bad);
     let unknown = manager
         .call_tool(None, "everything", "no-such-tool", json!({}))
         .await
         .unwrap();
-    assert_eq!(unknown["isError"], true);
+    insta::assert_json_snapshot!("unknown_tool", unknown);
 
     let ctx = ctx();
     let resource = talon_tools::McpServers::read_resource(
@@ -87,15 +88,8 @@ async fn check_everything(manager: &McpManager) {
     )
     .await
     .unwrap();
-    assert_eq!(
-        resource["contents"][0]["uri"],
-        "demo://resource/static/document/architecture.md"
-    );
-    assert!(
-        resource["contents"][0]["text"]
-            .as_str()
-            .is_some_and(|t| !t.is_empty())
-    );
+    // The document's uri and its (non-empty) text.
+    insta::assert_json_snapshot!("resource", resource);
     let prompt = talon_tools::McpServers::get_prompt(
         manager,
         &ctx,
@@ -105,10 +99,8 @@ async fn check_everything(manager: &McpManager) {
     )
     .await
     .unwrap();
-    assert_eq!(
-        prompt["messages"][0]["content"]["text"],
-        "What's weather in Paris, TX?"
-    );
+    // "What's weather in Paris, TX?"
+    insta::assert_json_snapshot!("prompt", prompt);
     let features = talon_tools::McpServers::features(manager, "everything").unwrap();
     assert!(features.resources && features.prompts);
 }
@@ -159,12 +151,17 @@ async fn server_filesystem_reads_a_directory() {
         )
         .await
         .unwrap();
-    assert_eq!(text["content"][0]["text"], "hello from a file");
     let outside = manager
         .call_tool(None, "fs", "read_text_file", json!({"path": "/etc/passwd"}))
         .await
         .unwrap();
-    assert_eq!(outside["isError"], true);
+    // The file's text, then an error (isError) for a path outside the root.
+    insta::assert_json_snapshot!(
+        "read_inside_and_outside",
+        Redactor::new()
+            .with(root.clone(), "<root>")
+            .value(&json!([text, outside]))
+    );
     manager.shutdown().await;
 }
 
@@ -183,12 +180,16 @@ async fn the_child_gets_only_the_configured_environment() {
         .await
         .unwrap();
     let env: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    let keys: Vec<&String> = env.as_object().unwrap().keys().collect();
-    assert_eq!(env["API_TOKEN"], "tok-123456");
-    assert_eq!(env["MODE"], "test");
-    for absent in ["LD_PRELOAD", "NODE_OPTIONS", "GATEWAY_ONLY"] {
-        assert!(env.get(absent).is_none(), "{absent} leaked: {keys:?}");
-    }
+    // The basics `env_with` inherits (PATH, HOME) and the configured
+    // variables, the token resolved: no LD_PRELOAD, NODE_OPTIONS or
+    // GATEWAY_ONLY.
+    let mut expected: serde_json::Map<String, Value> = ["PATH", "HOME"]
+        .iter()
+        .filter_map(|k| Some(((*k).to_owned(), json!(std::env::var(k).ok()?))))
+        .collect();
+    expected.insert("API_TOKEN".into(), json!("tok-123456"));
+    expected.insert("MODE".into(), json!("test"));
+    pretty_assertions::assert_eq!(env, Value::Object(expected));
     manager.shutdown().await;
 }
 

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use pretty_assertions::assert_eq;
 use serde_json::json;
 use talon_tools::{CatalogBuilder, ToolPolicy};
 use talon_toolsearch::{Mode, ToolSearchConfig};
@@ -32,17 +33,16 @@ async fn a_body_searches_describes_and_calls() {
         .handle(&ctx(), "code-1", "tool_search_code", json!({"code": body}))
         .await;
     assert_eq!(
-        out["value"],
+        out,
         json!({
-            "a": {"ran": "plugin:issues:create_issue", "args": {"title": "x"}},
-            "b": {"ran": "plugin:issues:create_issue", "args": {"title": "y"}},
-            "missing": "not_found",
-            "keys": 0
+            "value": {
+                "a": {"ran": "plugin:issues:create_issue", "args": {"title": "x"}},
+                "b": {"ran": "plugin:issues:create_issue", "args": {"title": "y"}},
+                "missing": "not_found",
+                "keys": 0
+            },
+            "console": [{"stream": "stdout", "text": "calling plugin:issues:create_issue\n"}]
         })
-    );
-    assert_eq!(
-        out["console"],
-        json!([{"stream": "stdout", "text": "calling plugin:issues:create_issue\n"}])
     );
     assert_eq!(echo.calls.load(Ordering::Relaxed), 2);
     let t = ts.telemetry();
@@ -59,7 +59,7 @@ async fn unawaited_calls_are_cancelled_when_the_body_returns() {
     let out = ts
         .handle(&ctx(), "code-1", "tool_search_code", json!({"code": "openclaw.tools.call('plugin:issues:create_issue', {}); return 'early'"}))
         .await;
-    assert_eq!(out["value"], "early");
+    assert_eq!(out, json!({"value": "early", "console": []}));
     assert_eq!(echo.calls.load(Ordering::Relaxed), 0);
 }
 
@@ -76,8 +76,8 @@ async fn escapes_get_nothing() {
         .handle(&ctx(), "code-1", "tool_search_code", json!({"code": body}))
         .await;
     assert_eq!(
-        out["value"],
-        json!(["undefined", "undefined", "undefined", true, "kept"])
+        out,
+        json!({"value": ["undefined", "undefined", "undefined", true, "kept"], "console": []})
     );
 }
 
@@ -100,7 +100,7 @@ async fn the_time_limit_covers_guest_code_and_slow_tools() {
             json!({"code": "while (true) {}"}),
         )
         .await;
-    assert_eq!(spin["code"], "timeout");
+
     let started = std::time::Instant::now();
     let slow = ts
         .handle(
@@ -110,7 +110,9 @@ async fn the_time_limit_covers_guest_code_and_slow_tools() {
             json!({"code": "return await openclaw.tools.call('openclaw:core:slow', {})"}),
         )
         .await;
-    assert_eq!(slow["code"], "timeout");
+    let timed_out = json!({"code": "timeout", "console": [],
+                           "error": "tool_search_code exceeded its time limit of 1000 ms"});
+    assert_eq!((spin, slow), (timed_out.clone(), timed_out));
     assert!(started.elapsed() < Duration::from_secs(4));
 }
 
@@ -125,7 +127,11 @@ async fn errors_are_reported_not_thrown() {
             json!({"code": "return ("}),
         )
         .await;
-    assert_eq!(out["code"], "invalid_input");
+    assert_eq!(
+        out,
+        json!({"code": "invalid_input", "console": [],
+               "error": "SyntaxError: unexpected token in expression: '}'"})
+    );
     let out = ts
         .handle(
             &ctx(),
@@ -134,9 +140,16 @@ async fn errors_are_reported_not_thrown() {
             json!({"code": "throw new Error('mine')"}),
         )
         .await;
-    assert_eq!(out["error"], "Error: mine");
+    // The guest's own error, with no code.
+    assert_eq!(
+        out,
+        json!({"code": null, "console": [], "error": "Error: mine"})
+    );
     let out = ts.handle(&ctx(), "c3", "tool_search_code", json!({})).await;
-    assert_eq!(out["status"], "invalid_input");
+    assert_eq!(
+        out,
+        json!({"status": "invalid_input", "error": "tool_search_code needs a string code"})
+    );
 }
 
 #[test]
@@ -182,7 +195,10 @@ async fn an_aborted_run_stops_the_cell() {
             json!({"code": "for (;;) {}"}),
         )
         .await;
-    assert_eq!(out["code"], "aborted", "{out}");
+    assert_eq!(
+        out,
+        json!({"code": "aborted", "console": [], "error": "the run was aborted"})
+    );
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
@@ -236,5 +252,5 @@ async fn hostile_bodies_fail_cleanly_and_the_next_body_runs() {
             json!({"code": "return 40 + 2"}),
         )
         .await;
-    assert_eq!(out["value"], json!(42), "{out}");
+    assert_eq!(out, json!({"value": 42, "console": []}));
 }

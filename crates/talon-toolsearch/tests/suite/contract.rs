@@ -162,12 +162,10 @@ async fn contract_a_body_on_a_shared_engine_sees_only_openclaw_tools() {
     let out = ts
         .handle(&ctx(), "code-1", "tool_search_code", json!({"code": body}))
         .await;
-    assert_eq!(
-        out["value"],
-        json!([
-            vec!["undefined"; absent.len()],
-            "plugin:issues:create_issue"
-        ]),
-        "absent: {absent:?}, out: {out}"
+    pretty_assertions::assert_eq!(
+        out,
+        json!({"value": [vec!["undefined"; absent.len()], "plugin:issues:create_issue"],
+               "console": []}),
+        "absent: {absent:?}"
     );
 }

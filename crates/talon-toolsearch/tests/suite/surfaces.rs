@@ -1,6 +1,8 @@
 //! The exact model-visible lists of every mode, collisions, the directory,
 //! and the payload sizes.
 
+use std::collections::BTreeMap;
+
 use talon_protocol::ToolSource;
 use talon_testing::synthetic::distractor_tools;
 use talon_tools::{CatalogBuilder, RunScope, ToolPolicy};
@@ -13,6 +15,19 @@ fn config(mode: Mode) -> ToolSearchConfig {
         mode,
         ..ToolSearchConfig::default()
     }
+}
+
+/// A whole dispatch map: each name and what it runs.
+fn dispatch<const N: usize>(entries: [(&str, Target); N]) -> BTreeMap<String, Target> {
+    entries
+        .into_iter()
+        .map(|(name, target)| (name.to_owned(), target))
+        .collect()
+}
+
+/// The catalog tool `id`.
+fn to(id: &str) -> Target {
+    Target::Tool(id.into())
 }
 
 #[test]
@@ -29,9 +44,15 @@ fn direct_exposes_every_tool_by_name() {
         ]
     );
     assert_eq!(surface.prompt, None);
-    assert_eq!(
-        surface.dispatch["read"],
-        Target::Tool("openclaw:core:read".into())
+    pretty_assertions::assert_eq!(
+        surface.dispatch,
+        dispatch([
+            ("ask_user", to("openclaw:core:ask_user")),
+            ("create_issue", to("plugin:issues:create_issue")),
+            ("list_pulls", to("mcp:github:list_pulls")),
+            ("pick_color", to("client:app:pick_color")),
+            ("read", to("openclaw:core:read")),
+        ])
     );
 }
 
@@ -39,11 +60,14 @@ fn direct_exposes_every_tool_by_name() {
 fn code_mode_exposes_the_bridge_and_direct_only_tools() {
     let surface = build_surface(&catalog(), Some(&config(Mode::Code))).unwrap();
     assert_eq!(surface.names(), ["tool_search_code", "ask_user"]);
-    assert_eq!(
-        surface.dispatch["tool_search_code"],
-        Target::Control(Control::SearchCode)
+    // No catalog tool (read) by name.
+    pretty_assertions::assert_eq!(
+        surface.dispatch,
+        dispatch([
+            ("ask_user", to("openclaw:core:ask_user")),
+            ("tool_search_code", Target::Control(Control::SearchCode)),
+        ])
     );
-    assert!(!surface.dispatch.contains_key("read"));
 }
 
 #[test]
@@ -78,14 +102,20 @@ fn directory_mode_lists_hidden_tools_and_shows_client_tools() {
              - create_issue: Create an issue in the tracker.\n"
         )
     );
-    // An exact hidden name dispatches to the approved catalog entry.
-    assert_eq!(
-        surface.dispatch["create_issue"],
-        Target::Tool("plugin:issues:create_issue".into())
-    );
-    assert_eq!(
-        surface.dispatch["pick_color"],
-        Target::Tool("client:app:pick_color".into())
+    // An exact hidden name dispatches to the approved catalog entry (the
+    // denied exec is not there).
+    pretty_assertions::assert_eq!(
+        surface.dispatch,
+        dispatch([
+            ("ask_user", to("openclaw:core:ask_user")),
+            ("create_issue", to("plugin:issues:create_issue")),
+            ("list_pulls", to("mcp:github:list_pulls")),
+            ("pick_color", to("client:app:pick_color")),
+            ("read", to("openclaw:core:read")),
+            ("tool_call", Target::Control(Control::Call)),
+            ("tool_describe", Target::Control(Control::Describe)),
+            ("tool_search", Target::Control(Control::Search)),
+        ])
     );
 }
 
@@ -128,9 +158,14 @@ fn colliding_names_leave_the_later_tool_off_the_surface() {
     // Directory mode: the client tool may not shadow the hidden core tool.
     let directory = build_surface(&catalog, Some(&config(Mode::Directory))).unwrap();
     assert!(!directory.names().contains(&"read"));
-    assert_eq!(
-        directory.dispatch["read"],
-        Target::Tool("openclaw:core:read".into())
+    pretty_assertions::assert_eq!(
+        directory.dispatch,
+        dispatch([
+            ("read", to("openclaw:core:read")),
+            ("tool_call", Target::Control(Control::Call)),
+            ("tool_describe", Target::Control(Control::Describe)),
+            ("tool_search", Target::Control(Control::Search)),
+        ])
     );
     assert_eq!(
         directory.rejected,
@@ -143,11 +178,15 @@ fn colliding_names_leave_the_later_tool_off_the_surface() {
     // Direct mode: the first (by id) keeps the name.
     let direct = build_surface(&catalog, None).unwrap();
     assert_eq!(direct.names(), ["read"]);
-    assert_eq!(
-        direct.dispatch["read"],
-        Target::Tool("client:app:read".into())
+    pretty_assertions::assert_eq!(direct.dispatch, dispatch([("read", to("client:app:read"))]));
+    pretty_assertions::assert_eq!(
+        direct.rejected,
+        vec![SurfaceError::NameCollision {
+            name: "read".into(),
+            first: "client:app:read".into(),
+            second: "openclaw:core:read".into()
+        }]
     );
-    assert_eq!(direct.rejected.len(), 1);
     // Tools mode never shows either by name.
     assert!(
         build_surface(&catalog, Some(&config(Mode::Tools)))
