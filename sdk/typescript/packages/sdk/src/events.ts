@@ -128,7 +128,10 @@ export class EventStream implements AsyncIterable<TalonEvent> {
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         if (error instanceof TalonError && !error.retryable && error.code !== "unavailable") throw error;
-        failures += 1;
+        // A connection that delivered something and was then cut is
+        // reopened at once; only one that failed before delivering counts
+        // (and waits out the backoff).
+        if (!delivered) failures += 1;
         if (failures > maxRetries) throw error;
       } finally {
         signal?.removeEventListener("abort", onAbort);

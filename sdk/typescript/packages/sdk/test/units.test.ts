@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { GatewayClient, HttpCaller, METHODS, TalonError, frames, validate } from "@talon/sdk";
+import { GatewayClient, HttpCaller, METHODS, Talon, TalonError, frames, validate } from "@talon/sdk";
 
 function body(...chunks: string[]): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
@@ -183,5 +183,48 @@ describe("the call path", () => {
     controller.abort(new Error("user left"));
     await assert.rejects(pending, /user left/);
     await assert.rejects(client.agents.list({ timeoutMs: 20 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
+  });
+});
+
+describe("event streams", () => {
+  const frame = (id: number, type: string, data: object) =>
+    `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify({ version: 1, id: String(id), ts: 1, type, runId: "run_1", data })}\n\n`;
+  const created = (id: number) => frame(id, "run.created", { input: "hi" });
+
+  it("reopens a stream cut after delivering at once, from its cursor, with no duplicate and no gap", async () => {
+    const afters: Array<string | null> = [];
+    let opened = 0;
+    const fetcher: typeof fetch = async (url) => {
+      opened += 1;
+      afters.push(new URL(String(url)).searchParams.get("after"));
+      const encoder = new TextEncoder();
+      if (opened === 1) {
+        // Two events, then the connection breaks mid-body.
+        let pulls = 0;
+        return new Response(
+          new ReadableStream({
+            pull(controller) {
+              pulls += 1;
+              if (pulls === 1) controller.enqueue(encoder.encode(created(1) + created(2)));
+              else controller.error(new TypeError("terminated"));
+            },
+          }),
+        );
+      }
+      // The gateway replays from the cursor; an old event is sent again to check it is skipped.
+      return new Response(
+        created(2) + created(3) + frame(4, "run.completed", { turns: 1, toolCalls: 0, durationMs: 1, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } }),
+      );
+    };
+    const talon = new Talon({ baseUrl: "http://127.0.0.1:9", fetch: fetcher });
+    const ids: string[] = [];
+    // No retries allowed: a cut after delivering is not a failure (it would
+    // end the stream here), and is reopened at once, without a backoff.
+    for await (const event of talon.events({ maxRetries: 0 })) {
+      ids.push(event.id);
+      if (event.type === "run.completed") break;
+    }
+    assert.deepEqual(ids, ["1", "2", "3", "4"]);
+    assert.deepEqual(afters, [null, "2"]);
   });
 });
