@@ -107,32 +107,24 @@ fi
 # With --test-servers: the real MCP servers the tests drive, pinned by
 # tests/mcp-servers/package-lock.json (npm checks each package's integrity).
 if [ -n "$test_servers" ]; then
-  servers="$root/tests/mcp-servers"
-  stamp="$servers/node_modules/.talon-package-lock.json"
-  if ! cmp -s "$servers/package-lock.json" "$stamp" 2>/dev/null; then
-    echo "setup: installing the test MCP servers (npm ci)" >&2
-    (cd "$servers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    cp "$servers/package-lock.json" "$stamp"
-  fi
+  # npm_ci DIR WHAT: `npm ci` in DIR when its lockfile changed since the
+  # last install (a copy of it in node_modules stamps the install).
+  npm_ci() {
+    local stamp="$1/node_modules/.talon-package-lock.json"
+    if ! cmp -s "$1/package-lock.json" "$stamp" 2>/dev/null; then
+      echo "setup: installing $2 (npm ci)" >&2
+      (cd "$1" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+      cp "$1/package-lock.json" "$stamp"
+    fi
+  }
+  npm_ci "$root/tests/mcp-servers" "the test MCP servers"
   # The OpenAPI checks (tests/openapi/run): Redocly CLI, openapi-typescript,
   # openapi-fetch, the Redoc bundle /docs vendors, pinned by that lockfile;
   # openapi-spec-validator and openapi-python-client from PyPI.
-  openapi="$root/tests/openapi"
-  stamp="$openapi/node_modules/.talon-package-lock.json"
-  if ! cmp -s "$openapi/package-lock.json" "$stamp" 2>/dev/null; then
-    echo "setup: installing the OpenAPI checks (npm ci)" >&2
-    (cd "$openapi" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    cp "$openapi/package-lock.json" "$stamp"
-  fi
-  # The TypeScript SDK's workspace (sdk/typescript): TypeScript and the
-  # Node types, pinned by its lockfile.
-  tsdk="$root/sdk/typescript"
-  stamp="$tsdk/node_modules/.talon-package-lock.json"
-  if ! cmp -s "$tsdk/package-lock.json" "$stamp" 2>/dev/null; then
-    echo "setup: installing the TypeScript SDK's tools (npm ci)" >&2
-    (cd "$tsdk" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    cp "$tsdk/package-lock.json" "$stamp"
-  fi
+  npm_ci "$root/tests/openapi" "the OpenAPI checks"
+  # The TypeScript SDK's workspace (sdk/typescript): TypeScript, esbuild and
+  # the Node types, pinned by its lockfile.
+  npm_ci "$root/sdk/typescript" "the TypeScript SDK's tools"
   have_pip() { [ "$(python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p')" = "$2" ]; }
   have_pip openapi-python-client 0.29.1 && have_pip openapi-spec-validator 0.9.0 || {
     echo "setup: installing openapi-python-client and openapi-spec-validator (pip)" >&2

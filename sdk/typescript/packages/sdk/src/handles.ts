@@ -172,6 +172,22 @@ function checkedLength(expected: number | undefined, id: string): TransformStrea
   });
 }
 
+/** Every artifact `params` selects (a run's, a session's), page after page, as handles. */
+export async function listArtifacts(
+  context: Context,
+  params: Omit<T.ArtifactsListParams, "cursor">,
+  options?: CallOptions,
+): Promise<Artifact[]> {
+  const out: Artifact[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await context.client.artifacts.list(cursor ? { ...params, cursor } : params, options);
+    out.push(...page.artifacts.map((a) => new Artifact(context, a)));
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return out;
+}
+
 /** One managed environment. */
 export class Environment {
   readonly #context: Context;

@@ -9,7 +9,7 @@ import type * as T from "./generated/types.js";
 import { EventStream, type EventsOptions, type StreamAuth } from "./events.js";
 import type { HttpCaller } from "./http.js";
 import { TalonError, isTalonError } from "./errors.js";
-import { Approval, Artifact } from "./handles.js";
+import { Approval, listArtifacts, type Artifact } from "./handles.js";
 import { Session } from "./session.js";
 
 /** How long one `runs.wait` call waits before `Run.wait` asks again. */
@@ -150,18 +150,7 @@ export class Run {
   /** Its artifacts. */
   readonly artifacts = {
     /** Every artifact of the run, each a handle to download. */
-    list: async (options?: CallOptions): Promise<Artifact[]> => {
-      const out: Artifact[] = [];
-      let cursor: string | undefined;
-      do {
-        const params: T.ArtifactsListParams = { runId: this.id };
-        if (cursor) params.cursor = cursor;
-        const page = await this.#context.client.artifacts.list(params, options);
-        out.push(...page.artifacts.map((a) => new Artifact(this.#context, a)));
-        cursor = page.nextCursor ?? undefined;
-      } while (cursor);
-      return out;
-    },
+    list: (options?: CallOptions): Promise<Artifact[]> => listArtifacts(this.#context, { runId: this.id }, options),
   };
 
   /** Its approvals (all of them, or with `status`), each a handle to decide. */

@@ -3,7 +3,7 @@
 
 import type { CallOptions } from "./generated/client.js";
 import type * as T from "./generated/types.js";
-import { Artifact } from "./handles.js";
+import { listArtifacts, type Artifact } from "./handles.js";
 import { Run, type Context } from "./run.js";
 
 /** Options of a message sent to a session, beside its input. */
@@ -62,17 +62,8 @@ export class Session {
   }
 
   /** Every artifact of its runs, each a handle to download. */
-  async artifacts(options?: CallOptions): Promise<Artifact[]> {
-    const out: Artifact[] = [];
-    let cursor: string | undefined;
-    do {
-      const params: T.ArtifactsListParams = { sessionId: this.id };
-      if (cursor) params.cursor = cursor;
-      const page = await this.#context.client.artifacts.list(params, options);
-      out.push(...page.artifacts.map((a) => new Artifact(this.#context, a)));
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor);
-    return out;
+  artifacts(options?: CallOptions): Promise<Artifact[]> {
+    return listArtifacts(this.#context, { sessionId: this.id }, options);
   }
 
   /** Cancels its running runs. */
