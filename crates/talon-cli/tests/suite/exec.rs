@@ -180,7 +180,14 @@ fn config_limits_apply_and_bad_config_is_a_usage_error() {
         &["exec", "--config", path, "--code", "while (true) {}"],
         None,
     );
-    insta::assert_json_snapshot!("config_timeout", json_of(&out));
+    pretty_assertions::assert_eq!(
+        json_of(&out),
+        json!({
+            "code": "timeout",
+            "error": "the cell exceeded its time limit of 150 ms",
+            "status": "failed"
+        })
+    );
     // $TALON_CONFIG is read when there is no flag.
     let out = Command::new(env!("CARGO_BIN_EXE_talon"))
         .args(["exec", "--code", "text('x'.repeat(2000)); return 1"])
@@ -189,7 +196,14 @@ fn config_limits_apply_and_bad_config_is_a_usage_error() {
         .env("TALON_CONFIG", path)
         .output()
         .unwrap();
-    insta::assert_json_snapshot!("config_output_limit", json_of(&out));
+    pretty_assertions::assert_eq!(
+        json_of(&out),
+        json!({
+            "code": "output_limit_exceeded",
+            "error": "the cell exceeded its output limit of 1024 bytes",
+            "status": "failed"
+        })
+    );
     // ~/.talon/talon.json5 is the default.
     std::fs::create_dir_all(home.path().join(".talon")).unwrap();
     std::fs::write(
@@ -202,7 +216,14 @@ fn config_limits_apply_and_bad_config_is_a_usage_error() {
         &["exec", "--language", "typescript", "--code", "return 1"],
         None,
     );
-    insta::assert_json_snapshot!("config_unsupported_language", json_of(&out));
+    pretty_assertions::assert_eq!(
+        json_of(&out),
+        json!({
+            "code": "unsupported_language",
+            "error": "language \"typescript\" is not enabled for this agent",
+            "status": "failed"
+        })
+    );
     // Bad values name the field; bad files say where.
     std::fs::write(&config, "{tools: {codeMode: {timeoutMs: 'soon'}}}").unwrap();
     let out = talon_in(
@@ -243,7 +264,15 @@ fn a_suspended_cell_is_resumed_by_wait_from_another_process() {
     assert_eq!(out.status.code(), Some(3));
     let waiting = json_of(&out);
     let mut r = Redactor::new();
-    insta::assert_json_snapshot!("suspended_waiting", r.value(&waiting));
+    pretty_assertions::assert_eq!(
+        r.value(&waiting),
+        json!({
+            "output": [{"text": "first", "type": "text"}],
+            "reason": "yield",
+            "runId": "<cm_1>",
+            "status": "waiting"
+        })
+    );
     let run_id = waiting["runId"].as_str().unwrap();
     let out = talon_in(home.path(), &["exec", "--wait", run_id], None);
     assert_eq!(out.status.code(), Some(0));
@@ -254,7 +283,14 @@ fn a_suspended_cell_is_resumed_by_wait_from_another_process() {
     // Finished: the runId is gone.
     let out = talon_in(home.path(), &["exec", "--wait", run_id], None);
     assert_eq!(out.status.code(), Some(1));
-    insta::assert_json_snapshot!("suspended_finished", r.value(&json_of(&out)));
+    pretty_assertions::assert_eq!(
+        r.value(&json_of(&out)),
+        json!({
+            "code": "invalid_input",
+            "error": "unknown runId \"<cm_1>\": no suspended cell of this run has it",
+            "status": "failed"
+        })
+    );
     // Another agent cannot resume this agent's cell.
     let out = talon_in(
         home.path(),
@@ -263,13 +299,23 @@ fn a_suspended_cell_is_resumed_by_wait_from_another_process() {
     );
     let waiting = json_of(&out);
     let run_id = waiting["runId"].as_str().unwrap();
-    insta::assert_json_snapshot!("suspended_waiting_again", r.value(&waiting));
+    pretty_assertions::assert_eq!(
+        r.value(&waiting),
+        json!({"reason": "yield", "runId": "<cm_2>", "status": "waiting"})
+    );
     let out = talon_in(
         home.path(),
         &["exec", "--agent", "other", "--wait", run_id],
         None,
     );
-    insta::assert_json_snapshot!("suspended_another_agent", r.value(&json_of(&out)));
+    pretty_assertions::assert_eq!(
+        r.value(&json_of(&out)),
+        json!({
+            "code": "invalid_input",
+            "error": "unknown runId \"<cm_2>\": no suspended cell of this run has it",
+            "status": "failed"
+        })
+    );
 }
 
 #[test]

@@ -175,5 +175,18 @@ async fn runs_are_listed_newest_first_filtered_and_paged() {
     .await;
     insta::assert_json_snapshot!("by_session", sized(r.value(&by_session)));
     let (status, bad) = call(&g, g.token(), "runs.list", json!({"cursor": "run_nope"})).await;
-    insta::assert_json_snapshot!("bad_cursor", (status, bad));
+    pretty_assertions::assert_eq!(
+        (status, bad),
+        (
+            400,
+            json!({
+                "error": {
+                    "code": "invalid_request",
+                    "details": {"field": "cursor"},
+                    "message": "cursor \"run_nope\" is not a run: pass the previous page's nextCursor",
+                    "retryable": false
+                }
+            })
+        )
+    );
 }
