@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use talon_testing::redact::Redactor;
 
 /// Runs `talon` with a private home and state directory (no stray
 /// `~/.talon/talon.json5`, no shared suspended cells).
@@ -120,26 +122,36 @@ fn failures_print_a_code_and_exit_one() {
             "output_limit_exceeded",
         ),
     ];
+    let mut results = Vec::new();
     for (args, code) in cases {
         let mut all = vec!["exec"];
         all.extend(args.iter());
         let out = talon(&all, None);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let value = json_of(&out);
-        assert_eq!(value["status"], "failed", "{args:?}");
-        assert_eq!(value["code"], code, "{args:?}: {value}");
-        assert!(value["error"].as_str().is_some_and(|e| !e.is_empty()));
+        let mut result = json_of(&out);
+        // The flood's output, cut at the limit, is only "flood" lines.
+        if let Some(output) = result.get_mut("output") {
+            let text: String = serde_json::from_value::<Vec<Value>>(output.clone())
+                .unwrap()
+                .iter()
+                .map(|o| o["text"].as_str().unwrap().to_owned())
+                .collect();
+            assert!(
+                text.split_inclusive('\n').all(|l| "flood\n".starts_with(l)),
+                "{text}"
+            );
+            *output = json!("<flood lines>");
+        }
+        results.push(json!({"code": code, "result": result}));
     }
+    insta::assert_json_snapshot!(results);
 }
 
 #[test]
 fn an_uncaught_exception_has_no_code_but_a_stack() {
     let out = talon(&["exec", "--code", "throw new TypeError('nope')"], None);
     assert_eq!(out.status.code(), Some(1));
-    let value = json_of(&out);
-    assert_eq!(value["error"], "TypeError: nope");
-    assert_eq!(value.get("code"), None);
-    assert!(value["stack"].as_str().unwrap().contains("<cell>:1"));
+    insta::assert_json_snapshot!(json_of(&out));
 }
 
 #[test]
@@ -168,13 +180,13 @@ fn config_limits_apply_and_bad_config_is_a_usage_error() {
         &["exec", "--config", path, "--code", "while (true) {}"],
         None,
     );
-    let value = json_of(&out);
-    assert_eq!(
-        (value["code"].as_str(), value["error"].as_str()),
-        (
-            Some("timeout"),
-            Some("the cell exceeded its time limit of 150 ms")
-        )
+    pretty_assertions::assert_eq!(
+        json_of(&out),
+        json!({
+            "code": "timeout",
+            "error": "the cell exceeded its time limit of 150 ms",
+            "status": "failed"
+        })
     );
     // $TALON_CONFIG is read when there is no flag.
     let out = Command::new(env!("CARGO_BIN_EXE_talon"))
@@ -184,7 +196,14 @@ fn config_limits_apply_and_bad_config_is_a_usage_error() {
         .env("TALON_CONFIG", path)
         .output()
         .unwrap();
-    assert_eq!(json_of(&out)["code"], "output_limit_exceeded");
+    pretty_assertions::assert_eq!(
+        json_of(&out),
+        json!({
+            "code": "output_limit_exceeded",
+            "error": "the cell exceeded its output limit of 1024 bytes",
+            "status": "failed"
+        })
+    );
     // ~/.talon/talon.json5 is the default.
     std::fs::create_dir_all(home.path().join(".talon")).unwrap();
     std::fs::write(
@@ -197,7 +216,14 @@ fn config_limits_apply_and_bad_config_is_a_usage_error() {
         &["exec", "--language", "typescript", "--code", "return 1"],
         None,
     );
-    assert_eq!(json_of(&out)["code"], "unsupported_language");
+    pretty_assertions::assert_eq!(
+        json_of(&out),
+        json!({
+            "code": "unsupported_language",
+            "error": "language \"typescript\" is not enabled for this agent",
+            "status": "failed"
+        })
+    );
     // Bad values name the field; bad files say where.
     std::fs::write(&config, "{tools: {codeMode: {timeoutMs: 'soon'}}}").unwrap();
     let out = talon_in(
@@ -237,11 +263,15 @@ fn a_suspended_cell_is_resumed_by_wait_from_another_process() {
     );
     assert_eq!(out.status.code(), Some(3));
     let waiting = json_of(&out);
-    assert_eq!(waiting["status"], "waiting");
-    assert_eq!(waiting["reason"], "yield");
-    assert_eq!(
-        waiting["output"],
-        json!([{"type": "text", "text": "first"}])
+    let mut r = Redactor::new();
+    pretty_assertions::assert_eq!(
+        r.value(&waiting),
+        json!({
+            "output": [{"text": "first", "type": "text"}],
+            "reason": "yield",
+            "runId": "<cm_1>",
+            "status": "waiting"
+        })
     );
     let run_id = waiting["runId"].as_str().unwrap();
     let out = talon_in(home.path(), &["exec", "--wait", run_id], None);
@@ -253,20 +283,39 @@ fn a_suspended_cell_is_resumed_by_wait_from_another_process() {
     // Finished: the runId is gone.
     let out = talon_in(home.path(), &["exec", "--wait", run_id], None);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(json_of(&out)["code"], "invalid_input");
+    pretty_assertions::assert_eq!(
+        r.value(&json_of(&out)),
+        json!({
+            "code": "invalid_input",
+            "error": "unknown runId \"<cm_1>\": no suspended cell of this run has it",
+            "status": "failed"
+        })
+    );
     // Another agent cannot resume this agent's cell.
     let out = talon_in(
         home.path(),
         &["exec", "--code", "await yield_control(); return 1;"],
         None,
     );
-    let run_id = json_of(&out)["runId"].as_str().unwrap().to_owned();
+    let waiting = json_of(&out);
+    let run_id = waiting["runId"].as_str().unwrap();
+    pretty_assertions::assert_eq!(
+        r.value(&waiting),
+        json!({"reason": "yield", "runId": "<cm_2>", "status": "waiting"})
+    );
     let out = talon_in(
         home.path(),
-        &["exec", "--agent", "other", "--wait", &run_id],
+        &["exec", "--agent", "other", "--wait", run_id],
         None,
     );
-    assert_eq!(json_of(&out)["code"], "invalid_input");
+    pretty_assertions::assert_eq!(
+        r.value(&json_of(&out)),
+        json!({
+            "code": "invalid_input",
+            "error": "unknown runId \"<cm_2>\": no suspended cell of this run has it",
+            "status": "failed"
+        })
+    );
 }
 
 #[test]
@@ -283,7 +332,7 @@ fn debug_code_mode_logs_the_visible_tools_and_bridge_activity() {
         .env("TALON_DEBUG_CODE_MODE", "1")
         .output()
         .unwrap();
-    assert_eq!(json_of(&out)["value"], 0);
+    assert_eq!(json_of(&out), json!({"status": "completed", "value": 0}));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("model-visible tools") && stderr.contains("[\"exec\", \"wait\"]"),
@@ -364,8 +413,8 @@ fn exec_reaches_a_real_mcp_server_named_in_the_config() {
         None,
     );
     assert_eq!(
-        json_of(&out)["value"],
-        json!(["undefined", "function", "undefined"])
+        json_of(&out),
+        json!({"status": "completed", "value": ["undefined", "function", "undefined"]})
     );
 }
 

@@ -7,7 +7,9 @@ use std::process::Command;
 
 use talon_testing::wait;
 
-use super::{finish, spawn_talon};
+use talon_testing::redact::Redactor;
+
+use super::{finish, sized, spawn_talon};
 
 pub(super) fn talon(home: &std::path::Path, args: &[&str]) -> std::process::Output {
     finish(spawn_talon(home, args, &[]))
@@ -326,41 +328,19 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
     // resumed the suspended cell with `wait` (from the store, after the
     // restart), the session holds the whole conversation once, and every
     // event a subscriber had seen is still first in its log.
+    // (A message's id holds its run's id.)
+    let mut r = Redactor::new().with(format!("msg_{hanging}"), "msg_<run_1>");
     let result = wait(&hanging);
-    assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(result["output"]["text"], "resumed: the cell gave 42");
+    insta::assert_json_snapshot!("killed_resumed_result", sized(r.value(&result)));
     let events = run_events(&addr, &admin, &hanging);
     let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids[..seen.len()],
         seen.iter().map(String::as_str).collect::<Vec<_>>()[..]
     );
-    let mut kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    kinds.dedup();
-    assert_eq!(
-        kinds,
-        [
-            "run.created",
-            "run.started",
-            "tool.call.started",
-            "tool.call.completed",
-            "run.queued",
-            "run.started",
-            "tool.call.started",
-            "tool.call.completed",
-            "assistant.delta",
-            "assistant.message",
-            "run.completed"
-        ],
-        "{events:#?}"
-    );
-    assert_eq!(events[4]["data"]["reason"], "runtime");
-    assert_eq!(events[5]["data"]["resumedAfterTurn"], 1);
-    assert_eq!(
-        events.last().unwrap()["data"]["turns"],
-        3,
-        "the turn before the restart counts"
-    );
+    // Queued again for the runtime, started after turn 1; the turn before
+    // the restart counts in run.completed's turns (3).
+    insta::assert_json_snapshot!("killed_resumed_events", super::events(&mut r, &events));
     let session = body(&post(
         &addr,
         &admin,
@@ -374,35 +354,21 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
         &format!(r#"{{"sessionId": "{}"}}"#, session["id"].as_str().unwrap()),
     ));
     // Each message once, the cell's answer as it was before the kill.
-    let roles: Vec<(&str, serde_json::Value)> = messages["messages"]
+    // (A tool message's text is the cell's JSON answer, shown parsed.)
+    let ours: Vec<serde_json::Value> = messages["messages"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|m| m["runId"] == hanging.as_str())
         .map(|m| {
-            let text = m["text"].as_str().unwrap_or_default();
-            let shown = match m["role"].as_str() {
-                Some("tool") => {
-                    let answer: serde_json::Value = serde_json::from_str(text).unwrap();
-                    serde_json::json!([answer["status"], answer["value"]])
-                }
-                _ => serde_json::json!(text),
-            };
-            (m["role"].as_str().unwrap(), shown)
+            let mut m = m.clone();
+            if m["role"] == "tool" {
+                m["text"] = serde_json::from_str(m["text"].as_str().unwrap()).unwrap();
+            }
+            m
         })
         .collect();
-    assert_eq!(
-        roles,
-        [
-            ("user", serde_json::json!("compute, then hang")),
-            ("assistant", serde_json::json!("")),
-            ("tool", serde_json::json!(["waiting", null])),
-            ("assistant", serde_json::json!("")),
-            ("tool", serde_json::json!(["completed", 42])),
-            ("assistant", serde_json::json!("resumed: the cell gave 42")),
-        ],
-        "{messages}"
-    );
+    insta::assert_json_snapshot!("killed_messages", r.value(&serde_json::json!(ours)));
     // B made a call that is not replay-safe after its last checkpoint:
     // it ended failed, saying why, with its terminal event.
     let run = body(&post(
@@ -411,22 +377,14 @@ fn a_gateway_killed_mid_run_resumes_what_it_can_and_ends_the_rest() {
         "runs.get",
         &format!(r#"{{"runId": "{spinning}"}}"#),
     ));
-    assert_eq!(run["status"], "failed", "{run}");
-    assert_eq!(run["error"]["code"], "unavailable");
-    assert_eq!(run["error"]["details"]["reason"], "interrupted");
-    assert!(
-        run["error"]["details"]["notResumed"]
-            .as_str()
-            .unwrap()
-            .contains("openclaw:core:write"),
-        "{run}"
-    );
+    insta::assert_json_snapshot!("killed_interrupted_run", sized(r.value(&run)));
     let events = run_events(&addr, &admin, &spinning);
-    assert_eq!(events.last().unwrap()["type"], "run.failed");
+    insta::assert_json_snapshot!(
+        "killed_interrupted_runs_last_event",
+        super::events(&mut r, &events[events.len() - 1..])
+    );
     // The run queued behind A runs after it.
-    let result = wait(&queued);
-    assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(result["output"]["text"], "after the restart");
+    insta::assert_json_snapshot!("killed_queued_result", sized(r.value(&wait(&queued))));
     Command::new("kill")
         .args(["-TERM", &second.id().to_string()])
         .status()
@@ -460,6 +418,13 @@ fn an_approval_survives_a_sigterm_drain_and_answering_it_finishes_the_run() {
 /// again; the same approval is pending, and answering it finishes the run
 /// inside its turn, the call made once.
 fn approval_survives(stop: Stop) {
+    // Each way of stopping has its own snapshots.
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_suffix(match stop {
+        Stop::Kill => "kill",
+        Stop::Term => "term",
+    });
+    let _snapshots = settings.bind_to_scope();
     let home = tempfile::tempdir().unwrap();
     let workspace = home.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
@@ -515,8 +480,8 @@ fn approval_survives(stop: Stop) {
             .clone()
     };
     let before = list(&addr);
-    assert_eq!(before.len(), 1);
-    assert_eq!(before[0]["status"], "pending");
+    let mut r = Redactor::new();
+    insta::assert_json_snapshot!("approval_pending", r.value(&serde_json::json!(before)));
     match stop {
         Stop::Kill => {
             first.kill().unwrap();
@@ -544,15 +509,14 @@ fn approval_survives(stop: Stop) {
             before[0]["id"].as_str().unwrap()
         ),
     ));
-    assert_eq!(answered["status"], "approved", "{answered}");
+    insta::assert_json_snapshot!("approval_answered", r.value(&answered));
     let result = body(&post(
         &addr,
         &admin,
         "runs.wait",
         &format!(r#"{{"runId": "{run_id}", "timeoutMs": 30000}}"#),
     ));
-    assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(result["output"]["text"], "written");
+    insta::assert_json_snapshot!("approval_result", sized(r.value(&result)));
     assert_eq!(
         std::fs::read_to_string(workspace.join("kept.txt")).unwrap(),
         "approved after the restart"
@@ -566,28 +530,7 @@ fn approval_survives(stop: Stop) {
         ids[..seen.len()],
         seen.iter().map(String::as_str).collect::<Vec<_>>()[..]
     );
-    let mut kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    kinds.dedup();
-    assert_eq!(
-        kinds,
-        [
-            "run.created",
-            "run.started",
-            "tool.call.started",
-            "approval.requested",
-            "run.queued",
-            "run.started",
-            "tool.call.started",
-            "approval.resolved",
-            "artifact.created",
-            "tool.call.completed",
-            "assistant.delta",
-            "assistant.message",
-            "run.completed"
-        ],
-        "{events:#?}"
-    );
-    assert_eq!(events.last().unwrap()["data"]["turns"], 2);
+    insta::assert_json_snapshot!("approval_events", super::events(&mut r, &events));
     Command::new("kill")
         .args(["-TERM", &second.id().to_string()])
         .status()
@@ -634,7 +577,8 @@ fn a_question_survives_a_sigkill_and_its_answer_reaches_the_model() {
             .clone()
     };
     let before = list(&addr);
-    assert_eq!(before.len(), 1);
+    let mut r = Redactor::new();
+    insta::assert_json_snapshot!("question_pending", r.value(&serde_json::json!(before)));
     first.kill().unwrap();
     first.wait().unwrap();
 
@@ -647,24 +591,16 @@ fn a_question_survives_a_sigkill_and_its_answer_reaches_the_model() {
         "questions.respond",
         &format!(r#"{{"questionId": "{id}", "answer": "eu"}}"#),
     ));
-    assert_eq!(answered["status"], "answered", "{answered}");
+    insta::assert_json_snapshot!("question_answered", r.value(&answered));
     let result = body(&post(
         &addr,
         &admin,
         "runs.wait",
         &format!(r#"{{"runId": "{run_id}", "timeoutMs": 30000}}"#),
     ));
-    assert_eq!(result["status"], "completed", "{result}");
-    assert_eq!(result["output"]["text"], "deploying");
+    insta::assert_json_snapshot!("question_result", sized(r.value(&result)));
     let events = run_events(&addr, &admin, &run_id);
-    let answered: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["type"] == "question.answered")
-        .collect();
-    assert_eq!(
-        answered[0]["data"],
-        serde_json::json!({"questionId": id, "answer": "eu"})
-    );
+    insta::assert_json_snapshot!("question_events", super::events(&mut r, &events));
     Command::new("kill")
         .args(["-TERM", &second.id().to_string()])
         .status()
@@ -758,7 +694,8 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
             source.display()
         ),
     );
-    assert_eq!(environment["status"], "ready", "{environment}");
+    let mut r = Redactor::new().with(home.path().to_str().unwrap(), "<home>");
+    insta::assert_json_snapshot!("secrets_environment", r.value(&environment));
     let bound = call(
         &admin,
         "runs.create",
@@ -783,22 +720,11 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
         call(&admin, "runs.events", &format!(r#"{{"runId": "{id}"}}"#));
         call(&admin, "runs.get", &format!(r#"{{"runId": "{id}"}}"#));
     }
-    assert_eq!(
-        (
-            results[0]["status"].as_str(),
-            results[1]["status"].as_str(),
-            results[2]["status"].as_str()
-        ),
-        (Some("completed"), Some("failed"), Some("completed")),
-        "{results:?}"
-    );
-    assert!(
-        results[1]["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("401"),
-        "the provider refused the wrong key: {}",
-        results[1]
+    // The good run completed, the provider refused the wrong key (401),
+    // the bound run completed.
+    insta::assert_json_snapshot!(
+        "secrets_results",
+        sized(r.value(&serde_json::json!(results)))
     );
     call(&admin, "models.list", "{}");
     call(&admin, "models.status", "{}");

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
 use serde_json::{Value, json};
+use talon_testing::redact::Redactor;
 
 use super::{finish, spawn_talon};
 
@@ -90,7 +91,15 @@ fn a_record_put_back_after_its_resume_fails_and_runs_nothing() {
     std::fs::write(&record, &saved).unwrap();
     let out = finish(talon(home.path(), &["exec", "--wait", &run_id]));
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(result(&out)["code"], "snapshot_restore_failed");
+    let mut r = Redactor::new();
+    pretty_assertions::assert_eq!(
+        r.value(&result(&out)),
+        json!({
+            "code": "snapshot_restore_failed",
+            "error": "suspended cell \"<cm_1>\" cannot be restored: its record failed authentication (damaged, forged, moved, or already resumed)",
+            "status": "failed"
+        })
+    );
     // Moved to another run id, or edited: refused the same way.
     let other = suspend(home.path(), "other");
     let other_record = cells_dir(home.path()).join(format!("{other}.cell"));
@@ -100,13 +109,27 @@ fn a_record_put_back_after_its_resume_fails_and_runs_nothing() {
         home.path(),
         &["exec", "--wait", "cm_000000000000000000000000"],
     ));
-    assert_eq!(result(&out)["code"], "snapshot_restore_failed");
+    pretty_assertions::assert_eq!(
+        r.value(&result(&out)),
+        json!({
+            "code": "snapshot_restore_failed",
+            "error": "suspended cell \"<cm_2>\" cannot be restored: its record failed authentication (damaged, forged, moved, or already resumed)",
+            "status": "failed"
+        })
+    );
     let mut bytes = std::fs::read(&other_record).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
     std::fs::write(&other_record, &bytes).unwrap();
     let out = finish(talon(home.path(), &["exec", "--wait", &other]));
-    assert_eq!(result(&out)["code"], "snapshot_restore_failed");
+    pretty_assertions::assert_eq!(
+        r.value(&result(&out)),
+        json!({
+            "code": "snapshot_restore_failed",
+            "error": "suspended cell \"<cm_3>\" cannot be restored: its record failed authentication (damaged, forged, moved, or already resumed)",
+            "status": "failed"
+        })
+    );
 }
 
 #[test]

@@ -19,6 +19,17 @@ fn catalog_file(name: &str) -> std::path::PathBuf {
     path
 }
 
+/// Search hits with each score (positive) as `"<score>"`: a semantic
+/// search's scores depend on the embedding model the machine has.
+fn scored(hits: &Value) -> Value {
+    let mut hits = hits.clone();
+    for hit in hits.as_array_mut().unwrap() {
+        assert!(hit["score"].as_f64().unwrap() > 0.0, "{hit}");
+        hit["score"] = json!("<score>");
+    }
+    hits
+}
+
 fn talon(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_talon"))
         .args(args)
@@ -45,10 +56,7 @@ fn search_prints_ranked_hits() {
         String::from_utf8_lossy(&out.stderr)
     );
     let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(hits[0]["id"], "mcp:github:create_issue");
-    assert_eq!(hits[0]["name"], "create_issue");
-    assert!(hits[0]["score"].as_f64().unwrap() > 0.0);
-    assert_eq!(hits.as_array().unwrap().len(), 1);
+    insta::assert_json_snapshot!(scored(&hits));
 }
 
 #[test]
@@ -70,10 +78,8 @@ fn queries_file_gives_one_line_per_query_in_order() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 3);
-    assert_eq!(lines[0][0]["id"], "plugin:slack:send_message");
-    assert_eq!(lines[1], json!([]));
-    assert_eq!(lines[2][0]["id"], "openclaw:core:read");
+    let lines: Vec<Value> = lines.iter().map(scored).collect();
+    insta::assert_json_snapshot!(lines);
 }
 
 #[test]
@@ -88,11 +94,7 @@ fn describe_prints_the_full_entry() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let entry: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(entry["id"], "mcp:github:create_issue");
-    assert_eq!(
-        entry["parameters"],
-        json!({"type": "object", "properties": {"title": {"type": "string"}}})
-    );
+    insta::assert_json_snapshot!(entry);
     let missing = talon(&[
         "tools",
         "describe",
@@ -172,9 +174,8 @@ fn without_the_model_search_ranks_lexically_and_warns_once() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines[0][0]["id"], "plugin:slack:send_message");
-    assert_eq!(lines[1][0]["id"], "mcp:github:create_issue");
-    assert_eq!(lines[2], json!([]));
+    // Lexical scores are the same on every machine.
+    insta::assert_json_snapshot!(lines);
 }
 
 #[test]
