@@ -30,12 +30,7 @@ pub(crate) fn respond_approval(
             .iter_mut()
             .find(|a| a.id == p.approval_id)
             .ok_or_else(|| not_found("approval", &p.approval_id))?;
-        if !approval.decisions.contains(&p.decision) {
-            return Err(invalid(format!(
-                "decision not offered for this approval; offered: {:?}",
-                approval.decisions
-            )));
-        }
+        approval.offers(p.decision)?;
         if approval.status != ApprovalStatus::Pending {
             return Err(
                 ApiError::new(ErrorCode::Conflict, "this approval was already resolved")

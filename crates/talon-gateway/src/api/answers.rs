@@ -24,20 +24,7 @@ impl Api {
             .await
             .map_err(api_error)?
             .ok_or_else(|| not_found("approval", &p.approval_id))?;
-        if !approval.decisions.contains(&p.decision) {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "decision not offered for this approval; offered: {}",
-                    approval
-                        .decisions
-                        .iter()
-                        .map(|d| d.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
+        approval.offers(p.decision)?;
         let decision = p.decision;
         let reason = p.reason;
         let resolved = self

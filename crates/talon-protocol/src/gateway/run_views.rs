@@ -131,6 +131,23 @@ impl Event {
 pub const MAX_APPROVAL_SUMMARY_BYTES: usize = 300;
 
 impl Approval {
+    /// Refuses a decision this approval does not offer: `invalid_request`
+    /// naming the ones it does as the wire does (`approve_once, deny`).
+    /// Both servers answer `approvals.respond` with it.
+    pub fn offers(&self, decision: super::approvals::ApprovalDecision) -> Result<(), ApiError> {
+        if self.decisions.contains(&decision) {
+            return Ok(());
+        }
+        let offered: Vec<&str> = self.decisions.iter().map(|d| d.as_str()).collect();
+        Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "decision not offered for this approval; offered: {}",
+                offered.join(", ")
+            ),
+        ))
+    }
+
     /// The summary of a request to call `tool` with `arguments` (JSON
     /// text): both, cut to [`MAX_APPROVAL_SUMMARY_BYTES`] at a character
     /// boundary, with `...` where it was cut.

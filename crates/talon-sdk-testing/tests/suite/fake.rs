@@ -465,9 +465,17 @@ async fn an_approval_holds_the_run_until_the_first_decision_which_wins() {
         json!({"approvalId": id, "decision": "bogus"}),
     )
     .await;
-    // (Not whole: the fake names the offered decisions in Rust's debug
-    // form, `[ApproveOnce, ...]`, where the gateway says `approve_once`.)
-    assert_eq!(status, 400, "{body}");
+    pretty_assertions::assert_eq!(
+        (status, body),
+        (
+            400,
+            json!({"error": {
+                "code": "invalid_request",
+                "message": "decision not offered for this approval; offered: approve_once, approve_session, approve_always, deny",
+                "retryable": false,
+            }})
+        )
+    );
     let winner = ok(
         &g,
         "approvals.respond",
