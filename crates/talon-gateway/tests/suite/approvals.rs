@@ -248,9 +248,18 @@ async fn of_fifty_concurrent_responders_exactly_one_wins() {
     assert_eq!(winners.len(), 1, "{answers:?}");
     let winner = winners[0];
     for (status, body) in answers.iter().filter(|(status, _)| *status != 200) {
-        assert_eq!(*status, 409, "{body}");
-        assert_eq!(body["error"]["code"], "conflict");
-        assert_eq!(body["error"]["details"]["approval"], *winner);
+        pretty_assertions::assert_eq!(
+            (*status, body),
+            (
+                409,
+                &json!({"error": {
+                    "code": "conflict",
+                    "message": "this approval was already resolved",
+                    "retryable": false,
+                    "details": {"approval": winner},
+                }})
+            )
+        );
     }
     let result = wait(&g, &t, &run_id).await;
     assert_eq!(result["status"], "completed", "{result}");
@@ -286,7 +295,7 @@ async fn a_remembered_decision_is_reused_in_its_session_and_says_so() {
     )
     .await
     .unwrap();
-    assert_eq!(wait(&g, &t, &first).await["status"], "completed");
+    let first_result = wait(&g, &t, &first).await;
     // The same session: approved without asking.
     let second = create(&g, &t, "remember").await;
     let mut r = Redactor::new();
@@ -314,14 +323,23 @@ async fn a_remembered_decision_is_reused_in_its_session_and_says_so() {
     )
     .await
     .unwrap();
-    assert_eq!(wait(&g, &t, &other).await["status"], "completed");
+    let other_result = wait(&g, &t, &other).await;
     // And `approve_always` covers every session after it.
     let anywhere = create(&g, &t, "a third").await;
-    assert_eq!(wait(&g, &t, &anywhere).await["status"], "completed");
+    let anywhere_result = wait(&g, &t, &anywhere).await;
     let seen = events(&g, &t, &anywhere).await;
     // Approved by the remembered approve_always, reused.
     let resolved = of_type(&seen, "approval.resolved");
     insta::assert_json_snapshot!("always_resolved", redacted(resolved[0]));
+    // Each of the other runs completed.
+    insta::assert_json_snapshot!(
+        "remembered_others",
+        sized(redacted(&json!({
+            "first": first_result,
+            "other": other_result,
+            "anywhere": anywhere_result,
+        })))
+    );
 }
 
 #[tokio::test]
