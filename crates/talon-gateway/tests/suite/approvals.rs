@@ -5,8 +5,10 @@
 
 use serde_json::{Value, json};
 use talon_mock_model::Script;
+use talon_testing::redact::{Redactor, redacted};
 use talon_testing::wait;
 
+use super::artifacts::sized;
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway, call_then_say, stored_events, told};
 
@@ -73,48 +75,27 @@ async fn events(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
     stored_events(g, t, run_id).await
 }
 
+/// What the model was last told of a call, as JSON.
+fn told_json(g: &TestGateway) -> Value {
+    serde_json::from_str(&told(g)).unwrap()
+}
+
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
-/// One body, over HTTP and over WebSocket.
-async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) {
+/// One body, over HTTP and over WebSocket: what was asked, answered and
+/// stored, redacted.
+async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) -> Value {
     let run_id = create(g, t, &format!("approve:{tag}")).await;
     let asked = pending(g, t, &run_id).await;
-    assert_eq!(asked.len(), 1);
+    let mut r = Redactor::new();
+    let asked_shown = r.value(&json!(asked));
     let approval = &asked[0];
     let id = approval["id"].clone();
     let now = talon_store::now_ms();
     let expires = approval["expiresAt"].as_u64().unwrap();
     assert!(expires > now + 23 * 3600 * 1000, "{approval}");
-    let mut shown = approval.clone();
-    for volatile in [
-        "id",
-        "runId",
-        "sessionId",
-        "toolCallId",
-        "createdAt",
-        "expiresAt",
-    ] {
-        assert!(
-            shown[volatile].is_string() || shown[volatile].is_u64(),
-            "{volatile}: {approval}"
-        );
-        shown.as_object_mut().unwrap().remove(volatile);
-    }
-    assert_eq!(
-        shown,
-        json!({
-            "kind": "tool",
-            "summary": "write {\"content\":\"approved text\",\"path\":\"note.txt\"}",
-            "toolName": "openclaw:core:write",
-            "arguments": {"path": "note.txt", "content": "approved text"},
-            "risk": "medium",
-            "decisions": ["approve_once", "approve_session", "approve_always", "deny"],
-            "reusable": true,
-            "status": "pending"
-        })
-    );
     // Nothing was written while it waits.
     assert!(!g.dir.path().join("workspace/note.txt").exists());
     let answered = t
@@ -125,27 +106,16 @@ async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) {
         )
         .await
         .unwrap();
-    assert_eq!(
-        (
-            &answered["status"],
-            &answered["decision"],
-            &answered["reason"]
-        ),
-        (&json!("approved"), &json!("approve_once"), &json!("fine"))
-    );
-    let result = wait(g, t, &run_id).await;
-    assert_eq!(result["status"], "completed", "{result}");
+    let answered = r.value(&answered);
+    let result = r.value(&wait(g, t, &run_id).await);
     assert_eq!(
         std::fs::read_to_string(g.dir.path().join("workspace/note.txt")).unwrap(),
         "approved text"
     );
     let events = events(g, t, &run_id).await;
-    let requested = of_type(&events, "approval.requested");
-    assert_eq!(requested.len(), 1);
-    assert_eq!(requested[0]["data"]["id"], id);
-    assert_eq!(requested[0]["data"]["status"], "pending");
+    assert_eq!(of_type(&events, "approval.requested").len(), 1);
     let resolved = of_type(&events, "approval.resolved");
-    assert_eq!(
+    pretty_assertions::assert_eq!(
         resolved
             .iter()
             .map(|e| e["data"].clone())
@@ -167,18 +137,28 @@ async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) {
         )
         .await
         .unwrap_err();
-    assert_eq!(late["code"], "conflict", "{late}");
-    assert_eq!(late["details"]["approval"]["decision"], "approve_once");
+    json!({
+        // One pending approval of the write, expiring in a day.
+        "asked": asked_shown,
+        "answered": answered,
+        "result": result,
+        // One approval.requested (pending), one approval.resolved.
+        "events": r.transcript(&events),
+        // A conflict naming the approve_once that won.
+        "late": r.value(&late),
+    })
 }
 
 #[tokio::test]
 async fn a_call_waits_for_its_approval_over_http_and_websocket() {
     let g = gateway(json!({})).await;
-    approve_once(&g, &Transport::Http, "http").await;
+    let http = approve_once(&g, &Transport::Http, "http").await;
+    insta::assert_json_snapshot!("approve_once_http", sized(http));
     std::fs::remove_file(g.dir.path().join("workspace/note.txt")).unwrap();
     let socket = connect(&g, &g.admin).await.unwrap();
     let ws = Transport::Ws(Box::new(tokio::sync::Mutex::new((socket, 0))));
-    approve_once(&g, &ws, "ws").await;
+    let ws = approve_once(&g, &ws, "ws").await;
+    insta::assert_json_snapshot!("approve_once_ws", sized(ws));
 }
 
 #[tokio::test]
@@ -194,19 +174,14 @@ async fn a_denied_call_is_not_made_and_the_model_reads_why() {
     )
     .await
     .unwrap();
-    let result = wait(&g, &t, &run_id).await;
-    assert_eq!(result["status"], "completed", "{result}");
+    let mut r = Redactor::new();
+    let result = r.value(&wait(&g, &t, &run_id).await);
+    insta::assert_json_snapshot!("denied_result", sized(result));
     assert!(!g.dir.path().join("workspace/note.txt").exists());
-    let told = told(&g);
-    assert!(
-        told.contains("the call of write was denied: not in main"),
-        "{told}"
-    );
+    // The call of write was denied: not in main.
+    insta::assert_json_snapshot!("denied_told", r.value(&told_json(&g)));
     let events = events(&g, &t, &run_id).await;
-    assert_eq!(
-        of_type(&events, "approval.resolved")[0]["data"]["status"],
-        "denied"
-    );
+    insta::assert_json_snapshot!("denied_events", r.transcript(&events));
 }
 
 #[tokio::test]
@@ -215,25 +190,21 @@ async fn an_unanswered_approval_expires_and_the_call_fails_readably() {
     let t = Transport::Http;
     let run_id = create(&g, &t, "expire").await;
     let id = pending(&g, &t, &run_id).await[0]["id"].clone();
+    let mut r = Redactor::new();
+    // The approval's id is `<appr..._1>` in what follows.
+    r.value(&id);
     let result = wait(&g, &t, &run_id).await;
-    assert_eq!(result["status"], "completed", "{result}");
+    insta::assert_json_snapshot!("expired_result", sized(r.value(&result)));
     assert!(!g.dir.path().join("workspace/note.txt").exists());
-    let told = told(&g);
-    assert!(
-        told.contains(&format!(
-            "its approval ({}) expired before anyone answered",
-            id.as_str().unwrap()
-        )),
-        "{told}"
-    );
+    // Its approval expired before anyone answered.
+    insta::assert_json_snapshot!("expired_told", r.value(&told_json(&g)));
     let list = t
         .call(&g, "approvals.list", json!({"runId": run_id}))
         .await
         .unwrap();
-    assert_eq!(list["approvals"][0]["status"], "expired");
-    assert!(list["approvals"][0]["resolvedAt"].is_u64());
+    insta::assert_json_snapshot!("expired_list", r.value(&list));
     let events = events(&g, &t, &run_id).await;
-    assert_eq!(
+    pretty_assertions::assert_eq!(
         of_type(&events, "approval.resolved")[0]["data"],
         json!({"approvalId": id, "status": "expired", "reused": false})
     );
@@ -246,7 +217,7 @@ async fn an_unanswered_approval_expires_and_the_call_fails_readably() {
         )
         .await
         .unwrap_err();
-    assert_eq!(late["code"], "conflict");
+    insta::assert_json_snapshot!("expired_late", r.value(&late));
 }
 
 #[tokio::test]
@@ -277,18 +248,38 @@ async fn of_fifty_concurrent_responders_exactly_one_wins() {
     assert_eq!(winners.len(), 1, "{answers:?}");
     let winner = winners[0];
     for (status, body) in answers.iter().filter(|(status, _)| *status != 200) {
-        assert_eq!(*status, 409, "{body}");
-        assert_eq!(body["error"]["code"], "conflict");
-        assert_eq!(body["error"]["details"]["approval"], *winner);
+        pretty_assertions::assert_eq!(
+            (*status, body),
+            (
+                409,
+                &json!({"error": {
+                    "code": "conflict",
+                    "message": "this approval was already resolved",
+                    "retryable": false,
+                    "details": {"approval": winner},
+                }})
+            )
+        );
     }
     let result = wait(&g, &t, &run_id).await;
     assert_eq!(result["status"], "completed", "{result}");
     let written = g.dir.path().join("workspace/note.txt").exists();
     assert_eq!(written, winner["decision"] == "approve_once", "{winner}");
     let events = events(&g, &t, &run_id).await;
-    let resolved = of_type(&events, "approval.resolved");
-    assert_eq!(resolved.len(), 1);
-    assert_eq!(resolved[0]["data"]["reason"], winner["reason"]);
+    let resolved: Vec<&Value> = of_type(&events, "approval.resolved")
+        .iter()
+        .map(|e| &e["data"])
+        .collect();
+    pretty_assertions::assert_eq!(
+        resolved,
+        [&json!({
+            "approvalId": id,
+            "status": winner["status"],
+            "decision": winner["decision"],
+            "reason": winner["reason"],
+            "reused": false,
+        })]
+    );
 }
 
 #[tokio::test]
@@ -304,30 +295,24 @@ async fn a_remembered_decision_is_reused_in_its_session_and_says_so() {
     )
     .await
     .unwrap();
-    assert_eq!(wait(&g, &t, &first).await["status"], "completed");
+    let first_result = wait(&g, &t, &first).await;
     // The same session: approved without asking.
     let second = create(&g, &t, "remember").await;
+    let mut r = Redactor::new();
+    // The first approval's id is `<appr..._1>` in what follows.
+    r.value(&id);
     let result = wait(&g, &t, &second).await;
-    assert_eq!(result["status"], "completed", "{result}");
+    insta::assert_json_snapshot!("remembered_result", sized(r.value(&result)));
+    // No approval.requested; one approval.resolved, approved by the
+    // remembered approve_session, reused, naming the first approval.
     let seen = events(&g, &t, &second).await;
-    assert!(of_type(&seen, "approval.requested").is_empty());
-    let resolved = of_type(&seen, "approval.resolved");
-    assert_eq!(resolved.len(), 1);
-    let reused = &resolved[0]["data"];
-    assert_eq!(
-        (&reused["status"], &reused["decision"], &reused["reused"]),
-        (&json!("approved"), &json!("approve_session"), &json!(true))
-    );
-    assert_eq!(
-        reused["reason"],
-        format!("remembered from approval {}", id.as_str().unwrap())
-    );
+    insta::assert_json_snapshot!("remembered_events", r.transcript(&seen));
+    // The reused approval is stored, approved.
     let list = t
         .call(&g, "approvals.list", json!({"runId": second}))
         .await
         .unwrap();
-    assert_eq!(list["approvals"][0]["id"], reused["approvalId"]);
-    assert_eq!(list["approvals"][0]["status"], "approved");
+    insta::assert_json_snapshot!("remembered_list", r.value(&list));
     // Another session is asked.
     let other = create(&g, &t, "elsewhere").await;
     let asked = pending(&g, &t, &other).await;
@@ -338,14 +323,23 @@ async fn a_remembered_decision_is_reused_in_its_session_and_says_so() {
     )
     .await
     .unwrap();
-    assert_eq!(wait(&g, &t, &other).await["status"], "completed");
+    let other_result = wait(&g, &t, &other).await;
     // And `approve_always` covers every session after it.
     let anywhere = create(&g, &t, "a third").await;
-    assert_eq!(wait(&g, &t, &anywhere).await["status"], "completed");
+    let anywhere_result = wait(&g, &t, &anywhere).await;
     let seen = events(&g, &t, &anywhere).await;
+    // Approved by the remembered approve_always, reused.
     let resolved = of_type(&seen, "approval.resolved");
-    assert_eq!(resolved[0]["data"]["decision"], "approve_always");
-    assert_eq!(resolved[0]["data"]["reused"], true);
+    insta::assert_json_snapshot!("always_resolved", redacted(resolved[0]));
+    // Each of the other runs completed.
+    insta::assert_json_snapshot!(
+        "remembered_others",
+        sized(redacted(&json!({
+            "first": first_result,
+            "other": other_result,
+            "anywhere": anywhere_result,
+        })))
+    );
 }
 
 #[tokio::test]
@@ -357,11 +351,14 @@ async fn cancelling_a_waiting_run_cancels_its_approval() {
     t.call(&g, "runs.cancel", json!({"runId": run_id}))
         .await
         .unwrap();
-    assert_eq!(wait(&g, &t, &run_id).await["status"], "cancelled");
+    let mut r = Redactor::new();
+    // The approval's id is `<appr..._1>` in what follows.
+    r.value(&id);
+    let result = wait(&g, &t, &run_id).await;
+    insta::assert_json_snapshot!("cancelled_result", sized(r.value(&result)));
     let events = events(&g, &t, &run_id).await;
-    let resolved = of_type(&events, "approval.resolved");
-    assert_eq!(resolved[0]["data"]["approvalId"], id);
-    assert_eq!(resolved[0]["data"]["status"], "cancelled");
+    // approval.resolved (cancelled) before run.cancelled.
+    insta::assert_json_snapshot!("cancelled_events", r.transcript(&events));
     let position = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
     assert!(position("approval.resolved") < position("run.cancelled"));
     // The store holds it cancelled by the time the run's end is seen.
@@ -369,7 +366,7 @@ async fn cancelling_a_waiting_run_cancels_its_approval() {
         .call(&g, "approvals.list", json!({"runId": run_id}))
         .await
         .unwrap();
-    assert_eq!(list["approvals"][0]["status"], "cancelled", "{list}");
+    insta::assert_json_snapshot!("cancelled_list", r.value(&list));
 }
 
 #[tokio::test]
@@ -380,27 +377,26 @@ async fn policy_rules_allow_or_deny_without_asking_and_a_bad_policy_fails_the_ru
     .await;
     let t = Transport::Http;
     let run_id = create(&g, &t, "deny-rule").await;
+    let mut r = Redactor::new();
     let result = wait(&g, &t, &run_id).await;
-    assert_eq!(result["status"], "completed", "{result}");
-    assert!(told(&g).contains("write is denied by the approval policy (tools.approvals)"));
+    insta::assert_json_snapshot!("deny_rule_result", sized(r.value(&result)));
+    // Write is denied by the approval policy (tools.approvals).
+    insta::assert_json_snapshot!("deny_rule_told", r.value(&told_json(&g)));
+    // No approval.requested.
     let events = events(&g, &t, &run_id).await;
-    assert!(of_type(&events, "approval.requested").is_empty());
+    insta::assert_json_snapshot!("deny_rule_events", r.transcript(&events));
 
     let g = gateway(json!({"tools": {"approvals": {"rules": [
         {"source": "core", "action": "allow"}
     ]}}}))
     .await;
     let run_id = create(&g, &t, "allow-rule").await;
-    assert_eq!(wait(&g, &t, &run_id).await["status"], "completed");
+    let result = wait(&g, &t, &run_id).await;
+    insta::assert_json_snapshot!("allow_rule_result", sized(redacted(&result)));
     assert!(g.dir.path().join("workspace/note.txt").exists());
 
     let g = gateway(json!({"tools": {"approvals": "sometimes"}})).await;
     let run_id = create(&g, &t, "bad").await;
     let result = wait(&g, &t, &run_id).await;
-    assert_eq!(result["status"], "failed", "{result}");
-    assert_eq!(result["error"]["code"], "invalid_request");
-    assert_eq!(
-        result["error"]["message"],
-        "tools.approvals: \"sometimes\" is not one of \"ask\", \"allow\", \"deny\""
-    );
+    insta::assert_json_snapshot!("bad_policy_result", sized(redacted(&result)));
 }
