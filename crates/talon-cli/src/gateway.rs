@@ -287,6 +287,10 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             if let Some(age) = settings.max_artifact_age {
                 run_limits.artifact_max_age = Some(age);
             }
+            run_limits.event_retention = talon_store::Retention {
+                max_age: settings.max_event_age,
+                max_events: settings.max_events,
+            };
         }
         Err(e) => return fail(2, &e.to_string()),
     }

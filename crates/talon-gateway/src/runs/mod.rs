@@ -24,6 +24,7 @@ mod person;
 pub(crate) mod questions;
 mod recover;
 mod resume;
+mod retention;
 mod sink;
 mod start;
 
@@ -73,6 +74,10 @@ pub struct RunLimits {
     /// How long artifacts (run trajectories, ...) are kept before they
     /// are purged (`None`: forever).
     pub artifact_max_age: Option<Duration>,
+    /// Which events the log keeps (`store.retention`; the default keeps
+    /// every event): older ones are pruned, and a cursor before them
+    /// answers `cursor_expired`.
+    pub event_retention: talon_store::Retention,
 }
 
 impl Default for RunLimits {
@@ -85,6 +90,7 @@ impl Default for RunLimits {
             max_run_timeout: Duration::from_secs(24 * 3600),
             drain_grace: Duration::from_secs(30),
             artifact_max_age: Some(Duration::from_secs(30 * 24 * 3600)),
+            event_retention: talon_store::Retention::default(),
         }
     }
 }
@@ -476,6 +482,7 @@ impl Engine {
         }
         tokio::spawn(crate::memory::trim_after_runs(self.inner.ended.subscribe()));
         tokio::spawn(self.clone().purge_artifacts());
+        tokio::spawn(self.clone().prune_events());
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))
     }

@@ -11,6 +11,7 @@ mod limits;
 mod nodes;
 mod observe;
 mod questions;
+mod retention;
 mod run_list;
 mod runs;
 mod scopes;

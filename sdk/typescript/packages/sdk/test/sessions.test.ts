@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
-import { Talon, type TalonEvent } from "@talon/sdk";
+import { Talon, TalonError, type TalonEvent } from "@talon/sdk";
 import { startGateway, type RunningGateway } from "@talon/sdk-testing";
 
 const REPLY = "Hello from the SDK suite.";
@@ -129,5 +129,44 @@ describe("questions", () => {
     const types: string[] = [];
     for await (const event of run.events()) types.push(event.type);
     assert.ok(types.includes("question.requested") && types.includes("question.answered"), types.join(", "));
+  });
+});
+
+describe("retention", () => {
+  let gateway: RunningGateway;
+  let talon: Talon;
+  before(async () => {
+    gateway = await startGateway({
+      script: { replay: "perRun", turns: [{ text: REPLY }] },
+      config: { store: { retention: { maxEvents: 3 } } },
+    });
+    talon = new Talon({ baseUrl: gateway.url, token: gateway.token });
+  });
+  after(() => gateway.stop());
+
+  it("a cursor older than retention ends the stream with cursor_expired, never silence", async () => {
+    const run = await talon.agent().run("hello");
+    assert.equal((await run.wait()).status, "completed");
+    let expired: TalonError | undefined;
+    await until("the run's first events to be pruned", async () => {
+      try {
+        for await (const _event of run.events({ after: "1" })) {
+          // Events still there: not pruned yet.
+        }
+        return false;
+      } catch (error) {
+        if (!(error instanceof TalonError)) throw error;
+        expired = error;
+        return true;
+      }
+    });
+    assert.deepEqual(
+      { code: expired?.code, retryable: expired?.retryable, cursor: (expired?.details as { cursor?: string })?.cursor },
+      { code: "cursor_expired", retryable: false, cursor: "1" },
+    );
+    const oldest = BigInt((expired?.details as { oldestId: string }).oldestId);
+    const kept: string[] = [];
+    for await (const event of run.events({ after: String(oldest - 1n) })) kept.push(event.type);
+    assert.equal(kept.at(-1), "run.completed");
   });
 });

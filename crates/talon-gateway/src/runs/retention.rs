@@ -1,0 +1,99 @@
+//! The event log's retention (`store.retention.{maxAgeDays, maxEvents}`):
+//! a background job removes the events the policy no longer keeps, after
+//! runs end (coalesced: one prune covers every run that ended meanwhile)
+//! and on a timer (every half of `maxAgeDays`, between 100 ms and a
+//! minute; a minute for `maxEvents` alone), so a cursor older than what is
+//! kept answers `cursor_expired` instead of silently skipping events. Each
+//! node of a shared database prunes; a prune that finds nothing to remove
+//! changes nothing.
+
+use std::time::Duration;
+
+use talon_store::Retention;
+
+use super::Engine;
+
+/// The longest time between two prunes.
+const MAX_PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+/// The shortest.
+const MIN_PRUNE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often the timer prunes under `retention`, or `None` when it keeps
+/// everything.
+pub(super) fn interval(retention: &Retention) -> Option<Duration> {
+    match (retention.max_age, retention.max_events) {
+        (None, None) => None,
+        (Some(age), _) => Some((age / 2).clamp(MIN_PRUNE_INTERVAL, MAX_PRUNE_INTERVAL)),
+        (None, Some(_)) => Some(MAX_PRUNE_INTERVAL),
+    }
+}
+
+impl Engine {
+    /// Prunes the event log until the engine drains (see the module docs).
+    pub(super) async fn prune_events(self) {
+        let retention = self.inner.limits.event_retention;
+        let Some(every) = interval(&retention) else {
+            return;
+        };
+        let mut ended = self.inner.ended.subscribe();
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                changed = ended.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    ended.borrow_and_update();
+                }
+            }
+            if self
+                .inner
+                .draining
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                return;
+            }
+            match self
+                .inner
+                .store
+                .prune(retention, talon_store::now_ms())
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(pruned = n, "events past retention removed"),
+                Err(error) => tracing::warn!(%error, "events past retention could not be removed"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timer_follows_the_age_and_keeps_still_without_a_policy() {
+        let of = |max_age, max_events| {
+            interval(&Retention {
+                max_age,
+                max_events,
+            })
+        };
+        assert_eq!(of(None, None), None);
+        assert_eq!(of(None, Some(10)), Some(MAX_PRUNE_INTERVAL));
+        assert_eq!(
+            of(Some(Duration::from_secs(10)), None),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            of(Some(Duration::from_millis(10)), Some(1)),
+            Some(MIN_PRUNE_INTERVAL)
+        );
+        assert_eq!(
+            of(Some(Duration::from_secs(86_400)), None),
+            Some(MAX_PRUNE_INTERVAL)
+        );
+    }
+}
