@@ -28,6 +28,8 @@ const summary = (label, samples) => {
   return pct(sorted, 50);
 };
 
+// TALON_BIN names the gateway binary (a release build gives the SDK's
+// figures, not a debug gateway's).
 const gateway = await startGateway({
   script: { replay: "perRun", turns: [{ text: "Hello from the benchmark." }] },
   config: { gateway: { limits: { callsPerSecond: 1e6, burst: 1000000 } } },
@@ -165,15 +167,17 @@ async function resume() {
 async function fanout() {
   const iterators = 1000;
   const runs = 20;
-  const controller = new AbortController();
+  // One controller per iterator (one signal shared by a thousand streams
+  // would carry a thousand abort listeners).
+  const controllers = Array.from({ length: iterators }, () => new AbortController());
   const delays = [];
   const before = process.memoryUsage();
-  const follow = async () => {
+  const follow = async (controller) => {
     for await (const event of talon.events({ signal: controller.signal, types: ["run.created", "run.started", "assistant.message", "run.completed"] })) {
       delays.push(Date.now() - event.ts);
     }
   };
-  const tasks = Array.from({ length: iterators }, () => follow().catch(() => undefined));
+  const tasks = controllers.map((controller) => follow(controller).catch(() => undefined));
   // Let every iterator open its stream before the runs start.
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const opened = process.memoryUsage();
@@ -184,7 +188,7 @@ async function fanout() {
   const deadline = Date.now() + 60_000;
   while (delays.length < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   const after = process.memoryUsage();
-  controller.abort();
+  for (const controller of controllers) controller.abort();
   await Promise.all(tasks);
   const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
   console.log(`\n${iterators} talon.events() iterators, ${runs} runs: ${delays.length} of ${expected} deliveries`);
