@@ -179,7 +179,7 @@ impl Api {
     /// Cancels every run of a session that has not ended.
     pub(super) async fn abort(&self, session_id: &str) -> Result<SessionsAbortResult, ApiError> {
         self.session_of(session_id).await?;
-        let live: Vec<Run> = self
+        let mut live: Vec<Run> = self
             .store
             .session_runs(session_id)
             .await
@@ -187,6 +187,10 @@ impl Api {
             .into_iter()
             .filter(|r| !r.status.is_terminal())
             .collect();
+        // Queued runs first: cancelling the running one frees the session's
+        // lane, and a queued run still waiting then would be claimed and
+        // started in the gap before its own cancel.
+        live.sort_by_key(|r| r.status != RunStatus::Queued);
         let mut cancelled_run_ids = Vec::new();
         for run in live {
             let run = self
