@@ -162,6 +162,28 @@ fn next_id(text: &str, from: usize) -> Option<(usize, usize)> {
     None
 }
 
+/// `value` with the size of every trajectory artifact in it replaced by
+/// `"<bytes>"`: a trajectory holds its events' measured durations, whose
+/// digits vary from run to run.
+pub fn trajectory_sizes(mut value: Value) -> Value {
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if map.get("type").and_then(Value::as_str) == Some("trajectory")
+                    && map.get("sizeBytes").is_some_and(Value::is_u64)
+                {
+                    map.insert("sizeBytes".into(), Value::String("<bytes>".into()));
+                }
+                map.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut value);
+    value
+}
+
 /// `value` with its run-to-run differences replaced, numbered on its own.
 pub fn redacted(value: &Value) -> Value {
     Redactor::new().value(value)
@@ -217,6 +239,21 @@ mod tests {
                 "name": "run_not_an_id",
                 "text": format!("run <run_1> was not found; Xrun_{}", &other[4..]),
             })
+        );
+    }
+
+    #[test]
+    fn only_a_trajectorys_size_is_replaced() {
+        let got = trajectory_sizes(json!([
+            {"type": "trajectory", "sizeBytes": 2397},
+            {"type": "file", "sizeBytes": 5},
+        ]));
+        assert_eq!(
+            got,
+            json!([
+                {"type": "trajectory", "sizeBytes": "<bytes>"},
+                {"type": "file", "sizeBytes": 5},
+            ])
         );
     }
 

@@ -57,27 +57,8 @@ pub fn finish(child: Child) -> Output {
     }
 }
 
-/// `value` with the size of every trajectory artifact in it replaced: a
-/// trajectory holds its events' measured durations, whose digits vary.
-pub fn sized(mut value: serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    fn walk(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                if map.get("type").and_then(Value::as_str) == Some("trajectory")
-                    && map.get("sizeBytes").is_some_and(Value::is_u64)
-                {
-                    map.insert("sizeBytes".into(), "<bytes>".into());
-                }
-                map.values_mut().for_each(walk);
-            }
-            Value::Array(items) => items.iter_mut().for_each(walk),
-            _ => {}
-        }
-    }
-    walk(&mut value);
-    value
-}
+/// `value` with every trajectory's varying size as `<bytes>`.
+pub use talon_testing::redact::trajectory_sizes as sized;
 
 /// A run's events as one whole value (see `talon_testing::redact`), each
 /// event's id as `"<id>"`: the store numbers the events of every run in

@@ -29,26 +29,8 @@ async fn run_to_end(g: &TestGateway, input: &str) -> Value {
     .unwrap()
 }
 
-/// `value` with the size of every trajectory artifact in it replaced: a
-/// trajectory holds its events' measured durations, whose digits vary.
-pub(super) fn sized(mut value: Value) -> Value {
-    fn walk(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                if map.get("type").and_then(Value::as_str) == Some("trajectory")
-                    && map.get("sizeBytes").is_some_and(Value::is_u64)
-                {
-                    map.insert("sizeBytes".into(), json!("<bytes>"));
-                }
-                map.values_mut().for_each(walk);
-            }
-            Value::Array(items) => items.iter_mut().for_each(walk),
-            _ => {}
-        }
-    }
-    walk(&mut value);
-    value
-}
+/// `value` with every trajectory's varying size as `<bytes>`.
+pub(super) use talon_testing::redact::trajectory_sizes as sized;
 
 /// An `artifacts.list` result redacted by `redactor`, its artifacts sorted
 /// by type, title and placeholder id: artifacts made in one millisecond
