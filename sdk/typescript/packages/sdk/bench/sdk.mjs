@@ -7,6 +7,8 @@
 // - overhead: `runs.create` + `runs.wait`, 300 of each kind interleaved in
 //   blocks of ten: raw `fetch` (JSON built by hand), the generated client,
 //   and `agent.run` + `run.wait`; p50 and p99 and the SDK's overhead at p50.
+//   End to end: the gateway's run time and its noise swamp the SDK's own
+//   cost, which overhead.mjs measures against a canned server.
 // - resume: a TCP proxy cuts a run's event stream after three events; the
 //   time from the cut to the fourth event in the consumer's hands, 200 rounds.
 // - fanout: 1,000 `talon.events()` iterators in this one process while 20

@@ -119,6 +119,8 @@ export class EventStream implements AsyncIterable<TalonEvent> {
           this.#cursor = id ?? this.#cursor;
           delivered = true;
           failures = 0;
+          // Frames already read are not handed over once the caller aborted.
+          if (signal?.aborted) throw signal.reason;
           yield event;
           if ("run" in this.#target && TERMINAL_TYPES.includes(event.type)) return;
         }

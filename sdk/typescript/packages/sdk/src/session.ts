@@ -36,11 +36,12 @@ export class Session {
     return this.#info?.key;
   }
 
-  /** Sends a user message: a new run in this session. */
-  async send(input: T.RunInput, options: SendOptions & CallOptions = {}): Promise<Run> {
-    const { signal, timeoutMs, maxRetries, ...params } = options;
-    const call = callOptions({ signal, timeoutMs, maxRetries });
-    const accepted = await this.#context.client.sessions.send(this.id, { ...params, input }, call);
+  /**
+   * Sends a user message: a new run in this session. `params.timeoutMs` is
+   * the run's own time limit; `options.timeoutMs` the call's deadline.
+   */
+  async send(input: T.RunInput, params: SendOptions = {}, options?: CallOptions): Promise<Run> {
+    const accepted = await this.#context.client.sessions.send(this.id, { ...params, input }, options);
     return new Run(this.#context, accepted);
   }
 

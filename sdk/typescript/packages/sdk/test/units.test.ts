@@ -227,4 +227,22 @@ describe("event streams", () => {
     assert.deepEqual(ids, ["1", "2", "3", "4"]);
     assert.deepEqual(afters, [null, "2"]);
   });
+
+  it("hands over no event once the caller aborted, even one already read", async () => {
+    // Three events in one chunk: all three are read before the first is handed over.
+    const fetcher: typeof fetch = async () => new Response(created(1) + created(2) + created(3));
+    const talon = new Talon({ baseUrl: "http://127.0.0.1:9", fetch: fetcher });
+    const controller = new AbortController();
+    const ids: string[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const event of talon.events({ signal: controller.signal })) {
+          ids.push(event.id);
+          controller.abort(new Error("the app stopped"));
+        }
+      })(),
+      { message: "the app stopped" },
+    );
+    assert.deepEqual(ids, ["1"]);
+  });
 });

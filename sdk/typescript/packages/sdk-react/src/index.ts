@@ -1,0 +1,13 @@
+// @talon/sdk-react: React hooks over @talon/sdk. `TalonProvider` gives
+// the client; `useRun`, `useSession`, `useApprovals` and `useEvents` read
+// external stores with `useSyncExternalStore`, which stream while mounted
+// (one stream per key, StrictMode included), resume from a saved cursor
+// on their next mount, and render their initial state on a server.
+
+export { TalonProvider, useTalon, type TalonProviderProps } from "./provider.js";
+export { useRun, type RunState, type UseRunOptions, type UseRunResult } from "./run.js";
+export { useSession, type SessionRef, type SessionState, type UseSessionOptions, type UseSessionResult } from "./session.js";
+export { useApprovals, type ApprovalsFilter, type ApprovalsState, type UseApprovalsResult } from "./approvals.js";
+export { useEvents, type EventsState, type UseEventsOptions } from "./events.js";
+export { memoryCursorStore, webCursorStore, type CursorStore, type WebCursorStoreOptions } from "./cursor.js";
+export type { ApprovalRef, QuestionRef } from "./internal.js";

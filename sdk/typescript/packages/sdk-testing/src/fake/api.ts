@@ -1,0 +1,200 @@
+// The method table, served from memory. `HANDLERS` is typed
+// `{ [M in MethodName]: Handler<M> }` over the generated `MethodTypes`, so
+// a method added to the table fails `tsc` until the fake serves it (the
+// `tasks.*` methods the table marks `unsupported` answer `unsupported`
+// through the same dispatch). `serveCall` is one call as both transports
+// serve it, in the gateway's order: recorded, the queued call faults, the
+// method (unknown: `not_found`), its scope, its params (an object, checked
+// against its schema), `unsupported`, then the handler.
+
+import { METHODS, type MethodName, type MethodTypes, type protocol as P } from "@talon/sdk";
+
+import { createAgent, createEnvironment, deleteEnvironment, answerQuestion, invoke, respondApproval, updateAgent } from "./catalog.js";
+import { errorOf, fail, invalid, notFound, unsupported, Failure } from "./errors.js";
+import { decodeParams } from "./params.js";
+import { abort, cancel, events, list, startRun, wait } from "./runs.js";
+import { takeCallFault } from "./script.js";
+import { compact, createSession, fork, listSessions, messages } from "./sessions.js";
+import { MODEL, State, type Caller } from "./state.js";
+import { createToken, mintTicket, requireScope } from "./tokens.js";
+import { copy } from "./wire.js";
+
+/** What a handler knows of its call. */
+export interface CallContext {
+  readonly state: State;
+  readonly caller: Caller;
+  /** The request's id (the WebSocket connection's, for a call over it); the events it causes carry it. */
+  readonly requestId: string | undefined;
+}
+
+/** One method's implementation, typed by the table. */
+export type Handler<M extends MethodName> = (
+  params: MethodTypes[M]["params"],
+  call: CallContext,
+) => MethodTypes[M]["result"] | Promise<MethodTypes[M]["result"]>;
+
+function accepted(run: P.Run): P.RunAccepted {
+  return { ...run, runId: run.id };
+}
+
+function onlyOnTheSocket(method: string): Failure {
+  return invalid(`${method} is served on the WebSocket transport (GET /v1/ws)`);
+}
+
+/** Every method of the table. */
+export const HANDLERS: { [M in MethodName]: Handler<M> } = {
+  "agents.list": (_, { state }) => ({ agents: copy(state.agents) }),
+  "agents.get": (p, { state }) => {
+    const agent = state.agent(p.agentId);
+    if (!agent) throw notFound("agent", p.agentId);
+    return copy(agent);
+  },
+  "agents.create": (p, { state }) => createAgent(state, p),
+  "agents.update": (p, { state }) => updateAgent(state, p),
+  "sessions.list": (p, { state }) => listSessions(state, p),
+  "sessions.create": (p, { state }) => createSession(state, p),
+  "sessions.resolve": (p, { state }) => {
+    const found = state.sessionByKey(p.key);
+    if (found) return copy(found);
+    const agent = p.agentId ?? "main";
+    if (!state.agent(agent)) throw notFound("agent", agent);
+    return copy(state.resolveSession(p.key, agent));
+  },
+  "sessions.send": (p, { state, requestId }) => {
+    const { sessionId, ...rest } = p;
+    return accepted(startRun(state, { ...rest, sessionId }, requestId));
+  },
+  "sessions.messages": (p, { state }) => messages(state, p),
+  "sessions.fork": (p, { state }) => fork(state, p),
+  "sessions.compact": (p, { state, requestId }) => compact(state, p.sessionId, requestId),
+  "sessions.abort": (p, { state, requestId }) => abort(state, p.sessionId, requestId),
+  "runs.create": (p, { state, requestId }) => accepted(startRun(state, p, requestId)),
+  "runs.list": (p, { state }) => list(state, p),
+  "runs.get": (p, { state }) => copy(state.run(p.runId).run),
+  "runs.events": (p, { state }) => events(state, p),
+  "runs.wait": (p, { state }) => wait(state, p.runId, p.timeoutMs),
+  "runs.cancel": (p, { state, requestId }) => cancel(state, p.runId, requestId),
+  "tasks.list": () => {
+    throw unsupported("tasks.list");
+  },
+  "tasks.get": () => {
+    throw unsupported("tasks.get");
+  },
+  "tasks.cancel": () => {
+    throw unsupported("tasks.cancel");
+  },
+  "tasks.events": () => {
+    throw unsupported("tasks.events");
+  },
+  "models.list": () => ({ models: [{ id: MODEL, name: "mock-model", provider: "mock" }] }),
+  "models.status": () => ({ providers: [{ authenticated: true, provider: "mock" }] }),
+  "tools.list": (p, { state }) => {
+    const agent = p.agentId ?? "main";
+    if (!state.agent(agent)) throw notFound("agent", agent);
+    return { tools: copy(state.tools) };
+  },
+  "tools.invoke": (p, { state }) => invoke(state, p),
+  "artifacts.list": (p, { state }) => {
+    const nowMs = Date.now();
+    let artifacts = state.artifacts
+      .map((a) => a.summary)
+      .filter((a) => (!p.runId || a.runId === p.runId) && (!p.sessionId || a.sessionId === p.sessionId))
+      .filter((a) => a.expiresAt === undefined || a.expiresAt === null || a.expiresAt > nowMs);
+    if (p.cursor) {
+      const at = artifacts.findIndex((a) => a.id === p.cursor);
+      artifacts = at < 0 ? [] : artifacts.slice(at + 1);
+    }
+    const limit = Math.min(Math.max(p.limit ?? 100, 1), 500);
+    const page = artifacts.slice(0, limit);
+    const result: P.ArtifactsListResult = { artifacts: copy(page) };
+    if (artifacts.length > limit && page.length > 0) result.nextCursor = page.at(-1)?.id ?? null;
+    return result;
+  },
+  "artifacts.get": (p, { state }) => {
+    const found = state.artifacts.find((a) => a.summary.id === p.artifactId);
+    if (!found) throw notFound("artifact", p.artifactId);
+    return copy(found.summary);
+  },
+  "artifacts.download": (p, { state }) => {
+    const found = state.artifacts.find((a) => a.summary.id === p.artifactId);
+    if (!found) throw notFound("artifact", p.artifactId);
+    return { artifact: copy(found.summary), url: `/v1/artifacts/${found.summary.id}/content` };
+  },
+  "approvals.list": (p, { state }) => ({
+    approvals: copy(
+      state.approvals.filter(
+        (a) => (!p.status || a.status === p.status) && (!p.runId || a.runId === p.runId) && (!p.sessionId || a.sessionId === p.sessionId),
+      ),
+    ),
+  }),
+  "approvals.respond": (p, { state }) => respondApproval(state, p),
+  "questions.list": (p, { state }) => ({
+    questions: copy(state.questions.filter((q) => (!p.status || q.status === p.status) && (!p.runId || q.runId === p.runId))),
+  }),
+  "questions.respond": (p, { state }) => answerQuestion(state, p),
+  "environments.list": (_, { state }) => ({ environments: copy(state.environments) }),
+  "environments.create": (p, { state }) => createEnvironment(state, p),
+  "environments.status": (p, { state }) => {
+    const found = state.environments.find((e) => e.id === p.environmentId);
+    if (!found) throw notFound("environment", p.environmentId);
+    return copy(found);
+  },
+  "environments.delete": (p, { state }) => deleteEnvironment(state, p),
+  "events.subscribe": () => {
+    throw onlyOnTheSocket("events.subscribe");
+  },
+  "events.unsubscribe": () => {
+    throw onlyOnTheSocket("events.unsubscribe");
+  },
+  "tokens.ticket": (p, { state, caller }) => mintTicket(state, caller, p),
+  "tokens.create": (p, { state, caller }) => createToken(state, caller, p),
+};
+
+/** Whether `name` is a method of the table. */
+export function isMethod(name: string): name is MethodName {
+  return Object.prototype.hasOwnProperty.call(METHODS, name);
+}
+
+/** The method a call names, or `not_found` (the name cut to 64 characters, as the gateway shows it). */
+export function methodOf(name: string): MethodName {
+  if (isMethod(name)) return name;
+  const shown = [...name].slice(0, 64).join("");
+  throw fail("not_found", `no method \`${shown}\``, { method: shown });
+}
+
+/** A known method's call: its scope, its params, `unsupported`, its handler. */
+export async function dispatch(method: MethodName, raw: unknown, call: CallContext): Promise<unknown> {
+  requireScope(call.caller, METHODS[method].scope);
+  const params = decodeParams(method, raw);
+  if (METHODS[method].stability === "unsupported") throw unsupported(method);
+  // The table's types correlate a method with its handler; TypeScript cannot follow that through an index.
+  const handler = HANDLERS[method] as Handler<MethodName>;
+  return handler(params as never, call);
+}
+
+/** Records a call and applies the faults queued for its method (before anything else is looked at). */
+export async function arrive(state: State, method: string, params: unknown, transport: "http" | "websocket"): Promise<void> {
+  state.calls.push({ method, params: params === undefined || params === null ? {} : copy(params), transport });
+  const fault = takeCallFault(state.faults, method);
+  if (!fault) return;
+  if ("fail" in fault) throw new Failure(fault.fail);
+  await state.sleep(fault.waitMs);
+}
+
+/** One call, as both transports serve it: the result, or the error. */
+export async function serveCall(
+  state: State,
+  caller: Caller,
+  method: string,
+  params: unknown,
+  transport: "http" | "websocket",
+  requestId: string | undefined,
+): Promise<{ ok: true; result: unknown } | { ok: false; error: P.ApiError }> {
+  try {
+    await arrive(state, method, params, transport);
+    const known = methodOf(method);
+    return { ok: true, result: await dispatch(known, params, { state, caller, requestId }) };
+  } catch (thrown) {
+    return { ok: false, error: errorOf(thrown) };
+  }
+}

@@ -1,0 +1,263 @@
+// The HTTP transport, as the gateway serves it: `POST /v1/<method>` (the
+// params object as the JSON body, an empty body being `{}`, `Authorization:
+// Bearer <token>`, bodies up to 4 MiB), `GET /healthz`, the SSE streams, the
+// WebSocket's upgrade and artifact bytes; `405` with `Allow` for a wrong
+// verb and `404` for a path no route serves. Every response carries
+// `x-request-id`; before any route, a request must name a loopback Host
+// (`421` otherwise) and any `Origin` it sends must be the gateway's own
+// (`403`), as the gateway's guard has it.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+
+import { serveCall } from "./api.js";
+import { serveContent } from "./content.js";
+import { Failure, apiError, errorOf } from "./errors.js";
+import { parseBody } from "./params.js";
+import type { State } from "./state.js";
+import { serveStream } from "./stream.js";
+import { authenticate } from "./tokens.js";
+import { WsTransport, refuse } from "./ws.js";
+import { json, requestIdOf, sendError, sendJson, sendMethodNotAllowed, sendNoRoute } from "./wire.js";
+
+/** The largest body taken (the gateway's default). */
+export const MAX_BODY_BYTES = 4 << 20;
+/** How much of a refused body is read (and dropped) so the refusal reaches the client. */
+const MAX_DRAIN_BYTES = 64 << 20;
+
+/** The host name of a `Host` header (`127.0.0.1:80` is `127.0.0.1`), if it is well formed. */
+function hostName(raw: string): string | undefined {
+  const text = raw.trim().toLowerCase();
+  const v6 = /^\[([0-9a-f:.]+)\](?::\d{1,5})?$/.exec(text);
+  if (v6) return v6[1];
+  const plain = /^([a-z0-9._-]+)(?::\d{1,5})?$/.exec(text);
+  return plain?.[1]?.replace(/\.$/, "");
+}
+
+function portOf(authority: string, fallback: number): number {
+  const match = /:(\d{1,5})$/.exec(authority.trim());
+  return match ? Number(match[1]) : fallback;
+}
+
+/** The gateway's guard: a loopback Host, and an `Origin` (when sent) that is the gateway's own. */
+function guard(req: IncomingMessage): { status: number; error: ReturnType<typeof apiError> } | undefined {
+  const host = hostName(req.headers.host ?? "");
+  if (host === undefined) {
+    return { status: 421, error: apiError("invalid_request", "the Host header is malformed", { details: { reason: "host" } }) };
+  }
+  const loopback = host === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === "::1";
+  if (!loopback) {
+    return {
+      status: 421,
+      error: apiError("invalid_request", `this gateway does not answer to the host ${JSON.stringify(host.slice(0, 64))}; list it in gateway.security.allowedHosts`, {
+        details: { reason: "host" },
+      }),
+    };
+  }
+  const origin = req.headers.origin;
+  if (origin === undefined) return undefined;
+  const text = origin.trim();
+  const [scheme, authority] = text.split("://", 2);
+  const fallback = scheme === "https" ? 443 : 80;
+  const same =
+    (scheme === "http" || scheme === "https") &&
+    authority !== undefined &&
+    hostName(authority) === host &&
+    portOf(authority, fallback) === portOf(req.headers.host ?? "", fallback);
+  if (same) return undefined;
+  return {
+    status: 403,
+    error: apiError("forbidden", `requests from the origin ${text.slice(0, 100)} are not allowed; list it in gateway.security.allowedOrigins`, {
+      details: { reason: "origin" },
+    }),
+  };
+}
+
+/** Reads a body of at most `MAX_BODY_BYTES`, or `undefined` when it is longer (or cut off). */
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const declared = Number(req.headers["content-length"] ?? "0");
+    if (declared > MAX_BODY_BYTES) return resolve(undefined);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        cleanup();
+        resolve(undefined);
+      } else chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = () => {
+      cleanup();
+      resolve(undefined);
+    };
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("aborted", onError);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    req.on("aborted", onError);
+  });
+}
+
+/** Drops what is left of a refused body (up to a cap), so the answer reaches a client still sending; an oversized one closes the connection after. */
+function drain(req: IncomingMessage, res: ServerResponse, oversized: boolean): void {
+  if (oversized) res.setHeader("connection", "close");
+  let dropped = 0;
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > MAX_DRAIN_BYTES) req.socket.destroy();
+  });
+  req.resume();
+}
+
+/** The fake gateway's server. */
+export class HttpTransport {
+  readonly server: Server;
+  readonly #state: State;
+  readonly #ws: WsTransport;
+  readonly #streams = new Set<ServerResponse>();
+
+  constructor(state: State) {
+    this.#state = state;
+    this.#ws = new WsTransport(state);
+    this.server = createServer({ requestTimeout: 0 }, (req, res) => {
+      this.#handle(req, res).catch((thrown: unknown) => {
+        // A bug of the fake answers `internal`, never a crash.
+        if (!res.headersSent) sendError(res, errorOf(thrown));
+        else res.destroy();
+      });
+    });
+    this.server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => {
+      const refused = guard(req);
+      if (refused) {
+        refuse(socket, refused.status, json({ error: refused.error }), { "content-type": "application/json", "x-request-id": requestIdOf(req) });
+        return;
+      }
+      this.#ws.upgrade(req, socket, head);
+    });
+    this.server.on("clientError", (_error, socket) => {
+      if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+      else socket.destroy();
+    });
+  }
+
+  /** Ends open streams and sockets and stops listening. */
+  async close(): Promise<void> {
+    this.#ws.close();
+    for (const res of this.#streams) res.destroy();
+    this.#streams.clear();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+    res.setHeader("x-request-id", requestIdOf(req));
+    res.on("error", () => undefined);
+    const refused = guard(req);
+    if (refused) {
+      sendError(res, refused.error, refused.status);
+      req.resume();
+      return;
+    }
+    if (req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined) {
+      // A CORS preflight: answered, allowing nothing (no origins are listed).
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://fake.invalid");
+    const verb = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
+    const segments = url.pathname.split("/").slice(1);
+    // A segment that is not valid percent-encoding stays as sent (the gateway's router does the same).
+    const decoded = segments.map((segment) => {
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        return segment;
+      }
+    });
+    const [first, second, third, fourth] = decoded;
+    const get = (serve: () => unknown) => {
+      req.resume();
+      if (verb !== "GET") return sendMethodNotAllowed(res, "GET");
+      return serve();
+    };
+    if (decoded.length === 1 && first === "healthz") {
+      return get(() => {
+        res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "content-length": "3" });
+        res.end("ok\n");
+      });
+    }
+    if (first !== "v1" || second === undefined || second === "") {
+      req.resume();
+      return sendNoRoute(res);
+    }
+    if (decoded.length === 2 && second === "events") {
+      return get(() => serveStream(this.#state, req, res, url.searchParams, undefined, this.#streams));
+    }
+    if (decoded.length === 2 && second === "ws") {
+      return get(() => {
+        res.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
+        res.end("Connection header did not include 'upgrade'");
+      });
+    }
+    if (decoded.length === 4 && second === "runs" && third && fourth === "events") {
+      return get(() => serveStream(this.#state, req, res, url.searchParams, third, this.#streams));
+    }
+    if (decoded.length === 4 && second === "artifacts" && third && fourth === "content") {
+      return get(() => {
+        try {
+          authenticate(this.#state, req.headers.authorization);
+          serveContent(this.#state, third, req.headers.range, res);
+        } catch (thrown) {
+          sendError(res, errorOf(thrown));
+        }
+      });
+    }
+    if (decoded.length !== 2) {
+      req.resume();
+      return sendNoRoute(res);
+    }
+    if (verb !== "POST") {
+      req.resume();
+      return sendMethodNotAllowed(res, "POST");
+    }
+    await this.#call(req, res, second);
+  }
+
+  /** `POST /v1/<method>`: the token, the body, then the call. */
+  async #call(req: IncomingMessage, res: ServerResponse, method: string): Promise<unknown> {
+    const requestId = String(res.getHeader("x-request-id"));
+    let caller;
+    try {
+      caller = authenticate(this.#state, req.headers.authorization);
+    } catch (thrown) {
+      drain(req, res, false);
+      return sendError(res, errorOf(thrown));
+    }
+    const body = await readBody(req);
+    if (body === undefined) {
+      drain(req, res, true);
+      return sendError(res, apiError("invalid_request", `the body exceeds ${MAX_BODY_BYTES} bytes (or was cut off)`));
+    }
+    let params: unknown;
+    try {
+      params = parseBody(body);
+    } catch (thrown) {
+      return sendError(res, thrown instanceof Failure ? thrown.error : errorOf(thrown));
+    }
+    const outcome = await serveCall(this.#state, caller, method, params, "http", requestId);
+    if (outcome.ok) sendJson(res, 200, outcome.result);
+    else sendError(res, outcome.error);
+  }
+}

@@ -1,0 +1,161 @@
+// What arrives as text becomes JSON, then a method's typed params, with
+// the gateway's refusals: a body nested deeper than serde_json's recursion
+// limit (128) or not JSON is `invalid_request` ("the body is not JSON:
+// …"); params that are not an object, or that fail the method's schema
+// (read closed: an unknown field is refused), are `invalid_request` naming
+// the field as the gateway does (`runs.create: input[0].content: …`, with
+// `details.field`).
+
+import { METHODS, validate, type MethodName, type MethodTypes } from "@talon/sdk";
+
+import { invalid } from "./errors.js";
+
+/** serde_json's recursion limit: this many open brackets at once is refused. */
+const RECURSION_LIMIT = 128;
+
+/** Where nesting first reaches the limit, as serde_json reports it (`line 1 column 128`), if it does. */
+function tooDeep(text: string): string | undefined {
+  let depth = 0;
+  let inString = false;
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth++;
+      if (depth >= RECURSION_LIMIT) return `recursion limit exceeded at line ${line} column ${i - lineStart + 1}`;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+    else if (c === 0x0a) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return undefined;
+}
+
+/** Parses JSON text, or says why not (serde_json's wording for nesting, JSON.parse's otherwise). */
+export function parseJson(text: string): { value: unknown } | { error: string } {
+  const deep = tooDeep(text);
+  if (deep) return { error: deep };
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** A request body as params: `undefined` for an empty (or blank) body, else its JSON. */
+export function parseBody(body: Buffer): unknown {
+  const text = body.toString("utf8");
+  if (text.trim() === "") return undefined;
+  const parsed = parseJson(text);
+  if ("error" in parsed) throw invalid(`the body is not JSON: ${parsed.error}`);
+  return parsed.value;
+}
+
+/** A JSON Pointer (`/input/0/content`) as serde's path (`input[0].content`). */
+function fieldOf(pointer: string): string {
+  let out = "";
+  for (const raw of pointer.split("/").slice(1)) {
+    const part = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    out += /^\d+$/.test(part) ? `[${part}]` : out === "" ? part : `.${part}`;
+  }
+  return out;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "sequence";
+  if (typeof value === "number") return Number.isInteger(value) ? `integer \`${value}\`` : `floating point \`${value}\``;
+  if (typeof value === "string") return `string ${JSON.stringify(value)}`;
+  if (typeof value === "boolean") return `boolean \`${value}\``;
+  return "map";
+}
+
+function at(value: unknown, pointer: string): unknown {
+  let here = value;
+  for (const raw of pointer.split("/").slice(1)) {
+    const part = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (here === null || typeof here !== "object") return undefined;
+    here = (here as Record<string, unknown>)[part];
+  }
+  return here;
+}
+
+/** A method's params, checked against its schema (closed), or `invalid_request` naming what is wrong. */
+export function decodeParams<M extends MethodName>(method: M, raw: unknown): MethodTypes[M]["params"] {
+  const params = raw === undefined || raw === null ? {} : raw;
+  if (typeof params !== "object" || Array.isArray(params)) throw invalid(`${method}: params must be a JSON object`);
+  let issue = validate(METHODS[method].params, params, { closed: true });
+  // The gateway's decoder checks types, not the ranges its schema documents
+  // (`expiresInMs` is checked by the method): look past a range on a whole number.
+  let patched: unknown;
+  for (let tries = 0; issue && tries < 8; tries++) {
+    const range = /^(below the minimum|above the maximum) (\d+)$/.exec(issue.message);
+    const value = at(params, issue.path);
+    if (!range || range[2] === "0" || typeof value !== "number" || value < 0 || !Number.isInteger(value)) break;
+    patched = structuredClone(patched ?? params);
+    const parts = issue.path.split("/").slice(1);
+    const key = parts.pop() ?? "";
+    const holder = at(patched, parts.length ? `/${parts.join("/")}` : "") as Record<string, unknown>;
+    holder[key] = Number(range[2]);
+    issue = validate(METHODS[method].params, patched, { closed: true });
+  }
+  // A union reports its first branch's complaint; a run's messages input is better named by the message at fault.
+  const input = (params as { input?: unknown }).input;
+  if (issue?.path === "/input" && Array.isArray(input)) {
+    for (let i = 0; i < input.length && issue.path === "/input"; i++) {
+      const inner = validate("InputMessage", input[i], { closed: true });
+      if (inner) issue = { path: `/input/${i}${inner.path}`, message: inner.message };
+    }
+  }
+  if (issue) {
+    const parts = issue.path.split("/");
+    const last = (parts.at(-1) ?? "").replace(/~1/g, "/").replace(/~0/g, "~");
+    const parent = parts.slice(0, -1).join("/");
+    if (issue.message === "missing") {
+      const field = fieldOf(parent);
+      const text = `missing field \`${last}\``;
+      throw field === "" ? invalid(`${method}: ${text}`) : invalid(`${method}: ${field}: ${text}`, { field });
+    }
+    const field = fieldOf(issue.path);
+    let text = issue.message;
+    if (text === "not allowed") text = `unknown field \`${last}\``;
+    else if (text.startsWith("expected ") && text.includes(", got ")) {
+      text = `invalid type: ${kindOf(at(params, issue.path))}, ${text.slice(0, text.indexOf(", got "))}`;
+    } else if (text.startsWith("longer than ")) {
+      const value = at(params, issue.path);
+      const count = typeof value === "string" ? [...value].length : 0;
+      text = `${count} characters long; the cap is ${text.slice("longer than ".length).replace(" characters", "")}`;
+    } else if (text.startsWith("below the minimum")) {
+      text = `invalid value: ${kindOf(at(params, issue.path))}, ${text}`;
+    }
+    if (field === "") throw invalid(`${method}: ${text}`);
+    throw invalid(`${method}: ${field}: ${text}`, { field });
+  }
+  return params as MethodTypes[M]["params"];
+}
+
+/** A query string's parameters, refusing unknown and repeated ones as the gateway does. */
+export function queryOf(search: URLSearchParams, allowed: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  const fail = (why: string) => invalid(`the query: Failed to deserialize query string: ${why}`);
+  for (const [key, value] of search) {
+    if (!allowed.includes(key)) {
+      const expected =
+        allowed.length === 1 ? `expected \`${allowed[0]}\`` : `expected one of ${allowed.map((a) => `\`${a}\``).join(", ")}`;
+      throw fail(`${key}: unknown field \`${key}\`, ${expected}`);
+    }
+    if (key in out) throw fail(`duplicate field \`${key}\``);
+    const cap = key === "types" ? 2048 : key === "sessionKey" ? 256 : 128;
+    if ([...value].length > cap) throw fail(`${key}: longer than ${cap} characters`);
+    out[key] = value;
+  }
+  return out;
+}

@@ -1,0 +1,123 @@
+// Credentials as the gateway checks and mints them: the bearer token of a
+// request (the fake's own admin token, or one `tokens.create` minted and
+// that has not expired or been replaced), scopes (`admin` implies every
+// one), `tokens.create` (scopes from a preset and a list, 1 s to 30 days,
+// an idempotency key giving the same id and a fresh secret), and stream
+// tickets (`tokens.ticket`: `tkt_` and 64 hex digits, some of the caller's
+// scopes, one stream, once, within 60 s).
+
+import { randomBytes } from "node:crypto";
+
+import { SCOPES, type protocol as P } from "@talon/sdk";
+
+import { conflict, forbidden, invalid, unauthenticated } from "./errors.js";
+import { State, now, sha256, type Caller, type MintedToken } from "./state.js";
+
+/** How long a stream ticket may wait to be used (the gateway's default). */
+const TICKET_TTL_MS = 60_000;
+/** The longest life `tokens.create` gives: 30 days. */
+const MAX_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
+/** The fake's own token's id. */
+const OWN_TOKEN_ID = "tok_fakegateway00";
+
+const PRESETS: Record<P.ScopePreset, P.Scope[]> = {
+  app: ["agent.read", "agent.run", "session.read", "session.write", "task.read", "approval.respond", "artifacts.read"],
+  viewer: ["agent.read", "session.read", "task.read", "artifacts.read"],
+  admin: ["admin"],
+};
+
+/** Scopes in the protocol's order, each once. */
+function ordered(scopes: readonly P.Scope[]): P.Scope[] {
+  return SCOPES.filter((s) => scopes.includes(s));
+}
+
+/** `forbidden` unless `caller` holds `scope` (or `admin`). */
+export function requireScope(caller: Caller, scope: P.Scope): void {
+  if (!caller.scopes.includes("admin") && !caller.scopes.includes(scope)) throw forbidden(scope);
+}
+
+/** The caller an `Authorization` header names, or `unauthenticated` with the reason. */
+export function authenticate(state: State, header: string | undefined): Caller {
+  if (header === undefined) throw unauthenticated("missing");
+  if (!header.startsWith("Bearer ")) throw unauthenticated("malformed");
+  const secret = header.slice("Bearer ".length).trim();
+  if (secret === state.token) return { tokenId: OWN_TOKEN_ID, scopes: ["admin"] };
+  if (!secret.startsWith("talon_") || secret.length > 128) throw unauthenticated("malformed");
+  const minted = state.tokens.get(secret);
+  if (!minted) throw unauthenticated("unknown");
+  if (minted.expiresAt <= now()) throw unauthenticated("expired");
+  return { tokenId: minted.id, scopes: minted.scopes };
+}
+
+/** The caller a stream ticket stands for, consuming it, or `unauthenticated` (`reason: ticket`). */
+export function redeemTicket(state: State, ticket: string): Caller {
+  if (!/^tkt_[0-9a-fA-F]{64}$/.test(ticket)) throw unauthenticated("ticket");
+  const taken = state.tickets.get(ticket);
+  state.tickets.delete(ticket);
+  if (!taken || taken.expiresAt <= now()) throw unauthenticated("ticket");
+  if (taken.tokenId !== OWN_TOKEN_ID) {
+    const live = [...state.tokens.values()].some((t) => t.id === taken.tokenId && t.expiresAt > now());
+    if (!live) throw unauthenticated("ticket");
+  }
+  return { tokenId: taken.tokenId, scopes: taken.scopes };
+}
+
+/** A stream's caller: its bearer token, else (with no `Authorization` header) its ticket. */
+export function streamCaller(state: State, header: string | undefined, ticket: string | undefined): Caller {
+  if (ticket !== undefined && header === undefined) return redeemTicket(state, ticket);
+  return authenticate(state, header);
+}
+
+/** `tokens.ticket`: a ticket with some of the caller's scopes (all when none are asked). */
+export function mintTicket(state: State, caller: Caller, p: P.TokensTicketParams): P.StreamTicket {
+  let scopes: P.Scope[];
+  if (p.scopes === undefined || p.scopes === null) scopes = [...caller.scopes];
+  else {
+    for (const scope of p.scopes) {
+      if (!SCOPES.includes(scope)) throw invalid("scopes: an unknown scope");
+      requireScope(caller, scope);
+    }
+    scopes = ordered(p.scopes);
+  }
+  const ticket = `tkt_${randomBytes(32).toString("hex")}`;
+  const expiresAt = now() + TICKET_TTL_MS;
+  for (const [key, old] of state.tickets) if (old.expiresAt <= now()) state.tickets.delete(key);
+  state.tickets.set(ticket, { expiresAt, scopes, tokenId: caller.tokenId });
+  return { expiresAt, scopes, ticket };
+}
+
+/** `tokens.create`: a named token with the scopes `p` grants. */
+export function createToken(state: State, caller: Caller, p: P.TokensCreateParams): P.CreatedToken {
+  const field = (name: string, message: string) => invalid(`${name}: ${message}`, { field: name });
+  const granted: P.Scope[] = p.preset ? [...(PRESETS[p.preset] ?? [])] : [];
+  for (const scope of p.scopes ?? []) {
+    if (!SCOPES.includes(scope)) throw field("scopes", "an unknown scope");
+    granted.push(scope);
+  }
+  const scopes = ordered(granted);
+  if (scopes.length === 0) throw field("scopes", "give scopes, a preset, or both");
+  if (p.expiresInMs < 1000 || p.expiresInMs > MAX_TOKEN_TTL_MS) {
+    throw field("expiresInMs", `${p.expiresInMs} is out of range: 1000 to ${MAX_TOKEN_TTL_MS} (30 days)`);
+  }
+  const expiresAt = now() + p.expiresInMs;
+  const secret = `talon_${randomBytes(32).toString("hex")}`;
+  const key = p.idempotencyKey ?? undefined;
+  let id = `tok_${randomBytes(8).toString("hex")}`;
+  if (key !== undefined) {
+    id = `tok_${sha256(`tokens.create\0${caller.tokenId}\0${key}`).slice(0, 16)}`;
+    const earlier = state.keyedTokens.get(`${caller.tokenId}\0${key}`);
+    if (earlier) {
+      if (earlier.name !== p.name || earlier.scopes.join() !== scopes.join()) {
+        throw conflict(`idempotency key ${JSON.stringify(key)} minted token ${earlier.id}, which has another name or scopes: use a new key`, {
+          tokenId: earlier.id,
+        });
+      }
+      // A retry: the same id, a new secret; the earlier secret stops working.
+      state.tokens.delete(earlier.secret);
+    }
+  }
+  const minted: MintedToken = { id, name: p.name, scopes, expiresAt, secret };
+  state.tokens.set(secret, minted);
+  if (key !== undefined) state.keyedTokens.set(`${caller.tokenId}\0${key}`, minted);
+  return { expiresAt, id, name: p.name, scopes, token: secret };
+}

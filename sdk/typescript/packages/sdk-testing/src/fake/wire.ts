@@ -1,0 +1,126 @@
+// What the fake gateway puts on the wire, as the gateway does: JSON with
+// its keys sorted (the gateway renders answers through `serde_json::Value`),
+// an event's envelope in the order the gateway stores it, Server-Sent
+// Events frames, the one error response (`{"error": ApiError}` with the
+// code's status, `Retry-After` in seconds, `WWW-Authenticate` for
+// `unauthenticated`), the 405 with `Allow`, and request ids.
+
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+import { ERROR_HTTP_STATUS, type ApiError, type EventEnvelope } from "@talon/sdk";
+
+import { apiError } from "./errors.js";
+
+/** `value` with object keys sorted and `undefined` members dropped, recursively. */
+export function sorted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : sorted(item)));
+  if (value !== null && typeof value === "object" && !(value instanceof Uint8Array)) {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      const item = (value as Record<string, unknown>)[key];
+      if (item !== undefined) out[key] = sorted(item);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** JSON as the gateway renders a value: keys sorted. */
+export function json(value: unknown): string {
+  return JSON.stringify(sorted(value));
+}
+
+/** A deep copy of a JSON value (what a caller gets is never the fake's own). */
+export function copy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/**
+ * An event's JSON as the gateway stores and streams it: the envelope's
+ * fields in its order (`version, id, ts, type, runId, sessionId, agentId,
+ * requestId, data, sessionKey`), the payload's keys sorted.
+ */
+export function envelopeJson(event: EventEnvelope): string {
+  const ordered = {
+    version: event.version,
+    id: event.id,
+    ts: event.ts,
+    type: event.type,
+    runId: event.runId ?? undefined,
+    sessionId: event.sessionId ?? undefined,
+    taskId: event.taskId ?? undefined,
+    agentId: event.agentId ?? undefined,
+    requestId: event.requestId ?? undefined,
+    data: sorted(event.data),
+    sessionKey: event.sessionKey ?? undefined,
+  };
+  return JSON.stringify(ordered);
+}
+
+/** An event's SSE frame: `id:`, `event:`, then `data:` (one line per line of the JSON). */
+export function sseFrame(id: number, type: string, data: string): string {
+  const kind = type.replace(/[\r\n]/g, "");
+  const lines = data.split(/\r\n|\r|\n/);
+  return `id: ${id}\nevent: ${kind}\n${lines.map((line) => `data: ${line}`).join("\n")}\n\n`;
+}
+
+/** An SSE heartbeat comment. */
+export const HEARTBEAT = ":\n\n";
+
+/** RFC 6750's challenge, with the reason when a token was sent. */
+function wwwAuthenticate(error: ApiError): string {
+  const reason = (error.details as { reason?: unknown } | undefined)?.reason;
+  if (typeof reason !== "string" || reason === "missing" || !/^[a-z]+$/.test(reason)) return 'Bearer realm="talon"';
+  return `Bearer realm="talon", error="invalid_token", error_description="the token is ${reason}"`;
+}
+
+/** The headers an error response carries beside its body. */
+export function errorHeaders(error: ApiError): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (error.retryAfterMs !== undefined && error.retryAfterMs !== null) {
+    headers["retry-after"] = String(Math.ceil(error.retryAfterMs / 1000));
+  }
+  if (error.code === "unauthenticated") headers["www-authenticate"] = wwwAuthenticate(error);
+  return headers;
+}
+
+/** Sends `body` as JSON (keys sorted) with `status`. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = json(body);
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(text)),
+  });
+  res.end(text);
+}
+
+/** Sends the error response: `{"error": …}` with the code's status and headers. */
+export function sendError(res: ServerResponse, error: ApiError, status?: number, headers: Record<string, string> = {}): void {
+  sendJson(res, status ?? ERROR_HTTP_STATUS[error.code] ?? 500, { error }, { ...errorHeaders(error), ...headers });
+}
+
+/** The 405 of a path asked with the wrong HTTP method. */
+export function sendMethodNotAllowed(res: ServerResponse, allow: "GET" | "POST"): void {
+  sendError(res, apiError("method_not_allowed", `this path takes ${allow} only`), 405, { allow });
+}
+
+/** The 404 of a path no route serves. */
+export function sendNoRoute(res: ServerResponse): void {
+  sendError(
+    res,
+    apiError(
+      "not_found",
+      "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs",
+    ),
+  );
+}
+
+/** The request's id: the client's `x-request-id` when it is 1 to 128 visible ASCII characters, else a fresh `req_<24 hex>`. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers["x-request-id"];
+  if (typeof given === "string" && /^[\x21-\x7e]{1,128}$/.test(given)) return given;
+  return `req_${randomBytes(12).toString("hex")}`;
+}

@@ -1,0 +1,228 @@
+// The WebSocket transport, `GET /v1/ws` (the bearer token on the upgrade,
+// or a `tokens.ticket` ticket as `?ticket=`), as the gateway serves it:
+//
+// - `{"type":"req","id":..,"method":..,"params":..}` is answered by
+//   `{"type":"res","id":..,"ok":true,"result":..}` or `{…,"ok":false,
+//   "error":{..}}`, through the same path as HTTP; calls run concurrently.
+// - `events.subscribe` answers `{subscriptionId}` (`sub_<n>`, at most 16 live
+//   per connection), then sends `{"type":"event","subscriptionId":..,
+//   "event":{..}}` frames (the envelopes and ids SSE sends);
+//   `events.unsubscribe` ends one.
+//
+// A frame that is not a request (not JSON, binary, no `id`) gets an
+// `invalid_request` answer with the id it had (else null) and the
+// connection stays; a frame over 4 MiB closes it. A subscription cut by
+// `dropStream` drops the whole connection, with no close frame.
+
+import { STATUS_CODES, type IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+
+import { WebSocketServer, type RawData, type WebSocket } from "ws";
+import { METHODS, ERROR_HTTP_STATUS, type protocol as P } from "@talon/sdk";
+
+import { arrive, serveCall } from "./api.js";
+import { Failure, apiError, errorOf } from "./errors.js";
+import { decodeParams, parseJson, queryOf } from "./params.js";
+import { cursorOf } from "./runs.js";
+import type { Caller, State } from "./state.js";
+import { Follow } from "./stream.js";
+import { requireScope, streamCaller } from "./tokens.js";
+import { errorHeaders, json, requestIdOf } from "./wire.js";
+
+/** The largest frame taken (the gateway's body limit). */
+export const MAX_FRAME_BYTES = 4 << 20;
+/** Subscriptions one connection may hold at once. */
+const MAX_SUBSCRIPTIONS = 16;
+
+/** A decoded request frame, or why the frame is none. */
+type Incoming = { id: unknown; method: string; params: unknown } | { refused: P.ApiError; id: unknown };
+
+function decode(text: string): Incoming {
+  const parsed = parseJson(text);
+  if ("error" in parsed) return { id: null, refused: apiError("invalid_request", `not JSON: ${parsed.error}`) };
+  const frame = parsed.value;
+  const field = (name: string): unknown =>
+    frame !== null && typeof frame === "object" && !Array.isArray(frame) ? (frame as Record<string, unknown>)[name] : undefined;
+  const id = field("id") ?? null;
+  const method = field("method");
+  if (field("type") === "req" && typeof method === "string" && id !== null) return { id, method, params: field("params") };
+  return { id, refused: apiError("invalid_request", 'a request is {"type":"req","id":..,"method":..,"params":{..}}') };
+}
+
+function answer(id: unknown, outcome: { ok: true; result: unknown } | { ok: false; error: P.ApiError }): string {
+  return outcome.ok ? json({ type: "res", id, ok: true, result: outcome.result }) : json({ type: "res", id, ok: false, error: outcome.error });
+}
+
+/** Writes a plain HTTP answer on a socket that asked to upgrade (the upgrade is refused). */
+export function refuse(socket: Duplex, status: number, body: string, headers: Record<string, string>): void {
+  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}`];
+  const all = { ...headers, "content-length": String(Buffer.byteLength(body)), connection: "close" };
+  for (const [name, value] of Object.entries(all)) lines.push(`${name}: ${value}`);
+  socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
+}
+
+/** The transport: upgrades, and the connections it holds. */
+export class WsTransport {
+  readonly #state: State;
+  readonly #server = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+
+  constructor(state: State) {
+    this.#state = state;
+  }
+
+  /** An upgrade request (to any path: only `/v1/ws` upgrades). */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on("error", () => socket.destroy());
+    const requestId = requestIdOf(req);
+    const url = new URL(req.url ?? "/", "http://fake.invalid");
+    const json_ = (error: P.ApiError) =>
+      refuse(socket, ERROR_HTTP_STATUS[error.code] ?? 500, json({ error }), {
+        ...errorHeaders(error),
+        "content-type": "application/json",
+        "x-request-id": requestId,
+      });
+    if (url.pathname !== "/v1/ws") {
+      json_(apiError("not_found", "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs"));
+      return;
+    }
+    let caller: Caller;
+    try {
+      const query = queryOf(url.searchParams, ["ticket"]);
+      const authorization = req.headers.authorization;
+      caller = streamCaller(this.#state, authorization, query["ticket"]);
+    } catch (thrown) {
+      json_(errorOf(thrown));
+      return;
+    }
+    if (this.#state.closing) {
+      socket.destroy();
+      return;
+    }
+    this.#server.handleUpgrade(req, socket, head, (ws) => new Connection(this.#state, ws, caller, requestId));
+  }
+
+  /** Ends every connection (no close handshake is waited for). */
+  close(): void {
+    for (const client of this.#server.clients) client.terminate();
+    this.#server.close();
+  }
+}
+
+/** One connection: its calls, its subscriptions. */
+class Connection {
+  readonly #state: State;
+  readonly #ws: WebSocket;
+  readonly #caller: Caller;
+  readonly #requestId: string;
+  readonly #subscriptions = new Map<string, Follow>();
+  #named = 0;
+  /** `events.subscribe` and `events.unsubscribe` are taken in order, one at a time. */
+  #serial: Promise<void> = Promise.resolve();
+  /** The last frame sent (a cut waits for it to be written). */
+  #sent: Promise<void> = Promise.resolve();
+
+  constructor(state: State, ws: WebSocket, caller: Caller, requestId: string) {
+    this.#state = state;
+    this.#ws = ws;
+    this.#caller = caller;
+    this.#requestId = requestId;
+    // Each frame in flight listens for the close (many may be in flight at once).
+    ws.setMaxListeners(0);
+    ws.on("message", (data, isBinary) => this.#frame(data, isBinary));
+    ws.on("close", () => this.#end());
+    ws.on("error", () => this.#end());
+  }
+
+  #send(text: string): Promise<void> {
+    this.#sent = new Promise((resolve) => {
+      if (this.#ws.readyState !== this.#ws.OPEN) return resolve();
+      const done = () => {
+        this.#ws.off("close", done);
+        resolve();
+      };
+      this.#ws.on("close", done);
+      this.#ws.send(text, () => done());
+    });
+    return this.#sent;
+  }
+
+  #end(): void {
+    for (const follow of this.#subscriptions.values()) follow.stop();
+    this.#subscriptions.clear();
+    this.#state.touch();
+  }
+
+  #frame(data: RawData, isBinary: boolean): void {
+    if (isBinary) {
+      void this.#send(answer(null, { ok: false, error: apiError("invalid_request", "binary frames are not requests") }));
+      return;
+    }
+    const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.from(data as ArrayBuffer).toString("utf8");
+    const incoming = decode(text);
+    if ("refused" in incoming) {
+      void this.#send(answer(incoming.id, { ok: false, error: incoming.refused }));
+      return;
+    }
+    const { id, method, params } = incoming;
+    if (method === "events.subscribe" || method === "events.unsubscribe") {
+      this.#serial = this.#serial.then(() => (method === "events.subscribe" ? this.#subscribe(id, params) : this.#unsubscribe(id, params)));
+      return;
+    }
+    void serveCall(this.#state, this.#caller, method, params, "websocket", this.#requestId).then((outcome) => this.#send(answer(id, outcome)));
+  }
+
+  async #subscribe(id: unknown, params: unknown): Promise<void> {
+    let follow: Follow;
+    try {
+      await arrive(this.#state, "events.subscribe", params, "websocket");
+      requireScope(this.#caller, METHODS["events.subscribe"].scope);
+      const p = decodeParams("events.subscribe", params);
+      for (const [name, live] of this.#subscriptions) if (live.done) this.#subscriptions.delete(name);
+      if (this.#subscriptions.size >= MAX_SUBSCRIPTIONS) {
+        throw new Failure(apiError("rate_limited", `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`));
+      }
+      const cursor = cursorOf(p.after);
+      follow = Follow.start(this.#state, { sessionKey: p.sessionKey ?? undefined, agentId: p.agentId ?? undefined, types: p.types ?? [] }, cursor, false);
+    } catch (thrown) {
+      await this.#send(answer(id, { ok: false, error: errorOf(thrown) }));
+      return;
+    }
+    this.#named += 1;
+    const name = `sub_${this.#named}`;
+    this.#subscriptions.set(name, follow);
+    // The answer naming it goes out before its events.
+    void this.#send(answer(id, { ok: true, result: { subscriptionId: name } }));
+    void this.#forward(name, follow);
+  }
+
+  async #forward(name: string, follow: Follow): Promise<void> {
+    const prefix = `{"type":"event","subscriptionId":${JSON.stringify(name)},"event":`;
+    for (;;) {
+      const next = await follow.next();
+      if (next === undefined) return;
+      if (next === "cut") {
+        // Cut: what was sent is written, then the socket goes, with no close frame.
+        await this.#sent;
+        this.#ws.terminate();
+        return;
+      }
+      await this.#send(`${prefix}${next.event.json}}`);
+    }
+  }
+
+  async #unsubscribe(id: unknown, params: unknown): Promise<void> {
+    try {
+      await arrive(this.#state, "events.unsubscribe", params, "websocket");
+      requireScope(this.#caller, METHODS["events.unsubscribe"].scope);
+      const p = decodeParams("events.unsubscribe", params);
+      const follow = this.#subscriptions.get(p.subscriptionId);
+      if (!follow) throw new Failure(apiError("not_found", `no subscription ${JSON.stringify(p.subscriptionId)}`));
+      follow.stop();
+      this.#subscriptions.delete(p.subscriptionId);
+      this.#state.touch();
+      await this.#send(answer(id, { ok: true, result: {} }));
+    } catch (thrown) {
+      await this.#send(answer(id, { ok: false, error: errorOf(thrown) }));
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// Every method of the generated table is served, over HTTP and over the
+// WebSocket: never 404, 405 or `internal`; `unsupported` ones answer
+// `unsupported`. The sample params are typed by the table, so a method
+// added to it fails to compile here until it is covered.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { FakeRun, type FakeGateway } from "@talon/sdk-testing";
+import { METHODS, WsCaller, type MethodName, type MethodTypes } from "@talon/sdk";
+
+import { normalised, post, talonOf, until, withFake } from "./helpers.js";
+
+/** What each method is called with, given the ids a setup made. */
+type Samples = { [M in MethodName]: MethodTypes[M]["params"] };
+
+interface Made {
+  runId: string;
+  sessionId: string;
+  sessionKey: string;
+  artifactId: string;
+  approvalId: string;
+  questionId: string;
+  environmentId: string;
+}
+
+function samples(made: Made): Samples {
+  return {
+    "agents.list": {},
+    "agents.get": { agentId: "main" },
+    "agents.create": { id: "helper", name: "Helper" },
+    "agents.update": { agentId: "helper", description: "helps" },
+    "sessions.list": { limit: 5 },
+    "sessions.create": { agentId: "main", key: "sample" },
+    "sessions.resolve": { key: "resolved" },
+    "sessions.send": { sessionId: made.sessionId, input: "again" },
+    "sessions.messages": { sessionId: made.sessionId },
+    "sessions.fork": { sessionId: made.sessionId },
+    "sessions.compact": { sessionId: made.sessionId },
+    "sessions.abort": { sessionId: made.sessionId },
+    "runs.create": { input: "hello" },
+    "runs.list": { limit: 2 },
+    "runs.get": { runId: made.runId },
+    "runs.events": { runId: made.runId, limit: 3 },
+    "runs.wait": { runId: made.runId, timeoutMs: 10 },
+    "runs.cancel": { runId: made.runId },
+    "tasks.list": {},
+    "tasks.get": { taskId: "task_1" },
+    "tasks.cancel": { taskId: "task_1" },
+    "tasks.events": { taskId: "task_1" },
+    "models.list": {},
+    "models.status": {},
+    "tools.list": {},
+    "tools.invoke": { tool: "read", sessionKey: made.sessionKey, arguments: { path: "a.txt" } },
+    "artifacts.list": { runId: made.runId },
+    "artifacts.get": { artifactId: made.artifactId },
+    "artifacts.download": { artifactId: made.artifactId },
+    "approvals.list": { status: "pending" },
+    "approvals.respond": { approvalId: made.approvalId, decision: "approve_once" },
+    "questions.list": {},
+    "questions.respond": { questionId: made.questionId, answer: "yes" },
+    "environments.list": {},
+    "environments.create": { provider: "local" },
+    "environments.status": { environmentId: made.environmentId },
+    "environments.delete": { environmentId: made.environmentId },
+    "events.subscribe": { types: ["run.completed"] },
+    "events.unsubscribe": { subscriptionId: "sub_1" },
+    "tokens.ticket": {},
+    "tokens.create": { name: "browser", preset: "app", expiresInMs: 60_000 },
+  };
+}
+
+/** Makes a run with an artifact, a pending approval, a pending question and an environment. */
+async function setup(fake: FakeGateway): Promise<Made> {
+  const talon = talonOf(fake);
+  fake.scriptRun(FakeRun.reply("Made.").artifact("a.txt", "file", "hello"));
+  fake.scriptRun(FakeRun.reply("Asked.").approval("write", { path: "b.txt" }));
+  fake.scriptRun(FakeRun.reply("Asked.").question("Proceed?", ["yes", "no"]));
+  fake.setInvokeResult("read", { text: "hello" });
+  const first = await talon.agent().run("make");
+  assert.equal((await first.wait()).status, "completed");
+  await talon.agent().run("ask");
+  await talon.agent().run("question");
+  const approval = await until("an approval", async () => (await talon.approvals())[0]);
+  const question = await until("a question", async () => (await talon.questions())[0]);
+  const environment = await talon.client.environments.create({ provider: "local" });
+  const artifact = (await first.artifacts.list())[0];
+  assert.ok(artifact);
+  return {
+    runId: first.id,
+    sessionId: first.info.sessionId ?? "",
+    sessionKey: first.info.sessionKey ?? "",
+    artifactId: artifact.id,
+    approvalId: approval.id,
+    questionId: question.id,
+    environmentId: environment.id,
+  };
+}
+
+/** What each answers beside success (`200` over HTTP): the table's unsupported methods, and the WebSocket's own over HTTP. */
+function expected(transport: "http" | "websocket"): Record<string, unknown> {
+  return Object.fromEntries(
+    (Object.keys(METHODS) as MethodName[]).map((m) => {
+      if (METHODS[m].stability === "unsupported") return [m, "unsupported"];
+      if (transport === "http" && m.startsWith("events.")) return [m, "invalid_request"];
+      return [m, "ok"];
+    }),
+  );
+}
+
+describe("the method table", () => {
+  it("has a sample for every method, and every one is served over HTTP", async () => {
+    await withFake(async (fake) => {
+      const table = samples(await setup(fake));
+      assert.deepEqual(Object.keys(table).sort(), Object.keys(METHODS).sort());
+      const outcomes: Record<string, unknown> = {};
+      for (const method of Object.keys(METHODS) as MethodName[]) {
+        const answer = await post(fake, method, table[method]);
+        const code = (answer.body as { error?: { code?: string } }).error?.code;
+        outcomes[method] = answer.status === 200 ? "ok" : code;
+        assert.ok(![404, 405, 500].includes(answer.status), `${method}: ${answer.status}`);
+      }
+      assert.deepEqual(outcomes, expected("http"));
+      // Every call was recorded, in order, with its transport.
+      const recorded = fake.calls().filter((c) => c.transport === "http").map((c) => c.method);
+      assert.deepEqual(recorded.slice(-Object.keys(METHODS).length), Object.keys(METHODS));
+    });
+  });
+
+  it("serves every method over the WebSocket too", async () => {
+    await withFake(async (fake) => {
+      const table = samples(await setup(fake));
+      const caller = new WsCaller({ baseUrl: fake.url, token: fake.token });
+      try {
+        const outcomes: Record<string, unknown> = {};
+        for (const method of Object.keys(METHODS) as MethodName[]) {
+          outcomes[method] = await caller.call(method, table[method] as never).then(
+            () => "ok",
+            (e: { code?: string }) => e.code,
+          );
+        }
+        assert.deepEqual(outcomes, expected("websocket"));
+        const sent = fake.calls().filter((c) => c.transport === "websocket");
+        // The client answers `unsupported` itself, without a request.
+        assert.deepEqual(
+          sent.map((c) => c.method),
+          (Object.keys(METHODS) as MethodName[]).filter((m) => METHODS[m].stability !== "unsupported"),
+        );
+        assert.deepEqual(normalised(sent.find((c) => c.method === "events.subscribe")), {
+          method: "events.subscribe",
+          params: { types: ["run.completed"] },
+          transport: "websocket",
+        });
+      } finally {
+        await caller.close();
+      }
+    });
+  });
+
+  it("answers unsupported and unknown methods as the gateway does", async () => {
+    await withFake(async (fake) => {
+      assert.deepEqual(await post(fake, "tasks.list", {}), {
+        status: 501,
+        headers: { "content-type": "application/json" },
+        body: { error: { code: "unsupported", details: { method: "tasks.list" }, message: "`tasks.list` is not supported by this gateway yet", retryable: false } },
+      });
+      const unknown = await post(fake, "nope.nothing", {});
+      assert.deepEqual(unknown.body, {
+        error: { code: "not_found", details: { method: "nope.nothing" }, message: "no method `nope.nothing`", retryable: false },
+      });
+      assert.equal(unknown.status, 404);
+    });
+  });
+});

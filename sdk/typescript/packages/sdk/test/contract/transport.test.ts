@@ -1,0 +1,111 @@
+// The wire, against both servers: generated calls over HTTP and the
+// WebSocket, a subscription's replay and live tail, typed errors, stream
+// tickets, and idempotency keys.
+import assert from "node:assert/strict";
+import { it } from "node:test";
+
+import { TalonError, type TalonEvent } from "@talon/sdk";
+
+import { REPLY, bothServers, collect, withBackend } from "./backend.js";
+
+const isError = (code: string, retryable = false) => (e: unknown) => {
+  assert.ok(e instanceof TalonError, String(e));
+  assert.deepEqual({ code: e.code, retryable: e.retryable }, { code, retryable });
+  return true;
+};
+
+bothServers("the wire", (kind) => {
+  it("generated calls work over HTTP and over the WebSocket", () =>
+    withBackend(kind, "reply", async (b) => {
+      for (const transport of ["http", "websocket"] as const) {
+        const talon = b.talon({ transport });
+        try {
+          const { agents } = await talon.client.agents.list();
+          assert.ok(agents.some((a) => a.id === "main"), transport);
+          const accepted = await talon.client.runs.create({ input: "hello" });
+          assert.equal(accepted.runId, accepted.id);
+          const result = await talon.client.runs.wait(accepted.runId, { timeoutMs: 30_000 });
+          assert.equal(result.output?.text, REPLY, transport);
+          assert.ok((await talon.client.models.list()).models.length > 0);
+          // A future method is declared and answered `unsupported`.
+          await assert.rejects(talon.client.tasks.list(), isError("unsupported"));
+          await assert.rejects(talon.client.runs.get("run_000000000000000000000000"), isError("not_found"));
+        } finally {
+          await talon.close();
+        }
+      }
+    }));
+
+  it("a WebSocket subscription replays, then follows", () =>
+    withBackend(kind, "reply", async (b) => {
+      const talon = b.talon({ transport: "websocket" });
+      try {
+        const first = await talon.client.runs.create({ input: "one" });
+        await talon.client.runs.wait(first.runId, { timeoutMs: 30_000 });
+        const subscription = await talon.subscribe({ types: ["run.completed"] });
+        const seen: Array<string | undefined> = [];
+        let second: string | undefined;
+        for await (const event of subscription) {
+          seen.push(event.runId ?? undefined);
+          // The replay holds the first run's end; the live tail the second's.
+          if (seen.length === 1) second = (await talon.client.runs.create({ input: "two" })).runId;
+          else break;
+        }
+        assert.deepEqual(seen, [first.runId, second]);
+      } finally {
+        await talon.close();
+      }
+      // Over HTTP a subscription is refused by the client itself.
+      await assert.rejects(b.talon().subscribe(), isError("invalid_request"));
+    }));
+
+  it("errors carry the protocol's code and retryability", () =>
+    withBackend(kind, "reply", async (b) => {
+      const talon = b.talon();
+      await assert.rejects(talon.run("run_000000000000000000000000"), (e: unknown) => {
+        assert.ok(e instanceof TalonError);
+        assert.deepEqual(
+          { code: e.code, retryable: e.retryable, retryAfterMs: e.retryAfterMs, status: e.status },
+          { code: "not_found", retryable: false, retryAfterMs: undefined, status: 404 },
+        );
+        return true;
+      });
+      const stranger = b.talon({ token: "talon_not_a_token" });
+      await assert.rejects(stranger.client.agents.list(), isError("unauthenticated"));
+      await assert.rejects(b.talon({ token: "talon_not_a_token", transport: "websocket" }).client.agents.list(), (e: unknown) => e instanceof TalonError && e.code === "unauthenticated");
+      const run = await talon.agent("main").run("x");
+      assert.throws(() => run.events({ after: "not-a-cursor" }), isError("invalid_request"));
+      await assert.rejects(talon.client.runs.events("run_000000000000000000000000", {}), isError("not_found"));
+      // Nothing listens here.
+      const nowhere = b.talon({ baseUrl: "http://127.0.0.1:9", maxRetries: 0 });
+      await assert.rejects(nowhere.client.agents.list(), isError("unavailable", true));
+    }));
+
+  it("streams open with a single-use ticket instead of the token", () =>
+    withBackend(kind, "reply", async (b) => {
+      const talon = b.talon({ streamAuth: "ticket" });
+      const run = await talon.agent("main").run("via a ticket");
+      const events: TalonEvent[] = await collect(run.events());
+      assert.equal(events.at(-1)?.type, "run.completed");
+      const controller = new AbortController();
+      const seen: string[] = [];
+      for await (const event of talon.events({ signal: controller.signal, types: ["run.completed"] })) {
+        seen.push(event.type);
+        if (event.runId === run.id) break;
+      }
+      assert.ok(seen.includes("run.completed"));
+      const { ticket } = await talon.client.tokens.ticket({});
+      const url = `${b.url}/v1/runs/${run.id}/events?ticket=${encodeURIComponent(ticket)}`;
+      assert.equal((await fetch(url)).status, 200);
+      assert.equal((await fetch(url)).status, 401, "a ticket is single use");
+    }));
+
+  it("an idempotency key returns the first run", () =>
+    withBackend(kind, "reply", async (b) => {
+      const talon = b.talon();
+      const first = await talon.agent("main").run({ input: "once", idempotencyKey: "sdk-key-1" });
+      const again = await talon.agent("main").run({ input: "once", idempotencyKey: "sdk-key-1" });
+      assert.equal(again.id, first.id);
+      assert.notEqual((await talon.agent("main").run("other")).id, first.id);
+    }));
+});
