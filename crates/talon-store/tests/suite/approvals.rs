@@ -6,6 +6,9 @@ use talon_protocol::gateway::{
 };
 use talon_store::{PendingFilter, Resolution, StoreError};
 
+/// The core shell tool's catalog id.
+const EXEC: &str = "openclaw:core:exec";
+
 pub fn approval(id: &str, run: &str, expires_at: Option<u64>) -> Approval {
     Approval {
         id: id.into(),
@@ -14,6 +17,7 @@ pub fn approval(id: &str, run: &str, expires_at: Option<u64>) -> Approval {
         kind: ApprovalKind::Tool,
         summary: "run `rm -rf build/`".into(),
         tool_name: Some("exec".into()),
+        tool_id: Some(EXEC.into()),
         tool_call_id: None,
         arguments: None,
         environment_action: None,
@@ -110,37 +114,46 @@ on_both! {
         let store = &t.store;
         let with = |id: &str, session: Option<&str>, tool: &str| Approval {
             session_id: session.map(str::to_owned).map(Into::into),
-            tool_name: Some(tool.into()),
-            ..approval(id, "r1", None)
+            ..of_tool(approval(id, "r1", None), tool)
         };
-        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap(), None);
         // Approved once: nothing to remember; denied: nothing either.
-        store.create_approval(&with("once", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("once", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("once", decide(ApprovalDecision::ApproveOnce, 11)).await.unwrap();
-        store.create_approval(&with("no", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("no", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("no", decide(ApprovalDecision::Deny, 12)).await.unwrap();
-        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap(), None);
         // For the session: that session only, that tool only.
-        store.create_approval(&with("sess", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("sess", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess", decide(ApprovalDecision::ApproveSession, 13)).await.unwrap();
-        let found = store.remembered_approval("exec", Some("s1")).await.unwrap().unwrap();
+        let found = store.remembered_approval(EXEC, Some("s1")).await.unwrap().unwrap();
         assert_eq!((found.id.as_str(), found.decision), ("sess", Some(ApprovalDecision::ApproveSession)));
-        assert_eq!(store.remembered_approval("exec", Some("s2")).await.unwrap(), None);
-        assert_eq!(store.remembered_approval("exec", None).await.unwrap(), None);
-        assert_eq!(store.remembered_approval("write", Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s2")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval("openclaw:core:write", Some("s1")).await.unwrap(), None);
         // Always: every session, and the latest rule wins where both hold.
-        store.create_approval(&with("always", Some("s2"), "exec")).await.unwrap();
+        store.create_approval(&with("always", Some("s2"), EXEC)).await.unwrap();
         store.resolve_approval("always", decide(ApprovalDecision::ApproveAlways, 14)).await.unwrap();
         for session in [Some("s1"), Some("s3"), None] {
-            let found = store.remembered_approval("exec", session).await.unwrap().unwrap();
+            let found = store.remembered_approval(EXEC, session).await.unwrap().unwrap();
             assert_eq!(found.id, "always", "{session:?}");
         }
-        store.create_approval(&with("sess2", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("sess2", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess2", decide(ApprovalDecision::ApproveSession, 15)).await.unwrap();
-        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap().unwrap().id, "sess2");
+        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap().unwrap().id, "sess2");
         // Another node sees the same rules.
         let other = t.reopen().await;
-        assert_eq!(other.remembered_approval("exec", Some("s3")).await.unwrap().unwrap().id, "always");
+        assert_eq!(other.remembered_approval(EXEC, Some("s3")).await.unwrap().unwrap().id, "always");
+    }
+}
+
+/// `approval` for the tool of catalog id `id`, named as the gateway
+/// names it (the id's last segment).
+fn of_tool(approval: Approval, id: &str) -> Approval {
+    Approval {
+        tool_name: id.rsplit(':').next().map(str::to_owned),
+        tool_id: Some(id.to_owned()),
+        ..approval
     }
 }
 
