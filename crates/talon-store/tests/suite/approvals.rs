@@ -157,6 +157,78 @@ fn of_tool(approval: Approval, id: &str) -> Approval {
     }
 }
 
+/// Which approval (by id) the rules give for each of `tools` in session
+/// `s1`.
+async fn covering(store: &talon_store::Store, tools: &[&str]) -> Vec<Option<String>> {
+    let mut found = Vec::new();
+    for tool in tools {
+        let rule = store.remembered_approval(tool, Some("s1")).await.unwrap();
+        found.push(rule.map(|a| a.id.to_string()));
+    }
+    found
+}
+
+on_both! {
+    async fn a_rule_never_covers_another_tool_of_the_same_name(t) {
+        let store = &t.store;
+        const CORE: &str = "openclaw:core:write";
+        const MCP: &str = "mcp:files:write";
+        // Both tools are named `write`; always approving the core one
+        // covers it alone, by id (a bare name finds nothing).
+        store.create_approval(&of_tool(approval("core", "r1", None), CORE)).await.unwrap();
+        store.resolve_approval("core", decide(ApprovalDecision::ApproveAlways, 11)).await.unwrap();
+        assert_eq!(
+            covering(store, &[CORE, MCP, "write"]).await,
+            [Some("core".to_owned()), None, None]
+        );
+        // An approval naming its tool without an id (no gateway writes
+        // one) identifies no tool, and grants nothing.
+        let bare = Approval { tool_id: None, ..of_tool(approval("bare", "r1", None), MCP) };
+        assert_eq!(bare.tool_name.as_deref(), Some("write"));
+        store.create_approval(&bare).await.unwrap();
+        store.resolve_approval("bare", decide(ApprovalDecision::ApproveAlways, 12)).await.unwrap();
+        assert_eq!(
+            covering(store, &[CORE, MCP, "write"]).await,
+            [Some("core".to_owned()), None, None]
+        );
+        // The MCP tool's own rule covers it, and still not the core one.
+        store.create_approval(&of_tool(approval("mcp", "r1", None), MCP)).await.unwrap();
+        store.resolve_approval("mcp", decide(ApprovalDecision::ApproveSession, 13)).await.unwrap();
+        assert_eq!(
+            covering(store, &[CORE, MCP, "write"]).await,
+            [Some("core".to_owned()), Some("mcp".to_owned()), None]
+        );
+    }
+}
+
+on_both! {
+    async fn an_approval_stored_before_tool_id_still_matches_its_rule(t) {
+        let store = &t.store;
+        // As stored before `toolId`: the catalog id in `toolName`.
+        let legacy: Approval = serde_json::from_value(serde_json::json!({
+            "id": "old", "runId": "r1", "sessionId": "s1", "kind": "tool",
+            "summary": "write {}", "toolName": "openclaw:core:write", "risk": "medium",
+            "decisions": ["approve_once", "approve_session", "approve_always", "deny"],
+            "reusable": true, "status": "pending", "createdAt": 10,
+        }))
+        .unwrap();
+        assert_eq!((legacy.tool_id.as_deref(), legacy.tool_key()), (None, Some("openclaw:core:write")));
+        store.create_approval(&legacy).await.unwrap();
+        store.resolve_approval("old", decide(ApprovalDecision::ApproveSession, 11)).await.unwrap();
+        // A call of that tool (looked up by catalog id) is covered by it;
+        // the bare name and another tool are not.
+        assert_eq!(
+            covering(store, &["openclaw:core:write", "write", "mcp:files:write"]).await,
+            [Some("old".to_owned()), None, None]
+        );
+        // A later approval in the new shape replaces the rule for the
+        // same tool: both shapes are one key.
+        store.create_approval(&of_tool(approval("new", "r1", None), "openclaw:core:write")).await.unwrap();
+        store.resolve_approval("new", decide(ApprovalDecision::ApproveSession, 12)).await.unwrap();
+        assert_eq!(covering(store, &["openclaw:core:write"]).await, [Some("new".to_owned())]);
+    }
+}
+
 on_both! {
     async fn questions_are_answered_once(t) {
         let store = &t.store;
