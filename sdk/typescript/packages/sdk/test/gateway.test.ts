@@ -110,17 +110,17 @@ describe("approvals", () => {
 
   it("approves a write with the app's policy, in the seed's shape", async () => {
     const run = await talon.agent().run("Write a summary to summary.txt");
-    const asked: Array<{ kind: string; toolName: string | undefined }> = [];
+    const asked: Array<{ kind: string; toolName: string | undefined; toolId: string | undefined }> = [];
     const stop = run.onApproval(async (request) => {
-      asked.push({ kind: request.kind, toolName: request.toolName });
-      // The gateway names a tool by its catalog id.
-      return request.toolName === "openclaw:core:write"
+      asked.push({ kind: request.kind, toolName: request.toolName, toolId: request.toolId });
+      // The gateway names a tool as the model calls it; `toolId` is its catalog id.
+      return request.kind === "tool" && request.toolName === "write"
         ? request.approveOnce({ reason: "allowed by the test" })
         : request.deny();
     });
     const result = await run.wait();
     stop();
-    assert.deepEqual(asked, [{ kind: "tool", toolName: "openclaw:core:write" }]);
+    assert.deepEqual(asked, [{ kind: "tool", toolName: "write", toolId: "openclaw:core:write" }]);
     assert.equal(result.status, "completed");
     assert.equal(readFileSync(join(gateway.workspace, "summary.txt"), "utf8"), "42");
   });
