@@ -113,7 +113,8 @@ impl Approver for TerminalApprover {
         call: &'a talon_tools::ToolCall,
     ) -> talon_tools::BoxFuture<'a, talon_tools::ApprovalDecision> {
         let prompt = format!(
-            "approve {} {}? [y/N] ",
+            "approve {} ({}) {}? [y/N] ",
+            entry.tool.name,
             entry.id,
             call.args.to_string().chars().take(300).collect::<String>()
         );

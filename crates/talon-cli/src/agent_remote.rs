@@ -140,10 +140,7 @@ async fn ask(prompt: String) -> Option<String> {
 }
 
 async fn decide(approval: Approval) -> talon_sdk::Result<()> {
-    let what = approval
-        .tool_name
-        .clone()
-        .unwrap_or_else(|| approval.summary.clone());
+    let what = shown(&approval);
     let arguments = approval
         .arguments
         .as_ref()
@@ -154,6 +151,18 @@ async fn decide(approval: Approval) -> talon_sdk::Result<()> {
         Some("y" | "Y" | "yes") => approval.approve_once().await.map(drop),
         Some(_) => approval.deny("the user declined").await.map(drop),
         None => approval.deny(crate::agent::NO_TERMINAL).await.map(drop),
+    }
+}
+
+/// What an approval asks to run, for the prompt: the tool's name and,
+/// when the gateway gives it, its catalog id (`write
+/// (openclaw:core:write)`: two tools may share a name); else its summary.
+fn shown(approval: &talon_protocol::gateway::Approval) -> String {
+    match (&approval.tool_name, &approval.tool_id) {
+        (Some(name), Some(id)) if name != id => format!("{name} ({id})"),
+        (Some(name), _) => name.clone(),
+        (None, Some(id)) => id.clone(),
+        (None, None) => approval.summary.clone(),
     }
 }
 
@@ -187,5 +196,42 @@ async fn answer(question: Question) -> talon_sdk::Result<()> {
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown;
+
+    #[test]
+    fn an_approval_shows_its_tool_by_name_and_id() {
+        let approval = |tool: serde_json::Value| -> talon_protocol::gateway::Approval {
+            let mut doc = serde_json::json!({
+                "id": "ap1", "runId": "r1", "kind": "tool", "summary": "write {}",
+                "risk": "medium", "decisions": ["approve_once"], "reusable": true,
+                "status": "pending", "createdAt": 1,
+            });
+            if let (Some(doc), Some(tool)) = (doc.as_object_mut(), tool.as_object()) {
+                doc.extend(tool.clone());
+            }
+            serde_json::from_value(doc).unwrap()
+        };
+        let shown: Vec<String> = [
+            serde_json::json!({"toolName": "write", "toolId": "openclaw:core:write"}),
+            // Stored before `toolId`.
+            serde_json::json!({"toolName": "openclaw:core:write"}),
+            serde_json::json!({}),
+        ]
+        .into_iter()
+        .map(|tool| shown(&approval(tool)))
+        .collect();
+        assert_eq!(
+            shown,
+            [
+                "write (openclaw:core:write)",
+                "openclaw:core:write",
+                "write {}"
+            ]
+        );
     }
 }

@@ -17,7 +17,7 @@
 //! # async fn demo() -> std::io::Result<()> {
 //! use talon_sdk_testing::{FakeGateway, FakeRun, Fault};
 //! let gateway = FakeGateway::start().await?;
-//! gateway.script_run(FakeRun::reply("Hello.").approval("write", serde_json::json!({})));
+//! gateway.script_run(FakeRun::reply("Hello.").approval("openclaw:core:write", serde_json::json!({})));
 //! gateway.inject(Fault::DropStream { after_events: 2 });
 //! // ... point the client at gateway.url() with gateway.token() ...
 //! gateway.shutdown().await;

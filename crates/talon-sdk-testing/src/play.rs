@@ -17,7 +17,7 @@ use talon_protocol::event_data::{
 use talon_protocol::gateway::bounded::{ApprovalId, QuestionId, RunId};
 use talon_protocol::gateway::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
-    RunStatus,
+    RunStatus, ToolSummary,
 };
 
 use super::runs::live_runs;
@@ -246,6 +246,23 @@ fn start_call(s: &mut State, run_id: &str, name: &str, arguments: serde_json::Va
     call_id
 }
 
+/// The name and catalog id of the tool a scripted approval is for
+/// ([`FakeRun::approval`](super::FakeRun::approval)'s `tool`): the tool
+/// set with `set_tools` whose id is `tool`, else whose name is; else
+/// `tool` itself, a catalog id (the tool named by its last `:` segment)
+/// or a name (a core tool's, `openclaw:core:<name>`).
+pub(crate) fn tool_of(tools: &[ToolSummary], tool: &str) -> (String, String) {
+    let set = tools
+        .iter()
+        .find(|t| t.id == tool)
+        .or_else(|| tools.iter().find(|t| t.name == tool));
+    match (set, tool.rsplit_once(':')) {
+        (Some(t), _) => (t.name.clone(), t.id.clone()),
+        (None, Some((_, name))) => (name.to_owned(), tool.to_owned()),
+        (None, None) => (tool.to_owned(), format!("openclaw:core:{tool}")),
+    }
+}
+
 async fn approval(
     shared: &Shared,
     run_id: &str,
@@ -253,16 +270,14 @@ async fn approval(
     arguments: &serde_json::Value,
 ) -> Result<(), Stop> {
     let begun = Instant::now();
+    let (tool, tool_id) = shared.read(|s| tool_of(&s.tools, tool));
+    // Named as the model names it, like the gateway's calls.
+    let tool = tool.as_str();
     let (call_id, approval_id) = shared.write(|s| {
         let call_id = start_call(s, run_id, tool, arguments.clone());
         let id: ApprovalId = s.new_id("appr");
         let run = s.runs.get(run_id).map(|r| r.run.clone());
         if let Some(run) = run {
-            let catalog_id = s
-                .tools
-                .iter()
-                .find(|t| t.name == tool || t.id == tool)
-                .map_or_else(|| tool.to_owned(), |t| t.id.clone());
             let now = now_ms();
             let summary = Approval::summary_of(tool, &arguments.to_string());
             let approval = Approval {
@@ -271,7 +286,8 @@ async fn approval(
                 session_id: run.session_id.clone(),
                 kind: ApprovalKind::Tool,
                 summary,
-                tool_name: Some(catalog_id),
+                tool_name: Some(tool.to_owned()),
+                tool_id: Some(tool_id),
                 tool_call_id: Some(call_id.clone()),
                 arguments: Some(arguments.clone()),
                 environment_action: None,
@@ -413,4 +429,59 @@ async fn question(
         );
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use talon_protocol::ToolEffect;
+    use talon_protocol::gateway::{ApprovalPolicy, ToolOrigin, ToolReach};
+
+    use super::*;
+
+    fn tool(id: &str, name: &str) -> ToolSummary {
+        ToolSummary {
+            id: id.into(),
+            name: name.into(),
+            source: ToolOrigin::Mcp,
+            owner: "files".into(),
+            description: "Writes a file.".into(),
+            arguments: vec![],
+            parameters: json!({"type": "object"}),
+            approval: ApprovalPolicy::Ask,
+            requires_approval: true,
+            reach: vec![ToolReach::Direct],
+            hidden: false,
+            read_only: false,
+            writable: true,
+            host_capable: false,
+            effect: ToolEffect::Writes,
+        }
+    }
+
+    #[test]
+    fn a_scripted_approval_names_its_tool_and_gives_its_id_like_the_gateway() {
+        let tools = [tool("mcp:files:write", "write")];
+        let named: Vec<_> = [
+            "mcp:files:write",
+            // A set tool by its name.
+            "write",
+            // Another tool of the same name, by its id.
+            "openclaw:core:write",
+            // Any other name: a core tool's.
+            "exec",
+        ]
+        .iter()
+        .map(|t| tool_of(&tools, t))
+        .collect();
+        let pair = |name: &str, id: &str| (name.to_owned(), id.to_owned());
+        assert_eq!(
+            named,
+            [
+                pair("write", "mcp:files:write"),
+                pair("write", "mcp:files:write"),
+                pair("write", "openclaw:core:write"),
+                pair("exec", "openclaw:core:exec"),
+            ]
+        );
+    }
 }

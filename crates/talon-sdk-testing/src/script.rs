@@ -16,7 +16,7 @@ pub(crate) enum Step {
     Delay(Duration),
     /// Ask for an approval of a tool call and wait for the decision.
     Approval {
-        /// The tool.
+        /// The tool: a catalog id, or a name (see [`FakeRun::approval`]).
         tool: String,
         /// The call's arguments.
         arguments: serde_json::Value,
@@ -46,7 +46,7 @@ pub(crate) enum Step {
 /// # use talon_sdk_testing::FakeRun;
 /// # use talon_protocol::gateway::ArtifactType;
 /// let run = FakeRun::reply("Done.")
-///     .approval("write", serde_json::json!({"path": "a.txt"}))
+///     .approval("openclaw:core:write", serde_json::json!({"path": "a.txt"}))
 ///     .artifact("a.txt", ArtifactType::File, b"hello".to_vec());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -89,11 +89,20 @@ impl FakeRun {
 
     /// A call of `tool` that needs approval: `tool.call.started`,
     /// `approval.requested` (a pending `tool` approval offering the
-    /// decisions the gateway offers); the run waits until
+    /// decisions the gateway offers, with the tool's `toolName` and
+    /// `toolId` as the gateway gives them); the run waits until
     /// `approvals.respond` decides (the first decision wins), then
     /// `approval.resolved` and `tool.call.completed` (approved) or
     /// `tool.call.failed` (denied). A run cancelled meanwhile resolves it
     /// `cancelled`.
+    ///
+    /// `tool` is best the tool's catalog id (`openclaw:core:write`): the
+    /// approval's `toolId` is that id, and its `toolName` (and the call's
+    /// name) the name of the tool with that id set with
+    /// [`FakeGateway::set_tools`](crate::FakeGateway::set_tools), else the
+    /// id's last `:` segment (`write`). A tool set with `set_tools` may
+    /// also be given by its name; any other name is taken as a core
+    /// tool's (`write` is `openclaw:core:write`).
     pub fn approval(mut self, tool: impl Into<String>, arguments: serde_json::Value) -> Self {
         self.steps.push(Step::Approval {
             tool: tool.into(),

@@ -6,11 +6,17 @@
 //! ```
 #![allow(clippy::print_stdout, reason = "an example prints what it does")]
 
-use talon_sdk::protocol::gateway::RunResultStatus;
+use talon_sdk::protocol::gateway::{ApprovalKind, RunResultStatus};
 use talon_sdk::{Approval, ApprovalAction, Talon};
 
-/// The app's policy.
+/// The app's policy, in the seed's shape: it reads the tool's name as the
+/// model calls it (`toolName`); `toolId` (the catalog id,
+/// `openclaw:core:write`) says exactly which tool that is, where two
+/// tools share a name.
 fn policy(approval: &Approval) -> ApprovalAction {
+    if approval.kind != ApprovalKind::Tool {
+        return ApprovalAction::AskUser;
+    }
     let tool = approval.tool_name.as_deref().unwrap_or_default();
     let path = approval
         .arguments
@@ -19,21 +25,22 @@ fn policy(approval: &Approval) -> ApprovalAction {
         .and_then(|p| p.as_str())
         .unwrap_or_default();
     let inside = !path.is_empty() && !path.starts_with('/') && !path.contains("..");
-    println!("approval {}: {tool} {path}", approval.id);
-    if tool.ends_with(":write") || tool.ends_with(":edit") {
-        if inside {
+    println!(
+        "approval {}: {tool} ({}) {path}",
+        approval.id,
+        approval.tool_id.as_deref().unwrap_or("?")
+    );
+    match tool {
+        "write" | "edit" if inside => {
             ApprovalAction::approve_once_because("a write inside the workspace")
-        } else {
-            ApprovalAction::Deny {
-                reason: format!("{path} is outside the workspace"),
-            }
         }
-    } else if tool.ends_with(":exec") {
-        ApprovalAction::AskUser
-    } else {
-        ApprovalAction::Deny {
+        "write" | "edit" => ApprovalAction::Deny {
+            reason: format!("{path} is outside the workspace"),
+        },
+        "exec" => ApprovalAction::AskUser,
+        _ => ApprovalAction::Deny {
             reason: format!("{tool} is not allowed by this app"),
-        }
+        },
     }
 }
 
@@ -51,8 +58,9 @@ async fn main() -> anyhow::Result<()> {
 
     for approval in run.approvals().await? {
         println!(
-            "{} {:?} → {:?} {:?}",
+            "{} ({}) {:?} → {:?} {:?}",
             approval.tool_name.as_deref().unwrap_or("?"),
+            approval.tool_id.as_deref().unwrap_or("?"),
             approval.arguments,
             approval.status,
             approval.decision

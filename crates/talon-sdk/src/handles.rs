@@ -83,7 +83,12 @@ macro_rules! handle {
 handle! {
     /// A request for a decision: a tool call (or an environment action)
     /// waiting for `approvals.respond`. The first decision wins; a later
-    /// one fails with `conflict`, the winner in its details.
+    /// one fails with `conflict`, the winner in its details. A tool call's
+    /// tool is in [`tool_name`](proto::Approval::tool_name), the name the
+    /// model calls it (`exec`), and [`tool_id`](proto::Approval::tool_id),
+    /// its catalog id (`openclaw:core:exec`), which identifies it exactly
+    /// ([`tool_key`](proto::Approval::tool_key) also for approvals stored
+    /// before `tool_id`, which had the id in `tool_name`).
     Approval wraps proto::Approval
 }
 

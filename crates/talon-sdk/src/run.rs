@@ -186,6 +186,24 @@ impl Run {
     /// its own that follows the run's events until it ends (or this `Run`
     /// is dropped). Requests made before the call are seen too. A request
     /// someone else decided first is left alone.
+    ///
+    /// A handler reads the tool as the seed's example does, by the name
+    /// the model calls it (`tool_name`: `write`, `exec`), and by
+    /// `tool_id` (`openclaw:core:write`) where it must tell apart tools
+    /// of the same name:
+    ///
+    /// ```no_run
+    /// # use talon_sdk::{ApprovalAction, Run};
+    /// # use talon_sdk::protocol::gateway::ApprovalKind;
+    /// # fn demo(run: &mut Run) {
+    /// run.on_approval(|request| {
+    ///     if request.kind == ApprovalKind::Tool && request.tool_name.as_deref() == Some("exec") {
+    ///         return ApprovalAction::approve_once_because("CI command allowed by policy");
+    ///     }
+    ///     ApprovalAction::AskUser
+    /// });
+    /// # }
+    /// ```
     pub fn on_approval<F>(&mut self, handler: F) -> &mut Self
     where
         F: Fn(&Approval) -> ApprovalAction + Send + Sync + 'static,

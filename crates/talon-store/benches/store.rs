@@ -243,6 +243,7 @@ async fn remembered(store: &Store) {
             kind: ApprovalKind::Tool,
             summary: "a call".into(),
             tool_name: Some(format!("tool_{}", n % 50)),
+            tool_id: Some(format!("plugin:bench:tool_{}", n % 50)),
             tool_call_id: None,
             arguments: None,
             environment_action: None,
@@ -275,7 +276,7 @@ async fn remembered(store: &Store) {
     let mut keyed = Vec::new();
     let mut scanned = Vec::new();
     for i in 0..lookups {
-        let tool = format!("tool_{}", i % 50);
+        let tool = format!("plugin:bench:tool_{}", i % 50);
         let session = format!("sess_{}", (i * 7) % 1000);
         let started = Instant::now();
         let found = store
@@ -293,7 +294,7 @@ async fn remembered(store: &Store) {
             .await
             .unwrap();
         let old = approved.iter().rev().find(|a| {
-            a.tool_name.as_deref() == Some(tool.as_str())
+            a.tool_key() == Some(tool.as_str())
                 && match a.decision {
                     Some(ApprovalDecision::ApproveAlways) => true,
                     Some(ApprovalDecision::ApproveSession) => {

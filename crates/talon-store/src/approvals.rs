@@ -133,8 +133,10 @@ impl Store {
     }
 
     /// The approval whose remembered decision covers a call of `tool`
-    /// (a catalog id) in `session_id`: the latest `approve_always` for
-    /// the tool, or `approve_session` in that session.
+    /// (a catalog id, never a bare name: rules are filed by
+    /// [`Approval::tool_key`]) in `session_id`: the latest
+    /// `approve_always` for the tool, or `approve_session` in that
+    /// session.
     pub async fn remembered_approval(
         &self,
         tool: &str,
@@ -163,7 +165,9 @@ impl Store {
             }
             _ => return Ok(()),
         };
-        let Some(tool) = &approval.tool_name else {
+        // By catalog id, also for an approval stored before `toolId`;
+        // one that only names its tool grants nothing.
+        let Some(tool) = approval.tool_key() else {
             return Ok(());
         };
         sqlx::query(sql!(
@@ -171,7 +175,7 @@ impl Store {
              VALUES ($1, $2, $3, $4) ON CONFLICT (tool, scope) DO UPDATE \
              SET approval_id = excluded.approval_id, created_at = excluded.created_at"
         ))
-        .bind(tool.clone())
+        .bind(tool.to_owned())
         .bind(scope)
         .bind(approval.id.to_string())
         .bind(ms(approval.resolved_at.unwrap_or(approval.created_at))?)

@@ -57,8 +57,12 @@
 //!   one transaction. **Agents** created through the API (`agents.rs`).
 //! - **Approvals and questions** (`approvals.rs`): resolved by a compare-and-set on `status =
 //!     'pending'`, so of concurrent responders on any node exactly one wins. Approvals resolved
-//!   `approve_session` or `approve_always` are filed in `approval_rules` (keyed by tool and scope),
-//!   which `remembered_approval` reads by key.
+//!   `approve_session` or `approve_always` are filed in `approval_rules` (keyed by the tool's
+//!   catalog id, `Approval::tool_key`, and scope), which `remembered_approval` reads by key.
+//!   Migration 0004 backfilled the rules from stored docs' `toolName`, which held the catalog id
+//!   before `toolId` existed (a build that writes `toolId` applies 0004 before it writes): a
+//!   released migration is never edited, as sqlx refuses a database whose applied migration's
+//!   checksum changed.
 //! - **Artifacts** (`artifacts.rs`): the summary, and the content inline up to
 //!   `inline_artifact_bytes` or in a synced file under `<state_dir>/artifacts/` above it; expired
 //!   ones are invisible to reads and purged with their files.

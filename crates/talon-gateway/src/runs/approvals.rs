@@ -18,7 +18,10 @@
 //! A decision to `approve_session` or `approve_always` is remembered:
 //! later calls of the same tool (in the same session, or anywhere) are
 //! approved without asking, each with a resolved approval of its own and
-//! an `approval.resolved` event saying it was reused.
+//! an `approval.resolved` event saying it was reused. "The same tool" is
+//! the same catalog id ([`Approval::tool_key`]), never the same name: an
+//! approval names its tool as the model does (`toolName`) and identifies
+//! it by id (`toolId`).
 
 use std::sync::Arc;
 
@@ -103,7 +106,7 @@ impl DurableApprover {
             .or_else(|| {
                 mine.iter().find(|a| {
                     a.status == ApprovalStatus::Pending
-                        && a.tool_name.as_deref() == Some(entry.id.as_str())
+                        && a.tool_key() == Some(entry.id.as_str())
                         && a.arguments.as_ref() == Some(&call.args)
                 })
             });
@@ -170,7 +173,8 @@ impl DurableApprover {
                 .map(Into::into),
             kind: ApprovalKind::Tool,
             summary,
-            tool_name: Some(entry.id.clone()),
+            tool_name: Some(entry.tool.name.clone()),
+            tool_id: Some(entry.id.clone()),
             tool_call_id: Some(call.call_id.clone()),
             arguments: Some(call.args.clone()),
             environment_action: None,

@@ -342,6 +342,71 @@ async fn a_remembered_decision_is_reused_in_its_session_and_says_so() {
     );
 }
 
+/// An approval stored before `toolId` (the catalog id in `toolName`) and
+/// answered `approve_always` after the upgrade still covers its tool:
+/// the run's write is approved without asking, by a reused approval in
+/// the new shape that names it.
+#[tokio::test]
+async fn an_approval_from_before_tool_id_still_covers_its_tool() {
+    let g = gateway(json!({})).await;
+    let t = Transport::Http;
+    let legacy: talon_protocol::gateway::Approval = serde_json::from_value(json!({
+        "id": "appr_legacy", "runId": "run_legacy", "kind": "tool",
+        "summary": "write {}", "toolName": "openclaw:core:write", "risk": "medium",
+        "decisions": ["approve_once", "approve_session", "approve_always", "deny"],
+        "reusable": true, "status": "pending", "createdAt": 1,
+    }))
+    .unwrap();
+    g.running.store.create_approval(&legacy).await.unwrap();
+    t.call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": "appr_legacy", "decision": "approve_always"}),
+    )
+    .await
+    .unwrap();
+    let run_id = create(&g, &t, "after the upgrade").await;
+    assert_eq!(wait(&g, &t, &run_id).await["status"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(g.dir.path().join("workspace/note.txt")).unwrap(),
+        "approved text"
+    );
+    let list = t
+        .call(&g, "approvals.list", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    let shown: Vec<Value> = list["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            json!({
+                "status": a["status"], "decision": a["decision"], "reason": a["reason"],
+                "toolName": a["toolName"], "toolId": a["toolId"],
+            })
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [json!({
+            "status": "approved", "decision": "approve_always",
+            "reason": "remembered from approval appr_legacy",
+            "toolName": "write", "toolId": "openclaw:core:write",
+        })]
+    );
+    let events = events(&g, &t, &run_id).await;
+    assert_eq!(
+        (
+            of_type(&events, "approval.requested").len(),
+            of_type(&events, "approval.resolved")
+                .iter()
+                .map(|e| e["data"]["reused"].clone())
+                .collect::<Vec<_>>()
+        ),
+        (0, vec![json!(true)])
+    );
+}
+
 #[tokio::test]
 async fn cancelling_a_waiting_run_cancels_its_approval() {
     let g = gateway(json!({})).await;

@@ -368,6 +368,7 @@ async fn an_approval_is_answered_once() {
         kind: ApprovalKind::Tool,
         summary: "delete build/".into(),
         tool_name: Some("exec".into()),
+        tool_id: Some("openclaw:core:exec".into()),
         tool_call_id: None,
         arguments: None,
         environment_action: None,

@@ -106,9 +106,21 @@ pub struct Approval {
     pub kind: ApprovalKind,
     /// The requested action, for a person to read.
     pub summary: String,
-    /// The tool (catalog id) for `tool` approvals.
+    /// For `tool` approvals, the tool's name as the model calls it and
+    /// `tools.list` shows it (`write`, `exec`, an MCP tool's own name): what
+    /// an app's policy reads (`toolName === "exec"`). Names are not unique
+    /// (two MCP servers may each have a `write`): `toolId` says which tool
+    /// it is. Approvals stored before `toolId` existed have the catalog id
+    /// here instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// For `tool` approvals, the tool's catalog id
+    /// (`<source>:<owner>:<tool-name>`, e.g. `openclaw:core:write`), which
+    /// identifies it exactly: remembered decisions (`approve_session`,
+    /// `approve_always`) cover calls of this id, never of another tool with
+    /// the same name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
     /// The call it gates (the model's call id, or a nested call's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
@@ -140,6 +152,21 @@ pub struct Approval {
     /// When it was resolved (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_at: Option<u64>,
+}
+
+impl Approval {
+    /// The catalog id of the tool this approval is for, which identifies
+    /// it exactly: [`Approval::tool_id`], else, for an approval stored
+    /// before that field existed, its `tool_name` when that is a catalog
+    /// id (it then always was one). A bare name is never taken for an id:
+    /// tool names cannot contain `:` and catalog ids always do, so an
+    /// approval that only names its tool identifies none.
+    pub fn tool_key(&self) -> Option<&str> {
+        match &self.tool_id {
+            Some(id) => Some(id),
+            None => self.tool_name.as_deref().filter(|name| name.contains(':')),
+        }
+    }
 }
 
 /// Where a question is.
@@ -195,4 +222,76 @@ pub struct Question {
     /// When it was answered (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_at: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn approval(tool_name: Option<&str>, tool_id: Option<&str>) -> Approval {
+        Approval {
+            id: "ap1".into(),
+            run_id: "r1".into(),
+            session_id: None,
+            kind: ApprovalKind::Tool,
+            summary: "write {}".into(),
+            tool_name: tool_name.map(str::to_owned),
+            tool_id: tool_id.map(str::to_owned),
+            tool_call_id: None,
+            arguments: None,
+            environment_action: None,
+            risk: RiskLevel::Medium,
+            decisions: vec![ApprovalDecision::ApproveOnce],
+            expires_at: None,
+            reusable: true,
+            status: ApprovalStatus::Pending,
+            decision: None,
+            reason: None,
+            created_at: 1,
+            resolved_at: None,
+        }
+    }
+
+    #[test]
+    fn the_tool_key_is_the_id_else_a_legacy_catalog_id_never_a_bare_name() {
+        let keys = [
+            approval(Some("write"), Some("openclaw:core:write")),
+            // Stored before `toolId`: the name field held the catalog id.
+            approval(Some("openclaw:core:write"), None),
+            // A bare name alone identifies no tool.
+            approval(Some("write"), None),
+            approval(None, None),
+        ]
+        .map(|a| a.tool_key().map(str::to_owned));
+        assert_eq!(
+            keys,
+            [
+                Some("openclaw:core:write".to_owned()),
+                Some("openclaw:core:write".to_owned()),
+                None,
+                None,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_legacy_approval_decodes_without_a_tool_id_and_a_new_one_carries_both() {
+        let legacy: Approval = serde_json::from_value(serde_json::json!({
+            "id": "ap1", "runId": "r1", "kind": "tool", "summary": "write {}",
+            "toolName": "openclaw:core:write", "risk": "medium",
+            "decisions": ["approve_once"], "reusable": true, "status": "pending",
+            "createdAt": 1,
+        }))
+        .unwrap();
+        assert_eq!(legacy, approval(Some("openclaw:core:write"), None));
+        let current =
+            serde_json::to_value(approval(Some("write"), Some("openclaw:core:write"))).unwrap();
+        assert_eq!(
+            (&current["toolName"], &current["toolId"]),
+            (
+                &serde_json::json!("write"),
+                &serde_json::json!("openclaw:core:write")
+            )
+        );
+    }
 }

@@ -40,7 +40,7 @@ pub enum Scenario {
 
 pub const REPLY: &str = "Hello from the SDK suite.";
 pub const DONE: &str = "Done.";
-/// The write tool's catalog id, as approvals name it.
+/// The write tool's catalog id, an approval's `toolId`.
 pub const WRITE: &str = "openclaw:core:write";
 /// How many runs a fake is scripted for.
 const FAKE_RUNS: usize = 8;

@@ -2,7 +2,9 @@
 //! cancellation, artifacts, the ToolSpace, resuming after a cut.
 
 use futures::StreamExt as _;
-use talon_sdk::protocol::gateway::{ApprovalDecision, ApprovalStatus, RunResultStatus};
+use talon_sdk::protocol::gateway::{
+    ApprovalDecision, ApprovalKind, ApprovalStatus, RunResultStatus,
+};
 use talon_sdk::protocol::{Event, EventType};
 use talon_sdk::{ApprovalAction, Run};
 use talon_testing::wait;
@@ -145,8 +147,9 @@ async fn an_approval_handler_approves_once(kind: Kind) {
     let b = Backend::start(kind, Scenario::ApprovedWrite).await;
     let talon = b.talon().await;
     let mut run = talon.agent("main").run("write the note").await.unwrap();
+    // The seed's shape: the tool by the name the model calls it.
     run.on_approval(|approval| {
-        if approval.tool_name.as_deref() == Some(super::WRITE) {
+        if approval.kind == ApprovalKind::Tool && approval.tool_name.as_deref() == Some("write") {
             ApprovalAction::approve_once()
         } else {
             ApprovalAction::Deny {
@@ -162,11 +165,22 @@ async fn an_approval_handler_approves_once(kind: Kind) {
     let approvals = run.approvals().await.unwrap();
     let decided: Vec<_> = approvals
         .iter()
-        .map(|a| (a.tool_name.clone(), a.status, a.decision))
+        .map(|a| {
+            (
+                a.tool_name.clone(),
+                a.tool_id.clone(),
+                a.tool_key().map(str::to_owned),
+                a.status,
+                a.decision,
+            )
+        })
         .collect();
+    // Named as the model calls it, identified by its catalog id.
     assert_eq!(
         decided,
         vec![(
+            Some("write".to_owned()),
+            Some(super::WRITE.to_owned()),
             Some(super::WRITE.to_owned()),
             ApprovalStatus::Approved,
             Some(ApprovalDecision::ApproveOnce)
@@ -190,8 +204,8 @@ async fn an_async_approval_handler_approves_with_a_reason(kind: Kind) {
             let tools = policy.agent("main").tool_space().await.unwrap_or_default();
             let known = tools
                 .iter()
-                .any(|t| Some(&t.id) == approval.tool_name.as_ref());
-            if known || approval.tool_name.as_deref() == Some(super::WRITE) {
+                .any(|t| Some(&t.id) == approval.tool_id.as_ref());
+            if known || approval.tool_id.as_deref() == Some(super::WRITE) {
                 ApprovalAction::approve_once_because("policy: writes in the workspace")
             } else {
                 ApprovalAction::ask_user()

@@ -6,6 +6,9 @@ use talon_protocol::gateway::{
 };
 use talon_store::{PendingFilter, Resolution, StoreError};
 
+/// The core shell tool's catalog id.
+const EXEC: &str = "openclaw:core:exec";
+
 pub fn approval(id: &str, run: &str, expires_at: Option<u64>) -> Approval {
     Approval {
         id: id.into(),
@@ -14,6 +17,7 @@ pub fn approval(id: &str, run: &str, expires_at: Option<u64>) -> Approval {
         kind: ApprovalKind::Tool,
         summary: "run `rm -rf build/`".into(),
         tool_name: Some("exec".into()),
+        tool_id: Some(EXEC.into()),
         tool_call_id: None,
         arguments: None,
         environment_action: None,
@@ -110,37 +114,118 @@ on_both! {
         let store = &t.store;
         let with = |id: &str, session: Option<&str>, tool: &str| Approval {
             session_id: session.map(str::to_owned).map(Into::into),
-            tool_name: Some(tool.into()),
-            ..approval(id, "r1", None)
+            ..of_tool(approval(id, "r1", None), tool)
         };
-        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap(), None);
         // Approved once: nothing to remember; denied: nothing either.
-        store.create_approval(&with("once", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("once", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("once", decide(ApprovalDecision::ApproveOnce, 11)).await.unwrap();
-        store.create_approval(&with("no", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("no", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("no", decide(ApprovalDecision::Deny, 12)).await.unwrap();
-        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap(), None);
         // For the session: that session only, that tool only.
-        store.create_approval(&with("sess", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("sess", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess", decide(ApprovalDecision::ApproveSession, 13)).await.unwrap();
-        let found = store.remembered_approval("exec", Some("s1")).await.unwrap().unwrap();
+        let found = store.remembered_approval(EXEC, Some("s1")).await.unwrap().unwrap();
         assert_eq!((found.id.as_str(), found.decision), ("sess", Some(ApprovalDecision::ApproveSession)));
-        assert_eq!(store.remembered_approval("exec", Some("s2")).await.unwrap(), None);
-        assert_eq!(store.remembered_approval("exec", None).await.unwrap(), None);
-        assert_eq!(store.remembered_approval("write", Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s2")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval("openclaw:core:write", Some("s1")).await.unwrap(), None);
         // Always: every session, and the latest rule wins where both hold.
-        store.create_approval(&with("always", Some("s2"), "exec")).await.unwrap();
+        store.create_approval(&with("always", Some("s2"), EXEC)).await.unwrap();
         store.resolve_approval("always", decide(ApprovalDecision::ApproveAlways, 14)).await.unwrap();
         for session in [Some("s1"), Some("s3"), None] {
-            let found = store.remembered_approval("exec", session).await.unwrap().unwrap();
+            let found = store.remembered_approval(EXEC, session).await.unwrap().unwrap();
             assert_eq!(found.id, "always", "{session:?}");
         }
-        store.create_approval(&with("sess2", Some("s1"), "exec")).await.unwrap();
+        store.create_approval(&with("sess2", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess2", decide(ApprovalDecision::ApproveSession, 15)).await.unwrap();
-        assert_eq!(store.remembered_approval("exec", Some("s1")).await.unwrap().unwrap().id, "sess2");
+        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap().unwrap().id, "sess2");
         // Another node sees the same rules.
         let other = t.reopen().await;
-        assert_eq!(other.remembered_approval("exec", Some("s3")).await.unwrap().unwrap().id, "always");
+        assert_eq!(other.remembered_approval(EXEC, Some("s3")).await.unwrap().unwrap().id, "always");
+    }
+}
+
+/// `approval` for the tool of catalog id `id`, named as the gateway
+/// names it (the id's last segment).
+fn of_tool(approval: Approval, id: &str) -> Approval {
+    Approval {
+        tool_name: id.rsplit(':').next().map(str::to_owned),
+        tool_id: Some(id.to_owned()),
+        ..approval
+    }
+}
+
+/// Which approval (by id) the rules give for each of `tools` in session
+/// `s1`.
+async fn covering(store: &talon_store::Store, tools: &[&str]) -> Vec<Option<String>> {
+    let mut found = Vec::new();
+    for tool in tools {
+        let rule = store.remembered_approval(tool, Some("s1")).await.unwrap();
+        found.push(rule.map(|a| a.id.to_string()));
+    }
+    found
+}
+
+on_both! {
+    async fn a_rule_never_covers_another_tool_of_the_same_name(t) {
+        let store = &t.store;
+        const CORE: &str = "openclaw:core:write";
+        const MCP: &str = "mcp:files:write";
+        // Both tools are named `write`; always approving the core one
+        // covers it alone, by id (a bare name finds nothing).
+        store.create_approval(&of_tool(approval("core", "r1", None), CORE)).await.unwrap();
+        store.resolve_approval("core", decide(ApprovalDecision::ApproveAlways, 11)).await.unwrap();
+        assert_eq!(
+            covering(store, &[CORE, MCP, "write"]).await,
+            [Some("core".to_owned()), None, None]
+        );
+        // An approval naming its tool without an id (no gateway writes
+        // one) identifies no tool, and grants nothing.
+        let bare = Approval { tool_id: None, ..of_tool(approval("bare", "r1", None), MCP) };
+        assert_eq!(bare.tool_name.as_deref(), Some("write"));
+        store.create_approval(&bare).await.unwrap();
+        store.resolve_approval("bare", decide(ApprovalDecision::ApproveAlways, 12)).await.unwrap();
+        assert_eq!(
+            covering(store, &[CORE, MCP, "write"]).await,
+            [Some("core".to_owned()), None, None]
+        );
+        // The MCP tool's own rule covers it, and still not the core one.
+        store.create_approval(&of_tool(approval("mcp", "r1", None), MCP)).await.unwrap();
+        store.resolve_approval("mcp", decide(ApprovalDecision::ApproveSession, 13)).await.unwrap();
+        assert_eq!(
+            covering(store, &[CORE, MCP, "write"]).await,
+            [Some("core".to_owned()), Some("mcp".to_owned()), None]
+        );
+    }
+}
+
+on_both! {
+    async fn an_approval_stored_before_tool_id_still_matches_its_rule(t) {
+        let store = &t.store;
+        // As stored before `toolId`: the catalog id in `toolName`.
+        let legacy: Approval = serde_json::from_value(serde_json::json!({
+            "id": "old", "runId": "r1", "sessionId": "s1", "kind": "tool",
+            "summary": "write {}", "toolName": "openclaw:core:write", "risk": "medium",
+            "decisions": ["approve_once", "approve_session", "approve_always", "deny"],
+            "reusable": true, "status": "pending", "createdAt": 10,
+        }))
+        .unwrap();
+        assert_eq!((legacy.tool_id.as_deref(), legacy.tool_key()), (None, Some("openclaw:core:write")));
+        store.create_approval(&legacy).await.unwrap();
+        store.resolve_approval("old", decide(ApprovalDecision::ApproveSession, 11)).await.unwrap();
+        // A call of that tool (looked up by catalog id) is covered by it;
+        // the bare name and another tool are not.
+        assert_eq!(
+            covering(store, &["openclaw:core:write", "write", "mcp:files:write"]).await,
+            [Some("old".to_owned()), None, None]
+        );
+        // A later approval in the new shape replaces the rule for the
+        // same tool: both shapes are one key.
+        store.create_approval(&of_tool(approval("new", "r1", None), "openclaw:core:write")).await.unwrap();
+        store.resolve_approval("new", decide(ApprovalDecision::ApproveSession, 12)).await.unwrap();
+        assert_eq!(covering(store, &["openclaw:core:write"]).await, [Some("new".to_owned())]);
     }
 }
 

@@ -10,3 +10,4 @@ mod layers;
 mod run_list;
 pub mod runs;
 pub mod sessions;
+mod upgrade;

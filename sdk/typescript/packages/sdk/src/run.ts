@@ -34,8 +34,16 @@ export interface ApprovalRequest {
   readonly id: string;
   /** What kind of request (`tool`, `environment`, ...). */
   readonly kind: T.ApprovalKind;
-  /** The tool asked for, when it is a tool call. */
+  /**
+   * The tool asked for, when it is a tool call: its name as the model calls it and `tools.list`
+   * shows it (`write`, `exec`), what a policy reads (`request.toolName === "exec"`).
+   */
   readonly toolName: string | undefined;
+  /**
+   * The tool's catalog id (`openclaw:core:write`), which identifies it exactly where two tools
+   * share a name (approvals stored before it existed have the id in `toolName` instead).
+   */
+  readonly toolId: string | undefined;
   /** What is asked, in a line. */
   readonly summary: string;
   /** The risk the gateway sees. */
@@ -63,6 +71,7 @@ export function approvalRequest(approval: T.Approval): ApprovalRequest {
     id: approval.id,
     kind: approval.kind,
     toolName: approval.toolName ?? undefined,
+    toolId: approval.toolId ?? undefined,
     summary: approval.summary,
     risk: approval.risk,
     decisions: approval.decisions,

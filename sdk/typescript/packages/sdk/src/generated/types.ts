@@ -151,7 +151,22 @@ export type Approval = {
   summary: string;
   /** The call it gates (the model's call id, or a nested call's). */
   toolCallId?: string | null;
-  /** The tool (catalog id) for `tool` approvals. */
+  /**
+   * For `tool` approvals, the tool's catalog id
+   * (`<source>:<owner>:<tool-name>`, e.g. `openclaw:core:write`), which
+   * identifies it exactly: remembered decisions (`approve_session`,
+   * `approve_always`) cover calls of this id, never of another tool with
+   * the same name.
+   */
+  toolId?: string | null;
+  /**
+   * For `tool` approvals, the tool's name as the model calls it and
+   * `tools.list` shows it (`write`, `exec`, an MCP tool's own name): what
+   * an app's policy reads (`toolName === "exec"`). Names are not unique
+   * (two MCP servers may each have a `write`): `toolId` says which tool
+   * it is. Approvals stored before `toolId` existed have the catalog id
+   * here instead.
+   */
   toolName?: string | null;
 };
 
