@@ -6,8 +6,10 @@
 //! `cancelled`). Before it waits, the run's state as the turn's calls
 //! started is stored, so a node that dies during the wait leaves a run
 //! that resumes inside the turn: the same call finds its approval (by
-//! call id, else by tool and arguments among the run's pending ones) and
-//! waits again.
+//! call id with the same tool and arguments, else by tool and arguments
+//! among the run's pending ones) and waits again. An approval the run has
+//! acted on is used up: a later call (even one a provider gave the same
+//! id) asks anew.
 //!
 //! The run itself reports every resolution it acts on (`approval.resolved`)
 //! and, for a call that is not replay-safe, that event is durable before
@@ -58,6 +60,9 @@ pub(crate) struct DurableApprover {
     pub resolved: tokio::sync::watch::Receiver<u64>,
     /// The engine, which counts the run as waiting on a person.
     pub engine: super::Engine,
+    /// The approvals this run acted on (in this process): each decided one
+    /// call, and a later call with the same id is another call.
+    pub acted: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Asks through the store about the calls the policy sends to a person
@@ -99,16 +104,25 @@ impl DurableApprover {
                 ..PendingFilter::default()
             })
             .await?;
-        // A resumed run's call finds the approval it asked for before.
+        // A resumed run's call finds the approval it asked for before: the
+        // same call (id, tool and arguments; a provider may number every
+        // turn's calls alike, so an id alone is not the call), or a pending
+        // request for the same tool and arguments. One this run has acted
+        // on already was used up: a later call asks anew.
+        let acted = self.acted.lock().map(|a| a.clone()).unwrap_or_default();
+        let same = |a: &&Approval| {
+            !acted.contains(a.id.as_str())
+                && a.tool_key() == Some(entry.id.as_str())
+                && a.arguments.as_ref() == Some(&call.args)
+        };
         let earlier = mine
             .iter()
+            .filter(same)
             .find(|a| a.tool_call_id.as_deref() == Some(call.call_id.as_str()))
             .or_else(|| {
-                mine.iter().find(|a| {
-                    a.status == ApprovalStatus::Pending
-                        && a.tool_key() == Some(entry.id.as_str())
-                        && a.arguments.as_ref() == Some(&call.args)
-                })
+                mine.iter()
+                    .filter(same)
+                    .find(|a| a.status == ApprovalStatus::Pending)
             });
         let approval = match earlier {
             Some(approval) => approval.clone(),
@@ -222,6 +236,9 @@ impl DurableApprover {
     /// Reports a resolution the run acts on, and what it means for the
     /// call.
     fn act_on(&self, entry: &CatalogEntry, approval: &Approval, reused: bool) -> ApprovalDecision {
+        if let Ok(mut acted) = self.acted.lock() {
+            acted.insert(approval.id.to_string());
+        }
         self.events
             .emit(EventData::ApprovalResolved(ApprovalResolvedData {
                 approval_id: approval.id.clone(),

@@ -113,6 +113,7 @@ impl RunHooks for Hooks {
             sink: self.sink.clone(),
             resolved: self.engine.inner.resolutions.subscribe(),
             engine: self.engine.clone(),
+            acted: std::sync::Mutex::default(),
         })
     }
 

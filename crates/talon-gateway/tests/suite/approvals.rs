@@ -465,3 +465,83 @@ async fn policy_rules_allow_or_deny_without_asking_and_a_bad_policy_fails_the_ru
     let result = wait(&g, &t, &run_id).await;
     insta::assert_json_snapshot!("bad_policy_result", sized(redacted(&result)));
 }
+
+/// A provider may give every turn's call the same id (the mock model says
+/// `call_1` each turn): one `approve_once` must still approve one call.
+/// Another tool or other arguments under the same id, and the very same
+/// call made again in a later turn, each ask anew.
+#[tokio::test]
+async fn an_approve_once_approves_one_call_even_when_call_ids_repeat() {
+    use talon_mock_model::{Replay, Turn};
+    let write = |path: &str| super::tool_turn("write", json!({"path": path, "content": "x"}));
+    let g = TestGateway::start_opts(Options {
+        script: Script {
+            turns: vec![
+                write("a.txt"),
+                write("b.txt"),
+                write("a.txt"),
+                super::tool_turn("exec", json!({"command": "true"})),
+                Turn {
+                    text: Some("Done.".into()),
+                    ..Turn::default()
+                },
+            ],
+            replay: Replay::PerRun,
+            ..Script::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    std::fs::create_dir_all(g.dir.path().join("workspace")).unwrap();
+    let t = Transport::Http;
+    let run_id = create(&g, &t, "repeated-ids").await;
+    let mut answered = Vec::new();
+    for _ in 0..4 {
+        let asked = wait::until_async("the next approval", wait::DEADLINE, async || {
+            let list = t
+                .call(
+                    &g,
+                    "approvals.list",
+                    json!({"runId": run_id, "status": "pending"}),
+                )
+                .await
+                .unwrap();
+            list["approvals"].as_array().unwrap().first().cloned()
+        })
+        .await;
+        t.call(
+            &g,
+            "approvals.respond",
+            json!({"approvalId": asked["id"], "decision": "approve_once"}),
+        )
+        .await
+        .unwrap();
+        answered.push(asked);
+    }
+    let result = wait(&g, &t, &run_id).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let asked: Vec<Value> = answered
+        .iter()
+        .map(|a| json!([a["toolName"], a["toolCallId"], a["arguments"]]))
+        .collect();
+    pretty_assertions::assert_eq!(
+        asked,
+        vec![
+            json!(["write", "call_1", {"path": "a.txt", "content": "x"}]),
+            json!(["write", "call_1", {"path": "b.txt", "content": "x"}]),
+            json!(["write", "call_1", {"path": "a.txt", "content": "x"}]),
+            json!(["exec", "call_1", {"command": "true"}]),
+        ]
+    );
+    let all = t
+        .call(&g, "approvals.list", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    let statuses: Vec<Value> = all["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].clone())
+        .collect();
+    assert_eq!(statuses, vec![json!("approved"); 4]);
+}
