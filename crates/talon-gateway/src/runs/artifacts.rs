@@ -7,7 +7,8 @@
 //! a `trajectory` artifact: its events (nested calls included, `raw`
 //! payloads left out) as JSON, the secrets the gateway knows (the
 //! providers' keys) redacted before it is stored, listed in the run's
-//! `RunResult.artifacts` and announced by `artifact.created` on the
+//! `RunResult.artifacts` (after the tools' artifacts, the first
+//! `MAX_RESULT_ARTIFACTS` of them) and announced by `artifact.created` on the
 //! session (not in the run's own log, which ends with its terminal
 //! event). Artifacts
 //! expire after `RunLimits::artifact_max_age`; a background job purges
@@ -25,6 +26,8 @@ use talon_tools::{BoxFuture, RunContext};
 
 use super::{Engine, new_id, run_event};
 
+/// The most artifacts a run's tools made that its `RunResult` lists.
+const MAX_RESULT_ARTIFACTS: u32 = 100;
 /// The largest trajectory stored; a longer run's is cut there, saying so.
 const MAX_TRAJECTORY_BYTES: usize = 16 << 20;
 /// The longest wait between two purges.
@@ -144,7 +147,7 @@ impl Engine {
         mime: &str,
         content: Vec<u8>,
     ) -> Option<ArtifactSummary> {
-        let now = talon_store::now_ms();
+        let now = artifact_time();
         let expires = self
             .inner
             .limits
@@ -259,6 +262,26 @@ impl Engine {
         artifact
     }
 
+    /// The artifacts `run`'s tools made (files, diffs, logs), in the order
+    /// they were made ([`artifact_time`]),
+    /// at most [`MAX_RESULT_ARTIFACTS`]: the head of its `RunResult.artifacts`
+    /// (`artifacts.list` pages through all of them).
+    pub(super) async fn made(&self, run: &Run) -> Vec<ArtifactSummary> {
+        let now = talon_store::now_ms();
+        match self
+            .inner
+            .store
+            .artifacts(Some(&run.id), None, None, MAX_RESULT_ARTIFACTS, now)
+            .await
+        {
+            Ok(made) => made,
+            Err(error) => {
+                tracing::error!(%error, run = %run.id, "a run's artifacts could not be listed for its result");
+                Vec::new()
+            }
+        }
+    }
+
     /// Stores `run`'s trajectory (once its events are durable) and
     /// announces it; its summary, or `None` when it could not be stored.
     pub(super) async fn trajectory(&self, run: &Run) -> Option<ArtifactSummary> {
@@ -339,6 +362,24 @@ impl Engine {
                 Ok(n) => tracing::debug!(purged = n, "expired artifacts purged"),
                 Err(error) => tracing::warn!(%error, "expired artifacts could not be purged"),
             }
+        }
+    }
+}
+
+/// The creation time of a new artifact: the clock, but always after the
+/// last artifact this process made, so that the store's order (time, then
+/// random id) is the order they were made (a file and its diff are made in
+/// one millisecond) and a run's result and listings read alike every time.
+fn artifact_time() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = talon_store::now_ms();
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
         }
     }
 }

@@ -149,8 +149,8 @@ impl Engine {
         self.finish(&ended, &summary, terminal).await;
     }
 
-    /// Ends a run the loop ran: its messages, its row, its artifacts (the
-    /// environment's diff, the trajectory) and, when it left client calls
+    /// Ends a run the loop ran: its messages, its row, its artifacts (those
+    /// its tools made, the environment's diff, the trajectory) and, when it left client calls
     /// for the app, the message that asks them.
     async fn end_looped(&self, run: &Run, looped: Looped, sink: &StoreSink, active: &Active) {
         let Looped {
@@ -168,7 +168,7 @@ impl Engine {
         let terminal = self.closed(sink, run, &mut ended).await;
         let text = (!result.text.is_empty()).then(|| result.text.clone());
         let mut summary = result_of(&ended, text);
-        let mut artifacts = Vec::new();
+        let mut artifacts = self.made(&ended).await;
         if let Some((environment, binding)) = &environment {
             artifacts.extend(
                 self.workspace_diff(&ended, environment, &binding.secrets)

@@ -203,9 +203,15 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     // The workspace's changes, as a diff artifact (its title in the
     // result's snapshot).
     let artifacts = result["artifacts"].as_array().unwrap();
+    // The environment's diff (after the edit's own file and diff).
     let diff = artifacts
         .iter()
-        .find(|a| a["type"] == "diff")
+        .find(|a| {
+            a["type"] == "diff"
+                && a["title"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("Workspace of environment"))
+        })
         .unwrap_or_else(|| panic!("{result}"));
     let content = |artifact: &Value| {
         let url = format!("/v1/artifacts/{}/content", artifact["id"].as_str().unwrap());
