@@ -23,12 +23,16 @@ function insideWorkspace(path: unknown): path is string {
   return !posix.isAbsolute(normal) && normal !== ".." && !normal.startsWith("../");
 }
 
-/** The app's policy. The gateway names tools by their catalog id (`openclaw:core:write`). */
+/**
+ * The app's policy, in the seed's shape: it reads the tool's name
+ * (`request.toolName`, as the model calls it); `request.toolId` is the
+ * catalog id (`openclaw:core:write`) for a policy that must tell apart two
+ * tools of one name.
+ */
 function policy(request: ApprovalRequest): ApprovalAction {
-  const tool = request.toolName ?? "";
   const path = (request.approval.arguments as { path?: unknown } | null | undefined)?.path;
   console.log(`asked: ${request.summary}`);
-  if (tool.endsWith(":write") || tool.endsWith(":edit")) {
+  if (request.kind === "tool" && (request.toolName === "write" || request.toolName === "edit")) {
     return insideWorkspace(path)
       ? request.approveOnce({ reason: "a write inside the workspace" })
       : request.deny({ reason: `${String(path)} is outside the workspace` });
@@ -97,7 +101,7 @@ console.log(`status: ${result.status}`);
 const decided = approvals
   .map(({ info }) => {
     const path = (info.arguments as { path?: unknown } | null | undefined)?.path;
-    const tool = info.toolName?.split(":").pop();
+    const tool = info.toolName;
     const who = info.reason === PERSON ? "person" : info.decision ? "policy" : "nobody";
     return `${tool}${path === undefined ? "" : ` ${String(path)}`}: ${info.status} by ${who}`;
   })

@@ -21,7 +21,7 @@ function view(s: RunState) {
     status: s.status,
     text: s.text,
     result: s.result ? { status: s.result.status, text: s.result.output?.text, error: s.result.error?.code } : undefined,
-    pendingApprovals: s.pendingApprovals.map((a) => [a.toolName, a.arguments, a.status]),
+    pendingApprovals: s.pendingApprovals.map((a) => [a.toolName, a.toolId, a.arguments, a.status]),
     pendingQuestions: s.pendingQuestions.map((q) => [q.prompt, q.choices, q.status]),
     error: s.error?.code,
     following: s.following,
@@ -77,7 +77,7 @@ describe("useRun", () => {
     const run = await talon.agent().run("write a.txt");
     const { result } = renderHook(() => useRun(run.id), { wrapper: provider(talon) });
     await waitFor(() => assert.equal(result.current.pendingApprovals.length, 1));
-    assert.deepEqual(view(result.current).pendingApprovals, [["openclaw:core:write", { path: "a.txt" }, "pending"]]);
+    assert.deepEqual(view(result.current).pendingApprovals, [["write", "openclaw:core:write", { path: "a.txt" }, "pending"]]);
     assert.equal(result.current.status, "waiting");
     const decided = await act(() => result.current.approve(result.current.pendingApprovals[0]!, { reason: "fine" }));
     assert.deepEqual({ status: decided.status, decision: decided.decision, reason: decided.reason }, { status: "approved", decision: "approve_once", reason: "fine" });
@@ -221,7 +221,7 @@ describe("useRun", () => {
         // Rebuilt from the log before the cursor (that event is not delivered again).
         text: "Let me write two files.",
         result: undefined,
-        pendingApprovals: [["openclaw:core:write", { path: "b.txt" }, "pending"]],
+        pendingApprovals: [["write", "openclaw:core:write", { path: "b.txt" }, "pending"]],
         pendingQuestions: [],
         error: undefined,
         following: true,

@@ -92,14 +92,14 @@ describe("a scripted run", () => {
       const run = await talon.agent().run("write the note");
       const asked: unknown[] = [];
       const stop = run.onApproval((request) => {
-        asked.push(normalised({ kind: request.kind, toolName: request.toolName, summary: request.summary, risk: request.risk, decisions: request.decisions }));
+        asked.push(normalised({ kind: request.kind, toolName: request.toolName, toolId: request.toolId, summary: request.summary, risk: request.risk, decisions: request.decisions }));
         return request.approveOnce({ reason: "fine" });
       });
       const result = await run.wait();
       stop();
       assert.equal(result.status, "completed");
       assert.deepEqual(asked, [
-        { kind: "tool", toolName: "openclaw:core:write", summary: 'write {"content":"hi","path":"note.txt"}', risk: "medium", decisions: ["approve_once", "approve_session", "approve_always", "deny"] },
+        { kind: "tool", toolName: "write", toolId: "openclaw:core:write", summary: 'write {"content":"hi","path":"note.txt"}', risk: "medium", decisions: ["approve_once", "approve_session", "approve_always", "deny"] },
       ]);
       const events = await collect(run.events());
       assert.deepEqual(transcript(events.filter((e) => e.type.startsWith("tool.") || e.type.startsWith("approval."))), [
@@ -120,7 +120,8 @@ describe("a scripted run", () => {
             status: "pending",
             summary: 'write {"content":"hi","path":"note.txt"}',
             toolCallId: "call_1",
-            toolName: "openclaw:core:write",
+            toolId: "openclaw:core:write",
+            toolName: "write",
           },
         },
         { type: "approval.resolved", data: { approvalId: "<appr_1>", decision: "approve_once", reason: "fine", reused: false, status: "approved" } },

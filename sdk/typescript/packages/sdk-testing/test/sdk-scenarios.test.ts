@@ -60,14 +60,14 @@ describe("the SDK suite's scenarios, against the fake", () => {
       scripted(fake, () => FakeRun.reply("I wrote summary.txt.").approval("write", { path: "summary.txt", content: "42" }));
       const talon = talonOf(fake);
       const run = await talon.agent().run("Write a summary to summary.txt");
-      const asked: Array<{ kind: string; toolName: string | undefined }> = [];
+      const asked: Array<{ kind: string; toolName: string | undefined; toolId: string | undefined }> = [];
       const stop = run.onApproval(async (request) => {
-        asked.push({ kind: request.kind, toolName: request.toolName });
-        return request.toolName === "openclaw:core:write" ? request.approveOnce({ reason: "allowed by the test" }) : request.deny();
+        asked.push({ kind: request.kind, toolName: request.toolName, toolId: request.toolId });
+        return request.toolName === "write" ? request.approveOnce({ reason: "allowed by the test" }) : request.deny();
       });
       const result = await run.wait();
       stop();
-      assert.deepEqual(asked, [{ kind: "tool", toolName: "openclaw:core:write" }]);
+      assert.deepEqual(asked, [{ kind: "tool", toolName: "write", toolId: "openclaw:core:write" }]);
       assert.equal(result.status, "completed");
       const denied = await talon.agent().run("Write again");
       const stopDenying = denied.onApproval((request) => request.deny({ reason: "not today" }));

@@ -55,11 +55,19 @@ function summaryOf(tool: string, args: string): string {
   return `${out}...`;
 }
 
-/** A tool by name or catalog id: the name the model sees and the catalog id approvals name. */
-function toolNames(state: State, tool: string): { name: string; id: string } {
-  const found = state.tools.find((t) => t.name === tool || t.id === tool);
+/**
+ * A tool by catalog id or name, as the Rust fake maps it: a tool of the
+ * catalog (`setTools`, else the real gateway's core tools) with that id,
+ * else one with that name; an unknown id's name is its last `:` segment,
+ * and an unknown bare name is a core tool's (`exec` is
+ * `openclaw:core:exec`). Approvals carry both: `toolName` the name the
+ * model calls, `toolId` the catalog id.
+ */
+export function toolOf(tools: readonly P.ToolSummary[], tool: string): { name: string; id: string } {
+  const found = tools.find((t) => t.id === tool) ?? tools.find((t) => t.name === tool);
   if (found) return { name: found.name, id: found.id };
-  return { name: tool.includes(":") ? (tool.split(":").at(-1) ?? tool) : tool, id: tool };
+  const colon = tool.lastIndexOf(":");
+  return colon >= 0 ? { name: tool.slice(colon + 1), id: tool } : { name: tool, id: `openclaw:core:${tool}` };
 }
 
 /** Starts a tool call: `tool.call.started`, the assistant's message asking for it; its id. */
@@ -86,7 +94,7 @@ function endCall(record: RunRecord, result: unknown): number {
 }
 
 async function approval(state: State, record: RunRecord, deadline: number | undefined, tool: string, args: unknown): Promise<Stop | undefined> {
-  const { name, id: toolName } = toolNames(state, tool);
+  const { name, id: toolId } = toolOf(state.tools, tool);
   const callId = startCall(state, record, name, args, false);
   const createdAt = now();
   const asked: P.Approval = {
@@ -101,7 +109,8 @@ async function approval(state: State, record: RunRecord, deadline: number | unde
     status: "pending",
     summary: summaryOf(name, json(args ?? null)),
     toolCallId: callId,
-    toolName,
+    toolId,
+    toolName: name,
   };
   if (args !== undefined) asked.arguments = copy(args);
   if (record.run.sessionId) asked.sessionId = record.run.sessionId;

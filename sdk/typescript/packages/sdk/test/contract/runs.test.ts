@@ -110,18 +110,19 @@ bothServers("approvals", (kind) => {
   it("an approval handler approves once, in the seed's shape", () =>
     withBackend(kind, "approvedWrite", async (b) => {
       const run = await b.talon().agent("main").run("write the note");
-      const asked: Array<{ kind: string; toolName: string | undefined }> = [];
+      const asked: Array<{ kind: string; toolName: string | undefined; toolId: string | undefined }> = [];
       const stop = run.onApproval((request) => {
-        asked.push({ kind: request.kind, toolName: request.toolName });
-        return request.toolName === WRITE ? request.approveOnce() : request.deny({ reason: "only writes" });
+        asked.push({ kind: request.kind, toolName: request.toolName, toolId: request.toolId });
+        // The seed's shape: a policy reads the tool's name.
+        return request.kind === "tool" && request.toolName === "write" ? request.approveOnce() : request.deny({ reason: "only writes" });
       });
       const result = await run.wait();
       stop();
       assert.deepEqual({ status: result.status, text: result.output?.text }, { status: "completed", text: DONE });
-      assert.deepEqual(asked, [{ kind: "tool", toolName: WRITE }]);
+      assert.deepEqual(asked, [{ kind: "tool", toolName: "write", toolId: WRITE }]);
       assert.deepEqual(
-        (await run.approvals()).map((a) => ({ toolName: a.info.toolName, status: a.info.status, decision: a.info.decision })),
-        [{ toolName: WRITE, status: "approved", decision: "approve_once" }],
+        (await run.approvals()).map((a) => ({ toolName: a.info.toolName, toolId: a.info.toolId, status: a.info.status, decision: a.info.decision })),
+        [{ toolName: "write", toolId: WRITE, status: "approved", decision: "approve_once" }],
       );
       if (kind === "real") assert.equal(b.note(), WRITE_ARGS.content);
     }));
@@ -133,8 +134,8 @@ bothServers("approvals", (kind) => {
       run.onApproval(async (request) => {
         // An async policy may ask the gateway (or the app's own service) first.
         const space = await run.toolSpace();
-        const known = space.list().some((t) => t.id === request.toolName);
-        return known || request.toolName === WRITE
+        const known = space.list().some((t) => t.id === request.toolId && t.requiresApproval);
+        return known
           ? request.approveOnce({ reason: "policy: writes in the workspace" })
           : request.askUser();
       });
