@@ -124,8 +124,8 @@ impl DurableApprover {
                     .filter(same)
                     .find(|a| a.status == ApprovalStatus::Pending)
             });
-        let approval = match earlier {
-            Some(approval) => approval.clone(),
+        let (approval, fresh) = match earlier {
+            Some(approval) => (approval.clone(), false),
             None => {
                 if let Some(reused) = self.remembered(ctx, entry, call).await? {
                     return Ok(reused);
@@ -137,18 +137,23 @@ impl DurableApprover {
                 self.store.create_approval(&approval).await?;
                 self.events
                     .emit(EventData::ApprovalRequested(approval.clone()));
-                // Durable before anyone waits on it (a stopping node
-                // leaves the run to the next start).
-                self.sink.flush().await;
-                approval
+                (approval, true)
             }
         };
+        // From here on a cancelled run resolves the request `cancelled`,
+        // even one cancelled while the request is made durable: an app may
+        // see it pending in the store (and cancel the run) before then.
         let mut guard = Cancelled {
             store: self.store.clone(),
             events: self.events.clone(),
             id: Some(approval.id.clone().into()),
             wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
+        if fresh {
+            // Durable before anyone waits on it (a stopping node leaves
+            // the run to the next start).
+            self.sink.flush().await;
+        }
         tracing::info!(
             target: "talon::run",
             run_id = %ctx.scope.run_id,

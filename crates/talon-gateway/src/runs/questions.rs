@@ -7,7 +7,8 @@
 //! reported as `question.answered`. Before it waits, the run's state as
 //! the turn's calls started is stored, and the tool is replay-safe: a run
 //! whose node died resumes inside the turn and the call finds its question
-//! again (by call id, else by prompt among the run's pending ones).
+//! again (by call id with the same prompt, else by prompt among the run's
+//! pending ones); one the run already took an answer from is used up.
 
 use std::sync::Arc;
 
@@ -34,6 +35,9 @@ pub(crate) struct DurableQuestions {
     pub resolved: tokio::sync::watch::Receiver<u64>,
     /// The engine, which counts the run as waiting on a person.
     pub engine: super::Engine,
+    /// The questions this run took an answer (or an end) from, in this
+    /// process: a later call with the same id is another call.
+    pub settled: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl ToolExecutor for DurableQuestions {
@@ -69,15 +73,22 @@ impl DurableQuestions {
                 ..PendingFilter::default()
             })
             .await?;
+        // The same call (id and prompt; a provider may number every turn's
+        // calls alike), or a pending question with the same prompt; never
+        // one this run already took an answer from.
+        let used = self.settled.lock().map(|a| a.clone()).unwrap_or_default();
+        let same = |q: &&Question| !used.contains(q.id.as_str()) && q.prompt == ask.prompt;
         let earlier = mine
             .iter()
+            .filter(same)
             .find(|q| q.tool_call_id.as_deref() == Some(call.call_id.as_str()))
             .or_else(|| {
                 mine.iter()
-                    .find(|q| q.status == QuestionStatus::Pending && q.prompt == ask.prompt)
+                    .filter(same)
+                    .find(|q| q.status == QuestionStatus::Pending)
             });
-        let question = match earlier {
-            Some(question) => question.clone(),
+        let (question, fresh) = match earlier {
+            Some(question) => (question.clone(), false),
             None => {
                 let now = talon_store::now_ms();
                 let id = new_id("q").map_err(|e| StoreError::Corrupt(e.message))?;
@@ -101,15 +112,19 @@ impl DurableQuestions {
                 self.store.create_question(&question).await?;
                 self.events
                     .emit(EventData::QuestionRequested(question.clone()));
-                self.sink.flush().await;
-                question
+                (question, true)
             }
         };
+        // From here on a cancelled run settles the question `cancelled`,
+        // even while it is being made durable.
         let mut guard = Unanswered {
             store: self.store.clone(),
             id: Some(question.id.clone().into()),
             wait: self.engine.waiting_on_person(&ctx.scope.run_id),
         };
+        if fresh {
+            self.sink.flush().await;
+        }
         tracing::info!(
             target: "talon::run",
             run_id = %ctx.scope.run_id,
@@ -118,6 +133,9 @@ impl DurableQuestions {
         );
         let settled = self.wait(question).await?;
         guard.id = None;
+        if let Ok(mut used) = self.settled.lock() {
+            used.insert(settled.id.to_string());
+        }
         tracing::info!(
             target: "talon::run",
             run_id = %ctx.scope.run_id,

@@ -124,6 +124,7 @@ impl RunHooks for Hooks {
             sink: self.sink.clone(),
             resolved: self.engine.inner.resolutions.subscribe(),
             engine: self.engine.clone(),
+            settled: std::sync::Mutex::default(),
         }))
     }
 

@@ -181,3 +181,62 @@ async fn bad_questions_fail_the_call_not_the_run() {
     let list = t.call(&g, "questions.list", json!({})).await.unwrap();
     pretty_assertions::assert_eq!(list, json!({"questions": []}));
 }
+
+/// A provider may give every turn's call the same id (the mock model says
+/// `call_1` each turn): the same question asked again in a later turn is
+/// asked anew, never answered by the earlier answer.
+#[tokio::test]
+async fn a_question_asked_again_with_the_same_call_id_is_asked_anew() {
+    use talon_mock_model::{Replay, Turn};
+    let ask = || super::tool_turn("ask_user", json!({"prompt": "Which branch?"}));
+    let g = TestGateway::start_opts(Options {
+        script: Script {
+            turns: vec![
+                ask(),
+                ask(),
+                Turn {
+                    text: Some("Done.".into()),
+                    ..Turn::default()
+                },
+            ],
+            replay: Replay::PerRun,
+            ..Script::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let t = Transport::Http;
+    let run = t
+        .call(&g, "runs.create", json!({"input": "deploy"}))
+        .await
+        .unwrap();
+    let run_id = run["runId"].clone();
+    for answer in ["main", "dev"] {
+        let pending = wait::until_async("the next question", wait::DEADLINE, async || {
+            let list = t
+                .call(
+                    &g,
+                    "questions.list",
+                    json!({"runId": run_id, "status": "pending"}),
+                )
+                .await
+                .unwrap();
+            list["questions"].as_array().unwrap().first().cloned()
+        })
+        .await;
+        t.call(
+            &g,
+            "questions.respond",
+            json!({"questionId": pending["id"], "answer": answer}),
+        )
+        .await
+        .unwrap();
+    }
+    let events = finish(&g, &t, &run_id).await;
+    let answered: Vec<Value> = events
+        .iter()
+        .filter(|e| e["type"] == "question.answered")
+        .map(|e| e["data"]["answer"].clone())
+        .collect();
+    assert_eq!(answered, vec![json!("main"), json!("dev")]);
+}
