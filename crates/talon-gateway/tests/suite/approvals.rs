@@ -497,18 +497,7 @@ async fn an_approve_once_approves_one_call_even_when_call_ids_repeat() {
     let run_id = create(&g, &t, "repeated-ids").await;
     let mut answered = Vec::new();
     for _ in 0..4 {
-        let asked = wait::until_async("the next approval", wait::DEADLINE, async || {
-            let list = t
-                .call(
-                    &g,
-                    "approvals.list",
-                    json!({"runId": run_id, "status": "pending"}),
-                )
-                .await
-                .unwrap();
-            list["approvals"].as_array().unwrap().first().cloned()
-        })
-        .await;
+        let asked = super::next_pending(&g, &t, "approvals", &run_id).await;
         t.call(
             &g,
             "approvals.respond",

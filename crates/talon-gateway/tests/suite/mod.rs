@@ -197,6 +197,24 @@ pub fn call_then_say(name: &str, arguments: Value, text: &str) -> Script {
     }
 }
 
+/// The first of a run's pending requests of a kind (`approvals` or
+/// `questions`), once there is one.
+pub async fn next_pending(g: &TestGateway, t: &ws::Transport, kind: &str, run_id: &Value) -> Value {
+    let what = format!("the run's next pending {kind}");
+    talon_testing::wait::until_async(&what, talon_testing::wait::DEADLINE, async || {
+        let list = t
+            .call(
+                g,
+                &format!("{kind}.list"),
+                json!({"runId": run_id, "status": "pending"}),
+            )
+            .await
+            .unwrap();
+        list[kind].as_array().unwrap().first().cloned()
+    })
+    .await
+}
+
 /// A run's stored events (`runs.events`, the first page).
 pub async fn stored_events(g: &TestGateway, t: &ws::Transport, run_id: &Value) -> Vec<Value> {
     let page = t

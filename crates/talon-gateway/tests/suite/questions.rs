@@ -212,18 +212,7 @@ async fn a_question_asked_again_with_the_same_call_id_is_asked_anew() {
         .unwrap();
     let run_id = run["runId"].clone();
     for answer in ["main", "dev"] {
-        let pending = wait::until_async("the next question", wait::DEADLINE, async || {
-            let list = t
-                .call(
-                    &g,
-                    "questions.list",
-                    json!({"runId": run_id, "status": "pending"}),
-                )
-                .await
-                .unwrap();
-            list["questions"].as_array().unwrap().first().cloned()
-        })
-        .await;
+        let pending = super::next_pending(&g, &t, "questions", &run_id).await;
         t.call(
             &g,
             "questions.respond",
