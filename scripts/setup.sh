@@ -122,6 +122,10 @@ if [ -n "$test_servers" ]; then
   # openapi-fetch, the Redoc bundle /docs vendors, pinned by that lockfile;
   # openapi-spec-validator and openapi-python-client from PyPI.
   npm_ci "$root/tests/openapi" "the OpenAPI checks"
+  # The OpenAI-compatible surface's tests (tests/openai/run): the official
+  # npm client, openai 6.49.0 (7.x needs Node 22), pinned by that lockfile;
+  # the Python one, openai 3.51.0, from PyPI below.
+  npm_ci "$root/tests/openai" "the openai npm client"
   # The TypeScript SDK's workspace (sdk/typescript): TypeScript, esbuild and
   # the Node types, pinned by its lockfile.
   npm_ci "$root/sdk/typescript" "the TypeScript SDK's tools"
@@ -130,6 +134,10 @@ if [ -n "$test_servers" ]; then
     echo "setup: installing openapi-python-client and openapi-spec-validator (pip)" >&2
     python3 -m pip install --quiet --disable-pip-version-check \
       "openapi-python-client==0.29.1" "openapi-spec-validator==0.9.0"
+  }
+  have_pip openai 3.51.0 || {
+    echo "setup: installing the openai Python client (pip)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check "openai==3.51.0"
   }
 fi
 

@@ -194,6 +194,23 @@ fn limits(
     (limits, runs)
 }
 
+/// The OpenAI-compatible surface's policy: `gateway.openai` over the
+/// defaults (on only on loopback; wait a minute for an approval).
+fn openai_policy(settings: &talon_config::OpenAiSettings) -> talon_gateway::OpenAiPolicy {
+    let wait = settings
+        .approval_wait
+        .unwrap_or(talon_gateway::DEFAULT_APPROVAL_WAIT);
+    talon_gateway::OpenAiPolicy {
+        enabled: settings.enabled,
+        on_approval: match settings.on_approval {
+            Some(talon_config::OpenAiApproval::Deny) => talon_gateway::ApprovalRule::Deny,
+            Some(talon_config::OpenAiApproval::Wait) | None => {
+                talon_gateway::ApprovalRule::Wait(wait)
+            }
+        },
+    }
+}
+
 /// The agents `agents.list[]` declares.
 pub(crate) fn config_agents(config: &Config) -> Vec<Agent> {
     let Some(list) = config.get("agents.list").and_then(|l| l.as_array()) else {
@@ -278,8 +295,11 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Ok(found) => found,
         Err(message) => return fail(2, &message),
     };
-    let (limits, mut run_limits) = match config.gateway() {
-        Ok(settings) => limits(&settings),
+    let (limits, mut run_limits, openai) = match config.gateway() {
+        Ok(settings) => {
+            let (limits, runs) = limits(&settings);
+            (limits, runs, openai_policy(&settings.openai))
+        }
         Err(e) => return fail(2, &e.to_string()),
     };
     match config.store() {
@@ -333,6 +353,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             browsers,
             ticket_ttl: ticket_ttl.unwrap_or(talon_gateway::tokens::TICKET_TTL),
             environments,
+            openai,
             ..GatewayConfig::local(store.state_dir.clone(), args.listen.port(), host)
         };
         let gateway = GatewayConfig { store, ..gateway };

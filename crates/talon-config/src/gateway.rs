@@ -10,8 +10,16 @@
 //!             headerReadTimeoutMs: 10000, stalledWriteTimeoutMs: 30000,
 //!             wsPingIntervalMs: 30000, sseHeartbeatIntervalMs: 15000 },
 //!   runs: { maxConcurrent: 64, maxQueued: 10000, drainGraceMs: 30000 },
+//!   openai: { enabled: true, onApproval: "wait", approvalWaitMs: 60000 },
 //! }
 //! ```
+//!
+//! `gateway.openai` is the OpenAI-compatible surface (`/v1/models`,
+//! `/v1/chat/completions`, `/v1/responses`): `enabled` absent means on
+//! only while the gateway listens on a loopback address; `onApproval` says
+//! what a call that needs an approval does (`wait` up to
+//! `approvalWaitMs` for an answer from the SDK or the dashboard, then it is
+//! denied; `deny` at once).
 //!
 //! `gateway.limits` also takes `inputBytesPerSecond` and `inputBurstBytes`
 //! (the bytes of write-method bodies a token may send) and
@@ -62,6 +70,29 @@ pub struct GatewaySettings {
     pub input_burst_bytes: Option<u64>,
     /// `gateway.limits.maxStoredBytes`: the store's quota.
     pub max_stored_bytes: Option<u64>,
+    /// `gateway.openai`: the OpenAI-compatible surface.
+    pub openai: OpenAiSettings,
+}
+
+/// `gateway.openai`, as given.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpenAiSettings {
+    /// `gateway.openai.enabled` (absent: on only on a loopback address).
+    pub enabled: Option<bool>,
+    /// `gateway.openai.onApproval`.
+    pub on_approval: Option<OpenAiApproval>,
+    /// `gateway.openai.approvalWaitMs`: how long `wait` waits.
+    pub approval_wait: Option<Duration>,
+}
+
+/// What an OpenAI-compatible call that needs an approval does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAiApproval {
+    /// Waits for an answer from the SDK or the dashboard, up to
+    /// `approvalWaitMs`; then the call is denied.
+    Wait,
+    /// Denied at once.
+    Deny,
 }
 
 impl Config {
@@ -100,6 +131,33 @@ impl Config {
             input_bytes_per_second: count("gateway.limits.inputBytesPerSecond", 1 << 40)?,
             input_burst_bytes: count("gateway.limits.inputBurstBytes", 1 << 40)?,
             max_stored_bytes: count("gateway.limits.maxStoredBytes", 1 << 50)?,
+            openai: self.openai_settings()?,
+        })
+    }
+
+    fn openai_settings(&self) -> Result<OpenAiSettings> {
+        let enabled = match self.get("gateway.openai.enabled") {
+            None => None,
+            Some(Value::Bool(on)) => Some(*on),
+            Some(_) => return Err(invalid("gateway.openai.enabled", "expected true or false")),
+        };
+        let on_approval = match self.get("gateway.openai.onApproval") {
+            None => None,
+            Some(Value::String(s)) if s == "wait" => Some(OpenAiApproval::Wait),
+            Some(Value::String(s)) if s == "deny" => Some(OpenAiApproval::Deny),
+            Some(_) => {
+                return Err(invalid(
+                    "gateway.openai.onApproval",
+                    "expected \"wait\" or \"deny\"",
+                ));
+            }
+        };
+        Ok(OpenAiSettings {
+            enabled,
+            on_approval,
+            approval_wait: self
+                .whole("gateway.openai.approvalWaitMs", 86_400_000)?
+                .map(Duration::from_millis),
         })
     }
 
@@ -153,7 +211,8 @@ mod tests {
                         stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000,
                         sseHeartbeatIntervalMs: 250, inputBytesPerSecond: 1000,
                         inputBurstBytes: 8192, maxStoredBytes: 1073741824},
-               runs: {maxConcurrent: 4, maxQueued: 50, drainGraceMs: 3000}}}",
+               runs: {maxConcurrent: 4, maxQueued: 50, drainGraceMs: 3000},
+               openai: {enabled: false, onApproval: 'deny', approvalWaitMs: 1500}}}",
         )
         .unwrap();
         assert_eq!(
@@ -174,6 +233,11 @@ mod tests {
                 input_bytes_per_second: Some(1000),
                 input_burst_bytes: Some(8192),
                 max_stored_bytes: Some(1 << 30),
+                openai: OpenAiSettings {
+                    enabled: Some(false),
+                    on_approval: Some(OpenAiApproval::Deny),
+                    approval_wait: Some(Duration::from_millis(1500)),
+                },
             }
         );
         assert_eq!(parse("{}").unwrap(), GatewaySettings::default());
@@ -202,6 +266,14 @@ mod tests {
             (
                 "{gateway: {runs: {maxConcurrent: 1e12}}}",
                 "gateway.runs.maxConcurrent",
+            ),
+            (
+                "{gateway: {openai: {onApproval: 'ask'}}}",
+                "gateway.openai.onApproval",
+            ),
+            (
+                "{gateway: {openai: {enabled: 'yes'}}}",
+                "gateway.openai.enabled",
             ),
         ] {
             match parse(text) {

@@ -53,7 +53,7 @@ pub mod schema;
 mod security;
 
 pub use diagnostics::{OTLP_PROTOCOL, OtelSettings};
-pub use gateway::GatewaySettings;
+pub use gateway::{GatewaySettings, OpenAiApproval, OpenAiSettings};
 pub use json5::Spans;
 pub use security::{EnvironmentSettings, SecretRef, SecuritySettings};
 

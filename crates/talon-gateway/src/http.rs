@@ -53,6 +53,10 @@ pub(crate) struct Shared {
     pub engine: crate::runs::Engine,
     /// What the node counts (`GET /metrics`).
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The OpenAI-compatible surface's policy.
+    pub openai: crate::openai::OpenAiPolicy,
+    /// When the node started (epoch milliseconds).
+    pub started_at: u64,
 }
 
 pub(crate) use talon_wire::ErrorResponse;
@@ -79,6 +83,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             get(crate::content::artifact_content).fallback(only_get),
         )
         .merge(crate::docs::routes())
+        .merge(crate::openai::routes())
         .fallback(talon_wire::no_route)
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),

@@ -120,6 +120,7 @@ mod limits;
 mod memory;
 mod metrics;
 mod observe;
+mod openai;
 mod revocation;
 mod runs;
 mod serve;
@@ -141,6 +142,7 @@ pub use environments::{EnvironmentPolicy, SecretSource};
 pub use error::{GatewayError, Result, api_error};
 pub use guard::BrowserPolicy;
 pub use limits::Limits;
+pub use openai::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
 pub use revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use runs::{LEASE, RunLimits};
 
@@ -170,6 +172,8 @@ pub struct GatewayConfig {
     /// Where environments' workspaces may come from and the secrets they
     /// may bind.
     pub environments: EnvironmentPolicy,
+    /// The OpenAI-compatible surface (`gateway.openai`).
+    pub openai: OpenAiPolicy,
 }
 
 impl GatewayConfig {
@@ -189,6 +193,7 @@ impl GatewayConfig {
             browsers: BrowserPolicy::default(),
             ticket_ttl: tokens::TICKET_TTL,
             environments: EnvironmentPolicy::default(),
+            openai: OpenAiPolicy::default(),
         }
     }
 }
@@ -313,6 +318,8 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         closing: closing_seen,
         browsers: config.browsers.clone(),
         listen: addr,
+        openai: config.openai.clone(),
+        started_at: talon_store::now_ms(),
     });
     let app = http::router(shared);
     let (shutdown, stop) = tokio::sync::watch::channel(false);

@@ -76,6 +76,7 @@ pub mod event_data;
 pub mod events;
 pub mod gateway;
 pub mod hex;
+pub mod openai;
 pub mod openapi;
 pub mod schema;
 pub mod tools;

@@ -157,9 +157,29 @@ pub(super) fn gateway() -> Node {
         ],
         "What environments may use.",
     );
+    let openai = Node::object(
+        vec![
+            field(
+                "enabled",
+                Node::bool(
+                    "Serve /v1/models, /v1/chat/completions and /v1/responses (absent: only on a loopback address).",
+                ),
+            ),
+            field(
+                "onApproval",
+                Node::word(
+                    &["wait", "deny"],
+                    "A call that needs an approval waits for an answer up to approvalWaitMs (wait), or is denied at once (deny).",
+                ),
+            ),
+            field("approvalWaitMs", ms()),
+        ],
+        "The OpenAI-compatible surface.",
+    );
     let mut fields = vec![
         field("limits", limits),
         field("runs", runs),
+        field("openai", openai),
         field("security", security),
         field("environments", environments),
     ];

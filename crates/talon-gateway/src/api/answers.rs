@@ -14,7 +14,7 @@ use super::{Api, not_found};
 use crate::error::api_error;
 
 impl Api {
-    pub(super) async fn respond_approval(
+    pub(crate) async fn respond_approval(
         &self,
         p: ApprovalsRespondParams,
     ) -> Result<Approval, ApiError> {

@@ -10,6 +10,8 @@ mod invoke;
 mod limits;
 mod nodes;
 mod observe;
+mod openai;
+mod openai_responses;
 mod questions;
 mod retention;
 mod run_list;
@@ -77,6 +79,7 @@ pub struct Options {
     pub environments: talon_gateway::EnvironmentPolicy,
     pub browsers: talon_gateway::BrowserPolicy,
     pub ticket_ttl: std::time::Duration,
+    pub openai: talon_gateway::OpenAiPolicy,
 }
 
 impl Default for Options {
@@ -89,6 +92,7 @@ impl Default for Options {
             environments: talon_gateway::EnvironmentPolicy::default(),
             browsers: talon_gateway::BrowserPolicy::default(),
             ticket_ttl: talon_gateway::tokens::TICKET_TTL,
+            openai: talon_gateway::OpenAiPolicy::default(),
         }
     }
 }
@@ -123,6 +127,7 @@ impl TestGateway {
             environments: options.environments,
             browsers: options.browsers,
             ticket_ttl: options.ticket_ttl,
+            openai: options.openai,
             ..GatewayConfig::local(
                 dir.path(),
                 0,

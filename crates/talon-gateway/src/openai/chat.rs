@@ -1,0 +1,262 @@
+//! `POST /v1/chat/completions`: a run on the session the request names
+//! ([`super::conversation`]), answered whole or streamed as chunks
+//! (`talon_protocol::openai::chat::ChatFold`). The session is, in order:
+//! the `x-talon-session-key` header; a key derived from `user` and the
+//! token (so two apps' `user: "1"` never meet); else a new session per
+//! call. Every answer carries `x-talon-run-id` and `x-talon-session-key`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use talon_protocol::events::Event;
+use talon_protocol::openai::chat::{ChatFold, ChatHeader, ChatOut, ChatRequest};
+use talon_protocol::openai::{OpenAiError, agent_of, seconds};
+use talon_store::EventFilter;
+
+use super::conversation::{self, Conversation, Extras, Msg, Role, Target};
+use super::sse::{self, Project};
+use super::{Retry, caller, error_response, json_body, run_headers};
+use crate::http::Shared;
+use crate::stream::{Ends, Follow};
+
+/// The request header naming the conversation's session.
+pub(super) const SESSION_HEADER: &str = "x-talon-session-key";
+
+/// `POST /v1/chat/completions`.
+pub(super) async fn create(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match start(&shared, &headers, body).await {
+        Ok(response) => response,
+        Err((error, retry)) => error_response(&error, retry),
+    }
+}
+
+async fn start(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, (OpenAiError, Retry)> {
+    let before = |e| (e, Retry::IfRetryable);
+    let caller = caller(shared, headers).await.map_err(before)?;
+    let request: ChatRequest = json_body(shared, &caller, body).await.map_err(before)?;
+    if request.n.unwrap_or(1) != 1 {
+        return Err(before(OpenAiError::invalid(
+            "only n: 1 is supported",
+            Some("n"),
+            "unsupported_parameter",
+        )));
+    }
+    let tools_off = match &request.tool_choice {
+        None => false,
+        Some(Value::String(s)) if s == "auto" => false,
+        Some(Value::String(s)) if s == "none" => true,
+        Some(_) => {
+            return Err(before(OpenAiError::invalid(
+                "tool_choice may be \"auto\" or \"none\": Talon's agent decides which tools to call",
+                Some("tool_choice"),
+                "unsupported_parameter",
+            )));
+        }
+    };
+    let agent = agent_of(&request.model).to_owned();
+    super::responses::check_model(shared, &caller, &request.model)
+        .await
+        .map_err(before)?;
+    let conversation = conversation_of(&request).map_err(before)?;
+    let target = target(headers, request.user.as_deref(), &caller.token_id);
+    let tools = if tools_off {
+        Vec::new()
+    } else {
+        request
+            .tools
+            .iter()
+            .flatten()
+            .map(|t| json!({"name": t.function.name, "description": t.function.description,
+                            "parameters": t.function.parameters.clone().unwrap_or(json!({"type": "object"}))}))
+            .map(|mut t| {
+                if t["description"].is_null() && let Some(map) = t.as_object_mut() {
+                    map.remove("description");
+                }
+                t
+            })
+            .collect()
+    };
+    let extras = Extras {
+        tools,
+        idempotency_key: idempotency_key(headers),
+    };
+    let started = conversation::start(shared, &caller, &agent, conversation, target, extras)
+        .await
+        .map_err(before)?;
+    let run_id = started.accepted.run_id.to_string();
+    super::watch::watch(shared.clone(), run_id.clone());
+    let never = |e| (e, Retry::Never);
+    let header = ChatHeader {
+        id: format!("chatcmpl-{run_id}"),
+        created: seconds(started.accepted.run.created_at),
+        model: request.model.clone(),
+        include_usage: request
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
+    };
+    let filter = EventFilter {
+        run_id: Some(run_id.clone()),
+        ..EventFilter::default()
+    };
+    let mut follow = Follow::start(shared, filter, None, Ends::AfterTerminal)
+        .await
+        .map_err(|e| never(e.into()))?;
+    let mut fold = ChatFold::new(header);
+    let mut response = if request.stream.unwrap_or(false) {
+        let first = vec![sse::data(&fold.opening())];
+        sse::respond(shared, &caller, follow, Chunks(fold), first)
+    } else {
+        let ended = sse::drain(&mut follow, |_, event| {
+            fold.push(event);
+            fold.ended()
+        })
+        .await
+        .map_err(never)?;
+        if !ended {
+            return Err(never(stopping(&run_id)));
+        }
+        match fold.completion() {
+            Ok(completion) => axum::Json(completion).into_response(),
+            Err(error) => {
+                let mut response = error_response(&error, Retry::Never);
+                run_headers(&mut response, &run_id, started.session_key.as_deref());
+                return Ok(response);
+            }
+        }
+    };
+    run_headers(&mut response, &run_id, started.session_key.as_deref());
+    Ok(response)
+}
+
+/// The error of a call whose run outlives the node's stream (shutdown).
+pub(super) fn stopping(run_id: &str) -> OpenAiError {
+    let mut error = OpenAiError::from(talon_protocol::gateway::ApiError::new(
+        talon_protocol::gateway::ErrorCode::Unavailable,
+        format!("the gateway is stopping; run {run_id} goes on and its result is kept"),
+    ));
+    error.retryable = false;
+    error
+}
+
+struct Chunks(ChatFold);
+
+impl Project for Chunks {
+    fn event(&mut self, _: u64, event: &Event) -> Vec<Bytes> {
+        self.0
+            .push(event)
+            .into_iter()
+            .map(|out| match out {
+                ChatOut::Chunk(chunk) => sse::data(&chunk),
+                ChatOut::Error(error) => sse::data(&json!(error.body())),
+            })
+            .collect()
+    }
+
+    fn ended(&self) -> bool {
+        self.0.ended()
+    }
+
+    fn close(&mut self) -> Vec<Bytes> {
+        if self.0.completion().is_ok() {
+            vec![Bytes::from_static(b"data: [DONE]\n\n")]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn error(&mut self, error: &OpenAiError) -> Bytes {
+        sse::data(&json!(error.body()))
+    }
+}
+
+/// The request's messages as a conversation.
+fn conversation_of(request: &ChatRequest) -> Result<Conversation, OpenAiError> {
+    let mut conversation = Conversation::default();
+    if request.messages.is_empty() {
+        return Err(OpenAiError::invalid(
+            "messages must not be empty",
+            Some("messages"),
+            "invalid_messages",
+        ));
+    }
+    for (index, message) in request.messages.iter().enumerate() {
+        let text = message.text(index)?;
+        let role = match message.role.as_str() {
+            "system" | "developer" => {
+                conversation.system.push(text);
+                continue;
+            }
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => {
+                if message.tool_call_id.is_none() {
+                    return Err(OpenAiError::invalid(
+                        format!("messages[{index}]: a tool message needs its tool_call_id"),
+                        Some("messages"),
+                        "invalid_messages",
+                    ));
+                }
+                Role::Tool
+            }
+            other => {
+                return Err(OpenAiError::invalid(
+                    format!(
+                        "messages[{index}]: unknown role {:?}",
+                        talon_protocol::openai::cut(other, 40)
+                    ),
+                    Some("messages"),
+                    "invalid_messages",
+                ));
+            }
+        };
+        conversation.messages.push(Msg {
+            role,
+            text,
+            tool_call_id: message.tool_call_id.clone(),
+        });
+    }
+    Ok(conversation)
+}
+
+/// The session a request names: the header, else `user` (per token).
+pub(super) fn target(headers: &HeaderMap, user: Option<&str>, token_id: &str) -> Target {
+    if let Some(key) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+        return Target::Key(key.to_owned());
+    }
+    match user.filter(|u| !u.is_empty()) {
+        Some(user) => {
+            let mut hash = Sha256::new();
+            hash.update(token_id.as_bytes());
+            hash.update([0]);
+            hash.update(user.as_bytes());
+            let digest = hash.finalize();
+            let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+            Target::Key(format!("openai-user-{hex}"))
+        }
+        None => Target::New,
+    }
+}
+
+/// The `Idempotency-Key` header, passed on to `runs.create`.
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
