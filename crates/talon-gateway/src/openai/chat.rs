@@ -19,7 +19,7 @@ use talon_protocol::openai::chat::{ChatFold, ChatHeader, ChatOut, ChatRequest};
 use talon_protocol::openai::{OpenAiError, agent_of, seconds};
 use talon_store::EventFilter;
 
-use super::conversation::{self, Conversation, Extras, Msg, Role, Target};
+use super::conversation::{self, Extras, Target};
 use super::sse::{self, Project};
 use super::{Retry, caller, error_response, json_body, run_headers};
 use crate::http::Shared;
@@ -71,7 +71,7 @@ async fn start(
     super::responses::check_model(shared, &caller, &request.model)
         .await
         .map_err(before)?;
-    let conversation = conversation_of(&request).map_err(before)?;
+    let conversation = super::input::from_messages(&request).map_err(before)?;
     let target = target(headers, request.user.as_deref(), &caller.token_id);
     let tools = if tools_off {
         Vec::new()
@@ -183,55 +183,6 @@ impl Project for Chunks {
     fn error(&mut self, error: &OpenAiError) -> Bytes {
         sse::data(&json!(error.body()))
     }
-}
-
-/// The request's messages as a conversation.
-fn conversation_of(request: &ChatRequest) -> Result<Conversation, OpenAiError> {
-    let mut conversation = Conversation::default();
-    if request.messages.is_empty() {
-        return Err(OpenAiError::invalid(
-            "messages must not be empty",
-            Some("messages"),
-            "invalid_messages",
-        ));
-    }
-    for (index, message) in request.messages.iter().enumerate() {
-        let text = message.text(index)?;
-        let role = match message.role.as_str() {
-            "system" | "developer" => {
-                conversation.system.push(text);
-                continue;
-            }
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "tool" => {
-                if message.tool_call_id.is_none() {
-                    return Err(OpenAiError::invalid(
-                        format!("messages[{index}]: a tool message needs its tool_call_id"),
-                        Some("messages"),
-                        "invalid_messages",
-                    ));
-                }
-                Role::Tool
-            }
-            other => {
-                return Err(OpenAiError::invalid(
-                    format!(
-                        "messages[{index}]: unknown role {:?}",
-                        talon_protocol::openai::cut(other, 40)
-                    ),
-                    Some("messages"),
-                    "invalid_messages",
-                ));
-            }
-        };
-        conversation.messages.push(Msg {
-            role,
-            text,
-            tool_call_id: message.tool_call_id.clone(),
-        });
-    }
-    Ok(conversation)
 }
 
 /// The session a request names: the header, else `user` (per token).

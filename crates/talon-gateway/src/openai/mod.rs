@@ -35,6 +35,7 @@
 
 mod chat;
 mod conversation;
+mod input;
 mod models;
 mod responses;
 mod sse;

@@ -25,7 +25,7 @@ use talon_protocol::openai::{OpenAiError, agent_of, model_id, seconds};
 use talon_store::EventFilter;
 
 use super::chat::{idempotency_key, stopping, target};
-use super::conversation::{self, Conversation, Extras, Msg, Role, Target};
+use super::conversation::{self, Extras, Target};
 use super::sse::{self, Project};
 use super::{Retry, call, caller, error_response, json_body, run_headers};
 use crate::http::Shared;
@@ -100,7 +100,7 @@ async fn start(
         .await
         .map_err(before)?;
     let agent = agent_of(&request.model).to_owned();
-    let mut conversation = input_of(&request.input).map_err(before)?;
+    let mut conversation = super::input::from_items(&request.input).map_err(before)?;
     if let Some(instructions) = request.instructions.as_ref().filter(|i| !i.is_empty()) {
         conversation.system.insert(0, instructions.clone());
     }
@@ -457,106 +457,4 @@ impl Project for Events {
             &json!({"type": "error", "code": error.code, "message": error.message, "param": error.param}),
         )
     }
-}
-
-/// A request's `input`: a string, or items.
-fn input_of(input: &Value) -> Result<Conversation, OpenAiError> {
-    let bad = |index: usize, what: &str| {
-        OpenAiError::invalid(
-            format!("input[{index}]: {what}"),
-            Some("input"),
-            "invalid_input",
-        )
-    };
-    let mut conversation = Conversation::default();
-    let items = match input {
-        Value::String(text) => {
-            conversation.messages.push(Msg {
-                role: Role::User,
-                text: text.clone(),
-                tool_call_id: None,
-            });
-            return Ok(conversation);
-        }
-        Value::Array(items) => items,
-        _ => {
-            return Err(OpenAiError::invalid(
-                "input must be a string or a list of items",
-                Some("input"),
-                "invalid_input",
-            ));
-        }
-    };
-    for (index, item) in items.iter().enumerate() {
-        let kind = item["type"]
-            .as_str()
-            .unwrap_or(if item.get("role").is_some() {
-                "message"
-            } else {
-                ""
-            });
-        match kind {
-            "message" => {
-                let text = match &item["content"] {
-                    Value::String(text) => text.clone(),
-                    Value::Array(parts) => {
-                        let mut text = String::new();
-                        for part in parts {
-                            match (part["type"].as_str(), part["text"].as_str()) {
-                                (Some("input_text" | "output_text" | "text"), Some(t)) => {
-                                    text.push_str(t)
-                                }
-                                _ => return Err(bad(index, "only text content is supported")),
-                            }
-                        }
-                        text
-                    }
-                    _ => return Err(bad(index, "a message needs content")),
-                };
-                match item["role"].as_str() {
-                    Some("user") => conversation.messages.push(Msg {
-                        role: Role::User,
-                        text,
-                        tool_call_id: None,
-                    }),
-                    Some("assistant") => conversation.messages.push(Msg {
-                        role: Role::Assistant,
-                        text,
-                        tool_call_id: None,
-                    }),
-                    Some("system" | "developer") => conversation.system.push(text),
-                    _ => {
-                        return Err(bad(
-                            index,
-                            "a message's role is user, assistant, system or developer",
-                        ));
-                    }
-                }
-            }
-            "function_call_output" => {
-                let Some(call_id) = item["call_id"].as_str() else {
-                    return Err(bad(index, "a function_call_output needs its call_id"));
-                };
-                let text = match &item["output"] {
-                    Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
-                conversation.messages.push(Msg {
-                    role: Role::Tool,
-                    text,
-                    tool_call_id: Some(call_id.to_owned()),
-                });
-            }
-            // Echoes of earlier output: the session holds them.
-            "function_call" | "reasoning" | "mcp_call" | "mcp_approval_request" => {}
-            "mcp_approval_response" => {
-                return Err(bad(
-                    index,
-                    "answer approvals with approvals.respond (the App SDK or the dashboard)",
-                ));
-            }
-            _ => return Err(bad(index, "unsupported item type")),
-        }
-    }
-    Ok(conversation)
 }

@@ -1,4 +1,5 @@
 mod generated;
 mod methods;
+mod openai;
 mod openapi;
 mod schema;

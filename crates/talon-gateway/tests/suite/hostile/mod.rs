@@ -22,4 +22,5 @@
 mod browsers;
 mod environments;
 mod inputs;
+mod openai;
 mod revocation;
