@@ -57,6 +57,11 @@
 //! - `ws`: `GET /v1/ws`, the same calls as frames through the same `serve_call`, and
 //!   `events.subscribe`/`events.unsubscribe` (at most 16 per connection); each connection writes
 //!   through one bounded queue, so a slow reader slows only itself; pings every `ws_ping_interval`.
+//! - `openai`: the OpenAI-compatible surface (`/v1/models`, `/v1/chat/completions`,
+//!   `/v1/responses`), on by default only on loopback: each call is methods of the table through
+//!   `serve_call` as the caller, each created call a `runs.create`; streams are `Follow`s through
+//!   `talon_protocol::openai`'s projections; Responses' sequence numbers are event ids × 1024, so a
+//!   resume is a cursor. `docs/openai.md` is the user's view.
 //! - `serve`: the accept loop (hyper HTTP/1.1 with upgrades): at most `max_connections`, a request
 //!   head within `header_read_timeout`, TCP keepalive and `TCP_USER_TIMEOUT`
 //!   (`stalled_write_timeout`) on every socket; shutdown lets each connection finish its exchange.

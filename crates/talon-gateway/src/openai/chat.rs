@@ -72,7 +72,7 @@ async fn start(
         .await
         .map_err(before)?;
     let conversation = super::input::from_messages(&request).map_err(before)?;
-    let target = target(headers, request.user.as_deref(), &caller.token_id);
+    let target = target(headers, request.user.as_deref(), &caller.token_id).map_err(before)?;
     let tools = if tools_off {
         Vec::new()
     } else {
@@ -186,9 +186,20 @@ impl Project for Chunks {
 }
 
 /// The session a request names: the header, else `user` (per token).
-pub(super) fn target(headers: &HeaderMap, user: Option<&str>, token_id: &str) -> Target {
-    if let Some(key) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-        return Target::Key(key.to_owned());
+pub(super) fn target(
+    headers: &HeaderMap,
+    user: Option<&str>,
+    token_id: &str,
+) -> Result<Target, OpenAiError> {
+    if let Some(key) = headers.get(SESSION_HEADER) {
+        return match key.to_str() {
+            Ok(key) if !key.is_empty() => Ok(Target::Key(key.to_owned())),
+            _ => Err(OpenAiError::invalid(
+                "the x-talon-session-key header must be visible ASCII, not empty",
+                None,
+                "invalid_request",
+            )),
+        };
     }
     match user.filter(|u| !u.is_empty()) {
         Some(user) => {
@@ -198,9 +209,9 @@ pub(super) fn target(headers: &HeaderMap, user: Option<&str>, token_id: &str) ->
             hash.update(user.as_bytes());
             let digest = hash.finalize();
             let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-            Target::Key(format!("openai-user-{hex}"))
+            Ok(Target::Key(format!("openai-user-{hex}")))
         }
-        None => Target::New,
+        None => Ok(Target::New),
     }
 }
 

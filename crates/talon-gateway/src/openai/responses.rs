@@ -117,7 +117,7 @@ async fn start(
                 None => return Err(before(previous_not_found(previous))),
             }
         }
-        None => target(headers, request.user.as_deref(), &caller.token_id),
+        None => target(headers, request.user.as_deref(), &caller.token_id).map_err(before)?,
     };
     let tools_off = request.tool_choice.as_ref().and_then(Value::as_str) == Some("none");
     let mut tools = Vec::new();

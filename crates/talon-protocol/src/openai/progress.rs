@@ -9,6 +9,7 @@
 //! ✓ list (3 ms)
 //! ✗ exec: the command failed
 //! ⏸ exec waits for approval apr_1
+//! ? Which branch? (question qst_1)
 //! ```
 //!
 //! Nested calls (inside a Code Mode cell) are indented. Client tools are
@@ -80,6 +81,18 @@ pub fn step(data: &EventData) -> Option<Step> {
                               "toolName": a.tool_name}),
             })
         }
+        EventData::QuestionRequested(q) => Some(Step {
+            line: format!(
+                "? {} (question {})\n",
+                super::cut(&q.prompt, MAX_SHOWN),
+                q.id
+            ),
+            talon: json!({"type": "question.requested", "questionId": q.id}),
+        }),
+        EventData::QuestionAnswered(a) => Some(Step {
+            line: format!("✓ answered: question {}\n", a.question_id),
+            talon: json!({"type": "question.answered", "questionId": a.question_id}),
+        }),
         EventData::ApprovalResolved(r) => Some(Step {
             line: format!("{} approval {}\n", resolved_word(r), r.approval_id),
             talon: json!({"type": "approval.resolved", "approvalId": r.approval_id,

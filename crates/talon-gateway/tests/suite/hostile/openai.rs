@@ -173,6 +173,15 @@ async fn bad_requests_are_refused_with_stable_codes_and_start_nothing() {
     )
     .await;
     check("a huge session key", &answer, 400, "invalid_request");
+    let answer = post(
+        &g,
+        &g.admin,
+        "/v1/chat/completions",
+        chat(json!({})),
+        &[("x-talon-session-key", "")],
+    )
+    .await;
+    check("an empty session key", &answer, 400, "invalid_request");
     // Not JSON, and JSON nested past any parser's depth (built as text:
     // a value that deep would overflow this test's own stack).
     let open = "[".repeat(10_000);
