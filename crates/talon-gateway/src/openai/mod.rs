@@ -160,6 +160,14 @@ pub(crate) fn error_response(error: &OpenAiError, retry: Retry) -> Response {
     response
 }
 
+/// A handler's answer: its response, or its error with the retry rule.
+pub(crate) fn answer(result: Result<Response, (OpenAiError, Retry)>) -> Response {
+    match result {
+        Ok(response) => response,
+        Err((error, retry)) => error_response(&error, retry),
+    }
+}
+
 /// The caller of a request to the surface: the surface must be on, then
 /// the bearer token (never a ticket), then one call from its rate.
 pub(crate) async fn caller(shared: &Shared, headers: &HeaderMap) -> Result<Caller, OpenAiError> {

@@ -62,10 +62,7 @@ pub(super) async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    match start(&shared, &headers, body).await {
-        Ok(response) => response,
-        Err((error, retry)) => error_response(&error, retry),
-    }
+    super::answer(start(&shared, &headers, body).await)
 }
 
 async fn start(

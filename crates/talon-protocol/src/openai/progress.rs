@@ -57,12 +57,7 @@ pub fn step(data: &EventData) -> Option<Step> {
                           "durationMs": d.duration_ms}),
         }),
         EventData::ToolCallFailed(d) => {
-            let error = d
-                .error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| d.error.to_string());
+            let error = failure(d);
             Some(Step {
                 line: format!(
                     "{}✗ {}: {}\n",
@@ -100,6 +95,16 @@ pub fn step(data: &EventData) -> Option<Step> {
         }),
         _ => None,
     }
+}
+
+/// What a failed call's error says: its `message`, else the whole error.
+pub fn failure(failed: &crate::event_data::ToolCallFailedData) -> String {
+    failed
+        .error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| failed.error.to_string())
 }
 
 fn resolved_word(r: &crate::event_data::ApprovalResolvedData) -> &'static str {

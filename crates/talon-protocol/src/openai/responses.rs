@@ -258,12 +258,7 @@ impl ResponseFold {
                 self.finish_call(&d.call_id, "completed", json!(output), Value::Null);
             }
             EventData::ToolCallFailed(d) => {
-                let error = d
-                    .error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| d.error.to_string());
+                let error = super::progress::failure(&d);
                 self.finish_call(
                     &d.call_id,
                     "failed",
