@@ -171,8 +171,9 @@ pub(crate) struct Follow {
     poll: Pin<Box<Sleep>>,
     ends: Ends,
     done: bool,
-    /// Its place among the gateway's open streams.
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    /// Its place among the gateway's open streams (none for the node's
+    /// own followers).
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Follow {
@@ -185,6 +186,19 @@ impl Follow {
         ends: Ends,
     ) -> Result<Self, ApiError> {
         let permit = shared.limiter.stream()?;
+        Self::start_with(shared, filter, cursor, ends, Some(permit)).await
+    }
+
+    /// [`Follow::start`] with a place among the open streams taken
+    /// already, or none: the node's own followers (the OpenAI surface's
+    /// approval watcher) are not clients' streams.
+    pub(crate) async fn start_with(
+        shared: &Shared,
+        filter: EventFilter,
+        cursor: Option<u64>,
+        ends: Ends,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Result<Self, ApiError> {
         let store = &shared.store;
         let committed = store.committed();
         let first = store

@@ -87,6 +87,10 @@ async fn start(
             })
             .collect()
     };
+    // The stream's place is taken before the run exists: a gateway at
+    // `maxStreams` refuses the call (retryable) instead of starting a run
+    // the call cannot follow.
+    let permit = shared.limiter.stream().map_err(|e| before(e.into()))?;
     let extras = Extras {
         tools,
         idempotency_key: idempotency_key(headers),
@@ -111,13 +115,14 @@ async fn start(
         run_id: Some(run_id.clone()),
         ..EventFilter::default()
     };
-    let mut follow = Follow::start(shared, filter, None, Ends::AfterTerminal)
+    let mut follow = Follow::start_with(shared, filter, None, Ends::AfterTerminal, Some(permit))
         .await
         .map_err(|e| never(e.into()))?;
     let mut fold = ChatFold::new(header);
+    let mut abandon = sse::Abandon::new(shared.clone(), &run_id);
     let mut response = if request.stream.unwrap_or(false) {
         let first = vec![sse::data(&fold.opening())];
-        sse::respond(shared, &caller, follow, Chunks(fold), first)
+        sse::respond(shared, &caller, follow, Chunks(fold), first, Some(abandon))
     } else {
         let ended = sse::drain(&mut follow, |_, event| {
             fold.push(event);
@@ -125,6 +130,7 @@ async fn start(
         })
         .await
         .map_err(never)?;
+        abandon.disarm();
         if !ended {
             return Err(never(stopping(&run_id)));
         }

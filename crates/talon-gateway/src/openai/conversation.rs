@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 use talon_protocol::gateway::params::SessionsMessagesResult;
-use talon_protocol::gateway::{Message, RunAccepted, Session};
+use talon_protocol::gateway::{Message, MessageRole, RunAccepted, Session};
 use talon_protocol::openai::OpenAiError;
 use talon_protocol::openai::reconcile::{Plan, Said, Speaker, plan, view};
 
@@ -89,27 +89,29 @@ pub(super) async fn start(
     extras: Extras,
 ) -> Result<Started, OpenAiError> {
     let messages = &conversation.messages;
-    let answers = messages
-        .iter()
-        .rev()
-        .take_while(|m| m.role == Role::Tool)
-        .count();
+    // The tail: the trailing user messages, and the tool answers right
+    // before them (or trailing tool answers alone).
     let users = messages
         .iter()
         .rev()
         .take_while(|m| m.role == Role::User)
         .count();
-    let tail = answers.max(users);
-    if tail == 0 {
+    let answers = messages[..messages.len() - users]
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::Tool)
+        .count();
+    if users + answers == 0 {
         return Err(invalid(
             "the last message must be the user's, or answers to tool calls",
             "invalid_messages",
         ));
     }
-    let (prefix, tail) = messages.split_at(messages.len() - tail);
-    let prefix = said(prefix);
-    let (session, plan): (Option<String>, Plan) = match &target {
-        Target::New => (None, Plan::Import),
+    let (prefix, tail) = messages.split_at(messages.len() - users - answers);
+    let prefix = turns(prefix);
+    let client_view: Vec<Said> = prefix.iter().map(|t| t.said.clone()).collect();
+    let (session, plan, stored) = match &target {
+        Target::New => (None, Plan::Import, Vec::new()),
         Target::Key(key) => {
             let session: Session = call(
                 shared,
@@ -119,10 +121,12 @@ pub(super) async fn start(
             )
             .await?;
             let stored = history(shared, caller, &session.id).await?;
-            let plan = plan(&prefix, &view(&stored));
-            (Some(session.id.to_string()), plan)
+            let plan = plan(&client_view, &view(&stored));
+            (Some(session.id.to_string()), plan, stored)
         }
         Target::After { session_id, run_id } => {
+            // Every input item is new: the whole prefix is imported, after
+            // that run (forking if later runs followed it).
             let stored = history(shared, caller, session_id).await?;
             let last_of_run = stored
                 .iter()
@@ -130,21 +134,51 @@ pub(super) async fn start(
             let plan = match last_of_run {
                 Some(at) if at + 1 < stored.len() => Plan::Fork {
                     at: stored[at].id.to_string(),
-                    import_from: prefix.len(),
+                    import_from: 0,
                 },
-                _ => Plan::Append,
+                _ => Plan::Import,
             };
-            (Some(session_id.clone()), plan)
+            (Some(session_id.clone()), plan, stored)
         }
     };
-    if answers > 0 && (plan != Plan::Append || session.is_none()) {
+    // Answers go to the run that asked: the session's latest, unforked.
+    let continues =
+        session.is_some() && !stored.is_empty() && matches!(plan, Plan::Append | Plan::Import);
+    if answers > 0 && !continues {
         return Err(invalid(
             "tool answers continue the run that asked for them: name its session with the \
              x-talon-session-key header (every answer carries it), `user`, or previous_response_id",
             "session_required",
         ));
     }
-    let (imported, session_id): (&[Said], Option<String>) = match (&plan, session) {
+    // What the session keeps (up to a fork's point) is not sent again.
+    let kept: &[Message] = match &plan {
+        Plan::Fork { at, .. } => {
+            let through = stored
+                .iter()
+                .position(|m| m.id.as_str() == at)
+                .map_or(0, |i| i + 1);
+            &stored[..through]
+        }
+        Plan::Fresh => &[],
+        _ => &stored,
+    };
+    let system: Vec<&String> = conversation
+        .system
+        .iter()
+        .filter(|text| {
+            !kept
+                .iter()
+                .any(|m| m.role == MessageRole::System && m.text.as_deref() == Some(text.as_str()))
+        })
+        .collect();
+    if users == 0 && !system.is_empty() {
+        return Err(invalid(
+            "new system instructions cannot come with tool answers alone: send them with the next user message",
+            "invalid_messages",
+        ));
+    }
+    let (imported, session_id): (&[Turn], Option<String>) = match (&plan, session) {
         (Plan::Append, Some(id)) => (&[], Some(id)),
         (Plan::Import, Some(id)) => (&prefix, Some(id)),
         (Plan::Fork { at, import_from }, Some(id)) => {
@@ -169,11 +203,11 @@ pub(super) async fn start(
             json!({"role": "tool", "content": answer.text, "toolCallId": answer.tool_call_id}),
         );
     }
-    for system in &conversation.system {
-        input.push(json!({"role": "system", "content": system}));
+    for text in system {
+        input.push(json!({"role": "system", "content": text}));
     }
     for turn in imported {
-        let role = if turn.speaker == Speaker::User {
+        let role = if turn.said.speaker == Speaker::User {
             "user"
         } else {
             "assistant"
@@ -191,7 +225,8 @@ pub(super) async fn start(
         params["tools"] = json!(extras.tools);
     }
     if let Some(key) = extras.idempotency_key {
-        params["idempotencyKey"] = json!(key);
+        // Per token: another token's key never hands over its run.
+        params["idempotencyKey"] = json!(format!("openai:{}:{key}", caller.token_id));
     }
     let accepted: RunAccepted = call(shared, caller, "runs.create", params).await?;
     let session_key = accepted.run.session_key.as_ref().map(|k| k.to_string());
@@ -201,19 +236,33 @@ pub(super) async fn start(
     })
 }
 
+/// One turn of a request's history: as compared, and as sent.
+struct Turn {
+    said: Said,
+    /// The text as the client wrote it (a turn's parts joined by a blank
+    /// line).
+    text: String,
+}
+
 /// The client-visible turns of a request's history.
-fn said(messages: &[Msg]) -> Vec<Said> {
-    let mut turns: Vec<Said> = Vec::new();
+fn turns(messages: &[Msg]) -> Vec<Turn> {
+    let mut turns: Vec<Turn> = Vec::new();
     for m in messages {
-        let text = m.text.trim();
         match m.role {
-            Role::User => turns.push(Said::new(Speaker::User, text)),
-            Role::Assistant if !text.is_empty() => match turns.last_mut() {
-                Some(last) if last.speaker == Speaker::Assistant => {
+            Role::User => turns.push(Turn {
+                said: Said::new(Speaker::User, &m.text),
+                text: m.text.clone(),
+            }),
+            Role::Assistant if !m.text.trim().is_empty() => match turns.last_mut() {
+                Some(last) if last.said.speaker == Speaker::Assistant => {
+                    last.said.extend(&m.text);
                     last.text.push_str("\n\n");
-                    last.text.push_str(text);
+                    last.text.push_str(&m.text);
                 }
-                _ => turns.push(Said::new(Speaker::Assistant, text)),
+                _ => turns.push(Turn {
+                    said: Said::new(Speaker::Assistant, &m.text),
+                    text: m.text.clone(),
+                }),
             },
             _ => {}
         }

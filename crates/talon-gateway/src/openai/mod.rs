@@ -16,7 +16,7 @@
 //!   headers). Scopes: `agent.read` to list models (an agent is listed to
 //!   a token that may run it, `agent.run`), `agent.run` to create,
 //!   `session.write`/`session.read` when a session is named, `session.read`
-//!   to retrieve, `agent.run` to cancel.
+//!   to retrieve, `agent.run` and `session.read` to cancel.
 //! - **On by default only on loopback** (`gateway.openai.enabled`);
 //!   when off, every route answers 404 `endpoint_disabled`.
 //! - **Errors** are OpenAI's envelope ([`talon_protocol::openai::error`]),
@@ -28,6 +28,8 @@
 //!   turns a heartbeat after an `id:` line into an empty event), heartbeat
 //!   comments while idle, and read committed events only, as every Talon
 //!   stream does ([`crate::stream::Follow`]).
+//! - **A client that leaves** before its run's end cancels the run
+//!   (`sse::Abandon`), unless it runs in the background.
 //! - **Approvals** ([`watch`]): a run the surface started that asks for an
 //!   approval waits for an answer from the SDK or the dashboard up to
 //!   `approvalWaitMs`, then is denied; or is denied at once
@@ -117,7 +119,10 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         )
 }
 
-async fn not_allowed() -> Response {
+async fn not_allowed(axum::extract::State(shared): axum::extract::State<Arc<Shared>>) -> Response {
+    if let Err(off) = serving(&shared) {
+        return error_response(&off, Retry::Never);
+    }
     let mut error = OpenAiError::invalid(
         "this path does not take that HTTP method",
         None,
@@ -171,16 +176,22 @@ pub(crate) fn answer(result: Result<Response, (OpenAiError, Retry)>) -> Response
 /// The caller of a request to the surface: the surface must be on, then
 /// the bearer token (never a ticket), then one call from its rate.
 pub(crate) async fn caller(shared: &Shared, headers: &HeaderMap) -> Result<Caller, OpenAiError> {
-    if !shared.openai.serves(shared.listen) {
-        return Err(OpenAiError::not_found(
-            "the OpenAI-compatible endpoint is off on this gateway (gateway.openai.enabled)",
-            None,
-            "endpoint_disabled",
-        ));
-    }
+    serving(shared)?;
     crate::http::caller(shared, headers)
         .await
         .map_err(OpenAiError::from)
+}
+
+/// `endpoint_disabled` while the surface is off.
+fn serving(shared: &Shared) -> Result<(), OpenAiError> {
+    if shared.openai.serves(shared.listen) {
+        return Ok(());
+    }
+    Err(OpenAiError::not_found(
+        "the OpenAI-compatible endpoint is off on this gateway (gateway.openai.enabled)",
+        None,
+        "endpoint_disabled",
+    ))
 }
 
 /// A request body as JSON, within the gateway's body limit and the
@@ -262,5 +273,34 @@ pub(crate) fn run_headers(response: &mut Response, run_id: &str, session_key: Op
         && let Ok(v) = HeaderValue::from_str(key)
     {
         headers.insert("x-talon-session-key", v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_by_default_only_on_loopback() {
+        let default = OpenAiPolicy::default();
+        for (addr, on) in [
+            ("127.0.0.1:7420", true),
+            ("[::1]:7420", true),
+            ("0.0.0.0:7420", false),
+            ("[::]:7420", false),
+            ("192.168.1.5:7420", false),
+        ] {
+            assert_eq!(default.serves(addr.parse().unwrap()), on, "{addr}");
+        }
+        let forced = OpenAiPolicy {
+            enabled: Some(true),
+            ..OpenAiPolicy::default()
+        };
+        assert!(forced.serves("0.0.0.0:7420".parse().unwrap()));
+        let off = OpenAiPolicy {
+            enabled: Some(false),
+            ..OpenAiPolicy::default()
+        };
+        assert!(!off.serves("127.0.0.1:7420".parse().unwrap()));
     }
 }

@@ -135,6 +135,14 @@ async fn start(
         }
         tools.push(t);
     }
+    // The stream's place is taken before the run exists (see chat.rs).
+    let background = request.background.unwrap_or(false);
+    let streamed = request.stream.unwrap_or(false);
+    let permit = if streamed || !background {
+        Some(shared.limiter.stream().map_err(|e| before(e.into()))?)
+    } else {
+        None
+    };
     let extras = Extras {
         tools,
         idempotency_key: idempotency_key(headers),
@@ -164,23 +172,21 @@ async fn start(
         body["metadata"] = request.metadata.clone().unwrap_or(json!({}));
         axum::Json(body).into_response()
     };
-    let mut response = if request.stream.unwrap_or(false) {
-        let follow = follow(shared, &run_id).await.map_err(never)?;
-        sse::respond(
-            shared,
-            &caller,
-            follow,
-            Events {
-                fold: ResponseFold::new(header),
-                after: None,
-            },
-            Vec::new(),
-        )
-    } else if request.background.unwrap_or(false) {
+    // A call in the background outlives its connection; any other is
+    // cancelled if its client leaves first.
+    let abandon = (!background).then(|| sse::Abandon::new(shared.clone(), &run_id));
+    let mut response = if streamed {
+        let follow = follow(shared, &run_id, permit).await.map_err(never)?;
+        let events = Events {
+            fold: ResponseFold::new(header),
+            after: None,
+        };
+        sse::respond(shared, &caller, follow, events, Vec::new(), abandon)
+    } else if background {
         let (fold, _) = committed(shared, &run_id, header).await.map_err(never)?;
         echo(fold.response())
     } else {
-        let mut follow = follow(shared, &run_id).await.map_err(never)?;
+        let mut follow = follow(shared, &run_id, permit).await.map_err(never)?;
         let mut fold = ResponseFold::new(header);
         let ended = sse::drain(&mut follow, |id, event| {
             fold.push(id, event);
@@ -188,6 +194,9 @@ async fn start(
         })
         .await
         .map_err(never)?;
+        if let Some(mut abandon) = abandon {
+            abandon.disarm();
+        }
         if !ended {
             return Err(never(stopping(&run_id)));
         }
@@ -197,12 +206,22 @@ async fn start(
     Ok(response)
 }
 
-async fn follow(shared: &Shared, run_id: &str) -> Result<Follow, OpenAiError> {
+/// A run's events from its first, with a stream's place (taken now when
+/// not given).
+async fn follow(
+    shared: &Shared,
+    run_id: &str,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<Follow, OpenAiError> {
     let filter = EventFilter {
         run_id: Some(run_id.to_owned()),
         ..EventFilter::default()
     };
-    Follow::start(shared, filter, None, Ends::AfterTerminal)
+    let permit = match permit {
+        Some(permit) => permit,
+        None => shared.limiter.stream().map_err(OpenAiError::from)?,
+    };
+    Follow::start_with(shared, filter, None, Ends::AfterTerminal, Some(permit))
         .await
         .map_err(OpenAiError::from)
 }
@@ -228,6 +247,11 @@ async fn committed(
             .await
             .map_err(|e| OpenAiError::from(crate::error::api_error(e)))?;
         if page.is_empty() {
+            if first {
+                // A run has its `run.created` from its first moment: none
+                // means retention removed every event of it.
+                return Err(expired());
+            }
             return Ok((fold, false));
         }
         for raw in page {
@@ -252,11 +276,15 @@ fn check_first(event: &Event) -> Result<(), OpenAiError> {
     if event.kind == talon_protocol::events::EventType::RunCreated {
         return Ok(());
     }
-    Err(OpenAiError::invalid(
+    Err(expired())
+}
+
+fn expired() -> OpenAiError {
+    OpenAiError::invalid(
         "this response's first events are no longer kept (store.retention): it can no longer be streamed",
         None,
         "stream_cursor_expired",
-    ))
+    )
 }
 
 fn previous_not_found(id: &str) -> OpenAiError {
@@ -341,7 +369,22 @@ pub(super) async fn retrieve(
         let run = run_of_response(&shared, &caller, &id).await?;
         let run_id = run.id.to_string();
         if query.stream.unwrap_or(false) {
-            let mut follow = follow(&shared, &run_id).await?;
+            // Checked before following: a run none of whose events are kept
+            // would otherwise be waited on for ever.
+            let kept = EventFilter {
+                run_id: Some(run_id.clone()),
+                ..EventFilter::default()
+            };
+            let oldest = shared
+                .store
+                .after_json(None, &kept, 1)
+                .await
+                .map_err(|e| OpenAiError::from(crate::error::api_error(e)))?;
+            match oldest.into_iter().next() {
+                Some(raw) => check_first(&sse::decode(crate::frame::Delivery::from(raw).json())?)?,
+                None => return Err(expired()),
+            }
+            let mut follow = follow(&shared, &run_id, None).await?;
             // The first event decides whether the response can be rebuilt.
             let mut events = Events {
                 fold: ResponseFold::new(header_of(&run)),
@@ -360,7 +403,7 @@ pub(super) async fn retrieve(
                 Some(Err(error)) => return Err(error.into()),
                 None => {}
             }
-            return Ok(sse::respond(&shared, &caller, follow, events, first));
+            return Ok(sse::respond(&shared, &caller, follow, events, first, None));
         }
         let (fold, _) = committed(&shared, &run_id, header_of(&run)).await?;
         Ok(axum::Json(fold.response()).into_response())
@@ -398,7 +441,7 @@ pub(super) async fn cancel(
                 Err(error) => return Err(error),
             }
         }
-        let mut follow = follow(&shared, &run_id).await?;
+        let mut follow = follow(&shared, &run_id, None).await?;
         let mut fold = ResponseFold::new(header_of(&run));
         let _ = tokio::time::timeout(
             CANCEL_WAIT,

@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::Response;
@@ -45,8 +46,58 @@ pub(super) fn decode(json: &str) -> Result<Event, OpenAiError> {
     })
 }
 
+/// Cancels a run its client left before the end: a call that is not in
+/// the background and whose connection closed. Nobody will read its
+/// answer, and the official clients retry a timed-out request as a new
+/// run.
+pub(super) struct Abandon {
+    shared: Arc<Shared>,
+    run_id: String,
+    armed: bool,
+}
+
+impl Abandon {
+    /// Armed until [`Abandon::disarm`].
+    pub(super) fn new(shared: Arc<Shared>, run_id: &str) -> Self {
+        Self {
+            shared,
+            run_id: run_id.to_owned(),
+            armed: true,
+        }
+    }
+
+    /// The client saw the run's end: nothing to cancel.
+    pub(super) fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let shared = self.shared.clone();
+        let run_id = std::mem::take(&mut self.run_id);
+        tracing::info!(run = %run_id, "openai: the client left before the run's end; cancelling it");
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let cancelled = shared
+                    .engine
+                    .cancel(&run_id, talon_store::CancelMode::Cancel, std::time::Duration::ZERO)
+                    .await;
+                if let Err(error) = cancelled {
+                    tracing::warn!(run = %run_id, %error.message, "openai: could not cancel an abandoned run");
+                }
+            });
+        }
+    }
+}
+
 struct Live<P> {
     follow: Follow,
+    /// Cancels the run if the client goes before its end.
+    abandon: Option<Abandon>,
     project: P,
     queue: VecDeque<Bytes>,
     liveness: crate::revocation::Liveness,
@@ -86,6 +137,9 @@ impl<P: Project> Live<P> {
                             self.queue.extend(self.project.event(delivery.id(), &event));
                             if self.project.ended() {
                                 self.done = true;
+                                if let Some(abandon) = &mut self.abandon {
+                                    abandon.disarm();
+                                }
                                 self.queue.extend(self.project.close());
                             }
                         }
@@ -116,10 +170,12 @@ pub(super) fn respond<P: Project>(
     follow: Follow,
     project: P,
     first: Vec<Bytes>,
+    abandon: Option<Abandon>,
 ) -> Response {
     let every = shared.limiter.limits().sse_heartbeat_interval;
     let live = Live {
         follow,
+        abandon,
         project,
         queue: first.into(),
         liveness: shared.revocations.watch(caller),

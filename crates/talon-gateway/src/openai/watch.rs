@@ -2,7 +2,8 @@
 //! .onApproval`): an OpenAI client cannot answer an approval, so a run
 //! that asks for one either waits for an answer from the SDK or the
 //! dashboard up to `approvalWaitMs` and is then denied, or is denied at
-//! once. The watcher follows the run's committed events until its end;
+//! once. The watcher follows the run's committed events until its end (a
+//! node's own follower: it takes none of `maxStreams`);
 //! it lives in this node, so after a restart the approval's own policy
 //! deadline (`tools.approvals.timeoutMs`) applies instead.
 
@@ -36,7 +37,8 @@ pub(super) fn watch(shared: Arc<Shared>, run_id: String) {
             ],
             ..EventFilter::default()
         };
-        let mut follow = match Follow::start(&shared, filter, None, Ends::AfterTerminal).await {
+        let follow = Follow::start_with(&shared, filter, None, Ends::AfterTerminal, None).await;
+        let mut follow = match follow {
             Ok(follow) => follow,
             Err(error) => {
                 tracing::warn!(run = %run_id, %error.message, "openai: cannot watch the run's approvals");

@@ -403,3 +403,107 @@ async fn a_client_tool_round_trip_needs_the_session() {
         (json!("It is sunny in Paris."), json!("stop"))
     );
 }
+
+#[tokio::test]
+async fn system_prompts_are_kept_once_and_ride_along_with_tool_answers() {
+    let g = TestGateway::with_script(per_run(vec![
+        tool_turn("get_weather", json!({"city": "Paris"})),
+        say("It is sunny."),
+    ]))
+    .await;
+    let tools = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]);
+    let system = json!({"role": "system", "content": "Be brief."});
+    let key = [("x-talon-session-key", "sys-1")];
+    let mut first = chat(json!([system, user("weather?")]));
+    first["tools"] = tools.clone();
+    let asked = post(&g, &g.admin, "/v1/chat/completions", first, &key)
+        .await
+        .json();
+    let message = asked["choices"][0]["message"].clone();
+    let call_id = message["tool_calls"][0]["id"].clone();
+    // The answer, with the system prompt again and a new question after it
+    // (tool answer then user: both reach the model).
+    let mut second = chat(json!([system, user("weather?"), message,
+        {"role": "tool", "tool_call_id": call_id, "content": "sunny"}]));
+    second["tools"] = tools;
+    let done = post(&g, &g.admin, "/v1/chat/completions", second, &key).await;
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert_eq!(
+        done.json()["choices"][0]["message"]["content"],
+        "It is sunny."
+    );
+    let requests = g.mock.requests();
+    let last = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let systems = last
+        .iter()
+        .filter(|m| {
+            m["role"] == "system" && m["content"].as_str().unwrap_or("").contains("Be brief.")
+        })
+        .count();
+    assert_eq!(systems, 1, "{last:?}");
+    assert!(
+        last.iter()
+            .any(|m| m["role"] == "tool" && m["content"] == "sunny"),
+        "{last:?}"
+    );
+    let third = chat(json!([
+        system,
+        user("weather?"),
+        assistant("It is sunny."),
+        user("thanks")
+    ]));
+    post(&g, &g.admin, "/v1/chat/completions", third, &key).await;
+    let (_, session) = g
+        .call(&g.admin, "sessions.resolve", json!({"key": "sys-1"}))
+        .await;
+    let (_, stored) = g
+        .call(
+            &g.admin,
+            "sessions.messages",
+            json!({"sessionId": session["id"]}),
+        )
+        .await;
+    let kept = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .count();
+    assert_eq!(kept, 1, "{stored}");
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_before_the_end_cancels_its_run() {
+    let slow = Turn {
+        text: Some("late".into()),
+        delay: Duration::from_secs(30),
+        ..Turn::default()
+    };
+    let g = TestGateway::with_script(per_run(vec![slow])).await;
+    let request = g
+        .client
+        .post(g.url("/v1/chat/completions"))
+        .bearer_auth(&g.admin)
+        .json(&chat(json!([user("take your time")])))
+        .send();
+    // The client gives up after 300 ms, as a timed-out client does.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), request)
+            .await
+            .is_err()
+    );
+    let status = talon_testing::wait::until_async(
+        "the run's end",
+        talon_testing::wait::DEADLINE,
+        async || {
+            let (_, runs) = g.call(&g.admin, "runs.list", json!({})).await;
+            let status = runs["runs"][0]["status"].as_str().map(str::to_owned);
+            status.filter(|s| s != "running" && s != "queued")
+        },
+    )
+    .await;
+    assert_eq!(status, "cancelled");
+}

@@ -69,7 +69,7 @@ async fn a_stream_resumes_from_any_sequence_number_also_after_a_restart() {
         .await
         .json();
     assert_eq!(snapshot["output_text"], "Listed.");
-    assert_eq!(snapshot["output"][0]["type"], "mcp_call");
+    assert_eq!(snapshot["output"][0]["type"], "mcp_call", "{snapshot}");
     // The same numbers from another gateway process on the same store.
     let config = g.same_state();
     g.running.shutdown().await;

@@ -1,13 +1,14 @@
 //! How a chat request's messages meet the session's history: the one rule
 //! the surface follows (documented in `docs/openai.md`).
 //!
-//! The request's messages, without `system`/`developer` ones (those are
-//! this run's extra instructions, never stored), split into the **tail**
-//! (the trailing `user` messages, or the trailing `tool` answers) and the
-//! **prefix** before it. Both the prefix and the stored history are seen
+//! The request's messages, without `system`/`developer` ones (the
+//! session's instructions, kept once), split into the **tail** (the
+//! trailing `user` messages and the `tool` answers right before them) and
+//! the **prefix** before it. Both the prefix and the stored history are seen
 //! as the client sees them: user texts, and per stretch between two user
-//! messages the assistant's texts joined by a blank line (as the
-//! completion's `content` joined them). Tool traffic is not compared.
+//! messages the assistant's texts joined (as the completion's `content`
+//! joined them), whitespace normalised ([`Said::new`]). Tool traffic is
+//! not compared.
 //!
 //! 1. The session is empty: the prefix is imported as the run's earlier
 //!    messages, then the tail ([`Plan::Import`]).
@@ -40,11 +41,23 @@ pub struct Said {
 }
 
 impl Said {
-    /// A turn.
+    /// A turn, its whitespace normalised (runs of whitespace are one
+    /// space; none at the ends), so a text compares equal however the two
+    /// sides joined or trimmed its parts.
     pub fn new(speaker: Speaker, text: &str) -> Self {
         Self {
             speaker,
-            text: text.trim().to_owned(),
+            text: text.split_whitespace().collect::<Vec<_>>().join(" "),
+        }
+    }
+
+    /// Adds the text of a later part of the same turn.
+    pub fn extend(&mut self, text: &str) {
+        for word in text.split_whitespace() {
+            if !self.text.is_empty() {
+                self.text.push(' ');
+            }
+            self.text.push_str(word);
         }
     }
 }
@@ -79,10 +92,7 @@ pub fn view(stored: &[Message]) -> Vec<(Said, String)> {
                 view.push((Said::new(Speaker::User, text), message.id.to_string()))
             }
             MessageRole::Assistant if !text.is_empty() => match view.last_mut() {
-                Some((said, _)) if said.speaker == Speaker::Assistant => {
-                    said.text.push_str("\n\n");
-                    said.text.push_str(text);
-                }
+                Some((said, _)) if said.speaker == Speaker::Assistant => said.extend(text),
                 _ => view.push((Said::new(Speaker::Assistant, text), message.id.to_string())),
             },
             MessageRole::Compaction => view.clear(),
@@ -182,5 +192,15 @@ mod tests {
             }
         );
         assert_eq!(plan(&[u("elsewhere")], &history), Plan::Fresh);
+    }
+
+    #[test]
+    fn whitespace_does_not_tell_texts_apart() {
+        // A turn stored as two parts with a trailing newline, shown to the
+        // client joined by a blank line.
+        let mut stored = Said::new(Speaker::Assistant, "I'll check.\n");
+        stored.extend("Done.");
+        assert_eq!(stored, a("I'll check.\n\n\nDone."));
+        assert_eq!(a("  two\n  lines "), a("two lines"));
     }
 }

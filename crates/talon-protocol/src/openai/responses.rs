@@ -125,6 +125,9 @@ pub struct ResponseFold {
     completed_at: Option<u64>,
     /// Output indexes of `mcp_call` items, by call id.
     calls: Vec<(String, usize)>,
+    /// The open message's or reasoning item's text so far (written into
+    /// the item when it closes: a delta costs its own length).
+    open_text: String,
     ended: bool,
     out: Vec<(u64, Value)>,
     base: u64,
@@ -143,6 +146,7 @@ impl ResponseFold {
             incomplete: None,
             completed_at: None,
             calls: Vec::new(),
+            open_text: String::new(),
             ended: false,
             out: Vec::new(),
             base: 0,
@@ -156,8 +160,13 @@ impl ResponseFold {
 
     /// The `Response` object as the events so far tell it.
     pub fn response(&self) -> Value {
-        let text: String = self
-            .output
+        let mut items = self.output.clone();
+        match self.open {
+            Open::Message(index) => items[index]["content"][0]["text"] = json!(self.open_text),
+            Open::Reasoning(index) => items[index]["summary"][0]["text"] = json!(self.open_text),
+            Open::None => {}
+        }
+        let text: String = items
             .iter()
             .filter(|item| item["type"] == "message")
             .filter_map(|item| item["content"][0]["text"].as_str())
@@ -166,7 +175,7 @@ impl ResponseFold {
         let output = self.usage.output_tokens.unwrap_or(0);
         json!({
             "id": self.header.id, "object": "response", "created_at": self.header.created_at,
-            "status": self.status, "model": self.header.model, "output": self.output,
+            "status": self.status, "model": self.header.model, "output": items,
             "output_text": text,
             "error": self.error, "incomplete_details": self.incomplete,
             "instructions": self.header.instructions, "metadata": self.header.metadata,
@@ -184,20 +193,24 @@ impl ResponseFold {
         })
     }
 
-    fn emit(&mut self, mut event: Value) {
-        let k = self.out.len() as u64;
-        if k >= SEQ_STRIDE {
-            // Cannot happen with the events Talon makes; dropping beats
-            // reusing another event's number.
-            return;
+    fn emit(&mut self, event: Value) {
+        // The last number of a Talon event is kept for its terminal
+        // snapshot: past it (more than 300 pending client calls in one
+        // turn) events are dropped rather than numbered twice.
+        if (self.out.len() as u64) < SEQ_STRIDE - 1 {
+            self.push_numbered(event);
         }
+    }
+
+    fn push_numbered(&mut self, mut event: Value) {
+        let k = self.out.len() as u64;
         event["sequence_number"] = json!(self.base + k);
         self.out.push((self.base + k, event));
     }
 
     fn snapshot(&mut self, kind: &str) {
         let response = self.response();
-        self.emit(json!({"type": kind, "response": response}));
+        self.push_numbered(json!({"type": kind, "response": response}));
     }
 
     /// The stream events one Talon event makes, with their numbers; `id`
@@ -239,8 +252,9 @@ impl ResponseFold {
             EventData::ToolCallStarted(d) if d.source != Some(crate::tools::ToolSource::Client) => {
                 self.close();
                 let index = self.output.len();
+                let item_id = format!("mcp_{}_{index}", self.header.id.trim_start_matches("resp_"));
                 let item = json!({
-                    "id": format!("mcp_{}", d.call_id), "type": "mcp_call", "server_label": "talon",
+                    "id": item_id, "type": "mcp_call", "server_label": "talon",
                     "name": d.name,
                     "arguments": d.arguments.as_ref().map(Value::to_string).unwrap_or_else(|| "{}".into()),
                     "output": null, "error": null, "status": "in_progress",
@@ -300,21 +314,18 @@ impl ResponseFold {
                                   "status": "in_progress", "content": []});
                 self.output.push(item.clone());
                 self.open = Open::Message(index);
+                self.open_text.clear();
                 self.emit(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-                self.output[index]["content"] =
-                    json!([{"type": "output_text", "text": "", "annotations": [], "logprobs": []}]);
+                let part =
+                    json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []});
+                self.output[index]["content"] = json!([part]);
                 self.emit(json!({"type": "response.content_part.added", "item_id": id,
-                                 "output_index": index, "content_index": 0,
-                                 "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}}));
+                                 "output_index": index, "content_index": 0, "part": part}));
                 index
             }
         };
+        self.open_text.push_str(text);
         let id = self.output[index]["id"].clone();
-        let so_far = self.output[index]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
-        self.output[index]["content"][0]["text"] = json!(so_far + text);
         self.emit(
             json!({"type": "response.output_text.delta", "item_id": id, "output_index": index,
                          "content_index": 0, "delta": text, "logprobs": []}),
@@ -334,22 +345,19 @@ impl ResponseFold {
                     json!({"id": id, "type": "reasoning", "summary": [], "status": "in_progress"});
                 self.output.push(item.clone());
                 self.open = Open::Reasoning(index);
+                self.open_text.clear();
                 self.emit(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-                self.output[index]["summary"] = json!([{"type": "summary_text", "text": ""}]);
+                let part = json!({"type": "summary_text", "text": ""});
+                self.output[index]["summary"] = json!([part]);
                 self.emit(
                     json!({"type": "response.reasoning_summary_part.added", "item_id": id,
-                                 "output_index": index, "summary_index": 0,
-                                 "part": {"type": "summary_text", "text": ""}}),
+                                 "output_index": index, "summary_index": 0, "part": part}),
                 );
                 index
             }
         };
+        self.open_text.push_str(text);
         let id = self.output[index]["id"].clone();
-        let so_far = self.output[index]["summary"][0]["text"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
-        self.output[index]["summary"][0]["text"] = json!(so_far + text);
         self.emit(
             json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
                          "output_index": index, "summary_index": 0, "delta": text}),
@@ -358,13 +366,15 @@ impl ResponseFold {
 
     /// Ends the open message or reasoning item.
     fn close(&mut self) {
+        let text = std::mem::take(&mut self.open_text);
         match std::mem::replace(&mut self.open, Open::None) {
             Open::None => {}
             Open::Message(index) => {
+                self.output[index]["content"][0]["text"] = json!(text);
                 let id = self.output[index]["id"].clone();
                 let part = self.output[index]["content"][0].clone();
                 self.emit(json!({"type": "response.output_text.done", "item_id": id, "output_index": index,
-                                 "content_index": 0, "text": part["text"], "logprobs": []}));
+                                 "content_index": 0, "text": text, "logprobs": []}));
                 self.emit(json!({"type": "response.content_part.done", "item_id": id, "output_index": index,
                                  "content_index": 0, "part": part}));
                 self.output[index]["status"] = json!("completed");
@@ -372,11 +382,12 @@ impl ResponseFold {
                 self.emit(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
             }
             Open::Reasoning(index) => {
+                self.output[index]["summary"][0]["text"] = json!(text);
                 let id = self.output[index]["id"].clone();
                 let part = self.output[index]["summary"][0].clone();
                 self.emit(
                     json!({"type": "response.reasoning_summary_text.done", "item_id": id,
-                                 "output_index": index, "summary_index": 0, "text": part["text"]}),
+                                 "output_index": index, "summary_index": 0, "text": text}),
                 );
                 self.emit(
                     json!({"type": "response.reasoning_summary_part.done", "item_id": id,
@@ -390,7 +401,13 @@ impl ResponseFold {
     }
 
     fn finish_call(&mut self, call_id: &str, status: &str, output: Value, error: Value) {
-        let Some(&(_, index)) = self.calls.iter().find(|(id, _)| id == call_id) else {
+        // Call ids repeat (a provider's per-turn ids, a resumed turn's
+        // calls): the latest item of the id still running is this one.
+        let Some(&(_, index)) =
+            self.calls.iter().rev().find(|(id, index)| {
+                id == call_id && self.output[*index]["status"] == "in_progress"
+            })
+        else {
             return;
         };
         self.output[index]["status"] = json!(status);

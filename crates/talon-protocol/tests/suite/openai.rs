@@ -193,3 +193,37 @@ fn an_approval_shows_as_progress_and_an_approval_request_item() {
                                 "name": "write", "arguments": "{\"path\":\"note.txt\"}"})
     );
 }
+
+#[test]
+fn repeated_call_ids_each_get_their_item() {
+    let call = |id: u64, kind: &str| {
+        let data = if kind == "tool.call.started" {
+            json!({"callId": "call_1", "name": "list", "source": "openclaw", "arguments": {}})
+        } else {
+            json!({"callId": "call_1", "name": "list", "durationMs": 1, "result": {"n": id}})
+        };
+        event(id, kind, data)
+    };
+    let events = vec![
+        event(1, "run.created", json!({"input": "hi"})),
+        call(2, "tool.call.started"),
+        call(3, "tool.call.completed"),
+        call(4, "tool.call.started"),
+        call(5, "tool.call.completed"),
+        event(6, "run.completed", ended("", json!([]))),
+    ];
+    let last = responses(&events).pop().unwrap();
+    let items: Vec<(Value, Value, Value)> = last["response"]["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["id"].clone(), i["status"].clone(), i["output"].clone()))
+        .collect();
+    assert_eq!(
+        items,
+        [
+            (json!("mcp_run_1_0"), json!("completed"), json!("{\"n\":3}")),
+            (json!("mcp_run_1_1"), json!("completed"), json!("{\"n\":5}")),
+        ]
+    );
+}
