@@ -40,7 +40,8 @@
 //! An error turn (`status`) carries `retryAfter` (seconds),
 //! `retryAfterMs` and `shouldRetry` as the `retry-after`, `retry-after-ms`
 //! and `x-should-retry` headers, and on the Messages route `errorType` as
-//! its `error.type` (default from the status, `overloaded_error` for 529).
+//! its `error.type` (default from the status, `overloaded_error` for 529);
+//! with `raw` too, its body is that text (`text/html`, as a proxy's page).
 //! `thinking` (with an optional `signature`) is streamed as Anthropic
 //! thinking deltas or as Chat Completions `reasoning_content`.
 //! `chunkDelayMs` writes a streamed reply one event at a time with that
@@ -346,8 +347,11 @@ async fn serve(
 /// A scripted error reply with its retry headers.
 fn error_turn(wire: Wire, turn: &Turn, status: u16) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = match (wire, &turn.error_type) {
-        (Wire::Anthropic, Some(kind)) => anthropic::error(code, kind, "scripted failure"),
+    let mut response = match (wire, &turn.error_type, &turn.raw) {
+        (_, _, Some(raw)) => {
+            (code, [(header::CONTENT_TYPE, "text/html")], raw.clone()).into_response()
+        }
+        (Wire::Anthropic, Some(kind), None) => anthropic::error(code, kind, "scripted failure"),
         _ => wire.error(code, "scripted failure", "scripted"),
     };
     let headers = response.headers_mut();

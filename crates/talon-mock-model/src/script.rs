@@ -56,7 +56,8 @@ pub struct Turn {
     /// (`usage.cacheRead`, `usage.cacheWrite`; Anthropic only).
     pub cache: (u64, u64),
     /// A raw response body (as `text/event-stream`) instead of a reply:
-    /// for malformed-stream tests.
+    /// for malformed-stream tests. With `status`, the error's body (as
+    /// `text/html`).
     pub raw: Option<String>,
 }
 

@@ -162,9 +162,11 @@ mod tests {
         map
     }
 
+    type Headers<'a> = &'a [(&'static str, &'a str)];
+
     #[test]
     fn the_server_hint_wins_in_its_order_and_range() {
-        let cases: [(&[(&'static str, &str)], Option<Duration>); 6] = [
+        let cases: [(Headers<'_>, Option<Duration>); 6] = [
             (
                 &[("retry-after-ms", "250.5")],
                 Some(Duration::from_micros(250_500)),

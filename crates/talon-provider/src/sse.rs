@@ -92,6 +92,27 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_event_dripped_in_small_pieces_costs_linear_time() {
+        // 16 thousand pushes of 1 KiB: rescanning the buffer on each push
+        // would compare about 128 GB; scanning only new bytes, 16 MiB.
+        let mut reader = SseReader::default();
+        let piece = vec![b'x'; 1024];
+        let started = std::time::Instant::now();
+        assert_eq!(reader.push(b"data: ").unwrap(), Vec::<String>::new());
+        for _ in 0..(MAX_EVENT_BYTES / 1024 - 1) {
+            assert!(reader.push(&piece).unwrap().is_empty());
+        }
+        let events = reader.push(b"\n\n").unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].len(), MAX_EVENT_BYTES - 1024);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
     fn separators_split_across_pushes_are_found() {
         let mut reader = SseReader::default();
         let mut got = Vec::new();
