@@ -5,8 +5,10 @@
 //! reason and usage, `message_stop`). A turn's thinking is a `thinking`
 //! block of 8-character `thinking_delta`s and one `signature_delta`; its
 //! text a `text` block of 8-character `text_delta`s; each call a
-//! `tool_use` block (`toolu_<n>`) whose input arrives as `""` and two
-//! halves. The key is checked against `x-api-key`.
+//! `tool_use` block whose input arrives as `""` and two
+//! halves; its id is `call_<n>`, as on the Chat Completions route, so that
+//! a plan's events are the same on either wire. The key is checked
+//! against `x-api-key`.
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -117,7 +119,7 @@ pub(crate) fn whole(turn: &Turn, model: &str, number: usize) -> Value {
         content.push(json!({"type": "text", "text": text}));
     }
     for (i, call) in turn.tool_calls.iter().enumerate() {
-        content.push(json!({"type": "tool_use", "id": format!("toolu_{}", i + 1),
+        content.push(json!({"type": "tool_use", "id": format!("call_{}", i + 1),
                             "name": call.name, "input": call.arguments}));
     }
     json!({"id": "msg_mock", "type": "message", "role": "assistant", "model": model,
@@ -171,7 +173,7 @@ pub(crate) fn events(turn: &Turn, model: &str, number: usize) -> Vec<String> {
             .collect();
         block(
             &mut events,
-            json!({"type": "tool_use", "id": format!("toolu_{}", i + 1), "name": call.name, "input": {}}),
+            json!({"type": "tool_use", "id": format!("call_{}", i + 1), "name": call.name, "input": {}}),
             deltas,
         );
     }

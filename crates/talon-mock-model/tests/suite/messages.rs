@@ -63,8 +63,8 @@ async fn a_whole_reply_has_thinking_text_and_parallel_tool_use() {
                "content": [
                    {"type": "thinking", "thinking": "Two reads.", "signature": "s1"},
                    {"type": "text", "text": "Reading."},
-                   {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a"}},
-                   {"type": "tool_use", "id": "toolu_2", "name": "list", "input": {}}],
+                   {"type": "tool_use", "id": "call_1", "name": "read", "input": {"path": "a"}},
+                   {"type": "tool_use", "id": "call_2", "name": "list", "input": {}}],
                "stop_reason": "tool_use", "stop_sequence": null,
                "usage": {"input_tokens": 7, "output_tokens": 3,
                          "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}})
@@ -178,14 +178,14 @@ async fn per_run_replay_counts_turns_past_tool_results_and_fills_from_them() {
     .await;
     let body = json!({"model": "m", "max_tokens": 10, "stream": false, "messages": [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "exec", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "{\"runId\": \"cell_9\"}"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1", "name": "exec", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "{\"runId\": \"cell_9\"}"}]},
     ]});
     let (_, _, reply) = post(&mock, None, body).await;
     let reply: Value = serde_json::from_str(&reply).unwrap();
     assert_eq!(
         reply["content"],
-        json!([{"type": "tool_use", "id": "toolu_1", "name": "wait", "input": {"runId": "cell_9"}}])
+        json!([{"type": "tool_use", "id": "call_1", "name": "wait", "input": {"runId": "cell_9"}}])
     );
 }
 

@@ -82,7 +82,7 @@ fn expected_reply() -> ChatResponse {
     };
     ChatResponse {
         text: "Reading.".into(),
-        tool_calls: vec![call("toolu_1", "a"), call("toolu_2", "b")],
+        tool_calls: vec![call("call_1", "a"), call("call_2", "b")],
         usage: Usage {
             input_tokens: 127,
             output_tokens: 30,
@@ -122,10 +122,10 @@ async fn a_streamed_tool_cycle_with_thinking_is_replayed_verbatim() {
             StreamDelta::Thinking("Read bot".into()),
             StreamDelta::Thinking("h.".into()),
             StreamDelta::Text("Reading.".into()),
-            started(0, "toolu_1"),
+            started(0, "call_1"),
             args(0, "{\"path"),
             args(0, "\":\"a\"}"),
-            started(1, "toolu_2"),
+            started(1, "call_2"),
             args(1, "{\"path"),
             args(1, "\":\"b\"}"),
         ]
@@ -138,7 +138,7 @@ async fn a_streamed_tool_cycle_with_thinking_is_replayed_verbatim() {
         tool_calls: reply.tool_calls.clone(),
         reasoning: reply.reasoning.clone(),
     });
-    for id in ["toolu_2", "toolu_1"] {
+    for id in ["call_2", "call_1"] {
         next.messages.push(Message::Tool {
             call_id: id.into(),
             content: format!("content of {id}"),
@@ -158,11 +158,11 @@ async fn a_streamed_tool_cycle_with_thinking_is_replayed_verbatim() {
                 {"role": "assistant", "content": [
                     {"type": "thinking", "thinking": "Read both.", "signature": "sig-a"},
                     {"type": "text", "text": "Reading."},
-                    {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a"}},
-                    {"type": "tool_use", "id": "toolu_2", "name": "read", "input": {"path": "b"}}]},
+                    {"type": "tool_use", "id": "call_1", "name": "read", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "call_2", "name": "read", "input": {"path": "b"}}]},
                 {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "content of toolu_1"},
-                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": "content of toolu_2",
+                    {"type": "tool_result", "tool_use_id": "call_1", "content": "content of call_1"},
+                    {"type": "tool_result", "tool_use_id": "call_2", "content": "content of call_2",
                      "cache_control": marker}]},
             ],
             "tools": [{"name": "read", "description": "Read a file.",
