@@ -135,7 +135,8 @@ impl AnthropicMessages {
             }
             if response.status().is_success() {
                 let outcome = if request.stream {
-                    self.read_stream(response, sink, attempt).await
+                    self.read_stream(response, &request.model, sink, attempt)
+                        .await
                 } else {
                     let bytes = response.bytes().await.map_err(|e| self.unreachable(e))?;
                     let value =
@@ -144,7 +145,8 @@ impl AnthropicMessages {
                             message: e.to_string(),
                             source: Some(Arc::new(e)),
                         })?;
-                    stream::whole(&self.config.id, &value, sink).map_err(|e| (e, false))
+                    stream::whole(&self.config.id, &request.model, &value, sink)
+                        .map_err(|e| (e, false))
                 };
                 match outcome {
                     Ok(reply) => return Ok(reply),
@@ -182,12 +184,13 @@ impl AnthropicMessages {
     async fn read_stream(
         &self,
         response: reqwest::Response,
+        model: &str,
         sink: DeltaSink<'_>,
         attempt: u32,
     ) -> std::result::Result<ChatResponse, (ProviderError, bool)> {
         let mut reader = SseReader::default();
         let mut bytes = response.bytes_stream();
-        let mut reply = stream::Reply::new(&self.config.id, attempt);
+        let mut reply = stream::Reply::new(&self.config.id, model, attempt);
         let idle = self.config.idle_timeout;
         loop {
             let forwarded = reply.forwarded;

@@ -7,7 +7,9 @@
 //! counts are cumulative), `ping` and unknown event types ignored, an
 //! `error` event turned into the error of its type. A stream that ends
 //! before a `stop_reason` is malformed; a tool call left unfinished by
-//! `max_tokens` is dropped (never run) and the reply is `length`.
+//! `max_tokens` is dropped (never run) and the reply is `length`. A reply
+//! whose text, thinking and tool input pass [`MAX_REPLY_BYTES`] is
+//! malformed.
 //!
 //! `stop_reason` maps to the loop's vocabulary: `end_turn`,
 //! `stop_sequence` and `pause_turn` are `stop`, `tool_use` is
@@ -28,6 +30,9 @@ use crate::types::{ChatResponse, ReasoningBlock, StreamDelta, ToolCallRequest, U
 /// Most content blocks in one reply (as the Chat Completions client
 /// bounds tool call indexes).
 pub(crate) const MAX_BLOCKS: usize = 256;
+/// Most bytes of text, thinking and tool input in one reply (each event
+/// is bounded by the SSE reader; this bounds their sum).
+pub(crate) const MAX_REPLY_BYTES: usize = 64 << 20;
 
 #[derive(Debug)]
 enum Block {
@@ -52,6 +57,8 @@ enum Block {
 #[derive(Debug)]
 pub(crate) struct Reply {
     provider: String,
+    /// The model asked for (named by a `not_found_error` event).
+    model: String,
     /// The attempt this stream is (for an error event's `attempts`).
     attempt: u32,
     blocks: BTreeMap<usize, (Block, bool)>,
@@ -62,15 +69,18 @@ pub(crate) struct Reply {
     output: u64,
     cache_read: u64,
     cache_write: u64,
+    /// Bytes of text, thinking and tool input so far.
+    bytes: usize,
     /// Whether anything reached the sink (an error after that is not
     /// retried: the deltas would be shown twice).
     pub(crate) forwarded: bool,
 }
 
 impl Reply {
-    pub(crate) fn new(provider: &str, attempt: u32) -> Self {
+    pub(crate) fn new(provider: &str, model: &str, attempt: u32) -> Self {
         Self {
             provider: provider.to_owned(),
+            model: model.to_owned(),
             attempt,
             blocks: BTreeMap::new(),
             started: false,
@@ -80,6 +90,7 @@ impl Reply {
             output: 0,
             cache_read: 0,
             cache_write: 0,
+            bytes: 0,
             forwarded: false,
         }
     }
@@ -230,6 +241,15 @@ impl Reply {
             .count();
         let delta = &value["delta"];
         let kind = delta["type"].as_str().unwrap_or_default();
+        let size = ["text", "partial_json", "thinking"]
+            .iter()
+            .filter_map(|key| delta[*key].as_str())
+            .map(str::len)
+            .sum::<usize>();
+        self.bytes += size;
+        if self.bytes > MAX_REPLY_BYTES {
+            return Err(self.malformed(format!("the reply exceeded {MAX_REPLY_BYTES} bytes")));
+        }
         let Some((block, true)) = self.blocks.get_mut(&index) else {
             return Err(self.malformed(format!("a delta for block {index}, which is not open")));
         };
@@ -276,7 +296,7 @@ impl Reply {
         let status = status_of(kind);
         retry::status_error(
             &self.provider,
-            "",
+            &self.model,
             status,
             self.attempt,
             matches!(status, 429 | 500 | 529),
@@ -365,10 +385,11 @@ impl Reply {
 /// forms obey the same rules. Thinking text reaches `sink` at once.
 pub(crate) fn whole(
     provider: &str,
+    model: &str,
     value: &Value,
     sink: crate::DeltaSink<'_>,
 ) -> Result<ChatResponse> {
-    let mut reply = Reply::new(provider, 1);
+    let mut reply = Reply::new(provider, model, 1);
     if value["type"] == "error" {
         return Err(reply.error_event(&value["error"]));
     }
@@ -384,14 +405,10 @@ pub(crate) fn whole(
     );
     reply.stopped = true;
     for (index, block) in content.iter().enumerate().take(MAX_BLOCKS) {
+        // The whole block arrives at its start (a tool's input too); the
+        // text and thinking are passed on here, at once.
         let start = serde_json::json!({"index": index, "content_block": block});
-        // The whole block arrives at its start: text is passed on there;
-        // a tool's input and thinking are set here.
-        let mut block_start = start.clone();
-        if block["type"] == "tool_use" {
-            block_start["content_block"]["input"] = block["input"].clone();
-        }
-        reply.start(&block_start, &|_| {})?;
+        reply.start(&start, &|_| {})?;
         if let Some((state, open)) = reply.blocks.get_mut(&index) {
             *open = false;
             match state {
@@ -429,4 +446,63 @@ fn finish_reason(stop_reason: &str) -> String {
         other => other,
     }
     .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+    use super::*;
+
+    #[test]
+    fn a_reply_past_its_byte_bound_is_malformed() {
+        let mut reply = Reply::new("p", "m", 1);
+        let start =
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+        assert_eq!(reply.event(start, &|_| {}), Ok(false));
+        let piece = "x".repeat(1 << 20);
+        let delta = serde_json::json!({"type": "content_block_delta", "index": 0,
+                                       "delta": {"type": "text_delta", "text": piece}})
+        .to_string();
+        for _ in 0..(MAX_REPLY_BYTES >> 20) {
+            assert_eq!(reply.event(&delta, &|_| {}), Ok(false));
+        }
+        assert_eq!(
+            reply.event(&delta, &|_| {}),
+            Err(ProviderError::Malformed {
+                provider: "p".into(),
+                message: format!("the reply exceeded {MAX_REPLY_BYTES} bytes"),
+                source: None,
+            })
+        );
+    }
+
+    #[test]
+    fn stop_reasons_map_to_the_loops_words() {
+        let got: Vec<String> = [
+            "end_turn",
+            "stop_sequence",
+            "pause_turn",
+            "tool_use",
+            "max_tokens",
+            "model_context_window_exceeded",
+            "refusal",
+            "something_new",
+        ]
+        .iter()
+        .map(|r| finish_reason(r))
+        .collect();
+        assert_eq!(
+            got,
+            [
+                "stop",
+                "stop",
+                "stop",
+                "tool_calls",
+                "length",
+                "length",
+                "refusal",
+                "something_new"
+            ]
+        );
+    }
 }

@@ -19,6 +19,9 @@
 //! - With caching on, at most three `cache_control` breakpoints: the last
 //!   tool, the last system block, the last block of the last user message
 //!   (never a thinking block).
+//! - No `tool_choice` (Anthropic's `auto`: parallel calls allowed, and
+//!   compatible with thinking). A tool result is sent without `is_error`:
+//!   Talon's results say their own status in their content.
 
 use serde_json::{Value, json};
 
