@@ -428,30 +428,32 @@ const THINKING: &[&str] = &[
     "off", "minimal", "low", "medium", "high", "xhigh", "max", "adaptive",
 ];
 
-/// OpenClaw's model parameters: Talon reads `cacheRetention` and
-/// `thinking`; the others pass through unread.
-fn params() -> Node {
+/// OpenClaw's model parameters: Talon reads `cacheRetention`, and
+/// `thinking` in a model's entry (`agents.defaults.models`); the others
+/// pass through unread.
+fn params(model: bool) -> Node {
+    let mut fields = vec![field(
+        "cacheRetention",
+        Node::word(
+            &["none", "short", "long"],
+            "Prompt-cache breakpoints (anthropic-messages): five minutes (short) or an hour (long, api.anthropic.com only); default short at api.anthropic.com, else none.",
+        ),
+    )];
+    if model {
+        fields.push(field(
+            "thinking",
+            Node::word(
+                THINKING,
+                "Extended thinking for this model (an agent's thinkingDefault wins over it; it wins over agents.defaults.thinkingDefault).",
+            ),
+        ));
+    }
     Node::new(
         Kind::Object {
-            fields: vec![
-                field(
-                    "cacheRetention",
-                    Node::word(
-                        &["none", "short", "long"],
-                        "Prompt-cache breakpoints (anthropic-messages): five minutes (short) or an hour (long, api.anthropic.com only); default short at api.anthropic.com, else none.",
-                    ),
-                ),
-                field(
-                    "thinking",
-                    Node::word(
-                        THINKING,
-                        "Extended thinking for this model (under thinkingDefault).",
-                    ),
-                ),
-            ],
+            fields,
             rest: Rest::Open,
         },
-        "Model parameters: cacheRetention and thinking are read; OpenClaw's others are not.",
+        "Model parameters: Talon reads those listed; OpenClaw's others are not read.",
     )
 }
 
@@ -472,7 +474,7 @@ fn agent_fields() -> Vec<Field> {
                 "Extended thinking: off, or a budget (minimal and low 1024 tokens, medium 4096, high 16384, xhigh and max 32768), or adaptive.",
             ),
         ),
-        field("params", params()),
+        field("params", params(false)),
         field("workspace", Node::text("The agent's working directory.")),
         field(
             "tools",
@@ -494,7 +496,7 @@ fn agent_defaults() -> Node {
     let mut fields = agent_fields();
     let model = Node::new(
         Kind::Object {
-            fields: vec![field("params", params())],
+            fields: vec![field("params", params(true))],
             rest: Rest::Open,
         },
         "",
