@@ -2,7 +2,8 @@
 //! streamed and whole replies, parallel tool use, thinking replayed with
 //! its signature, cache usage, the headers, retries (529, 429 with
 //! `retry-after`, `retry-after-ms`, `x-should-retry`, an error event before
-//! the reply), clear errors, cancellation, the idle timeout.
+//! the reply; never a spent account), clear errors, cancellation (in a
+//! retry wait, inside an endless stream), the idle timeout.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -439,4 +440,60 @@ async fn a_slow_stream_lives_and_a_stalled_one_times_out() {
         error.api_error().code,
         talon_protocol::gateway::ErrorCode::Timeout
     );
+}
+
+#[tokio::test]
+async fn a_spent_account_is_not_retried() {
+    let spent = json!({"type": "error", "error": {"type": "rate_limit_error",
+        "message": "You have reached your specified API usage limits.",
+        "details": {"error_code": "enforced_spend_limit_reached"}}});
+    let mock = mock(json!({"turns": [
+        {"status": 429, "retryAfterMs": 5, "raw": spent.to_string()},
+        {"text": "never asked for"},
+    ]}))
+    .await;
+    let client = provider(&mock.base_url(), json!({}));
+    let (error, _) = complete(&*client, &request(true)).await;
+    assert_eq!(
+        error.unwrap_err(),
+        ProviderError::Unavailable {
+            provider: "anthropic".into(),
+            status: 429,
+            attempts: 1,
+            message: "rate_limit_error: You have reached your specified API usage limits.".into(),
+        }
+    );
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn cancelling_a_stream_that_never_ends_closes_it_at_once() {
+    let events = format!(
+        "{STREAM_START}data: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"partial\"}}}}\n\n"
+    );
+    // A chunked body that never ends: no last chunk.
+    let (url, server) = one_shot(chunked("200 OK", &events)).await;
+    let client = provider(&url, json!({"timeoutMs": 120_000}));
+    let first = tokio::sync::Notify::new();
+    let got = Mutex::new(Vec::new());
+    let sink = |d: StreamDelta| {
+        got.lock().unwrap().push(d);
+        first.notify_one();
+    };
+    let cancel = CancellationToken::new();
+    let request = request(true);
+    let (result, cancelled) = tokio::join!(client.complete(&request, &sink, &cancel), async {
+        first.notified().await;
+        cancel.cancel();
+        Instant::now()
+    });
+    assert_eq!(result.unwrap_err(), ProviderError::Cancelled);
+    assert!(cancelled.elapsed() < Duration::from_millis(500));
+    assert_eq!(*got.lock().unwrap(), [StreamDelta::Text("partial".into())]);
+    // The connection was dropped with the request (the client's pool
+    // keeps no half-read stream).
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the client kept the connection open")
+        .unwrap();
 }
