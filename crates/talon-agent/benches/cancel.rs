@@ -693,6 +693,7 @@ fn chat_request() -> ChatRequest {
         }]),
         max_tokens: Some(100),
         stream: true,
+        ..ChatRequest::default()
     }
 }
 

@@ -14,7 +14,10 @@
 //! `AgentRun::run` sends the system prompt, history and message, streams the reply
 //! (`assistant.delta`), runs the tool calls it asks for (concurrently, in order for the transcript)
 //! through the surface, and repeats until a reply without tool calls, the turn limit, cancellation
-//! (`run.cancelled`) or the run's timeout (`run.timed_out`). Cancellation is the run context's
+//! (`run.cancelled`) or the run's timeout (`run.timed_out`). The model's reasoning is shown as
+//! `thinking.delta` only where `RunOptions::reasoning` (OpenClaw's `reasoningDefault`, `options.rs`)
+//! allows it, and is kept on the assistant message either way, so a provider replays it unchanged
+//! with the turn's tool results. Cancellation is the run context's
 //! `CancellationToken`: the provider stops on it and the loop selects on it beside its turns, so a
 //! cancelled run drops the model request or the tool calls it waits on at once and reports the
 //! calls in flight as `tool.call.failed` with status `aborted`; a run that times out cancels its
@@ -41,6 +44,7 @@
 //! surfaces themselves, and the choice between them.
 
 pub mod events;
+mod options;
 pub mod payload;
 pub mod run;
 mod trace;
@@ -49,4 +53,4 @@ pub use events::{
     ApprovalEvents, CollectSink, EventSink, NestedCallEvents, NoEvents, RunEvents, UpdateEvents,
     wire_tool_call,
 };
-pub use run::{AgentRun, Checkpoint, RunOptions, RunResult, RunStatus};
+pub use run::{AgentRun, Checkpoint, Reasoning, RunOptions, RunResult, RunStatus};

@@ -11,7 +11,7 @@
 //! with `run.cancelled`. The run's timeout cancels the token too, so
 //! nothing the run started keeps going after `run.timed_out`.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,44 +29,7 @@ use talon_tools::{RunContext, SurfaceReply, ToolSurface};
 use tracing::Instrument as _;
 
 use crate::events::{MAX_EVENT_RESULT, RunEvents, wire_tool_call};
-
-/// Settings of one run.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// The provider's model id.
-    pub model: String,
-    /// The system prompt.
-    pub system_prompt: String,
-    /// Most model requests.
-    pub max_turns: u32,
-    /// The whole run's time limit.
-    pub timeout: Duration,
-    /// Most tokens per reply.
-    pub max_tokens: Option<u32>,
-    /// Stream replies.
-    pub stream: bool,
-    /// Model-visible names of the run's client tools: tools the app
-    /// answers between runs. A turn that calls one runs its other calls,
-    /// then ends the run `completed` with the client calls pending
-    /// ([`RunResult::pending`]); the app's next run on the session answers
-    /// them ([`AgentRun::proceed`]).
-    pub client_tools: BTreeSet<String>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        Self {
-            model: String::new(),
-            system_prompt:
-                "You are a helpful agent. Use the tools when they help; answer concisely.".into(),
-            max_turns: 16,
-            timeout: Duration::from_secs(600),
-            max_tokens: None,
-            stream: true,
-            client_tools: BTreeSet::new(),
-        }
-    }
-}
+pub use crate::options::{Reasoning, RunOptions};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -448,13 +411,18 @@ impl AgentRun<'_> {
             tools: tools.clone(),
             max_tokens: self.options.max_tokens,
             stream: self.options.stream,
+            thinking: self.options.thinking,
+            cache: self.options.cache,
         };
         crate::payload::debug_payload(&request);
         let events = self.events.clone();
-        let sink = move |delta: StreamDelta| {
-            if let StreamDelta::Text(text) = delta {
-                events.emit(EventData::AssistantDelta(TextDelta { text }));
+        let expose = self.options.reasoning != Reasoning::Off;
+        let sink = move |delta: StreamDelta| match delta {
+            StreamDelta::Text(text) => events.emit(EventData::AssistantDelta(TextDelta { text })),
+            StreamDelta::Thinking(text) if expose => {
+                events.emit(EventData::ThinkingDelta(TextDelta { text }));
             }
+            _ => {}
         };
         let span = crate::trace::model(&self.options.model, result.turns);
         let reply = self
@@ -477,9 +445,12 @@ impl AgentRun<'_> {
                         .then(|| reply.finish_reason.clone()),
                 }));
         }
+        // The reasoning stays on the message: the provider replays it with
+        // the turn's tool results (Anthropic requires its signed blocks).
         let assistant = Message::Assistant {
             text: (!reply.text.is_empty()).then(|| reply.text.clone()),
             tool_calls: reply.tool_calls.clone(),
+            reasoning: reply.reasoning.clone(),
         };
         lock(transcript).push(assistant.clone());
         messages.push(assistant);

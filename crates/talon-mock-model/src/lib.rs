@@ -1,8 +1,9 @@
 //! A scripted mock model: a real HTTP server on 127.0.0.1 that speaks
-//! OpenAI's Chat Completions (`POST /v1/chat/completions`, streamed as
-//! Server-Sent Events or not), replays scripted turns in order, and
-//! records every request body. The LLM is the one thing Talon's tests
-//! mock, and only this way.
+//! OpenAI's Chat Completions (`POST /v1/chat/completions`, `openai.rs`)
+//! and Anthropic's Messages (`POST /v1/messages`, `anthropic.rs`),
+//! streamed as Server-Sent Events or not, replays scripted turns in order
+//! (one script for both routes, `script.rs`), and records every request
+//! body. The LLM is the one thing Talon's tests mock, and only this way.
 //!
 //! Its own crate, so that the binary's `mock-model` feature (`talon agent
 //! --mock-script`, the cookbook, the benchmarks) compiles this file and no
@@ -14,9 +15,11 @@
 //! {"apiKey": "sk-test", "models": ["mock-model"],
 //!  "turns": [
 //!    {"toolCalls": [{"name": "exec", "arguments": {"code": "return 1"}}]},
-//!    {"text": "The answer is 1.", "usage": {"prompt": 120, "completion": 6}},
+//!    {"thinking": "It returned 1.", "text": "The answer is 1.",
+//!     "usage": {"prompt": 120, "completion": 6, "cacheRead": 100, "cacheWrite": 0}},
 //!    {"status": 429, "retryAfter": 1},
-//!    {"delayMs": 50, "text": "late"}
+//!    {"status": 529, "errorType": "overloaded_error", "retryAfterMs": 20, "shouldRetry": true},
+//!    {"delayMs": 50, "chunkDelayMs": 10, "text": "late and slow"}
 //!  ]}
 //! ```
 //!
@@ -29,10 +32,21 @@
 //! JSON pointer in the request's last tool result (e.g. a suspended cell's
 //! id, for `wait`).
 //!
-//! With `apiKey`, a request without `Authorization: Bearer <apiKey>` gets
-//! 401; with `models`, an unknown model gets 404 (OpenAI's error bodies);
-//! neither takes a turn.
-//! When the turns run out, the server answers 500.
+//! With `apiKey`, a request without the key (`Authorization: Bearer` on
+//! the Chat Completions route, `x-api-key` on the Messages route) gets 401;
+//! with `models`, an unknown model gets 404 (each route's error bodies);
+//! neither takes a turn. When the turns run out, the server answers 500.
+//!
+//! An error turn (`status`) carries `retryAfter` (seconds),
+//! `retryAfterMs` and `shouldRetry` as the `retry-after`, `retry-after-ms`
+//! and `x-should-retry` headers, and on the Messages route `errorType` as
+//! its `error.type` (default from the status, `overloaded_error` for 529);
+//! with `raw` too, its body is that text (`text/html`, as a proxy's page).
+//! `thinking` (with an optional `signature`) is streamed as Anthropic
+//! thinking deltas or as Chat Completions `reasoning_content`.
+//! `chunkDelayMs` writes a streamed reply one event at a time with that
+//! pause before each (a slow stream); a raw body is written in pieces of
+//! `chunkBytes` with that pause.
 //!
 //! Request bodies are accepted up to [`MAX_REQUEST_BYTES`] (64 MiB), as real APIs take long
 //! histories. Besides the bodies it keeps each request's timing (`timings()`). A turn may also be a
@@ -50,6 +64,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+mod anthropic;
+mod openai;
+mod script;
+
+pub use script::{Replay, Script, ScriptedCall, Turn};
+
 /// The largest request body the mock accepts.
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 
@@ -64,154 +84,6 @@ pub enum MockError {
     Io(#[from] std::io::Error),
 }
 
-/// One scripted tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScriptedCall {
-    /// The tool name.
-    pub name: String,
-    /// Its arguments (sent as a JSON string, as the API does).
-    pub arguments: Value,
-}
-
-/// One scripted reply.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Turn {
-    /// Assistant text.
-    pub text: Option<String>,
-    /// Tool calls (several make a parallel call).
-    pub tool_calls: Vec<ScriptedCall>,
-    /// An HTTP error status instead of a reply.
-    pub status: Option<u16>,
-    /// `Retry-After` seconds with an error status.
-    pub retry_after: Option<u64>,
-    /// Wait this long before answering.
-    pub delay: Duration,
-    /// Prompt and completion tokens reported.
-    pub usage: (u64, u64),
-    /// A raw response body (as `text/event-stream`) instead of a reply:
-    /// for malformed-stream tests.
-    pub raw: Option<String>,
-}
-
-/// A whole script.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Script {
-    /// Required bearer key, if any.
-    pub api_key: Option<String>,
-    /// Known models, if restricted.
-    pub models: Option<Vec<String>>,
-    /// Replies, in order.
-    pub turns: Vec<Turn>,
-    /// How a request picks its reply.
-    pub replay: Replay,
-    /// Keep no request bodies (`"record": false`): for long benchmarks,
-    /// whose memory figures would otherwise count the mock's log.
-    pub forget_requests: bool,
-}
-
-/// How a request picks its reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Replay {
-    /// The turns in order, across every request the server receives.
-    #[default]
-    Sequential,
-    /// Every run from the first turn: a request gets the turn numbered by
-    /// the assistant messages after its last user message, so concurrent
-    /// runs each replay the whole script (`"replay": "perRun"`).
-    PerRun,
-}
-
-/// The turn a request is on within its run: the assistant messages after
-/// its last user message.
-fn turn_in_run(request: &Value) -> usize {
-    let Some(messages) = request["messages"].as_array() else {
-        return 0;
-    };
-    messages
-        .iter()
-        .rev()
-        .take_while(|m| m["role"] != "user")
-        .filter(|m| m["role"] == "assistant")
-        .count()
-}
-
-impl Script {
-    /// Parses the JSON form shown in the crate documentation.
-    pub fn from_json(value: &Value) -> Result<Self, MockError> {
-        let bad = |what: &str| MockError::Script(what.to_owned());
-        let turns = value["turns"]
-            .as_array()
-            .ok_or_else(|| bad("`turns` must be a list"))?
-            .iter()
-            .map(|t| {
-                let tool_calls = match t.get("toolCalls") {
-                    None => Vec::new(),
-                    Some(Value::Array(calls)) => calls
-                        .iter()
-                        .map(|c| {
-                            Ok(ScriptedCall {
-                                name: c["name"]
-                                    .as_str()
-                                    .ok_or_else(|| bad("a tool call needs a name"))?
-                                    .to_owned(),
-                                arguments: c.get("arguments").cloned().unwrap_or(json!({})),
-                            })
-                        })
-                        .collect::<Result<_, MockError>>()?,
-                    Some(_) => return Err(bad("`toolCalls` must be a list")),
-                };
-                Ok(Turn {
-                    text: t["text"].as_str().map(str::to_owned),
-                    tool_calls,
-                    status: t["status"].as_u64().map(|s| s as u16),
-                    retry_after: t["retryAfter"].as_u64(),
-                    delay: Duration::from_millis(t["delayMs"].as_u64().unwrap_or(0)),
-                    usage: (
-                        t["usage"]["prompt"].as_u64().unwrap_or(10),
-                        t["usage"]["completion"].as_u64().unwrap_or(5),
-                    ),
-                    raw: t["raw"].as_str().map(str::to_owned),
-                })
-            })
-            .collect::<Result<_, MockError>>()?;
-        let replay = match value.get("replay").and_then(Value::as_str) {
-            None | Some("sequential") => Replay::Sequential,
-            Some("perRun") => Replay::PerRun,
-            Some(other) => {
-                return Err(bad(&format!(
-                    "`replay` must be \"sequential\" or \"perRun\", not {other:?}"
-                )));
-            }
-        };
-        Ok(Self {
-            replay,
-            forget_requests: value.get("record").and_then(Value::as_bool) == Some(false),
-            api_key: value["apiKey"].as_str().map(str::to_owned),
-            models: value["models"].as_array().map(|m| {
-                m.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            }),
-            turns,
-        })
-    }
-
-    /// A script of text replies.
-    pub fn texts(texts: &[&str]) -> Self {
-        Self {
-            turns: texts
-                .iter()
-                .map(|t| Turn {
-                    text: Some((*t).to_owned()),
-                    usage: (10, 5),
-                    ..Turn::default()
-                })
-                .collect(),
-            ..Self::default()
-        }
-    }
-}
-
 #[derive(Default)]
 struct Shared {
     script: Script,
@@ -220,10 +92,12 @@ struct Shared {
     timings: Vec<(std::time::Instant, Option<std::time::Instant>)>,
 }
 
+type SharedState = Arc<Mutex<Shared>>;
+
 /// A running mock model server.
 pub struct MockModel {
     addr: SocketAddr,
-    shared: Arc<Mutex<Shared>>,
+    shared: SharedState,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -253,7 +127,14 @@ impl MockModel {
         // Real APIs take requests of many megabytes (long histories, large
         // tool results); axum's 2 MiB default would refuse them.
         let app = Router::new()
-            .route("/v1/chat/completions", post(completions))
+            .route(
+                "/v1/chat/completions",
+                post(|state, headers, body| serve(Wire::OpenAi, state, headers, body)),
+            )
+            .route(
+                "/v1/messages",
+                post(|state, headers, body| serve(Wire::Anthropic, state, headers, body)),
+            )
             .route("/v1/models", axum::routing::get(models))
             .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BYTES))
             .with_state(shared.clone());
@@ -265,7 +146,9 @@ impl MockModel {
         Ok(Self { addr, shared, task })
     }
 
-    /// `http://127.0.0.1:PORT/v1`, the provider's `baseUrl`.
+    /// `http://127.0.0.1:PORT/v1`, the provider's `baseUrl` (for either
+    /// wire: the Messages client posts to `{baseUrl}/messages` when the
+    /// base ends in `/v1`).
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
@@ -279,7 +162,7 @@ impl MockModel {
     }
 
     /// For each request: when it arrived and when its reply was ready
-    /// (the whole body is written at once). The step gap of an agent is
+    /// (its first byte, for a slow stream). The step gap of an agent is
     /// the time from one reply to the next request.
     pub fn timings(&self) -> Vec<(std::time::Instant, Option<std::time::Instant>)> {
         self.shared
@@ -297,30 +180,47 @@ impl MockModel {
     }
 }
 
-fn error(status: StatusCode, message: &str, code: &str) -> Response {
-    let body =
-        json!({"error": {"message": message, "type": "invalid_request_error", "code": code}});
-    (status, axum::Json(body)).into_response()
+/// The two wires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    OpenAi,
+    Anthropic,
 }
 
-/// `GET /v1/models`: the script's models, behind its key.
-async fn models(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap) -> Response {
+impl Wire {
+    /// An error reply of this wire for `status`.
+    fn error(self, status: StatusCode, message: &str, code: &str) -> Response {
+        match self {
+            Self::OpenAi => openai::error(status, message, code),
+            Self::Anthropic => {
+                anthropic::error(status, anthropic::error_type(status.as_u16()), message)
+            }
+        }
+    }
+
+    fn key(self, headers: &HeaderMap) -> Option<&str> {
+        match self {
+            Self::OpenAi => openai::key(headers),
+            Self::Anthropic => anthropic::key(headers),
+        }
+    }
+}
+
+/// `GET /v1/models`: the script's models, behind its key (either header).
+async fn models(State(shared): State<SharedState>, headers: HeaderMap) -> Response {
     let (api_key, models) = match shared.lock() {
         Ok(s) => (s.script.api_key.clone(), s.script.models.clone()),
         Err(_) => {
-            return error(
+            return openai::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "lock poisoned",
                 "internal",
             );
         }
     };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+    let given = openai::key(&headers).or_else(|| anthropic::key(&headers));
     if api_key.is_some() && given != api_key.as_deref() {
-        return error(
+        return openai::error(
             StatusCode::UNAUTHORIZED,
             "Incorrect API key provided.",
             "invalid_api_key",
@@ -334,8 +234,9 @@ async fn models(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap) ->
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-async fn completions(
-    State(shared): State<Arc<Mutex<Shared>>>,
+async fn serve(
+    wire: Wire,
+    State(shared): State<SharedState>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
@@ -344,21 +245,18 @@ async fn completions(
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
-            return error(
+            return wire.error(
                 StatusCode::BAD_REQUEST,
                 &format!("invalid JSON: {e}"),
                 "invalid_json",
             );
         }
     };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+    let given = wire.key(&headers);
     let model = request["model"].as_str().unwrap_or_default().to_owned();
-    let turn = {
+    let (turn, number) = {
         let Ok(mut s) = shared.lock() else {
-            return error(
+            return wire.error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "lock poisoned",
                 "internal",
@@ -372,7 +270,7 @@ async fn completions(
         if let Some(key) = &s.script.api_key
             && given != Some(key.as_str())
         {
-            return error(
+            return wire.error(
                 StatusCode::UNAUTHORIZED,
                 "Incorrect API key provided.",
                 "invalid_api_key",
@@ -381,53 +279,62 @@ async fn completions(
         if let Some(models) = &s.script.models
             && !models.contains(&model)
         {
-            return error(
+            return wire.error(
                 StatusCode::NOT_FOUND,
                 &format!("The model `{model}` does not exist or you do not have access to it."),
                 "model_not_found",
             );
         }
-        let index = match s.script.replay {
-            Replay::Sequential => s.next,
-            Replay::PerRun => turn_in_run(&request),
+        let index = match (s.script.replay, wire) {
+            (Replay::Sequential, _) => s.next,
+            (Replay::PerRun, Wire::OpenAi) => openai::turn_in_run(&request),
+            (Replay::PerRun, Wire::Anthropic) => anthropic::turn_in_run(&request),
         };
         let turn = s.script.turns.get(index).cloned();
         s.next += 1;
-        turn
+        (turn, s.next)
     };
     let Some(mut turn) = turn else {
-        return error(
+        return wire.error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the mock script has no more turns",
             "script_exhausted",
         );
     };
+    let last_tool = match wire {
+        Wire::OpenAi => openai::last_tool(&request),
+        Wire::Anthropic => anthropic::last_tool(&request),
+    };
     for call in &mut turn.tool_calls {
-        fill_from_last_tool(&mut call.arguments, &request);
+        script::fill_from_last_tool(&mut call.arguments, last_tool.as_ref());
     }
     if !turn.delay.is_zero() {
         tokio::time::sleep(turn.delay).await;
     }
     if let Some(status) = turn.status {
-        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response = error(status, "scripted failure", "scripted");
-        if let Some(seconds) = turn.retry_after
-            && let Ok(value) = seconds.to_string().parse()
-        {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-        return response;
+        return error_turn(wire, &turn, status);
     }
-    if let Some(raw) = turn.raw {
-        return Response::builder()
-            .header(header::CONTENT_TYPE, "text/event-stream")
-            .body(Body::from(raw))
-            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
-    }
-    let response = if request["stream"].as_bool() == Some(true) {
-        stream(&turn, &model)
+    let response = if let Some(raw) = turn.raw.take() {
+        let pieces = match turn.chunk_bytes {
+            Some(n) => raw.as_bytes().chunks(n).map(<[u8]>::to_vec).collect(),
+            None => vec![raw.into_bytes()],
+        };
+        event_stream(pieces, turn.chunk_delay)
+    } else if request["stream"].as_bool() == Some(true) {
+        let events = match wire {
+            Wire::OpenAi => openai::events(&turn, &model),
+            Wire::Anthropic => anthropic::events(&turn, &model, number),
+        };
+        event_stream(
+            events.into_iter().map(String::into_bytes).collect(),
+            turn.chunk_delay,
+        )
     } else {
-        whole(&turn, &model)
+        let value = match wire {
+            Wire::OpenAi => openai::whole(&turn, &model),
+            Wire::Anthropic => anthropic::whole(&turn, &model, number),
+        };
+        axum::Json(value).into_response()
     };
     if let Ok(mut s) = shared.lock()
         && let Some(last) = s.timings.last_mut()
@@ -437,121 +344,50 @@ async fn completions(
     response
 }
 
-/// Replaces every string argument `"$lastTool:<JSON pointer>"` with the
-/// value at that pointer in the request's last tool message (its content
-/// read as JSON), so a script can pass on what a tool returned, such as a
-/// suspended cell's id to `wait`. Left as it is when there is none.
-fn fill_from_last_tool(arguments: &mut Value, request: &Value) {
-    match arguments {
-        Value::String(text) => {
-            let Some(pointer) = text.strip_prefix("$lastTool:") else {
-                return;
-            };
-            let last = request["messages"]
-                .as_array()
-                .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
-                .and_then(|m| m["content"].as_str())
-                .and_then(|content| serde_json::from_str::<Value>(content).ok());
-            if let Some(value) = last.as_ref().and_then(|v| v.pointer(pointer)) {
-                *arguments = value.clone();
-            }
+/// A scripted error reply with its retry headers.
+fn error_turn(wire: Wire, turn: &Turn, status: u16) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = match (wire, &turn.error_type, &turn.raw) {
+        (_, _, Some(raw)) => {
+            (code, [(header::CONTENT_TYPE, "text/html")], raw.clone()).into_response()
         }
-        Value::Array(items) => items
-            .iter_mut()
-            .for_each(|v| fill_from_last_tool(v, request)),
-        Value::Object(map) => map
-            .values_mut()
-            .for_each(|v| fill_from_last_tool(v, request)),
-        _ => {}
-    }
-}
-
-fn tool_calls_json(turn: &Turn) -> Vec<Value> {
-    turn.tool_calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            json!({"id": format!("call_{}", i + 1), "type": "function",
-                   "function": {"name": c.name, "arguments": c.arguments.to_string()}})
-        })
-        .collect()
-}
-
-fn usage(turn: &Turn) -> Value {
-    json!({"prompt_tokens": turn.usage.0, "completion_tokens": turn.usage.1,
-           "total_tokens": turn.usage.0 + turn.usage.1})
-}
-
-fn finish_reason(turn: &Turn) -> &'static str {
-    if turn.tool_calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    }
-}
-
-fn whole(turn: &Turn, model: &str) -> Response {
-    let mut message = json!({"role": "assistant", "content": turn.text});
-    if !turn.tool_calls.is_empty() {
-        message["tool_calls"] = Value::Array(tool_calls_json(turn));
-    }
-    axum::Json(json!({
-        "id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(turn)}],
-        "usage": usage(turn),
-    }))
-    .into_response()
-}
-
-/// The reply as chunks: text in a few deltas, each tool call's arguments
-/// split in two, usage in the last chunk, then `[DONE]`.
-fn stream(turn: &Turn, model: &str) -> Response {
-    let chunk = |delta: Value, finish: Option<&str>| {
-        json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0, "model": model,
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        (Wire::Anthropic, Some(kind), None) => anthropic::error(code, kind, "scripted failure"),
+        _ => wire.error(code, "scripted failure", "scripted"),
     };
-    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
-    if let Some(text) = &turn.text {
-        let chars: Vec<char> = text.chars().collect();
-        for piece in chars.chunks(8) {
-            events.push(chunk(
-                json!({"content": piece.iter().collect::<String>()}),
-                None,
-            ));
+    let headers = response.headers_mut();
+    let mut set = |name: &'static str, value: String| {
+        if let Ok(value) = value.parse() {
+            headers.insert(name, value);
         }
+    };
+    if let Some(seconds) = turn.retry_after {
+        set(header::RETRY_AFTER.as_str(), seconds.to_string());
     }
-    for (i, call) in tool_calls_json(turn).into_iter().enumerate() {
-        let arguments = call["function"]["arguments"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let split = arguments
-            .char_indices()
-            .nth(arguments.chars().count() / 2)
-            .map_or(0, |(at, _)| at);
-        events.push(chunk(
-            json!({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                   "function": {"name": call["function"]["name"], "arguments": &arguments[..split]}}]}),
-            None,
-        ));
-        events.push(chunk(
-            json!({"tool_calls": [{"index": i, "function": {"arguments": &arguments[split..]}}]}),
-            None,
-        ));
+    if let Some(ms) = turn.retry_after_ms {
+        set("retry-after-ms", ms.to_string());
     }
-    let mut last = chunk(json!({}), Some(finish_reason(turn)));
-    last["usage"] = usage(turn);
-    events.push(last);
-    let mut body = String::new();
-    for event in events {
-        body.push_str("data: ");
-        body.push_str(&event.to_string());
-        body.push_str("\n\n");
+    if let Some(retry) = turn.should_retry {
+        set("x-should-retry", retry.to_string());
     }
-    body.push_str("data: [DONE]\n\n");
+    response
+}
+
+/// A `text/event-stream` body of these pieces: at once, or each after
+/// `pause`.
+fn event_stream(pieces: Vec<Vec<u8>>, pause: Duration) -> Response {
+    let body = if pause.is_zero() {
+        Body::from(pieces.concat())
+    } else {
+        let stream = futures::stream::unfold(pieces.into_iter(), move |mut rest| async move {
+            let piece = rest.next()?;
+            tokio::time::sleep(pause).await;
+            Some((Ok::<_, std::convert::Infallible>(piece), rest))
+        });
+        Body::from_stream(stream)
+    };
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
-        .body(Body::from(body))
+        .body(body)
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
@@ -571,13 +407,40 @@ mod tests {
             "runId": "$lastTool:/runId",
             "nested": ["$lastTool:/n/1", "$lastTool:/missing", "plain"],
         });
-        fill_from_last_tool(&mut arguments, &request);
+        script::fill_from_last_tool(&mut arguments, openai::last_tool(&request).as_ref());
         assert_eq!(
             arguments,
             json!({"runId": "cell_7", "nested": [2, "$lastTool:/missing", "plain"]})
         );
         let mut untouched = json!({"runId": "$lastTool:/runId"});
-        fill_from_last_tool(&mut untouched, &json!({"messages": []}));
+        script::fill_from_last_tool(
+            &mut untouched,
+            openai::last_tool(&json!({"messages": []})).as_ref(),
+        );
         assert_eq!(untouched, json!({"runId": "$lastTool:/runId"}));
+    }
+
+    #[test]
+    fn the_messages_route_reads_runs_and_tool_results_from_content_blocks() {
+        let request = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "x", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "a", "content": "{\"runId\": \"cell_1\"}"},
+                {"type": "tool_result", "tool_use_id": "b", "content": [{"type": "text", "text": "{\"runId\": \"cell_2\"}"}]}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "more"}]},
+        ]});
+        assert_eq!(
+            (
+                anthropic::turn_in_run(&request),
+                anthropic::last_tool(&request)
+            ),
+            (2, Some(json!({"runId": "cell_2"})))
+        );
+        let fresh = json!({"messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(
+            (anthropic::turn_in_run(&fresh), anthropic::last_tool(&fresh)),
+            (0, None)
+        );
     }
 }

@@ -2,6 +2,12 @@
 //! (`"provider/model"`, as in `agents.defaults.model.primary`). `apiKey`
 //! may be a literal, `"${VAR}"` or `{env: "VAR"}`; it is resolved when the
 //! provider is built and never shown.
+//!
+//! `api` picks the wire: `"openai-completions"` (the default) or
+//! `"anthropic-messages"`. A model row's `maxTokens` is the reply limit
+//! Anthropic requires on every request (8192 when the row has none), and
+//! its `reasoning: true` turns extended thinking on at `medium` when the
+//! agent sets no `thinkingDefault`.
 
 use std::time::Duration;
 
@@ -20,7 +26,16 @@ pub struct ModelInfo {
     pub context_window: Option<u64>,
     /// Most output tokens.
     pub max_tokens: Option<u32>,
+    /// Whether it reasons (OpenClaw's `reasoning`, default false).
+    pub reasoning: bool,
 }
+
+/// The wire formats spoken.
+pub const APIS: &[&str] = &[OPENAI_COMPLETIONS, ANTHROPIC_MESSAGES];
+/// OpenAI's Chat Completions.
+pub const OPENAI_COMPLETIONS: &str = "openai-completions";
+/// Anthropic's Messages.
+pub const ANTHROPIC_MESSAGES: &str = "anthropic-messages";
 
 /// One provider.
 #[derive(Clone, PartialEq, Eq)]
@@ -31,15 +46,44 @@ pub struct ProviderConfig {
     pub base_url: String,
     /// The resolved key, if any.
     pub api_key: Option<String>,
-    /// `openai-completions` (the one API spoken today).
+    /// The wire: one of [`APIS`].
     pub api: String,
     /// Listed models.
     pub models: Vec<ModelInfo>,
     /// Budget of one request (`timeoutMs`, default 120 s).
     pub timeout: Duration,
-    /// Retries on 429 and 5xx (`maxRetries`, default 3).
+    /// Retries on 408, 409, 429 and 5xx (`maxRetries`, default 3).
     pub max_retries: u32,
+    /// The longest silence inside a streamed reply (`idleTimeoutMs`,
+    /// default 60 s; Anthropic's `ping` events count as traffic).
+    pub idle_timeout: Duration,
 }
+
+impl ProviderConfig {
+    /// A provider of this id, wire and base URL with the defaults
+    /// otherwise (no key, no model rows, 120 s, 3 retries, 60 s idle).
+    pub fn new(id: &str, api: &str, base_url: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: None,
+            api: api.to_owned(),
+            models: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            max_retries: DEFAULT_RETRIES,
+            idle_timeout: DEFAULT_IDLE,
+        }
+    }
+
+    /// The row of `model`, if listed.
+    pub fn model(&self, model: &str) -> Option<&ModelInfo> {
+        self.models.iter().find(|m| m.id == model)
+    }
+}
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_RETRIES: u32 = 3;
+const DEFAULT_IDLE: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -109,6 +153,7 @@ pub fn parse_providers(
             "models",
             "timeoutMs",
             "maxRetries",
+            "idleTimeoutMs",
             "headers",
             "auth",
         ];
@@ -134,12 +179,14 @@ pub fn parse_providers(
         let api = object
             .get("api")
             .and_then(Value::as_str)
-            .unwrap_or("openai-completions")
+            .unwrap_or(OPENAI_COMPLETIONS)
             .to_owned();
-        if api != "openai-completions" {
+        if !APIS.contains(&api.as_str()) {
             return Err(config_error(
                 &field("api"),
-                format!("{api:?} is not supported; use \"openai-completions\""),
+                format!(
+                    "{api:?} is not supported; use \"{OPENAI_COMPLETIONS}\" or \"{ANTHROPIC_MESSAGES}\""
+                ),
             ));
         }
         let models = match object.get("models") {
@@ -159,6 +206,7 @@ pub fn parse_providers(
                         max_tokens: m["maxTokens"]
                             .as_u64()
                             .map(|t| t.min(u64::from(u32::MAX)) as u32),
+                        reasoning: m["reasoning"].as_bool().unwrap_or(false),
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -166,12 +214,16 @@ pub fn parse_providers(
         };
         let timeout = match object.get("timeoutMs").and_then(Value::as_u64) {
             Some(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => Duration::from_secs(120),
+            _ => DEFAULT_TIMEOUT,
+        };
+        let idle_timeout = match object.get("idleTimeoutMs").and_then(Value::as_u64) {
+            Some(ms) if ms > 0 => Duration::from_millis(ms),
+            _ => DEFAULT_IDLE,
         };
         let max_retries = object
             .get("maxRetries")
             .and_then(Value::as_u64)
-            .map_or(3, |n| n.min(10) as u32);
+            .map_or(DEFAULT_RETRIES, |n| n.min(10) as u32);
         out.push(ProviderConfig {
             id: id.clone(),
             base_url,
@@ -180,6 +232,7 @@ pub fn parse_providers(
             models,
             timeout,
             max_retries,
+            idle_timeout,
         });
     }
     Ok(out)

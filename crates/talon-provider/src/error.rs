@@ -68,6 +68,14 @@ pub enum ProviderError {
         /// The budget.
         timeout_ms: u64,
     },
+    /// A streamed reply went silent for longer than the idle timeout.
+    #[error("provider {provider:?} sent nothing for {idle_ms} ms in the middle of a reply")]
+    Stalled {
+        /// The provider id.
+        provider: String,
+        /// The idle timeout.
+        idle_ms: u64,
+    },
     /// The run's cancellation token was cancelled; the request was
     /// dropped (its connection closed).
     #[error("the model request was cancelled")]
@@ -163,6 +171,11 @@ impl ProviderError {
                 ErrorCode::Timeout,
                 true,
                 json!({"reason": "provider_timeout", "provider": provider, "timeoutMs": timeout_ms}),
+            ),
+            Self::Stalled { provider, idle_ms } => (
+                ErrorCode::Timeout,
+                true,
+                json!({"reason": "provider_stalled", "provider": provider, "idleMs": idle_ms}),
             ),
             Self::Cancelled => (
                 ErrorCode::Unavailable,

@@ -1,5 +1,10 @@
 //! Model providers. [`ModelProvider`] is the interface the agent loop
-//! drives; [`openai::OpenAiCompatible`] speaks OpenAI's Chat Completions
+//! drives; [`build`] makes the client a provider's `api` names:
+//! [`anthropic::AnthropicMessages`] speaks Anthropic's Messages API
+//! (`anthropic-messages`: streamed content blocks, parallel tool use,
+//! extended thinking replayed with its signatures, prompt-cache
+//! breakpoints, cache token counts, 529 `overloaded_error` retries);
+//! [`openai::OpenAiCompatible`] speaks OpenAI's Chat Completions
 //! (OpenAI, vLLM, Ollama, llama.cpp and others): streamed replies as
 //! Server-Sent Events, tool calls (parallel ones too), usage, retries with
 //! backoff on 429 and 5xx honouring `Retry-After`, a request timeout,
@@ -11,30 +16,40 @@
 //!
 //! `ModelProvider::complete(request, sink, cancel)` is the interface. `OpenAiCompatible`
 //! (`openai.rs`) is a Chat Completions client over reqwest: streamed replies parsed from
-//! Server-Sent Events (`sse.rs`, bounded events), parallel tool calls assembled by index, usage
-//! (`stream_options.include_usage`), retries on 429 and 5xx with exponential backoff or the
-//! server's `Retry-After`, a per-request timeout, cancellation by one `select!` over the whole
-//! request, and errors that say what to do (a rejected key, an unknown model) without showing the
-//! key. `config` reads `models.providers.<id>` in OpenClaw's shape (`baseUrl`, `apiKey` literal or
-//! `${VAR}`/`{env}`, `api: "openai-completions"`, `models[]`) and `provider/model` references
-//! (`parse_providers`).
+//! Server-Sent Events (`sse.rs`, bounded events, linear in the bytes), parallel tool calls
+//! assembled by index, usage (`stream_options.include_usage`), reasoning deltas
+//! (`reasoning_content`/`reasoning`) as [`StreamDelta::Thinking`], a per-request timeout, an idle
+//! timeout inside streams, cancellation by one `select!` over the whole request, and errors that
+//! say what to do (a rejected key, an unknown model) without showing the key.
+//! `AnthropicMessages` (`anthropic/`: `wire.rs` the request body, `stream.rs` the reply's state
+//! machine) has the same shape. Both retry by one policy (`retry.rs`: 408, 409, 429, 5xx and 529,
+//! `retry-after-ms`, `retry-after`, `x-should-retry`, backoff with jitter). `config` reads
+//! `models.providers.<id>` in OpenClaw's shape (`baseUrl`, `apiKey` literal or `${VAR}`/`{env}`,
+//! `api: "openai-completions" | "anthropic-messages"`, `models[]`, `timeoutMs`, `idleTimeoutMs`,
+//! `maxRetries`) and `provider/model` references (`parse_providers`).
 //!
-//! Deliberately absent: Anthropic Messages and reasoning deltas.
+//! Deliberately absent: images, server tools, `<think>` tags inside Chat Completions text, and
+//! replaying Chat Completions reasoning to the provider.
 
+pub mod anthropic;
 pub mod config;
 mod error;
 pub mod openai;
+mod retry;
 mod sse;
 mod types;
 
-pub use config::{ModelRef, ProviderConfig, parse_providers};
+pub use config::{ModelInfo, ModelRef, ProviderConfig, parse_providers};
 pub use error::{ErrorSource, ProviderError, Result};
 pub use types::{
-    ChatRequest, ChatResponse, Message, StreamDelta, ToolCallRequest, Usage, tools_json,
+    CacheRetention, ChatRequest, ChatResponse, Message, ReasoningBlock, StreamDelta, Thinking,
+    ToolCallRequest, Usage, tools_json,
 };
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub use tokio_util::sync::CancellationToken;
 
@@ -56,4 +71,27 @@ pub trait ModelProvider: Send + Sync {
         sink: DeltaSink<'a>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse>>;
+
+    /// Checks the credentials (one request, bounded by `timeout`): `Ok`
+    /// when the provider accepts them, [`ProviderError::Auth`] when it
+    /// refuses them, another error when it cannot be asked.
+    fn check_auth(&self, timeout: Duration) -> BoxFuture<'_, Result<()>>;
+}
+
+/// The client for `config`'s `api`.
+pub fn build(config: ProviderConfig) -> Result<Arc<dyn ModelProvider>> {
+    Ok(match config.api.as_str() {
+        config::ANTHROPIC_MESSAGES => Arc::new(anthropic::AnthropicMessages::new(config)?),
+        config::OPENAI_COMPLETIONS => Arc::new(openai::OpenAiCompatible::new(config)?),
+        other => {
+            return Err(ProviderError::Config {
+                field: format!("models.providers.{}.api", config.id),
+                message: format!(
+                    "{other:?} is not supported; use \"{}\" or \"{}\"",
+                    config::OPENAI_COMPLETIONS,
+                    config::ANTHROPIC_MESSAGES
+                ),
+            });
+        }
+    })
 }

@@ -3,7 +3,12 @@
 //! Cancellation is one `select!` in [`ModelProvider::complete`]: the
 //! whole request (sending, retry waits, reading the stream) races the
 //! run's token and is dropped, closing the connection, the moment it is
-//! cancelled. Nothing polls.
+//! cancelled. Nothing polls. Retries follow the shared policy
+//! (`retry.rs`); a stream silent for longer than the idle timeout is
+//! [`ProviderError::Stalled`]. Reasoning (`delta.reasoning_content`, else
+//! `delta.reasoning`; whole replies' `message.reasoning_content` or
+//! `message.reasoning`) is passed on as [`StreamDelta::Thinking`] and is
+//! never sent back.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,14 +18,10 @@ use serde_json::Value;
 
 use crate::config::ProviderConfig;
 use crate::error::{ProviderError, Result};
+use crate::retry::{self, Backoff};
 use crate::sse::SseReader;
 use crate::types::{ChatRequest, ChatResponse, StreamDelta, ToolCallRequest, Usage};
 use crate::{BoxFuture, CancellationToken, DeltaSink, ModelProvider};
-
-/// First wait before a retry without `Retry-After`; doubles each time.
-const FIRST_BACKOFF: Duration = Duration::from_millis(500);
-/// Longest wait between attempts (a larger `Retry-After` is cut to it).
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// A provider speaking Chat Completions.
 #[derive(Debug, Clone)]
@@ -123,7 +124,7 @@ impl OpenAiCompatible {
     async fn run(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse> {
         let body = request.to_openai_text(self.tools_text(request).as_deref().map(String::as_str));
         let url = format!("{}/chat/completions", self.config.base_url);
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::default();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -142,48 +143,26 @@ impl OpenAiCompatible {
                     self.read_stream(response, sink).await
                 } else {
                     let bytes = response.bytes().await.map_err(|e| self.unreachable(e))?;
-                    self.read_whole(&bytes)
+                    self.read_whole(&bytes, sink)
                 };
             }
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+            let headers = response.headers().clone();
             let text = response.text().await.unwrap_or_default();
-            let message = error_message(&text);
-            let retryable = status == 429 || status >= 500;
+            let retryable = retry::should_retry(status, &headers, &text);
             if retryable && attempt <= self.config.max_retries {
-                let wait = retry_after.unwrap_or(backoff).min(MAX_BACKOFF);
+                let wait = backoff.next(&headers);
                 tracing::warn!(provider = %self.config.id, status, attempt, wait_ms = wait.as_millis() as u64, "model request failed; retrying");
                 tokio::time::sleep(wait).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
-            return Err(match status {
-                401 | 403 => ProviderError::Auth {
-                    provider: self.provider(),
-                    status,
-                    message,
-                },
-                404 => ProviderError::UnknownModel {
-                    provider: self.provider(),
-                    model: request.model.clone(),
-                    message,
-                },
-                s if s == 429 || s >= 500 => ProviderError::Unavailable {
-                    provider: self.provider(),
-                    status,
-                    attempts: attempt,
-                    message,
-                },
-                _ => ProviderError::Status {
-                    provider: self.provider(),
-                    status,
-                    message,
-                },
-            });
+            return Err(retry::status_error(
+                &self.config.id,
+                &request.model,
+                status,
+                attempt,
+                retryable,
+                retry::error_message(&text),
+            ));
         }
     }
 
@@ -208,7 +187,7 @@ impl OpenAiCompatible {
         }
     }
 
-    fn read_whole(&self, bytes: &[u8]) -> Result<ChatResponse> {
+    fn read_whole(&self, bytes: &[u8], sink: DeltaSink<'_>) -> Result<ChatResponse> {
         let value: Value =
             serde_json::from_slice(bytes).map_err(|e| self.undecodable(e.to_string(), e))?;
         let choice = &value["choices"][0];
@@ -238,6 +217,9 @@ impl OpenAiCompatible {
                 .collect::<Result<_>>()?,
             _ => Vec::new(),
         };
+        if let Some(thinking) = reasoning_text(message) {
+            sink(StreamDelta::Thinking(thinking.to_owned()));
+        }
         Ok(ChatResponse {
             text: message["content"].as_str().unwrap_or_default().to_owned(),
             tool_calls,
@@ -246,6 +228,7 @@ impl OpenAiCompatible {
                 .as_str()
                 .unwrap_or("stop")
                 .to_owned(),
+            reasoning: Vec::new(),
         })
     }
 
@@ -260,7 +243,14 @@ impl OpenAiCompatible {
         let mut calls: Vec<ToolCallRequest> = Vec::new();
         let mut done = false;
         while !done {
-            let Some(chunk) = stream.next().await else {
+            let next = tokio::time::timeout(self.config.idle_timeout, stream.next()).await;
+            let Ok(next) = next else {
+                return Err(ProviderError::Stalled {
+                    provider: self.provider(),
+                    idle_ms: self.config.idle_timeout.as_millis() as u64,
+                });
+            };
+            let Some(chunk) = next else {
                 break;
             };
             let chunk = chunk.map_err(|e| self.unreachable(e))?;
@@ -287,6 +277,9 @@ impl OpenAiCompatible {
                     out.finish_reason = reason.to_owned();
                 }
                 let delta = &choice["delta"];
+                if let Some(thinking) = reasoning_text(delta) {
+                    sink(StreamDelta::Thinking(thinking.to_owned()));
+                }
                 if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
                     out.text.push_str(text);
                     sink(StreamDelta::Text(text.to_owned()));
@@ -378,27 +371,35 @@ impl ModelProvider for OpenAiCompatible {
             }
         })
     }
+
+    fn check_auth(&self, timeout: Duration) -> BoxFuture<'_, Result<()>> {
+        Box::pin(OpenAiCompatible::check_auth(self, timeout))
+    }
 }
 
 fn usage(value: &Value) -> Usage {
     Usage {
         input_tokens: value["prompt_tokens"].as_u64().unwrap_or(0),
         output_tokens: value["completion_tokens"].as_u64().unwrap_or(0),
+        cache_read_tokens: value["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0),
+        cache_write_tokens: 0,
     }
 }
 
-/// The `error.message` of an OpenAI error body, else the text (bounded).
-fn error_message(text: &str) -> String {
-    let message = serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| text.trim().to_owned());
-    message.chars().take(500).collect()
+/// A delta's or message's reasoning: `reasoning_content` (DeepSeek,
+/// SGLang), else `reasoning` (vLLM, OpenRouter); empty or non-string
+/// values are none.
+fn reasoning_text(value: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|key| value[*key].as_str().filter(|t| !t.is_empty()))
 }
 
 /// What a transport error comes down to ("Connection refused (os error
 /// 111)"), without the request's URL (which could carry credentials).
-fn root_cause(error: &reqwest::Error) -> String {
+pub(crate) fn root_cause(error: &reqwest::Error) -> String {
     let mut cause: &dyn std::error::Error = error;
     while let Some(next) = cause.source() {
         cause = next;

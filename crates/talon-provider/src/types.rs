@@ -16,6 +16,11 @@ pub enum Message {
         text: Option<String>,
         /// Its tool calls, in order.
         tool_calls: Vec<ToolCallRequest>,
+        /// The provider's reasoning blocks to replay verbatim (Anthropic
+        /// `thinking`/`redacted_thinking`, with their signatures), in the
+        /// order they came. Never shown to users; empty for providers that
+        /// do not ask for it back (the Chat Completions form never sends it).
+        reasoning: Vec<ReasoningBlock>,
     },
     /// A tool's result for one call.
     Tool {
@@ -32,7 +37,9 @@ impl Message {
         match self {
             Self::System(text) => json!({"role": "system", "content": text}),
             Self::User(text) => json!({"role": "user", "content": text}),
-            Self::Assistant { text, tool_calls } => {
+            Self::Assistant {
+                text, tool_calls, ..
+            } => {
                 let mut message = json!({"role": "assistant", "content": text});
                 if !tool_calls.is_empty() {
                     message["tool_calls"] = Value::Array(
@@ -54,6 +61,68 @@ impl Message {
     }
 }
 
+/// A reasoning block a provider wants back unchanged in the next request
+/// of a tool cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReasoningBlock {
+    /// Visible thinking and the signature that seals it.
+    Thinking {
+        /// The thinking text.
+        text: String,
+        /// Its signature (opaque), if the provider sent one.
+        signature: Option<String>,
+    },
+    /// Encrypted thinking (opaque data).
+    Redacted {
+        /// The data, as received.
+        data: String,
+    },
+}
+
+/// How hard the model thinks before it answers (OpenClaw's
+/// `thinkingDefault`). Providers that cannot think ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Thinking {
+    /// No extended thinking (the default).
+    #[default]
+    Off,
+    /// Extended thinking with this budget of tokens (at least 1024).
+    Budget(u32),
+    /// The model decides (Anthropic `{"type": "adaptive"}`).
+    Adaptive,
+}
+
+impl Thinking {
+    /// OpenClaw's level names: `off`; `minimal` and `low` 1024 tokens,
+    /// `medium` 4096, `high` 16384, `xhigh` and `max` 32768; `adaptive`.
+    /// `None` for another word.
+    pub fn from_level(level: &str) -> Option<Self> {
+        Some(match level {
+            "off" => Self::Off,
+            "minimal" | "low" => Self::Budget(1024),
+            "medium" => Self::Budget(4096),
+            "high" => Self::Budget(16_384),
+            "xhigh" | "max" => Self::Budget(32_768),
+            "adaptive" => Self::Adaptive,
+            _ => return None,
+        })
+    }
+}
+
+/// Prompt caching (OpenClaw's `params.cacheRetention`): where a provider
+/// supports explicit breakpoints (Anthropic), `Short` marks them with a
+/// five-minute lifetime and `Long` with an hour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheRetention {
+    /// No breakpoints (the default).
+    #[default]
+    None,
+    /// `{"type": "ephemeral"}` (five minutes).
+    Short,
+    /// `{"type": "ephemeral", "ttl": "1h"}`.
+    Long,
+}
+
 /// A tool call the model asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallRequest {
@@ -66,7 +135,7 @@ pub struct ToolCallRequest {
 }
 
 /// One request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatRequest {
     /// The model id at the provider.
     pub model: String,
@@ -79,6 +148,10 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Ask for a streamed reply.
     pub stream: bool,
+    /// Extended thinking, where the provider supports it.
+    pub thinking: Thinking,
+    /// Prompt-cache breakpoints, where the provider supports them.
+    pub cache: CacheRetention,
 }
 
 impl ChatRequest {
@@ -159,16 +232,25 @@ impl ChatRequest {
 /// Token counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens, all of them: with prompt caching, the uncached ones
+    /// plus those read from and written to the cache.
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache (part of
+    /// `input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache (part of
+    /// `input_tokens`).
+    pub cache_write_tokens: u64,
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Self) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
 
@@ -177,6 +259,9 @@ impl std::ops::AddAssign for Usage {
 pub enum StreamDelta {
     /// Assistant text.
     Text(String),
+    /// The model's reasoning (Anthropic `thinking_delta`, a Chat Completions
+    /// `reasoning_content` or `reasoning`): shown only where policy allows.
+    Thinking(String),
     /// A tool call started (its id and name are known).
     ToolCallStarted {
         /// Position among the reply's calls.
@@ -204,6 +289,9 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCallRequest>,
     /// Tokens used.
     pub usage: Usage,
-    /// `stop`, `tool_calls`, `length`, ...
+    /// `stop`, `tool_calls`, `length`, `refusal`, ...
     pub finish_reason: String,
+    /// Reasoning to replay with this reply's tool calls (see
+    /// [`Message::Assistant`]'s `reasoning`).
+    pub reasoning: Vec<ReasoningBlock>,
 }

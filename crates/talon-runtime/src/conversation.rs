@@ -213,6 +213,7 @@ pub fn split_input(messages: &[InputMessage]) -> Result<Input, RunInputError> {
             InputRole::Assistant => ModelMessage::Assistant {
                 text: Some(m.content.clone()),
                 tool_calls: Vec::new(),
+                reasoning: Vec::new(),
             },
             InputRole::System => ModelMessage::System(m.content.clone()),
             InputRole::User | InputRole::Tool => ModelMessage::User(m.content.clone()),
@@ -272,6 +273,7 @@ fn convert(stored: &[Message]) -> Vec<ModelMessage> {
                         },
                     })
                     .collect(),
+                reasoning: Vec::new(),
             }),
             MessageRole::Tool => Some(ModelMessage::Tool {
                 call_id: m
@@ -304,7 +306,9 @@ fn stored(m: &ModelMessage, i: usize, session_id: &str, run_id: &str, now: u64) 
             stored.text = Some(text.clone());
         }
         ModelMessage::User(text) => stored.text = Some(text.clone()),
-        ModelMessage::Assistant { text, tool_calls } => {
+        ModelMessage::Assistant {
+            text, tool_calls, ..
+        } => {
             stored.role = MessageRole::Assistant;
             stored.text = text.clone();
             stored.tool_calls = tool_calls.iter().map(talon_agent::wire_tool_call).collect();

@@ -18,6 +18,7 @@ fn a_run_round_trips_through_the_store() {
                 name: "exec".into(),
                 arguments: r#"{"code":"1"}"#.into(),
             }],
+            reasoning: Vec::new(),
         },
         ModelMessage::Tool {
             call_id: "c1".into(),
@@ -26,6 +27,7 @@ fn a_run_round_trips_through_the_store() {
         ModelMessage::Assistant {
             text: Some("one".into()),
             tool_calls: Vec::new(),
+            reasoning: Vec::new(),
         },
     ]);
     let stored = messages.to_stored("s", "r", 7);
@@ -152,6 +154,7 @@ fn assistant_calling(ids: &[&str]) -> ModelMessage {
                 arguments: "{}".into(),
             })
             .collect(),
+        reasoning: Vec::new(),
     }
 }
 

@@ -21,7 +21,7 @@ use talon_core_tools::CoreTools;
 use talon_mcp::McpManager;
 use talon_protocol::{ToolDefinition, ToolSource};
 use talon_provider::Message;
-use talon_provider::openai::OpenAiCompatible;
+use talon_provider::ModelProvider;
 use talon_sandbox::CellEngine;
 use talon_tools::{Approver, RunContext, ToolRunner, ToolSurface};
 
@@ -77,7 +77,7 @@ pub struct Host {
     engine: tokio::sync::OnceCell<Result<CellEngine, Unavailable>>,
     /// Provider clients by agent: building one loads the system's
     /// certificates (~40 ms), so runs share their agent's.
-    models: std::sync::Mutex<std::collections::HashMap<String, (OpenAiCompatible, String)>>,
+    models: std::sync::Mutex<std::collections::HashMap<String, crate::provider::Selected>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -164,7 +164,7 @@ enum From<'a> {
 
 /// A run built and ready to execute.
 pub(crate) struct PreparedRun {
-    provider: OpenAiCompatible,
+    provider: Arc<dyn ModelProvider>,
     surface: Arc<dyn ToolSurface>,
     pub(crate) ctx: RunContext,
     pub(crate) events: Arc<RunEvents>,
@@ -203,7 +203,7 @@ impl PreparedRun {
 
     async fn execute(self, history: Vec<Message>, start: From<'_>) -> RunResult {
         let run = AgentRun {
-            provider: &self.provider,
+            provider: self.provider.as_ref(),
             surface: self.surface,
             ctx: self.ctx,
             events: self.events,
@@ -324,7 +324,7 @@ impl Host {
     }
 
     /// The provider client and model for `agent` (built once per agent).
-    pub(crate) fn model(&self, agent: &str) -> Result<(OpenAiCompatible, String), RuntimeError> {
+    pub(crate) fn model(&self, agent: &str) -> Result<crate::provider::Selected, RuntimeError> {
         let mut models = self
             .models
             .lock()
@@ -357,7 +357,11 @@ impl Host {
         } = spec;
         let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
-        let (provider, model) = self.model(&agent)?;
+        let crate::provider::Selected {
+            provider,
+            model,
+            settings,
+        } = self.model(&agent)?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
         let workspace = workspace.unwrap_or_else(|| crate::host::workspace(&self.config, &agent));
         let core = CoreTools::new(&workspace)
@@ -421,6 +425,9 @@ impl Host {
         let mut options = RunOptions {
             model,
             client_tools: client_names.into_iter().collect(),
+            reasoning: settings.reasoning,
+            thinking: settings.thinking,
+            cache: settings.cache,
             ..RunOptions::default()
         };
         if let Some(timeout) = timeout {

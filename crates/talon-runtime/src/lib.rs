@@ -21,8 +21,9 @@
 //! - [`SurfacePlan`] and [`surface::build`]: the surface the model sees
 //!   (Code Mode, Tool Search or the tools directly);
 //! - [`engine::start`]: the process's one sandbox;
-//! - [`provider::select`]: the agent's model at its provider, or a host's
-//!   override (the scripted mock).
+//! - [`provider::select`]: the agent's model at its provider, its client
+//!   picked by `api` (Chat Completions or Anthropic Messages), and its
+//!   reasoning settings; or a host's override (the scripted mock).
 //!
 //! Deliberately absent: who is asked about a call the policy sends to a
 //! person (each host's [`RunHooks::asker`]), where events go and where
@@ -51,9 +52,11 @@
 //!   result as `logArtifact`.
 //! - `Start::Invoke` (`invoke.rs`): one direct call of a catalog id or unique name through
 //!   the run's runner, with the run's events, for `tools.invoke`; client tools are not invokable.
-//! - `provider::select` (`provider.rs`): the agent's `model.primary` at its provider, or every
-//!   provider pointed at the route's base URL (a stand-in `mock` provider when no model is
-//!   configured, for the scripted mock).
+//! - `provider::select` (`provider.rs`): the agent's `model.primary` at its provider, the client its
+//!   `api` names (`talon_provider::build`), or every provider pointed at the route's base URL (a
+//!   stand-in `mock` provider when no model is configured, for the scripted mock, which answers
+//!   both wires); `provider::settings` reads `reasoningDefault`, `thinkingDefault` and
+//!   `params.cacheRetention` in OpenClaw's order into the run's options.
 //! - `RunTools` (`tools.rs`): `from_config` starts the config's `mcp.servers` for one run (`talon
 //!     exec`), `with_manager` shares a host's; the catalog with `tools.allow`/`tools.deny` and
 //!   `Semantic::Shared`, and the executor that dispatches entries by source.

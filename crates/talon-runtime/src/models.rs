@@ -6,8 +6,7 @@
 use std::time::Duration;
 
 use talon_protocol::gateway::{Model, ProviderStatus};
-use talon_provider::openai::OpenAiCompatible;
-use talon_provider::{ChatRequest, Message as ModelMessage, ModelProvider, ProviderConfig};
+use talon_provider::{ChatRequest, Message as ModelMessage, ProviderConfig};
 
 use crate::conversation::Conversation;
 use crate::provider::{MOCK_MODEL, mock_provider, primary, providers};
@@ -74,7 +73,7 @@ impl Host {
         let checks = self.reached()?.into_iter().map(|provider| async move {
             let id = provider.id.clone();
             let keyless = provider.api_key.is_none() && id != "mock";
-            let outcome = match OpenAiCompatible::new(provider) {
+            let outcome = match talon_provider::build(provider) {
                 Err(error) => Err(error.to_string()),
                 Ok(client) => client
                     .check_auth(AUTH_CHECK)
@@ -110,7 +109,11 @@ impl Host {
         prompt: &str,
         ask: &str,
     ) -> Result<String, SummaryError> {
-        let (client, model) = self.model(agent).map_err(SummaryError::Model)?;
+        let crate::provider::Selected {
+            provider: client,
+            model,
+            ..
+        } = self.model(agent).map_err(SummaryError::Model)?;
         let mut messages = vec![ModelMessage::System(prompt.into())];
         messages.extend(history.0.iter().cloned());
         messages.push(ModelMessage::User(ask.into()));
@@ -118,8 +121,8 @@ impl Host {
             model,
             messages,
             tools: Default::default(),
-            max_tokens: None,
             stream: false,
+            ..ChatRequest::default()
         };
         let reply = client
             .complete(&request, &|_| {}, &Default::default())

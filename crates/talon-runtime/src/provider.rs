@@ -1,15 +1,33 @@
 //! Which model a run talks to: the agent's `model.primary` (else
 //! `agents.defaults.model.primary`), `provider/model`, at the provider
-//! `models.providers` defines. A host may point every provider at another
-//! base URL (the scripted mock of `--mock-script`); with no model
-//! configured, that override serves the model `mock-model`.
+//! `models.providers` defines, with the client its `api` names
+//! (`talon_provider::build`). A host may point every provider at another
+//! base URL (the scripted mock of `--mock-script`, which answers both
+//! wires); with no model configured, that override serves the model
+//! `mock-model`.
+//!
+//! The model settings of a run ([`ModelSettings`]), OpenClaw's keys, each
+//! the agent's (`agents.list[]`) first, then for the model
+//! (`agents.defaults.models["provider/model"]`), then the defaults
+//! (`agents.defaults`):
+//! - `reasoningDefault` (`off`, `on`, `stream`; default `off`): whether
+//!   reasoning is shown as `thinking.delta` events;
+//! - `thinkingDefault` (a model entry's `params.thinking`; `off`, `minimal`, `low`,
+//!   `medium`, `high`, `xhigh`, `max`, `adaptive`; budgets in
+//!   `talon_provider::Thinking::from_level`): extended thinking, by default
+//!   `medium` for a model whose row says `reasoning: true`, else off;
+//! - `params.cacheRetention` (`none`, `short`, `long`): prompt-cache
+//!   breakpoints, by default `short` for `anthropic-messages` at
+//!   api.anthropic.com, else `none`.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use serde_json::Value;
+use talon_agent::Reasoning;
 use talon_config::Config;
-use talon_provider::openai::OpenAiCompatible;
-use talon_provider::{ModelRef, ProviderConfig, parse_providers};
+use talon_provider::{
+    CacheRetention, ModelProvider, ModelRef, ProviderConfig, Thinking, parse_providers,
+};
 
 use crate::RuntimeError;
 
@@ -55,12 +73,39 @@ pub fn primary(config: &Config, agent: &str) -> Result<Option<ModelRef>, Runtime
         .map_err(RuntimeError::from)
 }
 
-/// The provider client and model id for a run of `agent`.
-pub fn select(
-    config: &Config,
-    agent: &str,
-    route: &ModelRoute,
-) -> Result<(OpenAiCompatible, String), RuntimeError> {
+/// A run's model: the client, the model id and its settings.
+#[derive(Clone)]
+pub struct Selected {
+    /// The client of the provider's `api`.
+    pub provider: Arc<dyn ModelProvider>,
+    /// The model id at the provider.
+    pub model: String,
+    /// What the run asks of it.
+    pub settings: ModelSettings,
+}
+
+impl std::fmt::Debug for Selected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selected")
+            .field("model", &self.model)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The reasoning and caching settings of a run (see the module's doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModelSettings {
+    /// Whether reasoning is shown (`reasoningDefault`).
+    pub reasoning: Reasoning,
+    /// Extended thinking (`thinkingDefault`, `params.thinking`).
+    pub thinking: Thinking,
+    /// Prompt-cache breakpoints (`params.cacheRetention`).
+    pub cache: CacheRetention,
+}
+
+/// The provider client, model id and settings for a run of `agent`.
+pub fn select(config: &Config, agent: &str, route: &ModelRoute) -> Result<Selected, RuntimeError> {
     let (mut provider, model) = match (primary(config, agent)?, &route.base_url) {
         (Some(reference), _) => {
             let provider = providers(config)?
@@ -81,22 +126,117 @@ pub fn select(
             ));
         }
     };
+    let settings = settings(config, agent, &provider, &model)?;
     if let Some(url) = &route.base_url {
         provider.base_url = url.clone();
     }
-    let client = OpenAiCompatible::new(provider)?;
-    Ok((client, model))
+    Ok(Selected {
+        provider: talon_provider::build(provider)?,
+        model,
+        settings,
+    })
+}
+
+/// One of OpenClaw's agent keys: the agent's, then the model's entry in
+/// `agents.defaults.models`, then `agents.defaults`' (`model_path` is
+/// the key's path under a model entry, `path` elsewhere).
+fn setting<'a>(
+    config: &'a Config,
+    agent: &str,
+    reference: &str,
+    path: &[&str],
+    model_path: Option<&[&str]>,
+) -> Option<(&'a str, String)> {
+    let at = |mut value: &'a Value, path: &[&str]| {
+        for key in path {
+            value = value.get(key)?;
+        }
+        value.as_str()
+    };
+    let shown = path.join(".");
+    if let Some(word) = config.agent(agent).and_then(|a| at(a, path)) {
+        return Some((word, format!("agents.list[{agent}].{shown}")));
+    }
+    if let Some(path) = model_path
+        && let Some(word) = config
+            .get("agents.defaults.models")
+            .and_then(|m| m.get(reference))
+            .and_then(|m| at(m, path))
+    {
+        let shown = path.join(".");
+        return Some((
+            word,
+            format!("agents.defaults.models[{reference:?}].{shown}"),
+        ));
+    }
+    config
+        .get("agents.defaults")
+        .and_then(|d| at(d, path))
+        .map(|word| (word, format!("agents.defaults.{shown}")))
+}
+
+fn invalid(field: &str, word: &str, expected: &str) -> RuntimeError {
+    RuntimeError::Config(format!("{field}: {word:?} is not one of {expected}"))
+}
+
+/// The settings of a run of `agent` on `model` at `provider`.
+pub fn settings(
+    config: &Config,
+    agent: &str,
+    provider: &ProviderConfig,
+    model: &str,
+) -> Result<ModelSettings, RuntimeError> {
+    let reference = format!("{}/{model}", provider.id);
+    let reasoning = match setting(config, agent, &reference, &["reasoningDefault"], None) {
+        None => Reasoning::Off,
+        Some((word, field)) => {
+            Reasoning::parse(word).ok_or_else(|| invalid(&field, word, "off, on, stream"))?
+        }
+    };
+    let thinking = setting(
+        config,
+        agent,
+        &reference,
+        &["thinkingDefault"],
+        Some(&["params", "thinking"]),
+    );
+    let thinking = match thinking {
+        Some((word, field)) => Thinking::from_level(word).ok_or_else(|| {
+            invalid(
+                &field,
+                word,
+                "off, minimal, low, medium, high, xhigh, max, adaptive",
+            )
+        })?,
+        None if provider.model(model).is_some_and(|m| m.reasoning) => Thinking::Budget(4096),
+        None => Thinking::Off,
+    };
+    let cache = match setting(
+        config,
+        agent,
+        &reference,
+        &["params", "cacheRetention"],
+        Some(&["params", "cacheRetention"]),
+    ) {
+        Some(("none", _)) => CacheRetention::None,
+        Some(("short", _)) => CacheRetention::Short,
+        Some(("long", _)) => CacheRetention::Long,
+        Some((word, field)) => return Err(invalid(&field, word, "none, short, long")),
+        None if provider.api == talon_provider::config::ANTHROPIC_MESSAGES
+            && provider.base_url.contains("://api.anthropic.com") =>
+        {
+            CacheRetention::Short
+        }
+        None => CacheRetention::None,
+    };
+    Ok(ModelSettings {
+        reasoning,
+        thinking,
+        cache,
+    })
 }
 
 /// The provider that stands for the scripted mock.
 pub fn mock_provider() -> ProviderConfig {
-    ProviderConfig {
-        id: "mock".into(),
-        base_url: String::new(),
-        api_key: None,
-        api: "openai-completions".into(),
-        models: Vec::new(),
-        timeout: Duration::from_secs(120),
-        max_retries: 3,
-    }
+    ProviderConfig::new("mock", talon_provider::config::OPENAI_COMPLETIONS, "")
 }

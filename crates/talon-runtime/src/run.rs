@@ -141,6 +141,7 @@ impl Turn {
             usage: talon_provider::Usage {
                 input_tokens: self.input_tokens,
                 output_tokens: self.output_tokens,
+                ..talon_provider::Usage::default()
             },
         }
     }

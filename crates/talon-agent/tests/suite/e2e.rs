@@ -1,6 +1,9 @@
 //! The seeds' end-to-end plans, without a gateway: the mock model is a real
 //! HTTP server, MCP is a real stdio server, and a new runtime instance
-//! stands in for a restart.
+//! stands in for a restart. Each plan runs on both wires (Chat Completions
+//! and Anthropic Messages: the mock answers both from one script), with
+//! the same events and snapshots; what a plan reads of a request goes
+//! through helpers that read either wire.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +18,7 @@ use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::{CatalogMode, CellId, EventType, ToolDefinition, ToolSource};
-use talon_provider::openai::OpenAiCompatible;
-use talon_provider::parse_providers;
+use talon_provider::{ModelProvider, parse_providers};
 use talon_testing::redact::redacted;
 use talon_testing::wait;
 use talon_tools::{
@@ -28,9 +30,9 @@ use tokio::sync::Notify;
 
 /// Core tools in a workspace, MCP through the manager, plugin and client
 /// tools answer with what they were given.
-struct TestTools {
-    core: CoreTools,
-    mcp: Option<McpExecutor>,
+pub(super) struct TestTools {
+    pub(super) core: CoreTools,
+    pub(super) mcp: Option<McpExecutor>,
 }
 
 impl ToolExecutor for TestTools {
@@ -119,7 +121,7 @@ fn fixture_js() -> String {
         .to_string()
 }
 
-fn ctx(run: &str) -> RunContext {
+pub(super) fn ctx(run: &str) -> RunContext {
     RunContext {
         scope: RunScope {
             agent_id: "main".into(),
@@ -134,33 +136,72 @@ fn ctx(run: &str) -> RunContext {
     }
 }
 
-async fn provider(turns: Value) -> (MockModel, OpenAiCompatible) {
+/// A provider's `api`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+pub(super) async fn provider(wire: Wire, turns: Value) -> (MockModel, Arc<dyn ModelProvider>) {
     let mock = MockModel::start(Script::from_json(&json!({"turns": turns})).unwrap())
         .await
         .unwrap();
+    let api = match wire {
+        Wire::OpenAi => "openai-completions",
+        Wire::Anthropic => "anthropic-messages",
+    };
     let providers = parse_providers(
-        Some(&json!({"mock": {"baseUrl": mock.base_url()}})),
+        Some(&json!({"mock": {"baseUrl": mock.base_url(), "api": api}})),
         &|_| None,
     )
     .unwrap();
-    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let client = talon_provider::build(providers.into_iter().next().unwrap()).unwrap();
     (mock, client)
 }
 
-fn request_tools(request: &Value) -> Vec<String> {
+/// A request's tools as `{name, description, parameters}`, on either wire.
+fn request_tool_list(request: &Value) -> Vec<Value> {
     request["tools"]
         .as_array()
         .map(|t| {
             t.iter()
-                .map(|t| {
-                    t["function"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned()
+                .map(|t| match t.get("function") {
+                    Some(f) => json!({"name": f["name"], "description": f["description"],
+                                      "parameters": f["parameters"]}),
+                    None => json!({"name": t["name"], "description": t["description"],
+                                   "parameters": t["input_schema"]}),
                 })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+fn request_tools(request: &Value) -> Vec<String> {
+    request_tool_list(request)
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The content of a request's last tool result, read as JSON, on either
+/// wire.
+fn last_tool_result(request: &Value) -> Value {
+    let messages = request["messages"].as_array().unwrap();
+    let content = messages
+        .iter()
+        .rev()
+        .find_map(|m| match &m["content"] {
+            Value::Array(blocks) => blocks
+                .iter()
+                .rev()
+                .find(|b| b["type"] == "tool_result")
+                .map(|b| b["content"].clone()),
+            content if m["role"] == "tool" => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    serde_json::from_str(content.as_str().unwrap()).unwrap()
 }
 
 /// The Code Mode test catalog: core, plugin, MCP and client tools, with
@@ -192,6 +233,15 @@ async fn code_mode_catalog(run: &str, manager: &McpManager) -> Catalog {
 
 #[tokio::test]
 async fn code_modes_sixteen_step_plan() {
+    code_modes_sixteen_step_plan_on(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn code_modes_sixteen_step_plan_over_anthropic_messages() {
+    code_modes_sixteen_step_plan_on(Wire::Anthropic).await;
+}
+
+async fn code_modes_sixteen_step_plan_on(wire: Wire) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("README.md"), "# Talon test workspace").unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -208,7 +258,7 @@ async fn code_modes_sixteen_step_plan() {
 
     // 1-3. Code Mode disabled: a small direct tool set reaches the model unchanged.
     let disabled = CodeModeConfig::resolve(Some(&json!({"enabled": false})), None).unwrap();
-    let (mock, client) = provider(json!([{"text": "direct"}])).await;
+    let (mock, client) = provider(wire, json!([{"text": "direct"}])).await;
     let catalog = CatalogBuilder::new(ctx("r0").scope)
         .core(talon_core_tools::definitions())
         .build(&ToolPolicy::new())
@@ -221,7 +271,7 @@ async fn code_modes_sixteen_step_plan() {
     ));
     let sink = Arc::new(CollectSink::default());
     let run = AgentRun {
-        provider: &client,
+        provider: client.as_ref(),
         surface: Arc::new(DirectSurface::new(runner.clone())),
         ctx: ctx("r0"),
         events: Arc::new(RunEvents::new(sink.clone(), &ctx("r0"))),
@@ -271,10 +321,13 @@ async fn code_modes_sixteen_step_plan() {
               declares: dts.includes("function echo("), echoed: echoed.structuredContent.echoed, denied,
               mcpHidden: !ids.some(id => id.startsWith("mcp:")) && typeof tools.echo === "undefined"};"#;
     let cell_2 = "text('before'); const r = await tools.slow_lookup({query: 'x'}); text('after resume'); return r.input.query;";
-    let (mock, client) = provider(json!([
-        {"toolCalls": [{"name": "exec", "arguments": {"code": cell_1}}]},
-        {"toolCalls": [{"name": "exec", "arguments": {"code": cell_2}}]},
-    ]))
+    let (mock, client) = provider(
+        wire,
+        json!([
+            {"toolCalls": [{"name": "exec", "arguments": {"code": cell_1}}]},
+            {"toolCalls": [{"name": "exec", "arguments": {"code": cell_2}}]},
+        ]),
+    )
     .await;
     let catalog = code_mode_catalog("r1", &manager).await;
     let sink = Arc::new(CollectSink::default());
@@ -299,7 +352,7 @@ async fn code_modes_sixteen_step_plan() {
         exec_hooks: Vec::new(),
     }));
     let run = AgentRun {
-        provider: &client,
+        provider: client.as_ref(),
         surface,
         ctx: ctx("r1"),
         events: events.clone(),
@@ -314,8 +367,7 @@ async fn code_modes_sixteen_step_plan() {
     // 6. Exactly exec and wait (plus the direct-only tool).
     assert_eq!(request_tools(&requests[0]), ["exec", "wait", "ask_user"]);
     // 7-11. The first cell's answer, as the model received it.
-    let first: Value =
-        serde_json::from_str(requests[1]["messages"][3]["content"].as_str().unwrap()).unwrap();
+    let first = last_tool_result(&requests[1]);
     // Completed: ALL_TOOLS has the core, plugin and client tools but not
     // the denied one (nor MCP's); the search finds the weather tool first;
     // the calls answer; the README is read; the MCP declarations are
@@ -407,13 +459,22 @@ fn big_catalog(run: &str) -> Catalog {
 
 #[tokio::test]
 async fn tool_search_regression_list() {
+    tool_search_regression_list_on(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn tool_search_regression_list_over_anthropic_messages() {
+    tool_search_regression_list_on(Wire::Anthropic).await;
+}
+
+async fn tool_search_regression_list_on(wire: Wire) {
     let dir = tempfile::tempdir().unwrap();
     let executor = Arc::new(TestTools {
         core: CoreTools::new(dir.path()).unwrap(),
         mcp: None,
     });
     // Direct mode.
-    let (direct_mock, client) = provider(json!([
+    let (direct_mock, client) = provider(wire, json!([
         {"toolCalls": [{"name": "fake_tool_042", "arguments": {"widget": "w1"}}]}, {"text": "done"}])).await;
     let runner = Arc::new(ToolRunner::new(
         Arc::new(big_catalog("d")),
@@ -421,7 +482,7 @@ async fn tool_search_regression_list() {
     ));
     let sink = Arc::new(CollectSink::default());
     let run = AgentRun {
-        provider: &client,
+        provider: client.as_ref(),
         surface: Arc::new(DirectSurface::new(runner.clone())),
         ctx: ctx("d"),
         events: Arc::new(RunEvents::new(sink.clone(), &ctx("d"))),
@@ -446,26 +507,24 @@ async fn tool_search_regression_list() {
     );
     // 3. Direct mode exposes its schema.
     let direct_request = &direct_mock.requests()[0];
-    let exposed = direct_request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["function"]["name"] == "fake_tool_042")
+    let exposed = request_tool_list(direct_request)
+        .into_iter()
+        .find(|t| t["name"] == "fake_tool_042")
         .unwrap();
     pretty_assertions::assert_eq!(
         exposed,
-        &json!({"type": "function", "function": {
+        json!({
             "name": "fake_tool_042",
             "description": "Fake plugin tool number 42 that manages widgets of kind 42.",
             "parameters": {"type": "object", "properties": {
                 "widget": {"type": "string", "description": "The widget identifier to operate on"},
                 "mode": {"type": "string", "enum": ["fast", "safe", "dry-run"], "description": "How to run"},
                 "count": {"type": "integer", "description": "How many widgets"}},
-                "required": ["widget"]}}})
+                "required": ["widget"]}})
     );
 
     // Tool Search (code mode).
-    let (ts_mock, client) = provider(json!([
+    let (ts_mock, client) = provider(wire, json!([
         {"toolCalls": [{"name": "tool_search_code", "arguments": {"code":
             "const hits = await openclaw.tools.search('manages widgets of kind 42'); const t = await openclaw.tools.describe('plugin:fake:fake_tool_042'); return await openclaw.tools.call(t.id, {widget: 'w1'});"}}]},
         {"text": "done"}])).await;
@@ -488,7 +547,7 @@ async fn tool_search_regression_list() {
     );
     let sink = Arc::new(CollectSink::default());
     let run = AgentRun {
-        provider: &client,
+        provider: client.as_ref(),
         surface: ts.clone(),
         ctx: ctx("t"),
         events: Arc::new(RunEvents::new(sink.clone(), &ctx("t"))),

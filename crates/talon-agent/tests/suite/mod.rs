@@ -1,3 +1,4 @@
 mod cancel;
 mod e2e;
+mod reasoning;
 mod run;

@@ -199,6 +199,7 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
             usage: Usage {
                 input_tokens: 250,
                 output_tokens: 16,
+                ..Usage::default()
             },
             // Wall time varies.
             duration: result.duration,
@@ -208,6 +209,7 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
                 Message::Assistant {
                     text: None,
                     tool_calls: vec![call("call_1", "read", r#"{"path":"notes.txt"}"#)],
+                    reasoning: Vec::new(),
                 },
                 Message::Tool {
                     call_id: "call_1".into(),
@@ -216,6 +218,7 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
                 Message::Assistant {
                     text: Some("The notes say 42.".into()),
                     tool_calls: Vec::new(),
+                    reasoning: Vec::new(),
                 },
             ],
             pending: Vec::new(),
@@ -454,6 +457,7 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
         usage: Usage {
             input_tokens: 100,
             output_tokens: 10,
+            ..Usage::default()
         },
     };
     pretty_assertions::assert_eq!(taken, std::slice::from_ref(&checkpoint));
@@ -474,6 +478,7 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
     messages.push(Message::Assistant {
         text: Some("Resumed: the notes say 42.".into()),
         tool_calls: Vec::new(),
+        reasoning: Vec::new(),
     });
     pretty_assertions::assert_eq!(
         result,
@@ -485,6 +490,7 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
             usage: Usage {
                 input_tokens: 250,
                 output_tokens: 17,
+                ..Usage::default()
             },
             // Wall time varies.
             duration: result.duration,
@@ -534,6 +540,7 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
             usage: Usage {
                 input_tokens: 10,
                 output_tokens: 5,
+                ..Usage::default()
             },
             // Wall time varies.
             duration: result.duration,
@@ -546,6 +553,7 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
                         pick.clone(),
                         call("call_2", "read", r#"{"path":"notes.txt"}"#)
                     ],
+                    reasoning: Vec::new(),
                 },
                 Message::Tool {
                     call_id: "call_2".into(),

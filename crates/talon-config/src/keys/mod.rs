@@ -10,7 +10,7 @@
 //! OpenClaw's keys for features Talon does not have are declared with
 //! [`openclaw`]: they load, and the check notes that they do nothing.
 
-use crate::schema::{Field, Node, field, openclaw};
+use crate::schema::{Field, Kind, Node, Rest, field, openclaw};
 
 mod infra;
 mod references;
@@ -136,7 +136,12 @@ fn providers() -> Node {
                 "maxTokens",
                 Node::integer(Some(1), None, "The most tokens it writes."),
             ),
-            openclaw("reasoning", "OpenClaw's."),
+            field(
+                "reasoning",
+                Node::bool(
+                    "Whether it reasons: extended thinking at \"medium\" when the agent sets no thinkingDefault (default false).",
+                ),
+            ),
             openclaw("input", "OpenClaw's."),
             openclaw("cost", "OpenClaw's."),
             openclaw("compat", "OpenClaw's."),
@@ -166,8 +171,8 @@ fn providers() -> Node {
             field(
                 "api",
                 Node::word(
-                    &["openai-completions"],
-                    "The wire format (default \"openai-completions\").",
+                    &["openai-completions", "anthropic-messages"],
+                    "The wire format: OpenAI's Chat Completions or Anthropic's Messages (default \"openai-completions\").",
                 ),
             ),
             field("models", Node::array(model, "The models it serves.")),
@@ -181,6 +186,14 @@ fn providers() -> Node {
                     Some(0),
                     None,
                     "Retries of a failed request, at most 10 (default 3).",
+                ),
+            ),
+            field(
+                "idleTimeoutMs",
+                Node::integer(
+                    Some(1),
+                    None,
+                    "The longest silence inside a streamed reply (default 60000).",
                 ),
             ),
             openclaw(
@@ -388,10 +401,7 @@ const OPENCLAW_AGENT: &[&str] = &[
     "humanDelay",
     "agentDir",
     "memorySearch",
-    "params",
-    "models",
     "contextTokens",
-    "thinkingDefault",
     "verboseDefault",
     "elevatedDefault",
     "timeoutSeconds",
@@ -413,9 +423,58 @@ const OPENCLAW_AGENT: &[&str] = &[
     "mediaMaxMb",
 ];
 
+/// The levels of `thinkingDefault` and `params.thinking`.
+const THINKING: &[&str] = &[
+    "off", "minimal", "low", "medium", "high", "xhigh", "max", "adaptive",
+];
+
+/// OpenClaw's model parameters: Talon reads `cacheRetention`, and
+/// `thinking` in a model's entry (`agents.defaults.models`); the others
+/// pass through unread.
+fn params(model: bool) -> Node {
+    let mut fields = vec![field(
+        "cacheRetention",
+        Node::word(
+            &["none", "short", "long"],
+            "Prompt-cache breakpoints (anthropic-messages): five minutes (short) or an hour (long, api.anthropic.com only); default short at api.anthropic.com, else none.",
+        ),
+    )];
+    if model {
+        fields.push(field(
+            "thinking",
+            Node::word(
+                THINKING,
+                "Extended thinking for this model (an agent's thinkingDefault wins over it; it wins over agents.defaults.thinkingDefault).",
+            ),
+        ));
+    }
+    Node::new(
+        Kind::Object {
+            fields,
+            rest: Rest::Open,
+        },
+        "Model parameters: Talon reads those listed; OpenClaw's others are not read.",
+    )
+}
+
 fn agent_fields() -> Vec<Field> {
     let mut fields = vec![
         field("model", model_ref()),
+        field(
+            "reasoningDefault",
+            Node::word(
+                &["off", "on", "stream"],
+                "Whether the model's reasoning is shown as thinking.delta events (on and stream: yes; default off).",
+            ),
+        ),
+        field(
+            "thinkingDefault",
+            Node::word(
+                THINKING,
+                "Extended thinking: off, or a budget (minimal and low 1024 tokens, medium 4096, high 16384, xhigh and max 32768), or adaptive.",
+            ),
+        ),
+        field("params", params(false)),
         field("workspace", Node::text("The agent's working directory.")),
         field(
             "tools",
@@ -434,10 +493,22 @@ fn agent_fields() -> Vec<Field> {
 }
 
 fn agent_defaults() -> Node {
-    Node::object(
-        agent_fields(),
-        "What every agent gets unless it says otherwise.",
-    )
+    let mut fields = agent_fields();
+    let model = Node::new(
+        Kind::Object {
+            fields: vec![field("params", params(true))],
+            rest: Rest::Open,
+        },
+        "",
+    );
+    fields.push(field(
+        "models",
+        Node::map(
+            model,
+            "Per model (\"provider/model\"): its params (cacheRetention, thinking).",
+        ),
+    ));
+    Node::object(fields, "What every agent gets unless it says otherwise.")
 }
 
 fn agent() -> Node {
@@ -447,6 +518,10 @@ fn agent() -> Node {
         field("description", Node::string("What it is for.")),
     ];
     fields.extend(agent_fields());
+    fields.push(openclaw(
+        "models",
+        "OpenClaw's; Talon reads agents.defaults.models.",
+    ));
     Node::object(fields, "")
 }
 

@@ -1,1 +1,2 @@
+mod messages;
 mod wire;

@@ -1,1 +1,3 @@
+mod anthropic;
+mod hostile;
 mod openai;

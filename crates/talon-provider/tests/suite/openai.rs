@@ -46,6 +46,7 @@ fn request(stream: bool) -> ChatRequest {
         }]),
         max_tokens: Some(100),
         stream,
+        ..ChatRequest::default()
     }
 }
 
@@ -126,6 +127,7 @@ async fn parallel_tool_calls_streamed_and_whole() {
     follow.messages.push(Message::Assistant {
         text: None,
         tool_calls: expected.clone(),
+        reasoning: Vec::new(),
     });
     follow.messages.push(Message::Tool {
         call_id: "call_1".into(),

@@ -1,6 +1,7 @@
 //! What the tests share: a host over a config, a spec, and a sink that
 //! records a run's events and checkpoints.
 
+mod anthropic;
 mod conversation;
 mod errors;
 mod runs;
