@@ -298,6 +298,8 @@ impl AgentRun<'_> {
                 input_tokens: Some(result.usage.input_tokens),
                 output_tokens: Some(result.usage.output_tokens),
                 total_tokens: Some(result.usage.input_tokens + result.usage.output_tokens),
+                cache_read_tokens: Some(result.usage.cache_read_tokens).filter(|n| *n > 0),
+                cache_write_tokens: Some(result.usage.cache_write_tokens).filter(|n| *n > 0),
                 cost_usd: None,
             },
             duration_ms: result.duration.as_millis() as u64,

@@ -485,6 +485,8 @@ pub(crate) fn usage(usage: &talon_provider::Usage) -> Usage {
         input_tokens: Some(usage.input_tokens),
         output_tokens: Some(usage.output_tokens),
         total_tokens: Some(usage.input_tokens + usage.output_tokens),
+        cache_read_tokens: Some(usage.cache_read_tokens).filter(|n| *n > 0),
+        cache_write_tokens: Some(usage.cache_write_tokens).filter(|n| *n > 0),
         cost_usd: None,
     }
 }

@@ -117,6 +117,7 @@ pub(crate) fn end(
         output_tokens: Some(progress.text.as_deref().map_or(0, words)),
         total_tokens: Some(words(&record.input).max(1) + progress.text.as_deref().map_or(0, words)),
         cost_usd: None,
+        ..Usage::default()
     };
     run.status = status;
     run.ended_at = Some(now_ms());

@@ -187,6 +187,14 @@ pub struct Usage {
     /// Both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// Prompt tokens read from the provider's prompt cache (part of
+    /// `inputTokens`), when it reported any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's prompt cache (part of
+    /// `inputTokens`), when it reported any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
     /// Cost in US dollars, when the provider's prices are known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,

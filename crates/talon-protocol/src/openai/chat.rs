@@ -195,6 +195,16 @@ pub struct ChatUsage {
     pub completion_tokens: u64,
     /// Both.
     pub total_tokens: u64,
+    /// Prompt tokens the provider read from its cache, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PromptTokensDetails {
+    /// Read from the provider's prompt cache.
+    pub cached_tokens: u64,
 }
 
 impl From<&Usage> for ChatUsage {
@@ -205,6 +215,9 @@ impl From<&Usage> for ChatUsage {
             prompt_tokens: prompt,
             completion_tokens: completion,
             total_tokens: usage.total_tokens.unwrap_or(prompt + completion),
+            prompt_tokens_details: usage
+                .cache_read_tokens
+                .map(|cached_tokens| PromptTokensDetails { cached_tokens }),
         }
     }
 }

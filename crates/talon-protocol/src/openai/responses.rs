@@ -186,7 +186,8 @@ impl ResponseFold {
             "text": {"format": {"type": "text"}},
             "completed_at": self.completed_at,
             "usage": {
-                "input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens": input,
+                "input_tokens_details": {"cached_tokens": self.usage.cache_read_tokens.unwrap_or(0)},
                 "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": self.usage.total_tokens.unwrap_or(input + output),
             },

@@ -227,3 +227,24 @@ fn repeated_call_ids_each_get_their_item() {
         ]
     );
 }
+
+#[test]
+fn cached_prompt_tokens_are_reported_where_openai_reports_them() {
+    let mut end = ended("Hi", json!([]));
+    end["usage"]["cacheReadTokens"] = json!(9);
+    let events = vec![
+        event(1, "run.created", json!({"input": "hi"})),
+        event(2, "run.completed", end),
+    ];
+    let (_, whole) = chat(&events);
+    assert_eq!(
+        whole["usage"],
+        json!({"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16,
+               "prompt_tokens_details": {"cached_tokens": 9}})
+    );
+    let last = responses(&events).pop().unwrap();
+    assert_eq!(
+        last["response"]["usage"]["input_tokens_details"],
+        json!({"cached_tokens": 9})
+    );
+}

@@ -54,6 +54,8 @@ async fn crash_child() {
             total_tokens: Some(count),
             input_tokens: None,
             output_tokens: None,
+            cache_read_tokens: None,
+            cache_write_tokens: None,
             cost_usd: None,
         });
         assert!(store.update_run(&current).await.unwrap());

@@ -51,6 +51,8 @@ on_both! {
             input_tokens: Some(10),
             output_tokens: Some(5),
             total_tokens: Some(15),
+            cache_read_tokens: None,
+            cache_write_tokens: None,
             cost_usd: Some(0.25),
         });
         assert!(store.update_run(&done).await.unwrap());

@@ -143,6 +143,6 @@ export const SCHEMAS: { readonly [name: string]: unknown } = {
   ToolsInvokeResult: {"properties":{"result":{}},"required":["result"],"type":"object"},
   ToolsListParams: {"additionalProperties":false,"properties":{"agentId":{"anyOf":[{"$ref":"AgentId"},{"type":"null"}]},"sessionKey":{"anyOf":[{"$ref":"SessionKey"},{"type":"null"}]}},"type":"object"},
   ToolsListResult: {"properties":{"tools":{"items":{"$ref":"ToolSummary"},"type":"array"}},"required":["tools"],"type":"object"},
-  Usage: {"properties":{"costUsd":{"type":["number","null"]},"inputTokens":{"minimum":0,"type":["integer","null"]},"outputTokens":{"minimum":0,"type":["integer","null"]},"totalTokens":{"minimum":0,"type":["integer","null"]}},"type":"object"},
+  Usage: {"properties":{"cacheReadTokens":{"minimum":0,"type":["integer","null"]},"cacheWriteTokens":{"minimum":0,"type":["integer","null"]},"costUsd":{"type":["number","null"]},"inputTokens":{"minimum":0,"type":["integer","null"]},"outputTokens":{"minimum":0,"type":["integer","null"]},"totalTokens":{"minimum":0,"type":["integer","null"]}},"type":"object"},
   TalonEvent: {"allOf":[{"$ref":"EventEnvelope"},{"$ref":"EventData"}]},
 };

@@ -1803,6 +1803,16 @@ export type ToolsListResult = {
 
 /** Token counts and cost. */
 export type Usage = {
+  /**
+   * Prompt tokens read from the provider's prompt cache (part of
+   * `inputTokens`), when it reported any.
+   */
+  cacheReadTokens?: number | null;
+  /**
+   * Prompt tokens written to the provider's prompt cache (part of
+   * `inputTokens`), when it reported any.
+   */
+  cacheWriteTokens?: number | null;
   /** Cost in US dollars, when the provider's prices are known. */
   costUsd?: number | null;
   /** Prompt tokens. */
