@@ -3,7 +3,7 @@
 //! and Anthropic's Messages (`POST /v1/messages`, `anthropic.rs`),
 //! streamed as Server-Sent Events or not, replays scripted turns in order
 //! (one script for both routes, `script.rs`), and records every request
-//! body. The LLM is the one thing Talon's tests mock, and only this way.
+//! body and its headers (`requests()`, `headers()`). The LLM is the one thing Talon's tests mock, and only this way.
 //!
 //! Its own crate, so that the binary's `mock-model` feature (`talon agent
 //! --mock-script`, the cookbook, the benchmarks) compiles this file and no
@@ -26,7 +26,7 @@
 //! With `"replay": "perRun"`, every run replays the turns from the first
 //! (a request's turn is the number of assistant messages after its last
 //! user message), so concurrent runs each get the whole script. With
-//! `"record": false` the server keeps no request bodies (long benchmarks).
+//! `"record": false` the server keeps no request bodies or headers (long benchmarks).
 //!
 //! A string argument `"$lastTool:/runId"` is replaced by the value at that
 //! JSON pointer in the request's last tool result (e.g. a suspended cell's
@@ -52,6 +52,7 @@
 //! histories. Besides the bodies it keeps each request's timing (`timings()`). A turn may also be a
 //! raw `text/event-stream` body (`raw`). The crate has no Talon dependency.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -89,6 +90,7 @@ struct Shared {
     script: Script,
     next: usize,
     requests: Vec<Value>,
+    headers: Vec<BTreeMap<String, String>>,
     timings: Vec<(std::time::Instant, Option<std::time::Instant>)>,
 }
 
@@ -158,6 +160,15 @@ impl MockModel {
         self.shared
             .lock()
             .map(|s| s.requests.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every request's headers so far, in order: lower-case names, the
+    /// values that are text (a repeated header keeps its last value).
+    pub fn headers(&self) -> Vec<BTreeMap<String, String>> {
+        self.shared
+            .lock()
+            .map(|s| s.headers.clone())
             .unwrap_or_default()
     }
 
@@ -264,6 +275,14 @@ async fn serve(
         };
         if !s.script.forget_requests {
             s.requests.push(request.clone());
+            s.headers.push(
+                headers
+                    .iter()
+                    .filter_map(|(name, value)| {
+                        Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+                    })
+                    .collect(),
+            );
             s.timings.push((arrived, None));
         }
         // A refused request (the key, the model) takes no turn.

@@ -8,9 +8,15 @@
 //! Anthropic requires on every request (8192 when the row has none), and
 //! its `reasoning: true` turns extended thinking on at `medium` when the
 //! agent sets no `thinkingDefault`.
+//!
+//! `headers` maps header names to values (each a literal, `"${VAR}"` or
+//! `{env: "VAR"}`, like `apiKey`), sent on every request of either wire,
+//! e.g. `anthropic-beta`. Names the client owns ([`OWNED_HEADERS`]) and
+//! names or values HTTP does not allow are refused; values are never shown.
 
 use std::time::Duration;
 
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::error::{ProviderError, Result};
@@ -57,7 +63,20 @@ pub struct ProviderConfig {
     /// The longest silence inside a streamed reply (`idleTimeoutMs`,
     /// default 60 s; Anthropic's `ping` events count as traffic).
     pub idle_timeout: Duration,
+    /// Extra headers sent on every request (`headers`), values marked
+    /// sensitive.
+    pub headers: HeaderMap,
 }
+
+/// Headers the client sets itself, refused in `headers`.
+pub const OWNED_HEADERS: &[&str] = &[
+    "authorization",
+    "x-api-key",
+    "anthropic-version",
+    "content-type",
+    "content-length",
+    "host",
+];
 
 impl ProviderConfig {
     /// A provider of this id, wire and base URL with the defaults
@@ -72,6 +91,7 @@ impl ProviderConfig {
             timeout: DEFAULT_TIMEOUT,
             max_retries: DEFAULT_RETRIES,
             idle_timeout: DEFAULT_IDLE,
+            headers: HeaderMap::new(),
         }
     }
 
@@ -93,6 +113,14 @@ impl std::fmt::Debug for ProviderConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("api", &self.api)
             .field("models", &self.models)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .keys()
+                    .map(HeaderName::as_str)
+                    .collect::<std::collections::BTreeSet<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -126,6 +154,43 @@ pub fn resolve_secret(
     };
     lookup(&name)
         .ok_or_else(|| config_error(field, format!("environment variable {name} is not set")))
+}
+
+/// Reads a provider's `headers` (at `field`): valid names the client
+/// does not own, values resolved like `apiKey`.
+fn parse_headers(
+    value: Option<&Value>,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<HeaderMap> {
+    let mut headers = HeaderMap::new();
+    let map = match value {
+        None | Some(Value::Null) => return Ok(headers),
+        Some(Value::Object(map)) => map,
+        Some(_) => {
+            return Err(config_error(
+                field,
+                "expected an object of header values by name",
+            ));
+        }
+    };
+    for (name, value) in map {
+        let at = format!("{field}.{name}");
+        let parsed = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| config_error(&at, format!("{name:?} is not a valid header name")))?;
+        if OWNED_HEADERS.contains(&parsed.as_str()) {
+            return Err(config_error(
+                &at,
+                format!("Talon sets {name:?} itself; it cannot be configured"),
+            ));
+        }
+        let text = resolve_secret(value, &at, lookup)?;
+        let mut value = HeaderValue::from_str(&text)
+            .map_err(|_| config_error(&at, "the value is not a valid header value"))?;
+        value.set_sensitive(true);
+        headers.insert(parsed, value);
+    }
+    Ok(headers)
 }
 
 /// Reads `models.providers`.
@@ -220,6 +285,7 @@ pub fn parse_providers(
             Some(ms) if ms > 0 => Duration::from_millis(ms),
             _ => DEFAULT_IDLE,
         };
+        let headers = parse_headers(object.get("headers"), &field("headers"), lookup)?;
         let max_retries = object
             .get("maxRetries")
             .and_then(Value::as_u64)
@@ -233,6 +299,7 @@ pub fn parse_providers(
             timeout,
             max_retries,
             idle_timeout,
+            headers,
         });
     }
     Ok(out)

@@ -8,7 +8,7 @@
 //! [`ProviderError::Stalled`]. Reasoning (`delta.reasoning_content`, else
 //! `delta.reasoning`; whole replies' `message.reasoning_content` or
 //! `message.reasoning`) is passed on as [`StreamDelta::Thinking`] and is
-//! never sent back.
+//! never sent back. The provider's `headers` go with every request.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,7 +99,11 @@ impl OpenAiCompatible {
     /// cannot be asked. The key is sent, never reported.
     pub async fn check_auth(&self, timeout: Duration) -> Result<()> {
         let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
-        let mut request = self.client.get(url).timeout(timeout);
+        let mut request = self
+            .client
+            .get(url)
+            .timeout(timeout)
+            .headers(self.config.headers.clone());
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
@@ -131,6 +135,7 @@ impl OpenAiCompatible {
             let mut builder = self
                 .client
                 .post(&url)
+                .headers(self.config.headers.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
             if let Some(key) = &self.config.api_key {

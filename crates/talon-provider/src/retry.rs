@@ -5,15 +5,15 @@
 //! `false`; otherwise when its status is 408, 409, 429 or 5xx (529 is
 //! Anthropic's "overloaded"), except a 429 whose body says the spend limit
 //! was reached. The wait is the server's `retry-after-ms` (milliseconds),
-//! else its `retry-after` (seconds, fractions allowed; an HTTP date is not
-//! read), when between 0 and 60 s; else an exponential backoff from
+//! else its `retry-after` (seconds, fractions allowed, or an HTTP date,
+//! counted from now), when between 0 and 60 s; else an exponential backoff from
 //! [`FIRST_BACKOFF`] with jitter (each wait is 75–100% of its step). Every
 //! wait is at most [`MAX_BACKOFF`]. The waits are plain sleeps inside the
 //! request's future, so the run's cancellation (one `select!` over the
 //! whole request) still interrupts them.
 
 use std::hash::{BuildHasher, Hasher};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 
@@ -62,8 +62,13 @@ fn jitter(step: Duration) -> Duration {
 }
 
 /// The server's wait hint: `retry-after-ms`, then `retry-after` in
-/// seconds; only a value in (0, 60 s] counts.
+/// seconds or as an HTTP date; only a value in (0, 60 s] counts.
 pub(crate) fn server_wait(headers: &HeaderMap) -> Option<Duration> {
+    server_wait_at(headers, SystemTime::now())
+}
+
+/// [`server_wait`] with `now` given (an HTTP date is a wait from it).
+fn server_wait_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let number = |name: &str| {
         headers
             .get(name)
@@ -73,9 +78,19 @@ pub(crate) fn server_wait(headers: &HeaderMap) -> Option<Duration> {
     };
     let wait = match number("retry-after-ms") {
         Some(ms) => Duration::from_secs_f64(ms / 1000.0),
-        None => Duration::from_secs_f64(number("retry-after")?.min(3600.0)),
+        None => match number("retry-after") {
+            Some(seconds) => Duration::from_secs_f64(seconds.min(3600.0)),
+            None => http_date_wait(headers.get("retry-after")?.to_str().ok()?, now)?,
+        },
     };
     (wait <= MAX_HINT).then_some(wait)
+}
+
+/// The wait until an HTTP date (IMF-fixdate, or the obsolete RFC 850 and
+/// asctime forms RFC 7231 asks recipients to read); none for a past one.
+fn http_date_wait(text: &str, now: SystemTime) -> Option<Duration> {
+    let at = httpdate::parse_http_date(text.trim()).ok()?;
+    at.duration_since(now).ok().filter(|wait| !wait.is_zero())
 }
 
 /// Whether a failed reply is worth another attempt. `body` is its text
@@ -166,7 +181,7 @@ mod tests {
 
     #[test]
     fn the_server_hint_wins_in_its_order_and_range() {
-        let cases: [(Headers<'_>, Option<Duration>); 6] = [
+        let cases: [(Headers<'_>, Option<Duration>); 14] = [
             (
                 &[("retry-after-ms", "250.5")],
                 Some(Duration::from_micros(250_500)),
@@ -177,12 +192,37 @@ mod tests {
                 Some(Duration::from_millis(100)),
             ),
             (&[("retry-after", "61")], None),
-            (&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], None),
             (&[("retry-after", "0")], None),
+            (
+                &[("retry-after", "Wed, 21 Oct 2015 07:28:20 GMT")],
+                Some(Duration::from_secs(20)),
+            ),
+            (
+                &[("retry-after", "Wednesday, 21-Oct-15 07:28:05 GMT")],
+                Some(Duration::from_secs(5)),
+            ),
+            (
+                &[("retry-after", "Wed Oct 21 07:29:00 2015")],
+                Some(Duration::from_secs(60)),
+            ),
+            (&[("retry-after", "Wed, 21 Oct 2015 07:29:01 GMT")], None),
+            (&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], None),
+            (&[("retry-after", "Wed, 21 Oct 2015 07:27:00 GMT")], None),
+            (&[("retry-after", "Wed, 21 Oct 2015 25:00:00 GMT")], None),
+            (&[("retry-after", "soon")], None),
+            (
+                &[
+                    ("retry-after-ms", "100"),
+                    ("retry-after", "Wed, 21 Oct 2015 07:28:20 GMT"),
+                ],
+                Some(Duration::from_millis(100)),
+            ),
         ];
+        // 2015-10-21T07:28:00Z, the dates' "now".
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
         let got: Vec<_> = cases
             .iter()
-            .map(|(h, _)| server_wait(&headers(h)))
+            .map(|(h, _)| server_wait_at(&headers(h), now))
             .collect();
         let want: Vec<_> = cases.iter().map(|(_, w)| *w).collect();
         assert_eq!(got, want);

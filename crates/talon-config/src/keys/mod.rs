@@ -196,9 +196,23 @@ fn providers() -> Node {
                     "The longest silence inside a streamed reply (default 60000).",
                 ),
             ),
-            openclaw(
+            field(
                 "headers",
-                "OpenClaw's extra headers; Talon does not send them.",
+                Node::map(
+                    Node::one_of(
+                        vec![
+                            Node::string("The value, or \"${VARIABLE}\"."),
+                            Node::object(
+                                vec![field("env", Node::text("The variable."))],
+                                "{env: \"VARIABLE\"}.",
+                            ),
+                        ],
+                        "",
+                    ),
+                    "Headers sent on every request, by name (e.g. anthropic-beta); \
+                     not authorization, x-api-key, anthropic-version, content-type, \
+                     content-length or host.",
+                ),
             ),
             openclaw("auth", "OpenClaw's."),
             openclaw("authHeader", "OpenClaw's."),

@@ -10,17 +10,28 @@ use crate::check::{Code, Path, Severity, suggestion};
 pub(crate) type Report<'a> = dyn FnMut(Severity, Code, &Path, String) + 'a;
 
 /// Checks what the schema cannot: ids present and unique, models naming
-/// providers that exist (and models those providers list), keys read from
-/// variables that are set.
+/// providers that exist (and models those providers list), keys and
+/// provider headers read from variables that are set.
 pub(crate) fn cross_reference(config: &Config, report: &mut Report<'_>) {
     let root = Path::default();
     let providers = config.get("models.providers").and_then(Value::as_object);
     if let Some(providers) = providers {
         for (id, provider) in providers {
-            let at = root.key("models").key("providers").key(id).key("apiKey");
-            if let Some(name) = provider.get("apiKey").and_then(env_name)
-                && std::env::var_os(name).is_none_or(|v| v.is_empty())
-            {
+            let at = root.key("models").key("providers").key(id);
+            let headers = provider.get("headers").and_then(Value::as_object);
+            let secrets = provider
+                .get("apiKey")
+                .map(|value| (at.key("apiKey"), value))
+                .into_iter()
+                .chain(
+                    headers
+                        .into_iter()
+                        .flatten()
+                        .map(|(name, value)| (at.key("headers").key(name), value)),
+                );
+            for (at, value) in secrets {
+                if let Some(name) = env_name(value)
+                    && std::env::var_os(name).is_none_or(|v| v.is_empty())
                 {
                     let message = format!(
                         "environment variable {name} is not set: runs on provider {id:?} will fail"
@@ -66,7 +77,8 @@ pub(crate) fn cross_reference(config: &Config, report: &mut Report<'_>) {
     }
 }
 
-/// The variable an `apiKey` reads: `"${NAME}"` or `{env: "NAME"}`.
+/// The variable an `apiKey` or a header reads: `"${NAME}"` or
+/// `{env: "NAME"}`.
 fn env_name(value: &Value) -> Option<&str> {
     match value {
         Value::String(s) => s.strip_prefix("${")?.strip_suffix('}'),

@@ -76,6 +76,19 @@ fn typos_wrong_types_and_broken_references_are_found_where_they_are() {
 }
 
 #[test]
+fn provider_headers_read_from_unset_variables_are_warned_of() {
+    let text = r#"{ models: { providers: { p: { baseUrl: 'http://127.0.0.1:9',
+    headers: { 'anthropic-beta': 'x', 'x-a': '${TALON_TEST_UNSET_VARIABLE}', 'x-b': { env: 'TALON_TEST_UNSET_VARIABLE' } } } } } }"#;
+    assert_eq!(
+        findings(text),
+        [
+            "2:39: warning[unknown_reference]: models.providers.p.headers.x-a: environment variable TALON_TEST_UNSET_VARIABLE is not set: runs on provider \"p\" will fail",
+            "2:78: warning[unknown_reference]: models.providers.p.headers.x-b: environment variable TALON_TEST_UNSET_VARIABLE is not set: runs on provider \"p\" will fail",
+        ]
+    );
+}
+
+#[test]
 fn openclaw_keys_load_with_a_note_and_null_means_unset() {
     let config = Config::parse(
         "{ channels: { telegram: { token: 1 } }, agents: { defaults: { heartbeat: {}, model: null } }, tools: { codeMode: null } }",

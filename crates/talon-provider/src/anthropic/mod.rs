@@ -3,7 +3,7 @@
 //!
 //! `POST {baseUrl}/v1/messages` (`{baseUrl}/messages` when the base URL
 //! already ends in `/v1`) with `x-api-key` and `anthropic-version:
-//! 2023-06-01`, never `Authorization`. The body is built by `wire.rs`,
+//! 2023-06-01`, never `Authorization`, and the provider's `headers`. The body is built by `wire.rs`,
 //! the reply read by `stream.rs`. Failed replies are retried by the shared
 //! policy (`retry.rs`: 429, 529 `overloaded_error`, `retry-after-ms`,
 //! `retry-after`, `x-should-retry`), and so is an `error` event inside a
@@ -80,7 +80,9 @@ impl AnthropicMessages {
     }
 
     fn headers(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let builder = builder.header("anthropic-version", VERSION);
+        let builder = builder
+            .headers(self.config.headers.clone())
+            .header("anthropic-version", VERSION);
         match &self.config.api_key {
             Some(key) => builder.header("x-api-key", key),
             None => builder,

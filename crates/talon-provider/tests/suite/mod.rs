@@ -1,3 +1,4 @@
 mod anthropic;
+mod headers;
 mod hostile;
 mod openai;
