@@ -153,21 +153,18 @@ impl OpenAiCompatible {
             }
             let headers = response.headers().clone();
             let text = response.text().await.unwrap_or_default();
-            let retryable = retry::should_retry(status, &headers, &text);
-            if retryable && attempt <= self.config.max_retries {
-                let wait = backoff.next(&headers);
-                tracing::warn!(provider = %self.config.id, status, attempt, wait_ms = wait.as_millis() as u64, "model request failed; retrying");
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            return Err(retry::status_error(
+            let wait = retry::after_failure(
                 &self.config.id,
                 &request.model,
                 status,
+                &headers,
+                &text,
                 attempt,
-                retryable,
-                retry::error_message(&text),
-            ));
+                self.config.max_retries,
+                &mut backoff,
+                retry::error_message,
+            )?;
+            tokio::time::sleep(wait).await;
         }
     }
 

@@ -115,6 +115,46 @@ pub(crate) fn spend_limit(body: &str) -> bool {
     })
 }
 
+/// A failed reply's fate: `Ok(wait)` to retry after `wait` (logged), or
+/// the error it ends as. One rule for both wires; `message` is the wire's
+/// reading of the error body.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the reply's parts and the request's identity, each used once"
+)]
+pub(crate) fn after_failure(
+    provider: &str,
+    model: &str,
+    status: u16,
+    headers: &HeaderMap,
+    text: &str,
+    attempt: u32,
+    max_retries: u32,
+    backoff: &mut Backoff,
+    message: impl FnOnce(&str) -> String,
+) -> Result<Duration, ProviderError> {
+    let retryable = should_retry(status, headers, text);
+    if retryable && attempt <= max_retries {
+        let wait = backoff.next(headers);
+        tracing::warn!(
+            provider,
+            status,
+            attempt,
+            wait_ms = wait.as_millis() as u64,
+            "model request failed; retrying"
+        );
+        return Ok(wait);
+    }
+    Err(status_error(
+        provider,
+        model,
+        status,
+        attempt,
+        retryable,
+        message(text),
+    ))
+}
+
 /// The error a failed reply is once no retry is left (or none applies):
 /// 401/403 a rejected key, 404 an unknown model, a retryable status (or
 /// a spend-limit 429) the provider being unavailable, anything else a

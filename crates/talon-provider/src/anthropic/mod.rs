@@ -164,21 +164,18 @@ impl AnthropicMessages {
                 }
             }
             let text = response.text().await.unwrap_or_default();
-            let retryable = retry::should_retry(status, &headers, &text);
-            if retryable && attempt <= self.config.max_retries {
-                let wait = backoff.next(&headers);
-                tracing::warn!(provider = %self.config.id, status, attempt, wait_ms = wait.as_millis() as u64, "model request failed; retrying");
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            return Err(retry::status_error(
+            let wait = retry::after_failure(
                 &self.config.id,
                 &request.model,
                 status,
+                &headers,
+                &text,
                 attempt,
-                retryable,
-                error_message(&text),
-            ));
+                self.config.max_retries,
+                &mut backoff,
+                error_message,
+            )?;
+            tokio::time::sleep(wait).await;
         }
     }
 
