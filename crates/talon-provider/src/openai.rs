@@ -356,22 +356,12 @@ impl ModelProvider for OpenAiCompatible {
         sink: DeltaSink<'a>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
-        Box::pin(async move {
-            let budget = self.config.timeout;
-            // Cancellation first: a token cancelled before the request
-            // starts sends nothing.
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => Err(ProviderError::Cancelled),
-                outcome = tokio::time::timeout(budget, self.run(request, sink)) => match outcome {
-                    Ok(result) => result,
-                    Err(_) => Err(ProviderError::Timeout {
-                        provider: self.provider(),
-                        timeout_ms: budget.as_millis() as u64,
-                    }),
-                },
-            }
-        })
+        Box::pin(retry::bounded(
+            &self.config.id,
+            self.config.timeout,
+            cancel,
+            self.run(request, sink),
+        ))
     }
 
     fn check_auth(&self, timeout: Duration) -> BoxFuture<'_, Result<()>> {

@@ -115,6 +115,29 @@ pub(crate) fn spend_limit(body: &str) -> bool {
     })
 }
 
+/// A request's whole life under its cancellation and its time budget,
+/// for both wires: cancellation first (a token cancelled before the
+/// request starts sends nothing), then `budget`, past which the request
+/// is `Timeout`.
+pub(crate) async fn bounded<T>(
+    provider: &str,
+    budget: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
+    request: impl std::future::Future<Output = Result<T, ProviderError>>,
+) -> Result<T, ProviderError> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ProviderError::Cancelled),
+        outcome = tokio::time::timeout(budget, request) => match outcome {
+            Ok(result) => result,
+            Err(_) => Err(ProviderError::Timeout {
+                provider: provider.to_owned(),
+                timeout_ms: budget.as_millis() as u64,
+            }),
+        },
+    }
+}
+
 /// A failed reply's fate: `Ok(wait)` to retry after `wait` (logged), or
 /// the error it ends as. One rule for both wires; `message` is the wire's
 /// reading of the error body.

@@ -240,20 +240,12 @@ impl ModelProvider for AnthropicMessages {
         sink: DeltaSink<'a>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse>> {
-        Box::pin(async move {
-            let budget = self.config.timeout;
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => Err(ProviderError::Cancelled),
-                outcome = tokio::time::timeout(budget, self.run(request, sink)) => match outcome {
-                    Ok(result) => result,
-                    Err(_) => Err(ProviderError::Timeout {
-                        provider: self.config.id.clone(),
-                        timeout_ms: budget.as_millis() as u64,
-                    }),
-                },
-            }
-        })
+        Box::pin(retry::bounded(
+            &self.config.id,
+            self.config.timeout,
+            cancel,
+            self.run(request, sink),
+        ))
     }
 
     fn check_auth(&self, timeout: Duration) -> BoxFuture<'_, Result<()>> {
