@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use talon_protocol::events::Event;
 use talon_protocol::openai::chat::{ChatFold, ChatHeader, ChatOut, ChatRequest};
@@ -52,18 +52,7 @@ async fn start(
             "unsupported_parameter",
         )));
     }
-    let tools_off = match &request.tool_choice {
-        None => false,
-        Some(Value::String(s)) if s == "auto" => false,
-        Some(Value::String(s)) if s == "none" => true,
-        Some(_) => {
-            return Err(before(OpenAiError::invalid(
-                "tool_choice may be \"auto\" or \"none\": Talon's agent decides which tools to call",
-                Some("tool_choice"),
-                "unsupported_parameter",
-            )));
-        }
-    };
+    let tools_off = super::tools_off(request.tool_choice.as_ref()).map_err(before)?;
     let agent = agent_of(&request.model).to_owned();
     super::responses::check_model(shared, &caller, &request.model)
         .await

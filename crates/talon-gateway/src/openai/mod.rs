@@ -165,6 +165,21 @@ pub(crate) fn error_response(error: &OpenAiError, retry: Retry) -> Response {
     response
 }
 
+/// Whether `tool_choice` turns the client's tools off (`"none"`); only
+/// `"auto"` and `"none"` are taken: Talon's agent decides which tools to
+/// call.
+pub(crate) fn tools_off(tool_choice: Option<&serde_json::Value>) -> Result<bool, OpenAiError> {
+    match tool_choice.map(|c| c.as_str()) {
+        None | Some(Some("auto")) => Ok(false),
+        Some(Some("none")) => Ok(true),
+        Some(_) => Err(OpenAiError::invalid(
+            "tool_choice may be \"auto\" or \"none\": Talon's agent decides which tools to call",
+            Some("tool_choice"),
+            "unsupported_parameter",
+        )),
+    }
+}
+
 /// A handler's answer: its response, or its error with the retry rule.
 pub(crate) fn answer(result: Result<Response, (OpenAiError, Retry)>) -> Response {
     match result {

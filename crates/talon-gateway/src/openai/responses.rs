@@ -80,19 +80,7 @@ async fn start(
             "unsupported_parameter",
         )));
     }
-    if !matches!(&request.tool_choice, None | Some(Value::String(_)))
-        || request
-            .tool_choice
-            .as_ref()
-            .and_then(Value::as_str)
-            .is_some_and(|c| c != "auto" && c != "none")
-    {
-        return Err(before(OpenAiError::invalid(
-            "tool_choice may be \"auto\" or \"none\"",
-            Some("tool_choice"),
-            "unsupported_parameter",
-        )));
-    }
+    let tools_off = super::tools_off(request.tool_choice.as_ref()).map_err(before)?;
     check_model(shared, &caller, &request.model)
         .await
         .map_err(before)?;
@@ -116,7 +104,6 @@ async fn start(
         }
         None => target(headers, request.user.as_deref(), &caller.token_id).map_err(before)?,
     };
-    let tools_off = request.tool_choice.as_ref().and_then(Value::as_str) == Some("none");
     let mut tools = Vec::new();
     for tool in request.tools.iter().flatten().filter(|_| !tools_off) {
         if tool["type"] != "function" {
