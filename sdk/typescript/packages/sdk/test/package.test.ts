@@ -43,37 +43,81 @@ describe("the package", () => {
   });
 });
 
+/** The registry packages `dir`'s package needs (dependencies and peers,
+ * not `@talon/*`, which are packed themselves), and theirs in turn, as the
+ * workspace installed them: name → directory. */
+function registryDeps(dir: string, found = new Map<string, string>()): Map<string, string> {
+  const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
+    dependencies?: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+    peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  };
+  const optional = manifest.peerDependenciesMeta ?? {};
+  const names = [
+    ...Object.keys(manifest.dependencies ?? {}),
+    ...Object.keys(manifest.peerDependencies ?? {}).filter((name) => !optional[name]?.optional),
+  ];
+  const from = createRequire(join(dir, "package.json"));
+  for (const name of names) {
+    if (name.startsWith("@talon/") || found.has(name)) continue;
+    const at = dirname(from.resolve(`${name}/package.json`));
+    found.set(name, at);
+    registryDeps(at, found);
+  }
+  return found;
+}
+
 describe("the tarballs", () => {
   it("`npm pack` of each package installs into a fresh project, which loads them", () => {
     const packages = join(root, "..");
     const work = mkdtempSync(join(tmpdir(), "talon-pack-"));
+    // npm's cache for this test alone, empty: the install below must need
+    // nothing but the tarballs, whatever the machine's cache holds.
+    const env = { ...process.env, npm_config_cache: join(work, "npm-cache") };
+    const pack = (dir: string) => {
+      const out = execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", work], { cwd: dir, encoding: "utf8", env });
+      const [packed] = JSON.parse(out) as Array<{ filename: string; files: Array<{ path: string }> }>;
+      assert.ok(packed, dir);
+      return packed;
+    };
     try {
-      const tarballs = ["sdk", "sdk-testing", "sdk-react"].map((name) => {
-        const out = execFileSync("npm", ["pack", "--json", "--pack-destination", work], { cwd: join(packages, name), encoding: "utf8" });
-        const [packed] = JSON.parse(out) as Array<{ filename: string; files: Array<{ path: string }> }>;
-        assert.ok(packed, name);
+      const dirs = ["sdk", "sdk-testing", "sdk-react"].map((name) => join(packages, name));
+      const tarballs = dirs.map((dir) => {
+        const packed = pack(dir);
         const paths = packed.files.map((f) => f.path);
-        assert.ok(paths.includes("dist/esm/index.js") && paths.includes("dist/cjs/index.js") && paths.includes("dist/esm/index.d.ts"), `${name}: ${paths.join(", ")}`);
-        assert.ok(!paths.some((p) => p.startsWith("test/") || p.startsWith("build/")), `${name} ships no tests`);
+        assert.ok(paths.includes("dist/esm/index.js") && paths.includes("dist/cjs/index.js") && paths.includes("dist/esm/index.d.ts"), `${dir}: ${paths.join(", ")}`);
+        assert.ok(!paths.some((p) => p.startsWith("test/") || p.startsWith("build/")), `${dir} ships no tests`);
         return join(work, packed.filename);
       });
+      // What they need from the registry (ws, and react as sdk-react's
+      // peer), packed from the copies `npm ci` checked against the lock
+      // file, so the install reaches no registry and reads no cache.
+      const deps = new Map<string, string>();
+      for (const dir of dirs) registryDeps(dir, deps);
+      assert.deepEqual([...deps.keys()].sort(), ["react", "ws"]);
+      const depTarballs = [...deps.values()].map((dir) => join(work, pack(dir).filename));
       const app = join(work, "app");
       mkdirSync(app);
       writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
-      // Offline: everything they need is in npm's cache after `npm ci`.
-      execFileSync("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", ...tarballs], { cwd: app, stdio: "pipe" });
+      execFileSync("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", ...depTarballs, ...tarballs], {
+        cwd: app,
+        stdio: "pipe",
+        env,
+      });
       const loaded = execFileSync(
         process.execPath,
         [
           "--input-type=module",
           "-e",
           `const sdk = await import("@talon/sdk"); const testing = await import("@talon/sdk-testing"); const react = await import("@talon/sdk-react");
-           const { createRequire } = await import("node:module"); const cjs = createRequire(process.cwd() + "/x.js")("@talon/sdk");
-           console.log(JSON.stringify([typeof sdk.Talon, typeof testing.FakeGateway, typeof testing.startGateway, typeof react.TalonProvider, typeof cjs.Talon]));`,
+           const { createRequire } = await import("node:module"); const require = createRequire(process.cwd() + "/x.js");
+           const cjs = require("@talon/sdk"); const cjsTesting = require("@talon/sdk-testing"); const cjsReact = require("@talon/sdk-react");
+           console.log(JSON.stringify([typeof sdk.Talon, typeof testing.FakeGateway, typeof testing.startGateway, typeof react.TalonProvider,
+             typeof cjs.Talon, typeof cjsTesting.FakeGateway, typeof cjsReact.TalonProvider]));`,
         ],
         { cwd: app, encoding: "utf8" },
       );
-      assert.deepEqual(JSON.parse(loaded), ["function", "function", "function", "function", "function"]);
+      assert.deepEqual(JSON.parse(loaded), ["function", "function", "function", "function", "function", "function", "function"]);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
