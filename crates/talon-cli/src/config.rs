@@ -49,11 +49,15 @@ fn check(file: Option<PathBuf>) -> ExitCode {
     for d in &found {
         let _ = writeln!(out, "{}", located(&shown, d));
     }
+    let (mut sandbox_warnings, mut sandbox_notes) = (0, 0);
+    if !found.iter().any(|d| d.severity == Severity::Error) {
+        (sandbox_warnings, sandbox_notes) = sandbox_report(&config, &shown, &mut out);
+    }
     let count = |s: Severity| found.iter().filter(|d| d.severity == s).count();
     let (errors, warnings, notes) = (
         count(Severity::Error),
-        count(Severity::Warning),
-        count(Severity::Note),
+        count(Severity::Warning) + sandbox_warnings,
+        count(Severity::Note) + sandbox_notes,
     );
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     let _ = writeln!(
@@ -69,6 +73,63 @@ fn check(file: Option<PathBuf>) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Says which sandbox mode is in force for commands (the default
+/// agents'), probing this host as the gateway would; returns the number of
+/// warnings (unsandboxed, or a sandbox this host cannot make) and notes
+/// it printed.
+fn sandbox_report(
+    config: &Config,
+    shown: &std::path::Path,
+    out: &mut impl Write,
+) -> (usize, usize) {
+    let jails = match talon_runtime::Jails::from_config(config) {
+        Ok(jails) => jails,
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "{}: warning: agents.defaults.sandbox: {e}",
+                shown.display()
+            );
+            return (1, 0);
+        }
+    };
+    let status = jails.defaults().status();
+    let (mut warnings, mut notes) = (0, 0);
+    let line = match status.mode {
+        "bubblewrap" => {
+            notes += 1;
+            format!(
+                "note: agents.defaults.sandbox: commands run sandboxed (bubblewrap, network {})",
+                serde_json::to_value(status.network)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            )
+        }
+        "off" => {
+            warnings += 1;
+            "warning: agents.defaults.sandbox.mode: \"off\": commands run unsandboxed, as the gateway's user".to_owned()
+        }
+        _ => {
+            warnings += 1;
+            format!(
+                "warning: agents.defaults.sandbox: this host cannot sandbox commands, so they are refused ({})",
+                status.reason.unwrap_or_default()
+            )
+        }
+    };
+    let _ = writeln!(out, "{}: {line}", shown.display());
+    for note in jails.defaults().policy().ignored_keys() {
+        notes += 1;
+        let _ = writeln!(
+            out,
+            "{}: note: agents.defaults.sandbox.{note}",
+            shown.display()
+        );
+    }
+    (warnings, notes)
 }
 
 /// `FILE:LINE:COLUMN: severity[code]: key: message`.

@@ -65,7 +65,8 @@ use talon_tools::{
 };
 
 pub use approval::PolicyApprover;
-pub use shell::{Network, ShellOptions};
+pub use shell::ShellOptions;
+pub use talon_jail::{Access, Jail, Network};
 
 /// Most bytes `read` returns in one call (larger files come back as a
 /// window with `truncated` and `nextOffset`). Half the runner's default
@@ -250,6 +251,12 @@ impl CoreTools {
             return shell::exec(&self.root, command, timeout, &ctx.cancel, None, &self.shell)
                 .await
                 .map(|(value, _)| value);
+        }
+        if matches!(name, "write" | "edit") && self.shell.access == Access::ReadOnly {
+            return Err(ToolError::new(
+                ToolErrorCode::PermissionDenied,
+                "the workspace is read-only for this agent (agents.defaults.sandbox.workspaceAccess is \"ro\")",
+            ));
         }
         if !matches!(name, "read" | "write" | "edit" | "list" | "grep") {
             return Err(ToolError::new(

@@ -4,9 +4,10 @@
 //! when the run is cancelled (the command waits on the run's token beside
 //! its pipes, exit and deadline; nothing polls), and when the call's future
 //! is dropped (the runner drops it when the run is cancelled). A host
-//! may add variables (bound secrets) and turn the network off
-//! ([`ShellOptions`]): the command then runs in a network namespace of its
-//! own, or not at all, saying why, where the OS refuses one.
+//! may add variables (bound secrets) and narrow the network
+//! ([`ShellOptions`]). Every command runs in the run's sandbox
+//! (`talon-jail`): refused, saying why, where the host cannot make one,
+//! unless the admin chose the unsandboxed mode.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
+use talon_jail::{Access, Jail, JailError, Network, Spec};
 use talon_tools::{CancellationToken, ToolError, ToolErrorCode};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
@@ -29,42 +31,18 @@ const DRAIN_GRACE: Duration = Duration::from_millis(500);
 const REAP_GRACE: Duration = Duration::from_secs(2);
 /// Read buffer per pipe.
 const CHUNK: usize = 16 * 1024;
-/// Environment variables the command inherits (nothing else).
-const ENV_KEPT: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR"];
-
-/// Where a command may reach.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Network {
-    /// The host's network.
-    #[default]
-    Host,
-    /// None: the command runs in a network namespace of its own (only a
-    /// loopback that is down), made with `unshare --net --map-root-user`.
-    Off,
-}
-
 /// How the shell runs commands, beyond the workspace.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct ShellOptions {
     /// Variables added to the command's environment (bound secrets).
     pub env: Vec<(String, String)>,
-    /// Where it may reach.
-    pub network: Network,
-}
-
-/// Whether this host lets an unprivileged process make a network
-/// namespace (checked once).
-fn can_isolate_network() -> bool {
-    static CAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *CAN.get_or_init(|| {
-        std::process::Command::new("unshare")
-            .args(["--net", "--map-root-user", "true"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success())
-    })
+    /// The network the caller asks for (`None`: the policy's); the
+    /// sandbox gives the narrower of this and its policy's.
+    pub network: Option<Network>,
+    /// The sandbox every command runs in, with its policy.
+    pub jail: Jail,
+    /// Whether commands may write the workspace.
+    pub access: Access,
 }
 
 /// Kills the process group when dropped (the call ended, failed, or its
@@ -198,40 +176,32 @@ pub(super) async fn exec(
     options: &ShellOptions,
 ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
     let mut log = log_cap.map(Log::new);
-    let mut cmd = match options.network {
-        Network::Host => tokio::process::Command::new("sh"),
-        Network::Off => {
-            if !tokio::task::spawn_blocking(can_isolate_network)
-                .await
-                .unwrap_or(false)
-            {
-                return Err(ToolError::new(
-                    ToolErrorCode::Unsupported,
-                    "the command was not run: its network is off, and this host does not let it                      make a network namespace (unshare --net --map-root-user failed)",
-                ));
-            }
-            let mut cmd = tokio::process::Command::new("unshare");
-            cmd.args(["--net", "--map-root-user", "--", "sh"]);
-            cmd
-        }
+    let jail = &options.jail;
+    let spec = Spec {
+        workspace: root,
+        access: options.access,
+        network: options.network.unwrap_or(Network::Host),
+        env: &options.env,
+        program: "/bin/sh",
+        args: &["-c", command],
+        limits: &jail.policy().limits,
     };
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(root)
-        .env_clear()
-        .stdin(Stdio::null())
+    let confined = jail.command(&spec).map_err(|e| {
+        let code = match e {
+            JailError::Unavailable(_) => ToolErrorCode::Unavailable,
+            JailError::NoNetworkNamespace | JailError::Unsupported(_) => ToolErrorCode::Unsupported,
+            JailError::Seccomp(_) | JailError::Io { .. } => ToolErrorCode::SpawnFailed,
+        };
+        ToolError::new(code, e.to_string())
+    })?;
+    // Lives until the command's processes are gone (its cgroup).
+    let _guard = confined.guard;
+    let mut cmd = confined.command;
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    for key in ENV_KEPT {
-        if let Ok(value) = std::env::var(key) {
-            cmd.env(key, value);
-        }
-    }
-    for (key, value) in &options.env {
-        cmd.env(key, value);
-    }
     let mut child = cmd.spawn().map_err(|e| {
         ToolError::new(
             ToolErrorCode::SpawnFailed,

@@ -57,6 +57,8 @@ pub(crate) struct Shared {
     pub openai: crate::openai::OpenAiPolicy,
     /// When the node started (epoch milliseconds).
     pub started_at: u64,
+    /// How commands are isolated (the default agents'; `/healthz`).
+    pub sandbox: talon_jail::Status,
 }
 
 pub(crate) use talon_wire::ErrorResponse;
@@ -99,7 +101,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
     let health = shared.store.health();
     if health.is_ok() {
-        return "ok\n".into_response();
+        return format!("ok\n{}\n", sandbox_line(&shared.sandbox)).into_response();
     }
     ErrorResponse(
         ApiError::new(ErrorCode::Unavailable, health.describe())
@@ -107,6 +109,23 @@ async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
             .with_details(serde_json::json!({"reason": health.reason()})),
     )
     .into_response()
+}
+
+/// `/healthz`'s line on command isolation.
+fn sandbox_line(status: &talon_jail::Status) -> String {
+    let network = match status.network {
+        talon_jail::Network::Off => "off",
+        talon_jail::Network::Host => "host",
+    };
+    match status.mode {
+        "bubblewrap" => format!("sandbox: bubblewrap (network {network})"),
+        "off" => "sandbox: off (commands run unsandboxed: agents.defaults.sandbox.mode is \"off\")"
+            .into(),
+        _ => format!(
+            "sandbox: unavailable (commands are refused: {})",
+            status.reason.as_deref().unwrap_or("unknown")
+        ),
+    }
 }
 
 async fn openapi(State(shared): State<Arc<Shared>>) -> Response {

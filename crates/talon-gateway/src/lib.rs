@@ -292,6 +292,27 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         }
     };
     let metrics = Arc::new(metrics::Metrics::default());
+    // Which isolation commands get, said once at start (and by /healthz).
+    let host = config.host.clone();
+    let sandbox = tokio::task::spawn_blocking(move || host.jails().defaults().status())
+        .await
+        .unwrap_or_else(|e| talon_jail::Status {
+            mode: "unavailable",
+            network: talon_jail::Network::Off,
+            reason: Some(format!("the probe failed: {e}")),
+            processes: None,
+        });
+    match sandbox.mode {
+        "bubblewrap" => {
+            tracing::info!(network = ?sandbox.network, processes = ?sandbox.processes, "commands run sandboxed (bubblewrap)")
+        }
+        "off" => tracing::warn!(
+            "commands run UNSANDBOXED, as the gateway's user (agents.defaults.sandbox.mode is \"off\")"
+        ),
+        _ => {
+            tracing::warn!(reason = ?sandbox.reason, "commands are refused: this host cannot sandbox them")
+        }
+    }
     let engine = runs::Engine::new(
         store.clone(),
         config.store.clone(),
@@ -325,6 +346,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         listen: addr,
         openai: config.openai.clone(),
         started_at: talon_store::now_ms(),
+        sandbox,
     });
     let app = http::router(shared);
     let (shutdown, stop) = tokio::sync::watch::channel(false);

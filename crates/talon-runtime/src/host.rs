@@ -78,6 +78,8 @@ pub struct Host {
     /// Provider clients by agent: building one loads the system's
     /// certificates (~40 ms), so runs share their agent's.
     models: std::sync::Mutex<std::collections::HashMap<String, crate::provider::Selected>>,
+    /// Each agent's sandbox, read from the config once.
+    jails: crate::Jails,
 }
 
 impl std::fmt::Debug for Host {
@@ -235,10 +237,17 @@ pub fn workspace(config: &Config, agent: &str) -> PathBuf {
 }
 
 impl Host {
+    /// Each agent's sandbox, as the config sets it.
+    pub fn jails(&self) -> &crate::Jails {
+        &self.jails
+    }
+
     /// A host of runs over `config`, its models reached by `route`.
     pub fn new(config: Arc<Config>, route: ModelRoute) -> Result<Self, RuntimeError> {
         let mcp = crate::tools::servers(&config)?;
+        let jails = crate::Jails::from_config(&config)?;
         Ok(Self {
+            jails,
             config,
             route,
             mcp,
@@ -363,7 +372,21 @@ impl Host {
             settings,
         } = self.model(&agent)?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
-        let workspace = workspace.unwrap_or_else(|| crate::host::workspace(&self.config, &agent));
+        let mut shell = shell;
+        shell.jail = self.jails.of(&agent).clone();
+        let workspace = match workspace {
+            Some(workspace) => workspace,
+            None => {
+                let (workspace, access) = crate::sandbox::workspace_for(
+                    &shell.jail,
+                    crate::host::workspace(&self.config, &agent),
+                    &ctx.scope,
+                    &talon_config::state_dir(),
+                );
+                shell.access = access;
+                workspace
+            }
+        };
         let core = CoreTools::new(&workspace)
             .map_err(|source| RuntimeError::Workspace {
                 path: workspace.clone(),

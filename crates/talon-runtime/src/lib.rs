@@ -79,6 +79,7 @@ pub mod models;
 pub mod provider;
 pub mod questions;
 pub mod run;
+mod sandbox;
 pub mod surface;
 mod tools;
 
@@ -90,10 +91,11 @@ pub use provider::ModelRoute;
 pub use run::{
     RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn, TurnState,
 };
-pub use surface::{CellsError, OpenCells, SurfaceParts, SurfacePlan};
 /// The shell's options a host sets per run ([`RunSpec::shell`]): bound
 /// secrets, network.
-pub use talon_core_tools::{Network, ShellOptions};
+pub use sandbox::Jails;
+pub use surface::{CellsError, OpenCells, SurfaceParts, SurfacePlan};
+pub use talon_core_tools::{Access, Jail, Network, ShellOptions};
 pub use tools::{Local, RunTools, policy, servers};
 
 /// Why a run cannot be built, each with what it came from.

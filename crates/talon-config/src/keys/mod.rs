@@ -408,7 +408,6 @@ const OPENCLAW_AGENT: &[&str] = &[
     "default",
     "identity",
     "groupChat",
-    "sandbox",
     "subagents",
     "skills",
     "heartbeat",
@@ -471,6 +470,105 @@ fn params(model: bool) -> Node {
     )
 }
 
+/// `agents.defaults.sandbox` and `agents.list[].sandbox`: the sandbox of
+/// every command the agent's model runs (read by `talon_jail::Policy`,
+/// whose bounds these repeat).
+fn sandbox() -> Node {
+    let limits = Node::object(
+        vec![
+            field(
+                "cpuSeconds",
+                Node::integer(
+                    Some(1),
+                    Some(86_400),
+                    "CPU seconds per process (default 300).",
+                ),
+            ),
+            field(
+                "memoryBytes",
+                Node::integer(
+                    Some(16 << 20),
+                    None,
+                    "Data bytes per process (default 4 GiB).",
+                ),
+            ),
+            field(
+                "processes",
+                Node::integer(
+                    Some(8),
+                    Some(65_536),
+                    "Processes and threads at once (default 256).",
+                ),
+            ),
+            field(
+                "openFiles",
+                Node::integer(
+                    Some(16),
+                    Some(1_048_576),
+                    "Open files per process (default 1024).",
+                ),
+            ),
+            field(
+                "fileSizeBytes",
+                Node::integer(
+                    Some(1 << 20),
+                    None,
+                    "The largest file written (default 1 GiB).",
+                ),
+            ),
+            field(
+                "tmpBytes",
+                Node::integer(
+                    Some(1 << 20),
+                    None,
+                    "The private /tmp's size (default 512 MiB).",
+                ),
+            ),
+        ],
+        "Per-command resource limits.",
+    );
+    let mut fields = vec![
+        field(
+            "mode",
+            Node::word(
+                &["all", "non-main", "off"],
+                "Whether commands run sandboxed: all (default; non-main is treated as all), or off (unsandboxed: the admin's explicit choice).",
+            ),
+        ),
+        field(
+            "scope",
+            Node::word(
+                &["session", "agent", "shared"],
+                "Which commands share a scratch workspace with workspaceAccess none (default session).",
+            ),
+        ),
+        field(
+            "workspaceAccess",
+            Node::word(
+                &["rw", "ro", "none"],
+                "The agent's workspace in the sandbox: rw (default), ro (and write/edit refuse), or none (a scratch workspace).",
+            ),
+        ),
+        field(
+            "network",
+            Node::word(
+                &["off", "host"],
+                "Where commands may reach: off (default) or the host's network.",
+            ),
+        ),
+        field("limits", limits),
+    ];
+    fields.extend(
+        ["docker", "browser", "prune", "sessionToolsVisibility", "workspaceRoot"]
+            .iter()
+            .map(|k| openclaw(k, "OpenClaw's container setting; Talon's sandbox has no containers and does not read it.")),
+    );
+    Node::object(
+        fields,
+        "The sandbox of every command the model runs (bubblewrap namespaces, a read-only system, seccomp, limits).",
+    )
+}
+
 fn agent_fields() -> Vec<Field> {
     let mut fields = vec![
         field("model", model_ref()),
@@ -490,6 +588,7 @@ fn agent_fields() -> Vec<Field> {
         ),
         field("params", params(false)),
         field("workspace", Node::text("The agent's working directory.")),
+        field("sandbox", sandbox()),
         field(
             "tools",
             Node::object(

@@ -409,10 +409,11 @@ impl EnvironmentProvider for Local {
         let mut binding = Binding {
             shell: ShellOptions {
                 env: Vec::new(),
-                network: match settings.network {
+                network: Some(match settings.network {
                     NetworkSetting::Off => Network::Off,
                     NetworkSetting::Host => Network::Host,
-                },
+                }),
+                ..ShellOptions::default()
             },
             secrets: Vec::new(),
         };

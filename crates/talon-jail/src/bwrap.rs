@@ -1,0 +1,211 @@
+//! The bubblewrap command line of one sandboxed command: namespaces, the
+//! filesystem it sees, its environment, the seccomp filters, and the
+//! limits applied inside (`prlimit`, then `choom`, both util-linux, then
+//! the command).
+//!
+//! What the command sees: `/usr` and the top-level links or directories
+//! into it (`/bin`, `/sbin`, `/lib*`), read-only; an allow-list of `/etc`
+//! (the loader's cache, users and groups, name resolution, time zones,
+//! certificates, alternatives; never `shadow`, `sudoers`, SSH host keys
+//! or `ssl/private`), read-only; its own `/proc` (its PID namespace's
+//! processes only) and a minimal `/dev`; a private `/tmp` of bounded size;
+//! the workspace at its own path, writable or not; everything else,
+//! `/home`, `/root`, `/var`, `/run`, the gateway's state directory and
+//! config, is absent. The root is remounted read-only.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::policy::{Limits, Network};
+
+/// The `/etc` entries a command sees (when the host has them).
+const ETC: &[&str] = &[
+    "alternatives",
+    "bash.bashrc",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "environment",
+    "gai.conf",
+    "gitconfig",
+    "group",
+    "host.conf",
+    "hostname",
+    "hosts",
+    "inputrc",
+    "issue",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "locale.conf",
+    "localtime",
+    "lsb-release",
+    "magic",
+    "magic.mime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "perl",
+    "profile",
+    "profile.d",
+    "protocols",
+    "python3",
+    "rpc",
+    "services",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "timezone",
+    "xattr.conf",
+];
+
+/// Name resolution's files, seen only with the host's network.
+const ETC_NETWORK: &[&str] = &["resolv.conf"];
+
+/// Top-level system directories, bound read-only (or recreated as the
+/// symlinks they are on merged-`/usr` systems).
+const SYSTEM: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+
+/// Parts of the sandbox's procfs remounted read-only.
+const PROC_READ_ONLY: &[&str] = &[
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/bus",
+];
+
+/// Parts of it hidden behind `/dev/null`.
+const PROC_MASKED: &[&str] = &[
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/key-users",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+    "/proc/latency_stats",
+    "/proc/kallsyms",
+];
+
+/// The variables a command gets besides the bound ones.
+pub(crate) const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// One command's sandbox, as bubblewrap's arguments.
+pub(crate) struct Args<'a> {
+    pub workspace: &'a Path,
+    pub writable: bool,
+    pub network: Network,
+    pub env: &'a [(String, String)],
+    pub limits: &'a Limits,
+    /// The child's descriptors holding the seccomp filters.
+    pub seccomp_fds: [i32; 2],
+    pub program: &'a str,
+    pub args: &'a [&'a str],
+}
+
+fn push(out: &mut Vec<OsString>, items: &[&str]) {
+    out.extend(items.iter().map(OsString::from));
+}
+
+impl Args<'_> {
+    /// The arguments after `bwrap`.
+    pub(crate) fn build(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = Vec::with_capacity(128);
+        push(
+            &mut out,
+            &[
+                "--unshare-user",
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--disable-userns",
+                "--die-with-parent",
+                "--new-session",
+                "--cap-drop",
+                "ALL",
+                "--hostname",
+                "sandbox",
+            ],
+        );
+        if self.network == Network::Off {
+            push(&mut out, &["--unshare-net"]);
+        }
+        push(&mut out, &["--ro-bind", "/usr", "/usr"]);
+        for dir in SYSTEM {
+            let host = Path::new("/").join(dir);
+            match std::fs::read_link(&host) {
+                Ok(target) => {
+                    out.push("--symlink".into());
+                    out.push(target.into_os_string());
+                    out.push(host.into_os_string());
+                }
+                Err(_) => {
+                    out.push("--ro-bind-try".into());
+                    out.push(host.clone().into_os_string());
+                    out.push(host.into_os_string());
+                }
+            }
+        }
+        let etc = ETC.iter().chain(match self.network {
+            Network::Host => ETC_NETWORK,
+            Network::Off => &[],
+        });
+        for entry in etc {
+            let path = format!("/etc/{entry}");
+            push(&mut out, &["--ro-bind-try", &path, &path]);
+        }
+        push(&mut out, &["--proc", "/proc", "--dev", "/dev"]);
+        // What of procfs reaches past the namespaces (kernel settings,
+        // SysRq, kernel memory and keys) is read-only or masked: a
+        // sandbox started by root keeps root's user, whose owner bits
+        // these files honour.
+        for dir in PROC_READ_ONLY {
+            push(&mut out, &["--ro-bind-try", dir, dir]);
+        }
+        for file in PROC_MASKED.iter().filter(|f| Path::new(f).exists()) {
+            push(&mut out, &["--ro-bind-try", "/dev/null", file]);
+        }
+        let tmp = self.limits.tmp_bytes.to_string();
+        push(&mut out, &["--size", &tmp, "--tmpfs", "/tmp"]);
+        out.push(if self.writable { "--bind" } else { "--ro-bind" }.into());
+        out.push(self.workspace.as_os_str().to_owned());
+        out.push(self.workspace.as_os_str().to_owned());
+        out.push("--chdir".into());
+        out.push(self.workspace.as_os_str().to_owned());
+        push(&mut out, &["--remount-ro", "/", "--clearenv"]);
+        let kept = ["LANG", "LC_ALL", "TERM"]
+            .into_iter()
+            .filter_map(|key| std::env::var(key).ok().map(|value| (key.to_owned(), value)));
+        let fixed = [("PATH", PATH), ("HOME", "/tmp"), ("TMPDIR", "/tmp")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        for (key, value) in fixed
+            .into_iter()
+            .chain(kept)
+            .chain(self.env.iter().cloned())
+        {
+            push(&mut out, &["--setenv", &key, &value]);
+        }
+        for fd in self.seccomp_fds {
+            push(&mut out, &["--add-seccomp-fd", &fd.to_string()]);
+        }
+        let l = self.limits;
+        let limit = |name: &str, value: u64| format!("--{name}={value}:{value}");
+        out.push("--".into());
+        out.push("/usr/bin/prlimit".into());
+        for arg in [
+            limit("cpu", l.cpu_seconds),
+            limit("data", l.memory_bytes),
+            limit("nproc", l.processes),
+            limit("nofile", l.open_files),
+            limit("fsize", l.file_size_bytes),
+            limit("core", 0),
+        ] {
+            out.push(arg.into());
+        }
+        push(&mut out, &["--", "/usr/bin/choom", "-n", "1000", "--"]);
+        out.push(self.program.into());
+        out.extend(self.args.iter().map(OsString::from));
+        out
+    }
+}

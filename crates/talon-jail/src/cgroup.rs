@@ -1,0 +1,97 @@
+//! A pids cgroup per command, where the gateway runs as root.
+//!
+//! The kernel never applies `RLIMIT_NPROC` to processes whose real user
+//! is root, and a sandbox started by root keeps that user (its user
+//! namespace maps root to root), so a fork bomb would meet no limit.
+//! Root can make cgroups: each command gets a child of the gateway's own
+//! pids cgroup (cgroup v1's `pids` hierarchy, or the unified v2 one when
+//! its `pids` controller is enabled for children) with `pids.max` set,
+//! and joins it before bubblewrap starts (a fixed `sh` wrapper writes its
+//! own pid to `cgroup.procs`, then `exec`s bubblewrap), so every process
+//! of the command is counted. The cgroup is removed when the command's
+//! [`Cgroup`] is dropped.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Where this process's child pids cgroups go, if it can make them.
+pub(crate) fn parent() -> Option<PathBuf> {
+    if !nix::unistd::Uid::effective().is_root() {
+        return None;
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let writable = |dir: PathBuf| {
+        let probe = dir.join(format!("talon-probe-{}", std::process::id()));
+        std::fs::create_dir(&probe).ok()?;
+        let fits = probe.join("pids.max").exists() && probe.join("cgroup.procs").exists();
+        let _ = std::fs::remove_dir(&probe);
+        fits.then_some(dir)
+    };
+    // v1: "N:pids:/path"; v2: "0::/path" with pids delegated to children.
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let path = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "pids") {
+            return writable(Path::new("/sys/fs/cgroup/pids").join(path));
+        }
+    }
+    for line in own.lines() {
+        if let Some(path) = line.strip_prefix("0::") {
+            let dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
+            let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).ok()?;
+            if enabled.split_whitespace().any(|c| c == "pids") {
+                return writable(dir);
+            }
+        }
+    }
+    None
+}
+
+/// One command's pids cgroup; removed on drop.
+#[derive(Debug)]
+pub(crate) struct Cgroup {
+    dir: PathBuf,
+}
+
+impl Cgroup {
+    /// A new cgroup under `parent` allowing `processes` at once.
+    pub(crate) fn new(parent: &Path, processes: u64) -> std::io::Result<Cgroup> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = parent.join(format!(
+            "talon-jail-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir)?;
+        let cgroup = Cgroup { dir };
+        std::fs::write(cgroup.dir.join("pids.max"), processes.to_string())?;
+        Ok(cgroup)
+    }
+
+    /// The file a process writes its pid to, to join.
+    pub(crate) fn procs(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // The command's processes are gone or going (its PID namespace
+        // was torn down); a cgroup is removable once the last has exited.
+        let dir = std::mem::take(&mut self.dir);
+        if std::fs::remove_dir(&dir).is_ok() {
+            return;
+        }
+        std::thread::spawn(move || {
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(20));
+                if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                    return;
+                }
+            }
+            tracing::warn!(dir = %dir.display(), "a command's pids cgroup could not be removed");
+        });
+    }
+}

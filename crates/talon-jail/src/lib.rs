@@ -1,0 +1,455 @@
+//! The Linux sandbox every command a model runs goes through (the shell
+//! tool's, and an environment's), and the admin's policy for it
+//! ([`Policy`]). Not to be confused with `talon-sandbox`, the
+//! WebAssembly sandbox Code Mode's JavaScript runs in: this one confines
+//! native processes.
+//!
+//! # What a sandboxed command gets
+//!
+//! [`Jail::command`] builds the command as bubblewrap (`bwrap`, Debian's
+//! `bubblewrap`) runs it ([`bwrap`] has the filesystem it sees):
+//!
+//! - its own user, mount, PID, IPC, UTS and cgroup namespaces, and a
+//!   network namespace of its own (only a loopback) unless the policy
+//!   gives it the host's network; no capabilities; no further user
+//!   namespaces (`--disable-userns`); no new privileges (bubblewrap sets
+//!   `PR_SET_NO_NEW_PRIVS` to load the filter), so setuid binaries do not
+//!   elevate;
+//! - a read-only system (`/usr`, an allow-list of `/etc`), its own
+//!   `/proc` and `/dev`, a private `/tmp` of bounded size, the workspace
+//!   at its own path (writable, or read-only by policy), and nothing else:
+//!   the gateway's state directory, home, config and tokens, other
+//!   workspaces, `/run` and the host's `/proc` are absent, so the gateway's
+//!   environment (`/proc/<pid>/environ`) is out of reach and a command sees
+//!   only the variables bound to its run;
+//! - a seccomp filter ([`seccomp`]) refusing ptrace, mounts, namespaces,
+//!   kernel modules, bpf, keyrings, io_uring, raw sockets and the like;
+//! - limits ([`Limits`]): CPU seconds, data bytes, processes, open files,
+//!   file size (`prlimit`, util-linux, applied inside the user namespace so
+//!   that the process count is the command's own), an OOM score of 1000
+//!   (`choom`) so that the kernel kills the command before the gateway
+//!   when memory runs out, and, where the gateway runs as root (which the
+//!   kernel exempts from the process limit), a pids cgroup ([`cgroup`]);
+//! - death with its PID namespace: killing bubblewrap (the caller kills
+//!   the process group at the end, timeout or cancellation) takes every
+//!   process of the command with it, `setsid` or not.
+//!
+//! # Why bubblewrap, seccompiler and util-linux
+//!
+//! bubblewrap is the kept tool for unprivileged namespaces and mounts
+//! (Flatpak's, and Anthropic's sandbox runtime's): writing the same
+//! `clone`/`pivot_root` sequence by hand would be a second, less reviewed
+//! copy. Landlock (the Codex approach) confines paths but not PIDs or
+//! IPC, and forbids the mounts a namespace sandbox needs, so it would
+//! only repeat what the mount namespace already hides. The filter is
+//! compiled by `seccompiler` rather than written as BPF. The limits are
+//! set by `prlimit` inside the sandbox because a process limit set before
+//! the user namespace exists would count every process of the gateway's
+//! user; nothing here needs `unsafe` code in Talon.
+//!
+//! # Modes
+//!
+//! [`Policy::mode`] `"off"` is the one unsandboxed mode, an admin's
+//! explicit choice: commands then run as the gateway's user with its
+//! filesystem (a network namespace of their own still cuts the network
+//! when the policy says `"off"`). Where the host cannot make a sandbox
+//! (no bubblewrap, no user namespaces), [`Jail::command`] refuses with
+//! [`JailError::Unavailable`] naming what is missing, and [`Jail::status`]
+//! says so for `/healthz` and `config check`.
+
+mod bwrap;
+mod cgroup;
+mod policy;
+mod seccomp;
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
+
+use command_fds::{CommandFdExt, FdMapping};
+use serde::Serialize;
+
+pub use policy::{
+    Limits, Mode, Network, OPENCLAW_ONLY, Policy, PolicyError, Scope, WorkspaceAccess,
+};
+
+/// Why a command could not be sandboxed.
+#[derive(Debug, thiserror::Error)]
+pub enum JailError {
+    /// The host cannot make the sandbox (what is missing is said).
+    #[error(
+        "the command was not run: this host cannot sandbox it ({0}); install bubblewrap \
+         (Debian: apt-get install bubblewrap) on a kernel with unprivileged user namespaces, \
+         or set agents.defaults.sandbox.mode to \"off\" to run commands unsandboxed"
+    )]
+    Unavailable(String),
+    /// The unsandboxed mode was asked to cut the network and the host
+    /// cannot make a network namespace.
+    #[error(
+        "the command was not run: its network is off, and this host does not let it make a \
+         network namespace (unshare --net --map-root-user failed)"
+    )]
+    NoNetworkNamespace,
+    /// This architecture has no filter.
+    #[error("the command was not run: {0}")]
+    Unsupported(String),
+    /// The filter did not compile.
+    #[error("the command was not run: its seccomp filter: {0}")]
+    Seccomp(String),
+    /// An operating-system call failed while preparing it.
+    #[error("the command was not run: {what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What `/healthz` and `config check` say of command isolation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// `"bubblewrap"` (sandboxed), `"off"` (the admin's unsandboxed
+    /// mode) or `"unavailable"` (commands are refused).
+    pub mode: &'static str,
+    /// The network commands get by default (`"off"` or `"host"`).
+    pub network: Network,
+    /// Why commands are refused, when they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How the process limit is enforced: `"rlimit"`, `"cgroup"`, or
+    /// `"none"` (root without a pids cgroup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<&'static str>,
+}
+
+/// What the host offers, found once per process.
+#[derive(Debug)]
+struct Host {
+    /// bubblewrap, or why there is none that works.
+    bwrap: Result<PathBuf, String>,
+    /// Where pids cgroups go (root only).
+    cgroups: Option<PathBuf>,
+    /// The compiled filters.
+    filters: Result<[Vec<u8>; 2], String>,
+}
+
+fn host() -> &'static Host {
+    static HOST: OnceLock<Host> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let filters = seccomp::programs()
+            .map(|[a, b]| [seccomp::bytes(&a), seccomp::bytes(&b)])
+            .map_err(|e| e.to_string());
+        let cgroups = cgroup::parent();
+        let bwrap = probe(filters.as_ref().ok(), cgroups.as_deref());
+        Host {
+            bwrap,
+            cgroups,
+            filters,
+        }
+    })
+}
+
+/// Finds bubblewrap and runs one sandbox of the real kind (`true`), so
+/// that a host that refuses user namespaces is found before a command.
+fn probe(filters: Option<&[Vec<u8>; 2]>, cgroups: Option<&Path>) -> Result<PathBuf, String> {
+    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or("bubblewrap (bwrap) is not installed")?;
+    for tool in ["/usr/bin/prlimit", "/usr/bin/choom"] {
+        if !Path::new(tool).is_file() {
+            return Err(format!("{tool} (util-linux) is missing"));
+        }
+    }
+    let filters = filters.ok_or("its seccomp filter did not compile")?;
+    let dir = std::env::temp_dir();
+    let spec = Prepared {
+        bwrap: &bwrap,
+        cgroups,
+        filters,
+    };
+    let mut command = spec
+        .std_command(&Spec {
+            workspace: &dir,
+            access: Access::ReadOnly,
+            network: Network::Off,
+            env: &[],
+            program: "/bin/true",
+            args: &[],
+            limits: &Limits::default(),
+        })
+        .map_err(|e| e.to_string())?;
+    let output = command
+        .0
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running {}: {e}", bwrap.display()))?;
+    if output.status.success() {
+        Ok(bwrap)
+    } else {
+        let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        Err(format!(
+            "bubblewrap could not make a sandbox ({}): {said}",
+            output.status
+        ))
+    }
+}
+
+/// Whether the workspace is writable in the sandbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Access {
+    /// Writable.
+    #[default]
+    ReadWrite,
+    /// Read-only.
+    ReadOnly,
+}
+
+/// One command to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec<'a> {
+    /// The directory it runs in (an absolute, canonical path), the only
+    /// one of the host's it may write.
+    pub workspace: &'a Path,
+    /// Whether it may write there.
+    pub access: Access,
+    /// The network it asks for; it gets the narrower of this and the
+    /// policy's.
+    pub network: Network,
+    /// Variables besides `PATH`, `HOME`, `TMPDIR`, `LANG`, `LC_ALL` and
+    /// `TERM` (the bound secrets).
+    pub env: &'a [(String, String)],
+    /// The program (an absolute path inside the sandbox) and its
+    /// arguments.
+    pub program: &'a str,
+    /// Its arguments.
+    pub args: &'a [&'a str],
+    /// Its limits.
+    pub limits: &'a Limits,
+}
+
+/// A command ready to spawn, and what must live as long as it runs.
+#[derive(Debug)]
+pub struct Confined {
+    /// The command: the caller adds stdio, a process group and
+    /// `kill_on_drop`, and spawns it.
+    pub command: tokio::process::Command,
+    /// The command's pids cgroup, removed when this is dropped (after
+    /// the command ended).
+    pub guard: Guard,
+}
+
+/// Holds what a running command needs (its cgroup).
+#[derive(Debug, Default)]
+pub struct Guard {
+    _cgroup: Option<cgroup::Cgroup>,
+}
+
+/// The parts every sandboxed command is built from.
+struct Prepared<'a> {
+    bwrap: &'a Path,
+    cgroups: Option<&'a Path>,
+    filters: &'a [Vec<u8>; 2],
+}
+
+/// Descriptors the filters arrive on in bubblewrap.
+const SECCOMP_FDS: [i32; 2] = [3, 4];
+
+impl Prepared<'_> {
+    fn std_command(&self, spec: &Spec<'_>) -> Result<(std::process::Command, Guard), JailError> {
+        let args = bwrap::Args {
+            workspace: spec.workspace,
+            writable: spec.access == Access::ReadWrite,
+            network: spec.network,
+            env: spec.env,
+            limits: spec.limits,
+            seccomp_fds: SECCOMP_FDS,
+            program: spec.program,
+            args: spec.args,
+        }
+        .build();
+        let cgroup = match self.cgroups {
+            Some(parent) => Some(cgroup::Cgroup::new(parent, spec.limits.processes).map_err(
+                |source| JailError::Io {
+                    what: "making its pids cgroup",
+                    source,
+                },
+            )?),
+            None => None,
+        };
+        let mut command = match &cgroup {
+            // Joins the cgroup, then becomes bubblewrap: nothing of the
+            // command runs outside it.
+            Some(cgroup) => {
+                let mut sh = std::process::Command::new("/bin/sh");
+                sh.arg("-c")
+                    .arg("echo $$ > \"$0\" && exec \"$@\"")
+                    .arg(cgroup.procs())
+                    .arg(self.bwrap);
+                sh
+            }
+            None => std::process::Command::new(self.bwrap),
+        };
+        command.args(args).env_clear();
+        let mut mappings = Vec::with_capacity(2);
+        for (bytes, child_fd) in self.filters.iter().zip(SECCOMP_FDS) {
+            mappings.push(FdMapping {
+                parent_fd: sealed(bytes)?,
+                child_fd,
+            });
+        }
+        command.fd_mappings(mappings).map_err(|e| JailError::Io {
+            what: "passing its seccomp filter",
+            source: std::io::Error::other(e),
+        })?;
+        Ok((command, Guard { _cgroup: cgroup }))
+    }
+}
+
+/// A memory file holding `bytes`, read from its start.
+fn sealed(bytes: &[u8]) -> Result<OwnedFd, JailError> {
+    use std::io::{Seek, Write};
+    let io = |source| JailError::Io {
+        what: "writing its seccomp filter",
+        source,
+    };
+    let fd = nix::sys::memfd::memfd_create("talon-seccomp", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+        .map_err(|e| io(e.into()))?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes).map_err(io)?;
+    file.rewind().map_err(io)?;
+    Ok(OwnedFd::from(file))
+}
+
+/// The sandbox of one agent's commands: its policy and the host's means.
+#[derive(Debug, Clone, Default)]
+pub struct Jail {
+    policy: Arc<Policy>,
+}
+
+impl Jail {
+    /// A jail applying `policy`.
+    pub fn new(policy: Policy) -> Jail {
+        Jail {
+            policy: Arc::new(policy),
+        }
+    }
+
+    /// Its policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// What this host does with commands under this policy (probes the
+    /// host on first use, once per process).
+    pub fn status(&self) -> Status {
+        let network = self.policy.network;
+        if !self.policy.sandboxed() {
+            return Status {
+                mode: "off",
+                network,
+                reason: None,
+                processes: None,
+            };
+        }
+        let host = host();
+        match &host.bwrap {
+            Ok(_) => Status {
+                mode: "bubblewrap",
+                network,
+                reason: None,
+                processes: Some(
+                    match (&host.cgroups, nix::unistd::Uid::effective().is_root()) {
+                        (Some(_), _) => "cgroup",
+                        (None, false) => "rlimit",
+                        (None, true) => "none",
+                    },
+                ),
+            },
+            Err(reason) => Status {
+                mode: "unavailable",
+                network,
+                reason: Some(reason.clone()),
+                processes: None,
+            },
+        }
+    }
+
+    /// `program args` as the policy runs it in `spec.workspace`: in the
+    /// sandbox, or, in the admin's unsandboxed mode, directly (in a
+    /// network namespace of its own when the network is off).
+    pub fn command(&self, spec: &Spec<'_>) -> Result<Confined, JailError> {
+        let network = self.policy.network.narrow(spec.network);
+        let spec = Spec { network, ..*spec };
+        if !self.policy.sandboxed() {
+            return unsandboxed(&spec);
+        }
+        let host = host();
+        let bwrap = host
+            .bwrap
+            .as_ref()
+            .map_err(|e| JailError::Unavailable(e.clone()))?;
+        let filters = host
+            .filters
+            .as_ref()
+            .map_err(|e| JailError::Seccomp(e.clone()))?;
+        let prepared = Prepared {
+            bwrap,
+            cgroups: host.cgroups.as_deref(),
+            filters,
+        };
+        let (command, guard) = prepared.std_command(&spec)?;
+        let mut command = tokio::process::Command::from(command);
+        command.current_dir("/");
+        Ok(Confined { command, guard })
+    }
+}
+
+/// The admin's unsandboxed mode: the command as the gateway's user.
+fn unsandboxed(spec: &Spec<'_>) -> Result<Confined, JailError> {
+    let mut command = match spec.network {
+        Network::Host => tokio::process::Command::new(spec.program),
+        Network::Off => {
+            if !can_unshare_network() {
+                return Err(JailError::NoNetworkNamespace);
+            }
+            let mut command = tokio::process::Command::new("unshare");
+            command.args(["--net", "--map-root-user", "--", spec.program]);
+            command
+        }
+    };
+    command
+        .args(spec.args)
+        .current_dir(spec.workspace)
+        .env_clear();
+    for key in ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR"] {
+        if let Ok(value) = std::env::var(key) {
+            command.env(key, value);
+        }
+    }
+    command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    Ok(Confined {
+        command,
+        guard: Guard::default(),
+    })
+}
+
+/// Whether this host lets an unprivileged process make a network
+/// namespace (checked once).
+fn can_unshare_network() -> bool {
+    static CAN: OnceLock<bool> = OnceLock::new();
+    *CAN.get_or_init(|| {
+        std::process::Command::new("unshare")
+            .args(["--net", "--map-root-user", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    })
+}

@@ -1,0 +1,281 @@
+//! The sandbox policy an admin sets (`agents.defaults.sandbox`, and
+//! `agents.list[].sandbox` per agent, in OpenClaw's shape), declared once
+//! as typed structs: the config's parse, its defaults and bounds.
+//!
+//! OpenClaw's keys that map are honoured: `mode` (`"all"`, `"non-main"`,
+//! `"off"`), `scope` and `workspaceAccess`. Its Docker keys (`docker`,
+//! `browser`, `prune`, `sessionToolsVisibility`) have no meaning for a
+//! sandbox without containers: they are accepted and reported by `config
+//! check` ([`Policy::ignored_keys`]). Talon's own keys: `network` and
+//! `limits`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Whether commands run sandboxed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Every command sandboxed (Talon's default).
+    #[default]
+    All,
+    /// OpenClaw's "sandbox sessions other than the main one". Talon has
+    /// no unsandboxed main session: it sandboxes every command, as `all`
+    /// (and `config check` says so).
+    NonMain,
+    /// No sandbox: commands run as the gateway's own user with its whole
+    /// filesystem in reach. Only an admin's explicit choice; `/healthz`
+    /// and `config check` report it.
+    Off,
+}
+
+/// Which sandboxes share a scratch workspace (`workspaceAccess: "none"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// One scratch workspace per session (OpenClaw's default).
+    #[default]
+    Session,
+    /// One per agent.
+    Agent,
+    /// One for every agent and session.
+    Shared,
+}
+
+/// What a sandboxed command sees of the agent's workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkspaceAccess {
+    /// The workspace, writable (Talon's default: commands build and test
+    /// in it).
+    #[default]
+    Rw,
+    /// The workspace, read-only; the `write` and `edit` tools refuse.
+    Ro,
+    /// Not the workspace: a scratch workspace of the sandbox's own, one
+    /// per [`Scope`], under the state directory (the file tools work in
+    /// it too).
+    None,
+}
+
+/// Where a sandboxed command may reach.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// Nowhere: a network namespace of its own with only a loopback
+    /// (the default).
+    #[default]
+    Off,
+    /// The host's network, as the gateway has it (its ports and abstract
+    /// Unix sockets included). Only where the admin allows it.
+    Host,
+}
+
+impl Network {
+    /// The narrower of two settings (a caller may narrow the admin's
+    /// policy, never widen it).
+    pub fn narrow(self, asked: Network) -> Network {
+        self.min(asked)
+    }
+}
+
+/// Limits on each command's processes, applied with `setrlimit` inside
+/// the sandbox (and, where the gateway runs as root, which the kernel
+/// exempts from the process limit, a pids cgroup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Limits {
+    /// CPU seconds each process may use (`RLIMIT_CPU`).
+    #[schemars(range(min = 1, max = 86_400))]
+    pub cpu_seconds: u64,
+    /// Bytes of data each process may map (`RLIMIT_DATA`: heap and
+    /// private writable mappings; address space reserved but not
+    /// writable, as JIT runtimes do, is not counted).
+    #[schemars(range(min = 16_777_216))]
+    pub memory_bytes: u64,
+    /// Processes and threads the command may have at once
+    /// (`RLIMIT_NPROC` in the sandbox's user namespace; a pids cgroup
+    /// where the gateway runs as root).
+    #[schemars(range(min = 8, max = 65_536))]
+    pub processes: u64,
+    /// Open files per process (`RLIMIT_NOFILE`).
+    #[schemars(range(min = 16, max = 1_048_576))]
+    pub open_files: u64,
+    /// The largest file a process may write (`RLIMIT_FSIZE`).
+    #[schemars(range(min = 1_048_576))]
+    pub file_size_bytes: u64,
+    /// The size of the command's private `/tmp` (a tmpfs, so memory).
+    #[schemars(range(min = 1_048_576))]
+    pub tmp_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            cpu_seconds: 300,
+            memory_bytes: 4 << 30,
+            processes: 256,
+            open_files: 1024,
+            file_size_bytes: 1 << 30,
+            tmp_bytes: 512 << 20,
+        }
+    }
+}
+
+/// The sandbox policy of one agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Policy {
+    /// Whether commands run sandboxed (default `"all"`).
+    pub mode: Mode,
+    /// Which sandboxes share a scratch workspace (with
+    /// `workspaceAccess: "none"`).
+    pub scope: Scope,
+    /// What commands see of the agent's workspace (default `"rw"`).
+    pub workspace_access: WorkspaceAccess,
+    /// Where commands may reach (default `"off"`).
+    pub network: Network,
+    /// Per-command resource limits.
+    pub limits: Limits,
+    /// OpenClaw's keys that mean nothing without containers (`docker`,
+    /// `browser`, `prune`, ...): kept to be reported, never read.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub ignored: BTreeMap<String, Value>,
+}
+
+/// Why a sandbox section could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct PolicyError {
+    /// The key path (`agents.defaults.sandbox.limits.processes`).
+    pub path: String,
+    /// What was wrong.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+/// OpenClaw's sandbox keys that configure its containers: accepted, not
+/// read, reported by `config check`.
+pub const OPENCLAW_ONLY: [&str; 5] = [
+    "docker",
+    "browser",
+    "prune",
+    "sessionToolsVisibility",
+    "workspaceRoot",
+];
+
+/// The bounds each limit must keep (the schema's `range`s, checked at
+/// parse, since serde does not).
+const BOUNDS: [(&str, u64, u64); 6] = [
+    ("cpuSeconds", 1, 86_400),
+    ("memoryBytes", 16 << 20, u64::MAX),
+    ("processes", 8, 65_536),
+    ("openFiles", 16, 1_048_576),
+    ("fileSizeBytes", 1 << 20, u64::MAX),
+    ("tmpBytes", 1 << 20, u64::MAX),
+];
+
+impl Policy {
+    /// Reads a sandbox section (`at` names it in errors); an absent
+    /// section is the default policy. `base`, when given, is the policy
+    /// this one overrides key by key (`agents.defaults.sandbox` under an
+    /// agent's own).
+    pub fn from_value(
+        value: Option<&Value>,
+        base: Option<&Value>,
+        at: &str,
+    ) -> Result<Policy, PolicyError> {
+        let merged = match (base, value) {
+            (Some(Value::Object(base)), Some(Value::Object(own))) => {
+                let mut merged = base.clone();
+                for (key, value) in own {
+                    match (merged.get_mut(key), value) {
+                        (Some(Value::Object(into)), Value::Object(from)) => {
+                            into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())));
+                        }
+                        _ => {
+                            merged.insert(key.clone(), value.clone());
+                        }
+                    }
+                }
+                Value::Object(merged)
+            }
+            (_, Some(own)) => own.clone(),
+            (Some(base), None) => base.clone(),
+            (None, None) => return Ok(Policy::default()),
+        };
+        let policy: Policy = serde_json::from_value(merged).map_err(|source| PolicyError {
+            path: at.to_owned(),
+            source,
+        })?;
+        policy.check_bounds(at)?;
+        if let Some(key) = policy
+            .ignored
+            .keys()
+            .find(|k| !OPENCLAW_ONLY.contains(&k.as_str()))
+        {
+            return Err(PolicyError {
+                path: format!("{at}.{key}"),
+                source: serde::de::Error::custom(format!(
+                    "unknown key (Talon reads mode, scope, workspaceAccess, network and limits; OpenClaw's {} are accepted and not read)",
+                    OPENCLAW_ONLY.join(", ")
+                )),
+            });
+        }
+        Ok(policy)
+    }
+
+    fn check_bounds(&self, at: &str) -> Result<(), PolicyError> {
+        let l = &self.limits;
+        let values = [
+            l.cpu_seconds,
+            l.memory_bytes,
+            l.processes,
+            l.open_files,
+            l.file_size_bytes,
+            l.tmp_bytes,
+        ];
+        for ((key, min, max), value) in BOUNDS.iter().zip(values) {
+            if value < *min || value > *max {
+                let bound = if *max == u64::MAX {
+                    format!("at least {min}")
+                } else {
+                    format!("from {min} to {max}")
+                };
+                return Err(PolicyError {
+                    path: format!("{at}.limits.{key}"),
+                    source: serde::de::Error::custom(format!("{value} is out of range ({bound})")),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether commands run sandboxed.
+    pub fn sandboxed(&self) -> bool {
+        self.mode != Mode::Off
+    }
+
+    /// What `config check` reports of this section: OpenClaw keys that
+    /// are not read, and OpenClaw values Talon treats differently.
+    pub fn ignored_keys(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self
+            .ignored
+            .keys()
+            .map(|key| format!("{key}: OpenClaw's container setting; Talon's sandbox has no containers and does not read it"))
+            .collect();
+        if self.mode == Mode::NonMain {
+            notes.push(
+                "mode \"non-main\": Talon sandboxes every command (as \"all\"); \"off\" is the only unsandboxed mode"
+                    .into(),
+            );
+        }
+        notes
+    }
+}
