@@ -32,10 +32,12 @@ RUN mkdir -p /opt/talon/model \
 
 # ---- run: the binary, the model, a non-root user, state on a volume ----
 FROM debian:bookworm-slim
-# ca-certificates and OpenSSL: TLS to model providers and MCP servers.
+# ca-certificates and OpenSSL: TLS to model providers and MCP servers;
+# bubblewrap: the sandbox of every shell command (docs/sandbox.md; a
+# container needs user namespaces allowed, else commands are refused).
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates libssl3 \
+ && apt-get install -y --no-install-recommends ca-certificates libssl3 bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 talon \
  && useradd --system --uid 10001 --gid talon --home-dir /var/lib/talon --shell /usr/sbin/nologin talon \

@@ -11,7 +11,6 @@ use talon_jail::{Access, Jail, Limits, Network, Policy, Spec};
 /// What a command printed and how it ended.
 #[derive(Debug)]
 pub struct Ran {
-    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -48,7 +47,6 @@ pub async fn run_with(
         .unwrap();
     drop(confined.guard);
     Ran {
-        code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
