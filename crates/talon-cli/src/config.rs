@@ -101,7 +101,7 @@ fn sandbox_report(
         "bubblewrap" => {
             notes += 1;
             format!(
-                "note: agents.defaults.sandbox: commands run sandboxed (bubblewrap, network {})",
+                "note[sandbox]: agents.defaults.sandbox: commands run sandboxed (bubblewrap, network {})",
                 serde_json::to_value(status.network)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
@@ -110,12 +110,12 @@ fn sandbox_report(
         }
         "off" => {
             warnings += 1;
-            "warning: agents.defaults.sandbox.mode: \"off\": commands run unsandboxed, as the gateway's user".to_owned()
+            "warning[unsandboxed]: agents.defaults.sandbox.mode: \"off\": commands run unsandboxed, as the gateway's user".to_owned()
         }
         _ => {
             warnings += 1;
             format!(
-                "warning: agents.defaults.sandbox: this host cannot sandbox commands, so they are refused ({})",
+                "warning[sandbox_unavailable]: agents.defaults.sandbox: this host cannot sandbox commands, so they are refused ({})",
                 status.reason.unwrap_or_default()
             )
         }

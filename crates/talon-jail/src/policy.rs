@@ -270,12 +270,15 @@ impl Policy {
             .keys()
             .map(|key| format!("{key}: OpenClaw's container setting; Talon's sandbox has no containers and does not read it"))
             .collect();
-        if self.mode == Mode::NonMain {
-            notes.push(
-                "mode \"non-main\": Talon sandboxes every command (as \"all\"); \"off\" is the only unsandboxed mode"
-                    .into(),
-            );
-        }
+        notes.extend(self.mode_note());
         notes
+    }
+
+    /// The note on an OpenClaw mode Talon reads differently (`non-main`).
+    pub fn mode_note(&self) -> Option<String> {
+        (self.mode == Mode::NonMain).then(|| {
+            "mode \"non-main\": Talon sandboxes every command (as \"all\"); \"off\" is the only unsandboxed mode"
+                .to_owned()
+        })
     }
 }

@@ -20,65 +20,93 @@ use talon_tools::{
     ToolRunner,
 };
 
-/// The model asks for a shell command that writes its process group id
-/// (the shell's pid) to `pgid`, then sleeps for 30 s.
-const SLEEPER: &str = "echo $$ > pgid; sleep 30";
+/// The model asks for a shell command that writes `pgid` once it runs,
+/// then sleeps for 30 s (and a little more: `mark` makes its command line
+/// unique, so that the host finds its processes; pids written from inside
+/// the sandbox are its own PID namespace's).
+fn sleeper(mark: &str) -> String {
+    format!("echo started > pgid; sleep 30.{mark}")
+}
 
-/// Whether any process of group `pgid` is still running (zombies waiting
-/// for their reaper do not count: they run nothing).
-fn group_alive(pgid: i32) -> bool {
+/// A mark no other test's command has.
+fn mark() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    format!(
+        "{}{}",
+        std::process::id() % 10_000,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Whether any process whose command line holds `needle` is still running
+/// (zombies waiting for their reaper do not count: they run nothing).
+fn group_alive(needle: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
+    let me = std::process::id().to_string();
     entries.flatten().any(|entry| {
+        if entry.file_name().to_str() == Some(me.as_str()) {
+            return false;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            return false;
+        };
+        if !String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .contains(needle)
+        {
+            return false;
+        }
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             return false;
         };
-        // After the command name: state, ppid, pgrp, ...
-        let fields: Vec<&str> = stat
-            .rsplit(')')
+        stat.rsplit(')')
             .next()
             .unwrap_or("")
             .split_whitespace()
-            .collect();
-        fields.len() > 2 && fields[0] != "Z" && fields[2].parse() == Ok(pgid)
+            .next()
+            != Some("Z")
     })
 }
 
-/// Waits for group `pgid` to be empty (the kill lands asynchronously);
-/// panics when it is not. The deadline is well inside the command's own
-/// 30 s, so a group nobody killed cannot pass by ending on its own.
-async fn group_gone(pgid: i32) {
+/// Waits for the command's processes to be gone (the kill lands
+/// asynchronously); panics when they are not. The deadline is well inside
+/// the command's own 30 s, so a command nobody killed cannot pass by
+/// ending on its own.
+async fn group_gone(needle: &str) {
     wait::until_async(
-        &format!("process group {pgid} to be gone with the run"),
+        &format!("the processes of {needle:?} to be gone with the run"),
         Duration::from_secs(10),
-        async || !group_alive(pgid),
+        async || !group_alive(needle),
     )
     .await;
 }
 
-/// Waits for the command to write its group id.
-async fn pgid_in(dir: &Path) -> i32 {
+/// Waits for the command to start.
+async fn pgid_in(dir: &Path, needle: &str) -> String {
     wait::until_async("the command to start", wait::DEADLINE, async || {
         std::fs::read_to_string(dir.join("pgid"))
-            .ok()?
-            .trim()
-            .parse::<i32>()
             .ok()
+            .filter(|t| !t.is_empty())
     })
-    .await
+    .await;
+    needle.to_owned()
 }
 
-/// Runs one turn whose tool call is [`SLEEPER`], calling `stop` once the
+/// Runs one turn whose tool call is [`sleeper`], calling `stop` once the
 /// command runs; the result, when `stop` was called, the command's group
 /// and the events.
 async fn run_sleeper(
     timeout: Duration,
     stop: impl FnOnce(&CancellationToken),
-) -> (RunResult, Instant, i32, Arc<CollectSink>) {
+) -> (RunResult, Instant, String, Arc<CollectSink>) {
+    let mark = mark();
+    let needle = format!("sleep 30.{mark}");
     let mock = MockModel::start(
         Script::from_json(&json!({"turns": [
-            {"toolCalls": [{"name": "exec", "arguments": {"command": SLEEPER}}]},
+            {"toolCalls": [{"name": "exec", "arguments": {"command": sleeper(&mark)}}]},
             {"text": "never asked"},
         ]}))
         .unwrap(),
@@ -129,8 +157,8 @@ async fn run_sleeper(
         },
     };
     let (result, (stopped, pgid)) = tokio::join!(run.run(Vec::new(), "sleep"), async {
-        let pgid = pgid_in(dir.path()).await;
-        assert!(group_alive(pgid), "the command is not running");
+        let pgid = pgid_in(dir.path(), &needle).await;
+        assert!(group_alive(&pgid), "the command is not running");
         stop(&ctx.cancel);
         (Instant::now(), pgid)
     });
@@ -170,7 +198,7 @@ async fn cancelling_a_run_with_a_command_in_flight_returns_promptly_and_kills_it
         ),
         (RunStatus::Cancelled, Some("the run was aborted"), 1)
     );
-    group_gone(pgid).await;
+    group_gone(&pgid).await;
     pretty_assertions::assert_eq!(aborted_call(&sink), aborted("the run was aborted"));
     let kinds: Vec<_> = sink.events().iter().map(|e| e.kind).collect();
     assert_eq!(kinds.last(), Some(&EventType::RunCancelled));
@@ -183,7 +211,7 @@ async fn a_run_that_times_out_with_a_command_in_flight_kills_it() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "the run took {took:?}");
     assert_eq!(result.status, RunStatus::TimedOut);
-    group_gone(pgid).await;
+    group_gone(&pgid).await;
     pretty_assertions::assert_eq!(
         aborted_call(&sink),
         aborted("the run exceeded its time limit of 1500 ms")

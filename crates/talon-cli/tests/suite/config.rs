@@ -27,7 +27,11 @@ fn config_check_reports_each_finding_with_its_place_and_exits_by_severity() {
         (clean.status.code(), text(&clean.stdout)),
         (
             Some(0),
-            format!("{}: 0 errors, 0 warnings, 0 notes\n", every_key().display())
+            format!(
+                "{f}: note[sandbox]: agents.defaults.sandbox: commands run sandboxed (bubblewrap, network off)\n\
+                 {f}: 0 errors, 0 warnings, 1 note\n",
+                f = every_key().display()
+            )
         )
     );
     let file = home.path().join("talon.json5");

@@ -33,18 +33,53 @@ async fn wait_gone(pid: i32, what: &str) {
     .await;
 }
 
-/// Waits for the command to write the pids in `file` (one a line).
-async fn pids_in(file: &Path, count: usize) -> Vec<i32> {
+/// A sleep length no other test's command uses (`300.<n>`), so that the
+/// host finds a command's processes by it: pids written from inside the
+/// sandbox are its own PID namespace's, which mean nothing outside.
+fn marker(base: u32) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    format!(
+        "{base}.{}{}",
+        std::process::id() % 10_000,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The host pids of processes whose command line holds `needle`.
+fn host_pids(needle: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != std::process::id() as i32)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+        })
+        .collect()
+}
+
+/// Waits for the command to write `count` lines in `file` (its processes
+/// are then running), and returns the host pids of the processes whose
+/// command line holds one of `needles`.
+async fn pids_in(file: &Path, count: usize, needles: &[&str]) -> Vec<i32> {
     wait::until_async(
-        &format!("{} to hold {count} pids", file.display()),
+        &format!("{} to hold {count} lines", file.display()),
         wait::DEADLINE,
         async || {
             let text = std::fs::read_to_string(file).ok()?;
-            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-            (pids.len() >= count).then_some(pids)
+            (text.lines().count() >= count).then_some(())
         },
     )
-    .await
+    .await;
+    let pids: Vec<i32> = needles.iter().flat_map(|n| host_pids(n)).collect();
+    assert!(pids.len() >= needles.len(), "{needles:?}: {pids:?}");
+    pids
 }
 
 fn peak_rss_kib() -> u64 {
@@ -84,28 +119,33 @@ async fn huge_output_is_capped_while_it_streams() {
 async fn background_children_do_not_outlive_the_call() {
     let ws = tempfile::tempdir().unwrap();
     let started = Instant::now();
+    let (a, b, c) = (marker(300), marker(299), marker(298));
     let result = exec(
         ws.path(),
-        json!({"command": "sleep 300 & echo $!; (sleep 299 & sleep 298) & exit 0"}),
+        json!({"command": format!("sleep {a} & echo started; (sleep {b} & sleep {c}) & setsid sleep {c} & exit 0")}),
     )
     .await;
     assert_eq!(
-        (&result["exitCode"], &result["stderr"], &result["truncated"]),
-        (&json!(0), &json!(""), &json!(false))
+        (
+            &result["exitCode"],
+            &result["stdout"],
+            &result["stderr"],
+            &result["truncated"]
+        ),
+        (&json!(0), &json!("started\n"), &json!(""), &json!(false))
     );
-    let pid: i32 = result["stdout"].as_str().unwrap().trim().parse().unwrap();
-    wait_gone(pid, "the call").await;
     assert!(started.elapsed() < Duration::from_secs(10));
-    // Nothing of the group is left either.
-    let leftover = std::process::Command::new("pgrep")
-        .args(["-f", "^sleep 29[89]$"])
-        .output();
-    if let Ok(out) = leftover {
-        for pid in String::from_utf8_lossy(&out.stdout).lines() {
-            let pid: i32 = pid.trim().parse().unwrap();
-            wait_gone(pid, "the call").await;
-        }
-    }
+    // Nothing of the command is left, `setsid` or not.
+    wait::until_async(
+        "the command's processes to be gone",
+        wait::DEADLINE,
+        async || {
+            [&a, &b, &c]
+                .iter()
+                .all(|m| host_pids(&format!("sleep {m}")).into_iter().all(gone))
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -113,12 +153,9 @@ async fn the_timeout_kills_the_whole_group_with_grandchildren() {
     let ws = tempfile::tempdir().unwrap();
     let pids = ws.path().join("pids");
     let started = Instant::now();
-    let result = exec(
-        ws.path(),
-        json!({"command": "(sleep 300 & echo $! >> pids; sleep 301) & echo $! >> pids; sleep 302",
-               "timeoutMs": 1000}),
-    )
-    .await;
+    let (a, b, c) = (marker(300), marker(301), marker(302));
+    let command = format!("(sleep {a} & echo $! >> pids; sleep {b}) & echo $! >> pids; sleep {c}");
+    let result = exec(ws.path(), json!({"command": command, "timeoutMs": 1000})).await;
     assert_eq!(
         result,
         failed(
@@ -127,14 +164,26 @@ async fn the_timeout_kills_the_whole_group_with_grandchildren() {
         )
     );
     assert!(started.elapsed() < Duration::from_secs(5));
-    for pid in pids_in(&pids, 2).await {
-        wait_gone(pid, "the timeout").await;
-    }
+    // The command was killed before this looks: its processes are found
+    // by their marks, and none may be left.
+    let _ = pids;
+    wait::until_async(
+        "the command's processes to be gone",
+        wait::DEADLINE,
+        async || {
+            [&a, &b, &c]
+                .iter()
+                .all(|m| host_pids(&format!("sleep {m}")).into_iter().all(gone))
+        },
+    )
+    .await;
 }
 
-/// The command of the cancellation tests: two background sleeps whose
-/// pids it writes to `pids`, then waits for them.
-const TWO_SLEEPS: &str = "sleep 300 & echo $! >> pids; (sleep 301 & echo $! >> pids; wait) & wait";
+/// The command of the cancellation tests: two background sleeps (of
+/// lengths `a` and `b`) whose pids it writes to `pids`, then waits.
+fn two_sleeps(a: &str, b: &str) -> String {
+    format!("sleep {a} & echo $! >> pids; (sleep {b} & echo $! >> pids; wait) & wait")
+}
 
 #[tokio::test]
 async fn cancelling_the_run_kills_the_group() {
@@ -142,17 +191,19 @@ async fn cancelling_the_run_kills_the_group() {
     let (runner, ctx) = runner(ws.path());
     let cancel = ctx.cancel.clone();
     let pids = ws.path().join("pids");
+    let (a, b) = (marker(300), marker(301));
+    let command = two_sleeps(&a, &b);
     let watcher = {
         let pids = pids.clone();
         tokio::spawn(async move {
-            let found = pids_in(&pids, 2).await;
+            let found = pids_in(&pids, 2, &[&format!("sleep {a}"), &format!("sleep {b}")]).await;
             cancel.cancel();
             (found, Instant::now())
         })
     };
     let result = tokio::time::timeout(
         Duration::from_secs(20),
-        call(&runner, &ctx, "exec", json!({"command": TWO_SLEEPS})),
+        call(&runner, &ctx, "exec", json!({"command": command})),
     )
     .await
     .expect("exec ignored the cancellation");
@@ -177,14 +228,16 @@ async fn the_shell_itself_waits_on_the_cancellation_token() {
     let ctx = context();
     let cancel = ctx.cancel.clone();
     let pids = ws.path().join("pids");
+    let (a, b) = (marker(300), marker(301));
+    let command = two_sleeps(&a, &b);
     let watcher = tokio::spawn(async move {
-        let found = pids_in(&pids, 2).await;
+        let found = pids_in(&pids, 2, &[&format!("sleep {a}"), &format!("sleep {b}")]).await;
         cancel.cancel();
         (found, Instant::now())
     });
     let result = tokio::time::timeout(
         Duration::from_secs(20),
-        execute(&core, &ctx, "exec", json!({"command": TWO_SLEEPS})),
+        execute(&core, &ctx, "exec", json!({"command": command})),
     )
     .await
     .expect("exec ignored the cancellation");
@@ -209,17 +262,13 @@ async fn dropping_the_call_kills_the_group() {
     let ws = tempfile::tempdir().unwrap();
     let pids = ws.path().join("pids");
     let dir = ws.path().to_path_buf();
+    let a = marker(300);
+    let command = format!("sleep {a} & echo $! >> pids; echo $$ >> pids; wait");
     let task = tokio::spawn(async move {
         let (runner, ctx) = runner(&dir);
-        call(
-            &runner,
-            &ctx,
-            "exec",
-            json!({"command": "sleep 300 & echo $! >> pids; echo $$ >> pids; wait"}),
-        )
-        .await
+        call(&runner, &ctx, "exec", json!({"command": command})).await
     });
-    let found = pids_in(&pids, 2).await;
+    let found = pids_in(&pids, 2, &[&format!("sleep {a}")]).await;
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
     for pid in found {
