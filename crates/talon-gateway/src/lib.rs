@@ -80,12 +80,9 @@
 //!   (`api/environments.rs`). Client tools in `runs.create` are checked by
 //!   `RunsCreateParams::check`; a turn calling one ends the run `completed` with the call pending,
 //!   and the app's next run answers with `tool` input messages (`talon_runtime::conversation`).
-//! - `environments/`: the seed's `EnvironmentProvider` (prepare, bind, collect, release) and the
-//!   `local` provider: a copy of an admin's source directory (FIFOs, sockets and devices removed,
-//!   then a baseline) or a checkout of an admin's repository (`git.rs`, every config channel and
-//!   hook shut), under `<state_dir>/environments/<id>/workspace`; secrets by admin-given name (a
-//!   variable or file of the gateway, read when each run starts, never stored); the shell's network
-//!   off by default; after each run the changes as a `diff` artifact computed in Rust (`tree.rs`).
+//! - Environments: the providers are `talon_environments`' (the public contract and `local`); the
+//!   engine holds them (`Engine::providers`), binds a run to its environment (secrets by admin-given
+//!   name, the network narrowed, never widened) and collects its changes after it (`runs/artifacts.rs`).
 //!   Bound values are redacted from tool results and errors (`RunSpec::redact`) and from every
 //!   stored event and artifact (`StoreSink`), with `talon_tools::redact`.
 //! - `runs/`: the node's run engine. `control.rs`: `submit` (under the lane lock; applies the
@@ -116,7 +113,7 @@
 mod api;
 mod content;
 mod docs;
-mod environments;
+pub(crate) use talon_environments as environments;
 mod error;
 mod frame;
 mod guard;
@@ -143,13 +140,13 @@ use talon_runtime::Host;
 use talon_store::{Store, StoreConfig};
 
 pub use api::Api;
-pub use environments::{EnvironmentPolicy, SecretSource};
 pub use error::{GatewayError, Result, api_error};
 pub use guard::BrowserPolicy;
 pub use limits::Limits;
 pub use openai::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
 pub use revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use runs::{LEASE, RunLimits};
+pub use talon_environments::{EnvironmentPolicy, SecretSource};
 
 /// How a gateway runs.
 #[derive(Debug, Clone)]

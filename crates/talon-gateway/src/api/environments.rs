@@ -12,7 +12,7 @@ use talon_protocol::gateway::params::{
 use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus, ErrorCode};
 
 use super::{Api, new_id, not_found};
-use crate::environments::{dir_of, provider};
+use crate::environments::dir_of;
 use crate::error::api_error;
 
 fn status_name(status: EnvironmentStatus) -> String {
@@ -41,7 +41,7 @@ impl Api {
         &self,
         p: EnvironmentsCreateParams,
     ) -> Result<Environment, ApiError> {
-        let provider = provider(&p.provider)?;
+        let provider = self.engine.providers().get(&p.provider)?;
         let settings = p.settings.clone().unwrap_or_else(|| serde_json::json!({}));
         let state_dir = self.engine.state_dir();
         provider.check(&settings, self.engine.environment_context(&state_dir))?;
@@ -75,7 +75,7 @@ impl Api {
             id: id.clone().into(),
             provider: provider.id().into(),
             status: EnvironmentStatus::Provisioning,
-            capabilities: provider.capabilities(),
+            capabilities: provider.capabilities(self.engine.environment_context(&state_dir)),
             created_at: Some(now),
             settings: Some(settings.clone()),
             workspace: None,
@@ -117,7 +117,7 @@ impl Api {
         if environment.status == EnvironmentStatus::Deleted {
             return Ok(environment);
         }
-        let provider = provider(&environment.provider)?;
+        let provider = self.engine.providers().get(&environment.provider)?;
         let settings = environment.settings.clone().unwrap_or_default();
         let dir = dir_of(&self.engine.state_dir(), &environment.id);
         environment.detail = Some(provider.release(&settings, &dir).await?);

@@ -218,7 +218,7 @@ impl Engine {
         environment: &talon_protocol::gateway::Environment,
         bound: &[String],
     ) -> Option<ArtifactSummary> {
-        let provider = crate::environments::provider(&environment.provider).ok()?;
+        let provider = self.providers().get(&environment.provider).ok()?;
         let dir = crate::environments::dir_of(&self.state_dir(), &environment.id);
         let collected = match provider.collect(&dir).await {
             Ok(collected) => collected,

@@ -191,6 +191,8 @@ struct Inner {
     secrets: Vec<String>,
     /// What environments may use.
     environments: Arc<crate::environments::EnvironmentPolicy>,
+    /// The environment providers this gateway has.
+    providers: crate::environments::Providers,
     /// Runs waiting on a person (an approval or a question), by id: how
     /// many of their calls wait.
     waiting: Mutex<HashMap<String, usize>>,
@@ -303,6 +305,7 @@ impl Engine {
                 cells: Mutex::new(HashMap::new()),
                 secrets: talon_runtime::provider::secrets(host.config()),
                 environments,
+                providers: crate::environments::Providers::builtin(),
                 waiting: Mutex::new(HashMap::new()),
                 suspending: AtomicBool::new(false),
                 metrics,
@@ -377,7 +380,7 @@ impl Engine {
                 format!("environment {id} is not ready (it may have been deleted)"),
             ));
         }
-        let provider = crate::environments::provider(&environment.provider)?;
+        let provider = self.providers().get(&environment.provider)?;
         let state_dir = self.state_dir();
         let binding = provider.bind(
             environment
@@ -398,7 +401,13 @@ impl Engine {
         crate::environments::Context {
             policy: &self.inner.environments,
             state_dir,
+            sandboxed: self.inner.host.jails().defaults().status().mode == "bubblewrap",
         }
+    }
+
+    /// The environment providers this gateway has.
+    pub(crate) fn providers(&self) -> &crate::environments::Providers {
+        &self.inner.providers
     }
 
     /// The state directory (environments' workspaces live under it).

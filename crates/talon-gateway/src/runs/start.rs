@@ -249,7 +249,11 @@ impl Engine {
                 secrets.extend(binding.secrets.iter().cloned());
                 (
                     environment.workspace.as_ref().map(std::path::PathBuf::from),
-                    binding.shell.clone(),
+                    talon_runtime::ShellOptions {
+                        env: binding.env.clone(),
+                        network: binding.network,
+                        ..Default::default()
+                    },
                     binding.secrets.clone(),
                 )
             }

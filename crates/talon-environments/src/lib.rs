@@ -1,25 +1,48 @@
 //! Managed environments: the seed's `EnvironmentProvider` contract
-//! ([`EnvironmentProvider`]) and the gateway's use of it. A provider
-//! prepares a workspace, binds secrets by reference and a network policy
-//! for the runs started in it, collects what the runs changed (a `diff`
-//! artifact with `git.diff`, and `git.branch` for a checkout), and cleans
-//! up or retains the workspace by policy. The record of each environment
-//! (the protocol's [`Environment`], settings as given) is in the store;
-//! its workspace is under `<state_dir>/environments/<id>/`. One provider
-//! ships: `local` ([`local`]).
+//! ([`EnvironmentProvider`]), public so that another provider (a hosted
+//! service, a CI-style runner) can implement it, and the providers Talon
+//! ships ([`Providers::builtin`]): `local` ([`local`]).
+//!
+//! A provider, for one environment:
+//!
+//! 1. **checks** the caller's settings against the admin's
+//!    [`EnvironmentPolicy`] ([`EnvironmentProvider::check`]) before anything
+//!    is made;
+//! 2. **prepares** its workspace under the directory the gateway gives it
+//!    ([`EnvironmentProvider::prepare`]);
+//! 3. **binds**, for each run started in it, the admin-named secrets the
+//!    settings name and the network the run's commands may reach
+//!    ([`EnvironmentProvider::bind`]: a [`Binding`]); the run's commands then
+//!    run in the gateway's command sandbox (`talon-jail`) in that
+//!    workspace, their output streamed as the run's events and kept as
+//!    `log` artifacts by the gateway;
+//! 4. **collects** what the runs changed ([`EnvironmentProvider::collect`]: a
+//!    diff against the baseline, the checkout's branch);
+//! 5. **releases** the workspace, cleaning it up or keeping it by the
+//!    settings' policy ([`EnvironmentProvider::release`]).
+//!
+//! Its [`EnvironmentCapabilities`] say truthfully which of the seed's
+//! capabilities it has on this host ([`EnvironmentProvider::capabilities`]:
+//! `sandbox` only where the host can make the command sandbox).
+//!
+//! The record of each environment (the protocol's `Environment`, settings
+//! as given) is the gateway's, in its store; the workspace is under
+//! `<state_dir>/environments/<id>/` ([`dir_of`]).
 //!
 //! # Threat model
 //!
 //! A caller with `environment.write` chooses settings; a run in the
 //! environment controls its workspace (the model writes files, and
-//! approved shell commands run there). Neither chooses what the gateway
-//! itself reads or runs:
+//! approved shell commands run there, sandboxed). Neither chooses what the
+//! gateway itself reads or runs:
 //!
 //! - a workspace comes only from an [`EnvironmentPolicy`] source root or
 //!   repository the admin configured (none by default: every path source
 //!   is refused), never from the state directory;
 //! - secrets are named by the admin (name → variable or file); a caller
 //!   names which to bind, never where a value comes from;
+//! - a caller's network setting narrows the admin's sandbox policy, never
+//!   widens it;
 //! - the gateway never runs git, or anything else, inside a workspace
 //!   after it was handed to a run: the baseline is a copy kept beside the
 //!   workspace, and the diff is computed in Rust, reading files without
@@ -28,17 +51,22 @@
 //!   but the command line shut and no hooks ([`git`]).
 
 pub(crate) mod git;
-pub(crate) mod local;
+pub mod local;
 pub(crate) mod tree;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 
 use serde_json::Value;
+use talon_jail::Network;
 use talon_protocol::event_data::{GitBranchData, GitDiffData};
 use talon_protocol::gateway::{ApiError, EnvironmentCapabilities, ErrorCode};
-use talon_runtime::ShellOptions;
-use talon_tools::BoxFuture;
+
+/// A provider's future (boxed, so that the trait stays object-safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What an admin lets environments use (`gateway.environments` in the
 /// config). Everything is absent by default.
@@ -67,25 +95,31 @@ pub enum SecretSource {
 
 /// What a provider is given besides settings.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Context<'a> {
+pub struct Context<'a> {
     /// The admin's policy.
     pub policy: &'a EnvironmentPolicy,
     /// The gateway's state directory (never a source).
     pub state_dir: &'a Path,
+    /// Whether this host runs commands in the command sandbox (for the
+    /// `sandbox` capability).
+    pub sandboxed: bool,
 }
 
 /// What a run in an environment gets.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Binding {
-    /// Its shell's variables (the bound secrets' values) and network.
-    pub shell: ShellOptions,
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// Variables its shell commands see (the bound secrets' values).
+    pub env: Vec<(String, String)>,
+    /// The network its commands ask for (narrowed by the admin's sandbox
+    /// policy; `None`: the policy's).
+    pub network: Option<Network>,
     /// The bound values, redacted from everything the run stores.
     pub secrets: Vec<String>,
 }
 
 /// What the runs changed, as collected after one.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Collected {
+pub struct Collected {
     /// The unified diff against the baseline (`None`: nothing changed).
     pub diff: Option<String>,
     /// Its summary, for `git.diff` (the artifact's id is added once
@@ -96,12 +130,12 @@ pub(crate) struct Collected {
 }
 
 /// The seed's `EnvironmentProvider`.
-pub(crate) trait EnvironmentProvider: Send + Sync {
+pub trait EnvironmentProvider: Send + Sync {
     /// Its id (`local`).
     fn id(&self) -> &'static str;
 
-    /// What it can do.
-    fn capabilities(&self) -> EnvironmentCapabilities;
+    /// What it can do on this host.
+    fn capabilities(&self, context: Context<'_>) -> EnvironmentCapabilities;
 
     /// Checks settings before anything is made (`invalid_request`, or
     /// `forbidden` for what the admin's policy does not allow).
@@ -131,20 +165,62 @@ pub(crate) trait EnvironmentProvider: Send + Sync {
     ) -> BoxFuture<'a, Result<String, ApiError>>;
 }
 
-/// The providers this gateway has.
-pub(crate) fn provider(id: &str) -> Result<&'static dyn EnvironmentProvider, ApiError> {
-    static LOCAL: local::Local = local::Local;
-    match id {
-        "local" => Ok(&LOCAL),
-        other => Err(ApiError::new(
-            ErrorCode::NotFound,
-            format!("no environment provider {other:?}; this gateway has \"local\""),
-        )
-        .with_details(serde_json::json!({"providers": ["local"]}))),
+/// The providers a gateway has, by id.
+#[derive(Clone)]
+pub struct Providers {
+    list: Vec<Arc<dyn EnvironmentProvider>>,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.ids()).finish()
+    }
+}
+
+impl Default for Providers {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl Providers {
+    /// The providers Talon ships: `local`.
+    pub fn builtin() -> Providers {
+        Providers {
+            list: vec![Arc::new(local::Local)],
+        }
+    }
+
+    /// These and `provider` (which replaces one of the same id).
+    pub fn with(mut self, provider: Arc<dyn EnvironmentProvider>) -> Providers {
+        self.list.retain(|p| p.id() != provider.id());
+        self.list.push(provider);
+        self
+    }
+
+    /// Their ids.
+    pub fn ids(&self) -> Vec<&'static str> {
+        self.list.iter().map(|p| p.id()).collect()
+    }
+
+    /// The provider `id` names, or `not_found` listing the others.
+    pub fn get(&self, id: &str) -> Result<Arc<dyn EnvironmentProvider>, ApiError> {
+        self.list
+            .iter()
+            .find(|p| p.id() == id)
+            .cloned()
+            .ok_or_else(|| {
+                let ids = self.ids();
+                ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("no environment provider {id:?}; this gateway has {ids:?}"),
+                )
+                .with_details(serde_json::json!({"providers": ids}))
+            })
     }
 }
 
 /// Where environment `id`'s files go.
-pub(crate) fn dir_of(state_dir: &Path, id: &str) -> PathBuf {
+pub fn dir_of(state_dir: &Path, id: &str) -> PathBuf {
     state_dir.join("environments").join(id)
 }

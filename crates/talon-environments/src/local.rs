@@ -31,16 +31,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use talon_jail::Network;
 use talon_protocol::event_data::GitBranchData;
 use talon_protocol::gateway::{ApiError, EnvironmentCapabilities, ErrorCode};
-use talon_runtime::{Network, ShellOptions};
-use talon_tools::BoxFuture;
 
-use super::tree::{self, Caps};
-use super::{Binding, Collected, Context, EnvironmentProvider, SecretSource, git};
+use crate::tree::{self, Caps};
+use crate::{Binding, BoxFuture, Collected, Context, EnvironmentProvider, SecretSource, git};
 
 /// The provider.
-pub(crate) struct Local;
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Local;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -343,8 +343,17 @@ impl EnvironmentProvider for Local {
         "local"
     }
 
-    fn capabilities(&self) -> EnvironmentCapabilities {
-        EnvironmentCapabilities::local()
+    fn capabilities(&self, context: Context<'_>) -> EnvironmentCapabilities {
+        EnvironmentCapabilities {
+            checkout: Some(true),
+            sandbox: Some(context.sandboxed),
+            network_policy: Some(true),
+            secrets: Some(true),
+            artifacts: Some(true),
+            logs: Some(true),
+            pull_requests: Some(false),
+            long_running: Some(true),
+        }
     }
 
     fn check(&self, settings: &Value, context: Context<'_>) -> Result<(), ApiError> {
@@ -407,14 +416,11 @@ impl EnvironmentProvider for Local {
         let settings = parse(settings)?;
         check_secrets(&settings.secrets, context)?;
         let mut binding = Binding {
-            shell: ShellOptions {
-                env: Vec::new(),
-                network: Some(match settings.network {
-                    NetworkSetting::Off => Network::Off,
-                    NetworkSetting::Host => Network::Host,
-                }),
-                ..ShellOptions::default()
-            },
+            env: Vec::new(),
+            network: Some(match settings.network {
+                NetworkSetting::Off => Network::Off,
+                NetworkSetting::Host => Network::Host,
+            }),
             secrets: Vec::new(),
         };
         for name in &settings.secrets {
@@ -425,7 +431,7 @@ impl EnvironmentProvider for Local {
             if !value.is_empty() {
                 binding.secrets.push(value.clone());
             }
-            binding.shell.env.push((name.clone(), value));
+            binding.env.push((name.clone(), value));
         }
         Ok(binding)
     }
@@ -484,7 +490,7 @@ impl EnvironmentProvider for Local {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::environments::EnvironmentPolicy;
+    use crate::EnvironmentPolicy;
     use serde_json::json;
 
     #[test]
@@ -504,6 +510,7 @@ mod tests {
         let context = Context {
             policy: &policy,
             state_dir: state.path(),
+            sandboxed: true,
         };
         let app = root.path().join("app").display().to_string();
         for settings in [
@@ -579,6 +586,7 @@ mod tests {
                 Context {
                     policy: &none,
                     state_dir: state.path(),
+                    sandboxed: true,
                 },
             )
             .unwrap_err();
@@ -599,6 +607,7 @@ mod tests {
                 Context {
                     policy: &wide,
                     state_dir: state.path(),
+                    sandboxed: true,
                 },
             )
             .unwrap_err();

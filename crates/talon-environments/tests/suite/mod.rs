@@ -1,0 +1,3 @@
+//! The suites.
+
+mod contract;
