@@ -65,7 +65,7 @@ use talon_tools::{
 };
 
 pub use approval::PolicyApprover;
-pub use shell::ShellOptions;
+pub use shell::{KeepLog, ShellOptions};
 pub use talon_jail::{Access, Jail, Network};
 
 /// Most bytes `read` returns in one call (larger files come back as a
@@ -209,6 +209,7 @@ impl CoreTools {
         &self,
         ctx: &RunContext,
         args: &Value,
+        keep: KeepLog,
     ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
         let command = files::text_arg("exec", args, "command")?;
         let timeout = args["timeoutMs"]
@@ -221,6 +222,7 @@ impl CoreTools {
             timeout,
             &ctx.cancel,
             Some(MAX_LOG_BYTES),
+            keep,
             &self.shell,
         )
         .await
@@ -248,9 +250,17 @@ impl CoreTools {
                 .as_u64()
                 .map_or(EXEC_TIMEOUT, Duration::from_millis)
                 .min(EXEC_TIMEOUT);
-            return shell::exec(&self.root, command, timeout, &ctx.cancel, None, &self.shell)
-                .await
-                .map(|(value, _)| value);
+            return shell::exec(
+                &self.root,
+                command,
+                timeout,
+                &ctx.cancel,
+                None,
+                KeepLog::WhenCut,
+                &self.shell,
+            )
+            .await
+            .map(|(value, _)| value);
         }
         if matches!(name, "write" | "edit") && self.shell.access == Access::ReadOnly {
             return Err(ToolError::new(

@@ -164,15 +164,26 @@ enum End {
     Aborted,
 }
 
+/// Which commands' whole output is handed back beside their result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KeepLog {
+    /// Only a command whose output was over what its result holds.
+    #[default]
+    WhenCut,
+    /// Every command's (an environment's runs keep a `log` of each).
+    Always,
+}
+
 /// Runs `command` with `sh -c` in `root`. With `log_cap`, also keeps both
-/// streams as they arrived, line by line, up to that many bytes, and returns them when
-/// the output was over what the result holds.
+/// streams as they arrived, line by line, up to that many bytes, and returns them as
+/// `keep` says.
 pub(super) async fn exec(
     root: &Path,
     command: &str,
     timeout: Duration,
     cancel: &CancellationToken,
     log_cap: Option<usize>,
+    keep: KeepLog,
     options: &ShellOptions,
 ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
     let mut log = log_cap.map(Log::new);
@@ -271,7 +282,9 @@ pub(super) async fn exec(
     match end {
         End::Exited(status) => {
             let truncated = out.truncated() || err.truncated();
-            let log = log.filter(|_| truncated).map(Log::finish);
+            let log = log
+                .filter(|_| truncated || keep == KeepLog::Always)
+                .map(Log::finish);
             Ok((
                 json!({"exitCode": status.code(), "stdout": out.text(), "stderr": err.text(),
                       "truncated": truncated}),

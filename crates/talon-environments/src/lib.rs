@@ -17,7 +17,10 @@
 //!    workspace, their output streamed as the run's events and kept as
 //!    `log` artifacts by the gateway;
 //! 4. **collects** what the runs changed ([`EnvironmentProvider::collect`]: a
-//!    diff against the baseline, the checkout's branch);
+//!    diff against the baseline, the checkout's branch;
+//!    the gateway keeps it as `diff` and `patch` ([`snapshot::patch`])
+//!    artifacts, and the workspace itself as a `workspace` artifact
+//!    ([`snapshot::workspace`]));
 //! 5. **releases** the workspace, cleaning it up or keeping it by the
 //!    settings' policy ([`EnvironmentProvider::release`]).
 //!
@@ -52,6 +55,7 @@
 
 pub(crate) mod git;
 pub mod local;
+pub mod snapshot;
 pub(crate) mod tree;
 
 use std::collections::BTreeMap;

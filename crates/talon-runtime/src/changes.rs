@@ -44,6 +44,12 @@ pub trait ToolOutputs: Send + Sync {
     /// One file change, after the call succeeded.
     fn file_changed<'a>(&'a self, ctx: &'a RunContext, change: FileChange) -> BoxFuture<'a, ()>;
 
+    /// Which commands' whole output it takes (by default only those whose
+    /// result was cut).
+    fn keep_logs(&self) -> talon_core_tools::KeepLog {
+        talon_core_tools::KeepLog::WhenCut
+    }
+
     /// One command's whole output; the id it is kept under, if it is.
     fn command_log<'a>(
         &'a self,

@@ -179,7 +179,8 @@ struct Executor {
 }
 
 impl Executor {
-    /// A core `exec`, its whole output reported when its result was cut.
+    /// A core `exec`, its whole output reported when its result was cut
+    /// (or always, as the taker asks).
     async fn logged(
         &self,
         core: &CoreTools,
@@ -187,7 +188,9 @@ impl Executor {
         ctx: &RunContext,
         call: &ToolCall,
     ) -> Result<Value, ToolError> {
-        let (mut value, log) = core.exec_logged(ctx, &call.args).await?;
+        let (mut value, log) = core
+            .exec_logged(ctx, &call.args, outputs.keep_logs())
+            .await?;
         if let Some(output) = log {
             let log = CommandLog {
                 call_id: call.call_id.clone(),

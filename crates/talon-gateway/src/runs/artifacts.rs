@@ -3,7 +3,8 @@
 //! (unified, against the content before), announced in the run's events
 //! ([`RunFiles`]); a shell `exec` whose output was over its result's cap
 //! gives a `log` artifact with the whole output, redacted like a
-//! trajectory, its id in the result as `logArtifact`. Every run ends with
+//! trajectory, its id in the result as `logArtifact` (in an environment's
+//! runs, every command's output is kept so). Every run ends with
 //! a `trajectory` artifact: its events (nested calls included, `raw`
 //! payloads left out) as JSON, the secrets the gateway knows (the
 //! providers' keys) redacted before it is stored, listed in the run's
@@ -63,9 +64,16 @@ pub(crate) struct RunFiles {
     /// Redacted from what it stores: the gateway's secrets and the run's
     /// bound ones.
     pub secrets: Vec<String>,
+    /// Which commands' output becomes a `log` artifact (every one in an
+    /// environment's runs).
+    pub logs: talon_runtime::KeepLog,
 }
 
 impl ToolOutputs for RunFiles {
+    fn keep_logs(&self) -> talon_runtime::KeepLog {
+        self.logs
+    }
+
     fn command_log<'a>(
         &'a self,
         ctx: &'a RunContext,
@@ -209,9 +217,11 @@ impl Engine {
     }
 
     /// The environment's workspace changes since its baseline, after a
-    /// run in it: a `diff` artifact (none when nothing changed) announced
-    /// with `git.diff`, and, for a checkout, `git.branch`; both on the
-    /// session, as `artifact.created` is.
+    /// run in it: a `diff` artifact and the same changes as a `patch` (a
+    /// one-patch git-format series; none when nothing changed) announced
+    /// with `git.diff`, for a checkout `git.branch`, and the workspace
+    /// itself as a `workspace` artifact; all on the session, as
+    /// `artifact.created` is.
     pub(super) async fn workspace_diff(
         &self,
         run: &Run,
@@ -241,25 +251,93 @@ impl Engine {
         }
         let mut artifact = None;
         if let (Some(diff), Some(mut summary)) = (collected.diff, collected.summary) {
+            let diff = redactor.text(&diff);
+            let patch = talon_environments::snapshot::patch(
+                &diff,
+                &format!(
+                    "Changes of run {} in environment {}",
+                    run.id, environment.id
+                ),
+                talon_store::now_ms(),
+            );
             artifact = self
                 .after_run(
                     run,
                     ArtifactType::Diff,
                     format!("Workspace of environment {}", environment.id),
                     "text/x-diff",
-                    redactor.text(&diff).into_bytes(),
+                    diff.into_bytes(),
                 )
                 .await;
+            self.after_run(
+                run,
+                ArtifactType::Patch,
+                format!("Patch of run {} (git am)", run.id),
+                "application/mbox",
+                patch.into_bytes(),
+            )
+            .await;
             summary.artifact_id = artifact.as_ref().map(|a| a.id.clone());
             summary.files = summary.files.iter().map(|f| redactor.text(f)).collect();
             announced.push(session_event(EventData::GitDiff(summary)));
         }
+        self.workspace_snapshot(run, environment, &secrets).await;
         if !announced.is_empty()
             && let Err(error) = self.append(announced).await
         {
             tracing::error!(%error, run = %run.id, "git.branch and git.diff were not stored");
         }
         artifact
+    }
+
+    /// The environment's workspace at the end of `run` as a `workspace`
+    /// artifact (a `.tar.gz`, text files redacted); none, logged, when the
+    /// workspace is over the snapshot's caps.
+    async fn workspace_snapshot(
+        &self,
+        run: &Run,
+        environment: &talon_protocol::gateway::Environment,
+        secrets: &[String],
+    ) {
+        let Some(workspace) = environment.workspace.clone() else {
+            return;
+        };
+        let secrets = secrets.to_vec();
+        let made = tokio::task::spawn_blocking(move || {
+            let redactor = talon_tools::redact::Redactor::new(&secrets);
+            let rewrite = |bytes: &[u8]| -> Option<Vec<u8>> {
+                let text = std::str::from_utf8(bytes).ok()?;
+                let redacted = redactor.text(text);
+                (redacted != text).then(|| redacted.into_bytes())
+            };
+            talon_environments::snapshot::workspace(
+                std::path::Path::new(&workspace),
+                talon_environments::snapshot::SnapshotCaps::default(),
+                &rewrite,
+            )
+        })
+        .await;
+        match made {
+            Ok(Ok(snapshot)) => {
+                self.after_run(
+                    run,
+                    ArtifactType::Workspace,
+                    format!(
+                        "Workspace of environment {} after run {} ({} files)",
+                        environment.id, run.id, snapshot.files
+                    ),
+                    "application/gzip",
+                    snapshot.bytes,
+                )
+                .await;
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(run = %run.id, environment = %environment.id, %error, "no workspace artifact");
+            }
+            Err(error) => {
+                tracing::error!(run = %run.id, %error, "the workspace snapshot failed");
+            }
+        }
     }
 
     /// The artifacts `run`'s tools made (files, diffs, logs), in the order

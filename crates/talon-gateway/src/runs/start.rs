@@ -102,6 +102,8 @@ struct Hooks {
     /// Redacted from stored files: the gateway's secrets and the run's
     /// bound ones.
     secrets: Vec<String>,
+    /// Which commands' output becomes a `log` artifact.
+    logs: talon_runtime::KeepLog,
 }
 
 impl RunHooks for Hooks {
@@ -133,6 +135,7 @@ impl RunHooks for Hooks {
             engine: self.engine.clone(),
             events: events.clone(),
             secrets: self.secrets.clone(),
+            logs: self.logs,
         }))
     }
 }
@@ -269,6 +272,10 @@ impl Engine {
                 sink: sink.clone(),
                 policy,
                 secrets,
+                logs: match environment {
+                    Some(_) => talon_runtime::KeepLog::Always,
+                    None => talon_runtime::KeepLog::WhenCut,
+                },
             }),
             cells: self.cells(),
             workspace,

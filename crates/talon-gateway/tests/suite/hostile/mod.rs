@@ -11,6 +11,9 @@
 //! - [`inputs`]: every bounded field at its cap and over it, the schema's
 //!   `maxLength`, a session key stored once, byte rates and the stored
 //!   bytes quota.
+//! - [`sandbox`]: shell commands trying to reach the gateway, its state,
+//!   its process and port, other workspaces and the host past the command
+//!   sandbox, and floods of processes, memory and disk.
 //! - [`revocation`]: a revoked or expired token's WebSockets and SSE
 //!   streams end within a second, on every node of an SQLite state
 //!   directory and of a PostgreSQL database.
@@ -24,3 +27,4 @@ mod environments;
 mod inputs;
 mod openai;
 mod revocation;
+mod sandbox;
