@@ -241,6 +241,77 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
         let text = content(artifact).await;
         assert!(!text.contains(TOKEN), "{artifact}: {text}");
     }
+    // The run's changes as a patch `git am` applies on the checkout's
+    // base, and the workspace as a .tar.gz with the secret redacted.
+    let of_type = |kind: &str| {
+        listed["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["type"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind} artifact: {listed}"))
+    };
+    let patch = content(&of_type("patch")).await;
+    let clone = tempfile::tempdir().unwrap();
+    git(clone.path(), &["clone", "-q", repo.to_str().unwrap(), "c"]);
+    let cloned = clone.path().join("c");
+    std::fs::write(clone.path().join("run.patch"), &patch).unwrap();
+    git(
+        &cloned,
+        &["am", "-q", clone.path().join("run.patch").to_str().unwrap()],
+    );
+    assert_eq!(
+        std::fs::read_to_string(cloned.join("a.txt")).unwrap(),
+        "hello world\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cloned.join("token.txt")).unwrap(),
+        "[redacted]"
+    );
+    let workspace_artifact = of_type("workspace");
+    assert_eq!(workspace_artifact["mimeType"], "application/gzip");
+    let url = format!(
+        "/v1/artifacts/{}/content",
+        workspace_artifact["id"].as_str().unwrap()
+    );
+    let tarball = g
+        .client
+        .get(g.url(&url))
+        .bearer_auth(&g.admin)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    // Downloadable by range, as any artifact.
+    let head = g
+        .client
+        .get(g.url(&url))
+        .bearer_auth(&g.admin)
+        .header("range", "bytes=0-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status().as_u16(), 206);
+    assert_eq!(head.bytes().await.unwrap().as_ref(), &tarball[..2]);
+    let unpacked = tempfile::tempdir().unwrap();
+    std::fs::write(unpacked.path().join("w.tar.gz"), &tarball).unwrap();
+    let status = Command::new("tar")
+        .args(["-xzf", "w.tar.gz"])
+        .current_dir(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_to_string(unpacked.path().join("a.txt")).unwrap(),
+        "hello world\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(unpacked.path().join("token.txt")).unwrap(),
+        "[redacted]"
+    );
     let stored = g
         .running
         .store
