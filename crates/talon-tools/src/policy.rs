@@ -48,6 +48,10 @@ pub struct ToolPolicy {
     pub allow: Option<Vec<Pattern>>,
     /// Denied tools.
     pub deny: Vec<Pattern>,
+    /// A second allow list a tool must also match: OpenClaw's
+    /// `tools.sandbox.tools.allow` (with its `alsoAllow`), for sandboxed
+    /// runs. `None`: no second list.
+    pub sandbox_allow: Option<Vec<Pattern>>,
     /// Named groups: group name to tool names.
     pub groups: BTreeMap<String, Vec<String>>,
 }
@@ -92,6 +96,7 @@ impl ToolPolicy {
         Self {
             allow: None,
             deny: Vec::new(),
+            sandbox_allow: None,
             groups,
         }
     }
@@ -105,15 +110,30 @@ impl ToolPolicy {
         }
     }
 
+    /// The same policy with OpenClaw's sandbox tool policy over it: its
+    /// `deny` added, its `allow` (extended by `alsoAllow`) required too.
+    pub fn with_sandbox_lists(
+        mut self,
+        allow: Option<&[String]>,
+        deny: &[String],
+        also: &[String],
+    ) -> Self {
+        self.deny.extend(deny.iter().map(|p| Pattern::parse(p)));
+        self.sandbox_allow =
+            allow.map(|list| list.iter().chain(also).map(|p| Pattern::parse(p)).collect());
+        self
+    }
+
     /// Whether `tool` may be cataloged and called.
     pub fn allows(&self, tool: PolicySubject<'_>) -> bool {
         if self.deny.iter().any(|p| self.matches(p, tool)) {
             return false;
         }
-        match &self.allow {
+        let listed = |list: &Option<Vec<Pattern>>| match list {
             None => true,
             Some(list) => list.iter().any(|p| self.matches(p, tool)),
-        }
+        };
+        listed(&self.allow) && listed(&self.sandbox_allow)
     }
 
     /// A pattern with `:` is about ids, one without is about names (tool

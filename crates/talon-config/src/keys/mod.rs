@@ -369,7 +369,6 @@ const OPENCLAW_TOOLS: &[&str] = &[
     "elevated",
     "exec",
     "subagents",
-    "sandbox",
     "alsoAllow",
 ];
 
@@ -384,6 +383,26 @@ fn tool_fields() -> Vec<Field> {
         field(
             "deny",
             strings("Tool names, globs or group:<name>; deny wins."),
+        ),
+        field(
+            "sandbox",
+            Node::object(
+                vec![field(
+                    "tools",
+                    Node::object(
+                        vec![
+                            field(
+                                "allow",
+                                strings("Sandboxed runs may use only these (and tools.allow's)."),
+                            ),
+                            field("deny", strings("Sandboxed runs may not use these.")),
+                            field("alsoAllow", strings("Added to tools.sandbox.tools.allow.")),
+                        ],
+                        "OpenClaw's tool policy for sandboxed runs (every run, unless agents.defaults.sandbox.mode is \"off\").",
+                    ),
+                )],
+                "OpenClaw's sandbox tool policy.",
+            ),
         ),
     ];
     fields.extend(

@@ -5,6 +5,7 @@ mod anthropic;
 mod conversation;
 mod errors;
 mod runs;
+mod sandbox;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,3 +1,5 @@
 mod architecture;
+mod forge;
 mod postgres;
+mod sshd;
 mod wait;
