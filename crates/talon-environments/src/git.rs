@@ -47,6 +47,16 @@ const CONFIG: &[&str] = &[
 /// Runs git with `args` (after the shut channels); its stdout, or an error
 /// naming `what` with the start of its stderr.
 pub(crate) async fn git(args: &[&str], what: &str) -> Result<String, ApiError> {
+    git_with(args, what, &[]).await
+}
+
+/// [`git`] with `env` set after the shut channels' variables (the forge's
+/// push allows its remote's protocol and sends its token this way).
+pub(crate) async fn git_with(
+    args: &[&str],
+    what: &str,
+    env: &[(&str, &str)],
+) -> Result<String, ApiError> {
     let mut command = tokio::process::Command::new("git");
     command
         .env_clear()
@@ -65,6 +75,7 @@ pub(crate) async fn git(args: &[&str], what: &str) -> Result<String, ApiError> {
         .env("GIT_ASKPASS", "/bin/false")
         .env("GIT_ALLOW_PROTOCOL", "file")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .envs(env.iter().copied())
         .args(CONFIG)
         .args(args)
         .stdin(std::process::Stdio::null())

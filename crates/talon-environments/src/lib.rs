@@ -53,6 +53,7 @@
 //!   admin's repository into a fresh directory with every config channel
 //!   but the command line shut and no hooks ([`git`]).
 
+pub mod forge;
 pub(crate) mod git;
 pub mod local;
 pub mod snapshot;

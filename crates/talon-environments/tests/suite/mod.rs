@@ -1,3 +1,4 @@
 //! The suites.
 
 mod contract;
+mod forge;
