@@ -31,6 +31,10 @@ python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 # bubblewrap: every command a model runs is sandboxed with it (talon-jail);
 # prlimit and choom come with util-linux, which every Debian system has.
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+# socat: with the sandbox's network "allow", the bridge from the command's
+# 127.0.0.1:3128 to its proxy; curl: talon-jail's tests of that proxy.
+[ -x /usr/bin/socat ] || need_apt+=(socat)
+[ -x /usr/bin/curl ] || need_apt+=(curl)
 
 # The PostgreSQL server binaries, where the harness looks for them:
 # $TALON_PG_BIN, Debian's /usr/lib/postgresql/<version>/bin, then PATH.

@@ -271,6 +271,19 @@ fn policies(
                 (name, source)
             })
             .collect(),
+        forges: environments
+            .forges
+            .into_iter()
+            .map(|(name, forge)| {
+                let forge = talon_gateway::Forge {
+                    api: forge.api,
+                    remote: forge.remote,
+                    repository: forge.repository,
+                    token: forge.token,
+                };
+                (name, forge)
+            })
+            .collect(),
     };
     Ok((browsers, security.stream_ticket_ttl, policy))
 }

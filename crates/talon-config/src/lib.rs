@@ -55,7 +55,7 @@ mod security;
 pub use diagnostics::{OTLP_PROTOCOL, OtelSettings};
 pub use gateway::{GatewaySettings, OpenAiApproval, OpenAiSettings};
 pub use json5::Spans;
-pub use security::{EnvironmentSettings, SecretRef, SecuritySettings};
+pub use security::{EnvironmentSettings, ForgeSettings, SecretRef, SecuritySettings};
 
 /// The config's JSON Schema (draft 2020-12), as committed at
 /// `crates/talon-config/schema/talon.config.schema.json` for editors

@@ -50,6 +50,21 @@ pub struct EnvironmentSettings {
     pub repositories: BTreeMap<String, PathBuf>,
     /// `secrets`: what a run may be given, by name.
     pub secrets: BTreeMap<String, SecretRef>,
+    /// `forges`: where environments' changes become pull requests, by name.
+    pub forges: BTreeMap<String, ForgeSettings>,
+}
+
+/// `gateway.environments.forges.<name>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgeSettings {
+    /// `api`: the REST API's base URL.
+    pub api: String,
+    /// `remote`: the git URL pushes go to.
+    pub remote: String,
+    /// `repository`: `owner/repo`.
+    pub repository: String,
+    /// `token`: the name of the secret holding its token.
+    pub token: String,
 }
 
 /// Where a secret's value comes from.
@@ -173,6 +188,54 @@ impl Config {
             };
             settings.secrets.insert(name.clone(), source);
         }
+        let key = "gateway.environments.forges";
+        for (name, forge) in self.object(key)? {
+            let at = format!("{key}.{name}");
+            let text = |field: &str| {
+                forge
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| invalid(&format!("{at}.{field}"), "expected a string"))
+            };
+            let http = |field: &str| {
+                let url = text(field)?;
+                if url.starts_with("https://") || url.starts_with("http://") {
+                    Ok(url)
+                } else {
+                    Err(invalid(&format!("{at}.{field}"), "expected an http(s) URL"))
+                }
+            };
+            let repository = text("repository")?;
+            let plain = |part: &str| {
+                !part.is_empty()
+                    && part.len() <= 100
+                    && !part.starts_with('.')
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+            };
+            if !matches!(repository.split_once('/'), Some((owner, repo)) if plain(owner) && plain(repo))
+            {
+                return Err(invalid(&format!("{at}.repository"), "expected owner/repo"));
+            }
+            let token = text("token")?;
+            if !settings.secrets.contains_key(&token) {
+                return Err(invalid(
+                    &format!("{at}.token"),
+                    &format!("{token:?} is not a secret of gateway.environments.secrets"),
+                ));
+            }
+            settings.forges.insert(
+                name.clone(),
+                ForgeSettings {
+                    api: http("api")?,
+                    remote: http("remote")?,
+                    repository,
+                    token,
+                },
+            );
+        }
         Ok(settings)
     }
 
@@ -220,7 +283,9 @@ mod tests {
                                    streamTicketTtlMs: 5000},
                         environments: {sourceRoots: ['/srv/projects'],
                                        repositories: {app: '/srv/git/app.git'},
-                                       secrets: {DEPLOY: {env: 'HOST_DEPLOY'}, NPM: {file: '/run/npm'}}}}}",
+                                       secrets: {DEPLOY: {env: 'HOST_DEPLOY'}, NPM: {file: '/run/npm'}},
+                                       forges: {github: {api: 'https://api.github.com', remote: 'https://github.com/acme/app.git',
+                                                         repository: 'acme/app', token: 'DEPLOY'}}}}}",
         )
         .unwrap();
         assert_eq!(
@@ -241,8 +306,39 @@ mod tests {
                     ("NPM".to_owned(), SecretRef::File(PathBuf::from("/run/npm"))),
                 ]
                 .into(),
+                forges: [(
+                    "github".to_owned(),
+                    ForgeSettings {
+                        api: "https://api.github.com".into(),
+                        remote: "https://github.com/acme/app.git".into(),
+                        repository: "acme/app".into(),
+                        token: "DEPLOY".into(),
+                    },
+                )]
+                .into(),
             }
         );
+        // A forge's token must be an admin's secret; its URLs http(s).
+        for (forge, why) in [
+            (
+                "{api: 'https://h', remote: 'https://h/r.git', repository: 'a/b', token: 'NOPE'}",
+                "gateway.environments.forges.f.token: \"NOPE\" is not a secret of gateway.environments.secrets",
+            ),
+            (
+                "{api: 'file:///etc', remote: 'https://h/r.git', repository: 'a/b', token: 'S'}",
+                "gateway.environments.forges.f.api: expected an http(s) URL",
+            ),
+            (
+                "{api: 'https://h', remote: 'https://h/r.git', repository: '../b', token: 'S'}",
+                "gateway.environments.forges.f.repository: expected owner/repo",
+            ),
+        ] {
+            let text = format!(
+                "{{gateway: {{environments: {{secrets: {{S: {{env: 'V'}}}}, forges: {{f: {forge}}}}}}}}}"
+            );
+            let error = parse(&text).unwrap_err().to_string();
+            assert!(error.contains(why), "{error}");
+        }
         assert_eq!(
             parse("{}").unwrap(),
             (SecuritySettings::default(), EnvironmentSettings::default())

@@ -86,6 +86,9 @@ pub struct EnvironmentPolicy {
     /// The secrets a run may be given, by the name callers use (and the
     /// variable its shell commands see).
     pub secrets: BTreeMap<String, SecretSource>,
+    /// The forges a run's changes may become pull requests on, by name
+    /// (`{pullRequest: {forge: NAME}}`).
+    pub forges: BTreeMap<String, forge::Forge>,
 }
 
 /// Where an admin-named secret's value comes from, read when each run
@@ -168,6 +171,34 @@ pub trait EnvironmentProvider: Send + Sync {
         settings: &'a Value,
         dir: &'a Path,
     ) -> BoxFuture<'a, Result<String, ApiError>>;
+
+    /// Where a run's changes become a pull request, when the settings ask
+    /// for one (`None`: they do not; the provider cannot).
+    fn pull_request(
+        &self,
+        settings: &Value,
+        environment_id: &str,
+        context: Context<'_>,
+    ) -> Result<Option<PullRequestTarget>, ApiError> {
+        let _ = (settings, environment_id, context);
+        Ok(None)
+    }
+}
+
+/// Where and how a run's changes become a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestTarget {
+    /// The admin's forge.
+    pub forge: forge::Forge,
+    /// Its token (the admin-named secret's value, read now).
+    pub token: String,
+    /// The base branch.
+    pub base: String,
+    /// The branch pushed (`talon/<environment id>` unless the settings
+    /// name one).
+    pub branch: String,
+    /// Opened as a draft.
+    pub draft: bool,
 }
 
 /// The providers a gateway has, by id.

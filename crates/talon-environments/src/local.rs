@@ -52,6 +52,22 @@ struct Settings {
     network: NetworkSetting,
     #[serde(default)]
     retain: bool,
+    #[serde(default, rename = "pullRequest")]
+    pull_request: Option<PullRequestSetting>,
+}
+
+/// `settings.pullRequest`: the run's changes may become a pull request on
+/// an admin's forge.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PullRequestSetting {
+    forge: String,
+    #[serde(default)]
+    base: Option<String>,
+    #[serde(default)]
+    branch: Option<String>,
+    #[serde(default)]
+    draft: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -105,7 +121,7 @@ fn parse(settings: &Value) -> Result<Settings, ApiError> {
     }
     let parsed: Settings = serde_json::from_value(settings.clone()).map_err(|e| {
         invalid(format!(
-            "settings: {e} (expected {{source: {{path}} | {{git, ref}}, secrets?: [NAME], network?, retain?}})"
+            "settings: {e} (expected {{source: {{path}} | {{git, ref}}, secrets?: [NAME], network?, retain?, pullRequest?: {{forge, base?, branch?, draft?}}}})"
         ))
     })?;
     if let Source::Git { reference, .. } = &parsed.source {
@@ -197,6 +213,46 @@ fn allowed_repository(name: &str, context: Context<'_>) -> Result<PathBuf, ApiEr
     ))
 }
 
+/// The forge `pull` names (which the admin must have) and the branch it
+/// pushes (`talon/<environment>` unless named), both checked.
+fn check_pull_request(
+    pull: &PullRequestSetting,
+    environment_id: &str,
+    context: Context<'_>,
+) -> Result<(crate::forge::Forge, String), ApiError> {
+    let Some(forge) = context.policy.forges.get(&pull.forge) else {
+        let known: Vec<&str> = context
+            .policy
+            .forges
+            .keys()
+            .map(String::as_str)
+            .take(20)
+            .collect();
+        return Err(forbidden(
+            format!(
+                "settings.pullRequest.forge: {:?} is not a forge of this gateway (gateway.environments.forges: {known:?})",
+                pull.forge.chars().take(100).collect::<String>()
+            ),
+            "settings.pullRequest.forge",
+        ));
+    };
+    let branch = pull
+        .branch
+        .clone()
+        .unwrap_or_else(|| format!("talon/{environment_id}"));
+    for (field, name) in [("branch", Some(&branch)), ("base", pull.base.as_ref())] {
+        if let Some(name) = name
+            && !crate::forge::valid_branch(name)
+        {
+            return Err(invalid(format!(
+                "settings.pullRequest.{field}: {:?} is not a branch name Talon pushes to or from",
+                name.chars().take(100).collect::<String>()
+            )));
+        }
+    }
+    Ok((forge.clone(), branch))
+}
+
 /// Every secret named is one the admin allows.
 fn check_secrets(names: &[String], context: Context<'_>) -> Result<(), ApiError> {
     for name in names {
@@ -213,7 +269,7 @@ fn check_secrets(names: &[String], context: Context<'_>) -> Result<(), ApiError>
     Ok(())
 }
 
-fn read_secret(name: &str, source: &SecretSource) -> Result<String, ApiError> {
+pub(crate) fn read_secret(name: &str, source: &SecretSource) -> Result<String, ApiError> {
     match source {
         SecretSource::Env(variable) => std::env::var(variable).map_err(|_| {
             unavailable(format!(
@@ -351,7 +407,7 @@ impl EnvironmentProvider for Local {
             secrets: Some(true),
             artifacts: Some(true),
             logs: Some(true),
-            pull_requests: Some(false),
+            pull_requests: Some(!context.policy.forges.is_empty()),
             long_running: Some(true),
         }
     }
@@ -366,7 +422,38 @@ impl EnvironmentProvider for Local {
                 allowed_repository(git, context)?;
             }
         }
-        check_secrets(&settings.secrets, context)
+        check_secrets(&settings.secrets, context)?;
+        if let Some(pull) = &settings.pull_request {
+            check_pull_request(pull, "env", context)?;
+        }
+        Ok(())
+    }
+
+    fn pull_request(
+        &self,
+        settings: &Value,
+        environment_id: &str,
+        context: Context<'_>,
+    ) -> Result<Option<crate::PullRequestTarget>, ApiError> {
+        let settings = parse(settings)?;
+        let Some(pull) = settings.pull_request else {
+            return Ok(None);
+        };
+        let (forge, branch) = check_pull_request(&pull, environment_id, context)?;
+        let source = context.policy.secrets.get(&forge.token).ok_or_else(|| {
+            unavailable(format!(
+                "the forge's token names the secret {:?}, which gateway.environments.secrets does not have",
+                forge.token
+            ))
+        })?;
+        let token = read_secret(&forge.token, source)?;
+        Ok(Some(crate::PullRequestTarget {
+            token,
+            base: pull.base.unwrap_or_else(|| "main".to_owned()),
+            branch,
+            draft: pull.draft,
+            forge,
+        }))
     }
 
     fn prepare<'a>(
@@ -506,6 +593,7 @@ mod tests {
                 SecretSource::Env("HOST_TOKEN".into()),
             )]
             .into(),
+            forges: Default::default(),
         };
         let context = Context {
             policy: &policy,

@@ -113,10 +113,7 @@ async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
 
 /// `/healthz`'s line on command isolation.
 fn sandbox_line(status: &talon_jail::Status) -> String {
-    let network = match status.network {
-        talon_jail::Network::Off => "off",
-        talon_jail::Network::Host => "host",
-    };
+    let network = status.network.as_str();
     match status.mode {
         "bubblewrap" => format!("sandbox: bubblewrap (network {network})"),
         "off" => "sandbox: off (commands run unsandboxed: agents.defaults.sandbox.mode is \"off\")"

@@ -12,6 +12,18 @@
 //! the workspace at its own path, writable or not; everything else,
 //! `/home`, `/root`, `/var`, `/run`, the gateway's state directory and
 //! config, is absent. The root is remounted read-only.
+//!
+//! With the network `"allow"`, the command keeps its own network
+//! namespace and also sees its proxy's directory, read-only, at
+//! `/run/talon-proxy`, and `HTTP_PROXY`, `HTTPS_PROXY`, `http_proxy` and
+//! `https_proxy` set to `http://127.0.0.1:3128`. A bridge ([`bridge`])
+//! runs first, under the same filter, limits and cgroup as the command
+//! (it starts after `prlimit` and `choom`): `socat` (Debian's, as
+//! Anthropic's sandbox-runtime uses it) listens on `127.0.0.1:3128` and
+//! connects each client to the proxy's socket; the command starts only
+//! once the listener is in `/proc/net/tcp`, so that its first request
+//! cannot race it. `ALL_PROXY` is not set: many tools read it as a SOCKS
+//! proxy, which this is not.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -87,6 +99,39 @@ const PROC_MASKED: &[&str] = &[
     "/proc/kallsyms",
 ];
 
+/// The bridge between the sandbox's loopback and its proxy.
+pub(crate) const SOCAT: &str = "/usr/bin/socat";
+
+/// Where the bridge listens, as the proxy variables say.
+const PROXY_URL: &str = "http://127.0.0.1:3128";
+
+/// The variables naming the proxy.
+const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
+
+/// The bridge's script: starts `socat` outside the command's own process
+/// tree (the subshell exits, so that the command has no unexpected child
+/// to wait for) and quiet (its complaints about clients that went away
+/// would land in the command's output), waits until it listens
+/// (`127.0.0.1:3128`, `0C38`, in state `LISTEN`, `0A`, in either byte
+/// order), at most five seconds, then becomes the command (`"$@"`).
+fn bridge() -> String {
+    let socket = format!("{}/{}", crate::proxy::MOUNT, crate::proxy::SOCKET);
+    format!(
+        "({SOCAT} TCP-LISTEN:3128,bind=127.0.0.1,reuseaddr,fork,backlog=128 UNIX-CONNECT:{socket} \
+         </dev/null >/dev/null 2>&1 &)
+i=0
+until grep -Eq ' (0100007F|7F000001):0C38 00000000:0000 0A ' /proc/net/tcp 2>/dev/null; do
+  i=$((i+1))
+  if [ \"$i\" -gt 500 ]; then
+    echo 'talon: the sandbox network bridge (socat, 127.0.0.1:3128) did not start' >&2
+    exit 125
+  fi
+  sleep 0.01
+done
+exec \"$@\""
+    )
+}
+
 /// The variables a command gets besides the bound ones.
 pub(crate) const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -95,6 +140,8 @@ pub(crate) struct Args<'a> {
     pub workspace: &'a Path,
     pub writable: bool,
     pub network: Network,
+    /// With the network `"allow"`, the proxy's directory.
+    pub proxy: Option<&'a Path>,
     pub env: &'a [(String, String)],
     pub limits: &'a Limits,
     /// The child's descriptors holding the seccomp filters.
@@ -128,7 +175,7 @@ impl Args<'_> {
                 "sandbox",
             ],
         );
-        if self.network == Network::Off {
+        if self.network != Network::Host {
             push(&mut out, &["--unshare-net"]);
         }
         push(&mut out, &["--ro-bind", "/usr", "/usr"]);
@@ -149,7 +196,7 @@ impl Args<'_> {
         }
         let etc = ETC.iter().chain(match self.network {
             Network::Host => ETC_NETWORK,
-            Network::Off => &[],
+            Network::Off | Network::Allow => &[],
         });
         for entry in etc {
             let path = format!("/etc/{entry}");
@@ -171,6 +218,11 @@ impl Args<'_> {
         out.push(if self.writable { "--bind" } else { "--ro-bind" }.into());
         out.push(self.workspace.as_os_str().to_owned());
         out.push(self.workspace.as_os_str().to_owned());
+        if let Some(dir) = self.proxy {
+            out.push("--ro-bind".into());
+            out.push(dir.as_os_str().to_owned());
+            out.push(crate::proxy::MOUNT.into());
+        }
         out.push("--chdir".into());
         out.push(self.workspace.as_os_str().to_owned());
         push(&mut out, &["--remount-ro", "/", "--clearenv"]);
@@ -179,10 +231,18 @@ impl Args<'_> {
             .filter_map(|key| std::env::var(key).ok().map(|value| (key.to_owned(), value)));
         let fixed = [("PATH", PATH), ("HOME", "/tmp"), ("TMPDIR", "/tmp")]
             .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        // The proxy's variables last: a bound variable does not replace
+        // them (nothing else leads out anyway).
+        let proxy = self
+            .proxy
+            .iter()
+            .flat_map(|_| PROXY_VARIABLES)
+            .map(|key| (key.to_owned(), PROXY_URL.to_owned()));
         for (key, value) in fixed
             .into_iter()
             .chain(kept)
             .chain(self.env.iter().cloned())
+            .chain(proxy)
         {
             push(&mut out, &["--setenv", &key, &value]);
         }
@@ -204,6 +264,9 @@ impl Args<'_> {
             out.push(arg.into());
         }
         push(&mut out, &["--", "/usr/bin/choom", "-n", "1000", "--"]);
+        if self.proxy.is_some() {
+            push(&mut out, &["/bin/sh", "-c", &bridge(), "talon-bridge"]);
+        }
         out.push(self.program.into());
         out.extend(self.args.iter().map(OsString::from));
         out

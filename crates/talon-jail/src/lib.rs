@@ -10,8 +10,9 @@
 //! `bubblewrap`) runs it ([`bwrap`] has the filesystem it sees):
 //!
 //! - its own user, mount, PID, IPC, UTS and cgroup namespaces, and a
-//!   network namespace of its own (only a loopback) unless the policy
-//!   gives it the host's network; no capabilities; no further user
+//!   network namespace of its own (only a loopback, and with the network
+//!   `"allow"` the bridge to its proxy) unless the policy gives it the
+//!   host's network; no capabilities; no further user
 //!   namespaces (`--disable-userns`); no new privileges (bubblewrap sets
 //!   `PR_SET_NO_NEW_PRIVS` to load the filter), so setuid binaries do not
 //!   elevate;
@@ -47,19 +48,44 @@
 //! the user namespace exists would count every process of the gateway's
 //! user; nothing here needs `unsafe` code in Talon.
 //!
+//! # The allow-list
+//!
+//! With [`Network::Allow`] a command reaches the hosts and ports of the
+//! policy's `allowHosts` ([`AllowHost`]) and nothing else: it keeps its
+//! private network namespace, and the gateway serves it a filtering HTTP
+//! proxy (`proxy.rs`) on a Unix socket of its own, which a bridge inside
+//! the namespace (`socat`, started before the command; see `bwrap.rs`)
+//! exposes at `127.0.0.1:3128`, where `HTTP_PROXY` and `HTTPS_PROXY`
+//! point. The proxy checks each requested host name and port before it
+//! resolves anything, resolves names itself (the sandbox has no DNS),
+//! and refuses, with a `403` and a warning in the log, what is not
+//! listed.
+//!
+//! The proxy reads one request head per connection with a small parser
+//! of its own (`http.rs`) under fixed caps, rather than hyper: it needs
+//! only the request line and the header fields of one head, then copies
+//! bytes (a tunnel, or a request body) without parsing them, and hyper
+//! would want its server and client halves, hyper-util and an upgrade
+//! path for `CONNECT` to do as much, with less control over how much of
+//! a hostile client it reads.
+//!
 //! # Modes
 //!
 //! [`Policy::mode`] `"off"` is the one unsandboxed mode, an admin's
 //! explicit choice: commands then run as the gateway's user with its
 //! filesystem (a network namespace of their own still cuts the network
-//! when the policy says `"off"`). Where the host cannot make a sandbox
+//! when the policy says `"off"`; `"allow"` needs the sandbox and is
+//! refused there). Where the host cannot make a sandbox
 //! (no bubblewrap, no user namespaces), [`Jail::command`] refuses with
 //! [`JailError::Unavailable`] naming what is missing, and [`Jail::status`]
 //! says so for `/healthz` and `config check`.
 
+mod allow;
 mod bwrap;
 mod cgroup;
+mod http;
 mod policy;
+mod proxy;
 mod seccomp;
 
 use std::os::fd::OwnedFd;
@@ -71,7 +97,8 @@ use command_fds::{CommandFdExt, FdMapping};
 use serde::Serialize;
 
 pub use policy::{
-    Limits, Mode, Network, OPENCLAW_ONLY, Policy, PolicyError, Scope, WorkspaceAccess,
+    AllowHost, Limits, MAX_ALLOW_HOSTS, Mode, Network, OPENCLAW_ONLY, Policy, PolicyError, Scope,
+    WorkspaceAccess,
 };
 
 /// Why a command could not be sandboxed.
@@ -91,7 +118,9 @@ pub enum JailError {
          network namespace (unshare --net --map-root-user failed)"
     )]
     NoNetworkNamespace,
-    /// This architecture has no filter.
+    /// What this host or this policy does not support (said): no filter
+    /// for this architecture, no bridge for the network `"allow"`, or
+    /// that network without the sandbox.
     #[error("the command was not run: {0}")]
     Unsupported(String),
     /// The filter did not compile.
@@ -115,7 +144,8 @@ pub struct Status {
     /// `"bubblewrap"` (sandboxed), `"off"` (the admin's unsandboxed
     /// mode) or `"unavailable"` (commands are refused).
     pub mode: &'static str,
-    /// The network commands get by default (`"off"` or `"host"`).
+    /// The network commands get by default (`"off"`, `"allow"` or
+    /// `"host"`; `"allow"` with no hosts listed is `"off"`).
     pub network: Network,
     /// Why commands are refused, when they are.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -174,15 +204,18 @@ fn probe(filters: Option<&[Vec<u8>; 2]>, cgroups: Option<&Path>) -> Result<PathB
         filters,
     };
     let mut command = spec
-        .std_command(&Spec {
-            workspace: &dir,
-            access: Access::ReadOnly,
-            network: Network::Off,
-            env: &[],
-            program: "/bin/true",
-            args: &[],
-            limits: &Limits::default(),
-        })
+        .std_command(
+            &Spec {
+                workspace: &dir,
+                access: Access::ReadOnly,
+                network: Network::Off,
+                env: &[],
+                program: "/bin/true",
+                args: &[],
+                limits: &Limits::default(),
+            },
+            None,
+        )
         .map_err(|e| e.to_string())?;
     let output = command
         .0
@@ -239,15 +272,17 @@ pub struct Confined {
     /// The command: the caller adds stdio, a process group and
     /// `kill_on_drop`, and spawns it.
     pub command: tokio::process::Command,
-    /// The command's pids cgroup, removed when this is dropped (after
-    /// the command ended).
+    /// The command's pids cgroup and network proxy, removed and ended
+    /// when this is dropped (after the command ended).
     pub guard: Guard,
 }
 
-/// Holds what a running command needs (its cgroup).
+/// Holds what a running command needs: its cgroup, and with the network
+/// `"allow"` its proxy (whose task ends, and socket goes, on drop).
 #[derive(Debug, Default)]
 pub struct Guard {
     _cgroup: Option<cgroup::Cgroup>,
+    _proxy: Option<proxy::Running>,
 }
 
 /// The parts every sandboxed command is built from.
@@ -261,11 +296,16 @@ struct Prepared<'a> {
 const SECCOMP_FDS: [i32; 2] = [3, 4];
 
 impl Prepared<'_> {
-    fn std_command(&self, spec: &Spec<'_>) -> Result<(std::process::Command, Guard), JailError> {
+    fn std_command(
+        &self,
+        spec: &Spec<'_>,
+        proxy: Option<&Path>,
+    ) -> Result<(std::process::Command, Guard), JailError> {
         let args = bwrap::Args {
             workspace: spec.workspace,
             writable: spec.access == Access::ReadWrite,
             network: spec.network,
+            proxy,
             env: spec.env,
             limits: spec.limits,
             seccomp_fds: SECCOMP_FDS,
@@ -307,7 +347,13 @@ impl Prepared<'_> {
             what: "passing its seccomp filter",
             source: std::io::Error::other(e),
         })?;
-        Ok((command, Guard { _cgroup: cgroup }))
+        Ok((
+            command,
+            Guard {
+                _cgroup: cgroup,
+                _proxy: None,
+            },
+        ))
     }
 }
 
@@ -348,7 +394,7 @@ impl Jail {
     /// What this host does with commands under this policy (probes the
     /// host on first use, once per process).
     pub fn status(&self) -> Status {
-        let network = self.policy.network;
+        let network = self.policy.effective_network();
         if !self.policy.sandboxed() {
             return Status {
                 mode: "off",
@@ -359,6 +405,12 @@ impl Jail {
         }
         let host = host();
         match &host.bwrap {
+            Ok(_) if network == Network::Allow && !has_bridge() => Status {
+                mode: "unavailable",
+                network,
+                reason: Some(NO_BRIDGE.to_owned()),
+                processes: None,
+            },
             Ok(_) => Status {
                 mode: "bubblewrap",
                 network,
@@ -383,8 +435,12 @@ impl Jail {
     /// `program args` as the policy runs it in `spec.workspace`: in the
     /// sandbox, or, in the admin's unsandboxed mode, directly (in a
     /// network namespace of its own when the network is off).
+    ///
+    /// With the network `"allow"` this starts the command's proxy on the
+    /// current tokio runtime (so it must be called inside one); the
+    /// proxy lives as long as the returned [`Guard`].
     pub fn command(&self, spec: &Spec<'_>) -> Result<Confined, JailError> {
-        let network = self.policy.network.narrow(spec.network);
+        let network = self.policy.effective_network().narrow(spec.network);
         let spec = Spec { network, ..*spec };
         if !self.policy.sandboxed() {
             return unsandboxed(&spec);
@@ -403,7 +459,16 @@ impl Jail {
             cgroups: host.cgroups.as_deref(),
             filters,
         };
-        let (command, guard) = prepared.std_command(&spec)?;
+        let proxy = match network {
+            Network::Allow if !has_bridge() => {
+                return Err(JailError::Unsupported(NO_BRIDGE.to_owned()));
+            }
+            Network::Allow => Some(proxy::Running::start(Arc::clone(&self.policy))?),
+            Network::Off | Network::Host => None,
+        };
+        let (command, mut guard) =
+            prepared.std_command(&spec, proxy.as_ref().map(proxy::Running::dir))?;
+        guard._proxy = proxy;
         let mut command = tokio::process::Command::from(command);
         command.current_dir("/");
         Ok(Confined { command, guard })
@@ -414,6 +479,13 @@ impl Jail {
 fn unsandboxed(spec: &Spec<'_>) -> Result<Confined, JailError> {
     let mut command = match spec.network {
         Network::Host => tokio::process::Command::new(spec.program),
+        Network::Allow => {
+            return Err(JailError::Unsupported(
+                "its network is \"allow\", whose proxy needs the sandbox, and the \
+                 sandbox's mode is \"off\""
+                    .to_owned(),
+            ));
+        }
         Network::Off => {
             if !can_unshare_network() {
                 return Err(JailError::NoNetworkNamespace);
@@ -437,6 +509,15 @@ fn unsandboxed(spec: &Spec<'_>) -> Result<Confined, JailError> {
         command,
         guard: Guard::default(),
     })
+}
+
+/// Why the network `"allow"` cannot be given.
+const NO_BRIDGE: &str = "its network is \"allow\", whose bridge to the proxy is socat, and \
+     /usr/bin/socat is missing (Debian: apt-get install socat)";
+
+/// Whether the bridge of the network `"allow"` is installed.
+fn has_bridge() -> bool {
+    Path::new(bwrap::SOCAT).is_file()
 }
 
 /// Whether this host lets an unprivileged process make a network

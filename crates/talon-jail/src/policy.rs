@@ -6,7 +6,8 @@
 //! `"off"`), `scope` and `workspaceAccess`. Its Docker keys (`docker`,
 //! `browser`, `prune`, `sessionToolsVisibility`) have no meaning for a
 //! sandbox without containers: they are accepted and reported by `config
-//! check` ([`Policy::ignored_keys`]). Talon's own keys: `network` and
+//! check` ([`Policy::ignored_keys`]). Talon's own keys: `network`,
+//! `allowHosts` (with `network: "allow"`, see [`AllowHost`]) and
 //! `limits`.
 
 use std::collections::BTreeMap;
@@ -14,6 +15,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use crate::allow::AllowHost;
 
 /// Whether commands run sandboxed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -61,7 +64,8 @@ pub enum WorkspaceAccess {
     None,
 }
 
-/// Where a sandboxed command may reach.
+/// Where a sandboxed command may reach, narrowest first (a caller may
+/// narrow the policy's, never widen it).
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -71,6 +75,12 @@ pub enum Network {
     /// (the default).
     #[default]
     Off,
+    /// The hosts and ports of the policy's `allowHosts` only, through a
+    /// filtering proxy the gateway serves for each command: the command
+    /// keeps a network namespace of its own, with only a loopback, where
+    /// the proxy is reached at `127.0.0.1:3128` (`HTTP_PROXY` and
+    /// `HTTPS_PROXY` say so). With no hosts listed it is `Off`.
+    Allow,
     /// The host's network, as the gateway has it (its ports and abstract
     /// Unix sockets included). Only where the admin allows it.
     Host,
@@ -81,6 +91,15 @@ impl Network {
     /// policy, never widen it).
     pub fn narrow(self, asked: Network) -> Network {
         self.min(asked)
+    }
+
+    /// The config's word for it (`"off"`, `"allow"`, `"host"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Off => "off",
+            Network::Allow => "allow",
+            Network::Host => "host",
+        }
     }
 }
 
@@ -140,6 +159,11 @@ pub struct Policy {
     pub workspace_access: WorkspaceAccess,
     /// Where commands may reach (default `"off"`).
     pub network: Network,
+    /// With `network: "allow"`, the hosts and ports commands may reach
+    /// (`"api.example.com:443"`, `"*.pypi.org:443"`), at most
+    /// [`MAX_ALLOW_HOSTS`].
+    #[schemars(with = "Vec<String>", length(max = 256))]
+    pub allow_hosts: Vec<AllowHost>,
     /// Per-command resource limits.
     pub limits: Limits,
     /// OpenClaw's keys that mean nothing without containers (`docker`,
@@ -169,6 +193,9 @@ pub const OPENCLAW_ONLY: [&str; 5] = [
     "sessionToolsVisibility",
     "workspaceRoot",
 ];
+
+/// The most entries `allowHosts` may have.
+pub const MAX_ALLOW_HOSTS: usize = 256;
 
 /// The bounds each limit must keep (the schema's `range`s, checked at
 /// parse, since serde does not).
@@ -210,11 +237,20 @@ impl Policy {
             (Some(base), None) => base.clone(),
             (None, None) => return Ok(Policy::default()),
         };
+        check_allow_hosts(merged.get("allowHosts"), at)?;
         let policy: Policy = serde_json::from_value(merged).map_err(|source| PolicyError {
             path: at.to_owned(),
             source,
         })?;
         policy.check_bounds(at)?;
+        if policy.network == Network::Allow && !policy.sandboxed() {
+            return Err(PolicyError {
+                path: format!("{at}.network"),
+                source: serde::de::Error::custom(
+                    "\"allow\" needs the sandbox, and mode is \"off\" (unsandboxed commands get \"off\" or \"host\")",
+                ),
+            });
+        }
         if let Some(key) = policy
             .ignored
             .keys()
@@ -223,7 +259,7 @@ impl Policy {
             return Err(PolicyError {
                 path: format!("{at}.{key}"),
                 source: serde::de::Error::custom(format!(
-                    "unknown key (Talon reads mode, scope, workspaceAccess, network and limits; OpenClaw's {} are accepted and not read)",
+                    "unknown key (Talon reads mode, scope, workspaceAccess, network, allowHosts and limits; OpenClaw's {} are accepted and not read)",
                     OPENCLAW_ONLY.join(", ")
                 )),
             });
@@ -257,6 +293,22 @@ impl Policy {
         Ok(())
     }
 
+    /// The network commands get at most: the policy's, except that
+    /// `"allow"` with no hosts listed is `"off"`.
+    pub fn effective_network(&self) -> Network {
+        match self.network {
+            Network::Allow if self.allow_hosts.is_empty() => Network::Off,
+            network => network,
+        }
+    }
+
+    /// Whether `host` on `port` is in `allowHosts`.
+    pub(crate) fn allows(&self, host: &crate::allow::Host, port: u16) -> bool {
+        self.allow_hosts
+            .iter()
+            .any(|entry| entry.matches(host, port))
+    }
+
     /// Whether commands run sandboxed.
     pub fn sandboxed(&self) -> bool {
         self.mode != Mode::Off
@@ -271,6 +323,12 @@ impl Policy {
             .map(|key| format!("{key}: OpenClaw's container setting; Talon's sandbox has no containers and does not read it"))
             .collect();
         notes.extend(self.mode_note());
+        if self.network == Network::Allow && self.allow_hosts.is_empty() {
+            notes.push(
+                "network \"allow\" with no allowHosts: commands get no network (as \"off\")"
+                    .to_owned(),
+            );
+        }
         notes
     }
 
@@ -281,4 +339,42 @@ impl Policy {
                 .to_owned()
         })
     }
+}
+
+/// `allowHosts`, checked entry by entry so that an error names its index
+/// (`agents.defaults.sandbox.allowHosts[2]`).
+fn check_allow_hosts(value: Option<&Value>, at: &str) -> Result<(), PolicyError> {
+    let error = |path: String, message: String| PolicyError {
+        path,
+        source: serde::de::Error::custom(message),
+    };
+    let entries = match value {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Array(entries)) => entries,
+        Some(_) => {
+            return Err(error(
+                format!("{at}.allowHosts"),
+                "expected an array of \"host:port\" strings".into(),
+            ));
+        }
+    };
+    if entries.len() > MAX_ALLOW_HOSTS {
+        return Err(error(
+            format!("{at}.allowHosts"),
+            format!(
+                "{} entries, at most {MAX_ALLOW_HOSTS} (use a wildcard, *.example.com:443)",
+                entries.len()
+            ),
+        ));
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        let path = || format!("{at}.allowHosts[{i}]");
+        let Some(entry) = entry.as_str() else {
+            return Err(error(path(), "expected a \"host:port\" string".into()));
+        };
+        entry
+            .parse::<AllowHost>()
+            .map_err(|why| error(path(), why))?;
+    }
+    Ok(())
 }

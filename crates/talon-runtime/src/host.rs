@@ -154,6 +154,8 @@ pub(crate) struct Parts {
     /// Values redacted from every tool result before the model or any
     /// sink sees them (the bound secrets' values).
     pub redact: Vec<String>,
+    /// Tools the host adds to the run.
+    pub host_tools: Option<crate::run::HostTools>,
 }
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or
@@ -325,6 +327,7 @@ impl Host {
                 questions,
                 changes: None,
                 redact: Vec::new(),
+                host_tools: None,
             },
             mcp,
         )
@@ -363,6 +366,7 @@ impl Host {
             changes,
             shell,
             redact,
+            host_tools,
         } = spec;
         let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
@@ -414,6 +418,7 @@ impl Host {
                     questions,
                     changes,
                     redact,
+                    host_tools,
                 },
                 mcp,
             )

@@ -89,7 +89,8 @@ pub use host::{Host, ToolSpaceSpec};
 pub use models::SummaryError;
 pub use provider::ModelRoute;
 pub use run::{
-    RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn, TurnState,
+    HostTools, RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn,
+    TurnState,
 };
 /// The shell's options a host sets per run ([`RunSpec::shell`]): bound
 /// secrets, network.

@@ -234,6 +234,36 @@ pub trait RunHooks: Send + Sync {
         let _ = events;
         None
     }
+
+    /// Tools the host adds to this run (an environment's `pull_request`).
+    fn host_tools(&self, events: &RunEmitter) -> Option<HostTools> {
+        let _ = events;
+        None
+    }
+}
+
+/// Tools a host adds to a run, run by its own executor: their definitions
+/// share one `owner`, by which the run's calls reach `executor`.
+#[derive(Clone)]
+pub struct HostTools {
+    /// Their owner (`environment`).
+    pub owner: &'static str,
+    /// Their definitions (source `openclaw`, owner [`HostTools::owner`]).
+    pub definitions: Vec<talon_protocol::ToolDefinition>,
+    /// Who runs them.
+    pub executor: Arc<dyn ToolExecutor>,
+}
+
+impl std::fmt::Debug for HostTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostTools")
+            .field("owner", &self.owner)
+            .field(
+                "tools",
+                &self.definitions.iter().map(|d| &d.name).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where a run starts.
@@ -414,6 +444,7 @@ impl Host {
                 client_tools,
                 questions: hooks.questions(&events),
                 changes: hooks.changes(&events),
+                host_tools: hooks.host_tools(&events),
                 shell,
                 redact,
             })

@@ -125,6 +125,7 @@ impl RunTools {
             questions,
             changes,
             redact,
+            host_tools,
         } = local;
         let policy = policy(config, agent)?;
         let run = manager.for_run().await;
@@ -138,6 +139,9 @@ impl RunTools {
         }
         if questions.is_some() {
             builder = builder.runtime([crate::questions::definition()]);
+        }
+        if let Some(host) = &host_tools {
+            builder = builder.host(host.owner, host.definitions.iter().cloned());
         }
         if !client.is_empty() {
             let client = client.into_iter().map(|mut tool| {
@@ -158,6 +162,7 @@ impl RunTools {
                 questions,
                 changes,
                 redact: Redactor::new(&redact),
+                host_tools,
             }),
             mcp: Some(Arc::new(manager.clone())),
             owned: None,
@@ -186,6 +191,8 @@ pub struct Local {
     /// Values redacted from every tool result and error before the model
     /// or any sink sees them (an environment's bound secrets).
     pub redact: Vec<String>,
+    /// Tools the host adds to the run.
+    pub host_tools: Option<crate::run::HostTools>,
 }
 
 /// Dispatches catalog entries to their executors by source.
@@ -195,6 +202,7 @@ struct Executor {
     questions: Option<Arc<dyn ToolExecutor>>,
     changes: Option<Arc<dyn ToolOutputs>>,
     redact: Redactor,
+    host_tools: Option<crate::run::HostTools>,
 }
 
 impl Executor {
@@ -289,6 +297,12 @@ impl Executor {
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        if let Some(host) = &self.host_tools
+            && entry.tool.source == ToolSource::Openclaw
+            && entry.tool.owner == host.owner
+        {
+            return host.executor.execute(ctx, entry, call);
+        }
         match (entry.tool.source, &self.core) {
             (ToolSource::Mcp, _) => self.mcp.execute(ctx, entry, call),
             (ToolSource::Openclaw, _)

@@ -120,6 +120,12 @@ impl CatalogBuilder {
         self.add(ToolSource::Openclaw, "runtime", tools)
     }
 
+    /// Tools a host adds to a run (source `openclaw`, owner `owner`, e.g.
+    /// an environment's `openclaw:environment:pull_request`).
+    pub fn host(self, owner: &str, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.add(ToolSource::Openclaw, owner, tools)
+    }
+
     /// A plugin's tools (owner: the plugin id).
     pub fn plugin(self, plugin_id: &str, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
         self.add(ToolSource::Plugin, plugin_id, tools)

@@ -154,6 +154,36 @@ pub(super) fn gateway() -> Node {
                 "secrets",
                 Node::map(secret, "Secrets an environment may be given, by name."),
             ),
+            field(
+                "forges",
+                Node::map(
+                    Node::object(
+                        vec![
+                            field(
+                                "api",
+                                Node::text(
+                                    "The REST API's base URL (https://api.github.com, or a GitHub Enterprise, Gitea or Forgejo .../api/v3).",
+                                ),
+                            ),
+                            field(
+                                "remote",
+                                Node::text(
+                                    "The repository's git URL pushes go to (http or https).",
+                                ),
+                            ),
+                            field("repository", Node::text("owner/repo.")),
+                            field(
+                                "token",
+                                Node::text(
+                                    "The name of the secret (gateway.environments.secrets) holding its token.",
+                                ),
+                            ),
+                        ],
+                        "A forge environments' changes become pull requests on.",
+                    ),
+                    "Forges by name (an environment's settings.pullRequest.forge).",
+                ),
+            ),
         ],
         "What environments may use.",
     );

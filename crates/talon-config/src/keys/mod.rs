@@ -571,8 +571,14 @@ fn sandbox() -> Node {
         field(
             "network",
             Node::word(
-                &["off", "host"],
-                "Where commands may reach: off (default) or the host's network.",
+                &["off", "allow", "host"],
+                "Where commands may reach: off (default), allow (only allowHosts, through a filtering proxy; needs socat), or the host's network.",
+            ),
+        ),
+        field(
+            "allowHosts",
+            strings(
+                "With network allow, the host:port pairs commands may reach (at most 256): a name (api.example.com:443), a wildcard below a name (*.pypi.org:443), or an IP address only where listed as one; empty is the same as off.",
             ),
         ),
         field("limits", limits),

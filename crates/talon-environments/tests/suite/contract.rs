@@ -18,6 +18,7 @@ fn policy(root: &std::path::Path) -> EnvironmentPolicy {
             "DEPLOY_TOKEN".to_owned(),
             SecretSource::File(root.join("token")),
         )]),
+        forges: BTreeMap::new(),
     }
 }
 

@@ -190,13 +190,18 @@ impl DurableApprover {
             session_id: (!ctx.scope.session_id.is_empty())
                 .then(|| ctx.scope.session_id.clone())
                 .map(Into::into),
-            kind: ApprovalKind::Tool,
+            kind: if entry.tool.owner == super::pull_request::OWNER {
+                ApprovalKind::Environment
+            } else {
+                ApprovalKind::Tool
+            },
             summary,
             tool_name: Some(entry.tool.name.clone()),
             tool_id: Some(entry.id.clone()),
             tool_call_id: Some(call.call_id.clone()),
             arguments: Some(call.args.clone()),
-            environment_action: None,
+            environment_action: (entry.tool.owner == super::pull_request::OWNER)
+                .then(|| super::pull_request::ACTION.to_owned()),
             risk: risk(entry),
             decisions: DECISIONS.to_vec(),
             expires_at: Some(now + self.policy.timeout.as_millis() as u64),

@@ -146,7 +146,7 @@ impl ToolOutputs for RunFiles {
 impl Engine {
     /// Stores one artifact of a run; its summary, or `None` (logged) when
     /// it could not be stored.
-    async fn put(
+    pub(super) async fn put(
         &self,
         run_id: &str,
         session_id: &str,

@@ -21,6 +21,7 @@ mod artifacts;
 mod control;
 mod exec;
 mod person;
+mod pull_request;
 pub(crate) mod questions;
 mod recover;
 mod resume;

@@ -104,6 +104,8 @@ struct Hooks {
     secrets: Vec<String>,
     /// Which commands' output becomes a `log` artifact.
     logs: talon_runtime::KeepLog,
+    /// The run's environment, when it has one.
+    environment: Option<Environment>,
 }
 
 impl RunHooks for Hooks {
@@ -137,6 +139,38 @@ impl RunHooks for Hooks {
             secrets: self.secrets.clone(),
             logs: self.logs,
         }))
+    }
+
+    fn host_tools(&self, events: &RunEmitter) -> Option<talon_runtime::HostTools> {
+        let environment = self.environment.as_ref()?;
+        let provider = self.engine.providers().get(&environment.provider).ok()?;
+        let state_dir = self.engine.state_dir();
+        let settings = environment.settings.clone().unwrap_or_default();
+        let target = match provider.pull_request(
+            &settings,
+            &environment.id,
+            self.engine.environment_context(&state_dir),
+        ) {
+            Ok(Some(target)) => target,
+            Ok(None) => return None,
+            Err(error) => {
+                tracing::warn!(environment = %environment.id, error = %error.message,
+                               "pull requests asked for, not offered");
+                return None;
+            }
+        };
+        Some(talon_runtime::HostTools {
+            owner: super::pull_request::OWNER,
+            definitions: vec![super::pull_request::definition()],
+            executor: Arc::new(super::pull_request::PullRequests {
+                engine: self.engine.clone(),
+                events: events.clone(),
+                environment: environment.clone(),
+                provider,
+                target,
+                secrets: self.secrets.clone(),
+            }),
+        })
     }
 }
 
@@ -276,6 +310,7 @@ impl Engine {
                     Some(_) => talon_runtime::KeepLog::Always,
                     None => talon_runtime::KeepLog::WhenCut,
                 },
+                environment: environment.map(|(environment, _)| environment.clone()),
             }),
             cells: self.cells(),
             workspace,

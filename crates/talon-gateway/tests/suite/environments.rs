@@ -42,6 +42,7 @@ impl Sources {
                 "DEPLOY_TOKEN".to_owned(),
                 SecretSource::Env(TOKEN_VAR.to_owned()),
             )]),
+            forges: BTreeMap::new(),
         };
         Self { dir, policy }
     }

@@ -12,6 +12,7 @@ mod nodes;
 mod observe;
 mod openai;
 mod openai_responses;
+mod pull_requests;
 mod questions;
 mod retention;
 mod run_list;

@@ -105,7 +105,11 @@ async fn writes_land_only_in_the_workspace_and_a_private_tmp() {
     );
     let ran = run_in(Policy::default(), &ws, Network::Off, &script).await;
     assert_eq!(ran.stdout, "tmp\ndone\n", "{ran:?}");
-    assert!(ran.stderr.contains("cannot create /usr/x: Read-only file system"), "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("cannot create /usr/x: Read-only file system"),
+        "{ran:?}"
+    );
     // The workspace's parent, recreated inside the private /tmp, took
     // that write; the host's did not.
     assert_eq!(std::fs::read_to_string(ws.join("made")).unwrap(), "ok\n");

@@ -1,6 +1,7 @@
 //! The suites, and one helper that runs a shell command in a sandbox.
 
 mod hostile;
+mod network;
 mod policy;
 
 use std::path::Path;
