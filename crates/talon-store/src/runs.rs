@@ -39,9 +39,15 @@ impl Store {
         node: &str,
         request: Option<&Value>,
     ) -> Result<(Run, bool)> {
+        // The environment it works in (its request's `environmentId`):
+        // one live run at a time there, as in a session.
+        let environment = request
+            .and_then(|r| r.get("environmentId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let inserted = sqlx::query(
-            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request, environment_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
         )
         .bind(run.id.to_string())
         .bind(run.agent_id.to_string())
@@ -53,6 +59,7 @@ impl Store {
         .bind(request_hash.to_owned())
         .bind(node.to_owned())
         .bind(request.map(json_text).transpose()?)
+        .bind(environment)
         .execute(self.writes())
         .await?
         .rows_affected();
@@ -277,6 +284,8 @@ impl Store {
             "UPDATE runs SET status = 'running', node = $1, started_at = COALESCE(started_at, $2), lease_until = $3 \
              WHERE id = (SELECT q.id FROM runs q WHERE q.status = 'queued'{only} \
                AND NOT EXISTS (SELECT 1 FROM runs l WHERE l.session_id = q.session_id AND l.status IN {LIVE}) \
+               AND (q.environment_id IS NULL OR NOT EXISTS (SELECT 1 FROM runs e \
+                    WHERE e.environment_id = q.environment_id AND e.status IN {LIVE})) \
                ORDER BY q.created_at, q.id LIMIT 1{lock}) \
              AND status = 'queued' RETURNING id"
         );
@@ -357,6 +366,19 @@ impl Store {
         .iter()
         .map(run_of)
         .collect()
+    }
+
+    /// Whether a run of environment `environment_id` is live or queued
+    /// ahead (a new run there then waits for the workspace).
+    pub async fn environment_busy(&self, environment_id: &str) -> Result<bool> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) FROM runs WHERE environment_id = $1 AND status IN ('queued', 'running', 'waiting')",
+        )
+        .bind(environment_id.to_owned())
+        .fetch_one(self.pool())
+        .await?;
+        let count: i64 = row.try_get(0)?;
+        Ok(count > 0)
     }
 
     /// Queued runs, oldest first, at most `limit`.

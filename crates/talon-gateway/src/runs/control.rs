@@ -62,6 +62,10 @@ impl Engine {
                 MultitaskStrategy::Enqueue => {}
             }
         }
+        let environment_busy = match &submit.request.environment_id {
+            Some(id) => store.environment_busy(id).await.map_err(api_error)?,
+            None => false,
+        };
         let queued = store
             .queued_runs(self.inner.limits.max_queued)
             .await
@@ -117,6 +121,10 @@ impl Engine {
         )];
         let reason = if busy && submit.strategy == MultitaskStrategy::Enqueue {
             Some("session")
+        } else if environment_busy {
+            // Another run has the environment's workspace: this one waits
+            // for it (claims keep one live run per environment).
+            Some("environment")
         } else if self.running() >= self.inner.limits.max_concurrent {
             Some("runtime")
         } else {

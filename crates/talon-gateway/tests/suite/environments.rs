@@ -517,3 +517,99 @@ async fn a_copied_source_keeps_files_and_links_and_drops_special_files() {
         );
     }
 }
+
+#[tokio::test]
+async fn runs_in_one_environment_take_its_workspace_in_turn() {
+    let script = Script {
+        turns: vec![
+            tool_turn("exec", json!({"command": "echo one >> turns.txt"})),
+            Turn {
+                text: Some("Done.".into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        ..Script::default()
+    };
+    let sources = Sources::new();
+    let g = TestGateway::start_opts(Options {
+        script,
+        environments: sources.policy.clone(),
+        ..Options::default()
+    })
+    .await;
+    let t = Transport::Http;
+    let created = call(
+        &g,
+        "environments.create",
+        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"}}}),
+    )
+    .await
+    .unwrap();
+    // The first run holds the workspace while its command waits for a
+    // person; the second, in another session, waits for the workspace.
+    let first = call(
+        &g,
+        "runs.create",
+        json!({"input": "one", "environmentId": created["id"]}),
+    )
+    .await
+    .unwrap();
+    let approval = super::next_pending(&g, &t, "approvals", &first["runId"]).await;
+    let second = call(
+        &g,
+        "runs.create",
+        json!({"input": "two", "environmentId": created["id"], "sessionKey": "other"}),
+    )
+    .await
+    .unwrap();
+    let events = super::stored_events(&g, &t, &second["runId"]).await;
+    let kinds: Vec<(&Value, &Value)> = events.iter().map(|e| (&e["type"], &e["data"])).collect();
+    assert_eq!(
+        kinds,
+        [
+            (&json!("run.created"), &json!({"input": "two"})),
+            (&json!("run.queued"), &json!({"reason": "environment"}))
+        ]
+    );
+    let status = call(&g, "runs.get", json!({"runId": second["runId"]}))
+        .await
+        .unwrap();
+    assert_eq!(status["status"], "queued");
+    call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": approval["id"], "decision": "approve_once"}),
+    )
+    .await
+    .unwrap();
+    let done = |run: &Value| {
+        let run_id = run["runId"].clone();
+        let g = &g;
+        async move {
+            call(
+                g,
+                "runs.wait",
+                json!({"runId": run_id, "timeoutMs": 20_000}),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(done(&first).await["status"], "completed");
+    // Then the second takes the workspace, and asks for its own command.
+    let approval = super::next_pending(&g, &t, "approvals", &second["runId"]).await;
+    call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": approval["id"], "decision": "approve_once"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done(&second).await["status"], "completed");
+    let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("turns.txt")).unwrap(),
+        "one\none\n"
+    );
+}

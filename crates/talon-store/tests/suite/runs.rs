@@ -222,6 +222,32 @@ on_both! {
 }
 
 on_both! {
+    async fn claims_keep_one_live_run_per_environment(t) {
+        let store = &t.store;
+        let in_env = serde_json::json!({"input": "hi", "environmentId": "env_1"});
+        let plain = serde_json::json!({"input": "hi"});
+        for (id, session, at, request) in [("e1", "s1", 1, &in_env), ("e2", "s2", 2, &in_env), ("p1", "s3", 3, &plain)] {
+            store.create_run(&in_session(id, session, at), None, "h", "n1", Some(request)).await.unwrap();
+        }
+        assert!(store.environment_busy("env_1").await.unwrap());
+        assert!(!store.environment_busy("env_2").await.unwrap());
+        // e2 waits for e1's environment though its session is free; p1 has none.
+        let first = store.claim_run("n1", None, 10, 100).await.unwrap().unwrap();
+        assert_eq!(first.run.id, "e1");
+        let second = store.claim_run("n1", None, 11, 100).await.unwrap().unwrap();
+        assert_eq!(second.run.id, "p1");
+        assert_eq!(store.claim_run("n1", None, 12, 100).await.unwrap(), None);
+        let mut ended = first.run.clone();
+        ended.status = RunStatus::Completed;
+        ended.ended_at = Some(20);
+        let result: RunResult = serde_json::from_value(serde_json::json!({"status": "completed", "runId": "e1"})).unwrap();
+        assert!(store.end_run(&ended, &result).await.unwrap());
+        let third = store.claim_run("n2", None, 21, 100).await.unwrap().unwrap();
+        assert_eq!(third.run.id, "e2");
+    }
+}
+
+on_both! {
     async fn leases_cancel_requests_and_orphans(t) {
         let store = &t.store;
         for (id, session) in [("r1", "s1"), ("r2", "s2"), ("r3", "s3")] {
