@@ -3,6 +3,7 @@ mod config;
 mod exec;
 mod gateway;
 mod hostile_files;
+mod hostile_sandbox;
 mod hostile_state;
 mod hostile_store;
 mod logs;

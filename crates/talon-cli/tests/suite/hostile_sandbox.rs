@@ -1,0 +1,103 @@
+//! Shell commands through `talon agent` (the model's `exec`, approved by
+//! policy) trying to reach past the command sandbox: the state directory
+//! with its admin token, `/etc/shadow`, another directory of the user's,
+//! the agent process's environment, the network, and every process the
+//! command can signal. Each attack that works leaves a file in the
+//! workspace; none may, and the agent finishes its run.
+
+use super::{finish, spawn_talon};
+
+#[test]
+fn commands_the_agent_runs_cannot_reach_its_state_or_the_host() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().display();
+    let state = home.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("admin.token"), "tln_admin_secret").unwrap();
+    std::fs::create_dir_all(home.path().join("other")).unwrap();
+    std::fs::write(home.path().join("other/secret.txt"), "other").unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let attack = |last: &str| {
+        format!(
+            "for f in {h}/state/admin.token /etc/shadow {h}/other/secret.txt /root/.bash_history; do \
+           cat \"$f\" >/dev/null 2>&1 && touch \"ESCAPED_read_$(basename $f)\"; done; \
+         grep -a -q TALON_AGENT_SECRET /proc/[0-9]*/environ 2>/dev/null && touch ESCAPED_environ; \
+         ls {h}/state 2>/dev/null | grep -q . && touch ESCAPED_state; \
+         getent hosts localhost6 example.com >/dev/null 2>&1 && touch ESCAPED_dns; \
+         touch {h}/ESCAPED_outside 2>/dev/null; \
+         {last}"
+        )
+    };
+    let run = |command: String, config_text: &str| {
+        let script = home.path().join("script.json");
+        std::fs::write(
+            &script,
+            serde_json::json!({"turns": [
+                {"toolCalls": [{"name": "exec", "arguments": {"command": command}}]},
+                {"text": "Finished."}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let config = home.path().join("talon.json5");
+        std::fs::write(&config, config_text).unwrap();
+        let secret = home.path().join("marker");
+        let out = finish(spawn_talon(
+            home.path(),
+            &[
+                "agent",
+                "--config",
+                config.to_str().unwrap(),
+                "--mock-script",
+                script.to_str().unwrap(),
+                "--workspace",
+                workspace.to_str().unwrap(),
+                "-m",
+                "try",
+            ],
+            &[("TALON_AGENT_SECRET", &secret)],
+        ));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            (out.status.code(), stdout.trim()),
+            (Some(0), "Finished."),
+            "{stderr}"
+        );
+        let mut escaped: Vec<String> = std::fs::read_dir(&workspace)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("ESCAPED"))
+            .collect();
+        escaped.sort();
+        for name in &escaped {
+            std::fs::remove_file(workspace.join(name)).unwrap();
+        }
+        escaped
+    };
+    // Sandboxed: nothing, even killing every process it can signal.
+    assert_eq!(
+        run(attack("kill -9 -1"), "{ tools: { approvals: 'allow' } }"),
+        Vec::<String>::new()
+    );
+    assert!(!home.path().join("ESCAPED_outside").exists());
+    assert_eq!(
+        std::fs::read_to_string(state.join("admin.token")).unwrap(),
+        "tln_admin_secret"
+    );
+    // The same reads with the admin's unsandboxed mode reach the host
+    // (which is what the sandbox stops; no kill here, it would reach too).
+    let unsandboxed = run(
+        attack("true"),
+        "{ tools: { approvals: 'allow' }, agents: { defaults: { sandbox: { mode: 'off', network: 'host' } } } }",
+    );
+    assert!(
+        unsandboxed.contains(&"ESCAPED_read_admin.token".to_owned()),
+        "{unsandboxed:?}"
+    );
+    assert!(
+        unsandboxed.contains(&"ESCAPED_state".to_owned()),
+        "{unsandboxed:?}"
+    );
+}
