@@ -3,6 +3,14 @@
 //! service, a CI-style runner) can implement it, and the providers Talon
 //! ships ([`Providers::builtin`]): `local` ([`local`]).
 //!
+//! The `ssh` provider ([`ssh::Ssh`]) runs an environment's commands on a
+//! host the admin names (pinned host key, client key from an admin
+//! secret, the system OpenSSH client), in bubblewrap there: its workspace
+//! is prepared on the gateway as `local` prepares one and mirrored to the
+//! host around each command ([`ssh::RemoteShell`]: push, command, pull),
+//! under a lease that any gateway node's [`ssh::Ssh::sweep`] enforces. It
+//! needs the admin's hosts, so a gateway adds it with [`Providers::with`].
+//!
 //! A provider, for one environment:
 //!
 //! 1. **checks** the caller's settings against the admin's
@@ -57,6 +65,7 @@ pub mod forge;
 pub(crate) mod git;
 pub mod local;
 pub mod snapshot;
+pub mod ssh;
 pub(crate) mod tree;
 
 use std::collections::BTreeMap;

@@ -2,3 +2,4 @@
 
 mod contract;
 mod forge;
+mod ssh;
