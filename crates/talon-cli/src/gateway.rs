@@ -308,6 +308,14 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Ok(found) => found,
         Err(message) => return fail(2, &message),
     };
+    // The `ssh` provider's hosts, typed (its own serde declaration).
+    let ssh_hosts: talon_gateway::SshHosts = match config.get("gateway.environments.sshHosts") {
+        None => Default::default(),
+        Some(value) => match serde_json::from_value(value.clone()) {
+            Ok(hosts) => hosts,
+            Err(e) => return fail(2, &format!("gateway.environments.sshHosts: {e}")),
+        },
+    };
     let (limits, mut run_limits, openai) = match config.gateway() {
         Ok(settings) => {
             let (limits, runs) = limits(&settings);
@@ -366,6 +374,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             browsers,
             ticket_ttl: ticket_ttl.unwrap_or(talon_gateway::tokens::TICKET_TTL),
             environments,
+            ssh_hosts,
             openai,
             ..GatewayConfig::local(store.state_dir.clone(), args.listen.port(), host)
         };

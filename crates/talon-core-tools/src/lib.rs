@@ -65,7 +65,7 @@ use talon_tools::{
 };
 
 pub use approval::PolicyApprover;
-pub use shell::{KeepLog, ShellOptions};
+pub use shell::{KeepLog, RemoteHost, ShellOptions};
 pub use talon_jail::{Access, Jail, Network};
 
 /// Most bytes `read` returns in one call (larger files come back as a

@@ -43,6 +43,31 @@ pub struct ShellOptions {
     pub jail: Jail,
     /// Whether commands may write the workspace.
     pub access: Access,
+    /// Where commands run when not on this host (an `ssh` environment's):
+    /// the jail is then the remote side's.
+    pub remote: Option<std::sync::Arc<dyn RemoteHost>>,
+}
+
+/// Another host an environment's commands run on: its workspace brought
+/// up to date there before each command, the local process that runs the
+/// command there (its output streams back through it, and killing it
+/// kills the command), and the changes brought back after, whatever the
+/// command's end.
+pub trait RemoteHost: Send + Sync + std::fmt::Debug {
+    /// Before a command.
+    fn before(&self) -> talon_tools::BoxFuture<'_, Result<(), ToolError>>;
+
+    /// The local process that runs `command` there with `env`, its network
+    /// `network` (already narrowed by the policy).
+    fn command(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        network: Network,
+    ) -> Result<tokio::process::Command, ToolError>;
+
+    /// After it.
+    fn after(&self) -> talon_tools::BoxFuture<'_, Result<(), ToolError>>;
 }
 
 /// Kills the process group when dropped (the call ended, failed, or its
@@ -197,17 +222,27 @@ pub(super) async fn exec(
         args: &["-c", command],
         limits: &jail.policy().limits,
     };
-    let confined = jail.command(&spec).map_err(|e| {
-        let code = match e {
-            JailError::Unavailable(_) => ToolErrorCode::Unavailable,
-            JailError::NoNetworkNamespace | JailError::Unsupported(_) => ToolErrorCode::Unsupported,
-            JailError::Seccomp(_) | JailError::Io { .. } => ToolErrorCode::SpawnFailed,
-        };
-        ToolError::new(code, e.to_string())
-    })?;
-    // Lives until the command's processes are gone (its cgroup).
-    let _guard = confined.guard;
-    let mut cmd = confined.command;
+    let (mut cmd, _guard) = match &options.remote {
+        Some(remote) => {
+            remote.before().await?;
+            let network = jail.policy().effective_network().narrow(spec.network);
+            (remote.command(command, &options.env, network)?, None)
+        }
+        None => {
+            let confined = jail.command(&spec).map_err(|e| {
+                let code = match e {
+                    JailError::Unavailable(_) => ToolErrorCode::Unavailable,
+                    JailError::NoNetworkNamespace | JailError::Unsupported(_) => {
+                        ToolErrorCode::Unsupported
+                    }
+                    JailError::Seccomp(_) | JailError::Io { .. } => ToolErrorCode::SpawnFailed,
+                };
+                ToolError::new(code, e.to_string())
+            })?;
+            // Lives until the command's processes are gone (its cgroup).
+            (confined.command, Some(confined.guard))
+        }
+    };
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -279,7 +314,7 @@ pub(super) async fn exec(
     };
     group.kill();
     drop((stdout, stderr));
-    match end {
+    let outcome = match end {
         End::Exited(status) => {
             let truncated = out.truncated() || err.truncated();
             let log = log
@@ -304,7 +339,16 @@ pub(super) async fn exec(
                 ),
             })
         }
+    };
+    if let Some(remote) = &options.remote {
+        // What the command changed there comes back, whatever its end; a
+        // command that ran but whose changes did not come back failed.
+        let synced = remote.after().await;
+        if let (Ok(_), Err(error)) = (&outcome, synced) {
+            return Err(error);
+        }
     }
+    outcome
 }
 
 #[cfg(test)]

@@ -32,6 +32,10 @@ pub enum GatewayError {
     /// The committed OpenAPI document could not be encoded.
     #[error("the OpenAPI document: {0}")]
     Document(#[source] serde_json::Error),
+    /// `gateway.environments.sshHosts` is not a set of hosts the `ssh`
+    /// provider can use.
+    #[error("gateway.environments.sshHosts: {0}")]
+    Ssh(#[source] talon_environments::ssh::SshConfigError),
     /// Runs left live by the previous start could not be ended.
     #[error("recovering runs: {}", .0.message)]
     Recovery(#[source] ApiError),

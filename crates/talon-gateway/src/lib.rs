@@ -147,6 +147,7 @@ pub use openai::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
 pub use revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use runs::{LEASE, RunLimits};
 pub use talon_environments::forge::Forge;
+pub use talon_environments::ssh::{SshHost, SshHosts};
 pub use talon_environments::{EnvironmentPolicy, SecretSource};
 
 /// How a gateway runs.
@@ -175,6 +176,9 @@ pub struct GatewayConfig {
     /// Where environments' workspaces may come from and the secrets they
     /// may bind.
     pub environments: EnvironmentPolicy,
+    /// The hosts the `ssh` provider may use (`gateway.environments.sshHosts`;
+    /// none: no `ssh` provider).
+    pub ssh_hosts: SshHosts,
     /// The OpenAI-compatible surface (`gateway.openai`).
     pub openai: OpenAiPolicy,
 }
@@ -196,6 +200,7 @@ impl GatewayConfig {
             browsers: BrowserPolicy::default(),
             ticket_ttl: tokens::TICKET_TTL,
             environments: EnvironmentPolicy::default(),
+            ssh_hosts: SshHosts::default(),
             openai: OpenAiPolicy::default(),
         }
     }
@@ -311,13 +316,24 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
             tracing::warn!(reason = ?sandbox.reason, "commands are refused: this host cannot sandbox them")
         }
     }
+    let ssh = if config.ssh_hosts.is_empty() {
+        None
+    } else {
+        Some(Arc::new(
+            talon_environments::ssh::Ssh::new(config.ssh_hosts.clone(), &config.environments)
+                .map_err(GatewayError::Ssh)?,
+        ))
+    };
     let engine = runs::Engine::new(
         store.clone(),
         config.store.clone(),
         node,
         config.host.clone(),
         config.runs.clone(),
-        Arc::new(config.environments.clone()),
+        runs::Environments {
+            policy: Arc::new(config.environments.clone()),
+            ssh,
+        },
         metrics.clone(),
     );
     let dispatcher = engine.start().await.map_err(GatewayError::Recovery)?;

@@ -96,7 +96,7 @@ pub use run::{
 /// secrets, network.
 pub use sandbox::Jails;
 pub use surface::{CellsError, OpenCells, SurfaceParts, SurfacePlan};
-pub use talon_core_tools::{Access, Jail, KeepLog, Network, ShellOptions};
+pub use talon_core_tools::{Access, Jail, KeepLog, Network, RemoteHost, ShellOptions};
 pub use tools::{Local, RunTools, policy, servers};
 
 /// Why a run cannot be built, each with what it came from.

@@ -184,6 +184,15 @@ pub(super) fn gateway() -> Node {
                     "Forges by name (an environment's settings.pullRequest.forge).",
                 ),
             ),
+            field(
+                "sshHosts",
+                Node::map(
+                    Node::open_object(
+                        "{host, port?, user, hostKey (pinned: \"ssh-ed25519 AAAA...\"), identity: {secret: NAME}, workdir?, sandbox?: \"bubblewrap\" | \"none\", leaseSeconds?}",
+                    ),
+                    "Hosts the ssh environment provider may run workspaces on, by name (settings.host).",
+                ),
+            ),
         ],
         "What environments may use.",
     );

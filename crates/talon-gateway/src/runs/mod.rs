@@ -24,6 +24,7 @@ mod person;
 mod pull_request;
 pub(crate) mod questions;
 mod recover;
+mod remote;
 mod resume;
 mod retention;
 mod sink;
@@ -171,6 +172,14 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// What the engine's environments use: the admin's policy and, when the
+/// admin named hosts, the `ssh` provider.
+#[derive(Debug, Clone)]
+pub(crate) struct Environments {
+    pub policy: Arc<crate::environments::EnvironmentPolicy>,
+    pub ssh: Option<Arc<talon_environments::ssh::Ssh>>,
+}
+
 struct Inner {
     store: Store,
     store_config: StoreConfig,
@@ -194,6 +203,9 @@ struct Inner {
     environments: Arc<crate::environments::EnvironmentPolicy>,
     /// The environment providers this gateway has.
     providers: crate::environments::Providers,
+    /// The `ssh` provider, when the admin named hosts (its runs' commands
+    /// run there).
+    ssh: Option<Arc<talon_environments::ssh::Ssh>>,
     /// Runs waiting on a person (an approval or a question), by id: how
     /// many of their calls wait.
     waiting: Mutex<HashMap<String, usize>>,
@@ -288,9 +300,17 @@ impl Engine {
         node: String,
         host: Arc<Host>,
         limits: RunLimits,
-        environments: Arc<crate::environments::EnvironmentPolicy>,
+        environments: Environments,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> Self {
+        let Environments {
+            policy: environments,
+            ssh,
+        } = environments;
+        let mut providers = crate::environments::Providers::builtin();
+        if let Some(ssh) = &ssh {
+            providers = providers.with(ssh.clone());
+        }
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -306,7 +326,8 @@ impl Engine {
                 cells: Mutex::new(HashMap::new()),
                 secrets: talon_runtime::provider::secrets(host.config()),
                 environments,
-                providers: crate::environments::Providers::builtin(),
+                providers,
+                ssh,
                 waiting: Mutex::new(HashMap::new()),
                 suspending: AtomicBool::new(false),
                 metrics,
@@ -492,6 +513,9 @@ impl Engine {
         }
         tokio::spawn(crate::memory::trim_after_runs(self.inner.ended.subscribe()));
         tokio::spawn(self.clone().purge_artifacts());
+        if let Some(ssh) = &self.inner.ssh {
+            tokio::spawn(remote::sweep(ssh.clone()));
+        }
         tokio::spawn(self.clone().prune_events());
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))

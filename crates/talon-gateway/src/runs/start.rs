@@ -269,6 +269,29 @@ impl Engine {
     /// The run's spec: its ids, the store as its sink, the policy and the
     /// durable hooks, where its cells go, its environment's workspace,
     /// shell and secrets.
+    /// Where an `ssh` environment's commands run (`None` for others).
+    fn remote_host(
+        &self,
+        environment: &Environment,
+        agent: &str,
+    ) -> Option<Arc<dyn talon_runtime::RemoteHost>> {
+        let ssh = self
+            .inner
+            .ssh
+            .as_ref()
+            .filter(|_| environment.provider == "ssh")?;
+        let dir = crate::environments::dir_of(&self.state_dir(), &environment.id);
+        let settings = environment.settings.clone().unwrap_or_default();
+        Some(match ssh.remote(&settings, &dir) {
+            Ok(shell) => {
+                let limits = self.inner.host.jails().of(agent).policy().limits;
+                Arc::new(super::remote::SshHost(shell.with_limits(limits)))
+            }
+            // Never run here instead: every command says why.
+            Err(error) => Arc::new(super::remote::Unreachable(error.message)),
+        })
+    }
+
     fn spec(
         &self,
         parts: &Loop,
@@ -289,6 +312,7 @@ impl Engine {
                     talon_runtime::ShellOptions {
                         env: binding.env.clone(),
                         network: binding.network,
+                        remote: self.remote_host(environment, &parts.ids.agent),
                         ..Default::default()
                     },
                     binding.secrets.clone(),

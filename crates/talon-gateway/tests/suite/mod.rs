@@ -18,6 +18,7 @@ mod retention;
 mod run_list;
 mod runs;
 mod scopes;
+mod ssh;
 mod stream;
 mod tokens;
 mod toolspace;
@@ -78,6 +79,7 @@ pub struct Options {
     pub config: Value,
     pub runs: talon_gateway::RunLimits,
     pub environments: talon_gateway::EnvironmentPolicy,
+    pub ssh_hosts: talon_gateway::SshHosts,
     pub browsers: talon_gateway::BrowserPolicy,
     pub ticket_ttl: std::time::Duration,
     pub openai: talon_gateway::OpenAiPolicy,
@@ -91,6 +93,7 @@ impl Default for Options {
             config: json!({}),
             runs: talon_gateway::RunLimits::default(),
             environments: talon_gateway::EnvironmentPolicy::default(),
+            ssh_hosts: talon_gateway::SshHosts::default(),
             browsers: talon_gateway::BrowserPolicy::default(),
             ticket_ttl: talon_gateway::tokens::TICKET_TTL,
             openai: talon_gateway::OpenAiPolicy::default(),
@@ -126,6 +129,7 @@ impl TestGateway {
             limits: options.limits,
             runs: options.runs,
             environments: options.environments,
+            ssh_hosts: options.ssh_hosts,
             browsers: options.browsers,
             ticket_ttl: options.ticket_ttl,
             openai: options.openai,

@@ -18,9 +18,21 @@ use super::{Options, TestGateway, next_pending, stored_events, tool_turn};
 
 /// A gateway whose admin allows the repository `app` (a clone of the
 /// forge's) and the forge `github`, its token in a file.
-async fn gateway(forge: &ScriptedForge, sources: &tempfile::TempDir, script: Script) -> TestGateway {
+async fn gateway(
+    forge: &ScriptedForge,
+    sources: &tempfile::TempDir,
+    script: Script,
+) -> TestGateway {
     let repo = sources.path().join("repo");
-    git(sources.path(), &["clone", "-q", forge.git_dir().to_str().unwrap(), repo.to_str().unwrap()]);
+    git(
+        sources.path(),
+        &[
+            "clone",
+            "-q",
+            forge.git_dir().to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
+    );
     let token = sources.path().join("forge.token");
     std::fs::write(&token, format!("{}\n", forge.token())).unwrap();
     let policy = EnvironmentPolicy {
@@ -50,7 +62,10 @@ fn script() -> Script {
     Script {
         turns: vec![
             tool_turn("exec", json!({"command": "printf 'hi\\n' > hello.txt"})),
-            tool_turn("pull_request", json!({"title": "Say hi", "body": "A greeting."})),
+            tool_turn(
+                "pull_request",
+                json!({"title": "Say hi", "body": "A greeting."}),
+            ),
             Turn {
                 text: Some("Opened.".into()),
                 ..Turn::default()
@@ -79,24 +94,51 @@ async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
     .unwrap();
     assert_eq!(created["capabilities"]["pullRequests"], true);
     let id = created["id"].as_str().unwrap().to_owned();
-    let run = call(&g, "runs.create", json!({"input": "greet", "environmentId": id})).await.unwrap();
+    let run = call(
+        &g,
+        "runs.create",
+        json!({"input": "greet", "environmentId": id}),
+    )
+    .await
+    .unwrap();
     let approval = next_pending(&g, &t, "approvals", &run["runId"]).await;
     assert_eq!(
-        (&approval["kind"], &approval["environmentAction"], &approval["toolName"]),
-        (&json!("environment"), &json!("pull_request"), &json!("pull_request"))
+        (
+            &approval["kind"],
+            &approval["environmentAction"],
+            &approval["toolName"]
+        ),
+        (
+            &json!("environment"),
+            &json!("pull_request"),
+            &json!("pull_request")
+        )
     );
     // Nothing reached the forge before the approval.
     assert_eq!(forge.branches().unwrap(), ["main"]);
-    call(&g, "approvals.respond", json!({"approvalId": approval["id"], "decision": "approve_once"}))
-        .await
-        .unwrap();
-    let result = call(&g, "runs.wait", json!({"runId": run["runId"], "timeoutMs": 20_000})).await.unwrap();
+    call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": approval["id"], "decision": "approve_once"}),
+    )
+    .await
+    .unwrap();
+    let result = call(
+        &g,
+        "runs.wait",
+        json!({"runId": run["runId"], "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap();
     assert_eq!(result["status"], "completed", "{result}");
     let branch = format!("talon/{id}");
     assert_eq!(forge.show(&branch, "hello.txt").unwrap(), "hi\n");
     let pulls = forge.pulls();
     assert_eq!(
-        pulls.iter().map(|p| (p.number, p.title.as_str(), p.head.as_str(), p.base.as_str())).collect::<Vec<_>>(),
+        pulls
+            .iter()
+            .map(|p| (p.number, p.title.as_str(), p.head.as_str(), p.base.as_str()))
+            .collect::<Vec<_>>(),
         [(1, "Say hi", branch.as_str(), "main")]
     );
     let events = stored_events(&g, &t, &run["runId"]).await;
@@ -105,10 +147,16 @@ async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
     let url = pr[0]["data"]["url"].as_str().unwrap();
     assert!(url.ends_with("/acme/app/pull/1"), "{url}");
     assert_eq!(
-        (&pr[0]["data"]["number"], &pr[0]["data"]["action"], &pr[0]["data"]["title"]),
+        (
+            &pr[0]["data"]["number"],
+            &pr[0]["data"]["action"],
+            &pr[0]["data"]["title"]
+        ),
         (&json!(1), &json!("opened"), &json!("Say hi"))
     );
-    let listed = call(&g, "artifacts.list", json!({"runId": run["runId"]})).await.unwrap();
+    let listed = call(&g, "artifacts.list", json!({"runId": run["runId"]}))
+        .await
+        .unwrap();
     let artifact = listed["artifacts"]
         .as_array()
         .unwrap()
@@ -118,7 +166,10 @@ async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
         .unwrap_or_else(|| panic!("{listed}"));
     let content: Value = g
         .client
-        .get(g.url(&format!("/v1/artifacts/{}/content", artifact["id"].as_str().unwrap())))
+        .get(g.url(&format!(
+            "/v1/artifacts/{}/content",
+            artifact["id"].as_str().unwrap()
+        )))
         .bearer_auth(&g.admin)
         .send()
         .await
@@ -127,13 +178,33 @@ async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
         .await
         .unwrap();
     assert_eq!(
-        (&content["url"], &content["number"], &content["branch"], &content["base"], &content["action"]),
-        (&json!(url), &json!(1), &json!(branch), &json!("main"), &json!("opened"))
+        (
+            &content["url"],
+            &content["number"],
+            &content["branch"],
+            &content["base"],
+            &content["action"]
+        ),
+        (
+            &json!(url),
+            &json!(1),
+            &json!(branch),
+            &json!("main"),
+            &json!("opened")
+        )
     );
     // The token never reached an event, the artifact or the model.
-    assert!(!serde_json::to_string(&events).unwrap().contains(forge.token()));
+    assert!(
+        !serde_json::to_string(&events)
+            .unwrap()
+            .contains(forge.token())
+    );
     assert!(!content.to_string().contains(forge.token()));
-    assert!(!serde_json::to_string(&g.mock.requests()).unwrap().contains(forge.token()));
+    assert!(
+        !serde_json::to_string(&g.mock.requests())
+            .unwrap()
+            .contains(forge.token())
+    );
 }
 
 #[tokio::test]
@@ -152,7 +223,10 @@ async fn a_denied_pull_request_pushes_nothing_and_unknown_forges_are_refused() {
     .unwrap_err();
     assert_eq!(
         (&refused["code"], &refused["details"]),
-        (&json!("forbidden"), &json!({"field": "settings.pullRequest.forge"}))
+        (
+            &json!("forbidden"),
+            &json!({"field": "settings.pullRequest.forge"})
+        )
     );
     let created = call(
         &g,
@@ -162,12 +236,28 @@ async fn a_denied_pull_request_pushes_nothing_and_unknown_forges_are_refused() {
     )
     .await
     .unwrap();
-    let run = call(&g, "runs.create", json!({"input": "greet", "environmentId": created["id"]})).await.unwrap();
+    let run = call(
+        &g,
+        "runs.create",
+        json!({"input": "greet", "environmentId": created["id"]}),
+    )
+    .await
+    .unwrap();
     let approval = next_pending(&g, &t, "approvals", &run["runId"]).await;
-    call(&g, "approvals.respond", json!({"approvalId": approval["id"], "decision": "deny", "reason": "not yet"}))
-        .await
-        .unwrap();
-    let result = call(&g, "runs.wait", json!({"runId": run["runId"], "timeoutMs": 20_000})).await.unwrap();
+    call(
+        &g,
+        "approvals.respond",
+        json!({"approvalId": approval["id"], "decision": "deny", "reason": "not yet"}),
+    )
+    .await
+    .unwrap();
+    let result = call(
+        &g,
+        "runs.wait",
+        json!({"runId": run["runId"], "timeoutMs": 20_000}),
+    )
+    .await
+    .unwrap();
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(forge.branches().unwrap(), ["main"]);
     assert!(forge.pulls().is_empty());
