@@ -299,7 +299,10 @@ async fn run_async(args: AgentArgs) -> ExitCode {
                 .map(|store| Arc::new(store) as Arc<dyn SnapshotStore>)
                 .map_err(|e| format!("state directory {}: {e}", dir.display()).into())
         }),
-        workspace: args.workspace.clone(),
+        workspace: args.workspace.clone().map_or(
+            talon_runtime::Workspace::Agent,
+            talon_runtime::Workspace::At,
+        ),
         timeout: None,
         client_tools: Vec::new(),
         shell: Default::default(),

@@ -132,10 +132,8 @@ pub(crate) struct Parts {
     pub approver: Arc<dyn Approver>,
     /// Where its suspended Code Mode cells go.
     pub cells: OpenCells,
-    /// The workspace the core tools work in (else the agent's
-    /// `workspace`, else `agents.defaults.workspace`, else
-    /// `<state dir>/workspace`).
-    pub workspace: Option<PathBuf>,
+    /// The workspace the core tools and commands work in.
+    pub workspace: crate::run::Workspace,
     /// The run's own time limit (else the loop's default).
     pub timeout: Option<Duration>,
     /// The app's tools for this run (answered by the app between runs;
@@ -378,19 +376,15 @@ impl Host {
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
         let mut shell = shell;
         shell.jail = self.jails.of(&agent).clone();
-        let workspace = match workspace {
-            Some(workspace) => workspace,
-            None => {
-                let (workspace, access) = crate::sandbox::workspace_for(
-                    &shell.jail,
-                    crate::host::workspace(&self.config, &agent),
-                    &ctx.scope,
-                    &talon_config::state_dir(),
-                );
-                shell.access = access;
-                workspace
-            }
+        let agents = |at: PathBuf| {
+            crate::sandbox::workspace_for(&shell.jail, at, &ctx.scope, &talon_config::state_dir())
         };
+        let (workspace, access) = match workspace {
+            crate::run::Workspace::Environment(at) => (at, talon_core_tools::Access::ReadWrite),
+            crate::run::Workspace::At(at) => agents(at),
+            crate::run::Workspace::Agent => agents(crate::host::workspace(&self.config, &agent)),
+        };
+        shell.access = access;
         let core = CoreTools::new(&workspace)
             .map_err(|source| RuntimeError::Workspace {
                 path: workspace.clone(),

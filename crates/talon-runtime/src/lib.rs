@@ -90,7 +90,7 @@ pub use models::SummaryError;
 pub use provider::ModelRoute;
 pub use run::{
     HostTools, RunEmitter, RunHandle, RunHooks, RunIds, RunOutcome, RunSink, RunSpec, Start, Turn,
-    TurnState,
+    TurnState, Workspace,
 };
 /// The shell's options a host sets per run ([`RunSpec::shell`]): bound
 /// secrets, network.

@@ -214,6 +214,22 @@ impl RunEmitter {
     }
 }
 
+/// Where a run's core tools and commands work.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Workspace {
+    /// The agent's (`agents.list[].workspace`, else
+    /// `agents.defaults.workspace`, else `<state dir>/workspace`), as its
+    /// sandbox policy's `workspaceAccess` gives it.
+    #[default]
+    Agent,
+    /// The agent's workspace at another place (`talon agent --workspace`),
+    /// as its sandbox policy gives it.
+    At(PathBuf),
+    /// An environment's workspace, writable, whatever the agent's policy
+    /// says of its own.
+    Environment(PathBuf),
+}
+
 /// What a host plugs into each run it starts, each built with the run's
 /// events.
 pub trait RunHooks: Send + Sync {
@@ -303,9 +319,8 @@ pub struct RunSpec {
     pub hooks: Arc<dyn RunHooks>,
     /// Where its suspended Code Mode cells go.
     pub cells: OpenCells,
-    /// The workspace its core tools work in (else the agent's, see
-    /// [`crate::host::workspace`]).
-    pub workspace: Option<PathBuf>,
+    /// The workspace its core tools and commands work in.
+    pub workspace: Workspace,
     /// Its own time limit (else the loop's default).
     pub timeout: Option<Duration>,
     /// The app's tools for this run, offered to the model by name beside

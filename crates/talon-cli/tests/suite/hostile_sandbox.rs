@@ -101,3 +101,64 @@ fn commands_the_agent_runs_cannot_reach_its_state_or_the_host() {
         "{unsandboxed:?}"
     );
 }
+
+#[test]
+fn workspace_access_ro_and_none_are_honoured() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("kept.txt"), "kept").unwrap();
+    let run = |access: &str| {
+        let script = home.path().join("script.json");
+        std::fs::write(
+            &script,
+            serde_json::json!({"turns": [
+                {"toolCalls": [{"name": "exec", "arguments": {"command": "pwd > /tmp/pwd; (touch made.txt 2>/dev/null && echo made) > /tmp/r; cat kept.txt >> /tmp/r 2>/dev/null; cat /tmp/pwd /tmp/r"}}]},
+                {"toolCalls": [{"name": "write", "arguments": {"path": "written.txt", "content": "w"}}]},
+                {"text": "Finished."}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let config = home.path().join("talon.json5");
+        std::fs::write(
+            &config,
+            format!("{{ tools: {{ approvals: 'allow' }}, agents: {{ defaults: {{ sandbox: {{ workspaceAccess: '{access}', scope: 'agent' }} }} }} }}"),
+        )
+        .unwrap();
+        let out = finish(spawn_talon(
+            home.path(),
+            &[
+                "agent",
+                "--config",
+                config.to_str().unwrap(),
+                "--mock-script",
+                script.to_str().unwrap(),
+                "--workspace",
+                workspace.to_str().unwrap(),
+                "-m",
+                "try",
+            ],
+            &[],
+        ));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        stderr
+    };
+    // Read-only: the command reads the workspace and cannot write it; the
+    // write tool refuses.
+    let stderr = run("ro");
+    assert!(!workspace.join("made.txt").exists(), "{stderr}");
+    assert!(!workspace.join("written.txt").exists(), "{stderr}");
+    assert!(stderr.contains("read-only"), "{stderr}");
+    // None: a scratch workspace of the agent's under the state directory,
+    // the agent's own untouched.
+    run("none");
+    let scratch = home.path().join("state/sandboxes/agent-main");
+    assert!(scratch.join("made.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(scratch.join("written.txt")).unwrap(),
+        "w"
+    );
+    assert!(!workspace.join("made.txt").exists() && !workspace.join("written.txt").exists());
+}

@@ -308,7 +308,12 @@ impl Engine {
                 sink.redact(binding.secrets.clone());
                 secrets.extend(binding.secrets.iter().cloned());
                 (
-                    environment.workspace.as_ref().map(std::path::PathBuf::from),
+                    environment
+                        .workspace
+                        .as_ref()
+                        .map_or(talon_runtime::Workspace::Agent, |at| {
+                            talon_runtime::Workspace::Environment(at.into())
+                        }),
                     talon_runtime::ShellOptions {
                         env: binding.env.clone(),
                         network: binding.network,
@@ -318,7 +323,11 @@ impl Engine {
                     binding.secrets.clone(),
                 )
             }
-            None => (None, Default::default(), Vec::new()),
+            None => (
+                talon_runtime::Workspace::Agent,
+                Default::default(),
+                Vec::new(),
+            ),
         };
         RunSpec {
             ids: parts.ids.clone(),

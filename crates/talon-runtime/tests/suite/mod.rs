@@ -122,7 +122,7 @@ pub fn spec(
         cells: Box::new(|limits: StoreLimits| {
             Ok(Arc::new(MemoryStore::new(limits)) as Arc<dyn SnapshotStore>)
         }),
-        workspace: Some(workspace.to_owned()),
+        workspace: talon_runtime::Workspace::At(workspace.to_owned()),
         timeout: None,
         client_tools: Vec::new(),
         shell: Default::default(),
