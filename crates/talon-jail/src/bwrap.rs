@@ -3,6 +3,11 @@
 //! limits applied inside (`prlimit`, then `choom`, both util-linux, then
 //! the command).
 //!
+//! The line is built once ([`Args::pieces`]), with what depends on the
+//! host running bubblewrap (whether `/bin` and the like are symlinks,
+//! which procfs files exist) left open: [`Args::build`] settles it for
+//! this host, `remote::bwrap_arguments` leaves it to a remote one.
+//!
 //! What the command sees: `/usr` and the top-level links or directories
 //! into it (`/bin`, `/sbin`, `/lib*`), read-only; an allow-list of `/etc`
 //! (the loader's cache, users and groups, name resolution, time zones,
@@ -25,13 +30,13 @@
 //! cannot race it. `ALL_PROXY` is not set: many tools read it as a SOCKS
 //! proxy, which this is not.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use crate::policy::{Limits, Network};
 
 /// The `/etc` entries a command sees (when the host has them).
-const ETC: &[&str] = &[
+pub(crate) const ETC: &[&str] = &[
     "alternatives",
     "bash.bashrc",
     "ca-certificates",
@@ -77,10 +82,10 @@ const ETC_NETWORK: &[&str] = &["resolv.conf"];
 
 /// Top-level system directories, bound read-only (or recreated as the
 /// symlinks they are on merged-`/usr` systems).
-const SYSTEM: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+pub(crate) const SYSTEM: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 
 /// Parts of the sandbox's procfs remounted read-only.
-const PROC_READ_ONLY: &[&str] = &[
+pub(crate) const PROC_READ_ONLY: &[&str] = &[
     "/proc/sys",
     "/proc/sysrq-trigger",
     "/proc/fs",
@@ -89,7 +94,7 @@ const PROC_READ_ONLY: &[&str] = &[
 ];
 
 /// Parts of it hidden behind `/dev/null`.
-const PROC_MASKED: &[&str] = &[
+pub(crate) const PROC_MASKED: &[&str] = &[
     "/proc/kcore",
     "/proc/keys",
     "/proc/key-users",
@@ -135,70 +140,110 @@ exec \"$@\""
 /// The variables a command gets besides the bound ones.
 pub(crate) const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// Descriptors the filters arrive on in bubblewrap (`--add-seccomp-fd`),
+/// here and on a remote host alike.
+pub(crate) const SECCOMP_FDS: [i32; 2] = [3, 4];
+
+/// The environment a command's bubblewrap sets.
+#[derive(Clone, Copy)]
+pub(crate) enum Environment<'a> {
+    /// `--clearenv`, then `PATH`, `HOME`, `TMPDIR`, this host's `LANG`,
+    /// `LC_ALL` and `TERM`, these, and with a proxy its variables.
+    Set(&'a [(String, String)]),
+    /// None: bubblewrap passes on the one it was started with (a remote
+    /// host's script starts it with `env -i` and only what it gets).
+    Inherited,
+}
+
 /// One command's sandbox, as bubblewrap's arguments.
 pub(crate) struct Args<'a> {
-    pub workspace: &'a Path,
+    pub workspace: &'a OsStr,
     pub writable: bool,
     pub network: Network,
     /// With the network `"allow"`, the proxy's directory.
     pub proxy: Option<&'a Path>,
-    pub env: &'a [(String, String)],
+    pub env: Environment<'a>,
     pub limits: &'a Limits,
-    /// The child's descriptors holding the seccomp filters.
-    pub seccomp_fds: [i32; 2],
     pub program: &'a str,
     pub args: &'a [&'a str],
 }
 
-fn push(out: &mut Vec<OsString>, items: &[&str]) {
-    out.extend(items.iter().map(OsString::from));
+/// One part of the line, as [`Args::pieces`] gives it: a word, or what
+/// depends on the host that runs bubblewrap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// An argument as it is.
+    Word(OsString),
+    /// A top-level system directory (`/bin`): recreated as the symlink
+    /// it is on that host, bound read-only if it is a directory there,
+    /// left out if absent.
+    System(String),
+    /// A file of procfs (`/proc/kcore`) hidden behind `/dev/null` if that
+    /// host's kernel has it.
+    Mask(&'static str),
 }
 
+fn push(out: &mut Vec<Piece>, items: &[&str]) {
+    out.extend(items.iter().map(|item| Piece::Word(OsString::from(item))));
+}
+
+/// The namespace options of every sandbox (with the network's, when it
+/// is not the host's, `--unshare-net`).
+pub(crate) const NAMESPACES: &[&str] = &[
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--hostname",
+    "sandbox",
+];
+
 impl Args<'_> {
-    /// The arguments after `bwrap`.
+    /// The arguments after `bwrap`, on this host.
     pub(crate) fn build(&self) -> Vec<OsString> {
-        let mut out: Vec<OsString> = Vec::with_capacity(128);
-        push(
-            &mut out,
-            &[
-                "--unshare-user",
-                "--unshare-pid",
-                "--unshare-ipc",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-                "--disable-userns",
-                "--die-with-parent",
-                "--new-session",
-                "--cap-drop",
-                "ALL",
-                "--hostname",
-                "sandbox",
-            ],
-        );
+        let mut out = Vec::with_capacity(128);
+        for piece in self.pieces() {
+            match piece {
+                Piece::Word(word) => out.push(word),
+                Piece::System(dir) => match std::fs::read_link(&dir) {
+                    Ok(target) => {
+                        out.push("--symlink".into());
+                        out.push(target.into_os_string());
+                        out.push(dir.into());
+                    }
+                    Err(_) => {
+                        out.push("--ro-bind-try".into());
+                        out.push(dir.clone().into());
+                        out.push(dir.into());
+                    }
+                },
+                Piece::Mask(file) if Path::new(file).exists() => {
+                    out.extend(["--ro-bind-try", "/dev/null", file].map(OsString::from));
+                }
+                Piece::Mask(_) => {}
+            }
+        }
+        out
+    }
+
+    /// The arguments after `bwrap`, what depends on the host left open:
+    /// the one line both this host's sandbox and a remote one are built
+    /// from.
+    pub(crate) fn pieces(&self) -> Vec<Piece> {
+        let mut out: Vec<Piece> = Vec::with_capacity(128);
+        push(&mut out, NAMESPACES);
         if self.network != Network::Host {
             push(&mut out, &["--unshare-net"]);
         }
         push(&mut out, &["--ro-bind", "/usr", "/usr"]);
-        for dir in SYSTEM {
-            let host = Path::new("/").join(dir);
-            match std::fs::read_link(&host) {
-                Ok(target) => {
-                    out.push("--symlink".into());
-                    out.push(target.into_os_string());
-                    out.push(host.into_os_string());
-                }
-                Err(_) => {
-                    out.push("--ro-bind-try".into());
-                    out.push(host.clone().into_os_string());
-                    out.push(host.into_os_string());
-                }
-            }
-        }
-        let etc = ETC.iter().chain(match self.network {
-            Network::Host => ETC_NETWORK,
-            Network::Off | Network::Allow => &[],
-        });
-        for entry in etc {
+        out.extend(SYSTEM.iter().map(|dir| Piece::System(format!("/{dir}"))));
+        for entry in etc(self.network) {
             let path = format!("/etc/{entry}");
             push(&mut out, &["--ro-bind-try", &path, &path]);
         }
@@ -210,65 +255,86 @@ impl Args<'_> {
         for dir in PROC_READ_ONLY {
             push(&mut out, &["--ro-bind-try", dir, dir]);
         }
-        for file in PROC_MASKED.iter().filter(|f| Path::new(f).exists()) {
-            push(&mut out, &["--ro-bind-try", "/dev/null", file]);
-        }
+        out.extend(PROC_MASKED.iter().map(|file| Piece::Mask(file)));
         let tmp = self.limits.tmp_bytes.to_string();
         push(&mut out, &["--size", &tmp, "--tmpfs", "/tmp"]);
-        out.push(if self.writable { "--bind" } else { "--ro-bind" }.into());
-        out.push(self.workspace.as_os_str().to_owned());
-        out.push(self.workspace.as_os_str().to_owned());
+        let word = |w: &OsStr| Piece::Word(w.to_owned());
+        push(
+            &mut out,
+            &[if self.writable { "--bind" } else { "--ro-bind" }],
+        );
+        out.push(word(self.workspace));
+        out.push(word(self.workspace));
         if let Some(dir) = self.proxy {
-            out.push("--ro-bind".into());
-            out.push(dir.as_os_str().to_owned());
-            out.push(crate::proxy::MOUNT.into());
+            push(&mut out, &["--ro-bind"]);
+            out.push(word(dir.as_os_str()));
+            push(&mut out, &[crate::proxy::MOUNT]);
         }
-        out.push("--chdir".into());
-        out.push(self.workspace.as_os_str().to_owned());
-        push(&mut out, &["--remount-ro", "/", "--clearenv"]);
-        let kept = ["LANG", "LC_ALL", "TERM"]
-            .into_iter()
-            .filter_map(|key| std::env::var(key).ok().map(|value| (key.to_owned(), value)));
-        let fixed = [("PATH", PATH), ("HOME", "/tmp"), ("TMPDIR", "/tmp")]
-            .map(|(k, v)| (k.to_owned(), v.to_owned()));
-        // The proxy's variables last: a bound variable does not replace
-        // them (nothing else leads out anyway).
-        let proxy = self
-            .proxy
-            .iter()
-            .flat_map(|_| PROXY_VARIABLES)
-            .map(|key| (key.to_owned(), PROXY_URL.to_owned()));
-        for (key, value) in fixed
-            .into_iter()
-            .chain(kept)
-            .chain(self.env.iter().cloned())
-            .chain(proxy)
-        {
-            push(&mut out, &["--setenv", &key, &value]);
+        push(&mut out, &["--chdir"]);
+        out.push(word(self.workspace));
+        push(&mut out, &["--remount-ro", "/"]);
+        if let Environment::Set(env) = self.env {
+            push(&mut out, &["--clearenv"]);
+            let kept = ["LANG", "LC_ALL", "TERM"]
+                .into_iter()
+                .filter_map(|key| std::env::var(key).ok().map(|value| (key.to_owned(), value)));
+            let fixed = [("PATH", PATH), ("HOME", "/tmp"), ("TMPDIR", "/tmp")]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()));
+            // The proxy's variables last: a bound variable does not replace
+            // them (nothing else leads out anyway).
+            let proxy = self
+                .proxy
+                .iter()
+                .flat_map(|_| PROXY_VARIABLES)
+                .map(|key| (key.to_owned(), PROXY_URL.to_owned()));
+            for (key, value) in fixed
+                .into_iter()
+                .chain(kept)
+                .chain(env.iter().cloned())
+                .chain(proxy)
+            {
+                push(&mut out, &["--setenv", &key, &value]);
+            }
         }
-        for fd in self.seccomp_fds {
+        for fd in SECCOMP_FDS {
             push(&mut out, &["--add-seccomp-fd", &fd.to_string()]);
         }
-        let l = self.limits;
-        let limit = |name: &str, value: u64| format!("--{name}={value}:{value}");
-        out.push("--".into());
-        out.push("/usr/bin/prlimit".into());
-        for arg in [
-            limit("cpu", l.cpu_seconds),
-            limit("data", l.memory_bytes),
-            limit("nproc", l.processes),
-            limit("nofile", l.open_files),
-            limit("fsize", l.file_size_bytes),
-            limit("core", 0),
-        ] {
-            out.push(arg.into());
+        push(&mut out, &["--"]);
+        for arg in limits(self.limits) {
+            push(&mut out, &[&arg]);
         }
-        push(&mut out, &["--", "/usr/bin/choom", "-n", "1000", "--"]);
         if self.proxy.is_some() {
             push(&mut out, &["/bin/sh", "-c", &bridge(), "talon-bridge"]);
         }
-        out.push(self.program.into());
-        out.extend(self.args.iter().map(OsString::from));
+        push(&mut out, &[self.program]);
+        push(&mut out, self.args);
         out
     }
+}
+
+/// The `/etc` entries a command with `network` sees.
+pub(crate) fn etc(network: Network) -> impl Iterator<Item = &'static str> {
+    ETC.iter()
+        .chain(match network {
+            Network::Host => ETC_NETWORK,
+            Network::Off | Network::Allow => &[],
+        })
+        .copied()
+}
+
+/// `prlimit` and `choom` with their arguments, up to the command: the
+/// limits applied inside the sandbox.
+pub(crate) fn limits(l: &Limits) -> Vec<String> {
+    let limit = |name: &str, value: u64| format!("--{name}={value}:{value}");
+    let mut out = vec!["/usr/bin/prlimit".to_owned()];
+    out.extend([
+        limit("cpu", l.cpu_seconds),
+        limit("data", l.memory_bytes),
+        limit("nproc", l.processes),
+        limit("nofile", l.open_files),
+        limit("fsize", l.file_size_bytes),
+        limit("core", 0),
+    ]);
+    out.extend(["--", "/usr/bin/choom", "-n", "1000", "--"].map(str::to_owned));
+    out
 }

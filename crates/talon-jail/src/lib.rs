@@ -35,6 +35,17 @@
 //!   the process group at the end, timeout or cancellation) takes every
 //!   process of the command with it, `setsid` or not.
 //!
+//! # Commands on another host
+//!
+//! [`remote`] gives the same sandbox for a command another host runs
+//! (the `ssh` environment provider's): [`remote::bwrap_arguments`] is the
+//! line above, built by the same code, with the network `"allow"` as
+//! `"off"` (its proxy is the gateway's), the environment left to the
+//! caller, and what only that host can tell (its `/bin` links, its
+//! procfs files) left to it; [`seccomp_filters`] are the filter's bytes
+//! and the architecture they were compiled for, for the caller to copy
+//! there and open on descriptors 3 and 4.
+//!
 //! # Why bubblewrap, seccompiler and util-linux
 //!
 //! bubblewrap is the kept tool for unprivileged namespaces and mounts
@@ -86,6 +97,7 @@ mod cgroup;
 mod http;
 mod policy;
 mod proxy;
+pub mod remote;
 mod seccomp;
 
 use std::os::fd::OwnedFd;
@@ -100,6 +112,7 @@ pub use policy::{
     AllowHost, Limits, MAX_ALLOW_HOSTS, Mode, Network, OPENCLAW_ONLY, Policy, PolicyError, Scope,
     WorkspaceAccess,
 };
+pub use remote::{SeccompFilters, seccomp_filters};
 
 /// Why a command could not be sandboxed.
 #[derive(Debug, thiserror::Error)]
@@ -292,9 +305,6 @@ struct Prepared<'a> {
     filters: &'a [Vec<u8>; 2],
 }
 
-/// Descriptors the filters arrive on in bubblewrap.
-const SECCOMP_FDS: [i32; 2] = [3, 4];
-
 impl Prepared<'_> {
     fn std_command(
         &self,
@@ -302,13 +312,12 @@ impl Prepared<'_> {
         proxy: Option<&Path>,
     ) -> Result<(std::process::Command, Guard), JailError> {
         let args = bwrap::Args {
-            workspace: spec.workspace,
+            workspace: spec.workspace.as_os_str(),
             writable: spec.access == Access::ReadWrite,
             network: spec.network,
             proxy,
-            env: spec.env,
+            env: bwrap::Environment::Set(spec.env),
             limits: spec.limits,
-            seccomp_fds: SECCOMP_FDS,
             program: spec.program,
             args: spec.args,
         }
@@ -337,7 +346,7 @@ impl Prepared<'_> {
         };
         command.args(args).env_clear();
         let mut mappings = Vec::with_capacity(2);
-        for (bytes, child_fd) in self.filters.iter().zip(SECCOMP_FDS) {
+        for (bytes, child_fd) in self.filters.iter().zip(bwrap::SECCOMP_FDS) {
             mappings.push(FdMapping {
                 parent_fd: sealed(bytes)?,
                 child_fd,

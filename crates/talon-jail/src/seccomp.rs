@@ -1,6 +1,7 @@
 //! The seccomp filter every sandboxed command runs under, compiled to BPF
 //! by `seccompiler` (Firecracker's, kept by rust-vmm) and handed to
-//! bubblewrap (`--seccomp FD`), which loads it last, just before it runs
+//! bubblewrap (`--add-seccomp-fd FD`, here or, as files a remote
+//! host's script opens, there: `remote.rs`), which loads it last, just before it runs
 //! the command: what bubblewrap itself needs to build the sandbox is done
 //! by then.
 //!

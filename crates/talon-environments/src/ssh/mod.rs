@@ -23,13 +23,20 @@
 //!   never following or writing through a link (`transfer`).
 //! - **Commands**: `sh -c` in the remote workspace, in bubblewrap when the
 //!   host's `sandbox` is `"bubblewrap"` (the default: the environment is
-//!   refused where the host has none), with the same namespaces,
+//!   refused where the host has none), on the very bubblewrap line
+//!   `talon-jail` gives a local command
+//!   (`talon_jail::remote::bwrap_arguments`: the same namespaces,
 //!   read-only system, `/etc` allow-list, private `/proc`, `/dev` and
-//!   `/tmp` and limits (`prlimit`, `choom`, where the host has them) as
-//!   `talon-jail` gives a local command, but no seccomp filter (the filter
-//!   is compiled for, and handed over by, the gateway's own process). Its
-//!   argument building is private to `talon-jail`, so the remote line is
-//!   built by a script of its own (`script::RUN`). A remote command
+//!   `/tmp`, limits with `prlimit` and `choom`) and under the same seccomp
+//!   filter: its two programs (`talon_jail::seccomp_filters`) are written
+//!   next to the lease (`seccomp-0.bpf`, `seccomp-1.bpf`) with each
+//!   upload, and the remote script opens them on descriptors 3 and 4 for
+//!   bubblewrap (`--add-seccomp-fd`). A host whose `uname -m` is not the
+//!   gateway's architecture is refused, naming both, rather than run
+//!   unfiltered. The network `"allow"` runs as `"off"` (its proxy lives on
+//!   the gateway). What only the host can tell (whether `/bin` and the
+//!   like are symlinks, which procfs files its kernel has) the script
+//!   decides there (`script::RUN`); it adds nothing else. A remote command
 //!   dies with its connection: bubblewrap's `--die-with-parent`, and a
 //!   watchdog killing the command's session once the SSH session process
 //!   is gone. Only commands run there: model calls, secrets resolution and
@@ -72,7 +79,9 @@
 //! (a transfer's tar stream is the session's stdout), `/bin/sh`, GNU
 //! `tar`, `setsid` (util-linux), `date`, and for the `"bubblewrap"`
 //! sandbox `bwrap` that can make user namespaces (checked by running one
-//! when the environment is prepared). A connection that dies silently (no
+//! when the environment is prepared), `/usr/bin/prlimit` and
+//! `/usr/bin/choom` (util-linux), and the gateway's architecture (for its
+//! seccomp filter). A connection that dies silently (no
 //! FIN) is noticed by the client within a minute (`ServerAliveInterval`),
 //! by the server as its own `ClientAliveInterval` says.
 //!

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use talon_jail::remote::{Arg, RemoteSpec, bwrap_arguments};
 use talon_jail::{Limits, Network};
 use talon_protocol::gateway::{ApiError, ErrorCode};
 
@@ -141,8 +142,11 @@ impl RemoteShell {
     /// nothing removed locally survives there), and the lease renewed.
     /// Nothing is sent when the mirror did not change since the last push
     /// or pull and the remote workspace is still there (one short round
-    /// trip, which renews the lease); a swept one is remade. Bounded: at
-    /// most 200,000 entries and 4 GiB, ten minutes.
+    /// trip, which renews the lease); a swept one is remade. With the
+    /// sandbox `"bubblewrap"`, each upload also writes the seccomp filters
+    /// next to the lease, and a host of another architecture than the
+    /// gateway's is refused. Bounded: at most 200,000 entries and 4 GiB,
+    /// ten minutes.
     pub async fn push(&self) -> Result<Counts, ApiError> {
         let local = self.local.clone();
         let now =
@@ -152,9 +156,17 @@ impl RemoteShell {
                 .map_err(|e| invalid(format!("the local workspace: {e}")))?;
         let unchanged = self.remembered().await == Some(now);
         let lease = self.lease();
+        let host = self.connection.host();
+        let need = match host.sandbox {
+            RemoteSandbox::Bubblewrap => "bwrap",
+            RemoteSandbox::Off => "none",
+        };
         if unchanged {
-            let line =
-                script::remote_line(&[], script::PRESENT, &[&self.root, &self.workspace, &lease]);
+            let line = script::remote_line(
+                &[],
+                script::PRESENT,
+                &[&self.root, &self.workspace, &lease, need],
+            );
             let finished = self
                 .connection
                 .run("checking the remote workspace", &line, TRANSFER_TIMEOUT)
@@ -172,16 +184,31 @@ impl RemoteShell {
             }
         }
         self.remember(None).await;
-        let host = self.connection.host();
-        let need = match host.sandbox {
-            RemoteSandbox::Bubblewrap => "bwrap",
-            RemoteSandbox::Off => "none",
+        // The sandbox's seccomp filters, written next to the lease, for a
+        // host of the gateway's architecture (the script refuses others).
+        let filters = match host.sandbox {
+            RemoteSandbox::Bubblewrap => {
+                let filters = talon_jail::seccomp_filters().map_err(|e| {
+                    ApiError::new(ErrorCode::Unavailable, format!("the sandbox: {e}"))
+                })?;
+                let [a, b] = &filters.programs;
+                vec![
+                    filters.arch.to_owned(),
+                    script::printf_bytes(a),
+                    script::printf_bytes(b),
+                ]
+            }
+            RemoteSandbox::Off => Vec::new(),
         };
-        let line = script::remote_line(
-            &[],
-            script::RECEIVE,
-            &[&host.workdir, &self.root, &self.workspace, &lease, need],
-        );
+        let mut args = vec![
+            host.workdir.as_str(),
+            &self.root,
+            &self.workspace,
+            &lease,
+            need,
+        ];
+        args.extend(filters.iter().map(String::as_str));
+        let line = script::remote_line(&[], script::RECEIVE, &args);
         let counts = self
             .connection
             .upload(
@@ -197,9 +224,11 @@ impl RemoteShell {
     }
 
     /// The local `ssh` process running `command` with `sh -c` in the
-    /// remote workspace: in the host's sandbox (bubblewrap, the network
-    /// `off` unless `network` is [`Network::Host`]; [`Network::Allow`],
-    /// whose filtering proxy lives on the gateway, runs as `off`), with
+    /// remote workspace: in the host's sandbox (bubblewrap on the line
+    /// `talon_jail::remote::bwrap_arguments` makes, under the seccomp
+    /// filters the last push wrote; the network `off` unless `network` is
+    /// [`Network::Host`]: [`Network::Allow`], whose filtering proxy lives
+    /// on the gateway, runs as `off`), with
     /// only `env` besides `PATH`, `HOME` and `TMPDIR`, the lease renewed.
     /// Killing this process (its connection) kills the remote command
     /// within a second. Stdin is null and it is killed on drop; the
@@ -230,36 +259,54 @@ impl RemoteShell {
             names.push(name.as_str());
         }
         let host = self.connection.host();
-        let mode = match host.sandbox {
-            RemoteSandbox::Bubblewrap => "bwrap",
-            RemoteSandbox::Off => "none",
-        };
+        let sandboxed = host.sandbox == RemoteSandbox::Bubblewrap;
+        // The filtering proxy of `allow` lives on the gateway: `off` here.
         let network = match network {
-            Some(Network::Host) => "host",
-            Some(Network::Off | Network::Allow) | None => "off",
+            Some(Network::Host) => Network::Host,
+            Some(Network::Off | Network::Allow) | None => Network::Off,
         };
-        let l = &self.limits;
+        let shell = ["-c", command];
+        let words: Vec<Arg> = if sandboxed {
+            bwrap_arguments(&RemoteSpec {
+                workspace: &self.workspace,
+                writable: true,
+                network,
+                limits: &self.limits,
+                program: "/bin/sh",
+                args: &shell,
+            })
+        } else {
+            ["/bin/sh", "-c", command]
+                .map(|w| Arg::Word(w.to_owned()))
+                .into()
+        };
         let numbers = [
             host.lease_seconds.to_string(),
             (host.lease_seconds / 3).max(1).to_string(),
         ];
-        let limits = [
-            l.tmp_bytes,
-            l.cpu_seconds,
-            l.memory_bytes,
-            l.processes,
-            l.open_files,
-            l.file_size_bytes,
-        ]
-        .map(|n| n.to_string());
         let count = env.len().to_string();
+        let words_count = words.len().to_string();
         let mut args: Vec<&str> = vec![&self.root, &self.workspace];
         args.extend(numbers.iter().map(String::as_str));
-        args.extend([mode, network]);
-        args.extend(limits.iter().map(String::as_str));
-        args.push(&count);
+        args.extend([
+            if sandboxed { "bwrap" } else { "none" },
+            if network == Network::Host {
+                "host"
+            } else {
+                "off"
+            },
+            talon_jail::remote::PATH,
+            &count,
+        ]);
         args.extend(names);
-        args.push(command);
+        args.push(&words_count);
+        for word in &words {
+            args.extend(match word {
+                Arg::Word(w) => ["w", w.as_str()],
+                Arg::System(dir) => ["s", dir.as_str()],
+                Arg::Mask(file) => ["m", file.as_str()],
+            });
+        }
         let line = script::remote_line(&exports, script::RUN, &args);
         if line.len() > MAX_LINE {
             return Err(invalid(format!(

@@ -61,19 +61,41 @@ pub(crate) fn remote_line(exports: &[(String, &str)], script: &str, args: &[&str
     line
 }
 
+/// `bytes` as a `printf` format that prints them: each byte as an octal
+/// escape (`\ooo`), so that no `%` or other character of a format is in
+/// it.
+pub(crate) fn printf_bytes(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("\\{b:03o}")).collect()
+}
+
 /// Replaces the workspace with the tar stream on stdin.
 ///
 /// `$1` workdir, `$2` the environment's directory, `$3` its workspace,
 /// `$4` the lease in seconds, `$5` `bwrap` when the host must have
-/// bubblewrap. The workdir must be a real directory of the remote user's
-/// (not a link another user planted in a shared `/var/tmp`). The lease is
-/// written before anything else, so a gateway that dies mid-upload leaves
-/// a directory a sweep finds.
+/// bubblewrap, and then `$6` the architecture the gateway's seccomp
+/// filters are for (`uname -m`'s name) and `$7`, `$8` the two filters
+/// ([`printf_bytes`]), written to `seccomp-0.bpf` and `seccomp-1.bpf` of
+/// the environment's directory, where [`RUN`] reads them. A host of
+/// another architecture is refused: its commands would run unfiltered.
+/// The workdir must be a real directory of the remote user's (not a link
+/// another user planted in a shared `/var/tmp`). The lease is written
+/// before anything else, so a gateway that dies mid-upload leaves a
+/// directory a sweep finds.
 pub(crate) const RECEIVE: &str = r#"w=$1 r=$2 ws=$3 secs=$4 need=$5
 umask 077
-if [ "$need" = bwrap ] && ! command -v bwrap >/dev/null 2>&1; then
-  echo 'talon: this host has no bubblewrap (bwrap), which its sandbox "bubblewrap" needs: install it (Debian: apt-get install bubblewrap), or an admin sets the host'"'"'s sandbox to "none"' >&2
-  exit 3
+if [ "$need" = bwrap ]; then
+  if ! command -v bwrap >/dev/null 2>&1; then
+    echo 'talon: this host has no bubblewrap (bwrap), which its sandbox "bubblewrap" needs: install it (Debian: apt-get install bubblewrap), or an admin sets the host'"'"'s sandbox to "none"' >&2
+    exit 3
+  fi
+  m=$(uname -m)
+  if [ "$m" != "$6" ]; then
+    echo "talon: this host is $m and the gateway's seccomp filter is for $6: commands would run here without it, so none is run (use a host of the gateway's architecture, or an admin sets the host's sandbox to \"none\")" >&2
+    exit 3
+  fi
+  for t in /usr/bin/prlimit /usr/bin/choom; do
+    [ -x "$t" ] || { echo "talon: this host has no $t (util-linux), which its sandbox \"bubblewrap\" needs" >&2; exit 3; }
+  done
 fi
 for t in tar setsid date; do
   command -v "$t" >/dev/null 2>&1 || { echo "talon: this host has no $t" >&2; exit 3; }
@@ -86,6 +108,10 @@ fi
 mkdir -p -- "$r" || exit 3
 if [ -L "$r" ] || [ ! -O "$r" ]; then echo "talon: $r is not a directory of $(id -un)'s" >&2; exit 3; fi
 printf '%s\n' "$(( $(date +%s) + secs ))" > "$r/.talon-lease" || exit 3
+if [ "$need" = bwrap ]; then
+  rm -f -- "$r/seccomp-0.bpf" "$r/seccomp-1.bpf"
+  printf "$7" > "$r/seccomp-0.bpf" && printf "$8" > "$r/seccomp-1.bpf" || exit 3
+fi
 rm -rf -- "$ws" && mkdir -- "$ws" || exit 3
 umask 022
 exec tar --no-same-owner -C "$ws" -xf -
@@ -93,11 +119,13 @@ exec tar --no-same-owner -C "$ws" -xf -
 
 /// Whether the remote workspace is still there (status 0, its lease
 /// renewed) or must be uploaded again (status 4: swept, or removed by
-/// hand).
+/// hand, or, with `$4` `bwrap`, its seccomp filters missing).
 ///
-/// `$1` the environment's directory, `$2` its workspace, `$3` the lease.
+/// `$1` the environment's directory, `$2` its workspace, `$3` the lease,
+/// `$4` `bwrap` or `none`.
 pub(crate) const PRESENT: &str = r#"r=$1 ws=$2 secs=$3
 [ -d "$ws" ] && [ ! -L "$ws" ] && [ -f "$r/.talon-lease" ] || exit 4
+if [ "$4" = bwrap ]; then [ -f "$r/seccomp-0.bpf" ] && [ -f "$r/seccomp-1.bpf" ] || exit 4; fi
 printf '%s\n' "$(( $(date +%s) + secs ))" > "$r/.talon-lease" || exit 4
 "#;
 
@@ -147,30 +175,40 @@ exit 0
 /// Arguments: `$1` the environment's directory, `$2` the workspace, `$3`
 /// the lease, `$4` how often (seconds) the lease is renewed while the
 /// command runs, `$5` `bwrap` or `none`, `$6` the network (`off` or
-/// `host`), `$7` the private `/tmp`'s bytes, `$8`..`$12` the CPU seconds,
-/// data bytes, processes, open files and file size the command may use,
-/// `$13` how many bound variables follow, then their names (each value in
-/// `TALON_E<n>`), then the command.
+/// `host`), `$7` the `PATH`, `$8` how many bound variables follow, then
+/// their names (each value in `TALON_E<n>`), then how many arguments
+/// follow, then the arguments, each a pair: `w WORD`, the word as it is;
+/// `s DIR`, a system directory (`/bin`), recreated as the symlink it is
+/// here or bound read-only if it is here; `m FILE`, a file of procfs
+/// masked with `/dev/null` if this host's kernel has it. For `bwrap`
+/// they are bubblewrap's, as `talon_jail::remote::bwrap_arguments` makes
+/// them (the namespaces, the read-only system, the `/etc` allow-list,
+/// private `/proc`, `/dev` and `/tmp`, the workspace alone writable,
+/// `--die-with-parent`, the seccomp filters on descriptors 3 and 4, then
+/// `prlimit` and `choom`, then the command); for `none`, the command's.
 ///
 /// The command starts in a session of its own (`setsid`) with only the
-/// variables it is given (`env -i`): in bubblewrap (the namespaces, the
-/// read-only system, the `/etc` allow-list, private `/proc`, `/dev` and
-/// `/tmp`, the workspace alone writable, `--die-with-parent`, then
-/// `prlimit` and `choom` where the host has them), or, for the admin's
-/// `none`, directly (in a network namespace of its own, `unshare`, when
-/// the network is off). A watchdog polls, once a second, the SSH session
-/// process that started this shell (`$PPID`): once it is gone (the
-/// connection dropped, or the gateway killed its `ssh`) it kills the
-/// command's whole session, and while it lives it renews the lease. When
-/// the command ends its session is killed too, so that nothing it left
-/// in the background outlives it; its status is the script's.
-pub(crate) const RUN: &str = r#"root=$1 ws=$2 secs=$3 every=$4 mode=$5 net=$6 tmp=$7 cpu=$8 data=$9
-shift 9
-nproc=$1 nofile=$2 fsize=$3 n=$4
-shift 4
+/// variables it is given (`env -i`): in bubblewrap, its filters
+/// (`seccomp-0.bpf`, `seccomp-1.bpf` of the environment's directory,
+/// written by [`RECEIVE`]) opened on descriptors 3 and 4, or, for the
+/// admin's `none`, directly (in a network namespace of its own,
+/// `unshare`, when the network is off). A watchdog polls, once a second,
+/// the SSH session process that started this shell (`$PPID`): once it is
+/// gone (the connection dropped, or the gateway killed its `ssh`) it
+/// kills the command's whole session, and while it lives it renews the
+/// lease. When the command ends its session is killed too, so that
+/// nothing it left in the background outlives it; its status is the
+/// script's.
+pub(crate) const RUN: &str = r#"root=$1 ws=$2 secs=$3 every=$4 mode=$5 net=$6 P=$7 n=$8
+shift 8
 renew() { printf '%s\n' "$(( $(date +%s) + secs ))" > "$root/.talon-lease"; } 2>/dev/null
 cd -- "$ws" 2>/dev/null || { echo "talon: the remote workspace $ws is gone (its lease ran out and a sweep removed it?); upload it again" >&2; exit 125; }
 renew
+if [ "$mode" = bwrap ]; then
+  set -- "$@" "PATH=$P" HOME=/tmp TMPDIR=/tmp
+else
+  set -- "$@" "PATH=$P" "HOME=${HOME:-/tmp}" TMPDIR=/tmp
+fi
 i=0
 while [ "$i" -lt "$n" ]; do
   eval "v=\${TALON_E$i-}"
@@ -179,43 +217,35 @@ while [ "$i" -lt "$n" ]; do
   i=$((i+1))
 done
 unset v
-cmd=$1
+k=$1
 shift
-P=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+f0=$root/seccomp-0.bpf f1=$root/seccomp-1.bpf
 if [ "$mode" = bwrap ]; then
   b=$(command -v bwrap) || { echo 'talon: this host has no bubblewrap (bwrap) to sandbox the command' >&2; exit 125; }
-  set -- "PATH=$P" HOME=/tmp TMPDIR=/tmp "$@" "$b" --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --disable-userns --die-with-parent --new-session --cap-drop ALL --hostname sandbox
-  [ "$net" = host ] || set -- "$@" --unshare-net
-  set -- "$@" --ro-bind /usr /usr
-  for d in bin sbin lib lib32 lib64 libx32; do
-    if [ -L "/$d" ]; then set -- "$@" --symlink "$(readlink "/$d")" "/$d"
-    elif [ -e "/$d" ]; then set -- "$@" --ro-bind "/$d" "/$d"; fi
-  done
-  for e in alternatives bash.bashrc ca-certificates ca-certificates.conf debian_version environment gai.conf gitconfig group host.conf hostname hosts inputrc issue ld.so.cache ld.so.conf ld.so.conf.d locale.alias locale.conf localtime lsb-release magic magic.mime mime.types nsswitch.conf os-release passwd perl profile profile.d protocols python3 rpc services ssl/certs ssl/openssl.cnf timezone xattr.conf; do
-    set -- "$@" --ro-bind-try "/etc/$e" "/etc/$e"
-  done
-  if [ "$net" = host ]; then set -- "$@" --ro-bind-try /etc/resolv.conf /etc/resolv.conf; fi
-  set -- "$@" --proc /proc --dev /dev
-  for p in /proc/sys /proc/sysrq-trigger /proc/fs /proc/irq /proc/bus; do
-    set -- "$@" --ro-bind-try "$p" "$p"
-  done
-  for p in /proc/kcore /proc/keys /proc/key-users /proc/timer_list /proc/sched_debug /proc/latency_stats /proc/kallsyms; do
-    if [ -e "$p" ]; then set -- "$@" --ro-bind-try /dev/null "$p"; fi
-  done
-  set -- "$@" --size "$tmp" --tmpfs /tmp --bind "$ws" "$ws" --chdir "$ws" --remount-ro / --
-  if [ -x /usr/bin/prlimit ]; then
-    set -- "$@" /usr/bin/prlimit "--cpu=$cpu:$cpu" "--data=$data:$data" "--nproc=$nproc:$nproc" "--nofile=$nofile:$nofile" "--fsize=$fsize:$fsize" --core=0:0 --
-  fi
-  if [ -x /usr/bin/choom ]; then set -- "$@" /usr/bin/choom -n 1000 --; fi
-else
-  set -- "PATH=$P" "HOME=${HOME:-/tmp}" TMPDIR=/tmp "$@"
-  if [ "$net" != host ]; then
-    u=$(command -v unshare) || { echo 'talon: this host has no unshare to cut the command'"'"'s network' >&2; exit 125; }
-    set -- "$@" "$u" --net --map-root-user --
-  fi
+  [ -f "$f0" ] && [ -f "$f1" ] || { echo "talon: the sandbox's seccomp filters ($f0, $f1) are missing; upload the workspace again" >&2; exit 125; }
+  set -- "$@" "$b"
+elif [ "$net" != host ]; then
+  u=$(command -v unshare) || { echo 'talon: this host has no unshare to cut the command'"'"'s network' >&2; exit 125; }
+  set -- "$@" "$u" --net --map-root-user --
 fi
-set -- "$@" /bin/sh -c "$cmd"
-setsid env -i "$@" &
+i=0
+while [ "$i" -lt "$k" ]; do
+  a=$2
+  case $1 in
+    w) set -- "$@" "$a" ;;
+    s) if [ -L "$a" ]; then set -- "$@" --symlink "$(readlink "$a")" "$a"
+       elif [ -e "$a" ]; then set -- "$@" --ro-bind "$a" "$a"; fi ;;
+    m) if [ -e "$a" ]; then set -- "$@" --ro-bind-try /dev/null "$a"; fi ;;
+  esac
+  shift 2
+  i=$((i+1))
+done
+unset a
+if [ "$mode" = bwrap ]; then
+  setsid env -i "$@" 3<"$f0" 4<"$f1" &
+else
+  setsid env -i "$@" &
+fi
 c=$!
 p=$PPID
 (
@@ -238,6 +268,8 @@ exit "$s"
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     /// What `sh` makes of a quoted word: the word itself, byte for byte.
@@ -267,6 +299,56 @@ mod tests {
                 .unwrap();
             assert_eq!(String::from_utf8(output.stdout).unwrap(), hostile);
         }
+    }
+
+    #[test]
+    fn printf_prints_the_bytes_it_was_given() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let output = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg("printf \"$1\"")
+            .arg("talon-test")
+            .arg(printf_bytes(&bytes))
+            .output()
+            .unwrap();
+        assert_eq!(output.stdout, bytes);
+    }
+
+    #[test]
+    fn a_host_of_another_architecture_is_refused() {
+        if std::process::Command::new("bwrap")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path().join("w").display().to_string();
+        let r = format!("{w}/env_1");
+        let ws = format!("{r}/workspace");
+        let output = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(RECEIVE)
+            .args(["talon-ssh", &w, &r, &ws, "600", "bwrap", "vax", "", ""])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let here = String::from_utf8(
+            std::process::Command::new("uname")
+                .arg("-m")
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{stderr}");
+        assert!(
+            stderr.contains(&format!("this host is {} and", here.trim()))
+                && stderr.contains("seccomp filter is for vax"),
+            "{stderr}"
+        );
+        assert!(!Path::new(&r).exists(), "nothing was made");
     }
 
     #[test]

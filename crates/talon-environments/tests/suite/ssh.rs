@@ -553,6 +553,45 @@ async fn killing_the_local_ssh_kills_the_remote_command_unsandboxed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_remote_command_runs_under_the_gateways_seccomp_filter() {
+    let f = Fixture::start();
+    let ssh = f.ssh(RemoteSandbox::Bubblewrap);
+    let settings = f.settings();
+    let dir = f.dir("env_1");
+    ssh.prepare(&settings, &dir, f.context()).await.unwrap();
+    let root = f.remote_root("env_1");
+    // The filters, once per upload, next to the lease, as the gateway
+    // compiled them.
+    let filters = talon_jail::seccomp_filters().unwrap();
+    for (i, program) in filters.programs.iter().enumerate() {
+        assert_eq!(
+            &std::fs::read(root.join(format!("seccomp-{i}.bpf"))).unwrap(),
+            program
+        );
+    }
+    let shell = ssh.remote(&settings, &dir).unwrap();
+    let (code, stdout, stderr) = run(
+        &shell,
+        "grep Seccomp: /proc/self/status; unshare -U true; echo \"unshare: $?\"",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "Seccomp:\t2\nunshare: 1\n");
+    assert!(stderr.contains("Operation not permitted"), "{stderr}");
+    // Without its filters, no command runs (nor unfiltered).
+    std::fs::remove_file(root.join("seccomp-1.bpf")).unwrap();
+    let (code, _, stderr) = run(&shell, "true", &[], None).await;
+    assert_eq!(code, Some(125));
+    assert!(stderr.contains("seccomp filters"), "{stderr}");
+    // A push that finds them missing uploads them again.
+    assert!(shell.push().await.unwrap().entries > 0);
+    let (code, _, stderr) = run(&shell, "true", &[], None).await;
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_unsandboxed_host_runs_commands_with_only_their_variables() {
     let f = Fixture::start();
     let ssh = f.ssh(RemoteSandbox::Off);

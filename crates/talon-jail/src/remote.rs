@@ -1,0 +1,261 @@
+//! The sandbox of a command that runs on another host of the same kind
+//! (the `ssh` environment provider's): bubblewrap's arguments as
+//! `bwrap.rs` builds them for this host ([`bwrap_arguments`]), and
+//! the seccomp filters' bytes to copy there ([`seccomp_filters`]). One
+//! line, built by one piece of code, for both.
+//!
+//! What differs from a local command's line:
+//!
+//! - the network `"allow"` is `"off"`: its filtering proxy lives on the
+//!   gateway, out of the remote command's reach;
+//! - the environment is not set by bubblewrap (no `--clearenv`, no
+//!   `--setenv`): the remote script starts bubblewrap with `env -i` and
+//!   only the variables the command gets, which bubblewrap passes on;
+//! - what depends on the remote host is left to it ([`Arg::System`],
+//!   [`Arg::Mask`]): whether `/bin` and the like are symlinks there, and
+//!   which of procfs's masked files its kernel has;
+//! - the filters arrive on descriptors 3 and 4 (`--add-seccomp-fd 3
+//!   --add-seccomp-fd 4`, as locally) from files on the remote host,
+//!   which the remote script opens (`3<file 4<file`); the files hold
+//!   [`seccomp_filters`], valid only on a host of the architecture they
+//!   were compiled for ([`SeccompFilters::arch`]).
+//!
+//! The limits are the local line's: `/usr/bin/prlimit`, then
+//! `/usr/bin/choom`, then the command, so the remote host must have both.
+
+use crate::bwrap::{self, Piece};
+use crate::policy::{Limits, Network};
+use crate::{JailError, seccomp};
+
+/// One remote command.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoteSpec<'a> {
+    /// Its workspace on the remote host (an absolute path).
+    pub workspace: &'a str,
+    /// Whether it may write there.
+    pub writable: bool,
+    /// Its network ([`Network::Allow`] is [`Network::Off`] there).
+    pub network: Network,
+    /// Its limits.
+    pub limits: &'a Limits,
+    /// The program (an absolute path inside the sandbox).
+    pub program: &'a str,
+    /// Its arguments.
+    pub args: &'a [&'a str],
+}
+
+/// One part of a remote command's bubblewrap line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arg {
+    /// An argument as it is.
+    Word(String),
+    /// A top-level system directory (`/bin`): on the remote host,
+    /// `--symlink <target> /bin` if it is a symlink there,
+    /// `--ro-bind /bin /bin` if it is there, nothing otherwise.
+    System(String),
+    /// A file of procfs (`/proc/kcore`): `--ro-bind-try /dev/null <file>`
+    /// if it exists on the remote host, nothing otherwise.
+    Mask(String),
+}
+
+/// The arguments after `bwrap` for `spec`, on a host of this gateway's
+/// kind, built as this host's are (see the module's documentation for
+/// what differs).
+pub fn bwrap_arguments(spec: &RemoteSpec<'_>) -> Vec<Arg> {
+    let network = match spec.network {
+        Network::Host => Network::Host,
+        Network::Off | Network::Allow => Network::Off,
+    };
+    bwrap::Args {
+        workspace: spec.workspace.as_ref(),
+        writable: spec.writable,
+        network,
+        proxy: None,
+        env: bwrap::Environment::Inherited,
+        limits: spec.limits,
+        program: spec.program,
+        args: spec.args,
+    }
+    .pieces()
+    .into_iter()
+    .map(|piece| match piece {
+        // Every word is a `str`'s (the spec's, or a constant's).
+        Piece::Word(word) => Arg::Word(word.to_string_lossy().into_owned()),
+        Piece::System(dir) => Arg::System(dir),
+        Piece::Mask(file) => Arg::Mask(file.to_owned()),
+    })
+    .collect()
+}
+
+/// The `PATH` a sandboxed command gets, here and there.
+pub const PATH: &str = bwrap::PATH;
+
+/// The descriptors bubblewrap reads the filters from
+/// (`--add-seccomp-fd`), in the order of [`SeccompFilters::programs`].
+pub const SECCOMP_FDS: [i32; 2] = bwrap::SECCOMP_FDS;
+
+/// The seccomp filters every sandboxed command runs under, as bubblewrap
+/// reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeccompFilters {
+    /// The architecture they were compiled for, as `uname -m` names it
+    /// (`x86_64`, `aarch64`, `riscv64`): on any other, they are wrong.
+    pub arch: &'static str,
+    /// The two programs (`struct sock_filter`s in this host's byte
+    /// order): the refusals (`EPERM`), and `clone3`'s `ENOSYS`.
+    pub programs: [Vec<u8>; 2],
+}
+
+/// The seccomp filters, compiled for this host's architecture.
+pub fn seccomp_filters() -> Result<SeccompFilters, JailError> {
+    let [a, b] = seccomp::programs()?;
+    Ok(SeccompFilters {
+        arch: std::env::consts::ARCH,
+        programs: [seccomp::bytes(&a), seccomp::bytes(&b)],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// A line without what depends on the host (the system directories
+    /// and masks, resolved locally or left open remotely) and the
+    /// environment (set locally, inherited remotely).
+    fn shared(words: impl IntoIterator<Item = String>) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut words = words.into_iter().peekable();
+        while let Some(word) = words.next() {
+            match word.as_str() {
+                "--setenv" => {
+                    words.next();
+                    words.next();
+                }
+                "--clearenv" => {}
+                "--symlink" => {
+                    words.next();
+                    words.next();
+                }
+                "--ro-bind-try"
+                    if words.peek().is_some_and(|w| {
+                        w == "/dev/null" || bwrap::SYSTEM.iter().any(|d| *w == format!("/{d}"))
+                    }) =>
+                {
+                    words.next();
+                    words.next();
+                }
+                _ => out.push(word),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_local_and_the_remote_line_agree_on_the_shared_parts() {
+        let limits = Limits::default();
+        for network in [Network::Off, Network::Host] {
+            let local: Vec<String> = bwrap::Args {
+                workspace: "/srv/ws".as_ref(),
+                writable: true,
+                network,
+                proxy: None,
+                env: bwrap::Environment::Set(&[("A".to_owned(), "1".to_owned())]),
+                limits: &limits,
+                program: "/bin/sh",
+                args: &["-c", "true"],
+            }
+            .build()
+            .into_iter()
+            .map(|w: OsString| w.into_string().unwrap())
+            .collect();
+            let remote = bwrap_arguments(&RemoteSpec {
+                workspace: "/srv/ws",
+                writable: true,
+                network,
+                limits: &limits,
+                program: "/bin/sh",
+                args: &["-c", "true"],
+            });
+            let words: Vec<String> = remote
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Word(w) => Some(w.clone()),
+                    Arg::System(_) | Arg::Mask(_) => None,
+                })
+                .collect();
+            assert_eq!(shared(local.clone()), shared(words.clone()));
+            // The shared parts are there, from the same constants.
+            for flag in bwrap::NAMESPACES {
+                assert!(words.iter().any(|w| w == flag), "{flag}");
+            }
+            assert_eq!(
+                words.iter().any(|w| w == "--unshare-net"),
+                network != Network::Host
+            );
+            for entry in bwrap::etc(network) {
+                assert!(words.contains(&format!("/etc/{entry}")), "{entry}");
+            }
+            for dir in bwrap::PROC_READ_ONLY {
+                assert!(words.iter().any(|w| w == dir), "{dir}");
+            }
+            let masks: Vec<&str> = remote
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Mask(m) => Some(m.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(masks, bwrap::PROC_MASKED);
+            let systems = remote
+                .iter()
+                .filter(|a| matches!(a, Arg::System(_)))
+                .count();
+            assert_eq!(systems, bwrap::SYSTEM.len());
+            let tail = bwrap::limits(&limits);
+            let at = words.iter().position(|w| w == "/usr/bin/prlimit").unwrap();
+            assert_eq!(words[at..at + tail.len()], tail[..]);
+            assert_eq!(words[at + tail.len()..], ["/bin/sh", "-c", "true"]);
+            let fds: Vec<&String> = words
+                .iter()
+                .skip_while(|w| *w != "--add-seccomp-fd")
+                .take(4)
+                .collect();
+            assert_eq!(fds, ["--add-seccomp-fd", "3", "--add-seccomp-fd", "4"]);
+        }
+    }
+
+    #[test]
+    fn allow_is_off_remotely() {
+        let limits = Limits::default();
+        let spec = |network| RemoteSpec {
+            workspace: "/w",
+            writable: true,
+            network,
+            limits: &limits,
+            program: "/bin/true",
+            args: &[],
+        };
+        assert_eq!(
+            bwrap_arguments(&spec(Network::Allow)),
+            bwrap_arguments(&spec(Network::Off))
+        );
+        assert!(
+            !bwrap_arguments(&spec(Network::Allow))
+                .iter()
+                .any(|a| *a == Arg::Word("--setenv".to_owned()))
+        );
+    }
+
+    #[test]
+    fn the_filters_are_this_hosts() {
+        let filters = seccomp_filters().unwrap();
+        assert_eq!(filters.arch, std::env::consts::ARCH);
+        for program in &filters.programs {
+            assert!(!program.is_empty() && program.len() % 8 == 0);
+        }
+    }
+}
