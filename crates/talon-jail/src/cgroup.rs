@@ -26,7 +26,10 @@ pub(crate) fn parent() -> Option<PathBuf> {
         std::fs::create_dir(&probe).ok()?;
         let fits = probe.join("pids.max").exists() && probe.join("cgroup.procs").exists();
         let _ = std::fs::remove_dir(&probe);
-        fits.then_some(dir)
+        fits.then(|| {
+            sweep(&dir);
+            dir
+        })
     };
     // v1: "N:pids:/path"; v2: "0::/path" with pids delegated to children.
     for line in own.lines() {
@@ -47,6 +50,28 @@ pub(crate) fn parent() -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Removes the empty cgroups of processes that are gone (`talon-jail-<pid>-<n>`:
+/// a process that exited before its last removal retry left them).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("talon-jail-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            // Only an empty cgroup can be removed; a live one stays.
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
 }
 
 /// One command's pids cgroup; removed on drop.
@@ -93,5 +118,33 @@ impl Drop for Cgroup {
             }
             tracing::warn!(dir = %dir.display(), "a command's pids cgroup could not be removed");
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    #[test]
+    fn the_sweep_removes_only_the_empty_cgroups_of_processes_that_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = format!("talon-jail-{}-0", std::process::id());
+        for name in [
+            "talon-jail-999999999-0",
+            own.as_str(),
+            "talon-jail-999999999-1",
+            "other",
+        ] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        // A gone process's cgroup that still holds something stays.
+        std::fs::write(dir.path().join("talon-jail-999999999-1/held"), "").unwrap();
+        super::sweep(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["other", own.as_str(), "talon-jail-999999999-1"]);
     }
 }
