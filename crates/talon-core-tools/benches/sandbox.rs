@@ -17,10 +17,11 @@
 //! 3. `ablation`: where the sandbox's start-up goes. The command the jail
 //!    builds for `/bin/sh -c true` is spawned as it is (`Jail::command`
 //!    inside the timing), then its argument list without the seccomp
-//!    descriptors (they can only be passed by the jail), and from there
-//!    with one more part taken out (the pids-cgroup wrapper; then, from
-//!    that base, one at a time: `prlimit` and `choom`, the network
-//!    namespace, the `/etc` binds, the procfs masks, `/proc` and `/dev`,
+//!    filters, with the wrapper joining its cgroup the way it did before
+//!    (`cgroup.procs`) or joining none, and from there with the wrapper
+//!    and filters taken out (the base) and, from that base, one part at a
+//!    time (`prlimit`, the network namespace, the `/etc` copy's bind or a
+//!    bind of each entry as before, the procfs masks, `/proc` and `/dev`,
 //!    ...), each timed from spawn to exit, all interleaved round by
 //!    round, with the median of the per-round differences against the
 //!    jail's command and against the base; `sh -c true` and `unshare` as
@@ -41,7 +42,7 @@
     reason = "a benchmark binary fails loudly and prints its figures"
 )]
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -490,25 +491,30 @@ fn arity(option: &str) -> usize {
     }
 }
 
-/// The jail's command, split into bubblewrap's options (each with its
-/// values), and what runs inside (after `--`).
+/// The jail's command, split into its wrapper shell, bubblewrap's
+/// options (each with its values), and what runs inside (after `--`).
 struct Split {
-    /// The cgroup wrapper (`/bin/sh -c '...' procs`), when there is one.
+    /// `/bin/sh -c SCRIPT talon-jail CGROUP FILTER0 FILTER1 CPU DATA
+    /// NOFILE FSIZE`: the wrapper and its arguments, up to bubblewrap.
     wrapper: Vec<OsString>,
     bwrap: OsString,
     options: Vec<Vec<String>>,
     inner: Vec<String>,
 }
 
+/// Where the wrapper's cgroup file is among its arguments.
+const WRAPPER_CGROUP: usize = 4;
+
 fn split(command: &std::process::Command) -> Split {
     let mut argv: Vec<OsString> = std::iter::once(command.get_program().to_owned())
         .chain(command.get_args().map(ToOwned::to_owned))
         .collect();
-    let mut wrapper = Vec::new();
-    if argv[0] == "/bin/sh" {
-        // sh -c SCRIPT PROCS BWRAP ARGS...
-        wrapper = argv.drain(..4).collect();
-    }
+    let at = argv
+        .iter()
+        .position(|a| a.to_str().is_some_and(|a| a.ends_with("/bwrap")))
+        .unwrap();
+    let wrapper: Vec<OsString> = argv.drain(..at).collect();
+    assert!(wrapper.is_empty() || wrapper.len() == 11, "{wrapper:?}");
     let bwrap = argv.remove(0);
     let args: Vec<String> = argv.into_iter().map(|a| a.into_string().unwrap()).collect();
     let end = args.iter().position(|a| a == "--").unwrap();
@@ -527,16 +533,11 @@ fn split(command: &std::process::Command) -> Split {
     }
 }
 
-/// What runs inside without `prlimit` and `choom` (the program after the
-/// last `--`).
+/// What runs inside without `prlimit` (the program after its `--`).
 fn without_limits(inner: &[String]) -> Vec<String> {
     let last = inner.iter().rposition(|a| a == "--").unwrap();
     inner[last + 1..].to_vec()
 }
-
-/// In a variant's argv, the wrapper's `cgroup.procs` of a cgroup made
-/// for each run under the directory that follows.
-const FRESH: &str = "fresh-cgroup-under:";
 
 /// One ablation variant: a name and its argv.
 struct Variant {
@@ -545,19 +546,36 @@ struct Variant {
     argv: Option<Vec<OsString>>,
 }
 
+/// The wrapper to use in a variant.
+enum Wrap<'a> {
+    /// None: bubblewrap is spawned directly (the seccomp options must be
+    /// left out then: nothing opens the filters).
+    No,
+    /// The jail's wrapper with this cgroup file (empty: none).
+    With(&'a OsStr),
+}
+
 fn assemble(
     s: &Split,
-    wrapper: bool,
+    wrap: Wrap<'_>,
     keep: impl Fn(&[String]) -> bool,
+    extra: &[Vec<String>],
     inner: &[String],
 ) -> Vec<OsString> {
     let mut argv = Vec::new();
-    if wrapper {
+    if let Wrap::With(cgroup) = wrap {
         argv.extend(s.wrapper.iter().cloned());
+        argv[WRAPPER_CGROUP] = cgroup.to_owned();
     }
     argv.push(s.bwrap.clone());
-    for option in s.options.iter().filter(|o| keep(o)) {
-        argv.extend(option.iter().map(OsString::from));
+    // `extra` goes where the first option left out was.
+    let mut extra = Some(extra);
+    for option in &s.options {
+        if keep(option) {
+            argv.extend(option.iter().map(OsString::from));
+        } else if let Some(extra) = extra.take() {
+            argv.extend(extra.iter().flatten().map(OsString::from));
+        }
     }
     argv.push("--".into());
     argv.extend(inner.iter().map(OsString::from));
@@ -565,35 +583,15 @@ fn assemble(
 }
 
 /// Spawns one variant (the jail's command is built anew, its cgroup
-/// made and its filters sealed, inside the timing) and waits for it.
+/// made, inside the timing) and waits for it.
 async fn run_variant(jail: &Jail, spec: &Spec<'_>, v: &Variant) -> f64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let start = Instant::now();
-    let mut fresh = None;
     let (mut command, guard) = match &v.argv {
         None => {
             let confined = jail.command(spec).unwrap();
             (confined.command, Some(confined.guard))
         }
         Some(argv) => {
-            let mut argv = argv.clone();
-            // The wrapper joining a cgroup made for this run, as the jail
-            // makes one (`mkdir`, `pids.max`), removed after the timing.
-            if let Some(procs) = argv
-                .iter_mut()
-                .find(|a| a.to_str().is_some_and(|a| a.starts_with(FRESH)))
-            {
-                let parent = PathBuf::from(&procs.to_str().unwrap()[FRESH.len()..]);
-                let dir = parent.join(format!(
-                    "talon-bench-{}-{}",
-                    std::process::id(),
-                    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                ));
-                std::fs::create_dir(&dir).unwrap();
-                std::fs::write(dir.join("pids.max"), spec.limits.processes.to_string()).unwrap();
-                *procs = dir.join("cgroup.procs").into_os_string();
-                fresh = Some(dir);
-            }
             let mut command = tokio::process::Command::new(&argv[0]);
             command.args(&argv[1..]).env_clear().current_dir("/");
             (command, None)
@@ -606,15 +604,6 @@ async fn run_variant(jail: &Jail, spec: &Spec<'_>, v: &Variant) -> f64 {
     let out = command.output().await.unwrap();
     let elapsed = start.elapsed();
     drop(guard);
-    if let Some(dir) = fresh {
-        // Gone once the sandbox's init has been reaped by the kernel.
-        for _ in 0..100 {
-            if std::fs::remove_dir(&dir).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
     assert!(
         out.status.success(),
         "{}: {}",
@@ -657,65 +646,96 @@ async fn ablation(o: &Options) {
     let bare_inner = without_limits(&s.inner);
     let is = |o: &[String], names: &[&str]| names.contains(&o[0].as_str());
     let no_seccomp = |o: &[String]| !is(o, &["--add-seccomp-fd"]);
-    let etc = |o: &[String]| o.len() == 3 && o[1].starts_with("/etc/");
+    let etc_copy = |o: &[String]| o.len() == 3 && o[0] == "--ro-bind" && o[2] == "/etc";
+    // The bind of each entry, as the jail made them before the copy (and
+    // as a remote host still does).
+    let etc_each: Vec<Vec<String>> =
+        talon_jail::remote::bwrap_arguments(&talon_jail::remote::RemoteSpec {
+            workspace: "/",
+            writable: false,
+            network: Network::Off,
+            limits: &limits,
+            program: "/bin/true",
+            args: &[],
+        })
+        .into_iter()
+        .filter_map(|a| match a {
+            talon_jail::remote::Arg::Word(w) => Some(w),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .windows(3)
+        .filter(|w| w[0] == "--ro-bind-try" && w[1].starts_with("/etc/"))
+        .map(<[String]>::to_vec)
+        .collect();
     let proc_masks = |o: &[String]| {
         o.len() == 3
             && o[0] == "--ro-bind-try"
             && (o[1].starts_with("/proc/") || (o[1] == "/dev/null" && o[2].starts_with("/proc/")))
     };
-    let wrapper = !s.wrapper.is_empty();
+    let cgroup = s.wrapper.get(WRAPPER_CGROUP).cloned().unwrap_or_default();
+    let procs: OsString = Path::new(&cgroup)
+        .with_file_name("cgroup.procs")
+        .into_os_string();
+    let empty = OsString::new();
     let mut variants = vec![
         Variant {
-            name: "jail (as built: wrapper, seccomp, prlimit, choom)",
+            name: "jail (as built: wrapper joining the cgroup, limits, seccomp; prlimit inside)",
             argv: None,
         },
         Variant {
             name: "- seccomp filters",
-            argv: Some(assemble(&s, wrapper, no_seccomp, &full_inner)),
+            argv: Some(assemble(
+                &s,
+                Wrap::With(&cgroup),
+                no_seccomp,
+                &[],
+                &full_inner,
+            )),
         },
         Variant {
-            name: "- seccomp filters, a new cgroup each run",
-            argv: Some({
-                let mut argv = assemble(&s, wrapper, no_seccomp, &full_inner);
-                if wrapper {
-                    let parent = Path::new(&argv[3]).parent().and_then(Path::parent).unwrap();
-                    argv[3] = format!("{FRESH}{}", parent.display()).into();
-                }
-                argv
-            }),
+            name: "wrapper joining through cgroup.procs (before)",
+            argv: Some(assemble(&s, Wrap::With(&procs), |_| true, &[], &full_inner)),
         },
         Variant {
-            name: "- seccomp - cgroup wrapper (base)",
-            argv: Some(assemble(&s, false, no_seccomp, &full_inner)),
+            name: "wrapper without a cgroup",
+            argv: Some(assemble(&s, Wrap::With(&empty), |_| true, &[], &full_inner)),
         },
         Variant {
-            name: "base - prlimit - choom",
-            argv: Some(assemble(&s, false, no_seccomp, &bare_inner)),
+            name: "- wrapper - seccomp (base)",
+            argv: Some(assemble(&s, Wrap::No, no_seccomp, &[], &full_inner)),
         },
         Variant {
-            name: "base - choom",
-            argv: Some(assemble(&s, false, no_seccomp, &{
-                let mut inner = full_inner.clone();
-                let at = inner.iter().position(|a| a == "/usr/bin/choom").unwrap();
-                inner.drain(at..at + 4);
-                inner
-            })),
+            name: "base - prlimit",
+            argv: Some(assemble(&s, Wrap::No, no_seccomp, &[], &bare_inner)),
         },
         Variant {
             name: "base - --unshare-net",
             argv: Some(assemble(
                 &s,
-                false,
+                Wrap::No,
                 |o| no_seccomp(o) && !is(o, &["--unshare-net"]),
+                &[],
                 &full_inner,
             )),
         },
         Variant {
-            name: "base - /etc binds",
+            name: "base - the /etc copy's bind",
             argv: Some(assemble(
                 &s,
-                false,
-                |o| no_seccomp(o) && !etc(o),
+                Wrap::No,
+                |o| no_seccomp(o) && !etc_copy(o),
+                &[],
+                &full_inner,
+            )),
+        },
+        Variant {
+            name: "base with a bind of each /etc entry instead (before)",
+            argv: Some(assemble(
+                &s,
+                Wrap::No,
+                |o| no_seccomp(o) && !etc_copy(o),
+                &etc_each,
                 &full_inner,
             )),
         },
@@ -723,18 +743,19 @@ async fn ablation(o: &Options) {
             name: "base - procfs read-only/masks",
             argv: Some(assemble(
                 &s,
-                false,
+                Wrap::No,
                 |o| no_seccomp(o) && !proc_masks(o),
+                &[],
                 &full_inner,
             )),
         },
         Variant {
-            // choom needs /proc: against "base - prlimit - choom".
-            name: "base - prlimit - choom - /proc, /dev, procfs masks",
+            name: "base - prlimit - /proc, /dev, procfs masks",
             argv: Some(assemble(
                 &s,
-                false,
+                Wrap::No,
                 |o| no_seccomp(o) && !proc_masks(o) && !is(o, &["--proc", "--dev"]),
+                &[],
                 &bare_inner,
             )),
         },
@@ -742,7 +763,7 @@ async fn ablation(o: &Options) {
             name: "base - ipc/uts/cgroup namespaces (and --hostname)",
             argv: Some(assemble(
                 &s,
-                false,
+                Wrap::No,
                 |o| {
                     no_seccomp(o)
                         && !is(
@@ -755,6 +776,7 @@ async fn ablation(o: &Options) {
                             ],
                         )
                 },
+                &[],
                 &full_inner,
             )),
         },
@@ -762,8 +784,9 @@ async fn ablation(o: &Options) {
             name: "base - /tmp tmpfs",
             argv: Some(assemble(
                 &s,
-                false,
+                Wrap::No,
                 |o| no_seccomp(o) && !is(o, &["--size", "--tmpfs"]),
+                &[],
                 &full_inner,
             )),
         },
@@ -771,11 +794,12 @@ async fn ablation(o: &Options) {
             name: "bwrap minimal (user+pid ns, /usr, symlinks) sh -c true",
             argv: Some(assemble(
                 &s,
-                false,
+                Wrap::No,
                 |o| {
                     is(o, &["--unshare-user", "--unshare-pid", "--symlink"])
                         || (o[0] == "--ro-bind" && o[1] == "/usr")
                 },
+                &[],
                 &bare_inner,
             )),
         },
@@ -783,7 +807,7 @@ async fn ablation(o: &Options) {
             name: "bwrap minimal + --unshare-net",
             argv: Some(assemble(
                 &s,
-                false,
+                Wrap::No,
                 |o| {
                     is(
                         o,
@@ -795,6 +819,7 @@ async fn ablation(o: &Options) {
                         ],
                     ) || (o[0] == "--ro-bind" && o[1] == "/usr")
                 },
+                &[],
                 &bare_inner,
             )),
         },
@@ -819,8 +844,8 @@ async fn ablation(o: &Options) {
             argv: Some(["/bin/sh", "-c", "true"].map(OsString::from).to_vec()),
         },
     ];
-    if !wrapper {
-        variants.retain(|v| !v.name.starts_with("- seccomp filters"));
+    if cgroup.is_empty() {
+        variants.retain(|v| !v.name.contains("cgroup.procs"));
     }
     let full: Vec<String> = std::iter::once(sample_program)
         .chain(sample_args)
@@ -849,9 +874,9 @@ async fn ablation(o: &Options) {
             samples[i].push(run_variant(&jail, &spec, &variants[i]).await);
         }
     }
-    // What `Jail::command` itself costs (its cgroup made, its filters
-    // sealed in memory files, the argument list), without a spawn; the
-    // cgroup is removed outside the timing.
+    // What `Jail::command` itself costs (its cgroup made, the /etc copy
+    // looked up, the argument list), without a spawn; the cgroup is
+    // removed outside the timing.
     let mut prep = Vec::with_capacity(o.runs);
     for _ in 0..o.runs {
         let start = Instant::now();

@@ -1,12 +1,23 @@
 //! The bubblewrap command line of one sandboxed command: namespaces, the
-//! filesystem it sees, its environment, the seccomp filters, and the
-//! limits applied inside (`prlimit`, then `choom`, both util-linux, then
-//! the command).
+//! filesystem it sees, its environment, the seccomp filters, and its
+//! limits.
 //!
 //! The line is built once ([`Args::pieces`]), with what depends on the
-//! host running bubblewrap (whether `/bin` and the like are symlinks,
-//! which procfs files exist) left open: [`Args::build`] settles it for
-//! this host, `remote::bwrap_arguments` leaves it to a remote one.
+//! host running bubblewrap left open (whether `/bin` and the like are
+//! symlinks, which procfs files exist, how `/etc` arrives, how the limits
+//! are set): [`Args::build`] settles it for this host,
+//! `remote::bwrap_arguments` for a remote one.
+//!
+//! On this host a command starts as [`wrapper`] (`/bin/sh`) and becomes
+//! bubblewrap: the wrapper joins the command's pids cgroup (as root),
+//! sets its OOM score and limits (`ulimit`, inherited by everything it
+//! starts), and opens the seccomp filters' files on descriptors 3 and 4.
+//! `/etc` is one read-only bind of a copy of the allow-list (`view.rs`),
+//! and only the process limit is set inside the sandbox (`prlimit`,
+//! util-linux), where it counts the command's own processes (root, whom
+//! the kernel exempts from it, is held by the cgroup). A remote
+//! host gets each `/etc` entry bound and every limit set inside
+//! (`prlimit`, then `choom`, then the command).
 //!
 //! What the command sees: `/usr` and the top-level links or directories
 //! into it (`/bin`, `/sbin`, `/lib*`), read-only; an allow-list of `/etc`
@@ -181,6 +192,18 @@ pub(crate) enum Piece {
     /// A file of procfs (`/proc/kcore`) hidden behind `/dev/null` if that
     /// host's kernel has it.
     Mask(&'static str),
+    /// The allow-listed `/etc` ([`etc`]): one bind of a copy on this host,
+    /// a bind of each entry on a remote one.
+    Etc,
+    /// The limits set inside the sandbox, before the command.
+    Limits,
+}
+
+/// How this host settles the open parts of a line.
+pub(crate) struct Local<'a> {
+    /// The copy of `/etc` bound as the sandbox's (with the host's
+    /// network, the one holding `resolv.conf`'s mount point).
+    pub etc: &'a Path,
 }
 
 fn push(out: &mut Vec<Piece>, items: &[&str]) {
@@ -206,10 +229,28 @@ pub(crate) const NAMESPACES: &[&str] = &[
 
 impl Args<'_> {
     /// The arguments after `bwrap`, on this host.
-    pub(crate) fn build(&self) -> Vec<OsString> {
+    pub(crate) fn build(&self, local: &Local<'_>) -> Vec<OsString> {
         let mut out = Vec::with_capacity(128);
         for piece in self.pieces() {
             match piece {
+                Piece::Etc => {
+                    out.extend(
+                        [OsStr::new("--ro-bind"), local.etc.as_os_str()].map(OsString::from),
+                    );
+                    out.push("/etc".into());
+                    if self.network == Network::Host {
+                        for entry in ETC_NETWORK {
+                            let path = format!("/etc/{entry}");
+                            out.extend(["--ro-bind-try", &path, &path].map(OsString::from));
+                        }
+                    }
+                }
+                Piece::Limits => {
+                    let nproc = self.limits.processes;
+                    out.extend(
+                        [PRLIMIT, &format!("--nproc={nproc}:{nproc}"), "--"].map(OsString::from),
+                    );
+                }
                 Piece::Word(word) => out.push(word),
                 Piece::System(dir) => match std::fs::read_link(&dir) {
                     Ok(target) => {
@@ -243,10 +284,7 @@ impl Args<'_> {
         }
         push(&mut out, &["--ro-bind", "/usr", "/usr"]);
         out.extend(SYSTEM.iter().map(|dir| Piece::System(format!("/{dir}"))));
-        for entry in etc(self.network) {
-            let path = format!("/etc/{entry}");
-            push(&mut out, &["--ro-bind-try", &path, &path]);
-        }
+        out.push(Piece::Etc);
         push(&mut out, &["--proc", "/proc", "--dev", "/dev"]);
         // What of procfs reaches past the namespaces (kernel settings,
         // SysRq, kernel memory and keys) is read-only or masked: a
@@ -300,9 +338,7 @@ impl Args<'_> {
             push(&mut out, &["--add-seccomp-fd", &fd.to_string()]);
         }
         push(&mut out, &["--"]);
-        for arg in limits(self.limits) {
-            push(&mut out, &[&arg]);
-        }
+        out.push(Piece::Limits);
         if self.proxy.is_some() {
             push(&mut out, &["/bin/sh", "-c", &bridge(), "talon-bridge"]);
         }
@@ -322,11 +358,19 @@ pub(crate) fn etc(network: Network) -> impl Iterator<Item = &'static str> {
         .copied()
 }
 
+/// util-linux's `prlimit` and `choom`.
+pub(crate) const PRLIMIT: &str = "/usr/bin/prlimit";
+pub(crate) const CHOOM: &str = "/usr/bin/choom";
+
+/// The OOM score every sandboxed process gets: the kernel kills the
+/// command before the gateway when memory runs out.
+const OOM_SCORE: &str = "1000";
+
 /// `prlimit` and `choom` with their arguments, up to the command: the
-/// limits applied inside the sandbox.
+/// limits a remote host applies inside the sandbox.
 pub(crate) fn limits(l: &Limits) -> Vec<String> {
     let limit = |name: &str, value: u64| format!("--{name}={value}:{value}");
-    let mut out = vec!["/usr/bin/prlimit".to_owned()];
+    let mut out = vec![PRLIMIT.to_owned()];
     out.extend([
         limit("cpu", l.cpu_seconds),
         limit("data", l.memory_bytes),
@@ -335,6 +379,52 @@ pub(crate) fn limits(l: &Limits) -> Vec<String> {
         limit("fsize", l.file_size_bytes),
         limit("core", 0),
     ]);
-    out.extend(["--", "/usr/bin/choom", "-n", "1000", "--"].map(str::to_owned));
+    out.extend(["--", CHOOM, "-n", OOM_SCORE, "--"].map(str::to_owned));
+    out
+}
+
+/// The wrapper's script. Its arguments: the cgroup file to join (empty
+/// for none), the two filter files, the CPU seconds, data KiB, open files
+/// and file size in 512-byte blocks (POSIX `ulimit -f`'s unit, which
+/// dash, bash as `sh` and busybox share), then bubblewrap and its
+/// arguments. Writing `0` to a cgroup v1 `tasks` file moves the writing
+/// thread alone, which the kernel does without the RCU grace period a
+/// move through `cgroup.procs` waits for (7 to 11 ms here); the shell
+/// has one thread. Each step that fails stops the command (status 125).
+const WRAPPER: &str = r#"case $1 in
+  '') ;;
+  */tasks) echo 0 > "$1" || exit 125 ;;
+  *) echo $$ > "$1" || exit 125 ;;
+esac
+echo OOM > /proc/self/oom_score_adj || exit 125
+ulimit -t "$4" && ulimit -d "$5" && ulimit -n "$6" && ulimit -f "$7" && ulimit -c 0 || exit 125
+f0=$2 f1=$3
+shift 7
+exec "$@" 3<"$f0" 4<"$f1""#;
+
+/// `/bin/sh` and its arguments up to bubblewrap's path: the wrapper that
+/// joins `cgroup`, sets the limits and opens `filters` (see [`WRAPPER`]).
+pub(crate) fn wrapper(
+    cgroup: Option<&Path>,
+    filters: &[std::path::PathBuf; 2],
+    l: &Limits,
+) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        WRAPPER.replace("OOM", OOM_SCORE).into(),
+        "talon-jail".into(),
+        cgroup.map_or_else(OsString::new, |c| c.as_os_str().to_owned()),
+    ];
+    out.extend(filters.iter().map(|f| f.as_os_str().to_owned()));
+    out.extend(
+        [
+            l.cpu_seconds,
+            l.memory_bytes / 1024,
+            l.open_files,
+            l.file_size_bytes / 512,
+        ]
+        .map(|v| OsString::from(v.to_string())),
+    );
     out
 }

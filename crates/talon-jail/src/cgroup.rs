@@ -6,8 +6,8 @@
 //! Root can make cgroups: each command gets a child of the gateway's own
 //! pids cgroup (cgroup v1's `pids` hierarchy, or the unified v2 one when
 //! its `pids` controller is enabled for children) with `pids.max` set,
-//! and joins it before bubblewrap starts (a fixed `sh` wrapper writes its
-//! own pid to `cgroup.procs`, then `exec`s bubblewrap), so every process
+//! and joins it before bubblewrap starts (the wrapper shell of `bwrap.rs`
+//! moves itself, then `exec`s bubblewrap), so every process
 //! of the command is counted. The cgroup is removed when the command's
 //! [`Cgroup`] is dropped.
 
@@ -95,9 +95,17 @@ impl Cgroup {
         Ok(cgroup)
     }
 
-    /// The file a process writes its pid to, to join.
-    pub(crate) fn procs(&self) -> PathBuf {
-        self.dir.join("cgroup.procs")
+    /// The file a process writes to, to join: cgroup v1's `tasks`, where
+    /// a thread writing `0` moves itself without the RCU grace period
+    /// (7 to 11 ms) a move through `cgroup.procs` waits for, or v2's
+    /// `cgroup.procs`, which has no such path.
+    pub(crate) fn join(&self) -> PathBuf {
+        let tasks = self.dir.join("tasks");
+        if tasks.exists() {
+            tasks
+        } else {
+            self.dir.join("cgroup.procs")
+        }
     }
 }
 

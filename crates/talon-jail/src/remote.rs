@@ -20,8 +20,12 @@
 //!   [`seccomp_filters`], valid only on a host of the architecture they
 //!   were compiled for ([`SeccompFilters::arch`]).
 //!
-//! The limits are the local line's: `/usr/bin/prlimit`, then
-//! `/usr/bin/choom`, then the command, so the remote host must have both.
+//! - `/etc` is a bind of each allow-listed entry (this host binds one
+//!   copy of them all);
+//! - every limit is set inside the sandbox: `/usr/bin/prlimit`, then
+//!   `/usr/bin/choom`, then the command, so the remote host must have
+//!   both (this host's wrapper sets all but the process limit before
+//!   bubblewrap).
 
 use crate::bwrap::{self, Piece};
 use crate::policy::{Limits, Network};
@@ -78,11 +82,23 @@ pub fn bwrap_arguments(spec: &RemoteSpec<'_>) -> Vec<Arg> {
     }
     .pieces()
     .into_iter()
-    .map(|piece| match piece {
+    .flat_map(|piece| match piece {
         // Every word is a `str`'s (the spec's, or a constant's).
-        Piece::Word(word) => Arg::Word(word.to_string_lossy().into_owned()),
-        Piece::System(dir) => Arg::System(dir),
-        Piece::Mask(file) => Arg::Mask(file.to_owned()),
+        Piece::Word(word) => vec![Arg::Word(word.to_string_lossy().into_owned())],
+        Piece::System(dir) => vec![Arg::System(dir)],
+        Piece::Mask(file) => vec![Arg::Mask(file.to_owned())],
+        // The remote host has no copy: each entry is bound.
+        Piece::Etc => bwrap::etc(network)
+            .flat_map(|entry| {
+                let path = format!("/etc/{entry}");
+                ["--ro-bind-try".to_owned(), path.clone(), path]
+            })
+            .map(Arg::Word)
+            .collect(),
+        Piece::Limits => bwrap::limits(spec.limits)
+            .into_iter()
+            .map(Arg::Word)
+            .collect(),
     })
     .collect()
 }
@@ -140,11 +156,19 @@ mod tests {
                     words.next();
                     words.next();
                 }
+                // The host-dependent binds, and `/etc` (a copy locally,
+                // each entry remotely).
                 "--ro-bind-try"
                     if words.peek().is_some_and(|w| {
-                        w == "/dev/null" || bwrap::SYSTEM.iter().any(|d| *w == format!("/{d}"))
+                        w == "/dev/null"
+                            || w.starts_with("/etc/")
+                            || bwrap::SYSTEM.iter().any(|d| *w == format!("/{d}"))
                     }) =>
                 {
+                    words.next();
+                    words.next();
+                }
+                "--ro-bind" if words.peek().is_some_and(|w| w == "/etc-copy") => {
                     words.next();
                     words.next();
                 }
@@ -168,10 +192,17 @@ mod tests {
                 program: "/bin/sh",
                 args: &["-c", "true"],
             }
-            .build()
+            .build(&bwrap::Local {
+                etc: "/etc-copy".as_ref(),
+            })
             .into_iter()
             .map(|w: OsString| w.into_string().unwrap())
             .collect();
+            assert!(
+                local
+                    .windows(3)
+                    .any(|w| w == ["--ro-bind", "/etc-copy", "/etc"])
+            );
             let remote = bwrap_arguments(&RemoteSpec {
                 workspace: "/srv/ws",
                 writable: true,
@@ -187,7 +218,20 @@ mod tests {
                     Arg::System(_) | Arg::Mask(_) => None,
                 })
                 .collect();
-            assert_eq!(shared(local.clone()), shared(words.clone()));
+            // Remotely every limit is set inside; locally the wrapper
+            // sets all but the process limit.
+            let tail = bwrap::limits(&limits);
+            let at = words.iter().position(|w| w == "/usr/bin/prlimit").unwrap();
+            let mut local_limits = words.clone();
+            local_limits.splice(
+                at..at + tail.len(),
+                [
+                    "/usr/bin/prlimit".to_owned(),
+                    "--nproc=256:256".to_owned(),
+                    "--".to_owned(),
+                ],
+            );
+            assert_eq!(shared(local.clone()), shared(local_limits));
             // The shared parts are there, from the same constants.
             for flag in bwrap::NAMESPACES {
                 assert!(words.iter().any(|w| w == flag), "{flag}");
@@ -215,8 +259,6 @@ mod tests {
                 .filter(|a| matches!(a, Arg::System(_)))
                 .count();
             assert_eq!(systems, bwrap::SYSTEM.len());
-            let tail = bwrap::limits(&limits);
-            let at = words.iter().position(|w| w == "/usr/bin/prlimit").unwrap();
             assert_eq!(words[at..at + tail.len()], tail[..]);
             assert_eq!(words[at + tail.len()..], ["/bin/sh", "-c", "true"]);
             let fds: Vec<&String> = words

@@ -1,0 +1,354 @@
+//! The files every local sandbox is built from, made once per process in
+//! a private directory (`$TMPDIR/talon-jail-<pid>-XXXXXX`, mode 0700):
+//!
+//! - the seccomp filters, which the wrapper (`bwrap::wrapper`) opens on
+//!   descriptors 3 and 4 for bubblewrap, so that spawning a command passes
+//!   no descriptor of the gateway's and the standard library can
+//!   `posix_spawn` it instead of forking the gateway;
+//! - a copy of the allow-listed `/etc` (`bwrap::ETC`), which a sandbox
+//!   sees as its `/etc` through one read-only bind ([`View`]). One bind
+//!   per entry cost 5.8 ms of each start-up: bubblewrap re-reads the mount
+//!   table after each, so the cost grows with their number.
+//!
+//! A copy is what a bind of each entry would show, taken when the view
+//! was made: top-level entries are followed as a bind follows them
+//! (their content, not a link), what is inside a directory keeps its
+//! symbolic links, and only regular files, directories and links are
+//! copied (a FIFO or device in `/etc` is left out, never opened). A
+//! second copy, for commands with the host's network, also holds an empty
+//! `resolv.conf`: the mount point of the host's, bound over it (name
+//! servers change; the host's file is read live). The first has none, as
+//! a command without the network has no name resolution.
+//!
+//! The host's `/etc` is checked at most once a second: its entries'
+//! metadata (inode, size, times, mode) are hashed, and a change makes a
+//! new view that later commands get; a running command keeps the one it
+//! started with, removed when the last such command ends. A change
+//! reaches new commands within a second.
+//!
+//! The directory is swept at the next process's first use when its
+//! process is gone (a static's destructor never runs).
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::bwrap::ETC;
+
+/// How often the host's `/etc` is looked at again.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// What a copy of `/etc` may hold at most (entries, bytes): the
+/// allow-list is a few hundred small files; past this something is wrong
+/// with the host, and commands are refused rather than the disk filled.
+const MAX_ENTRIES: usize = 20_000;
+const MAX_BYTES: u64 = 64 << 20;
+
+/// How deep a directory of the allow-list is followed.
+const MAX_DEPTH: usize = 16;
+
+/// The per-process directory and what is in it.
+#[derive(Debug)]
+pub(crate) struct Files {
+    dir: PathBuf,
+    filters: [PathBuf; 2],
+    etc: Mutex<Current>,
+}
+
+#[derive(Debug)]
+struct Current {
+    view: Arc<View>,
+    fingerprint: u64,
+    checked: Instant,
+    generation: u64,
+}
+
+/// The copies of the allow-listed `/etc` (without and with the mount
+/// point of `resolv.conf`); removed when the last command using them is
+/// gone and newer ones have replaced them.
+#[derive(Debug)]
+pub(crate) struct View {
+    dir: PathBuf,
+}
+
+impl View {
+    /// The directory a sandbox binds as its `/etc`.
+    pub(crate) fn dir(&self, host_network: bool) -> PathBuf {
+        self.dir.join(if host_network { "net" } else { "off" })
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        if let Err(error) = std::fs::remove_dir_all(&self.dir) {
+            tracing::warn!(dir = %self.dir.display(), %error, "an old copy of /etc could not be removed");
+        }
+    }
+}
+
+impl Files {
+    /// Makes the directory, writes `filters` and copies `/etc`.
+    pub(crate) fn new(filters: &[Vec<u8>; 2]) -> std::io::Result<Files> {
+        let tmp = std::env::temp_dir();
+        sweep(&tmp);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("talon-jail-{}-", std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(&tmp)?
+            .keep();
+        let mut paths = [dir.join("seccomp-0.bpf"), dir.join("seccomp-1.bpf")];
+        for (path, bytes) in paths.iter_mut().zip(filters) {
+            std::fs::write(&*path, bytes)?;
+        }
+        let (view, fingerprint) = copy(&dir.join("etc-0"))?;
+        Ok(Files {
+            dir,
+            filters: paths,
+            etc: Mutex::new(Current {
+                view: Arc::new(view),
+                fingerprint,
+                checked: Instant::now(),
+                generation: 0,
+            }),
+        })
+    }
+
+    /// The files holding the two seccomp programs.
+    pub(crate) fn filters(&self) -> &[PathBuf; 2] {
+        &self.filters
+    }
+
+    /// The current copy of `/etc` (made anew if the host's changed since
+    /// it was made, looked at no more than once a second).
+    pub(crate) fn etc(&self) -> std::io::Result<Arc<View>> {
+        let mut current = self.etc.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.checked.elapsed() < RECHECK {
+            return Ok(Arc::clone(&current.view));
+        }
+        let fingerprint = walk(None)?;
+        if fingerprint != current.fingerprint {
+            let generation = current.generation + 1;
+            let (view, fingerprint) = copy(&self.dir.join(format!("etc-{generation}")))?;
+            tracing::info!(
+                generation,
+                "the host's /etc changed: commands get a new copy"
+            );
+            *current = Current {
+                view: Arc::new(view),
+                fingerprint,
+                checked: Instant::now(),
+                generation,
+            };
+        } else {
+            current.checked = Instant::now();
+        }
+        Ok(Arc::clone(&current.view))
+    }
+}
+
+/// Copies the allow-list twice under `into` (which must not exist).
+fn copy(into: &Path) -> std::io::Result<(View, u64)> {
+    std::fs::create_dir(into)?;
+    // The view is removed with any partial copy if this fails.
+    let view = View {
+        dir: into.to_owned(),
+    };
+    let mut fingerprints = [0; 2];
+    for (host_network, fingerprint) in [false, true].into_iter().zip(&mut fingerprints) {
+        let dir = view.dir(host_network);
+        std::fs::create_dir(&dir)?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+        *fingerprint = walk(Some(&dir))?;
+        if host_network {
+            std::fs::write(dir.join("resolv.conf"), "")?;
+        }
+    }
+    // Had /etc changed between the two, the next check makes new ones.
+    let [off, net] = fingerprints;
+    Ok((view, if off == net { off } else { !off }))
+}
+
+/// Hashes the allow-list's metadata, copying it under `into` when given.
+fn walk(into: Option<&Path>) -> std::io::Result<u64> {
+    let mut walker = Walker {
+        hasher: DefaultHasher::new(),
+        into,
+        entries: 0,
+        bytes: 0,
+    };
+    for entry in ETC {
+        let source = Path::new("/etc").join(entry);
+        entry.hash(&mut walker.hasher);
+        // Followed, as a bind follows it; an absent entry is left out.
+        match std::fs::metadata(&source) {
+            Ok(meta) => walker.visit(&source, Path::new(entry), &meta, 0)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0u8.hash(&mut walker.hasher),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(walker.hasher.finish())
+}
+
+struct Walker<'a> {
+    hasher: DefaultHasher,
+    into: Option<&'a Path>,
+    entries: usize,
+    bytes: u64,
+}
+
+impl Walker<'_> {
+    fn visit(
+        &mut self,
+        source: &Path,
+        relative: &Path,
+        meta: &std::fs::Metadata,
+        depth: usize,
+    ) -> std::io::Result<()> {
+        self.entries += 1;
+        if self.entries > MAX_ENTRIES || depth > MAX_DEPTH {
+            return Err(std::io::Error::other(format!(
+                "the allow-listed /etc holds more than {MAX_ENTRIES} entries or {MAX_DEPTH} levels"
+            )));
+        }
+        (
+            meta.ino(),
+            meta.dev(),
+            meta.len(),
+            meta.mode(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+        )
+            .hash(&mut self.hasher);
+        let target = self.into.map(|into| into.join(relative));
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            let link = std::fs::read_link(source)?;
+            link.hash(&mut self.hasher);
+            if let Some(target) = &target {
+                std::os::unix::fs::symlink(&link, target)?;
+            }
+        } else if kind.is_file() {
+            self.bytes += meta.len();
+            if self.bytes > MAX_BYTES {
+                return Err(std::io::Error::other(format!(
+                    "the allow-listed /etc holds more than {MAX_BYTES} bytes"
+                )));
+            }
+            if let Some(target) = &target {
+                parent(target)?;
+                std::fs::copy(source, target)?;
+            }
+        } else if kind.is_dir() {
+            if let Some(target) = &target {
+                parent(target)?;
+                std::fs::create_dir(target)?;
+                std::fs::set_permissions(target, meta.permissions())?;
+            }
+            let mut children: Vec<_> = std::fs::read_dir(source)?.collect::<Result<_, _>>()?;
+            children.sort_by_key(std::fs::DirEntry::file_name);
+            for child in children {
+                let name = child.file_name();
+                name.hash(&mut self.hasher);
+                let meta = child.metadata()?;
+                self.visit(&child.path(), &relative.join(&name), &meta, depth + 1)?;
+            }
+        }
+        // FIFOs, sockets and devices are left out.
+        Ok(())
+    }
+}
+
+/// Makes the parent directory of a nested entry (`ssl/` of `ssl/certs`).
+fn parent(target: &Path) -> std::io::Result<()> {
+    match target.parent() {
+        Some(dir) if !dir.exists() => std::fs::create_dir_all(dir),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the directories of this crate's processes that are gone.
+fn sweep(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("talon-jail-"))
+            .and_then(|rest| rest.split('-').next())
+            .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw());
+        if ours && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use std::path::Path;
+
+    #[test]
+    fn a_copy_holds_what_a_bind_of_each_entry_would_show() {
+        let files = super::Files::new(&[vec![1; 8], vec![2; 8]]).unwrap();
+        assert_eq!(std::fs::read(&files.filters()[0]).unwrap(), vec![1; 8]);
+        let view = files.etc().unwrap();
+        for (entry, network) in super::ETC.iter().flat_map(|e| [(e, false), (e, true)]) {
+            let host = Path::new("/etc").join(entry);
+            let copied = view.dir(network).join(entry);
+            match std::fs::metadata(&host) {
+                Ok(meta) if meta.is_file() => {
+                    assert_eq!(
+                        std::fs::read(&host).unwrap(),
+                        std::fs::read(&copied).unwrap()
+                    );
+                }
+                Ok(meta) if meta.is_dir() => assert!(copied.is_dir(), "{entry}"),
+                Ok(_) => {}
+                Err(_) => assert!(!copied.exists(), "{entry}"),
+            }
+        }
+        assert!(!view.dir(false).join("shadow").exists());
+        assert!(!view.dir(false).join("resolv.conf").exists());
+        assert_eq!(
+            std::fs::read(view.dir(true).join("resolv.conf")).unwrap(),
+            b""
+        );
+        // The same view until the host's changes.
+        assert!(std::sync::Arc::ptr_eq(&view, &files.etc().unwrap()));
+    }
+
+    #[test]
+    fn the_sweep_removes_only_directories_of_processes_that_are_gone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let own = format!("talon-jail-{}-abc", std::process::id());
+        for name in [
+            "talon-jail-999999999-x",
+            own.as_str(),
+            "talon-jail-x-y",
+            "other",
+        ] {
+            std::fs::create_dir(tmp.path().join(name)).unwrap();
+        }
+        std::fs::write(tmp.path().join("talon-jail-999999999-x/f"), "").unwrap();
+        super::sweep(tmp.path());
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["other", own.as_str(), "talon-jail-x-y"]);
+    }
+}
