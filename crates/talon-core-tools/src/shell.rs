@@ -2,8 +2,11 @@
 //! it streams, and the whole group killed (`killpg(SIGKILL)`) when `sh`
 //! exits (background children do not outlive the call), at the timeout,
 //! when the run is cancelled (the command waits on the run's token beside
-//! its pipes, exit and deadline; nothing polls), and when the call's future
-//! is dropped (the runner drops it when the run is cancelled). A host
+//! its pipes, exit and deadline), when the workspace's filesystem falls
+//! under the free space the policy keeps (the one thing looked at on a
+//! timer, every [`DISK_CHECK`]: the kernel tells no one when space runs
+//! low), and when the call's future is dropped (the runner drops it when
+//! the run is cancelled). A host
 //! may add variables (bound secrets) and narrow the network
 //! ([`ShellOptions`]). Every command runs in the run's sandbox
 //! (`talon-jail`): refused, saying why, where the host cannot make one,
@@ -16,7 +19,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use talon_jail::{Access, Jail, JailError, Network, Spec};
+use talon_jail::{Access, DiskWatch, Jail, JailError, Network, Spec};
 use talon_tools::{CancellationToken, ToolError, ToolErrorCode};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
@@ -31,6 +34,9 @@ const DRAIN_GRACE: Duration = Duration::from_millis(500);
 const REAP_GRACE: Duration = Duration::from_secs(2);
 /// Read buffer per pipe.
 const CHUNK: usize = 16 * 1024;
+/// How often a running command's workspace filesystem is checked for the
+/// free space the policy keeps.
+const DISK_CHECK: Duration = Duration::from_millis(100);
 /// How the shell runs commands, beyond the workspace.
 #[derive(Debug, Clone, Default)]
 pub struct ShellOptions {
@@ -187,6 +193,7 @@ enum End {
     Exited(std::process::ExitStatus),
     TimedOut,
     Aborted,
+    DiskLow(JailError),
 }
 
 /// Which commands' whole output is handed back beside their result.
@@ -235,6 +242,7 @@ pub(super) async fn exec(
                     JailError::NoNetworkNamespace | JailError::Unsupported(_) => {
                         ToolErrorCode::Unsupported
                     }
+                    JailError::DiskLow { .. } => ToolErrorCode::TooLarge,
                     JailError::Seccomp(_) | JailError::Io { .. } => ToolErrorCode::SpawnFailed,
                 };
                 ToolError::new(code, e.to_string())
@@ -268,6 +276,14 @@ pub(super) async fn exec(
     let mut deadline = Instant::now() + timeout;
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
+    // A remote command's disk is the remote host's.
+    let watch = options
+        .remote
+        .is_none()
+        .then(|| DiskWatch::start(root, spec.limits))
+        .flatten();
+    let mut disk = tokio::time::interval_at(Instant::now() + DISK_CHECK, DISK_CHECK);
+    disk.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut status = None;
     let end = loop {
         if let Some(status) = status
@@ -310,6 +326,11 @@ pub(super) async fn exec(
                 Some(status) => break End::Exited(status),
                 None => break End::Aborted,
             },
+            _ = disk.tick(), if watch.is_some() && status.is_none() => {
+                if let Some(Err(low)) = watch.as_ref().map(DiskWatch::check) {
+                    break End::DiskLow(low);
+                }
+            }
         }
     };
     group.kill();
@@ -326,10 +347,14 @@ pub(super) async fn exec(
                 log,
             ))
         }
-        End::TimedOut | End::Aborted => {
+        End::TimedOut | End::Aborted | End::DiskLow(_) => {
             let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
             Err(match end {
                 End::Aborted => ToolError::aborted("the run was aborted; the command was killed"),
+                End::DiskLow(low) => ToolError::new(
+                    ToolErrorCode::TooLarge,
+                    format!("the command was killed: {low}"),
+                ),
                 _ => ToolError::new(
                     ToolErrorCode::Timeout,
                     format!(

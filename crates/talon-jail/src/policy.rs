@@ -131,6 +131,11 @@ pub struct Limits {
     /// The size of the command's private `/tmp` (a tmpfs, so memory).
     #[schemars(range(min = 1_048_576))]
     pub tmp_bytes: u64,
+    /// The free space the workspace's filesystem keeps: a command whose
+    /// writes leave less is stopped (checked every 100 ms; a command that
+    /// frees space runs on), so that a command filling the disk never
+    /// leaves the gateway's state without room. `0`: not checked.
+    pub disk_reserve_bytes: u64,
 }
 
 impl Default for Limits {
@@ -142,6 +147,7 @@ impl Default for Limits {
             open_files: 1024,
             file_size_bytes: 1 << 30,
             tmp_bytes: 512 << 20,
+            disk_reserve_bytes: 1 << 30,
         }
     }
 }

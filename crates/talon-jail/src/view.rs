@@ -52,6 +52,8 @@ const MAX_DEPTH: usize = 16;
 /// The per-process directory and what is in it.
 #[derive(Debug)]
 pub(crate) struct Files {
+    /// The host's `/etc` (another directory in tests).
+    source: PathBuf,
     dir: PathBuf,
     filters: [PathBuf; 2],
     etc: Mutex<Current>,
@@ -91,6 +93,11 @@ impl Drop for View {
 impl Files {
     /// Makes the directory, writes `filters` and copies `/etc`.
     pub(crate) fn new(filters: &[Vec<u8>; 2]) -> std::io::Result<Files> {
+        Files::copying(Path::new("/etc"), filters)
+    }
+
+    /// [`Files::new`], copying the allow-list from `source`.
+    fn copying(source: &Path, filters: &[Vec<u8>; 2]) -> std::io::Result<Files> {
         let tmp = std::env::temp_dir();
         sweep(&tmp);
         let dir = tempfile::Builder::new()
@@ -102,8 +109,11 @@ impl Files {
         for (path, bytes) in paths.iter_mut().zip(filters) {
             std::fs::write(&*path, bytes)?;
         }
-        let (view, fingerprint) = copy(&dir.join("etc-0"))?;
+        let (view, fingerprint) = copy(source, &dir.join("etc-0")).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })?;
         Ok(Files {
+            source: source.to_owned(),
             dir,
             filters: paths,
             etc: Mutex::new(Current {
@@ -127,10 +137,11 @@ impl Files {
         if current.checked.elapsed() < RECHECK {
             return Ok(Arc::clone(&current.view));
         }
-        let fingerprint = walk(None)?;
+        let fingerprint = walk(&self.source, None)?;
         if fingerprint != current.fingerprint {
             let generation = current.generation + 1;
-            let (view, fingerprint) = copy(&self.dir.join(format!("etc-{generation}")))?;
+            let (view, fingerprint) =
+                copy(&self.source, &self.dir.join(format!("etc-{generation}")))?;
             tracing::info!(
                 generation,
                 "the host's /etc changed: commands get a new copy"
@@ -149,7 +160,7 @@ impl Files {
 }
 
 /// Copies the allow-list twice under `into` (which must not exist).
-fn copy(into: &Path) -> std::io::Result<(View, u64)> {
+fn copy(source: &Path, into: &Path) -> std::io::Result<(View, u64)> {
     std::fs::create_dir(into)?;
     // The view is removed with any partial copy if this fails.
     let view = View {
@@ -160,7 +171,7 @@ fn copy(into: &Path) -> std::io::Result<(View, u64)> {
         let dir = view.dir(host_network);
         std::fs::create_dir(&dir)?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-        *fingerprint = walk(Some(&dir))?;
+        *fingerprint = walk(source, Some(&dir))?;
         if host_network {
             std::fs::write(dir.join("resolv.conf"), "")?;
         }
@@ -171,7 +182,7 @@ fn copy(into: &Path) -> std::io::Result<(View, u64)> {
 }
 
 /// Hashes the allow-list's metadata, copying it under `into` when given.
-fn walk(into: Option<&Path>) -> std::io::Result<u64> {
+fn walk(root: &Path, into: Option<&Path>) -> std::io::Result<u64> {
     let mut walker = Walker {
         hasher: DefaultHasher::new(),
         into,
@@ -179,7 +190,7 @@ fn walk(into: Option<&Path>) -> std::io::Result<u64> {
         bytes: 0,
     };
     for entry in ETC {
-        let source = Path::new("/etc").join(entry);
+        let source = root.join(entry);
         entry.hash(&mut walker.hasher);
         // Followed, as a bind follows it; an absent entry is left out.
         match std::fs::metadata(&source) {
@@ -328,6 +339,117 @@ mod tests {
         );
         // The same view until the host's changes.
         assert!(std::sync::Arc::ptr_eq(&view, &files.etc().unwrap()));
+    }
+
+    /// A made-up `/etc`: `passwd`, `ssl/certs/` with a file and a link,
+    /// `hosts` as a link to a file elsewhere, `shadow`, and a FIFO where
+    /// `gai.conf` would be.
+    fn fake_etc() -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        let etc = root.path();
+        std::fs::write(etc.join("passwd"), "root:x:0:0::/root:/bin/sh\n").unwrap();
+        std::fs::write(etc.join("shadow"), "root:secret\n").unwrap();
+        std::fs::create_dir_all(etc.join("ssl/certs")).unwrap();
+        std::fs::write(etc.join("ssl/certs/ca.pem"), "pem").unwrap();
+        std::os::unix::fs::symlink("/usr/share/ca.pem", etc.join("ssl/certs/link.pem")).unwrap();
+        std::fs::write(etc.join("hosts.real"), "127.0.0.1 localhost\n").unwrap();
+        std::os::unix::fs::symlink(etc.join("hosts.real"), etc.join("hosts")).unwrap();
+        nix::unistd::mkfifo(&etc.join("gai.conf"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        root
+    }
+
+    #[test]
+    fn a_copy_follows_top_level_links_keeps_inner_ones_and_never_opens_a_fifo() {
+        let etc = fake_etc();
+        let files = super::Files::copying(etc.path(), &[vec![], vec![]]).unwrap();
+        let view = files.etc().unwrap();
+        let off = view.dir(false);
+        let mut seen: Vec<String> = walkdir(&off);
+        seen.sort();
+        let mut expected = [
+            "hosts: file 127.0.0.1 localhost\n",
+            "passwd: file root:x:0:0::/root:/bin/sh\n",
+            "ssl: dir",
+            "ssl/certs: dir",
+            "ssl/certs/ca.pem: file pem",
+            "ssl/certs/link.pem: link /usr/share/ca.pem",
+        ];
+        expected.sort_unstable();
+        assert_eq!(seen, expected);
+        let mut net = walkdir(&view.dir(true));
+        net.sort();
+        assert_eq!(net.len(), seen.len() + 1);
+        assert!(net.contains(&"resolv.conf: file ".to_owned()));
+    }
+
+    fn walkdir(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            let kind = entry.file_type().unwrap();
+            if kind.is_symlink() {
+                out.push(format!(
+                    "{name}: link {}",
+                    std::fs::read_link(&path).unwrap().display()
+                ));
+            } else if kind.is_dir() {
+                out.push(format!("{name}: dir"));
+                out.extend(walkdir(&path).into_iter().map(|e| format!("{name}/{e}")));
+            } else {
+                out.push(format!(
+                    "{name}: file {}",
+                    std::fs::read_to_string(&path).unwrap()
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_change_to_the_hosts_etc_reaches_the_next_commands_and_the_old_copy_goes_with_its_last() {
+        let etc = fake_etc();
+        let files = super::Files::copying(etc.path(), &[vec![], vec![]]).unwrap();
+        let before = files.etc().unwrap();
+        // An edit in place, inside a directory (its mtime does not change).
+        std::fs::write(etc.path().join("ssl/certs/ca.pem"), "new pem").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let after = loop {
+            let now = files.etc().unwrap();
+            if !std::sync::Arc::ptr_eq(&now, &before) {
+                break now;
+            }
+            assert!(std::time::Instant::now() < deadline, "no new copy");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let read = |view: &super::View| {
+            std::fs::read_to_string(view.dir(false).join("ssl/certs/ca.pem")).unwrap()
+        };
+        // A running command keeps what it started with.
+        assert_eq!(
+            (read(&before), read(&after)),
+            ("pem".to_owned(), "new pem".to_owned())
+        );
+        let old = before.dir(false);
+        drop(before);
+        assert!(!old.exists());
+        assert!(after.dir(false).exists());
+    }
+
+    #[test]
+    fn an_etc_past_the_caps_is_refused_not_copied_on() {
+        let etc = tempfile::tempdir().unwrap();
+        // A link loop is not followed (inner links are kept as links); a
+        // directory too deep is refused.
+        let mut deep = etc.path().join("perl");
+        for _ in 0..=super::MAX_DEPTH {
+            deep = deep.join("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::os::unix::fs::symlink("..", etc.path().join("perl/loop")).unwrap();
+        let error = super::Files::copying(etc.path(), &[vec![], vec![]]).unwrap_err();
+        assert!(error.to_string().contains("levels"), "{error}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! with its admin token, `/etc/shadow`, another directory of the user's,
 //! the agent process's environment, the network, and every process the
 //! command can signal. Each attack that works leaves a file in the
-//! workspace; none may, and the agent finishes its run.
+//! workspace; none may, and the agent finishes its run. Also: the
+//! workspace's access modes, a host without bubblewrap (commands refused,
+//! saying what is missing), and a command filling the disk.
 
 use super::{finish, spawn_talon};
 
@@ -161,4 +163,146 @@ fn workspace_access_ro_and_none_are_honoured() {
         "w"
     );
     assert!(!workspace.join("made.txt").exists() && !workspace.join("written.txt").exists());
+}
+
+/// `talon` in a mount namespace where `/usr/bin/bwrap` is `/dev/null`: a
+/// host without bubblewrap.
+fn without_bubblewrap(home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = std::process::Command::new("unshare");
+    command
+        .args(["--mount", "--map-root-user", "--", "/bin/sh", "-c"])
+        .arg("mount --bind /dev/null /usr/bin/bwrap && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_talon"))
+        .args(args)
+        .env("HOME", home)
+        .env("TALON_STATE_DIR", home.join("state"))
+        .env_remove("TALON_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    finish(command.spawn().unwrap())
+}
+
+#[test]
+fn a_host_that_cannot_sandbox_refuses_commands_and_says_what_is_missing() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [
+            {"toolCalls": [{"name": "exec", "arguments": {"command": "touch ran"}}]},
+            {"text": "Finished."}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(&config, "{ tools: { approvals: 'allow' } }").unwrap();
+    let config = config.to_str().unwrap();
+    let missing = "this host cannot sandbox it (bubblewrap (bwrap) is not installed)";
+    let out = without_bubblewrap(
+        home.path(),
+        &[
+            "agent",
+            "--config",
+            config,
+            "--mock-script",
+            script.to_str().unwrap(),
+            "--workspace",
+            workspace.to_str().unwrap(),
+            "-m",
+            "try",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        ),
+        (Some(0), "Finished."),
+        "{stderr}"
+    );
+    assert!(stderr.contains(missing), "{stderr}");
+    assert!(!workspace.join("ran").exists());
+    // `config check` says so before any command.
+    let out = without_bubblewrap(home.path(), &["config", "check", config]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("warning[sandbox_unavailable]")
+            && said.contains("bubblewrap (bwrap) is not installed"),
+        "{said}"
+    );
+}
+
+/// A command filling the disk (here a 256 MiB tmpfs the workspace and the
+/// state directory share, in a mount namespace of the test's) is stopped
+/// once its writes leave less than the reserve; the model is told, a
+/// command that frees space runs, and the run finishes.
+#[test]
+fn a_command_filling_the_disk_is_stopped_and_the_run_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let disk = home.path().join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let script = home.path().join("script.json");
+    let exec = |command: &str| serde_json::json!({"toolCalls": [{"name": "exec", "arguments": {"command": command}}]});
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [
+            // About 200 MB/s, so that the 100 ms check sees it before the
+            // tmpfs is full (a real disk has the whole reserve to spare).
+            exec("i=0; while [ $i -lt 250 ]; do dd if=/dev/zero of=f$i bs=1M count=1 \
+                  2>/dev/null || break; i=$((i+1)); sleep 0.005; done; echo wrote=$i"),
+            exec("rm -f f*; echo cleaned"),
+            exec("dd if=/dev/zero of=g bs=1M count=8 2>/dev/null && echo small"),
+            {"text": "Finished."}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let config = home.path().join("talon.json5");
+    std::fs::write(
+        &config,
+        "{ tools: { approvals: 'allow' }, agents: { defaults: { sandbox: { limits: \
+         { diskReserveBytes: 201326592 } } } } }",
+    )
+    .unwrap();
+    let mut command = std::process::Command::new("unshare");
+    command
+        .args(["--mount", "--map-root-user", "--", "/bin/sh", "-c"])
+        .arg(
+            "mount -t tmpfs -o size=256m tmpfs \"$1\" && mkdir \"$1/ws\" \"$1/state\" && \
+             exec \"$0\" agent --config \"$2\" --mock-script \"$3\" --workspace \"$1/ws\" -m fill",
+        )
+        .arg(env!("CARGO_BIN_EXE_talon"))
+        .args([&disk, &config, &script])
+        .env("HOME", home.path())
+        .env("TALON_STATE_DIR", disk.join("state"))
+        .env_remove("TALON_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = finish(command.spawn().unwrap());
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        ),
+        (Some(0), "Finished."),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "✗ exec: {\"code\":\"too_large\",\"error\":\"too_large: the command was killed: \
+             its writes left the workspace's filesystem"
+        ),
+        "{stderr}"
+    );
+    // The clean-up and a small write after it ran.
+    assert_eq!(stderr.matches("✓ exec").count(), 2, "{stderr}");
+    assert!(!stderr.contains("unknown key"), "{stderr}");
 }

@@ -543,6 +543,14 @@ fn sandbox() -> Node {
                     "The private /tmp's size (default 512 MiB).",
                 ),
             ),
+            field(
+                "diskReserveBytes",
+                Node::integer(
+                    Some(0),
+                    None,
+                    "The free space the workspace's filesystem keeps: a command whose writes leave less is stopped (default 1 GiB; 0: not checked).",
+                ),
+            ),
         ],
         "Per-command resource limits.",
     );
