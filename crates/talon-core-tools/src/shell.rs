@@ -64,13 +64,14 @@ pub trait RemoteHost: Send + Sync + std::fmt::Debug {
     fn before(&self) -> talon_tools::BoxFuture<'_, Result<(), ToolError>>;
 
     /// The local process that runs `command` there with `env`, its network
-    /// `network` (already narrowed by the policy).
+    /// `network` (already narrowed by the policy), and what must live as
+    /// long as it runs (with the network `"allow"`, its proxy).
     fn command(
         &self,
         command: &str,
         env: &[(String, String)],
         network: Network,
-    ) -> Result<tokio::process::Command, ToolError>;
+    ) -> Result<talon_jail::Confined, ToolError>;
 
     /// After it.
     fn after(&self) -> talon_tools::BoxFuture<'_, Result<(), ToolError>>;
@@ -233,7 +234,8 @@ pub(super) async fn exec(
         Some(remote) => {
             remote.before().await?;
             let network = jail.policy().effective_network().narrow(spec.network);
-            (remote.command(command, &options.env, network)?, None)
+            let confined = remote.command(command, &options.env, network)?;
+            (confined.command, Some(confined.guard))
         }
         None => {
             let confined = jail.command(&spec).map_err(|e| {

@@ -30,8 +30,8 @@
 //! config, is absent. The root is remounted read-only.
 //!
 //! With the network `"allow"`, the command keeps its own network
-//! namespace and also sees its proxy's directory, read-only, at
-//! `/run/talon-proxy`, and `HTTP_PROXY`, `HTTPS_PROXY`, `http_proxy` and
+//! namespace and also sees its proxy's socket, read-only, at
+//! `/run/talon-proxy/proxy.sock`, and `HTTP_PROXY`, `HTTPS_PROXY`, `http_proxy` and
 //! `https_proxy` set to `http://127.0.0.1:3128`. A bridge ([`bridge`])
 //! runs first, under the same filter, limits and cgroup as the command
 //! (it starts after `prlimit` and `choom`): `socat` (Debian's, as
@@ -171,7 +171,8 @@ pub(crate) struct Args<'a> {
     pub workspace: &'a OsStr,
     pub writable: bool,
     pub network: Network,
-    /// With the network `"allow"`, the proxy's directory.
+    /// With the network `"allow"`, the proxy's socket (on the host that
+    /// runs bubblewrap).
     pub proxy: Option<&'a Path>,
     pub env: Environment<'a>,
     pub limits: &'a Limits,
@@ -303,10 +304,12 @@ impl Args<'_> {
         );
         out.push(word(self.workspace));
         out.push(word(self.workspace));
-        if let Some(dir) = self.proxy {
+        if let Some(socket) = self.proxy {
+            // The socket alone, as the file the bridge connects to.
             push(&mut out, &["--ro-bind"]);
-            out.push(word(dir.as_os_str()));
-            push(&mut out, &[crate::proxy::MOUNT]);
+            out.push(word(socket.as_os_str()));
+            let inside = format!("{}/{}", crate::proxy::MOUNT, crate::proxy::SOCKET);
+            push(&mut out, &[&inside]);
         }
         push(&mut out, &["--chdir"]);
         out.push(word(self.workspace));
@@ -318,21 +321,15 @@ impl Args<'_> {
                 .filter_map(|key| std::env::var(key).ok().map(|value| (key.to_owned(), value)));
             let fixed = [("PATH", PATH), ("HOME", "/tmp"), ("TMPDIR", "/tmp")]
                 .map(|(k, v)| (k.to_owned(), v.to_owned()));
-            // The proxy's variables last: a bound variable does not replace
-            // them (nothing else leads out anyway).
-            let proxy = self
-                .proxy
-                .iter()
-                .flat_map(|_| PROXY_VARIABLES)
-                .map(|key| (key.to_owned(), PROXY_URL.to_owned()));
-            for (key, value) in fixed
-                .into_iter()
-                .chain(kept)
-                .chain(env.iter().cloned())
-                .chain(proxy)
-            {
+            for (key, value) in fixed.into_iter().chain(kept).chain(env.iter().cloned()) {
                 push(&mut out, &["--setenv", &key, &value]);
             }
+        }
+        // The proxy's variables last (also where the environment is
+        // inherited): a bound variable does not replace them (nothing
+        // else leads out anyway).
+        for key in self.proxy.iter().flat_map(|_| PROXY_VARIABLES) {
+            push(&mut out, &["--setenv", key, PROXY_URL]);
         }
         for fd in SECCOMP_FDS {
             push(&mut out, &["--add-seccomp-fd", &fd.to_string()]);

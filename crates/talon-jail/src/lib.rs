@@ -487,8 +487,8 @@ impl Jail {
             Network::Allow => Some(proxy::Running::start(Arc::clone(&self.policy))?),
             Network::Off | Network::Host => None,
         };
-        let (command, mut guard) =
-            prepared.std_command(&spec, proxy.as_ref().map(proxy::Running::dir))?;
+        let socket = proxy.as_ref().map(proxy::Running::socket);
+        let (command, mut guard) = prepared.std_command(&spec, socket.as_deref())?;
         guard._proxy = proxy;
         let mut command = tokio::process::Command::from(command);
         command.current_dir("/");
@@ -551,6 +551,42 @@ fn free_bytes(path: &Path) -> Result<u64, JailError> {
         source: e.into(),
     })?;
     Ok(stat.blocks_available().saturating_mul(stat.fragment_size()))
+}
+
+/// A filtering proxy serving one command of another host (an `ssh`
+/// environment's) whose network is `"allow"`: the caller forwards its
+/// socket there (`ssh -R`) and gives that path to
+/// [`remote::RemoteSpec::proxy`]. It ends when dropped.
+#[derive(Debug)]
+pub struct Proxy(proxy::Running);
+
+impl Proxy {
+    /// The socket (mode 0600, in a private directory of this host).
+    pub fn socket(&self) -> PathBuf {
+        self.0.socket()
+    }
+}
+
+impl Guard {
+    /// A guard holding `proxy` (for a remote command).
+    pub fn holding(proxy: Proxy) -> Guard {
+        Guard {
+            _proxy: Some(proxy.0),
+            ..Guard::default()
+        }
+    }
+}
+
+impl Jail {
+    /// A proxy applying this jail's `allowHosts`, for a remote command,
+    /// when the policy gives `asked` the network `"allow"` (`None`
+    /// otherwise). Must be called inside a tokio runtime.
+    pub fn remote_proxy(&self, asked: Network) -> Result<Option<Proxy>, JailError> {
+        if self.policy.effective_network().narrow(asked) != Network::Allow {
+            return Ok(None);
+        }
+        proxy::Running::start(Arc::clone(&self.policy)).map(|running| Some(Proxy(running)))
+    }
 }
 
 /// The admin's unsandboxed mode: the command as the gateway's user.

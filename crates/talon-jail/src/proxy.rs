@@ -1,7 +1,8 @@
 //! The filtering proxy of one command whose network is `"allow"`: served
 //! by the gateway process on a Unix socket of the command's own, in a
-//! private directory (mode 0700) that the sandbox sees read-only at
-//! [`MOUNT`]; inside, a bridge (`socat`, see `bwrap`) listens on
+//! private directory (mode 0700); the sandbox sees the socket read-only
+//! in [`MOUNT`] (a remote sandbox, the end of its `ssh -R` forward);
+//! inside, a bridge (`socat`, see `bwrap`) listens on
 //! `127.0.0.1:3128` and connects each client to it.
 //!
 //! Each connection carries one request ([`crate::http`]): its host name
@@ -21,7 +22,7 @@
 
 use std::net::SocketAddr;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -99,9 +100,9 @@ impl Running {
         Ok(Running { task, dir })
     }
 
-    /// The directory holding the socket.
-    pub(crate) fn dir(&self) -> &Path {
-        &self.dir.0
+    /// The socket.
+    pub(crate) fn socket(&self) -> PathBuf {
+        self.dir.0.join(SOCKET)
     }
 }
 
@@ -390,7 +391,7 @@ mod tests {
     #[tokio::test]
     async fn the_proxy_ends_and_its_directory_goes_when_it_is_dropped() {
         let running = Running::start(Arc::new(Policy::default())).unwrap();
-        let dir = running.dir().to_owned();
+        let dir = running.dir.0.clone();
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(&dir).unwrap().permissions(),
         );

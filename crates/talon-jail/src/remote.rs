@@ -6,8 +6,10 @@
 //!
 //! What differs from a local command's line:
 //!
-//! - the network `"allow"` is `"off"`: its filtering proxy lives on the
-//!   gateway, out of the remote command's reach;
+//! - the network `"allow"` reaches the gateway's filtering proxy through
+//!   a socket the caller forwards to the remote host (`ssh -R`), which
+//!   the sandbox sees as a local one sees its own ([`RemoteSpec::proxy`];
+//!   without it, `"allow"` is `"off"`); the bridge needs `socat` there;
 //! - the environment is not set by bubblewrap (no `--clearenv`, no
 //!   `--setenv`): the remote script starts bubblewrap with `env -i` and
 //!   only the variables the command gets, which bubblewrap passes on;
@@ -27,6 +29,8 @@
 //!   both (this host's wrapper sets all but the process limit before
 //!   bubblewrap).
 
+use std::path::Path;
+
 use crate::bwrap::{self, Piece};
 use crate::policy::{Limits, Network};
 use crate::{JailError, seccomp};
@@ -38,8 +42,12 @@ pub struct RemoteSpec<'a> {
     pub workspace: &'a str,
     /// Whether it may write there.
     pub writable: bool,
-    /// Its network ([`Network::Allow`] is [`Network::Off`] there).
+    /// Its network ([`Network::Allow`] without a `proxy` is
+    /// [`Network::Off`] there).
     pub network: Network,
+    /// With the network `"allow"`, where the gateway's [`crate::Proxy`]
+    /// is forwarded on the remote host (a socket path there).
+    pub proxy: Option<&'a str>,
     /// Its limits.
     pub limits: &'a Limits,
     /// The program (an absolute path inside the sandbox).
@@ -66,15 +74,16 @@ pub enum Arg {
 /// kind, built as this host's are (see the module's documentation for
 /// what differs).
 pub fn bwrap_arguments(spec: &RemoteSpec<'_>) -> Vec<Arg> {
-    let network = match spec.network {
-        Network::Host => Network::Host,
-        Network::Off | Network::Allow => Network::Off,
+    let (network, proxy) = match (spec.network, spec.proxy) {
+        (Network::Host, _) => (Network::Host, None),
+        (Network::Allow, Some(socket)) => (Network::Allow, Some(Path::new(socket))),
+        (Network::Off | Network::Allow, _) => (Network::Off, None),
     };
     bwrap::Args {
         workspace: spec.workspace.as_ref(),
         writable: spec.writable,
         network,
-        proxy: None,
+        proxy,
         env: bwrap::Environment::Inherited,
         limits: spec.limits,
         program: spec.program,
@@ -208,6 +217,7 @@ mod tests {
                 writable: true,
                 network,
                 limits: &limits,
+                proxy: None,
                 program: "/bin/sh",
                 args: &["-c", "true"],
             });
@@ -278,6 +288,7 @@ mod tests {
             writable: true,
             network,
             limits: &limits,
+            proxy: None,
             program: "/bin/true",
             args: &[],
         };
@@ -290,6 +301,43 @@ mod tests {
                 .iter()
                 .any(|a| *a == Arg::Word("--setenv".to_owned()))
         );
+    }
+
+    #[test]
+    fn allow_with_a_forwarded_proxy_is_allow_remotely() {
+        let limits = Limits::default();
+        let words: Vec<Arg> = bwrap_arguments(&RemoteSpec {
+            workspace: "/w",
+            writable: true,
+            network: Network::Allow,
+            limits: &limits,
+            proxy: Some("/srv/env/proxy-1.sock"),
+            program: "/bin/true",
+            args: &[],
+        });
+        let words: Vec<String> = words
+            .into_iter()
+            .filter_map(|a| match a {
+                Arg::Word(w) => Some(w),
+                Arg::System(_) | Arg::Mask(_) => None,
+            })
+            .collect();
+        // Its own network namespace, the socket where the bridge looks,
+        // the proxy's variables, and the bridge before the command.
+        assert!(words.iter().any(|w| w == "--unshare-net"));
+        assert!(words.windows(3).any(|w| w
+            == [
+                "--ro-bind",
+                "/srv/env/proxy-1.sock",
+                "/run/talon-proxy/proxy.sock"
+            ]));
+        assert!(
+            words
+                .windows(3)
+                .any(|w| w == ["--setenv", "HTTPS_PROXY", "http://127.0.0.1:3128"])
+        );
+        let bridge = words.iter().position(|w| w == "talon-bridge").unwrap();
+        assert_eq!(words[bridge + 1..], ["/bin/true"]);
     }
 
     #[test]

@@ -112,9 +112,15 @@ impl Connection {
     }
 
     /// `ssh ... -- host <remote>`: the local process whose remote side
-    /// runs `remote` (a command line for the remote login shell). Its
-    /// environment is only `PATH`; stdin is null.
-    pub(crate) fn command(&self, remote: &str) -> tokio::process::Command {
+    /// runs `remote` (a command line for the remote login shell), and
+    /// with `forward` (a socket path there, a socket here) forwards that
+    /// socket there to this one (`-R`; the connection fails if it cannot).
+    /// Its environment is only `PATH`; stdin is null.
+    pub(crate) fn command(
+        &self,
+        remote: &str,
+        forward: Option<(&str, &Path)>,
+    ) -> tokio::process::Command {
         let dir = self.dir.path();
         let mut command = tokio::process::Command::new(ssh_program());
         command
@@ -143,13 +149,22 @@ impl Connection {
                 "ServerAliveCountMax=4",
             ])
             .args(["-o", "ControlMaster=no", "-o", "ControlPath=none"])
-            .args([
-                "-o",
-                "ClearAllForwardings=yes",
-                "-o",
-                "PermitLocalCommand=no",
-            ])
-            .args(["-o", "LogLevel=ERROR"])
+            .args(["-o", "PermitLocalCommand=no"])
+            .args(["-o", "LogLevel=ERROR"]);
+        match forward {
+            // Only the one forward asked for (none from a config: `-F
+            // /dev/null`), which must be made.
+            Some((there, here)) => {
+                command
+                    .args(["-o", "ExitOnForwardFailure=yes"])
+                    .arg("-R")
+                    .arg(format!("{there}:{}", here.display()));
+            }
+            None => {
+                command.args(["-o", "ClearAllForwardings=yes"]);
+            }
+        }
+        command
             .arg("-p")
             .arg(self.host.port.to_string())
             .arg("-l")
@@ -208,7 +223,7 @@ impl Connection {
         remote: &str,
         timeout: Duration,
     ) -> Result<Finished, ApiError> {
-        let mut command = self.command(remote);
+        let mut command = self.command(remote, None);
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = self.spawn(&mut command)?;
         let stdout = read_capped(child.stdout.take(), STDOUT_CAP);
@@ -241,7 +256,7 @@ impl Connection {
         caps: Caps,
         timeout: Duration,
     ) -> Result<Counts, ApiError> {
-        let mut command = self.command(remote);
+        let mut command = self.command(remote, None);
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -308,7 +323,7 @@ impl Connection {
         caps: Caps,
         timeout: Duration,
     ) -> Result<Counts, ApiError> {
-        let mut command = self.command(remote);
+        let mut command = self.command(remote, None);
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = self.spawn(&mut command)?;
         let stdout = child

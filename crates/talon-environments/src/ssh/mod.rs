@@ -33,8 +33,12 @@
 //!   upload, and the remote script opens them on descriptors 3 and 4 for
 //!   bubblewrap (`--add-seccomp-fd`). A host whose `uname -m` is not the
 //!   gateway's architecture is refused, naming both, rather than run
-//!   unfiltered. The network `"allow"` runs as `"off"` (its proxy lives on
-//!   the gateway). What only the host can tell (whether `/bin` and the
+//!   unfiltered. The network `"allow"` reaches the gateway's filtering
+//!   proxy (`talon_jail::Proxy`, the policy's `allowHosts`) through a
+//!   socket the command's own connection forwards to the host (`ssh -R`,
+//!   `<workdir>/<id>/proxy-*.sock`, removed when the command ends), where
+//!   the sandbox's bridge (`socat`, needed there then) meets it; on an
+//!   unsandboxed host it runs as `"off"`. What only the host can tell (whether `/bin` and the
 //!   like are symlinks, which procfs files its kernel has) the script
 //!   decides there (`script::RUN`); it adds nothing else. A remote command
 //!   dies with its connection: bubblewrap's `--die-with-parent`, and a
@@ -69,8 +73,9 @@
 //! debug with, killing the process is a plain, reliable way to drop a
 //! command's connection, and the gateway already runs commands as child
 //! processes with streamed, capped output. It runs with `-F /dev/null`,
-//! `BatchMode`, `IdentitiesOnly`, no agent, no forwarding, no connection
-//! sharing, and the key in a private temporary directory (mode 0700,
+//! `BatchMode`, `IdentitiesOnly`, no agent, no forwarding but the one
+//! remote socket of a command whose network is `"allow"` (which must be
+//! made, `ExitOnForwardFailure`), no connection sharing, and the key in a private temporary directory (mode 0700,
 //! the key 0600) removed when done: never the gateway user's `~/.ssh`.
 //!
 //! # Remote requirements
@@ -91,8 +96,8 @@
 //! check when the mirror did not change, the command, pull), and a
 //! transfer moves the whole workspace (at most 200,000 entries, 4 GiB):
 //! fine for source trees, slow for large build outputs. The remote
-//! workspace is always writable (`workspaceAccess: "ro"` is not applied
-//! there). A sweep that read a lease as passed an instant before its
+//! workspace is writable, as a local environment's is (`workspaceAccess`
+//! governs an agent's own workspace). A sweep that read a lease as passed an instant before its
 //! owner renewed it would still remove the directory; the next push
 //! remakes it.
 

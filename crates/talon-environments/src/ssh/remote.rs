@@ -9,8 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use talon_jail::remote::{Arg, RemoteSpec, bwrap_arguments};
-use talon_jail::{Limits, Network};
+use talon_jail::{Confined, Guard, Jail, Network};
 use talon_protocol::gateway::{ApiError, ErrorCode};
 
 use super::client::Connection;
@@ -55,7 +57,8 @@ pub struct RemoteShell {
     root: String,
     /// `<workdir>/<id>/workspace` on the host.
     workspace: String,
-    limits: Limits,
+    /// The sandbox policy (limits, `allowHosts`) commands get.
+    jail: Jail,
 }
 
 /// Where the mirror's fingerprint when it last equalled the remote
@@ -79,14 +82,15 @@ impl RemoteShell {
             local: dir.join("workspace"),
             root,
             workspace,
-            limits: Limits::default(),
+            jail: Jail::default(),
         }
     }
 
-    /// These limits for the commands it makes, instead of the default
-    /// ones (the gateway passes its sandbox policy's).
-    pub fn with_limits(mut self, limits: Limits) -> RemoteShell {
-        self.limits = limits;
+    /// This sandbox policy for the commands it makes (its limits, and
+    /// with the network `"allow"` its hosts), instead of the default
+    /// (the gateway passes the agent's).
+    pub fn with_jail(mut self, jail: Jail) -> RemoteShell {
+        self.jail = jail;
         self
     }
 
@@ -226,20 +230,24 @@ impl RemoteShell {
     /// The local `ssh` process running `command` with `sh -c` in the
     /// remote workspace: in the host's sandbox (bubblewrap on the line
     /// `talon_jail::remote::bwrap_arguments` makes, under the seccomp
-    /// filters the last push wrote; the network `off` unless `network` is
-    /// [`Network::Host`]: [`Network::Allow`], whose filtering proxy lives
-    /// on the gateway, runs as `off`), with
-    /// only `env` besides `PATH`, `HOME` and `TMPDIR`, the lease renewed.
+    /// filters the last push wrote), with the network the policy gives
+    /// `network` (the narrower of the two): `off`, the host's, or
+    /// `"allow"`, through a filtering proxy of the gateway's whose socket
+    /// this `ssh` forwards to the host (`-R`, a socket of the command's
+    /// own beside the workspace; the sandbox's bridge needs `socat`
+    /// there; an unsandboxed host runs `"allow"` as `off`), with only
+    /// `env` besides `PATH`, `HOME` and `TMPDIR`, the lease renewed.
     /// Killing this process (its connection) kills the remote command
     /// within a second. Stdin is null and it is killed on drop; the
     /// caller adds pipes and a process group and spawns it, as for a
-    /// local command.
+    /// local command, and keeps the guard (the proxy) until it ended.
+    /// Must be called inside a tokio runtime.
     pub fn command(
         &self,
         command: &str,
         env: &[(String, String)],
         network: Option<Network>,
-    ) -> Result<tokio::process::Command, ApiError> {
+    ) -> Result<Confined, ApiError> {
         if has_nul(command) {
             return Err(invalid("the command holds a NUL byte"));
         }
@@ -260,18 +268,49 @@ impl RemoteShell {
         }
         let host = self.connection.host();
         let sandboxed = host.sandbox == RemoteSandbox::Bubblewrap;
-        // The filtering proxy of `allow` lives on the gateway: `off` here.
-        let network = match network {
-            Some(Network::Host) => Network::Host,
-            Some(Network::Off | Network::Allow) | None => Network::Off,
+        let asked = network.unwrap_or(Network::Host);
+        let network = self.jail.policy().effective_network().narrow(asked);
+        // `allow` needs the sandbox's bridge: `off` on an unsandboxed host.
+        let proxy = match network {
+            Network::Allow if sandboxed => Some(
+                self.jail
+                    .remote_proxy(asked)
+                    .map_err(|e| ApiError::new(ErrorCode::Unavailable, e.to_string()))?,
+            ),
+            _ => None,
+        }
+        .flatten();
+        let network = match (network, &proxy) {
+            (Network::Allow, None) => Network::Off,
+            (network, _) => network,
         };
+        let forward = proxy.as_ref().map(|proxy| {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let remote = format!(
+                "{}/proxy-{}-{}.sock",
+                self.root,
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            );
+            (remote, proxy.socket())
+        });
+        // `ssh -R there:here` reads a colon as the separator.
+        if let Some((there, here)) = &forward
+            && (there.contains(':') || here.to_string_lossy().contains(':'))
+        {
+            return Err(invalid(format!(
+                "the network proxy cannot be forwarded: {there} or {} holds a colon",
+                here.display()
+            )));
+        }
         let shell = ["-c", command];
         let words: Vec<Arg> = if sandboxed {
             bwrap_arguments(&RemoteSpec {
                 workspace: &self.workspace,
                 writable: true,
                 network,
-                limits: &self.limits,
+                limits: &self.jail.policy().limits,
+                proxy: forward.as_ref().map(|(remote, _)| remote.as_str()),
                 program: "/bin/sh",
                 args: &shell,
             })
@@ -290,12 +329,13 @@ impl RemoteShell {
         args.extend(numbers.iter().map(String::as_str));
         args.extend([
             if sandboxed { "bwrap" } else { "none" },
-            if network == Network::Host {
-                "host"
-            } else {
-                "off"
+            match network {
+                Network::Host => "host",
+                Network::Allow => "allow",
+                Network::Off => "off",
             },
             talon_jail::remote::PATH,
+            forward.as_ref().map_or("", |(remote, _)| remote.as_str()),
             &count,
         ]);
         args.extend(names);
@@ -314,7 +354,16 @@ impl RemoteShell {
                 line.len()
             )));
         }
-        Ok(self.connection.command(&line))
+        let command = self.connection.command(
+            &line,
+            forward
+                .as_ref()
+                .map(|(remote, local)| (remote.as_str(), local.as_path())),
+        );
+        Ok(Confined {
+            command,
+            guard: proxy.map_or_else(Guard::default, Guard::holding),
+        })
     }
 
     /// Makes the local mirror equal to the remote workspace: its tar
@@ -381,8 +430,9 @@ impl RemoteShell {
     /// Runs `true` the way commands run, so that a host whose sandbox
     /// cannot be made is found when the environment is prepared.
     pub(crate) async fn probe(&self) -> Result<(), ApiError> {
-        let command = self.command("true", &[], Some(Network::Off))?;
+        let Confined { command, guard } = self.command("true", &[], Some(Network::Off))?;
         let output = tokio::time::timeout(Duration::from_secs(60), async {
+            let _guard = guard;
             let mut command = command;
             command
                 .stdout(std::process::Stdio::null())

@@ -199,8 +199,8 @@ exit 0
 /// lease. When the command ends its session is killed too, so that
 /// nothing it left in the background outlives it; its status is the
 /// script's.
-pub(crate) const RUN: &str = r#"root=$1 ws=$2 secs=$3 every=$4 mode=$5 net=$6 P=$7 n=$8
-shift 8
+pub(crate) const RUN: &str = r#"root=$1 ws=$2 secs=$3 every=$4 mode=$5 net=$6 P=$7 sock=$8 n=$9
+shift 9
 renew() { printf '%s\n' "$(( $(date +%s) + secs ))" > "$root/.talon-lease"; } 2>/dev/null
 cd -- "$ws" 2>/dev/null || { echo "talon: the remote workspace $ws is gone (its lease ran out and a sweep removed it?); upload it again" >&2; exit 125; }
 renew
@@ -220,6 +220,10 @@ unset v
 k=$1
 shift
 f0=$root/seccomp-0.bpf f1=$root/seccomp-1.bpf
+if [ "$net" = allow ]; then
+  [ -x /usr/bin/socat ] || { echo 'talon: this host has no /usr/bin/socat, which the sandbox'"'"'s network "allow" needs (Debian: apt-get install socat)' >&2; exit 125; }
+  [ -S "$sock" ] || { echo "talon: the gateway's network proxy was not forwarded to $sock" >&2; exit 125; }
+fi
 if [ "$mode" = bwrap ]; then
   b=$(command -v bwrap) || { echo 'talon: this host has no bubblewrap (bwrap) to sandbox the command' >&2; exit 125; }
   [ -f "$f0" ] && [ -f "$f1" ] || { echo "talon: the sandbox's seccomp filters ($f0, $f1) are missing; upload the workspace again" >&2; exit 125; }
@@ -263,6 +267,7 @@ wait "$c"
 s=$?
 kill -s KILL -- "-$c" 2>/dev/null
 kill -s KILL -- "$w" 2>/dev/null
+[ -z "$sock" ] || rm -f -- "$sock"
 exit "$s"
 "#;
 

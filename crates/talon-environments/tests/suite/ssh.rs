@@ -124,7 +124,8 @@ async fn run(
     env: &[(String, String)],
     network: Option<Network>,
 ) -> (Option<i32>, String, String) {
-    let mut command = shell.command(command, env, network).unwrap();
+    let confined = shell.command(command, env, network).unwrap();
+    let (mut command, _guard) = (confined.command, confined.guard);
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let output = wait::within("the remote command", wait::DEADLINE, command.output())
         .await
@@ -506,7 +507,8 @@ async fn killing_the_connection_kills_the_command(sandbox: RemoteSandbox) {
             &[],
             None,
         )
-        .unwrap();
+        .unwrap()
+        .command;
     command.stdout(Stdio::null()).stderr(Stdio::null());
     let mut child = command.spawn().unwrap();
     let ssh_pid = child.id().unwrap();
@@ -662,4 +664,91 @@ async fn release_and_sweep_remove_remote_workspaces() {
     // Release removes the remote directory.
     ssh.release(&settings, &f.dir("env_live")).await.unwrap();
     assert!(!f.remote_root("env_live").exists());
+}
+
+/// An HTTP server on 127.0.0.1 answering every request with `body`.
+async fn http_server(body: &'static str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+/// Sockets left in an environment's remote directory.
+fn sockets(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sock"))
+        .collect()
+}
+
+/// The network `"allow"` on the remote host: the listed host through the
+/// gateway's proxy (forwarded over the command's own connection), an
+/// unlisted port refused, no direct way out, and nothing left behind. An
+/// unsandboxed host runs it as `"off"`.
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_reaches_the_listed_hosts_through_the_gateways_proxy_and_nothing_else() {
+    let f = Fixture::start();
+    let listed = http_server("listed\n").await;
+    let unlisted = http_server("never\n").await;
+    let policy = talon_jail::Policy {
+        network: Network::Allow,
+        allow_hosts: vec![format!("localhost:{listed}").parse().unwrap()],
+        ..talon_jail::Policy::default()
+    };
+    let script = format!(
+        "c='curl -s -m 10 -A talon-test'
+         $c -w '|%{{http_code}}\\n' http://localhost:{listed}/a
+         $c -p -w '|%{{http_code}}\\n' http://localhost:{listed}/tunnel
+         $c -w '|%{{http_code}}\\n' http://localhost:{unlisted}/b
+         $c --noproxy '*' http://127.0.0.1:{listed}/direct; echo \"direct=$?\"
+         env | grep -c '^HTTPS_PROXY='; true"
+    );
+    for (sandbox, expected) in [
+        (
+            RemoteSandbox::Bubblewrap,
+            format!(
+                "listed\n|200\nlisted\n|200\n\
+                 refused by the sandbox's proxy: localhost:{unlisted} is not in allowHosts\n|403\n\
+                 direct=7\n1\n"
+            ),
+        ),
+        (
+            RemoteSandbox::Off,
+            "|000\n|000\n|000\ndirect=7\n0\n".to_owned(),
+        ),
+    ] {
+        let ssh = f.ssh(sandbox);
+        let settings = f.settings();
+        let dir = f.dir("env_1");
+        ssh.prepare(&settings, &dir, f.context()).await.unwrap();
+        let shell = ssh
+            .remote(&settings, &dir)
+            .unwrap()
+            .with_jail(talon_jail::Jail::new(policy.clone()));
+        let (code, stdout, stderr) = run(&shell, &script, &[], Some(Network::Allow)).await;
+        assert_eq!((code, stdout), (Some(0), expected), "{sandbox:?}: {stderr}");
+        assert_eq!(sockets(&f.remote_root("env_1")), Vec::<String>::new());
+        ssh.release(&settings, &dir).await.unwrap();
+    }
 }

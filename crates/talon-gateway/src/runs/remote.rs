@@ -33,7 +33,7 @@ impl RemoteHost for SshHost {
         command: &str,
         env: &[(String, String)],
         network: Network,
-    ) -> Result<tokio::process::Command, ToolError> {
+    ) -> Result<talon_jail::Confined, ToolError> {
         self.0
             .command(command, env, Some(network))
             .map_err(tool_error)
@@ -59,7 +59,7 @@ impl RemoteHost for Unreachable {
         _: &str,
         _: &[(String, String)],
         _: Network,
-    ) -> Result<tokio::process::Command, ToolError> {
+    ) -> Result<talon_jail::Confined, ToolError> {
         Err(ToolError::new(ToolErrorCode::Unavailable, self.0.clone()))
     }
 

@@ -266,9 +266,6 @@ impl Engine {
         })
     }
 
-    /// The run's spec: its ids, the store as its sink, the policy and the
-    /// durable hooks, where its cells go, its environment's workspace,
-    /// shell and secrets.
     /// Where an `ssh` environment's commands run (`None` for others).
     fn remote_host(
         &self,
@@ -284,14 +281,17 @@ impl Engine {
         let settings = environment.settings.clone().unwrap_or_default();
         Some(match ssh.remote(&settings, &dir) {
             Ok(shell) => {
-                let limits = self.inner.host.jails().of(agent).policy().limits;
-                Arc::new(super::remote::SshHost(shell.with_limits(limits)))
+                let jail = self.inner.host.jails().of(agent).clone();
+                Arc::new(super::remote::SshHost(shell.with_jail(jail)))
             }
             // Never run here instead: every command says why.
             Err(error) => Arc::new(super::remote::Unreachable(error.message)),
         })
     }
 
+    /// The run's spec: its ids, the store as its sink, the policy and the
+    /// durable hooks, where its cells go, its environment's workspace,
+    /// shell and secrets.
     fn spec(
         &self,
         parts: &Loop,
