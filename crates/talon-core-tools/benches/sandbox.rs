@@ -655,6 +655,7 @@ async fn ablation(o: &Options) {
             writable: false,
             network: Network::Off,
             limits: &limits,
+            proxy: None,
             program: "/bin/true",
             args: &[],
         })
