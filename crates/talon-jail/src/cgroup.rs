@@ -55,23 +55,8 @@ pub(crate) fn parent() -> Option<PathBuf> {
 /// Removes the empty cgroups of processes that are gone (`talon-jail-<pid>-<n>`:
 /// a process that exited before its last removal retry left them).
 fn sweep(parent: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("talon-jail-"))
-            .and_then(|rest| rest.split('-').next())
-        else {
-            continue;
-        };
-        if !Path::new("/proc").join(pid).exists() {
-            // Only an empty cgroup can be removed; a live one stays.
-            let _ = std::fs::remove_dir(entry.path());
-        }
-    }
+    // Only an empty cgroup can be removed; a live one stays.
+    crate::sweep_gone(parent, |path| std::fs::remove_dir(path));
 }
 
 /// One command's pids cgroup; removed on drop.

@@ -108,6 +108,7 @@
 mod allow;
 mod bwrap;
 mod cgroup;
+mod disk;
 mod http;
 mod policy;
 mod proxy;
@@ -121,11 +122,12 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
+pub use disk::{DISK_SLACK_BYTES, DiskWatch};
 pub use policy::{
     AllowHost, Limits, MAX_ALLOW_HOSTS, Mode, Network, OPENCLAW_ONLY, Policy, PolicyError, Scope,
     WorkspaceAccess,
 };
-pub use remote::{SeccompFilters, seccomp_filters};
+pub use remote::{Proxy, SeccompFilters, seccomp_filters};
 
 /// Why a command could not be sandboxed.
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +176,30 @@ pub enum JailError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Calls `remove` on each entry of `dir` named `talon-jail-<pid>-...`
+/// whose process is gone: what a process of this crate left (pids
+/// cgroups, its private files) and cannot remove at its exit. Failures
+/// are left for the next sweep.
+fn sweep_gone(dir: &Path, remove: impl Fn(&Path) -> std::io::Result<()>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("talon-jail-"))
+            .and_then(|rest| rest.split('-').next())
+            .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = remove(&entry.path());
+        }
+    }
 }
 
 /// What `/healthz` and `config check` say of command isolation.
@@ -493,99 +519,6 @@ impl Jail {
         let mut command = tokio::process::Command::from(command);
         command.current_dir("/");
         Ok(Confined { command, guard })
-    }
-}
-
-/// How much less free space than at its start a command may leave while
-/// the workspace's filesystem is under the reserve (a command that cleans
-/// up, or the gateway's own writes, do not stop it).
-pub const DISK_SLACK_BYTES: u64 = 16 << 20;
-
-/// The free space of a command's workspace filesystem, watched while it
-/// runs (`limits.diskReserveBytes`): sandboxed or not, a command must not
-/// fill the disk the gateway's state may share. The caller looks every
-/// 100 ms or so (a `statvfs`, microseconds: the kernel tells no one when
-/// space runs low), so a command writing faster than the reserve per
-/// interval (10 GB/s for the default 1 GiB) could pass it.
-#[derive(Debug)]
-pub struct DiskWatch {
-    workspace: PathBuf,
-    reserve: u64,
-    at_start: u64,
-}
-
-impl DiskWatch {
-    /// Starts watching `workspace` (`None` when `limits` reserve nothing
-    /// or its filesystem cannot be read).
-    pub fn start(workspace: &Path, limits: &Limits) -> Option<DiskWatch> {
-        if limits.disk_reserve_bytes == 0 {
-            return None;
-        }
-        let at_start = free_bytes(workspace).ok()?;
-        Some(DiskWatch {
-            workspace: workspace.to_owned(),
-            reserve: limits.disk_reserve_bytes,
-            at_start,
-        })
-    }
-
-    /// [`JailError::DiskLow`] when the filesystem is under the reserve and
-    /// the command's run has taken more than [`DISK_SLACK_BYTES`] of it
-    /// since it started: the command is to be stopped.
-    pub fn check(&self) -> Result<(), JailError> {
-        let free = free_bytes(&self.workspace)?;
-        if free < self.reserve && free.saturating_add(DISK_SLACK_BYTES) < self.at_start {
-            return Err(JailError::DiskLow {
-                free,
-                reserve: self.reserve,
-            });
-        }
-        Ok(())
-    }
-}
-
-/// Bytes free to an unprivileged user on the filesystem of `path`.
-fn free_bytes(path: &Path) -> Result<u64, JailError> {
-    let stat = nix::sys::statvfs::statvfs(path).map_err(|e| JailError::Io {
-        what: "reading the workspace's free space",
-        source: e.into(),
-    })?;
-    Ok(stat.blocks_available().saturating_mul(stat.fragment_size()))
-}
-
-/// A filtering proxy serving one command of another host (an `ssh`
-/// environment's) whose network is `"allow"`: the caller forwards its
-/// socket there (`ssh -R`) and gives that path to
-/// [`remote::RemoteSpec::proxy`]. It ends when dropped.
-#[derive(Debug)]
-pub struct Proxy(proxy::Running);
-
-impl Proxy {
-    /// The socket (mode 0600, in a private directory of this host).
-    pub fn socket(&self) -> PathBuf {
-        self.0.socket()
-    }
-}
-
-impl Guard {
-    /// A guard holding `proxy` (for a remote command).
-    pub fn holding(proxy: Proxy) -> Guard {
-        Guard {
-            _proxy: Some(proxy.0),
-            ..Guard::default()
-        }
-    }
-}
-
-impl Jail {
-    /// A proxy applying this jail's `allowHosts`, for a remote command,
-    /// when the policy gives `asked` the network `"allow"` (`None`
-    /// otherwise). Must be called inside a tokio runtime.
-    pub fn remote_proxy(&self, asked: Network) -> Result<Option<Proxy>, JailError> {
-        if self.policy.effective_network().narrow(asked) != Network::Allow {
-            return Ok(None);
-        }
-        proxy::Running::start(Arc::clone(&self.policy)).map(|running| Some(Proxy(running)))
     }
 }
 

@@ -31,8 +31,12 @@
 
 use std::path::Path;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use crate::bwrap::{self, Piece};
 use crate::policy::{Limits, Network};
+use crate::{Guard, Jail, proxy};
 use crate::{JailError, seccomp};
 
 /// One remote command.
@@ -138,6 +142,42 @@ pub fn seccomp_filters() -> Result<SeccompFilters, JailError> {
         arch: std::env::consts::ARCH,
         programs: [seccomp::bytes(&a), seccomp::bytes(&b)],
     })
+}
+
+/// A filtering proxy serving one command of another host (an `ssh`
+/// environment's) whose network is `"allow"`: the caller forwards its
+/// socket there (`ssh -R`) and gives that path to
+/// [`RemoteSpec::proxy`]. It ends when dropped.
+#[derive(Debug)]
+pub struct Proxy(proxy::Running);
+
+impl Proxy {
+    /// The socket (mode 0600, in a private directory of this host).
+    pub fn socket(&self) -> PathBuf {
+        self.0.socket()
+    }
+}
+
+impl Guard {
+    /// A guard holding `proxy` (for a remote command).
+    pub fn holding(proxy: Proxy) -> Guard {
+        Guard {
+            _proxy: Some(proxy.0),
+            ..Guard::default()
+        }
+    }
+}
+
+impl Jail {
+    /// A proxy applying this jail's `allowHosts`, for a remote command,
+    /// when the policy gives `asked` the network `"allow"` (`None`
+    /// otherwise). Must be called inside a tokio runtime.
+    pub fn remote_proxy(&self, asked: Network) -> Result<Option<Proxy>, JailError> {
+        if self.policy.effective_network().narrow(asked) != Network::Allow {
+            return Ok(None);
+        }
+        proxy::Running::start(Arc::clone(&self.policy)).map(|running| Some(Proxy(running)))
+    }
 }
 
 #[cfg(test)]

@@ -281,28 +281,17 @@ fn parent(target: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Removes the directories of this crate's processes that are gone.
+/// Removes the directories of this crate's processes that are gone
+/// (their own: another user's are not touched).
 fn sweep(tmp: &Path) {
-    let Ok(entries) = std::fs::read_dir(tmp) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("talon-jail-"))
-            .and_then(|rest| rest.split('-').next())
-            .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let ours = entry
-            .metadata()
-            .is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw());
-        if ours && !Path::new("/proc").join(pid).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
+    let uid = nix::unistd::Uid::effective().as_raw();
+    crate::sweep_gone(tmp, |path| {
+        let meta = std::fs::symlink_metadata(path)?;
+        if meta.is_dir() && meta.uid() == uid {
+            std::fs::remove_dir_all(path)?;
         }
-    }
+        Ok(())
+    });
 }
 
 #[cfg(test)]

@@ -136,16 +136,7 @@ async fn background_children_do_not_outlive_the_call() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
     // Nothing of the command is left, `setsid` or not.
-    wait::until_async(
-        "the command's processes to be gone",
-        wait::DEADLINE,
-        async || {
-            [&a, &b, &c]
-                .iter()
-                .all(|m| host_pids(&format!("sleep {m}")).into_iter().all(gone))
-        },
-    )
-    .await;
+    all_gone(&[&a, &b, &c]).await;
 }
 
 #[tokio::test]
@@ -167,16 +158,7 @@ async fn the_timeout_kills_the_whole_group_with_grandchildren() {
     // The command was killed before this looks: its processes are found
     // by their marks, and none may be left.
     let _ = pids;
-    wait::until_async(
-        "the command's processes to be gone",
-        wait::DEADLINE,
-        async || {
-            [&a, &b, &c]
-                .iter()
-                .all(|m| host_pids(&format!("sleep {m}")).into_iter().all(gone))
-        },
-    )
-    .await;
+    all_gone(&[&a, &b, &c]).await;
 }
 
 /// The command of the cancellation tests: two background sleeps (of
@@ -274,4 +256,19 @@ async fn dropping_the_call_kills_the_group() {
     for pid in found {
         wait_gone(pid, "the dropped call").await;
     }
+}
+
+/// Waits until no process of `sleep <marker>` is left on the host, for
+/// each marker.
+async fn all_gone(markers: &[&str]) {
+    wait::until_async(
+        "the command's processes to be gone",
+        wait::DEADLINE,
+        async || {
+            markers
+                .iter()
+                .all(|m| host_pids(&format!("sleep {m}")).into_iter().all(gone))
+        },
+    )
+    .await;
 }
