@@ -9,6 +9,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use talon_testing::redact::Redactor;
 
+use super::{MockFiles, home_with_workspace};
+
 /// Runs `talon` with a private home and state directory (no stray
 /// `~/.talon/talon.json5`, no shared suspended cells).
 fn talon(args: &[&str], stdin: Option<&str>) -> Output {
@@ -420,38 +422,19 @@ fn exec_reaches_a_real_mcp_server_named_in_the_config() {
 
 #[test]
 fn talon_agent_runs_a_turn_against_a_mock_script_and_prints_a_summary() {
-    let home = tempfile::tempdir().unwrap();
-    let workspace = home.path().join("ws");
-    std::fs::create_dir_all(&workspace).unwrap();
+    let (home, workspace) = home_with_workspace();
     std::fs::write(workspace.join("notes.txt"), "the answer is 42").unwrap();
-    let script = home.path().join("script.json");
-    std::fs::write(
-        &script,
+    let files = MockFiles::write(
+        home.path(),
         r#"{"turns": [
              {"toolCalls": [{"name": "exec", "arguments": {"code": "const r = await tools.read({path: 'notes.txt'}); return r.content;"}}],
               "usage": {"prompt": 120, "completion": 9}},
              {"text": "The notes say: the answer is 42.", "usage": {"prompt": 180, "completion": 11}}]}"#,
-    )
-    .unwrap();
-    let config = home.path().join("talon.json5");
-    std::fs::write(
-        &config,
         "{ tools: { codeMode: { enabled: true }, codeMod: {} }, gateway: { port: 18789 } }",
-    )
-    .unwrap();
+    );
     let out = talon_in(
         home.path(),
-        &[
-            "agent",
-            "--config",
-            config.to_str().unwrap(),
-            "--mock-script",
-            script.to_str().unwrap(),
-            "--workspace",
-            workspace.to_str().unwrap(),
-            "-m",
-            "What do my notes say?",
-        ],
+        &files.agent(&workspace, "What do my notes say?"),
         None,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);

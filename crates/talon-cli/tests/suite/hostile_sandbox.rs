@@ -7,19 +7,60 @@
 //! workspace's access modes, a host without bubblewrap (commands refused,
 //! saying what is missing), and a command filling the disk.
 
-use super::{finish, spawn_talon};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use super::{MockFiles, exec_script, finish, home_with_workspace, spawn_talon};
+
+/// Asserts that `talon agent` exited 0 printing just "Finished.": its
+/// stderr.
+fn finished(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        ),
+        (Some(0), "Finished."),
+        "{stderr}"
+    );
+    stderr
+}
+
+/// `talon` in a mount namespace of its own (the caller mapped to root)
+/// with a private home and state directory: `sh -c shell` runs with `$0`
+/// the binary and `args` after it.
+fn in_mount_namespace<S: AsRef<OsStr>>(
+    home: &Path,
+    state: &Path,
+    shell: &str,
+    args: impl IntoIterator<Item = S>,
+) -> Output {
+    let mut command = Command::new("unshare");
+    command
+        .args(["--mount", "--map-root-user", "--", "/bin/sh", "-c"])
+        .arg(shell)
+        .arg(env!("CARGO_BIN_EXE_talon"))
+        .args(args)
+        .env("HOME", home)
+        .env("TALON_STATE_DIR", state)
+        .env_remove("TALON_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    finish(command.spawn().unwrap())
+}
 
 #[test]
 fn commands_the_agent_runs_cannot_reach_its_state_or_the_host() {
-    let home = tempfile::tempdir().unwrap();
+    let (home, workspace) = home_with_workspace();
     let h = home.path().display();
     let state = home.path().join("state");
     std::fs::create_dir_all(&state).unwrap();
     std::fs::write(state.join("admin.token"), "tln_admin_secret").unwrap();
     std::fs::create_dir_all(home.path().join("other")).unwrap();
     std::fs::write(home.path().join("other/secret.txt"), "other").unwrap();
-    let workspace = home.path().join("ws");
-    std::fs::create_dir_all(&workspace).unwrap();
     let attack = |last: &str| {
         format!(
             "for f in {h}/state/admin.token /etc/shadow {h}/other/secret.txt /root/.bash_history; do \
@@ -31,42 +72,14 @@ fn commands_the_agent_runs_cannot_reach_its_state_or_the_host() {
          {last}"
         )
     };
-    let run = |command: String, config_text: &str| {
-        let script = home.path().join("script.json");
-        std::fs::write(
-            &script,
-            serde_json::json!({"turns": [
-                {"toolCalls": [{"name": "exec", "arguments": {"command": command}}]},
-                {"text": "Finished."}
-            ]})
-            .to_string(),
-        )
-        .unwrap();
-        let config = home.path().join("talon.json5");
-        std::fs::write(&config, config_text).unwrap();
+    let run = |command: String, config: &str| {
+        let files = MockFiles::write(home.path(), &exec_script(&[&command]), config);
         let secret = home.path().join("marker");
-        let out = finish(spawn_talon(
+        finished(&finish(spawn_talon(
             home.path(),
-            &[
-                "agent",
-                "--config",
-                config.to_str().unwrap(),
-                "--mock-script",
-                script.to_str().unwrap(),
-                "--workspace",
-                workspace.to_str().unwrap(),
-                "-m",
-                "try",
-            ],
+            &files.agent(&workspace, "try"),
             &[("TALON_AGENT_SECRET", &secret)],
-        ));
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(
-            (out.status.code(), stdout.trim()),
-            (Some(0), "Finished."),
-            "{stderr}"
-        );
+        )));
         let mut escaped: Vec<String> = std::fs::read_dir(&workspace)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -106,41 +119,22 @@ fn commands_the_agent_runs_cannot_reach_its_state_or_the_host() {
 
 #[test]
 fn workspace_access_ro_and_none_are_honoured() {
-    let home = tempfile::tempdir().unwrap();
-    let workspace = home.path().join("ws");
-    std::fs::create_dir_all(&workspace).unwrap();
+    let (home, workspace) = home_with_workspace();
     std::fs::write(workspace.join("kept.txt"), "kept").unwrap();
     let run = |access: &str| {
-        let script = home.path().join("script.json");
-        std::fs::write(
-            &script,
-            serde_json::json!({"turns": [
+        let files = MockFiles::write(
+            home.path(),
+            &serde_json::json!({"turns": [
                 {"toolCalls": [{"name": "exec", "arguments": {"command": "pwd > /tmp/pwd; (touch made.txt 2>/dev/null && echo made) > /tmp/r; cat kept.txt >> /tmp/r 2>/dev/null; cat /tmp/pwd /tmp/r"}}]},
                 {"toolCalls": [{"name": "write", "arguments": {"path": "written.txt", "content": "w"}}]},
                 {"text": "Finished."}
             ]})
             .to_string(),
-        )
-        .unwrap();
-        let config = home.path().join("talon.json5");
-        std::fs::write(
-            &config,
-            format!("{{ tools: {{ approvals: 'allow' }}, agents: {{ defaults: {{ sandbox: {{ workspaceAccess: '{access}', scope: 'agent' }} }} }} }}"),
-        )
-        .unwrap();
+            &format!("{{ tools: {{ approvals: 'allow' }}, agents: {{ defaults: {{ sandbox: {{ workspaceAccess: '{access}', scope: 'agent' }} }} }} }}"),
+        );
         let out = finish(spawn_talon(
             home.path(),
-            &[
-                "agent",
-                "--config",
-                config.to_str().unwrap(),
-                "--mock-script",
-                script.to_str().unwrap(),
-                "--workspace",
-                workspace.to_str().unwrap(),
-                "-m",
-                "try",
-            ],
+            &files.agent(&workspace, "try"),
             &[],
         ));
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -167,67 +161,30 @@ fn workspace_access_ro_and_none_are_honoured() {
 
 /// `talon` in a mount namespace where `/usr/bin/bwrap` is `/dev/null`: a
 /// host without bubblewrap.
-fn without_bubblewrap(home: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut command = std::process::Command::new("unshare");
-    command
-        .args(["--mount", "--map-root-user", "--", "/bin/sh", "-c"])
-        .arg("mount --bind /dev/null /usr/bin/bwrap && exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_talon"))
-        .args(args)
-        .env("HOME", home)
-        .env("TALON_STATE_DIR", home.join("state"))
-        .env_remove("TALON_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    finish(command.spawn().unwrap())
+fn without_bubblewrap(home: &Path, args: &[&str]) -> Output {
+    in_mount_namespace(
+        home,
+        &home.join("state"),
+        "mount --bind /dev/null /usr/bin/bwrap && exec \"$0\" \"$@\"",
+        args,
+    )
 }
 
 #[test]
 fn a_host_that_cannot_sandbox_refuses_commands_and_says_what_is_missing() {
-    let home = tempfile::tempdir().unwrap();
-    let workspace = home.path().join("ws");
-    std::fs::create_dir_all(&workspace).unwrap();
-    let script = home.path().join("script.json");
-    std::fs::write(
-        &script,
-        serde_json::json!({"turns": [
-            {"toolCalls": [{"name": "exec", "arguments": {"command": "touch ran"}}]},
-            {"text": "Finished."}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let config = home.path().join("talon.json5");
-    std::fs::write(&config, "{ tools: { approvals: 'allow' } }").unwrap();
-    let config = config.to_str().unwrap();
-    let missing = "this host cannot sandbox it (bubblewrap (bwrap) is not installed)";
-    let out = without_bubblewrap(
+    let (home, workspace) = home_with_workspace();
+    let files = MockFiles::write(
         home.path(),
-        &[
-            "agent",
-            "--config",
-            config,
-            "--mock-script",
-            script.to_str().unwrap(),
-            "--workspace",
-            workspace.to_str().unwrap(),
-            "-m",
-            "try",
-        ],
+        &exec_script(&["touch ran"]),
+        "{ tools: { approvals: 'allow' } }",
     );
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).trim()
-        ),
-        (Some(0), "Finished."),
-        "{stderr}"
-    );
+    let missing = "this host cannot sandbox it (bubblewrap (bwrap) is not installed)";
+    let out = without_bubblewrap(home.path(), &files.agent(&workspace, "try"));
+    let stderr = finished(&out);
     assert!(stderr.contains(missing), "{stderr}");
     assert!(!workspace.join("ran").exists());
     // `config check` says so before any command.
+    let config = files.config.to_str().unwrap();
     let out = without_bubblewrap(home.path(), &["config", "check", config]);
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
@@ -247,54 +204,27 @@ fn a_command_filling_the_disk_is_stopped_and_the_run_goes_on() {
     let home = tempfile::tempdir().unwrap();
     let disk = home.path().join("disk");
     std::fs::create_dir_all(&disk).unwrap();
-    let script = home.path().join("script.json");
-    let exec = |command: &str| serde_json::json!({"toolCalls": [{"name": "exec", "arguments": {"command": command}}]});
-    std::fs::write(
-        &script,
-        serde_json::json!({"turns": [
+    let files = MockFiles::write(
+        home.path(),
+        &exec_script(&[
             // About 200 MB/s, so that the 100 ms check sees it before the
             // tmpfs is full (a real disk has the whole reserve to spare).
-            exec("i=0; while [ $i -lt 250 ]; do dd if=/dev/zero of=f$i bs=1M count=1 \
-                  2>/dev/null || break; i=$((i+1)); sleep 0.005; done; echo wrote=$i"),
-            exec("rm -f f*; echo cleaned"),
-            exec("dd if=/dev/zero of=g bs=1M count=8 2>/dev/null && echo small"),
-            {"text": "Finished."}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let config = home.path().join("talon.json5");
-    std::fs::write(
-        &config,
+            "i=0; while [ $i -lt 250 ]; do dd if=/dev/zero of=f$i bs=1M count=1 \
+             2>/dev/null || break; i=$((i+1)); sleep 0.005; done; echo wrote=$i",
+            "rm -f f*; echo cleaned",
+            "dd if=/dev/zero of=g bs=1M count=8 2>/dev/null && echo small",
+        ]),
         "{ tools: { approvals: 'allow' }, agents: { defaults: { sandbox: { limits: \
          { diskReserveBytes: 201326592 } } } } }",
-    )
-    .unwrap();
-    let mut command = std::process::Command::new("unshare");
-    command
-        .args(["--mount", "--map-root-user", "--", "/bin/sh", "-c"])
-        .arg(
-            "mount -t tmpfs -o size=256m tmpfs \"$1\" && mkdir \"$1/ws\" \"$1/state\" && \
-             exec \"$0\" agent --config \"$2\" --mock-script \"$3\" --workspace \"$1/ws\" -m fill",
-        )
-        .arg(env!("CARGO_BIN_EXE_talon"))
-        .args([&disk, &config, &script])
-        .env("HOME", home.path())
-        .env("TALON_STATE_DIR", disk.join("state"))
-        .env_remove("TALON_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let out = finish(command.spawn().unwrap());
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).trim()
-        ),
-        (Some(0), "Finished."),
-        "{stderr}"
     );
+    let out = in_mount_namespace(
+        home.path(),
+        &disk.join("state"),
+        "mount -t tmpfs -o size=256m tmpfs \"$1\" && mkdir \"$1/ws\" \"$1/state\" && \
+         exec \"$0\" agent --config \"$2\" --mock-script \"$3\" --workspace \"$1/ws\" -m fill",
+        [&disk, &files.config, &files.script],
+    );
+    let stderr = finished(&out);
     assert!(
         stderr.contains(
             "✗ exec: {\"code\":\"too_large\",\"error\":\"too_large: the command was killed: \

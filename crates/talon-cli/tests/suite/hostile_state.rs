@@ -17,7 +17,7 @@ use talon_testing::redact::Redactor;
 use talon_testing::wait;
 
 use super::gateway::{Gateway, body, post, start_gateway};
-use super::{finish, spawn_talon};
+use super::{MockFiles, finish, spawn_talon};
 
 /// `GET path` over plain HTTP/1.1: the status and the body.
 fn get(addr: &str, path: &str) -> (u16, String) {
@@ -145,25 +145,13 @@ fn run_status(addr: &str, token: &str, id: &str) -> Value {
 #[test]
 fn a_full_disk_is_answered_reported_survived_and_does_not_hold_up_a_stop() {
     let home = tempfile::tempdir().unwrap();
-    let script = home.path().join("script.json");
     let text = "word ".repeat(2_000);
-    std::fs::write(
-        &script,
-        json!({"replay": "perRun", "turns": [{"text": text, "delayMs": 50}]}).to_string(),
-    )
-    .unwrap();
-    let config = home.path().join("talon.json5");
-    std::fs::write(&config, r#"{gateway: {runs: {drainGraceMs: 2000}}}"#).unwrap();
-    let mut g = start_on_tmpfs(
+    let files = MockFiles::write(
         home.path(),
-        "6m",
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--mock-script",
-            script.to_str().unwrap(),
-        ],
+        &json!({"replay": "perRun", "turns": [{"text": text, "delayMs": 50}]}).to_string(),
+        r#"{gateway: {runs: {drainGraceMs: 2000}}}"#,
     );
+    let mut g = start_on_tmpfs(home.path(), "6m", &files.args());
     let (addr, admin) = (g.addr.clone(), g.admin.clone());
     let create = |key: &str| {
         post(

@@ -12,7 +12,7 @@ mod tokens;
 mod tools;
 mod traces;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
@@ -73,4 +73,74 @@ pub fn events(
         event["id"] = "<id>".into();
     }
     whole
+}
+
+/// A private home for `talon`, with an empty workspace `ws` in it.
+pub fn home_with_workspace() -> (tempfile::TempDir, PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    (home, workspace)
+}
+
+/// A mock model's script and a config, written in a test's home: what
+/// `talon agent` and `talon gateway` read with `--mock-script` and
+/// `--config`.
+pub struct MockFiles {
+    pub config: PathBuf,
+    pub script: PathBuf,
+}
+
+impl MockFiles {
+    /// Writes `script` as `home`/script.json and `config` as
+    /// `home`/talon.json5.
+    pub fn write(home: &Path, script: &str, config: &str) -> Self {
+        let files = Self {
+            config: home.join("talon.json5"),
+            script: home.join("script.json"),
+        };
+        std::fs::write(&files.script, script).unwrap();
+        std::fs::write(&files.config, config).unwrap();
+        files
+    }
+
+    /// `--config <config> --mock-script <script>`.
+    pub fn args(&self) -> [&str; 4] {
+        [
+            "--config",
+            self.config.to_str().unwrap(),
+            "--mock-script",
+            self.script.to_str().unwrap(),
+        ]
+    }
+
+    /// The arguments of `talon agent` with these files, working in
+    /// `workspace`, sending `message`.
+    pub fn agent<'a>(&'a self, workspace: &'a Path, message: &'a str) -> [&'a str; 9] {
+        let [config, config_path, script, script_path] = self.args();
+        [
+            "agent",
+            config,
+            config_path,
+            script,
+            script_path,
+            "--workspace",
+            workspace.to_str().unwrap(),
+            "-m",
+            message,
+        ]
+    }
+}
+
+/// A mock model's script: a turn calling `exec` for each of `commands`,
+/// then "Finished.".
+pub fn exec_script(commands: &[&str]) -> String {
+    let mut turns: Vec<serde_json::Value> = commands
+        .iter()
+        .map(|command| {
+            serde_json::json!({"toolCalls": [{"name": "exec", "arguments": {"command": command}}]})
+        })
+        .collect();
+    turns.push(serde_json::json!({"text": "Finished."}));
+    serde_json::json!({ "turns": turns }).to_string()
 }

@@ -4,90 +4,19 @@
 //! changes as a `diff` artifact with `git.diff` and `git.branch`, and
 //! cleanup or retention on delete.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use talon_gateway::{EnvironmentPolicy, SecretSource};
-
 use serde_json::{Value, json};
-use talon_mock_model::{Replay, Script, Turn};
-use talon_testing::redact::Redactor;
 
+use super::env_support::{
+    DEPLOY_TOKEN_VAR, Sources, approve_once, artifact_of, call, completed_call, create_checkout,
+    create_environment, delete_environment, git, read, run_events, run_in, run_to_end_in, wait_run,
+    workspace_of,
+};
 use super::ws::Transport;
-use super::{Options, TestGateway, tool_turn};
+use super::{Options, TestGateway, call_then_say, calls_then_say, tool_turn};
 
 const TOKEN: &str = "tok-env-5b9f2e7c1a83";
-const TOKEN_VAR: &str = "TALON_TEST_DEPLOY_TOKEN";
-
-/// What an admin allows, outside the gateway's state directory: the
-/// source root `roots`, the repository `app` (at `repo`, `main` has
-/// `a.txt` = "hello") and the secret `DEPLOY_TOKEN`.
-pub struct Sources {
-    pub dir: tempfile::TempDir,
-    pub policy: EnvironmentPolicy,
-}
-
-impl Sources {
-    pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let roots = dir.path().join("roots");
-        std::fs::create_dir_all(&roots).unwrap();
-        let repo = dir.path().join("repo");
-        repository(&repo);
-        let policy = EnvironmentPolicy {
-            source_roots: vec![roots],
-            repositories: BTreeMap::from([("app".to_owned(), repo)]),
-            secrets: BTreeMap::from([(
-                "DEPLOY_TOKEN".to_owned(),
-                SecretSource::Env(TOKEN_VAR.to_owned()),
-            )]),
-            forges: BTreeMap::new(),
-        };
-        Self { dir, policy }
-    }
-
-    /// A directory inside the source root.
-    pub fn root(&self, name: &str) -> PathBuf {
-        let path = self.dir.path().join("roots").join(name);
-        std::fs::create_dir_all(&path).unwrap();
-        path
-    }
-
-    pub fn repo(&self) -> PathBuf {
-        self.dir.path().join("repo")
-    }
-}
-
-pub fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
-/// A repository whose `main` has `a.txt` = "hello".
-pub fn repository(at: &Path) {
-    std::fs::create_dir_all(at).unwrap();
-    git(at, &["init", "-q", "-b", "main"]);
-    std::fs::write(at.join("a.txt"), "hello\n").unwrap();
-    git(at, &["add", "-A"]);
-    git(at, &["commit", "-q", "-m", "first"]);
-}
-
-pub async fn call(g: &TestGateway, method: &str, params: Value) -> Result<Value, Value> {
-    Transport::Http.call(g, method, params).await
-}
 
 #[tokio::test]
 async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
@@ -97,10 +26,10 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     )]
     // SAFETY: see the reason above.
     unsafe {
-        std::env::set_var(TOKEN_VAR, TOKEN);
+        std::env::set_var(DEPLOY_TOKEN_VAR, TOKEN);
     }
-    let script = Script {
-        turns: vec![
+    let script = calls_then_say(
+        vec![
             tool_turn(
                 "exec",
                 json!({"command": "echo \"token=$DEPLOY_TOKEN\"; printf %s \"$DEPLOY_TOKEN\" > token.txt; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}),
@@ -109,44 +38,27 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
                 "edit",
                 json!({"path": "a.txt", "old": "hello", "new": "hello world"}),
             ),
-            Turn {
-                text: Some("Done.".into()),
-                ..Turn::default()
-            },
         ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    };
+        "Done.",
+    );
     let sources = Sources::new();
     let repo = sources.repo();
-    let g = TestGateway::start_opts(Options {
-        script,
-        config: json!({"tools": {"approvals": "allow"}}),
-        environments: sources.policy.clone(),
-        ..Options::default()
-    })
-    .await;
-    let created = call(
+    let g = sources
+        .gateway(script, json!({"tools": {"approvals": "allow"}}))
+        .await;
+    let created = create_environment(
         &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {
-            "source": {"git": "app", "ref": "main"},
-            "secrets": ["DEPLOY_TOKEN"]
-        }}),
+        "local",
+        json!({"source": {"git": "app", "ref": "main"}, "secrets": ["DEPLOY_TOKEN"]}),
     )
     .await
     .unwrap();
     // The state directory and the admin's sources differ per run.
-    let mut redactor = Redactor::new()
-        .with(g.dir.path().to_str().unwrap(), "<state>")
-        .with(sources.dir.path().to_str().unwrap(), "<sources>");
+    let mut redactor = sources.redactor(&g);
     insta::assert_json_snapshot!("checkout_created", redactor.value(&created));
     let id = created["id"].clone();
-    let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
-        "hello\n"
-    );
+    let workspace = workspace_of(&created);
+    assert_eq!(read(&workspace, "a.txt"), "hello\n");
     assert_eq!(
         call(&g, "environments.status", json!({"environmentId": id}))
             .await
@@ -158,47 +70,18 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
         json!({"environments": [created]})
     );
 
-    let run = call(
-        &g,
-        "runs.create",
-        json!({"input": "deploy", "environmentId": id}),
-    )
-    .await
-    .unwrap();
-    let result = call(
-        &g,
-        "runs.wait",
-        json!({"runId": run["runId"], "timeoutMs": 20_000}),
-    )
-    .await
-    .unwrap();
+    let (run_id, result) = run_to_end_in(&g, &id, "deploy").await;
     insta::assert_json_snapshot!(
         "checkout_result",
         super::artifacts::sized(redactor.value(&result))
     );
     // The run worked in the environment's workspace, with its secret and
     // without a network; the repository itself is untouched.
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("token.txt")).unwrap(),
-        TOKEN
-    );
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
-        "hello world\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
-        "hello\n"
-    );
-    let events = call(&g, "runs.events", json!({"runId": run["runId"]}))
-        .await
-        .unwrap();
-    let exec = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["type"] == "tool.call.completed")
-        .unwrap();
+    assert_eq!(read(&workspace, "token.txt"), TOKEN);
+    assert_eq!(read(&workspace, "a.txt"), "hello world\n");
+    assert_eq!(read(&repo, "a.txt"), "hello\n");
+    let events = run_events(&g, &run_id).await;
+    let exec = completed_call(&events);
     // Its stdout: the secret redacted, the loopback interface only.
     insta::assert_json_snapshot!("checkout_exec", redactor.value(exec));
     // The workspace's changes, as a diff artifact (its title in the
@@ -214,46 +97,22 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
                     .is_some_and(|t| t.starts_with("Workspace of environment"))
         })
         .unwrap_or_else(|| panic!("{result}"));
-    let content = |artifact: &Value| {
-        let url = format!("/v1/artifacts/{}/content", artifact["id"].as_str().unwrap());
-        let g = &g;
-        async move {
-            g.client
-                .get(g.url(&url))
-                .bearer_auth(&g.admin)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        }
-    };
-    let text = content(diff).await;
+    let text = g.artifact_text(&diff["id"]).await;
     assert!(text.contains("-hello\n+hello world\n"), "{text}");
     assert!(text.contains("+++ b/token.txt"), "{text}");
     assert!(text.contains("+[redacted]"), "{text}");
     // The secret is in no event and no artifact.
     assert!(!events.to_string().contains(TOKEN));
-    let listed = call(&g, "artifacts.list", json!({"runId": run["runId"]}))
+    let listed = call(&g, "artifacts.list", json!({"runId": run_id}))
         .await
         .unwrap();
     for artifact in listed["artifacts"].as_array().unwrap() {
-        let text = content(artifact).await;
+        let text = g.artifact_text(&artifact["id"]).await;
         assert!(!text.contains(TOKEN), "{artifact}: {text}");
     }
     // The run's changes as a patch `git am` applies on the checkout's
     // base, and the workspace as a .tar.gz with the secret redacted.
-    let of_type = |kind: &str| {
-        listed["artifacts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["type"] == kind)
-            .cloned()
-            .unwrap_or_else(|| panic!("no {kind} artifact: {listed}"))
-    };
-    let patch = content(&of_type("patch")).await;
+    let patch = g.artifact_text(&artifact_of(&listed, "patch")["id"]).await;
     let clone = tempfile::tempdir().unwrap();
     git(clone.path(), &["clone", "-q", repo.to_str().unwrap(), "c"]);
     let cloned = clone.path().join("c");
@@ -262,39 +121,20 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
         &cloned,
         &["am", "-q", clone.path().join("run.patch").to_str().unwrap()],
     );
-    assert_eq!(
-        std::fs::read_to_string(cloned.join("a.txt")).unwrap(),
-        "hello world\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(cloned.join("token.txt")).unwrap(),
-        "[redacted]"
-    );
-    let workspace_artifact = of_type("workspace");
+    assert_eq!(read(&cloned, "a.txt"), "hello world\n");
+    assert_eq!(read(&cloned, "token.txt"), "[redacted]");
+    let workspace_artifact = artifact_of(&listed, "workspace");
     assert_eq!(workspace_artifact["mimeType"], "application/gzip");
-    let url = format!(
-        "/v1/artifacts/{}/content",
-        workspace_artifact["id"].as_str().unwrap()
-    );
     let tarball = g
-        .client
-        .get(g.url(&url))
-        .bearer_auth(&g.admin)
-        .send()
+        .artifact_content(&workspace_artifact["id"], None)
         .await
-        .unwrap()
         .bytes()
         .await
         .unwrap();
     // Downloadable by range, as any artifact.
     let head = g
-        .client
-        .get(g.url(&url))
-        .bearer_auth(&g.admin)
-        .header("range", "bytes=0-1")
-        .send()
-        .await
-        .unwrap();
+        .artifact_content(&workspace_artifact["id"], Some("bytes=0-1"))
+        .await;
     assert_eq!(head.status().as_u16(), 206);
     assert_eq!(head.bytes().await.unwrap().as_ref(), &tarball[..2]);
     let unpacked = tempfile::tempdir().unwrap();
@@ -305,14 +145,8 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
         .status()
         .unwrap();
     assert!(status.success());
-    assert_eq!(
-        std::fs::read_to_string(unpacked.path().join("a.txt")).unwrap(),
-        "hello world\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(unpacked.path().join("token.txt")).unwrap(),
-        "[redacted]"
-    );
+    assert_eq!(read(unpacked.path(), "a.txt"), "hello world\n");
+    assert_eq!(read(unpacked.path(), "token.txt"), "[redacted]");
     let stored = g
         .running
         .store
@@ -353,9 +187,7 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     );
 
     // Deleting removes the workspace; the environment takes no more runs.
-    let deleted = call(&g, "environments.delete", json!({"environmentId": id}))
-        .await
-        .unwrap();
+    let deleted = delete_environment(&g, &id).await;
     insta::assert_json_snapshot!("checkout_deleted", redactor.value(&deleted));
     assert!(!workspace.exists());
     let refused = call(
@@ -388,15 +220,10 @@ async fn copies_retention_and_bad_settings() {
     .await
     .unwrap();
     // The state directory and the admin's sources differ per run.
-    let mut redactor = Redactor::new()
-        .with(g.dir.path().to_str().unwrap(), "<state>")
-        .with(sources.dir.path().to_str().unwrap(), "<sources>");
+    let mut redactor = sources.redactor(&g);
     insta::assert_json_snapshot!("copies_created", redactor.value(&created));
-    let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("src/main.rs")).unwrap(),
-        "fn main() {}\n"
-    );
+    let workspace = workspace_of(&created);
+    assert_eq!(read(&workspace, "src/main.rs"), "fn main() {}\n");
     // The same key: the same environment; other settings: a conflict.
     let again = call(
         &g,
@@ -416,37 +243,21 @@ async fn copies_retention_and_bad_settings() {
     .unwrap_err();
     insta::assert_json_snapshot!("copies_other", redactor.value(&other));
     // Retained on delete.
-    let deleted = call(
-        &g,
-        "environments.delete",
-        json!({"environmentId": created["id"]}),
-    )
-    .await
-    .unwrap();
+    let deleted = delete_environment(&g, &created["id"]).await;
     insta::assert_json_snapshot!("copies_deleted", redactor.value(&deleted));
     assert!(workspace.join("src/main.rs").exists());
 
     // Settings are checked; a ref that does not exist fails the
     // environment, saying why.
-    let bad = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"path": "relative/dir"}}}),
-    )
-    .await
-    .unwrap_err();
+    let bad = create_environment(&g, "local", json!({"source": {"path": "relative/dir"}}))
+        .await
+        .unwrap_err();
     insta::assert_json_snapshot!("copies_bad", redactor.value(&bad));
     let unknown = call(&g, "environments.create", json!({"provider": "cloud"}))
         .await
         .unwrap_err();
     insta::assert_json_snapshot!("copies_unknown", redactor.value(&unknown));
-    let failed = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "no-such-branch"}}}),
-    )
-    .await
-    .unwrap();
+    let failed = create_checkout(&g, "no-such-branch").await.unwrap();
     insta::assert_json_snapshot!("copies_failed", redactor.value(&failed));
     let refused = call(
         &g,
@@ -487,24 +298,15 @@ async fn a_copied_source_keeps_files_and_links_and_drops_special_files() {
     let _socket = std::os::unix::net::UnixListener::bind(source.join("agent.sock")).unwrap();
     let created = tokio::time::timeout(
         std::time::Duration::from_secs(30),
-        call(
-            &g,
-            "environments.create",
-            json!({"provider": "local", "settings": {"source": {"path": source}}}),
-        ),
+        create_environment(&g, "local", json!({"source": {"path": source}})),
     )
     .await
     .expect("a special file never hangs the copy")
     .unwrap();
-    let mut redactor = Redactor::new()
-        .with(g.dir.path().to_str().unwrap(), "<state>")
-        .with(sources.dir.path().to_str().unwrap(), "<sources>");
+    let mut redactor = sources.redactor(&g);
     insta::assert_json_snapshot!("special_created", redactor.value(&created));
-    let workspace = Path::new(created["workspace"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("sub/kept.txt")).unwrap(),
-        "kept\n"
-    );
+    let workspace = workspace_of(&created);
+    assert_eq!(read(&workspace, "sub/kept.txt"), "kept\n");
     let link = std::fs::symlink_metadata(workspace.join("outside")).unwrap();
     assert!(
         link.file_type().is_symlink(),
@@ -520,41 +322,14 @@ async fn a_copied_source_keeps_files_and_links_and_drops_special_files() {
 
 #[tokio::test]
 async fn runs_in_one_environment_take_its_workspace_in_turn() {
-    let script = Script {
-        turns: vec![
-            tool_turn("exec", json!({"command": "echo one >> turns.txt"})),
-            Turn {
-                text: Some("Done.".into()),
-                ..Turn::default()
-            },
-        ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    };
+    let script = call_then_say("exec", json!({"command": "echo one >> turns.txt"}), "Done.");
     let sources = Sources::new();
-    let g = TestGateway::start_opts(Options {
-        script,
-        environments: sources.policy.clone(),
-        ..Options::default()
-    })
-    .await;
+    let g = sources.gateway(script, json!({})).await;
     let t = Transport::Http;
-    let created = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"}}}),
-    )
-    .await
-    .unwrap();
+    let created = create_checkout(&g, "main").await.unwrap();
     // The first run holds the workspace while its command waits for a
     // person; the second, in another session, waits for the workspace.
-    let first = call(
-        &g,
-        "runs.create",
-        json!({"input": "one", "environmentId": created["id"]}),
-    )
-    .await
-    .unwrap();
+    let first = run_in(&g, &created["id"], "one").await;
     let approval = super::next_pending(&g, &t, "approvals", &first["runId"]).await;
     let second = call(
         &g,
@@ -576,40 +351,12 @@ async fn runs_in_one_environment_take_its_workspace_in_turn() {
         .await
         .unwrap();
     assert_eq!(status["status"], "queued");
-    call(
-        &g,
-        "approvals.respond",
-        json!({"approvalId": approval["id"], "decision": "approve_once"}),
-    )
-    .await
-    .unwrap();
-    let done = |run: &Value| {
-        let run_id = run["runId"].clone();
-        let g = &g;
-        async move {
-            call(
-                g,
-                "runs.wait",
-                json!({"runId": run_id, "timeoutMs": 20_000}),
-            )
-            .await
-            .unwrap()
-        }
-    };
-    assert_eq!(done(&first).await["status"], "completed");
+    approve_once(&g, &approval).await;
+    assert_eq!(wait_run(&g, &first["runId"]).await["status"], "completed");
     // Then the second takes the workspace, and asks for its own command.
     let approval = super::next_pending(&g, &t, "approvals", &second["runId"]).await;
-    call(
-        &g,
-        "approvals.respond",
-        json!({"approvalId": approval["id"], "decision": "approve_once"}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(done(&second).await["status"], "completed");
-    let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("turns.txt")).unwrap(),
-        "one\none\n"
-    );
+    approve_once(&g, &approval).await;
+    assert_eq!(wait_run(&g, &second["runId"]).await["status"], "completed");
+    let workspace = workspace_of(&created);
+    assert_eq!(read(&workspace, "turns.txt"), "one\none\n");
 }

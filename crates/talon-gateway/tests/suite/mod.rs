@@ -3,6 +3,7 @@ mod artifacts;
 mod client_tools;
 mod connections;
 mod docs;
+mod env_support;
 mod environments;
 mod hostile;
 mod http;
@@ -166,6 +167,22 @@ impl TestGateway {
         format!("http://{}{path}", self.running.addr)
     }
 
+    /// `GET /v1/artifacts/<id>/content` with the admin token, `range` its
+    /// `Range` header if any.
+    pub async fn artifact_content(&self, id: &Value, range: Option<&str>) -> reqwest::Response {
+        let url = format!("/v1/artifacts/{}/content", id.as_str().unwrap());
+        let mut request = self.client.get(self.url(&url)).bearer_auth(&self.admin);
+        if let Some(range) = range {
+            request = request.header("range", range);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// The whole content of the artifact `id`, as text.
+    pub async fn artifact_text(&self, id: &Value) -> String {
+        self.artifact_content(id, None).await.text().await.unwrap()
+    }
+
     /// `POST /v1/<method>` with `token`: the status and the JSON body.
     pub async fn call(&self, token: &str, method: &str, params: Value) -> (u16, Value) {
         let response = self
@@ -194,14 +211,18 @@ pub fn tool_turn(name: &str, arguments: Value) -> Turn {
 
 /// Every run calls `name` with `arguments` once, then says `text`.
 pub fn call_then_say(name: &str, arguments: Value, text: &str) -> Script {
+    calls_then_say(vec![tool_turn(name, arguments)], text)
+}
+
+/// Every run takes the turns `calls` (each a [`tool_turn`]), then says `text`.
+pub fn calls_then_say(calls: Vec<Turn>, text: &str) -> Script {
+    let mut turns = calls;
+    turns.push(Turn {
+        text: Some(text.into()),
+        ..Turn::default()
+    });
     Script {
-        turns: vec![
-            tool_turn(name, arguments),
-            Turn {
-                text: Some(text.into()),
-                ..Turn::default()
-            },
-        ],
+        turns,
         replay: Replay::PerRun,
         ..Script::default()
     }

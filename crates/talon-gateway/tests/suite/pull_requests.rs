@@ -9,20 +9,21 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use talon_gateway::{EnvironmentPolicy, Forge, SecretSource};
-use talon_mock_model::{Replay, Script, Turn};
+use talon_mock_model::Script;
 use talon_testing::forge::Forge as ScriptedForge;
 
-use super::environments::{call, git};
+use super::env_support::{
+    approve_once, artifact_of, call, create_environment, git, run_in, wait_run,
+};
 use super::ws::Transport;
-use super::{Options, TestGateway, next_pending, stored_events, tool_turn};
+use super::{Options, TestGateway, calls_then_say, next_pending, stored_events, tool_turn};
 
-/// A gateway whose admin allows the repository `app` (a clone of the
-/// forge's) and the forge `github`, its token in a file.
-async fn gateway(
-    forge: &ScriptedForge,
-    sources: &tempfile::TempDir,
-    script: Script,
-) -> TestGateway {
+/// A scripted forge, and a gateway whose admin allows the repository `app`
+/// (a clone of the forge's, in the returned directory) and the forge
+/// `github`, its token in a file; its runs' model plays [`script`].
+async fn gateway() -> (ScriptedForge, tempfile::TempDir, TestGateway) {
+    let forge = ScriptedForge::start("acme", "app").unwrap();
+    let sources = tempfile::tempdir().unwrap();
     let repo = sources.path().join("repo");
     git(
         sources.path(),
@@ -49,58 +50,50 @@ async fn gateway(
             },
         )]),
     };
-    TestGateway::start_opts(Options {
-        script,
+    let g = TestGateway::start_opts(Options {
+        script: script(),
         environments: policy,
         config: json!({"tools": {"approvals": {"mode": "ask", "rules": [{"tool": "exec", "action": "allow"}]}}}),
         ..Options::default()
     })
+    .await;
+    (forge, sources, g)
+}
+
+/// `environments.create` of a checkout of `app`'s `main` whose pull
+/// requests go as `pull_request` says.
+async fn with_pull_requests(g: &TestGateway, pull_request: Value) -> Result<Value, Value> {
+    create_environment(
+        g,
+        "local",
+        json!({"source": {"git": "app", "ref": "main"}, "pullRequest": pull_request}),
+    )
     .await
 }
 
 fn script() -> Script {
-    Script {
-        turns: vec![
+    calls_then_say(
+        vec![
             tool_turn("exec", json!({"command": "printf 'hi\\n' > hello.txt"})),
             tool_turn(
                 "pull_request",
                 json!({"title": "Say hi", "body": "A greeting."}),
             ),
-            Turn {
-                text: Some("Opened.".into()),
-                ..Turn::default()
-            },
         ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    }
+        "Opened.",
+    )
 }
 
 #[tokio::test]
 async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
-    let forge = ScriptedForge::start("acme", "app").unwrap();
-    let sources = tempfile::tempdir().unwrap();
-    let g = gateway(&forge, &sources, script()).await;
+    let (forge, _sources, g) = gateway().await;
     let t = Transport::Http;
-    let created = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {
-            "source": {"git": "app", "ref": "main"},
-            "pullRequest": {"forge": "github", "base": "main"}
-        }}),
-    )
-    .await
-    .unwrap();
+    let created = with_pull_requests(&g, json!({"forge": "github", "base": "main"}))
+        .await
+        .unwrap();
     assert_eq!(created["capabilities"]["pullRequests"], true);
     let id = created["id"].as_str().unwrap().to_owned();
-    let run = call(
-        &g,
-        "runs.create",
-        json!({"input": "greet", "environmentId": id}),
-    )
-    .await
-    .unwrap();
+    let run = run_in(&g, &created["id"], "greet").await;
     let approval = next_pending(&g, &t, "approvals", &run["runId"]).await;
     assert_eq!(
         (
@@ -116,20 +109,8 @@ async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
     );
     // Nothing reached the forge before the approval.
     assert_eq!(forge.branches().unwrap(), ["main"]);
-    call(
-        &g,
-        "approvals.respond",
-        json!({"approvalId": approval["id"], "decision": "approve_once"}),
-    )
-    .await
-    .unwrap();
-    let result = call(
-        &g,
-        "runs.wait",
-        json!({"runId": run["runId"], "timeoutMs": 20_000}),
-    )
-    .await
-    .unwrap();
+    approve_once(&g, &approval).await;
+    let result = wait_run(&g, &run["runId"]).await;
     assert_eq!(result["status"], "completed", "{result}");
     let branch = format!("talon/{id}");
     assert_eq!(forge.show(&branch, "hello.txt").unwrap(), "hi\n");
@@ -157,26 +138,8 @@ async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
     let listed = call(&g, "artifacts.list", json!({"runId": run["runId"]}))
         .await
         .unwrap();
-    let artifact = listed["artifacts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["type"] == "pull_request")
-        .cloned()
-        .unwrap_or_else(|| panic!("{listed}"));
-    let content: Value = g
-        .client
-        .get(g.url(&format!(
-            "/v1/artifacts/{}/content",
-            artifact["id"].as_str().unwrap()
-        )))
-        .bearer_auth(&g.admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let artifact = artifact_of(&listed, "pull_request");
+    let content: Value = serde_json::from_str(&g.artifact_text(&artifact["id"]).await).unwrap();
     assert_eq!(
         (
             &content["url"],
@@ -209,18 +172,11 @@ async fn an_approved_pull_request_is_pushed_and_opened_by_the_gateway() {
 
 #[tokio::test]
 async fn a_denied_pull_request_pushes_nothing_and_unknown_forges_are_refused() {
-    let forge = ScriptedForge::start("acme", "app").unwrap();
-    let sources = tempfile::tempdir().unwrap();
-    let g = gateway(&forge, &sources, script()).await;
+    let (forge, _sources, g) = gateway().await;
     let t = Transport::Http;
-    let refused = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"},
-                                                   "pullRequest": {"forge": "gitlab"}}}),
-    )
-    .await
-    .unwrap_err();
+    let refused = with_pull_requests(&g, json!({"forge": "gitlab"}))
+        .await
+        .unwrap_err();
     assert_eq!(
         (&refused["code"], &refused["details"]),
         (
@@ -228,21 +184,10 @@ async fn a_denied_pull_request_pushes_nothing_and_unknown_forges_are_refused() {
             &json!({"field": "settings.pullRequest.forge"})
         )
     );
-    let created = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"},
-                                                   "pullRequest": {"forge": "github"}}}),
-    )
-    .await
-    .unwrap();
-    let run = call(
-        &g,
-        "runs.create",
-        json!({"input": "greet", "environmentId": created["id"]}),
-    )
-    .await
-    .unwrap();
+    let created = with_pull_requests(&g, json!({"forge": "github"}))
+        .await
+        .unwrap();
+    let run = run_in(&g, &created["id"], "greet").await;
     let approval = next_pending(&g, &t, "approvals", &run["runId"]).await;
     call(
         &g,
@@ -251,13 +196,7 @@ async fn a_denied_pull_request_pushes_nothing_and_unknown_forges_are_refused() {
     )
     .await
     .unwrap();
-    let result = call(
-        &g,
-        "runs.wait",
-        json!({"runId": run["runId"], "timeoutMs": 20_000}),
-    )
-    .await
-    .unwrap();
+    let result = wait_run(&g, &run["runId"]).await;
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(forge.branches().unwrap(), ["main"]);
     assert!(forge.pulls().is_empty());

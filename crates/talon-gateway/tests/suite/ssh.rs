@@ -6,13 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use talon_gateway::{EnvironmentPolicy, SecretSource, SshHost};
-use talon_mock_model::{Replay, Script, Turn};
 use talon_testing::sshd::Sshd;
 
-use super::environments::call;
-use super::{Options, TestGateway, tool_turn};
+use super::env_support::{
+    completed_call, create_environment, delete_environment, read, run_events, run_to_end_in,
+    workspace_of,
+};
+use super::{Options, TestGateway, call_then_say};
 
 #[tokio::test]
 async fn an_ssh_environments_commands_run_on_its_host_and_their_changes_come_back() {
@@ -31,20 +33,11 @@ async fn an_ssh_environments_commands_run_on_its_host_and_their_changes_come_bac
         "workdir": remote.path(),
     }))
     .unwrap();
-    let script = Script {
-        turns: vec![
-            tool_turn(
-                "exec",
-                json!({"command": "pwd; echo built > out.txt; cat a.txt"}),
-            ),
-            Turn {
-                text: Some("Built.".into()),
-                ..Turn::default()
-            },
-        ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    };
+    let script = call_then_say(
+        "exec",
+        json!({"command": "pwd; echo built > out.txt; cat a.txt"}),
+        "Built.",
+    );
     let g = TestGateway::start_opts(Options {
         script,
         config: json!({"tools": {"approvals": "allow"}}),
@@ -60,10 +53,10 @@ async fn an_ssh_environments_commands_run_on_its_host_and_their_changes_come_bac
         ..Options::default()
     })
     .await;
-    let created = call(
+    let created = create_environment(
         &g,
-        "environments.create",
-        json!({"provider": "ssh", "settings": {"host": "build", "source": {"path": root.join("app")}}}),
+        "ssh",
+        json!({"host": "build", "source": {"path": root.join("app")}}),
     )
     .await
     .unwrap();
@@ -72,30 +65,10 @@ async fn an_ssh_environments_commands_run_on_its_host_and_their_changes_come_bac
         (&json!("ssh"), &json!("ready")),
         "{created}"
     );
-    let run = call(
-        &g,
-        "runs.create",
-        json!({"input": "build", "environmentId": created["id"]}),
-    )
-    .await
-    .unwrap();
-    let result = call(
-        &g,
-        "runs.wait",
-        json!({"runId": run["runId"], "timeoutMs": 30_000}),
-    )
-    .await
-    .unwrap();
+    let (run_id, result) = run_to_end_in(&g, &created["id"], "build").await;
     assert_eq!(result["status"], "completed", "{result}");
-    let events = call(&g, "runs.events", json!({"runId": run["runId"]}))
-        .await
-        .unwrap();
-    let exec: &Value = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["type"] == "tool.call.completed")
-        .unwrap();
+    let events = run_events(&g, &run_id).await;
+    let exec = completed_call(&events);
     let stdout = exec["data"]["result"]["stdout"]
         .as_str()
         .unwrap_or_default()
@@ -106,20 +79,11 @@ async fn an_ssh_environments_commands_run_on_its_host_and_their_changes_come_bac
     assert!(pwd.starts_with(remote.path().to_str().unwrap()), "{exec}");
     assert_eq!(lines.next(), Some("hello"), "{exec}");
     // Its file came back to the gateway's copy.
-    let workspace = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("out.txt")).unwrap(),
-        "built\n"
-    );
+    let workspace = workspace_of(&created);
+    assert_eq!(read(&workspace, "out.txt"), "built\n");
     // The model was asked twice, by the gateway; the host made no call.
     assert_eq!(g.mock.requests().len(), 2);
-    let deleted = call(
-        &g,
-        "environments.delete",
-        json!({"environmentId": created["id"]}),
-    )
-    .await
-    .unwrap();
+    let deleted = delete_environment(&g, &created["id"]).await;
     assert_eq!(deleted["status"], "deleted");
     assert_eq!(
         std::fs::read_dir(remote.path()).unwrap().count(),

@@ -5,41 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-use talon_mock_model::{Replay, Script, Turn};
+use serde_json::json;
 use talon_testing::redact::Redactor;
 
 use super::super::artifacts::sized;
-use super::super::environments::{Sources, call, git};
-use super::super::{Options, TestGateway, tool_turn};
-
-/// A run in the environment `id`, waited for: its id and its result (its
-/// caller asserts the whole result).
-async fn completed_run(g: &TestGateway, id: &Value) -> (Value, Value) {
-    let run = call(
-        g,
-        "runs.create",
-        json!({"input": "go", "environmentId": id}),
-    )
-    .await
-    .unwrap();
-    let result = call(
-        g,
-        "runs.wait",
-        json!({"runId": run["runId"], "timeoutMs": 20_000}),
-    )
-    .await
-    .unwrap();
-    (run["runId"].clone(), result)
-}
-
-/// A redactor of the paths that differ per run: the gateway's state
-/// directory and the admin's sources.
-fn paths(g: &TestGateway, sources: &Sources) -> Redactor {
-    Redactor::new()
-        .with(g.dir.path().to_str().unwrap(), "<state>")
-        .with(sources.dir.path().to_str().unwrap(), "<sources>")
-}
+use super::super::env_support::{
+    DEPLOY_TOKEN_VAR, Sources, completed_call, create_checkout, create_environment, git, read,
+    run_events, run_to_end_in, workspace_of,
+};
+use super::super::{Options, TestGateway, call_then_say, calls_then_say, tool_turn};
 
 /// A script that, run by git through any channel, leaves `marks/<name>`.
 fn planted(dir: &Path, name: &str) -> PathBuf {
@@ -104,7 +78,7 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
     git(&repo, &["commit", "-q", "-m", "attributes"]);
     let repo_hooks = hooks(&planting, "repository-hook");
     let repo_config = config_running(&planted(&planting, "repository-config"), &repo_hooks);
-    let mut config = std::fs::read_to_string(repo.join(".git/config")).unwrap();
+    let mut config = read(&repo, ".git/config");
     config.push_str(&repo_config);
     std::fs::write(repo.join(".git/config"), config).unwrap();
     for hook in std::fs::read_dir(&repo_hooks).unwrap() {
@@ -159,8 +133,8 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
     // each), then changes a file: the post-run diff must not run them.
     let run_script = planted(&planting, "run-written");
     let run_hooks = hooks(&planting, "run-hook");
-    let script = Script {
-        turns: vec![
+    let script = calls_then_say(
+        vec![
             tool_turn(
                 "write",
                 json!({"path": ".git/config", "content": config_running(&run_script, &run_hooks)}),
@@ -177,35 +151,17 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
                 "edit",
                 json!({"path": "a.txt", "old": "hello", "new": "changed"}),
             ),
-            Turn {
-                text: Some("Done.".into()),
-                ..Turn::default()
-            },
         ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    };
-    let g = TestGateway::start_opts(Options {
-        script,
-        config: json!({"tools": {"approvals": "allow"}}),
-        environments: sources.policy.clone(),
-        ..Options::default()
-    })
-    .await;
-    let created = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"}}}),
-    )
-    .await
-    .unwrap();
-    let mut redactor = paths(&g, &sources);
-    insta::assert_json_snapshot!("channels_created", redactor.value(&created));
-    let workspace = PathBuf::from(created["workspace"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
-        "hello\n"
+        "Done.",
     );
+    let g = sources
+        .gateway(script, json!({"tools": {"approvals": "allow"}}))
+        .await;
+    let created = create_checkout(&g, "main").await.unwrap();
+    let mut redactor = sources.redactor(&g);
+    insta::assert_json_snapshot!("channels_created", redactor.value(&created));
+    let workspace = workspace_of(&created);
+    assert_eq!(read(&workspace, "a.txt"), "hello\n");
     // No hook was copied into the clone, and its config is git's own.
     assert_eq!(
         std::fs::read_dir(workspace.join(".git/hooks"))
@@ -213,17 +169,11 @@ async fn no_git_channel_of_a_repository_a_run_or_the_machine_runs_anything() {
             .unwrap_or(0),
         0
     );
-    let (_run, result) = completed_run(&g, &created["id"]).await;
+    let (_run, result) = run_to_end_in(&g, &created["id"], "go").await;
     // Completed, with the workspace's diff.
     insta::assert_json_snapshot!("channels_result", sized(redactor.value(&result)));
     // Another environment from the same repository, after the run.
-    let again = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": "app", "ref": "main"}}}),
-    )
-    .await
-    .unwrap();
+    let again = create_checkout(&g, "main").await.unwrap();
     insta::assert_json_snapshot!("channels_again", redactor.value(&again));
     let marks: Vec<String> = std::fs::read_dir(planting.join("marks"))
         .unwrap()
@@ -242,13 +192,7 @@ async fn only_an_admins_sources_become_workspaces() {
         json!({"source": {"path": g.dir.path()}}),
         json!({"source": {"git": "/etc", "ref": "main"}}),
     ] {
-        let refused = call(
-            &g,
-            "environments.create",
-            json!({"provider": "local", "settings": settings}),
-        )
-        .await
-        .unwrap_err();
+        let refused = create_environment(&g, "local", settings).await.unwrap_err();
         refusals.push(refused);
     }
     // Forbidden, naming `gateway.environments`.
@@ -275,7 +219,7 @@ async fn only_an_admins_sources_become_workspaces() {
     })
     .await;
     let root_dir = sources.root("");
-    let mut redactor = paths(&g, &sources);
+    let mut redactor = sources.redactor(&g);
     let mut refusals = Vec::new();
     // Forbidden outside the root; not a directory or not absolute, an
     // invalid request.
@@ -289,13 +233,9 @@ async fn only_an_admins_sources_become_workspaces() {
         PathBuf::from("relative/ok"),
         root_dir.join("ok/f.txt"),
     ] {
-        let refused = call(
-            &g,
-            "environments.create",
-            json!({"provider": "local", "settings": {"source": {"path": path}}}),
-        )
-        .await
-        .unwrap_err();
+        let refused = create_environment(&g, "local", json!({"source": {"path": path}}))
+            .await
+            .unwrap_err();
         refusals.push(json!({"path": path, "error": refused}));
     }
     insta::assert_json_snapshot!("out_of_the_root", redactor.value(&json!(refusals)));
@@ -309,28 +249,24 @@ async fn only_an_admins_sources_become_workspaces() {
         ("app", "--upload-pack=touch /tmp/x"),
         ("app", "main\nother"),
     ] {
-        let refused = call(
+        let refused = create_environment(
             &g,
-            "environments.create",
-            json!({"provider": "local", "settings": {"source": {"git": git, "ref": reference}}}),
+            "local",
+            json!({"source": {"git": git, "ref": reference}}),
         )
         .await
         .unwrap_err();
         refusals.push(json!({"git": git, "ref": reference, "error": refused}));
     }
     insta::assert_json_snapshot!("repositories", redactor.value(&json!(refusals)));
-    let ok = call(
-        &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"path": root.join(".")}}}),
-    )
-    .await
-    .unwrap();
+    let ok = create_environment(&g, "local", json!({"source": {"path": root.join(".")}}))
+        .await
+        .unwrap();
     insta::assert_json_snapshot!("root_ok", redactor.value(&ok));
-    let by_path = call(
+    let by_path = create_environment(
         &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"git": sources.repo(), "ref": "main"}}}),
+        "local",
+        json!({"source": {"git": sources.repo(), "ref": "main"}}),
     )
     .await
     .unwrap();
@@ -352,13 +288,9 @@ async fn only_an_admins_sources_become_workspaces() {
         g.dir.path().join("talon.db"),
         std::env::temp_dir(),
     ] {
-        let refused = call(
-            &g,
-            "environments.create",
-            json!({"provider": "local", "settings": {"source": {"path": path}}}),
-        )
-        .await
-        .unwrap_err();
+        let refused = create_environment(&g, "local", json!({"source": {"path": path}}))
+            .await
+            .unwrap_err();
         refusals.push(json!({"path": path, "error": refused}));
     }
     // All forbidden.
@@ -390,7 +322,6 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 const SECRET: &str = "s3cr3t-deploy-value-8c1f";
-const SECRET_VAR: &str = "TALON_TEST_DEPLOY_TOKEN";
 const PROVIDER_VAR: &str = "TALON_TEST_PROVIDER_KEY";
 
 #[tokio::test]
@@ -401,7 +332,7 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     )]
     // SAFETY: see the reason above.
     unsafe {
-        std::env::set_var(SECRET_VAR, SECRET);
+        std::env::set_var(DEPLOY_TOKEN_VAR, SECRET);
         std::env::set_var(PROVIDER_VAR, "sk-provider-key-never-bound");
     }
     let reversed: String = SECRET.chars().rev().collect();
@@ -410,25 +341,11 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     let command = "printf 'plain=%s\\n' \"$DEPLOY_TOKEN\"; printf %s \"$DEPLOY_TOKEN\" | rev; echo; \
                    printf %s \"$DEPLOY_TOKEN\" | base64; printf %s \"$DEPLOY_TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo; \
                    printf 'provider=%s\\n' \"${TALON_TEST_PROVIDER_KEY:-unset}\"";
-    let script = Script {
-        turns: vec![
-            tool_turn("exec", json!({"command": command})),
-            Turn {
-                text: Some("Done.".into()),
-                ..Turn::default()
-            },
-        ],
-        replay: Replay::PerRun,
-        ..Script::default()
-    };
+    let script = call_then_say("exec", json!({"command": command}), "Done.");
     let sources = Sources::new();
-    let g = TestGateway::start_opts(Options {
-        script,
-        config: json!({"tools": {"approvals": "allow"}}),
-        environments: sources.policy.clone(),
-        ..Options::default()
-    })
-    .await;
+    let g = sources
+        .gateway(script, json!({"tools": {"approvals": "allow"}}))
+        .await;
     let source = sources.root("work");
     let mut refusals = Vec::new();
     for secrets in [
@@ -438,36 +355,29 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
         json!({"DEPLOY_TOKEN": {"env": PROVIDER_VAR}}),
         json!({"X": {"file": "/etc/shadow"}}),
     ] {
-        let refused = call(
+        let refused = create_environment(
             &g,
-            "environments.create",
-            json!({"provider": "local", "settings": {"source": {"path": source}, "secrets": secrets}}),
+            "local",
+            json!({"source": {"path": source}, "secrets": secrets}),
         )
         .await
         .unwrap_err();
         refusals.push(json!({"secrets": secrets, "error": refused}));
     }
-    let mut redactor = paths(&g, &sources);
+    let mut redactor = sources.redactor(&g);
     // Each forbidden or an invalid request.
     insta::assert_json_snapshot!("secrets_refused", redactor.value(&json!(refusals)));
-    let created = call(
+    let created = create_environment(
         &g,
-        "environments.create",
-        json!({"provider": "local", "settings": {"source": {"path": source}, "secrets": ["DEPLOY_TOKEN"]}}),
+        "local",
+        json!({"source": {"path": source}, "secrets": ["DEPLOY_TOKEN"]}),
     )
     .await
     .unwrap();
-    let (run, result) = completed_run(&g, &created["id"]).await;
+    let (run, result) = run_to_end_in(&g, &created["id"], "go").await;
     insta::assert_json_snapshot!("secrets_result", sized(redactor.value(&result)));
-    let events = call(&g, "runs.events", json!({"runId": run}))
-        .await
-        .unwrap();
-    let completed: &Value = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["type"] == "tool.call.completed")
-        .unwrap();
+    let events = run_events(&g, &run).await;
+    let completed = completed_call(&events);
     // Every encoding of the secret redacted; the provider's key unset.
     insta::assert_json_snapshot!("secrets_exec", redactor.value(completed));
     let everything = format!(
