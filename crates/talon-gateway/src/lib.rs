@@ -268,6 +268,11 @@ pub const SHUTDOWN_STEP: std::time::Duration = std::time::Duration::from_secs(1)
 /// Opens the store, mints the admin token on a first start, binds and
 /// serves. Returns once it is ready (`/healthz` answers).
 pub async fn start(config: GatewayConfig) -> Result<Running> {
+    // Which isolation commands get, said once at start (and by /healthz):
+    // the host's probe (a sandbox run, the filters, the copy of /etc)
+    // runs while the store opens.
+    let host = config.host.clone();
+    let probe = tokio::task::spawn_blocking(move || host.jails().defaults().status());
     let store = talon_store::open(&config.store).await?;
     let admin_token =
         tokens::bootstrap_admin(&store, &config.state_dir, talon_store::now_ms()).await?;
@@ -295,16 +300,12 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         }
     };
     let metrics = Arc::new(metrics::Metrics::default());
-    // Which isolation commands get, said once at start (and by /healthz).
-    let host = config.host.clone();
-    let sandbox = tokio::task::spawn_blocking(move || host.jails().defaults().status())
-        .await
-        .unwrap_or_else(|e| talon_jail::Status {
-            mode: "unavailable",
-            network: talon_jail::Network::Off,
-            reason: Some(format!("the probe failed: {e}")),
-            processes: None,
-        });
+    let sandbox = probe.await.unwrap_or_else(|e| talon_jail::Status {
+        mode: "unavailable",
+        network: talon_jail::Network::Off,
+        reason: Some(format!("the probe failed: {e}")),
+        processes: None,
+    });
     match sandbox.mode {
         "bubblewrap" => {
             tracing::info!(network = ?sandbox.network, processes = ?sandbox.processes, "commands run sandboxed (bubblewrap)")

@@ -371,6 +371,12 @@ impl Prepared<'_> {
             what: "copying the allow-listed /etc",
             source,
         })?;
+        let etc_dir = etc
+            .dir(spec.network == Network::Host)
+            .map_err(|source| JailError::Io {
+                what: "linking the copy of /etc for the host's network",
+                source,
+            })?;
         let args = bwrap::Args {
             workspace: spec.workspace.as_os_str(),
             writable: spec.access == Access::ReadWrite,
@@ -381,9 +387,7 @@ impl Prepared<'_> {
             program: spec.program,
             args: spec.args,
         }
-        .build(&bwrap::Local {
-            etc: &etc.dir(spec.network == Network::Host),
-        });
+        .build(&bwrap::Local { etc: &etc_dir });
         let cgroup = match self.cgroups {
             Some(parent) => Some(cgroup::Cgroup::new(parent, spec.limits.processes).map_err(
                 |source| JailError::Io {
