@@ -203,8 +203,9 @@ pub(crate) enum Piece {
 /// How this host settles the open parts of a line.
 pub(crate) struct Local<'a> {
     /// The copy of `/etc` bound as the sandbox's (with the host's
-    /// network, the one holding `resolv.conf`'s mount point).
-    pub etc: &'a Path,
+    /// network, the one holding `resolv.conf`'s mount point); none for the
+    /// host's probe, which needs no `/etc`.
+    pub etc: Option<&'a Path>,
 }
 
 fn push(out: &mut Vec<Piece>, items: &[&str]) {
@@ -235,9 +236,8 @@ impl Args<'_> {
         for piece in self.pieces() {
             match piece {
                 Piece::Etc => {
-                    out.extend(
-                        [OsStr::new("--ro-bind"), local.etc.as_os_str()].map(OsString::from),
-                    );
+                    let Some(etc) = local.etc else { continue };
+                    out.extend([OsStr::new("--ro-bind"), etc.as_os_str()].map(OsString::from));
                     out.push("/etc".into());
                     if self.network == Network::Host {
                         for entry in ETC_NETWORK {

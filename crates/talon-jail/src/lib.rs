@@ -243,7 +243,17 @@ fn host() -> &'static Host {
                     .map_err(|e| format!("its files (seccomp filters, a copy of /etc): {e}"))
             });
         let cgroups = cgroup::parent();
-        let bwrap = probe(files.as_ref().ok(), cgroups.as_deref());
+        // The first copy of /etc is made while the probe runs.
+        let bwrap = std::thread::scope(|scope| {
+            if let Ok(files) = &files {
+                scope.spawn(|| {
+                    if let Err(error) = files.etc() {
+                        tracing::warn!(%error, "the allow-listed /etc could not be copied");
+                    }
+                });
+            }
+            probe(files.as_ref().ok(), cgroups.as_deref())
+        });
         Host {
             bwrap,
             cgroups,
@@ -282,6 +292,7 @@ fn probe(files: Option<&view::Files>, cgroups: Option<&Path>) -> Result<PathBuf,
                 limits: &Limits::default(),
             },
             None,
+            Etc::None,
         )
         .map_err(|e| e.to_string())?;
     let output = command
@@ -354,6 +365,15 @@ pub struct Guard {
     _proxy: Option<proxy::Running>,
 }
 
+/// What a command sees as `/etc`.
+#[derive(Debug, Clone, Copy)]
+enum Etc {
+    /// The copy of the allow-list (every command).
+    Copy,
+    /// Nothing (the host's probe, which runs `/bin/true`).
+    None,
+}
+
 /// The parts every sandboxed command is built from.
 struct Prepared<'a> {
     bwrap: &'a Path,
@@ -366,13 +386,19 @@ impl Prepared<'_> {
         &self,
         spec: &Spec<'_>,
         proxy: Option<&Path>,
+        etc: Etc,
     ) -> Result<(std::process::Command, Guard), JailError> {
-        let etc = self.files.etc().map_err(|source| JailError::Io {
-            what: "copying the allow-listed /etc",
-            source,
-        })?;
+        let etc = match etc {
+            Etc::Copy => Some(self.files.etc().map_err(|source| JailError::Io {
+                what: "copying the allow-listed /etc",
+                source,
+            })?),
+            Etc::None => None,
+        };
         let etc_dir = etc
-            .dir(spec.network == Network::Host)
+            .as_ref()
+            .map(|view| view.dir(spec.network == Network::Host))
+            .transpose()
             .map_err(|source| JailError::Io {
                 what: "linking the copy of /etc for the host's network",
                 source,
@@ -387,7 +413,9 @@ impl Prepared<'_> {
             program: spec.program,
             args: spec.args,
         }
-        .build(&bwrap::Local { etc: &etc_dir });
+        .build(&bwrap::Local {
+            etc: etc_dir.as_deref(),
+        });
         let cgroup = match self.cgroups {
             Some(parent) => Some(cgroup::Cgroup::new(parent, spec.limits.processes).map_err(
                 |source| JailError::Io {
@@ -416,7 +444,7 @@ impl Prepared<'_> {
             command,
             Guard {
                 _cgroup: cgroup,
-                _etc: Some(etc),
+                _etc: etc,
                 _proxy: None,
             },
         ))
@@ -518,7 +546,7 @@ impl Jail {
             Network::Off | Network::Host => None,
         };
         let socket = proxy.as_ref().map(proxy::Running::socket);
-        let (command, mut guard) = prepared.std_command(&spec, socket.as_deref())?;
+        let (command, mut guard) = prepared.std_command(&spec, socket.as_deref(), Etc::Copy)?;
         guard._proxy = proxy;
         let mut command = tokio::process::Command::from(command);
         command.current_dir("/");

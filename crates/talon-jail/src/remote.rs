@@ -242,7 +242,7 @@ mod tests {
                 args: &["-c", "true"],
             }
             .build(&bwrap::Local {
-                etc: "/etc-copy".as_ref(),
+                etc: Some("/etc-copy".as_ref()),
             })
             .into_iter()
             .map(|w: OsString| w.into_string().unwrap())

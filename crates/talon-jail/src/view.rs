@@ -60,7 +60,8 @@ pub(crate) struct Files {
     source: PathBuf,
     dir: PathBuf,
     filters: [PathBuf; 2],
-    etc: Mutex<Current>,
+    /// The current copy (none before the first is made).
+    etc: Mutex<Option<Current>>,
 }
 
 #[derive(Debug)]
@@ -128,7 +129,8 @@ impl Drop for View {
 }
 
 impl Files {
-    /// Makes the directory, writes `filters` and copies `/etc`.
+    /// Makes the directory and writes `filters` (`/etc` is copied by the
+    /// first [`Files::etc`]).
     pub(crate) fn new(filters: &[Vec<u8>; 2]) -> std::io::Result<Files> {
         Files::copying(Path::new("/etc"), filters)
     }
@@ -149,23 +151,17 @@ impl Files {
             Some(Ok(dir)) => dir,
             _ => make(&tmp)?,
         };
-        let mut paths = [dir.join("seccomp-0.bpf"), dir.join("seccomp-1.bpf")];
-        for (path, bytes) in paths.iter_mut().zip(filters) {
-            std::fs::write(&*path, bytes)?;
+        let paths = [dir.join("seccomp-0.bpf"), dir.join("seccomp-1.bpf")];
+        for (path, bytes) in paths.iter().zip(filters) {
+            std::fs::write(path, bytes).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&dir);
+            })?;
         }
-        let (view, fingerprint) = copy(source, &dir.join("etc-0")).inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&dir);
-        })?;
         Ok(Files {
             source: source.to_owned(),
             dir,
             filters: paths,
-            etc: Mutex::new(Current {
-                view: Arc::new(view),
-                fingerprint,
-                checked: Instant::now(),
-                generation: 0,
-            }),
+            etc: Mutex::new(None),
         })
     }
 
@@ -177,7 +173,18 @@ impl Files {
     /// The current copy of `/etc` (made anew if the host's changed since
     /// it was made, looked at no more than once a second).
     pub(crate) fn etc(&self) -> std::io::Result<Arc<View>> {
-        let mut current = self.etc.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.etc.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(current) = guard.as_mut() else {
+            let (view, fingerprint) = copy(&self.source, &self.dir.join("etc-0"))?;
+            let view = Arc::new(view);
+            *guard = Some(Current {
+                view: Arc::clone(&view),
+                fingerprint,
+                checked: Instant::now(),
+                generation: 0,
+            });
+            return Ok(view);
+        };
         if current.checked.elapsed() < RECHECK {
             return Ok(Arc::clone(&current.view));
         }
@@ -474,8 +481,11 @@ mod tests {
         }
         std::fs::create_dir_all(&deep).unwrap();
         std::os::unix::fs::symlink("..", etc.path().join("perl/loop")).unwrap();
-        let error = super::Files::copying(etc.path(), &[vec![], vec![]]).unwrap_err();
+        let files = super::Files::copying(etc.path(), &[vec![], vec![]]).unwrap();
+        let error = files.etc().unwrap_err();
         assert!(error.to_string().contains("levels"), "{error}");
+        // Nothing of the partial copy is left.
+        assert_eq!(std::fs::read_dir(&files.dir).unwrap().count(), 2);
     }
 
     #[test]
