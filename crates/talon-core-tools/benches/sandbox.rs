@@ -533,10 +533,13 @@ fn split(command: &std::process::Command) -> Split {
     }
 }
 
-/// What runs inside without `prlimit` (the program after its `--`).
+/// What runs inside without `prlimit` (the program after its `--`; as
+/// root the jail runs none).
 fn without_limits(inner: &[String]) -> Vec<String> {
-    let last = inner.iter().rposition(|a| a == "--").unwrap();
-    inner[last + 1..].to_vec()
+    match inner.iter().rposition(|a| a == "--") {
+        Some(last) => inner[last + 1..].to_vec(),
+        None => inner.to_vec(),
+    }
 }
 
 /// One ablation variant: a name and its argv.
@@ -681,7 +684,7 @@ async fn ablation(o: &Options) {
     let empty = OsString::new();
     let mut variants = vec![
         Variant {
-            name: "jail (as built: wrapper joining the cgroup, limits, seccomp; prlimit inside)",
+            name: "jail (as built: wrapper joining the cgroup, limits, seccomp; prlimit inside unless root)",
             argv: None,
         },
         Variant {
@@ -707,7 +710,7 @@ async fn ablation(o: &Options) {
             argv: Some(assemble(&s, Wrap::No, no_seccomp, &[], &full_inner)),
         },
         Variant {
-            name: "base - prlimit",
+            name: "base - prlimit (the same as base as root)",
             argv: Some(assemble(&s, Wrap::No, no_seccomp, &[], &bare_inner)),
         },
         Variant {

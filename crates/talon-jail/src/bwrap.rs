@@ -14,8 +14,8 @@
 //! starts), and opens the seccomp filters' files on descriptors 3 and 4.
 //! `/etc` is one read-only bind of a copy of the allow-list (`view.rs`),
 //! and only the process limit is set inside the sandbox (`prlimit`,
-//! util-linux), where it counts the command's own processes (root, whom
-//! the kernel exempts from it, is held by the cgroup). A remote
+//! util-linux), where it counts the command's own processes (not for
+//! root, whom the kernel exempts from it: the cgroup holds root's). A remote
 //! host gets each `/etc` entry bound and every limit set inside
 //! (`prlimit`, then `choom`, then the command).
 //!
@@ -206,6 +206,20 @@ pub(crate) struct Local<'a> {
     /// network, the one holding `resolv.conf`'s mount point); none for the
     /// host's probe, which needs no `/etc`.
     pub etc: Option<&'a Path>,
+    /// How the command's process count is held.
+    pub processes: ProcessLimit,
+}
+
+/// How a local command's process count is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcessLimit {
+    /// `prlimit --nproc` inside the sandbox's user namespace.
+    Rlimit,
+    /// Nothing inside: the gateway runs as root, whom the kernel exempts
+    /// from `RLIMIT_NPROC`, and the command's pids cgroup (or nothing,
+    /// where it cannot be made) holds it; `prlimit` would cost an
+    /// `execve` (1.1 ms) for a limit the kernel ignores.
+    Root,
 }
 
 fn push(out: &mut Vec<Piece>, items: &[&str]) {
@@ -246,6 +260,7 @@ impl Args<'_> {
                         }
                     }
                 }
+                Piece::Limits if local.processes == ProcessLimit::Root => {}
                 Piece::Limits => {
                     let nproc = self.limits.processes;
                     out.extend(

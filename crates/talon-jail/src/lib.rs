@@ -415,6 +415,11 @@ impl Prepared<'_> {
         }
         .build(&bwrap::Local {
             etc: etc_dir.as_deref(),
+            processes: if nix::unistd::Uid::effective().is_root() {
+                bwrap::ProcessLimit::Root
+            } else {
+                bwrap::ProcessLimit::Rlimit
+            },
         });
         let cgroup = match self.cgroups {
             Some(parent) => Some(cgroup::Cgroup::new(parent, spec.limits.processes).map_err(

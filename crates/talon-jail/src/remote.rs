@@ -243,6 +243,7 @@ mod tests {
             }
             .build(&bwrap::Local {
                 etc: Some("/etc-copy".as_ref()),
+                processes: bwrap::ProcessLimit::Rlimit,
             })
             .into_iter()
             .map(|w: OsString| w.into_string().unwrap())
