@@ -121,6 +121,14 @@ fn sandbox_report(
         }
     };
     let _ = writeln!(out, "{}: {line}", shown.display());
+    if status.mode == "bubblewrap" && status.processes == Some("none") {
+        warnings += 1;
+        let _ = writeln!(
+            out,
+            "{}: warning[no_process_limit]: agents.defaults.sandbox.limits.processes: the gateway runs as root, which the kernel exempts from the process limit, and cannot make a pids cgroup: nothing holds a command's process count",
+            shown.display()
+        );
+    }
     for note in jails.defaults().policy().ignored_keys() {
         notes += 1;
         let _ = writeln!(

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// Where this process's child pids cgroups go, if it can make them.
 pub(crate) fn parent() -> Option<PathBuf> {
-    if !nix::unistd::Uid::effective().is_root() {
+    if !crate::kernel_root() {
         return None;
     }
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;

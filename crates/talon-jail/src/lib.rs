@@ -178,6 +178,23 @@ pub enum JailError {
     },
 }
 
+/// Whether this process is root to the kernel's process limit: user 0
+/// here, mapped to user 0 outside (a user namespace's root that is an
+/// ordinary user outside, as in a rootless container, is not exempt from
+/// `RLIMIT_NPROC` and cannot make cgroups).
+fn kernel_root() -> bool {
+    static ROOT: OnceLock<bool> = OnceLock::new();
+    *ROOT.get_or_init(|| {
+        nix::unistd::Uid::effective().is_root()
+            && std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|map| {
+                map.lines().any(|line| {
+                    let mut fields = line.split_whitespace();
+                    fields.next() == Some("0") && fields.next() == Some("0")
+                })
+            })
+    })
+}
+
 /// Calls `remove` on each entry of `dir` named `talon-jail-<pid>-...`
 /// whose process is gone: what a process of this crate left (pids
 /// cgroups, its private files) and cannot remove at its exit. Failures
@@ -415,7 +432,7 @@ impl Prepared<'_> {
         }
         .build(&bwrap::Local {
             etc: etc_dir.as_deref(),
-            processes: if nix::unistd::Uid::effective().is_root() {
+            processes: if kernel_root() {
                 bwrap::ProcessLimit::Root
             } else {
                 bwrap::ProcessLimit::Rlimit
@@ -499,13 +516,11 @@ impl Jail {
                 mode: "bubblewrap",
                 network,
                 reason: None,
-                processes: Some(
-                    match (&host.cgroups, nix::unistd::Uid::effective().is_root()) {
-                        (Some(_), _) => "cgroup",
-                        (None, false) => "rlimit",
-                        (None, true) => "none",
-                    },
-                ),
+                processes: Some(match (&host.cgroups, kernel_root()) {
+                    (Some(_), _) => "cgroup",
+                    (None, false) => "rlimit",
+                    (None, true) => "none",
+                }),
             },
             Err(reason) => Status {
                 mode: "unavailable",

@@ -236,3 +236,28 @@ fn a_command_filling_the_disk_is_stopped_and_the_run_goes_on() {
     assert_eq!(stderr.matches("✓ exec").count(), 2, "{stderr}");
     assert!(!stderr.contains("unknown key"), "{stderr}");
 }
+
+/// Root that cannot make a pids cgroup (cgroupfs hidden under a tmpfs,
+/// the caller mapped to root, which is root outside only when the tests
+/// run as root): `config check` warns that nothing holds a command's
+/// process count.
+#[test]
+fn root_without_a_pids_cgroup_is_warned_about() {
+    let home = tempfile::tempdir().unwrap();
+    let out = in_mount_namespace(
+        home.path(),
+        &home.path().join("state"),
+        "mount -t tmpfs tmpfs /sys/fs/cgroup && exec \"$0\" \"$@\"",
+        ["config", "check"],
+    );
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let warned = said.contains("warning[no_process_limit]");
+    // Root outside: exempt from RLIMIT_NPROC, so warned; anyone else
+    // keeps the process limit (prlimit inside the sandbox).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let root = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"));
+    assert_eq!(warned, root, "{said}");
+}
