@@ -29,9 +29,6 @@ pub enum GatewayError {
     /// The operating system's random source failed.
     #[error("no random source: {0}")]
     Random(#[source] getrandom::Error),
-    /// The committed OpenAPI document could not be encoded.
-    #[error("the OpenAPI document: {0}")]
-    Document(#[source] serde_json::Error),
     /// `gateway.environments.sshHosts` is not a set of hosts the `ssh`
     /// provider can use.
     #[error("gateway.environments.sshHosts: {0}")]

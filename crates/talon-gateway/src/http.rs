@@ -33,7 +33,10 @@ use crate::tokens;
 pub(crate) struct Shared {
     pub store: Store,
     pub api: Api,
-    pub openapi: Bytes,
+    /// The served OpenAPI document, encoded on its first request (it is
+    /// some 120 KB, built through a `serde_json::Value` tree: a start-up
+    /// that never serves it should not pay for it).
+    pub openapi: std::sync::OnceLock<Result<Bytes, String>>,
     pub limiter: crate::limits::Limiter,
     /// Turns `true` when the gateway shuts down: open streams and
     /// WebSocket connections end (clients resume by cursor elsewhere).
@@ -126,11 +129,17 @@ fn sandbox_line(status: &talon_jail::Status) -> String {
 }
 
 async fn openapi(State(shared): State<Arc<Shared>>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        shared.openapi.clone(),
-    )
-        .into_response()
+    let document = shared.openapi.get_or_init(|| {
+        serde_json::to_vec(&talon_protocol::openapi::openapi())
+            .map(Bytes::from)
+            .map_err(|e| format!("the OpenAPI document could not be encoded: {e}"))
+    });
+    match document {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes.clone()).into_response(),
+        Err(message) => {
+            ErrorResponse(ApiError::new(ErrorCode::Internal, message.clone())).into_response()
+        }
+    }
 }
 
 async fn only_post() -> axum::response::Response {

@@ -289,8 +289,6 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond loopback: every client that can reach this address needs a token");
     }
-    let openapi =
-        serde_json::to_vec(&talon_protocol::openapi::openapi()).map_err(GatewayError::Document)?;
     let node = match config.node.clone() {
         Some(node) => node,
         None => {
@@ -347,7 +345,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         api: Api::new(store.clone(), config.config_agents.clone(), engine.clone())
             .with_ticket_ttl(config.ticket_ttl),
         store: store.clone(),
-        openapi: openapi.into(),
+        openapi: std::sync::OnceLock::new(),
         limiter: limits::Limiter::new(config.limits),
         revocations: revocation::Revocations::start(store.clone(), closing_seen.clone()),
         stored: limits::StoredBytes::start(
