@@ -42,12 +42,20 @@ pub struct BrowserPolicy {
     pub allowed_origins: Vec<String>,
 }
 
-/// The headers a page may send.
-const ALLOW_HEADERS: &str =
-    "authorization, content-type, last-event-id, range, x-request-id, traceparent";
+/// The headers a page may send: the gateway's own, and those the official
+/// OpenAI clients send to its OpenAI-compatible routes.
+const ALLOW_HEADERS: &str = "authorization, content-type, last-event-id, range, x-request-id, \
+     traceparent, idempotency-key, x-talon-session-key, openai-organization, openai-project, \
+     openai-beta";
+/// The prefix of the further headers the OpenAI clients send (their
+/// platform and retry notes: `x-stainless-os`, `x-stainless-retry-count`,
+/// ...), allowed when a preflight asks for them.
+const ALLOW_HEADER_PREFIX: &str = "x-stainless-";
+/// How many of a preflight's requested headers are looked at.
+const MAX_REQUESTED_HEADERS: usize = 32;
 /// The headers a page may read.
-const EXPOSE_HEADERS: &str =
-    "retry-after, etag, content-range, content-length, content-type, x-request-id";
+const EXPOSE_HEADERS: &str = "retry-after, etag, content-range, content-length, content-type, \
+     x-request-id, x-talon-run-id, x-talon-session-key, x-should-retry, retry-after-ms";
 
 /// The Host check, the Origin check and CORS, around every route.
 pub(crate) async fn guard(
@@ -56,6 +64,9 @@ pub(crate) async fn guard(
     next: Next,
 ) -> Response {
     let policy = &shared.browsers;
+    if let Some(error) = ambiguous_host(&request) {
+        return refuse(StatusCode::BAD_REQUEST, error);
+    }
     let host = match allowed_host(request.headers(), policy, shared.listen) {
         Ok(host) => host,
         Err(error) => return refuse(StatusCode::MISDIRECTED_REQUEST, error),
@@ -99,7 +110,7 @@ pub(crate) async fn guard(
             );
             headers.insert(
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static(ALLOW_HEADERS),
+                allowed_headers(request.headers()),
             );
             headers.insert(
                 header::ACCESS_CONTROL_MAX_AGE,
@@ -120,6 +131,35 @@ pub(crate) async fn guard(
     response
 }
 
+/// The headers a preflight is granted: [`ALLOW_HEADERS`], and those it
+/// asks for under [`ALLOW_HEADER_PREFIX`] (at most
+/// [`MAX_REQUESTED_HEADERS`] names looked at; others are not granted, so
+/// the browser refuses the request).
+fn allowed_headers(headers: &HeaderMap) -> HeaderValue {
+    let mut allowed = ALLOW_HEADERS.to_owned();
+    let mut added: Vec<String> = Vec::new();
+    let asked = headers
+        .get_all(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .take(MAX_REQUESTED_HEADERS);
+    for name in asked {
+        let name = name.to_ascii_lowercase();
+        let token = name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if token && name.starts_with(ALLOW_HEADER_PREFIX) && !added.contains(&name) {
+            allowed.push_str(", ");
+            allowed.push_str(&name);
+            added.push(name);
+        }
+    }
+    HeaderValue::from_str(&allowed).unwrap_or_else(|_| HeaderValue::from_static(ALLOW_HEADERS))
+}
+
 fn allow(headers: &mut HeaderMap, origin: &HeaderValue) {
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
     headers.append(header::VARY, HeaderValue::from_static("origin"));
@@ -127,6 +167,36 @@ fn allow(headers: &mut HeaderMap, origin: &HeaderValue) {
 
 fn refuse(status: StatusCode, error: ApiError) -> Response {
     (status, axum::Json(serde_json::json!({"error": error}))).into_response()
+}
+
+/// Why a request names its host ambiguously (`400`), if it does: more
+/// than one `Host` header, or an absolute-form target (`GET
+/// http://name/path`, which HTTP/1.1 says wins over `Host`) naming
+/// another host or port than its `Host`.
+fn ambiguous_host(request: &Request) -> Option<ApiError> {
+    let refused = |message: &str| {
+        Some(
+            ApiError::new(ErrorCode::InvalidRequest, message)
+                .with_details(serde_json::json!({"reason": "host"})),
+        )
+    };
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return refused("a request must name one Host, not several");
+    }
+    let target = request.uri().authority()?;
+    let named = |raw: &str| host_name(raw).map(|name| (name, explicit_port(raw)));
+    let same = first
+        .and_then(|v| v.to_str().ok())
+        .and_then(named)
+        .zip(named(target.as_str()))
+        .is_some_and(|(host, target)| host == target);
+    if same {
+        None
+    } else {
+        refused("the request's target names another host than its Host header")
+    }
 }
 
 /// The request's host (lower case, without port), if the gateway answers

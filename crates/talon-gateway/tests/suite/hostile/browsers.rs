@@ -390,3 +390,116 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
     insta::assert_json_snapshot!("ticket_denied", denied);
     assert!(transport.call(&g, "sessions.list", json!({})).await.is_ok());
 }
+
+/// `head` sent as it is over a new connection (with `Connection: close`
+/// added): the answer's status and body.
+async fn raw(g: &TestGateway, head: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(g.running.addr)
+        .await
+        .unwrap();
+    let request = format!("{head}Connection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn two_hosts_or_a_target_naming_another_host_are_refused() {
+    let g = TestGateway::start().await;
+    let here = g.running.addr.to_string();
+    let reason = |body: &str| {
+        let body: Value = serde_json::from_str(body.trim()).unwrap();
+        (
+            body["error"]["code"].clone(),
+            body["error"]["details"]["reason"].clone(),
+        )
+    };
+    for head in [
+        format!("GET /healthz HTTP/1.1\r\nHost: {here}\r\nHost: evil.example\r\n"),
+        format!("GET /healthz HTTP/1.1\r\nHost: {here}\r\nHost: {here}\r\n"),
+        format!("GET http://evil.example/healthz HTTP/1.1\r\nHost: {here}\r\n"),
+        format!("GET http://{here}/healthz HTTP/1.1\r\nHost: evil.example\r\n"),
+        format!("GET http://localhost:1/healthz HTTP/1.1\r\nHost: {here}\r\n"),
+        format!("GET http://user@{here}/healthz HTTP/1.1\r\nHost: {here}\r\n"),
+    ] {
+        let (status, body) = raw(&g, &head).await;
+        assert_eq!(
+            (status, reason(&body)),
+            (400, (json!("invalid_request"), json!("host"))),
+            "{head:?}: {body}"
+        );
+    }
+    // The target and the Host agreeing is an ordinary request.
+    let (status, body) = raw(
+        &g,
+        &format!("GET http://{here}/healthz HTTP/1.1\r\nHost: {here}\r\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn a_browsers_openai_client_may_send_its_headers() {
+    let app = "https://app.example";
+    let g = with_policy(BrowserPolicy {
+        allowed_hosts: Vec::new(),
+        allowed_origins: vec![app.into()],
+    })
+    .await;
+    // What openai-node asks for before a chat completion, and one more.
+    let asked = "authorization, content-type, idempotency-key, x-talon-session-key, \
+                 openai-organization, openai-project, openai-beta, x-stainless-os, \
+                 x-stainless-arch, x-stainless-retry-count, x-stainless-timeout, x-evil";
+    let preflight = g
+        .client
+        .request(reqwest::Method::OPTIONS, g.url("/v1/chat/completions"))
+        .header(ORIGIN, app)
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", asked)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    let granted: Vec<String> = preflight.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .split(',')
+        .map(|h| h.trim().to_owned())
+        .collect();
+    let missing: Vec<&str> = asked
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !granted.iter().any(|g| g == h))
+        .collect();
+    assert_eq!(missing, ["x-evil"]);
+    // What the page may read of an OpenAI answer.
+    let response = request(&g, "POST", "/v1/agents.list", &[(ORIGIN, app)]).await;
+    let exposed = response.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for name in [
+        "x-request-id",
+        "x-talon-run-id",
+        "x-talon-session-key",
+        "x-should-retry",
+        "retry-after-ms",
+    ] {
+        assert!(exposed.contains(name), "{name}: {exposed}");
+    }
+}

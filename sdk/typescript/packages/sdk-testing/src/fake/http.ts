@@ -3,9 +3,10 @@
 // Bearer <token>`, bodies up to 4 MiB), `GET /healthz`, the SSE streams, the
 // WebSocket's upgrade and artifact bytes; `405` with `Allow` for a wrong
 // verb and `404` for a path no route serves. Every response carries
-// `x-request-id`; before any route, a request must name a loopback Host
-// (`421` otherwise) and any `Origin` it sends must be the gateway's own
-// (`403`), as the gateway's guard has it.
+// `x-request-id`; before any route, a request must name one Host (`400`
+// for several, or for an absolute-form target naming another), a loopback
+// one (`421` otherwise), and any `Origin` it sends must be the gateway's
+// own (`403`), as the gateway's guard has it.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 
@@ -38,8 +39,39 @@ function portOf(authority: string, fallback: number): number {
   return match ? Number(match[1]) : fallback;
 }
 
-/** The gateway's guard: a loopback Host, and an `Origin` (when sent) that is the gateway's own. */
+/** A port written in an authority (`host:8080`), if there is one. */
+function explicitPort(authority: string): number | undefined {
+  const match = /:(\d{1,5})$/.exec(authority.trim());
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * Why a request names its host ambiguously (`400`), if it does: more than one `Host` header, or an
+ * absolute-form target (`GET http://name/path`) naming another host or port than its `Host`.
+ */
+function ambiguousHost(req: IncomingMessage): string | undefined {
+  const raw = req.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === "host") hosts += 1;
+  if (hosts > 1) return "a request must name one Host, not several";
+  const url = req.url ?? "/";
+  if (url.startsWith("/")) return undefined;
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1];
+  const given = req.headers.host ?? "";
+  const same =
+    authority !== undefined &&
+    hostName(authority) !== undefined &&
+    hostName(authority) === hostName(given) &&
+    explicitPort(authority) === explicitPort(given);
+  return same ? undefined : "the request's target names another host than its Host header";
+}
+
+/** The gateway's guard: one unambiguous, loopback Host, and an `Origin` (when sent) that is the gateway's own. */
 function guard(req: IncomingMessage): { status: number; error: ReturnType<typeof apiError> } | undefined {
+  const ambiguous = ambiguousHost(req);
+  if (ambiguous !== undefined) {
+    return { status: 400, error: apiError("invalid_request", ambiguous, { details: { reason: "host" } }) };
+  }
   const host = hostName(req.headers.host ?? "");
   if (host === undefined) {
     return { status: 421, error: apiError("invalid_request", "the Host header is malformed", { details: { reason: "host" } }) };

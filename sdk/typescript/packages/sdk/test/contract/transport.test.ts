@@ -1,7 +1,8 @@
 // The wire, against both servers: generated calls over HTTP and the
 // WebSocket, a subscription's replay and live tail, typed errors, stream
-// tickets, and idempotency keys.
+// tickets, idempotency keys, and a request's Host named once.
 import assert from "node:assert/strict";
+import { connect } from "node:net";
 import { it } from "node:test";
 
 import { TalonError, type TalonEvent } from "@talon/sdk";
@@ -14,7 +15,34 @@ const isError = (code: string, retryable = false) => (e: unknown) => {
   return true;
 };
 
+/** `head` sent as it is over a new connection to `host` (with `Connection: close`): the whole answer. */
+function rawRequest(host: string, head: string): Promise<string> {
+  const { hostname, port } = new URL(`http://${host}`);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(Number(port), hostname, () => socket.write(`${head}Connection: close\r\n\r\n`));
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    socket.on("error", reject);
+  });
+}
+
 bothServers("the wire", (kind) => {
+  it("a request naming two Hosts, or a target naming another host, is refused", () =>
+    withBackend(kind, "reply", async (b) => {
+      const { host } = new URL(b.url);
+      for (const head of [
+        `GET /healthz HTTP/1.1\r\nHost: ${host}\r\nHost: evil.example\r\n`,
+        `GET http://evil.example/healthz HTTP/1.1\r\nHost: ${host}\r\n`,
+      ]) {
+        const answer = await rawRequest(host, head);
+        assert.match(answer, /^HTTP\/1\.1 400 /, head);
+        assert.match(answer, /"reason":"host"/, head);
+      }
+      const same = await rawRequest(host, `GET http://${host}/healthz HTTP/1.1\r\nHost: ${host}\r\n`);
+      assert.match(same, /^HTTP\/1\.1 200 /);
+    }));
+
   it("generated calls work over HTTP and over the WebSocket", () =>
     withBackend(kind, "reply", async (b) => {
       for (const transport of ["http", "websocket"] as const) {
