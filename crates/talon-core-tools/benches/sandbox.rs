@@ -52,6 +52,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use talon_core_tools::{CoreTools, Jail, Network, ShellOptions};
 use talon_jail::{Access, Limits, Mode, Policy, Spec};
+use talon_testing::stats::{median, round3, summary};
 use talon_tools::{
     Caller, CatalogBuilder, CatalogEntry, NoUpdates, RunContext, ToolCall, ToolExecutor, ToolPolicy,
 };
@@ -101,41 +102,6 @@ fn options() -> Options {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn summary(samples: &[f64]) -> Value {
-    let mut s = samples.to_vec();
-    s.sort_by(f64::total_cmp);
-    json!({
-        "runs": s.len(),
-        "p50": round3(median(&s)),
-        "p90": round3(pct(&s, 90.0)),
-        "p99": round3(pct(&s, 99.0)),
-        "mean": round3(s.iter().sum::<f64>() / s.len() as f64),
-        "min": round3(s[0]),
-        "max": round3(s[s.len() - 1]),
-    })
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 fn emit(value: Value) {

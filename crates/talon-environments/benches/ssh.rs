@@ -61,6 +61,7 @@ use talon_environments::ssh::{RemoteSandbox, Ssh, SshHost, SshIdentity};
 use talon_environments::{Context, EnvironmentPolicy, EnvironmentProvider, SecretSource, dir_of};
 use talon_jail::{Access, Jail, Network, Policy, Spec};
 use talon_testing::sshd::Sshd;
+use talon_testing::stats::{median, round3, summary};
 
 /// Settings from the command line.
 struct Options {
@@ -97,41 +98,6 @@ fn emit(line: Value) {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        f64::midpoint(v[n / 2 - 1], v[n / 2])
-    }
-}
-
-fn summary(samples: &[f64]) -> Value {
-    let mut s = samples.to_vec();
-    s.sort_by(f64::total_cmp);
-    json!({
-        "runs": s.len(),
-        "p50": round3(median(&s)),
-        "p90": round3(pct(&s, 90.0)),
-        "p99": round3(pct(&s, 99.0)),
-        "mean": round3(s.iter().sum::<f64>() / s.len() as f64),
-        "min": round3(s[0]),
-        "max": round3(s[s.len() - 1]),
-    })
 }
 
 /// The server, the admin's sources and key, the gateway's state

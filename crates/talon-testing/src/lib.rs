@@ -36,6 +36,9 @@
 //! transcripts with their generated ids, clock readings and durations
 //! replaced by stable placeholders.
 //!
+//! [`stats`] gives benchmarks their printed figures: percentiles, the
+//! median, one JSON summary line.
+//!
 //! [`wait`] waits for a condition or a signal with a deadline, failing
 //! loudly with what it waited for: the one place tests poll, instead of
 //! sleeping a guessed time.
@@ -76,6 +79,7 @@ pub mod proxy;
 pub mod redact;
 pub mod relevance;
 pub mod sshd;
+pub mod stats;
 pub mod synthetic;
 pub mod wait;
 pub mod workspace;
