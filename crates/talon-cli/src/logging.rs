@@ -5,7 +5,15 @@
 //! Colour only when stderr is a terminal, so a log file never holds ANSI
 //! escapes. `TALON_DEBUG_CODE_MODE=1` and `TALON_DEBUG_MODEL_PAYLOAD` add
 //! their targets at `info` whatever the filter says.
+//!
+//! Every field is escaped in both formats ([`escape`] for text, JSON's own
+//! escaping for JSON): a control character, a line or paragraph separator
+//! or a bidirectional control in a value (a token's name, a WebSocket
+//! method, a path) is written as `\u{..}`, so no input can start a line
+//! of its own or recolour a terminal.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
@@ -74,7 +82,10 @@ pub(crate) fn init() {
         });
     let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let lines = match format {
-        LogFormat::Text => lines.with_ansi(std::io::stderr().is_terminal()).boxed(),
+        LogFormat::Text => lines
+            .fmt_fields(escaped_fields())
+            .with_ansi(std::io::stderr().is_terminal())
+            .boxed(),
         LogFormat::Json => lines
             .json()
             .with_current_span(true)
@@ -95,9 +106,62 @@ pub(crate) fn init() {
         .try_init();
 }
 
+/// Whether a character is written escaped: it could end a line, move the
+/// cursor, recolour a terminal or reorder what a reader sees.
+fn hostile(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` with every [`hostile`] character written as `\u{hex}`.
+pub(crate) fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(hostile) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hostile(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The text format's fields: `name=value` separated by spaces, the
+/// message bare, every value [`escape`]d (the default formatter writes a
+/// `%` value as it is).
+fn escaped_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use tracing_subscriber::field::MakeExt as _;
+    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = format!("{value:?}");
+        let text = escape(&text);
+        if field.name() == "message" {
+            write!(writer, "{text}")
+        } else {
+            write!(writer, "{}={text}", field.name())
+        }
+    })
+    .delimited(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::LogFormat;
+
+    #[test]
+    fn hostile_characters_are_escaped_and_others_kept() {
+        assert_eq!(super::escape("plain caf\u{e9} \\n"), "plain caf\u{e9} \\n");
+        assert_eq!(
+            super::escape("a\nb\r\u{1b}[31m\u{2028}\u{202e}\u{7f}"),
+            "a\\u{a}b\\u{d}\\u{1b}[31m\\u{2028}\\u{202e}\\u{7f}"
+        );
+    }
 
     /// The only test of this binary's that installs the subscriber: the
     /// most verbose level anything is asked at is the filter's (`warn` by

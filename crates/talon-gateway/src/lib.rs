@@ -10,9 +10,9 @@
 //! (`revocation`). Environments take only what the admin's
 //! [`EnvironmentPolicy`] names. The threat model is in ARCHITECTURE.md.
 //!
-//! Operating it: every request gets a request id (the client's
-//! `x-request-id` when it is 1 to 128 visible ASCII characters, else a
-//! minted `req_<24 hex>`), returned on every response; at `info` each
+//! Operating it: every request gets the gateway's own request id
+//! (`req_<24 hex>`, a client's `x-request-id` only logged beside it),
+//! returned on every response; at `info` each
 //! request and each WebSocket call logs an access line (target
 //! `talon::access`) and each step of a run one line (target `talon::run`:
 //! created, with the creating request's id; started; waiting for an

@@ -1,13 +1,15 @@
 //! Request ids and the access log.
 //!
-//! Every request gets an id: the client's `x-request-id` when it is 1 to
-//! 128 visible ASCII characters, else a fresh `req_<24 hex digits>`. The
-//! response carries it back in `x-request-id`, whatever the answer
-//! (guard refusals and 404s included). Each request is logged at `info`
+//! Every request gets the gateway's own id, a fresh `req_<24 hex digits>`;
+//! the response carries it back in `x-request-id`, whatever the answer
+//! (guard refusals and 404s included). A client's `x-request-id` (1 to 128
+//! visible ASCII characters, else dropped) is logged beside it as
+//! `client_request_id` and goes nowhere else: not into events, traces or
+//! answers, so no client can make its request pass for another's. Each request is logged at `info`
 //! under the target `talon::access`, one line when its response head goes
 //! out: HTTP method, path (never the query, which may hold a ticket),
 //! status, duration, the token's id and name once it authenticated, and
-//! the request id. A WebSocket call logs its own line (`transport=ws`,
+//! the request ids. A WebSocket call logs its own line (`transport=ws`,
 //! the call's method and outcome, the connection's request id and the
 //! frame's id). The request's handling runs inside a `request` span naming
 //! its id, so every line it logs carries it; a run created by the request
@@ -106,7 +108,8 @@ pub(crate) fn authenticated(caller: &crate::tokens::Caller) {
     });
 }
 
-/// The client's request id when it is acceptable.
+/// The client's request id when it is acceptable: logged beside the
+/// gateway's own as `client_request_id`, never adopted.
 pub(crate) fn accepted(value: Option<&HeaderValue>) -> Option<String> {
     let bytes = value?.as_bytes();
     let fits =
@@ -135,7 +138,10 @@ pub(crate) async fn layer(
     next: Next,
 ) -> Response {
     let started = Instant::now();
-    let id = accepted(request.headers().get(REQUEST_ID)).unwrap_or_else(minted);
+    // The gateway's own id, always: a client's cannot pose as another
+    // request's in the log, the events or the traces.
+    let id = minted();
+    let client = accepted(request.headers().get(REQUEST_ID));
     let method = request.method().clone();
     let path: String = request.uri().path().chars().take(MAX_PATH).collect();
     let call = Arc::new(Call::new(id.clone()));
@@ -146,7 +152,11 @@ pub(crate) async fn layer(
         .and_then(|v| v.to_str().ok())
         .and_then(talon_protocol::trace::TraceContext::parse)
         .map(|c| c.to_string());
-    let span = tracing::info_span!("request", request_id = %id);
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        client_request_id = client.as_deref()
+    );
     let trace = tracing::info_span!(
         target: "talon::trace",
         "request",
@@ -186,6 +196,7 @@ pub(crate) async fn layer(
         token,
         token_name,
         request_id = %id,
+        client_request_id = client.as_deref(),
         "request"
     );
     response

@@ -26,10 +26,11 @@ fn is_minted(id: &str) -> bool {
 }
 
 #[tokio::test]
-async fn every_response_carries_the_request_id_given_or_minted() {
+async fn every_response_carries_the_gateways_own_request_id() {
     let g = TestGateway::start().await;
-    // Accepted as given, on a success, an unknown route, a refused token
-    // and a refused host.
+    // Minted whatever the client sent, on a success, an unknown route, a
+    // refused token and a refused host.
+    let mut seen = std::collections::BTreeSet::new();
     for (path, host) in [
         ("/healthz", None),
         ("/nowhere", None),
@@ -43,18 +44,15 @@ async fn every_response_carries_the_request_id_given_or_minted() {
         if let Some(host) = host {
             request = request.header("host", host);
         }
-        let response = request.send().await.unwrap();
-        assert_eq!(request_id(&response), "trace-abc.123", "{path} {host:?}");
+        let id = request_id(&request.send().await.unwrap());
+        assert!(is_minted(&id), "{path} {host:?}: {id}");
+        assert!(seen.insert(id));
     }
-    // Minted when absent, and different each time.
-    let first = request_id(&g.client.get(g.url("/healthz")).send().await.unwrap());
-    let second = request_id(&g.client.get(g.url("/healthz")).send().await.unwrap());
-    assert!(is_minted(&first), "{first}");
-    assert!(is_minted(&second), "{second}");
-    assert_ne!(first, second);
-    // Hostile ids are replaced by a minted one, never echoed.
+    // Without one, and with hostile ones: minted too, and never echoed.
     let long = "x".repeat(129);
     let hostile: [&[u8]; 5] = [b"", b"has space", long.as_bytes(), b"a\tb", b"caf\xe9"];
+    let without = request_id(&g.client.get(g.url("/healthz")).send().await.unwrap());
+    assert!(is_minted(&without) && seen.insert(without));
     for hostile in hostile {
         let response = g
             .client
@@ -67,20 +65,47 @@ async fn every_response_carries_the_request_id_given_or_minted() {
             .await
             .unwrap();
         let id = request_id(&response);
-        assert!(is_minted(&id), "{hostile:?} gave {id}");
+        assert!(
+            is_minted(&id) && seen.insert(id.clone()),
+            "{hostile:?} gave {id}"
+        );
     }
-    // A call's answer carries it too.
+    // A call's answer carries it too, and its run's events the same id,
+    // never the client's.
     let response = g
         .client
-        .post(g.url("/v1/agents.list"))
+        .post(g.url("/v1/runs.create"))
         .bearer_auth(&g.admin)
         .header("x-request-id", "call-1")
-        .json(&json!({}))
+        .json(&json!({"input": "hello"}))
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(request_id(&response), "call-1");
+    let id = request_id(&response);
+    assert!(is_minted(&id), "{id}");
+    let run: serde_json::Value = response.json().await.unwrap();
+    let events: serde_json::Value = g
+        .client
+        .post(g.url("/v1/runs.events"))
+        .bearer_auth(&g.admin)
+        .json(&json!({"runId": run["id"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&serde_json::Value> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["requestId"])
+        .collect();
+    assert!(
+        !ids.is_empty() && ids.iter().all(|r| **r == json!(id)),
+        "{events}"
+    );
 }
 
 /// The samples of a scrape, by metric name and labels.
@@ -295,7 +320,11 @@ async fn each_websocket_call_logs_an_access_line_with_the_connections_request_id
     );
     headers.insert("x-request-id", "socket-7".parse().unwrap());
     let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
-    assert_eq!(response.headers()["x-request-id"], "socket-7");
+    let connection = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(is_minted(&connection), "{connection}");
     for (id, method, params) in [
         (1, "agents.list", json!({})),
         (2, "no.such", json!({})),
@@ -327,16 +356,17 @@ async fn each_websocket_call_logs_an_access_line_with_the_connections_request_id
         [
             json!({"message": "request", "transport": "http", "method": "GET",
                    "path": "/v1/ws", "status": 101, "token": token,
-                   "token_name": "admin", "request_id": "socket-7"}),
+                   "token_name": "admin", "request_id": connection,
+                   "client_request_id": "socket-7"}),
             json!({"message": "call", "transport": "ws", "method": "agents.list",
                    "status": "ok", "token": token, "token_name": "admin",
-                   "request_id": "socket-7", "frame": "1"}),
+                   "request_id": connection, "frame": "1"}),
             json!({"message": "call", "transport": "ws", "method": "no.such",
                    "status": "not_found", "token": token, "token_name": "admin",
-                   "request_id": "socket-7", "frame": "2"}),
+                   "request_id": connection, "frame": "2"}),
             json!({"message": "call", "transport": "ws", "method": "events.unsubscribe",
                    "status": "not_found", "token": token, "token_name": "admin",
-                   "request_id": "socket-7", "frame": "3"}),
+                   "request_id": connection, "frame": "3"}),
         ]
     );
 }

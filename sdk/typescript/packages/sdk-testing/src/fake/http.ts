@@ -18,7 +18,7 @@ import type { State } from "./state.js";
 import { serveStream } from "./stream.js";
 import { authenticate } from "./tokens.js";
 import { WsTransport, refuse } from "./ws.js";
-import { json, requestIdOf, sendError, sendJson, sendMethodNotAllowed, sendNoRoute } from "./wire.js";
+import { json, mintRequestId, sendError, sendJson, sendMethodNotAllowed, sendNoRoute } from "./wire.js";
 
 /** The largest body taken (the gateway's default). */
 export const MAX_BODY_BYTES = 4 << 20;
@@ -170,7 +170,7 @@ export class HttpTransport {
     this.server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => {
       const refused = guard(req);
       if (refused) {
-        refuse(socket, refused.status, json({ error: refused.error }), { "content-type": "application/json", "x-request-id": requestIdOf(req) });
+        refuse(socket, refused.status, json({ error: refused.error }), { "content-type": "application/json", "x-request-id": mintRequestId() });
         return;
       }
       this.#ws.upgrade(req, socket, head);
@@ -193,7 +193,7 @@ export class HttpTransport {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
-    res.setHeader("x-request-id", requestIdOf(req));
+    res.setHeader("x-request-id", mintRequestId());
     res.on("error", () => undefined);
     const refused = guard(req);
     if (refused) {

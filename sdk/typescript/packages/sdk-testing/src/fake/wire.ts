@@ -118,9 +118,7 @@ export function sendNoRoute(res: ServerResponse): void {
   );
 }
 
-/** The request's id: the client's `x-request-id` when it is 1 to 128 visible ASCII characters, else a fresh `req_<24 hex>`. */
-export function requestIdOf(req: IncomingMessage): string {
-  const given = req.headers["x-request-id"];
-  if (typeof given === "string" && /^[\x21-\x7e]{1,128}$/.test(given)) return given;
+/** The request's id: always the fake's own `req_<24 hex>`, as the gateway's (which only logs a client's `x-request-id`). */
+export function mintRequestId(): string {
   return `req_${randomBytes(12).toString("hex")}`;
 }

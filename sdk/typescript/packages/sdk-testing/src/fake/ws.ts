@@ -27,7 +27,7 @@ import { cursorOf } from "./runs.js";
 import type { Caller, State } from "./state.js";
 import { Follow } from "./stream.js";
 import { requireScope, streamCaller } from "./tokens.js";
-import { errorHeaders, json, requestIdOf } from "./wire.js";
+import { errorHeaders, json, mintRequestId } from "./wire.js";
 
 /** The largest frame taken (the gateway's body limit). */
 export const MAX_FRAME_BYTES = 4 << 20;
@@ -73,7 +73,7 @@ export class WsTransport {
   /** An upgrade request (to any path: only `/v1/ws` upgrades). */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => socket.destroy());
-    const requestId = requestIdOf(req);
+    const requestId = mintRequestId();
     const url = new URL(req.url ?? "/", "http://fake.invalid");
     const json_ = (error: P.ApiError) =>
       refuse(socket, ERROR_HTTP_STATUS[error.code] ?? 500, json({ error }), {

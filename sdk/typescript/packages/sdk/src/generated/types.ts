@@ -551,7 +551,8 @@ export type EventEnvelope = {
   /** The runtime-native payload, when a diagnostic scope asks for it. */
   raw?: unknown;
   /**
-   * The `x-request-id` of the call that caused it: for what a run does
+   * The gateway's request id (`x-request-id` on its answer, never a
+   * client's) of the call that caused it: for what a run does
    * on its own, the call that created the run; for an event a later
    * call caused (cancelling a queued run), that call. Absent on what a
    * gateway does by itself (recovering a stopped node's runs).
