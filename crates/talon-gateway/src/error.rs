@@ -54,7 +54,10 @@ pub fn api_error(error: StoreError) -> ApiError {
         ),
         StoreError::IdempotencyConflict { key } => ApiError::new(
             ErrorCode::Conflict,
-            format!("idempotency key {key:?} was used with other parameters"),
+            format!(
+                "idempotency key {:?} was used with other parameters",
+                crate::tokens::given_key(&key)
+            ),
         ),
         StoreError::Exists { kind, id } => {
             ApiError::new(ErrorCode::Conflict, format!("{kind} {id:?} already exists"))

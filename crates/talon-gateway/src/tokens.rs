@@ -77,6 +77,18 @@ impl Caller {
         }
     }
 
+    /// `key` as stored for this caller's `kind` of call (`run`,
+    /// `environment`): in the caller's own namespace, so no other token
+    /// can read or poison what it names. U+001F separates the parts, and a
+    /// key may not hold it (keys refuse control characters), so no caller
+    /// can spell another's; keys stored before the namespace never match.
+    pub(crate) fn scoped_key(&self, kind: &str, key: &str) -> String {
+        format!(
+            "tok:{}{KEY_SEPARATOR}{kind}{KEY_SEPARATOR}{key}",
+            self.token_id
+        )
+    }
+
     /// Whether the token may see raw runtime payloads.
     pub fn is_admin(&self) -> bool {
         self.scopes.contains(&Scope::Admin)
@@ -84,6 +96,15 @@ impl Caller {
 }
 
 use talon_protocol::hex::encode as hex;
+
+/// What separates the parts of a [`Caller::scoped_key`].
+const KEY_SEPARATOR: char = '\u{1f}';
+
+/// The key a caller gave, from its stored [`Caller::scoped_key`] (for
+/// messages: the namespace is the gateway's, not the caller's).
+pub(crate) fn given_key(stored: &str) -> &str {
+    stored.rsplit(KEY_SEPARATOR).next().unwrap_or(stored)
+}
 
 fn random<const N: usize>() -> Result<[u8; N]> {
     let mut bytes = [0u8; N];

@@ -70,6 +70,8 @@
 //! # Deliberately absent
 //!
 //! - Scopes: tokens are checked for existence and expiry, never for their scopes.
+//! - Callers: every call is the fake's one caller, so idempotency keys are kept in one namespace
+//!   (the gateway keeps each token's apart).
 //! - Approval expiry and remembered decisions (`approve_session`, `approve_always` never approve a
 //!   later call; every resolution has `reused: false`).
 //! - Runs behind `tools.invoke`: it answers with the result the test set for the tool.

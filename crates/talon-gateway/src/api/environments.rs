@@ -5,6 +5,7 @@
 //! idempotency key answers the same environment. `delete` releases the
 //! workspace by the settings' policy and answers it `deleted`.
 
+use crate::tokens::Caller;
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::params::{
     EnvironmentsCreateParams, EnvironmentsDeleteParams, EnvironmentsListResult,
@@ -39,6 +40,7 @@ impl Api {
 
     pub(super) async fn create_environment(
         &self,
+        caller: &Caller,
         p: EnvironmentsCreateParams,
     ) -> Result<Environment, ApiError> {
         let provider = self.engine.providers().get(&p.provider)?;
@@ -47,7 +49,8 @@ impl Api {
         provider.check(&settings, self.engine.environment_context(&state_dir))?;
         let id = match &p.idempotency_key {
             Some(key) => {
-                let hash = talon_protocol::hex::encode(&Sha256::digest(key.as_bytes())[..12]);
+                let scoped = caller.scoped_key("environment", key);
+                let hash = talon_protocol::hex::encode(&Sha256::digest(scoped.as_bytes())[..12]);
                 let id = format!("env_{hash}");
                 if let Some(first) = self
                     .store

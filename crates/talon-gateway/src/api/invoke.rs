@@ -4,6 +4,7 @@
 //! whose only work is the call. The same idempotency key returns the
 //! first call's result and never makes the call twice.
 
+use crate::tokens::Caller;
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::params::{ToolsInvokeParams, ToolsInvokeResult};
 use talon_protocol::gateway::{ApiError, ErrorCode, MultitaskStrategy, RunInput, RunResultStatus};
@@ -35,7 +36,11 @@ fn request_hash(p: &ToolsInvokeParams) -> Result<String, ApiError> {
 impl Api {
     /// Makes the call (or finds the first call of its key) and waits for
     /// its result as long as a wait may.
-    pub(super) async fn invoke(&self, p: ToolsInvokeParams) -> Result<ToolsInvokeResult, ApiError> {
+    pub(super) async fn invoke(
+        &self,
+        caller: &Caller,
+        p: ToolsInvokeParams,
+    ) -> Result<ToolsInvokeResult, ApiError> {
         if p.tool.trim().is_empty() || p.tool.len() > MAX_TOOL_BYTES {
             return Err(invalid(format!(
                 "tool: a catalog id or name of 1 to {MAX_TOOL_BYTES} bytes"
@@ -47,13 +52,13 @@ impl Api {
             _ => return Err(invalid("arguments: an object")),
         };
         let idempotency = match &p.idempotency_key {
-            Some(key) => Some((key.to_string(), request_hash(&p)?)),
+            Some(key) => Some((caller.scoped_key("invoke", key), request_hash(&p)?)),
             None => None,
         };
         let first = match &idempotency {
-            Some((key, hash)) => match self
+            Some((scoped, hash)) => match self
                 .store
-                .run_by_idempotency_key(key)
+                .run_by_idempotency_key(scoped)
                 .await
                 .map_err(api_error)?
             {
@@ -61,7 +66,10 @@ impl Api {
                 Some(_) => {
                     return Err(ApiError::new(
                         ErrorCode::Conflict,
-                        format!("idempotency key {key:?} was used with other parameters"),
+                        format!(
+                            "idempotency key {:?} was used with other parameters",
+                            crate::tokens::given_key(scoped)
+                        ),
                     ));
                 }
                 None => None,

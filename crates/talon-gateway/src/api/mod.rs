@@ -195,10 +195,10 @@ impl Handler for Api {
 
     async fn sessions_send(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: SessionsSendParams,
     ) -> Result<RunAccepted, ApiError> {
-        self.start_run(RunsCreateParams::from(p))
+        self.start_run(caller, RunsCreateParams::from(p))
             .await
             .map(RunAccepted::from)
     }
@@ -259,8 +259,12 @@ impl Handler for Api {
         self.abort(&p.session_id).await
     }
 
-    async fn runs_create(&self, _: &Caller, p: RunsCreateParams) -> Result<RunAccepted, ApiError> {
-        self.start_run(p).await.map(RunAccepted::from)
+    async fn runs_create(
+        &self,
+        caller: &Caller,
+        p: RunsCreateParams,
+    ) -> Result<RunAccepted, ApiError> {
+        self.start_run(caller, p).await.map(RunAccepted::from)
     }
 
     async fn runs_list(&self, _: &Caller, p: RunsListParams) -> Result<RunsListResult, ApiError> {
@@ -372,10 +376,10 @@ impl Handler for Api {
 
     async fn tools_invoke(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: ToolsInvokeParams,
     ) -> Result<ToolsInvokeResult, ApiError> {
-        self.invoke(p).await
+        self.invoke(caller, p).await
     }
 
     async fn artifacts_list(
@@ -479,10 +483,10 @@ impl Handler for Api {
 
     async fn environments_create(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: EnvironmentsCreateParams,
     ) -> Result<Environment, ApiError> {
-        self.create_environment(p).await
+        self.create_environment(caller, p).await
     }
 
     async fn environments_status(

@@ -3,6 +3,7 @@
 //! `sessions.abort`, and `sessions.compact` (the model summarises the
 //! session; a compaction record then stands for what it replaced).
 
+use crate::tokens::Caller;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -40,14 +41,19 @@ fn request_hash(p: &RunsCreateParams) -> Result<String, ApiError> {
 
 impl Api {
     /// Accepts a run: `runs.create` and `sessions.send`.
-    pub(super) async fn start_run(&self, p: RunsCreateParams) -> Result<Run, ApiError> {
+    pub(super) async fn start_run(
+        &self,
+        caller: &Caller,
+        p: RunsCreateParams,
+    ) -> Result<Run, ApiError> {
         p.check()?;
         let idempotency = match &p.idempotency_key {
             Some(key) => {
                 let hash = request_hash(&p)?;
+                let scoped = caller.scoped_key("run", key);
                 if let Some((run, first)) = self
                     .store
-                    .run_by_idempotency_key(key)
+                    .run_by_idempotency_key(&scoped)
                     .await
                     .map_err(api_error)?
                 {
@@ -60,7 +66,7 @@ impl Api {
                         ))
                     };
                 }
-                Some((key.to_string(), hash))
+                Some((scoped, hash))
             }
             None => None,
         };

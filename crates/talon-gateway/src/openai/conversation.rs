@@ -225,8 +225,9 @@ pub(super) async fn start(
         params["tools"] = json!(extras.tools);
     }
     if let Some(key) = extras.idempotency_key {
-        // Per token: another token's key never hands over its run.
-        params["idempotencyKey"] = json!(format!("openai:{}:{key}", caller.token_id));
+        // `runs.create` keeps keys per token; the prefix keeps the OpenAI
+        // routes' apart from the same token's native ones.
+        params["idempotencyKey"] = json!(format!("openai:{key}"));
     }
     let accepted: RunAccepted = call(shared, caller, "runs.create", params).await?;
     let session_key = accepted.run.session_key.as_ref().map(|k| k.to_string());

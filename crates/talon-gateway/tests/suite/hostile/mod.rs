@@ -8,6 +8,9 @@
 //! - [`environments`]: workspaces only from an admin's sources; every git
 //!   channel a repository or the machine controls planted, none run;
 //!   secrets only by an admin's name, their encoded forms redacted.
+//! - [`idempotency`]: a key is the caller's own on every path (runs,
+//!   sessions, direct calls, environments, the OpenAI routes): another
+//!   token's is a new key, never its result or a `conflict`.
 //! - [`inputs`]: every bounded field at its cap and over it, the schema's
 //!   `maxLength`, a session key stored once, byte rates and the stored
 //!   bytes quota.
@@ -24,6 +27,7 @@
 
 mod browsers;
 mod environments;
+mod idempotency;
 mod inputs;
 mod openai;
 mod revocation;

@@ -60,15 +60,15 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     if (!state.agent(agent)) throw notFound("agent", agent);
     return copy(state.resolveSession(p.key, agent));
   },
-  "sessions.send": (p, { state, requestId }) => {
+  "sessions.send": (p, { state, caller, requestId }) => {
     const { sessionId, ...rest } = p;
-    return accepted(startRun(state, { ...rest, sessionId }, requestId));
+    return accepted(startRun(state, caller, { ...rest, sessionId }, requestId));
   },
   "sessions.messages": (p, { state }) => messages(state, p),
   "sessions.fork": (p, { state }) => fork(state, p),
   "sessions.compact": (p, { state, requestId }) => compact(state, p.sessionId, requestId),
   "sessions.abort": (p, { state, requestId }) => abort(state, p.sessionId, requestId),
-  "runs.create": (p, { state, requestId }) => accepted(startRun(state, p, requestId)),
+  "runs.create": (p, { state, caller, requestId }) => accepted(startRun(state, caller, p, requestId)),
   "runs.list": (p, { state }) => list(state, p),
   "runs.get": (p, { state }) => copy(state.run(p.runId).run),
   "runs.events": (p, { state }) => events(state, p),
@@ -93,7 +93,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     if (!state.agent(agent)) throw notFound("agent", agent);
     return { tools: copy(state.tools) };
   },
-  "tools.invoke": (p, { state }) => invoke(state, p),
+  "tools.invoke": (p, { state, caller }) => invoke(state, caller, p),
   "artifacts.list": (p, { state }) => {
     const nowMs = Date.now();
     let artifacts = state.artifacts
@@ -133,7 +133,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   }),
   "questions.respond": (p, { state }) => answerQuestion(state, p),
   "environments.list": (_, { state }) => ({ environments: copy(state.environments) }),
-  "environments.create": (p, { state }) => createEnvironment(state, p),
+  "environments.create": (p, { state, caller }) => createEnvironment(state, caller, p),
   "environments.status": (p, { state }) => {
     const found = state.environments.find((e) => e.id === p.environmentId);
     if (!found) throw notFound("environment", p.environmentId);

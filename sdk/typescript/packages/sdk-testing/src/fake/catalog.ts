@@ -8,7 +8,7 @@
 import type { protocol as P } from "@talon/sdk";
 
 import { conflict, fail, invalid, notFound } from "./errors.js";
-import { State, now, sha256 } from "./state.js";
+import { State, now, scopedKey, sha256, type Caller } from "./state.js";
 import { copy, json } from "./wire.js";
 
 /** The longest tool reference `tools.invoke` takes, in bytes. */
@@ -48,7 +48,7 @@ export function answerQuestion(state: State, p: P.QuestionsRespondParams): P.Que
 }
 
 /** `tools.invoke`: the result the test set for the tool (by catalog id or name), else `not_found`. */
-export function invoke(state: State, p: P.ToolsInvokeParams): P.ToolsInvokeResult {
+export function invoke(state: State, caller: Caller, p: P.ToolsInvokeParams): P.ToolsInvokeResult {
   if (p.tool.trim() === "" || Buffer.byteLength(p.tool) > MAX_TOOL_BYTES) {
     throw invalid(`tool: a catalog id or name of 1 to ${MAX_TOOL_BYTES} bytes`);
   }
@@ -57,12 +57,13 @@ export function invoke(state: State, p: P.ToolsInvokeParams): P.ToolsInvokeResul
     throw invalid("arguments: an object");
   }
   const keys = state.invokeKeys;
-  const { idempotencyKey: key, ...rest } = p;
+  const { idempotencyKey: given, ...rest } = p;
+  const key = given ? scopedKey(caller, "invoke", given) : undefined;
   const hash = sha256(json(rest));
   if (key) {
     const first = keys.get(key);
     if (first) {
-      if (first.hash !== hash) throw conflict(`idempotency key ${JSON.stringify(key)} was used with other parameters`);
+      if (first.hash !== hash) throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
       return { result: copy(first.result) };
     }
   }
@@ -81,7 +82,7 @@ export function invoke(state: State, p: P.ToolsInvokeParams): P.ToolsInvokeResul
 }
 
 /** `environments.create`: a `local` environment, `ready` at once (an idempotency key names the same one). */
-export function createEnvironment(state: State, p: P.EnvironmentsCreateParams): P.Environment {
+export function createEnvironment(state: State, caller: Caller, p: P.EnvironmentsCreateParams): P.Environment {
   if (p.provider !== "local") {
     throw fail("not_found", `no environment provider ${JSON.stringify(p.provider)}; this gateway has "local"`, { providers: ["local"] });
   }
@@ -89,7 +90,7 @@ export function createEnvironment(state: State, p: P.EnvironmentsCreateParams): 
   if (typeof settings !== "object" || Array.isArray(settings)) throw invalid("settings: an object");
   let id: string;
   if (p.idempotencyKey) {
-    id = `env_${sha256(json(["environments.create", p.idempotencyKey])).slice(0, 24)}`;
+    id = `env_${sha256(scopedKey(caller, "environment", p.idempotencyKey)).slice(0, 24)}`;
     const first = state.environments.find((e) => e.id === id);
     if (first) {
       if (first.provider === p.provider && json(first.settings) === json(settings)) return copy(first);

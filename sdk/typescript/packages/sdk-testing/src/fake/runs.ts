@@ -9,7 +9,7 @@ import type { protocol as P } from "@talon/sdk";
 import { Failure, conflict, invalid, notFound } from "./errors.js";
 import { play } from "./play.js";
 import { FakeRun, cursorExpired, takeExpire } from "./script.js";
-import { DEFAULT_AGENT, State, isTerminal, now, resultOf, runEvent, sha256 } from "./state.js";
+import { DEFAULT_AGENT, State, isTerminal, now, resultOf, runEvent, scopedKey, sha256, type Caller } from "./state.js";
 import { copy, json } from "./wire.js";
 
 /** How long `runs.cancel` waits for a running run to end. */
@@ -124,14 +124,15 @@ export function liveRuns(state: State, sessionId: string): P.Run[] {
 }
 
 /** Accepts a run (`runs.create`, `sessions.send`) and starts playing it. */
-export function startRun(state: State, p: P.RunsCreateParams, requestId: string | undefined): P.Run {
+export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, requestId: string | undefined): P.Run {
   checkRunParams(p);
-  const key = p.idempotencyKey ?? undefined;
+  const given = p.idempotencyKey ?? undefined;
+  const key = given === undefined ? undefined : scopedKey(caller, "run", given);
   const hash = requestHash(p);
   if (key !== undefined) {
     const first = state.runKeys.get(key);
     if (first) {
-      if (first.hash !== hash) throw conflict(`idempotency key ${JSON.stringify(key)} was used with other parameters`);
+      if (first.hash !== hash) throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
       return copy(state.run(first.runId).run);
     }
   }

@@ -33,6 +33,11 @@ export interface Caller {
   readonly scopes: readonly P.Scope[];
 }
 
+/** An idempotency key in its caller's own namespace, as the gateway keeps them: another token's key is a new key, never its result or a conflict. */
+export function scopedKey(caller: Caller, kind: "run" | "invoke" | "environment", key: string): string {
+  return `tok:${caller.tokenId}\u001f${kind}\u001f${key}`;
+}
+
 /** An event of the log, rendered once. */
 export interface StoredEvent {
   readonly id: number;

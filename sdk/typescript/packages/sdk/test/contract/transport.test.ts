@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { it } from "node:test";
 
-import { TalonError, type TalonEvent } from "@talon/sdk";
+import { Talon, TalonError, type TalonEvent } from "@talon/sdk";
 
 import { REPLY, bothServers, collect, withBackend } from "./backend.js";
 
@@ -135,5 +135,24 @@ bothServers("the wire", (kind) => {
       const again = await talon.agent("main").run({ input: "once", idempotencyKey: "sdk-key-1" });
       assert.equal(again.id, first.id);
       assert.notEqual((await talon.agent("main").run("other")).id, first.id);
+    }));
+
+  it("another token's idempotency key is a new key: never its run, never a conflict", () =>
+    withBackend(kind, "reply", async (b) => {
+      const admin = b.talon();
+      const mint = async (name: string) => {
+        const { token } = await admin.createToken({ name, scopes: ["agent.run", "session.read"], expiresInMs: 600_000 });
+        return new Talon({ baseUrl: b.url, token });
+      };
+      const [a, other] = [await mint("a"), await mint("b")];
+      const first = await a.client.runs.create({ input: "once", idempotencyKey: "shared" });
+      assert.equal((await a.client.runs.create({ input: "once", idempotencyKey: "shared" })).id, first.id);
+      const theirs = await other.client.runs.create({ input: "once", idempotencyKey: "shared" });
+      assert.notEqual(theirs.id, first.id);
+      // Other params under another token's key: no conflict to confirm what it sent.
+      const registered = await other.client.runs.create({ input: "mine", idempotencyKey: "first-by-b" });
+      const later = await a.client.runs.create({ input: "theirs", idempotencyKey: "first-by-b" });
+      assert.notEqual(later.id, registered.id);
+      await assert.rejects(a.client.runs.create({ input: "changed", idempotencyKey: "shared" }), isError("conflict"));
     }));
 });
