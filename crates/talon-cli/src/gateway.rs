@@ -166,6 +166,22 @@ fn limits(
         calls_per_second: settings.calls_per_second.unwrap_or(d.calls_per_second),
         burst: settings.burst.unwrap_or(d.burst),
         max_streams: settings.max_streams.unwrap_or(d.max_streams),
+        max_streams_per_token: settings
+            .max_streams_per_token
+            .unwrap_or(d.max_streams_per_token),
+        max_requests_per_token: settings
+            .max_requests_per_token
+            .unwrap_or(d.max_requests_per_token),
+        stream_bytes_per_token: settings
+            .stream_bytes_per_token
+            .unwrap_or(d.stream_bytes_per_token),
+        slow_reader_timeout: settings
+            .slow_reader_timeout
+            .unwrap_or(d.slow_reader_timeout),
+        body_read_timeout: settings.body_read_timeout.unwrap_or(d.body_read_timeout),
+        min_body_bytes_per_second: settings
+            .min_body_bytes_per_second
+            .unwrap_or(d.min_body_bytes_per_second),
         max_body_bytes: settings.max_body_bytes.unwrap_or(d.max_body_bytes),
         max_connections: settings.max_connections.unwrap_or(d.max_connections),
         header_read_timeout: settings

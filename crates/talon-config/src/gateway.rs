@@ -23,7 +23,12 @@
 //!
 //! `gateway.limits` also takes `inputBytesPerSecond` and `inputBurstBytes`
 //! (the bytes of write-method bodies a token may send) and
-//! `maxStoredBytes` (the store's quota). `gateway.security` and
+//! `maxStoredBytes` (the store's quota); `maxStreamsPerToken`,
+//! `maxRequestsPerToken`, `streamBytesPerToken` and `slowReaderTimeoutMs`
+//! (one token's share of the streams and of the requests in flight, the
+//! bytes its streams may hold unsent, and how long a stream may wait for
+//! room before it ends); `bodyReadTimeoutMs` and
+//! `minBodyBytesPerSecond` (how long a request body may take to arrive). `gateway.security` and
 //! `gateway.environments` are read by [`crate::security`].
 
 use std::time::Duration;
@@ -41,6 +46,22 @@ pub struct GatewaySettings {
     pub burst: Option<u32>,
     /// `gateway.limits.maxStreams`: streams open at once.
     pub max_streams: Option<usize>,
+    /// `gateway.limits.maxStreamsPerToken`: one token's open streams.
+    pub max_streams_per_token: Option<usize>,
+    /// `gateway.limits.maxRequestsPerToken`: one token's requests in
+    /// flight.
+    pub max_requests_per_token: Option<usize>,
+    /// `gateway.limits.streamBytesPerToken`: bytes one token's streams
+    /// may hold unsent.
+    pub stream_bytes_per_token: Option<u64>,
+    /// `gateway.limits.slowReaderTimeoutMs`: how long a stream may wait
+    /// for room in its token's budget.
+    pub slow_reader_timeout: Option<Duration>,
+    /// `gateway.limits.bodyReadTimeoutMs`: a request body's deadline.
+    pub body_read_timeout: Option<Duration>,
+    /// `gateway.limits.minBodyBytesPerSecond`: the slowest a body may
+    /// arrive, after its first seconds.
+    pub min_body_bytes_per_second: Option<u64>,
     /// `gateway.limits.maxBodyBytes`: the largest body or frame.
     pub max_body_bytes: Option<usize>,
     /// `gateway.limits.maxConnections`: connections open at once.
@@ -119,6 +140,12 @@ impl Config {
             calls_per_second,
             burst: count("gateway.limits.burst", u64::from(u32::MAX))?.map(narrow),
             max_streams: count("gateway.limits.maxStreams", 1 << 20)?.map(size),
+            max_streams_per_token: count("gateway.limits.maxStreamsPerToken", 1 << 20)?.map(size),
+            max_requests_per_token: count("gateway.limits.maxRequestsPerToken", 1 << 20)?.map(size),
+            stream_bytes_per_token: count("gateway.limits.streamBytesPerToken", 1 << 40)?,
+            slow_reader_timeout: ms("gateway.limits.slowReaderTimeoutMs")?,
+            body_read_timeout: ms("gateway.limits.bodyReadTimeoutMs")?,
+            min_body_bytes_per_second: count("gateway.limits.minBodyBytesPerSecond", 1 << 40)?,
             max_body_bytes: count("gateway.limits.maxBodyBytes", 1 << 30)?.map(size),
             max_connections: count("gateway.limits.maxConnections", 1 << 20)?.map(size),
             header_read_timeout: ms("gateway.limits.headerReadTimeoutMs")?,
@@ -210,7 +237,11 @@ mod tests {
                         maxConnections: 100, headerReadTimeoutMs: 500,
                         stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000,
                         sseHeartbeatIntervalMs: 250, inputBytesPerSecond: 1000,
-                        inputBurstBytes: 8192, maxStoredBytes: 1073741824},
+                        inputBurstBytes: 8192, maxStoredBytes: 1073741824,
+                        maxStreamsPerToken: 3, maxRequestsPerToken: 5,
+                        streamBytesPerToken: 65536,
+                        slowReaderTimeoutMs: 700, bodyReadTimeoutMs: 900,
+                        minBodyBytesPerSecond: 10},
                runs: {maxConcurrent: 4, maxQueued: 50, drainGraceMs: 3000},
                openai: {enabled: false, onApproval: 'deny', approvalWaitMs: 1500}}}",
         )
@@ -221,6 +252,12 @@ mod tests {
                 calls_per_second: Some(2.5),
                 burst: Some(10),
                 max_streams: Some(8),
+                max_streams_per_token: Some(3),
+                max_requests_per_token: Some(5),
+                stream_bytes_per_token: Some(65536),
+                slow_reader_timeout: Some(Duration::from_millis(700)),
+                body_read_timeout: Some(Duration::from_millis(900)),
+                min_body_bytes_per_second: Some(10),
                 max_body_bytes: Some(1024),
                 max_connections: Some(100),
                 header_read_timeout: Some(Duration::from_millis(500)),

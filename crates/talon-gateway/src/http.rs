@@ -276,13 +276,16 @@ async fn call(
         Ok(caller) => caller,
         Err(error) => return ErrorResponse(error).into_response(),
     };
-    let limit = shared.limiter.limits().max_body_bytes;
-    let Ok(body) = axum::body::to_bytes(body, limit).await else {
-        return ErrorResponse(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("the body exceeds {limit} bytes (or was cut off)"),
-        ))
-        .into_response();
+    let _in_flight = match shared.limiter.request(&caller.token_id) {
+        Ok(permit) => permit,
+        Err(error) => return ErrorResponse(error).into_response(),
+    };
+    let limits = shared.limiter.limits();
+    let body = match crate::body::read(body, limits).await {
+        Ok(body) => body,
+        Err(refused) => {
+            return crate::body::closing(ErrorResponse(refused.error(limits)).into_response());
+        }
     };
     if let Err(error) = shared
         .limiter

@@ -66,9 +66,14 @@
 //!   head within `header_read_timeout`, TCP keepalive and `TCP_USER_TIMEOUT`
 //!   (`stalled_write_timeout`) on every socket; shutdown lets each connection finish its exchange.
 //! - `limits`: a token bucket per token for every call and stream opened (`rate_limited` with
-//!   `retryAfterMs`); open streams capped (`unavailable`, retryable); bodies and frames capped.
-//! - `memory`: after runs end, `malloc_trim(0)` on a blocking thread, at most every 2 s (the
-//!   crate's one `unsafe` call, with its reason).
+//!   `retryAfterMs`); open streams capped gateway-wide (`unavailable`, retryable) and per token,
+//!   requests in flight per token (`rate_limited`, `details.limit`), and a per-token budget of the
+//!   bytes its streams hold unsent (`Budget`: `stream::Follow` takes a page's share before reading
+//!   it, each frame holds its share until the socket writer drops it; a stream that waits past
+//!   `slow_reader_timeout` ends `slow_reader`). `body`: a request body within its size, deadline
+//!   and minimum rate, else refused and the connection closed.
+//! - `memory`: after runs end and streams close, `malloc_trim(0)` on a blocking thread, at most
+//!   every 2 s (the crate's one `unsafe` call, with its reason).
 //! - `api/`: the `Handler` over the store and the engine: agents, sessions (including compaction:
 //!   the agent's model summarises the session into a compaction record), runs, models (never
 //!   showing a key), artifacts (`content.rs`: bytes with `ETag` and one `Range`), approvals and
@@ -111,6 +116,7 @@
 //!   events as JSON, cut at 16 MiB, keys redacted); expired artifacts are purged by a task.
 
 mod api;
+mod body;
 mod content;
 mod docs;
 pub(crate) use talon_environments as environments;
@@ -298,6 +304,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         }
     };
     let metrics = Arc::new(metrics::Metrics::default());
+    tokio::spawn(memory::trim_after(metrics.closed()));
     let sandbox = probe.await.unwrap_or_else(|e| talon_jail::Status {
         mode: "unavailable",
         network: talon_jail::Network::Off,

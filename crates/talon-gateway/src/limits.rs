@@ -2,17 +2,21 @@
 //! (every call, on any transport, and every stream opened takes one), a
 //! second bucket per token for the bytes of the bodies of methods that
 //! write (what piles up in the store: inputs, messages, settings), a
-//! quota on the bytes the store holds ([`StoredBytes`]), a cap on the
+//! quota on the bytes the store holds ([`StoredBytes`]), caps on the
 //! streams open at once (SSE streams and WebSocket subscriptions
-//! together), and the connection limits [`crate::serve`] and the
-//! WebSocket transport apply.
+//! together), gateway-wide and per token, a budget per token of the bytes
+//! its streams hold unsent ([`Budget`]: a stream that waits on it past
+//! `slow_reader_timeout` ends, and its reader resumes by cursor), and the
+//! connection limits [`crate::serve`] and the WebSocket transport apply.
 //!
 //! | over | answer |
 //! |---|---|
 //! | calls per second | `rate_limited`, `retryAfterMs` |
 //! | write bytes per second | `rate_limited`, `retryAfterMs` |
 //! | stored bytes | `quota_exceeded` (not retryable) |
-//! | open streams | `unavailable`, `retryAfterMs` |
+//! | open streams, gateway-wide | `unavailable`, `retryAfterMs` |
+//! | open streams of one token | `rate_limited`, `details.limit`, `retryAfterMs` |
+//! | bytes held unsent, too long | the stream ends: `unavailable`, `details.reason: "slow_reader"` |
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,6 +34,22 @@ pub struct Limits {
     pub burst: u32,
     /// Streams open at once, gateway-wide.
     pub max_streams: usize,
+    /// Streams one token may have open at once, so that no token takes
+    /// every place.
+    pub max_streams_per_token: usize,
+    /// Requests one token may have in flight at once (calls, OpenAI
+    /// requests, WebSocket connections), so that no token takes every
+    /// connection.
+    pub max_requests_per_token: usize,
+    /// The bytes of events one token's streams may hold read but not yet
+    /// written to their sockets, together: what unread streams cost is
+    /// bounded by this, not by their number or their events' size.
+    pub stream_bytes_per_token: u64,
+    /// A stream that has waited this long for room in its token's
+    /// `stream_bytes_per_token` (its reader, or its siblings', not
+    /// reading) ends with `unavailable` (`details.reason: "slow_reader"`);
+    /// its reader resumes from its cursor.
+    pub slow_reader_timeout: Duration,
     /// The largest request body or WebSocket frame.
     pub max_body_bytes: usize,
     /// Connections open at once; more wait to be accepted until one
@@ -48,6 +68,11 @@ pub struct Limits {
     /// An SSE stream with nothing sent for this long gets a heartbeat
     /// comment, so proxies and clients keep it open.
     pub sse_heartbeat_interval: Duration,
+    /// A request body must have arrived whole within this.
+    pub body_read_timeout: Duration,
+    /// After its first 5 s a request body must arrive at least this fast
+    /// (bytes a second), so a trickled body frees its connection soon.
+    pub min_body_bytes_per_second: u64,
     /// Bytes of write-method bodies per second per token, sustained.
     pub input_bytes_per_second: u64,
     /// Bytes of write-method bodies a token may send at once after being
@@ -65,12 +90,18 @@ impl Default for Limits {
             calls_per_second: 50.0,
             burst: 200,
             max_streams: 4096,
+            max_streams_per_token: 64,
+            max_requests_per_token: 64,
+            stream_bytes_per_token: 16 << 20,
+            slow_reader_timeout: Duration::from_secs(30),
             max_body_bytes: 4 << 20,
             max_connections: 16_384,
             header_read_timeout: Duration::from_secs(10),
             stalled_write_timeout: Duration::from_secs(30),
             ws_ping_interval: Duration::from_secs(30),
             sse_heartbeat_interval: Duration::from_secs(15),
+            body_read_timeout: Duration::from_secs(30),
+            min_body_bytes_per_second: 1024,
             input_bytes_per_second: 256 << 10,
             input_burst_bytes: 16 << 20,
             max_stored_bytes: None,
@@ -87,13 +118,93 @@ struct Bucket {
     at: Instant,
 }
 
-/// The per-token buckets and the stream cap.
+/// The per-token buckets and the stream caps.
 #[derive(Debug)]
 pub(crate) struct Limiter {
     limits: Limits,
     buckets: Mutex<HashMap<String, Bucket>>,
     bytes: Mutex<HashMap<String, Bucket>>,
     streams: Arc<Semaphore>,
+    tokens: Mutex<HashMap<String, Arc<TokenStreams>>>,
+}
+
+/// One token's share of the stream and request limits.
+#[derive(Debug)]
+struct TokenStreams {
+    /// Places among its open streams.
+    open: Arc<Semaphore>,
+    /// Places among its requests in flight (a WebSocket is one while it
+    /// is open).
+    requests: Arc<Semaphore>,
+    /// Its budget of bytes held unsent, in KiB.
+    bytes: Arc<Semaphore>,
+}
+
+/// A stream's places among the open streams (gateway-wide and its
+/// token's) and its token's byte budget, held while it lives.
+#[derive(Debug)]
+pub(crate) struct StreamPermit {
+    _global: OwnedSemaphorePermit,
+    _own: OwnedSemaphorePermit,
+    /// Keeps the token's entry alive (the sweep keeps entries in use).
+    _token: Arc<TokenStreams>,
+    pub(crate) budget: Budget,
+}
+
+/// A place among a token's requests in flight.
+#[derive(Debug)]
+pub(crate) struct RequestPermit {
+    _permit: OwnedSemaphorePermit,
+    _token: Arc<TokenStreams>,
+}
+
+/// A token's budget of bytes its streams hold unsent, in KiB.
+#[derive(Debug, Clone)]
+pub(crate) struct Budget {
+    kib: Arc<Semaphore>,
+    capacity: u32,
+    wait: Duration,
+}
+
+/// Memory held against a [`Budget`]: returned when dropped (a frame
+/// hands it to the socket writer, which drops it once written).
+pub(crate) type Held = OwnedSemaphorePermit;
+
+impl Budget {
+    /// KiB `bytes` counts for (at least 1, at most the whole budget, so
+    /// one event larger than the budget still goes out alone).
+    pub(crate) fn kib(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.capacity)
+    }
+
+    /// Takes `kib` if the budget has it now.
+    pub(crate) fn try_take(&self, kib: u32) -> Option<Held> {
+        self.kib
+            .clone()
+            .try_acquire_many_owned(kib.clamp(1, self.capacity))
+            .ok()
+    }
+
+    /// Takes `kib`, waiting for the token's other frames to be written,
+    /// at most `slow_reader_timeout`; past it, the `slow_reader` error
+    /// that ends the stream.
+    pub(crate) async fn take(&self, kib: u32) -> Result<Held, ApiError> {
+        let kib = kib.clamp(1, self.capacity);
+        match tokio::time::timeout(self.wait, self.kib.clone().acquire_many_owned(kib)).await {
+            Ok(Ok(held)) => Ok(held),
+            _ => Err(ApiError::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "this token's streams hold {} KiB not yet read (gateway.limits.streamBytesPerToken) and waited {} ms: this stream ends; resume from its last event id",
+                    self.capacity,
+                    self.wait.as_millis()
+                ),
+            )
+            .with_details(serde_json::json!({"reason": "slow_reader"}))),
+        }
+    }
 }
 
 impl Limiter {
@@ -103,6 +214,7 @@ impl Limiter {
             buckets: Mutex::new(HashMap::new()),
             bytes: Mutex::new(HashMap::new()),
             streams: Arc::new(Semaphore::new(limits.max_streams)),
+            tokens: Mutex::new(HashMap::new()),
         }
     }
 
@@ -162,9 +274,10 @@ impl Limiter {
         .with_details(serde_json::json!({"limit": "inputBytesPerSecond"})))
     }
 
-    /// A place for one more open stream, held until the stream ends.
-    pub(crate) fn stream(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        self.streams.clone().try_acquire_owned().map_err(|_| {
+    /// A place for one more open stream of `token_id`'s, held until the
+    /// stream ends, with the token's byte budget.
+    pub(crate) fn stream(&self, token_id: &str) -> Result<StreamPermit, ApiError> {
+        let global = self.streams.clone().try_acquire_owned().map_err(|_| {
             ApiError::new(
                 ErrorCode::Unavailable,
                 format!(
@@ -173,7 +286,82 @@ impl Limiter {
                 ),
             )
             .with_retry_after_ms(1_000)
+        })?;
+        let token = self.share(token_id)?;
+        let own = token.open.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "this token has {} streams open, its limit (gateway.limits.maxStreamsPerToken)",
+                    self.limits.max_streams_per_token
+                ),
+            )
+            .with_retry_after_ms(1_000)
+            .with_details(serde_json::json!({"limit": "maxStreamsPerToken"}))
+        })?;
+        let budget = Budget {
+            kib: token.bytes.clone(),
+            capacity: self.budget_kib(),
+            wait: self.limits.slow_reader_timeout,
+        };
+        Ok(StreamPermit {
+            _global: global,
+            _own: own,
+            _token: token,
+            budget,
         })
+    }
+
+    /// A place among `token_id`'s requests in flight, held until it is
+    /// answered (a WebSocket's, until it closes).
+    pub(crate) fn request(&self, token_id: &str) -> Result<RequestPermit, ApiError> {
+        let token = self.share(token_id)?;
+        let permit = token.requests.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "this token has {} requests in flight, its limit (gateway.limits.maxRequestsPerToken)",
+                    self.limits.max_requests_per_token
+                ),
+            )
+            .with_retry_after_ms(1_000)
+            .with_details(serde_json::json!({"limit": "maxRequestsPerToken"}))
+        })?;
+        Ok(RequestPermit {
+            _permit: permit,
+            _token: token,
+        })
+    }
+
+    /// `token_id`'s share, made on first use; entries nothing holds are
+    /// swept once there are many.
+    fn share(&self, token_id: &str) -> Result<Arc<TokenStreams>, ApiError> {
+        let Ok(mut tokens) = self.tokens.lock() else {
+            return Err(ApiError::new(
+                ErrorCode::Internal,
+                "stream limiter poisoned",
+            ));
+        };
+        if tokens.len() >= SWEEP_AT {
+            tokens.retain(|_, t| Arc::strong_count(t) > 1);
+        }
+        Ok(tokens
+            .entry(token_id.to_owned())
+            .or_insert_with(|| {
+                Arc::new(TokenStreams {
+                    open: Arc::new(Semaphore::new(self.limits.max_streams_per_token.max(1))),
+                    requests: Arc::new(Semaphore::new(self.limits.max_requests_per_token.max(1))),
+                    bytes: Arc::new(Semaphore::new(self.budget_kib() as usize)),
+                })
+            })
+            .clone())
+    }
+
+    /// `stream_bytes_per_token` in KiB (at least 64).
+    fn budget_kib(&self) -> u32 {
+        u32::try_from(self.limits.stream_bytes_per_token / 1024)
+            .unwrap_or(u32::MAX)
+            .max(64)
     }
 }
 
@@ -305,10 +493,75 @@ mod tests {
             max_streams: 2,
             ..Limits::default()
         });
-        let a = limiter.stream().unwrap();
-        let _b = limiter.stream().unwrap();
-        assert_eq!(limiter.stream().unwrap_err().code, ErrorCode::Unavailable);
+        let a = limiter.stream("a").unwrap();
+        let _b = limiter.stream("b").unwrap();
+        assert_eq!(
+            limiter.stream("c").unwrap_err().code,
+            ErrorCode::Unavailable
+        );
         drop(a);
-        let _again = limiter.stream().unwrap();
+        let _again = limiter.stream("c").unwrap();
+    }
+
+    #[test]
+    fn one_token_takes_at_most_its_share_of_streams() {
+        let limiter = Limiter::new(Limits {
+            max_streams: 10,
+            max_streams_per_token: 2,
+            ..Limits::default()
+        });
+        let a = limiter.stream("a").unwrap();
+        let _a2 = limiter.stream("a").unwrap();
+        let refused = limiter.stream("a").unwrap_err();
+        assert_eq!(
+            (refused.code, refused.details),
+            (
+                ErrorCode::RateLimited,
+                Some(serde_json::json!({"limit": "maxStreamsPerToken"}))
+            )
+        );
+        let _b = limiter.stream("b").unwrap();
+        drop(a);
+        let _a3 = limiter.stream("a").unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_budget_waits_for_room_then_ends_a_slow_reader() {
+        let limiter = Limiter::new(Limits {
+            stream_bytes_per_token: 100 << 10,
+            slow_reader_timeout: Duration::from_secs(5),
+            ..Limits::default()
+        });
+        let one = limiter.stream("a").unwrap();
+        let two = limiter.stream("a").unwrap();
+        assert_eq!(one.budget.kib(1), 1);
+        assert_eq!(
+            one.budget.kib(10 << 20),
+            100,
+            "one event larger than the budget goes alone"
+        );
+        let held = one.budget.take(80).await.unwrap();
+        // The sibling waits for room; the room comes when the frame is written.
+        let waiting = tokio::spawn({
+            let budget = two.budget.clone();
+            async move { budget.take(40).await.map(drop) }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!waiting.is_finished());
+        drop(held);
+        waiting.await.unwrap().unwrap();
+        // Nothing written for the timeout: the stream ends, saying why.
+        let _all = one.budget.take(100).await.unwrap();
+        let slow = two.budget.take(1).await.unwrap_err();
+        assert_eq!(
+            (slow.code, slow.details),
+            (
+                ErrorCode::Unavailable,
+                Some(serde_json::json!({"reason": "slow_reader"}))
+            )
+        );
+        // Another token's budget is its own.
+        let other = limiter.stream("b").unwrap();
+        let _all_of_b = other.budget.take(100).await.unwrap();
     }
 }

@@ -5,18 +5,21 @@
 //! megabytes (model turns, a VM's buffers, tool catalogs) across worker
 //! threads, so on a long-lived gateway RSS creeps up over the first
 //! thousand runs and stays there while the heap in use is flat (measured
-//! in `docs/benchmarks.md`). `malloc_trim(0)` also releases the free pages
-//! inside each heap; the trimmer calls it on a blocking thread, at most
-//! once per [`TRIM_EVERY`], and only after runs have ended since the last
-//! time. On other allocators it does nothing.
+//! in `docs/benchmarks.md`). Streams do the same: an unread stream's
+//! frames, once it closes, leave free pages behind. `malloc_trim(0)` also
+//! releases the free pages inside each heap; a trimmer calls it on a
+//! blocking thread, at most once per [`TRIM_EVERY`], and only after runs
+//! have ended (or streams and sockets closed) since the last time. On
+//! other allocators it does nothing.
 
 use std::time::Duration;
 
 /// The least time between two trims.
 pub(crate) const TRIM_EVERY: Duration = Duration::from_secs(2);
 
-/// Trims after runs end, until `ended` closes (the engine is dropped).
-pub(crate) async fn trim_after_runs(mut ended: tokio::sync::watch::Receiver<u64>) {
+/// Trims after what `ended` counts (runs, closed streams) ends, until it
+/// closes.
+pub(crate) async fn trim_after(mut ended: tokio::sync::watch::Receiver<u64>) {
     while ended.changed().await.is_ok() {
         tokio::time::sleep(TRIM_EVERY).await;
         // Whatever ended during the sleep is covered by this trim.
@@ -81,7 +84,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_trimmer_stops_with_the_engine() {
         let (ended, watched) = tokio::sync::watch::channel(0u64);
-        let trimmer = tokio::spawn(trim_after_runs(watched));
+        let trimmer = tokio::spawn(trim_after(watched));
         ended.send_modify(|n| *n += 1);
         tokio::time::sleep(TRIM_EVERY * 2).await;
         drop(ended);

@@ -106,6 +106,9 @@ pub(crate) struct Metrics {
     runs_ended: Mutex<BTreeMap<&'static str, u64>>,
     run_seconds: Histogram,
     append_seconds: Histogram,
+    /// Counts streams and sockets as they close (the heap trimmer
+    /// follows it: what a closed stream held is returned).
+    closed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for Metrics {
@@ -120,6 +123,7 @@ impl Default for Metrics {
             runs_ended: Mutex::default(),
             run_seconds: Histogram::new(&RUN),
             append_seconds: Histogram::new(&LATENCY),
+            closed: tokio::sync::watch::Sender::new(0),
         }
     }
 }
@@ -145,6 +149,7 @@ impl Drop for Open {
         self.metrics
             .gauge(self.kind)
             .fetch_sub(1, Ordering::Relaxed);
+        self.metrics.closed.send_modify(|n| *n += 1);
     }
 }
 
@@ -164,6 +169,11 @@ impl Metrics {
     }
 
     /// Counts a connection until the returned guard drops.
+    /// Bumped as each stream or socket closes.
+    pub(crate) fn closed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.closed.subscribe()
+    }
+
     pub(crate) fn open(self: &Arc<Self>, kind: Connection) -> Open {
         self.gauge(kind).fetch_add(1, Ordering::Relaxed);
         Open {

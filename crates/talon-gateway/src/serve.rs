@@ -20,6 +20,8 @@ use crate::limits::Limits;
 
 /// Idle time before TCP keepalive probes start, and between probes.
 const KEEPALIVE: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(10));
+/// The most a connection buffers of a request it reads (its head must fit).
+const MAX_READ_BUFFER: usize = 64 << 10;
 
 /// Serves `app` on `listener` until `stop` turns true.
 pub(crate) async fn serve(
@@ -54,6 +56,8 @@ pub(crate) async fn serve(
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
+            // What one connection may buffer of a request it reads.
+            .max_buf_size(MAX_READ_BUFFER)
             .serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone()))
             .with_upgrades();
         let mut stopping = stop.clone();

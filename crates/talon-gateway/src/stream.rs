@@ -13,7 +13,11 @@
 //! event a subscriber sees is committed, a subscriber joining mid-run gets
 //! the backlog then the live tail with no gap and no duplicate, and a slow
 //! subscriber only slows itself (the body is pulled a page at a time as
-//! the socket drains). A stream idle for `sse_heartbeat_interval` (15 s)
+//! the socket drains, [`PAGE_BYTES`] at a time). What a token's streams
+//! hold read but unwritten is bounded by its byte budget
+//! ([`crate::limits::Budget`]): a stream that waits on it past
+//! `slow_reader_timeout` ends with `unavailable` (`slow_reader`) and its
+//! reader resumes from its cursor. A stream idle for `sse_heartbeat_interval` (15 s)
 //! gets a heartbeat comment; sending events resets no timer. A
 //! cursor older than what the store keeps is `cursor_expired`: an HTTP
 //! error before the stream starts, an `error` event if it happens during
@@ -42,10 +46,14 @@ use tokio::time::{Instant, Sleep};
 use crate::error::api_error;
 use crate::frame::{self, Delivery};
 use crate::http::{ErrorResponse, Shared, stream_caller};
+use crate::limits::{Budget, Held, StreamPermit};
 use crate::tokens::Caller;
 
-/// Events read from the store per page.
+/// Events read from the store per page, at most.
 const PAGE: u32 = 500;
+/// Bytes of events read per page: past the first event, a page ends once
+/// it holds this many.
+pub(crate) const PAGE_BYTES: usize = 64 << 10;
 /// How often a live stream looks for events other nodes committed.
 const POLL: Duration = Duration::from_secs(1);
 
@@ -161,7 +169,7 @@ pub(crate) struct Follow {
     store: Store,
     filter: EventFilter,
     cursor: Option<u64>,
-    page: VecDeque<Delivery>,
+    page: VecDeque<Sent>,
     committed: tokio::sync::watch::Receiver<u64>,
     tail: crate::tail::Follower,
     latest: tokio::sync::watch::Receiver<u64>,
@@ -171,9 +179,58 @@ pub(crate) struct Follow {
     poll: Pin<Box<Sleep>>,
     ends: Ends,
     done: bool,
-    /// Its place among the gateway's open streams (none for the node's
-    /// own followers).
-    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// What its token's events may hold unsent (none for the node's own
+    /// followers).
+    budget: Option<Budget>,
+    /// Its place among the gateway's and its token's open streams (none
+    /// for the node's own followers).
+    _permit: Option<StreamPermit>,
+}
+
+/// An event read for a stream, holding its share of the token's byte
+/// budget until the socket writer drops it.
+pub(crate) struct Sent {
+    pub(crate) event: Delivery,
+    held: Option<Held>,
+}
+
+impl Sent {
+    /// The SSE frame; the budget returns when the frame is dropped, once
+    /// written.
+    pub(crate) fn sse(self) -> Bytes {
+        match self.held {
+            Some(held) => Bytes::from_owner(Framed {
+                frame: self.event.sse(),
+                _held: held,
+            }),
+            None => self.event.sse(),
+        }
+    }
+
+    /// The share of the budget, for a transport that writes the event
+    /// in another form (the WebSocket's frame).
+    pub(crate) fn into_held(self) -> (Delivery, Option<Held>) {
+        (self.event, self.held)
+    }
+}
+
+impl std::ops::Deref for Sent {
+    type Target = Delivery;
+    fn deref(&self) -> &Delivery {
+        &self.event
+    }
+}
+
+/// A frame and the budget it holds.
+struct Framed {
+    frame: Bytes,
+    _held: Held,
+}
+
+impl AsRef<[u8]> for Framed {
+    fn as_ref(&self) -> &[u8] {
+        &self.frame
+    }
 }
 
 impl Follow {
@@ -181,11 +238,12 @@ impl Follow {
     /// cursor is an error before anything is sent.
     pub(crate) async fn start(
         shared: &Shared,
+        caller: &Caller,
         filter: EventFilter,
         cursor: Option<u64>,
         ends: Ends,
     ) -> Result<Self, ApiError> {
-        let permit = shared.limiter.stream()?;
+        let permit = shared.limiter.stream(&caller.token_id)?;
         Self::start_with(shared, filter, cursor, ends, Some(permit)).await
     }
 
@@ -197,19 +255,40 @@ impl Follow {
         filter: EventFilter,
         cursor: Option<u64>,
         ends: Ends,
-        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+        permit: Option<StreamPermit>,
     ) -> Result<Self, ApiError> {
         let store = &shared.store;
         let committed = store.committed();
-        let first = store
-            .after_json(cursor, &filter, PAGE)
-            .await
-            .map_err(api_error)?;
+        let budget = permit.as_ref().map(|p| p.budget.clone());
+        // The first page now if the budget has room; else the stream
+        // opens (its cursor checked) and waits for room in `next`.
+        let reserved = match &budget {
+            Some(budget) => budget.try_take(budget.kib(PAGE_BYTES)).map(Some),
+            None => Some(None),
+        };
+        let page = match reserved {
+            Some(reserved) => {
+                let first = store
+                    .after_json_within(cursor, &filter, PAGE, PAGE_BYTES as u64)
+                    .await
+                    .map_err(api_error)?;
+                hold(
+                    budget.as_ref(),
+                    reserved,
+                    first.into_iter().map(Delivery::from).collect(),
+                )
+                .await?
+            }
+            None => {
+                store.check_cursor(cursor).await.map_err(api_error)?;
+                VecDeque::new()
+            }
+        };
         Ok(Self {
             store: store.clone(),
             filter,
             cursor,
-            page: first.into_iter().map(Delivery::from).collect(),
+            page,
             committed,
             latest: shared.tail.latest(),
             tail: shared.tail.follow(),
@@ -217,36 +296,53 @@ impl Follow {
             poll: Box::pin(tokio::time::sleep(POLL)),
             ends,
             done: false,
+            budget,
             _permit: permit,
         })
     }
 
+    /// The next page from the store, its budget held.
+    async fn read(&self) -> Result<VecDeque<Sent>, ApiError> {
+        let reserved = reserve(self.budget.as_ref()).await?;
+        let page = self
+            .store
+            .after_json_within(self.cursor, &self.filter, PAGE, PAGE_BYTES as u64)
+            .await
+            .map_err(api_error)?;
+        hold(
+            self.budget.as_ref(),
+            reserved,
+            page.into_iter().map(Delivery::from).collect(),
+        )
+        .await
+    }
+
     /// The next event, waiting for one if need be; `None` when the stream
     /// is over (after a run's terminal event, or after an error).
-    pub(crate) async fn next(&mut self) -> Option<Result<Delivery, ApiError>> {
+    pub(crate) async fn next(&mut self) -> Option<Result<Sent, ApiError>> {
         loop {
             if self.done {
                 return None;
             }
-            if let Some(event) = self.page.pop_front() {
-                self.cursor = Some(event.id());
-                if self.ends == Ends::AfterTerminal && event.is_terminal() {
+            if let Some(sent) = self.page.pop_front() {
+                self.cursor = Some(sent.event.id());
+                if self.ends == Ends::AfterTerminal && sent.event.is_terminal() {
                     self.done = true;
                 }
-                return Some(Ok(event));
+                return Some(Ok(sent));
             }
             if *self.closing.borrow() {
                 // The node is stopping, every run's last event committed:
                 // send what is committed, then end.
-                match self.store.after_json(self.cursor, &self.filter, PAGE).await {
+                match self.read().await {
                     Ok(page) if !page.is_empty() => {
-                        self.page = page.into_iter().map(Delivery::from).collect();
+                        self.page = page;
                         continue;
                     }
                     Ok(_) => self.done = true,
                     Err(error) => {
                         self.done = true;
-                        return Some(Err(api_error(error)));
+                        return Some(Err(error));
                     }
                 }
                 continue;
@@ -257,7 +353,16 @@ impl Follow {
             self.latest.borrow_and_update();
             // The live tail first: one read of the store serves every
             // subscriber it covers.
-            if let Some((page, through)) = self.tail.after(self.cursor, &self.filter, PAGE as usize)
+            let reserved = match reserve(self.budget.as_ref()).await {
+                Ok(reserved) => reserved,
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            };
+            if let Some((page, through)) =
+                self.tail
+                    .after(self.cursor, &self.filter, PAGE as usize, PAGE_BYTES)
             {
                 if page.is_empty() {
                     // Looked through: nothing of this stream's until `through`.
@@ -270,13 +375,20 @@ impl Follow {
                         _ = self.closing.changed() => {}
                     }
                 } else {
-                    self.page = page.into();
+                    match hold(self.budget.as_ref(), reserved, page).await {
+                        Ok(page) => self.page = page,
+                        Err(error) => {
+                            self.done = true;
+                            return Some(Err(error));
+                        }
+                    }
                 }
                 continue;
             }
-            match self.store.after_json(self.cursor, &self.filter, PAGE).await {
+            drop(reserved);
+            match self.read().await {
                 Ok(page) if !page.is_empty() => {
-                    self.page = page.into_iter().map(Delivery::from).collect();
+                    self.page = page;
                 }
                 Ok(_) => {
                     tokio::select! {
@@ -287,11 +399,70 @@ impl Follow {
                 }
                 Err(error) => {
                     self.done = true;
-                    return Some(Err(api_error(error)));
+                    return Some(Err(error));
                 }
             }
         }
     }
+}
+
+/// Takes a page's worth of `budget` before the page is read, so that a
+/// token whose frames wait unwritten reads nothing more.
+async fn reserve(budget: Option<&Budget>) -> Result<Option<Held>, ApiError> {
+    match budget {
+        Some(budget) => budget.take(budget.kib(PAGE_BYTES)).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Gives each event of `page` its share of the budget: what `reserved`
+/// holds, topped up (or given back) to what the page holds. A page over
+/// the whole budget is cut to what fits (its first event always).
+async fn hold(
+    budget: Option<&Budget>,
+    reserved: Option<Held>,
+    mut page: Vec<Delivery>,
+) -> Result<VecDeque<Sent>, ApiError> {
+    let (Some(budget), Some(mut held)) = (budget, reserved) else {
+        return Ok(page
+            .into_iter()
+            .map(|event| Sent { event, held: None })
+            .collect());
+    };
+    if page.is_empty() {
+        return Ok(VecDeque::new());
+    }
+    let capacity = budget.kib(usize::MAX);
+    let mut shares = Vec::with_capacity(page.len());
+    let mut need: u32 = 0;
+    for event in &page {
+        let share = budget.kib(event.size());
+        if !shares.is_empty() && need + share > capacity {
+            break;
+        }
+        need += share;
+        shares.push(share);
+    }
+    page.truncate(shares.len());
+    let have = u32::try_from(held.num_permits()).unwrap_or(u32::MAX);
+    if need > have {
+        held.merge(budget.take(need - have).await?);
+    } else if let Some(surplus) = held.split((have - need) as usize) {
+        drop(surplus);
+    }
+    // Each event splits its share off; the last keeps what remains.
+    let last = shares.len() - 1;
+    let mut rest = Some(held);
+    let mut sent = VecDeque::with_capacity(page.len());
+    for (i, (event, share)) in page.into_iter().zip(shares).enumerate() {
+        let mine = if i == last {
+            rest.take()
+        } else {
+            rest.as_mut().and_then(|held| held.split(share as usize))
+        };
+        sent.push_back(Sent { event, held: mine });
+    }
+    Ok(sent)
 }
 
 /// A stream's state: the reader, its heartbeat, and its token's
@@ -325,7 +496,7 @@ impl Streaming {
                 next = self.follow.next() => {
                     self.last_sent = Instant::now();
                     return Some(match next? {
-                        Ok(event) => event.sse(),
+                        Ok(sent) => sent.sse(),
                         Err(error) => talon_wire::sse_error_frame(&error),
                     });
                 }
@@ -361,7 +532,7 @@ async fn open(
     ends: Ends,
     caller: &Caller,
 ) -> Response {
-    let follow = match Follow::start(shared, filter, cursor, ends).await {
+    let follow = match Follow::start(shared, caller, filter, cursor, ends).await {
         Ok(follow) => follow,
         Err(error) => return ErrorResponse(error).into_response(),
     };

@@ -316,14 +316,16 @@ impl Tail {
         Follower { tail: self.clone() }
     }
 
-    /// Events after `cursor` matching `filter`, at most `limit`, and the
-    /// id up to which the tail was looked through (the cursor to go on
+    /// Events after `cursor` matching `filter`, at most `limit` and,
+    /// past the first, while those before hold less than `max_bytes`, and
+    /// the id up to which the tail was looked through (the cursor to go on
     /// from), when the tail covers that cursor (`None`: read the store).
     pub(crate) fn after(
         &self,
         cursor: Option<u64>,
         filter: &EventFilter,
         limit: usize,
+        max_bytes: usize,
     ) -> Option<(Vec<Delivery>, u64)> {
         let cursor = cursor.unwrap_or(0);
         let buffer = self
@@ -337,8 +339,9 @@ impl Tail {
         let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
         let mut events = Vec::new();
         let mut through = cursor;
+        let mut bytes = 0;
         for entry in buffer.entries.range(skip..) {
-            if events.len() >= limit {
+            if events.len() >= limit || bytes >= max_bytes {
                 break;
             }
             through = entry.id;
@@ -350,7 +353,9 @@ impl Tail {
                 return None;
             }
             if wanted {
-                events.push(entry.for_reader(filter.raw)?);
+                let delivery = entry.for_reader(filter.raw)?;
+                bytes += delivery.size();
+                events.push(delivery);
             }
         }
         Some((events, through))
@@ -471,25 +476,44 @@ mod tests {
             })
         };
         assert_eq!(
-            ids(tail.after(Some(5), &r, 10)),
+            ids(tail.after(Some(5), &r, 10, usize::MAX)),
             None,
             "older than the tail"
         );
-        assert_eq!(ids(tail.after(Some(6), &r, 10)), Some((vec![7], 8)));
-        assert_eq!(ids(tail.after(Some(6), &r, 1)), Some((vec![7], 7)));
-        assert_eq!(ids(tail.after(Some(8), &r, 10)), Some((vec![], 8)));
+        assert_eq!(
+            ids(tail.after(Some(6), &r, 10, usize::MAX)),
+            Some((vec![7], 8))
+        );
+        assert_eq!(
+            ids(tail.after(Some(6), &r, 1, usize::MAX)),
+            Some((vec![7], 7))
+        );
+        assert_eq!(
+            ids(tail.after(Some(8), &r, 10, usize::MAX)),
+            Some((vec![], 8))
+        );
+        // Bounded in bytes: the first event always, then none past the
+        // budget.
+        assert_eq!(ids(tail.after(Some(6), &r, 10, 1)), Some((vec![7], 7)));
+        assert_eq!(
+            ids(tail.after(Some(5), &EventFilter::default(), 10, 1)),
+            None
+        );
         let admin = EventFilter {
             raw: true,
             ..EventFilter::default()
         };
-        assert_eq!(ids(tail.after(Some(6), &admin, 1)), Some((vec![7], 7)));
         assert_eq!(
-            ids(tail.after(Some(6), &admin, 10)),
+            ids(tail.after(Some(6), &admin, 1, usize::MAX)),
+            Some((vec![7], 7))
+        );
+        assert_eq!(
+            ids(tail.after(Some(6), &admin, 10, usize::MAX)),
             None,
             "raw over the cap"
         );
         assert_eq!(
-            ids(tail.after(Some(7), &EventFilter::default(), 10)),
+            ids(tail.after(Some(7), &EventFilter::default(), 10, usize::MAX)),
             Some((vec![8], 8))
         );
     }

@@ -48,6 +48,19 @@ use crate::tokens::Caller;
 /// Frames waiting to be written, per connection.
 const OUTBOX: usize = 256;
 
+/// A frame waiting to be written, with the share of its token's stream
+/// budget an event's frame holds until it is written.
+struct Outgoing {
+    text: String,
+    _held: Option<crate::limits::Held>,
+}
+
+impl From<String> for Outgoing {
+    fn from(text: String) -> Self {
+        Self { text, _held: None }
+    }
+}
+
 /// Upgrades an authenticated request.
 pub(crate) async fn upgrade(
     State(shared): State<Arc<Shared>>,
@@ -63,11 +76,19 @@ pub(crate) async fn upgrade(
         Ok(caller) => caller,
         Err(error) => return ErrorResponse(error).into_response(),
     };
+    // The socket is one of its token's requests while it is open.
+    let in_flight = match shared.limiter.request(&caller.token_id) {
+        Ok(permit) => permit,
+        Err(error) => return ErrorResponse(error).into_response(),
+    };
     let limit = shared.limiter.limits().max_body_bytes;
     let request_id = crate::observe::request_id().unwrap_or_default();
     ws.max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| connection(shared, caller, socket, request_id))
+        .on_upgrade(move |socket| async move {
+            connection(shared, caller, socket, request_id).await;
+            drop(in_flight);
+        })
 }
 
 async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, request_id: String) {
@@ -75,7 +96,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
     let _open = shared.metrics.open(crate::metrics::Connection::WebSocket);
     let request_id: Arc<str> = request_id.into();
     let (mut sink, mut frames) = socket.split();
-    let (outbox, mut queued) = mpsc::channel::<String>(OUTBOX);
+    let (outbox, mut queued) = mpsc::channel::<Outgoing>(OUTBOX);
     let (closer, mut close) = tokio::sync::oneshot::channel::<CloseFrame>();
     let ping_every = shared.limiter.limits().ws_ping_interval;
     let writer = tokio::spawn(async move {
@@ -96,8 +117,16 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                         Err(_) => continue,
                     }
                 }
-                text = queued.recv() => match text {
-                    Some(text) => Message::Text(text.into()),
+                // The frame's budget returns once it is written.
+                outgoing = queued.recv() => match outgoing {
+                    Some(outgoing) => {
+                        let sent = sink.send(Message::Text(outgoing.text.into())).await;
+                        drop(outgoing._held);
+                        if sent.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     None => break,
                 },
                 _ = ping.tick() => Message::Ping(Default::default()),
@@ -143,7 +172,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
         let (id, method, params, len) = match incoming(frame) {
             Incoming::Request(request, len) => (request.id, request.method, request.params, len),
             Incoming::Refused(id, error) => {
-                let _ = outbox.send(answer(&id, Err(error))).await;
+                let _ = outbox.send(answer(&id, Err(error)).into()).await;
                 continue;
             }
             Incoming::Control => continue,
@@ -154,7 +183,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
             .take(&caller.token_id)
             .and_then(|()| shared.limiter.take_bytes(&caller.token_id, &method, len));
         if let Err(error) = metered {
-            let _ = outbox.send(answer(&id, Err(error))).await;
+            let _ = outbox.send(answer(&id, Err(error)).into()).await;
             continue;
         }
         match method.as_str() {
@@ -176,11 +205,11 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                     Ok(started) => {
                         // The answer naming it goes out before its events.
                         let named = subscriptions.name(&id, started);
-                        let _ = outbox.send(named.answer.clone()).await;
+                        let _ = outbox.send(named.answer.clone().into()).await;
                         named.go();
                     }
                     Err(error) => {
-                        let _ = outbox.send(answer(&id, Err(error))).await;
+                        let _ = outbox.send(answer(&id, Err(error)).into()).await;
                     }
                 }
             }
@@ -199,7 +228,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                     started,
                     code,
                 );
-                let _ = outbox.send(answer(&id, outcome)).await;
+                let _ = outbox.send(answer(&id, outcome).into()).await;
             }
             _ => {
                 let shared = shared.clone();
@@ -222,7 +251,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                         served,
                     )
                     .await;
-                    let _ = outbox.send(answer(&id, outcome)).await;
+                    let _ = outbox.send(answer(&id, outcome).into()).await;
                 });
             }
         }
@@ -245,7 +274,7 @@ async fn subscribe(
     shared: &Shared,
     caller: &Caller,
     params: Value,
-    outbox: &mpsc::Sender<String>,
+    outbox: &mpsc::Sender<Outgoing>,
     open: &mut Subscriptions,
 ) -> Result<Started, ApiError> {
     caller.require(Method::EventsSubscribe.spec().scope)?;
@@ -260,7 +289,8 @@ async fn subscribe(
         raw: caller.is_admin(),
         ..EventFilter::default()
     };
-    let mut follow = Follow::start(shared, filter, cursor, crate::stream::Ends::Never).await?;
+    let mut follow =
+        Follow::start(shared, caller, filter, cursor, crate::stream::Ends::Never).await?;
     let (name, named) = tokio::sync::oneshot::channel::<String>();
     let outbox = outbox.clone();
     let task = tokio::spawn(async move {
@@ -268,10 +298,16 @@ async fn subscribe(
         let Ok(sid) = named.await else { return };
         while let Some(next) = follow.next().await {
             let frame = match next {
-                Ok(event) => event_frame(&sid, event.json()),
-                Err(error) => {
-                    json!({"type": "event", "subscriptionId": sid, "error": error}).to_string()
+                Ok(sent) => {
+                    let (event, held) = sent.into_held();
+                    Outgoing {
+                        text: event_frame(&sid, event.json()),
+                        _held: held,
+                    }
                 }
+                Err(error) => json!({"type": "event", "subscriptionId": sid, "error": error})
+                    .to_string()
+                    .into(),
             };
             if outbox.send(frame).await.is_err() {
                 return;

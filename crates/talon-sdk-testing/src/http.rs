@@ -169,10 +169,13 @@ async fn call(
         return ErrorResponse(error).into_response();
     }
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
-        return ErrorResponse(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("the body exceeds {MAX_BODY_BYTES} bytes (or was cut off)"),
-        ))
+        return ErrorResponse(
+            ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!("the body exceeds {MAX_BODY_BYTES} bytes (or was cut off)"),
+            )
+            .with_details(serde_json::json!({"reason": "body_too_large"})),
+        )
         .into_response();
     };
     let params: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {

@@ -300,7 +300,7 @@ impl Store {
         filter: &EventFilter,
         limit: u32,
     ) -> Result<Vec<Event>> {
-        let page = self.page(cursor, filter, limit).await?;
+        let page = self.page(cursor, filter, limit, None).await?;
         page.lines()
             .map(|line| serde_json::from_str(line).map_err(corrupt))
             .collect()
@@ -314,13 +314,36 @@ impl Store {
         filter: &EventFilter,
         limit: u32,
     ) -> Result<Vec<RawEvent>> {
-        let page = self.page(cursor, filter, limit).await?;
+        let page = self.page(cursor, filter, limit, None).await?;
+        page.lines().map(raw_of).collect()
+    }
+
+    /// [`Store::after_json`] bounded in bytes too: events are kept while
+    /// the bodies before them (with `raw` when the filter asks for it)
+    /// hold fewer than `max_bytes`, so the first event always is, whatever
+    /// its size. The sizes are summed in the database, and only the kept
+    /// bodies are read: a page of large events costs a stream its budget,
+    /// not 500 events.
+    pub async fn after_json_within(
+        &self,
+        cursor: Option<u64>,
+        filter: &EventFilter,
+        limit: u32,
+        max_bytes: u64,
+    ) -> Result<Vec<RawEvent>> {
+        let page = self.page(cursor, filter, limit, Some(max_bytes)).await?;
         page.lines().map(raw_of).collect()
     }
 
     /// One page as one row: the envelopes, oldest first, one per line. A
     /// page of 10,000 events is one value to move, not 10,000 rows.
-    async fn page(&self, cursor: Option<u64>, filter: &EventFilter, limit: u32) -> Result<String> {
+    async fn page(
+        &self,
+        cursor: Option<u64>,
+        filter: &EventFilter,
+        limit: u32,
+        max_bytes: Option<u64>,
+    ) -> Result<String> {
         let from = cursor.unwrap_or(0);
         let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
         let types_json = serde_json::to_string(&types).map_err(corrupt)?;
@@ -329,7 +352,7 @@ impl Store {
         // the session's key (kept once, in `sessions`; rows written before
         // that kept it in the body and in `session_key`) and then `raw`
         // (last, where the live tail looks for it).
-        let page: Option<String> = sqlx::query_scalar(sql!(
+        let query = sqlx::query_scalar(sql!(
             "SELECT string_agg('{{\"version\":1,\"id\":\"' || seq || '\",' || \
                 CASE WHEN sk IS NULL AND rw IS NULL THEN body \
                      ELSE substr(body, 1, length(body) - 1) \
@@ -340,18 +363,33 @@ impl Store {
              FROM (SELECT e.seq, e.body, \
                           CASE WHEN $7 = 1 THEN e.raw END AS rw, \
                           {quoted} AS sk \
-                   FROM events e \
+                   FROM {rows} \
                    LEFT JOIN sessions s ON e.session_key IS NULL AND s.id = e.session_id \
-                   WHERE e.seq > $1 \
-                     AND ($2 IS NULL OR e.run_id = $2) \
-                     AND ($3 IS NULL OR e.session_key = $3 \
-                          OR e.session_id = (SELECT id FROM sessions WHERE key = $3)) \
-                     AND ($4 IS NULL OR e.agent_id = $4) \
-                     AND ($5 = '[]' OR e.{types}) \
+                   {kept} \
                    ORDER BY e.seq LIMIT $6) page",
             newline = backend.newline(),
             quoted = backend.json_quote("s.key"),
-            types = backend.types_in(5)
+            rows = if max_bytes.is_some() {
+                // The sizes first, then the bodies of the events under
+                // the budget. `octet_length` of a column reads its size
+                // from the row's header (SQLite and PostgreSQL alike), not
+                // the value, so a large event is not read to be skipped.
+                format!(
+                    "(SELECT seq, SUM(size) OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before \
+                      FROM (SELECT e.seq, octet_length(e.body) \
+                                   + CASE WHEN $7 = 1 THEN COALESCE(octet_length(e.raw), 0) ELSE 0 END AS size \
+                            FROM events e WHERE {matches} ORDER BY e.seq LIMIT $6) sized) budget \
+                     JOIN events e ON e.seq = budget.seq",
+                    matches = matches(&backend),
+                )
+            } else {
+                "events e".to_owned()
+            },
+            kept = if max_bytes.is_some() {
+                "WHERE COALESCE(budget.before, 0) < $8".to_owned()
+            } else {
+                format!("WHERE {}", matches(&backend))
+            },
         ))
         .bind(i64::try_from(from).map_err(corrupt)?)
         .bind(filter.run_id.clone())
@@ -359,9 +397,12 @@ impl Store {
         .bind(filter.agent_id.clone())
         .bind(types_json)
         .bind(i64::from(limit.min(MAX_PAGE)))
-        .bind(i64::from(filter.raw))
-        .fetch_one(self.pool())
-        .await?;
+        .bind(i64::from(filter.raw));
+        let query = match max_bytes {
+            Some(max) => query.bind(i64::try_from(max).unwrap_or(i64::MAX)),
+            None => query,
+        };
+        let page: Option<String> = query.fetch_one(self.pool()).await?;
         // The floor is read after the page: a prune that committed before
         // the read moved it past `from` and is caught here; one that
         // commits after it removed nothing this read returned.
@@ -373,6 +414,21 @@ impl Store {
             });
         }
         Ok(page.unwrap_or_default())
+    }
+
+    /// [`StoreError::CursorExpired`] when retention removed events after
+    /// `cursor`: what a page read after it would answer, without reading
+    /// one.
+    pub async fn check_cursor(&self, cursor: Option<u64>) -> Result<()> {
+        let from = cursor.unwrap_or(0);
+        let floor = self.floor().await?;
+        if floor > 0 && from < floor {
+            return Err(StoreError::CursorExpired {
+                cursor: from,
+                oldest: floor + 1,
+            });
+        }
+        Ok(())
     }
 
     async fn floor(&self) -> Result<u64> {
@@ -436,6 +492,20 @@ impl Store {
         tx.commit().await?;
         Ok(removed)
     }
+}
+
+/// The condition an event of the page meets (on `e`, with the filter's
+/// parameters `$1` to `$5`).
+fn matches(backend: &Backend) -> String {
+    format!(
+        "e.seq > $1 \
+         AND ($2 IS NULL OR e.run_id = $2) \
+         AND ($3 IS NULL OR e.session_key = $3 \
+              OR e.session_id = (SELECT id FROM sessions WHERE key = $3)) \
+         AND ($4 IS NULL OR e.agent_id = $4) \
+         AND ($5 = '[]' OR e.{types})",
+        types = backend.types_in(5)
+    )
 }
 
 /// The id and type of an envelope line, read from its fixed opening

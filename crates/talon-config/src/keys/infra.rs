@@ -79,6 +79,36 @@ pub(super) fn gateway() -> Node {
                 whole(1, 1 << 20, "Open SSE and WebSocket streams."),
             ),
             field(
+                "maxStreamsPerToken",
+                whole(1, 1 << 20, "Open streams of one token (default 64)."),
+            ),
+            field(
+                "maxRequestsPerToken",
+                whole(
+                    1,
+                    1 << 20,
+                    "Requests of one token in flight, WebSockets included (default 64).",
+                ),
+            ),
+            field(
+                "streamBytesPerToken",
+                whole(
+                    1,
+                    1 << 40,
+                    "Bytes one token's streams may hold unsent (default 16 MiB).",
+                ),
+            ),
+            field("slowReaderTimeoutMs", ms()),
+            field("bodyReadTimeoutMs", ms()),
+            field(
+                "minBodyBytesPerSecond",
+                whole(
+                    1,
+                    1 << 40,
+                    "The slowest a request body may arrive after 5 s (default 1024).",
+                ),
+            ),
+            field(
                 "maxBodyBytes",
                 whole(1, 1 << 30, "The largest request body."),
             ),

@@ -44,6 +44,10 @@ async fn start(
 ) -> Result<Response, (OpenAiError, Retry)> {
     let before = |e| (e, Retry::IfRetryable);
     let caller = caller(shared, headers).await.map_err(before)?;
+    let _in_flight = shared
+        .limiter
+        .request(&caller.token_id)
+        .map_err(|e| before(e.into()))?;
     let request: ChatRequest = json_body(shared, &caller, body).await.map_err(before)?;
     if request.n.unwrap_or(1) != 1 {
         return Err(before(OpenAiError::invalid(
@@ -79,7 +83,10 @@ async fn start(
     // The stream's place is taken before the run exists: a gateway at
     // `maxStreams` refuses the call (retryable) instead of starting a run
     // the call cannot follow.
-    let permit = shared.limiter.stream().map_err(|e| before(e.into()))?;
+    let permit = shared
+        .limiter
+        .stream(&caller.token_id)
+        .map_err(|e| before(e.into()))?;
     let extras = Extras {
         tools,
         idempotency_key: idempotency_key(headers),

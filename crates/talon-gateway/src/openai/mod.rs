@@ -216,13 +216,17 @@ pub(crate) async fn json_body<T: serde::de::DeserializeOwned>(
     caller: &Caller,
     body: Body,
 ) -> Result<T, OpenAiError> {
-    let limit = shared.limiter.limits().max_body_bytes;
-    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return Err(OpenAiError::invalid(
-            format!("the body exceeds {limit} bytes (or was cut off)"),
-            None,
-            "body_too_large",
-        ));
+    let limits = shared.limiter.limits();
+    let bytes = match crate::body::read(body, limits).await {
+        Ok(bytes) => bytes,
+        Err(refused) => {
+            let error = refused.error(limits);
+            let code = match refused {
+                crate::body::Refused::TooLarge => "body_too_large",
+                crate::body::Refused::TooSlow => "body_too_slow",
+            };
+            return Err(OpenAiError::invalid(error.message, None, code));
+        }
     };
     shared
         .limiter

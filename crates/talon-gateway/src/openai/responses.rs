@@ -30,6 +30,7 @@ use super::sse::{self, Project};
 use super::{Retry, call, caller, error_response, json_body, run_headers};
 use crate::http::Shared;
 use crate::stream::{Ends, Follow};
+use crate::tokens::Caller;
 
 /// How long `cancel` waits for the run's end before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -72,6 +73,10 @@ async fn start(
 ) -> Result<Response, (OpenAiError, Retry)> {
     let before = |e| (e, Retry::IfRetryable);
     let caller = caller(shared, headers).await.map_err(before)?;
+    let _in_flight = shared
+        .limiter
+        .request(&caller.token_id)
+        .map_err(|e| before(e.into()))?;
     let request: ResponseRequest = json_body(shared, &caller, body).await.map_err(before)?;
     if request.conversation.is_some() {
         return Err(before(OpenAiError::invalid(
@@ -126,7 +131,12 @@ async fn start(
     let background = request.background.unwrap_or(false);
     let streamed = request.stream.unwrap_or(false);
     let permit = if streamed || !background {
-        Some(shared.limiter.stream().map_err(|e| before(e.into()))?)
+        Some(
+            shared
+                .limiter
+                .stream(&caller.token_id)
+                .map_err(|e| before(e.into()))?,
+        )
     } else {
         None
     };
@@ -163,7 +173,9 @@ async fn start(
     // cancelled if its client leaves first.
     let abandon = (!background).then(|| sse::Abandon::new(shared.clone(), &run_id));
     let mut response = if streamed {
-        let follow = follow(shared, &run_id, permit).await.map_err(never)?;
+        let follow = follow(shared, &caller, &run_id, permit)
+            .await
+            .map_err(never)?;
         let events = Events {
             fold: ResponseFold::new(header),
             after: None,
@@ -173,7 +185,9 @@ async fn start(
         let (fold, _) = committed(shared, &run_id, header).await.map_err(never)?;
         echo(fold.response())
     } else {
-        let mut follow = follow(shared, &run_id, permit).await.map_err(never)?;
+        let mut follow = follow(shared, &caller, &run_id, permit)
+            .await
+            .map_err(never)?;
         let mut fold = ResponseFold::new(header);
         let ended = sse::drain(&mut follow, |id, event| {
             fold.push(id, event);
@@ -197,8 +211,9 @@ async fn start(
 /// not given).
 async fn follow(
     shared: &Shared,
+    caller: &Caller,
     run_id: &str,
-    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    permit: Option<crate::limits::StreamPermit>,
 ) -> Result<Follow, OpenAiError> {
     let filter = EventFilter {
         run_id: Some(run_id.to_owned()),
@@ -206,7 +221,10 @@ async fn follow(
     };
     let permit = match permit {
         Some(permit) => permit,
-        None => shared.limiter.stream().map_err(OpenAiError::from)?,
+        None => shared
+            .limiter
+            .stream(&caller.token_id)
+            .map_err(OpenAiError::from)?,
     };
     Follow::start_with(shared, filter, None, Ends::AfterTerminal, Some(permit))
         .await
@@ -371,7 +389,7 @@ pub(super) async fn retrieve(
                 Some(raw) => check_first(&sse::decode(crate::frame::Delivery::from(raw).json())?)?,
                 None => return Err(expired()),
             }
-            let mut follow = follow(&shared, &run_id, None).await?;
+            let mut follow = follow(&shared, &caller, &run_id, None).await?;
             // The first event decides whether the response can be rebuilt.
             let mut events = Events {
                 fold: ResponseFold::new(header_of(&run)),
@@ -428,7 +446,7 @@ pub(super) async fn cancel(
                 Err(error) => return Err(error),
             }
         }
-        let mut follow = follow(&shared, &run_id, None).await?;
+        let mut follow = follow(&shared, &caller, &run_id, None).await?;
         let mut fold = ResponseFold::new(header_of(&run));
         let _ = tokio::time::timeout(
             CANCEL_WAIT,

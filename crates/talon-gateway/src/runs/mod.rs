@@ -511,7 +511,7 @@ impl Engine {
         for run in orphans.map_err(api_error)? {
             self.recover_orphan(run, orphaned).await;
         }
-        tokio::spawn(crate::memory::trim_after_runs(self.inner.ended.subscribe()));
+        tokio::spawn(crate::memory::trim_after(self.inner.ended.subscribe()));
         tokio::spawn(self.clone().purge_artifacts());
         if let Some(ssh) = &self.inner.ssh {
             tokio::spawn(remote::sweep(ssh.clone()));

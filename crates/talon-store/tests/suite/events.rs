@@ -131,6 +131,63 @@ on_both! {
 }
 
 on_both! {
+    /// A page bounded in bytes keeps events while those before hold less
+    /// than the budget (the first always, whatever its size), counted in
+    /// bytes, not characters, with `raw` only for readers who get it; the
+    /// filter still applies, and paging on reaches every event once.
+    async fn a_page_bounded_in_bytes_keeps_what_fits_and_always_one(t) {
+        let big = |n: u64, text: String| {
+            let mut e = event("r1", EventType::AssistantDelta, n, n);
+            e.data = json!({"text": text});
+            e
+        };
+        let mut events = vec![
+            big(0, "é".repeat(6_000)),
+            big(1, "a".repeat(100)),
+            big(2, "b".repeat(100)),
+            event("r2", EventType::RunStarted, 3, 3),
+            big(4, "c".repeat(30_000)),
+            big(5, "d".repeat(100)),
+        ];
+        events[2].raw = Some(json!({"native": "x".repeat(20_000)}));
+        let stored = t.store.append(events).await.unwrap();
+        let ids = |page: &[talon_store::RawEvent]| page.iter().map(|e| e.id).collect::<Vec<_>>();
+        let id = |i: usize| stored[i].id.parse::<u64>().unwrap();
+        let all = EventFilter::default();
+        // 12,000 bytes of "é" (6,000 characters) alone fill a 10 KB budget.
+        let page = t.store.after_json_within(None, &all, 100, 10_000).await.unwrap();
+        assert_eq!(ids(&page), [id(0)]);
+        // A generous budget: the limit still applies.
+        let page = t.store.after_json_within(None, &all, 3, 1 << 20).await.unwrap();
+        assert_eq!(ids(&page), [id(0), id(1), id(2)]);
+        // `raw` counts only for a reader that gets it.
+        let after = Some(id(0));
+        let page = t.store.after_json_within(after, &all, 100, 10_000).await.unwrap();
+        assert_eq!(ids(&page), [id(1), id(2), id(3), id(4)]);
+        let with_raw = EventFilter { raw: true, ..Default::default() };
+        let page = t.store.after_json_within(after, &with_raw, 100, 10_000).await.unwrap();
+        assert_eq!(ids(&page), [id(1), id(2)]);
+        // Filtered: r2's event is neither counted nor sent.
+        let by_run = EventFilter { run_id: Some("r1".into()), ..Default::default() };
+        let page = t.store.after_json_within(Some(id(2)), &by_run, 100, 100).await.unwrap();
+        assert_eq!(ids(&page), [id(4)]);
+        // Paging by a tiny budget reaches every event once, as the
+        // unbounded page has them.
+        let mut cursor = None;
+        let mut seen = Vec::new();
+        loop {
+            let page = t.store.after_json_within(cursor, &with_raw, 100, 1).await.unwrap();
+            let Some(last) = page.last() else { break };
+            assert_eq!(page.len(), 1);
+            cursor = Some(last.id);
+            seen.extend(page.into_iter().map(|e| e.json));
+        }
+        let unbounded: Vec<String> = t.store.after_json(None, &with_raw, 100).await.unwrap().into_iter().map(|e| e.json).collect();
+        assert_eq!(seen, unbounded);
+    }
+}
+
+on_both! {
     async fn retention_expires_old_cursors_instead_of_shortening_streams(t) {
         let store = &t.store;
         let stored = store

@@ -14,6 +14,9 @@
 //! - [`inputs`]: every bounded field at its cap and over it, the schema's
 //!   `maxLength`, a session key stored once, byte rates and the stored
 //!   bytes quota.
+//! - [`memory`]: a token's unread streams hold at most its byte budget, a
+//!   starved stream ends and resumes with no gap, a token's streams and
+//!   requests in flight are capped, trickled bodies are cut.
 //! - [`sandbox`]: shell commands trying to reach the gateway, its state,
 //!   its process and port, other workspaces and the host past the command
 //!   sandbox, and floods of processes, memory and disk.
@@ -29,6 +32,7 @@ mod browsers;
 mod environments;
 mod idempotency;
 mod inputs;
+mod memory;
 mod openai;
 mod revocation;
 mod sandbox;

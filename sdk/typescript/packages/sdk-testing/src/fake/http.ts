@@ -280,7 +280,7 @@ export class HttpTransport {
     const body = await readBody(req);
     if (body === undefined) {
       drain(req, res, true);
-      return sendError(res, apiError("invalid_request", `the body exceeds ${MAX_BODY_BYTES} bytes (or was cut off)`));
+      return sendError(res, apiError("invalid_request", `the body exceeds ${MAX_BODY_BYTES} bytes (or was cut off)`, { details: { reason: "body_too_large" } }));
     }
     let params: unknown;
     try {

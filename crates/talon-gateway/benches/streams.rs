@@ -1,0 +1,338 @@
+//! What unread streams cost (issue 45): one read-only token opens many
+//! `/v1/events?after=0` streams over a log of large events and never reads
+//! them, while another token creates runs and follows them.
+//!
+//! Reported: the gateway's resident memory idle, while the streams are
+//! held (its peak), and after they close; and the other token's
+//! `runs.create` → `run.started` latency (p50/p99) with and without the
+//! flood. In-process, so the memory includes the bench's own sockets (a
+//! few KiB each); the kernel's socket buffers are not in it.
+//!
+//! `cargo bench -p talon-gateway --bench streams` (`-- quick` for a smoke
+//! run). `TALON_BENCH_STREAMS` (default 1,000), `TALON_BENCH_EVENTS`
+//! (2,000) and `TALON_BENCH_EVENT_BYTES` (50,000) change the flood;
+//! `TALON_BENCH_HOLD_MS` (8,000) how long it is held.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    missing_docs,
+    reason = "a benchmark binary fails loudly and prints its table"
+)]
+
+use std::io::{Read as _, Write as _};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use talon_gateway::{GatewayConfig, Limits, tokens};
+use talon_mock_model::{MockModel, Script};
+use talon_protocol::gateway::Scope;
+use talon_protocol::{Event, EventType};
+use talon_runtime::{Host, ModelRoute};
+use talon_testing::stats;
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Anonymous resident memory (the heap and stacks, not mapped files).
+fn anon_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The gateway, its admin token, a client.
+struct Bench {
+    running: talon_gateway::Running,
+    admin: String,
+    client: reqwest::Client,
+    _mock: MockModel,
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    async fn start(streams: usize) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = MockModel::start(Script::texts(&["ok"])).await.unwrap();
+        let doc = json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
+        let host = Host::new(
+            Arc::new(talon_config::Config::parse(&doc.to_string(), None).unwrap()),
+            ModelRoute {
+                base_url: Some(mock.base_url()),
+            },
+        )
+        .unwrap();
+        let config = GatewayConfig {
+            limits: Limits {
+                calls_per_second: 1e9,
+                burst: 1_000_000,
+                max_streams: streams + 64,
+                // Raised, so that the byte budget is what is measured.
+                max_streams_per_token: streams + 1,
+                ..Limits::default()
+            },
+            ..GatewayConfig::local(dir.path(), 0, Arc::new(host))
+        };
+        let running = talon_gateway::start(config).await.unwrap();
+        let admin = running.admin_token.clone().unwrap_or_default();
+        Self {
+            running,
+            admin,
+            client: reqwest::Client::new(),
+            _mock: mock,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.running.addr)
+    }
+}
+
+/// `n` events of `size` bytes of text each, on one run.
+async fn fill(b: &Bench, n: u64, size: usize) {
+    let text = "x".repeat(size);
+    let mut events = Vec::new();
+    for i in 0..n {
+        events.push(Event {
+            version: 1,
+            id: Default::default(),
+            ts: 1_000 + i,
+            kind: EventType::AssistantDelta,
+            run_id: Some("run_flood".into()),
+            session_id: Some("s1".into()),
+            session_key: Some("key-flood".into()),
+            task_id: None,
+            agent_id: Some("main".into()),
+            request_id: None,
+            data: json!({"text": text, "i": i}),
+            raw: None,
+        });
+        if events.len() == 50 {
+            b.running
+                .store
+                .append(std::mem::take(&mut events))
+                .await
+                .unwrap();
+        }
+    }
+    if !events.is_empty() {
+        b.running.store.append(events).await.unwrap();
+    }
+}
+
+/// A stream on a socket with a small receive window, never read past its
+/// head.
+fn unread(addr: std::net::SocketAddr, token: &str) -> std::net::TcpStream {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&addr.into()).unwrap();
+    let mut stream: std::net::TcpStream = socket.into();
+    write!(
+        stream,
+        "GET /v1/events?after=0 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the stream was refused");
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    stream
+}
+
+/// `n` runs by the admin, each from `runs.create` to its `run.started`
+/// on a stream opened before: the latencies, in ms, sorted.
+async fn creates(b: &Bench, n: usize) -> Vec<f64> {
+    let mut took = Vec::with_capacity(n);
+    let mut events = b
+        .client
+        .get(b.url("/v1/events?types=run.started"))
+        .bearer_auth(&b.admin)
+        .send()
+        .await
+        .unwrap();
+    let mut buffer = String::new();
+    for _ in 0..n {
+        let started = Instant::now();
+        let run: Value = b
+            .client
+            .post(b.url("/v1/runs.create"))
+            .bearer_auth(&b.admin)
+            .json(&json!({"input": "hi"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = run["id"].as_str().unwrap().to_owned();
+        while !buffer.contains(&id) {
+            let chunk = events.chunk().await.unwrap().unwrap();
+            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        took.push(started.elapsed().as_secs_f64() * 1e3);
+        buffer.clear();
+    }
+    took.sort_by(f64::total_cmp);
+    took
+}
+
+/// The SSE streams the gateway has open, from `/metrics`.
+async fn sse_open(b: &Bench) -> u64 {
+    let text = b
+        .client
+        .get(b.url("/metrics"))
+        .bearer_auth(&b.admin)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("talon_sse_connections "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Reads the whole log once, as the admin.
+async fn warm(b: &Bench, events: u64) {
+    let mut stream = b
+        .client
+        .get(b.url("/v1/events?after=0"))
+        .bearer_auth(&b.admin)
+        .send()
+        .await
+        .unwrap();
+    let last = format!("id: {events}\n");
+    let mut tail = String::new();
+    while let Some(chunk) = stream.chunk().await.unwrap() {
+        tail.push_str(&String::from_utf8_lossy(&chunk));
+        if tail.contains(&last) {
+            break;
+        }
+        let keep = tail.len().saturating_sub(64);
+        tail = tail.split_off(tail.floor_char_boundary(keep));
+    }
+}
+
+fn row(what: &str, took: &[f64]) {
+    println!(
+        "| {what} | p50 {:.2} ms | p99 {:.2} ms | n {} |",
+        stats::percentile(took, 50.0),
+        stats::percentile(took, 99.0),
+        took.len()
+    );
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "quick");
+    let streams = env("TALON_BENCH_STREAMS", if quick { 100 } else { 1_000 }) as usize;
+    let events = env("TALON_BENCH_EVENTS", if quick { 200 } else { 2_000 });
+    let size = env("TALON_BENCH_EVENT_BYTES", 50_000) as usize;
+    let hold = Duration::from_millis(env(
+        "TALON_BENCH_HOLD_MS",
+        if quick { 2_000 } else { 8_000 },
+    ));
+    let samples = if quick { 20 } else { 200 };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let b = Bench::start(streams).await;
+        fill(&b, events, size).await;
+        let viewer = tokens::create(
+            &b.running.store,
+            Some("viewer".into()),
+            vec![Scope::SessionRead],
+            None,
+            talon_store::now_ms(),
+        )
+        .await
+        .unwrap()
+        .secret;
+        println!("| measure | | | |\n|---|---|---|---|");
+        println!(
+            "| flood | {streams} unread streams of one token | {events} events of {size} B | held {} ms |",
+            hold.as_millis()
+        );
+        // Warm what every reader shares (the database's page caches, the
+        // allocator's arenas) with one whole read of the log, so that idle
+        // is a gateway that has served the log before.
+        warm(&b, events).await;
+        let quiet = creates(&b, samples).await;
+        row("another token's create → started, no flood", &quiet);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let idle = rss_mib();
+        let idle_anon = anon_mib();
+        let addr = b.running.addr;
+        let opened = Instant::now();
+        let held = tokio::task::spawn_blocking(move || {
+            (0..streams).map(|_| unread(addr, &viewer)).collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        let open_ms = opened.elapsed().as_secs_f64() * 1e3;
+        let mut peak = rss_mib();
+        let mut peak_anon = anon_mib();
+        let flooded = creates(&b, samples).await;
+        let until = Instant::now() + hold;
+        while Instant::now() < until {
+            peak = peak.max(rss_mib());
+            peak_anon = peak_anon.max(anon_mib());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        row("another token's create → started, flooded", &flooded);
+        println!(
+            "| RSS | idle {idle:.1} MiB | peak while held {peak:.1} MiB (+{:.1}) | opened in {open_ms:.0} ms |",
+            peak - idle
+        );
+        println!(
+            "| of which anonymous | idle {idle_anon:.1} MiB | peak {peak_anon:.1} MiB (+{:.1}) | |",
+            peak_anon - idle_anon
+        );
+        drop(held);
+        // The gateway notices each closed socket when it next writes to
+        // it; then what the stream held is freed and the heap trimmed.
+        let closed = Instant::now();
+        while sse_open(&b).await > 0 && closed.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let gone_ms = closed.elapsed().as_secs_f64() * 1e3;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let after = rss_mib();
+        println!(
+            "| after they closed | every stream ended in {gone_ms:.0} ms | RSS 5 s later {after:.1} MiB (+{:.1} over idle) | |",
+            after - idle
+        );
+        b.running.shutdown().await;
+    });
+}

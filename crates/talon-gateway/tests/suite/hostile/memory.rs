@@ -1,0 +1,272 @@
+//! Memory and places per token: a token's unread streams hold at most its
+//! byte budget, and a stream starved of it ends (`slow_reader`) and
+//! resumes from its cursor with no gap; a token's streams and requests in
+//! flight are capped so no token takes another's; a body trickled in is
+//! cut, and the gateway keeps answering others meanwhile.
+
+use std::io::{Read as _, Write as _};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use talon_gateway::{Limits, tokens};
+use talon_protocol::gateway::Scope;
+use talon_protocol::{Event, EventType};
+
+use super::super::{Options, TestGateway};
+
+/// `n` events of about `size` bytes each, on one run.
+async fn log(g: &TestGateway, n: u64, size: usize) {
+    let events = (0..n)
+        .map(|i| Event {
+            version: 1,
+            id: Default::default(),
+            ts: 1_000 + i,
+            kind: EventType::AssistantDelta,
+            run_id: Some("run_big".into()),
+            session_id: Some("s1".into()),
+            session_key: Some("key-big".into()),
+            task_id: None,
+            agent_id: Some("main".into()),
+            request_id: None,
+            data: json!({"text": "x".repeat(size), "i": i}),
+            raw: None,
+        })
+        .collect::<Vec<_>>();
+    for chunk in events.chunks(50) {
+        g.running.store.append(chunk.to_vec()).await.unwrap();
+    }
+}
+
+async fn token(g: &TestGateway, name: &str) -> String {
+    tokens::create(
+        &g.running.store,
+        Some(name.into()),
+        vec![Scope::SessionRead, Scope::AgentRead, Scope::AgentRun],
+        None,
+        talon_store::now_ms(),
+    )
+    .await
+    .unwrap()
+    .secret
+}
+
+/// A stream opened on a socket with a tiny receive window that is never
+/// read past the answer's head.
+fn unread(g: &TestGateway, token: &str, path: &str) -> std::net::TcpStream {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&g.running.addr.into()).unwrap();
+    let mut stream: std::net::TcpStream = socket.into();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the answer ended");
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    stream
+}
+
+/// The ids of a stream's events, read until its end or `last`, and the
+/// error that ended it, if any.
+async fn read_stream(
+    g: &TestGateway,
+    token: &str,
+    after: Option<u64>,
+    last: u64,
+) -> (Vec<u64>, Option<Value>) {
+    use futures::StreamExt as _;
+    let mut request = g.client.get(g.url("/v1/events")).bearer_auth(token);
+    if let Some(after) = after {
+        request = request.header("last-event-id", after.to_string());
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    loop {
+        while let Some(end) = text.find("\n\n") {
+            let frame: String = text.drain(..end + 2).collect();
+            if let Some(data) = frame.strip_prefix("event: error\ndata: ") {
+                return (ids, Some(serde_json::from_str(data.trim()).unwrap()));
+            }
+            if let Some(id) = frame.strip_prefix("id: ") {
+                let id: u64 = id.lines().next().unwrap().parse().unwrap();
+                ids.push(id);
+                if id == last {
+                    return (ids, None);
+                }
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(30), body.next()).await {
+            Ok(Some(chunk)) => text.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap()),
+            Ok(None) => return (ids, None),
+            Err(_) => panic!("the stream stalled after {:?}", ids.last()),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_starved_of_its_tokens_budget_ends_and_resumes_with_no_gap() {
+    let g = TestGateway::start_with(Limits {
+        stream_bytes_per_token: 64 << 10,
+        slow_reader_timeout: Duration::from_millis(500),
+        stalled_write_timeout: Duration::from_secs(60),
+        ..Limits::default()
+    })
+    .await;
+    // 10 MB: more than the kernel buffers of a socket take.
+    log(&g, 500, 20_000).await;
+    let last = 500;
+    let viewer = token(&g, "viewer").await;
+    let other = token(&g, "other").await;
+    // One unread stream holds the viewer's whole budget.
+    let held = unread(&g, &viewer, "/v1/events?after=0");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The viewer's next stream waits for room, then ends saying why.
+    let (ids, error) = read_stream(&g, &viewer, None, last).await;
+    assert_eq!(
+        error
+            .as_ref()
+            .map(|e| (&e["error"]["code"], &e["error"]["details"])),
+        Some((&json!("unavailable"), &json!({"reason": "slow_reader"}))),
+        "{ids:?}"
+    );
+    let reached = ids.last().copied();
+    assert_eq!(ids, (1..=reached.unwrap_or(0)).collect::<Vec<_>>());
+    // Another token's stream meanwhile reads everything: its budget is its
+    // own.
+    let (all, error) = read_stream(&g, &other, None, last).await;
+    assert_eq!((all, error), ((1..=last).collect(), None));
+    // Once the hog is gone, the cut stream resumes from its cursor with
+    // no gap and no duplicate.
+    drop(held);
+    let (rest, error) = read_stream(&g, &viewer, reached, last).await;
+    assert_eq!(error, None);
+    assert_eq!(rest, (reached.unwrap_or(0) + 1..=last).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_at_its_stream_cap_leaves_the_others_theirs() {
+    let g = TestGateway::start_opts(Options {
+        limits: Limits {
+            max_streams: 8,
+            max_streams_per_token: 2,
+            ..Limits::default()
+        },
+        // One answer for the run, one for the chat call.
+        script: talon_mock_model::Script::texts(&["one", "two"]),
+        ..Options::default()
+    })
+    .await;
+    let viewer = token(&g, "viewer").await;
+    let app = token(&g, "app").await;
+    let _first = unread(&g, &viewer, "/v1/events");
+    let _second = unread(&g, &viewer, "/v1/events");
+    let refused = g
+        .client
+        .get(g.url("/v1/events"))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(
+        body["error"]["details"],
+        json!({"limit": "maxStreamsPerToken"})
+    );
+    // A WebSocket subscription counts too.
+    let socket = super::super::ws::connect(&g, &viewer).await.unwrap();
+    let t = super::super::ws::Transport::Ws(Box::new(tokio::sync::Mutex::new((socket, 0))));
+    let refused = t.call(&g, "events.subscribe", json!({})).await.unwrap_err();
+    assert_eq!(refused["code"], "rate_limited", "{refused}");
+    // Another token streams and runs as before, through the OpenAI route
+    // too (a non-streamed call follows its run on a stream of its own).
+    let _theirs = unread(&g, &app, "/v1/events");
+    let (status, run) = g.call(&app, "runs.create", json!({"input": "hi"})).await;
+    assert_eq!(status, 200, "{run}");
+    let chat = g
+        .client
+        .post(g.url("/v1/chat/completions"))
+        .bearer_auth(&app)
+        .json(&json!({"model": "main", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(chat.status(), 200, "{}", chat.text().await.unwrap());
+}
+
+/// Sends a request head announcing a body of `len` bytes, and `sent` of
+/// them.
+fn trickle(g: &TestGateway, token: &str, len: usize, sent: &[u8]) -> std::net::TcpStream {
+    let mut stream = std::net::TcpStream::connect(g.running.addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/agents.list HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {len}\r\n\r\n"
+    )
+    .unwrap();
+    stream.write_all(sent).unwrap();
+    stream
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickled_bodies_are_cut_and_take_only_their_tokens_places() {
+    let g = TestGateway::start_with(Limits {
+        max_requests_per_token: 3,
+        body_read_timeout: Duration::from_millis(800),
+        ..Limits::default()
+    })
+    .await;
+    let slow = token(&g, "slow").await;
+    let app = token(&g, "app").await;
+    let held: Vec<_> = (0..3).map(|_| trickle(&g, &slow, 100, b"{")).collect();
+    // Each is in flight once its head is read.
+    let started = std::time::Instant::now();
+    let status = loop {
+        let (status, body) = g.call(&slow, "agents.list", json!({})).await;
+        if status == 429 || started.elapsed() > Duration::from_secs(5) {
+            assert_eq!(
+                body["error"]["details"],
+                json!({"limit": "maxRequestsPerToken"})
+            );
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(status, 429);
+    // Others are answered meanwhile, and so is the health check.
+    let (status, _) = g.call(&app, "agents.list", json!({})).await;
+    assert_eq!(status, 200);
+    let health = g.client.get(g.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    // Past the deadline each trickled body is refused and its connection
+    // closed.
+    for mut stream in held {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(
+            answer.to_ascii_lowercase().contains("connection: close"),
+            "{answer}"
+        );
+        assert!(answer.contains(r#""reason":"body_too_slow""#), "{answer}");
+    }
+    // Their places are free again.
+    let (status, _) = g.call(&slow, "agents.list", json!({})).await;
+    assert_eq!(status, 200);
+}
