@@ -4,6 +4,7 @@ a run, wait for it, read its events. tests/openapi/run generates the client
 (as the package `talon_gateway_client`) and runs this file."""
 
 import os
+import re
 import sys
 import traceback
 
@@ -21,11 +22,14 @@ client = AuthenticatedClient(base_url=os.environ["TALON_URL"], token=os.environ[
 
 
 def test_a_run_of_the_mock_model():
-    created = runs_create.sync(
+    created = runs_create.sync_detailed(
         client=client.with_headers({"x-request-id": "py-client-req"}),
         body=RunsCreateParams.from_dict({"input": "What is the answer?", "sessionKey": "py-client"}),
     )
-    accepted = created.to_dict()
+    # The gateway's own request id, never the client's.
+    request_id = created.headers["x-request-id"]
+    assert re.fullmatch(r"req_[0-9a-f]{24}", request_id), request_id
+    accepted = created.parsed.to_dict()
     run_id = accepted["runId"]
     assert isinstance(accepted["createdAt"], int), accepted
     assert accepted == {
@@ -62,11 +66,11 @@ def test_a_run_of_the_mock_model():
         "sessionId": accepted["sessionId"],
         "sessionKey": "py-client",
         "agentId": "main",
-        "requestId": "py-client-req",
+        "requestId": request_id,
     }, message
     assert all(isinstance(event["ts"], int) for event in page["events"]), page
     # Every event of the run names the call that created it.
-    assert all(event.get("requestId") == "py-client-req" for event in page["events"]), page
+    assert all(event.get("requestId") == request_id for event in page["events"]), page
 
 
 def test_an_error_is_the_one_error_response():

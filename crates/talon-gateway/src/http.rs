@@ -196,6 +196,10 @@ pub(crate) async fn serve_call(
     method: &str,
     params: serde_json::Value,
 ) -> Result<serde_json::Value, ApiError> {
+    if caller.ticket.is_some() {
+        let shown: String = method.chars().take(64).collect();
+        return Err(tokens::ticket_refusal(&format!("`{shown}`")));
+    }
     let Some(known) = Method::from_name(method) else {
         let shown: String = method.chars().take(64).collect();
         return Err(

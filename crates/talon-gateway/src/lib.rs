@@ -34,8 +34,10 @@
 //!   SHA-256 only (no key to share between nodes), compared in constant time, never logged; a store
 //!   without tokens gets an admin token on the first start, written to `<state_dir>/admin.token`
 //!   (0600). `authenticate` answers one `unauthenticated` for missing, malformed, unknown, expired
-//!   and revoked tokens alike. Stream tickets (`tkt_`, single use, short-lived) let a browser open
-//!   a stream without putting the token in a URL.
+//!   and revoked tokens alike. Stream tickets (`tkt_`, single use, short-lived, `session.read`)
+//!   open the one stream they name (`TicketStream`): a ticket's `Caller` has `ticket` set, calls no
+//!   method (`serve_call` refuses it) and opens nothing else (`Caller::may_open`, the socket's one
+//!   subscription in `ws.rs`). A browser's WebSocket sends its token as its first frame instead.
 //! - `revocation`: one task per node reads recent revocations every 250 ms; each stream and socket
 //!   holds a `Liveness` that wakes on them and at its token's expiry, ending the SSE stream with
 //!   `event: error` or closing the socket with `4001`/`4002`.

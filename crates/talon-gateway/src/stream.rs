@@ -39,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use talon_protocol::gateway::bounded::{AgentId, Cursor, RunId, SessionKey, Text};
-use talon_protocol::gateway::{ApiError, ErrorCode, Method};
+use talon_protocol::gateway::{ApiError, ErrorCode, Method, TicketRun, TicketStream};
 use talon_store::{EventFilter, Store};
 use tokio::time::{Instant, Sleep};
 
@@ -100,6 +100,9 @@ pub(crate) async fn run_events(
         let query: StreamQuery = query(&uri)?;
         RunId::check(&run_id).map_err(|e| invalid(format!("runId: {e}")))?;
         let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
+        caller.may_open(&TicketStream::Run(TicketRun {
+            run_id: RunId::from(run_id.as_str()),
+        }))?;
         caller.require(Method::RunsEvents.spec().scope)?;
         if shared
             .store
@@ -142,13 +145,27 @@ pub(crate) async fn all_events(
         let query: StreamQuery = query(&uri)?;
         let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
         caller.require(Method::EventsSubscribe.spec().scope)?;
-        let types = talon_wire::event_types(query.types.iter().map(Text::as_str))?;
-        let filter = EventFilter {
-            session_key: query.session_key.clone().map(Into::into),
-            agent_id: query.agent_id.clone().map(Into::into),
-            types,
-            raw: caller.is_admin(),
-            ..EventFilter::default()
+        let filter = match &caller.ticket {
+            // A ticket's stream is the one it names, whatever the query says.
+            Some(TicketStream::Events(named)) => EventFilter {
+                session_key: named.session_key.clone().map(Into::into),
+                agent_id: named.agent_id.clone().map(Into::into),
+                types: named.types.clone().unwrap_or_default(),
+                raw: false,
+                ..EventFilter::default()
+            },
+            Some(_) => {
+                return Err(crate::tokens::ticket_refusal(
+                    "this ticket opens another stream",
+                ));
+            }
+            None => EventFilter {
+                session_key: query.session_key.clone().map(Into::into),
+                agent_id: query.agent_id.clone().map(Into::into),
+                types: talon_wire::event_types(query.types.iter().map(Text::as_str))?,
+                raw: caller.is_admin(),
+                ..EventFilter::default()
+            },
         };
         Ok((
             filter,

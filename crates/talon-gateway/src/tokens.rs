@@ -65,9 +65,23 @@ pub struct Caller {
     /// When the token stops working (epoch ms): a stream it opened ends
     /// then.
     pub expires_at: Option<u64>,
+    /// The one stream a ticket's caller may open (`None`: a token's
+    /// caller). A ticket's caller calls no method.
+    pub ticket: Option<TicketStream>,
 }
 
 impl Caller {
+    /// `forbidden` (`details.reason: "ticket"`) unless this caller may
+    /// open `stream`: a token may open any stream its scopes allow; a
+    /// ticket only the one it was minted for.
+    pub fn may_open(&self, stream: &TicketStream) -> std::result::Result<(), ApiError> {
+        match &self.ticket {
+            None => Ok(()),
+            Some(mine) if mine == stream => Ok(()),
+            Some(_) => Err(ticket_refusal("this ticket opens another stream")),
+        }
+    }
+
     /// `forbidden` naming `scope` unless the token holds it (or `admin`).
     pub fn require(&self, scope: Scope) -> std::result::Result<(), ApiError> {
         if scope.satisfied_by(&self.scopes) {
@@ -95,7 +109,17 @@ impl Caller {
     }
 }
 
+use talon_protocol::gateway::TicketStream;
 use talon_protocol::hex::encode as hex;
+
+/// A ticket's caller doing what its ticket does not allow.
+pub(crate) fn ticket_refusal(what: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::Forbidden,
+        format!("{what}: a stream ticket opens the one stream it was minted for and calls nothing"),
+    )
+    .with_details(serde_json::json!({"reason": "ticket"}))
+}
 
 /// What separates the parts of a [`Caller::scoped_key`].
 const KEY_SEPARATOR: char = '\u{1f}';
@@ -266,6 +290,7 @@ pub async fn authenticate(
                     name: token.name,
                     scopes: token.scopes,
                     expires_at: token.expires_at,
+                    ticket: None,
                 })
             }
         }
@@ -292,33 +317,35 @@ pub(crate) async fn still_live(
     }
 }
 
-/// Mints a stream ticket for `caller` with `scopes` (all of the caller's
-/// when `None`; one it lacks is `forbidden`), valid for `ttl`.
+/// Mints a stream ticket for `caller`: the one stream `p` names (the
+/// log's when none), read-only (`TokensTicketParams::grant`), valid for
+/// `ttl`. A run's stream needs the run to exist.
 pub async fn mint_ticket(
     store: &Store,
     caller: &Caller,
-    scopes: Option<Vec<Scope>>,
+    p: &talon_protocol::gateway::params::TokensTicketParams,
     ttl: Duration,
     now: u64,
 ) -> std::result::Result<talon_protocol::gateway::params::StreamTicket, ApiError> {
-    let scopes = match scopes {
-        None => caller.scopes.clone(),
-        Some(asked) => {
-            for scope in &asked {
-                if *scope == Scope::Unknown {
-                    return Err(ApiError::new(
-                        ErrorCode::InvalidRequest,
-                        "scopes: an unknown scope",
-                    ));
-                }
-                caller.require(*scope)?;
-            }
-            let mut asked = asked;
-            asked.sort();
-            asked.dedup();
-            asked
-        }
-    };
+    if caller.ticket.is_some() {
+        return Err(ticket_refusal("tokens.ticket"));
+    }
+    let (scopes, stream) = p.grant()?;
+    for scope in &scopes {
+        caller.require(*scope)?;
+    }
+    if let TicketStream::Run(run) = &stream
+        && store
+            .run(&run.run_id)
+            .await
+            .map_err(crate::error::api_error)?
+            .is_none()
+    {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("run {:?} not found", run.run_id.as_str()),
+        ));
+    }
     let bytes = random::<32>().map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
     let ticket = format!("{TICKET_PREFIX}{}", hex(&bytes));
     let expires_at = now.saturating_add(ttl.as_millis() as u64);
@@ -327,6 +354,7 @@ pub async fn mint_ticket(
         token_id: caller.token_id.clone(),
         scopes: scopes.clone(),
         expires_at,
+        stream: stream.clone(),
     };
     store
         .insert_ticket(&stored, now)
@@ -336,6 +364,7 @@ pub async fn mint_ticket(
         ticket,
         expires_at,
         scopes,
+        stream,
     })
 }
 
@@ -381,6 +410,7 @@ pub async fn redeem_ticket(
         name: token.name,
         scopes: taken.scopes,
         expires_at: token.expires_at,
+        ticket: Some(taken.stream),
     })
 }
 

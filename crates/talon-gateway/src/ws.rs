@@ -13,8 +13,14 @@
 //!   `events.unsubscribe` ends one.
 //!
 //! The token comes with the upgrade request (`Authorization: Bearer`), or,
-//! from a browser, a `tokens.ticket` ticket as `?ticket=`; an upgrade from
-//! a foreign `Origin` is refused before this ([`crate::guard`]). When the
+//! from a browser (which cannot set that header), as the first frame,
+//! `{"type":"auth","token":..}`, within `header_read_timeout`, answered
+//! `{"type":"authenticated"}` (a missing or refused one closes the socket
+//! with 4003, a token over its requests in flight with 4029). A
+//! `tokens.ticket` ticket as `?ticket=` opens a socket that may only
+//! subscribe with the filter its ticket names (`{"socket": {..}}`) and
+//! unsubscribe. An upgrade from a foreign `Origin` is refused before this
+//! ([`crate::guard`]). When the
 //! token is revoked or expires, the connection closes with code
 //! [`crate::revocation::CLOSE_REVOKED`] (4001) or
 //! [`crate::revocation::CLOSE_EXPIRED`] (4002). A
@@ -35,7 +41,7 @@ use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use talon_protocol::gateway::params::EventsSubscribeParams;
-use talon_protocol::gateway::{ApiError, Method};
+use talon_protocol::gateway::{ApiError, Method, TicketStream};
 use talon_store::EventFilter;
 use tokio::sync::mpsc;
 
@@ -70,25 +76,93 @@ pub(crate) async fn upgrade(
 ) -> Response {
     let authenticated = async {
         let query: TicketQuery = crate::stream::query(&uri)?;
-        stream_caller(&shared, &headers, query.ticket.as_deref()).await
+        if query.ticket.is_none() && !headers.contains_key(axum::http::header::AUTHORIZATION) {
+            // Credentials come in the first frame.
+            return Ok(None);
+        }
+        let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
+        if let Some(stream) = &caller.ticket
+            && !matches!(stream, TicketStream::Socket(_))
+        {
+            return Err(crate::tokens::ticket_refusal(
+                "this ticket opens another stream",
+            ));
+        }
+        // The socket is one of its token's requests while it is open.
+        let in_flight = shared.limiter.request(&caller.token_id)?;
+        Ok(Some((caller, in_flight)))
     };
-    let caller = match authenticated.await {
-        Ok(caller) => caller,
-        Err(error) => return ErrorResponse(error).into_response(),
-    };
-    // The socket is one of its token's requests while it is open.
-    let in_flight = match shared.limiter.request(&caller.token_id) {
-        Ok(permit) => permit,
+    let authenticated = match authenticated.await {
+        Ok(authenticated) => authenticated,
         Err(error) => return ErrorResponse(error).into_response(),
     };
     let limit = shared.limiter.limits().max_body_bytes;
     let request_id = crate::observe::request_id().unwrap_or_default();
     ws.max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| async move {
+        .on_upgrade(move |mut socket| async move {
+            let (caller, in_flight) = match authenticated {
+                Some(authenticated) => authenticated,
+                None => match first_frame(&shared, &mut socket).await {
+                    Some(authenticated) => authenticated,
+                    None => return,
+                },
+            };
             connection(shared, caller, socket, request_id).await;
             drop(in_flight);
         })
+}
+
+/// Reads a socket's `auth` frame and authenticates its token; closes the
+/// socket, saying why, when it does not come in time or is refused.
+async fn first_frame(
+    shared: &Shared,
+    socket: &mut WebSocket,
+) -> Option<(Caller, crate::limits::RequestPermit)> {
+    let deadline = shared.limiter.limits().header_read_timeout;
+    let token = match tokio::time::timeout(deadline, socket.recv()).await {
+        Ok(Some(Ok(Message::Text(text)))) => talon_wire::ws::auth_token(text.as_str()),
+        _ => None,
+    };
+    let authenticated = async {
+        let Some(token) = token else {
+            return Err((
+                talon_wire::ws::CLOSE_UNAUTHENTICATED,
+                "the first frame must be {\"type\":\"auth\",\"token\":..}".to_owned(),
+            ));
+        };
+        let bearer = format!("Bearer {token}");
+        let caller =
+            crate::tokens::authenticate(&shared.store, Some(&bearer), talon_store::now_ms())
+                .await
+                .map_err(|e| (talon_wire::ws::CLOSE_UNAUTHENTICATED, e.message))?;
+        crate::observe::authenticated(&caller);
+        let in_flight = shared
+            .limiter
+            .take(&caller.token_id)
+            .and_then(|()| shared.limiter.request(&caller.token_id))
+            .map_err(|e| (talon_wire::ws::CLOSE_LIMITED, e.message))?;
+        Ok((caller, in_flight))
+    };
+    match authenticated.await {
+        Ok(authenticated) => {
+            let sent = socket
+                .send(Message::Text(talon_wire::ws::AUTHENTICATED.into()))
+                .await;
+            sent.is_ok().then_some(authenticated)
+        }
+        Err((code, reason)) => {
+            // A close reason is at most 123 bytes.
+            let reason: String = reason.chars().take(100).collect();
+            let _ = socket
+                .send(Message::Close(Some(CloseFrame {
+                    code,
+                    reason: reason.into(),
+                })))
+                .await;
+            None
+        }
+    }
 }
 
 async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, request_id: String) {
@@ -280,6 +354,13 @@ async fn subscribe(
     caller.require(Method::EventsSubscribe.spec().scope)?;
     let p: EventsSubscribeParams =
         talon_protocol::gateway::decode_params("events.subscribe", params)?;
+    if let Some(stream) = &caller.ticket
+        && !matches!(stream, TicketStream::Socket(named) if named.is_asked_by(&p))
+    {
+        return Err(crate::tokens::ticket_refusal(
+            "this ticket subscribes with another filter",
+        ));
+    }
     open.room()?;
     let cursor = p.cursor()?;
     let filter = EventFilter {

@@ -481,17 +481,23 @@ impl Handler for Api {
     }
 
     async fn tokens_ticket(&self, _: &(), p: TokensTicketParams) -> Result<StreamTicket, ApiError> {
+        let (scopes, stream) = p.grant()?;
+        if let talon_protocol::gateway::TicketStream::Run(run) = &stream {
+            self.read(|s| s.run(&run.run_id).map(|_| ()))?;
+        }
         let expires_at = now_ms() + TICKET_TTL_MS;
         let ticket = self.write(|s| {
             let ticket: String = s.new_id("tkt");
-            s.tickets.retain(|_, expires| *expires > now_ms());
-            s.tickets.insert(ticket.clone(), expires_at);
+            s.tickets.retain(|_, (expires, _)| *expires > now_ms());
+            s.tickets
+                .insert(ticket.clone(), (expires_at, stream.clone()));
             ticket
         });
         Ok(StreamTicket {
             ticket,
             expires_at,
-            scopes: p.scopes.unwrap_or_else(|| vec![Scope::Admin]),
+            scopes,
+            stream,
         })
     }
 

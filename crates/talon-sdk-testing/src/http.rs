@@ -84,18 +84,30 @@ pub(crate) fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<(), A
 }
 
 /// Checks a stream's credential: the bearer token, else a ticket from
-/// `tokens.ticket` (`?ticket=`), which opens one stream, once, before it
-/// expires.
+/// `tokens.ticket` (`?ticket=`), which opens `stream`, once, before it
+/// expires (another stream is `forbidden`, reason `ticket`); what a
+/// ticket's caller may do on it is the caller's to check (`Some`).
 pub(crate) fn authenticate_stream(
     shared: &Shared,
     headers: &HeaderMap,
     ticket: Option<&str>,
-) -> Result<(), ApiError> {
+    stream: &dyn Fn(&talon_protocol::gateway::TicketStream) -> bool,
+) -> Result<Option<talon_protocol::gateway::TicketStream>, ApiError> {
     match ticket {
         Some(ticket) if !headers.contains_key(header::AUTHORIZATION) => {
             let now = super::state::now_ms();
             shared.write(|s| match s.tickets.remove(ticket) {
-                Some(expires_at) if expires_at > now => Ok(()),
+                Some((expires_at, named)) if expires_at > now => {
+                    if stream(&named) {
+                        Ok(Some(named))
+                    } else {
+                        Err(ApiError::new(
+                            ErrorCode::Forbidden,
+                            "this ticket opens another stream: a stream ticket opens the one stream it was minted for and calls nothing",
+                        )
+                        .with_details(serde_json::json!({"reason": "ticket"})))
+                    }
+                }
                 _ => Err(ApiError::new(
                     ErrorCode::Unauthenticated,
                     "the ticket is unknown, used or expired: mint one with tokens.ticket",
@@ -103,7 +115,7 @@ pub(crate) fn authenticate_stream(
                 .with_details(serde_json::json!({"reason": "ticket"}))),
             })
         }
-        _ => authenticate(shared, headers),
+        _ => authenticate(shared, headers).map(|()| None),
     }
 }
 

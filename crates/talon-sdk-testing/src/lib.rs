@@ -70,6 +70,8 @@
 //! # Deliberately absent
 //!
 //! - Scopes: tokens are checked for existence and expiry, never for their scopes.
+//! - A WebSocket's first-frame `auth` (what a browser's socket sends): the Rust SDK sends
+//!   `Authorization` on the upgrade.
 //! - Callers: every call is the fake's one caller, so idempotency keys are kept in one namespace
 //!   (the gateway keeps each token's apart).
 //! - Approval expiry and remembered decisions (`approve_session`, `approve_always` never approve a

@@ -88,8 +88,8 @@ pub(crate) struct State {
     pub calls: Vec<RecordedCall>,
     pub tools: Vec<ToolSummary>,
     pub invoke_results: HashMap<String, serde_json::Value>,
-    /// Unused stream tickets and when each expires.
-    pub tickets: HashMap<String, u64>,
+    /// Unused stream tickets: when each expires, and its one stream.
+    pub tickets: HashMap<String, (u64, talon_protocol::gateway::TicketStream)>,
     /// Tokens minted by `tokens.create` and when each expires (every
     /// token of the fake is an admin's: it does not check scopes).
     pub tokens: HashMap<String, u64>,

@@ -21,8 +21,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
-use talon_protocol::gateway::ApiError;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionKey};
+use talon_protocol::gateway::{ApiError, TicketRun, TicketStream};
 use talon_protocol::{Event, EventType};
 use tokio::sync::watch;
 
@@ -179,7 +179,10 @@ pub(crate) async fn run_events(
     headers: HeaderMap,
 ) -> Response {
     let opened = (|| {
-        authenticate_stream(&shared, &headers, query.ticket.as_deref())?;
+        let this = TicketStream::Run(TicketRun {
+            run_id: run_id.as_str().into(),
+        });
+        authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| *t == this)?;
         shared.read(|s| s.run(&run_id).map(|_| ()))?;
         let filter = Filter {
             run_id: Some(run_id.clone().into()),
@@ -205,13 +208,23 @@ pub(crate) async fn all_events(
     headers: HeaderMap,
 ) -> Response {
     let opened = (|| {
-        authenticate_stream(&shared, &headers, query.ticket.as_deref())?;
-        let types = talon_wire::event_types(query.types.iter().map(String::as_str))?;
-        let filter = Filter {
-            run_id: None,
-            session_key: query.session_key.clone().map(Into::into),
-            agent_id: query.agent_id.clone().map(Into::into),
-            types,
+        let ticket = authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
+            matches!(t, TicketStream::Events(_))
+        })?;
+        let filter = match ticket {
+            // A ticket's stream is the one it names, whatever the query says.
+            Some(TicketStream::Events(named)) => Filter {
+                run_id: None,
+                session_key: named.session_key,
+                agent_id: named.agent_id,
+                types: named.types.unwrap_or_default(),
+            },
+            _ => Filter {
+                run_id: None,
+                session_key: query.session_key.clone().map(Into::into),
+                agent_id: query.agent_id.clone().map(Into::into),
+                types: talon_wire::event_types(query.types.iter().map(String::as_str))?,
+            },
         };
         Follow::start(
             &shared,

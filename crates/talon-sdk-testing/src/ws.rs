@@ -20,8 +20,8 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use talon_protocol::gateway::ApiError;
 use talon_protocol::gateway::params::EventsSubscribeParams;
+use talon_protocol::gateway::{ApiError, TicketStream};
 use tokio::sync::mpsc;
 
 use talon_wire::ws::{Incoming, Started, Subscriptions, event_frame, incoming};
@@ -48,17 +48,54 @@ pub(crate) async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if let Err(error) = authenticate_stream(&shared, &headers, query.ticket.as_deref()) {
-        return ErrorResponse(error).into_response();
+    let ticket = match authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
+        matches!(t, TicketStream::Socket(_))
+    }) {
+        Ok(ticket) => ticket,
+        Err(error) => return ErrorResponse(error).into_response(),
+    };
+    ws.on_upgrade(move |socket| connection(shared, socket, ticket))
+}
+
+/// What a ticket's socket may not do: anything but the one subscription.
+fn ticket_refusal(what: &str) -> ApiError {
+    ApiError::new(
+        talon_protocol::gateway::ErrorCode::Forbidden,
+        format!("{what}: a stream ticket opens the one stream it was minted for and calls nothing"),
+    )
+    .with_details(serde_json::json!({"reason": "ticket"}))
+}
+
+/// Whether a ticket's socket may make this call.
+fn ticket_allows(
+    ticket: Option<&TicketStream>,
+    method: &str,
+    params: &Value,
+) -> Result<(), ApiError> {
+    let Some(ticket) = ticket else {
+        return Ok(());
+    };
+    match method {
+        "events.unsubscribe" => Ok(()),
+        "events.subscribe" => {
+            let asked: Option<EventsSubscribeParams> = serde_json::from_value(params.clone()).ok();
+            match (ticket, asked) {
+                (TicketStream::Socket(named), Some(p)) if named.is_asked_by(&p) => Ok(()),
+                _ => Err(ticket_refusal("this ticket subscribes with another filter")),
+            }
+        }
+        other => Err(ticket_refusal(&format!(
+            "`{}`",
+            other.chars().take(64).collect::<String>()
+        ))),
     }
-    ws.on_upgrade(move |socket| connection(shared, socket))
 }
 
 fn answer(id: &Value, outcome: Result<Value, ApiError>) -> Out {
     Out::Text(talon_wire::ws::answer(id, outcome))
 }
 
-async fn connection(shared: Arc<Shared>, socket: WebSocket) {
+async fn connection(shared: Arc<Shared>, socket: WebSocket, ticket: Option<TicketStream>) {
     use futures::{SinkExt as _, StreamExt as _};
     let (mut sink, mut frames) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<Out>(OUTBOX);
@@ -103,6 +140,10 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket) {
             Incoming::Control => continue,
             Incoming::End => break,
         };
+        if let Err(error) = ticket_allows(ticket.as_ref(), &method, &params) {
+            let _ = outbox.send(answer(&id, Err(error))).await;
+            continue;
+        }
         match method.as_str() {
             "events.subscribe" => {
                 let started = match arrive(&shared, &method, &params).await {

@@ -63,6 +63,8 @@ pub struct StoredTicket {
     pub scopes: Vec<Scope>,
     /// When it expires (epoch ms).
     pub expires_at: u64,
+    /// The one stream it opens.
+    pub stream: talon_protocol::gateway::TicketStream,
 }
 
 impl StoredToken {

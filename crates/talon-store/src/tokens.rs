@@ -89,12 +89,13 @@ impl Store {
             .execute(self.writes())
             .await?;
         sqlx::query(
-            "INSERT INTO stream_tickets (hash, token_id, scopes, expires_at) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO stream_tickets (hash, token_id, scopes, expires_at, stream) VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(ticket.hash.clone())
         .bind(ticket.token_id.clone())
         .bind(json_text(&ticket.scopes)?)
         .bind(ms(ticket.expires_at)?)
+        .bind(json_text(&ticket.stream)?)
         .execute(self.writes())
         .await?;
         Ok(())
@@ -105,7 +106,7 @@ impl Store {
     /// expired before `now`.
     pub async fn take_ticket(&self, hash: &str, now: u64) -> Result<Option<StoredTicket>> {
         let row = sqlx::query(
-            "DELETE FROM stream_tickets WHERE hash = $1 RETURNING hash, token_id, scopes, expires_at",
+            "DELETE FROM stream_tickets WHERE hash = $1 RETURNING hash, token_id, scopes, expires_at, stream",
         )
         .bind(hash.to_owned())
         .fetch_optional(self.writes())
@@ -115,11 +116,16 @@ impl Store {
         };
         let scopes: String = row.try_get(2)?;
         let expires: i64 = row.try_get(3)?;
+        let stream: Option<String> = row.try_get(4)?;
         let ticket = StoredTicket {
             hash: row.try_get(0)?,
             token_id: row.try_get(1)?,
             scopes: serde_json::from_str::<Vec<Scope>>(&scopes).map_err(corrupt)?,
             expires_at: expires.max(0) as u64,
+            stream: match stream {
+                Some(text) => serde_json::from_str(&text).map_err(corrupt)?,
+                None => Default::default(),
+            },
         };
         Ok((now < ticket.expires_at).then_some(ticket))
     }

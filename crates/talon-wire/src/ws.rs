@@ -47,6 +47,30 @@ pub fn incoming(frame: Result<axum::extract::ws::Message, axum::Error>) -> Incom
     }
 }
 
+/// The first frame of a socket opened without credentials (a browser's,
+/// which cannot set `Authorization` on an upgrade):
+/// `{"type":"auth","token":"talon_..."}`. Its token, or `None` for any
+/// other frame.
+pub fn auth_token(text: &str) -> Option<String> {
+    let Value::Object(frame) = serde_json::from_str::<Value>(text).ok()? else {
+        return None;
+    };
+    if frame.len() != 2 || frame.get("type")?.as_str()? != "auth" {
+        return None;
+    }
+    frame.get("token")?.as_str().map(str::to_owned)
+}
+
+/// The answer to an accepted `auth` frame: calls may follow.
+pub const AUTHENTICATED: &str = r#"{"type":"authenticated"}"#;
+
+/// The close code of a socket whose `auth` frame was missing or refused.
+pub const CLOSE_UNAUTHENTICATED: u16 = 4003;
+
+/// The close code of a socket over its token's limit of requests in
+/// flight.
+pub const CLOSE_LIMITED: u16 = 4029;
+
 /// Subscriptions one connection may hold at once.
 pub const MAX_SUBSCRIPTIONS: usize = 16;
 

@@ -541,6 +541,6 @@ impl Handler for Api {
         p: TokensTicketParams,
     ) -> Result<StreamTicket, ApiError> {
         let now = talon_store::now_ms();
-        crate::tokens::mint_ticket(&self.store, caller, p.scopes, self.ticket_ttl, now).await
+        crate::tokens::mint_ticket(&self.store, caller, &p, self.ticket_ttl, now).await
     }
 }

@@ -36,7 +36,9 @@ pub use resources::{
 };
 pub use run_list::{RunsListParams, RunsListResult};
 pub use scope::{Scope, ScopePreset, ScopeWordsError, expand_scopes};
-pub use tokens::{CreatedToken, MAX_TOKEN_TTL_MS, TokensCreateParams};
+pub use tokens::{
+    CreatedToken, MAX_TOKEN_TTL_MS, StreamFilter, TicketRun, TicketStream, TokensCreateParams,
+};
 
 /// The protocol's version, sent as `version` in every event envelope and in
 /// the OpenAPI document.

@@ -457,10 +457,14 @@ params! {
     }
     /// `tokens.ticket`.
     TokensTicketParams {
-        /// What the ticket may do: some of the calling token's scopes (all
-        /// of them when absent; one it lacks is `forbidden`).
+        /// What the ticket may do: `session.read`, the one scope a stream
+        /// needs (absent: that one; another is `invalid_request`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         scopes: Option<Vec<Scope>>,
+        /// The one stream it opens (absent: the event log's SSE stream,
+        /// `{"events": {}}`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<super::tokens::TicketStream>,
     }
 }
 
@@ -560,16 +564,17 @@ results! {
     }
     /// `tokens.ticket`: a credential for one stream, shown once.
     StreamTicket {
-        /// The ticket (`tkt_` and 64 hex digits): `?ticket=` on `GET
-        /// /v1/events`, `GET /v1/runs/{runId}/events` or `GET /v1/ws`.
-        /// It opens one stream, once, before `expiresAt`, with the scopes
-        /// it was minted with; the stream ends when the token that minted
-        /// it is revoked or expires.
+        /// The ticket (`tkt_` and 64 hex digits): `?ticket=` on the route
+        /// of its `stream`. It opens that stream, once, before `expiresAt`,
+        /// read-only; the stream ends when the token that minted it is
+        /// revoked or expires.
         ticket: String,
         /// When it expires (epoch milliseconds).
         expires_at: u64,
-        /// What it may do.
+        /// What it may do: `session.read`.
         scopes: Vec<Scope>,
+        /// The one stream it opens.
+        stream: super::tokens::TicketStream,
     }
     /// `events.subscribe`.
     EventsSubscribeResult {

@@ -1,10 +1,11 @@
 //! `tokens.create`: an admin mints a short-lived, scoped token (for an
-//! app's browser, say) without the CLI.
+//! app's browser, say) without the CLI. `tokens.ticket`'s rule: a ticket
+//! opens one stream ([`TicketStream`]), read-only.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::bounded::{IdempotencyKey, Name, TokenId};
+use super::bounded::{AgentId, IdempotencyKey, Name, RunId, SessionKey, TokenId};
 use super::error::{ApiError, ErrorCode};
 use super::scope::{Scope, ScopePreset};
 
@@ -84,5 +85,81 @@ impl TokensCreateParams {
             ));
         }
         Ok((scopes, now_ms.saturating_add(self.expires_in_ms)))
+    }
+}
+
+/// The one stream a `tokens.ticket` ticket opens. A ticket is for a page
+/// that streams without holding a long-lived credential: it opens this
+/// stream once, reads it with `session.read` only, and calls nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum TicketStream {
+    /// `GET /v1/runs/{runId}/events` for this run.
+    Run(TicketRun),
+    /// `GET /v1/events` with this filter (the query's filter is not read).
+    Events(StreamFilter),
+    /// `GET /v1/ws`, on which it may only `events.subscribe` with this
+    /// filter (and `events.unsubscribe`).
+    Socket(StreamFilter),
+}
+
+/// The run a ticket's stream follows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TicketRun {
+    /// The run.
+    pub run_id: RunId,
+}
+
+/// Which events of the log a ticket's stream sends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StreamFilter {
+    /// Only this session's events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<SessionKey>,
+    /// Only this agent's events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
+    /// Only these types.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub types: Option<Vec<crate::EventType>>,
+}
+
+impl StreamFilter {
+    /// Whether `events.subscribe` asks for exactly this filter (its
+    /// cursor is the caller's).
+    pub fn is_asked_by(&self, p: &super::params::EventsSubscribeParams) -> bool {
+        self.session_key == p.session_key && self.agent_id == p.agent_id && self.types == p.types
+    }
+}
+
+impl Default for TicketStream {
+    /// What a ticket minted without `stream` opens: the event log's SSE
+    /// stream, unfiltered.
+    fn default() -> Self {
+        Self::Events(StreamFilter::default())
+    }
+}
+
+impl super::params::TokensTicketParams {
+    /// The ticket's scopes and stream: `session.read` (the one scope a
+    /// stream needs; `scopes` may name it and nothing else) and `stream`
+    /// or the log's. `invalid_request` naming the field otherwise. The
+    /// gateway and the fake gateways both decide by this.
+    pub fn grant(&self) -> Result<(Vec<Scope>, TicketStream), ApiError> {
+        if let Some(asked) = &self.scopes
+            && asked.iter().any(|s| *s != Scope::SessionRead)
+        {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "scopes: a ticket reads one stream: it takes session.read and nothing else",
+            )
+            .with_details(serde_json::json!({"field": "scopes"})));
+        }
+        Ok((
+            vec![Scope::SessionRead],
+            self.stream.clone().unwrap_or_default(),
+        ))
     }
 }

@@ -250,8 +250,10 @@ async fn a_listed_origin_gets_cors_and_its_websocket() {
         unauthenticated.headers()["access-control-allow-origin"],
         app
     );
-    // Its WebSocket, with a ticket (a browser cannot set the header).
-    let (_, ticket) = g.call(&g.admin, "tokens.ticket", json!({})).await;
+    // Its WebSocket, with a socket ticket (a browser cannot set the header).
+    let (_, ticket) = g
+        .call(&g.admin, "tokens.ticket", json!({"stream": {"socket": {}}}))
+        .await;
     let mut upgrade = format!(
         "ws://{}/v1/ws?ticket={}",
         g.running.addr,
@@ -346,8 +348,7 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
     }
     insta::assert_json_snapshot!("token_in_url", redactor("").value(&json!(in_url)));
 
-    // Scoped: no scope the token lacks, and the stream has only the
-    // scopes asked for.
+    // Read-only: a ticket takes session.read and nothing else.
     let reader = tokens::create(
         &g.running.store,
         None,
@@ -369,7 +370,7 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
         .call(
             &g.admin,
             "tokens.ticket",
-            json!({"scopes": ["session.read"]}),
+            json!({"scopes": ["session.read"], "stream": {"socket": {"types": ["run.started"]}}}),
         )
         .await;
     insta::assert_json_snapshot!(
@@ -388,7 +389,151 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
         .await
         .unwrap_err();
     insta::assert_json_snapshot!("ticket_denied", denied);
-    assert!(transport.call(&g, "sessions.list", json!({})).await.is_ok());
+    // Nothing but the one subscription its ticket names.
+    for (method, params) in [
+        ("sessions.list", json!({})),
+        ("tokens.ticket", json!({})),
+        (
+            "tokens.create",
+            json!({"name": "x", "preset": "admin", "expiresInMs": 60000}),
+        ),
+        ("runs.create", json!({"input": "hi"})),
+        ("events.subscribe", json!({})),
+        ("events.subscribe", json!({"types": ["run.completed"]})),
+    ] {
+        let refused = transport.call(&g, method, params).await.unwrap_err();
+        assert_eq!(
+            (&refused["code"], &refused["details"]),
+            (&json!("forbidden"), &json!({"reason": "ticket"})),
+            "{method}: {refused}"
+        );
+    }
+    assert!(
+        transport
+            .call(
+                &g,
+                "events.subscribe",
+                json!({"types": ["run.started"], "after": "0"})
+            )
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn a_ticket_opens_the_one_stream_it_was_minted_for() {
+    let g = TestGateway::start().await;
+    let (_, run) = g
+        .call(&g.admin, "runs.create", json!({"input": "hi"}))
+        .await;
+    let (_, other) = g
+        .call(&g.admin, "runs.create", json!({"input": "again"}))
+        .await;
+    let mint = |stream: Value| {
+        let g = &g;
+        async move {
+            let (status, minted) = g
+                .call(&g.admin, "tokens.ticket", json!({"stream": stream}))
+                .await;
+            assert_eq!(status, 200, "{minted}");
+            minted["ticket"].as_str().unwrap().to_owned()
+        }
+    };
+    let get = |path: String| {
+        let g = &g;
+        async move { g.client.get(g.url(&path)).send().await.unwrap() }
+    };
+    let run_stream = json!({"run": {"runId": run["id"]}});
+    let run_path = format!("/v1/runs/{}/events", run["id"].as_str().unwrap());
+    let other_path = format!("/v1/runs/{}/events", other["id"].as_str().unwrap());
+    // A run's ticket: that run's stream, not another's, not the log, not
+    // a socket.
+    let ticket = mint(run_stream.clone()).await;
+    assert_eq!(
+        get(format!("{run_path}?ticket={ticket}")).await.status(),
+        200
+    );
+    for path in [other_path.clone(), "/v1/events".to_owned()] {
+        let ticket = mint(run_stream.clone()).await;
+        let (status, error) = refused(get(format!("{path}?ticket={ticket}")).await).await;
+        assert_eq!(
+            (status, &error["details"]),
+            (403, &json!({"reason": "ticket"})),
+            "{path}: {error}"
+        );
+    }
+    let ticket = mint(run_stream.clone()).await;
+    let ws = format!("ws://{}/v1/ws?ticket={ticket}", g.running.addr);
+    assert!(tokio_tungstenite::connect_async(ws).await.is_err());
+    // The log's ticket (the default): the log, not a run's stream.
+    let (_, minted) = g.call(&g.admin, "tokens.ticket", json!({})).await;
+    assert_eq!(minted["stream"], json!({"events": {}}));
+    let ticket = minted["ticket"].as_str().unwrap();
+    let (status, _) = refused(get(format!("{run_path}?ticket={ticket}")).await).await;
+    assert_eq!(status, 403);
+    // A run that does not exist gets no ticket.
+    let (status, error) = g
+        .call(
+            &g.admin,
+            "tokens.ticket",
+            json!({"stream": {"run": {"runId": "run_nope"}}}),
+        )
+        .await;
+    assert_eq!(
+        (status, &error["error"]["code"]),
+        (404, &json!("not_found"))
+    );
+}
+
+#[tokio::test]
+async fn a_socket_without_credentials_authenticates_with_its_first_frame() {
+    use futures::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let g = TestGateway::start_with(talon_gateway::Limits {
+        header_read_timeout: Duration::from_millis(500),
+        ..talon_gateway::Limits::default()
+    })
+    .await;
+    let url = format!("ws://{}/v1/ws", g.running.addr);
+    // The token in the first frame: answered, then calls work.
+    let (mut socket, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let auth = json!({"type": "auth", "token": g.admin}).to_string();
+    socket.send(Message::Text(auth.into())).await.unwrap();
+    let Some(Ok(Message::Text(answer))) = socket.next().await else {
+        panic!("no answer to the auth frame");
+    };
+    assert_eq!(answer.as_str(), r#"{"type":"authenticated"}"#);
+    let transport = super::super::ws::Transport::Ws(Box::new(tokio::sync::Mutex::new((socket, 0))));
+    assert!(transport.call(&g, "agents.list", json!({})).await.is_ok());
+    // A wrong token, another frame first, or nothing in time: closed
+    // with 4003, saying why.
+    for first in [
+        Some(json!({"type": "auth", "token": "talon_nope"})),
+        Some(json!({"type": "req", "id": 1, "method": "agents.list", "params": {}})),
+        Some(json!({"type": "auth", "token": g.admin, "extra": 1})),
+        None,
+    ] {
+        let (mut socket, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        if let Some(first) = &first {
+            socket
+                .send(Message::Text(first.to_string().into()))
+                .await
+                .unwrap();
+        }
+        let closed = loop {
+            match socket.next().await {
+                Some(Ok(Message::Close(frame))) => break frame,
+                Some(Ok(_)) => continue,
+                other => panic!("{first:?}: {other:?}"),
+            }
+        };
+        assert_eq!(
+            closed.map(|f| f.code),
+            Some(CloseCode::from(4003)),
+            "{first:?}"
+        );
+    }
 }
 
 /// `head` sent as it is over a new connection (with `Connection: close`

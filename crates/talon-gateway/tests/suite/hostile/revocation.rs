@@ -228,7 +228,13 @@ async fn a_ticket_stream_ends_with_the_token_that_minted_it() {
     let token = tokens::create(&g.running.store, None, vec![Scope::SessionRead], None, now)
         .await
         .unwrap();
-    let (_, ticket) = g.call(&token.secret, "tokens.ticket", json!({})).await;
+    let (_, ticket) = g
+        .call(
+            &token.secret,
+            "tokens.ticket",
+            json!({"stream": {"socket": {}}}),
+        )
+        .await;
     let ws = format!(
         "ws://{}/v1/ws?ticket={}",
         g.running.addr,

@@ -75,8 +75,8 @@ describe("dropStream", () => {
         fake.calls().map((c) => [c.method, c.params]),
         [
           ["runs.create", { input: "ticketed", agentId: "main", idempotencyKey: fake.calls()[0]?.params && (fake.calls()[0]?.params as { idempotencyKey: string }).idempotencyKey }],
-          ["tokens.ticket", { scopes: ["session.read"] }],
-          ["tokens.ticket", { scopes: ["session.read"] }],
+          ["tokens.ticket", { scopes: ["session.read"], stream: { run: { runId: run.id } } }],
+          ["tokens.ticket", { scopes: ["session.read"], stream: { run: { runId: run.id } } }],
         ],
       );
     });
@@ -233,7 +233,6 @@ describe("calls()", () => {
         { method: "agents.list", params: {}, transport: "http" },
         { method: "runs.get", params: { runId: "run_nope" }, transport: "http" },
         { method: "no.such", params: { a: 1 }, transport: "http" },
-        { method: "tokens.ticket", params: {}, transport: "http" },
         { method: "agents.get", params: { agentId: "main" }, transport: "websocket" },
       ]);
     });

@@ -158,3 +158,16 @@ export async function firstEvents(fake: { url: string; token: string }, path: st
   }
   return sseEvents(text).slice(0, count);
 }
+
+/** A raw WebSocket to `fake`, authenticated by its first frame (as a browser's is) and answered `authenticated`. */
+export async function authenticatedSocket(fake: { url: string; token: string }): Promise<WebSocket> {
+  const ws = new WebSocket(`${fake.url.replace("http", "ws")}/v1/ws`);
+  await new Promise((resolve, reject) => {
+    ws.addEventListener("open", resolve, { once: true });
+    ws.addEventListener("error", reject, { once: true });
+  });
+  ws.send(JSON.stringify({ type: "auth", token: fake.token }));
+  const answer = await new Promise((resolve) => ws.addEventListener("message", (m) => resolve(String(m.data)), { once: true }));
+  if (answer !== '{"type":"authenticated"}') throw new Error(`the socket was not authenticated: ${String(answer)}`);
+  return ws;
+}

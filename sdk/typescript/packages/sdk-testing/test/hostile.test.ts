@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 
 import { FakeRun } from "@talon/sdk-testing";
 
-import { normalised, post, rawOf, talonOf, until, withFake } from "./helpers.js";
+import { authenticatedSocket, normalised, post, rawOf, talonOf, until, withFake } from "./helpers.js";
 
 /** The error's code and message of a raw answer. */
 function refusal(answer: { status: number; body: unknown }): [number, string, string] {
@@ -69,15 +69,7 @@ describe("hostile input", () => {
 
   it("survives bad WebSocket frames, one over the size limit only closing its own connection", async () => {
     await withFake(async (fake) => {
-      const open = async () => {
-        const { ticket } = (await post(fake, "tokens.ticket", {})).body as { ticket: string };
-        const ws = new WebSocket(`${fake.url.replace("http", "ws")}/v1/ws?ticket=${ticket}`);
-        await new Promise((resolve, reject) => {
-          ws.addEventListener("open", resolve, { once: true });
-          ws.addEventListener("error", reject, { once: true });
-        });
-        return ws;
-      };
+      const open = () => authenticatedSocket(fake);
       const ws = await open();
       const answers: unknown[] = [];
       ws.addEventListener("message", (m) => answers.push(JSON.parse(String(m.data))));

@@ -10,7 +10,7 @@ import { describe, it } from "node:test";
 import { FakeRun } from "@talon/sdk-testing";
 import { Talon, TalonError } from "@talon/sdk";
 
-import { collect, normalised, post, rawOf, sseEvents, sseText, talonOf, until, withFake } from "./helpers.js";
+import { authenticatedSocket, collect, normalised, post, rawOf, sseEvents, sseText, talonOf, until, withFake } from "./helpers.js";
 
 const refusal = (reason: string, message: string) => ({ error: { code: "unauthenticated", details: { reason }, message, retryable: false } });
 
@@ -61,13 +61,13 @@ describe("authentication", () => {
     });
   });
 
-  it("opens one stream per ticket, once; a ticket carries some of its token's scopes", async () => {
+  it("opens one stream per ticket, once; a ticket reads the stream it names and nothing else", async () => {
     await withFake(async (fake) => {
       const talon = talonOf(fake);
       const run = await talon.agent().run("hi");
       await run.wait();
-      const ticket = await talon.client.tokens.ticket({});
-      assert.deepEqual(normalised(ticket), { expiresAt: "<time>", scopes: ["admin"], ticket: "<secret>" });
+      const ticket = await talon.client.tokens.ticket({ stream: { run: { runId: run.id } } });
+      assert.deepEqual(normalised(ticket), { expiresAt: "<time>", scopes: ["session.read"], stream: { run: { runId: "<run_1>" } }, ticket: "<secret>" });
       const url = `${fake.url}/v1/runs/${run.id}/events?ticket=${ticket.ticket}`;
       assert.equal(sseEvents(await sseText(await fetch(url))).at(-1)?.type, "run.completed");
       const reused = await rawOf(await fetch(url));
@@ -78,10 +78,17 @@ describe("authentication", () => {
       });
       const viewer = await talon.createToken({ name: "v", preset: "viewer", expiresInMs: 60_000 });
       assert.deepEqual((await post(fake, "tokens.ticket", { scopes: ["agent.run"] }, viewer.token)).body, {
-        error: { code: "forbidden", details: { scope: "agent.run" }, message: "this token lacks the `agent.run` scope", retryable: false },
+        error: {
+          code: "invalid_request",
+          details: { field: "scopes" },
+          message: "scopes: a ticket reads one stream: it takes session.read and nothing else",
+          retryable: false,
+        },
       });
-      const narrow = (await post(fake, "tokens.ticket", { scopes: ["session.read", "agent.read", "session.read"] })).body as { scopes: string[] };
-      assert.deepEqual(narrow.scopes, ["agent.read", "session.read"]);
+      const log = (await post(fake, "tokens.ticket", {})).body as { stream: unknown; ticket: string };
+      assert.deepEqual(log.stream, { events: {} });
+      const other = await rawOf(await fetch(`${fake.url}/v1/runs/${run.id}/events?ticket=${log.ticket}`));
+      assert.deepEqual([other.status, (other.body as { error: { details: unknown } }).error.details], [403, { reason: "ticket" }]);
     });
   });
 });
@@ -205,10 +212,9 @@ describe("artifact content", () => {
   });
 });
 
-/** A raw WebSocket to the fake, opened with a ticket; its frames as they come. */
+/** A raw WebSocket to the fake, authenticated by its first frame; its frames as they come. */
 async function socket(fake: { url: string; token: string }): Promise<{ send(frame: string | Uint8Array): void; next(): Promise<unknown>; close(): void }> {
-  const minted = (await post(fake as never, "tokens.ticket", {})).body as { ticket: string };
-  const ws = new WebSocket(`${fake.url.replace("http", "ws")}/v1/ws?ticket=${minted.ticket}`);
+  const ws = await authenticatedSocket(fake);
   const frames: unknown[] = [];
   const waiting: Array<(frame: unknown) => void> = [];
   ws.addEventListener("message", (message) => {
@@ -216,10 +222,6 @@ async function socket(fake: { url: string; token: string }): Promise<{ send(fram
     const take = waiting.shift();
     if (take) take(frame);
     else frames.push(frame);
-  });
-  await new Promise((resolve, reject) => {
-    ws.addEventListener("open", resolve, { once: true });
-    ws.addEventListener("error", reject, { once: true });
   });
   return {
     send: (frame) => ws.send(frame),

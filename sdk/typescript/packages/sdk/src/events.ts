@@ -10,7 +10,7 @@
 // closes the connection.
 
 import { TalonError } from "./errors.js";
-import type { EventType, TalonEvent } from "./generated/types.js";
+import type { EventType, TalonEvent, TicketStream } from "./generated/types.js";
 import { errorOf, sleep, type HttpCaller } from "./http.js";
 import { frames } from "./sse.js";
 import { validate } from "./validate.js";
@@ -169,7 +169,18 @@ export class EventStream implements AsyncIterable<TalonEvent> {
     }
     let headers: Record<string, string>;
     if ((this.#options.auth ?? this.#defaultAuth) === "ticket") {
-      const minted = await this.#caller.call("tokens.ticket", { scopes: ["session.read"] }, { signal });
+      // The ticket opens this one stream, read-only.
+      const stream: TicketStream =
+        "run" in this.#target
+          ? { run: { runId: this.#target.run } }
+          : {
+              events: {
+                ...(this.#target.log.sessionKey ? { sessionKey: this.#target.log.sessionKey } : {}),
+                ...(this.#target.log.agentId ? { agentId: this.#target.log.agentId } : {}),
+                ...(this.#target.log.types && this.#target.log.types.length > 0 ? { types: [...this.#target.log.types] } : {}),
+              },
+            };
+      const minted = await this.#caller.call("tokens.ticket", { scopes: ["session.read"], stream }, { signal });
       url.searchParams.set("ticket", minted.ticket);
       headers = await this.#caller.headers({ accept: "text/event-stream" });
       delete headers["authorization"];

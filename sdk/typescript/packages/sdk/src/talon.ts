@@ -16,13 +16,13 @@ import { Session, callOptions } from "./session.js";
 export interface TalonOptions extends ClientOptions {
   /**
    * How event streams authenticate (default `header`): `ticket` mints a
-   * short-lived, single-use stream ticket per connection, for pages that
-   * must not put a long-lived token in a URL.
+   * short-lived, single-use, read-only ticket for each connection's one
+   * stream, for pages that must not put a long-lived token in a URL.
    */
   streamAuth?: StreamAuth;
   /**
    * How calls travel (default `http`): `websocket` sends them over one
-   * WebSocket (opened with a stream ticket) and serves `subscribe`.
+   * WebSocket (its token sent as the first frame) and serves `subscribe`.
    */
   transport?: "http" | "websocket";
 }

@@ -1,5 +1,5 @@
-// The WebSocket transport: one connection (`GET /v1/ws?ticket=…`, opened
-// with a short-lived, single-use stream ticket minted over HTTP, since
+// The WebSocket transport: one connection (`GET /v1/ws`, its token sent as
+// the first frame, `{"type":"auth",token}`, answered `authenticated`, since
 // neither browsers nor Node's global `WebSocket` can set headers) carries
 // every call as `{"type":"req",id,method,params}` and its answer as
 // `{"type":"res",id,ok,result|error}`, matched by id. `subscribe` routes
@@ -228,16 +228,33 @@ export class WsCaller extends HttpCaller {
 
   #open(signal: AbortSignal): Promise<Connection> {
     const opening = (async () => {
-      const ticket = (await super.send("tokens.ticket", "StreamTicket", "{}", signal)) as { ticket: string };
+      // A browser cannot set `Authorization` on an upgrade: the token goes
+      // in the first frame (never in the URL), answered `authenticated`.
+      const bearer = (await this.headers())["authorization"]?.slice("Bearer ".length) ?? "";
       const url = this.url("v1/ws");
       url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-      url.searchParams.set("ticket", ticket.ticket);
       const socket = new WebSocket(url);
       await new Promise<void>((resolve, reject) => {
         const fail = () =>
           reject(new TalonError(`the WebSocket at ${url.origin}/v1/ws did not open`, { code: "unavailable", retryable: true }));
-        socket.addEventListener("open", () => resolve(), { once: true });
+        socket.addEventListener("open", () => socket.send(JSON.stringify({ type: "auth", token: bearer })), { once: true });
+        socket.addEventListener(
+          "message",
+          (message) => {
+            if (message.data === '{"type":"authenticated"}') resolve();
+            else fail();
+          },
+          { once: true },
+        );
         socket.addEventListener("error", fail, { once: true });
+        socket.addEventListener(
+          "close",
+          (closed) => {
+            if (closed.code === 4003) reject(new TalonError(`the gateway refused the token: ${closed.reason}`, { code: "unauthenticated" }));
+            else fail();
+          },
+          { once: true },
+        );
         signal.addEventListener("abort", () => {
           socket.close();
           reject(signal.reason);

@@ -31,6 +31,8 @@ export interface RecordedCall {
 export interface Caller {
   readonly tokenId: string;
   readonly scopes: readonly P.Scope[];
+  /** The one stream a ticket's caller may open (absent: a token's caller, which may call methods). */
+  readonly ticket?: P.TicketStream;
 }
 
 /** An idempotency key in its caller's own namespace, as the gateway keeps them: another token's key is a new key, never its result or a conflict. */
@@ -99,6 +101,7 @@ export interface Ticket {
   expiresAt: number;
   scopes: P.Scope[];
   tokenId: string;
+  stream: P.TicketStream;
 }
 
 /** The one model. */

@@ -21,7 +21,7 @@ import { queryOf } from "./params.js";
 import { indexAfter } from "./runs.js";
 import { cursorExpired, takeDrop, takeExpire } from "./script.js";
 import type { State, StoredEvent } from "./state.js";
-import { streamCaller, requireScope } from "./tokens.js";
+import { mayOpen, streamCaller, requireScope, ticketRefusal } from "./tokens.js";
 import { HEARTBEAT, sendError, sseFrame } from "./wire.js";
 
 /** Which events a reader wants. */
@@ -138,13 +138,22 @@ function open(state: State, req: IncomingMessage, search: URLSearchParams, runId
   }
   const caller = streamCaller(state, header(req, "authorization"), query["ticket"]);
   if (runId !== undefined) {
+    mayOpen(caller, { run: { runId } });
     requireScope(caller, METHODS["runs.events"].scope);
     if (!state.runs.has(runId)) throw notFound("run", runId);
     return Follow.start(state, { runId }, streamCursor(header(req, "last-event-id"), query["after"]), true);
   }
   requireScope(caller, METHODS["events.subscribe"].scope);
-  const types = typesOf(query["types"]);
-  const filter: Filter = { sessionKey: query["sessionKey"], agentId: query["agentId"], types };
+  let filter: Filter;
+  if (caller.ticket === undefined) {
+    filter = { sessionKey: query["sessionKey"], agentId: query["agentId"], types: typesOf(query["types"]) };
+  } else if ("events" in caller.ticket) {
+    // A ticket's stream is the one it names, whatever the query says.
+    const named = caller.ticket.events;
+    filter = { sessionKey: named.sessionKey ?? undefined, agentId: named.agentId ?? undefined, types: named.types ?? [] };
+  } else {
+    throw ticketRefusal("this ticket opens another stream");
+  }
   return Follow.start(state, filter, streamCursor(header(req, "last-event-id"), query["after"]), false);
 }
 

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 
 import { SCOPES, type protocol as P } from "@talon/sdk";
 
-import { conflict, forbidden, invalid, unauthenticated } from "./errors.js";
+import { Failure, apiError, conflict, forbidden, invalid, notFound, unauthenticated } from "./errors.js";
 import { State, now, sha256, type Caller, type MintedToken } from "./state.js";
 
 /** How long a stream ticket may wait to be used (the gateway's default). */
@@ -59,7 +59,27 @@ export function redeemTicket(state: State, ticket: string): Caller {
     const live = [...state.tokens.values()].some((t) => t.id === taken.tokenId && t.expiresAt > now());
     if (!live) throw unauthenticated("ticket");
   }
-  return { tokenId: taken.tokenId, scopes: taken.scopes };
+  return { tokenId: taken.tokenId, scopes: taken.scopes, ticket: taken.stream };
+}
+
+/** What a ticket's caller may not do: `forbidden`, `reason: ticket`. */
+export function ticketRefusal(what: string): Failure {
+  return new Failure(
+    apiError("forbidden", `${what}: a stream ticket opens the one stream it was minted for and calls nothing`, { details: { reason: "ticket" } }),
+  );
+}
+
+/** Whether `caller` may open `stream`: a token any its scopes allow, a ticket only its own. */
+export function mayOpen(caller: Caller, stream: P.TicketStream): void {
+  if (caller.ticket !== undefined && JSON.stringify(caller.ticket) !== JSON.stringify(stream)) {
+    throw ticketRefusal("this ticket opens another stream");
+  }
+}
+
+/** Whether `events.subscribe` asks for exactly the filter `named` (its cursor is the caller's). */
+export function askedBy(named: P.StreamFilter, p: P.EventsSubscribeParams): boolean {
+  const same = <T>(a: T | null | undefined, b: T | null | undefined) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  return same(named.sessionKey, p.sessionKey) && same(named.agentId, p.agentId) && same(named.types, p.types);
 }
 
 /** A stream's caller: its bearer token, else (with no `Authorization` header) its ticket. */
@@ -68,22 +88,21 @@ export function streamCaller(state: State, header: string | undefined, ticket: s
   return authenticate(state, header);
 }
 
-/** `tokens.ticket`: a ticket with some of the caller's scopes (all when none are asked). */
+/** `tokens.ticket`: a ticket for one stream (the log's when none is named), read-only: `session.read` and nothing else. */
 export function mintTicket(state: State, caller: Caller, p: P.TokensTicketParams): P.StreamTicket {
-  let scopes: P.Scope[];
-  if (p.scopes === undefined || p.scopes === null) scopes = [...caller.scopes];
-  else {
-    for (const scope of p.scopes) {
-      if (!SCOPES.includes(scope)) throw invalid("scopes: an unknown scope");
-      requireScope(caller, scope);
-    }
-    scopes = ordered(p.scopes);
+  if (caller.ticket !== undefined) throw ticketRefusal("tokens.ticket");
+  if ((p.scopes ?? []).some((scope) => scope !== "session.read")) {
+    throw invalid("scopes: a ticket reads one stream: it takes session.read and nothing else", { field: "scopes" });
   }
+  const scopes: P.Scope[] = ["session.read"];
+  requireScope(caller, "session.read");
+  const stream: P.TicketStream = p.stream ?? { events: {} };
+  if ("run" in stream && !state.runs.has(stream.run.runId)) throw notFound("run", stream.run.runId);
   const ticket = `tkt_${randomBytes(32).toString("hex")}`;
   const expiresAt = now() + TICKET_TTL_MS;
   for (const [key, old] of state.tickets) if (old.expiresAt <= now()) state.tickets.delete(key);
-  state.tickets.set(ticket, { expiresAt, scopes, tokenId: caller.tokenId });
-  return { expiresAt, scopes, ticket };
+  state.tickets.set(ticket, { expiresAt, scopes, tokenId: caller.tokenId, stream });
+  return { expiresAt, scopes, ticket, stream };
 }
 
 /** `tokens.create`: a named token with the scopes `p` grants. */

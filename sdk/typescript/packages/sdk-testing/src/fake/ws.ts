@@ -26,7 +26,12 @@ import { decodeParams, parseJson, queryOf } from "./params.js";
 import { cursorOf } from "./runs.js";
 import type { Caller, State } from "./state.js";
 import { Follow } from "./stream.js";
-import { requireScope, streamCaller } from "./tokens.js";
+import { askedBy, authenticate, requireScope, streamCaller, ticketRefusal } from "./tokens.js";
+
+/** The close code of a socket whose `auth` frame was missing or refused. */
+const CLOSE_UNAUTHENTICATED = 4003;
+/** How long a socket opened without credentials may take to send its `auth` frame. */
+const AUTH_WITHIN_MS = 10_000;
 import { errorHeaders, json, mintRequestId } from "./wire.js";
 
 /** The largest frame taken (the gateway's body limit). */
@@ -85,11 +90,15 @@ export class WsTransport {
       json_(apiError("not_found", "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs"));
       return;
     }
-    let caller: Caller;
+    let caller: Caller | undefined;
     try {
       const query = queryOf(url.searchParams, ["ticket"]);
       const authorization = req.headers.authorization;
-      caller = streamCaller(this.#state, authorization, query["ticket"]);
+      // Neither: the token comes in the first frame (a browser cannot set the header).
+      if (authorization !== undefined || query["ticket"] !== undefined) {
+        caller = streamCaller(this.#state, authorization, query["ticket"]);
+        if (caller.ticket !== undefined && !("socket" in caller.ticket)) throw ticketRefusal("this ticket opens another stream");
+      }
     } catch (thrown) {
       json_(errorOf(thrown));
       return;
@@ -112,7 +121,9 @@ export class WsTransport {
 class Connection {
   readonly #state: State;
   readonly #ws: WebSocket;
-  readonly #caller: Caller;
+  #caller: Caller | undefined;
+  /** Closes a socket whose `auth` frame does not come in time. */
+  #deadline: NodeJS.Timeout | undefined;
   readonly #requestId: string;
   readonly #subscriptions = new Map<string, Follow>();
   #named = 0;
@@ -121,11 +132,14 @@ class Connection {
   /** The last frame sent (a cut waits for it to be written). */
   #sent: Promise<void> = Promise.resolve();
 
-  constructor(state: State, ws: WebSocket, caller: Caller, requestId: string) {
+  constructor(state: State, ws: WebSocket, caller: Caller | undefined, requestId: string) {
     this.#state = state;
     this.#ws = ws;
     this.#caller = caller;
     this.#requestId = requestId;
+    if (caller === undefined) {
+      this.#deadline = setTimeout(() => ws.close(CLOSE_UNAUTHENTICATED, "the first frame must be {\"type\":\"auth\",\"token\":..}"), AUTH_WITHIN_MS);
+    }
     // Each frame in flight listens for the close (many may be in flight at once).
     ws.setMaxListeners(0);
     ws.on("message", (data, isBinary) => this.#frame(data, isBinary));
@@ -146,7 +160,31 @@ class Connection {
     return this.#sent;
   }
 
+  /** The first frame of a socket opened without credentials: `{"type":"auth","token":..}`, answered `{"type":"authenticated"}`, else the socket closes (4003). */
+  #authenticate(text: string): void {
+    clearTimeout(this.#deadline);
+    let token: unknown;
+    try {
+      const frame = JSON.parse(text) as Record<string, unknown>;
+      if (frame && typeof frame === "object" && Object.keys(frame).length === 2 && frame["type"] === "auth") token = frame["token"];
+    } catch {
+      token = undefined;
+    }
+    if (typeof token !== "string") {
+      this.#ws.close(CLOSE_UNAUTHENTICATED, "the first frame must be {\"type\":\"auth\",\"token\":..}");
+      return;
+    }
+    try {
+      this.#caller = authenticate(this.#state, `Bearer ${token}`);
+    } catch (thrown) {
+      this.#ws.close(CLOSE_UNAUTHENTICATED, errorOf(thrown).message.slice(0, 100));
+      return;
+    }
+    void this.#send(JSON.stringify({ type: "authenticated" }));
+  }
+
   #end(): void {
+    clearTimeout(this.#deadline);
     for (const follow of this.#subscriptions.values()) follow.stop();
     this.#subscriptions.clear();
     this.#state.touch();
@@ -158,25 +196,39 @@ class Connection {
       return;
     }
     const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.from(data as ArrayBuffer).toString("utf8");
+    const caller = this.#caller;
+    if (caller === undefined) {
+      this.#authenticate(text);
+      return;
+    }
     const incoming = decode(text);
     if ("refused" in incoming) {
       void this.#send(answer(incoming.id, { ok: false, error: incoming.refused }));
       return;
     }
     const { id, method, params } = incoming;
+    if (caller.ticket !== undefined && method !== "events.subscribe" && method !== "events.unsubscribe") {
+      void this.#send(answer(id, { ok: false, error: ticketRefusal(`\`${[...method].slice(0, 64).join("")}\``).error }));
+      return;
+    }
     if (method === "events.subscribe" || method === "events.unsubscribe") {
       this.#serial = this.#serial.then(() => (method === "events.subscribe" ? this.#subscribe(id, params) : this.#unsubscribe(id, params)));
       return;
     }
-    void serveCall(this.#state, this.#caller, method, params, "websocket", this.#requestId).then((outcome) => this.#send(answer(id, outcome)));
+    void serveCall(this.#state, caller, method, params, "websocket", this.#requestId).then((outcome) => this.#send(answer(id, outcome)));
   }
 
   async #subscribe(id: unknown, params: unknown): Promise<void> {
     let follow: Follow;
     try {
       await arrive(this.#state, "events.subscribe", params, "websocket");
-      requireScope(this.#caller, METHODS["events.subscribe"].scope);
+      const caller = this.#caller;
+      if (caller === undefined) throw new Failure(apiError("unauthenticated", "the socket is not authenticated"));
+      requireScope(caller, METHODS["events.subscribe"].scope);
       const p = decodeParams("events.subscribe", params);
+      if (caller.ticket !== undefined && !("socket" in caller.ticket && askedBy(caller.ticket.socket, p))) {
+        throw ticketRefusal("this ticket subscribes with another filter");
+      }
       for (const [name, live] of this.#subscriptions) if (live.done) this.#subscriptions.delete(name);
       if (this.#subscriptions.size >= MAX_SUBSCRIPTIONS) {
         throw new Failure(apiError("rate_limited", `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`));
@@ -213,7 +265,9 @@ class Connection {
   async #unsubscribe(id: unknown, params: unknown): Promise<void> {
     try {
       await arrive(this.#state, "events.unsubscribe", params, "websocket");
-      requireScope(this.#caller, METHODS["events.unsubscribe"].scope);
+      const caller = this.#caller;
+      if (caller === undefined) throw new Failure(apiError("unauthenticated", "the socket is not authenticated"));
+      requireScope(caller, METHODS["events.unsubscribe"].scope);
       const p = decodeParams("events.unsubscribe", params);
       const follow = this.#subscriptions.get(p.subscriptionId);
       if (!follow) throw new Failure(apiError("not_found", `no subscription ${JSON.stringify(p.subscriptionId)}`));

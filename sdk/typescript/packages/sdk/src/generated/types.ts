@@ -1478,18 +1478,29 @@ export type SessionsSendParams = {
   tools?: Array<ClientTool>;
 };
 
+/** Which events of the log a ticket's stream sends. */
+export type StreamFilter = {
+  /** Only this agent's events. */
+  agentId?: AgentId | null;
+  /** Only this session's events. */
+  sessionKey?: SessionKey | null;
+  /** Only these types. */
+  types?: Array<EventType> | null;
+};
+
 /** `tokens.ticket`: a credential for one stream, shown once. */
 export type StreamTicket = {
   /** When it expires (epoch milliseconds). */
   expiresAt: number;
-  /** What it may do. */
+  /** What it may do: `session.read`. */
   scopes: Array<Scope>;
+  /** The one stream it opens. */
+  stream: TicketStream;
   /**
-   * The ticket (`tkt_` and 64 hex digits): `?ticket=` on `GET
-   * /v1/events`, `GET /v1/runs/{runId}/events` or `GET /v1/ws`.
-   * It opens one stream, once, before `expiresAt`, with the scopes
-   * it was minted with; the stream ends when the token that minted
-   * it is revoked or expires.
+   * The ticket (`tkt_` and 64 hex digits): `?ticket=` on the route
+   * of its `stream`. It opens that stream, once, before `expiresAt`,
+   * read-only; the stream ends when the token that minted it is
+   * revoked or expires.
    */
   ticket: string;
 };
@@ -1563,6 +1574,25 @@ export type TextDelta = {
   text: string;
 };
 
+/** The run a ticket's stream follows. */
+export type TicketRun = {
+  /** The run. */
+  runId: RunId;
+};
+
+/**
+ * The one stream a `tokens.ticket` ticket opens. A ticket is for a page
+ * that streams without holding a long-lived credential: it opens this
+ * stream once, reads it with `session.read` only, and calls nothing.
+ */
+export type TicketStream = {
+  run: TicketRun;
+} | {
+  events: StreamFilter;
+} | {
+  socket: StreamFilter;
+};
+
 /**
  * An API token's id (`tok_...`).
  *
@@ -1595,10 +1625,15 @@ export type TokensCreateParams = {
 /** `tokens.ticket`. */
 export type TokensTicketParams = {
   /**
-   * What the ticket may do: some of the calling token's scopes (all
-   * of them when absent; one it lacks is `forbidden`).
+   * What the ticket may do: `session.read`, the one scope a stream
+   * needs (absent: that one; another is `invalid_request`).
    */
   scopes?: Array<Scope> | null;
+  /**
+   * The one stream it opens (absent: the event log's SSE stream,
+   * `{"events": {}}`).
+   */
+  stream?: TicketStream | null;
 };
 
 /** `tool.call.completed`. */

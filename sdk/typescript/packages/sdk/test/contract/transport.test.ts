@@ -122,10 +122,27 @@ bothServers("the wire", (kind) => {
         if (event.runId === run.id) break;
       }
       assert.ok(seen.includes("run.completed"));
-      const { ticket } = await talon.client.tokens.ticket({});
+      const { ticket, stream, scopes } = await talon.client.tokens.ticket({ stream: { run: { runId: run.id } } });
+      assert.deepEqual([stream, scopes], [{ run: { runId: run.id } }, ["session.read"]]);
       const url = `${b.url}/v1/runs/${run.id}/events?ticket=${encodeURIComponent(ticket)}`;
       assert.equal((await fetch(url)).status, 200);
       assert.equal((await fetch(url)).status, 401, "a ticket is single use");
+      // It opens that stream and nothing else: not the log, not a socket, and it calls nothing.
+      const other = await talon.client.tokens.ticket({ stream: { run: { runId: run.id } } });
+      const log = await fetch(`${b.url}/v1/events?ticket=${encodeURIComponent(other.ticket)}`);
+      assert.deepEqual([log.status, ((await log.json()) as { error: { details: unknown } }).error.details], [403, { reason: "ticket" }]);
+      await assert.rejects(talon.client.tokens.ticket({ scopes: ["agent.run"] }), isError("invalid_request"));
+      const socket = await talon.client.tokens.ticket({ stream: { socket: { types: ["run.completed"] } } });
+      const ws = new WebSocket(`${b.url.replace("http", "ws")}/v1/ws?ticket=${encodeURIComponent(socket.ticket)}`);
+      await new Promise((resolve) => ws.addEventListener("open", resolve, { once: true }));
+      const answers: unknown[] = [];
+      ws.addEventListener("message", (m) => answers.push(JSON.parse(String(m.data))));
+      ws.send(JSON.stringify({ type: "req", id: 1, method: "agents.list", params: {} }));
+      ws.send(JSON.stringify({ type: "req", id: 2, method: "events.subscribe", params: { types: ["run.completed"] } }));
+      while (answers.length < 2) await new Promise((r) => setTimeout(r, 10));
+      ws.close();
+      const byId = (id: number) => answers.find((a) => (a as { id: number }).id === id) as { ok: boolean; error?: { details?: unknown } };
+      assert.deepEqual([byId(1).ok, byId(1).error?.details, byId(2).ok], [false, { reason: "ticket" }, true]);
     }));
 
   it("an idempotency key returns the first run", () =>
