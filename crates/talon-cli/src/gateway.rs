@@ -522,22 +522,32 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
                         } else {
                             "live"
                         };
+                        // The last column: the token that minted it.
                         let _ = writeln!(
                             out,
-                            "{}\t{}\t{}\t{}",
+                            "{}\t{}\t{}\t{}\t{}",
                             t.id,
                             state,
                             t.name.as_deref().unwrap_or("-"),
-                            scopes.join(",")
+                            scopes.join(","),
+                            t.parent_id.as_deref().unwrap_or("-")
                         );
                     }
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(1, &e.to_string()),
             },
-            TokenCommand::Revoke { id, .. } => match store.revoke_token(&id, now).await {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => fail(1, &format!("no token {id:?}")),
+            // The tokens minted under it go with it.
+            TokenCommand::Revoke { id, .. } => match store.revoke_token_tree(&id, now).await {
+                Ok(Some(revoked)) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "talon token: revoked {}",
+                        revoked.join(" ")
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(None) => fail(1, &format!("no token {id:?}")),
                 Err(e) => fail(1, &e.to_string()),
             },
         };

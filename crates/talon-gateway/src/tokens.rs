@@ -162,6 +162,7 @@ pub fn mint(
         created_at: now,
         expires_at,
         revoked_at: None,
+        parent_id: None,
     };
     Ok(MintedToken { secret, stored })
 }
@@ -180,7 +181,8 @@ pub async fn create(
 }
 
 /// `tokens.create`: mints a named token with the scopes `p` grants,
-/// expiring within 30 days. With an idempotency key the token's id is
+/// expiring within 30 days, under the caller: at most its scopes and its
+/// life (`TokensCreateParams::grant_under`), revoked with it. With an idempotency key the token's id is
 /// derived from the caller and the key, so a retry finds the first token
 /// and gives it a fresh secret and lifetime (the first secret, which may
 /// have been lost on the way, stops working); other params with the same
@@ -191,10 +193,15 @@ pub async fn create_for(
     p: TokensCreateParams,
     now: u64,
 ) -> std::result::Result<CreatedToken, ApiError> {
-    let (scopes, expires_at) = p.grant(now)?;
+    let parent = talon_protocol::gateway::ParentBounds {
+        scopes: &caller.scopes,
+        expires_at: caller.expires_at,
+    };
+    let (scopes, expires_at) = p.grant_under(&parent, now)?;
     let name = p.name.to_string();
     let mut minted = mint(Some(name.clone()), scopes.clone(), Some(expires_at), now)
         .map_err(|error| ApiError::new(ErrorCode::Internal, error.to_string()))?;
+    minted.stored.parent_id = Some(caller.token_id.clone());
     let replayed = match &p.idempotency_key {
         None => false,
         Some(key) => {

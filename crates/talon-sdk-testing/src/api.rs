@@ -469,6 +469,16 @@ impl Handler for Api {
                 s.keyed_tokens.insert(key.clone(), minted);
             }
             s.tokens.insert(token.clone(), expires_at);
+            let info = talon_protocol::gateway::TokenInfo {
+                id: id.as_str().into(),
+                name: Some(name.clone()),
+                scopes: scopes.clone(),
+                created_at: now,
+                expires_at: Some(expires_at),
+                revoked_at: None,
+                parent_id: Some(super::state::FAKE_TOKEN_ID.into()),
+            };
+            s.minted.insert(id.clone(), (info, token.clone()));
             Ok((id, token))
         })?;
         Ok(CreatedToken {
@@ -477,6 +487,63 @@ impl Handler for Api {
             name,
             scopes,
             expires_at,
+        })
+    }
+
+    async fn tokens_list(&self, _: &(), p: TokensListParams) -> Result<TokensListResult, ApiError> {
+        let limit = p.limit.unwrap_or(100).clamp(1, 500) as usize;
+        let include_revoked = p.include_revoked.unwrap_or(false);
+        Ok(self.read(|s| {
+            let mut tokens: Vec<TokenInfo> = s
+                .minted
+                .values()
+                .map(|(info, _)| info)
+                .filter(|info| {
+                    p.cursor
+                        .as_ref()
+                        .is_none_or(|c| info.id.as_str() > c.as_str())
+                })
+                .filter(|info| include_revoked || info.revoked_at.is_none())
+                .take(limit + 1)
+                .cloned()
+                .collect();
+            let more = tokens.len() > limit;
+            tokens.truncate(limit);
+            let next_cursor = more.then(|| tokens.last().map(|t| t.id.clone())).flatten();
+            TokensListResult {
+                tokens,
+                next_cursor,
+            }
+        }))
+    }
+
+    async fn tokens_revoke(
+        &self,
+        _: &(),
+        p: TokensRevokeParams,
+    ) -> Result<TokensRevokeResult, ApiError> {
+        let now = now_ms();
+        self.write(|s| {
+            let Some((info, secret)) = s.minted.get_mut(p.token_id.as_str()) else {
+                return Err(ApiError::new(
+                    ErrorCode::NotFound,
+                    format!("token {:?} not found", p.token_id.as_str()),
+                ));
+            };
+            // Every token here is minted by the fake's own: none has
+            // descendants.
+            let revoked = if info.revoked_at.is_none() {
+                info.revoked_at = Some(now);
+                let secret = secret.clone();
+                s.tokens.remove(&secret);
+                vec![p.token_id.clone()]
+            } else {
+                Vec::new()
+            };
+            Ok(TokensRevokeResult {
+                token_id: p.token_id.clone(),
+                revoked,
+            })
         })
     }
 

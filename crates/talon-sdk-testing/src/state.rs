@@ -21,6 +21,9 @@ use tokio::sync::watch;
 use super::RecordedCall;
 use super::script::{FakeRun, Fault};
 
+/// The id of the fake's own token (the parent of every token it mints).
+pub(crate) const FAKE_TOKEN_ID: &str = "tok_fakegateway00";
+
 /// The fake's token.
 pub(crate) const TOKEN: &str = "fake-token";
 /// The one agent.
@@ -95,6 +98,9 @@ pub(crate) struct State {
     pub tokens: HashMap<String, u64>,
     /// Tokens minted with an idempotency key, by key.
     pub keyed_tokens: HashMap<String, KeyedToken>,
+    /// Every token `tokens.create` minted, by id, as `tokens.list` shows
+    /// it, with its current secret (gone from `tokens` once revoked).
+    pub minted: std::collections::BTreeMap<String, (talon_protocol::gateway::TokenInfo, String)>,
     /// The event log: the event with id `n` is at `n - 1`.
     pub log: Vec<Event>,
     counter: u64,

@@ -394,4 +394,23 @@ impl Client {
         }
         self.call(Method::TokensCreate, &params, Retry::Safe).await
     }
+
+    /// Tokens by id, a page at a time: never a secret or its hash; each with the token that minted it (`parentId`). Revoked ones only when asked.
+    ///
+    /// `tokens.list`: needs `admin`; reads; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn tokens_list(&self, params: TokensListParams) -> Result<TokensListResult> {
+        self.call(Method::TokensList, &params, Retry::Safe).await
+    }
+
+    /// Revokes a token and every token minted under it (theirs too): each stops working at once, and its streams and sockets end within a second on every node. A retry answers the same tokens.
+    ///
+    /// `tokens.revoke`: needs `admin`; writes; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn tokens_revoke(&self, mut params: TokensRevokeParams) -> Result<TokensRevokeResult> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::TokensRevoke, &params, Retry::Safe).await
+    }
 }

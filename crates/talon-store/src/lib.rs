@@ -134,6 +134,7 @@ pub use resume::Orphaned;
 pub use run_list::{RunCursor, RunFilter};
 pub use runs::{CancelMode, Claimed};
 pub use sessions::StoredMessage;
+pub use tokens::MAX_TOKENS_PAGE;
 
 /// Where the store lives and how it behaves.
 #[derive(Debug, Clone)]

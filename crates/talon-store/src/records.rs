@@ -50,6 +50,9 @@ pub struct StoredToken {
     pub expires_at: Option<u64>,
     /// When it was revoked.
     pub revoked_at: Option<u64>,
+    /// The token that minted it through `tokens.create` (none for the
+    /// CLI's and the first admin): revoking that one revokes this one.
+    pub parent_id: Option<String>,
 }
 
 /// A stream ticket as stored: never the ticket, only its hash.

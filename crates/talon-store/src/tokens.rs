@@ -12,14 +12,17 @@ use crate::Store;
 use crate::error::{Result, corrupt};
 use crate::records::{StoredTicket, StoredToken, json_text, ms, opt_ms};
 
-const COLUMNS: &str = "id, hash, name, scopes, created_at, expires_at, revoked_at";
+const COLUMNS: &str = "id, hash, name, scopes, created_at, expires_at, revoked_at, parent_id";
+
+/// The most tokens a page of [`Store::tokens_page`] holds.
+pub const MAX_TOKENS_PAGE: u32 = 500;
 
 impl Store {
     /// Stores a token (its hash only).
     pub async fn insert_token(&self, token: &StoredToken) -> Result<()> {
         sqlx::query(
-            "INSERT INTO tokens (id, hash, name, scopes, created_at, expires_at, revoked_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO tokens (id, hash, name, scopes, created_at, expires_at, revoked_at, parent_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(token.id.clone())
         .bind(token.hash.clone())
@@ -28,6 +31,7 @@ impl Store {
         .bind(ms(token.created_at)?)
         .bind(opt_ms(token.expires_at)?)
         .bind(opt_ms(token.revoked_at)?)
+        .bind(token.parent_id.clone())
         .execute(self.writes())
         .await?;
         Ok(())
@@ -150,16 +154,62 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Revokes a token; `false` when there is none with that id.
+    /// Tokens by id after `after`, at most `limit` (capped at
+    /// [`MAX_TOKENS_PAGE`]), revoked ones only when `include_revoked`.
+    pub async fn tokens_page(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+        include_revoked: bool,
+    ) -> Result<Vec<StoredToken>> {
+        sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM tokens \
+             WHERE ($1 IS NULL OR id > $1) AND ($2 = 1 OR revoked_at IS NULL) \
+             ORDER BY id LIMIT $3"
+        ))
+        .bind(after.map(str::to_owned))
+        .bind(i64::from(include_revoked))
+        .bind(i64::from(limit.clamp(1, MAX_TOKENS_PAGE)))
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(token_of)
+        .collect()
+    }
+
+    /// Revokes a token and every token it minted, and theirs, at `now`
+    /// (those revoked before keep their time), in one statement: the ids
+    /// of the whole tree, the token's first, then by id. `None` when there
+    /// is no token with that id.
+    pub async fn revoke_token_tree(&self, id: &str, now: u64) -> Result<Option<Vec<String>>> {
+        if self.token(id).await?.is_none() {
+            return Ok(None);
+        }
+        let rows = sqlx::query(
+            "WITH RECURSIVE tree(id) AS ( \
+                 SELECT $1 \
+                 UNION SELECT t.id FROM tokens t JOIN tree ON t.parent_id = tree.id) \
+             UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) \
+             WHERE id IN (SELECT id FROM tree) \
+             RETURNING id",
+        )
+        .bind(id.to_owned())
+        .bind(ms(now)?)
+        .fetch_all(self.writes())
+        .await?;
+        let mut revoked: Vec<String> = rows
+            .iter()
+            .map(|row| row.try_get::<String, _>(0))
+            .collect::<std::result::Result<_, _>>()?;
+        // The token asked for first, then its descendants by id.
+        revoked.sort_by(|a, b| (a != id).cmp(&(b != id)).then_with(|| a.cmp(b)));
+        Ok(Some(revoked))
+    }
+
+    /// Revokes a token and its descendants ([`Store::revoke_token_tree`]);
+    /// `false` when there is none with that id.
     pub async fn revoke_token(&self, id: &str, now: u64) -> Result<bool> {
-        let changed =
-            sqlx::query("UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
-                .bind(id.to_owned())
-                .bind(ms(now)?)
-                .execute(self.writes())
-                .await?
-                .rows_affected();
-        Ok(changed == 1)
+        Ok(self.revoke_token_tree(id, now).await?.is_some())
     }
 }
 
@@ -176,5 +226,6 @@ fn token_of(row: &AnyRow) -> Result<StoredToken> {
         created_at: created.max(0) as u64,
         expires_at: expires.map(|t| t.max(0) as u64),
         revoked_at: revoked.map(|t| t.max(0) as u64),
+        parent_id: row.try_get(7)?,
     })
 }

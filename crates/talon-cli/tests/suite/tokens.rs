@@ -33,7 +33,8 @@ fn tokens_are_created_listed_and_revoked() {
         [
             "live",
             "app",
-            "agent.read,agent.run,session.read,task.read,artifacts.read"
+            "agent.read,agent.run,session.read,task.read,artifacts.read",
+            "-"
         ]
     );
     assert!(!list.contains(secret.trim()), "secrets are never listed");

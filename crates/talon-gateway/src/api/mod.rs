@@ -9,6 +9,7 @@ mod invoke;
 mod models;
 mod runs;
 mod sessions;
+mod tokens;
 mod toolspace;
 
 use sessions::check_metadata;
@@ -533,6 +534,22 @@ impl Handler for Api {
         p: TokensCreateParams,
     ) -> Result<CreatedToken, ApiError> {
         crate::tokens::create_for(&self.store, caller, p, talon_store::now_ms()).await
+    }
+
+    async fn tokens_list(
+        &self,
+        _: &Caller,
+        p: TokensListParams,
+    ) -> Result<TokensListResult, ApiError> {
+        self.list_tokens(p).await
+    }
+
+    async fn tokens_revoke(
+        &self,
+        caller: &Caller,
+        p: TokensRevokeParams,
+    ) -> Result<TokensRevokeResult, ApiError> {
+        self.revoke_tokens(caller, p).await
     }
 
     async fn tokens_ticket(

@@ -14,7 +14,10 @@ use super::params::*;
 use super::resources::{Agent, ArtifactSummary, Run, RunAccepted, RunResult, Session};
 use super::run_list::{RunsListParams, RunsListResult};
 use super::scope::Scope;
-use super::tokens::{CreatedToken, TokensCreateParams};
+use super::tokens::{
+    CreatedToken, TokensCreateParams, TokensListParams, TokensListResult, TokensRevokeParams,
+    TokensRevokeResult,
+};
 
 /// Whether a method changes state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -360,6 +363,18 @@ method_table! {
     /// secret is in the answer only.
     TokensCreate => "tokens.create" as tokens_create (TokensCreateParams -> CreatedToken) {
         scope: Admin, effect: Write, stability: Stable, errors: [],
+    }
+    /// Tokens by id, a page at a time: never a secret or its hash; each
+    /// with the token that minted it (`parentId`). Revoked ones only when
+    /// asked.
+    TokensList => "tokens.list" as tokens_list (TokensListParams -> TokensListResult) {
+        scope: Admin, effect: Read, stability: Stable, errors: [],
+    }
+    /// Revokes a token and every token minted under it (theirs too): each
+    /// stops working at once, and its streams and sockets end within a
+    /// second on every node. A retry answers the same tokens.
+    TokensRevoke => "tokens.revoke" as tokens_revoke (TokensRevokeParams -> TokensRevokeResult) {
+        scope: Admin, effect: Write, stability: Stable, errors: [NotFound],
     }
 }
 

@@ -86,6 +86,124 @@ impl TokensCreateParams {
         }
         Ok((scopes, now_ms.saturating_add(self.expires_in_ms)))
     }
+
+    /// [`Self::grant`] under `parent`: no scope the parent lacks, and no
+    /// life past the parent's, so a minted token never outgrows (or
+    /// outlives, by re-minting itself) the token that made it.
+    pub fn grant_under(
+        &self,
+        parent: &ParentBounds<'_>,
+        now_ms: u64,
+    ) -> Result<(Vec<Scope>, u64), ApiError> {
+        let (scopes, expires_at) = self.grant(now_ms)?;
+        let invalid = |field: &str, message: String| {
+            ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
+                .with_details(serde_json::json!({"field": field}))
+        };
+        if let Some(beyond) = scopes.iter().find(|s| !s.satisfied_by(parent.scopes)) {
+            return Err(invalid(
+                "scopes",
+                format!("{} is beyond the minting token's scopes", beyond.as_str()),
+            ));
+        }
+        if let Some(limit) = parent.expires_at
+            && expires_at > limit
+        {
+            return Err(invalid(
+                "expiresInMs",
+                format!(
+                    "the token would outlive the one minting it (which expires in {} ms)",
+                    limit.saturating_sub(now_ms)
+                ),
+            ));
+        }
+        Ok((scopes, expires_at))
+    }
+}
+
+/// `tokens.list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TokensListParams {
+    /// At most this many (default 100, at most 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The previous page's `nextCursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<TokenId>,
+    /// Revoked tokens too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_revoked: Option<bool>,
+}
+
+/// A token as `tokens.list` shows it: never its secret or its hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenInfo {
+    /// Its id.
+    pub id: TokenId,
+    /// Its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+    /// When it was made, epoch milliseconds.
+    pub created_at: u64,
+    /// When it expires, epoch milliseconds (absent: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// When it was revoked, epoch milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<u64>,
+    /// The token that minted it with `tokens.create` (absent: made by an
+    /// operator with the CLI, or the first admin token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<TokenId>,
+}
+
+/// `tokens.list`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokensListResult {
+    /// By id.
+    pub tokens: Vec<TokenInfo>,
+    /// The next page's cursor (absent: this is the last page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<TokenId>,
+}
+
+/// `tokens.revoke`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TokensRevokeParams {
+    /// The token.
+    pub token_id: TokenId,
+    /// Accepted for a retry's sake; revoking is idempotent by itself: a
+    /// retry answers the same tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<IdempotencyKey>,
+}
+
+/// `tokens.revoke`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokensRevokeResult {
+    /// The token asked for.
+    pub token_id: TokenId,
+    /// Every token now revoked with it: the token, then those minted under
+    /// it (and theirs), by id, whether this call or an earlier one revoked
+    /// them (each keeps the time it was first revoked).
+    pub revoked: Vec<TokenId>,
+}
+
+/// What a token minted through `tokens.create` may have at most: its
+/// parent's scopes and expiry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentBounds<'a> {
+    /// The parent's scopes (`admin` grants every scope).
+    pub scopes: &'a [Scope],
+    /// When the parent expires (`None`: never).
+    pub expires_at: Option<u64>,
 }
 
 /// The one stream a `tokens.ticket` ticket opens. A ticket is for a page
@@ -161,5 +279,51 @@ impl super::params::TokensTicketParams {
             vec![Scope::SessionRead],
             self.stream.clone().unwrap_or_default(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(scopes: &[Scope], expires_in_ms: u64) -> TokensCreateParams {
+        serde_json::from_value(serde_json::json!({
+            "name": "child", "scopes": scopes, "expiresInMs": expires_in_ms
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_minted_token_stays_within_its_parents_scopes_and_life() {
+        let parent = ParentBounds {
+            scopes: &[Scope::AgentRun, Scope::SessionRead],
+            expires_at: Some(10_000),
+        };
+        assert_eq!(
+            params(&[Scope::SessionRead], 5_000).grant_under(&parent, 1_000),
+            Ok((vec![Scope::SessionRead], 6_000))
+        );
+        let field = |e: ApiError| e.details.map(|d| d["field"].clone());
+        assert_eq!(
+            params(&[Scope::SessionWrite], 5_000)
+                .grant_under(&parent, 1_000)
+                .map_err(field),
+            Err(Some(serde_json::json!("scopes")))
+        );
+        assert_eq!(
+            params(&[Scope::SessionRead], 9_001)
+                .grant_under(&parent, 1_000)
+                .map_err(field),
+            Err(Some(serde_json::json!("expiresInMs")))
+        );
+        // An admin parent without an expiry bounds nothing but the 30 days.
+        let admin = ParentBounds {
+            scopes: &[Scope::Admin],
+            expires_at: None,
+        };
+        assert_eq!(
+            params(&[Scope::SessionWrite, Scope::Admin], 5_000).grant_under(&admin, 0),
+            Ok((vec![Scope::SessionWrite, Scope::Admin], 5_000))
+        );
     }
 }

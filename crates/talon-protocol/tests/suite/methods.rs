@@ -52,6 +52,8 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "events.unsubscribe",
         "tokens.ticket",
         "tokens.create",
+        "tokens.list",
+        "tokens.revoke",
     ];
     assert_eq!(names, expected);
     for &method in Method::ALL {

@@ -112,6 +112,7 @@ on_both! {
             created_at: 10,
             expires_at: Some(1_000),
             revoked_at: None,
+            parent_id: None,
         };
         store.insert_token(&token).await.unwrap();
         assert_eq!(store.token_by_hash(&token.hash).await.unwrap(), Some(token.clone()));
@@ -135,6 +136,52 @@ on_both! {
         assert!(!listed[0].is_live(60));
         // The same hash twice is refused.
         assert!(store.insert_token(&StoredToken { id: "tok_2".into(), ..token }).await.is_err());
+    }
+}
+
+on_both! {
+    /// Revoking a token revokes the tokens it minted and theirs, once,
+    /// and never a sibling's; pages list by id, revoked ones on request.
+    async fn a_revocation_takes_the_tokens_minted_under_it(t) {
+        let store = &t.store;
+        let token = |id: &str, parent: Option<&str>| StoredToken {
+            id: id.into(),
+            hash: format!("{id:0>64}"),
+            name: None,
+            scopes: vec![Scope::Admin],
+            created_at: 10,
+            expires_at: None,
+            revoked_at: None,
+            parent_id: parent.map(str::to_owned),
+        };
+        for (id, parent) in [
+            ("tok_a", None),
+            ("tok_b", Some("tok_a")),
+            ("tok_c", Some("tok_b")),
+            ("tok_d", Some("tok_a")),
+            ("tok_e", None),
+            ("tok_f", Some("tok_e")),
+        ] {
+            store.insert_token(&token(id, parent)).await.unwrap();
+        }
+        // An earlier revocation keeps its time; a retry answers the same.
+        assert_eq!(store.revoke_token_tree("tok_c", 20).await.unwrap(), Some(vec!["tok_c".to_owned()]));
+        let tree = ["tok_a", "tok_b", "tok_c", "tok_d"].map(str::to_owned).to_vec();
+        assert_eq!(store.revoke_token_tree("tok_a", 30).await.unwrap(), Some(tree.clone()));
+        assert_eq!(store.revoke_token_tree("tok_a", 40).await.unwrap(), Some(tree));
+        assert_eq!(store.revoke_token_tree("tok_z", 40).await.unwrap(), None);
+        let revoked: Vec<(String, Option<u64>)> =
+            store.tokens().await.unwrap().into_iter().map(|t| (t.id, t.revoked_at)).collect();
+        assert_eq!(
+            revoked,
+            [("tok_a", Some(30)), ("tok_b", Some(30)), ("tok_c", Some(20)), ("tok_d", Some(30)), ("tok_e", None), ("tok_f", None)]
+                .map(|(id, at)| (id.to_owned(), at))
+        );
+        let ids = |page: Vec<StoredToken>| page.into_iter().map(|t| t.id).collect::<Vec<_>>();
+        assert_eq!(ids(store.tokens_page(None, 10, false).await.unwrap()), ["tok_e", "tok_f"]);
+        assert_eq!(ids(store.tokens_page(None, 2, true).await.unwrap()), ["tok_a", "tok_b"]);
+        assert_eq!(ids(store.tokens_page(Some("tok_b"), 2, true).await.unwrap()), ["tok_c", "tok_d"]);
+        assert_eq!(store.tokens_page(None, 10, true).await.unwrap()[1].parent_id.as_deref(), Some("tok_a"));
     }
 }
 

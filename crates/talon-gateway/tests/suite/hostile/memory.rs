@@ -225,7 +225,9 @@ fn trickle(g: &TestGateway, token: &str, len: usize, sent: &[u8]) -> std::net::T
 async fn trickled_bodies_are_cut_and_take_only_their_tokens_places() {
     let g = TestGateway::start_with(Limits {
         max_requests_per_token: 3,
-        body_read_timeout: Duration::from_millis(800),
+        // Long enough that the trickled requests are still in flight
+        // while the others are tried, on a loaded machine too.
+        body_read_timeout: Duration::from_secs(8),
         ..Limits::default()
     })
     .await;
@@ -236,7 +238,7 @@ async fn trickled_bodies_are_cut_and_take_only_their_tokens_places() {
     let started = std::time::Instant::now();
     let status = loop {
         let (status, body) = g.call(&slow, "agents.list", json!({})).await;
-        if status == 429 || started.elapsed() > Duration::from_secs(5) {
+        if status == 429 || started.elapsed() > Duration::from_secs(6) {
             assert_eq!(
                 body["error"]["details"],
                 json!({"limit": "maxRequestsPerToken"})

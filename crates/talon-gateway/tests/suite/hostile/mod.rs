@@ -14,6 +14,8 @@
 //! - [`inputs`]: every bounded field at its cap and over it, the schema's
 //!   `maxLength`, a session key stored once, byte rates and the stored
 //!   bytes quota.
+//! - [`lineage`]: a minted token never outlives its parent and dies with
+//!   it (`tokens.revoke` takes the tree; its streams end within a second).
 //! - [`memory`]: a token's unread streams hold at most its byte budget, a
 //!   starved stream ends and resumes with no gap, a token's streams and
 //!   requests in flight are capped, trickled bodies are cut.
@@ -32,6 +34,7 @@ mod browsers;
 mod environments;
 mod idempotency;
 mod inputs;
+mod lineage;
 mod memory;
 mod openai;
 mod revocation;

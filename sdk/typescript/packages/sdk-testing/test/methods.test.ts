@@ -21,6 +21,7 @@ interface Made {
   approvalId: string;
   questionId: string;
   environmentId: string;
+  tokenId: string;
 }
 
 function samples(made: Made): Samples {
@@ -66,6 +67,8 @@ function samples(made: Made): Samples {
     "events.unsubscribe": { subscriptionId: "sub_1" },
     "tokens.ticket": {},
     "tokens.create": { name: "browser", preset: "app", expiresInMs: 60_000 },
+    "tokens.list": { includeRevoked: true },
+    "tokens.revoke": { tokenId: made.tokenId },
   };
 }
 
@@ -83,6 +86,7 @@ async function setup(fake: FakeGateway): Promise<Made> {
   const approval = await until("an approval", async () => (await talon.approvals())[0]);
   const question = await until("a question", async () => (await talon.questions())[0]);
   const environment = await talon.client.environments.create({ provider: "local" });
+  const token = await talon.createToken({ name: "to revoke", preset: "viewer", expiresInMs: 60_000 });
   const artifact = (await first.artifacts.list())[0];
   assert.ok(artifact);
   return {
@@ -93,6 +97,7 @@ async function setup(fake: FakeGateway): Promise<Made> {
     approvalId: approval.id,
     questionId: question.id,
     environmentId: environment.id,
+    tokenId: token.id,
   };
 }
 

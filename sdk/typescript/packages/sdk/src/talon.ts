@@ -161,4 +161,9 @@ export class Talon {
   createToken(params: T.TokensCreateParams, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<T.CreatedToken> {
     return this.client.tokens.create(params, callOptions(options ?? {}));
   }
+
+  /** Revokes a token and every token minted under it (`admin` only): the ids now revoked. */
+  async revokeToken(tokenId: string, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<string[]> {
+    return (await this.client.tokens.revoke({ tokenId }, callOptions(options ?? {}))).revoked;
+  }
 }

@@ -16,7 +16,7 @@ import { abort, cancel, events, list, startRun, wait } from "./runs.js";
 import { takeCallFault } from "./script.js";
 import { compact, createSession, fork, listSessions, messages } from "./sessions.js";
 import { MODEL, State, type Caller } from "./state.js";
-import { createToken, mintTicket, requireScope } from "./tokens.js";
+import { createToken, listTokens, mintTicket, requireScope, revokeToken } from "./tokens.js";
 import { copy } from "./wire.js";
 
 /** What a handler knows of its call. */
@@ -148,6 +148,8 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   "tokens.ticket": (p, { state, caller }) => mintTicket(state, caller, p),
   "tokens.create": (p, { state, caller }) => createToken(state, caller, p),
+  "tokens.list": (p, { state }) => listTokens(state, p),
+  "tokens.revoke": (p, { state }) => revokeToken(state, p),
 };
 
 /** Whether `name` is a method of the table. */

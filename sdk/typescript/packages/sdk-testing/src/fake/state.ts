@@ -31,6 +31,8 @@ export interface RecordedCall {
 export interface Caller {
   readonly tokenId: string;
   readonly scopes: readonly P.Scope[];
+  /** When the caller's token expires (absent: never). */
+  readonly expiresAt?: number;
   /** The one stream a ticket's caller may open (absent: a token's caller, which may call methods). */
   readonly ticket?: P.TicketStream;
 }
@@ -94,6 +96,10 @@ export interface MintedToken {
   scopes: P.Scope[];
   expiresAt: number;
   secret: string;
+  createdAt: number;
+  /** The token that minted it (revoking that one revokes this one). */
+  parentId: string;
+  revokedAt?: number;
 }
 
 /** An unused stream ticket. */
@@ -145,6 +151,8 @@ export class State {
   readonly tickets = new Map<string, Ticket>();
   /** Minted tokens by secret, and those minted with an idempotency key by key. */
   readonly tokens = new Map<string, MintedToken>();
+  /** Every minted token by id, revoked ones too (`tokens.list`). */
+  readonly tokensById = new Map<string, MintedToken>();
   readonly keyedTokens = new Map<string, MintedToken>();
   /** The event log: the event with id `n` is at `n - 1`. */
   readonly log: StoredEvent[] = [];

@@ -46,7 +46,7 @@ export function authenticate(state: State, header: string | undefined): Caller {
   const minted = state.tokens.get(secret);
   if (!minted) throw unauthenticated("unknown");
   if (minted.expiresAt <= now()) throw unauthenticated("expired");
-  return { tokenId: minted.id, scopes: minted.scopes };
+  return { tokenId: minted.id, scopes: minted.scopes, expiresAt: minted.expiresAt };
 }
 
 /** The caller a stream ticket stands for, consuming it, or `unauthenticated` (`reason: ticket`). */
@@ -105,6 +105,43 @@ export function mintTicket(state: State, caller: Caller, p: P.TokensTicketParams
   return { expiresAt, scopes, ticket, stream };
 }
 
+/** `tokens.list`: minted tokens by id, a page at a time, revoked ones on request. */
+export function listTokens(state: State, p: P.TokensListParams): P.TokensListResult {
+  const limit = Math.min(Math.max(p.limit ?? 100, 1), 500);
+  const all = [...state.tokensById.values()]
+    .filter((t) => (p.cursor ? t.id > p.cursor : true) && (p.includeRevoked === true || t.revokedAt === undefined))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const page = all.slice(0, limit);
+  const tokens = page.map((t) => ({
+    id: t.id,
+    name: t.name,
+    scopes: t.scopes,
+    createdAt: t.createdAt,
+    expiresAt: t.expiresAt,
+    ...(t.revokedAt === undefined ? {} : { revokedAt: t.revokedAt }),
+    parentId: t.parentId,
+  }));
+  const last = page.at(-1);
+  return all.length > limit && last ? { tokens, nextCursor: last.id } : { tokens };
+}
+
+/** `tokens.revoke`: the token and every token minted under it (theirs too), each keeping the time it was first revoked. */
+export function revokeToken(state: State, p: P.TokensRevokeParams): P.TokensRevokeResult {
+  const root = state.tokensById.get(p.tokenId);
+  if (!root) throw notFound("token", p.tokenId);
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) {
+    for (const t of state.tokensById.values()) if (t.parentId === tree[i]?.id) tree.push(t);
+  }
+  const at = now();
+  for (const t of tree) {
+    t.revokedAt ??= at;
+    state.tokens.delete(t.secret);
+  }
+  const rest = tree.slice(1).map((t) => t.id).sort();
+  return { tokenId: p.tokenId, revoked: [root.id, ...rest] };
+}
+
 /** `tokens.create`: a named token with the scopes `p` grants. */
 export function createToken(state: State, caller: Caller, p: P.TokensCreateParams): P.CreatedToken {
   const field = (name: string, message: string) => invalid(`${name}: ${message}`, { field: name });
@@ -119,6 +156,12 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
     throw field("expiresInMs", `${p.expiresInMs} is out of range: 1000 to ${MAX_TOKEN_TTL_MS} (30 days)`);
   }
   const expiresAt = now() + p.expiresInMs;
+  // Under its parent: no scope the caller lacks, no life past the caller's.
+  const beyond = scopes.find((scope) => !caller.scopes.includes("admin") && !caller.scopes.includes(scope));
+  if (beyond !== undefined) throw field("scopes", `${beyond} is beyond the minting token's scopes`);
+  if (caller.expiresAt !== undefined && expiresAt > caller.expiresAt) {
+    throw field("expiresInMs", `the token would outlive the one minting it (which expires in ${caller.expiresAt - now()} ms)`);
+  }
   const secret = `talon_${randomBytes(32).toString("hex")}`;
   const key = p.idempotencyKey ?? undefined;
   let id = `tok_${randomBytes(8).toString("hex")}`;
@@ -135,8 +178,9 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
       state.tokens.delete(earlier.secret);
     }
   }
-  const minted: MintedToken = { id, name: p.name, scopes, expiresAt, secret };
+  const minted: MintedToken = { id, name: p.name, scopes, expiresAt, secret, createdAt: now(), parentId: caller.tokenId };
   state.tokens.set(secret, minted);
+  state.tokensById.set(id, minted);
   if (key !== undefined) state.keyedTokens.set(`${caller.tokenId}\0${key}`, minted);
   return { expiresAt, id, name: p.name, scopes, token: secret };
 }

@@ -318,6 +318,18 @@ export interface TokensMethods {
    * `tokens.create`: needs `admin`; writes, given an idempotency key when none is passed and retried with it; stable.
    */
   create(params: T.TokensCreateParams, options?: CallOptions): Promise<T.CreatedToken>;
+  /**
+   * Tokens by id, a page at a time: never a secret or its hash; each with the token that minted it (`parentId`). Revoked ones only when asked.
+   *
+   * `tokens.list`: needs `admin`; reads, retried on a retryable error; stable.
+   */
+  list(params?: T.TokensListParams, options?: CallOptions): Promise<T.TokensListResult>;
+  /**
+   * Revokes a token and every token minted under it (theirs too): each stops working at once, and its streams and sockets end within a second on every node. A retry answers the same tokens.
+   *
+   * `tokens.revoke`: needs `admin`; writes, given an idempotency key when none is passed and retried with it; stable.
+   */
+  revoke(params: T.TokensRevokeParams, options?: CallOptions): Promise<T.TokensRevokeResult>;
 }
 
 /** The whole method table as namespaces over one [`Caller`]. */
@@ -441,6 +453,10 @@ export class GatewayClient {
         caller.call("tokens.ticket", params ?? {}, options),
       create: (params, options) =>
         caller.call("tokens.create", params, options),
+      list: (params, options) =>
+        caller.call("tokens.list", params ?? {}, options),
+      revoke: (params, options) =>
+        caller.call("tokens.revoke", params, options),
     };
   }
 }

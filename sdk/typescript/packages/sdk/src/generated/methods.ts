@@ -400,6 +400,24 @@ export const METHODS = {
     result: "CreatedToken",
     errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
   },
+  "tokens.list": {
+    scope: "admin",
+    effect: "read",
+    stability: "stable",
+    idempotencyKey: false,
+    params: "TokensListParams",
+    result: "TokensListResult",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
+  },
+  "tokens.revoke": {
+    scope: "admin",
+    effect: "write",
+    stability: "stable",
+    idempotencyKey: true,
+    params: "TokensRevokeParams",
+    result: "TokensRevokeResult",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
+  },
 } as const satisfies Record<string, MethodInfo>;
 
 /** A method's name. */
@@ -448,4 +466,6 @@ export interface MethodTypes {
   "events.unsubscribe": { params: T.EventsUnsubscribeParams; result: T.Empty };
   "tokens.ticket": { params: T.TokensTicketParams; result: T.StreamTicket };
   "tokens.create": { params: T.TokensCreateParams; result: T.CreatedToken };
+  "tokens.list": { params: T.TokensListParams; result: T.TokensListResult };
+  "tokens.revoke": { params: T.TokensRevokeParams; result: T.TokensRevokeResult };
 }

@@ -1600,6 +1600,27 @@ export type TicketStream = {
  */
 export type TokenId = string;
 
+/** A token as `tokens.list` shows it: never its secret or its hash. */
+export type TokenInfo = {
+  /** When it was made, epoch milliseconds. */
+  createdAt: number;
+  /** When it expires, epoch milliseconds (absent: never). */
+  expiresAt?: number | null;
+  /** Its id. */
+  id: TokenId;
+  /** Its name. */
+  name?: string | null;
+  /**
+   * The token that minted it with `tokens.create` (absent: made by an
+   * operator with the CLI, or the first admin token).
+   */
+  parentId?: TokenId | null;
+  /** When it was revoked, epoch milliseconds. */
+  revokedAt?: number | null;
+  /** What it may do. */
+  scopes: Array<Scope>;
+};
+
 /** `tokens.create`. */
 export type TokensCreateParams = {
   /** How long it lives, in milliseconds (1,000 to 30 days). */
@@ -1620,6 +1641,47 @@ export type TokensCreateParams = {
   preset?: ScopePreset | null;
   /** Scopes it grants, beside `preset`'s (at least one of the two). */
   scopes?: Array<Scope> | null;
+};
+
+/** `tokens.list`. */
+export type TokensListParams = {
+  /** The previous page's `nextCursor`. */
+  cursor?: TokenId | null;
+  /** Revoked tokens too. */
+  includeRevoked?: boolean | null;
+  /** At most this many (default 100, at most 500). */
+  limit?: number | null;
+};
+
+/** `tokens.list`'s answer. */
+export type TokensListResult = {
+  /** The next page's cursor (absent: this is the last page). */
+  nextCursor?: TokenId | null;
+  /** By id. */
+  tokens: Array<TokenInfo>;
+};
+
+/** `tokens.revoke`. */
+export type TokensRevokeParams = {
+  /**
+   * Accepted for a retry's sake; revoking is idempotent by itself: a
+   * retry answers the same tokens.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The token. */
+  tokenId: TokenId;
+};
+
+/** `tokens.revoke`'s answer. */
+export type TokensRevokeResult = {
+  /**
+   * Every token now revoked with it: the token, then those minted under
+   * it (and theirs), by id, whether this call or an earlier one revoked
+   * them (each keeps the time it was first revoked).
+   */
+  revoked: Array<TokenId>;
+  /** The token asked for. */
+  tokenId: TokenId;
 };
 
 /** `tokens.ticket`. */

@@ -154,6 +154,21 @@ bothServers("the wire", (kind) => {
       assert.notEqual((await talon.agent("main").run("other")).id, first.id);
     }));
 
+  it("a minted token stays within its minter's life and dies with it", () =>
+    withBackend(kind, "reply", async (b) => {
+      const admin = b.talon();
+      const hour = 3_600_000;
+      const a = await admin.createToken({ name: "a", preset: "admin", expiresInMs: hour });
+      const asA = new Talon({ baseUrl: b.url, token: a.token });
+      await assert.rejects(asA.createToken({ name: "longer", preset: "admin", expiresInMs: 2 * hour }), isError("invalid_request"));
+      const child = await asA.createToken({ name: "b", preset: "viewer", expiresInMs: hour / 2 });
+      const listed = await admin.client.tokens.list({ includeRevoked: true });
+      assert.equal(listed.tokens.find((t) => t.id === child.id)?.parentId, a.id);
+      assert.deepEqual(await admin.revokeToken(a.id), [a.id, child.id]);
+      assert.deepEqual(await admin.revokeToken(a.id), [a.id, child.id], "a retry answers the same");
+      await assert.rejects(new Talon({ baseUrl: b.url, token: child.token }).client.agents.list(), isError("unauthenticated"));
+    }));
+
   it("another token's idempotency key is a new key: never its run, never a conflict", () =>
     withBackend(kind, "reply", async (b) => {
       const admin = b.talon();
