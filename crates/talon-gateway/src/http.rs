@@ -211,6 +211,11 @@ pub(crate) async fn serve_call(
     if known.spec().effect == Effect::Write {
         writable(shared)?;
     }
+    // What stores something counts against the quota; what stops work or
+    // frees room always passes it.
+    if known.room() == talon_protocol::gateway::Room::Grows {
+        shared.stored.check()?;
+    }
     if !params.is_object() && !params.is_null() {
         return Err(ApiError::new(
             ErrorCode::InvalidRequest,
@@ -250,7 +255,7 @@ fn note_store_fault(store: &Store, error: &ApiError) {
 }
 
 /// Whether a method that writes may go ahead: `unavailable` (retryable)
-/// while the store cannot write, `quota_exceeded` once it holds its quota.
+/// while the store cannot write.
 fn writable(shared: &Shared) -> Result<(), ApiError> {
     let health = shared.store.health();
     match &health {
@@ -267,7 +272,7 @@ fn writable(shared: &Shared) -> Result<(), ApiError> {
             return Err(error);
         }
     }
-    shared.stored.check()
+    Ok(())
 }
 
 async fn call(

@@ -85,6 +85,15 @@ async fn start(
             "unsupported_parameter",
         )));
     }
+    // Every run is kept (the durable log is the contract): refused rather
+    // than ignored.
+    if request.store == Some(false) {
+        return Err(before(OpenAiError::invalid(
+            "store: false is not supported: Talon keeps every response in its durable log (store.retention bounds how long)",
+            Some("store"),
+            "unsupported_parameter",
+        )));
+    }
     let tools_off = super::tools_off(request.tool_choice.as_ref()).map_err(before)?;
     check_model(shared, &caller, &request.model)
         .await

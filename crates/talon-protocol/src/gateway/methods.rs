@@ -29,6 +29,25 @@ pub enum Effect {
     Write,
 }
 
+/// What a method does to the room the store has, which decides how the
+/// stored-bytes quota applies to it ([`Method::room`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Room {
+    /// Stores what it is given: every method that writes, and the reads
+    /// that may store (`sessions.resolve` creates the session it names,
+    /// `tokens.ticket` stores a ticket). Refused once the store holds its
+    /// quota.
+    Grows,
+    /// Stops work or frees room: cancelling, aborting, answering an
+    /// approval or a question, deleting an environment, revoking tokens,
+    /// unsubscribing. Always passes the quota, so a full store can always
+    /// be drained.
+    Frees,
+    /// Stores nothing.
+    Neutral,
+}
+
 /// How settled a method's contract is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -375,6 +394,26 @@ method_table! {
     /// second on every node. A retry answers the same tokens.
     TokensRevoke => "tokens.revoke" as tokens_revoke (TokensRevokeParams -> TokensRevokeResult) {
         scope: Admin, effect: Write, stability: Stable, errors: [NotFound],
+    }
+}
+
+impl Method {
+    /// How the stored-bytes quota applies to the method (the one place
+    /// this is decided).
+    pub fn room(self) -> Room {
+        match self {
+            Self::RunsCancel
+            | Self::SessionsAbort
+            | Self::ApprovalsRespond
+            | Self::QuestionsRespond
+            | Self::EnvironmentsDelete
+            | Self::TokensRevoke
+            | Self::TasksCancel
+            | Self::EventsUnsubscribe => Room::Frees,
+            Self::SessionsResolve | Self::TokensTicket => Room::Grows,
+            other if other.spec().effect == Effect::Write => Room::Grows,
+            _ => Room::Neutral,
+        }
     }
 }
 

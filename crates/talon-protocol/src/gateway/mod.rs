@@ -27,7 +27,8 @@ pub use catalog::{
 };
 pub use error::{ApiError, AuthRefusal, ErrorCode};
 pub use methods::{
-    COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Stability, decode_params, dispatch,
+    COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Room, Stability, decode_params,
+    dispatch,
 };
 pub use params::{ClientTool, InputMessage, InputRole, MultitaskStrategy, RunInput};
 pub use resources::{

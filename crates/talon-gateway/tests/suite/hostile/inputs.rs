@@ -289,4 +289,34 @@ async fn the_bytes_of_writes_are_limited_per_token_and_the_store_has_a_quota() {
     insta::assert_json_snapshot!("quota", whole);
     let (status, _) = g.call(&g.admin, "sessions.list", json!({})).await;
     assert_eq!(status, 200);
+    // A read that would store counts; what stops work or frees room always
+    // passes the quota (it may fail for its own reasons, never for room).
+    let code = |body: &Value| body["error"]["code"].clone();
+    let (_, resolved) = g
+        .call(&g.admin, "sessions.resolve", json!({"key": "new"}))
+        .await;
+    assert_eq!(code(&resolved), "quota_exceeded");
+    let (_, ticket) = g.call(&g.admin, "tokens.ticket", json!({})).await;
+    assert_eq!(code(&ticket), "quota_exceeded");
+    for (method, params) in [
+        ("runs.cancel", json!({"runId": "run_x"})),
+        ("sessions.abort", json!({"sessionId": "sess_x"})),
+        (
+            "approvals.respond",
+            json!({"approvalId": "ap_x", "decision": "deny"}),
+        ),
+        (
+            "questions.respond",
+            json!({"questionId": "q_x", "answer": "no"}),
+        ),
+        ("environments.delete", json!({"environmentId": "env_x"})),
+        ("tokens.revoke", json!({"tokenId": "tok_x"})),
+    ] {
+        let (status, body) = g.call(&g.admin, method, params).await;
+        assert_eq!(
+            (status, code(&body)),
+            (404, json!("not_found")),
+            "{method}: {body}"
+        );
+    }
 }

@@ -142,6 +142,13 @@ async fn bad_requests_are_refused_with_stable_codes_and_start_nothing() {
             "unsupported_parameter",
         ),
         (
+            "store false, which would not be honoured",
+            "/v1/responses",
+            json!({"model": "talon/main", "input": "x", "store": false}),
+            400,
+            "unsupported_parameter",
+        ),
+        (
             "a hosted tool",
             "/v1/responses",
             json!({"model": "talon/main", "input": "x", "tools": [{"type": "web_search"}]}),
