@@ -76,6 +76,23 @@ pub enum SecretRef {
     File(PathBuf),
 }
 
+/// Whether `file` is `tree` or under it: as written, and as resolved
+/// when both exist (a link cannot hide it).
+fn inside(file: &std::path::Path, tree: &std::path::Path) -> bool {
+    let lexical = |p: &std::path::Path| {
+        p.components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect::<PathBuf>()
+    };
+    if lexical(file).starts_with(lexical(tree)) {
+        return true;
+    }
+    match (std::fs::canonicalize(file), std::fs::canonicalize(tree)) {
+        (Ok(file), Ok(tree)) => file.starts_with(tree),
+        _ => false,
+    }
+}
+
 impl Config {
     /// The `gateway.security` section.
     pub fn security(&self) -> Result<SecuritySettings> {
@@ -187,6 +204,29 @@ impl Config {
                 }
             };
             settings.secrets.insert(name.clone(), source);
+        }
+        // A secret file inside a tree a workspace is copied from would be
+        // copied into the workspace, unredacted.
+        for (name, source) in &settings.secrets {
+            let SecretRef::File(file) = source else {
+                continue;
+            };
+            let trees = settings
+                .source_roots
+                .iter()
+                .chain(settings.repositories.values());
+            for tree in trees {
+                if inside(file, tree) {
+                    return Err(invalid(
+                        &format!("{key}.{name}"),
+                        &format!(
+                            "{} is inside {}, which workspaces are copied from: move the secret out of it",
+                            file.display(),
+                            tree.display()
+                        ),
+                    ));
+                }
+            }
         }
         let key = "gateway.environments.forges";
         for (name, forge) in self.object(key)? {
@@ -343,6 +383,51 @@ mod tests {
             parse("{}").unwrap(),
             (SecuritySettings::default(), EnvironmentSettings::default())
         );
+    }
+
+    #[test]
+    fn a_secret_file_inside_a_tree_workspaces_come_from_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("projects");
+        std::fs::create_dir_all(root.join("app")).unwrap();
+        std::fs::write(root.join("app/.env"), "TOKEN=x").unwrap();
+        // Reached through a link outside the root: resolved, refused too.
+        let link = dir.path().join("secrets");
+        std::os::unix::fs::symlink(root.join("app"), &link).unwrap();
+        let outside = dir.path().join("elsewhere");
+        std::fs::write(&outside, "x").unwrap();
+        for (file, refused) in [
+            (root.join("app/.env"), true),
+            (root.join("./app/../app/.env"), true),
+            (link.join(".env"), true),
+            (outside.clone(), false),
+        ] {
+            let text = format!(
+                "{{gateway: {{environments: {{sourceRoots: [{root:?}], repositories: {{r: {repo:?}}}, secrets: {{S: {{file: {file:?}}}}}}}}}}}",
+                root = root.display().to_string(),
+                repo = dir.path().join("repo.git").display().to_string(),
+                file = file.display().to_string(),
+            );
+            let outcome = parse(&text).map(|_| ()).map_err(|e| e.to_string());
+            match refused {
+                true => {
+                    let error = outcome.unwrap_err();
+                    assert!(
+                        error.contains("gateway.environments.secrets.S")
+                            && error.contains("move the secret out of it"),
+                        "{file:?}: {error}"
+                    );
+                }
+                false => assert_eq!(outcome, Ok(()), "{file:?}"),
+            }
+        }
+        // Inside a repository too.
+        let text = format!(
+            "{{gateway: {{environments: {{repositories: {{r: {repo:?}}}, secrets: {{S: {{file: {file:?}}}}}}}}}}}",
+            repo = "/srv/git/app.git",
+            file = "/srv/git/app.git/config",
+        );
+        assert!(parse(&text).is_err());
     }
 
     #[test]
