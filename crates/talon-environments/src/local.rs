@@ -10,7 +10,8 @@
 //! ```
 //!
 //! - **Workspace**: a copy of a directory inside one of the admin's
-//!   source roots (`cp -a`; FIFOs, sockets and devices then removed), or a
+//!   source roots (through directory handles, `talon_fs::tree`: FIFOs,
+//!   sockets and devices left out, nothing reached through a link), or a
 //!   checkout of a ref of one of the admin's repositories (named, or by
 //!   its path; [`super::git`]), in `<dir>/workspace`. The state directory
 //!   is never a source. A copy of the files is kept as the baseline in
@@ -143,8 +144,10 @@ fn parse(settings: &Value) -> Result<Settings, ApiError> {
 
 /// The directory a path source names, if the admin allows it: real (links
 /// resolved), a directory, inside a source root, and neither inside nor
-/// around the state directory.
-fn allowed_path(path: &Path, context: Context<'_>) -> Result<PathBuf, ApiError> {
+/// around the state directory. Returned as the source root (resolved) and
+/// the path below it, so that the copy opens it through directory handles
+/// from the root down, never by re-resolving the checked path.
+fn allowed_path(path: &Path, context: Context<'_>) -> Result<(PathBuf, PathBuf), ApiError> {
     if context.policy.source_roots.is_empty() {
         return Err(forbidden(
             "settings.source.path: this gateway has no source roots, so no directory can become a workspace; an admin lists them in gateway.environments.sourceRoots",
@@ -167,14 +170,15 @@ fn allowed_path(path: &Path, context: Context<'_>) -> Result<PathBuf, ApiError> 
         )
     };
     let real = std::fs::canonicalize(path).map_err(|_| refused())?;
-    let inside = context
+    let Some(root) = context
         .policy
         .source_roots
         .iter()
-        .any(|root| std::fs::canonicalize(root).is_ok_and(|root| real.starts_with(&root)));
-    if !inside {
+        .filter_map(|root| std::fs::canonicalize(root).ok())
+        .find(|root| real.starts_with(root))
+    else {
         return Err(refused());
-    }
+    };
     if let Ok(state) = std::fs::canonicalize(context.state_dir)
         && (real.starts_with(&state) || state.starts_with(&real))
     {
@@ -189,8 +193,16 @@ fn allowed_path(path: &Path, context: Context<'_>) -> Result<PathBuf, ApiError> 
             path.display()
         )));
     }
-    Ok(real)
+    let below = real.strip_prefix(&root).unwrap_or(Path::new("")).to_owned();
+    Ok((root, below))
 }
+
+/// What one workspace copied from a source may hold.
+const COPY_CAPS: talon_fs::tree::Caps = talon_fs::tree::Caps {
+    entries: 1_000_000,
+    bytes: 16 << 30,
+    depth: 256,
+};
 
 /// The repository a git source names (by name, or by the path an admin
 /// configured).
@@ -284,66 +296,28 @@ pub(crate) fn read_secret(name: &str, source: &SecretSource) -> Result<String, A
     }
 }
 
-/// Removes what is neither a directory, a regular file nor a symlink
-/// (FIFOs, sockets, device nodes `cp -a` recreated) from a copied
-/// workspace: a FIFO would hang a reader, a device node would reach the
-/// hardware. Symlinks are not followed. Returns the paths removed,
-/// relative to `root`.
-fn drop_special_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut dropped = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            let path = entry.path();
-            if kind.is_dir() {
-                stack.push(path);
-            } else if !kind.is_file() && !kind.is_symlink() {
-                std::fs::remove_file(&path)?;
-                dropped.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
-            }
-        }
-    }
-    dropped.sort();
-    Ok(dropped)
-}
-
-async fn copy_source(from: &Path, workspace: &Path) -> Result<(), ApiError> {
-    tokio::fs::create_dir_all(workspace)
-        .await
-        .map_err(|e| unavailable(format!("{}: {e}", workspace.display())))?;
-    let output = tokio::process::Command::new("cp")
-        .args(["-a", "--"])
-        .arg(from.join("."))
-        .arg(workspace)
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-        )
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .map_err(|e| unavailable(format!("copying the source: cannot run cp: {e}")))?;
-    if !output.status.success() {
-        let stderr: String = String::from_utf8_lossy(&output.stderr)
-            .trim()
-            .chars()
-            .take(500)
-            .collect();
-        return Err(invalid(format!("copying the source: {stderr}")));
-    }
-    let root = workspace.to_path_buf();
-    let dropped = tokio::task::spawn_blocking(move || drop_special_files(&root))
-        .await
-        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
-        .map_err(|e| unavailable(format!("{}: {e}", workspace.display())))?;
-    if !dropped.is_empty() {
+/// Copies `below` the source root `root` into `workspace` through
+/// directory handles (`talon_fs::tree`): a writer inside the root who
+/// swaps a checked directory for a link meanwhile makes that part fail or
+/// be skipped, never copied from elsewhere. Special files (FIFOs, sockets,
+/// devices) are left out.
+async fn copy_source(root: PathBuf, below: PathBuf, workspace: &Path) -> Result<(), ApiError> {
+    let to = workspace.to_path_buf();
+    let copied = tokio::task::spawn_blocking(move || {
+        let from = talon_fs::tree::open_dir_under(&root, &below)?;
+        talon_fs::tree::copy_tree(&from, &to, COPY_CAPS)
+    })
+    .await
+    .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+    .map_err(|e| match e {
+        talon_fs::tree::TreeError::Io { .. } => unavailable(format!("copying the source: {e}")),
+        other => invalid(format!("copying the source: {other}")),
+    })?;
+    if !copied.skipped.is_empty() {
         tracing::warn!(
             workspace = %workspace.display(),
-            skipped = ?dropped,
-            "the source's special files (FIFOs, sockets, devices) are not part of a workspace"
+            skipped = ?copied.skipped,
+            "parts of the source are not in the workspace: special files (FIFOs, sockets, devices) and entries that changed while it was copied"
         );
     }
     Ok(())
@@ -470,8 +444,8 @@ impl EnvironmentProvider for Local {
                 .map_err(|e| unavailable(format!("{}: {e}", dir.display())))?;
             match &settings.source {
                 Source::Path { path } => {
-                    let from = allowed_path(path, context)?;
-                    copy_source(&from, &workspace).await?;
+                    let (root, below) = allowed_path(path, context)?;
+                    copy_source(root, below, &workspace).await?;
                 }
                 Source::Git {
                     git: name,

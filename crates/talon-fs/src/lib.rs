@@ -17,6 +17,10 @@
 //! - reads at most `cap` bytes, whatever the file's reported size, and
 //!   fails with [`FsError::TooLarge`] if there is more.
 //!
+//! [`tree`] copies a directory tree through directory handles, never
+//! re-resolving a checked path, so a tree someone changes meanwhile cannot
+//! bring in what is outside it.
+//!
 //! Deliberately absent: path confinement (a workspace's rules belong to the
 //! tools that have one) and any async API (these reads are small and
 //! bounded; callers on a runtime use `spawn_blocking` where it matters).
@@ -28,6 +32,8 @@
 //! `$HOME/.cache/talon`). Not every read goes through here yet: talon-cli reads
 //! `<state_dir>/admin.token`, and talon-embed hashes the model's files and reads its
 //! `tokenizer.json`, with `std::fs`.
+
+pub mod tree;
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;

@@ -10,8 +10,8 @@ use talon_testing::redact::Redactor;
 
 use super::super::artifacts::sized;
 use super::super::env_support::{
-    DEPLOY_TOKEN_VAR, Sources, completed_call, create_checkout, create_environment, git, read,
-    run_events, run_to_end_in, workspace_of,
+    DEPLOY_TOKEN_VAR, Sources, call, completed_call, create_checkout, create_environment, git,
+    read, run_events, run_to_end_in, workspace_of,
 };
 use super::super::{Options, TestGateway, call_then_say, calls_then_say, tool_turn};
 
@@ -394,4 +394,73 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     for form in [SECRET, &reversed, &b64, &hex] {
         assert!(!everything.contains(form), "{form} was stored");
     }
+}
+
+/// A writer inside a source root swaps the directory being copied for a
+/// link to outside every root while environments are made from it: no
+/// workspace ever holds what is outside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_swapped_for_a_link_while_it_is_copied_brings_in_nothing_from_outside() {
+    let sources = Sources::new();
+    let g = TestGateway::start_opts(Options {
+        environments: sources.policy.clone(),
+        ..Options::default()
+    })
+    .await;
+    let outside = sources.dir.path().join("outside");
+    std::fs::create_dir_all(outside.join("nested")).unwrap();
+    std::fs::write(outside.join("SECRET"), "outside").unwrap();
+    std::fs::write(outside.join("nested/SECRET"), "outside").unwrap();
+    let source = sources.root("project");
+    std::fs::create_dir_all(source.join("sub/nested")).unwrap();
+    for n in 0..20 {
+        std::fs::write(source.join(format!("sub/f{n}")), "inside").unwrap();
+    }
+    std::fs::write(source.join("sub/nested/g"), "inside").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let (source, outside) = (source.clone(), outside.clone());
+        std::thread::spawn(move || {
+            let (sub, aside) = (source.join("sub"), source.join("aside"));
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::rename(&sub, &aside);
+                let _ = std::os::unix::fs::symlink(&outside, &sub);
+                let _ = std::fs::remove_file(&sub);
+                let _ = std::fs::rename(&aside, &sub);
+            }
+        })
+    };
+    let mut made = 0;
+    for n in 0..40 {
+        let created = call(
+            &g,
+            "environments.create",
+            json!({"provider": "local", "idempotencyKey": format!("swap-{n}"),
+                   "settings": {"source": {"path": source.join("sub")}}}),
+        )
+        .await;
+        // Refused, or failed while copying (the link was there): fine.
+        let Ok(created) = created else { continue };
+        let Some(workspace) = created["workspace"].as_str() else {
+            assert_eq!(created["status"], "failed", "{created}");
+            continue;
+        };
+        made += 1;
+        let mut stack = vec![PathBuf::from(workspace)];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let kind = entry.file_type().unwrap();
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else if kind.is_file() {
+                    let text = std::fs::read_to_string(entry.path()).unwrap();
+                    assert_ne!(text, "outside", "{}", entry.path().display());
+                }
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(made > 0, "no environment was made at all");
 }
