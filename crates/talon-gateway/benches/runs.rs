@@ -43,14 +43,7 @@ use talon_gateway::{GatewayConfig, Limits, RunLimits};
 use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 use talon_runtime::{Host, ModelRoute};
 
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
+use talon_testing::stats::rss_mib;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {

@@ -34,23 +34,11 @@ use talon_protocol::{Event, EventType};
 use talon_runtime::{Host, ModelRoute};
 use talon_testing::stats;
 
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
+use talon_testing::stats::rss_mib;
 
 /// Anonymous resident memory (the heap and stacks, not mapped files).
 fn anon_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    stats::status_kib("RssAnon") as f64 / 1024.0
 }
 
 fn env(name: &str, default: u64) -> u64 {

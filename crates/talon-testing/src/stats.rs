@@ -1,5 +1,6 @@
 //! The figures benchmarks print of their samples (milliseconds as `f64`):
-//! nearest-rank percentiles, the median, and one JSON summary line.
+//! nearest-rank percentiles, the median, and one JSON summary line; and
+//! this process's memory from `/proc/self/status`.
 
 use serde_json::{Value, json};
 
@@ -49,6 +50,30 @@ pub fn summary(samples: &[f64]) -> Value {
         "min": round3(s[0]),
         "max": round3(s[s.len() - 1]),
     })
+}
+
+/// A field of this process's `/proc/self/status` in KiB (`VmRSS`,
+/// `VmHWM`, `RssAnon`), 0 when it cannot be read.
+pub fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                line.strip_prefix(field)?
+                    .strip_prefix(':')?
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// This process's resident memory in MiB.
+pub fn rss_mib() -> f64 {
+    status_kib("VmRSS") as f64 / 1024.0
 }
 
 #[cfg(test)]
