@@ -79,6 +79,14 @@ pub fn rss_mib() -> f64 {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn status_fields_are_read_in_kib() {
+        use super::status_kib;
+        assert!(status_kib("VmRSS") > 0);
+        assert_eq!(status_kib("NoSuchField"), 0);
+        assert_eq!(status_kib("VmRS"), 0, "a prefix of a field is not the field");
+    }
+
+    #[test]
     fn the_figures_of_a_small_sample() {
         assert_eq!(super::median(&[3.0, 1.0, 2.0, 10.0]), 2.5);
         assert_eq!(
