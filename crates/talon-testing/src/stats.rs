@@ -83,7 +83,11 @@ mod tests {
         use super::status_kib;
         assert!(status_kib("VmRSS") > 0);
         assert_eq!(status_kib("NoSuchField"), 0);
-        assert_eq!(status_kib("VmRS"), 0, "a prefix of a field is not the field");
+        assert_eq!(
+            status_kib("VmRS"),
+            0,
+            "a prefix of a field is not the field"
+        );
     }
 
     #[test]
