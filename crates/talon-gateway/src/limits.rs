@@ -525,6 +525,27 @@ mod tests {
         let _a3 = limiter.stream("a").unwrap();
     }
 
+    #[test]
+    fn one_token_has_at_most_its_share_of_requests_in_flight() {
+        let limiter = Limiter::new(Limits {
+            max_requests_per_token: 2,
+            ..Limits::default()
+        });
+        let first = limiter.request("a").unwrap();
+        let _second = limiter.request("a").unwrap();
+        let refused = limiter.request("a").unwrap_err();
+        assert_eq!(
+            (refused.code, refused.details),
+            (
+                ErrorCode::RateLimited,
+                Some(serde_json::json!({"limit": "maxRequestsPerToken"}))
+            )
+        );
+        let _other = limiter.request("b").unwrap();
+        drop(first);
+        let _again = limiter.request("a").unwrap();
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_budget_waits_for_room_then_ends_a_slow_reader() {
         let limiter = Limiter::new(Limits {

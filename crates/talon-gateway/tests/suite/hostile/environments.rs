@@ -423,16 +423,24 @@ async fn a_source_swapped_for_a_link_while_it_is_copied_brings_in_nothing_from_o
         let (source, outside) = (source.clone(), outside.clone());
         std::thread::spawn(move || {
             let (sub, aside) = (source.join("sub"), source.join("aside"));
+            // The real directory and the link take turns, each for a
+            // moment, so that some creates find the directory and are
+            // copied while it is being swapped.
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let _ = std::fs::rename(&sub, &aside);
                 let _ = std::os::unix::fs::symlink(&outside, &sub);
+                std::thread::sleep(std::time::Duration::from_micros(200));
                 let _ = std::fs::remove_file(&sub);
                 let _ = std::fs::rename(&aside, &sub);
+                std::thread::sleep(std::time::Duration::from_micros(500));
             }
         })
     };
     let mut made = 0;
-    for n in 0..40 {
+    for n in 0..400 {
+        if made >= 20 {
+            break;
+        }
         let created = call(
             &g,
             "environments.create",

