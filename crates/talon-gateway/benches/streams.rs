@@ -22,7 +22,6 @@
     reason = "a benchmark binary fails loudly and prints its table"
 )]
 
-use std::io::{Read as _, Write as _};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +32,7 @@ use talon_protocol::gateway::Scope;
 use talon_protocol::{Event, EventType};
 use talon_runtime::{Host, ModelRoute};
 use talon_testing::stats;
+use talon_testing::unread::unread_stream;
 
 use talon_testing::stats::rss_mib;
 
@@ -126,32 +126,6 @@ async fn fill(b: &Bench, n: u64, size: usize) {
     if !events.is_empty() {
         b.running.store.append(events).await.unwrap();
     }
-}
-
-/// A stream on a socket with a small receive window, never read past its
-/// head.
-fn unread(addr: std::net::SocketAddr, token: &str) -> std::net::TcpStream {
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    socket.connect(&addr.into()).unwrap();
-    let mut stream: std::net::TcpStream = socket.into();
-    write!(
-        stream,
-        "GET /v1/events?after=0 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the stream was refused");
-        head.push(byte[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
-    stream
 }
 
 /// `n` runs by the admin, each from `runs.create` to its `run.started`
@@ -284,7 +258,9 @@ fn main() {
         let addr = b.running.addr;
         let opened = Instant::now();
         let held = tokio::task::spawn_blocking(move || {
-            (0..streams).map(|_| unread(addr, &viewer)).collect::<Vec<_>>()
+            (0..streams)
+                .map(|_| unread_stream(addr, &viewer, "/v1/events?after=0").unwrap())
+                .collect::<Vec<_>>()
         })
         .await
         .unwrap();

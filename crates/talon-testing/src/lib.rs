@@ -81,5 +81,6 @@ pub mod relevance;
 pub mod sshd;
 pub mod stats;
 pub mod synthetic;
+pub mod unread;
 pub mod wait;
 pub mod workspace;

@@ -50,30 +50,9 @@ async fn token(g: &TestGateway, name: &str) -> String {
     .secret
 }
 
-/// A stream opened on a socket with a tiny receive window that is never
-/// read past the answer's head.
+/// A stream of `token`'s at `path`, never read past its head.
 fn unread(g: &TestGateway, token: &str, path: &str) -> std::net::TcpStream {
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    socket.connect(&g.running.addr.into()).unwrap();
-    let mut stream: std::net::TcpStream = socket.into();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the answer ended");
-        head.push(byte[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
-    stream
+    talon_testing::unread::unread_stream(g.running.addr, token, path).unwrap()
 }
 
 /// The ids of a stream's events, read until its end or `last`, and the
