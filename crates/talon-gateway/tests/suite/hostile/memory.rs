@@ -233,3 +233,54 @@ async fn trickled_bodies_are_cut_and_the_gateway_keeps_answering() {
     let (status, _) = g.call(&slow, "agents.list", json!({})).await;
     assert_eq!(status, 200);
 }
+
+/// A token's trickled requests hold its places in flight: past
+/// `maxRequestsPerToken` its next call is refused while another token's
+/// is answered; a body slower than `minBodyBytesPerSecond` (here 1 byte a
+/// second, so one byte is cut at 5 + 2 s) is cut before its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tokens_trickled_requests_hold_its_places_until_the_rate_cuts_them() {
+    let g = TestGateway::start_with(Limits {
+        max_requests_per_token: 3,
+        min_body_bytes_per_second: 1,
+        body_read_timeout: Duration::from_secs(60),
+        ..Limits::default()
+    })
+    .await;
+    let slow = token(&g, "slow").await;
+    let app = token(&g, "app").await;
+    let started = std::time::Instant::now();
+    let held: Vec<_> = (0..3).map(|_| trickle(&g, &slow, 100, b"{")).collect();
+    // Once the three are in flight (well before their cut at 7 s).
+    let refused = loop {
+        let (status, body) = g.call(&slow, "agents.list", json!({})).await;
+        if status == 429 {
+            break body;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        refused["error"]["details"],
+        json!({"limit": "maxRequestsPerToken"})
+    );
+    let (status, _) = g.call(&app, "agents.list", json!({})).await;
+    assert_eq!(status, 200);
+    for mut stream in held {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.contains(r#""reason":"body_too_slow""#), "{answer}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "cut by the rate, not the deadline"
+    );
+    let (status, _) = g.call(&slow, "agents.list", json!({})).await;
+    assert_eq!(status, 200);
+}
