@@ -130,6 +130,7 @@ impl RunEvents {
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let ts = now_ms();
         self.sink.emit(Event {
+            subject: None,
             version: 1,
             id: format!("{}:{seq:08}", self.run_id).into(),
             ts,

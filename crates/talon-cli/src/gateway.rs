@@ -80,6 +80,14 @@ pub enum TokenCommand {
         /// How long it lives (`30d`, `12h`, `15m`, `90s`, `2w`).
         #[arg(long)]
         expires_in: Option<String>,
+        /// Bind it to a subject (an app's user or tenant): it sees and
+        /// acts only on that subject's sessions, runs and what they made.
+        #[arg(long)]
+        subject: Option<String>,
+        /// Bind it to agents: it sees, runs and reads only theirs; repeat
+        /// or separate with commas.
+        #[arg(long = "agent", value_delimiter = ',')]
+        agents: Vec<String>,
         /// The config file.
         #[arg(long)]
         config: Option<PathBuf>,
@@ -477,11 +485,17 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
                 scopes,
                 name,
                 expires_in,
+                subject,
+                agents,
                 ..
             } => {
                 let parsed = match expand_scopes(scopes.iter().map(String::as_str)) {
                     Ok(parsed) => parsed,
                     Err(message) => return fail(2, &format!("--scope: {message}")),
+                };
+                let binding = match binding(subject, agents, &parsed) {
+                    Ok(binding) => binding,
+                    Err(message) => return fail(2, &message),
                 };
                 let expires_at = match expires_in.as_deref() {
                     None => None,
@@ -497,7 +511,10 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
                         }
                     },
                 };
-                match talon_gateway::tokens::create(&store, name, parsed, expires_at, now).await {
+                let named = (name, &binding);
+                match talon_gateway::tokens::create_bound(&store, named, parsed, expires_at, now)
+                    .await
+                {
                     Ok(minted) => {
                         let _ = writeln!(std::io::stdout(), "{}", minted.secret);
                         let _ = writeln!(
@@ -522,14 +539,18 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
                         } else {
                             "live"
                         };
-                        // The last column: the token that minted it.
+                        // Then its subject and agents, and last the token
+                        // that minted it.
+                        let agents = t.agents.as_ref().map(|a| a.join(","));
                         let _ = writeln!(
                             out,
-                            "{}\t{}\t{}\t{}\t{}",
+                            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                             t.id,
                             state,
                             t.name.as_deref().unwrap_or("-"),
                             scopes.join(","),
+                            t.subject.as_deref().unwrap_or("-"),
+                            agents.as_deref().unwrap_or("-"),
                             t.parent_id.as_deref().unwrap_or("-")
                         );
                     }
@@ -554,6 +575,44 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
         store.close().await;
         code
     })
+}
+
+/// `--subject` and `--agent` as a binding, by the rule `tokens.create`
+/// applies (`Binding::under`): the message names the flag at fault.
+fn binding(
+    subject: Option<String>,
+    agents: Vec<String>,
+    scopes: &[talon_protocol::gateway::Scope],
+) -> Result<talon_protocol::gateway::Binding, String> {
+    use talon_protocol::gateway::bounded::{AgentId, Subject};
+    if let Some(s) = &subject {
+        Subject::check(s).map_err(|e| format!("--subject: {e}"))?;
+    }
+    for agent in &agents {
+        AgentId::check(agent).map_err(|e| format!("--agent: {e}"))?;
+    }
+    let asked = talon_protocol::gateway::Binding {
+        subject: subject.map(Into::into),
+        agents: (!agents.is_empty()).then(|| agents.into_iter().map(Into::into).collect()),
+    };
+    asked
+        .under(scopes, &talon_protocol::gateway::Binding::default())
+        .map_err(|e| {
+            let field = e
+                .details
+                .as_ref()
+                .and_then(|d| d["field"].as_str())
+                .unwrap_or("scope");
+            let flag = match field {
+                "agents" => "agent",
+                other => other,
+            };
+            let message = e
+                .message
+                .split_once(": ")
+                .map_or(e.message.as_str(), |(_, m)| m);
+            format!("--{flag}: {message}")
+        })
 }
 
 #[cfg(test)]

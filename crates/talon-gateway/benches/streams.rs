@@ -102,6 +102,7 @@ async fn fill(b: &Bench, n: u64, size: usize) {
     let mut events = Vec::new();
     for i in 0..n {
         events.push(Event {
+            subject: None,
             version: 1,
             id: Default::default(),
             ts: 1_000 + i,

@@ -37,12 +37,7 @@ async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Respons
     caller.require(Method::ArtifactsDownload.spec().scope)?;
     let now = talon_store::now_ms();
     let not_found = || ApiError::new(ErrorCode::NotFound, format!("artifact {id:?} not found"));
-    let summary = shared
-        .store
-        .artifact(id, now)
-        .await
-        .map_err(api_error)?
-        .ok_or_else(not_found)?;
+    let summary = crate::owned::artifact_for(&shared.store, &caller, id, now).await?;
     let stored = shared
         .store
         .artifact_content(id, now)

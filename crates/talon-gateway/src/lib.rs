@@ -131,6 +131,7 @@ mod memory;
 mod metrics;
 mod observe;
 mod openai;
+mod owned;
 mod revocation;
 mod runs;
 mod serve;

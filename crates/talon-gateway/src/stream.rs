@@ -104,18 +104,7 @@ pub(crate) async fn run_events(
             run_id: RunId::from(run_id.as_str()),
         }))?;
         caller.require(Method::RunsEvents.spec().scope)?;
-        if shared
-            .store
-            .run(&run_id)
-            .await
-            .map_err(api_error)?
-            .is_none()
-        {
-            return Err(ApiError::new(
-                ErrorCode::NotFound,
-                format!("run {run_id:?} not found"),
-            ));
-        }
+        crate::owned::run_for(&shared.store, &caller, &run_id).await?;
         let filter = EventFilter {
             run_id: Some(run_id.clone()),
             raw: caller.is_admin(),
@@ -152,6 +141,7 @@ pub(crate) async fn all_events(
                 agent_id: named.agent_id.clone().map(Into::into),
                 types: named.types.clone().unwrap_or_default(),
                 raw: false,
+                owner: caller.owner(),
                 ..EventFilter::default()
             },
             Some(_) => {
@@ -164,6 +154,7 @@ pub(crate) async fn all_events(
                 agent_id: query.agent_id.clone().map(Into::into),
                 types: talon_wire::event_types(query.types.iter().map(Text::as_str))?,
                 raw: caller.is_admin(),
+                owner: caller.owner(),
                 ..EventFilter::default()
             },
         };

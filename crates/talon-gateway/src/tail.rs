@@ -62,6 +62,7 @@ struct Entry {
     run_id: Option<String>,
     session_key: Option<String>,
     agent_id: Option<String>,
+    subject: Option<String>,
 }
 
 /// The envelope fields a filter reads, and `raw`'s exact text.
@@ -71,6 +72,7 @@ struct Keys<'a> {
     run_id: Option<String>,
     session_key: Option<String>,
     agent_id: Option<String>,
+    subject: Option<String>,
     #[serde(borrow)]
     raw: Option<&'a serde_json::value::RawValue>,
 }
@@ -90,6 +92,7 @@ impl Entry {
                 run_id: None,
                 session_key: None,
                 agent_id: None,
+                subject: None,
             };
         };
         let render = |json: &str| Delivery::new(event.id, &event.kind, json);
@@ -117,6 +120,7 @@ impl Entry {
             run_id: keys.run_id,
             session_key: keys.session_key,
             agent_id: keys.agent_id,
+            subject: keys.subject,
         }
     }
 
@@ -130,6 +134,7 @@ impl Entry {
             + text(&self.run_id)
             + text(&self.session_key)
             + text(&self.agent_id)
+            + text(&self.subject)
     }
 
     /// The envelope for a reader, `None` when the tail cannot give it.
@@ -348,7 +353,16 @@ impl Tail {
             let wanted = (filter.run_id.is_none() || entry.run_id == filter.run_id)
                 && (filter.session_key.is_none() || entry.session_key == filter.session_key)
                 && (filter.agent_id.is_none() || entry.agent_id == filter.agent_id)
-                && (types.is_empty() || types.contains(&entry.kind.as_str()));
+                && (types.is_empty() || types.contains(&entry.kind.as_str()))
+                // The store's rule (`Owner`): a subject's events are its
+                // sessions' (the envelope's `subject`), an agent's name it.
+                && (filter.owner.subject.is_none() || entry.subject == filter.owner.subject)
+                && filter.owner.agents.as_ref().is_none_or(|agents| {
+                    entry
+                        .agent_id
+                        .as_ref()
+                        .is_some_and(|agent| agents.contains(agent))
+                });
             if entry.form == Form::Unreadable {
                 return None;
             }

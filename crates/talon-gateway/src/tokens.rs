@@ -21,7 +21,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::AuthRefusal as Refusal;
 use talon_protocol::gateway::tokens::{CreatedToken, TokensCreateParams};
-use talon_protocol::gateway::{ApiError, ErrorCode, Scope};
+use talon_protocol::gateway::{ApiError, Binding, ErrorCode, Scope};
 use talon_store::{Store, StoredToken};
 
 use crate::error::{GatewayError, Result, api_error};
@@ -68,6 +68,8 @@ pub struct Caller {
     /// The one stream a ticket's caller may open (`None`: a token's
     /// caller). A ticket's caller calls no method.
     pub ticket: Option<TicketStream>,
+    /// The subject and agents it is bound to ([`crate::owned`]).
+    pub binding: Binding,
 }
 
 impl Caller {
@@ -96,11 +98,17 @@ impl Caller {
     /// can read or poison what it names. U+001F separates the parts, and a
     /// key may not hold it (keys refuse control characters), so no caller
     /// can spell another's; keys stored before the namespace never match.
+    /// A bound token's namespace is its subject's, so that a subject's
+    /// tokens (a user's browser tokens, minted one after another) retry
+    /// into the same one.
     pub(crate) fn scoped_key(&self, kind: &str, key: &str) -> String {
-        format!(
-            "tok:{}{KEY_SEPARATOR}{kind}{KEY_SEPARATOR}{key}",
-            self.token_id
-        )
+        match &self.binding.subject {
+            Some(subject) => format!("sub:{subject}{KEY_SEPARATOR}{kind}{KEY_SEPARATOR}{key}"),
+            None => format!(
+                "tok:{}{KEY_SEPARATOR}{kind}{KEY_SEPARATOR}{key}",
+                self.token_id
+            ),
+        }
     }
 
     /// Whether the token may see raw runtime payloads.
@@ -155,6 +163,8 @@ pub fn mint(
 ) -> Result<MintedToken> {
     let secret = format!("{SECRET_PREFIX}{}", hex(&random::<32>()?));
     let stored = StoredToken {
+        subject: None,
+        agents: None,
         id: format!("tok_{}", hex(&random::<8>()?)),
         hash: hash(&secret),
         name,
@@ -175,7 +185,24 @@ pub async fn create(
     expires_at: Option<u64>,
     now: u64,
 ) -> Result<MintedToken> {
-    let minted = mint(name, scopes, expires_at, now)?;
+    create_bound(store, (name, &Binding::default()), scopes, expires_at, now).await
+}
+
+/// [`create`] bound to a subject and agents (checked by the caller with
+/// `Binding::under`).
+pub async fn create_bound(
+    store: &Store,
+    (name, binding): (Option<String>, &Binding),
+    scopes: Vec<Scope>,
+    expires_at: Option<u64>,
+    now: u64,
+) -> Result<MintedToken> {
+    let mut minted = mint(name, scopes, expires_at, now)?;
+    minted.stored.subject = binding.subject.clone().map(Into::into);
+    minted.stored.agents = binding
+        .agents
+        .as_ref()
+        .map(|agents| agents.iter().map(|a| a.to_string()).collect());
     store.insert_token(&minted.stored).await?;
     Ok(minted)
 }
@@ -198,10 +225,16 @@ pub async fn create_for(
         expires_at: caller.expires_at,
     };
     let (scopes, expires_at) = p.grant_under(&parent, now)?;
+    let binding = p.bind_under(&scopes, &caller.binding)?;
     let name = p.name.to_string();
     let mut minted = mint(Some(name.clone()), scopes.clone(), Some(expires_at), now)
         .map_err(|error| ApiError::new(ErrorCode::Internal, error.to_string()))?;
     minted.stored.parent_id = Some(caller.token_id.clone());
+    minted.stored.subject = binding.subject.clone().map(Into::into);
+    minted.stored.agents = binding
+        .agents
+        .as_ref()
+        .map(|agents| agents.iter().map(|a| a.to_string()).collect());
     let replayed = match &p.idempotency_key {
         None => false,
         Some(key) => {
@@ -211,7 +244,10 @@ pub async fn create_for(
             match earlier {
                 None => false,
                 Some(earlier)
-                    if earlier.name.as_deref() == Some(&*name) && earlier.scopes == scopes =>
+                    if earlier.name.as_deref() == Some(&*name)
+                        && earlier.scopes == scopes
+                        && earlier.subject == minted.stored.subject
+                        && earlier.agents == minted.stored.agents =>
                 {
                     if !store
                         .replace_token_secret(&id, &minted.stored.hash, Some(expires_at))
@@ -226,7 +262,7 @@ pub async fn create_for(
                     return Err(keyed_conflict(
                         key.as_ref(),
                         &id,
-                        "has another name or scopes",
+                        "has another name, scopes or binding",
                     ));
                 }
             }
@@ -243,6 +279,8 @@ pub async fn create_for(
         "token created through tokens.create"
     );
     Ok(CreatedToken {
+        subject: binding.subject,
+        agents: binding.agents,
         token: minted.secret,
         id: minted.stored.id.into(),
         name,
@@ -293,6 +331,7 @@ pub async fn authenticate(
                 Err(Refusal::Expired.error())
             } else {
                 Ok(Caller {
+                    binding: crate::owned::binding_of(&token),
                     token_id: token.id,
                     name: token.name,
                     scopes: token.scopes,
@@ -341,17 +380,8 @@ pub async fn mint_ticket(
     for scope in &scopes {
         caller.require(*scope)?;
     }
-    if let TicketStream::Run(run) = &stream
-        && store
-            .run(&run.run_id)
-            .await
-            .map_err(crate::error::api_error)?
-            .is_none()
-    {
-        return Err(ApiError::new(
-            ErrorCode::NotFound,
-            format!("run {:?} not found", run.run_id.as_str()),
-        ));
+    if let TicketStream::Run(run) = &stream {
+        crate::owned::run_for(store, caller, &run.run_id).await?;
     }
     let bytes = random::<32>().map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
     let ticket = format!("{TICKET_PREFIX}{}", hex(&bytes));
@@ -413,6 +443,7 @@ pub async fn redeem_ticket(
         .filter(|t| t.is_live(now))
         .ok_or_else(refused)?;
     Ok(Caller {
+        binding: crate::owned::binding_of(&token),
         token_id: token.id,
         name: token.name,
         scopes: taken.scopes,

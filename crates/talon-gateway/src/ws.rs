@@ -368,6 +368,7 @@ async fn subscribe(
         agent_id: p.agent_id.map(Into::into),
         types: p.types.unwrap_or_default(),
         raw: caller.is_admin(),
+        owner: caller.owner(),
         ..EventFilter::default()
     };
     let mut follow =

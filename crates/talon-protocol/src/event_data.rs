@@ -389,6 +389,7 @@ mod tests {
             serde_json::json!({"callId": "c1", "name": "read", "arguments": {"path": "a"}})
         );
         let event = Event {
+            subject: None,
             version: 1,
             id: "1".into(),
             ts: 0,

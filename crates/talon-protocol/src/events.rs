@@ -166,6 +166,10 @@ pub struct Event {
     /// The session key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<SessionKey>,
+    /// The session's subject (see `Session.subject`): set by the server's
+    /// log as it reads the event, never stored with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<crate::gateway::bounded::Subject>,
     /// The background task, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<TaskId>,

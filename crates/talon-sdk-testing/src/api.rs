@@ -435,6 +435,9 @@ impl Handler for Api {
     async fn tokens_create(&self, _: &(), p: TokensCreateParams) -> Result<CreatedToken, ApiError> {
         let now = now_ms();
         let (scopes, expires_at) = p.grant(now)?;
+        // Bound tokens are checked and echoed; what they see is not
+        // modelled (see "Deliberately absent").
+        let binding = p.bind_under(&scopes, &talon_protocol::gateway::Binding::default())?;
         let name = p.name.to_string();
         let key = p.idempotency_key.as_ref().map(|k| k.to_string());
         let (id, token) = self.write(|s| {
@@ -442,7 +445,11 @@ impl Handler for Api {
             s.tokens.retain(|_, expires| *expires > now);
             let id = match key.as_ref().and_then(|k| s.keyed_tokens.get(k)) {
                 // A retry: the same id, a new secret; the old one stops.
-                Some(earlier) if earlier.name == name && earlier.scopes == scopes => {
+                Some(earlier)
+                    if earlier.name == name
+                        && earlier.scopes == scopes
+                        && earlier.binding == binding =>
+                {
                     s.tokens.remove(&earlier.token);
                     earlier.id.clone()
                 }
@@ -450,7 +457,7 @@ impl Handler for Api {
                     return Err(ApiError::new(
                         ErrorCode::Conflict,
                         format!(
-                            "idempotency key {:?} minted token {}, which has another name or scopes: use a new key",
+                            "idempotency key {:?} minted token {}, which has another name, scopes or binding: use a new key",
                             key.as_deref().unwrap_or_default(),
                             earlier.id
                         ),
@@ -465,11 +472,14 @@ impl Handler for Api {
                     token: token.clone(),
                     name: name.clone(),
                     scopes: scopes.clone(),
+                    binding: binding.clone(),
                 };
                 s.keyed_tokens.insert(key.clone(), minted);
             }
             s.tokens.insert(token.clone(), expires_at);
             let info = talon_protocol::gateway::TokenInfo {
+                subject: binding.subject.clone(),
+                agents: binding.agents.clone(),
                 id: id.as_str().into(),
                 name: Some(name.clone()),
                 scopes: scopes.clone(),
@@ -482,6 +492,8 @@ impl Handler for Api {
             Ok((id, token))
         })?;
         Ok(CreatedToken {
+            subject: binding.subject,
+            agents: binding.agents,
             token,
             id: id.into(),
             name,

@@ -189,6 +189,7 @@ pub(crate) fn create_environment(
             None => s.new_id("env"),
         };
         let environment = Environment {
+            subject: None,
             workspace: Some(format!("/fake-gateway/environments/{id}/workspace")),
             id: id.into(),
             provider: p.provider.clone(),

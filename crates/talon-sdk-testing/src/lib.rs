@@ -74,6 +74,9 @@
 //!   `Authorization` on the upgrade.
 //! - Callers: every call is the fake's one caller, so idempotency keys are kept in one namespace
 //!   (the gateway keeps each token's apart).
+//! - Ownership: `tokens.create` checks and echoes a token's `subject` and `agents`
+//!   (`Binding::under`, as the gateway), but every call is the fake's one admin caller, which sees
+//!   every subject's records; a session key names one session whatever the subject.
 //! - Approval expiry and remembered decisions (`approve_session`, `approve_always` never approve a
 //!   later call; every resolution has `reused: false`).
 //! - Runs behind `tools.invoke`: it answers with the result the test set for the tool.

@@ -178,6 +178,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
             }
         }
         let run = Run {
+            subject: None,
             id: s.new_id("run"),
             agent_id: session.agent_id.clone(),
             session_id: Some(session.id.clone()),

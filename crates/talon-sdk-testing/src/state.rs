@@ -72,6 +72,7 @@ pub(crate) struct KeyedToken {
     pub token: String,
     pub name: String,
     pub scopes: Vec<Scope>,
+    pub binding: talon_protocol::gateway::Binding,
 }
 
 /// Everything the fake gateway holds.
@@ -174,6 +175,7 @@ impl State {
         let id: SessionId = self.new_id("sess");
         let now = now_ms();
         let session = Session {
+            subject: None,
             key: key.unwrap_or_else(|| format!("{agent_id}:{id}")).into(),
             id,
             agent_id: agent_id.into(),

@@ -32,6 +32,7 @@ const TOTAL: u64 = 100_000;
 
 fn delta(n: u64) -> Event {
     Event {
+        subject: None,
         version: 1,
         id: Default::default(),
         ts: n,
@@ -280,7 +281,7 @@ async fn remembered(store: &Store) {
         let session = format!("sess_{}", (i * 7) % 1000);
         let started = Instant::now();
         let found = store
-            .remembered_approval(&tool, Some(&session))
+            .remembered_approval(&tool, Some(&session), None)
             .await
             .unwrap();
         keyed.push(started.elapsed());

@@ -32,6 +32,8 @@ pub struct PendingFilter {
     pub run_id: Option<String>,
     /// Only this session's.
     pub session_id: Option<String>,
+    /// Only those of this owner's runs.
+    pub owner: crate::Owner,
 }
 
 /// The columns a resolvable record is filed under.
@@ -135,22 +137,26 @@ impl Store {
     /// The approval whose remembered decision covers a call of `tool`
     /// (a catalog id, never a bare name: rules are filed by
     /// [`Approval::tool_key`]) in `session_id`: the latest
-    /// `approve_always` for the tool, or `approve_session` in that
+    /// `approve_always` for the tool (one given for a subject's run holds
+    /// for that subject's runs only), or `approve_session` in that
     /// session.
     pub async fn remembered_approval(
         &self,
         tool: &str,
         session_id: Option<&str>,
+        subject: Option<&str>,
     ) -> Result<Option<Approval>> {
-        // No session: a scope no rule is filed under.
+        // No session (or subject): a scope no rule is filed under.
         let session = session_id.map_or_else(String::new, |s| format!("session:{s}"));
+        let subject = subject.map_or_else(String::new, |s| format!("subject:{s}"));
         let row = sqlx::query(sql!(
             "SELECT a.doc FROM approval_rules r JOIN approvals a ON a.id = r.approval_id \
-             WHERE r.tool = $1 AND (r.scope = '*' OR r.scope = $2) \
+             WHERE r.tool = $1 AND (r.scope = '*' OR r.scope = $2 OR r.scope = $3) \
              ORDER BY r.created_at DESC, r.approval_id DESC LIMIT 1"
         ))
         .bind(tool.to_owned())
         .bind(session)
+        .bind(subject)
         .fetch_optional(self.pool())
         .await?;
         row.as_ref().map(doc_of).transpose()
@@ -159,7 +165,13 @@ impl Store {
     /// Files `approval` as the rule it grants, if it grants one.
     async fn file_rule(&self, approval: &Approval) -> Result<()> {
         let scope = match (approval.status, approval.decision, &approval.session_id) {
-            (ApprovalStatus::Approved, Some(ApprovalDecision::ApproveAlways), _) => "*".to_owned(),
+            // A subject's `approve_always` is that subject's only.
+            (ApprovalStatus::Approved, Some(ApprovalDecision::ApproveAlways), _) => {
+                match self.run(&approval.run_id).await?.and_then(|r| r.subject) {
+                    Some(subject) => format!("subject:{subject}"),
+                    None => "*".to_owned(),
+                }
+            }
             (ApprovalStatus::Approved, Some(ApprovalDecision::ApproveSession), Some(session)) => {
                 format!("session:{session}")
             }
@@ -260,16 +272,21 @@ impl Store {
     }
 
     async fn list_resolvable<T: Resolvable>(&self, filter: &PendingFilter) -> Result<Vec<T>> {
+        let (subject, agents) = filter.owner.binds()?;
         let rows = sqlx::query(sql!(
             "SELECT doc FROM {} \
              WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR run_id = $2) \
                AND ($3 IS NULL OR session_id = $3) \
+               AND (($4 IS NULL AND $5 IS NULL) OR run_id IN (SELECT id FROM runs WHERE {owned})) \
              ORDER BY created_at, id",
-            T::TABLE
+            T::TABLE,
+            owned = crate::Owner::condition(self.backend(), 4, "subject", "agent_id"),
         ))
         .bind(filter.status.clone())
         .bind(filter.run_id.clone())
         .bind(filter.session_id.clone())
+        .bind(subject)
+        .bind(agents)
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(doc_of).collect()

@@ -21,9 +21,9 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use talon_protocol::gateway::ArtifactSummary;
 
-use crate::Store;
 use crate::error::{Result, StoreError, corrupt};
 use crate::records::{doc_of, json_text, ms, opt_ms};
+use crate::{Owner, Store};
 
 /// An artifact to store.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,25 +151,34 @@ impl Store {
     /// out.
     pub async fn artifacts(
         &self,
-        run_id: Option<&str>,
-        session_id: Option<&str>,
+        (run_id, session_id): (Option<&str>, Option<&str>),
+        owner: &Owner,
         cursor: Option<&str>,
         limit: u32,
         now: u64,
     ) -> Result<Vec<ArtifactSummary>> {
-        let rows = sqlx::query(
+        let (subject, agents) = owner.binds()?;
+        // A run's artifact is its run's owner's; one of a session only,
+        // its session's; one of neither, no subject's or agent's.
+        let rows = sqlx::query(sql!(
             "SELECT doc, created_at, expires_at FROM artifacts \
              WHERE ($1 IS NULL OR run_id = $1) AND ($2 IS NULL OR session_id = $2) \
                AND (expires_at IS NULL OR expires_at > $3) \
                AND ($4 IS NULL OR (created_at, id) > \
                     (SELECT created_at, id FROM artifacts WHERE id = $4)) \
+               AND (($6 IS NULL AND $7 IS NULL) \
+                    OR run_id IN (SELECT id FROM runs WHERE {owned}) \
+                    OR (run_id IS NULL AND session_id IN (SELECT id FROM sessions WHERE {owned}))) \
              ORDER BY created_at, id LIMIT $5",
-        )
+            owned = Owner::condition(self.backend(), 6, "subject", "agent_id"),
+        ))
         .bind(run_id.map(str::to_owned))
         .bind(session_id.map(str::to_owned))
         .bind(ms(now)?)
         .bind(cursor.map(str::to_owned))
         .bind(i64::from(limit))
+        .bind(subject)
+        .bind(agents)
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(summary_of).collect()

@@ -10,23 +10,24 @@ use crate::error::{Result, StoreError};
 use crate::records::{doc_of, json_text, ms};
 
 impl Store {
-    /// Stores a new environment record; [`StoreError::Exists`] when its id
-    /// is taken.
+    /// Stores a new environment record, `subject`'s (none: an unbound
+    /// token's); [`StoreError::Exists`] when its id is taken.
     pub async fn create_environment<T: Serialize>(
         &self,
-        id: &str,
+        (id, subject): (&str, Option<&str>),
         status: &str,
         created_at: u64,
         doc: &T,
     ) -> Result<()> {
         let inserted = sqlx::query(
-            "INSERT INTO environments (id, status, created_at, doc) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT DO NOTHING",
+            "INSERT INTO environments (id, status, created_at, doc, subject) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
         )
         .bind(id.to_owned())
         .bind(status.to_owned())
         .bind(ms(created_at)?)
         .bind(json_text(doc)?)
+        .bind(subject.map(str::to_owned))
         .execute(self.writes())
         .await?
         .rows_affected();
@@ -49,11 +50,16 @@ impl Store {
         row.as_ref().map(doc_of).transpose()
     }
 
-    /// Every environment record, oldest first.
-    pub async fn environments<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
-        let rows = sqlx::query("SELECT doc FROM environments ORDER BY created_at, id")
-            .fetch_all(self.pool())
-            .await?;
+    /// Every environment record, oldest first: `subject`'s only when
+    /// given.
+    pub async fn environments<T: DeserializeOwned>(&self, subject: Option<&str>) -> Result<Vec<T>> {
+        let rows = sqlx::query(
+            "SELECT doc FROM environments WHERE ($1 IS NULL OR subject = $1) \
+             ORDER BY created_at, id",
+        )
+        .bind(subject.map(str::to_owned))
+        .fetch_all(self.pool())
+        .await?;
         rows.iter().map(doc_of).collect()
     }
 

@@ -68,9 +68,11 @@ impl Prepared {
         // whose session is not stored under that key gets it back at
         // insert ([`insert`]).
         let keyed_by_session = event.session_id.is_some();
+        // Nor its subject: the session's, spliced in as it is read.
         let unnumbered = Event {
             id: EventId::default(),
             raw: None,
+            subject: None,
             session_key: if keyed_by_session {
                 None
             } else {
@@ -348,27 +350,32 @@ impl Store {
         let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
         let types_json = serde_json::to_string(&types).map_err(corrupt)?;
         let backend: Backend = self.backend();
+        let (owner_subject, owner_agents) = filter.owner.binds()?;
         // The envelope is the stored body with, before its closing brace,
         // the session's key (kept once, in `sessions`; rows written before
-        // that kept it in the body and in `session_key`) and then `raw`
-        // (last, where the live tail looks for it).
+        // that kept it in the body and in `session_key`), its subject
+        // (never stored with the event) and then `raw` (last, where the
+        // live tail looks for it).
         let query = sqlx::query_scalar(sql!(
             "SELECT string_agg('{{\"version\":1,\"id\":\"' || seq || '\",' || \
-                CASE WHEN sk IS NULL AND rw IS NULL THEN body \
+                CASE WHEN sk IS NULL AND sj IS NULL AND rw IS NULL THEN body \
                      ELSE substr(body, 1, length(body) - 1) \
                           || CASE WHEN sk IS NULL THEN '' ELSE ',\"sessionKey\":' || sk END \
+                          || CASE WHEN sj IS NULL THEN '' ELSE ',\"subject\":' || sj END \
                           || CASE WHEN rw IS NULL THEN '' ELSE ',\"raw\":' || rw END \
                           || '}}' END, \
                 {newline} ORDER BY seq) \
              FROM (SELECT e.seq, e.body, \
                           CASE WHEN $7 = 1 THEN e.raw END AS rw, \
-                          {quoted} AS sk \
+                          CASE WHEN e.session_key IS NULL THEN {quoted} END AS sk, \
+                          {subject} AS sj \
                    FROM {rows} \
-                   LEFT JOIN sessions s ON e.session_key IS NULL AND s.id = e.session_id \
+                   LEFT JOIN sessions s ON s.id = e.session_id \
                    {kept} \
                    ORDER BY e.seq LIMIT $6) page",
             newline = backend.newline(),
             quoted = backend.json_quote("s.key"),
+            subject = backend.json_quote("s.subject"),
             rows = if max_bytes.is_some() {
                 // The sizes first, then the bodies of the events under
                 // the budget. `octet_length` of a column reads its size
@@ -386,7 +393,7 @@ impl Store {
                 "events e".to_owned()
             },
             kept = if max_bytes.is_some() {
-                "WHERE COALESCE(budget.before, 0) < $8".to_owned()
+                "WHERE COALESCE(budget.before, 0) < $10".to_owned()
             } else {
                 format!("WHERE {}", matches(&backend))
             },
@@ -397,7 +404,9 @@ impl Store {
         .bind(filter.agent_id.clone())
         .bind(types_json)
         .bind(i64::from(limit.min(MAX_PAGE)))
-        .bind(i64::from(filter.raw));
+        .bind(i64::from(filter.raw))
+        .bind(owner_subject)
+        .bind(owner_agents);
         let query = match max_bytes {
             Some(max) => query.bind(i64::try_from(max).unwrap_or(i64::MAX)),
             None => query,
@@ -495,16 +504,21 @@ impl Store {
 }
 
 /// The condition an event of the page meets (on `e`, with the filter's
-/// parameters `$1` to `$5`).
+/// parameters `$1` to `$5`, and its owner's at `$8` and `$9`). A key names
+/// a session in each subject that has one: the owner's condition picks the
+/// caller's.
 fn matches(backend: &Backend) -> String {
     format!(
         "e.seq > $1 \
          AND ($2 IS NULL OR e.run_id = $2) \
          AND ($3 IS NULL OR e.session_key = $3 \
-              OR e.session_id = (SELECT id FROM sessions WHERE key = $3)) \
+              OR e.session_id IN (SELECT id FROM sessions WHERE key = $3)) \
          AND ($4 IS NULL OR e.agent_id = $4) \
-         AND ($5 = '[]' OR e.{types})",
-        types = backend.types_in(5)
+         AND ($5 = '[]' OR e.{types}) \
+         AND ($8 IS NULL OR e.session_id IN (SELECT id FROM sessions WHERE subject = $8)) \
+         AND {agents}",
+        types = backend.types_in(5),
+        agents = crate::Owner::agents_in(*backend, 9, "e.agent_id"),
     )
 }
 

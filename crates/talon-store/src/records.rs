@@ -22,6 +22,9 @@ pub struct EventFilter {
     /// Include each event's runtime-native payload (`raw`): for readers
     /// allowed to see it (`admin` tokens).
     pub raw: bool,
+    /// Whose: a subject's are its sessions' events (an event of no
+    /// session is no subject's), an agent's those naming it.
+    pub owner: crate::Owner,
 }
 
 /// How long events are kept: by age and by count, whichever removes more.
@@ -53,6 +56,10 @@ pub struct StoredToken {
     /// The token that minted it through `tokens.create` (none for the
     /// CLI's and the first admin): revoking that one revokes this one.
     pub parent_id: Option<String>,
+    /// The subject it is bound to: it sees only that subject's records.
+    pub subject: Option<String>,
+    /// The agents it is bound to: it sees and runs only theirs.
+    pub agents: Option<Vec<String>>,
 }
 
 /// A stream ticket as stored: never the ticket, only its hash.

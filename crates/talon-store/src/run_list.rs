@@ -4,9 +4,9 @@
 
 use talon_protocol::gateway::{Run, RunStatus};
 
-use crate::Store;
 use crate::error::Result;
 use crate::records::{enum_str, ms};
+use crate::{Owner, Store};
 
 /// A caller's time as a column value: past the column's range is the same
 /// as its end (no run was created then).
@@ -28,6 +28,8 @@ pub struct RunFilter {
     pub created_after: Option<u64>,
     /// Created before (epoch ms).
     pub created_before: Option<u64>,
+    /// Whose (every run when unrestricted).
+    pub owner: Owner,
 }
 
 /// Where a page of [`Store::list_runs`] starts.
@@ -48,12 +50,13 @@ impl Store {
         cursor: Option<RunCursor<'_>>,
         limit: u32,
     ) -> Result<Vec<Run>> {
+        let (subject, agents) = filter.owner.binds()?;
         // One placeholder per status: the values are bound, never spliced.
         let statuses = if filter.statuses.is_empty() {
             String::new()
         } else {
             let marks: Vec<String> = (0..filter.statuses.len())
-                .map(|i| format!("${}", i + 8))
+                .map(|i| format!("${}", i + 10))
                 .collect();
             format!("AND status IN ({}) ", marks.join(", "))
         };
@@ -64,8 +67,10 @@ impl Store {
                AND ($3 IS NULL OR created_at >= $3) \
                AND ($4 IS NULL OR created_at < $4) \
                AND ($5 IS NULL OR created_at < $5 OR (created_at = $5 AND id < $6)) \
+               AND {owned} \
                {statuses}\
-             ORDER BY created_at DESC, id DESC LIMIT $7"
+             ORDER BY created_at DESC, id DESC LIMIT $7",
+            owned = Owner::condition(self.backend(), 8, "subject", "agent_id"),
         ))
         .bind(filter.agent_id.clone())
         .bind(filter.session_id.clone())
@@ -73,7 +78,9 @@ impl Store {
         .bind(filter.created_before.map(saturating_ms))
         .bind(cursor.map(|c| ms(c.created_at)).transpose()?)
         .bind(cursor.map(|c| c.id.to_owned()))
-        .bind(i64::from(limit));
+        .bind(i64::from(limit))
+        .bind(subject)
+        .bind(agents);
         for status in &filter.statuses {
             query = query.bind(enum_str(*status)?);
         }

@@ -10,8 +10,7 @@ use crate::Store;
 use crate::error::{Result, StoreError, corrupt};
 use crate::records::{enum_str, json_column, json_text, ms, opt_ms};
 
-pub(crate) const COLUMNS: &str =
-    "id, agent_id, session_id, session_key, status, created_at, started_at, ended_at, usage, error";
+pub(crate) const COLUMNS: &str = "id, agent_id, session_id, session_key, status, created_at, started_at, ended_at, usage, error, subject";
 
 /// What a cancel asks of a live run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +45,8 @@ impl Store {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let inserted = sqlx::query(
-            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request, environment_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING",
+            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request, environment_id, subject) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
         )
         .bind(run.id.to_string())
         .bind(run.agent_id.to_string())
@@ -60,6 +59,7 @@ impl Store {
         .bind(node.to_owned())
         .bind(request.map(json_text).transpose()?)
         .bind(environment)
+        .bind(run.subject.clone().map(String::from))
         .execute(self.writes())
         .await?
         .rows_affected();
@@ -109,7 +109,7 @@ impl Store {
         match row {
             None => Ok(None),
             Some(row) => {
-                let hash: Option<String> = row.try_get(10)?;
+                let hash: Option<String> = row.try_get(11)?;
                 Ok(Some((run_of(&row)?, hash.unwrap_or_default())))
             }
         }
@@ -470,6 +470,7 @@ pub(crate) fn run_of(row: &AnyRow) -> Result<Run> {
     let started: Option<i64> = row.try_get(6)?;
     let ended: Option<i64> = row.try_get(7)?;
     Ok(Run {
+        subject: row.try_get::<Option<String>, _>(10)?.map(Into::into),
         id: row.try_get::<String, _>(0)?.into(),
         agent_id: row.try_get::<String, _>(1)?.into(),
         session_id: row.try_get::<Option<String>, _>(2)?.map(Into::into),

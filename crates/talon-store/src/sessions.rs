@@ -6,9 +6,9 @@
 use sqlx::Row;
 use talon_protocol::gateway::{Message, Session};
 
-use crate::Store;
 use crate::error::{Result, StoreError, corrupt};
 use crate::records::{doc, doc_of, json_text, ms};
+use crate::{Owner, Store};
 
 /// Attempts at taking the next message number when another writer took
 /// the same one first.
@@ -24,8 +24,8 @@ pub struct StoredMessage {
 }
 
 impl Store {
-    /// Stores a new session; [`StoreError::Exists`] when its id or key is
-    /// taken.
+    /// Stores a new session; [`StoreError::Exists`] when its id, or its
+    /// key within its subject, is taken.
     pub async fn create_session(&self, session: &Session) -> Result<()> {
         let inserted = insert_session(self.writes(), session).await?;
         if inserted {
@@ -40,40 +40,54 @@ impl Store {
 
     /// One session, by id.
     pub async fn session(&self, id: &str) -> Result<Option<Session>> {
-        self.session_where("id", id).await
-    }
-
-    /// One session, by key.
-    pub async fn session_by_key(&self, key: &str) -> Result<Option<Session>> {
-        self.session_where("key", key).await
-    }
-
-    async fn session_where(&self, column: &str, value: &str) -> Result<Option<Session>> {
-        let row = sqlx::query(sql!("SELECT doc FROM sessions WHERE {column} = $1"))
-            .bind(value.to_owned())
+        let row = sqlx::query("SELECT doc FROM sessions WHERE id = $1")
+            .bind(id.to_owned())
             .fetch_optional(self.pool())
             .await?;
         row.as_ref().map(doc_of).transpose()
     }
 
-    /// Sessions oldest first, optionally one agent's, after the session
-    /// with id `cursor`, at most `limit`.
+    /// One session, by key, among `subject`'s sessions (`None`: among
+    /// those of no subject, unbound tokens' sessions).
+    pub async fn session_by_key(
+        &self,
+        subject: Option<&str>,
+        key: &str,
+    ) -> Result<Option<Session>> {
+        let row = sqlx::query(
+            "SELECT doc FROM sessions WHERE COALESCE(subject, '') = COALESCE($1, '') AND key = $2",
+        )
+        .bind(subject.map(str::to_owned))
+        .bind(key.to_owned())
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(doc_of).transpose()
+    }
+
+    /// Sessions oldest first, optionally one agent's, `owner`'s only,
+    /// after the session with id `cursor`, at most `limit`.
     pub async fn sessions(
         &self,
         agent_id: Option<&str>,
+        owner: &Owner,
         cursor: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Session>> {
-        let rows = sqlx::query(
+        let (subject, agents) = owner.binds()?;
+        let rows = sqlx::query(sql!(
             "SELECT doc FROM sessions \
              WHERE ($1 IS NULL OR agent_id = $1) \
                AND ($2 IS NULL OR (created_at, id) > \
                     (SELECT created_at, id FROM sessions WHERE id = $2)) \
+               AND {owned} \
              ORDER BY created_at, id LIMIT $3",
-        )
+            owned = Owner::condition(self.backend(), 4, "subject", "agent_id"),
+        ))
         .bind(agent_id.map(str::to_owned))
         .bind(cursor.map(str::to_owned))
         .bind(i64::from(limit))
+        .bind(subject)
+        .bind(agents)
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(doc_of).collect()
@@ -267,8 +281,8 @@ where
     E: sqlx::Executor<'e, Database = sqlx::Any>,
 {
     let inserted = sqlx::query(
-        "INSERT INTO sessions (id, key, agent_id, parent_id, created_at, updated_at, doc) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+        "INSERT INTO sessions (id, key, agent_id, parent_id, created_at, updated_at, doc, subject) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
     )
     .bind(session.id.to_string())
     .bind(session.key.to_string())
@@ -277,6 +291,7 @@ where
     .bind(ms(session.created_at)?)
     .bind(ms(session.updated_at)?)
     .bind(json_text(session)?)
+    .bind(session.subject.clone().map(String::from))
     .execute(exec)
     .await?
     .rows_affected();

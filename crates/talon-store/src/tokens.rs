@@ -12,7 +12,8 @@ use crate::Store;
 use crate::error::{Result, corrupt};
 use crate::records::{StoredTicket, StoredToken, json_text, ms, opt_ms};
 
-const COLUMNS: &str = "id, hash, name, scopes, created_at, expires_at, revoked_at, parent_id";
+const COLUMNS: &str =
+    "id, hash, name, scopes, created_at, expires_at, revoked_at, parent_id, subject, agents";
 
 /// The most tokens a page of [`Store::tokens_page`] holds.
 pub const MAX_TOKENS_PAGE: u32 = 500;
@@ -21,8 +22,8 @@ impl Store {
     /// Stores a token (its hash only).
     pub async fn insert_token(&self, token: &StoredToken) -> Result<()> {
         sqlx::query(
-            "INSERT INTO tokens (id, hash, name, scopes, created_at, expires_at, revoked_at, parent_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO tokens (id, hash, name, scopes, created_at, expires_at, revoked_at, parent_id, subject, agents) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(token.id.clone())
         .bind(token.hash.clone())
@@ -32,6 +33,8 @@ impl Store {
         .bind(opt_ms(token.expires_at)?)
         .bind(opt_ms(token.revoked_at)?)
         .bind(token.parent_id.clone())
+        .bind(token.subject.clone())
+        .bind(token.agents.as_ref().map(json_text).transpose()?)
         .execute(self.writes())
         .await?;
         Ok(())
@@ -155,21 +158,25 @@ impl Store {
     }
 
     /// Tokens by id after `after`, at most `limit` (capped at
-    /// [`MAX_TOKENS_PAGE`]), revoked ones only when `include_revoked`.
+    /// [`MAX_TOKENS_PAGE`]), revoked ones only when `include_revoked`,
+    /// only those bound to `subject` when given.
     pub async fn tokens_page(
         &self,
         after: Option<&str>,
         limit: u32,
         include_revoked: bool,
+        subject: Option<&str>,
     ) -> Result<Vec<StoredToken>> {
         sqlx::query(sql!(
             "SELECT {COLUMNS} FROM tokens \
              WHERE ($1 IS NULL OR id > $1) AND ($2 = 1 OR revoked_at IS NULL) \
+               AND ($4 IS NULL OR subject = $4) \
              ORDER BY id LIMIT $3"
         ))
         .bind(after.map(str::to_owned))
         .bind(i64::from(include_revoked))
         .bind(i64::from(limit.clamp(1, MAX_TOKENS_PAGE)))
+        .bind(subject.map(str::to_owned))
         .fetch_all(self.pool())
         .await?
         .iter()
@@ -227,5 +234,11 @@ fn token_of(row: &AnyRow) -> Result<StoredToken> {
         expires_at: expires.map(|t| t.max(0) as u64),
         revoked_at: revoked.map(|t| t.max(0) as u64),
         parent_id: row.try_get(7)?,
+        subject: row.try_get(8)?,
+        agents: row
+            .try_get::<Option<String>, _>(9)?
+            .map(|text| serde_json::from_str::<Vec<String>>(&text))
+            .transpose()
+            .map_err(corrupt)?,
     })
 }

@@ -34,6 +34,8 @@ fn tokens_are_created_listed_and_revoked() {
             "live",
             "app",
             "agent.read,agent.run,session.read,task.read,artifacts.read",
+            "-",
+            "-",
             "-"
         ]
     );
@@ -65,6 +67,49 @@ fn tokens_are_created_listed_and_revoked() {
     }
     let out = talon(home.path(), &["token", "revoke", "tok_nope"]);
     assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_token_is_bound_to_a_subject_and_agents_by_the_gateways_rule() {
+    let home = tempfile::tempdir().unwrap();
+    let created = talon(
+        home.path(),
+        &[
+            "token",
+            "create",
+            "--scope",
+            "app",
+            "--name",
+            "alice-web",
+            "--subject",
+            "alice",
+            "--agent",
+            "main,helper",
+        ],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let list = String::from_utf8(talon(home.path(), &["token", "list"]).stdout).unwrap();
+    let fields: Vec<&str> = list.trim().split('\t').collect();
+    assert_eq!(fields[4..], ["alice", "helper,main", "-"], "{list}");
+    for (args, says) in [
+        (
+            &["token", "create", "--scope", "admin", "--subject", "alice"][..],
+            "--subject: an admin token sees every subject",
+        ),
+        (
+            &["token", "create", "--scope", "app", "--subject", ""][..],
+            "--subject: it is empty",
+        ),
+        (
+            &["token", "create", "--scope", "app", "--agent", "a\nb"][..],
+            "--agent: ",
+        ),
+    ] {
+        let out = talon(home.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
 }
 
 #[test]

@@ -12,9 +12,31 @@ use talon_store::Resolution;
 
 use super::{Api, not_found};
 use crate::error::api_error;
+use crate::tokens::Caller;
 
 impl Api {
-    pub(crate) async fn respond_approval(
+    /// `approvals.respond`: an approval of a run the caller may see.
+    pub(super) async fn respond_approval(
+        &self,
+        caller: &Caller,
+        p: ApprovalsRespondParams,
+    ) -> Result<Approval, ApiError> {
+        let approval = self
+            .store
+            .approval(&p.approval_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("approval", &p.approval_id))?;
+        // Its run's owner's (no existence oracle for the others).
+        if !crate::owned::sees_run_of(&self.store, caller, &approval.run_id).await? {
+            return Err(not_found("approval", &p.approval_id));
+        }
+        self.decide_approval(p).await
+    }
+
+    /// Decides an approval on the gateway's own authority (the OpenAI
+    /// surface's approval rule): no caller's ownership is checked.
+    pub(crate) async fn decide_approval(
         &self,
         p: ApprovalsRespondParams,
     ) -> Result<Approval, ApiError> {
@@ -56,6 +78,7 @@ impl Api {
 
     pub(super) async fn answer_question(
         &self,
+        caller: &Caller,
         p: QuestionsRespondParams,
     ) -> Result<Question, ApiError> {
         let question = self
@@ -64,6 +87,9 @@ impl Api {
             .await
             .map_err(api_error)?
             .ok_or_else(|| not_found("question", &p.question_id))?;
+        if !crate::owned::sees_run_of(&self.store, caller, &question.run_id).await? {
+            return Err(not_found("question", &p.question_id));
+        }
         // A wrong answer leaves the question open for a right one.
         if question.status == QuestionStatus::Pending {
             crate::runs::questions::check_answer(&question, &p.answer)?;

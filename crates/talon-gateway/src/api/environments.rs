@@ -12,7 +12,7 @@ use talon_protocol::gateway::params::{
 };
 use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus, ErrorCode};
 
-use super::{Api, new_id, not_found};
+use super::{Api, new_id};
 use crate::environments::dir_of;
 use crate::error::api_error;
 
@@ -24,17 +24,17 @@ fn status_name(status: EnvironmentStatus) -> String {
 }
 
 impl Api {
-    pub(super) async fn environment_of(&self, id: &str) -> Result<Environment, ApiError> {
-        self.store
-            .environment::<Environment>(id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("environment", id))
-    }
-
-    pub(super) async fn list_environments(&self) -> Result<EnvironmentsListResult, ApiError> {
+    pub(super) async fn list_environments(
+        &self,
+        caller: &Caller,
+    ) -> Result<EnvironmentsListResult, ApiError> {
+        let owner = caller.owner();
         Ok(EnvironmentsListResult {
-            environments: self.store.environments().await.map_err(api_error)?,
+            environments: self
+                .store
+                .environments(owner.subject.as_deref())
+                .await
+                .map_err(api_error)?,
         })
     }
 
@@ -52,6 +52,8 @@ impl Api {
                 let scoped = caller.scoped_key("environment", key);
                 let hash = talon_protocol::hex::encode(&Sha256::digest(scoped.as_bytes())[..12]);
                 let id = format!("env_{hash}");
+                // The id is in the caller's namespace: the environment
+                // is its own (or its subject's) whenever it exists.
                 if let Some(first) = self
                     .store
                     .environment::<Environment>(&id)
@@ -75,6 +77,7 @@ impl Api {
         };
         let now = talon_store::now_ms();
         let mut environment = Environment {
+            subject: caller.subject().map(Into::into),
             id: id.clone().into(),
             provider: provider.id().into(),
             status: EnvironmentStatus::Provisioning,
@@ -85,7 +88,12 @@ impl Api {
             detail: None,
         };
         self.store
-            .create_environment(&id, &status_name(environment.status), now, &environment)
+            .create_environment(
+                (&id, caller.subject()),
+                &status_name(environment.status),
+                now,
+                &environment,
+            )
             .await
             .map_err(api_error)?;
         let dir = dir_of(&self.engine.state_dir(), &id);
@@ -114,9 +122,11 @@ impl Api {
 
     pub(super) async fn delete_environment(
         &self,
+        caller: &Caller,
         p: EnvironmentsDeleteParams,
     ) -> Result<Environment, ApiError> {
-        let mut environment = self.environment_of(&p.environment_id).await?;
+        let mut environment =
+            crate::owned::environment_for(&self.store, caller, &p.environment_id).await?;
         if environment.status == EnvironmentStatus::Deleted {
             return Ok(environment);
         }
@@ -137,8 +147,12 @@ impl Api {
     }
 
     /// The environment a new run names, which must be ready.
-    pub(super) async fn ready_environment(&self, id: &str) -> Result<Environment, ApiError> {
-        let environment = self.environment_of(id).await?;
+    pub(super) async fn ready_environment(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Environment, ApiError> {
+        let environment = crate::owned::environment_for(&self.store, caller, id).await?;
         if environment.status != EnvironmentStatus::Ready {
             return Err(ApiError::new(
                 ErrorCode::Conflict,

@@ -79,7 +79,9 @@ impl Api {
         let run = match first {
             Some(run) => run,
             None => {
-                let session = self.sessions_resolve_inner(&p.session_key, None).await?;
+                let session = self
+                    .sessions_resolve_inner(caller, &p.session_key, None)
+                    .await?;
                 let request = RunRequest {
                     input: RunInput::Text(format!("tools.invoke {}", p.tool)),
                     timeout_ms: None,

@@ -86,14 +86,15 @@ impl Api {
 impl Handler for Api {
     type Caller = Caller;
 
-    async fn agents_list(&self, _: &Caller, _: Empty) -> Result<AgentsListResult, ApiError> {
+    async fn agents_list(&self, caller: &Caller, _: Empty) -> Result<AgentsListResult, ApiError> {
         let mut agents = self.config_agents.clone();
         agents.extend(self.store.agents().await.map_err(api_error)?);
+        agents.retain(|a| caller.may_use_agent(&a.id));
         Ok(AgentsListResult { agents })
     }
 
-    async fn agents_get(&self, _: &Caller, p: AgentRef) -> Result<Agent, ApiError> {
-        self.find_agent(&p.agent_id)
+    async fn agents_get(&self, caller: &Caller, p: AgentRef) -> Result<Agent, ApiError> {
+        self.agent_for(caller, &p.agent_id)
             .await?
             .ok_or_else(|| not_found("agent", &p.agent_id))
     }
@@ -136,13 +137,18 @@ impl Handler for Api {
 
     async fn sessions_list(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: SessionsListParams,
     ) -> Result<SessionsListResult, ApiError> {
         let limit = limit(p.limit);
         let mut sessions = self
             .store
-            .sessions(p.agent_id.as_deref(), p.cursor.as_deref(), limit + 1)
+            .sessions(
+                p.agent_id.as_deref(),
+                &caller.owner(),
+                p.cursor.as_deref(),
+                limit + 1,
+            )
             .await
             .map_err(api_error)?;
         let more = sessions.len() > limit as usize;
@@ -158,10 +164,10 @@ impl Handler for Api {
 
     async fn sessions_create(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: SessionsCreateParams,
     ) -> Result<Session, ApiError> {
-        if self.find_agent(&p.agent_id).await?.is_none() {
+        if self.agent_for(caller, &p.agent_id).await?.is_none() {
             return Err(not_found("agent", &p.agent_id));
         }
         let now = talon_store::now_ms();
@@ -172,6 +178,7 @@ impl Handler for Api {
                 .unwrap_or_else(|| format!("{}:{id}", p.agent_id).into()),
             id: id.into(),
             agent_id: p.agent_id,
+            subject: caller.subject().map(Into::into),
             parent_id: None,
             forked_at_message_id: None,
             metadata: check_metadata(p.metadata.unwrap_or_default())?,
@@ -187,10 +194,10 @@ impl Handler for Api {
 
     async fn sessions_resolve(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: SessionsResolveParams,
     ) -> Result<Session, ApiError> {
-        self.sessions_resolve_inner(&p.key, p.agent_id.map(Into::into))
+        self.sessions_resolve_inner(caller, &p.key, p.agent_id.map(Into::into))
             .await
     }
 
@@ -206,10 +213,10 @@ impl Handler for Api {
 
     async fn sessions_messages(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: SessionsMessagesParams,
     ) -> Result<SessionsMessagesResult, ApiError> {
-        self.session_of(&p.session_id).await?;
+        self.session_of(caller, &p.session_id).await?;
         let limit = limit(p.limit);
         let mut page = self
             .store
@@ -224,8 +231,12 @@ impl Handler for Api {
         })
     }
 
-    async fn sessions_fork(&self, _: &Caller, p: SessionsForkParams) -> Result<Session, ApiError> {
-        let parent = self.session_of(&p.session_id).await?;
+    async fn sessions_fork(
+        &self,
+        caller: &Caller,
+        p: SessionsForkParams,
+    ) -> Result<Session, ApiError> {
+        let parent = self.session_of(caller, &p.session_id).await?;
         let now = talon_store::now_ms();
         let id = new_id("sess")?;
         let session = Session {
@@ -234,6 +245,9 @@ impl Handler for Api {
                 .unwrap_or_else(|| format!("{}:{id}", parent.agent_id).into()),
             id: id.into(),
             agent_id: parent.agent_id.clone(),
+            // The fork is the caller's (its key is in the caller's
+            // namespace), as any session it makes.
+            subject: caller.subject().map(Into::into),
             parent_id: Some(parent.id.clone()),
             forked_at_message_id: p.at_message_id,
             metadata: parent.metadata.clone(),
@@ -246,17 +260,18 @@ impl Handler for Api {
 
     async fn sessions_compact(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: SessionActionParams,
     ) -> Result<Session, ApiError> {
-        self.compact(&p.session_id).await
+        self.compact(caller, &p.session_id).await
     }
 
     async fn sessions_abort(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: SessionActionParams,
     ) -> Result<SessionsAbortResult, ApiError> {
+        self.session_of(caller, &p.session_id).await?;
         self.abort(&p.session_id).await
     }
 
@@ -268,16 +283,16 @@ impl Handler for Api {
         self.start_run(caller, p).await.map(RunAccepted::from)
     }
 
-    async fn runs_list(&self, _: &Caller, p: RunsListParams) -> Result<RunsListResult, ApiError> {
-        self.list(p).await
+    async fn runs_list(
+        &self,
+        caller: &Caller,
+        p: RunsListParams,
+    ) -> Result<RunsListResult, ApiError> {
+        self.list(caller, p).await
     }
 
-    async fn runs_get(&self, _: &Caller, p: RunRef) -> Result<Run, ApiError> {
-        self.store
-            .run(&p.run_id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("run", &p.run_id))
+    async fn runs_get(&self, caller: &Caller, p: RunRef) -> Result<Run, ApiError> {
+        crate::owned::run_for(&self.store, caller, &p.run_id).await
     }
 
     async fn runs_events(
@@ -320,7 +335,8 @@ impl Handler for Api {
         Ok(RunsEventsResult { events, done })
     }
 
-    async fn runs_wait(&self, _: &Caller, p: RunsWaitParams) -> Result<RunResult, ApiError> {
+    async fn runs_wait(&self, caller: &Caller, p: RunsWaitParams) -> Result<RunResult, ApiError> {
+        crate::owned::run_for(&self.store, caller, &p.run_id).await?;
         self.engine
             .wait(
                 &p.run_id,
@@ -329,7 +345,8 @@ impl Handler for Api {
             .await
     }
 
-    async fn runs_cancel(&self, _: &Caller, p: RunsCancelParams) -> Result<Run, ApiError> {
+    async fn runs_cancel(&self, caller: &Caller, p: RunsCancelParams) -> Result<Run, ApiError> {
+        crate::owned::run_for(&self.store, caller, &p.run_id).await?;
         self.engine
             .cancel(
                 &p.run_id,
@@ -369,10 +386,10 @@ impl Handler for Api {
 
     async fn tools_list(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: ToolsListParams,
     ) -> Result<ToolsListResult, ApiError> {
-        self.tool_space(p).await
+        self.tool_space(caller, p).await
     }
 
     async fn tools_invoke(
@@ -385,15 +402,15 @@ impl Handler for Api {
 
     async fn artifacts_list(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: ArtifactsListParams,
     ) -> Result<ArtifactsListResult, ApiError> {
         let limit = limit(p.limit);
         let mut artifacts = self
             .store
             .artifacts(
-                p.run_id.as_deref(),
-                p.session_id.as_deref(),
+                (p.run_id.as_deref(), p.session_id.as_deref()),
+                &caller.owner(),
                 p.cursor.as_deref(),
                 limit + 1,
                 talon_store::now_ms(),
@@ -411,12 +428,12 @@ impl Handler for Api {
         })
     }
 
-    async fn artifacts_get(&self, _: &Caller, p: ArtifactRef) -> Result<ArtifactSummary, ApiError> {
-        self.store
-            .artifact(&p.artifact_id, talon_store::now_ms())
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("artifact", &p.artifact_id))
+    async fn artifacts_get(
+        &self,
+        caller: &Caller,
+        p: ArtifactRef,
+    ) -> Result<ArtifactSummary, ApiError> {
+        crate::owned::artifact_for(&self.store, caller, &p.artifact_id, talon_store::now_ms()).await
     }
 
     async fn artifacts_download(
@@ -430,13 +447,14 @@ impl Handler for Api {
 
     async fn approvals_list(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: ApprovalsListParams,
     ) -> Result<ApprovalsListResult, ApiError> {
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
             run_id: p.run_id.map(Into::into),
             session_id: p.session_id.map(Into::into),
+            owner: caller.owner(),
         };
         Ok(ApprovalsListResult {
             approvals: self.store.approvals(&filter).await.map_err(api_error)?,
@@ -445,21 +463,22 @@ impl Handler for Api {
 
     async fn approvals_respond(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: ApprovalsRespondParams,
     ) -> Result<Approval, ApiError> {
-        self.respond_approval(p).await
+        self.respond_approval(caller, p).await
     }
 
     async fn questions_list(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: QuestionsListParams,
     ) -> Result<QuestionsListResult, ApiError> {
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
             run_id: p.run_id.map(Into::into),
             session_id: None,
+            owner: caller.owner(),
         };
         Ok(QuestionsListResult {
             questions: self.store.questions(&filter).await.map_err(api_error)?,
@@ -468,18 +487,18 @@ impl Handler for Api {
 
     async fn questions_respond(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: QuestionsRespondParams,
     ) -> Result<Question, ApiError> {
-        self.answer_question(p).await
+        self.answer_question(caller, p).await
     }
 
     async fn environments_list(
         &self,
-        _: &Caller,
+        caller: &Caller,
         _: Empty,
     ) -> Result<EnvironmentsListResult, ApiError> {
-        self.list_environments().await
+        self.list_environments(caller).await
     }
 
     async fn environments_create(
@@ -492,18 +511,18 @@ impl Handler for Api {
 
     async fn environments_status(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: EnvironmentRef,
     ) -> Result<Environment, ApiError> {
-        self.environment_of(&p.environment_id).await
+        crate::owned::environment_for(&self.store, caller, &p.environment_id).await
     }
 
     async fn environments_delete(
         &self,
-        _: &Caller,
+        caller: &Caller,
         p: EnvironmentsDeleteParams,
     ) -> Result<Environment, ApiError> {
-        self.delete_environment(p).await
+        self.delete_environment(caller, p).await
     }
 
     async fn events_subscribe(

@@ -71,10 +71,10 @@ impl Api {
             None => None,
         };
         let environment_id = match &p.environment_id {
-            Some(id) => Some(self.ready_environment(id).await?.id),
+            Some(id) => Some(self.ready_environment(caller, id).await?.id),
             None => None,
         };
-        let session = self.session_for(&p).await?;
+        let session = self.session_for(caller, &p).await?;
         let request = RunRequest {
             input: p.input,
             timeout_ms: p.timeout_ms,
@@ -97,26 +97,35 @@ impl Api {
     }
 
     /// The run's session: by id, by key (created if absent), or new.
-    async fn session_for(&self, p: &RunsCreateParams) -> Result<Session, ApiError> {
+    async fn session_for(
+        &self,
+        caller: &Caller,
+        p: &RunsCreateParams,
+    ) -> Result<Session, ApiError> {
         let agent: Option<String> = p.agent_id.clone().map(Into::into);
         if let Some(agent) = &agent
-            && self.find_agent(agent).await?.is_none()
+            && self.agent_for(caller, agent).await?.is_none()
         {
             return Err(not_found("agent", agent));
         }
         let session = if let Some(id) = &p.session_id {
-            let session = self.session_of(id).await?;
+            let session = self.session_of(caller, id).await?;
             if p.session_key.as_ref().is_some_and(|k| *k != session.key) {
                 return Err(invalid("sessionId and sessionKey name different sessions"));
             }
             session
         } else if let Some(key) = &p.session_key {
-            self.sessions_resolve_inner(key, agent.clone()).await?
+            self.sessions_resolve_inner(caller, key, agent.clone())
+                .await?
         } else {
             let agent_id = agent.clone().unwrap_or_else(|| DEFAULT_AGENT.into());
+            if self.agent_for(caller, &agent_id).await?.is_none() {
+                return Err(not_found("agent", &agent_id));
+            }
             let now = talon_store::now_ms();
             let id = new_id("sess")?;
             let session = Session {
+                subject: caller.subject().map(Into::into),
                 key: format!("{agent_id}:{id}").into(),
                 id: id.into(),
                 agent_id: agent_id.into(),
@@ -145,12 +154,16 @@ impl Api {
 
     /// `runs.list`: a page of runs, newest first, from the store. The
     /// cursor is the last run of the previous page.
-    pub(super) async fn list(&self, p: RunsListParams) -> Result<RunsListResult, ApiError> {
+    pub(super) async fn list(
+        &self,
+        caller: &Caller,
+        p: RunsListParams,
+    ) -> Result<RunsListResult, ApiError> {
         p.check()?;
         let cursor = match p.cursor.as_deref() {
             None => None,
             Some(id) => {
-                let run = self.store.run(id).await.map_err(api_error)?;
+                let run = crate::owned::run_for(&self.store, caller, id).await.ok();
                 let run = run.ok_or_else(|| RunsListParams::unknown_cursor(id))?;
                 Some((run.id, run.created_at))
             }
@@ -161,6 +174,7 @@ impl Api {
             session_id: p.session_id.map(Into::into),
             created_after: p.created_after,
             created_before: p.created_before,
+            owner: caller.owner(),
         };
         let limit = super::limit(p.limit);
         let after = cursor
@@ -183,8 +197,8 @@ impl Api {
     }
 
     /// Cancels every run of a session that has not ended.
+    /// The caller may see the session (the method checked).
     pub(super) async fn abort(&self, session_id: &str) -> Result<SessionsAbortResult, ApiError> {
-        self.session_of(session_id).await?;
         let mut live: Vec<Run> = self
             .store
             .session_runs(session_id)
@@ -211,8 +225,12 @@ impl Api {
     /// Summarises a session with its agent's model and stores the summary
     /// as a compaction record (`session.compacted`). A session with a run
     /// in progress is `conflict`.
-    pub(super) async fn compact(&self, session_id: &str) -> Result<Session, ApiError> {
-        let mut session = self.session_of(session_id).await?;
+    pub(super) async fn compact(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Result<Session, ApiError> {
+        let mut session = self.session_of(caller, session_id).await?;
         let busy = self
             .store
             .session_runs(session_id)

@@ -6,6 +6,7 @@ use talon_protocol::gateway::*;
 
 use super::{Api, DEFAULT_AGENT, new_id, not_found};
 use crate::error::api_error;
+use crate::tokens::Caller;
 
 /// A session's metadata is at most this many keys...
 const METADATA_KEYS: usize = 64;
@@ -44,18 +45,47 @@ impl Api {
         self.store.agent(id).await.map_err(api_error)
     }
 
-    /// The session with `key`, created for `agent` (`main` when absent)
-    /// if there is none; a new session's agent must exist.
+    /// The agent `id`, if the caller may use it (`None` also when it may
+    /// not: no existence oracle).
+    pub(super) async fn agent_for(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Option<Agent>, ApiError> {
+        if !caller.may_use_agent(id) {
+            return Ok(None);
+        }
+        self.find_agent(id).await
+    }
+
+    /// The session with `key` among the caller's subject's, created for
+    /// `agent` (`main` when absent) if there is none; a new session's
+    /// agent must exist and be one the caller may use, and an existing
+    /// one's too.
     pub(super) async fn sessions_resolve_inner(
         &self,
+        caller: &Caller,
         key: &str,
         agent: Option<String>,
     ) -> Result<Session, ApiError> {
-        if let Some(session) = self.store.session_by_key(key).await.map_err(api_error)? {
-            return Ok(session);
+        let subject = caller.subject();
+        let visible = |s: Session| {
+            if caller.may_use_agent(&s.agent_id) {
+                Ok(s)
+            } else {
+                Err(not_found("session", key))
+            }
+        };
+        if let Some(session) = self
+            .store
+            .session_by_key(subject, key)
+            .await
+            .map_err(api_error)?
+        {
+            return visible(session);
         }
         let agent_id = agent.unwrap_or_else(|| DEFAULT_AGENT.into());
-        if self.find_agent(&agent_id).await?.is_none() {
+        if self.agent_for(caller, &agent_id).await?.is_none() {
             return Err(not_found("agent", &agent_id));
         }
         let now = talon_store::now_ms();
@@ -63,6 +93,7 @@ impl Api {
             id: new_id("sess")?.into(),
             key: key.to_owned().into(),
             agent_id: agent_id.into(),
+            subject: subject.map(Into::into),
             parent_id: None,
             forked_at_message_id: None,
             metadata: Default::default(),
@@ -74,19 +105,17 @@ impl Api {
             // Another caller created it first: theirs is the session.
             Err(talon_store::StoreError::Exists { .. }) => self
                 .store
-                .session_by_key(key)
+                .session_by_key(subject, key)
                 .await
                 .map_err(api_error)?
-                .ok_or_else(|| not_found("session", key)),
+                .ok_or_else(|| not_found("session", key))
+                .and_then(visible),
             Err(error) => Err(api_error(error)),
         }
     }
 
-    pub(super) async fn session_of(&self, id: &str) -> Result<Session, ApiError> {
-        self.store
-            .session(id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("session", id))
+    /// The session `id`, if the caller may see it.
+    pub(super) async fn session_of(&self, caller: &Caller, id: &str) -> Result<Session, ApiError> {
+        crate::owned::session_for(&self.store, caller, id).await
     }
 }

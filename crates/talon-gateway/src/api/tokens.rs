@@ -31,6 +31,7 @@ impl Api {
                 p.cursor.as_deref(),
                 limit + 1,
                 p.include_revoked.unwrap_or(false),
+                p.subject.as_deref(),
             )
             .await
             .map_err(api_error)?;
@@ -43,6 +44,8 @@ impl Api {
             tokens: page
                 .into_iter()
                 .map(|t| TokenInfo {
+                    subject: t.subject.map(Into::into),
+                    agents: t.agents.map(|a| a.into_iter().map(Into::into).collect()),
                     id: t.id.into(),
                     name: t.name,
                     scopes: t.scopes,

@@ -47,13 +47,18 @@ pub(crate) async fn list(host: &Host, agent: &str) -> Result<Vec<ToolSummary>, A
 
 impl Api {
     /// `tools.list`: the agent named, or the session's, or `main`.
-    pub(super) async fn tool_space(&self, p: ToolsListParams) -> Result<ToolsListResult, ApiError> {
+    pub(super) async fn tool_space(
+        &self,
+        caller: &crate::tokens::Caller,
+        p: ToolsListParams,
+    ) -> Result<ToolsListResult, ApiError> {
         let session_agent = match &p.session_key {
             Some(key) => Some(
                 self.store
-                    .session_by_key(key)
+                    .session_by_key(caller.subject(), key)
                     .await
                     .map_err(api_error)?
+                    .filter(|s| caller.may_use_agent(&s.agent_id))
                     .ok_or_else(|| not_found("session", key))?
                     .agent_id,
             ),
@@ -75,7 +80,7 @@ impl Api {
             .map(String::from)
             .or(session_agent.map(Into::into))
             .unwrap_or_else(|| DEFAULT_AGENT.into());
-        if self.find_agent(&agent).await?.is_none() {
+        if self.agent_for(caller, &agent).await?.is_none() {
             return Err(not_found("agent", &agent));
         }
         Ok(ToolsListResult {

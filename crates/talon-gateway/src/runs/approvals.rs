@@ -224,7 +224,16 @@ impl DurableApprover {
         call: &ToolCall,
     ) -> Result<Option<ApprovalDecision>, talon_store::StoreError> {
         let session = Some(ctx.scope.session_id.as_str()).filter(|s| !s.is_empty());
-        let Some(rule) = self.store.remembered_approval(&entry.id, session).await? else {
+        // A subject's `approve_always` holds within that subject.
+        let subject = match session {
+            Some(id) => self.store.session(id).await?.and_then(|s| s.subject),
+            None => None,
+        };
+        let Some(rule) = self
+            .store
+            .remembered_approval(&entry.id, session, subject.as_deref())
+            .await?
+        else {
             return Ok(None);
         };
         let mut reused = self.request(ctx, entry, call)?;

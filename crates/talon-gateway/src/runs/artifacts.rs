@@ -349,7 +349,13 @@ impl Engine {
         match self
             .inner
             .store
-            .artifacts(Some(&run.id), None, None, MAX_RESULT_ARTIFACTS, now)
+            .artifacts(
+                (Some(&run.id), None),
+                &talon_store::Owner::default(),
+                None,
+                MAX_RESULT_ARTIFACTS,
+                now,
+            )
             .await
         {
             Ok(made) => made,

@@ -81,6 +81,7 @@ impl Engine {
             .with_retry_after_ms(1_000));
         }
         let run = Run {
+            subject: submit.session.subject.clone(),
             id: new_id("run")?.into(),
             agent_id: submit.agent_id.clone().into(),
             session_id: Some(submit.session.id.clone()),

@@ -121,6 +121,7 @@ pub(super) async fn close_requests(store: &Store, run_id: &str) {
         status: Some("pending".into()),
         run_id: Some(run_id.to_owned()),
         session_id: None,
+        owner: talon_store::Owner::default(),
     };
     let now = talon_store::now_ms();
     match store.approvals(&pending).await {

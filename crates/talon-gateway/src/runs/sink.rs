@@ -399,6 +399,7 @@ mod tests {
 
     fn event(run: &str, kind: EventType) -> Event {
         Event {
+            subject: None,
             version: 1,
             id: Default::default(),
             ts: 1,

@@ -49,6 +49,7 @@ async fn a_request_head_that_never_ends_is_cut_off() {
 
 fn big(n: u64) -> Event {
     Event {
+        subject: None,
         version: 1,
         id: Default::default(),
         ts: n,

@@ -225,6 +225,7 @@ async fn two_nodes_share_one_database() {
     // had a call in flight: it is ended.
     let store = &a.running.store;
     let ghost = |id: &str| Run {
+        subject: None,
         id: id.into(),
         agent_id: "main".into(),
         session_id: Some(format!("sess_{id}").into()),
@@ -261,6 +262,7 @@ async fn two_nodes_share_one_database() {
             .unwrap();
     }
     let in_flight = talon_protocol::Event {
+        subject: None,
         version: 1,
         id: Default::default(),
         ts: 1,

@@ -87,6 +87,7 @@ async fn every_method_and_stream_with_every_single_scope() {
     .await;
     let now = talon_store::now_ms();
     let run = Run {
+        subject: None,
         id: "run_matrix".into(),
         agent_id: "main".into(),
         session_id: Some("sess_matrix".into()),

@@ -14,6 +14,7 @@ use super::TestGateway;
 
 fn event(run: &str, kind: EventType, n: u64) -> Event {
     Event {
+        subject: None,
         version: 1,
         id: Default::default(),
         ts: 1_000 + n,
@@ -31,6 +32,7 @@ fn event(run: &str, kind: EventType, n: u64) -> Event {
 
 async fn run(g: &TestGateway, id: &str) {
     let run = Run {
+        subject: None,
         id: id.into(),
         agent_id: "main".into(),
         session_id: Some("s1".into()),

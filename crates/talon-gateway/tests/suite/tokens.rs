@@ -236,7 +236,7 @@ async fn a_retry_with_the_key_replaces_the_secret() {
         (
             409,
             json!({"error": {"code": "conflict", "retryable": false,
-                "message": format!("idempotency key \"browser-1\" minted token {}, which has another name or scopes: use a new key", first["id"].as_str().unwrap()),
+                "message": format!("idempotency key \"browser-1\" minted token {}, which has another name, scopes or binding: use a new key", first["id"].as_str().unwrap()),
                 "details": {"tokenId": first["id"]}}})
         )
     );

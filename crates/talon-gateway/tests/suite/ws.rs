@@ -31,7 +31,7 @@ pub async fn connect(g: &TestGateway, token: &str) -> Result<Socket, u16> {
     }
 }
 
-async fn next_frame(socket: &mut Socket) -> Value {
+pub async fn next_frame(socket: &mut Socket) -> Value {
     loop {
         let frame = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
             .await
@@ -166,6 +166,7 @@ async fn a_subscription_streams_the_stored_envelopes_and_bad_frames_are_answered
     let g = TestGateway::start().await;
     let store = &g.running.store;
     let event = |n: u64, kind| Event {
+        subject: None,
         version: 1,
         id: Default::default(),
         ts: n,

@@ -255,8 +255,11 @@ bounded_ids! {
     ProviderId, ID_MAX, "a provider id";
     /// A model, `provider/model`.
     ModelRef, KEY_MAX, "a model reference";
-    /// The app's key of a session, unique per gateway.
+    /// The app's key of a session, unique per subject (see [`Subject`]).
     SessionKey, KEY_MAX, "a session key";
+    /// Whom a bound token acts for (an app's user or tenant): such a token
+    /// sees and acts only on what tokens of its subject made.
+    Subject, KEY_MAX, "a subject";
     /// Makes a retried call safe: the same key with the same params returns
     /// the first call's result.
     IdempotencyKey, KEY_MAX, "an idempotency key";

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ToolEffect;
 
-use super::bounded::{EnvironmentId, ProviderId, RunId, TaskId};
+use super::bounded::{EnvironmentId, ProviderId, RunId, Subject, TaskId};
 
 /// A model an agent can use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -208,6 +208,9 @@ pub struct Environment {
     pub status: EnvironmentStatus,
     /// What its provider can do.
     pub capabilities: EnvironmentCapabilities,
+    /// The subject of the token that made it (absent: an unbound token's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
     /// When it was created (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<u64>,

@@ -38,8 +38,9 @@ pub use resources::{
 pub use run_list::{RunsListParams, RunsListResult};
 pub use scope::{Scope, ScopePreset, ScopeWordsError, expand_scopes};
 pub use tokens::{
-    CreatedToken, MAX_TOKEN_TTL_MS, ParentBounds, StreamFilter, TicketRun, TicketStream, TokenInfo,
-    TokensCreateParams, TokensListParams, TokensListResult, TokensRevokeParams, TokensRevokeResult,
+    Binding, CreatedToken, MAX_TOKEN_AGENTS, MAX_TOKEN_TTL_MS, ParentBounds, StreamFilter,
+    TicketRun, TicketStream, TokenInfo, TokensCreateParams, TokensListParams, TokensListResult,
+    TokensRevokeParams, TokensRevokeResult,
 };
 
 /// The protocol's version, sent as `version` in every event envelope and in

@@ -13,7 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ApiError;
-use super::bounded::{AgentId, ArtifactId, MessageId, RunId, SessionId, SessionKey, TaskId};
+use super::bounded::{
+    AgentId, ArtifactId, MessageId, RunId, SessionId, SessionKey, Subject, TaskId,
+};
 
 /// Free-form metadata an app attaches to a resource.
 pub type Metadata = BTreeMap<String, serde_json::Value>;
@@ -63,10 +65,15 @@ pub struct Agent {
 pub struct Session {
     /// The session's id.
     pub id: SessionId,
-    /// The app's key for it (unique per agent), e.g. `agent:main:user-42`.
+    /// The app's key for it (unique per subject), e.g. `agent:main:user-42`.
     pub key: SessionKey,
     /// The agent it talks to.
     pub agent_id: AgentId,
+    /// The subject of the token that made it (absent: made by an unbound
+    /// token). Only tokens of this subject (and unbound or admin ones)
+    /// see it, its runs and what they made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
     /// The session it was forked from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<SessionId>,
@@ -236,6 +243,9 @@ pub struct Run {
     /// The session's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<SessionKey>,
+    /// Its session's subject (see [`Session::subject`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
     /// Where it is.
     pub status: RunStatus,
     /// When it was accepted (epoch milliseconds).

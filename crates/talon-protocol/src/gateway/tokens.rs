@@ -5,12 +5,15 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::bounded::{AgentId, IdempotencyKey, Name, RunId, SessionKey, TokenId};
+use super::bounded::{AgentId, IdempotencyKey, Name, RunId, SessionKey, Subject, TokenId};
 use super::error::{ApiError, ErrorCode};
 use super::scope::{Scope, ScopePreset};
 
 /// The longest life `tokens.create` gives a token: 30 days.
 pub const MAX_TOKEN_TTL_MS: u64 = 30 * 24 * 3_600_000;
+
+/// The most agents a token may be bound to.
+pub const MAX_TOKEN_AGENTS: usize = 64;
 
 /// `tokens.create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -28,6 +31,17 @@ pub struct TokensCreateParams {
     /// How long it lives, in milliseconds (1,000 to 30 days).
     #[schemars(range(min = 1000, max = 2_592_000_000u64))]
     pub expires_in_ms: u64,
+    /// Binds it to a subject (an app's user or tenant): it sees and acts
+    /// only on the sessions, runs, approvals, questions, artifacts,
+    /// environments and events that tokens of this subject made, and its
+    /// session keys name sessions of this subject only. Absent: unbound
+    /// (it sees every subject's). Never with `admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    /// Binds it to these agents (1 to 64): it sees, runs and reads only
+    /// theirs. Absent: every agent. Never with `admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<AgentId>>,
     /// Makes a retry safe: a call with the key of an earlier one (and the
     /// same name and scopes) gives the same token id with a fresh secret
     /// and lifetime, and the earlier secret stops working, so one key
@@ -51,6 +65,21 @@ pub struct CreatedToken {
     pub scopes: Vec<Scope>,
     /// When it expires, epoch milliseconds.
     pub expires_at: u64,
+    /// The subject it is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    /// The agents it is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<AgentId>>,
+}
+
+/// Whom and which agents a token acts for: absent parts bind nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// Its subject.
+    pub subject: Option<Subject>,
+    /// Its agents, sorted, without repeats.
+    pub agents: Option<Vec<AgentId>>,
 }
 
 impl TokensCreateParams {
@@ -119,6 +148,78 @@ impl TokensCreateParams {
         }
         Ok((scopes, expires_at))
     }
+
+    /// Whom the token acts for, within `parent`'s binding
+    /// ([`Binding::under`]).
+    pub fn bind_under(&self, scopes: &[Scope], parent: &Binding) -> Result<Binding, ApiError> {
+        Binding {
+            subject: self.subject.clone(),
+            agents: self.agents.clone(),
+        }
+        .under(scopes, parent)
+    }
+}
+
+impl Binding {
+    /// This binding, asked for a token with `scopes`, within `parent`'s: a
+    /// subject that is not empty and is the parent's when the parent has
+    /// one (absent: the parent's); 1 to [`MAX_TOKEN_AGENTS`] agents, each
+    /// the parent's when the parent has some (absent: the parent's);
+    /// neither with `admin` among `scopes` (an admin sees every subject).
+    /// `invalid_request` naming the field otherwise. The gateway, the CLI
+    /// and the fake gateways all decide by this.
+    pub fn under(&self, scopes: &[Scope], parent: &Binding) -> Result<Binding, ApiError> {
+        let invalid = |field: &str, message: &str| {
+            ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
+                .with_details(serde_json::json!({"field": field}))
+        };
+        let admin = scopes.contains(&Scope::Admin);
+        let subject = match (&self.subject, &parent.subject) {
+            (Some(s), _) if s.is_empty() => return Err(invalid("subject", "it is empty")),
+            (Some(_), _) if admin => {
+                return Err(invalid(
+                    "subject",
+                    "an admin token sees every subject; it cannot be bound",
+                ));
+            }
+            (Some(s), Some(p)) if s != p => {
+                return Err(invalid("subject", "it is not the minting token's subject"));
+            }
+            (Some(s), _) => Some(s.clone()),
+            (None, p) => p.clone(),
+        };
+        let agents = match (&self.agents, &parent.agents) {
+            (Some(_), _) if admin => {
+                return Err(invalid(
+                    "agents",
+                    "an admin token runs every agent; it cannot be bound",
+                ));
+            }
+            (Some(list), _) if list.is_empty() || list.len() > MAX_TOKEN_AGENTS => {
+                return Err(invalid(
+                    "agents",
+                    "give 1 to 64 agents, or none for every agent",
+                ));
+            }
+            (Some(list), Some(allowed)) if list.iter().any(|a| !allowed.contains(a)) => {
+                return Err(invalid(
+                    "agents",
+                    "an agent the minting token is not bound to",
+                ));
+            }
+            (Some(list), _) => {
+                let mut list = list.clone();
+                list.sort();
+                list.dedup();
+                Some(list)
+            }
+            (None, p) => p.clone(),
+        };
+        if admin && (subject.is_some() || agents.is_some()) {
+            return Err(invalid("scopes", "a bound token minting an admin token"));
+        }
+        Ok(Binding { subject, agents })
+    }
 }
 
 /// `tokens.list`.
@@ -134,6 +235,9 @@ pub struct TokensListParams {
     /// Revoked tokens too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_revoked: Option<bool>,
+    /// Only the tokens bound to this subject.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
 }
 
 /// A token as `tokens.list` shows it: never its secret or its hash.
@@ -159,6 +263,12 @@ pub struct TokenInfo {
     /// operator with the CLI, or the first admin token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<TokenId>,
+    /// The subject it is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    /// The agents it is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<AgentId>>,
 }
 
 /// `tokens.list`'s answer.
@@ -285,6 +395,64 @@ impl super::params::TokensTicketParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binding_stays_within_its_parents_and_never_binds_an_admin() {
+        let bind = |v: serde_json::Value, parent: &Binding| {
+            let mut p =
+                serde_json::json!({"name": "n", "scopes": ["session.read"], "expiresInMs": 5000});
+            p.as_object_mut()
+                .unwrap()
+                .extend(v.as_object().unwrap().clone());
+            let p: TokensCreateParams = serde_json::from_value(p).unwrap();
+            let (scopes, _) = p.grant(0).unwrap();
+            p.bind_under(&scopes, parent)
+                .map_err(|e| e.details.map(|d| d["field"].clone()))
+        };
+        let free = Binding::default();
+        assert_eq!(
+            bind(
+                serde_json::json!({"subject": "u1", "agents": ["b", "a", "b"]}),
+                &free
+            ),
+            Ok(Binding {
+                subject: Some("u1".into()),
+                agents: Some(vec!["a".into(), "b".into()])
+            })
+        );
+        let parent = Binding {
+            subject: Some("u1".into()),
+            agents: Some(vec!["a".into()]),
+        };
+        assert_eq!(bind(serde_json::json!({}), &parent), Ok(parent.clone()));
+        assert_eq!(
+            bind(serde_json::json!({"subject": "u2"}), &parent),
+            Err(Some(serde_json::json!("subject")))
+        );
+        assert_eq!(
+            bind(serde_json::json!({"agents": ["b"]}), &parent),
+            Err(Some(serde_json::json!("agents")))
+        );
+        assert_eq!(
+            bind(serde_json::json!({"agents": []}), &free),
+            Err(Some(serde_json::json!("agents")))
+        );
+        assert_eq!(
+            bind(serde_json::json!({"subject": ""}), &free),
+            Err(Some(serde_json::json!("subject")))
+        );
+        assert_eq!(
+            bind(
+                serde_json::json!({"subject": "u1", "scopes": ["admin"]}),
+                &free
+            ),
+            Err(Some(serde_json::json!("subject")))
+        );
+        assert_eq!(
+            bind(serde_json::json!({"scopes": ["admin"]}), &parent),
+            Err(Some(serde_json::json!("scopes")))
+        );
+    }
 
     fn params(scopes: &[Scope], expires_in_ms: u64) -> TokensCreateParams {
         serde_json::from_value(serde_json::json!({

@@ -73,7 +73,7 @@ async fn minted_tokens_authenticate_and_a_keyed_retry_replaces_the_secret() {
         (
             409,
             json!({"error": {"code": "conflict",
-                "message": "idempotency key \"k\" minted token <tok_1>, which has another name or scopes: use a new key",
+                "message": "idempotency key \"k\" minted token <tok_1>, which has another name, scopes or binding: use a new key",
                 "retryable": false, "details": {"tokenId": "<tok_1>"}}})
         )
     );

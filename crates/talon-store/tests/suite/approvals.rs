@@ -116,34 +116,34 @@ on_both! {
             session_id: session.map(str::to_owned).map(Into::into),
             ..of_tool(approval(id, "r1", None), tool)
         };
-        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s1"), None).await.unwrap(), None);
         // Approved once: nothing to remember; denied: nothing either.
         store.create_approval(&with("once", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("once", decide(ApprovalDecision::ApproveOnce, 11)).await.unwrap();
         store.create_approval(&with("no", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("no", decide(ApprovalDecision::Deny, 12)).await.unwrap();
-        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s1"), None).await.unwrap(), None);
         // For the session: that session only, that tool only.
         store.create_approval(&with("sess", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess", decide(ApprovalDecision::ApproveSession, 13)).await.unwrap();
-        let found = store.remembered_approval(EXEC, Some("s1")).await.unwrap().unwrap();
+        let found = store.remembered_approval(EXEC, Some("s1"), None).await.unwrap().unwrap();
         assert_eq!((found.id.as_str(), found.decision), ("sess", Some(ApprovalDecision::ApproveSession)));
-        assert_eq!(store.remembered_approval(EXEC, Some("s2")).await.unwrap(), None);
-        assert_eq!(store.remembered_approval(EXEC, None).await.unwrap(), None);
-        assert_eq!(store.remembered_approval("openclaw:core:write", Some("s1")).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some("s2"), None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, None, None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval("openclaw:core:write", Some("s1"), None).await.unwrap(), None);
         // Always: every session, and the latest rule wins where both hold.
         store.create_approval(&with("always", Some("s2"), EXEC)).await.unwrap();
         store.resolve_approval("always", decide(ApprovalDecision::ApproveAlways, 14)).await.unwrap();
         for session in [Some("s1"), Some("s3"), None] {
-            let found = store.remembered_approval(EXEC, session).await.unwrap().unwrap();
+            let found = store.remembered_approval(EXEC, session, None).await.unwrap().unwrap();
             assert_eq!(found.id, "always", "{session:?}");
         }
         store.create_approval(&with("sess2", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess2", decide(ApprovalDecision::ApproveSession, 15)).await.unwrap();
-        assert_eq!(store.remembered_approval(EXEC, Some("s1")).await.unwrap().unwrap().id, "sess2");
+        assert_eq!(store.remembered_approval(EXEC, Some("s1"), None).await.unwrap().unwrap().id, "sess2");
         // Another node sees the same rules.
         let other = t.reopen().await;
-        assert_eq!(other.remembered_approval(EXEC, Some("s3")).await.unwrap().unwrap().id, "always");
+        assert_eq!(other.remembered_approval(EXEC, Some("s3"), None).await.unwrap().unwrap().id, "always");
     }
 }
 
@@ -162,7 +162,10 @@ fn of_tool(approval: Approval, id: &str) -> Approval {
 async fn covering(store: &talon_store::Store, tools: &[&str]) -> Vec<Option<String>> {
     let mut found = Vec::new();
     for tool in tools {
-        let rule = store.remembered_approval(tool, Some("s1")).await.unwrap();
+        let rule = store
+            .remembered_approval(tool, Some("s1"), None)
+            .await
+            .unwrap();
         found.push(rule.map(|a| a.id.to_string()));
     }
     found

@@ -68,9 +68,9 @@ on_both! {
         store.put_artifact(artifact("a2", "r2", 2, None, b"two".to_vec())).await.unwrap();
         store.put_artifact(artifact("a3", "r1", 3, Some(100), vec![7; 300 << 10])).await.unwrap();
         let ids = |list: Vec<ArtifactSummary>| list.into_iter().map(|a| a.id).collect::<Vec<_>>();
-        assert_eq!(ids(store.artifacts(Some("r1"), None, None, 10, 50).await.unwrap()), ["a1", "a3"]);
-        assert_eq!(ids(store.artifacts(None, Some("s1"), Some("a1"), 1, 50).await.unwrap()), ["a2"]);
-        assert_eq!(ids(store.artifacts(None, None, None, 10, 100).await.unwrap()), ["a2"]);
+        assert_eq!(ids(store.artifacts((Some("r1"), None), &talon_store::Owner::default(), None, 10, 50).await.unwrap()), ["a1", "a3"]);
+        assert_eq!(ids(store.artifacts((None, Some("s1")), &talon_store::Owner::default(), Some("a1"), 1, 50).await.unwrap()), ["a2"]);
+        assert_eq!(ids(store.artifacts((None, None), &talon_store::Owner::default(), None, 10, 100).await.unwrap()), ["a2"]);
         // Expired: gone from every read before the purge runs.
         // Times are the rows' epoch milliseconds.
         let mut expected = artifact("a1", "r1", 1, Some(100), Vec::new()).summary;
@@ -127,7 +127,13 @@ async fn a_summary_stored_with_date_strings_reads_back_in_epoch_milliseconds() {
     );
     assert_eq!(
         t.store
-            .artifacts(Some("r1"), None, None, 10, 0)
+            .artifacts(
+                (Some("r1"), None),
+                &talon_store::Owner::default(),
+                None,
+                10,
+                0
+            )
             .await
             .unwrap(),
         [expected]

@@ -15,6 +15,7 @@ use super::backend::Kind;
 
 pub fn event(run: &str, kind: EventType, ts: u64, n: u64) -> Event {
     Event {
+        subject: None,
         version: 1,
         id: Default::default(),
         ts,

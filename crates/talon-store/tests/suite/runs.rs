@@ -7,6 +7,7 @@ use talon_store::{CancelMode, StoreError, StoredToken};
 
 pub fn run(id: &str) -> Run {
     Run {
+        subject: None,
         id: id.into(),
         agent_id: "main".into(),
         session_id: Some("s1".into()),
@@ -105,6 +106,8 @@ on_both! {
     async fn tokens_are_found_by_hash_listed_and_revoked(t) {
         let store = &t.store;
         let token = StoredToken {
+            subject: None,
+            agents: None,
             id: "tok_1".into(),
             hash: "ab".repeat(32),
             name: Some("ci".into()),
@@ -145,6 +148,8 @@ on_both! {
     async fn a_revocation_takes_the_tokens_minted_under_it(t) {
         let store = &t.store;
         let token = |id: &str, parent: Option<&str>| StoredToken {
+            subject: None,
+            agents: None,
             id: id.into(),
             hash: format!("{id:0>64}"),
             name: None,
@@ -178,10 +183,10 @@ on_both! {
                 .map(|(id, at)| (id.to_owned(), at))
         );
         let ids = |page: Vec<StoredToken>| page.into_iter().map(|t| t.id).collect::<Vec<_>>();
-        assert_eq!(ids(store.tokens_page(None, 10, false).await.unwrap()), ["tok_e", "tok_f"]);
-        assert_eq!(ids(store.tokens_page(None, 2, true).await.unwrap()), ["tok_a", "tok_b"]);
-        assert_eq!(ids(store.tokens_page(Some("tok_b"), 2, true).await.unwrap()), ["tok_c", "tok_d"]);
-        assert_eq!(store.tokens_page(None, 10, true).await.unwrap()[1].parent_id.as_deref(), Some("tok_a"));
+        assert_eq!(ids(store.tokens_page(None, 10, false, None).await.unwrap()), ["tok_e", "tok_f"]);
+        assert_eq!(ids(store.tokens_page(None, 2, true, None).await.unwrap()), ["tok_a", "tok_b"]);
+        assert_eq!(ids(store.tokens_page(Some("tok_b"), 2, true, None).await.unwrap()), ["tok_c", "tok_d"]);
+        assert_eq!(store.tokens_page(None, 10, true, None).await.unwrap()[1].parent_id.as_deref(), Some("tok_a"));
     }
 }
 

@@ -5,6 +5,7 @@ use talon_store::StoreError;
 
 pub fn session(id: &str, key: &str, created_at: u64) -> Session {
     Session {
+        subject: None,
         id: id.into(),
         key: key.into(),
         agent_id: "main".into(),
@@ -30,6 +31,50 @@ pub fn message(session_id: &str, id: &str, role: MessageRole, text: &str) -> Mes
 }
 
 on_both! {
+    async fn a_key_names_one_session_per_subject_and_lists_keep_to_their_owner(t) {
+        let store = &t.store;
+        let of = |subject: Option<&str>, id: &str, agent: &str, at: u64| Session {
+            subject: subject.map(Into::into),
+            agent_id: agent.into(),
+            ..session(id, "user-chat", at)
+        };
+        let free = of(None, "s0", "main", 1);
+        let a = of(Some("alice"), "sa", "main", 2);
+        let b = of(Some("bob"), "sb", "helper", 3);
+        for s in [&free, &a, &b] {
+            store.create_session(s).await.unwrap();
+        }
+        // The same key again within one subject is taken.
+        assert!(matches!(
+            store.create_session(&of(Some("alice"), "sa2", "main", 4)).await,
+            Err(StoreError::Exists { kind: "session", .. })
+        ));
+        assert_eq!(
+            (
+                store.session_by_key(None, "user-chat").await.unwrap(),
+                store.session_by_key(Some("alice"), "user-chat").await.unwrap(),
+                store.session_by_key(Some("bob"), "user-chat").await.unwrap(),
+                store.session_by_key(Some("carol"), "user-chat").await.unwrap(),
+            ),
+            (Some(free.clone()), Some(a.clone()), Some(b.clone()), None)
+        );
+        let owner = |subject: Option<&str>, agents: Option<&[&str]>| talon_store::Owner {
+            subject: subject.map(Into::into),
+            agents: agents.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        };
+        assert_eq!(
+            (
+                store.sessions(None, &owner(None, None), None, 10).await.unwrap(),
+                store.sessions(None, &owner(Some("alice"), None), None, 10).await.unwrap(),
+                store.sessions(None, &owner(None, Some(&["helper"])), None, 10).await.unwrap(),
+                store.sessions(None, &owner(Some("bob"), Some(&["main"])), None, 10).await.unwrap(),
+            ),
+            (vec![free.clone(), a.clone(), b.clone()], vec![a.clone()], vec![b.clone()], vec![])
+        );
+    }
+}
+
+on_both! {
     async fn sessions_are_found_by_id_and_key_and_paged(t) {
         let store = &t.store;
         let a = session("s1", "main:alpha", 1);
@@ -44,12 +89,12 @@ on_both! {
         ));
         assert!(matches!(store.create_session(&a).await, Err(StoreError::Exists { .. })));
         assert_eq!(store.session("s2").await.unwrap(), Some(b.clone()));
-        assert_eq!(store.session_by_key("main:gamma").await.unwrap(), Some(c.clone()));
-        assert_eq!(store.session_by_key("nope").await.unwrap(), None);
-        assert_eq!(store.sessions(None, None, 10).await.unwrap(), vec![a.clone(), b.clone(), c.clone()]);
-        assert_eq!(store.sessions(None, None, 2).await.unwrap(), vec![a.clone(), b.clone()]);
-        assert_eq!(store.sessions(None, Some("s2"), 2).await.unwrap(), vec![c.clone()]);
-        assert_eq!(store.sessions(Some("main"), None, 10).await.unwrap(), vec![a.clone(), c.clone()]);
+        assert_eq!(store.session_by_key(None,"main:gamma").await.unwrap(), Some(c.clone()));
+        assert_eq!(store.session_by_key(None,"nope").await.unwrap(), None);
+        assert_eq!(store.sessions(None, &talon_store::Owner::default(), None, 10).await.unwrap(), vec![a.clone(), b.clone(), c.clone()]);
+        assert_eq!(store.sessions(None, &talon_store::Owner::default(), None, 2).await.unwrap(), vec![a.clone(), b.clone()]);
+        assert_eq!(store.sessions(None, &talon_store::Owner::default(), Some("s2"), 2).await.unwrap(), vec![c.clone()]);
+        assert_eq!(store.sessions(Some("main"), &talon_store::Owner::default(), None, 10).await.unwrap(), vec![a.clone(), c.clone()]);
         let mut meta = a.clone();
         meta.metadata.insert("topic".into(), serde_json::json!("billing"));
         meta.updated_at = 50;

@@ -100,7 +100,10 @@ async fn body(kind: Kind) {
         ("write", Some("s1")),
         ("mcp:files:write", Some("s1")),
     ] {
-        let rule = store.remembered_approval(tool, session).await.unwrap();
+        let rule = store
+            .remembered_approval(tool, session, None)
+            .await
+            .unwrap();
         found.push(rule.map(|a| (a.id.to_string(), a.tool_key().map(str::to_owned))));
     }
     let rule = |id: &str, tool: &str| Some((id.to_owned(), Some(tool.to_owned())));

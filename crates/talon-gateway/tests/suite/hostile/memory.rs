@@ -18,6 +18,7 @@ use super::super::{Options, TestGateway};
 async fn log(g: &TestGateway, n: u64, size: usize) {
     let events = (0..n)
         .map(|i| Event {
+            subject: None,
             version: 1,
             id: Default::default(),
             ts: 1_000 + i,

@@ -37,5 +37,6 @@ mod inputs;
 mod lineage;
 mod memory;
 mod openai;
+mod ownership;
 mod revocation;
 mod sandbox;

@@ -8,7 +8,9 @@
 // resumption, and `calls()` records every call. One agent, `main`, and one
 // model, `mock/mock-model`; the ToolSpace a default gateway lists.
 //
-// Deliberately absent (as in the Rust fake): approval expiry and remembered
+// Deliberately absent (as in the Rust fake): ownership (a bound token's
+// `subject` and `agents` are checked and echoed by `tokens.create`, but
+// every caller sees every subject's records), approval expiry and remembered
 // decisions (`approve_session`/`approve_always` never approve a later
 // call), runs behind `tools.invoke` (it answers what the test set), the
 // rate limiter, and model-written compaction summaries.

@@ -100,6 +100,9 @@ export interface MintedToken {
   /** The token that minted it (revoking that one revokes this one). */
   parentId: string;
   revokedAt?: number;
+  /** The subject and agents it is bound to (echoed, not enforced). */
+  subject?: string;
+  agents?: string[];
 }
 
 /** An unused stream ticket. */

@@ -390,6 +390,8 @@ export type ClientTool = {
 
 /** `tokens.create`'s answer: the secret, shown once. */
 export type CreatedToken = {
+  /** The agents it is bound to. */
+  agents?: Array<AgentId> | null;
   /** When it expires, epoch milliseconds. */
   expiresAt: number;
   /** The token's id (`tok_...`), to revoke it. */
@@ -398,6 +400,8 @@ export type CreatedToken = {
   name: string;
   /** What it may do. */
   scopes: Array<Scope>;
+  /** The subject it is bound to. */
+  subject?: Subject | null;
   /**
    * The secret (`talon_` and 64 hex digits), for `Authorization:
    * Bearer`. The gateway keeps only its hash: it is never shown again.
@@ -434,6 +438,8 @@ export type Environment = {
   settings?: unknown;
   /** Where it is. */
   status: EnvironmentStatus;
+  /** The subject of the token that made it (absent: an unbound token's). */
+  subject?: Subject | null;
   /** Where its workspace is, on the gateway's host. */
   workspace?: string | null;
 };
@@ -564,6 +570,11 @@ export type EventEnvelope = {
   sessionId?: SessionId | null;
   /** The session key. */
   sessionKey?: SessionKey | null;
+  /**
+   * The session's subject (see `Session.subject`): set by the server's
+   * log as it reads the event, never stored with it.
+   */
+  subject?: Subject | null;
   /** The background task, if any. */
   taskId?: TaskId | null;
   /** When it happened (epoch milliseconds). */
@@ -1016,6 +1027,8 @@ export type Run = {
   startedAt?: number | null;
   /** Where it is. */
   status: RunStatus;
+  /** Its session's subject (see [`Session::subject`]). */
+  subject?: Subject | null;
   /** Tokens and cost so far. */
   usage?: Usage | null;
 };
@@ -1046,6 +1059,8 @@ export type RunAccepted = {
   startedAt?: number | null;
   /** Where it is. */
   status: RunStatus;
+  /** Its session's subject (see [`Session::subject`]). */
+  subject?: Subject | null;
   /** Tokens and cost so far. */
   usage?: Usage | null;
 };
@@ -1326,12 +1341,18 @@ export type Session = {
   forkedAtMessageId?: MessageId | null;
   /** The session's id. */
   id: SessionId;
-  /** The app's key for it (unique per agent), e.g. `agent:main:user-42`. */
+  /** The app's key for it (unique per subject), e.g. `agent:main:user-42`. */
   key: SessionKey;
   /** The app's metadata. */
   metadata?: Record<string, unknown>;
   /** The session it was forked from. */
   parentId?: SessionId | null;
+  /**
+   * The subject of the token that made it (absent: made by an unbound
+   * token). Only tokens of this subject (and unbound or admin ones)
+   * see it, its runs and what they made.
+   */
+  subject?: Subject | null;
   /** When it last changed (epoch milliseconds). */
   updatedAt: number;
 };
@@ -1365,7 +1386,7 @@ export type SessionCompactedData = {
 export type SessionId = string;
 
 /**
- * The app's key of a session, unique per gateway.
+ * The app's key of a session, unique per subject (see [`Subject`]).
  *
  * At most KEY_MAX characters, no control characters.
  */
@@ -1506,6 +1527,14 @@ export type StreamTicket = {
 };
 
 /**
+ * Whom a bound token acts for (an app's user or tenant): such a token
+ *  sees and acts only on what tokens of its subject made.
+ *
+ * At most KEY_MAX characters, no control characters.
+ */
+export type Subject = string;
+
+/**
  * A WebSocket subscription's id.
  *
  * At most ID_MAX characters, no control characters.
@@ -1602,6 +1631,8 @@ export type TokenId = string;
 
 /** A token as `tokens.list` shows it: never its secret or its hash. */
 export type TokenInfo = {
+  /** The agents it is bound to. */
+  agents?: Array<AgentId> | null;
   /** When it was made, epoch milliseconds. */
   createdAt: number;
   /** When it expires, epoch milliseconds (absent: never). */
@@ -1619,10 +1650,17 @@ export type TokenInfo = {
   revokedAt?: number | null;
   /** What it may do. */
   scopes: Array<Scope>;
+  /** The subject it is bound to. */
+  subject?: Subject | null;
 };
 
 /** `tokens.create`. */
 export type TokensCreateParams = {
+  /**
+   * Binds it to these agents (1 to 64): it sees, runs and reads only
+   * theirs. Absent: every agent. Never with `admin`.
+   */
+  agents?: Array<AgentId> | null;
   /** How long it lives, in milliseconds (1,000 to 30 days). */
   expiresInMs: number;
   /**
@@ -1641,6 +1679,14 @@ export type TokensCreateParams = {
   preset?: ScopePreset | null;
   /** Scopes it grants, beside `preset`'s (at least one of the two). */
   scopes?: Array<Scope> | null;
+  /**
+   * Binds it to a subject (an app's user or tenant): it sees and acts
+   * only on the sessions, runs, approvals, questions, artifacts,
+   * environments and events that tokens of this subject made, and its
+   * session keys name sessions of this subject only. Absent: unbound
+   * (it sees every subject's). Never with `admin`.
+   */
+  subject?: Subject | null;
 };
 
 /** `tokens.list`. */
@@ -1651,6 +1697,8 @@ export type TokensListParams = {
   includeRevoked?: boolean | null;
   /** At most this many (default 100, at most 500). */
   limit?: number | null;
+  /** Only the tokens bound to this subject. */
+  subject?: Subject | null;
 };
 
 /** `tokens.list`'s answer. */
