@@ -6,8 +6,9 @@
 //! Every request meets the Host, Origin and CORS guard first (`guard`);
 //! calls then go through one path for both transports (`http::serve_call`:
 //! token, method, scope, the store's health, params decoded against their
-//! caps, dispatch). Open streams and sockets end with their token
-//! (`revocation`). Environments take only what the admin's
+//! caps, dispatch). Records are looked up as the caller may see them
+//! (`owned`: a bound token sees its subject's and agents' only). Open
+//! streams and sockets end with their token (`revocation`). Environments take only what the admin's
 //! [`EnvironmentPolicy`] names. The threat model is in ARCHITECTURE.md.
 //!
 //! Operating it: every request gets the gateway's own request id

@@ -110,7 +110,7 @@ export function listTokens(state: State, p: P.TokensListParams): P.TokensListRes
   const limit = Math.min(Math.max(p.limit ?? 100, 1), 500);
   const all = [...state.tokensById.values()]
     .filter((t) => (p.cursor ? t.id > p.cursor : true) && (p.includeRevoked === true || t.revokedAt === undefined))
-    .filter((t) => p.subject === undefined || t.subject === p.subject)
+    .filter((t) => p.subject == null || t.subject === p.subject)
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const page = all.slice(0, limit);
   const tokens = page.map((t) => ({
@@ -162,13 +162,15 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
   // Whom it acts for (the gateway's `Binding::under`, with an unbound
   // parent): checked and echoed; what a bound token sees is not modelled.
   const admin = scopes.includes("admin");
-  if (p.subject === "") throw field("subject", "it is empty");
-  if (p.subject !== undefined && admin) throw field("subject", "an admin token sees every subject; it cannot be bound");
-  if (p.agents !== undefined && admin) throw field("agents", "an admin token runs every agent; it cannot be bound");
-  if (p.agents !== undefined && (p.agents.length === 0 || p.agents.length > 64)) {
+  const subject = p.subject ?? undefined;
+  const asked = p.agents ?? undefined;
+  if (subject === "") throw field("subject", "it is empty");
+  if (subject !== undefined && admin) throw field("subject", "an admin token sees every subject; it cannot be bound");
+  if (asked !== undefined && admin) throw field("agents", "an admin token runs every agent; it cannot be bound");
+  if (asked !== undefined && (asked.length === 0 || asked.length > 64)) {
     throw field("agents", "give 1 to 64 agents, or none for every agent");
   }
-  const agents = p.agents === undefined ? undefined : [...new Set(p.agents)].sort();
+  const agents = asked === undefined ? undefined : [...new Set(asked)].sort();
   // Under its parent: no scope the caller lacks, no life past the caller's.
   const beyond = scopes.find((scope) => !caller.scopes.includes("admin") && !caller.scopes.includes(scope));
   if (beyond !== undefined) throw field("scopes", `${beyond} is beyond the minting token's scopes`);
@@ -182,7 +184,7 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
     id = `tok_${sha256(`tokens.create\0${caller.tokenId}\0${key}`).slice(0, 16)}`;
     const earlier = state.keyedTokens.get(`${caller.tokenId}\0${key}`);
     if (earlier) {
-      const rebound = earlier.subject !== p.subject || earlier.agents?.join() !== agents?.join();
+      const rebound = earlier.subject !== subject || earlier.agents?.join() !== agents?.join();
       if (earlier.name !== p.name || earlier.scopes.join() !== scopes.join() || rebound) {
         throw conflict(`idempotency key ${JSON.stringify(key)} minted token ${earlier.id}, which has another name, scopes or binding: use a new key`, {
           tokenId: earlier.id,
@@ -200,7 +202,7 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
     secret,
     createdAt: now(),
     parentId: caller.tokenId,
-    ...(p.subject === undefined ? {} : { subject: p.subject }),
+    ...(subject === undefined ? {} : { subject }),
     ...(agents === undefined ? {} : { agents }),
   };
   state.tokens.set(secret, minted);
