@@ -62,6 +62,12 @@ pub fn api_error(error: StoreError) -> ApiError {
         StoreError::Exists { kind, id } => {
             ApiError::new(ErrorCode::Conflict, format!("{kind} {id:?} already exists"))
         }
+        StoreError::Busy { kind, id } => ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "{kind} {id:?} has a run that has not ended: cancel it (or wait for its end) first"
+            ),
+        ),
         StoreError::NotFound { kind, id } => {
             ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
         }

@@ -350,11 +350,12 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
     let shared = Arc::new(http::Shared {
-        tail,
+        tail: tail.clone(),
         engine: engine.clone(),
         metrics,
         api: Api::new(store.clone(), config.config_agents.clone(), engine.clone())
-            .with_ticket_ttl(config.ticket_ttl),
+            .with_ticket_ttl(config.ticket_ttl)
+            .with_tail(tail.clone()),
         store: store.clone(),
         openapi: std::sync::OnceLock::new(),
         limiter: limits::Limiter::new(config.limits),

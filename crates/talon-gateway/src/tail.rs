@@ -376,6 +376,22 @@ impl Tail {
     }
 
     /// The id of the last event in the tail, watched.
+    /// Drops every envelope it holds (after `sessions.delete` or
+    /// `runs.delete` removed some from the store): readers before its new
+    /// base read the store, which no longer has them. Deletes are rare;
+    /// the tail refills as events commit.
+    pub(crate) fn forget(&self) {
+        let mut buffer = self
+            .buffer
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(last) = buffer.entries.back().map(|e| e.id) {
+            buffer.base = last;
+        }
+        buffer.entries.clear();
+        buffer.bytes = 0;
+    }
+
     pub(crate) fn latest(&self) -> tokio::sync::watch::Receiver<u64> {
         self.latest.clone()
     }

@@ -183,6 +183,22 @@ impl Handler for Api {
         })
     }
 
+    async fn sessions_delete(
+        &self,
+        _: &(),
+        p: SessionActionParams,
+    ) -> Result<SessionsDeleteResult, ApiError> {
+        let deleted_run_ids = self.write(|s| crate::deletes::session(s, &p.session_id))?;
+        Ok(SessionsDeleteResult {
+            session_id: p.session_id,
+            deleted_run_ids,
+        })
+    }
+
+    async fn runs_delete(&self, _: &(), p: RunsDeleteParams) -> Result<Run, ApiError> {
+        self.write(|s| crate::deletes::run(s, &p.run_id))
+    }
+
     async fn runs_create(&self, _: &(), p: RunsCreateParams) -> Result<RunAccepted, ApiError> {
         runs::start_run(&self.0, p).map(RunAccepted::from)
     }

@@ -81,10 +81,13 @@
 //!   later call; every resolution has `reused: false`).
 //! - Runs behind `tools.invoke`: it answers with the result the test set for the tool.
 //! - The event envelope's `requestId`.
+//! - Deleted events: `sessions.delete` and `runs.delete` leave their events in the log (its cursor
+//!   is an index); the gateway removes them.
 
 mod api;
 mod catalog;
 mod content;
+mod deletes;
 mod end;
 mod http;
 mod play;

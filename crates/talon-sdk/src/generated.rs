@@ -136,6 +136,17 @@ impl Client {
         self.call(Method::SessionsAbort, &params, Retry::Safe).await
     }
 
+    /// Deletes a session: its messages, its runs and everything they made (events, approvals, questions, artifacts, cells), so that the store's quota recovers. `conflict` while one of its runs has not ended.
+    ///
+    /// `sessions.delete`: needs `session.write`; writes; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `conflict`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn sessions_delete(&self, mut params: SessionActionParams) -> Result<SessionsDeleteResult> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::SessionsDelete, &params, Retry::Safe).await
+    }
+
     /// Starts a run.
     ///
     /// `runs.create`: needs `agent.run`; writes; stable.
@@ -188,6 +199,17 @@ impl Client {
             params.idempotency_key = Some(crate::client::idempotency_key());
         }
         self.call(Method::RunsCancel, &params, Retry::Safe).await
+    }
+
+    /// Deletes an ended run with its events, approvals, questions, artifacts and cells (its messages stay in its session's conversation); answers the run as it was. `conflict` while it has not ended.
+    ///
+    /// `runs.delete`: needs `session.write`; writes; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `conflict`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn runs_delete(&self, mut params: RunsDeleteParams) -> Result<Run> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::RunsDelete, &params, Retry::Safe).await
     }
 
     /// Background tasks (future API).

@@ -75,7 +75,7 @@ fn summary_of(row: &sqlx::any::AnyRow) -> Result<ArtifactSummary> {
 use talon_protocol::hex::encode as hex;
 
 impl Store {
-    fn artifact_dir(&self) -> PathBuf {
+    pub(crate) fn artifact_dir(&self) -> PathBuf {
         self.inner.state_dir.join("artifacts")
     }
 

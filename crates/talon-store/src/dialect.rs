@@ -240,7 +240,11 @@ async fn connect_pool(config: &StoreConfig, connections: u32) -> Result<(Backend
                     // another connection.
                     Backend::Sqlite => {
                         conn.execute(sql!(
-                            "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
+                            // Incremental auto-vacuum takes effect on a new
+                            // database only (before its first table): its
+                            // freed pages can then go back to the file.
+                            "PRAGMA busy_timeout = {busy_ms}; PRAGMA auto_vacuum = INCREMENTAL; \
+                             PRAGMA journal_mode = WAL; \
                              PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
                              PRAGMA wal_autocheckpoint = 0;"
                         ))

@@ -59,6 +59,15 @@ pub enum StoreError {
         /// Its id or key.
         id: String,
     },
+    /// The record is in use (a session or run whose runs have not
+    /// ended): nothing was changed.
+    #[error("{kind} {id:?} has a run that has not ended")]
+    Busy {
+        /// What kind of record.
+        kind: &'static str,
+        /// Its id.
+        id: String,
+    },
     /// No record with this id.
     #[error("{kind} {id:?} not found")]
     NotFound {

@@ -102,6 +102,7 @@ mod agents;
 mod approvals;
 mod artifacts;
 mod cells;
+mod deletes;
 mod dialect;
 mod environments;
 mod error;
@@ -126,6 +127,7 @@ use sqlx::AnyPool;
 pub use approvals::{PendingFilter, Resolution};
 pub use artifacts::{ArtifactContent, NewArtifact, StoredContent};
 pub use cells::CellStore;
+pub use deletes::Deleted;
 pub use dialect::Backend;
 pub use error::{Result, StoreError};
 pub use events::{MAX_PAGE, Pending, RawEvent};
@@ -385,19 +387,22 @@ impl Store {
     /// The bytes the store holds: the database (SQLite's pages, or
     /// PostgreSQL's database size) and the artifact files beside it.
     pub async fn stored_bytes(&self) -> Result<u64> {
-        let database: i64 =
-            match self.backend() {
-                Backend::Sqlite => sqlx::query_scalar(
-                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+        let database: i64 = match self.backend() {
+            // Free pages (of deleted and pruned rows) are room.
+            Backend::Sqlite => {
+                sqlx::query_scalar(
+                    "SELECT (page_count - freelist_count) * page_size \
+                     FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()",
                 )
                 .fetch_one(self.pool())
-                .await?,
-                Backend::Postgres => {
-                    sqlx::query_scalar("SELECT pg_database_size(current_database())")
-                        .fetch_one(self.pool())
-                        .await?
-                }
-            };
+                .await?
+            }
+            Backend::Postgres => {
+                sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                    .fetch_one(self.pool())
+                    .await?
+            }
+        };
         let files: i64 = sqlx::query_scalar(
             "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM artifacts WHERE path IS NOT NULL",
         )

@@ -4,6 +4,7 @@
 //! managed environments ([`environments`]).
 
 mod answers;
+mod deletes;
 mod environments;
 mod invoke;
 mod models;
@@ -35,6 +36,8 @@ pub struct Api {
     engine: Engine,
     /// How long a stream ticket may wait to be used.
     ticket_ttl: std::time::Duration,
+    /// The node's live tail, told to forget what a delete removed.
+    tail: Option<crate::tail::Tail>,
 }
 
 /// The agent every gateway has, even with no config file.
@@ -73,7 +76,14 @@ impl Api {
             config_agents,
             engine,
             ticket_ttl: crate::tokens::TICKET_TTL,
+            tail: None,
         }
+    }
+
+    /// Deletes make `tail` forget what it held.
+    pub(crate) fn with_tail(mut self, tail: crate::tail::Tail) -> Self {
+        self.tail = Some(tail);
+        self
     }
 
     /// Stream tickets last `ttl`.
@@ -275,6 +285,14 @@ impl Handler for Api {
         self.abort(&p.session_id).await
     }
 
+    async fn sessions_delete(
+        &self,
+        caller: &Caller,
+        p: SessionActionParams,
+    ) -> Result<SessionsDeleteResult, ApiError> {
+        self.delete_session(caller, p).await
+    }
+
     async fn runs_create(
         &self,
         caller: &Caller,
@@ -354,6 +372,10 @@ impl Handler for Api {
                 runs::CANCEL_SETTLE,
             )
             .await
+    }
+
+    async fn runs_delete(&self, caller: &Caller, p: RunsDeleteParams) -> Result<Run, ApiError> {
+        self.delete_run(caller, p).await
     }
 
     async fn tasks_list(&self, _: &Caller, _: Empty) -> Result<TasksListResult, ApiError> {

@@ -2,6 +2,7 @@ mod approvals;
 mod artifacts;
 mod client_tools;
 mod connections;
+mod deletes;
 mod docs;
 mod env_support;
 mod environments;

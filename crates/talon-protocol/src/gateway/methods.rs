@@ -261,6 +261,13 @@ method_table! {
     SessionsAbort => "sessions.abort" as sessions_abort (SessionActionParams -> SessionsAbortResult) {
         scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
+    /// Deletes a session: its messages, its runs and everything they made
+    /// (events, approvals, questions, artifacts, cells), so that the
+    /// store's quota recovers. `conflict` while one of its runs has not
+    /// ended.
+    SessionsDelete => "sessions.delete" as sessions_delete (SessionActionParams -> SessionsDeleteResult) {
+        scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
+    }
     /// Starts a run.
     RunsCreate => "runs.create" as runs_create (RunsCreateParams -> RunAccepted) {
         scope: AgentRun, effect: Write, stability: Stable, errors: [NotFound, Conflict],
@@ -285,6 +292,13 @@ method_table! {
     /// Cancels a run.
     RunsCancel => "runs.cancel" as runs_cancel (RunsCancelParams -> Run) {
         scope: AgentRun, effect: Write, stability: Stable, errors: [NotFound, Conflict],
+    }
+    /// Deletes an ended run with its events, approvals, questions,
+    /// artifacts and cells (its messages stay in its session's
+    /// conversation); answers the run as it was. `conflict` while it has
+    /// not ended.
+    RunsDelete => "runs.delete" as runs_delete (RunsDeleteParams -> Run) {
+        scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
     /// Background tasks (future API).
     TasksList => "tasks.list" as tasks_list (Empty -> TasksListResult) {
@@ -408,6 +422,8 @@ impl Method {
             | Self::QuestionsRespond
             | Self::EnvironmentsDelete
             | Self::TokensRevoke
+            | Self::SessionsDelete
+            | Self::RunsDelete
             | Self::TasksCancel
             | Self::EventsUnsubscribe => Room::Frees,
             Self::SessionsResolve | Self::TokensTicket => Room::Grows,

@@ -218,7 +218,7 @@ params! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         idempotency_key: Option<IdempotencyKey>,
     }
-    /// `sessions.compact` and `sessions.abort`.
+    /// `sessions.compact`, `sessions.abort` and `sessions.delete`.
     SessionActionParams {
         /// The session.
         session_id: SessionId,
@@ -293,6 +293,15 @@ params! {
         reason: Option<Reason>,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<IdempotencyKey>,
+    }
+    /// `runs.delete`.
+    RunsDeleteParams {
+        /// The run (it must have ended).
+        run_id: RunId,
+        /// Accepted for a retry's sake: a retry of a delete that went
+        /// through is `not_found`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         idempotency_key: Option<IdempotencyKey>,
     }
@@ -493,6 +502,13 @@ results! {
     SessionsAbortResult {
         /// The runs it cancelled.
         cancelled_run_ids: Vec<RunId>,
+    }
+    /// `sessions.delete`.
+    SessionsDeleteResult {
+        /// The session deleted.
+        session_id: SessionId,
+        /// Its runs, deleted with it, by id.
+        deleted_run_ids: Vec<RunId>,
     }
     /// `runs.events`.
     RunsEventsResult {

@@ -23,12 +23,14 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "sessions.fork",
         "sessions.compact",
         "sessions.abort",
+        "sessions.delete",
         "runs.create",
         "runs.list",
         "runs.get",
         "runs.events",
         "runs.wait",
         "runs.cancel",
+        "runs.delete",
         "tasks.list",
         "tasks.get",
         "tasks.cancel",
@@ -59,7 +61,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
     for &method in Method::ALL {
         assert_eq!(Method::from_name(method.name()), Some(method));
     }
-    assert_eq!(Method::from_name("runs.delete"), None);
+    assert_eq!(Method::from_name("runs.purge"), None);
 }
 
 #[test]
@@ -151,9 +153,9 @@ fn requests_decode_strictly_with_stable_codes() {
     let wrong_type =
         Request::decode("runs.wait", json!({"runId": "r1", "timeoutMs": "soon"})).unwrap_err();
     assert_eq!(wrong_type.code, ErrorCode::InvalidRequest);
-    let unknown = Request::decode("runs.delete", json!({})).unwrap_err();
+    let unknown = Request::decode("runs.purge", json!({})).unwrap_err();
     assert_eq!(unknown.code, ErrorCode::NotFound);
-    assert_eq!(unknown.details, Some(json!({"method": "runs.delete"})));
+    assert_eq!(unknown.details, Some(json!({"method": "runs.purge"})));
     // No params at all is an empty object.
     assert_eq!(
         Request::decode("agents.list", serde_json::Value::Null)

@@ -4,6 +4,7 @@ mod approvals;
 mod artifacts;
 mod cells;
 mod crash;
+mod deletes;
 mod events;
 mod failures;
 mod layers;

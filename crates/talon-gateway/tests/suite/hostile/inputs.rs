@@ -301,6 +301,8 @@ async fn the_bytes_of_writes_are_limited_per_token_and_the_store_has_a_quota() {
     for (method, params) in [
         ("runs.cancel", json!({"runId": "run_x"})),
         ("sessions.abort", json!({"sessionId": "sess_x"})),
+        ("sessions.delete", json!({"sessionId": "sess_x"})),
+        ("runs.delete", json!({"runId": "run_x"})),
         (
             "approvals.respond",
             json!({"approvalId": "ap_x", "decision": "deny"}),

@@ -58,6 +58,7 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
         Method::SessionsFork => (session, NotFound),
         Method::SessionsCompact => (session, NotFound),
         Method::SessionsAbort => (session, NotFound),
+        Method::SessionsDelete => (session, NotFound),
         Method::RunsCreate => (
             json!({"sessionId": her["session"], "input": "hi"}),
             NotFound,
@@ -67,6 +68,7 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
         Method::RunsEvents => (run, NotFound),
         Method::RunsWait => (json!({"runId": her["run"], "timeoutMs": 10}), NotFound),
         Method::RunsCancel => (run, NotFound),
+        Method::RunsDelete => (run, NotFound),
         Method::TasksList => (json!({}), Same("unsupported")),
         Method::TasksGet => (json!({"taskId": "t"}), Same("unsupported")),
         Method::TasksCancel => (json!({"taskId": "t"}), Same("unsupported")),

@@ -22,6 +22,9 @@ interface Made {
   questionId: string;
   environmentId: string;
   tokenId: string;
+  /** A session and an ended run for the deletes. */
+  doomedSessionId: string;
+  doomedRunId: string;
 }
 
 function samples(made: Made): Samples {
@@ -38,12 +41,14 @@ function samples(made: Made): Samples {
     "sessions.fork": { sessionId: made.sessionId },
     "sessions.compact": { sessionId: made.sessionId },
     "sessions.abort": { sessionId: made.sessionId },
+    "sessions.delete": { sessionId: made.doomedSessionId },
     "runs.create": { input: "hello" },
     "runs.list": { limit: 2 },
     "runs.get": { runId: made.runId },
     "runs.events": { runId: made.runId, limit: 3 },
     "runs.wait": { runId: made.runId, timeoutMs: 10 },
     "runs.cancel": { runId: made.runId },
+    "runs.delete": { runId: made.doomedRunId },
     "tasks.list": {},
     "tasks.get": { taskId: "task_1" },
     "tasks.cancel": { taskId: "task_1" },
@@ -87,6 +92,9 @@ async function setup(fake: FakeGateway): Promise<Made> {
   const question = await until("a question", async () => (await talon.questions())[0]);
   const environment = await talon.client.environments.create({ provider: "local" });
   const token = await talon.createToken({ name: "to revoke", preset: "viewer", expiresInMs: 60_000 });
+  const doomed = await talon.client.sessions.create({ agentId: "main", key: "doomed" });
+  const gone = await talon.agent().run("gone");
+  await gone.wait();
   const artifact = (await first.artifacts.list())[0];
   assert.ok(artifact);
   return {
@@ -98,6 +106,8 @@ async function setup(fake: FakeGateway): Promise<Made> {
     questionId: question.id,
     environmentId: environment.id,
     tokenId: token.id,
+    doomedSessionId: doomed.id,
+    doomedRunId: gone.id,
   };
 }
 

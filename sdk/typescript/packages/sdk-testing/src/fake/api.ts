@@ -10,6 +10,7 @@
 import { METHODS, type MethodName, type MethodTypes, type protocol as P } from "@talon/sdk";
 
 import { createAgent, createEnvironment, deleteEnvironment, answerQuestion, invoke, respondApproval, updateAgent } from "./catalog.js";
+import { deleteRun, deleteSession } from "./deletes.js";
 import { errorOf, fail, invalid, notFound, unsupported, Failure } from "./errors.js";
 import { decodeParams } from "./params.js";
 import { abort, cancel, events, list, startRun, wait } from "./runs.js";
@@ -68,12 +69,14 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   "sessions.fork": (p, { state }) => fork(state, p),
   "sessions.compact": (p, { state, requestId }) => compact(state, p.sessionId, requestId),
   "sessions.abort": (p, { state, requestId }) => abort(state, p.sessionId, requestId),
+  "sessions.delete": (p, { state }) => deleteSession(state, p.sessionId),
   "runs.create": (p, { state, caller, requestId }) => accepted(startRun(state, caller, p, requestId)),
   "runs.list": (p, { state }) => list(state, p),
   "runs.get": (p, { state }) => copy(state.run(p.runId).run),
   "runs.events": (p, { state }) => events(state, p),
   "runs.wait": (p, { state }) => wait(state, p.runId, p.timeoutMs),
   "runs.cancel": (p, { state, requestId }) => cancel(state, p.runId, requestId),
+  "runs.delete": (p, { state }) => deleteRun(state, p.runId),
   "tasks.list": () => {
     throw unsupported("tasks.list");
   },

@@ -104,6 +104,12 @@ export interface SessionsMethods {
    * `sessions.abort`: needs `session.write`; writes, given an idempotency key when none is passed and retried with it; stable.
    */
   abort(sessionId: T.SessionActionParams["sessionId"], params?: Omit<T.SessionActionParams, "sessionId">, options?: CallOptions): Promise<T.SessionsAbortResult>;
+  /**
+   * Deletes a session: its messages, its runs and everything they made (events, approvals, questions, artifacts, cells), so that the store's quota recovers. `conflict` while one of its runs has not ended.
+   *
+   * `sessions.delete`: needs `session.write`; writes, given an idempotency key when none is passed and retried with it; stable.
+   */
+  delete(sessionId: T.SessionActionParams["sessionId"], params?: Omit<T.SessionActionParams, "sessionId">, options?: CallOptions): Promise<T.SessionsDeleteResult>;
 }
 
 /** The `runs.*` methods. */
@@ -144,6 +150,12 @@ export interface RunsMethods {
    * `runs.cancel`: needs `agent.run`; writes, given an idempotency key when none is passed and retried with it; stable.
    */
   cancel(runId: T.RunsCancelParams["runId"], params?: Omit<T.RunsCancelParams, "runId">, options?: CallOptions): Promise<T.Run>;
+  /**
+   * Deletes an ended run with its events, approvals, questions, artifacts and cells (its messages stay in its session's conversation); answers the run as it was. `conflict` while it has not ended.
+   *
+   * `runs.delete`: needs `session.write`; writes, given an idempotency key when none is passed and retried with it; stable.
+   */
+  delete(runId: T.RunsDeleteParams["runId"], params?: Omit<T.RunsDeleteParams, "runId">, options?: CallOptions): Promise<T.Run>;
 }
 
 /** The `tasks.*` methods. */
@@ -375,6 +387,8 @@ export class GatewayClient {
         caller.call("sessions.compact", { ...params, sessionId }, options),
       abort: (sessionId, params, options) =>
         caller.call("sessions.abort", { ...params, sessionId }, options),
+      delete: (sessionId, params, options) =>
+        caller.call("sessions.delete", { ...params, sessionId }, options),
     };
     this.runs = {
       create: (params, options) =>
@@ -389,6 +403,8 @@ export class GatewayClient {
         caller.call("runs.wait", { ...params, runId }, options),
       cancel: (runId, params, options) =>
         caller.call("runs.cancel", { ...params, runId }, options),
+      delete: (runId, params, options) =>
+        caller.call("runs.delete", { ...params, runId }, options),
     };
     this.tasks = {
       list: (options) =>

@@ -139,6 +139,15 @@ export const METHODS = {
     result: "SessionsAbortResult",
     errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
   },
+  "sessions.delete": {
+    scope: "session.write",
+    effect: "write",
+    stability: "stable",
+    idempotencyKey: true,
+    params: "SessionActionParams",
+    result: "SessionsDeleteResult",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
+  },
   "runs.create": {
     scope: "agent.run",
     effect: "write",
@@ -190,6 +199,15 @@ export const METHODS = {
     stability: "stable",
     idempotencyKey: true,
     params: "RunsCancelParams",
+    result: "Run",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
+  },
+  "runs.delete": {
+    scope: "session.write",
+    effect: "write",
+    stability: "stable",
+    idempotencyKey: true,
+    params: "RunsDeleteParams",
     result: "Run",
     errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
   },
@@ -437,12 +455,14 @@ export interface MethodTypes {
   "sessions.fork": { params: T.SessionsForkParams; result: T.Session };
   "sessions.compact": { params: T.SessionActionParams; result: T.Session };
   "sessions.abort": { params: T.SessionActionParams; result: T.SessionsAbortResult };
+  "sessions.delete": { params: T.SessionActionParams; result: T.SessionsDeleteResult };
   "runs.create": { params: T.RunsCreateParams; result: T.RunAccepted };
   "runs.list": { params: T.RunsListParams; result: T.RunsListResult };
   "runs.get": { params: T.RunRef; result: T.Run };
   "runs.events": { params: T.RunsEventsParams; result: T.RunsEventsResult };
   "runs.wait": { params: T.RunsWaitParams; result: T.RunResult };
   "runs.cancel": { params: T.RunsCancelParams; result: T.Run };
+  "runs.delete": { params: T.RunsDeleteParams; result: T.Run };
   "tasks.list": { params: T.Empty; result: T.TasksListResult };
   "tasks.get": { params: T.TaskRef; result: T.Task };
   "tasks.cancel": { params: T.TasksCancelParams; result: T.Task };

@@ -1249,6 +1249,17 @@ export type RunsCreateParams = {
   tools?: Array<ClientTool>;
 };
 
+/** `runs.delete`. */
+export type RunsDeleteParams = {
+  /**
+   * Accepted for a retry's sake: a retry of a delete that went
+   * through is `not_found`.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The run (it must have ended). */
+  runId: RunId;
+};
+
 /** `runs.events`. */
 export type RunsEventsParams = {
   /** Only events after this id (the replay cursor). */
@@ -1357,7 +1368,7 @@ export type Session = {
   updatedAt: number;
 };
 
-/** `sessions.compact` and `sessions.abort`. */
+/** `sessions.compact`, `sessions.abort` and `sessions.delete`. */
 export type SessionActionParams = {
   /**
    * Makes a retried call safe: the same key with the same params
@@ -1411,6 +1422,14 @@ export type SessionsCreateParams = {
   key?: SessionKey | null;
   /** The app's metadata. */
   metadata?: Record<string, unknown> | null;
+};
+
+/** `sessions.delete`. */
+export type SessionsDeleteResult = {
+  /** Its runs, deleted with it, by id. */
+  deletedRunIds: Array<RunId>;
+  /** The session deleted. */
+  sessionId: SessionId;
 };
 
 /** `sessions.fork`. */
