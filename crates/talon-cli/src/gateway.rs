@@ -177,6 +177,9 @@ fn limits(
         max_streams_per_token: settings
             .max_streams_per_token
             .unwrap_or(d.max_streams_per_token),
+        max_streams_per_subject: settings
+            .max_streams_per_subject
+            .unwrap_or(d.max_streams_per_subject),
         max_requests_per_token: settings
             .max_requests_per_token
             .unwrap_or(d.max_requests_per_token),

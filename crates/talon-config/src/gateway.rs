@@ -24,6 +24,7 @@
 //! `gateway.limits` also takes `inputBytesPerSecond` and `inputBurstBytes`
 //! (the bytes of write-method bodies a token may send) and
 //! `maxStoredBytes` (the store's quota); `maxStreamsPerToken`,
+//! `maxStreamsPerSubject` (the streams of every token bound to one subject),
 //! `maxRequestsPerToken`, `streamBytesPerToken` and `slowReaderTimeoutMs`
 //! (one token's share of the streams and of the requests in flight, the
 //! bytes its streams may hold unsent, and how long a stream may wait for
@@ -48,6 +49,9 @@ pub struct GatewaySettings {
     pub max_streams: Option<usize>,
     /// `gateway.limits.maxStreamsPerToken`: one token's open streams.
     pub max_streams_per_token: Option<usize>,
+    /// `gateway.limits.maxStreamsPerSubject`: the open streams of every
+    /// token bound to one subject.
+    pub max_streams_per_subject: Option<usize>,
     /// `gateway.limits.maxRequestsPerToken`: one token's requests in
     /// flight.
     pub max_requests_per_token: Option<usize>,
@@ -141,6 +145,8 @@ impl Config {
             burst: count("gateway.limits.burst", u64::from(u32::MAX))?.map(narrow),
             max_streams: count("gateway.limits.maxStreams", 1 << 20)?.map(size),
             max_streams_per_token: count("gateway.limits.maxStreamsPerToken", 1 << 20)?.map(size),
+            max_streams_per_subject: count("gateway.limits.maxStreamsPerSubject", 1 << 20)?
+                .map(size),
             max_requests_per_token: count("gateway.limits.maxRequestsPerToken", 1 << 20)?.map(size),
             stream_bytes_per_token: count("gateway.limits.streamBytesPerToken", 1 << 40)?,
             slow_reader_timeout: ms("gateway.limits.slowReaderTimeoutMs")?,
@@ -238,7 +244,7 @@ mod tests {
                         stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000,
                         sseHeartbeatIntervalMs: 250, inputBytesPerSecond: 1000,
                         inputBurstBytes: 8192, maxStoredBytes: 1073741824,
-                        maxStreamsPerToken: 3, maxRequestsPerToken: 5,
+                        maxStreamsPerToken: 3, maxStreamsPerSubject: 6, maxRequestsPerToken: 5,
                         streamBytesPerToken: 65536,
                         slowReaderTimeoutMs: 700, bodyReadTimeoutMs: 900,
                         minBodyBytesPerSecond: 10},
@@ -253,6 +259,7 @@ mod tests {
                 burst: Some(10),
                 max_streams: Some(8),
                 max_streams_per_token: Some(3),
+                max_streams_per_subject: Some(6),
                 max_requests_per_token: Some(5),
                 stream_bytes_per_token: Some(65536),
                 slow_reader_timeout: Some(Duration::from_millis(700)),

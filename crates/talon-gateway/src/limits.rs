@@ -37,6 +37,10 @@ pub struct Limits {
     /// Streams one token may have open at once, so that no token takes
     /// every place.
     pub max_streams_per_token: usize,
+    /// Streams the tokens bound to one subject may have open at once, so
+    /// that no subject (minting itself token after token) takes every
+    /// place.
+    pub max_streams_per_subject: usize,
     /// Requests one token may have in flight at once (calls, OpenAI
     /// requests, WebSocket connections), so that no token takes every
     /// connection.
@@ -91,6 +95,7 @@ impl Default for Limits {
             burst: 200,
             max_streams: 4096,
             max_streams_per_token: 64,
+            max_streams_per_subject: 256,
             max_requests_per_token: 64,
             stream_bytes_per_token: 16 << 20,
             slow_reader_timeout: Duration::from_secs(30),
@@ -126,6 +131,17 @@ pub(crate) struct Limiter {
     bytes: Mutex<HashMap<String, Bucket>>,
     streams: Arc<Semaphore>,
     tokens: Mutex<HashMap<String, Arc<TokenStreams>>>,
+    /// Each subject's places among the open streams.
+    subjects: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+/// Whose a stream is: its token's, and the subject the token is bound to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Holder<'a> {
+    /// The token's id.
+    pub token: &'a str,
+    /// Its subject (none: an unbound token, capped per token only).
+    pub subject: Option<&'a str>,
 }
 
 /// One token's share of the stream and request limits.
@@ -146,6 +162,7 @@ struct TokenStreams {
 pub(crate) struct StreamPermit {
     _global: OwnedSemaphorePermit,
     _own: OwnedSemaphorePermit,
+    _subject: Option<OwnedSemaphorePermit>,
     /// Keeps the token's entry alive (the sweep keeps entries in use).
     _token: Arc<TokenStreams>,
     pub(crate) budget: Budget,
@@ -215,6 +232,7 @@ impl Limiter {
             bytes: Mutex::new(HashMap::new()),
             streams: Arc::new(Semaphore::new(limits.max_streams)),
             tokens: Mutex::new(HashMap::new()),
+            subjects: Mutex::new(HashMap::new()),
         }
     }
 
@@ -274,9 +292,11 @@ impl Limiter {
         .with_details(serde_json::json!({"limit": "inputBytesPerSecond"})))
     }
 
-    /// A place for one more open stream of `token_id`'s, held until the
-    /// stream ends, with the token's byte budget.
-    pub(crate) fn stream(&self, token_id: &str) -> Result<StreamPermit, ApiError> {
+    /// A place for one more open stream of `holder`'s (gateway-wide, its
+    /// token's and its subject's), held until the stream ends, with the
+    /// token's byte budget.
+    pub(crate) fn stream(&self, holder: Holder<'_>) -> Result<StreamPermit, ApiError> {
+        let token_id = holder.token;
         let global = self.streams.clone().try_acquire_owned().map_err(|_| {
             ApiError::new(
                 ErrorCode::Unavailable,
@@ -304,9 +324,24 @@ impl Limiter {
             capacity: self.budget_kib(),
             wait: self.limits.slow_reader_timeout,
         };
+        let subject = match holder.subject {
+            None => None,
+            Some(subject) => Some(self.subject_places(subject)?.try_acquire_owned().map_err(|_| {
+                ApiError::new(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "this token's subject has {} streams open, its limit (gateway.limits.maxStreamsPerSubject)",
+                        self.limits.max_streams_per_subject
+                    ),
+                )
+                .with_retry_after_ms(1_000)
+                .with_details(serde_json::json!({"limit": "maxStreamsPerSubject"}))
+            })?),
+        };
         Ok(StreamPermit {
             _global: global,
             _own: own,
+            _subject: subject,
             _token: token,
             budget,
         })
@@ -354,6 +389,25 @@ impl Limiter {
                     bytes: Arc::new(Semaphore::new(self.budget_kib() as usize)),
                 })
             })
+            .clone())
+    }
+
+    /// `subject`'s places among the open streams, made on first use;
+    /// entries nothing holds are swept once there are many.
+    fn subject_places(&self, subject: &str) -> Result<Arc<Semaphore>, ApiError> {
+        let Ok(mut subjects) = self.subjects.lock() else {
+            return Err(ApiError::new(
+                ErrorCode::Internal,
+                "stream limiter poisoned",
+            ));
+        };
+        if subjects.len() >= SWEEP_AT {
+            let full = self.limits.max_streams_per_subject.max(1);
+            subjects.retain(|_, s| s.available_permits() < full);
+        }
+        Ok(subjects
+            .entry(subject.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.limits.max_streams_per_subject.max(1))))
             .clone())
     }
 
@@ -463,6 +517,44 @@ impl StoredBytes {
 mod tests {
     use super::*;
 
+    fn of(token: &str) -> Holder<'_> {
+        Holder {
+            token,
+            subject: None,
+        }
+    }
+
+    #[test]
+    fn a_subjects_tokens_share_its_places_and_others_keep_theirs() {
+        let limiter = Limiter::new(Limits {
+            max_streams_per_subject: 2,
+            ..Limits::default()
+        });
+        let alice = |token| Holder {
+            token,
+            subject: Some("alice"),
+        };
+        let one = limiter.stream(alice("a1")).unwrap();
+        let _two = limiter.stream(alice("a2")).unwrap();
+        let refused = limiter.stream(alice("a3")).unwrap_err();
+        assert_eq!(
+            (refused.code, refused.details),
+            (
+                ErrorCode::RateLimited,
+                Some(serde_json::json!({"limit": "maxStreamsPerSubject"}))
+            )
+        );
+        let _bob = limiter
+            .stream(Holder {
+                token: "b1",
+                subject: Some("bob"),
+            })
+            .unwrap();
+        let _unbound = limiter.stream(of("u1")).unwrap();
+        drop(one);
+        let _again = limiter.stream(alice("a3")).unwrap();
+    }
+
     #[test]
     fn a_bucket_allows_its_burst_then_says_when_to_retry() {
         let limiter = Limiter::new(Limits {
@@ -493,14 +585,14 @@ mod tests {
             max_streams: 2,
             ..Limits::default()
         });
-        let a = limiter.stream("a").unwrap();
-        let _b = limiter.stream("b").unwrap();
+        let a = limiter.stream(of("a")).unwrap();
+        let _b = limiter.stream(of("b")).unwrap();
         assert_eq!(
-            limiter.stream("c").unwrap_err().code,
+            limiter.stream(of("c")).unwrap_err().code,
             ErrorCode::Unavailable
         );
         drop(a);
-        let _again = limiter.stream("c").unwrap();
+        let _again = limiter.stream(of("c")).unwrap();
     }
 
     #[test]
@@ -510,9 +602,9 @@ mod tests {
             max_streams_per_token: 2,
             ..Limits::default()
         });
-        let a = limiter.stream("a").unwrap();
-        let _a2 = limiter.stream("a").unwrap();
-        let refused = limiter.stream("a").unwrap_err();
+        let a = limiter.stream(of("a")).unwrap();
+        let _a2 = limiter.stream(of("a")).unwrap();
+        let refused = limiter.stream(of("a")).unwrap_err();
         assert_eq!(
             (refused.code, refused.details),
             (
@@ -520,9 +612,9 @@ mod tests {
                 Some(serde_json::json!({"limit": "maxStreamsPerToken"}))
             )
         );
-        let _b = limiter.stream("b").unwrap();
+        let _b = limiter.stream(of("b")).unwrap();
         drop(a);
-        let _a3 = limiter.stream("a").unwrap();
+        let _a3 = limiter.stream(of("a")).unwrap();
     }
 
     #[test]
@@ -553,8 +645,8 @@ mod tests {
             slow_reader_timeout: Duration::from_secs(5),
             ..Limits::default()
         });
-        let one = limiter.stream("a").unwrap();
-        let two = limiter.stream("a").unwrap();
+        let one = limiter.stream(of("a")).unwrap();
+        let two = limiter.stream(of("a")).unwrap();
         assert_eq!(one.budget.kib(1), 1);
         assert_eq!(
             one.budget.kib(10 << 20),
@@ -582,7 +674,7 @@ mod tests {
             )
         );
         // Another token's budget is its own.
-        let other = limiter.stream("b").unwrap();
+        let other = limiter.stream(of("b")).unwrap();
         let _all_of_b = other.budget.take(100).await.unwrap();
     }
 }

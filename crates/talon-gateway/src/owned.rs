@@ -76,6 +76,14 @@ impl Caller {
                 .is_none_or(|allowed| allowed.iter().any(|a| a == agent))
     }
 
+    /// Whose the caller's streams are, for their caps.
+    pub(crate) fn holder(&self) -> crate::limits::Holder<'_> {
+        crate::limits::Holder {
+            token: &self.token_id,
+            subject: self.subject(),
+        }
+    }
+
     /// The subject whose session keys the caller names (`None`: those of
     /// no subject), and that what it creates belongs to.
     pub(crate) fn subject(&self) -> Option<&str> {

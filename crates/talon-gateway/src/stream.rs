@@ -251,7 +251,7 @@ impl Follow {
         cursor: Option<u64>,
         ends: Ends,
     ) -> Result<Self, ApiError> {
-        let permit = shared.limiter.stream(&caller.token_id)?;
+        let permit = shared.limiter.stream(caller.holder())?;
         Self::start_with(shared, filter, cursor, ends, Some(permit)).await
     }
 

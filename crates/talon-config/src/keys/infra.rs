@@ -83,6 +83,14 @@ pub(super) fn gateway() -> Node {
                 whole(1, 1 << 20, "Open streams of one token (default 64)."),
             ),
             field(
+                "maxStreamsPerSubject",
+                whole(
+                    1,
+                    1 << 20,
+                    "Open streams of every token bound to one subject (default 256).",
+                ),
+            ),
+            field(
                 "maxRequestsPerToken",
                 whole(
                     1,

@@ -85,7 +85,7 @@ async fn start(
     // the call cannot follow.
     let permit = shared
         .limiter
-        .stream(&caller.token_id)
+        .stream(caller.holder())
         .map_err(|e| before(e.into()))?;
     let extras = Extras {
         tools,

@@ -143,7 +143,7 @@ async fn start(
         Some(
             shared
                 .limiter
-                .stream(&caller.token_id)
+                .stream(caller.holder())
                 .map_err(|e| before(e.into()))?,
         )
     } else {
@@ -232,7 +232,7 @@ async fn follow(
         Some(permit) => permit,
         None => shared
             .limiter
-            .stream(&caller.token_id)
+            .stream(caller.holder())
             .map_err(OpenAiError::from)?,
     };
     Follow::start_with(shared, filter, None, Ends::AfterTerminal, Some(permit))
