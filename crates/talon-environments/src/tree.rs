@@ -5,19 +5,27 @@
 //!
 //! Walking never follows a symlink (a link is compared as its target's
 //! text, as git does), reads only regular files (opened without following
-//! links, non-blocking: a FIFO or device swapped in is refused), never
-//! leaves the tree it walks (each directory's real path is checked), and
-//! is bounded ([`Caps`]). The top-level `.git` is not part of either
+//! links, non-blocking: a FIFO or device swapped in is refused), and
+//! never leaves the tree it walks: the workspace is written by a run's
+//! commands meanwhile, so every listing and every read goes through
+//! directory handles from the tree's root ([`talon_fs::walk`]), never a
+//! path re-resolved after it was checked. It is bounded ([`Caps`]). The top-level `.git` is not part of either
 //! tree; the baseline's `.gitignore` (its top-level one: blank lines,
 //! comments, `!`, a leading or trailing `/`, `*`, `?` and `**`) leaves
 //! ignored paths out of both.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use talon_fs::walk::Entry;
 
 use regex::Regex;
 use talon_protocol::event_data::GitDiffData;
+
+/// Levels of directories a walk descends at most.
+const WALK_DEPTH: u32 = 256;
 
 /// What a walk and a diff may cost.
 #[derive(Debug, Clone, Copy)]
@@ -135,52 +143,47 @@ fn glob_to_regex(glob: &str) -> String {
     out
 }
 
-/// Walks `root`: every entry but the top-level `.git` and what `ignore`
-/// leaves out.
-fn walk(root: &Path, ignore: &Ignore, caps: Caps) -> Result<Tree, Failure> {
-    let real_root = std::fs::canonicalize(root).map_err(|e| format!("{}: {e}", root.display()))?;
+/// A handle of the tree at `root` (the gateway's own directory); every
+/// read below it goes through handles ([`talon_fs::walk`]).
+fn open_root(root: &Path) -> Result<OwnedFd, Failure> {
+    std::fs::File::open(root)
+        .map(OwnedFd::from)
+        .map_err(|e| format!("{}: {e}", root.display()))
+}
+
+/// Walks the tree `root` holds: every entry but the top-level `.git` and
+/// what `ignore` leaves out, through directory handles (a directory
+/// swapped for a link while it is walked is never entered).
+fn walk(root: &OwnedFd, ignore: &Ignore, caps: Caps) -> Result<Tree, Failure> {
     let mut tree = Tree::new();
-    let mut stack = vec![(real_root.clone(), String::new())];
-    while let Some((dir, prefix)) = stack.pop() {
-        // A directory swapped for a link after it was listed leads
-        // elsewhere: refused.
-        let real = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        if !real.starts_with(&real_root) {
-            return Err(format!("{} leaves the workspace", dir.display()));
+    let limits = talon_fs::tree::Caps {
+        entries: caps.entries as u64,
+        bytes: 0,
+        depth: WALK_DEPTH,
+    };
+    talon_fs::walk::walk_tree(root, limits, &mut |relative, entry| {
+        let path = relative.to_string_lossy().into_owned();
+        let is_dir = *entry == Entry::Dir;
+        if path == ".git" || ignore.ignores(&path, is_dir) {
+            return false;
         }
-        let entries = std::fs::read_dir(&real).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = if prefix.is_empty() {
-                name.clone()
-            } else {
-                format!("{prefix}/{name}")
-            };
-            if path == ".git" {
-                continue;
-            }
-            let kind = entry.file_type().map_err(|e| format!("{path}: {e}"))?;
-            if ignore.ignores(&path, kind.is_dir()) {
-                continue;
-            }
-            if tree.len() >= caps.entries {
-                return Err(format!("more than {} entries", caps.entries));
-            }
-            if kind.is_dir() {
-                tree.insert(path.clone(), Node::Dir);
-                stack.push((real.join(&name), path));
-            } else if kind.is_symlink() {
-                let target =
-                    std::fs::read_link(real.join(&name)).map_err(|e| format!("{path}: {e}"))?;
-                tree.insert(path, Node::Link(target.to_string_lossy().into_owned()));
-            } else if kind.is_file() {
-                let size = entry.metadata().map_err(|e| format!("{path}: {e}"))?.len();
-                tree.insert(path, Node::File { size });
-            }
-            // FIFOs, sockets and devices are no part of a workspace.
+        let node = match entry {
+            Entry::Dir => Node::Dir,
+            Entry::File { size } => Node::File { size: *size },
+            Entry::Link(target) => Node::Link(target.to_string_lossy().into_owned()),
+        };
+        tree.insert(path, node);
+        true
+    })
+    .map_err(|e| match e {
+        talon_fs::tree::TreeError::TooLarge {
+            what: "entries",
+            cap,
+        } => {
+            format!("more than {cap} entries")
         }
-    }
+        other => other.to_string(),
+    })?;
     Ok(tree)
 }
 
@@ -188,7 +191,8 @@ fn walk(root: &Path, ignore: &Ignore, caps: Caps) -> Result<Tree, Failure> {
 /// must not exist.
 pub(crate) fn snapshot(workspace: &Path, baseline: &Path, caps: Caps) -> Result<(), Failure> {
     let ignore = Ignore::of(workspace);
-    let tree = walk(workspace, &ignore, caps)?;
+    let root = open_root(workspace)?;
+    let tree = walk(&root, &ignore, caps)?;
     // The rules the diff applies are the baseline's `.gitignore`, copied
     // with the rest of the tree.
     std::fs::create_dir(baseline).map_err(|e| format!("{}: {e}", baseline.display()))?;
@@ -197,30 +201,36 @@ pub(crate) fn snapshot(workspace: &Path, baseline: &Path, caps: Caps) -> Result<
         let made = match node {
             Node::Dir => std::fs::create_dir_all(&to),
             Node::Link(target) => std::os::unix::fs::symlink(target, &to),
-            Node::File { .. } => copy_regular(&workspace.join(path), &to),
+            Node::File { .. } => copy_regular(&root, path, &to),
         };
         made.map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
 }
 
-fn copy_regular(from: &Path, to: &Path) -> std::io::Result<()> {
+fn copy_regular(root: &OwnedFd, path: &str, to: &Path) -> std::io::Result<()> {
     let mut source =
-        talon_fs::open_regular(from, talon_fs::Symlinks::Refuse).map_err(std::io::Error::other)?;
+        talon_fs::walk::open_file_under(root, Path::new(path)).map_err(std::io::Error::other)?;
     let mut target = std::fs::File::create_new(to)?;
     std::io::copy(&mut source, &mut target)?;
     Ok(())
 }
 
-/// Reads a regular file of at most `cap` bytes without following links;
-/// `None` when it is larger (or unreadable).
-fn read_small(path: &Path, cap: u64) -> Option<Vec<u8>> {
-    talon_fs::read_capped(path, cap, talon_fs::Symlinks::Refuse).ok()
+/// Reads a regular file below `root` of at most `cap` bytes without
+/// following links; `None` when it is larger (or unreadable).
+fn read_small(root: &OwnedFd, path: &str, cap: u64) -> Option<Vec<u8>> {
+    let file = talon_fs::walk::open_file_under(root, Path::new(path)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= cap).then_some(bytes)
 }
 
-/// Whether two regular files hold the same bytes (streamed).
-fn same_content(a: &Path, b: &Path) -> bool {
-    let open = |p: &Path| talon_fs::open_regular(p, talon_fs::Symlinks::Refuse).ok();
+/// Whether the two regular files at `path` below `a` and `b` hold the
+/// same bytes (streamed).
+fn same_content(a: &OwnedFd, b: &OwnedFd, path: &str) -> bool {
+    let open = |root: &OwnedFd| talon_fs::walk::open_file_under(root, Path::new(path)).ok();
     let (Some(mut a), Some(mut b)) = (open(a), open(b)) else {
         return false;
     };
@@ -254,8 +264,9 @@ pub(crate) fn diff(
     caps: Caps,
 ) -> Result<Option<(String, GitDiffData)>, Failure> {
     let ignore = Ignore::of(baseline);
-    let before = walk(baseline, &ignore, caps)?;
-    let after = walk(workspace, &ignore, caps)?;
+    let (baseline, workspace) = (open_root(baseline)?, open_root(workspace)?);
+    let before = walk(&baseline, &ignore, caps)?;
+    let after = walk(&workspace, &ignore, caps)?;
     let mut paths: Vec<&String> = before.keys().chain(after.keys()).collect();
     paths.sort();
     paths.dedup();
@@ -269,12 +280,12 @@ pub(crate) fn diff(
     let mut omitted = 0usize;
     for path in paths {
         let (old, new) = (before.get(path), after.get(path));
-        let content = |root: &Path, node: Option<&Node>| -> Option<Content> {
+        let content = |root: &OwnedFd, node: Option<&Node>| -> Option<Content> {
             match node? {
                 Node::Dir => None,
                 Node::Link(target) => Some(Content::Text(target.clone().into_bytes())),
                 Node::File { size } if *size > caps.text_bytes => Some(Content::Large),
-                Node::File { .. } => Some(match read_small(&root.join(path), caps.text_bytes) {
+                Node::File { .. } => Some(match read_small(root, path, caps.text_bytes) {
                     Some(bytes) if !bytes.contains(&0) => Content::Text(bytes),
                     _ => Content::Binary,
                 }),
@@ -283,14 +294,14 @@ pub(crate) fn diff(
         let changed = match (old, new) {
             (None, None) | (Some(Node::Dir), Some(Node::Dir)) => false,
             (Some(Node::File { size: a }), Some(Node::File { size: b })) => {
-                a != b || !same_content(&baseline.join(path), &workspace.join(path))
+                a != b || !same_content(&baseline, &workspace, path)
             }
             (a, b) => a != b,
         };
         if !changed {
             continue;
         }
-        let (old, new) = (content(baseline, old), content(workspace, new));
+        let (old, new) = (content(&baseline, old), content(&workspace, new));
         if old.is_none() && new.is_none() {
             continue;
         }
@@ -460,5 +471,41 @@ mod tests {
             diff(&baseline_of(dir.path()), &ws, tight).unwrap_err(),
             "more than 1 entries"
         );
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_while_diffed_never_leaks_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let (workspace, baseline) = (dir.path().join("ws"), dir.path().join("base"));
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(workspace.join("d")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("f.txt"), "OUTSIDE SECRET\n").unwrap();
+        std::fs::write(workspace.join("d/f.txt"), "mine\n").unwrap();
+        snapshot(&workspace, &baseline, Caps::default()).unwrap();
+        std::fs::write(workspace.join("d/f.txt"), "changed\n").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (stop, workspace, outside) = (stop.clone(), workspace.clone(), outside.clone());
+            std::thread::spawn(move || {
+                let (real, aside) = (workspace.join("d"), workspace.join("d.real"));
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // The directory and a link to outside take turns.
+                    if std::fs::rename(&real, &aside).is_ok() {
+                        let _ = std::os::unix::fs::symlink(&outside, &real);
+                        std::thread::yield_now();
+                        let _ = std::fs::remove_file(&real);
+                        let _ = std::fs::rename(&aside, &real);
+                    }
+                }
+            })
+        };
+        for _ in 0..300 {
+            if let Ok(Some((text, _))) = diff(&baseline, &workspace, Caps::default()) {
+                assert!(!text.contains("OUTSIDE SECRET"), "{text}");
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swapper.join().unwrap();
     }
 }

@@ -34,6 +34,7 @@
 //! `tokenizer.json`, with `std::fs`.
 
 pub mod tree;
+pub mod walk;
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;

@@ -89,7 +89,7 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> TreeError + '_ {
     }
 }
 
-fn open_dir(at: impl AsFd, name: &OsStr) -> rustix::io::Result<OwnedFd> {
+pub(crate) fn open_dir(at: impl AsFd, name: &OsStr) -> rustix::io::Result<OwnedFd> {
     rustix::fs::openat(
         at,
         name,

@@ -22,7 +22,10 @@
 //! clients instead of lean HTTP/1.1 readers; `TALON_BENCH_HOLD=1` makes
 //! them keep their connections until every subscriber has the run's end,
 //! so that no closing connection's cost, theirs or the gateway's, falls
-//! inside another's delivery).
+//! inside another's delivery); `TALON_BENCH_TOKEN=bound` makes the
+//! clients use a token bound to a subject (the `app` preset's scopes)
+//! instead of the admin token, so that every look-up, list and stream
+//! goes through the ownership checks.
 //! Clients, mock and gateway share the machine's cores, so every figure
 //! includes the clients' own cost.
 
@@ -115,7 +118,25 @@ impl Bench {
         let running = talon_gateway::start(config).await.unwrap();
         // A second node of a shared store mints no admin token: the
         // caller sets the first node's.
-        let token = running.admin_token.clone().unwrap_or_default();
+        let mut token = running.admin_token.clone().unwrap_or_default();
+        if std::env::var("TALON_BENCH_TOKEN").as_deref() == Ok("bound") {
+            let binding = talon_protocol::gateway::Binding {
+                subject: Some("bench-user".into()),
+                agents: None,
+            };
+            let scopes = talon_protocol::gateway::ScopePreset::App.scopes().to_vec();
+            let now = talon_store::now_ms();
+            token = talon_gateway::tokens::create_bound(
+                &running.store,
+                (Some("bench".into()), &binding),
+                scopes,
+                None,
+                now,
+            )
+            .await
+            .unwrap()
+            .secret;
+        }
         Self {
             running,
             token,
