@@ -99,6 +99,9 @@ impl Bench {
                 calls_per_second: 1e9,
                 burst: 1_000_000,
                 max_streams: 4_096,
+                // One token (or subject) holds every fan-out subscriber.
+                max_streams_per_token: 4_096,
+                max_streams_per_subject: 4_096,
                 ..Limits::default()
             },
             runs: RunLimits {
