@@ -211,6 +211,7 @@ impl Setup {
 
     fn context(&self) -> Context<'_> {
         Context {
+            room: None,
             policy: &self.policy,
             state_dir: self.state.path(),
             sandboxed: true,

@@ -97,13 +97,32 @@ pub(crate) async fn git_with(
     ))
 }
 
+/// Why a checkout did not happen.
+#[derive(Debug)]
+pub(crate) enum Checkout {
+    /// The ref's files (and the clone's objects) are larger than allowed.
+    TooLarge,
+    /// Anything else.
+    Failed(ApiError),
+}
+
+impl From<ApiError> for Checkout {
+    fn from(error: ApiError) -> Self {
+        Self::Failed(error)
+    }
+}
+
 /// Clones `repository` into `workspace` (which must not exist) and checks
-/// out `reference` detached; the commit it names.
+/// out `reference` detached; the commit it names. With `max_bytes`, the
+/// ref's files are counted first (`git ls-tree -r -l`: a blob's full
+/// size, however well it compresses) with the clone's objects, and a ref
+/// over it is never checked out.
 pub(crate) async fn checkout(
     repository: &Path,
     reference: &str,
     workspace: &Path,
-) -> Result<String, ApiError> {
+    max_bytes: Option<u64>,
+) -> Result<String, Checkout> {
     let from = repository.to_string_lossy();
     let into = workspace.to_string_lossy();
     git(
@@ -148,14 +167,45 @@ pub(crate) async fn checkout(
         }
     }
     let Some(commit) = commit else {
-        return Err(ApiError::new(
+        return Err(Checkout::Failed(ApiError::new(
             ErrorCode::InvalidRequest,
             format!(
                 "checking out the ref: {:?} names no branch, tag or commit of the repository",
                 reference.chars().take(100).collect::<String>()
             ),
-        ));
+        )));
     };
+    if let Some(max) = max_bytes {
+        let listing = git(
+            &[
+                "-C",
+                &into,
+                "ls-tree",
+                "-r",
+                "-l",
+                "--end-of-options",
+                &commit,
+            ],
+            "sizing the ref",
+        )
+        .await?;
+        // `<mode> <type> <object> <size>\t<path>`; a submodule's size is `-`.
+        let files: u64 = listing
+            .lines()
+            .filter_map(|line| {
+                line.split('\t')
+                    .next()?
+                    .split_whitespace()
+                    .nth(3)?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        let objects = crate::footprint(workspace);
+        if files.saturating_add(objects) > max {
+            return Err(Checkout::TooLarge);
+        }
+    }
     git(
         &["-C", &into, "checkout", "-q", "--detach", &commit],
         "checking out the ref",

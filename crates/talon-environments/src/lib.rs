@@ -120,6 +120,11 @@ pub struct Context<'a> {
     /// Whether this host runs commands in the command sandbox (for the
     /// `sandbox` capability).
     pub sandboxed: bool,
+    /// The bytes a new environment may take on disk, its workspace and its
+    /// baseline together (what is left of the store's quota; `None`: no
+    /// quota). A source or checkout larger than its half is refused with
+    /// `quota_exceeded` before it is copied.
+    pub room: Option<u64>,
 }
 
 /// What a run in an environment gets.
@@ -263,6 +268,30 @@ impl Providers {
                 .with_details(serde_json::json!({"providers": ids}))
             })
     }
+}
+
+/// The bytes the tree at `dir` takes, by its files' apparent sizes (a
+/// sparse file counts whole), walked through directory handles without
+/// following a link; best effort: 0 when `dir` cannot be opened, and what
+/// was counted when the walk stops at its caps.
+pub fn footprint(dir: &Path) -> u64 {
+    let Ok(root) = std::fs::File::open(dir) else {
+        return 0;
+    };
+    let root = std::os::fd::OwnedFd::from(root);
+    let caps = talon_fs::tree::Caps {
+        entries: 10_000_000,
+        bytes: 0,
+        depth: 512,
+    };
+    let mut bytes = 0u64;
+    let _ = talon_fs::walk::walk_tree(&root, caps, &mut |_, entry| {
+        if let talon_fs::walk::Entry::File { size } = entry {
+            bytes = bytes.saturating_add(*size);
+        }
+        true
+    });
+    bytes
 }
 
 /// Where environment `id`'s files go.

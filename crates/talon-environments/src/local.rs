@@ -301,15 +301,32 @@ pub(crate) fn read_secret(name: &str, source: &SecretSource) -> Result<String, A
 /// swaps a checked directory for a link meanwhile makes that part fail or
 /// be skipped, never copied from elsewhere. Special files (FIFOs, sockets,
 /// devices) are left out.
-async fn copy_source(root: PathBuf, below: PathBuf, workspace: &Path) -> Result<(), ApiError> {
+async fn copy_source(
+    root: PathBuf,
+    below: PathBuf,
+    workspace: &Path,
+    room: Option<u64>,
+) -> Result<(), ApiError> {
     let to = workspace.to_path_buf();
+    // The workspace and its baseline each take the copy's bytes: at most
+    // half the room each (holes included: a sparse file counts whole).
+    let half = room.map(|r| r / 2);
+    let caps = talon_fs::tree::Caps {
+        bytes: half.map_or(COPY_CAPS.bytes, |h| h.min(COPY_CAPS.bytes)),
+        ..COPY_CAPS
+    };
     let copied = tokio::task::spawn_blocking(move || {
         let from = talon_fs::tree::open_dir_under(&root, &below)?;
-        talon_fs::tree::copy_tree(&from, &to, COPY_CAPS)
+        talon_fs::tree::copy_tree(&from, &to, caps)
     })
     .await
     .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
     .map_err(|e| match e {
+        talon_fs::tree::TreeError::TooLarge { what: "bytes", cap }
+            if half.is_some_and(|h| h <= cap) =>
+        {
+            over_quota(room.unwrap_or_default())
+        }
         talon_fs::tree::TreeError::Io { .. } => unavailable(format!("copying the source: {e}")),
         other => invalid(format!("copying the source: {other}")),
     })?;
@@ -321,6 +338,18 @@ async fn copy_source(root: PathBuf, below: PathBuf, workspace: &Path) -> Result<
         );
     }
     Ok(())
+}
+
+/// A source or checkout that does not fit in what is left of the
+/// store's quota (its workspace and baseline together).
+fn over_quota(room: u64) -> ApiError {
+    ApiError::new(
+        ErrorCode::QuotaExceeded,
+        format!(
+            "the source does not fit in the store's quota: a workspace and its baseline may take {room} bytes more (gateway.limits.maxStoredBytes)"
+        ),
+    )
+    .with_details(serde_json::json!({"roomBytes": room}))
 }
 
 /// Where a checkout's start is kept.
@@ -445,14 +474,20 @@ impl EnvironmentProvider for Local {
             match &settings.source {
                 Source::Path { path } => {
                     let (root, below) = allowed_path(path, context)?;
-                    copy_source(root, below, &workspace).await?;
+                    copy_source(root, below, &workspace, context.room).await?;
                 }
                 Source::Git {
                     git: name,
                     reference,
                 } => {
                     let repository = allowed_repository(name, context)?;
-                    let head = git::checkout(&repository, reference, &workspace).await?;
+                    let half = context.room.map(|r| r / 2);
+                    let head = git::checkout(&repository, reference, &workspace, half)
+                        .await
+                        .map_err(|e| match e {
+                            git::Checkout::TooLarge => over_quota(context.room.unwrap_or_default()),
+                            git::Checkout::Failed(error) => error,
+                        })?;
                     let started = Checkout {
                         reference: reference.clone(),
                         head,
@@ -570,6 +605,7 @@ mod tests {
             forges: Default::default(),
         };
         let context = Context {
+            room: None,
             policy: &policy,
             state_dir: state.path(),
             sandboxed: true,
@@ -646,6 +682,7 @@ mod tests {
             .check(
                 &json!({"source": {"path": app}}),
                 Context {
+                    room: None,
                     policy: &none,
                     state_dir: state.path(),
                     sandboxed: true,
@@ -667,6 +704,7 @@ mod tests {
             .check(
                 &json!({"source": {"path": state.path()}}),
                 Context {
+                    room: None,
                     policy: &wide,
                     state_dir: state.path(),
                     sandboxed: true,

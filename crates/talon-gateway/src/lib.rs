@@ -349,23 +349,25 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let dispatcher = engine.start().await.map_err(GatewayError::Recovery)?;
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
+    let stored = limits::StoredBytes::start(
+        store.clone(),
+        config.limits.max_stored_bytes,
+        closing_seen.clone(),
+    )
+    .await;
     let shared = Arc::new(http::Shared {
         tail: tail.clone(),
         engine: engine.clone(),
         metrics,
         api: Api::new(store.clone(), config.config_agents.clone(), engine.clone())
             .with_ticket_ttl(config.ticket_ttl)
-            .with_tail(tail.clone()),
+            .with_tail(tail.clone())
+            .with_stored(stored.clone()),
         store: store.clone(),
         openapi: std::sync::OnceLock::new(),
         limiter: limits::Limiter::new(config.limits),
         revocations: revocation::Revocations::start(store.clone(), closing_seen.clone()),
-        stored: limits::StoredBytes::start(
-            store.clone(),
-            config.limits.max_stored_bytes,
-            closing_seen.clone(),
-        )
-        .await,
+        stored,
         closing: closing_seen,
         browsers: config.browsers.clone(),
         listen: addr,

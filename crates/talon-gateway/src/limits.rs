@@ -494,6 +494,19 @@ impl StoredBytes {
         Self { held, quota }
     }
 
+    /// What is left of the quota (`None`: there is none).
+    pub(crate) fn room(&self) -> Option<u64> {
+        let held = self.held.load(std::sync::atomic::Ordering::Relaxed);
+        self.quota.map(|quota| quota.saturating_sub(held))
+    }
+
+    /// Counts `bytes` just stored (an environment's workspace) until the
+    /// next measurement, which counts them itself.
+    pub(crate) fn add(&self, bytes: u64) {
+        self.held
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// `quota_exceeded` once the store holds its quota.
     pub(crate) fn check(&self) -> Result<(), ApiError> {
         let Some(quota) = self.quota else {

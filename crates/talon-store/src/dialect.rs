@@ -239,12 +239,20 @@ async fn connect_pool(config: &StoreConfig, connections: u32) -> Result<(Backend
                     // busy_timeout first: switching to WAL may wait for
                     // another connection.
                     Backend::Sqlite => {
+                        // A new database (not one page written yet)
+                        // vacuums incrementally, so that the pages deletes
+                        // free go back to the file. The mode is fixed once
+                        // the file has its first page (switching to WAL
+                        // writes it), and an existing database is never
+                        // written here (it may be read-only).
+                        let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+                            .fetch_one(&mut *conn)
+                            .await?;
+                        if pages == 0 {
+                            conn.execute("PRAGMA auto_vacuum = INCREMENTAL").await?;
+                        }
                         conn.execute(sql!(
-                            // Incremental auto-vacuum takes effect on a new
-                            // database only (before its first table): its
-                            // freed pages can then go back to the file.
-                            "PRAGMA busy_timeout = {busy_ms}; PRAGMA auto_vacuum = INCREMENTAL; \
-                             PRAGMA journal_mode = WAL; \
+                            "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
                              PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
                              PRAGMA wal_autocheckpoint = 0;"
                         ))

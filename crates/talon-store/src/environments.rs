@@ -63,6 +63,17 @@ impl Store {
         rows.iter().map(doc_of).collect()
     }
 
+    /// Records the bytes environment `id` takes on disk (its workspace and
+    /// baseline), which count in [`Store::stored_bytes`].
+    pub async fn set_environment_footprint(&self, id: &str, bytes: u64) -> Result<()> {
+        sqlx::query("UPDATE environments SET footprint = $2 WHERE id = $1")
+            .bind(id.to_owned())
+            .bind(i64::try_from(bytes).unwrap_or(i64::MAX))
+            .execute(self.writes())
+            .await?;
+        Ok(())
+    }
+
     /// Replaces an environment record; `false` when there is none.
     pub async fn update_environment<T: Serialize>(
         &self,

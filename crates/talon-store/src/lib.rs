@@ -384,8 +384,9 @@ impl Store {
         }
     }
 
-    /// The bytes the store holds: the database (SQLite's pages, or
-    /// PostgreSQL's database size) and the artifact files beside it.
+    /// The bytes the store holds: the database (SQLite's pages in use, or
+    /// PostgreSQL's database size), the artifact files beside it, and the
+    /// environments' workspaces as last measured.
     pub async fn stored_bytes(&self) -> Result<u64> {
         let database: i64 = match self.backend() {
             // Free pages (of deleted and pruned rows) are room.
@@ -408,7 +409,12 @@ impl Store {
         )
         .fetch_one(self.pool())
         .await?;
-        Ok(database.max(0) as u64 + files.max(0) as u64)
+        let environments: i64 = sqlx::query_scalar(
+            "SELECT CAST(COALESCE(SUM(footprint), 0) AS BIGINT) FROM environments",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        Ok(database.max(0) as u64 + files.max(0) as u64 + environments.max(0) as u64)
     }
 
     /// Waits for pending appends and closes every connection.

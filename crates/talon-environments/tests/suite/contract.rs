@@ -46,6 +46,7 @@ async fn local_prepares_binds_collects_and_releases_a_workspace() {
     let state = tempfile::tempdir().unwrap();
     let policy = policy(&root_path);
     let context = Context {
+        room: None,
         policy: &policy,
         state_dir: state.path(),
         sandboxed: true,

@@ -98,6 +98,7 @@ impl Fixture {
 
     fn context(&self) -> Context<'_> {
         Context {
+            room: None,
             policy: &self.policy,
             state_dir: self.state.path(),
             sandboxed: true,
@@ -295,6 +296,7 @@ fn unknown_hosts_are_forbidden_and_bad_settings_refused() {
     )
     .unwrap();
     let context = Context {
+        room: None,
         policy: &policy,
         state_dir: state.path(),
         sandboxed: true,

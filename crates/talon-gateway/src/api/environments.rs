@@ -97,10 +97,14 @@ impl Api {
             .await
             .map_err(api_error)?;
         let dir = dir_of(&self.engine.state_dir(), &id);
-        match provider
-            .prepare(&settings, &dir, self.engine.environment_context(&state_dir))
-            .await
-        {
+        let context = crate::environments::Context {
+            room: self
+                .stored
+                .as_ref()
+                .and_then(crate::limits::StoredBytes::room),
+            ..self.engine.environment_context(&state_dir)
+        };
+        match provider.prepare(&settings, &dir, context).await {
             Ok(workspace) => {
                 environment.status = EnvironmentStatus::Ready;
                 environment.workspace = Some(workspace.display().to_string());
@@ -112,6 +116,18 @@ impl Api {
                 // What was made of it goes.
                 let _ = tokio::fs::remove_dir_all(&dir).await;
             }
+        }
+        // What it takes on disk counts in the store's quota.
+        let walked = dir.clone();
+        let footprint = tokio::task::spawn_blocking(move || talon_environments::footprint(&walked))
+            .await
+            .unwrap_or_default();
+        self.store
+            .set_environment_footprint(&id, footprint)
+            .await
+            .map_err(api_error)?;
+        if let Some(stored) = &self.stored {
+            stored.add(footprint);
         }
         self.store
             .update_environment(&id, &status_name(environment.status), &environment)
@@ -135,6 +151,15 @@ impl Api {
         let dir = dir_of(&self.engine.state_dir(), &environment.id);
         environment.detail = Some(provider.release(&settings, &dir).await?);
         environment.status = EnvironmentStatus::Deleted;
+        // A workspace kept by policy still takes its room.
+        let walked = dir.clone();
+        let footprint = tokio::task::spawn_blocking(move || talon_environments::footprint(&walked))
+            .await
+            .unwrap_or_default();
+        self.store
+            .set_environment_footprint(&environment.id, footprint)
+            .await
+            .map_err(api_error)?;
         self.store
             .update_environment(
                 &environment.id,

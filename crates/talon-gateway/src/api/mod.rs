@@ -38,6 +38,9 @@ pub struct Api {
     ticket_ttl: std::time::Duration,
     /// The node's live tail, told to forget what a delete removed.
     tail: Option<crate::tail::Tail>,
+    /// The store's size against its quota: an environment may take what
+    /// is left of it.
+    stored: Option<crate::limits::StoredBytes>,
 }
 
 /// The agent every gateway has, even with no config file.
@@ -77,7 +80,14 @@ impl Api {
             engine,
             ticket_ttl: crate::tokens::TICKET_TTL,
             tail: None,
+            stored: None,
         }
+    }
+
+    /// Environments take what is left of `stored`'s quota, and count in it.
+    pub(crate) fn with_stored(mut self, stored: crate::limits::StoredBytes) -> Self {
+        self.stored = Some(stored);
+        self
     }
 
     /// Deletes make `tail` forget what it held.

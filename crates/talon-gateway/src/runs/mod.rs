@@ -424,6 +424,7 @@ impl Engine {
             policy: &self.inner.environments,
             state_dir,
             sandboxed: self.inner.host.jails().defaults().status().mode == "bubblewrap",
+            room: None,
         }
     }
 

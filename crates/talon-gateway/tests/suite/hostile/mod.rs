@@ -32,6 +32,7 @@
 
 mod browsers;
 mod environments;
+mod footprints;
 mod idempotency;
 mod inputs;
 mod lineage;
