@@ -44,6 +44,7 @@ mod logging;
 mod mock;
 mod models;
 mod otlp;
+mod tokens;
 mod tools;
 
 use std::process::ExitCode;
@@ -77,7 +78,7 @@ enum Command {
     Config(config::ConfigCommand),
     /// Create, list or revoke the gateway's access tokens.
     #[command(subcommand)]
-    Token(gateway::TokenCommand),
+    Token(tokens::TokenCommand),
 }
 
 fn main() -> ExitCode {
@@ -89,7 +90,7 @@ fn main() -> ExitCode {
         Command::Tools(command) => tools::run(command),
         Command::Models(command) => models::run(command),
         Command::Gateway(args) => gateway::run_gateway(args),
-        Command::Token(command) => gateway::run_token(command),
+        Command::Token(command) => tokens::run_token(command),
         Command::Config(command) => config::run(command),
     }
 }

@@ -77,7 +77,16 @@
 //!   in the background after open). A connection released inside a transaction is closed, so a
 //!   failed commit never wedges the pool. `OnMissing::Refuse` refuses to create a database that
 //!   should have existed.
-//! - **Environments** (`environments.rs`): each provider's record.
+//! - **Environments** (`environments.rs`): each provider's record, its subject, and its footprint
+//!   on disk (which counts in `stored_bytes`).
+//! - **Ownership** (`owner.rs`): tokens may be bound to a subject and agents; sessions, runs and
+//!   environments record their subject, and session keys are unique per subject (0010). `Owner`
+//!   is the one SQL condition every listing (sessions, runs, approvals, questions, artifacts, the
+//!   event log) applies for a bound caller; the log splices each event's session's `subject` into
+//!   its envelope as it reads it.
+//! - **Deletes** (`deletes.rs`): a session with its runs, or one ended run, with everything they
+//!   made, in one transaction (`Busy` while a run is live). `stored_bytes` counts SQLite's pages in
+//!   use, so freed room is room again; a new SQLite database vacuums incrementally (`reclaim`).
 //!
 //! # Invariants
 //!
