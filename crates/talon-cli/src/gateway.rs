@@ -148,6 +148,12 @@ fn limits(
             .unwrap_or(d.input_bytes_per_second),
         input_burst_bytes: settings.input_burst_bytes.unwrap_or(d.input_burst_bytes),
         max_stored_bytes: settings.max_stored_bytes.or(d.max_stored_bytes),
+        max_stored_bytes_per_subject: settings
+            .max_stored_bytes_per_subject
+            .or(d.max_stored_bytes_per_subject),
+        max_stored_bytes_per_token: settings
+            .max_stored_bytes_per_token
+            .or(d.max_stored_bytes_per_token),
     };
     let r = talon_gateway::RunLimits::default();
     let runs = talon_gateway::RunLimits {

@@ -23,7 +23,9 @@
 //!
 //! `gateway.limits` also takes `inputBytesPerSecond` and `inputBurstBytes`
 //! (the bytes of write-method bodies a token may send) and
-//! `maxStoredBytes` (the store's quota); `maxStreamsPerToken`,
+//! `maxStoredBytes` (the store's quota), `maxStoredBytesPerSubject` and
+//! `maxStoredBytesPerToken` (what one subject's, or one token's, records
+//! may hold); `maxStreamsPerToken`,
 //! `maxStreamsPerSubject` (the streams of every token bound to one subject),
 //! `maxRequestsPerToken`, `streamBytesPerToken` and `slowReaderTimeoutMs`
 //! (one token's share of the streams and of the requests in flight, the
@@ -95,6 +97,12 @@ pub struct GatewaySettings {
     pub input_burst_bytes: Option<u64>,
     /// `gateway.limits.maxStoredBytes`: the store's quota.
     pub max_stored_bytes: Option<u64>,
+    /// `gateway.limits.maxStoredBytesPerSubject`: what one subject's
+    /// records may hold.
+    pub max_stored_bytes_per_subject: Option<u64>,
+    /// `gateway.limits.maxStoredBytesPerToken`: what the records one token
+    /// made may hold.
+    pub max_stored_bytes_per_token: Option<u64>,
     /// `gateway.openai`: the OpenAI-compatible surface.
     pub openai: OpenAiSettings,
 }
@@ -164,6 +172,11 @@ impl Config {
             input_bytes_per_second: count("gateway.limits.inputBytesPerSecond", 1 << 40)?,
             input_burst_bytes: count("gateway.limits.inputBurstBytes", 1 << 40)?,
             max_stored_bytes: count("gateway.limits.maxStoredBytes", 1 << 50)?,
+            max_stored_bytes_per_subject: count(
+                "gateway.limits.maxStoredBytesPerSubject",
+                1 << 50,
+            )?,
+            max_stored_bytes_per_token: count("gateway.limits.maxStoredBytesPerToken", 1 << 50)?,
             openai: self.openai_settings()?,
         })
     }
@@ -244,6 +257,7 @@ mod tests {
                         stalledWriteTimeoutMs: 2000, wsPingIntervalMs: 1000,
                         sseHeartbeatIntervalMs: 250, inputBytesPerSecond: 1000,
                         inputBurstBytes: 8192, maxStoredBytes: 1073741824,
+                        maxStoredBytesPerSubject: 1048576, maxStoredBytesPerToken: 524288,
                         maxStreamsPerToken: 3, maxStreamsPerSubject: 6, maxRequestsPerToken: 5,
                         streamBytesPerToken: 65536,
                         slowReaderTimeoutMs: 700, bodyReadTimeoutMs: 900,
@@ -277,6 +291,8 @@ mod tests {
                 input_bytes_per_second: Some(1000),
                 input_burst_bytes: Some(8192),
                 max_stored_bytes: Some(1 << 30),
+                max_stored_bytes_per_subject: Some(1 << 20),
+                max_stored_bytes_per_token: Some(1 << 19),
                 openai: OpenAiSettings {
                     enabled: Some(false),
                     on_approval: Some(OpenAiApproval::Deny),

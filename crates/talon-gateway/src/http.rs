@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     /// How many bytes the store holds (database and artifact files),
     /// measured now and then, against `max_stored_bytes`.
     pub stored: crate::limits::StoredBytes,
+    /// What each subject and token holds, against their quotas.
+    pub quotas: crate::quota::Quotas,
     /// The node's run engine.
     pub engine: crate::runs::Engine,
     /// What the node counts (`GET /metrics`).
@@ -215,6 +217,12 @@ pub(crate) async fn serve_call(
     // frees room always passes it.
     if known.room() == talon_protocol::gateway::Room::Grows {
         shared.stored.check()?;
+        let len = serde_json::to_string(&params).map_or(0, |text| text.len());
+        shared.quotas.admit(
+            &caller.token_id,
+            caller.subject(),
+            crate::quota::estimate(len),
+        )?;
     }
     if !params.is_object() && !params.is_null() {
         return Err(ApiError::new(

@@ -133,6 +133,7 @@ mod metrics;
 mod observe;
 mod openai;
 mod owned;
+mod quota;
 mod revocation;
 mod runs;
 mod serve;
@@ -368,6 +369,13 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         limiter: limits::Limiter::new(config.limits),
         revocations: revocation::Revocations::start(store.clone(), closing_seen.clone()),
         stored,
+        quotas: quota::Quotas::start(
+            store.clone(),
+            config.limits.max_stored_bytes_per_subject,
+            config.limits.max_stored_bytes_per_token,
+            closing_seen.clone(),
+        )
+        .await,
         closing: closing_seen,
         browsers: config.browsers.clone(),
         listen: addr,

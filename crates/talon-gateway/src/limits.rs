@@ -86,6 +86,12 @@ pub struct Limits {
     /// files), methods that write answer `quota_exceeded` (`None`: no
     /// quota).
     pub max_stored_bytes: Option<u64>,
+    /// What the records of one subject's tokens may hold, in bytes (none:
+    /// no such quota).
+    pub max_stored_bytes_per_subject: Option<u64>,
+    /// What the records one token made may hold, in bytes (none: no such
+    /// quota).
+    pub max_stored_bytes_per_token: Option<u64>,
 }
 
 impl Default for Limits {
@@ -110,6 +116,8 @@ impl Default for Limits {
             input_bytes_per_second: 256 << 10,
             input_burst_bytes: 16 << 20,
             max_stored_bytes: None,
+            max_stored_bytes_per_subject: None,
+            max_stored_bytes_per_token: None,
         }
     }
 }

@@ -81,6 +81,7 @@
 //!   later call; every resolution has `reused: false`).
 //! - Runs behind `tools.invoke`: it answers with the result the test set for the tool.
 //! - The event envelope's `requestId`.
+//! - Stored-bytes quotas (`quota_exceeded`): nothing the fake holds is counted.
 //! - Deleted events: `sessions.delete` and `runs.delete` leave their events in the log (its cursor
 //!   is an index); the gateway removes them.
 

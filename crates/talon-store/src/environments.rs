@@ -14,20 +14,21 @@ impl Store {
     /// token's); [`StoreError::Exists`] when its id is taken.
     pub async fn create_environment<T: Serialize>(
         &self,
-        (id, subject): (&str, Option<&str>),
+        (id, subject, token): (&str, Option<&str>, Option<&str>),
         status: &str,
         created_at: u64,
         doc: &T,
     ) -> Result<()> {
         let inserted = sqlx::query(
-            "INSERT INTO environments (id, status, created_at, doc, subject) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            "INSERT INTO environments (id, status, created_at, doc, subject, token_id) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
         )
         .bind(id.to_owned())
         .bind(status.to_owned())
         .bind(ms(created_at)?)
         .bind(json_text(doc)?)
         .bind(subject.map(str::to_owned))
+        .bind(token.map(str::to_owned))
         .execute(self.writes())
         .await?
         .rows_affected();

@@ -125,6 +125,7 @@ mod run_list;
 mod runs;
 mod sessions;
 mod tokens;
+mod usage;
 mod writer;
 
 use std::path::PathBuf;
@@ -148,6 +149,7 @@ pub use run_list::{RunCursor, RunFilter};
 pub use runs::{CancelMode, Claimed};
 pub use sessions::StoredMessage;
 pub use tokens::MAX_TOKENS_PAGE;
+pub use usage::{ROW_OVERHEAD, Usage};
 
 /// Where the store lives and how it behaves.
 #[derive(Debug, Clone)]

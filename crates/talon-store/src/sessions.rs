@@ -27,7 +27,13 @@ impl Store {
     /// Stores a new session; [`StoreError::Exists`] when its id, or its
     /// key within its subject, is taken.
     pub async fn create_session(&self, session: &Session) -> Result<()> {
-        let inserted = insert_session(self.writes(), session).await?;
+        self.create_session_by(session, None).await
+    }
+
+    /// [`Store::create_session`], made by token `token` (what it holds
+    /// counts in that token's quota).
+    pub async fn create_session_by(&self, session: &Session, token: Option<&str>) -> Result<()> {
+        let inserted = insert_session(self.writes(), session, token).await?;
         if inserted {
             Ok(())
         } else {
@@ -219,6 +225,11 @@ impl Store {
     /// Returns how many were copied. [`StoreError::NotFound`] when the
     /// parent or the message does not exist.
     pub async fn fork_session(&self, session: &Session) -> Result<u64> {
+        self.fork_session_by(session, None).await
+    }
+
+    /// [`Store::fork_session`], made by token `token`.
+    pub async fn fork_session_by(&self, session: &Session, token: Option<&str>) -> Result<u64> {
         let parent = session
             .parent_id
             .clone()
@@ -251,7 +262,7 @@ impl Store {
                 id: parent.into(),
             });
         }
-        if !insert_session(&mut *tx, session).await? {
+        if !insert_session(&mut *tx, session, token).await? {
             return Err(StoreError::Exists {
                 kind: "session",
                 id: session.key.clone().into(),
@@ -276,13 +287,13 @@ impl Store {
     }
 }
 
-async fn insert_session<'e, E>(exec: E, session: &Session) -> Result<bool>
+async fn insert_session<'e, E>(exec: E, session: &Session, token: Option<&str>) -> Result<bool>
 where
     E: sqlx::Executor<'e, Database = sqlx::Any>,
 {
     let inserted = sqlx::query(
-        "INSERT INTO sessions (id, key, agent_id, parent_id, created_at, updated_at, doc, subject) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+        "INSERT INTO sessions (id, key, agent_id, parent_id, created_at, updated_at, doc, subject, token_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
     )
     .bind(session.id.to_string())
     .bind(session.key.to_string())
@@ -292,6 +303,7 @@ where
     .bind(ms(session.updated_at)?)
     .bind(json_text(session)?)
     .bind(session.subject.clone().map(String::from))
+    .bind(token.map(str::to_owned))
     .execute(exec)
     .await?
     .rows_affected();

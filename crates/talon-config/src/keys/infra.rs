@@ -134,6 +134,22 @@ pub(super) fn gateway() -> Node {
                 whole(1, 1 << 40, "Bytes above the rate a token may burst."),
             ),
             field("maxStoredBytes", whole(1, 1 << 50, "The store's quota.")),
+            field(
+                "maxStoredBytesPerSubject",
+                whole(
+                    1,
+                    1 << 50,
+                    "What the records of one subject's tokens may hold, in bytes.",
+                ),
+            ),
+            field(
+                "maxStoredBytesPerToken",
+                whole(
+                    1,
+                    1 << 50,
+                    "What the records one token made may hold, in bytes.",
+                ),
+            ),
         ],
         "The gateway's limits.",
     );

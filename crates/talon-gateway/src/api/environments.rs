@@ -89,7 +89,7 @@ impl Api {
         };
         self.store
             .create_environment(
-                (&id, caller.subject()),
+                (&id, caller.subject(), Some(&caller.token_id)),
                 &status_name(environment.status),
                 now,
                 &environment,

@@ -206,7 +206,7 @@ impl Handler for Api {
             updated_at: now,
         };
         self.store
-            .create_session(&session)
+            .create_session_by(&session, Some(&caller.token_id))
             .await
             .map_err(api_error)?;
         Ok(session)
@@ -274,7 +274,10 @@ impl Handler for Api {
             created_at: now,
             updated_at: now,
         };
-        self.store.fork_session(&session).await.map_err(api_error)?;
+        self.store
+            .fork_session_by(&session, Some(&caller.token_id))
+            .await
+            .map_err(api_error)?;
         Ok(session)
     }
 

@@ -136,7 +136,7 @@ impl Api {
                 updated_at: now,
             };
             self.store
-                .create_session(&session)
+                .create_session_by(&session, Some(&caller.token_id))
                 .await
                 .map_err(api_error)?;
             session

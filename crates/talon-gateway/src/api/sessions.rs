@@ -100,7 +100,11 @@ impl Api {
             created_at: now,
             updated_at: now,
         };
-        match self.store.create_session(&session).await {
+        match self
+            .store
+            .create_session_by(&session, Some(&caller.token_id))
+            .await
+        {
             Ok(()) => Ok(session),
             // Another caller created it first: theirs is the session.
             Err(talon_store::StoreError::Exists { .. }) => self

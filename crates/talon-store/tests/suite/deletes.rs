@@ -92,3 +92,27 @@ async fn a_deleted_sessions_pages_are_room_again() {
     let after = store.stored_bytes().await.unwrap();
     assert!(after < before + 200_000, "{before} -> {full} -> {after}");
 }
+
+on_both! {
+    async fn usage_counts_what_each_subject_and_token_made(t) {
+        let store = &t.store;
+        let mine = Session { subject: Some("alice".into()), ..session("s1", "k", 1) };
+        store.create_session_by(&mine, Some("tok_a")).await.unwrap();
+        store.create_session_by(&session("s2", "k2", 2), Some("tok_b")).await.unwrap();
+        store.create_session(&session("s3", "k3", 3)).await.unwrap();
+        store.create_run(&run("r1"), None, "h", "node", None).await.unwrap();
+        store
+            .append(vec![talon_protocol::Event {
+                data: serde_json::json!({"text": "x".repeat(10_000)}),
+                ..event("r1", EventType::AssistantDelta, 1, 1)
+            }])
+            .await
+            .unwrap();
+        let usage = store.usage().await.unwrap();
+        let alice = usage.subjects["alice"];
+        assert!(alice > 10_000 && alice < 20_000, "{alice}");
+        assert_eq!(usage.tokens["tok_a"], alice);
+        assert!(usage.tokens["tok_b"] < 2_000, "{:?}", usage.tokens);
+        assert_eq!(usage.subjects.len(), 1);
+    }
+}

@@ -39,5 +39,6 @@ mod lineage;
 mod memory;
 mod openai;
 mod ownership;
+mod quota;
 mod revocation;
 mod sandbox;

@@ -13,7 +13,7 @@
 // every caller sees every subject's records), approval expiry and remembered
 // decisions (`approve_session`/`approve_always` never approve a later
 // call), runs behind `tools.invoke` (it answers what the test set), the
-// rate limiter, and model-written compaction summaries.
+// rate limiter, stored-bytes quotas, and model-written compaction summaries.
 
 import type { AddressInfo } from "node:net";
 

@@ -1,0 +1,139 @@
+//! Stored-bytes quotas per subject and per token
+//! (`maxStoredBytesPerSubject`, `maxStoredBytesPerToken`), beside the
+//! store's own (`limits::StoredBytes`). What each holds is recounted from
+//! the store every few seconds (`Store::usage`); between recounts every
+//! admitted call that stores something reserves what it may store (its
+//! params' size three times over, plus a row's overhead), so a burst of
+//! concurrent writes is refused as it reaches the quota, not one recount
+//! later. A recount replaces the measure and drops the reservations,
+//! whose bytes it now counts. What stops work or frees room is never
+//! refused (`Room`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use talon_protocol::gateway::{ApiError, ErrorCode};
+
+/// How often what each subject and token holds is recounted.
+const RECOUNT_EVERY: Duration = Duration::from_secs(5);
+
+/// What an admitted call may store, at most as estimated: the params
+/// (kept in a run's request, its messages and its events) and a row.
+pub(crate) fn estimate(params_len: usize) -> u64 {
+    (params_len as u64)
+        .saturating_mul(3)
+        .saturating_add(talon_store::ROW_OVERHEAD * 4)
+}
+
+/// The quotas and what each subject and token holds.
+#[derive(Debug, Clone)]
+pub(crate) struct Quotas {
+    per_subject: Option<u64>,
+    per_token: Option<u64>,
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    measured: talon_store::Usage,
+    /// Reserved since the last recount, by subject and by token.
+    subjects: HashMap<String, u64>,
+    tokens: HashMap<String, u64>,
+}
+
+impl Quotas {
+    /// Recounts `store` now and then until `closing` (only when a quota
+    /// is set).
+    pub(crate) async fn start(
+        store: talon_store::Store,
+        per_subject: Option<u64>,
+        per_token: Option<u64>,
+        mut closing: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        let quotas = Self {
+            per_subject,
+            per_token,
+            ledger: Arc::new(Mutex::new(Ledger::default())),
+        };
+        if per_subject.is_some() || per_token.is_some() {
+            quotas.recount(&store).await;
+            let again = quotas.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(RECOUNT_EVERY);
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        _ = closing.wait_for(|c| *c) => return,
+                    }
+                    again.recount(&store).await;
+                }
+            });
+        }
+        quotas
+    }
+
+    async fn recount(&self, store: &talon_store::Store) {
+        match store.usage().await {
+            Ok(measured) => {
+                if let Ok(mut ledger) = self.ledger.lock() {
+                    *ledger = Ledger {
+                        measured,
+                        ..Ledger::default()
+                    };
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, "what subjects and tokens hold could not be recounted")
+            }
+        }
+    }
+
+    /// Admits a call of `token` (bound to `subject`) that may store
+    /// `bytes`, reserving them; `quota_exceeded` naming the quota when
+    /// its subject or token already holds it.
+    pub(crate) fn admit(
+        &self,
+        token: &str,
+        subject: Option<&str>,
+        bytes: u64,
+    ) -> Result<(), ApiError> {
+        if self.per_subject.is_none() && self.per_token.is_none() {
+            return Ok(());
+        }
+        let Ok(mut ledger) = self.ledger.lock() else {
+            return Ok(());
+        };
+        let held = |measured: &HashMap<String, u64>, reserved: &HashMap<String, u64>, key: &str| {
+            measured.get(key).copied().unwrap_or(0) + reserved.get(key).copied().unwrap_or(0)
+        };
+        if let (Some(quota), Some(subject)) = (self.per_subject, subject) {
+            let now = held(&ledger.measured.subjects, &ledger.subjects, subject);
+            if now.saturating_add(bytes) > quota {
+                return Err(over("subject", "maxStoredBytesPerSubject", now, quota));
+            }
+        }
+        if let Some(quota) = self.per_token {
+            let now = held(&ledger.measured.tokens, &ledger.tokens, token);
+            if now.saturating_add(bytes) > quota {
+                return Err(over("token", "maxStoredBytesPerToken", now, quota));
+            }
+        }
+        if let Some(subject) = subject {
+            *ledger.subjects.entry(subject.to_owned()).or_default() += bytes;
+        }
+        *ledger.tokens.entry(token.to_owned()).or_default() += bytes;
+        Ok(())
+    }
+}
+
+fn over(whose: &str, key: &str, held: u64, quota: u64) -> ApiError {
+    ApiError::new(
+        ErrorCode::QuotaExceeded,
+        format!(
+            "this {whose} holds {held} bytes, near its quota (gateway.limits.{key}) of {quota}: nothing more is written for it until room is freed (sessions.delete, runs.delete)"
+        ),
+    )
+    .with_details(serde_json::json!({"limit": key, "storedBytes": held, "quotaBytes": quota}))
+}

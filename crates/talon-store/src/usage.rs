@@ -1,0 +1,74 @@
+//! What each subject and each token holds in the store, for their
+//! stored-bytes quotas: a session's document, messages, runs (their
+//! request and result), events and artifacts count for the subject and
+//! the token that made the session, and an environment's footprint for
+//! its own. Each row also counts a fixed overhead (its keys and indexes),
+//! so that many empty rows are not free. A recount reads every row: the
+//! gateway runs it only when such a quota is set.
+
+use std::collections::HashMap;
+
+use sqlx::Row;
+
+use crate::Store;
+use crate::error::Result;
+
+/// What a row costs beside its text: keys, indexes, page slack.
+pub const ROW_OVERHEAD: u64 = 256;
+
+/// Stored bytes by subject and by token.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// By subject.
+    pub subjects: HashMap<String, u64>,
+    /// By the token that made the records.
+    pub tokens: HashMap<String, u64>,
+}
+
+impl Usage {
+    fn add(&mut self, subject: Option<String>, token: Option<String>, bytes: i64) {
+        let bytes = u64::try_from(bytes).unwrap_or(0);
+        if let Some(subject) = subject {
+            *self.subjects.entry(subject).or_default() += bytes;
+        }
+        if let Some(token) = token {
+            *self.tokens.entry(token).or_default() += bytes;
+        }
+    }
+}
+
+impl Store {
+    /// Recounts what every subject and token holds.
+    pub async fn usage(&self) -> Result<Usage> {
+        let overhead = i64::try_from(ROW_OVERHEAD).unwrap_or(0);
+        let rows = sqlx::query(sql!(
+            "SELECT s.subject, s.token_id, CAST(SUM(u.bytes) AS BIGINT) FROM ( \
+                 SELECT id AS sid, octet_length(doc) + {overhead} AS bytes FROM sessions \
+                 UNION ALL SELECT session_id, octet_length(doc) + {overhead} FROM messages \
+                 UNION ALL SELECT session_id, COALESCE(octet_length(request), 0) \
+                     + COALESCE(octet_length(result), 0) + {overhead} FROM runs \
+                 UNION ALL SELECT session_id, octet_length(body) \
+                     + COALESCE(octet_length(raw), 0) + {overhead} FROM events \
+                 UNION ALL SELECT session_id, size + {overhead} FROM artifacts \
+             ) u JOIN sessions s ON s.id = u.sid \
+             WHERE s.subject IS NOT NULL OR s.token_id IS NOT NULL \
+             GROUP BY s.subject, s.token_id"
+        ))
+        .fetch_all(self.pool())
+        .await?;
+        let mut usage = Usage::default();
+        for row in &rows {
+            usage.add(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        }
+        let rows = sqlx::query(
+            "SELECT subject, token_id, CAST(SUM(footprint) AS BIGINT) FROM environments \
+             WHERE subject IS NOT NULL OR token_id IS NOT NULL GROUP BY subject, token_id",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        for row in &rows {
+            usage.add(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        }
+        Ok(usage)
+    }
+}
