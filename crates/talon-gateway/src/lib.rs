@@ -69,12 +69,16 @@
 //!   head within `header_read_timeout`, TCP keepalive and `TCP_USER_TIMEOUT`
 //!   (`stalled_write_timeout`) on every socket; shutdown lets each connection finish its exchange.
 //! - `limits`: a token bucket per token for every call and stream opened (`rate_limited` with
-//!   `retryAfterMs`); open streams capped gateway-wide (`unavailable`, retryable) and per token,
-//!   requests in flight per token (`rate_limited`, `details.limit`), and a per-token budget of the
+//!   `retryAfterMs`); open streams capped gateway-wide (`unavailable`, retryable), per token and
+//!   per subject, requests in flight per token (`rate_limited`, `details.limit`), and a per-token budget of the
 //!   bytes its streams hold unsent (`Budget`: `stream::Follow` takes a page's share before reading
 //!   it, each frame holds its share until the socket writer drops it; a stream that waits past
 //!   `slow_reader_timeout` ends `slow_reader`). `body`: a request body within its size, deadline
-//!   and minimum rate, else refused and the connection closed.
+//!   and minimum rate, else refused and the connection closed. `quota`: stored bytes per subject
+//!   and per token (a recount every 5 s, and a reservation per admitted write in between), beside
+//!   the store's quota (`limits::StoredBytes`, which environments' footprints count in).
+//! - `owned`: what a caller may see (a bound token: its subject's and agents' records only);
+//!   every route's look-ups and every list's `Owner`.
 //! - `memory`: after runs end and streams close, `malloc_trim(0)` on a blocking thread, at most
 //!   every 2 s (the crate's one `unsafe` call, with its reason).
 //! - `api/`: the `Handler` over the store and the engine: agents, sessions (including compaction:
