@@ -121,6 +121,9 @@ fn limits(
         max_requests_per_token: settings
             .max_requests_per_token
             .unwrap_or(d.max_requests_per_token),
+        max_requests_per_subject: settings
+            .max_requests_per_subject
+            .unwrap_or(d.max_requests_per_subject),
         stream_bytes_per_token: settings
             .stream_bytes_per_token
             .unwrap_or(d.stream_bytes_per_token),

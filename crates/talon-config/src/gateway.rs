@@ -26,7 +26,8 @@
 //! `maxStoredBytes` (the store's quota), `maxStoredBytesPerSubject` and
 //! `maxStoredBytesPerToken` (what one subject's, or one token's, records
 //! may hold); `maxStreamsPerToken`,
-//! `maxStreamsPerSubject` (the streams of every token bound to one subject),
+//! `maxStreamsPerSubject` and `maxRequestsPerSubject` (the streams and the
+//! requests in flight of every token bound to one subject),
 //! `maxRequestsPerToken`, `streamBytesPerToken` and `slowReaderTimeoutMs`
 //! (one token's share of the streams and of the requests in flight, the
 //! bytes its streams may hold unsent, and how long a stream may wait for
@@ -57,6 +58,9 @@ pub struct GatewaySettings {
     /// `gateway.limits.maxRequestsPerToken`: one token's requests in
     /// flight.
     pub max_requests_per_token: Option<usize>,
+    /// `gateway.limits.maxRequestsPerSubject`: the requests in flight of
+    /// every token bound to one subject.
+    pub max_requests_per_subject: Option<usize>,
     /// `gateway.limits.streamBytesPerToken`: bytes one token's streams
     /// may hold unsent.
     pub stream_bytes_per_token: Option<u64>,
@@ -156,6 +160,8 @@ impl Config {
             max_streams_per_subject: count("gateway.limits.maxStreamsPerSubject", 1 << 20)?
                 .map(size),
             max_requests_per_token: count("gateway.limits.maxRequestsPerToken", 1 << 20)?.map(size),
+            max_requests_per_subject: count("gateway.limits.maxRequestsPerSubject", 1 << 20)?
+                .map(size),
             stream_bytes_per_token: count("gateway.limits.streamBytesPerToken", 1 << 40)?,
             slow_reader_timeout: ms("gateway.limits.slowReaderTimeoutMs")?,
             body_read_timeout: ms("gateway.limits.bodyReadTimeoutMs")?,
@@ -259,6 +265,7 @@ mod tests {
                         inputBurstBytes: 8192, maxStoredBytes: 1073741824,
                         maxStoredBytesPerSubject: 1048576, maxStoredBytesPerToken: 524288,
                         maxStreamsPerToken: 3, maxStreamsPerSubject: 6, maxRequestsPerToken: 5,
+                        maxRequestsPerSubject: 7,
                         streamBytesPerToken: 65536,
                         slowReaderTimeoutMs: 700, bodyReadTimeoutMs: 900,
                         minBodyBytesPerSecond: 10},
@@ -275,6 +282,7 @@ mod tests {
                 max_streams_per_token: Some(3),
                 max_streams_per_subject: Some(6),
                 max_requests_per_token: Some(5),
+                max_requests_per_subject: Some(7),
                 stream_bytes_per_token: Some(65536),
                 slow_reader_timeout: Some(Duration::from_millis(700)),
                 body_read_timeout: Some(Duration::from_millis(900)),

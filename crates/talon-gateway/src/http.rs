@@ -293,7 +293,7 @@ async fn call(
         Ok(caller) => caller,
         Err(error) => return ErrorResponse(error).into_response(),
     };
-    let _in_flight = match shared.limiter.request(&caller.token_id) {
+    let _in_flight = match shared.limiter.request(caller.holder()) {
         Ok(permit) => permit,
         Err(error) => return ErrorResponse(error).into_response(),
     };

@@ -45,6 +45,9 @@ pub struct Limits {
     /// requests, WebSocket connections), so that no token takes every
     /// connection.
     pub max_requests_per_token: usize,
+    /// Requests the tokens bound to one subject may have in flight at
+    /// once.
+    pub max_requests_per_subject: usize,
     /// The bytes of events one token's streams may hold read but not yet
     /// written to their sockets, together: what unread streams cost is
     /// bounded by this, not by their number or their events' size.
@@ -103,6 +106,7 @@ impl Default for Limits {
             max_streams_per_token: 64,
             max_streams_per_subject: 256,
             max_requests_per_token: 64,
+            max_requests_per_subject: 256,
             stream_bytes_per_token: 16 << 20,
             slow_reader_timeout: Duration::from_secs(30),
             max_body_bytes: 4 << 20,
@@ -141,6 +145,8 @@ pub(crate) struct Limiter {
     tokens: Mutex<HashMap<String, Arc<TokenStreams>>>,
     /// Each subject's places among the open streams.
     subjects: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Each subject's places among the requests in flight.
+    subject_requests: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 /// Whose a stream is: its token's, and the subject the token is bound to.
@@ -180,6 +186,7 @@ pub(crate) struct StreamPermit {
 #[derive(Debug)]
 pub(crate) struct RequestPermit {
     _permit: OwnedSemaphorePermit,
+    _subject: Option<OwnedSemaphorePermit>,
     _token: Arc<TokenStreams>,
 }
 
@@ -241,6 +248,7 @@ impl Limiter {
             streams: Arc::new(Semaphore::new(limits.max_streams)),
             tokens: Mutex::new(HashMap::new()),
             subjects: Mutex::new(HashMap::new()),
+            subject_requests: Mutex::new(HashMap::new()),
         }
     }
 
@@ -334,7 +342,7 @@ impl Limiter {
         };
         let subject = match holder.subject {
             None => None,
-            Some(subject) => Some(self.subject_places(subject)?.try_acquire_owned().map_err(|_| {
+            Some(subject) => Some(places(&self.subjects, subject, self.limits.max_streams_per_subject)?.try_acquire_owned().map_err(|_| {
                 ApiError::new(
                     ErrorCode::RateLimited,
                     format!(
@@ -357,8 +365,8 @@ impl Limiter {
 
     /// A place among `token_id`'s requests in flight, held until it is
     /// answered (a WebSocket's, until it closes).
-    pub(crate) fn request(&self, token_id: &str) -> Result<RequestPermit, ApiError> {
-        let token = self.share(token_id)?;
+    pub(crate) fn request(&self, holder: Holder<'_>) -> Result<RequestPermit, ApiError> {
+        let token = self.share(holder.token)?;
         let permit = token.requests.clone().try_acquire_owned().map_err(|_| {
             ApiError::new(
                 ErrorCode::RateLimited,
@@ -370,8 +378,27 @@ impl Limiter {
             .with_retry_after_ms(1_000)
             .with_details(serde_json::json!({"limit": "maxRequestsPerToken"}))
         })?;
+        let subject = match holder.subject {
+            None => None,
+            Some(subject) => Some(
+                places(&self.subject_requests, subject, self.limits.max_requests_per_subject)?
+                    .try_acquire_owned()
+                    .map_err(|_| {
+                        ApiError::new(
+                            ErrorCode::RateLimited,
+                            format!(
+                                "this token's subject has {} requests in flight, its limit (gateway.limits.maxRequestsPerSubject)",
+                                self.limits.max_requests_per_subject
+                            ),
+                        )
+                        .with_retry_after_ms(1_000)
+                        .with_details(serde_json::json!({"limit": "maxRequestsPerSubject"}))
+                    })?,
+            ),
+        };
         Ok(RequestPermit {
             _permit: permit,
+            _subject: subject,
             _token: token,
         })
     }
@@ -400,31 +427,32 @@ impl Limiter {
             .clone())
     }
 
-    /// `subject`'s places among the open streams, made on first use;
-    /// entries nothing holds are swept once there are many.
-    fn subject_places(&self, subject: &str) -> Result<Arc<Semaphore>, ApiError> {
-        let Ok(mut subjects) = self.subjects.lock() else {
-            return Err(ApiError::new(
-                ErrorCode::Internal,
-                "stream limiter poisoned",
-            ));
-        };
-        if subjects.len() >= SWEEP_AT {
-            let full = self.limits.max_streams_per_subject.max(1);
-            subjects.retain(|_, s| s.available_permits() < full);
-        }
-        Ok(subjects
-            .entry(subject.to_owned())
-            .or_insert_with(|| Arc::new(Semaphore::new(self.limits.max_streams_per_subject.max(1))))
-            .clone())
-    }
-
     /// `stream_bytes_per_token` in KiB (at least 64).
     fn budget_kib(&self) -> u32 {
         u32::try_from(self.limits.stream_bytes_per_token / 1024)
             .unwrap_or(u32::MAX)
             .max(64)
     }
+}
+
+/// `subject`'s `size` places in `map`, made on first use; entries nothing
+/// holds are swept once there are many.
+fn places(
+    map: &Mutex<HashMap<String, Arc<Semaphore>>>,
+    subject: &str,
+    size: usize,
+) -> Result<Arc<Semaphore>, ApiError> {
+    let Ok(mut subjects) = map.lock() else {
+        return Err(ApiError::new(ErrorCode::Internal, "limiter poisoned"));
+    };
+    let full = size.max(1);
+    if subjects.len() >= SWEEP_AT {
+        subjects.retain(|_, s| s.available_permits() < full);
+    }
+    Ok(subjects
+        .entry(subject.to_owned())
+        .or_insert_with(|| Arc::new(Semaphore::new(full)))
+        .clone())
 }
 
 /// Takes `amount` from `token_id`'s bucket in `buckets` (refilled at
@@ -644,9 +672,9 @@ mod tests {
             max_requests_per_token: 2,
             ..Limits::default()
         });
-        let first = limiter.request("a").unwrap();
-        let _second = limiter.request("a").unwrap();
-        let refused = limiter.request("a").unwrap_err();
+        let first = limiter.request(of("a")).unwrap();
+        let _second = limiter.request(of("a")).unwrap();
+        let refused = limiter.request(of("a")).unwrap_err();
         assert_eq!(
             (refused.code, refused.details),
             (
@@ -654,9 +682,31 @@ mod tests {
                 Some(serde_json::json!({"limit": "maxRequestsPerToken"}))
             )
         );
-        let _other = limiter.request("b").unwrap();
+        let _other = limiter.request(of("b")).unwrap();
         drop(first);
-        let _again = limiter.request("a").unwrap();
+        let _again = limiter.request(of("a")).unwrap();
+    }
+
+    #[test]
+    fn a_subjects_tokens_share_its_requests_in_flight() {
+        let limiter = Limiter::new(Limits {
+            max_requests_per_subject: 2,
+            ..Limits::default()
+        });
+        let alice = |token| Holder {
+            token,
+            subject: Some("alice"),
+        };
+        let first = limiter.request(alice("a1")).unwrap();
+        let _second = limiter.request(alice("a2")).unwrap();
+        let refused = limiter.request(alice("a3")).unwrap_err();
+        assert_eq!(
+            refused.details,
+            Some(serde_json::json!({"limit": "maxRequestsPerSubject"}))
+        );
+        let _unbound = limiter.request(of("u")).unwrap();
+        drop(first);
+        let _again = limiter.request(alice("a3")).unwrap();
     }
 
     #[tokio::test(start_paused = true)]

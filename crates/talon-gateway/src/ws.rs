@@ -89,7 +89,7 @@ pub(crate) async fn upgrade(
             ));
         }
         // The socket is one of its token's requests while it is open.
-        let in_flight = shared.limiter.request(&caller.token_id)?;
+        let in_flight = shared.limiter.request(caller.holder())?;
         Ok(Some((caller, in_flight)))
     };
     let authenticated = match authenticated.await {
@@ -140,7 +140,7 @@ async fn first_frame(
         let in_flight = shared
             .limiter
             .take(&caller.token_id)
-            .and_then(|()| shared.limiter.request(&caller.token_id))
+            .and_then(|()| shared.limiter.request(caller.holder()))
             .map_err(|e| (talon_wire::ws::CLOSE_LIMITED, e.message))?;
         Ok((caller, in_flight))
     };

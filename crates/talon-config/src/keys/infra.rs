@@ -99,6 +99,14 @@ pub(super) fn gateway() -> Node {
                 ),
             ),
             field(
+                "maxRequestsPerSubject",
+                whole(
+                    1,
+                    1 << 20,
+                    "Requests in flight of every token bound to one subject (default 256).",
+                ),
+            ),
+            field(
                 "streamBytesPerToken",
                 whole(
                     1,

@@ -46,7 +46,7 @@ async fn start(
     let caller = caller(shared, headers).await.map_err(before)?;
     let _in_flight = shared
         .limiter
-        .request(&caller.token_id)
+        .request(caller.holder())
         .map_err(|e| before(e.into()))?;
     let request: ChatRequest = json_body(shared, &caller, body).await.map_err(before)?;
     if request.n.unwrap_or(1) != 1 {

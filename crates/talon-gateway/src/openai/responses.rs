@@ -75,7 +75,7 @@ async fn start(
     let caller = caller(shared, headers).await.map_err(before)?;
     let _in_flight = shared
         .limiter
-        .request(&caller.token_id)
+        .request(caller.holder())
         .map_err(|e| before(e.into()))?;
     let request: ResponseRequest = json_body(shared, &caller, body).await.map_err(before)?;
     if request.conversation.is_some() {
