@@ -14,6 +14,15 @@ use super::{Api, not_found};
 use crate::error::api_error;
 use crate::tokens::Caller;
 
+/// On whose authority an approval is decided.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Authority<'a> {
+    /// A caller's: only approvals of runs it may see.
+    Caller(&'a Caller),
+    /// The gateway's own (the OpenAI surface's approval rule).
+    Gateway,
+}
+
 impl Api {
     /// `approvals.respond`: an approval of a run the caller may see.
     pub(super) async fn respond_approval(
@@ -21,23 +30,15 @@ impl Api {
         caller: &Caller,
         p: ApprovalsRespondParams,
     ) -> Result<Approval, ApiError> {
-        let approval = self
-            .store
-            .approval(&p.approval_id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("approval", &p.approval_id))?;
-        // Its run's owner's (no existence oracle for the others).
-        if !crate::owned::sees_run_of(&self.store, caller, &approval.run_id).await? {
-            return Err(not_found("approval", &p.approval_id));
-        }
-        self.decide_approval(p).await
+        self.decide_approval(Authority::Caller(caller), p).await
     }
 
-    /// Decides an approval on the gateway's own authority (the OpenAI
-    /// surface's approval rule): no caller's ownership is checked.
+    /// Decides an approval: as `by` may (a caller, an approval of a run
+    /// it may see, with no existence oracle for the others; the gateway,
+    /// the OpenAI surface's approval rule, any).
     pub(crate) async fn decide_approval(
         &self,
+        by: Authority<'_>,
         p: ApprovalsRespondParams,
     ) -> Result<Approval, ApiError> {
         let approval = self
@@ -46,6 +47,11 @@ impl Api {
             .await
             .map_err(api_error)?
             .ok_or_else(|| not_found("approval", &p.approval_id))?;
+        if let Authority::Caller(caller) = by
+            && !crate::owned::sees_run_of(&self.store, caller, &approval.run_id).await?
+        {
+            return Err(not_found("approval", &p.approval_id));
+        }
         approval.offers(p.decision)?;
         let decision = p.decision;
         let reason = p.reason;

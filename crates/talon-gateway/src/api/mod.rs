@@ -4,6 +4,8 @@
 //! managed environments ([`environments`]).
 
 mod answers;
+
+pub(crate) use answers::Authority;
 mod deletes;
 mod environments;
 mod invoke;

@@ -61,7 +61,10 @@ pub(super) fn watch(shared: Arc<Shared>, run_id: String) {
                         "reason": NO_APPROVER,
                     }));
                 if let Ok(params) = params
-                    && let Err(error) = shared.api.decide_approval(params).await
+                    && let Err(error) = shared
+                        .api
+                        .decide_approval(crate::api::Authority::Gateway, params)
+                        .await
                     && error.code != talon_protocol::gateway::ErrorCode::Conflict
                 {
                     tracing::warn!(%error.message, "openai: the approval rule could not deny");

@@ -285,3 +285,54 @@ async fn a_tokens_trickled_requests_hold_its_places_until_the_rate_cuts_them() {
     let (status, _) = g.call(&slow, "agents.list", json!({})).await;
     assert_eq!(status, 200);
 }
+
+/// The tokens bound to one subject share its places: with
+/// `maxStreamsPerSubject` 2, a third stream of the subject's is refused
+/// whichever token opens it, and another subject's opens; with
+/// `maxRequestsPerSubject` 2, two open sockets of the subject's take both
+/// its places in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subjects_tokens_share_its_streams_and_requests() {
+    let g = TestGateway::start_with(Limits {
+        max_streams_per_subject: 2,
+        max_requests_per_subject: 2,
+        ..Limits::default()
+    })
+    .await;
+    let alice = json!({"subject": "alice"});
+    let one = super::bound_token(&g, "alice-1", alice.clone()).await;
+    let two = super::bound_token(&g, "alice-2", alice).await;
+    let bob = super::bound_token(&g, "bob", json!({"subject": "bob"})).await;
+    let open = |token: String| {
+        let request = g.client.get(g.url("/v1/events")).bearer_auth(token);
+        async move { request.send().await.unwrap() }
+    };
+    let first = open(one.clone()).await;
+    let second = open(two.clone()).await;
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
+    let third = open(two.clone()).await;
+    assert_eq!(third.status(), 429);
+    let refused: Value = third.json().await.unwrap();
+    assert_eq!(
+        refused["error"]["details"],
+        json!({"limit": "maxStreamsPerSubject"})
+    );
+    assert_eq!(open(bob.clone()).await.status(), 200);
+    drop((first, second));
+    // Two sockets of alice's hold her two places in flight.
+    let _sockets = (
+        super::super::ws::connect(&g, &one).await.unwrap(),
+        super::super::ws::connect(&g, &two).await.unwrap(),
+    );
+    let (status, body) = g.call(&one, "agents.list", json!({})).await;
+    assert_eq!(
+        (status, &body["error"]["details"]),
+        (429, &json!({"limit": "maxRequestsPerSubject"})),
+        "{body}"
+    );
+    let (status, _) = g.call(&bob, "agents.list", json!({})).await;
+    assert_eq!(status, 200);
+}

@@ -42,3 +42,25 @@ mod ownership;
 mod quota;
 mod revocation;
 mod sandbox;
+
+/// A token with every scope but `admin`, bound as `binding` says
+/// (`{"subject": ...}`, `{"agents": [...]}`; `{}`: unbound).
+pub(super) async fn bound_token(
+    g: &super::TestGateway,
+    name: &str,
+    binding: serde_json::Value,
+) -> String {
+    let scopes: Vec<talon_protocol::gateway::Scope> = talon_protocol::gateway::Scope::ALL
+        .iter()
+        .copied()
+        .filter(|s| *s != talon_protocol::gateway::Scope::Admin)
+        .collect();
+    let mut params = serde_json::json!({"name": name, "scopes": scopes, "expiresInMs": 3_600_000});
+    params
+        .as_object_mut()
+        .unwrap()
+        .extend(binding.as_object().unwrap().clone());
+    let (status, body) = g.call(&g.admin, "tokens.create", params).await;
+    assert_eq!(status, 200, "{body}");
+    body["token"].as_str().unwrap().to_owned()
+}

@@ -11,12 +11,13 @@
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use talon_protocol::gateway::{Method, Scope};
+use talon_protocol::gateway::Method;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::super::env_support::Sources;
 use super::super::ws::{Transport, connect, next_frame};
 use super::super::{Options, TestGateway, calls_then_say, next_pending, tool_turn};
+use super::bound_token as token;
 
 /// What Bob gets for a method that names Alice's resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,23 +113,6 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
         Method::TokensList => (json!({}), Forbidden),
         Method::TokensRevoke => (json!({"tokenId": "tok_0"}), Forbidden),
     }
-}
-
-/// A token of `subject` (none: unbound) with every scope but `admin`.
-async fn token(g: &TestGateway, name: &str, binding: Value) -> String {
-    let scopes: Vec<Scope> = Scope::ALL
-        .iter()
-        .copied()
-        .filter(|s| *s != Scope::Admin)
-        .collect();
-    let mut params = json!({"name": name, "scopes": scopes, "expiresInMs": 3_600_000});
-    params
-        .as_object_mut()
-        .unwrap()
-        .extend(binding.as_object().unwrap().clone());
-    let (status, body) = g.call(&g.admin, "tokens.create", params).await;
-    assert_eq!(status, 200, "{body}");
-    body["token"].as_str().unwrap().to_owned()
 }
 
 async fn call(

@@ -5,27 +5,22 @@
 
 use serde_json::{Value, json};
 use talon_gateway::Limits;
-use talon_protocol::gateway::Scope;
 
 use super::super::TestGateway;
+use super::bound_token as token;
 
 const PER_TOKEN: u64 = 256 << 10;
 const PER_SUBJECT: u64 = 384 << 10;
 
-async fn token(g: &TestGateway, name: &str, binding: Value) -> String {
-    let scopes: Vec<Scope> = Scope::ALL
-        .iter()
-        .copied()
-        .filter(|s| *s != Scope::Admin)
-        .collect();
-    let mut params = json!({"name": name, "scopes": scopes, "expiresInMs": 3_600_000});
-    params
-        .as_object_mut()
-        .unwrap()
-        .extend(binding.as_object().unwrap().clone());
-    let (status, body) = g.call(&g.admin, "tokens.create", params).await;
-    assert_eq!(status, 200, "{body}");
-    body["token"].as_str().unwrap().to_owned()
+/// No rate in the way: only the quotas refuse.
+fn unmetered(quotas: Limits) -> Limits {
+    Limits {
+        calls_per_second: 1e6,
+        burst: 1_000_000,
+        input_bytes_per_second: 1 << 40,
+        input_burst_bytes: 1 << 40,
+        ..quotas
+    }
 }
 
 /// 64 `sessions.create` of ~15 KiB each from `secret` at once: how many
@@ -56,15 +51,11 @@ async fn burst(g: &TestGateway, secret: &str, tag: &str) -> (usize, Vec<Value>) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_stops_at_its_quota_and_others_keep_writing() {
-    let g = TestGateway::start_with(Limits {
+    let g = TestGateway::start_with(unmetered(Limits {
         max_stored_bytes_per_token: Some(PER_TOKEN),
         max_stored_bytes_per_subject: Some(PER_SUBJECT),
-        calls_per_second: 1e6,
-        burst: 1_000_000,
-        input_bytes_per_second: 1 << 40,
-        input_burst_bytes: 1 << 40,
         ..Limits::default()
-    })
+    }))
     .await;
     let heavy = token(&g, "heavy", json!({})).await;
     let other = token(&g, "other", json!({})).await;
@@ -102,14 +93,10 @@ async fn a_burst_stops_at_its_quota_and_others_keep_writing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subjects_tokens_share_its_quota() {
-    let g = TestGateway::start_with(Limits {
+    let g = TestGateway::start_with(unmetered(Limits {
         max_stored_bytes_per_subject: Some(PER_SUBJECT),
-        calls_per_second: 1e6,
-        burst: 1_000_000,
-        input_bytes_per_second: 1 << 40,
-        input_burst_bytes: 1 << 40,
         ..Limits::default()
-    })
+    }))
     .await;
     let one = token(&g, "alice-1", json!({"subject": "alice"})).await;
     let two = token(&g, "alice-2", json!({"subject": "alice"})).await;
