@@ -217,12 +217,9 @@ pub(crate) async fn serve_call(
     // frees room always passes it.
     if known.room() == talon_protocol::gateway::Room::Grows {
         shared.stored.check()?;
-        let len = serde_json::to_string(&params).map_or(0, |text| text.len());
-        shared.quotas.admit(
-            &caller.token_id,
-            caller.subject(),
-            crate::quota::estimate(len),
-        )?;
+        shared
+            .quotas
+            .admit(&caller.token_id, caller.subject(), &params)?;
     }
     if !params.is_object() && !params.is_null() {
         return Err(ApiError::new(

@@ -18,10 +18,11 @@ use talon_protocol::gateway::{ApiError, ErrorCode};
 /// How often what each subject and token holds is recounted.
 const RECOUNT_EVERY: Duration = Duration::from_secs(5);
 
-/// What an admitted call may store, at most as estimated: the params
+/// What an admitted call may store, at most as estimated: its params
 /// (kept in a run's request, its messages and its events) and a row.
-pub(crate) fn estimate(params_len: usize) -> u64 {
-    (params_len as u64)
+fn estimate(params: &serde_json::Value) -> u64 {
+    let len = serde_json::to_string(params).map_or(0, |text| text.len());
+    (len as u64)
         .saturating_mul(3)
         .saturating_add(talon_store::ROW_OVERHEAD * 4)
 }
@@ -90,18 +91,20 @@ impl Quotas {
         }
     }
 
-    /// Admits a call of `token` (bound to `subject`) that may store
-    /// `bytes`, reserving them; `quota_exceeded` naming the quota when
-    /// its subject or token already holds it.
+    /// Admits a call of `token` (bound to `subject`) with `params`,
+    /// reserving what it may store; `quota_exceeded` naming the quota when
+    /// its subject or token already holds it. Free when no such quota is
+    /// set (the params are not even measured).
     pub(crate) fn admit(
         &self,
         token: &str,
         subject: Option<&str>,
-        bytes: u64,
+        params: &serde_json::Value,
     ) -> Result<(), ApiError> {
         if self.per_subject.is_none() && self.per_token.is_none() {
             return Ok(());
         }
+        let bytes = estimate(params);
         let Ok(mut ledger) = self.ledger.lock() else {
             return Ok(());
         };
