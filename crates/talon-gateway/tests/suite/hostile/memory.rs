@@ -238,7 +238,9 @@ async fn trickled_bodies_are_cut_and_the_gateway_keeps_answering() {
 /// A token's trickled requests hold its places in flight: past
 /// `maxRequestsPerToken` its next call is refused while another token's
 /// is answered; a body slower than `minBodyBytesPerSecond` (here 1 byte a
-/// second, so one byte is cut at 5 + 2 s) is cut before its deadline.
+/// second, so ten bytes sent are cut at 5 + 11 s, well before the 60 s
+/// deadline and long after a loaded machine has read their headers) is
+/// cut before its deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tokens_trickled_requests_hold_its_places_until_the_rate_cuts_them() {
     let g = TestGateway::start_with(Limits {
@@ -251,15 +253,17 @@ async fn a_tokens_trickled_requests_hold_its_places_until_the_rate_cuts_them() {
     let slow = token(&g, "slow").await;
     let app = token(&g, "app").await;
     let started = std::time::Instant::now();
-    let held: Vec<_> = (0..3).map(|_| trickle(&g, &slow, 100, b"{")).collect();
-    // Once the three are in flight (well before their cut at 7 s).
+    let held: Vec<_> = (0..3)
+        .map(|_| trickle(&g, &slow, 100, br#"{"a":"bbbb"#))
+        .collect();
+    // Once the three are in flight (before their cut at 16 s).
     let refused = loop {
         let (status, body) = g.call(&slow, "agents.list", json!({})).await;
         if status == 429 {
             break body;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(6),
+            started.elapsed() < Duration::from_secs(14),
             "{status} {body}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
