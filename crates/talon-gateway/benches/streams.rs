@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Limits, tokens};
-use talon_mock_model::{MockModel, Script};
+use talon_mock_model::{MockModel, Replay, Script};
 use talon_protocol::gateway::Scope;
 use talon_protocol::{Event, EventType};
 use talon_runtime::{Host, ModelRoute};
@@ -35,6 +35,20 @@ use talon_testing::stats;
 use talon_testing::unread::unread_stream;
 
 use talon_testing::stats::rss_mib;
+
+/// What the kernel's TCP sockets hold, machine-wide (`/proc/net/sockstat`,
+/// in pages): the gateway's send buffers and the bench's receive buffers.
+fn tcp_mib() -> f64 {
+    std::fs::read_to_string("/proc/net/sockstat")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("TCP: "))
+                .and_then(|l| l.split_whitespace().skip_while(|w| *w != "mem").nth(1))
+                .and_then(|n| n.parse::<f64>().ok())
+        })
+        .map_or(0.0, |pages| pages * 4096.0 / 1048576.0)
+}
 
 /// Anonymous resident memory (the heap and stacks, not mapped files).
 fn anon_mib() -> f64 {
@@ -60,7 +74,16 @@ struct Bench {
 impl Bench {
     async fn start(streams: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mock = MockModel::start(Script::texts(&["ok"])).await.unwrap();
+        // Every run gets its answer (the script replays per run), and the
+        // mock keeps no requests: what it would record is not the
+        // gateway's memory.
+        let mock = MockModel::start(Script {
+            replay: Replay::PerRun,
+            forget_requests: true,
+            ..Script::texts(&["ok"])
+        })
+        .await
+        .unwrap();
         let doc = json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
         let host = Host::new(
             Arc::new(talon_config::Config::parse(&doc.to_string(), None).unwrap()),
@@ -256,6 +279,7 @@ fn main() {
         tokio::time::sleep(Duration::from_secs(3)).await;
         let idle = rss_mib();
         let idle_anon = anon_mib();
+        let idle_tcp = tcp_mib();
         let addr = b.running.addr;
         let opened = Instant::now();
         let held = tokio::task::spawn_blocking(move || {
@@ -268,11 +292,13 @@ fn main() {
         let open_ms = opened.elapsed().as_secs_f64() * 1e3;
         let mut peak = rss_mib();
         let mut peak_anon = anon_mib();
+        let mut peak_tcp = tcp_mib();
         let flooded = creates(&b, samples).await;
         let until = Instant::now() + hold;
         while Instant::now() < until {
             peak = peak.max(rss_mib());
             peak_anon = peak_anon.max(anon_mib());
+            peak_tcp = peak_tcp.max(tcp_mib());
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         row("another token's create → started, flooded", &flooded);
@@ -283,6 +309,10 @@ fn main() {
         println!(
             "| of which anonymous | idle {idle_anon:.1} MiB | peak {peak_anon:.1} MiB (+{:.1}) | |",
             peak_anon - idle_anon
+        );
+        println!(
+            "| kernel TCP buffers (both ends) | idle {idle_tcp:.1} MiB | peak {peak_tcp:.1} MiB (+{:.1}) | |",
+            peak_tcp - idle_tcp
         );
         drop(held);
         // The gateway notices each closed socket when it next writes to

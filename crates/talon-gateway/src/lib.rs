@@ -161,6 +161,7 @@ pub use limits::Limits;
 pub use openai::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
 pub use revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use runs::{LEASE, RunLimits};
+pub use serve::STREAM_SEND_BUFFER;
 pub use talon_environments::forge::Forge;
 pub use talon_environments::ssh::{SshHost, SshHosts};
 pub use talon_environments::{EnvironmentPolicy, SecretSource};

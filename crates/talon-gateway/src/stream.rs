@@ -373,7 +373,10 @@ impl Follow {
                     .after(self.cursor, &self.filter, PAGE as usize, PAGE_BYTES)
             {
                 if page.is_empty() {
-                    // Looked through: nothing of this stream's until `through`.
+                    // Looked through: nothing of this stream's until
+                    // `through`. An idle stream holds none of its token's
+                    // budget while it waits.
+                    drop(reserved);
                     if through > self.cursor.unwrap_or(0) {
                         self.cursor = Some(through);
                     }

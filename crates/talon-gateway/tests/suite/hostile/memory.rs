@@ -2,7 +2,8 @@
 //! byte budget, and a stream starved of it ends (`slow_reader`) and
 //! resumes from its cursor with no gap; a token's streams and requests in
 //! flight are capped so no token takes another's; a body trickled in is
-//! cut, and the gateway keeps answering others meanwhile.
+//! cut, and the gateway keeps answering others meanwhile; an unread
+//! stream's socket holds little in the kernel.
 
 use std::io::{Read as _, Write as _};
 use std::time::Duration;
@@ -134,6 +135,30 @@ async fn a_stream_starved_of_its_tokens_budget_ends_and_resumes_with_no_gap() {
     let (rest, error) = read_stream(&g, &viewer, reached, last).await;
     assert_eq!(error, None);
     assert_eq!(rest, (reached.unwrap_or(0) + 1..=last).collect::<Vec<_>>());
+}
+
+/// Streams waiting for the next event hold none of their token's budget:
+/// three live streams of a token whose budget is one page idle past
+/// `slowReaderTimeout`, and each then gets the next event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_streams_hold_none_of_their_tokens_budget() {
+    let g = TestGateway::start_with(Limits {
+        stream_bytes_per_token: 64 << 10,
+        slow_reader_timeout: Duration::from_millis(500),
+        ..Limits::default()
+    })
+    .await;
+    log(&g, 3, 100).await;
+    let viewer = token(&g, "viewer").await;
+    let streams: Vec<_> = (0..3)
+        .map(|_| read_stream(&g, &viewer, Some(3), 4))
+        .collect();
+    let late = async {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        log(&g, 1, 100).await;
+    };
+    let (read, ()) = tokio::join!(futures::future::join_all(streams), late);
+    assert_eq!(read, vec![(vec![4], None); 3]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,4 +364,53 @@ async fn a_subjects_tokens_share_its_streams_and_requests() {
     );
     let (status, _) = g.call(&bob, "agents.list", json!({})).await;
     assert_eq!(status, 200);
+}
+
+/// What the kernel holds unsent on the gateway's side of the connection
+/// from `client` (the `tx_queue` of `/proc/net/tcp`), if it is open.
+fn send_queue(gateway: u16, client: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
+        if port(fields[1])? != gateway || port(fields[2])? != client {
+            return None;
+        }
+        u64::from_str_radix(fields[4].split(':').next()?, 16).ok()
+    })
+}
+
+/// An unread stream holds little in the kernel: its socket's send buffer
+/// is capped ([`talon_gateway::STREAM_SEND_BUFFER`], which the kernel
+/// doubles) where autotuning would let 8 MiB of backlog fill up to 4 MiB
+/// of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unread_streams_socket_holds_little_in_the_kernel() {
+    let g = TestGateway::start().await;
+    log(&g, 80, 100_000).await;
+    let admin = g.admin.clone();
+    let addr = g.running.addr;
+    let stream = tokio::task::spawn_blocking(move || {
+        talon_testing::unread::unread_stream(addr, &admin, "/v1/events?after=0").unwrap()
+    })
+    .await
+    .unwrap();
+    let client = stream.local_addr().unwrap().port();
+    // Until what the kernel holds has stopped growing for half a second.
+    let (mut held, mut still) = (0, 0);
+    while still < 5 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = send_queue(addr.port(), client).unwrap();
+        (still, held) = if now == held {
+            (still + 1, held)
+        } else {
+            (0, now)
+        };
+    }
+    let cap = 2 * talon_gateway::STREAM_SEND_BUFFER as u64;
+    assert!(
+        held > 64 << 10 && held <= cap,
+        "{held} bytes held, cap {cap}"
+    );
+    drop(stream);
 }
