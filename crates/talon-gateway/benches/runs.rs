@@ -350,6 +350,17 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
+/// The wall clock in microseconds: a delivery's delay is its arrival in
+/// µs less its event's `ts` (ms) × 1,000, so that the percentiles are not
+/// whole milliseconds (the `ts` truncation adds 0.5 ms on average, the
+/// same before and after a change).
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
 async fn create_to_started(iterations: usize) {
     let script = Script {
         turns: vec![Turn {
@@ -610,13 +621,13 @@ async fn fan_out(subscribers: usize) {
             connected.wait().await;
             let mut delays = Vec::new();
             while let Some(event) = events.next().await {
-                let arrived = now_ms();
+                let arrived = now_us();
                 delays.push((event.ts, arrived));
                 if std::env::var_os("TALON_BENCH_DEBUG").is_some() {
                     KINDS.lock().unwrap().push((
                         delays.len(),
                         event.kind.clone(),
-                        arrived.saturating_sub(event.ts),
+                        (arrived / 1_000).saturating_sub(event.ts),
                     ));
                 }
                 if event.kind == "run.completed" {
@@ -640,15 +651,16 @@ async fn fan_out(subscribers: usize) {
         delays.extend(
             seen.into_iter()
                 .filter(|(ts, _)| *ts > since)
-                .map(|(ts, arrived)| arrived.saturating_sub(ts) as f64),
+                .map(|(ts, arrived)| arrived.saturating_sub(ts * 1_000) as f64 / 1e3),
         );
     }
     let s = sorted(delays);
     println!(
-        "| SSE fan-out, {subscribers} subscribers on one run ({events} events each) | p50 {:.0} ms | p99 {:.0} ms | max {:.0} ms | {} deliveries measured |",
+        "| SSE fan-out, {subscribers} subscribers on one run ({events} events each) | p50 {:.2} ms | p99 {:.2} ms | max {:.2} ms | mean {:.3} ms | {} deliveries measured |",
         percentile(&s, 50.0),
         percentile(&s, 99.0),
         s.last().copied().unwrap_or(f64::NAN),
+        s.iter().sum::<f64>() / s.len().max(1) as f64,
         s.len()
     );
     if std::env::var_os("TALON_BENCH_DEBUG").is_some() {

@@ -219,7 +219,7 @@ pub(crate) async fn serve_call(
         shared.stored.check()?;
         shared
             .quotas
-            .admit(&caller.token_id, caller.subject(), &params)?;
+            .admit(&caller.token_id, caller.subject(), known, &params)?;
     }
     if !params.is_object() && !params.is_null() {
         return Err(ApiError::new(

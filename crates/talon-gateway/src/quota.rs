@@ -3,7 +3,8 @@
 //! store's own (`limits::StoredBytes`). What each holds is recounted from
 //! the store every few seconds (`Store::usage`); between recounts every
 //! admitted call that stores something reserves what it may store (its
-//! params' size three times over, plus a row's overhead), so a burst of
+//! params' size three times over, a few rows' overhead, and a run's own
+//! records when it starts one), so a burst of
 //! concurrent writes is refused as it reaches the quota, not one recount
 //! later. A recount replaces the measure and drops the reservations,
 //! whose bytes it now counts. What stops work or frees room is never
@@ -13,18 +14,31 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use talon_protocol::gateway::{ApiError, ErrorCode};
+use talon_protocol::gateway::{ApiError, ErrorCode, Method};
 
 /// How often what each subject and token holds is recounted.
 const RECOUNT_EVERY: Duration = Duration::from_secs(5);
 
-/// What an admitted call may store, at most as estimated: its params
-/// (kept in a run's request, its messages and its events) and a row.
-fn estimate(params: &serde_json::Value) -> u64 {
+/// What a run stores beside its input, at the least: a session row when
+/// it makes one, its two messages, its row, six events and its trajectory
+/// artifact (a page of its own). Measured at 9.7 KB on SQLite
+/// (docs/benchmarks.md, "Stored-bytes quotas"); what a longer run stores
+/// past this is counted by the next recount.
+const RUN_FOOTPRINT: u64 = 10 << 10;
+
+/// What an admitted call of `method` may store, at most as estimated: its
+/// params (kept in a run's request, its messages and its events), a few
+/// rows, and a run's own records when it starts one.
+fn estimate(method: Method, params: &serde_json::Value) -> u64 {
     let len = serde_json::to_string(params).map_or(0, |text| text.len());
+    let run = match method {
+        Method::RunsCreate | Method::SessionsSend => RUN_FOOTPRINT,
+        _ => 0,
+    };
     (len as u64)
         .saturating_mul(3)
         .saturating_add(talon_store::ROW_OVERHEAD * 4)
+        .saturating_add(run)
 }
 
 /// The quotas and what each subject and token holds.
@@ -99,12 +113,13 @@ impl Quotas {
         &self,
         token: &str,
         subject: Option<&str>,
+        method: Method,
         params: &serde_json::Value,
     ) -> Result<(), ApiError> {
         if self.per_subject.is_none() && self.per_token.is_none() {
             return Ok(());
         }
-        let bytes = estimate(params);
+        let bytes = estimate(method, params);
         let Ok(mut ledger) = self.ledger.lock() else {
             return Ok(());
         };

@@ -1,7 +1,8 @@
 //! Stored-bytes quotas per token and per subject: a burst of concurrent
 //! writes from one token stops at its quota (each admitted write reserves
 //! what it may store), not several times past it; others keep writing;
-//! what frees room always passes; a subject's tokens share its quota.
+//! what frees room always passes; a subject's tokens share its quota;
+//! and what a quota admits is what the database file grows by.
 
 use serde_json::{Value, json};
 use talon_gateway::Limits;
@@ -111,4 +112,78 @@ async fn a_subjects_tokens_share_its_quota() {
     assert!(held <= PER_SUBJECT + PER_SUBJECT / 10, "{held} held");
     let (passed, _) = burst(&g, &bob, "bob").await;
     assert!(passed >= 1, "bob wrote nothing");
+}
+
+/// Calls `method` with `params(n)` from `secret`, 32 at once, until a
+/// call is refused right after a recount: what the database grew by,
+/// in pages in use, and how many were admitted.
+async fn fill_on_disk(
+    g: &TestGateway,
+    secret: &str,
+    method: &str,
+    params: impl Fn(usize) -> Value,
+) -> (u64, usize) {
+    let before = g.running.store.stored_bytes().await.unwrap();
+    let mut admitted = 0;
+    let mut refusals_in_a_row = 0;
+    while refusals_in_a_row < 2 {
+        let calls = (0..32).map(|i| g.call(secret, method, params(admitted * 100 + i)));
+        let answers = futures::future::join_all(calls).await;
+        let passed = answers.iter().filter(|(s, _)| *s == 200).count();
+        for (status, body) in &answers {
+            assert!(*status == 200 || *status == 507, "{status} {body}");
+        }
+        admitted += passed;
+        if passed < 32 {
+            refusals_in_a_row += 1;
+            // Past the next recount, which counts what was stored.
+            tokio::time::sleep(std::time::Duration::from_millis(5_500)).await;
+        } else {
+            refusals_in_a_row = 0;
+        }
+        assert!(admitted < 100_000, "never refused");
+    }
+    let after = g.running.store.stored_bytes().await.unwrap();
+    (after.saturating_sub(before), admitted)
+}
+
+/// What a token's quota admits is what the database grows by: bursts of
+/// small sessions, and of runs (each storing its messages, events and
+/// trajectory), until refused right after a recount, grow the file's
+/// pages in use by no more than the quota and a tenth, and by at least
+/// half of it (the quota is usable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bursts_of_sessions_and_runs_stop_within_a_tenth_of_the_quota_on_disk() {
+    const QUOTA: u64 = 1 << 20;
+    // Both at once, each on a gateway of its own.
+    let grew =
+        futures::future::join_all(["sessions.create", "runs.create"].map(|method| async move {
+            let g = TestGateway::start_opts(super::super::Options {
+                limits: unmetered(Limits {
+                    max_stored_bytes_per_token: Some(QUOTA),
+                    ..Limits::default()
+                }),
+                script: talon_mock_model::Script {
+                    replay: talon_mock_model::Replay::PerRun,
+                    forget_requests: true,
+                    ..talon_mock_model::Script::texts(&["ok"])
+                },
+                ..Default::default()
+            })
+            .await;
+            let small = token(&g, "small", json!({})).await;
+            let (grown, admitted) = fill_on_disk(&g, &small, method, |n| match method {
+                "sessions.create" => json!({"agentId": "main", "key": format!("k-{n}")}),
+                _ => json!({"input": "hi"}),
+            })
+            .await;
+            (method, grown, admitted)
+        }))
+        .await;
+    for (method, grown, admitted) in grew {
+        assert!(
+            (QUOTA / 2..=QUOTA + QUOTA / 10).contains(&grown),
+            "{method}: {admitted} calls grew the database {grown} bytes, quota {QUOTA}"
+        );
+    }
 }
