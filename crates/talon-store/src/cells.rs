@@ -141,12 +141,33 @@ impl Store {
         Ok(())
     }
 
-    async fn purge_cells(&self, now: u64) -> Result<u64> {
+    /// Deletes every cell expired by `now`: how many there were.
+    pub async fn purge_cells(&self, now: u64) -> Result<u64> {
         Ok(sqlx::query("DELETE FROM cells WHERE expires_at <= $1")
             .bind(ms(now)?)
             .execute(self.writes())
             .await?
             .rows_affected())
+    }
+
+    /// Deletes `run_id`'s suspended cells, which end with their run:
+    /// how many there were.
+    pub async fn delete_run_cells(&self, run_id: &str) -> Result<u64> {
+        Ok(sqlx::query("DELETE FROM cells WHERE run_id = $1")
+            .bind(run_id.to_owned())
+            .execute(self.writes())
+            .await?
+            .rows_affected())
+    }
+
+    /// How many suspended cells `run_id` has stored.
+    pub async fn run_cells(&self, run_id: &str) -> Result<u64> {
+        let count: i64 = sqlx::query("SELECT COUNT(*) FROM cells WHERE run_id = $1")
+            .bind(run_id.to_owned())
+            .fetch_one(self.pool())
+            .await?
+            .try_get(0)?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 }
 

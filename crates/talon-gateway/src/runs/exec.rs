@@ -183,7 +183,23 @@ impl Engine {
             output.messages = Some(vec![message.clone()]);
         }
         super::person::close_requests(&self.inner.store, &run.id).await;
+        self.forget_cells(&run.id).await;
         self.finish(&ended, &summary, terminal).await;
+    }
+
+    /// Deletes a run's suspended cells at its end (completed, failed,
+    /// cancelled or timed out): no later `wait` can resume them, since a
+    /// cell is scoped to the run that made it.
+    async fn forget_cells(&self, run: &str) {
+        match self.inner.store.delete_run_cells(run).await {
+            Ok(0) => {}
+            Ok(cells) => tracing::debug!(run, cells, "a run's suspended cells deleted at its end"),
+            Err(error) => tracing::warn!(
+                %error,
+                run,
+                "a run's suspended cells could not be deleted; the purge removes them once expired"
+            ),
+        }
     }
 
     /// Closes the run's sink once every event is durable. When a write

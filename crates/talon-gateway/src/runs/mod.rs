@@ -518,6 +518,7 @@ impl Engine {
             tokio::spawn(remote::sweep(ssh.clone()));
         }
         tokio::spawn(self.clone().prune_events());
+        tokio::spawn(self.clone().purge_cells());
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))
     }

@@ -6,6 +6,12 @@
 //! kept answers `cursor_expired` instead of silently skipping events. Each
 //! node of a shared database prunes; a prune that finds nothing to remove
 //! changes nothing.
+//!
+//! Suspended Code Mode cells expire too (`tools.codeMode.snapshotTtlSeconds`):
+//! a timer deletes the expired ones every half of the TTL (between a second
+//! and a minute), so a cell whose run still runs, or whose node died, does
+//! not outlive its TTL by more than that while the gateway is idle. A
+//! run's cells go when it ends (`exec.rs`).
 
 use std::time::Duration;
 
@@ -28,7 +34,48 @@ pub(super) fn interval(retention: &Retention) -> Option<Duration> {
     }
 }
 
+/// The longest time between two purges of expired cells.
+const MAX_CELL_PURGE_INTERVAL: Duration = Duration::from_secs(60);
+/// The shortest.
+const MIN_CELL_PURGE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often expired cells are purged when they live `ttl` (`None`: Code
+/// Mode is off in the global config; cells of agents that turn it on are
+/// purged every minute).
+pub(super) fn cell_purge_interval(ttl: Option<Duration>) -> Duration {
+    ttl.map_or(MAX_CELL_PURGE_INTERVAL, |ttl| {
+        (ttl / 2).clamp(MIN_CELL_PURGE_INTERVAL, MAX_CELL_PURGE_INTERVAL)
+    })
+}
+
 impl Engine {
+    /// Purges expired cells until the engine drains (see the module docs).
+    pub(super) async fn purge_cells(self) {
+        let ttl = talon_runtime::SurfacePlan::from_config(self.inner.host.config(), "")
+            .ok()
+            .and_then(|plan| plan.code_mode)
+            .map(|code_mode| code_mode.snapshot_ttl);
+        let mut tick = tokio::time::interval(cell_purge_interval(ttl));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if self
+                .inner
+                .draining
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                return;
+            }
+            match self.inner.store.purge_cells(talon_store::now_ms()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(purged = n, "expired code mode cells deleted"),
+                Err(error) => {
+                    tracing::warn!(%error, "expired code mode cells could not be deleted")
+                }
+            }
+        }
+    }
+
     /// Prunes the event log until the engine drains (see the module docs).
     pub(super) async fn prune_events(self) {
         let retention = self.inner.limits.event_retention;
@@ -72,6 +119,13 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expired_cells_are_purged_every_half_ttl_between_a_second_and_a_minute() {
+        let every = [None, Some(1), Some(10), Some(900)]
+            .map(|ttl| cell_purge_interval(ttl.map(Duration::from_secs)).as_secs());
+        assert_eq!(every, [60, 1, 5, 60]);
+    }
 
     #[test]
     fn the_timer_follows_the_age_and_keeps_still_without_a_policy() {
