@@ -226,6 +226,14 @@ fn trickle(g: &TestGateway, token: &str, len: usize, sent: &[u8]) -> std::net::T
     stream
 }
 
+/// Whether the gateway has answered on `stream` (without waiting).
+fn answered(stream: &std::net::TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let answered = stream.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0);
+    stream.set_nonblocking(false).unwrap();
+    answered
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickled_bodies_are_cut_and_the_gateway_keeps_answering() {
     let g = TestGateway::start_with(Limits {
@@ -278,11 +286,18 @@ async fn a_tokens_trickled_requests_hold_its_places_until_the_rate_cuts_them() {
     let slow = token(&g, "slow").await;
     let app = token(&g, "app").await;
     let started = std::time::Instant::now();
-    let held: Vec<_> = (0..3)
+    let mut held: Vec<_> = (0..3)
         .map(|_| trickle(&g, &slow, 100, br#"{"a":"bbbb"#))
         .collect();
-    // Once the three are in flight (before their cut at 16 s).
+    // Once the three are in flight (before their cut at 16 s). A probe
+    // that overtakes a trickle takes its place, and that trickle is
+    // refused at once: it is opened again.
     let refused = loop {
+        for stream in &mut held {
+            if answered(stream) {
+                *stream = trickle(&g, &slow, 100, br#"{"a":"bbbb"#);
+            }
+        }
         let (status, body) = g.call(&slow, "agents.list", json!({})).await;
         if status == 429 {
             break body;
