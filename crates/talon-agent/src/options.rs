@@ -62,6 +62,9 @@ pub struct RunOptions {
     pub thinking: Thinking,
     /// Prompt-cache breakpoints asked of the provider.
     pub cache: CacheRetention,
+    /// The model's prices: each reply's usage is priced with them
+    /// ([`crate::RunResult::cost_usd`]); `None`, no cost is reported.
+    pub cost: Option<talon_provider::ModelCost>,
 }
 
 impl Default for RunOptions {
@@ -78,6 +81,7 @@ impl Default for RunOptions {
             reasoning: Reasoning::Off,
             thinking: Thinking::Off,
             cache: CacheRetention::None,
+            cost: None,
         }
     }
 }

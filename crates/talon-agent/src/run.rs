@@ -57,6 +57,11 @@ pub struct RunResult {
     pub tool_calls: u32,
     /// Tokens used.
     pub usage: Usage,
+    /// What they cost in US dollars, by the model's prices: `None` without
+    /// prices, for tokens of a kind it has no price for, or for a run
+    /// resumed after its process died (what its earlier turns cost is not
+    /// kept).
+    pub cost_usd: Option<f64>,
     /// Wall time.
     pub duration: Duration,
     /// The error, when it did not complete: the protocol's error, whose
@@ -203,6 +208,11 @@ impl AgentRun<'_> {
             text: String::new(),
             turns: from.turns,
             tool_calls: from.tool_calls,
+            cost_usd: self
+                .options
+                .cost
+                .filter(|_| !resumed || from.usage == Usage::default())
+                .map(|_| 0.0),
             usage: from.usage,
             duration: Duration::ZERO,
             error: None,
@@ -300,7 +310,7 @@ impl AgentRun<'_> {
                 total_tokens: Some(result.usage.input_tokens + result.usage.output_tokens),
                 cache_read_tokens: Some(result.usage.cache_read_tokens).filter(|n| *n > 0),
                 cache_write_tokens: Some(result.usage.cache_write_tokens).filter(|n| *n > 0),
-                cost_usd: None,
+                cost_usd: result.cost_usd,
             },
             duration_ms: result.duration.as_millis() as u64,
             pending_tool_calls: result.pending.iter().map(wire_tool_call).collect(),
@@ -437,6 +447,8 @@ impl AgentRun<'_> {
         let reply = reply?;
         drop(span);
         result.usage += reply.usage;
+        let priced = self.options.cost.and_then(|c| c.usd(&reply.usage));
+        result.cost_usd = result.cost_usd.zip(priced).map(|(run, reply)| run + reply);
         if !reply.text.is_empty() {
             result.text = reply.text.clone();
             self.events

@@ -104,6 +104,9 @@ pub(crate) struct Metrics {
     runs_created: AtomicU64,
     /// By terminal status.
     runs_ended: Mutex<BTreeMap<&'static str, u64>>,
+    /// What the runs this node ended cost, by agent, in billionths of a
+    /// US dollar.
+    cost_nano_usd: Mutex<BTreeMap<String, u64>>,
     run_seconds: Histogram,
     append_seconds: Histogram,
     /// Counts streams and sockets as they close (the heap trimmer
@@ -121,6 +124,7 @@ impl Default for Metrics {
             ws_open: AtomicI64::new(0),
             runs_created: AtomicU64::new(0),
             runs_ended: Mutex::default(),
+            cost_nano_usd: Mutex::default(),
             run_seconds: Histogram::new(&RUN),
             append_seconds: Histogram::new(&LATENCY),
             closed: tokio::sync::watch::Sender::new(0),
@@ -208,10 +212,22 @@ impl Metrics {
         self.runs_created.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A run ended with `status` after `took`.
-    pub(crate) fn run_ended(&self, status: &'static str, took: Duration) {
+    /// A run of `agent` ended with `status` after `took`, having cost
+    /// `cost_usd` (when its model's prices are known).
+    pub(crate) fn run_ended(
+        &self,
+        status: &'static str,
+        took: Duration,
+        agent: &str,
+        cost_usd: Option<f64>,
+    ) {
         bump(&self.runs_ended, status);
         self.run_seconds.observe(took);
+        if let Some(usd) = cost_usd.filter(|usd| usd.is_finite() && *usd > 0.0) {
+            let mut costs = locked(&self.cost_nano_usd);
+            let total = costs.entry(agent.to_owned()).or_default();
+            *total = total.saturating_add((usd * 1e9).round() as u64);
+        }
     }
 
     /// An event append the gateway waited on took `took`.
@@ -277,6 +293,20 @@ impl Metrics {
         for (status, n) in locked(&self.runs_ended).iter() {
             let _ = writeln!(out, "talon_runs_finished_total{{status=\"{status}\"}} {n}");
         }
+        header(
+            &mut out,
+            "talon_model_cost_usd_total",
+            "counter",
+            "What the runs this node ended cost in US dollars, by agent, priced by their models' `cost` (runs without prices count nothing).",
+        );
+        for (agent, nano) in locked(&self.cost_nano_usd).iter() {
+            let _ = writeln!(
+                out,
+                "talon_model_cost_usd_total{{agent=\"{}\"}} {}",
+                label(agent),
+                *nano as f64 / 1e9
+            );
+        }
         self.run_seconds.render(
             &mut out,
             "talon_run_duration_seconds",
@@ -333,6 +363,15 @@ impl Metrics {
 fn locked<K>(map: &Mutex<BTreeMap<K, u64>>) -> std::sync::MutexGuard<'_, BTreeMap<K, u64>> {
     map.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A label value as the text format writes it: `\\`, `"` and a line
+/// break escaped.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {

@@ -34,6 +34,81 @@ pub struct ModelInfo {
     pub max_tokens: Option<u32>,
     /// Whether it reasons (OpenClaw's `reasoning`, default false).
     pub reasoning: bool,
+    /// Its prices (OpenClaw's `cost`), when the config gives them.
+    pub cost: Option<ModelCost>,
+}
+
+/// A model's prices, OpenClaw's `cost: { input, output, cacheRead,
+/// cacheWrite }` in US dollars per million tokens, kept in millionths of
+/// a dollar (so that a price compares exactly). `input` and `output` are
+/// required; a cache price left out is unknown, never zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelCost {
+    /// Uncached prompt tokens.
+    pub input: u64,
+    /// Completion tokens.
+    pub output: u64,
+    /// Prompt tokens read from the cache.
+    pub cache_read: Option<u64>,
+    /// Prompt tokens written to the cache.
+    pub cache_write: Option<u64>,
+}
+
+impl ModelCost {
+    /// What `usage` cost in US dollars, or `None` when it holds tokens of
+    /// a kind this model has no price for: never a guess.
+    pub fn usd(&self, usage: &crate::Usage) -> Option<f64> {
+        let priced = |tokens: u64, price: Option<u64>| match (tokens, price) {
+            (0, _) => Some(0u128),
+            (_, Some(price)) => Some(u128::from(tokens) * u128::from(price)),
+            (_, None) => None,
+        };
+        let cached = usage.cache_read_tokens + usage.cache_write_tokens;
+        let uncached = usage.input_tokens.saturating_sub(cached);
+        let micro_per_million = priced(uncached, Some(self.input))?
+            + priced(usage.output_tokens, Some(self.output))?
+            + priced(usage.cache_read_tokens, self.cache_read)?
+            + priced(usage.cache_write_tokens, self.cache_write)?;
+        Some(micro_per_million as f64 / 1e12)
+    }
+
+    /// Reads `models[].cost`: `invalid_config` naming the price at fault.
+    fn parse(value: &Value, at: &str) -> Result<Option<Self>> {
+        let Some(object) = value.as_object() else {
+            return match value {
+                Value::Null => Ok(None),
+                _ => Err(config_error(at, "expected an object of prices")),
+            };
+        };
+        let price = |key: &str| -> Result<Option<u64>> {
+            match object.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => match v.as_f64() {
+                    Some(usd) if usd.is_finite() && (0.0..=1e6).contains(&usd) => {
+                        Ok(Some((usd * 1e6).round() as u64))
+                    }
+                    _ => Err(config_error(
+                        &format!("{at}.{key}"),
+                        "expected US dollars per million tokens, 0 to 1,000,000",
+                    )),
+                },
+            }
+        };
+        let required = |key: &str| {
+            price(key)?.ok_or_else(|| {
+                config_error(
+                    &format!("{at}.{key}"),
+                    "a model's cost needs its input and output prices",
+                )
+            })
+        };
+        Ok(Some(Self {
+            input: required("input")?,
+            output: required("output")?,
+            cache_read: price("cacheRead")?,
+            cache_write: price("cacheWrite")?,
+        }))
+    }
 }
 
 /// The wire formats spoken.
@@ -272,6 +347,7 @@ pub fn parse_providers(
                             .as_u64()
                             .map(|t| t.min(u64::from(u32::MAX)) as u32),
                         reasoning: m["reasoning"].as_bool().unwrap_or(false),
+                        cost: ModelCost::parse(&m["cost"], &field("models[].cost"))?,
                     })
                 })
                 .collect::<Result<_>>()?,

@@ -39,7 +39,7 @@ mod retry;
 mod sse;
 mod types;
 
-pub use config::{ModelInfo, ModelRef, ProviderConfig, parse_providers};
+pub use config::{ModelCost, ModelInfo, ModelRef, ProviderConfig, parse_providers};
 pub use error::{ErrorSource, ProviderError, Result};
 pub use types::{
     CacheRetention, ChatRequest, ChatResponse, Message, ReasoningBlock, StreamDelta, Thinking,

@@ -372,6 +372,7 @@ impl Host {
             provider,
             model,
             settings,
+            cost,
         } = self.model(&agent)?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
         let mut shell = shell;
@@ -450,6 +451,7 @@ impl Host {
             reasoning: settings.reasoning,
             thinking: settings.thinking,
             cache: settings.cache,
+            cost,
             ..RunOptions::default()
         };
         if let Some(timeout) = timeout {

@@ -156,6 +156,8 @@ impl PreparedRun {
             turns: 0,
             tool_calls: 1,
             usage: Default::default(),
+            // A direct call asks no model.
+            cost_usd: None,
             duration: duration.max(Duration::ZERO),
             error,
             messages: Vec::new(),

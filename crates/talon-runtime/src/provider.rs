@@ -82,6 +82,8 @@ pub struct Selected {
     pub model: String,
     /// What the run asks of it.
     pub settings: ModelSettings,
+    /// Its prices, when the provider's `models` list gives them.
+    pub cost: Option<talon_provider::ModelCost>,
 }
 
 impl std::fmt::Debug for Selected {
@@ -130,10 +132,16 @@ pub fn select(config: &Config, agent: &str, route: &ModelRoute) -> Result<Select
     if let Some(url) = &route.base_url {
         provider.base_url = url.clone();
     }
+    let cost = provider
+        .models
+        .iter()
+        .find(|m| m.id == model)
+        .and_then(|m| m.cost);
     Ok(Selected {
         provider: talon_provider::build(provider)?,
         model,
         settings,
+        cost,
     })
 }
 

@@ -513,7 +513,7 @@ fn outcome(result: RunResult, failed: Option<ApiError>) -> RunOutcome {
         text: result.text,
         turns: result.turns,
         tool_calls: result.tool_calls,
-        usage: usage(&result.usage),
+        usage: usage(&result.usage, result.cost_usd),
         duration: result.duration,
         error,
         messages: Conversation(result.messages),
@@ -525,15 +525,15 @@ fn outcome(result: RunResult, failed: Option<ApiError>) -> RunOutcome {
     }
 }
 
-/// Usage as the protocol reports it.
-pub(crate) fn usage(usage: &talon_provider::Usage) -> Usage {
+/// Usage as the protocol reports it, with its cost when it is known.
+pub(crate) fn usage(usage: &talon_provider::Usage, cost_usd: Option<f64>) -> Usage {
     Usage {
         input_tokens: Some(usage.input_tokens),
         output_tokens: Some(usage.output_tokens),
         total_tokens: Some(usage.input_tokens + usage.output_tokens),
         cache_read_tokens: Some(usage.cache_read_tokens).filter(|n| *n > 0),
         cache_write_tokens: Some(usage.cache_write_tokens).filter(|n| *n > 0),
-        cost_usd: None,
+        cost_usd,
     }
 }
 

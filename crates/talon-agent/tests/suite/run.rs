@@ -201,6 +201,7 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
                 output_tokens: 16,
                 ..Usage::default()
             },
+            cost_usd: None,
             // Wall time varies.
             duration: result.duration,
             error: None,
@@ -492,6 +493,7 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
                 output_tokens: 17,
                 ..Usage::default()
             },
+            cost_usd: None,
             // Wall time varies.
             duration: result.duration,
             error: None,
@@ -542,6 +544,7 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
                 output_tokens: 5,
                 ..Usage::default()
             },
+            cost_usd: None,
             // Wall time varies.
             duration: result.duration,
             error: None,

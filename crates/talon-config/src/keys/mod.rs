@@ -123,6 +123,11 @@ fn model_ref() -> Node {
     )
 }
 
+/// A price in US dollars per million tokens.
+fn price(description: &'static str) -> Node {
+    Node::number(None, Some(1e6), description)
+}
+
 fn providers() -> Node {
     let model = Node::object(
         vec![
@@ -143,7 +148,18 @@ fn providers() -> Node {
                 ),
             ),
             openclaw("input", "OpenClaw's."),
-            openclaw("cost", "OpenClaw's."),
+            field(
+                "cost",
+                Node::object(
+                    vec![
+                        field("input", price("Uncached prompt tokens (required).")),
+                        field("output", price("Completion tokens (required).")),
+                        field("cacheRead", price("Prompt tokens read from the cache.")),
+                        field("cacheWrite", price("Prompt tokens written to the cache.")),
+                    ],
+                    "Its prices in US dollars per million tokens: runs report `usage.costUsd` and `/metrics` `talon_model_cost_usd_total` from them; without them, no cost.",
+                ),
+            ),
             openclaw("compat", "OpenClaw's."),
             openclaw("headers", "OpenClaw's."),
         ],

@@ -271,9 +271,12 @@ impl Engine {
             span.record("otel.status_code", "error");
             span.record("otel.status_message", error.message.as_str());
         }
-        self.inner
-            .metrics
-            .run_ended(status, Duration::from_millis(took));
+        self.inner.metrics.run_ended(
+            status,
+            Duration::from_millis(took),
+            &ended.agent_id,
+            ended.usage.as_ref().and_then(|u| u.cost_usd),
+        );
         tracing::info!(
             target: "talon::run",
             run_id = %ended.id,

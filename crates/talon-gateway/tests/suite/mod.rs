@@ -3,6 +3,7 @@ mod artifacts;
 mod cells;
 mod client_tools;
 mod connections;
+mod cost;
 mod deletes;
 mod docs;
 mod env_support;

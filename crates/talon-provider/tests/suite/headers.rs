@@ -47,7 +47,7 @@ async fn configured_headers_go_with_every_request_of_both_wires() {
     assert_eq!(
         format!("{claude:?}"),
         format!(
-            "ProviderConfig {{ id: \"claude\", base_url: {:?}, api_key: Some(\"<redacted>\"), api: \"anthropic-messages\", models: [ModelInfo {{ id: \"claude\", name: None, context_window: None, max_tokens: None, reasoning: false }}], headers: {{\"anthropic-beta\", \"x-team\"}}, .. }}",
+            "ProviderConfig {{ id: \"claude\", base_url: {:?}, api_key: Some(\"<redacted>\"), api: \"anthropic-messages\", models: [ModelInfo {{ id: \"claude\", name: None, context_window: None, max_tokens: None, reasoning: false, cost: None }}], headers: {{\"anthropic-beta\", \"x-team\"}}, .. }}",
             mock.base_url()
         )
     );

@@ -1,4 +1,5 @@
 mod anthropic;
+mod cost;
 mod headers;
 mod hostile;
 mod openai;
