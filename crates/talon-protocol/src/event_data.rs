@@ -8,108 +8,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::gateway::bounded::{ApprovalId, ArtifactId, MessageId, QuestionId, SessionId};
-use crate::gateway::{
-    Approval, ApprovalDecision, ApprovalStatus, ArtifactSummary, Question, Session, Task, Usage,
-};
+use crate::gateway::{ApprovalDecision, ApprovalStatus, Usage};
 use crate::{Event, EventType, ToolSource};
 
-/// A payload by event type (`{type, data}` on the wire).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", content = "data")]
-#[non_exhaustive]
-pub enum EventData {
-    /// `run.created`.
-    #[serde(rename = "run.created")]
-    RunCreated(RunCreatedData),
-    /// `run.queued`.
-    #[serde(rename = "run.queued")]
-    RunQueued(RunQueuedData),
-    /// `run.started`.
-    #[serde(rename = "run.started")]
-    RunStarted(RunStartedData),
-    /// `run.completed`.
-    #[serde(rename = "run.completed")]
-    RunCompleted(RunEndedData),
-    /// `run.failed`.
-    #[serde(rename = "run.failed")]
-    RunFailed(RunEndedData),
-    /// `run.cancelled`.
-    #[serde(rename = "run.cancelled")]
-    RunCancelled(RunEndedData),
-    /// `run.timed_out`.
-    #[serde(rename = "run.timed_out")]
-    RunTimedOut(RunEndedData),
-    /// `assistant.delta`.
-    #[serde(rename = "assistant.delta")]
-    AssistantDelta(TextDelta),
-    /// `assistant.message`.
-    #[serde(rename = "assistant.message")]
-    AssistantMessage(AssistantMessageData),
-    /// `thinking.delta`.
-    #[serde(rename = "thinking.delta")]
-    ThinkingDelta(TextDelta),
-    /// `tool.call.started`.
-    #[serde(rename = "tool.call.started")]
-    ToolCallStarted(ToolCallStartedData),
-    /// `tool.call.delta`.
-    #[serde(rename = "tool.call.delta")]
-    ToolCallDelta(ToolCallDeltaData),
-    /// `tool.call.completed`.
-    #[serde(rename = "tool.call.completed")]
-    ToolCallCompleted(ToolCallCompletedData),
-    /// `tool.call.failed`.
-    #[serde(rename = "tool.call.failed")]
-    ToolCallFailed(ToolCallFailedData),
-    /// `approval.requested`: the approval, pending.
-    #[serde(rename = "approval.requested")]
-    ApprovalRequested(Approval),
-    /// `approval.resolved`.
-    #[serde(rename = "approval.resolved")]
-    ApprovalResolved(ApprovalResolvedData),
-    /// `question.requested`: the question, pending.
-    #[serde(rename = "question.requested")]
-    QuestionRequested(Question),
-    /// `question.answered`.
-    #[serde(rename = "question.answered")]
-    QuestionAnswered(QuestionAnsweredData),
-    /// `artifact.created`.
-    #[serde(rename = "artifact.created")]
-    ArtifactCreated(ArtifactSummary),
-    /// `artifact.updated`.
-    #[serde(rename = "artifact.updated")]
-    ArtifactUpdated(ArtifactSummary),
-    /// `session.created`.
-    #[serde(rename = "session.created")]
-    SessionCreated(Session),
-    /// `session.updated`.
-    #[serde(rename = "session.updated")]
-    SessionUpdated(Session),
-    /// `session.compacted`.
-    #[serde(rename = "session.compacted")]
-    SessionCompacted(SessionCompactedData),
-    /// `task.updated`.
-    #[serde(rename = "task.updated")]
-    TaskUpdated(Task),
-    /// `git.branch`.
-    #[serde(rename = "git.branch")]
-    GitBranch(GitBranchData),
-    /// `git.diff`.
-    #[serde(rename = "git.diff")]
-    GitDiff(GitDiffData),
-    /// `git.pr`.
-    #[serde(rename = "git.pr")]
-    GitPr(GitPrData),
-}
+pub use crate::event_types::EventData;
 
 impl EventData {
     /// The type and the `data` JSON, as the envelope carries them.
     pub fn into_parts(self) -> (EventType, serde_json::Value) {
+        let kind = self.kind();
         let value = serde_json::to_value(&self).unwrap_or_default();
-        let kind = value
-            .get("type")
-            .cloned()
-            .and_then(|t| serde_json::from_value(t).ok())
-            .unwrap_or(EventType::Unknown);
         let data = value.get("data").cloned().unwrap_or_default();
         (kind, data)
     }
@@ -407,36 +315,8 @@ mod tests {
         // Every event type but `unknown` is a variant of EventData.
         let schema = serde_json::to_value(schemars::schema_for!(EventData)).unwrap();
         let text = schema.to_string();
-        let types: Vec<&str> = [
-            "run.created",
-            "run.queued",
-            "run.started",
-            "run.completed",
-            "run.failed",
-            "run.cancelled",
-            "run.timed_out",
-            "assistant.delta",
-            "assistant.message",
-            "thinking.delta",
-            "tool.call.started",
-            "tool.call.delta",
-            "tool.call.completed",
-            "tool.call.failed",
-            "approval.requested",
-            "approval.resolved",
-            "question.requested",
-            "question.answered",
-            "artifact.created",
-            "artifact.updated",
-            "session.created",
-            "session.updated",
-            "session.compacted",
-            "task.updated",
-            "git.branch",
-            "git.diff",
-            "git.pr",
-        ]
-        .to_vec();
+        let types: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
+        assert_eq!(types.len(), 27);
         for t in types {
             assert!(text.contains(&format!("\"{t}\"")), "{t} has no data schema");
             let kind: EventType = serde_json::from_value(serde_json::json!(t)).unwrap();

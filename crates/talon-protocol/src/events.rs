@@ -9,95 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::gateway::bounded::{AgentId, EventId, RunId, SessionId, SessionKey, TaskId};
 
-/// Event types, spelled as the seed spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[non_exhaustive]
-pub enum EventType {
-    /// The run was accepted.
-    #[serde(rename = "run.created")]
-    RunCreated,
-    /// The run waits for a session lane, runtime or environment.
-    #[serde(rename = "run.queued")]
-    RunQueued,
-    /// The runtime started the run.
-    #[serde(rename = "run.started")]
-    RunStarted,
-    /// The run finished successfully.
-    #[serde(rename = "run.completed")]
-    RunCompleted,
-    /// The run ended with an error.
-    #[serde(rename = "run.failed")]
-    RunFailed,
-    /// The run was cancelled.
-    #[serde(rename = "run.cancelled")]
-    RunCancelled,
-    /// The run exceeded its own time limit.
-    #[serde(rename = "run.timed_out")]
-    RunTimedOut,
-    /// A delta of assistant text.
-    #[serde(rename = "assistant.delta")]
-    AssistantDelta,
-    /// A whole assistant message.
-    #[serde(rename = "assistant.message")]
-    AssistantMessage,
-    /// A reasoning delta, where policy allows showing it.
-    #[serde(rename = "thinking.delta")]
-    ThinkingDelta,
-    /// A tool call started.
-    #[serde(rename = "tool.call.started")]
-    ToolCallStarted,
-    /// A tool call streamed progress or partial output.
-    #[serde(rename = "tool.call.delta")]
-    ToolCallDelta,
-    /// A tool call returned.
-    #[serde(rename = "tool.call.completed")]
-    ToolCallCompleted,
-    /// A tool call failed.
-    #[serde(rename = "tool.call.failed")]
-    ToolCallFailed,
-    /// A run or tool needs approval.
-    #[serde(rename = "approval.requested")]
-    ApprovalRequested,
-    /// An approval was granted, denied, expired or cancelled.
-    #[serde(rename = "approval.resolved")]
-    ApprovalResolved,
-    /// The runtime asks the user or host app for input.
-    #[serde(rename = "question.requested")]
-    QuestionRequested,
-    /// The host app answered.
-    #[serde(rename = "question.answered")]
-    QuestionAnswered,
-    /// A new artifact is available.
-    #[serde(rename = "artifact.created")]
-    ArtifactCreated,
-    /// An artifact changed.
-    #[serde(rename = "artifact.updated")]
-    ArtifactUpdated,
-    /// A session was created.
-    #[serde(rename = "session.created")]
-    SessionCreated,
-    /// Session metadata changed.
-    #[serde(rename = "session.updated")]
-    SessionUpdated,
-    /// The session was compacted.
-    #[serde(rename = "session.compacted")]
-    SessionCompacted,
-    /// A background task changed state.
-    #[serde(rename = "task.updated")]
-    TaskUpdated,
-    /// The runtime observed or changed a branch.
-    #[serde(rename = "git.branch")]
-    GitBranch,
-    /// The runtime produced or changed a diff.
-    #[serde(rename = "git.diff")]
-    GitDiff,
-    /// The runtime opened, updated or linked a pull request.
-    #[serde(rename = "git.pr")]
-    GitPr,
-    /// A type this client does not know yet.
-    #[serde(other)]
-    Unknown,
-}
+pub use crate::event_types::EventType;
 
 impl EventType {
     /// Whether this type ends a run (nothing of the run follows it).
@@ -106,40 +18,6 @@ impl EventType {
             self,
             Self::RunCompleted | Self::RunFailed | Self::RunCancelled | Self::RunTimedOut
         )
-    }
-
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::RunCreated => "run.created",
-            Self::RunQueued => "run.queued",
-            Self::RunStarted => "run.started",
-            Self::RunCompleted => "run.completed",
-            Self::RunFailed => "run.failed",
-            Self::RunCancelled => "run.cancelled",
-            Self::RunTimedOut => "run.timed_out",
-            Self::AssistantDelta => "assistant.delta",
-            Self::AssistantMessage => "assistant.message",
-            Self::ThinkingDelta => "thinking.delta",
-            Self::ToolCallStarted => "tool.call.started",
-            Self::ToolCallDelta => "tool.call.delta",
-            Self::ToolCallCompleted => "tool.call.completed",
-            Self::ToolCallFailed => "tool.call.failed",
-            Self::ApprovalRequested => "approval.requested",
-            Self::ApprovalResolved => "approval.resolved",
-            Self::QuestionRequested => "question.requested",
-            Self::QuestionAnswered => "question.answered",
-            Self::ArtifactCreated => "artifact.created",
-            Self::ArtifactUpdated => "artifact.updated",
-            Self::SessionCreated => "session.created",
-            Self::SessionUpdated => "session.updated",
-            Self::SessionCompacted => "session.compacted",
-            Self::TaskUpdated => "task.updated",
-            Self::GitBranch => "git.branch",
-            Self::GitDiff => "git.diff",
-            Self::GitPr => "git.pr",
-            Self::Unknown => "unknown",
-        }
     }
 }
 
@@ -209,5 +87,9 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(event.kind, EventType::Unknown);
+        assert_eq!(
+            serde_json::to_value(EventType::Unknown).unwrap(),
+            serde_json::json!(EventType::Unknown.as_str())
+        );
     }
 }

@@ -293,11 +293,12 @@ fn types(doc: &Value) -> String {
             .get(def)
             .and_then(|d| d.get("enum"))
             .and_then(Value::as_array)
-            // `Unknown` is a decoder's catch-all (`#[serde(other)]`), not a
-            // value a server sends.
+            // An event type `unknown` is a decoder's catch-all
+            // (`#[serde(other)]`), not a type a server sends (an error's
+            // `unknown` stays: a client reports it).
             .map(|v| {
                 v.iter()
-                    .filter(|v| *v != "Unknown")
+                    .filter(|v| !(def == "EventType" && *v == "unknown"))
                     .cloned()
                     .collect::<Vec<_>>()
             })

@@ -162,7 +162,7 @@ fn event_payloads_are_named_components_the_event_references() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| *t != "Unknown")
+        .filter(|t| *t != "unknown")
         .collect();
     assert_eq!(typed, known);
     for branch in branches {

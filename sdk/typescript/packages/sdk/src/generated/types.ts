@@ -706,9 +706,9 @@ export type EventId = string;
  * - `git.branch`: The runtime observed or changed a branch.
  * - `git.diff`: The runtime produced or changed a diff.
  * - `git.pr`: The runtime opened, updated or linked a pull request.
- * - `Unknown`: A type this client does not know yet.
+ * - `unknown`: A type this client does not know yet (`"unknown"`).
  */
-export type EventType = "run.created" | "run.queued" | "run.started" | "run.completed" | "run.failed" | "run.cancelled" | "run.timed_out" | "assistant.delta" | "assistant.message" | "thinking.delta" | "tool.call.started" | "tool.call.delta" | "tool.call.completed" | "tool.call.failed" | "approval.requested" | "approval.resolved" | "question.requested" | "question.answered" | "artifact.created" | "artifact.updated" | "session.created" | "session.updated" | "session.compacted" | "task.updated" | "git.branch" | "git.diff" | "git.pr" | "Unknown";
+export type EventType = "run.created" | "run.queued" | "run.started" | "run.completed" | "run.failed" | "run.cancelled" | "run.timed_out" | "assistant.delta" | "assistant.message" | "thinking.delta" | "tool.call.started" | "tool.call.delta" | "tool.call.completed" | "tool.call.failed" | "approval.requested" | "approval.resolved" | "question.requested" | "question.answered" | "artifact.created" | "artifact.updated" | "session.created" | "session.updated" | "session.compacted" | "task.updated" | "git.branch" | "git.diff" | "git.pr" | "unknown";
 
 /**
  * `events.subscribe`: live events (after a replay from `after`) on
@@ -2001,7 +2001,7 @@ export const ERROR_CODES: readonly ErrorCode[] = ["invalid_request", "unauthenti
 export const EVENT_TYPES: readonly EventType[] = ["run.created", "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.timed_out", "assistant.delta", "assistant.message", "thinking.delta", "tool.call.started", "tool.call.delta", "tool.call.completed", "tool.call.failed", "approval.requested", "approval.resolved", "question.requested", "question.answered", "artifact.created", "artifact.updated", "session.created", "session.updated", "session.compacted", "task.updated", "git.branch", "git.diff", "git.pr"];
 
 /** Every token scope. */
-export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin"];
+export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin", "Unknown"];
 
 /** The HTTP status each error code is sent with. */
 export const ERROR_HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
