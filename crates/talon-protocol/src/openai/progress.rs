@@ -34,6 +34,7 @@ pub struct Step {
 
 /// The step an event shows, if it shows one.
 pub fn step(data: &EventData) -> Option<Step> {
+    let kind = data.kind().as_str();
     match data {
         EventData::ToolCallStarted(d) if d.source != Some(ToolSource::Client) => {
             let args = d
@@ -43,7 +44,7 @@ pub fn step(data: &EventData) -> Option<Step> {
                 .unwrap_or_default();
             Some(Step {
                 line: format!("{}→ {}{args}\n", indent(d.parent_id.as_deref()), d.name),
-                talon: json!({"type": "tool.call.started", "callId": d.call_id, "name": d.name}),
+                talon: json!({"type": kind, "callId": d.call_id, "name": d.name}),
             })
         }
         EventData::ToolCallCompleted(d) => Some(Step {
@@ -53,7 +54,7 @@ pub fn step(data: &EventData) -> Option<Step> {
                 d.name,
                 d.duration_ms
             ),
-            talon: json!({"type": "tool.call.completed", "callId": d.call_id, "name": d.name,
+            talon: json!({"type": kind, "callId": d.call_id, "name": d.name,
                           "durationMs": d.duration_ms}),
         }),
         EventData::ToolCallFailed(d) => {
@@ -65,14 +66,14 @@ pub fn step(data: &EventData) -> Option<Step> {
                     d.name,
                     super::cut(&error, MAX_SHOWN)
                 ),
-                talon: json!({"type": "tool.call.failed", "callId": d.call_id, "name": d.name}),
+                talon: json!({"type": kind, "callId": d.call_id, "name": d.name}),
             })
         }
         EventData::ApprovalRequested(a) => {
             let what = a.tool_name.as_deref().unwrap_or(&a.summary);
             Some(Step {
                 line: format!("⏸ {what} waits for approval {}\n", a.id),
-                talon: json!({"type": "approval.requested", "approvalId": a.id,
+                talon: json!({"type": kind, "approvalId": a.id,
                               "toolName": a.tool_name}),
             })
         }
@@ -82,15 +83,15 @@ pub fn step(data: &EventData) -> Option<Step> {
                 super::cut(&q.prompt, MAX_SHOWN),
                 q.id
             ),
-            talon: json!({"type": "question.requested", "questionId": q.id}),
+            talon: json!({"type": kind, "questionId": q.id}),
         }),
         EventData::QuestionAnswered(a) => Some(Step {
             line: format!("✓ answered: question {}\n", a.question_id),
-            talon: json!({"type": "question.answered", "questionId": a.question_id}),
+            talon: json!({"type": kind, "questionId": a.question_id}),
         }),
         EventData::ApprovalResolved(r) => Some(Step {
             line: format!("{} approval {}\n", resolved_word(r), r.approval_id),
-            talon: json!({"type": "approval.resolved", "approvalId": r.approval_id,
+            talon: json!({"type": kind, "approvalId": r.approval_id,
                           "status": r.status}),
         }),
         _ => None,
