@@ -26,7 +26,7 @@ pub(crate) fn binding_of(token: &StoredToken) -> Binding {
     }
 }
 
-fn not_found(kind: &str, id: &str) -> ApiError {
+pub(crate) fn not_found(kind: &str, id: &str) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
 }
 

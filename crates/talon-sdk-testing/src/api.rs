@@ -328,7 +328,10 @@ impl Handler for Api {
         self.read(|s| {
             s.artifacts
                 .iter()
-                .find(|a| a.summary.id == p.artifact_id)
+                .find(|a| {
+                    a.summary.id == p.artifact_id
+                        && (p.run_id.is_none() || a.summary.run_id == p.run_id)
+                })
                 .map(|a| a.summary.clone())
         })
         .ok_or_else(|| not_found("artifact", &p.artifact_id))

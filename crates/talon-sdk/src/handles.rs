@@ -188,6 +188,7 @@ impl Artifact {
             .client
             .artifacts_get(ArtifactRef {
                 artifact_id: self.info.id.clone(),
+                run_id: self.info.run_id.clone(),
             })
             .await?;
         Ok(Self::new(self.client.clone(), info))

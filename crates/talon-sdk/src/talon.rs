@@ -121,6 +121,7 @@ impl Talon {
             .client
             .artifacts_get(ArtifactRef {
                 artifact_id: artifact_id.to_owned().into(),
+                run_id: None,
             })
             .await?;
         Ok(Artifact::new(self.client.clone(), info))

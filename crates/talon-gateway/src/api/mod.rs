@@ -470,7 +470,13 @@ impl Handler for Api {
         caller: &Caller,
         p: ArtifactRef,
     ) -> Result<ArtifactSummary, ApiError> {
-        crate::owned::artifact_for(&self.store, caller, &p.artifact_id, talon_store::now_ms()).await
+        let artifact =
+            crate::owned::artifact_for(&self.store, caller, &p.artifact_id, talon_store::now_ms())
+                .await?;
+        if p.run_id.is_some() && artifact.run_id != p.run_id {
+            return Err(crate::owned::not_found("artifact", &p.artifact_id));
+        }
+        Ok(artifact)
     }
 
     async fn artifacts_download(

@@ -84,6 +84,24 @@ async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
         .await
         .unwrap();
     assert_eq!(got, *artifact);
+    // The seed's `artifacts.get(artifactId, { runId })`: its run finds it,
+    // another run's id does not, for a download too.
+    let of_its_run = t
+        .call(
+            &g,
+            "artifacts.get",
+            json!({"artifactId": id, "runId": result["runId"]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(of_its_run, *artifact);
+    for method in ["artifacts.get", "artifacts.download"] {
+        let other = t
+            .call(&g, method, json!({"artifactId": id, "runId": "run_other"}))
+            .await
+            .unwrap_err();
+        assert_eq!(other["code"], "not_found", "{method}: {other}");
+    }
     let page = t
         .call(&g, "runs.events", json!({"runId": result["runId"]}))
         .await

@@ -365,10 +365,15 @@ params! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cursor: Option<Cursor>,
     }
-    /// `artifacts.get` and `artifacts.download`.
+    /// `artifacts.get` and `artifacts.download` (the seed's
+    /// `artifacts.get(artifactId, { runId })`).
     ArtifactRef {
         /// The artifact.
         artifact_id: ArtifactId,
+        /// The run it belongs to: an artifact of another run (or of none)
+        /// is `not_found`, as a missing one is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<RunId>,
     }
     /// `approvals.list`.
     ApprovalsListParams {

@@ -268,6 +268,7 @@ impl Client {
         let place = self
             .artifacts_download(talon_protocol::gateway::params::ArtifactRef {
                 artifact_id: artifact_id.into(),
+                run_id: None,
             })
             .await?;
         // The URL is relative to the gateway: keep the base's path.

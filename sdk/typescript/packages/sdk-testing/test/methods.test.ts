@@ -58,7 +58,7 @@ function samples(made: Made): Samples {
     "tools.list": {},
     "tools.invoke": { tool: "read", sessionKey: made.sessionKey, arguments: { path: "a.txt" } },
     "artifacts.list": { runId: made.runId },
-    "artifacts.get": { artifactId: made.artifactId },
+    "artifacts.get": { artifactId: made.artifactId, runId: made.runId },
     "artifacts.download": { artifactId: made.artifactId },
     "approvals.list": { status: "pending" },
     "approvals.respond": { approvalId: made.approvalId, decision: "approve_once" },

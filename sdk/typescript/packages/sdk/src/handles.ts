@@ -99,7 +99,8 @@ export class Artifact {
    * a cut download never passes for a whole one.
    */
   async download(options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    const where = await this.#context.client.artifacts.download(this.id, options);
+    const runId = this.info.runId ?? undefined;
+    const where = await this.#context.client.artifacts.download(this.id, runId ? { runId } : {}, options);
     // The token goes with the request, so only to the gateway's origin.
     const target = new URL(where.url, this.#context.caller.base);
     const url = this.#context.caller.url(`${target.pathname.slice(1)}${target.search}`);

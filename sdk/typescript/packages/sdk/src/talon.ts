@@ -144,7 +144,7 @@ export class Talon {
 
   /** An artifact by id, as the gateway describes it. */
   async artifact(artifactId: string, options?: CallOptions): Promise<Artifact> {
-    return new Artifact(this.#context, await this.client.artifacts.get(artifactId, options));
+    return new Artifact(this.#context, await this.client.artifacts.get(artifactId, {}, options));
   }
 
   /** An environment by id, as it is now. */

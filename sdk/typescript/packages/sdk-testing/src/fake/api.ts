@@ -38,6 +38,11 @@ function accepted(run: P.Run): P.RunAccepted {
   return { ...run, runId: run.id };
 }
 
+/** The artifact `p` names, if it is there and of the run `p` names (when it names one). */
+function artifactOf(state: State, p: P.ArtifactRef) {
+  return state.artifacts.find((a) => a.summary.id === p.artifactId && (!p.runId || a.summary.runId === p.runId));
+}
+
 function onlyOnTheSocket(method: string): Failure {
   return invalid(`${method} is served on the WebSocket transport (GET /v1/ws)`);
 }
@@ -114,12 +119,12 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     return result;
   },
   "artifacts.get": (p, { state }) => {
-    const found = state.artifacts.find((a) => a.summary.id === p.artifactId);
+    const found = artifactOf(state, p);
     if (!found) throw notFound("artifact", p.artifactId);
     return copy(found.summary);
   },
   "artifacts.download": (p, { state }) => {
-    const found = state.artifacts.find((a) => a.summary.id === p.artifactId);
+    const found = artifactOf(state, p);
     if (!found) throw notFound("artifact", p.artifactId);
     return { artifact: copy(found.summary), url: `/v1/artifacts/${found.summary.id}/content` };
   },

@@ -231,13 +231,13 @@ export interface ArtifactsMethods {
    *
    * `artifacts.get`: needs `artifacts.read`; reads, retried on a retryable error; stable.
    */
-  get(artifactId: T.ArtifactRef["artifactId"], options?: CallOptions): Promise<T.ArtifactSummary>;
+  get(artifactId: T.ArtifactRef["artifactId"], params?: Omit<T.ArtifactRef, "artifactId">, options?: CallOptions): Promise<T.ArtifactSummary>;
   /**
    * Where to download an artifact's bytes.
    *
    * `artifacts.download`: needs `artifacts.read`; reads, retried on a retryable error; stable.
    */
-  download(artifactId: T.ArtifactRef["artifactId"], options?: CallOptions): Promise<T.ArtifactsDownloadResult>;
+  download(artifactId: T.ArtifactRef["artifactId"], params?: Omit<T.ArtifactRef, "artifactId">, options?: CallOptions): Promise<T.ArtifactsDownloadResult>;
 }
 
 /** The `approvals.*` methods. */
@@ -431,10 +431,10 @@ export class GatewayClient {
     this.artifacts = {
       list: (params, options) =>
         caller.call("artifacts.list", params ?? {}, options),
-      get: (artifactId, options) =>
-        caller.call("artifacts.get", { artifactId }, options),
-      download: (artifactId, options) =>
-        caller.call("artifacts.download", { artifactId }, options),
+      get: (artifactId, params, options) =>
+        caller.call("artifacts.get", { ...params, artifactId }, options),
+      download: (artifactId, params, options) =>
+        caller.call("artifacts.download", { ...params, artifactId }, options),
     };
     this.approvals = {
       list: (params, options) =>

@@ -27,7 +27,7 @@ export const SCHEMAS: { readonly [name: string]: unknown } = {
   ApprovalsRespondParams: {"additionalProperties":false,"properties":{"approvalId":{"$ref":"ApprovalId"},"decision":{"$ref":"ApprovalDecision"},"idempotencyKey":{"anyOf":[{"$ref":"IdempotencyKey"},{"type":"null"}]},"reason":{"maxLength":4096,"type":["string","null"]}},"required":["approvalId","decision"],"type":"object"},
   ArgumentSummary: {"properties":{"description":{"type":["string","null"]},"name":{"type":"string"},"required":{"type":"boolean"},"type":{"type":["string","null"]}},"required":["name","required"],"type":"object"},
   ArtifactId: {"maxLength":128,"type":"string"},
-  ArtifactRef: {"additionalProperties":false,"properties":{"artifactId":{"$ref":"ArtifactId"}},"required":["artifactId"],"type":"object"},
+  ArtifactRef: {"additionalProperties":false,"properties":{"artifactId":{"$ref":"ArtifactId"},"runId":{"anyOf":[{"$ref":"RunId"},{"type":"null"}]}},"required":["artifactId"],"type":"object"},
   ArtifactSummary: {"properties":{"createdAt":{"minimum":0,"type":"integer"},"expiresAt":{"minimum":0,"type":["integer","null"]},"id":{"$ref":"ArtifactId"},"mimeType":{"type":["string","null"]},"runId":{"anyOf":[{"$ref":"RunId"},{"type":"null"}]},"sessionId":{"anyOf":[{"$ref":"SessionId"},{"type":"null"}]},"sizeBytes":{"minimum":0,"type":["integer","null"]},"title":{"type":["string","null"]},"type":{"$ref":"ArtifactType"}},"required":["id","type","createdAt"],"type":"object"},
   ArtifactType: {"enum":["file","patch","diff","log","media","screenshot","trajectory","pull_request","workspace","unknown"],"type":"string"},
   ArtifactsDownloadResult: {"properties":{"artifact":{"$ref":"ArtifactSummary"},"url":{"type":"string"}},"required":["artifact","url"],"type":"object"},

@@ -283,10 +283,18 @@ export type ArgumentSummary = {
  */
 export type ArtifactId = string;
 
-/** `artifacts.get` and `artifacts.download`. */
+/**
+ * `artifacts.get` and `artifacts.download` (the seed's
+ * `artifacts.get(artifactId, { runId })`).
+ */
 export type ArtifactRef = {
   /** The artifact. */
   artifactId: ArtifactId;
+  /**
+   * The run it belongs to: an artifact of another run (or of none)
+   * is `not_found`, as a missing one is.
+   */
+  runId?: RunId | null;
 };
 
 /** The seed's `ArtifactSummary`. */
