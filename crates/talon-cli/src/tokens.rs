@@ -25,7 +25,17 @@ fn scope_help() -> String {
     }
     help.push_str("\nScopes:\n");
     for scope in Scope::ALL {
-        help.push_str(&format!("  {:<18} {}\n", scope.as_str(), scope.describe()));
+        let methods: Vec<&str> = scope.methods().iter().map(|m| m.name()).collect();
+        let opens = if methods.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", methods.join(", "))
+        };
+        help.push_str(&format!(
+            "  {:<18} {}{opens}\n",
+            scope.as_str(),
+            scope.describe()
+        ));
     }
     help.push_str("\nExample: talon token create --scope app --name web --expires-in 30d");
     help

@@ -127,18 +127,18 @@ fn help_lists_every_preset_and_scope() {
   admin              admin
 
 Scopes:
-  agent.read         list and inspect agents and models
-  agent.run          start runs (runs.create, sessions.send)
-  session.read       read sessions, runs, their events and results (wait, stream)
-  session.write      create, fork, compact and abort sessions; cancel runs
-  task.read          read background tasks
-  task.write         cancel tasks, change their notifications
-  approval.respond   answer approvals and questions
-  tools.invoke       call exposed tools directly
-  artifacts.read     list and download artifacts
-  environment.write  create and delete managed environments
+  agent.read         see agents, models and tools: agents.list, agents.get, models.list, models.status, tools.list, environments.list, environments.status
+  agent.run          start and cancel runs: runs.create, runs.cancel
+  session.read       read sessions, runs, approvals, questions and events: sessions.list, sessions.messages, runs.list, runs.get, runs.events, runs.wait, approvals.list, questions.list, events.subscribe, events.unsubscribe, tokens.ticket
+  session.write      create, change and delete sessions, and send to them: sessions.create, sessions.resolve, sessions.send, sessions.fork, sessions.compact, sessions.abort, sessions.delete, runs.delete
+  task.read          read background tasks: tasks.list, tasks.get, tasks.events
+  task.write         cancel background tasks: tasks.cancel
+  approval.respond   answer approvals and questions: approvals.respond, questions.respond
+  tools.invoke       call exposed tools directly: tools.invoke
+  artifacts.read     list and download artifacts: artifacts.list, artifacts.get, artifacts.download
+  environment.write  create and delete managed environments: environments.create, environments.delete
   metrics.read       read the Prometheus metrics (GET /metrics)
-  admin              everything, tokens.create included
+  admin              every method; only admin opens these: agents.create, agents.update, tokens.create, tokens.list, tokens.revoke
 
 Example: talon token create --scope app --name web --expires-in 30d"
     );

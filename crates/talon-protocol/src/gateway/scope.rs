@@ -87,23 +87,34 @@ impl Scope {
         }
     }
 
-    /// What it allows, in one line (for `--help` and the README).
+    /// What the scope is for, in a few words (the methods it opens are
+    /// [`Scope::methods`], read from the method table).
     pub fn describe(self) -> &'static str {
         match self {
-            Self::AgentRead => "list and inspect agents and models",
-            Self::AgentRun => "start runs (runs.create, sessions.send)",
-            Self::SessionRead => "read sessions, runs, their events and results (wait, stream)",
-            Self::SessionWrite => "create, fork, compact and abort sessions; cancel runs",
+            Self::AgentRead => "see agents, models and tools",
+            Self::AgentRun => "start and cancel runs",
+            Self::SessionRead => "read sessions, runs, approvals, questions and events",
+            Self::SessionWrite => "create, change and delete sessions, and send to them",
             Self::TaskRead => "read background tasks",
-            Self::TaskWrite => "cancel tasks, change their notifications",
+            Self::TaskWrite => "cancel background tasks",
             Self::ApprovalRespond => "answer approvals and questions",
             Self::ToolsInvoke => "call exposed tools directly",
             Self::ArtifactsRead => "list and download artifacts",
             Self::EnvironmentWrite => "create and delete managed environments",
             Self::MetricsRead => "read the Prometheus metrics (GET /metrics)",
-            Self::Admin => "everything, tokens.create included",
+            Self::Admin => "every method; only admin opens these",
             Self::Unknown => "a scope this client does not know",
         }
+    }
+
+    /// The methods of the table that need this scope, in table order
+    /// (`admin` opens every method, and needs none of its own).
+    pub fn methods(self) -> Vec<super::Method> {
+        super::Method::ALL
+            .iter()
+            .copied()
+            .filter(|method| method.spec().scope == self)
+            .collect()
     }
 
     /// The scope spelled `s`, if a gateway grants it.
