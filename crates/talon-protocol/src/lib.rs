@@ -27,7 +27,8 @@
 //!   `CodeModeTelemetry`, `ConsoleOutput`; the tool definitions (`ToolDefinition`, with
 //!   `replaySafe`) and `ToolErrorCode`, the stable code of a failed tool call whatever its
 //!   executor.
-//! - The App SDK's event envelope (`Event`, `EventType`) and, in `event_data.rs`, the typed `data`
+//! - The App SDK's event envelope (`Event`, `EventType`, every type declared once in
+//!   `event_types.rs`) and, in `event_data.rs`, the typed `data`
 //!   of every event type (`EventData`; `Event::typed` decodes the known ones, the envelope keeps
 //!   unknown types as JSON). The agent loop emits `EventData` only. The envelope adds `requestId`
 //!   to the seed's fields: the `x-request-id` of the call that caused the event (for a run's own

@@ -23,7 +23,7 @@ pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, Ap
                 .ok_or_else(|| not_found("message", at))?;
             kept.truncate(end + 1);
         }
-        let mut session = s.create_session(
+        let mut session = s.add_session(
             &parent.agent_id,
             p.key.map(Into::into),
             parent.metadata.clone(),
@@ -37,6 +37,7 @@ pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, Ap
         if let Some(stored) = s.sessions.iter_mut().find(|x| x.id == session.id) {
             *stored = session.clone();
         }
+        s.announce_session(&session);
         Ok(session)
     })
 }

@@ -154,8 +154,31 @@ impl State {
         self.runs.get(id).ok_or_else(|| not_found("run", id))
     }
 
-    /// A new session of `agent_id` (which must exist).
+    /// A new session of `agent_id` (which must exist), announced on the
+    /// log (`session.created`) as the gateway does.
     pub fn create_session(
+        &mut self,
+        agent_id: &str,
+        key: Option<String>,
+        metadata: talon_protocol::gateway::Metadata,
+    ) -> Result<Session, ApiError> {
+        let session = self.add_session(agent_id, key, metadata)?;
+        self.announce_session(&session);
+        Ok(session)
+    }
+
+    /// Announces `session`, just made: `session.created`.
+    pub fn announce_session(&mut self, session: &Session) {
+        self.push(talon_protocol::Event::of_session(
+            session,
+            session.created_at,
+            EventData::SessionCreated(session.clone()),
+        ));
+    }
+
+    /// A new session of `agent_id` (which must exist), not announced yet
+    /// (a fork is announced once it names its parent).
+    pub fn add_session(
         &mut self,
         agent_id: &str,
         key: Option<String>,

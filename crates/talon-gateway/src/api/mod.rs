@@ -211,6 +211,7 @@ impl Handler for Api {
             .create_session_by(&session, Some(&caller.token_id))
             .await
             .map_err(api_error)?;
+        self.announce_created(&session).await?;
         Ok(session)
     }
 
@@ -280,6 +281,7 @@ impl Handler for Api {
             .fork_session_by(&session, Some(&caller.token_id))
             .await
             .map_err(api_error)?;
+        self.announce_created(&session).await?;
         Ok(session)
     }
 

@@ -139,6 +139,7 @@ impl Api {
                 .create_session_by(&session, Some(&caller.token_id))
                 .await
                 .map_err(api_error)?;
+            self.announce_created(&session).await?;
             session
         };
         if let Some(agent) = &agent

@@ -38,6 +38,20 @@ pub(super) fn check_metadata(metadata: Metadata) -> Result<Metadata, ApiError> {
 }
 
 impl Api {
+    /// Announces a session just made (by `sessions.create`, `resolve`,
+    /// `fork`, or a run that needed one): `session.created` on the log,
+    /// the session its data.
+    pub(super) async fn announce_created(&self, session: &Session) -> Result<(), ApiError> {
+        let mut event = talon_protocol::Event::of_session(
+            session,
+            session.created_at,
+            talon_protocol::EventData::SessionCreated(session.clone()),
+        );
+        event.request_id = crate::observe::request_id();
+        self.store.append(vec![event]).await.map_err(api_error)?;
+        Ok(())
+    }
+
     pub(super) async fn find_agent(&self, id: &str) -> Result<Option<Agent>, ApiError> {
         if let Some(agent) = self.config_agents.iter().find(|a| a.id == id) {
             return Ok(Some(agent.clone()));
@@ -105,7 +119,10 @@ impl Api {
             .create_session_by(&session, Some(&caller.token_id))
             .await
         {
-            Ok(()) => Ok(session),
+            Ok(()) => {
+                self.announce_created(&session).await?;
+                Ok(session)
+            }
             // Another caller created it first: theirs is the session.
             Err(talon_store::StoreError::Exists { .. }) => self
                 .store

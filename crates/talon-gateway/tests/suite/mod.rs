@@ -22,6 +22,7 @@ mod retention;
 mod run_list;
 mod runs;
 mod scopes;
+mod session_events;
 mod ssh;
 mod stream;
 mod tokens;

@@ -294,7 +294,8 @@ async fn an_expired_cursor_is_410_before_the_stream_and_in_runs_events() {
     )
     .await
     .unwrap();
-    assert_eq!(again.rest().await[0].kind, "run.started");
+    // (Event 1 is the run's session's `session.created`.)
+    assert_eq!(again.rest().await[0].kind, "run.created");
     g.inject(Fault::ExpireCursor);
     let (status, body) = call(&g, "runs.events", json!({"runId": run_id, "after": "3"})).await;
     assert_eq!(
@@ -1001,7 +1002,10 @@ async fn the_websocket_serves_calls_and_subscriptions_with_the_sse_envelopes() {
             other => panic!("{other}"),
         }
     }
-    // Each event frame is the subscription's, with the SSE envelope.
+    // Each event frame is the subscription's, with the SSE envelope: the
+    // run's session's `session.created`, then the run's events.
+    assert_eq!(frames[0]["event"]["type"], "session.created");
+    frames.remove(0);
     let page = ok(&g, "runs.events", json!({"runId": run_id})).await;
     let expected: Vec<Value> = page["events"]
         .as_array()
@@ -1075,14 +1079,16 @@ async fn a_dropped_subscription_cuts_the_connection_and_resumes_by_cursor() {
         frame(&mut socket).await.unwrap(),
         json!({"id": 1, "ok": true, "result": {"subscriptionId": "sub_1"}, "type": "res"})
     );
-    // Every event once, in order, each whole.
+    // Every event once, in order, each whole: the session's
+    // `session.created`, then its run's.
     let page = ok(&g, "runs.events", json!({"runId": run_id})).await;
     let all = page["events"].as_array().unwrap();
-    while frames.len() < all.len() {
+    while frames.len() < all.len() + 1 {
         frames.push(frame(&mut socket).await.unwrap());
     }
     let events: Vec<Value> = frames.iter().map(|f| f["event"].clone()).collect();
-    pretty_assertions::assert_eq!(&events, all);
+    assert_eq!(events[0]["type"], "session.created");
+    pretty_assertions::assert_eq!(&events[1..], &all[..]);
     // And an expired cursor answers the subscription with the error.
     g.inject(Fault::ExpireCursor);
     send(&mut socket, 2, "events.subscribe", json!({"after": "1"})).await;
@@ -1163,7 +1169,12 @@ async fn shutdown_ends_open_streams_and_sockets() {
     let mut socket = connect(&g, g.token()).await.unwrap();
     g.script_run(FakeRun::reply("never").approval("exec", json!({})));
     create(&g, json!({"input": "wait"})).await;
-    assert_eq!(stream.next().await.unwrap().unwrap().kind, "run.created");
+    // The run's session is announced, then the run.
+    let mut kinds = Vec::new();
+    for _ in 0..2 {
+        kinds.push(stream.next().await.unwrap().unwrap().kind);
+    }
+    assert_eq!(kinds, ["session.created", "run.created"]);
     tokio::time::timeout(Duration::from_secs(5), g.shutdown())
         .await
         .expect("shutdown ends streams and connections");

@@ -207,8 +207,10 @@ async fn a_session_key_at_its_cap_is_kept_with_the_session_and_read_back_on_its_
             .iter()
             .all(|e| e.session_key.as_deref() == Some(key.as_str()))
     );
+    // The session's `session.created` first, then its run's.
+    assert_eq!(events[0].kind, talon_protocol::EventType::SessionCreated);
     let (_, page) = g
-        .call(&g.admin, "runs.events", json!({"runId": events[0].run_id}))
+        .call(&g.admin, "runs.events", json!({"runId": events[1].run_id}))
         .await;
     // Each event names the whole key.
     insta::assert_json_snapshot!(

@@ -31,10 +31,11 @@ describe("dropStream", () => {
       const cut = await sseText(await fetch(`${fake.url}/v1/runs/${run.id}/events`, { headers: { authorization: `Bearer ${fake.token}` } }));
       assert.deepEqual(
         sseEvents(cut).map((e) => [e.id, e.type]),
+        // Event 1 is the run's session's `session.created`.
         [
-          ["1", "run.created"],
-          ["2", "run.started"],
-          ["3", "assistant.delta"],
+          ["2", "run.created"],
+          ["3", "run.started"],
+          ["4", "assistant.delta"],
         ],
       );
       assert.ok(!cut.includes("event: error"));

@@ -25,15 +25,16 @@ describe("a scripted run", () => {
       const events = await collect(run.events());
       const result = await run.wait();
       const ids = new Map<string, string>();
+      // Event 1 is the run's session's `session.created`.
       assert.deepEqual(normalised(events, ids), [
-        { version: 1, id: "1", ts: "<time>", type: "run.created", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { input: "What do my notes say?" }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "2", ts: "<time>", type: "run.started", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { model: "mock-model", surface: "direct", tools: ["edit", "exec", "grep", "list", "read", "write", "ask_user"] }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "3", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "Hello fr" }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "4", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "om the S" }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "5", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "DK suite" }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "6", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "." }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "7", ts: "<time>", type: "assistant.message", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { finishReason: "stop", text: "Hello from the SDK suite.", toolCalls: 0 }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "8", ts: "<time>", type: "run.completed", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { durationMs: "<ms>", text: "Hello from the SDK suite.", toolCalls: 0, turns: 1, usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "2", ts: "<time>", type: "run.created", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { input: "What do my notes say?" }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "3", ts: "<time>", type: "run.started", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { model: "mock-model", surface: "direct", tools: ["edit", "exec", "grep", "list", "read", "write", "ask_user"] }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "4", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "Hello fr" }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "5", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "om the S" }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "6", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "DK suite" }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "7", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "." }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "8", ts: "<time>", type: "assistant.message", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { finishReason: "stop", text: "Hello from the SDK suite.", toolCalls: 0 }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "9", ts: "<time>", type: "run.completed", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { durationMs: "<ms>", text: "Hello from the SDK suite.", toolCalls: 0, turns: 1, usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } }, sessionKey: "main:<sess_1>" },
       ]);
       assert.deepEqual(normalised(result, ids), {
         artifacts: [

@@ -149,8 +149,9 @@ describe("event streams", () => {
           ["run.completed", "<run_1>"],
         ],
       );
-      const resumed = sseEvents(await sseText(await fetch(`${fake.url}/v1/runs/${a.id}/events?after=1`, { headers: { ...auth, "last-event-id": "7" } })));
-      assert.deepEqual(resumed.map((e) => e.id), ["8"]);
+      // Run a's events are 2 to 9 (1 is its session's `session.created`).
+      const resumed = sseEvents(await sseText(await fetch(`${fake.url}/v1/runs/${a.id}/events?after=1`, { headers: { ...auth, "last-event-id": "8" } })));
+      assert.deepEqual(resumed.map((e) => e.id), ["9"]);
       const bad = [
         [`/v1/runs/${a.id}/events?after=x`, 400, '"x" is not an event id'],
         ["/v1/events?types=nope", 400, 'unknown event type "nope"'],
@@ -262,7 +263,7 @@ describe("the WebSocket", () => {
         ws.send(JSON.stringify({ type: "req", id: 1, method: "events.subscribe", params: { after: "0", types: ["run.created"] } }));
         assert.deepEqual(await ws.next(), { id: 1, ok: true, result: { subscriptionId: "sub_1" }, type: "res" });
         const frame = (await ws.next()) as { type: string; subscriptionId: string; event: { id: string; type: string } };
-        assert.deepEqual([frame.type, frame.subscriptionId, frame.event.id, frame.event.type], ["event", "sub_1", "1", "run.created"]);
+        assert.deepEqual([frame.type, frame.subscriptionId, frame.event.id, frame.event.type], ["event", "sub_1", "2", "run.created"]);
         ws.send(JSON.stringify({ type: "req", id: 2, method: "events.unsubscribe", params: { subscriptionId: "sub_1" } }));
         assert.deepEqual(await ws.next(), { id: 2, ok: true, result: {}, type: "res" });
         ws.send(JSON.stringify({ type: "req", id: 3, method: "events.unsubscribe", params: { subscriptionId: "sub_1" } }));

@@ -78,9 +78,10 @@ export function fork(state: State, p: P.SessionsForkParams): P.Session {
     if (at < 0) throw notFound("message", p.atMessageId);
     kept = kept.slice(0, at + 1);
   }
-  const session = state.createSession(parent.agentId, p.key, parent.metadata);
+  const session = state.addSession(parent.agentId, p.key, parent.metadata);
   session.parentId = parent.id;
   if (p.atMessageId) session.forkedAtMessageId = p.atMessageId;
+  state.announceSession(session);
   state.messages.set(
     session.id,
     kept.map((m) => ({ ...copy(m), sessionId: session.id })),

@@ -250,8 +250,20 @@ export class State {
     return record;
   }
 
-  /** A new session of `agentId` (which must exist). */
+  /** A new session of `agentId` (which must exist), announced on the log (`session.created`) as the gateway does. */
   createSession(agentId: string, key?: string | null, metadata?: Record<string, unknown> | null): P.Session {
+    const session = this.addSession(agentId, key, metadata);
+    this.announceSession(session);
+    return session;
+  }
+
+  /** Announces `session`, just made: `session.created`. */
+  announceSession(session: P.Session): void {
+    this.push(sessionEvent(session, { type: "session.created", data: copy(session) }));
+  }
+
+  /** A new session of `agentId` (which must exist), not announced yet (a fork is announced once it names its parent). */
+  addSession(agentId: string, key?: string | null, metadata?: Record<string, unknown> | null): P.Session {
     if (!this.agent(agentId)) throw notFound("agent", agentId);
     if (key && this.sessionByKey(key)) throw conflict(`session ${JSON.stringify(key)} already exists`);
     const id = this.newId("sess");
