@@ -425,28 +425,10 @@ impl Engine {
             return;
         };
         let every = (age / 2).clamp(MIN_PURGE_INTERVAL, MAX_PURGE_INTERVAL);
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if self
-                .inner
-                .draining
-                .load(std::sync::atomic::Ordering::SeqCst)
-            {
-                return;
-            }
-            match self
-                .inner
-                .store
-                .purge_artifacts(talon_store::now_ms())
-                .await
-            {
-                Ok(0) => {}
-                Ok(n) => tracing::debug!(purged = n, "expired artifacts purged"),
-                Err(error) => tracing::warn!(%error, "expired artifacts could not be purged"),
-            }
-        }
+        self.purge_every(every, "expired artifacts", |store, now| async move {
+            store.purge_artifacts(now).await
+        })
+        .await;
     }
 }
 

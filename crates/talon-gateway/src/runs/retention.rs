@@ -55,7 +55,23 @@ impl Engine {
             .ok()
             .and_then(|plan| plan.code_mode)
             .map(|code_mode| code_mode.snapshot_ttl);
-        let mut tick = tokio::time::interval(cell_purge_interval(ttl));
+        self.purge_every(
+            cell_purge_interval(ttl),
+            "expired code mode cells",
+            |store, now| async move { store.purge_cells(now).await },
+        )
+        .await;
+    }
+
+    /// Runs `purge` (on the store, at the time) every `every` until the
+    /// engine drains, logging how many of `what` it removed: the timers of
+    /// expired cells and artifacts.
+    pub(super) async fn purge_every<F, Fut>(self, every: Duration, what: &'static str, purge: F)
+    where
+        F: Fn(talon_store::Store, u64) -> Fut,
+        Fut: std::future::Future<Output = Result<u64, talon_store::StoreError>>,
+    {
+        let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
@@ -66,12 +82,10 @@ impl Engine {
             {
                 return;
             }
-            match self.inner.store.purge_cells(talon_store::now_ms()).await {
+            match purge(self.inner.store.clone(), talon_store::now_ms()).await {
                 Ok(0) => {}
-                Ok(n) => tracing::debug!(purged = n, "expired code mode cells deleted"),
-                Err(error) => {
-                    tracing::warn!(%error, "expired code mode cells could not be deleted")
-                }
+                Ok(n) => tracing::debug!(purged = n, what, "purged"),
+                Err(error) => tracing::warn!(%error, what, "could not be purged"),
             }
         }
     }
