@@ -93,6 +93,7 @@ fn surface(env: &Env, kind: &str, runner: &Arc<ToolRunner>, run: &str) -> Arc<dy
                 mcp: Some(Arc::new(env.manager.clone())),
                 plugin_config: Value::Null,
                 exec_hooks: Vec::new(),
+                resume: Vec::new(),
             }))
         }
         mode => {

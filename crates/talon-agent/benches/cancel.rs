@@ -444,6 +444,7 @@ fn code_mode_run(
         mcp: mcp.map(|m| Arc::new(m.clone()) as Arc<dyn talon_tools::McpServers>),
         plugin_config: Value::Null,
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     }))
 }
 

@@ -234,6 +234,15 @@ impl talon_tools::UpdateSink for UpdateEvents {
     fn update(&self, call_id: &str, update: Value) {
         self.0.emit(EventData::ToolCallDelta(ToolCallDeltaData {
             call_id: call_id.to_owned(),
+            parent_id: None,
+            update: talon_tools::runner::cap(update, MAX_EVENT_RESULT),
+        }));
+    }
+
+    fn nested_update(&self, call_id: &str, parent_id: &str, update: Value) {
+        self.0.emit(EventData::ToolCallDelta(ToolCallDeltaData {
+            call_id: call_id.to_owned(),
+            parent_id: Some(parent_id.to_owned()),
             update: talon_tools::runner::cap(update, MAX_EVENT_RESULT),
         }));
     }

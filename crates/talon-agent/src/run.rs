@@ -25,7 +25,7 @@ use talon_protocol::event_data::{
 use talon_protocol::gateway::Usage as EventUsage;
 use talon_protocol::gateway::{ApiError, ErrorCode};
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
-use talon_tools::{RunContext, SurfaceReply, ToolSurface};
+use talon_tools::{AppCall, RunContext, SurfaceReply, ToolSurface};
 use tracing::Instrument as _;
 
 use crate::events::{MAX_EVENT_RESULT, RunEvents, wire_tool_call};
@@ -75,8 +75,13 @@ pub struct RunResult {
     /// client tool calls left [`RunResult::pending`].
     pub messages: Vec<Message>,
     /// Client tool calls of the last turn, left for the app to answer
-    /// (the run completed with them open).
+    /// (the run completed with them open): the model's own, and those a
+    /// Code Mode cell made (ids `<exec call id>/<n>`).
     pub pending: Vec<ToolCallRequest>,
+    /// The model calls left open because they wait for those answers (an
+    /// `exec` whose cell called client tools); the app's answers resume
+    /// them ([`AgentRun::proceed`]).
+    pub held: Vec<String>,
 }
 
 /// A run's state at the end of a turn (every tool call of the turn
@@ -176,9 +181,13 @@ impl AgentRun<'_> {
 
     /// Asks the model to go on from `history` alone, whose last messages
     /// answer tool calls (the app answered client tool calls a previous
-    /// run left pending).
-    pub async fn proceed(&self, history: Vec<Message>) -> RunResult {
-        self.go(history, Checkpoint::input(None), false).await
+    /// run left pending). The calls in `reopen` (model calls of the last
+    /// assistant message a previous run held open, [`RunResult::held`])
+    /// are made again first: the surface resumes what waited for the
+    /// app's answers.
+    pub async fn proceed(&self, history: Vec<Message>, reopen: Vec<ToolCallRequest>) -> RunResult {
+        self.go_from(history, Checkpoint::input(None), false, reopen)
+            .await
     }
 
     /// Goes on with a run from its last checkpoint (its process died
@@ -191,6 +200,16 @@ impl AgentRun<'_> {
     }
 
     async fn go(&self, history: Vec<Message>, from: Checkpoint, resumed: bool) -> RunResult {
+        self.go_from(history, from, resumed, Vec::new()).await
+    }
+
+    async fn go_from(
+        &self,
+        history: Vec<Message>,
+        from: Checkpoint,
+        resumed: bool,
+        reopen: Vec<ToolCallRequest>,
+    ) -> RunResult {
         let started = Instant::now();
         self.events.emit(EventData::RunStarted(RunStartedData {
             model: self.options.model.clone(),
@@ -218,6 +237,7 @@ impl AgentRun<'_> {
             error: None,
             messages: Vec::new(),
             pending: Vec::new(),
+            held: Vec::new(),
         };
         let in_flight = InFlight::default();
         let transcript = Mutex::new(from.messages);
@@ -228,7 +248,7 @@ impl AgentRun<'_> {
             () = self.ctx.cancel.cancelled() => Stop::Cancelled,
             turns = tokio::time::timeout(
                 self.options.timeout,
-                self.turns(history, &transcript, &mut result, &in_flight),
+                self.turns(history, &transcript, &mut result, &in_flight, reopen),
             ) => turns.map_or(Stop::TimedOut, Stop::Returned),
         };
         result.duration = started.elapsed();
@@ -295,8 +315,14 @@ impl AgentRun<'_> {
         if status != RunStatus::Completed {
             // Only a completed run leaves calls for the app to answer.
             result.pending.clear();
+            result.held.clear();
         }
-        let open: HashSet<&str> = result.pending.iter().map(|c| c.id.as_str()).collect();
+        let open: HashSet<&str> = result
+            .pending
+            .iter()
+            .map(|c| c.id.as_str())
+            .chain(result.held.iter().map(String::as_str))
+            .collect();
         let message = result.error.as_ref().map(|e| e.message.as_str());
         answer_dangling(&mut result.messages, &open, message);
         self.events.emit(kind(RunEndedData {
@@ -324,6 +350,7 @@ impl AgentRun<'_> {
         transcript: &Mutex<Vec<Message>>,
         result: &mut RunResult,
         in_flight: &InFlight,
+        reopen: Vec<ToolCallRequest>,
     ) -> Result<(), ApiError> {
         let mut system = self.options.system_prompt.clone();
         if let Some(prompt) = self.surface.prompt() {
@@ -336,7 +363,9 @@ impl AgentRun<'_> {
         let tools = Arc::new(self.surface.tools());
         // A run resumed inside a turn (its checkpoint taken as the turn's
         // calls started) makes that turn's calls before asking the model.
+        // So does a run that resumes calls an earlier run held open.
         let mut open = match lock(transcript).last() {
+            _ if !reopen.is_empty() => Some(reopen),
             Some(Message::Assistant { tool_calls, .. }) if !tool_calls.is_empty() => {
                 Some(tool_calls.clone())
             }
@@ -372,7 +401,14 @@ impl AgentRun<'_> {
                     .map(|(number, call)| self.call(call, number, in_flight)),
             )
             .await;
-            for (call, content) in own.iter().zip(outputs) {
+            let mut awaited = Vec::new();
+            for (call, (content, awaiting)) in own.iter().zip(outputs) {
+                if !awaiting.is_empty() {
+                    // Left open: the app's answers resume it next run.
+                    result.held.push(call.id.clone());
+                    awaited.extend(awaiting.into_iter().map(|app| self.app_call(call, app)));
+                    continue;
+                }
                 let answer = Message::Tool {
                     call_id: call.id.clone(),
                     content,
@@ -380,9 +416,9 @@ impl AgentRun<'_> {
                 lock(transcript).push(answer.clone());
                 messages.push(answer);
             }
-            if !client.is_empty() {
+            if !client.is_empty() || !awaited.is_empty() {
                 // The app answers these on its next run.
-                result.pending = client.into_iter().cloned().collect();
+                result.pending = client.into_iter().cloned().chain(awaited).collect();
                 return Ok(());
             }
             self.events.checkpoint(Checkpoint {
@@ -426,6 +462,14 @@ impl AgentRun<'_> {
             thinking: self.options.thinking,
             cache: self.options.cache,
         };
+        if let Err(reason) = self.surface.check_offered(&request.tools) {
+            // Fail closed: the request is never sent.
+            return Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("the model request was not sent: {reason}"),
+            )
+            .with_details(json!({"check": "offeredTools"})));
+        }
         crate::payload::debug_payload(&request);
         let events = self.events.clone();
         let expose = self.options.reasoning != Reasoning::Off;
@@ -483,7 +527,34 @@ impl AgentRun<'_> {
 
     /// One tool call the model made (the run's `number`th); returns the
     /// tool message content.
-    async fn call(&self, call: &ToolCallRequest, number: u32, in_flight: &InFlight) -> String {
+    /// A client tool call a model call made inside it, announced as a
+    /// nested call of `parent` and left for the app.
+    fn app_call(&self, parent: &ToolCallRequest, app: AppCall) -> ToolCallRequest {
+        self.events
+            .emit(EventData::ToolCallStarted(ToolCallStartedData {
+                call_id: app.call_id.clone(),
+                parent_id: Some(parent.id.clone()),
+                name: app.name.clone(),
+                source: Some(ToolSource::Client),
+                arguments: Some(app.arguments.clone()),
+                // The app answers it: nothing here to repeat.
+                replay_safe: true,
+            }));
+        ToolCallRequest {
+            id: app.call_id,
+            name: app.name,
+            arguments: app.arguments.to_string(),
+        }
+    }
+
+    /// Makes one model call: what the model is told, and the app's calls
+    /// it waits for (none: it has its answer).
+    async fn call(
+        &self,
+        call: &ToolCallRequest,
+        number: u32,
+        in_flight: &InFlight,
+    ) -> (String, Vec<AppCall>) {
         let started = Instant::now();
         let args: Value = match serde_json::from_str(&call.arguments) {
             Ok(args) => args,
@@ -508,7 +579,10 @@ impl AgentRun<'_> {
                         status: Some("invalid_input".into()),
                         error: json!(error),
                     }));
-                return json!({"error": error, "status": "invalid_input"}).to_string();
+                return (
+                    json!({"error": error, "status": "invalid_input"}).to_string(),
+                    Vec::new(),
+                );
             }
         };
         self.events
@@ -522,7 +596,11 @@ impl AgentRun<'_> {
             }));
         in_flight.start(number, call);
         let span = crate::trace::tool(&call.name, &call.id);
-        let SurfaceReply { value, ok } = self
+        let SurfaceReply {
+            value,
+            ok,
+            awaiting,
+        } = self
             .surface
             .handle(&self.ctx, &call.id, &call.name, args)
             .instrument(span.clone())
@@ -533,6 +611,10 @@ impl AgentRun<'_> {
         drop(span);
         in_flight.finish(number);
         let ms = started.elapsed().as_millis() as u64;
+        if !awaiting.is_empty() {
+            // Neither completed nor failed: it goes on when the app answers.
+            return (value.to_string(), awaiting);
+        }
         if ok {
             self.events
                 .emit(EventData::ToolCallCompleted(ToolCallCompletedData {
@@ -556,7 +638,7 @@ impl AgentRun<'_> {
                     error: value.clone(),
                 }));
         }
-        value.to_string()
+        (value.to_string(), Vec::new())
     }
 }
 

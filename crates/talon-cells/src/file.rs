@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use talon_fs::{FsError, Symlinks};
 use talon_protocol::CellId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use crate::key;
 use crate::record::{
@@ -27,8 +28,8 @@ use crate::record::{
     millis,
 };
 use crate::{
-    CellError, CellScope, NestedResult, SnapshotStore, StoreLimits, SuspendedCell, check_put,
-    settle_in,
+    CellError, CellHeader, CellScope, NestedResult, SnapshotStore, StoreLimits, SuspendedCell,
+    check_put, settle_in,
 };
 
 /// Temporary files and holds older than this are left over by a writer
@@ -566,5 +567,33 @@ impl SnapshotStore for FileStore {
             Some(hold) => self.settle_held(id, &path, &hold, host_call_id, result),
             None => Ok(false),
         }
+    }
+
+    fn session_cells(&self, session: &SessionId) -> Result<Vec<CellHeader>, CellError> {
+        let _guard = self.guard()?;
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| at(&self.dir, e))?;
+        let now = SystemTime::now();
+        let mut found = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".cell")) else {
+                continue;
+            };
+            if !valid_id(id) {
+                continue;
+            }
+            // Records are replaced by rename: a read sees one whole. One
+            // that fails its checks is `take`'s to report.
+            let Ok((cell, stamp)) = self.read_record(id, &entry.path()) else {
+                continue;
+            };
+            if &cell.scope.session_id == session
+                && cell.expires_at > now
+                && self.check_marker(id, &cell, stamp).is_ok()
+            {
+                found.push(cell.header());
+            }
+        }
+        Ok(found)
     }
 }

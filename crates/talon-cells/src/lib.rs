@@ -278,6 +278,35 @@ pub trait SnapshotStore: Send + Sync {
         host_call_id: u64,
         result: NestedResult,
     ) -> Result<bool, CellError>;
+    /// The unexpired cells of `session` (of any of its runs), without
+    /// their snapshots: how a session's next run finds the cells that wait
+    /// for its app's answers. A record that fails its checks is left out.
+    fn session_cells(&self, session: &SessionId) -> Result<Vec<CellHeader>, CellError>;
+}
+
+/// A stored cell without its snapshot ([`SnapshotStore::session_cells`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellHeader {
+    /// The cell's id.
+    pub id: CellId,
+    /// Who may resume it.
+    pub scope: CellScope,
+    /// Calls still open when the cell was suspended.
+    pub pending: Vec<PendingNestedCall>,
+    /// What else the runtime keeps with the cell.
+    pub meta: Value,
+}
+
+impl SuspendedCell {
+    /// The cell without its snapshot.
+    pub fn header(self) -> CellHeader {
+        CellHeader {
+            id: self.id,
+            scope: self.scope,
+            pending: self.pending,
+            meta: self.meta,
+        }
+    }
 }
 
 impl SuspendedCell {
@@ -399,5 +428,15 @@ impl SnapshotStore for MemoryStore {
             .cells()?
             .get_mut(id)
             .is_some_and(|cell| settle_in(cell, host_call_id, result)))
+    }
+
+    fn session_cells(&self, session: &SessionId) -> Result<Vec<CellHeader>, CellError> {
+        let now = SystemTime::now();
+        Ok(self
+            .cells()?
+            .values()
+            .filter(|c| &c.scope.session_id == session && c.expires_at > now)
+            .map(|c| c.clone().header())
+            .collect())
     }
 }

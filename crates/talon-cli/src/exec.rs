@@ -150,6 +150,7 @@ async fn run_async(args: ExecArgs) -> ExitCode {
                 mcp: tools.mcp.clone(),
                 plugin_config: Value::Null,
                 exec_hooks: Vec::new(),
+                resume: Vec::new(),
             });
             match request {
                 Request::Exec(code) => {

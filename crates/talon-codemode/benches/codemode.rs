@@ -87,6 +87,7 @@ fn run(code_mode: &CodeMode) -> CodeModeRun {
         mcp: None,
         plugin_config: Value::Null,
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     })
 }
 

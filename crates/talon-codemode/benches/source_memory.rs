@@ -165,6 +165,7 @@ fn child(mode: &str, kind: &str, language: &str, size: usize) {
         mcp: None,
         plugin_config: json!({}),
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     });
     // Warm the runtime (engine, image, first VM) so only the cell counts.
     let warm = runtime.block_on(run.exec("warm", json!({"code": "return 1"})));

@@ -44,7 +44,9 @@
 //!   Code Mode's `CellHost` (nested calls as tasks, at most `maxPendingToolCalls` at once, up to
 //!   1,024 outstanding, each recording its result in the store); `cell/suspend.rs` snapshots and
 //!   stores a cell that yielded or whose calls outlive the step (`waiting`), and rebuilds it on
-//!   `wait`.
+//!   `wait`; `cell/app.rs`: client tools called from a cell (the cell is stored as soon as only
+//!   the app can answer, its `exec` stays open, and the session's next run resumes it with the
+//!   answers: `awaiting_cells`, `answer_cell`, `RunSetup::resume`).
 //! - `store`: re-exports `talon-cells`' stores and adds `default_store_key` (`StoreKey::derive`
 //!   over `talon_sandbox::host_secret`, kept in the cache directory, not the state directory) and
 //!   `open_file_store`. The record format and what holds against a writable state directory are in
@@ -82,6 +84,7 @@ pub mod view;
 
 pub use view::{ApiPathError, McpApiForm};
 
+pub use cell::app::{AwaitingCell, answer_cell, answered_by_app, awaiting_cells};
 pub use config::{CodeModeConfig, CodeModeConfigError, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
 pub use namespaces::{
@@ -94,8 +97,8 @@ pub use runtime::{
     RunTools, RuntimeUnavailable, applies, prelude,
 };
 pub use store::{
-    CellError, CellScope, FileStore, MemoryStore, NestedError, NestedResult, PendingNestedCall,
-    SnapshotStore, StoreLimits, SuspendedCell, open_file_store,
+    CellError, CellHeader, CellScope, FileStore, MemoryStore, NestedError, NestedResult,
+    PendingNestedCall, SnapshotStore, StoreLimits, SuspendedCell, open_file_store,
 };
 pub use surface::CodeModeSurface;
 

@@ -15,11 +15,12 @@ use talon_protocol::ModelTool;
 use talon_protocol::{CellId, CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
 use talon_sandbox::{CellEngine, Prelude, SandboxConfig, SandboxError};
 use talon_tools::{
-    BoxFuture, Catalog, HookDecision, McpServers, RunContext, SurfaceReply, ToolRunner,
+    AppCall, BoxFuture, Catalog, HookDecision, McpServers, RunContext, SurfaceReply, ToolRunner,
     ToolSurface, direct_call,
 };
 
 use crate::bridge::{Bridge, PRELUDE_FUNCTIONS};
+use crate::cell::app::AwaitingCell;
 use crate::cell::host::Meta;
 use crate::cell::{CellState, Live};
 use crate::config::{CodeModeConfig, Language};
@@ -243,6 +244,12 @@ impl CodeMode {
             surface,
             bridge,
             hooks: setup.exec_hooks,
+            resume: setup
+                .resume
+                .into_iter()
+                .map(|cell| (cell.parent.clone(), cell))
+                .collect(),
+            awaiting: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -261,6 +268,10 @@ pub struct RunSetup {
     pub plugin_config: Value,
     /// Hooks on the outer `exec`.
     pub exec_hooks: Vec<Arc<dyn ExecHook>>,
+    /// Cells earlier runs of the session left waiting for the app, whose
+    /// answers are now in the store: making their `exec` call again
+    /// resumes them (see `cell::app`).
+    pub resume: Vec<AwaitingCell>,
 }
 
 /// Code Mode for one run.
@@ -272,6 +283,10 @@ pub struct CodeModeRun {
     surface: CodeModeSurface,
     pub(crate) bridge: Bridge,
     hooks: Vec<Arc<dyn ExecHook>>,
+    /// `RunSetup::resume` by the `exec` call each belongs to.
+    resume: HashMap<String, AwaitingCell>,
+    /// The client calls each cell this run stored waits for.
+    pub(crate) awaiting: Mutex<HashMap<CellId, Vec<AppCall>>>,
 }
 
 impl std::fmt::Debug for CodeModeRun {
@@ -330,6 +345,12 @@ impl CodeModeRun {
         let started = Instant::now();
         self.bridge.telemetry.execs.fetch_add(1, Ordering::Relaxed);
         self.purge_now_and_then();
+        if let Some(cell) = self.resume.get(call_id) {
+            // Made again after the app answered: the cell goes on.
+            return self
+                .resume_stored(&cell.cell_id, &cell.scope, started)
+                .await;
+        }
         let mut args = args;
         if !self.hooks.is_empty() {
             let event = ExecHookEvent {
@@ -390,9 +411,20 @@ impl CodeModeRun {
                 Some(CodeModeErrorCode::InvalidInput),
             );
         };
+        self.resume_stored(&cell_id, &self.scope, started).await
+    }
+
+    /// Takes the cell `cell_id` stored under `scope` and drives it on.
+    async fn resume_stored(
+        &self,
+        cell_id: &CellId,
+        scope: &CellScope,
+        started: Instant,
+    ) -> CodeModeResult {
+        let cell_id = cell_id.clone();
         let mut events = Vec::new();
         if self.ctx.is_cancelled() {
-            if self.shared.store.take(&cell_id, &self.scope).is_ok() {
+            if self.shared.store.take(&cell_id, scope).is_ok() {
                 events.push(event("deleted", &cell_id, None));
             }
             self.forget(&cell_id);
@@ -403,7 +435,7 @@ impl CodeModeRun {
                 Some(CodeModeErrorCode::Aborted),
             );
         }
-        let record = match self.shared.store.take(&cell_id, &self.scope) {
+        let record = match self.shared.store.take(&cell_id, scope) {
             Ok(record) => record,
             Err(e) => {
                 let code = match &e {
@@ -500,6 +532,23 @@ impl ToolSurface for CodeModeRun {
                     .any(|e| e.tool.name == name && e.tool.replay_safe))
     }
 
+    /// The seed's promise: the model is offered `exec`, `wait` and the
+    /// tools configured direct-only, nothing else.
+    fn check_offered(&self, offered: &[ModelTool]) -> Result<(), String> {
+        let direct = self.bridge.runner.catalog().direct_only();
+        match offered.iter().find(|t| {
+            !matches!(t.name.as_str(), "exec" | "wait")
+                && !direct.iter().any(|e| e.tool.name == t.name)
+        }) {
+            Some(other) => Err(format!(
+                "Code Mode offers the model exec, wait and direct-only tools only, and the \
+                 request offered {:?}",
+                other.name.chars().take(128).collect::<String>()
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// `exec` and `wait` run cells in this run's context; any other name
     /// is a direct-only tool or unknown.
     fn handle<'a>(
@@ -512,9 +561,20 @@ impl ToolSurface for CodeModeRun {
         Box::pin(async move {
             if let Some(result) = self.handle(call_id, name, args.clone()).await {
                 let ok = !matches!(result, CodeModeResult::Failed { .. });
+                let awaiting = match &result {
+                    CodeModeResult::Waiting { cell_id, .. } => self
+                        .awaiting
+                        .lock()
+                        .ok()
+                        .and_then(|mut a| a.remove(cell_id))
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                let value = serde_json::to_value(&result).unwrap_or(Value::Null);
                 return SurfaceReply {
-                    value: serde_json::to_value(&result).unwrap_or(Value::Null),
+                    value,
                     ok,
+                    awaiting,
                 };
             }
             let runner = &self.bridge.runner;

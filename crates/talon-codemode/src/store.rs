@@ -6,9 +6,9 @@
 //! do not survive the process, like snapshots).
 
 pub use talon_cells::{
-    CellError, CellScope, FileStore, HEADER_CAP, MemoryStore, NestedError, NestedResult,
-    PendingNestedCall, SnapshotStore, StoreKey, StoreLimits, SuspendedCell, decode_record,
-    reseal_record, seal_record,
+    CellError, CellHeader, CellScope, FileStore, HEADER_CAP, MemoryStore, NestedError,
+    NestedResult, PendingNestedCall, SnapshotStore, StoreKey, StoreLimits, SuspendedCell,
+    decode_record, reseal_record, seal_record,
 };
 use talon_sandbox::SandboxConfig;
 

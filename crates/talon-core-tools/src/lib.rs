@@ -49,6 +49,7 @@
 //! to outside files (same inode, indistinguishable by path).
 
 pub mod approval;
+mod deltas;
 mod files;
 mod path;
 mod search;
@@ -65,6 +66,7 @@ use talon_tools::{
 };
 
 pub use approval::PolicyApprover;
+pub use deltas::{DELTA_CHUNK, DELTA_INTERVAL, MAX_DELTA_BYTES, Updates};
 pub use shell::{KeepLog, RemoteHost, ShellOptions};
 pub use talon_jail::{Access, Jail, Network};
 
@@ -208,6 +210,7 @@ impl CoreTools {
     pub async fn exec_logged(
         &self,
         ctx: &RunContext,
+        call_id: &str,
         args: &Value,
         keep: KeepLog,
     ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
@@ -224,6 +227,10 @@ impl CoreTools {
             Some(MAX_LOG_BYTES),
             keep,
             &self.shell,
+            Updates {
+                sink: ctx.updates.as_ref(),
+                call_id,
+            },
         )
         .await
     }
@@ -243,7 +250,13 @@ impl CoreTools {
             .map_err(|e| ToolError::new(ToolErrorCode::Internal, format!("the read failed: {e}")))?
     }
 
-    async fn run(&self, ctx: &RunContext, name: &str, args: &Value) -> Result<Value, ToolError> {
+    async fn run(
+        &self,
+        ctx: &RunContext,
+        call_id: &str,
+        name: &str,
+        args: &Value,
+    ) -> Result<Value, ToolError> {
         if name == "exec" {
             let command = files::text_arg(name, args, "command")?;
             let timeout = args["timeoutMs"]
@@ -258,6 +271,10 @@ impl CoreTools {
                 None,
                 KeepLog::WhenCut,
                 &self.shell,
+                Updates {
+                    sink: ctx.updates.as_ref(),
+                    call_id,
+                },
             )
             .await
             .map(|(value, _)| value);
@@ -289,6 +306,6 @@ impl ToolExecutor for CoreTools {
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        Box::pin(self.run(ctx, &entry.tool.name, &call.args))
+        Box::pin(self.run(ctx, &call.call_id, &entry.tool.name, &call.args))
     }
 }

@@ -12,6 +12,7 @@
 //! (`talon-jail`): refused, saying why, where the host cannot make one,
 //! unless the admin chose the unsandboxed mode.
 
+use crate::deltas::{DELTA_INTERVAL, Deltas, Stream, Updates};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -134,13 +135,6 @@ struct Log {
     open: [Vec<u8>; 2],
 }
 
-/// Which stream a piece of output came from.
-#[derive(Clone, Copy)]
-enum Stream {
-    Out = 0,
-    Err = 1,
-}
-
 /// The longest line the log holds open; a longer one goes in as it is.
 const MAX_OPEN_LINE: usize = 64 * 1024;
 
@@ -210,6 +204,10 @@ pub enum KeepLog {
 /// Runs `command` with `sh -c` in `root`. With `log_cap`, also keeps both
 /// streams as they arrived, line by line, up to that many bytes, and returns them as
 /// `keep` says.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one private entry point; its callers name each part"
+)]
 pub(super) async fn exec(
     root: &Path,
     command: &str,
@@ -218,8 +216,12 @@ pub(super) async fn exec(
     log_cap: Option<usize>,
     keep: KeepLog,
     options: &ShellOptions,
+    updates: Updates<'_>,
 ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
     let mut log = log_cap.map(Log::new);
+    let mut deltas = Deltas::new(updates);
+    let mut tick = tokio::time::interval(DELTA_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let jail = &options.jail;
     let spec = Spec {
         workspace: root,
@@ -299,6 +301,7 @@ pub(super) async fn exec(
                 Some(n) => {
                     out.push(&out_buf[..n]);
                     Log::push(&mut log, Stream::Out, &out_buf[..n]);
+                    deltas.push(Stream::Out, &out_buf[..n]);
                 }
                 None => stdout = None,
             },
@@ -306,6 +309,7 @@ pub(super) async fn exec(
                 Some(n) => {
                     err.push(&err_buf[..n]);
                     Log::push(&mut log, Stream::Err, &err_buf[..n]);
+                    deltas.push(Stream::Err, &err_buf[..n]);
                 }
                 None => stderr = None,
             },
@@ -328,6 +332,7 @@ pub(super) async fn exec(
                 Some(status) => break End::Exited(status),
                 None => break End::Aborted,
             },
+            _ = tick.tick(), if deltas.waiting() => deltas.flush(),
             _ = disk.tick(), if watch.is_some() && status.is_none() => {
                 if let Some(Err(low)) = watch.as_ref().map(DiskWatch::check) {
                     break End::DiskLow(low);
@@ -337,6 +342,7 @@ pub(super) async fn exec(
     };
     group.kill();
     drop((stdout, stderr));
+    deltas.finish();
     let outcome = match end {
         End::Exited(status) => {
             let truncated = out.truncated() || err.truncated();

@@ -35,17 +35,20 @@
 //!
 //! No MCP call bypasses `ToolRunner` (the executor is only reached from it); no child outlives its
 //! manager (process group, killed on drop); malformed responses and garbage on stdout are errors or
-//! start timeouts, never panics. Deliberately absent: the server side of MCP, OAuth flows, and
-//! progress streaming into `UpdateSink`. The fixture server the tests use for crashes, hangs,
+//! start timeouts, never panics. A call's `notifications/progress` reach the run's `UpdateSink`
+//! (`progress.rs`: a token per call, thinned to one per 100 ms). Deliberately absent: the server
+//! side of MCP and OAuth flows. The fixture server the tests use for crashes, hangs,
 //! garbage and slow starts is `tests/fixtures/fixture_server.mjs`.
 
 pub mod config;
 mod error;
 mod manager;
+mod progress;
 mod server;
 pub mod stderr;
 
 pub use config::{Secret, SecretSource, ServerConfig, Transport, parse_servers};
 pub use error::{ErrorSource, McpError, Result};
 pub use manager::{McpExecutor, McpManager, RunServers, failures_json, tool_definition};
+pub use progress::{MIN_INTERVAL as PROGRESS_INTERVAL, ProgressTo};
 pub use server::{EnvLookup, FIRST_BACKOFF, MAX_BACKOFF, ServerInfo};

@@ -21,6 +21,7 @@ use talon_tools::{
 
 use crate::config::ServerConfig;
 use crate::error::{McpError, Result};
+use crate::progress::ProgressTo;
 use crate::server::{EnvLookup, Server, ServerInfo};
 
 /// The servers of one configuration.
@@ -157,9 +158,23 @@ impl McpManager {
         tool: &str,
         arguments: Value,
     ) -> Result<Value> {
+        self.call_tool_reporting(ctx, server, tool, arguments, None)
+            .await
+    }
+
+    /// [`McpManager::call_tool`], the server's progress going to
+    /// `progress` as the call's deltas.
+    pub async fn call_tool_reporting(
+        &self,
+        ctx: Option<&RunContext>,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        progress: Option<ProgressTo>,
+    ) -> Result<Value> {
         let cancel = ctx.map(|c| &c.cancel);
         self.server(server)?
-            .call_tool(tool, arguments, cancel)
+            .call_tool(tool, arguments, cancel, progress)
             .await
     }
 
@@ -196,13 +211,18 @@ impl ToolExecutor for McpExecutor {
                     format!("{} is not an MCP tool", entry.id),
                 ));
             }
+            let progress = ProgressTo {
+                sink: ctx.updates.clone(),
+                call_id: call.call_id.clone(),
+            };
             Ok(self
                 .manager
-                .call_tool(
+                .call_tool_reporting(
                     Some(ctx),
                     &entry.tool.owner,
                     &entry.tool.name,
                     call.args.clone(),
+                    Some(progress),
                 )
                 .await?)
         })

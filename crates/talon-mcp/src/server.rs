@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
-    Implementation, ProtocolVersion, ReadResourceRequestParams, Tool,
+    Implementation, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -30,6 +30,7 @@ use talon_tools::{CancellationToken, McpServerFeatures};
 
 use crate::config::{ServerConfig, Transport, child_env};
 use crate::error::{ErrorSource, McpError, Result};
+use crate::progress::{Progress, ProgressTo};
 use crate::stderr::StderrTail;
 
 /// Reads the environment (the process's in production; a map in tests).
@@ -47,9 +48,18 @@ const STDERR_GRACE: Duration = Duration::from_millis(300);
 struct Handler {
     tools_changed: Arc<AtomicBool>,
     server: Arc<str>,
+    progress: Arc<Progress>,
 }
 
 impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.progress.notify(&params);
+    }
+
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.server, "tools/list_changed");
         self.tools_changed.store(true, Ordering::SeqCst);
@@ -108,6 +118,7 @@ pub struct Server {
     slot: tokio::sync::Mutex<Slot>,
     tools: RwLock<Option<Arc<Vec<Tool>>>>,
     tools_changed: Arc<AtomicBool>,
+    progress: Arc<Progress>,
     features: RwLock<Option<McpServerFeatures>>,
     secrets: RwLock<Vec<String>>,
 }
@@ -137,6 +148,7 @@ impl Server {
             slot: tokio::sync::Mutex::new(Slot::Idle),
             tools: RwLock::new(None),
             tools_changed: Arc::new(AtomicBool::new(false)),
+            progress: Arc::default(),
             features: RwLock::new(None),
             secrets: RwLock::new(Vec::new()),
         }
@@ -199,6 +211,7 @@ impl Server {
         let handler = Handler {
             tools_changed: self.tools_changed.clone(),
             server: self.name().into(),
+            progress: self.progress.clone(),
         };
         let failed =
             |message: String, stderr: String, source: Option<ErrorSource>| McpError::Start {
@@ -388,12 +401,14 @@ impl Server {
     }
 
     /// `tools/call`, as MCP's result shape (`content`,
-    /// `structuredContent`, `isError`).
+    /// `structuredContent`, `isError`); the server's progress goes to
+    /// `progress` while it runs.
     pub async fn call_tool(
         &self,
         tool: &str,
         arguments: Value,
         cancel: Option<&CancellationToken>,
+        progress: Option<ProgressTo>,
     ) -> Result<Value> {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         match arguments {
@@ -412,7 +427,13 @@ impl Server {
             let live = self.live().await?;
             let result = self
                 .request(&live, "tools/call", self.config.request_timeout, async {
-                    live.service.call_tool(params).await
+                    crate::progress::call_tool(
+                        live.service.peer(),
+                        &self.progress,
+                        params,
+                        progress,
+                    )
+                    .await
                 })
                 .await?;
             serde_json::to_value(result).map_err(|e| self.malformed("tools/call", e))

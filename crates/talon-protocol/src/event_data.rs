@@ -148,7 +148,14 @@ pub struct ToolCallStartedData {
 pub struct ToolCallDeltaData {
     /// The call's id.
     pub call_id: String,
-    /// The executor's update (capped at 16 KiB).
+    /// The model's call it belongs to, for a nested call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// The executor's update (capped at 16 KiB): a command's output is
+    /// `{stream: "stdout" | "stderr", text}`, and `{omittedBytes}` once its
+    /// deltas reached their cap; a Code Mode cell's console output is
+    /// `{stream: "console", text}`; an MCP server's progress is
+    /// `{progress, total?, message?}`.
     pub update: serde_json::Value,
 }
 

@@ -10,6 +10,7 @@
 //! ([`Conversation::to_stored`]).
 
 use serde_json::Value;
+use talon_codemode::AwaitingCell;
 use talon_protocol::gateway::run_create::{InputMessagesError, split_messages};
 use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole, RunInput};
 use talon_provider::{Message as ModelMessage, ToolCallRequest};
@@ -24,6 +25,13 @@ pub enum RunInputError {
     /// A tool message answers a call nothing is waiting for.
     #[error("input: toolCallId {0:?} answers no pending client tool call of this session")]
     NotPending(String),
+    /// Answers to a Code Mode cell's client calls came with a user turn:
+    /// the cell goes on before the model reads anything new.
+    #[error(
+        "input: answers to client tool calls made inside Code Mode's exec ({0:?}) come alone; \
+         send the user's message in the next run"
+    )]
+    AnswersWithTurn(String),
 }
 
 /// What a client tool call the app never answered reads as.
@@ -118,11 +126,40 @@ impl Conversation {
             .collect()
     }
 
+    /// The calls of the last assistant message that `resume`'s cells
+    /// belong to (their `exec` calls, held open for the app's answers),
+    /// in the message's order: what a run that resumes them makes first.
+    pub fn reopened(&self, resume: &[AwaitingCell]) -> Vec<ToolCallRequest> {
+        let Some(ModelMessage::Assistant { tool_calls, .. }) = self
+            .0
+            .iter()
+            .rfind(|m| matches!(m, ModelMessage::Assistant { .. }))
+        else {
+            return Vec::new();
+        };
+        tool_calls
+            .iter()
+            .filter(|c| resume.iter().any(|cell| cell.parent == c.id))
+            .cloned()
+            .collect()
+    }
+
     /// The messages that answer the pending calls: the app's `answers`
     /// (call, result), in the calls' order, and [`UNANSWERED`] for the
     /// rest. An answer to a call that is not pending is an error naming it.
     pub fn answer_pending(&self, answers: &[(String, String)]) -> Result<Self, RunInputError> {
-        let pending = self.pending_calls();
+        self.answer_pending_but(answers, &[])
+    }
+
+    /// [`Conversation::answer_pending`], leaving the calls in `held` open
+    /// (their cells go on with the app's answers and answer them).
+    fn answer_pending_but(
+        &self,
+        answers: &[(String, String)],
+        held: &[String],
+    ) -> Result<Self, RunInputError> {
+        let mut pending = self.pending_calls();
+        pending.retain(|id| !held.contains(id));
         if let Some((id, _)) = answers.iter().find(|(id, _)| !pending.contains(id)) {
             return Err(RunInputError::NotPending(id.clone()));
         }
@@ -157,12 +194,31 @@ pub struct Prepared {
     /// The user's turn (none when the input only answers calls: the model
     /// goes on from the answers).
     pub message: Option<String>,
+    /// Cells waiting for the answers the input gives (their `exec` calls
+    /// stay open; the run makes them again first).
+    pub resume: Vec<AwaitingCell>,
+    /// The answers for those cells: (nested call id, content).
+    pub cell_answers: Vec<(String, String)>,
+    /// Cells of the history's open calls the input does not answer: their
+    /// `exec` calls read as unanswered, and the cells can go.
+    pub abandoned: Vec<AwaitingCell>,
 }
 
 /// Makes a run's `input` ready after the session's `history`: checked
 /// (`talon_protocol::gateway::run_create`'s rules), its answers matched
 /// with the calls the history left pending.
-pub fn prepare(mut history: Conversation, input: &RunInput) -> Result<Prepared, RunInputError> {
+pub fn prepare(history: Conversation, input: &RunInput) -> Result<Prepared, RunInputError> {
+    prepare_with(history, input, &[])
+}
+
+/// [`prepare`], where `awaiting` are the session's cells that wait for
+/// the app ([`talon_codemode::awaiting_cells`]): an answer naming one of
+/// their calls goes to its cell, which resumes by its `exec` call.
+pub fn prepare_with(
+    mut history: Conversation,
+    input: &RunInput,
+    awaiting: &[AwaitingCell],
+) -> Result<Prepared, RunInputError> {
     let input = match input {
         RunInput::Text(text) => Input {
             answers: Vec::new(),
@@ -171,13 +227,38 @@ pub fn prepare(mut history: Conversation, input: &RunInput) -> Result<Prepared, 
         },
         RunInput::Messages(messages) => split_input(messages)?,
     };
-    let mut added = history.answer_pending(&input.answers)?;
+    let open = history.pending_calls();
+    let cells: Vec<&AwaitingCell> = awaiting
+        .iter()
+        .filter(|c| open.contains(&c.parent))
+        .collect();
+    let for_cell = |id: &str| {
+        cells
+            .iter()
+            .any(|c| c.calls.iter().any(|(_, call)| call == id))
+    };
+    let (cell_answers, answers): (Vec<_>, Vec<_>) =
+        input.answers.into_iter().partition(|(id, _)| for_cell(id));
+    let (resume, abandoned): (Vec<AwaitingCell>, Vec<AwaitingCell>) =
+        cells.into_iter().cloned().partition(|c| {
+            c.calls
+                .iter()
+                .any(|(_, call)| cell_answers.iter().any(|(id, _)| id == call))
+        });
+    if let (Some(cell), Some(_)) = (resume.first(), &input.message) {
+        return Err(RunInputError::AnswersWithTurn(cell.parent.clone()));
+    }
+    let held: Vec<String> = resume.iter().map(|c| c.parent.clone()).collect();
+    let mut added = history.answer_pending_but(&answers, &held)?;
     added.extend(input.before);
     history.extend(added.clone());
     Ok(Prepared {
         history,
         added,
         message: input.message,
+        resume,
+        cell_answers,
+        abandoned,
     })
 }
 

@@ -239,6 +239,7 @@ fn an_input_is_prepared_after_the_session() {
             ]),
             added: conv(vec![answer]),
             message: Some("thanks".into()),
+            ..Prepared::default()
         }
     );
     assert_eq!(
@@ -247,6 +248,7 @@ fn an_input_is_prepared_after_the_session() {
             history: Conversation::default(),
             added: Conversation::default(),
             message: Some("hi".into()),
+            ..Prepared::default()
         }
     );
 }

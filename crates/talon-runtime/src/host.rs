@@ -29,9 +29,9 @@ use crate::provider::ModelRoute;
 use crate::surface::OpenCells;
 use crate::{RunTools, RuntimeError, SurfaceParts, SurfacePlan, Unavailable};
 
-/// Fails unless every client tool is offered to the model under its own
-/// name: no other tool of the run has it, and the catalog and the policy
-/// kept it.
+/// Fails unless every client tool reaches the model: offered under its
+/// own name, or (Code Mode) in the hidden catalog; no other tool of the
+/// run has its name, and the catalog and the policy kept it.
 fn check_client_tools(
     names: &[String],
     tools: &RunTools,
@@ -51,7 +51,11 @@ fn check_client_tools(
                 other.id
             )));
         }
-        if !visible.iter().any(|t| &t.name == name) {
+        let cataloged = catalog
+            .entries()
+            .iter()
+            .any(|e| &e.tool.name == name && e.tool.source == ToolSource::Client);
+        if !cataloged && !visible.iter().any(|t| &t.name == name) {
             let why = catalog
                 .rejected()
                 .iter()
@@ -154,6 +158,9 @@ pub(crate) struct Parts {
     pub redact: Vec<String>,
     /// Tools the host adds to the run.
     pub host_tools: Option<crate::run::HostTools>,
+    /// Cells earlier runs left waiting for the app, now answered (Code
+    /// Mode resumes each when its `exec` call is made again).
+    pub resume: Vec<talon_codemode::AwaitingCell>,
 }
 
 /// Where a run starts: a new message, a checkpoint it resumes from, or
@@ -161,7 +168,7 @@ pub(crate) struct Parts {
 enum From<'a> {
     Message(&'a str),
     Checkpoint(Checkpoint),
-    Proceed,
+    Proceed(Vec<talon_provider::ToolCallRequest>),
 }
 
 /// A run built and ready to execute.
@@ -199,8 +206,12 @@ impl PreparedRun {
 
     /// Asks the model to go on from `history`, whose last messages answer
     /// client tool calls an earlier run left pending, to the run's end.
-    pub(crate) async fn proceed(self, history: Vec<Message>) -> RunResult {
-        self.execute(history, From::Proceed).await
+    pub(crate) async fn proceed(
+        self,
+        history: Vec<Message>,
+        reopen: Vec<talon_provider::ToolCallRequest>,
+    ) -> RunResult {
+        self.execute(history, From::Proceed(reopen)).await
     }
 
     async fn execute(self, history: Vec<Message>, start: From<'_>) -> RunResult {
@@ -214,7 +225,7 @@ impl PreparedRun {
         let result = match start {
             From::Message(message) => run.run(history, message).await,
             From::Checkpoint(from) => run.resume(history, from).await,
-            From::Proceed => run.proceed(history).await,
+            From::Proceed(reopen) => run.proceed(history, reopen).await,
         };
         self.tools.shutdown().await;
         result
@@ -365,6 +376,7 @@ impl Host {
             shell,
             redact,
             host_tools,
+            resume,
         } = spec;
         let client_names: Vec<String> = client_tools.iter().map(|t| t.name.clone()).collect();
         let began = std::time::Instant::now();
@@ -441,13 +453,20 @@ impl Host {
             mcp: tools.mcp.clone(),
             engine,
             cells,
+            resume,
         };
         let surface = crate::surface::build(plan, parts)?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: surface");
         check_client_tools(&client_names, &tools, surface.as_ref())?;
+        // The names the model calls the app's tools by (none under Code
+        // Mode, unless configured direct-only).
+        let offered = surface.tools();
         let mut options = RunOptions {
             model,
-            client_tools: client_names.into_iter().collect(),
+            client_tools: client_names
+                .into_iter()
+                .filter(|name| offered.iter().any(|t| &t.name == name))
+                .collect(),
             reasoning: settings.reasoning,
             thinking: settings.thinking,
             cache: settings.cache,

@@ -162,6 +162,7 @@ impl PreparedRun {
             error,
             messages: Vec::new(),
             pending: Vec::new(),
+            held: Vec::new(),
         };
         (result, outcome)
     }

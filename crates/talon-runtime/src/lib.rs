@@ -40,7 +40,9 @@
 //!   start and the servers' listing overlap); `RunHandle::finish` executes it through
 //!   `talon_agent::AgentRun` to its terminal event (`Start::Resume` goes on from a stored `Turn`,
 //!   `Start::Again` from the input with `resumedAfterTurn: 0`, `Start::Proceed` from the app's
-//!   answers to client calls). `RunSpec::client_tools` join the catalog direct-only (owner `app`);
+//!   answers to client calls, resuming first the Code Mode cells that waited for them).
+//!   `RunSpec::client_tools` join the catalog (owner `app`): cataloged under Code Mode, else
+//!   direct-only; `tools.directOnly` names tools shown by name whatever the surface;
 //!   a client tool that another tool shadows, or that the catalog or policy leaves out, fails the
 //!   start (`RuntimeError::ClientTool`). `RunHooks::questions` answers `ask_user`
 //!   (`questions.rs`); a run without one does not offer it. `RunSpec::redact` lists values redacted
@@ -187,5 +189,8 @@ impl From<talon_codemode::RuntimeUnavailable> for Unavailable {
 /// records are sealed with.
 pub mod cells {
     pub use talon_codemode::store::{default_store_key, open_file_store};
-    pub use talon_codemode::{CellError, MemoryStore, SnapshotStore, StoreLimits};
+    pub use talon_codemode::{
+        AwaitingCell, CellError, MemoryStore, SnapshotStore, StoreLimits, answer_cell,
+        awaiting_cells,
+    };
 }

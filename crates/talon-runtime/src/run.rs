@@ -293,8 +293,14 @@ pub enum Start {
     /// `run.started` says `resumedAfterTurn: 0`.
     Again(Option<String>),
     /// The history alone, whose last messages answer client tool calls an
-    /// earlier run left pending: the model goes on from the answers.
-    Proceed,
+    /// earlier run left pending: the model goes on from the answers. The
+    /// cells in `resume` (their answers recorded with
+    /// [`talon_codemode::answer_cell`]) go on first, each by its `exec`
+    /// call, which the earlier run held open.
+    Proceed {
+        /// Cells waiting for the answers the input gave.
+        resume: Vec<talon_codemode::AwaitingCell>,
+    },
     /// One direct call of a catalog id or unique name (`tools.invoke`);
     /// the history is not read.
     Invoke {
@@ -359,6 +365,9 @@ pub struct RunOutcome {
     pub messages: Conversation,
     /// Client tool calls of its last turn, left for the app to answer.
     pub pending: Vec<MessageToolCall>,
+    /// The model calls it left open for those answers (an `exec` whose
+    /// cell called client tools): their cells outlive the run.
+    pub held: Vec<String>,
 }
 
 /// A started run.
@@ -408,7 +417,10 @@ impl RunHandle {
                 let from = Checkpoint::input(message.as_deref());
                 outcome(prepared.resume(history, from).await, None)
             }
-            Start::Proceed => outcome(prepared.proceed(history).await, None),
+            Start::Proceed { resume } => {
+                let reopen = Conversation(history.clone()).reopened(&resume);
+                outcome(prepared.proceed(history, reopen).await, None)
+            }
             Start::Invoke { tool, arguments } => {
                 let (result, called) = prepared.invoke(&tool, arguments).await;
                 let failed = invocation_error(&tool, &called);
@@ -439,6 +451,10 @@ impl Host {
             history,
             start,
         } = spec;
+        let resume = match &start {
+            Start::Proceed { resume } => resume.clone(),
+            _ => Vec::new(),
+        };
         let ctx = context(&ids, &cancel);
         let forward = Arc::new(Forward {
             sink,
@@ -462,6 +478,7 @@ impl Host {
                 host_tools: hooks.host_tools(&events),
                 shell,
                 redact,
+                resume,
             })
             .await?;
         Ok(RunHandle {
@@ -522,6 +539,7 @@ fn outcome(result: RunResult, failed: Option<ApiError>) -> RunOutcome {
             .iter()
             .map(talon_agent::wire_tool_call)
             .collect(),
+        held: result.held,
     }
 }
 

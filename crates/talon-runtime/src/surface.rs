@@ -76,6 +76,8 @@ pub struct SurfaceParts {
     pub engine: Option<Result<CellEngine, Unavailable>>,
     /// Where suspended Code Mode cells go, given the plan's limits.
     pub cells: OpenCells,
+    /// Cells earlier runs left waiting for the app, now answered.
+    pub resume: Vec<talon_codemode::AwaitingCell>,
 }
 
 /// Builds the surface `plan` asks for.
@@ -86,6 +88,7 @@ pub fn build(plan: SurfacePlan, parts: SurfaceParts) -> Result<Arc<dyn ToolSurfa
         mcp,
         engine,
         cells,
+        resume,
     } = parts;
     let code_mode = plan.code_mode.filter(|c| {
         talon_codemode::applies(Some(c), runner.catalog(), talon_codemode::RunTools::Offered)
@@ -115,6 +118,7 @@ pub fn build(plan: SurfacePlan, parts: SurfaceParts) -> Result<Arc<dyn ToolSurfa
             mcp,
             plugin_config: Value::Null,
             exec_hooks: Vec::new(),
+            resume,
         })));
     }
     if let Some(ts) = plan.tool_search {

@@ -110,8 +110,12 @@ impl RunTools {
 
     /// Builds the run's tools over `manager`, whose servers a host shares
     /// between its runs (and stops itself). The app's `client` tools join
-    /// (owner `app`) direct-only: the model calls them by name and the app
-    /// answers between runs, so no sandbox cell ever waits on one.
+    /// (owner `app`, ids `client:app:<name>`). With Code Mode they are in
+    /// the hidden catalog like any tool (a cell that calls one waits for
+    /// the app: `talon_codemode::AwaitingCell`); otherwise the model calls
+    /// them by name (Tool Search's bridges cannot wait for an app).
+    /// `tools.directOnly` names the tools the model sees by name whatever
+    /// the surface.
     pub async fn with_manager(
         config: &Config,
         agent: &str,
@@ -128,12 +132,22 @@ impl RunTools {
             host_tools,
         } = local;
         let policy = policy(config, agent)?;
+        let direct_only = {
+            let (global, own) = config.tools_section("directOnly", agent);
+            names(own.or(global), "tools.directOnly")?.unwrap_or_default()
+        };
+        let cells_wait = crate::SurfacePlan::from_config(config, agent)?
+            .code_mode
+            .is_some();
         let run = manager.for_run().await;
         for error in &run.failed {
             tracing::warn!(%error, "MCP server unavailable; its tools are absent from this run");
         }
-        let mut builder =
-            run.register(CatalogBuilder::new(scope.clone()).semantic(Semantic::Shared));
+        let mut builder = run.register(
+            CatalogBuilder::new(scope.clone())
+                .semantic(Semantic::Shared)
+                .direct_only(&direct_only),
+        );
         if core.is_some() {
             builder = builder.core(talon_core_tools::definitions());
         }
@@ -145,7 +159,9 @@ impl RunTools {
         }
         if !client.is_empty() {
             let client = client.into_iter().map(|mut tool| {
-                tool.catalog_mode = CatalogMode::DirectOnly;
+                if !cells_wait {
+                    tool.catalog_mode = CatalogMode::DirectOnly;
+                }
                 tool
             });
             builder = builder.client("app", scope, client);
@@ -216,7 +232,7 @@ impl Executor {
         call: &ToolCall,
     ) -> Result<Value, ToolError> {
         let (mut value, log) = core
-            .exec_logged(ctx, &call.args, outputs.keep_logs())
+            .exec_logged(ctx, &call.call_id, &call.args, outputs.keep_logs())
             .await?;
         if let Some(output) = log {
             let log = CommandLog {
@@ -274,12 +290,19 @@ impl ToolExecutor for Executor {
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        let call = self.dispatch(ctx, entry, call);
         if self.redact.is_empty() {
-            return call;
+            return self.dispatch(ctx, entry, call);
         }
         Box::pin(async move {
-            match call.await {
+            // What a call streams is redacted like what it returns.
+            let ctx = RunContext {
+                updates: Arc::new(RedactedUpdates {
+                    inner: ctx.updates.clone(),
+                    redact: self.redact.clone(),
+                }),
+                ..ctx.clone()
+            };
+            match self.dispatch(&ctx, entry, call).await {
                 Ok(value) => Ok(self.redact.value(&value)),
                 Err(mut error) => {
                     error.message = self.redact.text(&error.message);
@@ -287,6 +310,23 @@ impl ToolExecutor for Executor {
                 }
             }
         })
+    }
+}
+
+/// A run's update sink behind its redactor.
+struct RedactedUpdates {
+    inner: Arc<dyn talon_tools::UpdateSink>,
+    redact: Redactor,
+}
+
+impl talon_tools::UpdateSink for RedactedUpdates {
+    fn update(&self, call_id: &str, update: Value) {
+        self.inner.update(call_id, self.redact.value(&update));
+    }
+
+    fn nested_update(&self, call_id: &str, parent_id: &str, update: Value) {
+        self.inner
+            .nested_update(call_id, parent_id, self.redact.value(&update));
     }
 }
 

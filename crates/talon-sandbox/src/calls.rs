@@ -126,6 +126,12 @@ impl<T> Calls<T> {
         &self.in_flight
     }
 
+    /// Whether a call runs in this process (its result may still come
+    /// here): false when the cell waits only for answers from outside.
+    pub fn running(&self) -> bool {
+        !self.tasks.is_empty()
+    }
+
     /// Whether results wait to be delivered.
     pub fn has_ready(&self) -> bool {
         !self.ready.is_empty()

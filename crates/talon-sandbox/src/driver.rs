@@ -86,6 +86,14 @@ pub enum Answer<T> {
     /// Suspend the cell (`yield_control`); the request is answered when it
     /// resumes.
     Yield,
+    /// Nothing in this process answers the request: someone outside does
+    /// (an app answers its client tool), so once nothing else runs the
+    /// cell suspends at once ([`Suspend::Outside`]) rather than at its
+    /// deadline. `tag` is what the host keeps about it.
+    Outside {
+        /// What the host keeps about the call.
+        tag: T,
+    },
 }
 
 /// What a surface decides about its cells.
@@ -111,6 +119,12 @@ pub trait CellHost {
 
     /// Decides one guest request.
     fn accept(&mut self, call: PendingCall) -> Answer<Self::Tag>;
+
+    /// What the guest printed in one step, as the step ends (the drive's
+    /// [`Driven::output`] has all of it too): a host streams it.
+    fn printed(&mut self, output: &[ConsoleOutput]) {
+        let _ = output;
+    }
 }
 
 /// Why a cell stopped without finishing.
@@ -120,6 +134,9 @@ pub enum Suspend {
     Yield,
     /// The deadline passed with calls still running or results undelivered.
     Deadline,
+    /// The cell waits only for answers from outside the process
+    /// ([`Answer::Outside`]): nothing here could settle them.
+    Outside,
 }
 
 /// How a drive ended.
@@ -199,6 +216,9 @@ impl CellEngine {
                     .map(|(id, result, _)| (id, host.deliver(result)))
                     .collect();
                 let stepped = self.step(host, machine, ready, limits).await;
+                if !stepped.printed.is_empty() {
+                    host.printed(&stepped.printed);
+                }
                 output.extend(stepped.printed);
                 match stepped.status {
                     Err(error) => {
@@ -227,6 +247,7 @@ impl CellEngine {
                                 Answer::Now(result) => calls.answer(id, result),
                                 Answer::Start { tag, call } => calls.start(id, tag, call),
                                 Answer::Yield => calls.set_yielded(Some(id)),
+                                Answer::Outside { tag } => calls.expect(id, tag),
                             }
                         }
                     }
@@ -249,6 +270,10 @@ impl CellEngine {
             }
             if calls.in_flight().is_empty() {
                 return failed(SandboxError::Stalled, output);
+            }
+            if !calls.running() {
+                // What the cell waits for comes from outside the process.
+                return suspended(machine, Suspend::Outside, output);
             }
             match calls.next(limits.deadline, &limits.cancel).await {
                 Next::Ready => {}

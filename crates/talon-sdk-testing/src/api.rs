@@ -352,18 +352,22 @@ impl Handler for Api {
         p: ApprovalsListParams,
     ) -> Result<ApprovalsListResult, ApiError> {
         let status = p.status.as_ref().map(wire);
+        let approvals: Vec<Approval> = self.read(|s| {
+            s.approvals
+                .iter()
+                .filter(|a| status.is_none() || status == Some(wire(&a.status)))
+                .filter(|a| p.run_id.as_ref().is_none_or(|r| *r == a.run_id))
+                .filter(|a| {
+                    p.session_id.is_none() || a.session_id.as_deref() == p.session_id.as_deref()
+                })
+                .cloned()
+                .collect()
+        });
+        let (approvals, next_cursor) =
+            page(approvals, p.cursor.as_deref(), p.limit, |a| a.id.as_str());
         Ok(ApprovalsListResult {
-            approvals: self.read(|s| {
-                s.approvals
-                    .iter()
-                    .filter(|a| status.is_none() || status == Some(wire(&a.status)))
-                    .filter(|a| p.run_id.as_ref().is_none_or(|r| *r == a.run_id))
-                    .filter(|a| {
-                        p.session_id.is_none() || a.session_id.as_deref() == p.session_id.as_deref()
-                    })
-                    .cloned()
-                    .collect()
-            }),
+            approvals,
+            next_cursor,
         })
     }
 
@@ -381,15 +385,19 @@ impl Handler for Api {
         p: QuestionsListParams,
     ) -> Result<QuestionsListResult, ApiError> {
         let status = p.status.as_ref().map(wire);
+        let questions: Vec<Question> = self.read(|s| {
+            s.questions
+                .iter()
+                .filter(|q| status.is_none() || status == Some(wire(&q.status)))
+                .filter(|q| p.run_id.as_ref().is_none_or(|r| *r == q.run_id))
+                .cloned()
+                .collect()
+        });
+        let (questions, next_cursor) =
+            page(questions, p.cursor.as_deref(), p.limit, |q| q.id.as_str());
         Ok(QuestionsListResult {
-            questions: self.read(|s| {
-                s.questions
-                    .iter()
-                    .filter(|q| status.is_none() || status == Some(wire(&q.status)))
-                    .filter(|q| p.run_id.as_ref().is_none_or(|r| *r == q.run_id))
-                    .cloned()
-                    .collect()
-            }),
+            questions,
+            next_cursor,
         })
     }
 
@@ -608,4 +616,27 @@ impl Handler for Api {
             "events.unsubscribe is served on the WebSocket transport (GET /v1/ws)",
         ))
     }
+}
+
+/// One page of `items` (in their order) after the item whose id is
+/// `cursor` (none when it is unknown), as the gateway pages in creation
+/// order: the page and the next page's cursor.
+fn page<T>(
+    items: Vec<T>,
+    cursor: Option<&str>,
+    limit: Option<u32>,
+    id: impl Fn(&T) -> &str,
+) -> (Vec<T>, Option<talon_protocol::gateway::bounded::Cursor>) {
+    let mut items = items;
+    if let Some(cursor) = cursor {
+        let at = items.iter().position(|x| id(x) == cursor);
+        items.drain(..at.map_or(items.len(), |at| at + 1));
+    }
+    let limit = runs::limit(limit);
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let next = more
+        .then(|| items.last().map(|x| id(x).to_owned().into()))
+        .flatten();
+    (items, next)
 }

@@ -7,29 +7,44 @@ use std::ops::Deref;
 
 use talon_protocol::gateway as proto;
 use talon_protocol::gateway::params::{
-    ApprovalsRespondParams, ArtifactRef, ArtifactsListParams, EnvironmentRef,
-    EnvironmentsDeleteParams, QuestionsRespondParams,
+    ApprovalsListParams, ApprovalsRespondParams, ArtifactRef, ArtifactsListParams, EnvironmentRef,
+    EnvironmentsDeleteParams, QuestionsListParams, QuestionsRespondParams,
 };
 
 use crate::client::Client;
 use crate::error::Result;
 
-/// Every artifact `filter` lists, page after page (its cursor is set
-/// here).
-pub(crate) async fn all_artifacts(
-    client: &Client,
-    mut filter: ArtifactsListParams,
-) -> Result<Vec<Artifact>> {
-    let mut out = Vec::new();
-    loop {
-        let page = client.artifacts_list(filter.clone()).await?;
-        out.extend(Artifact::wrap_all(client, page.artifacts));
-        match page.next_cursor {
-            Some(next) => filter.cursor = Some(next),
-            None => return Ok(out),
+/// Defines a function that lists every item a list method's `filter`
+/// names, page after page (its cursor is set here), wrapped as handles.
+macro_rules! every_page {
+    ($(#[$doc:meta])* $fn:ident: $method:ident($params:ty) -> $field:ident: $handle:ident) => {
+        $(#[$doc])*
+        pub(crate) async fn $fn(client: &Client, mut filter: $params) -> Result<Vec<$handle>> {
+            let mut out = Vec::new();
+            loop {
+                let page = client.$method(filter.clone()).await?;
+                out.extend($handle::wrap_all(client, page.$field));
+                match page.next_cursor {
+                    Some(next) => filter.cursor = Some(next),
+                    None => return Ok(out),
+                }
+            }
         }
-    }
+    };
 }
+
+every_page!(
+    /// Every artifact `filter` lists.
+    all_artifacts: artifacts_list(ArtifactsListParams) -> artifacts: Artifact
+);
+every_page!(
+    /// Every approval `filter` lists.
+    all_approvals: approvals_list(ApprovalsListParams) -> approvals: Approval
+);
+every_page!(
+    /// Every question `filter` lists.
+    all_questions: questions_list(QuestionsListParams) -> questions: Question
+);
 
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident wraps $inner:ty) => {

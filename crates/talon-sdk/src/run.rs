@@ -226,29 +226,27 @@ impl Run {
         self
     }
 
-    /// This run's approvals, pending or decided.
+    /// This run's approvals, pending or decided (every page).
     pub async fn approvals(&self) -> Result<Vec<Approval>> {
-        let list = self
-            .client
-            .approvals_list(ApprovalsListParams {
-                status: None,
-                run_id: Some(self.info.id.clone()),
-                session_id: None,
-            })
-            .await?;
-        Ok(Approval::wrap_all(&self.client, list.approvals))
+        let filter = ApprovalsListParams {
+            status: None,
+            run_id: Some(self.info.id.clone()),
+            session_id: None,
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_approvals(&self.client, filter).await
     }
 
-    /// This run's questions, pending or answered.
+    /// This run's questions, pending or answered (every page).
     pub async fn questions(&self) -> Result<Vec<Question>> {
-        let list = self
-            .client
-            .questions_list(QuestionsListParams {
-                status: None,
-                run_id: Some(self.info.id.clone()),
-            })
-            .await?;
-        Ok(Question::wrap_all(&self.client, list.questions))
+        let filter = QuestionsListParams {
+            status: None,
+            run_id: Some(self.info.id.clone()),
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_questions(&self.client, filter).await
     }
 
     /// The artifacts it produced (every page).

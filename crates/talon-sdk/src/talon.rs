@@ -90,29 +90,27 @@ impl Talon {
         self.agent("main").session(key).await
     }
 
-    /// The approvals waiting for a decision.
+    /// The approvals waiting for a decision (every page).
     pub async fn pending_approvals(&self) -> Result<Vec<Approval>> {
-        let list = self
-            .client
-            .approvals_list(ApprovalsListParams {
-                status: Some(ApprovalStatus::Pending),
-                run_id: None,
-                session_id: None,
-            })
-            .await?;
-        Ok(Approval::wrap_all(&self.client, list.approvals))
+        let filter = ApprovalsListParams {
+            status: Some(ApprovalStatus::Pending),
+            run_id: None,
+            session_id: None,
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_approvals(&self.client, filter).await
     }
 
-    /// The questions waiting for an answer.
+    /// The questions waiting for an answer (every page).
     pub async fn pending_questions(&self) -> Result<Vec<Question>> {
-        let list = self
-            .client
-            .questions_list(QuestionsListParams {
-                status: Some(QuestionStatus::Pending),
-                run_id: None,
-            })
-            .await?;
-        Ok(Question::wrap_all(&self.client, list.questions))
+        let filter = QuestionsListParams {
+            status: Some(QuestionStatus::Pending),
+            run_id: None,
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_questions(&self.client, filter).await
     }
 
     /// One artifact, by id.

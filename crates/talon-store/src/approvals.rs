@@ -34,6 +34,18 @@ pub struct PendingFilter {
     pub session_id: Option<String>,
     /// Only those of this owner's runs.
     pub owner: crate::Owner,
+    /// One page of them (all when none).
+    pub page: Option<Page>,
+}
+
+/// A page of a list in creation order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    /// Only those after the record with this id (a previous page's last):
+    /// none when it is unknown.
+    pub after: Option<String>,
+    /// At most this many.
+    pub limit: u32,
 }
 
 /// The columns a resolvable record is filed under.
@@ -278,7 +290,9 @@ impl Store {
              WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR run_id = $2) \
                AND ($3 IS NULL OR session_id = $3) \
                AND (($4 IS NULL AND $5 IS NULL) OR run_id IN (SELECT id FROM runs WHERE {owned})) \
-             ORDER BY created_at, id",
+             AND ($6 IS NULL OR (created_at, id) > (SELECT created_at, id FROM {} WHERE id = $6)) \
+             ORDER BY created_at, id LIMIT $7",
+            T::TABLE,
             T::TABLE,
             owned = crate::Owner::condition(self.backend(), 4, "subject", "agent_id"),
         ))
@@ -287,6 +301,13 @@ impl Store {
         .bind(filter.session_id.clone())
         .bind(subject)
         .bind(agents)
+        .bind(filter.page.as_ref().and_then(|p| p.after.clone()))
+        .bind(
+            filter
+                .page
+                .as_ref()
+                .map_or(i64::MAX, |p| i64::from(p.limit)),
+        )
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(doc_of).collect()

@@ -26,10 +26,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::Row;
 use talon_cells::{
-    CellError, CellScope, NestedResult, SnapshotStore, StoreKey, StoreLimits, SuspendedCell,
-    decode_record, seal_record,
+    CellError, CellHeader, CellScope, NestedResult, SnapshotStore, StoreKey, StoreLimits,
+    SuspendedCell, decode_record, seal_record,
 };
 use talon_protocol::CellId;
+use talon_protocol::gateway::bounded::SessionId;
 use tokio::sync::mpsc;
 
 use crate::error::{Result, StoreError};
@@ -160,6 +161,50 @@ impl Store {
             .rows_affected())
     }
 
+    /// The unexpired cell rows of `session_id`: (id, sealed record).
+    async fn session_cell_rows(
+        &self,
+        session_id: &str,
+        now: u64,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        let rows = sqlx::query(
+            "SELECT id, record FROM cells WHERE session_id = $1 AND expires_at > $2 ORDER BY id",
+        )
+        .bind(session_id.to_owned())
+        .bind(ms(now)?)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("id")?, row.try_get("record")?)))
+            .collect()
+    }
+
+    /// Deletes `run_id`'s suspended cells but those in `keep` (cells that
+    /// wait for the app's answers outlive the run that stored them, until
+    /// the session's next run resumes them or they expire): how many were
+    /// deleted.
+    pub async fn delete_run_cells_except(&self, run_id: &str, keep: &[String]) -> Result<u64> {
+        if keep.is_empty() {
+            return self.delete_run_cells(run_id).await;
+        }
+        let mut deleted = 0;
+        let ids: Vec<String> = sqlx::query("SELECT id FROM cells WHERE run_id = $1")
+            .bind(run_id.to_owned())
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(|row| row.try_get("id"))
+            .collect::<std::result::Result<_, _>>()?;
+        for id in ids.iter().filter(|id| !keep.contains(id)) {
+            deleted += sqlx::query("DELETE FROM cells WHERE id = $1")
+                .bind(id.clone())
+                .execute(self.writes())
+                .await?
+                .rows_affected();
+        }
+        Ok(deleted)
+    }
+
     /// How many suspended cells `run_id` has stored.
     pub async fn run_cells(&self, run_id: &str) -> Result<u64> {
         let count: i64 = sqlx::query("SELECT COUNT(*) FROM cells WHERE run_id = $1")
@@ -189,6 +234,10 @@ enum Job {
         u64,
         NestedResult,
         std_mpsc::Sender<std::result::Result<bool, CellError>>,
+    ),
+    Session(
+        String,
+        std_mpsc::Sender<std::result::Result<Vec<CellHeader>, CellError>>,
     ),
 }
 
@@ -299,6 +348,9 @@ impl Cells {
             Job::Settle(id, host_call_id, result, reply) => {
                 let _ = reply.send(self.settle(&id, host_call_id, result).await);
             }
+            Job::Session(session, reply) => {
+                let _ = reply.send(self.session(&session).await);
+            }
         }
     }
 
@@ -333,6 +385,22 @@ impl Cells {
             return Err(CellError::Expired(id.to_owned()));
         }
         Ok(cell)
+    }
+
+    async fn session(&self, session: &str) -> std::result::Result<Vec<CellHeader>, CellError> {
+        let now = millis(SystemTime::now());
+        let rows = self
+            .store
+            .session_cell_rows(session, now)
+            .await
+            .map_err(cell_error)?;
+        Ok(rows
+            .into_iter()
+            // One that fails its checks is `take`'s to report.
+            .filter_map(|(id, record)| decode_record(&self.key, &id, &record).ok())
+            .filter(|cell| cell.scope.session_id.as_str() == session)
+            .map(SuspendedCell::header)
+            .collect())
     }
 
     async fn settle(
@@ -406,5 +474,12 @@ impl SnapshotStore for CellStore {
         result: NestedResult,
     ) -> std::result::Result<bool, CellError> {
         self.ask(|reply| Job::Settle(id.to_string(), host_call_id, result, reply))
+    }
+
+    fn session_cells(
+        &self,
+        session: &SessionId,
+    ) -> std::result::Result<Vec<CellHeader>, CellError> {
+        self.ask(|reply| Job::Session(session.to_string(), reply))
     }
 }

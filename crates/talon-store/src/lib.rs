@@ -134,7 +134,7 @@ use std::time::Duration;
 
 use sqlx::AnyPool;
 
-pub use approvals::{PendingFilter, Resolution};
+pub use approvals::{Page, PendingFilter, Resolution};
 pub use artifacts::{ArtifactContent, NewArtifact, StoredContent};
 pub use cells::CellStore;
 pub use deletes::Deleted;

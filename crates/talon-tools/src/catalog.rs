@@ -67,6 +67,7 @@ pub struct CatalogBuilder {
     tools: Vec<ToolDefinition>,
     errors: Vec<ToolsError>,
     semantic: Semantic,
+    direct: Option<ToolPolicy>,
 }
 
 impl CatalogBuilder {
@@ -77,7 +78,20 @@ impl CatalogBuilder {
             tools: Vec::new(),
             errors: Vec::new(),
             semantic: Semantic::Off,
+            direct: None,
         }
+    }
+
+    /// The tools `list` names (names, ids, globs or `group:<name>`, as
+    /// `tools.allow` takes them: `tools.directOnly`) become direct-only:
+    /// the model sees them by name beside Code Mode's or Tool Search's
+    /// own tools, and the hidden catalog does not hold them. Tools that
+    /// declare `catalogMode: "direct-only"` are so anyway.
+    pub fn direct_only(mut self, list: &[String]) -> Self {
+        if !list.is_empty() {
+            self.direct = Some(ToolPolicy::from_lists(Some(list), &[]));
+        }
+        self
     }
 
     /// Whether search ranks semantically too (fused with BM25F; see
@@ -180,6 +194,8 @@ impl CatalogBuilder {
             if !policy.allows(subject) {
                 continue;
             }
+            let direct = tool.catalog_mode == CatalogMode::DirectOnly
+                || self.direct.as_ref().is_some_and(|d| d.allows(subject));
             let reserved = CONTROL_TOOLS.contains(&tool.name.as_str())
                 && !(tool.name == "exec" && tool.source == ToolSource::Openclaw);
             if reserved {
@@ -193,7 +209,7 @@ impl CatalogBuilder {
                 rejected.push(ToolsError::DuplicateId(id));
                 continue;
             }
-            if tool.catalog_mode == CatalogMode::DirectOnly {
+            if direct {
                 direct_only.push(CatalogEntry { id, tool });
             } else {
                 entries.push(CatalogEntry { id, tool });

@@ -75,6 +75,30 @@ impl RunContext {
 pub trait UpdateSink: Send + Sync {
     /// A partial update of call `call_id`.
     fn update(&self, call_id: &str, update: Value);
+
+    /// A partial update of call `call_id`, nested in the model's call
+    /// `parent_id` (the runner routes a nested call's updates here).
+    fn nested_update(&self, call_id: &str, parent_id: &str, update: Value) {
+        let _ = parent_id;
+        self.update(call_id, update);
+    }
+}
+
+/// The updates of the calls a surface tool makes on the model's behalf,
+/// told their parent.
+struct NestedUpdates {
+    inner: Arc<dyn UpdateSink>,
+    parent: String,
+}
+
+impl UpdateSink for NestedUpdates {
+    fn update(&self, call_id: &str, update: Value) {
+        self.inner.nested_update(call_id, &self.parent, update);
+    }
+
+    fn nested_update(&self, call_id: &str, parent_id: &str, update: Value) {
+        self.inner.nested_update(call_id, parent_id, update);
+    }
 }
 
 /// An update sink that drops everything.
@@ -527,6 +551,20 @@ impl ToolRunner {
         if ctx.is_cancelled() {
             return CallOutcome::Aborted;
         }
+        let nested;
+        let ctx = match &call.caller {
+            Caller::Parent(parent) => {
+                nested = RunContext {
+                    updates: Arc::new(NestedUpdates {
+                        inner: ctx.updates.clone(),
+                        parent: parent.clone(),
+                    }),
+                    ..ctx.clone()
+                };
+                &nested
+            }
+            Caller::Direct => ctx,
+        };
         match self.executor.execute(ctx, entry, &call).await {
             Ok(value) => CallOutcome::Ok(value),
             Err(error) => CallOutcome::Failed(error),

@@ -19,16 +19,43 @@ pub struct SurfaceReply {
     pub value: Value,
     /// Whether the call succeeded (for events and telemetry).
     pub ok: bool,
+    /// The app's calls this model call waits for (a Code Mode cell called
+    /// client tools and was stored): when any, the model call has no
+    /// answer yet, `value` is not shown to the model, and the run ends
+    /// with these calls pending for the app.
+    pub awaiting: Vec<AppCall>,
+}
+
+/// A client tool call made inside a model call (by a Code Mode cell),
+/// which the app answers like a client tool call the model made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppCall {
+    /// The nested call's id (`<model call id>/<n>`), which the app's
+    /// answer names.
+    pub call_id: String,
+    /// The client tool's name.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Value,
 }
 
 impl SurfaceReply {
+    /// An answer the model sees at once.
+    pub fn new(value: Value, ok: bool) -> Self {
+        Self {
+            value,
+            ok,
+            awaiting: Vec::new(),
+        }
+    }
+
     /// The reply to a name the surface does not have.
     pub fn unknown_tool(name: &str) -> Self {
         let name: String = name.chars().take(128).collect();
-        Self {
-            value: json!({"error": format!("unknown tool {name:?}"), "status": "not_found"}),
-            ok: false,
-        }
+        Self::new(
+            json!({"error": format!("unknown tool {name:?}"), "status": "not_found"}),
+            false,
+        )
     }
 }
 
@@ -52,6 +79,15 @@ pub trait ToolSurface: Send + Sync {
     fn replay_safe(&self, name: &str) -> bool {
         let _ = name;
         false
+    }
+
+    /// Checks the tools of a model request before it is sent: a surface
+    /// that promises the model a fixed set (Code Mode: `exec`, `wait` and
+    /// the explicitly direct-only tools) refuses any other, and the run
+    /// fails closed with the reason.
+    fn check_offered(&self, offered: &[ModelTool]) -> Result<(), String> {
+        let _ = offered;
+        Ok(())
     }
 
     /// Runs one model call by the name the model used.
@@ -113,10 +149,7 @@ pub async fn direct_call(
         caller: Caller::Direct,
     };
     let outcome = runner.call(ctx, call).await;
-    SurfaceReply {
-        ok: outcome.status() == "ok",
-        value: outcome.to_json(id),
-    }
+    SurfaceReply::new(outcome.to_json(id), outcome.status() == "ok")
 }
 
 impl ToolSurface for DirectSurface {

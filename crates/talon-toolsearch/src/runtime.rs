@@ -313,10 +313,8 @@ impl ToolSurface for ToolSearch {
     ) -> BoxFuture<'a, SurfaceReply> {
         Box::pin(async move {
             let value = ToolSearch::handle(self, ctx, call_id, name, args).await;
-            SurfaceReply {
-                ok: value.get("error").is_none(),
-                value,
-            }
+            let ok = value.get("error").is_none();
+            SurfaceReply::new(value, ok)
         })
     }
 }

@@ -96,6 +96,13 @@ impl SnapshotStore for Settling {
         }
         stored
     }
+
+    fn session_cells(
+        &self,
+        session: &talon_protocol::gateway::bounded::SessionId,
+    ) -> Result<Vec<talon_codemode::CellHeader>, CellError> {
+        self.store.session_cells(session)
+    }
 }
 
 fn tool(name: &str, description: &str) -> ToolDefinition {
@@ -304,20 +311,21 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
     let enabled =
         CodeModeConfig::resolve(Some(&json!({"enabled": true, "timeoutMs": 1000})), None).unwrap();
 
-    // 5-14. One turn with core, plugin, MCP and client test tools.
+    // 5-14. One turn with core, plugin, MCP and client test tools (the
+    // app answers a cell's client calls between runs: the gateway's
+    // client_tools suite).
     let cell_1 = r#"
       const ids = ALL_TOOLS.map(t => t.id);
       const hits = await tools.search("look up the weather");
       const weather = await tools.describe(hits[0].id);
       const w = await tools.call(weather.id, {query: "Paris"});
-      const color = await tools.call("client:app:pick_color", {query: "blue"});
       const readme = await tools.read({path: "README.md"});
       const files = (await API.list("mcp")).map(f => f.path);
       const dts = await API.read("mcp/fx.d.ts");
       const echoed = await MCP.fx.echo({message: "hi"});
       let denied;
       try { await tools.call("plugin:lookup:forbidden_tool", {}); } catch (e) { denied = e.code; }
-      return {ids, first: hits[0].id, w: w.tool, color: color.tool, readme: readme.content, files,
+      return {ids, first: hits[0].id, w: w.tool, readme: readme.content, files,
               declares: dts.includes("function echo("), echoed: echoed.structuredContent.echoed, denied,
               mcpHidden: !ids.some(id => id.startsWith("mcp:")) && typeof tools.echo === "undefined"};"#;
     let cell_2 = "text('before'); const r = await tools.slow_lookup({query: 'x'}); text('after resume'); return r.input.query;";
@@ -350,6 +358,7 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
         mcp: Some(Arc::new(manager.clone())),
         plugin_config: Value::Null,
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     }));
     let run = AgentRun {
         provider: client.as_ref(),
@@ -402,6 +411,7 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
         mcp: Some(Arc::new(manager.clone())),
         plugin_config: Value::Null,
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     });
     let done = resumed.wait("call_9", json!({"runId": run_id})).await;
     // Completed with "x", the output after the resume.

@@ -223,6 +223,7 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
                 },
             ],
             pending: Vec::new(),
+            held: Vec::new(),
         }
     );
     // Every event of run r1 in session agent:main:s1, version 1, the
@@ -264,6 +265,7 @@ async fn code_mode_shows_exec_and_wait_and_nested_calls_carry_their_parent() {
         mcp: None,
         plugin_config: Value::Null,
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     });
     let run = AgentRun {
         provider: &f.client,
@@ -499,6 +501,7 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
             error: None,
             messages,
             pending: Vec::new(),
+            held: Vec::new(),
         }
     );
     // The third request: the earlier question, then the checkpoint's
@@ -564,6 +567,7 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
                 },
             ],
             pending: vec![pick],
+            held: Vec::new(),
         }
     );
     // The client's call (source client) and the read both replay-safe:
@@ -576,7 +580,7 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
         call_id: "call_1".into(),
         content: "teal".into(),
     });
-    let next = run.proceed(history).await;
+    let next = run.proceed(history, Vec::new()).await;
     assert_eq!(
         (next.status, next.text.as_str(), next.pending.len()),
         (RunStatus::Completed, "Teal, and the notes say 42.", 0)
@@ -584,4 +588,56 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
     // The second request ends with both answers, the app's "teal" for
     // call_1 last.
     insta::assert_json_snapshot!("client_call_proceeded_request", requests_of(&f)[1]);
+}
+
+/// A surface that offers the model a tool its own check refuses.
+struct Refusing(Arc<dyn ToolSurface>);
+
+impl ToolSurface for Refusing {
+    fn kind(&self) -> &'static str {
+        "code_mode"
+    }
+
+    fn tools(&self) -> Vec<talon_protocol::ModelTool> {
+        self.0.tools()
+    }
+
+    fn check_offered(&self, offered: &[talon_protocol::ModelTool]) -> Result<(), String> {
+        Err(format!("{} tools is too many", offered.len()))
+    }
+
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a RunContext,
+        call_id: &'a str,
+        name: &'a str,
+        args: Value,
+    ) -> talon_tools::BoxFuture<'a, talon_tools::SurfaceReply> {
+        self.0.handle(ctx, call_id, name, args)
+    }
+}
+
+#[tokio::test]
+async fn a_request_the_surface_refuses_is_never_sent_and_fails_the_run() {
+    let f = fixture(json!([{"text": "never"}]), true).await;
+    let surface: Arc<dyn ToolSurface> = Arc::new(Refusing(direct(&f.runner)));
+    let offered = surface.tools().len();
+    let run = AgentRun {
+        provider: &f.client,
+        surface,
+        ctx: f.ctx.clone(),
+        events: f.events.clone(),
+        options: options(),
+    };
+    let result = run.run(Vec::new(), "hi").await;
+    assert_eq!(result.status, RunStatus::Failed);
+    assert_eq!(
+        result.error.map(|e| (e.code, e.message, e.details)),
+        Some((
+            talon_protocol::gateway::ErrorCode::Internal,
+            format!("the model request was not sent: {offered} tools is too many"),
+            Some(json!({"check": "offeredTools"}))
+        ))
+    );
+    assert!(f.mock.requests().is_empty());
 }

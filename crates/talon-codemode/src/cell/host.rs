@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 use talon_protocol::CellId;
+use talon_protocol::ConsoleOutput;
 use talon_sandbox::{
     Answer, CallFuture, CallResult, CellHost, HostFunctions, Limits, PendingCall, VmOptions,
 };
@@ -105,6 +106,17 @@ impl CellHost for NestedHost<'_> {
         result.map(crate::bridge::json_text)
     }
 
+    /// Console output goes out as the `exec` call's deltas as each step
+    /// ends (`{stream: "console", text}`), besides the cell's result.
+    fn printed(&mut self, output: &[ConsoleOutput]) {
+        for item in output {
+            self.run.ctx.updates.update(
+                &self.meta.parent,
+                json!({"stream": "console", "text": item.text}),
+            );
+        }
+    }
+
     fn accept(&mut self, call: PendingCall) -> Answer<InFlight> {
         match self.run.bridge.request(&call.name, &call.args) {
             Request::Ready(result) => Answer::Now(result),
@@ -119,6 +131,10 @@ impl CellHost for NestedHost<'_> {
                 let call_id = format!("{}/{}", self.meta.parent, self.meta.next_nested);
                 self.run.bridge.telemetry.nested_call(&nested.tool_id);
                 let flight = InFlight { call_id, nested };
+                if super::app::answered_by_app(&flight.nested.tool_id) {
+                    // The app answers it, after this run.
+                    return Answer::Outside { tag: flight };
+                }
                 Answer::Start {
                     call: self
                         .run

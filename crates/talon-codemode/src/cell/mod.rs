@@ -11,6 +11,7 @@
 //! is replay-safe, and otherwise reach the guest as a catchable
 //! `nested_tool_failed`.
 
+pub(crate) mod app;
 pub(crate) mod host;
 pub use host::SETUP_FN;
 pub(crate) mod suspend;
@@ -105,7 +106,7 @@ impl CodeModeRun {
             Halt::Suspended { machine, reason } => {
                 let reason = match reason {
                     Suspend::Yield => CodeModeWaitReason::Yield,
-                    Suspend::Deadline => CodeModeWaitReason::PendingTools,
+                    Suspend::Deadline | Suspend::Outside => CodeModeWaitReason::PendingTools,
                 };
                 self.suspend(cell, machine, reason, end).await
             }

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 use talon_protocol::{CellId, CodeModePendingToolCall, CodeModeResult, CodeModeWaitReason};
 use talon_sandbox::{Machine, SandboxError};
+use talon_tools::AppCall;
 
 use super::host::{InFlight, Meta};
 use super::{CellState, Ending, Live};
@@ -69,6 +70,10 @@ impl CodeModeRun {
             };
             match p.result {
                 Some(result) => cell.calls.answer(p.host_call_id, result),
+                // Only the app answers it: the cell waits on.
+                None if super::app::answered_by_app(&flight.nested.tool_id) => {
+                    cell.calls.expect(p.host_call_id, flight);
+                }
                 // Still running in this process: its result comes from
                 // the task.
                 None if !restarted => cell.calls.expect(p.host_call_id, flight),
@@ -164,6 +169,27 @@ impl CodeModeRun {
             })
             .collect();
         let cell_id = cell.cell_id.clone();
+        let app_calls: Vec<AppCall> = cell
+            .calls
+            .in_flight()
+            .values()
+            .filter(|f| super::app::answered_by_app(&f.nested.tool_id))
+            .map(|f| AppCall {
+                call_id: f.call_id.clone(),
+                name: self
+                    .bridge
+                    .runner
+                    .catalog()
+                    .get(&f.nested.tool_id)
+                    .map_or_else(|| f.nested.tool_id.clone(), |e| e.tool.name.clone()),
+                arguments: f.nested.args.clone(),
+            })
+            .collect();
+        if !app_calls.is_empty()
+            && let Ok(mut awaiting) = self.awaiting.lock()
+        {
+            awaiting.insert(cell_id.clone(), app_calls);
+        }
         if let Ok(mut live) = self.shared.live.lock() {
             live.insert(
                 cell_id.clone(),

@@ -321,6 +321,7 @@ async fn nested_calls_keep_approval_and_hook_behavior() {
         mcp: None,
         plugin_config: json!({}),
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     });
     let result = exec(
         &run,
@@ -830,6 +831,7 @@ async fn exec_hook_events_carry_the_code_mode_tool_kind_and_input_kind() {
         mcp: None,
         plugin_config: json!({}),
         exec_hooks: vec![hook.clone()],
+        resume: Vec::new(),
     });
     assert_eq!(
         value(&run.exec("c1", json!({"command": "return 1"})).await),

@@ -258,6 +258,7 @@ pub fn start_with(code_mode: &CodeMode, catalog: Catalog, options: RunOptions) -
         mcp: Some(Arc::new(Docs)),
         plugin_config: json!({"repository": "openclaw/openclaw"}),
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     });
     Run {
         run,

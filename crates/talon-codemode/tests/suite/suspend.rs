@@ -334,3 +334,106 @@ async fn the_live_snapshot_cap_is_enforced() {
     assert_eq!(failure(&third).1, Some("snapshot_limit_exceeded"));
     assert_eq!(third.telemetry().snapshot_events[0].event, "rejected");
 }
+
+#[tokio::test]
+async fn a_cell_calling_a_client_tool_waits_for_the_app_and_a_later_run_resumes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = Arc::new(Tools::default());
+    let (_first, run) = on_disk(dir.path(), &tools);
+    // echo runs here; pick_color is the app's: once echo has answered,
+    // nothing of this process is left to wait for, and the cell is stored
+    // at once (well before its timeout).
+    let code = "const e = await tools.echo({text: 'hi'}); \
+                const c = await tools.pick_color({text: 'warm'}); \
+                return {echoed: e.input.text, color: c};";
+    let reply = talon_tools::ToolSurface::handle(
+        &run.run,
+        &run.ctx,
+        "call_1",
+        "exec",
+        json!({"code": code}),
+    )
+    .await;
+    assert_eq!(
+        reply.awaiting,
+        vec![talon_tools::AppCall {
+            call_id: "call_1/2".into(),
+            name: "pick_color".into(),
+            arguments: json!({"text": "warm"}),
+        }]
+    );
+    assert_eq!(reply.value["status"], "waiting");
+    assert_eq!(tools.runs("pick_color"), 0);
+    // The store says which cell waits, for which exec call.
+    let store = file_store(dir.path());
+    let session = talon_protocol::gateway::bounded::SessionId::from("s1");
+    let awaiting = talon_codemode::awaiting_cells(store.as_ref(), &session).unwrap();
+    assert_eq!(awaiting.len(), 1);
+    assert_eq!(
+        (
+            awaiting[0].parent.as_str(),
+            awaiting[0].calls.clone(),
+            awaiting[0].scope.run_id.as_str()
+        ),
+        ("call_1", vec![(2, "call_1/2".to_owned())], "r1")
+    );
+    // The app answers; another runtime on the same store (a restart) runs
+    // the session's next run, which makes exec call_1 again: the cell
+    // goes on from its snapshot with the answer, and echo is not re-run.
+    talon_codemode::answer_cell(
+        store.as_ref(),
+        &awaiting[0],
+        &[("call_1/2".into(), "\"teal\"".into())],
+    )
+    .unwrap();
+    let runtime = code_mode(file_store(dir.path()), Arc::new(NamespaceRegistry::new()));
+    let runner = Arc::new(talon_tools::ToolRunner::new(
+        Arc::new(catalog("r2", &talon_tools::ToolPolicy::new())),
+        tools.clone(),
+    ));
+    let next = runtime.start_run(talon_codemode::RunSetup {
+        config: quick().config,
+        runner,
+        ctx: ctx("r2"),
+        mcp: None,
+        plugin_config: json!({}),
+        exec_hooks: Vec::new(),
+        resume: awaiting,
+    });
+    let result = next
+        .exec(
+            "call_1",
+            json!({"code": "throw new Error('not run again')"}),
+        )
+        .await;
+    assert_eq!(value(&result), json!({"echoed": "hi", "color": "teal"}));
+    assert_eq!(tools.runs("echo"), 1);
+    // Gone: neither run can resume it.
+    assert!(
+        talon_codemode::awaiting_cells(store.as_ref(), &session)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn the_offered_tools_are_checked_against_the_surface() {
+    let (_cm, run) = standard();
+    let surface: &dyn talon_tools::ToolSurface = &run.run;
+    // exec, wait and the direct-only ask_user pass.
+    assert_eq!(surface.check_offered(&surface.tools()), Ok(()));
+    let mut more = surface.tools();
+    more.push(talon_protocol::ModelTool {
+        name: "pick_color".into(),
+        description: String::new(),
+        parameters: json!({"type": "object"}),
+    });
+    assert_eq!(
+        surface.check_offered(&more),
+        Err(
+            "Code Mode offers the model exec, wait and direct-only tools only, and the request \
+             offered \"pick_color\""
+                .into()
+        )
+    );
+}

@@ -401,6 +401,12 @@ fn tool_fields() -> Vec<Field> {
             strings("Tool names, globs or group:<name>; deny wins."),
         ),
         field(
+            "directOnly",
+            strings(
+                "Tools the model always sees by name, never hidden behind Code Mode or Tool Search: names, catalog ids (client:app:<name> for an app's tools), globs or group:<name>.",
+            ),
+        ),
+        field(
             "sandbox",
             Node::object(
                 vec![field(

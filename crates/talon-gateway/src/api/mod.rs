@@ -17,9 +17,10 @@ mod toolspace;
 
 use sessions::check_metadata;
 
+use talon_protocol::gateway::bounded::Cursor;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
-use talon_store::{PendingFilter, Store};
+use talon_store::{Page, PendingFilter, Store};
 
 use crate::error::api_error;
 use crate::runs::Engine;
@@ -54,6 +55,15 @@ fn default_agent() -> Agent {
 
 fn limit(asked: Option<u32>) -> u32 {
     asked.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
+}
+
+/// Cuts a page read with one item more than `limit` down to `limit`: the
+/// next page's cursor (the last item's id) when there is more.
+fn next_page<T>(items: &mut Vec<T>, limit: u32, id: impl Fn(&T) -> String) -> Option<Cursor> {
+    let more = items.len() > limit as usize;
+    items.truncate(limit as usize);
+    more.then(|| items.last().map(|item| id(item).into()))
+        .flatten()
 }
 
 /// A unit enum's wire spelling (`"pending"`).
@@ -495,14 +505,22 @@ impl Handler for Api {
         caller: &Caller,
         p: ApprovalsListParams,
     ) -> Result<ApprovalsListResult, ApiError> {
+        let limit = limit(p.limit);
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
             run_id: p.run_id.map(Into::into),
             session_id: p.session_id.map(Into::into),
             owner: caller.owner(),
+            page: Some(Page {
+                after: p.cursor.map(Into::into),
+                limit: limit + 1,
+            }),
         };
+        let mut approvals = self.store.approvals(&filter).await.map_err(api_error)?;
+        let next_cursor = next_page(&mut approvals, limit, |a| a.id.to_string());
         Ok(ApprovalsListResult {
-            approvals: self.store.approvals(&filter).await.map_err(api_error)?,
+            approvals,
+            next_cursor,
         })
     }
 
@@ -519,14 +537,22 @@ impl Handler for Api {
         caller: &Caller,
         p: QuestionsListParams,
     ) -> Result<QuestionsListResult, ApiError> {
+        let limit = limit(p.limit);
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
             run_id: p.run_id.map(Into::into),
             session_id: None,
             owner: caller.owner(),
+            page: Some(Page {
+                after: p.cursor.map(Into::into),
+                limit: limit + 1,
+            }),
         };
+        let mut questions = self.store.questions(&filter).await.map_err(api_error)?;
+        let next_cursor = next_page(&mut questions, limit, |q| q.id.to_string());
         Ok(QuestionsListResult {
-            questions: self.store.questions(&filter).await.map_err(api_error)?,
+            questions,
+            next_cursor,
         })
     }
 

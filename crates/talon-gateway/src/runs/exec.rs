@@ -159,6 +159,7 @@ impl Engine {
             asked,
             environment,
         } = looped;
+        let held = result.held.clone();
         let stored = self.save_messages(run, &added, active).await;
         let mut ended = run.clone();
         ended.status = result.status;
@@ -177,21 +178,43 @@ impl Engine {
         }
         artifacts.extend(self.trajectory(&ended).await);
         summary.artifacts = (!artifacts.is_empty()).then_some(artifacts);
-        // The message whose client calls the app is to answer.
+        // The message whose client calls the app is to answer. Calls a
+        // Code Mode cell made stand in place of the `exec` calls held open
+        // for them: the app answers those.
         if let Some(message) = asked.and_then(|index| stored.get(index)) {
+            let mut message = message.clone();
+            if !held.is_empty() {
+                message
+                    .tool_calls
+                    .retain(|c| !held.contains(&c.id.to_string()));
+                let nested: Vec<_> = result
+                    .pending
+                    .iter()
+                    .filter(|p| !message.tool_calls.iter().any(|c| c.id == p.id))
+                    .cloned()
+                    .collect();
+                message.tool_calls.extend(nested);
+            }
             let output = summary.output.get_or_insert_with(Default::default);
-            output.messages = Some(vec![message.clone()]);
+            output.messages = Some(vec![message]);
         }
         super::person::close_requests(&self.inner.store, &run.id).await;
-        self.forget_cells(&run.id).await;
+        self.forget_cells(run, &held).await;
         self.finish(&ended, &summary, terminal).await;
     }
 
     /// Deletes a run's suspended cells at its end (completed, failed,
     /// cancelled or timed out): no later `wait` can resume them, since a
-    /// cell is scoped to the run that made it.
-    async fn forget_cells(&self, run: &str) {
-        match self.inner.store.delete_run_cells(run).await {
+    /// cell is scoped to the run that made it. Those that wait for the
+    /// app's answers (the run held their `exec` calls open) stay for the
+    /// session's next run.
+    async fn forget_cells(&self, run: &Run, held: &[String]) {
+        let keep = match (&run.session_id, held.is_empty()) {
+            (Some(session), false) => self.held_cells(run, session, held).await,
+            _ => Vec::new(),
+        };
+        let run = run.id.as_str();
+        match self.inner.store.delete_run_cells_except(run, &keep).await {
             Ok(0) => {}
             Ok(cells) => tracing::debug!(run, cells, "a run's suspended cells deleted at its end"),
             Err(error) => tracing::warn!(
@@ -345,9 +368,90 @@ impl Engine {
             Some(session) => self.session_history(session).await?,
             None => Conversation::default(),
         };
-        let input = conversation::prepare(history, &request.input)
+        // Calls held open by an earlier run may be a Code Mode cell's,
+        // which waits for the app's answers in the cell store.
+        let awaiting = match &run.session_id {
+            Some(session) if !history.pending_calls().is_empty() => {
+                let store = self.cell_store()?;
+                let session = session.as_str().into();
+                tokio::task::spawn_blocking(move || {
+                    talon_runtime::cells::awaiting_cells(store.as_ref(), &session)
+                })
+                .await
+                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+                .map_err(cell_error)?
+            }
+            _ => Vec::new(),
+        };
+        let input = conversation::prepare_with(history, &request.input, &awaiting)
             .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, e.to_string()))?;
         Ok(Prepared { request, input })
+    }
+
+    /// The ids of `run`'s cells that wait for the app's answers to the
+    /// client calls of the `exec` calls in `held`.
+    async fn held_cells(&self, run: &Run, session: &str, held: &[String]) -> Vec<String> {
+        let Ok(store) = self.cell_store() else {
+            return Vec::new();
+        };
+        let session = session.into();
+        let found = tokio::task::spawn_blocking(move || {
+            talon_runtime::cells::awaiting_cells(store.as_ref(), &session)
+        })
+        .await;
+        match found {
+            Ok(Ok(cells)) => cells
+                .into_iter()
+                .filter(|c| c.scope.run_id.as_str() == run.id.as_str() && held.contains(&c.parent))
+                .map(|c| c.cell_id.to_string())
+                .collect(),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, run = %run.id, "the cells waiting for the app could not be read; they are deleted with the run");
+                Vec::new()
+            }
+            Err(error) => {
+                tracing::warn!(%error, run = %run.id, "the cells waiting for the app could not be read");
+                Vec::new()
+            }
+        }
+    }
+
+    /// The node's cell store (the database's `cells` table).
+    fn cell_store(&self) -> Result<Arc<dyn SnapshotStore>, ApiError> {
+        (self.cells())(StoreLimits::default()).map_err(|e| {
+            ApiError::new(
+                ErrorCode::Unavailable,
+                format!("the cell store cannot be opened: {e}"),
+            )
+        })
+    }
+
+    /// Records the app's answers in the cells they resume, and deletes
+    /// the cells whose calls the app left unanswered (their `exec` reads
+    /// as unanswered to the model).
+    pub(super) async fn answer_cells(
+        &self,
+        input: &conversation::Prepared,
+    ) -> Result<(), ApiError> {
+        if input.resume.is_empty() && input.abandoned.is_empty() {
+            return Ok(());
+        }
+        let store = self.cell_store()?;
+        let resume = input.resume.clone();
+        let answers = input.cell_answers.clone();
+        let abandoned = input.abandoned.clone();
+        tokio::task::spawn_blocking(move || {
+            for cell in &resume {
+                talon_runtime::cells::answer_cell(store.as_ref(), cell, &answers)?;
+            }
+            for cell in &abandoned {
+                store.delete(&cell.cell_id)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+        .map_err(cell_error)
     }
 
     /// A session's conversation as the model reads it.
@@ -424,4 +528,12 @@ impl Engine {
             Ok(store as Arc<dyn SnapshotStore>)
         })
     }
+}
+
+/// A cell store failure as the protocol's error.
+fn cell_error(error: talon_runtime::cells::CellError) -> ApiError {
+    ApiError::new(
+        ErrorCode::Unavailable,
+        format!("the suspended cells could not be read or written: {error}"),
+    )
 }

@@ -122,6 +122,7 @@ pub(super) async fn close_requests(store: &Store, run_id: &str) {
         run_id: Some(run_id.to_owned()),
         session_id: None,
         owner: talon_store::Owner::default(),
+        page: None,
     };
     let now = talon_store::now_ms();
     match store.approvals(&pending).await {

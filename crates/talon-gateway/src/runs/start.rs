@@ -187,7 +187,8 @@ fn client_tool(tool: &ClientTool) -> ToolDefinition {
         parameters: tool.parameters.clone(),
         source: ToolSource::Client,
         owner: "app".into(),
-        catalog_mode: CatalogMode::DirectOnly,
+        // The run decides: cataloged under Code Mode, else by name.
+        catalog_mode: CatalogMode::Default,
         execution_mode: ExecutionMode::default(),
         requires_approval: false,
         effect: ToolEffect::default(),
@@ -208,16 +209,21 @@ impl Engine {
             .prepare_input(run, request)
             .await
             .map_err(Refused::before_input)?;
-        let talon_runtime::conversation::Prepared {
-            history,
-            added,
-            message,
-        } = input;
         let refused = |error: ApiError, added: Conversation, message: Option<String>| Refused {
             error,
             input: added,
             message,
         };
+        if let Err(error) = self.answer_cells(&input).await {
+            return Err(refused(error, input.added, input.message));
+        }
+        let talon_runtime::conversation::Prepared {
+            history,
+            added,
+            message,
+            resume,
+            ..
+        } = input;
         let environment = match &request.environment_id {
             Some(id) => match self.bind_environment(id).await {
                 Ok(bound) => Some(bound),
@@ -233,7 +239,7 @@ impl Engine {
             (None, Resume::From(turn), _) => Start::Resume(turn),
             (None, Resume::FromInput, message) => Start::Again(message),
             (None, Resume::No, Some(message)) => Start::Message(message),
-            (None, Resume::No, None) => Start::Proceed,
+            (None, Resume::No, None) => Start::Proceed { resume },
         };
         let spec = self.spec(
             &parts,

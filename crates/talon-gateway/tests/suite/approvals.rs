@@ -534,3 +534,44 @@ async fn an_approve_once_approves_one_call_even_when_call_ids_repeat() {
         .collect();
     assert_eq!(statuses, vec![json!("approved"); 4]);
 }
+
+#[tokio::test]
+async fn approvals_page_in_creation_order_with_a_cursor_and_a_bounded_limit() {
+    let g = gateway(json!({})).await;
+    let t = Transport::Http;
+    let mut asked = Vec::new();
+    for key in ["p1", "p2", "p3"] {
+        let run = create(&g, &t, key).await;
+        asked.push(pending(&g, &t, &run).await[0]["id"].clone());
+    }
+    let list = |params: Value| {
+        let t = &t;
+        let g = &g;
+        async move { t.call(g, "approvals.list", params).await.unwrap() }
+    };
+    let first = list(json!({"status": "pending", "limit": 2})).await;
+    let ids = |page: &Value| -> Vec<Value> {
+        page["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].clone())
+            .collect()
+    };
+    assert_eq!(ids(&first), asked[..2]);
+    assert_eq!(first["nextCursor"], asked[1]);
+    let second =
+        list(json!({"status": "pending", "limit": 2, "cursor": first["nextCursor"]})).await;
+    assert_eq!(
+        (ids(&second), second.get("nextCursor")),
+        (asked[2..].to_vec(), None)
+    );
+    // A limit past the cap is the cap; zero is one.
+    let one = list(json!({"status": "pending", "limit": 0})).await;
+    assert_eq!(ids(&one), asked[..1]);
+    let error = t
+        .call(&g, "approvals.list", json!({"limit": -1}))
+        .await
+        .unwrap_err();
+    assert_eq!(error["code"], "invalid_request");
+}

@@ -48,14 +48,22 @@ fn pick_color() -> Value {
     })
 }
 
+/// The run's result once it has ended (`runs.wait` answers `accepted`
+/// when its own time is up first).
 async fn wait(g: &TestGateway, t: &Transport, run_id: &Value) -> Value {
-    t.call(
-        g,
-        "runs.wait",
-        json!({"runId": run_id, "timeoutMs": 20_000}),
-    )
-    .await
-    .unwrap()
+    loop {
+        let result = t
+            .call(
+                g,
+                "runs.wait",
+                json!({"runId": run_id, "timeoutMs": 20_000}),
+            )
+            .await
+            .unwrap();
+        if result["status"] != "accepted" {
+            return result;
+        }
+    }
 }
 
 async fn events(g: &TestGateway, t: &Transport, run_id: &Value) -> Vec<Value> {
@@ -241,11 +249,203 @@ async fn bad_client_tools_and_answers_get_clear_errors() {
     assert!(g.mock.requests().is_empty());
 }
 
+/// The names of the tools a recorded model request offered.
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Code Mode: the model calls `exec`, whose cell calls the app's
+/// `pick_color` through `tools.*`; then it answers with the cell's value.
+fn code_mode_script() -> Script {
+    Script {
+        turns: vec![
+            Turn {
+                tool_calls: vec![call(
+                    "exec",
+                    json!({"code": "const hits = await tools.search('pick a color');\n\
+                                    const color = await tools.pick_color({palette: 'warm'});\n\
+                                    return {found: hits.map(h => h.id), color};"}),
+                )],
+                ..Turn::default()
+            },
+            Turn {
+                text: Some("Teal it is.".into()),
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::Sequential,
+        ..Script::default()
+    }
+}
+
 #[tokio::test]
-async fn code_mode_offers_client_tools_beside_exec_and_wait() {
+async fn code_mode_hides_client_tools_in_the_catalog_and_a_cell_waits_for_the_app_across_a_restart()
+{
+    let config = json!({"tools": {"codeMode": {"enabled": true}}});
+    let g = TestGateway::start_opts(Options {
+        script: code_mode_script(),
+        config: config.clone(),
+        ..Options::default()
+    })
+    .await;
+    let t = Transport::Http;
+    let run = t
+        .call(
+            &g,
+            "runs.create",
+            json!({"input": "Pick a color.", "sessionKey": "app:cm", "tools": [pick_color()]}),
+        )
+        .await
+        .unwrap();
+    let mut r = Redactor::new();
+    // Completed, pick_color pending as the cell's nested call call_1/1
+    // (found by search, with its arguments); the assistant message holds
+    // exec open.
+    let first = whole(&mut r, &wait(&g, &t, &run["runId"]).await);
+    insta::assert_json_snapshot!("code_mode_waits_result", sized(first.clone()));
+    // run.started offers exec and wait only; exec's tool.call.started,
+    // then call_1/1's (parent call_1, source client); no exec end.
+    let all = events(&g, &t, &run["runId"]).await;
+    insta::assert_json_snapshot!("code_mode_waits_events", r.transcript(&all));
+    assert_eq!(offered(&g.mock.requests()[0]), ["exec", "wait"]);
+    assert_eq!(
+        g.running
+            .store
+            .run_cells(run["runId"].as_str().unwrap())
+            .await
+            .unwrap(),
+        1
+    );
+
+    // The gateway restarts; the app answers the nested call.
+    let g = g.restarted(config).await;
+    let next = t
+        .call(
+            &g,
+            "runs.create",
+            json!({"sessionKey": "app:cm", "tools": [pick_color()],
+                   "input": [{"role": "tool", "toolCallId": "call_1/1", "content": "\"teal\""}]}),
+        )
+        .await
+        .unwrap();
+    let result = whole(&mut r, &wait(&g, &t, &next["runId"]).await);
+    // The cell went on from its snapshot: exec answers the model with the
+    // cell's value, and the model's request offers exec and wait only.
+    let sent = g.mock.requests().last().unwrap().clone();
+    assert_eq!(offered(&sent), ["exec", "wait"]);
+    let messages = sent["messages"].as_array().unwrap();
+    let answer = messages.last().unwrap();
+    assert_eq!(answer["tool_call_id"], "call_1");
+    let cell: Value = serde_json::from_str(answer["content"].as_str().unwrap()).unwrap();
+    pretty_assertions::assert_eq!(
+        (cell["status"].clone(), cell["value"].clone()),
+        (
+            json!("completed"),
+            json!({"found": ["client:app:pick_color"], "color": "teal"})
+        )
+    );
+    insta::assert_json_snapshot!("code_mode_answered_result", sized(result));
+    // No cell is left, and nothing can resume one.
+    assert_eq!(
+        g.running
+            .store
+            .run_cells(run["runId"].as_str().unwrap())
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        g.running
+            .store
+            .run_cells(next["runId"].as_str().unwrap())
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_code_mode_cell_the_app_does_not_answer_is_deleted_and_reads_as_unanswered() {
+    let g = TestGateway::start_opts(Options {
+        script: Script {
+            turns: vec![
+                code_mode_script().turns[0].clone(),
+                Turn {
+                    text: Some("Never mind then.".into()),
+                    ..Turn::default()
+                },
+            ],
+            replay: Replay::Sequential,
+            ..Script::default()
+        },
+        config: json!({"tools": {"codeMode": {"enabled": true}}}),
+        ..Options::default()
+    })
+    .await;
+    let t = Transport::Http;
+    let run = t
+        .call(
+            &g,
+            "runs.create",
+            json!({"input": "Pick a color.", "sessionKey": "app:cm", "tools": [pick_color()]}),
+        )
+        .await
+        .unwrap();
+    wait(&g, &t, &run["runId"]).await;
+    let run_id = run["runId"].as_str().unwrap();
+    assert_eq!(g.running.store.run_cells(run_id).await.unwrap(), 1);
+    // Answers together with a new turn are refused, naming the exec call.
+    let refused = t
+        .call(
+            &g,
+            "runs.create",
+            json!({"sessionKey": "app:cm", "input": [
+                {"role": "tool", "toolCallId": "call_1/1", "content": "teal"},
+                {"role": "user", "content": "and hurry"}]}),
+        )
+        .await
+        .unwrap();
+    let failed = wait(&g, &t, &refused["runId"]).await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(
+        failed["error"]["message"],
+        "input: answers to client tool calls made inside Code Mode's exec (\"call_1\") come alone; \
+         send the user's message in the next run"
+    );
+    // The app moves on: exec reads as unanswered and the cell goes.
+    let next = t
+        .call(
+            &g,
+            "runs.create",
+            json!({"sessionKey": "app:cm", "input": "Never mind."}),
+        )
+        .await
+        .unwrap();
+    let second = wait(&g, &t, &next["runId"]).await;
+    assert_eq!(second["status"], "completed");
+    assert_eq!(g.running.store.run_cells(run_id).await.unwrap(), 0);
+    let request = g.mock.requests().last().unwrap().clone();
+    let messages = request["messages"].as_array().unwrap();
+    let exec = messages
+        .iter()
+        .find(|m| m["tool_call_id"] == "call_1")
+        .unwrap();
+    assert_eq!(exec["content"], talon_runtime::conversation::UNANSWERED);
+}
+
+#[tokio::test]
+async fn direct_only_is_explicit_and_the_payload_check_fails_closed() {
+    // pick_color configured direct-only: offered beside exec and wait,
+    // and the model calls it by name as in a direct run.
     let g = TestGateway::start_opts(Options {
         script: script(),
-        config: json!({"tools": {"codeMode": {"enabled": true}}}),
+        config: json!({"tools": {"codeMode": {"enabled": true},
+                                 "directOnly": ["client:app:pick_color"]}}),
         ..Options::default()
     })
     .await;
@@ -258,22 +458,13 @@ async fn code_mode_offers_client_tools_beside_exec_and_wait() {
         )
         .await
         .unwrap();
-    let mut r = Redactor::new();
-    insta::assert_json_snapshot!(
-        "code_mode_result",
-        sized(whole(&mut r, &wait(&g, &t, &run["runId"]).await))
+    let result = wait(&g, &t, &run["runId"]).await;
+    assert_eq!(
+        offered(&g.mock.requests()[0]),
+        ["exec", "wait", "pick_color"]
     );
-    // run.started offers exec, wait, pick_color; run.completed leaves
-    // pick_color pending.
-    let all = events(&g, &t, &run["runId"]).await;
-    insta::assert_json_snapshot!("code_mode_events", r.transcript(&all));
-    // `read` is not a Code Mode model tool: that call failed as unknown.
-    let request = &g.mock.requests()[0];
-    let offered: Vec<&str> = request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(offered, ["exec", "wait", "pick_color"]);
+    assert_eq!(
+        result["output"]["messages"][0]["toolCalls"][0]["name"],
+        json!("pick_color")
+    );
 }

@@ -101,6 +101,15 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     assert!(text.contains("-hello\n+hello world\n"), "{text}");
     assert!(text.contains("+++ b/token.txt"), "{text}");
     assert!(text.contains("+[redacted]"), "{text}");
+    // Its output streamed as deltas while it ran, redacted like its result.
+    let streamed: String = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool.call.delta")
+        .filter_map(|e| e["data"]["update"]["text"].as_str())
+        .collect();
+    assert!(streamed.starts_with("token=[redacted]\n"), "{streamed}");
     // The secret is in no event and no artifact.
     assert!(!events.to_string().contains(TOKEN));
     let listed = call(&g, "artifacts.list", json!({"runId": run_id}))

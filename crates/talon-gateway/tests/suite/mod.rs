@@ -5,6 +5,7 @@ mod client_tools;
 mod connections;
 mod cost;
 mod deletes;
+mod deltas;
 mod docs;
 mod env_support;
 mod environments;
@@ -165,6 +166,27 @@ impl TestGateway {
             0,
             host(config_in(self.dir.path(), json!({})), &self.mock),
         )
+    }
+
+    /// Stops this gateway, then starts another on its state directory and
+    /// mock model, with `config` merged in as [`Options::config`] is.
+    pub async fn restarted(self, config: Value) -> Self {
+        let Self {
+            running,
+            admin,
+            client,
+            dir,
+            mock,
+        } = self;
+        running.shutdown().await;
+        let next = GatewayConfig::local(dir.path(), 0, host(config_in(dir.path(), config), &mock));
+        Self {
+            running: talon_gateway::start(next).await.unwrap(),
+            admin,
+            client,
+            dir,
+            mock,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -405,6 +405,68 @@ async fn a_client_tool_round_trip_needs_the_session() {
 }
 
 #[tokio::test]
+async fn under_code_mode_a_clients_tool_is_called_from_a_cell_and_answered_the_same_way() {
+    let g = TestGateway::start_opts(super::Options {
+        script: Script {
+            turns: vec![
+                tool_turn(
+                    "exec",
+                    json!({"code": "const w = await tools.get_weather({city: 'Paris'}); return w.sky;"}),
+                ),
+                say("It is sunny in Paris."),
+            ],
+            replay: Replay::Sequential,
+            ..Script::default()
+        },
+        config: json!({"tools": {"codeMode": {"enabled": true}}}),
+        ..super::Options::default()
+    })
+    .await;
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+    let key = [("x-talon-session-key", "cm-1")];
+    let mut request = chat(json!([user("weather?")]));
+    request["tools"] = tools.clone();
+    let asked = post(&g, &g.admin, "/v1/chat/completions", request, &key).await;
+    let choice = asked.json()["choices"][0].clone();
+    // The model saw exec and wait only; the client sees its own tool,
+    // called by the cell.
+    let offered: Vec<Value> = g.mock.requests()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].clone())
+        .collect();
+    assert_eq!(offered, [json!("exec"), json!("wait")]);
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    let call = choice["message"]["tool_calls"][0].clone();
+    assert_eq!(
+        (call["id"].clone(), call["function"].clone()),
+        (
+            json!("call_1/1"),
+            json!({"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"})
+        )
+    );
+    let history = json!([user("weather?"), choice["message"],
+        {"role": "tool", "tool_call_id": call["id"], "content": "{\"sky\": \"sunny\"}"}]);
+    let mut answer = chat(history);
+    answer["tools"] = tools;
+    let done = post(&g, &g.admin, "/v1/chat/completions", answer, &key).await;
+    assert_eq!(
+        done.json()["choices"][0]["message"]["content"],
+        json!("It is sunny in Paris.")
+    );
+    // The cell's value reached the model as exec's answer.
+    let sent = g.mock.requests().last().unwrap().clone();
+    let last = sent["messages"].as_array().unwrap().last().unwrap().clone();
+    let cell: Value = serde_json::from_str(last["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (last["tool_call_id"].clone(), cell["value"].clone()),
+        (json!("call_1"), json!("sunny"))
+    );
+}
+
+#[tokio::test]
 async fn system_prompts_are_kept_once_and_ride_along_with_tool_answers() {
     let g = TestGateway::with_script(per_run(vec![
         tool_turn("get_weather", json!({"city": "Paris"})),

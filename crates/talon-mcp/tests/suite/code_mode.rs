@@ -46,6 +46,7 @@ async fn code_mode_run(manager: &McpManager) -> (CodeMode, CodeModeRun) {
         mcp: Some(Arc::new(manager.clone())),
         plugin_config: Value::Null,
         exec_hooks: Vec::new(),
+        resume: Vec::new(),
     });
     (code_mode, run)
 }

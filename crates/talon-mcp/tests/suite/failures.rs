@@ -456,3 +456,63 @@ async fn a_result_nested_past_any_parser_is_an_error_not_an_abort() {
         .unwrap();
     pretty_assertions::assert_eq!(echoed, echo_of("still here"));
 }
+
+/// Collects updates.
+#[derive(Default)]
+struct Updates(std::sync::Mutex<Vec<(String, Value)>>);
+
+impl talon_tools::UpdateSink for Updates {
+    fn update(&self, call_id: &str, update: Value) {
+        self.0.lock().unwrap().push((call_id.to_owned(), update));
+    }
+}
+
+#[tokio::test]
+async fn a_servers_progress_reaches_the_call_as_deltas_thinned_and_never_after_its_end() {
+    let manager = manager(json!({"fx": fixture("ok", json!({}))}));
+    let updates = Arc::new(Updates::default());
+    let to = talon_mcp::ProgressTo {
+        sink: updates.clone(),
+        call_id: "call_7".into(),
+    };
+    // Three steps far enough apart: each is a delta.
+    let result = manager
+        .call_tool_reporting(
+            None,
+            "fx",
+            "progress",
+            json!({"steps": 3, "gapMs": 150}),
+            Some(to.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "3 steps");
+    // The fixture's late notification (after the answer) is not passed on.
+    manager
+        .call_tool(None, "fx", "echo", json!({"message": "after"}))
+        .await
+        .unwrap();
+    let seen = std::mem::take(&mut *updates.0.lock().unwrap());
+    assert_eq!(
+        seen,
+        (1..=3)
+            .map(|i| (
+                "call_7".to_owned(),
+                json!({"progress": f64::from(i), "total": 3.0, "message": format!("step {i}")})
+            ))
+            .collect::<Vec<_>>()
+    );
+    // A flood of 2,000 at once is thinned to what 100 ms allows.
+    let started = Instant::now();
+    manager
+        .call_tool_reporting(None, "fx", "progress", json!({"steps": 2000}), Some(to))
+        .await
+        .unwrap();
+    let allowed = 1 + started.elapsed().as_millis() / talon_mcp::PROGRESS_INTERVAL.as_millis();
+    let seen = updates.0.lock().unwrap().len();
+    assert!(
+        seen >= 1 && seen as u128 <= allowed,
+        "{seen} deltas in {:?}",
+        started.elapsed()
+    );
+}

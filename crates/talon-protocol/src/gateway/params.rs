@@ -386,6 +386,12 @@ params! {
         /// Only this session's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_id: Option<SessionId>,
+        /// At most this many (the gateway's default and cap apply).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// The previous page's `nextCursor`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<Cursor>,
     }
     /// `approvals.respond`: the first decision wins.
     ApprovalsRespondParams {
@@ -409,6 +415,12 @@ params! {
         /// Only this run's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run_id: Option<RunId>,
+        /// At most this many (the gateway's default and cap apply).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// The previous page's `nextCursor`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<Cursor>,
     }
     /// `questions.respond`: the answer is checked against the question's
     /// schema or choices.
@@ -572,11 +584,17 @@ results! {
     ApprovalsListResult {
         /// Oldest first.
         approvals: Vec<Approval>,
+        /// The next page's cursor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<Cursor>,
     }
     /// `questions.list`.
     QuestionsListResult {
         /// Oldest first.
         questions: Vec<Question>,
+        /// The next page's cursor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<Cursor>,
     }
     /// `environments.list`.
     EnvironmentsListResult {

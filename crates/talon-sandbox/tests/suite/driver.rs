@@ -109,7 +109,8 @@ impl Drop for DropGuard {
 /// - `panic`: a task whose future panics;
 /// - `forever`: a task that never finishes (counts its start and its drop);
 /// - `count`: `value` after 40 ms, counting how many run at once;
-/// - `yield`: suspends the cell (`Answer::Yield`).
+/// - `yield`: suspends the cell (`Answer::Yield`);
+/// - `outside`: answered from outside the process (`Answer::Outside`).
 ///
 /// The tag of a started call is its kind.
 struct TestHost {
@@ -210,6 +211,7 @@ impl CellHost for TestHost {
                 })
             }
             "yield" => Answer::Yield,
+            "outside" => Answer::Outside { tag: kind },
             other => Answer::Now(Err(HostCallError::new(format!("unknown kind {other}")))),
         }
     }
@@ -548,6 +550,33 @@ async fn a_yield_suspends_the_cell_until_the_host_answers_it() {
     let driven = drive(&mut host, &mut calls, machine, &limits(5_000)).await;
     assert_eq!(completed(driven.halt), json!(["resumed", "go"]));
     assert_eq!(driven.output, vec![stdout("two\n")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cell_waiting_only_on_outside_answers_suspends_once_its_own_calls_end() {
+    let mut host = TestHost::new();
+    let mut calls = Calls::new(4);
+    // The outside call waits while a call of this process runs; once that
+    // one ends, nothing here can settle the rest: the cell suspends then,
+    // long before its 60 s deadline.
+    let code = "const slow = host('sleep', {ms: 50, value: 'slept'}); \
+                const app = host('outside', {q: 1}); \
+                return [await slow, await app]";
+    let started = Instant::now();
+    let driven = drive(&mut host, &mut calls, fresh(code), &limits(60_000)).await;
+    let machine = suspended(driven.halt, Suspend::Outside);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(
+        calls.in_flight(),
+        &BTreeMap::from([(2, "outside".to_owned())])
+    );
+    assert!(!calls.running());
+
+    // The answer arrives; the cell completes with it.
+    calls.reset();
+    calls.answer(2, Ok(json!("from the app")));
+    let driven = drive(&mut host, &mut calls, machine, &limits(5_000)).await;
+    assert_eq!(completed(driven.halt), json!(["slept", "from the app"]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -55,6 +55,19 @@ on_both! {
         assert_eq!(store.approvals(&pending).await.unwrap().len(), 2);
         let of_r2 = PendingFilter { run_id: Some("r2".into()), ..Default::default() };
         assert_eq!(store.approvals(&of_r2).await.unwrap(), vec![approval("a2", "r2", None)]);
+        // Pages in creation order, each after the last one's id; an
+        // unknown id is past the end.
+        let page = |after: Option<&str>| PendingFilter {
+            page: Some(talon_store::Page { after: after.map(str::to_owned), limit: 1 }),
+            ..Default::default()
+        };
+        let ids = |list: Vec<talon_protocol::gateway::Approval>| {
+            list.into_iter().map(|a| a.id.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(store.approvals(&page(None)).await.unwrap()), ["a1"]);
+        assert_eq!(ids(store.approvals(&page(Some("a1"))).await.unwrap()), ["a2"]);
+        assert!(store.approvals(&page(Some("a2"))).await.unwrap().is_empty());
+        assert!(store.approvals(&page(Some("ghost"))).await.unwrap().is_empty());
         let resolved = store.resolve_approval("a1", decide(ApprovalDecision::ApproveOnce, 20)).await.unwrap();
         let Resolution::Resolved(won) = resolved else { panic!("{resolved:?}") };
         assert_eq!(won.status, ApprovalStatus::Approved);

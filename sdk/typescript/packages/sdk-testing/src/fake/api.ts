@@ -128,17 +128,23 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     if (!found) throw notFound("artifact", p.artifactId);
     return { artifact: copy(found.summary), url: `/v1/artifacts/${found.summary.id}/content` };
   },
-  "approvals.list": (p, { state }) => ({
-    approvals: copy(
-      state.approvals.filter(
-        (a) => (!p.status || a.status === p.status) && (!p.runId || a.runId === p.runId) && (!p.sessionId || a.sessionId === p.sessionId),
-      ),
-    ),
-  }),
+  "approvals.list": (p, { state }) => {
+    const all = state.approvals.filter(
+      (a) => (!p.status || a.status === p.status) && (!p.runId || a.runId === p.runId) && (!p.sessionId || a.sessionId === p.sessionId),
+    );
+    const { items, nextCursor } = pageOf(all, p.cursor, p.limit);
+    const result: P.ApprovalsListResult = { approvals: copy(items) };
+    if (nextCursor) result.nextCursor = nextCursor;
+    return result;
+  },
   "approvals.respond": (p, { state }) => respondApproval(state, p),
-  "questions.list": (p, { state }) => ({
-    questions: copy(state.questions.filter((q) => (!p.status || q.status === p.status) && (!p.runId || q.runId === p.runId))),
-  }),
+  "questions.list": (p, { state }) => {
+    const all = state.questions.filter((q) => (!p.status || q.status === p.status) && (!p.runId || q.runId === p.runId));
+    const { items, nextCursor } = pageOf(all, p.cursor, p.limit);
+    const result: P.QuestionsListResult = { questions: copy(items) };
+    if (nextCursor) result.nextCursor = nextCursor;
+    return result;
+  },
   "questions.respond": (p, { state }) => answerQuestion(state, p),
   "environments.list": (_, { state }) => ({ environments: copy(state.environments) }),
   "environments.create": (p, { state, caller }) => createEnvironment(state, caller, p),
@@ -207,4 +213,20 @@ export async function serveCall(
   } catch (thrown) {
     return { ok: false, error: errorOf(thrown) };
   }
+}
+
+/** One page of `items` in their order after the one whose id is `cursor` (none when it is unknown), as the gateway pages. */
+function pageOf<T extends { id: string }>(
+  items: T[],
+  cursor: string | null | undefined,
+  limit: number | null | undefined,
+): { items: T[]; nextCursor: string | undefined } {
+  let rest = items;
+  if (cursor) {
+    const at = rest.findIndex((x) => x.id === cursor);
+    rest = at < 0 ? [] : rest.slice(at + 1);
+  }
+  const size = Math.min(Math.max(limit ?? 100, 1), 500);
+  const page = rest.slice(0, size);
+  return { items: page, nextCursor: rest.length > size ? page.at(-1)?.id : undefined };
 }

@@ -235,6 +235,10 @@ export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "ca
 
 /** `approvals.list`. */
 export type ApprovalsListParams = {
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
   /** Only this run's. */
   runId?: RunId | null;
   /** Only this session's. */
@@ -247,6 +251,8 @@ export type ApprovalsListParams = {
 export type ApprovalsListResult = {
   /** Oldest first. */
   approvals: Array<Approval>;
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
 };
 
 /** `approvals.respond`: the first decision wins. */
@@ -976,6 +982,10 @@ export type QuestionStatus = "pending" | "answered" | "expired" | "cancelled" | 
 
 /** `questions.list`. */
 export type QuestionsListParams = {
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
   /** Only this run's. */
   runId?: RunId | null;
   /** Only questions in this state. */
@@ -984,6 +994,8 @@ export type QuestionsListParams = {
 
 /** `questions.list`. */
 export type QuestionsListResult = {
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
   /** Oldest first. */
   questions: Array<Question>;
 };
@@ -1791,7 +1803,15 @@ export type ToolCallCompletedData = {
 export type ToolCallDeltaData = {
   /** The call's id. */
   callId: string;
-  /** The executor's update (capped at 16 KiB). */
+  /** The model's call it belongs to, for a nested call. */
+  parentId?: string | null;
+  /**
+   * The executor's update (capped at 16 KiB): a command's output is
+   * `{stream: "stdout" | "stderr", text}`, and `{omittedBytes}` once its
+   * deltas reached their cap; a Code Mode cell's console output is
+   * `{stream: "console", text}`; an MCP server's progress is
+   * `{progress, total?, message?}`.
+   */
   update: unknown;
 };
 
