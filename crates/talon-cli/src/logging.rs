@@ -3,8 +3,10 @@
 //! as text or, with `TALON_LOG_FORMAT=json`, one JSON object a line
 //! (`timestamp`, `level`, `target`, `fields`, the spans it is inside).
 //! Colour only when stderr is a terminal, so a log file never holds ANSI
-//! escapes. `TALON_DEBUG_CODE_MODE=1` and `TALON_DEBUG_MODEL_PAYLOAD` add
-//! their targets at `info` whatever the filter says.
+//! escapes. The debugging switches (`talon_protocol::debug::DebugSwitch`:
+//! `TALON_DEBUG_CODE_MODE`, `_MODEL_TRANSPORT`, `_MODEL_PAYLOAD`, `_SSE`, or
+//! their `OPENCLAW_DEBUG_*` spellings) add their targets at `info` whatever
+//! the filter says.
 //!
 //! Every field is escaped in both formats ([`escape`] for text, JSON's own
 //! escaping for JSON): a control character, a line or paragraph separator
@@ -47,18 +49,14 @@ fn filter() -> EnvFilter {
     let mut filter = EnvFilter::try_from_env("TALON_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new("warn"));
-    // TALON_DEBUG_CODE_MODE=1: the model-visible tool names and bridge
-    // activity, whatever TALON_LOG says.
-    if std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1")
-        && let Ok(directive) = "talon::code_mode=info".parse()
-    {
-        filter = filter.add_directive(directive);
-    }
-    // TALON_DEBUG_MODEL_PAYLOAD=tools|full-redacted: what the model gets.
-    if std::env::var("TALON_DEBUG_MODEL_PAYLOAD").is_ok()
-        && let Ok(directive) = "talon::model_payload=info".parse()
-    {
-        filter = filter.add_directive(directive);
+    // The debugging switches (TALON_DEBUG_*, or OPENCLAW_DEBUG_*) show
+    // their lines whatever TALON_LOG says.
+    for switch in talon_protocol::debug::DebugSwitch::ALL {
+        if switch.value().is_some()
+            && let Ok(directive) = format!("{}=info", switch.target()).parse()
+        {
+            filter = filter.add_directive(directive);
+        }
     }
     filter
 }

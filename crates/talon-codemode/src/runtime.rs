@@ -180,7 +180,7 @@ impl CodeMode {
         }
         // The image is built now, not inside the first cell's budget.
         engine.sandbox().prepare(PRELUDE_NAME)?;
-        let debug = std::env::var("TALON_DEBUG_CODE_MODE").is_ok_and(|v| v == "1");
+        let debug = talon_protocol::debug::DebugSwitch::CodeMode.is_on();
         Ok(Self {
             shared: Arc::new(Shared {
                 engine,

@@ -73,6 +73,7 @@
 
 pub mod code_mode;
 pub mod codegen;
+pub mod debug;
 pub mod event_data;
 mod event_types;
 pub mod events;

@@ -141,8 +141,10 @@ impl OpenAiCompatible {
             if let Some(key) = &self.config.api_key {
                 builder = builder.bearer_auth(key);
             }
+            let since = std::time::Instant::now();
             let response = builder.send().await.map_err(|e| self.unreachable(e))?;
             let status = response.status().as_u16();
+            retry::log_transport(&self.config.id, &url, attempt, status, since);
             if response.status().is_success() {
                 return if request.stream {
                     self.read_stream(response, sink).await
@@ -239,7 +241,7 @@ impl OpenAiCompatible {
         response: reqwest::Response,
         sink: DeltaSink<'_>,
     ) -> Result<ChatResponse> {
-        let mut reader = SseReader::default();
+        let mut reader = SseReader::new();
         let mut stream = response.bytes_stream();
         let mut out = ChatResponse::default();
         let mut calls: Vec<ToolCallRequest> = Vec::new();

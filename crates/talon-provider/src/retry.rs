@@ -227,6 +227,35 @@ pub(crate) fn error_message(text: &str) -> String {
     message.chars().take(500).collect()
 }
 
+/// Whether `DEBUG_MODEL_TRANSPORT=1` is set (read once per process).
+static TRANSPORT: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| talon_protocol::debug::DebugSwitch::ModelTransport.is_on());
+
+/// `DEBUG_MODEL_TRANSPORT=1`: one line per model request as its answer
+/// starts: the provider, the endpoint (never a key: those travel in
+/// headers), the attempt, the status and how long the answer took to
+/// start (target `talon::model_transport`).
+pub(crate) fn log_transport(
+    provider: &str,
+    url: &str,
+    attempt: u32,
+    status: u16,
+    since: std::time::Instant,
+) {
+    if *TRANSPORT {
+        let endpoint = url.split('?').next().unwrap_or(url);
+        tracing::info!(
+            target: "talon::model_transport",
+            provider,
+            endpoint,
+            attempt,
+            status,
+            elapsed_ms = since.elapsed().as_millis() as u64,
+            "model request"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail loudly")]

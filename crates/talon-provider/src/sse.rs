@@ -4,6 +4,11 @@
 //! Linear in the bytes received: each push scans only the bytes not
 //! scanned before (a server dripping one huge event in tiny chunks costs
 //! no rescans), and complete events are cut off the buffer once per push.
+//! `DEBUG_SSE=events|peek` logs each event's type, or the first five
+//! events' data with credentials redacted (target `talon::model_sse`).
+
+use serde_json::Value;
+use talon_protocol::debug::{DebugSwitch, SSE_PEEK_EVENTS, redact_credentials};
 
 /// Collects bytes and hands out complete `data:` payloads.
 #[derive(Debug, Default)]
@@ -12,6 +17,69 @@ pub(crate) struct SseReader {
     /// How far `buffer` was searched for an event's end without finding
     /// one.
     scanned: usize,
+    /// What `DEBUG_SSE` shows of this stream, and how many it showed.
+    debug: Option<(SseDebug, usize)>,
+}
+
+/// `DEBUG_SSE`'s modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SseDebug {
+    /// Each event's type and size.
+    Events,
+    /// The first few events' data, redacted.
+    Peek,
+}
+
+/// Most characters of an event `DEBUG_SSE=peek` shows.
+const PEEK_CHARS: usize = 2048;
+
+impl SseReader {
+    /// A reader that shows its events as `DEBUG_SSE` asks.
+    pub fn new() -> Self {
+        let debug = match DebugSwitch::Sse.value().as_deref() {
+            Some("events") => Some((SseDebug::Events, 0)),
+            Some("peek") => Some((SseDebug::Peek, 0)),
+            _ => None,
+        };
+        Self {
+            debug,
+            ..Self::default()
+        }
+    }
+
+    fn show(&mut self, data: &str) {
+        let Some((mode, shown)) = &mut self.debug else {
+            return;
+        };
+        let parsed: Option<Value> = serde_json::from_str(data).ok();
+        match mode {
+            SseDebug::Events => {
+                let kind = parsed
+                    .as_ref()
+                    .and_then(|v| v.get("type").or_else(|| v.get("object")))
+                    .and_then(Value::as_str)
+                    .unwrap_or(if data.trim() == "[DONE]" {
+                        "[DONE]"
+                    } else {
+                        "data"
+                    });
+                tracing::info!(target: "talon::model_sse", event = kind, bytes = data.len(), "stream event");
+            }
+            SseDebug::Peek if *shown < SSE_PEEK_EVENTS => {
+                *shown += 1;
+                let text = match parsed {
+                    Some(mut value) => {
+                        redact_credentials(&mut value);
+                        value.to_string()
+                    }
+                    None => data.to_owned(),
+                };
+                let text: String = text.chars().take(PEEK_CHARS).collect();
+                tracing::info!(target: "talon::model_sse", n = *shown, data = %text, "stream event (redacted)");
+            }
+            SseDebug::Peek => {}
+        }
+    }
 }
 
 /// Largest event accepted (a bound against a server that never ends one).
@@ -40,7 +108,9 @@ impl SseReader {
                 }
             }
             if !data.is_empty() {
-                out.push(data.join("\n"));
+                let data = data.join("\n");
+                self.show(&data);
+                out.push(data);
             }
             start += end + skip;
             from = 0;

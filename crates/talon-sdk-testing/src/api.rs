@@ -169,6 +169,10 @@ impl Handler for Api {
         sessions::fork(self, p)
     }
 
+    async fn sessions_update(&self, _: &(), p: SessionsUpdateParams) -> Result<Session, ApiError> {
+        sessions::update(self, p)
+    }
+
     async fn sessions_compact(&self, _: &(), p: SessionActionParams) -> Result<Session, ApiError> {
         sessions::compact(self, &p.session_id)
     }

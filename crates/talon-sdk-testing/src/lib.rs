@@ -70,6 +70,7 @@
 //! # Deliberately absent
 //!
 //! - Scopes: tokens are checked for existence and expiry, never for their scopes.
+//! - Session metadata caps (64 keys, 16 KiB): `sessions.create` and `sessions.update` take any.
 //! - A WebSocket's first-frame `auth` (what a browser's socket sends): the Rust SDK sends
 //!   `Authorization` on the upgrade.
 //! - Callers: every call is the fake's one caller, so idempotency keys are kept in one namespace

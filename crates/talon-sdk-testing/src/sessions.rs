@@ -6,7 +6,7 @@
 
 use talon_protocol::EventData;
 use talon_protocol::event_data::SessionCompactedData;
-use talon_protocol::gateway::params::SessionsForkParams;
+use talon_protocol::gateway::params::{SessionsForkParams, SessionsUpdateParams};
 use talon_protocol::gateway::{ApiError, ErrorCode, Message, MessageRole, Session};
 
 use super::runs;
@@ -88,6 +88,32 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
                 replaced_messages: replaced as u32,
                 summary_message_id: record.id,
             }),
+        ));
+        Ok(session)
+    })
+}
+
+/// `sessions.update`: `metadata` merged in (`null` removes a key),
+/// announced as `session.updated`. The gateway's caps on metadata are not
+/// checked here.
+pub(crate) fn update(shared: &Shared, p: SessionsUpdateParams) -> Result<Session, ApiError> {
+    shared.write(|s| {
+        let mut session = s.session(&p.session_id)?.clone();
+        for (key, value) in p.metadata {
+            if value.is_null() {
+                session.metadata.remove(&key);
+            } else {
+                session.metadata.insert(key, value);
+            }
+        }
+        session.updated_at = now_ms().max(session.updated_at);
+        if let Some(stored) = s.sessions.iter_mut().find(|x| x.id == session.id) {
+            *stored = session.clone();
+        }
+        s.push(talon_protocol::Event::of_session(
+            &session,
+            session.updated_at,
+            EventData::SessionUpdated(session.clone()),
         ));
         Ok(session)
     })

@@ -84,6 +84,17 @@ impl Client {
         self.call(Method::SessionsResolve, &params, Retry::Safe).await
     }
 
+    /// Changes a session's metadata (`session.updated` on the log).
+    ///
+    /// `sessions.update`: needs `session.write`; writes; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn sessions_update(&self, mut params: SessionsUpdateParams) -> Result<Session> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::SessionsUpdate, &params, Retry::Safe).await
+    }
+
     /// Sends a user message, starting a run.
     ///
     /// `sessions.send`: needs `session.write`; writes; stable.

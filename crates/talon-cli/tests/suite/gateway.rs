@@ -661,6 +661,9 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
         &[
             ("TALON_LOG", debug),
             ("TALON_DEBUG_MODEL_PAYLOAD", payload),
+            // OpenClaw's spellings of the other switches.
+            ("OPENCLAW_DEBUG_MODEL_TRANSPORT", std::path::Path::new("1")),
+            ("OPENCLAW_DEBUG_SSE", std::path::Path::new("peek")),
             ("TALON_TEST_BOUND_SECRET", std::path::Path::new(BOUND)),
         ],
     );
@@ -750,6 +753,13 @@ fn no_secret_reaches_an_event_a_result_an_error_or_a_log_line() {
     // The scan means something: the log has the model request (redacted)
     // and debug lines, the answers have the runs' events and errors.
     assert!(log.contains("model request (redacted)"), "{log}");
+    // The transport's lines (the refused key's 401 among them) and the
+    // first stream events, redacted.
+    assert!(
+        log.contains("talon::model_transport") && log.contains("status=401"),
+        "{log}"
+    );
+    assert!(log.contains("stream event (redacted)"), "{log}");
     assert!(log.lines().count() > 20, "{log}");
     assert!(answers.contains("tool.call.completed") && answers.contains("forbidden"));
     assert!(

@@ -295,6 +295,14 @@ impl Handler for Api {
         Ok(session)
     }
 
+    async fn sessions_update(
+        &self,
+        caller: &Caller,
+        p: SessionsUpdateParams,
+    ) -> Result<Session, ApiError> {
+        self.update_metadata(caller, p).await
+    }
+
     async fn sessions_compact(
         &self,
         caller: &Caller,

@@ -2,6 +2,7 @@
 //! (the config's, then the store's), a session by key (made on first
 //! use), and the caps on a session's metadata.
 
+use talon_protocol::gateway::params::SessionsUpdateParams;
 use talon_protocol::gateway::*;
 
 use super::{Api, DEFAULT_AGENT, new_id, not_found};
@@ -50,6 +51,42 @@ impl Api {
         event.request_id = crate::observe::request_id();
         self.store.append(vec![event]).await.map_err(api_error)?;
         Ok(())
+    }
+
+    /// `sessions.update`: the caller's session with `metadata` merged in
+    /// (`null` removes a key), stored and announced as `session.updated`.
+    pub(super) async fn update_metadata(
+        &self,
+        caller: &Caller,
+        p: SessionsUpdateParams,
+    ) -> Result<Session, ApiError> {
+        let mut session = self.session_of(caller, &p.session_id).await?;
+        let mut metadata = session.metadata.clone();
+        for (key, value) in p.metadata {
+            if value.is_null() {
+                metadata.remove(&key);
+            } else {
+                metadata.insert(key, value);
+            }
+        }
+        session.metadata = check_metadata(metadata)?;
+        session.updated_at = talon_store::now_ms().max(session.updated_at);
+        if !self
+            .store
+            .update_session(&session)
+            .await
+            .map_err(api_error)?
+        {
+            return Err(not_found("session", &p.session_id));
+        }
+        let mut event = talon_protocol::Event::of_session(
+            &session,
+            session.updated_at,
+            talon_protocol::EventData::SessionUpdated(session.clone()),
+        );
+        event.request_id = crate::observe::request_id();
+        self.store.append(vec![event]).await.map_err(api_error)?;
+        Ok(session)
     }
 
     pub(super) async fn find_agent(&self, id: &str) -> Result<Option<Agent>, ApiError> {

@@ -241,6 +241,10 @@ method_table! {
     SessionsResolve => "sessions.resolve" as sessions_resolve (SessionsResolveParams -> Session) {
         scope: SessionWrite, effect: Read, stability: Stable, errors: [NotFound],
     }
+    /// Changes a session's metadata (`session.updated` on the log).
+    SessionsUpdate => "sessions.update" as sessions_update (SessionsUpdateParams -> Session) {
+        scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound],
+    }
     /// Sends a user message, starting a run.
     SessionsSend => "sessions.send" as sessions_send (SessionsSendParams -> RunAccepted) {
         scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],

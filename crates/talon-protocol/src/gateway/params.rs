@@ -167,6 +167,19 @@ params! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent_id: Option<AgentId>,
     }
+    /// `sessions.update`: merges `metadata` into the session's (a key
+    /// whose value is `null` is removed); the result is within the same
+    /// caps as `sessions.create`'s.
+    SessionsUpdateParams {
+        /// The session.
+        session_id: SessionId,
+        /// The keys to set, or to remove (`null`).
+        metadata: Metadata,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<IdempotencyKey>,
+    }
     /// `sessions.send`: a user message that starts a run on the session.
     SessionsSendParams {
         /// The session.

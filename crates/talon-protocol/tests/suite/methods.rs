@@ -18,6 +18,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "sessions.list",
         "sessions.create",
         "sessions.resolve",
+        "sessions.update",
         "sessions.send",
         "sessions.messages",
         "sessions.fork",

@@ -125,12 +125,14 @@ impl AnthropicMessages {
                 .post(&url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
+            let since = std::time::Instant::now();
             let response = self
                 .headers(builder)
                 .send()
                 .await
                 .map_err(|e| self.unreachable(e))?;
             let status = response.status().as_u16();
+            retry::log_transport(&self.config.id, &url, attempt, status, since);
             let headers = response.headers().clone();
             if let Some(id) = headers.get("request-id").and_then(|v| v.to_str().ok()) {
                 tracing::debug!(provider = %self.config.id, request_id = id, status, "model reply");
@@ -187,7 +189,7 @@ impl AnthropicMessages {
         sink: DeltaSink<'_>,
         attempt: u32,
     ) -> std::result::Result<ChatResponse, (ProviderError, bool)> {
-        let mut reader = SseReader::default();
+        let mut reader = SseReader::new();
         let mut bytes = response.bytes_stream();
         let mut reply = stream::Reply::new(&self.config.id, model, attempt);
         let idle = self.config.idle_timeout;

@@ -57,6 +57,10 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
         ),
         Method::SessionsMessages => (session, NotFound),
         Method::SessionsFork => (session, NotFound),
+        Method::SessionsUpdate => (
+            json!({"sessionId": her["session"], "metadata": {"mine": true}}),
+            NotFound,
+        ),
         Method::SessionsCompact => (session, NotFound),
         Method::SessionsAbort => (session, NotFound),
         Method::SessionsDelete => (session, NotFound),

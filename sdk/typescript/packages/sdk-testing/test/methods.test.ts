@@ -39,6 +39,7 @@ function samples(made: Made): Samples {
     "sessions.send": { sessionId: made.sessionId, input: "again" },
     "sessions.messages": { sessionId: made.sessionId },
     "sessions.fork": { sessionId: made.sessionId },
+    "sessions.update": { sessionId: made.sessionId, metadata: { topic: "colors" } },
     "sessions.compact": { sessionId: made.sessionId },
     "sessions.abort": { sessionId: made.sessionId },
     "sessions.delete": { sessionId: made.doomedSessionId },

@@ -15,7 +15,7 @@ import { errorOf, fail, invalid, notFound, unsupported, Failure } from "./errors
 import { decodeParams } from "./params.js";
 import { abort, cancel, events, list, startRun, wait } from "./runs.js";
 import { takeCallFault } from "./script.js";
-import { compact, createSession, fork, listSessions, messages } from "./sessions.js";
+import { compact, createSession, fork, listSessions, messages, updateSession } from "./sessions.js";
 import { MODEL, State, type Caller } from "./state.js";
 import { createToken, listTokens, mintTicket, requireScope, revokeToken } from "./tokens.js";
 import { copy } from "./wire.js";
@@ -72,6 +72,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   "sessions.messages": (p, { state }) => messages(state, p),
   "sessions.fork": (p, { state }) => fork(state, p),
+  "sessions.update": (p, { state, requestId }) => updateSession(state, p, requestId),
   "sessions.compact": (p, { state, requestId }) => compact(state, p.sessionId, requestId),
   "sessions.abort": (p, { state, requestId }) => abort(state, p.sessionId, requestId),
   "sessions.delete": (p, { state }) => deleteSession(state, p.sessionId),

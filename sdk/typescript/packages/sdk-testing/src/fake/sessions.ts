@@ -3,7 +3,8 @@
 // caps), `sessions.messages` (a page after a message), `sessions.fork` (a
 // new session with the parent's messages up to one) and `sessions.compact`
 // (a compaction record standing for the messages since the last one, and
-// `session.compacted`; `conflict` while a run is in progress).
+// `session.compacted`; `conflict` while a run is in progress) and
+// `sessions.update` (metadata merged, `session.updated`).
 
 import type { protocol as P } from "@talon/sdk";
 
@@ -36,9 +37,8 @@ export function listSessions(state: State, p: P.SessionsListParams): P.SessionsL
 }
 
 /** `sessions.create`: its agent must exist, its key be new, its metadata within the caps. */
-export function createSession(state: State, p: P.SessionsCreateParams): P.Session {
-  if (!state.agent(p.agentId)) throw notFound("agent", p.agentId);
-  const metadata = p.metadata ?? {};
+/** Metadata within its caps (`invalid_request` naming them). */
+function checkMetadata(metadata: Record<string, unknown>): Record<string, unknown> {
   const keys = Object.keys(metadata);
   const bytes = Buffer.byteLength(JSON.stringify(metadata));
   if (keys.length > METADATA_KEYS || bytes > METADATA_BYTES) {
@@ -53,7 +53,27 @@ export function createSession(state: State, p: P.SessionsCreateParams): P.Sessio
       field: "metadata",
     });
   }
+  return metadata;
+}
+
+export function createSession(state: State, p: P.SessionsCreateParams): P.Session {
+  if (!state.agent(p.agentId)) throw notFound("agent", p.agentId);
+  const metadata = checkMetadata(p.metadata ?? {});
   return copy(state.createSession(p.agentId, p.key, metadata));
+}
+
+/** `sessions.update`: `metadata` merged in (`null` removes a key), within the caps, and `session.updated`. */
+export function updateSession(state: State, p: P.SessionsUpdateParams, requestId: string | undefined): P.Session {
+  const session = state.session(p.sessionId);
+  const merged: Record<string, unknown> = { ...(session.metadata ?? {}) };
+  for (const [key, value] of Object.entries(p.metadata)) {
+    if (value === null) delete merged[key];
+    else merged[key] = value;
+  }
+  session.metadata = checkMetadata(merged);
+  session.updatedAt = Math.max(now(), session.updatedAt);
+  state.push(sessionEvent(session, { type: "session.updated", data: copy(session) }, requestId));
+  return copy(session);
 }
 
 /** `sessions.messages`: oldest first, after a message of the session. */

@@ -75,6 +75,12 @@ export interface SessionsMethods {
    */
   resolve(params: T.SessionsResolveParams, options?: CallOptions): Promise<T.Session>;
   /**
+   * Changes a session's metadata (`session.updated` on the log).
+   *
+   * `sessions.update`: needs `session.write`; writes, given an idempotency key when none is passed and retried with it; stable.
+   */
+  update(sessionId: T.SessionsUpdateParams["sessionId"], params: Omit<T.SessionsUpdateParams, "sessionId">, options?: CallOptions): Promise<T.Session>;
+  /**
    * Sends a user message, starting a run.
    *
    * `sessions.send`: needs `session.write`; writes, given an idempotency key when none is passed and retried with it; stable.
@@ -377,6 +383,8 @@ export class GatewayClient {
         caller.call("sessions.create", params, options),
       resolve: (params, options) =>
         caller.call("sessions.resolve", params, options),
+      update: (sessionId, params, options) =>
+        caller.call("sessions.update", { ...params, sessionId }, options),
       send: (sessionId, params, options) =>
         caller.call("sessions.send", { ...params, sessionId }, options),
       messages: (sessionId, params, options) =>

@@ -94,6 +94,15 @@ export const METHODS = {
     result: "Session",
     errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
   },
+  "sessions.update": {
+    scope: "session.write",
+    effect: "write",
+    stability: "stable",
+    idempotencyKey: true,
+    params: "SessionsUpdateParams",
+    result: "Session",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
+  },
   "sessions.send": {
     scope: "session.write",
     effect: "write",
@@ -450,6 +459,7 @@ export interface MethodTypes {
   "sessions.list": { params: T.SessionsListParams; result: T.SessionsListResult };
   "sessions.create": { params: T.SessionsCreateParams; result: T.Session };
   "sessions.resolve": { params: T.SessionsResolveParams; result: T.Session };
+  "sessions.update": { params: T.SessionsUpdateParams; result: T.Session };
   "sessions.send": { params: T.SessionsSendParams; result: T.RunAccepted };
   "sessions.messages": { params: T.SessionsMessagesParams; result: T.SessionsMessagesResult };
   "sessions.fork": { params: T.SessionsForkParams; result: T.Session };

@@ -1538,6 +1538,23 @@ export type SessionsSendParams = {
   tools?: Array<ClientTool>;
 };
 
+/**
+ * `sessions.update`: merges `metadata` into the session's (a key
+ * whose value is `null` is removed); the result is within the same
+ * caps as `sessions.create`'s.
+ */
+export type SessionsUpdateParams = {
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The keys to set, or to remove (`null`). */
+  metadata: Record<string, unknown>;
+  /** The session. */
+  sessionId: SessionId;
+};
+
 /** Which events of the log a ticket's stream sends. */
 export type StreamFilter = {
   /** Only this agent's events. */
