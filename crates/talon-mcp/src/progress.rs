@@ -3,11 +3,15 @@
 //! server's `notifications/progress` for it reach the run's update sink as
 //! `tool.call.delta` (`{progress, total?, message?}`), at most one per
 //! [`MIN_INTERVAL`] per call (a server that floods is thinned, not
-//! queued), and never after the call ended (its token is forgotten).
-//! [`call_tool`] sends the request itself to learn the token, and tells
-//! the server when the caller gives up, as rmcp's own `call_tool` does.
+//! queued), and never once the call has returned (its token is
+//! forgotten; one the server sends just after its answer may still land
+//! before that). A notification that comes before its call is watched
+//! (rmcp names a request's token as it sends it) is kept a moment and
+//! delivered when it is. [`call_tool`] sends the request itself to learn
+//! the token, and tells the server when the caller gives up, as rmcp's
+//! own `call_tool` does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +22,7 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
-use serde_json::json;
+use serde_json::{Value, json};
 use talon_tools::UpdateSink;
 
 /// The shortest time between two progress deltas of one call.
@@ -41,11 +45,18 @@ struct Watch {
     last: Option<Instant>,
 }
 
-/// The calls of one server that want progress, by token.
+/// The calls of one server that want progress, by token, and what came
+/// for a token before its call was watched.
 #[derive(Default)]
 pub(crate) struct Progress {
     calls: Mutex<HashMap<i64, Watch>>,
+    early: Mutex<VecDeque<(i64, Instant, Value)>>,
 }
+
+/// Most notifications kept for tokens not watched yet...
+const EARLY_KEPT: usize = 32;
+/// ...and for how long.
+const EARLY_FOR: Duration = Duration::from_secs(1);
 
 /// Forgets a call's token when the call ends.
 pub(crate) struct Watching {
@@ -68,8 +79,20 @@ impl Progress {
         let NumberOrString::Number(token) = token.0 else {
             return None;
         };
+        let early = self.early.lock().ok().and_then(|mut early| {
+            let now = Instant::now();
+            early.retain(|(_, at, _)| now < *at + EARLY_FOR);
+            let first = early.iter().position(|(t, _, _)| *t == token)?;
+            let update = early.remove(first).map(|(_, _, update)| update);
+            early.retain(|(t, _, _)| *t != token);
+            update
+        });
+        let last = early.as_ref().map(|update| {
+            to.sink.update(&to.call_id, update.clone());
+            Instant::now()
+        });
         if let Ok(mut calls) = self.calls.lock() {
-            calls.insert(token, Watch { to, last: None });
+            calls.insert(token, Watch { to, last });
         }
         Some(Watching {
             progress: self.clone(),
@@ -83,11 +106,26 @@ impl Progress {
         let NumberOrString::Number(token) = params.progress_token.0 else {
             return;
         };
+        let mut update = json!({"progress": params.progress});
+        if let Some(total) = params.total {
+            update["total"] = json!(total);
+        }
+        if let Some(message) = &params.message {
+            update["message"] = json!(message.chars().take(MAX_MESSAGE).collect::<String>());
+        }
         let to = {
             let Ok(mut calls) = self.calls.lock() else {
                 return;
             };
             let Some(watch) = calls.get_mut(&token) else {
+                drop(calls);
+                // Its call may not be watched yet: kept a moment.
+                if let Ok(mut early) = self.early.lock() {
+                    if early.len() >= EARLY_KEPT {
+                        early.pop_front();
+                    }
+                    early.push_back((token, Instant::now(), update));
+                }
                 return;
             };
             let now = Instant::now();
@@ -97,13 +135,6 @@ impl Progress {
             watch.last = Some(now);
             watch.to.clone()
         };
-        let mut update = json!({"progress": params.progress});
-        if let Some(total) = params.total {
-            update["total"] = json!(total);
-        }
-        if let Some(message) = &params.message {
-            update["message"] = json!(message.chars().take(MAX_MESSAGE).collect::<String>());
-        }
         to.sink.update(&to.call_id, update);
     }
 }

@@ -35,6 +35,14 @@ pub struct NewArtifact {
     pub content: Vec<u8>,
 }
 
+/// An artifact's bytes as written: inline, or the name of their file.
+struct Written {
+    size: u64,
+    sha256: String,
+    inline: Option<Vec<u8>>,
+    path: Option<String>,
+}
+
 /// Where an artifact's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArtifactContent {
@@ -81,28 +89,14 @@ impl Store {
 
     /// Stores an artifact and returns its summary as stored.
     pub async fn put_artifact(&self, artifact: NewArtifact) -> Result<ArtifactSummary> {
-        let size = artifact.content.len() as u64;
-        let sha256 = hex(&Sha256::digest(&artifact.content));
         let mut summary = artifact.summary;
+        let Written {
+            size,
+            sha256,
+            inline,
+            path,
+        } = self.write_content(&summary.id, artifact.content).await?;
         summary.size_bytes = Some(size);
-        let (inline, path) = if size <= self.inner.inline_artifact_bytes {
-            (Some(artifact.content), None)
-        } else {
-            let mut nonce = [0u8; 8];
-            getrandom::fill(&mut nonce).map_err(corrupt)?;
-            let name = format!(
-                "{}-{}",
-                &hex(&Sha256::digest(summary.id.as_bytes()))[..32],
-                hex(&nonce)
-            );
-            let dir = self.artifact_dir();
-            let content = artifact.content;
-            let target = dir.join(&name);
-            tokio::task::spawn_blocking(move || write_synced(&dir, &target, &content))
-                .await
-                .map_err(corrupt)??;
-            (None, Some(name))
-        };
         let inserted = sqlx::query(
             "INSERT INTO artifacts (id, run_id, session_id, created_at, expires_at, size, sha256, content, path, doc) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
@@ -131,6 +125,87 @@ impl Store {
             kind: "artifact",
             id: summary.id.into(),
         })
+    }
+
+    /// An artifact's bytes, inline or in a fresh file of its own.
+    async fn write_content(&self, id: &str, content: Vec<u8>) -> Result<Written> {
+        let size = content.len() as u64;
+        let sha256 = hex(&Sha256::digest(&content));
+        if size <= self.inner.inline_artifact_bytes {
+            return Ok(Written {
+                size,
+                sha256,
+                inline: Some(content),
+                path: None,
+            });
+        }
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).map_err(corrupt)?;
+        let name = format!(
+            "{}-{}",
+            &hex(&Sha256::digest(id.as_bytes()))[..32],
+            hex(&nonce)
+        );
+        let dir = self.artifact_dir();
+        let target = dir.join(&name);
+        tokio::task::spawn_blocking(move || write_synced(&dir, &target, &content))
+            .await
+            .map_err(corrupt)??;
+        Ok(Written {
+            size,
+            sha256,
+            inline: None,
+            path: Some(name),
+        })
+    }
+
+    /// Replaces an artifact's content (and MIME type), keeping its id,
+    /// run, session and times: its summary as now stored. A reader that
+    /// already opened the old content's file reads it to its end.
+    pub async fn replace_artifact(
+        &self,
+        id: &str,
+        mime: &str,
+        content: Vec<u8>,
+    ) -> Result<ArtifactSummary> {
+        let not_found = || StoreError::NotFound {
+            kind: "artifact",
+            id: id.to_owned(),
+        };
+        let row =
+            sqlx::query("SELECT doc, created_at, expires_at, path FROM artifacts WHERE id = $1")
+                .bind(id.to_owned())
+                .fetch_optional(self.pool())
+                .await?
+                .ok_or_else(not_found)?;
+        let mut summary = summary_of(&row)?;
+        let old: Option<String> = row.try_get(3)?;
+        let written = self.write_content(id, content).await?;
+        summary.size_bytes = Some(written.size);
+        summary.mime_type = Some(mime.to_owned());
+        let changed = sqlx::query(
+            "UPDATE artifacts SET size = $2, sha256 = $3, content = $4, path = $5, doc = $6 \
+             WHERE id = $1",
+        )
+        .bind(id.to_owned())
+        .bind(ms(written.size)?)
+        .bind(written.sha256)
+        .bind(written.inline)
+        .bind(written.path.clone())
+        .bind(json_text(&summary)?)
+        .execute(self.writes())
+        .await?
+        .rows_affected();
+        // Whichever file is nobody's now goes.
+        let orphan = if changed == 1 { old } else { written.path };
+        if let Some(name) = orphan {
+            let _ = std::fs::remove_file(self.artifact_dir().join(name));
+        }
+        if changed == 1 {
+            Ok(summary)
+        } else {
+            Err(not_found())
+        }
     }
 
     /// One artifact's summary, unless it has expired by `now`.

@@ -67,6 +67,52 @@ pub(crate) struct RunFiles {
     /// Which commands' output becomes a `log` artifact (every one in an
     /// environment's runs).
     pub logs: talon_runtime::KeepLog,
+    /// The `file` artifact of each path the run changed: a later change
+    /// replaces its content (`artifact.updated`) rather than adding one.
+    pub files: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl RunFiles {
+    /// The run's `file` artifact of `path`, made or replaced.
+    async fn file_artifact(&self, ctx: &RunContext, path: &str, mime: &str, content: Vec<u8>) {
+        let known = self
+            .files
+            .lock()
+            .ok()
+            .and_then(|files| files.get(path).cloned());
+        if let Some(id) = known {
+            match self
+                .engine
+                .inner
+                .store
+                .replace_artifact(&id, mime, content)
+                .await
+            {
+                Ok(summary) => self.events.emit(EventData::ArtifactUpdated(summary)),
+                Err(error) => {
+                    tracing::error!(%error, run = %ctx.scope.run_id, "an artifact was not replaced");
+                }
+            }
+            return;
+        }
+        if let Some(summary) = self
+            .engine
+            .put(
+                &ctx.scope.run_id,
+                &ctx.scope.session_id,
+                ArtifactType::File,
+                path.to_owned(),
+                mime,
+                content,
+            )
+            .await
+        {
+            if let Ok(mut files) = self.files.lock() {
+                files.insert(path.to_owned(), summary.id.to_string());
+            }
+            self.events.emit(EventData::ArtifactCreated(summary));
+        }
+    }
 }
 
 impl ToolOutputs for RunFiles {
@@ -114,30 +160,22 @@ impl ToolOutputs for RunFiles {
                 }
                 _ => change.after,
             };
-            let made = [
-                (ArtifactType::File, change.path.clone(), file_mime, after),
-                (
+            self.file_artifact(ctx, &change.path, file_mime, after)
+                .await;
+            // Each change's diff is an artifact of its own.
+            if let Some(summary) = self
+                .engine
+                .put(
+                    &ctx.scope.run_id,
+                    &ctx.scope.session_id,
                     ArtifactType::Diff,
                     format!("{} ({})", change.path, change.tool),
                     "text/x-diff",
                     diff.into_bytes(),
-                ),
-            ];
-            for (kind, title, mime, content) in made {
-                if let Some(summary) = self
-                    .engine
-                    .put(
-                        &ctx.scope.run_id,
-                        &ctx.scope.session_id,
-                        kind,
-                        title,
-                        mime,
-                        content,
-                    )
-                    .await
-                {
-                    self.events.emit(EventData::ArtifactCreated(summary));
-                }
+                )
+                .await
+            {
+                self.events.emit(EventData::ArtifactCreated(summary));
             }
         })
     }

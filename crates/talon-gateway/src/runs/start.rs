@@ -138,6 +138,7 @@ impl RunHooks for Hooks {
             events: events.clone(),
             secrets: self.secrets.clone(),
             logs: self.logs,
+            files: std::sync::Mutex::default(),
         }))
     }
 

@@ -336,8 +336,14 @@ async fn writes_and_edits_leave_file_and_diff_artifacts() {
         "edits_events",
         sized(redactor.transcript(events["events"].as_array().unwrap()))
     );
-    // Two diffs, the file after each call (its mime type by its
-    // extension), the trajectory.
+    // The file is one artifact: created by the write, replaced by the
+    // edit (artifact.updated in the events above), holding the last.
+    assert_eq!(
+        content("notes/a.md", "file").await,
+        ("text/markdown".to_owned(), "one\nTWO\n".to_owned())
+    );
+    // Two diffs, the file (its mime type by its extension), the
+    // trajectory.
     insta::assert_json_snapshot!("edits_listed", listing(&mut redactor, &listed));
 }
 

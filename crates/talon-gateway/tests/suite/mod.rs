@@ -9,6 +9,7 @@ mod deltas;
 mod docs;
 mod env_support;
 mod environments;
+mod event_types;
 mod hostile;
 mod http;
 mod invoke;

@@ -468,7 +468,7 @@ impl talon_tools::UpdateSink for Updates {
 }
 
 #[tokio::test]
-async fn a_servers_progress_reaches_the_call_as_deltas_thinned_and_never_after_its_end() {
+async fn a_servers_progress_reaches_the_call_as_deltas_thinned_and_never_once_it_returned() {
     let manager = manager(json!({"fx": fixture("ok", json!({}))}));
     let updates = Arc::new(Updates::default());
     let to = talon_mcp::ProgressTo {
@@ -487,12 +487,18 @@ async fn a_servers_progress_reaches_the_call_as_deltas_thinned_and_never_after_i
         .await
         .unwrap();
     assert_eq!(result["content"][0]["text"], "3 steps");
-    // The fixture's late notification (after the answer) is not passed on.
+    // The fixture's late notification (sent after its answer) may land
+    // before the call returns, never after: nothing more arrives once it
+    // has, while the server is busy with another call.
+    let at_return = updates.0.lock().unwrap().len();
     manager
         .call_tool(None, "fx", "echo", json!({"message": "after"}))
         .await
         .unwrap();
-    let seen = std::mem::take(&mut *updates.0.lock().unwrap());
+    let mut seen = std::mem::take(&mut *updates.0.lock().unwrap());
+    assert_eq!(seen.len(), at_return);
+    assert!(at_return <= 4, "{seen:?}");
+    seen.truncate(3);
     assert_eq!(
         seen,
         (1..=3)

@@ -58,6 +58,24 @@ on_both! {
         assert_eq!(bytes_of(&store.artifact_content("a2", 0).await.unwrap().unwrap().content).await, large);
         assert_eq!(std::fs::read_dir(t.dir.path().join("artifacts")).unwrap().count(), 1);
         assert_eq!(store.artifact_content("nope", 0).await.unwrap(), None);
+        // Replaced: the same id and times, new bytes, size and type; the
+        // old file goes, inline or file whichever the new size asks.
+        let replaced = store.replace_artifact("a2", "text/markdown", small.clone()).await.unwrap();
+        let stored = store.artifact("a2", 0).await.unwrap().unwrap();
+        assert_eq!(
+            (replaced.clone(), stored.created_at, stored.mime_type.as_deref(), stored.size_bytes),
+            (stored.clone(), 2, Some("text/markdown"), Some(5))
+        );
+        assert_eq!(store.artifact_content("a2", 0).await.unwrap().unwrap().content, ArtifactContent::Inline(small.clone()));
+        assert_eq!(std::fs::read_dir(t.dir.path().join("artifacts")).unwrap().count(), 0);
+        store.replace_artifact("a1", "text/plain", large.clone()).await.unwrap();
+        assert_eq!(bytes_of(&store.artifact_content("a1", 0).await.unwrap().unwrap().content).await, large);
+        assert_eq!(std::fs::read_dir(t.dir.path().join("artifacts")).unwrap().count(), 1);
+        assert!(matches!(
+            store.replace_artifact("nope", "text/plain", small).await,
+            Err(StoreError::NotFound { kind: "artifact", .. })
+        ));
+        assert_eq!(std::fs::read_dir(t.dir.path().join("artifacts")).unwrap().count(), 1);
     }
 }
 
