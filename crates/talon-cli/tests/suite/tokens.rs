@@ -130,7 +130,7 @@ Scopes:
   agent.read         see agents, models and tools: agents.list, agents.get, models.list, models.status, tools.list, environments.list, environments.status
   agent.run          start and cancel runs: runs.create, runs.cancel
   session.read       read sessions, runs, approvals, questions and events: sessions.list, sessions.messages, runs.list, runs.get, runs.events, runs.wait, approvals.list, questions.list, events.subscribe, events.unsubscribe, tokens.ticket
-  session.write      create, change and delete sessions, and send to them: sessions.create, sessions.resolve, sessions.send, sessions.fork, sessions.compact, sessions.abort, sessions.delete, runs.delete
+  session.write      create, change and delete sessions, and send to them: sessions.create, sessions.resolve, sessions.update, sessions.send, sessions.fork, sessions.compact, sessions.abort, sessions.delete, runs.delete
   task.read          read background tasks: tasks.list, tasks.get, tasks.events
   task.write         cancel background tasks: tasks.cancel
   approval.respond   answer approvals and questions: approvals.respond, questions.respond

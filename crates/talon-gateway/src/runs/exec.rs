@@ -416,8 +416,23 @@ impl Engine {
         }
     }
 
-    /// The node's cell store (the database's `cells` table).
+    /// The node's cell store (the database's `cells` table) for reads,
+    /// settles and deletes, whose limits do not matter: one the node's
+    /// runs already opened (opening another, a pool of its own on the
+    /// same database, would contend with it), else one with the default
+    /// limits.
     fn cell_store(&self) -> Result<Arc<dyn SnapshotStore>, ApiError> {
+        let open = self
+            .inner
+            .cells
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .next()
+            .cloned();
+        if let Some(store) = open {
+            return Ok(store as Arc<dyn SnapshotStore>);
+        }
         (self.cells())(StoreLimits::default()).map_err(|e| {
             ApiError::new(
                 ErrorCode::Unavailable,

@@ -286,7 +286,7 @@ fn code_mode_script() -> Script {
 #[tokio::test]
 async fn code_mode_hides_client_tools_in_the_catalog_and_a_cell_waits_for_the_app_across_a_restart()
 {
-    let config = json!({"tools": {"codeMode": {"enabled": true}}});
+    let config = json!({"tools": {"codeMode": {"enabled": true, "timeoutMs": 60_000}}});
     let g = TestGateway::start_opts(Options {
         script: code_mode_script(),
         config: config.clone(),
@@ -383,7 +383,7 @@ async fn a_code_mode_cell_the_app_does_not_answer_is_deleted_and_reads_as_unansw
             replay: Replay::Sequential,
             ..Script::default()
         },
-        config: json!({"tools": {"codeMode": {"enabled": true}}}),
+        config: json!({"tools": {"codeMode": {"enabled": true, "timeoutMs": 60_000}}}),
         ..Options::default()
     })
     .await;

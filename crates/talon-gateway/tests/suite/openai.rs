@@ -418,7 +418,8 @@ async fn under_code_mode_a_clients_tool_is_called_from_a_cell_and_answered_the_s
             replay: Replay::Sequential,
             ..Script::default()
         },
-        config: json!({"tools": {"codeMode": {"enabled": true}}}),
+        // A cell's time limit well past a slow machine's first VM.
+        config: json!({"tools": {"codeMode": {"enabled": true, "timeoutMs": 60_000}}}),
         ..super::Options::default()
     })
     .await;
