@@ -26,7 +26,7 @@ use crate::cell::{CellState, Live};
 use crate::config::{CodeModeConfig, Language};
 use crate::input::ExecInput;
 use crate::namespaces::{NamespaceContext, NamespaceRegistry, RunNamespaces};
-use crate::store::{CellError, CellScope, SnapshotStore};
+use crate::store::{CellError, CellScope, SnapshotStore, off_thread};
 use crate::surface::{CodeModeSurface, build_surface};
 use crate::telemetry::RunTelemetry;
 use crate::view::CatalogView;
@@ -424,7 +424,11 @@ impl CodeModeRun {
         let cell_id = cell_id.clone();
         let mut events = Vec::new();
         if self.ctx.is_cancelled() {
-            if self.shared.store.take(&cell_id, scope).is_ok() {
+            let (id, scope) = (cell_id.clone(), scope.clone());
+            if off_thread(&self.shared.store, move |s| s.take(&id, &scope))
+                .await
+                .is_ok()
+            {
                 events.push(event("deleted", &cell_id, None));
             }
             self.forget(&cell_id);
@@ -435,7 +439,8 @@ impl CodeModeRun {
                 Some(CodeModeErrorCode::Aborted),
             );
         }
-        let record = match self.shared.store.take(&cell_id, scope) {
+        let (id, owner) = (cell_id.clone(), scope.clone());
+        let record = match off_thread(&self.shared.store, move |s| s.take(&id, &owner)).await {
             Ok(record) => record,
             Err(e) => {
                 let code = match &e {
@@ -499,11 +504,15 @@ impl CodeModeRun {
                 .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            match self.shared.store.purge_expired() {
-                Ok(0) => {}
-                Ok(n) => tracing::debug!(purged = n, "expired code mode cells deleted"),
-                Err(e) => tracing::warn!(error = %e, "purging expired code mode cells"),
-            }
+            // In the background: no exec waits for it.
+            let store = self.shared.store.clone();
+            drop(tokio::task::spawn_blocking(move || {
+                match store.purge_expired() {
+                    Ok(0) => {}
+                    Ok(n) => tracing::debug!(purged = n, "expired code mode cells deleted"),
+                    Err(e) => tracing::warn!(error = %e, "purging expired code mode cells"),
+                }
+            }));
         }
     }
 }

@@ -28,3 +28,19 @@ pub fn open_file_store(
 ) -> Result<FileStore, CellError> {
     FileStore::open(dir, limits, default_store_key()?)
 }
+
+/// Runs a store operation on a blocking thread. The stores are
+/// synchronous (a file write, or a database store that waits for its own
+/// thread), and a caller on the async runtime must not block it: on a
+/// runtime with one thread, the blocked thread could be the one a
+/// database write in progress needs, and the store would wait for that
+/// write's lock until it gave up.
+pub(crate) async fn off_thread<T: Send + 'static>(
+    store: &std::sync::Arc<dyn SnapshotStore>,
+    op: impl FnOnce(&dyn SnapshotStore) -> Result<T, CellError> + Send + 'static,
+) -> Result<T, CellError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || op(store.as_ref()))
+        .await
+        .unwrap_or_else(|e| Err(CellError::Io(format!("the store's thread failed: {e}"))))
+}

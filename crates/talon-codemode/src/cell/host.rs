@@ -166,7 +166,10 @@ impl CodeModeRun {
         let nested = flight.nested.clone();
         Box::pin(async move {
             let result = bridge.run(&ctx, &parent, call_id, &nested).await;
-            if let Err(error) = store.settle(&cell_id, host_id, result.clone()) {
+            let (id, settled) = (cell_id.clone(), result.clone());
+            let recorded =
+                crate::store::off_thread(&store, move |s| s.settle(&id, host_id, settled)).await;
+            if let Err(error) = recorded {
                 tracing::warn!(%error, cell_id = %cell_id, "recording a nested call's result");
             }
             result

@@ -17,7 +17,7 @@ use super::host::{InFlight, Meta};
 use super::{CellState, Ending, Live};
 use crate::bridge::Nested;
 use crate::runtime::{CodeModeRun, event};
-use crate::store::{NestedError, NestedResult, PendingNestedCall, SuspendedCell};
+use crate::store::{NestedError, NestedResult, PendingNestedCall, SuspendedCell, off_thread};
 
 fn restarted_failure(tool_id: &str) -> NestedResult {
     Err(NestedError {
@@ -142,7 +142,7 @@ impl CodeModeRun {
             expires_at: SystemTime::now() + self.config.snapshot_ttl,
             meta: cell.meta.to_json(),
         };
-        if let Err(error) = self.shared.store.put(record) {
+        if let Err(error) = off_thread(&self.shared.store, move |s| s.put(record)).await {
             end.events
                 .push(event("rejected", &cell.cell_id, Some(size)));
             let code = error.code();
@@ -153,9 +153,13 @@ impl CodeModeRun {
         // them, since the task's own record may have come before the put.
         cell.calls.collect();
         for (id, result, flight) in cell.calls.take_ready() {
-            if flight.is_some()
-                && let Err(error) = self.shared.store.settle(&cell.cell_id, id, result)
-            {
+            if flight.is_none() {
+                continue;
+            }
+            let cell_id = cell.cell_id.clone();
+            let settled =
+                off_thread(&self.shared.store, move |s| s.settle(&cell_id, id, result)).await;
+            if let Err(error) = settled {
                 tracing::warn!(%error, "recording a nested call's result");
             }
         }
