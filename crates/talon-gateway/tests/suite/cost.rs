@@ -48,28 +48,12 @@ async fn gateway(cost: Option<Value>) -> TestGateway {
 
 /// One run to its end: its result's usage and its end event's.
 async fn run(g: &TestGateway) -> (Value, Value) {
-    let (status, run) = g
-        .call(&g.admin, "runs.create", json!({"input": "go"}))
-        .await;
-    assert_eq!(status, 200, "{run}");
-    let (_, result) = g
-        .call(
-            &g.admin,
-            "runs.wait",
-            json!({"runId": run["id"], "timeoutMs": 20_000}),
-        )
-        .await;
-    assert_eq!(result["status"], "completed", "{result}");
-    let (_, page) = g
-        .call(&g.admin, "runs.events", json!({"runId": run["id"]}))
-        .await;
-    let ended = page["events"]
-        .as_array()
-        .unwrap()
+    let (result, events) = g.completed_run("go").await;
+    let ended = events
         .iter()
         .find(|e| e["type"] == "run.completed")
         .map(|e| e["data"]["usage"].clone())
-        .unwrap_or_else(|| panic!("no run.completed in {page}"));
+        .unwrap_or_else(|| panic!("no run.completed in {events:?}"));
     (result["usage"].clone(), ended)
 }
 

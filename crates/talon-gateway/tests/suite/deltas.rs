@@ -28,24 +28,8 @@ async fn a_cells_console_and_its_commands_output_stream_as_deltas_with_their_par
         ..Options::default()
     })
     .await;
-    let (status, run) = g
-        .call(&g.admin, "runs.create", json!({"input": "go"}))
-        .await;
-    assert_eq!(status, 200, "{run}");
-    let (_, result) = g
-        .call(
-            &g.admin,
-            "runs.wait",
-            json!({"runId": run["id"], "timeoutMs": 20_000}),
-        )
-        .await;
-    assert_eq!(result["status"], "completed", "{result}");
-    let (_, page) = g
-        .call(&g.admin, "runs.events", json!({"runId": run["id"]}))
-        .await;
-    let deltas: Vec<Value> = page["events"]
-        .as_array()
-        .unwrap()
+    let (_, events) = g.completed_run("go").await;
+    let deltas: Vec<Value> = events
         .iter()
         .filter(|e| e["type"] == "tool.call.delta")
         .map(|e| e["data"].clone())

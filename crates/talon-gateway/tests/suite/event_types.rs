@@ -64,31 +64,14 @@ async fn reasoning_streams_as_thinking_deltas_where_the_agent_shows_it() {
         ..Options::default()
     })
     .await;
-    let (_, run) = g
-        .call(&g.admin, "runs.create", json!({"input": "pick one"}))
-        .await;
-    let (_, result) = g
-        .call(
-            &g.admin,
-            "runs.wait",
-            json!({"runId": run["id"], "timeoutMs": 20_000}),
-        )
-        .await;
-    assert_eq!(result["status"], "completed", "{result}");
-    let (_, page) = g
-        .call(&g.admin, "runs.events", json!({"runId": run["id"]}))
-        .await;
-    let thinking: String = page["events"]
-        .as_array()
-        .unwrap()
+    let (_, events) = g.completed_run("pick one").await;
+    let thinking: String = events
         .iter()
         .filter(|e| e["type"] == "thinking.delta")
         .map(|e| e["data"]["text"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(thinking, "Weighing the colours.");
-    let kinds: Vec<Value> = page["events"]
-        .as_array()
-        .unwrap()
+    let kinds: Vec<Value> = events
         .iter()
         .map(|e| e["type"].clone())
         .filter(|t| t != "assistant.delta" && t != "thinking.delta")

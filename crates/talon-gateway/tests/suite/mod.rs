@@ -190,6 +190,27 @@ impl TestGateway {
         }
     }
 
+    /// Runs `input` to its end (it must complete) with the admin token:
+    /// its result and its events.
+    pub async fn completed_run(&self, input: &str) -> (Value, Vec<Value>) {
+        let (status, run) = self
+            .call(&self.admin, "runs.create", json!({"input": input}))
+            .await;
+        assert_eq!(status, 200, "{run}");
+        let (_, result) = self
+            .call(
+                &self.admin,
+                "runs.wait",
+                json!({"runId": run["id"], "timeoutMs": 20_000}),
+            )
+            .await;
+        assert_eq!(result["status"], "completed", "{result}");
+        let (_, page) = self
+            .call(&self.admin, "runs.events", json!({"runId": run["id"]}))
+            .await;
+        (result, page["events"].as_array().unwrap().clone())
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.running.addr)
     }
