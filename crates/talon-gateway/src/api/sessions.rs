@@ -43,11 +43,19 @@ impl Api {
     /// `fork`, or a run that needed one): `session.created` on the log,
     /// the session its data.
     pub(super) async fn announce_created(&self, session: &Session) -> Result<(), ApiError> {
-        let mut event = talon_protocol::Event::of_session(
-            session,
-            session.created_at,
-            talon_protocol::EventData::SessionCreated(session.clone()),
-        );
+        let created = talon_protocol::EventData::SessionCreated(session.clone());
+        self.announce(session, session.created_at, created).await
+    }
+
+    /// Appends `data` to the log as an event of `session` at `at`, with
+    /// the calling request's id.
+    async fn announce(
+        &self,
+        session: &Session,
+        at: u64,
+        data: talon_protocol::EventData,
+    ) -> Result<(), ApiError> {
+        let mut event = talon_protocol::Event::of_session(session, at, data);
         event.request_id = crate::observe::request_id();
         self.store.append(vec![event]).await.map_err(api_error)?;
         Ok(())
@@ -79,13 +87,8 @@ impl Api {
         {
             return Err(not_found("session", &p.session_id));
         }
-        let mut event = talon_protocol::Event::of_session(
-            &session,
-            session.updated_at,
-            talon_protocol::EventData::SessionUpdated(session.clone()),
-        );
-        event.request_id = crate::observe::request_id();
-        self.store.append(vec![event]).await.map_err(api_error)?;
+        let updated = talon_protocol::EventData::SessionUpdated(session.clone());
+        self.announce(&session, session.updated_at, updated).await?;
         Ok(session)
     }
 

@@ -371,16 +371,7 @@ impl Engine {
         // Calls held open by an earlier run may be a Code Mode cell's,
         // which waits for the app's answers in the cell store.
         let awaiting = match &run.session_id {
-            Some(session) if !history.pending_calls().is_empty() => {
-                let store = self.cell_store()?;
-                let session = session.as_str().into();
-                tokio::task::spawn_blocking(move || {
-                    talon_runtime::cells::awaiting_cells(store.as_ref(), &session)
-                })
-                .await
-                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
-                .map_err(cell_error)?
-            }
+            Some(session) if !history.pending_calls().is_empty() => self.awaiting(session).await?,
             _ => Vec::new(),
         };
         let input = conversation::prepare_with(history, &request.input, &awaiting)
@@ -391,29 +382,32 @@ impl Engine {
     /// The ids of `run`'s cells that wait for the app's answers to the
     /// client calls of the `exec` calls in `held`.
     async fn held_cells(&self, run: &Run, session: &str, held: &[String]) -> Vec<String> {
-        let Ok(store) = self.cell_store() else {
-            return Vec::new();
-        };
-        let session = session.into();
-        let found = tokio::task::spawn_blocking(move || {
-            talon_runtime::cells::awaiting_cells(store.as_ref(), &session)
-        })
-        .await;
-        match found {
-            Ok(Ok(cells)) => cells
+        match self.awaiting(session).await {
+            Ok(cells) => cells
                 .into_iter()
                 .filter(|c| c.scope.run_id.as_str() == run.id.as_str() && held.contains(&c.parent))
                 .map(|c| c.cell_id.to_string())
                 .collect(),
-            Ok(Err(error)) => {
-                tracing::warn!(%error, run = %run.id, "the cells waiting for the app could not be read; they are deleted with the run");
-                Vec::new()
-            }
             Err(error) => {
-                tracing::warn!(%error, run = %run.id, "the cells waiting for the app could not be read");
+                tracing::warn!(error = %error.message, run = %run.id, "the cells waiting for the app could not be read; they are deleted with the run");
                 Vec::new()
             }
         }
+    }
+
+    /// The cells of `session` that wait for its app's answers.
+    async fn awaiting(
+        &self,
+        session: &str,
+    ) -> Result<Vec<talon_runtime::cells::AwaitingCell>, ApiError> {
+        let store = self.cell_store()?;
+        let session = session.into();
+        tokio::task::spawn_blocking(move || {
+            talon_runtime::cells::awaiting_cells(store.as_ref(), &session)
+        })
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?
+        .map_err(cell_error)
     }
 
     /// The node's cell store (the database's `cells` table) for reads,
