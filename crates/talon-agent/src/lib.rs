@@ -47,6 +47,7 @@ pub mod events;
 mod options;
 pub mod payload;
 pub mod run;
+mod telemetry;
 mod trace;
 
 pub use events::{

@@ -17,19 +17,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use talon_protocol::EventData;
-use talon_protocol::ToolSource;
 use talon_protocol::event_data::{
     AssistantMessageData, RunEndedData, RunStartedData, TextDelta, ToolCallCompletedData,
     ToolCallFailedData, ToolCallStartedData,
 };
-use talon_protocol::gateway::Usage as EventUsage;
 use talon_protocol::gateway::{ApiError, ErrorCode};
+use talon_protocol::{ToolSource, ToolTelemetry};
 use talon_provider::{ChatRequest, Message, ModelProvider, StreamDelta, ToolCallRequest, Usage};
 use talon_tools::{AppCall, RunContext, SurfaceReply, ToolSurface};
 use tracing::Instrument as _;
 
 use crate::events::{MAX_EVENT_RESULT, RunEvents, wire_tool_call};
 pub use crate::options::{Reasoning, RunOptions};
+use crate::telemetry::{Sent, event_usage};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +82,8 @@ pub struct RunResult {
     /// `exec` whose cell called client tools); the app's answers resume
     /// them ([`AgentRun::proceed`]).
     pub held: Vec<String>,
+    /// The run's tool telemetry, as its end event carries it.
+    pub telemetry: ToolTelemetry,
 }
 
 /// A run's state at the end of a turn (every tool call of the turn
@@ -238,7 +240,9 @@ impl AgentRun<'_> {
             messages: Vec::new(),
             pending: Vec::new(),
             held: Vec::new(),
+            telemetry: ToolTelemetry::default(),
         };
+        let sent = Mutex::new(Sent::default());
         let in_flight = InFlight::default();
         let transcript = Mutex::new(from.messages);
         // Whichever comes first drops the turns (and the model request or
@@ -248,7 +252,7 @@ impl AgentRun<'_> {
             () = self.ctx.cancel.cancelled() => Stop::Cancelled,
             turns = tokio::time::timeout(
                 self.options.timeout,
-                self.turns(history, &transcript, &mut result, &in_flight, reopen),
+                self.turns(history, &transcript, &mut result, &in_flight, reopen, &sent),
             ) => turns.map_or(Stop::TimedOut, Stop::Returned),
         };
         result.duration = started.elapsed();
@@ -325,21 +329,17 @@ impl AgentRun<'_> {
             .collect();
         let message = result.error.as_ref().map(|e| e.message.as_str());
         answer_dangling(&mut result.messages, &open, message);
+        result.telemetry =
+            lock(&sent).complete(self.surface.telemetry(), &result.pending, &result.held);
         self.events.emit(kind(RunEndedData {
             text: (!result.text.is_empty()).then(|| result.text.clone()),
             error: result.error.as_ref().map(|e| e.message.clone()),
             turns: result.turns,
             tool_calls: result.tool_calls,
-            usage: EventUsage {
-                input_tokens: Some(result.usage.input_tokens),
-                output_tokens: Some(result.usage.output_tokens),
-                total_tokens: Some(result.usage.input_tokens + result.usage.output_tokens),
-                cache_read_tokens: Some(result.usage.cache_read_tokens).filter(|n| *n > 0),
-                cache_write_tokens: Some(result.usage.cache_write_tokens).filter(|n| *n > 0),
-                cost_usd: result.cost_usd,
-            },
+            usage: event_usage(&result.usage, result.cost_usd),
             duration_ms: result.duration.as_millis() as u64,
             pending_tool_calls: result.pending.iter().map(wire_tool_call).collect(),
+            telemetry: Some(result.telemetry.clone()),
         }));
         result
     }
@@ -351,16 +351,18 @@ impl AgentRun<'_> {
         result: &mut RunResult,
         in_flight: &InFlight,
         reopen: Vec<ToolCallRequest>,
+        sent: &Mutex<Sent>,
     ) -> Result<(), ApiError> {
         let mut system = self.options.system_prompt.clone();
         if let Some(prompt) = self.surface.prompt() {
             system.push_str("\n\n");
             system.push_str(&prompt);
         }
+        let tools = Arc::new(self.surface.tools());
+        *lock(sent) = Sent::measure(&tools, &system);
         let mut messages = vec![Message::System(system)];
         messages.extend(history);
         messages.extend(lock(transcript).iter().cloned());
-        let tools = Arc::new(self.surface.tools());
         // A run resumed inside a turn (its checkpoint taken as the turn's
         // calls started) makes that turn's calls before asking the model.
         // So does a run that resumes calls an earlier run held open.
@@ -374,7 +376,10 @@ impl AgentRun<'_> {
         loop {
             let calls = match open.take() {
                 Some(calls) => calls,
-                None => match self.ask(&mut messages, &tools, transcript, result).await? {
+                None => match self
+                    .ask(&mut messages, &tools, transcript, result, sent)
+                    .await?
+                {
                     Some(calls) => calls,
                     None => return Ok(()),
                 },
@@ -441,6 +446,7 @@ impl AgentRun<'_> {
         tools: &Arc<Vec<talon_protocol::ModelTool>>,
         transcript: &Mutex<Vec<Message>>,
         result: &mut RunResult,
+        sent: &Mutex<Sent>,
     ) -> Result<Option<Vec<ToolCallRequest>>, ApiError> {
         if self.ctx.is_cancelled() {
             return Err(aborted());
@@ -471,6 +477,7 @@ impl AgentRun<'_> {
             .with_details(json!({"check": "offeredTools"})));
         }
         crate::payload::debug_payload(&request);
+        lock(sent).model_calls += 1;
         let events = self.events.clone();
         let expose = self.options.reasoning != Reasoning::Off;
         let sink = move |delta: StreamDelta| match delta {
@@ -495,14 +502,16 @@ impl AgentRun<'_> {
         result.cost_usd = result.cost_usd.zip(priced).map(|(run, reply)| run + reply);
         if !reply.text.is_empty() {
             result.text = reply.text.clone();
-            self.events
-                .emit(EventData::AssistantMessage(AssistantMessageData {
-                    text: Some(reply.text.clone()),
-                    tool_calls: reply.tool_calls.len() as u32,
-                    finish_reason: (!reply.finish_reason.is_empty())
-                        .then(|| reply.finish_reason.clone()),
-                }));
         }
+        // One per model call, with what it cost.
+        self.events
+            .emit(EventData::AssistantMessage(AssistantMessageData {
+                text: (!reply.text.is_empty()).then(|| reply.text.clone()),
+                tool_calls: reply.tool_calls.len() as u32,
+                finish_reason: (!reply.finish_reason.is_empty())
+                    .then(|| reply.finish_reason.clone()),
+                usage: Some(event_usage(&reply.usage, priced)),
+            }));
         // The reasoning stays on the message: the provider replays it with
         // the turn's tool results (Anthropic requires its signed blocks).
         let assistant = Message::Assistant {
@@ -643,8 +652,8 @@ impl AgentRun<'_> {
 }
 
 /// The transcript, even if a panicking holder poisoned it.
-fn lock(transcript: &Mutex<Vec<Message>>) -> std::sync::MutexGuard<'_, Vec<Message>> {
-    transcript
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use talon_protocol::ModelTool;
 use talon_protocol::{CellId, CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
+use talon_protocol::{ModelTool, ToolTelemetry};
 use talon_sandbox::{CellEngine, Prelude, SandboxConfig, SandboxError};
 use talon_tools::{
     AppCall, BoxFuture, Catalog, HookDecision, McpServers, RunContext, SurfaceReply, ToolRunner,
-    ToolSurface, direct_call,
+    ToolSurface, direct_call, runner_telemetry,
 };
 
 use crate::bridge::{Bridge, PRELUDE_FUNCTIONS};
@@ -524,6 +524,12 @@ impl ToolSurface for CodeModeRun {
 
     fn tools(&self) -> Vec<ModelTool> {
         self.surface.tools.clone()
+    }
+
+    fn telemetry(&self) -> ToolTelemetry {
+        let mut telemetry = runner_telemetry(self.kind(), &self.bridge.runner);
+        self.bridge.telemetry.fill(&mut telemetry);
+        telemetry
     }
 
     /// A cell reaches nothing outside the sandbox but through nested

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use talon_protocol::{
     CodeModeErrorCode, CodeModeLimitFailures, CodeModeSnapshotEvent, CodeModeTelemetry,
+    ToolTelemetry,
 };
 use talon_tools::Catalog;
 
@@ -66,6 +67,16 @@ impl RunTelemetry {
             Some(CodeModeErrorCode::OutputLimitExceeded) => limits.output += 1,
             _ => {}
         }
+    }
+
+    /// The run's counters in the run's telemetry (`exec`s, `wait`s,
+    /// searches, describes, limit failures).
+    pub fn fill(&self, telemetry: &mut ToolTelemetry) {
+        telemetry.execs = self.execs.load(Ordering::Relaxed);
+        telemetry.waits = self.waits.load(Ordering::Relaxed);
+        telemetry.searches = self.searches.load(Ordering::Relaxed);
+        telemetry.describes = self.describes.load(Ordering::Relaxed);
+        telemetry.limit_failures = Some(self.limits.lock().map(|l| l.clone()).unwrap_or_default());
     }
 
     /// The report for a step that started at `started`.

@@ -91,6 +91,10 @@ pub struct RunEndedData {
     /// app to answer (with `tool` input messages on its next run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_tool_calls: Vec<crate::gateway::MessageToolCall>,
+    /// The run's tool telemetry (absent for a run that failed before its
+    /// agent started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::ToolTelemetry>,
 }
 
 /// `assistant.delta` and `thinking.delta`.
@@ -101,7 +105,8 @@ pub struct TextDelta {
     pub text: String,
 }
 
-/// `assistant.message`.
+/// `assistant.message`: one per model call (its text absent when the
+/// model only called tools).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantMessageData {
@@ -113,6 +118,10 @@ pub struct AssistantMessageData {
     /// The provider's finish reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// This model call's tokens and cost (`costUsd` by the model's prices;
+    /// absent without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// `tool.call.started`.

@@ -82,6 +82,7 @@ pub mod hex;
 pub mod openai;
 pub mod openapi;
 pub mod schema;
+pub mod telemetry;
 pub mod tools;
 pub mod trace;
 
@@ -92,6 +93,7 @@ pub use code_mode::{
 };
 pub use event_data::EventData;
 pub use events::{Event, EventType};
+pub use telemetry::{CalledTool, ToolTelemetry};
 pub use tools::{
     CatalogMode, ExecutionMode, ModelTool, SearchHit, ToolDefinition, ToolEffect, ToolErrorCode,
     ToolSource,

@@ -134,6 +134,9 @@ impl PreparedRun {
             ),
         };
         let duration = started.elapsed();
+        // The app's call, by id: no model, no surface; the catalog and
+        // the call still count.
+        let telemetry = talon_tools::runner_telemetry("direct", &self.runner);
         let ended = RunEndedData {
             text: (!text.is_empty()).then(|| text.clone()),
             error: error.as_ref().map(|e| e.message.clone()),
@@ -142,6 +145,7 @@ impl PreparedRun {
             usage: EventUsage::default(),
             duration_ms: duration.as_millis() as u64,
             pending_tool_calls: Vec::new(),
+            telemetry: Some(telemetry.clone()),
         };
         self.events.emit(match status {
             RunStatus::Completed => EventData::RunCompleted(ended),
@@ -163,6 +167,7 @@ impl PreparedRun {
             messages: Vec::new(),
             pending: Vec::new(),
             held: Vec::new(),
+            telemetry,
         };
         (result, outcome)
     }

@@ -8,19 +8,19 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use talon_protocol::EventData;
 use talon_protocol::event_data::{ApprovalResolvedData, RunEndedData, ToolCallFailedData};
 use talon_protocol::gateway::{
     ApiError, ApprovalStatus, ArtifactType, ErrorCode, Message, MessageRole, QuestionStatus,
     RunStatus, Usage,
 };
+use talon_protocol::{EventData, ToolTelemetry};
 
 use super::play::{Progress, Stop};
 use super::runs::result_of;
 use super::script::FakeRun;
 use super::state::{State, now_ms, run_event};
 
-fn words(text: &str) -> u64 {
+pub(crate) fn words(text: &str) -> u64 {
     text.split_whitespace().count() as u64
 }
 
@@ -131,6 +131,13 @@ pub(crate) fn end(
         usage,
         duration_ms: started.elapsed().as_millis() as u64,
         pending_tool_calls: Vec::new(),
+        telemetry: Some(ToolTelemetry {
+            surface: "direct".into(),
+            visible_tools: s.tools.len() as u64,
+            catalog_size: s.tools.len() as u64,
+            model_calls: u64::from(progress.turns),
+            ..ToolTelemetry::default()
+        }),
     };
     s.push_run_event(
         &run,

@@ -82,6 +82,9 @@
 //!   later call; every resolution has `reused: false`).
 //! - Runs behind `tools.invoke`: it answers with the result the test set for the tool.
 //! - The event envelope's `requestId`.
+//! - Tool telemetry beyond the script: a scripted run sends no model request and runs no tool, so
+//!   its end event's `telemetry` has the surface `direct`, the tools set with `set_tools` as its
+//!   visible tools and catalog, one model call per scripted turn, and no bytes or called tools.
 //! - Stored-bytes quotas (`quota_exceeded`): nothing the fake holds is counted.
 //! - Deleted events: `sessions.delete` and `runs.delete` leave their events in the log (its cursor
 //!   is an index); the gateway removes them.

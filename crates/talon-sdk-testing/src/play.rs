@@ -17,9 +17,10 @@ use talon_protocol::event_data::{
 use talon_protocol::gateway::bounded::{ApprovalId, QuestionId, RunId};
 use talon_protocol::gateway::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
-    RunStatus, ToolSummary,
+    RunStatus, ToolSummary, Usage,
 };
 
+use super::end::words;
 use super::runs::live_runs;
 use super::script::{FakeRun, Step};
 use super::state::{MODEL, Shared, State, mime_of, now_ms};
@@ -166,12 +167,12 @@ async fn steps(
             Step::Event(data) => emit(shared, run_id, (**data).clone()),
             Step::Delay(d) => pause(shared, run_id, *d).await?,
             Step::Approval { tool, arguments } => {
-                progress.turns += 1;
+                model_call(shared, run_id, progress, None);
                 progress.tool_calls += 1;
                 approval(shared, run_id, tool, arguments).await?;
             }
             Step::Question { prompt, choices } => {
-                progress.turns += 1;
+                model_call(shared, run_id, progress, None);
                 progress.tool_calls += 1;
                 question(shared, run_id, prompt, choices).await?;
             }
@@ -189,7 +190,6 @@ async fn steps(
         }
     }
     if script.failure.is_none() {
-        progress.turns += 1;
         let text = script.reply.clone();
         let chars: Vec<char> = text.chars().collect();
         for piece in chars.chunks(8) {
@@ -201,20 +201,47 @@ async fn steps(
                 }),
             );
         }
+        model_call(shared, run_id, progress, Some(&text));
         if !text.is_empty() {
-            emit(
-                shared,
-                run_id,
-                EventData::AssistantMessage(AssistantMessageData {
-                    text: Some(text.clone()),
-                    tool_calls: 0,
-                    finish_reason: Some("stop".into()),
-                }),
-            );
             progress.text = Some(text);
         }
     }
     Ok(())
+}
+
+/// One model call's `assistant.message`, as the agent loop emits it: the
+/// reply's text (`None`: a call of one tool), and its usage in words (the
+/// input counted on the run's first call).
+fn model_call(shared: &Shared, run_id: &str, progress: &mut Progress, reply: Option<&str>) {
+    let input = match progress.turns {
+        0 => shared.read(|s| s.runs.get(run_id).map_or(1, |r| words(&r.input).max(1))),
+        _ => 0,
+    };
+    progress.turns += 1;
+    let output = reply.map_or(0, words);
+    emit(
+        shared,
+        run_id,
+        EventData::AssistantMessage(AssistantMessageData {
+            text: reply.filter(|t| !t.is_empty()).map(str::to_owned),
+            tool_calls: u32::from(reply.is_none()),
+            finish_reason: Some(
+                if reply.is_some() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                }
+                .into(),
+            ),
+            usage: Some(Usage {
+                input_tokens: Some(input),
+                output_tokens: Some(output),
+                total_tokens: Some(input + output),
+                cost_usd: None,
+                ..Usage::default()
+            }),
+        }),
+    );
 }
 
 fn emit(shared: &Shared, run_id: &str, data: EventData) {

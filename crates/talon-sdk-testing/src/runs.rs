@@ -264,6 +264,7 @@ fn request_cancel(s: &mut State, run_id: &str, rollback: bool) {
             usage: Usage::default(),
             duration_ms: 0,
             pending_tool_calls: Vec::new(),
+            telemetry: None,
         }),
     );
 }

@@ -72,7 +72,9 @@ pub use runner::{
     Caller, DenyAll, HookDecision, NoUpdates, RunContext, ToolCall, ToolExecutor, ToolRunner,
     UpdateSink,
 };
-pub use surface::{AppCall, DirectSurface, SurfaceReply, ToolSurface, direct_call};
+pub use surface::{
+    AppCall, DirectSurface, SurfaceReply, ToolSurface, direct_call, runner_telemetry,
+};
 pub use talon_search::{Embedder, Semantic};
 pub use tokio_util::sync::CancellationToken;
 pub use tool_error::{ToolError, ToolErrorCode};

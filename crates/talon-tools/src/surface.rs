@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use talon_protocol::ModelTool;
+use talon_protocol::{CalledTool, ModelTool, ToolTelemetry};
 
 use crate::runner::{BoxFuture, Caller, RunContext, ToolCall, ToolRunner};
 
@@ -90,6 +90,15 @@ pub trait ToolSurface: Send + Sync {
         Ok(())
     }
 
+    /// The run's tool telemetry so far: the catalog, the surface's own
+    /// counters and the calls made. The agent loop adds what it sent.
+    fn telemetry(&self) -> ToolTelemetry {
+        ToolTelemetry {
+            surface: self.kind().to_owned(),
+            ..ToolTelemetry::default()
+        }
+    }
+
     /// Runs one model call by the name the model used.
     fn handle<'a>(
         &'a self,
@@ -134,6 +143,31 @@ impl DirectSurface {
     }
 }
 
+/// The telemetry every surface over `runner` shares: the catalog by
+/// source and the calls the runner made, with the surface's `kind`.
+pub fn runner_telemetry(kind: &str, runner: &ToolRunner) -> ToolTelemetry {
+    let catalog = runner.catalog();
+    let mut telemetry = ToolTelemetry {
+        surface: kind.to_owned(),
+        catalog_size: catalog.len() as u64,
+        catalog_by_source: catalog
+            .size_by_source()
+            .into_iter()
+            .map(|(source, n)| (source.as_str().to_owned(), n as u64))
+            .collect(),
+        ..ToolTelemetry::default()
+    };
+    for record in runner.records() {
+        telemetry.push_called(CalledTool {
+            id: record.id,
+            source: record.source,
+            status: record.status.to_owned(),
+            nested: matches!(record.caller, Caller::Parent(_)),
+        });
+    }
+    telemetry
+}
+
 /// Runs a direct model call of catalog id `id` through `runner`.
 pub async fn direct_call(
     runner: &ToolRunner,
@@ -159,6 +193,10 @@ impl ToolSurface for DirectSurface {
 
     fn tools(&self) -> Vec<ModelTool> {
         self.tools.clone()
+    }
+
+    fn telemetry(&self) -> ToolTelemetry {
+        runner_telemetry(self.kind(), &self.runner)
     }
 
     fn replay_safe(&self, name: &str) -> bool {

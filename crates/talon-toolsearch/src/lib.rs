@@ -32,5 +32,5 @@ pub mod surface;
 
 pub use code::{CodeSandbox, MAX_CODE_BYTES, PRELUDE_NAME, prelude};
 pub use config::{Mode, ToolSearchConfig, ToolSearchConfigError};
-pub use runtime::{RunTelemetry, ToolSearch};
+pub use runtime::ToolSearch;
 pub use surface::{Control, Surface, SurfaceError, Target, build_surface};

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
-use talon_protocol::{ModelTool, ToolSource};
+use talon_protocol::{ModelTool, ToolTelemetry};
 use talon_sandbox::SandboxError;
 use talon_tools::{
     BoxFuture, CallOutcome, Caller, RunContext, SurfaceReply, ToolCall, ToolError, ToolErrorCode,
-    ToolRunner, ToolSurface, direct_call,
+    ToolRunner, ToolSurface, direct_call, runner_telemetry,
 };
 
 use crate::code::{CodeSandbox, MAX_CODE_BYTES, run_code};
@@ -26,28 +26,6 @@ struct Counters {
     describes: AtomicU64,
     calls: AtomicU64,
     code_runs: AtomicU64,
-}
-
-/// What a run's session log needs to compare Tool Search with direct
-/// exposure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunTelemetry {
-    /// Mode name, or `direct`.
-    pub mode: &'static str,
-    /// Serialized bytes of the tool definitions and prompt text sent.
-    pub surface_bytes: usize,
-    /// Catalog size by source.
-    pub catalog_by_source: Vec<(ToolSource, usize)>,
-    /// Searches, describes, bridge calls and code runs.
-    pub searches: u64,
-    /// Describe requests.
-    pub describes: u64,
-    /// Calls through `tool_call` or `openclaw.tools.call`.
-    pub calls: u64,
-    /// `tool_search_code` runs.
-    pub code_runs: u64,
-    /// Ids and sources of the tools finally called (direct or bridged).
-    pub called: Vec<(String, Option<ToolSource>, &'static str)>,
 }
 
 /// What every handler reads: shared with the tasks of bridged calls.
@@ -254,26 +232,6 @@ impl ToolSearch {
         let timeout = self.handlers.config.code_timeout;
         run_code(sandbox, &self.handlers, ctx, call_id, code, timeout).await
     }
-
-    /// The run's telemetry so far.
-    pub fn telemetry(&self) -> RunTelemetry {
-        let counters = &self.handlers.counters;
-        let runner = &self.handlers.runner;
-        RunTelemetry {
-            mode: self.surface.mode.map_or("direct", |m| m.as_str()),
-            surface_bytes: self.surface.bytes(),
-            catalog_by_source: runner.catalog().size_by_source(),
-            searches: counters.searches.load(Ordering::Relaxed),
-            describes: counters.describes.load(Ordering::Relaxed),
-            calls: counters.calls.load(Ordering::Relaxed),
-            code_runs: counters.code_runs.load(Ordering::Relaxed),
-            called: runner
-                .records()
-                .into_iter()
-                .map(|r| (r.id, r.source, r.status))
-                .collect(),
-        }
-    }
 }
 
 impl ToolSurface for ToolSearch {
@@ -287,6 +245,19 @@ impl ToolSurface for ToolSearch {
 
     fn prompt(&self) -> Option<String> {
         self.surface.prompt.clone()
+    }
+
+    /// The catalog, the calls made, and the searches, describes, bridge
+    /// calls and `tool_search_code` runs (theirs included).
+    fn telemetry(&self) -> ToolTelemetry {
+        let counters = &self.handlers.counters;
+        ToolTelemetry {
+            searches: counters.searches.load(Ordering::Relaxed),
+            describes: counters.describes.load(Ordering::Relaxed),
+            bridge_calls: counters.calls.load(Ordering::Relaxed),
+            code_runs: counters.code_runs.load(Ordering::Relaxed),
+            ..runner_telemetry(self.kind(), &self.handlers.runner)
+        }
     }
 
     /// The control tools only search, describe, or make nested calls

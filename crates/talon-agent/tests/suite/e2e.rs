@@ -23,7 +23,7 @@ use talon_testing::redact::redacted;
 use talon_testing::wait;
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, DirectSurface, NoUpdates, RunContext,
-    RunScope, ToolCall, ToolError, ToolExecutor, ToolPolicy, ToolRunner,
+    RunScope, ToolCall, ToolError, ToolExecutor, ToolPolicy, ToolRunner, ToolSurface,
 };
 use talon_toolsearch::{ToolSearch, ToolSearchConfig, build_surface};
 use tokio::sync::Notify;
@@ -590,13 +590,13 @@ async fn tool_search_regression_list_on(wire: Wire) {
         "direct {direct_bytes} B, tool search {ts_bytes} B"
     );
     // 6. Session logs count the calls and the bridge telemetry.
-    let telemetry = ts.telemetry();
+    let telemetry = ToolSurface::telemetry(&*ts);
     assert_eq!(
         (
             telemetry.code_runs,
             telemetry.searches,
             telemetry.describes,
-            telemetry.calls
+            telemetry.bridge_calls
         ),
         (1, 1, 1, 1)
     );

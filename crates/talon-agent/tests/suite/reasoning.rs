@@ -69,6 +69,7 @@ async fn reasoning_is_shown_only_where_the_policy_allows_on_either_wire() {
                 [
                     RunStarted,
                     ThinkingDelta,
+                    AssistantMessage,
                     ToolCallStarted,
                     ToolCallCompleted,
                     ThinkingDelta,
@@ -84,6 +85,7 @@ async fn reasoning_is_shown_only_where_the_policy_allows_on_either_wire() {
             kinds,
             [
                 RunStarted,
+                AssistantMessage,
                 ToolCallStarted,
                 ToolCallCompleted,
                 AssistantDelta,

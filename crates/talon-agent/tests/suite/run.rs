@@ -224,6 +224,8 @@ async fn a_direct_run_calls_a_core_tool_and_answers() {
             ],
             pending: Vec::new(),
             held: Vec::new(),
+            // Whole in the events' snapshot.
+            telemetry: result.telemetry.clone(),
         }
     );
     // Every event of run r1 in session agent:main:s1, version 1, the
@@ -502,6 +504,8 @@ async fn a_run_checkpoints_each_tool_turn_and_resumes_from_one() {
             messages,
             pending: Vec::new(),
             held: Vec::new(),
+            // Whole in the events' snapshot.
+            telemetry: result.telemetry.clone(),
         }
     );
     // The third request: the earlier question, then the checkpoint's
@@ -568,6 +572,8 @@ async fn a_client_tool_call_is_left_pending_and_the_run_proceeds_from_its_answer
             ],
             pending: vec![pick],
             held: Vec::new(),
+            // Whole in the events' snapshot.
+            telemetry: result.telemetry.clone(),
         }
     );
     // The client's call (source client) and the read both replay-safe:

@@ -133,6 +133,7 @@ impl Engine {
             usage: Default::default(),
             duration_ms: 0,
             pending_tool_calls: Vec::new(),
+            telemetry: None,
         }));
         let mut ended = run.clone();
         ended.status = RunStatus::Failed;
@@ -253,6 +254,7 @@ impl Engine {
                     .unwrap_or_default()
                     .saturating_sub(ended.created_at),
                 pending_tool_calls: Vec::new(),
+                telemetry: None,
             }),
         ))
     }

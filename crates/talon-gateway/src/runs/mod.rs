@@ -288,6 +288,7 @@ fn ended_data(error: Option<&ApiError>) -> RunEndedData {
         usage: talon_protocol::gateway::Usage::default(),
         duration_ms: 0,
         pending_tool_calls: Vec::new(),
+        telemetry: None,
     }
 }
 

@@ -72,6 +72,7 @@ async fn reasoning_is_shown_only_where_the_policy_allows_and_always_replayed() {
         [
             "run.started",
             "thinking.delta",
+            "assistant.message",
             "tool.call.started",
             "tool.call.completed",
             "thinking.delta",

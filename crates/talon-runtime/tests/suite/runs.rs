@@ -106,6 +106,7 @@ async fn a_run_goes_from_its_spec_to_its_terminal_event() {
         recorder.kinds(),
         [
             "run.started",
+            "assistant.message",
             "tool.call.started",
             "tool.call.completed",
             "assistant.message",
@@ -194,6 +195,12 @@ async fn a_run_whose_model_refuses_it_ends_failed_with_the_providers_error() {
     let mut data: talon_protocol::event_data::RunEndedData =
         serde_json::from_value(failed.data).unwrap();
     data.duration_ms = 0;
+    // The failed request was sent: it counts.
+    let telemetry = data.telemetry.take().unwrap();
+    assert_eq!(
+        (telemetry.surface.as_str(), telemetry.model_calls),
+        ("direct", 1)
+    );
     assert_eq!(
         data,
         talon_protocol::event_data::RunEndedData {
@@ -211,6 +218,7 @@ async fn a_run_whose_model_refuses_it_ends_failed_with_the_providers_error() {
             },
             duration_ms: 0,
             pending_tool_calls: Vec::new(),
+            telemetry: None,
         }
     );
     host.shutdown().await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use talon_tools::{CatalogBuilder, ToolPolicy};
+use talon_tools::{CatalogBuilder, ToolPolicy, ToolSurface};
 use talon_toolsearch::{Mode, ToolSearchConfig};
 
 use super::{Echo, catalog, ctx, scope, tool, tool_search};
@@ -45,9 +45,9 @@ async fn a_body_searches_describes_and_calls() {
         })
     );
     assert_eq!(echo.calls.load(Ordering::Relaxed), 2);
-    let t = ts.telemetry();
+    let t = ToolSurface::telemetry(&*ts);
     assert_eq!(
-        (t.code_runs, t.searches, t.describes, t.calls),
+        (t.code_runs, t.searches, t.describes, t.bridge_calls),
         (1, 1, 1, 3)
     );
 }

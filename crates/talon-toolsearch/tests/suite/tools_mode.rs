@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::json;
-use talon_protocol::ToolSource;
+use talon_protocol::{CalledTool, ToolSource, ToolTelemetry};
+use talon_tools::ToolSurface;
 use talon_toolsearch::{Mode, ToolSearchConfig};
 
 use super::{Echo, catalog, ctx, tool_search};
@@ -89,28 +90,41 @@ async fn search_describe_call_go_through_the_runner() {
     assert_eq!(missing, denied);
     assert_eq!(echo.calls.load(Ordering::Relaxed), 1);
 
-    let telemetry = ts.telemetry();
+    // The surface's part of the run's telemetry (the agent loop adds the
+    // bytes it sent).
+    let telemetry = ToolSurface::telemetry(&*ts);
     assert_eq!(
-        (
-            telemetry.mode,
-            telemetry.searches,
-            telemetry.describes,
-            telemetry.calls
-        ),
-        ("tools", 2, 2, 2)
+        telemetry,
+        ToolTelemetry {
+            surface: "tools".into(),
+            catalog_size: 4,
+            catalog_by_source: [
+                ("client".to_owned(), 1),
+                ("mcp".to_owned(), 1),
+                ("openclaw".to_owned(), 1),
+                ("plugin".to_owned(), 1),
+            ]
+            .into(),
+            searches: 2,
+            describes: 2,
+            bridge_calls: 2,
+            called: vec![
+                CalledTool {
+                    id: "plugin:issues:create_issue".into(),
+                    source: Some(ToolSource::Plugin),
+                    status: "ok".into(),
+                    nested: true,
+                },
+                CalledTool {
+                    id: "openclaw:core:exec".into(),
+                    source: None,
+                    status: "not_found".into(),
+                    nested: true,
+                },
+            ],
+            ..ToolTelemetry::default()
+        }
     );
-    assert_eq!(
-        telemetry.called,
-        vec![
-            (
-                "plugin:issues:create_issue".into(),
-                Some(ToolSource::Plugin),
-                "ok"
-            ),
-            ("openclaw:core:exec".into(), None, "not_found"),
-        ]
-    );
-    assert_eq!(telemetry.surface_bytes, ts.surface().bytes());
 }
 
 #[tokio::test]

@@ -87,6 +87,7 @@ describe("useRun", () => {
     assert.deepEqual(kinds(result.current.events), [
       "run.created",
       "run.started",
+      "assistant.message",
       "tool.call.started",
       "approval.requested",
       "approval.resolved",

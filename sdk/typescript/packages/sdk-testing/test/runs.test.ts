@@ -33,8 +33,8 @@ describe("a scripted run", () => {
         { version: 1, id: "5", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "om the S" }, sessionKey: "main:<sess_1>" },
         { version: 1, id: "6", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "DK suite" }, sessionKey: "main:<sess_1>" },
         { version: 1, id: "7", ts: "<time>", type: "assistant.delta", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { text: "." }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "8", ts: "<time>", type: "assistant.message", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { finishReason: "stop", text: "Hello from the SDK suite.", toolCalls: 0 }, sessionKey: "main:<sess_1>" },
-        { version: 1, id: "9", ts: "<time>", type: "run.completed", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { durationMs: "<ms>", text: "Hello from the SDK suite.", toolCalls: 0, turns: 1, usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "8", ts: "<time>", type: "assistant.message", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { finishReason: "stop", text: "Hello from the SDK suite.", toolCalls: 0, usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } }, sessionKey: "main:<sess_1>" },
+        { version: 1, id: "9", ts: "<time>", type: "run.completed", runId: "<run_1>", sessionId: "<sess_1>", agentId: "main", requestId: "<req_1>", data: { durationMs: "<ms>", telemetry: { bridgeCalls: 0, bytesSent: 0, called: [], catalogBySource: {}, catalogSize: 7, codeRuns: 0, describes: 0, execs: 0, modelCalls: 1, promptBytes: 0, searches: 0, surface: "direct", toolBytes: 0, visibleTools: 7, waits: 0 }, text: "Hello from the SDK suite.", toolCalls: 0, turns: 1, usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } }, sessionKey: "main:<sess_1>" },
       ]);
       assert.deepEqual(normalised(result, ids), {
         artifacts: [
@@ -129,7 +129,7 @@ describe("a scripted run", () => {
         { type: "tool.call.completed", data: { callId: "call_1", durationMs: "<ms>", name: "write", result: { ok: true } } },
       ]);
       const terminal = events.at(-1);
-      assert.deepEqual(normalised(terminal?.data), { durationMs: "<ms>", text: "Done.", toolCalls: 1, turns: 2, usage: { inputTokens: 20, outputTokens: 10, totalTokens: 30 } });
+      assert.deepEqual(normalised(terminal?.data), { durationMs: "<ms>", telemetry: { bridgeCalls: 0, bytesSent: 0, called: [], catalogBySource: {}, catalogSize: 7, codeRuns: 0, describes: 0, execs: 0, modelCalls: 2, promptBytes: 0, searches: 0, surface: "direct", toolBytes: 0, visibleTools: 7, waits: 0 }, text: "Done.", toolCalls: 1, turns: 2, usage: { inputTokens: 20, outputTokens: 10, totalTokens: 30 } });
     });
   });
 
@@ -147,7 +147,7 @@ describe("a scripted run", () => {
           type: "tool.call.failed",
           data: { callId: "call_1", durationMs: "<ms>", error: { error: "the call of write was denied: not today", status: "blocked" }, name: "write", status: "blocked" },
         },
-        { type: "run.completed", data: { durationMs: "<ms>", text: "Done.", toolCalls: 1, turns: 2, usage: { inputTokens: 20, outputTokens: 10, totalTokens: 30 } } },
+        { type: "run.completed", data: { durationMs: "<ms>", telemetry: { bridgeCalls: 0, bytesSent: 0, called: [], catalogBySource: {}, catalogSize: 7, codeRuns: 0, describes: 0, execs: 0, modelCalls: 2, promptBytes: 0, searches: 0, surface: "direct", toolBytes: 0, visibleTools: 7, waits: 0 }, text: "Done.", toolCalls: 1, turns: 2, usage: { inputTokens: 20, outputTokens: 10, totalTokens: 30 } } },
       ]);
     });
   });
@@ -169,7 +169,7 @@ describe("a scripted run", () => {
       assert.deepEqual(transcript(events.slice(-3)), [
         { type: "approval.resolved", data: { approvalId: "<appr_1>", reason: "the run stopped waiting", reused: false, status: "cancelled" } },
         { type: "tool.call.failed", data: { callId: "call_1", durationMs: "<ms>", error: { error: "the run was aborted", status: "aborted" }, name: "write", status: "aborted" } },
-        { type: "run.cancelled", data: { durationMs: "<ms>", error: "the run was aborted", toolCalls: 1, turns: 1, usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } } },
+        { type: "run.cancelled", data: { durationMs: "<ms>", telemetry: { bridgeCalls: 0, bytesSent: 0, called: [], catalogBySource: {}, catalogSize: 7, codeRuns: 0, describes: 0, execs: 0, modelCalls: 1, promptBytes: 0, searches: 0, surface: "direct", toolBytes: 0, visibleTools: 7, waits: 0 }, error: "the run was aborted", toolCalls: 1, turns: 1, usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } } },
       ]);
     });
   });
@@ -254,6 +254,7 @@ describe("a scripted run", () => {
       assert.deepEqual(normalised((await collect(failing.events())).at(-1)?.data), {
         durationMs: "<ms>",
         error: "the model is down",
+        telemetry: { bridgeCalls: 0, bytesSent: 0, called: [], catalogBySource: {}, catalogSize: 7, codeRuns: 0, describes: 0, execs: 0, modelCalls: 1, promptBytes: 0, searches: 0, surface: "direct", toolBytes: 0, visibleTools: 7, waits: 0 },
         toolCalls: 0,
         turns: 1,
         usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
@@ -276,7 +277,7 @@ describe("a scripted run", () => {
       const last = (await collect(slow.events())).at(-1);
       assert.deepEqual(normalised({ type: last?.type, data: last?.data }), {
         type: "run.timed_out",
-        data: { durationMs: "<ms>", error: "the run exceeded its time limit of 50 ms", toolCalls: 0, turns: 1, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } },
+        data: { durationMs: "<ms>", error: "the run exceeded its time limit of 50 ms", telemetry: { bridgeCalls: 0, bytesSent: 0, called: [], catalogBySource: {}, catalogSize: 7, codeRuns: 0, describes: 0, execs: 0, modelCalls: 1, promptBytes: 0, searches: 0, surface: "direct", toolBytes: 0, visibleTools: 7, waits: 0 }, toolCalls: 0, turns: 1, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } },
       });
     });
   });

@@ -15,8 +15,8 @@ import { json } from "./wire.js";
 export type Stop = "cancelled" | "timedOut" | "gone";
 
 /** What the mock model reports per turn (its default usage). */
-const PROMPT_TOKENS = 10;
-const COMPLETION_TOKENS = 5;
+export const PROMPT_TOKENS = 10;
+export const COMPLETION_TOKENS = 5;
 
 /** Ends `record`'s run: `stop` says why, if it did not play to its end. */
 export function endRun(state: State, record: RunRecord, stop: Stop | undefined, started: number): void {
@@ -80,7 +80,7 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
   run.endedAt = now();
   run.usage = usage;
   if (error) run.error = error;
-  const ended: P.RunEndedData = { durationMs: now() - started, toolCalls: record.toolCalls, turns: record.turns, usage };
+  const ended: P.RunEndedData = { durationMs: now() - started, telemetry: telemetryOf(state, record), toolCalls: record.toolCalls, turns: record.turns, usage };
   if (text !== undefined) ended.text = text;
   if (errorText !== undefined) ended.error = errorText;
   const terminal: P.EventData =
@@ -122,4 +122,29 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
   state.push(announced);
   record.result = resultOf(run, text, [...record.artifacts, trajectory]);
   state.touch();
+}
+
+/**
+ * A scripted run's tool telemetry: it sends no model request and runs no
+ * tool, so it has the surface `direct`, the tools `run.started` named,
+ * the catalog set with `setTools`, and one model call per turn.
+ */
+function telemetryOf(state: State, record: RunRecord): P.ToolTelemetry {
+  return {
+    bridgeCalls: 0,
+    bytesSent: 0,
+    called: [],
+    catalogBySource: {},
+    catalogSize: state.tools.length,
+    codeRuns: 0,
+    describes: 0,
+    execs: 0,
+    modelCalls: record.turns,
+    promptBytes: 0,
+    searches: 0,
+    surface: "direct",
+    toolBytes: 0,
+    visibleTools: state.tools.filter((t) => !t.hidden).length,
+    waits: 0,
+  };
 }

@@ -7,7 +7,7 @@
 import type { protocol as P } from "@talon/sdk";
 
 import { mimeOf } from "./content.js";
-import { endRun, type Stop } from "./end.js";
+import { COMPLETION_TOKENS, PROMPT_TOKENS, endRun, type Stop } from "./end.js";
 import { liveRuns } from "./runs.js";
 import type { Step } from "./script.js";
 import { State, isTerminal, now, runEvent, type RunRecord } from "./state.js";
@@ -70,11 +70,15 @@ export function toolOf(tools: readonly P.ToolSummary[], tool: string): { name: s
   return colon >= 0 ? { name: tool.slice(colon + 1), id: tool } : { name: tool, id: `openclaw:core:${tool}` };
 }
 
+/** What each model call of a scripted run uses (the run's usage is their sum). */
+const CALL_USAGE: P.Usage = { inputTokens: PROMPT_TOKENS, outputTokens: COMPLETION_TOKENS, totalTokens: PROMPT_TOKENS + COMPLETION_TOKENS };
+
 /** Starts a tool call: `tool.call.started`, the assistant's message asking for it; its id. */
 function startCall(state: State, record: RunRecord, name: string, args: unknown, replaySafe: boolean): string {
   record.turns += 1;
   record.answeredTurns += 1;
   record.toolCalls += 1;
+  emit(state, record, { type: "assistant.message", data: { finishReason: "tool_calls", toolCalls: 1, usage: CALL_USAGE } });
   const callId = `call_${record.toolCalls}`;
   record.openCall = { callId, name, startedAt: now() };
   record.messages.push({ role: "assistant", toolCalls: [{ id: callId, name, arguments: copy(args ?? null) }] });
@@ -200,10 +204,10 @@ function reply(state: State, record: RunRecord): void {
   for (let i = 0; i < chars.length; i += 8) {
     emit(state, record, { type: "assistant.delta", data: { text: chars.slice(i, i + 8).join("") } });
   }
-  if (text !== "") {
-    emit(state, record, { type: "assistant.message", data: { finishReason: "stop", text, toolCalls: 0 } });
-    record.messages.push({ role: "assistant", text });
-  }
+  const message: P.AssistantMessageData = { finishReason: "stop", toolCalls: 0, usage: CALL_USAGE };
+  if (text !== "") message.text = text;
+  emit(state, record, { type: "assistant.message", data: message });
+  if (text !== "") record.messages.push({ role: "assistant", text });
 }
 
 /** Plays run `runId`'s script, then ends it. */

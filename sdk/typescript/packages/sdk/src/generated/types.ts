@@ -372,7 +372,10 @@ export type ArtifactsListResult = {
   nextCursor?: Cursor | null;
 };
 
-/** `assistant.message`. */
+/**
+ * `assistant.message`: one per model call (its text absent when the
+ * model only called tools).
+ */
 export type AssistantMessageData = {
   /** The provider's finish reason. */
   finishReason?: string | null;
@@ -380,6 +383,32 @@ export type AssistantMessageData = {
   text?: string | null;
   /** How many tool calls it asks for. */
   toolCalls: number;
+  /**
+   * This model call's tokens and cost (`costUsd` by the model's prices;
+   * absent without them).
+   */
+  usage?: Usage | null;
+};
+
+/** One tool a run called. */
+export type CalledTool = {
+  /**
+   * The catalog id (a client tool's name when the model called it by
+   * name).
+   */
+  id: string;
+  /** Whether a cell or a bridge made it (not the model by name). */
+  nested: boolean;
+  /**
+   * Where the tool came from; absent for an id the catalog does not
+   * have.
+   */
+  source?: ToolSource | null;
+  /**
+   * `ok`, `failed`, `not_found`, `blocked`, `aborted`, `cancelled`, or
+   * `pending` (a client tool left for the app).
+   */
+  status: string;
 };
 
 /**
@@ -400,6 +429,18 @@ export type ClientTool = {
   name: string;
   /** JSON Schema of its arguments. */
   parameters?: unknown;
+};
+
+/** Counts of limit failures in a run. */
+export type CodeModeLimitFailures = {
+  /** Steps that hit `memoryLimitBytes`. */
+  memory: number;
+  /** Steps that hit `maxOutputBytes`. */
+  output: number;
+  /** Snapshots over `maxSnapshotBytes` (or over the live-cell cap). */
+  snapshot: number;
+  /** Steps that hit `timeoutMs` while guest code was running. */
+  timeout: number;
 };
 
 /** `tokens.create`'s answer: the secret, shown once. */
@@ -1102,6 +1143,11 @@ export type RunEndedData = {
    * app to answer (with `tool` input messages on its next run).
    */
   pendingToolCalls?: Array<MessageToolCall>;
+  /**
+   * The run's tool telemetry (absent for a run that failed before its
+   * agent started).
+   */
+  telemetry?: ToolTelemetry | null;
   /** The final assistant text. */
   text?: string | null;
   /** Tool calls the model made. */
@@ -1974,6 +2020,68 @@ export type ToolSummary = {
   source: ToolOrigin;
   /** Writes data. */
   writable: boolean;
+};
+
+/** The tool telemetry of one run. */
+export type ToolTelemetry = {
+  /**
+   * Calls through Tool Search's bridge (`tool_call`,
+   * `openclaw.tools.call`).
+   */
+  bridgeCalls: number;
+  /**
+   * Bytes of tools and system prompt sent over all the run's model
+   * requests.
+   */
+  bytesSent: number;
+  /**
+   * The tools that finally ran (or were left to the app), in the order
+   * they ended, at most [`MAX_CALLED`].
+   */
+  called: Array<CalledTool>;
+  /** Calls left out of `called`. */
+  calledOmitted?: number;
+  /**
+   * The catalog's size by source (`openclaw`, `plugin`, `mcp`,
+   * `client`).
+   */
+  catalogBySource: Record<string, number>;
+  /** Size of the run's catalog (hidden behind Code Mode or Tool Search). */
+  catalogSize: number;
+  /** `tool_search_code` runs. */
+  codeRuns: number;
+  /** Describes (`tools.describe`, `tool_describe`, `$api`). */
+  describes: number;
+  /** Code Mode `exec` calls. */
+  execs: number;
+  /** Code Mode limit failures, for a Code Mode run. */
+  limitFailures?: CodeModeLimitFailures | null;
+  /** Model requests the run sent. */
+  modelCalls: number;
+  /**
+   * Bytes of the system prompt in one model request (the surface's
+   * directory included).
+   */
+  promptBytes: number;
+  /**
+   * Catalog searches (`tools.search`, `tool_search`, and those inside
+   * `tool_search_code`).
+   */
+  searches: number;
+  /**
+   * The surface: `direct`, `code_mode`, or the Tool Search mode
+   * (`code`, `tools`, `directory`).
+   */
+  surface: string;
+  /** Bytes of the serialized tool definitions in one model request. */
+  toolBytes: number;
+  /**
+   * Tool schemas the model saw from the start (the names are
+   * `run.started`'s `tools`).
+   */
+  visibleTools: number;
+  /** Code Mode `wait` calls. */
+  waits: number;
 };
 
 /** `tools.invoke`: one direct, scoped call. */
