@@ -18,7 +18,8 @@
 //! - `talon tools search|describe` (`tools.rs`) ranks or shows the tools of a catalog file
 //!   (hybrid ranking unless `--lexical`); `talon models prepare|status` (`models.rs`) distils
 //!   the embedding table into the cache once, or says whether search is hybrid; `talon config
-//!   check` (`config.rs`) checks the whole config file.
+//!   check` (`config.rs`) checks the whole config file, and `talon config get|set|unset` reads or
+//!   edits one value in place (written only when the edited file passes the same check).
 //! - `talon gateway [--listen] [--mock-script]` (`gateway.rs`) starts `talon-gateway` on the
 //!   config's store and a host of the config, prints a first start's admin token once on stdout,
 //!   and stops on SIGTERM or Ctrl-C; `talon token create|list|revoke` manage tokens in the same
@@ -73,7 +74,7 @@ enum Command {
     Models(models::ModelsCommand),
     /// Serve the gateway protocol on one port: HTTP calls, SSE and WebSocket.
     Gateway(gateway::GatewayArgs),
-    /// Check a config file, or print the config's JSON Schema.
+    /// Check a config file, print its JSON Schema, or get, set or unset one value.
     #[command(subcommand)]
     Config(config::ConfigCommand),
     /// Create, list or revoke the gateway's access tokens.

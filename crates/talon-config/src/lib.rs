@@ -26,7 +26,8 @@
 //!   `gateway.environments` (allowed hosts and origins, ticket lifetime, workspace sources,
 //!   secrets), all absent by default.
 //! - `json5`: the crate's own JSON5 parser (no parser dependency), which keeps where each value
-//!   starts (`Spans`, by JSON Pointer) and names the line and column of an error
+//!   starts (`Spans`, by JSON Pointer), or for an edit the byte ranges of every key, value and
+//!   comma (`json5::Layout`), and names the line and column of an error
 //!   (`Json5Error::{TooDeep, Syntax}`; also used for mock scripts); it refuses nesting past 128
 //!   levels at the opening bracket, so no file can overflow a stack.
 //! - `keys/` and `schema`: one tree of every key Talon reads drives both the whole-file check
@@ -34,6 +35,10 @@
 //!   `Config::check_at_start`, run by `talon gateway`, `exec` and `agent`, and `talon config
 //!     check`) and the committed JSON Schema (`schema/talon.config.schema.json`, drift-checked by a
 //!   test).
+//!
+//! - `edit/`: `talon config get|set|unset PATH [VALUE]`, one value read or edited in place (the
+//!   bytes of that value alone replaced, using the parser's `json5::Layout`), written atomically
+//!   and only when the edited file passes the same check (`edit::edit_file`).
 //!
 //! A key added to a feature crate's section is added to the tree in the same change
 //! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests start the gateway with
@@ -46,6 +51,7 @@ use talon_fs::{FsError, Symlinks};
 
 pub mod check;
 mod diagnostics;
+pub mod edit;
 mod gateway;
 pub mod json5;
 mod keys;
@@ -173,6 +179,31 @@ pub enum ConfigError {
     /// Neither the flag, `$TALON_CONFIG`, nor a home directory names a file.
     #[error("no config file: pass --config FILE or set TALON_CONFIG")]
     NoHome,
+    /// An edit (`talon config set|unset`) cannot be made.
+    #[error("config file {}: {source}", path.display())]
+    Edit {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: edit::EditError,
+    },
+    /// An edit would leave a file the check refuses: it is not written.
+    #[error("config file {}: the edit is refused, the file is unchanged: {}", path.display(), Errors(errors))]
+    Refused {
+        /// The file.
+        path: PathBuf,
+        /// What the check finds in the edited file: its errors and the
+        /// unknown keys the edit would add (positions in the edited text).
+        errors: Vec<check::Diagnostic>,
+    },
+    /// The edited file could not be written.
+    #[error("writing config file {}: {source}", path.display())]
+    Write {
+        /// The file (or its directory).
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// A list of errors as one message.
@@ -254,24 +285,27 @@ pub fn state_dir() -> PathBuf {
     home().map_or_else(|| PathBuf::from(".talon"), |h| h.join(".talon"))
 }
 
+/// The config file: `explicit`, else `$TALON_CONFIG`, else
+/// `~/.talon/talon.json5` (which may not exist); `true` for the last.
+/// `None` when there is no home directory either.
+pub fn config_file(explicit: Option<&Path>) -> Option<(PathBuf, bool)> {
+    if let Some(path) = explicit {
+        return Some((path.to_owned(), false));
+    }
+    if let Some(path) = std::env::var_os("TALON_CONFIG").filter(|p| !p.is_empty()) {
+        return Some((PathBuf::from(path), false));
+    }
+    home().map(|home| (home.join(".talon").join("talon.json5"), true))
+}
+
 impl Config {
     /// Finds and reads the config: `explicit`, else `$TALON_CONFIG`, else
     /// `~/.talon/talon.json5` if it exists, else the empty config.
     pub fn load(explicit: Option<&Path>) -> Result<Self> {
-        if let Some(path) = explicit {
-            return Self::read(path);
-        }
-        if let Some(path) = std::env::var_os("TALON_CONFIG").filter(|p| !p.is_empty()) {
-            return Self::read(Path::new(&path));
-        }
-        let Some(home) = home() else {
-            return Ok(Self::default());
-        };
-        let default = home.join(".talon").join("talon.json5");
-        if default.exists() {
-            Self::read(&default)
-        } else {
-            Ok(Self::default())
+        match config_file(explicit) {
+            None => Ok(Self::default()),
+            Some((default, true)) if !default.exists() => Ok(Self::default()),
+            Some((path, _)) => Self::read(&path),
         }
     }
 
@@ -279,16 +313,22 @@ impl Config {
     /// device or directory is refused without blocking) of at most
     /// [`MAX_CONFIG_BYTES`].
     pub fn read(path: &Path) -> Result<Self> {
-        let text = talon_fs::read_capped_to_string(path, MAX_CONFIG_BYTES, Symlinks::Follow)
-            .map_err(|e| match e {
+        let text = Self::read_text(path)?;
+        Self::parse(&text, Some(path.to_owned()))
+    }
+
+    /// Reads one file's text, as [`Config::read`] does.
+    pub fn read_text(path: &Path) -> Result<String> {
+        talon_fs::read_capped_to_string(path, MAX_CONFIG_BYTES, Symlinks::Follow).map_err(|e| {
+            match e {
                 FsError::NotFound { path } => ConfigError::NotFound(path),
                 FsError::Io { path, source } => ConfigError::Read { path, source },
                 other => ConfigError::Unreadable {
                     path: path.to_owned(),
                     source: other,
                 },
-            })?;
-        Self::parse(&text, Some(path.to_owned()))
+            }
+        })
     }
 
     /// Parses a document.
@@ -440,195 +480,4 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn the_store_section_and_the_database_url() {
-        let config = Config::parse(
-            "{ store: { url: 'postgres://db/talon', retention: { maxAgeDays: 1.5, maxEvents: 1000, artifactMaxAgeDays: 0.5 } } }",
-            None,
-        )
-        .unwrap();
-        assert_eq!(
-            config.store_with(None).unwrap(),
-            StoreSettings {
-                url: Some("postgres://db/talon".into()),
-                max_event_age: Some(std::time::Duration::from_secs(129_600)),
-                max_events: Some(1000),
-                max_artifact_age: Some(std::time::Duration::from_secs(43_200)),
-            }
-        );
-        // The environment wins; an empty one does not count.
-        let from_env = config.store_with(Some("sqlite:/tmp/x.db".into())).unwrap();
-        assert_eq!(from_env.url.as_deref(), Some("sqlite:/tmp/x.db"));
-        let blank = config.store_with(Some(" ".into())).unwrap();
-        assert_eq!(blank.url.as_deref(), Some("postgres://db/talon"));
-        assert_eq!(
-            Config::default().store_with(None).unwrap(),
-            StoreSettings::default()
-        );
-        for (text, key) in [
-            ("{ store: { url: 5 } }", "store.url"),
-            ("{ store: { url: '' } }", "store.url"),
-            (
-                "{ store: { retention: { maxAgeDays: -1 } } }",
-                "store.retention.maxAgeDays",
-            ),
-            (
-                "{ store: { retention: { artifactMaxAgeDays: 40000 } } }",
-                "store.retention.artifactMaxAgeDays",
-            ),
-            (
-                "{ store: { retention: { maxEvents: 0 } } }",
-                "store.retention.maxEvents",
-            ),
-            (
-                "{ store: { retention: { maxEvents: 'many' } } }",
-                "store.retention.maxEvents",
-            ),
-        ] {
-            match Config::parse(text, None).unwrap().store_with(None) {
-                Err(ConfigError::Invalid { key: got, .. }) => assert_eq!(got, key, "{text}"),
-                other => panic!("{text}: {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn json5_with_comments_trailing_commas_and_agent_overrides() {
-        let config = Config::parse(
-            "// OpenClaw config\n{ tools: { codeMode: { enabled: true, timeoutMs: 5000, }, },\n\
-             agents: { defaults: { tools: { codeMode: { maxPendingToolCalls: 4 } } },\n\
-                       list: [ { id: 'ops', tools: { codeMode: { timeoutMs: 100 } } } ] } }",
-            None,
-        )
-        .unwrap();
-        assert_eq!(
-            config.get("tools.codeMode"),
-            Some(&json!({"enabled": true, "timeoutMs": 5000}))
-        );
-        assert_eq!(
-            config.tools_section("codeMode", "ops"),
-            (
-                Some(&json!({"enabled": true, "timeoutMs": 5000})),
-                Some(&json!({"timeoutMs": 100}))
-            )
-        );
-        assert_eq!(
-            config.tools_section("codeMode", "main").1,
-            Some(&json!({"maxPendingToolCalls": 4}))
-        );
-        assert_eq!(config.get("tools.toolSearch"), None);
-    }
-
-    #[test]
-    fn bad_files_are_clear_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("nope.json5");
-        assert!(matches!(Config::read(&missing), Err(ConfigError::NotFound(p)) if p == missing));
-        let bad = dir.path().join("bad.json5");
-        std::fs::write(&bad, "{ tools: ").unwrap();
-        let error = Config::read(&bad).unwrap_err().to_string();
-        assert!(
-            error.starts_with(&format!("config file {}: ", bad.display())),
-            "{error}"
-        );
-        std::fs::write(&bad, "[1, 2]").unwrap();
-        assert!(
-            Config::read(&bad)
-                .unwrap_err()
-                .to_string()
-                .ends_with("the top level must be an object")
-        );
-        let good = dir.path().join("good.json5");
-        std::fs::write(&good, "{tools: {codeMode: true}}").unwrap();
-        assert_eq!(
-            Config::read(&good).unwrap().get("tools.codeMode"),
-            Some(&json!(true))
-        );
-    }
-
-    #[test]
-    fn deep_documents_parse_up_to_the_limit_and_fail_cleanly_past_it() {
-        // Test threads have the 2 MiB stack of any spawned thread: the
-        // deepest accepted document must parse (and drop) within it.
-        for (open, close) in [("[", "]"), ("{a:", "}"), ("{\"a\": ", "}")] {
-            let text = format!(
-                "{{x: {}1{}}}",
-                open.repeat(MAX_NESTING - 1),
-                close.repeat(MAX_NESTING - 1)
-            );
-            assert!(Config::parse(&text, None).is_ok(), "{open}");
-            for depth in [MAX_NESTING, 20_000, 1_000_000] {
-                let text = format!("{{x: {}1{}}}", open.repeat(depth), close.repeat(depth));
-                let error = Config::parse(&text, None).unwrap_err().to_string();
-                assert_eq!(
-                    error,
-                    format!(
-                        "config file <config>: line 1 column {}: nested deeper than 128 levels",
-                        5 + open.len() * (MAX_NESTING - 1)
-                    )
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn special_and_oversized_config_files_are_refused_promptly() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo.json5");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
-        let zero = dir.path().join("zero.json5");
-        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
-        let big = dir.path().join("big.json5");
-        let file = std::fs::File::create(&big).unwrap();
-        file.set_len(MAX_CONFIG_BYTES + 1).unwrap();
-        let cases = [
-            (
-                fifo.clone(),
-                format!(
-                    "config file {}: {}: not a regular file (FIFO)",
-                    fifo.display(),
-                    fifo.display()
-                ),
-            ),
-            (
-                zero.clone(),
-                format!(
-                    "config file {}: {}: not a regular file (character device)",
-                    zero.display(),
-                    zero.display()
-                ),
-            ),
-            (
-                dir.path().to_owned(),
-                format!(
-                    "config file {}: {}: not a regular file (directory)",
-                    dir.path().display(),
-                    dir.path().display()
-                ),
-            ),
-            (
-                big.clone(),
-                format!(
-                    "config file {}: {}: larger than {MAX_CONFIG_BYTES} bytes",
-                    big.display(),
-                    big.display()
-                ),
-            ),
-        ];
-        for (path, expected) in cases {
-            assert_eq!(Config::read(&path).unwrap_err().to_string(), expected);
-        }
-    }
-}
+mod tests;

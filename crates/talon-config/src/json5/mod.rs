@@ -7,7 +7,8 @@
 //! this module parses JSON5 (<https://spec.json5.org/>) itself into a
 //! `serde_json::Value` and, on request, a [`Spans`] table from each
 //! value's JSON Pointer to the byte offset of its key (or, for array items
-//! and the root, of the value).
+//! and the root, of the value); or, for editing, a [`Layout`] of where
+//! every key, value and comma is (`layout.rs`).
 //!
 //! The parser is recursive descent with its own depth limit (checked at
 //! the opening bracket, so no input reaches the stack), linear in the
@@ -21,8 +22,10 @@ use serde_json::{Map, Value};
 
 use crate::Json5Error;
 
+mod layout;
 mod scalars;
 
+pub use layout::{Layout, Node, Shape};
 use scalars::NOT_FINITE;
 
 /// Where each value of a parsed document starts: JSON Pointer (RFC 6901)
@@ -73,12 +76,23 @@ pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
 
 /// Parses `text` into a value, refusing nesting deeper than `limit`.
 pub fn parse(text: &str, limit: usize) -> Result<Value, Json5Error> {
-    Parser::new(text, limit, false).document().map(|(v, _)| v)
+    Parser::new(text, limit, false)
+        .parse_document()
+        .map(|(v, ..)| v)
+}
+
+/// Parses `text` into a value and the [`Layout`] of where each of its
+/// keys, values and commas is.
+pub fn parse_layout(text: &str, limit: usize) -> Result<(Value, Layout), Json5Error> {
+    let mut parser = Parser::new(text, limit, false);
+    parser.layout = Some(Layout::default());
+    let (value, _, layout) = parser.parse_document()?;
+    Ok((value, layout.unwrap_or_default()))
 }
 
 /// Parses `text` into a value and where each of its parts starts.
 pub fn parse_spanned(text: &str, limit: usize) -> Result<(Value, Spans), Json5Error> {
-    let (value, offsets) = Parser::new(text, limit, true).document()?;
+    let (value, offsets, _) = Parser::new(text, limit, true).parse_document()?;
     let mut line_starts = vec![0];
     let bytes = text.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
@@ -101,6 +115,10 @@ pub fn pointer_token(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// A parse's value, where each part starts (when asked for) and its
+/// layout (when asked for).
+type Parsed = (Value, HashMap<String, usize>, Option<Layout>);
+
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
@@ -108,6 +126,10 @@ struct Parser<'a> {
     depth: usize,
     spans: Option<HashMap<String, usize>>,
     pointer: String,
+    /// The layout being recorded, when asked for.
+    layout: Option<Layout>,
+    /// The layout's node of the value being parsed.
+    current: usize,
 }
 
 /// What a container is, for messages.
@@ -135,16 +157,22 @@ impl<'a> Parser<'a> {
             depth: 0,
             spans: spans.then(HashMap::new),
             pointer: String::new(),
+            layout: None,
+            current: Layout::ROOT,
         }
     }
 
-    fn document(mut self) -> Result<(Value, HashMap<String, usize>), Json5Error> {
+    /// The value, where each part starts (when asked for) and the layout
+    /// (when asked for).
+    fn parse_document(mut self) -> Result<Parsed, Json5Error> {
         self.skip_blank()?;
         if self.peek().is_none() {
             return Err(self.error_at(self.pos, "the document is empty: expected a value"));
         }
         self.note_span(self.pos);
+        let root = self.open_node(None);
         let value = self.value()?;
+        self.close_node(root);
         self.skip_blank()?;
         if let Some(c) = self.peek() {
             return Err(self.error_at(
@@ -152,7 +180,50 @@ impl<'a> Parser<'a> {
                 format!("unexpected {} after the end of the document", describe(c)),
             ));
         }
-        Ok((value, self.spans.unwrap_or_default()))
+        Ok((value, self.spans.unwrap_or_default(), self.layout))
+    }
+
+    /// Records the start of a value (at the current position) in the
+    /// layout, as a child of the value being parsed (or as the root);
+    /// returns its node.
+    fn open_node(&mut self, key: Option<(&str, std::ops::Range<usize>)>) -> usize {
+        let shape = match self.peek() {
+            Some('{') => Shape::Object,
+            Some('[') => Shape::Array,
+            _ => Shape::Scalar,
+        };
+        let (pos, current) = (self.pos, self.current);
+        match &mut self.layout {
+            Some(layout) => {
+                let parent = (!layout.nodes.is_empty()).then_some(current);
+                let key = key.map(|(k, r)| (k.to_owned(), r));
+                layout.open(parent, key, pos, shape)
+            }
+            None => Layout::ROOT,
+        }
+    }
+
+    /// Records the end of a value (the current position) in the layout.
+    fn close_node(&mut self, node: usize) {
+        if let Some(layout) = &mut self.layout {
+            layout.close(node, self.pos);
+        }
+    }
+
+    /// Parses the value of a member or item whose layout node is `node`.
+    fn child_value(&mut self, node: usize) -> Result<Value, Json5Error> {
+        let parent = std::mem::replace(&mut self.current, node);
+        let value = self.value();
+        self.current = parent;
+        self.close_node(node);
+        value
+    }
+
+    /// Records a comma (at the current position) after `node`.
+    fn note_comma(&mut self, node: usize) {
+        if let Some(layout) = &mut self.layout {
+            layout.comma(node, self.pos);
+        }
     }
 
     fn error_at(&self, offset: usize, message: impl Into<String>) -> Json5Error {
@@ -315,6 +386,7 @@ impl<'a> Parser<'a> {
                     ));
                 }
             };
+            let key_end = self.pos;
             self.skip_blank()?;
             match self.peek() {
                 Some(':') => {
@@ -337,7 +409,8 @@ impl<'a> Parser<'a> {
                 self.pointer.push_str(&pointer_token(&key));
                 self.note_span(key_at);
             }
-            let value = self.value();
+            let node = self.open_node(Some((&key, key_at..key_end)));
+            let value = self.child_value(node);
             self.pointer.truncate(base);
             let value = value?;
             let last = key.clone();
@@ -345,6 +418,7 @@ impl<'a> Parser<'a> {
             self.skip_blank()?;
             match self.peek() {
                 Some(',') => {
+                    self.note_comma(node);
                     self.bump();
                 }
                 Some('}') => {
@@ -385,12 +459,14 @@ impl<'a> Parser<'a> {
                 self.pointer.push_str(&items.len().to_string());
                 self.note_span(self.pos);
             }
-            let value = self.value();
+            let node = self.open_node(None);
+            let value = self.child_value(node);
             self.pointer.truncate(base);
             items.push(value?);
             self.skip_blank()?;
             match self.peek() {
                 Some(',') => {
+                    self.note_comma(node);
                     self.bump();
                 }
                 Some(']') => {

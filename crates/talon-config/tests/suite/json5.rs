@@ -273,3 +273,38 @@ fn line_comments_end_at_every_json5_line_terminator() {
         );
     }
 }
+
+#[test]
+fn the_layout_has_every_key_value_comma_and_bracket() {
+    let text = "{ 'a': 1 /* one */, b: [true, {c: null}], }";
+    let (value, layout) = json5::parse_layout(text, MAX_NESTING).unwrap();
+    assert_eq!(value, parse_json5(text).unwrap());
+    let shown: Vec<String> = (0..layout.nodes.len())
+        .map(|i| {
+            let node = layout.node(i).unwrap();
+            let key = node.key_range.clone().map_or("-", |r| &text[r]);
+            let member = layout.member(i).unwrap();
+            format!(
+                "{i} parent {:?} key {key} value {:?} member {:?} {:?} children {:?}",
+                node.parent,
+                &text[node.value.clone()],
+                &text[member],
+                node.shape,
+                node.children
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "0 parent None key - value \"{ 'a': 1 /* one */, b: [true, {c: null}], }\" member \"{ 'a': 1 /* one */, b: [true, {c: null}], }\" Object children [1, 2]",
+            "1 parent Some(0) key 'a' value \"1\" member \"'a': 1 /* one */,\" Scalar children []",
+            "2 parent Some(0) key b value \"[true, {c: null}]\" member \"b: [true, {c: null}],\" Array children [3, 4]",
+            "3 parent Some(2) key - value \"true\" member \"true,\" Scalar children []",
+            "4 parent Some(2) key - value \"{c: null}\" member \"{c: null}\" Object children [5]",
+            "5 parent Some(4) key c value \"null\" member \"c: null\" Scalar children []",
+        ]
+    );
+    assert_eq!(layout.brackets(0), Some((0, text.len() - 1)));
+    assert_eq!(layout.brackets(1), None);
+}

@@ -1,2 +1,4 @@
 mod check;
+mod edit;
+mod edit_file;
 mod json5;
