@@ -126,6 +126,13 @@ impl RunEvents {
 
     /// Emits one event. Ids are `<runId>:<sequence>`, ordered in the run.
     pub fn emit(&self, data: EventData) {
+        self.emit_raw(data, None);
+    }
+
+    /// Emits one event with the runtime's native payload (a model call's
+    /// reply as the provider sent it), which the gateway stores redacted
+    /// and shows to admin callers only.
+    pub fn emit_raw(&self, data: EventData, raw: Option<serde_json::Value>) {
         let (kind, data) = data.into_parts();
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let ts = now_ms();
@@ -142,7 +149,7 @@ impl RunEvents {
             agent_id: Some(self.agent_id.clone().into()),
             request_id: None,
             data,
-            raw: None,
+            raw,
         });
     }
 }

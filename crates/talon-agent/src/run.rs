@@ -503,15 +503,18 @@ impl AgentRun<'_> {
         if !reply.text.is_empty() {
             result.text = reply.text.clone();
         }
-        // One per model call, with what it cost.
-        self.events
-            .emit(EventData::AssistantMessage(AssistantMessageData {
+        // One per model call, with what it cost and (for admins) the
+        // provider's native reply.
+        self.events.emit_raw(
+            EventData::AssistantMessage(AssistantMessageData {
                 text: (!reply.text.is_empty()).then(|| reply.text.clone()),
                 tool_calls: reply.tool_calls.len() as u32,
                 finish_reason: (!reply.finish_reason.is_empty())
                     .then(|| reply.finish_reason.clone()),
                 usage: Some(event_usage(&reply.usage, priced)),
-            }));
+            }),
+            (!reply.raw.is_empty()).then(|| reply.raw.to_json()),
+        );
         // The reasoning stays on the message: the provider replays it with
         // the turn's tool results (Anthropic requires its signed blocks).
         let assistant = Message::Assistant {

@@ -78,7 +78,8 @@ impl DebugSwitch {
 
 /// Replaces the values of credential-like keys (`apiKey`,
 /// `authorization`, `token`, `secret`, `password`, ...) with
-/// `<redacted>`, at any depth: what the debugging switches show of a
+/// `<redacted>`, at any depth (numbers, booleans and nulls stay: a
+/// `prompt_tokens` count is no credential): what the debugging switches show of a
 /// request or a stream event.
 pub fn redact_credentials(value: &mut Value) {
     match value {
@@ -95,6 +96,8 @@ pub fn redact_credentials(value: &mut Value) {
                 ]
                 .iter()
                 .any(|s| k.contains(s))
+                    // Counts (`prompt_tokens`) are not credentials.
+                    && !matches!(v, Value::Number(_) | Value::Bool(_) | Value::Null)
                 {
                     *v = Value::String("<redacted>".into());
                 } else {

@@ -35,12 +35,14 @@ pub mod anthropic;
 pub mod config;
 mod error;
 pub mod openai;
+mod raw;
 mod retry;
 mod sse;
 mod types;
 
 pub use config::{ModelCost, ModelInfo, ModelRef, ProviderConfig, parse_providers};
 pub use error::{ErrorSource, ProviderError, Result};
+pub use raw::{MAX_RAW_BYTES, RawReply};
 pub use types::{
     CacheRetention, ChatRequest, ChatResponse, Message, ReasoningBlock, StreamDelta, Thinking,
     ToolCallRequest, Usage, tools_json,

@@ -21,7 +21,7 @@ use crate::error::{ProviderError, Result};
 use crate::retry::{self, Backoff};
 use crate::sse::SseReader;
 use crate::types::{ChatRequest, ChatResponse, StreamDelta, ToolCallRequest, Usage};
-use crate::{BoxFuture, CancellationToken, DeltaSink, ModelProvider};
+use crate::{BoxFuture, CancellationToken, DeltaSink, ModelProvider, RawReply};
 
 /// A provider speaking Chat Completions.
 #[derive(Debug, Clone)]
@@ -233,6 +233,7 @@ impl OpenAiCompatible {
                 .unwrap_or("stop")
                 .to_owned(),
             reasoning: Vec::new(),
+            raw: RawReply::body(bytes),
         })
     }
 
@@ -347,6 +348,7 @@ impl OpenAiCompatible {
         if out.finish_reason.is_empty() {
             out.finish_reason = "stop".into();
         }
+        out.raw = reader.take_raw();
         Ok(out)
     }
 }

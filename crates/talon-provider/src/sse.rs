@@ -10,6 +10,8 @@
 use serde_json::Value;
 use talon_protocol::debug::{DebugSwitch, SSE_PEEK_EVENTS, redact_credentials};
 
+use crate::raw::RawReply;
+
 /// Collects bytes and hands out complete `data:` payloads.
 #[derive(Debug, Default)]
 pub(crate) struct SseReader {
@@ -19,6 +21,8 @@ pub(crate) struct SseReader {
     scanned: usize,
     /// What `DEBUG_SSE` shows of this stream, and how many it showed.
     debug: Option<(SseDebug, usize)>,
+    /// The events' payloads, kept for diagnostics.
+    raw: RawReply,
 }
 
 /// `DEBUG_SSE`'s modes.
@@ -91,6 +95,11 @@ pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
 pub(crate) struct EventTooLarge;
 
 impl SseReader {
+    /// The payloads read so far (bounded), for the reply's `raw`.
+    pub fn take_raw(&mut self) -> RawReply {
+        std::mem::take(&mut self.raw)
+    }
+
     /// Adds bytes; returns the data of every event now complete, or an
     /// error when an event grows past [`MAX_EVENT_BYTES`].
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, EventTooLarge> {
@@ -110,6 +119,7 @@ impl SseReader {
             if !data.is_empty() {
                 let data = data.join("\n");
                 self.show(&data);
+                self.raw.push(&data);
                 out.push(data);
             }
             start += end + skip;

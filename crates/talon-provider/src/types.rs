@@ -294,4 +294,6 @@ pub struct ChatResponse {
     /// Reasoning to replay with this reply's tool calls (see
     /// [`Message::Assistant`]'s `reasoning`).
     pub reasoning: Vec<ReasoningBlock>,
+    /// The native payload it came in, bounded, for diagnostics.
+    pub raw: crate::RawReply,
 }

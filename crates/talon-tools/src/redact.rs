@@ -26,6 +26,8 @@ pub const ENCODED_MIN: usize = 8;
 pub struct Redactor {
     matcher: Option<AhoCorasick>,
     secrets: Vec<String>,
+    /// Every form the matcher finds.
+    forms: Vec<String>,
 }
 
 impl Redactor {
@@ -48,6 +50,7 @@ impl Redactor {
         Self {
             matcher,
             secrets: secrets.iter().filter(|s| !s.is_empty()).cloned().collect(),
+            forms,
         }
     }
 
@@ -87,6 +90,61 @@ impl Redactor {
             return value.clone();
         }
         serde_json::from_str(&self.text(&text)).unwrap_or_else(|_| Value::String(REDACTED.into()))
+    }
+}
+
+impl Redactor {
+    /// Whether the strings of `value` at the same place, joined in order
+    /// (array positions ignored: a stream's events, each with its piece of
+    /// text at the same key), still hold a secret: one split across pieces
+    /// that redacting each cannot find. Check after [`Redactor::value`].
+    pub fn spanned(&self, value: &Value) -> bool {
+        let Some(matcher) = &self.matcher else {
+            return false;
+        };
+        let mut joined = std::collections::BTreeMap::new();
+        strings(value, &mut String::new(), &mut joined);
+        joined.values().any(|text: &String| matcher.is_match(text))
+    }
+}
+
+impl Redactor {
+    /// How many bytes at the end of `text` could begin a secret that the
+    /// next piece of a stream completes: the longest end of `text` that is
+    /// a proper start of one of its forms (on a character boundary). A
+    /// streamed text keeps these back until the next piece, or its end.
+    pub fn open_end(&self, text: &str) -> usize {
+        let bytes = text.as_bytes();
+        self.forms
+            .iter()
+            .filter_map(|form| {
+                let form = form.as_bytes();
+                (1..form.len().min(bytes.len() + 1))
+                    .rev()
+                    .find(|&k| bytes.ends_with(&form[..k]))
+            })
+            .filter(|&k| text.is_char_boundary(text.len() - k))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Appends every string of `value` to the text of its place (`path`, keys
+/// only) in `out`.
+fn strings(value: &Value, path: &mut String, out: &mut std::collections::BTreeMap<String, String>) {
+    match value {
+        Value::String(s) => out.entry(path.clone()).or_default().push_str(s),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, path, out)),
+        Value::Object(map) => {
+            for (key, v) in map {
+                let len = path.len();
+                path.push('/');
+                path.push_str(key);
+                strings(v, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -370,20 +370,17 @@ impl Handler for Api {
                 )
             })?),
         };
+        // The runtime's native payloads, for admin callers only.
         let filter = talon_store::EventFilter {
             run_id: Some(run.id.clone().into()),
+            raw: caller.is_admin(),
             ..Default::default()
         };
-        let mut events = self
+        let events = self
             .store
             .after(after, &filter, limit(p.limit))
             .await
             .map_err(api_error)?;
-        if !caller.is_admin() {
-            for event in &mut events {
-                event.raw = None;
-            }
-        }
         let done = events.last().is_some_and(|e| e.kind.is_terminal());
         Ok(RunsEventsResult { events, done })
     }

@@ -29,6 +29,7 @@ mod resume;
 mod retention;
 mod sink;
 mod start;
+mod streamed;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -71,6 +71,8 @@ pub(crate) struct StoreSink {
     /// Values redacted from every event before it is stored (the run's
     /// bound secrets).
     secrets: Mutex<Arc<talon_tools::redact::Redactor>>,
+    /// The streamed texts' ends held back while a secret could span them.
+    streams: Mutex<super::streamed::Streams>,
     /// The first write that failed, once one has.
     failed: Arc<OnceLock<String>>,
     /// The request id every event carries: the call's the sink was
@@ -266,6 +268,7 @@ impl StoreSink {
             recorded: Arc::new(AtomicU64::new(0)),
             flushes: AtomicU64::new(0),
             secrets: Mutex::new(Arc::new(Default::default())),
+            streams: Mutex::default(),
             failed,
             request_id: crate::observe::request_id(),
         }
@@ -341,14 +344,33 @@ impl RunSink for StoreSink {
             .lock()
             .map(|held| held.clone())
             .unwrap_or_default();
-        if !secrets.is_empty() {
-            event.data = secrets.value(&event.data);
+        if secrets.is_empty() {
+            if !self.send(Item::Event(event)) {
+                tracing::warn!("an event arrived after its run's sink closed; dropped");
+            }
+            return;
+        }
+        {
             if let Some(raw) = &event.raw {
-                event.raw = Some(secrets.value(raw));
+                let redacted = secrets.value(raw);
+                // A secret split across a stream's events cannot be cut
+                // out of them: the payload is not kept.
+                event.raw = Some(if secrets.spanned(&redacted) {
+                    serde_json::json!({"withheld": "a secret the gateway knows spans its events"})
+                } else {
+                    redacted
+                });
             }
         }
-        if !self.send(Item::Event(event)) {
-            tracing::warn!("an event arrived after its run's sink closed; dropped");
+        // Held while sending, so that the events keep their order.
+        let mut streams = self
+            .streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for event in streams.take(event, &secrets) {
+            if !self.send(Item::Event(event)) {
+                tracing::warn!("an event arrived after its run's sink closed; dropped");
+            }
         }
     }
 

@@ -48,13 +48,25 @@ async fn gateway(cost: Option<Value>) -> TestGateway {
 
 /// One run to its end: its result's usage and its end event's.
 async fn run(g: &TestGateway) -> (Value, Value) {
+    let (result, ended, _) = run_and_calls(g).await;
+    (result, ended)
+}
+
+/// One run to its end: its result's usage, its end event's, and each
+/// model call's (its `assistant.message`s').
+async fn run_and_calls(g: &TestGateway) -> (Value, Value, Vec<Value>) {
     let (result, events) = g.completed_run("go").await;
     let ended = events
         .iter()
         .find(|e| e["type"] == "run.completed")
         .map(|e| e["data"]["usage"].clone())
         .unwrap_or_else(|| panic!("no run.completed in {events:?}"));
-    (result["usage"].clone(), ended)
+    let calls = events
+        .iter()
+        .filter(|e| e["type"] == "assistant.message")
+        .map(|e| e["data"]["usage"].clone())
+        .collect();
+    (result["usage"].clone(), ended, calls)
 }
 
 /// The `talon_model_cost_usd_total` lines of `/metrics`.
@@ -83,10 +95,14 @@ async fn a_runs_cost_is_priced_from_its_models_row() {
         json!({"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}),
     ))
     .await;
-    let (result, ended) = run(&g).await;
+    let (result, ended, calls) = run_and_calls(&g).await;
     let usage =
         json!({"inputTokens": 2_000, "outputTokens": 400, "totalTokens": 2_400, "costUsd": 0.012});
     assert_eq!((&result, &ended), (&usage, &usage));
+    // Each model call's price is on its own message.
+    let call =
+        json!({"inputTokens": 1_000, "outputTokens": 200, "totalTokens": 1_200, "costUsd": 0.006});
+    assert_eq!(calls, [call.clone(), call]);
     run(&g).await;
     assert_eq!(
         cost_lines(&g).await,
@@ -97,8 +113,10 @@ async fn a_runs_cost_is_priced_from_its_models_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_without_prices_reports_no_cost() {
     let g = gateway(None).await;
-    let (result, ended) = run(&g).await;
+    let (result, ended, calls) = run_and_calls(&g).await;
     let usage = json!({"inputTokens": 2_000, "outputTokens": 400, "totalTokens": 2_400});
     assert_eq!((&result, &ended), (&usage, &usage));
+    let call = json!({"inputTokens": 1_000, "outputTokens": 200, "totalTokens": 1_200});
+    assert_eq!(calls, [call.clone(), call]);
     assert_eq!(cost_lines(&g).await, Vec::<String>::new());
 }

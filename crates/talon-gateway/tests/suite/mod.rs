@@ -20,6 +20,7 @@ mod openai;
 mod openai_responses;
 mod pull_requests;
 mod questions;
+mod raw;
 mod retention;
 mod run_list;
 mod runs;

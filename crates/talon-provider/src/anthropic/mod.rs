@@ -28,7 +28,7 @@ use crate::openai::{root_cause, shown_url};
 use crate::retry::{self, Backoff};
 use crate::sse::SseReader;
 use crate::types::{ChatRequest, ChatResponse};
-use crate::{BoxFuture, CancellationToken, DeltaSink, ModelProvider};
+use crate::{BoxFuture, CancellationToken, DeltaSink, ModelProvider, RawReply};
 
 /// The API version sent with every request.
 pub const VERSION: &str = "2023-06-01";
@@ -150,6 +150,10 @@ impl AnthropicMessages {
                             source: Some(Arc::new(e)),
                         })?;
                     stream::whole(&self.config.id, &request.model, &value, sink)
+                        .map(|mut reply| {
+                            reply.raw = RawReply::body(&bytes);
+                            reply
+                        })
                         .map_err(|e| (e, false))
                 };
                 match outcome {
@@ -215,14 +219,24 @@ impl AnthropicMessages {
             })?;
             for data in events {
                 match reply.event(&data, sink) {
-                    Ok(true) => return reply.finish().map_err(|e| (e, true)),
+                    Ok(true) => return finish(reply, &mut reader),
                     Ok(false) => {}
                     Err(error) => return Err((error, forwarded || reply.forwarded)),
                 }
             }
         }
-        reply.finish().map_err(|e| (e, true))
+        finish(reply, &mut reader)
     }
+}
+
+/// A streamed reply's end, with the events it came in.
+fn finish(
+    reply: stream::Reply,
+    reader: &mut SseReader,
+) -> std::result::Result<ChatResponse, (ProviderError, bool)> {
+    let mut out = reply.finish().map_err(|e| (e, true))?;
+    out.raw = reader.take_raw();
+    Ok(out)
 }
 
 /// An Anthropic error body's `error.type: error.message`, else the text;

@@ -95,7 +95,21 @@ fn expected_reply() -> ChatResponse {
             text: "Read both.".into(),
             signature: Some("sig-a".into()),
         }],
+        raw: Default::default(),
     }
+}
+
+/// `reply` without its native payload, and the payload's events' types
+/// (`event` for a whole reply's body: its `type`).
+fn native(mut reply: ChatResponse) -> (ChatResponse, Vec<String>) {
+    let raw = std::mem::take(&mut reply.raw).to_json();
+    let types = raw["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    (reply, types)
 }
 
 #[tokio::test]
@@ -106,8 +120,16 @@ async fn a_streamed_tool_cycle_with_thinking_is_replayed_verbatim() {
     first.thinking = Thinking::Budget(2048);
     first.cache = CacheRetention::Short;
     let (reply, deltas) = complete(&*client, &first).await;
-    let reply = reply.unwrap();
+    let (reply, types) = native(reply.unwrap());
     assert_eq!(reply, expected_reply());
+    // The stream's events as they came, for the envelope's `raw`.
+    assert_eq!(
+        (
+            types.first().map(String::as_str),
+            types.last().map(String::as_str)
+        ),
+        (Some("message_start"), Some("message_stop"))
+    );
     let args = |index: usize, text: &str| StreamDelta::ToolCallArguments {
         index,
         text: text.into(),
@@ -179,7 +201,10 @@ async fn a_whole_reply_is_the_same_reply() {
     let mock = mock(json!({"turns": [turn()]})).await;
     let client = provider(&format!("{}/", mock.base_url()), json!({}));
     let (reply, deltas) = complete(&*client, &request(false)).await;
-    assert_eq!(reply.unwrap(), expected_reply());
+    assert_eq!(
+        native(reply.unwrap()),
+        (expected_reply(), vec!["message".to_owned()])
+    );
     assert_eq!(
         deltas,
         vec![
@@ -241,8 +266,13 @@ async fn requests_carry_the_key_and_version_and_no_authorization() {
     let (url, server) = one_shot(format!("{}0\r\n\r\n", chunked("200 OK", &body))).await;
     let client = provider(&url, json!({"apiKey": "sk-ant-secret"}));
     let (reply, _) = complete(&*client, &request(true)).await;
+    // The native payload is the stream's own events (tested elsewhere).
+    let reply = ChatResponse {
+        raw: Default::default(),
+        ..reply.unwrap()
+    };
     assert_eq!(
-        reply.unwrap(),
+        reply,
         ChatResponse {
             usage: Usage {
                 input_tokens: 3,

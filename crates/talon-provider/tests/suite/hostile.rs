@@ -224,8 +224,13 @@ async fn legal_oddities_are_accepted() {
     let mock = mock(json!({"turns": [{"raw": truncated}, {"raw": odd}]})).await;
     let client = provider(&mock.base_url(), json!({}));
     let (reply, _) = complete(&*client, &request(true)).await;
+    // The native payload is the stream's own events (tested elsewhere).
+    let reply = ChatResponse {
+        raw: Default::default(),
+        ..reply.unwrap()
+    };
     assert_eq!(
-        reply.unwrap(),
+        reply,
         ChatResponse {
             text: "Let me".into(),
             usage: Usage {
@@ -238,8 +243,13 @@ async fn legal_oddities_are_accepted() {
         }
     );
     let (reply, deltas) = complete(&*client, &request(true)).await;
+    // The native payload is the stream's own events (tested elsewhere).
+    let reply = ChatResponse {
+        raw: Default::default(),
+        ..reply.unwrap()
+    };
     assert_eq!(
-        reply.unwrap(),
+        reply,
         ChatResponse {
             text: "Hi".into(),
             usage: Usage {
@@ -358,4 +368,36 @@ async fn chat_completions_streams_stall_too_and_carry_reasoning() {
             idle_ms: 500
         }
     );
+}
+
+#[test]
+fn a_replys_native_payload_is_bounded_and_its_credentials_redacted() {
+    use talon_provider::{MAX_RAW_BYTES, RawReply};
+    let mut raw = RawReply::default();
+    let event = json!({"choices": [{"delta": {"content": "x".repeat(100)}}], "api_key": "sk-live"})
+        .to_string();
+    let fits = MAX_RAW_BYTES / event.len();
+    for _ in 0..fits + 50 {
+        raw.push(&event);
+    }
+    // A short one still fits after the ones left out, kept as text.
+    raw.push("not json");
+    let json = raw.to_json();
+    let events = json["events"].as_array().unwrap();
+    assert_eq!(
+        (
+            events.len(),
+            &json["omittedEvents"],
+            &events[0]["api_key"],
+            &events[fits]
+        ),
+        (
+            fits + 1,
+            &json!(50),
+            &json!("<redacted>"),
+            &json!("not json")
+        )
+    );
+    assert!(json.to_string().len() < MAX_RAW_BYTES + 4096);
+    assert!(RawReply::default().is_empty());
 }

@@ -1,2 +1,3 @@
 mod catalog;
+mod redact;
 mod runner;

@@ -341,7 +341,10 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     let command = "printf 'plain=%s\\n' \"$DEPLOY_TOKEN\"; printf %s \"$DEPLOY_TOKEN\" | rev; echo; \
                    printf %s \"$DEPLOY_TOKEN\" | base64; printf %s \"$DEPLOY_TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo; \
                    printf 'provider=%s\\n' \"${TALON_TEST_PROVIDER_KEY:-unset}\"";
-    let script = call_then_say("exec", json!({"command": command}), "Done.");
+    // The model says the secret too: streamed in pieces of 8 characters,
+    // no piece holds it whole.
+    let said = format!("Done: the token is {SECRET}.");
+    let script = call_then_say("exec", json!({"command": command}), &said);
     let sources = Sources::new();
     let g = sources
         .gateway(script, json!({"tools": {"approvals": "allow"}}))
@@ -380,17 +383,47 @@ async fn only_secrets_an_admin_named_are_bound_and_their_encodings_are_redacted(
     let completed = completed_call(&events);
     // Every encoding of the secret redacted; the provider's key unset.
     insta::assert_json_snapshot!("secrets_exec", redactor.value(completed));
-    let everything = format!(
-        "{events}{}",
-        serde_json::to_string(
-            &g.running
-                .store
-                .after(None, &talon_store::EventFilter::default(), 10_000)
-                .await
-                .unwrap()
-        )
+    // The streamed text is redacted across its pieces, and the reply's
+    // native payload (whose chunks split the secret) is withheld.
+    let deltas: String = events["events"]
+        .as_array()
         .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "assistant.delta")
+        .map(|e| e["data"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, "Done: the token is [redacted].");
+    let reply = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|e| e["type"] == "assistant.message")
+        .unwrap();
+    assert_eq!(
+        (&reply["data"]["text"], &reply["raw"]),
+        (
+            &json!("Done: the token is [redacted]."),
+            &json!({"withheld": "a secret the gateway knows spans its events"})
+        )
     );
+    let stored = g
+        .running
+        .store
+        .after(
+            None,
+            &talon_store::EventFilter {
+                raw: true,
+                ..talon_store::EventFilter::default()
+            },
+            10_000,
+        )
+        .await
+        .unwrap();
+    let pieces: String = stored
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    let everything = format!("{events}{pieces}");
     for form in [SECRET, &reversed, &b64, &hex] {
         assert!(!everything.contains(form), "{form} was stored");
     }
