@@ -329,8 +329,15 @@ impl AgentRun<'_> {
             .collect();
         let message = result.error.as_ref().map(|e| e.message.as_str());
         answer_dangling(&mut result.messages, &open, message);
-        result.telemetry =
-            lock(&sent).complete(self.surface.telemetry(), &result.pending, &result.held);
+        // What the surface still runs for the run stops before its end,
+        // and reports first (bounded: the end is never held for long).
+        let _ = tokio::time::timeout(SETTLE, self.surface.settle()).await;
+        result.telemetry = lock(&sent).complete(
+            self.surface.telemetry(),
+            &result.pending,
+            &result.held,
+            |name| self.surface.client_id(name),
+        );
         self.events.emit(kind(RunEndedData {
             text: (!result.text.is_empty()).then(|| result.text.clone()),
             error: result.error.as_ref().map(|e| e.message.clone()),
@@ -655,6 +662,9 @@ impl AgentRun<'_> {
 }
 
 /// The transcript, even if a panicking holder poisoned it.
+/// How long a run's end waits for its surface to stop what it runs.
+const SETTLE: Duration = Duration::from_secs(5);
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()

@@ -35,13 +35,15 @@ impl Sent {
     }
 
     /// `surface`'s telemetry with what was sent, and the client calls left
-    /// for the app (`pending`) as called tools of source `client`: nested
+    /// for the app (`pending`) as called tools of source `client` (by
+    /// their catalog id, `client_id`, else their name): nested
     /// when a model call the run `held` made it (its id is `<held>/<n>`).
     pub fn complete(
         self,
         mut surface: ToolTelemetry,
         pending: &[ToolCallRequest],
         held: &[String],
+        client_id: impl Fn(&str) -> Option<String>,
     ) -> ToolTelemetry {
         surface.visible_tools = self.visible_tools;
         surface.tool_bytes = self.tool_bytes;
@@ -50,7 +52,7 @@ impl Sent {
         surface.bytes_sent = (self.tool_bytes + self.prompt_bytes).saturating_mul(self.model_calls);
         for call in pending {
             surface.push_called(CalledTool {
-                id: call.name.clone(),
+                id: client_id(&call.name).unwrap_or_else(|| call.name.clone()),
                 source: Some(ToolSource::Client),
                 status: "pending".to_owned(),
                 nested: held.iter().any(|parent| {

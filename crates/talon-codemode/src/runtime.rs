@@ -250,6 +250,7 @@ impl CodeMode {
                 .map(|cell| (cell.parent.clone(), cell))
                 .collect(),
             awaiting: Mutex::new(HashMap::new()),
+            suspended: Mutex::new(Vec::new()),
         }
     }
 }
@@ -287,6 +288,8 @@ pub struct CodeModeRun {
     resume: HashMap<String, AwaitingCell>,
     /// The client calls each cell this run stored waits for.
     pub(crate) awaiting: Mutex<HashMap<CellId, Vec<AppCall>>>,
+    /// The cells this run suspended with calls running in this process.
+    pub(crate) suspended: Mutex<Vec<CellId>>,
 }
 
 impl std::fmt::Debug for CodeModeRun {
@@ -524,6 +527,40 @@ impl ToolSurface for CodeModeRun {
 
     fn tools(&self) -> Vec<ModelTool> {
         self.surface.tools.clone()
+    }
+
+    fn client_id(&self, name: &str) -> Option<String> {
+        talon_tools::client_id(&self.bridge.runner, name)
+    }
+
+    /// A cancelled (or timed out) run's suspended cells' calls still
+    /// running here are stopped, each reporting its abort before the run's
+    /// end. A run that ended by itself leaves them running: a later `wait`
+    /// (the same run resumed elsewhere) may still want their results, and
+    /// its host deletes the cells it does not keep. A cell waiting for the
+    /// app's answers runs nothing here, and keeps its place.
+    fn settle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if !self.ctx.is_cancelled() {
+                return;
+            }
+            let cells = self
+                .suspended
+                .lock()
+                .map(|mut cells| std::mem::take(&mut *cells))
+                .unwrap_or_default();
+            for cell_id in cells {
+                let live = self.shared.live.lock().ok().and_then(|mut live| {
+                    live.get(&cell_id)
+                        .is_some_and(|calls| calls.running())
+                        .then(|| live.remove(&cell_id))
+                        .flatten()
+                });
+                if let Some(mut calls) = live {
+                    calls.shutdown().await;
+                }
+            }
+        })
     }
 
     fn telemetry(&self) -> ToolTelemetry {

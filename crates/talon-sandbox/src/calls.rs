@@ -126,6 +126,14 @@ impl<T> Calls<T> {
         &self.in_flight
     }
 
+    /// Stops every call still running here and waits until each is
+    /// dropped (so whatever a call reports as it stops is reported now).
+    pub async fn shutdown(&mut self) {
+        self.tasks.shutdown().await;
+        self.host_ids.clear();
+        self.aborts.clear();
+    }
+
     /// Whether a call runs in this process (its result may still come
     /// here): false when the cell waits only for answers from outside.
     pub fn running(&self) -> bool {

@@ -73,7 +73,7 @@ pub use runner::{
     UpdateSink,
 };
 pub use surface::{
-    AppCall, DirectSurface, SurfaceReply, ToolSurface, direct_call, runner_telemetry,
+    AppCall, DirectSurface, SurfaceReply, ToolSurface, client_id, direct_call, runner_telemetry,
 };
 pub use talon_search::{Embedder, Semantic};
 pub use tokio_util::sync::CancellationToken;

@@ -313,14 +313,26 @@ fn clip(text: &str, max: usize) -> String {
 /// Writes a call's record when the call ends or is dropped.
 struct RecordGuard<'a> {
     runner: &'a ToolRunner,
+    ctx: &'a RunContext,
+    call: &'a ToolCall,
     record: Option<CallRecord>,
     started: Instant,
+    /// Whether the observer was told how the call ended.
+    reported: bool,
 }
 
 impl Drop for RecordGuard<'_> {
     fn drop(&mut self) {
         if let Some(mut record) = self.record.take() {
             record.duration = self.started.elapsed();
+            if !self.reported && self.ctx.is_cancelled() {
+                // Dropped because its run was cancelled (its run stopping
+                // what it still ran): aborted, and reported as such.
+                record.status = "aborted";
+                if let Some(observer) = &self.runner.observer {
+                    observer.finished(self.ctx, self.call, &CallOutcome::Aborted, record.duration);
+                }
+            }
             tracing::debug!(call_id = %record.call_id, id = %record.id, status = record.status, "tool call");
             if let Ok(mut records) = self.runner.records.lock() {
                 records.push(record);
@@ -404,10 +416,14 @@ impl ToolRunner {
 
     /// Runs one call through every check; see the module documentation.
     /// A call whose future is dropped before it finishes (a cancelled
-    /// nested call) is still recorded, as `cancelled`.
+    /// nested call) is still recorded, as `cancelled` (`aborted` when its
+    /// run was cancelled).
     pub async fn call(&self, ctx: &RunContext, call: ToolCall) -> CallOutcome {
         let mut guard = RecordGuard {
             runner: self,
+            ctx,
+            call: &call,
+            reported: false,
             record: Some(CallRecord {
                 call_id: clip(&call.call_id, MAX_ID_BYTES),
                 id: clip(&call.id, MAX_ID_BYTES),
@@ -491,6 +507,7 @@ impl ToolRunner {
         if let Some(observer) = &self.observer {
             observer.finished(ctx, &call, &outcome, guard.started.elapsed());
         }
+        guard.reported = true;
         drop(guard);
         outcome
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use talon_protocol::{CalledTool, ModelTool, ToolTelemetry};
+use talon_protocol::{CalledTool, ModelTool, ToolSource, ToolTelemetry};
 
 use crate::runner::{BoxFuture, Caller, RunContext, ToolCall, ToolRunner};
 
@@ -99,6 +99,21 @@ pub trait ToolSurface: Send + Sync {
         }
     }
 
+    /// Called as the run ends, before its end event: stops what the
+    /// surface still runs for the run (a suspended cell's nested calls)
+    /// and resolves once each is stopped, so that what they report comes
+    /// before the end. What waits for the app is kept.
+    fn settle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    /// The catalog id of the app's tool `name` (for telemetry), if the
+    /// run's catalog has it.
+    fn client_id(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
+
     /// Runs one model call by the name the model used.
     fn handle<'a>(
         &'a self,
@@ -168,6 +183,18 @@ pub fn runner_telemetry(kind: &str, runner: &ToolRunner) -> ToolTelemetry {
     telemetry
 }
 
+/// The catalog id of the app's tool `name` in `runner`'s catalog (hidden
+/// or direct-only).
+pub fn client_id(runner: &ToolRunner, name: &str) -> Option<String> {
+    let catalog = runner.catalog();
+    catalog
+        .entries()
+        .iter()
+        .chain(catalog.direct_only())
+        .find(|e| e.tool.source == ToolSource::Client && e.tool.name == name)
+        .map(|e| e.id.clone())
+}
+
 /// Runs a direct model call of catalog id `id` through `runner`.
 pub async fn direct_call(
     runner: &ToolRunner,
@@ -197,6 +224,10 @@ impl ToolSurface for DirectSurface {
 
     fn telemetry(&self) -> ToolTelemetry {
         runner_telemetry(self.kind(), &self.runner)
+    }
+
+    fn client_id(&self, name: &str) -> Option<String> {
+        client_id(&self.runner, name)
     }
 
     fn replay_safe(&self, name: &str) -> bool {

@@ -247,6 +247,10 @@ impl ToolSurface for ToolSearch {
         self.surface.prompt.clone()
     }
 
+    fn client_id(&self, name: &str) -> Option<String> {
+        talon_tools::client_id(&self.handlers.runner, name)
+    }
+
     /// The catalog, the calls made, and the searches, describes, bridge
     /// calls and `tool_search_code` runs (theirs included).
     fn telemetry(&self) -> ToolTelemetry {

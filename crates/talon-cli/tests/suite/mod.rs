@@ -7,6 +7,7 @@ mod hostile_sandbox;
 mod hostile_state;
 mod hostile_store;
 mod logs;
+mod seed_e2e;
 mod soak;
 mod tokens;
 mod tools;

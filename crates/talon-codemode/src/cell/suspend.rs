@@ -194,6 +194,11 @@ impl CodeModeRun {
         {
             awaiting.insert(cell_id.clone(), app_calls);
         }
+        if cell.calls.running()
+            && let Ok(mut suspended) = self.suspended.lock()
+        {
+            suspended.push(cell_id.clone());
+        }
         if let Ok(mut live) = self.shared.live.lock() {
             live.insert(
                 cell_id.clone(),
