@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use talon_protocol::gateway::page::page_after;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 
@@ -35,9 +36,16 @@ fn wire<T: serde::Serialize>(value: &T) -> serde_json::Value {
 impl Handler for Api {
     type Caller = ();
 
-    async fn agents_list(&self, _: &(), _: Empty) -> Result<AgentsListResult, ApiError> {
+    async fn agents_list(&self, _: &(), p: AgentsListParams) -> Result<AgentsListResult, ApiError> {
+        let (agents, next_cursor) = page_after(
+            self.read(|s| s.agents.clone()),
+            p.cursor.as_deref(),
+            p.limit,
+            |a| a.id.as_str(),
+        )?;
         Ok(AgentsListResult {
-            agents: self.read(|s| s.agents.clone()),
+            agents,
+            next_cursor,
         })
     }
 
@@ -252,14 +260,18 @@ impl Handler for Api {
         Err(ApiError::unsupported("tasks.events"))
     }
 
-    async fn models_list(&self, _: &(), _: Empty) -> Result<ModelsListResult, ApiError> {
+    async fn models_list(&self, _: &(), p: ModelsListParams) -> Result<ModelsListResult, ApiError> {
+        let models = vec![Model {
+            id: super::state::MODEL.into(),
+            provider: "mock".into(),
+            name: "mock-model".into(),
+            context_window: None,
+        }];
+        let (models, next_cursor) =
+            page_after(models, p.cursor.as_deref(), p.limit, |m| m.id.as_str())?;
         Ok(ModelsListResult {
-            models: vec![Model {
-                id: super::state::MODEL.into(),
-                provider: "mock".into(),
-                name: "mock-model".into(),
-                context_window: None,
-            }],
+            models,
+            next_cursor,
         })
     }
 
@@ -279,9 +291,11 @@ impl Handler for Api {
             if s.agent(agent).is_none() {
                 return Err(not_found("agent", agent));
             }
-            Ok(ToolsListResult {
-                tools: s.tools.clone(),
-            })
+            let (tools, next_cursor) =
+                page_after(s.tools.clone(), p.cursor.as_deref(), p.limit, |t| {
+                    t.id.as_str()
+                })?;
+            Ok(ToolsListResult { tools, next_cursor })
         })
     }
 
@@ -416,10 +430,17 @@ impl Handler for Api {
     async fn environments_list(
         &self,
         _: &(),
-        _: Empty,
+        p: EnvironmentsListParams,
     ) -> Result<EnvironmentsListResult, ApiError> {
+        let (environments, next_cursor) = page_after(
+            self.read(|s| s.environments.clone()),
+            p.cursor.as_deref(),
+            p.limit,
+            |e| e.id.as_str(),
+        )?;
         Ok(EnvironmentsListResult {
-            environments: self.read(|s| s.environments.clone()),
+            environments,
+            next_cursor,
         })
     }
 

@@ -26,12 +26,9 @@ const CANCEL_SETTLE: Duration = Duration::from_secs(5);
 /// `runs.wait`'s deadline when the caller gives none, and its cap.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 const MAX_WAIT: Duration = Duration::from_secs(600);
-/// Pages.
-pub(crate) const DEFAULT_LIMIT: u32 = 100;
-pub(crate) const MAX_LIMIT: u32 = 500;
-
+/// A page's length: the protocol's default and cap.
 pub(crate) fn limit(asked: Option<u32>) -> usize {
-    asked.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize
+    talon_protocol::gateway::page::limit(asked) as usize
 }
 
 /// `runs.list`: newest first (ties by id, descending), after the cursor.

@@ -192,7 +192,13 @@ async fn run(quick: bool) {
                         raw_call("agents.list", json!({})).await;
                     }
                     1 => {
-                        client.agents_list().await.unwrap();
+                        client
+                            .agents_list(talon_protocol::gateway::params::AgentsListParams {
+                                limit: None,
+                                cursor: None,
+                            })
+                            .await
+                            .unwrap();
                     }
                     _ => {
                         talon.agents().await.unwrap();

@@ -22,9 +22,9 @@ impl Client {
     /// The agents the token may see.
     ///
     /// `agents.list`: needs `agent.read`; reads; stable.
-    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
-    pub async fn agents_list(&self) -> Result<AgentsListResult> {
-        self.call(Method::AgentsList, &Empty {}, Retry::Safe).await
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `cursor_expired`, `internal`.
+    pub async fn agents_list(&self, params: AgentsListParams) -> Result<AgentsListResult> {
+        self.call(Method::AgentsList, &params, Retry::Safe).await
     }
 
     /// One agent.
@@ -261,9 +261,9 @@ impl Client {
     /// The configured models.
     ///
     /// `models.list`: needs `agent.read`; reads; stable.
-    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
-    pub async fn models_list(&self) -> Result<ModelsListResult> {
-        self.call(Method::ModelsList, &Empty {}, Retry::Safe).await
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `cursor_expired`, `internal`.
+    pub async fn models_list(&self, params: ModelsListParams) -> Result<ModelsListResult> {
+        self.call(Method::ModelsList, &params, Retry::Safe).await
     }
 
     /// Providers' credentials (the gateway's `models.authStatus`).
@@ -277,7 +277,7 @@ impl Client {
     /// The ToolSpace of an agent.
     ///
     /// `tools.list`: needs `agent.read`; reads; stable.
-    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `cursor_expired`, `internal`.
     pub async fn tools_list(&self, params: ToolsListParams) -> Result<ToolsListResult> {
         self.call(Method::ToolsList, &params, Retry::Safe).await
     }
@@ -358,9 +358,9 @@ impl Client {
     /// Managed environments.
     ///
     /// `environments.list`: needs `agent.read`; reads; experimental.
-    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
-    pub async fn environments_list(&self) -> Result<EnvironmentsListResult> {
-        self.call(Method::EnvironmentsList, &Empty {}, Retry::Safe).await
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `cursor_expired`, `internal`.
+    pub async fn environments_list(&self, params: EnvironmentsListParams) -> Result<EnvironmentsListResult> {
+        self.call(Method::EnvironmentsList, &params, Retry::Safe).await
     }
 
     /// Creates an environment: its provider prepares the workspace.

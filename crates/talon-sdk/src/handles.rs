@@ -7,23 +7,32 @@ use std::ops::Deref;
 
 use talon_protocol::gateway as proto;
 use talon_protocol::gateway::params::{
-    ApprovalsListParams, ApprovalsRespondParams, ArtifactRef, ArtifactsListParams, EnvironmentRef,
-    EnvironmentsDeleteParams, QuestionsListParams, QuestionsRespondParams,
+    AgentsListParams, ApprovalsListParams, ApprovalsRespondParams, ArtifactRef,
+    ArtifactsListParams, EnvironmentRef, EnvironmentsDeleteParams, EnvironmentsListParams,
+    ModelsListParams, QuestionsListParams, QuestionsRespondParams, ToolsListParams,
 };
 
 use crate::client::Client;
 use crate::error::Result;
 
 /// Defines a function that lists every item a list method's `filter`
-/// names, page after page (its cursor is set here), wrapped as handles.
+/// names, page after page (its cursor is set here), wrapped as handles
+/// (`$handle`), or as they come (`plain $item`).
 macro_rules! every_page {
     ($(#[$doc:meta])* $fn:ident: $method:ident($params:ty) -> $field:ident: $handle:ident) => {
+        every_page!($(#[$doc])* $fn: $method($params) -> $field: $handle, $handle::wrap_all);
+    };
+    ($(#[$doc:meta])* $fn:ident: $method:ident($params:ty) -> $field:ident: plain $item:ty) => {
+        every_page!($(#[$doc])* $fn: $method($params) -> $field: $item, |_, items| items);
+    };
+    ($(#[$doc:meta])* $fn:ident: $method:ident($params:ty) -> $field:ident: $out:ty, $wrap:expr) => {
         $(#[$doc])*
-        pub(crate) async fn $fn(client: &Client, mut filter: $params) -> Result<Vec<$handle>> {
+        pub(crate) async fn $fn(client: &Client, mut filter: $params) -> Result<Vec<$out>> {
+            let wrap: fn(&Client, Vec<_>) -> Vec<$out> = $wrap;
             let mut out = Vec::new();
             loop {
                 let page = client.$method(filter.clone()).await?;
-                out.extend($handle::wrap_all(client, page.$field));
+                out.extend(wrap(client, page.$field));
                 match page.next_cursor {
                     Some(next) => filter.cursor = Some(next),
                     None => return Ok(out),
@@ -44,6 +53,22 @@ every_page!(
 every_page!(
     /// Every question `filter` lists.
     all_questions: questions_list(QuestionsListParams) -> questions: Question
+);
+every_page!(
+    /// Every environment the token may see.
+    all_environments: environments_list(EnvironmentsListParams) -> environments: Environment
+);
+every_page!(
+    /// Every agent the token may see.
+    all_agents: agents_list(AgentsListParams) -> agents: plain proto::Agent
+);
+every_page!(
+    /// Every configured model.
+    all_models: models_list(ModelsListParams) -> models: plain proto::Model
+);
+every_page!(
+    /// Every tool of a ToolSpace `filter` names.
+    all_tools: tools_list(ToolsListParams) -> tools: plain proto::ToolSummary
 );
 
 macro_rules! handle {

@@ -283,14 +283,13 @@ impl Run {
 
     /// The tools this run's agent has, in its session (the ToolSpace).
     pub async fn tool_space(&self) -> Result<Vec<proto::ToolSummary>> {
-        Ok(self
-            .client
-            .tools_list(ToolsListParams {
-                agent_id: Some(self.info.agent_id.clone()),
-                session_key: self.info.session_key.clone(),
-            })
-            .await?
-            .tools)
+        let filter = ToolsListParams {
+            agent_id: Some(self.info.agent_id.clone()),
+            session_key: self.info.session_key.clone(),
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_tools(&self.client, filter).await
     }
 }
 

@@ -1,9 +1,10 @@
 //! [`Talon`], the entry point of the high-level layer, and [`Agent`].
 
 use talon_protocol::gateway::params::{
-    AgentRef, ApprovalsListParams, ArtifactRef, EnvironmentRef, EnvironmentsCreateParams,
-    QuestionsListParams, RunInput, RunRef, RunsCreateParams, SessionsCreateParams,
-    SessionsResolveParams, ToolsInvokeParams, ToolsListParams,
+    AgentRef, AgentsListParams, ApprovalsListParams, ArtifactRef, EnvironmentRef,
+    EnvironmentsCreateParams, EnvironmentsListParams, ModelsListParams, QuestionsListParams,
+    RunInput, RunRef, RunsCreateParams, SessionsCreateParams, SessionsResolveParams,
+    ToolsInvokeParams, ToolsListParams,
 };
 use talon_protocol::gateway::{self as proto, ApprovalStatus, QuestionStatus};
 
@@ -56,7 +57,11 @@ impl Talon {
 
     /// The agents the token may see.
     pub async fn agents(&self) -> Result<Vec<proto::Agent>> {
-        Ok(self.client.agents_list().await?.agents)
+        let all = AgentsListParams {
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_agents(&self.client, all).await
     }
 
     /// Every event the token may see, filtered by `query` (all when
@@ -70,7 +75,11 @@ impl Talon {
 
     /// The configured models.
     pub async fn models(&self) -> Result<Vec<proto::Model>> {
-        Ok(self.client.models_list().await?.models)
+        let all = ModelsListParams {
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_models(&self.client, all).await
     }
 
     /// An existing run, by id (to follow, wait for or cancel a run
@@ -127,8 +136,11 @@ impl Talon {
 
     /// The managed environments.
     pub async fn environments(&self) -> Result<Vec<Environment>> {
-        let list = self.client.environments_list().await?;
-        Ok(Environment::wrap_all(&self.client, list.environments))
+        let all = EnvironmentsListParams {
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_environments(&self.client, all).await
     }
 
     /// One environment, by id.
@@ -256,13 +268,12 @@ impl Agent {
     /// Its ToolSpace: the tools a run of it gets, with their approval
     /// policy and reach.
     pub async fn tool_space(&self) -> Result<Vec<proto::ToolSummary>> {
-        Ok(self
-            .client
-            .tools_list(ToolsListParams {
-                agent_id: Some(self.id.clone().into()),
-                session_key: None,
-            })
-            .await?
-            .tools)
+        let filter = ToolsListParams {
+            agent_id: Some(self.id.clone().into()),
+            session_key: None,
+            limit: None,
+            cursor: None,
+        };
+        crate::handles::all_tools(&self.client, filter).await
     }
 }

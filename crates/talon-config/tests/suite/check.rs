@@ -205,3 +205,25 @@ fn the_otel_section_reads_whole_and_refuses_what_talon_cannot_export() {
         ]
     );
 }
+
+#[test]
+fn a_direct_only_list_of_the_wrong_shape_is_refused_where_it_is() {
+    let text = r#"{
+  tools: { directOnly: 5 },
+  agents: { list: [
+    { id: 'a', tools: { directOnly: [{ name: 'read' }, 'pick_color'] } },
+    { id: 'b', tools: { directOnly: 'read' } },
+  ] },
+}"#;
+    assert_eq!(
+        findings(text),
+        [
+            "2:12: error[wrong_type]: tools.directOnly: expected an array, found a number (5)",
+            "4:38: error[wrong_type]: agents.list[0].tools.directOnly[0]: expected a string, found an object",
+            "5:25: error[wrong_type]: agents.list[1].tools.directOnly: expected an array, found a string (\"read\")",
+        ]
+    );
+    // A gateway does not start on it.
+    let refused = Config::parse(text, None).unwrap().check_at_start();
+    assert!(refused.is_err());
+}

@@ -8,7 +8,8 @@
 use crate::tokens::Caller;
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::params::{
-    EnvironmentsCreateParams, EnvironmentsDeleteParams, EnvironmentsListResult,
+    EnvironmentsCreateParams, EnvironmentsDeleteParams, EnvironmentsListParams,
+    EnvironmentsListResult,
 };
 use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus, ErrorCode};
 
@@ -27,14 +28,24 @@ impl Api {
     pub(super) async fn list_environments(
         &self,
         caller: &Caller,
+        p: EnvironmentsListParams,
     ) -> Result<EnvironmentsListResult, ApiError> {
         let owner = caller.owner();
+        // Bounded by the environments quota; paged here.
+        let environments = self
+            .store
+            .environments(owner.subject.as_deref())
+            .await
+            .map_err(api_error)?;
+        let (environments, next_cursor) = talon_protocol::gateway::page::page_after(
+            environments,
+            p.cursor.as_deref(),
+            p.limit,
+            |e: &Environment| e.id.as_str(),
+        )?;
         Ok(EnvironmentsListResult {
-            environments: self
-                .store
-                .environments(owner.subject.as_deref())
-                .await
-                .map_err(api_error)?,
+            environments,
+            next_cursor,
         })
     }
 

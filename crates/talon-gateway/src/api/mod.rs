@@ -18,6 +18,7 @@ mod toolspace;
 use sessions::check_metadata;
 
 use talon_protocol::gateway::bounded::Cursor;
+use talon_protocol::gateway::page::{limit, page_after};
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 use talon_store::{Page, PendingFilter, Store};
@@ -25,11 +26,6 @@ use talon_store::{Page, PendingFilter, Store};
 use crate::error::api_error;
 use crate::runs::Engine;
 use crate::tokens::Caller;
-
-/// Pages are at most this long.
-const MAX_LIMIT: u32 = 500;
-/// A page's length when the caller gives none.
-const DEFAULT_LIMIT: u32 = 100;
 
 /// The gateway's methods.
 #[derive(Debug, Clone)]
@@ -51,10 +47,6 @@ pub(crate) use talon_protocol::gateway::run_views::DEFAULT_AGENT_ID as DEFAULT_A
 
 fn default_agent() -> Agent {
     Agent::default_agent()
-}
-
-fn limit(asked: Option<u32>) -> u32 {
-    asked.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
 }
 
 /// Cuts a page read with one item more than `limit` down to `limit`: the
@@ -118,11 +110,20 @@ impl Api {
 impl Handler for Api {
     type Caller = Caller;
 
-    async fn agents_list(&self, caller: &Caller, _: Empty) -> Result<AgentsListResult, ApiError> {
+    async fn agents_list(
+        &self,
+        caller: &Caller,
+        p: AgentsListParams,
+    ) -> Result<AgentsListResult, ApiError> {
         let mut agents = self.config_agents.clone();
         agents.extend(self.store.agents().await.map_err(api_error)?);
         agents.retain(|a| caller.may_use_agent(&a.id));
-        Ok(AgentsListResult { agents })
+        let (agents, next_cursor) =
+            page_after(agents, p.cursor.as_deref(), p.limit, |a| a.id.as_str())?;
+        Ok(AgentsListResult {
+            agents,
+            next_cursor,
+        })
     }
 
     async fn agents_get(&self, caller: &Caller, p: AgentRef) -> Result<Agent, ApiError> {
@@ -430,8 +431,12 @@ impl Handler for Api {
         Err(ApiError::unsupported("tasks.events"))
     }
 
-    async fn models_list(&self, _: &Caller, _: Empty) -> Result<ModelsListResult, ApiError> {
-        models::list(self.engine.host())
+    async fn models_list(
+        &self,
+        _: &Caller,
+        p: ModelsListParams,
+    ) -> Result<ModelsListResult, ApiError> {
+        models::list(self.engine.host(), p)
     }
 
     async fn models_status(&self, _: &Caller, _: Empty) -> Result<ModelsStatusResult, ApiError> {
@@ -572,9 +577,9 @@ impl Handler for Api {
     async fn environments_list(
         &self,
         caller: &Caller,
-        _: Empty,
+        p: EnvironmentsListParams,
     ) -> Result<EnvironmentsListResult, ApiError> {
-        self.list_environments(caller).await
+        self.list_environments(caller, p).await
     }
 
     async fn environments_create(

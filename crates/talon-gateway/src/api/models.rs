@@ -11,9 +11,18 @@ fn config_error(error: talon_runtime::RuntimeError) -> ApiError {
 }
 
 /// `models.list`.
-pub(super) fn list(host: &Host) -> Result<params::ModelsListResult, ApiError> {
+pub(super) fn list(
+    host: &Host,
+    p: params::ModelsListParams,
+) -> Result<params::ModelsListResult, ApiError> {
+    let models = host.models(super::DEFAULT_AGENT).map_err(config_error)?;
+    let (models, next_cursor) =
+        talon_protocol::gateway::page::page_after(models, p.cursor.as_deref(), p.limit, |m| {
+            m.id.as_str()
+        })?;
     Ok(params::ModelsListResult {
-        models: host.models(super::DEFAULT_AGENT).map_err(config_error)?,
+        models,
+        next_cursor,
     })
 }
 

@@ -83,9 +83,13 @@ impl Api {
         if self.agent_for(caller, &agent).await?.is_none() {
             return Err(not_found("agent", &agent));
         }
-        Ok(ToolsListResult {
-            tools: list(self.engine.host(), &agent).await?,
-        })
+        let (tools, next_cursor) = talon_protocol::gateway::page::page_after(
+            list(self.engine.host(), &agent).await?,
+            p.cursor.as_deref(),
+            p.limit,
+            |t| t.id.as_str(),
+        )?;
+        Ok(ToolsListResult { tools, next_cursor })
     }
 }
 

@@ -154,7 +154,9 @@ mod tests {
         assert!(source.contains(
             "pub async fn runs_create(&self, mut params: RunsCreateParams) -> Result<RunAccepted> {"
         ));
-        assert!(source.contains("pub async fn agents_list(&self) -> Result<AgentsListResult> {"));
+        assert!(
+            source.contains("pub async fn models_status(&self) -> Result<ModelsStatusResult> {")
+        );
         assert!(
             source.contains("self.call(Method::EventsUnsubscribe, &params, Retry::Safe).await")
         );

@@ -214,8 +214,8 @@ macro_rules! method_table {
 
 method_table! {
     /// The agents the token may see.
-    AgentsList => "agents.list" as agents_list (Empty -> AgentsListResult) {
-        scope: AgentRead, effect: Read, stability: Stable, errors: [],
+    AgentsList => "agents.list" as agents_list (AgentsListParams -> AgentsListResult) {
+        scope: AgentRead, effect: Read, stability: Stable, errors: [CursorExpired],
     }
     /// One agent.
     AgentsGet => "agents.get" as agents_get (AgentRef -> Agent) {
@@ -321,8 +321,8 @@ method_table! {
         scope: TaskRead, effect: Read, stability: Unsupported, errors: [Unsupported],
     }
     /// The configured models.
-    ModelsList => "models.list" as models_list (Empty -> ModelsListResult) {
-        scope: AgentRead, effect: Read, stability: Stable, errors: [],
+    ModelsList => "models.list" as models_list (ModelsListParams -> ModelsListResult) {
+        scope: AgentRead, effect: Read, stability: Stable, errors: [CursorExpired],
     }
     /// Providers' credentials (the gateway's `models.authStatus`).
     ModelsStatus => "models.status" as models_status (Empty -> ModelsStatusResult) {
@@ -330,7 +330,7 @@ method_table! {
     }
     /// The ToolSpace of an agent.
     ToolsList => "tools.list" as tools_list (ToolsListParams -> ToolsListResult) {
-        scope: AgentRead, effect: Read, stability: Stable, errors: [NotFound],
+        scope: AgentRead, effect: Read, stability: Stable, errors: [NotFound, CursorExpired],
     }
     /// Calls one tool directly, through policy and approvals.
     ToolsInvoke => "tools.invoke" as tools_invoke (ToolsInvokeParams -> ToolsInvokeResult) {
@@ -365,8 +365,8 @@ method_table! {
         scope: ApprovalRespond, effect: Write, stability: Experimental, errors: [NotFound, Conflict],
     }
     /// Managed environments.
-    EnvironmentsList => "environments.list" as environments_list (Empty -> EnvironmentsListResult) {
-        scope: AgentRead, effect: Read, stability: Experimental, errors: [],
+    EnvironmentsList => "environments.list" as environments_list (EnvironmentsListParams -> EnvironmentsListResult) {
+        scope: AgentRead, effect: Read, stability: Experimental, errors: [CursorExpired],
     }
     /// Creates an environment: its provider prepares the workspace.
     EnvironmentsCreate => "environments.create" as environments_create (EnvironmentsCreateParams -> Environment) {

@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod error;
 mod input;
 pub mod methods;
+pub mod page;
 pub mod params;
 pub mod resources;
 pub mod run_create;

@@ -340,6 +340,33 @@ params! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         after: Option<Cursor>,
     }
+    /// `agents.list`.
+    AgentsListParams {
+        /// At most this many (the gateway's default and cap apply).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// The previous page's `nextCursor`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<Cursor>,
+    }
+    /// `models.list`.
+    ModelsListParams {
+        /// At most this many (the gateway's default and cap apply).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// The previous page's `nextCursor`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<Cursor>,
+    }
+    /// `environments.list`.
+    EnvironmentsListParams {
+        /// At most this many (the gateway's default and cap apply).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// The previous page's `nextCursor`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<Cursor>,
+    }
     /// `tools.list`: the ToolSpace of an agent (and session).
     ToolsListParams {
         /// The agent (`main` when absent).
@@ -348,6 +375,12 @@ params! {
         /// The session whose policy applies.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_key: Option<SessionKey>,
+        /// At most this many (the gateway's default and cap apply).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        /// The previous page's `nextCursor`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<Cursor>,
     }
     /// `tools.invoke`: one direct, scoped call.
     ToolsInvokeParams {
@@ -512,6 +545,9 @@ results! {
     AgentsListResult {
         /// Config agents first, then API agents by id.
         agents: Vec<Agent>,
+        /// The next page's cursor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<Cursor>,
     }
     /// `sessions.list`.
     SessionsListResult {
@@ -561,6 +597,9 @@ results! {
     ModelsListResult {
         /// The configured models.
         models: Vec<Model>,
+        /// The next page's cursor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<Cursor>,
     }
     /// `models.status`.
     ModelsStatusResult {
@@ -571,6 +610,9 @@ results! {
     ToolsListResult {
         /// The ToolSpace, by id.
         tools: Vec<ToolSummary>,
+        /// The next page's cursor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<Cursor>,
     }
     /// `tools.invoke`.
     ToolsInvokeResult {
@@ -613,6 +655,9 @@ results! {
     EnvironmentsListResult {
         /// The environments.
         environments: Vec<Environment>,
+        /// The next page's cursor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<Cursor>,
     }
     /// `tokens.ticket`: a credential for one stream, shown once.
     StreamTicket {

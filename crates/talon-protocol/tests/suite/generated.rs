@@ -68,7 +68,8 @@ fn every_method_has_a_client_function_and_a_row() {
         "  get(agentId: T.AgentRef[\"agentId\"], options?: CallOptions): Promise<T.Agent>;",
         "  respond(approvalId: T.ApprovalsRespondParams[\"approvalId\"], params: Omit<T.ApprovalsRespondParams, \"approvalId\">, options?: CallOptions): Promise<T.Approval>;",
         "  invoke(tool: T.ToolsInvokeParams[\"tool\"], params: Omit<T.ToolsInvokeParams, \"tool\">, options?: CallOptions): Promise<T.ToolsInvokeResult>;",
-        "  list(options?: CallOptions): Promise<T.AgentsListResult>;",
+        "  list(params?: T.AgentsListParams, options?: CallOptions): Promise<T.AgentsListResult>;",
+        "  status(options?: CallOptions): Promise<T.ModelsStatusResult>;",
         "  create(params: T.RunsCreateParams, options?: CallOptions): Promise<T.RunAccepted>;",
         "  list(params?: T.RunsListParams, options?: CallOptions): Promise<T.RunsListResult>;",
     ] {

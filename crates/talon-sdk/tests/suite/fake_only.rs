@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::every;
 use futures::StreamExt as _;
 use talon_sdk::protocol::EventType;
 use talon_sdk::protocol::gateway::ErrorCode;
@@ -70,7 +71,7 @@ async fn rate_limits_are_waited_out_as_the_gateway_asks() {
         times: 1,
         retry_after_ms: 1500,
     });
-    let limited = once.agents_list().await.unwrap_err();
+    let limited = once.agents_list(every()).await.unwrap_err();
     assert_eq!(
         (limited.code(), limited.retryable(), limited.retry_after()),
         (
@@ -190,7 +191,7 @@ async fn a_dropped_websocket_ends_its_subscriptions_and_the_next_call_reconnects
     assert!(subscription.next().await.is_none());
     // The next call opens a new connection; a new subscription resumes
     // after the last id seen.
-    assert!(client.agents_list().await.is_ok());
+    assert!(client.agents_list(every()).await.is_ok());
     let mut resumed = client
         .subscribe(
             talon_sdk::protocol::gateway::params::EventsSubscribeParams {

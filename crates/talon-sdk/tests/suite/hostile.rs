@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::every;
 use futures::StreamExt as _;
 use talon_sdk::protocol::gateway::ErrorCode;
 use talon_sdk::protocol::gateway::params::AgentRef;
@@ -86,7 +87,7 @@ async fn broken_answers_are_clear_errors_and_only_safe_calls_are_retried() {
         ..ClientConfig::new(&url, "token")
     })
     .unwrap();
-    let garbage = client.agents_list().await.unwrap_err();
+    let garbage = client.agents_list(every()).await.unwrap_err();
     assert!(matches!(garbage, Error::Decode { .. }), "{garbage:?}");
     let before = hits.load(Ordering::SeqCst);
     let proxy_page = client

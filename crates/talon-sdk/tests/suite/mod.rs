@@ -201,3 +201,8 @@ macro_rules! both {
     };
 }
 pub(crate) use both;
+
+/// A list method's params with neither limit nor cursor: the first page.
+pub fn every<T: serde::de::DeserializeOwned>() -> T {
+    serde_json::from_value(serde_json::json!({})).unwrap()
+}

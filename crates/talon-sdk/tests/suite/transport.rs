@@ -6,17 +6,19 @@ use futures::StreamExt as _;
 use talon_sdk::protocol::EventType;
 use talon_sdk::protocol::gateway::ErrorCode;
 use talon_sdk::protocol::gateway::params::{
-    EventsSubscribeParams, RunRef, RunsCreateParams, RunsWaitParams,
+    AgentsListParams, EnvironmentsListParams, EventsSubscribeParams, ModelsListParams, RunRef,
+    RunsCreateParams, RunsWaitParams, ToolsListParams,
 };
 use talon_sdk::{Client, Error, Transport};
 
-use super::{Backend, Kind, REPLY, Scenario, both};
+use super::{Backend, Kind, REPLY, Scenario, both, every};
 
 both!(
     generated_calls_work_over_http_and_websocket,
     a_websocket_subscription_replays_then_follows,
     errors_carry_the_protocol_code_and_retryability,
     an_idempotency_key_returns_the_first_run,
+    lists_page_with_a_cursor_and_a_bounded_limit,
 );
 
 fn create(key: Option<&str>) -> RunsCreateParams {
@@ -41,7 +43,7 @@ async fn generated_calls_work_over_http_and_websocket(kind: Kind) {
             ..b.config()
         })
         .unwrap();
-        let agents = client.agents_list().await.unwrap();
+        let agents = client.agents_list(every()).await.unwrap();
         assert!(
             agents.agents.iter().any(|a| a.id == "main"),
             "{transport:?}"
@@ -60,7 +62,7 @@ async fn generated_calls_work_over_http_and_websocket(kind: Kind) {
             Some(REPLY),
             "{transport:?}"
         );
-        let models = client.models_list().await.unwrap();
+        let models = client.models_list(every()).await.unwrap();
         assert!(!models.models.is_empty());
         // A future method is declared and answered `unsupported`.
         let tasks = client.tasks_list().await.unwrap_err();
@@ -126,7 +128,7 @@ async fn errors_carry_the_protocol_code_and_retryability(kind: Kind) {
         ..b.config()
     })
     .unwrap();
-    let refused = stranger.agents_list().await.unwrap_err();
+    let refused = stranger.agents_list(every()).await.unwrap_err();
     assert_eq!(refused.code(), Some(ErrorCode::Unauthenticated));
     let ws = Client::new(talon_sdk::ClientConfig {
         token: "tln_not_a_token".into(),
@@ -135,7 +137,7 @@ async fn errors_carry_the_protocol_code_and_retryability(kind: Kind) {
     })
     .unwrap();
     assert_eq!(
-        ws.agents_list().await.unwrap_err().code(),
+        ws.agents_list(every()).await.unwrap_err().code(),
         Some(ErrorCode::Unauthenticated)
     );
     let unknown = client
@@ -155,7 +157,7 @@ async fn errors_carry_the_protocol_code_and_retryability(kind: Kind) {
         ..b.config()
     })
     .unwrap();
-    let down = nowhere.agents_list().await.unwrap_err();
+    let down = nowhere.agents_list(every()).await.unwrap_err();
     assert!(
         matches!(down, Error::Transport { .. }) && down.retryable(),
         "{down:?}"
@@ -170,4 +172,101 @@ async fn an_idempotency_key_returns_the_first_run(kind: Kind) {
     assert_eq!(again.run_id, first.run_id);
     let other = client.runs_create(create(None)).await.unwrap();
     assert_ne!(other.run_id, first.run_id);
+}
+
+/// Every list pages: `tools.list` two at a time gives the whole ToolSpace
+/// in order, each page at most two long; the last has no cursor; a cursor
+/// naming nothing is `cursor_expired`; a huge limit is capped.
+async fn lists_page_with_a_cursor_and_a_bounded_limit(kind: Kind) {
+    let b = Backend::start(kind, Scenario::Reply).await;
+    if let Some(fake) = &b.fake {
+        // The gateway's core tools, as the fake is told them.
+        use talon_sdk::protocol::gateway::{ApprovalPolicy, ToolOrigin, ToolReach, ToolSummary};
+        let core = |name: &str| ToolSummary {
+            id: format!("openclaw:core:{name}"),
+            name: name.into(),
+            source: ToolOrigin::Core,
+            owner: "core".into(),
+            description: format!("The {name} tool."),
+            arguments: vec![],
+            parameters: serde_json::json!({"type": "object"}),
+            approval: ApprovalPolicy::Allow,
+            requires_approval: false,
+            reach: vec![ToolReach::Direct],
+            hidden: false,
+            read_only: true,
+            writable: false,
+            host_capable: false,
+            effect: talon_sdk::protocol::ToolEffect::ReadOnly,
+        };
+        fake.set_tools(["edit", "exec", "grep", "list", "read"].map(core).to_vec());
+    }
+    let client = Client::new(b.config()).unwrap();
+    let tools = |limit: Option<u32>, cursor: Option<&str>| ToolsListParams {
+        agent_id: None,
+        session_key: None,
+        limit,
+        cursor: cursor.map(Into::into),
+    };
+    let whole = client.tools_list(tools(Some(100_000), None)).await.unwrap();
+    assert!(
+        whole.tools.len() > 2 && whole.next_cursor.is_none(),
+        "{whole:?}"
+    );
+    let mut paged = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = client
+            .tools_list(tools(Some(2), cursor.as_deref()))
+            .await
+            .unwrap();
+        assert!(page.tools.len() <= 2);
+        paged.extend(page.tools);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(paged, whole.tools);
+    let expired = client
+        .tools_list(tools(Some(2), Some("openclaw:core:nothing")))
+        .await
+        .unwrap_err();
+    let agents = client
+        .agents_list(AgentsListParams {
+            limit: Some(1),
+            cursor: None,
+        })
+        .await
+        .unwrap();
+    let models = client
+        .models_list(ModelsListParams {
+            limit: Some(0),
+            cursor: None,
+        })
+        .await
+        .unwrap();
+    let environments = client
+        .environments_list(EnvironmentsListParams {
+            limit: None,
+            cursor: Some("env_gone".into()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (
+            expired.code(),
+            agents.agents.len(),
+            agents.next_cursor,
+            models.models.len(),
+            environments.code()
+        ),
+        (
+            Some(ErrorCode::CursorExpired),
+            1,
+            None,
+            1,
+            Some(ErrorCode::CursorExpired)
+        )
+    );
 }

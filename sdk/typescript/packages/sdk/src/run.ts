@@ -179,8 +179,14 @@ export class Run {
   async toolSpace(options?: CallOptions): Promise<ToolSpace> {
     const params: T.ToolsListParams = { agentId: this.#info.agentId };
     if (this.#info.sessionKey) params.sessionKey = this.#info.sessionKey;
-    const listed = await this.#context.client.tools.list(params, options);
-    return new ToolSpace(listed.tools);
+    const tools: T.ToolSummary[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.#context.client.tools.list(cursor ? { ...params, cursor } : params, options);
+      tools.push(...page.tools);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return new ToolSpace(tools);
   }
 
   /**

@@ -179,10 +179,10 @@ describe("the call path", () => {
       });
     const client = new GatewayClient(new HttpCaller({ baseUrl: "http://127.0.0.1:9", fetch: hang }));
     const controller = new AbortController();
-    const pending = client.agents.list({ signal: controller.signal });
+    const pending = client.agents.list({}, { signal: controller.signal });
     controller.abort(new Error("user left"));
     await assert.rejects(pending, /user left/);
-    await assert.rejects(client.agents.list({ timeoutMs: 20 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
+    await assert.rejects(client.agents.list({}, { timeoutMs: 20 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
   });
 });
 

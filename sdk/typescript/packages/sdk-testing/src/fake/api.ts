@@ -49,7 +49,10 @@ function onlyOnTheSocket(method: string): Failure {
 
 /** Every method of the table. */
 export const HANDLERS: { [M in MethodName]: Handler<M> } = {
-  "agents.list": (_, { state }) => ({ agents: copy(state.agents) }),
+  "agents.list": (p, { state }) => {
+    const { items, nextCursor } = pageAfter(copy(state.agents), p.cursor, p.limit);
+    return nextCursor ? { agents: items, nextCursor } : { agents: items };
+  },
   "agents.get": (p, { state }) => {
     const agent = state.agent(p.agentId);
     if (!agent) throw notFound("agent", p.agentId);
@@ -95,12 +98,16 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   "tasks.events": () => {
     throw unsupported("tasks.events");
   },
-  "models.list": () => ({ models: [{ id: MODEL, name: "mock-model", provider: "mock" }] }),
+  "models.list": (p) => {
+    const { items, nextCursor } = pageAfter([{ id: MODEL, name: "mock-model", provider: "mock" }], p.cursor, p.limit);
+    return nextCursor ? { models: items, nextCursor } : { models: items };
+  },
   "models.status": () => ({ providers: [{ authenticated: true, provider: "mock" }] }),
   "tools.list": (p, { state }) => {
     const agent = p.agentId ?? "main";
     if (!state.agent(agent)) throw notFound("agent", agent);
-    return { tools: copy(state.tools) };
+    const { items, nextCursor } = pageAfter(copy(state.tools), p.cursor, p.limit);
+    return nextCursor ? { tools: items, nextCursor } : { tools: items };
   },
   "tools.invoke": (p, { state, caller }) => invoke(state, caller, p),
   "artifacts.list": (p, { state }) => {
@@ -147,7 +154,10 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     return result;
   },
   "questions.respond": (p, { state }) => answerQuestion(state, p),
-  "environments.list": (_, { state }) => ({ environments: copy(state.environments) }),
+  "environments.list": (p, { state }) => {
+    const { items, nextCursor } = pageAfter(copy(state.environments), p.cursor, p.limit);
+    return nextCursor ? { environments: items, nextCursor } : { environments: items };
+  },
   "environments.create": (p, { state, caller }) => createEnvironment(state, caller, p),
   "environments.status": (p, { state }) => {
     const found = state.environments.find((e) => e.id === p.environmentId);
@@ -217,6 +227,22 @@ export async function serveCall(
 }
 
 /** One page of `items` in their order after the one whose id is `cursor` (none when it is unknown), as the gateway pages. */
+/**
+ * A page of a list built in memory (agents, models, tools, environments),
+ * as the protocol's `page_after`: the items after the one the cursor
+ * names (`cursor_expired` when it names none), at most `limit`.
+ */
+function pageAfter<T extends { id: string }>(
+  items: T[],
+  cursor: string | null | undefined,
+  limit: number | null | undefined,
+): { items: T[]; nextCursor: string | undefined } {
+  if (cursor && !items.some((x) => x.id === cursor)) {
+    throw fail("cursor_expired", "the cursor's item is gone; list again from the start");
+  }
+  return pageOf(items, cursor, limit);
+}
+
 function pageOf<T extends { id: string }>(
   items: T[],
   cursor: string | null | undefined,

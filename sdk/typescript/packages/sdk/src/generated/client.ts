@@ -33,7 +33,7 @@ export interface AgentsMethods {
    *
    * `agents.list`: needs `agent.read`; reads, retried on a retryable error; stable.
    */
-  list(options?: CallOptions): Promise<T.AgentsListResult>;
+  list(params?: T.AgentsListParams, options?: CallOptions): Promise<T.AgentsListResult>;
   /**
    * One agent.
    *
@@ -199,7 +199,7 @@ export interface ModelsMethods {
    *
    * `models.list`: needs `agent.read`; reads, retried on a retryable error; stable.
    */
-  list(options?: CallOptions): Promise<T.ModelsListResult>;
+  list(params?: T.ModelsListParams, options?: CallOptions): Promise<T.ModelsListResult>;
   /**
    * Providers' credentials (the gateway's `models.authStatus`).
    *
@@ -285,7 +285,7 @@ export interface EnvironmentsMethods {
    *
    * `environments.list`: needs `agent.read`; reads, retried on a retryable error; experimental.
    */
-  list(options?: CallOptions): Promise<T.EnvironmentsListResult>;
+  list(params?: T.EnvironmentsListParams, options?: CallOptions): Promise<T.EnvironmentsListResult>;
   /**
    * Creates an environment: its provider prepares the workspace.
    *
@@ -367,8 +367,8 @@ export class GatewayClient {
 
   constructor(caller: Caller) {
     this.agents = {
-      list: (options) =>
-        caller.call("agents.list", {}, options),
+      list: (params, options) =>
+        caller.call("agents.list", params ?? {}, options),
       get: (agentId, options) =>
         caller.call("agents.get", { agentId }, options),
       create: (params, options) =>
@@ -425,8 +425,8 @@ export class GatewayClient {
         caller.call("tasks.events", { ...params, taskId }, options),
     };
     this.models = {
-      list: (options) =>
-        caller.call("models.list", {}, options),
+      list: (params, options) =>
+        caller.call("models.list", params ?? {}, options),
       status: (options) =>
         caller.call("models.status", {}, options),
     };
@@ -457,8 +457,8 @@ export class GatewayClient {
         caller.call("questions.respond", { ...params, questionId }, options),
     };
     this.environments = {
-      list: (options) =>
-        caller.call("environments.list", {}, options),
+      list: (params, options) =>
+        caller.call("environments.list", params ?? {}, options),
       create: (params, options) =>
         caller.call("environments.create", params, options),
       status: (environmentId, options) =>

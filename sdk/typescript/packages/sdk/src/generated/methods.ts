@@ -36,9 +36,9 @@ export const METHODS = {
     effect: "read",
     stability: "stable",
     idempotencyKey: false,
-    params: "Empty",
+    params: "AgentsListParams",
     result: "AgentsListResult",
-    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "cursor_expired", "internal"],
   },
   "agents.get": {
     scope: "agent.read",
@@ -261,9 +261,9 @@ export const METHODS = {
     effect: "read",
     stability: "stable",
     idempotencyKey: false,
-    params: "Empty",
+    params: "ModelsListParams",
     result: "ModelsListResult",
-    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "cursor_expired", "internal"],
   },
   "models.status": {
     scope: "agent.read",
@@ -281,7 +281,7 @@ export const METHODS = {
     idempotencyKey: false,
     params: "ToolsListParams",
     result: "ToolsListResult",
-    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "cursor_expired", "internal"],
   },
   "tools.invoke": {
     scope: "tools.invoke",
@@ -360,9 +360,9 @@ export const METHODS = {
     effect: "read",
     stability: "experimental",
     idempotencyKey: false,
-    params: "Empty",
+    params: "EnvironmentsListParams",
     result: "EnvironmentsListResult",
-    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "cursor_expired", "internal"],
   },
   "environments.create": {
     scope: "environment.write",
@@ -452,7 +452,7 @@ export type MethodName = keyof typeof METHODS;
 
 /** Each method's params and result types. */
 export interface MethodTypes {
-  "agents.list": { params: T.Empty; result: T.AgentsListResult };
+  "agents.list": { params: T.AgentsListParams; result: T.AgentsListResult };
   "agents.get": { params: T.AgentRef; result: T.Agent };
   "agents.create": { params: T.AgentsCreateParams; result: T.Agent };
   "agents.update": { params: T.AgentsUpdateParams; result: T.Agent };
@@ -477,7 +477,7 @@ export interface MethodTypes {
   "tasks.get": { params: T.TaskRef; result: T.Task };
   "tasks.cancel": { params: T.TasksCancelParams; result: T.Task };
   "tasks.events": { params: T.TasksEventsParams; result: T.TasksEventsResult };
-  "models.list": { params: T.Empty; result: T.ModelsListResult };
+  "models.list": { params: T.ModelsListParams; result: T.ModelsListResult };
   "models.status": { params: T.Empty; result: T.ModelsStatusResult };
   "tools.list": { params: T.ToolsListParams; result: T.ToolsListResult };
   "tools.invoke": { params: T.ToolsInvokeParams; result: T.ToolsInvokeResult };
@@ -488,7 +488,7 @@ export interface MethodTypes {
   "approvals.respond": { params: T.ApprovalsRespondParams; result: T.Approval };
   "questions.list": { params: T.QuestionsListParams; result: T.QuestionsListResult };
   "questions.respond": { params: T.QuestionsRespondParams; result: T.Question };
-  "environments.list": { params: T.Empty; result: T.EnvironmentsListResult };
+  "environments.list": { params: T.EnvironmentsListParams; result: T.EnvironmentsListResult };
   "environments.create": { params: T.EnvironmentsCreateParams; result: T.Environment };
   "environments.status": { params: T.EnvironmentRef; result: T.Environment };
   "environments.delete": { params: T.EnvironmentsDeleteParams; result: T.Environment };

@@ -67,9 +67,19 @@ export type AgentsCreateParams = {
 };
 
 /** `agents.list`. */
+export type AgentsListParams = {
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+};
+
+/** `agents.list`. */
 export type AgentsListResult = {
   /** Config agents first, then API agents by id. */
   agents: Array<Agent>;
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
 };
 
 /** `agents.update`: the fields given replace the agent's. */
@@ -572,9 +582,19 @@ export type EnvironmentsDeleteParams = {
 };
 
 /** `environments.list`. */
+export type EnvironmentsListParams = {
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+};
+
+/** `environments.list`. */
 export type EnvironmentsListResult = {
   /** The environments. */
   environments: Array<Environment>;
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
 };
 
 /**
@@ -926,9 +946,19 @@ export type Model = {
 export type ModelRef = string;
 
 /** `models.list`. */
+export type ModelsListParams = {
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+};
+
+/** `models.list`. */
 export type ModelsListResult = {
   /** The configured models. */
   models: Array<Model>;
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
 };
 
 /** `models.status`. */
@@ -2109,12 +2139,18 @@ export type ToolsInvokeResult = {
 export type ToolsListParams = {
   /** The agent (`main` when absent). */
   agentId?: AgentId | null;
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
   /** The session whose policy applies. */
   sessionKey?: SessionKey | null;
 };
 
 /** `tools.list`. */
 export type ToolsListResult = {
+  /** The next page's cursor. */
+  nextCursor?: Cursor | null;
   /** The ToolSpace, by id. */
   tools: Array<ToolSummary>;
 };

@@ -73,7 +73,7 @@ describe("faults (fake only)", () => {
   it("a call slower than its deadline is a timeout", () =>
     withFake(async (fake, talon) => {
       fake.inject({ kind: "slow", method: "agents.list", delayMs: 2_000 });
-      await assert.rejects(talon.client.agents.list({ timeoutMs: 100, maxRetries: 0 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
+      await assert.rejects(talon.client.agents.list({}, { timeoutMs: 100, maxRetries: 0 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
     }));
 
   it("an expired cursor is an error, never silence", () =>

@@ -43,6 +43,27 @@ bothServers("the wire", (kind) => {
       assert.match(same, /^HTTP\/1\.1 200 /);
     }));
 
+  it("every list pages with a cursor and a bounded limit; a cursor naming nothing is cursor_expired", () =>
+    withBackend(kind, "reply", async (b) => {
+      const talon = b.talon();
+      const whole = await talon.client.tools.list({ limit: 100_000 });
+      assert.ok(whole.tools.length > 2 && whole.nextCursor === undefined);
+      const paged: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await talon.client.tools.list(cursor ? { limit: 2, cursor } : { limit: 2 });
+        assert.ok(page.tools.length <= 2);
+        paged.push(...page.tools.map((t) => t.id));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+      assert.deepEqual(paged, whole.tools.map((t) => t.id));
+      await assert.rejects(talon.client.tools.list({ cursor: "openclaw:core:nothing" }), isError("cursor_expired"));
+      await assert.rejects(talon.client.environments.list({ cursor: "env_gone" }), isError("cursor_expired"));
+      const agents = await talon.client.agents.list({ limit: 1 });
+      assert.deepEqual([agents.agents.length, agents.nextCursor], [1, undefined]);
+      assert.equal((await talon.client.models.list({ limit: 0 })).models.length, 1);
+    }));
+
   it("generated calls work over HTTP and over the WebSocket", () =>
     withBackend(kind, "reply", async (b) => {
       for (const transport of ["http", "websocket"] as const) {
