@@ -444,7 +444,7 @@ impl Host {
         ctx.updates = Arc::new(UpdateEvents(events.clone()));
         let runner = Arc::new(
             ToolRunner::new(tools.catalog.clone(), tools.executor.clone())
-                .with_approver(approver)
+                .with_approver(approver.clone())
                 .with_observer(Arc::new(NestedCallEvents(events.clone()))),
         );
         let parts = SurfaceParts {
@@ -454,6 +454,8 @@ impl Host {
             engine,
             cells,
             resume,
+            // Cells go through the approval policy too.
+            exec_hooks: vec![Arc::new(crate::cell_approval::CellApproval::new(approver))],
         };
         let surface = crate::surface::build(plan, parts)?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: surface");

@@ -72,6 +72,7 @@
 
 use std::sync::Arc;
 
+mod cell_approval;
 pub mod changes;
 pub mod conversation;
 pub mod engine;

@@ -78,6 +78,8 @@ pub struct SurfaceParts {
     pub cells: OpenCells,
     /// Cells earlier runs left waiting for the app, now answered.
     pub resume: Vec<talon_codemode::AwaitingCell>,
+    /// The hooks a Code Mode cell goes through before it runs.
+    pub exec_hooks: Vec<Arc<dyn talon_codemode::ExecHook>>,
 }
 
 /// Builds the surface `plan` asks for.
@@ -89,6 +91,7 @@ pub fn build(plan: SurfacePlan, parts: SurfaceParts) -> Result<Arc<dyn ToolSurfa
         engine,
         cells,
         resume,
+        exec_hooks,
     } = parts;
     let code_mode = plan.code_mode.filter(|c| {
         talon_codemode::applies(Some(c), runner.catalog(), talon_codemode::RunTools::Offered)
@@ -117,7 +120,7 @@ pub fn build(plan: SurfacePlan, parts: SurfaceParts) -> Result<Arc<dyn ToolSurfa
             ctx,
             mcp,
             plugin_config: Value::Null,
-            exec_hooks: Vec::new(),
+            exec_hooks,
             resume,
         })));
     }

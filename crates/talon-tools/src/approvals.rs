@@ -20,7 +20,13 @@
 //! without case, with `*` for any run of characters and `?` for one, or
 //! `group:<name>`. `source` is the tool's source (`core`, `mcp`, `plugin`,
 //! `app`); `risk` matches the call's risk level or any higher one
-//! (`medium` matches `medium`, `high` and `critical`).
+//! (`medium` matches `medium`, `high` and `critical`). `toolKind` tells a
+//! Code Mode cell (`code_mode_exec`: the outer `exec` the model calls with
+//! JavaScript or TypeScript) from a tool call (`tool`, the default): a
+//! `code_mode_exec` rule decides cells only (their `exec` hook asks it,
+//! with [`cell_entry`] as the tool), and no other rule does; a cell no
+//! rule decides runs (it is sandboxed, and each of its calls is judged
+//! on its own).
 //!
 //! [`PolicyGate`] is the [`Approver`] that applies it and hands the calls
 //! it must ask about to the approver that asks (a person on a terminal,
@@ -77,11 +83,24 @@ pub enum ApprovalsError {
     ZeroTimeout,
 }
 
+/// What a rule decides: tool calls, or Code Mode cells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// A call of a catalog tool.
+    #[default]
+    Tool,
+    /// A Code Mode cell (the outer `exec`).
+    CodeModeExec,
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
     #[serde(default)]
     tool: Option<String>,
+    #[serde(default, rename = "toolKind")]
+    tool_kind: ToolKind,
     #[serde(default)]
     source: Option<String>,
     #[serde(default)]
@@ -104,6 +123,7 @@ struct RawPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rule {
     tool: Option<Pattern>,
+    tool_kind: ToolKind,
     source: Option<String>,
     risk: Option<RiskLevel>,
     action: ApprovalAction,
@@ -178,6 +198,7 @@ impl Approvals {
             .into_iter()
             .map(|rule| Rule {
                 tool: rule.tool.as_deref().map(Pattern::parse),
+                tool_kind: rule.tool_kind,
                 source: rule.source,
                 risk: rule.risk,
                 action: rule.action,
@@ -191,8 +212,14 @@ impl Approvals {
         })
     }
 
-    /// What becomes of a call of `entry`.
+    /// What becomes of a call of `entry` ([`cell_entry`]: of a Code Mode
+    /// cell).
     pub fn action(&self, entry: &CatalogEntry) -> ApprovalAction {
+        let kind = if is_cell(entry) {
+            ToolKind::CodeModeExec
+        } else {
+            ToolKind::Tool
+        };
         let risk = risk(entry);
         let source = source_name(entry);
         let subject = PolicySubject {
@@ -201,9 +228,11 @@ impl Approvals {
             source: entry.tool.source,
         };
         let matched = self.rules.iter().find(|rule| {
-            rule.tool
-                .as_ref()
-                .is_none_or(|p| self.groups.matches(p, subject))
+            rule.tool_kind == kind
+                && rule
+                    .tool
+                    .as_ref()
+                    .is_none_or(|p| self.groups.matches(p, subject))
                 && rule.source.as_deref().is_none_or(|s| s == source)
                 && rule.risk.is_none_or(|r| risk >= r)
         });
@@ -213,6 +242,34 @@ impl Approvals {
             None => ApprovalAction::Allow,
         }
     }
+}
+
+/// The catalog id a Code Mode cell is judged (and asked about) as.
+pub const CELL_ID: &str = "openclaw:codemode:exec";
+
+/// The entry a Code Mode cell is judged as: the outer `exec`, owner
+/// `codemode`, never in a catalog.
+pub fn cell_entry() -> CatalogEntry {
+    CatalogEntry {
+        id: CELL_ID.to_owned(),
+        tool: talon_protocol::ToolDefinition {
+            name: "exec".to_owned(),
+            label: Some("Code Mode cell".to_owned()),
+            description: "Runs a JavaScript or TypeScript cell in Code Mode's sandbox.".to_owned(),
+            parameters: serde_json::json!({"type": "object"}),
+            source: talon_protocol::ToolSource::Openclaw,
+            owner: "codemode".to_owned(),
+            catalog_mode: talon_protocol::CatalogMode::DirectOnly,
+            execution_mode: Default::default(),
+            requires_approval: false,
+            effect: ToolEffect::Unknown,
+            replay_safe: true,
+        },
+    }
+}
+
+fn is_cell(entry: &CatalogEntry) -> bool {
+    entry.id == CELL_ID
 }
 
 /// How risky a call of `entry` is, by what the tool does.

@@ -62,7 +62,9 @@ pub mod schema;
 pub mod surface;
 mod tool_error;
 
-pub use approvals::{ApprovalAction, Approvals, ApprovalsError, PolicyGate};
+pub use approvals::{
+    ApprovalAction, Approvals, ApprovalsError, CELL_ID, PolicyGate, ToolKind, cell_entry,
+};
 pub use catalog::{CONTROL_TOOLS, Catalog, CatalogBuilder, CatalogEntry, RunScope, tool_id};
 pub use error::{Result, ToolsError};
 pub use mcp::{McpServerFeatures, McpServers};

@@ -346,6 +346,13 @@ fn approvals() -> Node {
             ),
             field("source", Node::string("core, mcp, plugin or app.")),
             field(
+                "toolKind",
+                Node::word(
+                    &["tool", "code_mode_exec"],
+                    "What the rule decides: tool calls (`tool`, the default) or Code Mode cells (`code_mode_exec`).",
+                ),
+            ),
+            field(
                 "risk",
                 Node::word(&["low", "medium", "high", "critical"], "The tool's risk."),
             ),

@@ -1,5 +1,6 @@
 mod approvals;
 mod artifacts;
+mod cell_approvals;
 mod cells;
 mod client_tools;
 mod connections;
