@@ -78,6 +78,7 @@ pub mod prelude_js;
 pub mod proxy;
 pub mod redact;
 pub mod relevance;
+pub mod requests;
 pub mod sshd;
 pub mod stats;
 pub mod synthetic;

@@ -20,6 +20,7 @@ use talon_mock_model::{MockModel, Script};
 use talon_protocol::{CatalogMode, CellId, EventType, ToolDefinition, ToolSource};
 use talon_provider::{ModelProvider, parse_providers};
 use talon_testing::redact::redacted;
+use talon_testing::requests;
 use talon_testing::wait;
 use talon_tools::{
     BoxFuture, Catalog, CatalogBuilder, CatalogEntry, DirectSurface, NoUpdates, RunContext,
@@ -167,50 +168,6 @@ pub(super) async fn provider(wire: Wire, turns: Value) -> (MockModel, Arc<dyn Mo
     (mock, client)
 }
 
-/// A request's tools as `{name, description, parameters}`, on either wire.
-fn request_tool_list(request: &Value) -> Vec<Value> {
-    request["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| match t.get("function") {
-                    Some(f) => json!({"name": f["name"], "description": f["description"],
-                                      "parameters": f["parameters"]}),
-                    None => json!({"name": t["name"], "description": t["description"],
-                                   "parameters": t["input_schema"]}),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn request_tools(request: &Value) -> Vec<String> {
-    request_tool_list(request)
-        .iter()
-        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-/// The content of a request's last tool result, read as JSON, on either
-/// wire.
-fn last_tool_result(request: &Value) -> Value {
-    let messages = request["messages"].as_array().unwrap();
-    let content = messages
-        .iter()
-        .rev()
-        .find_map(|m| match &m["content"] {
-            Value::Array(blocks) => blocks
-                .iter()
-                .rev()
-                .find(|b| b["type"] == "tool_result")
-                .map(|b| b["content"].clone()),
-            content if m["role"] == "tool" => Some(content.clone()),
-            _ => None,
-        })
-        .unwrap();
-    serde_json::from_str(content.as_str().unwrap()).unwrap()
-}
-
 /// The Code Mode test catalog: core, plugin, MCP and client tools, with
 /// one plugin tool denied by policy.
 async fn code_mode_catalog(run: &str, manager: &McpManager) -> Catalog {
@@ -289,7 +246,7 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
     };
     assert_eq!(run.run(Vec::new(), "hi").await.status, RunStatus::Completed);
     assert_eq!(
-        request_tools(&mock.requests()[0]),
+        requests::tool_names(&mock.requests()[0]),
         ["edit", "exec", "grep", "list", "read", "write"]
     );
 
@@ -374,9 +331,12 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
     let _ = run.run(Vec::new(), "use the tools").await;
     let requests = mock.requests();
     // 6. Exactly exec and wait (plus the direct-only tool).
-    assert_eq!(request_tools(&requests[0]), ["exec", "wait", "ask_user"]);
+    assert_eq!(
+        requests::tool_names(&requests[0]),
+        ["exec", "wait", "ask_user"]
+    );
     // 7-11. The first cell's answer, as the model received it.
-    let first = last_tool_result(&requests[1]);
+    let first = requests::last_tool_result(&requests[1]);
     // Completed: ALL_TOOLS has the core, plugin and client tools but not
     // the denied one (nor MCP's); the search finds the weather tool first;
     // the calls answer; the README is read; the MCP declarations are
@@ -517,7 +477,7 @@ async fn tool_search_regression_list_on(wire: Wire) {
     );
     // 3. Direct mode exposes its schema.
     let direct_request = &direct_mock.requests()[0];
-    let exposed = request_tool_list(direct_request)
+    let exposed = requests::tool_list(direct_request)
         .into_iter()
         .find(|t| t["name"] == "fake_tool_042")
         .unwrap();
@@ -579,7 +539,10 @@ async fn tool_search_regression_list_on(wire: Wire) {
     assert_eq!(ts_calls, [("plugin:fake:fake_tool_042".to_owned(), "ok")]);
     // 4. Only the compact bridge and the direct-only tools are exposed.
     let ts_request = &ts_mock.requests()[0];
-    assert_eq!(request_tools(ts_request), ["tool_search_code", "ask_user"]);
+    assert_eq!(
+        requests::tool_names(ts_request),
+        ["tool_search_code", "ask_user"]
+    );
     // 5. The request payload is smaller.
     let (direct_bytes, ts_bytes) = (
         direct_request.to_string().len(),

@@ -20,6 +20,9 @@ use std::process::Command;
 use serde_json::{Value, json};
 use talon_mock_model::{MockModel, Script};
 use talon_testing::redact::Redactor;
+use talon_testing::requests::{
+    last_tool_result, tool_list as request_tool_list, tool_names as request_tools,
+};
 use talon_testing::wait;
 
 use super::gateway::{Gateway, body, post, start_gateway_with, talon};
@@ -256,57 +259,6 @@ impl Life {
         assert!(!log.contains("panicked"), "{log}");
         log
     }
-}
-
-/// A request's tools as `{name, description, parameters}`, on either wire.
-fn request_tool_list(request: &Value) -> Vec<Value> {
-    request["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| match t.get("function") {
-                    Some(f) => json!({"name": f["name"], "description": f["description"],
-                                      "parameters": f["parameters"]}),
-                    None => json!({"name": t["name"], "description": t["description"],
-                                   "parameters": t["input_schema"]}),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A request's tool names, on either wire.
-fn request_tools(request: &Value) -> Vec<String> {
-    request_tool_list(request)
-        .iter()
-        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-/// The content of a request's last tool result, read as JSON, on either
-/// wire.
-fn last_tool_result(request: &Value) -> Value {
-    let messages = request["messages"].as_array().unwrap();
-    let content = messages
-        .iter()
-        .rev()
-        .find_map(|m| match &m["content"] {
-            Value::Array(blocks) => blocks
-                .iter()
-                .rev()
-                .find(|b| b["type"] == "tool_result")
-                .map(|b| b["content"].clone()),
-            content if m["role"] == "tool" => Some(content.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no tool result: {request}"));
-    let text = match content {
-        Value::String(text) => text,
-        // Anthropic's content blocks.
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
-        other => panic!("a tool result of {other}"),
-    };
-    serde_json::from_str(&text).unwrap()
 }
 
 /// A run's end event's telemetry.
