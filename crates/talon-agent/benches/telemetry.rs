@@ -192,21 +192,38 @@ async fn runner(plugins: usize, direct_only: &[&str]) -> Arc<ToolRunner> {
 /// keeps at most 16 KiB).
 fn raw_reply(chunks: usize) -> RawReply {
     let mut raw = RawReply::default();
-    for n in 0..chunks {
-        raw.push(
-            &json!({"id": "chatcmpl-B9MHDbslfCsjWKy2bnDhsmdB6l7bJ", "object": "chat.completion.chunk",
+    for p in raw_payloads(chunks) {
+        raw.push(&p);
+    }
+    raw
+}
+
+/// The stream payloads [`raw_reply`] is made of.
+fn raw_payloads(chunks: usize) -> Vec<String> {
+    let mut payloads: Vec<String> = (0..chunks)
+        .map(|n| {
+            json!({"id": "chatcmpl-B9MHDbslfCsjWKy2bnDhsmdB6l7bJ", "object": "chat.completion.chunk",
                 "created": 1_741_569_952, "model": "gpt-4.1-2025-04-14", "system_fingerprint": "fp_3d1f2c8a91",
                 "choices": [{"index": 0, "delta": {"content": format!(" word{n}")}, "logprobs": null, "finish_reason": null}]})
-            .to_string(),
-        );
-    }
-    raw.push(
-        &json!({"id": "chatcmpl-B9MHDbslfCsjWKy2bnDhsmdB6l7bJ", "object": "chat.completion.chunk",
+            .to_string()
+        })
+        .collect();
+    payloads.push(
+        json!({"id": "chatcmpl-B9MHDbslfCsjWKy2bnDhsmdB6l7bJ", "object": "chat.completion.chunk",
             "created": 1_741_569_952, "model": "gpt-4.1-2025-04-14", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 1822, "completion_tokens": 120, "total_tokens": 1942}})
         .to_string(),
     );
-    raw
+    payloads
+}
+
+/// How many text chunks the long native reply has
+/// (`TALON_BENCH_RAW_CHUNKS`, default 120: past the provider's 16 KiB).
+fn chunks_setting() -> usize {
+    std::env::var("TALON_BENCH_RAW_CHUNKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120)
 }
 
 /// Repeats `telemetry::event_usage`.
@@ -334,6 +351,37 @@ fn bench_case(case: &Case, raw: &RawReply) -> (f64, f64, f64, f64) {
         ),
         emit_raw,
     );
+    // Its parts: the provider keeping each payload as it streams, and
+    // `to_json` (each kept payload parsed and redacted).
+    let payloads = raw_payloads(chunks_setting());
+    let keep = time(|| {
+        let mut kept = RawReply::default();
+        for p in &payloads {
+            kept.push(p);
+        }
+        black_box(kept);
+    });
+    row(
+        &format!(
+            "per call, of which: the provider keeps the payloads (`RawReply::push` × {})",
+            payloads.len()
+        ),
+        keep,
+    );
+    let to_json = time(|| {
+        black_box(raw.to_json());
+    });
+    row("per call, of which: `RawReply::to_json`", to_json);
+    let short = raw_reply(6);
+    let emit_short = time(|| message(Some(&short)));
+    row(
+        &format!(
+            "per call: with a short native reply (a tool call's few chunks: {} stream events, event {} B)",
+            short.to_json()["events"].as_array().map_or(0, Vec::len),
+            *sink.0.lock().unwrap()
+        ),
+        emit_short,
+    );
     let per_call = check.p50 + count.p50 + emit.p50;
     let per_call_raw = check.p50 + count.p50 + emit_raw.p50;
 
@@ -432,10 +480,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let raw_chunks: usize = std::env::var("TALON_BENCH_RAW_CHUNKS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(120);
+    let raw_chunks = chunks_setting();
     let raw = raw_reply(raw_chunks);
     let code_mode = CodeMode::new(CodeModeOptions {
         sandbox: Default::default(),

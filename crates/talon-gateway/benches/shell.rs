@@ -311,7 +311,8 @@ async fn shell(bytes: u64, warmup: usize, runs: usize, watch_all: bool) {
     s.sort_by(f64::total_cmp);
     let mean = s.iter().sum::<f64>() / s.len() as f64;
     println!(
-        "| `{command}`, {runs} runs{} | p50 {:.1} ms | p90 {:.1} ms | mean {:.1} ms | RSS idle {:.1} MiB, after warm-up {:.1}, peak during {:.1} (+{:.1} over idle), VmHWM {:.1}, settled after {:.1} | deltas per run (seen) {} |",
+        "| `{}`, {runs} runs{} | p50 {:.1} ms | p90 {:.1} ms | mean {:.1} ms | RSS idle {:.1} MiB, after warm-up {:.1}, peak during {:.1} (+{:.1} over idle), VmHWM {:.1}, settled after {:.1} | deltas per run (seen) {} |",
+        command.replace('|', "\\|"),
         if watch_all { "" } else { ", ends watched only" },
         percentile(&s, 50.0),
         percentile(&s, 90.0),
