@@ -41,24 +41,7 @@ use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Limits};
 use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 use talon_runtime::{Host, ModelRoute};
-
-/// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`).
-fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|line| {
-                line.strip_prefix(field)?
-                    .strip_prefix(':')?
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-        })
-        .unwrap_or(0)
-}
+use talon_testing::stats::status_kib;
 
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
