@@ -6,19 +6,21 @@
 //! - asks the surface to check the request's tools (`check_offered`;
 //!   Code Mode compares them with `exec`, `wait` and its direct-only
 //!   tools, the other surfaces' check is the default no-op);
-//! - counts the call (`Sent`, behind the run's mutex);
+//! - counts the call and takes the tools' bytes its reply reports (`Sent`,
+//!   behind the run's mutex; the provider counts them as it builds the
+//!   body);
 //! - prices the reply (`ModelCost::usd`) and emits `assistant.message`
 //!   with its usage (`RunEvents::emit_raw`: the typed data to JSON, the
 //!   envelope), and, where the provider kept it, the native reply
 //!   (`RawReply::to_json`: each kept stream payload parsed and redacted).
 //!
-//! Per run, once: `Sent::measure` (the tool list serialized to count its
-//! bytes), and at the end `surface.telemetry()` (the catalog by source,
+//! Per run, once: `Sent::measure` (counts the tools and the prompt), and at
+//! the end `surface.telemetry()` (the catalog by source,
 //! the calls the runner made, the surface's counters), `Sent::complete`,
 //! and the end event carrying the telemetry.
 //!
 //! `Sent` and `event_usage` are private to the crate: this file repeats
-//! their bodies (`serde_json::to_vec(tools).len()`; the usage's fields).
+//! their bodies (the counts; the usage's fields).
 //! The event sink serializes each event to JSON bytes, as the gateway's
 //! store does before it writes (the SQLite insert itself is not in the
 //! figures). Each row is the median (p10–p90) of 31 samples of many
@@ -251,7 +253,7 @@ impl Sent {
     fn measure(tools: &[ModelTool], system: &str) -> Self {
         Self {
             visible_tools: tools.len() as u64,
-            tool_bytes: serde_json::to_vec(tools).map_or(0, |v| v.len() as u64),
+            tool_bytes: 0,
             prompt_bytes: system.len() as u64,
             model_calls: 0,
         }
@@ -304,9 +306,14 @@ fn bench_case(case: &Case, raw: &RawReply) -> (f64, f64, f64, f64) {
     row("per call: `check_offered`", check);
     let sent = Mutex::new(Sent::default());
     let count = time(|| {
-        sent.lock().unwrap().model_calls += 1;
+        let mut sent = sent.lock().unwrap();
+        sent.model_calls += 1;
+        sent.tool_bytes = black_box(tool_bytes as u64);
     });
-    row("per call: count it (`Sent`, behind its mutex)", count);
+    row(
+        "per call: count it and its tools' bytes (`Sent`, behind its mutex)",
+        count,
+    );
     let cost = Some(ModelCost {
         input: 2_000_000,
         output: 8_000_000,
@@ -390,7 +397,7 @@ fn bench_case(case: &Case, raw: &RawReply) -> (f64, f64, f64, f64) {
         black_box(Sent::measure(black_box(&tools), black_box(&system)));
     });
     row(
-        "per run: `Sent::measure` (serializes the tool list)",
+        "per run: `Sent::measure` (counts the tools and the prompt)",
         measure,
     );
     let telemetry = time(|| {

@@ -504,6 +504,7 @@ impl AgentRun<'_> {
         crate::trace::model_done(&span, &reply);
         let reply = reply?;
         drop(span);
+        lock(sent).replied(reply.tool_bytes);
         result.usage += reply.usage;
         let priced = self.options.cost.and_then(|c| c.usd(&reply.usage));
         result.cost_usd = result.cost_usd.zip(priced).map(|(run, reply)| run + reply);

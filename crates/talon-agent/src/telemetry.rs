@@ -14,7 +14,8 @@ use talon_provider::{ToolCallRequest, Usage};
 pub(crate) struct Sent {
     /// Tool schemas in each request.
     pub visible_tools: u64,
-    /// Bytes of the serialized tool definitions in each request.
+    /// Bytes of the tool definitions in each request, as the provider
+    /// sent them (its reply says; 0 before the first reply).
     pub tool_bytes: u64,
     /// Bytes of the system prompt in each request.
     pub prompt_bytes: u64,
@@ -23,15 +24,22 @@ pub(crate) struct Sent {
 }
 
 impl Sent {
-    /// What a request with `tools` and `system` carries (measured once per
-    /// run: both are fixed for its turns).
+    /// What a request with `tools` and `system` carries (once per run:
+    /// both are fixed for its turns); the tools' bytes come with the
+    /// provider's replies ([`Sent::replied`]), which counted them as they
+    /// built the body.
     pub fn measure(tools: &[ModelTool], system: &str) -> Self {
         Self {
             visible_tools: tools.len() as u64,
-            tool_bytes: serde_json::to_vec(tools).map_or(0, |v| v.len() as u64),
+            tool_bytes: 0,
             prompt_bytes: system.len() as u64,
             model_calls: 0,
         }
+    }
+
+    /// Takes what a reply says its request carried.
+    pub fn replied(&mut self, tool_bytes: u64) {
+        self.tool_bytes = tool_bytes;
     }
 
     /// `surface`'s telemetry with what was sent, and the client calls left

@@ -76,36 +76,69 @@ impl DebugSwitch {
     }
 }
 
+/// What a key holds a credential by, once lowercased and without `_` and
+/// `-` (`api_key`, `X-Api-Key`, `accessToken`, ...).
+const CREDENTIAL_WORDS: [&str; 5] = ["apikey", "authorization", "token", "secret", "password"];
+
+/// `text` lowercased, without `_` and `-`, into `out` (cleared first).
+fn normalized(text: &str, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend(
+        text.bytes()
+            .filter(|b| !matches!(b, b'_' | b'-'))
+            .map(|b| b.to_ascii_lowercase()),
+    );
+}
+
+/// Whether a normalized text holds one of [`CREDENTIAL_WORDS`] (one pass,
+/// whatever its length).
+fn holds_a_word(normal: &[u8]) -> bool {
+    static WORDS: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
+        std::sync::LazyLock::new(|| aho_corasick::AhoCorasick::new(CREDENTIAL_WORDS).ok());
+    match WORDS.as_ref() {
+        Some(words) => words.is_match(normal),
+        // Never reached (the words are fixed); slower, same answer.
+        None => CREDENTIAL_WORDS
+            .iter()
+            .any(|word| normal.windows(word.len()).any(|w| w == word.as_bytes())),
+    }
+}
+
+/// Whether `json` (a payload's text) may have a credential-like key: when
+/// not, [`redact_credentials`] would change nothing in it and need not
+/// walk it.
+pub fn may_hold_credentials(json: &str) -> bool {
+    let mut normal = Vec::with_capacity(json.len());
+    normalized(json, &mut normal);
+    holds_a_word(&normal)
+}
+
 /// Replaces the values of credential-like keys (`apiKey`,
 /// `authorization`, `token`, `secret`, `password`, ...) with
 /// `<redacted>`, at any depth (numbers, booleans and nulls stay: a
 /// `prompt_tokens` count is no credential): what the debugging switches show of a
 /// request or a stream event.
 pub fn redact_credentials(value: &mut Value) {
+    redact_with(value, &mut Vec::new());
+}
+
+/// [`redact_credentials`], normalizing every key into one buffer.
+fn redact_with(value: &mut Value, key: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                let k = key.to_ascii_lowercase().replace(['_', '-'], "");
-                if [
-                    "apikey",
-                    "authorization",
-                    "token",
-                    "secret",
-                    "password",
-                    "accesstoken",
-                ]
-                .iter()
-                .any(|s| k.contains(s))
+            for (name, v) in map.iter_mut() {
+                normalized(name, key);
+                if holds_a_word(key)
                     // Counts (`prompt_tokens`) are not credentials.
                     && !matches!(v, Value::Number(_) | Value::Bool(_) | Value::Null)
                 {
                     *v = Value::String("<redacted>".into());
                 } else {
-                    redact_credentials(v);
+                    redact_with(v, key);
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(redact_credentials),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_with(v, key)),
         _ => {}
     }
 }
@@ -113,6 +146,37 @@ pub fn redact_credentials(value: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credential_like_keys_are_redacted_at_any_depth_and_counts_kept() {
+        let mut value = serde_json::json!({
+            "api_key": "a", "X-Api-Key": "b", "accessToken": "c", "pass_word": "d",
+            "Authorization": "e", "nested": [{"client_secret": "f", "prompt_tokens": 12}],
+            "content": "the token is here", "keyboard": "stays",
+        });
+        redact_credentials(&mut value);
+        let r = "<redacted>";
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "api_key": r, "X-Api-Key": r, "accessToken": r, "pass_word": r,
+                "Authorization": r, "nested": [{"client_secret": r, "prompt_tokens": 12}],
+                "content": "the token is here", "keyboard": "stays",
+            })
+        );
+        // The text check finds every key the walk would redact, however
+        // spelled, and passes text with none.
+        for text in [
+            r#"{"Pass-Word":1}"#,
+            r#"{"APIKEY":1}"#,
+            r#"{"x":{"auth_orization":1}}"#,
+        ] {
+            assert!(may_hold_credentials(text), "{text}");
+        }
+        assert!(!may_hold_credentials(
+            r#"{"choices":[{"delta":{"content":"hi"}}]}"#
+        ));
+    }
 
     #[test]
     fn talons_spelling_wins_and_openclaws_is_accepted() {

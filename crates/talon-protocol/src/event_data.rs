@@ -161,8 +161,10 @@ pub struct ToolCallDeltaData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
     /// The executor's update (capped at 16 KiB): a command's output is
-    /// `{stream: "stdout" | "stderr", text}`, and `{omittedBytes}` once its
-    /// deltas reached their cap; a Code Mode cell's console output is
+    /// `{stream: "stdout" | "stderr", text, omittedBytes?}` (the newest
+    /// output, and the bytes of that stream left out before it), and
+    /// `{stream, omittedBytes}` at the end for those left out after the last
+    /// delta; a Code Mode cell's console output is
     /// `{stream: "console", text}`; an MCP server's progress is
     /// `{progress, total?, message?}`.
     pub update: serde_json::Value,

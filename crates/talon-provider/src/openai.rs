@@ -126,7 +126,9 @@ impl OpenAiCompatible {
 
     /// One request with its retries. Dropping it stops it (cancellation).
     async fn run(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse> {
-        let body = request.to_openai_text(self.tools_text(request).as_deref().map(String::as_str));
+        let tools = self.tools_text(request);
+        let tool_bytes = tools.as_ref().map_or(0, |t| t.len() as u64);
+        let body = request.to_openai_text(tools.as_deref().map(String::as_str));
         let url = format!("{}/chat/completions", self.config.base_url);
         let mut backoff = Backoff::default();
         let mut attempt = 0u32;
@@ -146,12 +148,16 @@ impl OpenAiCompatible {
             let status = response.status().as_u16();
             retry::log_transport(&self.config.id, &url, attempt, status, since);
             if response.status().is_success() {
-                return if request.stream {
+                let reply = if request.stream {
                     self.read_stream(response, sink).await
                 } else {
                     let bytes = response.bytes().await.map_err(|e| self.unreachable(e))?;
                     self.read_whole(&bytes, sink)
                 };
+                return reply.map(|reply| ChatResponse {
+                    tool_bytes,
+                    ..reply
+                });
             }
             let headers = response.headers().clone();
             let text = response.text().await.unwrap_or_default();
@@ -234,6 +240,7 @@ impl OpenAiCompatible {
                 .to_owned(),
             reasoning: Vec::new(),
             raw: RawReply::body(bytes),
+            tool_bytes: 0,
         })
     }
 

@@ -296,4 +296,7 @@ pub struct ChatResponse {
     pub reasoning: Vec<ReasoningBlock>,
     /// The native payload it came in, bounded, for diagnostics.
     pub raw: crate::RawReply,
+    /// Bytes of the tool list as the request sent it (in the provider's
+    /// wire format): counted where the body is built, not serialized again.
+    pub tool_bytes: u64,
 }

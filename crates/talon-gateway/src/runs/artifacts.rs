@@ -17,7 +17,6 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use talon_protocol::EventData;
 use talon_protocol::gateway::{ArtifactSummary, ArtifactType, Run};
 use talon_runtime::RunEmitter;
@@ -412,41 +411,54 @@ impl Engine {
             run_id: Some(run.id.clone().into()),
             ..EventFilter::default()
         };
+        // The envelopes go in as the store holds them: read as text, never
+        // parsed and written again.
         let mut events = Vec::new();
         let mut size = 0;
         let mut truncated = false;
         let mut after = None;
         'pages: loop {
-            let page = match store.after(after, &filter, MAX_PAGE).await {
+            let page = match store.after_json(after, &filter, MAX_PAGE).await {
                 Ok(page) => page,
                 Err(error) => {
                     tracing::error!(%error, run = %run.id, "a run's events could not be read for its trajectory");
                     return None;
                 }
             };
-            for event in &page {
-                let value = serde_json::to_value(event).unwrap_or(Value::Null);
-                size += value.to_string().len();
+            let full = page.len() as u32 == MAX_PAGE;
+            after = page.last().map(|e| e.id);
+            for event in page {
+                size += event.json.len() + 1;
                 if size > MAX_TRAJECTORY_BYTES {
                     truncated = true;
                     break 'pages;
                 }
-                events.push(value);
+                match serde_json::value::RawValue::from_string(event.json) {
+                    Ok(json) => events.push(json),
+                    Err(error) => {
+                        tracing::error!(%error, run = %run.id, event = event.id, "a stored event is not JSON; left out of the trajectory");
+                    }
+                }
             }
-            if (page.len() as u32) < MAX_PAGE {
+            if !full {
                 break;
             }
-            after = page.last().and_then(|e| e.id.parse().ok());
         }
-        let document = json!({
-            "runId": run.id,
-            "sessionId": run.session_id,
-            "agentId": run.agent_id,
-            "status": run.status,
-            "truncated": truncated,
-            "events": events,
-        });
-        let text = redact(&document.to_string(), &self.inner.secrets);
+        let document = Trajectory {
+            agent_id: &run.agent_id,
+            events: &events,
+            run_id: &run.id,
+            session_id: &run.session_id,
+            status: run.status,
+            truncated,
+        };
+        let text = match serde_json::to_string(&document) {
+            Ok(text) => redact(&text, &self.inner.secrets),
+            Err(error) => {
+                tracing::error!(%error, run = %run.id, "a run's trajectory could not be written");
+                return None;
+            }
+        };
         self.after_run(
             run,
             ArtifactType::Trajectory,
@@ -468,6 +480,19 @@ impl Engine {
         })
         .await;
     }
+}
+
+/// A run's trajectory document: its keys in this order, each event as
+/// the store holds it.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Trajectory<'a> {
+    agent_id: &'a talon_protocol::gateway::bounded::AgentId,
+    events: &'a [Box<serde_json::value::RawValue>],
+    run_id: &'a talon_protocol::gateway::bounded::RunId,
+    session_id: &'a Option<talon_protocol::gateway::bounded::SessionId>,
+    status: talon_protocol::gateway::RunStatus,
+    truncated: bool,
 }
 
 /// The creation time of a new artifact: the clock, but always after the

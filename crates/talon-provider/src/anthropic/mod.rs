@@ -114,7 +114,9 @@ impl AnthropicMessages {
     async fn run(&self, request: &ChatRequest, sink: DeltaSink<'_>) -> Result<ChatResponse> {
         let model_max = self.config.model(&request.model).and_then(|m| m.max_tokens);
         let long_ttl = self.config.base_url.contains("://api.anthropic.com");
-        let body = wire::body(request, model_max, long_ttl).to_string();
+        let body = wire::body(request, model_max, long_ttl);
+        let tool_bytes = counted(&body["tools"]);
+        let body = body.to_string();
         let url = self.url("messages");
         let mut backoff = Backoff::default();
         let mut attempt = 0u32;
@@ -157,7 +159,12 @@ impl AnthropicMessages {
                         .map_err(|e| (e, false))
                 };
                 match outcome {
-                    Ok(reply) => return Ok(reply),
+                    Ok(reply) => {
+                        return Ok(ChatResponse {
+                            tool_bytes,
+                            ..reply
+                        });
+                    }
                     Err((error @ ProviderError::Unavailable { status, .. }, false))
                         if attempt <= self.config.max_retries =>
                     {
@@ -266,5 +273,27 @@ impl ModelProvider for AnthropicMessages {
 
     fn check_auth(&self, timeout: Duration) -> BoxFuture<'_, Result<()>> {
         Box::pin(AnthropicMessages::check_auth(self, timeout))
+    }
+}
+
+/// Bytes of `value` as JSON text (0 for none), counted without writing it.
+fn counted(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    if value.is_null() {
+        return 0;
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
     }
 }

@@ -75,7 +75,8 @@ fn turn() -> Value {
            "usage": {"prompt": 7, "completion": 30, "cacheRead": 100, "cacheWrite": 20}})
 }
 
-fn expected_reply() -> ChatResponse {
+/// The reply the mock's `turn()` is, with `tool_bytes` of tools sent.
+fn expected_reply(tool_bytes: u64) -> ChatResponse {
     let call = |id: &str, path: &str| ToolCallRequest {
         id: id.into(),
         name: "read".into(),
@@ -96,7 +97,14 @@ fn expected_reply() -> ChatResponse {
             signature: Some("sig-a".into()),
         }],
         raw: Default::default(),
+        tool_bytes,
     }
+}
+
+/// Bytes of the tools the mock's last request carried, as JSON text.
+fn tools_sent(mock: &talon_mock_model::MockModel) -> u64 {
+    let last = mock.requests().pop().unwrap();
+    last["tools"].to_string().len() as u64
 }
 
 /// `reply` without its native payload, and the payload's events' types
@@ -121,7 +129,7 @@ async fn a_streamed_tool_cycle_with_thinking_is_replayed_verbatim() {
     first.cache = CacheRetention::Short;
     let (reply, deltas) = complete(&*client, &first).await;
     let (reply, types) = native(reply.unwrap());
-    assert_eq!(reply, expected_reply());
+    assert_eq!(reply, expected_reply(tools_sent(&mock)));
     // The stream's events as they came, for the envelope's `raw`.
     assert_eq!(
         (
@@ -203,7 +211,10 @@ async fn a_whole_reply_is_the_same_reply() {
     let (reply, deltas) = complete(&*client, &request(false)).await;
     assert_eq!(
         native(reply.unwrap()),
-        (expected_reply(), vec!["message".to_owned()])
+        (
+            expected_reply(tools_sent(&mock)),
+            vec!["message".to_owned()]
+        )
     );
     assert_eq!(
         deltas,
@@ -266,9 +277,11 @@ async fn requests_carry_the_key_and_version_and_no_authorization() {
     let (url, server) = one_shot(format!("{}0\r\n\r\n", chunked("200 OK", &body))).await;
     let client = provider(&url, json!({"apiKey": "sk-ant-secret"}));
     let (reply, _) = complete(&*client, &request(true)).await;
-    // The native payload is the stream's own events (tested elsewhere).
+    // The native payload is the stream's own events and the tools' size
+    // the request's (both tested elsewhere).
     let reply = ChatResponse {
         raw: Default::default(),
+        tool_bytes: 0,
         ..reply.unwrap()
     };
     assert_eq!(

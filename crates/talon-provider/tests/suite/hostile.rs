@@ -224,9 +224,11 @@ async fn legal_oddities_are_accepted() {
     let mock = mock(json!({"turns": [{"raw": truncated}, {"raw": odd}]})).await;
     let client = provider(&mock.base_url(), json!({}));
     let (reply, _) = complete(&*client, &request(true)).await;
-    // The native payload is the stream's own events (tested elsewhere).
+    // The native payload is the stream's own events and the tools' size
+    // the request's (both tested elsewhere).
     let reply = ChatResponse {
         raw: Default::default(),
+        tool_bytes: 0,
         ..reply.unwrap()
     };
     assert_eq!(
@@ -243,9 +245,11 @@ async fn legal_oddities_are_accepted() {
         }
     );
     let (reply, deltas) = complete(&*client, &request(true)).await;
-    // The native payload is the stream's own events (tested elsewhere).
+    // The native payload is the stream's own events and the tools' size
+    // the request's (both tested elsewhere).
     let reply = ChatResponse {
         raw: Default::default(),
+        tool_bytes: 0,
         ..reply.unwrap()
     };
     assert_eq!(
@@ -371,33 +375,53 @@ async fn chat_completions_streams_stall_too_and_carry_reasoning() {
 }
 
 #[test]
-fn a_replys_native_payload_is_bounded_and_its_credentials_redacted() {
+fn a_replys_native_payload_keeps_its_first_and_last_events_bounded_and_redacted() {
     use talon_provider::{MAX_RAW_BYTES, RawReply};
     let mut raw = RawReply::default();
-    let event = json!({"choices": [{"delta": {"content": "x".repeat(100)}}], "api_key": "sk-live"})
-        .to_string();
-    let fits = MAX_RAW_BYTES / event.len();
-    for _ in 0..fits + 50 {
-        raw.push(&event);
+    let event = |n: usize| {
+        json!({"n": n, "choices": [{"delta": {"content": "x".repeat(100)}}], "api_key": "sk-live"})
+            .to_string()
+    };
+    let size = event(0).len();
+    let total = 3 * MAX_RAW_BYTES / size;
+    for n in 0..total {
+        raw.push(&event(n));
     }
-    // A short one still fits after the ones left out, kept as text.
+    // The last one is not JSON: kept as text.
     raw.push("not json");
     let json = raw.to_json();
     let events = json["events"].as_array().unwrap();
+    let head = MAX_RAW_BYTES / 2 / size;
+    let tail = events.len() - head;
+    let numbers: Vec<Value> = events.iter().map(|e| e["n"].clone()).collect();
+    let mut expected: Vec<Value> = (0..head).map(|n| json!(n)).collect();
+    expected.extend((total + 1 - tail..total).map(|n| json!(n)));
+    expected.push(Value::Null);
     assert_eq!(
         (
-            events.len(),
+            numbers,
             &json["omittedEvents"],
+            &json["omittedAt"],
             &events[0]["api_key"],
-            &events[fits]
+            &events[head]["api_key"],
+            events.last().unwrap()
         ),
         (
-            fits + 1,
-            &json!(50),
+            expected,
+            &json!(total + 1 - head - tail),
+            &json!(head),
+            &json!("<redacted>"),
             &json!("<redacted>"),
             &json!("not json")
         )
     );
     assert!(json.to_string().len() < MAX_RAW_BYTES + 4096);
+    // An event larger than half the bound is counted, never kept.
+    let mut big = RawReply::default();
+    big.push(&"y".repeat(MAX_RAW_BYTES));
+    assert_eq!(
+        big.to_json(),
+        json!({"events": [], "omittedEvents": 1, "omittedAt": 0})
+    );
     assert!(RawReply::default().is_empty());
 }

@@ -122,6 +122,14 @@ async fn parallel_tool_calls_streamed_and_whole() {
         .await
         .unwrap();
     assert_eq!(reply.tool_calls, expected);
+    // Each reply says how many bytes of tools its request carried.
+    let sent: Vec<u64> = mock
+        .requests()
+        .iter()
+        .map(|r| r["tools"].to_string().len() as u64)
+        .collect();
+    assert_eq!(sent, vec![reply.tool_bytes; 2]);
+    assert!(reply.tool_bytes > 0);
     // The follow-up carries the calls and their results in the wire format.
     let mut follow = request(false);
     follow.messages.push(Message::Assistant {

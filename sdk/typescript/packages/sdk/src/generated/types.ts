@@ -1900,8 +1900,10 @@ export type ToolCallDeltaData = {
   parentId?: string | null;
   /**
    * The executor's update (capped at 16 KiB): a command's output is
-   * `{stream: "stdout" | "stderr", text}`, and `{omittedBytes}` once its
-   * deltas reached their cap; a Code Mode cell's console output is
+   * `{stream: "stdout" | "stderr", text, omittedBytes?}` (the newest
+   * output, and the bytes of that stream left out before it), and
+   * `{stream, omittedBytes}` at the end for those left out after the last
+   * delta; a Code Mode cell's console output is
    * `{stream: "console", text}`; an MCP server's progress is
    * `{progress, total?, message?}`.
    */
