@@ -101,6 +101,9 @@ pub struct RunEvents {
     session_key: String,
     agent_id: String,
     seq: AtomicU64,
+    /// The run's terminal event was emitted: nothing follows it. Held
+    /// while an event is handed to the sink, so none slips in after it.
+    ended: std::sync::Mutex<bool>,
 }
 
 impl std::fmt::Debug for RunEvents {
@@ -121,6 +124,7 @@ impl RunEvents {
             session_key: ctx.session_key.clone(),
             agent_id: ctx.scope.agent_id.clone(),
             seq: AtomicU64::new(0),
+            ended: std::sync::Mutex::new(false),
         }
     }
 
@@ -131,9 +135,20 @@ impl RunEvents {
 
     /// Emits one event with the runtime's native payload (a model call's
     /// reply as the provider sent it), which the gateway stores redacted
-    /// and shows to admin callers only.
+    /// and shows to admin callers only. The run's terminal event is its
+    /// last: what a run still stopping reports after it (a nested call
+    /// dropped as its cell is released) is not emitted.
     pub fn emit_raw(&self, data: EventData, raw: Option<serde_json::Value>) {
         let (kind, data) = data.into_parts();
+        let mut ended = self
+            .ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *ended {
+            tracing::debug!(run_id = %self.run_id, kind = kind.as_str(), "an event after the run's end; not emitted");
+            return;
+        }
+        *ended = kind.is_terminal();
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let ts = now_ms();
         self.sink.emit(Event {
@@ -230,6 +245,20 @@ impl CallObserver for NestedCallEvents {
                 error: other.to_json(&call.id)["error"].clone(),
             })),
         }
+    }
+
+    fn dropped(&self, _: &RunContext, call: &ToolCall, duration: Duration) {
+        let Caller::Parent(parent) = &call.caller else {
+            return;
+        };
+        self.0.emit(EventData::ToolCallFailed(ToolCallFailedData {
+            call_id: call.call_id.clone(),
+            parent_id: Some(parent.clone()),
+            name: call.id.clone(),
+            duration_ms: Some(duration.as_millis() as u64),
+            status: Some("cancelled".into()),
+            error: serde_json::json!("the call was stopped: what made it stopped waiting for it"),
+        }));
     }
 }
 

@@ -47,6 +47,7 @@ pub mod events;
 mod options;
 pub mod payload;
 pub mod run;
+mod settled;
 mod telemetry;
 mod trace;
 
@@ -55,3 +56,4 @@ pub use events::{
     wire_tool_call,
 };
 pub use run::{AgentRun, Checkpoint, Reasoning, RunOptions, RunResult, RunStatus};
+pub use settled::SettledCall;

@@ -65,6 +65,9 @@ pub struct RunOptions {
     /// The model's prices: each reply's usage is priced with them
     /// ([`crate::RunResult::cost_usd`]); `None`, no cost is reported.
     pub cost: Option<talon_provider::ModelCost>,
+    /// Client calls earlier runs left for the app that this run's input
+    /// settles: their ends are emitted right after `run.started`.
+    pub settled: Vec<crate::SettledCall>,
 }
 
 impl Default for RunOptions {
@@ -82,6 +85,7 @@ impl Default for RunOptions {
             thinking: Thinking::Off,
             cache: CacheRetention::None,
             cost: None,
+            settled: Vec::new(),
         }
     }
 }

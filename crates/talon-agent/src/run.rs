@@ -224,6 +224,7 @@ impl AgentRun<'_> {
                 .collect(),
             resumed_after_turn: resumed.then_some(from.turns),
         }));
+        crate::settled::announce(&self.events, &self.options.settled);
         let mut result = RunResult {
             status: RunStatus::Completed,
             text: String::new(),

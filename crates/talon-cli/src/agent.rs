@@ -308,6 +308,8 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         shell: Default::default(),
         redact: Vec::new(),
         history: Conversation::default(),
+        // A one-shot run has no session: no earlier run left calls.
+        settled: Vec::new(),
         start: Start::Message(args.message.clone()),
     };
     let run = match host.start(spec).await {

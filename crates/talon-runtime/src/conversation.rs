@@ -10,6 +10,7 @@
 //! ([`Conversation::to_stored`]).
 
 use serde_json::Value;
+use talon_agent::SettledCall;
 use talon_codemode::AwaitingCell;
 use talon_protocol::gateway::run_create::{InputMessagesError, split_messages};
 use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole, RunInput};
@@ -126,6 +127,37 @@ impl Conversation {
             .collect()
     }
 
+    /// The pending calls `answers` settle (all but `held`), as
+    /// [`Conversation::answer_pending_but`] answers them.
+    fn settled_directly(&self, answers: &[(String, String)], held: &[String]) -> Vec<SettledCall> {
+        let named = |id: &str| {
+            self.0
+                .iter()
+                .rev()
+                .find_map(|m| match m {
+                    ModelMessage::Assistant { tool_calls, .. } => tool_calls
+                        .iter()
+                        .find(|c| c.id == id)
+                        .map(|c| c.name.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        };
+        self.pending_calls()
+            .into_iter()
+            .filter(|id| !held.contains(id))
+            .map(|id| SettledCall {
+                name: named(&id),
+                answer: answers
+                    .iter()
+                    .find(|(answered, _)| answered == &id)
+                    .map(|(_, content)| content.clone()),
+                parent_id: None,
+                call_id: id,
+            })
+            .collect()
+    }
+
     /// The calls of the last assistant message that `resume`'s cells
     /// belong to (their `exec` calls, held open for the app's answers),
     /// in the message's order: what a run that resumes them makes first.
@@ -202,6 +234,10 @@ pub struct Prepared {
     /// Cells of the history's open calls the input does not answer: their
     /// `exec` calls read as unanswered, and the cells can go.
     pub abandoned: Vec<AwaitingCell>,
+    /// Every client call earlier runs left pending that the input settles
+    /// (answered, or left unanswered), in the order they end: an abandoned
+    /// cell's calls before its `exec`, a resumed cell's calls last.
+    pub settled: Vec<SettledCall>,
 }
 
 /// Makes a run's `input` ready after the session's `history`: checked
@@ -235,7 +271,7 @@ pub fn prepare_with(
     let for_cell = |id: &str| {
         cells
             .iter()
-            .any(|c| c.calls.iter().any(|(_, call)| call == id))
+            .any(|c| c.calls.iter().any(|call| call.call_id == id))
     };
     let (cell_answers, answers): (Vec<_>, Vec<_>) =
         input.answers.into_iter().partition(|(id, _)| for_cell(id));
@@ -243,12 +279,15 @@ pub fn prepare_with(
         cells.into_iter().cloned().partition(|c| {
             c.calls
                 .iter()
-                .any(|(_, call)| cell_answers.iter().any(|(id, _)| id == call))
+                .any(|call| cell_answers.iter().any(|(id, _)| id == &call.call_id))
         });
     if let (Some(cell), Some(_)) = (resume.first(), &input.message) {
         return Err(RunInputError::AnswersWithTurn(cell.parent.clone()));
     }
     let held: Vec<String> = resume.iter().map(|c| c.parent.clone()).collect();
+    let mut settled = in_cells(&abandoned, &[]);
+    settled.extend(history.settled_directly(&answers, &held));
+    settled.extend(in_cells(&resume, &cell_answers));
     let mut added = history.answer_pending_but(&answers, &held)?;
     added.extend(input.before);
     history.extend(added.clone());
@@ -259,7 +298,27 @@ pub fn prepare_with(
         resume,
         cell_answers,
         abandoned,
+        settled,
     })
+}
+
+/// The client calls of `cells`, settled by `answers` (nested call id,
+/// content; unanswered when missing).
+fn in_cells(cells: &[AwaitingCell], answers: &[(String, String)]) -> Vec<SettledCall> {
+    cells
+        .iter()
+        .flat_map(|cell| {
+            cell.calls.iter().map(|call| SettledCall {
+                call_id: call.call_id.clone(),
+                parent_id: Some(cell.parent.clone()),
+                name: call.name.clone(),
+                answer: answers
+                    .iter()
+                    .find(|(id, _)| id == &call.call_id)
+                    .map(|(_, content)| content.clone()),
+            })
+        })
+        .collect()
 }
 
 /// A run's input, checked: the app's answers to pending client tool calls

@@ -239,6 +239,12 @@ fn an_input_is_prepared_after_the_session() {
             ]),
             added: conv(vec![answer]),
             message: Some("thanks".into()),
+            settled: vec![SettledCall {
+                call_id: "c1".into(),
+                parent_id: None,
+                name: "pick_color".into(),
+                answer: Some("blue".into()),
+            }],
             ..Prepared::default()
         }
     );
@@ -250,5 +256,58 @@ fn an_input_is_prepared_after_the_session() {
             message: Some("hi".into()),
             ..Prepared::default()
         }
+    );
+}
+
+#[test]
+fn settled_calls_end_children_first_and_a_resumed_cells_last() {
+    use talon_codemode::{AwaitingCell, CellCall};
+    // The model called three tools; `e1` and `e2` are `exec` calls whose
+    // cells wait for the app, `c3` the app's own tool.
+    let history = conv(vec![
+        ModelMessage::User("go".into()),
+        assistant_calling(&["e1", "e2", "c3"]),
+    ]);
+    let cell = |parent: &str, calls: &[&str]| AwaitingCell {
+        cell_id: format!("cell_{parent}").into(),
+        scope: talon_codemode::CellScope {
+            agent_id: "main".into(),
+            session_id: "s".into(),
+            run_id: "r1".into(),
+        },
+        parent: parent.into(),
+        calls: calls
+            .iter()
+            .enumerate()
+            .map(|(n, id)| CellCall {
+                host_call_id: n as u64,
+                call_id: (*id).into(),
+                name: "pick_color".into(),
+            })
+            .collect(),
+    };
+    let awaiting = [cell("e1", &["e1/1", "e1/2"]), cell("e2", &["e2/1"])];
+    // Answers to e1's first call and to c3: e1 resumes with its second
+    // call unanswered; e2 is abandoned, its exec and its call unanswered.
+    let input = RunInput::Messages(vec![
+        input(InputRole::Tool, "\"red\"", Some("e1/1")),
+        input(InputRole::Tool, "done", Some("c3")),
+    ]);
+    let prepared = prepare_with(history, &input, &awaiting).unwrap();
+    let settled = |id: &str, parent: Option<&str>, answer: Option<&str>| SettledCall {
+        call_id: id.into(),
+        parent_id: parent.map(Into::into),
+        name: "pick_color".into(),
+        answer: answer.map(Into::into),
+    };
+    assert_eq!(
+        prepared.settled,
+        vec![
+            settled("e2/1", Some("e2"), None),
+            settled("e2", None, None),
+            settled("c3", None, Some("done")),
+            settled("e1/1", Some("e1"), Some("\"red\"")),
+            settled("e1/2", Some("e1"), None),
+        ]
     );
 }

@@ -191,7 +191,7 @@ impl From<talon_codemode::RuntimeUnavailable> for Unavailable {
 pub mod cells {
     pub use talon_codemode::store::{default_store_key, open_file_store};
     pub use talon_codemode::{
-        AwaitingCell, CellError, MemoryStore, SnapshotStore, StoreLimits, answer_cell,
+        AwaitingCell, CellCall, CellError, MemoryStore, SnapshotStore, StoreLimits, answer_cell,
         awaiting_cells,
     };
 }

@@ -341,6 +341,11 @@ pub struct RunSpec {
     pub history: Conversation,
     /// Where it starts.
     pub start: Start,
+    /// Client calls earlier runs left pending that this run's input
+    /// settles ([`crate::conversation::Prepared::settled`]): their ends
+    /// are emitted after `run.started`. Empty for a run that resumes
+    /// after its node died (the first attempt announced them).
+    pub settled: Vec<talon_agent::SettledCall>,
 }
 
 /// How a run ended, in the protocol's terms.
@@ -450,6 +455,7 @@ impl Host {
             redact,
             history,
             start,
+            settled,
         } = spec;
         let resume = match &start {
             Start::Proceed { resume } => resume.clone(),
@@ -463,7 +469,7 @@ impl Host {
         let events = RunEmitter(Arc::new(RunEvents::new(forward, &ctx)));
         let approver: Arc<dyn Approver> =
             Arc::new(PolicyGate::new(approvals, hooks.asker(&events)));
-        let prepared = self
+        let mut prepared = self
             .prepare(crate::host::Parts {
                 agent: ids.agent.clone(),
                 ctx,
@@ -481,6 +487,7 @@ impl Host {
                 resume,
             })
             .await?;
+        prepared.options.settled = settled;
         Ok(RunHandle {
             prepared,
             events,

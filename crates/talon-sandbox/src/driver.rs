@@ -222,12 +222,16 @@ impl CellEngine {
                 output.extend(stepped.printed);
                 match stepped.status {
                     Err(error) => {
-                        if limits.cancel.is_cancelled() {
-                            calls.abort_all();
-                        }
+                        // A cell that ends stops the calls it left running,
+                        // and waits until each is dropped, so what they
+                        // report as they stop comes before the cell's end.
+                        calls.abort_all();
+                        calls.shutdown().await;
                         return failed(error, output);
                     }
                     Ok(CellStatus::Completed(value)) => {
+                        calls.abort_all();
+                        calls.shutdown().await;
                         return Driven {
                             halt: Halt::Completed(value),
                             output,

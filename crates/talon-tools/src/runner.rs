@@ -227,6 +227,13 @@ pub trait CallObserver: Send + Sync {
         outcome: &CallOutcome,
         duration: Duration,
     );
+
+    /// A call was stopped before it ended because its caller stopped
+    /// waiting for it (a Code Mode cell stopped at its limit, say) while
+    /// its run goes on: its record says `cancelled`. Default: nothing.
+    fn dropped(&self, ctx: &RunContext, call: &ToolCall, duration: Duration) {
+        let _ = (ctx, call, duration);
+    }
 }
 
 /// How a call ended.
@@ -325,12 +332,24 @@ impl Drop for RecordGuard<'_> {
     fn drop(&mut self) {
         if let Some(mut record) = self.record.take() {
             record.duration = self.started.elapsed();
-            if !self.reported && self.ctx.is_cancelled() {
-                // Dropped because its run was cancelled (its run stopping
-                // what it still ran): aborted, and reported as such.
-                record.status = "aborted";
-                if let Some(observer) = &self.runner.observer {
-                    observer.finished(self.ctx, self.call, &CallOutcome::Aborted, record.duration);
+            if !self.reported {
+                let observer = self.runner.observer.as_ref();
+                if self.ctx.is_cancelled() {
+                    // Dropped because its run was cancelled (its run
+                    // stopping what it still ran): aborted, and reported
+                    // as such.
+                    record.status = "aborted";
+                    if let Some(observer) = observer {
+                        observer.finished(
+                            self.ctx,
+                            self.call,
+                            &CallOutcome::Aborted,
+                            record.duration,
+                        );
+                    }
+                } else if let Some(observer) = observer {
+                    // Its caller stopped waiting while the run goes on.
+                    observer.dropped(self.ctx, self.call, record.duration);
                 }
             }
             tracing::debug!(call_id = %record.call_id, id = %record.id, status = record.status, "tool call");

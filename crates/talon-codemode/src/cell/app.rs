@@ -27,6 +27,11 @@ pub fn answered_by_app(tool_id: &str) -> bool {
     tool_id.starts_with(CLIENT_PREFIX)
 }
 
+/// A client tool's name: its catalog id after `client:<owner>:`.
+fn client_name(tool_id: &str) -> &str {
+    tool_id.splitn(3, ':').nth(2).unwrap_or(tool_id)
+}
+
 /// A stored cell that waits for its app's answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwaitingCell {
@@ -36,9 +41,19 @@ pub struct AwaitingCell {
     pub scope: CellScope,
     /// The model's `exec` call it belongs to, which stays open.
     pub parent: String,
-    /// Its calls of client tools: (host call id, nested call id), in
-    /// order.
-    pub calls: Vec<(u64, String)>,
+    /// Its calls of client tools, in order.
+    pub calls: Vec<CellCall>,
+}
+
+/// A client tool call a stored cell waits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellCall {
+    /// The guest-side id of the host call (settles the guest's promise).
+    pub host_call_id: u64,
+    /// The nested call's id (`<exec call>/<n>`), the one the app answers.
+    pub call_id: String,
+    /// The tool's name as the app declared it.
+    pub name: String,
 }
 
 /// The cells of `session` that wait for client tool answers.
@@ -50,11 +65,15 @@ pub fn awaiting_cells(
         .session_cells(session)?
         .into_iter()
         .filter_map(|cell| {
-            let calls: Vec<(u64, String)> = cell
+            let calls: Vec<CellCall> = cell
                 .pending
                 .iter()
                 .filter(|p| p.result.is_none() && answered_by_app(&p.tool_id))
-                .map(|p| (p.host_call_id, p.call_id.clone()))
+                .map(|p| CellCall {
+                    host_call_id: p.host_call_id,
+                    call_id: p.call_id.clone(),
+                    name: client_name(&p.tool_id).to_owned(),
+                })
                 .collect();
             (!calls.is_empty()).then(|| AwaitingCell {
                 cell_id: cell.id,
@@ -89,12 +108,12 @@ pub fn answer_cell(
     cell: &AwaitingCell,
     answers: &[(String, String)],
 ) -> Result<(), CellError> {
-    for (host_call_id, call_id) in &cell.calls {
+    for call in &cell.calls {
         let result = answers
             .iter()
-            .find(|(id, _)| id == call_id)
+            .find(|(id, _)| id == &call.call_id)
             .map_or_else(unanswered, |(_, content)| Ok(answer_value(content)));
-        store.settle(&cell.cell_id, *host_call_id, result)?;
+        store.settle(&cell.cell_id, call.host_call_id, result)?;
     }
     Ok(())
 }

@@ -375,7 +375,15 @@ async fn a_cell_calling_a_client_tool_waits_for_the_app_and_a_later_run_resumes_
             awaiting[0].calls.clone(),
             awaiting[0].scope.run_id.as_str()
         ),
-        ("call_1", vec![(2, "call_1/2".to_owned())], "r1")
+        (
+            "call_1",
+            vec![talon_codemode::CellCall {
+                host_call_id: 2,
+                call_id: "call_1/2".to_owned(),
+                name: "pick_color".to_owned(),
+            }],
+            "r1"
+        )
     );
     // The app answers; another runtime on the same store (a restart) runs
     // the session's next run, which makes exec call_1 again: the cell

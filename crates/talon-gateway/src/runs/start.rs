@@ -223,6 +223,7 @@ impl Engine {
             added,
             message,
             resume,
+            settled,
             ..
         } = input;
         let environment = match &request.environment_id {
@@ -242,7 +243,7 @@ impl Engine {
             (None, Resume::No, Some(message)) => Start::Message(message),
             (None, Resume::No, None) => Start::Proceed { resume },
         };
-        let spec = self.spec(
+        let mut spec = self.spec(
             &parts,
             policy,
             &request,
@@ -250,6 +251,10 @@ impl Engine {
             history,
             start,
         );
+        // A run its node resumes announced them on its first attempt.
+        if matches!(parts.start, Resume::No) {
+            spec.settled = settled;
+        }
         let handle = match self.inner.host.start(spec).await {
             Ok(handle) => handle,
             Err(error) => {
@@ -358,6 +363,7 @@ impl Engine {
             client_tools: request.tools.iter().map(client_tool).collect(),
             shell,
             redact,
+            settled: Vec::new(),
             history,
             start,
         }

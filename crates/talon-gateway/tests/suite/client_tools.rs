@@ -7,9 +7,29 @@ use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
 use talon_testing::redact::{Redactor, redacted};
 
 use super::artifacts::sized;
+use super::env_support::run_events;
 use super::runs::whole;
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway};
+
+/// The tool calls' ends (`tool.call.completed` / `failed`) in run
+/// `run_id`'s log, each as (type, callId, parentId, status).
+async fn call_ends(g: &TestGateway, run_id: &Value) -> Vec<Value> {
+    run_events(g, run_id).await["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool.call.completed" || e["type"] == "tool.call.failed")
+        .map(|e| {
+            json!([
+                e["type"],
+                e["data"]["callId"],
+                e["data"]["parentId"],
+                e["data"]["status"]
+            ])
+        })
+        .collect()
+}
 
 fn call(name: &str, arguments: Value) -> ScriptedCall {
     ScriptedCall {
@@ -175,6 +195,11 @@ async fn a_call_left_unanswered_reads_as_unanswered_to_the_model() {
         .await
         .unwrap();
     let second = wait(&g, &t, &next["runId"]).await;
+    // The call started in the first run's log ends in the second's.
+    assert_eq!(
+        call_ends(&g, &next["runId"]).await.first(),
+        Some(&json!(["tool.call.failed", "call_1", null, "unanswered"]))
+    );
     // Both completed: the first with call_1 pending, the second with it
     // unanswered.
     insta::assert_json_snapshot!(
@@ -429,6 +454,14 @@ async fn a_code_mode_cell_the_app_does_not_answer_is_deleted_and_reads_as_unansw
     let second = wait(&g, &t, &next["runId"]).await;
     assert_eq!(second["status"], "completed");
     assert_eq!(g.running.store.run_cells(run_id).await.unwrap(), 0);
+    // The cell's client call ends unanswered, then its exec.
+    assert_eq!(
+        call_ends(&g, &next["runId"]).await,
+        vec![
+            json!(["tool.call.failed", "call_1/1", "call_1", "unanswered"]),
+            json!(["tool.call.failed", "call_1", null, "unanswered"]),
+        ]
+    );
     let request = g.mock.requests().last().unwrap().clone();
     let messages = request["messages"].as_array().unwrap();
     let exec = messages

@@ -1,5 +1,6 @@
 mod approvals;
 mod artifacts;
+mod call_ends;
 mod cell_approvals;
 mod cells;
 mod client_tools;

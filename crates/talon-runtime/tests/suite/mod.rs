@@ -129,5 +129,6 @@ pub fn spec(
         redact: Vec::new(),
         history: Conversation::default(),
         start: Start::Message(message.into()),
+        settled: Vec::new(),
     }
 }

@@ -268,8 +268,10 @@ fn telemetry(events: &[Value]) -> Value {
 
 /// `value` without what varies between runs of the same test on either
 /// wire: a redactor's ids and times, the run id in a message id
-/// (`msg_<run id>_0001`), a cell snapshot's size (the QuickJS heap's), and
-/// `raw` (the provider's own reply, which is the wire's).
+/// (`msg_<run id>_0001`), a cell snapshot's size (the QuickJS heap's),
+/// `raw` (the provider's own reply, which is the wire's), and the
+/// telemetry's bytes of tools (counted in the wire's format; checked to
+/// add up here, and against the recorded requests by the tests).
 fn stable(r: &mut Redactor, value: &Value) -> Value {
     fn walk(r: &mut Redactor, value: &mut Value) {
         match value {
@@ -277,6 +279,15 @@ fn stable(r: &mut Redactor, value: &Value) -> Value {
                 map.remove("raw");
                 if map.contains_key("event") && map.contains_key("bytes") {
                     map.insert("bytes".into(), "<bytes>".into());
+                }
+                if let (Some(tools), Some(prompt), Some(calls)) = (
+                    map.get("toolBytes").and_then(Value::as_u64),
+                    map.get("promptBytes").and_then(Value::as_u64),
+                    map.get("modelCalls").and_then(Value::as_u64),
+                ) {
+                    assert_eq!(map["bytesSent"], (tools + prompt) * calls, "{map:?}");
+                    map.insert("toolBytes".into(), "<wire bytes>".into());
+                    map.insert("bytesSent".into(), "<wire bytes>".into());
                 }
                 map.values_mut().for_each(|v| walk(r, v));
             }

@@ -111,6 +111,14 @@ fn tool_search_plan(wire: Wire) {
         "direct {direct_bytes} B, Tool Search {search_bytes} B"
     );
     let (direct_t, search_t) = (telemetry(&direct_events), telemetry(&search_events));
+    // The telemetry counts the tools as the provider sent them.
+    assert_eq!(
+        (&direct_t["toolBytes"], &search_t["toolBytes"]),
+        (
+            &json!(direct_request["tools"].to_string().len()),
+            &json!(search_request["tools"].to_string().len())
+        )
+    );
     for key in ["toolBytes", "bytesSent"] {
         let (d, s) = (
             direct_t[key].as_u64().unwrap(),
