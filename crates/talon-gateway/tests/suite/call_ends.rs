@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 
 use super::{Options, TestGateway, call_then_say};
 
-/// The run's `tool.call.*` events as (type, callId, parentId, status).
-fn calls(events: &[Value]) -> Vec<Value> {
+/// A run's `tool.call.*` events but its deltas, each as
+/// `[type, callId, parentId, status]`.
+pub(super) fn calls(events: &[Value]) -> Vec<Value> {
     events
         .iter()
         .filter(|e| {

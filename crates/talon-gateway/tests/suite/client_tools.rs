@@ -7,27 +7,19 @@ use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
 use talon_testing::redact::{Redactor, redacted};
 
 use super::artifacts::sized;
+use super::call_ends::calls;
 use super::env_support::run_events;
 use super::runs::whole;
 use super::ws::{Transport, connect};
 use super::{Options, TestGateway};
 
 /// The tool calls' ends (`tool.call.completed` / `failed`) in run
-/// `run_id`'s log, each as (type, callId, parentId, status).
+/// `run_id`'s log, as [`calls`] gives them.
 async fn call_ends(g: &TestGateway, run_id: &Value) -> Vec<Value> {
-    run_events(g, run_id).await["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == "tool.call.completed" || e["type"] == "tool.call.failed")
-        .map(|e| {
-            json!([
-                e["type"],
-                e["data"]["callId"],
-                e["data"]["parentId"],
-                e["data"]["status"]
-            ])
-        })
+    let page = run_events(g, run_id).await;
+    calls(page["events"].as_array().unwrap())
+        .into_iter()
+        .filter(|call| call[0] != "tool.call.started")
         .collect()
 }
 

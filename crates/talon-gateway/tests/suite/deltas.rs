@@ -3,9 +3,8 @@
 //! as it arrives, each delta carrying the model's call it belongs to.
 
 use serde_json::{Value, json};
-use talon_mock_model::{Replay, Script, Turn};
 
-use super::{Options, TestGateway, tool_turn};
+use super::{Options, TestGateway, call_then_say};
 
 #[tokio::test]
 async fn a_cells_console_and_its_commands_output_stream_as_deltas_with_their_parent() {
@@ -13,17 +12,7 @@ async fn a_cells_console_and_its_commands_output_stream_as_deltas_with_their_par
                 const r = await tools.exec({command: 'printf one; sleep 0.4; printf two'}); \
                 return r.stdout;";
     let g = TestGateway::start_opts(Options {
-        script: Script {
-            turns: vec![
-                tool_turn("exec", json!({"code": code})),
-                Turn {
-                    text: Some("ok".into()),
-                    ..Turn::default()
-                },
-            ],
-            replay: Replay::PerRun,
-            ..Script::default()
-        },
+        script: call_then_say("exec", json!({"code": code}), "ok"),
         config: json!({"tools": {"approvals": "allow", "codeMode": {"enabled": true}}}),
         ..Options::default()
     })
@@ -56,17 +45,7 @@ async fn a_flood_of_output_is_a_few_deltas_that_account_for_every_byte() {
     let line = "0123456789abcdefghijklmnopqrstuvwxyz\n";
     let command = "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 3000000; echo end >&2";
     let g = TestGateway::start_opts(Options {
-        script: Script {
-            turns: vec![
-                tool_turn("exec", json!({"command": command})),
-                Turn {
-                    text: Some("ok".into()),
-                    ..Turn::default()
-                },
-            ],
-            replay: Replay::PerRun,
-            ..Script::default()
-        },
+        script: call_then_say("exec", json!({"command": command}), "ok"),
         config: json!({"tools": {"approvals": "allow"}}),
         ..Options::default()
     })
