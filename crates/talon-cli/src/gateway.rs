@@ -335,6 +335,10 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             base_url: mock.as_ref().map(crate::mock::url),
         };
         let agents = config_agents(&config);
+        // With neither a provider nor the mock, every run would fail: say
+        // so at start, with where to look.
+        let no_model = mock.is_none()
+            && talon_runtime::provider::providers(&config).is_ok_and(|all| all.is_empty());
         let host = match Host::new(Arc::new(config), route) {
             Ok(host) => Arc::new(host),
             Err(e) => return fail(2, &e.to_string()),
@@ -381,6 +385,13 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             "talon gateway: listening on http://{}",
             running.addr
         );
+        if no_model {
+            let _ = writeln!(
+                std::io::stderr(),
+                "talon gateway: no model is configured (models.providers is empty), so every run will fail; \
+                 add a provider (docs/configuration.md){OR_MOCK}"
+            );
+        }
         wait_for_signal().await;
         let _ = writeln!(std::io::stderr(), "talon gateway: shutting down");
         running.shutdown().await;
@@ -390,6 +401,12 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         ExitCode::SUCCESS
     })
 }
+
+/// The other way to serve runs without a provider, where the build has it.
+#[cfg(feature = "mock-model")]
+const OR_MOCK: &str = " or start with --mock-script FILE";
+#[cfg(not(feature = "mock-model"))]
+const OR_MOCK: &str = "";
 
 /// SIGTERM or SIGINT (Ctrl-C).
 async fn wait_for_signal() {

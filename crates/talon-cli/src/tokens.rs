@@ -37,7 +37,7 @@ fn scope_help() -> String {
             scope.describe()
         ));
     }
-    help.push_str("\nExample: talon token create --scope app --name web --expires-in 30d");
+    help.push_str("\nExample: talon token create --preset app --name web --expires-in 30d");
     help
 }
 
@@ -47,10 +47,14 @@ pub enum TokenCommand {
     /// Mint a token and print it once, alone on its line.
     #[command(after_long_help = scope_help())]
     Create {
-        /// What it may do: a preset (`app`, `viewer`, `admin`) or a scope
-        /// (`agent.run`); repeat or separate with commas. `--help` lists
-        /// them all.
-        #[arg(long = "scope", required = true)]
+        /// What it may do, as a preset: `app`, `viewer` or `admin`
+        /// (`--help` lists their scopes).
+        #[arg(long, required_unless_present = "scopes")]
+        preset: Option<String>,
+        /// What it may do, scope by scope (`agent.run`) or preset by preset;
+        /// repeat or separate with commas; adds to `--preset`. `--help`
+        /// lists them all.
+        #[arg(long = "scope")]
         scopes: Vec<String>,
         /// A name for people.
         #[arg(long)]
@@ -108,6 +112,7 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
         let now = talon_store::now_ms();
         let code = match command {
             TokenCommand::Create {
+                preset,
                 scopes,
                 name,
                 expires_in,
@@ -115,7 +120,17 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
                 agents,
                 ..
             } => {
-                let parsed = match expand_scopes(scopes.iter().map(String::as_str)) {
+                if let Some(preset) = &preset
+                    && ScopePreset::parse(preset).is_none()
+                {
+                    let known: Vec<&str> = ScopePreset::ALL.iter().map(|p| p.as_str()).collect();
+                    return fail(
+                        2,
+                        &format!("--preset {preset:?}: expected one of {}", known.join(", ")),
+                    );
+                }
+                let words = preset.iter().chain(&scopes).map(String::as_str);
+                let parsed = match expand_scopes(words) {
                     Ok(parsed) => parsed,
                     Err(message) => return fail(2, &format!("--scope: {message}")),
                 };

@@ -82,6 +82,7 @@ pub(crate) async fn guard(
             OriginVerdict::SameOrigin => None,
             OriginVerdict::Listed(origin) => Some(origin),
             OriginVerdict::Refused(shown) => {
+                log_refused("origin", &shown, "gateway.security.allowedOrigins");
                 return refuse(
                     StatusCode::FORBIDDEN,
                     ApiError::new(
@@ -165,6 +166,30 @@ fn allow(headers: &mut HeaderMap, origin: &HeaderValue) {
     headers.append(header::VARY, HeaderValue::from_static("origin"));
 }
 
+/// How often a refused Host or Origin is logged at `warn`; the others in
+/// between go to `debug`, so a flood of refused requests cannot flood the
+/// log.
+const REFUSED_WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Logs a request refused for its `what` (`host` or `origin`), naming the
+/// config key that admits it: an operator whose page or proxy is refused
+/// learns what to change from the log alone.
+fn log_refused(what: &'static str, shown: &str, key: &'static str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = talon_store::now_ms();
+    let last = LAST.load(Ordering::Relaxed);
+    let due = now.saturating_sub(last) >= REFUSED_WARN_EVERY.as_millis() as u64
+        && LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+    if due {
+        tracing::warn!(what, refused = ?shown, key, "a request was refused for its {what}; to accept it, list it in {key} (further refusals this minute are logged at debug)");
+    } else {
+        tracing::debug!(what, refused = ?shown, key, "a request was refused for its {what}");
+    }
+}
+
 fn refuse(status: StatusCode, error: ApiError) -> Response {
     (status, axum::Json(serde_json::json!({"error": error}))).into_response()
 }
@@ -220,6 +245,7 @@ fn allowed_host(
         Ok(host)
     } else {
         let shown: String = host.chars().take(64).collect();
+        log_refused("host", &shown, "gateway.security.allowedHosts");
         misdirected(format!(
             "this gateway does not answer to the host {shown:?}; list it in gateway.security.allowedHosts"
         ))

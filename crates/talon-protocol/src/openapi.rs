@@ -239,7 +239,7 @@ pub fn openapi() -> Value {
                  Generated from talon-protocol's method table; do not edit.",
                 crate::schema::TIME_CONVENTION
             ),
-            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+            "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"},
         },
         "tags": tags(),
         "servers": [{"url": "/", "description": "The gateway that serves this document."}],

@@ -78,6 +78,24 @@ fn the_gateway_serves_with_its_first_admin_token_and_stops_on_sigterm() {
     assert!(post(&addr, secret.trim(), "agents.list", "{}").starts_with("HTTP/1.1 200"));
     let forbidden = post(&addr, secret.trim(), "sessions.list", "{}");
     assert!(forbidden.starts_with("HTTP/1.1 403"), "{forbidden}");
+    // A page of another origin is refused, twice: the log says once, at
+    // warn, which key admits it.
+    for _ in 0..2 {
+        let page = {
+            use std::io::Write as _;
+            let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+            write!(
+                stream,
+                "POST /v1/agents.list HTTP/1.1\r\nHost: {addr}\r\nOrigin: https://app.example.com\r\n\
+                 Authorization: Bearer {admin}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+            )
+            .unwrap();
+            let mut response = String::new();
+            stream.read_to_string(&mut response).unwrap();
+            response
+        };
+        assert!(page.starts_with("HTTP/1.1 403"), "{page}");
+    }
     // SIGTERM: a clean stop.
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -91,6 +109,22 @@ fn the_gateway_serves_with_its_first_admin_token_and_stops_on_sigterm() {
     assert!(
         !rest.contains(&admin) && !rest.contains(secret.trim()),
         "a secret was logged: {rest}"
+    );
+    // No provider and no mock: the start says every run will fail.
+    assert!(
+        rest.lines().next().is_some_and(|l| l.starts_with(
+            "talon gateway: no model is configured (models.providers is empty), so every run will fail; \
+             add a provider (docs/configuration.md)"
+        )),
+        "{rest}"
+    );
+    let warned: Vec<&str> = rest
+        .lines()
+        .filter(|l| l.contains("gateway.security.allowedOrigins"))
+        .collect();
+    assert!(
+        warned.len() == 1 && warned[0].contains("WARN") && warned[0].contains("app.example.com"),
+        "{rest}"
     );
 }
 

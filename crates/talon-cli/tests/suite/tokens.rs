@@ -1,6 +1,6 @@
 //! `talon token`: tokens are created from presets and scopes (printed
 //! alone on stdout), listed without secrets, revoked; `--help` lists every
-//! preset and scope; the README's `--scope app` token runs an agent,
+//! preset and scope; the README's `--preset app` token runs an agent,
 //! waits for it and streams its events.
 
 use super::gateway::{body, post, start_gateway, stream_until, talon};
@@ -52,6 +52,9 @@ fn tokens_are_created_listed_and_revoked() {
     for args in [
         &["token", "create", "--scope", "root"][..],
         &["token", "create", "--scope", ","][..],
+        &["token", "create", "--preset", "root"][..],
+        &["token", "create", "--preset", "agent.run"][..],
+        &["token", "create", "--name", "neither"][..],
         &[
             "token",
             "create",
@@ -140,7 +143,7 @@ Scopes:
   metrics.read       read the Prometheus metrics (GET /metrics)
   admin              every method; only admin opens these: agents.create, agents.update, tokens.create, tokens.list, tokens.revoke
 
-Example: talon token create --scope app --name web --expires-in 30d"
+Example: talon token create --preset app --name web --expires-in 30d"
     );
 }
 
@@ -157,7 +160,7 @@ fn the_readmes_app_token_runs_waits_and_streams() {
         &[
             "token",
             "create",
-            "--scope",
+            "--preset",
             "app",
             "--name",
             "web",

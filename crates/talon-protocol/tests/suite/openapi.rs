@@ -186,7 +186,7 @@ fn the_document_names_its_server_and_license() {
     );
     assert_eq!(
         doc["info"]["license"],
-        json!({"name": "Apache-2.0", "identifier": "Apache-2.0"})
+        json!({"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"})
     );
     let public: Vec<&str> = doc["paths"]
         .as_object()

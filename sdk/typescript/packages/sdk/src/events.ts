@@ -11,7 +11,7 @@
 
 import { TalonError } from "./errors.js";
 import type { EventType, TalonEvent, TicketStream } from "./generated/types.js";
-import { errorOf, sleep, type HttpCaller } from "./http.js";
+import { errorOf, sleep, unreachable, type HttpCaller } from "./http.js";
 import { frames } from "./sse.js";
 import { validate } from "./validate.js";
 
@@ -192,7 +192,7 @@ export class EventStream implements AsyncIterable<TalonEvent> {
       response = await this.#caller.fetch(url, { headers, signal });
     } catch (cause) {
       if (signal.aborted) throw cause;
-      throw new TalonError(`the gateway at ${url.origin} could not be reached: ${String(cause)}`, {
+      throw new TalonError(unreachable(url, cause), {
         code: "unavailable",
         retryable: true,
         method: `GET ${this.#path()}`,

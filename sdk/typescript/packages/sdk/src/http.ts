@@ -51,6 +51,22 @@ export function idempotencyKey(): string {
   return `sdk-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+/**
+ * Why a request did not reach the gateway at `url`, naming the likely
+ * cause: from a page on another origin a refused CORS request looks like
+ * a network error, so the page's origin is named with the config key that
+ * lets it in.
+ */
+export function unreachable(url: URL, cause: unknown): string {
+  const said = `the gateway at ${url.origin} could not be reached: ${String(cause)}`;
+  const page = (globalThis as { location?: { origin?: unknown } }).location?.origin;
+  if (typeof page !== "string" || page === "null" || page === url.origin) return said;
+  return (
+    `${said}. From this page (${page}) the likely cause is the browser's CORS check: ` +
+    `the gateway answers pages of another origin only when it is listed in gateway.security.allowedOrigins`
+  );
+}
+
 /** The gateway's base URL, checked and without a trailing slash. */
 export function baseUrlOf(text: string): URL {
   let url: URL;
@@ -265,7 +281,7 @@ export class HttpCaller implements Caller {
       });
     } catch (cause) {
       if (signal.aborted || cause instanceof TalonError) throw cause;
-      throw new TalonError(`the gateway at ${this.base.origin} could not be reached: ${String(cause)}`, {
+      throw new TalonError(unreachable(this.base, cause), {
         code: "unavailable",
         retryable: true,
         method,

@@ -108,6 +108,39 @@ describe("the call path", () => {
     assert.equal(requests, 0);
   });
 
+  it("says an unreachable gateway is likely CORS from a page of another origin", async () => {
+    const broken = new HttpCaller({
+      baseUrl: "http://127.0.0.1:9",
+      maxRetries: 0,
+      fetch: async () => {
+        throw new TypeError("Failed to fetch");
+      },
+    });
+    const client = new GatewayClient(broken);
+    const messageOf = async () => {
+      try {
+        await client.agents.list();
+      } catch (e) {
+        assert.ok(e instanceof TalonError && e.code === "unavailable");
+        return e.message;
+      }
+      assert.fail("the call should fail");
+    };
+    assert.equal(await messageOf(), "the gateway at http://127.0.0.1:9 could not be reached: TypeError: Failed to fetch");
+    const global = globalThis as { location?: unknown };
+    global.location = { origin: "https://app.example.com" };
+    try {
+      assert.equal(
+        await messageOf(),
+        "the gateway at http://127.0.0.1:9 could not be reached: TypeError: Failed to fetch. " +
+          "From this page (https://app.example.com) the likely cause is the browser's CORS check: " +
+          "the gateway answers pages of another origin only when it is listed in gateway.security.allowedOrigins",
+      );
+    } finally {
+      delete global.location;
+    }
+  });
+
   it("maps a foreign body by its status and honours Retry-After on a read", async () => {
     const seen: Array<{ url: string; body: unknown }> = [];
     let calls = 0;
