@@ -3,6 +3,11 @@
 // external stores with `useSyncExternalStore`, which stream while mounted
 // (one stream per key, StrictMode included), resume from a saved cursor
 // on their next mount, and render their initial state on a server.
+//
+// Hooks and context run only in client components: the directive tells
+// React Server Components bundlers (Next.js's App Router) so, and a server
+// component imports this package only through a client boundary.
+"use client";
 
 export { TalonProvider, useTalon, type TalonProviderProps } from "./provider.js";
 export { useRun, type RunState, type UseRunOptions, type UseRunResult } from "./run.js";

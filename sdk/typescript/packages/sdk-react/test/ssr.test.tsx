@@ -2,7 +2,10 @@
 // `react-dom/server` where there is no `window`, makes no request, and
 // renders each hook's initial state.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { renderToString } from "react-dom/server";
 
 import { Talon } from "@talon/sdk";
@@ -72,5 +75,19 @@ describe("server rendering", () => {
     assert.throws(() => renderToString(<Page />), {
       message: "useTalon must be used inside <TalonProvider> (none is above this component)",
     });
+  });
+});
+
+describe("the client boundary", () => {
+  it("marks both builds' entry a client module, its first statement", () => {
+    const cjs = createRequire(import.meta.url).resolve("@talon/sdk-react");
+    const esm = fileURLToPath(import.meta.resolve("@talon/sdk-react"));
+    for (const file of [esm, cjs]) {
+      const statements = readFileSync(file, "utf8")
+        .split("\n")
+        .map((line) => line.trim())
+        .filter((line) => line !== "" && !line.startsWith("//") && line !== '"use strict";');
+      assert.equal(statements[0], '"use client";', file);
+    }
   });
 });

@@ -20,6 +20,8 @@ export interface TalonErrorInit {
   status?: number | undefined;
   /** The method or stream it came from (`runs.create`, `GET /v1/events`). */
   method?: string | undefined;
+  /** The gateway's id of the request (`x-request-id` on its answer): quote it to an operator, who finds it in the gateway's log. */
+  requestId?: string | undefined;
   /** What caused it (a network error, an abort reason). */
   cause?: unknown;
 }
@@ -42,6 +44,8 @@ export class TalonError extends Error {
   readonly status: number | undefined;
   /** The method or stream it came from. */
   readonly method: string | undefined;
+  /** The gateway's id of the request (`x-request-id` on its answer), when it answered. */
+  readonly requestId: string | undefined;
 
   constructor(message: string, init: TalonErrorInit) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -52,6 +56,7 @@ export class TalonError extends Error {
     this.details = init.details;
     this.status = init.status;
     this.method = init.method;
+    this.requestId = init.requestId;
   }
 
   /** The error as the protocol's `ApiError`. */
@@ -63,7 +68,10 @@ export class TalonError extends Error {
   }
 
   /** An error from the protocol's `ApiError` body. */
-  static fromApiError(error: ApiError, context: { status?: number; method?: string } = {}): TalonError {
+  static fromApiError(
+    error: ApiError,
+    context: { status?: number; method?: string; requestId?: string | undefined } = {},
+  ): TalonError {
     return new TalonError(error.message, {
       code: knownCode(error.code),
       retryable: error.retryable,
@@ -71,6 +79,7 @@ export class TalonError extends Error {
       details: error.details,
       status: context.status,
       method: context.method,
+      requestId: context.requestId,
     });
   }
 }

@@ -134,6 +134,7 @@ export function deadline(signal: AbortSignal | undefined, timeoutMs: number): De
 
 /** The error a non-success answer carries: the protocol's, or one made from the status. */
 export async function errorOf(response: Response, method: string): Promise<TalonError> {
+  const requestId = response.headers.get("x-request-id") ?? undefined;
   const header = response.headers.get("retry-after");
   const seconds = header === null ? NaN : Number(header.trim());
   const retryAfterMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
@@ -154,7 +155,7 @@ export async function errorOf(response: Response, method: string): Promise<Talon
     const api = error as ApiError;
     return TalonError.fromApiError(
       { ...api, retryAfterMs: api.retryAfterMs ?? retryAfterMs ?? null },
-      { status: response.status, method },
+      { status: response.status, method, requestId },
     );
   }
   const code = codeOfStatus(response.status);
@@ -164,6 +165,7 @@ export async function errorOf(response: Response, method: string): Promise<Talon
     retryAfterMs,
     status: response.status,
     method,
+    requestId,
   });
 }
 

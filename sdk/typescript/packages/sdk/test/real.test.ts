@@ -1,6 +1,7 @@
 // What only a real `talon gateway` has, configured: event retention (a
 // cursor older than what is kept ends the stream with `cursor_expired`,
-// never silence) and the default approval policy as the ToolSpace shows it.
+// never silence), the default approval policy as the ToolSpace shows it,
+// and the gateway's own request id on an error.
 // Everything else runs against both servers in contract/.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -64,5 +65,15 @@ describe("the default approval policy (real gateway)", () => {
       { name: "write", source: "core", requiresApproval: true },
     ]);
     await run.wait();
+  });
+
+  it("an error carries the gateway's request id, which its log names", async () => {
+    const talon = new Talon({ baseUrl: gateway.url, token: gateway.token });
+    await assert.rejects(talon.client.runs.get("run_missing"), (e: unknown) => {
+      assert.ok(e instanceof TalonError);
+      assert.equal(e.code, "not_found");
+      assert.match(String(e.requestId), /^req_[0-9a-f]{24}$/);
+      return true;
+    });
   });
 });

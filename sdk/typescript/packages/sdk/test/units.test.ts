@@ -172,7 +172,7 @@ describe("the call path", () => {
         keys.push(sent.idempotencyKey);
         return Response.json(
           { error: { code: "unavailable", message: "draining", retryable: true, retryAfterMs: 1 } },
-          { status: 503 },
+          { status: 503, headers: { "x-request-id": `req_${keys.length}` } },
         );
       },
     });
@@ -180,8 +180,15 @@ describe("the call path", () => {
     await assert.rejects(client.runs.create({ input: "hi" }), (e: unknown) => {
       assert.ok(e instanceof TalonError);
       assert.deepEqual(
-        { code: e.code, retryable: e.retryable, retryAfterMs: e.retryAfterMs, status: e.status, method: e.method },
-        { code: "unavailable", retryable: true, retryAfterMs: 1, status: 503, method: "runs.create" },
+        {
+          code: e.code,
+          retryable: e.retryable,
+          retryAfterMs: e.retryAfterMs,
+          status: e.status,
+          method: e.method,
+          requestId: e.requestId,
+        },
+        { code: "unavailable", retryable: true, retryAfterMs: 1, status: 503, method: "runs.create", requestId: "req_3" },
       );
       return true;
     });
