@@ -12,7 +12,10 @@
 //!
 //! Every method goes through one [`Caller`](#) (the hand-written
 //! transport), which checks the table's `stability`, fills in an
-//! idempotency key and retries by the method's effect.
+//! idempotency key and retries by the method's effect. A list method (its
+//! params take `cursor`, its result has `nextCursor` beside one array)
+//! returns a `PagePromise` (hand-written, `pages.ts`): awaited, the first
+//! page; iterated with `for await`, every item of every page.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -103,7 +106,11 @@ fn render(doc: &Value, method: &Value) -> Rendered {
         "\n\n`{name}`: needs `{}`; {effect}; {stability}.",
         method["scope"].as_str().unwrap_or_default()
     );
-    let result_type = format!("Promise<T.{result}>");
+    let paged = paged_items(doc, &params, &result);
+    let result_type = match &paged {
+        Some(items) => format!("PagePromise<T.{result}, T.{result}[\"{items}\"][number]>"),
+        None => format!("Promise<T.{result}>"),
+    };
     // The arguments before `options`: (name, declaration).
     let mut args: Vec<(&str, String)> = Vec::new();
     let call_params = if params == "Empty" {
@@ -139,10 +146,44 @@ fn render(doc: &Value, method: &Value) -> Rendered {
         "  {function}({declared}options?: CallOptions): {result_type};"
     );
     let names: String = args.iter().map(|(n, _)| format!("{n}, ")).collect();
-    let body = format!(
-        "      {function}: ({names}options) =>\n        caller.call(\"{name}\", {call_params}, options),\n"
-    );
+    let body = match &paged {
+        // Awaited, the first page; iterated, every item of every page.
+        Some(items) => format!(
+            "      {function}: ({names}options) =>\n        new PagePromise(\n          \
+             (cursor) =>\n            caller.call(\"{name}\", cursor === undefined ? {call_params} : \
+             {{ ...({call_params}), cursor }}, options),\n          \
+             (page) => page.{items},\n          (page) => page.nextCursor,\n        ),\n"
+        ),
+        None => format!(
+            "      {function}: ({names}options) =>\n        caller.call(\"{name}\", {call_params}, options),\n"
+        ),
+    };
     Rendered { signature, body }
+}
+
+/// The items' property of a list method's result, when the method pages:
+/// its params take a `cursor` and its result has `nextCursor` beside one
+/// array (`agents`, `runs`, ...).
+fn paged_items(doc: &Value, params: &str, result: &str) -> Option<String> {
+    let properties = |name: &str| {
+        defs(doc)
+            .get(name)
+            .and_then(|d| d.get("properties"))
+            .and_then(Value::as_object)
+    };
+    let takes_cursor = properties(params).is_some_and(|p| p.contains_key("cursor"));
+    let result = properties(result)?;
+    if !takes_cursor || !result.contains_key("nextCursor") {
+        return None;
+    }
+    let mut arrays = result
+        .iter()
+        .filter(|(_, schema)| schema["type"] == "array")
+        .map(|(name, _)| name.clone());
+    match (arrays.next(), arrays.next()) {
+        (Some(items), None) => Some(items),
+        _ => None,
+    }
 }
 
 /// Whether the params type has no property but its required ones.
@@ -173,6 +214,7 @@ pub(super) fn client(doc: &Value) -> String {
     out.push_str(
         "//\n// The low-level client: one namespace per resource, one function per method\n\
          // of the table.\n\n\
+         import { PagePromise } from \"../pages.js\";\n\
          import type { MethodName, MethodTypes } from \"./methods.js\";\n\
          import type * as T from \"./types.js\";\n\n\
          /** Per-call options: cancellation, a deadline, retries. */\n\

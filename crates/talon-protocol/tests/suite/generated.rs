@@ -68,10 +68,11 @@ fn every_method_has_a_client_function_and_a_row() {
         "  get(agentId: T.AgentRef[\"agentId\"], options?: CallOptions): Promise<T.Agent>;",
         "  respond(approvalId: T.ApprovalsRespondParams[\"approvalId\"], params: Omit<T.ApprovalsRespondParams, \"approvalId\">, options?: CallOptions): Promise<T.Approval>;",
         "  invoke(tool: T.ToolsInvokeParams[\"tool\"], params: Omit<T.ToolsInvokeParams, \"tool\">, options?: CallOptions): Promise<T.ToolsInvokeResult>;",
-        "  list(params?: T.AgentsListParams, options?: CallOptions): Promise<T.AgentsListResult>;",
+        // A list: awaited, its first page; iterated, every item.
+        "  list(params?: T.AgentsListParams, options?: CallOptions): PagePromise<T.AgentsListResult, T.AgentsListResult[\"agents\"][number]>;",
         "  status(options?: CallOptions): Promise<T.ModelsStatusResult>;",
         "  create(params: T.RunsCreateParams, options?: CallOptions): Promise<T.RunAccepted>;",
-        "  list(params?: T.RunsListParams, options?: CallOptions): Promise<T.RunsListResult>;",
+        "  list(params?: T.RunsListParams, options?: CallOptions): PagePromise<T.RunsListResult, T.RunsListResult[\"runs\"][number]>;",
     ] {
         assert!(client.contains(signature), "{signature}");
     }

@@ -15,6 +15,7 @@ export { WsCaller, Subscription } from "./ws.js";
 export { validate, hasSchema, MAX_DEPTH, type ValidationIssue, type ValidateOptions } from "./validate.js";
 export { frames, MAX_FRAME, type Frame } from "./sse.js";
 export { GatewayClient, type CallOptions, type Caller } from "./generated/client.js";
+export { PagePromise, type PageFetcher } from "./pages.js";
 export { METHODS, type MethodInfo, type MethodName, type MethodTypes, type Effect, type Stability } from "./generated/methods.js";
 export * from "./generated/types.js";
 /** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */

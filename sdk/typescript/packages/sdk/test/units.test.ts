@@ -141,6 +141,39 @@ describe("the call path", () => {
     }
   });
 
+  it("a list is its first page awaited, and every item of every page iterated", async () => {
+    const agents = ["a", "b", "c", "d", "e"].map((id) => ({ id, source: "config" }));
+    const asked: unknown[] = [];
+    const caller = new HttpCaller({
+      baseUrl: "http://127.0.0.1:9",
+      fetch: async (_url, init) => {
+        const params = JSON.parse(String(init?.body)) as { cursor?: string; limit?: number };
+        asked.push(params);
+        const from = params.cursor === undefined ? 0 : agents.findIndex((a) => a.id === params.cursor) + 1;
+        const page = agents.slice(from, from + (params.limit ?? 100));
+        const more = from + page.length < agents.length;
+        return Response.json({ agents: page, ...(more ? { nextCursor: page[page.length - 1]?.id } : {}) });
+      },
+    });
+    const client = new GatewayClient(caller);
+    assert.deepEqual(await client.agents.list({ limit: 2 }), { agents: agents.slice(0, 2), nextCursor: "b" });
+    assert.deepEqual(asked, [{ limit: 2 }]);
+    asked.length = 0;
+    const seen: string[] = [];
+    for await (const agent of client.agents.list({ limit: 2 })) seen.push(agent.id);
+    assert.deepEqual(seen, ["a", "b", "c", "d", "e"]);
+    assert.deepEqual(asked, [{ limit: 2 }, { limit: 2, cursor: "b" }, { limit: 2, cursor: "d" }]);
+    // Nothing is asked until it is awaited or iterated; a break stops it.
+    asked.length = 0;
+    const lazy = client.agents.list({ limit: 2 });
+    assert.deepEqual(asked, []);
+    for await (const agent of lazy) {
+      assert.equal(agent.id, "a");
+      break;
+    }
+    assert.deepEqual(asked, [{ limit: 2 }]);
+  });
+
   it("maps a foreign body by its status and honours Retry-After on a read", async () => {
     const seen: Array<{ url: string; body: unknown }> = [];
     let calls = 0;

@@ -4,6 +4,7 @@
 // The low-level client: one namespace per resource, one function per method
 // of the table.
 
+import { PagePromise } from "../pages.js";
 import type { MethodName, MethodTypes } from "./methods.js";
 import type * as T from "./types.js";
 
@@ -33,7 +34,7 @@ export interface AgentsMethods {
    *
    * `agents.list`: needs `agent.read`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.AgentsListParams, options?: CallOptions): Promise<T.AgentsListResult>;
+  list(params?: T.AgentsListParams, options?: CallOptions): PagePromise<T.AgentsListResult, T.AgentsListResult["agents"][number]>;
   /**
    * One agent.
    *
@@ -61,7 +62,7 @@ export interface SessionsMethods {
    *
    * `sessions.list`: needs `session.read`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.SessionsListParams, options?: CallOptions): Promise<T.SessionsListResult>;
+  list(params?: T.SessionsListParams, options?: CallOptions): PagePromise<T.SessionsListResult, T.SessionsListResult["sessions"][number]>;
   /**
    * Creates a session.
    *
@@ -131,7 +132,7 @@ export interface RunsMethods {
    *
    * `runs.list`: needs `session.read`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.RunsListParams, options?: CallOptions): Promise<T.RunsListResult>;
+  list(params?: T.RunsListParams, options?: CallOptions): PagePromise<T.RunsListResult, T.RunsListResult["runs"][number]>;
   /**
    * One run.
    *
@@ -199,7 +200,7 @@ export interface ModelsMethods {
    *
    * `models.list`: needs `agent.read`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.ModelsListParams, options?: CallOptions): Promise<T.ModelsListResult>;
+  list(params?: T.ModelsListParams, options?: CallOptions): PagePromise<T.ModelsListResult, T.ModelsListResult["models"][number]>;
   /**
    * Providers' credentials (the gateway's `models.authStatus`).
    *
@@ -215,7 +216,7 @@ export interface ToolsMethods {
    *
    * `tools.list`: needs `agent.read`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.ToolsListParams, options?: CallOptions): Promise<T.ToolsListResult>;
+  list(params?: T.ToolsListParams, options?: CallOptions): PagePromise<T.ToolsListResult, T.ToolsListResult["tools"][number]>;
   /**
    * Calls one tool directly, through policy and approvals.
    *
@@ -231,7 +232,7 @@ export interface ArtifactsMethods {
    *
    * `artifacts.list`: needs `artifacts.read`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.ArtifactsListParams, options?: CallOptions): Promise<T.ArtifactsListResult>;
+  list(params?: T.ArtifactsListParams, options?: CallOptions): PagePromise<T.ArtifactsListResult, T.ArtifactsListResult["artifacts"][number]>;
   /**
    * One artifact's summary.
    *
@@ -253,7 +254,7 @@ export interface ApprovalsMethods {
    *
    * `approvals.list`: needs `session.read`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.ApprovalsListParams, options?: CallOptions): Promise<T.ApprovalsListResult>;
+  list(params?: T.ApprovalsListParams, options?: CallOptions): PagePromise<T.ApprovalsListResult, T.ApprovalsListResult["approvals"][number]>;
   /**
    * Decides an approval (the first decision wins).
    *
@@ -269,7 +270,7 @@ export interface QuestionsMethods {
    *
    * `questions.list`: needs `session.read`; reads, retried on a retryable error; experimental.
    */
-  list(params?: T.QuestionsListParams, options?: CallOptions): Promise<T.QuestionsListResult>;
+  list(params?: T.QuestionsListParams, options?: CallOptions): PagePromise<T.QuestionsListResult, T.QuestionsListResult["questions"][number]>;
   /**
    * Answers a question.
    *
@@ -285,7 +286,7 @@ export interface EnvironmentsMethods {
    *
    * `environments.list`: needs `agent.read`; reads, retried on a retryable error; experimental.
    */
-  list(params?: T.EnvironmentsListParams, options?: CallOptions): Promise<T.EnvironmentsListResult>;
+  list(params?: T.EnvironmentsListParams, options?: CallOptions): PagePromise<T.EnvironmentsListResult, T.EnvironmentsListResult["environments"][number]>;
   /**
    * Creates an environment: its provider prepares the workspace.
    *
@@ -341,7 +342,7 @@ export interface TokensMethods {
    *
    * `tokens.list`: needs `admin`; reads, retried on a retryable error; stable.
    */
-  list(params?: T.TokensListParams, options?: CallOptions): Promise<T.TokensListResult>;
+  list(params?: T.TokensListParams, options?: CallOptions): PagePromise<T.TokensListResult, T.TokensListResult["tokens"][number]>;
   /**
    * Revokes a token and every token minted under it (theirs too): each stops working at once, and its streams and sockets end within a second on every node. A retry answers the same tokens.
    *
@@ -368,7 +369,12 @@ export class GatewayClient {
   constructor(caller: Caller) {
     this.agents = {
       list: (params, options) =>
-        caller.call("agents.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("agents.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.agents,
+          (page) => page.nextCursor,
+        ),
       get: (agentId, options) =>
         caller.call("agents.get", { agentId }, options),
       create: (params, options) =>
@@ -378,7 +384,12 @@ export class GatewayClient {
     };
     this.sessions = {
       list: (params, options) =>
-        caller.call("sessions.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("sessions.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.sessions,
+          (page) => page.nextCursor,
+        ),
       create: (params, options) =>
         caller.call("sessions.create", params, options),
       resolve: (params, options) =>
@@ -402,7 +413,12 @@ export class GatewayClient {
       create: (params, options) =>
         caller.call("runs.create", params, options),
       list: (params, options) =>
-        caller.call("runs.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("runs.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.runs,
+          (page) => page.nextCursor,
+        ),
       get: (runId, options) =>
         caller.call("runs.get", { runId }, options),
       events: (runId, params, options) =>
@@ -426,19 +442,34 @@ export class GatewayClient {
     };
     this.models = {
       list: (params, options) =>
-        caller.call("models.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("models.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.models,
+          (page) => page.nextCursor,
+        ),
       status: (options) =>
         caller.call("models.status", {}, options),
     };
     this.tools = {
       list: (params, options) =>
-        caller.call("tools.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("tools.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.tools,
+          (page) => page.nextCursor,
+        ),
       invoke: (tool, params, options) =>
         caller.call("tools.invoke", { ...params, tool }, options),
     };
     this.artifacts = {
       list: (params, options) =>
-        caller.call("artifacts.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("artifacts.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.artifacts,
+          (page) => page.nextCursor,
+        ),
       get: (artifactId, params, options) =>
         caller.call("artifacts.get", { ...params, artifactId }, options),
       download: (artifactId, params, options) =>
@@ -446,19 +477,34 @@ export class GatewayClient {
     };
     this.approvals = {
       list: (params, options) =>
-        caller.call("approvals.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("approvals.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.approvals,
+          (page) => page.nextCursor,
+        ),
       respond: (approvalId, params, options) =>
         caller.call("approvals.respond", { ...params, approvalId }, options),
     };
     this.questions = {
       list: (params, options) =>
-        caller.call("questions.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("questions.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.questions,
+          (page) => page.nextCursor,
+        ),
       respond: (questionId, params, options) =>
         caller.call("questions.respond", { ...params, questionId }, options),
     };
     this.environments = {
       list: (params, options) =>
-        caller.call("environments.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("environments.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.environments,
+          (page) => page.nextCursor,
+        ),
       create: (params, options) =>
         caller.call("environments.create", params, options),
       status: (environmentId, options) =>
@@ -478,7 +524,12 @@ export class GatewayClient {
       create: (params, options) =>
         caller.call("tokens.create", params, options),
       list: (params, options) =>
-        caller.call("tokens.list", params ?? {}, options),
+        new PagePromise(
+          (cursor) =>
+            caller.call("tokens.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.tokens,
+          (page) => page.nextCursor,
+        ),
       revoke: (params, options) =>
         caller.call("tokens.revoke", params, options),
     };
