@@ -47,8 +47,9 @@
 //!
 //! The index is immutable once built; the same documents in the same order and the same query give
 //! the same hits (ties keep input order). The judged corpora (`tests/data/`), the quality gate
-//! (`tests/suite/quality.rs`, ranking figures on the test half only; calibration on the development
-//! half is `#[ignore]`d) and the speed benchmark (`benches/search.rs`) live here. Deliberately
+//! (`tests/suite/quality.rs`, ranking figures on the test half only), the reports and the
+//! calibration on the development half (`benches/quality.rs`, which only print) and the speed
+//! benchmark (`benches/search.rs`) live here. Deliberately
 //! absent: catalog and policy knowledge (ids and sources, run scope, direct-only tools,
 //! allow/deny).
 
