@@ -378,20 +378,13 @@ pub(crate) struct Marker {
 
 /// The file name of the marker for `nonce`.
 pub(crate) fn marker_name(nonce: &[u8; 16]) -> String {
-    let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex}.mark")
+    format!("{}.mark", hex::encode(nonce))
 }
 
 /// The nonce a marker file name stands for.
 pub(crate) fn marker_nonce(name: &str) -> Option<[u8; 16]> {
-    let hex = name.strip_suffix(".mark")?;
-    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
     let mut nonce = [0; 16];
-    for (i, byte) in nonce.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
+    hex::decode_to_slice(name.strip_suffix(".mark")?, &mut nonce).ok()?;
     Some(nonce)
 }
 

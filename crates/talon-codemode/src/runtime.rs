@@ -675,6 +675,5 @@ fn new_cell_id() -> CellId {
         bytes[..8].copy_from_slice(&nanos.to_le_bytes());
         bytes[8..].copy_from_slice(&(COUNTER.fetch_add(1, Ordering::Relaxed) as u32).to_le_bytes());
     }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    CellId::from(format!("cm_{hex}"))
+    CellId::from(format!("cm_{}", hex::encode(bytes)))
 }

@@ -116,11 +116,7 @@ fn check_sha256(path: &Path, expected: &str) -> Result<()> {
     let mut file = std::fs::File::open(path).map_err(|e| EmbedError::io(path, e))?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher).map_err(|e| EmbedError::io(path, e))?;
-    let actual: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual = hex::encode(hasher.finalize());
     if actual == expected {
         Ok(())
     } else {

@@ -150,10 +150,7 @@ mod tests {
 
     #[test]
     fn the_vendored_redoc_is_the_pinned_one() {
-        let digest: String = Sha256::digest(REDOC)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = hex::encode(Sha256::digest(REDOC));
         assert_eq!(digest, REDOC_SHA256);
         let readme = include_str!("../assets/redoc/README.md");
         assert!(readme.contains(REDOC_SHA256));

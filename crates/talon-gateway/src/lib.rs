@@ -310,7 +310,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         None => {
             let mut bytes = [0u8; 12];
             getrandom::fill(&mut bytes).map_err(GatewayError::Random)?;
-            format!("node_{}", talon_protocol::hex::encode(&bytes))
+            format!("node_{}", hex::encode(bytes))
         }
     };
     let metrics = Arc::new(metrics::Metrics::default());

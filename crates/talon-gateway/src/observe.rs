@@ -128,7 +128,7 @@ fn minted() -> String {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         return format!("req_{n:024x}");
     }
-    format!("req_{}", talon_protocol::hex::encode(&bytes))
+    format!("req_{}", hex::encode(bytes))
 }
 
 /// The layer: request id in, request id out, one access-log line.

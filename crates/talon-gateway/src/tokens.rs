@@ -117,8 +117,8 @@ impl Caller {
     }
 }
 
+use hex::encode as hex;
 use talon_protocol::gateway::TicketStream;
-use talon_protocol::hex::encode as hex;
 
 /// A ticket's caller doing what its ticket does not allow.
 pub(crate) fn ticket_refusal(what: &str) -> ApiError {
@@ -146,7 +146,7 @@ fn random<const N: usize>() -> Result<[u8; N]> {
 
 /// The stored form of a secret: its SHA-256, hex.
 pub fn hash(secret: &str) -> String {
-    hex(&Sha256::digest(secret.as_bytes()))
+    hex(Sha256::digest(secret.as_bytes()))
 }
 
 /// Equal, taking the same time wherever the inputs differ.
@@ -161,11 +161,11 @@ pub fn mint(
     expires_at: Option<u64>,
     now: u64,
 ) -> Result<MintedToken> {
-    let secret = format!("{SECRET_PREFIX}{}", hex(&random::<32>()?));
+    let secret = format!("{SECRET_PREFIX}{}", hex(random::<32>()?));
     let stored = StoredToken {
         subject: None,
         agents: None,
-        id: format!("tok_{}", hex(&random::<8>()?)),
+        id: format!("tok_{}", hex(random::<8>()?)),
         hash: hash(&secret),
         name,
         scopes,
@@ -384,7 +384,7 @@ pub async fn mint_ticket(
         crate::owned::run_for(store, caller, &run.run_id).await?;
     }
     let bytes = random::<32>().map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-    let ticket = format!("{TICKET_PREFIX}{}", hex(&bytes));
+    let ticket = format!("{TICKET_PREFIX}{}", hex(bytes));
     let expires_at = now.saturating_add(ttl.as_millis() as u64);
     let stored = talon_store::StoredTicket {
         hash: hash(&ticket),

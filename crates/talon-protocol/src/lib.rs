@@ -62,7 +62,7 @@
 //! - The SDK's low-level client (`codegen.rs`): `rust_client()` renders one typed async function
 //!   per method (`Retry::Safe` for reads and for writes that carry `idempotencyKey`); `talon-sdk`
 //!   commits it as `src/generated.rs` and a test there fails when it drifts.
-//! - `trace` (the W3C `traceparent`) and `hex` (a hex encoder).
+//! - `trace` (the W3C `traceparent`).
 //!
 //! # Invariants
 //!
@@ -78,7 +78,6 @@ pub mod event_data;
 mod event_types;
 pub mod events;
 pub mod gateway;
-pub mod hex;
 pub mod openai;
 pub mod openapi;
 pub mod schema;

@@ -22,21 +22,11 @@ pub struct TraceContext {
 }
 
 fn hex_into(text: &str, out: &mut [u8]) -> Option<()> {
-    if text.len() != out.len() * 2 {
+    // Lowercase only, as the recommendation requires.
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
         return None;
     }
-    for (i, slot) in out.iter_mut().enumerate() {
-        let pair = text.get(i * 2..i * 2 + 2)?;
-        // Lowercase only, as the recommendation requires.
-        if !pair
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return None;
-        }
-        *slot = u8::from_str_radix(pair, 16).ok()?;
-    }
-    Some(())
+    hex::decode_to_slice(text, out).ok()
 }
 
 impl TraceContext {
@@ -75,12 +65,12 @@ impl TraceContext {
 
     /// The trace id in lowercase hex.
     pub fn trace_hex(&self) -> String {
-        crate::hex::encode(&self.trace_id)
+        hex::encode(self.trace_id)
     }
 
     /// The span id in lowercase hex.
     pub fn span_hex(&self) -> String {
-        crate::hex::encode(&self.span_id)
+        hex::encode(self.span_id)
     }
 }
 

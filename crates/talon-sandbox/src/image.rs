@@ -72,7 +72,7 @@ impl ImageBuilder {
             .and_then(|bytes| {
                 let unit = Unit {
                     name: "quickjs-base",
-                    sha256: hex(&Sha256::digest(&bytes)),
+                    sha256: hex(Sha256::digest(&bytes)),
                     bytes: &bytes,
                 };
                 let (module, _) = load_module(&self.engine, self.cache.as_deref(), &unit)?;

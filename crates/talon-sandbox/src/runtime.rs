@@ -479,7 +479,7 @@ fn read_cached(engine: &Engine, artifact: &Path) -> Option<Module> {
         Symlinks::Refuse,
     )
     .ok()?;
-    if hex(&Sha256::digest(&bytes)) != expected.trim() {
+    if hex(Sha256::digest(&bytes)) != expected.trim() {
         tracing::warn!(artifact = %artifact.display(), "cached module fails its checksum; recompiling");
         return None;
     }
@@ -497,7 +497,7 @@ fn read_cached(engine: &Engine, artifact: &Path) -> Option<Module> {
 
 fn write_cached(artifact: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let checksum = artifact.with_extension("sha256");
-    write_new(&checksum, hex(&Sha256::digest(bytes)).as_bytes())?;
+    write_new(&checksum, hex(Sha256::digest(bytes)).as_bytes())?;
     write_new(artifact, bytes)
 }
 
@@ -524,4 +524,4 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-pub(crate) use talon_protocol::hex::encode as hex;
+pub(crate) use hex::encode as hex;

@@ -243,7 +243,7 @@ impl State {
             created_at: now,
             expires_at: Some(now + ARTIFACT_MAX_AGE_MS),
         };
-        let sha256 = talon_protocol::hex::encode(&Sha256::digest(&bytes));
+        let sha256 = hex::encode(Sha256::digest(&bytes));
         self.artifacts.push(StoredArtifact {
             summary: summary.clone(),
             bytes,
@@ -328,5 +328,5 @@ pub(crate) use talon_wire::content::mime_of;
 pub(crate) fn hash_of(method: &str, params: &impl serde::Serialize) -> String {
     let value = serde_json::to_value(params).unwrap_or_default();
     let canonical = serde_json::to_vec(&(method, value)).unwrap_or_default();
-    talon_protocol::hex::encode(&Sha256::digest(&canonical))
+    hex::encode(Sha256::digest(&canonical))
 }

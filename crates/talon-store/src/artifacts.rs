@@ -80,7 +80,7 @@ fn summary_of(row: &sqlx::any::AnyRow) -> Result<ArtifactSummary> {
     serde_json::from_value(doc).map_err(corrupt)
 }
 
-use talon_protocol::hex::encode as hex;
+use hex::encode as hex;
 
 impl Store {
     pub(crate) fn artifact_dir(&self) -> PathBuf {
@@ -130,7 +130,7 @@ impl Store {
     /// An artifact's bytes, inline or in a fresh file of its own.
     async fn write_content(&self, id: &str, content: Vec<u8>) -> Result<Written> {
         let size = content.len() as u64;
-        let sha256 = hex(&Sha256::digest(&content));
+        let sha256 = hex(Sha256::digest(&content));
         if size <= self.inner.inline_artifact_bytes {
             return Ok(Written {
                 size,
@@ -143,8 +143,8 @@ impl Store {
         getrandom::fill(&mut nonce).map_err(corrupt)?;
         let name = format!(
             "{}-{}",
-            &hex(&Sha256::digest(id.as_bytes()))[..32],
-            hex(&nonce)
+            &hex(Sha256::digest(id.as_bytes()))[..32],
+            hex(nonce)
         );
         let dir = self.artifact_dir();
         let target = dir.join(&name);

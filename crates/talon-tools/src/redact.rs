@@ -174,7 +174,7 @@ fn forms_of(secret: &str) -> Vec<String> {
         return forms;
     }
     forms.push(secret.chars().rev().collect());
-    let hex = talon_protocol::hex::encode(bytes);
+    let hex = hex::encode(bytes);
     forms.push(hex.to_ascii_uppercase());
     forms.push(hex);
     let percent: String = bytes

@@ -61,7 +61,7 @@ impl Api {
         let id = match &p.idempotency_key {
             Some(key) => {
                 let scoped = caller.scoped_key("environment", key);
-                let hash = talon_protocol::hex::encode(&Sha256::digest(scoped.as_bytes())[..12]);
+                let hash = hex::encode(&Sha256::digest(scoped.as_bytes())[..12]);
                 let id = format!("env_{hash}");
                 // The id is in the caller's namespace: the environment
                 // is its own (or its subject's) whenever it exists.

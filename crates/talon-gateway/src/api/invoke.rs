@@ -30,7 +30,7 @@ fn request_hash(p: &ToolsInvokeParams) -> Result<String, ApiError> {
         serde_json::to_value(&params).map_err(|e| invalid(e.to_string()))?,
     ))
     .map_err(|e| invalid(e.to_string()))?;
-    Ok(talon_protocol::hex::encode(&Sha256::digest(&canonical)))
+    Ok(hex::encode(Sha256::digest(&canonical)))
 }
 
 impl Api {

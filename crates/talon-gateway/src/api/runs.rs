@@ -36,7 +36,7 @@ fn request_hash(p: &RunsCreateParams) -> Result<String, ApiError> {
     let canonical =
         serde_json::to_vec(&serde_json::to_value(&params).map_err(|e| invalid(e.to_string()))?)
             .map_err(|e| invalid(e.to_string()))?;
-    Ok(talon_protocol::hex::encode(&Sha256::digest(&canonical)))
+    Ok(hex::encode(Sha256::digest(&canonical)))
 }
 
 impl Api {

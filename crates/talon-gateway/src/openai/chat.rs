@@ -207,8 +207,10 @@ pub(super) fn target(
             hash.update([0]);
             hash.update(user.as_bytes());
             let digest = hash.finalize();
-            let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-            Ok(Target::Key(format!("openai-user-{hex}")))
+            Ok(Target::Key(format!(
+                "openai-user-{}",
+                hex::encode(&digest[..16])
+            )))
         }
         None => Ok(Target::New),
     }

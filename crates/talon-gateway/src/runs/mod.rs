@@ -267,7 +267,7 @@ pub(crate) fn new_id(prefix: &str) -> Result<String, ApiError> {
     let mut bytes = [0u8; 12];
     getrandom::fill(&mut bytes)
         .map_err(|_| ApiError::new(ErrorCode::Internal, "no random source"))?;
-    Ok(format!("{prefix}_{}", talon_protocol::hex::encode(&bytes)))
+    Ok(format!("{prefix}_{}", hex::encode(bytes)))
 }
 
 /// An event of `run`, unnumbered (the store numbers it).

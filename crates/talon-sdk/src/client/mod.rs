@@ -291,7 +291,7 @@ pub(crate) fn idempotency_key() -> talon_protocol::gateway::bounded::Idempotency
             .unwrap_or_default();
         return format!("sdk-{t:x}-{n:x}").into();
     }
-    format!("sdk-{}", talon_protocol::hex::encode(&bytes)).into()
+    format!("sdk-{}", hex::encode(bytes)).into()
 }
 
 fn random_u32() -> u32 {
