@@ -86,12 +86,7 @@ fn misses(corpus: &Corpus, split: Option<Split>) {
             .iter()
             .map(|h| (tools[h.doc].name.clone(), h.score))
             .collect();
-        let best: Vec<&String> = intent
-            .relevance
-            .iter()
-            .filter(|(_, g)| **g == 3)
-            .map(|(n, _)| n)
-            .collect();
+        let best = intent.best();
         let ok = if intent.relevance.is_empty() {
             hits.is_empty()
         } else {

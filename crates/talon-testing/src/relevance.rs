@@ -52,6 +52,17 @@ pub struct Intent {
     pub split: Option<Split>,
 }
 
+impl Intent {
+    /// The tools graded 3: the right answers.
+    pub fn best(&self) -> Vec<&String> {
+        self.relevance
+            .iter()
+            .filter(|(_, g)| **g == 3)
+            .map(|(n, _)| n)
+            .collect()
+    }
+}
+
 /// A corpus's tools and intents.
 #[derive(Debug, Clone)]
 pub struct Corpus {
@@ -158,12 +169,7 @@ pub fn evaluate<'a>(
             continue;
         }
         m.answerable += 1;
-        let best: Vec<&String> = intent
-            .relevance
-            .iter()
-            .filter(|(_, g)| **g == 3)
-            .map(|(n, _)| n)
-            .collect();
+        let best = intent.best();
         let top5 = &found[..found.len().min(5)];
         let recall = if best.is_empty() {
             0.0
