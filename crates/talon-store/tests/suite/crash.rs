@@ -7,77 +7,22 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use talon_protocol::EventType;
-use talon_protocol::gateway::{RunStatus, Usage};
-use talon_store::StoreConfig;
-
 use super::backend::{Kind, config_for};
-use super::events::{event, everything};
-use super::runs::run;
+use super::events::everything;
 
 const CHILD: &str = "TALON_STORE_CRASH_CHILD";
 const CHILD_URL: &str = "TALON_STORE_CRASH_URL";
 
-/// The child process of the crash tests (this test binary, run again with
-/// the store in the environment): it appends batches and counts them in a
-/// run's usage forever, printing `<last event id> <count>` after each
-/// returned write. In a normal run the variable is absent and it returns
-/// at once. (`#[ignore]` would not do: nextest's environment makes the
-/// child skip ignored tests even when asked for them.)
-#[tokio::test]
-async fn crash_child() {
-    let Some(dir) = std::env::var_os(CHILD) else {
-        return;
-    };
-    let config = match std::env::var(CHILD_URL) {
-        Ok(url) => StoreConfig::at(url, dir),
-        Err(_) => StoreConfig::embedded(dir),
-    };
-    let store = talon_store::open(&config).await.unwrap();
-    let (mut current, _) = store
-        .create_run(&run("r1"), Some("crash"), "h", "child", None)
-        .await
-        .unwrap();
-    let mut count = current
-        .usage
-        .as_ref()
-        .and_then(|u| u.total_tokens)
-        .unwrap_or(0);
-    for n in 0.. {
-        let batch = (0..(1 + n % 7))
-            .map(|i| event("r1", EventType::AssistantDelta, n, i))
-            .collect();
-        let stored = store.append(batch).await.unwrap();
-        count += 1;
-        current.status = RunStatus::Running;
-        current.usage = Some(Usage {
-            total_tokens: Some(count),
-            input_tokens: None,
-            output_tokens: None,
-            cache_read_tokens: None,
-            cache_write_tokens: None,
-            cost_usd: None,
-        });
-        assert!(store.update_run(&current).await.unwrap());
-        println!("{} {count}", stored.last().unwrap().id);
-    }
-}
-
 fn crash_many_times(kind: Kind, rounds: u32) {
     let dir = tempfile::tempdir().unwrap();
     let config = config_for(kind, &dir);
-    let exe = std::env::current_exe().unwrap();
+    // The child: `src/bin/talon-store-crash-child.rs`.
+    let exe = env!("CARGO_BIN_EXE_talon-store-crash-child");
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let (mut confirmed_id, mut confirmed_count) = (0u64, 0u64);
     for round in 0..rounds {
-        let mut command = Command::new(&exe);
+        let mut command = Command::new(exe);
         command
-            .args([
-                "--exact",
-                "suite::crash::crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
             .env(CHILD, dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

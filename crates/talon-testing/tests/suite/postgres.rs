@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use talon_testing::postgres::{PgOptions, TestPostgres};
 use talon_testing::wait;
 
-const CHILD: &str = "TALON_TESTING_PG_CHILD";
 /// Marks the child's report on its stdout.
 const REPORT: &str = "talon-pg-child:";
 
@@ -124,45 +123,15 @@ fn postgres_owned_durable_server_is_gone_after_drop() {
     assert!(!data_dir.exists(), "{} remains", data_dir.display());
 }
 
-/// The child process of `postgres_server_dies_with_a_killed_process` (this
-/// test binary again, with the variable set): starts the shared server,
-/// prints `REPORT port pid data_dir`, and waits to be killed. In a normal run it
-/// returns at once.
-#[test]
-fn postgres_child() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
-    let pg = TestPostgres::shared().expect("PostgreSQL for tests");
-    println!(
-        "{REPORT} {} {} {}",
-        pg.port(),
-        pg.pid().unwrap(),
-        pg.data_dir().unwrap().display()
-    );
-    std::io::stdout().flush().unwrap();
-    // Not a wait: the child idles until the parent SIGKILLs it.
-    loop {
-        std::thread::sleep(Duration::from_secs(60));
-    }
-}
-
 #[test]
 fn postgres_server_dies_with_a_killed_process() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "suite::postgres::postgres_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
+    // The child: `src/bin/talon-test-pg-child.rs`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_talon-test-pg-child"))
         .env_remove(talon_testing::postgres::URL_ENV)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The harness prints its own words around ours.
     let line = BufReader::new(child.stdout.take().unwrap())
         .lines()
         .map_while(Result::ok)
