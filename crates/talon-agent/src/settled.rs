@@ -12,9 +12,6 @@ use talon_protocol::event_data::{ToolCallCompletedData, ToolCallFailedData};
 
 use crate::RunEvents;
 
-/// What a call's `tool.call.failed` says when the app left it unanswered.
-const UNANSWERED: &str = "the app did not answer this client tool call";
-
 /// A client call an earlier run left pending, and how this run's input
 /// settles it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +50,7 @@ pub(crate) fn announce(events: &RunEvents, settled: &[SettledCall]) {
                 name: call.name.clone(),
                 duration_ms: None,
                 status: Some("unanswered".into()),
-                error: json!(UNANSWERED),
+                error: json!(talon_tools::UNANSWERED),
             }),
         };
         events.emit(data);

@@ -35,7 +35,8 @@ pub enum RunInputError {
     AnswersWithTurn(String),
 }
 
-/// What a client tool call the app never answered reads as.
+/// What a client tool call the app never answered reads as: `talon_tools::UNANSWERED` as the
+/// model reads a result (checked by a test).
 pub const UNANSWERED: &str =
     r#"{"status":"unanswered","error":"the app did not answer this client tool call"}"#;
 

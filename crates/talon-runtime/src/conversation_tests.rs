@@ -260,6 +260,15 @@ fn an_input_is_prepared_after_the_session() {
 }
 
 #[test]
+fn unanswered_reads_as_the_shared_message() {
+    let value: serde_json::Value = serde_json::from_str(UNANSWERED).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"status": "unanswered", "error": talon_tools::UNANSWERED})
+    );
+}
+
+#[test]
 fn settled_calls_end_children_first_and_a_resumed_cells_last() {
     use talon_codemode::{AwaitingCell, CellCall};
     // The model called three tools; `e1` and `e2` are `exec` calls whose

@@ -62,6 +62,10 @@ pub mod schema;
 pub mod surface;
 mod tool_error;
 
+/// What a client tool call the app left unanswered reads as, to the model,
+/// to a cell and in the log (`status: unanswered`).
+pub const UNANSWERED: &str = "the app did not answer this client tool call";
+
 pub use approvals::{
     ApprovalAction, Approvals, ApprovalsError, CELL_ID, PolicyGate, ToolKind, cell_entry,
 };

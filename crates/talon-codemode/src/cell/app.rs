@@ -89,7 +89,7 @@ pub fn awaiting_cells(
 /// error.
 fn unanswered() -> NestedResult {
     Err(NestedError {
-        message: "the app did not answer this client tool call".into(),
+        message: talon_tools::UNANSWERED.into(),
         code: Some("unanswered".into()),
     })
 }
