@@ -17,6 +17,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_agent::{AgentRun, NoEvents, RunEvents, RunOptions, RunStatus};
@@ -45,9 +48,9 @@ fn fixture_js() -> String {
 fn ctx(run: &str) -> RunContext {
     RunContext {
         scope: RunScope {
-            agent_id: "main".into(),
-            session_id: "s".into(),
-            run_id: run.into(),
+            agent_id: AgentId::new("main"),
+            session_id: SessionId::new("s"),
+            run_id: RunId::new(run),
         },
         session_key: "k".into(),
         sender: None,

@@ -26,6 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_agent::{AgentRun, NoEvents, RunEvents, RunOptions, RunStatus};
@@ -75,9 +78,9 @@ fn fixture_js() -> String {
 
 fn scope(run: &str) -> RunScope {
     RunScope {
-        agent_id: "main".into(),
-        session_id: "s".into(),
-        run_id: run.into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s"),
+        run_id: RunId::new(run),
     }
 }
 

@@ -44,6 +44,9 @@
 use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_agent::{EventSink, RunEvents};
@@ -105,9 +108,9 @@ fn row(label: &str, s: Stat) {
 
 fn scope(run: &str) -> RunScope {
     RunScope {
-        agent_id: "main".into(),
-        session_id: "s".into(),
-        run_id: run.into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s"),
+        run_id: RunId::new(run),
     }
 }
 

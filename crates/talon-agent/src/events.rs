@@ -6,6 +6,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use talon_protocol::gateway::bounded::{
+    AgentId, ApprovalId, EventId, RunId, SessionId, SessionKey,
+};
 
 use serde_json::Value;
 use talon_protocol::event_data::{
@@ -119,10 +122,10 @@ impl RunEvents {
     pub fn new(sink: Arc<dyn EventSink>, ctx: &RunContext) -> Self {
         Self {
             sink,
-            run_id: ctx.scope.run_id.clone(),
-            session_id: ctx.scope.session_id.clone(),
+            run_id: ctx.scope.run_id.clone().into_string(),
+            session_id: ctx.scope.session_id.clone().into_string(),
             session_key: ctx.session_key.clone(),
-            agent_id: ctx.scope.agent_id.clone(),
+            agent_id: ctx.scope.agent_id.clone().into_string(),
             seq: AtomicU64::new(0),
             ended: std::sync::Mutex::new(false),
         }
@@ -154,14 +157,14 @@ impl RunEvents {
         self.sink.emit(Event {
             subject: None,
             version: 1,
-            id: format!("{}:{seq:08}", self.run_id).into(),
+            id: EventId::new(format!("{}:{seq:08}", self.run_id)),
             ts,
             kind,
-            run_id: Some(self.run_id.clone().into()),
-            session_id: Some(self.session_id.clone().into()),
-            session_key: Some(self.session_key.clone().into()),
+            run_id: Some(RunId::new(self.run_id.clone())),
+            session_id: Some(SessionId::new(self.session_id.clone())),
+            session_key: Some(SessionKey::new(self.session_key.clone())),
             task_id: None,
-            agent_id: Some(self.agent_id.clone().into()),
+            agent_id: Some(AgentId::new(self.agent_id.clone())),
             request_id: None,
             data,
             raw,
@@ -324,9 +327,9 @@ impl Approver for ApprovalEvents {
             );
             let summary: String = format!("{} {}", entry.id, args).chars().take(200).collect();
             self.events.emit(EventData::ApprovalRequested(Approval {
-                id: id.clone().into(),
-                run_id: ctx.scope.run_id.clone().into(),
-                session_id: Some(ctx.scope.session_id.clone().into()),
+                id: ApprovalId::new(id.clone()),
+                run_id: ctx.scope.run_id.clone(),
+                session_id: Some(ctx.scope.session_id.clone()),
                 kind: ApprovalKind::Tool,
                 summary,
                 tool_name: Some(entry.tool.name.clone()),
@@ -361,7 +364,7 @@ impl Approver for ApprovalEvents {
             };
             self.events
                 .emit(EventData::ApprovalResolved(ApprovalResolvedData {
-                    approval_id: id.into(),
+                    approval_id: ApprovalId::new(id),
                     status,
                     decision: Some(wire),
                     reason,
@@ -387,9 +390,9 @@ mod tests {
         let sink = Arc::new(CollectSink::default());
         let ctx = RunContext {
             scope: talon_tools::RunScope {
-                agent_id: "a".into(),
-                session_id: "s".into(),
-                run_id: "r".into(),
+                agent_id: AgentId::new("a"),
+                session_id: SessionId::new("s"),
+                run_id: RunId::new("r"),
             },
             session_key: "k".into(),
             sender: None,
@@ -415,8 +418,8 @@ mod tests {
         assert_eq!(
             (
                 got[0].version,
-                got[0].agent_id.as_deref(),
-                got[0].session_key.as_deref()
+                got[0].agent_id.as_ref().map(AgentId::as_str),
+                got[0].session_key.as_ref().map(SessionKey::as_str)
             ),
             (1, Some("a"), Some("k"))
         );

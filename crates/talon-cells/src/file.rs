@@ -434,8 +434,8 @@ impl FileStore {
 impl SnapshotStore for FileStore {
     fn put(&self, cell: SuspendedCell) -> Result<(), CellError> {
         let _guard = self.guard()?;
-        let path = self.path(&cell.id)?;
-        check_put(&self.limits, &cell, self.live_count(&cell.id)?)?;
+        let path = self.path(cell.id.as_str())?;
+        check_put(&self.limits, &cell, self.live_count(cell.id.as_str())?)?;
         let stamp = Stamp {
             nonce: key::random()?,
             generation: 0,
@@ -450,7 +450,7 @@ impl SnapshotStore for FileStore {
         self.write_marker(&stamp.nonce, &marker)?;
         // A record this one replaces must not come back either.
         if let Some(old) = read_prefix(&path) {
-            self.consume(&cell.id, &old.nonce, old.expires_ms)?;
+            self.consume(cell.id.as_str(), &old.nonce, old.expires_ms)?;
         }
         self.write_atomic(&path, &bytes)
     }

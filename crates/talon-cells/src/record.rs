@@ -30,6 +30,7 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use talon_protocol::gateway::bounded::{AgentId, CellId, RunId, SessionId};
 
 use crate::{CellError, CellScope, NestedError, PendingNestedCall, SuspendedCell};
 use serde_json::{Value, json};
@@ -207,7 +208,7 @@ pub(crate) fn encode(
     };
     let mut out = Vec::with_capacity(HEAD_LEN + header.len() + cell.snapshot.len());
     prefix.write(&mut out);
-    let tag = record_mac(key, &cell.id, &out, &header, &cell.snapshot)
+    let tag = record_mac(key, cell.id.as_str(), &out, &header, &cell.snapshot)
         .finalize()
         .into_bytes();
     out.extend_from_slice(&tag);
@@ -278,9 +279,9 @@ fn parse_header(
 ) -> Option<SuspendedCell> {
     let text = |v: &Value| v.as_str().map(str::to_owned);
     let scope = CellScope {
-        agent_id: text(&header["scope"]["agentId"])?.into(),
-        session_id: text(&header["scope"]["sessionId"])?.into(),
-        run_id: text(&header["scope"]["runId"])?.into(),
+        agent_id: AgentId::new(text(&header["scope"]["agentId"])?),
+        session_id: SessionId::new(text(&header["scope"]["sessionId"])?),
+        run_id: RunId::new(text(&header["scope"]["runId"])?),
     };
     let pending = header["pending"]
         .as_array()?
@@ -306,7 +307,7 @@ fn parse_header(
         })
         .collect::<Option<Vec<_>>>()?;
     Some(SuspendedCell {
-        id: id.into(),
+        id: CellId::new(id),
         scope,
         snapshot: snapshot.to_vec(),
         pending,

@@ -13,6 +13,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
+use talon_protocol::gateway::bounded::SessionKey;
 
 use clap::Args;
 use serde_json::Value;
@@ -283,10 +287,10 @@ async fn run_async(args: AgentArgs) -> ExitCode {
     };
     let spec = RunSpec {
         ids: RunIds {
-            agent: args.agent.clone(),
-            session: "cli".into(),
-            run: format!("run_{}", std::process::id()),
-            session_key: format!("agent:{}:cli", args.agent),
+            agent: AgentId::new(args.agent.clone()),
+            session: SessionId::new("cli"),
+            run: RunId::new(format!("run_{}", std::process::id())),
+            session_key: SessionKey::new(format!("agent:{}:cli", args.agent)),
             channel: Some("cli".into()),
         },
         cancel: Default::default(),

@@ -9,6 +9,9 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -104,9 +107,9 @@ async fn run_async(args: ExecArgs) -> ExitCode {
         Err(e) => return usage(&format!("state directory {}: {e}", store_dir.display())),
     };
     let scope = RunScope {
-        agent_id: args.agent.clone(),
-        session_id: CLI_SESSION.into(),
-        run_id: CLI_SESSION.into(),
+        agent_id: AgentId::new(args.agent.clone()),
+        session_id: SessionId::new(CLI_SESSION),
+        run_id: RunId::new(CLI_SESSION),
     };
     let tools = match RunTools::from_config(&config, &args.agent, &scope, None).await {
         Ok(tools) => tools,

@@ -10,6 +10,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use talon_protocol::gateway::bounded::AgentId;
 
 use std::sync::Arc;
 
@@ -195,7 +196,7 @@ pub(crate) fn config_agents(config: &Config) -> Vec<Agent> {
             let id = entry.get("id")?.as_str()?.to_owned();
             let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_owned);
             Some(Agent {
-                id: id.into(),
+                id: AgentId::new(id),
                 name: text("name"),
                 description: text("description"),
                 model: text("model").or_else(|| {

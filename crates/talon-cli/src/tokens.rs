@@ -233,8 +233,8 @@ fn binding(
         AgentId::check(agent).map_err(|e| format!("--agent: {e}"))?;
     }
     let asked = talon_protocol::gateway::Binding {
-        subject: subject.map(Into::into),
-        agents: (!agents.is_empty()).then(|| agents.into_iter().map(Into::into).collect()),
+        subject: subject.map(Subject::new),
+        agents: (!agents.is_empty()).then(|| agents.into_iter().map(AgentId::new).collect()),
     };
     asked
         .under(scopes, &talon_protocol::gateway::Binding::default())

@@ -15,6 +15,9 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_codemode::{
@@ -60,9 +63,9 @@ fn echo() -> ToolDefinition {
 
 fn run(code_mode: &CodeMode) -> CodeModeRun {
     let scope = RunScope {
-        agent_id: "main".into(),
-        session_id: "s".into(),
-        run_id: "r".into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s"),
+        run_id: RunId::new("r"),
     };
     let mut tools = distractor_tools(199, 7);
     tools.push(echo());

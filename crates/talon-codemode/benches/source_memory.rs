@@ -24,6 +24,9 @@
 
 use std::process::Command;
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_codemode::config::DEFAULT_MAX_SOURCE_BYTES;
@@ -138,9 +141,9 @@ fn child(mode: &str, kind: &str, language: &str, size: usize) {
     })
     .unwrap();
     let scope = RunScope {
-        agent_id: "main".into(),
-        session_id: "s".into(),
-        run_id: "r".into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s"),
+        run_id: RunId::new("r"),
     };
     let catalog = CatalogBuilder::new(scope.clone())
         .core(Vec::new())

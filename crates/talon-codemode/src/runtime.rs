@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use talon_protocol::gateway::bounded::SessionKey;
 
 use serde_json::{Value, json};
 use talon_protocol::{CellId, CodeModeErrorCode, CodeModeResult, CodeModeSnapshotEvent};
@@ -210,7 +211,7 @@ impl CodeMode {
         let scope = catalog.scope().clone();
         let ns_ctx = NamespaceContext {
             agent_id: scope.agent_id.clone(),
-            session_key: setup.ctx.session_key.clone(),
+            session_key: SessionKey::new(setup.ctx.session_key.clone()),
             session_id: scope.session_id.clone(),
             run_id: scope.run_id.clone(),
             config: setup.plugin_config.clone(),
@@ -237,9 +238,9 @@ impl CodeMode {
             config: setup.config,
             ctx: setup.ctx,
             scope: CellScope {
-                agent_id: scope.agent_id.into(),
-                session_id: scope.session_id.into(),
-                run_id: scope.run_id.into(),
+                agent_id: scope.agent_id,
+                session_id: scope.session_id,
+                run_id: scope.run_id,
             },
             surface,
             bridge,
@@ -406,7 +407,7 @@ impl CodeModeRun {
     pub async fn wait(&self, _call_id: &str, args: Value) -> CodeModeResult {
         let started = Instant::now();
         self.bridge.telemetry.waits.fetch_add(1, Ordering::Relaxed);
-        let Some(cell_id) = args.get("runId").and_then(Value::as_str).map(CellId::from) else {
+        let Some(cell_id) = args.get("runId").and_then(Value::as_str).map(CellId::new) else {
             return self.failed(
                 started,
                 Vec::new(),
@@ -434,7 +435,7 @@ impl CodeModeRun {
             {
                 events.push(event("deleted", &cell_id, None));
             }
-            self.forget(&cell_id);
+            self.forget(cell_id.as_str());
             return self.failed(
                 started,
                 events,
@@ -459,12 +460,12 @@ impl CodeModeRun {
                     e,
                     CellError::NotFound(_) | CellError::Io(_) | CellError::Storage { .. }
                 ) {
-                    self.forget(&cell_id);
+                    self.forget(cell_id.as_str());
                 }
                 let message = match e {
                     CellError::NotFound(_) => format!(
                         "unknown runId {:?}: no suspended cell of this run has it",
-                        cell_id.chars().take(128).collect::<String>()
+                        cell_id.as_str().chars().take(128).collect::<String>()
                     ),
                     other => other.to_string(),
                 };
@@ -675,5 +676,5 @@ fn new_cell_id() -> CellId {
         bytes[..8].copy_from_slice(&nanos.to_le_bytes());
         bytes[8..].copy_from_slice(&(COUNTER.fetch_add(1, Ordering::Relaxed) as u32).to_le_bytes());
     }
-    CellId::from(format!("cm_{}", hex::encode(bytes)))
+    CellId::new(format!("cm_{}", hex::encode(bytes)))
 }

@@ -40,6 +40,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::Subject;
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Limits, RunLimits};
@@ -124,7 +125,7 @@ impl Bench {
         let mut token = running.admin_token.clone().unwrap_or_default();
         if std::env::var("TALON_BENCH_TOKEN").as_deref() == Ok("bound") {
             let binding = talon_protocol::gateway::Binding {
-                subject: Some("bench-user".into()),
+                subject: Some(Subject::new("bench-user")),
                 agents: None,
             };
             let scopes = talon_protocol::gateway::ScopePreset::App.scopes().to_vec();

@@ -24,6 +24,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Limits, tokens};
@@ -130,11 +131,11 @@ async fn fill(b: &Bench, n: u64, size: usize) {
             id: Default::default(),
             ts: 1_000 + i,
             kind: EventType::AssistantDelta,
-            run_id: Some("run_flood".into()),
-            session_id: Some("s1".into()),
-            session_key: Some("key-flood".into()),
+            run_id: Some(RunId::new("run_flood")),
+            session_id: Some(SessionId::new("s1")),
+            session_key: Some(SessionKey::new("key-flood")),
             task_id: None,
-            agent_id: Some("main".into()),
+            agent_id: Some(AgentId::new("main")),
             request_id: None,
             data: json!({"text": text, "i": i}),
             raw: None,

@@ -7,6 +7,8 @@
 //! Every route looks records up through here ([`run_for`],
 //! [`session_for`], ...), and lists pass [`Caller::owner`] to the store.
 
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::Subject;
 use talon_protocol::gateway::{
     ApiError, ArtifactSummary, Binding, Environment, ErrorCode, Run, Session,
 };
@@ -18,11 +20,11 @@ use crate::tokens::Caller;
 /// A token's binding as the store keeps it.
 pub(crate) fn binding_of(token: &StoredToken) -> Binding {
     Binding {
-        subject: token.subject.clone().map(Into::into),
+        subject: token.subject.clone().map(Subject::new),
         agents: token
             .agents
             .as_ref()
-            .map(|agents| agents.iter().map(Into::into).collect()),
+            .map(|agents| agents.iter().map(AgentId::new).collect()),
     }
 }
 
@@ -37,7 +39,7 @@ impl Caller {
             return Owner::default();
         }
         Owner {
-            subject: self.binding.subject.clone().map(Into::into),
+            subject: self.binding.subject.clone().map(Subject::into_string),
             agents: self
                 .binding
                 .agents
@@ -73,7 +75,7 @@ impl Caller {
                 .binding
                 .agents
                 .as_ref()
-                .is_none_or(|allowed| allowed.iter().any(|a| a == agent))
+                .is_none_or(|allowed| allowed.iter().any(|a| a.as_str() == agent))
     }
 
     /// Whose the caller's streams are, for their caps.
@@ -87,7 +89,7 @@ impl Caller {
     /// The subject whose session keys the caller names (`None`: those of
     /// no subject), and that what it creates belongs to.
     pub(crate) fn subject(&self) -> Option<&str> {
-        self.binding.subject.as_deref()
+        self.binding.subject.as_ref().map(Subject::as_str)
     }
 }
 
@@ -97,7 +99,12 @@ pub(crate) async fn run_for(store: &Store, caller: &Caller, id: &str) -> Result<
         .run(id)
         .await
         .map_err(api_error)?
-        .filter(|run| caller.sees(run.subject.as_deref(), Some(&run.agent_id)))
+        .filter(|run| {
+            caller.sees(
+                run.subject.as_ref().map(Subject::as_str),
+                Some(run.agent_id.as_str()),
+            )
+        })
         .ok_or_else(|| not_found("run", id))
 }
 
@@ -124,7 +131,12 @@ pub(crate) async fn session_for(
         .session(id)
         .await
         .map_err(api_error)?
-        .filter(|s| caller.sees(s.subject.as_deref(), Some(&s.agent_id)))
+        .filter(|s| {
+            caller.sees(
+                s.subject.as_ref().map(Subject::as_str),
+                Some(s.agent_id.as_str()),
+            )
+        })
         .ok_or_else(|| not_found("session", id))
 }
 
@@ -139,10 +151,10 @@ pub(crate) async fn sees_artifact(
         return Ok(true);
     }
     if let Some(run) = &artifact.run_id {
-        return sees_run_of(store, caller, run).await;
+        return sees_run_of(store, caller, run.as_str()).await;
     }
     if let Some(session) = &artifact.session_id {
-        return Ok(session_for(store, caller, session).await.is_ok());
+        return Ok(session_for(store, caller, session.as_str()).await.is_ok());
     }
     Ok(false)
 }
@@ -176,6 +188,6 @@ pub(crate) async fn environment_for(
         .environment::<Environment>(id)
         .await
         .map_err(api_error)?
-        .filter(|e| caller.sees_subject(e.subject.as_deref()))
+        .filter(|e| caller.sees_subject(e.subject.as_ref().map(Subject::as_str)))
         .ok_or_else(|| not_found("environment", id))
 }

@@ -101,7 +101,7 @@ pub(crate) async fn run_events(
         RunId::check(&run_id).map_err(|e| invalid(format!("runId: {e}")))?;
         let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
         caller.may_open(&TicketStream::Run(TicketRun {
-            run_id: RunId::from(run_id.as_str()),
+            run_id: RunId::new(run_id.as_str()),
         }))?;
         caller.require(Method::RunsEvents.spec().scope)?;
         crate::owned::run_for(&shared.store, &caller, &run_id).await?;
@@ -112,7 +112,7 @@ pub(crate) async fn run_events(
         };
         Ok((
             filter,
-            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            talon_wire::stream_cursor(&headers, query.after.as_ref().map(|c| c.as_str()))?,
             caller,
         ))
     };
@@ -137,8 +137,8 @@ pub(crate) async fn all_events(
         let filter = match &caller.ticket {
             // A ticket's stream is the one it names, whatever the query says.
             Some(TicketStream::Events(named)) => EventFilter {
-                session_key: named.session_key.clone().map(Into::into),
-                agent_id: named.agent_id.clone().map(Into::into),
+                session_key: named.session_key.clone().map(SessionKey::into_string),
+                agent_id: named.agent_id.clone().map(AgentId::into_string),
                 types: named.types.clone().unwrap_or_default(),
                 raw: false,
                 owner: caller.owner(),
@@ -150,8 +150,8 @@ pub(crate) async fn all_events(
                 ));
             }
             None => EventFilter {
-                session_key: query.session_key.clone().map(Into::into),
-                agent_id: query.agent_id.clone().map(Into::into),
+                session_key: query.session_key.clone().map(SessionKey::into_string),
+                agent_id: query.agent_id.clone().map(AgentId::into_string),
                 types: talon_wire::event_types(query.types.iter().map(Text::as_str))?,
                 raw: caller.is_admin(),
                 owner: caller.owner(),
@@ -160,7 +160,7 @@ pub(crate) async fn all_events(
         };
         Ok((
             filter,
-            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            talon_wire::stream_cursor(&headers, query.after.as_ref().map(|c| c.as_str()))?,
             caller,
         ))
     };

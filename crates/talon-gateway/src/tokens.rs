@@ -17,6 +17,8 @@ use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use talon_protocol::gateway::bounded::Subject;
+use talon_protocol::gateway::bounded::TokenId;
 
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::AuthRefusal as Refusal;
@@ -198,7 +200,7 @@ pub async fn create_bound(
     now: u64,
 ) -> Result<MintedToken> {
     let mut minted = mint(name, scopes, expires_at, now)?;
-    minted.stored.subject = binding.subject.clone().map(Into::into);
+    minted.stored.subject = binding.subject.clone().map(Subject::into_string);
     minted.stored.agents = binding
         .agents
         .as_ref()
@@ -230,7 +232,7 @@ pub async fn create_for(
     let mut minted = mint(Some(name.clone()), scopes.clone(), Some(expires_at), now)
         .map_err(|error| ApiError::new(ErrorCode::Internal, error.to_string()))?;
     minted.stored.parent_id = Some(caller.token_id.clone());
-    minted.stored.subject = binding.subject.clone().map(Into::into);
+    minted.stored.subject = binding.subject.clone().map(Subject::into_string);
     minted.stored.agents = binding
         .agents
         .as_ref()
@@ -282,7 +284,7 @@ pub async fn create_for(
         subject: binding.subject,
         agents: binding.agents,
         token: minted.secret,
-        id: minted.stored.id.into(),
+        id: TokenId::new(minted.stored.id),
         name,
         scopes,
         expires_at,
@@ -381,7 +383,7 @@ pub async fn mint_ticket(
         caller.require(*scope)?;
     }
     if let TicketStream::Run(run) = &stream {
-        crate::owned::run_for(store, caller, &run.run_id).await?;
+        crate::owned::run_for(store, caller, run.run_id.as_str()).await?;
     }
     let bytes = random::<32>().map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
     let ticket = format!("{TICKET_PREFIX}{}", hex(bytes));

@@ -34,6 +34,8 @@
 //! subscriptions by cursor.
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::SessionKey;
 
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -364,8 +366,8 @@ async fn subscribe(
     open.room()?;
     let cursor = p.cursor()?;
     let filter = EventFilter {
-        session_key: p.session_key.map(Into::into),
-        agent_id: p.agent_id.map(Into::into),
+        session_key: p.session_key.map(SessionKey::into_string),
+        agent_id: p.agent_id.map(AgentId::into_string),
         types: p.types.unwrap_or_default(),
         raw: caller.is_admin(),
         owner: caller.owner(),

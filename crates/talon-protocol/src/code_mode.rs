@@ -377,7 +377,7 @@ mod tests {
     #[test]
     fn result_is_tagged_by_status_with_seed_field_names() {
         let waiting = CodeModeResult::Waiting {
-            cell_id: "cm_1".into(),
+            cell_id: CellId::new("cm_1"),
             reason: CodeModeWaitReason::PendingTools,
             pending_tool_calls: vec![CodeModePendingToolCall {
                 call_id: "c1/1".into(),

@@ -297,6 +297,7 @@ pub struct GitPrData {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::bounded::EventId;
 
     #[test]
     fn every_known_type_has_typed_data_and_round_trips() {
@@ -317,7 +318,7 @@ mod tests {
         let event = Event {
             subject: None,
             version: 1,
-            id: "1".into(),
+            id: EventId::new("1"),
             ts: 0,
             kind,
             run_id: None,

@@ -12,6 +12,7 @@
 use serde_json::Value;
 use talon_agent::SettledCall;
 use talon_codemode::AwaitingCell;
+use talon_protocol::gateway::bounded::{MessageId, RunId, SessionId, ToolCallId};
 use talon_protocol::gateway::run_create::{InputMessagesError, split_messages};
 use talon_protocol::gateway::{InputMessage, InputRole, Message, MessageRole, RunInput};
 use talon_provider::{Message as ModelMessage, ToolCallRequest};
@@ -60,7 +61,7 @@ impl Conversation {
 
     /// The messages as a session stores them, with ids
     /// `msg_<runId>_<index>` in order.
-    pub fn to_stored(&self, session_id: &str, run_id: &str, now: u64) -> Vec<Message> {
+    pub fn to_stored(&self, session_id: &SessionId, run_id: &RunId, now: u64) -> Vec<Message> {
         self.0
             .iter()
             .enumerate()
@@ -342,7 +343,11 @@ pub fn split_input(messages: &[InputMessage]) -> Result<Input, RunInputError> {
         .iter()
         .map(|m| {
             (
-                m.tool_call_id.as_deref().unwrap_or_default().to_owned(),
+                m.tool_call_id
+                    .as_ref()
+                    .map(ToolCallId::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
                 m.content.clone(),
             )
         })
@@ -430,11 +435,11 @@ fn convert(stored: &[Message]) -> Vec<ModelMessage> {
 }
 
 /// One message as a session stores it.
-fn stored(m: &ModelMessage, i: usize, session_id: &str, run_id: &str, now: u64) -> Message {
+fn stored(m: &ModelMessage, i: usize, session_id: &SessionId, run_id: &RunId, now: u64) -> Message {
     let mut stored = Message {
-        id: format!("msg_{run_id}_{i:04}").into(),
-        session_id: session_id.into(),
-        run_id: Some(run_id.into()),
+        id: MessageId::new(format!("msg_{run_id}_{i:04}")),
+        session_id: session_id.clone(),
+        run_id: Some(run_id.clone()),
         role: MessageRole::User,
         text: None,
         tool_calls: Vec::new(),

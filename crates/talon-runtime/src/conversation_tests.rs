@@ -2,6 +2,7 @@
 //! rules, pending client calls.
 
 use super::*;
+use talon_protocol::gateway::bounded::{AgentId, CellId, RunId, SessionId};
 
 fn conv(messages: Vec<ModelMessage>) -> Conversation {
     Conversation(messages)
@@ -30,24 +31,32 @@ fn a_run_round_trips_through_the_store() {
             reasoning: Vec::new(),
         },
     ]);
-    let stored = messages.to_stored("s", "r", 7);
+    let stored = messages.to_stored(&SessionId::new("s"), &RunId::new("r"), 7);
     assert_eq!(
         stored[1].tool_calls[0].arguments,
         serde_json::json!({"code": "1"})
     );
-    assert_eq!(stored[3].id, "msg_r_0003");
+    assert_eq!(stored[3].id, MessageId::new("msg_r_0003"));
     assert_eq!(Conversation::of_session(&stored), messages);
 }
 
 #[test]
 fn history_starts_at_the_last_compaction() {
-    let mut stored = conv(vec![ModelMessage::User("old".into())]).to_stored("s", "r", 1);
+    let mut stored = conv(vec![ModelMessage::User("old".into())]).to_stored(
+        &SessionId::new("s"),
+        &RunId::new("r"),
+        1,
+    );
     stored.push(Message {
         role: MessageRole::Compaction,
         text: Some("we said hello".into()),
         ..stored[0].clone()
     });
-    stored.extend(conv(vec![ModelMessage::User("new".into())]).to_stored("s", "r2", 2));
+    stored.extend(conv(vec![ModelMessage::User("new".into())]).to_stored(
+        &SessionId::new("s"),
+        &RunId::new("r2"),
+        2,
+    ));
     assert_eq!(
         Conversation::of_session(&stored),
         conv(vec![
@@ -61,7 +70,7 @@ fn input(role: InputRole, content: &str, call: Option<&str>) -> InputMessage {
     InputMessage {
         role,
         content: content.into(),
-        tool_call_id: call.map(Into::into),
+        tool_call_id: call.map(ToolCallId::new),
     }
 }
 
@@ -194,7 +203,7 @@ fn pending_calls_are_answered_by_the_app_or_marked_unanswered() {
     later.0.push(ModelMessage::User("never mind".into()));
     assert!(later.pending_calls().is_empty());
     assert_eq!(later.answer_pending(&[]).unwrap(), Conversation::default());
-    let stored = later.to_stored("s", "r", 1);
+    let stored = later.to_stored(&SessionId::new("s"), &RunId::new("r"), 1);
     let unanswered = |id: &str| ModelMessage::Tool {
         call_id: id.into(),
         content: UNANSWERED.into(),
@@ -278,11 +287,11 @@ fn settled_calls_end_children_first_and_a_resumed_cells_last() {
         assistant_calling(&["e1", "e2", "c3"]),
     ]);
     let cell = |parent: &str, calls: &[&str]| AwaitingCell {
-        cell_id: format!("cell_{parent}").into(),
+        cell_id: CellId::new(format!("cell_{parent}")),
         scope: talon_codemode::CellScope {
-            agent_id: "main".into(),
-            session_id: "s".into(),
-            run_id: "r1".into(),
+            agent_id: AgentId::new("main"),
+            session_id: SessionId::new("s"),
+            run_id: RunId::new("r1"),
         },
         parent: parent.into(),
         calls: calls

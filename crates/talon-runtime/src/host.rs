@@ -11,6 +11,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::Value;
 use talon_agent::{
@@ -98,7 +101,7 @@ impl std::fmt::Debug for Host {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSpaceSpec {
     /// The agent.
-    pub agent: String,
+    pub agent: AgentId,
     /// Whether the caller's runs offer `ask_user` (they have someone to
     /// ask).
     pub offers_questions: bool,
@@ -125,7 +128,7 @@ impl talon_tools::ToolExecutor for NoAnswers {
 /// One run to build, as [`crate::run`] made it from a host's spec.
 pub(crate) struct Parts {
     /// The agent.
-    pub agent: String,
+    pub agent: AgentId,
     /// The run's context: ids, session key, channel, cancellation.
     pub ctx: RunContext,
     /// Where its events go, stamped with `ctx`'s ids.
@@ -311,16 +314,16 @@ impl Host {
         listing: &ToolSpaceSpec,
     ) -> Result<(Arc<talon_tools::Catalog>, SurfacePlan), RuntimeError> {
         let agent = &listing.agent;
-        let workspace = crate::host::workspace(&self.config, agent);
+        let workspace = crate::host::workspace(&self.config, agent.as_str());
         let core = CoreTools::new(&workspace).map_err(|source| RuntimeError::Workspace {
             path: workspace.clone(),
             source,
         })?;
-        let plan = SurfacePlan::from_config(&self.config, agent)?;
+        let plan = SurfacePlan::from_config(&self.config, agent.as_str())?;
         let scope = talon_tools::RunScope {
             agent_id: agent.clone(),
-            session_id: String::new(),
-            run_id: "toolspace".into(),
+            session_id: SessionId::default(),
+            run_id: RunId::new("toolspace"),
         };
         let questions: Option<Arc<dyn talon_tools::ToolExecutor>> = listing
             .offers_questions
@@ -328,7 +331,7 @@ impl Host {
         let mcp = self.mcp().await;
         let tools = RunTools::with_manager(
             &self.config,
-            agent,
+            agent.as_str(),
             &scope,
             crate::tools::Local {
                 core: Some(core),
@@ -385,17 +388,19 @@ impl Host {
             model,
             settings,
             cost,
-        } = self.model(&agent)?;
+        } = self.model(agent.as_str())?;
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: model");
         let mut shell = shell;
-        shell.jail = self.jails.of(&agent).clone();
+        shell.jail = self.jails.of(agent.as_str()).clone();
         let agents = |at: PathBuf| {
             crate::sandbox::workspace_for(&shell.jail, at, &ctx.scope, &talon_config::state_dir())
         };
         let (workspace, access) = match workspace {
             crate::run::Workspace::Environment(at) => (at, talon_core_tools::Access::ReadWrite),
             crate::run::Workspace::At(at) => agents(at),
-            crate::run::Workspace::Agent => agents(crate::host::workspace(&self.config, &agent)),
+            crate::run::Workspace::Agent => {
+                agents(crate::host::workspace(&self.config, agent.as_str()))
+            }
         };
         shell.access = access;
         let core = CoreTools::new(&workspace)
@@ -405,7 +410,7 @@ impl Host {
             })?
             .with_shell(shell);
         tracing::debug!(elapsed = ?began.elapsed(), "prepare: core tools");
-        let plan = SurfacePlan::from_config(&self.config, &agent)?;
+        let plan = SurfacePlan::from_config(&self.config, agent.as_str())?;
         let engine = async {
             if plan.needs_sandbox() {
                 Some(self.engine().await)
@@ -417,7 +422,7 @@ impl Host {
             let mcp = self.mcp().await;
             RunTools::with_manager(
                 &self.config,
-                &agent,
+                agent.as_str(),
                 &ctx.scope,
                 crate::tools::Local {
                     core: Some(core),

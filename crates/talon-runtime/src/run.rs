@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use talon_agent::{ApprovalEvents, Checkpoint, EventSink, RunEvents, RunResult};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 use talon_protocol::gateway::{ApiError, ErrorCode, Message, MessageToolCall, RunStatus, Usage};
 use talon_protocol::{Event, EventData, ToolDefinition};
 use talon_tools::{
@@ -33,13 +34,13 @@ use crate::{Host, PreparedRun, RuntimeError};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunIds {
     /// The agent.
-    pub agent: String,
+    pub agent: AgentId,
     /// The session (empty for a run without one).
-    pub session: String,
+    pub session: SessionId,
     /// The run.
-    pub run: String,
+    pub run: RunId,
     /// The session key (empty for none).
-    pub session_key: String,
+    pub session_key: SessionKey,
     /// Where the run came from (`gateway`, `cli`).
     pub channel: Option<String>,
 }
@@ -99,7 +100,7 @@ pub struct Turn {
 #[derive(Debug, Clone)]
 pub struct TurnState {
     checkpoint: Checkpoint,
-    run_id: String,
+    run_id: RunId,
 }
 
 impl TurnState {
@@ -111,7 +112,11 @@ impl TurnState {
             tool_calls: checkpoint.tool_calls,
             input_tokens: checkpoint.usage.input_tokens,
             output_tokens: checkpoint.usage.output_tokens,
-            messages: Conversation(checkpoint.messages).to_stored("", &run_id, now_ms()),
+            messages: Conversation(checkpoint.messages).to_stored(
+                &SessionId::default(),
+                &run_id,
+                now_ms(),
+            ),
         }
     }
 }
@@ -122,8 +127,7 @@ impl From<Turn> for TurnState {
         let run_id = turn
             .messages
             .iter()
-            .find_map(|m| m.run_id.as_ref())
-            .map(|id| id.to_string())
+            .find_map(|m| m.run_id.clone())
             .unwrap_or_default();
         Self {
             checkpoint: turn.checkpoint(),
@@ -150,7 +154,7 @@ impl Turn {
 /// The loop's sink in front of the host's.
 struct Forward {
     sink: Arc<dyn RunSink>,
-    run_id: String,
+    run_id: RunId,
 }
 
 impl EventSink for Forward {
@@ -506,7 +510,7 @@ fn context(ids: &RunIds, cancel: &CancellationToken) -> RunContext {
             session_id: ids.session.clone(),
             run_id: ids.run.clone(),
         },
-        session_key: ids.session_key.clone(),
+        session_key: ids.session_key.clone().into_string(),
         sender: None,
         channel: ids.channel.clone(),
         cancel: cancel.clone(),

@@ -76,8 +76,8 @@ pub(crate) fn workspace_for(
         WorkspaceAccess::Ro => (workspace, Access::ReadOnly),
         WorkspaceAccess::None => {
             let key = match policy.scope {
-                Scope::Session => format!("session-{}", safe(&scope.session_id)),
-                Scope::Agent => format!("agent-{}", safe(&scope.agent_id)),
+                Scope::Session => format!("session-{}", safe(scope.session_id.as_str())),
+                Scope::Agent => format!("agent-{}", safe(scope.agent_id.as_str())),
                 Scope::Shared => "shared".to_owned(),
             };
             (state_dir.join("sandboxes").join(key), Access::ReadWrite)

@@ -6,6 +6,8 @@
 //! [`super::catalog`]'s.
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::SessionKey;
+use talon_protocol::gateway::bounded::{AgentId, Cursor, RunId, SessionId, TokenId};
 
 use talon_protocol::gateway::page::page_after;
 use talon_protocol::gateway::params::*;
@@ -39,7 +41,7 @@ impl Handler for Api {
     async fn agents_list(&self, _: &(), p: AgentsListParams) -> Result<AgentsListResult, ApiError> {
         let (agents, next_cursor) = page_after(
             self.read(|s| s.agents.clone()),
-            p.cursor.as_deref(),
+            p.cursor.as_ref().map(|c| c.as_str()),
             p.limit,
             |a| a.id.as_str(),
         )?;
@@ -50,13 +52,13 @@ impl Handler for Api {
     }
 
     async fn agents_get(&self, _: &(), p: AgentRef) -> Result<Agent, ApiError> {
-        self.read(|s| s.agent(&p.agent_id).cloned())
-            .ok_or_else(|| not_found("agent", &p.agent_id))
+        self.read(|s| s.agent(p.agent_id.as_str()).cloned())
+            .ok_or_else(|| not_found("agent", p.agent_id.as_str()))
     }
 
     async fn agents_create(&self, _: &(), p: AgentsCreateParams) -> Result<Agent, ApiError> {
         self.write(|s| {
-            if let Some(found) = s.agent(&p.id) {
+            if let Some(found) = s.agent(p.id.as_str()) {
                 return Err(ApiError::new(
                     ErrorCode::Conflict,
                     if found.source == AgentSource::Config {
@@ -79,7 +81,7 @@ impl Handler for Api {
                 .agents
                 .iter_mut()
                 .find(|a| a.id == p.agent_id)
-                .ok_or_else(|| not_found("agent", &p.agent_id))?;
+                .ok_or_else(|| not_found("agent", p.agent_id.as_str()))?;
             if agent.source == AgentSource::Config {
                 return Err(ApiError::new(
                     ErrorCode::Conflict,
@@ -128,8 +130,8 @@ impl Handler for Api {
     async fn sessions_create(&self, _: &(), p: SessionsCreateParams) -> Result<Session, ApiError> {
         self.write(|s| {
             s.create_session(
-                &p.agent_id,
-                p.key.map(Into::into),
+                p.agent_id.as_str(),
+                p.key.map(SessionKey::into_string),
                 p.metadata.unwrap_or_default(),
             )
         })
@@ -140,7 +142,7 @@ impl Handler for Api {
         _: &(),
         p: SessionsResolveParams,
     ) -> Result<Session, ApiError> {
-        self.write(|s| s.resolve_session(&p.key, p.agent_id.as_deref()))
+        self.write(|s| s.resolve_session(p.key.as_str(), p.agent_id.as_ref().map(AgentId::as_str)))
     }
 
     async fn sessions_send(&self, _: &(), p: SessionsSendParams) -> Result<RunAccepted, ApiError> {
@@ -153,7 +155,7 @@ impl Handler for Api {
         p: SessionsMessagesParams,
     ) -> Result<SessionsMessagesResult, ApiError> {
         let mut messages = self.read(|s| {
-            s.session(&p.session_id)?;
+            s.session(p.session_id.as_str())?;
             Ok::<_, ApiError>(
                 s.messages
                     .get(p.session_id.as_str())
@@ -182,7 +184,7 @@ impl Handler for Api {
     }
 
     async fn sessions_compact(&self, _: &(), p: SessionActionParams) -> Result<Session, ApiError> {
-        sessions::compact(self, &p.session_id)
+        sessions::compact(self, p.session_id.as_str())
     }
 
     async fn sessions_abort(
@@ -191,7 +193,7 @@ impl Handler for Api {
         p: SessionActionParams,
     ) -> Result<SessionsAbortResult, ApiError> {
         Ok(SessionsAbortResult {
-            cancelled_run_ids: runs::abort(self, &p.session_id).await?,
+            cancelled_run_ids: runs::abort(self, p.session_id.as_str()).await?,
         })
     }
 
@@ -200,7 +202,7 @@ impl Handler for Api {
         _: &(),
         p: SessionActionParams,
     ) -> Result<SessionsDeleteResult, ApiError> {
-        let deleted_run_ids = self.write(|s| crate::deletes::session(s, &p.session_id))?;
+        let deleted_run_ids = self.write(|s| crate::deletes::session(s, p.session_id.as_str()))?;
         Ok(SessionsDeleteResult {
             session_id: p.session_id,
             deleted_run_ids,
@@ -208,7 +210,7 @@ impl Handler for Api {
     }
 
     async fn runs_delete(&self, _: &(), p: RunsDeleteParams) -> Result<Run, ApiError> {
-        self.write(|s| crate::deletes::run(s, &p.run_id))
+        self.write(|s| crate::deletes::run(s, p.run_id.as_str()))
     }
 
     async fn runs_create(&self, _: &(), p: RunsCreateParams) -> Result<RunAccepted, ApiError> {
@@ -220,24 +222,29 @@ impl Handler for Api {
     }
 
     async fn runs_get(&self, _: &(), p: RunRef) -> Result<Run, ApiError> {
-        self.read(|s| s.run(&p.run_id).map(|r| r.run.clone()))
+        self.read(|s| s.run(p.run_id.as_str()).map(|r| r.run.clone()))
     }
 
     async fn runs_events(&self, _: &(), p: RunsEventsParams) -> Result<RunsEventsResult, ApiError> {
-        runs::events(self, &p.run_id, p.after.as_deref(), p.limit)
+        runs::events(
+            self,
+            p.run_id.as_str(),
+            p.after.as_ref().map(|c| c.as_str()),
+            p.limit,
+        )
     }
 
     async fn runs_wait(&self, _: &(), p: RunsWaitParams) -> Result<RunResult, ApiError> {
         runs::wait(
             self,
-            &p.run_id,
+            p.run_id.as_str(),
             p.timeout_ms.map(std::time::Duration::from_millis),
         )
         .await
     }
 
     async fn runs_cancel(&self, _: &(), p: RunsCancelParams) -> Result<Run, ApiError> {
-        runs::cancel(self, &p.run_id, false).await
+        runs::cancel(self, p.run_id.as_str(), false).await
     }
 
     async fn tasks_list(&self, _: &(), _: Empty) -> Result<TasksListResult, ApiError> {
@@ -267,8 +274,12 @@ impl Handler for Api {
             name: "mock-model".into(),
             context_window: None,
         }];
-        let (models, next_cursor) =
-            page_after(models, p.cursor.as_deref(), p.limit, |m| m.id.as_str())?;
+        let (models, next_cursor) = page_after(
+            models,
+            p.cursor.as_ref().map(|c| c.as_str()),
+            p.limit,
+            |m| m.id.as_str(),
+        )?;
         Ok(ModelsListResult {
             models,
             next_cursor,
@@ -286,15 +297,21 @@ impl Handler for Api {
     }
 
     async fn tools_list(&self, _: &(), p: ToolsListParams) -> Result<ToolsListResult, ApiError> {
-        let agent = p.agent_id.as_deref().unwrap_or(DEFAULT_AGENT);
+        let agent = p
+            .agent_id
+            .as_ref()
+            .map(AgentId::as_str)
+            .unwrap_or(DEFAULT_AGENT);
         self.read(|s| {
             if s.agent(agent).is_none() {
                 return Err(not_found("agent", agent));
             }
-            let (tools, next_cursor) =
-                page_after(s.tools.clone(), p.cursor.as_deref(), p.limit, |t| {
-                    t.id.as_str()
-                })?;
+            let (tools, next_cursor) = page_after(
+                s.tools.clone(),
+                p.cursor.as_ref().map(|c| c.as_str()),
+                p.limit,
+                |t| t.id.as_str(),
+            )?;
             Ok(ToolsListResult { tools, next_cursor })
         })
     }
@@ -317,9 +334,15 @@ impl Handler for Api {
                 .iter()
                 .rev()
                 .map(|a| &a.summary)
-                .filter(|a| p.run_id.is_none() || a.run_id.as_deref() == p.run_id.as_deref())
                 .filter(|a| {
-                    p.session_id.is_none() || a.session_id.as_deref() == p.session_id.as_deref()
+                    p.run_id.is_none()
+                        || a.run_id.as_ref().map(RunId::as_str)
+                            == p.run_id.as_ref().map(RunId::as_str)
+                })
+                .filter(|a| {
+                    p.session_id.is_none()
+                        || a.session_id.as_ref().map(SessionId::as_str)
+                            == p.session_id.as_ref().map(SessionId::as_str)
                 })
                 .cloned()
                 .collect()
@@ -352,7 +375,7 @@ impl Handler for Api {
                 })
                 .map(|a| a.summary.clone())
         })
-        .ok_or_else(|| not_found("artifact", &p.artifact_id))
+        .ok_or_else(|| not_found("artifact", p.artifact_id.as_str()))
     }
 
     async fn artifacts_download(
@@ -376,13 +399,19 @@ impl Handler for Api {
                 .filter(|a| status.is_none() || status == Some(wire(&a.status)))
                 .filter(|a| p.run_id.as_ref().is_none_or(|r| *r == a.run_id))
                 .filter(|a| {
-                    p.session_id.is_none() || a.session_id.as_deref() == p.session_id.as_deref()
+                    p.session_id.is_none()
+                        || a.session_id.as_ref().map(SessionId::as_str)
+                            == p.session_id.as_ref().map(SessionId::as_str)
                 })
                 .cloned()
                 .collect()
         });
-        let (approvals, next_cursor) =
-            page(approvals, p.cursor.as_deref(), p.limit, |a| a.id.as_str());
+        let (approvals, next_cursor) = page(
+            approvals,
+            p.cursor.as_ref().map(|c| c.as_str()),
+            p.limit,
+            |a| a.id.as_str(),
+        );
         Ok(ApprovalsListResult {
             approvals,
             next_cursor,
@@ -411,8 +440,12 @@ impl Handler for Api {
                 .cloned()
                 .collect()
         });
-        let (questions, next_cursor) =
-            page(questions, p.cursor.as_deref(), p.limit, |q| q.id.as_str());
+        let (questions, next_cursor) = page(
+            questions,
+            p.cursor.as_ref().map(|c| c.as_str()),
+            p.limit,
+            |q| q.id.as_str(),
+        );
         Ok(QuestionsListResult {
             questions,
             next_cursor,
@@ -434,7 +467,7 @@ impl Handler for Api {
     ) -> Result<EnvironmentsListResult, ApiError> {
         let (environments, next_cursor) = page_after(
             self.read(|s| s.environments.clone()),
-            p.cursor.as_deref(),
+            p.cursor.as_ref().map(|c| c.as_str()),
             p.limit,
             |e| e.id.as_str(),
         )?;
@@ -463,7 +496,7 @@ impl Handler for Api {
                 .find(|e| e.id == p.environment_id)
                 .cloned()
         })
-        .ok_or_else(|| not_found("environment", &p.environment_id))
+        .ok_or_else(|| not_found("environment", p.environment_id.as_str()))
     }
 
     async fn environments_delete(
@@ -493,7 +526,7 @@ impl Handler for Api {
         let name = p.name.to_string();
         let key = p.idempotency_key.as_ref().map(|k| k.to_string());
         let (id, token) = self.write(|s| {
-            let token = format!("talon_{}", s.new_id::<String>("fake"));
+            let token = format!("talon_{}", s.new_id("fake"));
             s.tokens.retain(|_, expires| *expires > now);
             let id = match key.as_ref().and_then(|k| s.keyed_tokens.get(k)) {
                 // A retry: the same id, a new secret; the old one stops.
@@ -516,7 +549,7 @@ impl Handler for Api {
                     )
                     .with_details(serde_json::json!({"tokenId": earlier.id})));
                 }
-                None => s.new_id::<String>("tok"),
+                None => s.new_id("tok"),
             };
             if let Some(key) = &key {
                 let minted = KeyedToken {
@@ -532,13 +565,13 @@ impl Handler for Api {
             let info = talon_protocol::gateway::TokenInfo {
                 subject: binding.subject.clone(),
                 agents: binding.agents.clone(),
-                id: id.as_str().into(),
+                id: TokenId::new(id.as_str()),
                 name: Some(name.clone()),
                 scopes: scopes.clone(),
                 created_at: now,
                 expires_at: Some(expires_at),
                 revoked_at: None,
-                parent_id: Some(super::state::FAKE_TOKEN_ID.into()),
+                parent_id: Some(TokenId::new(super::state::FAKE_TOKEN_ID)),
             };
             s.minted.insert(id.clone(), (info, token.clone()));
             Ok((id, token))
@@ -547,7 +580,7 @@ impl Handler for Api {
             subject: binding.subject,
             agents: binding.agents,
             token,
-            id: id.into(),
+            id: TokenId::new(id),
             name,
             scopes,
             expires_at,
@@ -614,7 +647,7 @@ impl Handler for Api {
     async fn tokens_ticket(&self, _: &(), p: TokensTicketParams) -> Result<StreamTicket, ApiError> {
         let (scopes, stream) = p.grant()?;
         if let talon_protocol::gateway::TicketStream::Run(run) = &stream {
-            self.read(|s| s.run(&run.run_id).map(|_| ()))?;
+            self.read(|s| s.run(run.run_id.as_str()).map(|_| ()))?;
         }
         let expires_at = now_ms() + TICKET_TTL_MS;
         let ticket = self.write(|s| {
@@ -661,7 +694,7 @@ fn page<T>(
     let more = items.len() > limit;
     items.truncate(limit);
     let next = more
-        .then(|| items.last().map(|x| id(x).to_owned().into()))
+        .then(|| items.last().map(|x| Cursor::new(id(x).to_owned())))
         .flatten();
     (items, next)
 }

@@ -6,6 +6,7 @@
 //! `local` provider, `ready` at once).
 
 use serde_json::json;
+use talon_protocol::gateway::bounded::{EnvironmentId, ProviderId};
 use talon_protocol::gateway::params::{
     ApprovalsRespondParams, EnvironmentsCreateParams, EnvironmentsDeleteParams,
     QuestionsRespondParams, ToolsInvokeParams, ToolsInvokeResult,
@@ -29,7 +30,7 @@ pub(crate) fn respond_approval(
             .approvals
             .iter_mut()
             .find(|a| a.id == p.approval_id)
-            .ok_or_else(|| not_found("approval", &p.approval_id))?;
+            .ok_or_else(|| not_found("approval", p.approval_id.as_str()))?;
         approval.offers(p.decision)?;
         if approval.status != ApprovalStatus::Pending {
             return Err(
@@ -58,7 +59,7 @@ pub(crate) fn answer_question(
             .questions
             .iter_mut()
             .find(|q| q.id == p.question_id)
-            .ok_or_else(|| not_found("question", &p.question_id))?;
+            .ok_or_else(|| not_found("question", p.question_id.as_str()))?;
         if question.status == QuestionStatus::Pending
             && let Some(choices) = &question.choices
             && !p
@@ -87,7 +88,7 @@ pub(crate) fn answer_question(
 }
 
 pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvokeResult, ApiError> {
-    if p.tool.trim().is_empty() || p.tool.len() > MAX_TOOL_BYTES {
+    if p.tool.as_str().trim().is_empty() || p.tool.as_str().len() > MAX_TOOL_BYTES {
         return Err(invalid(format!(
             "tool: a catalog id or name of 1 to {MAX_TOOL_BYTES} bytes"
         )));
@@ -118,11 +119,11 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
             });
         }
         // The session is the one the gateway would run the call on.
-        s.resolve_session(&p.session_key, None)?;
+        s.resolve_session(p.session_key.as_str(), None)?;
         let name = s
             .tools
             .iter()
-            .find(|t| t.id == p.tool)
+            .find(|t| t.id == p.tool.as_str())
             .map_or_else(|| p.tool.to_string(), |t| t.name.clone());
         let result = s
             .invoke_results
@@ -161,8 +162,8 @@ pub(crate) fn create_environment(
     shared: &Shared,
     p: EnvironmentsCreateParams,
 ) -> Result<Environment, ApiError> {
-    if p.provider != "local" {
-        return Err(unknown_provider(&p.provider));
+    if p.provider != ProviderId::new("local") {
+        return Err(unknown_provider(p.provider.as_str()));
     }
     let settings = p.settings.clone().unwrap_or_else(|| json!({}));
     if !settings.is_object() {
@@ -172,7 +173,7 @@ pub(crate) fn create_environment(
         let id = match &p.idempotency_key {
             Some(key) => {
                 let id = format!("env_{}", &hash_of("environments.create", key)[..24]);
-                if let Some(first) = s.environments.iter().find(|e| e.id == id) {
+                if let Some(first) = s.environments.iter().find(|e| e.id.as_str() == id) {
                     return if first.provider == p.provider
                         && first.settings.as_ref() == Some(&settings)
                     {
@@ -191,7 +192,7 @@ pub(crate) fn create_environment(
         let environment = Environment {
             subject: None,
             workspace: Some(format!("/fake-gateway/environments/{id}/workspace")),
-            id: id.into(),
+            id: EnvironmentId::new(id),
             provider: p.provider.clone(),
             status: EnvironmentStatus::Ready,
             capabilities: EnvironmentCapabilities::local(),
@@ -213,7 +214,7 @@ pub(crate) fn delete_environment(
             .environments
             .iter_mut()
             .find(|e| e.id == p.environment_id)
-            .ok_or_else(|| not_found("environment", &p.environment_id))?;
+            .ok_or_else(|| not_found("environment", p.environment_id.as_str()))?;
         if environment.status != EnvironmentStatus::Deleted {
             let retain = environment
                 .settings

@@ -4,6 +4,7 @@
 //! `Content-Range`; a range outside the content is `416`.
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::ArtifactId;
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -29,7 +30,12 @@ pub(crate) async fn artifact_content(
 fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     authenticate(shared, headers)?;
     let stored = shared
-        .read(|s| s.artifacts.iter().find(|a| a.summary.id == id).cloned())
+        .read(|s| {
+            s.artifacts
+                .iter()
+                .find(|a| a.summary.id == ArtifactId::new(id))
+                .cloned()
+        })
         .ok_or_else(|| not_found("artifact", id))?;
     let len = stored.bytes.len() as u64;
     let span = match talon_wire::content::requested_span(headers, len) {

@@ -4,6 +4,7 @@
 //! in the fake's log, whose cursor is an index (a deliberate difference).
 
 use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 use talon_protocol::gateway::{ApiError, ErrorCode, Run};
 
 use crate::state::{State, not_found};
@@ -33,7 +34,7 @@ pub(crate) fn session(s: &mut State, id: &str) -> Result<Vec<RunId>, ApiError> {
         .runs
         .values()
         .map(|r| &r.run)
-        .filter(|r| r.session_id.as_deref() == Some(id))
+        .filter(|r| r.session_id.as_ref().map(SessionId::as_str) == Some(id))
         .collect();
     if runs.iter().any(|r| !r.status.is_terminal()) {
         return Err(busy("session", id));
@@ -41,10 +42,10 @@ pub(crate) fn session(s: &mut State, id: &str) -> Result<Vec<RunId>, ApiError> {
     runs.sort_by(|a, b| a.id.cmp(&b.id));
     let ids: Vec<RunId> = runs.into_iter().map(|r| r.id.clone()).collect();
     drop_runs(s, &ids);
-    s.sessions.retain(|x| x.id != id);
+    s.sessions.retain(|x| x.id != SessionId::new(id));
     s.messages.retain(|k, _| k.as_str() != id);
     s.artifacts
-        .retain(|a| a.summary.session_id.as_deref() != Some(id));
+        .retain(|a| a.summary.session_id.as_ref().map(SessionId::as_str) != Some(id));
     Ok(ids)
 }
 

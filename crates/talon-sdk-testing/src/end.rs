@@ -6,6 +6,7 @@
 //! `RunResult`.
 
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::{MessageId, RunId};
 
 use serde_json::json;
 use talon_protocol::event_data::{ApprovalResolvedData, RunEndedData, ToolCallFailedData};
@@ -73,7 +74,7 @@ pub(crate) fn end(
     for approval in s
         .approvals
         .iter_mut()
-        .filter(|a| a.run_id == run_id && a.status == ApprovalStatus::Pending)
+        .filter(|a| a.run_id == RunId::new(run_id) && a.status == ApprovalStatus::Pending)
     {
         approval.status = ApprovalStatus::Cancelled;
         approval.resolved_at = Some(now_ms());
@@ -88,7 +89,7 @@ pub(crate) fn end(
     for question in s
         .questions
         .iter_mut()
-        .filter(|q| q.run_id == run_id && q.status == QuestionStatus::Pending)
+        .filter(|q| q.run_id == RunId::new(run_id) && q.status == QuestionStatus::Pending)
     {
         question.status = QuestionStatus::Cancelled;
         question.answered_at = Some(now_ms());
@@ -154,9 +155,9 @@ pub(crate) fn end(
     {
         let now = now_ms();
         let message = |i: usize, role: MessageRole, text: &str| Message {
-            id: format!("msg_{run_id}_{i:04}").into(),
+            id: MessageId::new(format!("msg_{run_id}_{i:04}")),
             session_id: session_id.clone(),
-            run_id: Some(run_id.into()),
+            run_id: Some(RunId::new(run_id)),
             role,
             text: Some(text.to_owned()),
             tool_calls: Vec::new(),
@@ -179,7 +180,7 @@ pub(crate) fn end(
     let events: Vec<serde_json::Value> = s
         .log
         .iter()
-        .filter(|e| e.run_id.as_deref() == Some(run_id))
+        .filter(|e| e.run_id.as_ref().map(RunId::as_str) == Some(run_id))
         .map(|e| serde_json::to_value(e).unwrap_or_default())
         .collect();
     let document = json!({

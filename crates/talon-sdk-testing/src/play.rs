@@ -98,9 +98,9 @@ pub(crate) async fn play(
     timeout: Option<Duration>,
 ) {
     // One run at a time per session, in order.
-    let lane = wait_for(&shared, &run_id, |s| {
+    let lane = wait_for(&shared, run_id.as_str(), |s| {
         let session = s.runs.get(&run_id)?.run.session_id.clone()?;
-        let first = live_runs(s, &session).into_iter().next()?;
+        let first = live_runs(s, session.as_str()).into_iter().next()?;
         (first == run_id).then_some(())
     })
     .await;
@@ -135,7 +135,7 @@ pub(crate) async fn play(
                 return;
             }
             let mut progress = Progress::default();
-            let steps = steps(&shared, &run_id, &script, &mut progress);
+            let steps = steps(&shared, run_id.as_str(), &script, &mut progress);
             let stopped = match timeout {
                 Some(limit) => tokio::time::timeout(limit, steps)
                     .await
@@ -153,7 +153,17 @@ pub(crate) async fn play(
     if stopped == Err(Stop::Closing) || stopped == Err(Stop::Ended) {
         return;
     }
-    shared.write(|s| super::end::end(s, &run_id, &script, stopped, progress, started, timeout));
+    shared.write(|s| {
+        super::end::end(
+            s,
+            run_id.as_str(),
+            &script,
+            stopped,
+            progress,
+            started,
+            timeout,
+        )
+    });
 }
 
 async fn steps(
@@ -302,7 +312,7 @@ async fn approval(
     let tool = tool.as_str();
     let (call_id, approval_id) = shared.write(|s| {
         let call_id = start_call(s, run_id, tool, arguments.clone());
-        let id: ApprovalId = s.new_id("appr");
+        let id: ApprovalId = ApprovalId::new(s.new_id("appr"));
         let run = s.runs.get(run_id).map(|r| r.run.clone());
         if let Some(run) = run {
             let now = now_ms();
@@ -402,7 +412,7 @@ async fn question(
     }
     let (call_id, question_id) = shared.write(|s| {
         let call_id = start_call(s, run_id, "ask_user", arguments);
-        let id: QuestionId = s.new_id("q");
+        let id: QuestionId = QuestionId::new(s.new_id("q"));
         if let Some(run) = s.runs.get(run_id).map(|r| r.run.clone()) {
             let now = now_ms();
             let question = Question {

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
 
 use talon_protocol::EventData;
 use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
-use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
 use talon_protocol::gateway::{
     ApiError, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus,
@@ -37,7 +37,8 @@ pub(crate) fn list(shared: &Shared, p: &RunsListParams) -> Result<RunsListResult
     let (mut runs, cursor) = shared.read(|s| {
         let cursor = p
             .cursor
-            .as_deref()
+            .as_ref()
+            .map(|c| c.as_str())
             .map(|id| s.runs.get(id).map(|r| (r.run.created_at, r.run.id.clone())));
         let runs: Vec<Run> = s
             .runs
@@ -50,7 +51,9 @@ pub(crate) fn list(shared: &Shared, p: &RunsListParams) -> Result<RunsListResult
     runs.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
     if let Some(cursor) = cursor {
         let (at, id) = cursor.ok_or_else(|| {
-            RunsListParams::unknown_cursor(p.cursor.as_deref().unwrap_or_default())
+            RunsListParams::unknown_cursor(
+                p.cursor.as_ref().map(|c| c.as_str()).unwrap_or_default(),
+            )
         })?;
         runs.retain(|r| (r.created_at, r.id.as_str()) < (at, id.as_str()));
     }
@@ -77,25 +80,25 @@ fn input_text(input: &RunInput) -> String {
 
 /// The run's session: by id, by key (created if absent), or new.
 fn session_for(s: &mut State, p: &RunsCreateParams) -> Result<Session, ApiError> {
-    let agent = p.agent_id.as_deref();
+    let agent = p.agent_id.as_ref().map(AgentId::as_str);
     if let Some(agent) = agent
         && s.agent(agent).is_none()
     {
         return Err(not_found("agent", agent));
     }
     let session = if let Some(id) = &p.session_id {
-        let session = s.session(id)?.clone();
+        let session = s.session(id.as_str())?.clone();
         if p.session_key.as_ref().is_some_and(|k| *k != session.key) {
             return Err(invalid("sessionId and sessionKey name different sessions"));
         }
         session
     } else if let Some(key) = &p.session_key {
-        s.resolve_session(key, agent)?
+        s.resolve_session(key.as_str(), agent)?
     } else {
         s.create_session(agent.unwrap_or(DEFAULT_AGENT), None, Default::default())?
     };
     if let Some(agent) = agent
-        && session.agent_id != agent
+        && session.agent_id != AgentId::new(agent)
     {
         return Err(invalid(format!(
             "session {:?} belongs to agent {:?}, not {agent:?}",
@@ -110,7 +113,10 @@ pub(crate) fn live_runs(s: &State, session_id: &str) -> Vec<RunId> {
     let mut live: Vec<RunId> = s
         .runs
         .values()
-        .filter(|r| r.run.session_id.as_deref() == Some(session_id) && !r.run.status.is_terminal())
+        .filter(|r| {
+            r.run.session_id.as_ref().map(SessionId::as_str) == Some(session_id)
+                && !r.run.status.is_terminal()
+        })
         .map(|r| r.run.id.clone())
         .collect();
     live.sort();
@@ -144,7 +150,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
                 .environments
                 .iter()
                 .find(|e| &e.id == id)
-                .ok_or_else(|| not_found("environment", id))?;
+                .ok_or_else(|| not_found("environment", id.as_str()))?;
             if environment.status != EnvironmentStatus::Ready {
                 return Err(ApiError::new(
                     ErrorCode::Conflict,
@@ -154,7 +160,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
             }
         }
         let session = session_for(s, &p)?;
-        let live = live_runs(s, &session.id);
+        let live = live_runs(s, session.id.as_str());
         let strategy = p.multitask_strategy.unwrap_or_default();
         if !live.is_empty() {
             match strategy {
@@ -168,7 +174,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
                 MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
                     let rollback = strategy == MultitaskStrategy::Rollback;
                     for id in &live {
-                        request_cancel(s, id, rollback);
+                        request_cancel(s, id.as_str(), rollback);
                     }
                 }
                 MultitaskStrategy::Enqueue => {}
@@ -176,7 +182,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
         }
         let run = Run {
             subject: None,
-            id: s.new_id("run"),
+            id: RunId::new(s.new_id("run")),
             agent_id: session.agent_id.clone(),
             session_id: Some(session.id.clone()),
             session_key: Some(session.key.clone()),
@@ -338,7 +344,7 @@ pub(crate) fn events(
             .log
             .iter()
             .skip(from)
-            .filter(|e| e.run_id.as_deref() == Some(run_id))
+            .filter(|e| e.run_id.as_ref().map(RunId::as_str) == Some(run_id))
             .take(limit(limit_asked))
             .cloned()
             .collect();
@@ -355,7 +361,7 @@ pub(crate) async fn abort(shared: &Shared, session_id: &str) -> Result<Vec<RunId
     })?;
     let mut cancelled = Vec::new();
     for id in live {
-        cancelled.push(cancel(shared, &id, false).await?.id);
+        cancelled.push(cancel(shared, id.as_str(), false).await?.id);
     }
     Ok(cancelled)
 }

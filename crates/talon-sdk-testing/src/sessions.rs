@@ -6,6 +6,8 @@
 
 use talon_protocol::EventData;
 use talon_protocol::event_data::SessionCompactedData;
+use talon_protocol::gateway::bounded::MessageId;
+use talon_protocol::gateway::bounded::SessionKey;
 use talon_protocol::gateway::params::{SessionsForkParams, SessionsUpdateParams};
 use talon_protocol::gateway::{ApiError, ErrorCode, Message, MessageRole, Session};
 
@@ -14,18 +16,18 @@ use super::state::{Shared, not_found, now_ms};
 
 pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, ApiError> {
     shared.write(|s| {
-        let parent = s.session(&p.session_id)?.clone();
+        let parent = s.session(p.session_id.as_str())?.clone();
         let mut kept = s.messages.get(&parent.id).cloned().unwrap_or_default();
         if let Some(at) = &p.at_message_id {
             let end = kept
                 .iter()
                 .position(|m| &m.id == at)
-                .ok_or_else(|| not_found("message", at))?;
+                .ok_or_else(|| not_found("message", at.as_str()))?;
             kept.truncate(end + 1);
         }
         let mut session = s.add_session(
-            &parent.agent_id,
-            p.key.map(Into::into),
+            parent.agent_id.as_str(),
+            p.key.map(SessionKey::into_string),
             parent.metadata.clone(),
         )?;
         session.parent_id = Some(parent.id.clone());
@@ -45,7 +47,7 @@ pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, Ap
 pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiError> {
     shared.write(|s| {
         let mut session = s.session(session_id)?.clone();
-        if !runs::live_runs(s, &session.id).is_empty() {
+        if !runs::live_runs(s, session.id.as_str()).is_empty() {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
                 "the session has a run in progress; compact it once the run ends",
@@ -63,7 +65,7 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
         }
         let now = now_ms();
         let record = Message {
-            id: s.new_id("msg"),
+            id: MessageId::new(s.new_id("msg")),
             session_id: session.id.clone(),
             run_id: None,
             role: MessageRole::Compaction,
@@ -98,7 +100,7 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
 /// checked here.
 pub(crate) fn update(shared: &Shared, p: SessionsUpdateParams) -> Result<Session, ApiError> {
     shared.write(|s| {
-        let mut session = s.session(&p.session_id)?.clone();
+        let mut session = s.session(p.session_id.as_str())?.clone();
         for (key, value) in p.metadata {
             if value.is_null() {
                 session.metadata.remove(&key);

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use talon_protocol::gateway::bounded::{AgentId, ArtifactId, EventId, SessionKey};
 
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::bounded::{RunId, SessionId};
@@ -117,15 +118,15 @@ impl State {
     }
 
     /// A new id, `<prefix>_<24 hex digits>`, increasing.
-    pub fn new_id<Id: From<String>>(&mut self, prefix: &str) -> Id {
+    pub fn new_id(&mut self, prefix: &str) -> String {
         self.counter += 1;
-        Id::from(format!("{prefix}_{:024x}", self.counter))
+        format!("{prefix}_{:024x}", self.counter)
     }
 
     /// Appends `event` to the log, numbering it; its id.
     pub fn push(&mut self, mut event: Event) -> u64 {
         let id = self.log.len() as u64 + 1;
-        event.id = id.to_string().into();
+        event.id = EventId::new(id.to_string());
         self.log.push(event);
         id
     }
@@ -136,18 +137,18 @@ impl State {
     }
 
     pub fn agent(&self, id: &str) -> Option<&Agent> {
-        self.agents.iter().find(|a| a.id == id)
+        self.agents.iter().find(|a| a.id == AgentId::new(id))
     }
 
     pub fn session(&self, id: &str) -> Result<&Session, ApiError> {
         self.sessions
             .iter()
-            .find(|s| s.id == id)
+            .find(|s| s.id == SessionId::new(id))
             .ok_or_else(|| not_found("session", id))
     }
 
     pub fn session_by_key(&self, key: &str) -> Option<&Session> {
-        self.sessions.iter().find(|s| s.key == key)
+        self.sessions.iter().find(|s| s.key == SessionKey::new(key))
     }
 
     pub fn run(&self, id: &str) -> Result<&RunRecord, ApiError> {
@@ -195,13 +196,13 @@ impl State {
                 format!("session {key:?} already exists"),
             ));
         }
-        let id: SessionId = self.new_id("sess");
+        let id: SessionId = SessionId::new(self.new_id("sess"));
         let now = now_ms();
         let session = Session {
             subject: None,
-            key: key.unwrap_or_else(|| format!("{agent_id}:{id}")).into(),
+            key: SessionKey::new(key.unwrap_or_else(|| format!("{agent_id}:{id}"))),
             id,
-            agent_id: agent_id.into(),
+            agent_id: AgentId::new(agent_id),
             parent_id: None,
             forked_at_message_id: None,
             metadata,
@@ -233,7 +234,7 @@ impl State {
     ) -> ArtifactSummary {
         let now = now_ms();
         let summary = ArtifactSummary {
-            id: self.new_id("art"),
+            id: ArtifactId::new(self.new_id("art")),
             run_id: Some(run.id.clone()),
             session_id: run.session_id.clone(),
             kind,

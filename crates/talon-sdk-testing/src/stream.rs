@@ -123,7 +123,7 @@ impl Follow {
                     .skip(from)
                     .find(|e| self.filter.matches(e))
                     .map(|e| {
-                        let id = e.id.parse::<u64>().unwrap_or_default();
+                        let id = e.id.as_str().parse::<u64>().unwrap_or_default();
                         (
                             id,
                             e.kind.as_str(),
@@ -180,12 +180,12 @@ pub(crate) async fn run_events(
 ) -> Response {
     let opened = (|| {
         let this = TicketStream::Run(TicketRun {
-            run_id: run_id.as_str().into(),
+            run_id: RunId::new(run_id.as_str()),
         });
         authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| *t == this)?;
         shared.read(|s| s.run(&run_id).map(|_| ()))?;
         let filter = Filter {
-            run_id: Some(run_id.clone().into()),
+            run_id: Some(RunId::new(run_id.clone())),
             ..Filter::default()
         };
         Follow::start(
@@ -221,8 +221,8 @@ pub(crate) async fn all_events(
             },
             _ => Filter {
                 run_id: None,
-                session_key: query.session_key.clone().map(Into::into),
-                agent_id: query.agent_id.clone().map(Into::into),
+                session_key: query.session_key.clone().map(SessionKey::new),
+                agent_id: query.agent_id.clone().map(AgentId::new),
                 types: talon_wire::event_types(query.types.iter().map(String::as_str))?,
             },
         };

@@ -31,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
         // The id is the gateway's; keep only safe characters in the name.
         let name: String = artifact
             .id
+            .as_str()
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '_' || c == '-' {

@@ -141,7 +141,7 @@ impl Follow {
                 Some(Ok(event)) => {
                     self.failures = 0;
                     self.fresh = false;
-                    if let Ok(id) = event.id.parse::<u64>() {
+                    if let Ok(id) = event.id.as_str().parse::<u64>() {
                         if id <= self.cursor.load(Ordering::Acquire) {
                             continue;
                         }

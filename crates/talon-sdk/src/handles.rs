@@ -212,7 +212,9 @@ impl Artifact {
     where
         W: tokio::io::AsyncWrite + Unpin + ?Sized,
     {
-        self.client.download_artifact(&self.info.id, writer).await
+        self.client
+            .download_artifact(self.info.id.as_str(), writer)
+            .await
     }
 
     /// Its bytes, in memory.
@@ -244,7 +246,7 @@ handle! {
 impl Environment {
     /// Its id (what `RunOptions::environment_id` takes).
     pub fn id(&self) -> &str {
-        &self.info.id
+        self.info.id.as_str()
     }
 
     /// The environment as the gateway describes it now.

@@ -114,7 +114,7 @@ impl Run {
 
     /// Its id.
     pub fn id(&self) -> &str {
-        &self.info.id
+        self.info.id.as_str()
     }
 
     /// The run as the gateway described it when it was accepted (or

@@ -1,7 +1,8 @@
 //! [`Session`]: a conversation with an agent. Sending a message starts a
 //! [`Run`]; the session keeps the messages, forks, compacts and aborts.
 
-use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::EnvironmentId;
+use talon_protocol::gateway::bounded::{IdempotencyKey, MessageId, RunId};
 use talon_protocol::gateway::params::{
     ArtifactsListParams, RunInput, SessionActionParams, SessionsForkParams, SessionsMessagesParams,
     SessionsSendParams,
@@ -27,12 +28,12 @@ impl Session {
 
     /// Its id.
     pub fn id(&self) -> &str {
-        &self.info.id
+        self.info.id.as_str()
     }
 
     /// The app's key for it.
     pub fn key(&self) -> &str {
-        &self.info.key
+        self.info.key.as_str()
     }
 
     /// The session as the gateway last described it.
@@ -56,8 +57,8 @@ impl Session {
                 tools: options.tools,
                 multitask_strategy: options.multitask_strategy,
                 timeout_ms: options.timeout_ms,
-                environment_id: options.environment_id.map(Into::into),
-                idempotency_key: options.idempotency_key.map(Into::into),
+                environment_id: options.environment_id.map(EnvironmentId::new),
+                idempotency_key: options.idempotency_key.map(IdempotencyKey::new),
             })
             .await?;
         Ok(Run::new(self.client.clone(), accepted.run))
@@ -90,7 +91,7 @@ impl Session {
             .client
             .sessions_fork(SessionsForkParams {
                 session_id: self.info.id.clone(),
-                at_message_id: at_message_id.map(str::to_owned).map(Into::into),
+                at_message_id: at_message_id.map(str::to_owned).map(MessageId::new),
                 key: None,
                 idempotency_key: None,
             })

@@ -1,5 +1,9 @@
 //! [`Talon`], the entry point of the high-level layer, and [`Agent`].
 
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::{
+    ArtifactId, EnvironmentId, IdempotencyKey, ProviderId, RunId, SessionId, SessionKey, ToolRef,
+};
 use talon_protocol::gateway::params::{
     AgentRef, AgentsListParams, ApprovalsListParams, ArtifactRef, EnvironmentRef,
     EnvironmentsCreateParams, EnvironmentsListParams, ModelsListParams, QuestionsListParams,
@@ -88,7 +92,7 @@ impl Talon {
         let info = self
             .client
             .runs_get(RunRef {
-                run_id: run_id.to_owned().into(),
+                run_id: RunId::new(run_id.to_owned()),
             })
             .await?;
         Ok(Run::new(self.client.clone(), info))
@@ -127,7 +131,7 @@ impl Talon {
         let info = self
             .client
             .artifacts_get(ArtifactRef {
-                artifact_id: artifact_id.to_owned().into(),
+                artifact_id: ArtifactId::new(artifact_id.to_owned()),
                 run_id: None,
             })
             .await?;
@@ -148,7 +152,7 @@ impl Talon {
         let info = self
             .client
             .environments_status(EnvironmentRef {
-                environment_id: environment_id.to_owned().into(),
+                environment_id: EnvironmentId::new(environment_id.to_owned()),
             })
             .await?;
         Ok(Environment::new(self.client.clone(), info))
@@ -164,7 +168,7 @@ impl Talon {
         let info = self
             .client
             .environments_create(EnvironmentsCreateParams {
-                provider: provider.to_owned().into(),
+                provider: ProviderId::new(provider.to_owned()),
                 settings: Some(settings),
                 idempotency_key: None,
             })
@@ -183,9 +187,9 @@ impl Talon {
         Ok(self
             .client
             .tools_invoke(ToolsInvokeParams {
-                tool: tool.to_owned().into(),
+                tool: ToolRef::new(tool.to_owned()),
                 arguments,
-                session_key: session_key.to_owned().into(),
+                session_key: SessionKey::new(session_key.to_owned()),
                 idempotency_key: None,
             })
             .await?
@@ -210,7 +214,7 @@ impl Agent {
     pub async fn info(&self) -> Result<proto::Agent> {
         self.client
             .agents_get(AgentRef {
-                agent_id: self.id.clone().into(),
+                agent_id: AgentId::new(self.id.clone()),
             })
             .await
     }
@@ -225,15 +229,15 @@ impl Agent {
         let accepted = self
             .client
             .runs_create(RunsCreateParams {
-                agent_id: Some(self.id.clone().into()),
+                agent_id: Some(AgentId::new(self.id.clone())),
                 input: input.into(),
-                session_key: options.session_key.map(Into::into),
-                session_id: options.session_id.map(Into::into),
+                session_key: options.session_key.map(SessionKey::new),
+                session_id: options.session_id.map(SessionId::new),
                 tools: options.tools,
                 multitask_strategy: options.multitask_strategy,
                 timeout_ms: options.timeout_ms,
-                environment_id: options.environment_id.map(Into::into),
-                idempotency_key: options.idempotency_key.map(Into::into),
+                environment_id: options.environment_id.map(EnvironmentId::new),
+                idempotency_key: options.idempotency_key.map(IdempotencyKey::new),
             })
             .await?;
         Ok(Run::new(self.client.clone(), accepted.run))
@@ -244,8 +248,8 @@ impl Agent {
         let info = self
             .client
             .sessions_resolve(SessionsResolveParams {
-                key: key.to_owned().into(),
-                agent_id: Some(self.id.clone().into()),
+                key: SessionKey::new(key.to_owned()),
+                agent_id: Some(AgentId::new(self.id.clone())),
             })
             .await?;
         Ok(Session::new(self.client.clone(), info))
@@ -256,7 +260,7 @@ impl Agent {
         let info = self
             .client
             .sessions_create(SessionsCreateParams {
-                agent_id: self.id.clone().into(),
+                agent_id: AgentId::new(self.id.clone()),
                 key: None,
                 metadata: None,
                 idempotency_key: None,
@@ -269,7 +273,7 @@ impl Agent {
     /// policy and reach.
     pub async fn tool_space(&self) -> Result<Vec<proto::ToolSummary>> {
         let filter = ToolsListParams {
-            agent_id: Some(self.id.clone().into()),
+            agent_id: Some(AgentId::new(self.id.clone())),
             session_key: None,
             limit: None,
             cursor: None,

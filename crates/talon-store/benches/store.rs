@@ -22,6 +22,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::{AgentId, ApprovalId, RunId, SessionId, SessionKey};
 
 use serde_json::json;
 use talon_protocol::{Event, EventType};
@@ -37,11 +38,11 @@ fn delta(n: u64) -> Event {
         id: Default::default(),
         ts: n,
         kind: EventType::AssistantDelta,
-        run_id: Some(format!("run_{}", n / 1000).into()),
-        session_id: Some("sess_1".into()),
-        session_key: Some("agent:main:bench".into()),
+        run_id: Some(RunId::new(format!("run_{}", n / 1000))),
+        session_id: Some(SessionId::new("sess_1")),
+        session_key: Some(SessionKey::new("agent:main:bench")),
         task_id: None,
-        agent_id: Some("main".into()),
+        agent_id: Some(AgentId::new("main")),
         request_id: None,
         data: json!({"text": " token"}),
         raw: None,
@@ -193,7 +194,7 @@ async fn replay(store: &Store, json: bool) {
                     .await
                     .unwrap();
                 count += page.len();
-                page.last().map(|e| e.id.parse().unwrap())
+                page.last().map(|e| e.id.as_str().parse().unwrap())
             };
             let Some(end) = end else { break };
             cursor = Some(end);
@@ -238,9 +239,9 @@ async fn remembered(store: &Store) {
     ];
     for n in 0..APPROVALS {
         let approval = Approval {
-            id: format!("appr_{n:06}").into(),
-            run_id: format!("run_{}", n / 4).into(),
-            session_id: Some(format!("sess_{}", n % 1000).into()),
+            id: ApprovalId::new(format!("appr_{n:06}")),
+            run_id: RunId::new(format!("run_{}", n / 4)),
+            session_id: Some(SessionId::new(format!("sess_{}", n % 1000))),
             kind: ApprovalKind::Tool,
             summary: "a call".into(),
             tool_name: Some(format!("tool_{}", n % 50)),
@@ -261,7 +262,7 @@ async fn remembered(store: &Store) {
         store.create_approval(&approval).await.unwrap();
         let decision = decisions[(n % 4) as usize];
         store
-            .resolve_approval(&approval.id, |a| {
+            .resolve_approval(approval.id.as_str(), |a| {
                 a.status = if decision == ApprovalDecision::Deny {
                     ApprovalStatus::Denied
                 } else {
@@ -278,7 +279,7 @@ async fn remembered(store: &Store) {
     let mut scanned = Vec::new();
     for i in 0..lookups {
         let tool = format!("plugin:bench:tool_{}", i % 50);
-        let session = format!("sess_{}", (i * 7) % 1000);
+        let session = SessionId::new(format!("sess_{}", (i * 7) % 1000));
         let started = Instant::now();
         let found = store
             .remembered_approval(&tool, Some(&session), None)
@@ -299,7 +300,7 @@ async fn remembered(store: &Store) {
                 && match a.decision {
                     Some(ApprovalDecision::ApproveAlways) => true,
                     Some(ApprovalDecision::ApproveSession) => {
-                        a.session_id.as_deref() == Some(session.as_str())
+                        a.session_id.as_ref().map(SessionId::as_str) == Some(session.as_str())
                     }
                     _ => false,
                 }

@@ -24,7 +24,7 @@ impl Store {
         } else {
             Err(StoreError::Exists {
                 kind: "agent",
-                id: agent.id.clone().into(),
+                id: agent.id.clone().into_string(),
             })
         }
     }

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use talon_protocol::gateway::bounded::SessionId;
 use talon_protocol::gateway::{
     Approval, ApprovalDecision, ApprovalStatus, Question, QuestionStatus,
 };
@@ -64,13 +65,13 @@ impl Resolvable for Approval {
     const TABLE: &'static str = "approvals";
     const KIND: &'static str = "approval";
     fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
     fn run_id(&self) -> &str {
-        &self.run_id
+        self.run_id.as_str()
     }
     fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
+        self.session_id.as_ref().map(SessionId::as_str)
     }
     fn status(&self) -> Result<String> {
         enum_str(self.status)
@@ -87,13 +88,13 @@ impl Resolvable for Question {
     const TABLE: &'static str = "questions";
     const KIND: &'static str = "question";
     fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
     fn run_id(&self) -> &str {
-        &self.run_id
+        self.run_id.as_str()
     }
     fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
+        self.session_id.as_ref().map(SessionId::as_str)
     }
     fn status(&self) -> Result<String> {
         enum_str(self.status)
@@ -155,7 +156,7 @@ impl Store {
     pub async fn remembered_approval(
         &self,
         tool: &str,
-        session_id: Option<&str>,
+        session_id: Option<&SessionId>,
         subject: Option<&str>,
     ) -> Result<Option<Approval>> {
         // No session (or subject): a scope no rule is filed under.
@@ -179,7 +180,11 @@ impl Store {
         let scope = match (approval.status, approval.decision, &approval.session_id) {
             // A subject's `approve_always` is that subject's only.
             (ApprovalStatus::Approved, Some(ApprovalDecision::ApproveAlways), _) => {
-                match self.run(&approval.run_id).await?.and_then(|r| r.subject) {
+                match self
+                    .run(approval.run_id.as_str())
+                    .await?
+                    .and_then(|r| r.subject)
+                {
                     Some(subject) => format!("subject:{subject}"),
                     None => "*".to_owned(),
                 }

@@ -16,6 +16,8 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use sha2::{Digest, Sha256};
 use sqlx::Row;
@@ -95,15 +97,17 @@ impl Store {
             sha256,
             inline,
             path,
-        } = self.write_content(&summary.id, artifact.content).await?;
+        } = self
+            .write_content(summary.id.as_str(), artifact.content)
+            .await?;
         summary.size_bytes = Some(size);
         let inserted = sqlx::query(
             "INSERT INTO artifacts (id, run_id, session_id, created_at, expires_at, size, sha256, content, path, doc) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
         )
         .bind(summary.id.to_string())
-        .bind(summary.run_id.clone().map(String::from))
-        .bind(summary.session_id.clone().map(String::from))
+        .bind(summary.run_id.clone().map(RunId::into_string))
+        .bind(summary.session_id.clone().map(SessionId::into_string))
         .bind(ms(summary.created_at)?)
         .bind(opt_ms(summary.expires_at)?)
         .bind(ms(size)?)
@@ -123,7 +127,7 @@ impl Store {
         }
         Err(StoreError::Exists {
             kind: "artifact",
-            id: summary.id.into(),
+            id: summary.id.into_string(),
         })
     }
 

@@ -30,7 +30,7 @@ use talon_cells::{
     SuspendedCell, decode_record, seal_record,
 };
 use talon_protocol::CellId;
-use talon_protocol::gateway::bounded::SessionId;
+use talon_protocol::gateway::bounded::{RunId, SessionId};
 use tokio::sync::mpsc;
 
 use crate::error::{Result, StoreError};
@@ -153,9 +153,9 @@ impl Store {
 
     /// Deletes `run_id`'s suspended cells, which end with their run:
     /// how many there were.
-    pub async fn delete_run_cells(&self, run_id: &str) -> Result<u64> {
+    pub async fn delete_run_cells(&self, run_id: &RunId) -> Result<u64> {
         Ok(sqlx::query("DELETE FROM cells WHERE run_id = $1")
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .execute(self.writes())
             .await?
             .rows_affected())
@@ -183,13 +183,13 @@ impl Store {
     /// wait for the app's answers outlive the run that stored them, until
     /// the session's next run resumes them or they expire): how many were
     /// deleted.
-    pub async fn delete_run_cells_except(&self, run_id: &str, keep: &[String]) -> Result<u64> {
+    pub async fn delete_run_cells_except(&self, run_id: &RunId, keep: &[String]) -> Result<u64> {
         if keep.is_empty() {
             return self.delete_run_cells(run_id).await;
         }
         let mut deleted = 0;
         let ids: Vec<String> = sqlx::query("SELECT id FROM cells WHERE run_id = $1")
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .fetch_all(self.pool())
             .await?
             .iter()
@@ -206,9 +206,9 @@ impl Store {
     }
 
     /// How many suspended cells `run_id` has stored.
-    pub async fn run_cells(&self, run_id: &str) -> Result<u64> {
+    pub async fn run_cells(&self, run_id: &RunId) -> Result<u64> {
         let count: i64 = sqlx::query("SELECT COUNT(*) FROM cells WHERE run_id = $1")
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .fetch_one(self.pool())
             .await?
             .try_get(0)?;
@@ -358,7 +358,7 @@ impl Cells {
         let now = millis(SystemTime::now());
         let others = self
             .store
-            .live_cells(&cell.id, now)
+            .live_cells(cell.id.as_str(), now)
             .await
             .map_err(cell_error)?;
         self.limits.check(&cell, others)?;

@@ -13,7 +13,12 @@
 //! leaves a gap, never a late arrival.
 
 use sqlx::{AnyConnection, Row};
+use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::bounded::EventId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
+use talon_protocol::gateway::bounded::SessionKey;
+use talon_protocol::gateway::bounded::TaskId;
 use talon_protocol::{Event, EventType};
 
 use crate::error::{Result, StoreError, corrupt};
@@ -88,11 +93,11 @@ impl Prepared {
         Ok(Self {
             ts: i64::try_from(event.ts).map_err(corrupt)?,
             kind: event.kind.as_str(),
-            run_id: event.run_id.clone().map(Into::into),
-            session_id: event.session_id.clone().map(Into::into),
-            session_key: event.session_key.clone().map(Into::into),
-            task_id: event.task_id.clone().map(Into::into),
-            agent_id: event.agent_id.clone().map(Into::into),
+            run_id: event.run_id.clone().map(RunId::into_string),
+            session_id: event.session_id.clone().map(SessionId::into_string),
+            session_key: event.session_key.clone().map(SessionKey::into_string),
+            task_id: event.task_id.clone().map(TaskId::into_string),
+            agent_id: event.agent_id.clone().map(AgentId::into_string),
             body,
             raw: event
                 .raw
@@ -242,7 +247,7 @@ impl Pending {
         };
         let first = answer.await.map_err(|_| StoreError::Closed)??;
         for (i, event) in events.iter_mut().enumerate() {
-            event.id = (first + i as u64).to_string().into();
+            event.id = EventId::new((first + i as u64).to_string());
         }
         Ok(events)
     }

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 use sqlx::Row;
+use talon_protocol::gateway::bounded::RunId;
 
 use crate::Store;
 use crate::error::Result;
@@ -37,14 +38,14 @@ impl Store {
     /// it; `false` otherwise (it ended, or another node took it over).
     pub async fn set_run_checkpoint(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         node: &str,
         checkpoint: &Value,
     ) -> Result<bool> {
         let changed = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE runs SET checkpoint = $2 WHERE id = $1 AND node = $3 AND status IN {LIVE}"
         )))
-        .bind(run_id.to_owned())
+        .bind(run_id.as_str().to_owned())
         .bind(json_text(checkpoint)?)
         .bind(node.to_owned())
         .execute(self.writes())
@@ -54,15 +55,15 @@ impl Store {
     }
 
     /// `run_id`'s last checkpoint.
-    pub async fn run_checkpoint(&self, run_id: &str) -> Result<Option<Value>> {
+    pub async fn run_checkpoint(&self, run_id: &RunId) -> Result<Option<Value>> {
         self.run_json(run_id, "checkpoint").await
     }
 
     /// Whether someone asked to cancel `run_id` (a run whose node died
     /// before it could: it is ended, not resumed).
-    pub async fn cancel_requested(&self, run_id: &str) -> Result<bool> {
+    pub async fn cancel_requested(&self, run_id: &RunId) -> Result<bool> {
         let row = sqlx::query("SELECT cancel_requested FROM runs WHERE id = $1")
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .fetch_optional(self.pool())
             .await?;
         match row {
@@ -77,7 +78,7 @@ impl Store {
     /// it ended).
     pub async fn requeue_run(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         orphaned: Orphaned<'_>,
         checkpoint: &Value,
     ) -> Result<bool> {
@@ -85,18 +86,18 @@ impl Store {
                    WHERE id = $1 AND status IN ";
         let query = match orphaned {
             Orphaned::Any => sqlx::query(sqlx::AssertSqlSafe(format!("{set}{LIVE}")))
-                .bind(run_id.to_owned())
+                .bind(run_id.as_str().to_owned())
                 .bind(json_text(checkpoint)?),
             Orphaned::LeaseEnded { now } => sqlx::query(sqlx::AssertSqlSafe(format!(
                 "{set}{LIVE} AND lease_until < $3"
             )))
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .bind(json_text(checkpoint)?)
             .bind(ms(now)?),
             Orphaned::LeaseEndedOrHeldBy { now, node } => sqlx::query(sqlx::AssertSqlSafe(
                 format!("{set}{LIVE} AND (lease_until < $3 OR node = $4)"),
             ))
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .bind(json_text(checkpoint)?)
             .bind(ms(now)?)
             .bind(node.to_owned()),

@@ -4,11 +4,15 @@
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
+use talon_protocol::gateway::bounded::{
+    AgentId, EnvironmentId, RunId, SessionId, SessionKey, Subject,
+};
 use talon_protocol::gateway::{ApiError, Run, RunResult, RunStatus, Usage};
 
 use crate::Store;
 use crate::error::{Result, StoreError, corrupt};
 use crate::records::{enum_str, json_column, json_text, ms, opt_ms};
+use crate::request::{RunRequest, UnreadableRequest};
 
 pub(crate) const COLUMNS: &str = "id, agent_id, session_id, session_key, status, created_at, started_at, ended_at, usage, error, subject";
 
@@ -36,30 +40,32 @@ impl Store {
         idempotency_key: Option<&str>,
         request_hash: &str,
         node: &str,
-        request: Option<&Value>,
+        request: Option<&RunRequest>,
     ) -> Result<(Run, bool)> {
-        // The environment it works in (its request's `environmentId`):
-        // one live run at a time there, as in a session.
+        // The environment it works in: one live run at a time there, as in
+        // a session.
         let environment = request
-            .and_then(|r| r.get("environmentId"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+            .and_then(|r| r.environment_id.clone())
+            .map(EnvironmentId::into_string);
+        let request = request
+            .map(|r| serde_json::to_value(r).map_err(corrupt))
+            .transpose()?;
         let inserted = sqlx::query(
             "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request, environment_id, subject) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
         )
         .bind(run.id.to_string())
         .bind(run.agent_id.to_string())
-        .bind(run.session_id.clone().map(String::from))
-        .bind(run.session_key.clone().map(String::from))
+        .bind(run.session_id.clone().map(SessionId::into_string))
+        .bind(run.session_key.clone().map(SessionKey::into_string))
         .bind(enum_str(run.status)?)
         .bind(ms(run.created_at)?)
         .bind(idempotency_key.map(str::to_owned))
         .bind(request_hash.to_owned())
         .bind(node.to_owned())
-        .bind(request.map(json_text).transpose()?)
+        .bind(request.as_ref().map(json_text).transpose()?)
         .bind(environment)
-        .bind(run.subject.clone().map(String::from))
+        .bind(run.subject.clone().map(Subject::into_string))
         .execute(self.writes())
         .await?
         .rows_affected();
@@ -70,7 +76,7 @@ impl Store {
         let Some(key) = idempotency_key else {
             return Err(StoreError::Exists {
                 kind: "run",
-                id: run.id.clone().into(),
+                id: run.id.clone().into_string(),
             });
         };
         let row = sqlx::query("SELECT request_hash, id FROM runs WHERE idempotency_key = $1")
@@ -81,7 +87,7 @@ impl Store {
             // The conflict was on the run id, not on the key.
             return Err(StoreError::Exists {
                 kind: "run",
-                id: run.id.clone().into(),
+                id: run.id.clone().into_string(),
             });
         };
         let (hash, id): (Option<String>, String) = (row.try_get(0)?, row.try_get(1)?);
@@ -139,11 +145,11 @@ impl Store {
     }
 
     /// A session's runs, oldest first.
-    pub async fn session_runs(&self, session_id: &str) -> Result<Vec<Run>> {
+    pub async fn session_runs(&self, session_id: &SessionId) -> Result<Vec<Run>> {
         sqlx::query(sql!(
             "SELECT {COLUMNS} FROM runs WHERE session_id = $1 ORDER BY created_at, id"
         ))
-        .bind(session_id.to_owned())
+        .bind(session_id.as_str().to_owned())
         .fetch_all(self.pool())
         .await?
         .iter()
@@ -195,9 +201,9 @@ impl Store {
     }
 
     /// Records a run's final result; `false` when there is no such run.
-    pub async fn set_run_result(&self, run_id: &str, result: &RunResult) -> Result<bool> {
+    pub async fn set_run_result(&self, run_id: &RunId, result: &RunResult) -> Result<bool> {
         let changed = sqlx::query("UPDATE runs SET result = $2 WHERE id = $1")
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .bind(json_text(result)?)
             .execute(self.writes())
             .await?
@@ -206,9 +212,9 @@ impl Store {
     }
 
     /// A run's final result, once recorded.
-    pub async fn run_result(&self, run_id: &str) -> Result<Option<RunResult>> {
+    pub async fn run_result(&self, run_id: &RunId) -> Result<Option<RunResult>> {
         let row = sqlx::query("SELECT result FROM runs WHERE id = $1")
-            .bind(run_id.to_owned())
+            .bind(run_id.as_str().to_owned())
             .fetch_optional(self.pool())
             .await?;
         match row {
@@ -226,8 +232,9 @@ pub(crate) const LIVE: &str = "('running', 'waiting')";
 pub struct Claimed {
     /// The run, now `running` on the node.
     pub run: Run,
-    /// What it executes (as `create_run` stored it).
-    pub request: Option<Value>,
+    /// What it executes (as `create_run` stored it), or why that cannot
+    /// be read: the run is claimed either way, so that it ends.
+    pub request: std::result::Result<RunRequest, UnreadableRequest>,
     /// Where it resumes from, when an earlier execution was interrupted
     /// (as [`Store::set_run_checkpoint`] or [`Store::requeue_run`] left
     /// it).
@@ -235,21 +242,27 @@ pub struct Claimed {
 }
 
 impl Store {
-    /// What `run_id` executes, as `create_run` stored it.
-    pub async fn run_request(&self, run_id: &str) -> Result<Option<Value>> {
-        self.run_json(run_id, "request").await
+    /// What `run_id` executes, as `create_run` stored it; a stored request
+    /// that does not decode is [`StoreError::Corrupt`], naming the run.
+    pub async fn run_request(&self, run_id: &RunId) -> Result<Option<RunRequest>> {
+        let Some(value) = self.run_json(run_id, "request").await? else {
+            return Ok(None);
+        };
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt(format!("run {run_id}'s stored request: {e}")))
     }
 
     /// One JSON column of a run (`request`, `checkpoint`).
     pub(crate) async fn run_json(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         column: &'static str,
     ) -> Result<Option<Value>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {column} FROM runs WHERE id = $1"
         )))
-        .bind(run_id.to_owned())
+        .bind(run_id.as_str().to_owned())
         .fetch_optional(self.pool())
         .await?;
         match row {
@@ -267,7 +280,7 @@ impl Store {
     pub async fn claim_run(
         &self,
         node: &str,
-        run_id: Option<&str>,
+        run_id: Option<&RunId>,
         now: u64,
         lease_until: u64,
     ) -> Result<Option<Claimed>> {
@@ -295,10 +308,10 @@ impl Store {
             .bind(ms(now)?)
             .bind(ms(lease_until)?);
         if let Some(id) = run_id {
-            query = query.bind(id.to_owned());
+            query = query.bind(id.as_str().to_owned());
         }
-        let claimed: Option<String> = match query.fetch_optional(&mut *tx).await? {
-            Some(row) => Some(row.try_get(0)?),
+        let claimed = match query.fetch_optional(&mut *tx).await? {
+            Some(row) => Some(RunId::new(row.try_get::<String, _>(0)?)),
             None => None,
         };
         tx.commit().await?;
@@ -306,10 +319,15 @@ impl Store {
             return Ok(None);
         };
         let run = self
-            .run(&id)
+            .run(id.as_str())
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("claimed run {id} vanished")))?;
-        let request = self.run_request(&id).await?;
+        let request = match self.run_request(&id).await {
+            Ok(Some(request)) => Ok(request),
+            Ok(None) => Err(UnreadableRequest::Missing),
+            Err(StoreError::Corrupt(why)) => Err(UnreadableRequest::Corrupt(why)),
+            Err(other) => return Err(other),
+        };
         let checkpoint = self.run_checkpoint(&id).await?;
         Ok(Some(Claimed {
             run,
@@ -370,11 +388,11 @@ impl Store {
 
     /// Whether a run of environment `environment_id` is live or queued
     /// ahead (a new run there then waits for the workspace).
-    pub async fn environment_busy(&self, environment_id: &str) -> Result<bool> {
+    pub async fn environment_busy(&self, environment_id: &EnvironmentId) -> Result<bool> {
         let row = sqlx::query(
             "SELECT COUNT(*) FROM runs WHERE environment_id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
-        .bind(environment_id.to_owned())
+        .bind(environment_id.as_str().to_owned())
         .fetch_one(self.pool())
         .await?;
         let count: i64 = row.try_get(0)?;
@@ -397,11 +415,11 @@ impl Store {
     /// Asks the node executing `run_id` to cancel it (and, with
     /// [`CancelMode::Rollback`], to drop its messages); `false` when the run
     /// has ended (or does not exist).
-    pub async fn request_cancel(&self, run_id: &str, mode: CancelMode) -> Result<bool> {
+    pub async fn request_cancel(&self, run_id: &RunId, mode: CancelMode) -> Result<bool> {
         let asked = sqlx::query(
             "UPDATE runs SET cancel_requested = $2 WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
-        .bind(run_id.to_owned())
+        .bind(run_id.as_str().to_owned())
         .bind(match mode {
             CancelMode::Cancel => 1i64,
             CancelMode::Rollback => 2i64,
@@ -470,11 +488,11 @@ pub(crate) fn run_of(row: &AnyRow) -> Result<Run> {
     let started: Option<i64> = row.try_get(6)?;
     let ended: Option<i64> = row.try_get(7)?;
     Ok(Run {
-        subject: row.try_get::<Option<String>, _>(10)?.map(Into::into),
-        id: row.try_get::<String, _>(0)?.into(),
-        agent_id: row.try_get::<String, _>(1)?.into(),
-        session_id: row.try_get::<Option<String>, _>(2)?.map(Into::into),
-        session_key: row.try_get::<Option<String>, _>(3)?.map(Into::into),
+        subject: row.try_get::<Option<String>, _>(10)?.map(Subject::new),
+        id: RunId::new(row.try_get::<String, _>(0)?),
+        agent_id: AgentId::new(row.try_get::<String, _>(1)?),
+        session_id: row.try_get::<Option<String>, _>(2)?.map(SessionId::new),
+        session_key: row.try_get::<Option<String>, _>(3)?.map(SessionKey::new),
         status: serde_json::from_value(serde_json::Value::String(status)).map_err(corrupt)?,
         created_at: created.max(0) as u64,
         started_at: started.map(|t| t.max(0) as u64),

@@ -4,6 +4,9 @@
 //! session in one transaction.
 
 use sqlx::Row;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::Subject;
+use talon_protocol::gateway::bounded::{AgentId, MessageId, SessionId};
 use talon_protocol::gateway::{Message, Session};
 
 use crate::error::{Result, StoreError, corrupt};
@@ -39,7 +42,7 @@ impl Store {
         } else {
             Err(StoreError::Exists {
                 kind: "session",
-                id: session.key.clone().into(),
+                id: session.key.clone().into_string(),
             })
         }
     }
@@ -74,7 +77,7 @@ impl Store {
     /// after the session with id `cursor`, at most `limit`.
     pub async fn sessions(
         &self,
-        agent_id: Option<&str>,
+        agent_id: Option<&AgentId>,
         owner: &Owner,
         cursor: Option<&str>,
         limit: u32,
@@ -89,7 +92,7 @@ impl Store {
              ORDER BY created_at, id LIMIT $3",
             owned = Owner::condition(self.backend(), 4, "subject", "agent_id"),
         ))
-        .bind(agent_id.map(str::to_owned))
+        .bind(agent_id.map(|a| a.as_str().to_owned()))
         .bind(cursor.map(str::to_owned))
         .bind(i64::from(limit))
         .bind(subject)
@@ -102,7 +105,7 @@ impl Store {
     /// Writes a session's metadata and `updatedAt` (its id, key, agent and
     /// parent never change); `false` when there is no such session.
     pub async fn update_session(&self, session: &Session) -> Result<bool> {
-        let stored = self.session(&session.id).await?;
+        let stored = self.session(session.id.as_str()).await?;
         let Some(stored) = stored else {
             return Ok(false);
         };
@@ -125,7 +128,7 @@ impl Store {
     /// positions. All or none are stored.
     pub async fn append_messages(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         messages: &[Message],
     ) -> Result<Vec<u64>> {
         for attempt in 1..=SEQ_ATTEMPTS {
@@ -137,13 +140,13 @@ impl Store {
             // exclusive already, so it skips the write.
             if self.backend() == crate::Backend::Postgres {
                 sqlx::query("UPDATE sessions SET updated_at = updated_at WHERE id = $1")
-                    .bind(session_id.to_owned())
+                    .bind(session_id.as_str().to_owned())
                     .execute(&mut *tx)
                     .await?;
             }
             let last: Option<i64> =
                 sqlx::query("SELECT MAX(seq) FROM messages WHERE session_id = $1")
-                    .bind(session_id.to_owned())
+                    .bind(session_id.as_str().to_owned())
                     .fetch_one(&mut *tx)
                     .await?
                     .try_get(0)?;
@@ -151,7 +154,7 @@ impl Store {
             let mut clash = false;
             for (i, message) in messages.iter().enumerate() {
                 let seq = last.unwrap_or(0) + 1 + i as i64;
-                match insert_message(&mut tx, session_id, seq, message).await {
+                match insert_message(&mut tx, session_id.as_str(), seq, message).await {
                     Ok(()) => seqs.push(seq as u64),
                     Err(StoreError::Database(e))
                         if is_unique_violation(&e) && attempt < SEQ_ATTEMPTS =>
@@ -178,7 +181,7 @@ impl Store {
     /// (from the start when `None`), at most `limit`.
     pub async fn messages(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<StoredMessage>> {
@@ -186,7 +189,7 @@ impl Store {
             None => 0,
             Some(id) => {
                 let row = sqlx::query("SELECT seq FROM messages WHERE session_id = $1 AND id = $2")
-                    .bind(session_id.to_owned())
+                    .bind(session_id.as_str().to_owned())
                     .bind(id.to_owned())
                     .fetch_optional(self.pool())
                     .await?;
@@ -204,7 +207,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT seq, doc FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
         )
-        .bind(session_id.to_owned())
+        .bind(session_id.as_str().to_owned())
         .bind(from)
         .bind(i64::from(limit))
         .fetch_all(self.pool())
@@ -248,7 +251,7 @@ impl Store {
                 .await?
                 .ok_or_else(|| StoreError::NotFound {
                     kind: "message",
-                    id: id.clone().into(),
+                    id: id.clone().into_string(),
                 })?
                 .try_get(0)?,
         };
@@ -259,13 +262,13 @@ impl Store {
         if exists.is_none() {
             return Err(StoreError::NotFound {
                 kind: "session",
-                id: parent.into(),
+                id: parent.into_string(),
             });
         }
         if !insert_session(&mut *tx, session, token).await? {
             return Err(StoreError::Exists {
                 kind: "session",
-                id: session.key.clone().into(),
+                id: session.key.clone().into_string(),
             });
         }
         let rows = sqlx::query(
@@ -278,9 +281,9 @@ impl Store {
         for row in &rows {
             let seq: i64 = row.try_get(0)?;
             let mut message: Message = doc(&row.try_get::<String, _>(1)?)?;
-            message.id = format!("{}.{seq}", session.id).into();
+            message.id = MessageId::new(format!("{}.{seq}", session.id));
             message.session_id = session.id.clone();
-            insert_message(&mut tx, &session.id, seq, &message).await?;
+            insert_message(&mut tx, session.id.as_str(), seq, &message).await?;
         }
         tx.commit().await?;
         Ok(rows.len() as u64)
@@ -298,11 +301,11 @@ where
     .bind(session.id.to_string())
     .bind(session.key.to_string())
     .bind(session.agent_id.to_string())
-    .bind(session.parent_id.clone().map(String::from))
+    .bind(session.parent_id.clone().map(SessionId::into_string))
     .bind(ms(session.created_at)?)
     .bind(ms(session.updated_at)?)
     .bind(json_text(session)?)
-    .bind(session.subject.clone().map(String::from))
+    .bind(session.subject.clone().map(Subject::into_string))
     .bind(token.map(str::to_owned))
     .execute(exec)
     .await?
@@ -323,7 +326,7 @@ async fn insert_message(
     .bind(session_id.to_owned())
     .bind(seq)
     .bind(message.id.to_string())
-    .bind(message.run_id.clone().map(String::from))
+    .bind(message.run_id.clone().map(RunId::into_string))
     .bind(ms(message.created_at)?)
     .bind(json_text(message)?)
     .execute(conn)

@@ -7,6 +7,7 @@
 //! are kept sorted by id, so equivalent tool sets give identical catalogs.
 
 use rustc_hash::FxHashMap as HashMap;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
 
 use talon_protocol::{CatalogMode, SearchHit, ToolDefinition, ToolSource};
 use talon_search::{Document, SearchIndex, Semantic};
@@ -30,11 +31,11 @@ pub const CONTROL_TOOLS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunScope {
     /// Agent id.
-    pub agent_id: String,
-    /// Session id.
-    pub session_id: String,
+    pub agent_id: AgentId,
+    /// Session id (empty for a run without a session).
+    pub session_id: SessionId,
     /// Run id.
-    pub run_id: String,
+    pub run_id: RunId,
 }
 
 /// One cataloged tool.
@@ -161,7 +162,7 @@ impl CatalogBuilder {
             for tool in tools {
                 self.errors.push(ToolsError::ForeignClientTool {
                     name: tool.name,
-                    run: run.run_id.clone(),
+                    run: run.run_id.clone().into_string(),
                 });
             }
             return self;

@@ -5,6 +5,9 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::json;
 use talon_agent::{AgentRun, CollectSink, RunEvents, RunOptions, RunResult, RunStatus};
@@ -121,9 +124,9 @@ async fn run_sleeper(
     let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let scope = RunScope {
-        agent_id: "main".into(),
-        session_id: "s1".into(),
-        run_id: "r1".into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new("r1"),
     };
     let ctx = RunContext {
         scope: scope.clone(),

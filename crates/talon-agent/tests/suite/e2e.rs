@@ -7,6 +7,9 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_agent::{AgentRun, CollectSink, NestedCallEvents, RunEvents, RunOptions, RunStatus};
@@ -132,9 +135,9 @@ fn fixture_js() -> String {
 pub(super) fn ctx(run: &str) -> RunContext {
     RunContext {
         scope: RunScope {
-            agent_id: "main".into(),
-            session_id: "s1".into(),
-            run_id: run.into(),
+            agent_id: AgentId::new("main"),
+            session_id: SessionId::new("s1"),
+            run_id: RunId::new(run),
         },
         session_key: "agent:main:s1".into(),
         sender: None,

@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_agent::{
@@ -49,9 +52,9 @@ async fn fixture(turns: Value, approve: bool) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "the answer is 42").unwrap();
     let scope = RunScope {
-        agent_id: "main".into(),
-        session_id: "s1".into(),
-        run_id: "r1".into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new("r1"),
     };
     let ctx = RunContext {
         scope: scope.clone(),

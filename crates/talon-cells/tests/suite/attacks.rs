@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
 
 use serde_json::{Value, json};
 use talon_cells::StoreKey;
@@ -29,15 +30,15 @@ fn store(dir: &Path) -> FileStore {
 
 fn scope(run: &str) -> CellScope {
     CellScope {
-        agent_id: "main".into(),
-        session_id: "s1".into(),
-        run_id: run.into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new(run),
     }
 }
 
 fn cell(id: &str) -> SuspendedCell {
     SuspendedCell {
-        id: id.into(),
+        id: CellId::new(id),
         scope: scope("r1"),
         snapshot: (0..200u32).map(|i| i as u8).collect(),
         pending: vec![PendingNestedCall {
@@ -109,7 +110,7 @@ fn a_flipped_byte_anywhere_fails_as_tampered() {
         bytes[at] ^= 0x01;
         std::fs::write(&path, &bytes).unwrap();
         assert_tampered(
-            store.take(&CellId::from("c"), &scope("r1")),
+            store.take(&CellId::new("c"), &scope("r1")),
             "c",
             &format!("byte {at}"),
         );
@@ -124,7 +125,7 @@ fn a_flipped_byte_anywhere_fails_as_tampered() {
             bytes.push(0);
         }
         std::fs::write(&path, &bytes).unwrap();
-        assert_tampered(store.take(&CellId::from("c"), &scope("r1")), "c", shape);
+        assert_tampered(store.take(&CellId::new("c"), &scope("r1")), "c", shape);
     }
 }
 
@@ -183,9 +184,9 @@ fn edited_headers_fail_as_tampered() {
         std::fs::write(&path, &bytes).unwrap();
         let mut taker = scope(run);
         if shape == "moved to another agent" {
-            taker.agent_id = "other".into();
+            taker.agent_id = AgentId::new("other");
         }
-        assert_tampered(store.take(&CellId::from("c"), &taker), "c", shape);
+        assert_tampered(store.take(&CellId::new("c"), &taker), "c", shape);
     }
     // A later expiry in the fixed prefix.
     store.put(cell("c")).unwrap();
@@ -195,7 +196,7 @@ fn edited_headers_fail_as_tampered() {
     bytes[8..16].copy_from_slice(&expiry.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     assert_tampered(
-        store.take(&CellId::from("c"), &scope("r1")),
+        store.take(&CellId::new("c"), &scope("r1")),
         "c",
         "extended expiry",
     );
@@ -206,11 +207,11 @@ fn edited_headers_fail_as_tampered() {
     });
     std::fs::write(&path, &bytes).unwrap();
     assert_eq!(
-        store.settle(&CellId::from("c"), 3, Ok(json!(1))),
+        store.settle(&CellId::new("c"), 3, Ok(json!(1))),
         Err(CellError::Tampered("c".into()))
     );
     assert_tampered(
-        store.take(&CellId::from("c"), &scope("r1")),
+        store.take(&CellId::new("c"), &scope("r1")),
         "c",
         "settled after edit",
     );
@@ -224,7 +225,7 @@ fn records_moved_copied_or_sealed_with_another_key_fail() {
     // Renamed to another id.
     std::fs::rename(record(dir.path(), "cell-a"), record(dir.path(), "cell-b")).unwrap();
     assert_tampered(
-        store.take(&CellId::from("cell-b"), &scope("r1")),
+        store.take(&CellId::new("cell-b"), &scope("r1")),
         "cell-b",
         "renamed",
     );
@@ -232,32 +233,32 @@ fn records_moved_copied_or_sealed_with_another_key_fail() {
     store.put(cell("cell-a")).unwrap();
     std::fs::copy(record(dir.path(), "cell-a"), record(dir.path(), "cell-c")).unwrap();
     assert_tampered(
-        store.take(&CellId::from("cell-c"), &scope("r1")),
+        store.take(&CellId::new("cell-c"), &scope("r1")),
         "cell-c",
         "copied",
     );
     // Asked for by another scope: not found, and not consumed.
     assert_eq!(
         store
-            .take(&CellId::from("cell-a"), &scope("r2"))
+            .take(&CellId::new("cell-a"), &scope("r2"))
             .map(|c| c.id),
         Err(CellError::NotFound("cell-a".into()))
     );
-    assert!(store.take(&CellId::from("cell-a"), &scope("r1")).is_ok());
+    assert!(store.take(&CellId::new("cell-a"), &scope("r1")).is_ok());
     // Copied into another store directory (same key, no marker there).
     let other = tempfile::tempdir().unwrap();
     store.put(cell("cell-d")).unwrap();
     std::fs::copy(record(dir.path(), "cell-d"), record(other.path(), "cell-d")).unwrap();
     let elsewhere = self::store(other.path());
     assert_tampered(
-        elsewhere.take(&CellId::from("cell-d"), &scope("r1")),
+        elsewhere.take(&CellId::new("cell-d"), &scope("r1")),
         "cell-d",
         "other dir",
     );
     // Sealed with another key.
     let foreign = FileStore::open(dir.path(), LIMITS, StoreKey::derive(&[6; 32])).unwrap();
     assert_tampered(
-        foreign.take(&CellId::from("cell-d"), &scope("r1")),
+        foreign.take(&CellId::new("cell-d"), &scope("r1")),
         "cell-d",
         "other key",
     );
@@ -272,10 +273,10 @@ fn a_record_put_back_after_its_resume_fails() {
     // After a take.
     store.put(cell("c")).unwrap();
     let copy = std::fs::read(&path).unwrap();
-    assert!(store.take(&CellId::from("c"), &scope("r1")).is_ok());
+    assert!(store.take(&CellId::new("c"), &scope("r1")).is_ok());
     std::fs::write(&path, &copy).unwrap();
     assert_tampered(
-        store.take(&CellId::from("c"), &scope("r1")),
+        store.take(&CellId::new("c"), &scope("r1")),
         "c",
         "replayed after take",
     );
@@ -285,48 +286,44 @@ fn a_record_put_back_after_its_resume_fails() {
     store.put(cell("c")).unwrap();
     let before = std::fs::read(&path).unwrap();
     assert_eq!(
-        store.settle(&CellId::from("c"), 3, Ok(json!("done"))),
+        store.settle(&CellId::new("c"), 3, Ok(json!("done"))),
         Ok(true)
     );
     let settled = std::fs::read(&path).unwrap();
     std::fs::write(&path, &before).unwrap();
     assert_tampered(
-        store.take(&CellId::from("c"), &scope("r1")),
+        store.take(&CellId::new("c"), &scope("r1")),
         "c",
         "pre-settle copy",
     );
     std::fs::write(&path, &settled).unwrap();
-    let taken = store.take(&CellId::from("c"), &scope("r1")).unwrap();
+    let taken = store.take(&CellId::new("c"), &scope("r1")).unwrap();
     assert_eq!(taken.pending[0].result, Some(Ok(json!("done"))));
     for (copy, shape) in [(&before, "pre-settle"), (&settled, "settled")] {
         std::fs::write(&path, copy).unwrap();
-        assert_tampered(store.take(&CellId::from("c"), &scope("r1")), "c", shape);
+        assert_tampered(store.take(&CellId::new("c"), &scope("r1")), "c", shape);
     }
     // A stale copy also refuses a settle.
     store.put(cell("c")).unwrap();
     let before = std::fs::read(&path).unwrap();
-    assert_eq!(store.settle(&CellId::from("c"), 3, Ok(json!(1))), Ok(true));
+    assert_eq!(store.settle(&CellId::new("c"), 3, Ok(json!(1))), Ok(true));
     std::fs::write(&path, &before).unwrap();
     assert_eq!(
-        store.settle(&CellId::from("c"), 3, Ok(json!(2))),
+        store.settle(&CellId::new("c"), 3, Ok(json!(2))),
         Err(CellError::Tampered("c".into()))
     );
 
     // After a delete, and after being replaced by a newer put.
     store.put(cell("d")).unwrap();
     let copy = std::fs::read(record(dir.path(), "d")).unwrap();
-    store.delete(&CellId::from("d")).unwrap();
+    store.delete(&CellId::new("d")).unwrap();
     std::fs::write(record(dir.path(), "d"), &copy).unwrap();
-    assert_tampered(store.take(&CellId::from("d"), &scope("r1")), "d", "deleted");
+    assert_tampered(store.take(&CellId::new("d"), &scope("r1")), "d", "deleted");
     store.put(cell("e")).unwrap();
     let first = std::fs::read(record(dir.path(), "e")).unwrap();
     store.put(cell("e")).unwrap();
     std::fs::write(record(dir.path(), "e"), &first).unwrap();
-    assert_tampered(
-        store.take(&CellId::from("e"), &scope("r1")),
-        "e",
-        "replaced",
-    );
+    assert_tampered(store.take(&CellId::new("e"), &scope("r1")), "e", "replaced");
 }
 
 #[test]
@@ -357,13 +354,13 @@ fn planted_special_and_huge_files_never_hang_the_store() {
         };
         plant();
         for id in ["x", "y", "z"] {
-            assert_tampered(store.take(&CellId::from(id), &scope("r1")), id, id);
+            assert_tampered(store.take(&CellId::new(id), &scope("r1")), id, id);
         }
-        let huge = store.take(&CellId::from("h"), &scope("r1")).unwrap_err();
+        let huge = store.take(&CellId::new("h"), &scope("r1")).unwrap_err();
         assert_eq!(huge.code(), CodeModeErrorCode::SnapshotLimitExceeded);
         assert_eq!(
             store
-                .take(&CellId::from("d"), &scope("r1"))
+                .take(&CellId::new("d"), &scope("r1"))
                 .unwrap_err()
                 .code(),
             CodeModeErrorCode::SnapshotRestoreFailed
@@ -381,12 +378,12 @@ fn planted_special_and_huge_files_never_hang_the_store() {
         // is judged on its own (unexpired) claim, and costs only itself.
         assert_eq!(left, ["d.cell", "h.cell", "live.cell"]);
         store.put(cell("new")).unwrap();
-        assert!(store.take(&CellId::from("new"), &scope("r1")).is_ok());
-        assert!(store.take(&CellId::from("live"), &scope("r1")).is_ok());
+        assert!(store.take(&CellId::new("new"), &scope("r1")).is_ok());
+        assert!(store.take(&CellId::new("live"), &scope("r1")).is_ok());
         // settle and delete on planted names do not hang either.
         std::os::unix::fs::symlink("/dev/zero", record(&dir_path, "y")).unwrap();
-        assert!(store.settle(&CellId::from("y"), 3, Ok(json!(1))).is_err());
-        store.delete(&CellId::from("y")).unwrap();
+        assert!(store.settle(&CellId::new("y"), 3, Ok(json!(1))).is_err());
+        store.delete(&CellId::new("y")).unwrap();
         drop(dir);
     });
 }
@@ -416,9 +413,7 @@ fn leftovers_of_killed_writers_and_takers_are_cleaned_up() {
     )
     .unwrap();
     assert_eq!(
-        store
-            .take(&CellId::from("held"), &scope("r1"))
-            .map(|c| c.id),
+        store.take(&CellId::new("held"), &scope("r1")).map(|c| c.id),
         Err(CellError::NotFound("held".into())),
         "a dead holder is not waited for"
     );
@@ -427,7 +422,7 @@ fn leftovers_of_killed_writers_and_takers_are_cleaned_up() {
     assert!(!old.exists(), "an old file goes, whatever its pid");
     assert!(writing.exists(), "a live writer's file stays");
     assert!(!dir.path().join("held.hold.999999999.abcd").exists());
-    assert!(store.take(&CellId::from("held"), &scope("r1")).is_ok());
+    assert!(store.take(&CellId::new("held"), &scope("r1")).is_ok());
 }
 
 #[test]
@@ -455,7 +450,7 @@ fn purge_reads_only_prefixes_and_drops_expired_markers() {
     assert_eq!(markers(), 2);
     assert_eq!(store.purge_expired().unwrap(), 1);
     assert_eq!(markers(), 1, "the expired record's marker went with it");
-    assert!(store.take(&CellId::from("fresh"), &scope("r1")).is_ok());
+    assert!(store.take(&CellId::new("fresh"), &scope("r1")).is_ok());
 }
 
 #[test]
@@ -479,7 +474,7 @@ fn of_racing_takers_exactly_one_wins_and_the_rest_are_invalid_input() {
                 };
                 std::thread::spawn(move || {
                     barrier.wait();
-                    own.take(&CellId::from(&id), &scope("r1")).map(|c| c.id)
+                    own.take(&CellId::new(&id), &scope("r1")).map(|c| c.id)
                 })
             })
             .collect();

@@ -3,6 +3,7 @@
 //! one left.
 
 use std::time::{Duration, SystemTime};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
 
 use serde_json::json;
 use talon_cells::StoreKey;
@@ -18,15 +19,15 @@ fn key() -> StoreKey {
 
 fn scope(run: &str) -> CellScope {
     CellScope {
-        agent_id: "main".into(),
-        session_id: "s1".into(),
-        run_id: run.into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new(run),
     }
 }
 
 fn cell(id: &str, run: &str, ttl: Duration, size: usize) -> SuspendedCell {
     SuspendedCell {
-        id: id.into(),
+        id: CellId::new(id),
         scope: scope(run),
         snapshot: vec![7; size],
         pending: vec![PendingNestedCall {
@@ -52,7 +53,7 @@ fn contract(store: &dyn SnapshotStore) {
     store.put(a.clone()).unwrap();
     // Another run (or session) cannot see it, and does not consume it.
     assert_eq!(
-        store.take(&CellId::from("cell-a"), &scope("r2")),
+        store.take(&CellId::new("cell-a"), &scope("r2")),
         Err(CellError::NotFound("cell-a".into()))
     );
     // A result recorded while the cell is stored comes back with it.
@@ -61,18 +62,18 @@ fn contract(store: &dyn SnapshotStore) {
         code: Some("nested_tool_failed".into()),
     };
     assert_eq!(
-        store.settle(&CellId::from("cell-a"), 3, Err(failure.clone())),
+        store.settle(&CellId::new("cell-a"), 3, Err(failure.clone())),
         Ok(true)
     );
     assert_eq!(
-        store.settle(&CellId::from("cell-a"), 99, Ok(json!(1))),
+        store.settle(&CellId::new("cell-a"), 99, Ok(json!(1))),
         Ok(false)
     );
     assert_eq!(
-        store.settle(&CellId::from("nope"), 3, Ok(json!(1))),
+        store.settle(&CellId::new("nope"), 3, Ok(json!(1))),
         Ok(false)
     );
-    let taken = store.take(&CellId::from("cell-a"), &scope("r1")).unwrap();
+    let taken = store.take(&CellId::new("cell-a"), &scope("r1")).unwrap();
     let mut expected = a.clone();
     expected.pending[0].result = Some(Err(failure));
     // Files keep expiry to the millisecond.
@@ -84,11 +85,11 @@ fn contract(store: &dyn SnapshotStore) {
     expected.expires_at = taken.expires_at;
     assert_eq!(taken, expected);
     assert_eq!(
-        store.settle(&CellId::from("cell-a"), 3, Ok(json!(1))),
+        store.settle(&CellId::new("cell-a"), 3, Ok(json!(1))),
         Ok(false)
     );
     assert_eq!(
-        store.take(&CellId::from("cell-a"), &scope("r1")),
+        store.take(&CellId::new("cell-a"), &scope("r1")),
         Err(CellError::NotFound("cell-a".into()))
     );
 
@@ -109,16 +110,16 @@ fn contract(store: &dyn SnapshotStore) {
         store.put(cell("three", "r1", Duration::from_secs(60), 10)),
         Err(CellError::TooMany(2))
     );
-    store.delete(&CellId::from("one")).unwrap();
-    store.delete(&CellId::from("one")).unwrap();
-    store.delete(&CellId::from("two")).unwrap();
+    store.delete(&CellId::new("one")).unwrap();
+    store.delete(&CellId::new("one")).unwrap();
+    store.delete(&CellId::new("two")).unwrap();
 
     store
         .put(cell("old", "r1", Duration::from_millis(1), 10))
         .unwrap();
     // Not a wait: lets the 1 ms expiry pass.
     std::thread::sleep(Duration::from_millis(20));
-    let expired = store.take(&CellId::from("old"), &scope("r1")).unwrap_err();
+    let expired = store.take(&CellId::new("old"), &scope("r1")).unwrap_err();
     assert_eq!(
         (expired.clone(), expired.code()),
         (
@@ -127,7 +128,7 @@ fn contract(store: &dyn SnapshotStore) {
         )
     );
     assert_eq!(
-        store.take(&CellId::from("old"), &scope("r1")),
+        store.take(&CellId::new("old"), &scope("r1")),
         Err(CellError::NotFound("old".into()))
     );
     store
@@ -139,7 +140,7 @@ fn contract(store: &dyn SnapshotStore) {
     // Not a wait: lets the stale cell's 1 ms expiry pass.
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(store.purge_expired().unwrap(), 1);
-    assert!(store.take(&CellId::from("fresh"), &scope("r1")).is_ok());
+    assert!(store.take(&CellId::new("fresh"), &scope("r1")).is_ok());
 }
 
 #[test]
@@ -163,12 +164,12 @@ fn a_store_opened_again_on_the_same_directory_finds_its_cells() {
     drop(before);
     let after = FileStore::open(dir.path(), LIMITS, key()).unwrap();
     assert_eq!(
-        after.settle(&CellId::from("cell-1"), 3, Ok(json!({"n": 1}))),
+        after.settle(&CellId::new("cell-1"), 3, Ok(json!({"n": 1}))),
         Ok(true)
     );
     drop(after);
     let after = FileStore::open(dir.path(), LIMITS, key()).unwrap();
-    let cell = after.take(&CellId::from("cell-1"), &scope("r1")).unwrap();
+    let cell = after.take(&CellId::new("cell-1"), &scope("r1")).unwrap();
     assert_eq!(cell.snapshot.len(), 300);
     assert_eq!(cell.pending[0].result, Some(Ok(json!({"n": 1}))));
     assert_eq!(cell.meta, json!({"parent": "exec-1"}));
@@ -187,7 +188,7 @@ fn damaged_records_and_hostile_ids_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path(), LIMITS, key()).unwrap();
     std::fs::write(dir.path().join("bad.cell"), b"TLNC\xff\xff\xff\xffjunk").unwrap();
-    let damaged = store.take(&CellId::from("bad"), &scope("r1")).unwrap_err();
+    let damaged = store.take(&CellId::new("bad"), &scope("r1")).unwrap_err();
     assert_eq!(
         (damaged.clone(), damaged.code()),
         (
@@ -196,7 +197,7 @@ fn damaged_records_and_hostile_ids_are_errors() {
         )
     );
     assert_eq!(
-        store.take(&CellId::from("bad"), &scope("r1")),
+        store.take(&CellId::new("bad"), &scope("r1")),
         Err(CellError::NotFound("bad".into())),
         "a damaged record is dropped once reported"
     );
@@ -208,7 +209,7 @@ fn damaged_records_and_hostile_ids_are_errors() {
     );
     for id in ["../escape", "a/b", "", "x.cell"] {
         assert_eq!(
-            store.take(&CellId::from(id), &scope("r1")),
+            store.take(&CellId::new(id), &scope("r1")),
             Err(CellError::NotFound(id.into()))
         );
     }

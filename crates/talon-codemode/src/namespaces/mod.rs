@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 
 use serde_json::{Value, json};
 use talon_protocol::ToolSource;
@@ -40,13 +41,13 @@ pub type CreateScope = Arc<dyn Fn(&NamespaceContext) -> ScopeValue + Send + Sync
 #[derive(Debug, Clone)]
 pub struct NamespaceContext {
     /// Agent id.
-    pub agent_id: String,
-    /// Session key.
-    pub session_key: String,
-    /// Session id.
-    pub session_id: String,
+    pub agent_id: AgentId,
+    /// Session key (empty for none).
+    pub session_key: SessionKey,
+    /// Session id (empty for none).
+    pub session_id: SessionId,
     /// Run id.
-    pub run_id: String,
+    pub run_id: RunId,
     /// The plugin's config for this run.
     pub config: Value,
     /// Cancelled when the run is aborted.

@@ -11,6 +11,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_codemode::{
@@ -41,9 +44,9 @@ pub fn tool(name: &str, description: &str) -> ToolDefinition {
 
 pub fn scope(run: &str) -> RunScope {
     RunScope {
-        agent_id: "main".into(),
-        session_id: "s1".into(),
-        run_id: run.into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new(run),
     }
 }
 

@@ -3,6 +3,10 @@
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
+use talon_protocol::gateway::bounded::SessionKey;
 
 use serde_json::{Value, json};
 use talon_codemode::namespaces::InputMapper;
@@ -200,10 +204,10 @@ fn callable_paths_cannot_target_undeclared_tools() {
 
 fn ns_ctx() -> talon_codemode::NamespaceContext {
     talon_codemode::NamespaceContext {
-        agent_id: "main".into(),
-        session_key: "k".into(),
-        session_id: "s1".into(),
-        run_id: "r1".into(),
+        agent_id: AgentId::new("main"),
+        session_key: SessionKey::new("k"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new("r1"),
         config: json!({}),
         cancel: Default::default(),
     }

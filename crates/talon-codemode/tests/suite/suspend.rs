@@ -366,7 +366,7 @@ async fn a_cell_calling_a_client_tool_waits_for_the_app_and_a_later_run_resumes_
     assert_eq!(tools.runs("pick_color"), 0);
     // The store says which cell waits, for which exec call.
     let store = file_store(dir.path());
-    let session = talon_protocol::gateway::bounded::SessionId::from("s1");
+    let session = talon_protocol::gateway::bounded::SessionId::new("s1");
     let awaiting = talon_codemode::awaiting_cells(store.as_ref(), &session).unwrap();
     assert_eq!(awaiting.len(), 1);
     assert_eq!(

@@ -43,21 +43,21 @@ impl Api {
     ) -> Result<Approval, ApiError> {
         let approval = self
             .store
-            .approval(&p.approval_id)
+            .approval(p.approval_id.as_str())
             .await
             .map_err(api_error)?
-            .ok_or_else(|| not_found("approval", &p.approval_id))?;
+            .ok_or_else(|| not_found("approval", p.approval_id.as_str()))?;
         if let Authority::Caller(caller) = by
-            && !crate::owned::sees_run_of(&self.store, caller, &approval.run_id).await?
+            && !crate::owned::sees_run_of(&self.store, caller, approval.run_id.as_str()).await?
         {
-            return Err(not_found("approval", &p.approval_id));
+            return Err(not_found("approval", p.approval_id.as_str()));
         }
         approval.offers(p.decision)?;
         let decision = p.decision;
         let reason = p.reason;
         let resolved = self
             .store
-            .resolve_approval(&p.approval_id, move |a| {
+            .resolve_approval(p.approval_id.as_str(), move |a| {
                 a.status = if decision == ApprovalDecision::Deny {
                     ApprovalStatus::Denied
                 } else {
@@ -89,12 +89,12 @@ impl Api {
     ) -> Result<Question, ApiError> {
         let question = self
             .store
-            .question(&p.question_id)
+            .question(p.question_id.as_str())
             .await
             .map_err(api_error)?
-            .ok_or_else(|| not_found("question", &p.question_id))?;
-        if !crate::owned::sees_run_of(&self.store, caller, &question.run_id).await? {
-            return Err(not_found("question", &p.question_id));
+            .ok_or_else(|| not_found("question", p.question_id.as_str()))?;
+        if !crate::owned::sees_run_of(&self.store, caller, question.run_id.as_str()).await? {
+            return Err(not_found("question", p.question_id.as_str()));
         }
         // A wrong answer leaves the question open for a right one.
         if question.status == QuestionStatus::Pending {
@@ -103,7 +103,7 @@ impl Api {
         let answer = p.answer;
         let resolved = self
             .store
-            .resolve_question(&p.question_id, move |q| {
+            .resolve_question(p.question_id.as_str(), move |q| {
                 q.status = QuestionStatus::Answered;
                 q.answer = Some(answer);
                 q.answered_at = Some(talon_store::now_ms());

@@ -3,6 +3,7 @@
 //! store's quota recovers; the node's live tail forgets what it held, so
 //! no stream serves a deleted event from memory.
 
+use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::params::{
     RunsDeleteParams, SessionActionParams, SessionsDeleteResult,
 };
@@ -18,17 +19,17 @@ impl Api {
         caller: &Caller,
         p: SessionActionParams,
     ) -> Result<SessionsDeleteResult, ApiError> {
-        let session = self.session_of(caller, &p.session_id).await?;
+        let session = self.session_of(caller, p.session_id.as_str()).await?;
         let deleted = self
             .store
-            .delete_session(&session.id)
+            .delete_session(session.id.as_str())
             .await
             .map_err(api_error)?;
         self.forget();
         tracing::info!(session = %session.id, runs = deleted.run_ids.len(), events = deleted.events, "session deleted");
         Ok(SessionsDeleteResult {
             session_id: session.id,
-            deleted_run_ids: deleted.run_ids.into_iter().map(Into::into).collect(),
+            deleted_run_ids: deleted.run_ids.into_iter().map(RunId::new).collect(),
         })
     }
 
@@ -37,8 +38,12 @@ impl Api {
         caller: &Caller,
         p: RunsDeleteParams,
     ) -> Result<Run, ApiError> {
-        let run = crate::owned::run_for(&self.store, caller, &p.run_id).await?;
-        let deleted = self.store.delete_run(&run.id).await.map_err(api_error)?;
+        let run = crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
+        let deleted = self
+            .store
+            .delete_run(run.id.as_str())
+            .await
+            .map_err(api_error)?;
         self.forget();
         tracing::info!(run = %run.id, events = deleted.events, "run deleted");
         Ok(run)

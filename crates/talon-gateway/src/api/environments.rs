@@ -7,6 +7,7 @@
 
 use crate::tokens::Caller;
 use sha2::{Digest, Sha256};
+use talon_protocol::gateway::bounded::{EnvironmentId, ProviderId, Subject};
 use talon_protocol::gateway::params::{
     EnvironmentsCreateParams, EnvironmentsDeleteParams, EnvironmentsListParams,
     EnvironmentsListResult,
@@ -39,7 +40,7 @@ impl Api {
             .map_err(api_error)?;
         let (environments, next_cursor) = talon_protocol::gateway::page::page_after(
             environments,
-            p.cursor.as_deref(),
+            p.cursor.as_ref().map(|c| c.as_str()),
             p.limit,
             |e: &Environment| e.id.as_str(),
         )?;
@@ -54,13 +55,13 @@ impl Api {
         caller: &Caller,
         p: EnvironmentsCreateParams,
     ) -> Result<Environment, ApiError> {
-        let provider = self.engine.providers().get(&p.provider)?;
+        let provider = self.engine.providers().get(p.provider.as_str())?;
         let settings = p.settings.clone().unwrap_or_else(|| serde_json::json!({}));
         let state_dir = self.engine.state_dir();
         provider.check(&settings, self.engine.environment_context(&state_dir))?;
         let id = match &p.idempotency_key {
             Some(key) => {
-                let scoped = caller.scoped_key("environment", key);
+                let scoped = caller.scoped_key("environment", key.as_str());
                 let hash = hex::encode(&Sha256::digest(scoped.as_bytes())[..12]);
                 let id = format!("env_{hash}");
                 // The id is in the caller's namespace: the environment
@@ -71,7 +72,7 @@ impl Api {
                     .await
                     .map_err(api_error)?
                 {
-                    return if first.provider == p.provider.as_str()
+                    return if first.provider == p.provider
                         && first.settings.as_ref() == Some(&settings)
                     {
                         Ok(first)
@@ -88,9 +89,9 @@ impl Api {
         };
         let now = talon_store::now_ms();
         let mut environment = Environment {
-            subject: caller.subject().map(Into::into),
-            id: id.clone().into(),
-            provider: provider.id().into(),
+            subject: caller.subject().map(Subject::new),
+            id: EnvironmentId::new(id.clone()),
+            provider: ProviderId::new(provider.id()),
             status: EnvironmentStatus::Provisioning,
             capabilities: provider.capabilities(self.engine.environment_context(&state_dir)),
             created_at: Some(now),
@@ -153,13 +154,13 @@ impl Api {
         p: EnvironmentsDeleteParams,
     ) -> Result<Environment, ApiError> {
         let mut environment =
-            crate::owned::environment_for(&self.store, caller, &p.environment_id).await?;
+            crate::owned::environment_for(&self.store, caller, p.environment_id.as_str()).await?;
         if environment.status == EnvironmentStatus::Deleted {
             return Ok(environment);
         }
-        let provider = self.engine.providers().get(&environment.provider)?;
+        let provider = self.engine.providers().get(environment.provider.as_str())?;
         let settings = environment.settings.clone().unwrap_or_default();
-        let dir = dir_of(&self.engine.state_dir(), &environment.id);
+        let dir = dir_of(&self.engine.state_dir(), environment.id.as_str());
         environment.detail = Some(provider.release(&settings, &dir).await?);
         environment.status = EnvironmentStatus::Deleted;
         // A workspace kept by policy still takes its room.
@@ -168,12 +169,12 @@ impl Api {
             .await
             .unwrap_or_default();
         self.store
-            .set_environment_footprint(&environment.id, footprint)
+            .set_environment_footprint(environment.id.as_str(), footprint)
             .await
             .map_err(api_error)?;
         self.store
             .update_environment(
-                &environment.id,
+                environment.id.as_str(),
                 &status_name(environment.status),
                 &environment,
             )

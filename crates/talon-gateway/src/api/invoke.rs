@@ -41,7 +41,7 @@ impl Api {
         caller: &Caller,
         p: ToolsInvokeParams,
     ) -> Result<ToolsInvokeResult, ApiError> {
-        if p.tool.trim().is_empty() || p.tool.len() > MAX_TOOL_BYTES {
+        if p.tool.as_str().trim().is_empty() || p.tool.as_str().len() > MAX_TOOL_BYTES {
             return Err(invalid(format!(
                 "tool: a catalog id or name of 1 to {MAX_TOOL_BYTES} bytes"
             )));
@@ -52,7 +52,7 @@ impl Api {
             _ => return Err(invalid("arguments: an object")),
         };
         let idempotency = match &p.idempotency_key {
-            Some(key) => Some((caller.scoped_key("invoke", key), request_hash(&p)?)),
+            Some(key) => Some((caller.scoped_key("invoke", key.as_str()), request_hash(&p)?)),
             None => None,
         };
         let first = match &idempotency {
@@ -80,7 +80,7 @@ impl Api {
             Some(run) => run,
             None => {
                 let session = self
-                    .sessions_resolve_inner(caller, &p.session_key, None)
+                    .sessions_resolve_inner(caller, p.session_key.as_str(), None)
                     .await?;
                 let request = RunRequest {
                     input: RunInput::Text(format!("tools.invoke {}", p.tool)),
@@ -88,7 +88,7 @@ impl Api {
                     tools: Vec::new(),
                     environment_id: None,
                     invoke: Some(Invocation {
-                        tool: p.tool.to_string(),
+                        tool: p.tool.clone(),
                         arguments,
                     }),
                     // The engine sets it as it accepts the run.
@@ -97,7 +97,7 @@ impl Api {
                 };
                 self.engine
                     .submit(Submit {
-                        agent_id: session.agent_id.clone().into(),
+                        agent_id: session.agent_id.clone(),
                         session,
                         request,
                         strategy: MultitaskStrategy::Enqueue,
@@ -108,7 +108,7 @@ impl Api {
         };
         let result = self
             .engine
-            .wait(&run.id, Some(std::time::Duration::MAX))
+            .wait(run.id.as_str(), Some(std::time::Duration::MAX))
             .await?;
         let details = serde_json::json!({"runId": run.id});
         match result.status {

@@ -16,6 +16,7 @@ mod tokens;
 mod toolspace;
 
 use sessions::check_metadata;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey, Subject};
 
 use talon_protocol::gateway::bounded::Cursor;
 use talon_protocol::gateway::page::{limit, page_after};
@@ -54,7 +55,7 @@ fn default_agent() -> Agent {
 fn next_page<T>(items: &mut Vec<T>, limit: u32, id: impl Fn(&T) -> String) -> Option<Cursor> {
     let more = items.len() > limit as usize;
     items.truncate(limit as usize);
-    more.then(|| items.last().map(|item| id(item).into()))
+    more.then(|| items.last().map(|item| Cursor::new(id(item))))
         .flatten()
 }
 
@@ -75,7 +76,10 @@ impl Api {
     /// The methods over `store`, with the agents the config file declares
     /// (and `main`, always), runs executed by `engine`.
     pub(crate) fn new(store: Store, mut config_agents: Vec<Agent>, engine: Engine) -> Self {
-        if !config_agents.iter().any(|a| a.id == DEFAULT_AGENT) {
+        if !config_agents
+            .iter()
+            .any(|a| a.id == AgentId::new(DEFAULT_AGENT))
+        {
             config_agents.insert(0, default_agent());
         }
         Self {
@@ -117,9 +121,13 @@ impl Handler for Api {
     ) -> Result<AgentsListResult, ApiError> {
         let mut agents = self.config_agents.clone();
         agents.extend(self.store.agents().await.map_err(api_error)?);
-        agents.retain(|a| caller.may_use_agent(&a.id));
-        let (agents, next_cursor) =
-            page_after(agents, p.cursor.as_deref(), p.limit, |a| a.id.as_str())?;
+        agents.retain(|a| caller.may_use_agent(a.id.as_str()));
+        let (agents, next_cursor) = page_after(
+            agents,
+            p.cursor.as_ref().map(|c| c.as_str()),
+            p.limit,
+            |a| a.id.as_str(),
+        )?;
         Ok(AgentsListResult {
             agents,
             next_cursor,
@@ -127,9 +135,9 @@ impl Handler for Api {
     }
 
     async fn agents_get(&self, caller: &Caller, p: AgentRef) -> Result<Agent, ApiError> {
-        self.agent_for(caller, &p.agent_id)
+        self.agent_for(caller, p.agent_id.as_str())
             .await?
-            .ok_or_else(|| not_found("agent", &p.agent_id))
+            .ok_or_else(|| not_found("agent", p.agent_id.as_str()))
     }
 
     async fn agents_create(&self, _: &Caller, p: AgentsCreateParams) -> Result<Agent, ApiError> {
@@ -159,10 +167,10 @@ impl Handler for Api {
         }
         let mut agent = self
             .store
-            .agent(&p.agent_id)
+            .agent(p.agent_id.as_str())
             .await
             .map_err(api_error)?
-            .ok_or_else(|| not_found("agent", &p.agent_id))?;
+            .ok_or_else(|| not_found("agent", p.agent_id.as_str()))?;
         agent.update(p, talon_store::now_ms());
         self.store.update_agent(&agent).await.map_err(api_error)?;
         Ok(agent)
@@ -177,9 +185,9 @@ impl Handler for Api {
         let mut sessions = self
             .store
             .sessions(
-                p.agent_id.as_deref(),
+                p.agent_id.as_ref(),
                 &caller.owner(),
-                p.cursor.as_deref(),
+                p.cursor.as_ref().map(|c| c.as_str()),
                 limit + 1,
             )
             .await
@@ -200,18 +208,18 @@ impl Handler for Api {
         caller: &Caller,
         p: SessionsCreateParams,
     ) -> Result<Session, ApiError> {
-        if self.agent_for(caller, &p.agent_id).await?.is_none() {
-            return Err(not_found("agent", &p.agent_id));
+        if self.agent_for(caller, p.agent_id.as_str()).await?.is_none() {
+            return Err(not_found("agent", p.agent_id.as_str()));
         }
         let now = talon_store::now_ms();
         let id = new_id("sess")?;
         let session = Session {
             key: p
                 .key
-                .unwrap_or_else(|| format!("{}:{id}", p.agent_id).into()),
-            id: id.into(),
+                .unwrap_or_else(|| SessionKey::new(format!("{}:{id}", p.agent_id))),
+            id: SessionId::new(id),
             agent_id: p.agent_id,
-            subject: caller.subject().map(Into::into),
+            subject: caller.subject().map(Subject::new),
             parent_id: None,
             forked_at_message_id: None,
             metadata: check_metadata(p.metadata.unwrap_or_default())?,
@@ -231,7 +239,7 @@ impl Handler for Api {
         caller: &Caller,
         p: SessionsResolveParams,
     ) -> Result<Session, ApiError> {
-        self.sessions_resolve_inner(caller, &p.key, p.agent_id.map(Into::into))
+        self.sessions_resolve_inner(caller, p.key.as_str(), p.agent_id.map(AgentId::into_string))
             .await
     }
 
@@ -250,11 +258,15 @@ impl Handler for Api {
         caller: &Caller,
         p: SessionsMessagesParams,
     ) -> Result<SessionsMessagesResult, ApiError> {
-        self.session_of(caller, &p.session_id).await?;
+        self.session_of(caller, p.session_id.as_str()).await?;
         let limit = limit(p.limit);
         let mut page = self
             .store
-            .messages(&p.session_id, p.after.as_deref(), limit + 1)
+            .messages(
+                &p.session_id,
+                p.after.as_ref().map(|c| c.as_str()),
+                limit + 1,
+            )
             .await
             .map_err(api_error)?;
         let has_more = page.len() > limit as usize;
@@ -270,18 +282,18 @@ impl Handler for Api {
         caller: &Caller,
         p: SessionsForkParams,
     ) -> Result<Session, ApiError> {
-        let parent = self.session_of(caller, &p.session_id).await?;
+        let parent = self.session_of(caller, p.session_id.as_str()).await?;
         let now = talon_store::now_ms();
         let id = new_id("sess")?;
         let session = Session {
             key: p
                 .key
-                .unwrap_or_else(|| format!("{}:{id}", parent.agent_id).into()),
-            id: id.into(),
+                .unwrap_or_else(|| SessionKey::new(format!("{}:{id}", parent.agent_id))),
+            id: SessionId::new(id),
             agent_id: parent.agent_id.clone(),
             // The fork is the caller's (its key is in the caller's
             // namespace), as any session it makes.
-            subject: caller.subject().map(Into::into),
+            subject: caller.subject().map(Subject::new),
             parent_id: Some(parent.id.clone()),
             forked_at_message_id: p.at_message_id,
             metadata: parent.metadata.clone(),
@@ -309,7 +321,7 @@ impl Handler for Api {
         caller: &Caller,
         p: SessionActionParams,
     ) -> Result<Session, ApiError> {
-        self.compact(caller, &p.session_id).await
+        self.compact(caller, p.session_id.as_str()).await
     }
 
     async fn sessions_abort(
@@ -317,8 +329,8 @@ impl Handler for Api {
         caller: &Caller,
         p: SessionActionParams,
     ) -> Result<SessionsAbortResult, ApiError> {
-        self.session_of(caller, &p.session_id).await?;
-        self.abort(&p.session_id).await
+        self.session_of(caller, p.session_id.as_str()).await?;
+        self.abort(p.session_id.as_str()).await
     }
 
     async fn sessions_delete(
@@ -346,7 +358,7 @@ impl Handler for Api {
     }
 
     async fn runs_get(&self, caller: &Caller, p: RunRef) -> Result<Run, ApiError> {
-        crate::owned::run_for(&self.store, caller, &p.run_id).await
+        crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await
     }
 
     async fn runs_events(
@@ -362,7 +374,7 @@ impl Handler for Api {
                 },
             )
             .await?;
-        let after = match p.after.as_deref() {
+        let after = match p.after.as_ref().map(|c| c.as_str()) {
             None => None,
             Some(text) => Some(text.parse::<u64>().map_err(|_| {
                 ApiError::new(
@@ -373,7 +385,7 @@ impl Handler for Api {
         };
         // The runtime's native payloads, for admin callers only.
         let filter = talon_store::EventFilter {
-            run_id: Some(run.id.clone().into()),
+            run_id: Some(run.id.clone().into_string()),
             raw: caller.is_admin(),
             ..Default::default()
         };
@@ -387,20 +399,20 @@ impl Handler for Api {
     }
 
     async fn runs_wait(&self, caller: &Caller, p: RunsWaitParams) -> Result<RunResult, ApiError> {
-        crate::owned::run_for(&self.store, caller, &p.run_id).await?;
+        crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
         self.engine
             .wait(
-                &p.run_id,
+                p.run_id.as_str(),
                 p.timeout_ms.map(std::time::Duration::from_millis),
             )
             .await
     }
 
     async fn runs_cancel(&self, caller: &Caller, p: RunsCancelParams) -> Result<Run, ApiError> {
-        crate::owned::run_for(&self.store, caller, &p.run_id).await?;
+        crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
         self.engine
             .cancel(
-                &p.run_id,
+                p.run_id.as_str(),
                 talon_store::CancelMode::Cancel,
                 runs::CANCEL_SETTLE,
             )
@@ -468,9 +480,12 @@ impl Handler for Api {
         let mut artifacts = self
             .store
             .artifacts(
-                (p.run_id.as_deref(), p.session_id.as_deref()),
+                (
+                    p.run_id.as_ref().map(RunId::as_str),
+                    p.session_id.as_ref().map(SessionId::as_str),
+                ),
                 &caller.owner(),
-                p.cursor.as_deref(),
+                p.cursor.as_ref().map(|c| c.as_str()),
                 limit + 1,
                 talon_store::now_ms(),
             )
@@ -492,11 +507,15 @@ impl Handler for Api {
         caller: &Caller,
         p: ArtifactRef,
     ) -> Result<ArtifactSummary, ApiError> {
-        let artifact =
-            crate::owned::artifact_for(&self.store, caller, &p.artifact_id, talon_store::now_ms())
-                .await?;
+        let artifact = crate::owned::artifact_for(
+            &self.store,
+            caller,
+            p.artifact_id.as_str(),
+            talon_store::now_ms(),
+        )
+        .await?;
         if p.run_id.is_some() && artifact.run_id != p.run_id {
-            return Err(crate::owned::not_found("artifact", &p.artifact_id));
+            return Err(crate::owned::not_found("artifact", p.artifact_id.as_str()));
         }
         Ok(artifact)
     }
@@ -518,11 +537,11 @@ impl Handler for Api {
         let limit = limit(p.limit);
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
-            run_id: p.run_id.map(Into::into),
-            session_id: p.session_id.map(Into::into),
+            run_id: p.run_id.map(RunId::into_string),
+            session_id: p.session_id.map(SessionId::into_string),
             owner: caller.owner(),
             page: Some(Page {
-                after: p.cursor.map(Into::into),
+                after: p.cursor.map(Cursor::into_string),
                 limit: limit + 1,
             }),
         };
@@ -550,11 +569,11 @@ impl Handler for Api {
         let limit = limit(p.limit);
         let filter = PendingFilter {
             status: p.status.and_then(wire_name),
-            run_id: p.run_id.map(Into::into),
+            run_id: p.run_id.map(RunId::into_string),
             session_id: None,
             owner: caller.owner(),
             page: Some(Page {
-                after: p.cursor.map(Into::into),
+                after: p.cursor.map(Cursor::into_string),
                 limit: limit + 1,
             }),
         };
@@ -595,7 +614,7 @@ impl Handler for Api {
         caller: &Caller,
         p: EnvironmentRef,
     ) -> Result<Environment, ApiError> {
-        crate::owned::environment_for(&self.store, caller, &p.environment_id).await
+        crate::owned::environment_for(&self.store, caller, p.environment_id.as_str()).await
     }
 
     async fn environments_delete(

@@ -16,10 +16,12 @@ pub(super) fn list(
     p: params::ModelsListParams,
 ) -> Result<params::ModelsListResult, ApiError> {
     let models = host.models(super::DEFAULT_AGENT).map_err(config_error)?;
-    let (models, next_cursor) =
-        talon_protocol::gateway::page::page_after(models, p.cursor.as_deref(), p.limit, |m| {
-            m.id.as_str()
-        })?;
+    let (models, next_cursor) = talon_protocol::gateway::page::page_after(
+        models,
+        p.cursor.as_ref().map(|c| c.as_str()),
+        p.limit,
+        |m| m.id.as_str(),
+    )?;
     Ok(params::ModelsListResult {
         models,
         next_cursor,

@@ -5,6 +5,7 @@
 
 use crate::tokens::Caller;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{AgentId, MessageId, SessionId, SessionKey, Subject};
 
 use sha2::{Digest, Sha256};
 use talon_protocol::EventData;
@@ -50,7 +51,7 @@ impl Api {
         let idempotency = match &p.idempotency_key {
             Some(key) => {
                 let hash = request_hash(&p)?;
-                let scoped = caller.scoped_key("run", key);
+                let scoped = caller.scoped_key("run", key.as_str());
                 if let Some((run, first)) = self
                     .store
                     .run_by_idempotency_key(&scoped)
@@ -71,7 +72,7 @@ impl Api {
             None => None,
         };
         let environment_id = match &p.environment_id {
-            Some(id) => Some(self.ready_environment(caller, id).await?.id),
+            Some(id) => Some(self.ready_environment(caller, id.as_str()).await?.id),
             None => None,
         };
         let session = self.session_for(caller, &p).await?;
@@ -80,14 +81,14 @@ impl Api {
             timeout_ms: p.timeout_ms,
             tools: p.tools,
             invoke: None,
-            environment_id: environment_id.map(Into::into),
+            environment_id,
             // The engine sets it as it accepts the run.
             traceparent: None,
             request_id: None,
         };
         self.engine
             .submit(Submit {
-                agent_id: session.agent_id.clone().into(),
+                agent_id: session.agent_id.clone(),
                 session,
                 request,
                 strategy: p.multitask_strategy.unwrap_or_default(),
@@ -102,20 +103,20 @@ impl Api {
         caller: &Caller,
         p: &RunsCreateParams,
     ) -> Result<Session, ApiError> {
-        let agent: Option<String> = p.agent_id.clone().map(Into::into);
+        let agent: Option<String> = p.agent_id.clone().map(AgentId::into_string);
         if let Some(agent) = &agent
             && self.agent_for(caller, agent).await?.is_none()
         {
             return Err(not_found("agent", agent));
         }
         let session = if let Some(id) = &p.session_id {
-            let session = self.session_of(caller, id).await?;
+            let session = self.session_of(caller, id.as_str()).await?;
             if p.session_key.as_ref().is_some_and(|k| *k != session.key) {
                 return Err(invalid("sessionId and sessionKey name different sessions"));
             }
             session
         } else if let Some(key) = &p.session_key {
-            self.sessions_resolve_inner(caller, key, agent.clone())
+            self.sessions_resolve_inner(caller, key.as_str(), agent.clone())
                 .await?
         } else {
             let agent_id = agent.clone().unwrap_or_else(|| DEFAULT_AGENT.into());
@@ -125,10 +126,10 @@ impl Api {
             let now = talon_store::now_ms();
             let id = new_id("sess")?;
             let session = Session {
-                subject: caller.subject().map(Into::into),
-                key: format!("{agent_id}:{id}").into(),
-                id: id.into(),
-                agent_id: agent_id.into(),
+                subject: caller.subject().map(Subject::new),
+                key: SessionKey::new(format!("{agent_id}:{id}")),
+                id: SessionId::new(id),
+                agent_id: AgentId::new(agent_id),
                 parent_id: None,
                 forked_at_message_id: None,
                 metadata: Default::default(),
@@ -143,7 +144,7 @@ impl Api {
             session
         };
         if let Some(agent) = &agent
-            && *agent != session.agent_id
+            && *agent != *session.agent_id.as_str()
         {
             return Err(invalid(format!(
                 "session {:?} belongs to agent {:?}, not {agent:?}",
@@ -161,7 +162,7 @@ impl Api {
         p: RunsListParams,
     ) -> Result<RunsListResult, ApiError> {
         p.check()?;
-        let cursor = match p.cursor.as_deref() {
+        let cursor = match p.cursor.as_ref().map(|c| c.as_str()) {
             None => None,
             Some(id) => {
                 let run = crate::owned::run_for(&self.store, caller, id).await.ok();
@@ -171,8 +172,8 @@ impl Api {
         };
         let filter = talon_store::RunFilter {
             statuses: p.status.unwrap_or_default(),
-            agent_id: p.agent_id.map(Into::into),
-            session_id: p.session_id.map(Into::into),
+            agent_id: p.agent_id.map(AgentId::into_string),
+            session_id: p.session_id.map(SessionId::into_string),
             created_after: p.created_after,
             created_before: p.created_before,
             owner: caller.owner(),
@@ -181,7 +182,7 @@ impl Api {
         let after = cursor
             .as_ref()
             .map(|(id, created_at)| talon_store::RunCursor {
-                id,
+                id: id.as_str(),
                 created_at: *created_at,
             });
         let mut runs = self
@@ -202,7 +203,7 @@ impl Api {
     pub(super) async fn abort(&self, session_id: &str) -> Result<SessionsAbortResult, ApiError> {
         let mut live: Vec<Run> = self
             .store
-            .session_runs(session_id)
+            .session_runs(&SessionId::new(session_id))
             .await
             .map_err(api_error)?
             .into_iter()
@@ -216,7 +217,11 @@ impl Api {
         for run in live {
             let run = self
                 .engine
-                .cancel(&run.id, talon_store::CancelMode::Cancel, CANCEL_SETTLE)
+                .cancel(
+                    run.id.as_str(),
+                    talon_store::CancelMode::Cancel,
+                    CANCEL_SETTLE,
+                )
                 .await?;
             cancelled_run_ids.push(run.id);
         }
@@ -234,7 +239,7 @@ impl Api {
         let mut session = self.session_of(caller, session_id).await?;
         let busy = self
             .store
-            .session_runs(session_id)
+            .session_runs(&SessionId::new(session_id))
             .await
             .map_err(api_error)?
             .iter()
@@ -254,7 +259,7 @@ impl Api {
             .engine
             .host()
             .summarize(
-                &session.agent_id,
+                session.agent_id.as_str(),
                 &history,
                 COMPACTION_PROMPT,
                 "Summarise the conversation above.",
@@ -271,7 +276,7 @@ impl Api {
             })?;
         let now = talon_store::now_ms();
         let record = Message {
-            id: new_id("msg")?.into(),
+            id: MessageId::new(new_id("msg")?),
             session_id: session.id.clone(),
             run_id: None,
             role: MessageRole::Compaction,

@@ -2,6 +2,8 @@
 //! (the config's, then the store's), a session by key (made on first
 //! use), and the caps on a session's metadata.
 
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::{SessionId, SessionKey, Subject};
 use talon_protocol::gateway::params::SessionsUpdateParams;
 use talon_protocol::gateway::*;
 
@@ -68,7 +70,7 @@ impl Api {
         caller: &Caller,
         p: SessionsUpdateParams,
     ) -> Result<Session, ApiError> {
-        let mut session = self.session_of(caller, &p.session_id).await?;
+        let mut session = self.session_of(caller, p.session_id.as_str()).await?;
         let mut metadata = session.metadata.clone();
         for (key, value) in p.metadata {
             if value.is_null() {
@@ -85,7 +87,7 @@ impl Api {
             .await
             .map_err(api_error)?
         {
-            return Err(not_found("session", &p.session_id));
+            return Err(not_found("session", p.session_id.as_str()));
         }
         let updated = talon_protocol::EventData::SessionUpdated(session.clone());
         self.announce(&session, session.updated_at, updated).await?;
@@ -93,7 +95,7 @@ impl Api {
     }
 
     pub(super) async fn find_agent(&self, id: &str) -> Result<Option<Agent>, ApiError> {
-        if let Some(agent) = self.config_agents.iter().find(|a| a.id == id) {
+        if let Some(agent) = self.config_agents.iter().find(|a| a.id == AgentId::new(id)) {
             return Ok(Some(agent.clone()));
         }
         self.store.agent(id).await.map_err(api_error)
@@ -124,7 +126,7 @@ impl Api {
     ) -> Result<Session, ApiError> {
         let subject = caller.subject();
         let visible = |s: Session| {
-            if caller.may_use_agent(&s.agent_id) {
+            if caller.may_use_agent(s.agent_id.as_str()) {
                 Ok(s)
             } else {
                 Err(not_found("session", key))
@@ -144,10 +146,10 @@ impl Api {
         }
         let now = talon_store::now_ms();
         let session = Session {
-            id: new_id("sess")?.into(),
-            key: key.to_owned().into(),
-            agent_id: agent_id.into(),
-            subject: subject.map(Into::into),
+            id: SessionId::new(new_id("sess")?),
+            key: SessionKey::new(key.to_owned()),
+            agent_id: AgentId::new(agent_id),
+            subject: subject.map(Subject::new),
             parent_id: None,
             forked_at_message_id: None,
             metadata: Default::default(),

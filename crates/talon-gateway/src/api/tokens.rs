@@ -2,7 +2,8 @@
 //! a secret or its hash) and revocation down a token's lineage (every
 //! token minted under it goes with it; `revocation` ends their streams).
 
-use talon_protocol::gateway::bounded::TokenId;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::{Subject, TokenId};
 use talon_protocol::gateway::{
     ApiError, ErrorCode, TokenInfo, TokensListParams, TokensListResult, TokensRevokeParams,
     TokensRevokeResult,
@@ -28,31 +29,31 @@ impl Api {
         let mut page = self
             .store
             .tokens_page(
-                p.cursor.as_deref(),
+                p.cursor.as_ref().map(TokenId::as_str),
                 limit + 1,
                 p.include_revoked.unwrap_or(false),
-                p.subject.as_deref(),
+                p.subject.as_ref().map(Subject::as_str),
             )
             .await
             .map_err(api_error)?;
         let more = page.len() > limit as usize;
         page.truncate(limit as usize);
         let next_cursor = more
-            .then(|| page.last().map(|t| TokenId::from(t.id.as_str())))
+            .then(|| page.last().map(|t| TokenId::new(t.id.as_str())))
             .flatten();
         Ok(TokensListResult {
             tokens: page
                 .into_iter()
                 .map(|t| TokenInfo {
-                    subject: t.subject.map(Into::into),
-                    agents: t.agents.map(|a| a.into_iter().map(Into::into).collect()),
-                    id: t.id.into(),
+                    subject: t.subject.map(Subject::new),
+                    agents: t.agents.map(|a| a.into_iter().map(AgentId::new).collect()),
+                    id: TokenId::new(t.id),
                     name: t.name,
                     scopes: t.scopes,
                     created_at: t.created_at,
                     expires_at: t.expires_at,
                     revoked_at: t.revoked_at,
-                    parent_id: t.parent_id.map(Into::into),
+                    parent_id: t.parent_id.map(TokenId::new),
                 })
                 .collect(),
             next_cursor,
@@ -66,7 +67,7 @@ impl Api {
     ) -> Result<TokensRevokeResult, ApiError> {
         let revoked = self
             .store
-            .revoke_token_tree(&p.token_id, talon_store::now_ms())
+            .revoke_token_tree(p.token_id.as_str(), talon_store::now_ms())
             .await
             .map_err(api_error)?
             .ok_or_else(|| {
@@ -81,7 +82,7 @@ impl Api {
         );
         Ok(TokensRevokeResult {
             token_id: p.token_id,
-            revoked: revoked.into_iter().map(Into::into).collect(),
+            revoked: revoked.into_iter().map(TokenId::new).collect(),
         })
     }
 }

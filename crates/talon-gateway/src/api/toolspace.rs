@@ -9,6 +9,7 @@
 //! leaves.
 
 use serde_json::Value;
+use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::params::{ToolsListParams, ToolsListResult};
 use talon_protocol::gateway::{
     ApiError, ApprovalPolicy, ArgumentSummary, ErrorCode, ToolOrigin, ToolReach, ToolSummary,
@@ -29,7 +30,7 @@ pub(crate) async fn list(host: &Host, agent: &str) -> Result<Vec<ToolSummary>, A
     let policy = Approvals::from_config(host.config().get("tools.approvals"))
         .map_err(|error| ApiError::new(ErrorCode::InvalidRequest, error.to_string()))?;
     let spec = ToolSpaceSpec {
-        agent: agent.to_owned(),
+        agent: AgentId::new(agent.to_owned()),
         offers_questions: true,
     };
     let (catalog, plan) = host
@@ -55,11 +56,11 @@ impl Api {
         let session_agent = match &p.session_key {
             Some(key) => Some(
                 self.store
-                    .session_by_key(caller.subject(), key)
+                    .session_by_key(caller.subject(), key.as_str())
                     .await
                     .map_err(api_error)?
-                    .filter(|s| caller.may_use_agent(&s.agent_id))
-                    .ok_or_else(|| not_found("session", key))?
+                    .filter(|s| caller.may_use_agent(s.agent_id.as_str()))
+                    .ok_or_else(|| not_found("session", key.as_str()))?
                     .agent_id,
             ),
             None => None,
@@ -77,15 +78,15 @@ impl Api {
         }
         let agent = p
             .agent_id
-            .map(String::from)
-            .or(session_agent.map(Into::into))
+            .map(AgentId::into_string)
+            .or(session_agent.map(AgentId::into_string))
             .unwrap_or_else(|| DEFAULT_AGENT.into());
         if self.agent_for(caller, &agent).await?.is_none() {
             return Err(not_found("agent", &agent));
         }
         let (tools, next_cursor) = talon_protocol::gateway::page::page_after(
             list(self.engine.host(), &agent).await?,
-            p.cursor.as_deref(),
+            p.cursor.as_ref().map(|c| c.as_str()),
             p.limit,
             |t| t.id.as_str(),
         )?;

@@ -10,6 +10,7 @@
 //! results in it are not replayed).
 
 use serde_json::{Value, json};
+use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::params::SessionsMessagesResult;
 use talon_protocol::gateway::{Message, MessageRole, RunAccepted, Session};
 use talon_protocol::openai::OpenAiError;
@@ -120,7 +121,7 @@ pub(super) async fn start(
                 json!({"key": key, "agentId": agent}),
             )
             .await?;
-            let stored = history(shared, caller, &session.id).await?;
+            let stored = history(shared, caller, session.id.as_str()).await?;
             let plan = plan(&client_view, &view(&stored));
             (Some(session.id.to_string()), plan, stored)
         }
@@ -130,7 +131,7 @@ pub(super) async fn start(
             let stored = history(shared, caller, session_id).await?;
             let last_of_run = stored
                 .iter()
-                .rposition(|m| m.run_id.as_deref() == Some(run_id.as_str()));
+                .rposition(|m| m.run_id.as_ref().map(RunId::as_str) == Some(run_id.as_str()));
             let plan = match last_of_run {
                 Some(at) if at + 1 < stored.len() => Plan::Fork {
                     at: stored[at].id.to_string(),

@@ -21,7 +21,7 @@ use crate::http::Shared;
 /// declares, which has none.
 fn model(agent: &Agent, since: u64) -> Value {
     json!({
-        "id": model_id(&agent.id),
+        "id": model_id(agent.id.as_str()),
         "object": "model",
         "created": seconds(agent.created_at.unwrap_or(since)),
         "owned_by": "talon",

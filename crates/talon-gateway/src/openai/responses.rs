@@ -349,9 +349,9 @@ async fn run_of_response(
 
 fn header_of(run: &Run) -> ResponseHeader {
     ResponseHeader {
-        id: response_id(&run.id),
+        id: response_id(run.id.as_str()),
         created_at: seconds(run.created_at),
-        model: model_id(&run.agent_id),
+        model: model_id(run.agent_id.as_str()),
         background: None,
         previous_response_id: None,
         instructions: None,

@@ -26,6 +26,7 @@
 //! it by id (`toolId`).
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::{ApprovalId, Subject};
 
 use serde_json::Value;
 use talon_protocol::EventData;
@@ -100,7 +101,7 @@ impl DurableApprover {
         let mine = self
             .store
             .approvals(&PendingFilter {
-                run_id: Some(run_id.clone()),
+                run_id: Some(run_id.clone().into_string()),
                 ..PendingFilter::default()
             })
             .await?;
@@ -146,8 +147,8 @@ impl DurableApprover {
         let mut guard = Cancelled {
             store: self.store.clone(),
             events: self.events.clone(),
-            id: Some(approval.id.clone().into()),
-            wait: self.engine.waiting_on_person(&ctx.scope.run_id),
+            id: Some(approval.id.clone().into_string()),
+            wait: self.engine.waiting_on_person(ctx.scope.run_id.as_str()),
         };
         if fresh {
             // Durable before anyone waits on it (a stopping node leaves
@@ -185,11 +186,10 @@ impl DurableApprover {
         let arguments = call.args.to_string();
         let summary = Approval::summary_of(&entry.tool.name, &arguments);
         Ok(Approval {
-            id: id.into(),
-            run_id: ctx.scope.run_id.clone().into(),
-            session_id: (!ctx.scope.session_id.is_empty())
-                .then(|| ctx.scope.session_id.clone())
-                .map(Into::into),
+            id: ApprovalId::new(id),
+            run_id: ctx.scope.run_id.clone(),
+            session_id: (!ctx.scope.session_id.as_str().is_empty())
+                .then(|| ctx.scope.session_id.clone()),
             kind: if entry.tool.owner == super::pull_request::OWNER {
                 ApprovalKind::Environment
             } else {
@@ -223,15 +223,19 @@ impl DurableApprover {
         entry: &CatalogEntry,
         call: &ToolCall,
     ) -> Result<Option<ApprovalDecision>, talon_store::StoreError> {
-        let session = Some(ctx.scope.session_id.as_str()).filter(|s| !s.is_empty());
+        let session = Some(&ctx.scope.session_id).filter(|s| !s.as_str().is_empty());
         // A subject's `approve_always` holds within that subject.
         let subject = match session {
-            Some(id) => self.store.session(id).await?.and_then(|s| s.subject),
+            Some(id) => self
+                .store
+                .session(id.as_str())
+                .await?
+                .and_then(|s| s.subject),
             None => None,
         };
         let Some(rule) = self
             .store
-            .remembered_approval(&entry.id, session, subject.as_deref())
+            .remembered_approval(&entry.id, session, subject.as_ref().map(Subject::as_str))
             .await?
         else {
             return Ok(None);
@@ -307,7 +311,7 @@ impl Drop for Cancelled {
         }
         self.events
             .emit(EventData::ApprovalResolved(ApprovalResolvedData {
-                approval_id: id.clone().into(),
+                approval_id: ApprovalId::new(id.clone()),
                 status: ApprovalStatus::Cancelled,
                 decision: None,
                 reason: Some("the run stopped waiting".into()),

@@ -16,6 +16,7 @@
 //! expired ones (files included), which then answer `not_found`.
 
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{ArtifactId, RunId, SessionId};
 
 use talon_protocol::EventData;
 use talon_protocol::gateway::{ArtifactSummary, ArtifactType, Run};
@@ -97,8 +98,8 @@ impl RunFiles {
         if let Some(summary) = self
             .engine
             .put(
-                &ctx.scope.run_id,
-                &ctx.scope.session_id,
+                ctx.scope.run_id.as_str(),
+                ctx.scope.session_id.as_str(),
                 ArtifactType::File,
                 path.to_owned(),
                 mime,
@@ -134,8 +135,8 @@ impl ToolOutputs for RunFiles {
             let summary = self
                 .engine
                 .put(
-                    &ctx.scope.run_id,
-                    &ctx.scope.session_id,
+                    ctx.scope.run_id.as_str(),
+                    ctx.scope.session_id.as_str(),
                     ArtifactType::Log,
                     format!("exec: {}", redact(&shown, &self.secrets)),
                     "text/plain; charset=utf-8",
@@ -165,8 +166,8 @@ impl ToolOutputs for RunFiles {
             if let Some(summary) = self
                 .engine
                 .put(
-                    &ctx.scope.run_id,
-                    &ctx.scope.session_id,
+                    ctx.scope.run_id.as_str(),
+                    ctx.scope.session_id.as_str(),
                     ArtifactType::Diff,
                     format!("{} ({})", change.path, change.tool),
                     "text/x-diff",
@@ -199,11 +200,11 @@ impl Engine {
             .artifact_max_age
             .map(|age| now + age.as_millis() as u64);
         let summary = ArtifactSummary {
-            id: new_id("art").ok()?.into(),
-            run_id: Some(run_id.to_owned().into()),
+            id: ArtifactId::new(new_id("art").ok()?),
+            run_id: Some(RunId::new(run_id.to_owned())),
             session_id: (!session_id.is_empty())
                 .then(|| session_id.to_owned())
-                .map(Into::into),
+                .map(SessionId::new),
             kind,
             title: Some(title),
             mime_type: Some(mime.to_owned()),
@@ -237,8 +238,11 @@ impl Engine {
     ) -> Option<ArtifactSummary> {
         let summary = self
             .put(
-                &run.id,
-                run.session_id.as_deref().unwrap_or_default(),
+                run.id.as_str(),
+                run.session_id
+                    .as_ref()
+                    .map(SessionId::as_str)
+                    .unwrap_or_default(),
                 kind,
                 title,
                 mime,
@@ -265,8 +269,8 @@ impl Engine {
         environment: &talon_protocol::gateway::Environment,
         bound: &[String],
     ) -> Option<ArtifactSummary> {
-        let provider = self.providers().get(&environment.provider).ok()?;
-        let dir = crate::environments::dir_of(&self.state_dir(), &environment.id);
+        let provider = self.providers().get(environment.provider.as_str()).ok()?;
+        let dir = crate::environments::dir_of(&self.state_dir(), environment.id.as_str());
         let collected = match provider.collect(&dir).await {
             Ok(collected) => collected,
             Err(error) => {
@@ -387,7 +391,7 @@ impl Engine {
             .inner
             .store
             .artifacts(
-                (Some(&run.id), None),
+                (Some(run.id.as_str()), None),
                 &talon_store::Owner::default(),
                 None,
                 MAX_RESULT_ARTIFACTS,
@@ -408,7 +412,7 @@ impl Engine {
     pub(super) async fn trajectory(&self, run: &Run) -> Option<ArtifactSummary> {
         let store = &self.inner.store;
         let filter = EventFilter {
-            run_id: Some(run.id.clone().into()),
+            run_id: Some(run.id.clone().into_string()),
             ..EventFilter::default()
         };
         // The envelopes go in as the store holds them: read as text, never

@@ -5,6 +5,7 @@
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::RunId;
 
 use talon_protocol::EventData;
 use talon_protocol::event_data::{RunCreatedData, RunQueuedData};
@@ -56,7 +57,8 @@ impl Engine {
                         CancelMode::Cancel
                     };
                     for run in &live {
-                        self.cancel(&run.id, rollback, Duration::ZERO).await?;
+                        self.cancel(run.id.as_str(), rollback, Duration::ZERO)
+                            .await?;
                     }
                 }
                 MultitaskStrategy::Enqueue => {}
@@ -82,8 +84,8 @@ impl Engine {
         }
         let run = Run {
             subject: submit.session.subject.clone(),
-            id: new_id("run")?.into(),
-            agent_id: submit.agent_id.clone().into(),
+            id: RunId::new(new_id("run")?),
+            agent_id: submit.agent_id.clone(),
             session_id: Some(submit.session.id.clone()),
             session_key: Some(submit.session.key.clone()),
             status: RunStatus::Queued,
@@ -96,8 +98,6 @@ impl Engine {
         let mut request = submit.request.clone();
         request.traceparent = talon_protocol::trace::current().map(|c| c.to_string());
         request.request_id = crate::observe::request_id();
-        let request = serde_json::to_value(&request)
-            .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
         let (key, hash) = match &submit.idempotency {
             Some((key, hash)) => (Some(key.as_str()), hash.as_str()),
             None => (None, ""),
@@ -206,7 +206,7 @@ impl Engine {
             }
             None => {
                 store
-                    .request_cancel(run_id, mode)
+                    .request_cancel(&RunId::new(run_id), mode)
                     .await
                     .map_err(api_error)?;
             }
@@ -247,7 +247,10 @@ impl Engine {
                 ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
             })?;
             if run.status.is_terminal() {
-                let result = store.run_result(run_id).await.map_err(api_error)?;
+                let result = store
+                    .run_result(&RunId::new(run_id))
+                    .await
+                    .map_err(api_error)?;
                 return Ok(result.unwrap_or_else(|| result_of(&run, None)));
             }
             // Past the wait's deadline, or this node is shutting down:

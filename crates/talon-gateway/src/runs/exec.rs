@@ -7,8 +7,10 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::MessageId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
-use serde_json::Value;
 use talon_protocol::event_data::RunEndedData;
 use talon_protocol::gateway::{ApiError, ErrorCode, Message, Run, RunStatus};
 use talon_protocol::{Event, EventData};
@@ -36,15 +38,15 @@ pub(super) fn span(claimed: &Claimed) -> tracing::Span {
     let traceparent = claimed
         .request
         .as_ref()
-        .and_then(|r| r.get("traceparent"))
-        .and_then(Value::as_str);
+        .ok()
+        .and_then(|r| r.traceparent.as_deref());
     tracing::info_span!(
         target: "talon::trace",
         "run",
         traceparent,
         talon.run.id = %claimed.run.id,
         talon.agent.id = %claimed.run.agent_id,
-        talon.session.id = claimed.run.session_id.as_deref(),
+        talon.session.id = claimed.run.session_id.as_ref().map(SessionId::as_str),
         talon.run.status = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
         otel.status_message = tracing::field::Empty,
@@ -80,7 +82,7 @@ impl Engine {
         let sink = Arc::new(StoreSink::start(
             self.inner.store.clone(),
             Some(Checkpoints {
-                run_id: run.id.clone().into(),
+                run_id: run.id.clone(),
                 node: self.inner.node.clone(),
                 stored,
             }),
@@ -199,7 +201,7 @@ impl Engine {
             let output = summary.output.get_or_insert_with(Default::default);
             output.messages = Some(vec![message]);
         }
-        super::person::close_requests(&self.inner.store, &run.id).await;
+        super::person::close_requests(&self.inner.store, run.id.as_str()).await;
         self.forget_cells(run, &held).await;
         self.finish(&ended, &summary, terminal).await;
     }
@@ -211,11 +213,16 @@ impl Engine {
     /// session's next run.
     async fn forget_cells(&self, run: &Run, held: &[String]) {
         let keep = match (&run.session_id, held.is_empty()) {
-            (Some(session), false) => self.held_cells(run, session, held).await,
+            (Some(session), false) => self.held_cells(run, session.as_str(), held).await,
             _ => Vec::new(),
         };
         let run = run.id.as_str();
-        match self.inner.store.delete_run_cells_except(run, &keep).await {
+        match self
+            .inner
+            .store
+            .delete_run_cells_except(&RunId::new(run), &keep)
+            .await
+        {
             Ok(0) => {}
             Ok(cells) => tracing::debug!(run, cells, "a run's suspended cells deleted at its end"),
             Err(error) => tracing::warn!(
@@ -272,7 +279,7 @@ impl Engine {
         let store = &self.inner.store;
         if let Some(event) = terminal
             && !self
-                .retrying(&ended.id, "its run.failed", || {
+                .retrying(ended.id.as_str(), "its run.failed", || {
                     self.append(vec![event.clone()])
                 })
                 .await
@@ -280,7 +287,9 @@ impl Engine {
             return;
         }
         if !self
-            .retrying(&ended.id, "its end", || store.end_run(ended, summary))
+            .retrying(ended.id.as_str(), "its end", || {
+                store.end_run(ended, summary)
+            })
             .await
         {
             return;
@@ -299,7 +308,7 @@ impl Engine {
         self.inner.metrics.run_ended(
             status,
             Duration::from_millis(took),
-            &ended.agent_id,
+            ended.agent_id.as_str(),
             ended.usage.as_ref().and_then(|u| u.cost_usd),
         );
         tracing::info!(
@@ -349,16 +358,9 @@ impl Engine {
     pub(super) async fn prepare_input(
         &self,
         run: &Run,
-        request: Option<Value>,
+        request: Result<RunRequest, talon_store::UnreadableRequest>,
     ) -> Result<Prepared, ApiError> {
-        let request: RunRequest = request
-            .and_then(|r| serde_json::from_value(r).ok())
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::Internal,
-                    "the run's request is missing from the store",
-                )
-            })?;
+        let request = request.map_err(|why| ApiError::new(ErrorCode::Internal, why.to_string()))?;
         if request.invoke.is_some() {
             // A direct call takes nothing from the session and adds nothing.
             return Ok(Prepared {
@@ -367,13 +369,15 @@ impl Engine {
             });
         }
         let history = match &run.session_id {
-            Some(session) => self.session_history(session).await?,
+            Some(session) => self.session_history(session.as_str()).await?,
             None => Conversation::default(),
         };
         // Calls held open by an earlier run may be a Code Mode cell's,
         // which waits for the app's answers in the cell store.
         let awaiting = match &run.session_id {
-            Some(session) if !history.pending_calls().is_empty() => self.awaiting(session).await?,
+            Some(session) if !history.pending_calls().is_empty() => {
+                self.awaiting(session.as_str()).await?
+            }
             _ => Vec::new(),
         };
         let input = conversation::prepare_with(history, &request.input, &awaiting)
@@ -403,7 +407,7 @@ impl Engine {
         session: &str,
     ) -> Result<Vec<talon_runtime::cells::AwaitingCell>, ApiError> {
         let store = self.cell_store()?;
-        let session = session.into();
+        let session = SessionId::new(session);
         tokio::task::spawn_blocking(move || {
             talon_runtime::cells::awaiting_cells(store.as_ref(), &session)
         })
@@ -473,11 +477,14 @@ impl Engine {
             let page = self
                 .inner
                 .store
-                .messages(session_id, after.as_deref(), MAX_PAGE)
+                .messages(&SessionId::new(session_id), after.as_deref(), MAX_PAGE)
                 .await
                 .map_err(crate::error::api_error)?;
             let full = page.len() as u32 >= MAX_PAGE;
-            after = page.last().map(|m| m.message.id.clone()).map(Into::into);
+            after = page
+                .last()
+                .map(|m| m.message.id.clone())
+                .map(MessageId::into_string);
             stored.extend(page.into_iter().map(|m| m.message));
             if !full {
                 break;

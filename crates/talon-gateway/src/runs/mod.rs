@@ -35,11 +35,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use talon_protocol::gateway::bounded::AgentId;
 
-use serde::{Deserialize, Serialize};
 use talon_protocol::event_data::RunEndedData;
 use talon_protocol::gateway::{
-    ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus, Session,
+    ApiError, ErrorCode, MultitaskStrategy, Run, RunResult, RunStatus, Session,
 };
 use talon_protocol::{Event, EventData};
 use talon_runtime::Host;
@@ -98,50 +98,13 @@ impl Default for RunLimits {
     }
 }
 
-/// What a run executes, kept in the store beside it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RunRequest {
-    /// The user's input.
-    pub input: RunInput,
-    /// The run's own time limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// The app's tools for this run.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<talon_protocol::gateway::ClientTool>,
-    /// The managed environment it works in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub environment_id: Option<String>,
-    /// A direct call the run makes instead of asking the model
-    /// (`tools.invoke`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invoke: Option<Invocation>,
-    /// The W3C `traceparent` of the request that created it (its span,
-    /// when traces are exported): the run's spans join that trace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traceparent: Option<String>,
-    /// The `x-request-id` of the call that created it: the run's events
-    /// carry it (`requestId`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-}
-
-/// One tool call an app asked for (`tools.invoke`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Invocation {
-    /// The tool's catalog id or name.
-    pub tool: String,
-    /// Its arguments.
-    pub arguments: serde_json::Value,
-}
+pub(crate) use talon_store::{Invocation, RunRequest};
 
 /// A run to accept.
 #[derive(Debug, Clone)]
 pub(crate) struct Submit {
     /// The agent.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Its session (resolved).
     pub session: Session,
     /// What it executes.
@@ -404,7 +367,7 @@ impl Engine {
                 format!("environment {id} is not ready (it may have been deleted)"),
             ));
         }
-        let provider = self.providers().get(&environment.provider)?;
+        let provider = self.providers().get(environment.provider.as_str())?;
         let state_dir = self.state_dir();
         let binding = provider.bind(
             environment
@@ -624,9 +587,8 @@ impl Engine {
             let request_id = claimed
                 .request
                 .as_ref()
-                .and_then(|r| r.get("requestId"))
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned);
+                .ok()
+                .and_then(|r| r.request_id.clone());
             let work = tracing::Instrument::instrument(engine.execute(claimed, active), span);
             crate::observe::on_behalf_of(request_id, work).await;
             engine.active().remove(id.as_str());

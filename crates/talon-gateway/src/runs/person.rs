@@ -31,7 +31,7 @@ pub(super) trait PersonRequest: Clone + Send + Sync + Sized {
 
 impl PersonRequest for Approval {
     fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
     fn pending(&self) -> bool {
         self.status == ApprovalStatus::Pending
@@ -57,7 +57,7 @@ impl PersonRequest for Approval {
 
 impl PersonRequest for Question {
     fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
     fn pending(&self) -> bool {
         self.status == QuestionStatus::Pending
@@ -129,7 +129,7 @@ pub(super) async fn close_requests(store: &Store, run_id: &str) {
         Ok(approvals) => {
             for approval in approvals {
                 let closed = store
-                    .resolve_approval(&approval.id, |a| {
+                    .resolve_approval(approval.id.as_str(), |a| {
                         a.status = ApprovalStatus::Cancelled;
                         a.reason = Some("the run ended".into());
                         a.resolved_at = Some(now);
@@ -148,7 +148,7 @@ pub(super) async fn close_requests(store: &Store, run_id: &str) {
         Ok(questions) => {
             for question in questions {
                 let closed = store
-                    .resolve_question(&question.id, |q| {
+                    .resolve_question(question.id.as_str(), |q| {
                         q.status = QuestionStatus::Cancelled;
                         q.answered_at = Some(now);
                     })

@@ -93,7 +93,7 @@ impl PullRequests {
             )));
         }
         let state_dir = self.engine.state_dir();
-        let dir = talon_environments::dir_of(&state_dir, &self.environment.id);
+        let dir = talon_environments::dir_of(&state_dir, self.environment.id.as_str());
         let collected = self
             .provider
             .collect(&dir)
@@ -151,8 +151,8 @@ impl PullRequests {
         if let Some(summary) = self
             .engine
             .put(
-                &ctx.scope.run_id,
-                &ctx.scope.session_id,
+                ctx.scope.run_id.as_str(),
+                ctx.scope.session_id.as_str(),
                 ArtifactType::PullRequest,
                 format!(
                     "Pull request #{} ({})",

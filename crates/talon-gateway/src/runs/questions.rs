@@ -11,6 +11,7 @@
 //! pending ones); one the run already took an answer from is used up.
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::QuestionId;
 
 use serde_json::{Value, json};
 use talon_protocol::EventData;
@@ -69,7 +70,7 @@ impl DurableQuestions {
         let mine = self
             .store
             .questions(&PendingFilter {
-                run_id: Some(ctx.scope.run_id.clone()),
+                run_id: Some(ctx.scope.run_id.clone().into_string()),
                 ..PendingFilter::default()
             })
             .await?;
@@ -93,11 +94,10 @@ impl DurableQuestions {
                 let now = talon_store::now_ms();
                 let id = new_id("q").map_err(|e| StoreError::Corrupt(e.message))?;
                 let question = Question {
-                    id: id.into(),
-                    run_id: ctx.scope.run_id.clone().into(),
-                    session_id: (!ctx.scope.session_id.is_empty())
-                        .then(|| ctx.scope.session_id.clone())
-                        .map(Into::into),
+                    id: QuestionId::new(id),
+                    run_id: ctx.scope.run_id.clone(),
+                    session_id: (!ctx.scope.session_id.as_str().is_empty())
+                        .then(|| ctx.scope.session_id.clone()),
                     tool_call_id: Some(call.call_id.clone()),
                     prompt: ask.prompt,
                     choices: ask.choices,
@@ -119,8 +119,8 @@ impl DurableQuestions {
         // even while it is being made durable.
         let mut guard = Unanswered {
             store: self.store.clone(),
-            id: Some(question.id.clone().into()),
-            wait: self.engine.waiting_on_person(&ctx.scope.run_id),
+            id: Some(question.id.clone().into_string()),
+            wait: self.engine.waiting_on_person(ctx.scope.run_id.as_str()),
         };
         if fresh {
             self.sink.flush().await;

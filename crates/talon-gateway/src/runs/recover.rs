@@ -34,13 +34,13 @@ impl Engine {
                 return;
             }
         };
-        let ended = self.terminal_event(&run.id).await.is_some();
+        let ended = self.terminal_event(run.id.as_str()).await.is_some();
         let blocker = if ended {
             None
         } else if store.cancel_requested(&run.id).await.unwrap_or(false) {
             Some(Blocker::Cancelled)
         } else {
-            resume::blocker(store, &run.id, &checkpoint)
+            resume::blocker(store, run.id.as_str(), &checkpoint)
                 .await
                 .map(Blocker::Unsafe)
         };
@@ -101,7 +101,7 @@ impl Engine {
     /// Ends a run whose node is gone (`blocker`: why it is not resumed).
     async fn end_orphan(&self, mut run: Run, blocker: Option<Blocker>) {
         let store = &self.inner.store;
-        let terminal = self.terminal_event(&run.id).await;
+        let terminal = self.terminal_event(run.id.as_str()).await;
         let now = talon_store::now_ms();
         run.ended_at = Some(now);
         let event = match terminal {
@@ -174,7 +174,7 @@ impl Engine {
         let pending = store
             .approvals(&talon_store::PendingFilter {
                 status: Some("pending".into()),
-                run_id: Some(run.id.clone().into()),
+                run_id: Some(run.id.clone().into_string()),
                 ..Default::default()
             })
             .await
@@ -184,7 +184,7 @@ impl Engine {
             });
         let mut events = Vec::new();
         for approval in pending {
-            if let Err(error) = approvals::cancel(store, &approval.id).await {
+            if let Err(error) = approvals::cancel(store, approval.id.as_str()).await {
                 tracing::error!(%error, approval = %approval.id, "could not cancel an approval");
                 continue;
             }

@@ -117,7 +117,7 @@ pub(crate) async fn blocker(
         if (started.len() as u32) < MAX_PAGE {
             return None;
         }
-        after = started.last().and_then(|e| e.id.parse().ok());
+        after = started.last().and_then(|e| e.id.as_str().parse().ok());
     }
     Some("too many calls started after its last checkpoint to judge them all".into())
 }
@@ -151,7 +151,7 @@ async fn waited(
         if (page.len() as u32) < MAX_PAGE {
             return Ok((approvals, acted));
         }
-        after = page.last().and_then(|e| e.id.parse().ok());
+        after = page.last().and_then(|e| e.id.as_str().parse().ok());
     }
 }
 

@@ -19,6 +19,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use talon_protocol::gateway::bounded::RunId;
 
 use talon_protocol::Event;
 use talon_runtime::{RunSink, TurnState};
@@ -48,7 +49,7 @@ enum Item {
 #[derive(Debug, Clone)]
 pub(crate) struct Checkpoints {
     /// The run.
-    pub run_id: String,
+    pub run_id: RunId,
     /// The node executing it (a checkpoint of a run another node took over
     /// is not stored).
     pub node: String,
@@ -116,7 +117,10 @@ impl Forwarder {
     async fn settle(&mut self, pending: Pending) {
         match pending.durable().await {
             Ok(events) => {
-                if let Some(id) = events.last().and_then(|e| e.id.parse::<u64>().ok()) {
+                if let Some(id) = events
+                    .last()
+                    .and_then(|e| e.id.as_str().parse::<u64>().ok())
+                {
                     self.last = Some(id);
                 }
             }
@@ -426,7 +430,7 @@ mod tests {
             id: Default::default(),
             ts: 1,
             kind,
-            run_id: Some(run.into()),
+            run_id: Some(talon_protocol::gateway::bounded::RunId::new(run)),
             session_id: None,
             session_key: None,
             task_id: None,

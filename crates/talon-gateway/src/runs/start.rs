@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::ProviderId;
 
 use talon_protocol::gateway::{ApiError, ClientTool, Environment, ErrorCode, Run};
 use talon_protocol::{CatalogMode, ExecutionMode, ToolDefinition, ToolEffect, ToolSource};
@@ -77,18 +78,10 @@ impl Refused {
 /// The run's ids as its events carry them.
 pub(super) fn ids(run: &Run) -> RunIds {
     RunIds {
-        agent: run.agent_id.to_string(),
-        session: run
-            .session_id
-            .as_deref()
-            .map(str::to_owned)
-            .unwrap_or_default(),
-        run: run.id.to_string(),
-        session_key: run
-            .session_key
-            .as_deref()
-            .map(str::to_owned)
-            .unwrap_or_default(),
+        agent: run.agent_id.clone(),
+        session: run.session_id.clone().unwrap_or_default(),
+        run: run.id.clone(),
+        session_key: run.session_key.clone().unwrap_or_default(),
         channel: Some("gateway".into()),
     }
 }
@@ -144,12 +137,16 @@ impl RunHooks for Hooks {
 
     fn host_tools(&self, events: &RunEmitter) -> Option<talon_runtime::HostTools> {
         let environment = self.environment.as_ref()?;
-        let provider = self.engine.providers().get(&environment.provider).ok()?;
+        let provider = self
+            .engine
+            .providers()
+            .get(environment.provider.as_str())
+            .ok()?;
         let state_dir = self.engine.state_dir();
         let settings = environment.settings.clone().unwrap_or_default();
         let target = match provider.pull_request(
             &settings,
-            &environment.id,
+            environment.id.as_str(),
             self.engine.environment_context(&state_dir),
         ) {
             Ok(Some(target)) => target,
@@ -202,7 +199,7 @@ impl Engine {
     pub(super) async fn run_loop(
         &self,
         run: &Run,
-        request: Option<serde_json::Value>,
+        request: Result<super::RunRequest, talon_store::UnreadableRequest>,
         parts: Loop,
     ) -> Result<Looped, Refused> {
         let policy = self.policy().map_err(Refused::before_input)?;
@@ -227,7 +224,7 @@ impl Engine {
             ..
         } = input;
         let environment = match &request.environment_id {
-            Some(id) => match self.bind_environment(id).await {
+            Some(id) => match self.bind_environment(id.as_str()).await {
                 Ok(bound) => Some(bound),
                 Err(error) => return Err(refused(error, added, message)),
             },
@@ -288,8 +285,8 @@ impl Engine {
             .inner
             .ssh
             .as_ref()
-            .filter(|_| environment.provider == "ssh")?;
-        let dir = crate::environments::dir_of(&self.state_dir(), &environment.id);
+            .filter(|_| environment.provider == ProviderId::new("ssh"))?;
+        let dir = crate::environments::dir_of(&self.state_dir(), environment.id.as_str());
         let settings = environment.settings.clone().unwrap_or_default();
         Some(match ssh.remote(&settings, &dir) {
             Ok(shell) => {
@@ -329,7 +326,7 @@ impl Engine {
                     talon_runtime::ShellOptions {
                         env: binding.env.clone(),
                         network: binding.network,
-                        remote: self.remote_host(environment, &parts.ids.agent),
+                        remote: self.remote_host(environment, parts.ids.agent.as_str()),
                         ..Default::default()
                     },
                     binding.secrets.clone(),

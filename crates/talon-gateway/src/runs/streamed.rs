@@ -131,7 +131,7 @@ mod tests {
             id: Default::default(),
             ts: 1,
             kind: EventType::ToolCallDelta,
-            run_id: Some("r".into()),
+            run_id: Some(talon_protocol::gateway::bounded::RunId::new("r")),
             session_id: None,
             session_key: None,
             task_id: None,

@@ -4,6 +4,7 @@
 //! still runs is purged by the timer once its TTL has passed.
 
 use std::time::Duration;
+use talon_protocol::gateway::bounded::RunId;
 
 use serde_json::{Value, json};
 use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
@@ -71,7 +72,13 @@ async fn run_with_a_cell(g: &TestGateway, params: Value) -> (String, String) {
                 .find(|e| e["type"] == "tool.call.completed")
                 .and_then(|e| e["data"]["result"]["runId"].as_str().map(str::to_owned))
         });
-        let stored = g.running.store.run_cells(&run_id).await.unwrap() == 1;
+        let stored = g
+            .running
+            .store
+            .run_cells(&RunId::new(run_id.as_str()))
+            .await
+            .unwrap()
+            == 1;
         let found = waiting.is_some() && stored;
         *cell.lock().unwrap() = waiting;
         found
@@ -127,7 +134,11 @@ async fn a_runs_cells_are_deleted_however_it_ends() {
         }
         assert_eq!(ended(&g, &run_id).await, end);
         assert_eq!(
-            g.running.store.run_cells(&run_id).await.unwrap(),
+            g.running
+                .store
+                .run_cells(&RunId::new(run_id.as_str()))
+                .await
+                .unwrap(),
             0,
             "{end}"
         );
@@ -183,7 +194,7 @@ async fn an_expired_cell_is_purged_while_its_run_still_runs() {
     wait::until_async(
         "the expired cell to be purged",
         wait::DEADLINE,
-        async || store.run_cells(&run_id).await.unwrap() == 0,
+        async || store.run_cells(&RunId::new(run_id.as_str())).await.unwrap() == 0,
     )
     .await;
     let run = g.running.store.run(&run_id).await.unwrap().unwrap();

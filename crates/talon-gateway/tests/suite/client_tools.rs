@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
+use talon_protocol::gateway::bounded::RunId;
 use talon_testing::redact::{Redactor, redacted};
 
 use super::artifacts::sized;
@@ -333,7 +334,7 @@ async fn code_mode_hides_client_tools_in_the_catalog_and_a_cell_waits_for_the_ap
     assert_eq!(
         g.running
             .store
-            .run_cells(run["runId"].as_str().unwrap())
+            .run_cells(&RunId::new(run["runId"].as_str().unwrap()))
             .await
             .unwrap(),
         1
@@ -371,7 +372,7 @@ async fn code_mode_hides_client_tools_in_the_catalog_and_a_cell_waits_for_the_ap
     assert_eq!(
         g.running
             .store
-            .run_cells(run["runId"].as_str().unwrap())
+            .run_cells(&RunId::new(run["runId"].as_str().unwrap()))
             .await
             .unwrap(),
         0
@@ -379,7 +380,7 @@ async fn code_mode_hides_client_tools_in_the_catalog_and_a_cell_waits_for_the_ap
     assert_eq!(
         g.running
             .store
-            .run_cells(next["runId"].as_str().unwrap())
+            .run_cells(&RunId::new(next["runId"].as_str().unwrap()))
             .await
             .unwrap(),
         0
@@ -415,7 +416,14 @@ async fn a_code_mode_cell_the_app_does_not_answer_is_deleted_and_reads_as_unansw
         .unwrap();
     wait(&g, &t, &run["runId"]).await;
     let run_id = run["runId"].as_str().unwrap();
-    assert_eq!(g.running.store.run_cells(run_id).await.unwrap(), 1);
+    assert_eq!(
+        g.running
+            .store
+            .run_cells(&RunId::new(run_id))
+            .await
+            .unwrap(),
+        1
+    );
     // Answers together with a new turn are refused, naming the exec call.
     let refused = t
         .call(
@@ -445,7 +453,14 @@ async fn a_code_mode_cell_the_app_does_not_answer_is_deleted_and_reads_as_unansw
         .unwrap();
     let second = wait(&g, &t, &next["runId"]).await;
     assert_eq!(second["status"], "completed");
-    assert_eq!(g.running.store.run_cells(run_id).await.unwrap(), 0);
+    assert_eq!(
+        g.running
+            .store
+            .run_cells(&RunId::new(run_id))
+            .await
+            .unwrap(),
+        0
+    );
     // The cell's client call ends unanswered, then its exec.
     assert_eq!(
         call_ends(&g, &next["runId"]).await,

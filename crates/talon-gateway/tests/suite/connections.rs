@@ -4,6 +4,7 @@
 
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 
 use futures::StreamExt as _;
 use serde_json::json;
@@ -54,11 +55,11 @@ fn big(n: u64) -> Event {
         id: Default::default(),
         ts: n,
         kind: EventType::AssistantDelta,
-        run_id: Some("r".into()),
-        session_id: Some("s".into()),
-        session_key: Some("k".into()),
+        run_id: Some(RunId::new("r")),
+        session_id: Some(SessionId::new("s")),
+        session_key: Some(SessionKey::new("k")),
         task_id: None,
-        agent_id: Some("main".into()),
+        agent_id: Some(AgentId::new("main")),
         request_id: None,
         data: json!({"text": "x".repeat(4096)}),
         raw: None,

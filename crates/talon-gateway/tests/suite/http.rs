@@ -2,6 +2,7 @@
 //! shape for every kind of bad request, and the store-backed methods.
 
 use std::os::unix::fs::PermissionsExt as _;
+use talon_protocol::gateway::bounded::{ApprovalId, RunId};
 
 use serde_json::{Value, json};
 use talon_gateway::tokens;
@@ -362,8 +363,8 @@ async fn agents_and_sessions_through_the_api() {
 async fn an_approval_is_answered_once() {
     let g = TestGateway::start().await;
     let approval = Approval {
-        id: "ap1".into(),
-        run_id: "r1".into(),
+        id: ApprovalId::new("ap1"),
+        run_id: RunId::new("r1"),
         session_id: None,
         kind: ApprovalKind::Tool,
         summary: "delete build/".into(),

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Running};
@@ -226,10 +227,10 @@ async fn two_nodes_share_one_database() {
     let store = &a.running.store;
     let ghost = |id: &str| Run {
         subject: None,
-        id: id.into(),
-        agent_id: "main".into(),
-        session_id: Some(format!("sess_{id}").into()),
-        session_key: Some(id.into()),
+        id: RunId::new(id),
+        agent_id: AgentId::new("main"),
+        session_id: Some(SessionId::new(format!("sess_{id}"))),
+        session_key: Some(SessionKey::new(id)),
         status: RunStatus::Queued,
         created_at: 1,
         started_at: None,
@@ -256,7 +257,9 @@ async fn two_nodes_share_one_database() {
                 None,
                 "",
                 "node-dead",
-                Some(&json!({"input": "x"})),
+                Some(&talon_store::RunRequest::of_input(
+                    talon_protocol::gateway::RunInput::Text("x".into()),
+                )),
             )
             .await
             .unwrap();
@@ -267,20 +270,20 @@ async fn two_nodes_share_one_database() {
         id: Default::default(),
         ts: 1,
         kind: talon_protocol::EventType::ToolCallStarted,
-        run_id: Some("run_ghost_calling".into()),
-        session_id: Some("sess_run_ghost_calling".into()),
-        session_key: Some("run_ghost_calling".into()),
+        run_id: Some(RunId::new("run_ghost_calling")),
+        session_id: Some(SessionId::new("sess_run_ghost_calling")),
+        session_key: Some(SessionKey::new("run_ghost_calling")),
         task_id: None,
-        agent_id: Some("main".into()),
+        agent_id: Some(AgentId::new("main")),
         request_id: None,
         data: json!({"callId": "c1", "name": "write"}),
         raw: None,
     };
     // A read-only call in flight may be made again: that run is resumed.
     let reading = talon_protocol::Event {
-        run_id: Some("run_ghost_reading".into()),
-        session_id: Some("sess_run_ghost_reading".into()),
-        session_key: Some("run_ghost_reading".into()),
+        run_id: Some(RunId::new("run_ghost_reading")),
+        session_id: Some(SessionId::new("sess_run_ghost_reading")),
+        session_key: Some(SessionKey::new("run_ghost_reading")),
         data: json!({"callId": "c1", "name": "read", "replaySafe": true}),
         ..in_flight.clone()
     };
@@ -288,7 +291,10 @@ async fn two_nodes_share_one_database() {
     // Cancelled while its node was dying: ended, never resumed.
     assert!(
         store
-            .request_cancel("run_ghost_cancelled", talon_store::CancelMode::Cancel)
+            .request_cancel(
+                &RunId::new("run_ghost_cancelled"),
+                talon_store::CancelMode::Cancel
+            )
             .await
             .unwrap()
     );

@@ -6,6 +6,7 @@
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use talon_gateway::tokens;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 use talon_protocol::gateway::{Method, Run, RunStatus, Scope};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -88,10 +89,10 @@ async fn every_method_and_stream_with_every_single_scope() {
     let now = talon_store::now_ms();
     let run = Run {
         subject: None,
-        id: "run_matrix".into(),
-        agent_id: "main".into(),
-        session_id: Some("sess_matrix".into()),
-        session_key: Some("matrix".into()),
+        id: RunId::new("run_matrix"),
+        agent_id: AgentId::new("main"),
+        session_id: Some(SessionId::new("sess_matrix")),
+        session_key: Some(SessionKey::new("matrix")),
         status: RunStatus::Completed,
         created_at: 1,
         started_at: Some(1),

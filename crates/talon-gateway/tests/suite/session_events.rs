@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 use talon_protocol::EventType;
+use talon_protocol::gateway::bounded::{RunId, SessionId, SessionKey};
 
 use super::TestGateway;
 
@@ -42,9 +43,9 @@ async fn every_new_session_is_announced_once() {
     assert_eq!(events[0].data, created);
     assert_eq!(
         (
-            events[0].session_id.as_deref(),
-            events[0].session_key.as_deref(),
-            events[0].run_id.as_deref()
+            events[0].session_id.as_ref().map(SessionId::as_str),
+            events[0].session_key.as_ref().map(SessionKey::as_str),
+            events[0].run_id.as_ref().map(RunId::as_str)
         ),
         (created["id"].as_str(), Some("a"), None)
     );
@@ -79,7 +80,10 @@ async fn a_metadata_change_is_announced_with_the_session_as_it_now_is() {
         events.iter().map(|e| e.data.clone()).collect::<Vec<_>>(),
         vec![updated.clone()]
     );
-    assert_eq!(events[0].session_id.as_deref(), created["id"].as_str());
+    assert_eq!(
+        events[0].session_id.as_ref().map(SessionId::as_str),
+        created["id"].as_str()
+    );
     // Past the caps: refused, nothing changes, nothing is announced.
     let many: serde_json::Map<String, Value> =
         (0..65).map(|i| (format!("k{i}"), json!(i))).collect();

@@ -3,6 +3,7 @@
 //! filters, `raw` only for admin tokens, expired and bad cursors.
 
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -19,11 +20,11 @@ fn event(run: &str, kind: EventType, n: u64) -> Event {
         id: Default::default(),
         ts: 1_000 + n,
         kind,
-        run_id: Some(run.into()),
-        session_id: Some("s1".into()),
-        session_key: Some(format!("key-{run}").into()),
+        run_id: Some(RunId::new(run)),
+        session_id: Some(SessionId::new("s1")),
+        session_key: Some(SessionKey::new(format!("key-{run}"))),
         task_id: None,
-        agent_id: Some("main".into()),
+        agent_id: Some(AgentId::new("main")),
         request_id: None,
         data: json!({"n": n}),
         raw: Some(json!({"native": n})),
@@ -33,10 +34,10 @@ fn event(run: &str, kind: EventType, n: u64) -> Event {
 async fn run(g: &TestGateway, id: &str) {
     let run = Run {
         subject: None,
-        id: id.into(),
-        agent_id: "main".into(),
-        session_id: Some("s1".into()),
-        session_key: Some(format!("key-{id}").into()),
+        id: RunId::new(id),
+        agent_id: AgentId::new("main"),
+        session_id: Some(SessionId::new("s1")),
+        session_key: Some(SessionKey::new(format!("key-{id}"))),
         status: RunStatus::Running,
         created_at: 1,
         started_at: Some(1),
@@ -171,7 +172,7 @@ async fn a_run_stream_gives_the_backlog_then_the_live_tail_and_ends() {
         .await
         .unwrap();
     for e in &later {
-        assert_eq!(reader.next().await.unwrap().id, e.id);
+        assert_eq!(reader.next().await.unwrap().id, e.id.as_str());
     }
     assert_eq!(
         reader.next().await,
@@ -179,9 +180,14 @@ async fn a_run_stream_gives_the_backlog_then_the_live_tail_and_ends() {
         "the stream ends after the terminal event"
     );
     // Resuming after the first event gives exactly the rest.
-    let mut resumed = open(&g, &g.admin, "/v1/runs/r1/events", Some(&first[0].id))
-        .await
-        .unwrap();
+    let mut resumed = open(
+        &g,
+        &g.admin,
+        "/v1/runs/r1/events",
+        Some(first[0].id.as_str()),
+    )
+    .await
+    .unwrap();
     let mut ids = Vec::new();
     while let Some(e) = resumed.next().await {
         ids.push(e.id);
@@ -189,7 +195,7 @@ async fn a_run_stream_gives_the_backlog_then_the_live_tail_and_ends() {
     let expected: Vec<_> = first[1..]
         .iter()
         .chain(&later)
-        .map(|e| e.id.clone())
+        .map(|e| e.id.as_str().to_owned())
         .collect();
     assert_eq!(ids, expected);
 }

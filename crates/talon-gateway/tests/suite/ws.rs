@@ -4,6 +4,7 @@
 
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionKey};
 use talon_protocol::{Event, EventType};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
@@ -171,11 +172,11 @@ async fn a_subscription_streams_the_stored_envelopes_and_bad_frames_are_answered
         id: Default::default(),
         ts: n,
         kind,
-        run_id: Some("r1".into()),
+        run_id: Some(RunId::new("r1")),
         session_id: None,
-        session_key: Some("key".into()),
+        session_key: Some(SessionKey::new("key")),
         task_id: None,
-        agent_id: Some("main".into()),
+        agent_id: Some(AgentId::new("main")),
         request_id: None,
         data: json!({"n": n}),
         raw: None,

@@ -4,6 +4,9 @@
 //! the guest as a catchable `nested_tool_failed`.
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_codemode::{
@@ -17,9 +20,9 @@ use super::*;
 
 async fn code_mode_run(manager: &McpManager) -> (CodeMode, CodeModeRun) {
     let scope = RunScope {
-        agent_id: "main".into(),
-        session_id: "s".into(),
-        run_id: "r".into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s"),
+        run_id: RunId::new("r"),
     };
     let servers = manager.for_run().await;
     assert!(servers.failed.is_empty(), "{:?}", servers.failed);

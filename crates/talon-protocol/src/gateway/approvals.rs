@@ -230,8 +230,8 @@ mod tests {
 
     fn approval(tool_name: Option<&str>, tool_id: Option<&str>) -> Approval {
         Approval {
-            id: "ap1".into(),
-            run_id: "r1".into(),
+            id: ApprovalId::new("ap1"),
+            run_id: RunId::new("r1"),
             session_id: None,
             kind: ApprovalKind::Tool,
             summary: "write {}".into(),

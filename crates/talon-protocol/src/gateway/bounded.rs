@@ -14,8 +14,15 @@
 //! | [`ToolRef`] | [`KEY_MAX`] (256) | a catalog id or tool name |
 //! | [`Text<N>`] | `N` | free text kept in a record (names, reasons) |
 //!
-//! Building one in Rust (`RunId::from("run_1")`) never fails: the cap is
+//! Building one in Rust (`RunId::new("run_1")`) never fails: the cap is
 //! the server's rule for what it accepts, checked where bytes arrive.
+//!
+//! The ids do not convert into one another or into text by themselves:
+//! no `Deref<Target = str>`, no `From<&str>`/`From<String>` either way, no
+//! comparison with a string. Text becomes an id only through `new`, an id
+//! text only through `as_str`/`into_string`, so a run id cannot silently
+//! become a session id; the store, the runtime and the engine carry them
+//! typed (`talon_store::RunRequest` is the typed record a run executes).
 
 use std::borrow::Cow;
 
@@ -97,6 +104,14 @@ macro_rules! bounded_ids {
             /// The cap, in characters.
             pub const MAX: usize = $max;
 
+            /// An id from its text, unchecked: for ids the gateway mints and
+            /// text already checked (a stored record, a path segment read
+            /// through the table). One kind of id never becomes another
+            /// except through this, by name.
+            pub fn new(value: impl Into<String>) -> Self {
+                Self(value.into())
+            }
+
             /// The text.
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -111,13 +126,6 @@ macro_rules! bounded_ids {
             /// characters); why not.
             pub fn check(value: &str) -> Result<(), BoundedError> {
                 check(value, $max, $what, Controls::Refused)
-            }
-        }
-
-        impl std::ops::Deref for $name {
-            type Target = str;
-            fn deref(&self) -> &str {
-                &self.0
             }
         }
 
@@ -142,54 +150,6 @@ macro_rules! bounded_ids {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(&self.0)
-            }
-        }
-
-        impl From<String> for $name {
-            fn from(value: String) -> Self {
-                Self(value)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(value: &str) -> Self {
-                Self(value.to_owned())
-            }
-        }
-
-        impl From<&String> for $name {
-            fn from(value: &String) -> Self {
-                Self(value.clone())
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(value: $name) -> Self {
-                value.0
-            }
-        }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.0 == other
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
-            }
-        }
-
-        impl PartialEq<String> for $name {
-            fn eq(&self, other: &String) -> bool {
-                &self.0 == other
-            }
-        }
-
-        impl PartialEq<$name> for String {
-            fn eq(&self, other: &$name) -> bool {
-                self == &other.0
             }
         }
 
@@ -375,7 +335,7 @@ mod tests {
     #[test]
     fn caps_are_enforced_at_decode_and_shown_in_the_schema() {
         let ok: RunId = serde_json::from_value(serde_json::json!("run_1")).unwrap();
-        assert_eq!(ok, "run_1");
+        assert_eq!(ok, RunId::new("run_1"));
         let long = "é".repeat(ID_MAX + 1);
         let error = serde_json::from_value::<RunId>(serde_json::json!(long)).unwrap_err();
         assert_eq!(

@@ -43,7 +43,7 @@ pub fn page_after<T>(
     let more = items.len() > limit;
     items.truncate(limit);
     let next = more
-        .then(|| items.last().map(|item| id(item).to_owned().into()))
+        .then(|| items.last().map(|item| Cursor::new(id(item).to_owned())))
         .flatten();
     Ok((items, next))
 }

@@ -8,6 +8,7 @@ use super::params::{
     ClientTool, InputMessage, InputRole, RunInput, RunsCreateParams, SessionsSendParams,
 };
 use super::{ApiError, ErrorCode};
+use crate::gateway::bounded::ToolCallId;
 
 /// The longest input a run takes, in bytes (the messages' contents).
 pub const MAX_INPUT_BYTES: usize = 1 << 20;
@@ -80,12 +81,17 @@ pub fn split_messages(messages: &[InputMessage]) -> Result<InputParts<'_>, Input
         .count();
     let (answers, rest) = messages.split_at(answered);
     for (index, m) in answers.iter().enumerate() {
-        let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty()) else {
+        let Some(id) = m
+            .tool_call_id
+            .as_ref()
+            .map(ToolCallId::as_str)
+            .filter(|id| !id.is_empty())
+        else {
             return Err(InputMessagesError::MissingToolCallId { index });
         };
         if answers[..index]
             .iter()
-            .any(|seen| seen.tool_call_id.as_deref() == Some(id))
+            .any(|seen| seen.tool_call_id.as_ref().map(ToolCallId::as_str) == Some(id))
         {
             return Err(InputMessagesError::AnsweredTwice {
                 index,
@@ -221,7 +227,7 @@ mod tests {
         InputMessage {
             role,
             content: "text".into(),
-            tool_call_id: call.map(Into::into),
+            tool_call_id: call.map(ToolCallId::new),
         }
     }
 

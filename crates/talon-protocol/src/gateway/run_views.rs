@@ -16,6 +16,8 @@ use super::resources::{
     Session,
 };
 use super::{ApiError, ErrorCode};
+use crate::gateway::bounded::AgentId;
+use crate::gateway::bounded::ModelRef;
 use crate::{Event, EventData};
 
 impl RunResultStatus {
@@ -96,7 +98,7 @@ impl Agent {
     /// defaults.
     pub fn default_agent() -> Self {
         Self {
-            id: DEFAULT_AGENT_ID.into(),
+            id: AgentId::new(DEFAULT_AGENT_ID),
             name: None,
             description: Some("The default agent".into()),
             model: None,
@@ -194,7 +196,7 @@ impl Agent {
             id: p.id.clone(),
             name: p.name.clone().map(Into::into),
             description: p.description.clone().map(Into::into),
-            model: p.model.clone().map(Into::into),
+            model: p.model.clone().map(ModelRef::into_string),
             source: AgentSource::Api,
             created_at: Some(now),
             updated_at: Some(now),
@@ -212,7 +214,7 @@ impl Agent {
             self.description = Some(description.into());
         }
         if let Some(model) = p.model {
-            self.model = Some(model.into());
+            self.model = Some(model.into_string());
         }
         self.updated_at = Some(now);
     }
@@ -223,7 +225,8 @@ impl EventsSubscribeParams {
     /// not an event id.
     pub fn cursor(&self) -> Result<Option<u64>, ApiError> {
         self.after
-            .as_deref()
+            .as_ref()
+            .map(|c| c.as_str())
             .map(|text| {
                 text.parse::<u64>().map_err(|_| {
                     ApiError::new(

@@ -175,7 +175,7 @@ impl Binding {
         };
         let admin = scopes.contains(&Scope::Admin);
         let subject = match (&self.subject, &parent.subject) {
-            (Some(s), _) if s.is_empty() => return Err(invalid("subject", "it is empty")),
+            (Some(s), _) if s.as_str().is_empty() => return Err(invalid("subject", "it is empty")),
             (Some(_), _) if admin => {
                 return Err(invalid(
                     "subject",
@@ -416,13 +416,13 @@ mod tests {
                 &free
             ),
             Ok(Binding {
-                subject: Some("u1".into()),
-                agents: Some(vec!["a".into(), "b".into()])
+                subject: Some(Subject::new("u1")),
+                agents: Some(vec![AgentId::new("a"), AgentId::new("b")])
             })
         );
         let parent = Binding {
-            subject: Some("u1".into()),
-            agents: Some(vec!["a".into()]),
+            subject: Some(Subject::new("u1")),
+            agents: Some(vec![AgentId::new("a")]),
         };
         assert_eq!(bind(serde_json::json!({}), &parent), Ok(parent.clone()));
         assert_eq!(

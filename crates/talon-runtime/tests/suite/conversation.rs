@@ -2,6 +2,8 @@
 //! checked input, pending client calls answered, the error for an answer
 //! to nothing.
 
+use talon_protocol::gateway::bounded::MessageId;
+use talon_protocol::gateway::bounded::{RunId, SessionId, ToolCallId};
 use talon_protocol::gateway::{
     InputMessage, InputRole, Message, MessageRole, MessageToolCall, RunInput,
 };
@@ -10,9 +12,9 @@ use talon_runtime::conversation::{self, RunInputError, UNANSWERED};
 
 fn stored(role: MessageRole, text: Option<&str>, calls: &[&str], answers: Option<&str>) -> Message {
     Message {
-        id: format!("m{}", calls.len()).into(),
-        session_id: "s".into(),
-        run_id: Some("r".into()),
+        id: MessageId::new(format!("m{}", calls.len())),
+        session_id: SessionId::new("s"),
+        run_id: Some(RunId::new("r")),
         role,
         text: text.map(Into::into),
         tool_calls: calls
@@ -38,13 +40,13 @@ fn an_app_answers_the_client_calls_a_session_left_pending() {
     let input = RunInput::Messages(vec![InputMessage {
         role: InputRole::Tool,
         content: "blue".into(),
-        tool_call_id: Some("c2".into()),
+        tool_call_id: Some(ToolCallId::new("c2")),
     }]);
     let prepared = conversation::prepare(session, &input).unwrap();
     assert_eq!(prepared.message, None);
     let added: Vec<_> = prepared
         .added
-        .to_stored("s", "r2", 5)
+        .to_stored(&SessionId::new("s"), &RunId::new("r2"), 5)
         .into_iter()
         .map(|m| (m.role, m.tool_call_id.map(|c| c.to_string()), m.text))
         .collect();
@@ -68,7 +70,7 @@ fn an_answer_to_no_pending_call_is_refused_by_name() {
     let input = RunInput::Messages(vec![InputMessage {
         role: InputRole::Tool,
         content: "x".into(),
-        tool_call_id: Some("c9".into()),
+        tool_call_id: Some(ToolCallId::new("c9")),
     }]);
     let error = conversation::prepare(session.clone(), &input).unwrap_err();
     assert_eq!(error, RunInputError::NotPending("c9".into()));

@@ -8,6 +8,10 @@ mod runs;
 mod sandbox;
 
 use std::sync::{Arc, Mutex};
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
+use talon_protocol::gateway::bounded::SessionKey;
 
 use talon_codemode::{MemoryStore, SnapshotStore, StoreLimits};
 use talon_config::Config;
@@ -97,10 +101,10 @@ pub fn host(config: &str, url: String) -> Host {
 /// The ids of run `run_id` of agent `main` in session `s1`.
 pub fn ids(run_id: &str) -> RunIds {
     RunIds {
-        agent: "main".into(),
-        session: "s1".into(),
-        run: run_id.into(),
-        session_key: "agent:main:s1".into(),
+        agent: AgentId::new("main"),
+        session: SessionId::new("s1"),
+        run: RunId::new(run_id),
+        session_key: SessionKey::new("agent:main:s1"),
         channel: Some("test".into()),
     }
 }

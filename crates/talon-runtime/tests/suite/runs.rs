@@ -5,6 +5,8 @@
 //! refused at start, and one direct call.
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::{AgentId, SessionKey};
+use talon_protocol::gateway::bounded::{RunId, SessionId};
 
 use serde_json::json;
 use talon_mock_model::{MockModel, Script};
@@ -75,7 +77,9 @@ async fn a_run_goes_from_its_spec_to_its_terminal_event() {
     );
     // What the run added, as a session stores it: the user's message, the
     // call, its answer, the answer.
-    let stored = result.messages.to_stored("s1", "run_1", 0);
+    let stored = result
+        .messages
+        .to_stored(&SessionId::new("s1"), &RunId::new("run_1"), 0);
     let roles: Vec<_> = stored.iter().map(|m| (m.id.to_string(), m.role)).collect();
     use talon_protocol::gateway::MessageRole::{Assistant, Tool, User};
     assert_eq!(
@@ -122,9 +126,9 @@ async fn a_run_goes_from_its_spec_to_its_terminal_event() {
     assert!(
         ids.iter().all(|id| *id
             == (
-                Some("run_1".into()),
-                Some("main".into()),
-                Some("agent:main:s1".into())
+                Some(RunId::new("run_1")),
+                Some(AgentId::new("main")),
+                Some(SessionKey::new("agent:main:s1"))
             )),
         "{ids:?}"
     );

@@ -11,6 +11,7 @@ mod ws;
 
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{ArtifactId, IdempotencyKey};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -267,7 +268,7 @@ impl Client {
     {
         let place = self
             .artifacts_download(talon_protocol::gateway::params::ArtifactRef {
-                artifact_id: artifact_id.into(),
+                artifact_id: ArtifactId::new(artifact_id),
                 run_id: None,
             })
             .await?;
@@ -289,9 +290,9 @@ pub(crate) fn idempotency_key() -> talon_protocol::gateway::bounded::Idempotency
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        return format!("sdk-{t:x}-{n:x}").into();
+        return IdempotencyKey::new(format!("sdk-{t:x}-{n:x}"));
     }
-    format!("sdk-{}", hex::encode(bytes)).into()
+    IdempotencyKey::new(format!("sdk-{}", hex::encode(bytes)))
 }
 
 fn random_u32() -> u32 {

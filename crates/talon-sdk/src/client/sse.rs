@@ -6,6 +6,7 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use talon_protocol::gateway::bounded::EventId;
 
 use bytes::Bytes;
 use futures::Stream;
@@ -194,7 +195,7 @@ impl State {
         if let Some(id) = frame.id
             && !id.is_empty()
         {
-            event.id = id.into();
+            event.id = EventId::new(id);
         }
         if event.kind.is_terminal() {
             self.terminal_seen = true;
@@ -239,8 +240,8 @@ mod tests {
         assert_eq!(
             kinds,
             vec![
-                Ok(("1".into(), EventType::RunStarted)),
-                Ok(("2".into(), EventType::RunCompleted))
+                Ok((EventId::new("1"), EventType::RunStarted)),
+                Ok((EventId::new("2"), EventType::RunCompleted))
             ]
         );
     }

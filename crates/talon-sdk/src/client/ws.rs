@@ -167,7 +167,7 @@ impl WsTransport {
         let result: EventsSubscribeResult = serde_json::from_value(result)
             .map_err(|e| Error::decode("the answer to events.subscribe", e))?;
         Ok(Subscription {
-            id: result.subscription_id.into(),
+            id: result.subscription_id.into_string(),
             receiver,
             conn,
         })

@@ -4,6 +4,7 @@
 //! and never turn an expired cursor into silence.
 
 use std::time::{Duration, Instant};
+use talon_protocol::gateway::bounded::RunId;
 
 use super::every;
 use futures::StreamExt as _;
@@ -57,7 +58,7 @@ async fn rate_limits_are_waited_out_as_the_gateway_asks() {
     });
     let started = Instant::now();
     let info = run.refresh().await.unwrap();
-    assert_eq!(info.id, run.id());
+    assert_eq!(info.id, RunId::new(run.id()));
     assert!(started.elapsed() >= Duration::from_millis(120));
     assert_eq!(calls_of(&fake, "runs.get").len(), 3);
     // A client that never retries sees the error and the delay asked.
@@ -148,17 +149,24 @@ async fn a_stream_dropped_mid_run_resumes_with_no_gap_and_no_duplicate() {
     while let Some(event) = events.next().await {
         seen.push(event.unwrap());
     }
-    let ids: Vec<u64> = seen.iter().map(|e| e.id.parse().unwrap()).collect();
+    let ids: Vec<u64> = seen
+        .iter()
+        .map(|e| e.id.as_str().parse().unwrap())
+        .collect();
     let page = talon
         .client()
         .runs_events(talon_sdk::protocol::gateway::params::RunsEventsParams {
-            run_id: run.id().into(),
+            run_id: RunId::new(run.id()),
             after: None,
             limit: None,
         })
         .await
         .unwrap();
-    let stored: Vec<u64> = page.events.iter().map(|e| e.id.parse().unwrap()).collect();
+    let stored: Vec<u64> = page
+        .events
+        .iter()
+        .map(|e| e.id.as_str().parse().unwrap())
+        .collect();
     assert_eq!(ids, stored);
     assert_eq!(seen.last().map(|e| e.kind), Some(EventType::RunCompleted));
 }
@@ -205,7 +213,7 @@ async fn a_dropped_websocket_ends_its_subscriptions_and_the_next_call_reconnects
         .unwrap();
     let next = resumed.next().await.unwrap().unwrap();
     assert_eq!(
-        next.id.parse::<u64>().unwrap(),
-        first.id.parse::<u64>().unwrap() + 1
+        next.id.as_str().parse::<u64>().unwrap(),
+        first.id.as_str().parse::<u64>().unwrap() + 1
     );
 }

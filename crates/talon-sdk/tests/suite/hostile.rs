@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use talon_protocol::gateway::bounded::{AgentId, RunId};
 
 use super::every;
 use futures::StreamExt as _;
@@ -92,7 +93,7 @@ async fn broken_answers_are_clear_errors_and_only_safe_calls_are_retried() {
     let before = hits.load(Ordering::SeqCst);
     let proxy_page = client
         .agents_get(AgentRef {
-            agent_id: "main".into(),
+            agent_id: AgentId::new("main"),
         })
         .await
         .unwrap_err();
@@ -111,7 +112,7 @@ async fn broken_answers_are_clear_errors_and_only_safe_calls_are_retried() {
     );
     let wrong_shape = client
         .runs_cancel(talon_sdk::protocol::gateway::params::RunsCancelParams {
-            run_id: "run_1".into(),
+            run_id: RunId::new("run_1"),
             reason: None,
             idempotency_key: None,
         })

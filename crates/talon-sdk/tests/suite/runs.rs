@@ -2,6 +2,7 @@
 //! cancellation, artifacts, the ToolSpace, resuming after a cut.
 
 use futures::StreamExt as _;
+use talon_protocol::gateway::bounded::RunId;
 use talon_sdk::protocol::gateway::{
     ApprovalDecision, ApprovalKind, ApprovalStatus, RunResultStatus,
 };
@@ -21,7 +22,10 @@ async fn collect(run: &Run) -> Vec<Event> {
 }
 
 fn ids(events: &[Event]) -> Vec<u64> {
-    events.iter().map(|e| e.id.parse().unwrap()).collect()
+    events
+        .iter()
+        .map(|e| e.id.as_str().parse().unwrap())
+        .collect()
 }
 
 both!(
@@ -58,8 +62,10 @@ async fn the_event_log_replays_then_follows_across_a_cut(kind: Kind) {
     for _ in 0..2 {
         seen.push(log.next().await.unwrap().unwrap());
     }
-    let got: Vec<(EventType, Option<&str>)> =
-        seen.iter().map(|e| (e.kind, e.run_id.as_deref())).collect();
+    let got: Vec<(EventType, Option<&str>)> = seen
+        .iter()
+        .map(|e| (e.kind, e.run_id.as_ref().map(RunId::as_str)))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -69,7 +75,7 @@ async fn the_event_log_replays_then_follows_across_a_cut(kind: Kind) {
             (EventType::RunCompleted, Some(second.id())),
         ]
     );
-    assert_eq!(log.cursor(), seen.last().unwrap().id.parse().ok());
+    assert_eq!(log.cursor(), seen.last().unwrap().id.as_str().parse().ok());
     if let Some(real) = &b.real {
         assert_eq!(real.proxy.cut_count(), 1);
     }
@@ -90,7 +96,7 @@ async fn a_run_streams_typed_events_and_waits_for_its_result(kind: Kind) {
             event.typed().is_some(),
             "{event:?} does not decode as its type"
         );
-        assert_eq!(event.run_id.as_deref(), Some(run.id()));
+        assert_eq!(event.run_id.as_ref().map(RunId::as_str), Some(run.id()));
     }
     let ids = ids(&events);
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
@@ -128,7 +134,7 @@ async fn a_saved_cursor_resumes_in_another_stream(kind: Kind) {
     let mut first = run.events();
     let head = first.next().await.unwrap().unwrap();
     let cursor = first.cursor().unwrap();
-    assert_eq!(cursor, head.id.parse::<u64>().unwrap());
+    assert_eq!(cursor, head.id.as_str().parse::<u64>().unwrap());
     drop(first);
     // Another process would attach by id and resume from the cursor.
     let attached = talon.run(run.id()).await.unwrap();
@@ -329,7 +335,7 @@ async fn a_run_lists_and_downloads_its_artifacts(kind: Kind) {
     assert_eq!(written, bytes.len() as u64);
     assert_eq!(Some(written), trajectory.size_bytes);
     assert!(serde_json::from_slice::<serde_json::Value>(&bytes).is_ok());
-    let again = talon.artifact(&trajectory.id).await.unwrap();
+    let again = talon.artifact(trajectory.id.as_str()).await.unwrap();
     assert_eq!(again.info(), trajectory.info());
     let missing = talon.artifact("art_missing").await.unwrap_err();
     assert_eq!(

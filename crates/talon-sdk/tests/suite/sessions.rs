@@ -1,5 +1,6 @@
 //! Sessions through the high-level layer.
 
+use talon_sdk::protocol::gateway::bounded::{RunId, SessionId};
 use talon_sdk::protocol::gateway::{MessageRole, RunResultStatus};
 
 use super::{Backend, Kind, REPLY, Scenario, both};
@@ -16,7 +17,10 @@ async fn a_session_sends_keeps_messages_forks_compacts_and_aborts(kind: Kind) {
     let run = session.send("first question").await.unwrap();
     let result = run.wait().await.unwrap();
     assert_eq!(result.status, RunResultStatus::Completed);
-    assert_eq!(result.session_id.as_deref(), Some(session.id()));
+    assert_eq!(
+        result.session_id.as_ref().map(SessionId::as_str),
+        Some(session.id())
+    );
     let messages = session.messages().await.unwrap();
     let said: Vec<(MessageRole, String)> = messages
         .iter()
@@ -29,9 +33,12 @@ async fn a_session_sends_keeps_messages_forks_compacts_and_aborts(kind: Kind) {
             (MessageRole::Assistant, REPLY.to_owned())
         ]
     );
-    let fork = session.fork(Some(&messages[0].id)).await.unwrap();
+    let fork = session.fork(Some(messages[0].id.as_str())).await.unwrap();
     assert_ne!(fork.id(), session.id());
-    assert_eq!(fork.info().parent_id.as_deref(), Some(session.id()));
+    assert_eq!(
+        fork.info().parent_id.as_ref().map(SessionId::as_str),
+        Some(session.id())
+    );
     let kept: Vec<String> = fork
         .messages()
         .await
@@ -42,7 +49,7 @@ async fn a_session_sends_keeps_messages_forks_compacts_and_aborts(kind: Kind) {
     assert_eq!(kept, vec!["first question".to_owned()]);
     let compacted = session.compact().await.unwrap();
     assert_eq!(compacted.id(), session.id());
-    assert_eq!(session.abort().await.unwrap(), Vec::<String>::new());
+    assert_eq!(session.abort().await.unwrap(), Vec::<RunId>::new());
     let artifacts = session.artifacts().await.unwrap();
     assert!(!artifacts.is_empty());
 }

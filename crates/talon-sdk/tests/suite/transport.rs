@@ -5,6 +5,7 @@
 use futures::StreamExt as _;
 use talon_sdk::protocol::EventType;
 use talon_sdk::protocol::gateway::ErrorCode;
+use talon_sdk::protocol::gateway::bounded::{AgentId, Cursor, IdempotencyKey, RunId};
 use talon_sdk::protocol::gateway::params::{
     AgentsListParams, EnvironmentsListParams, EventsSubscribeParams, ModelsListParams, RunRef,
     RunsCreateParams, RunsWaitParams, ToolsListParams,
@@ -31,7 +32,7 @@ fn create(key: Option<&str>) -> RunsCreateParams {
         multitask_strategy: None,
         timeout_ms: None,
         environment_id: None,
-        idempotency_key: key.map(Into::into),
+        idempotency_key: key.map(IdempotencyKey::new),
     }
 }
 
@@ -45,7 +46,7 @@ async fn generated_calls_work_over_http_and_websocket(kind: Kind) {
         .unwrap();
         let agents = client.agents_list(every()).await.unwrap();
         assert!(
-            agents.agents.iter().any(|a| a.id == "main"),
+            agents.agents.iter().any(|a| a.id == AgentId::new("main")),
             "{transport:?}"
         );
         let accepted = client.runs_create(create(None)).await.unwrap();
@@ -89,11 +90,14 @@ async fn a_websocket_subscription_replays_then_follows(kind: Kind) {
         .unwrap();
     // The replay holds the first run's end; the live tail the second's.
     let replayed = subscription.next().await.unwrap().unwrap();
-    assert_eq!(replayed.run_id.as_deref(), Some(first.run_id.as_str()));
+    assert_eq!(
+        replayed.run_id.as_ref().map(RunId::as_str),
+        Some(first.run_id.as_str())
+    );
     let second = client.runs_create(create(None)).await.unwrap();
     let live = subscription.next().await.unwrap().unwrap();
     assert_eq!(
-        (live.kind, live.run_id.as_deref()),
+        (live.kind, live.run_id.as_ref().map(RunId::as_str)),
         (EventType::RunCompleted, Some(second.run_id.as_str()))
     );
     // Over HTTP a subscription is refused by the client itself.
@@ -115,7 +119,7 @@ async fn errors_carry_the_protocol_code_and_retryability(kind: Kind) {
     let client = Client::new(b.config()).unwrap();
     let missing = client
         .runs_get(RunRef {
-            run_id: "run_missing".into(),
+            run_id: RunId::new("run_missing"),
         })
         .await
         .unwrap_err();
@@ -206,7 +210,7 @@ async fn lists_page_with_a_cursor_and_a_bounded_limit(kind: Kind) {
         agent_id: None,
         session_key: None,
         limit,
-        cursor: cursor.map(Into::into),
+        cursor: cursor.map(Cursor::new),
     };
     let whole = client.tools_list(tools(Some(100_000), None)).await.unwrap();
     assert!(
@@ -249,7 +253,7 @@ async fn lists_page_with_a_cursor_and_a_bounded_limit(kind: Kind) {
     let environments = client
         .environments_list(EnvironmentsListParams {
             limit: None,
-            cursor: Some("env_gone".into()),
+            cursor: Some(Cursor::new("env_gone")),
         })
         .await
         .unwrap_err();

@@ -13,6 +13,7 @@
 )]
 
 use serde_json::json;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 use talon_protocol::gateway::{Run, RunStatus, Usage};
 use talon_protocol::{Event, EventType};
 use talon_store::StoreConfig;
@@ -24,11 +25,11 @@ fn event(n: u64, i: u64) -> Event {
         id: Default::default(),
         ts: n,
         kind: EventType::AssistantDelta,
-        run_id: Some("r1".into()),
-        session_id: Some("s1".into()),
-        session_key: Some("key-r1".into()),
+        run_id: Some(RunId::new("r1")),
+        session_id: Some(SessionId::new("s1")),
+        session_key: Some(SessionKey::new("key-r1")),
         task_id: None,
-        agent_id: Some("main".into()),
+        agent_id: Some(AgentId::new("main")),
         request_id: None,
         data: json!({"text": format!("delta {i}")}),
         raw: None,
@@ -45,10 +46,10 @@ async fn main() {
     let store = talon_store::open(&config).await.expect("the store");
     let run = Run {
         subject: None,
-        id: "r1".into(),
-        agent_id: "main".into(),
-        session_id: Some("s1".into()),
-        session_key: Some("k".into()),
+        id: RunId::new("r1"),
+        agent_id: AgentId::new("main"),
+        session_id: Some(SessionId::new("s1")),
+        session_key: Some(SessionKey::new("k")),
         status: RunStatus::Queued,
         created_at: 1,
         started_at: None,

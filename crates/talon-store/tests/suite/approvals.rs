@@ -1,6 +1,8 @@
 //! Approvals and questions: listed by status, run and session; resolved
 //! exactly once, also by concurrent responders on two nodes.
 
+use talon_protocol::gateway::bounded::ApprovalId;
+use talon_protocol::gateway::bounded::{QuestionId, RunId, SessionId};
 use talon_protocol::gateway::{
     Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
 };
@@ -11,9 +13,9 @@ const EXEC: &str = "openclaw:core:exec";
 
 pub fn approval(id: &str, run: &str, expires_at: Option<u64>) -> Approval {
     Approval {
-        id: id.into(),
-        run_id: run.into(),
-        session_id: Some("s1".into()),
+        id: ApprovalId::new(id),
+        run_id: RunId::new(run),
+        session_id: Some(SessionId::new("s1")),
         kind: ApprovalKind::Tool,
         summary: "run `rm -rf build/`".into(),
         tool_name: Some("exec".into()),
@@ -126,37 +128,37 @@ on_both! {
     async fn remembered_decisions_are_found_by_tool_and_scope(t) {
         let store = &t.store;
         let with = |id: &str, session: Option<&str>, tool: &str| Approval {
-            session_id: session.map(str::to_owned).map(Into::into),
+            session_id: session.map(str::to_owned).map(SessionId::new),
             ..of_tool(approval(id, "r1", None), tool)
         };
-        assert_eq!(store.remembered_approval(EXEC, Some("s1"), None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some(&SessionId::new("s1")), None).await.unwrap(), None);
         // Approved once: nothing to remember; denied: nothing either.
         store.create_approval(&with("once", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("once", decide(ApprovalDecision::ApproveOnce, 11)).await.unwrap();
         store.create_approval(&with("no", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("no", decide(ApprovalDecision::Deny, 12)).await.unwrap();
-        assert_eq!(store.remembered_approval(EXEC, Some("s1"), None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some(&SessionId::new("s1")), None).await.unwrap(), None);
         // For the session: that session only, that tool only.
         store.create_approval(&with("sess", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess", decide(ApprovalDecision::ApproveSession, 13)).await.unwrap();
-        let found = store.remembered_approval(EXEC, Some("s1"), None).await.unwrap().unwrap();
+        let found = store.remembered_approval(EXEC, Some(&SessionId::new("s1")), None).await.unwrap().unwrap();
         assert_eq!((found.id.as_str(), found.decision), ("sess", Some(ApprovalDecision::ApproveSession)));
-        assert_eq!(store.remembered_approval(EXEC, Some("s2"), None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval(EXEC, Some(&SessionId::new("s2")), None).await.unwrap(), None);
         assert_eq!(store.remembered_approval(EXEC, None, None).await.unwrap(), None);
-        assert_eq!(store.remembered_approval("openclaw:core:write", Some("s1"), None).await.unwrap(), None);
+        assert_eq!(store.remembered_approval("openclaw:core:write", Some(&SessionId::new("s1")), None).await.unwrap(), None);
         // Always: every session, and the latest rule wins where both hold.
         store.create_approval(&with("always", Some("s2"), EXEC)).await.unwrap();
         store.resolve_approval("always", decide(ApprovalDecision::ApproveAlways, 14)).await.unwrap();
         for session in [Some("s1"), Some("s3"), None] {
-            let found = store.remembered_approval(EXEC, session, None).await.unwrap().unwrap();
-            assert_eq!(found.id, "always", "{session:?}");
+            let found = store.remembered_approval(EXEC, session.map(SessionId::new).as_ref(), None).await.unwrap().unwrap();
+            assert_eq!(found.id, ApprovalId::new("always"), "{session:?}");
         }
         store.create_approval(&with("sess2", Some("s1"), EXEC)).await.unwrap();
         store.resolve_approval("sess2", decide(ApprovalDecision::ApproveSession, 15)).await.unwrap();
-        assert_eq!(store.remembered_approval(EXEC, Some("s1"), None).await.unwrap().unwrap().id, "sess2");
+        assert_eq!(store.remembered_approval(EXEC, Some(&SessionId::new("s1")), None).await.unwrap().unwrap().id, ApprovalId::new("sess2"));
         // Another node sees the same rules.
         let other = t.reopen().await;
-        assert_eq!(other.remembered_approval(EXEC, Some("s3"), None).await.unwrap().unwrap().id, "always");
+        assert_eq!(other.remembered_approval(EXEC, Some(&SessionId::new("s3")), None).await.unwrap().unwrap().id, ApprovalId::new("always"));
     }
 }
 
@@ -176,7 +178,7 @@ async fn covering(store: &talon_store::Store, tools: &[&str]) -> Vec<Option<Stri
     let mut found = Vec::new();
     for tool in tools {
         let rule = store
-            .remembered_approval(tool, Some("s1"), None)
+            .remembered_approval(tool, Some(&SessionId::new("s1")), None)
             .await
             .unwrap();
         found.push(rule.map(|a| a.id.to_string()));
@@ -249,8 +251,8 @@ on_both! {
     async fn questions_are_answered_once(t) {
         let store = &t.store;
         let question = Question {
-            id: "q1".into(),
-            run_id: "r1".into(),
+            id: QuestionId::new("q1"),
+            run_id: RunId::new("r1"),
             session_id: None,
             tool_call_id: None,
             prompt: "Which branch?".into(),

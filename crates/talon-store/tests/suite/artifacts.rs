@@ -1,6 +1,8 @@
 //! Artifacts: inline below the size, files above it, listing, expiry and
 //! the purge.
 
+use talon_protocol::gateway::bounded::ArtifactId;
+use talon_protocol::gateway::bounded::{RunId, SessionId};
 use talon_protocol::gateway::{ArtifactSummary, ArtifactType};
 use talon_store::{ArtifactContent, NewArtifact, StoreError};
 
@@ -13,9 +15,9 @@ fn artifact(
 ) -> NewArtifact {
     NewArtifact {
         summary: ArtifactSummary {
-            id: id.into(),
-            run_id: Some(run.into()),
-            session_id: Some("s1".into()),
+            id: ArtifactId::new(id),
+            run_id: Some(RunId::new(run)),
+            session_id: Some(SessionId::new("s1")),
             kind: ArtifactType::Log,
             title: Some(format!("{id}.log")),
             mime_type: Some("text/plain".into()),
@@ -85,7 +87,7 @@ on_both! {
         store.put_artifact(artifact("a1", "r1", 1, Some(100), b"one".to_vec())).await.unwrap();
         store.put_artifact(artifact("a2", "r2", 2, None, b"two".to_vec())).await.unwrap();
         store.put_artifact(artifact("a3", "r1", 3, Some(100), vec![7; 300 << 10])).await.unwrap();
-        let ids = |list: Vec<ArtifactSummary>| list.into_iter().map(|a| a.id).collect::<Vec<_>>();
+        let ids = |list: Vec<ArtifactSummary>| list.into_iter().map(|a| a.id.into_string()).collect::<Vec<_>>();
         assert_eq!(ids(store.artifacts((Some("r1"), None), &talon_store::Owner::default(), None, 10, 50).await.unwrap()), ["a1", "a3"]);
         assert_eq!(ids(store.artifacts((None, Some("s1")), &talon_store::Owner::default(), Some("a1"), 1, 50).await.unwrap()), ["a2"]);
         assert_eq!(ids(store.artifacts((None, None), &talon_store::Owner::default(), None, 10, 100).await.unwrap()), ["a2"]);

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
 
 use serde_json::json;
 use talon_cells::{
@@ -13,20 +14,20 @@ use talon_protocol::CellId;
 use talon_store::CellStore;
 
 fn id(text: &str) -> CellId {
-    CellId::from(text)
+    CellId::new(text)
 }
 
 fn scope(run: &str) -> CellScope {
     CellScope {
-        agent_id: "main".into(),
-        session_id: "s1".into(),
-        run_id: run.into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new(run),
     }
 }
 
 fn cell(id: &str, ttl: Duration) -> SuspendedCell {
     SuspendedCell {
-        id: id.into(),
+        id: CellId::new(id),
         scope: scope("r1"),
         snapshot: vec![1, 2, 3, 4],
         pending: vec![PendingNestedCall {
@@ -106,7 +107,7 @@ on_both! {
         let nodes = [cells(&t, StoreLimits::default()), cells(&t, StoreLimits::default())];
         for round in 0..5 {
             let id = id(&format!("cell-{round}"));
-            nodes[0].put(cell(&id, Duration::from_secs(60))).unwrap();
+            nodes[0].put(cell(id.as_str(), Duration::from_secs(60))).unwrap();
             let threads: Vec<_> = (0..6)
                 .map(|n| {
                     let store = nodes[n % 2].clone();

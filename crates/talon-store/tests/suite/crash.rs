@@ -60,7 +60,10 @@ fn crash_many_times(kind: Kind, rounds: u32) {
         rt.block_on(async {
             let store = talon_store::open(&config).await.unwrap();
             let events = everything(&store, None).await;
-            let ids: Vec<u64> = events.iter().map(|e| e.id.parse().unwrap()).collect();
+            let ids: Vec<u64> = events
+                .iter()
+                .map(|e| e.id.as_str().parse().unwrap())
+                .collect();
             assert!(
                 ids.last().copied().unwrap_or(0) >= confirmed_id,
                 "round {round}: confirmed {confirmed_id}, stored up to {:?}",

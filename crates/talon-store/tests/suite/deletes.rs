@@ -4,6 +4,7 @@
 //! room again (`stored_bytes`).
 
 use talon_protocol::EventType;
+use talon_protocol::gateway::bounded::{SessionId, Subject};
 use talon_protocol::gateway::{RunStatus, Session};
 use talon_store::{EventFilter, StoreError};
 
@@ -14,24 +15,24 @@ use super::sessions::{message, session};
 on_both! {
     async fn a_session_goes_with_everything_its_runs_made_but_never_while_one_is_live(t) {
         let store = &t.store;
-        let s1 = Session { id: "s1".into(), ..session("s1", "k", 1) };
+        let s1 = Session { id: SessionId::new("s1"), ..session("s1", "k", 1) };
         store.create_session(&s1).await.unwrap();
         store.create_session(&session("s2", "other", 2)).await.unwrap();
         store
-            .append_messages("s1", &[message("s1", "m1", talon_protocol::gateway::MessageRole::User, "hi")])
+            .append_messages(&SessionId::new("s1"), &[message("s1", "m1", talon_protocol::gateway::MessageRole::User, "hi")])
             .await
             .unwrap();
         for id in ["r1", "r2"] {
             store.create_run(&run(id), None, "h", "node", None).await.unwrap();
         }
         let mut other = run("r3");
-        other.session_id = Some("s2".into());
+        other.session_id = Some(SessionId::new("s2"));
         store.create_run(&other, None, "h", "node", None).await.unwrap();
         store
             .append(vec![
                 event("r1", EventType::RunStarted, 1, 1),
                 event("r2", EventType::RunStarted, 1, 2),
-                talon_protocol::Event { session_id: Some("s2".into()), ..event("r3", EventType::RunStarted, 1, 3) },
+                talon_protocol::Event { session_id: Some(SessionId::new("s2")), ..event("r3", EventType::RunStarted, 1, 3) },
             ])
             .await
             .unwrap();
@@ -51,11 +52,11 @@ on_both! {
         let gone = store.delete_run("r1").await.unwrap();
         assert_eq!((gone.run_ids, gone.events), (vec!["r1".to_owned()], 1));
         assert_eq!(store.run("r1").await.unwrap(), None);
-        assert_eq!(store.messages("s1", None, 10).await.unwrap().len(), 1);
+        assert_eq!(store.messages(&SessionId::new("s1"), None, 10).await.unwrap().len(), 1);
         let gone = store.delete_session("s1").await.unwrap();
         assert_eq!((gone.run_ids, gone.events), (vec!["r2".to_owned()], 1));
         assert_eq!(store.session("s1").await.unwrap(), None);
-        assert_eq!(store.messages("s1", None, 10).await.unwrap(), vec![]);
+        assert_eq!(store.messages(&SessionId::new("s1"), None, 10).await.unwrap(), vec![]);
         // The other session's are untouched; the log reads on across the gap.
         let left = store.after(None, &EventFilter::default(), 100).await.unwrap();
         assert_eq!(left.iter().map(|e| e.run_id.clone().unwrap().to_string()).collect::<Vec<_>>(), ["r3"]);
@@ -96,7 +97,7 @@ async fn a_deleted_sessions_pages_are_room_again() {
 on_both! {
     async fn usage_counts_what_each_subject_and_token_made(t) {
         let store = &t.store;
-        let mine = Session { subject: Some("alice".into()), ..session("s1", "k", 1) };
+        let mine = Session { subject: Some(Subject::new("alice")), ..session("s1", "k", 1) };
         store.create_session_by(&mine, Some("tok_a")).await.unwrap();
         store.create_session_by(&session("s2", "k2", 2), Some("tok_b")).await.unwrap();
         store.create_session(&session("s3", "k3", 3)).await.unwrap();

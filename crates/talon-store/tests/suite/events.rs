@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{AgentId, EventId, RunId, SessionId, SessionKey, TaskId};
 
 use serde_json::json;
 use talon_protocol::{Event, EventType};
@@ -20,11 +21,11 @@ pub fn event(run: &str, kind: EventType, ts: u64, n: u64) -> Event {
         id: Default::default(),
         ts,
         kind,
-        run_id: Some(run.into()),
-        session_id: Some("s1".into()),
-        session_key: Some(format!("key-{run}").into()),
+        run_id: Some(RunId::new(run)),
+        session_id: Some(SessionId::new("s1")),
+        session_key: Some(SessionKey::new(format!("key-{run}"))),
         task_id: None,
-        agent_id: Some("main".into()),
+        agent_id: Some(AgentId::new("main")),
         request_id: None,
         data: json!({"text": format!("delta {n}")}),
         raw: None,
@@ -40,7 +41,7 @@ pub async fn everything(store: &talon_store::Store, mut cursor: Option<u64>) -> 
             .await
             .unwrap();
         let Some(last) = page.last() else { break };
-        cursor = Some(last.id.parse().unwrap());
+        cursor = Some(last.id.as_str().parse().unwrap());
         events.extend(page);
     }
     events
@@ -111,7 +112,7 @@ on_both! {
         odd.request_id = Some("req \"\\\n\u{2028}".into());
         odd.data = json!({"text": "quote \" backslash \\ nul \u{0} emoji 🦀", "n": [1, 2.5, null]});
         odd.raw = Some(json!({"native": {"deep": true}}));
-        odd.task_id = Some("task-1".into());
+        odd.task_id = Some(TaskId::new("task-1"));
         odd.session_id = None;
         let stored = t.store.append(vec![odd, event("r2", EventType::RunStarted, 8, 1)]).await.unwrap();
         let with_raw = EventFilter { raw: true, ..Default::default() };
@@ -119,7 +120,7 @@ on_both! {
         assert_eq!(raw.len(), 2);
         for (raw, event) in raw.iter().zip(&stored) {
             assert_eq!(raw.json, serde_json::to_string(event).unwrap());
-            assert_eq!(raw.id.to_string(), event.id);
+            assert_eq!(raw.id.to_string(), event.id.as_str());
             assert_eq!(raw.kind, event.kind.as_str());
         }
         assert_eq!(t.store.after(None, &with_raw, 10).await.unwrap(), stored);
@@ -153,7 +154,7 @@ on_both! {
         events[2].raw = Some(json!({"native": "x".repeat(20_000)}));
         let stored = t.store.append(events).await.unwrap();
         let ids = |page: &[talon_store::RawEvent]| page.iter().map(|e| e.id).collect::<Vec<_>>();
-        let id = |i: usize| stored[i].id.parse::<u64>().unwrap();
+        let id = |i: usize| stored[i].id.as_str().parse::<u64>().unwrap();
         let all = EventFilter::default();
         // 12,000 bytes of "é" (6,000 characters) alone fill a 10 KB budget.
         let page = t.store.after_json_within(None, &all, 100, 10_000).await.unwrap();
@@ -224,7 +225,7 @@ on_both! {
         store.prune(Retention { max_age: None, max_events: Some(0) }, 10_000).await.unwrap();
         assert_eq!(store.last_event_id().await.unwrap(), 10);
         let next = store.append(vec![event("r3", EventType::RunStarted, 20_000, 0)]).await.unwrap();
-        assert_eq!(next[0].id, "11");
+        assert_eq!(next[0].id, EventId::new("11"));
         assert_eq!(store.prune(Retention::default(), 10_000).await.unwrap(), 0);
     }
 }
@@ -236,7 +237,7 @@ on_both! {
         let again = t.reopen().await;
         assert_eq!(again.after(None, &EventFilter::default(), 10).await.unwrap(), stored);
         let next = again.append(vec![event("r1", EventType::RunCompleted, 2, 1)]).await.unwrap();
-        assert_eq!(next[0].id, "2");
+        assert_eq!(next[0].id, EventId::new("2"));
         if t.kind == Kind::Sqlite {
             assert!(t.dir.path().join("talon.db").is_file());
         }
@@ -257,11 +258,11 @@ on_both! {
                         .map(|i| event(&format!("r{task}"), EventType::AssistantDelta, n, i))
                         .collect();
                     let stored = store.append(batch).await.unwrap();
-                    let first: u64 = stored[0].id.parse().unwrap();
+                    let first: u64 = stored[0].id.as_str().parse().unwrap();
                     for (i, e) in stored.iter().enumerate() {
-                        assert_eq!(e.id.parse::<u64>().unwrap(), first + i as u64);
+                        assert_eq!(e.id.as_str().parse::<u64>().unwrap(), first + i as u64);
                     }
-                    ids.extend(stored.into_iter().map(|e| e.id.parse::<u64>().unwrap()));
+                    ids.extend(stored.into_iter().map(|e| e.id.as_str().parse::<u64>().unwrap()));
                 }
                 ids
             }));
@@ -316,8 +317,8 @@ on_both! {
                     let page = store.after(cursor, &EventFilter::default(), 97).await.unwrap();
                     match page.last() {
                         Some(last) => {
-                            cursor = Some(last.id.parse::<u64>().unwrap());
-                            seen.extend(page.iter().map(|e| e.id.parse::<u64>().unwrap()));
+                            cursor = Some(last.id.as_str().parse::<u64>().unwrap());
+                            seen.extend(page.iter().map(|e| e.id.as_str().parse::<u64>().unwrap()));
                         }
                         // Nothing is left to come.
                         None if all_written => break,
@@ -341,7 +342,7 @@ on_both! {
         let stored: BTreeSet<u64> = everything(&t.store, None)
             .await
             .iter()
-            .map(|e| e.id.parse().unwrap())
+            .map(|e| e.id.as_str().parse().unwrap())
             .collect();
         assert_eq!(stored.len(), written);
         assert_eq!(unique, stored, "the reader saw every event");
@@ -362,8 +363,8 @@ on_both! {
         let batch = |sid: &str, key: &str| -> Vec<Event> {
             (0..2_000)
                 .map(|n| Event {
-                    session_id: Some(sid.into()),
-                    session_key: Some(key.into()),
+                    session_id: Some(SessionId::new(sid)),
+                    session_key: Some(SessionKey::new(key)),
                     ..event("r1", EventType::AssistantDelta, n, n)
                 })
                 .collect()
@@ -381,9 +382,9 @@ on_both! {
         let filter = EventFilter { session_key: Some(long.clone()), ..EventFilter::default() };
         let read = store.after(None, &filter, 10_000).await.unwrap();
         assert_eq!(read.len(), 2_000);
-        assert!(read.iter().all(|e| e.session_key.as_deref() == Some(long.as_str())));
+        assert!(read.iter().all(|e| e.session_key.as_ref().map(SessionKey::as_str) == Some(long.as_str())));
         // No such session: the event keeps its key.
-        let orphan = Event { session_id: Some("s-none".into()), ..event("r9", EventType::RunStarted, 1, 1) };
+        let orphan = Event { session_id: Some(SessionId::new("s-none")), ..event("r9", EventType::RunStarted, 1, 1) };
         let stored = store.append(vec![orphan.clone()]).await.unwrap();
         let filter = EventFilter { run_id: Some("r9".into()), ..EventFilter::default() };
         assert_eq!(

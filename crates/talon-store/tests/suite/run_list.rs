@@ -1,6 +1,8 @@
 //! `list_runs`: newest first, every filter, pages that neither skip nor
 //! repeat a run when several share a creation time.
 
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::SessionId;
 use talon_protocol::gateway::{Run, RunStatus};
 use talon_store::{RunCursor, RunFilter};
 
@@ -23,7 +25,7 @@ on_both! {
             ("r6", "main", "s1", 40, RunStatus::Completed),
         ];
         for (id, agent, session, at, status) in specs {
-            let r = Run { agent_id: agent.into(), session_id: Some(session.into()), created_at: at, status, ..run(id) };
+            let r = Run { agent_id: AgentId::new(agent), session_id: Some(SessionId::new(session)), created_at: at, status, ..run(id) };
             store.create_run(&r, None, "", "node", None).await.unwrap();
             store.update_run(&r).await.unwrap();
         }
@@ -38,9 +40,9 @@ on_both! {
             if page.is_empty() {
                 break;
             }
-            seen.extend(page.iter().map(|r| r.id.clone()));
+            seen.extend(page.iter().map(|r| r.id.as_str().to_owned()));
             let last = page.last().unwrap();
-            cursor = Some((last.id.clone().into(), last.created_at));
+            cursor = Some((last.id.clone().into_string(), last.created_at));
         }
         assert_eq!(seen, ["r6", "r5", "r4", "r3", "r2", "r1"]);
         let cases: [(RunFilter, &[&str]); 6] = [

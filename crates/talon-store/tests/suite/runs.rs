@@ -1,5 +1,8 @@
 //! Runs and their idempotency keys, results and nodes; tokens; agents.
 
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::EnvironmentId;
+use talon_protocol::gateway::bounded::{RunId, SessionId, SessionKey};
 use talon_protocol::gateway::{
     Agent, AgentSource, Run, RunResult, RunResultStatus, RunStatus, Scope, Usage,
 };
@@ -8,10 +11,10 @@ use talon_store::{CancelMode, StoreError, StoredToken};
 pub fn run(id: &str) -> Run {
     Run {
         subject: None,
-        id: id.into(),
-        agent_id: "main".into(),
-        session_id: Some("s1".into()),
-        session_key: Some("k".into()),
+        id: RunId::new(id),
+        agent_id: AgentId::new("main"),
+        session_id: Some(SessionId::new("s1")),
+        session_key: Some(SessionKey::new("k")),
         status: RunStatus::Queued,
         created_at: 1,
         started_at: None,
@@ -59,7 +62,7 @@ on_both! {
         assert!(store.update_run(&done).await.unwrap());
         assert_eq!(store.run("r1").await.unwrap(), Some(done.clone()));
         assert!(!store.update_run(&run("nope")).await.unwrap());
-        assert_eq!(store.session_runs("s1").await.unwrap(), vec![done, run("r4")]);
+        assert_eq!(store.session_runs(&SessionId::new("s1")).await.unwrap(), vec![done, run("r4")]);
         // What a restarted node picks up again.
         let open = store.runs_of_node("node-a", &[RunStatus::Queued, RunStatus::Running]).await.unwrap();
         assert_eq!(open, vec![run("r4")]);
@@ -90,15 +93,15 @@ on_both! {
     async fn a_run_keeps_its_result(t) {
         let store = &t.store;
         store.create_run(&run("r1"), None, "h", "n", None).await.unwrap();
-        assert_eq!(store.run_result("r1").await.unwrap(), None);
+        assert_eq!(store.run_result(&RunId::new("r1")).await.unwrap(), None);
         let result: RunResult = serde_json::from_value(serde_json::json!({
             "status": "completed", "runId": "r1", "startedAt": 2, "endedAt": 3, "output": {"text": "done"}
         })).unwrap();
         assert_eq!(result.status, RunResultStatus::Completed);
-        assert!(store.set_run_result("r1", &result).await.unwrap());
-        assert!(!store.set_run_result("nope", &result).await.unwrap());
-        assert_eq!(store.run_result("r1").await.unwrap(), Some(result));
-        assert_eq!(store.run_result("nope").await.unwrap(), None);
+        assert!(store.set_run_result(&RunId::new("r1"), &result).await.unwrap());
+        assert!(!store.set_run_result(&RunId::new("nope"), &result).await.unwrap());
+        assert_eq!(store.run_result(&RunId::new("r1")).await.unwrap(), Some(result));
+        assert_eq!(store.run_result(&RunId::new("nope")).await.unwrap(), None);
     }
 }
 
@@ -194,7 +197,7 @@ on_both! {
     async fn agents_are_created_once_listed_and_updated(t) {
         let store = &t.store;
         let agent = Agent {
-            id: "helper".into(),
+            id: AgentId::new("helper"),
             name: Some("Helper".into()),
             description: None,
             model: Some("mock/model".into()),
@@ -204,20 +207,20 @@ on_both! {
         };
         store.create_agent(&agent).await.unwrap();
         assert!(matches!(store.create_agent(&agent).await, Err(StoreError::Exists { kind: "agent", .. })));
-        let older = Agent { id: "first".into(), created_at: Some(1), ..agent.clone() };
+        let older = Agent { id: AgentId::new("first"), created_at: Some(1), ..agent.clone() };
         store.create_agent(&older).await.unwrap();
         assert_eq!(store.agents().await.unwrap(), vec![older, agent.clone()]);
         let renamed = Agent { name: Some("Renamed".into()), updated_at: Some(9), ..agent.clone() };
         assert!(store.update_agent(&renamed).await.unwrap());
         assert_eq!(store.agent("helper").await.unwrap(), Some(renamed));
-        assert!(!store.update_agent(&Agent { id: "ghost".into(), ..agent }).await.unwrap());
+        assert!(!store.update_agent(&Agent { id: AgentId::new("ghost"), ..agent }).await.unwrap());
         assert_eq!(store.agent("ghost").await.unwrap(), None);
     }
 }
 
 fn in_session(id: &str, session: &str, created_at: u64) -> Run {
     Run {
-        session_id: Some(session.into()),
+        session_id: Some(SessionId::new(session)),
         created_at,
         ..run(id)
     }
@@ -226,19 +229,19 @@ fn in_session(id: &str, session: &str, created_at: u64) -> Run {
 on_both! {
     async fn claims_follow_the_session_lanes_and_happen_once(t) {
         let store = &t.store;
-        let request = serde_json::json!({"input": "hi"});
+        let request: talon_store::RunRequest = serde_json::from_value(serde_json::json!({"input": "hi"})).unwrap();
         for (id, session, at) in [("a1", "sa", 1), ("a2", "sa", 2), ("b1", "sb", 3)] {
             store.create_run(&in_session(id, session, at), None, "h", "n1", Some(&request)).await.unwrap();
         }
         // Oldest first, one per session: a1, then b1 (a2 waits for a1).
         let first = store.claim_run("n1", None, 10, 100).await.unwrap().unwrap();
         assert_eq!((first.run.id.as_str(), first.run.status, first.run.started_at), ("a1", RunStatus::Running, Some(10)));
-        assert_eq!(first.request, Some(request.clone()));
+        assert_eq!(first.request, Ok(request.clone()));
         let second = store.claim_run("n2", None, 11, 100).await.unwrap().unwrap();
-        assert_eq!(second.run.id, "b1");
+        assert_eq!(second.run.id, RunId::new("b1"));
         assert_eq!(store.claim_run("n1", None, 12, 100).await.unwrap(), None);
         // A named run is claimed only while queued and its lane is free.
-        assert_eq!(store.claim_run("n1", Some("a2"), 12, 100).await.unwrap(), None);
+        assert_eq!(store.claim_run("n1", Some(&RunId::new("a2")), 12, 100).await.unwrap(), None);
         let mut ended = first.run.clone();
         ended.status = RunStatus::Completed;
         ended.ended_at = Some(20);
@@ -246,9 +249,9 @@ on_both! {
         assert!(store.end_run(&ended, &result).await.unwrap());
         // Exactly one ending wins.
         assert!(!store.end_run(&ended, &result).await.unwrap());
-        assert_eq!(store.run_result("a1").await.unwrap(), Some(result));
-        let third = store.claim_run("n2", Some("a2"), 21, 100).await.unwrap().unwrap();
-        assert_eq!(third.run.id, "a2");
+        assert_eq!(store.run_result(&RunId::new("a1")).await.unwrap(), Some(result));
+        let third = store.claim_run("n2", Some(&RunId::new("a2")), 21, 100).await.unwrap().unwrap();
+        assert_eq!(third.run.id, RunId::new("a2"));
         // Many claimers, one winner per run.
         for n in 0..8 {
             store.create_run(&in_session(&format!("c{n}"), &format!("sc{n}"), 30 + n), None, "h", "n1", Some(&request)).await.unwrap();
@@ -269,25 +272,25 @@ on_both! {
             all.extend(task.await.unwrap());
         }
         all.sort();
-        assert_eq!(all, (0..8).map(|n| format!("c{n}")).collect::<Vec<_>>());
+        assert_eq!(all.iter().map(RunId::as_str).collect::<Vec<_>>(), (0..8).map(|n| format!("c{n}")).collect::<Vec<_>>());
     }
 }
 
 on_both! {
     async fn claims_keep_one_live_run_per_environment(t) {
         let store = &t.store;
-        let in_env = serde_json::json!({"input": "hi", "environmentId": "env_1"});
-        let plain = serde_json::json!({"input": "hi"});
+        let in_env: talon_store::RunRequest = serde_json::from_value(serde_json::json!({"input": "hi", "environmentId": "env_1"})).unwrap();
+        let plain: talon_store::RunRequest = serde_json::from_value(serde_json::json!({"input": "hi"})).unwrap();
         for (id, session, at, request) in [("e1", "s1", 1, &in_env), ("e2", "s2", 2, &in_env), ("p1", "s3", 3, &plain)] {
             store.create_run(&in_session(id, session, at), None, "h", "n1", Some(request)).await.unwrap();
         }
-        assert!(store.environment_busy("env_1").await.unwrap());
-        assert!(!store.environment_busy("env_2").await.unwrap());
+        assert!(store.environment_busy(&EnvironmentId::new("env_1")).await.unwrap());
+        assert!(!store.environment_busy(&EnvironmentId::new("env_2")).await.unwrap());
         // e2 waits for e1's environment though its session is free; p1 has none.
         let first = store.claim_run("n1", None, 10, 100).await.unwrap().unwrap();
-        assert_eq!(first.run.id, "e1");
+        assert_eq!(first.run.id, RunId::new("e1"));
         let second = store.claim_run("n1", None, 11, 100).await.unwrap().unwrap();
-        assert_eq!(second.run.id, "p1");
+        assert_eq!(second.run.id, RunId::new("p1"));
         assert_eq!(store.claim_run("n1", None, 12, 100).await.unwrap(), None);
         let mut ended = first.run.clone();
         ended.status = RunStatus::Completed;
@@ -295,7 +298,7 @@ on_both! {
         let result: RunResult = serde_json::from_value(serde_json::json!({"status": "completed", "runId": "e1"})).unwrap();
         assert!(store.end_run(&ended, &result).await.unwrap());
         let third = store.claim_run("n2", None, 21, 100).await.unwrap().unwrap();
-        assert_eq!(third.run.id, "e2");
+        assert_eq!(third.run.id, RunId::new("e2"));
     }
 }
 
@@ -305,17 +308,17 @@ on_both! {
         for (id, session) in [("r1", "s1"), ("r2", "s2"), ("r3", "s3")] {
             store.create_run(&in_session(id, session, 1), None, "h", "n", None).await.unwrap();
         }
-        store.claim_run("alive", Some("r1"), 10, 100).await.unwrap().unwrap();
-        store.claim_run("dead", Some("r2"), 10, 100).await.unwrap().unwrap();
+        store.claim_run("alive", Some(&RunId::new("r1")), 10, 100).await.unwrap().unwrap();
+        store.claim_run("dead", Some(&RunId::new("r2")), 10, 100).await.unwrap().unwrap();
         assert_eq!(store.renew_leases("alive", 500).await.unwrap(), 1);
-        let ids = |runs: Vec<Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        let ids = |runs: Vec<Run>| runs.into_iter().map(|r| r.id.into_string()).collect::<Vec<_>>();
         assert_eq!(ids(store.orphaned_runs(200, None).await.unwrap()), ["r2"]);
         assert_eq!(ids(store.orphaned_runs(200, Some("alive")).await.unwrap()), ["r1", "r2"]);
         assert_eq!(ids(store.live_runs().await.unwrap()), ["r1", "r2"]);
         assert_eq!(ids(store.queued_runs(10).await.unwrap()), ["r3"]);
-        assert!(store.request_cancel("r1", CancelMode::Rollback).await.unwrap());
-        assert!(store.request_cancel("r2", CancelMode::Cancel).await.unwrap());
-        assert!(!store.request_cancel("ghost", CancelMode::Cancel).await.unwrap());
+        assert!(store.request_cancel(&RunId::new("r1"), CancelMode::Rollback).await.unwrap());
+        assert!(store.request_cancel(&RunId::new("r2"), CancelMode::Cancel).await.unwrap());
+        assert!(!store.request_cancel(&RunId::new("ghost"), CancelMode::Cancel).await.unwrap());
         assert_eq!(store.cancel_requests("alive").await.unwrap(), [("r1".to_owned(), CancelMode::Rollback)]);
         assert_eq!(store.cancel_requests("dead").await.unwrap(), [("r2".to_owned(), CancelMode::Cancel)]);
         assert_eq!(store.cancel_requests("other").await.unwrap(), []);
@@ -336,16 +339,17 @@ on_both! {
         let first = store.claim_run("dead", None, 10, 100).await.unwrap().unwrap();
         assert_eq!((first.run.id.as_str(), first.checkpoint), ("r1", None));
         let turn = serde_json::json!({"turn": {"turns": 1}, "through": 7});
-        assert!(store.set_run_checkpoint("r1", "dead", &turn).await.unwrap());
-        assert!(!store.set_run_checkpoint("r1", "other", &turn).await.unwrap(), "only the executing node");
-        assert_eq!(store.run_checkpoint("r1").await.unwrap(), Some(turn.clone()));
+        assert!(store.set_run_checkpoint(&RunId::new("r1"), "dead", &turn).await.unwrap());
+        assert!(!store.set_run_checkpoint(&RunId::new("r1"), "other", &turn).await.unwrap(), "only the executing node");
+        assert_eq!(store.run_checkpoint(&RunId::new("r1")).await.unwrap(), Some(turn.clone()));
         // Its lease has not ended: not an orphan for another node.
-        assert!(!store.requeue_run("r1", Orphaned::LeaseEnded { now: 50 }, &turn).await.unwrap());
+        assert!(!store.requeue_run(&RunId::new("r1"), Orphaned::LeaseEnded { now: 50 }, &turn).await.unwrap());
         let again = serde_json::json!({"turn": {"turns": 1}, "through": 7, "resumes": 1});
         // Two nodes notice the death; exactly one puts it back.
+        let r1 = RunId::new("r1");
         let (a, b) = tokio::join!(
-            store.requeue_run("r1", Orphaned::LeaseEnded { now: 200 }, &again),
-            store.requeue_run("r1", Orphaned::LeaseEndedOrHeldBy { now: 200, node: "x" }, &again),
+            store.requeue_run(&r1, Orphaned::LeaseEnded { now: 200 }, &again),
+            store.requeue_run(&r1, Orphaned::LeaseEndedOrHeldBy { now: 200, node: "x" }, &again),
         );
         assert_eq!([a.unwrap(), b.unwrap()].iter().filter(|r| **r).count(), 1);
         let run = store.run("r1").await.unwrap().unwrap();
@@ -357,9 +361,9 @@ on_both! {
             (resumed.run.id.as_str(), resumed.run.started_at, resumed.checkpoint),
             ("r1", Some(10), Some(again.clone()))
         );
-        assert!(!store.set_run_checkpoint("r1", "dead", &turn).await.unwrap(), "the dead node lost it");
-        assert!(!store.requeue_run("r1", Orphaned::LeaseEnded { now: 350 }, &again).await.unwrap());
-        assert!(store.requeue_run("r1", Orphaned::Any, &again).await.unwrap());
+        assert!(!store.set_run_checkpoint(&RunId::new("r1"), "dead", &turn).await.unwrap(), "the dead node lost it");
+        assert!(!store.requeue_run(&RunId::new("r1"), Orphaned::LeaseEnded { now: 350 }, &again).await.unwrap());
+        assert!(store.requeue_run(&RunId::new("r1"), Orphaned::Any, &again).await.unwrap());
     }
 }
 
@@ -389,7 +393,7 @@ async fn another_nodes_commits_and_run_changes_are_notified() {
         )])
         .await
         .unwrap();
-    let id: u64 = appended[0].id.parse().unwrap();
+    let id: u64 = appended[0].id.as_str().parse().unwrap();
     tokio::time::timeout(
         Duration::from_secs(10),
         committed.wait_for(|last| *last >= id),
@@ -409,7 +413,7 @@ async fn another_nodes_commits_and_run_changes_are_notified() {
     runs.borrow_and_update();
     assert!(
         t.store
-            .request_cancel("r1", CancelMode::Cancel)
+            .request_cancel(&RunId::new("r1"), CancelMode::Cancel)
             .await
             .unwrap()
     );
@@ -425,4 +429,49 @@ async fn another_nodes_commits_and_run_changes_are_notified() {
         .await
         .unwrap();
     assert!(!quiet.has_changed().unwrap());
+}
+
+/// A stored request that no longer decodes (edited by hand, or written by
+/// another version) is reported as corrupt, naming the run and the field,
+/// and never read as a run without a request.
+#[tokio::test]
+async fn a_stored_request_that_does_not_decode_is_corrupt_not_missing() {
+    use sqlx::Connection as _;
+    let t = super::backend::TestStore::open(super::backend::Kind::Sqlite).await;
+    let request: talon_store::RunRequest =
+        serde_json::from_value(serde_json::json!({"input": "hi"})).unwrap();
+    t.store
+        .create_run(&run("r1"), None, "h", "n1", Some(&request))
+        .await
+        .unwrap();
+    let url = format!("sqlite:{}", t.dir.path().join("talon.db").display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("UPDATE runs SET request = '{\"input\": 7}' WHERE id = 'r1'")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let error = t.store.run_request(&RunId::new("r1")).await.unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Corrupt(text) if text.starts_with("run r1's stored request: ")),
+        "{error:?}"
+    );
+    // Claimed all the same, so that the run ends (with this as its error)
+    // rather than being claimed again after every lease.
+    let claimed = t
+        .store
+        .claim_run("n1", None, 10, 100)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.run.id, RunId::new("r1"));
+    assert!(
+        matches!(&claimed.request, Err(talon_store::UnreadableRequest::Corrupt(text)) if text.starts_with("run r1's stored request: ")),
+        "{:?}",
+        claimed.request
+    );
+    assert_eq!(
+        t.store.run_request(&RunId::new("gone")).await.unwrap(),
+        None
+    );
 }

@@ -4,6 +4,7 @@
 //! before `toolId` existed, with the tool's catalog id in `toolName`.
 
 use std::path::Path;
+use talon_protocol::gateway::bounded::SessionId;
 
 use sqlx::AnyPool;
 use talon_protocol::gateway::ApprovalDecision;
@@ -101,7 +102,7 @@ async fn body(kind: Kind) {
         ("mcp:files:write", Some("s1")),
     ] {
         let rule = store
-            .remembered_approval(tool, session, None)
+            .remembered_approval(tool, session.map(SessionId::new).as_ref(), None)
             .await
             .unwrap();
         found.push(rule.map(|a| (a.id.to_string(), a.tool_key().map(str::to_owned))));

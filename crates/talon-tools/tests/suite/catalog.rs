@@ -2,6 +2,9 @@
 //! reserved names, run scoping.
 
 use serde_json::json;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
 use talon_tools::{CatalogBuilder, RunScope, ToolPolicy};
 
@@ -23,9 +26,9 @@ pub fn tool(name: &str, description: &str) -> ToolDefinition {
 
 fn run(id: &str) -> RunScope {
     RunScope {
-        agent_id: "main".into(),
-        session_id: "s1".into(),
-        run_id: id.into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s1"),
+        run_id: RunId::new(id),
     }
 }
 

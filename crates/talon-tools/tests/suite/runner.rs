@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use talon_protocol::gateway::bounded::RunId;
 
 use serde_json::{Value, json};
 use talon_testing::wait;
@@ -314,7 +315,7 @@ async fn another_runs_context_and_oversized_ids_are_unknown() {
     let echo = Arc::new(Echo::default());
     let runner = runner(echo.clone());
     let mut foreign = ctx();
-    foreign.scope.run_id = "someone-else".into();
+    foreign.scope.run_id = RunId::new("someone-else");
     assert_eq!(
         runner
             .call(&foreign, call("openclaw:core:read", json!({})))

@@ -6,6 +6,9 @@ mod tools_mode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use talon_protocol::gateway::bounded::AgentId;
+use talon_protocol::gateway::bounded::RunId;
+use talon_protocol::gateway::bounded::SessionId;
 
 use serde_json::{Value, json};
 use talon_protocol::{CatalogMode, ToolDefinition, ToolSource};
@@ -33,9 +36,9 @@ pub fn tool(name: &str, description: &str) -> ToolDefinition {
 
 pub fn scope() -> RunScope {
     RunScope {
-        agent_id: "main".into(),
-        session_id: "s".into(),
-        run_id: "r".into(),
+        agent_id: AgentId::new("main"),
+        session_id: SessionId::new("s"),
+        run_id: RunId::new("r"),
     }
 }
 

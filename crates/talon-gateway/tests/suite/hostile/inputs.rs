@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 use talon_gateway::Limits;
+use talon_protocol::gateway::bounded::SessionKey;
 
 use super::super::artifacts::sized;
 use super::super::ws::{Transport, connect};
@@ -205,7 +206,7 @@ async fn a_session_key_at_its_cap_is_kept_with_the_session_and_read_back_on_its_
     assert!(
         events
             .iter()
-            .all(|e| e.session_key.as_deref() == Some(key.as_str()))
+            .all(|e| e.session_key.as_ref().map(SessionKey::as_str) == Some(key.as_str()))
     );
     // The session's `session.created` first, then its run's.
     assert_eq!(events[0].kind, talon_protocol::EventType::SessionCreated);

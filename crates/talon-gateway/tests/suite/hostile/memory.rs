@@ -7,6 +7,7 @@
 
 use std::io::{Read as _, Write as _};
 use std::time::Duration;
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 
 use serde_json::{Value, json};
 use talon_gateway::{Limits, tokens};
@@ -24,11 +25,11 @@ async fn log(g: &TestGateway, n: u64, size: usize) {
             id: Default::default(),
             ts: 1_000 + i,
             kind: EventType::AssistantDelta,
-            run_id: Some("run_big".into()),
-            session_id: Some("s1".into()),
-            session_key: Some("key-big".into()),
+            run_id: Some(RunId::new("run_big")),
+            session_id: Some(SessionId::new("s1")),
+            session_key: Some(SessionKey::new("key-big")),
             task_id: None,
-            agent_id: Some("main".into()),
+            agent_id: Some(AgentId::new("main")),
             request_id: None,
             data: json!({"text": "x".repeat(size), "i": i}),
             raw: None,
