@@ -142,8 +142,8 @@ if [ -n "$test_servers" ]; then
   # npm client, openai 6.49.0 (7.x needs Node 22), pinned by that lockfile;
   # the Python one, openai 3.51.0, from PyPI below.
   npm_ci "$root/tests/openai" "the openai npm client"
-  # The TypeScript SDK's workspace (sdk/typescript): TypeScript, esbuild and
-  # the Node types, pinned by its lockfile.
+  # The TypeScript SDK's workspace (sdk/typescript): TypeScript, esbuild, the
+  # Node types, ESLint with typescript-eslint and prettier, pinned by its lockfile.
   npm_ci "$root/sdk/typescript" "the TypeScript SDK's tools"
   have_pip() { [ "$(python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p')" = "$2" ]; }
   have_pip openapi-python-client 0.29.1 && have_pip openapi-spec-validator 0.9.0 || {

@@ -30,7 +30,8 @@ function swap(dir, build) {
 }
 
 if (process.argv.includes("--tests")) {
-  if (existsSync(join(here, "tsconfig.test.json"))) swap("build", (out) => run("tsconfig.test.json", join(out, "test")));
+  if (existsSync(join(here, "tsconfig.test.json")))
+    swap("build", (out) => run("tsconfig.test.json", join(out, "test")));
 } else {
   swap("dist", (out) => {
     run("tsconfig.json", join(out, "esm"));

@@ -11,8 +11,8 @@ import { posix } from "node:path";
 
 import { Talon, type ApprovalAction, type ApprovalRequest } from "@talon/sdk";
 
-const baseUrl = process.env["TALON_URL"];
-const token = process.env["TALON_TOKEN"];
+const baseUrl = process.env.TALON_URL;
+const token = process.env.TALON_TOKEN;
 if (!baseUrl || !token) throw new Error("set TALON_URL and TALON_TOKEN (the gateway prints its admin token at start)");
 const prompt = process.argv.slice(2).join(" ") || "Write a summary to summary.txt";
 
@@ -54,17 +54,20 @@ let failed: unknown;
  * let a person click; this one answers at once, so the example runs alone.)
  */
 const dashboard = new Talon({ baseUrl, token });
-function notifyPerson(approvalId: string): void {
-  setTimeout(async () => {
-    try {
-      for (const approval of await dashboard.approvals({ status: "pending" })) {
-        if (approval.id !== approvalId) continue;
-        console.log(`person: approving ${approval.info.summary}`);
-        await approval.approveOnce({ reason: PERSON });
-      }
-    } catch (error) {
-      failed = error;
+async function personApproves(approvalId: string): Promise<void> {
+  try {
+    for (const approval of await dashboard.approvals({ status: "pending" })) {
+      if (approval.id !== approvalId) continue;
+      console.log(`person: approving ${approval.info.summary}`);
+      await approval.approveOnce({ reason: PERSON });
     }
+  } catch (error) {
+    failed = error;
+  }
+}
+function notifyPerson(approvalId: string): void {
+  setTimeout(() => {
+    void personApproves(approvalId);
   }, 100);
 }
 
@@ -101,9 +104,10 @@ console.log(`status: ${result.status}`);
 const decided = approvals
   .map(({ info }) => {
     const path = (info.arguments as { path?: unknown } | null | undefined)?.path;
-    const tool = info.toolName;
+    const tool = info.toolName ?? "?";
+    const where = path === undefined ? "" : ` ${typeof path === "string" ? path : JSON.stringify(path)}`;
     const who = info.reason === PERSON ? "person" : info.decision ? "policy" : "nobody";
-    return `${tool}${path === undefined ? "" : ` ${String(path)}`}: ${info.status} by ${who}`;
+    return `${tool}${where}: ${info.status} by ${who}`;
   })
   .sort();
 const expected = [
@@ -112,7 +116,10 @@ const expected = [
   "write summary.txt: approved by policy",
 ];
 const problems: string[] = [];
-if (failed !== undefined) problems.push(`answering approvals failed: ${String(failed)}`);
+if (failed !== undefined) {
+  const error = failed instanceof Error ? String(failed) : JSON.stringify(failed);
+  problems.push(`answering approvals failed: ${error}`);
+}
 if (result.status === "accepted") {
   problems.push("the run was still waiting after a minute (cancelled)");
 } else if (result.status !== "completed") {

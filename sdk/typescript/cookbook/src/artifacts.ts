@@ -15,11 +15,11 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 
 import { Talon } from "@talon/sdk";
 
-const baseUrl = process.env["TALON_URL"];
-const token = process.env["TALON_TOKEN"];
+const baseUrl = process.env.TALON_URL;
+const token = process.env.TALON_TOKEN;
 if (!baseUrl || !token) throw new Error("set TALON_URL and TALON_TOKEN (the gateway prints its admin token at start)");
 const prompt = process.argv.slice(2).join(" ") || "Write a summary";
-const dir = process.env["TALON_ARTIFACTS_DIR"] ?? mkdtempSync(join(tmpdir(), "talon-artifacts-"));
+const dir = process.env.TALON_ARTIFACTS_DIR ?? mkdtempSync(join(tmpdir(), "talon-artifacts-"));
 mkdirSync(dir, { recursive: true });
 
 const talon = new Talon({ baseUrl, token });

@@ -23,14 +23,14 @@ import puppeteer from "puppeteer-core";
 
 import { Talon } from "@talon/sdk";
 
-const baseUrl = process.env["TALON_URL"];
-const adminToken = process.env["TALON_TOKEN"];
+const baseUrl = process.env.TALON_URL;
+const adminToken = process.env.TALON_TOKEN;
 if (!baseUrl || !adminToken) {
   throw new Error("set TALON_URL and TALON_TOKEN (the gateway prints its admin token at start)");
 }
-const port = Number(process.env["PAGE_PORT"] ?? 8787);
+const port = Number(process.env.PAGE_PORT ?? 8787);
 const origin = `http://127.0.0.1:${port}`;
-const chromium = process.env["TALON_CHROMIUM"] ?? "/usr/bin/chromium";
+const chromium = process.env.TALON_CHROMIUM ?? "/usr/bin/chromium";
 
 // --- The backend -----------------------------------------------------------
 
@@ -82,14 +82,18 @@ if (preflight.headers.get("access-control-allow-origin") !== origin) {
 
 const server = createServer((request, response) => {
   handle(request, response).catch((error: unknown) => {
-    console.error(`${request.method} ${request.url}:`, error);
+    console.error(`${request.method ?? "?"} ${request.url ?? "?"}:`, error);
     if (!response.headersSent) response.writeHead(500);
     response.end();
   });
 });
 await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
 console.log(`serving the page at ${origin}`);
-if (process.argv.includes("--serve")) await new Promise(() => {}); // until Ctrl-C
+if (process.argv.includes("--serve")) {
+  await new Promise(() => {
+    // Never settles: the page is served until Ctrl-C.
+  });
+}
 
 // --- The check: the page in headless Chromium ------------------------------
 
@@ -104,27 +108,29 @@ const browser = await puppeteer.launch({
   args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
 });
 const problems: string[] = [];
-let shown = { state: "", runId: "", text: "" };
+let shown: { state: string; runId: string; text: string };
 const urls: string[] = [];
 try {
   const tab = await browser.newPage();
   tab.on("request", (request) => urls.push(request.url()));
-  tab.on("console", (message) => console.log(`page console: ${message.text()}`));
+  tab.on("console", (message) => {
+    console.log(`page console: ${message.text()}`);
+  });
   await tab.goto(origin);
   await tab.click("#ask button");
   // Wait for the page to say the run ended (or failed).
   await tab.waitForFunction(
     () => {
-      const state = document.querySelector<HTMLElement>("#status")?.dataset["state"];
+      const state = document.querySelector<HTMLElement>("#status")?.dataset.state;
       return state !== undefined && state !== "running";
     },
     { timeout: 60_000 },
   );
   shown = await tab.evaluate(() => {
-    const status = document.querySelector<HTMLElement>("#status")!;
+    const status = document.querySelector<HTMLElement>("#status");
     return {
-      state: status.dataset["state"] ?? "",
-      runId: status.dataset["runId"] ?? "",
+      state: status?.dataset.state ?? "",
+      runId: status?.dataset.runId ?? "",
       text: document.querySelector("#reply")?.textContent ?? "",
     };
   });

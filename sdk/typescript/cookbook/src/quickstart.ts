@@ -6,8 +6,8 @@
 //     node build/quickstart.js "What do my notes say?"
 import { Talon } from "@talon/sdk";
 
-const baseUrl = process.env["TALON_URL"];
-const token = process.env["TALON_TOKEN"];
+const baseUrl = process.env.TALON_URL;
+const token = process.env.TALON_TOKEN;
 if (!baseUrl || !token) throw new Error("set TALON_URL and TALON_TOKEN (the gateway prints its admin token at start)");
 const prompt = process.argv.slice(2).join(" ") || "What do my notes say?";
 

@@ -12,8 +12,8 @@ import { join } from "node:path";
 
 import { Talon, type TalonEvent } from "@talon/sdk";
 
-const baseUrl = process.env["TALON_URL"];
-const token = process.env["TALON_TOKEN"];
+const baseUrl = process.env.TALON_URL;
+const token = process.env.TALON_TOKEN;
 if (!baseUrl || !token) throw new Error("set TALON_URL and TALON_TOKEN (the gateway prints its admin token at start)");
 const prompt = process.argv.slice(2).join(" ") || "Tell me a story";
 
@@ -24,7 +24,9 @@ interface Saved {
 }
 const dir = mkdtempSync(join(tmpdir(), "talon-reconnect-"));
 const file = join(dir, "cursor.json");
-const save = (saved: Saved) => writeFileSync(file, JSON.stringify(saved));
+const save = (saved: Saved) => {
+  writeFileSync(file, JSON.stringify(saved));
+};
 const load = (): Saved => JSON.parse(readFileSync(file, "utf8")) as Saved;
 
 const show = (event: TalonEvent) => {
@@ -62,7 +64,7 @@ const before: string[] = [];
 const talon = new Talon({ baseUrl, token });
 const saved = load();
 const run = await talon.run(saved.runId);
-console.log(`restarted: resuming run ${run.id} after ${saved.cursor}:`);
+console.log(`restarted: resuming run ${run.id} after ${saved.cursor ?? "the start"}:`);
 const after: string[] = [];
 for await (const event of run.events({ after: saved.cursor })) {
   show(event);

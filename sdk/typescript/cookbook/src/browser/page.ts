@@ -6,9 +6,15 @@
 // a URL either.
 import { Talon } from "@talon/sdk";
 
-const form = document.querySelector<HTMLFormElement>("#ask")!;
-const status = document.querySelector<HTMLElement>("#status")!;
-const reply = document.querySelector<HTMLElement>("#reply")!;
+/** The page's element `selector`, a `kind` (index.html has each one). */
+function element<T extends HTMLElement>(selector: string, kind: new () => T): T {
+  const found = document.querySelector(selector);
+  if (!(found instanceof kind)) throw new Error(`the page has no ${selector}`);
+  return found;
+}
+const form = element("#ask", HTMLFormElement);
+const status = element("#status", HTMLElement);
+const reply = element("#reply", HTMLElement);
 
 /** What the backend's `POST /token` answers. */
 interface PageToken {
@@ -32,9 +38,9 @@ async function talon(): Promise<Talon> {
 async function ask(prompt: string): Promise<void> {
   reply.textContent = "";
   status.textContent = "starting…";
-  status.dataset["state"] = "running";
+  status.dataset.state = "running";
   const run = await (await talon()).agent("main").run(prompt);
-  status.dataset["runId"] = run.id;
+  status.dataset.runId = run.id;
   status.textContent = `run ${run.id}`;
   for await (const event of run.events()) {
     if (event.type === "assistant.delta") reply.textContent += event.data.text;
@@ -42,7 +48,7 @@ async function ask(prompt: string): Promise<void> {
   }
   const result = await run.wait();
   status.textContent = result.status;
-  status.dataset["state"] = result.status;
+  status.dataset.state = result.status;
 }
 
 form.addEventListener("submit", (event) => {
@@ -50,6 +56,6 @@ form.addEventListener("submit", (event) => {
   const prompt = new FormData(form).get("prompt");
   ask(typeof prompt === "string" ? prompt : "").catch((error: unknown) => {
     status.textContent = `failed: ${error instanceof Error ? error.message : String(error)}`;
-    status.dataset["state"] = "error";
+    status.dataset.state = "error";
   });
 });

@@ -117,7 +117,11 @@ class ApprovalsStore extends ExternalStore<ApprovalsState> {
     if (approvals.length !== this.state.approvals.length) this.update({ approvals });
   }
 
-  readonly respond = async (approval: ApprovalRef, decision: T.ApprovalDecision, reason?: string): Promise<T.Approval> => {
+  readonly respond = async (
+    approval: ApprovalRef,
+    decision: T.ApprovalDecision,
+    reason?: string,
+  ): Promise<T.Approval> => {
     const decided = await respondTo(this.#talon.client, approval, decision, reason);
     if (decided.status !== "pending") this.#remove(idOf(approval));
     return decided;

@@ -133,7 +133,12 @@ export function useEvents(options: UseEventsOptions = {}): EventsState {
     () =>
       cache.get(
         key,
-        () => new EventsStore(talon, { runId, sessionKey, agentId, types, limit, from, after, resumeKey }, options.cursorStore ?? cursorStore),
+        () =>
+          new EventsStore(
+            talon,
+            { runId, sessionKey, agentId, types, limit, from, after, resumeKey },
+            options.cursorStore ?? cursorStore,
+          ),
       ),
     // The key is the options.
     [cache, talon, key],

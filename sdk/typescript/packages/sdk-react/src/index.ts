@@ -11,7 +11,13 @@
 
 export { TalonProvider, useTalon, type TalonProviderProps } from "./provider.js";
 export { useRun, type RunState, type UseRunOptions, type UseRunResult } from "./run.js";
-export { useSession, type SessionRef, type SessionState, type UseSessionOptions, type UseSessionResult } from "./session.js";
+export {
+  useSession,
+  type SessionRef,
+  type SessionState,
+  type UseSessionOptions,
+  type UseSessionResult,
+} from "./session.js";
 export { useApprovals, type ApprovalsFilter, type ApprovalsState, type UseApprovalsResult } from "./approvals.js";
 export { useEvents, type EventsState, type UseEventsOptions } from "./events.js";
 export { memoryCursorStore, webCursorStore, type CursorStore, type WebCursorStoreOptions } from "./cursor.js";

@@ -52,8 +52,12 @@ export function TalonProvider(props: TalonProviderProps): ReactNode {
   const tokenKey = typeof options?.token === "function" ? "function" : options?.token;
   const owned = useMemo(() => {
     if (!options) return undefined;
-    const { children: _children, cursorStore: _cursorStore, talon: _talon, ...rest } = options as TalonOptions &
-      CommonProps & { talon?: undefined };
+    const {
+      children: _children,
+      cursorStore: _cursorStore,
+      talon: _talon,
+      ...rest
+    } = options as TalonOptions & CommonProps & { talon?: undefined };
     const token = rest.token;
     if (typeof token === "function") {
       rest.token = () => {
@@ -64,7 +68,9 @@ export function TalonProvider(props: TalonProviderProps): ReactNode {
     return new Talon(rest);
     // The client is remade only when what identifies it changes (see the props' doc).
   }, [given === undefined, options?.baseUrl, tokenKey, options?.transport, options?.streamAuth]);
-  const talon = given ?? owned!;
+  const talon = given ?? owned;
+  // Unreachable: the provider makes a client exactly when it is given none.
+  if (talon === undefined) throw new Error("TalonProvider has no client");
   useEffect(() => {
     if (!owned) return undefined;
     // A WebSocket the provider's client opened closes with the provider

@@ -127,8 +127,9 @@ export class RunStore extends ExternalStore<RunState> {
     this.#handle ??= run;
   }
 
+  /** Where the cursor store keeps the run's cursor (read only while following a run). */
   get #key(): string {
-    return `run:${this.state.runId}`;
+    return `run:${this.#require()}`;
   }
 
   protected start(): void {
@@ -160,7 +161,7 @@ export class RunStore extends ExternalStore<RunState> {
   }
 
   async #follow(signal: AbortSignal): Promise<void> {
-    const runId = this.state.runId!;
+    const runId = this.#require();
     if (this.state.cursor === undefined && this.state.events.length === 0 && this.#resume) {
       const saved = await this.#cursors.get(this.#key);
       signal.throwIfAborted();
@@ -269,7 +270,10 @@ export class RunStore extends ExternalStore<RunState> {
   /** Cancels the run. */
   readonly cancel = async (options: { reason?: string } = {}): Promise<T.Run> => {
     const runId = this.#require();
-    const run = await this.#talon.client.runs.cancel(runId, options.reason === undefined ? {} : { reason: options.reason });
+    const run = await this.#talon.client.runs.cancel(
+      runId,
+      options.reason === undefined ? {} : { reason: options.reason },
+    );
     // The stream reports the end; a detached hook learns it here.
     if (!this.#ended) this.update({ status: run.status });
     return run;
@@ -283,7 +287,11 @@ export class RunStore extends ExternalStore<RunState> {
   };
 
   /** Decides one of the run's approvals. */
-  readonly respond = async (approval: ApprovalRef, decision: T.ApprovalDecision, reason?: string): Promise<T.Approval> => {
+  readonly respond = async (
+    approval: ApprovalRef,
+    decision: T.ApprovalDecision,
+    reason?: string,
+  ): Promise<T.Approval> => {
     this.#require();
     const decided = await respondTo(this.#talon.client, approval, decision, reason);
     if (decided.status !== "pending") {
@@ -305,7 +313,9 @@ export class RunStore extends ExternalStore<RunState> {
   };
 
   #unblocked(approvals: readonly unknown[], questions: readonly unknown[]): Partial<RunState> {
-    return this.state.status === "waiting" && approvals.length === 0 && questions.length === 0 ? { status: "running" } : {};
+    return this.state.status === "waiting" && approvals.length === 0 && questions.length === 0
+      ? { status: "running" }
+      : {};
   }
 
   #require(): string {
@@ -334,7 +344,10 @@ export function useRun(run: Run | string | null | undefined, options: UseRunOpti
   const store = useMemo(() => {
     const cursors = options.cursorStore ?? cursorStore;
     if (runId === undefined) return new NoRun(talon, cursors);
-    return cache.get(`run:${runId}`, () => new RunStore(talon, handle ?? runId, { cursorStore: cursors, resume: options.resume ?? true }));
+    return cache.get(
+      `run:${runId}`,
+      () => new RunStore(talon, handle ?? runId, { cursorStore: cursors, resume: options.resume ?? true }),
+    );
     // Options are read when the store is made; the run's id picks the store.
   }, [cache, talon, runId]);
   if (handle) store.adopt(handle);

@@ -118,12 +118,12 @@ class SessionStore extends ExternalStore<SessionState> {
       this.#resolved =
         "handle" in target
           ? Promise.resolve({ id: target.handle.id, info: target.handle.info })
-          : this.#talon.client.sessions.resolve(target.agentId ? { key: target.key, agentId: target.agentId } : { key: target.key }).then(
-              (info) => {
+          : this.#talon.client.sessions
+              .resolve(target.agentId ? { key: target.key, agentId: target.agentId } : { key: target.key })
+              .then((info) => {
                 this.update({ session: info, sessionId: info.id });
                 return { id: info.id, info };
-              },
-            );
+              });
       this.#resolved.catch(() => (this.#resolved = undefined));
     }
     return this.#resolved;
@@ -141,9 +141,12 @@ class SessionStore extends ExternalStore<SessionState> {
     for await (const event of log) {
       if (signal.aborted) return;
       if (event.sessionId && event.sessionId !== id) continue;
-      if (event.runId && (event.type === "run.created" || event.type === "run.started")) this.#running(event.runId, true);
+      if (event.runId && (event.type === "run.created" || event.type === "run.started"))
+        this.#running(event.runId, true);
       if (event.runId && ENDS.includes(event.type)) this.#running(event.runId, false);
-      this.#refresh(signal, event.type === "session.compacted" ? "full" : "tail").catch((error: unknown) => this.#fail(error, signal));
+      this.#refresh(signal, event.type === "session.compacted" ? "full" : "tail").catch((error: unknown) => {
+        this.#fail(error, signal);
+      });
     }
   }
 
@@ -153,7 +156,10 @@ class SessionStore extends ExternalStore<SessionState> {
     if (on) this.#runs.push(runId);
     else this.#ended = [...this.#ended.slice(-63), runId];
     const activeRunId = this.#runs.at(-1);
-    this.update({ activeRunId, status: this.state.status === "loading" ? "loading" : activeRunId ? "running" : "idle" });
+    this.update({
+      activeRunId,
+      status: this.state.status === "loading" ? "loading" : activeRunId ? "running" : "idle",
+    });
   }
 
   #fail(error: unknown, signal: AbortSignal | undefined): void {
@@ -176,7 +182,11 @@ class SessionStore extends ExternalStore<SessionState> {
       const messages = full ? [] : [...this.state.messages];
       let after = messages.at(-1)?.id;
       for (;;) {
-        const page = await this.#talon.client.sessions.messages(id, after === undefined ? {} : { after }, signal ? { signal } : {});
+        const page = await this.#talon.client.sessions.messages(
+          id,
+          after === undefined ? {} : { after },
+          signal ? { signal } : {},
+        );
         messages.push(...page.messages);
         after = page.messages.at(-1)?.id ?? after;
         if (!page.hasMore || page.messages.length === 0) break;
@@ -190,7 +200,9 @@ class SessionStore extends ExternalStore<SessionState> {
     const run = await this.#talon.sessionById(id).send(input, options);
     this.#running(run.id, true);
     const signal = this.#abort?.signal;
-    this.#refresh(signal, "tail").catch((error: unknown) => this.#fail(error, signal));
+    this.#refresh(signal, "tail").catch((error: unknown) => {
+      this.#fail(error, signal);
+    });
     if (!this.#following) {
       // Nothing follows the session's log: the run's end is waited for here.
       run
@@ -199,7 +211,9 @@ class SessionStore extends ExternalStore<SessionState> {
           this.#running(run.id, false);
           return this.#refresh(signal, "tail");
         })
-        .catch((error: unknown) => this.#fail(error, signal));
+        .catch((error: unknown) => {
+          this.#fail(error, signal);
+        });
     }
     return run;
   };
@@ -239,8 +253,12 @@ class NoSession extends ExternalStore<SessionState> {
   constructor() {
     super({ ...INITIAL, status: "idle" });
   }
-  protected start(): void {}
-  protected stop(): void {}
+  protected start(): void {
+    // Nothing to follow.
+  }
+  protected stop(): void {
+    // Nothing was started.
+  }
   readonly send = (): Promise<Run> =>
     Promise.reject(new TalonError("useSession has no session (it was given none)", { code: "invalid_request" }));
   readonly refresh = (): Promise<void> => Promise.resolve();

@@ -68,7 +68,7 @@ export abstract class ExternalStore<S extends object> {
   /** Replaces the snapshot with a changed copy and tells the subscribers. */
   protected update(patch: Partial<S>): void {
     let changed = false;
-    for (const key of Object.keys(patch) as Array<keyof S>) {
+    for (const key of Object.keys(patch) as (keyof S)[]) {
       if (!Object.is(patch[key], this.#state[key])) changed = true;
     }
     if (!changed) return;

@@ -4,7 +4,10 @@
 // what it uses in Node). Import it before @testing-library/react.
 import { JSDOM } from "jsdom";
 
-const dom = new JSDOM("<!doctype html><html><body></body></html>", { url: "http://localhost/", pretendToBeVisual: true });
+const dom = new JSDOM("<!doctype html><html><body></body></html>", {
+  url: "http://localhost/",
+  pretendToBeVisual: true,
+});
 const global = globalThis as Record<string, unknown>;
 const window = dom.window as unknown as Record<string, unknown>;
 for (const key of Object.getOwnPropertyNames(window)) {
@@ -15,4 +18,4 @@ for (const key of Object.getOwnPropertyNames(window)) {
     // A getter that only works on the window itself.
   }
 }
-global["IS_REACT_ACT_ENVIRONMENT"] = true;
+global.IS_REACT_ACT_ENVIRONMENT = true;

@@ -3,6 +3,7 @@
 // one back), the provider as a wrapper, and reading a run's whole log.
 import "./dom.js";
 
+import assert from "node:assert/strict";
 import type { ReactNode } from "react";
 import { cleanup, configure } from "@testing-library/react";
 import { Talon, type TalonEvent } from "@talon/sdk";
@@ -63,6 +64,12 @@ export async function env(): Promise<Env> {
   return { fake, talon, streams };
 }
 
+/** `value`, failing the test when it is missing (the `Env` before `beforeEach` made it, an item not there). */
+export function present<T>(value: T | null | undefined): T {
+  assert.ok(value !== undefined && value !== null, "expected a value, got none");
+  return value;
+}
+
 /** Unmounts what a test rendered and stops its gateway. */
 export async function teardown(e: Env | undefined): Promise<void> {
   cleanup();
@@ -113,8 +120,8 @@ export async function until(what: string, check: () => Promise<boolean>, ms = 10
 }
 
 /** A cursor store that records what it is told. */
-export function recordingCursors(inner: CursorStore): CursorStore & { sets: Array<[string, string]> } {
-  const sets: Array<[string, string]> = [];
+export function recordingCursors(inner: CursorStore): CursorStore & { sets: [string, string][] } {
+  const sets: [string, string][] = [];
   return {
     sets,
     get: (key) => inner.get(key),

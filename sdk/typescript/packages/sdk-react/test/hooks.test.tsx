@@ -6,9 +6,17 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 
 import { Talon, type TalonEvent } from "@talon/sdk";
 import { FakeRun } from "@talon/sdk-testing";
-import { TalonProvider, memoryCursorStore, useApprovals, useEvents, useSession, useTalon, webCursorStore } from "@talon/sdk-react";
+import {
+  TalonProvider,
+  memoryCursorStore,
+  useApprovals,
+  useEvents,
+  useSession,
+  useTalon,
+  webCursorStore,
+} from "@talon/sdk-react";
 
-import { env, provider, teardown, until, type Env } from "./helpers.js";
+import { env, present, provider, teardown, until, type Env } from "./helpers.js";
 
 const WRITE = ["openclaw:core:write", { path: "a.txt" }] as const;
 
@@ -20,18 +28,29 @@ describe("useSession", () => {
   afterEach(() => teardown(e));
 
   it("sends, and its messages follow the run, and runs sent by another client", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     const { result } = renderHook(() => useSession("user-42"), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.status, "idle"));
+    await waitFor(() => {
+      assert.equal(result.current.status, "idle");
+    });
     assert.deepEqual(
-      { key: result.current.session?.key, id: result.current.sessionId, messages: result.current.messages, error: result.current.error },
+      {
+        key: result.current.session?.key,
+        id: result.current.sessionId,
+        messages: result.current.messages,
+        error: result.current.error,
+      },
       { key: "user-42", id: result.current.session?.id, messages: [], error: undefined },
     );
     fake.scriptRun(FakeRun.reply("Hello, user 42."));
     const run = await act(() => result.current.send("Hi"));
     assert.equal(run.info.sessionId, result.current.sessionId);
-    await waitFor(() => assert.equal(result.current.messages.length, 2));
-    await waitFor(() => assert.equal(result.current.status, "idle"));
+    await waitFor(() => {
+      assert.equal(result.current.messages.length, 2);
+    });
+    await waitFor(() => {
+      assert.equal(result.current.status, "idle");
+    });
     assert.deepEqual(
       result.current.messages.map((m) => [m.role, m.text, m.runId]),
       [
@@ -42,8 +61,12 @@ describe("useSession", () => {
     // A run another client starts on the session shows up too.
     fake.scriptRun(FakeRun.reply("From elsewhere."));
     const other = await (await talon.session("user-42")).send("Another question");
-    await waitFor(() => assert.equal(result.current.messages.length, 4));
-    await waitFor(() => assert.equal(result.current.status, "idle"));
+    await waitFor(() => {
+      assert.equal(result.current.messages.length, 4);
+    });
+    await waitFor(() => {
+      assert.equal(result.current.status, "idle");
+    });
     assert.deepEqual(
       result.current.messages.slice(2).map((m) => [m.role, m.text, m.runId]),
       [
@@ -55,26 +78,38 @@ describe("useSession", () => {
   });
 
   it("says which run is going on while one is", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("Done.").approval(...WRITE));
     const { result } = renderHook(() => useSession("user-7"), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.status, "idle"));
+    await waitFor(() => {
+      assert.equal(result.current.status, "idle");
+    });
     const run = await act(() => result.current.send("write a.txt"));
-    await waitFor(() => assert.deepEqual([result.current.status, result.current.activeRunId], ["running", run.id]));
+    await waitFor(() => {
+      assert.deepEqual([result.current.status, result.current.activeRunId], ["running", run.id]);
+    });
     await until("the approval", async () => (await talon.approvals()).length === 1);
     const [approval] = await talon.approvals();
-    await approval!.approveOnce();
-    await waitFor(() => assert.deepEqual([result.current.status, result.current.activeRunId], ["idle", undefined]));
-    await waitFor(() => assert.equal(result.current.messages.at(-1)?.text, "Done."));
+    await present(approval).approveOnce();
+    await waitFor(() => {
+      assert.deepEqual([result.current.status, result.current.activeRunId], ["idle", undefined]);
+    });
+    await waitFor(() => {
+      assert.equal(result.current.messages.at(-1)?.text, "Done.");
+    });
   });
 
   it("a session given as a handle without a key is listed again when its run ends", async () => {
-    const { talon } = e!;
+    const { talon } = present(e);
     const session = talon.sessionById((await talon.session("by-id")).id);
     const { result } = renderHook(() => useSession(session), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.status, "idle"));
+    await waitFor(() => {
+      assert.equal(result.current.status, "idle");
+    });
     await act(() => result.current.send("hello"));
-    await waitFor(() => assert.equal(result.current.messages.length, 2));
+    await waitFor(() => {
+      assert.equal(result.current.messages.length, 2);
+    });
     assert.deepEqual(
       result.current.messages.map((m) => [m.role, m.text]),
       [
@@ -93,12 +128,14 @@ describe("useApprovals", () => {
   afterEach(() => teardown(e));
 
   it("is seeded from the list, kept live, and a resolved approval leaves", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("a written").approval("openclaw:core:write", { path: "a.txt" }));
     const runA = await talon.agent().run("write a.txt");
     await until("a's approval", async () => (await talon.approvals()).length === 1);
     const { result } = renderHook(() => useApprovals(), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.status, "ready"));
+    await waitFor(() => {
+      assert.equal(result.current.status, "ready");
+    });
     assert.deepEqual(
       result.current.approvals.map((a) => [a.runId, a.arguments]),
       [[runA.id, { path: "a.txt" }]],
@@ -106,7 +143,9 @@ describe("useApprovals", () => {
     // Live: a new run's approval arrives.
     fake.scriptRun(FakeRun.reply("b written").approval("openclaw:core:write", { path: "b.txt" }));
     const runB = await talon.agent().run("write b.txt");
-    await waitFor(() => assert.equal(result.current.approvals.length, 2));
+    await waitFor(() => {
+      assert.equal(result.current.approvals.length, 2);
+    });
     assert.deepEqual(
       result.current.approvals.map((a) => [a.runId, a.arguments]),
       [
@@ -115,14 +154,16 @@ describe("useApprovals", () => {
       ],
     );
     // Approved here: it leaves at once.
-    await act(() => result.current.approve(result.current.approvals[0]!));
+    await act(() => result.current.approve(present(result.current.approvals[0])));
     assert.deepEqual(
       result.current.approvals.map((a) => a.runId),
       [runB.id],
     );
     // Denied by another client: it leaves when the event comes.
-    await talon.client.approvals.respond(result.current.approvals[0]!.id, { decision: "deny" });
-    await waitFor(() => assert.deepEqual(result.current.approvals, []));
+    await talon.client.approvals.respond(present(result.current.approvals[0]).id, { decision: "deny" });
+    await waitFor(() => {
+      assert.deepEqual(result.current.approvals, []);
+    });
     assert.deepEqual(
       [(await runA.wait()).status, (await runB.wait()).status, result.current.error],
       ["completed", "completed", undefined],
@@ -130,38 +171,46 @@ describe("useApprovals", () => {
   });
 
   it("loses no approval requested between the list and the stream's start", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     // A run before: the inbox's cursor is just before its first event, not the log's start.
     await (await talon.agent().run("earlier")).wait();
     let release!: () => void;
     streams.holdNext(new Promise<void>((resolve) => (release = resolve)));
     const { result } = renderHook(() => useApprovals(), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.status, "ready"));
+    await waitFor(() => {
+      assert.equal(result.current.status, "ready");
+    });
     // Listed (empty); the stream is held back while an approval is requested.
     fake.scriptRun(FakeRun.reply("late").approval(...WRITE));
     const run = await talon.agent().run("write a.txt");
     await until("the approval", async () => (await talon.approvals()).length === 1);
     assert.equal(result.current.approvals.length, 0);
     release();
-    await waitFor(() => assert.equal(result.current.approvals.length, 1));
+    await waitFor(() => {
+      assert.equal(result.current.approvals.length, 1);
+    });
     assert.equal(result.current.approvals[0]?.runId, run.id);
   });
 
   it("filters by run; a cancelled run's approval leaves", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("x").approval(...WRITE));
     fake.scriptRun(FakeRun.reply("y").approval("openclaw:core:write", { path: "b.txt" }));
     const runA = await talon.agent().run("a");
     const runB = await talon.agent().run("b");
     await until("both approvals", async () => (await talon.approvals()).length === 2);
     const { result } = renderHook(() => useApprovals({ runId: runB.id }), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.approvals.length, 1));
+    await waitFor(() => {
+      assert.equal(result.current.approvals.length, 1);
+    });
     assert.deepEqual(
       result.current.approvals.map((a) => [a.runId, a.arguments]),
       [[runB.id, { path: "b.txt" }]],
     );
     await runB.cancel();
-    await waitFor(() => assert.deepEqual(result.current.approvals, []));
+    await waitFor(() => {
+      assert.deepEqual(result.current.approvals, []);
+    });
     await runA.cancel();
   });
 });
@@ -176,16 +225,22 @@ describe("useEvents", () => {
   const summary = (events: readonly TalonEvent[]) => events.map((x) => [x.type, x.runId]);
 
   it("follows the log filtered by type", async () => {
-    const { fake, talon, streams } = e!;
-    const { result } = renderHook(() => useEvents({ types: ["run.completed", "run.failed"] }), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(streams.opened(), 1));
+    const { fake, talon, streams } = present(e);
+    const { result } = renderHook(() => useEvents({ types: ["run.completed", "run.failed"] }), {
+      wrapper: provider(talon),
+    });
+    await waitFor(() => {
+      assert.equal(streams.opened(), 1);
+    });
     // Inside act: the events of these runs update the hook while they are started.
     const [first, second] = await act(async () => {
       const one = await talon.agent().run("one");
       fake.scriptRun(FakeRun.reply("no").fail("internal", "boom"));
       return [one, await talon.agent().run("two")] as const;
     });
-    await waitFor(() => assert.equal(result.current.events.length, 2));
+    await waitFor(() => {
+      assert.equal(result.current.events.length, 2);
+    });
     assert.deepEqual(summary(result.current.events), [
       ["run.completed", first.id],
       ["run.failed", second.id],
@@ -194,7 +249,7 @@ describe("useEvents", () => {
   });
 
   it("follows one run, filtered, in a bounded buffer", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("A reply long enough for three deltas.").approval(...WRITE));
     const run = await talon.agent().run("go");
     const { result } = renderHook(
@@ -204,9 +259,13 @@ describe("useEvents", () => {
       }),
       { wrapper: provider(talon) },
     );
-    await waitFor(() => assert.equal(result.current.tools.events.length, 1));
-    await talon.client.approvals.respond((await talon.approvals())[0]!.id, { decision: "approve_once" });
-    await waitFor(() => assert.equal(result.current.last.following, false));
+    await waitFor(() => {
+      assert.equal(result.current.tools.events.length, 1);
+    });
+    await talon.client.approvals.respond(present((await talon.approvals())[0]).id, { decision: "approve_once" });
+    await waitFor(() => {
+      assert.equal(result.current.last.following, false);
+    });
     assert.deepEqual(summary(result.current.tools.events), [
       ["tool.call.started", run.id],
       ["tool.call.completed", run.id],
@@ -226,19 +285,29 @@ describe("useEvents with resumeKey", () => {
   afterEach(() => teardown(e));
 
   it("saves its cursor and resumes after it on its next mount", async () => {
-    const { talon, streams } = e!;
+    const { talon, streams } = present(e);
     const cursors = memoryCursorStore();
     const options = { types: ["run.completed"] as const, resumeKey: "feed", from: "start" as const };
-    const first = renderHook(() => useEvents({ ...options, types: [...options.types] }), { wrapper: provider(talon, cursors) });
+    const first = renderHook(() => useEvents({ ...options, types: [...options.types] }), {
+      wrapper: provider(talon, cursors),
+    });
     const one = await act(() => talon.agent().run("one"));
-    await waitFor(() => assert.equal(first.result.current.events.length, 1));
+    await waitFor(() => {
+      assert.equal(first.result.current.events.length, 1);
+    });
     first.unmount();
-    await waitFor(() => assert.equal(streams.open(), 0));
+    await waitFor(() => {
+      assert.equal(streams.open(), 0);
+    });
     assert.equal(await cursors.get("events:feed"), first.result.current.events[0]?.id);
     const two = await talon.agent().run("two");
     await two.wait();
-    const second = renderHook(() => useEvents({ ...options, types: [...options.types] }), { wrapper: provider(talon, cursors) });
-    await waitFor(() => assert.equal(second.result.current.events.length, 1));
+    const second = renderHook(() => useEvents({ ...options, types: [...options.types] }), {
+      wrapper: provider(talon, cursors),
+    });
+    await waitFor(() => {
+      assert.equal(second.result.current.events.length, 1);
+    });
     assert.deepEqual(
       [...first.result.current.events, ...second.result.current.events].map((x) => [x.type, x.runId]),
       [
@@ -291,6 +360,12 @@ describe("the provider and cursor stores", () => {
     assert.deepEqual([session.get("run:r1"), sessionStorage.getItem("talon:cursor:run:r1")], [undefined, null]);
     const local = webCursorStore({ storage: "local", prefix: "app:" });
     local.set("events:feed", "7");
-    assert.deepEqual([localStorage.getItem("app:events:feed"), webCursorStore({ storage: "local", prefix: "app:" }).get("events:feed")], ["7", "7"]);
+    assert.deepEqual(
+      [
+        localStorage.getItem("app:events:feed"),
+        webCursorStore({ storage: "local", prefix: "app:" }).get("events:feed"),
+      ],
+      ["7", "7"],
+    );
   });
 });

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 import { FakeRun } from "@talon/sdk-testing";
 import { memoryCursorStore, useRun, type RunState } from "@talon/sdk-react";
 
-import { env, ids, kinds, logOf, provider, recordingCursors, teardown, until, type Env } from "./helpers.js";
+import { env, ids, kinds, logOf, present, provider, recordingCursors, teardown, until, type Env } from "./helpers.js";
 
 const REPLY = "Hello from the fake gateway.";
 const WRITE = ["openclaw:core:write", { path: "a.txt" }] as const;
@@ -20,7 +20,9 @@ function view(s: RunState) {
     runId: s.runId,
     status: s.status,
     text: s.text,
-    result: s.result ? { status: s.result.status, text: s.result.output?.text, error: s.result.error?.code } : undefined,
+    result: s.result
+      ? { status: s.result.status, text: s.result.output?.text, error: s.result.error?.code }
+      : undefined,
     pendingApprovals: s.pendingApprovals.map((a) => [a.toolName, a.toolId, a.arguments, a.status]),
     pendingQuestions: s.pendingQuestions.map((q) => [q.prompt, q.choices, q.status]),
     error: s.error?.code,
@@ -38,7 +40,7 @@ describe("useRun", () => {
   afterEach(() => teardown(e));
 
   it("streams the assistant's text and ends with the run's result", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     fake.scriptRun(FakeRun.reply(REPLY));
     const run = await talon.agent().run("hi");
     const texts: string[] = [];
@@ -50,7 +52,9 @@ describe("useRun", () => {
       },
       { wrapper: provider(talon) },
     );
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     const log = await logOf(talon, run.id);
     assert.deepEqual(view(result.current), {
       runId: run.id,
@@ -65,24 +69,43 @@ describe("useRun", () => {
       cursor: log.at(-1)?.id,
     });
     assert.deepEqual(ids(result.current.events), ids(log));
-    assert.deepEqual(kinds(result.current.events), ["run.created", "run.started", "assistant.message", "run.completed"]);
+    assert.deepEqual(kinds(result.current.events), [
+      "run.created",
+      "run.started",
+      "assistant.message",
+      "run.completed",
+    ]);
     // Every text shown on the way was the reply so far.
-    assert.ok(texts.every((t) => REPLY.startsWith(t)), texts.join(" | "));
+    assert.ok(
+      texts.every((t) => REPLY.startsWith(t)),
+      texts.join(" | "),
+    );
     assert.equal(streams.opened(), 1);
   });
 
   it("approves a pending approval from the hook; it leaves the list", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("Wrote a.txt.").approval(...WRITE));
     const run = await talon.agent().run("write a.txt");
     const { result } = renderHook(() => useRun(run.id), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.pendingApprovals.length, 1));
-    assert.deepEqual(view(result.current).pendingApprovals, [["write", "openclaw:core:write", { path: "a.txt" }, "pending"]]);
+    await waitFor(() => {
+      assert.equal(result.current.pendingApprovals.length, 1);
+    });
+    assert.deepEqual(view(result.current).pendingApprovals, [
+      ["write", "openclaw:core:write", { path: "a.txt" }, "pending"],
+    ]);
     assert.equal(result.current.status, "waiting");
-    const decided = await act(() => result.current.approve(result.current.pendingApprovals[0]!, { reason: "fine" }));
-    assert.deepEqual({ status: decided.status, decision: decided.decision, reason: decided.reason }, { status: "approved", decision: "approve_once", reason: "fine" });
+    const decided = await act(() =>
+      result.current.approve(present(result.current.pendingApprovals[0]), { reason: "fine" }),
+    );
+    assert.deepEqual(
+      { status: decided.status, decision: decided.decision, reason: decided.reason },
+      { status: "approved", decision: "approve_once", reason: "fine" },
+    );
     assert.deepEqual(result.current.pendingApprovals, []);
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     assert.deepEqual(view(result.current).result, { status: "completed", text: "Wrote a.txt.", error: undefined });
     assert.deepEqual(kinds(result.current.events), [
       "run.created",
@@ -98,18 +121,22 @@ describe("useRun", () => {
   });
 
   it("answers a question from the hook", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("You chose b.").question("Which?", ["a", "b"]));
     const run = await talon.agent().run("ask me");
     const { result } = renderHook(() => useRun(run), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.pendingQuestions.length, 1));
+    await waitFor(() => {
+      assert.equal(result.current.pendingQuestions.length, 1);
+    });
     assert.deepEqual(
       { status: result.current.status, questions: view(result.current).pendingQuestions },
       { status: "waiting", questions: [["Which?", ["a", "b"], "pending"]] },
     );
-    const answered = await act(() => result.current.answer(result.current.pendingQuestions[0]!, "b"));
+    const answered = await act(() => result.current.answer(present(result.current.pendingQuestions[0]), "b"));
     assert.deepEqual({ status: answered.status, answer: answered.answer }, { status: "answered", answer: "b" });
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     assert.deepEqual(
       { ...view(result.current), cursor: undefined },
       {
@@ -130,13 +157,17 @@ describe("useRun", () => {
   });
 
   it("cancel() cancels the run: its approval is cancelled and the hook sees it end", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("never").approval(...WRITE));
     const run = await talon.agent().run("write a.txt");
     const { result } = renderHook(() => useRun(run), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.status, "waiting"));
+    await waitFor(() => {
+      assert.equal(result.current.status, "waiting");
+    });
     await act(() => result.current.cancel({ reason: "changed my mind" }));
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     assert.deepEqual(
       { ...view(result.current), text: undefined, cursor: undefined },
       {
@@ -158,18 +189,27 @@ describe("useRun", () => {
   });
 
   it("detach() stops following; the run goes on and completes on the gateway", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     fake.scriptRun(FakeRun.reply("Done without you.").approval(...WRITE));
     const run = await talon.agent().run("write a.txt");
     const { result } = renderHook(() => useRun(run), { wrapper: provider(talon) });
-    await waitFor(() => assert.equal(result.current.pendingApprovals.length, 1));
+    await waitFor(() => {
+      assert.equal(result.current.pendingApprovals.length, 1);
+    });
     const before = result.current.events;
-    act(() => result.current.detach());
-    await waitFor(() => assert.equal(streams.open(), 0));
+    act(() => {
+      result.current.detach();
+    });
+    await waitFor(() => {
+      assert.equal(streams.open(), 0);
+    });
     // Another client decides; the run completes on the gateway.
-    await talon.client.approvals.respond(result.current.pendingApprovals[0]!.id, { decision: "approve_once" });
+    await talon.client.approvals.respond(present(result.current.pendingApprovals[0]).id, { decision: "approve_once" });
     const ended = await run.wait();
-    assert.deepEqual({ status: ended.status, text: ended.output?.text }, { status: "completed", text: "Done without you." });
+    assert.deepEqual(
+      { status: ended.status, text: ended.output?.text },
+      { status: "completed", text: "Done without you." },
+    );
     // The hook kept what it had and learnt nothing more.
     assert.equal(result.current.events, before);
     assert.deepEqual(
@@ -191,7 +231,7 @@ describe("useRun", () => {
   });
 
   it("a remount resumes after the stored cursor: state rebuilt, no event twice, none missing", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     const cursors = recordingCursors(memoryCursorStore());
     fake.scriptRun(
       FakeRun.reply("Both written.")
@@ -201,19 +241,25 @@ describe("useRun", () => {
     );
     const run = await talon.agent().run("write a.txt and b.txt");
     const first = renderHook(() => useRun(run.id), { wrapper: provider(talon, cursors) });
-    await waitFor(() => assert.equal(first.result.current.pendingApprovals.length, 1));
+    await waitFor(() => {
+      assert.equal(first.result.current.pendingApprovals.length, 1);
+    });
     const [approvalA] = first.result.current.pendingApprovals;
     first.unmount();
-    await waitFor(() => assert.equal(streams.open(), 0));
+    await waitFor(() => {
+      assert.equal(streams.open(), 0);
+    });
     // What the first mount delivered, each event's id saved as it went.
     const delivered = cursors.sets.map(([, id]) => id);
     assert.deepEqual(delivered, ids(first.result.current.events));
     // Meanwhile the run goes on: a is approved elsewhere, and it asks for b.
-    await talon.client.approvals.respond(approvalA!.id, { decision: "approve_once" });
+    await talon.client.approvals.respond(present(approvalA).id, { decision: "approve_once" });
     await until("the second approval", async () => (await talon.approvals()).length === 1);
     // A new provider (as after a reload) with the same cursor store.
     const second = renderHook(() => useRun(run.id), { wrapper: provider(talon, cursors) });
-    await waitFor(() => assert.equal(second.result.current.pendingApprovals.length, 1));
+    await waitFor(() => {
+      assert.equal(second.result.current.pendingApprovals.length, 1);
+    });
     assert.deepEqual(
       { ...view(second.result.current), cursor: undefined },
       {
@@ -230,8 +276,10 @@ describe("useRun", () => {
         cursor: undefined,
       },
     );
-    await act(() => second.result.current.approve(second.result.current.pendingApprovals[0]!));
-    await waitFor(() => assert.ok(second.result.current.result));
+    await act(() => second.result.current.approve(present(second.result.current.pendingApprovals[0])));
+    await waitFor(() => {
+      assert.ok(second.result.current.result);
+    });
     const log = await logOf(talon, run.id);
     assert.deepEqual([...delivered, ...ids(second.result.current.events)], ids(log));
     assert.deepEqual(
@@ -241,36 +289,48 @@ describe("useRun", () => {
   });
 
   it("a remount after the run ended reads the rest of its log and its result, with no stream", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     const cursors = memoryCursorStore();
     fake.scriptRun(FakeRun.reply("Finished meanwhile.").approval(...WRITE));
     const run = await talon.agent().run("write a.txt");
     const first = renderHook(() => useRun(run), { wrapper: provider(talon, cursors) });
-    await waitFor(() => assert.equal(first.result.current.pendingApprovals.length, 1));
+    await waitFor(() => {
+      assert.equal(first.result.current.pendingApprovals.length, 1);
+    });
     const seen = first.result.current.events;
     const [approval] = first.result.current.pendingApprovals;
     first.unmount();
-    await waitFor(() => assert.equal(streams.open(), 0));
-    await talon.client.approvals.respond(approval!.id, { decision: "approve_once" });
+    await waitFor(() => {
+      assert.equal(streams.open(), 0);
+    });
+    await talon.client.approvals.respond(present(approval).id, { decision: "approve_once" });
     await run.wait();
     const second = renderHook(() => useRun(run.id), { wrapper: provider(talon, cursors) });
-    await waitFor(() => assert.ok(second.result.current.result));
+    await waitFor(() => {
+      assert.ok(second.result.current.result);
+    });
     const log = await logOf(talon, run.id);
     assert.deepEqual([...ids(seen), ...ids(second.result.current.events)], ids(log));
     assert.deepEqual(
-      { status: second.result.current.status, text: second.result.current.text, pending: second.result.current.pendingApprovals },
+      {
+        status: second.result.current.status,
+        text: second.result.current.text,
+        pending: second.result.current.pendingApprovals,
+      },
       { status: "completed", text: "Finished meanwhile.", pending: [] },
     );
     assert.equal(streams.opened(), 1); // the first mount's: none for the second
   });
 
   it("a dropped stream resumes from the last event: no duplicate, no gap", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     fake.inject({ kind: "dropStream", afterEvents: 2 });
     fake.scriptRun(FakeRun.reply(REPLY).delay(20));
     const run = await talon.agent().run("hi");
     const { result } = renderHook(() => useRun(run), { wrapper: provider(talon) });
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     assert.equal(streams.opened(), 2);
     const log = await logOf(talon, run.id);
     assert.deepEqual(ids(result.current.events), ids(log));
@@ -278,14 +338,16 @@ describe("useRun", () => {
   });
 
   it("a cursor the gateway no longer has surfaces as cursor_expired, and is forgotten", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     const cursors = recordingCursors(memoryCursorStore());
     fake.inject({ kind: "dropStream", afterEvents: 2 });
     fake.inject({ kind: "expireCursor" });
     fake.scriptRun(FakeRun.reply("never seen").approval(...WRITE));
     const run = await talon.agent().run("write a.txt");
     const { result } = renderHook(() => useRun(run), { wrapper: provider(talon, cursors) });
-    await waitFor(() => assert.ok(result.current.error));
+    await waitFor(() => {
+      assert.ok(result.current.error);
+    });
     const log = await logOf(talon, run.id);
     assert.deepEqual(
       {
@@ -300,11 +362,13 @@ describe("useRun", () => {
   });
 
   it("a failed run is status failed with the result's error; the hook's error stays empty", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply("unused").fail("internal", "boom"));
     const run = await talon.agent().run("fail");
     const { result } = renderHook(() => useRun(run), { wrapper: provider(talon) });
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     assert.deepEqual(
       { ...view(result.current), text: undefined, cursor: undefined },
       {
@@ -324,11 +388,13 @@ describe("useRun", () => {
   });
 
   it("under StrictMode, opens one stream and delivers each event once", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     fake.scriptRun(FakeRun.reply(REPLY));
     const run = await talon.agent().run("hi");
     const { result } = renderHook(() => useRun(run), { wrapper: provider(talon), reactStrictMode: true });
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     const log = await logOf(talon, run.id);
     assert.deepEqual(ids(result.current.events), ids(log));
     assert.equal(result.current.text, REPLY);
@@ -336,26 +402,30 @@ describe("useRun", () => {
   });
 
   it("a run that already ended, given as a handle, replays its whole log", async () => {
-    const { fake, talon } = e!;
+    const { fake, talon } = present(e);
     fake.scriptRun(FakeRun.reply(REPLY));
     await (await talon.agent().run("hi")).wait();
     const [ended] = (await talon.client.runs.list({ limit: 1 })).runs;
-    const handle = await talon.run(ended!.id);
+    const handle = await talon.run(present(ended).id);
     assert.equal(handle.info.status, "completed");
     const { result } = renderHook(() => useRun(handle), { wrapper: provider(talon) });
-    await waitFor(() => assert.ok(result.current.result));
+    await waitFor(() => {
+      assert.ok(result.current.result);
+    });
     assert.deepEqual(ids(result.current.events), ids(await logOf(talon, handle.id)));
     assert.deepEqual([result.current.status, result.current.text], ["completed", REPLY]);
   });
 
   it("hooks of one provider following one run share one stream; useRun(null) is idle", async () => {
-    const { fake, talon, streams } = e!;
+    const { fake, talon, streams } = present(e);
     fake.scriptRun(FakeRun.reply(REPLY));
     const run = await talon.agent().run("hi");
     const { result } = renderHook(() => ({ a: useRun(run), b: useRun(run.id), none: useRun(null) }), {
       wrapper: provider(talon),
     });
-    await waitFor(() => assert.ok(result.current.a.result && result.current.b.result));
+    await waitFor(() => {
+      assert.ok(result.current.a.result && result.current.b.result);
+    });
     assert.equal(result.current.a.events, result.current.b.events);
     assert.equal(streams.opened(), 1);
     assert.deepEqual(view(result.current.none), {

@@ -9,15 +9,7 @@ import { fileURLToPath } from "node:url";
 import { renderToString } from "react-dom/server";
 
 import { Talon } from "@talon/sdk";
-import {
-  TalonProvider,
-  useApprovals,
-  useEvents,
-  useRun,
-  useSession,
-  useTalon,
-  webCursorStore,
-} from "@talon/sdk-react";
+import { TalonProvider, useApprovals, useEvents, useRun, useSession, useTalon, webCursorStore } from "@talon/sdk-react";
 
 function Page() {
   const talon = useTalon();
@@ -49,7 +41,7 @@ describe("server rendering", () => {
     assert.equal(typeof (globalThis as { window?: unknown }).window, "undefined");
     const requests: string[] = [];
     const fetch = ((input: RequestInfo | URL) => {
-      requests.push(String(input));
+      requests.push(input instanceof Request ? input.url : String(input));
       return Promise.reject(new Error("no request on a server render"));
     }) as typeof globalThis.fetch;
     const html = renderToString(

@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 /** One scripted model turn: text, tool calls, or both. */
 export interface ScriptTurn {
   text?: string;
-  toolCalls?: Array<{ name: string; arguments: unknown }>;
+  toolCalls?: { name: string; arguments: unknown }[];
   [key: string]: unknown;
 }
 
@@ -52,12 +52,12 @@ export interface RunningGateway {
 
 /** The `talon` binary: `$TALON_BIN`, else `<target>/debug/talon` of the Cargo workspace above `from`. */
 export function talonBinary(from = process.cwd()): string {
-  const explicit = process.env["TALON_BIN"];
+  const explicit = process.env.TALON_BIN;
   if (explicit) return explicit;
   let dir = resolve(from);
   for (;;) {
     if (existsSync(join(dir, "Cargo.lock")) && existsSync(join(dir, "crates"))) {
-      const target = process.env["CARGO_TARGET_DIR"] ?? join(dir, "target");
+      const target = process.env.CARGO_TARGET_DIR ?? join(dir, "target");
       return join(resolve(dir, target), "debug", "talon");
     }
     const parent = dirname(dir);
@@ -70,7 +70,8 @@ export function talonBinary(from = process.cwd()): string {
 /** Starts `talon gateway --mock-script` on a free loopback port. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
   const bin = options.bin ?? talonBinary();
-  if (!existsSync(bin)) throw new Error(`${bin} does not exist: build it with cargo build -p talon-cli --features mock-model`);
+  if (!existsSync(bin))
+    throw new Error(`${bin} does not exist: build it with cargo build -p talon-cli --features mock-model`);
   const dir = mkdtempSync(join(tmpdir(), "talon-gateway-"));
   const workspace = join(dir, "workspace");
   mkdirSync(workspace, { recursive: true });
@@ -81,11 +82,19 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   }
   const script = options.script ?? { replay: "perRun", turns: [{ text: "Hello from the mock." }] };
   writeFileSync(join(dir, "script.json"), JSON.stringify(script));
-  const config = { ...options.config, agents: { defaults: { workspace }, ...(options.config?.["agents"] as object) } };
+  const config = { ...options.config, agents: { defaults: { workspace }, ...(options.config?.agents as object) } };
   writeFileSync(join(dir, "talon.json"), JSON.stringify(config));
   const child = spawn(
     bin,
-    ["gateway", "--listen", "127.0.0.1:0", "--config", join(dir, "talon.json"), "--mock-script", join(dir, "script.json")],
+    [
+      "gateway",
+      "--listen",
+      "127.0.0.1:0",
+      "--config",
+      join(dir, "talon.json"),
+      "--mock-script",
+      join(dir, "script.json"),
+    ],
     { env: { ...process.env, HOME: dir, TALON_STATE_DIR: join(dir, "state") }, stdio: ["ignore", "pipe", "pipe"] },
   );
   const { url, token } = await listening(child, options.startTimeoutMs ?? 30_000);
@@ -96,7 +105,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     dir,
     workspace,
     stop() {
-      stopped ??= stop(child).finally(() => rmSync(dir, { recursive: true, force: true }));
+      stopped ??= stop(child).finally(() => {
+        rmSync(dir, { recursive: true, force: true });
+      });
       return stopped;
     },
   };
@@ -108,7 +119,9 @@ function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: strin
     let stderr = "";
     let url: string | undefined;
     let token: string | undefined;
-    const timer = setTimeout(() => fail(new Error(`talon gateway did not listen within ${timeoutMs} ms:\n${stderr}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      fail(new Error(`talon gateway did not listen within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
     const done = () => {
       if (url && token) {
         clearTimeout(timer);
@@ -126,7 +139,9 @@ function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: strin
       child.kill("SIGKILL");
       reject(error);
     };
-    const onExit = (code: number | null) => fail(new Error(`talon gateway exited (${code}) before listening:\n${stderr}`));
+    const onExit = (code: number | null) => {
+      fail(new Error(`talon gateway exited (${String(code)}) before listening:\n${stderr}`));
+    };
     child.once("exit", onExit);
     child.stdout?.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
@@ -146,7 +161,10 @@ function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: strin
 
 function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolvePromise) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolvePromise();
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolvePromise();
+      return;
+    }
     const kill = setTimeout(() => child.kill("SIGKILL"), 5_000);
     child.once("exit", () => {
       clearTimeout(kill);

@@ -17,7 +17,11 @@ const LONG = "A reply long enough to be streamed in many small deltas, one after
 /** Event ids, checked to be increasing without a repeat. */
 function ids(events: TalonEvent[]): number[] {
   const out = events.map((e) => Number(e.id));
-  assert.deepEqual(out, [...new Set(out)].sort((a, b) => a - b), "ids increase, none repeated");
+  assert.deepEqual(
+    out,
+    [...new Set(out)].sort((a, b) => a - b),
+    "ids increase, none repeated",
+  );
   return out;
 }
 
@@ -28,7 +32,9 @@ describe("dropStream", () => {
       const run = await talon.agent().run("hi");
       await run.wait();
       fake.inject({ kind: "dropStream", afterEvents: 3 });
-      const cut = await sseText(await fetch(`${fake.url}/v1/runs/${run.id}/events`, { headers: { authorization: `Bearer ${fake.token}` } }));
+      const cut = await sseText(
+        await fetch(`${fake.url}/v1/runs/${run.id}/events`, { headers: { authorization: `Bearer ${fake.token}` } }),
+      );
       assert.deepEqual(
         sseEvents(cut).map((e) => [e.id, e.type]),
         // Event 1 is the run's session's `session.created`.
@@ -40,14 +46,22 @@ describe("dropStream", () => {
       );
       assert.ok(!cut.includes("event: error"));
       // Used up: the next stream is whole.
-      const whole = sseEvents(await sseText(await fetch(`${fake.url}/v1/runs/${run.id}/events`, { headers: { authorization: `Bearer ${fake.token}` } })));
+      const whole = sseEvents(
+        await sseText(
+          await fetch(`${fake.url}/v1/runs/${run.id}/events`, { headers: { authorization: `Bearer ${fake.token}` } }),
+        ),
+      );
       assert.equal(whole.at(-1)?.type, "run.completed");
     });
   });
 
   it("is resumed by the SDK's EventStream from the last id delivered: no gap, no duplicate", async () => {
     await withFake(async (fake) => {
-      fake.scriptRun(FakeRun.reply(LONG).delay(20).event({ type: "thinking.delta", data: { text: "more" } }));
+      fake.scriptRun(
+        FakeRun.reply(LONG)
+          .delay(20)
+          .event({ type: "thinking.delta", data: { text: "more" } }),
+      );
       const talon = talonOf(fake, { initialBackoffMs: 5 });
       const run = await talon.agent().run("stream it");
       fake.inject({ kind: "dropStream", afterEvents: 2 });
@@ -55,7 +69,10 @@ describe("dropStream", () => {
       const events = await collect(run.events());
       const seen = ids(events);
       const all = (await talon.client.runs.events(run.id)).events;
-      assert.deepEqual(seen, all.map((e) => Number(e.id)));
+      assert.deepEqual(
+        seen,
+        all.map((e) => Number(e.id)),
+      );
       assert.deepEqual(
         events.map((e) => e.type),
         all.map((e) => e.type),
@@ -75,7 +92,15 @@ describe("dropStream", () => {
       assert.deepEqual(
         fake.calls().map((c) => [c.method, c.params]),
         [
-          ["runs.create", { input: "ticketed", agentId: "main", idempotencyKey: fake.calls()[0]?.params && (fake.calls()[0]?.params as { idempotencyKey: string }).idempotencyKey }],
+          [
+            "runs.create",
+            {
+              input: "ticketed",
+              agentId: "main",
+              idempotencyKey:
+                fake.calls()[0]?.params && (fake.calls()[0]?.params as { idempotencyKey: string }).idempotencyKey,
+            },
+          ],
           ["tokens.ticket", { scopes: ["session.read"], stream: { run: { runId: run.id } } }],
           ["tokens.ticket", { scopes: ["session.read"], stream: { run: { runId: run.id } } }],
         ],
@@ -98,7 +123,10 @@ describe("dropStream", () => {
           })(),
           (e: unknown) => e instanceof TalonError && e.code === "unavailable",
         );
-        assert.deepEqual(first.map((e) => e.id), ["1", "2"]);
+        assert.deepEqual(
+          first.map((e) => e.id),
+          ["1", "2"],
+        );
         const rest = await talon.subscribe({ after: first.at(-1)?.id ?? "0", types: ["run.completed"] });
         for await (const event of rest) {
           assert.equal(event.type, "run.completed");
@@ -130,12 +158,19 @@ describe("expireCursor", () => {
       // A stream without a cursor does not use it up.
       const whole = await collect(run.events());
       assert.equal(whole.at(-1)?.type, "run.completed");
-      const answer = await rawOf(await fetch(`${fake.url}/v1/runs/${run.id}/events?after=1`, { headers: { authorization: `Bearer ${fake.token}` } }));
+      const answer = await rawOf(
+        await fetch(`${fake.url}/v1/runs/${run.id}/events?after=1`, {
+          headers: { authorization: `Bearer ${fake.token}` },
+        }),
+      );
       assert.deepEqual(answer, { status: 410, headers: { "content-type": "application/json" }, body: expired("1") });
       fake.inject({ kind: "expireCursor" });
       await assert.rejects(collect(run.events({ after: "3" })), (e: unknown) => {
         assert.ok(e instanceof TalonError);
-        assert.deepEqual({ code: e.code, status: e.status, details: e.details }, { code: "cursor_expired", status: 410, details: { cursor: "3", oldestId: "4" } });
+        assert.deepEqual(
+          { code: e.code, status: e.status, details: e.details },
+          { code: "cursor_expired", status: 410, details: { cursor: "3", oldestId: "4" } },
+        );
         return true;
       });
     });
@@ -150,7 +185,10 @@ describe("expireCursor", () => {
         fake.inject({ kind: "expireCursor" });
         assert.deepEqual((await post(fake, "runs.events", { runId: run.id, after: "2" })).body, expired("2"));
         fake.inject({ kind: "expireCursor" });
-        await assert.rejects(talon.subscribe({ after: "5" }), (e: unknown) => e instanceof TalonError && e.code === "cursor_expired");
+        await assert.rejects(
+          talon.subscribe({ after: "5" }),
+          (e: unknown) => e instanceof TalonError && e.code === "cursor_expired",
+        );
       } finally {
         await talon.close();
       }
@@ -165,7 +203,14 @@ describe("call faults", () => {
       const limited = {
         status: 429,
         headers: { "content-type": "application/json", "retry-after": "2" },
-        body: { error: { code: "rate_limited", message: "this token is over its rate (injected by the fake gateway)", retryAfterMs: 1500, retryable: true } },
+        body: {
+          error: {
+            code: "rate_limited",
+            message: "this token is over its rate (injected by the fake gateway)",
+            retryAfterMs: 1500,
+            retryable: true,
+          },
+        },
       };
       assert.deepEqual(await post(fake, "agents.list"), limited);
       assert.deepEqual(await post(fake, "agents.list"), limited);
@@ -182,17 +227,29 @@ describe("call faults", () => {
       const run = await talon.agent().run("retried");
       assert.ok(Date.now() - started >= 30);
       const listed = await talon.client.runs.list();
-      assert.deepEqual(listed.runs.map((r) => r.id), [run.id]);
+      assert.deepEqual(
+        listed.runs.map((r) => r.id),
+        [run.id],
+      );
       const calls = fake.calls().map((c) => c.method);
       assert.deepEqual(calls, ["runs.create", "runs.create", "runs.list", "runs.list", "runs.list"]);
       // A keyed write retried is the same call: one run.
-      const keys = fake.calls().filter((c) => c.method === "runs.create").map((c) => (c.params as { idempotencyKey: string }).idempotencyKey);
+      const keys = fake
+        .calls()
+        .filter((c) => c.method === "runs.create")
+        .map((c) => (c.params as { idempotencyKey: string }).idempotencyKey);
       assert.equal(new Set(keys).size, 1);
       fake.inject({ kind: "unavailable", method: "models.list" });
       assert.deepEqual(normalised(await post(fake, "models.list")), {
         status: 503,
         headers: { "content-type": "application/json" },
-        body: { error: { code: "unavailable", message: "the gateway is unavailable (injected by the fake gateway)", retryable: true } },
+        body: {
+          error: {
+            code: "unavailable",
+            message: "the gateway is unavailable (injected by the fake gateway)",
+            retryable: true,
+          },
+        },
       });
     });
   });
@@ -201,10 +258,13 @@ describe("call faults", () => {
     await withFake(async (fake) => {
       fake.inject({ kind: "slow", method: "models.list", delayMs: 80 });
       const started = Date.now();
-      const [slow, quick] = await Promise.all([post(fake, "models.list").then((r) => [r.status, Date.now() - started]), post(fake, "agents.list").then((r) => [r.status, Date.now() - started])]);
-      assert.equal(slow?.[0], 200);
-      assert.ok((slow?.[1] ?? 0) >= 80, `slow took ${slow?.[1]} ms`);
-      assert.ok((quick?.[1] ?? 0) < 80, `quick took ${quick?.[1]} ms`);
+      const [slow, quick] = await Promise.all([
+        post(fake, "models.list").then((r) => [r.status, Date.now() - started] as const),
+        post(fake, "agents.list").then((r) => [r.status, Date.now() - started] as const),
+      ]);
+      assert.equal(slow[0], 200);
+      assert.ok(slow[1] >= 80, `slow took ${slow[1]} ms`);
+      assert.ok(quick[1] < 80, `quick took ${quick[1]} ms`);
       const again = Date.now();
       await post(fake, "models.list");
       assert.ok(Date.now() - again < 80);

@@ -7,7 +7,10 @@ import { FakeGateway, type FakeGatewayOptions } from "@talon/sdk-testing";
 import { Talon, type TalonOptions } from "@talon/sdk";
 
 /** Starts a fake, runs `test` with it, and closes it. */
-export async function withFake(test: (fake: FakeGateway) => Promise<void>, options: FakeGatewayOptions = {}): Promise<void> {
+export async function withFake(
+  test: (fake: FakeGateway) => Promise<void>,
+  options: FakeGatewayOptions = {},
+): Promise<void> {
   const fake = await FakeGateway.start(options);
   try {
     await test(fake);
@@ -28,7 +31,16 @@ export interface Raw {
   body: unknown;
 }
 
-const KEPT_HEADERS = ["content-type", "retry-after", "www-authenticate", "allow", "etag", "content-range", "accept-ranges", "cache-control"];
+const KEPT_HEADERS = [
+  "content-type",
+  "retry-after",
+  "www-authenticate",
+  "allow",
+  "etag",
+  "content-range",
+  "accept-ranges",
+  "cache-control",
+];
 
 /** Reads a response whole. */
 export async function rawOf(response: Response): Promise<Raw> {
@@ -48,9 +60,14 @@ export async function rawOf(response: Response): Promise<Raw> {
 }
 
 /** `POST /v1/<method>` with `body` (JSON unless a string), as `token`. */
-export async function post(fake: FakeGateway, method: string, body?: unknown, token: string | null = fake.token): Promise<Raw> {
+export async function post(
+  fake: FakeGateway,
+  method: string,
+  body?: unknown,
+  token: string | null = fake.token,
+): Promise<Raw> {
   const headers: Record<string, string> = { "content-type": "application/json" };
-  if (token !== null) headers["authorization"] = `Bearer ${token}`;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
   const response = await fetch(`${fake.url}/v1/${method}`, {
     method: "POST",
     headers,
@@ -102,7 +119,11 @@ export function normalised(value: unknown, ids = new Map<string, string>()): unk
 }
 
 /** Polls `check` until it gives a value, failing after `ms` and naming what it waited for. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, ms = 10_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  ms = 10_000,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const value = await check();
@@ -124,7 +145,8 @@ export async function sseText(response: Response): Promise<string> {
   let text = "";
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) text += decoder.decode(chunk, { stream: true });
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>)
+      text += decoder.decode(chunk, { stream: true });
   } catch {
     // Cut or aborted: what arrived.
   }
@@ -132,7 +154,7 @@ export async function sseText(response: Response): Promise<string> {
 }
 
 /** The `data:` payloads of an SSE text, parsed. */
-export function sseEvents(text: string): Array<{ id: string; type: string; [key: string]: unknown }> {
+export function sseEvents(text: string): { id: string; type: string; [key: string]: unknown }[] {
   return text
     .split("\n\n")
     .map((frame) => frame.split("\n").find((line) => line.startsWith("data: ")))
@@ -141,9 +163,16 @@ export function sseEvents(text: string): Array<{ id: string; type: string; [key:
 }
 
 /** The first `count` events of `GET <path>` (an SSE stream that may not end by itself), read raw. */
-export async function firstEvents(fake: { url: string; token: string }, path: string, count: number): Promise<Array<{ id: string; type: string; [key: string]: unknown }>> {
+export async function firstEvents(
+  fake: { url: string; token: string },
+  path: string,
+  count: number,
+): Promise<{ id: string; type: string; [key: string]: unknown }[]> {
   const controller = new AbortController();
-  const response = await fetch(`${fake.url}${path}`, { headers: { authorization: `Bearer ${fake.token}` }, signal: controller.signal });
+  const response = await fetch(`${fake.url}${path}`, {
+    headers: { authorization: `Bearer ${fake.token}` },
+    signal: controller.signal,
+  });
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -167,7 +196,15 @@ export async function authenticatedSocket(fake: { url: string; token: string }):
     ws.addEventListener("error", reject, { once: true });
   });
   ws.send(JSON.stringify({ type: "auth", token: fake.token }));
-  const answer = await new Promise((resolve) => ws.addEventListener("message", (m) => resolve(String(m.data)), { once: true }));
+  const answer = await new Promise((resolve) => {
+    ws.addEventListener(
+      "message",
+      (m) => {
+        resolve(String(m.data));
+      },
+      { once: true },
+    );
+  });
   if (answer !== '{"type":"authenticated"}') throw new Error(`the socket was not authenticated: ${String(answer)}`);
   return ws;
 }

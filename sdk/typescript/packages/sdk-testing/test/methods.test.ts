@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { FakeRun, type FakeGateway } from "@talon/sdk-testing";
-import { METHODS, WsCaller, type MethodName, type MethodTypes } from "@talon/sdk";
+import { METHODS, TalonError, WsCaller, type MethodName, type MethodTypes } from "@talon/sdk";
 
 import { normalised, post, talonOf, until, withFake } from "./helpers.js";
 
@@ -137,7 +137,10 @@ describe("the method table", () => {
       }
       assert.deepEqual(outcomes, expected("http"));
       // Every call was recorded, in order, with its transport.
-      const recorded = fake.calls().filter((c) => c.transport === "http").map((c) => c.method);
+      const recorded = fake
+        .calls()
+        .filter((c) => c.transport === "http")
+        .map((c) => c.method);
       assert.deepEqual(recorded.slice(-Object.keys(METHODS).length), Object.keys(METHODS));
     });
   });
@@ -151,7 +154,7 @@ describe("the method table", () => {
         for (const method of Object.keys(METHODS) as MethodName[]) {
           outcomes[method] = await caller.call(method, table[method] as never).then(
             () => "ok",
-            (e: { code?: string }) => e.code,
+            (e: unknown) => (e instanceof TalonError ? e.code : e),
           );
         }
         assert.deepEqual(outcomes, expected("websocket"));
@@ -177,11 +180,23 @@ describe("the method table", () => {
       assert.deepEqual(await post(fake, "tasks.list", {}), {
         status: 501,
         headers: { "content-type": "application/json" },
-        body: { error: { code: "unsupported", details: { method: "tasks.list" }, message: "`tasks.list` is not supported by this gateway yet", retryable: false } },
+        body: {
+          error: {
+            code: "unsupported",
+            details: { method: "tasks.list" },
+            message: "`tasks.list` is not supported by this gateway yet",
+            retryable: false,
+          },
+        },
       });
       const unknown = await post(fake, "nope.nothing", {});
       assert.deepEqual(unknown.body, {
-        error: { code: "not_found", details: { method: "nope.nothing" }, message: "no method `nope.nothing`", retryable: false },
+        error: {
+          code: "not_found",
+          details: { method: "nope.nothing" },
+          message: "no method `nope.nothing`",
+          retryable: false,
+        },
       });
       assert.equal(unknown.status, 404);
     });

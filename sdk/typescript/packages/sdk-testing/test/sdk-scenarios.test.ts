@@ -28,24 +28,39 @@ describe("the SDK suite's scenarios, against the fake", () => {
       const talon = talonOf(fake);
       const run = await talon.agent("main").run("What do my notes say?");
       const result = await run.wait();
-      assert.deepEqual({ status: result.status, text: result.output?.text, runId: result.runId }, { status: "completed", text: REPLY, runId: run.id });
+      assert.deepEqual(
+        { status: result.status, text: result.output?.text, runId: result.runId },
+        { status: "completed", text: REPLY, runId: run.id },
+      );
       const events = await collect(run.events());
       assert.deepEqual(kinds(events), ["run.created", "run.started", "assistant.message", "run.completed"]);
       assert.ok(events.every((e) => e.runId === run.id));
       const again = await talon.agent().run("again");
       const all = await collect(again.events());
       const rest = await collect(again.events({ after: all[1]?.id }));
-      assert.deepEqual(rest.map((e) => e.id), all.slice(2).map((e) => e.id));
+      assert.deepEqual(
+        rest.map((e) => e.id),
+        all.slice(2).map((e) => e.id),
+      );
       const first = await talon.agent().run({ input: "once", idempotencyKey: "sdk-test-once" });
       assert.equal((await talon.agent().run({ input: "once", idempotencyKey: "sdk-test-once" })).id, first.id);
       await assert.rejects(talon.run("run_000000000000000000000000"), (e: unknown) => {
         assert.ok(e instanceof TalonError);
-        assert.deepEqual({ code: e.code, retryable: e.retryable, status: e.status }, { code: "not_found", retryable: false, status: 404 });
+        assert.deepEqual(
+          { code: e.code, retryable: e.retryable, status: e.status },
+          { code: "not_found", retryable: false, status: 404 },
+        );
         return true;
       });
       const stranger = talonOf(fake, { token: "talon_not_a_token" });
-      await assert.rejects(stranger.agent().run("hi"), (e: unknown) => e instanceof TalonError && e.code === "unauthenticated");
-      await assert.rejects(talon.client.tasks.list(), (e: unknown) => e instanceof TalonError && e.code === "unsupported");
+      await assert.rejects(
+        stranger.agent().run("hi"),
+        (e: unknown) => e instanceof TalonError && e.code === "unauthenticated",
+      );
+      await assert.rejects(
+        talon.client.tasks.list(),
+        (e: unknown) => e instanceof TalonError && e.code === "unsupported",
+      );
       const ticketed = talonOf(fake, { streamAuth: "ticket" });
       const viaTicket = await ticketed.agent().run("via a ticket");
       assert.equal((await collect(viaTicket.events())).at(-1)?.type, "run.completed");
@@ -57,11 +72,13 @@ describe("the SDK suite's scenarios, against the fake", () => {
 
   it("approvals: approved with the app's policy, denied, and the run's ToolSpace", async () => {
     await withFake(async (fake) => {
-      scripted(fake, () => FakeRun.reply("I wrote summary.txt.").approval("write", { path: "summary.txt", content: "42" }));
+      scripted(fake, () =>
+        FakeRun.reply("I wrote summary.txt.").approval("write", { path: "summary.txt", content: "42" }),
+      );
       const talon = talonOf(fake);
       const run = await talon.agent().run("Write a summary to summary.txt");
-      const asked: Array<{ kind: string; toolName: string | undefined; toolId: string | undefined }> = [];
-      const stop = run.onApproval(async (request) => {
+      const asked: { kind: string; toolName: string | undefined; toolId: string | undefined }[] = [];
+      const stop = run.onApproval((request) => {
         asked.push({ kind: request.kind, toolName: request.toolName, toolId: request.toolId });
         return request.toolName === "write" ? request.approveOnce({ reason: "allowed by the test" }) : request.deny();
       });
@@ -79,7 +96,10 @@ describe("the SDK suite's scenarios, against the fake", () => {
       const third = await talon.agent().run("tools?");
       const stopThird = third.onApproval((request) => request.deny());
       const writeTool = (await third.toolSpace()).list().find((t) => t.name === "write");
-      assert.deepEqual(writeTool && { name: writeTool.name, source: writeTool.source, requiresApproval: writeTool.requiresApproval }, { name: "write", source: "core", requiresApproval: true });
+      assert.deepEqual(
+        writeTool && { name: writeTool.name, source: writeTool.source, requiresApproval: writeTool.requiresApproval },
+        { name: "write", source: "core", requiresApproval: true },
+      );
       await third.wait();
       stopThird();
     });
@@ -97,7 +117,10 @@ describe("the SDK suite's scenarios, against the fake", () => {
         assert.equal((await artifact.bytes()).length, artifact.info.sizeBytes);
         assert.deepEqual((await talon.artifact(artifact.id)).info, artifact.info);
       }
-      await assert.rejects(talon.task("task_1").get(), (e: unknown) => e instanceof TalonError && e.code === "unsupported");
+      await assert.rejects(
+        talon.task("task_1").get(),
+        (e: unknown) => e instanceof TalonError && e.code === "unsupported",
+      );
     });
   });
 
@@ -117,7 +140,10 @@ describe("the SDK suite's scenarios, against the fake", () => {
         }
         assert.deepEqual(seen, ["run.created", "run.completed"]);
         assert.ok((await talon.client.runs.list({ limit: 5 })).runs.some((r) => r.id === run.id));
-        await assert.rejects(talon.client.runs.get("run_000000000000000000000000"), (e: unknown) => e instanceof TalonError && e.code === "not_found");
+        await assert.rejects(
+          talon.client.runs.get("run_000000000000000000000000"),
+          (e: unknown) => e instanceof TalonError && e.code === "not_found",
+        );
       } finally {
         await talon.close();
       }
@@ -130,18 +156,24 @@ describe("the SDK suite's scenarios, against the fake", () => {
       fake.scriptRun(FakeRun.reply("Hello from the SDK suite."));
       const session = await talon.agent().createSession();
       const sent = await session.send("first question");
-      assert.deepEqual(
-        (({ status, sessionId }) => ({ status, sessionId }))(await sent.wait()),
-        { status: "completed", sessionId: session.id },
-      );
+      assert.deepEqual((({ status, sessionId }) => ({ status, sessionId }))(await sent.wait()), {
+        status: "completed",
+        sessionId: session.id,
+      });
       const { messages } = await session.messages();
-      assert.deepEqual(messages.map((m) => [m.role, m.text]), [
-        ["user", "first question"],
-        ["assistant", "Hello from the SDK suite."],
-      ]);
+      assert.deepEqual(
+        messages.map((m) => [m.role, m.text]),
+        [
+          ["user", "first question"],
+          ["assistant", "Hello from the SDK suite."],
+        ],
+      );
       const fork = await session.fork({ atMessageId: messages[0]?.id });
       assert.equal(fork.info?.parentId, session.id);
-      assert.deepEqual((await fork.messages()).messages.map((m) => m.text), ["first question"]);
+      assert.deepEqual(
+        (await fork.messages()).messages.map((m) => m.text),
+        ["first question"],
+      );
       assert.equal((await session.compact()).id, session.id);
       assert.deepEqual(await session.abort(), { cancelledRunIds: [] });
       assert.ok((await session.artifacts()).length > 0);
@@ -151,17 +183,29 @@ describe("the SDK suite's scenarios, against the fake", () => {
       const [approval] = await waiting.approvals();
       await waiting.cancel({ reason: "changed my mind" });
       assert.equal((await waiting.wait()).status, "cancelled");
-      assert.deepEqual((await waiting.approvals()).map((a) => a.info.status), ["cancelled"]);
+      assert.deepEqual(
+        (await waiting.approvals()).map((a) => a.info.status),
+        ["cancelled"],
+      );
       assert.equal((await collect(waiting.events())).at(-1)?.type, "run.cancelled");
-      await assert.rejects(approval?.approveOnce() ?? Promise.reject(new Error("none")), (e: unknown) => (e as { code?: string }).code === "conflict");
+      await assert.rejects(
+        approval?.approveOnce() ?? Promise.reject(new Error("none")),
+        (e: unknown) => (e as { code?: string }).code === "conflict",
+      );
       fake.scriptRun(FakeRun.reply("Thanks.").question("Which branch?", ["main", "dev"]));
       const asking = await talon.agent().run("deploy it");
       const [question] = await until("a question", async () => {
         const pending = await talon.questions({ runId: asking.id, status: "pending" });
         return pending.length > 0 ? pending : undefined;
       });
-      assert.deepEqual({ prompt: question?.info.prompt, choices: question?.info.choices, status: question?.info.status }, { prompt: "Which branch?", choices: ["main", "dev"], status: "pending" });
-      assert.deepEqual((({ status, answer }) => ({ status, answer }))(await (question ?? assert.fail()).answer("dev")), { status: "answered", answer: "dev" });
+      assert.deepEqual(
+        { prompt: question?.info.prompt, choices: question?.info.choices, status: question?.info.status },
+        { prompt: "Which branch?", choices: ["main", "dev"], status: "pending" },
+      );
+      assert.deepEqual(
+        (({ status, answer }) => ({ status, answer }))(await (question ?? assert.fail()).answer("dev")),
+        { status: "answered", answer: "dev" },
+      );
       assert.equal((await asking.wait()).status, "completed");
       fake.inject({ kind: "expireCursor" });
       const expired = await collect(sent.events({ after: "1" })).then(
@@ -169,7 +213,10 @@ describe("the SDK suite's scenarios, against the fake", () => {
         (e: unknown) => e,
       );
       assert.ok(expired instanceof TalonError);
-      assert.deepEqual({ code: expired.code, retryable: expired.retryable, cursor: (expired.details as { cursor?: string }).cursor }, { code: "cursor_expired", retryable: false, cursor: "1" });
+      assert.deepEqual(
+        { code: expired.code, retryable: expired.retryable, cursor: (expired.details as { cursor?: string }).cursor },
+        { code: "cursor_expired", retryable: false, cursor: "1" },
+      );
       const oldest = BigInt((expired.details as { oldestId: string }).oldestId);
       const kept = await collect(sent.events({ after: String(oldest - 1n) }));
       assert.equal(kept.at(-1)?.type, "run.completed");

@@ -65,6 +65,6 @@ const server = http.createServer({ keepAliveTimeout: 600_000, noDelay: true }, (
   });
 });
 let connections = 0;
-server.on("connection", () => (stats.set("connections", (connections += 1))));
+server.on("connection", () => stats.set("connections", (connections += 1)));
 server.listen(0, "127.0.0.1", () => console.log(`listening ${server.address().port}`));
 process.on("SIGTERM", () => process.exit(0));

@@ -25,7 +25,11 @@ try {
   const post = async (method, body) => {
     const response = await fetch(`${gateway.url}/v1/${method}`, {
       method: "POST",
-      headers: { authorization: `Bearer ${gateway.token}`, "content-type": "application/json", accept: "application/json" },
+      headers: {
+        authorization: `Bearer ${gateway.token}`,
+        "content-type": "application/json",
+        accept: "application/json",
+      },
       body: JSON.stringify(body),
     });
     const text = await response.text();
@@ -37,7 +41,10 @@ try {
   const waited = await post("runs.wait", { runId: run.id, timeoutMs: 30000 });
   const result = JSON.parse(waited);
   if (result.status !== "completed") throw new Error(`the run did not complete: ${waited}`);
-  for (const [schema, value] of [["RunAccepted", run], ["RunResult", result]]) {
+  for (const [schema, value] of [
+    ["RunAccepted", run],
+    ["RunResult", result],
+  ]) {
     const issue = validate(schema, value);
     if (issue) throw new Error(`${schema} does not follow the protocol at ${issue.path}: ${issue.message}`);
   }

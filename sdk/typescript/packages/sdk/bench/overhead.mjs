@@ -66,7 +66,11 @@ async function measure() {
   };
   const kinds = {
     raw: async () => {
-      const run = await post("runs.create", { input: "hi", agentId: "main", idempotencyKey: `raw-${crypto.randomUUID()}` });
+      const run = await post("runs.create", {
+        input: "hi",
+        agentId: "main",
+        idempotencyKey: `raw-${crypto.randomUUID()}`,
+      });
       return post("runs.wait", { runId: run.id, timeoutMs: 30000 });
     },
     high: async () => {
@@ -81,8 +85,12 @@ async function measure() {
   const names = Object.keys(kinds);
   const fns = names.map((n) => kinds[n]);
   const orders = [
-    [0, 1, 2], [1, 2, 0], [2, 0, 1],
-    [0, 2, 1], [2, 1, 0], [1, 0, 2],
+    [0, 1, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [0, 2, 1],
+    [2, 1, 0],
+    [1, 0, 2],
   ];
   for (const f of fns) {
     const result = await f();
@@ -229,8 +237,19 @@ async function main() {
       const flags = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
       const client = spawn(
         process.execPath,
-        [...flags, fileURLToPath(import.meta.url), "--measure", "--url", `http://127.0.0.1:${port}`,
-          "--server-pid", String(server.pid), "--rounds", rounds, "--warmup", warmup],
+        [
+          ...flags,
+          fileURLToPath(import.meta.url),
+          "--measure",
+          "--url",
+          `http://127.0.0.1:${port}`,
+          "--server-pid",
+          String(server.pid),
+          "--rounds",
+          rounds,
+          "--warmup",
+          warmup,
+        ],
         { stdio: ["ignore", "pipe", "inherit"] },
       );
       let out = "";
@@ -247,7 +266,8 @@ async function main() {
   }
   summary(results);
   const json = opt("json");
-  if (json) writeFileSync(json, `${JSON.stringify({ node: process.version, cpus: cpus().length, model, results }, null, 2)}\n`);
+  if (json)
+    writeFileSync(json, `${JSON.stringify({ node: process.version, cpus: cpus().length, model, results }, null, 2)}\n`);
 }
 
 /** Waits until `secs` consecutive 1-s samples of /proc/stat are ≥ `threshold` % idle, or `maxWaitMs`. */
@@ -265,10 +285,13 @@ async function waitIdle(threshold, secs, maxWaitMs) {
     if (run.length >= secs) return { percent: Math.min(...run), met: true, waitedSecs: waited };
     if (idle > best.min) best = { min: idle };
     if (Date.now() - started >= maxWaitMs) {
-      console.log(`  (the CPUs did not go idle in ${Math.round(waited)} s: best ${best.min.toFixed(0)} %; measuring anyway)`);
+      console.log(
+        `  (the CPUs did not go idle in ${Math.round(waited)} s: best ${best.min.toFixed(0)} %; measuring anyway)`,
+      );
       return { percent: idle, met: false, waitedSecs: waited };
     }
-    if (Math.round(waited) % 30 === 0) console.log(`  waiting for idle CPUs: ${idle.toFixed(0)} % idle after ${Math.round(waited)} s`);
+    if (Math.round(waited) % 30 === 0)
+      console.log(`  waiting for idle CPUs: ${idle.toFixed(0)} % idle after ${Math.round(waited)} s`);
   }
 }
 
@@ -305,7 +328,9 @@ function report(r) {
 }
 
 function summary(results) {
-  console.log("| rep | idle before | others while measuring | raw p50 / p95 | high p50 / p95 | low p50 / p95 | high − raw p50 (95 % CI) | low − raw p50 (95 % CI) |");
+  console.log(
+    "| rep | idle before | others while measuring | raw p50 / p95 | high p50 / p95 | low p50 / p95 | high − raw p50 (95 % CI) | low − raw p50 (95 % CI) |",
+  );
   console.log("|---|---|---|---|---|---|---|---|");
   for (const r of results) {
     const k = r.kinds;
@@ -316,5 +341,7 @@ function summary(results) {
     );
   }
   const range = (f) => `${signed(Math.min(...results.map(f)))} … ${signed(Math.max(...results.map(f)))}`;
-  console.log(`\nhigh − raw p50 over the repetitions: ${range((r) => r.high.p50)} ms; low − raw: ${range((r) => r.low.p50)} ms`);
+  console.log(
+    `\nhigh − raw p50 over the repetitions: ${range((r) => r.high.p50)} ms; low − raw: ${range((r) => r.low.p50)} ms`,
+  );
 }

@@ -26,7 +26,9 @@ const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.round((p / 10
 const fmt = (ms) => ms.toFixed(3);
 const summary = (label, samples) => {
   const sorted = [...samples].sort((a, b) => a - b);
-  console.log(`${label.padEnd(34)} p50 ${fmt(pct(sorted, 50))} ms  p99 ${fmt(pct(sorted, 99))} ms  (n=${sorted.length})`);
+  console.log(
+    `${label.padEnd(34)} p50 ${fmt(pct(sorted, 50))} ms  p99 ${fmt(pct(sorted, 99))} ms  (n=${sorted.length})`,
+  );
   return pct(sorted, 50);
 };
 
@@ -50,13 +52,20 @@ try {
 async function overhead() {
   const headers = { authorization: `Bearer ${gateway.token}`, "content-type": "application/json" };
   const post = async (method, body) => {
-    const response = await fetch(`${gateway.url}/v1/${method}`, { method: "POST", headers, body: JSON.stringify(body) });
+    const response = await fetch(`${gateway.url}/v1/${method}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    });
     if (!response.ok) throw new Error(`${method}: ${response.status} ${await response.text()}`);
     return response.json();
   };
   const kinds = {
     raw: async () => {
-      const run = await post("runs.create", { input: "hi", idempotencyKey: `raw-${performance.now()}-${Math.random()}` });
+      const run = await post("runs.create", {
+        input: "hi",
+        idempotencyKey: `raw-${performance.now()}-${Math.random()}`,
+      });
       await post("runs.wait", { runId: run.id, timeoutMs: 30000 });
     },
     generated: async () => {
@@ -175,7 +184,10 @@ async function fanout() {
   const delays = [];
   const before = process.memoryUsage();
   const follow = async (controller) => {
-    for await (const event of talon.events({ signal: controller.signal, types: ["run.created", "run.started", "assistant.message", "run.completed"] })) {
+    for await (const event of talon.events({
+      signal: controller.signal,
+      types: ["run.created", "run.started", "assistant.message", "run.completed"],
+    })) {
       delays.push(Date.now() - event.ts);
     }
   };

@@ -106,7 +106,9 @@ export class EventStream implements AsyncIterable<TalonEvent> {
     for (;;) {
       signal?.throwIfAborted();
       const connection = new AbortController();
-      const onAbort = () => connection.abort(signal?.reason);
+      const onAbort = () => {
+        connection.abort(signal?.reason);
+      };
       signal?.addEventListener("abort", onAbort, { once: true });
       let delivered = false;
       try {
@@ -148,7 +150,8 @@ export class EventStream implements AsyncIterable<TalonEvent> {
       }
       if (failures > 0) {
         const wait =
-          this.#caller.delay(failures, new TalonError("cut", { code: "unavailable", retryable: true }), maxRetries) ?? 0;
+          this.#caller.delay(failures, new TalonError("cut", { code: "unavailable", retryable: true }), maxRetries) ??
+          0;
         await sleep(wait, signal);
       }
     }
@@ -177,13 +180,15 @@ export class EventStream implements AsyncIterable<TalonEvent> {
               events: {
                 ...(this.#target.log.sessionKey ? { sessionKey: this.#target.log.sessionKey } : {}),
                 ...(this.#target.log.agentId ? { agentId: this.#target.log.agentId } : {}),
-                ...(this.#target.log.types && this.#target.log.types.length > 0 ? { types: [...this.#target.log.types] } : {}),
+                ...(this.#target.log.types && this.#target.log.types.length > 0
+                  ? { types: [...this.#target.log.types] }
+                  : {}),
               },
             };
       const minted = await this.#caller.call("tokens.ticket", { scopes: ["session.read"], stream }, { signal });
       url.searchParams.set("ticket", minted.ticket);
       headers = await this.#caller.headers({ accept: "text/event-stream" });
-      delete headers["authorization"];
+      delete headers.authorization;
     } else {
       headers = await this.#caller.headers({ accept: "text/event-stream" });
     }
@@ -229,15 +234,22 @@ function parseEvent(data: string, path: string): TalonEvent {
   try {
     value = JSON.parse(data);
   } catch (cause) {
-    throw new TalonError(`GET ${path} sent an event that is not JSON`, { code: "internal", method: `GET ${path}`, cause });
+    throw new TalonError(`GET ${path} sent an event that is not JSON`, {
+      code: "internal",
+      method: `GET ${path}`,
+      cause,
+    });
   }
   const issue = validate("TalonEvent", value);
   if (issue) {
-    throw new TalonError(`GET ${path} sent an event that does not follow the protocol at ${issue.path || "/"}: ${issue.message}`, {
-      code: "internal",
-      method: `GET ${path}`,
-      details: issue,
-    });
+    throw new TalonError(
+      `GET ${path} sent an event that does not follow the protocol at ${issue.path || "/"}: ${issue.message}`,
+      {
+        code: "internal",
+        method: `GET ${path}`,
+        details: issue,
+      },
+    );
   }
   return value as TalonEvent;
 }

@@ -156,19 +156,19 @@ async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator
 
 function checkedLength(expected: number | undefined, id: string): TransformStream<Uint8Array, Uint8Array> {
   let seen = 0;
-  const cut = () =>
-    new TalonError(`artifact ${id}'s download was cut off: ${seen} of ${expected} bytes`, {
+  const cut = (total: number) =>
+    new TalonError(`artifact ${id}'s download was cut off: ${seen} of ${total} bytes`, {
       code: "unavailable",
       retryable: true,
     });
   return new TransformStream({
     transform(chunk, controller) {
       seen += chunk.length;
-      if (expected !== undefined && seen > expected) controller.error(cut());
+      if (expected !== undefined && seen > expected) controller.error(cut(expected));
       else controller.enqueue(chunk);
     },
     flush(controller) {
-      if (expected !== undefined && seen !== expected) controller.error(cut());
+      if (expected !== undefined && seen !== expected) controller.error(cut(expected));
     },
   });
 }

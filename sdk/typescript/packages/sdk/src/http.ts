@@ -8,9 +8,9 @@
 // jitter; every call has a deadline and honours its `AbortSignal`; an
 // answer is checked against the method's result schema.
 
-import { TalonError, aborted, knownCode, unsupported } from "./errors.js";
+import { TalonError, aborted, unsupported } from "./errors.js";
 import type { CallOptions, Caller } from "./generated/client.js";
-import { METHODS, type MethodName, type MethodTypes } from "./generated/methods.js";
+import { METHODS, type MethodInfo, type MethodName, type MethodTypes } from "./generated/methods.js";
 import { ERROR_HTTP_STATUS, RETRYABLE_CODES, type ApiError, type ErrorCode } from "./generated/types.js";
 import { validate } from "./validate.js";
 
@@ -90,7 +90,10 @@ export function baseUrlOf(text: string): URL {
 /** Waits `ms`, or rejects when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
     const timer = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
       resolve();
@@ -116,11 +119,12 @@ export interface Deadline {
  */
 export function deadline(signal: AbortSignal | undefined, timeoutMs: number): Deadline {
   const controller = new AbortController();
-  const timer = setTimeout(
-    () => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError")),
-    timeoutMs,
-  );
-  const onAbort = () => controller.abort(signal?.reason);
+  const timer = setTimeout(() => {
+    controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError"));
+  }, timeoutMs);
+  const onAbort = () => {
+    controller.abort(signal?.reason);
+  };
   if (signal?.aborted) onAbort();
   else signal?.addEventListener("abort", onAbort, { once: true });
   return {
@@ -230,7 +234,8 @@ export class HttpCaller implements Caller {
     params: MethodTypes[M]["params"],
     options: CallOptions = {},
   ): Promise<MethodTypes[M]["result"]> {
-    const info = METHODS[method];
+    // Any row of the table: the rules below hold for every method, not just today's.
+    const info: MethodInfo = METHODS[method];
     if (info.stability === "unsupported") throw unsupported(method);
     let body = params as { idempotencyKey?: string | null };
     if (info.effect === "write" && info.idempotencyKey && !body.idempotencyKey) {
@@ -306,11 +311,14 @@ export class HttpCaller implements Caller {
     if (this.#options.validate !== false) {
       const issue = validate(resultSchema, value);
       if (issue) {
-        throw new TalonError(`the answer to ${method} does not follow the protocol at ${issue.path || "/"}: ${issue.message}`, {
-          code: "internal",
-          method,
-          details: issue,
-        });
+        throw new TalonError(
+          `the answer to ${method} does not follow the protocol at ${issue.path || "/"}: ${issue.message}`,
+          {
+            code: "internal",
+            method,
+            details: issue,
+          },
+        );
       }
     }
     return value;

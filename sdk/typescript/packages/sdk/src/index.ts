@@ -5,7 +5,14 @@
 // browsers and in edge runtimes.
 
 export { Talon, Agent, type TalonOptions, type RunParams } from "./talon.js";
-export { Run, ToolSpace, approvalRequest, type ApprovalAction, type ApprovalHandler, type ApprovalRequest } from "./run.js";
+export {
+  Run,
+  ToolSpace,
+  approvalRequest,
+  type ApprovalAction,
+  type ApprovalHandler,
+  type ApprovalRequest,
+} from "./run.js";
 export { Session, type SendOptions } from "./session.js";
 export { Approval, Artifact, Environment, Question, Task } from "./handles.js";
 export { EventStream, TERMINAL_TYPES, type EventsOptions, type LogFilter, type StreamAuth } from "./events.js";
@@ -16,7 +23,14 @@ export { validate, hasSchema, MAX_DEPTH, type ValidationIssue, type ValidateOpti
 export { frames, MAX_FRAME, type Frame } from "./sse.js";
 export { GatewayClient, type CallOptions, type Caller } from "./generated/client.js";
 export { PagePromise, type PageFetcher } from "./pages.js";
-export { METHODS, type MethodInfo, type MethodName, type MethodTypes, type Effect, type Stability } from "./generated/methods.js";
+export {
+  METHODS,
+  type MethodInfo,
+  type MethodName,
+  type MethodTypes,
+  type Effect,
+  type Stability,
+} from "./generated/methods.js";
 export * from "./generated/types.js";
 /** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */
 export * as protocol from "./generated/types.js";

@@ -238,6 +238,8 @@ export class Run {
       if (options.onError) options.onError(error);
       else console.warn(`talon: answering run ${this.id}'s approvals stopped:`, error);
     });
-    return () => stop.abort();
+    return () => {
+      stop.abort();
+    };
   }
 }

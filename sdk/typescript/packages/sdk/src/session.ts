@@ -46,7 +46,10 @@ export class Session {
   }
 
   /** Its messages, oldest first, a page at a time (`after`: the last id of the previous page). */
-  messages(params: Omit<T.SessionsMessagesParams, "sessionId"> = {}, options?: CallOptions): Promise<T.SessionsMessagesResult> {
+  messages(
+    params: Omit<T.SessionsMessagesParams, "sessionId"> = {},
+    options?: CallOptions,
+  ): Promise<T.SessionsMessagesResult> {
     return this.#context.client.sessions.messages(this.id, params, options);
   }
 

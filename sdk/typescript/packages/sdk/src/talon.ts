@@ -63,7 +63,10 @@ export class Agent {
 
   /** A new session of this agent. */
   async createSession(params: Omit<T.SessionsCreateParams, "agentId"> = {}, options?: CallOptions): Promise<Session> {
-    return new Session(this.#context, await this.#context.client.sessions.create({ ...params, agentId: this.id }, options));
+    return new Session(
+      this.#context,
+      await this.#context.client.sessions.create({ ...params, agentId: this.id }, options),
+    );
   }
 }
 
@@ -105,7 +108,12 @@ export class Talon {
    */
   events(options: EventsOptions & LogFilter = {}): EventStream {
     const { sessionKey, agentId, types, ...stream } = options;
-    return new EventStream(this.#context.caller, { log: { sessionKey, agentId, types } }, stream, this.#context.streamAuth);
+    return new EventStream(
+      this.#context.caller,
+      { log: { sessionKey, agentId, types } },
+      stream,
+      this.#context.streamAuth,
+    );
   }
 
   /**
@@ -158,7 +166,10 @@ export class Talon {
   }
 
   /** Mints a token for a browser page or another service (`admin` only). */
-  createToken(params: T.TokensCreateParams, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<T.CreatedToken> {
+  createToken(
+    params: T.TokensCreateParams,
+    options?: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<T.CreatedToken> {
     return this.client.tokens.create(params, callOptions(options ?? {}));
   }
 

@@ -19,7 +19,7 @@ export interface ValidationIssue {
   message: string;
 }
 
-type Schema = { readonly [key: string]: unknown } | boolean;
+type Schema = Readonly<Record<string, unknown>> | boolean;
 
 function schemaOf(name: string): Schema | undefined {
   return SCHEMAS[name] as Schema | undefined;
@@ -70,33 +70,39 @@ function openEnum(values: readonly unknown[]): boolean {
   return values.includes("unknown") || values.includes("Unknown");
 }
 
-function check(schema: Schema, value: unknown, path: string, depth: number, closed: boolean): ValidationIssue | undefined {
+function check(
+  schema: Schema,
+  value: unknown,
+  path: string,
+  depth: number,
+  closed: boolean,
+): ValidationIssue | undefined {
   if (depth > MAX_DEPTH) return { path, message: `nested deeper than ${MAX_DEPTH}` };
   if (schema === true) return undefined;
   if (schema === false) return { path, message: "not allowed" };
-  const ref = schema["$ref"];
+  const ref = schema.$ref;
   if (typeof ref === "string") {
     const target = schemaOf(ref);
     if (target === undefined) return { path, message: `unknown schema ${ref}` };
     return check(target, value, path, depth + 1, closed);
   }
-  if ("const" in schema && schema["const"] !== value) {
-    return { path, message: `expected ${JSON.stringify(schema["const"])}` };
+  if ("const" in schema && schema.const !== value) {
+    return { path, message: `expected ${JSON.stringify(schema.const)}` };
   }
-  const values = schema["enum"];
+  const values = schema.enum;
   if (Array.isArray(values) && !values.includes(value)) {
     if (!(typeof value === "string" && openEnum(values))) {
       return { path, message: `expected one of ${values.map((v) => JSON.stringify(v)).join(", ")}` };
     }
   }
-  const all = schema["allOf"];
+  const all = schema.allOf;
   if (Array.isArray(all)) {
     for (const part of all as Schema[]) {
       const issue = check(part, value, path, depth + 1, closed);
       if (issue) return issue;
     }
   }
-  const any = schema["anyOf"];
+  const any = schema.anyOf;
   if (Array.isArray(any)) {
     let first: ValidationIssue | undefined;
     for (const branch of any as Schema[]) {
@@ -109,7 +115,7 @@ function check(schema: Schema, value: unknown, path: string, depth: number, clos
     }
     if (first) return first;
   }
-  const one = schema["oneOf"];
+  const one = schema.oneOf;
   if (Array.isArray(one)) {
     const issue = checkOneOf(one as Schema[], value, path, depth, closed);
     if (issue) return issue;
@@ -131,17 +137,17 @@ function checkOneOf(
 ): ValidationIssue | undefined {
   const tags: unknown[] = branches.map((b): unknown => {
     if (typeof b !== "object") return undefined;
-    const props = b["properties"] as { [k: string]: Schema } | undefined;
-    const tag = props?.["type"];
-    return typeof tag === "object" && tag !== null && "const" in tag ? (tag["const"] as unknown) : undefined;
+    const props = b.properties as Record<string, unknown> | undefined;
+    const tag = props?.type;
+    return typeof tag === "object" && tag !== null && "const" in tag ? tag.const : undefined;
   });
   if (tags.every((t) => t !== undefined) && value !== null && typeof value === "object") {
     const kind = (value as { type?: unknown }).type;
-    const at = tags.findIndex((t) => t === kind);
-    if (at < 0) {
+    const branch = branches[tags.findIndex((t) => t === kind)];
+    if (branch === undefined) {
       return typeof kind === "string" ? undefined : { path: `${path}/type`, message: "expected a string" };
     }
-    return check(branches[at] as Schema, value, path, depth + 1, closed);
+    return check(branch, value, path, depth + 1, closed);
   }
   let held = 0;
   let first: ValidationIssue | undefined;
@@ -155,14 +161,14 @@ function checkOneOf(
 }
 
 function checkShape(
-  schema: { readonly [key: string]: unknown },
+  schema: Readonly<Record<string, unknown>>,
   value: unknown,
   path: string,
   depth: number,
   closed: boolean,
 ): ValidationIssue | undefined {
   const actual = typeOf(value);
-  const declared = schema["type"];
+  const declared = schema.type;
   if (declared !== undefined) {
     const kinds = Array.isArray(declared) ? (declared as string[]) : [declared as string];
     if (!kinds.some((k) => matchesType(k, actual))) {
@@ -170,14 +176,14 @@ function checkShape(
     }
   }
   if (typeof value === "number") {
-    const min = schema["minimum"];
-    const max = schema["maximum"];
+    const min = schema.minimum;
+    const max = schema.maximum;
     if (typeof min === "number" && value < min) return { path, message: `below the minimum ${min}` };
     if (typeof max === "number" && value > max) return { path, message: `above the maximum ${max}` };
   }
   if (typeof value === "string") {
-    const maxLength = schema["maxLength"];
-    const minLength = schema["minLength"];
+    const maxLength = schema.maxLength;
+    const minLength = schema.minLength;
     // JSON Schema counts code points.
     const length = maxLength === undefined && minLength === undefined ? 0 : [...value].length;
     if (typeof maxLength === "number" && length > maxLength) {
@@ -188,7 +194,7 @@ function checkShape(
     }
   }
   if (Array.isArray(value)) {
-    const items = schema["items"] as Schema | undefined;
+    const items = schema.items as Schema | undefined;
     if (items !== undefined) {
       for (let i = 0; i < value.length; i++) {
         const issue = check(items, value[i], `${path}/${i}`, depth + 1, closed);
@@ -196,19 +202,19 @@ function checkShape(
       }
     }
   } else if (actual === "object") {
-    return checkObject(schema, value as { [key: string]: unknown }, path, depth, closed);
+    return checkObject(schema, value as Record<string, unknown>, path, depth, closed);
   }
   return undefined;
 }
 
 function checkObject(
-  schema: { readonly [key: string]: unknown },
-  value: { [key: string]: unknown },
+  schema: Readonly<Record<string, unknown>>,
+  value: Record<string, unknown>,
   path: string,
   depth: number,
   closed: boolean,
 ): ValidationIssue | undefined {
-  const required = schema["required"];
+  const required = schema.required;
   if (Array.isArray(required)) {
     for (const key of required as string[]) {
       if (!Object.prototype.hasOwnProperty.call(value, key)) {
@@ -216,8 +222,8 @@ function checkObject(
       }
     }
   }
-  const properties = (schema["properties"] ?? {}) as { [key: string]: Schema };
-  const extra = schema["additionalProperties"] as Schema | undefined;
+  const properties = (schema.properties ?? {}) as Record<string, Schema>;
+  const extra = schema.additionalProperties as Schema | undefined;
   for (const key of Object.keys(value)) {
     const inner = Object.prototype.hasOwnProperty.call(properties, key) ? properties[key] : extra;
     if (inner === undefined || (inner === false && !closed)) continue;

@@ -32,9 +32,15 @@ class Connection {
 
   constructor(socket: WebSocket) {
     this.socket = socket;
-    socket.addEventListener("message", (message) => this.#route(message.data));
-    socket.addEventListener("close", () => this.#close());
-    socket.addEventListener("error", () => this.#close());
+    socket.addEventListener("message", (message) => {
+      this.#route(message.data);
+    });
+    socket.addEventListener("close", () => {
+      this.#close();
+    });
+    socket.addEventListener("error", () => {
+      this.#close();
+    });
   }
 
   request(method: string, params: unknown, signal: AbortSignal, subscription?: Subscription): Promise<unknown> {
@@ -59,7 +65,15 @@ class Connection {
 
   #route(data: unknown): void {
     if (typeof data !== "string") return;
-    let frame: { type?: unknown; id?: unknown; ok?: unknown; result?: unknown; error?: unknown; subscriptionId?: unknown; event?: unknown };
+    let frame: {
+      type?: unknown;
+      id?: unknown;
+      ok?: unknown;
+      result?: unknown;
+      error?: unknown;
+      subscriptionId?: unknown;
+      event?: unknown;
+    };
     try {
       frame = JSON.parse(data) as typeof frame;
     } catch {
@@ -81,7 +95,9 @@ class Connection {
       } else if (frame.error !== undefined && validate("ApiError", frame.error) === undefined) {
         pending.reject(TalonError.fromApiError(frame.error as never));
       } else {
-        pending.reject(new TalonError("the WebSocket answered with an error that is not the protocol's", { code: "internal" }));
+        pending.reject(
+          new TalonError("the WebSocket answered with an error that is not the protocol's", { code: "internal" }),
+        );
       }
     } else if (frame.type === "event" && typeof frame.subscriptionId === "string") {
       const target = this.subscriptions.get(frame.subscriptionId);
@@ -105,7 +121,10 @@ class Connection {
 }
 
 function closedError(): TalonError {
-  return new TalonError("the WebSocket closed (resume after the last event id)", { code: "unavailable", retryable: true });
+  return new TalonError("the WebSocket closed (resume after the last event id)", {
+    code: "unavailable",
+    retryable: true,
+  });
 }
 
 /** Live events of one `events.subscribe`: `for await (const event of subscription)`. */
@@ -125,7 +144,11 @@ export class Subscription implements AsyncIterable<TalonEvent> {
     if (this.#ended) return;
     const issue = validate("TalonEvent", event);
     if (issue) {
-      this.fail(new TalonError(`a subscribed event does not follow the protocol at ${issue.path || "/"}: ${issue.message}`, { code: "internal" }));
+      this.fail(
+        new TalonError(`a subscribed event does not follow the protocol at ${issue.path || "/"}: ${issue.message}`, {
+          code: "internal",
+        }),
+      );
       return;
     }
     if (this.#waiting) {
@@ -154,7 +177,9 @@ export class Subscription implements AsyncIterable<TalonEvent> {
         const event = this.#queue.shift();
         if (event !== undefined) return Promise.resolve({ value: event as TalonEvent, done: false });
         if (this.#ended) {
-          return this.#error === undefined ? Promise.resolve({ value: undefined, done: true }) : Promise.reject(this.#error);
+          if (this.#error === undefined) return Promise.resolve({ value: undefined, done: true });
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what fail() was given, as a waiting reader gets it (`unknown`, which the check above narrows to `{} | null`)
+          return Promise.reject(this.#error);
         }
         return new Promise((resolve, reject) => (this.#waiting = { resolve, reject }));
       },
@@ -194,7 +219,12 @@ export class WsCaller extends HttpCaller {
     }
   }
 
-  protected override async send(method: string, resultSchema: string, body: string, signal: AbortSignal): Promise<unknown> {
+  protected override async send(
+    method: string,
+    resultSchema: string,
+    body: string,
+    signal: AbortSignal,
+  ): Promise<unknown> {
     const connection = await this.#connectionFor(signal);
     return this.checked(method, resultSchema, await connection.request(method, JSON.parse(body), signal));
   }
@@ -207,7 +237,10 @@ export class WsCaller extends HttpCaller {
     subscription.bind(connection);
     const result = await connection.request("events.subscribe", params, signal, subscription);
     const issue = validate("EventsSubscribeResult", result);
-    if (issue) throw new TalonError(`the answer to events.subscribe does not follow the protocol: ${issue.message}`, { code: "internal" });
+    if (issue)
+      throw new TalonError(`the answer to events.subscribe does not follow the protocol: ${issue.message}`, {
+        code: "internal",
+      });
     return subscription;
   }
 
@@ -230,14 +263,26 @@ export class WsCaller extends HttpCaller {
     const opening = (async () => {
       // A browser cannot set `Authorization` on an upgrade: the token goes
       // in the first frame (never in the URL), answered `authenticated`.
-      const bearer = (await this.headers())["authorization"]?.slice("Bearer ".length) ?? "";
+      const bearer = (await this.headers()).authorization?.slice("Bearer ".length) ?? "";
       const url = this.url("v1/ws");
       url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
       const socket = new WebSocket(url);
       await new Promise<void>((resolve, reject) => {
-        const fail = () =>
-          reject(new TalonError(`the WebSocket at ${url.origin}/v1/ws did not open`, { code: "unavailable", retryable: true }));
-        socket.addEventListener("open", () => socket.send(JSON.stringify({ type: "auth", token: bearer })), { once: true });
+        const fail = () => {
+          reject(
+            new TalonError(`the WebSocket at ${url.origin}/v1/ws did not open`, {
+              code: "unavailable",
+              retryable: true,
+            }),
+          );
+        };
+        socket.addEventListener(
+          "open",
+          () => {
+            socket.send(JSON.stringify({ type: "auth", token: bearer }));
+          },
+          { once: true },
+        );
         socket.addEventListener(
           "message",
           (message) => {
@@ -250,15 +295,20 @@ export class WsCaller extends HttpCaller {
         socket.addEventListener(
           "close",
           (closed) => {
-            if (closed.code === 4003) reject(new TalonError(`the gateway refused the token: ${closed.reason}`, { code: "unauthenticated" }));
+            if (closed.code === 4003)
+              reject(new TalonError(`the gateway refused the token: ${closed.reason}`, { code: "unauthenticated" }));
             else fail();
           },
           { once: true },
         );
-        signal.addEventListener("abort", () => {
-          socket.close();
-          reject(signal.reason);
-        }, { once: true });
+        signal.addEventListener(
+          "abort",
+          () => {
+            socket.close();
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
       return new Connection(socket);
     })();

@@ -5,8 +5,8 @@
 // token ever travels in a URL.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import { dirname, join } from "node:path";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { dirname } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
@@ -18,7 +18,7 @@ import { startGateway, type RunningGateway } from "@talon/sdk-testing";
 
 import { scenario, type Seen } from "./scenario.js";
 
-const CHROMIUM = process.env["TALON_CHROMIUM"] ?? "/usr/bin/chromium";
+const CHROMIUM = process.env.TALON_CHROMIUM ?? "/usr/bin/chromium";
 const REPLY = "The notes say the answer is 42.";
 const expected: Seen = {
   status: "completed",
@@ -48,23 +48,30 @@ async function bundle(): Promise<string> {
     target: "es2022",
     write: false,
   });
-  return out.outputFiles[0]!.text;
+  const [file] = out.outputFiles;
+  assert.ok(file, "esbuild wrote the bundle");
+  return file.text;
 }
 
 describe("in the browser", () => {
-  let gateway: RunningGateway;
-  let page: Server;
-  let browser: Browser;
+  // Each set by before(), which may stop part way (after() closes what it opened).
+  let gateway: RunningGateway | undefined;
+  let page: Server | undefined;
+  let browser: Browser | undefined;
   let origin: string;
   let script: string;
   const minted: string[] = [];
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/setup.sh --test-servers installs Debian's chromium`);
+    assert.ok(
+      existsSync(CHROMIUM),
+      `${CHROMIUM} is missing: scripts/setup.sh --test-servers installs Debian's chromium`,
+    );
     script = await bundle();
-    page = createServer(async (request, response) => {
+    const serve = async (request: IncomingMessage, response: ServerResponse) => {
       if (request.url === "/token" && request.method === "POST") {
         // The page's backend: a short-lived token with what the page needs.
+        assert.ok(gateway, "the gateway started");
         const admin = new Talon({ baseUrl: gateway.url, token: gateway.token });
         const created = await admin.createToken({
           name: "browser page",
@@ -81,9 +88,13 @@ describe("in the browser", () => {
         response.writeHead(200, { "content-type": "text/html" });
         response.end('<!doctype html><script type="module" src="/page.js"></script>');
       }
+    };
+    const server = createServer((request, response) => {
+      void serve(request, response);
     });
-    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
-    const address = page.address();
+    page = server;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const address = server.address();
     origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
     gateway = await startGateway({
       script: { replay: "perRun", turns: [{ text: REPLY }] },
@@ -103,6 +114,8 @@ describe("in the browser", () => {
   });
 
   it("sees in Node what the page sees in Chromium", async () => {
+    assert.ok(gateway && browser, "before() started the gateway and the browser");
+    const adminToken = gateway.token;
     const node = await scenario(new Talon({ baseUrl: gateway.url, token: gateway.token, streamAuth: "ticket" }));
     assert.deepEqual(node, expected);
 
@@ -119,9 +132,10 @@ describe("in the browser", () => {
     };
     assert.deepEqual(outcome, { seen: expected });
     assert.equal(minted.length, 1);
-    const token = minted[0]!;
+    const [token] = minted;
+    assert.ok(token !== undefined);
     assert.deepEqual(
-      urls.filter((url) => url.includes(token) || url.includes(gateway.token)),
+      urls.filter((url) => url.includes(token) || url.includes(adminToken)),
       [],
       "no token in any URL",
     );

@@ -75,8 +75,12 @@ describe("the tarballs", () => {
     // nothing but the tarballs, whatever the machine's cache holds.
     const env = { ...process.env, npm_config_cache: join(work, "npm-cache") };
     const pack = (dir: string) => {
-      const out = execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", work], { cwd: dir, encoding: "utf8", env });
-      const [packed] = JSON.parse(out) as Array<{ filename: string; files: Array<{ path: string }> }>;
+      const out = execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", work], {
+        cwd: dir,
+        encoding: "utf8",
+        env,
+      });
+      const [packed] = JSON.parse(out) as { filename: string; files: { path: string }[] }[];
       assert.ok(packed, dir);
       return packed;
     };
@@ -85,7 +89,12 @@ describe("the tarballs", () => {
       const tarballs = dirs.map((dir) => {
         const packed = pack(dir);
         const paths = packed.files.map((f) => f.path);
-        assert.ok(paths.includes("dist/esm/index.js") && paths.includes("dist/cjs/index.js") && paths.includes("dist/esm/index.d.ts"), `${dir}: ${paths.join(", ")}`);
+        assert.ok(
+          paths.includes("dist/esm/index.js") &&
+            paths.includes("dist/cjs/index.js") &&
+            paths.includes("dist/esm/index.d.ts"),
+          `${dir}: ${paths.join(", ")}`,
+        );
         assert.ok(!paths.some((p) => p.startsWith("test/") || p.startsWith("build/")), `${dir} ships no tests`);
         return join(work, packed.filename);
       });
@@ -99,11 +108,15 @@ describe("the tarballs", () => {
       const app = join(work, "app");
       mkdirSync(app);
       writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
-      execFileSync("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", ...depTarballs, ...tarballs], {
-        cwd: app,
-        stdio: "pipe",
-        env,
-      });
+      execFileSync(
+        "npm",
+        ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", ...depTarballs, ...tarballs],
+        {
+          cwd: app,
+          stdio: "pipe",
+          env,
+        },
+      );
       const loaded = execFileSync(
         process.execPath,
         [
@@ -117,7 +130,15 @@ describe("the tarballs", () => {
         ],
         { cwd: app, encoding: "utf8" },
       );
-      assert.deepEqual(JSON.parse(loaded), ["function", "function", "function", "function", "function", "function", "function"]);
+      assert.deepEqual(JSON.parse(loaded), [
+        "function",
+        "function",
+        "function",
+        "function",
+        "function",
+        "function",
+        "function",
+      ]);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

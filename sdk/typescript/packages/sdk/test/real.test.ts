@@ -60,10 +60,13 @@ describe("the default approval policy (real gateway)", () => {
       const tool = tools.find((t) => t.name === name);
       return tool && { name: tool.name, source: tool.source, requiresApproval: tool.requiresApproval };
     };
-    assert.deepEqual([pick("read"), pick("write")], [
-      { name: "read", source: "core", requiresApproval: false },
-      { name: "write", source: "core", requiresApproval: true },
-    ]);
+    assert.deepEqual(
+      [pick("read"), pick("write")],
+      [
+        { name: "read", source: "core", requiresApproval: false },
+        { name: "write", source: "core", requiresApproval: true },
+      ],
+    );
     await run.wait();
   });
 

@@ -15,6 +15,18 @@ function body(...chunks: string[]): ReadableStream<Uint8Array> {
   });
 }
 
+/** The URL a `fetch` was called with. */
+function urlOf(input: RequestInfo | URL): string {
+  return input instanceof Request ? input.url : String(input);
+}
+
+/** The JSON a `fetch` was sent (the client sends its params as text). */
+function sentJson(init: RequestInit | undefined): unknown {
+  const sent = init?.body;
+  assert.ok(typeof sent === "string", "a text body");
+  return JSON.parse(sent);
+}
+
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of items) out.push(item);
@@ -71,8 +83,8 @@ describe("validate", () => {
 
 describe("frames", () => {
   it("decodes frames cut anywhere, with CRLF, comments and multi-line data", async () => {
-    const text = ":hb\r\n\r\nid: 1\r\nevent: run.created\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nid: 2\ndata: x\n\n";
-    const cuts = [...text].map((c) => c);
+    const text = ':hb\r\n\r\nid: 1\r\nevent: run.created\r\ndata: {"a":\r\ndata: 1}\r\n\r\nid: 2\ndata: x\n\n';
+    const cuts = Array.from(text); // one chunk per character
     const got = await collect(frames(body(...cuts)));
     assert.deepEqual(got, [
       { id: "1", event: "run.created", data: '{"a":\n1}' },
@@ -97,9 +109,9 @@ describe("the call path", () => {
     let requests = 0;
     const caller = new HttpCaller({
       baseUrl: "http://127.0.0.1:9",
-      fetch: async () => {
+      fetch: () => {
         requests += 1;
-        throw new Error("no request expected");
+        return Promise.reject(new Error("no request expected"));
       },
     });
     const client = new GatewayClient(caller);
@@ -112,9 +124,7 @@ describe("the call path", () => {
     const broken = new HttpCaller({
       baseUrl: "http://127.0.0.1:9",
       maxRetries: 0,
-      fetch: async () => {
-        throw new TypeError("Failed to fetch");
-      },
+      fetch: () => Promise.reject(new TypeError("Failed to fetch")),
     });
     const client = new GatewayClient(broken);
     const messageOf = async () => {
@@ -126,7 +136,10 @@ describe("the call path", () => {
       }
       assert.fail("the call should fail");
     };
-    assert.equal(await messageOf(), "the gateway at http://127.0.0.1:9 could not be reached: TypeError: Failed to fetch");
+    assert.equal(
+      await messageOf(),
+      "the gateway at http://127.0.0.1:9 could not be reached: TypeError: Failed to fetch",
+    );
     const global = globalThis as { location?: unknown };
     global.location = { origin: "https://app.example.com" };
     try {
@@ -146,13 +159,15 @@ describe("the call path", () => {
     const asked: unknown[] = [];
     const caller = new HttpCaller({
       baseUrl: "http://127.0.0.1:9",
-      fetch: async (_url, init) => {
-        const params = JSON.parse(String(init?.body)) as { cursor?: string; limit?: number };
+      fetch: (_url, init) => {
+        const params = sentJson(init) as { cursor?: string; limit?: number };
         asked.push(params);
         const from = params.cursor === undefined ? 0 : agents.findIndex((a) => a.id === params.cursor) + 1;
         const page = agents.slice(from, from + (params.limit ?? 100));
         const more = from + page.length < agents.length;
-        return Response.json({ agents: page, ...(more ? { nextCursor: page[page.length - 1]?.id } : {}) });
+        return Promise.resolve(
+          Response.json({ agents: page, ...(more ? { nextCursor: page[page.length - 1]?.id } : {}) }),
+        );
       },
     });
     const client = new GatewayClient(caller);
@@ -175,16 +190,18 @@ describe("the call path", () => {
   });
 
   it("maps a foreign body by its status and honours Retry-After on a read", async () => {
-    const seen: Array<{ url: string; body: unknown }> = [];
+    const seen: { url: string; body: unknown }[] = [];
     let calls = 0;
     const caller = new HttpCaller({
       baseUrl: "http://127.0.0.1:9",
       initialBackoffMs: 1,
-      fetch: async (url, init) => {
+      fetch: (url, init) => {
         calls += 1;
-        seen.push({ url: String(url), body: JSON.parse(String(init?.body)) });
-        if (calls === 1) return new Response("<html>busy</html>", { status: 503, headers: { "retry-after": "0" } });
-        return Response.json({ agents: [] });
+        seen.push({ url: urlOf(url), body: sentJson(init) });
+        if (calls === 1) {
+          return Promise.resolve(new Response("<html>busy</html>", { status: 503, headers: { "retry-after": "0" } }));
+        }
+        return Promise.resolve(Response.json({ agents: [] }));
       },
     });
     const client = new GatewayClient(caller);
@@ -200,12 +217,14 @@ describe("the call path", () => {
     const caller = new HttpCaller({
       baseUrl: "http://127.0.0.1:9",
       initialBackoffMs: 1,
-      fetch: async (_url, init) => {
-        const sent = JSON.parse(String(init?.body)) as { idempotencyKey?: string };
+      fetch: (_url, init) => {
+        const sent = sentJson(init) as { idempotencyKey?: string };
         keys.push(sent.idempotencyKey);
-        return Response.json(
-          { error: { code: "unavailable", message: "draining", retryable: true, retryAfterMs: 1 } },
-          { status: 503, headers: { "x-request-id": `req_${keys.length}` } },
+        return Promise.resolve(
+          Response.json(
+            { error: { code: "unavailable", message: "draining", retryable: true, retryAfterMs: 1 } },
+            { status: 503, headers: { "x-request-id": `req_${keys.length}` } },
+          ),
         );
       },
     });
@@ -221,7 +240,14 @@ describe("the call path", () => {
           method: e.method,
           requestId: e.requestId,
         },
-        { code: "unavailable", retryable: true, retryAfterMs: 1, status: 503, method: "runs.create", requestId: "req_3" },
+        {
+          code: "unavailable",
+          retryable: true,
+          retryAfterMs: 1,
+          status: 503,
+          method: "runs.create",
+          requestId: "req_3",
+        },
       );
       return true;
     });
@@ -234,7 +260,10 @@ describe("the call path", () => {
   });
 
   it("refuses an answer that does not follow the protocol", async () => {
-    const caller = new HttpCaller({ baseUrl: "http://127.0.0.1:9", fetch: async () => Response.json({ agents: "none" }) });
+    const caller = new HttpCaller({
+      baseUrl: "http://127.0.0.1:9",
+      fetch: () => Promise.resolve(Response.json({ agents: "none" })),
+    });
     await assert.rejects(new GatewayClient(caller).agents.list(), (e: unknown) => {
       assert.ok(e instanceof TalonError);
       assert.equal(e.code, "internal");
@@ -247,15 +276,23 @@ describe("the call path", () => {
     // Like fetch: rejects with the signal's reason, at once when it is already aborted.
     const hang: typeof fetch = (_url, init) =>
       new Promise((_resolve, reject) => {
-        if (init?.signal?.aborted) return reject(init.signal.reason);
-        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason));
+        if (init?.signal?.aborted) {
+          reject(init.signal.reason);
+          return;
+        }
+        init?.signal?.addEventListener("abort", () => {
+          reject(init.signal?.reason);
+        });
       });
     const client = new GatewayClient(new HttpCaller({ baseUrl: "http://127.0.0.1:9", fetch: hang }));
     const controller = new AbortController();
     const pending = client.agents.list({}, { signal: controller.signal });
     controller.abort(new Error("user left"));
     await assert.rejects(pending, /user left/);
-    await assert.rejects(client.agents.list({}, { timeoutMs: 20 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
+    await assert.rejects(
+      client.agents.list({}, { timeoutMs: 20 }),
+      (e: unknown) => e instanceof TalonError && e.code === "timeout",
+    );
   });
 });
 
@@ -265,28 +302,39 @@ describe("event streams", () => {
   const created = (id: number) => frame(id, "run.created", { input: "hi" });
 
   it("reopens a stream cut after delivering at once, from its cursor, with no duplicate and no gap", async () => {
-    const afters: Array<string | null> = [];
+    const afters: (string | null)[] = [];
     let opened = 0;
-    const fetcher: typeof fetch = async (url) => {
+    const fetcher: typeof fetch = (url) => {
       opened += 1;
-      afters.push(new URL(String(url)).searchParams.get("after"));
+      afters.push(new URL(urlOf(url)).searchParams.get("after"));
       const encoder = new TextEncoder();
       if (opened === 1) {
         // Two events, then the connection breaks mid-body.
         let pulls = 0;
-        return new Response(
-          new ReadableStream({
-            pull(controller) {
-              pulls += 1;
-              if (pulls === 1) controller.enqueue(encoder.encode(created(1) + created(2)));
-              else controller.error(new TypeError("terminated"));
-            },
-          }),
+        return Promise.resolve(
+          new Response(
+            new ReadableStream({
+              pull(controller) {
+                pulls += 1;
+                if (pulls === 1) controller.enqueue(encoder.encode(created(1) + created(2)));
+                else controller.error(new TypeError("terminated"));
+              },
+            }),
+          ),
         );
       }
       // The gateway replays from the cursor; an old event is sent again to check it is skipped.
-      return new Response(
-        created(2) + created(3) + frame(4, "run.completed", { turns: 1, toolCalls: 0, durationMs: 1, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } }),
+      return Promise.resolve(
+        new Response(
+          created(2) +
+            created(3) +
+            frame(4, "run.completed", {
+              turns: 1,
+              toolCalls: 0,
+              durationMs: 1,
+              usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+            }),
+        ),
       );
     };
     const talon = new Talon({ baseUrl: "http://127.0.0.1:9", fetch: fetcher });
@@ -303,7 +351,7 @@ describe("event streams", () => {
 
   it("hands over no event once the caller aborted, even one already read", async () => {
     // Three events in one chunk: all three are read before the first is handed over.
-    const fetcher: typeof fetch = async () => new Response(created(1) + created(2) + created(3));
+    const fetcher: typeof fetch = () => Promise.resolve(new Response(created(1) + created(2) + created(3)));
     const talon = new Talon({ baseUrl: "http://127.0.0.1:9", fetch: fetcher });
     const controller = new AbortController();
     const ids: string[] = [];

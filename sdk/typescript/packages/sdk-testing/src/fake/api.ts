@@ -9,7 +9,15 @@
 
 import { METHODS, type MethodName, type MethodTypes, type protocol as P } from "@talon/sdk";
 
-import { createAgent, createEnvironment, deleteEnvironment, answerQuestion, invoke, respondApproval, updateAgent } from "./catalog.js";
+import {
+  createAgent,
+  createEnvironment,
+  deleteEnvironment,
+  answerQuestion,
+  invoke,
+  respondApproval,
+  updateAgent,
+} from "./catalog.js";
 import { deleteRun, deleteSession } from "./deletes.js";
 import { errorOf, fail, invalid, notFound, unsupported, Failure } from "./errors.js";
 import { decodeParams } from "./params.js";
@@ -138,7 +146,10 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   "approvals.list": (p, { state }) => {
     const all = state.approvals.filter(
-      (a) => (!p.status || a.status === p.status) && (!p.runId || a.runId === p.runId) && (!p.sessionId || a.sessionId === p.sessionId),
+      (a) =>
+        (!p.status || a.status === p.status) &&
+        (!p.runId || a.runId === p.runId) &&
+        (!p.sessionId || a.sessionId === p.sessionId),
     );
     const { items, nextCursor } = pageOf(all, p.cursor, p.limit);
     const result: P.ApprovalsListResult = { approvals: copy(items) };
@@ -147,7 +158,9 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   },
   "approvals.respond": (p, { state }) => respondApproval(state, p),
   "questions.list": (p, { state }) => {
-    const all = state.questions.filter((q) => (!p.status || q.status === p.status) && (!p.runId || q.runId === p.runId));
+    const all = state.questions.filter(
+      (q) => (!p.status || q.status === p.status) && (!p.runId || q.runId === p.runId),
+    );
     const { items, nextCursor } = pageOf(all, p.cursor, p.limit);
     const result: P.QuestionsListResult = { questions: copy(items) };
     if (nextCursor) result.nextCursor = nextCursor;
@@ -196,11 +209,16 @@ export async function dispatch(method: MethodName, raw: unknown, call: CallConte
   if (METHODS[method].stability === "unsupported") throw unsupported(method);
   // The table's types correlate a method with its handler; TypeScript cannot follow that through an index.
   const handler = HANDLERS[method] as Handler<MethodName>;
-  return handler(params as never, call);
+  return handler(params, call);
 }
 
 /** Records a call and applies the faults queued for its method (before anything else is looked at). */
-export async function arrive(state: State, method: string, params: unknown, transport: "http" | "websocket"): Promise<void> {
+export async function arrive(
+  state: State,
+  method: string,
+  params: unknown,
+  transport: "http" | "websocket",
+): Promise<void> {
   state.calls.push({ method, params: params === undefined || params === null ? {} : copy(params), transport });
   const fault = takeCallFault(state.faults, method);
   if (!fault) return;

@@ -63,7 +63,8 @@ export function invoke(state: State, caller: Caller, p: P.ToolsInvokeParams): P.
   if (key) {
     const first = keys.get(key);
     if (first) {
-      if (first.hash !== hash) throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
+      if (first.hash !== hash)
+        throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
       return { result: copy(first.result) };
     }
   }
@@ -84,9 +85,11 @@ export function invoke(state: State, caller: Caller, p: P.ToolsInvokeParams): P.
 /** `environments.create`: a `local` environment, `ready` at once (an idempotency key names the same one). */
 export function createEnvironment(state: State, caller: Caller, p: P.EnvironmentsCreateParams): P.Environment {
   if (p.provider !== "local") {
-    throw fail("not_found", `no environment provider ${JSON.stringify(p.provider)}; this gateway has "local"`, { providers: ["local"] });
+    throw fail("not_found", `no environment provider ${JSON.stringify(p.provider)}; this gateway has "local"`, {
+      providers: ["local"],
+    });
   }
-  const settings = p.settings === undefined || p.settings === null ? {} : p.settings;
+  const settings = p.settings ?? {};
   if (typeof settings !== "object" || Array.isArray(settings)) throw invalid("settings: an object");
   let id: string;
   if (p.idempotencyKey) {
@@ -140,7 +143,9 @@ export function createAgent(state: State, p: P.AgentsCreateParams): P.Agent {
   const found = state.agent(p.id);
   if (found) {
     throw conflict(
-      found.source === "config" ? `agent ${JSON.stringify(p.id)} is declared in the config file` : `agent ${JSON.stringify(p.id)} already exists`,
+      found.source === "config"
+        ? `agent ${JSON.stringify(p.id)} is declared in the config file`
+        : `agent ${JSON.stringify(p.id)} already exists`,
     );
   }
   const at = now();

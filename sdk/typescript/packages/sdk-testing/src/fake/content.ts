@@ -89,9 +89,14 @@ export function serveContent(state: State, id: string, range: string | undefined
   const len = stored.bytes.length;
   const span = parseRange(range, len);
   if (span === "unsatisfiable") {
-    sendError(res, apiError("invalid_request", `the range is outside the content (${len} bytes)`, { details: { size: len } }), 416, {
-      "content-range": `bytes */${len}`,
-    });
+    sendError(
+      res,
+      apiError("invalid_request", `the range is outside the content (${len} bytes)`, { details: { size: len } }),
+      416,
+      {
+        "content-range": `bytes */${len}`,
+      },
+    );
     return;
   }
   const body = span ? stored.bytes.subarray(span.start, span.end + 1) : stored.bytes;

@@ -48,7 +48,10 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
     state.push(
       runEvent(
         run,
-        { type: "approval.resolved", data: { approvalId: approval.id, reason: "the run stopped waiting", reused: false, status: "cancelled" } },
+        {
+          type: "approval.resolved",
+          data: { approvalId: approval.id, reason: "the run stopped waiting", reused: false, status: "cancelled" },
+        },
         record.requestId,
       ),
     );
@@ -65,7 +68,16 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
     state.push(
       runEvent(
         run,
-        { type: "tool.call.failed", data: { callId: open.callId, durationMs: now() - open.startedAt, error: cut, name: open.name, status: "aborted" } },
+        {
+          type: "tool.call.failed",
+          data: {
+            callId: open.callId,
+            durationMs: now() - open.startedAt,
+            error: cut,
+            name: open.name,
+            status: "aborted",
+          },
+        },
         record.requestId,
       ),
     );
@@ -80,7 +92,13 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
   run.endedAt = now();
   run.usage = usage;
   if (error) run.error = error;
-  const ended: P.RunEndedData = { durationMs: now() - started, telemetry: telemetryOf(state, record), toolCalls: record.toolCalls, turns: record.turns, usage };
+  const ended: P.RunEndedData = {
+    durationMs: now() - started,
+    telemetry: telemetryOf(state, record),
+    toolCalls: record.toolCalls,
+    turns: record.turns,
+    usage,
+  };
   if (text !== undefined) ended.text = text;
   if (errorText !== undefined) ended.error = errorText;
   const terminal: P.EventData =
@@ -99,7 +117,13 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
     const said = [{ role: "user" as const, text: record.input }, ...record.messages];
     const stored = state.messages.get(sessionId) ?? [];
     said.forEach((m, i) => {
-      const message: P.Message = { createdAt: at, id: `msg_${run.id}_${String(i).padStart(4, "0")}`, role: m.role, runId: run.id, sessionId };
+      const message: P.Message = {
+        createdAt: at,
+        id: `msg_${run.id}_${String(i).padStart(4, "0")}`,
+        role: m.role,
+        runId: run.id,
+        sessionId,
+      };
       if (m.text !== undefined && m.text !== null) message.text = m.text;
       if (m.toolCalls && m.toolCalls.length > 0) message.toolCalls = m.toolCalls;
       if (m.toolCallId) message.toolCallId = m.toolCallId;
@@ -116,7 +140,13 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
     status: run.status,
     truncated: false,
   };
-  const trajectory = state.putArtifact(run, "trajectory", `Trajectory of run ${run.id}`, "application/json", Buffer.from(json(document)));
+  const trajectory = state.putArtifact(
+    run,
+    "trajectory",
+    `Trajectory of run ${run.id}`,
+    "application/json",
+    Buffer.from(json(document)),
+  );
   const announced = runEvent(run, { type: "artifact.created", data: trajectory }, record.requestId);
   delete announced.runId;
   state.push(announced);

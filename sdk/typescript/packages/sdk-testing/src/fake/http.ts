@@ -74,15 +74,22 @@ function guard(req: IncomingMessage): { status: number; error: ReturnType<typeof
   }
   const host = hostName(req.headers.host ?? "");
   if (host === undefined) {
-    return { status: 421, error: apiError("invalid_request", "the Host header is malformed", { details: { reason: "host" } }) };
+    return {
+      status: 421,
+      error: apiError("invalid_request", "the Host header is malformed", { details: { reason: "host" } }),
+    };
   }
   const loopback = host === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === "::1";
   if (!loopback) {
     return {
       status: 421,
-      error: apiError("invalid_request", `this gateway does not answer to the host ${JSON.stringify(host.slice(0, 64))}; list it in gateway.security.allowedHosts`, {
-        details: { reason: "host" },
-      }),
+      error: apiError(
+        "invalid_request",
+        `this gateway does not answer to the host ${JSON.stringify(host.slice(0, 64))}; list it in gateway.security.allowedHosts`,
+        {
+          details: { reason: "host" },
+        },
+      ),
     };
   }
   const origin = req.headers.origin;
@@ -98,9 +105,13 @@ function guard(req: IncomingMessage): { status: number; error: ReturnType<typeof
   if (same) return undefined;
   return {
     status: 403,
-    error: apiError("forbidden", `requests from the origin ${text.slice(0, 100)} are not allowed; list it in gateway.security.allowedOrigins`, {
-      details: { reason: "origin" },
-    }),
+    error: apiError(
+      "forbidden",
+      `requests from the origin ${text.slice(0, 100)} are not allowed; list it in gateway.security.allowedOrigins`,
+      {
+        details: { reason: "origin" },
+      },
+    ),
   };
 }
 
@@ -108,7 +119,10 @@ function guard(req: IncomingMessage): { status: number; error: ReturnType<typeof
 function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return new Promise((resolve) => {
     const declared = Number(req.headers["content-length"] ?? "0");
-    if (declared > MAX_BODY_BYTES) return resolve(undefined);
+    if (declared > MAX_BODY_BYTES) {
+      resolve(undefined);
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -170,7 +184,10 @@ export class HttpTransport {
     this.server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => {
       const refused = guard(req);
       if (refused) {
-        refuse(socket, refused.status, json({ error: refused.error }), { "content-type": "application/json", "x-request-id": mintRequestId() });
+        refuse(socket, refused.status, json({ error: refused.error }), {
+          "content-type": "application/json",
+          "x-request-id": mintRequestId(),
+        });
         return;
       }
       this.#ws.upgrade(req, socket, head);
@@ -187,7 +204,9 @@ export class HttpTransport {
     for (const res of this.#streams) res.destroy();
     this.#streams.clear();
     await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
+      this.server.close(() => {
+        resolve();
+      });
       this.server.closeAllConnections();
     });
   }
@@ -221,7 +240,10 @@ export class HttpTransport {
     const [first, second, third, fourth] = decoded;
     const get = (serve: () => unknown) => {
       req.resume();
-      if (verb !== "GET") return sendMethodNotAllowed(res, "GET");
+      if (verb !== "GET") {
+        sendMethodNotAllowed(res, "GET");
+        return;
+      }
       return serve();
     };
     if (decoded.length === 1 && first === "healthz") {
@@ -232,7 +254,8 @@ export class HttpTransport {
     }
     if (first !== "v1" || second === undefined || second === "") {
       req.resume();
-      return sendNoRoute(res);
+      sendNoRoute(res);
+      return;
     }
     if (decoded.length === 2 && second === "events") {
       return get(() => serveStream(this.#state, req, res, url.searchParams, undefined, this.#streams));
@@ -258,11 +281,13 @@ export class HttpTransport {
     }
     if (decoded.length !== 2) {
       req.resume();
-      return sendNoRoute(res);
+      sendNoRoute(res);
+      return;
     }
     if (verb !== "POST") {
       req.resume();
-      return sendMethodNotAllowed(res, "POST");
+      sendMethodNotAllowed(res, "POST");
+      return;
     }
     await this.#call(req, res, second);
   }
@@ -275,18 +300,26 @@ export class HttpTransport {
       caller = authenticate(this.#state, req.headers.authorization);
     } catch (thrown) {
       drain(req, res, false);
-      return sendError(res, errorOf(thrown));
+      sendError(res, errorOf(thrown));
+      return;
     }
     const body = await readBody(req);
     if (body === undefined) {
       drain(req, res, true);
-      return sendError(res, apiError("invalid_request", `the body exceeds ${MAX_BODY_BYTES} bytes (or was cut off)`, { details: { reason: "body_too_large" } }));
+      sendError(
+        res,
+        apiError("invalid_request", `the body exceeds ${MAX_BODY_BYTES} bytes (or was cut off)`, {
+          details: { reason: "body_too_large" },
+        }),
+      );
+      return;
     }
     let params: unknown;
     try {
       params = parseBody(body);
     } catch (thrown) {
-      return sendError(res, thrown instanceof Failure ? thrown.error : errorOf(thrown));
+      sendError(res, thrown instanceof Failure ? thrown.error : errorOf(thrown));
+      return;
     }
     const outcome = await serveCall(this.#state, caller, method, params, "http", requestId);
     if (outcome.ok) sendJson(res, 200, outcome.result);

@@ -72,9 +72,10 @@ function fieldOf(pointer: string): string {
 function kindOf(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "sequence";
-  if (typeof value === "number") return Number.isInteger(value) ? `integer \`${value}\`` : `floating point \`${value}\``;
+  if (typeof value === "number")
+    return Number.isInteger(value) ? `integer \`${value}\`` : `floating point \`${value}\``;
   if (typeof value === "string") return `string ${JSON.stringify(value)}`;
-  if (typeof value === "boolean") return `boolean \`${value}\``;
+  if (typeof value === "boolean") return `boolean \`${String(value)}\``;
   return "map";
 }
 
@@ -90,7 +91,7 @@ function at(value: unknown, pointer: string): unknown {
 
 /** A method's params, checked against its schema (closed), or `invalid_request` naming what is wrong. */
 export function decodeParams<M extends MethodName>(method: M, raw: unknown): MethodTypes[M]["params"] {
-  const params = raw === undefined || raw === null ? {} : raw;
+  const params = raw ?? {};
   if (typeof params !== "object" || Array.isArray(params)) throw invalid(`${method}: params must be a JSON object`);
   let issue = validate(METHODS[method].params, params, { closed: true });
   // The gateway's decoder checks types, not the ranges its schema documents
@@ -139,7 +140,7 @@ export function decodeParams<M extends MethodName>(method: M, raw: unknown): Met
     if (field === "") throw invalid(`${method}: ${text}`);
     throw invalid(`${method}: ${field}: ${text}`, { field });
   }
-  return params as MethodTypes[M]["params"];
+  return params;
 }
 
 /** A query string's parameters, refusing unknown and repeated ones as the gateway does. */
@@ -148,8 +149,11 @@ export function queryOf(search: URLSearchParams, allowed: readonly string[]): Re
   const fail = (why: string) => invalid(`the query: Failed to deserialize query string: ${why}`);
   for (const [key, value] of search) {
     if (!allowed.includes(key)) {
+      const [only, ...others] = allowed;
       const expected =
-        allowed.length === 1 ? `expected \`${allowed[0]}\`` : `expected one of ${allowed.map((a) => `\`${a}\``).join(", ")}`;
+        only !== undefined && others.length === 0
+          ? `expected \`${only}\``
+          : `expected one of ${allowed.map((a) => `\`${a}\``).join(", ")}`;
       throw fail(`${key}: unknown field \`${key}\`, ${expected}`);
     }
     if (key in out) throw fail(`duplicate field \`${key}\``);

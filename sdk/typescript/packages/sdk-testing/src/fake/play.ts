@@ -26,7 +26,13 @@ const STARTED_MODEL = "mock-model";
 type Waited<T> = { value: T } | { stop: Stop | "ended" | "closing" };
 
 /** Waits until `ready` gives a value, or the run is told to stop (or passes its time limit, or `wakeAt` passes). */
-async function waitFor<T>(state: State, record: RunRecord, deadline: number | undefined, ready: () => T | undefined, wakeAt?: number): Promise<Waited<T>> {
+async function waitFor<T>(
+  state: State,
+  record: RunRecord,
+  deadline: number | undefined,
+  ready: () => T | undefined,
+  wakeAt?: number,
+): Promise<Waited<T>> {
   for (;;) {
     if (isTerminal(record.run.status)) return { stop: "ended" };
     if (record.cancel) return { stop: "cancelled" };
@@ -71,14 +77,21 @@ export function toolOf(tools: readonly P.ToolSummary[], tool: string): { name: s
 }
 
 /** What each model call of a scripted run uses (the run's usage is their sum). */
-const CALL_USAGE: P.Usage = { inputTokens: PROMPT_TOKENS, outputTokens: COMPLETION_TOKENS, totalTokens: PROMPT_TOKENS + COMPLETION_TOKENS };
+const CALL_USAGE: P.Usage = {
+  inputTokens: PROMPT_TOKENS,
+  outputTokens: COMPLETION_TOKENS,
+  totalTokens: PROMPT_TOKENS + COMPLETION_TOKENS,
+};
 
 /** Starts a tool call: `tool.call.started`, the assistant's message asking for it; its id. */
 function startCall(state: State, record: RunRecord, name: string, args: unknown, replaySafe: boolean): string {
   record.turns += 1;
   record.answeredTurns += 1;
   record.toolCalls += 1;
-  emit(state, record, { type: "assistant.message", data: { finishReason: "tool_calls", toolCalls: 1, usage: CALL_USAGE } });
+  emit(state, record, {
+    type: "assistant.message",
+    data: { finishReason: "tool_calls", toolCalls: 1, usage: CALL_USAGE },
+  });
   const callId = `call_${record.toolCalls}`;
   record.openCall = { callId, name, startedAt: now() };
   record.messages.push({ role: "assistant", toolCalls: [{ id: callId, name, arguments: copy(args ?? null) }] });
@@ -97,7 +110,13 @@ function endCall(record: RunRecord, result: unknown): number {
   return open ? now() - open.startedAt : 0;
 }
 
-async function approval(state: State, record: RunRecord, deadline: number | undefined, tool: string, args: unknown): Promise<Stop | undefined> {
+async function approval(
+  state: State,
+  record: RunRecord,
+  deadline: number | undefined,
+  tool: string,
+  args: unknown,
+): Promise<Stop | undefined> {
   const { name, id: toolId } = toolOf(state.tools, tool);
   const callId = startCall(state, record, name, args, false);
   const createdAt = now();
@@ -132,7 +151,9 @@ async function approval(state: State, record: RunRecord, deadline: number | unde
     const durationMs = endCall(record, result);
     emit(state, record, { type: "tool.call.completed", data: { callId, durationMs, name, result } });
   } else {
-    const why = resolved.reason ? `the call of ${name} was denied: ${resolved.reason}` : `the call of ${name} was denied`;
+    const why = resolved.reason
+      ? `the call of ${name} was denied: ${resolved.reason}`
+      : `the call of ${name} was denied`;
     const error = { error: why, status: "blocked" };
     const durationMs = endCall(record, error);
     emit(state, record, { type: "tool.call.failed", data: { callId, durationMs, error, name, status: "blocked" } });
@@ -140,7 +161,13 @@ async function approval(state: State, record: RunRecord, deadline: number | unde
   return undefined;
 }
 
-async function question(state: State, record: RunRecord, deadline: number | undefined, prompt: string, choices: string[]): Promise<Stop | undefined> {
+async function question(
+  state: State,
+  record: RunRecord,
+  deadline: number | undefined,
+  prompt: string,
+  choices: string[],
+): Promise<Stop | undefined> {
   const args: { prompt: string; choices?: string[] } = { prompt };
   if (choices.length > 0) args.choices = choices;
   const callId = startCall(state, record, "ask_user", args, true);
@@ -158,7 +185,9 @@ async function question(state: State, record: RunRecord, deadline: number | unde
   if (record.run.sessionId) asked.sessionId = record.run.sessionId;
   state.questions.push(asked);
   emit(state, record, { type: "question.requested", data: copy(asked) });
-  const waited = await waitFor(state, record, deadline, () => (asked.status === "answered" ? { answer: asked.answer } : undefined));
+  const waited = await waitFor(state, record, deadline, () =>
+    asked.status === "answered" ? { answer: asked.answer } : undefined,
+  );
   if (!("value" in waited)) return stopOf(waited.stop);
   const answer = copy(waited.value.answer ?? null);
   emit(state, record, { type: "question.answered", data: { answer, questionId: asked.id } });
@@ -172,7 +201,12 @@ function stopOf(stop: Stop | "ended" | "closing"): Stop | undefined {
   return stop === "ended" || stop === "closing" ? "gone" : stop;
 }
 
-async function step(state: State, record: RunRecord, deadline: number | undefined, next: Step): Promise<Stop | undefined> {
+async function step(
+  state: State,
+  record: RunRecord,
+  deadline: number | undefined,
+  next: Step,
+): Promise<Stop | undefined> {
   switch (next.kind) {
     case "event":
       emit(state, record, copy(next.data));
@@ -215,7 +249,9 @@ export async function play(state: State, runId: string): Promise<void> {
   const record = state.runs.get(runId);
   if (!record || state.closing) return;
   const sessionId = record.run.sessionId ?? "";
-  const lane = await waitFor(state, record, undefined, () => (liveRuns(state, sessionId)[0]?.id === runId ? true : undefined));
+  const lane = await waitFor(state, record, undefined, () =>
+    liveRuns(state, sessionId)[0]?.id === runId ? true : undefined,
+  );
   if (!("value" in lane)) return;
   record.run.status = "running";
   record.run.startedAt = now();

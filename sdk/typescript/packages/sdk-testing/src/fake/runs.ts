@@ -36,9 +36,12 @@ function checkClientTools(tools: readonly P.ClientTool[]): void {
   }
   tools.forEach((tool, i) => {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name)) {
-      throw invalid(`tools[${i}].name ${JSON.stringify([...tool.name].slice(0, 64).join(""))}: 1 to 64 ASCII letters, digits, \`_\` or \`-\``);
+      throw invalid(
+        `tools[${i}].name ${JSON.stringify([...tool.name].slice(0, 64).join(""))}: 1 to 64 ASCII letters, digits, \`_\` or \`-\``,
+      );
     }
-    if (tools.slice(0, i).some((t) => t.name === tool.name)) throw invalid(`tools[${i}].name ${JSON.stringify(tool.name)}: named twice`);
+    if (tools.slice(0, i).some((t) => t.name === tool.name))
+      throw invalid(`tools[${i}].name ${JSON.stringify(tool.name)}: named twice`);
     const schema = tool.parameters as { type?: unknown } | null | undefined;
     if (schema === null || typeof schema !== "object" || schema.type !== "object") {
       throw invalid(`tools[${i}].parameters: a JSON Schema of type "object"`);
@@ -53,15 +56,18 @@ function messagesProblem(messages: readonly P.InputMessage[]): string | undefine
   for (let index = 0; index < answered; index++) {
     const id = messages[index]?.toolCallId;
     if (!id) return `input[${index}]: a tool message needs its toolCallId`;
-    if (messages.slice(0, index).some((m) => m.toolCallId === id)) return `input[${index}]: call ${JSON.stringify(id)} is answered twice`;
+    if (messages.slice(0, index).some((m) => m.toolCallId === id))
+      return `input[${index}]: call ${JSON.stringify(id)} is answered twice`;
   }
   for (let index = answered; index < messages.length; index++) {
     const m = messages[index];
     if (m?.role === "tool") return `input[${index}]: tool messages come first, before any other message`;
-    if (m?.toolCallId !== undefined && m.toolCallId !== null) return `input[${index}]: only a tool message has a toolCallId`;
+    if (m?.toolCallId !== undefined && m.toolCallId !== null)
+      return `input[${index}]: only a tool message has a toolCallId`;
   }
   if (answered === messages.length) return answered === 0 ? "the input has no message" : undefined;
-  if (messages.at(-1)?.role !== "user") return "the last message must be the user's (or the input only answers tool calls)";
+  if (messages.at(-1)?.role !== "user")
+    return "the last message must be the user's (or the input only answers tool calls)";
   return undefined;
 }
 
@@ -74,7 +80,10 @@ export function checkRunParams(p: P.RunsCreateParams): void {
     const problem = messagesProblem(p.input);
     if (problem) throw invalid(`input: ${problem}`);
   }
-  const size = typeof p.input === "string" ? Buffer.byteLength(p.input) : p.input.reduce((n, m) => n + Buffer.byteLength(m.content), 0);
+  const size =
+    typeof p.input === "string"
+      ? Buffer.byteLength(p.input)
+      : p.input.reduce((n, m) => n + Buffer.byteLength(m.content), 0);
   if (size > MAX_INPUT_BYTES) throw invalid(`input: ${size} bytes, more than the ${MAX_INPUT_BYTES} a run takes`);
   if (p.timeoutMs === 0) throw invalid("timeoutMs: must be more than 0");
 }
@@ -88,7 +97,8 @@ function inputText(input: P.RunInput): string {
 function requestHash(p: P.RunsCreateParams): string {
   const { idempotencyKey: _key, ...rest } = p;
   const canonical: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(rest)) {
+  const entries: [string, unknown][] = Object.entries(rest);
+  for (const [k, v] of entries) {
     if (v === null || v === undefined || (Array.isArray(v) && v.length === 0 && k === "tools")) continue;
     canonical[k] = v;
   }
@@ -109,7 +119,9 @@ function sessionFor(state: State, p: P.RunsCreateParams): P.Session {
     session = state.createSession(agent ?? DEFAULT_AGENT);
   }
   if (agent !== undefined && session.agentId !== agent) {
-    throw invalid(`session ${JSON.stringify(session.key)} belongs to agent ${JSON.stringify(session.agentId)}, not ${JSON.stringify(agent)}`);
+    throw invalid(
+      `session ${JSON.stringify(session.key)} belongs to agent ${JSON.stringify(session.agentId)}, not ${JSON.stringify(agent)}`,
+    );
   }
   return session;
 }
@@ -132,7 +144,8 @@ export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, re
   if (key !== undefined) {
     const first = state.runKeys.get(key);
     if (first) {
-      if (first.hash !== hash) throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
+      if (first.hash !== hash)
+        throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
       return copy(state.run(first.runId).run);
     }
   }
@@ -148,7 +161,9 @@ export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, re
   const strategy = p.multitaskStrategy ?? "enqueue";
   if (live.length > 0) {
     if (strategy === "reject") {
-      throw conflict("the session already has an active run (multitaskStrategy: reject)", { activeRunIds: live.map((r) => r.id) });
+      throw conflict("the session already has an active run (multitaskStrategy: reject)", {
+        activeRunIds: live.map((r) => r.id),
+      });
     }
     if (strategy === "interrupt" || strategy === "rollback") {
       for (const run of live) requestCancel(state, run.id, strategy === "rollback", requestId);
@@ -210,7 +225,12 @@ export function requestCancel(state: State, runId: string, rollback: boolean, re
 }
 
 /** `runs.cancel`: the run once it ended (at most `settleMs` later), as it then is. */
-export async function cancel(state: State, runId: string, requestId: string | undefined, settleMs = CANCEL_SETTLE_MS): Promise<P.Run> {
+export async function cancel(
+  state: State,
+  runId: string,
+  requestId: string | undefined,
+  settleMs = CANCEL_SETTLE_MS,
+): Promise<P.Run> {
   const record = state.run(runId);
   if (isTerminal(record.run.status)) return copy(record.run);
   requestCancel(state, runId, false, requestId);
@@ -257,11 +277,20 @@ export function events(state: State, p: P.RunsEventsParams): P.RunsEventsResult 
     if (event?.envelope.runId === p.runId) out.push(JSON.parse(event.json) as P.EventEnvelope);
   }
   const last = out.at(-1);
-  const done = last !== undefined && ["run.completed", "run.failed", "run.cancelled", "run.timed_out"].includes(last.type);
+  const done =
+    last !== undefined && ["run.completed", "run.failed", "run.cancelled", "run.timed_out"].includes(last.type);
   return { done, events: out };
 }
 
-const RUN_STATUSES: readonly string[] = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"];
+const RUN_STATUSES: readonly string[] = [
+  "queued",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "cancelled",
+  "timed_out",
+];
 
 /** `runs.list`: newest first (ties by id, descending), after the cursor, filtered. */
 export function list(state: State, p: P.RunsListParams): P.RunsListResult {
@@ -287,7 +316,9 @@ export function list(state: State, p: P.RunsListParams): P.RunsListResult {
   if (p.cursor) {
     const cursor = state.runs.get(p.cursor)?.run;
     if (!cursor) {
-      throw invalid(`cursor ${JSON.stringify(p.cursor)} is not a run: pass the previous page's nextCursor`, { field: "cursor" });
+      throw invalid(`cursor ${JSON.stringify(p.cursor)} is not a run: pass the previous page's nextCursor`, {
+        field: "cursor",
+      });
     }
     runs = runs.filter((r) => r.createdAt < cursor.createdAt || (r.createdAt === cursor.createdAt && r.id < cursor.id));
   }
@@ -299,7 +330,11 @@ export function list(state: State, p: P.RunsListParams): P.RunsListResult {
 }
 
 /** `sessions.abort`: cancels every live run of the session, queued ones first. */
-export async function abort(state: State, sessionId: string, requestId: string | undefined): Promise<P.SessionsAbortResult> {
+export async function abort(
+  state: State,
+  sessionId: string,
+  requestId: string | undefined,
+): Promise<P.SessionsAbortResult> {
   state.session(sessionId);
   const live = liveRuns(state, sessionId).sort((a, b) => Number(a.status !== "queued") - Number(b.status !== "queued"));
   const cancelledRunIds: string[] = [];

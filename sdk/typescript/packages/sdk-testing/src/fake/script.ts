@@ -159,7 +159,7 @@ export function takeCallFault(faults: QueuedFault[], method: string): CallFault 
 export function takeDrop(faults: QueuedFault[]): number | undefined {
   const at = faults.findIndex(({ fault }) => fault.kind === "dropStream");
   const queued = faults[at];
-  if (!queued || queued.fault.kind !== "dropStream") return undefined;
+  if (queued?.fault.kind !== "dropStream") return undefined;
   faults.splice(at, 1);
   return Math.max(0, Math.floor(queued.fault.afterEvents));
 }

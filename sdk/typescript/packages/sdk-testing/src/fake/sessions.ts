@@ -49,9 +49,12 @@ function checkMetadata(metadata: Record<string, unknown>): Record<string, unknow
   }
   const long = keys.find((k) => [...k].length > METADATA_KEY_CHARS);
   if (long !== undefined) {
-    throw invalid(`metadata: the key ${JSON.stringify([...long].slice(0, 32).join(""))}... is longer than 128 characters`, {
-      field: "metadata",
-    });
+    throw invalid(
+      `metadata: the key ${JSON.stringify([...long].slice(0, 32).join(""))}... is longer than 128 characters`,
+      {
+        field: "metadata",
+      },
+    );
   }
   return metadata;
 }
@@ -67,7 +70,7 @@ export function updateSession(state: State, p: P.SessionsUpdateParams, requestId
   const session = state.session(p.sessionId);
   const merged: Record<string, unknown> = { ...(session.metadata ?? {}) };
   for (const [key, value] of Object.entries(p.metadata)) {
-    if (value === null) delete merged[key];
+    if (value === null) Reflect.deleteProperty(merged, key);
     else merged[key] = value;
   }
   session.metadata = checkMetadata(merged);

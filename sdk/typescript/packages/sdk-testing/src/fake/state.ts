@@ -178,7 +178,7 @@ export class State {
   /** Appends an event to the log, numbering it, and wakes the waiters. */
   push(event: Omit<P.EventEnvelope, "id">): StoredEvent {
     const id = this.log.length + 1;
-    const envelope = { ...event, id: String(id) } as P.EventEnvelope;
+    const envelope = { ...event, id: String(id) };
     const terminal = ["run.completed", "run.failed", "run.cancelled", "run.timed_out"].includes(envelope.type);
     const stored: StoredEvent = { id, envelope, json: envelopeJson(envelope), terminal };
     this.log.push(stored);
@@ -268,7 +268,8 @@ export class State {
     if (key && this.sessionByKey(key)) throw conflict(`session ${JSON.stringify(key)} already exists`);
     const id = this.newId("sess");
     const at = now();
-    const session: P.Session = { agentId, createdAt: at, id, key: key || `${agentId}:${id}`, updatedAt: at };
+    const named = key === "" ? undefined : key; // an empty key names no session
+    const session: P.Session = { agentId, createdAt: at, id, key: named ?? `${agentId}:${id}`, updatedAt: at };
     if (metadata && Object.keys(metadata).length > 0) session.metadata = copy(metadata);
     this.sessions.set(id, session);
     this.touch();
@@ -301,7 +302,14 @@ export class State {
 
 /** An event of `run`, not yet numbered, on behalf of the request that created it. */
 export function runEvent(run: P.Run, data: P.EventData, requestId?: string): Omit<P.EventEnvelope, "id"> {
-  const event: Omit<P.EventEnvelope, "id"> = { version: 1, ts: now(), type: data.type, runId: run.id, agentId: run.agentId, data: data.data };
+  const event: Omit<P.EventEnvelope, "id"> = {
+    version: 1,
+    ts: now(),
+    type: data.type,
+    runId: run.id,
+    agentId: run.agentId,
+    data: data.data,
+  };
   if (run.sessionId) event.sessionId = run.sessionId;
   if (run.sessionKey) event.sessionKey = run.sessionKey;
   if (requestId) event.requestId = requestId;

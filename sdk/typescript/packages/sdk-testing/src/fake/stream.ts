@@ -44,7 +44,13 @@ export class Follow {
   #budget: number | undefined;
   #done = false;
 
-  private constructor(state: State, filter: Filter, cursor: bigint | undefined, endAfterTerminal: boolean, budget: number | undefined) {
+  private constructor(
+    state: State,
+    filter: Filter,
+    cursor: bigint | undefined,
+    endAfterTerminal: boolean,
+    budget: number | undefined,
+  ) {
     this.#state = state;
     this.#filter = filter;
     this.#pos = indexAfter(cursor);
@@ -88,8 +94,7 @@ export class Follow {
         this.#done = true;
         return "cut";
       }
-      while (this.#pos < log.length) {
-        const event = log[this.#pos] as StoredEvent;
+      for (let event = log[this.#pos]; event !== undefined; event = log[this.#pos]) {
         this.#pos += 1;
         if (!this.#matches(event)) continue;
         if (this.#endAfterTerminal && event.terminal) this.#done = true;
@@ -109,7 +114,8 @@ export class Follow {
 export function streamCursor(header: string | undefined, after: string | undefined): bigint | undefined {
   const text = (header ?? after)?.trim();
   if (text === undefined || text === "") return undefined;
-  if (!/^\d{1,20}$/.test(text) || BigInt(text) > 18446744073709551615n) throw invalid(`${JSON.stringify(text)} is not an event id`);
+  if (!/^\d{1,20}$/.test(text) || BigInt(text) > 18446744073709551615n)
+    throw invalid(`${JSON.stringify(text)} is not an event id`);
   return BigInt(text);
 }
 
@@ -134,40 +140,50 @@ function open(state: State, req: IncomingMessage, search: URLSearchParams, runId
   if (runId !== undefined) {
     const count = [...runId].length;
     if (count > 128) throw invalid(`runId: a run id is ${count} characters long; the cap is 128`);
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
     if (/[\x00-\x1f\x7f]/.test(runId)) throw invalid("runId: a run id may not contain control characters");
   }
-  const caller = streamCaller(state, header(req, "authorization"), query["ticket"]);
+  const caller = streamCaller(state, header(req, "authorization"), query.ticket);
   if (runId !== undefined) {
     mayOpen(caller, { run: { runId } });
     requireScope(caller, METHODS["runs.events"].scope);
     if (!state.runs.has(runId)) throw notFound("run", runId);
-    return Follow.start(state, { runId }, streamCursor(header(req, "last-event-id"), query["after"]), true);
+    return Follow.start(state, { runId }, streamCursor(header(req, "last-event-id"), query.after), true);
   }
   requireScope(caller, METHODS["events.subscribe"].scope);
   let filter: Filter;
   if (caller.ticket === undefined) {
-    filter = { sessionKey: query["sessionKey"], agentId: query["agentId"], types: typesOf(query["types"]) };
+    filter = { sessionKey: query.sessionKey, agentId: query.agentId, types: typesOf(query.types) };
   } else if ("events" in caller.ticket) {
     // A ticket's stream is the one it names, whatever the query says.
     const named = caller.ticket.events;
-    filter = { sessionKey: named.sessionKey ?? undefined, agentId: named.agentId ?? undefined, types: named.types ?? [] };
+    filter = {
+      sessionKey: named.sessionKey ?? undefined,
+      agentId: named.agentId ?? undefined,
+      types: named.types ?? [],
+    };
   } else {
     throw ticketRefusal("this ticket opens another stream");
   }
-  return Follow.start(state, filter, streamCursor(header(req, "last-event-id"), query["after"]), false);
+  return Follow.start(state, filter, streamCursor(header(req, "last-event-id"), query.after), false);
 }
 
 /** Writes `text`, waiting for it to be flushed (so a slow reader only slows its own stream). */
 function write(res: ServerResponse, text: string): Promise<void> {
   return new Promise((resolve) => {
-    if (res.destroyed || res.writableEnded) return resolve();
+    if (res.destroyed || res.writableEnded) {
+      resolve();
+      return;
+    }
     // A connection that goes away never calls back: its close ends the wait.
     const done = () => {
       res.off("close", done);
       resolve();
     };
     res.on("close", done);
-    res.write(text, () => done());
+    res.write(text, () => {
+      done();
+    });
   });
 }
 
@@ -191,12 +207,15 @@ export async function serveStream(
   res.flushHeaders();
   streams.add(res);
   let last = Date.now();
-  const heartbeat = setInterval(() => {
-    if (Date.now() - last >= state.heartbeatMs && !res.destroyed) {
-      last = Date.now();
-      res.write(HEARTBEAT);
-    }
-  }, Math.max(10, Math.floor(state.heartbeatMs / 2)));
+  const heartbeat = setInterval(
+    () => {
+      if (Date.now() - last >= state.heartbeatMs && !res.destroyed) {
+        last = Date.now();
+        res.write(HEARTBEAT);
+      }
+    },
+    Math.max(10, Math.floor(state.heartbeatMs / 2)),
+  );
   heartbeat.unref();
   const gone = () => {
     follow.stop();

@@ -65,7 +65,9 @@ export function redeemTicket(state: State, ticket: string): Caller {
 /** What a ticket's caller may not do: `forbidden`, `reason: ticket`. */
 export function ticketRefusal(what: string): Failure {
   return new Failure(
-    apiError("forbidden", `${what}: a stream ticket opens the one stream it was minted for and calls nothing`, { details: { reason: "ticket" } }),
+    apiError("forbidden", `${what}: a stream ticket opens the one stream it was minted for and calls nothing`, {
+      details: { reason: "ticket" },
+    }),
   );
 }
 
@@ -78,7 +80,8 @@ export function mayOpen(caller: Caller, stream: P.TicketStream): void {
 
 /** Whether `events.subscribe` asks for exactly the filter `named` (its cursor is the caller's). */
 export function askedBy(named: P.StreamFilter, p: P.EventsSubscribeParams): boolean {
-  const same = <T>(a: T | null | undefined, b: T | null | undefined) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  const same = <T>(a: T | null | undefined, b: T | null | undefined) =>
+    JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
   return same(named.sessionKey, p.sessionKey) && same(named.agentId, p.agentId) && same(named.types, p.types);
 }
 
@@ -133,22 +136,26 @@ export function revokeToken(state: State, p: P.TokensRevokeParams): P.TokensRevo
   const root = state.tokensById.get(p.tokenId);
   if (!root) throw notFound("token", p.tokenId);
   const tree = [root];
-  for (let i = 0; i < tree.length; i++) {
-    for (const t of state.tokensById.values()) if (t.parentId === tree[i]?.id) tree.push(t);
+  // `tree` grows as it is walked: each token's children are walked too.
+  for (const parent of tree) {
+    for (const t of state.tokensById.values()) if (t.parentId === parent.id) tree.push(t);
   }
   const at = now();
   for (const t of tree) {
     t.revokedAt ??= at;
     state.tokens.delete(t.secret);
   }
-  const rest = tree.slice(1).map((t) => t.id).sort();
+  const rest = tree
+    .slice(1)
+    .map((t) => t.id)
+    .sort();
   return { tokenId: p.tokenId, revoked: [root.id, ...rest] };
 }
 
 /** `tokens.create`: a named token with the scopes `p` grants. */
 export function createToken(state: State, caller: Caller, p: P.TokensCreateParams): P.CreatedToken {
   const field = (name: string, message: string) => invalid(`${name}: ${message}`, { field: name });
-  const granted: P.Scope[] = p.preset ? [...(PRESETS[p.preset] ?? [])] : [];
+  const granted: P.Scope[] = p.preset ? [...PRESETS[p.preset]] : [];
   for (const scope of p.scopes ?? []) {
     if (!SCOPES.includes(scope)) throw field("scopes", "an unknown scope");
     granted.push(scope);
@@ -175,7 +182,10 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
   const beyond = scopes.find((scope) => !caller.scopes.includes("admin") && !caller.scopes.includes(scope));
   if (beyond !== undefined) throw field("scopes", `${beyond} is beyond the minting token's scopes`);
   if (caller.expiresAt !== undefined && expiresAt > caller.expiresAt) {
-    throw field("expiresInMs", `the token would outlive the one minting it (which expires in ${caller.expiresAt - now()} ms)`);
+    throw field(
+      "expiresInMs",
+      `the token would outlive the one minting it (which expires in ${caller.expiresAt - now()} ms)`,
+    );
   }
   const secret = `talon_${randomBytes(32).toString("hex")}`;
   const key = p.idempotencyKey ?? undefined;
@@ -186,9 +196,12 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
     if (earlier) {
       const rebound = earlier.subject !== subject || earlier.agents?.join() !== agents?.join();
       if (earlier.name !== p.name || earlier.scopes.join() !== scopes.join() || rebound) {
-        throw conflict(`idempotency key ${JSON.stringify(key)} minted token ${earlier.id}, which has another name, scopes or binding: use a new key`, {
-          tokenId: earlier.id,
-        });
+        throw conflict(
+          `idempotency key ${JSON.stringify(key)} minted token ${earlier.id}, which has another name, scopes or binding: use a new key`,
+          {
+            tokenId: earlier.id,
+          },
+        );
       }
       // A retry: the same id, a new secret; the earlier secret stops working.
       state.tokens.delete(earlier.secret);

@@ -6,7 +6,7 @@
 // `unauthenticated`), the 405 with `Allow`, and request ids.
 
 import { randomBytes } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 
 import { ERROR_HTTP_STATUS, type ApiError, type EventEnvelope } from "@talon/sdk";
 
@@ -86,7 +86,12 @@ export function errorHeaders(error: ApiError): Record<string, string> {
 }
 
 /** Sends `body` as JSON (keys sorted) with `status`. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   const text = json(body);
   res.writeHead(status, {
@@ -97,9 +102,22 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** The table of an error code's HTTP status, looked up by any code (one it lacks answers 500). */
+const HTTP_STATUS: Readonly<Partial<Record<string, number>>> = ERROR_HTTP_STATUS;
+
+/** The HTTP status the gateway answers an error `code` with (500 for a code it does not know). */
+export function httpStatus(code: string): number {
+  return HTTP_STATUS[code] ?? 500;
+}
+
 /** Sends the error response: `{"error": …}` with the code's status and headers. */
-export function sendError(res: ServerResponse, error: ApiError, status?: number, headers: Record<string, string> = {}): void {
-  sendJson(res, status ?? ERROR_HTTP_STATUS[error.code] ?? 500, { error }, { ...errorHeaders(error), ...headers });
+export function sendError(
+  res: ServerResponse,
+  error: ApiError,
+  status?: number,
+  headers: Record<string, string> = {},
+): void {
+  sendJson(res, status ?? httpStatus(error.code), { error }, { ...errorHeaders(error), ...headers });
 }
 
 /** The 405 of a path asked with the wrong HTTP method. */

@@ -18,7 +18,7 @@ import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import { METHODS, ERROR_HTTP_STATUS, type protocol as P } from "@talon/sdk";
+import { METHODS, type protocol as P } from "@talon/sdk";
 
 import { arrive, serveCall } from "./api.js";
 import { Failure, apiError, errorOf } from "./errors.js";
@@ -32,7 +32,7 @@ import { askedBy, authenticate, requireScope, streamCaller, ticketRefusal } from
 const CLOSE_UNAUTHENTICATED = 4003;
 /** How long a socket opened without credentials may take to send its `auth` frame. */
 const AUTH_WITHIN_MS = 10_000;
-import { errorHeaders, json, mintRequestId } from "./wire.js";
+import { errorHeaders, httpStatus, json, mintRequestId } from "./wire.js";
 
 /** The largest frame taken (the gateway's body limit). */
 export const MAX_FRAME_BYTES = 4 << 20;
@@ -47,15 +47,20 @@ function decode(text: string): Incoming {
   if ("error" in parsed) return { id: null, refused: apiError("invalid_request", `not JSON: ${parsed.error}`) };
   const frame = parsed.value;
   const field = (name: string): unknown =>
-    frame !== null && typeof frame === "object" && !Array.isArray(frame) ? (frame as Record<string, unknown>)[name] : undefined;
+    frame !== null && typeof frame === "object" && !Array.isArray(frame)
+      ? (frame as Record<string, unknown>)[name]
+      : undefined;
   const id = field("id") ?? null;
   const method = field("method");
-  if (field("type") === "req" && typeof method === "string" && id !== null) return { id, method, params: field("params") };
+  if (field("type") === "req" && typeof method === "string" && id !== null)
+    return { id, method, params: field("params") };
   return { id, refused: apiError("invalid_request", 'a request is {"type":"req","id":..,"method":..,"params":{..}}') };
 }
 
 function answer(id: unknown, outcome: { ok: true; result: unknown } | { ok: false; error: P.ApiError }): string {
-  return outcome.ok ? json({ type: "res", id, ok: true, result: outcome.result }) : json({ type: "res", id, ok: false, error: outcome.error });
+  return outcome.ok
+    ? json({ type: "res", id, ok: true, result: outcome.result })
+    : json({ type: "res", id, ok: false, error: outcome.error });
 }
 
 /** Writes a plain HTTP answer on a socket that asked to upgrade (the upgrade is refused). */
@@ -80,14 +85,20 @@ export class WsTransport {
     socket.on("error", () => socket.destroy());
     const requestId = mintRequestId();
     const url = new URL(req.url ?? "/", "http://fake.invalid");
-    const json_ = (error: P.ApiError) =>
-      refuse(socket, ERROR_HTTP_STATUS[error.code] ?? 500, json({ error }), {
+    const json_ = (error: P.ApiError) => {
+      refuse(socket, httpStatus(error.code), json({ error }), {
         ...errorHeaders(error),
         "content-type": "application/json",
         "x-request-id": requestId,
       });
+    };
     if (url.pathname !== "/v1/ws") {
-      json_(apiError("not_found", "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs"));
+      json_(
+        apiError(
+          "not_found",
+          "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs",
+        ),
+      );
       return;
     }
     let caller: Caller | undefined;
@@ -95,9 +106,10 @@ export class WsTransport {
       const query = queryOf(url.searchParams, ["ticket"]);
       const authorization = req.headers.authorization;
       // Neither: the token comes in the first frame (a browser cannot set the header).
-      if (authorization !== undefined || query["ticket"] !== undefined) {
-        caller = streamCaller(this.#state, authorization, query["ticket"]);
-        if (caller.ticket !== undefined && !("socket" in caller.ticket)) throw ticketRefusal("this ticket opens another stream");
+      if (authorization !== undefined || query.ticket !== undefined) {
+        caller = streamCaller(this.#state, authorization, query.ticket);
+        if (caller.ticket !== undefined && !("socket" in caller.ticket))
+          throw ticketRefusal("this ticket opens another stream");
       }
     } catch (thrown) {
       json_(errorOf(thrown));
@@ -138,24 +150,37 @@ class Connection {
     this.#caller = caller;
     this.#requestId = requestId;
     if (caller === undefined) {
-      this.#deadline = setTimeout(() => ws.close(CLOSE_UNAUTHENTICATED, "the first frame must be {\"type\":\"auth\",\"token\":..}"), AUTH_WITHIN_MS);
+      this.#deadline = setTimeout(() => {
+        ws.close(CLOSE_UNAUTHENTICATED, 'the first frame must be {"type":"auth","token":..}');
+      }, AUTH_WITHIN_MS);
     }
     // Each frame in flight listens for the close (many may be in flight at once).
     ws.setMaxListeners(0);
-    ws.on("message", (data, isBinary) => this.#frame(data, isBinary));
-    ws.on("close", () => this.#end());
-    ws.on("error", () => this.#end());
+    ws.on("message", (data, isBinary) => {
+      this.#frame(data, isBinary);
+    });
+    ws.on("close", () => {
+      this.#end();
+    });
+    ws.on("error", () => {
+      this.#end();
+    });
   }
 
   #send(text: string): Promise<void> {
     this.#sent = new Promise((resolve) => {
-      if (this.#ws.readyState !== this.#ws.OPEN) return resolve();
+      if (this.#ws.readyState !== this.#ws.OPEN) {
+        resolve();
+        return;
+      }
       const done = () => {
         this.#ws.off("close", done);
         resolve();
       };
       this.#ws.on("close", done);
-      this.#ws.send(text, () => done());
+      this.#ws.send(text, () => {
+        done();
+      });
     });
     return this.#sent;
   }
@@ -165,13 +190,16 @@ class Connection {
     clearTimeout(this.#deadline);
     let token: unknown;
     try {
-      const frame = JSON.parse(text) as Record<string, unknown>;
-      if (frame && typeof frame === "object" && Object.keys(frame).length === 2 && frame["type"] === "auth") token = frame["token"];
+      const frame: unknown = JSON.parse(text);
+      if (typeof frame === "object" && frame !== null && Object.keys(frame).length === 2) {
+        const fields = frame as Record<string, unknown>;
+        if (fields.type === "auth") token = fields.token;
+      }
     } catch {
       token = undefined;
     }
     if (typeof token !== "string") {
-      this.#ws.close(CLOSE_UNAUTHENTICATED, "the first frame must be {\"type\":\"auth\",\"token\":..}");
+      this.#ws.close(CLOSE_UNAUTHENTICATED, 'the first frame must be {"type":"auth","token":..}');
       return;
     }
     try {
@@ -192,10 +220,14 @@ class Connection {
 
   #frame(data: RawData, isBinary: boolean): void {
     if (isBinary) {
-      void this.#send(answer(null, { ok: false, error: apiError("invalid_request", "binary frames are not requests") }));
+      void this.#send(
+        answer(null, { ok: false, error: apiError("invalid_request", "binary frames are not requests") }),
+      );
       return;
     }
-    const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.from(data as ArrayBuffer).toString("utf8");
+    const text = Array.isArray(data)
+      ? Buffer.concat(data).toString("utf8")
+      : Buffer.from(data as ArrayBuffer).toString("utf8");
     const caller = this.#caller;
     if (caller === undefined) {
       this.#authenticate(text);
@@ -208,14 +240,20 @@ class Connection {
     }
     const { id, method, params } = incoming;
     if (caller.ticket !== undefined && method !== "events.subscribe" && method !== "events.unsubscribe") {
-      void this.#send(answer(id, { ok: false, error: ticketRefusal(`\`${[...method].slice(0, 64).join("")}\``).error }));
+      void this.#send(
+        answer(id, { ok: false, error: ticketRefusal(`\`${[...method].slice(0, 64).join("")}\``).error }),
+      );
       return;
     }
     if (method === "events.subscribe" || method === "events.unsubscribe") {
-      this.#serial = this.#serial.then(() => (method === "events.subscribe" ? this.#subscribe(id, params) : this.#unsubscribe(id, params)));
+      this.#serial = this.#serial.then(() =>
+        method === "events.subscribe" ? this.#subscribe(id, params) : this.#unsubscribe(id, params),
+      );
       return;
     }
-    void serveCall(this.#state, caller, method, params, "websocket", this.#requestId).then((outcome) => this.#send(answer(id, outcome)));
+    void serveCall(this.#state, caller, method, params, "websocket", this.#requestId).then((outcome) =>
+      this.#send(answer(id, outcome)),
+    );
   }
 
   async #subscribe(id: unknown, params: unknown): Promise<void> {
@@ -234,7 +272,12 @@ class Connection {
         throw new Failure(apiError("rate_limited", `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`));
       }
       const cursor = cursorOf(p.after);
-      follow = Follow.start(this.#state, { sessionKey: p.sessionKey ?? undefined, agentId: p.agentId ?? undefined, types: p.types ?? [] }, cursor, false);
+      follow = Follow.start(
+        this.#state,
+        { sessionKey: p.sessionKey ?? undefined, agentId: p.agentId ?? undefined, types: p.types ?? [] },
+        cursor,
+        false,
+      );
     } catch (thrown) {
       await this.#send(answer(id, { ok: false, error: errorOf(thrown) }));
       return;

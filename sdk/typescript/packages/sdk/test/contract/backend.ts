@@ -107,13 +107,16 @@ export class Backend {
 
 /** The kinds this process runs (`TALON_CONTRACT` narrows them). */
 export function kinds(): Kind[] {
-  const only = process.env["TALON_CONTRACT"];
+  const only = process.env.TALON_CONTRACT;
   return only === "fake" || only === "real" ? [only] : ["fake", "real"];
 }
 
 /** Declares `body` once per kind, as a `describe` block named after it. */
 export function bothServers(name: string, body: (kind: Kind) => void): void {
-  for (const kind of kinds()) describe(`${name} (${kind})`, () => body(kind));
+  for (const kind of kinds())
+    describe(`${name} (${kind})`, () => {
+      body(kind);
+    });
 }
 
 /** Starts a backend for one test and closes it after `test`, whatever happens. */

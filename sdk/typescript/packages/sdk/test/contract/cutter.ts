@@ -26,7 +26,9 @@ export class StreamCutter {
     const address = server.address();
     if (address === null || typeof address === "string") throw new Error("the proxy has no port");
     const cutter = new StreamCutter(`http://127.0.0.1:${address.port}`, server);
-    server.on("connection", (client) => cutter.#relay(client, hostname, Number(port)));
+    server.on("connection", (client) => {
+      cutter.#relay(client, hostname, Number(port));
+    });
     return cutter;
   }
 
@@ -42,7 +44,11 @@ export class StreamCutter {
 
   async close(): Promise<void> {
     for (const socket of this.#sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await new Promise<void>((resolve) =>
+      this.server.close(() => {
+        resolve();
+      }),
+    );
   }
 
   #relay(client: Socket, host: string, port: number): void {
@@ -73,8 +79,7 @@ export class StreamCutter {
     server.on("data", (chunk: Buffer) => {
       if (cut) return;
       if (limit !== undefined) {
-        for (let i = 0; i < chunk.length; i++) {
-          const byte = chunk[i]!;
+        for (const [i, byte] of chunk.entries()) {
           if (byte === 0x0a && last === 0x0a && ++frames === limit) {
             this.#done += 1;
             cut = true;

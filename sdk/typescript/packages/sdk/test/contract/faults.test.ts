@@ -19,7 +19,11 @@ async function withFake(test: (fake: FakeGateway, talon: Talon) => Promise<void>
   }
 }
 
-const paramsOf = (fake: FakeGateway, method: string) => fake.calls().filter((c) => c.method === method).map((c) => c.params as Record<string, unknown>);
+const paramsOf = (fake: FakeGateway, method: string) =>
+  fake
+    .calls()
+    .filter((c) => c.method === method)
+    .map((c) => c.params as Record<string, unknown>);
 
 describe("faults (fake only)", () => {
   it("a lost create is retried with the same idempotency key", () =>
@@ -28,8 +32,8 @@ describe("faults (fake only)", () => {
       const run = await talon.agent("main").run("hello");
       const creates = paramsOf(fake, "runs.create");
       assert.equal(creates.length, 2);
-      assert.match(String(creates[0]?.["idempotencyKey"]), /^sdk-[0-9a-f]{32}$/);
-      assert.equal(creates[1]?.["idempotencyKey"], creates[0]?.["idempotencyKey"]);
+      assert.match(String(creates[0]?.idempotencyKey), /^sdk-[0-9a-f]{32}$/);
+      assert.equal(creates[1]?.idempotencyKey, creates[0]?.idempotencyKey);
       assert.equal((await run.wait()).output?.text, "ok");
     }));
 
@@ -57,7 +61,10 @@ describe("faults (fake only)", () => {
   it("a gateway that stays unavailable surfaces after the policy's tries", () =>
     withFake(async (fake, talon) => {
       fake.inject({ kind: "unavailable", method: "agents.list", times: 10 });
-      await assert.rejects(talon.client.agents.list(), (e: unknown) => e instanceof TalonError && e.code === "unavailable" && e.retryable);
+      await assert.rejects(
+        talon.client.agents.list(),
+        (e: unknown) => e instanceof TalonError && e.code === "unavailable" && e.retryable,
+      );
       assert.equal(paramsOf(fake, "agents.list").length, 3, "one call and two retries");
     }));
 
@@ -73,7 +80,10 @@ describe("faults (fake only)", () => {
   it("a call slower than its deadline is a timeout", () =>
     withFake(async (fake, talon) => {
       fake.inject({ kind: "slow", method: "agents.list", delayMs: 2_000 });
-      await assert.rejects(talon.client.agents.list({}, { timeoutMs: 100, maxRetries: 0 }), (e: unknown) => e instanceof TalonError && e.code === "timeout");
+      await assert.rejects(
+        talon.client.agents.list({}, { timeoutMs: 100, maxRetries: 0 }),
+        (e: unknown) => e instanceof TalonError && e.code === "timeout",
+      );
     }));
 
   it("an expired cursor is an error, never silence", () =>
@@ -83,18 +93,26 @@ describe("faults (fake only)", () => {
       fake.inject({ kind: "expireCursor" });
       await assert.rejects(collect(run.events({ after: "1" })), (e: unknown) => {
         assert.ok(e instanceof TalonError);
-        assert.deepEqual({ code: e.code, retryable: e.retryable, details: e.details }, {
-          code: "cursor_expired",
-          retryable: false,
-          details: { cursor: "1", oldestId: "2" },
-        });
+        assert.deepEqual(
+          { code: e.code, retryable: e.retryable, details: e.details },
+          {
+            code: "cursor_expired",
+            retryable: false,
+            details: { cursor: "1", oldestId: "2" },
+          },
+        );
         return true;
       });
     }));
 
   it("a stream dropped mid-run resumes with no gap and no duplicate", () =>
     withFake(async (fake, talon) => {
-      fake.scriptRun(FakeRun.reply("slowly").delay(40).event({ type: "assistant.delta", data: { text: "slow" } } as never).delay(40));
+      fake.scriptRun(
+        FakeRun.reply("slowly")
+          .delay(40)
+          .event({ type: "assistant.delta", data: { text: "slow" } } as never)
+          .delay(40),
+      );
       const run = await talon.agent("main").run("hello");
       fake.inject({ kind: "dropStream", afterEvents: 2 });
       const seen: TalonEvent[] = await collect(run.events());
@@ -123,9 +141,11 @@ describe("faults (fake only)", () => {
         assert.equal(seen.length, 1);
         // The next call opens a new connection; a new subscription resumes after the last id seen.
         assert.ok((await talon.client.agents.list()).agents.length > 0);
-        const resumed = await talon.subscribe({ after: seen[0]!.id });
+        const [last] = seen;
+        assert.ok(last);
+        const resumed = await talon.subscribe({ after: last.id });
         for await (const event of resumed) {
-          assert.equal(BigInt(event.id), BigInt(seen[0]!.id) + 1n);
+          assert.equal(BigInt(event.id), BigInt(last.id) + 1n);
           break;
         }
       } finally {

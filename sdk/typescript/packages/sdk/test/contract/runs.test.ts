@@ -11,8 +11,6 @@ import { TalonError, type TalonEvent, type ToolSummary } from "@talon/sdk";
 import { DONE, QUESTION, REPLY, WRITE, WRITE_ARGS, bothServers, collect, until, withBackend } from "./backend.js";
 import { transcript } from "./redact.js";
 
-const ids = (events: readonly TalonEvent[]) => events.map((e) => e.id);
-
 bothServers("a run", (kind) => {
   it("streams typed events in order and waits for its result", () =>
     withBackend(kind, "reply", async (b) => {
@@ -22,7 +20,13 @@ bothServers("a run", (kind) => {
       const types = events.map((e) => e.type).filter((t) => !t.endsWith(".delta"));
       assert.deepEqual(types, ["run.created", "run.started", "assistant.message", "run.completed"]);
       const numbers = events.map((e) => BigInt(e.id));
-      assert.ok(numbers.every((n, i) => i === 0 || numbers[i - 1]! < n), `ids in order: ${numbers.join(", ")}`);
+      assert.ok(
+        numbers.every((n, i) => {
+          const before = numbers[i - 1];
+          return before === undefined || before < n;
+        }),
+        `ids in order: ${numbers.join(", ")}`,
+      );
       assert.ok(events.every((e) => e.runId === run.id && e.version === 1));
       const text = events.flatMap((e) => (e.type === "assistant.delta" ? [e.data.text] : [])).join("");
       assert.equal(text, REPLY);
@@ -72,7 +76,7 @@ bothServers("a run", (kind) => {
       await first.wait();
       b.cutNextStream(1);
       const controller = new AbortController();
-      const seen: Array<[string, string | undefined]> = [];
+      const seen: [string, string | undefined][] = [];
       let second: string | undefined;
       for await (const event of talon.events({ types: ["run.created", "run.completed"], signal: controller.signal })) {
         seen.push([event.type, event.runId ?? undefined]);
@@ -110,18 +114,25 @@ bothServers("approvals", (kind) => {
   it("an approval handler approves once, in the seed's shape", () =>
     withBackend(kind, "approvedWrite", async (b) => {
       const run = await b.talon().agent("main").run("write the note");
-      const asked: Array<{ kind: string; toolName: string | undefined; toolId: string | undefined }> = [];
+      const asked: { kind: string; toolName: string | undefined; toolId: string | undefined }[] = [];
       const stop = run.onApproval((request) => {
         asked.push({ kind: request.kind, toolName: request.toolName, toolId: request.toolId });
         // The seed's shape: a policy reads the tool's name.
-        return request.kind === "tool" && request.toolName === "write" ? request.approveOnce() : request.deny({ reason: "only writes" });
+        return request.kind === "tool" && request.toolName === "write"
+          ? request.approveOnce()
+          : request.deny({ reason: "only writes" });
       });
       const result = await run.wait();
       stop();
       assert.deepEqual({ status: result.status, text: result.output?.text }, { status: "completed", text: DONE });
       assert.deepEqual(asked, [{ kind: "tool", toolName: "write", toolId: WRITE }]);
       assert.deepEqual(
-        (await run.approvals()).map((a) => ({ toolName: a.info.toolName, toolId: a.info.toolId, status: a.info.status, decision: a.info.decision })),
+        (await run.approvals()).map((a) => ({
+          toolName: a.info.toolName,
+          toolId: a.info.toolId,
+          status: a.info.status,
+          decision: a.info.decision,
+        })),
         [{ toolName: "write", toolId: WRITE, status: "approved", decision: "approve_once" }],
       );
       if (kind === "real") assert.equal(b.note(), WRITE_ARGS.content);
@@ -135,9 +146,7 @@ bothServers("approvals", (kind) => {
         // An async policy may ask the gateway (or the app's own service) first.
         const space = await run.toolSpace();
         const known = space.list().some((t) => t.id === request.toolId && t.requiresApproval);
-        return known
-          ? request.approveOnce({ reason: "policy: writes in the workspace" })
-          : request.askUser();
+        return known ? request.approveOnce({ reason: "policy: writes in the workspace" }) : request.askUser();
       });
       assert.equal((await run.wait()).status, "completed");
       assert.deepEqual(
@@ -152,7 +161,11 @@ bothServers("approvals", (kind) => {
       run.onApproval((request) => request.deny({ reason: "not today" }));
       assert.equal((await run.wait()).status, "completed");
       assert.deepEqual(
-        (await run.approvals()).map((a) => ({ status: a.info.status, decision: a.info.decision, reason: a.info.reason })),
+        (await run.approvals()).map((a) => ({
+          status: a.info.status,
+          decision: a.info.decision,
+          reason: a.info.reason,
+        })),
         [{ status: "denied", decision: "deny", reason: "not today" }],
       );
       const events = await collect(run.events());
@@ -174,7 +187,10 @@ bothServers("approvals", (kind) => {
       assert.ok(pending);
       assert.equal((await run.wait({ timeoutMs: 100 })).status, "accepted");
       assert.equal((await pending.approveOnce()).status, "approved");
-      await assert.rejects(pending.deny({ reason: "too late" }), (e: unknown) => e instanceof TalonError && e.code === "conflict" && !e.retryable);
+      await assert.rejects(
+        pending.deny({ reason: "too late" }),
+        (e: unknown) => e instanceof TalonError && e.code === "conflict" && !e.retryable,
+      );
       assert.equal((await run.wait()).status, "completed");
     }));
 
@@ -187,8 +203,12 @@ bothServers("approvals", (kind) => {
       });
       await run.cancel({ reason: "changed my mind" });
       assert.equal((await run.wait()).status, "cancelled");
-      assert.deepEqual((await run.approvals()).map((a) => a.info.status), ["cancelled"]);
-      await assert.rejects(approval!.approveOnce(), (e: unknown) => e instanceof TalonError && e.code === "conflict");
+      assert.deepEqual(
+        (await run.approvals()).map((a) => a.info.status),
+        ["cancelled"],
+      );
+      assert.ok(approval);
+      await assert.rejects(approval.approveOnce(), (e: unknown) => e instanceof TalonError && e.code === "conflict");
       assert.equal((await collect(run.events())).at(-1)?.type, "run.cancelled");
     }));
 });
@@ -206,7 +226,8 @@ bothServers("questions", (kind) => {
         { prompt: question?.info.prompt, choices: question?.info.choices, status: question?.info.status },
         { ...QUESTION, status: "pending" },
       );
-      const answered = await question!.answer("dev");
+      assert.ok(question);
+      const answered = await question.answer("dev");
       assert.deepEqual({ status: answered.status, answer: answered.answer }, { status: "answered", answer: "dev" });
       assert.equal((await run.wait()).status, "completed");
       const types = (await collect(run.events())).map((e) => e.type).filter((t) => t.startsWith("question."));
@@ -228,7 +249,10 @@ bothServers("artifacts, the session and the ToolSpace", (kind) => {
       assert.equal(bytes.length, trajectory.info.sizeBytes);
       JSON.parse(new TextDecoder().decode(bytes));
       assert.deepEqual((await talon.artifact(trajectory.id)).info, trajectory.info);
-      await assert.rejects(talon.artifact("art_missing"), (e: unknown) => e instanceof TalonError && e.code === "not_found");
+      await assert.rejects(
+        talon.artifact("art_missing"),
+        (e: unknown) => e instanceof TalonError && e.code === "not_found",
+      );
     }));
 
   it("a run knows its session and its tool space", () =>
@@ -259,9 +283,10 @@ bothServers("artifacts, the session and the ToolSpace", (kind) => {
       assert.deepEqual({ id: ofRun.id }, { id: session.id });
       const tools = (await run.toolSpace()).list();
       const found = tools.find((t) => t.name === "read");
-      assert.deepEqual(
-        found && { name: found.name, source: found.source, requiresApproval: found.requiresApproval },
-        { name: "read", source: "core", requiresApproval: false },
-      );
+      assert.deepEqual(found && { name: found.name, source: found.source, requiresApproval: found.requiresApproval }, {
+        name: "read",
+        source: "core",
+        requiresApproval: false,
+      });
     }));
 });

@@ -11,7 +11,10 @@ bothServers("sessions", (kind) => {
       const talon = b.talon();
       const session = await talon.agent("main").createSession();
       const result = await (await session.send("first question")).wait();
-      assert.deepEqual({ status: result.status, sessionId: result.sessionId }, { status: "completed", sessionId: session.id });
+      assert.deepEqual(
+        { status: result.status, sessionId: result.sessionId },
+        { status: "completed", sessionId: session.id },
+      );
       const { messages } = await session.messages();
       assert.deepEqual(
         messages.map((m) => [m.role, m.text]),

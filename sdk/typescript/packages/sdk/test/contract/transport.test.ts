@@ -9,11 +9,13 @@ import { Talon, TalonError, type TalonEvent } from "@talon/sdk";
 
 import { REPLY, bothServers, collect, withBackend } from "./backend.js";
 
-const isError = (code: string, retryable = false) => (e: unknown) => {
-  assert.ok(e instanceof TalonError, String(e));
-  assert.deepEqual({ code: e.code, retryable: e.retryable }, { code, retryable });
-  return true;
-};
+const isError =
+  (code: string, retryable = false) =>
+  (e: unknown) => {
+    assert.ok(e instanceof TalonError, String(e));
+    assert.deepEqual({ code: e.code, retryable: e.retryable }, { code, retryable });
+    return true;
+  };
 
 /** `head` sent as it is over a new connection to `host` (with `Connection: close`): the whole answer. */
 function rawRequest(host: string, head: string): Promise<string> {
@@ -22,7 +24,9 @@ function rawRequest(host: string, head: string): Promise<string> {
     const chunks: Buffer[] = [];
     const socket = connect(Number(port), hostname, () => socket.write(`${head}Connection: close\r\n\r\n`));
     socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-    socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    socket.on("end", () => {
+      resolve(Buffer.concat(chunks).toString("utf8"));
+    });
     socket.on("error", reject);
   });
 }
@@ -56,7 +60,10 @@ bothServers("the wire", (kind) => {
         paged.push(...page.tools.map((t) => t.id));
         cursor = page.nextCursor ?? undefined;
       } while (cursor);
-      assert.deepEqual(paged, whole.tools.map((t) => t.id));
+      assert.deepEqual(
+        paged,
+        whole.tools.map((t) => t.id),
+      );
       await assert.rejects(talon.client.tools.list({ cursor: "openclaw:core:nothing" }), isError("cursor_expired"));
       await assert.rejects(talon.client.environments.list({ cursor: "env_gone" }), isError("cursor_expired"));
       const agents = await talon.client.agents.list({ limit: 1 });
@@ -70,7 +77,10 @@ bothServers("the wire", (kind) => {
         const talon = b.talon({ transport });
         try {
           const { agents } = await talon.client.agents.list();
-          assert.ok(agents.some((a) => a.id === "main"), transport);
+          assert.ok(
+            agents.some((a) => a.id === "main"),
+            transport,
+          );
           const accepted = await talon.client.runs.create({ input: "hello" });
           assert.equal(accepted.runId, accepted.id);
           const result = await talon.client.runs.wait(accepted.runId, { timeoutMs: 30_000 });
@@ -92,7 +102,7 @@ bothServers("the wire", (kind) => {
         const first = await talon.client.runs.create({ input: "one" });
         await talon.client.runs.wait(first.runId, { timeoutMs: 30_000 });
         const subscription = await talon.subscribe({ types: ["run.completed"] });
-        const seen: Array<string | undefined> = [];
+        const seen: (string | undefined)[] = [];
         let second: string | undefined;
         for await (const event of subscription) {
           seen.push(event.runId ?? undefined);
@@ -121,7 +131,10 @@ bothServers("the wire", (kind) => {
       });
       const stranger = b.talon({ token: "talon_not_a_token" });
       await assert.rejects(stranger.client.agents.list(), isError("unauthenticated"));
-      await assert.rejects(b.talon({ token: "talon_not_a_token", transport: "websocket" }).client.agents.list(), (e: unknown) => e instanceof TalonError && e.code === "unauthenticated");
+      await assert.rejects(
+        b.talon({ token: "talon_not_a_token", transport: "websocket" }).client.agents.list(),
+        (e: unknown) => e instanceof TalonError && e.code === "unauthenticated",
+      );
       const run = await talon.agent("main").run("x");
       assert.throws(() => run.events({ after: "not-a-cursor" }), isError("invalid_request"));
       await assert.rejects(talon.client.runs.events("run_000000000000000000000000", {}), isError("not_found"));
@@ -151,18 +164,24 @@ bothServers("the wire", (kind) => {
       // It opens that stream and nothing else: not the log, not a socket, and it calls nothing.
       const other = await talon.client.tokens.ticket({ stream: { run: { runId: run.id } } });
       const log = await fetch(`${b.url}/v1/events?ticket=${encodeURIComponent(other.ticket)}`);
-      assert.deepEqual([log.status, ((await log.json()) as { error: { details: unknown } }).error.details], [403, { reason: "ticket" }]);
+      assert.deepEqual(
+        [log.status, ((await log.json()) as { error: { details: unknown } }).error.details],
+        [403, { reason: "ticket" }],
+      );
       await assert.rejects(talon.client.tokens.ticket({ scopes: ["agent.run"] }), isError("invalid_request"));
       const socket = await talon.client.tokens.ticket({ stream: { socket: { types: ["run.completed"] } } });
       const ws = new WebSocket(`${b.url.replace("http", "ws")}/v1/ws?ticket=${encodeURIComponent(socket.ticket)}`);
-      await new Promise((resolve) => ws.addEventListener("open", resolve, { once: true }));
+      await new Promise((resolve) => {
+        ws.addEventListener("open", resolve, { once: true });
+      });
       const answers: unknown[] = [];
       ws.addEventListener("message", (m) => answers.push(JSON.parse(String(m.data))));
       ws.send(JSON.stringify({ type: "req", id: 1, method: "agents.list", params: {} }));
       ws.send(JSON.stringify({ type: "req", id: 2, method: "events.subscribe", params: { types: ["run.completed"] } }));
       while (answers.length < 2) await new Promise((r) => setTimeout(r, 10));
       ws.close();
-      const byId = (id: number) => answers.find((a) => (a as { id: number }).id === id) as { ok: boolean; error?: { details?: unknown } };
+      const byId = (id: number) =>
+        answers.find((a) => (a as { id: number }).id === id) as { ok: boolean; error?: { details?: unknown } };
       assert.deepEqual([byId(1).ok, byId(1).error?.details, byId(2).ok], [false, { reason: "ticket" }, true]);
     }));
 
@@ -181,20 +200,30 @@ bothServers("the wire", (kind) => {
       const hour = 3_600_000;
       const a = await admin.createToken({ name: "a", preset: "admin", expiresInMs: hour });
       const asA = new Talon({ baseUrl: b.url, token: a.token });
-      await assert.rejects(asA.createToken({ name: "longer", preset: "admin", expiresInMs: 2 * hour }), isError("invalid_request"));
+      await assert.rejects(
+        asA.createToken({ name: "longer", preset: "admin", expiresInMs: 2 * hour }),
+        isError("invalid_request"),
+      );
       const child = await asA.createToken({ name: "b", preset: "viewer", expiresInMs: hour / 2 });
       const listed = await admin.client.tokens.list({ includeRevoked: true });
       assert.equal(listed.tokens.find((t) => t.id === child.id)?.parentId, a.id);
       assert.deepEqual(await admin.revokeToken(a.id), [a.id, child.id]);
       assert.deepEqual(await admin.revokeToken(a.id), [a.id, child.id], "a retry answers the same");
-      await assert.rejects(new Talon({ baseUrl: b.url, token: child.token }).client.agents.list(), isError("unauthenticated"));
+      await assert.rejects(
+        new Talon({ baseUrl: b.url, token: child.token }).client.agents.list(),
+        isError("unauthenticated"),
+      );
     }));
 
   it("another token's idempotency key is a new key: never its run, never a conflict", () =>
     withBackend(kind, "reply", async (b) => {
       const admin = b.talon();
       const mint = async (name: string) => {
-        const { token } = await admin.createToken({ name, scopes: ["agent.run", "session.read"], expiresInMs: 600_000 });
+        const { token } = await admin.createToken({
+          name,
+          scopes: ["agent.run", "session.read"],
+          expiresInMs: 600_000,
+        });
         return new Talon({ baseUrl: b.url, token });
       };
       const [a, other] = [await mint("a"), await mint("b")];
