@@ -93,6 +93,7 @@ fn ctx(run: &str) -> RunContext {
         channel: None,
         cancel: CancellationToken::new(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

@@ -122,6 +122,7 @@ fn ctx(run: &str) -> RunContext {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use talon_protocol::gateway::bounded::{
     AgentId, ApprovalId, EventId, RunId, SessionId, SessionKey,
 };
@@ -103,6 +103,7 @@ pub struct RunEvents {
     session_id: String,
     session_key: String,
     agent_id: String,
+    clock: talon_protocol::clock::Clock,
     seq: AtomicU64,
     /// The run's terminal event was emitted: nothing follows it. Held
     /// while an event is handed to the sink, so none slips in after it.
@@ -126,6 +127,7 @@ impl RunEvents {
             session_id: ctx.scope.session_id.clone().into_string(),
             session_key: ctx.session_key.clone(),
             agent_id: ctx.scope.agent_id.clone().into_string(),
+            clock: ctx.clock.clone(),
             seq: AtomicU64::new(0),
             ended: std::sync::Mutex::new(false),
         }
@@ -153,7 +155,7 @@ impl RunEvents {
         }
         *ended = kind.is_terminal();
         let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        let ts = now_ms();
+        let ts = self.clock.now_ms();
         self.sink.emit(Event {
             subject: None,
             version: 1,
@@ -188,13 +190,6 @@ impl RunEvents {
     pub fn call_recorded(&self) -> BoxFuture<'_, bool> {
         self.sink.call_recorded()
     }
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Largest result kept in a `tool.call.completed` event.
@@ -348,7 +343,7 @@ impl Approver for ApprovalEvents {
                 status: ApprovalStatus::Pending,
                 decision: None,
                 reason: None,
-                created_at: now_ms(),
+                created_at: ctx.clock.now_ms(),
                 resolved_at: None,
             }));
             let decision = self.inner.decide(ctx, entry, call).await;
@@ -399,6 +394,7 @@ mod tests {
             channel: None,
             cancel: Default::default(),
             updates: Arc::new(talon_tools::NoUpdates),
+            clock: talon_protocol::clock::Clock::system(),
         };
         let events = Arc::new(RunEvents::new(sink.clone(), &ctx));
         UpdateEvents(events.clone()).update("call_1", json!({"progress": 0.5}));

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use talon_fs::{FsError, Symlinks};
 use talon_protocol::CellId;
+use talon_protocol::clock::Clock;
 use talon_protocol::gateway::bounded::SessionId;
 
 use crate::key;
@@ -47,6 +48,7 @@ pub struct FileStore {
     limits: StoreLimits,
     key: StoreKey,
     lock: Mutex<()>,
+    clock: Clock,
 }
 
 /// A failure at `path`.
@@ -134,7 +136,14 @@ impl FileStore {
             limits,
             key,
             lock: Mutex::new(()),
+            clock: Clock::system(),
         })
+    }
+
+    /// The same store, reading `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     fn guard(&self) -> Result<MutexGuard<'_, ()>, CellError> {
@@ -236,7 +245,7 @@ impl FileStore {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return false;
         };
-        let now = SystemTime::now();
+        let now = self.clock.now();
         entries.filter_map(Result::ok).any(|e| {
             let name = e.file_name();
             match name.to_str().and_then(classify) {
@@ -340,7 +349,7 @@ impl FileStore {
             self.put_back(hold, path);
             return Err(CellError::NotFound(id.into()));
         }
-        if cell.expires_at <= SystemTime::now() {
+        if cell.expires_at <= self.clock.now() {
             let _ = std::fs::remove_file(hold);
             return Err(CellError::Expired(id.into()));
         }
@@ -432,6 +441,10 @@ impl FileStore {
 }
 
 impl SnapshotStore for FileStore {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     fn put(&self, cell: SuspendedCell) -> Result<(), CellError> {
         let _guard = self.guard()?;
         let path = self.path(cell.id.as_str())?;
@@ -495,7 +508,7 @@ impl SnapshotStore for FileStore {
 
     fn purge_expired(&self) -> Result<usize, CellError> {
         let _guard = self.guard()?;
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let now_ms = millis(now);
         let mut purged = 0;
         let entries = std::fs::read_dir(&self.dir).map_err(|e| at(&self.dir, e))?;
@@ -570,7 +583,7 @@ impl SnapshotStore for FileStore {
     fn session_cells(&self, session: &SessionId) -> Result<Vec<CellHeader>, CellError> {
         let _guard = self.guard()?;
         let entries = std::fs::read_dir(&self.dir).map_err(|e| at(&self.dir, e))?;
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let mut found = Vec::new();
         for entry in entries.filter_map(Result::ok) {
             let name = entry.file_name();

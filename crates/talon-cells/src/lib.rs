@@ -76,6 +76,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde_json::Value;
+use talon_protocol::clock::Clock;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
 use talon_protocol::{CellId, CodeModeErrorCode};
 
@@ -260,6 +261,9 @@ impl Default for StoreLimits {
 /// Where suspended cells live. Implementations are shared by every run of
 /// a runtime (and, for persistent ones, by later runtimes).
 pub trait SnapshotStore: Send + Sync {
+    /// The wall clock expiries are measured against: a cell is stored
+    /// with `clock().now() + ttl` and expires when this clock passes it.
+    fn clock(&self) -> &Clock;
     /// Stores (or replaces) a cell.
     fn put(&self, cell: SuspendedCell) -> Result<(), CellError>;
     /// Takes the cell for `scope` out of the store: a resumed cell is
@@ -360,6 +364,7 @@ pub(crate) fn check_put(
 pub struct MemoryStore {
     limits: StoreLimits,
     cells: Mutex<HashMap<CellId, SuspendedCell>>,
+    clock: Clock,
 }
 
 impl MemoryStore {
@@ -368,7 +373,14 @@ impl MemoryStore {
         Self {
             limits,
             cells: Mutex::new(HashMap::new()),
+            clock: Clock::system(),
         }
+    }
+
+    /// The same store, reading `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     fn cells(
@@ -381,6 +393,10 @@ impl MemoryStore {
 }
 
 impl SnapshotStore for MemoryStore {
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     fn put(&self, cell: SuspendedCell) -> Result<(), CellError> {
         let mut cells = self.cells()?;
         let others = cells.keys().filter(|k| **k != cell.id).count();
@@ -394,7 +410,7 @@ impl SnapshotStore for MemoryStore {
         let id = id.as_str();
         match cells.get(id) {
             Some(cell) if &cell.scope != scope => Err(CellError::NotFound(id.into())),
-            Some(cell) if cell.expires_at <= SystemTime::now() => {
+            Some(cell) if cell.expires_at <= self.clock.now() => {
                 cells.remove(id);
                 Err(CellError::Expired(id.into()))
             }
@@ -412,7 +428,7 @@ impl SnapshotStore for MemoryStore {
 
     fn purge_expired(&self) -> Result<usize, CellError> {
         let mut cells = self.cells()?;
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let before = cells.len();
         cells.retain(|_, c| c.expires_at > now);
         Ok(before - cells.len())
@@ -431,7 +447,7 @@ impl SnapshotStore for MemoryStore {
     }
 
     fn session_cells(&self, session: &SessionId) -> Result<Vec<CellHeader>, CellError> {
-        let now = SystemTime::now();
+        let now = self.clock.now();
         Ok(self
             .cells()?
             .values()

@@ -286,6 +286,7 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         Err(e) => return usage(&e.to_string()),
     };
     let spec = RunSpec {
+        clock: talon_protocol::clock::Clock::system(),
         ids: RunIds {
             agent: AgentId::new(args.agent.clone()),
             session: SessionId::new("cli"),

@@ -141,6 +141,7 @@ async fn run_async(args: ExecArgs) -> ExitCode {
                 channel: Some("cli".into()),
                 cancel: Default::default(),
                 updates: Arc::new(NoUpdates),
+                clock: talon_protocol::clock::Clock::system(),
             };
             let runner = Arc::new(ToolRunner::new(
                 tools.catalog.clone(),

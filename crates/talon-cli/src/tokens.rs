@@ -109,7 +109,7 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
             Ok(store) => store,
             Err(e) => return fail(1, &e.to_string()),
         };
-        let now = talon_store::now_ms();
+        let now = store.now_ms();
         let code = match command {
             TokenCommand::Create {
                 preset,

@@ -82,6 +82,7 @@ fn run(code_mode: &CodeMode) -> CodeModeRun {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     };
     code_mode.start_run(RunSetup {
         config: CodeModeConfig::default(),

@@ -156,6 +156,7 @@ fn child(mode: &str, kind: &str, language: &str, size: usize) {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     };
     let config = CodeModeConfig {
         timeout: std::time::Duration::from_secs(60),

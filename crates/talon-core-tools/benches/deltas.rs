@@ -71,6 +71,7 @@ fn ctx(updates: Arc<dyn UpdateSink>) -> RunContext {
         channel: None,
         cancel: Default::default(),
         updates,
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

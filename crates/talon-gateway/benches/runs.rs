@@ -129,7 +129,7 @@ impl Bench {
                 agents: None,
             };
             let scopes = talon_protocol::gateway::ScopePreset::App.scopes().to_vec();
-            let now = talon_store::now_ms();
+            let now = running.store.now_ms();
             token = talon_gateway::tokens::create_bound(
                 &running.store,
                 (Some("bench".into()), &binding),

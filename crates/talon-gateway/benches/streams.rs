@@ -261,7 +261,7 @@ fn main() {
             Some("viewer".into()),
             vec![Scope::SessionRead],
             None,
-            talon_store::now_ms(),
+            b.running.store.now_ms(),
         )
         .await
         .unwrap()

@@ -35,7 +35,7 @@ pub(crate) async fn artifact_content(
 async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     let caller = caller(shared, headers).await?;
     caller.require(Method::ArtifactsDownload.spec().scope)?;
-    let now = talon_store::now_ms();
+    let now = shared.store.now_ms();
     let not_found = || ApiError::new(ErrorCode::NotFound, format!("artifact {id:?} not found"));
     let summary = crate::owned::artifact_for(&shared.store, &caller, id, now).await?;
     let stored = shared

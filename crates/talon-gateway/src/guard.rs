@@ -177,7 +177,7 @@ const REFUSED_WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(6
 fn log_refused(what: &'static str, shown: &str, key: &'static str) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = talon_store::now_ms();
+    let now = talon_protocol::clock::Clock::system().now_ms();
     let last = LAST.load(Ordering::Relaxed);
     let due = now.saturating_sub(last) >= REFUSED_WARN_EVERY.as_millis() as u64
         && LAST

@@ -164,7 +164,7 @@ pub(crate) async fn stream_caller(
     match ticket {
         Some(ticket) if !headers.contains_key(header::AUTHORIZATION) => {
             let caller =
-                tokens::redeem_ticket(&shared.store, ticket, talon_store::now_ms()).await?;
+                tokens::redeem_ticket(&shared.store, ticket, shared.store.now_ms()).await?;
             crate::observe::authenticated(&caller);
             shared.limiter.take(&caller.token_id)?;
             Ok(caller)
@@ -182,7 +182,7 @@ pub(crate) async fn caller(
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let caller = tokens::authenticate(&shared.store, authorization, talon_store::now_ms()).await?;
+    let caller = tokens::authenticate(&shared.store, authorization, shared.store.now_ms()).await?;
     crate::observe::authenticated(&caller);
     shared.limiter.take(&caller.token_id)?;
     Ok(caller)

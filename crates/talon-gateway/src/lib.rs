@@ -290,8 +290,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let host = config.host.clone();
     let probe = tokio::task::spawn_blocking(move || host.jails().defaults().status());
     let store = talon_store::open(&config.store).await?;
-    let admin_token =
-        tokens::bootstrap_admin(&store, &config.state_dir, talon_store::now_ms()).await?;
+    let admin_token = tokens::bootstrap_admin(&store, &config.state_dir, store.now_ms()).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| GatewayError::Bind {
@@ -385,7 +384,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         browsers: config.browsers.clone(),
         listen: addr,
         openai: config.openai.clone(),
-        started_at: talon_store::now_ms(),
+        started_at: store.now_ms(),
         sandbox,
     });
     let app = http::router(shared);

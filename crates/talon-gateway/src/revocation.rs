@@ -65,6 +65,8 @@ impl Ended {
 pub(crate) struct Revocations {
     revoked: Mutex<HashSet<String>>,
     changed: watch::Sender<u64>,
+    /// The store's clock (a token's expiry is a wall-clock time).
+    clock: talon_protocol::clock::Clock,
 }
 
 impl Revocations {
@@ -73,10 +75,11 @@ impl Revocations {
         let revocations = Arc::new(Self {
             revoked: Mutex::new(HashSet::new()),
             changed: watch::Sender::new(0),
+            clock: store.clock().clone(),
         });
         let watcher = revocations.clone();
         tokio::spawn(async move {
-            let mut since = talon_store::now_ms().saturating_sub(SKEW.as_millis() as u64);
+            let mut since = store.now_ms().saturating_sub(SKEW.as_millis() as u64);
             // The first read one interval after start-up, not during it.
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + POLL, POLL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -148,7 +151,7 @@ impl Liveness {
         let expiry = async {
             match self.expires_at {
                 Some(at) => {
-                    let left = at.saturating_sub(talon_store::now_ms());
+                    let left = at.saturating_sub(self.revocations.clock.now_ms());
                     tokio::time::sleep(Duration::from_millis(left)).await;
                 }
                 None => std::future::pending::<()>().await,

@@ -353,7 +353,7 @@ pub(crate) async fn still_live(
     store: &Store,
     caller: &Caller,
 ) -> std::result::Result<(), ApiError> {
-    let now = talon_store::now_ms();
+    let now = store.now_ms();
     let token = store
         .token(&caller.token_id)
         .await

@@ -135,7 +135,7 @@ async fn first_frame(
         };
         let bearer = format!("Bearer {token}");
         let caller =
-            crate::tokens::authenticate(&shared.store, Some(&bearer), talon_store::now_ms())
+            crate::tokens::authenticate(&shared.store, Some(&bearer), shared.store.now_ms())
                 .await
                 .map_err(|e| (talon_wire::ws::CLOSE_UNAUTHENTICATED, e.message))?;
         crate::observe::authenticated(&caller);

@@ -79,6 +79,7 @@ async fn compare(
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     };
     let call = || ToolCall {
         call_id: "c".into(),

@@ -21,6 +21,8 @@
 //!
 //! # What it holds
 //!
+//! - `clock`: the one wall clock every crate reads (`Clock`; tests move an adjustable one
+//!   forward with `TimeTravel` instead of sleeping).
 //! - Code Mode's wire types: `CodeModeErrorCode` (the seed's sixteen codes, spelled as the seed
 //!   spells them, plus `Unknown` for forward compatibility), `CodeModeResult` (the seed's
 //!   `completed | waiting | failed` union, tagged by `status`), `CodeModeOutput`,
@@ -71,6 +73,7 @@
 //! clients decode are `#[non_exhaustive]` with an unknown variant. Deliberately absent: any
 //! transport (the gateway serves the table; `talon-wire` holds the shared rendering) and storage.
 
+pub mod clock;
 pub mod code_mode;
 pub mod codegen;
 pub mod debug;

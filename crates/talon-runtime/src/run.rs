@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use talon_agent::{ApprovalEvents, Checkpoint, EventSink, RunEvents, RunResult};
+use talon_protocol::clock::Clock;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 use talon_protocol::gateway::{ApiError, ErrorCode, Message, MessageToolCall, RunStatus, Usage};
 use talon_protocol::{Event, EventData, ToolDefinition};
@@ -104,8 +105,9 @@ pub struct TurnState {
 }
 
 impl TurnState {
-    /// The state as a session stores it: what [`Start::Resume`] takes.
-    pub fn into_turn(self) -> Turn {
+    /// The state as a session stores it at `now`: what [`Start::Resume`]
+    /// takes.
+    pub fn into_turn(self, now: u64) -> Turn {
         let Self { checkpoint, run_id } = self;
         Turn {
             turns: checkpoint.turns,
@@ -115,7 +117,7 @@ impl TurnState {
             messages: Conversation(checkpoint.messages).to_stored(
                 &SessionId::default(),
                 &run_id,
-                now_ms(),
+                now,
             ),
         }
     }
@@ -195,14 +197,14 @@ impl std::fmt::Debug for RunEmitter {
 impl RunEmitter {
     /// The events of the run `ids` into `sink`. A host needs its own only
     /// to end a run that never started ([`Host::start`] refused it).
-    pub fn new(ids: &RunIds, sink: Arc<dyn RunSink>) -> Self {
+    pub fn new(ids: &RunIds, clock: &Clock, sink: Arc<dyn RunSink>) -> Self {
         let forward = Arc::new(Forward {
             sink,
             run_id: ids.run.clone(),
         });
         Self(Arc::new(RunEvents::new(
             forward,
-            &context(ids, &CancellationToken::new()),
+            &context(ids, &CancellationToken::new(), clock),
         )))
     }
 
@@ -317,6 +319,8 @@ pub enum Start {
 
 /// One run to start.
 pub struct RunSpec {
+    /// The wall clock the run reads (its events' times, its records').
+    pub clock: Clock,
     /// Its ids.
     pub ids: RunIds,
     /// Cancels it.
@@ -460,12 +464,13 @@ impl Host {
             history,
             start,
             settled,
+            clock,
         } = spec;
         let resume = match &start {
             Start::Proceed { resume } => resume.clone(),
             _ => Vec::new(),
         };
-        let ctx = context(&ids, &cancel);
+        let ctx = context(&ids, &cancel, &clock);
         let forward = Arc::new(Forward {
             sink,
             run_id: ids.run.clone(),
@@ -503,7 +508,7 @@ impl Host {
 }
 
 /// The loop's context of the run `ids`.
-fn context(ids: &RunIds, cancel: &CancellationToken) -> RunContext {
+fn context(ids: &RunIds, cancel: &CancellationToken, clock: &Clock) -> RunContext {
     RunContext {
         scope: RunScope {
             agent_id: ids.agent.clone(),
@@ -515,6 +520,7 @@ fn context(ids: &RunIds, cancel: &CancellationToken) -> RunContext {
         channel: ids.channel.clone(),
         cancel: cancel.clone(),
         updates: Arc::new(NoUpdates),
+        clock: clock.clone(),
     }
 }
 
@@ -594,11 +600,4 @@ fn invocation_error(tool: &str, outcome: &CallOutcome) -> Option<ApiError> {
         _ => serde_json::json!({"outcome": outcome.status()}),
     };
     Some(ApiError::new(code, message).with_details(details))
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -249,6 +249,8 @@ pub struct CellStore {
     /// purge runs at most once a minute per store, however many runs ask
     /// (expired cells are invisible to reads meanwhile).
     last_purge: std::sync::atomic::AtomicU64,
+    /// The store's clock.
+    clock: talon_protocol::clock::Clock,
 }
 
 /// Seconds between two purges of expired cells.
@@ -273,6 +275,7 @@ impl CellStore {
     pub fn open(config: &StoreConfig, limits: StoreLimits, key: StoreKey) -> Result<Self> {
         let (jobs, mut inbox) = mpsc::unbounded_channel::<Job>();
         let (ready, opened) = std_mpsc::channel::<Result<()>>();
+        let clock = config.clock.clone();
         let config = config.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -308,6 +311,7 @@ impl CellStore {
         Ok(Self {
             jobs,
             last_purge: std::sync::atomic::AtomicU64::new(0),
+            clock,
         })
     }
 
@@ -338,7 +342,7 @@ impl Cells {
                 let _ = reply.send(self.store.delete_cell(&id).await.map_err(cell_error));
             }
             Job::Purge(reply) => {
-                let purged = self.store.purge_cells(millis(SystemTime::now())).await;
+                let purged = self.store.purge_cells(self.store.now_ms()).await;
                 let _ = reply.send(
                     purged
                         .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
@@ -355,7 +359,7 @@ impl Cells {
     }
 
     async fn put(&self, cell: SuspendedCell) -> std::result::Result<(), CellError> {
-        let now = millis(SystemTime::now());
+        let now = self.store.now_ms();
         let others = self
             .store
             .live_cells(cell.id.as_str(), now)
@@ -381,14 +385,14 @@ impl Cells {
         if &cell.scope != scope {
             return Err(CellError::Tampered(id.to_owned()));
         }
-        if cell.expires_at <= SystemTime::now() {
+        if cell.expires_at <= self.store.clock().now() {
             return Err(CellError::Expired(id.to_owned()));
         }
         Ok(cell)
     }
 
     async fn session(&self, session: &str) -> std::result::Result<Vec<CellHeader>, CellError> {
-        let now = millis(SystemTime::now());
+        let now = self.store.now_ms();
         let rows = self
             .store
             .session_cell_rows(session, now)
@@ -436,6 +440,10 @@ impl Cells {
 }
 
 impl SnapshotStore for CellStore {
+    fn clock(&self) -> &talon_protocol::clock::Clock {
+        &self.clock
+    }
+
     fn put(&self, cell: SuspendedCell) -> std::result::Result<(), CellError> {
         self.ask(|reply| Job::Put(cell, reply))
     }
@@ -454,7 +462,7 @@ impl SnapshotStore for CellStore {
 
     fn purge_expired(&self) -> std::result::Result<usize, CellError> {
         use std::sync::atomic::Ordering;
-        let now = millis(SystemTime::now()) / 1000;
+        let now = self.clock.now_ms() / 1000;
         let last = self.last_purge.load(Ordering::Relaxed);
         if now < last + PURGE_EVERY_SECS
             || self

@@ -132,6 +132,7 @@ mod writer;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use talon_protocol::clock::Clock;
 
 use sqlx::AnyPool;
 
@@ -178,6 +179,9 @@ pub struct StoreConfig {
     pub inline_artifact_bytes: u64,
     /// What to do when there is no database yet (or an empty one).
     pub on_missing: OnMissing,
+    /// The wall clock the store (and whoever holds it) reads: the system's,
+    /// or in tests an adjustable one.
+    pub clock: Clock,
 }
 
 /// What opening a store does when its database does not exist yet, or
@@ -205,6 +209,7 @@ impl StoreConfig {
             max_size_bytes: None,
             inline_artifact_bytes: 256 << 10,
             on_missing: OnMissing::Create,
+            clock: Clock::system(),
         }
     }
 
@@ -231,6 +236,7 @@ struct Inner {
     backend: Backend,
     state_dir: PathBuf,
     inline_artifact_bytes: u64,
+    clock: Clock,
     writer: writer::Writer,
     health: Arc<health::HealthCell>,
     /// Ticks when a run changes (on PostgreSQL, on any node).
@@ -290,6 +296,7 @@ pub async fn open(config: &StoreConfig) -> Result<Store> {
             backend,
             state_dir: config.state_dir.clone(),
             inline_artifact_bytes: config.inline_artifact_bytes,
+            clock: config.clock.clone(),
             writer,
             health,
             runs,
@@ -430,17 +437,20 @@ impl Store {
         Ok(database.max(0) as u64 + files.max(0) as u64 + environments.max(0) as u64)
     }
 
+    /// The clock this store (and the gateway over it) reads.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// Milliseconds since the Unix epoch, by [`Store::clock`].
+    pub fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
     /// Waits for pending appends and closes every connection.
     pub async fn close(&self) {
         self.inner.writer.flush().await;
         self.inner.pool.close().await;
         self.inner.writes.close().await;
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -53,6 +53,9 @@ pub struct RunContext {
     pub cancel: CancellationToken,
     /// Where executors stream partial updates.
     pub updates: Arc<dyn UpdateSink>,
+    /// The wall clock the run's events, records and deadlines read (the
+    /// gateway's store's).
+    pub clock: talon_protocol::clock::Clock,
 }
 
 impl std::fmt::Debug for RunContext {

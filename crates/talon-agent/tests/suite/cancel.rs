@@ -135,6 +135,7 @@ async fn run_sleeper(
         channel: None,
         cancel: CancellationToken::new(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     };
     let catalog = CatalogBuilder::new(scope)
         .core(talon_core_tools::definitions())

@@ -72,6 +72,10 @@ struct Settling {
 }
 
 impl SnapshotStore for Settling {
+    fn clock(&self) -> &talon_protocol::clock::Clock {
+        self.store.clock()
+    }
+
     fn put(&self, cell: SuspendedCell) -> Result<(), CellError> {
         self.store.put(cell)
     }
@@ -144,6 +148,7 @@ pub(super) fn ctx(run: &str) -> RunContext {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

@@ -63,6 +63,7 @@ async fn fixture(turns: Value, approve: bool) -> Fixture {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     };
     let sink = Arc::new(CollectSink::default());
     let events = Arc::new(RunEvents::new(sink.clone(), &ctx));

@@ -6,8 +6,6 @@
 //!
 //! [`SnapshotStore`]: crate::store::SnapshotStore
 
-use std::time::SystemTime;
-
 use serde_json::Value;
 use talon_protocol::{CellId, CodeModePendingToolCall, CodeModeResult, CodeModeWaitReason};
 use talon_sandbox::{Machine, SandboxError};
@@ -139,7 +137,7 @@ impl CodeModeRun {
             scope: self.scope.clone(),
             snapshot,
             pending,
-            expires_at: SystemTime::now() + self.config.snapshot_ttl,
+            expires_at: self.shared.store.clock().now() + self.config.snapshot_ttl,
             meta: cell.meta.to_json(),
         };
         if let Err(error) = off_thread(&self.shared.store, move |s| s.put(record)).await {

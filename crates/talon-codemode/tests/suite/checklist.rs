@@ -618,7 +618,9 @@ async fn wait_resumes_a_suspended_snapshot_and_returns_the_final_value() {
 
 #[tokio::test]
 async fn expired_aborted_wrong_session_and_unknown_run_ids_fail() {
-    let store = memory_store();
+    let (clock, travel) = talon_protocol::clock::Clock::adjustable();
+    let store: Arc<dyn SnapshotStore> =
+        Arc::new(MemoryStore::new(StoreLimits::default()).with_clock(clock));
     let cm = code_mode(store.clone(), Arc::new(NamespaceRegistry::new()));
     let mut config = config();
     config.timeout = Duration::from_millis(100);
@@ -652,8 +654,8 @@ async fn expired_aborted_wrong_session_and_unknown_run_ids_fail() {
         CodeModeResult::Waiting { .. }
     ));
 
-    // Expired. (Not a wait on a condition: lets the 1 s snapshot TTL pass.)
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Expired: the store's clock moves past the 1 s snapshot TTL.
+    travel.advance(Duration::from_millis(1100));
     let (_, code) = failure(&wait(&run.run, &id).await);
     assert_eq!(code, Some("snapshot_expired"));
     assert_eq!(

@@ -194,6 +194,7 @@ pub fn ctx(run: &str) -> RunContext {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

@@ -20,6 +20,7 @@ pub(super) fn context() -> RunContext {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

@@ -65,7 +65,7 @@ impl Api {
                 };
                 a.decision = Some(decision);
                 a.reason = reason.map(Into::into);
-                a.resolved_at = Some(talon_store::now_ms());
+                a.resolved_at = Some(self.store.now_ms());
             })
             .await
             .map_err(api_error)?;
@@ -106,7 +106,7 @@ impl Api {
             .resolve_question(p.question_id.as_str(), move |q| {
                 q.status = QuestionStatus::Answered;
                 q.answer = Some(answer);
-                q.answered_at = Some(talon_store::now_ms());
+                q.answered_at = Some(self.store.now_ms());
             })
             .await
             .map_err(api_error)?;

@@ -87,7 +87,7 @@ impl Api {
             }
             None => new_id("env")?,
         };
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         let mut environment = Environment {
             subject: caller.subject().map(Subject::new),
             id: EnvironmentId::new(id.clone()),

@@ -147,7 +147,7 @@ impl Handler for Api {
                 format!("agent {:?} is declared in the config file", p.id),
             ));
         }
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         let agent = Agent::created(&p, now);
         match self.store.create_agent(&agent).await {
             Ok(()) => Ok(agent),
@@ -171,7 +171,7 @@ impl Handler for Api {
             .await
             .map_err(api_error)?
             .ok_or_else(|| not_found("agent", p.agent_id.as_str()))?;
-        agent.update(p, talon_store::now_ms());
+        agent.update(p, self.store.now_ms());
         self.store.update_agent(&agent).await.map_err(api_error)?;
         Ok(agent)
     }
@@ -211,7 +211,7 @@ impl Handler for Api {
         if self.agent_for(caller, p.agent_id.as_str()).await?.is_none() {
             return Err(not_found("agent", p.agent_id.as_str()));
         }
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         let id = new_id("sess")?;
         let session = Session {
             key: p
@@ -283,7 +283,7 @@ impl Handler for Api {
         p: SessionsForkParams,
     ) -> Result<Session, ApiError> {
         let parent = self.session_of(caller, p.session_id.as_str()).await?;
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         let id = new_id("sess")?;
         let session = Session {
             key: p
@@ -487,7 +487,7 @@ impl Handler for Api {
                 &caller.owner(),
                 p.cursor.as_ref().map(|c| c.as_str()),
                 limit + 1,
-                talon_store::now_ms(),
+                self.store.now_ms(),
             )
             .await
             .map_err(api_error)?;
@@ -511,7 +511,7 @@ impl Handler for Api {
             &self.store,
             caller,
             p.artifact_id.as_str(),
-            talon_store::now_ms(),
+            self.store.now_ms(),
         )
         .await?;
         if p.run_id.is_some() && artifact.run_id != p.run_id {
@@ -652,7 +652,7 @@ impl Handler for Api {
         caller: &Caller,
         p: TokensCreateParams,
     ) -> Result<CreatedToken, ApiError> {
-        crate::tokens::create_for(&self.store, caller, p, talon_store::now_ms()).await
+        crate::tokens::create_for(&self.store, caller, p, self.store.now_ms()).await
     }
 
     async fn tokens_list(
@@ -676,7 +676,7 @@ impl Handler for Api {
         caller: &Caller,
         p: TokensTicketParams,
     ) -> Result<StreamTicket, ApiError> {
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         crate::tokens::mint_ticket(&self.store, caller, &p, self.ticket_ttl, now).await
     }
 }

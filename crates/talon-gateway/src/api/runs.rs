@@ -123,7 +123,7 @@ impl Api {
             if self.agent_for(caller, &agent_id).await?.is_none() {
                 return Err(not_found("agent", &agent_id));
             }
-            let now = talon_store::now_ms();
+            let now = self.store.now_ms();
             let id = new_id("sess")?;
             let session = Session {
                 subject: caller.subject().map(Subject::new),
@@ -274,7 +274,7 @@ impl Api {
                         .with_retry_after_ms(1_000)
                 }
             })?;
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         let record = Message {
             id: MessageId::new(new_id("msg")?),
             session_id: session.id.clone(),

@@ -80,7 +80,7 @@ impl Api {
             }
         }
         session.metadata = check_metadata(metadata)?;
-        session.updated_at = talon_store::now_ms().max(session.updated_at);
+        session.updated_at = self.store.now_ms().max(session.updated_at);
         if !self
             .store
             .update_session(&session)
@@ -144,7 +144,7 @@ impl Api {
         if self.agent_for(caller, &agent_id).await?.is_none() {
             return Err(not_found("agent", &agent_id));
         }
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         let session = Session {
             id: SessionId::new(new_id("sess")?),
             key: SessionKey::new(key.to_owned()),

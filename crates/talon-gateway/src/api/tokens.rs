@@ -67,7 +67,7 @@ impl Api {
     ) -> Result<TokensRevokeResult, ApiError> {
         let revoked = self
             .store
-            .revoke_token_tree(p.token_id.as_str(), talon_store::now_ms())
+            .revoke_token_tree(p.token_id.as_str(), self.store.now_ms())
             .await
             .map_err(api_error)?
             .ok_or_else(|| {

@@ -182,7 +182,7 @@ impl DurableApprover {
         call: &ToolCall,
     ) -> Result<Approval, talon_store::StoreError> {
         let id = new_id("appr").map_err(|e| talon_store::StoreError::Corrupt(e.message.clone()))?;
-        let now = talon_store::now_ms();
+        let now = self.store.now_ms();
         let arguments = call.args.to_string();
         let summary = Approval::summary_of(&entry.tool.name, &arguments);
         Ok(Approval {
@@ -333,7 +333,7 @@ pub(crate) async fn cancel(store: &Store, id: &str) -> Result<(), talon_store::S
     store
         .resolve_approval(id, |a| {
             a.status = ApprovalStatus::Cancelled;
-            a.resolved_at = Some(talon_store::now_ms());
+            a.resolved_at = Some(store.now_ms());
         })
         .await
         .map(|_| ())

@@ -25,7 +25,7 @@ use talon_runtime::changes::{CommandLog, FileChange, ToolOutputs};
 use talon_store::{EventFilter, MAX_PAGE, NewArtifact};
 use talon_tools::{BoxFuture, RunContext};
 
-use super::{Engine, new_id, run_event};
+use super::{Engine, new_id};
 
 /// The most artifacts a run's tools made that its `RunResult` lists.
 const MAX_RESULT_ARTIFACTS: u32 = 100;
@@ -193,7 +193,7 @@ impl Engine {
         mime: &str,
         content: Vec<u8>,
     ) -> Option<ArtifactSummary> {
-        let now = artifact_time();
+        let now = artifact_time(self.inner.store.now_ms());
         let expires = self
             .inner
             .limits
@@ -249,7 +249,7 @@ impl Engine {
                 content,
             )
             .await?;
-        let mut event = run_event(run, EventData::ArtifactCreated(summary.clone()));
+        let mut event = self.run_event(run, EventData::ArtifactCreated(summary.clone()));
         event.run_id = None;
         if let Err(error) = self.append(vec![event]).await {
             tracing::error!(%error, run = %run.id, "artifact.created was not stored");
@@ -282,7 +282,7 @@ impl Engine {
         secrets.extend(bound.iter().cloned());
         let redactor = talon_tools::redact::Redactor::new(&secrets);
         let session_event = |data: EventData| {
-            let mut event = run_event(run, data);
+            let mut event = self.run_event(run, data);
             event.run_id = None;
             event
         };
@@ -299,7 +299,7 @@ impl Engine {
                     "Changes of run {} in environment {}",
                     run.id, environment.id
                 ),
-                talon_store::now_ms(),
+                self.inner.store.now_ms(),
             );
             artifact = self
                 .after_run(
@@ -386,7 +386,7 @@ impl Engine {
     /// at most [`MAX_RESULT_ARTIFACTS`]: the head of its `RunResult.artifacts`
     /// (`artifacts.list` pages through all of them).
     pub(super) async fn made(&self, run: &Run) -> Vec<ArtifactSummary> {
-        let now = talon_store::now_ms();
+        let now = self.inner.store.now_ms();
         match self
             .inner
             .store
@@ -503,10 +503,9 @@ struct Trajectory<'a> {
 /// last artifact this process made, so that the store's order (time, then
 /// random id) is the order they were made (a file and its diff are made in
 /// one millisecond) and a run's result and listings read alike every time.
-fn artifact_time() -> u64 {
+fn artifact_time(now: u64) -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = talon_store::now_ms();
     let mut last = LAST.load(Ordering::Relaxed);
     loop {
         let next = now.max(last + 1);

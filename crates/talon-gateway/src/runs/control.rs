@@ -13,7 +13,7 @@ use talon_protocol::gateway::{
     ApiError, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus,
 };
 
-use super::{Engine, Submit, WAIT_POLL, ended_data, new_id, result_of, run_event};
+use super::{Engine, Submit, WAIT_POLL, ended_data, new_id, result_of};
 use crate::error::api_error;
 use talon_store::CancelMode;
 
@@ -89,7 +89,7 @@ impl Engine {
             session_id: Some(submit.session.id.clone()),
             session_key: Some(submit.session.key.clone()),
             status: RunStatus::Queued,
-            created_at: talon_store::now_ms(),
+            created_at: self.inner.store.now_ms(),
             started_at: None,
             ended_at: None,
             usage: None,
@@ -116,10 +116,8 @@ impl Engine {
                 .map(|m| m.content.clone())
                 .unwrap_or_default(),
         };
-        let mut events = vec![run_event(
-            &run,
-            EventData::RunCreated(RunCreatedData { input }),
-        )];
+        let mut events =
+            vec![self.run_event(&run, EventData::RunCreated(RunCreatedData { input }))];
         let reason = if busy && submit.strategy == MultitaskStrategy::Enqueue {
             Some("session")
         } else if environment_busy {
@@ -132,7 +130,7 @@ impl Engine {
             None
         };
         if let Some(reason) = reason {
-            events.push(run_event(
+            events.push(self.run_event(
                 &run,
                 EventData::RunQueued(RunQueuedData {
                     reason: reason.into(),
@@ -179,7 +177,7 @@ impl Engine {
         if run.status == RunStatus::Queued {
             let mut cancelled = run.clone();
             cancelled.status = RunStatus::Cancelled;
-            cancelled.ended_at = Some(talon_store::now_ms());
+            cancelled.ended_at = Some(self.inner.store.now_ms());
             let result = result_of(&cancelled, None);
             if store
                 .end_run(&cancelled, &result)
@@ -188,9 +186,11 @@ impl Engine {
             {
                 let mut data = ended_data(None);
                 data.error = Some("the run was cancelled before it started".into());
-                self.append(vec![run_event(&cancelled, EventData::RunCancelled(data))])
-                    .await
-                    .map_err(api_error)?;
+                self.append(vec![
+                    self.run_event(&cancelled, EventData::RunCancelled(data)),
+                ])
+                .await
+                .map_err(api_error)?;
                 self.inner.ended.send_modify(|n| *n += 1);
                 return Ok(cancelled);
             }

@@ -104,7 +104,7 @@ impl Engine {
         match looped {
             Ok(looped) => self.end_looped(&run, looped, &sink, &active).await,
             Err(refused) => {
-                let events = RunEmitter::new(&ids, sink.clone());
+                let events = RunEmitter::new(&ids, self.inner.store.clock(), sink.clone());
                 self.end_refused(&run, refused, &events, &sink, &active)
                     .await;
             }
@@ -139,7 +139,7 @@ impl Engine {
         }));
         let mut ended = run.clone();
         ended.status = RunStatus::Failed;
-        ended.ended_at = Some(talon_store::now_ms());
+        ended.ended_at = Some(self.inner.store.now_ms());
         ended.error = Some(error);
         let terminal = self.closed(sink, run, &mut ended).await;
         let mut added = input;
@@ -166,7 +166,7 @@ impl Engine {
         let stored = self.save_messages(run, &added, active).await;
         let mut ended = run.clone();
         ended.status = result.status;
-        ended.ended_at = Some(talon_store::now_ms());
+        ended.ended_at = Some(self.inner.store.now_ms());
         ended.usage = Some(result.usage.clone());
         ended.error = result.error.clone();
         let terminal = self.closed(sink, run, &mut ended).await;
@@ -248,22 +248,24 @@ impl Engine {
         .with_details(serde_json::json!({"reason": "store"}));
         ended.status = RunStatus::Failed;
         ended.error = Some(error.clone());
-        Some(super::run_event(
-            ended,
-            EventData::RunFailed(RunEndedData {
-                text: None,
-                error: Some(error.message),
-                turns: 0,
-                tool_calls: 0,
-                usage: Default::default(),
-                duration_ms: ended
-                    .ended_at
-                    .unwrap_or_default()
-                    .saturating_sub(ended.created_at),
-                pending_tool_calls: Vec::new(),
-                telemetry: None,
-            }),
-        ))
+        Some(
+            self.run_event(
+                ended,
+                EventData::RunFailed(RunEndedData {
+                    text: None,
+                    error: Some(error.message),
+                    turns: 0,
+                    tool_calls: 0,
+                    usage: Default::default(),
+                    duration_ms: ended
+                        .ended_at
+                        .unwrap_or_default()
+                        .saturating_sub(ended.created_at),
+                    pending_tool_calls: Vec::new(),
+                    telemetry: None,
+                }),
+            ),
+        )
     }
 
     /// Stores a run's end (first its `terminal` event, when the sink could
@@ -505,7 +507,7 @@ impl Engine {
         let Some(session) = &run.session_id else {
             return Vec::new();
         };
-        let stored = added.to_stored(session, &run.id, talon_store::now_ms());
+        let stored = added.to_stored(session, &run.id, self.inner.store.now_ms());
         if active.rollback.load(Ordering::SeqCst) || stored.is_empty() {
             return stored;
         }

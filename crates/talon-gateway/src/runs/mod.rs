@@ -233,11 +233,6 @@ pub(crate) fn new_id(prefix: &str) -> Result<String, ApiError> {
     Ok(format!("{prefix}_{}", hex::encode(bytes)))
 }
 
-/// An event of `run`, unnumbered (the store numbers it).
-pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
-    Event::of_run(run, talon_store::now_ms(), data)
-}
-
 /// The result of an ended run, from its row.
 pub(crate) fn result_of(run: &Run, text: Option<String>) -> RunResult {
     RunResult::of(run, text, None)
@@ -257,6 +252,12 @@ fn ended_data(error: Option<&ApiError>) -> RunEndedData {
 }
 
 impl Engine {
+    /// An event of `run`, unnumbered (the store numbers it), at the
+    /// store's time.
+    pub(crate) fn run_event(&self, run: &Run, data: EventData) -> Event {
+        Event::of_run(run, self.inner.store.now_ms(), data)
+    }
+
     /// The engine of node `node` over `store`, hosting runs on `host`.
     /// Call [`Engine::start`] to recover and begin claiming runs.
     pub(crate) fn new(
@@ -457,7 +458,7 @@ impl Engine {
     /// them on SQLite, which one node owns; those whose lease expired on
     /// PostgreSQL), then starts claiming runs.
     pub(crate) async fn start(&self) -> Result<tokio::task::JoinHandle<()>, ApiError> {
-        let now = talon_store::now_ms();
+        let now = self.inner.store.now_ms();
         let (orphans, orphaned) = match self.inner.store.backend() {
             talon_store::Backend::Sqlite => (
                 self.inner.store.live_runs().await,
@@ -505,7 +506,7 @@ impl Engine {
                 _ = runs_changed.changed() => self.follow_store().await,
                 _ = poll.tick() => self.follow_store().await,
                 _ = renew.tick() => {
-                    let until = talon_store::now_ms() + LEASE.as_millis() as u64;
+                    let until = self.inner.store.now_ms() + LEASE.as_millis() as u64;
                     if let Err(error) = self.inner.store.renew_leases(&self.inner.node, until).await {
                         tracing::warn!(%error, "could not renew this node's leases");
                     }
@@ -526,7 +527,7 @@ impl Engine {
             // Not while a run is being accepted (its row is stored before
             // its `run.created`).
             let lane = self.inner.lane.lock().await;
-            let now = talon_store::now_ms();
+            let now = self.inner.store.now_ms();
             let claimed = self
                 .inner
                 .store
@@ -558,7 +559,7 @@ impl Engine {
                 }
             }
         }
-        let now = talon_store::now_ms();
+        let now = self.inner.store.now_ms();
         if store.backend() == talon_store::Backend::Postgres
             && let Ok(orphans) = store.orphaned_runs(now, None).await
         {

@@ -46,7 +46,7 @@ impl PersonRequest for Approval {
         let outcome = store
             .resolve_approval(id, |a| {
                 a.status = ApprovalStatus::Expired;
-                a.resolved_at = Some(talon_store::now_ms());
+                a.resolved_at = Some(store.now_ms());
             })
             .await?;
         Ok(match outcome {
@@ -72,7 +72,7 @@ impl PersonRequest for Question {
         let outcome = store
             .resolve_question(id, |q| {
                 q.status = QuestionStatus::Expired;
-                q.answered_at = Some(talon_store::now_ms());
+                q.answered_at = Some(store.now_ms());
             })
             .await?;
         Ok(match outcome {
@@ -98,7 +98,7 @@ pub(super) async fn wait<R: PersonRequest>(
         if !current.pending() {
             return Ok(current);
         }
-        let now = talon_store::now_ms();
+        let now = store.now_ms();
         if let Some(at) = expires
             && now >= at
         {
@@ -124,7 +124,7 @@ pub(super) async fn close_requests(store: &Store, run_id: &str) {
         owner: talon_store::Owner::default(),
         page: None,
     };
-    let now = talon_store::now_ms();
+    let now = store.now_ms();
     match store.approvals(&pending).await {
         Ok(approvals) => {
             for approval in approvals {

@@ -109,7 +109,7 @@ impl PullRequests {
         let patch = talon_environments::snapshot::patch(
             &redactor.text(&diff),
             title,
-            talon_store::now_ms(),
+            self.engine.inner.store.now_ms(),
         );
         let scratch = state_dir
             .join("scratch")

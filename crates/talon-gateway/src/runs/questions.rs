@@ -91,7 +91,7 @@ impl DurableQuestions {
         let (question, fresh) = match earlier {
             Some(question) => (question.clone(), false),
             None => {
-                let now = talon_store::now_ms();
+                let now = self.store.now_ms();
                 let id = new_id("q").map_err(|e| StoreError::Corrupt(e.message))?;
                 let question = Question {
                     id: QuestionId::new(id),
@@ -191,10 +191,11 @@ impl Drop for Unanswered {
         let store = self.store.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
+                let now = store.now_ms();
                 let cancelled = store
                     .resolve_question(&id, |q| {
                         q.status = QuestionStatus::Cancelled;
-                        q.answered_at = Some(talon_store::now_ms());
+                        q.answered_at = Some(now);
                     })
                     .await;
                 if let Err(error) = cancelled {

@@ -10,7 +10,7 @@ use talon_protocol::event_data::{ApprovalResolvedData, RunQueuedData};
 use talon_protocol::gateway::{ApiError, ApprovalStatus, ErrorCode, Run, RunStatus};
 use talon_protocol::{Event, EventData};
 
-use super::{Engine, approvals, ended_data, result_of, resume, run_event};
+use super::{Engine, approvals, ended_data, result_of, resume};
 
 /// Why a run whose node died is ended instead of resumed.
 #[derive(Debug)]
@@ -59,7 +59,7 @@ impl Engine {
             Ok(true) => {
                 let mut queued = run.clone();
                 queued.status = RunStatus::Queued;
-                let event = run_event(
+                let event = self.run_event(
                     &queued,
                     EventData::RunQueued(RunQueuedData {
                         reason: "runtime".into(),
@@ -102,7 +102,7 @@ impl Engine {
     async fn end_orphan(&self, mut run: Run, blocker: Option<Blocker>) {
         let store = &self.inner.store;
         let terminal = self.terminal_event(run.id.as_str()).await;
-        let now = talon_store::now_ms();
+        let now = self.inner.store.now_ms();
         run.ended_at = Some(now);
         let event = match terminal {
             // It ended, but its row was not written: bring the row in line.
@@ -121,7 +121,7 @@ impl Engine {
                 data.error = Some(
                     "the run was cancelled; its gateway stopped before it could end it".into(),
                 );
-                Some(run_event(&run, EventData::RunCancelled(data)))
+                Some(self.run_event(&run, EventData::RunCancelled(data)))
             }
             None => {
                 run.status = RunStatus::Failed;
@@ -139,10 +139,7 @@ impl Engine {
                     serde_json::json!({"reason": "interrupted", "node": self.inner.node, "notResumed": why}),
                 );
                 run.error = Some(error.clone());
-                Some(run_event(
-                    &run,
-                    EventData::RunFailed(ended_data(Some(&error))),
-                ))
+                Some(self.run_event(&run, EventData::RunFailed(ended_data(Some(&error)))))
             }
         };
         let result = result_of(&run, None);
@@ -188,7 +185,7 @@ impl Engine {
                 tracing::error!(%error, approval = %approval.id, "could not cancel an approval");
                 continue;
             }
-            events.push(run_event(
+            events.push(self.run_event(
                 run,
                 EventData::ApprovalResolved(ApprovalResolvedData {
                     approval_id: approval.id,

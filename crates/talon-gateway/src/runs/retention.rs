@@ -82,7 +82,7 @@ impl Engine {
             {
                 return;
             }
-            match purge(self.inner.store.clone(), talon_store::now_ms()).await {
+            match purge(self.inner.store.clone(), self.inner.store.now_ms()).await {
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(purged = n, what, "purged"),
                 Err(error) => tracing::warn!(%error, what, "could not be purged"),
@@ -119,7 +119,7 @@ impl Engine {
             match self
                 .inner
                 .store
-                .prune(retention, talon_store::now_ms())
+                .prune(retention, self.inner.store.now_ms())
                 .await
             {
                 Ok(0) => {}

@@ -165,7 +165,8 @@ impl Forwarder {
         if self.failure.is_some() {
             return false;
         }
-        to.stored.record(turn.into_turn(), through);
+        to.stored
+            .record(turn.into_turn(self.store.now_ms()), through);
         match self
             .store
             .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())
@@ -190,7 +191,8 @@ impl Forwarder {
             // repeat a call; the last stored checkpoint stays.
             return;
         }
-        to.stored.record(checkpoint.into_turn(), self.last);
+        to.stored
+            .record(checkpoint.into_turn(self.store.now_ms()), self.last);
         if let Err(error) = self
             .store
             .set_run_checkpoint(&to.run_id, &to.node, &to.stored.to_value())

@@ -339,6 +339,7 @@ impl Engine {
             ),
         };
         RunSpec {
+            clock: self.inner.store.clock().clone(),
             ids: parts.ids.clone(),
             cancel: parts.cancel.clone(),
             sink: sink.clone(),

@@ -93,7 +93,7 @@ async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) -> Value {
     let asked_shown = r.value(&json!(asked));
     let approval = &asked[0];
     let id = approval["id"].clone();
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let expires = approval["expiresAt"].as_u64().unwrap();
     assert!(expires > now + 23 * 3600 * 1000, "{approval}");
     // Nothing was written while it waits.

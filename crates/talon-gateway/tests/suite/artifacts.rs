@@ -164,7 +164,7 @@ async fn a_run_ends_with_its_trajectory_downloadable_by_range() {
     );
 
     // Only with `artifacts.read`; an unknown one is not found.
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let reader = talon_gateway::tokens::create(
         &g.running.store,
         None,
@@ -207,9 +207,9 @@ async fn expired_artifacts_are_purged_and_not_found() {
         .unwrap();
     let url = format!("/v1/artifacts/{}/content", id.as_str().unwrap());
     assert_eq!(get(&g, &g.admin, &url, None).await.status(), 200);
-    // Not a wait on a condition: lets the 800 ms age pass (reads refuse an
+    // The gateway's clock moves past the 800 ms age (reads refuse an
     // expired artifact by its expiry time, whether or not it was purged).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    g.time.advance(Duration::from_millis(1500));
     let gone = t
         .call(&g, "artifacts.get", json!({"artifactId": id}))
         .await

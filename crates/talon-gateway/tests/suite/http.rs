@@ -123,7 +123,7 @@ async fn bad_requests_get_the_one_error_shape() {
 #[tokio::test]
 async fn a_refused_token_is_told_why_with_a_bearer_challenge() {
     let g = TestGateway::start().await;
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let live = tokens::create(
         &g.running.store,
         None,

@@ -49,6 +49,9 @@ pub struct TestGateway {
     pub client: reqwest::Client,
     pub dir: tempfile::TempDir,
     pub mock: Arc<MockModel>,
+    /// Moves the gateway's clock (its store's) ahead, instead of a test
+    /// sleeping until something expires.
+    pub time: talon_protocol::clock::TimeTravel,
 }
 
 /// A config whose core tools work in `dir`/workspace, with `extra`
@@ -135,7 +138,17 @@ impl TestGateway {
     pub async fn start_opts(options: Options) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mock = Arc::new(MockModel::start(options.script).await.unwrap());
+        let (clock, time) = talon_protocol::clock::Clock::adjustable();
+        let local = GatewayConfig::local(
+            dir.path(),
+            0,
+            host(config_in(dir.path(), options.config), &mock),
+        );
         let config = GatewayConfig {
+            store: talon_store::StoreConfig {
+                clock,
+                ..local.store.clone()
+            },
             limits: options.limits,
             runs: options.runs,
             environments: options.environments,
@@ -143,11 +156,7 @@ impl TestGateway {
             browsers: options.browsers,
             ticket_ttl: options.ticket_ttl,
             openai: options.openai,
-            ..GatewayConfig::local(
-                dir.path(),
-                0,
-                host(config_in(dir.path(), options.config), &mock),
-            )
+            ..local
         };
         let running = talon_gateway::start(config).await.unwrap();
         let admin = running
@@ -160,6 +169,7 @@ impl TestGateway {
             client: reqwest::Client::new(),
             dir,
             mock,
+            time,
         }
     }
 
@@ -181,15 +191,20 @@ impl TestGateway {
             client,
             dir,
             mock,
+            time,
         } = self;
+        let clock = running.store.clock().clone();
         running.shutdown().await;
-        let next = GatewayConfig::local(dir.path(), 0, host(config_in(dir.path(), config), &mock));
+        let mut next =
+            GatewayConfig::local(dir.path(), 0, host(config_in(dir.path(), config), &mock));
+        next.store.clock = clock;
         Self {
             running: talon_gateway::start(next).await.unwrap(),
             admin,
             client,
             dir,
             mock,
+            time,
         }
     }
 

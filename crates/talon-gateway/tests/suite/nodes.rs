@@ -299,7 +299,7 @@ async fn two_nodes_share_one_database() {
             .unwrap()
     );
     // The dead node's last lease renewal, already over.
-    let now = talon_store::now_ms();
+    let now = store.now_ms();
     assert_eq!(store.renew_leases("node-dead", now + 1).await.unwrap(), 4);
     let result = wait_run(&client, &b, &admin, "run_ghost").await;
     insta::assert_json_snapshot!("ghost", sized(redacted(&result)));

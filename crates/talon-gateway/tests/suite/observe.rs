@@ -138,7 +138,7 @@ fn scrape(text: &str) -> BTreeMap<String, f64> {
 #[tokio::test]
 async fn metrics_need_their_scope_and_parse_as_prometheus_text() {
     let g = TestGateway::start().await;
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let viewer = tokens::create(&g.running.store, None, vec![Scope::SessionRead], None, now)
         .await
         .unwrap();

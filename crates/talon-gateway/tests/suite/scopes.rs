@@ -86,7 +86,7 @@ async fn every_method_and_stream_with_every_single_scope() {
         ..talon_gateway::Limits::default()
     })
     .await;
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let run = Run {
         subject: None,
         id: RunId::new("run_matrix"),

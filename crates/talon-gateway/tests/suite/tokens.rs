@@ -59,7 +59,7 @@ async fn an_app_token_runs_waits_and_streams_but_cannot_mint() {
     .await;
     assert_eq!(status, 200, "{minted}");
     let expires_at = minted["expiresAt"].as_u64().unwrap();
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     assert!(expires_at > now + 3_590_000 && expires_at <= now + 3_600_000);
     let secret = minted["token"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("talon_") && secret.len() == 70);
@@ -243,7 +243,7 @@ async fn a_retry_with_the_key_replaces_the_secret() {
     // Revoked: the key cannot bring it back.
     g.running
         .store
-        .revoke_token(first["id"].as_str().unwrap(), talon_store::now_ms())
+        .revoke_token(first["id"].as_str().unwrap(), g.running.store.now_ms())
         .await
         .unwrap();
     let (status, conflict) = create(&g, &g.admin, params).await;

@@ -113,6 +113,7 @@ pub fn ctx() -> talon_tools::RunContext {
         channel: None,
         cancel: Default::default(),
         updates: std::sync::Arc::new(talon_tools::NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

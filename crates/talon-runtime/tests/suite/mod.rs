@@ -39,7 +39,7 @@ impl RunSink for Recorder {
     }
 
     fn checkpoint(&self, turn: TurnState) {
-        self.turns.lock().unwrap().push(turn.into_turn());
+        self.turns.lock().unwrap().push(turn.into_turn(0));
     }
 }
 
@@ -118,6 +118,7 @@ pub fn spec(
     message: &str,
 ) -> RunSpec {
     RunSpec {
+        clock: talon_protocol::clock::Clock::system(),
         ids: ids(run_id),
         cancel: Default::default(),
         sink: recorder.clone(),

@@ -646,7 +646,7 @@ async fn a_cancel_stops_a_busy_guest() {
         .await;
         // Not a wait on a condition: lets the guest get into its loop. A
         // cancellation that came sooner must abort just as promptly.
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let at = Instant::now();
         cancel.cancel();
         at

@@ -50,6 +50,7 @@ fn ctx() -> RunContext {
         channel: None,
         cancel: CancellationToken::new(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

@@ -183,7 +183,7 @@ async fn an_aborted_run_stops_the_cell() {
     tokio::spawn(async move {
         // Not a wait on a condition: lets the cell spin a while. A
         // cancellation before it starts must stop it just the same.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         cancel.cancel();
     });
     let started = std::time::Instant::now();

@@ -5,7 +5,6 @@ mod tools_mode;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::bounded::SessionId;
@@ -87,8 +86,8 @@ impl ToolExecutor for Echo {
         let result = json!({"ran": entry.id, "args": call.args});
         Box::pin(async move {
             if slow {
-                // Not a wait: a tool that is slow on purpose.
-                tokio::time::sleep(Duration::from_secs(5)).await;
+                // A tool that never answers: only a time limit ends it.
+                std::future::pending::<()>().await;
             }
             Ok(result)
         })
@@ -103,6 +102,7 @@ pub fn ctx() -> RunContext {
         channel: None,
         cancel: Default::default(),
         updates: Arc::new(NoUpdates),
+        clock: talon_protocol::clock::Clock::system(),
     }
 }
 

@@ -296,7 +296,7 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
     assert_eq!(status, 200, "{minted}");
     let ticket = minted["ticket"].as_str().unwrap().to_owned();
     assert!(ticket.starts_with(tokens::TICKET_PREFIX), "{minted}");
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let expires = minted["expiresAt"].as_u64().unwrap();
     assert!(expires > now && expires <= now + 300, "{minted}");
     // The admin's secret as `<admin>`, each ticket as `<ticket>`.
@@ -326,9 +326,8 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
     let fresh = fresh["ticket"].as_str().unwrap();
     let (status, _) = g.call(fresh, "agents.list", json!({})).await;
     assert_eq!(status, 401);
-    // Expired, refused. (Not a wait on a condition: lets the 300 ms TTL
-    // pass.)
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Expired, refused: the gateway's clock moves past the 300 ms TTL.
+    g.time.advance(Duration::from_millis(400));
     let (status, _) = refused(sse(&g, &format!("ticket={fresh}")).await).await;
     assert_eq!(status, 401);
     // Malformed ones, and tokens in the URL, are refused alike.
@@ -354,7 +353,7 @@ async fn stream_tickets_are_single_use_short_lived_scoped_and_never_a_bearer() {
         None,
         vec![Scope::SessionRead],
         None,
-        talon_store::now_ms(),
+        g.running.store.now_ms(),
     )
     .await
     .unwrap();

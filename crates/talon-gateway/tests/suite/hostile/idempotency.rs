@@ -23,7 +23,7 @@ async fn two_tokens(g: &TestGateway) -> (String, String) {
         Scope::ToolsInvoke,
         Scope::EnvironmentWrite,
     ];
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let mut minted = Vec::new();
     for name in ["a", "b"] {
         let token = tokens::create(

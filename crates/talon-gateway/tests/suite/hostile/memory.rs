@@ -46,7 +46,7 @@ async fn token(g: &TestGateway, name: &str) -> String {
         Some(name.into()),
         vec![Scope::SessionRead, Scope::AgentRead, Scope::AgentRun],
         None,
-        talon_store::now_ms(),
+        g.running.store.now_ms(),
     )
     .await
     .unwrap()
@@ -102,7 +102,7 @@ async fn read_stream(
 async fn a_stream_starved_of_its_tokens_budget_ends_and_resumes_with_no_gap() {
     let g = TestGateway::start_with(Limits {
         stream_bytes_per_token: 64 << 10,
-        slow_reader_timeout: Duration::from_millis(500),
+        slow_reader_timeout: Duration::from_millis(100),
         stalled_write_timeout: Duration::from_secs(60),
         ..Limits::default()
     })
@@ -114,7 +114,8 @@ async fn a_stream_starved_of_its_tokens_budget_ends_and_resumes_with_no_gap() {
     let other = token(&g, "other").await;
     // One unread stream holds the viewer's whole budget.
     let held = unread(&g, &viewer, "/v1/events?after=0");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Not a wait on a condition: lets the unread stream fill the socket.
+    tokio::time::sleep(Duration::from_millis(100)).await;
     // The viewer's next stream waits for room, then ends saying why.
     let (ids, error) = read_stream(&g, &viewer, None, last).await;
     assert_eq!(
@@ -145,7 +146,7 @@ async fn a_stream_starved_of_its_tokens_budget_ends_and_resumes_with_no_gap() {
 async fn idle_streams_hold_none_of_their_tokens_budget() {
     let g = TestGateway::start_with(Limits {
         stream_bytes_per_token: 64 << 10,
-        slow_reader_timeout: Duration::from_millis(500),
+        slow_reader_timeout: Duration::from_millis(40),
         ..Limits::default()
     })
     .await;
@@ -155,7 +156,8 @@ async fn idle_streams_hold_none_of_their_tokens_budget() {
         .map(|_| read_stream(&g, &viewer, Some(3), 4))
         .collect();
     let late = async {
-        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        // Idle for more than twice the slow-reader timeout.
+        tokio::time::sleep(Duration::from_millis(100)).await;
         log(&g, 1, 100).await;
     };
     let (read, ()) = tokio::join!(futures::future::join_all(streams), late);

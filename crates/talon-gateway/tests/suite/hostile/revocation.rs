@@ -102,7 +102,7 @@ async fn every_node_ends(
     expiring: Option<Duration>,
 ) -> Vec<u128> {
     let client = reqwest::Client::new();
-    let now = talon_store::now_ms();
+    let now = store.now_ms();
     let token = tokens::create(
         store,
         None,
@@ -118,14 +118,14 @@ async fn every_node_ends(
     }
     let at = match expiring {
         Some(after) => {
-            let left = (now + after.as_millis() as u64).saturating_sub(talon_store::now_ms());
+            let left = (now + after.as_millis() as u64).saturating_sub(store.now_ms());
             assert!(left > 0, "the connections opened after the token expired");
             Instant::now() + Duration::from_millis(left)
         }
         None => {
             assert!(
                 store
-                    .revoke_token(&token.stored.id, talon_store::now_ms())
+                    .revoke_token(&token.stored.id, store.now_ms())
                     .await
                     .unwrap()
             );
@@ -224,7 +224,7 @@ async fn on_every_node_of_a_postgres_database() {
 #[tokio::test]
 async fn a_ticket_stream_ends_with_the_token_that_minted_it() {
     let g = TestGateway::start().await;
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let token = tokens::create(&g.running.store, None, vec![Scope::SessionRead], None, now)
         .await
         .unwrap();
@@ -244,7 +244,7 @@ async fn a_ticket_stream_ends_with_the_token_that_minted_it() {
     let at = Instant::now();
     g.running
         .store
-        .revoke_token(&token.stored.id, talon_store::now_ms())
+        .revoke_token(&token.stored.id, g.running.store.now_ms())
         .await
         .unwrap();
     let (code, when) = closed(&mut socket).await;
@@ -255,7 +255,7 @@ async fn a_ticket_stream_ends_with_the_token_that_minted_it() {
 #[tokio::test]
 async fn a_call_on_a_revoked_tokens_socket_is_refused_before_the_socket_closes() {
     let g = TestGateway::start().await;
-    let now = talon_store::now_ms();
+    let now = g.running.store.now_ms();
     let token = tokens::create(&g.running.store, None, vec![Scope::AgentRun], None, now)
         .await
         .unwrap();
@@ -269,7 +269,7 @@ async fn a_call_on_a_revoked_tokens_socket_is_refused_before_the_socket_closes()
     let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     g.running
         .store
-        .revoke_token(&token.stored.id, talon_store::now_ms())
+        .revoke_token(&token.stored.id, g.running.store.now_ms())
         .await
         .unwrap();
     // At once, before the node's reader has seen the revocation.
