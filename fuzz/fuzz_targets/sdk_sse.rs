@@ -1,13 +1,14 @@
-//! Arbitrary bytes as a gateway's event stream, to the SDK's SSE decoder:
+//! Arbitrary bytes as a gateway's event stream, to the SSE decoder the SDK
+//! and the model providers share (`talon_protocol::sse`, at the SDK's cap):
 //! decoding never panics, and how the bytes are split into chunks (the
 //! first byte picks the cut points) never changes the frames decoded.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use talon_sdk::client::sse::{Decoder, Frame};
+use talon_protocol::sse::{Decoder, Frame};
 
 fn decode(chunks: &[&[u8]]) -> Option<Vec<Frame>> {
-    let mut decoder = Decoder::default();
+    let mut decoder = Decoder::new(64 << 20);
     let mut frames = Vec::new();
     for chunk in chunks {
         decoder.push(chunk).ok()?;

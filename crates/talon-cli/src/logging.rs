@@ -6,7 +6,9 @@
 //! escapes. The debugging switches (`talon_protocol::debug::DebugSwitch`:
 //! `TALON_DEBUG_CODE_MODE`, `_MODEL_TRANSPORT`, `_MODEL_PAYLOAD`, `_SSE`, or
 //! their `OPENCLAW_DEBUG_*` spellings) add their targets at `info` whatever
-//! the filter says.
+//! the filter says. Of the OpenTelemetry SDK's own events only its
+//! dropped-span warnings are shown (Talon logs failed exports itself,
+//! once per run of failures).
 //!
 //! Every field is escaped in both formats ([`escape`] for text, JSON's own
 //! escaping for JSON): a control character, a line or paragraph separator
@@ -96,6 +98,7 @@ pub(crate) fn init() {
     // and the `log` crate's, would be `TRACE`: see `otlp::layer::Wanted`).
     let not_traces = tracing_subscriber::filter::filter_fn(|meta| {
         !(meta.is_span() && meta.target() == crate::otlp::layer::TARGET)
+            && crate::otlp::layer::shown(meta)
     })
     .with_max_level_hint(tracing::level_filters::LevelFilter::TRACE);
     let _ = tracing_subscriber::registry()

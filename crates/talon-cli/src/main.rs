@@ -33,7 +33,8 @@
 //! out, and the CLI's integration tests require it. `logging.rs` installs the process's tracing
 //! subscriber on stderr (`TALON_LOG`, else `RUST_LOG`, else `warn`; `TALON_LOG_FORMAT`; colour
 //! only on a terminal) and `otlp/` the OTLP/HTTP trace exporter, a `tracing` layer that turns the
-//! spans under target `talon::trace` into OTLP spans. It is the only crate that prints to stdout;
+//! spans under target `talon::trace` into OpenTelemetry spans, batched and posted by the
+//! `opentelemetry` crates (SDK, `opentelemetry-otlp`). It is the only crate that prints to stdout;
 //! it reports the library crates' typed errors itself and does not use `anyhow`.
 
 mod agent;

@@ -17,6 +17,11 @@
 //!   `O_NONBLOCK` (a FIFO never blocks) and the descriptor's `fstat` must
 //!   show a regular file. `list` and `grep` never follow symlinks while
 //!   walking and skip special files.
+//! - `list`'s and `grep`'s `glob` is a path glob (`globset`, matched
+//!   against the path from the workspace root): `*` and `?` stay within
+//!   one directory, `**` crosses any number, `[a-z]` and `{a,b}` work; an
+//!   invalid glob is `invalid_argument`, one over [`MAX_GLOB_BYTES`]
+//!   `too_large` ([`search`]).
 //! - Reads are bounded windows ([`MAX_READ_BYTES`]), `grep` streams each
 //!   file with caps on matches, line text and bytes scanned
 //!   ([`MAX_GREP_BYTES`]) and skips binary files; `edit` refuses files
@@ -95,6 +100,9 @@ pub const MAX_MATCHES: usize = 500;
 /// The longest `grep` pattern (each scanned chunk carries a pattern's
 /// length of overlap, so the pattern bounds the work per chunk).
 pub const MAX_GREP_PATTERN_BYTES: usize = 4 * 1024;
+/// The longest `glob` of `list` and `grep` (its automaton, and so the
+/// work per path, grows with it).
+pub const MAX_GLOB_BYTES: usize = 4 * 1024;
 /// Most directory entries one `list` or `grep` walk examines.
 pub const MAX_WALK_ENTRIES: usize = 100_000;
 

@@ -1,6 +1,9 @@
 //! `list` and `grep`: walks of workspace directories through descriptors
-//! (never following symlinks, skipping special files and `.git`), and a
-//! streaming line matcher with caps on matches, line text and bytes.
+//! (never following symlinks, skipping special files and `.git`), a
+//! streaming line matcher with caps on matches, line text and bytes, and
+//! their `glob` filter: a `globset` path glob with `literal_separator`
+//! (`*` never crosses `/`, `**` crosses directories), compiled once per
+//! call and matched against each path's bytes from the workspace root.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader};
@@ -8,6 +11,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use globset::{GlobBuilder, GlobMatcher};
 use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{FileStat, Mode, fstatat};
@@ -17,8 +21,8 @@ use super::path::{self, Access, Kind, Opened};
 use talon_tools::{ToolError, ToolErrorCode};
 
 use super::{
-    MAX_GREP_BYTES, MAX_GREP_FILES, MAX_GREP_LINE_CHARS, MAX_GREP_PATTERN_BYTES, MAX_MATCHES,
-    MAX_WALK_ENTRIES,
+    MAX_GLOB_BYTES, MAX_GREP_BYTES, MAX_GREP_FILES, MAX_GREP_LINE_CHARS, MAX_GREP_PATTERN_BYTES,
+    MAX_MATCHES, MAX_WALK_ENTRIES,
 };
 
 /// Deepest directory nesting a walk descends into.
@@ -129,12 +133,36 @@ fn browse(
     Ok(())
 }
 
-fn matches_glob(glob: Option<&str>, rel: &str) -> bool {
-    glob.is_none_or(|g| talon_tools::policy::glob_match(g, rel))
+/// The `glob` argument compiled: `*` and `?` within one path component,
+/// `**` across components.
+fn path_glob(glob: Option<&str>) -> Result<Option<GlobMatcher>, ToolError> {
+    let Some(glob) = glob else {
+        return Ok(None);
+    };
+    if glob.len() > MAX_GLOB_BYTES {
+        return Err(ToolError::new(
+            ToolErrorCode::TooLarge,
+            format!(
+                "the glob is {} bytes, over the limit of {MAX_GLOB_BYTES}",
+                glob.len()
+            ),
+        ));
+    }
+    GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map(|glob| Some(glob.compile_matcher()))
+        .map_err(|e| ToolError::new(ToolErrorCode::InvalidArgument, format!("invalid glob: {e}")))
+}
+
+fn matches_glob(glob: Option<&GlobMatcher>, rel: &Path) -> bool {
+    glob.is_none_or(|g| g.is_match(rel))
 }
 
 /// `list`: regular files under `given`, filtered by `glob`.
 pub(super) fn list(root: &Path, given: &str, glob: Option<&str>) -> Result<Value, ToolError> {
+    let glob = path_glob(glob)?;
+    let glob = glob.as_ref();
     let mut out: Vec<Value> = Vec::new();
     let mut budget = Budget::default();
     let mut single = None;
@@ -143,13 +171,12 @@ pub(super) fn list(root: &Path, given: &str, glob: Option<&str>) -> Result<Value
         given,
         &mut budget,
         &mut |opened| {
-            single = Some(opened.rel.display().to_string());
+            single = Some(opened.rel.clone());
             true
         },
         &mut |entry| {
-            let rel = entry.rel.display().to_string();
-            if matches_glob(glob, &rel) {
-                out.push(Value::String(rel));
+            if matches_glob(glob, &entry.rel) {
+                out.push(Value::String(entry.rel.display().to_string()));
             }
             out.len() < MAX_MATCHES
         },
@@ -157,7 +184,7 @@ pub(super) fn list(root: &Path, given: &str, glob: Option<&str>) -> Result<Value
     if let Some(rel) = single
         && matches_glob(glob, &rel)
     {
-        out.push(Value::String(rel));
+        out.push(Value::String(rel.display().to_string()));
     }
     let truncated = out.len() >= MAX_MATCHES || budget.cut;
     Ok(json!({"paths": out, "truncated": truncated}))
@@ -179,6 +206,8 @@ pub(super) fn grep(
             ),
         ));
     }
+    let glob = path_glob(glob)?;
+    let glob = glob.as_ref();
     let mut state = Grep {
         pattern,
         matches: Vec::new(),
@@ -197,7 +226,7 @@ pub(super) fn grep(
             true
         },
         &mut |entry| {
-            if !matches_glob(glob, &entry.rel.display().to_string()) {
+            if !matches_glob(glob, &entry.rel) {
                 return true;
             }
             state.files += 1;
@@ -212,7 +241,7 @@ pub(super) fn grep(
         },
     )?;
     if let Some(opened) = single
-        && matches_glob(glob, &opened.rel.display().to_string())
+        && matches_glob(glob, &opened.rel)
     {
         state.scan(opened.file, &opened.rel);
     }

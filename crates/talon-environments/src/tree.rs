@@ -10,9 +10,9 @@
 //! commands meanwhile, so every listing and every read goes through
 //! directory handles from the tree's root ([`talon_fs::walk`]), never a
 //! path re-resolved after it was checked. It is bounded ([`Caps`]). The top-level `.git` is not part of either
-//! tree; the baseline's `.gitignore` (its top-level one: blank lines,
-//! comments, `!`, a leading or trailing `/`, `*`, `?` and `**`) leaves
-//! ignored paths out of both.
+//! tree; the baseline's `.gitignore` (its top-level one, in git's syntax,
+//! read with the `ignore` crate's gitignore matcher) leaves ignored paths
+//! out of both.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use talon_fs::walk::Entry;
 
-use regex::Regex;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use talon_protocol::event_data::GitDiffData;
 
 /// Levels of directories a walk descends at most.
@@ -62,17 +62,27 @@ type Tree = BTreeMap<String, Node>;
 /// Why a tree could not be walked or copied.
 pub(crate) type Failure = String;
 
-/// The top-level `.gitignore`'s rules.
-#[derive(Debug, Default)]
+/// The top-level `.gitignore`'s rules, in git's syntax as `ignore`'s
+/// gitignore matcher reads it (the last matching rule decides; `!`
+/// re-includes; a pattern with a `/` before its end is anchored; `*` and
+/// `?` stay within a directory, `**` crosses them; `[...]` classes).
+#[derive(Debug)]
 pub(crate) struct Ignore {
-    /// (pattern, negated, directories only), in file order: the last
-    /// match decides.
-    rules: Vec<(Regex, bool, bool)>,
+    rules: Gitignore,
+}
+
+impl Default for Ignore {
+    fn default() -> Self {
+        Self {
+            rules: Gitignore::empty(),
+        }
+    }
 }
 
 impl Ignore {
     /// The rules of the `.gitignore` at `root` (none when absent or not a
-    /// regular file).
+    /// regular file; at most its first 10,000 lines of 256 KiB; a line
+    /// that is not a valid glob is skipped, as git skips it).
     pub(crate) fn of(root: &Path) -> Self {
         let text = talon_fs::read_capped_to_string(
             &root.join(".gitignore"),
@@ -80,67 +90,25 @@ impl Ignore {
             talon_fs::Symlinks::Refuse,
         )
         .unwrap_or_default();
-        let mut rules = Vec::new();
+        let mut builder = GitignoreBuilder::new(root);
         for line in text.lines().take(10_000) {
-            let line = line.trim_end();
-            if line.is_empty() || line.starts_with('#') {
+            if builder.add_line(None, line).is_err() {
                 continue;
             }
-            let (negated, line) = match line.strip_prefix('!') {
-                Some(rest) => (true, rest),
-                None => (false, line),
-            };
-            let (dir_only, line) = match line.strip_suffix('/') {
-                Some(rest) => (true, rest),
-                None => (false, line),
-            };
-            let anchored = line.starts_with('/') || line.trim_start_matches('/').contains('/');
-            let body = glob_to_regex(line.trim_start_matches('/'));
-            let pattern = if anchored {
-                format!("^{body}$")
-            } else {
-                format!("^(?:.*/)?{body}$")
-            };
-            if let Ok(regex) = Regex::new(&pattern) {
-                rules.push((regex, negated, dir_only));
+        }
+        match builder.build() {
+            Ok(rules) => Self { rules },
+            Err(error) => {
+                tracing::warn!(%error, "the baseline's .gitignore could not be compiled; nothing is ignored");
+                Self::default()
             }
         }
-        Self { rules }
     }
 
     /// Whether `path` (relative, `/`-separated) is ignored.
     fn ignores(&self, path: &str, is_dir: bool) -> bool {
-        let mut ignored = false;
-        for (regex, negated, dir_only) in &self.rules {
-            if (*dir_only && !is_dir) || !regex.is_match(path) {
-                continue;
-            }
-            ignored = !negated;
-        }
-        ignored
+        self.rules.matched(path, is_dir).is_ignore()
     }
-}
-
-fn glob_to_regex(glob: &str) -> String {
-    let mut out = String::new();
-    let mut chars = glob.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' if chars.peek() == Some(&'*') => {
-                chars.next();
-                if chars.peek() == Some(&'/') {
-                    chars.next();
-                    out.push_str("(?:.*/)?");
-                } else {
-                    out.push_str(".*");
-                }
-            }
-            '*' => out.push_str("[^/]*"),
-            '?' => out.push_str("[^/]"),
-            c => out.push_str(&regex::escape(&c.to_string())),
-        }
-    }
-    out
 }
 
 /// A handle of the tree at `root` (the gateway's own directory); every
@@ -394,6 +362,36 @@ mod tests {
         let path = root.join(path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn gitignore_rules_follow_git() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            ".gitignore",
+            "# comment\n\n*.log\n!keep.log\n/top.txt\nbuild/\ndocs/*.md\nsrc/**/gen\n\
+             *.[oa]\n[unclosed\n",
+        );
+        let ignore = Ignore::of(dir.path());
+        for (path, is_dir, ignored) in [
+            ("x.log", false, true),
+            ("deep/er/x.log", false, true),
+            ("keep.log", false, false),
+            ("top.txt", false, true),
+            ("sub/top.txt", false, false),
+            ("build", true, true),
+            ("build", false, false),
+            ("a/build", true, true),
+            ("docs/a.md", false, true),
+            ("docs/sub/a.md", false, false),
+            ("src/gen", true, true),
+            ("src/a/b/gen", false, true),
+            ("lib.o", false, true),
+            ("lib.c", false, false),
+        ] {
+            assert_eq!(ignore.ignores(path, is_dir), ignored, "{path}");
+        }
     }
 
     #[test]

@@ -65,13 +65,16 @@
 //!   per method (`Retry::Safe` for reads and for writes that carry `idempotencyKey`); `talon-sdk`
 //!   commits it as `src/generated.rs` and a test there fails when it drifts.
 //! - `trace` (the W3C `traceparent`).
+//! - `sse`: the one Server-Sent Events decoder, bytes to frames with a cap on a frame's size,
+//!   shared by the model providers and the SDK (pure: no I/O).
 //!
 //! # Invariants
 //!
 //! No dependency on any other Talon crate. Logic is limited to serde, naming, the table's dispatch,
 //! the decode-time caps, the shared checks and views above, and rendering the documents. Enums that
 //! clients decode are `#[non_exhaustive]` with an unknown variant. Deliberately absent: any
-//! transport (the gateway serves the table; `talon-wire` holds the shared rendering) and storage.
+//! transport (the gateway serves the table; `talon-wire` holds the shared rendering; `sse` only
+//! decodes bytes a client already read) and storage.
 
 pub mod clock;
 pub mod code_mode;
@@ -84,6 +87,7 @@ pub mod gateway;
 pub mod openai;
 pub mod openapi;
 pub mod schema;
+pub mod sse;
 pub mod telemetry;
 pub mod tools;
 pub mod trace;

@@ -1,24 +1,21 @@
 //! A Server-Sent Events reader for streamed replies (both providers):
-//! splits the byte stream into events and yields each `data:` payload.
-//!
-//! Linear in the bytes received: each push scans only the bytes not
-//! scanned before (a server dripping one huge event in tiny chunks costs
-//! no rescans), and complete events are cut off the buffer once per push.
+//! the shared decoder (`talon_protocol::sse`, linear in the bytes
+//! received) capped at [`MAX_EVENT_BYTES`] an event, yielding each
+//! event's `data:` payload and keeping them for the reply's `raw`.
 //! `DEBUG_SSE=events|peek` logs each event's type, or the first five
 //! events' data with credentials redacted (target `talon::model_sse`).
 
 use serde_json::Value;
 use talon_protocol::debug::{DebugSwitch, SSE_PEEK_EVENTS, redact_credentials};
+use talon_protocol::sse::{Decoder, FrameTooLarge};
 
 use crate::raw::RawReply;
 
 /// Collects bytes and hands out complete `data:` payloads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SseReader {
-    buffer: Vec<u8>,
-    /// How far `buffer` was searched for an event's end without finding
-    /// one.
-    scanned: usize,
+    /// The shared decoder, capped at [`MAX_EVENT_BYTES`].
+    decoder: Decoder,
     /// What `DEBUG_SSE` shows of this stream, and how many it showed.
     debug: Option<(SseDebug, usize)>,
     /// The events' payloads, kept for diagnostics.
@@ -46,8 +43,9 @@ impl SseReader {
             _ => None,
         };
         Self {
+            decoder: Decoder::new(MAX_EVENT_BYTES),
             debug,
-            ..Self::default()
+            raw: RawReply::default(),
         }
     }
 
@@ -89,11 +87,6 @@ impl SseReader {
 /// Largest event accepted (a bound against a server that never ends one).
 pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
 
-/// An event grew past [`MAX_EVENT_BYTES`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("an event exceeded {MAX_EVENT_BYTES} bytes")]
-pub(crate) struct EventTooLarge;
-
 impl SseReader {
     /// The payloads read so far (bounded), for the reply's `raw`.
     pub fn take_raw(&mut self) -> RawReply {
@@ -102,52 +95,19 @@ impl SseReader {
 
     /// Adds bytes; returns the data of every event now complete, or an
     /// error when an event grows past [`MAX_EVENT_BYTES`].
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, EventTooLarge> {
-        self.buffer.extend_from_slice(bytes);
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, FrameTooLarge> {
+        self.decoder.push(bytes)?;
         let mut out = Vec::new();
-        let mut start = 0;
-        // A separator may straddle the previous push: back up 3 bytes.
-        let mut from = self.scanned.saturating_sub(3);
-        while let Some((end, skip)) = find_event_end(&self.buffer[start..], from) {
-            let text = String::from_utf8_lossy(&self.buffer[start..start + end]);
-            let mut data = Vec::new();
-            for line in text.lines() {
-                if let Some(rest) = line.strip_prefix("data:") {
-                    data.push(rest.strip_prefix(' ').unwrap_or(rest).to_owned());
-                }
-            }
-            if !data.is_empty() {
-                let data = data.join("\n");
+        while let Some(frame) = self.decoder.next_frame() {
+            // Frames without data (a bare `event:` or `id:`) carry nothing.
+            if let Some(data) = frame.data {
                 self.show(&data);
                 self.raw.push(&data);
                 out.push(data);
             }
-            start += end + skip;
-            from = 0;
-        }
-        self.buffer.drain(..start);
-        self.scanned = self.buffer.len();
-        if self.buffer.len() > MAX_EVENT_BYTES {
-            return Err(EventTooLarge);
         }
         Ok(out)
     }
-}
-
-/// The end of the first event (`\n\n` or `\r\n\r\n`) at or after `from`,
-/// and the separator's length.
-fn find_event_end(buffer: &[u8], from: usize) -> Option<(usize, usize)> {
-    let mut i = from;
-    while i + 1 < buffer.len() {
-        if buffer[i] == b'\n' && buffer[i + 1] == b'\n' {
-            return Some((i, 2));
-        }
-        if buffer[i..].starts_with(b"\r\n\r\n") {
-            return Some((i, 4));
-        }
-        i += 1;
-    }
-    None
 }
 
 #[cfg(test)]
@@ -157,7 +117,7 @@ mod tests {
 
     #[test]
     fn events_split_across_chunks_and_line_endings() {
-        let mut reader = SseReader::default();
+        let mut reader = SseReader::new();
         assert!(reader.push(b"data: {\"a\"").unwrap().is_empty());
         assert_eq!(
             reader
@@ -167,7 +127,9 @@ mod tests {
         );
         assert_eq!(
             reader.push(&vec![b'x'; MAX_EVENT_BYTES + 1]),
-            Err(EventTooLarge)
+            Err(FrameTooLarge {
+                max: MAX_EVENT_BYTES
+            })
         );
     }
 
@@ -175,7 +137,7 @@ mod tests {
     fn a_huge_event_dripped_in_small_pieces_costs_linear_time() {
         // 16 thousand pushes of 1 KiB: rescanning the buffer on each push
         // would compare about 128 GB; scanning only new bytes, 16 MiB.
-        let mut reader = SseReader::default();
+        let mut reader = SseReader::new();
         let piece = vec![b'x'; 1024];
         let started = std::time::Instant::now();
         assert_eq!(reader.push(b"data: ").unwrap(), Vec::<String>::new());
@@ -194,7 +156,7 @@ mod tests {
 
     #[test]
     fn separators_split_across_pushes_are_found() {
-        let mut reader = SseReader::default();
+        let mut reader = SseReader::new();
         let mut got = Vec::new();
         for byte in b"event: ping\r\ndata: a\r\n\r\ndata: b\n\ndata: c\n" {
             got.extend(reader.push(&[*byte]).unwrap());

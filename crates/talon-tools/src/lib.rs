@@ -19,6 +19,7 @@
 //!   the runner does not validate a call's arguments.
 //! - **Policy** (`policy.rs`): `tools.allow`/`tools.deny` lists of exact names or ids, globs and
 //!   `group:` names; patterns with `:` match ids, others names, case-insensitively; deny wins.
+//!   Globs (`NameGlob`) are name patterns compiled once with `globset`: `*` any run, `:` included.
 //! - **Approvals** (`approvals.rs`): `tools.approvals`, `Approvals` and `PolicyGate` (see that
 //!   module).
 //! - **The execution path** (`runner.rs`): `ToolRunner::call` for every call of a run: the

@@ -1,8 +1,19 @@
 //! Allow/deny policy over tool names and ids: exact names, globs (`*`,
 //! `?`) and named groups (`group:<name>`).
+//!
+//! A policy glob ([`NameGlob`]) is about names, not paths: `*` matches any
+//! run of characters (`:` included, so `mcp:github:*` is every tool of
+//! that server), `?` exactly one, and every other character is itself
+//! (`[`, `{` and `\` too), compared without ASCII case. It is compiled
+//! once, with `globset` (no separator, so `*` crosses everything), from
+//! the pattern with its other characters escaped. `?` is one byte there:
+//! the same as one character for names (`[A-Za-z0-9_.-]`) and ids made of
+//! them. File paths use `globset`'s path semantics instead
+//! (`talon-core-tools`' `list`/`grep`, where `*` stays in a directory).
 
 use std::collections::BTreeMap;
 
+use globset::{GlobBuilder, GlobMatcher};
 use talon_protocol::ToolSource;
 
 /// A tool as policy sees it.
@@ -22,7 +33,7 @@ pub enum Pattern {
     /// Matches a name or an id exactly.
     Exact(String),
     /// `*` matches any run, `?` one character; against names and ids.
-    Glob(String),
+    Glob(NameGlob),
     /// `group:<name>`: the tools a group lists, or a whole source
     /// (`group:plugins`, `group:mcp`, `group:client`, `group:openclaw`).
     Group(String),
@@ -34,7 +45,7 @@ impl Pattern {
         if let Some(group) = text.strip_prefix("group:") {
             Self::Group(group.to_owned())
         } else if text.contains(['*', '?']) {
-            Self::Glob(text.to_owned())
+            Self::Glob(NameGlob::new(text))
         } else {
             Self::Exact(text.to_owned())
         }
@@ -152,11 +163,10 @@ impl ToolPolicy {
                 }
             }
             Pattern::Glob(glob) => {
-                let glob = glob.to_ascii_lowercase();
-                if glob.contains(':') {
-                    glob_match(&glob, &id)
+                if glob.as_str().contains(':') {
+                    glob.is_match(&id)
                 } else {
-                    glob_match(&glob, &name)
+                    glob.is_match(&name)
                 }
             }
             Pattern::Group(group) => match group.as_str() {
@@ -175,28 +185,72 @@ impl ToolPolicy {
     }
 }
 
-/// `*` matches any run of characters, `?` exactly one.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
+/// A policy glob over a name or an id, compiled once (see the module
+/// doc): `*` any run, `?` one character, the rest literal, without ASCII
+/// case.
+#[derive(Debug, Clone)]
+pub struct NameGlob {
+    /// The pattern as written.
+    text: String,
+    /// `None` only when `globset` refused the escaped pattern, which
+    /// takes a pattern of megabytes (its automaton's size limit): it then
+    /// matches nothing.
+    matcher: Option<GlobMatcher>,
+}
+
+impl NameGlob {
+    /// Compiles `text` (runs of `*` are one `*`).
+    pub fn new(text: &str) -> Self {
+        let mut glob = String::with_capacity(text.len() + 8);
+        let mut after_star = false;
+        for c in text.to_ascii_lowercase().chars() {
+            match c {
+                '*' if after_star => continue,
+                '*' | '?' => glob.push(c),
+                '[' | ']' | '{' | '}' => {
+                    glob.push('[');
+                    glob.push(c);
+                    glob.push(']');
+                }
+                c => glob.push(c),
+            }
+            after_star = c == '*';
+        }
+        let built = GlobBuilder::new(&glob)
+            .literal_separator(false)
+            .backslash_escape(false)
+            .build();
+        let matcher = match built {
+            Ok(glob) => Some(glob.compile_matcher()),
+            Err(error) => {
+                tracing::warn!(pattern = %text, %error, "a tool policy glob was refused; it matches no tool");
+                None
+            }
+        };
+        Self {
+            text: text.to_owned(),
+            matcher,
         }
     }
-    p[pi..].iter().all(|c| *c == '*')
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `text` (already ASCII-lowercased) matches.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.matcher.as_ref().is_some_and(|m| m.is_match(text))
+    }
 }
+
+impl PartialEq for NameGlob {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for NameGlob {}
 
 #[cfg(test)]
 mod tests {
@@ -204,6 +258,10 @@ mod tests {
 
     fn subject<'a>(name: &'a str, id: &'a str, source: ToolSource) -> PolicySubject<'a> {
         PolicySubject { name, id, source }
+    }
+
+    fn glob_match(pattern: &str, text: &str) -> bool {
+        NameGlob::new(pattern).is_match(text)
     }
 
     #[test]
@@ -215,6 +273,42 @@ mod tests {
         assert!(glob_match("*", ""));
         assert!(!glob_match("a*b", "acbd"));
         assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(glob_match("a**b", "a:x/y.b"), "`*` crosses `:` and `/`");
+        assert!(glob_match("MCP:*", "mcp:x:y"), "patterns are lowercased");
+        assert!(glob_match("?:*", "a:b"));
+    }
+
+    #[test]
+    fn other_glob_characters_are_literal() {
+        for text in ["x[ab]", "x{a,b}", "x\\a", "x]", "x!", "[!a]"] {
+            assert!(glob_match(text, text), "{text}");
+            assert!(
+                glob_match(&format!("{text}*"), &format!("{text}yz")),
+                "{text}"
+            );
+        }
+        assert!(!glob_match("x[ab]", "xa"));
+        assert!(!glob_match("x{a,b}", "xa"));
+        assert!(!glob_match("x\\*", "x*"));
+    }
+
+    #[test]
+    fn a_pathological_glob_is_compiled_once_and_bounded() {
+        // Far longer than any name or id (ids are `<source>:<owner>:<name>`,
+        // names at most 128 characters), against an id-sized text.
+        let pattern = format!("{}b", "*a".repeat(5_000));
+        let glob = NameGlob::new(&pattern);
+        let text = "a".repeat(512);
+        let started = std::time::Instant::now();
+        assert!(!glob.is_match(&text));
+        assert!(!glob.is_match(&format!("{text}b")), "5,000 `a`s are needed");
+        let short = NameGlob::new(&format!("{}b", "*a".repeat(200)));
+        assert!(short.is_match(&format!("{text}b")));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(
+            Pattern::parse(&pattern),
+            Pattern::Glob(NameGlob::new(&pattern))
+        );
     }
 
     #[test]

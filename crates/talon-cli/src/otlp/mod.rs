@@ -15,66 +15,49 @@
 //! The spans are the ones Talon's crates open ([`layer`]): `request` per
 //! HTTP request or WebSocket call, `run` per agent run, `model` per model
 //! call, `tool` per tool call, and a Code Mode cell's nested calls as
-//! children of the `exec` call. They queue (at most [`QUEUE`]; more are
-//! dropped and counted) and go out in batches ([`export`]).
+//! children of the `exec` call.
+//!
+//! Everything past the layer is the OpenTelemetry crates': the SDK's
+//! tracer provider (its parent-based ratio sampler, random ids, at most
+//! [`layer::MAX_ATTRIBUTES`] attributes a span), its batch span processor
+//! (a queue of at most [`QUEUE`] spans, more dropped and counted, the
+//! count logged by the SDK at the first drop and at shutdown; batches of
+//! [`BATCH`] or what came within `OTEL_BSP_SCHEDULE_DELAY`, default 1 s)
+//! and `opentelemetry-otlp`'s HTTP/protobuf exporter, posting with the
+//! workspace's `reqwest` ([`export`]). Shutdown flushes what is queued,
+//! waiting at most [`SHUTDOWN_FLUSH`].
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider,
+};
 use talon_config::{OTLP_PROTOCOL, OtelSettings};
-use tokio::sync::mpsc;
 
 mod export;
 pub(crate) mod layer;
-mod proto;
 
 /// Spans waiting to be sent, at most.
 pub(crate) const QUEUE: usize = 8192;
 
+/// Spans in one post, at most.
+pub(crate) const BATCH: usize = 512;
+
 /// How long shutdown waits for the last spans to go out.
 pub(crate) const SHUTDOWN_FLUSH: Duration = Duration::from_secs(5);
 
-/// The running exporter's inlet.
+/// The running exporter's tracer.
 pub(crate) static EXPORT: OnceLock<Export> = OnceLock::new();
 
-/// Where finished spans go.
+/// Where spans are made.
 pub(crate) struct Export {
-    spans: mpsc::Sender<proto::Span>,
-    /// New traces kept, per 2^64.
-    keep: u64,
-    /// Spans dropped because the queue was full.
-    dropped: AtomicU64,
-}
-
-impl Export {
-    fn send(&self, span: proto::Span) {
-        if self.spans.try_send(span).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Whether a new trace is kept.
-    fn sample(&self) -> bool {
-        self.keep == u64::MAX || u64::from_le_bytes(random()) < self.keep
-    }
-}
-
-/// Random bytes for an id (never all zeros).
-fn random<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    if getrandom::fill(&mut bytes).is_err() || bytes == [0u8; N] {
-        // No randomness: the clock and a counter still tell ids apart.
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let seed = NEXT.fetch_add(1, Ordering::Relaxed)
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = (seed.rotate_left((i as u32 * 8) % 64) as u8) | 1;
-        }
-    }
-    bytes
+    tracer: SdkTracer,
 }
 
 /// What the exporter is told.
@@ -234,56 +217,96 @@ pub(crate) fn settings(file: &OtelSettings, env: &dyn Env) -> Result<Option<Sett
     }))
 }
 
-/// Starts exporting (inside a Tokio runtime); a second start is ignored.
-/// The handle flushes what is queued at shutdown.
-pub(crate) fn start(settings: Settings) -> Option<Flush> {
-    let (tx, rx) = mpsc::channel(QUEUE);
-    let keep = if settings.sample_rate >= 1.0 {
-        u64::MAX
+/// The SDK's tracer provider for `settings`, exporting in batches.
+fn provider(settings: &Settings) -> Result<SdkTracerProvider, String> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(settings.url.clone())
+        .with_timeout(export::TIMEOUT)
+        .with_http_client(export::Client::new(&settings.headers)?)
+        .build()
+        .map_err(|e| format!("the OTLP exporter: {e}"))?;
+    let exporter = export::Logged {
+        inner: exporter,
+        url: settings.url.clone(),
+        failing: AtomicBool::new(false),
+    };
+    let batches = BatchConfigBuilder::default()
+        .with_max_queue_size(QUEUE)
+        .with_max_export_batch_size(BATCH)
+        .with_scheduled_delay(settings.delay)
+        .build();
+    let processor = BatchSpanProcessor::builder(exporter)
+        .with_batch_config(batches)
+        .build();
+    let ratio = if settings.sample_rate >= 1.0 {
+        Sampler::AlwaysOn
     } else {
-        (settings.sample_rate.max(0.0) * u64::MAX as f64) as u64
+        Sampler::TraceIdRatioBased(settings.sample_rate.max(0.0))
     };
-    let export = Export {
-        spans: tx,
-        keep,
-        dropped: AtomicU64::new(0),
+    let resource = Resource::builder_empty()
+        .with_attributes(
+            settings
+                .resource
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        )
+        .build();
+    Ok(SdkTracerProvider::builder()
+        .with_span_processor(processor)
+        .with_sampler(Sampler::ParentBased(Box::new(ratio)))
+        .with_max_attributes_per_span(layer::MAX_ATTRIBUTES as u32)
+        .with_resource(resource)
+        .build())
+}
+
+/// Starts exporting (inside a Tokio runtime); a second start is ignored,
+/// and an exporter that cannot be built is logged and left off. The
+/// handle flushes what is queued at shutdown.
+pub(crate) fn start(settings: Settings) -> Option<Flush> {
+    if EXPORT.get().is_some() {
+        return None;
+    }
+    let provider = match provider(&settings) {
+        Ok(provider) => provider,
+        Err(error) => {
+            tracing::warn!(target: "talon::otlp", "traces are not exported: {error}");
+            return None;
+        }
     };
-    if EXPORT.set(export).is_err() {
+    let scope = opentelemetry::InstrumentationScope::builder("talon")
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build();
+    let tracer = provider.tracer_with_scope(scope);
+    if EXPORT.set(Export { tracer }).is_err() {
         return None;
     }
     // The layer's filter is cached per callsite ([`layer::wanted`] said no
     // to any span seen before this): ask again.
     tracing::callsite::rebuild_interest_cache();
     talon_protocol::trace::install(layer::current);
-    let (flush_tx, flush_rx) = mpsc::channel(1);
     tracing::info!(
         target: "talon::otlp",
         url = %settings.url,
         sample_rate = settings.sample_rate,
         "exporting traces over OTLP/HTTP"
     );
-    tokio::spawn(export::run(settings, rx, flush_rx));
-    Some(Flush(flush_tx))
+    Some(Flush(provider))
 }
 
-/// Asks the exporter to send what it holds.
-pub(crate) struct Flush(mpsc::Sender<tokio::sync::oneshot::Sender<()>>);
+/// Sends what is queued when the process stops.
+pub(crate) struct Flush(SdkTracerProvider);
 
 impl Flush {
-    /// Sends what is queued; waits at most `limit`.
+    /// Sends what is queued and stops the exporter; waits at most
+    /// `limit`. The SDK blocks its caller, so it runs off the runtime
+    /// (whose threads carry the last posts).
     pub(crate) async fn flush(&self, limit: Duration) {
-        let (done, wait) = tokio::sync::oneshot::channel();
-        if self.0.send(done).await.is_ok() {
-            let _ = tokio::time::timeout(limit, wait).await;
-        }
+        let provider = self.0.clone();
+        let stop = tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(limit));
+        let _ = tokio::time::timeout(limit + Duration::from_millis(100), stop).await;
     }
-}
-
-/// Spans dropped so far because the queue was full.
-fn dropped() -> u64 {
-    EXPORT
-        .get()
-        .map_or(0, |e| e.dropped.load(Ordering::Relaxed))
 }
 
 #[cfg(test)]

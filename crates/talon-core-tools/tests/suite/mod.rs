@@ -1,3 +1,4 @@
 mod core_tools;
+mod globs;
 mod hostile_exec;
 mod hostile_paths;

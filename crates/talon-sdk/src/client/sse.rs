@@ -1,8 +1,10 @@
-//! Server-Sent Events: the frame decoder and [`EventStream`], the events
-//! of one HTTP event stream. Frames are `id:`, `event:`, `data:` lines
-//! ended by a blank line; comments (`:` lines, the gateway's heartbeat)
-//! are skipped; `event: error` carries the protocol's error and ends the
-//! stream. A stream cut before its end yields one [`Error::Transport`].
+//! Server-Sent Events: [`EventStream`], the events of one HTTP event
+//! stream, read with the shared decoder ([`Decoder`], re-exported from
+//! `talon_protocol::sse`) capped at 64 MiB a frame. Frames are `id:`,
+//! `event:`, `data:` lines ended by a blank line; comments (`:` lines, the
+//! gateway's heartbeat) and frames with neither data nor id are skipped;
+//! `event: error` carries the protocol's error and ends the stream. A
+//! stream cut before its end yields one [`Error::Transport`].
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,6 +14,7 @@ use bytes::Bytes;
 use futures::Stream;
 use futures::stream::BoxStream;
 use talon_protocol::gateway::ApiError;
+pub use talon_protocol::sse::{Decoder, Frame};
 use talon_protocol::{Event, EventType};
 
 use crate::error::{Error, Result};
@@ -28,79 +31,6 @@ pub struct StreamQuery {
     pub agent_id: Option<String>,
     /// Only these types (all when empty).
     pub types: Vec<EventType>,
-}
-
-/// One decoded frame.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Frame {
-    /// The `id:` field (the event's cursor).
-    pub id: Option<String>,
-    /// The `event:` field (the event's type, or `error`).
-    pub event: Option<String>,
-    /// The `data:` lines, joined by line breaks.
-    pub data: String,
-}
-
-/// Splits a byte stream, pushed in chunks of any size, into frames.
-#[derive(Debug, Default)]
-pub struct Decoder {
-    buffer: Vec<u8>,
-    /// Where to resume looking for a frame's end: bytes before it hold
-    /// none (so a long frame arriving in small chunks is scanned once).
-    scanned: usize,
-}
-
-impl Decoder {
-    /// Adds bytes (carriage returns dropped: the protocol's JSON never
-    /// holds a raw one). Fails when a frame grows past 64 MiB without
-    /// ending.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<()> {
-        self.buffer
-            .extend(chunk.iter().copied().filter(|&b| b != b'\r'));
-        if self.buffer.len() > MAX_FRAME && !self.buffer.windows(2).any(|w| w == b"\n\n") {
-            return Err(Error::malformed(
-                "an event stream",
-                format!("a frame exceeds {MAX_FRAME} bytes"),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The next whole frame with content (comments and empty frames are
-    /// skipped).
-    pub fn next_frame(&mut self) -> Option<Frame> {
-        loop {
-            let from = self.scanned.saturating_sub(1);
-            let Some(at) = self.buffer[from..].windows(2).position(|w| w == b"\n\n") else {
-                self.scanned = self.buffer.len();
-                return None;
-            };
-            let end = from + at;
-            let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
-            self.scanned = 0;
-            let text = String::from_utf8_lossy(&block[..end]);
-            let mut frame = Frame::default();
-            let mut data: Vec<&str> = Vec::new();
-            for line in text.split('\n') {
-                if line.starts_with(':') {
-                    continue;
-                }
-                let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                let value = value.strip_prefix(' ').unwrap_or(value);
-                match field {
-                    "id" => frame.id = Some(value.to_owned()),
-                    "event" => frame.event = Some(value.to_owned()),
-                    "data" => data.push(value),
-                    _ => {}
-                }
-            }
-            if data.is_empty() && frame.id.is_none() {
-                continue;
-            }
-            frame.data = data.join("\n");
-            return Some(frame);
-        }
-    }
 }
 
 /// The events of one stream, in order. See [`crate::Client::stream_run_events`].
@@ -126,7 +56,7 @@ impl EventStream {
     pub(crate) fn new(bytes: BoxStream<'static, Result<Bytes>>, ends_with_run: bool) -> Self {
         let state = State {
             bytes,
-            decoder: Decoder::default(),
+            decoder: Decoder::new(MAX_FRAME),
             ends_with_run,
             terminal_seen: false,
             done: false,
@@ -149,6 +79,9 @@ impl State {
                 return None;
             }
             if let Some(frame) = self.decoder.next_frame() {
+                if frame.data.is_none() && frame.id.is_none() {
+                    continue;
+                }
                 let item = self.decode(frame);
                 if item.is_err() {
                     self.done = true;
@@ -159,7 +92,10 @@ impl State {
                 Some(Ok(chunk)) => {
                     if let Err(error) = self.decoder.push(&chunk) {
                         self.done = true;
-                        return Some(Err(error));
+                        return Some(Err(Error::malformed(
+                            "an event stream",
+                            format!("a frame exceeds {} bytes", error.max),
+                        )));
                     }
                 }
                 Some(Err(error)) => {
@@ -185,13 +121,14 @@ impl State {
             struct Envelope {
                 error: ApiError,
             }
-            return match serde_json::from_str::<Envelope>(&frame.data) {
+            return match serde_json::from_str::<Envelope>(frame.data.as_deref().unwrap_or("")) {
                 Ok(envelope) => Err(Error::Api(envelope.error)),
                 Err(e) => Err(Error::decode("an error event", e)),
             };
         }
+        let data = frame.data.as_deref().unwrap_or("");
         let mut event: Event =
-            serde_json::from_str(&frame.data).map_err(|e| Error::decode("an event", e))?;
+            serde_json::from_str(data).map_err(|e| Error::decode("an event", e))?;
         if let Some(id) = frame.id
             && !id.is_empty()
         {
@@ -247,7 +184,7 @@ mod tests {
     }
 
     fn frames_of(chunks: &[&[u8]]) -> Vec<Frame> {
-        let mut decoder = Decoder::default();
+        let mut decoder = Decoder::new(MAX_FRAME);
         let mut frames = Vec::new();
         for chunk in chunks {
             decoder.push(chunk).unwrap();
@@ -263,16 +200,18 @@ mod tests {
         let text = format!(":hb\n\n{STARTED}id: 9\ndata: a\ndata: b\n\n\n\nevent: x\n\n");
         let bytes = text.as_bytes();
         let whole = frames_of(&[bytes]);
-        // A frame without data (the last) is not an event, as in the SSE spec.
-        assert_eq!(whole.len(), 2);
+        // A frame without data or id (the last) is not an event: the
+        // stream skips it.
+        assert_eq!(whole.len(), 3);
         assert_eq!(
             whole[1],
             Frame {
                 id: Some("9".into()),
-                event: None,
-                data: "a\nb".into()
+                data: Some("a\nb".into()),
+                ..Frame::default()
             }
         );
+        assert_eq!((whole[2].data.as_ref(), whole[2].id.as_ref()), (None, None));
         for i in 0..bytes.len() {
             for j in i..bytes.len() {
                 let split = frames_of(&[&bytes[..i], &bytes[i..j], &bytes[j..]]);
@@ -281,21 +220,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_frame_that_never_ends_is_refused_past_the_cap() {
-        let mut decoder = Decoder::default();
-        let chunk = vec![b'x'; 1 << 20];
-        let mut refused = None;
-        for i in 0..80 {
-            if let Err(e) = decoder.push(&chunk) {
-                refused = Some((i, e));
-                break;
-            }
-            assert_eq!(decoder.next_frame(), None);
-        }
-        let (at, error) = refused.expect("refused");
-        assert_eq!(at, 64);
-        assert!(matches!(error, Error::Decode { .. }));
+    #[tokio::test]
+    async fn a_frame_that_never_ends_is_refused_past_the_cap() {
+        let chunk = Bytes::from(vec![b'x'; 1 << 20]);
+        let chunks = (0..80).map(move |_| Ok(chunk.clone()));
+        let stream = EventStream::new(futures::stream::iter(chunks).boxed(), true);
+        let items: Vec<_> = stream.collect().await;
+        assert_eq!(items.len(), 1);
+        let error = items.into_iter().next().unwrap().unwrap_err();
+        assert!(matches!(error, Error::Decode { .. }), "{error:?}");
+        assert!(error.to_string().contains("a frame exceeds 67108864 bytes"));
     }
 
     #[tokio::test]
