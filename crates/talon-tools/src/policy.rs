@@ -193,19 +193,27 @@ pub struct NameGlob {
     /// The pattern as written.
     text: String,
     /// `None` only when `globset` refused the escaped pattern, which
-    /// takes a pattern of megabytes (its automaton's size limit): it then
-    /// matches nothing.
+    /// takes a pattern of megabytes (its automaton's size limit): it is
+    /// then matched by [`wildcard`] (the same meaning, slower), so a deny
+    /// list never fails open.
     matcher: Option<GlobMatcher>,
+    /// The pattern, lowercased, runs of `*` as one (what [`wildcard`]
+    /// reads when there is no matcher).
+    folded: String,
 }
 
 impl NameGlob {
     /// Compiles `text` (runs of `*` are one `*`).
     pub fn new(text: &str) -> Self {
         let mut glob = String::with_capacity(text.len() + 8);
+        let mut folded = String::with_capacity(text.len());
         let mut after_star = false;
         for c in text.to_ascii_lowercase().chars() {
+            if c == '*' && after_star {
+                continue;
+            }
+            folded.push(c);
             match c {
-                '*' if after_star => continue,
                 '*' | '?' => glob.push(c),
                 '[' | ']' | '{' | '}' => {
                     glob.push('[');
@@ -223,13 +231,14 @@ impl NameGlob {
         let matcher = match built {
             Ok(glob) => Some(glob.compile_matcher()),
             Err(error) => {
-                tracing::warn!(pattern = %text, %error, "a tool policy glob was refused; it matches no tool");
+                tracing::warn!(%error, bytes = text.len(), "a tool policy glob is too large for globset; it is matched the slow way");
                 None
             }
         };
         Self {
             text: text.to_owned(),
             matcher,
+            folded,
         }
     }
 
@@ -240,8 +249,41 @@ impl NameGlob {
 
     /// Whether `text` (already ASCII-lowercased) matches.
     pub fn is_match(&self, text: &str) -> bool {
-        self.matcher.as_ref().is_some_and(|m| m.is_match(text))
+        match &self.matcher {
+            Some(m) => m.is_match(text),
+            None => wildcard(&self.folded, text),
+        }
     }
+}
+
+/// `*` any run, `?` one character, anything else itself: the classic
+/// two-pointer match (backtracking only to the last `*`), for a pattern
+/// `globset` refused.
+fn wildcard(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < t.len() {
+        match p.get(i) {
+            Some('*') => {
+                star = Some((i, j));
+                i += 1;
+            }
+            Some(&c) if c == '?' || c == t[j] => {
+                i += 1;
+                j += 1;
+            }
+            _ => match star {
+                Some((si, sj)) => {
+                    i = si + 1;
+                    j = sj + 1;
+                    star = Some((si, sj + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
 }
 
 impl PartialEq for NameGlob {
@@ -255,6 +297,46 @@ impl Eq for NameGlob {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fallback_wildcard_means_what_the_glob_means() {
+        let names = [
+            "mcp:github:create_issue",
+            "exec",
+            "read",
+            "a*b",
+            "",
+            "mcp:x:y?",
+        ];
+        let patterns = [
+            "*",
+            "mcp:*",
+            "mcp:*:*issue",
+            "e?ec",
+            "*e*",
+            "a[*]b",
+            "?",
+            "",
+            "mcp:x:y?",
+            "*:*:*?",
+        ];
+        for pattern in patterns {
+            let glob = NameGlob::new(pattern);
+            for name in names {
+                assert_eq!(
+                    wildcard(&glob.folded, name),
+                    glob.is_match(name),
+                    "{pattern:?} against {name:?}"
+                );
+            }
+        }
+        // A deny pattern too large to compile still matches what it says.
+        let huge = NameGlob {
+            matcher: None,
+            ..NameGlob::new("*")
+        };
+        assert!(huge.is_match("exec"));
+    }
 
     fn subject<'a>(name: &'a str, id: &'a str, source: ToolSource) -> PolicySubject<'a> {
         PolicySubject { name, id, source }
