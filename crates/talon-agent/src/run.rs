@@ -464,7 +464,11 @@ impl AgentRun<'_> {
                 ErrorCode::Timeout,
                 format!("the turn limit of {} was reached", self.options.max_turns),
             )
-            .with_details(json!({"limit": "maxTurns", "value": self.options.max_turns})));
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                limit: Some("maxTurns".to_string()),
+                value: Some(u64::from(self.options.max_turns)),
+                ..Default::default()
+            }));
         }
         result.turns += 1;
         let request = ChatRequest {
@@ -482,7 +486,10 @@ impl AgentRun<'_> {
                 ErrorCode::Internal,
                 format!("the model request was not sent: {reason}"),
             )
-            .with_details(json!({"check": "offeredTools"})));
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                check: Some("offeredTools".to_string()),
+                ..Default::default()
+            }));
         }
         crate::payload::debug_payload(&request);
         lock(sent).model_calls += 1;

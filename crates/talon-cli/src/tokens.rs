@@ -242,7 +242,7 @@ fn binding(
             let field = e
                 .details
                 .as_ref()
-                .and_then(|d| d["field"].as_str())
+                .and_then(|d| d.field.as_deref())
                 .unwrap_or("scope");
             let flag = match field {
                 "agents" => "agent",

@@ -265,7 +265,10 @@ impl Providers {
                     ErrorCode::NotFound,
                     format!("no environment provider {id:?}; this gateway has {ids:?}"),
                 )
-                .with_details(serde_json::json!({"providers": ids}))
+                .with_details(talon_protocol::gateway::ErrorDetails {
+                    providers: ids.iter().map(|id| (*id).to_owned()).collect(),
+                    ..Default::default()
+                })
             })
     }
 }

@@ -107,7 +107,8 @@ fn invalid(message: impl Into<String>) -> ApiError {
 }
 
 fn forbidden(message: impl Into<String>, field: &str) -> ApiError {
-    ApiError::new(ErrorCode::Forbidden, message).with_details(serde_json::json!({"field": field}))
+    ApiError::new(ErrorCode::Forbidden, message)
+        .with_details(talon_protocol::gateway::ErrorDetails::field(field))
 }
 
 fn unavailable(message: impl Into<String>) -> ApiError {
@@ -349,7 +350,7 @@ fn over_quota(room: u64) -> ApiError {
             "the source does not fit in the store's quota: a workspace and its baseline may take {room} bytes more (gateway.limits.maxStoredBytes)"
         ),
     )
-    .with_details(serde_json::json!({"roomBytes": room}))
+    .with_details(talon_protocol::gateway::ErrorDetails {room_bytes: Some(room), ..Default::default() })
 }
 
 /// Where a checkout's start is kept.

@@ -52,7 +52,7 @@ impl Refused {
             ),
         };
         ApiError::new(ErrorCode::InvalidRequest, message)
-            .with_details(serde_json::json!({"reason": reason}))
+            .with_details(talon_protocol::gateway::ErrorDetails::reason(reason))
     }
 }
 

@@ -49,9 +49,11 @@ pub fn api_error(error: StoreError) -> ApiError {
             ErrorCode::CursorExpired,
             format!("cursor {cursor} has expired; the oldest event kept is {oldest}"),
         )
-        .with_details(
-            serde_json::json!({"cursor": cursor.to_string(), "oldestId": oldest.to_string()}),
-        ),
+        .with_details(talon_protocol::gateway::ErrorDetails {
+            cursor: Some(cursor.to_string().to_string()),
+            oldest_id: Some(oldest.to_string().to_string()),
+            ..Default::default()
+        }),
         StoreError::IdempotencyConflict { key } => ApiError::new(
             ErrorCode::Conflict,
             format!(
@@ -83,7 +85,11 @@ pub fn api_error(error: StoreError) -> ApiError {
                 "the store is unavailable; try again later",
             )
             .with_retry_after_ms(1_000)
-            .with_details(serde_json::json!({"reason": reason, "detail": error.to_string()}))
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                reason: Some(reason.to_string()),
+                detail: Some(error.to_string().to_string()),
+                ..Default::default()
+            })
         }
         other => {
             tracing::error!(error = %other, "store failure");

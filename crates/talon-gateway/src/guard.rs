@@ -91,7 +91,7 @@ pub(crate) async fn guard(
                             "requests from the origin {shown} are not allowed; list it in gateway.security.allowedOrigins"
                         ),
                     )
-                    .with_details(serde_json::json!({"reason": "origin"})),
+                    .with_details(talon_protocol::gateway::ErrorDetails::reason("origin")),
                 );
             }
         },
@@ -202,7 +202,7 @@ fn ambiguous_host(request: &Request) -> Option<ApiError> {
     let refused = |message: &str| {
         Some(
             ApiError::new(ErrorCode::InvalidRequest, message)
-                .with_details(serde_json::json!({"reason": "host"})),
+                .with_details(talon_protocol::gateway::ErrorDetails::reason("host")),
         )
     };
     let mut hosts = request.headers().get_all(header::HOST).iter();
@@ -233,7 +233,7 @@ fn allowed_host(
 ) -> Result<String, ApiError> {
     let misdirected = |message: String| {
         Err(ApiError::new(ErrorCode::InvalidRequest, message)
-            .with_details(serde_json::json!({"reason": "host"})))
+            .with_details(talon_protocol::gateway::ErrorDetails::reason("host")))
     };
     let Some(raw) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
         return misdirected("a request must name its Host".into());

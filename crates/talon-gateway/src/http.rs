@@ -111,7 +111,9 @@ async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
     ErrorResponse(
         ApiError::new(ErrorCode::Unavailable, health.describe())
             .with_retry_after_ms(talon_store::PROBE_EVERY.as_millis() as u64)
-            .with_details(serde_json::json!({"reason": health.reason()})),
+            .with_details(talon_protocol::gateway::ErrorDetails::reason(
+                health.reason(),
+            )),
     )
     .into_response()
 }
@@ -205,8 +207,12 @@ pub(crate) async fn serve_call(
     let Some(known) = Method::from_name(method) else {
         let shown: String = method.chars().take(64).collect();
         return Err(
-            ApiError::new(ErrorCode::NotFound, format!("no method `{shown}`"))
-                .with_details(serde_json::json!({"method": shown})),
+            ApiError::new(ErrorCode::NotFound, format!("no method `{shown}`")).with_details(
+                talon_protocol::gateway::ErrorDetails {
+                    method: Some(shown.to_string()),
+                    ..Default::default()
+                },
+            ),
         );
     };
     caller.require(known.spec().scope)?;
@@ -245,17 +251,13 @@ fn note_store_fault(store: &Store, error: &ApiError) {
     let Some(details) = &error.details else {
         return;
     };
-    let reason = match details.get("reason").and_then(|r| r.as_str()) {
+    let reason = match details.reason.as_deref() {
         Some("disk_full") => "disk_full",
         Some("read_only") => "read_only",
         Some("unreachable") => "unreachable",
         _ => return,
     };
-    let detail = details
-        .get("detail")
-        .and_then(|d| d.as_str())
-        .unwrap_or_default()
-        .to_owned();
+    let detail = details.detail.clone().unwrap_or_default();
     store.note_unwritable(reason, detail);
 }
 
@@ -268,11 +270,14 @@ fn writable(shared: &Shared) -> Result<(), ApiError> {
         talon_store::Health::Unwritable { .. } => {
             return Err(ApiError::new(ErrorCode::Unavailable, health.describe())
                 .with_retry_after_ms(1_000)
-                .with_details(serde_json::json!({"reason": health.reason()})));
+                .with_details(talon_protocol::gateway::ErrorDetails::reason(
+                    health.reason(),
+                )));
         }
         talon_store::Health::Corrupt(_) => {
-            let mut error = ApiError::new(ErrorCode::Unavailable, health.describe())
-                .with_details(serde_json::json!({"reason": health.reason()}));
+            let mut error = ApiError::new(ErrorCode::Unavailable, health.describe()).with_details(
+                talon_protocol::gateway::ErrorDetails::reason(health.reason()),
+            );
             error.retryable = false;
             return Err(error);
         }

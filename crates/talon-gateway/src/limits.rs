@@ -234,7 +234,7 @@ impl Budget {
                     self.wait.as_millis()
                 ),
             )
-            .with_details(serde_json::json!({"reason": "slow_reader"}))),
+            .with_details(talon_protocol::gateway::ErrorDetails::reason("slow_reader"))),
         }
     }
 }
@@ -305,7 +305,9 @@ impl Limiter {
             ),
         )
         .with_retry_after_ms(wait_ms)
-        .with_details(serde_json::json!({"limit": "inputBytesPerSecond"})))
+        .with_details(talon_protocol::gateway::ErrorDetails::limit(
+            "inputBytesPerSecond",
+        )))
     }
 
     /// A place for one more open stream of `holder`'s (gateway-wide, its
@@ -324,8 +326,9 @@ impl Limiter {
             .with_retry_after_ms(1_000)
         })?;
         let token = self.share(token_id)?;
-        let own = token.open.clone().try_acquire_owned().map_err(|_| {
-            ApiError::new(
+        let own =
+            token.open.clone().try_acquire_owned().map_err(|_| {
+                ApiError::new(
                 ErrorCode::RateLimited,
                 format!(
                     "this token has {} streams open, its limit (gateway.limits.maxStreamsPerToken)",
@@ -333,8 +336,8 @@ impl Limiter {
                 ),
             )
             .with_retry_after_ms(1_000)
-            .with_details(serde_json::json!({"limit": "maxStreamsPerToken"}))
-        })?;
+            .with_details(talon_protocol::gateway::ErrorDetails::limit("maxStreamsPerToken"))
+            })?;
         let budget = Budget {
             kib: token.bytes.clone(),
             capacity: self.budget_kib(),
@@ -351,7 +354,7 @@ impl Limiter {
                     ),
                 )
                 .with_retry_after_ms(1_000)
-                .with_details(serde_json::json!({"limit": "maxStreamsPerSubject"}))
+                .with_details(talon_protocol::gateway::ErrorDetails::limit("maxStreamsPerSubject"))
             })?),
         };
         Ok(StreamPermit {
@@ -376,7 +379,7 @@ impl Limiter {
                 ),
             )
             .with_retry_after_ms(1_000)
-            .with_details(serde_json::json!({"limit": "maxRequestsPerToken"}))
+            .with_details(talon_protocol::gateway::ErrorDetails::limit("maxRequestsPerToken"))
         })?;
         let subject = match holder.subject {
             None => None,
@@ -392,7 +395,7 @@ impl Limiter {
                             ),
                         )
                         .with_retry_after_ms(1_000)
-                        .with_details(serde_json::json!({"limit": "maxRequestsPerSubject"}))
+                        .with_details(talon_protocol::gateway::ErrorDetails::limit("maxRequestsPerSubject"))
                     })?,
             ),
         };
@@ -558,7 +561,7 @@ impl StoredBytes {
                 "the store holds {held} bytes, its quota (gateway.limits.maxStoredBytes) is {quota}: nothing more is written until room is freed"
             ),
         )
-        .with_details(serde_json::json!({"storedBytes": held, "quotaBytes": quota})))
+        .with_details(talon_protocol::gateway::ErrorDetails {stored_bytes: Some(held), quota_bytes: Some(quota), ..Default::default() }))
     }
 }
 
@@ -590,7 +593,9 @@ mod tests {
             (refused.code, refused.details),
             (
                 ErrorCode::RateLimited,
-                Some(serde_json::json!({"limit": "maxStreamsPerSubject"}))
+                Some(Box::new(talon_protocol::gateway::ErrorDetails::limit(
+                    "maxStreamsPerSubject"
+                )))
             )
         );
         let _bob = limiter
@@ -658,7 +663,9 @@ mod tests {
             (refused.code, refused.details),
             (
                 ErrorCode::RateLimited,
-                Some(serde_json::json!({"limit": "maxStreamsPerToken"}))
+                Some(Box::new(talon_protocol::gateway::ErrorDetails::limit(
+                    "maxStreamsPerToken"
+                )))
             )
         );
         let _b = limiter.stream(of("b")).unwrap();
@@ -679,7 +686,9 @@ mod tests {
             (refused.code, refused.details),
             (
                 ErrorCode::RateLimited,
-                Some(serde_json::json!({"limit": "maxRequestsPerToken"}))
+                Some(Box::new(talon_protocol::gateway::ErrorDetails::limit(
+                    "maxRequestsPerToken"
+                )))
             )
         );
         let _other = limiter.request(of("b")).unwrap();
@@ -702,7 +711,9 @@ mod tests {
         let refused = limiter.request(alice("a3")).unwrap_err();
         assert_eq!(
             refused.details,
-            Some(serde_json::json!({"limit": "maxRequestsPerSubject"}))
+            Some(Box::new(talon_protocol::gateway::ErrorDetails::limit(
+                "maxRequestsPerSubject"
+            )))
         );
         let _unbound = limiter.request(of("u")).unwrap();
         drop(first);
@@ -741,7 +752,9 @@ mod tests {
             (slow.code, slow.details),
             (
                 ErrorCode::Unavailable,
-                Some(serde_json::json!({"reason": "slow_reader"}))
+                Some(Box::new(talon_protocol::gateway::ErrorDetails::reason(
+                    "slow_reader"
+                )))
             )
         );
         // Another token's budget is its own.

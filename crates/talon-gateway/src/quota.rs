@@ -153,5 +153,5 @@ fn over(whose: &str, key: &str, held: u64, quota: u64) -> ApiError {
             "this {whose} holds {held} bytes, near its quota (gateway.limits.{key}) of {quota}: nothing more is written for it until room is freed (sessions.delete, runs.delete)"
         ),
     )
-    .with_details(serde_json::json!({"limit": key, "storedBytes": held, "quotaBytes": quota}))
+    .with_details(talon_protocol::gateway::ErrorDetails {limit: Some(key.to_string()), stored_bytes: Some(held), quota_bytes: Some(quota), ..Default::default() })
 }

@@ -48,7 +48,7 @@ impl Ended {
             Self::Expired => ("the token that opened this stream expired", "expired"),
         };
         ApiError::new(ErrorCode::Unauthenticated, message)
-            .with_details(serde_json::json!({"reason": reason}))
+            .with_details(talon_protocol::gateway::ErrorDetails::reason(reason))
     }
 
     /// The WebSocket close code and reason.

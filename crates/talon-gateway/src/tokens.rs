@@ -128,7 +128,7 @@ pub(crate) fn ticket_refusal(what: &str) -> ApiError {
         ErrorCode::Forbidden,
         format!("{what}: a stream ticket opens the one stream it was minted for and calls nothing"),
     )
-    .with_details(serde_json::json!({"reason": "ticket"}))
+    .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))
 }
 
 /// What separates the parts of a [`Caller::scoped_key`].
@@ -302,7 +302,10 @@ fn keyed_conflict(key: &str, id: &str, why: &str) -> ApiError {
         ErrorCode::Conflict,
         format!("idempotency key {key:?} minted token {id}, which {why}: use a new key"),
     )
-    .with_details(serde_json::json!({"tokenId": id}))
+    .with_details(talon_protocol::gateway::ErrorDetails {
+        token_id: Some(id.to_string()),
+        ..Default::default()
+    })
 }
 
 /// The caller an `Authorization` header value names, or `unauthenticated`
@@ -420,7 +423,7 @@ pub async fn redeem_ticket(
             ErrorCode::Unauthenticated,
             "the stream ticket is unknown, used or expired: mint a new one with tokens.ticket",
         )
-        .with_details(serde_json::json!({"reason": "ticket"}))
+        .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))
     };
     let well_formed = ticket
         .strip_prefix(TICKET_PREFIX)

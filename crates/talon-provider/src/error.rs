@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-use talon_protocol::gateway::{ApiError, ErrorCode};
+use talon_protocol::gateway::{ApiError, ErrorCode, ErrorDetails};
 
 /// The error under a [`ProviderError`]. Shared, so that a `ProviderError`
 /// stays `Clone`.
@@ -141,28 +140,48 @@ impl ProviderError {
             } => (
                 ErrorCode::Unavailable,
                 false,
-                json!({"reason": "provider_auth", "provider": provider, "status": status}),
+                ErrorDetails {
+                    reason: Some("provider_auth".to_owned()),
+                    provider: Some(provider.to_string()),
+                    status: Some(u64::from(*status)),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::UnknownModel {
                 provider, model, ..
             } => (
                 ErrorCode::NotFound,
                 false,
-                json!({"reason": "unknown_model", "provider": provider, "model": model}),
+                ErrorDetails {
+                    reason: Some("unknown_model".to_owned()),
+                    provider: Some(provider.to_string()),
+                    model: Some(model.to_string()),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Unavailable {
                 provider, status, ..
             } => (
                 ErrorCode::Unavailable,
                 true,
-                json!({"reason": "provider_unavailable", "provider": provider, "status": status}),
+                ErrorDetails {
+                    reason: Some("provider_unavailable".to_owned()),
+                    provider: Some(provider.to_string()),
+                    status: Some(u64::from(*status)),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Status {
                 provider, status, ..
             } => (
                 ErrorCode::InvalidRequest,
                 false,
-                json!({"reason": "provider_refused", "provider": provider, "status": status}),
+                ErrorDetails {
+                    reason: Some("provider_refused".to_owned()),
+                    provider: Some(provider.to_string()),
+                    status: Some(u64::from(*status)),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Timeout {
                 provider,
@@ -170,34 +189,60 @@ impl ProviderError {
             } => (
                 ErrorCode::Timeout,
                 true,
-                json!({"reason": "provider_timeout", "provider": provider, "timeoutMs": timeout_ms}),
+                ErrorDetails {
+                    reason: Some("provider_timeout".to_owned()),
+                    provider: Some(provider.to_string()),
+                    timeout_ms: Some(*timeout_ms),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Stalled { provider, idle_ms } => (
                 ErrorCode::Timeout,
                 true,
-                json!({"reason": "provider_stalled", "provider": provider, "idleMs": idle_ms}),
+                ErrorDetails {
+                    reason: Some("provider_stalled".to_owned()),
+                    provider: Some(provider.to_string()),
+                    idle_ms: Some(*idle_ms),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Cancelled => (
                 ErrorCode::Unavailable,
                 false,
-                json!({"reason": "cancelled"}),
+                ErrorDetails {
+                    reason: Some("cancelled".to_owned()),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Transport {
                 provider, base_url, ..
             } => (
                 ErrorCode::Unavailable,
                 true,
-                json!({"reason": "provider_unreachable", "provider": provider, "baseUrl": base_url}),
+                ErrorDetails {
+                    reason: Some("provider_unreachable".to_owned()),
+                    provider: Some(provider.to_string()),
+                    base_url: Some(base_url.to_string()),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Malformed { provider, .. } => (
                 ErrorCode::Unavailable,
                 true,
-                json!({"reason": "provider_malformed", "provider": provider}),
+                ErrorDetails {
+                    reason: Some("provider_malformed".to_owned()),
+                    provider: Some(provider.to_string()),
+                    ..ErrorDetails::default()
+                },
             ),
             Self::Config { field, .. } => (
                 ErrorCode::InvalidRequest,
                 false,
-                json!({"reason": "config", "field": field}),
+                ErrorDetails {
+                    reason: Some("config".to_owned()),
+                    field: Some(field.to_string()),
+                    ..ErrorDetails::default()
+                },
             ),
         };
         let mut error = ApiError::new(code, message).with_details(details);

@@ -596,8 +596,14 @@ fn invocation_error(tool: &str, outcome: &CallOutcome) -> Option<ApiError> {
         ),
     };
     let details = match outcome {
-        CallOutcome::Failed(error) => serde_json::json!({"toolError": error.code}),
-        _ => serde_json::json!({"outcome": outcome.status()}),
+        CallOutcome::Failed(error) => talon_protocol::gateway::ErrorDetails {
+            tool_error: Some(error.code.as_str().to_owned()),
+            ..Default::default()
+        },
+        _ => talon_protocol::gateway::ErrorDetails {
+            outcome: Some(outcome.status().to_string()),
+            ..Default::default()
+        },
     };
     Some(ApiError::new(code, message).with_details(details))
 }

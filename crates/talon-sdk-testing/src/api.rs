@@ -547,7 +547,7 @@ impl Handler for Api {
                             earlier.id
                         ),
                     )
-                    .with_details(serde_json::json!({"tokenId": earlier.id})));
+                    .with_details(talon_protocol::gateway::ErrorDetails {token_id: Some(earlier.id.to_string()), ..Default::default() }));
                 }
                 None => s.new_id("tok"),
             };

@@ -35,7 +35,10 @@ pub(crate) fn respond_approval(
         if approval.status != ApprovalStatus::Pending {
             return Err(
                 ApiError::new(ErrorCode::Conflict, "this approval was already resolved")
-                    .with_details(json!({"approval": approval})),
+                    .with_details(talon_protocol::gateway::ErrorDetails {
+                        approval: Some(Box::new(approval.clone())),
+                        ..Default::default()
+                    }),
             );
         }
         approval.status = if p.decision == ApprovalDecision::Deny {
@@ -72,12 +75,18 @@ pub(crate) fn answer_question(
                 "the answer does not fit the question: {}",
                 errors.join("; ")
             ))
-            .with_details(json!({"errors": errors})));
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                errors,
+                ..Default::default()
+            }));
         }
         if question.status != QuestionStatus::Pending {
             return Err(
                 ApiError::new(ErrorCode::Conflict, "this question was already answered")
-                    .with_details(json!({"question": question})),
+                    .with_details(talon_protocol::gateway::ErrorDetails {
+                        question: Some(Box::new(question.clone())),
+                        ..Default::default()
+                    }),
             );
         }
         question.status = QuestionStatus::Answered;
@@ -135,7 +144,10 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
                     ErrorCode::NotFound,
                     format!("no tool {:?} this agent may call directly", p.tool),
                 )
-                .with_details(json!({"outcome": "not_found"}))
+                .with_details(talon_protocol::gateway::ErrorDetails {
+                    outcome: Some("not_found".to_string()),
+                    ..Default::default()
+                })
             })?;
         if let Some(key) = &p.idempotency_key {
             s.idempotency.insert(
@@ -155,7 +167,10 @@ fn unknown_provider(id: &str) -> ApiError {
         ErrorCode::NotFound,
         format!("no environment provider {id:?}; this gateway has \"local\""),
     )
-    .with_details(json!({"providers": ["local"]}))
+    .with_details(talon_protocol::gateway::ErrorDetails {
+        providers: vec!["local".to_owned()],
+        ..Default::default()
+    })
 }
 
 pub(crate) fn create_environment(

@@ -105,14 +105,14 @@ pub(crate) fn authenticate_stream(
                             ErrorCode::Forbidden,
                             "this ticket opens another stream: a stream ticket opens the one stream it was minted for and calls nothing",
                         )
-                        .with_details(serde_json::json!({"reason": "ticket"})))
+                        .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket")))
                     }
                 }
                 _ => Err(ApiError::new(
                     ErrorCode::Unauthenticated,
                     "the ticket is unknown, used or expired: mint one with tokens.ticket",
                 )
-                .with_details(serde_json::json!({"reason": "ticket"}))),
+                .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))),
             })
         }
         _ => authenticate(shared, headers).map(|()| None),
@@ -157,8 +157,12 @@ pub(crate) async fn serve_call(
     arrive(shared, method, &params).await?;
     if Method::from_name(method).is_none() {
         return Err(
-            ApiError::new(ErrorCode::NotFound, format!("no method `{method}`"))
-                .with_details(serde_json::json!({"method": method})),
+            ApiError::new(ErrorCode::NotFound, format!("no method `{method}`")).with_details(
+                talon_protocol::gateway::ErrorDetails {
+                    method: Some(method.to_string()),
+                    ..Default::default()
+                },
+            ),
         );
     }
     if !params.is_object() && !params.is_null() {
@@ -186,7 +190,9 @@ async fn call(
                 ErrorCode::InvalidRequest,
                 format!("the body exceeds {MAX_BODY_BYTES} bytes (or was cut off)"),
             )
-            .with_details(serde_json::json!({"reason": "body_too_large"})),
+            .with_details(talon_protocol::gateway::ErrorDetails::reason(
+                "body_too_large",
+            )),
         )
         .into_response();
     };

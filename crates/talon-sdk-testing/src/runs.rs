@@ -156,7 +156,10 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
                     ErrorCode::Conflict,
                     format!("environment {id} is not ready"),
                 )
-                .with_details(serde_json::json!({"environment": environment})));
+                .with_details(talon_protocol::gateway::ErrorDetails {
+                    environment: Some(Box::new(environment.clone())),
+                    ..Default::default()
+                }));
             }
         }
         let session = session_for(s, &p)?;
@@ -169,7 +172,10 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
                         ErrorCode::Conflict,
                         "the session already has an active run (multitaskStrategy: reject)",
                     )
-                    .with_details(serde_json::json!({"activeRunIds": live})));
+                    .with_details(talon_protocol::gateway::ErrorDetails {
+                        active_run_ids: live,
+                        ..Default::default()
+                    }));
                 }
                 MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
                     let rollback = strategy == MultitaskStrategy::Rollback;

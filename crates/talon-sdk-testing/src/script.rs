@@ -271,7 +271,11 @@ pub(crate) fn cursor_expired(cursor: u64) -> ApiError {
         ErrorCode::CursorExpired,
         format!("cursor {cursor} has expired; the oldest event kept is {oldest}"),
     )
-    .with_details(serde_json::json!({"cursor": cursor.to_string(), "oldestId": oldest.to_string()}))
+    .with_details(talon_protocol::gateway::ErrorDetails {
+        cursor: Some(cursor.to_string().to_string()),
+        oldest_id: Some(oldest.to_string().to_string()),
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ fn ticket_refusal(what: &str) -> ApiError {
         talon_protocol::gateway::ErrorCode::Forbidden,
         format!("{what}: a stream ticket opens the one stream it was minted for and calls nothing"),
     )
-    .with_details(serde_json::json!({"reason": "ticket"}))
+    .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))
 }
 
 /// Whether a ticket's socket may make this call.

@@ -42,7 +42,10 @@ pub fn requested_span(headers: &HeaderMap, len: u64) -> Result<Option<Span>, Box
                 ErrorCode::InvalidRequest,
                 format!("the range is outside the content ({len} bytes)"),
             )
-            .with_details(serde_json::json!({"size": len})),
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                size: Some(len),
+                ..Default::default()
+            }),
         )
         .into_response();
         *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;

@@ -99,8 +99,7 @@ fn www_authenticate(error: &ApiError) -> HeaderValue {
     let reason = error
         .details
         .as_ref()
-        .and_then(|d| d.get("reason"))
-        .and_then(|r| r.as_str())
+        .and_then(|d| d.reason.as_deref())
         .filter(|r| r.bytes().all(|b| b.is_ascii_lowercase()));
     let value = match reason {
         None | Some("missing") => "Bearer realm=\"talon\"".to_owned(),

@@ -646,7 +646,7 @@ async fn a_request_the_surface_refuses_is_never_sent_and_fails_the_run() {
         Some((
             talon_protocol::gateway::ErrorCode::Internal,
             format!("the model request was not sent: {offered} tools is too many"),
-            Some(json!({"check": "offeredTools"}))
+            Some(serde_json::from_value(json!({"check": "offeredTools"})).unwrap())
         ))
     );
     assert!(f.mock.requests().is_empty());

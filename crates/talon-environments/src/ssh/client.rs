@@ -196,24 +196,31 @@ impl Connection {
             return unavailable(format!(
                 "ssh host {name:?} ({at}): host-key mismatch: the server did not present the pinned hostKey (sshHosts.{name}.hostKey), so Talon refused to connect (a man in the middle, or the host was reinstalled: an admin checks the key and updates it)"
             ))
-            .with_details(serde_json::json!({"host": name, "reason": "hostKeyMismatch"}));
+            .with_details(talon_protocol::gateway::ErrorDetails {host: Some(name.to_string()), reason: Some("hostKeyMismatch".to_string()), ..Default::default() });
         }
         if said.contains("Permission denied") {
             return unavailable(format!(
                 "ssh host {name:?} ({at}): the server refused the client key (sshHosts.{name}.identity): {said}"
             ))
-            .with_details(serde_json::json!({"host": name, "reason": "authentication"}));
+            .with_details(talon_protocol::gateway::ErrorDetails {host: Some(name.to_string()), reason: Some("authentication".to_string()), ..Default::default() });
         }
         if status.code() == Some(255) {
             return unavailable(format!(
                 "ssh host {name:?} ({at}): cannot connect while {what}: {said}"
             ))
-            .with_details(serde_json::json!({"host": name, "reason": "connection"}));
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                host: Some(name.to_string()),
+                reason: Some("connection".to_string()),
+                ..Default::default()
+            });
         }
         unavailable(format!(
             "ssh host {name:?} ({at}): {what} failed ({status}): {said}"
         ))
-        .with_details(serde_json::json!({"host": name}))
+        .with_details(talon_protocol::gateway::ErrorDetails {
+            host: Some(name.to_string()),
+            ..Default::default()
+        })
     }
 
     /// Runs `remote` to its end (at most `timeout`), stdin null.

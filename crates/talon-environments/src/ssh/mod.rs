@@ -149,7 +149,10 @@ fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidRequest, message)
 }
 
-fn forbidden(message: impl Into<String>, details: Value) -> ApiError {
+fn forbidden(
+    message: impl Into<String>,
+    details: talon_protocol::gateway::ErrorDetails,
+) -> ApiError {
     ApiError::new(ErrorCode::Forbidden, message).with_details(details)
 }
 
@@ -232,7 +235,11 @@ impl Ssh {
                     "settings.host: {:?} is not an SSH host of this gateway (its admin names them: {known:?})",
                     name.chars().take(64).collect::<String>()
                 ),
-                serde_json::json!({"field": "settings.host", "hosts": known}),
+                talon_protocol::gateway::ErrorDetails {
+                    field: Some("settings.host".to_owned()),
+                    hosts: known.iter().map(|h| (*h).to_owned()).collect(),
+                    ..Default::default()
+                },
             )
         })
     }
@@ -265,7 +272,7 @@ impl Ssh {
                     format!(
                         "settings.secrets: {name:?} is the client key of SSH host {host:?}; it cannot be bound to a run"
                     ),
-                    serde_json::json!({"field": "settings.secrets"}),
+                    talon_protocol::gateway::ErrorDetails::field("settings.secrets"),
                 ));
             }
         }

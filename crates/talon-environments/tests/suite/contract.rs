@@ -30,7 +30,7 @@ fn an_unknown_provider_is_not_found_naming_those_there_are() {
         (
             ErrorCode::NotFound,
             "no environment provider \"cloud\"; this gateway has [\"local\"]",
-            Some(json!({"providers": ["local"]}))
+            Some(serde_json::from_value(json!({"providers": ["local"]})).unwrap())
         )
     );
 }

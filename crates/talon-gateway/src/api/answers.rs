@@ -78,7 +78,10 @@ impl Api {
                 ErrorCode::Conflict,
                 "this approval was already resolved",
             )
-            .with_details(serde_json::json!({"approval": winner}))),
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                approval: Some(Box::new(winner)),
+                ..Default::default()
+            })),
         }
     }
 
@@ -119,7 +122,10 @@ impl Api {
                 ErrorCode::Conflict,
                 "this question was already answered",
             )
-            .with_details(serde_json::json!({"question": winner}))),
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                question: Some(Box::new(winner)),
+                ..Default::default()
+            })),
         }
     }
 }

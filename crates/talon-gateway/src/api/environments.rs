@@ -198,7 +198,10 @@ impl Api {
                     status_name(environment.status)
                 ),
             )
-            .with_details(serde_json::json!({"environment": environment})));
+            .with_details(talon_protocol::gateway::ErrorDetails {
+                environment: Some(Box::new(environment)),
+                ..Default::default()
+            }));
         }
         Ok(environment)
     }

@@ -110,7 +110,10 @@ impl Api {
             .engine
             .wait(run.id.as_str(), Some(std::time::Duration::MAX))
             .await?;
-        let details = serde_json::json!({"runId": run.id});
+        let details = talon_protocol::gateway::ErrorDetails {
+            run_id: Some(run.id.clone()),
+            ..Default::default()
+        };
         match result.status {
             RunResultStatus::Completed => {
                 let text = result.output.and_then(|o| o.text).unwrap_or_default();
@@ -131,10 +134,8 @@ impl Api {
                 let mut error = result.error.unwrap_or_else(|| {
                     ApiError::new(ErrorCode::Unavailable, "the call did not complete")
                 });
-                let mut merged = error.details.take().unwrap_or_else(|| serde_json::json!({}));
-                if let Some(object) = merged.as_object_mut() {
-                    object.insert("runId".into(), serde_json::json!(run.id));
-                }
+                let mut merged = error.details.take().map(|d| *d).unwrap_or_default();
+                merged.run_id = Some(run.id.clone());
                 Err(error.with_details(merged))
             }
         }

@@ -27,7 +27,7 @@ pub(super) fn check_metadata(metadata: Metadata) -> Result<Metadata, ApiError> {
                 metadata.len()
             ),
         )
-        .with_details(serde_json::json!({"field": "metadata"})));
+        .with_details(talon_protocol::gateway::ErrorDetails::field("metadata")));
     }
     if let Some(key) = metadata.keys().find(|k| k.chars().count() > 128) {
         let shown: String = key.chars().take(32).collect();
@@ -35,7 +35,7 @@ pub(super) fn check_metadata(metadata: Metadata) -> Result<Metadata, ApiError> {
             ErrorCode::InvalidRequest,
             format!("metadata: the key {shown:?}... is longer than 128 characters"),
         )
-        .with_details(serde_json::json!({"field": "metadata"})));
+        .with_details(talon_protocol::gateway::ErrorDetails::field("metadata")));
     }
     Ok(metadata)
 }

@@ -46,9 +46,10 @@ impl Engine {
                         ErrorCode::Conflict,
                         "the session already has an active run (multitaskStrategy: reject)",
                     )
-                    .with_details(serde_json::json!({
-                        "activeRunIds": live.iter().map(|r| r.id.clone()).collect::<Vec<_>>()
-                    })));
+                    .with_details(talon_protocol::gateway::ErrorDetails {
+                        active_run_ids: live.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+                        ..Default::default()
+                    }));
                 }
                 MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
                     let rollback = if submit.strategy == MultitaskStrategy::Rollback {

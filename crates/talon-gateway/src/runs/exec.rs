@@ -245,7 +245,7 @@ impl Engine {
             ErrorCode::Unavailable,
             format!("the store could not take this run's events ({detail}); the run was stopped"),
         )
-        .with_details(serde_json::json!({"reason": "store"}));
+        .with_details(talon_protocol::gateway::ErrorDetails::reason("store"));
         ended.status = RunStatus::Failed;
         ended.error = Some(error.clone());
         Some(

@@ -232,5 +232,8 @@ pub(crate) fn check_answer(question: &Question, answer: &Value) -> Result<(), Ap
             errors.join("; ")
         ),
     )
-    .with_details(json!({"errors": errors})))
+    .with_details(talon_protocol::gateway::ErrorDetails {
+        errors,
+        ..Default::default()
+    }))
 }

@@ -135,9 +135,7 @@ impl Engine {
                         "the gateway executing this run stopped before it ended; it was not resumed: {why}"
                     ),
                 )
-                .with_details(
-                    serde_json::json!({"reason": "interrupted", "node": self.inner.node, "notResumed": why}),
-                );
+                .with_details(talon_protocol::gateway::ErrorDetails {reason: Some("interrupted".to_string()), node: Some(self.inner.node.to_string()), not_resumed: Some(why.to_string()), ..Default::default() });
                 run.error = Some(error.clone());
                 Some(self.run_event(&run, EventData::RunFailed(ended_data(Some(&error)))))
             }

@@ -138,11 +138,153 @@ pub struct ApiError {
     /// `unavailable`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
-    /// Structured details: `scope` for `forbidden`, `oldestId` for
-    /// `cursor_expired`, `field` for `invalid_request`, the winning
-    /// decision for `conflict` on an approval.
+    /// Structured details: which fields appear depends on the code (each
+    /// field says where it is sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<serde_json::Value>,
+    pub details: Option<Box<ErrorDetails>>,
+}
+
+/// An error's structured details: every key the gateway sends, typed and
+/// documented once here (the SDKs' types are generated from it); keys a
+/// newer gateway adds are kept as they came (in Rust, in `other`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorDetails {
+    /// `forbidden`: the scope the method needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// `unsupported`, `method_not_allowed`: the method asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Why, as a stable word: `unauthenticated` (`missing`, `unknown`,
+    /// `expired`, `revoked`, `ticket`, ...), `forbidden` (`origin`,
+    /// `host`), `unavailable` (`starting`, `draining`, `store`,
+    /// `slow_reader`, ...), a run's failure (`interrupted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `invalid_request`: the field at fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// `invalid_request`: every reason an answer was refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// `rate_limited`, `quota_exceeded`, a run's limit: which limit (the
+    /// config key's last part: `maxStreamsPerToken`, `maxTurns`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// With `limit`: the limit's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    /// `quota_exceeded`: the bytes stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_bytes: Option<u64>,
+    /// `quota_exceeded`: the quota, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_bytes: Option<u64>,
+    /// `cursor_expired`: the cursor given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// `cursor_expired`: the oldest event still kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_id: Option<String>,
+    /// `conflict` on an approval: the decision that won.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<super::Approval>>,
+    /// `conflict` on a question: the answer that won.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<Box<super::Question>>,
+    /// `conflict` on an environment: the environment as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Box<super::Environment>>,
+    /// `conflict` (`multitaskStrategy: reject`): the session's live runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub active_run_ids: Vec<super::bounded::RunId>,
+    /// `tools.invoke`: the run that made the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<super::bounded::RunId>,
+    /// `not_found` on a token: the token id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+    /// A tool call's failure: the tool's error code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_error: Option<String>,
+    /// A tool call that did not complete: how it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// A run's check that failed (`offeredTools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// A run interrupted with its node: the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// A run interrupted with its node: why it was not resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_resumed: Option<String>,
+    /// `invalid_request` on a range: the content's size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `quota_exceeded` on a workspace: the bytes still free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_bytes: Option<u64>,
+    /// An environment's SSH host (its configured name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// `forbidden` on an SSH host: the hosts this gateway has (at most 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// `not_found` on an environment provider: the providers there are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<String>,
+    /// A model call's failure: the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// A model call's failure (`unknown_model`): the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// A model call's failure: the provider's HTTP status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u64>,
+    /// A model call's failure (`provider_unreachable`): the provider's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// A model call's failure (`provider_timeout`): the time limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// A model call's failure (`provider_stalled`): how long nothing came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<u64>,
+    /// The underlying failure, as text (an unreadable store record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Keys this version does not know (from a newer gateway).
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ErrorDetails {
+    /// Details naming only `reason`.
+    pub fn reason(reason: impl Into<String>) -> Self {
+        Self {
+            reason: Some(reason.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Details naming only `field`.
+    pub fn field(field: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Details naming only `limit`.
+    pub fn limit(limit: impl Into<String>) -> Self {
+        Self {
+            limit: Some(limit.into()),
+            ..Self::default()
+        }
+    }
 }
 
 impl ApiError {
@@ -158,8 +300,8 @@ impl ApiError {
     }
 
     /// Adds structured details.
-    pub fn with_details(mut self, details: serde_json::Value) -> Self {
-        self.details = Some(details);
+    pub fn with_details(mut self, details: ErrorDetails) -> Self {
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -175,7 +317,10 @@ impl ApiError {
             ErrorCode::Forbidden,
             format!("this token lacks the `{}` scope", scope.as_str()),
         )
-        .with_details(serde_json::json!({ "scope": scope.as_str() }))
+        .with_details(ErrorDetails {
+            scope: Some(scope.as_str().to_owned()),
+            ..ErrorDetails::default()
+        })
     }
 
     /// `unsupported`, for a method the gateway does not implement.
@@ -184,7 +329,10 @@ impl ApiError {
             ErrorCode::Unsupported,
             format!("`{method}` is not supported by this gateway yet"),
         )
-        .with_details(serde_json::json!({ "method": method }))
+        .with_details(ErrorDetails {
+            method: Some(method.to_owned()),
+            ..ErrorDetails::default()
+        })
     }
 }
 
@@ -238,7 +386,7 @@ impl AuthRefusal {
             AuthRefusal::Expired => "this token has expired",
         };
         ApiError::new(ErrorCode::Unauthenticated, message)
-            .with_details(serde_json::json!({"reason": self.as_str()}))
+            .with_details(ErrorDetails::reason(self.as_str()))
     }
 }
 

@@ -161,7 +161,7 @@ macro_rules! method_table {
                 match method {
                     $($name => decode_params(method, params).map(Request::$variant),)*
                     _ => Err(ApiError::new(ErrorCode::NotFound, format!("no method `{method}`"))
-                        .with_details(serde_json::json!({"method": method}))),
+                        .with_details(crate::gateway::ErrorDetails {method: Some(method.to_string()), ..Default::default() })),
                 }
             }
 
@@ -475,7 +475,7 @@ pub fn decode_params<T: serde::de::DeserializeOwned>(
                 ErrorCode::InvalidRequest,
                 format!("{method}: {field}: {inner}"),
             )
-            .with_details(serde_json::json!({"field": field}))
+            .with_details(crate::gateway::ErrorDetails::field(field))
         }
     })
 }

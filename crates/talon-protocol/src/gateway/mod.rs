@@ -26,7 +26,7 @@ pub use catalog::{
     ApprovalPolicy, ArgumentSummary, Environment, EnvironmentCapabilities, EnvironmentStatus,
     Model, ProviderStatus, Task, ToolOrigin, ToolReach, ToolSummary,
 };
-pub use error::{ApiError, AuthRefusal, ErrorCode};
+pub use error::{ApiError, AuthRefusal, ErrorCode, ErrorDetails};
 pub use methods::{
     COMMON_ERRORS, Effect, Handler, Method, MethodSpec, Request, Room, Stability, decode_params,
     dispatch,

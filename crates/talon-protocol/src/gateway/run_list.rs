@@ -53,7 +53,7 @@ impl RunsListParams {
     pub fn check(&self) -> Result<(), ApiError> {
         let invalid = |field: &str, message: String| {
             ApiError::new(ErrorCode::InvalidRequest, message)
-                .with_details(serde_json::json!({"field": field}))
+                .with_details(crate::gateway::ErrorDetails::field(field))
         };
         if self
             .status
@@ -93,6 +93,6 @@ impl RunsListParams {
             ErrorCode::InvalidRequest,
             format!("cursor {cursor:?} is not a run: pass the previous page's nextCursor"),
         )
-        .with_details(serde_json::json!({"field": "cursor"}))
+        .with_details(crate::gateway::ErrorDetails::field("cursor"))
     }
 }

@@ -90,7 +90,7 @@ impl TokensCreateParams {
     pub fn grant(&self, now_ms: u64) -> Result<(Vec<Scope>, u64), ApiError> {
         let invalid = |field: &str, message: String| {
             ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
-                .with_details(serde_json::json!({"field": field}))
+                .with_details(crate::gateway::ErrorDetails::field(field))
         };
         let mut scopes: Vec<Scope> = self.preset.map(|p| p.scopes().to_vec()).unwrap_or_default();
         for scope in self.scopes.iter().flatten() {
@@ -127,7 +127,7 @@ impl TokensCreateParams {
         let (scopes, expires_at) = self.grant(now_ms)?;
         let invalid = |field: &str, message: String| {
             ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
-                .with_details(serde_json::json!({"field": field}))
+                .with_details(crate::gateway::ErrorDetails::field(field))
         };
         if let Some(beyond) = scopes.iter().find(|s| !s.satisfied_by(parent.scopes)) {
             return Err(invalid(
@@ -171,7 +171,7 @@ impl Binding {
     pub fn under(&self, scopes: &[Scope], parent: &Binding) -> Result<Binding, ApiError> {
         let invalid = |field: &str, message: &str| {
             ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
-                .with_details(serde_json::json!({"field": field}))
+                .with_details(crate::gateway::ErrorDetails::field(field))
         };
         let admin = scopes.contains(&Scope::Admin);
         let subject = match (&self.subject, &parent.subject) {
@@ -383,7 +383,7 @@ impl super::params::TokensTicketParams {
                 ErrorCode::InvalidRequest,
                 "scopes: a ticket reads one stream: it takes session.read and nothing else",
             )
-            .with_details(serde_json::json!({"field": "scopes"})));
+            .with_details(crate::gateway::ErrorDetails::field("scopes")));
         }
         Ok((
             vec![Scope::SessionRead],
@@ -406,8 +406,11 @@ mod tests {
                 .extend(v.as_object().unwrap().clone());
             let p: TokensCreateParams = serde_json::from_value(p).unwrap();
             let (scopes, _) = p.grant(0).unwrap();
-            p.bind_under(&scopes, parent)
-                .map_err(|e| e.details.map(|d| d["field"].clone()))
+            p.bind_under(&scopes, parent).map_err(|e| {
+                e.details
+                    .and_then(|d| d.field)
+                    .map(serde_json::Value::String)
+            })
         };
         let free = Binding::default();
         assert_eq!(
@@ -471,7 +474,11 @@ mod tests {
             params(&[Scope::SessionRead], 5_000).grant_under(&parent, 1_000),
             Ok((vec![Scope::SessionRead], 6_000))
         );
-        let field = |e: ApiError| e.details.map(|d| d["field"].clone());
+        let field = |e: ApiError| {
+            e.details
+                .and_then(|d| d.field)
+                .map(serde_json::Value::String)
+        };
         assert_eq!(
             params(&[Scope::SessionWrite], 5_000)
                 .grant_under(&parent, 1_000)

@@ -44,7 +44,7 @@ pub struct OpenAiError {
     pub retryable: bool,
     /// Talon's structured details.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<Box<serde_json::Value>>,
+    pub details: Option<Box<crate::gateway::ErrorDetails>>,
     /// The HTTP status it is sent with.
     #[serde(skip)]
     pub status: u16,
@@ -109,12 +109,7 @@ impl From<ApiError> for OpenAiError {
             ErrorCode::QuotaExceeded => (507, "insufficient_quota", "insufficient_quota"),
             ErrorCode::Internal | ErrorCode::Unknown => (500, "server_error", "internal_error"),
         };
-        let param = error
-            .details
-            .as_ref()
-            .and_then(|d| d.get("field"))
-            .and_then(|f| f.as_str())
-            .map(str::to_owned);
+        let param = error.details.as_ref().and_then(|d| d.field.clone());
         Self {
             message: error.message,
             kind,
@@ -122,7 +117,7 @@ impl From<ApiError> for OpenAiError {
             code: Some(code),
             talon_code: Some(error.code),
             retryable: error.retryable,
-            details: error.details.map(Box::new),
+            details: error.details,
             status,
             retry_after_ms: error.retry_after_ms,
         }

@@ -156,7 +156,10 @@ fn requests_decode_strictly_with_stable_codes() {
     assert_eq!(wrong_type.code, ErrorCode::InvalidRequest);
     let unknown = Request::decode("runs.purge", json!({})).unwrap_err();
     assert_eq!(unknown.code, ErrorCode::NotFound);
-    assert_eq!(unknown.details, Some(json!({"method": "runs.purge"})));
+    assert_eq!(
+        unknown.details,
+        Some(serde_json::from_value(json!({"method": "runs.purge"})).unwrap())
+    );
     // No params at all is an empty object.
     assert_eq!(
         Request::decode("agents.list", serde_json::Value::Null)

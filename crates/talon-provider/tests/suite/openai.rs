@@ -464,7 +464,12 @@ async fn a_provider_that_is_down_is_unavailable_and_names_its_url_without_creden
         (
             talon_protocol::gateway::ErrorCode::Unavailable,
             true,
-            Some(json!({"reason": "provider_unreachable", "provider": "down", "baseUrl": shown}))
+            Some(
+                serde_json::from_value(
+                    json!({"reason": "provider_unreachable", "provider": "down", "baseUrl": shown})
+                )
+                .unwrap()
+            )
         )
     );
     assert!(

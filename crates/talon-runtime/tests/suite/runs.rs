@@ -188,7 +188,7 @@ async fn a_run_whose_model_refuses_it_ends_failed_with_the_providers_error() {
         message: "provider \"mock\" rejected the API key (401): Incorrect API key provided.; check models.providers.mock.apiKey".into(),
         retryable: false,
         retry_after_ms: None,
-        details: Some(json!({"provider": "mock", "reason": "provider_auth", "status": 401})),
+        details: Some(serde_json::from_value(json!({"provider": "mock", "reason": "provider_auth", "status": 401})).unwrap()),
     };
     assert_eq!(
         (result.status, result.turns, result.error.as_ref()),
@@ -346,7 +346,7 @@ async fn a_direct_call_that_fails_ends_its_run_with_the_tools_error() {
         (
             RunStatus::Failed,
             ErrorCode::NotFound,
-            Some(json!({"toolError": "not_found"}))
+            Some(serde_json::from_value(json!({"toolError": "not_found"})).unwrap())
         )
     );
     let mut spec = super::spec("run_8", dir.path(), &recorder, "unused");

@@ -56,7 +56,9 @@ fn every_code_is_sent_with_its_status_and_the_error_envelope() {
 fn details_and_retry_after_ms_travel_in_the_body() {
     let error = ApiError::new(ErrorCode::Unavailable, "draining")
         .with_retry_after_ms(250)
-        .with_details(json!({"phase": "drain", "nested": {"a": [1, null]}}));
+        .with_details(
+            serde_json::from_value(json!({"phase": "drain", "nested": {"a": [1, null]}})).unwrap(),
+        );
     assert_eq!(
         render(ErrorResponse(error)),
         Rendered {
@@ -169,15 +171,15 @@ fn a_reason_unfit_for_a_header_falls_back_to_the_plain_challenge() {
     // non-ASCII and non-strings could break or forge the header.
     for details in [
         None,
-        Some(json!({})),
-        Some(json!({"reason": 7})),
-        Some(json!({"reason": null})),
-        Some(json!({"reason": "Expired"})),
-        Some(json!({"reason": "x\", error=\"forged"})),
-        Some(json!({"reason": "line\r\nSet-Cookie: a=b"})),
-        Some(json!({"reason": "expiré"})),
-        Some(json!({"reason": "two words"})),
-        Some(json!(["reason", "expired"])),
+        serde_json::from_value(json!({})).ok(),
+        serde_json::from_value(json!({"reason": 7})).ok(),
+        serde_json::from_value(json!({"reason": null})).ok(),
+        serde_json::from_value(json!({"reason": "Expired"})).ok(),
+        serde_json::from_value(json!({"reason": "x\", error=\"forged"})).ok(),
+        serde_json::from_value(json!({"reason": "line\r\nSet-Cookie: a=b"})).ok(),
+        serde_json::from_value(json!({"reason": "expiré"})).ok(),
+        serde_json::from_value(json!({"reason": "two words"})).ok(),
+        serde_json::from_value(json!(["reason", "expired"])).ok(),
     ] {
         let mut error = ApiError::new(ErrorCode::Unauthenticated, "no");
         error.details = details.clone();
@@ -193,7 +195,8 @@ fn a_reason_unfit_for_a_header_falls_back_to_the_plain_challenge() {
 fn an_empty_reason_yields_a_description_naming_none() {
     // `"reason": ""` passes the lowercase filter vacuously; what it yields
     // is pinned here: a challenge whose description names no reason.
-    let error = ApiError::new(ErrorCode::Unauthenticated, "no").with_details(json!({"reason": ""}));
+    let error = ApiError::new(ErrorCode::Unauthenticated, "no")
+        .with_details(talon_protocol::gateway::ErrorDetails::reason(""));
     assert_eq!(
         render(ErrorResponse(error)).headers,
         headers(&[
@@ -209,7 +212,8 @@ fn an_empty_reason_yields_a_description_naming_none() {
 #[test]
 fn only_unauthenticated_carries_a_challenge() {
     for code in ErrorCode::ALL {
-        let error = ApiError::new(code, "m").with_details(json!({"reason": "expired"}));
+        let error = ApiError::new(code, "m")
+            .with_details(talon_protocol::gateway::ErrorDetails::reason("expired"));
         let names: Vec<String> = render(ErrorResponse(error))
             .headers
             .into_iter()

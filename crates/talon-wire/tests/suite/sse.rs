@@ -136,15 +136,19 @@ fn error_frame_data(frame: &[u8]) -> serde_json::Value {
 
 #[test]
 fn an_error_frame_carries_the_error_shape_whole() {
-    let error = ApiError::new(ErrorCode::CursorExpired, "older than kept")
-        .with_details(json!({"oldestId": 41}));
+    let error = ApiError::new(ErrorCode::CursorExpired, "older than kept").with_details(
+        talon_protocol::gateway::ErrorDetails {
+            oldest_id: Some("41".to_owned()),
+            ..Default::default()
+        },
+    );
     assert_eq!(
         error_frame_data(&sse_error_frame(&error)),
         json!({"error": {
             "code": "cursor_expired",
             "message": "older than kept",
             "retryable": false,
-            "details": {"oldestId": 41},
+            "details": {"oldestId": "41"},
         }})
     );
 }

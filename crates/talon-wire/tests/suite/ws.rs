@@ -242,7 +242,11 @@ fn a_success_answer_echoes_the_id_and_carries_the_result() {
 fn a_failure_answer_carries_the_error_shape_whole() {
     let error = ApiError::new(ErrorCode::RateLimited, "slow down")
         .with_retry_after_ms(1500)
-        .with_details(json!({"limit": 10}));
+        .with_details(talon_protocol::gateway::ErrorDetails {
+            limit: Some("maxRequestsPerToken".into()),
+            value: Some(10),
+            ..Default::default()
+        });
     assert_eq!(
         parsed(&answer(&json!(9), Err(error))),
         json!({"type": "res", "id": 9, "ok": false, "error": {
@@ -250,7 +254,7 @@ fn a_failure_answer_carries_the_error_shape_whole() {
             "message": "slow down",
             "retryable": true,
             "retryAfterMs": 1500,
-            "details": {"limit": 10},
+            "details": {"limit": "maxRequestsPerToken", "value": 10},
         }})
     );
 }

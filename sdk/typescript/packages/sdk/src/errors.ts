@@ -3,7 +3,7 @@
 // the gateway could answer (a broken connection, an abort, a body that is
 // not the protocol's).
 
-import type { ApiError, ErrorCode } from "./generated/types.js";
+import type { ApiError, ErrorCode, ErrorDetails } from "./generated/types.js";
 import { ERROR_CODES } from "./generated/types.js";
 
 /** Fields of a {@link TalonError} beyond its message. */
@@ -14,8 +14,8 @@ export interface TalonErrorInit {
   retryable?: boolean;
   /** When to retry, in milliseconds from now, when the gateway said. */
   retryAfterMs?: number | undefined;
-  /** Structured details (`scope` for `forbidden`, `oldestId` for `cursor_expired`, ...). */
-  details?: unknown;
+  /** Structured details (`scope` for `forbidden`, `oldestId` for `cursor_expired`, ...): each key typed, as the protocol declares it. */
+  details?: ErrorDetails | undefined;
   /** The HTTP status it came with, if it came over HTTP. */
   status?: number | undefined;
   /** The method or stream it came from (`runs.create`, `GET /v1/events`). */
@@ -38,8 +38,8 @@ export class TalonError extends Error {
   readonly retryable: boolean;
   /** When to retry, in milliseconds from now, when the gateway said. */
   readonly retryAfterMs: number | undefined;
-  /** Structured details, as the gateway sent them. */
-  readonly details: unknown;
+  /** Structured details, as the gateway sent them (`ErrorDetails`: which keys appear depends on the code; a newer gateway's keys are kept too). */
+  readonly details: ErrorDetails | undefined;
   /** The HTTP status, when the error came over HTTP. */
   readonly status: number | undefined;
   /** The method or stream it came from. */
@@ -76,7 +76,7 @@ export class TalonError extends Error {
       code: knownCode(error.code),
       retryable: error.retryable,
       retryAfterMs: error.retryAfterMs ?? undefined,
-      details: error.details,
+      details: error.details ?? undefined,
       status: context.status,
       method: context.method,
       requestId: context.requestId,

@@ -247,7 +247,7 @@ function parseEvent(data: string, path: string): TalonEvent {
       {
         code: "internal",
         method: `GET ${path}`,
-        details: issue,
+        details: { field: issue.path || "/", detail: issue.message },
       },
     );
   }

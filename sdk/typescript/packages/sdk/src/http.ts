@@ -316,7 +316,7 @@ export class HttpCaller implements Caller {
           {
             code: "internal",
             method,
-            details: issue,
+            details: { field: issue.path || "/", detail: issue.message },
           },
         );
       }

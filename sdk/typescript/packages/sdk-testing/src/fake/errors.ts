@@ -3,13 +3,13 @@
 // words the same way everywhere (`not_found`, `invalid_request`, a missing
 // scope, an unauthenticated request, `unsupported`).
 
-import { RETRYABLE_CODES, type ApiError, type ErrorCode, type Scope } from "@talon/sdk";
+import { RETRYABLE_CODES, type ApiError, type ErrorCode, type ErrorDetails, type Scope } from "@talon/sdk";
 
 /** An `ApiError` with `code`'s retryability. */
 export function apiError(
   code: ErrorCode,
   message: string,
-  extra: { details?: unknown; retryAfterMs?: number } = {},
+  extra: { details?: ErrorDetails; retryAfterMs?: number } = {},
 ): ApiError {
   const error: ApiError = { code, message, retryable: RETRYABLE_CODES.includes(code) };
   if (extra.retryAfterMs !== undefined) error.retryAfterMs = extra.retryAfterMs;
@@ -29,7 +29,7 @@ export class Failure extends Error {
 }
 
 /** Throws-ready: a `Failure` of `code`. */
-export function fail(code: ErrorCode, message: string, details?: unknown): Failure {
+export function fail(code: ErrorCode, message: string, details?: ErrorDetails): Failure {
   return new Failure(apiError(code, message, details === undefined ? {} : { details }));
 }
 
@@ -50,12 +50,12 @@ export function notFound(kind: string, id: string): Failure {
 }
 
 /** `invalid_request`. */
-export function invalid(message: string, details?: unknown): Failure {
+export function invalid(message: string, details?: ErrorDetails): Failure {
   return fail("invalid_request", message, details);
 }
 
 /** `conflict`. */
-export function conflict(message: string, details?: unknown): Failure {
+export function conflict(message: string, details?: ErrorDetails): Failure {
   return fail("conflict", message, details);
 }
 

@@ -109,11 +109,10 @@ export type ApiError = {
   /** The stable code. */
   code: ErrorCode;
   /**
-   * Structured details: `scope` for `forbidden`, `oldestId` for
-   * `cursor_expired`, `field` for `invalid_request`, the winning
-   * decision for `conflict` on an approval.
+   * Structured details: which fields appear depends on the code (each
+   * field says where it is sent).
    */
-  details?: unknown;
+  details?: ErrorDetails | null;
   /** A human-readable explanation; not for matching. */
   message: string;
   /**
@@ -617,6 +616,91 @@ export type EnvironmentsListResult = {
  * - `unknown`: A code this client does not know (sent by a newer gateway).
  */
 export type ErrorCode = "invalid_request" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "rate_limited" | "unavailable" | "unsupported" | "timeout" | "cursor_expired" | "internal" | "quota_exceeded" | "method_not_allowed" | "unknown";
+
+/**
+ * An error's structured details: every key the gateway sends, typed and
+ * documented once here (the SDKs' types are generated from it); keys a
+ * newer gateway adds are kept as they came (in Rust, in `other`).
+ */
+export type ErrorDetails = {
+  /** `conflict` (`multitaskStrategy: reject`): the session's live runs. */
+  activeRunIds?: Array<RunId>;
+  /** `conflict` on an approval: the decision that won. */
+  approval?: Approval | null;
+  /** A model call's failure (`provider_unreachable`): the provider's URL. */
+  baseUrl?: string | null;
+  /** A run's check that failed (`offeredTools`). */
+  check?: string | null;
+  /** `cursor_expired`: the cursor given. */
+  cursor?: string | null;
+  /** The underlying failure, as text (an unreadable store record). */
+  detail?: string | null;
+  /** `conflict` on an environment: the environment as it is. */
+  environment?: Environment | null;
+  /** `invalid_request`: every reason an answer was refused. */
+  errors?: Array<string>;
+  /** `invalid_request`: the field at fault. */
+  field?: string | null;
+  /** An environment's SSH host (its configured name). */
+  host?: string | null;
+  /** `forbidden` on an SSH host: the hosts this gateway has (at most 20). */
+  hosts?: Array<string>;
+  /** A model call's failure (`provider_stalled`): how long nothing came. */
+  idleMs?: number | null;
+  /**
+   * `rate_limited`, `quota_exceeded`, a run's limit: which limit (the
+   * config key's last part: `maxStreamsPerToken`, `maxTurns`, ...).
+   */
+  limit?: string | null;
+  /** `unsupported`, `method_not_allowed`: the method asked for. */
+  method?: string | null;
+  /** A model call's failure (`unknown_model`): the model. */
+  model?: string | null;
+  /** A run interrupted with its node: the node. */
+  node?: string | null;
+  /** A run interrupted with its node: why it was not resumed. */
+  notResumed?: string | null;
+  /** `cursor_expired`: the oldest event still kept. */
+  oldestId?: string | null;
+  /** A tool call that did not complete: how it ended. */
+  outcome?: string | null;
+  /** A model call's failure: the provider. */
+  provider?: string | null;
+  /** `not_found` on an environment provider: the providers there are. */
+  providers?: Array<string>;
+  /** `conflict` on a question: the answer that won. */
+  question?: Question | null;
+  /** `quota_exceeded`: the quota, in bytes. */
+  quotaBytes?: number | null;
+  /**
+   * Why, as a stable word: `unauthenticated` (`missing`, `unknown`,
+   * `expired`, `revoked`, `ticket`, ...), `forbidden` (`origin`,
+   * `host`), `unavailable` (`starting`, `draining`, `store`,
+   * `slow_reader`, ...), a run's failure (`interrupted`).
+   */
+  reason?: string | null;
+  /** `quota_exceeded` on a workspace: the bytes still free. */
+  roomBytes?: number | null;
+  /** `tools.invoke`: the run that made the call. */
+  runId?: RunId | null;
+  /** `forbidden`: the scope the method needs. */
+  scope?: string | null;
+  /** `invalid_request` on a range: the content's size in bytes. */
+  size?: number | null;
+  /** A model call's failure: the provider's HTTP status. */
+  status?: number | null;
+  /** `quota_exceeded`: the bytes stored. */
+  storedBytes?: number | null;
+  /** A model call's failure (`provider_timeout`): the time limit. */
+  timeoutMs?: number | null;
+  /** `not_found` on a token: the token id. */
+  tokenId?: string | null;
+  /** A tool call's failure: the tool's error code. */
+  toolError?: string | null;
+  /** With `limit`: the limit's value. */
+  value?: number | null;
+  [key: string]: unknown;
+};
 
 /** The versioned event envelope (`OpenClawEvent`). */
 export type EventEnvelope = {
