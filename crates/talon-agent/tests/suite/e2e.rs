@@ -6,7 +6,6 @@
 //! through helpers that read either wire.
 
 use std::sync::Arc;
-use std::time::Duration;
 use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::bounded::SessionId;
@@ -37,6 +36,9 @@ use tokio::sync::Notify;
 pub(super) struct TestTools {
     pub(super) core: CoreTools,
     pub(super) mcp: Option<McpExecutor>,
+    /// What `slow_lookup` waits for: the test releases it once `exec` has
+    /// returned (a call that resolves after its cell was suspended).
+    pub(super) release: Arc<Notify>,
 }
 
 impl ToolExecutor for TestTools {
@@ -51,11 +53,12 @@ impl ToolExecutor for TestTools {
             (ToolSource::Mcp, Some(mcp)) => mcp.execute(ctx, entry, call),
             _ => {
                 let value = json!({"tool": entry.id, "input": call.args});
+                let release = self.release.clone();
                 Box::pin(async move {
                     if entry.tool.name == "slow_lookup" {
-                        // Not a wait: a slow tool, so that the call is still
-                        // running when `exec` returns.
-                        tokio::time::sleep(Duration::from_millis(1500)).await;
+                        // Still running when `exec` returns: it answers
+                        // when the test releases it.
+                        release.notified().await;
                     }
                     Ok(value)
                 })
@@ -226,6 +229,7 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
     let executor = Arc::new(TestTools {
         core: CoreTools::new(dir.path()).unwrap(),
         mcp: Some(manager.executor()),
+        release: Arc::new(tokio::sync::Notify::new()),
     });
 
     // 1-3. Code Mode disabled: a small direct tool set reaches the model unchanged.
@@ -358,8 +362,9 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
         .filter(|e| e.kind == EventType::ToolCallCompleted && e.data.get("parentId").is_none())
         .nth(1)
         .unwrap();
-    // Waiting on the slow call.
+    // Waiting on the slow call, which now answers.
     insta::assert_json_snapshot!("second_cell", redacted(&second.data));
+    executor.release.notify_one();
     let run_id = second.data["result"]["runId"].as_str().unwrap().to_owned();
     // 13-14. Once the call's result is stored with the suspended cell, a
     // new runtime (the restart) resumes it; the restored VM gets the result.
@@ -450,6 +455,7 @@ async fn tool_search_regression_list_on(wire: Wire) {
     let executor = Arc::new(TestTools {
         core: CoreTools::new(dir.path()).unwrap(),
         mcp: None,
+        release: Arc::new(tokio::sync::Notify::new()),
     });
     // Direct mode.
     let (direct_mock, client) = provider(wire, json!([

@@ -35,6 +35,7 @@ async fn thinking_run(wire: Wire, reasoning: Reasoning) -> (Vec<EventType>, Vec<
     let executor = Arc::new(TestTools {
         core: CoreTools::new(dir.path()).unwrap(),
         mcp: None,
+        release: Arc::new(tokio::sync::Notify::new()),
     });
     let runner = Arc::new(ToolRunner::new(Arc::new(catalog), executor));
     let sink = Arc::new(CollectSink::default());
