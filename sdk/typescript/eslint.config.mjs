@@ -76,19 +76,6 @@ export default defineConfig(
     },
   },
   {
-    // Rendered by talon_protocol::codegen::typescript and drift-checked byte
-    // for byte, so never fixed here: these stylistic rules disagree with what
-    // the generator writes (`type X = { … }` object types, `Array<T>`, an
-    // index signature) and are off until the generator changes. Every other
-    // rule, strict ones included, applies to the generated code too.
-    files: ["packages/sdk/src/generated/**"],
-    rules: {
-      "@typescript-eslint/array-type": "off",
-      "@typescript-eslint/consistent-indexed-object-style": "off",
-      "@typescript-eslint/consistent-type-definitions": "off",
-    },
-  },
-  {
     files: ["**/*.mjs"],
     extends: [eslint.configs.recommended],
     languageOptions: { globals: globals.node },

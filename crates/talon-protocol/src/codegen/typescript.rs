@@ -173,7 +173,7 @@ fn one_type(kind: &str, schema: &Value, indent: &str) -> String {
         "boolean" => "boolean".to_owned(),
         "null" => "null".to_owned(),
         "array" => match schema.get("items") {
-            Some(items) => format!("Array<{}>", ts_type(items, indent)),
+            Some(items) => array_of(ts_type(items, indent)),
             None => "unknown[]".to_owned(),
         },
         "object" => object_type(schema, indent),
@@ -229,6 +229,36 @@ fn object_type(schema: &Value, indent: &str) -> String {
     out
 }
 
+/// Whether `t` is one object literal (`{ ... }`, nothing around it).
+fn is_one_object(t: &str) -> bool {
+    if !t.starts_with('{') {
+        return false;
+    }
+    let mut depth = 0usize;
+    for (i, c) in t.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1 == t.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `T[]`, parenthesised where `T` is a union or intersection.
+fn array_of(t: String) -> String {
+    if t.contains(" | ") || t.contains(" & ") {
+        format!("({t})[]")
+    } else {
+        format!("{t}[]")
+    }
+}
+
 fn union(mut parts: Vec<String>) -> String {
     parts.dedup();
     match parts.len() {
@@ -265,12 +295,14 @@ fn types(doc: &Value) -> String {
     );
     for (name, schema) in defs(doc) {
         doc_comment(&mut out, description(schema), "");
-        let _ = writeln!(
-            out,
-            "export type {} = {};\n",
-            ts_name(name),
-            ts_type(schema, "")
-        );
+        let rendered = ts_type(schema, "");
+        // An object type is an interface (typescript-eslint's
+        // consistent-type-definitions); unions and aliases stay types.
+        if is_one_object(&rendered) {
+            let _ = writeln!(out, "export interface {} {rendered}\n", ts_name(name));
+        } else {
+            let _ = writeln!(out, "export type {} = {rendered};\n", ts_name(name));
+        }
     }
     let event = doc
         .get("event")
@@ -440,7 +472,7 @@ fn schemas(doc: &Value) -> String {
          // JSON Schema (draft 2020-12) without descriptions, `$ref` naming an entry of\n\
          // this table.\n\n\
          /** Every type's schema, by its TypeScript name. */\n\
-         export const SCHEMAS: { readonly [name: string]: unknown } = {\n",
+         export const SCHEMAS: Readonly<Record<string, unknown>> = {\n",
     );
     for (name, schema) in defs(doc) {
         let _ = writeln!(out, "  {}: {},", ts_name(name), stripped(schema));
@@ -472,7 +504,7 @@ mod tests {
         assert_eq!(
             ts_type(&object, ""),
             "{\n  after?: EventId | null;\n  meta?: Record<string, unknown>;\n  \
-             /** The run. */\n  runId: RunId;\n  \"x-y\"?: Array<number> | null;\n}"
+             /** The run. */\n  runId: RunId;\n  \"x-y\"?: number[] | null;\n}"
         );
         assert_eq!(
             ts_type(

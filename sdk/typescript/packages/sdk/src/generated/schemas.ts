@@ -6,7 +6,7 @@
 // this table.
 
 /** Every type's schema, by its TypeScript name. */
-export const SCHEMAS: { readonly [name: string]: unknown } = {
+export const SCHEMAS: Readonly<Record<string, unknown>> = {
   Agent: {"properties":{"createdAt":{"minimum":0,"type":["integer","null"]},"description":{"type":["string","null"]},"id":{"$ref":"AgentId"},"model":{"type":["string","null"]},"name":{"type":["string","null"]},"source":{"$ref":"AgentSource"},"updatedAt":{"minimum":0,"type":["integer","null"]}},"required":["id","source"],"type":"object"},
   AgentId: {"maxLength":128,"type":"string"},
   AgentRef: {"additionalProperties":false,"properties":{"agentId":{"$ref":"AgentId"}},"required":["agentId"],"type":"object"},

@@ -8,7 +8,7 @@
 export const PROTOCOL_VERSION = 1;
 
 /** An agent. */
-export type Agent = {
+export interface Agent {
   /** When it was created (epoch milliseconds; API agents). */
   createdAt?: number | null;
   /** What the agent is for. */
@@ -23,7 +23,7 @@ export type Agent = {
   source: AgentSource;
   /** When it last changed (epoch milliseconds; API agents). */
   updatedAt?: number | null;
-};
+}
 
 /**
  * An agent's id.
@@ -33,10 +33,10 @@ export type Agent = {
 export type AgentId = string;
 
 /** `agents.get`. */
-export type AgentRef = {
+export interface AgentRef {
   /** The agent. */
   agentId: AgentId;
-};
+}
 
 /**
  * Where an agent is defined.
@@ -48,7 +48,7 @@ export type AgentRef = {
 export type AgentSource = "config" | "api" | "unknown";
 
 /** `agents.create`. */
-export type AgentsCreateParams = {
+export interface AgentsCreateParams {
   /** What it is for. */
   description?: string | null;
   /** The new agent's id. */
@@ -64,26 +64,26 @@ export type AgentsCreateParams = {
   model?: ModelRef | null;
   /** A display name. */
   name?: string | null;
-};
+}
 
 /** `agents.list`. */
-export type AgentsListParams = {
+export interface AgentsListParams {
   /** The previous page's `nextCursor`. */
   cursor?: Cursor | null;
   /** At most this many (the gateway's default and cap apply). */
   limit?: number | null;
-};
+}
 
 /** `agents.list`. */
-export type AgentsListResult = {
+export interface AgentsListResult {
   /** Config agents first, then API agents by id. */
-  agents: Array<Agent>;
+  agents: Agent[];
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
-};
+}
 
 /** `agents.update`: the fields given replace the agent's. */
-export type AgentsUpdateParams = {
+export interface AgentsUpdateParams {
   /** The agent (created through the API). */
   agentId: AgentId;
   /** What it is for. */
@@ -99,13 +99,13 @@ export type AgentsUpdateParams = {
   model?: ModelRef | null;
   /** A display name. */
   name?: string | null;
-};
+}
 
 /**
  * An error as every transport carries it (over HTTP, inside
  * `{"error": ...}` with the code's status).
  */
-export type ApiError = {
+export interface ApiError {
   /** The stable code. */
   code: ErrorCode;
   /**
@@ -122,10 +122,10 @@ export type ApiError = {
   retryAfterMs?: number | null;
   /** Whether the same request may succeed later. */
   retryable: boolean;
-};
+}
 
 /** An approval request and, once decided, its resolution. */
-export type Approval = {
+export interface Approval {
   /** The call's arguments, for the responder to review. */
   arguments?: unknown;
   /** When it was requested (epoch milliseconds). */
@@ -133,7 +133,7 @@ export type Approval = {
   /** The decision taken. */
   decision?: ApprovalDecision | null;
   /** The decisions the responder may choose from. */
-  decisions: Array<ApprovalDecision>;
+  decisions: ApprovalDecision[];
   /** The environment action for `environment` approvals. */
   environmentAction?: string | null;
   /** When it expires (epoch milliseconds); expiry resolves it as `expired`. */
@@ -177,7 +177,7 @@ export type Approval = {
    * here instead.
    */
   toolName?: string | null;
-};
+}
 
 /**
  * An answer to an approval request.
@@ -217,7 +217,7 @@ export type ApprovalKind = "tool" | "environment" | "unknown";
 export type ApprovalPolicy = "allow" | "deny" | "ask" | "unknown";
 
 /** `approval.resolved`. */
-export type ApprovalResolvedData = {
+export interface ApprovalResolvedData {
   /** The approval. */
   approvalId: ApprovalId;
   /** The decision taken, if one was. */
@@ -228,7 +228,7 @@ export type ApprovalResolvedData = {
   reused?: boolean;
   /** How it ended: `approved`, `denied`, `expired` or `cancelled`. */
   status: ApprovalStatus;
-};
+}
 
 /**
  * Where an approval is.
@@ -243,7 +243,7 @@ export type ApprovalResolvedData = {
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled" | "unknown";
 
 /** `approvals.list`. */
-export type ApprovalsListParams = {
+export interface ApprovalsListParams {
   /** The previous page's `nextCursor`. */
   cursor?: Cursor | null;
   /** At most this many (the gateway's default and cap apply). */
@@ -254,18 +254,18 @@ export type ApprovalsListParams = {
   sessionId?: SessionId | null;
   /** Only approvals in this state (`pending` for the open ones). */
   status?: ApprovalStatus | null;
-};
+}
 
 /** `approvals.list`. */
-export type ApprovalsListResult = {
+export interface ApprovalsListResult {
   /** Oldest first. */
-  approvals: Array<Approval>;
+  approvals: Approval[];
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
-};
+}
 
 /** `approvals.respond`: the first decision wins. */
-export type ApprovalsRespondParams = {
+export interface ApprovalsRespondParams {
   /** The approval. */
   approvalId: ApprovalId;
   /** The decision (one of the approval's `decisions`). */
@@ -277,10 +277,10 @@ export type ApprovalsRespondParams = {
   idempotencyKey?: IdempotencyKey | null;
   /** Why, for the record. */
   reason?: string | null;
-};
+}
 
 /** One argument of a tool, as the schema summary lists it. */
-export type ArgumentSummary = {
+export interface ArgumentSummary {
   /** What it is, clipped to 200 characters. */
   description?: string | null;
   /** The argument's name. */
@@ -289,7 +289,7 @@ export type ArgumentSummary = {
   required: boolean;
   /** Its JSON type(s), when the schema says (`string`, `number|null`). */
   type?: string | null;
-};
+}
 
 /**
  * An artifact's id.
@@ -302,7 +302,7 @@ export type ArtifactId = string;
  * `artifacts.get` and `artifacts.download` (the seed's
  * `artifacts.get(artifactId, { runId })`).
  */
-export type ArtifactRef = {
+export interface ArtifactRef {
   /** The artifact. */
   artifactId: ArtifactId;
   /**
@@ -310,10 +310,10 @@ export type ArtifactRef = {
    * is `not_found`, as a missing one is.
    */
   runId?: RunId | null;
-};
+}
 
 /** The seed's `ArtifactSummary`. */
-export type ArtifactSummary = {
+export interface ArtifactSummary {
   /** When it was created (epoch milliseconds). */
   createdAt: number;
   /** When it will be purged (epoch milliseconds). */
@@ -332,7 +332,7 @@ export type ArtifactSummary = {
   title?: string | null;
   /** What it is. */
   type: ArtifactType;
-};
+}
 
 /**
  * What an artifact is.
@@ -351,7 +351,7 @@ export type ArtifactSummary = {
 export type ArtifactType = "file" | "patch" | "diff" | "log" | "media" | "screenshot" | "trajectory" | "pull_request" | "workspace" | "unknown";
 
 /** `artifacts.download`. */
-export type ArtifactsDownloadResult = {
+export interface ArtifactsDownloadResult {
   /** The artifact. */
   artifact: ArtifactSummary;
   /**
@@ -359,10 +359,10 @@ export type ArtifactsDownloadResult = {
    * token), e.g. `/v1/artifacts/{id}/content`.
    */
   url: string;
-};
+}
 
 /** `artifacts.list`. */
-export type ArtifactsListParams = {
+export interface ArtifactsListParams {
   /** The previous page's `nextCursor`. */
   cursor?: Cursor | null;
   /** At most this many (the gateway's default and cap apply). */
@@ -371,21 +371,21 @@ export type ArtifactsListParams = {
   runId?: RunId | null;
   /** Only this session's artifacts. */
   sessionId?: SessionId | null;
-};
+}
 
 /** `artifacts.list`. */
-export type ArtifactsListResult = {
+export interface ArtifactsListResult {
   /** Newest first. */
-  artifacts: Array<ArtifactSummary>;
+  artifacts: ArtifactSummary[];
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
-};
+}
 
 /**
  * `assistant.message`: one per model call (its text absent when the
  * model only called tools).
  */
-export type AssistantMessageData = {
+export interface AssistantMessageData {
   /** The provider's finish reason. */
   finishReason?: string | null;
   /** The message's text. */
@@ -397,10 +397,10 @@ export type AssistantMessageData = {
    * absent without them).
    */
   usage?: Usage | null;
-};
+}
 
 /** One tool a run called. */
-export type CalledTool = {
+export interface CalledTool {
   /**
    * The catalog id (a client tool's name when the model called it by
    * name).
@@ -418,7 +418,7 @@ export type CalledTool = {
    * `pending` (a client tool left for the app).
    */
   status: string;
-};
+}
 
 /**
  * A tool the client app implements, for one run. The model sees it by
@@ -428,7 +428,7 @@ export type CalledTool = {
  * app answers with `tool` messages as the input of its next run on the
  * session.
  */
-export type ClientTool = {
+export interface ClientTool {
   /** What it does, for the model. */
   description?: string | null;
   /**
@@ -438,10 +438,10 @@ export type ClientTool = {
   name: string;
   /** JSON Schema of its arguments. */
   parameters?: unknown;
-};
+}
 
 /** Counts of limit failures in a run. */
-export type CodeModeLimitFailures = {
+export interface CodeModeLimitFailures {
   /** Steps that hit `memoryLimitBytes`. */
   memory: number;
   /** Steps that hit `maxOutputBytes`. */
@@ -450,12 +450,12 @@ export type CodeModeLimitFailures = {
   snapshot: number;
   /** Steps that hit `timeoutMs` while guest code was running. */
   timeout: number;
-};
+}
 
 /** `tokens.create`'s answer: the secret, shown once. */
-export type CreatedToken = {
+export interface CreatedToken {
   /** The agents it is bound to. */
-  agents?: Array<AgentId> | null;
+  agents?: AgentId[] | null;
   /** When it expires, epoch milliseconds. */
   expiresAt: number;
   /** The token's id (`tok_...`), to revoke it. */
@@ -463,7 +463,7 @@ export type CreatedToken = {
   /** Its name. */
   name: string;
   /** What it may do. */
-  scopes: Array<Scope>;
+  scopes: Scope[];
   /** The subject it is bound to. */
   subject?: Subject | null;
   /**
@@ -471,7 +471,7 @@ export type CreatedToken = {
    * Bearer`. The gateway keeps only its hash: it is never shown again.
    */
   token: string;
-};
+}
 
 /**
  * A replay cursor: an event id, or a page's `nextCursor`.
@@ -484,7 +484,7 @@ export type Cursor = string;
 export type Empty = Record<string, never>;
 
 /** A managed environment runs execute in. */
-export type Environment = {
+export interface Environment {
   /** What its provider can do. */
   capabilities: EnvironmentCapabilities;
   /** When it was created (epoch milliseconds). */
@@ -506,13 +506,13 @@ export type Environment = {
   subject?: Subject | null;
   /** Where its workspace is, on the gateway's host. */
   workspace?: string | null;
-};
+}
 
 /**
  * What an environment provider can do (the seed's `EnvironmentProvider`
  * capabilities).
  */
-export type EnvironmentCapabilities = {
+export interface EnvironmentCapabilities {
   /** Collects artifacts. */
   artifacts?: boolean | null;
   /** Checks out repositories. */
@@ -529,7 +529,7 @@ export type EnvironmentCapabilities = {
   sandbox?: boolean | null;
   /** Binds secrets by reference. */
   secrets?: boolean | null;
-};
+}
 
 /**
  * A managed environment's id.
@@ -539,10 +539,10 @@ export type EnvironmentCapabilities = {
 export type EnvironmentId = string;
 
 /** `environments.status`. */
-export type EnvironmentRef = {
+export interface EnvironmentRef {
   /** The environment. */
   environmentId: EnvironmentId;
-};
+}
 
 /**
  * Where an environment is.
@@ -557,7 +557,7 @@ export type EnvironmentRef = {
 export type EnvironmentStatus = "provisioning" | "ready" | "stopped" | "failed" | "deleted" | "unknown";
 
 /** `environments.create`. */
-export type EnvironmentsCreateParams = {
+export interface EnvironmentsCreateParams {
   /**
    * Makes a retried call safe: the same key with the same params
    * returns the first call's result.
@@ -567,10 +567,10 @@ export type EnvironmentsCreateParams = {
   provider: ProviderId;
   /** Provider-specific settings. */
   settings?: unknown;
-};
+}
 
 /** `environments.delete`. */
-export type EnvironmentsDeleteParams = {
+export interface EnvironmentsDeleteParams {
   /** The environment. */
   environmentId: EnvironmentId;
   /**
@@ -578,23 +578,23 @@ export type EnvironmentsDeleteParams = {
    * returns the first call's result.
    */
   idempotencyKey?: IdempotencyKey | null;
-};
+}
 
 /** `environments.list`. */
-export type EnvironmentsListParams = {
+export interface EnvironmentsListParams {
   /** The previous page's `nextCursor`. */
   cursor?: Cursor | null;
   /** At most this many (the gateway's default and cap apply). */
   limit?: number | null;
-};
+}
 
 /** `environments.list`. */
-export type EnvironmentsListResult = {
+export interface EnvironmentsListResult {
   /** The environments. */
-  environments: Array<Environment>;
+  environments: Environment[];
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
-};
+}
 
 /**
  * What went wrong, as a stable code. Servers send only the codes listed
@@ -622,9 +622,9 @@ export type ErrorCode = "invalid_request" | "unauthenticated" | "forbidden" | "n
  * documented once here (the SDKs' types are generated from it); keys a
  * newer gateway adds are kept as they came (in Rust, in `other`).
  */
-export type ErrorDetails = {
+export interface ErrorDetails {
   /** `conflict` (`multitaskStrategy: reject`): the session's live runs. */
-  activeRunIds?: Array<RunId>;
+  activeRunIds?: RunId[];
   /** `conflict` on an approval: the decision that won. */
   approval?: Approval | null;
   /** A model call's failure (`provider_unreachable`): the provider's URL. */
@@ -638,13 +638,13 @@ export type ErrorDetails = {
   /** `conflict` on an environment: the environment as it is. */
   environment?: Environment | null;
   /** `invalid_request`: every reason an answer was refused. */
-  errors?: Array<string>;
+  errors?: string[];
   /** `invalid_request`: the field at fault. */
   field?: string | null;
   /** An environment's SSH host (its configured name). */
   host?: string | null;
   /** `forbidden` on an SSH host: the hosts this gateway has (at most 20). */
-  hosts?: Array<string>;
+  hosts?: string[];
   /** A model call's failure (`provider_stalled`): how long nothing came. */
   idleMs?: number | null;
   /**
@@ -667,7 +667,7 @@ export type ErrorDetails = {
   /** A model call's failure: the provider. */
   provider?: string | null;
   /** `not_found` on an environment provider: the providers there are. */
-  providers?: Array<string>;
+  providers?: string[];
   /** `conflict` on a question: the answer that won. */
   question?: Question | null;
   /** `quota_exceeded`: the quota, in bytes. */
@@ -700,10 +700,10 @@ export type ErrorDetails = {
   /** With `limit`: the limit's value. */
   value?: number | null;
   [key: string]: unknown;
-};
+}
 
 /** The versioned event envelope (`OpenClawEvent`). */
-export type EventEnvelope = {
+export interface EventEnvelope {
   /** The agent. */
   agentId?: AgentId | null;
   /** The type's payload. */
@@ -742,7 +742,7 @@ export type EventEnvelope = {
   type: EventType;
   /** Always 1 for this contract. */
   version: number;
-};
+}
 
 /** A payload by event type (`{type, data}` on the wire). */
 export type EventData = {
@@ -873,7 +873,7 @@ export type EventType = "run.created" | "run.queued" | "run.started" | "run.comp
  * `events.subscribe`: live events (after a replay from `after`) on
  * this connection.
  */
-export type EventsSubscribeParams = {
+export interface EventsSubscribeParams {
   /** Replay every event after this id first. */
   after?: Cursor | null;
   /** Only this agent's events. */
@@ -881,33 +881,33 @@ export type EventsSubscribeParams = {
   /** Only this session's events. */
   sessionKey?: SessionKey | null;
   /** Only these types. */
-  types?: Array<EventType> | null;
-};
+  types?: EventType[] | null;
+}
 
 /** `events.subscribe`. */
-export type EventsSubscribeResult = {
+export interface EventsSubscribeResult {
   /** Names the subscription in `events.unsubscribe`. */
   subscriptionId: SubscriptionId;
-};
+}
 
 /** `events.unsubscribe`. */
-export type EventsUnsubscribeParams = {
+export interface EventsUnsubscribeParams {
   /** The subscription. */
   subscriptionId: SubscriptionId;
-};
+}
 
 /** `git.branch`. */
-export type GitBranchData = {
+export interface GitBranchData {
   /** `observed`, `created` or `switched`. */
   action: string;
   /** The branch. */
   branch: string;
   /** Its commit. */
   head?: string | null;
-};
+}
 
 /** `git.diff`. */
-export type GitDiffData = {
+export interface GitDiffData {
   /** Lines added. */
   additions: number;
   /** The `diff` artifact holding it. */
@@ -915,11 +915,11 @@ export type GitDiffData = {
   /** Lines removed. */
   deletions: number;
   /** Files changed. */
-  files: Array<string>;
-};
+  files: string[];
+}
 
 /** `git.pr`. */
-export type GitPrData = {
+export interface GitPrData {
   /** `opened`, `updated` or `linked`. */
   action: string;
   /** Its number. */
@@ -928,7 +928,7 @@ export type GitPrData = {
   title?: string | null;
   /** The pull request's URL. */
   url: string;
-};
+}
 
 /**
  * Makes a retried call safe: the same key with the same params returns
@@ -939,7 +939,7 @@ export type GitPrData = {
 export type IdempotencyKey = string;
 
 /** One message of a [`RunInput`]. */
-export type InputMessage = {
+export interface InputMessage {
   /** Its text (for `tool`, the result the model reads). */
   content: string;
   /** `user`, `assistant`, `system` or `tool`. */
@@ -949,7 +949,7 @@ export type InputMessage = {
    * last run left pending; see `RunEndedData.pendingToolCalls`).
    */
   toolCallId?: ToolCallId | null;
-};
+}
 
 /**
  * Who wrote an [`InputMessage`].
@@ -962,7 +962,7 @@ export type InputMessage = {
 export type InputRole = "user" | "assistant" | "system" | "tool";
 
 /** One message of a session (the seed's `SDKMessage`). */
-export type Message = {
+export interface Message {
   /** When it was stored (epoch milliseconds). */
   createdAt: number;
   /** The message's id (ordered within its session). */
@@ -978,8 +978,8 @@ export type Message = {
   /** For a tool message, the call it answers. */
   toolCallId?: string | null;
   /** Tool calls the assistant asked for. */
-  toolCalls?: Array<MessageToolCall>;
-};
+  toolCalls?: MessageToolCall[];
+}
 
 /**
  * A message's id.
@@ -1001,17 +1001,17 @@ export type MessageId = string;
 export type MessageRole = "user" | "assistant" | "tool" | "system" | "compaction" | "unknown";
 
 /** A tool call the assistant asked for. */
-export type MessageToolCall = {
+export interface MessageToolCall {
   /** The arguments. */
   arguments: unknown;
   /** The call's id, matched by the tool message's `toolCallId`. */
   id: string;
   /** The tool's name as the model saw it. */
   name: string;
-};
+}
 
 /** A model an agent can use. */
-export type Model = {
+export interface Model {
   /** Its context window in tokens, when known. */
   contextWindow?: number | null;
   /** `provider/model`. */
@@ -1020,7 +1020,7 @@ export type Model = {
   name: string;
   /** The provider's id in the config. */
   provider: string;
-};
+}
 
 /**
  * A model, `provider/model`.
@@ -1030,26 +1030,26 @@ export type Model = {
 export type ModelRef = string;
 
 /** `models.list`. */
-export type ModelsListParams = {
+export interface ModelsListParams {
   /** The previous page's `nextCursor`. */
   cursor?: Cursor | null;
   /** At most this many (the gateway's default and cap apply). */
   limit?: number | null;
-};
+}
 
 /** `models.list`. */
-export type ModelsListResult = {
+export interface ModelsListResult {
   /** The configured models. */
-  models: Array<Model>;
+  models: Model[];
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
-};
+}
 
 /** `models.status`. */
-export type ModelsStatusResult = {
+export interface ModelsStatusResult {
   /** Per provider. */
-  providers: Array<ProviderStatus>;
-};
+  providers: ProviderStatus[];
+}
 
 /**
  * What a new run does when its session already has an active run.
@@ -1072,17 +1072,17 @@ export type ProviderId = string;
  * A provider's credentials (`models.status`, the gateway's
  * `models.authStatus`).
  */
-export type ProviderStatus = {
+export interface ProviderStatus {
   /** Whether the gateway holds credentials for it. */
   authenticated: boolean;
   /** Why not, when it does not. */
   detail?: string | null;
   /** The provider's id in the config. */
   provider: string;
-};
+}
 
 /** A question the runtime asks the user or host app. */
-export type Question = {
+export interface Question {
   /** The answer given. */
   answer?: unknown;
   /** JSON Schema an answer must satisfy. */
@@ -1090,7 +1090,7 @@ export type Question = {
   /** When it was answered (epoch milliseconds). */
   answeredAt?: number | null;
   /** The answers to choose from, if it is a choice. */
-  choices?: Array<string> | null;
+  choices?: string[] | null;
   /** When it was asked (epoch milliseconds). */
   createdAt: number;
   /** When it expires (epoch milliseconds). */
@@ -1107,15 +1107,15 @@ export type Question = {
   status: QuestionStatus;
   /** The call that asks (the model's call id, or a nested call's). */
   toolCallId?: string | null;
-};
+}
 
 /** `question.answered`. */
-export type QuestionAnsweredData = {
+export interface QuestionAnsweredData {
   /** The answer. */
   answer: unknown;
   /** The question. */
   questionId: QuestionId;
-};
+}
 
 /**
  * A question's id.
@@ -1136,7 +1136,7 @@ export type QuestionId = string;
 export type QuestionStatus = "pending" | "answered" | "expired" | "cancelled" | "unknown";
 
 /** `questions.list`. */
-export type QuestionsListParams = {
+export interface QuestionsListParams {
   /** The previous page's `nextCursor`. */
   cursor?: Cursor | null;
   /** At most this many (the gateway's default and cap apply). */
@@ -1145,21 +1145,21 @@ export type QuestionsListParams = {
   runId?: RunId | null;
   /** Only questions in this state. */
   status?: QuestionStatus | null;
-};
+}
 
 /** `questions.list`. */
-export type QuestionsListResult = {
+export interface QuestionsListResult {
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
   /** Oldest first. */
-  questions: Array<Question>;
-};
+  questions: Question[];
+}
 
 /**
  * `questions.respond`: the answer is checked against the question's
  * schema or choices.
  */
-export type QuestionsRespondParams = {
+export interface QuestionsRespondParams {
   /** The answer. */
   answer: unknown;
   /**
@@ -1169,7 +1169,7 @@ export type QuestionsRespondParams = {
   idempotencyKey?: IdempotencyKey | null;
   /** The question. */
   questionId: QuestionId;
-};
+}
 
 /**
  * How risky the requested action is.
@@ -1183,7 +1183,7 @@ export type QuestionsRespondParams = {
 export type RiskLevel = "low" | "medium" | "high" | "critical" | "unknown";
 
 /** A run of an agent. */
-export type Run = {
+export interface Run {
   /** The agent. */
   agentId: AgentId;
   /** When it was accepted (epoch milliseconds). */
@@ -1206,14 +1206,14 @@ export type Run = {
   subject?: Subject | null;
   /** Tokens and cost so far. */
   usage?: Usage | null;
-};
+}
 
 /**
  * What `runs.create` and `sessions.send` answer: the run accepted (or,
  * for a repeated idempotency key, the first one), with its id also as
  * `runId`, the name results and events give it.
  */
-export type RunAccepted = {
+export interface RunAccepted {
   /** The agent. */
   agentId: AgentId;
   /** When it was accepted (epoch milliseconds). */
@@ -1238,16 +1238,16 @@ export type RunAccepted = {
   subject?: Subject | null;
   /** Tokens and cost so far. */
   usage?: Usage | null;
-};
+}
 
 /** `run.created`. */
-export type RunCreatedData = {
+export interface RunCreatedData {
   /** The user's input. */
   input: string;
-};
+}
 
 /** `run.completed`, `run.failed`, `run.cancelled`, `run.timed_out`. */
-export type RunEndedData = {
+export interface RunEndedData {
   /** Wall time. */
   durationMs: number;
   /** Why it did not complete. */
@@ -1256,7 +1256,7 @@ export type RunEndedData = {
    * Client tool calls the model made in its last turn, left for the
    * app to answer (with `tool` input messages on its next run).
    */
-  pendingToolCalls?: Array<MessageToolCall>;
+  pendingToolCalls?: MessageToolCall[];
   /**
    * The run's tool telemetry (absent for a run that failed before its
    * agent started).
@@ -1270,7 +1270,7 @@ export type RunEndedData = {
   turns: number;
   /** Tokens and cost. */
   usage: Usage;
-};
+}
 
 /**
  * A run's id.
@@ -1286,18 +1286,18 @@ export type RunId = string;
  * Decoded by hand rather than as an untagged enum, so that an error
  * inside a message names its path (`input[0].toolCallId`).
  */
-export type RunInput = string | Array<InputMessage>;
+export type RunInput = string | InputMessage[];
 
 /** `RunResult.output`. */
-export type RunOutput = {
+export interface RunOutput {
   /** The run's messages. */
-  messages?: Array<Message> | null;
+  messages?: Message[] | null;
   /** The final assistant text. */
   text?: string | null;
-};
+}
 
 /** `run.queued`. */
-export type RunQueuedData = {
+export interface RunQueuedData {
   /**
    * What it waits for: `session` (another run holds the session's
    * lane), `runtime` (a node to execute it; also a run put back in the
@@ -1305,18 +1305,18 @@ export type RunQueuedData = {
    * `environment`.
    */
   reason: string;
-};
+}
 
 /** `runs.get`. */
-export type RunRef = {
+export interface RunRef {
   /** The run. */
   runId: RunId;
-};
+}
 
 /** What `runs.wait` returns: the seed's stable result envelope. */
-export type RunResult = {
+export interface RunResult {
   /** The artifacts it produced. */
-  artifacts?: Array<ArtifactSummary> | null;
+  artifacts?: ArtifactSummary[] | null;
   /** When it ended (epoch milliseconds). */
   endedAt?: number | null;
   /** Why it failed (the seed's `SDKError`). */
@@ -1337,7 +1337,7 @@ export type RunResult = {
   taskId?: TaskId | null;
   /** Tokens and cost. */
   usage?: Usage | null;
-};
+}
 
 /**
  * `RunResult.status`: `accepted` means the wait's deadline passed before
@@ -1354,7 +1354,7 @@ export type RunResult = {
 export type RunResultStatus = "accepted" | "completed" | "failed" | "cancelled" | "timed_out" | "unknown";
 
 /** `run.started`. */
-export type RunStartedData = {
+export interface RunStartedData {
   /** The model, `provider/model`. */
   model: string;
   /**
@@ -1365,8 +1365,8 @@ export type RunStartedData = {
   /** The tool surface: `direct`, `code_mode` or `tool_search`. */
   surface: string;
   /** The tools the model sees. */
-  tools: Array<string>;
-};
+  tools: string[];
+}
 
 /**
  * Where a run is in its life.
@@ -1383,7 +1383,7 @@ export type RunStartedData = {
 export type RunStatus = "queued" | "running" | "waiting" | "completed" | "failed" | "cancelled" | "timed_out" | "unknown";
 
 /** `runs.cancel`. */
-export type RunsCancelParams = {
+export interface RunsCancelParams {
   /**
    * Makes a retried call safe: the same key with the same params
    * returns the first call's result.
@@ -1393,10 +1393,10 @@ export type RunsCancelParams = {
   reason?: string | null;
   /** The run. */
   runId: RunId;
-};
+}
 
 /** `runs.create`. */
-export type RunsCreateParams = {
+export interface RunsCreateParams {
   /** The agent (`main` when absent, or the session's agent). */
   agentId?: AgentId | null;
   /**
@@ -1426,11 +1426,11 @@ export type RunsCreateParams = {
   /** The run's own time limit; `run.timed_out` past it. */
   timeoutMs?: number | null;
   /** Client tools the model may call this run. */
-  tools?: Array<ClientTool>;
-};
+  tools?: ClientTool[];
+}
 
 /** `runs.delete`. */
-export type RunsDeleteParams = {
+export interface RunsDeleteParams {
   /**
    * Accepted for a retry's sake: a retry of a delete that went
    * through is `not_found`.
@@ -1438,28 +1438,28 @@ export type RunsDeleteParams = {
   idempotencyKey?: IdempotencyKey | null;
   /** The run (it must have ended). */
   runId: RunId;
-};
+}
 
 /** `runs.events`. */
-export type RunsEventsParams = {
+export interface RunsEventsParams {
   /** Only events after this id (the replay cursor). */
   after?: Cursor | null;
   /** At most this many. */
   limit?: number | null;
   /** The run. */
   runId: RunId;
-};
+}
 
 /** `runs.events`. */
-export type RunsEventsResult = {
+export interface RunsEventsResult {
   /** Whether the run has ended and this page holds its terminal event. */
   done: boolean;
   /** In order. */
-  events: Array<EventEnvelope>;
-};
+  events: EventEnvelope[];
+}
 
 /** `runs.list`: newest first; every filter given must hold. */
-export type RunsListParams = {
+export interface RunsListParams {
   /** Only this agent's runs. */
   agentId?: AgentId | null;
   /** Only runs created at or after this time (epoch milliseconds). */
@@ -1473,24 +1473,24 @@ export type RunsListParams = {
   /** Only this session's runs. */
   sessionId?: SessionId | null;
   /** Only runs in one of these states. */
-  status?: Array<RunStatus> | null;
-};
+  status?: RunStatus[] | null;
+}
 
 /** `runs.list`'s answer. */
-export type RunsListResult = {
+export interface RunsListResult {
   /** The next page's cursor (absent on the last page). */
   nextCursor?: Cursor | null;
   /** Newest first. */
-  runs: Array<Run>;
-};
+  runs: Run[];
+}
 
 /** `runs.wait`. */
-export type RunsWaitParams = {
+export interface RunsWaitParams {
   /** The run. */
   runId: RunId;
   /** Wait at most this long; past it the result is `accepted`. */
   timeoutMs?: number | null;
-};
+}
 
 /**
  * What a token may do. A method names the one scope it requires; `admin`
@@ -1523,7 +1523,7 @@ export type Scope = "agent.read" | "agent.run" | "session.read" | "session.write
 export type ScopePreset = "app" | "viewer" | "admin";
 
 /** A conversation with an agent, addressed by id or by key. */
-export type Session = {
+export interface Session {
   /** The agent it talks to. */
   agentId: AgentId;
   /** When it was created (epoch milliseconds). */
@@ -1546,10 +1546,10 @@ export type Session = {
   subject?: Subject | null;
   /** When it last changed (epoch milliseconds). */
   updatedAt: number;
-};
+}
 
 /** `sessions.compact`, `sessions.abort` and `sessions.delete`. */
-export type SessionActionParams = {
+export interface SessionActionParams {
   /**
    * Makes a retried call safe: the same key with the same params
    * returns the first call's result.
@@ -1557,17 +1557,17 @@ export type SessionActionParams = {
   idempotencyKey?: IdempotencyKey | null;
   /** The session. */
   sessionId: SessionId;
-};
+}
 
 /** `session.compacted`. */
-export type SessionCompactedData = {
+export interface SessionCompactedData {
   /** How many messages the summary replaced. */
   replacedMessages: number;
   /** The session. */
   sessionId: SessionId;
   /** The compaction record's message id. */
   summaryMessageId: MessageId;
-};
+}
 
 /**
  * A session's id.
@@ -1584,13 +1584,13 @@ export type SessionId = string;
 export type SessionKey = string;
 
 /** `sessions.abort`. */
-export type SessionsAbortResult = {
+export interface SessionsAbortResult {
   /** The runs it cancelled. */
-  cancelledRunIds: Array<RunId>;
-};
+  cancelledRunIds: RunId[];
+}
 
 /** `sessions.create`. */
-export type SessionsCreateParams = {
+export interface SessionsCreateParams {
   /** The agent. */
   agentId: AgentId;
   /**
@@ -1602,18 +1602,18 @@ export type SessionsCreateParams = {
   key?: SessionKey | null;
   /** The app's metadata. */
   metadata?: Record<string, unknown> | null;
-};
+}
 
 /** `sessions.delete`. */
-export type SessionsDeleteResult = {
+export interface SessionsDeleteResult {
   /** Its runs, deleted with it, by id. */
-  deletedRunIds: Array<RunId>;
+  deletedRunIds: RunId[];
   /** The session deleted. */
   sessionId: SessionId;
-};
+}
 
 /** `sessions.fork`. */
-export type SessionsForkParams = {
+export interface SessionsForkParams {
   /** Keep messages up to this one (all when absent). */
   atMessageId?: MessageId | null;
   /**
@@ -1625,54 +1625,54 @@ export type SessionsForkParams = {
   key?: SessionKey | null;
   /** The session to fork. */
   sessionId: SessionId;
-};
+}
 
 /** `sessions.list`. */
-export type SessionsListParams = {
+export interface SessionsListParams {
   /** Only this agent's sessions. */
   agentId?: AgentId | null;
   /** The previous page's `nextCursor`. */
   cursor?: Cursor | null;
   /** At most this many (the gateway's default and cap apply). */
   limit?: number | null;
-};
+}
 
 /** `sessions.list`. */
-export type SessionsListResult = {
+export interface SessionsListResult {
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
   /** Most recently updated first. */
-  sessions: Array<Session>;
-};
+  sessions: Session[];
+}
 
 /** `sessions.messages`. */
-export type SessionsMessagesParams = {
+export interface SessionsMessagesParams {
   /** Only messages after this one. */
   after?: Cursor | null;
   /** At most this many. */
   limit?: number | null;
   /** The session. */
   sessionId: SessionId;
-};
+}
 
 /** `sessions.messages`. */
-export type SessionsMessagesResult = {
+export interface SessionsMessagesResult {
   /** Whether more follow. */
   hasMore: boolean;
   /** Oldest first. */
-  messages: Array<Message>;
-};
+  messages: Message[];
+}
 
 /** `sessions.resolve`: the session with this key, created if absent. */
-export type SessionsResolveParams = {
+export interface SessionsResolveParams {
   /** The agent (`main` when absent). */
   agentId?: AgentId | null;
   /** The key. */
   key: SessionKey;
-};
+}
 
 /** `sessions.send`: a user message that starts a run on the session. */
-export type SessionsSendParams = {
+export interface SessionsSendParams {
   /**
    * The managed environment the run works in (its workspace, its
    * secrets, its network policy); it must be `ready`.
@@ -1695,15 +1695,15 @@ export type SessionsSendParams = {
   /** The run's own time limit; `run.timed_out` past it. */
   timeoutMs?: number | null;
   /** Client tools the model may call this run. */
-  tools?: Array<ClientTool>;
-};
+  tools?: ClientTool[];
+}
 
 /**
  * `sessions.update`: merges `metadata` into the session's (a key
  * whose value is `null` is removed); the result is within the same
  * caps as `sessions.create`'s.
  */
-export type SessionsUpdateParams = {
+export interface SessionsUpdateParams {
   /**
    * Makes a retried call safe: the same key with the same params
    * returns the first call's result.
@@ -1713,24 +1713,24 @@ export type SessionsUpdateParams = {
   metadata: Record<string, unknown>;
   /** The session. */
   sessionId: SessionId;
-};
+}
 
 /** Which events of the log a ticket's stream sends. */
-export type StreamFilter = {
+export interface StreamFilter {
   /** Only this agent's events. */
   agentId?: AgentId | null;
   /** Only this session's events. */
   sessionKey?: SessionKey | null;
   /** Only these types. */
-  types?: Array<EventType> | null;
-};
+  types?: EventType[] | null;
+}
 
 /** `tokens.ticket`: a credential for one stream, shown once. */
-export type StreamTicket = {
+export interface StreamTicket {
   /** When it expires (epoch milliseconds). */
   expiresAt: number;
   /** What it may do: `session.read`. */
-  scopes: Array<Scope>;
+  scopes: Scope[];
   /** The one stream it opens. */
   stream: TicketStream;
   /**
@@ -1740,7 +1740,7 @@ export type StreamTicket = {
    * revoked or expires.
    */
   ticket: string;
-};
+}
 
 /**
  * Whom a bound token acts for (an app's user or tenant): such a token
@@ -1758,7 +1758,7 @@ export type Subject = string;
 export type SubscriptionId = string;
 
 /** A background task (the seed's future API; listed for the schema). */
-export type Task = {
+export interface Task {
   /** When it was created (epoch milliseconds). */
   createdAt: number;
   /** The task's id. */
@@ -1767,7 +1767,7 @@ export type Task = {
   runId?: RunId | null;
   /** Its state, as the runtime names it. */
   status: string;
-};
+}
 
 /**
  * A background task's id.
@@ -1777,13 +1777,13 @@ export type Task = {
 export type TaskId = string;
 
 /** `tasks.get`. */
-export type TaskRef = {
+export interface TaskRef {
   /** The task. */
   taskId: TaskId;
-};
+}
 
 /** `tasks.cancel`. */
-export type TasksCancelParams = {
+export interface TasksCancelParams {
   /**
    * Makes a retried call safe: the same key with the same params
    * returns the first call's result.
@@ -1791,39 +1791,39 @@ export type TasksCancelParams = {
   idempotencyKey?: IdempotencyKey | null;
   /** The task. */
   taskId: TaskId;
-};
+}
 
 /** `tasks.events`. */
-export type TasksEventsParams = {
+export interface TasksEventsParams {
   /** Only events after this id. */
   after?: Cursor | null;
   /** The task. */
   taskId: TaskId;
-};
+}
 
 /** `tasks.events`. */
-export type TasksEventsResult = {
+export interface TasksEventsResult {
   /** In order. */
-  events: Array<EventEnvelope>;
-};
+  events: EventEnvelope[];
+}
 
 /** `tasks.list`. */
-export type TasksListResult = {
+export interface TasksListResult {
   /** The tasks. */
-  tasks: Array<Task>;
-};
+  tasks: Task[];
+}
 
 /** `assistant.delta` and `thinking.delta`. */
-export type TextDelta = {
+export interface TextDelta {
   /** The new text. */
   text: string;
-};
+}
 
 /** The run a ticket's stream follows. */
-export type TicketRun = {
+export interface TicketRun {
   /** The run. */
   runId: RunId;
-};
+}
 
 /**
  * The one stream a `tokens.ticket` ticket opens. A ticket is for a page
@@ -1846,9 +1846,9 @@ export type TicketStream = {
 export type TokenId = string;
 
 /** A token as `tokens.list` shows it: never its secret or its hash. */
-export type TokenInfo = {
+export interface TokenInfo {
   /** The agents it is bound to. */
-  agents?: Array<AgentId> | null;
+  agents?: AgentId[] | null;
   /** When it was made, epoch milliseconds. */
   createdAt: number;
   /** When it expires, epoch milliseconds (absent: never). */
@@ -1865,18 +1865,18 @@ export type TokenInfo = {
   /** When it was revoked, epoch milliseconds. */
   revokedAt?: number | null;
   /** What it may do. */
-  scopes: Array<Scope>;
+  scopes: Scope[];
   /** The subject it is bound to. */
   subject?: Subject | null;
-};
+}
 
 /** `tokens.create`. */
-export type TokensCreateParams = {
+export interface TokensCreateParams {
   /**
    * Binds it to these agents (1 to 64): it sees, runs and reads only
    * theirs. Absent: every agent. Never with `admin`.
    */
-  agents?: Array<AgentId> | null;
+  agents?: AgentId[] | null;
   /** How long it lives, in milliseconds (1,000 to 30 days). */
   expiresInMs: number;
   /**
@@ -1894,7 +1894,7 @@ export type TokensCreateParams = {
   /** A named set of scopes: `app`, `viewer` or `admin`. */
   preset?: ScopePreset | null;
   /** Scopes it grants, beside `preset`'s (at least one of the two). */
-  scopes?: Array<Scope> | null;
+  scopes?: Scope[] | null;
   /**
    * Binds it to a subject (an app's user or tenant): it sees and acts
    * only on the sessions, runs, approvals, questions, artifacts,
@@ -1903,10 +1903,10 @@ export type TokensCreateParams = {
    * (it sees every subject's). Never with `admin`.
    */
   subject?: Subject | null;
-};
+}
 
 /** `tokens.list`. */
-export type TokensListParams = {
+export interface TokensListParams {
   /** The previous page's `nextCursor`. */
   cursor?: TokenId | null;
   /** Revoked tokens too. */
@@ -1915,18 +1915,18 @@ export type TokensListParams = {
   limit?: number | null;
   /** Only the tokens bound to this subject. */
   subject?: Subject | null;
-};
+}
 
 /** `tokens.list`'s answer. */
-export type TokensListResult = {
+export interface TokensListResult {
   /** The next page's cursor (absent: this is the last page). */
   nextCursor?: TokenId | null;
   /** By id. */
-  tokens: Array<TokenInfo>;
-};
+  tokens: TokenInfo[];
+}
 
 /** `tokens.revoke`. */
-export type TokensRevokeParams = {
+export interface TokensRevokeParams {
   /**
    * Accepted for a retry's sake; revoking is idempotent by itself: a
    * retry answers the same tokens.
@@ -1934,36 +1934,36 @@ export type TokensRevokeParams = {
   idempotencyKey?: IdempotencyKey | null;
   /** The token. */
   tokenId: TokenId;
-};
+}
 
 /** `tokens.revoke`'s answer. */
-export type TokensRevokeResult = {
+export interface TokensRevokeResult {
   /**
    * Every token now revoked with it: the token, then those minted under
    * it (and theirs), by id, whether this call or an earlier one revoked
    * them (each keeps the time it was first revoked).
    */
-  revoked: Array<TokenId>;
+  revoked: TokenId[];
   /** The token asked for. */
   tokenId: TokenId;
-};
+}
 
 /** `tokens.ticket`. */
-export type TokensTicketParams = {
+export interface TokensTicketParams {
   /**
    * What the ticket may do: `session.read`, the one scope a stream
    * needs (absent: that one; another is `invalid_request`).
    */
-  scopes?: Array<Scope> | null;
+  scopes?: Scope[] | null;
   /**
    * The one stream it opens (absent: the event log's SSE stream,
    * `{"events": {}}`).
    */
   stream?: TicketStream | null;
-};
+}
 
 /** `tool.call.completed`. */
-export type ToolCallCompletedData = {
+export interface ToolCallCompletedData {
   /** The call's id. */
   callId: string;
   /** How long it took. */
@@ -1974,10 +1974,10 @@ export type ToolCallCompletedData = {
   parentId?: string | null;
   /** Its result (capped at 16 KiB). */
   result: unknown;
-};
+}
 
 /** `tool.call.delta`. */
-export type ToolCallDeltaData = {
+export interface ToolCallDeltaData {
   /** The call's id. */
   callId: string;
   /** The model's call it belongs to, for a nested call. */
@@ -1992,10 +1992,10 @@ export type ToolCallDeltaData = {
    * `{progress, total?, message?}`.
    */
   update: unknown;
-};
+}
 
 /** `tool.call.failed`. */
-export type ToolCallFailedData = {
+export interface ToolCallFailedData {
   /** The call's id. */
   callId: string;
   /** How long it took, when it ran. */
@@ -2011,7 +2011,7 @@ export type ToolCallFailedData = {
    * ...
    */
   status?: string | null;
-};
+}
 
 /**
  * A client tool call's id.
@@ -2021,7 +2021,7 @@ export type ToolCallFailedData = {
 export type ToolCallId = string;
 
 /** `tool.call.started`. */
-export type ToolCallStartedData = {
+export interface ToolCallStartedData {
   /** The arguments (model calls). */
   arguments?: unknown;
   /** The call's id. */
@@ -2045,7 +2045,7 @@ export type ToolCallStartedData = {
   replaySafe?: boolean;
   /** Where the tool comes from (nested calls). */
   source?: ToolSource | null;
-};
+}
 
 /**
  * What a tool does to the world, as ToolSpace shows it.
@@ -2102,11 +2102,11 @@ export type ToolSource = "openclaw" | "plugin" | "mcp" | "client" | "unknown";
  * A tool as the ToolSpace shows it: normalised metadata, no plugin
  * internals.
  */
-export type ToolSummary = {
+export interface ToolSummary {
   /** What the approval policy (`tools.approvals`) does with its calls. */
   approval: ApprovalPolicy;
   /** Its arguments, summarised from its schema (top-level properties). */
-  arguments: Array<ArgumentSummary>;
+  arguments: ArgumentSummary[];
   /** What it does. */
   description: string;
   /** Read-only, writing or host-executing, as the tool declares. */
@@ -2127,7 +2127,7 @@ export type ToolSummary = {
   /** JSON Schema of its arguments, whole. */
   parameters: unknown;
   /** The surfaces through which the model reaches it. */
-  reach: Array<ToolReach>;
+  reach: ToolReach[];
   /** Only reads. */
   readOnly: boolean;
   /** Whether calls wait for a decision (`approval` is `ask`). */
@@ -2136,10 +2136,10 @@ export type ToolSummary = {
   source: ToolOrigin;
   /** Writes data. */
   writable: boolean;
-};
+}
 
 /** The tool telemetry of one run. */
-export type ToolTelemetry = {
+export interface ToolTelemetry {
   /**
    * Calls through Tool Search's bridge (`tool_call`,
    * `openclaw.tools.call`).
@@ -2154,7 +2154,7 @@ export type ToolTelemetry = {
    * The tools that finally ran (or were left to the app), in the order
    * they ended, at most [`MAX_CALLED`].
    */
-  called: Array<CalledTool>;
+  called: CalledTool[];
   /** Calls left out of `called`. */
   calledOmitted?: number;
   /**
@@ -2198,10 +2198,10 @@ export type ToolTelemetry = {
   visibleTools: number;
   /** Code Mode `wait` calls. */
   waits: number;
-};
+}
 
 /** `tools.invoke`: one direct, scoped call. */
-export type ToolsInvokeParams = {
+export interface ToolsInvokeParams {
   /** Its arguments. */
   arguments?: unknown;
   /**
@@ -2213,16 +2213,16 @@ export type ToolsInvokeParams = {
   sessionKey: SessionKey;
   /** The tool's catalog id or name. */
   tool: ToolRef;
-};
+}
 
 /** `tools.invoke`. */
-export type ToolsInvokeResult = {
+export interface ToolsInvokeResult {
   /** The tool's result. */
   result: unknown;
-};
+}
 
 /** `tools.list`: the ToolSpace of an agent (and session). */
-export type ToolsListParams = {
+export interface ToolsListParams {
   /** The agent (`main` when absent). */
   agentId?: AgentId | null;
   /** The previous page's `nextCursor`. */
@@ -2231,18 +2231,18 @@ export type ToolsListParams = {
   limit?: number | null;
   /** The session whose policy applies. */
   sessionKey?: SessionKey | null;
-};
+}
 
 /** `tools.list`. */
-export type ToolsListResult = {
+export interface ToolsListResult {
   /** The next page's cursor. */
   nextCursor?: Cursor | null;
   /** The ToolSpace, by id. */
-  tools: Array<ToolSummary>;
-};
+  tools: ToolSummary[];
+}
 
 /** Token counts and cost. */
-export type Usage = {
+export interface Usage {
   /**
    * Prompt tokens read from the provider's prompt cache (part of
    * `inputTokens`), when it reported any.
@@ -2261,7 +2261,7 @@ export type Usage = {
   outputTokens?: number | null;
   /** Both. */
   totalTokens?: number | null;
-};
+}
 
 /**
  * An event as the gateway sends it: the versioned envelope, its `data` typed
