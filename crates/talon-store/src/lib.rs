@@ -38,8 +38,12 @@
 //!   holds it; `after_json` hands the transports each envelope without parsing it. `prune` applies
 //!   retention by age and count and records the floor: an older cursor is `CursorExpired { oldest
 //!     }`, never a shortened stream.
-//! - **Runs** (`runs.rs`, `run_list.rs`, `resume.rs`): created once per idempotency key (the same
-//!   key with other params is `IdempotencyConflict`) with what they execute (`request`), the owning
+//! - **Time**: every stored time is read from `StoreConfig::clock` (`Store::now_ms`), the one
+//!   `talon_protocol::clock::Clock` the gateway shares; tests move an adjustable one.
+//! - **Runs** (`runs.rs`, `request.rs`, `run_list.rs`, `resume.rs`): created once per idempotency key (the same
+//!   key with other params is `IdempotencyConflict`) with what they execute (`request`: a typed
+//!   `RunRequest`; one that does not decode is `Corrupt`, and a claim hands it over as
+//!   `UnreadableRequest` so the run ends rather than being claimed again), the owning
 //!   node, status, times, usage, error and final `RunResult`. `claim_run` hands the oldest queued
 //!   run whose session has no live run to one node (`FOR UPDATE SKIP LOCKED` on PostgreSQL;
 //!   SQLite's writes are serialized), with a lease the node renews (`renew_leases`);
