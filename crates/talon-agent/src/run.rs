@@ -261,12 +261,8 @@ impl AgentRun<'_> {
             Stop::TimedOut => {
                 // Nothing the run started outlives it.
                 self.ctx.cancel.cancel();
-                result.error = Some(ApiError::new(
-                    ErrorCode::Timeout,
-                    format!(
-                        "the run exceeded its time limit of {} ms",
-                        self.options.timeout.as_millis()
-                    ),
+                result.error = Some(talon_protocol::gateway::refuse::run_timed_out(
+                    u64::try_from(self.options.timeout.as_millis()).unwrap_or(u64::MAX),
                 ));
                 (
                     EventData::RunTimedOut as fn(RunEndedData) -> EventData,

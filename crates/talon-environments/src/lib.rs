@@ -77,7 +77,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use talon_jail::Network;
 use talon_protocol::event_data::{GitBranchData, GitDiffData};
-use talon_protocol::gateway::{ApiError, EnvironmentCapabilities, ErrorCode};
+use talon_protocol::gateway::{ApiError, EnvironmentCapabilities};
 
 /// A provider's future (boxed, so that the trait stays object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -261,9 +261,9 @@ impl Providers {
             .cloned()
             .ok_or_else(|| {
                 let ids = self.ids();
-                ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("no environment provider {id:?}; this gateway has {ids:?}"),
+                talon_protocol::gateway::refuse::no_environment_provider(
+                    id,
+                    &serde_json::to_string(&ids).unwrap_or_default(),
                 )
                 .with_details(talon_protocol::gateway::ErrorDetails {
                     providers: ids.iter().map(|id| (*id).to_owned()).collect(),

@@ -33,26 +33,21 @@ pub(crate) enum Refused {
 impl Refused {
     /// The refusal as the protocol's error.
     pub(crate) fn error(self, limits: &Limits) -> ApiError {
-        let (message, reason) = match self {
-            Self::TooLarge => (
-                format!(
-                    "the body exceeds {} bytes (or was cut off)",
-                    limits.max_body_bytes
-                ),
-                "body_too_large",
-            ),
-            Self::TooSlow => (
+        match self {
+            Self::TooLarge => {
+                talon_protocol::gateway::refuse::body_too_large(limits.max_body_bytes as u64)
+            }
+            Self::TooSlow => ApiError::new(
+                ErrorCode::InvalidRequest,
                 format!(
                     "the body did not arrive in time: at most {} ms, and at least {} bytes a second after the first {} s",
                     limits.body_read_timeout.as_millis(),
                     limits.min_body_bytes_per_second,
                     GRACE.as_secs()
                 ),
-                "body_too_slow",
-            ),
-        };
-        ApiError::new(ErrorCode::InvalidRequest, message)
-            .with_details(talon_protocol::gateway::ErrorDetails::reason(reason))
+            )
+            .with_details(talon_protocol::gateway::ErrorDetails::reason("body_too_slow")),
+        }
     }
 }
 

@@ -36,7 +36,7 @@ async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Respons
     let caller = caller(shared, headers).await?;
     caller.require(Method::ArtifactsDownload.spec().scope)?;
     let now = shared.store.now_ms();
-    let not_found = || ApiError::new(ErrorCode::NotFound, format!("artifact {id:?} not found"));
+    let not_found = || talon_protocol::gateway::refuse::not_found("artifact", id);
     let summary = crate::owned::artifact_for(&shared.store, &caller, id, now).await?;
     let stored = shared
         .store

@@ -45,34 +45,20 @@ pub type Result<T> = std::result::Result<T, GatewayError>;
 /// the log, not to the caller.
 pub fn api_error(error: StoreError) -> ApiError {
     match error {
-        StoreError::CursorExpired { cursor, oldest } => ApiError::new(
-            ErrorCode::CursorExpired,
-            format!("cursor {cursor} has expired; the oldest event kept is {oldest}"),
-        )
-        .with_details(talon_protocol::gateway::ErrorDetails {
-            cursor: Some(cursor.to_string().to_string()),
-            oldest_id: Some(oldest.to_string().to_string()),
-            ..Default::default()
-        }),
-        StoreError::IdempotencyConflict { key } => ApiError::new(
-            ErrorCode::Conflict,
-            format!(
-                "idempotency key {:?} was used with other parameters",
-                crate::tokens::given_key(&key)
-            ),
-        ),
+        StoreError::CursorExpired { cursor, oldest } => {
+            talon_protocol::gateway::refuse::cursor_expired(
+                &cursor.to_string(),
+                &oldest.to_string(),
+            )
+        }
+        StoreError::IdempotencyConflict { key } => {
+            talon_protocol::gateway::refuse::idempotency_reused(crate::tokens::given_key(&key))
+        }
         StoreError::Exists { kind, id } => {
-            ApiError::new(ErrorCode::Conflict, format!("{kind} {id:?} already exists"))
+            talon_protocol::gateway::refuse::already_exists(kind, &id)
         }
-        StoreError::Busy { kind, id } => ApiError::new(
-            ErrorCode::Conflict,
-            format!(
-                "{kind} {id:?} has a run that has not ended: cancel it (or wait for its end) first"
-            ),
-        ),
-        StoreError::NotFound { kind, id } => {
-            ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
-        }
+        StoreError::Busy { kind, id } => talon_protocol::gateway::refuse::has_live_run(kind, &id),
+        StoreError::NotFound { kind, id } => talon_protocol::gateway::refuse::not_found(kind, &id),
         StoreError::DiskFull(_)
         | StoreError::ReadOnly(_)
         | StoreError::Connect { .. }
@@ -93,7 +79,7 @@ pub fn api_error(error: StoreError) -> ApiError {
         }
         other => {
             tracing::error!(error = %other, "store failure");
-            ApiError::new(ErrorCode::Internal, "internal error")
+            talon_protocol::gateway::refuse::internal()
         }
     }
 }

@@ -25,7 +25,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use talon_protocol::gateway::{ApiError, ErrorCode};
+use talon_protocol::gateway::{ApiError, refuse};
 
 use crate::http::Shared;
 
@@ -83,16 +83,7 @@ pub(crate) async fn guard(
             OriginVerdict::Listed(origin) => Some(origin),
             OriginVerdict::Refused(shown) => {
                 log_refused("origin", &shown, "gateway.security.allowedOrigins");
-                return refuse(
-                    StatusCode::FORBIDDEN,
-                    ApiError::new(
-                        ErrorCode::Forbidden,
-                        format!(
-                            "requests from the origin {shown} are not allowed; list it in gateway.security.allowedOrigins"
-                        ),
-                    )
-                    .with_details(talon_protocol::gateway::ErrorDetails::reason("origin")),
-                );
+                return refuse(StatusCode::FORBIDDEN, refuse::origin_refused(&shown));
             }
         },
     };
@@ -199,16 +190,10 @@ fn refuse(status: StatusCode, error: ApiError) -> Response {
 /// http://name/path`, which HTTP/1.1 says wins over `Host`) naming
 /// another host or port than its `Host`.
 fn ambiguous_host(request: &Request) -> Option<ApiError> {
-    let refused = |message: &str| {
-        Some(
-            ApiError::new(ErrorCode::InvalidRequest, message)
-                .with_details(talon_protocol::gateway::ErrorDetails::reason("host")),
-        )
-    };
     let mut hosts = request.headers().get_all(header::HOST).iter();
     let first = hosts.next();
     if hosts.next().is_some() {
-        return refused("a request must name one Host, not several");
+        return Some(refuse::host_several());
     }
     let target = request.uri().authority()?;
     let named = |raw: &str| host_name(raw).map(|name| (name, explicit_port(raw)));
@@ -220,7 +205,7 @@ fn ambiguous_host(request: &Request) -> Option<ApiError> {
     if same {
         None
     } else {
-        refused("the request's target names another host than its Host header")
+        Some(refuse::host_ambiguous())
     }
 }
 
@@ -231,24 +216,18 @@ fn allowed_host(
     policy: &BrowserPolicy,
     listen: SocketAddr,
 ) -> Result<String, ApiError> {
-    let misdirected = |message: String| {
-        Err(ApiError::new(ErrorCode::InvalidRequest, message)
-            .with_details(talon_protocol::gateway::ErrorDetails::reason("host")))
-    };
     let Some(raw) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
-        return misdirected("a request must name its Host".into());
+        return Err(refuse::host_missing());
     };
     let Some(host) = host_name(raw) else {
-        return misdirected("the Host header is malformed".into());
+        return Err(refuse::host_malformed());
     };
     if host_allowed(&host, policy, listen) {
         Ok(host)
     } else {
         let shown: String = host.chars().take(64).collect();
         log_refused("host", &shown, "gateway.security.allowedHosts");
-        misdirected(format!(
-            "this gateway does not answer to the host {shown:?}; list it in gateway.security.allowedHosts"
-        ))
+        Err(refuse::host_refused(&shown))
     }
 }
 

@@ -206,14 +206,7 @@ pub(crate) async fn serve_call(
     }
     let Some(known) = Method::from_name(method) else {
         let shown: String = method.chars().take(64).collect();
-        return Err(
-            ApiError::new(ErrorCode::NotFound, format!("no method `{shown}`")).with_details(
-                talon_protocol::gateway::ErrorDetails {
-                    method: Some(shown.to_string()),
-                    ..Default::default()
-                },
-            ),
-        );
+        return Err(talon_protocol::gateway::refuse::no_method(&shown));
     };
     caller.require(known.spec().scope)?;
     if known.spec().effect == Effect::Write {
@@ -228,10 +221,7 @@ pub(crate) async fn serve_call(
             .admit(&caller.token_id, caller.subject(), known, &params)?;
     }
     if !params.is_object() && !params.is_null() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("{method}: params must be a JSON object"),
-        ));
+        return Err(talon_protocol::gateway::refuse::params_not_object(method));
     }
     let request = Request::decode(method, params)?;
     let answer = dispatch(&shared.api, caller, request).await;
@@ -318,9 +308,8 @@ async fn call(
         match serde_json::from_slice(&body) {
             Ok(value) => value,
             Err(e) => {
-                return ErrorResponse(ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    format!("the body is not JSON: {e}"),
+                return ErrorResponse(talon_protocol::gateway::refuse::body_not_json(
+                    &e.to_string(),
                 ))
                 .into_response();
             }

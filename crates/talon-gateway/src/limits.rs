@@ -109,7 +109,7 @@ impl Default for Limits {
             max_requests_per_subject: 256,
             stream_bytes_per_token: 16 << 20,
             slow_reader_timeout: Duration::from_secs(30),
-            max_body_bytes: 4 << 20,
+            max_body_bytes: talon_protocol::gateway::caps::DEFAULT_MAX_BODY_BYTES,
             max_connections: 16_384,
             header_read_timeout: Duration::from_secs(10),
             stalled_write_timeout: Duration::from_secs(30),

@@ -9,9 +9,7 @@
 
 use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::bounded::Subject;
-use talon_protocol::gateway::{
-    ApiError, ArtifactSummary, Binding, Environment, ErrorCode, Run, Session,
-};
+use talon_protocol::gateway::{ApiError, ArtifactSummary, Binding, Environment, Run, Session};
 use talon_store::{Owner, Store, StoredToken};
 
 use crate::error::api_error;
@@ -29,7 +27,7 @@ pub(crate) fn binding_of(token: &StoredToken) -> Binding {
 }
 
 pub(crate) fn not_found(kind: &str, id: &str) -> ApiError {
-    ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
+    talon_protocol::gateway::refuse::not_found(kind, id)
 }
 
 impl Caller {

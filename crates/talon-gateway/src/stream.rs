@@ -39,7 +39,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use talon_protocol::gateway::bounded::{AgentId, Cursor, RunId, SessionKey, Text};
-use talon_protocol::gateway::{ApiError, ErrorCode, Method, TicketRun, TicketStream};
+use talon_protocol::gateway::{ApiError, Method, TicketRun, TicketStream};
 use talon_store::{EventFilter, Store};
 use tokio::time::{Instant, Sleep};
 
@@ -82,11 +82,7 @@ pub(crate) fn query<T: serde::de::DeserializeOwned + Default>(uri: &Uri) -> Resu
     }
     Query::<T>::try_from_uri(uri)
         .map(|Query(q)| q)
-        .map_err(|e| invalid(format!("the query: {}", e.body_text())))
-}
-
-fn invalid(message: String) -> ApiError {
-    ApiError::new(ErrorCode::InvalidRequest, message)
+        .map_err(|e| talon_protocol::gateway::refuse::bad_query(&e.body_text()))
 }
 
 /// One run's events.
@@ -98,7 +94,8 @@ pub(crate) async fn run_events(
 ) -> Response {
     let opened = async {
         let query: StreamQuery = query(&uri)?;
-        RunId::check(&run_id).map_err(|e| invalid(format!("runId: {e}")))?;
+        RunId::check(&run_id)
+            .map_err(|e| talon_protocol::gateway::refuse::bad_run_id(&e.to_string()))?;
         let caller = stream_caller(&shared, &headers, query.ticket.as_deref()).await?;
         caller.may_open(&TicketStream::Run(TicketRun {
             run_id: RunId::new(run_id.as_str()),

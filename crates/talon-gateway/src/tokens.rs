@@ -35,7 +35,8 @@ pub const ADMIN_TOKEN_FILE: &str = "admin.token";
 /// What every stream ticket starts with.
 pub const TICKET_PREFIX: &str = "tkt_";
 /// How long a stream ticket may wait to be used, by default.
-pub const TICKET_TTL: Duration = Duration::from_secs(60);
+pub const TICKET_TTL: Duration =
+    Duration::from_millis(talon_protocol::gateway::caps::TICKET_TTL_MS);
 
 /// A token just minted: the secret is shown once and never stored.
 #[derive(Clone)]
@@ -124,11 +125,7 @@ use talon_protocol::gateway::TicketStream;
 
 /// A ticket's caller doing what its ticket does not allow.
 pub(crate) fn ticket_refusal(what: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::Forbidden,
-        format!("{what}: a stream ticket opens the one stream it was minted for and calls nothing"),
-    )
-    .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))
+    talon_protocol::gateway::refuse::ticket_calls(what)
 }
 
 /// What separates the parts of a [`Caller::scoped_key`].
@@ -298,14 +295,7 @@ fn keyed_id(caller: &str, key: &str) -> String {
 }
 
 fn keyed_conflict(key: &str, id: &str, why: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::Conflict,
-        format!("idempotency key {key:?} minted token {id}, which {why}: use a new key"),
-    )
-    .with_details(talon_protocol::gateway::ErrorDetails {
-        token_id: Some(id.to_string()),
-        ..Default::default()
-    })
+    talon_protocol::gateway::refuse::token_key_reused(key, id, why)
 }
 
 /// The caller an `Authorization` header value names, or `unauthenticated`
@@ -418,13 +408,7 @@ pub async fn redeem_ticket(
     ticket: &str,
     now: u64,
 ) -> std::result::Result<Caller, ApiError> {
-    let refused = || {
-        ApiError::new(
-            ErrorCode::Unauthenticated,
-            "the stream ticket is unknown, used or expired: mint a new one with tokens.ticket",
-        )
-        .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))
-    };
+    let refused = || talon_protocol::gateway::refuse::bad_ticket();
     let well_formed = ticket
         .strip_prefix(TICKET_PREFIX)
         .is_some_and(|rest| rest.len() == 64 && rest.bytes().all(|b| b.is_ascii_hexdigit()));

@@ -13,11 +13,10 @@ use talon_protocol::gateway::page::page_after;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 
-use super::state::{DEFAULT_AGENT, KeyedToken, Shared, invalid, not_found, now_ms};
+use super::state::{DEFAULT_AGENT, KeyedToken, Shared, not_found, now_ms};
 use super::{runs, sessions};
 
-/// How long a stream ticket lasts (the gateway's default).
-const TICKET_TTL_MS: u64 = 60_000;
+use talon_protocol::gateway::caps::TICKET_TTL_MS;
 
 /// The fake's methods (cheap to clone: the memory is shared).
 #[derive(Debug, Clone)]
@@ -59,14 +58,11 @@ impl Handler for Api {
     async fn agents_create(&self, _: &(), p: AgentsCreateParams) -> Result<Agent, ApiError> {
         self.write(|s| {
             if let Some(found) = s.agent(p.id.as_str()) {
-                return Err(ApiError::new(
-                    ErrorCode::Conflict,
-                    if found.source == AgentSource::Config {
-                        format!("agent {:?} is declared in the config file", p.id)
-                    } else {
-                        format!("agent {:?} already exists", p.id)
-                    },
-                ));
+                return Err(if found.source == AgentSource::Config {
+                    talon_protocol::gateway::refuse::agent_in_config(p.id.as_str())
+                } else {
+                    talon_protocol::gateway::refuse::already_exists("agent", p.id.as_str())
+                });
             }
             let now = now_ms();
             let agent = Agent::created(&p, now);
@@ -83,12 +79,8 @@ impl Handler for Api {
                 .find(|a| a.id == p.agent_id)
                 .ok_or_else(|| not_found("agent", p.agent_id.as_str()))?;
             if agent.source == AgentSource::Config {
-                return Err(ApiError::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "agent {:?} is declared in the config file; edit it there",
-                        p.agent_id
-                    ),
+                return Err(talon_protocol::gateway::refuse::agent_edit_in_config(
+                    p.agent_id.as_str(),
                 ));
             }
             agent.update(p, now_ms());
@@ -128,11 +120,13 @@ impl Handler for Api {
     }
 
     async fn sessions_create(&self, _: &(), p: SessionsCreateParams) -> Result<Session, ApiError> {
+        let metadata =
+            talon_protocol::gateway::resources::check_metadata(p.metadata.unwrap_or_default())?;
         self.write(|s| {
             s.create_session(
                 p.agent_id.as_str(),
                 p.key.map(SessionKey::into_string),
-                p.metadata.unwrap_or_default(),
+                metadata,
             )
         })
     }
@@ -512,8 +506,8 @@ impl Handler for Api {
         _: &(),
         _: EventsSubscribeParams,
     ) -> Result<EventsSubscribeResult, ApiError> {
-        Err(invalid(
-            "events.subscribe is served on the WebSocket transport (GET /v1/ws)",
+        Err(talon_protocol::gateway::refuse::websocket_only(
+            "events.subscribe",
         ))
     }
 
@@ -527,7 +521,7 @@ impl Handler for Api {
         let key = p.idempotency_key.as_ref().map(|k| k.to_string());
         let (id, token) = self.write(|s| {
             let token = format!("talon_{}", s.new_id("fake"));
-            s.tokens.retain(|_, expires| *expires > now);
+            s.tokens.retain(|_, (expires, _)| *expires > now);
             let id = match key.as_ref().and_then(|k| s.keyed_tokens.get(k)) {
                 // A retry: the same id, a new secret; the old one stops.
                 Some(earlier)
@@ -539,15 +533,15 @@ impl Handler for Api {
                     earlier.id.clone()
                 }
                 Some(earlier) => {
-                    return Err(ApiError::new(
-                        ErrorCode::Conflict,
-                        format!(
-                            "idempotency key {:?} minted token {}, which has another name, scopes or binding: use a new key",
-                            key.as_deref().unwrap_or_default(),
-                            earlier.id
-                        ),
+                    return Err(talon_protocol::gateway::refuse::token_key_reused(
+                        key.as_deref().unwrap_or_default(),
+                        earlier.id.as_str(),
+                        "has another name, scopes or binding",
                     )
-                    .with_details(talon_protocol::gateway::ErrorDetails {token_id: Some(earlier.id.to_string()), ..Default::default() }));
+                    .with_details(talon_protocol::gateway::ErrorDetails {
+                        token_id: Some(earlier.id.to_string()),
+                        ..Default::default()
+                    }));
                 }
                 None => s.new_id("tok"),
             };
@@ -561,7 +555,7 @@ impl Handler for Api {
                 };
                 s.keyed_tokens.insert(key.clone(), minted);
             }
-            s.tokens.insert(token.clone(), expires_at);
+            s.tokens.insert(token.clone(), (expires_at, scopes.clone()));
             let info = talon_protocol::gateway::TokenInfo {
                 subject: binding.subject.clone(),
                 agents: binding.agents.clone(),
@@ -622,9 +616,9 @@ impl Handler for Api {
         let now = now_ms();
         self.write(|s| {
             let Some((info, secret)) = s.minted.get_mut(p.token_id.as_str()) else {
-                return Err(ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("token {:?} not found", p.token_id.as_str()),
+                return Err(talon_protocol::gateway::refuse::not_found(
+                    "token",
+                    p.token_id.as_str(),
                 ));
             };
             // Every token here is minted by the fake's own: none has
@@ -670,8 +664,8 @@ impl Handler for Api {
         _: &(),
         _: EventsUnsubscribeParams,
     ) -> Result<Empty, ApiError> {
-        Err(invalid(
-            "events.unsubscribe is served on the WebSocket transport (GET /v1/ws)",
+        Err(talon_protocol::gateway::refuse::websocket_only(
+            "events.unsubscribe",
         ))
     }
 }

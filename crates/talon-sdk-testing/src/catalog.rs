@@ -13,13 +13,12 @@ use talon_protocol::gateway::params::{
 };
 use talon_protocol::gateway::{
     ApiError, Approval, ApprovalDecision, ApprovalStatus, Environment, EnvironmentCapabilities,
-    EnvironmentStatus, ErrorCode, Question, QuestionStatus,
+    EnvironmentStatus, Question, QuestionStatus,
 };
 
-use super::state::{FirstCall, Shared, hash_of, invalid, not_found, now_ms};
+use super::state::{FirstCall, Shared, hash_of, not_found, now_ms};
 
-/// The longest tool reference taken.
-const MAX_TOOL_BYTES: usize = 512;
+use talon_protocol::gateway::caps::MAX_TOOL_REF_BYTES as MAX_TOOL_BYTES;
 
 pub(crate) fn respond_approval(
     shared: &Shared,
@@ -34,11 +33,12 @@ pub(crate) fn respond_approval(
         approval.offers(p.decision)?;
         if approval.status != ApprovalStatus::Pending {
             return Err(
-                ApiError::new(ErrorCode::Conflict, "this approval was already resolved")
-                    .with_details(talon_protocol::gateway::ErrorDetails {
+                talon_protocol::gateway::refuse::approval_resolved().with_details(
+                    talon_protocol::gateway::ErrorDetails {
                         approval: Some(Box::new(approval.clone())),
                         ..Default::default()
-                    }),
+                    },
+                ),
             );
         }
         approval.status = if p.decision == ApprovalDecision::Deny {
@@ -71,22 +71,23 @@ pub(crate) fn answer_question(
                 .is_some_and(|a| choices.iter().any(|c| c == a))
         {
             let errors = vec![format!("the answer must be one of {choices:?}")];
-            return Err(invalid(format!(
-                "the answer does not fit the question: {}",
-                errors.join("; ")
-            ))
-            .with_details(talon_protocol::gateway::ErrorDetails {
-                errors,
-                ..Default::default()
-            }));
+            return Err(
+                talon_protocol::gateway::refuse::answer_unfit(&errors.join("; ")).with_details(
+                    talon_protocol::gateway::ErrorDetails {
+                        errors,
+                        ..Default::default()
+                    },
+                ),
+            );
         }
         if question.status != QuestionStatus::Pending {
             return Err(
-                ApiError::new(ErrorCode::Conflict, "this question was already answered")
-                    .with_details(talon_protocol::gateway::ErrorDetails {
+                talon_protocol::gateway::refuse::question_answered().with_details(
+                    talon_protocol::gateway::ErrorDetails {
                         question: Some(Box::new(question.clone())),
                         ..Default::default()
-                    }),
+                    },
+                ),
             );
         }
         question.status = QuestionStatus::Answered;
@@ -98,15 +99,15 @@ pub(crate) fn answer_question(
 
 pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvokeResult, ApiError> {
     if p.tool.as_str().trim().is_empty() || p.tool.as_str().len() > MAX_TOOL_BYTES {
-        return Err(invalid(format!(
-            "tool: a catalog id or name of 1 to {MAX_TOOL_BYTES} bytes"
-        )));
+        return Err(talon_protocol::gateway::refuse::tool_ref_invalid(
+            MAX_TOOL_BYTES as u64,
+        ));
     }
     if !matches!(
         p.arguments,
         serde_json::Value::Null | serde_json::Value::Object(_)
     ) {
-        return Err(invalid("arguments: an object"));
+        return Err(talon_protocol::gateway::refuse::arguments_not_object());
     }
     let hash = {
         let mut keyless = p.clone();
@@ -118,9 +119,8 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
             && let Some(first) = s.idempotency.get(key.as_str())
         {
             if first.hash != hash {
-                return Err(ApiError::new(
-                    ErrorCode::Conflict,
-                    format!("idempotency key {key:?} was used with other parameters"),
+                return Err(talon_protocol::gateway::refuse::idempotency_reused(
+                    key.as_str(),
                 ));
             }
             return Ok(ToolsInvokeResult {
@@ -139,16 +139,7 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
             .get(p.tool.as_str())
             .or_else(|| s.invoke_results.get(&name))
             .cloned()
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("no tool {:?} this agent may call directly", p.tool),
-                )
-                .with_details(talon_protocol::gateway::ErrorDetails {
-                    outcome: Some("not_found".to_string()),
-                    ..Default::default()
-                })
-            })?;
+            .ok_or_else(|| talon_protocol::gateway::refuse::no_direct_tool(p.tool.as_str()))?;
         if let Some(key) = &p.idempotency_key {
             s.idempotency.insert(
                 key.to_string(),
@@ -163,14 +154,12 @@ pub(crate) fn invoke(shared: &Shared, p: ToolsInvokeParams) -> Result<ToolsInvok
 }
 
 fn unknown_provider(id: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::NotFound,
-        format!("no environment provider {id:?}; this gateway has \"local\""),
+    talon_protocol::gateway::refuse::no_environment_provider(id, "[\"local\"]").with_details(
+        talon_protocol::gateway::ErrorDetails {
+            providers: vec!["local".to_owned()],
+            ..Default::default()
+        },
     )
-    .with_details(talon_protocol::gateway::ErrorDetails {
-        providers: vec!["local".to_owned()],
-        ..Default::default()
-    })
 }
 
 pub(crate) fn create_environment(
@@ -182,7 +171,7 @@ pub(crate) fn create_environment(
     }
     let settings = p.settings.clone().unwrap_or_else(|| json!({}));
     if !settings.is_object() {
-        return Err(invalid("settings: an object"));
+        return Err(talon_protocol::gateway::refuse::settings_not_object());
     }
     shared.write(|s| {
         let id = match &p.idempotency_key {
@@ -194,9 +183,8 @@ pub(crate) fn create_environment(
                     {
                         Ok(first.clone())
                     } else {
-                        Err(ApiError::new(
-                            ErrorCode::Conflict,
-                            format!("idempotency key {key:?} was used with other parameters"),
+                        Err(talon_protocol::gateway::refuse::idempotency_reused(
+                            key.as_str(),
                         ))
                     };
                 }

@@ -9,7 +9,7 @@ use talon_protocol::gateway::bounded::ArtifactId;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use talon_protocol::gateway::ApiError;
+use talon_protocol::gateway::{ApiError, Method};
 
 use talon_wire::content::Content;
 
@@ -28,7 +28,8 @@ pub(crate) async fn artifact_content(
 }
 
 fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
-    authenticate(shared, headers)?;
+    let granted = authenticate(shared, headers)?;
+    super::http::require(&granted, Method::ArtifactsDownload.spec().scope)?;
     let stored = shared
         .read(|s| {
             s.artifacts

@@ -5,17 +5,12 @@
 
 use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::bounded::SessionId;
-use talon_protocol::gateway::{ApiError, ErrorCode, Run};
+use talon_protocol::gateway::{ApiError, Run};
 
 use crate::state::{State, not_found};
 
 fn busy(kind: &str, id: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::Conflict,
-        format!(
-            "{kind} {id:?} has a run that has not ended: cancel it (or wait for its end) first"
-        ),
-    )
+    talon_protocol::gateway::refuse::has_live_run(kind, id)
 }
 
 /// Removes the runs `ids` and what they made.

@@ -11,8 +11,7 @@ use talon_protocol::gateway::bounded::{MessageId, RunId};
 use serde_json::json;
 use talon_protocol::event_data::{ApprovalResolvedData, RunEndedData, ToolCallFailedData};
 use talon_protocol::gateway::{
-    ApiError, ApprovalStatus, ArtifactType, ErrorCode, Message, MessageRole, QuestionStatus,
-    RunStatus, Usage,
+    ApiError, ApprovalStatus, ArtifactType, Message, MessageRole, QuestionStatus, RunStatus, Usage,
 };
 use talon_protocol::{EventData, ToolTelemetry};
 
@@ -53,14 +52,13 @@ pub(crate) fn end(
             None => (RunStatus::Completed, None, None),
         },
         Err(Stop::TimedOut) => {
-            let message = format!(
-                "the run exceeded its time limit of {} ms",
-                timeout.unwrap_or_default().as_millis()
+            let error = talon_protocol::gateway::refuse::run_timed_out(
+                u64::try_from(timeout.unwrap_or_default().as_millis()).unwrap_or(u64::MAX),
             );
             (
                 RunStatus::TimedOut,
-                Some(message.clone()),
-                Some(ApiError::new(ErrorCode::Timeout, message)),
+                Some(error.message.clone()),
+                Some(error),
             )
         }
         Err(_) => (

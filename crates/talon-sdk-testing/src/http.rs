@@ -14,15 +14,14 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use talon_protocol::gateway::{ApiError, AuthRefusal, ErrorCode, Method, Request, dispatch};
+use talon_protocol::gateway::{ApiError, AuthRefusal, Method, Request, Scope, dispatch};
 
 use super::RecordedCall;
 use super::api::Api;
 use super::script::{CallFault, take_call_fault};
 use super::state::{Shared, TOKEN};
 
-/// The largest body taken (the gateway's default).
-const MAX_BODY_BYTES: usize = 16 << 20;
+use talon_protocol::gateway::caps::DEFAULT_MAX_BODY_BYTES as MAX_BODY_BYTES;
 
 pub(crate) use talon_wire::ErrorResponse;
 use talon_wire::paths;
@@ -61,9 +60,10 @@ async fn only_get() -> axum::response::Response {
     talon_wire::method_not_allowed("GET")
 }
 
-/// Checks the request's bearer token: the fake's own, or one that
-/// `tokens.create` minted and that has not expired (or been replaced).
-pub(crate) fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
+/// Checks the request's bearer token, the fake's own (an admin's), or
+/// one that `tokens.create` minted and that has not expired (or been
+/// replaced), and says what it grants.
+pub(crate) fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Vec<Scope>, ApiError> {
     let Some(header) = headers.get(header::AUTHORIZATION) else {
         return Err(AuthRefusal::Missing.error());
     };
@@ -73,9 +73,9 @@ pub(crate) fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<(), A
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
     {
-        Some(TOKEN) => Ok(()),
-        Some(token) => match shared.read(|s| s.tokens.get(token).copied()) {
-            Some(expires_at) if expires_at > super::state::now_ms() => Ok(()),
+        Some(TOKEN) => Ok(vec![Scope::Admin]),
+        Some(token) => match shared.read(|s| s.tokens.get(token).cloned()) {
+            Some((expires_at, scopes)) if expires_at > super::state::now_ms() => Ok(scopes),
             Some(_) => Err(AuthRefusal::Expired.error()),
             None => Err(AuthRefusal::Unknown.error()),
         },
@@ -83,39 +83,44 @@ pub(crate) fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<(), A
     }
 }
 
+/// `forbidden` unless `granted` has `scope` (or `admin`), as the gateway
+/// checks every method's scope.
+pub(crate) fn require(granted: &[Scope], scope: Scope) -> Result<(), ApiError> {
+    if scope.satisfied_by(granted) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(scope))
+    }
+}
+
 /// Checks a stream's credential: the bearer token, else a ticket from
 /// `tokens.ticket` (`?ticket=`), which opens `stream`, once, before it
-/// expires (another stream is `forbidden`, reason `ticket`); what a
-/// ticket's caller may do on it is the caller's to check (`Some`).
+/// expires (another stream is `forbidden`, reason `ticket`), and says what
+/// it grants; what a ticket's caller may do on it is the caller's to check
+/// (`Some`).
 pub(crate) fn authenticate_stream(
     shared: &Shared,
     headers: &HeaderMap,
     ticket: Option<&str>,
     stream: &dyn Fn(&talon_protocol::gateway::TicketStream) -> bool,
-) -> Result<Option<talon_protocol::gateway::TicketStream>, ApiError> {
+) -> Result<(Vec<Scope>, Option<talon_protocol::gateway::TicketStream>), ApiError> {
     match ticket {
         Some(ticket) if !headers.contains_key(header::AUTHORIZATION) => {
             let now = super::state::now_ms();
             shared.write(|s| match s.tickets.remove(ticket) {
                 Some((expires_at, named)) if expires_at > now => {
                     if stream(&named) {
-                        Ok(Some(named))
+                        Ok((vec![Scope::SessionRead], Some(named)))
                     } else {
-                        Err(ApiError::new(
-                            ErrorCode::Forbidden,
-                            "this ticket opens another stream: a stream ticket opens the one stream it was minted for and calls nothing",
-                        )
-                        .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket")))
+                        Err(talon_protocol::gateway::refuse::ticket_calls(
+                            "this ticket opens another stream",
+                        ))
                     }
                 }
-                _ => Err(ApiError::new(
-                    ErrorCode::Unauthenticated,
-                    "the ticket is unknown, used or expired: mint one with tokens.ticket",
-                )
-                .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))),
+                _ => Err(talon_protocol::gateway::refuse::bad_ticket()),
             })
         }
-        _ => authenticate(shared, headers).map(|()| None),
+        _ => authenticate(shared, headers).map(|scopes| (scopes, None)),
     }
 }
 
@@ -151,25 +156,17 @@ pub(crate) async fn arrive(
 /// dispatched.
 pub(crate) async fn serve_call(
     shared: &Arc<Shared>,
+    granted: &[Scope],
     method: &str,
     params: serde_json::Value,
 ) -> Result<serde_json::Value, ApiError> {
     arrive(shared, method, &params).await?;
-    if Method::from_name(method).is_none() {
-        return Err(
-            ApiError::new(ErrorCode::NotFound, format!("no method `{method}`")).with_details(
-                talon_protocol::gateway::ErrorDetails {
-                    method: Some(method.to_string()),
-                    ..Default::default()
-                },
-            ),
-        );
-    }
+    let Some(known) = Method::from_name(method) else {
+        return Err(talon_protocol::gateway::refuse::no_method(method));
+    };
+    require(granted, known.spec().scope)?;
     if !params.is_object() && !params.is_null() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("{method}: params must be a JSON object"),
-        ));
+        return Err(talon_protocol::gateway::refuse::params_not_object(method));
     }
     let request = Request::decode(method, params)?;
     dispatch(&Api(shared.clone()), &(), request).await
@@ -181,19 +178,14 @@ async fn call(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(error) = authenticate(&shared, &headers) {
-        return ErrorResponse(error).into_response();
-    }
+    let granted = match authenticate(&shared, &headers) {
+        Ok(granted) => granted,
+        Err(error) => return ErrorResponse(error).into_response(),
+    };
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
-        return ErrorResponse(
-            ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!("the body exceeds {MAX_BODY_BYTES} bytes (or was cut off)"),
-            )
-            .with_details(talon_protocol::gateway::ErrorDetails::reason(
-                "body_too_large",
-            )),
-        )
+        return ErrorResponse(talon_protocol::gateway::refuse::body_too_large(
+            MAX_BODY_BYTES as u64,
+        ))
         .into_response();
     };
     let params: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
@@ -202,15 +194,14 @@ async fn call(
         match serde_json::from_slice(&body) {
             Ok(value) => value,
             Err(e) => {
-                return ErrorResponse(ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    format!("the body is not JSON: {e}"),
+                return ErrorResponse(talon_protocol::gateway::refuse::body_not_json(
+                    &e.to_string(),
                 ))
                 .into_response();
             }
         }
     };
-    match serve_call(&shared, &method, params).await {
+    match serve_call(&shared, &granted, &method, params).await {
         Ok(result) => axum::Json(result).into_response(),
         Err(error) => ErrorResponse(error).into_response(),
     }

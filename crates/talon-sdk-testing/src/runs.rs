@@ -11,21 +11,22 @@ use talon_protocol::EventData;
 use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
 use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
 use talon_protocol::gateway::{
-    ApiError, EnvironmentStatus, ErrorCode, MultitaskStrategy, Run, RunInput, RunResult, RunStatus,
+    ApiError, EnvironmentStatus, MultitaskStrategy, Run, RunInput, RunResult, RunStatus,
     RunsListParams, RunsListResult, Session, Usage,
 };
 
 use super::play;
 use super::script::{cursor_expired, take_expire};
 use super::state::{
-    DEFAULT_AGENT, FirstCall, RunRecord, Shared, State, hash_of, invalid, not_found, now_ms,
+    DEFAULT_AGENT, FirstCall, RunRecord, Shared, State, hash_of, not_found, now_ms,
 };
 
 /// How long `runs.cancel` waits for a running run to end.
 const CANCEL_SETTLE: Duration = Duration::from_secs(5);
-/// `runs.wait`'s deadline when the caller gives none, and its cap.
-const DEFAULT_WAIT: Duration = Duration::from_secs(30);
-const MAX_WAIT: Duration = Duration::from_secs(600);
+const DEFAULT_WAIT: Duration =
+    Duration::from_millis(talon_protocol::gateway::caps::DEFAULT_WAIT_MS);
+const MAX_WAIT: Duration =
+    Duration::from_millis(talon_protocol::gateway::caps::DEFAULT_MAX_WAIT_MS);
 /// A page's length: the protocol's default and cap.
 pub(crate) fn limit(asked: Option<u32>) -> usize {
     talon_protocol::gateway::page::limit(asked) as usize
@@ -89,7 +90,7 @@ fn session_for(s: &mut State, p: &RunsCreateParams) -> Result<Session, ApiError>
     let session = if let Some(id) = &p.session_id {
         let session = s.session(id.as_str())?.clone();
         if p.session_key.as_ref().is_some_and(|k| *k != session.key) {
-            return Err(invalid("sessionId and sessionKey name different sessions"));
+            return Err(talon_protocol::gateway::refuse::session_id_and_key_differ());
         }
         session
     } else if let Some(key) = &p.session_key {
@@ -100,10 +101,11 @@ fn session_for(s: &mut State, p: &RunsCreateParams) -> Result<Session, ApiError>
     if let Some(agent) = agent
         && session.agent_id != AgentId::new(agent)
     {
-        return Err(invalid(format!(
-            "session {:?} belongs to agent {:?}, not {agent:?}",
-            session.key, session.agent_id
-        )));
+        return Err(talon_protocol::gateway::refuse::session_of_other_agent(
+            session.key.as_str(),
+            session.agent_id.as_str(),
+            agent,
+        ));
     }
     Ok(session)
 }
@@ -137,9 +139,8 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
             && let Some(first) = s.idempotency.get(key.as_str())
         {
             if first.hash != hash {
-                return Err(ApiError::new(
-                    ErrorCode::Conflict,
-                    format!("idempotency key {key:?} was used with other parameters"),
+                return Err(talon_protocol::gateway::refuse::idempotency_reused(
+                    key.as_str(),
                 ));
             }
             let id = first.answer.as_str().unwrap_or_default();
@@ -152,14 +153,9 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
                 .find(|e| &e.id == id)
                 .ok_or_else(|| not_found("environment", id.as_str()))?;
             if environment.status != EnvironmentStatus::Ready {
-                return Err(ApiError::new(
-                    ErrorCode::Conflict,
-                    format!("environment {id} is not ready"),
-                )
-                .with_details(talon_protocol::gateway::ErrorDetails {
-                    environment: Some(Box::new(environment.clone())),
-                    ..Default::default()
-                }));
+                return Err(
+                    talon_protocol::gateway::refuse::environment_unready_for_run(id.as_str()),
+                );
             }
         }
         let session = session_for(s, &p)?;
@@ -168,14 +164,14 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
         if !live.is_empty() {
             match strategy {
                 MultitaskStrategy::Reject => {
-                    return Err(ApiError::new(
-                        ErrorCode::Conflict,
-                        "the session already has an active run (multitaskStrategy: reject)",
-                    )
-                    .with_details(talon_protocol::gateway::ErrorDetails {
-                        active_run_ids: live,
-                        ..Default::default()
-                    }));
+                    return Err(
+                        talon_protocol::gateway::refuse::session_busy().with_details(
+                            talon_protocol::gateway::ErrorDetails {
+                                active_run_ids: live,
+                                ..Default::default()
+                            },
+                        ),
+                    );
                 }
                 MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
                     let rollback = strategy == MultitaskStrategy::Rollback;
@@ -337,7 +333,7 @@ pub(crate) fn events(
             None => None,
             Some(text) => Some(
                 text.parse::<u64>()
-                    .map_err(|_| invalid(format!("after: {text:?} is not an event id")))?,
+                    .map_err(|_| talon_protocol::gateway::refuse::after_not_an_event_id(text))?,
             ),
         };
         if let Some(cursor) = after

@@ -143,7 +143,7 @@ impl FakeRun {
     /// Ends the run `run.failed` with this error (instead of the reply
     /// and `run.completed`); `RunResult.error` carries it.
     pub fn fail(mut self, code: ErrorCode, message: impl Into<String>) -> Self {
-        self.failure = Some(ApiError::new(code, message));
+        self.failure = Some(ApiError::new(code, message)); // the test's words
         self
     }
 }
@@ -213,11 +213,8 @@ pub(crate) fn take_call_fault(faults: &mut Vec<Fault>, method: &str) -> Option<C
             *times = times.saturating_sub(1);
             (
                 CallFault::Fail(
-                    ApiError::new(
-                        ErrorCode::RateLimited,
-                        "this token is over its rate (injected by the fake gateway)",
-                    )
-                    .with_retry_after_ms(*retry_after_ms),
+                    talon_protocol::gateway::refuse::injected_rate_limit()
+                        .with_retry_after_ms(*retry_after_ms),
                 ),
                 *times == 0,
             )
@@ -225,10 +222,7 @@ pub(crate) fn take_call_fault(faults: &mut Vec<Fault>, method: &str) -> Option<C
         Fault::Unavailable { times, .. } => {
             *times = times.saturating_sub(1);
             (
-                CallFault::Fail(ApiError::new(
-                    ErrorCode::Unavailable,
-                    "the gateway is unavailable (injected by the fake gateway)",
-                )),
+                CallFault::Fail(talon_protocol::gateway::refuse::injected_unavailable()),
                 *times == 0,
             )
         }
@@ -267,15 +261,7 @@ pub(crate) fn take_expire(faults: &mut Vec<Fault>) -> bool {
 /// event kept is said to be the one after the cursor).
 pub(crate) fn cursor_expired(cursor: u64) -> ApiError {
     let oldest = cursor + 1;
-    ApiError::new(
-        ErrorCode::CursorExpired,
-        format!("cursor {cursor} has expired; the oldest event kept is {oldest}"),
-    )
-    .with_details(talon_protocol::gateway::ErrorDetails {
-        cursor: Some(cursor.to_string().to_string()),
-        oldest_id: Some(oldest.to_string().to_string()),
-        ..Default::default()
-    })
+    talon_protocol::gateway::refuse::cursor_expired(&cursor.to_string(), &oldest.to_string())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use talon_protocol::event_data::SessionCompactedData;
 use talon_protocol::gateway::bounded::MessageId;
 use talon_protocol::gateway::bounded::SessionKey;
 use talon_protocol::gateway::params::{SessionsForkParams, SessionsUpdateParams};
-use talon_protocol::gateway::{ApiError, ErrorCode, Message, MessageRole, Session};
+use talon_protocol::gateway::{ApiError, Message, MessageRole, Session};
 
 use super::runs;
 use super::state::{Shared, not_found, now_ms};
@@ -48,10 +48,7 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
     shared.write(|s| {
         let mut session = s.session(session_id)?.clone();
         if !runs::live_runs(s, session.id.as_str()).is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                "the session has a run in progress; compact it once the run ends",
-            ));
+            return Err(talon_protocol::gateway::refuse::compact_busy());
         }
         let replaced = s.messages.get(&session.id).map_or(0, |m| {
             let from = m
@@ -95,9 +92,8 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
     })
 }
 
-/// `sessions.update`: `metadata` merged in (`null` removes a key),
-/// announced as `session.updated`. The gateway's caps on metadata are not
-/// checked here.
+/// `sessions.update`: `metadata` merged in (`null` removes a key), within
+/// the protocol's caps, announced as `session.updated`.
 pub(crate) fn update(shared: &Shared, p: SessionsUpdateParams) -> Result<Session, ApiError> {
     shared.write(|s| {
         let mut session = s.session(p.session_id.as_str())?.clone();
@@ -108,6 +104,7 @@ pub(crate) fn update(shared: &Shared, p: SessionsUpdateParams) -> Result<Session
                 session.metadata.insert(key, value);
             }
         }
+        session.metadata = talon_protocol::gateway::resources::check_metadata(session.metadata)?;
         session.updated_at = now_ms().max(session.updated_at);
         if let Some(stored) = s.sessions.iter_mut().find(|x| x.id == session.id) {
             *stored = session.clone();

@@ -13,8 +13,8 @@ use talon_protocol::gateway::bounded::{AgentId, ArtifactId, EventId, SessionKey}
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::bounded::{RunId, SessionId};
 use talon_protocol::gateway::{
-    Agent, ApiError, Approval, ArtifactSummary, Environment, ErrorCode, Message, Question, Run,
-    RunResult, Scope, Session, ToolSummary,
+    Agent, ApiError, Approval, ArtifactSummary, Environment, Message, Question, Run, RunResult,
+    Scope, Session, ToolSummary,
 };
 use talon_protocol::{Event, EventData};
 use tokio::sync::watch;
@@ -97,7 +97,7 @@ pub(crate) struct State {
     pub tickets: HashMap<String, (u64, talon_protocol::gateway::TicketStream)>,
     /// Tokens minted by `tokens.create` and when each expires (every
     /// token of the fake is an admin's: it does not check scopes).
-    pub tokens: HashMap<String, u64>,
+    pub tokens: HashMap<String, (u64, Vec<Scope>)>,
     /// Tokens minted with an idempotency key, by key.
     pub keyed_tokens: HashMap<String, KeyedToken>,
     /// Every token `tokens.create` minted, by id, as `tokens.list` shows
@@ -191,9 +191,8 @@ impl State {
         if let Some(key) = &key
             && self.session_by_key(key).is_some()
         {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!("session {key:?} already exists"),
+            return Err(talon_protocol::gateway::refuse::already_exists(
+                "session", key,
             ));
         }
         let id: SessionId = SessionId::new(self.new_id("sess"));
@@ -309,12 +308,7 @@ pub(crate) fn now_ms() -> u64 {
 
 /// `not_found`, worded as the gateway words it.
 pub(crate) fn not_found(kind: &str, id: &str) -> ApiError {
-    ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
-}
-
-/// `invalid_request`.
-pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidRequest, message)
+    talon_protocol::gateway::refuse::not_found(kind, id)
 }
 
 /// An event of `run`, unnumbered.

@@ -22,11 +22,11 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionKey};
-use talon_protocol::gateway::{ApiError, TicketRun, TicketStream};
+use talon_protocol::gateway::{ApiError, Scope, TicketRun, TicketStream};
 use talon_protocol::{Event, EventType};
 use tokio::sync::watch;
 
-use super::http::{ErrorResponse, authenticate_stream};
+use super::http::{ErrorResponse, authenticate_stream, require};
 use super::script::{cursor_expired, take_drop, take_expire};
 use super::state::Shared;
 
@@ -182,7 +182,9 @@ pub(crate) async fn run_events(
         let this = TicketStream::Run(TicketRun {
             run_id: RunId::new(run_id.as_str()),
         });
-        authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| *t == this)?;
+        let (granted, _) =
+            authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| *t == this)?;
+        require(&granted, Scope::SessionRead)?;
         shared.read(|s| s.run(&run_id).map(|_| ()))?;
         let filter = Filter {
             run_id: Some(RunId::new(run_id.clone())),
@@ -208,9 +210,11 @@ pub(crate) async fn all_events(
     headers: HeaderMap,
 ) -> Response {
     let opened = (|| {
-        let ticket = authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
-            matches!(t, TicketStream::Events(_))
-        })?;
+        let (granted, ticket) =
+            authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
+                matches!(t, TicketStream::Events(_))
+            })?;
+        require(&granted, Scope::SessionRead)?;
         let filter = match ticket {
             // A ticket's stream is the one it names, whatever the query says.
             Some(TicketStream::Events(named)) => Filter {

@@ -21,12 +21,12 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use talon_protocol::gateway::params::EventsSubscribeParams;
-use talon_protocol::gateway::{ApiError, TicketStream};
+use talon_protocol::gateway::{ApiError, Method, Scope, TicketStream};
 use tokio::sync::mpsc;
 
 use talon_wire::ws::{Incoming, Started, Subscriptions, event_frame, incoming};
 
-use super::http::{ErrorResponse, arrive, authenticate_stream, serve_call};
+use super::http::{ErrorResponse, arrive, authenticate_stream, require, serve_call};
 use super::state::Shared;
 use super::stream::{Filter, Follow, Next};
 
@@ -48,22 +48,19 @@ pub(crate) async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let ticket = match authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
-        matches!(t, TicketStream::Socket(_))
-    }) {
-        Ok(ticket) => ticket,
-        Err(error) => return ErrorResponse(error).into_response(),
-    };
-    ws.on_upgrade(move |socket| connection(shared, socket, ticket))
+    let (granted, ticket) =
+        match authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
+            matches!(t, TicketStream::Socket(_))
+        }) {
+            Ok(access) => access,
+            Err(error) => return ErrorResponse(error).into_response(),
+        };
+    ws.on_upgrade(move |socket| connection(shared, socket, granted, ticket))
 }
 
 /// What a ticket's socket may not do: anything but the one subscription.
 fn ticket_refusal(what: &str) -> ApiError {
-    ApiError::new(
-        talon_protocol::gateway::ErrorCode::Forbidden,
-        format!("{what}: a stream ticket opens the one stream it was minted for and calls nothing"),
-    )
-    .with_details(talon_protocol::gateway::ErrorDetails::reason("ticket"))
+    talon_protocol::gateway::refuse::ticket_calls(what)
 }
 
 /// Whether a ticket's socket may make this call.
@@ -95,7 +92,12 @@ fn answer(id: &Value, outcome: Result<Value, ApiError>) -> Out {
     Out::Text(talon_wire::ws::answer(id, outcome))
 }
 
-async fn connection(shared: Arc<Shared>, socket: WebSocket, ticket: Option<TicketStream>) {
+async fn connection(
+    shared: Arc<Shared>,
+    socket: WebSocket,
+    granted: Vec<Scope>,
+    ticket: Option<TicketStream>,
+) {
     use futures::{SinkExt as _, StreamExt as _};
     let (mut sink, mut frames) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<Out>(OUTBOX);
@@ -146,7 +148,10 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket, ticket: Option<Ticke
         }
         match method.as_str() {
             "events.subscribe" => {
-                let started = match arrive(&shared, &method, &params).await {
+                let started = match arrive(&shared, &method, &params)
+                    .await
+                    .and_then(|()| require(&granted, Method::EventsSubscribe.spec().scope))
+                {
                     Ok(()) => subscribe(&shared, params, &outbox, &mut subscriptions),
                     Err(error) => Err(error),
                 };
@@ -163,7 +168,10 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket, ticket: Option<Ticke
                 }
             }
             "events.unsubscribe" => {
-                let outcome = match arrive(&shared, &method, &params).await {
+                let outcome = match arrive(&shared, &method, &params)
+                    .await
+                    .and_then(|()| require(&granted, Method::EventsUnsubscribe.spec().scope))
+                {
                     Ok(()) => subscriptions.unsubscribe(params),
                     Err(error) => Err(error),
                 };
@@ -172,8 +180,9 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket, ticket: Option<Ticke
             _ => {
                 let shared = shared.clone();
                 let outbox = outbox.clone();
+                let granted = granted.clone();
                 tokio::spawn(async move {
-                    let outcome = serve_call(&shared, &method, params).await;
+                    let outcome = serve_call(&shared, &granted, &method, params).await;
                     let _ = outbox.send(answer(&id, outcome)).await;
                 });
             }

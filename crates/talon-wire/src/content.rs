@@ -6,7 +6,6 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use talon_protocol::gateway::{ApiError, ErrorCode};
 
 use crate::ErrorResponse;
 use crate::range::{Span, Unsatisfiable, parse_range};
@@ -37,17 +36,8 @@ pub fn mime_of(name: &str, bytes: &[u8]) -> &'static str {
 pub fn requested_span(headers: &HeaderMap, len: u64) -> Result<Option<Span>, Box<Response>> {
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
     parse_range(range, len).map_err(|Unsatisfiable| {
-        let mut response = ErrorResponse(
-            ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!("the range is outside the content ({len} bytes)"),
-            )
-            .with_details(talon_protocol::gateway::ErrorDetails {
-                size: Some(len),
-                ..Default::default()
-            }),
-        )
-        .into_response();
+        let mut response =
+            ErrorResponse(talon_protocol::gateway::refuse::range_outside(len)).into_response();
         *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
         if let Ok(value) = HeaderValue::from_str(&format!("bytes */{len}")) {
             response.headers_mut().insert(header::CONTENT_RANGE, value);

@@ -45,7 +45,7 @@ pub mod paths {
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use talon_protocol::gateway::{ApiError, ErrorCode};
+use talon_protocol::gateway::{ApiError, ErrorCode, refuse};
 
 /// An error as the HTTP transport sends it.
 #[derive(Debug)]
@@ -73,20 +73,13 @@ impl IntoResponse for ErrorResponse {
 
 /// A path that no route serves: `not_found`, saying where methods are.
 pub async fn no_route() -> ErrorResponse {
-    ErrorResponse(ApiError::new(
-        ErrorCode::NotFound,
-        "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs",
-    ))
+    ErrorResponse(refuse::no_route())
 }
 
 /// A route asked with the wrong HTTP method: `405 method_not_allowed`,
 /// the envelope like every error, and `Allow`.
 pub fn method_not_allowed(allow: &'static str) -> Response {
-    let mut response = ErrorResponse(ApiError::new(
-        ErrorCode::MethodNotAllowed,
-        format!("this path takes {allow} only"),
-    ))
-    .into_response();
+    let mut response = ErrorResponse(refuse::method_not_allowed(allow)).into_response();
     response
         .headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static(allow));
@@ -159,23 +152,20 @@ pub fn sse_error_frame(error: &ApiError) -> Bytes {
 /// `after` query parameter; `None` for neither (or blank).
 pub fn stream_cursor(headers: &HeaderMap, after: Option<&str>) -> Result<Option<u64>, ApiError> {
     let header = match headers.get("last-event-id") {
-        Some(value) => Some(value.to_str().map_err(|_| {
-            ApiError::new(
-                ErrorCode::InvalidRequest,
-                "Last-Event-ID is not an event id (it is not visible ASCII)",
-            )
-        })?),
+        Some(value) => Some(
+            value
+                .to_str()
+                .map_err(|_| refuse::last_event_id_unreadable())?,
+        ),
         None => None,
     };
     let text = header.or(after);
     match text.map(str::trim) {
         None | Some("") => Ok(None),
-        Some(text) => text.parse::<u64>().map(Some).map_err(|_| {
-            ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!("{text:?} is not an event id"),
-            )
-        }),
+        Some(text) => text
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| refuse::not_an_event_id(text)),
     }
 }
 
@@ -189,12 +179,7 @@ pub fn event_types<'a>(
     let mut types = Vec::new();
     for name in lists.into_iter().flat_map(|t| t.split(',')) {
         let name = name.trim();
-        let unknown = || {
-            ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!("unknown event type {name:?}"),
-            )
-        };
+        let unknown = || refuse::unknown_event_type(name);
         let kind: EventType = serde_json::from_value(serde_json::Value::String(name.into()))
             .map_err(|_| unknown())?;
         if kind == EventType::Unknown {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use talon_protocol::gateway::params::EventsUnsubscribeParams;
-use talon_protocol::gateway::{ApiError, ErrorCode};
+use talon_protocol::gateway::{ApiError, refuse};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -71,8 +71,7 @@ pub const CLOSE_UNAUTHENTICATED: u16 = 4003;
 /// flight.
 pub const CLOSE_LIMITED: u16 = 4029;
 
-/// Subscriptions one connection may hold at once.
-pub const MAX_SUBSCRIPTIONS: usize = 16;
+pub use talon_protocol::gateway::caps::MAX_SUBSCRIPTIONS;
 
 /// A subscription started but not named yet: where its name goes once
 /// the answer naming it is sent, and the task forwarding its events
@@ -101,10 +100,7 @@ impl Subscriptions {
     pub fn room(&mut self) -> Result<(), ApiError> {
         self.live.retain(|_, task| !task.is_finished());
         if self.live.len() >= MAX_SUBSCRIPTIONS {
-            return Err(ApiError::new(
-                ErrorCode::RateLimited,
-                format!("at most {MAX_SUBSCRIPTIONS} subscriptions per connection"),
-            ));
+            return Err(refuse::too_many_subscriptions(MAX_SUBSCRIPTIONS as u64));
         }
         Ok(())
     }
@@ -134,10 +130,7 @@ impl Subscriptions {
                 task.abort();
                 Ok(json!({}))
             }
-            None => Err(ApiError::new(
-                ErrorCode::NotFound,
-                format!("no subscription {:?}", p.subscription_id),
-            )),
+            None => Err(refuse::no_subscription(p.subscription_id.as_str())),
         }
     }
 }
@@ -184,9 +177,8 @@ pub type Refusal = (Value, ApiError);
 
 /// Decodes a text frame as a request.
 pub fn decode_request(text: &str) -> Result<Request, Refusal> {
-    let invalid = |message: String| ApiError::new(ErrorCode::InvalidRequest, message);
-    let frame: Value =
-        serde_json::from_str(text).map_err(|e| (Value::Null, invalid(format!("not JSON: {e}"))))?;
+    let frame: Value = serde_json::from_str(text)
+        .map_err(|e| (Value::Null, refuse::frame_not_json(&e.to_string())))?;
     let id = frame.get("id").cloned().unwrap_or(Value::Null);
     let method = frame.get("method").and_then(Value::as_str);
     match (frame.get("type").and_then(Value::as_str), method) {
@@ -195,22 +187,13 @@ pub fn decode_request(text: &str) -> Result<Request, Refusal> {
             method: method.to_owned(),
             params: frame.get("params").cloned().unwrap_or(Value::Null),
         }),
-        _ => Err((
-            id,
-            invalid(
-                "a request is {\"type\":\"req\",\"id\":..,\"method\":..,\"params\":{..}}"
-                    .to_owned(),
-            ),
-        )),
+        _ => Err((id, refuse::frame_not_request())),
     }
 }
 
 /// The refusal of a binary frame.
 pub fn binary_refusal() -> Refusal {
-    (
-        Value::Null,
-        ApiError::new(ErrorCode::InvalidRequest, "binary frames are not requests"),
-    )
+    (Value::Null, refuse::binary_frame())
 }
 
 /// The answer frame to the request `id`.
@@ -243,7 +226,11 @@ mod tests {
             (r#"{"type":"req","id":3}"#, json!(3)),
         ] {
             let (got, error) = decode_request(text).unwrap_err();
-            assert_eq!((got, error.code), (id, ErrorCode::InvalidRequest), "{text}");
+            assert_eq!(
+                (got, error.code),
+                (id, talon_protocol::gateway::ErrorCode::InvalidRequest),
+                "{text}"
+            );
         }
         let frame: Value = serde_json::from_str(&answer(&json!(1), Ok(json!({"a": 1})))).unwrap();
         assert_eq!(

@@ -6,7 +6,7 @@
 
 use talon_protocol::gateway::params::{ApprovalsRespondParams, QuestionsRespondParams};
 use talon_protocol::gateway::{
-    ApiError, Approval, ApprovalDecision, ApprovalStatus, ErrorCode, Question, QuestionStatus,
+    ApiError, Approval, ApprovalDecision, ApprovalStatus, Question, QuestionStatus,
 };
 use talon_store::Resolution;
 
@@ -74,14 +74,14 @@ impl Api {
                 self.engine.resolved();
                 Ok(approval)
             }
-            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
-                ErrorCode::Conflict,
-                "this approval was already resolved",
-            )
-            .with_details(talon_protocol::gateway::ErrorDetails {
-                approval: Some(Box::new(winner)),
-                ..Default::default()
-            })),
+            Resolution::AlreadyResolved(winner) => Err(
+                talon_protocol::gateway::refuse::approval_resolved().with_details(
+                    talon_protocol::gateway::ErrorDetails {
+                        approval: Some(Box::new(winner)),
+                        ..Default::default()
+                    },
+                ),
+            ),
         }
     }
 
@@ -118,14 +118,14 @@ impl Api {
                 self.engine.resolved();
                 Ok(question)
             }
-            Resolution::AlreadyResolved(winner) => Err(ApiError::new(
-                ErrorCode::Conflict,
-                "this question was already answered",
-            )
-            .with_details(talon_protocol::gateway::ErrorDetails {
-                question: Some(Box::new(winner)),
-                ..Default::default()
-            })),
+            Resolution::AlreadyResolved(winner) => Err(
+                talon_protocol::gateway::refuse::question_answered().with_details(
+                    talon_protocol::gateway::ErrorDetails {
+                        question: Some(Box::new(winner)),
+                        ..Default::default()
+                    },
+                ),
+            ),
         }
     }
 }

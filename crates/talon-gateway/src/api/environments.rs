@@ -12,7 +12,7 @@ use talon_protocol::gateway::params::{
     EnvironmentsCreateParams, EnvironmentsDeleteParams, EnvironmentsListParams,
     EnvironmentsListResult,
 };
-use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus, ErrorCode};
+use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus};
 
 use super::{Api, new_id};
 use crate::environments::dir_of;
@@ -77,9 +77,8 @@ impl Api {
                     {
                         Ok(first)
                     } else {
-                        Err(ApiError::new(
-                            ErrorCode::Conflict,
-                            format!("idempotency key {key:?} was used with other parameters"),
+                        Err(talon_protocol::gateway::refuse::idempotency_reused(
+                            key.as_str(),
                         ))
                     };
                 }
@@ -191,12 +190,9 @@ impl Api {
     ) -> Result<Environment, ApiError> {
         let environment = crate::owned::environment_for(&self.store, caller, id).await?;
         if environment.status != EnvironmentStatus::Ready {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!(
-                    "environment {id} is {}, not ready",
-                    status_name(environment.status)
-                ),
+            return Err(talon_protocol::gateway::refuse::environment_not_ready(
+                id,
+                &status_name(environment.status),
             )
             .with_details(talon_protocol::gateway::ErrorDetails {
                 environment: Some(Box::new(environment)),

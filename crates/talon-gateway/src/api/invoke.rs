@@ -13,8 +13,7 @@ use super::Api;
 use crate::error::api_error;
 use crate::runs::{Invocation, RunRequest, Submit};
 
-/// The longest tool reference taken.
-const MAX_TOOL_BYTES: usize = 512;
+use talon_protocol::gateway::caps::MAX_TOOL_REF_BYTES as MAX_TOOL_BYTES;
 
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidRequest, message)
@@ -42,14 +41,14 @@ impl Api {
         p: ToolsInvokeParams,
     ) -> Result<ToolsInvokeResult, ApiError> {
         if p.tool.as_str().trim().is_empty() || p.tool.as_str().len() > MAX_TOOL_BYTES {
-            return Err(invalid(format!(
-                "tool: a catalog id or name of 1 to {MAX_TOOL_BYTES} bytes"
-            )));
+            return Err(talon_protocol::gateway::refuse::tool_ref_invalid(
+                MAX_TOOL_BYTES as u64,
+            ));
         }
         let arguments = match &p.arguments {
             serde_json::Value::Null => serde_json::json!({}),
             object @ serde_json::Value::Object(_) => object.clone(),
-            _ => return Err(invalid("arguments: an object")),
+            _ => return Err(talon_protocol::gateway::refuse::arguments_not_object()),
         };
         let idempotency = match &p.idempotency_key {
             Some(key) => Some((caller.scoped_key("invoke", key.as_str()), request_hash(&p)?)),
@@ -64,12 +63,8 @@ impl Api {
             {
                 Some((run, first)) if first == *hash => Some(run),
                 Some(_) => {
-                    return Err(ApiError::new(
-                        ErrorCode::Conflict,
-                        format!(
-                            "idempotency key {:?} was used with other parameters",
-                            crate::tokens::given_key(scoped)
-                        ),
+                    return Err(talon_protocol::gateway::refuse::idempotency_reused(
+                        crate::tokens::given_key(scoped),
                     ));
                 }
                 None => None,

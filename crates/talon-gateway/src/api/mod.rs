@@ -15,8 +15,8 @@ mod sessions;
 mod tokens;
 mod toolspace;
 
-use sessions::check_metadata;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey, Subject};
+use talon_protocol::gateway::resources::check_metadata;
 
 use talon_protocol::gateway::bounded::Cursor;
 use talon_protocol::gateway::page::{limit, page_after};
@@ -67,7 +67,7 @@ fn wire_name<T: serde::Serialize>(value: T) -> Option<String> {
 }
 
 fn not_found(kind: &str, id: &str) -> ApiError {
-    ApiError::new(ErrorCode::NotFound, format!("{kind} {id:?} not found"))
+    talon_protocol::gateway::refuse::not_found(kind, id)
 }
 
 use crate::runs::new_id;
@@ -142,9 +142,8 @@ impl Handler for Api {
 
     async fn agents_create(&self, _: &Caller, p: AgentsCreateParams) -> Result<Agent, ApiError> {
         if self.config_agents.iter().any(|a| a.id == p.id) {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!("agent {:?} is declared in the config file", p.id),
+            return Err(talon_protocol::gateway::refuse::agent_in_config(
+                p.id.as_str(),
             ));
         }
         let now = self.store.now_ms();
@@ -157,12 +156,8 @@ impl Handler for Api {
 
     async fn agents_update(&self, _: &Caller, p: AgentsUpdateParams) -> Result<Agent, ApiError> {
         if self.config_agents.iter().any(|a| a.id == p.agent_id) {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!(
-                    "agent {:?} is declared in the config file; edit it there",
-                    p.agent_id
-                ),
+            return Err(talon_protocol::gateway::refuse::agent_edit_in_config(
+                p.agent_id.as_str(),
             ));
         }
         let mut agent = self
@@ -376,12 +371,10 @@ impl Handler for Api {
             .await?;
         let after = match p.after.as_ref().map(|c| c.as_str()) {
             None => None,
-            Some(text) => Some(text.parse::<u64>().map_err(|_| {
-                ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    format!("after: {text:?} is not an event id"),
-                )
-            })?),
+            Some(text) => Some(
+                text.parse::<u64>()
+                    .map_err(|_| talon_protocol::gateway::refuse::after_not_an_event_id(text))?,
+            ),
         };
         // The runtime's native payloads, for admin callers only.
         let filter = talon_store::EventFilter {
@@ -630,9 +623,8 @@ impl Handler for Api {
         _: &Caller,
         _: EventsSubscribeParams,
     ) -> Result<EventsSubscribeResult, ApiError> {
-        Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            "events.subscribe is served on the WebSocket transport (GET /v1/ws)",
+        Err(talon_protocol::gateway::refuse::websocket_only(
+            "events.subscribe",
         ))
     }
 
@@ -641,9 +633,8 @@ impl Handler for Api {
         _: &Caller,
         _: EventsUnsubscribeParams,
     ) -> Result<Empty, ApiError> {
-        Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            "events.unsubscribe is served on the WebSocket transport (GET /v1/ws)",
+        Err(talon_protocol::gateway::refuse::websocket_only(
+            "events.unsubscribe",
         ))
     }
 

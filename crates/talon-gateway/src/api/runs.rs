@@ -61,9 +61,8 @@ impl Api {
                     return if first == hash {
                         Ok(run)
                     } else {
-                        Err(ApiError::new(
-                            ErrorCode::Conflict,
-                            format!("idempotency key {key:?} was used with other parameters"),
+                        Err(talon_protocol::gateway::refuse::idempotency_reused(
+                            key.as_str(),
                         ))
                     };
                 }
@@ -112,7 +111,7 @@ impl Api {
         let session = if let Some(id) = &p.session_id {
             let session = self.session_of(caller, id.as_str()).await?;
             if p.session_key.as_ref().is_some_and(|k| *k != session.key) {
-                return Err(invalid("sessionId and sessionKey name different sessions"));
+                return Err(talon_protocol::gateway::refuse::session_id_and_key_differ());
             }
             session
         } else if let Some(key) = &p.session_key {
@@ -146,10 +145,11 @@ impl Api {
         if let Some(agent) = &agent
             && *agent != *session.agent_id.as_str()
         {
-            return Err(invalid(format!(
-                "session {:?} belongs to agent {:?}, not {agent:?}",
-                session.key, session.agent_id
-            )));
+            return Err(talon_protocol::gateway::refuse::session_of_other_agent(
+                session.key.as_str(),
+                session.agent_id.as_str(),
+                agent,
+            ));
         }
         Ok(session)
     }
@@ -245,10 +245,7 @@ impl Api {
             .iter()
             .any(|r| !r.status.is_terminal());
         if busy {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                "the session has a run in progress; compact it once the run ends",
-            ));
+            return Err(talon_protocol::gateway::refuse::compact_busy());
         }
         let history = self.engine.session_history(session_id).await?;
         let replaced = history.said();

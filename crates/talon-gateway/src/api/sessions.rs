@@ -10,35 +10,7 @@ use talon_protocol::gateway::*;
 use super::{Api, DEFAULT_AGENT, new_id, not_found};
 use crate::error::api_error;
 use crate::tokens::Caller;
-
-/// A session's metadata is at most this many keys...
-const METADATA_KEYS: usize = 64;
-/// ...and this many bytes as JSON.
-const METADATA_BYTES: usize = 16 << 10;
-
-/// Metadata within its caps (`invalid_request` naming them).
-pub(super) fn check_metadata(metadata: Metadata) -> Result<Metadata, ApiError> {
-    let bytes = serde_json::to_string(&metadata).map_or(usize::MAX, |t| t.len());
-    if metadata.len() > METADATA_KEYS || bytes > METADATA_BYTES {
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!(
-                "metadata: {} keys, {bytes} bytes as JSON; the caps are {METADATA_KEYS} keys and {METADATA_BYTES} bytes",
-                metadata.len()
-            ),
-        )
-        .with_details(talon_protocol::gateway::ErrorDetails::field("metadata")));
-    }
-    if let Some(key) = metadata.keys().find(|k| k.chars().count() > 128) {
-        let shown: String = key.chars().take(32).collect();
-        return Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("metadata: the key {shown:?}... is longer than 128 characters"),
-        )
-        .with_details(talon_protocol::gateway::ErrorDetails::field("metadata")));
-    }
-    Ok(metadata)
-}
+use talon_protocol::gateway::resources::check_metadata;
 
 impl Api {
     /// Announces a session just made (by `sessions.create`, `resolve`,

@@ -5,8 +5,7 @@
 use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::bounded::{Subject, TokenId};
 use talon_protocol::gateway::{
-    ApiError, ErrorCode, TokenInfo, TokensListParams, TokensListResult, TokensRevokeParams,
-    TokensRevokeResult,
+    ApiError, TokenInfo, TokensListParams, TokensListResult, TokensRevokeParams, TokensRevokeResult,
 };
 
 use super::Api;
@@ -71,10 +70,7 @@ impl Api {
             .await
             .map_err(api_error)?
             .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::NotFound,
-                    format!("token {:?} not found", p.token_id.as_str()),
-                )
+                talon_protocol::gateway::refuse::not_found("token", p.token_id.as_str())
             })?;
         tracing::info!(
             token = %p.token_id, by = %caller.token_id, revoked = revoked.len(),

@@ -68,12 +68,10 @@ impl Api {
         if let (Some(asked), Some(own)) = (&p.agent_id, &session_agent)
             && asked != own
         {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "session {:?} belongs to agent {own:?}, not {asked:?}",
-                    p.session_key.unwrap_or_default()
-                ),
+            return Err(talon_protocol::gateway::refuse::session_of_other_agent(
+                p.session_key.as_ref().map_or("", |k| k.as_str()),
+                own.as_str(),
+                asked.as_str(),
             ));
         }
         let agent = p

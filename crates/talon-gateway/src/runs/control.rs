@@ -42,14 +42,17 @@ impl Engine {
         if busy {
             match submit.strategy {
                 MultitaskStrategy::Reject => {
-                    return Err(ApiError::new(
-                        ErrorCode::Conflict,
-                        "the session already has an active run (multitaskStrategy: reject)",
-                    )
-                    .with_details(talon_protocol::gateway::ErrorDetails {
-                        active_run_ids: live.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
-                        ..Default::default()
-                    }));
+                    return Err(
+                        talon_protocol::gateway::refuse::session_busy().with_details(
+                            talon_protocol::gateway::ErrorDetails {
+                                active_run_ids: live
+                                    .iter()
+                                    .map(|r| r.id.clone())
+                                    .collect::<Vec<_>>(),
+                                ..Default::default()
+                            },
+                        ),
+                    );
                 }
                 MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
                     let rollback = if submit.strategy == MultitaskStrategy::Rollback {
@@ -169,9 +172,11 @@ impl Engine {
     ) -> Result<Run, ApiError> {
         let store = &self.inner.store;
         let mut ended = self.inner.ended.subscribe();
-        let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
-            ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
-        })?;
+        let run = store
+            .run(run_id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| talon_protocol::gateway::refuse::not_found("run", run_id))?;
         if run.status.is_terminal() {
             return Ok(run);
         }
@@ -214,9 +219,11 @@ impl Engine {
         }
         let deadline = tokio::time::Instant::now() + settle;
         loop {
-            let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
-                ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
-            })?;
+            let run = store
+                .run(run_id)
+                .await
+                .map_err(api_error)?
+                .ok_or_else(|| talon_protocol::gateway::refuse::not_found("run", run_id))?;
             if run.status.is_terminal() || tokio::time::Instant::now() >= deadline {
                 return Ok(run);
             }
@@ -244,9 +251,11 @@ impl Engine {
         let mut runs_changed = store.runs_changed();
         loop {
             runs_changed.borrow_and_update();
-            let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
-                ApiError::new(ErrorCode::NotFound, format!("run {run_id:?} not found"))
-            })?;
+            let run = store
+                .run(run_id)
+                .await
+                .map_err(api_error)?
+                .ok_or_else(|| talon_protocol::gateway::refuse::not_found("run", run_id))?;
             if run.status.is_terminal() {
                 let result = store
                     .run_result(&RunId::new(run_id))

@@ -88,8 +88,8 @@ impl Default for RunLimits {
         Self {
             max_concurrent: 64,
             max_queued: 10_000,
-            default_wait: Duration::from_secs(30),
-            max_wait: Duration::from_secs(600),
+            default_wait: Duration::from_millis(talon_protocol::gateway::caps::DEFAULT_WAIT_MS),
+            max_wait: Duration::from_millis(talon_protocol::gateway::caps::DEFAULT_MAX_WAIT_MS),
             max_run_timeout: Duration::from_secs(24 * 3600),
             drain_grace: Duration::from_secs(30),
             artifact_max_age: Some(Duration::from_secs(30 * 24 * 3600)),
@@ -353,20 +353,15 @@ impl Engine {
         ApiError,
     > {
         use talon_protocol::gateway::{Environment, EnvironmentStatus};
-        let environment: Environment = self
-            .inner
-            .store
-            .environment(id)
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| {
-            ApiError::new(ErrorCode::NotFound, format!("environment {id:?} not found"))
-        })?;
+        let environment: Environment =
+            self.inner
+                .store
+                .environment(id)
+                .await
+                .map_err(api_error)?
+                .ok_or_else(|| talon_protocol::gateway::refuse::not_found("environment", id))?;
         if environment.status != EnvironmentStatus::Ready || environment.workspace.is_none() {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!("environment {id} is not ready (it may have been deleted)"),
-            ));
+            return Err(talon_protocol::gateway::refuse::environment_unready_for_run(id));
         }
         let provider = self.providers().get(environment.provider.as_str())?;
         let state_dir = self.state_dir();

@@ -16,7 +16,7 @@ use talon_protocol::gateway::bounded::QuestionId;
 use serde_json::{Value, json};
 use talon_protocol::EventData;
 use talon_protocol::event_data::QuestionAnsweredData;
-use talon_protocol::gateway::{ApiError, ErrorCode, Question, QuestionStatus};
+use talon_protocol::gateway::{ApiError, Question, QuestionStatus};
 use talon_runtime::RunEmitter;
 use talon_runtime::questions::Ask;
 use talon_store::{PendingFilter, Store, StoreError};
@@ -225,15 +225,12 @@ pub(crate) fn check_answer(question: &Question, answer: &Value) -> Result<(), Ap
     if errors.is_empty() {
         return Ok(());
     }
-    Err(ApiError::new(
-        ErrorCode::InvalidRequest,
-        format!(
-            "the answer does not fit the question: {}",
-            errors.join("; ")
+    Err(
+        talon_protocol::gateway::refuse::answer_unfit(&errors.join("; ")).with_details(
+            talon_protocol::gateway::ErrorDetails {
+                errors,
+                ..Default::default()
+            },
         ),
     )
-    .with_details(talon_protocol::gateway::ErrorDetails {
-        errors,
-        ..Default::default()
-    }))
 }

@@ -15,6 +15,7 @@
 //! same table and the gateway schema.
 
 mod ts_client;
+mod ts_refusals;
 pub mod typescript;
 
 use std::fmt::Write as _;

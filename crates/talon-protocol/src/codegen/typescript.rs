@@ -13,7 +13,11 @@
 //!   arrives from outside against (descriptions left out);
 //! - `client.ts`: the low-level client, one namespace per resource
 //!   (`client.runs.events(runId, { after })`), each method's doc from
-//!   the table.
+//!   the table;
+//! - `refusals.ts`: one function per refusal of
+//!   [`crate::gateway::REFUSALS`], the `ApiError` the gateway answers, which
+//!   the TypeScript fake throws; `caps.ts`: the caps of
+//!   [`crate::gateway::caps::CAPS`].
 //!
 //! [`typescript_files`] renders them; a test in this crate fails when the
 //! committed files drift. Nothing in them is written by hand.
@@ -73,6 +77,14 @@ pub fn typescript_files() -> Vec<GeneratedFile> {
         GeneratedFile {
             name: "client.ts",
             source: ts_client::client(&doc),
+        },
+        GeneratedFile {
+            name: "refusals.ts",
+            source: super::ts_refusals::refusals(),
+        },
+        GeneratedFile {
+            name: "caps.ts",
+            source: super::ts_refusals::caps(),
         },
     ]
 }

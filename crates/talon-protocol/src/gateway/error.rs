@@ -313,26 +313,12 @@ impl ApiError {
 
     /// `forbidden`, naming the missing scope.
     pub fn forbidden(scope: super::Scope) -> Self {
-        Self::new(
-            ErrorCode::Forbidden,
-            format!("this token lacks the `{}` scope", scope.as_str()),
-        )
-        .with_details(ErrorDetails {
-            scope: Some(scope.as_str().to_owned()),
-            ..ErrorDetails::default()
-        })
+        super::refuse::forbidden(scope.as_str())
     }
 
     /// `unsupported`, for a method the gateway does not implement.
     pub fn unsupported(method: &str) -> Self {
-        Self::new(
-            ErrorCode::Unsupported,
-            format!("`{method}` is not supported by this gateway yet"),
-        )
-        .with_details(ErrorDetails {
-            method: Some(method.to_owned()),
-            ..ErrorDetails::default()
-        })
+        super::refuse::unsupported(method)
     }
 }
 
@@ -376,17 +362,14 @@ impl AuthRefusal {
 
     /// The error, with `details.reason`.
     pub fn error(self) -> ApiError {
-        let message = match self {
-            AuthRefusal::Missing => {
-                "no token: send Authorization: Bearer <token> (`talon token create` makes one)"
-            }
-            AuthRefusal::Malformed => "the Authorization header is not `Bearer talon_<secret>`",
-            AuthRefusal::Unknown => "this token is not known to this gateway",
-            AuthRefusal::Revoked => "this token was revoked",
-            AuthRefusal::Expired => "this token has expired",
-        };
-        ApiError::new(ErrorCode::Unauthenticated, message)
-            .with_details(ErrorDetails::reason(self.as_str()))
+        use super::refuse;
+        match self {
+            AuthRefusal::Missing => refuse::no_token(),
+            AuthRefusal::Malformed => refuse::malformed_token(),
+            AuthRefusal::Unknown => refuse::unknown_token(),
+            AuthRefusal::Revoked => refuse::revoked_token(),
+            AuthRefusal::Expired => refuse::expired_token(),
+        }
     }
 }
 

@@ -160,8 +160,7 @@ macro_rules! method_table {
             pub fn decode(method: &str, params: serde_json::Value) -> Result<Self, ApiError> {
                 match method {
                     $($name => decode_params(method, params).map(Request::$variant),)*
-                    _ => Err(ApiError::new(ErrorCode::NotFound, format!("no method `{method}`"))
-                        .with_details(crate::gateway::ErrorDetails {method: Some(method.to_string()), ..Default::default() })),
+                    _ => Err(crate::gateway::refuse::no_method(method)),
                 }
             }
 
@@ -468,14 +467,11 @@ pub fn decode_params<T: serde::de::DeserializeOwned>(
     serde_path_to_error::deserialize(params).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
+        let problem = inner.to_string();
         if field == "." {
-            ApiError::new(ErrorCode::InvalidRequest, format!("{method}: {inner}"))
+            crate::gateway::refuse::bad_params(method, &problem)
         } else {
-            ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!("{method}: {field}: {inner}"),
-            )
-            .with_details(crate::gateway::ErrorDetails::field(field))
+            crate::gateway::refuse::bad_param(method, &field, &problem)
         }
     })
 }

@@ -6,12 +6,14 @@
 
 pub mod approvals;
 pub mod bounded;
+pub mod caps;
 pub mod catalog;
 pub mod error;
 mod input;
 pub mod methods;
 pub mod page;
 pub mod params;
+pub mod refusals;
 pub mod resources;
 pub mod run_create;
 pub mod run_list;
@@ -32,6 +34,7 @@ pub use methods::{
     dispatch,
 };
 pub use params::{ClientTool, InputMessage, InputRole, MultitaskStrategy, RunInput};
+pub use refusals::{REFUSALS, Refusal, refuse};
 pub use resources::{
     Agent, AgentSource, ArtifactSummary, ArtifactType, Message, MessageRole, MessageToolCall,
     Metadata, Run, RunAccepted, RunOutput, RunResult, RunResultStatus, RunStatus, Session, Usage,

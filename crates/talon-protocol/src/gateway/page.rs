@@ -5,13 +5,9 @@
 //! [`page_after`]: the cursor names the last item of the previous page.
 
 use super::bounded::Cursor;
-use super::error::{ApiError, ErrorCode};
+use super::error::ApiError;
 
-/// Items in a page when the caller asks for no `limit`.
-pub const DEFAULT_LIMIT: u32 = 100;
-
-/// The most items in a page, whatever the caller asks.
-pub const MAX_LIMIT: u32 = 500;
+pub use super::caps::{DEFAULT_LIMIT, MAX_LIMIT};
 
 /// The page size for an asked `limit`: the default, clamped to
 /// `1..=MAX_LIMIT`.
@@ -32,10 +28,7 @@ pub fn page_after<T>(
 ) -> Result<(Vec<T>, Option<Cursor>), ApiError> {
     if let Some(cursor) = cursor {
         let Some(at) = items.iter().position(|item| id(item) == cursor) else {
-            return Err(ApiError::new(
-                ErrorCode::CursorExpired,
-                "the cursor's item is gone; list again from the start",
-            ));
+            return Err(super::refuse::cursor_item_gone());
         };
         items.drain(..=at);
     }

@@ -20,6 +20,32 @@ use super::bounded::{
 /// Free-form metadata an app attaches to a resource.
 pub type Metadata = BTreeMap<String, serde_json::Value>;
 
+/// Session metadata within its caps (`invalid_request` naming them):
+/// every server checks a session's metadata, as created or as merged by
+/// `sessions.update`, by this.
+pub fn check_metadata(metadata: Metadata) -> Result<Metadata, ApiError> {
+    let bytes = serde_json::to_string(&metadata).map_or(usize::MAX, |t| t.len());
+    if metadata.len() > super::caps::METADATA_KEYS || bytes > super::caps::METADATA_BYTES {
+        return Err(super::refuse::metadata_too_large(
+            metadata.len() as u64,
+            bytes as u64,
+            super::caps::METADATA_KEYS as u64,
+            super::caps::METADATA_BYTES as u64,
+        ));
+    }
+    if let Some(key) = metadata
+        .keys()
+        .find(|k| k.chars().count() > super::caps::METADATA_KEY_CHARS)
+    {
+        let shown: String = key.chars().take(32).collect();
+        return Err(super::refuse::metadata_key_too_long(
+            &shown,
+            super::caps::METADATA_KEY_CHARS as u64,
+        ));
+    }
+    Ok(metadata)
+}
+
 /// Where an agent is defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

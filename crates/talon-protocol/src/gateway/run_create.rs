@@ -7,17 +7,10 @@
 use super::params::{
     ClientTool, InputMessage, InputRole, RunInput, RunsCreateParams, SessionsSendParams,
 };
-use super::{ApiError, ErrorCode};
+use super::{ApiError, refuse};
 use crate::gateway::bounded::ToolCallId;
 
-/// The longest input a run takes, in bytes (the messages' contents).
-pub const MAX_INPUT_BYTES: usize = 1 << 20;
-/// Most client tools a run takes.
-pub const MAX_CLIENT_TOOLS: usize = 128;
-
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidRequest, message)
-}
+pub use super::caps::{MAX_CLIENT_TOOLS, MAX_INPUT_BYTES};
 
 /// A run's messages input, in its three parts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,16 +27,14 @@ pub struct InputParts<'a> {
 
 /// What is wrong with a run's messages (the index is the message's, in
 /// the input).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputMessagesError {
     /// A leading `tool` message without its `toolCallId`.
-    #[error("input[{index}]: a tool message needs its toolCallId")]
     MissingToolCallId {
         /// The message.
         index: usize,
     },
     /// Two answers to one call.
-    #[error("input[{index}]: call {call:?} is answered twice")]
     AnsweredTwice {
         /// The second answer.
         index: usize,
@@ -51,24 +42,47 @@ pub enum InputMessagesError {
         call: String,
     },
     /// A `tool` message after another kind of message.
-    #[error("input[{index}]: tool messages come first, before any other message")]
     ToolMessageLate {
         /// The message.
         index: usize,
     },
     /// A `toolCallId` on a message that is not a `tool` message.
-    #[error("input[{index}]: only a tool message has a toolCallId")]
     StrayToolCallId {
         /// The message.
         index: usize,
     },
     /// No message at all.
-    #[error("the input has no message")]
     Empty,
     /// The input ends with a message that is not the user's.
-    #[error("the last message must be the user's (or the input only answers tool calls)")]
     LastNotUser,
 }
+
+impl InputMessagesError {
+    /// The `invalid_request` the servers answer with.
+    pub fn error(&self) -> ApiError {
+        let index = |i: &usize| u64::try_from(*i).unwrap_or(u64::MAX);
+        match self {
+            Self::MissingToolCallId { index: i } => {
+                refuse::input_tool_message_without_call(index(i))
+            }
+            Self::AnsweredTwice { index: i, call } => {
+                refuse::input_call_answered_twice(index(i), call)
+            }
+            Self::ToolMessageLate { index: i } => refuse::input_tool_message_late(index(i)),
+            Self::StrayToolCallId { index: i } => refuse::input_call_id_off_tool(index(i)),
+            Self::Empty => refuse::input_no_message(),
+            Self::LastNotUser => refuse::input_last_not_user(),
+        }
+    }
+}
+
+impl std::fmt::Display for InputMessagesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error().message)
+    }
+}
+
+impl std::error::Error for InputMessagesError {}
 
 /// Splits a run's messages, or says what is wrong with them: `tool`
 /// messages come first, each with a `toolCallId` no other answer has;
@@ -129,16 +143,21 @@ pub fn split_messages(messages: &[InputMessage]) -> Result<InputParts<'_>, Input
     })
 }
 
+/// A length as a refusal counts it.
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
 /// Client tools as a provider takes them: at most [`MAX_CLIENT_TOOLS`],
 /// each named by 1 to 64 ASCII letters, digits, `_` or `-`, once, with an
 /// object schema. Whether a name clashes with the agent's own tools is
 /// known when the run is built (the run then fails, naming both).
 pub fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {
     if tools.len() > MAX_CLIENT_TOOLS {
-        return Err(invalid(format!(
-            "tools: {} client tools, more than the {MAX_CLIENT_TOOLS} a run takes",
-            tools.len()
-        )));
+        return Err(refuse::too_many_client_tools(
+            count(tools.len()),
+            count(MAX_CLIENT_TOOLS),
+        ));
     }
     for (i, tool) in tools.iter().enumerate() {
         let name = &tool.name;
@@ -148,17 +167,13 @@ pub fn check_client_tools(tools: &[ClientTool]) -> Result<(), ApiError> {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !well_formed {
             let shown: String = name.chars().take(64).collect();
-            return Err(invalid(format!(
-                "tools[{i}].name {shown:?}: 1 to 64 ASCII letters, digits, `_` or `-`"
-            )));
+            return Err(refuse::client_tool_name(count(i), &shown));
         }
         if tools[..i].iter().any(|t| &t.name == name) {
-            return Err(invalid(format!("tools[{i}].name {name:?}: named twice")));
+            return Err(refuse::client_tool_twice(count(i), name));
         }
         if tool.parameters.get("type").and_then(|t| t.as_str()) != Some("object") {
-            return Err(invalid(format!(
-                "tools[{i}].parameters: a JSON Schema of type \"object\""
-            )));
+            return Err(refuse::client_tool_parameters(count(i)));
         }
     }
     Ok(())
@@ -182,21 +197,19 @@ impl RunsCreateParams {
         check_client_tools(&self.tools)?;
         match &self.input {
             RunInput::Text(text) if text.trim().is_empty() => {
-                return Err(invalid("input: the message is empty"));
+                return Err(refuse::input_empty());
             }
             RunInput::Text(_) => {}
             RunInput::Messages(messages) => {
-                split_messages(messages).map_err(|e| invalid(format!("input: {e}")))?;
+                split_messages(messages).map_err(|e| e.error())?;
             }
         }
         let size = self.input.size();
         if size > MAX_INPUT_BYTES {
-            return Err(invalid(format!(
-                "input: {size} bytes, more than the {MAX_INPUT_BYTES} a run takes"
-            )));
+            return Err(refuse::input_too_large(count(size), count(MAX_INPUT_BYTES)));
         }
         if self.timeout_ms == Some(0) {
-            return Err(invalid("timeoutMs: must be more than 0"));
+            return Err(refuse::timeout_zero());
         }
         Ok(())
     }
@@ -238,12 +251,12 @@ mod tests {
             (
                 vec![],
                 InputMessagesError::Empty,
-                "the input has no message",
+                "input: the input has no message",
             ),
             (
                 vec![message(Tool, None)],
                 InputMessagesError::MissingToolCallId { index: 0 },
-                "input[0]: a tool message needs its toolCallId",
+                "input: input[0]: a tool message needs its toolCallId",
             ),
             (
                 vec![message(Tool, Some("c")), message(Tool, Some("c"))],
@@ -251,22 +264,22 @@ mod tests {
                     index: 1,
                     call: "c".into(),
                 },
-                "input[1]: call \"c\" is answered twice",
+                "input: input[1]: call \"c\" is answered twice",
             ),
             (
                 vec![message(User, None), message(Tool, Some("c"))],
                 InputMessagesError::ToolMessageLate { index: 1 },
-                "input[1]: tool messages come first, before any other message",
+                "input: input[1]: tool messages come first, before any other message",
             ),
             (
                 vec![message(User, Some("c"))],
                 InputMessagesError::StrayToolCallId { index: 0 },
-                "input[0]: only a tool message has a toolCallId",
+                "input: input[0]: only a tool message has a toolCallId",
             ),
             (
                 vec![message(User, None), message(Assistant, None)],
                 InputMessagesError::LastNotUser,
-                "the last message must be the user's (or the input only answers tool calls)",
+                "input: the last message must be the user's (or the input only answers tool calls)",
             ),
         ];
         for (messages, error, text) in cases {

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::bounded::{AgentId, Cursor, SessionId};
-use super::error::{ApiError, ErrorCode};
+use super::error::ApiError;
 use super::resources::{Run, RunStatus};
 
 /// `runs.list`: newest first; every filter given must hold.
@@ -51,25 +51,18 @@ impl RunsListParams {
     /// `invalid_request` naming the field for a status this side does not
     /// know or a time range that holds nothing.
     pub fn check(&self) -> Result<(), ApiError> {
-        let invalid = |field: &str, message: String| {
-            ApiError::new(ErrorCode::InvalidRequest, message)
-                .with_details(crate::gateway::ErrorDetails::field(field))
-        };
         if self
             .status
             .iter()
             .flatten()
             .any(|s| *s == RunStatus::Unknown)
         {
-            return Err(invalid("status", "status: an unknown run status".into()));
+            return Err(crate::gateway::refuse::unknown_run_status());
         }
         if let (Some(after), Some(before)) = (self.created_after, self.created_before)
             && after >= before
         {
-            return Err(invalid(
-                "createdAfter",
-                format!("createdAfter ({after}) must be before createdBefore ({before})"),
-            ));
+            return Err(crate::gateway::refuse::empty_time_window(after, before));
         }
         Ok(())
     }
@@ -89,10 +82,6 @@ impl RunsListParams {
 
     /// The error for a cursor that names no run.
     pub fn unknown_cursor(cursor: &str) -> ApiError {
-        ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!("cursor {cursor:?} is not a run: pass the previous page's nextCursor"),
-        )
-        .with_details(crate::gateway::ErrorDetails::field("cursor"))
+        crate::gateway::refuse::cursor_not_a_run(cursor)
     }
 }

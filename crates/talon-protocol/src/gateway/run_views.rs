@@ -5,6 +5,7 @@
 //! has when its config names none, and what the built-in `local`
 //! environment provider can do.
 
+use super::ApiError;
 use super::approvals::Approval;
 use super::bounded::EventId;
 use super::catalog::EnvironmentCapabilities;
@@ -15,7 +16,6 @@ use super::resources::{
     Agent, AgentSource, ArtifactSummary, Run, RunOutput, RunResult, RunResultStatus, RunStatus,
     Session,
 };
-use super::{ApiError, ErrorCode};
 use crate::gateway::bounded::AgentId;
 use crate::gateway::bounded::ModelRef;
 use crate::{Event, EventData};
@@ -131,8 +131,7 @@ impl Event {
     }
 }
 
-/// The longest approval summary, in bytes.
-pub const MAX_APPROVAL_SUMMARY_BYTES: usize = 300;
+pub use super::caps::MAX_APPROVAL_SUMMARY_BYTES;
 
 impl Approval {
     /// Refuses a decision this approval does not offer: `invalid_request`
@@ -143,13 +142,7 @@ impl Approval {
             return Ok(());
         }
         let offered: Vec<&str> = self.decisions.iter().map(|d| d.as_str()).collect();
-        Err(ApiError::new(
-            ErrorCode::InvalidRequest,
-            format!(
-                "decision not offered for this approval; offered: {}",
-                offered.join(", ")
-            ),
-        ))
+        Err(super::refuse::decision_not_offered(&offered.join(", ")))
     }
 
     /// The summary of a request to call `tool` with `arguments` (JSON
@@ -228,12 +221,8 @@ impl EventsSubscribeParams {
             .as_ref()
             .map(|c| c.as_str())
             .map(|text| {
-                text.parse::<u64>().map_err(|_| {
-                    ApiError::new(
-                        ErrorCode::InvalidRequest,
-                        format!("after: {text:?} is not an event id"),
-                    )
-                })
+                text.parse::<u64>()
+                    .map_err(|_| super::refuse::after_not_an_event_id(text))
             })
             .transpose()
     }

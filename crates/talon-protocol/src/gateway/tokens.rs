@@ -6,14 +6,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::bounded::{AgentId, IdempotencyKey, Name, RunId, SessionKey, Subject, TokenId};
-use super::error::{ApiError, ErrorCode};
+use super::error::ApiError;
+use super::refuse;
 use super::scope::{Scope, ScopePreset};
 
-/// The longest life `tokens.create` gives a token: 30 days.
-pub const MAX_TOKEN_TTL_MS: u64 = 30 * 24 * 3_600_000;
+pub use super::caps::MAX_TOKEN_TTL_MS;
 
-/// The most agents a token may be bound to.
-pub const MAX_TOKEN_AGENTS: usize = 64;
+pub use super::caps::MAX_TOKEN_AGENTS;
 
 /// `tokens.create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -88,30 +87,20 @@ impl TokensCreateParams {
     /// field when there are none, one is unknown, or the lifetime is out
     /// of range. The gateway and the fake gateway both decide by this.
     pub fn grant(&self, now_ms: u64) -> Result<(Vec<Scope>, u64), ApiError> {
-        let invalid = |field: &str, message: String| {
-            ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
-                .with_details(crate::gateway::ErrorDetails::field(field))
-        };
         let mut scopes: Vec<Scope> = self.preset.map(|p| p.scopes().to_vec()).unwrap_or_default();
         for scope in self.scopes.iter().flatten() {
             if *scope == Scope::Unknown {
-                return Err(invalid("scopes", "an unknown scope".into()));
+                return Err(refuse::unknown_scope());
             }
             scopes.push(*scope);
         }
         scopes.sort();
         scopes.dedup();
         if scopes.is_empty() {
-            return Err(invalid("scopes", "give scopes, a preset, or both".into()));
+            return Err(refuse::no_scopes());
         }
         if !(1000..=MAX_TOKEN_TTL_MS).contains(&self.expires_in_ms) {
-            return Err(invalid(
-                "expiresInMs",
-                format!(
-                    "{} is out of range: 1000 to {MAX_TOKEN_TTL_MS} (30 days)",
-                    self.expires_in_ms
-                ),
-            ));
+            return Err(refuse::token_lifetime(self.expires_in_ms, MAX_TOKEN_TTL_MS));
         }
         Ok((scopes, now_ms.saturating_add(self.expires_in_ms)))
     }
@@ -125,26 +114,13 @@ impl TokensCreateParams {
         now_ms: u64,
     ) -> Result<(Vec<Scope>, u64), ApiError> {
         let (scopes, expires_at) = self.grant(now_ms)?;
-        let invalid = |field: &str, message: String| {
-            ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
-                .with_details(crate::gateway::ErrorDetails::field(field))
-        };
         if let Some(beyond) = scopes.iter().find(|s| !s.satisfied_by(parent.scopes)) {
-            return Err(invalid(
-                "scopes",
-                format!("{} is beyond the minting token's scopes", beyond.as_str()),
-            ));
+            return Err(refuse::scope_beyond_minter(beyond.as_str()));
         }
         if let Some(limit) = parent.expires_at
             && expires_at > limit
         {
-            return Err(invalid(
-                "expiresInMs",
-                format!(
-                    "the token would outlive the one minting it (which expires in {} ms)",
-                    limit.saturating_sub(now_ms)
-                ),
-            ));
+            return Err(refuse::token_outlives_minter(limit.saturating_sub(now_ms)));
         }
         Ok((scopes, expires_at))
     }
@@ -169,43 +145,27 @@ impl Binding {
     /// `invalid_request` naming the field otherwise. The gateway, the CLI
     /// and the fake gateways all decide by this.
     pub fn under(&self, scopes: &[Scope], parent: &Binding) -> Result<Binding, ApiError> {
-        let invalid = |field: &str, message: &str| {
-            ApiError::new(ErrorCode::InvalidRequest, format!("{field}: {message}"))
-                .with_details(crate::gateway::ErrorDetails::field(field))
-        };
         let admin = scopes.contains(&Scope::Admin);
         let subject = match (&self.subject, &parent.subject) {
-            (Some(s), _) if s.as_str().is_empty() => return Err(invalid("subject", "it is empty")),
+            (Some(s), _) if s.as_str().is_empty() => return Err(refuse::subject_empty()),
             (Some(_), _) if admin => {
-                return Err(invalid(
-                    "subject",
-                    "an admin token sees every subject; it cannot be bound",
-                ));
+                return Err(refuse::subject_on_admin());
             }
             (Some(s), Some(p)) if s != p => {
-                return Err(invalid("subject", "it is not the minting token's subject"));
+                return Err(refuse::subject_not_minters());
             }
             (Some(s), _) => Some(s.clone()),
             (None, p) => p.clone(),
         };
         let agents = match (&self.agents, &parent.agents) {
             (Some(_), _) if admin => {
-                return Err(invalid(
-                    "agents",
-                    "an admin token runs every agent; it cannot be bound",
-                ));
+                return Err(refuse::agents_on_admin());
             }
             (Some(list), _) if list.is_empty() || list.len() > MAX_TOKEN_AGENTS => {
-                return Err(invalid(
-                    "agents",
-                    "give 1 to 64 agents, or none for every agent",
-                ));
+                return Err(refuse::agents_count(MAX_TOKEN_AGENTS as u64));
             }
             (Some(list), Some(allowed)) if list.iter().any(|a| !allowed.contains(a)) => {
-                return Err(invalid(
-                    "agents",
-                    "an agent the minting token is not bound to",
-                ));
+                return Err(refuse::agent_not_minters());
             }
             (Some(list), _) => {
                 let mut list = list.clone();
@@ -216,7 +176,7 @@ impl Binding {
             (None, p) => p.clone(),
         };
         if admin && (subject.is_some() || agents.is_some()) {
-            return Err(invalid("scopes", "a bound token minting an admin token"));
+            return Err(refuse::bound_minting_admin());
         }
         Ok(Binding { subject, agents })
     }
@@ -379,11 +339,7 @@ impl super::params::TokensTicketParams {
         if let Some(asked) = &self.scopes
             && asked.iter().any(|s| *s != Scope::SessionRead)
         {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                "scopes: a ticket reads one stream: it takes session.read and nothing else",
-            )
-            .with_details(crate::gateway::ErrorDetails::field("scopes")));
+            return Err(refuse::ticket_scopes());
         }
         Ok((
             vec![Scope::SessionRead],

@@ -1,3 +1,4 @@
+mod contract;
 mod generated;
 mod methods;
 mod openai;

@@ -4,6 +4,7 @@
 //! that can cut streams), so that the fake cannot drift from the real
 //! thing. Tests of faults only the fake can inject run against it alone.
 
+mod contract;
 mod fake_only;
 mod generated;
 mod hostile;

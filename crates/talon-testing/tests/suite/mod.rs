@@ -1,5 +1,6 @@
 mod architecture;
 mod forge;
 mod postgres;
+mod rules;
 mod sshd;
 mod wait;

@@ -32,5 +32,9 @@ export {
   type Stability,
 } from "./generated/methods.js";
 export * from "./generated/types.js";
+/** The gateway's refusals, worded once: each returns the `ApiError` the gateway answers (the fakes throw them). */
+export * as refusals from "./generated/refusals.js";
+/** The caps every server of the protocol holds a request to, and the gateway's defaults. */
+export * as caps from "./generated/caps.js";
 /** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */
 export * as protocol from "./generated/types.js";

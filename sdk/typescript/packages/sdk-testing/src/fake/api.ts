@@ -7,7 +7,7 @@
 // method (unknown: `not_found`), its scope, its params (an object, checked
 // against its schema), `unsupported`, then the handler.
 
-import { METHODS, type MethodName, type MethodTypes, type protocol as P } from "@talon/sdk";
+import { METHODS, type MethodName, type MethodTypes, type protocol as P, refusals } from "@talon/sdk";
 
 import {
   createAgent,
@@ -19,7 +19,7 @@ import {
   updateAgent,
 } from "./catalog.js";
 import { deleteRun, deleteSession } from "./deletes.js";
-import { errorOf, fail, invalid, notFound, unsupported, Failure } from "./errors.js";
+import { Failure, errorOf, fail, notFound } from "./errors.js";
 import { decodeParams } from "./params.js";
 import { abort, cancel, events, list, startRun, wait } from "./runs.js";
 import { takeCallFault } from "./script.js";
@@ -52,7 +52,7 @@ function artifactOf(state: State, p: P.ArtifactRef) {
 }
 
 function onlyOnTheSocket(method: string): Failure {
-  return invalid(`${method} is served on the WebSocket transport (GET /v1/ws)`);
+  return fail(refusals.websocketOnly(method));
 }
 
 /** Every method of the table. */
@@ -95,16 +95,16 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   "runs.cancel": (p, { state, requestId }) => cancel(state, p.runId, requestId),
   "runs.delete": (p, { state }) => deleteRun(state, p.runId),
   "tasks.list": () => {
-    throw unsupported("tasks.list");
+    throw fail(refusals.unsupported("tasks.list"));
   },
   "tasks.get": () => {
-    throw unsupported("tasks.get");
+    throw fail(refusals.unsupported("tasks.get"));
   },
   "tasks.cancel": () => {
-    throw unsupported("tasks.cancel");
+    throw fail(refusals.unsupported("tasks.cancel"));
   },
   "tasks.events": () => {
-    throw unsupported("tasks.events");
+    throw fail(refusals.unsupported("tasks.events"));
   },
   "models.list": (p) => {
     const { items, nextCursor } = pageAfter([{ id: MODEL, name: "mock-model", provider: "mock" }], p.cursor, p.limit);
@@ -199,14 +199,14 @@ export function isMethod(name: string): name is MethodName {
 export function methodOf(name: string): MethodName {
   if (isMethod(name)) return name;
   const shown = [...name].slice(0, 64).join("");
-  throw fail("not_found", `no method \`${shown}\``, { method: shown });
+  throw fail(refusals.noMethod(shown));
 }
 
 /** A known method's call: its scope, its params, `unsupported`, its handler. */
 export async function dispatch(method: MethodName, raw: unknown, call: CallContext): Promise<unknown> {
   requireScope(call.caller, METHODS[method].scope);
   const params = decodeParams(method, raw);
-  if (METHODS[method].stability === "unsupported") throw unsupported(method);
+  if (METHODS[method].stability === "unsupported") throw fail(refusals.unsupported(method));
   // The table's types correlate a method with its handler; TypeScript cannot follow that through an index.
   const handler = HANDLERS[method] as Handler<MethodName>;
   return handler(params, call);
@@ -256,7 +256,7 @@ function pageAfter<T extends { id: string }>(
   limit: number | null | undefined,
 ): { items: T[]; nextCursor: string | undefined } {
   if (cursor && !items.some((x) => x.id === cursor)) {
-    throw fail("cursor_expired", "the cursor's item is gone; list again from the start");
+    throw fail(refusals.cursorItemGone());
   }
   return pageOf(items, cursor, limit);
 }

@@ -5,23 +5,23 @@
 // the tool), `environments.*` (the `local` provider, `ready` at once) and
 // `agents.create`/`update` (API agents beside the config's `main`).
 
-import type { protocol as P } from "@talon/sdk";
+import { caps, type protocol as P, refusals } from "@talon/sdk";
 
-import { conflict, fail, invalid, notFound } from "./errors.js";
+import { fail, notFound } from "./errors.js";
 import { State, now, scopedKey, sha256, type Caller } from "./state.js";
 import { copy, json } from "./wire.js";
 
 /** The longest tool reference `tools.invoke` takes, in bytes. */
-const MAX_TOOL_BYTES = 512;
+const MAX_TOOL_BYTES = caps.MAX_TOOL_REF_BYTES;
 
 /** `approvals.respond`: a decision the approval offers, taken once. */
 export function respondApproval(state: State, p: P.ApprovalsRespondParams): P.Approval {
   const approval = state.approvals.find((a) => a.id === p.approvalId);
   if (!approval) throw notFound("approval", p.approvalId);
   if (!approval.decisions.includes(p.decision)) {
-    throw invalid(`decision not offered for this approval; offered: ${approval.decisions.join(", ")}`);
+    throw fail(refusals.decisionNotOffered(approval.decisions.join(", ")));
   }
-  if (approval.status !== "pending") throw conflict("this approval was already resolved", { approval: copy(approval) });
+  if (approval.status !== "pending") throw fail(refusals.approvalResolved({ approval: copy(approval) }));
   approval.status = p.decision === "deny" ? "denied" : "approved";
   approval.decision = p.decision;
   if (p.reason !== undefined && p.reason !== null) approval.reason = p.reason;
@@ -37,9 +37,9 @@ export function answerQuestion(state: State, p: P.QuestionsRespondParams): P.Que
   const choices = question.choices;
   if (question.status === "pending" && choices && !(typeof p.answer === "string" && choices.includes(p.answer))) {
     const errors = [`the answer must be one of [${choices.map((c) => JSON.stringify(c)).join(", ")}]`];
-    throw invalid(`the answer does not fit the question: ${errors.join("; ")}`, { errors });
+    throw fail(refusals.answerUnfit(errors.join("; "), { errors }));
   }
-  if (question.status !== "pending") throw conflict("this question was already answered", { question: copy(question) });
+  if (question.status !== "pending") throw fail(refusals.questionAnswered({ question: copy(question) }));
   question.status = "answered";
   question.answer = copy(p.answer ?? null);
   question.answeredAt = now();
@@ -50,11 +50,11 @@ export function answerQuestion(state: State, p: P.QuestionsRespondParams): P.Que
 /** `tools.invoke`: the result the test set for the tool (by catalog id or name), else `not_found`. */
 export function invoke(state: State, caller: Caller, p: P.ToolsInvokeParams): P.ToolsInvokeResult {
   if (p.tool.trim() === "" || Buffer.byteLength(p.tool) > MAX_TOOL_BYTES) {
-    throw invalid(`tool: a catalog id or name of 1 to ${MAX_TOOL_BYTES} bytes`);
+    throw fail(refusals.toolRefInvalid(MAX_TOOL_BYTES));
   }
   const args = p.arguments;
   if (!(args === undefined || args === null || (typeof args === "object" && !Array.isArray(args)))) {
-    throw invalid("arguments: an object");
+    throw fail(refusals.argumentsNotObject());
   }
   const keys = state.invokeKeys;
   const { idempotencyKey: given, ...rest } = p;
@@ -63,8 +63,7 @@ export function invoke(state: State, caller: Caller, p: P.ToolsInvokeParams): P.
   if (key) {
     const first = keys.get(key);
     if (first) {
-      if (first.hash !== hash)
-        throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
+      if (first.hash !== hash) throw fail(refusals.idempotencyReused(given ?? ""));
       return { result: copy(first.result) };
     }
   }
@@ -75,7 +74,7 @@ export function invoke(state: State, caller: Caller, p: P.ToolsInvokeParams): P.
   const names = [p.tool, entry?.id, entry?.name].filter((n): n is string => n !== undefined);
   const found = names.find((n) => state.invokeResults.has(n));
   if (found === undefined) {
-    throw fail("not_found", `no tool ${JSON.stringify(p.tool)} this agent may call directly`, { outcome: "not_found" });
+    throw fail(refusals.noDirectTool(p.tool));
   }
   const result = copy(state.invokeResults.get(found) ?? null);
   if (key) keys.set(key, { hash, result });
@@ -85,19 +84,17 @@ export function invoke(state: State, caller: Caller, p: P.ToolsInvokeParams): P.
 /** `environments.create`: a `local` environment, `ready` at once (an idempotency key names the same one). */
 export function createEnvironment(state: State, caller: Caller, p: P.EnvironmentsCreateParams): P.Environment {
   if (p.provider !== "local") {
-    throw fail("not_found", `no environment provider ${JSON.stringify(p.provider)}; this gateway has "local"`, {
-      providers: ["local"],
-    });
+    throw fail(refusals.noEnvironmentProvider(p.provider, JSON.stringify(["local"]), { providers: ["local"] }));
   }
   const settings = p.settings ?? {};
-  if (typeof settings !== "object" || Array.isArray(settings)) throw invalid("settings: an object");
+  if (typeof settings !== "object" || Array.isArray(settings)) throw fail(refusals.settingsNotObject());
   let id: string;
   if (p.idempotencyKey) {
     id = `env_${sha256(scopedKey(caller, "environment", p.idempotencyKey)).slice(0, 24)}`;
     const first = state.environments.find((e) => e.id === id);
     if (first) {
       if (first.provider === p.provider && json(first.settings) === json(settings)) return copy(first);
-      throw conflict(`idempotency key ${JSON.stringify(p.idempotencyKey)} was used with other parameters`);
+      throw fail(refusals.idempotencyReused(p.idempotencyKey));
     }
   } else {
     id = state.newId("env");
@@ -142,11 +139,7 @@ export function deleteEnvironment(state: State, p: P.EnvironmentsDeleteParams): 
 export function createAgent(state: State, p: P.AgentsCreateParams): P.Agent {
   const found = state.agent(p.id);
   if (found) {
-    throw conflict(
-      found.source === "config"
-        ? `agent ${JSON.stringify(p.id)} is declared in the config file`
-        : `agent ${JSON.stringify(p.id)} already exists`,
-    );
+    throw fail(found.source === "config" ? refusals.agentInConfig(p.id) : refusals.alreadyExists("agent", p.id));
   }
   const at = now();
   const agent: P.Agent = { createdAt: at, id: p.id, source: "api", updatedAt: at };
@@ -162,7 +155,7 @@ export function createAgent(state: State, p: P.AgentsCreateParams): P.Agent {
 export function updateAgent(state: State, p: P.AgentsUpdateParams): P.Agent {
   const agent = state.agent(p.agentId);
   if (agent?.source === "config") {
-    throw conflict(`agent ${JSON.stringify(p.agentId)} is declared in the config file; edit it there`);
+    throw fail(refusals.agentEditInConfig(p.agentId));
   }
   if (!agent) throw notFound("agent", p.agentId);
   if (p.name !== undefined && p.name !== null) agent.name = p.name;

@@ -5,9 +5,9 @@
 // answered `206` with `Content-Range`; a range outside the content is
 // `416`; several ranges, another unit or a malformed header get the whole.
 
+import { refusals } from "@talon/sdk";
 import type { ServerResponse } from "node:http";
 
-import { apiError, notFound } from "./errors.js";
 import type { State } from "./state.js";
 import { sendError } from "./wire.js";
 
@@ -83,20 +83,15 @@ export function parseRange(header: string | undefined, len: number): Span | unde
 export function serveContent(state: State, id: string, range: string | undefined, res: ServerResponse): void {
   const stored = state.artifacts.find((a) => a.summary.id === id);
   if (!stored) {
-    sendError(res, notFound("artifact", id).error);
+    sendError(res, refusals.notFound("artifact", id));
     return;
   }
   const len = stored.bytes.length;
   const span = parseRange(range, len);
   if (span === "unsatisfiable") {
-    sendError(
-      res,
-      apiError("invalid_request", `the range is outside the content (${len} bytes)`, { details: { size: len } }),
-      416,
-      {
-        "content-range": `bytes */${len}`,
-      },
-    );
+    sendError(res, refusals.rangeOutside(len), 416, {
+      "content-range": `bytes */${len}`,
+    });
     return;
   }
   const body = span ? stored.bytes.subarray(span.start, span.end + 1) : stored.bytes;

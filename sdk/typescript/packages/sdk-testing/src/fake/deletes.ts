@@ -4,15 +4,15 @@
 // The events stay in the fake's log, whose cursor is an index (a
 // deliberate difference: the gateway removes them).
 
-import type { protocol as P } from "@talon/sdk";
+import { type protocol as P, refusals } from "@talon/sdk";
 
-import { conflict, notFound } from "./errors.js";
+import { fail, notFound } from "./errors.js";
 import type { State } from "./state.js";
 
 const LIVE = new Set(["queued", "running", "waiting"]);
 
 function busy(kind: string, id: string) {
-  return conflict(`${kind} ${JSON.stringify(id)} has a run that has not ended: cancel it (or wait for its end) first`);
+  return fail(refusals.hasLiveRun(kind, id));
 }
 
 function dropRuns(state: State, ids: Set<string>): void {

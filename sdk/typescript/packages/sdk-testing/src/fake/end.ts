@@ -5,9 +5,8 @@
 // trajectory artifact (announced on the session after the terminal event)
 // and its `RunResult`.
 
-import type { protocol as P } from "@talon/sdk";
+import { type protocol as P, refusals } from "@talon/sdk";
 
-import { apiError } from "./errors.js";
 import { State, isTerminal, now, resultOf, runEvent, type RunRecord } from "./state.js";
 import { json } from "./wire.js";
 
@@ -28,8 +27,8 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
   let error: P.ApiError | undefined;
   if (stop === "timedOut") {
     status = "timed_out";
-    errorText = `the run exceeded its time limit of ${record.timeoutMs ?? 0} ms`;
-    error = apiError("timeout", errorText);
+    error = refusals.runTimedOut(record.timeoutMs ?? 0);
+    errorText = error.message;
   } else if (stop === "cancelled") {
     status = "cancelled";
     errorText = "the run was aborted";

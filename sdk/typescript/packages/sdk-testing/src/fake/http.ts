@@ -8,11 +8,12 @@
 // one (`421` otherwise), and any `Origin` it sends must be the gateway's
 // own (`403`), as the gateway's guard has it.
 
+import { caps, refusals, type ApiError } from "@talon/sdk";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 
 import { serveCall } from "./api.js";
 import { serveContent } from "./content.js";
-import { Failure, apiError, errorOf } from "./errors.js";
+import { Failure, errorOf } from "./errors.js";
 import { parseBody } from "./params.js";
 import type { State } from "./state.js";
 import { serveStream } from "./stream.js";
@@ -21,9 +22,9 @@ import { WsTransport, refuse } from "./ws.js";
 import { json, mintRequestId, sendError, sendJson, sendMethodNotAllowed, sendNoRoute } from "./wire.js";
 
 /** The largest body taken (the gateway's default). */
-export const MAX_BODY_BYTES = 4 << 20;
-/** How much of a refused body is read (and dropped) so the refusal reaches the client. */
-const MAX_DRAIN_BYTES = 64 << 20;
+export const MAX_BODY_BYTES = caps.DEFAULT_MAX_BODY_BYTES;
+/** How much of a refused body is read (and dropped) so the refusal reaches the client (Node's, where hyper drains by itself). */
+const MAX_DRAIN_BYTES = 64 << 20; // not a protocol cap
 
 /** The host name of a `Host` header (`127.0.0.1:80` is `127.0.0.1`), if it is well formed. */
 function hostName(raw: string): string | undefined {
@@ -49,11 +50,11 @@ function explicitPort(authority: string): number | undefined {
  * Why a request names its host ambiguously (`400`), if it does: more than one `Host` header, or an
  * absolute-form target (`GET http://name/path`) naming another host or port than its `Host`.
  */
-function ambiguousHost(req: IncomingMessage): string | undefined {
+function ambiguousHost(req: IncomingMessage): ApiError | undefined {
   const raw = req.rawHeaders;
   let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === "host") hosts += 1;
-  if (hosts > 1) return "a request must name one Host, not several";
+  if (hosts > 1) return refusals.hostSeveral();
   const url = req.url ?? "/";
   if (url.startsWith("/")) return undefined;
   const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1];
@@ -63,33 +64,27 @@ function ambiguousHost(req: IncomingMessage): string | undefined {
     hostName(authority) !== undefined &&
     hostName(authority) === hostName(given) &&
     explicitPort(authority) === explicitPort(given);
-  return same ? undefined : "the request's target names another host than its Host header";
+  return same ? undefined : refusals.hostAmbiguous();
 }
 
 /** The gateway's guard: one unambiguous, loopback Host, and an `Origin` (when sent) that is the gateway's own. */
-function guard(req: IncomingMessage): { status: number; error: ReturnType<typeof apiError> } | undefined {
+function guard(req: IncomingMessage): { status: number; error: ApiError } | undefined {
   const ambiguous = ambiguousHost(req);
   if (ambiguous !== undefined) {
-    return { status: 400, error: apiError("invalid_request", ambiguous, { details: { reason: "host" } }) };
+    return { status: 400, error: ambiguous };
   }
   const host = hostName(req.headers.host ?? "");
   if (host === undefined) {
     return {
       status: 421,
-      error: apiError("invalid_request", "the Host header is malformed", { details: { reason: "host" } }),
+      error: refusals.hostMalformed(),
     };
   }
   const loopback = host === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === "::1";
   if (!loopback) {
     return {
       status: 421,
-      error: apiError(
-        "invalid_request",
-        `this gateway does not answer to the host ${JSON.stringify(host.slice(0, 64))}; list it in gateway.security.allowedHosts`,
-        {
-          details: { reason: "host" },
-        },
-      ),
+      error: refusals.hostRefused([...host].slice(0, 64).join("")),
     };
   }
   const origin = req.headers.origin;
@@ -105,13 +100,7 @@ function guard(req: IncomingMessage): { status: number; error: ReturnType<typeof
   if (same) return undefined;
   return {
     status: 403,
-    error: apiError(
-      "forbidden",
-      `requests from the origin ${text.slice(0, 100)} are not allowed; list it in gateway.security.allowedOrigins`,
-      {
-        details: { reason: "origin" },
-      },
-    ),
+    error: refusals.originRefused(text.slice(0, 100)),
   };
 }
 
@@ -306,12 +295,7 @@ export class HttpTransport {
     const body = await readBody(req);
     if (body === undefined) {
       drain(req, res, true);
-      sendError(
-        res,
-        apiError("invalid_request", `the body exceeds ${MAX_BODY_BYTES} bytes (or was cut off)`, {
-          details: { reason: "body_too_large" },
-        }),
-      );
+      sendError(res, refusals.bodyTooLarge(MAX_BODY_BYTES));
       return;
     }
     let params: unknown;

@@ -6,9 +6,9 @@
 // the field as the gateway does (`runs.create: input[0].content: …`, with
 // `details.field`).
 
-import { METHODS, validate, type MethodName, type MethodTypes } from "@talon/sdk";
+import { METHODS, validate, type MethodName, type MethodTypes, refusals } from "@talon/sdk";
 
-import { invalid } from "./errors.js";
+import { fail } from "./errors.js";
 
 /** serde_json's recursion limit: this many open brackets at once is refused. */
 const RECURSION_LIMIT = 128;
@@ -55,7 +55,7 @@ export function parseBody(body: Buffer): unknown {
   const text = body.toString("utf8");
   if (text.trim() === "") return undefined;
   const parsed = parseJson(text);
-  if ("error" in parsed) throw invalid(`the body is not JSON: ${parsed.error}`);
+  if ("error" in parsed) throw fail(refusals.bodyNotJson(parsed.error));
   return parsed.value;
 }
 
@@ -92,7 +92,7 @@ function at(value: unknown, pointer: string): unknown {
 /** A method's params, checked against its schema (closed), or `invalid_request` naming what is wrong. */
 export function decodeParams<M extends MethodName>(method: M, raw: unknown): MethodTypes[M]["params"] {
   const params = raw ?? {};
-  if (typeof params !== "object" || Array.isArray(params)) throw invalid(`${method}: params must be a JSON object`);
+  if (typeof params !== "object" || Array.isArray(params)) throw fail(refusals.paramsNotObject(method));
   let issue = validate(METHODS[method].params, params, { closed: true });
   // The gateway's decoder checks types, not the ranges its schema documents
   // (`expiresInMs` is checked by the method): look past a range on a whole number.
@@ -123,7 +123,7 @@ export function decodeParams<M extends MethodName>(method: M, raw: unknown): Met
     if (issue.message === "missing") {
       const field = fieldOf(parent);
       const text = `missing field \`${last}\``;
-      throw field === "" ? invalid(`${method}: ${text}`) : invalid(`${method}: ${field}: ${text}`, { field });
+      throw fail(field === "" ? refusals.badParams(method, text) : refusals.badParam(method, field, text));
     }
     const field = fieldOf(issue.path);
     let text = issue.message;
@@ -137,8 +137,7 @@ export function decodeParams<M extends MethodName>(method: M, raw: unknown): Met
     } else if (text.startsWith("below the minimum")) {
       text = `invalid value: ${kindOf(at(params, issue.path))}, ${text}`;
     }
-    if (field === "") throw invalid(`${method}: ${text}`);
-    throw invalid(`${method}: ${field}: ${text}`, { field });
+    throw fail(field === "" ? refusals.badParams(method, text) : refusals.badParam(method, field, text));
   }
   return params;
 }
@@ -146,7 +145,7 @@ export function decodeParams<M extends MethodName>(method: M, raw: unknown): Met
 /** A query string's parameters, refusing unknown and repeated ones as the gateway does. */
 export function queryOf(search: URLSearchParams, allowed: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
-  const fail = (why: string) => invalid(`the query: Failed to deserialize query string: ${why}`);
+  const refused = (why: string) => fail(refusals.badQuery(`Failed to deserialize query string: ${why}`));
   for (const [key, value] of search) {
     if (!allowed.includes(key)) {
       const [only, ...others] = allowed;
@@ -154,11 +153,11 @@ export function queryOf(search: URLSearchParams, allowed: readonly string[]): Re
         only !== undefined && others.length === 0
           ? `expected \`${only}\``
           : `expected one of ${allowed.map((a) => `\`${a}\``).join(", ")}`;
-      throw fail(`${key}: unknown field \`${key}\`, ${expected}`);
+      throw refused(`${key}: unknown field \`${key}\`, ${expected}`);
     }
-    if (key in out) throw fail(`duplicate field \`${key}\``);
+    if (key in out) throw refused(`duplicate field \`${key}\``);
     const cap = key === "types" ? 2048 : key === "sessionKey" ? 256 : 128;
-    if ([...value].length > cap) throw fail(`${key}: longer than ${cap} characters`);
+    if ([...value].length > cap) throw refused(`${key}: longer than ${cap} characters`);
     out[key] = value;
   }
   return out;

@@ -4,7 +4,7 @@
 // message), waits on approvals and questions like a durable run does, and
 // honours cancellation and its own time limit; its end is `end.ts`'s.
 
-import type { protocol as P } from "@talon/sdk";
+import { caps, type protocol as P } from "@talon/sdk";
 
 import { mimeOf } from "./content.js";
 import { COMPLETION_TOKENS, PROMPT_TOKENS, endRun, type Stop } from "./end.js";
@@ -18,7 +18,7 @@ const PERSON_WAIT_MS = 24 * 3600 * 1000;
 /** The decisions the gateway offers on a tool approval. */
 const DECISIONS: P.ApprovalDecision[] = ["approve_once", "approve_session", "approve_always", "deny"];
 /** The longest approval summary, in bytes. */
-const MAX_SUMMARY_BYTES = 300;
+const MAX_SUMMARY_BYTES = caps.MAX_APPROVAL_SUMMARY_BYTES;
 /** The model's name as `run.started` gives it (the provider's name of `mock/mock-model`). */
 const STARTED_MODEL = "mock-model";
 

@@ -4,9 +4,9 @@
 // `run.created`, then the run played on its own), `runs.cancel`,
 // `runs.wait`, `runs.events`, `runs.list` and `sessions.abort`.
 
-import type { protocol as P } from "@talon/sdk";
+import { caps, type protocol as P, refusals } from "@talon/sdk";
 
-import { Failure, conflict, invalid, notFound } from "./errors.js";
+import { Failure, fail, notFound } from "./errors.js";
 import { play } from "./play.js";
 import { FakeRun, cursorExpired, takeExpire } from "./script.js";
 import { DEFAULT_AGENT, State, isTerminal, now, resultOf, runEvent, scopedKey, sha256, type Caller } from "./state.js";
@@ -15,14 +15,14 @@ import { copy, json } from "./wire.js";
 /** How long `runs.cancel` waits for a running run to end. */
 const CANCEL_SETTLE_MS = 5_000;
 /** `runs.wait`'s deadline when the caller gives none, and its cap. */
-const DEFAULT_WAIT_MS = 30_000;
-const MAX_WAIT_MS = 600_000;
+const DEFAULT_WAIT_MS = caps.DEFAULT_WAIT_MS;
+const MAX_WAIT_MS = caps.DEFAULT_MAX_WAIT_MS;
 /** Pages. */
-const DEFAULT_LIMIT = 100;
-const MAX_LIMIT = 500;
+const DEFAULT_LIMIT = caps.DEFAULT_LIMIT;
+const MAX_LIMIT = caps.MAX_LIMIT;
 /** The longest input a run takes, in bytes, and the most client tools. */
-const MAX_INPUT_BYTES = 1 << 20;
-const MAX_CLIENT_TOOLS = 128;
+const MAX_INPUT_BYTES = caps.MAX_INPUT_BYTES;
+const MAX_CLIENT_TOOLS = caps.MAX_CLIENT_TOOLS;
 
 /** A page's length: the caller's, within 1 and the cap. */
 export function limitOf(asked: number | null | undefined): number {
@@ -32,42 +32,36 @@ export function limitOf(asked: number | null | undefined): number {
 /** The protocol's `check_client_tools`. */
 function checkClientTools(tools: readonly P.ClientTool[]): void {
   if (tools.length > MAX_CLIENT_TOOLS) {
-    throw invalid(`tools: ${tools.length} client tools, more than the ${MAX_CLIENT_TOOLS} a run takes`);
+    throw fail(refusals.tooManyClientTools(tools.length, MAX_CLIENT_TOOLS));
   }
   tools.forEach((tool, i) => {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(tool.name)) {
-      throw invalid(
-        `tools[${i}].name ${JSON.stringify([...tool.name].slice(0, 64).join(""))}: 1 to 64 ASCII letters, digits, \`_\` or \`-\``,
-      );
+      throw fail(refusals.clientToolName(i, [...tool.name].slice(0, 64).join("")));
     }
-    if (tools.slice(0, i).some((t) => t.name === tool.name))
-      throw invalid(`tools[${i}].name ${JSON.stringify(tool.name)}: named twice`);
+    if (tools.slice(0, i).some((t) => t.name === tool.name)) throw fail(refusals.clientToolTwice(i, tool.name));
     const schema = tool.parameters as { type?: unknown } | null | undefined;
     if (schema === null || typeof schema !== "object" || schema.type !== "object") {
-      throw invalid(`tools[${i}].parameters: a JSON Schema of type "object"`);
+      throw fail(refusals.clientToolParameters(i));
     }
   });
 }
 
 /** The protocol's `split_messages`: what is wrong with a run's messages, if anything. */
-function messagesProblem(messages: readonly P.InputMessage[]): string | undefined {
+function messagesProblem(messages: readonly P.InputMessage[]): P.ApiError | undefined {
   let answered = 0;
   while (answered < messages.length && messages[answered]?.role === "tool") answered++;
   for (let index = 0; index < answered; index++) {
     const id = messages[index]?.toolCallId;
-    if (!id) return `input[${index}]: a tool message needs its toolCallId`;
-    if (messages.slice(0, index).some((m) => m.toolCallId === id))
-      return `input[${index}]: call ${JSON.stringify(id)} is answered twice`;
+    if (!id) return refusals.inputToolMessageWithoutCall(index);
+    if (messages.slice(0, index).some((m) => m.toolCallId === id)) return refusals.inputCallAnsweredTwice(index, id);
   }
   for (let index = answered; index < messages.length; index++) {
     const m = messages[index];
-    if (m?.role === "tool") return `input[${index}]: tool messages come first, before any other message`;
-    if (m?.toolCallId !== undefined && m.toolCallId !== null)
-      return `input[${index}]: only a tool message has a toolCallId`;
+    if (m?.role === "tool") return refusals.inputToolMessageLate(index);
+    if (m?.toolCallId !== undefined && m.toolCallId !== null) return refusals.inputCallIdOffTool(index);
   }
-  if (answered === messages.length) return answered === 0 ? "the input has no message" : undefined;
-  if (messages.at(-1)?.role !== "user")
-    return "the last message must be the user's (or the input only answers tool calls)";
+  if (answered === messages.length) return answered === 0 ? refusals.inputNoMessage() : undefined;
+  if (messages.at(-1)?.role !== "user") return refusals.inputLastNotUser();
   return undefined;
 }
 
@@ -75,17 +69,17 @@ function messagesProblem(messages: readonly P.InputMessage[]): string | undefine
 export function checkRunParams(p: P.RunsCreateParams): void {
   checkClientTools(p.tools ?? []);
   if (typeof p.input === "string") {
-    if (p.input.trim() === "") throw invalid("input: the message is empty");
+    if (p.input.trim() === "") throw fail(refusals.inputEmpty());
   } else {
     const problem = messagesProblem(p.input);
-    if (problem) throw invalid(`input: ${problem}`);
+    if (problem) throw fail(problem);
   }
   const size =
     typeof p.input === "string"
       ? Buffer.byteLength(p.input)
       : p.input.reduce((n, m) => n + Buffer.byteLength(m.content), 0);
-  if (size > MAX_INPUT_BYTES) throw invalid(`input: ${size} bytes, more than the ${MAX_INPUT_BYTES} a run takes`);
-  if (p.timeoutMs === 0) throw invalid("timeoutMs: must be more than 0");
+  if (size > MAX_INPUT_BYTES) throw fail(refusals.inputTooLarge(size, MAX_INPUT_BYTES));
+  if (p.timeoutMs === 0) throw fail(refusals.timeoutZero());
 }
 
 /** The input's text, as `run.created` and the user's message carry it. */
@@ -112,16 +106,14 @@ function sessionFor(state: State, p: P.RunsCreateParams): P.Session {
   let session: P.Session;
   if (p.sessionId) {
     session = state.session(p.sessionId);
-    if (p.sessionKey && p.sessionKey !== session.key) throw invalid("sessionId and sessionKey name different sessions");
+    if (p.sessionKey && p.sessionKey !== session.key) throw fail(refusals.sessionIdAndKeyDiffer());
   } else if (p.sessionKey) {
     session = state.resolveSession(p.sessionKey, agent);
   } else {
     session = state.createSession(agent ?? DEFAULT_AGENT);
   }
   if (agent !== undefined && session.agentId !== agent) {
-    throw invalid(
-      `session ${JSON.stringify(session.key)} belongs to agent ${JSON.stringify(session.agentId)}, not ${JSON.stringify(agent)}`,
-    );
+    throw fail(refusals.sessionOfOtherAgent(session.key, session.agentId, agent));
   }
   return session;
 }
@@ -144,8 +136,7 @@ export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, re
   if (key !== undefined) {
     const first = state.runKeys.get(key);
     if (first) {
-      if (first.hash !== hash)
-        throw conflict(`idempotency key ${JSON.stringify(given)} was used with other parameters`);
+      if (first.hash !== hash) throw fail(refusals.idempotencyReused(given ?? ""));
       return copy(state.run(first.runId).run);
     }
   }
@@ -153,7 +144,7 @@ export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, re
     const environment = state.environments.find((e) => e.id === p.environmentId);
     if (!environment) throw notFound("environment", p.environmentId);
     if (environment.status !== "ready") {
-      throw conflict(`environment ${p.environmentId} is not ready`, { environment: copy(environment) });
+      throw fail(refusals.environmentUnreadyForRun(p.environmentId));
     }
   }
   const session = sessionFor(state, p);
@@ -161,9 +152,7 @@ export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, re
   const strategy = p.multitaskStrategy ?? "enqueue";
   if (live.length > 0) {
     if (strategy === "reject") {
-      throw conflict("the session already has an active run (multitaskStrategy: reject)", {
-        activeRunIds: live.map((r) => r.id),
-      });
+      throw fail(refusals.sessionBusy({ activeRunIds: live.map((r) => r.id) }));
     }
     if (strategy === "interrupt" || strategy === "rollback") {
       for (const run of live) requestCancel(state, run.id, strategy === "rollback", requestId);
@@ -254,7 +243,7 @@ export async function wait(state: State, runId: string, timeoutMs: number | null
 export function cursorOf(text: string | null | undefined): bigint | undefined {
   if (text === null || text === undefined) return undefined;
   if (!/^\d{1,20}$/.test(text) || BigInt(text) > 18446744073709551615n) {
-    throw invalid(`after: ${JSON.stringify(text)} is not an event id`);
+    throw fail(refusals.afterNotAnEventId(text));
   }
   return BigInt(text);
 }
@@ -295,12 +284,12 @@ const RUN_STATUSES: readonly string[] = [
 /** `runs.list`: newest first (ties by id, descending), after the cursor, filtered. */
 export function list(state: State, p: P.RunsListParams): P.RunsListResult {
   if ((p.status ?? []).some((s) => !RUN_STATUSES.includes(s))) {
-    throw invalid("status: an unknown run status", { field: "status" });
+    throw fail(refusals.unknownRunStatus());
   }
   const after = p.createdAfter ?? undefined;
   const before = p.createdBefore ?? undefined;
   if (after !== undefined && before !== undefined && after >= before) {
-    throw invalid(`createdAfter (${after}) must be before createdBefore (${before})`, { field: "createdAfter" });
+    throw fail(refusals.emptyTimeWindow(after, before));
   }
   let runs = [...state.runs.values()]
     .map((r) => r.run)
@@ -316,9 +305,7 @@ export function list(state: State, p: P.RunsListParams): P.RunsListResult {
   if (p.cursor) {
     const cursor = state.runs.get(p.cursor)?.run;
     if (!cursor) {
-      throw invalid(`cursor ${JSON.stringify(p.cursor)} is not a run: pass the previous page's nextCursor`, {
-        field: "cursor",
-      });
+      throw fail(refusals.cursorNotARun(p.cursor));
     }
     runs = runs.filter((r) => r.createdAt < cursor.createdAt || (r.createdAt === cursor.createdAt && r.id < cursor.id));
   }

@@ -3,9 +3,14 @@
 // and `Fault`, a failure injected into the transport, with the helpers
 // that take a queued fault when it fires (each is used up then).
 
-import type { ApiError, ArtifactType, ErrorCode, EventData } from "@talon/sdk";
-
-import { apiError } from "./errors.js";
+import {
+  RETRYABLE_CODES,
+  refusals,
+  type ApiError,
+  type ArtifactType,
+  type ErrorCode,
+  type EventData,
+} from "@talon/sdk";
 
 /** One step of a `FakeRun`. */
 export type Step =
@@ -89,7 +94,7 @@ export class FakeRun {
 
   /** Ends the run `run.failed` with this error (instead of the reply); `RunResult.error` carries it. */
   fail(code: ErrorCode, message: string): this {
-    this.#failure = apiError(code, message);
+    this.#failure = { code, message, retryable: RETRYABLE_CODES.includes(code) }; // the test's words
     return this;
   }
 
@@ -142,12 +147,10 @@ export function takeCallFault(faults: QueuedFault[], method: string): CallFault 
   switch (fault.kind) {
     case "rateLimited":
       return {
-        fail: apiError("rate_limited", "this token is over its rate (injected by the fake gateway)", {
-          retryAfterMs: fault.retryAfterMs,
-        }),
+        fail: { ...refusals.injectedRateLimit(), retryAfterMs: fault.retryAfterMs },
       };
     case "unavailable":
-      return { fail: apiError("unavailable", "the gateway is unavailable (injected by the fake gateway)") };
+      return { fail: refusals.injectedUnavailable() };
     case "slow":
       return { waitMs: fault.delayMs };
     default:
@@ -181,7 +184,5 @@ export function timesOf(fault: Fault): number {
 /** The error of an expired cursor, worded as the gateway words it (the oldest event kept is the one after it). */
 export function cursorExpired(cursor: bigint): ApiError {
   const oldest = cursor + 1n;
-  return apiError("cursor_expired", `cursor ${cursor} has expired; the oldest event kept is ${oldest}`, {
-    details: { cursor: cursor.toString(), oldestId: oldest.toString() },
-  });
+  return refusals.cursorExpired(String(cursor), String(oldest));
 }

@@ -6,17 +6,17 @@
 // `session.compacted`; `conflict` while a run is in progress) and
 // `sessions.update` (metadata merged, `session.updated`).
 
-import type { protocol as P } from "@talon/sdk";
+import { caps, type protocol as P, refusals } from "@talon/sdk";
 
-import { conflict, invalid, notFound } from "./errors.js";
+import { fail, notFound } from "./errors.js";
 import { limitOf, liveRuns } from "./runs.js";
 import { State, now, sessionEvent } from "./state.js";
 import { copy } from "./wire.js";
 
 /** A session's metadata caps: keys, bytes as JSON, a key's length. */
-const METADATA_KEYS = 64;
-const METADATA_BYTES = 16 << 10;
-const METADATA_KEY_CHARS = 128;
+const METADATA_KEYS = caps.METADATA_KEYS;
+const METADATA_BYTES = caps.METADATA_BYTES;
+const METADATA_KEY_CHARS = caps.METADATA_KEY_CHARS;
 
 function byCreation(a: { createdAt: number; id: string }, b: { createdAt: number; id: string }): number {
   return a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -42,19 +42,11 @@ function checkMetadata(metadata: Record<string, unknown>): Record<string, unknow
   const keys = Object.keys(metadata);
   const bytes = Buffer.byteLength(JSON.stringify(metadata));
   if (keys.length > METADATA_KEYS || bytes > METADATA_BYTES) {
-    throw invalid(
-      `metadata: ${keys.length} keys, ${bytes} bytes as JSON; the caps are ${METADATA_KEYS} keys and ${METADATA_BYTES} bytes`,
-      { field: "metadata" },
-    );
+    throw fail(refusals.metadataTooLarge(keys.length, bytes, METADATA_KEYS, METADATA_BYTES));
   }
   const long = keys.find((k) => [...k].length > METADATA_KEY_CHARS);
   if (long !== undefined) {
-    throw invalid(
-      `metadata: the key ${JSON.stringify([...long].slice(0, 32).join(""))}... is longer than 128 characters`,
-      {
-        field: "metadata",
-      },
-    );
+    throw fail(refusals.metadataKeyTooLong([...long].slice(0, 32).join(""), METADATA_KEY_CHARS));
   }
   return metadata;
 }
@@ -116,7 +108,7 @@ export function fork(state: State, p: P.SessionsForkParams): P.Session {
 export function compact(state: State, sessionId: string, requestId: string | undefined): P.Session {
   const session = state.session(sessionId);
   if (liveRuns(state, sessionId).length > 0) {
-    throw conflict("the session has a run in progress; compact it once the run ends");
+    throw fail(refusals.compactBusy());
   }
   const stored = state.messages.get(sessionId) ?? [];
   let from = 0;

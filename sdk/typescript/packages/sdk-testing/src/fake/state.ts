@@ -10,9 +10,9 @@
 
 import { createHash } from "node:crypto";
 
-import type { protocol as P } from "@talon/sdk";
+import { type protocol as P, refusals } from "@talon/sdk";
 
-import { conflict, notFound } from "./errors.js";
+import { fail, notFound } from "./errors.js";
 import type { FakeRun, QueuedFault } from "./script.js";
 import { DEFAULT_TOOLS } from "./tools.js";
 import { copy, envelopeJson } from "./wire.js";
@@ -265,7 +265,7 @@ export class State {
   /** A new session of `agentId` (which must exist), not announced yet (a fork is announced once it names its parent). */
   addSession(agentId: string, key?: string | null, metadata?: Record<string, unknown> | null): P.Session {
     if (!this.agent(agentId)) throw notFound("agent", agentId);
-    if (key && this.sessionByKey(key)) throw conflict(`session ${JSON.stringify(key)} already exists`);
+    if (key && this.sessionByKey(key)) throw fail(refusals.alreadyExists("session", key));
     const id = this.newId("sess");
     const at = now();
     const named = key === "" ? undefined : key; // an empty key names no session

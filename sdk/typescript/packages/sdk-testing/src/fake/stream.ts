@@ -14,9 +14,9 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 
-import { EVENT_TYPES, METHODS } from "@talon/sdk";
+import { EVENT_TYPES, METHODS, refusals } from "@talon/sdk";
 
-import { Failure, errorOf, invalid, notFound } from "./errors.js";
+import { Failure, errorOf, fail, notFound } from "./errors.js";
 import { queryOf } from "./params.js";
 import { indexAfter } from "./runs.js";
 import { cursorExpired, takeDrop, takeExpire } from "./script.js";
@@ -114,8 +114,7 @@ export class Follow {
 export function streamCursor(header: string | undefined, after: string | undefined): bigint | undefined {
   const text = (header ?? after)?.trim();
   if (text === undefined || text === "") return undefined;
-  if (!/^\d{1,20}$/.test(text) || BigInt(text) > 18446744073709551615n)
-    throw invalid(`${JSON.stringify(text)} is not an event id`);
+  if (!/^\d{1,20}$/.test(text) || BigInt(text) > 18446744073709551615n) throw fail(refusals.notAnEventId(text));
   return BigInt(text);
 }
 
@@ -124,7 +123,7 @@ function typesOf(list: string | undefined): string[] {
   if (list === undefined) return [];
   return list.split(",").map((raw) => {
     const name = raw.trim();
-    if (!(EVENT_TYPES as readonly string[]).includes(name)) throw invalid(`unknown event type ${JSON.stringify(name)}`);
+    if (!(EVENT_TYPES as readonly string[]).includes(name)) throw fail(refusals.unknownEventType(name));
     return name;
   });
 }
@@ -139,9 +138,9 @@ function open(state: State, req: IncomingMessage, search: URLSearchParams, runId
   const query = queryOf(search, ["after", "sessionKey", "agentId", "types", "ticket"]);
   if (runId !== undefined) {
     const count = [...runId].length;
-    if (count > 128) throw invalid(`runId: a run id is ${count} characters long; the cap is 128`);
+    if (count > 128) throw fail(refusals.badRunId(`a run id is ${count} characters long; the cap is 128`));
     // eslint-disable-next-line no-control-regex -- finding control characters is the point
-    if (/[\x00-\x1f\x7f]/.test(runId)) throw invalid("runId: a run id may not contain control characters");
+    if (/[\x00-\x1f\x7f]/.test(runId)) throw fail(refusals.badRunId("a run id may not contain control characters"));
   }
   const caller = streamCaller(state, header(req, "authorization"), query.ticket);
   if (runId !== undefined) {

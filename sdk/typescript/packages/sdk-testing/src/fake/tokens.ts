@@ -8,15 +8,15 @@
 
 import { randomBytes } from "node:crypto";
 
-import { SCOPES, type protocol as P } from "@talon/sdk";
+import { caps, SCOPES, type protocol as P, refusals } from "@talon/sdk";
 
-import { Failure, apiError, conflict, forbidden, invalid, notFound, unauthenticated } from "./errors.js";
+import { Failure, fail, notFound, unauthenticated } from "./errors.js";
 import { State, now, sha256, type Caller, type MintedToken } from "./state.js";
 
 /** How long a stream ticket may wait to be used (the gateway's default). */
-const TICKET_TTL_MS = 60_000;
+const TICKET_TTL_MS = caps.TICKET_TTL_MS;
 /** The longest life `tokens.create` gives: 30 days. */
-const MAX_TOKEN_TTL_MS = 30 * 24 * 3_600_000;
+const MAX_TOKEN_TTL_MS = caps.MAX_TOKEN_TTL_MS;
 /** The fake's own token's id. */
 const OWN_TOKEN_ID = "tok_fakegateway00";
 
@@ -33,7 +33,7 @@ function ordered(scopes: readonly P.Scope[]): P.Scope[] {
 
 /** `forbidden` unless `caller` holds `scope` (or `admin`). */
 export function requireScope(caller: Caller, scope: P.Scope): void {
-  if (!caller.scopes.includes("admin") && !caller.scopes.includes(scope)) throw forbidden(scope);
+  if (!caller.scopes.includes("admin") && !caller.scopes.includes(scope)) throw fail(refusals.forbidden(scope));
 }
 
 /** The caller an `Authorization` header names, or `unauthenticated` with the reason. */
@@ -64,11 +64,7 @@ export function redeemTicket(state: State, ticket: string): Caller {
 
 /** What a ticket's caller may not do: `forbidden`, `reason: ticket`. */
 export function ticketRefusal(what: string): Failure {
-  return new Failure(
-    apiError("forbidden", `${what}: a stream ticket opens the one stream it was minted for and calls nothing`, {
-      details: { reason: "ticket" },
-    }),
-  );
+  return new Failure(refusals.ticketCalls(what));
 }
 
 /** Whether `caller` may open `stream`: a token any its scopes allow, a ticket only its own. */
@@ -95,7 +91,7 @@ export function streamCaller(state: State, header: string | undefined, ticket: s
 export function mintTicket(state: State, caller: Caller, p: P.TokensTicketParams): P.StreamTicket {
   if (caller.ticket !== undefined) throw ticketRefusal("tokens.ticket");
   if ((p.scopes ?? []).some((scope) => scope !== "session.read")) {
-    throw invalid("scopes: a ticket reads one stream: it takes session.read and nothing else", { field: "scopes" });
+    throw fail(refusals.ticketScopes());
   }
   const scopes: P.Scope[] = ["session.read"];
   requireScope(caller, "session.read");
@@ -154,16 +150,15 @@ export function revokeToken(state: State, p: P.TokensRevokeParams): P.TokensRevo
 
 /** `tokens.create`: a named token with the scopes `p` grants. */
 export function createToken(state: State, caller: Caller, p: P.TokensCreateParams): P.CreatedToken {
-  const field = (name: string, message: string) => invalid(`${name}: ${message}`, { field: name });
   const granted: P.Scope[] = p.preset ? [...PRESETS[p.preset]] : [];
   for (const scope of p.scopes ?? []) {
-    if (!SCOPES.includes(scope)) throw field("scopes", "an unknown scope");
+    if (!SCOPES.includes(scope)) throw fail(refusals.unknownScope());
     granted.push(scope);
   }
   const scopes = ordered(granted);
-  if (scopes.length === 0) throw field("scopes", "give scopes, a preset, or both");
+  if (scopes.length === 0) throw fail(refusals.noScopes());
   if (p.expiresInMs < 1000 || p.expiresInMs > MAX_TOKEN_TTL_MS) {
-    throw field("expiresInMs", `${p.expiresInMs} is out of range: 1000 to ${MAX_TOKEN_TTL_MS} (30 days)`);
+    throw fail(refusals.tokenLifetime(p.expiresInMs, MAX_TOKEN_TTL_MS));
   }
   const expiresAt = now() + p.expiresInMs;
   // Whom it acts for (the gateway's `Binding::under`, with an unbound
@@ -171,21 +166,18 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
   const admin = scopes.includes("admin");
   const subject = p.subject ?? undefined;
   const asked = p.agents ?? undefined;
-  if (subject === "") throw field("subject", "it is empty");
-  if (subject !== undefined && admin) throw field("subject", "an admin token sees every subject; it cannot be bound");
-  if (asked !== undefined && admin) throw field("agents", "an admin token runs every agent; it cannot be bound");
-  if (asked !== undefined && (asked.length === 0 || asked.length > 64)) {
-    throw field("agents", "give 1 to 64 agents, or none for every agent");
+  if (subject === "") throw fail(refusals.subjectEmpty());
+  if (subject !== undefined && admin) throw fail(refusals.subjectOnAdmin());
+  if (asked !== undefined && admin) throw fail(refusals.agentsOnAdmin());
+  if (asked !== undefined && (asked.length === 0 || asked.length > caps.MAX_TOKEN_AGENTS)) {
+    throw fail(refusals.agentsCount(caps.MAX_TOKEN_AGENTS));
   }
   const agents = asked === undefined ? undefined : [...new Set(asked)].sort();
   // Under its parent: no scope the caller lacks, no life past the caller's.
   const beyond = scopes.find((scope) => !caller.scopes.includes("admin") && !caller.scopes.includes(scope));
-  if (beyond !== undefined) throw field("scopes", `${beyond} is beyond the minting token's scopes`);
+  if (beyond !== undefined) throw fail(refusals.scopeBeyondMinter(beyond));
   if (caller.expiresAt !== undefined && expiresAt > caller.expiresAt) {
-    throw field(
-      "expiresInMs",
-      `the token would outlive the one minting it (which expires in ${caller.expiresAt - now()} ms)`,
-    );
+    throw fail(refusals.tokenOutlivesMinter(caller.expiresAt - now()));
   }
   const secret = `talon_${randomBytes(32).toString("hex")}`;
   const key = p.idempotencyKey ?? undefined;
@@ -196,12 +188,7 @@ export function createToken(state: State, caller: Caller, p: P.TokensCreateParam
     if (earlier) {
       const rebound = earlier.subject !== subject || earlier.agents?.join() !== agents?.join();
       if (earlier.name !== p.name || earlier.scopes.join() !== scopes.join() || rebound) {
-        throw conflict(
-          `idempotency key ${JSON.stringify(key)} minted token ${earlier.id}, which has another name, scopes or binding: use a new key`,
-          {
-            tokenId: earlier.id,
-          },
-        );
+        throw fail(refusals.tokenKeyReused(key, earlier.id, "has another name, scopes or binding"));
       }
       // A retry: the same id, a new secret; the earlier secret stops working.
       state.tokens.delete(earlier.secret);

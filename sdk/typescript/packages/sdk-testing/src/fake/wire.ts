@@ -8,9 +8,7 @@
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 
-import { ERROR_HTTP_STATUS, type ApiError, type EventEnvelope } from "@talon/sdk";
-
-import { apiError } from "./errors.js";
+import { ERROR_HTTP_STATUS, type ApiError, type EventEnvelope, refusals } from "@talon/sdk";
 
 /** `value` with object keys sorted and `undefined` members dropped, recursively. */
 export function sorted(value: unknown): unknown {
@@ -122,18 +120,12 @@ export function sendError(
 
 /** The 405 of a path asked with the wrong HTTP method. */
 export function sendMethodNotAllowed(res: ServerResponse, allow: "GET" | "POST"): void {
-  sendError(res, apiError("method_not_allowed", `this path takes ${allow} only`), 405, { allow });
+  sendError(res, refusals.methodNotAllowed(allow), 405, { allow });
 }
 
 /** The 404 of a path no route serves. */
 export function sendNoRoute(res: ServerResponse): void {
-  sendError(
-    res,
-    apiError(
-      "not_found",
-      "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs",
-    ),
-  );
+  sendError(res, refusals.noRoute());
 }
 
 /** The request's id: always the fake's own `req_<24 hex>`, as the gateway's (which only logs a client's `x-request-id`). */

@@ -18,10 +18,10 @@ import { STATUS_CODES, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import { METHODS, type protocol as P } from "@talon/sdk";
+import { caps, METHODS, type protocol as P, refusals } from "@talon/sdk";
 
 import { arrive, serveCall } from "./api.js";
-import { Failure, apiError, errorOf } from "./errors.js";
+import { Failure, errorOf } from "./errors.js";
 import { decodeParams, parseJson, queryOf } from "./params.js";
 import { cursorOf } from "./runs.js";
 import type { Caller, State } from "./state.js";
@@ -35,16 +35,16 @@ const AUTH_WITHIN_MS = 10_000;
 import { errorHeaders, httpStatus, json, mintRequestId } from "./wire.js";
 
 /** The largest frame taken (the gateway's body limit). */
-export const MAX_FRAME_BYTES = 4 << 20;
+export const MAX_FRAME_BYTES = caps.DEFAULT_MAX_BODY_BYTES;
 /** Subscriptions one connection may hold at once. */
-const MAX_SUBSCRIPTIONS = 16;
+const MAX_SUBSCRIPTIONS = caps.MAX_SUBSCRIPTIONS;
 
 /** A decoded request frame, or why the frame is none. */
 type Incoming = { id: unknown; method: string; params: unknown } | { refused: P.ApiError; id: unknown };
 
 function decode(text: string): Incoming {
   const parsed = parseJson(text);
-  if ("error" in parsed) return { id: null, refused: apiError("invalid_request", `not JSON: ${parsed.error}`) };
+  if ("error" in parsed) return { id: null, refused: refusals.frameNotJson(parsed.error) };
   const frame = parsed.value;
   const field = (name: string): unknown =>
     frame !== null && typeof frame === "object" && !Array.isArray(frame)
@@ -54,7 +54,7 @@ function decode(text: string): Incoming {
   const method = field("method");
   if (field("type") === "req" && typeof method === "string" && id !== null)
     return { id, method, params: field("params") };
-  return { id, refused: apiError("invalid_request", 'a request is {"type":"req","id":..,"method":..,"params":{..}}') };
+  return { id, refused: refusals.frameNotRequest() };
 }
 
 function answer(id: unknown, outcome: { ok: true; result: unknown } | { ok: false; error: P.ApiError }): string {
@@ -93,12 +93,7 @@ export class WsTransport {
       });
     };
     if (url.pathname !== "/v1/ws") {
-      json_(
-        apiError(
-          "not_found",
-          "no such route: methods are POST /v1/<method>, described by /v1/openapi.json and readable at /docs",
-        ),
-      );
+      json_(refusals.noRoute());
       return;
     }
     let caller: Caller | undefined;
@@ -220,9 +215,7 @@ class Connection {
 
   #frame(data: RawData, isBinary: boolean): void {
     if (isBinary) {
-      void this.#send(
-        answer(null, { ok: false, error: apiError("invalid_request", "binary frames are not requests") }),
-      );
+      void this.#send(answer(null, { ok: false, error: refusals.binaryFrame() }));
       return;
     }
     const text = Array.isArray(data)
@@ -261,7 +254,7 @@ class Connection {
     try {
       await arrive(this.#state, "events.subscribe", params, "websocket");
       const caller = this.#caller;
-      if (caller === undefined) throw new Failure(apiError("unauthenticated", "the socket is not authenticated"));
+      if (caller === undefined) throw new Failure(refusals.socketUnauthenticated());
       requireScope(caller, METHODS["events.subscribe"].scope);
       const p = decodeParams("events.subscribe", params);
       if (caller.ticket !== undefined && !("socket" in caller.ticket && askedBy(caller.ticket.socket, p))) {
@@ -269,7 +262,7 @@ class Connection {
       }
       for (const [name, live] of this.#subscriptions) if (live.done) this.#subscriptions.delete(name);
       if (this.#subscriptions.size >= MAX_SUBSCRIPTIONS) {
-        throw new Failure(apiError("rate_limited", `at most ${MAX_SUBSCRIPTIONS} subscriptions per connection`));
+        throw new Failure(refusals.tooManySubscriptions(MAX_SUBSCRIPTIONS));
       }
       const cursor = cursorOf(p.after);
       follow = Follow.start(
@@ -309,11 +302,11 @@ class Connection {
     try {
       await arrive(this.#state, "events.unsubscribe", params, "websocket");
       const caller = this.#caller;
-      if (caller === undefined) throw new Failure(apiError("unauthenticated", "the socket is not authenticated"));
+      if (caller === undefined) throw new Failure(refusals.socketUnauthenticated());
       requireScope(caller, METHODS["events.unsubscribe"].scope);
       const p = decodeParams("events.unsubscribe", params);
       const follow = this.#subscriptions.get(p.subscriptionId);
-      if (!follow) throw new Failure(apiError("not_found", `no subscription ${JSON.stringify(p.subscriptionId)}`));
+      if (!follow) throw new Failure(refusals.noSubscription(p.subscriptionId));
       follow.stop();
       this.#subscriptions.delete(p.subscriptionId);
       this.#state.touch();

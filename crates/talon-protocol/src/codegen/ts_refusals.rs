@@ -1,0 +1,144 @@
+//! `refusals.ts` and `caps.ts`: one TypeScript function per row of
+//! [`crate::gateway::REFUSALS`], returning the `ApiError` the gateway
+//! answers, and one constant per cap of [`crate::gateway::caps::CAPS`],
+//! so that the TypeScript fake words and counts nothing itself.
+
+use std::fmt::Write as _;
+
+use crate::gateway::refusals::{ArgKind, REFUSALS, Refusal};
+
+use super::typescript::{HEADER, doc_comment};
+
+/// `not_found` → `notFound`.
+fn camel(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The template as a TypeScript template literal's body.
+fn literal(refusal: &Refusal) -> String {
+    let mut out = String::new();
+    let mut rest = refusal.template;
+    while let Some(at) = rest.find(['{', '}']) {
+        escape_into(&mut out, &rest[..at]);
+        let tail = &rest[at..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
+        }
+        let end = tail.find('}').unwrap_or(tail.len() - 1);
+        let name = &tail[1..end];
+        let kind = refusal.args.iter().find(|a| a.name == name).map(|a| a.kind);
+        let arg = camel(name);
+        match kind {
+            Some(ArgKind::Quoted) => {
+                let _ = write!(out, "${{JSON.stringify({arg})}}");
+            }
+            Some(ArgKind::Count) => {
+                let _ = write!(out, "${{String({arg})}}");
+            }
+            _ => {
+                let _ = write!(out, "${{{arg}}}");
+            }
+        }
+        rest = &tail[(end + 1).min(tail.len())..];
+    }
+    escape_into(&mut out, rest);
+    out
+}
+
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '`' => out.push_str("\\`"),
+            '\\' => out.push_str("\\\\"),
+            '$' => out.push_str("\\$"),
+            _ => out.push(c),
+        }
+    }
+}
+
+/// The source of `refusals.ts`.
+pub(super) fn refusals() -> String {
+    let mut out = String::from(HEADER);
+    out.push_str(
+        "//\n// Every refusal the protocol's servers share, worded once (the Rust side:\n\
+         // `talon_protocol::gateway::refusals`). Each returns the `ApiError` the gateway\n\
+         // answers; `extra` adds details a server knows (the approval that won, ...).\n\n\
+         import { RETRYABLE_CODES, type ApiError, type ErrorCode, type ErrorDetails } from \"./types.js\";\n\n\
+         function refusal(code: ErrorCode, message: string, details: ErrorDetails): ApiError {\n\
+         \x20 const error: ApiError = { code, message, retryable: RETRYABLE_CODES.includes(code) };\n\
+         \x20 if (Object.keys(details).length > 0) error.details = details;\n\
+         \x20 return error;\n\
+         }\n",
+    );
+    for refusal in REFUSALS {
+        out.push('\n');
+        doc_comment(&mut out, Some(refusal.doc), "");
+        let mut params: Vec<String> = refusal
+            .args
+            .iter()
+            .map(|a| {
+                let ty = if a.kind == ArgKind::Count {
+                    "number"
+                } else {
+                    "string"
+                };
+                format!("{}: {ty}", camel(a.name))
+            })
+            .collect();
+        params.push("extra: ErrorDetails = {}".to_owned());
+        let mut details: Vec<String> = Vec::new();
+        for arg in refusal.args {
+            if let Some(key) = arg.detail {
+                let name = camel(arg.name);
+                if name == key {
+                    details.push(name);
+                } else {
+                    details.push(format!("{key}: {name}"));
+                }
+            }
+        }
+        for (key, word) in refusal.fixed {
+            details.push(format!("{key}: {}", serde_json::Value::from(*word)));
+        }
+        details.push("...extra".to_owned());
+        let _ = writeln!(
+            out,
+            "export function {}({}): ApiError {{\n  return refusal(\"{}\", `{}`, {{ {} }});\n}}",
+            camel(refusal.name),
+            params.join(", "),
+            refusal.code.as_str(),
+            literal(refusal),
+            details.join(", "),
+        );
+    }
+    out
+}
+
+/// The source of `caps.ts`: every cap of [`crate::gateway::caps::CAPS`].
+pub(super) fn caps() -> String {
+    let mut out = String::from(HEADER);
+    out.push_str(
+        "//\n// The caps every server of the protocol holds a request to, and the gateway's\n\
+         // defaults the fakes copy (the Rust side: `talon_protocol::gateway::caps`).\n",
+    );
+    for cap in crate::gateway::caps::CAPS {
+        out.push('\n');
+        doc_comment(&mut out, Some(cap.doc), "");
+        let _ = writeln!(out, "export const {} = {};", cap.name, cap.value);
+    }
+    out
+}

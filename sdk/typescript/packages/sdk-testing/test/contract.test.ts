@@ -1,0 +1,107 @@
+// The protocol's contract (crates/talon-protocol/contract/cases.json), run
+// against the TypeScript fake: every case's call, over HTTP as an admin,
+// after its setup, answers as the case expects. The real gateway and the
+// Rust fake run the same cases (talon-sdk's suite/contract.rs), and
+// talon-protocol's tests fail when a method of the table has no case.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { post, withFake } from "./helpers.js";
+
+interface Step {
+  method: string;
+  params: unknown;
+  save?: Record<string, string>;
+}
+
+interface Case {
+  name: string;
+  method: string;
+  params: unknown;
+  setup?: Step[];
+  as?: string;
+  expect: { ok?: unknown; error?: unknown };
+  differs?: Record<string, string>;
+}
+
+/** This file is build/test/contract.test.js; the cases are the repository's. */
+const CASES = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "../../../../../../crates/talon-protocol/contract/cases.json",
+);
+
+function cases(): Case[] {
+  return (JSON.parse(readFileSync(CASES, "utf8")) as { cases: Case[] }).cases;
+}
+
+/** `value` with every `"$name"` replaced by what was saved, and every `{"$keys": N}` expanded. */
+function fill(value: unknown, saved: Map<string, unknown>): unknown {
+  if (typeof value === "string")
+    return value.startsWith("$") && saved.has(value.slice(1)) ? saved.get(value.slice(1)) : value;
+  if (Array.isArray(value)) return value.map((v) => fill(v, saved));
+  if (value !== null && typeof value === "object") {
+    const map = value as Record<string, unknown>;
+    const keys = map.$keys;
+    if (typeof keys === "number") {
+      return Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${String(i).padStart(2, "0")}`, 0]));
+    }
+    return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, fill(v, saved)]));
+  }
+  return value;
+}
+
+/** Whether `got` matches `pattern`: an object's listed keys, `"$any"` for any value, everything else equal. */
+function matches(pattern: unknown, got: unknown): boolean {
+  if (pattern === "$any") return got !== undefined;
+  if (pattern !== null && typeof pattern === "object" && !Array.isArray(pattern)) {
+    if (got === null || typeof got !== "object" || Array.isArray(got)) return false;
+    const have = got as Record<string, unknown>;
+    return Object.entries(pattern as Record<string, unknown>).every(([k, v]) => matches(v, have[k]));
+  }
+  try {
+    assert.deepStrictEqual(got, pattern);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The value at a JSON Pointer. */
+function at(value: unknown, pointer: string): unknown {
+  let here = value;
+  for (const part of pointer.split("/").slice(1)) here = (here as Record<string, unknown> | undefined)?.[part];
+  return here;
+}
+
+describe("the protocol's contract", () => {
+  it("holds for the TypeScript fake, case by case", async () => {
+    await withFake(async (fake) => {
+      const failures: string[] = [];
+      for (const c of cases()) {
+        if (c.differs?.["typescript-fake"] !== undefined) continue;
+        const saved = new Map<string, unknown>();
+        for (const step of c.setup ?? []) {
+          const answer = await post(fake, step.method, fill(step.params, saved));
+          assert.equal(answer.status, 200, `${c.name}: setup ${step.method}: ${JSON.stringify(answer.body)}`);
+          for (const [key, pointer] of Object.entries(step.save ?? {})) saved.set(key, at(answer.body, pointer));
+        }
+        const token = c.as === undefined ? fake.token : (fill(c.as, saved) as string);
+        const answer = await post(fake, c.method, fill(c.params, saved), token);
+        const expect = fill(c.expect, saved) as Case["expect"];
+        const body = answer.body as { error?: unknown };
+        const held =
+          expect.ok !== undefined
+            ? answer.status === 200 && matches(expect.ok, answer.body)
+            : answer.status !== 200 && matches(expect.error, body.error) && matches(body.error, expect.error);
+        if (!held)
+          failures.push(
+            `${c.name}: expected ${JSON.stringify(expect)}, got ${answer.status} ${JSON.stringify(answer.body)}`,
+          );
+      }
+      assert.deepEqual(failures, []);
+    });
+  });
+});
