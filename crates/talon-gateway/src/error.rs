@@ -58,7 +58,7 @@ pub fn api_error(error: StoreError) -> ApiError {
             ErrorCode::Conflict,
             format!(
                 "idempotency key {:?} was used with other parameters",
-                crate::tokens::given_key(&key)
+                crate::auth::identity::given_key(&key)
             ),
         ),
         StoreError::Exists { kind, id } => {
@@ -78,7 +78,7 @@ pub fn api_error(error: StoreError) -> ApiError {
         | StoreError::Connect { .. }
         | StoreError::Closed => {
             tracing::error!(%error, "store unavailable");
-            crate::metrics::store_error();
+            crate::observe::metrics::store_error();
             let reason = error.unwritable_reason().unwrap_or("closed");
             ApiError::new(
                 ErrorCode::Unavailable,

@@ -123,28 +123,22 @@
 //!   events as JSON, cut at 16 MiB, keys redacted); expired artifacts are purged by a task.
 
 mod api;
-mod body;
-mod content;
-mod docs;
+mod auth;
+mod call;
 pub(crate) use talon_environments as environments;
 mod error;
 mod frame;
-mod guard;
-mod http;
 mod limits;
 mod memory;
-mod metrics;
 mod observe;
 mod openai;
-mod owned;
-mod quota;
-mod revocation;
+mod router;
 mod runs;
-mod serve;
-mod stream;
+mod state;
 mod tail;
-pub mod tokens;
-mod ws;
+mod transport;
+
+pub use auth::tokens;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -154,17 +148,17 @@ use talon_protocol::gateway::Agent;
 use talon_runtime::Host;
 use talon_store::{Store, StoreConfig};
 
-pub use api::Api;
+pub use auth::browsers::BrowserPolicy;
+pub use auth::revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use error::{GatewayError, Result, api_error};
-pub use guard::BrowserPolicy;
 pub use limits::Limits;
-pub use openai::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
-pub use revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
+pub use openai::policy::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
 pub use runs::{LEASE, RunLimits};
-pub use serve::STREAM_SEND_BUFFER;
+pub use state::Api;
 pub use talon_environments::forge::Forge;
 pub use talon_environments::ssh::{SshHost, SshHosts};
 pub use talon_environments::{EnvironmentPolicy, SecretSource};
+pub use transport::serve::STREAM_SEND_BUFFER;
 
 /// How a gateway runs.
 #[derive(Debug, Clone)]
@@ -312,7 +306,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
             format!("node_{}", hex::encode(bytes))
         }
     };
-    let metrics = Arc::new(metrics::Metrics::default());
+    let metrics = Arc::new(observe::metrics::Metrics::default());
     tokio::spawn(memory::trim_after(metrics.closed()));
     let sandbox = probe.await.unwrap_or_else(|e| talon_jail::Status {
         mode: "unavailable",
@@ -354,13 +348,13 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let dispatcher = engine.start().await.map_err(GatewayError::Recovery)?;
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
-    let stored = limits::StoredBytes::start(
+    let stored = limits::stored::StoredBytes::start(
         store.clone(),
         config.limits.max_stored_bytes,
         closing_seen.clone(),
     )
     .await;
-    let shared = Arc::new(http::Shared {
+    let shared = Arc::new(state::Shared {
         tail: tail.clone(),
         engine: engine.clone(),
         metrics,
@@ -371,9 +365,9 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         store: store.clone(),
         openapi: std::sync::OnceLock::new(),
         limiter: limits::Limiter::new(config.limits),
-        revocations: revocation::Revocations::start(store.clone(), closing_seen.clone()),
+        revocations: auth::revocation::Revocations::start(store.clone(), closing_seen.clone()),
         stored,
-        quotas: quota::Quotas::start(
+        quotas: limits::quota::Quotas::start(
             store.clone(),
             config.limits.max_stored_bytes_per_subject,
             config.limits.max_stored_bytes_per_token,
@@ -387,10 +381,11 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         started_at: store.now_ms(),
         sandbox,
     });
-    let app = http::router(shared);
+    let app = router::router(shared);
     let (shutdown, stop) = tokio::sync::watch::channel(false);
     let limits = config.limits;
-    let server = tokio::spawn(async move { serve::serve(listener, app, limits, stop).await });
+    let server =
+        tokio::spawn(async move { transport::serve::serve(listener, app, limits, stop).await });
     Ok(Running {
         addr,
         admin_token,

@@ -5,7 +5,7 @@
 //! idempotency key answers the same environment. `delete` releases the
 //! workspace by the settings' policy and answers it `deleted`.
 
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::bounded::{EnvironmentId, ProviderId, Subject};
 use talon_protocol::gateway::params::{
@@ -113,7 +113,7 @@ impl Api {
             room: self
                 .stored
                 .as_ref()
-                .and_then(crate::limits::StoredBytes::room),
+                .and_then(crate::limits::stored::StoredBytes::room),
             ..self.engine.environment_context(&state_dir)
         };
         match provider.prepare(&settings, &dir, context).await {
@@ -154,7 +154,8 @@ impl Api {
         p: EnvironmentsDeleteParams,
     ) -> Result<Environment, ApiError> {
         let mut environment =
-            crate::owned::environment_for(&self.store, caller, p.environment_id.as_str()).await?;
+            crate::auth::owned::environment_for(&self.store, caller, p.environment_id.as_str())
+                .await?;
         if environment.status == EnvironmentStatus::Deleted {
             return Ok(environment);
         }
@@ -189,7 +190,7 @@ impl Api {
         caller: &Caller,
         id: &str,
     ) -> Result<Environment, ApiError> {
-        let environment = crate::owned::environment_for(&self.store, caller, id).await?;
+        let environment = crate::auth::owned::environment_for(&self.store, caller, id).await?;
         if environment.status != EnvironmentStatus::Ready {
             return Err(ApiError::new(
                 ErrorCode::Conflict,

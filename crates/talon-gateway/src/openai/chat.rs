@@ -22,14 +22,14 @@ use talon_store::EventFilter;
 use super::conversation::{self, Extras, Target};
 use super::sse::{self, Project};
 use super::{Retry, caller, error_response, json_body, run_headers};
-use crate::http::Shared;
-use crate::stream::{Ends, Follow};
+use crate::state::Shared;
+use crate::transport::stream::{Ends, Follow};
 
 /// The request header naming the conversation's session.
 pub(super) const SESSION_HEADER: &str = "x-talon-session-key";
 
 /// `POST /v1/chat/completions`.
-pub(super) async fn create(
+pub(crate) async fn create(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
     body: Body,

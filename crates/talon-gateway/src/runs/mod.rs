@@ -177,7 +177,7 @@ struct Inner {
     /// (their requests stay pending).
     suspending: AtomicBool,
     /// What the node counts.
-    metrics: Arc<crate::metrics::Metrics>,
+    metrics: Arc<crate::observe::metrics::Metrics>,
 }
 
 /// A call of a run waiting on a person; counted while it lives.
@@ -267,7 +267,7 @@ impl Engine {
         host: Arc<Host>,
         limits: RunLimits,
         environments: Environments,
-        metrics: Arc<crate::metrics::Metrics>,
+        metrics: Arc<crate::observe::metrics::Metrics>,
     ) -> Self {
         let Environments {
             policy: environments,
