@@ -1,4 +1,4 @@
-//! `GET /metrics`: the node's [`Metrics`] and what a scrape reads from
+//! `GET /metrics`: the node's [`super::metrics::Metrics`] and what a scrape reads from
 //! the store at its time, as Prometheus text, for a token holding
 //! `metrics.read`.
 

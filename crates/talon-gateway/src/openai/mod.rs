@@ -37,6 +37,7 @@
 
 pub(crate) mod chat;
 mod conversation;
+mod create;
 mod input;
 pub(crate) mod models;
 pub(crate) mod policy;

@@ -17,15 +17,15 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use talon_protocol::events::Event;
-use talon_protocol::gateway::{Agent, Run};
+use talon_protocol::gateway::Run;
 use talon_protocol::openai::responses::{
     ResponseFold, ResponseHeader, ResponseRequest, SEQ_STRIDE, response_id, run_of,
 };
 use talon_protocol::openai::{OpenAiError, agent_of, model_id, seconds};
 use talon_store::EventFilter;
 
-use super::chat::{idempotency_key, stopping, target};
 use super::conversation::{self, Extras, Target};
+use super::create::{check_model, idempotency_key, stopping, target};
 use super::sse::{self, Project};
 use super::{Retry, call, caller, error_response, json_body, run_headers};
 use crate::auth::identity::Caller;
@@ -34,28 +34,6 @@ use crate::transport::stream::{Ends, Follow};
 
 /// How long `cancel` waits for the run's end before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
-
-/// That the model names an agent the caller may run.
-pub(super) async fn check_model(
-    shared: &Shared,
-    caller: &crate::auth::identity::Caller,
-    model: &str,
-) -> Result<(), OpenAiError> {
-    let agent = agent_of(model);
-    if agent.is_empty() || agent.len() > 128 {
-        return Err(super::models::model_not_found(model));
-    }
-    caller.require(talon_protocol::gateway::Scope::AgentRun)?;
-    match super::agents_unchecked::<Agent>(shared, caller, "agents.get", json!({"agentId": agent}))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(error) if error.status == 404 || error.status == 400 => {
-            Err(super::models::model_not_found(model))
-        }
-        Err(error) => Err(error),
-    }
-}
 
 /// `POST /v1/responses`.
 pub(crate) async fn create(

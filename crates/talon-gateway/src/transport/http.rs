@@ -6,10 +6,10 @@
 //! {code, message, retryable, ...}}` with the code's HTTP status. The
 //! routes themselves are [`crate::router`]'s.
 //!
-//! A method that writes is refused `unavailable` (retryable) at once
-//! while the store cannot write, and `quota_exceeded` once the store holds
-//! `maxStoredBytes`; the bytes of a token's write bodies are metered
-//! ([`crate::limits`], [`crate::limits::quota`]).
+//! A body is read within its size, deadline and rate
+//! ([`super::body`]), and its bytes are metered against the token's write
+//! rate ([`crate::limits`]); what the store's health and quotas refuse is
+//! [`crate::call`]'s.
 
 use std::sync::Arc;
 
