@@ -29,8 +29,8 @@
 //!
 //! # Modules
 //!
-//! Each layer imports only the layers under it (the engine's `runs/` keeps
-//! two small circles of its own, of two and three files):
+//! Each layer imports only the layers under it (one small circle is left,
+//! inside the engine: `runs/exec.rs` and `runs/start.rs`):
 //!
 //! ```text
 //! lib       start, Running, GatewayConfig
@@ -51,11 +51,12 @@
 //!   router or transport module; they import it.
 //! - `router`: every route to its handler, behind the guard and the access
 //!   log; only `start` imports it.
-//! - `call`: `serve_call`, the call path of every transport: a ticket calls
-//!   nothing, the token, then the method (unknown: `not_found`), then the
-//!   scope the table names for it (`forbidden`, before the params are read),
-//!   the store's health for a write, the quotas for what stores, then the
-//!   params (strictly decoded), then `dispatch` to `api/`. Every error is
+//! - `call`: `serve_call`, the call path of every transport for an
+//!   authenticated caller: a ticket calls nothing; then the method (unknown:
+//!   `not_found`), then the scope the table names for it (`forbidden`,
+//!   before the params are read), the store's health for a write, the
+//!   quotas for what stores, then the params (strictly decoded), then
+//!   `dispatch` to `api/`. Every error is
 //!   `{"error": ApiError}` with the code's status (and `Retry-After` when
 //!   retryable).
 //! - `auth/`: `caller` and `stream_caller` (the bearer token, or a stream's
@@ -186,7 +187,6 @@
 mod api;
 mod auth;
 mod call;
-pub(crate) use talon_environments as environments;
 mod error;
 mod frame;
 mod limits;

@@ -1,5 +1,5 @@
 //! `environments.list/create/status/delete`: managed environments through
-//! their provider ([`crate::environments`]). `create` checks the settings,
+//! their provider ([`talon_environments`]). `create` checks the settings,
 //! stores the environment `provisioning`, prepares its workspace and
 //! answers it `ready` (or `failed`, saying why in `detail`); the same
 //! idempotency key answers the same environment. `delete` releases the
@@ -15,8 +15,8 @@ use talon_protocol::gateway::params::{
 use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus, ErrorCode};
 
 use super::{Api, new_id};
-use crate::environments::dir_of;
 use crate::error::api_error;
+use talon_environments::dir_of;
 
 fn status_name(status: EnvironmentStatus) -> String {
     serde_json::to_value(status)
@@ -109,7 +109,7 @@ impl Api {
             .await
             .map_err(api_error)?;
         let dir = dir_of(&self.engine.state_dir(), &id);
-        let context = crate::environments::Context {
+        let context = talon_environments::Context {
             room: self
                 .stored
                 .as_ref()

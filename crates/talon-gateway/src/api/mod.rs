@@ -3,6 +3,7 @@
 //! models ([`models`]), the ToolSpace ([`toolspace`], [`invoke`]) and
 //! managed environments ([`environments`]).
 
+mod agents;
 pub(crate) mod answers;
 mod deletes;
 mod environments;
@@ -17,7 +18,7 @@ use sessions::check_metadata;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey, Subject};
 
 use talon_protocol::gateway::bounded::Cursor;
-use talon_protocol::gateway::page::{limit, page_after};
+use talon_protocol::gateway::page::limit;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 use talon_store::{Page, PendingFilter};
@@ -59,61 +60,27 @@ impl Handler for Api {
         caller: &Caller,
         p: AgentsListParams,
     ) -> Result<AgentsListResult, ApiError> {
-        let mut agents = self.config_agents.clone();
-        agents.extend(self.store.agents().await.map_err(api_error)?);
-        agents.retain(|a| caller.may_use_agent(a.id.as_str()));
-        let (agents, next_cursor) = page_after(
-            agents,
-            p.cursor.as_ref().map(|c| c.as_str()),
-            p.limit,
-            |a| a.id.as_str(),
-        )?;
-        Ok(AgentsListResult {
-            agents,
-            next_cursor,
-        })
+        self.list_agents(caller, p).await
     }
 
     async fn agents_get(&self, caller: &Caller, p: AgentRef) -> Result<Agent, ApiError> {
-        self.agent_for(caller, p.agent_id.as_str())
-            .await?
-            .ok_or_else(|| not_found("agent", p.agent_id.as_str()))
+        self.get_agent(caller, p).await
     }
 
-    async fn agents_create(&self, _: &Caller, p: AgentsCreateParams) -> Result<Agent, ApiError> {
-        if self.config_agents.iter().any(|a| a.id == p.id) {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!("agent {:?} is declared in the config file", p.id),
-            ));
-        }
-        let now = self.store.now_ms();
-        let agent = Agent::created(&p, now);
-        match self.store.create_agent(&agent).await {
-            Ok(()) => Ok(agent),
-            Err(error) => Err(api_error(error)),
-        }
+    async fn agents_create(
+        &self,
+        caller: &Caller,
+        p: AgentsCreateParams,
+    ) -> Result<Agent, ApiError> {
+        self.create_agent(caller, p).await
     }
 
-    async fn agents_update(&self, _: &Caller, p: AgentsUpdateParams) -> Result<Agent, ApiError> {
-        if self.config_agents.iter().any(|a| a.id == p.agent_id) {
-            return Err(ApiError::new(
-                ErrorCode::Conflict,
-                format!(
-                    "agent {:?} is declared in the config file; edit it there",
-                    p.agent_id
-                ),
-            ));
-        }
-        let mut agent = self
-            .store
-            .agent(p.agent_id.as_str())
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("agent", p.agent_id.as_str()))?;
-        agent.update(p, self.store.now_ms());
-        self.store.update_agent(&agent).await.map_err(api_error)?;
-        Ok(agent)
+    async fn agents_update(
+        &self,
+        caller: &Caller,
+        p: AgentsUpdateParams,
+    ) -> Result<Agent, ApiError> {
+        self.update_agent(caller, p).await
     }
 
     async fn sessions_list(
