@@ -52,7 +52,9 @@ pub fn api_error(error: StoreError) -> ApiError {
             )
         }
         StoreError::IdempotencyConflict { key } => {
-            talon_protocol::gateway::refuse::idempotency_reused(crate::tokens::given_key(&key))
+            talon_protocol::gateway::refuse::idempotency_reused(crate::auth::identity::given_key(
+                &key,
+            ))
         }
         StoreError::Exists { kind, id } => {
             talon_protocol::gateway::refuse::already_exists(kind, &id)
@@ -64,7 +66,7 @@ pub fn api_error(error: StoreError) -> ApiError {
         | StoreError::Connect { .. }
         | StoreError::Closed => {
             tracing::error!(%error, "store unavailable");
-            crate::metrics::store_error();
+            crate::observe::metrics::store_error();
             let reason = error.unwritable_reason().unwrap_or("closed");
             ApiError::new(
                 ErrorCode::Unavailable,

@@ -3,12 +3,13 @@
 //! over the durable store, with the node's run engine executing agent
 //! runs ([`runs`]) on a [`talon_runtime::Host`].
 //!
-//! Every request meets the Host, Origin and CORS guard first (`guard`);
-//! calls then go through one path for both transports (`http::serve_call`:
-//! token, method, scope, the store's health, params decoded against their
-//! caps, dispatch). Records are looked up as the caller may see them
-//! (`owned`: a bound token sees its subject's and agents' only). Open
-//! streams and sockets end with their token (`revocation`). Environments take only what the admin's
+//! Every request meets the Host, Origin and CORS guard first
+//! (`auth::guard`); calls then go through one path for every transport
+//! (`call::serve_call`: token, method, scope, the store's health, params
+//! decoded against their caps, dispatch). Records are looked up as the
+//! caller may see them (`auth::owned`: a bound token sees its subject's and
+//! agents' only). Open streams and sockets end with their token
+//! (`auth::revocation`). Environments take only what the admin's
 //! [`EnvironmentPolicy`] names. The threat model is in ARCHITECTURE.md.
 //!
 //! Operating it: every request gets the gateway's own request id
@@ -19,7 +20,7 @@
 //! created, with the creating request's id; started; waiting for an
 //! approval or an answer; resolved; finished, with status, duration and
 //! error code) (`observe`). `GET /metrics` serves Prometheus text to a
-//! token holding `metrics.read` (`metrics`): requests by method and
+//! token holding `metrics.read` (`observe::metrics`): requests by method and
 //! status and their latency, WebSocket calls by outcome, open SSE streams
 //! and sockets, runs created, ended by status and their duration, the
 //! queue's depth, running and waiting runs, pending approvals, the latency
@@ -28,75 +29,136 @@
 //!
 //! # Modules
 //!
-//! - `guard`: around every route, the Host allow-list (loopback, the listen address,
-//!   `gateway.security.allowedHosts`; else `421`), the Origin check (the gateway's own origin, port
-//!   included, or a listed one; else `403`) and CORS for listed origins only.
-//! - `tokens`: secrets are `talon_` + 64 hex digits (256 random bits), stored as their plain
-//!   SHA-256 only (no key to share between nodes), compared in constant time, never logged; a store
-//!   without tokens gets an admin token on the first start, written to `<state_dir>/admin.token`
-//!   (0600). `authenticate` answers one `unauthenticated` for missing, malformed, unknown, expired
-//!   and revoked tokens alike. Stream tickets (`tkt_`, single use, short-lived, `session.read`)
-//!   open the one stream they name (`TicketStream`): a ticket's `Caller` has `ticket` set, calls no
-//!   method (`serve_call` refuses it) and opens nothing else (`Caller::may_open`, the socket's one
-//!   subscription in `ws.rs`). A browser's WebSocket sends its token as its first frame instead.
-//! - `revocation`: one task per node reads recent revocations every 250 ms; each stream and socket
-//!   holds a `Liveness` that wakes on them and at its token's expiry, ending the SSE stream with
-//!   `event: error` or closing the socket with `4001`/`4002`.
-//! - `http`: `POST /v1/<method>` through `serve_call`: the token, then the method (unknown:
-//!   `not_found`), then the scope the table names for it (`forbidden`, before the params are read),
-//!   then the params (strictly decoded), then `dispatch`. Bodies are read up to `max_body_bytes`.
-//!   Every error is `{"error": ApiError}` with the code's status (and `Retry-After` when
-//!   retryable). Also `GET /healthz` (no auth) and `GET /v1/openapi.json`.
-//! - `docs`: `GET /` and `GET /docs` (no auth), the reference rendered by the Redoc bundle vendored
-//!   in `assets/redoc/` (pinned hash) under a strict Content-Security-Policy.
-//! - `stream`, `frame`, `tail`: SSE (`GET /v1/runs/{runId}/events`, `GET /v1/events`). Streams read
-//!   committed events, never a run's memory, a page at a time as the socket drains, from the node's
-//!   live tail when their cursor is inside it, else from the store; woken by the tail, the store's
-//!   commit watch or a 1 s poll, with a heartbeat after `sse_heartbeat_interval` of silence.
-//!   `Follow` is the one live reader both transports use. `Delivery` is an event rendered once as
-//!   its SSE frame, shared by every subscriber. The tail keeps the last envelopes (at most 4,096
-//!   and 2 MiB) so many subscribers of one run cost one store read per commit; it holds only events
-//!   read from the store.
-//! - `ws`: `GET /v1/ws`, the same calls as frames through the same `serve_call`, and
-//!   `events.subscribe`/`events.unsubscribe` (at most 16 per connection); each connection writes
-//!   through one bounded queue, so a slow reader slows only itself; pings every `ws_ping_interval`.
-//! - `openai`: the OpenAI-compatible surface (`/v1/models`, `/v1/chat/completions`,
-//!   `/v1/responses`), on by default only on loopback: each call is methods of the table through
-//!   `serve_call` as the caller, each created call a `runs.create`; streams are `Follow`s through
-//!   `talon_protocol::openai`'s projections; Responses' sequence numbers are event ids × 1024, so a
-//!   resume is a cursor. `docs/openai.md` is the user's view.
-//! - `serve`: the accept loop (hyper HTTP/1.1 with upgrades): at most `max_connections`, a request
-//!   head within `header_read_timeout`, TCP keepalive and `TCP_USER_TIMEOUT`
-//!   (`stalled_write_timeout`) on every socket; shutdown lets each connection finish its exchange.
-//! - `limits`: a token bucket per token for every call and stream opened (`rate_limited` with
-//!   `retryAfterMs`); open streams capped gateway-wide (`unavailable`, retryable), per token and
-//!   per subject, requests in flight per token (`rate_limited`, `details.limit`), and a per-token budget of the
-//!   bytes its streams hold unsent (`Budget`: `stream::Follow` takes a page's share before reading
-//!   it, each frame holds its share until the socket writer drops it; a stream that waits past
-//!   `slow_reader_timeout` ends `slow_reader`). `body`: a request body within its size, deadline
-//!   and minimum rate, else refused and the connection closed. `quota`: stored bytes per subject
-//!   and per token (a recount every 5 s, and a reservation per admitted write in between), beside
-//!   the store's quota (`limits::StoredBytes`, which environments' footprints count in).
-//! - `owned`: what a caller may see (a bound token: its subject's and agents' records only);
-//!   every route's look-ups and every list's `Owner`.
-//! - `memory`: after runs end and streams close, `malloc_trim(0)` on a blocking thread, at most
-//!   every 2 s (the crate's one `unsafe` call, with its reason).
-//! - `api/`: the `Handler` over the store and the engine: agents, sessions (including compaction:
-//!   the agent's model summarises the session into a compaction record), runs, models (never
-//!   showing a key), artifacts (`content.rs`: bytes with `ETag` and one `Range`), approvals and
-//!   questions (`api/answers.rs`: first answer wins, the loser gets `conflict` with the winner; a
-//!   question's answer is checked against its choices and schema), `tools.list`
-//!   (`api/toolspace.rs`, from `Host::tool_space`, never a server's command, URL or keys),
-//!   `tools.invoke` (`api/invoke.rs`: a run on the session whose request carries the call, made by
-//!   `talon_runtime::Start::Invoke`; the idempotency key is the run's), environments
-//!   (`api/environments.rs`). Client tools in `runs.create` are checked by
-//!   `RunsCreateParams::check`; a turn calling one ends the run `completed` with the call pending,
-//!   and the app's next run answers with `tool` input messages (`talon_runtime::conversation`).
-//! - Environments: the providers are `talon_environments`' (the public contract and `local`); the
-//!   engine holds them (`Engine::providers`), binds a run to its environment (secrets by admin-given
-//!   name, the network narrowed, never widened) and collects its changes after it (`runs/artifacts.rs`).
-//!   Bound values are redacted from tool results and errors (`RunSpec::redact`) and from every
-//!   stored event and artifact (`StoreSink`), with `talon_tools::redact`.
+//! Each layer imports only the layers under it (one small circle is left,
+//! inside the engine: `runs/exec.rs` and `runs/start.rs`):
+//!
+//! ```text
+//! lib       start, Running, GatewayConfig
+//! router    every route ─► the handlers, auth::guard, observe::access
+//! handlers  transport/, openai/, observe::scrape ─► call, auth, state
+//!           api/ (impl Handler for Api) ─► state, auth, runs/
+//! call      serve_call ─► state, auth::identity; dispatch reaches api/ through the trait
+//! auth      caller, stream_caller, guard ─► state
+//! state     Shared, Api ─► runs/, tail, limits/, observe::metrics, openai::policy,
+//!           auth::{tokens, revocation, browsers}
+//! runs/     the engine ─► observe, memory, error, talon_environments
+//! leaves    error, frame, memory, limits/, observe::metrics, auth::identity
+//! ```
+//!
+//! - `state`: `Shared`, what every route and every method shares, and
+//!   `Api`, the method table's part of it (the store, the config's agents,
+//!   the engine, the tail). A leaf as axum's state is: it imports no handler,
+//!   router or transport module; they import it.
+//! - `router`: every route to its handler, behind the guard and the access
+//!   log; only `start` imports it.
+//! - `call`: `serve_call`, the call path of every transport for an
+//!   authenticated caller: a ticket calls nothing; then the method (unknown:
+//!   `not_found`), then the scope the table names for it (`forbidden`,
+//!   before the params are read), the store's health for a write, the
+//!   quotas for what stores, then the params (strictly decoded), then
+//!   `dispatch` to `api/`. Every error is
+//!   `{"error": ApiError}` with the code's status (and `Retry-After` when
+//!   retryable).
+//! - `auth/`: `caller` and `stream_caller` (the bearer token, or a stream's
+//!   ticket, then one call from the token's rate).
+//!   - `identity`: `Caller` (scopes, binding, a ticket's one stream) and the
+//!     namespace of its idempotency keys.
+//!   - `tokens`: secrets are `talon_` + 64 hex digits (256 random bits),
+//!     stored as their plain SHA-256 only (no key to share between nodes),
+//!     compared in constant time, never logged; a store without tokens gets an
+//!     admin token on the first start, written to `<state_dir>/admin.token`
+//!     (0600). `authenticate` answers one `unauthenticated` for missing,
+//!     malformed, unknown, expired and revoked tokens alike. Stream tickets
+//!     (`tkt_`, single use, short-lived, `session.read`) open the one stream
+//!     they name (`TicketStream`): a ticket's `Caller` has `ticket` set, calls
+//!     no method (`serve_call` refuses it) and opens nothing else
+//!     (`Caller::may_open`, the socket's one subscription in `transport::ws`).
+//!     A browser's WebSocket sends its token as its first frame instead.
+//!   - `revocation`: one task per node reads recent revocations every 250 ms;
+//!     each stream and socket holds a `Liveness` that wakes on them and at its
+//!     token's expiry, ending the SSE stream with `event: error` or closing
+//!     the socket with `4001`/`4002`.
+//!   - `owned`: what a caller may see (a bound token: its subject's and
+//!     agents' records only); every route's look-ups and every list's `Owner`.
+//!   - `browsers` (the rules) and `guard` (the middleware): the Host
+//!     allow-list (loopback, the listen address, `gateway.security.allowedHosts`;
+//!     else `421`), the Origin check (the gateway's own origin, port included,
+//!     or a listed one; else `403`) and CORS for listed origins only.
+//! - `transport/`: the handlers of the wire.
+//!   - `http`: `POST /v1/<method>` (bodies read up to `max_body_bytes`),
+//!     `GET /healthz` (no auth) and `GET /v1/openapi.json`.
+//!   - `stream`, over `tail` and `frame`: SSE (`GET /v1/runs/{runId}/events`,
+//!     `GET /v1/events`). Streams read committed events, never a run's memory,
+//!     a page at a time as the socket drains, from the node's live tail when
+//!     their cursor is inside it, else from the store; woken by the tail, the
+//!     store's commit watch or a 1 s poll, with a heartbeat after
+//!     `sse_heartbeat_interval` of silence. `Follow` is the one live reader
+//!     both transports use. `Delivery` (`frame`) is an event rendered once as
+//!     its SSE frame, shared by every subscriber. The tail keeps the last
+//!     envelopes (at most 4,096 and 2 MiB) so many subscribers of one run cost
+//!     one store read per commit; it holds only events read from the store.
+//!   - `ws`: `GET /v1/ws`, the same calls as frames through the same
+//!     `serve_call`, and `events.subscribe`/`events.unsubscribe` (at most 16
+//!     per connection); each connection writes through one bounded queue, so
+//!     a slow reader slows only itself; pings every `ws_ping_interval`.
+//!   - `content`: artifacts' bytes with `ETag` and one `Range`.
+//!   - `docs`: `GET /` and `GET /docs` (no auth), the reference rendered by
+//!     the Redoc bundle vendored in `assets/redoc/` (pinned hash) under a
+//!     strict Content-Security-Policy.
+//!   - `body`: a request body within its size, deadline and minimum rate, else
+//!     refused and the connection closed.
+//!   - `serve`: the accept loop (hyper HTTP/1.1 with upgrades): at most
+//!     `max_connections`, a request head within `header_read_timeout`, TCP
+//!     keepalive and `TCP_USER_TIMEOUT` (`stalled_write_timeout`) on every
+//!     socket; shutdown lets each connection finish its exchange.
+//! - `limits/`: a token bucket per token for every call and stream opened
+//!   (`rate_limited` with `retryAfterMs`); open streams capped gateway-wide
+//!   (`unavailable`, retryable), per token and per subject, requests in
+//!   flight per token (`rate_limited`, `details.limit`), and a per-token
+//!   budget of the bytes its streams hold unsent (`Budget`: `stream::Follow`
+//!   takes a page's share before reading it, each frame holds its share until
+//!   the socket writer drops it; a stream that waits past
+//!   `slow_reader_timeout` ends `slow_reader`). `quota`: stored bytes per
+//!   subject and per token (a recount every 5 s, and a reservation per
+//!   admitted write in between), beside the store's quota (`stored`, which
+//!   environments' footprints count in).
+//! - `observe/`: request ids and the task's call (`observe`), the access log
+//!   (`access`), the counters (`metrics`) and `GET /metrics` (`scrape`).
+//! - `memory`: after runs end and streams close, `malloc_trim(0)` on a
+//!   blocking thread, at most every 2 s (the crate's one `unsafe` call, with
+//!   its reason).
+//! - `api/`: the method table, `impl Handler for Api` over the store and the
+//!   engine: agents, sessions (including compaction: the agent's model
+//!   summarises the session into a compaction record), runs, models (never
+//!   showing a key), artifacts, approvals and questions (`api/answers.rs`:
+//!   first answer wins, the loser gets `conflict` with the winner; a
+//!   question's answer is checked against its choices and schema),
+//!   `tools.list` (`api/toolspace.rs`, from `Host::tool_space`, never a
+//!   server's command, URL or keys), `tools.invoke` (`api/invoke.rs`: a run
+//!   on the session whose request carries the call, made by
+//!   `talon_runtime::Start::Invoke`; the idempotency key is the run's),
+//!   environments (`api/environments.rs`), tokens (`api/tokens.rs`). Client
+//!   tools in `runs.create` are checked by `RunsCreateParams::check`; a turn
+//!   calling one ends the run `completed` with the call pending, and the
+//!   app's next run answers with `tool` input messages
+//!   (`talon_runtime::conversation`).
+//! - Environments: the providers are `talon_environments`' (the public
+//!   contract, `local`, `ssh`, `forge`); the gateway's part is the
+//!   `environments.*` methods (`api/environments.rs`) and the engine, which
+//!   holds the providers (`Engine::providers`), binds a run to its
+//!   environment (secrets by admin-given name, the network narrowed, never
+//!   widened) and collects its changes after it (`runs/artifacts.rs`). Bound
+//!   values are redacted from tool results and errors (`RunSpec::redact`) and
+//!   from every stored event and artifact (`StoreSink`), with
+//!   `talon_tools::redact`.
+//! - `openai/`: the OpenAI-compatible surface (`/v1/models`,
+//!   `/v1/chat/completions`, `/v1/responses`), on by default only on loopback
+//!   (`policy`): each call is methods of the table through `serve_call` as
+//!   the caller, each created call a `runs.create` (`create`: the model, the
+//!   session, the idempotency key); streams are `Follow`s through
+//!   `talon_protocol::openai`'s projections; Responses' sequence numbers are
+//!   event ids × 1024, so a resume is a cursor. `docs/openai.md` is the
+//!   user's view.
 //! - `runs/`: the node's run engine. `control.rs`: `submit` (under the lane lock; applies the
 //!   session's `multitaskStrategy`, stores the run `queued` with `run.created`), `cancel`, `wait`.
 //!   A dispatcher claims runs (`Store::claim_run`) while the node has room, renews leases every 5
@@ -123,28 +185,21 @@
 //!   events as JSON, cut at 16 MiB, keys redacted); expired artifacts are purged by a task.
 
 mod api;
-mod body;
-mod content;
-mod docs;
-pub(crate) use talon_environments as environments;
+mod auth;
+mod call;
 mod error;
 mod frame;
-mod guard;
-mod http;
 mod limits;
 mod memory;
-mod metrics;
 mod observe;
 mod openai;
-mod owned;
-mod quota;
-mod revocation;
+mod router;
 mod runs;
-mod serve;
-mod stream;
+mod state;
 mod tail;
-pub mod tokens;
-mod ws;
+mod transport;
+
+pub use auth::tokens;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -154,17 +209,17 @@ use talon_protocol::gateway::Agent;
 use talon_runtime::Host;
 use talon_store::{Store, StoreConfig};
 
-pub use api::Api;
+pub use auth::browsers::BrowserPolicy;
+pub use auth::revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use error::{GatewayError, Result, api_error};
-pub use guard::BrowserPolicy;
 pub use limits::Limits;
-pub use openai::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
-pub use revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
+pub use openai::policy::{ApprovalRule, DEFAULT_APPROVAL_WAIT, OpenAiPolicy};
 pub use runs::{LEASE, RunLimits};
-pub use serve::STREAM_SEND_BUFFER;
+pub use state::Api;
 pub use talon_environments::forge::Forge;
 pub use talon_environments::ssh::{SshHost, SshHosts};
 pub use talon_environments::{EnvironmentPolicy, SecretSource};
+pub use transport::serve::STREAM_SEND_BUFFER;
 
 /// How a gateway runs.
 #[derive(Debug, Clone)]
@@ -312,7 +367,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
             format!("node_{}", hex::encode(bytes))
         }
     };
-    let metrics = Arc::new(metrics::Metrics::default());
+    let metrics = Arc::new(observe::metrics::Metrics::default());
     tokio::spawn(memory::trim_after(metrics.closed()));
     let sandbox = probe.await.unwrap_or_else(|e| talon_jail::Status {
         mode: "unavailable",
@@ -354,13 +409,13 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let dispatcher = engine.start().await.map_err(GatewayError::Recovery)?;
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
-    let stored = limits::StoredBytes::start(
+    let stored = limits::stored::StoredBytes::start(
         store.clone(),
         config.limits.max_stored_bytes,
         closing_seen.clone(),
     )
     .await;
-    let shared = Arc::new(http::Shared {
+    let shared = Arc::new(state::Shared {
         tail: tail.clone(),
         engine: engine.clone(),
         metrics,
@@ -371,9 +426,9 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         store: store.clone(),
         openapi: std::sync::OnceLock::new(),
         limiter: limits::Limiter::new(config.limits),
-        revocations: revocation::Revocations::start(store.clone(), closing_seen.clone()),
+        revocations: auth::revocation::Revocations::start(store.clone(), closing_seen.clone()),
         stored,
-        quotas: quota::Quotas::start(
+        quotas: limits::quota::Quotas::start(
             store.clone(),
             config.limits.max_stored_bytes_per_subject,
             config.limits.max_stored_bytes_per_token,
@@ -387,10 +442,11 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         started_at: store.now_ms(),
         sandbox,
     });
-    let app = http::router(shared);
+    let app = router::router(shared);
     let (shutdown, stop) = tokio::sync::watch::channel(false);
     let limits = config.limits;
-    let server = tokio::spawn(async move { serve::serve(listener, app, limits, stop).await });
+    let server =
+        tokio::spawn(async move { transport::serve::serve(listener, app, limits, stop).await });
     Ok(Running {
         addr,
         admin_token,

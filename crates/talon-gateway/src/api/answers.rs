@@ -11,8 +11,8 @@ use talon_protocol::gateway::{
 use talon_store::Resolution;
 
 use super::{Api, not_found};
+use crate::auth::identity::Caller;
 use crate::error::api_error;
-use crate::tokens::Caller;
 
 /// On whose authority an approval is decided.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +48,8 @@ impl Api {
             .map_err(api_error)?
             .ok_or_else(|| not_found("approval", p.approval_id.as_str()))?;
         if let Authority::Caller(caller) = by
-            && !crate::owned::sees_run_of(&self.store, caller, approval.run_id.as_str()).await?
+            && !crate::auth::owned::sees_run_of(&self.store, caller, approval.run_id.as_str())
+                .await?
         {
             return Err(not_found("approval", p.approval_id.as_str()));
         }
@@ -96,7 +97,7 @@ impl Api {
             .await
             .map_err(api_error)?
             .ok_or_else(|| not_found("question", p.question_id.as_str()))?;
-        if !crate::owned::sees_run_of(&self.store, caller, question.run_id.as_str()).await? {
+        if !crate::auth::owned::sees_run_of(&self.store, caller, question.run_id.as_str()).await? {
             return Err(not_found("question", p.question_id.as_str()));
         }
         // A wrong answer leaves the question open for a right one.

@@ -10,8 +10,8 @@ use talon_protocol::gateway::params::{
 use talon_protocol::gateway::{ApiError, Run};
 
 use super::Api;
+use crate::auth::identity::Caller;
 use crate::error::api_error;
-use crate::tokens::Caller;
 
 impl Api {
     pub(super) async fn delete_session(
@@ -38,7 +38,7 @@ impl Api {
         caller: &Caller,
         p: RunsDeleteParams,
     ) -> Result<Run, ApiError> {
-        let run = crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
+        let run = crate::auth::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
         let deleted = self
             .store
             .delete_run(run.id.as_str())

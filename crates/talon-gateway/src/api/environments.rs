@@ -1,11 +1,11 @@
 //! `environments.list/create/status/delete`: managed environments through
-//! their provider ([`crate::environments`]). `create` checks the settings,
+//! their provider ([`talon_environments`]). `create` checks the settings,
 //! stores the environment `provisioning`, prepares its workspace and
 //! answers it `ready` (or `failed`, saying why in `detail`); the same
 //! idempotency key answers the same environment. `delete` releases the
 //! workspace by the settings' policy and answers it `deleted`.
 
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::bounded::{EnvironmentId, ProviderId, Subject};
 use talon_protocol::gateway::params::{
@@ -15,8 +15,8 @@ use talon_protocol::gateway::params::{
 use talon_protocol::gateway::{ApiError, Environment, EnvironmentStatus};
 
 use super::{Api, new_id};
-use crate::environments::dir_of;
 use crate::error::api_error;
+use talon_environments::dir_of;
 
 fn status_name(status: EnvironmentStatus) -> String {
     serde_json::to_value(status)
@@ -108,11 +108,11 @@ impl Api {
             .await
             .map_err(api_error)?;
         let dir = dir_of(&self.engine.state_dir(), &id);
-        let context = crate::environments::Context {
+        let context = talon_environments::Context {
             room: self
                 .stored
                 .as_ref()
-                .and_then(crate::limits::StoredBytes::room),
+                .and_then(crate::limits::stored::StoredBytes::room),
             ..self.engine.environment_context(&state_dir)
         };
         match provider.prepare(&settings, &dir, context).await {
@@ -153,7 +153,8 @@ impl Api {
         p: EnvironmentsDeleteParams,
     ) -> Result<Environment, ApiError> {
         let mut environment =
-            crate::owned::environment_for(&self.store, caller, p.environment_id.as_str()).await?;
+            crate::auth::owned::environment_for(&self.store, caller, p.environment_id.as_str())
+                .await?;
         if environment.status == EnvironmentStatus::Deleted {
             return Ok(environment);
         }
@@ -188,7 +189,7 @@ impl Api {
         caller: &Caller,
         id: &str,
     ) -> Result<Environment, ApiError> {
-        let environment = crate::owned::environment_for(&self.store, caller, id).await?;
+        let environment = crate::auth::owned::environment_for(&self.store, caller, id).await?;
         if environment.status != EnvironmentStatus::Ready {
             return Err(talon_protocol::gateway::refuse::environment_not_ready(
                 id,

@@ -4,7 +4,7 @@
 //! whose only work is the call. The same idempotency key returns the
 //! first call's result and never makes the call twice.
 
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::params::{ToolsInvokeParams, ToolsInvokeResult};
 use talon_protocol::gateway::{ApiError, ErrorCode, MultitaskStrategy, RunInput, RunResultStatus};
@@ -64,7 +64,7 @@ impl Api {
                 Some((run, first)) if first == *hash => Some(run),
                 Some(_) => {
                     return Err(talon_protocol::gateway::refuse::idempotency_reused(
-                        crate::tokens::given_key(scoped),
+                        crate::auth::identity::given_key(scoped),
                     ));
                 }
                 None => None,

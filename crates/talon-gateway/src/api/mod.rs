@@ -3,9 +3,8 @@
 //! models ([`models`]), the ToolSpace ([`toolspace`], [`invoke`]) and
 //! managed environments ([`environments`]).
 
-mod answers;
-
-pub(crate) use answers::Authority;
+mod agents;
+pub(crate) mod answers;
 mod deletes;
 mod environments;
 mod invoke;
@@ -19,36 +18,17 @@ use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey, Su
 use talon_protocol::gateway::resources::check_metadata;
 
 use talon_protocol::gateway::bounded::Cursor;
-use talon_protocol::gateway::page::{limit, page_after};
+use talon_protocol::gateway::page::limit;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
-use talon_store::{Page, PendingFilter, Store};
+use talon_store::{Page, PendingFilter};
 
+use crate::auth::identity::Caller;
 use crate::error::api_error;
-use crate::runs::Engine;
-use crate::tokens::Caller;
-
-/// The gateway's methods.
-#[derive(Debug, Clone)]
-pub struct Api {
-    store: Store,
-    config_agents: Vec<Agent>,
-    engine: Engine,
-    /// How long a stream ticket may wait to be used.
-    ticket_ttl: std::time::Duration,
-    /// The node's live tail, told to forget what a delete removed.
-    tail: Option<crate::tail::Tail>,
-    /// The store's size against its quota: an environment may take what
-    /// is left of it.
-    stored: Option<crate::limits::StoredBytes>,
-}
+use crate::state::Api;
 
 /// The agent every gateway has, even with no config file.
 pub(crate) use talon_protocol::gateway::run_views::DEFAULT_AGENT_ID as DEFAULT_AGENT;
-
-fn default_agent() -> Agent {
-    Agent::default_agent()
-}
 
 /// Cuts a page read with one item more than `limit` down to `limit`: the
 /// next page's cursor (the last item's id) when there is more.
@@ -72,45 +52,6 @@ fn not_found(kind: &str, id: &str) -> ApiError {
 
 use crate::runs::new_id;
 
-impl Api {
-    /// The methods over `store`, with the agents the config file declares
-    /// (and `main`, always), runs executed by `engine`.
-    pub(crate) fn new(store: Store, mut config_agents: Vec<Agent>, engine: Engine) -> Self {
-        if !config_agents
-            .iter()
-            .any(|a| a.id == AgentId::new(DEFAULT_AGENT))
-        {
-            config_agents.insert(0, default_agent());
-        }
-        Self {
-            store,
-            config_agents,
-            engine,
-            ticket_ttl: crate::tokens::TICKET_TTL,
-            tail: None,
-            stored: None,
-        }
-    }
-
-    /// Environments take what is left of `stored`'s quota, and count in it.
-    pub(crate) fn with_stored(mut self, stored: crate::limits::StoredBytes) -> Self {
-        self.stored = Some(stored);
-        self
-    }
-
-    /// Deletes make `tail` forget what it held.
-    pub(crate) fn with_tail(mut self, tail: crate::tail::Tail) -> Self {
-        self.tail = Some(tail);
-        self
-    }
-
-    /// Stream tickets last `ttl`.
-    pub(crate) fn with_ticket_ttl(mut self, ttl: std::time::Duration) -> Self {
-        self.ticket_ttl = ttl;
-        self
-    }
-}
-
 impl Handler for Api {
     type Caller = Caller;
 
@@ -119,56 +60,27 @@ impl Handler for Api {
         caller: &Caller,
         p: AgentsListParams,
     ) -> Result<AgentsListResult, ApiError> {
-        let mut agents = self.config_agents.clone();
-        agents.extend(self.store.agents().await.map_err(api_error)?);
-        agents.retain(|a| caller.may_use_agent(a.id.as_str()));
-        let (agents, next_cursor) = page_after(
-            agents,
-            p.cursor.as_ref().map(|c| c.as_str()),
-            p.limit,
-            |a| a.id.as_str(),
-        )?;
-        Ok(AgentsListResult {
-            agents,
-            next_cursor,
-        })
+        self.list_agents(caller, p).await
     }
 
     async fn agents_get(&self, caller: &Caller, p: AgentRef) -> Result<Agent, ApiError> {
-        self.agent_for(caller, p.agent_id.as_str())
-            .await?
-            .ok_or_else(|| not_found("agent", p.agent_id.as_str()))
+        self.get_agent(caller, p).await
     }
 
-    async fn agents_create(&self, _: &Caller, p: AgentsCreateParams) -> Result<Agent, ApiError> {
-        if self.config_agents.iter().any(|a| a.id == p.id) {
-            return Err(talon_protocol::gateway::refuse::agent_in_config(
-                p.id.as_str(),
-            ));
-        }
-        let now = self.store.now_ms();
-        let agent = Agent::created(&p, now);
-        match self.store.create_agent(&agent).await {
-            Ok(()) => Ok(agent),
-            Err(error) => Err(api_error(error)),
-        }
+    async fn agents_create(
+        &self,
+        caller: &Caller,
+        p: AgentsCreateParams,
+    ) -> Result<Agent, ApiError> {
+        self.create_agent(caller, p).await
     }
 
-    async fn agents_update(&self, _: &Caller, p: AgentsUpdateParams) -> Result<Agent, ApiError> {
-        if self.config_agents.iter().any(|a| a.id == p.agent_id) {
-            return Err(talon_protocol::gateway::refuse::agent_edit_in_config(
-                p.agent_id.as_str(),
-            ));
-        }
-        let mut agent = self
-            .store
-            .agent(p.agent_id.as_str())
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("agent", p.agent_id.as_str()))?;
-        agent.update(p, self.store.now_ms());
-        self.store.update_agent(&agent).await.map_err(api_error)?;
-        Ok(agent)
+    async fn agents_update(
+        &self,
+        caller: &Caller,
+        p: AgentsUpdateParams,
+    ) -> Result<Agent, ApiError> {
+        self.update_agent(caller, p).await
     }
 
     async fn sessions_list(
@@ -353,7 +265,7 @@ impl Handler for Api {
     }
 
     async fn runs_get(&self, caller: &Caller, p: RunRef) -> Result<Run, ApiError> {
-        crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await
+        crate::auth::owned::run_for(&self.store, caller, p.run_id.as_str()).await
     }
 
     async fn runs_events(
@@ -392,7 +304,7 @@ impl Handler for Api {
     }
 
     async fn runs_wait(&self, caller: &Caller, p: RunsWaitParams) -> Result<RunResult, ApiError> {
-        crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
+        crate::auth::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
         self.engine
             .wait(
                 p.run_id.as_str(),
@@ -402,7 +314,7 @@ impl Handler for Api {
     }
 
     async fn runs_cancel(&self, caller: &Caller, p: RunsCancelParams) -> Result<Run, ApiError> {
-        crate::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
+        crate::auth::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
         self.engine
             .cancel(
                 p.run_id.as_str(),
@@ -500,7 +412,7 @@ impl Handler for Api {
         caller: &Caller,
         p: ArtifactRef,
     ) -> Result<ArtifactSummary, ApiError> {
-        let artifact = crate::owned::artifact_for(
+        let artifact = crate::auth::owned::artifact_for(
             &self.store,
             caller,
             p.artifact_id.as_str(),
@@ -508,7 +420,10 @@ impl Handler for Api {
         )
         .await?;
         if p.run_id.is_some() && artifact.run_id != p.run_id {
-            return Err(crate::owned::not_found("artifact", p.artifact_id.as_str()));
+            return Err(crate::auth::owned::not_found(
+                "artifact",
+                p.artifact_id.as_str(),
+            ));
         }
         Ok(artifact)
     }
@@ -607,7 +522,7 @@ impl Handler for Api {
         caller: &Caller,
         p: EnvironmentRef,
     ) -> Result<Environment, ApiError> {
-        crate::owned::environment_for(&self.store, caller, p.environment_id.as_str()).await
+        crate::auth::owned::environment_for(&self.store, caller, p.environment_id.as_str()).await
     }
 
     async fn environments_delete(
@@ -643,7 +558,7 @@ impl Handler for Api {
         caller: &Caller,
         p: TokensCreateParams,
     ) -> Result<CreatedToken, ApiError> {
-        crate::tokens::create_for(&self.store, caller, p, self.store.now_ms()).await
+        crate::auth::tokens::create_for(&self.store, caller, p, self.store.now_ms()).await
     }
 
     async fn tokens_list(
@@ -668,6 +583,6 @@ impl Handler for Api {
         p: TokensTicketParams,
     ) -> Result<StreamTicket, ApiError> {
         let now = self.store.now_ms();
-        crate::tokens::mint_ticket(&self.store, caller, &p, self.ticket_ttl, now).await
+        crate::auth::tokens::mint_ticket(&self.store, caller, &p, self.ticket_ttl, now).await
     }
 }

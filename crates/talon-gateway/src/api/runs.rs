@@ -3,7 +3,7 @@
 //! `sessions.abort`, and `sessions.compact` (the model summarises the
 //! session; a compaction record then stands for what it replaced).
 
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
 use std::time::Duration;
 use talon_protocol::gateway::bounded::{AgentId, MessageId, SessionId, SessionKey, Subject};
 
@@ -165,7 +165,9 @@ impl Api {
         let cursor = match p.cursor.as_ref().map(|c| c.as_str()) {
             None => None,
             Some(id) => {
-                let run = crate::owned::run_for(&self.store, caller, id).await.ok();
+                let run = crate::auth::owned::run_for(&self.store, caller, id)
+                    .await
+                    .ok();
                 let run = run.ok_or_else(|| RunsListParams::unknown_cursor(id))?;
                 Some((run.id, run.created_at))
             }

@@ -8,8 +8,8 @@ use talon_protocol::gateway::params::SessionsUpdateParams;
 use talon_protocol::gateway::*;
 
 use super::{Api, DEFAULT_AGENT, new_id, not_found};
+use crate::auth::identity::Caller;
 use crate::error::api_error;
-use crate::tokens::Caller;
 use talon_protocol::gateway::resources::check_metadata;
 
 impl Api {
@@ -151,6 +151,6 @@ impl Api {
 
     /// The session `id`, if the caller may see it.
     pub(super) async fn session_of(&self, caller: &Caller, id: &str) -> Result<Session, ApiError> {
-        crate::owned::session_for(&self.store, caller, id).await
+        crate::auth::owned::session_for(&self.store, caller, id).await
     }
 }

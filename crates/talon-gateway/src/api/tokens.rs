@@ -9,8 +9,8 @@ use talon_protocol::gateway::{
 };
 
 use super::Api;
+use crate::auth::identity::Caller;
 use crate::error::api_error;
-use crate::tokens::Caller;
 
 /// A page's size when none is asked.
 const DEFAULT_PAGE: u32 = 100;

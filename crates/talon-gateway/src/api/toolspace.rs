@@ -50,7 +50,7 @@ impl Api {
     /// `tools.list`: the agent named, or the session's, or `main`.
     pub(super) async fn tool_space(
         &self,
-        caller: &crate::tokens::Caller,
+        caller: &crate::auth::identity::Caller,
         p: ToolsListParams,
     ) -> Result<ToolsListResult, ApiError> {
         let session_agent = match &p.session_key {

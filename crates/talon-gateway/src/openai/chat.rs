@@ -13,23 +13,20 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use talon_protocol::events::Event;
 use talon_protocol::openai::chat::{ChatFold, ChatHeader, ChatOut, ChatRequest};
 use talon_protocol::openai::{OpenAiError, agent_of, seconds};
 use talon_store::EventFilter;
 
-use super::conversation::{self, Extras, Target};
+use super::conversation::{self, Extras};
+use super::create::{check_model, idempotency_key, stopping, target};
 use super::sse::{self, Project};
 use super::{Retry, caller, error_response, json_body, run_headers};
-use crate::http::Shared;
-use crate::stream::{Ends, Follow};
-
-/// The request header naming the conversation's session.
-pub(super) const SESSION_HEADER: &str = "x-talon-session-key";
+use crate::state::Shared;
+use crate::transport::stream::{Ends, Follow};
 
 /// `POST /v1/chat/completions`.
-pub(super) async fn create(
+pub(crate) async fn create(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
     body: Body,
@@ -58,7 +55,7 @@ async fn start(
     }
     let tools_off = super::tools_off(request.tool_choice.as_ref()).map_err(before)?;
     let agent = agent_of(&request.model).to_owned();
-    super::responses::check_model(shared, &caller, &request.model)
+    check_model(shared, &caller, &request.model)
         .await
         .map_err(before)?;
     let conversation = super::input::from_messages(&request).map_err(before)?;
@@ -143,16 +140,6 @@ async fn start(
     Ok(response)
 }
 
-/// The error of a call whose run outlives the node's stream (shutdown).
-pub(super) fn stopping(run_id: &str) -> OpenAiError {
-    let mut error = OpenAiError::from(talon_protocol::gateway::ApiError::new(
-        talon_protocol::gateway::ErrorCode::Unavailable,
-        format!("the gateway is stopping; run {run_id} goes on and its result is kept"),
-    ));
-    error.retryable = false;
-    error
-}
-
 struct Chunks(ChatFold);
 
 impl Project for Chunks {
@@ -182,44 +169,4 @@ impl Project for Chunks {
     fn error(&mut self, error: &OpenAiError) -> Bytes {
         sse::data(&json!(error.body()))
     }
-}
-
-/// The session a request names: the header, else `user` (per token).
-pub(super) fn target(
-    headers: &HeaderMap,
-    user: Option<&str>,
-    token_id: &str,
-) -> Result<Target, OpenAiError> {
-    if let Some(key) = headers.get(SESSION_HEADER) {
-        return match key.to_str() {
-            Ok(key) if !key.is_empty() => Ok(Target::Key(key.to_owned())),
-            _ => Err(OpenAiError::invalid(
-                "the x-talon-session-key header must be visible ASCII, not empty",
-                None,
-                "invalid_request",
-            )),
-        };
-    }
-    match user.filter(|u| !u.is_empty()) {
-        Some(user) => {
-            let mut hash = Sha256::new();
-            hash.update(token_id.as_bytes());
-            hash.update([0]);
-            hash.update(user.as_bytes());
-            let digest = hash.finalize();
-            Ok(Target::Key(format!(
-                "openai-user-{}",
-                hex::encode(&digest[..16])
-            )))
-        }
-        None => Ok(Target::New),
-    }
-}
-
-/// The `Idempotency-Key` header, passed on to `runs.create`.
-pub(super) fn idempotency_key(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
 }

@@ -17,8 +17,8 @@ use talon_protocol::openai::OpenAiError;
 use talon_protocol::openai::reconcile::{Plan, Said, Speaker, plan, view};
 
 use super::call;
-use crate::http::Shared;
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
+use crate::state::Shared;
 
 /// Messages read from a session per page.
 const PAGE: u32 = 1000;

@@ -7,7 +7,7 @@
 //! `talon_protocol::openai`'s; this module authenticates, maps a request
 //! to the protocol's methods and streams.
 //!
-//! - **One path.** Every call goes through [`crate::http::serve_call`] with
+//! - **One path.** Every call goes through [`crate::call::serve_call`] with
 //!   the caller's token: the same scopes, rate limits, store health and
 //!   quota as the method table. A chat completion or a response is a
 //!   `runs.create` on the normal path (policy, approvals, the durable log).
@@ -27,7 +27,7 @@
 //! - **Streams** are SSE without `id:` lines (the Python client's decoder
 //!   turns a heartbeat after an `id:` line into an empty event), heartbeat
 //!   comments while idle, and read committed events only, as every Talon
-//!   stream does ([`crate::stream::Follow`]).
+//!   stream does ([`crate::transport::stream::Follow`]).
 //! - **A client that leaves** before its run's end cancels the run
 //!   (`sse::Abandon`), unless it runs in the background.
 //! - **Approvals** ([`watch`]): a run the surface started that asks for an
@@ -35,91 +35,31 @@
 //!   `approvalWaitMs`, then is denied; or is denied at once
 //!   (`onApproval: "deny"`).
 
-mod chat;
+pub(crate) mod chat;
 mod conversation;
+mod create;
 mod input;
-mod models;
-mod responses;
+pub(crate) mod models;
+pub(crate) mod policy;
+pub(crate) mod responses;
 mod sse;
 mod watch;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use talon_protocol::openai::OpenAiError;
 
-use crate::http::Shared;
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
+use crate::state::Shared;
 
-/// How the OpenAI-compatible surface behaves (`gateway.openai`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpenAiPolicy {
-    /// On or off; `None`: on only while the gateway listens on loopback.
-    pub enabled: Option<bool>,
-    /// What a run that needs an approval does.
-    pub on_approval: ApprovalRule,
-}
-
-impl Default for OpenAiPolicy {
-    fn default() -> Self {
-        Self {
-            enabled: None,
-            on_approval: ApprovalRule::Wait(DEFAULT_APPROVAL_WAIT),
-        }
-    }
-}
-
-/// How long a run the surface started waits for an approval by default.
-pub const DEFAULT_APPROVAL_WAIT: Duration = Duration::from_secs(60);
-
-/// What a run the surface started does when it needs an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalRule {
-    /// Waits this long for an answer (SDK, dashboard), then is denied.
-    Wait(Duration),
-    /// Denied at once.
-    Deny,
-}
-
-impl OpenAiPolicy {
-    /// Whether the surface is served on `listen`.
-    pub(crate) fn serves(&self, listen: std::net::SocketAddr) -> bool {
-        self.enabled.unwrap_or_else(|| listen.ip().is_loopback())
-    }
-}
-
-/// The surface's routes.
-pub(crate) fn routes() -> Router<Arc<Shared>> {
-    Router::new()
-        .route("/v1/models", get(models::list).fallback(not_allowed))
-        .route(
-            "/v1/models/{*model}",
-            get(models::get).fallback(not_allowed),
-        )
-        .route(
-            "/v1/chat/completions",
-            post(chat::create).fallback(not_allowed),
-        )
-        .route(
-            "/v1/responses",
-            post(responses::create).fallback(not_allowed),
-        )
-        .route(
-            "/v1/responses/{id}",
-            get(responses::retrieve).fallback(not_allowed),
-        )
-        .route(
-            "/v1/responses/{id}/cancel",
-            post(responses::cancel).fallback(not_allowed),
-        )
-}
-
-async fn not_allowed(axum::extract::State(shared): axum::extract::State<Arc<Shared>>) -> Response {
+/// `405` in OpenAI's envelope (or `endpoint_disabled` while the surface
+/// is off), for any other HTTP method on the surface's paths.
+pub(crate) async fn not_allowed(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+) -> Response {
     if let Err(off) = serving(&shared) {
         return error_response(&off, Retry::Never);
     }
@@ -192,7 +132,7 @@ pub(crate) fn answer(result: Result<Response, (OpenAiError, Retry)>) -> Response
 /// the bearer token (never a ticket), then one call from its rate.
 pub(crate) async fn caller(shared: &Shared, headers: &HeaderMap) -> Result<Caller, OpenAiError> {
     serving(shared)?;
-    crate::http::caller(shared, headers)
+    crate::auth::caller(shared, headers)
         .await
         .map_err(OpenAiError::from)
 }
@@ -217,13 +157,13 @@ pub(crate) async fn json_body<T: serde::de::DeserializeOwned>(
     body: Body,
 ) -> Result<T, OpenAiError> {
     let limits = shared.limiter.limits();
-    let bytes = match crate::body::read(body, limits).await {
+    let bytes = match crate::transport::body::read(body, limits).await {
         Ok(bytes) => bytes,
         Err(refused) => {
             let error = refused.error(limits);
             let code = match refused {
-                crate::body::Refused::TooLarge => "body_too_large",
-                crate::body::Refused::TooSlow => "body_too_slow",
+                crate::transport::body::Refused::TooLarge => "body_too_large",
+                crate::transport::body::Refused::TooSlow => "body_too_slow",
             };
             return Err(OpenAiError::invalid(error.message, None, code));
         }
@@ -248,7 +188,7 @@ pub(crate) async fn call<T: serde::de::DeserializeOwned>(
     method: &str,
     params: serde_json::Value,
 ) -> Result<T, OpenAiError> {
-    let value = crate::http::serve_call(shared, caller, method, params)
+    let value = crate::call::serve_call(shared, caller, method, params)
         .await
         .map_err(OpenAiError::from)?;
     serde_json::from_value(value).map_err(|e| {
@@ -292,34 +232,5 @@ pub(crate) fn run_headers(response: &mut Response, run_id: &str, session_key: Op
         && let Ok(v) = HeaderValue::from_str(key)
     {
         headers.insert("x-talon-session-key", v);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn on_by_default_only_on_loopback() {
-        let default = OpenAiPolicy::default();
-        for (addr, on) in [
-            ("127.0.0.1:7420", true),
-            ("[::1]:7420", true),
-            ("0.0.0.0:7420", false),
-            ("[::]:7420", false),
-            ("192.168.1.5:7420", false),
-        ] {
-            assert_eq!(default.serves(addr.parse().unwrap()), on, "{addr}");
-        }
-        let forced = OpenAiPolicy {
-            enabled: Some(true),
-            ..OpenAiPolicy::default()
-        };
-        assert!(forced.serves("0.0.0.0:7420".parse().unwrap()));
-        let off = OpenAiPolicy {
-            enabled: Some(false),
-            ..OpenAiPolicy::default()
-        };
-        assert!(!off.serves("127.0.0.1:7420".parse().unwrap()));
     }
 }

@@ -14,7 +14,7 @@ use talon_protocol::gateway::{Agent, Scope};
 use talon_protocol::openai::{OpenAiError, agent_of, model_id, seconds};
 
 use super::{Retry, agents_unchecked, caller, error_response};
-use crate::http::Shared;
+use crate::state::Shared;
 
 /// An agent as a model; `since` (when this gateway started, in
 /// milliseconds) stands for the creation time of an agent the config
@@ -42,7 +42,7 @@ async fn agents(shared: &Shared, headers: &HeaderMap) -> Result<Vec<Agent>, Open
 }
 
 /// `GET /v1/models`.
-pub(super) async fn list(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+pub(crate) async fn list(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     match agents(&shared, &headers).await {
         Ok(agents) => axum::Json(json!({
             "object": "list",
@@ -54,7 +54,7 @@ pub(super) async fn list(State(shared): State<Arc<Shared>>, headers: HeaderMap) 
 }
 
 /// `GET /v1/models/{model}`.
-pub(super) async fn get(
+pub(crate) async fn get(
     State(shared): State<Arc<Shared>>,
     Path(name): Path<String>,
     headers: HeaderMap,

@@ -17,48 +17,26 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use talon_protocol::events::Event;
-use talon_protocol::gateway::{Agent, Run};
+use talon_protocol::gateway::Run;
 use talon_protocol::openai::responses::{
     ResponseFold, ResponseHeader, ResponseRequest, SEQ_STRIDE, response_id, run_of,
 };
 use talon_protocol::openai::{OpenAiError, agent_of, model_id, seconds};
 use talon_store::EventFilter;
 
-use super::chat::{idempotency_key, stopping, target};
 use super::conversation::{self, Extras, Target};
+use super::create::{check_model, idempotency_key, stopping, target};
 use super::sse::{self, Project};
 use super::{Retry, call, caller, error_response, json_body, run_headers};
-use crate::http::Shared;
-use crate::stream::{Ends, Follow};
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
+use crate::state::Shared;
+use crate::transport::stream::{Ends, Follow};
 
 /// How long `cancel` waits for the run's end before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
-/// That the model names an agent the caller may run.
-pub(super) async fn check_model(
-    shared: &Shared,
-    caller: &crate::tokens::Caller,
-    model: &str,
-) -> Result<(), OpenAiError> {
-    let agent = agent_of(model);
-    if agent.is_empty() || agent.len() > 128 {
-        return Err(super::models::model_not_found(model));
-    }
-    caller.require(talon_protocol::gateway::Scope::AgentRun)?;
-    match super::agents_unchecked::<Agent>(shared, caller, "agents.get", json!({"agentId": agent}))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(error) if error.status == 404 || error.status == 400 => {
-            Err(super::models::model_not_found(model))
-        }
-        Err(error) => Err(error),
-    }
-}
-
 /// `POST /v1/responses`.
-pub(super) async fn create(
+pub(crate) async fn create(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
     body: Body,
@@ -314,7 +292,7 @@ fn previous_not_found(id: &str) -> OpenAiError {
 
 async fn previous_run(
     shared: &Shared,
-    caller: &crate::tokens::Caller,
+    caller: &crate::auth::identity::Caller,
     id: &str,
 ) -> Result<Run, OpenAiError> {
     let run_id = run_of(id).ok_or_else(|| previous_not_found(id))?;
@@ -327,7 +305,7 @@ async fn previous_run(
 /// A response's run, or 404 `response_not_found`.
 async fn run_of_response(
     shared: &Shared,
-    caller: &crate::tokens::Caller,
+    caller: &crate::auth::identity::Caller,
     id: &str,
 ) -> Result<Run, OpenAiError> {
     let missing = || {
@@ -370,7 +348,7 @@ struct RetrieveQuery {
 }
 
 /// `GET /v1/responses/{id}`.
-pub(super) async fn retrieve(
+pub(crate) async fn retrieve(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
     uri: Uri,
@@ -378,7 +356,8 @@ pub(super) async fn retrieve(
 ) -> Response {
     let answer = async {
         let caller = caller(&shared, &headers).await?;
-        let query: RetrieveQuery = crate::stream::query(&uri).map_err(OpenAiError::from)?;
+        let query: RetrieveQuery =
+            crate::transport::stream::query(&uri).map_err(OpenAiError::from)?;
         let _ = query.include_obfuscation;
         let run = run_of_response(&shared, &caller, &id).await?;
         let run_id = run.id.to_string();
@@ -431,7 +410,7 @@ pub(super) async fn retrieve(
 /// `POST /v1/responses/{id}/cancel`: cancels the run (a no-op once it
 /// ended) and answers the response as it then stands, waiting briefly for
 /// the run's end.
-pub(super) async fn cancel(
+pub(crate) async fn cancel(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
     headers: HeaderMap,

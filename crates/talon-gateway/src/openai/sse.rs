@@ -1,5 +1,5 @@
 //! The surface's event streams: a run's committed events
-//! ([`crate::stream::Follow`]) through a projection into OpenAI's frames,
+//! ([`crate::transport::stream::Follow`]) through a projection into OpenAI's frames,
 //! as SSE without `id:` lines, a heartbeat comment after
 //! `sse_heartbeat_interval` of quiet, ended by the run's terminal event,
 //! by an error, by the token's revocation, or by the node stopping. The
@@ -17,9 +17,9 @@ use talon_protocol::events::Event;
 use talon_protocol::openai::OpenAiError;
 use tokio::time::{Instant, Sleep};
 
-use crate::http::Shared;
-use crate::stream::Follow;
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
+use crate::state::Shared;
+use crate::transport::stream::Follow;
 
 /// A heartbeat: an SSE comment.
 const HEARTBEAT: &[u8] = b": keep-alive\n\n";
@@ -100,12 +100,12 @@ struct Live<P> {
     abandon: Option<Abandon>,
     project: P,
     queue: VecDeque<Bytes>,
-    liveness: crate::revocation::Liveness,
+    liveness: crate::auth::revocation::Liveness,
     heartbeat: Pin<Box<Sleep>>,
     every: std::time::Duration,
     last_sent: Instant,
     done: bool,
-    _open: crate::metrics::Open,
+    _open: crate::observe::metrics::Open,
 }
 
 impl<P: Project> Live<P> {
@@ -183,7 +183,9 @@ pub(super) fn respond<P: Project>(
         every,
         last_sent: Instant::now(),
         done: false,
-        _open: shared.metrics.open(crate::metrics::Connection::Sse),
+        _open: shared
+            .metrics
+            .open(crate::observe::metrics::Connection::Sse),
     };
     let frames = futures::stream::unfold(live, |mut live| async move {
         let frame = live.next().await?;

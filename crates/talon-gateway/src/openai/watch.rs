@@ -14,9 +14,9 @@ use talon_protocol::gateway::ApprovalDecision;
 use talon_protocol::gateway::params::ApprovalsRespondParams;
 use talon_store::EventFilter;
 
-use super::ApprovalRule;
-use crate::http::Shared;
-use crate::stream::{Ends, Follow};
+use super::policy::ApprovalRule;
+use crate::state::Shared;
+use crate::transport::stream::{Ends, Follow};
 
 /// The reason a denial by the rule records.
 pub(super) const NO_APPROVER: &str =
@@ -63,7 +63,7 @@ pub(super) fn watch(shared: Arc<Shared>, run_id: String) {
                 if let Ok(params) = params
                     && let Err(error) = shared
                         .api
-                        .decide_approval(crate::api::Authority::Gateway, params)
+                        .decide_approval(crate::api::answers::Authority::Gateway, params)
                         .await
                     && error.code != talon_protocol::gateway::ErrorCode::Conflict
                 {

@@ -28,7 +28,6 @@
 use std::sync::Arc;
 use talon_protocol::gateway::bounded::{ApprovalId, Subject};
 
-use serde_json::Value;
 use talon_protocol::EventData;
 use talon_protocol::event_data::ApprovalResolvedData;
 use talon_protocol::gateway::{
@@ -337,18 +336,4 @@ pub(crate) async fn cancel(store: &Store, id: &str) -> Result<(), talon_store::S
         })
         .await
         .map(|_| ())
-}
-
-/// Whether a `tool.call.started` event's call waited on an approval that
-/// the run never acted on as approved (the tool did not run).
-pub(crate) fn never_acted_on(call_id: &str, approvals: &[Approval], acted: &[Value]) -> bool {
-    approvals
-        .iter()
-        .filter(|a| a.tool_call_id.as_deref() == Some(call_id))
-        .any(|a| {
-            !acted.iter().any(|data| {
-                data.get("approvalId").and_then(Value::as_str) == Some(a.id.as_str())
-                    && data.get("status").and_then(Value::as_str) == Some("approved")
-            })
-        })
 }

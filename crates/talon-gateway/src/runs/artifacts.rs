@@ -270,7 +270,7 @@ impl Engine {
         bound: &[String],
     ) -> Option<ArtifactSummary> {
         let provider = self.providers().get(environment.provider.as_str()).ok()?;
-        let dir = crate::environments::dir_of(&self.state_dir(), environment.id.as_str());
+        let dir = talon_environments::dir_of(&self.state_dir(), environment.id.as_str());
         let collected = match provider.collect(&dir).await {
             Ok(collected) => collected,
             Err(error) => {

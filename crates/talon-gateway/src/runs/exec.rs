@@ -334,7 +334,7 @@ impl Engine {
         loop {
             let written = write().await;
             if let Err(error) = &written {
-                crate::metrics::store_error();
+                crate::observe::metrics::store_error();
                 self.inner.store.note_failure(error);
             }
             match written {

@@ -140,7 +140,7 @@ impl std::fmt::Debug for Engine {
 /// admin named hosts, the `ssh` provider.
 #[derive(Debug, Clone)]
 pub(crate) struct Environments {
-    pub policy: Arc<crate::environments::EnvironmentPolicy>,
+    pub policy: Arc<talon_environments::EnvironmentPolicy>,
     pub ssh: Option<Arc<talon_environments::ssh::Ssh>>,
 }
 
@@ -164,9 +164,9 @@ struct Inner {
     /// The secrets the config resolves, redacted from stored artifacts.
     secrets: Vec<String>,
     /// What environments may use.
-    environments: Arc<crate::environments::EnvironmentPolicy>,
+    environments: Arc<talon_environments::EnvironmentPolicy>,
     /// The environment providers this gateway has.
-    providers: crate::environments::Providers,
+    providers: talon_environments::Providers,
     /// The `ssh` provider, when the admin named hosts (its runs' commands
     /// run there).
     ssh: Option<Arc<talon_environments::ssh::Ssh>>,
@@ -177,7 +177,7 @@ struct Inner {
     /// (their requests stay pending).
     suspending: AtomicBool,
     /// What the node counts.
-    metrics: Arc<crate::metrics::Metrics>,
+    metrics: Arc<crate::observe::metrics::Metrics>,
 }
 
 /// A call of a run waiting on a person; counted while it lives.
@@ -267,13 +267,13 @@ impl Engine {
         host: Arc<Host>,
         limits: RunLimits,
         environments: Environments,
-        metrics: Arc<crate::metrics::Metrics>,
+        metrics: Arc<crate::observe::metrics::Metrics>,
     ) -> Self {
         let Environments {
             policy: environments,
             ssh,
         } = environments;
-        let mut providers = crate::environments::Providers::builtin();
+        let mut providers = talon_environments::Providers::builtin();
         if let Some(ssh) = &ssh {
             providers = providers.with(ssh.clone());
         }
@@ -348,7 +348,7 @@ impl Engine {
     ) -> Result<
         (
             talon_protocol::gateway::Environment,
-            crate::environments::Binding,
+            talon_environments::Binding,
         ),
         ApiError,
     > {
@@ -380,8 +380,8 @@ impl Engine {
     pub(crate) fn environment_context<'a>(
         &'a self,
         state_dir: &'a std::path::Path,
-    ) -> crate::environments::Context<'a> {
-        crate::environments::Context {
+    ) -> talon_environments::Context<'a> {
+        talon_environments::Context {
             policy: &self.inner.environments,
             state_dir,
             sandboxed: self.inner.host.jails().defaults().status().mode == "bubblewrap",
@@ -390,7 +390,7 @@ impl Engine {
     }
 
     /// The environment providers this gateway has.
-    pub(crate) fn providers(&self) -> &crate::environments::Providers {
+    pub(crate) fn providers(&self) -> &talon_environments::Providers {
         &self.inner.providers
     }
 

@@ -20,8 +20,6 @@ use talon_protocol::gateway::Approval;
 use talon_runtime::Turn;
 use talon_store::{EventFilter, MAX_PAGE, PendingFilter, Store};
 
-use super::approvals;
-
 /// How many times a run is resumed before an interruption fails it (a
 /// run that kills its node each time must not do it forever).
 pub(crate) const MAX_RESUMES: u32 = 3;
@@ -96,7 +94,7 @@ pub(crate) async fn blocker(
                 .data
                 .get("callId")
                 .and_then(Value::as_str)
-                .is_some_and(|call| approvals::never_acted_on(call, &approvals, &acted))
+                .is_some_and(|call| never_acted_on(call, &approvals, &acted))
     };
     let mut after = checkpoint.through;
     for _ in 0..MAX_JUDGED_PAGES {
@@ -162,6 +160,20 @@ const MAX_JUDGED_PAGES: u32 = 16;
 /// written before the flag existed say nothing, and are not).
 fn replay_safe(event: &talon_protocol::Event) -> bool {
     event.data.get("replaySafe").and_then(Value::as_bool) == Some(true)
+}
+
+/// Whether a `tool.call.started` event's call waited on an approval that
+/// the run never acted on as approved (the tool did not run).
+fn never_acted_on(call_id: &str, approvals: &[Approval], acted: &[Value]) -> bool {
+    approvals
+        .iter()
+        .filter(|a| a.tool_call_id.as_deref() == Some(call_id))
+        .any(|a| {
+            !acted.iter().any(|data| {
+                data.get("approvalId").and_then(Value::as_str) == Some(a.id.as_str())
+                    && data.get("status").and_then(Value::as_str) == Some("approved")
+            })
+        })
 }
 
 #[cfg(test)]

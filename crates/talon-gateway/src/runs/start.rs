@@ -21,7 +21,7 @@ use super::artifacts::RunFiles;
 use super::exec::Prepared;
 use super::questions::DurableQuestions;
 use super::sink::StoreSink;
-use crate::environments::Binding;
+use talon_environments::Binding;
 
 /// Where a claimed run's loop starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,7 +286,7 @@ impl Engine {
             .ssh
             .as_ref()
             .filter(|_| environment.provider == ProviderId::new("ssh"))?;
-        let dir = crate::environments::dir_of(&self.state_dir(), environment.id.as_str());
+        let dir = talon_environments::dir_of(&self.state_dir(), environment.id.as_str());
         let settings = environment.settings.clone().unwrap_or_default();
         Some(match ssh.remote(&settings, &dir) {
             Ok(shell) => {

@@ -17,8 +17,8 @@ use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use talon_protocol::gateway::bounded::Subject;
 use talon_protocol::gateway::bounded::TokenId;
+use talon_protocol::gateway::bounded::{AgentId, Subject};
 
 use sha2::{Digest, Sha256};
 use talon_protocol::gateway::AuthRefusal as Refusal;
@@ -26,6 +26,8 @@ use talon_protocol::gateway::tokens::{CreatedToken, TokensCreateParams};
 use talon_protocol::gateway::{ApiError, Binding, ErrorCode, Scope};
 use talon_store::{Store, StoredToken};
 
+pub use crate::auth::identity::Caller;
+use crate::auth::identity::ticket_refusal;
 use crate::error::{GatewayError, Result, api_error};
 
 /// What every secret starts with (so scanners and people recognise it).
@@ -56,85 +58,18 @@ impl std::fmt::Debug for MintedToken {
     }
 }
 
-/// Who is calling: an authenticated token (or a ticket it minted).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// The token's id (a ticket's caller is the token that minted it).
-    pub token_id: String,
-    /// The token's name, when it has one (for the access log).
-    pub name: Option<String>,
-    /// What it may do.
-    pub scopes: Vec<Scope>,
-    /// When the token stops working (epoch ms): a stream it opened ends
-    /// then.
-    pub expires_at: Option<u64>,
-    /// The one stream a ticket's caller may open (`None`: a token's
-    /// caller). A ticket's caller calls no method.
-    pub ticket: Option<TicketStream>,
-    /// The subject and agents it is bound to ([`crate::owned`]).
-    pub binding: Binding,
-}
-
-impl Caller {
-    /// `forbidden` (`details.reason: "ticket"`) unless this caller may
-    /// open `stream`: a token may open any stream its scopes allow; a
-    /// ticket only the one it was minted for.
-    pub fn may_open(&self, stream: &TicketStream) -> std::result::Result<(), ApiError> {
-        match &self.ticket {
-            None => Ok(()),
-            Some(mine) if mine == stream => Ok(()),
-            Some(_) => Err(ticket_refusal("this ticket opens another stream")),
-        }
-    }
-
-    /// `forbidden` naming `scope` unless the token holds it (or `admin`).
-    pub fn require(&self, scope: Scope) -> std::result::Result<(), ApiError> {
-        if scope.satisfied_by(&self.scopes) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(scope))
-        }
-    }
-
-    /// `key` as stored for this caller's `kind` of call (`run`,
-    /// `environment`): in the caller's own namespace, so no other token
-    /// can read or poison what it names. U+001F separates the parts, and a
-    /// key may not hold it (keys refuse control characters), so no caller
-    /// can spell another's; keys stored before the namespace never match.
-    /// A bound token's namespace is its subject's, so that a subject's
-    /// tokens (a user's browser tokens, minted one after another) retry
-    /// into the same one.
-    pub(crate) fn scoped_key(&self, kind: &str, key: &str) -> String {
-        match &self.binding.subject {
-            Some(subject) => format!("sub:{subject}{KEY_SEPARATOR}{kind}{KEY_SEPARATOR}{key}"),
-            None => format!(
-                "tok:{}{KEY_SEPARATOR}{kind}{KEY_SEPARATOR}{key}",
-                self.token_id
-            ),
-        }
-    }
-
-    /// Whether the token may see raw runtime payloads.
-    pub fn is_admin(&self) -> bool {
-        self.scopes.contains(&Scope::Admin)
-    }
-}
-
 use hex::encode as hex;
 use talon_protocol::gateway::TicketStream;
 
-/// A ticket's caller doing what its ticket does not allow.
-pub(crate) fn ticket_refusal(what: &str) -> ApiError {
-    talon_protocol::gateway::refuse::ticket_calls(what)
-}
-
-/// What separates the parts of a [`Caller::scoped_key`].
-const KEY_SEPARATOR: char = '\u{1f}';
-
-/// The key a caller gave, from its stored [`Caller::scoped_key`] (for
-/// messages: the namespace is the gateway's, not the caller's).
-pub(crate) fn given_key(stored: &str) -> &str {
-    stored.rsplit(KEY_SEPARATOR).next().unwrap_or(stored)
+/// A token's binding as the store keeps it.
+fn binding_of(token: &StoredToken) -> Binding {
+    Binding {
+        subject: token.subject.clone().map(Subject::new),
+        agents: token
+            .agents
+            .as_ref()
+            .map(|agents| agents.iter().map(AgentId::new).collect()),
+    }
 }
 
 fn random<const N: usize>() -> Result<[u8; N]> {
@@ -326,7 +261,7 @@ pub async fn authenticate(
                 Err(Refusal::Expired.error())
             } else {
                 Ok(Caller {
-                    binding: crate::owned::binding_of(&token),
+                    binding: binding_of(&token),
                     token_id: token.id,
                     name: token.name,
                     scopes: token.scopes,
@@ -353,8 +288,10 @@ pub(crate) async fn still_live(
         .map_err(crate::error::api_error)?;
     match token {
         Some(token) if token.is_live(now) => Ok(()),
-        Some(token) if token.revoked_at.is_none() => Err(crate::revocation::Ended::Expired.error()),
-        _ => Err(crate::revocation::Ended::Revoked.error()),
+        Some(token) if token.revoked_at.is_none() => {
+            Err(crate::auth::revocation::Ended::Expired.error())
+        }
+        _ => Err(crate::auth::revocation::Ended::Revoked.error()),
     }
 }
 
@@ -376,7 +313,7 @@ pub async fn mint_ticket(
         caller.require(*scope)?;
     }
     if let TicketStream::Run(run) = &stream {
-        crate::owned::run_for(store, caller, run.run_id.as_str()).await?;
+        crate::auth::owned::run_for(store, caller, run.run_id.as_str()).await?;
     }
     let bytes = random::<32>().map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
     let ticket = format!("{TICKET_PREFIX}{}", hex(bytes));
@@ -432,7 +369,7 @@ pub async fn redeem_ticket(
         .filter(|t| t.is_live(now))
         .ok_or_else(refused)?;
     Ok(Caller {
-        binding: crate::owned::binding_of(&token),
+        binding: binding_of(&token),
         token_id: token.id,
         name: token.name,
         scopes: taken.scopes,

@@ -18,7 +18,7 @@ use talon_protocol::gateway::{ApiError, ErrorCode};
 use talon_store::Store;
 use tokio::sync::watch;
 
-use crate::tokens::Caller;
+use crate::auth::identity::Caller;
 
 /// How often the store is read for revocations.
 pub(crate) const POLL: Duration = Duration::from_millis(250);

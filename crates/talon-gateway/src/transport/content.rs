@@ -19,7 +19,10 @@ use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 use talon_wire::content::Content;
 
 use crate::error::api_error;
-use crate::http::{ErrorResponse, Shared, caller};
+use talon_wire::ErrorResponse;
+
+use crate::auth::caller;
+use crate::state::Shared;
 
 pub(crate) async fn artifact_content(
     State(shared): State<Arc<Shared>>,
@@ -37,7 +40,7 @@ async fn serve(shared: &Shared, id: &str, headers: &HeaderMap) -> Result<Respons
     caller.require(Method::ArtifactsDownload.spec().scope)?;
     let now = shared.store.now_ms();
     let not_found = || talon_protocol::gateway::refuse::not_found("artifact", id);
-    let summary = crate::owned::artifact_for(&shared.store, &caller, id, now).await?;
+    let summary = crate::auth::owned::artifact_for(&shared.store, &caller, id, now).await?;
     let stored = shared
         .store
         .artifact_content(id, now)

@@ -12,18 +12,12 @@
 //! allowed because Redoc styles its components at run time, and `blob:`
 //! workers because its search index runs in one.
 
-use std::sync::Arc;
-
-use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use talon_protocol::openapi::GatewayIndex;
 
-use crate::http::Shared;
-
 /// Redoc's standalone bundle (npm `redoc` 2.5.1).
-const REDOC: &[u8] = include_bytes!("../assets/redoc/redoc.standalone.js");
+const REDOC: &[u8] = include_bytes!("../../assets/redoc/redoc.standalone.js");
 
 /// The SHA-256 of [`REDOC`], as `assets/redoc/README.md` and the npm
 /// lockfile of `tests/openapi` pin it.
@@ -70,17 +64,6 @@ first starts (<code>talon gateway</code>), and <code>talon token create --scope 
 </html>
 "#;
 
-/// The routes.
-pub(crate) fn routes() -> Router<Arc<Shared>> {
-    Router::new()
-        .route("/", get(index).fallback(crate::http::only_get))
-        .route("/docs", get(docs).fallback(crate::http::only_get))
-        .route(
-            "/docs/redoc.standalone.js",
-            get(redoc).fallback(crate::http::only_get),
-        )
-}
-
 /// An HTML page with the policy.
 fn page(body: &'static str) -> Response {
     let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
@@ -114,7 +97,8 @@ fn wants_html(headers: &HeaderMap) -> bool {
         })
 }
 
-async fn index(headers: HeaderMap) -> Response {
+/// `GET /`: the HTML page for a browser, [`GatewayIndex`] for a program.
+pub(crate) async fn index(headers: HeaderMap) -> Response {
     let mut response = if wants_html(&headers) {
         page(INDEX_PAGE)
     } else {
@@ -126,11 +110,13 @@ async fn index(headers: HeaderMap) -> Response {
     response
 }
 
-async fn docs() -> Response {
+/// `GET /docs`: the reference, rendered by Redoc.
+pub(crate) async fn docs() -> Response {
     page(DOCS_PAGE)
 }
 
-async fn redoc() -> Response {
+/// `GET /docs/redoc.standalone.js`: the vendored bundle.
+pub(crate) async fn redoc() -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
@@ -152,7 +138,7 @@ mod tests {
     fn the_vendored_redoc_is_the_pinned_one() {
         let digest = hex::encode(Sha256::digest(REDOC));
         assert_eq!(digest, REDOC_SHA256);
-        let readme = include_str!("../assets/redoc/README.md");
+        let readme = include_str!("../../assets/redoc/README.md");
         assert!(readme.contains(REDOC_SHA256));
     }
 

@@ -7,24 +7,12 @@
 //! Every route looks records up through here ([`run_for`],
 //! [`session_for`], ...), and lists pass [`Caller::owner`] to the store.
 
-use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::bounded::Subject;
-use talon_protocol::gateway::{ApiError, ArtifactSummary, Binding, Environment, Run, Session};
-use talon_store::{Owner, Store, StoredToken};
+use talon_protocol::gateway::{ApiError, ArtifactSummary, Environment, Run, Session};
+use talon_store::{Owner, Store};
 
+use crate::auth::identity::Caller;
 use crate::error::api_error;
-use crate::tokens::Caller;
-
-/// A token's binding as the store keeps it.
-pub(crate) fn binding_of(token: &StoredToken) -> Binding {
-    Binding {
-        subject: token.subject.clone().map(Subject::new),
-        agents: token
-            .agents
-            .as_ref()
-            .map(|agents| agents.iter().map(AgentId::new).collect()),
-    }
-}
 
 pub(crate) fn not_found(kind: &str, id: &str) -> ApiError {
     talon_protocol::gateway::refuse::not_found(kind, id)

@@ -20,10 +20,10 @@
 //! `tokens.ticket` ticket as `?ticket=` opens a socket that may only
 //! subscribe with the filter its ticket names (`{"socket": {..}}`) and
 //! unsubscribe. An upgrade from a foreign `Origin` is refused before this
-//! ([`crate::guard`]). When the
+//! ([`crate::auth::guard`]). When the
 //! token is revoked or expires, the connection closes with code
-//! [`crate::revocation::CLOSE_REVOKED`] (4001) or
-//! [`crate::revocation::CLOSE_EXPIRED`] (4002). A
+//! [`crate::auth::revocation::CLOSE_REVOKED`] (4001) or
+//! [`crate::auth::revocation::CLOSE_EXPIRED`] (4002). A
 //! frame that is not a request (not JSON, binary, no `id`) gets an
 //! `invalid_request` answer with a null id and the connection stays; a
 //! frame over the size limit closes it. A slow reader only slows its own
@@ -49,9 +49,13 @@ use tokio::sync::mpsc;
 
 use talon_wire::ws::{Incoming, Started, Subscriptions, answer, event_frame, incoming};
 
-use crate::http::{ErrorResponse, Shared, serve_call, stream_caller};
-use crate::stream::{Follow, TicketQuery};
-use crate::tokens::Caller;
+use talon_wire::ErrorResponse;
+
+use crate::auth::identity::Caller;
+use crate::auth::stream_caller;
+use crate::call::serve_call;
+use crate::state::Shared;
+use crate::transport::stream::{Follow, TicketQuery};
 
 /// Frames waiting to be written, per connection.
 const OUTBOX: usize = 256;
@@ -77,7 +81,7 @@ pub(crate) async fn upgrade(
     ws: WebSocketUpgrade,
 ) -> Response {
     let authenticated = async {
-        let query: TicketQuery = crate::stream::query(&uri)?;
+        let query: TicketQuery = crate::transport::stream::query(&uri)?;
         if query.ticket.is_none() && !headers.contains_key(axum::http::header::AUTHORIZATION) {
             // Credentials come in the first frame.
             return Ok(None);
@@ -86,7 +90,7 @@ pub(crate) async fn upgrade(
         if let Some(stream) = &caller.ticket
             && !matches!(stream, TicketStream::Socket(_))
         {
-            return Err(crate::tokens::ticket_refusal(
+            return Err(crate::auth::identity::ticket_refusal(
                 "this ticket opens another stream",
             ));
         }
@@ -135,7 +139,7 @@ async fn first_frame(
         };
         let bearer = format!("Bearer {token}");
         let caller =
-            crate::tokens::authenticate(&shared.store, Some(&bearer), shared.store.now_ms())
+            crate::auth::tokens::authenticate(&shared.store, Some(&bearer), shared.store.now_ms())
                 .await
                 .map_err(|e| (talon_wire::ws::CLOSE_UNAUTHENTICATED, e.message))?;
         crate::observe::authenticated(&caller);
@@ -169,7 +173,9 @@ async fn first_frame(
 
 async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, request_id: String) {
     use futures::{SinkExt as _, StreamExt as _};
-    let _open = shared.metrics.open(crate::metrics::Connection::WebSocket);
+    let _open = shared
+        .metrics
+        .open(crate::observe::metrics::Connection::WebSocket);
     let request_id: Arc<str> = request_id.into();
     let (mut sink, mut frames) = socket.split();
     let (outbox, mut queued) = mpsc::channel::<Outgoing>(OUTBOX);
@@ -268,7 +274,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                 let subscribed =
                     subscribe(&shared, &caller, params, &outbox, &mut subscriptions).await;
                 let code = subscribed.as_ref().err().map(|e| e.code);
-                crate::observe::ws_called(
+                crate::observe::access::ws_called(
                     &shared,
                     &request_id,
                     &caller,
@@ -295,7 +301,7 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                     .require(Method::EventsUnsubscribe.spec().scope)
                     .and_then(|()| subscriptions.unsubscribe(params));
                 let code = outcome.as_ref().err().map(|e| e.code);
-                crate::observe::ws_called(
+                crate::observe::access::ws_called(
                     &shared,
                     &request_id,
                     &caller,
@@ -313,12 +319,12 @@ async fn connection(shared: Arc<Shared>, caller: Caller, socket: WebSocket, requ
                 let request_id = request_id.clone();
                 tokio::spawn(async move {
                     let served = async {
-                        match crate::tokens::still_live(&shared.store, &caller).await {
+                        match crate::auth::tokens::still_live(&shared.store, &caller).await {
                             Ok(()) => serve_call(&shared, &caller, &method, params).await,
                             Err(error) => Err(error),
                         }
                     };
-                    let outcome = crate::observe::ws_call(
+                    let outcome = crate::observe::access::ws_call(
                         &shared,
                         &request_id,
                         &caller,
@@ -359,7 +365,7 @@ async fn subscribe(
     if let Some(stream) = &caller.ticket
         && !matches!(stream, TicketStream::Socket(named) if named.is_asked_by(&p))
     {
-        return Err(crate::tokens::ticket_refusal(
+        return Err(crate::auth::identity::ticket_refusal(
             "this ticket subscribes with another filter",
         ));
     }
@@ -373,8 +379,14 @@ async fn subscribe(
         owner: caller.owner(),
         ..EventFilter::default()
     };
-    let mut follow =
-        Follow::start(shared, caller, filter, cursor, crate::stream::Ends::Never).await?;
+    let mut follow = Follow::start(
+        shared,
+        caller,
+        filter,
+        cursor,
+        crate::transport::stream::Ends::Never,
+    )
+    .await?;
     let (name, named) = tokio::sync::oneshot::channel::<String>();
     let outbox = outbox.clone();
     let task = tokio::spawn(async move {

@@ -24,7 +24,7 @@
 //! one. A browser authenticates with `?ticket=` (from `tokens.ticket`)
 //! instead of the header. Revoking the token, or its expiry, ends its
 //! streams with an `error` event `unauthenticated`
-//! ([`crate::revocation`]).
+//! ([`crate::auth::revocation`]).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -45,9 +45,12 @@ use tokio::time::{Instant, Sleep};
 
 use crate::error::api_error;
 use crate::frame::{self, Delivery};
-use crate::http::{ErrorResponse, Shared, stream_caller};
+use talon_wire::ErrorResponse;
+
+use crate::auth::identity::Caller;
+use crate::auth::stream_caller;
 use crate::limits::{Budget, Held, StreamPermit};
-use crate::tokens::Caller;
+use crate::state::Shared;
 
 /// Events read from the store per page, at most.
 const PAGE: u32 = 500;
@@ -101,7 +104,7 @@ pub(crate) async fn run_events(
             run_id: RunId::new(run_id.as_str()),
         }))?;
         caller.require(Method::RunsEvents.spec().scope)?;
-        crate::owned::run_for(&shared.store, &caller, &run_id).await?;
+        crate::auth::owned::run_for(&shared.store, &caller, &run_id).await?;
         let filter = EventFilter {
             run_id: Some(run_id.clone()),
             raw: caller.is_admin(),
@@ -142,7 +145,7 @@ pub(crate) async fn all_events(
                 ..EventFilter::default()
             },
             Some(_) => {
-                return Err(crate::tokens::ticket_refusal(
+                return Err(crate::auth::identity::ticket_refusal(
                     "this ticket opens another stream",
                 ));
             }
@@ -477,14 +480,14 @@ async fn hold(
 /// liveness.
 struct Streaming {
     follow: Follow,
-    liveness: crate::revocation::Liveness,
+    liveness: crate::auth::revocation::Liveness,
     ended: bool,
     /// Fires `every` after the last frame sent; moved only when it fires.
     heartbeat: Pin<Box<Sleep>>,
     every: Duration,
     last_sent: Instant,
     /// Counted as an open stream while it lives.
-    _open: crate::metrics::Open,
+    _open: crate::observe::metrics::Open,
 }
 
 impl Streaming {
@@ -552,7 +555,9 @@ async fn open(
         heartbeat: Box::pin(tokio::time::sleep(every)),
         every,
         last_sent: Instant::now(),
-        _open: shared.metrics.open(crate::metrics::Connection::Sse),
+        _open: shared
+            .metrics
+            .open(crate::observe::metrics::Connection::Sse),
     };
     let frames = futures::stream::unfold(streaming, |mut streaming| async move {
         let frame = streaming.next().await?;

@@ -1,6 +1,6 @@
-//! The gateway's metrics, served as Prometheus text (exposition format
-//! 0.0.4) at `GET /metrics` to a token holding `metrics.read` (`admin`
-//! holds it).
+//! The gateway's metrics, rendered as Prometheus text (exposition format
+//! 0.0.4) and served at `GET /metrics` ([`super::scrape`]) to a token
+//! holding `metrics.read` (`admin` holds it).
 //!
 //! Counted by this node as it works: HTTP requests by method and status
 //! and their duration, WebSocket calls by outcome, open SSE streams and
@@ -17,15 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::{IntoResponse, Response};
-use talon_protocol::gateway::{ErrorCode, Scope};
-
-use crate::http::{ErrorResponse, Shared};
-
-/// The content type of the text exposition format.
-const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+use talon_protocol::gateway::ErrorCode;
 
 /// Store faults (the store could not be reached or could not write), in
 /// this process.
@@ -397,52 +389,6 @@ pub(crate) struct Sampled {
     pub approvals: usize,
     /// Whether the store can write.
     pub store_up: bool,
-}
-
-/// `GET /metrics`: for a token holding `metrics.read`.
-pub(crate) async fn serve(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let caller = match crate::http::caller(&shared, &headers).await {
-        Ok(caller) => caller,
-        Err(error) => return ErrorResponse(error).into_response(),
-    };
-    if let Err(error) = caller.require(Scope::MetricsRead) {
-        return ErrorResponse(error).into_response();
-    }
-    let sampled = match sample(&shared).await {
-        Ok(sampled) => sampled,
-        Err(error) => return ErrorResponse(error).into_response(),
-    };
-    let mut response = shared.metrics.render(&sampled).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
-    response
-}
-
-async fn sample(shared: &Shared) -> Result<Sampled, talon_protocol::gateway::ApiError> {
-    let engine = &shared.engine;
-    let queued = shared
-        .store
-        .queued_runs(engine.max_queued())
-        .await
-        .map_err(crate::error::api_error)?
-        .len();
-    let approvals = shared
-        .store
-        .approvals(&talon_store::PendingFilter {
-            status: Some("pending".into()),
-            ..Default::default()
-        })
-        .await
-        .map_err(crate::error::api_error)?
-        .len();
-    Ok(Sampled {
-        queued,
-        running: engine.running(),
-        waiting: engine.waiting(),
-        approvals,
-        store_up: shared.store.health().is_ok(),
-    })
 }
 
 #[cfg(test)]
