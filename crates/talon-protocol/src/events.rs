@@ -9,15 +9,44 @@ use serde::{Deserialize, Serialize};
 
 use crate::gateway::bounded::{AgentId, EventId, RunId, SessionId, SessionKey, TaskId};
 
+use crate::event_types::EventData;
 pub use crate::event_types::EventType;
 
 impl EventType {
     /// Whether this type ends a run (nothing of the run follows it).
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            Self::RunCompleted | Self::RunFailed | Self::RunCancelled | Self::RunTimedOut
-        )
+        self.ended_status().is_some()
+    }
+
+    /// The status a run has after this event, if it ends the run: how
+    /// every server and SDK folds a run's end into its status (the
+    /// TypeScript side's `RUN_ENDS`, generated from this).
+    pub fn ended_status(self) -> Option<crate::gateway::RunStatus> {
+        use crate::gateway::RunStatus;
+        match self {
+            Self::RunCompleted => Some(RunStatus::Completed),
+            Self::RunFailed => Some(RunStatus::Failed),
+            Self::RunCancelled => Some(RunStatus::Cancelled),
+            Self::RunTimedOut => Some(RunStatus::TimedOut),
+            _ => None,
+        }
+    }
+}
+
+impl EventData {
+    /// The event that ends a run with `status` (a status that is not an
+    /// end is a cancellation), the inverse of [`EventType::ended_status`].
+    pub fn run_ended(
+        status: crate::gateway::RunStatus,
+        ended: crate::event_data::RunEndedData,
+    ) -> Self {
+        use crate::gateway::RunStatus;
+        match status {
+            RunStatus::Completed => Self::RunCompleted(ended),
+            RunStatus::Failed => Self::RunFailed(ended),
+            RunStatus::TimedOut => Self::RunTimedOut(ended),
+            _ => Self::RunCancelled(ended),
+        }
     }
 }
 

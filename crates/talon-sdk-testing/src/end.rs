@@ -138,15 +138,7 @@ pub(crate) fn end(
             ..ToolTelemetry::default()
         }),
     };
-    s.push_run_event(
-        &run,
-        match status {
-            RunStatus::Completed => EventData::RunCompleted(ended),
-            RunStatus::Failed => EventData::RunFailed(ended),
-            RunStatus::TimedOut => EventData::RunTimedOut(ended),
-            _ => EventData::RunCancelled(ended),
-        },
-    );
+    s.push_run_event(&run, EventData::run_ended(status, ended));
     // Its messages, unless rolled back.
     if record.cancel != Some(true)
         && let Some(session_id) = &run.session_id

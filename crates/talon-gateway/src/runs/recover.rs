@@ -107,12 +107,7 @@ impl Engine {
         let event = match terminal {
             // It ended, but its row was not written: bring the row in line.
             Some(event) => {
-                run.status = match event.kind {
-                    talon_protocol::EventType::RunCompleted => RunStatus::Completed,
-                    talon_protocol::EventType::RunCancelled => RunStatus::Cancelled,
-                    talon_protocol::EventType::RunTimedOut => RunStatus::TimedOut,
-                    _ => RunStatus::Failed,
-                };
+                run.status = event.kind.ended_status().unwrap_or(RunStatus::Failed);
                 None
             }
             None if matches!(blocker, Some(Blocker::Cancelled)) => {

@@ -142,3 +142,62 @@ pub(super) fn caps() -> String {
     }
     out
 }
+
+/// A value's wire name (`"run.completed"`).
+fn wire<T: serde::Serialize>(value: T) -> String {
+    serde_json::to_string(&value).unwrap_or_default()
+}
+
+/// The source of `rules.ts`: how a run's events fold into its status and
+/// its status into its `RunResult`, from [`crate::EventType::ended_status`]
+/// and [`crate::gateway::RunResultStatus::of`].
+pub(super) fn rules() -> String {
+    use crate::EventType;
+    use crate::gateway::{RunResultStatus, RunStatus};
+    let mut out = String::from(HEADER);
+    out.push_str(
+        "//\n// How a run's events fold into its status, and its status into its result:\n\
+         // the protocol's `EventType::ended_status` and `RunResultStatus::of`.\n\n\
+         import type { EventType, RunResultStatus, RunStatus } from \"./types.js\";\n\n\
+         /** Each event type that ends a run, and the run's status after it. */\n\
+         export const RUN_ENDS: Readonly<Partial<Record<EventType, RunStatus>>> = {\n",
+    );
+    for kind in EventType::ALL {
+        if let Some(status) = kind.ended_status() {
+            let _ = writeln!(out, "  {}: {},", wire(kind), wire(status));
+        }
+    }
+    out.push_str("};\n\n/** The event types that end a run. */\nexport const TERMINAL_TYPES: readonly EventType[] = [");
+    let ends: Vec<String> = EventType::ALL
+        .iter()
+        .filter(|k| k.is_terminal())
+        .map(|k| wire(k))
+        .collect();
+    out.push_str(&ends.join(", "));
+    out.push_str("];\n\n/** The statuses a run ends in. */\nexport const TERMINAL_STATUSES: readonly RunStatus[] = [");
+    let ended: Vec<String> = RunStatus::ALL
+        .iter()
+        .filter(|s| s.is_terminal())
+        .map(|s| wire(s))
+        .collect();
+    out.push_str(&ended.join(", "));
+    out.push_str(
+        "];\n\n/** A run's status as its `RunResult` says it: `accepted` until it ends. */\n\
+         export const RESULT_STATUS: Readonly<Record<RunStatus, RunResultStatus>> = {\n",
+    );
+    for status in RunStatus::ALL {
+        let _ = writeln!(
+            out,
+            "  {}: {},",
+            wire(status),
+            wire(RunResultStatus::of(*status))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {}: {},\n}};",
+        wire(RunStatus::Unknown),
+        wire(RunResultStatus::of(RunStatus::Unknown))
+    );
+    out
+}

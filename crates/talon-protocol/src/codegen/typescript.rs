@@ -17,7 +17,8 @@
 //! - `refusals.ts`: one function per refusal of
 //!   [`crate::gateway::REFUSALS`], the `ApiError` the gateway answers, which
 //!   the TypeScript fake throws; `caps.ts`: the caps of
-//!   [`crate::gateway::caps::CAPS`].
+//!   [`crate::gateway::caps::CAPS`]; `rules.ts`: how a run's events fold
+//!   into its status and its result.
 //!
 //! [`typescript_files`] renders them; a test in this crate fails when the
 //! committed files drift. Nothing in them is written by hand.
@@ -85,6 +86,10 @@ pub fn typescript_files() -> Vec<GeneratedFile> {
         GeneratedFile {
             name: "caps.ts",
             source: super::ts_refusals::caps(),
+        },
+        GeneratedFile {
+            name: "rules.ts",
+            source: super::ts_refusals::rules(),
         },
     ]
 }

@@ -198,6 +198,17 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status a server gives (not `Unknown`, a newer server's).
+    pub const ALL: &'static [Self] = &[
+        Self::Queued,
+        Self::Running,
+        Self::Waiting,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+        Self::TimedOut,
+    ];
+
     /// Whether the run has ended.
     pub fn is_terminal(self) -> bool {
         matches!(

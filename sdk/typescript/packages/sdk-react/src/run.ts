@@ -9,7 +9,7 @@
 // delivering those events again, then streams after it.
 
 import { useMemo } from "react";
-import { TalonError, type Run, type Talon, type TalonEvent } from "@talon/sdk";
+import { RUN_ENDS, TalonError, type Run, type Talon, type TalonEvent } from "@talon/sdk";
 import type { protocol as T } from "@talon/sdk";
 
 import type { CursorStore } from "./cursor.js";
@@ -93,12 +93,7 @@ const IDLE: RunState = {
 /** Events per page when rebuilding from the log. */
 const PAGE = 500;
 
-const ENDED: Partial<Record<T.EventType, T.RunStatus>> = {
-  "run.completed": "completed",
-  "run.failed": "failed",
-  "run.cancelled": "cancelled",
-  "run.timed_out": "timed_out",
-};
+const ENDED = RUN_ENDS;
 
 /** The store of one run. */
 export class RunStore extends ExternalStore<RunState> {

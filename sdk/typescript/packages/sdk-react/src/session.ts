@@ -9,7 +9,7 @@
 // ends.
 
 import { useMemo } from "react";
-import { TalonError, type Run, type Session, type SendOptions, type Talon } from "@talon/sdk";
+import { TERMINAL_TYPES, TalonError, type Run, type Session, type SendOptions, type Talon } from "@talon/sdk";
 import type { protocol as T } from "@talon/sdk";
 
 import { recentCursor, toTalonError } from "./internal.js";
@@ -60,13 +60,10 @@ const TYPES: readonly T.EventType[] = [
   "run.created",
   "run.started",
   "assistant.message",
-  "run.completed",
-  "run.failed",
-  "run.cancelled",
-  "run.timed_out",
+  ...TERMINAL_TYPES,
   "session.compacted",
 ];
-const ENDS: readonly T.EventType[] = ["run.completed", "run.failed", "run.cancelled", "run.timed_out"];
+const ENDS = TERMINAL_TYPES;
 
 type Target = { key: string; agentId: string | undefined } | { handle: Session };
 

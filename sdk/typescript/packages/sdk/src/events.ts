@@ -10,13 +10,14 @@
 // closes the connection.
 
 import { TalonError } from "./errors.js";
+import { TERMINAL_TYPES } from "./generated/rules.js";
 import type { EventType, TalonEvent, TicketStream } from "./generated/types.js";
 import { errorOf, sleep, unreachable, type HttpCaller } from "./http.js";
 import { frames } from "./sse.js";
 import { validate } from "./validate.js";
 
-/** The types that end a run. */
-export const TERMINAL_TYPES: readonly EventType[] = ["run.completed", "run.failed", "run.cancelled", "run.timed_out"];
+/** The types that end a run (generated from the protocol's `EventType::ended_status`). */
+export { TERMINAL_TYPES };
 
 /** How a stream authenticates. */
 export type StreamAuth =

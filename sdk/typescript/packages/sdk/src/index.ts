@@ -36,5 +36,7 @@ export * from "./generated/types.js";
 export * as refusals from "./generated/refusals.js";
 /** The caps every server of the protocol holds a request to, and the gateway's defaults. */
 export * as caps from "./generated/caps.js";
+/** How a run's events fold into its status, and its status into its result (the protocol's rules). */
+export { RUN_ENDS, TERMINAL_STATUSES, RESULT_STATUS } from "./generated/rules.js";
 /** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */
 export * as protocol from "./generated/types.js";

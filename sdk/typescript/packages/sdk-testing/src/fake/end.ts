@@ -5,7 +5,7 @@
 // trajectory artifact (announced on the session after the terminal event)
 // and its `RunResult`.
 
-import { type protocol as P, refusals } from "@talon/sdk";
+import { RUN_ENDS, TERMINAL_TYPES, type protocol as P, refusals } from "@talon/sdk";
 
 import { State, isTerminal, now, resultOf, runEvent, type RunRecord } from "./state.js";
 import { json } from "./wire.js";
@@ -100,14 +100,9 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
   };
   if (text !== undefined) ended.text = text;
   if (errorText !== undefined) ended.error = errorText;
-  const terminal: P.EventData =
-    status === "completed"
-      ? { type: "run.completed", data: ended }
-      : status === "failed"
-        ? { type: "run.failed", data: ended }
-        : status === "timed_out"
-          ? { type: "run.timed_out", data: ended }
-          : { type: "run.cancelled", data: ended };
+  // The protocol's `EventData::run_ended`: the type whose end is `status`.
+  const type = TERMINAL_TYPES.find((t) => RUN_ENDS[t] === status) ?? "run.cancelled";
+  const terminal = { type, data: ended } as P.EventData;
   state.push(runEvent(run, terminal, record.requestId));
   // Its messages, unless rolled back.
   if (!record.cancel?.rollback && run.sessionId) {

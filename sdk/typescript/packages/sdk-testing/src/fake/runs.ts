@@ -4,7 +4,7 @@
 // `run.created`, then the run played on its own), `runs.cancel`,
 // `runs.wait`, `runs.events`, `runs.list` and `sessions.abort`.
 
-import { caps, type protocol as P, refusals } from "@talon/sdk";
+import { TERMINAL_TYPES, caps, type protocol as P, refusals } from "@talon/sdk";
 
 import { Failure, fail, notFound } from "./errors.js";
 import { play } from "./play.js";
@@ -266,8 +266,7 @@ export function events(state: State, p: P.RunsEventsParams): P.RunsEventsResult 
     if (event?.envelope.runId === p.runId) out.push(JSON.parse(event.json) as P.EventEnvelope);
   }
   const last = out.at(-1);
-  const done =
-    last !== undefined && ["run.completed", "run.failed", "run.cancelled", "run.timed_out"].includes(last.type);
+  const done = last !== undefined && TERMINAL_TYPES.includes(last.type);
   return { done, events: out };
 }
 

@@ -10,7 +10,7 @@
 
 import { createHash } from "node:crypto";
 
-import { type protocol as P, refusals } from "@talon/sdk";
+import { RESULT_STATUS, TERMINAL_STATUSES, TERMINAL_TYPES, type protocol as P, refusals } from "@talon/sdk";
 
 import { fail, notFound } from "./errors.js";
 import type { FakeRun, QueuedFault } from "./script.js";
@@ -179,7 +179,7 @@ export class State {
   push(event: Omit<P.EventEnvelope, "id">): StoredEvent {
     const id = this.log.length + 1;
     const envelope = { ...event, id: String(id) };
-    const terminal = ["run.completed", "run.failed", "run.cancelled", "run.timed_out"].includes(envelope.type);
+    const terminal = TERMINAL_TYPES.includes(envelope.type);
     const stored: StoredEvent = { id, envelope, json: envelopeJson(envelope), terminal };
     this.log.push(stored);
     this.touch();
@@ -331,27 +331,14 @@ export function sessionEvent(session: P.Session, data: P.EventData, requestId?: 
   return event;
 }
 
-/** A run's status as its result says it: `accepted` until it ends. */
-function resultStatus(status: P.RunStatus): P.RunResultStatus {
-  switch (status) {
-    case "completed":
-    case "cancelled":
-    case "timed_out":
-    case "failed":
-      return status;
-    default:
-      return "accepted";
-  }
-}
-
 /** Whether a run's status is terminal. */
 export function isTerminal(status: P.RunStatus): boolean {
-  return status === "completed" || status === "failed" || status === "cancelled" || status === "timed_out";
+  return TERMINAL_STATUSES.includes(status);
 }
 
 /** The result of `run` as its row stands (the protocol's `RunResult::of`). */
 export function resultOf(run: P.Run, text?: string, artifacts?: P.ArtifactSummary[]): P.RunResult {
-  const result: P.RunResult = { runId: run.id, status: resultStatus(run.status) };
+  const result: P.RunResult = { runId: run.id, status: RESULT_STATUS[run.status] };
   if (run.sessionId) result.sessionId = run.sessionId;
   if (run.sessionKey) result.sessionKey = run.sessionKey;
   if (run.startedAt !== undefined && run.startedAt !== null) result.startedAt = run.startedAt;

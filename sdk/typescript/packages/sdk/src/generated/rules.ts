@@ -1,0 +1,33 @@
+// Generated from the gateway's method table by `talon_protocol::codegen::typescript`:
+// do not edit. Regenerate with `UPDATE_GENERATED=1 cargo nextest run -p talon-protocol generated`.
+//
+// How a run's events fold into its status, and its status into its result:
+// the protocol's `EventType::ended_status` and `RunResultStatus::of`.
+
+import type { EventType, RunResultStatus, RunStatus } from "./types.js";
+
+/** Each event type that ends a run, and the run's status after it. */
+export const RUN_ENDS: Readonly<Partial<Record<EventType, RunStatus>>> = {
+  "run.completed": "completed",
+  "run.failed": "failed",
+  "run.cancelled": "cancelled",
+  "run.timed_out": "timed_out",
+};
+
+/** The event types that end a run. */
+export const TERMINAL_TYPES: readonly EventType[] = ["run.completed", "run.failed", "run.cancelled", "run.timed_out"];
+
+/** The statuses a run ends in. */
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["completed", "failed", "cancelled", "timed_out"];
+
+/** A run's status as its `RunResult` says it: `accepted` until it ends. */
+export const RESULT_STATUS: Readonly<Record<RunStatus, RunResultStatus>> = {
+  "queued": "accepted",
+  "running": "accepted",
+  "waiting": "accepted",
+  "completed": "completed",
+  "failed": "failed",
+  "cancelled": "cancelled",
+  "timed_out": "timed_out",
+  "unknown": "accepted",
+};
