@@ -171,14 +171,14 @@ pub(super) fn rules() -> String {
     let ends: Vec<String> = EventType::ALL
         .iter()
         .filter(|k| k.is_terminal())
-        .map(|k| wire(k))
+        .map(wire)
         .collect();
     out.push_str(&ends.join(", "));
     out.push_str("];\n\n/** The statuses a run ends in. */\nexport const TERMINAL_STATUSES: readonly RunStatus[] = [");
     let ended: Vec<String> = RunStatus::ALL
         .iter()
         .filter(|s| s.is_terminal())
-        .map(|s| wire(s))
+        .map(wire)
         .collect();
     out.push_str(&ended.join(", "));
     out.push_str(
