@@ -188,18 +188,9 @@ async fn call(
         ))
         .into_response();
     };
-    let params: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
-        serde_json::Value::Null
-    } else {
-        match serde_json::from_slice(&body) {
-            Ok(value) => value,
-            Err(e) => {
-                return ErrorResponse(talon_protocol::gateway::refuse::body_not_json(
-                    &e.to_string(),
-                ))
-                .into_response();
-            }
-        }
+    let params = match talon_wire::params_of(&body) {
+        Ok(params) => params,
+        Err(error) => return ErrorResponse(error).into_response(),
     };
     match serve_call(&shared, &granted, &method, params).await {
         Ok(result) => axum::Json(result).into_response(),

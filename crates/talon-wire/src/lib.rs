@@ -71,6 +71,15 @@ impl IntoResponse for ErrorResponse {
     }
 }
 
+/// A request body as a method's params: `null` for an empty (or blank)
+/// body, else its JSON, or `invalid_request` saying why it is not JSON.
+pub fn params_of(body: &[u8]) -> Result<serde_json::Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::from_slice(body).map_err(|e| refuse::body_not_json(&e.to_string()))
+}
+
 /// A path that no route serves: `not_found`, saying where methods are.
 pub async fn no_route() -> ErrorResponse {
     ErrorResponse(refuse::no_route())

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::gateway::refusals::{ArgKind, REFUSALS, Refusal};
+use crate::gateway::refusals::{ArgKind, Piece, REFUSALS, Refusal, pieces};
 
 use super::typescript::{HEADER, doc_comment};
 
@@ -29,33 +29,20 @@ fn camel(name: &str) -> String {
 /// The template as a TypeScript template literal's body.
 fn literal(refusal: &Refusal) -> String {
     let mut out = String::new();
-    let mut rest = refusal.template;
-    while let Some(at) = rest.find(['{', '}']) {
-        escape_into(&mut out, &rest[..at]);
-        let tail = &rest[at..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
-            rest = &tail[2..];
-            continue;
-        }
-        let end = tail.find('}').unwrap_or(tail.len() - 1);
-        let name = &tail[1..end];
-        let kind = refusal.args.iter().find(|a| a.name == name).map(|a| a.kind);
-        let arg = camel(name);
-        match kind {
-            Some(ArgKind::Quoted) => {
-                let _ = write!(out, "${{JSON.stringify({arg})}}");
-            }
-            Some(ArgKind::Count) => {
-                let _ = write!(out, "${{String({arg})}}");
-            }
-            _ => {
-                let _ = write!(out, "${{{arg}}}");
+    for piece in pieces(refusal.template) {
+        match piece {
+            Piece::Text(text) => escape_into(&mut out, text),
+            Piece::Arg(name) => {
+                let kind = refusal.args.iter().find(|a| a.name == name).map(|a| a.kind);
+                let arg = camel(name);
+                let _ = match kind {
+                    Some(ArgKind::Quoted) => write!(out, "${{JSON.stringify({arg})}}"),
+                    Some(ArgKind::Count) => write!(out, "${{String({arg})}}"),
+                    _ => write!(out, "${{{arg}}}"),
+                };
             }
         }
-        rest = &tail[(end + 1).min(tail.len())..];
     }
-    escape_into(&mut out, rest);
     out
 }
 

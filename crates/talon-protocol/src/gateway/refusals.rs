@@ -63,33 +63,56 @@ pub enum Arg<'a> {
     Count(u64),
 }
 
-/// The message of `template` over `args` (name, how, value).
-#[doc(hidden)]
-pub fn fill(template: &str, args: &[(&str, ArgKind, Arg<'_>)]) -> String {
-    let mut out = String::with_capacity(template.len() + 32);
+/// A piece of a template: literal text, or the name of an argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Text as it is (`{{` and `}}` already made single).
+    Text(&'a str),
+    /// An argument, by name.
+    Arg(&'a str),
+}
+
+/// The pieces of `template`, in order.
+pub fn pieces(template: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
     let mut rest = template;
     while let Some(at) = rest.find(['{', '}']) {
-        out.push_str(&rest[..at]);
+        if at > 0 {
+            out.push(Piece::Text(&rest[..at]));
+        }
         let tail = &rest[at..];
         if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
+            out.push(Piece::Text(&tail[..1]));
             rest = &tail[2..];
             continue;
         }
         let end = tail.find('}').unwrap_or(tail.len() - 1);
-        let name = &tail[1..end];
-        if let Some((_, kind, value)) = args.iter().find(|(n, _, _)| *n == name) {
-            match (kind, value) {
-                (ArgKind::Quoted, Arg::Text(text)) => {
-                    out.push_str(&serde_json::to_string(text).unwrap_or_default());
-                }
-                (_, Arg::Text(text)) => out.push_str(text),
-                (_, Arg::Count(n)) => out.push_str(&n.to_string()),
-            }
-        }
+        out.push(Piece::Arg(&tail[1..end]));
         rest = &tail[(end + 1).min(tail.len())..];
     }
-    out.push_str(rest);
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    out
+}
+
+/// The message of `template` over `args` (name, how, value).
+#[doc(hidden)]
+pub fn fill(template: &str, args: &[(&str, ArgKind, Arg<'_>)]) -> String {
+    let mut out = String::with_capacity(template.len() + 32);
+    for piece in pieces(template) {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Arg(name) => match args.iter().find(|(n, _, _)| *n == name) {
+                Some((_, ArgKind::Quoted, Arg::Text(text))) => {
+                    out.push_str(&serde_json::to_string(text).unwrap_or_default());
+                }
+                Some((_, _, Arg::Text(text))) => out.push_str(text),
+                Some((_, _, Arg::Count(n))) => out.push_str(&n.to_string()),
+                None => {}
+            },
+        }
+    }
     out
 }
 
@@ -435,14 +458,13 @@ mod tests {
     #[test]
     fn every_placeholder_is_an_argument_and_every_argument_is_used() {
         for refusal in REFUSALS {
-            let mut named = Vec::new();
-            let mut rest = refusal.template.replace("{{", "").replace("}}", "");
-            while let Some(start) = rest.find('{') {
-                let end = rest[start..].find('}').map(|e| start + e);
-                let end = end.unwrap_or_else(|| panic!("{}: an open brace", refusal.name));
-                named.push(rest[start + 1..end].to_owned());
-                rest = rest[end + 1..].to_owned();
-            }
+            let named: Vec<&str> = pieces(refusal.template)
+                .into_iter()
+                .filter_map(|p| match p {
+                    Piece::Arg(name) => Some(name),
+                    Piece::Text(_) => None,
+                })
+                .collect();
             let args: Vec<&str> = refusal.args.iter().map(|a| a.name).collect();
             assert_eq!(named, args, "{}", refusal.name);
         }
