@@ -209,7 +209,6 @@ use talon_protocol::gateway::Agent;
 use talon_runtime::Host;
 use talon_store::{Store, StoreConfig};
 
-pub use auth::browsers::BrowserPolicy;
 pub use auth::revocation::{CLOSE_EXPIRED, CLOSE_REVOKED};
 pub use error::{GatewayError, Result, api_error};
 pub use limits::Limits;
@@ -219,6 +218,7 @@ pub use state::Api;
 pub use talon_environments::forge::Forge;
 pub use talon_environments::ssh::{SshHost, SshHosts};
 pub use talon_environments::{EnvironmentPolicy, SecretSource};
+pub use talon_wire::browsers::BrowserPolicy;
 pub use transport::serve::STREAM_SEND_BUFFER;
 
 /// How a gateway runs.

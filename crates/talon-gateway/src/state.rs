@@ -30,7 +30,7 @@ pub(crate) struct Shared {
     /// The node's live tail of the event log.
     pub tail: crate::tail::Tail,
     /// Which hosts and origins are served.
-    pub browsers: crate::auth::browsers::BrowserPolicy,
+    pub browsers: talon_wire::browsers::BrowserPolicy,
     /// Where the gateway listens (its own address is a served host).
     pub listen: std::net::SocketAddr,
     /// Revoked tokens, for the connections they opened.

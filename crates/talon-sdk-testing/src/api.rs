@@ -13,7 +13,7 @@ use talon_protocol::gateway::page::page_after;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 
-use super::state::{DEFAULT_AGENT, KeyedToken, Shared, not_found, now_ms};
+use super::state::{DEFAULT_AGENT, KeyedToken, Shared, not_found};
 use super::{runs, sessions};
 
 use talon_protocol::gateway::caps::TICKET_TTL_MS;
@@ -64,7 +64,7 @@ impl Handler for Api {
                     talon_protocol::gateway::refuse::already_exists("agent", p.id.as_str())
                 });
             }
-            let now = now_ms();
+            let now = s.now_ms();
             let agent = Agent::created(&p, now);
             s.agents.push(agent.clone());
             Ok(agent)
@@ -72,6 +72,7 @@ impl Handler for Api {
     }
 
     async fn agents_update(&self, _: &(), p: AgentsUpdateParams) -> Result<Agent, ApiError> {
+        let now = self.now_ms();
         self.write(|s| {
             let agent = s
                 .agents
@@ -83,7 +84,7 @@ impl Handler for Api {
                     p.agent_id.as_str(),
                 ));
             }
-            agent.update(p, now_ms());
+            agent.update(p, now);
             Ok(agent.clone())
         })
     }
@@ -512,7 +513,7 @@ impl Handler for Api {
     }
 
     async fn tokens_create(&self, _: &(), p: TokensCreateParams) -> Result<CreatedToken, ApiError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let (scopes, expires_at) = p.grant(now)?;
         // Bound tokens are checked and echoed; what they see is not
         // modelled (see "Deliberately absent").
@@ -613,7 +614,7 @@ impl Handler for Api {
         _: &(),
         p: TokensRevokeParams,
     ) -> Result<TokensRevokeResult, ApiError> {
-        let now = now_ms();
+        let now = self.now_ms();
         self.write(|s| {
             let Some((info, secret)) = s.minted.get_mut(p.token_id.as_str()) else {
                 return Err(talon_protocol::gateway::refuse::not_found(
@@ -643,10 +644,11 @@ impl Handler for Api {
         if let talon_protocol::gateway::TicketStream::Run(run) = &stream {
             self.read(|s| s.run(run.run_id.as_str()).map(|_| ()))?;
         }
-        let expires_at = now_ms() + TICKET_TTL_MS;
+        let now = self.now_ms();
+        let expires_at = now + TICKET_TTL_MS;
         let ticket = self.write(|s| {
             let ticket: String = s.new_id("tkt");
-            s.tickets.retain(|_, (expires, _)| *expires > now_ms());
+            s.tickets.retain(|_, (expires, _)| *expires > now);
             s.tickets
                 .insert(ticket.clone(), (expires_at, stream.clone()));
             ticket

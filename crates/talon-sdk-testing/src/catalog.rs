@@ -16,7 +16,7 @@ use talon_protocol::gateway::{
     EnvironmentStatus, Question, QuestionStatus,
 };
 
-use super::state::{FirstCall, Shared, hash_of, not_found, now_ms};
+use super::state::{FirstCall, Shared, hash_of, not_found};
 
 use talon_protocol::gateway::caps::MAX_TOOL_REF_BYTES as MAX_TOOL_BYTES;
 
@@ -48,7 +48,7 @@ pub(crate) fn respond_approval(
         };
         approval.decision = Some(p.decision);
         approval.reason = p.reason.map(Into::into);
-        approval.resolved_at = Some(now_ms());
+        approval.resolved_at = Some(s.clock.now_ms());
         Ok(approval.clone())
     })
 }
@@ -92,7 +92,7 @@ pub(crate) fn answer_question(
         }
         question.status = QuestionStatus::Answered;
         question.answer = Some(p.answer);
-        question.answered_at = Some(now_ms());
+        question.answered_at = Some(s.clock.now_ms());
         Ok(question.clone())
     })
 }
@@ -199,7 +199,7 @@ pub(crate) fn create_environment(
             provider: p.provider.clone(),
             status: EnvironmentStatus::Ready,
             capabilities: EnvironmentCapabilities::local(),
-            created_at: Some(now_ms()),
+            created_at: Some(s.now_ms()),
             settings: Some(settings.clone()),
             detail: None,
         };

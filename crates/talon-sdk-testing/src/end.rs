@@ -18,7 +18,7 @@ use talon_protocol::{EventData, ToolTelemetry};
 use super::play::{Progress, Stop};
 use super::runs::result_of;
 use super::script::FakeRun;
-use super::state::{State, now_ms, run_event};
+use super::state::State;
 
 pub(crate) fn words(text: &str) -> u64 {
     text.split_whitespace().count() as u64
@@ -75,7 +75,7 @@ pub(crate) fn end(
         .filter(|a| a.run_id == RunId::new(run_id) && a.status == ApprovalStatus::Pending)
     {
         approval.status = ApprovalStatus::Cancelled;
-        approval.resolved_at = Some(now_ms());
+        approval.resolved_at = Some(s.clock.now_ms());
         cut.push(EventData::ApprovalResolved(ApprovalResolvedData {
             approval_id: approval.id.clone(),
             status: ApprovalStatus::Cancelled,
@@ -90,7 +90,7 @@ pub(crate) fn end(
         .filter(|q| q.run_id == RunId::new(run_id) && q.status == QuestionStatus::Pending)
     {
         question.status = QuestionStatus::Cancelled;
-        question.answered_at = Some(now_ms());
+        question.answered_at = Some(s.clock.now_ms());
     }
     if let Some((call_id, name)) = &record.open_call {
         let message = error_text.clone().unwrap_or_default();
@@ -119,7 +119,7 @@ pub(crate) fn end(
         ..Usage::default()
     };
     run.status = status;
-    run.ended_at = Some(now_ms());
+    run.ended_at = Some(s.now_ms());
     run.usage = Some(usage.clone());
     run.error = error;
     let ended = RunEndedData {
@@ -143,7 +143,7 @@ pub(crate) fn end(
     if record.cancel != Some(true)
         && let Some(session_id) = &run.session_id
     {
-        let now = now_ms();
+        let now = s.now_ms();
         let message = |i: usize, role: MessageRole, text: &str| Message {
             id: MessageId::new(format!("msg_{run_id}_{i:04}")),
             session_id: session_id.clone(),
@@ -188,7 +188,7 @@ pub(crate) fn end(
         "application/json",
         document.to_string().into_bytes(),
     );
-    let mut announced = run_event(&run, EventData::ArtifactCreated(trajectory.clone()));
+    let mut announced = s.run_event(&run, EventData::ArtifactCreated(trajectory.clone()));
     announced.run_id = None;
     s.push(announced);
     let mut artifacts = record.artifacts.clone();

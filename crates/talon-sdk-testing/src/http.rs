@@ -26,8 +26,10 @@ use talon_protocol::gateway::caps::DEFAULT_MAX_BODY_BYTES as MAX_BODY_BYTES;
 pub(crate) use talon_wire::ErrorResponse;
 use talon_wire::paths;
 
-/// The router.
-pub(crate) fn router(shared: Arc<Shared>) -> Router {
+/// The router, behind the gateway's guard (`talon_wire::guard`: the Host
+/// check, the Origin check and CORS, under the default policy: loopback
+/// names, the fake's own origin) for a fake listening on `listen`.
+pub(crate) fn router(shared: Arc<Shared>, listen: std::net::SocketAddr) -> Router {
     Router::new()
         .route(paths::HEALTHZ, get(healthz).fallback(only_get))
         .route(paths::METHOD, post(call).fallback(only_post))
@@ -45,7 +47,27 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             get(super::content::artifact_content).fallback(only_get),
         )
         .fallback(talon_wire::no_route)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            guarded(listen, request, next)
+        }))
         .with_state(shared)
+}
+
+async fn guarded(
+    listen: std::net::SocketAddr,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use talon_wire::guard::{Screened, expose, screen};
+    let policy = talon_wire::browsers::BrowserPolicy::default();
+    let cors = match screen(&request, &policy, listen) {
+        Screened::Pass { cors } => cors,
+        Screened::Preflight(response) => return response,
+        Screened::Refused(refused) => return refused.into_response(),
+    };
+    let mut response = next.run(request).await;
+    expose(&mut response, cors.as_ref());
+    response
 }
 
 async fn healthz() -> &'static str {
@@ -75,7 +97,7 @@ pub(crate) fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Vec<S
     {
         Some(TOKEN) => Ok(vec![Scope::Admin]),
         Some(token) => match shared.read(|s| s.tokens.get(token).cloned()) {
-            Some((expires_at, scopes)) if expires_at > super::state::now_ms() => Ok(scopes),
+            Some((expires_at, scopes)) if expires_at > shared.now_ms() => Ok(scopes),
             Some(_) => Err(AuthRefusal::Expired.error()),
             None => Err(AuthRefusal::Unknown.error()),
         },
@@ -106,7 +128,7 @@ pub(crate) fn authenticate_stream(
 ) -> Result<(Vec<Scope>, Option<talon_protocol::gateway::TicketStream>), ApiError> {
     match ticket {
         Some(ticket) if !headers.contains_key(header::AUTHORIZATION) => {
-            let now = super::state::now_ms();
+            let now = shared.now_ms();
             shared.write(|s| match s.tickets.remove(ticket) {
                 Some((expires_at, named)) if expires_at > now => {
                     if stream(&named) {

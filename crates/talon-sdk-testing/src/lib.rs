@@ -60,34 +60,20 @@
 //! Written again here, because the fake keeps its state in memory and plays
 //! scripts instead of running models: each method's handler (over `State`
 //! instead of the store), the follow loop of a stream (over the memory log),
-//! authentication (one token of its own, see below), the router and the
+//! authentication (its own admin token and the tokens it mints, with their
+//! scopes), the router and the
 //! WebSocket connection's loop around `talon_wire::ws`, idempotency
 //! bookkeeping, session resolution, and a run's life (played from its
 //! script instead of the agent loop). A pair that `duplicates` reports
 //! between this crate and talon-gateway outside these is a rule to move into
 //! `talon-wire` or `talon-protocol`.
 //!
-//! # Deliberately absent
+//! # Deliberately different
 //!
-//! - Scopes: tokens are checked for existence and expiry, never for their scopes.
-//! - Session metadata caps (64 keys, 16 KiB): `sessions.create` and `sessions.update` take any.
-//! - A WebSocket's first-frame `auth` (what a browser's socket sends): the Rust SDK sends
-//!   `Authorization` on the upgrade.
-//! - Callers: every call is the fake's one caller, so idempotency keys are kept in one namespace
-//!   (the gateway keeps each token's apart).
-//! - Ownership: `tokens.create` checks and echoes a token's `subject` and `agents`
-//!   (`Binding::under`, as the gateway), but every call is the fake's one admin caller, which sees
-//!   every subject's records; a session key names one session whatever the subject.
-//! - Approval expiry and remembered decisions (`approve_session`, `approve_always` never approve a
-//!   later call; every resolution has `reused: false`).
-//! - Runs behind `tools.invoke`: it answers with the result the test set for the tool.
-//! - The event envelope's `requestId`.
-//! - Tool telemetry beyond the script: a scripted run sends no model request and runs no tool, so
-//!   its end event's `telemetry` has the surface `direct`, the tools set with `set_tools` as its
-//!   visible tools and catalog, one model call per scripted turn, and no bytes or called tools.
-//! - Stored-bytes quotas (`quota_exceeded`): nothing the fake holds is counted.
-//! - Deleted events: `sessions.delete` and `runs.delete` leave their events in the log (its cursor
-//!   is an index); the gateway removes them.
+//! Every case of the protocol's contract (`crates/talon-protocol/contract/cases.json`) holds
+//! against this fake as against the gateway (talon-sdk's `suite/contract.rs`); what it answers
+//! otherwise on purpose, or does not model, is listed once, in `docs/fake-differences.md`,
+//! generated from the contract.
 
 mod api;
 mod catalog;
@@ -135,13 +121,22 @@ pub struct FakeGateway {
 }
 
 impl FakeGateway {
-    /// Starts serving on `127.0.0.1:0`.
+    /// Starts serving on `127.0.0.1:0`, on the system clock.
     pub async fn start() -> std::io::Result<FakeGateway> {
+        Self::start_with_clock(talon_protocol::clock::Clock::system()).await
+    }
+
+    /// Starts serving on `127.0.0.1:0`, on `clock` (`Clock::adjustable()`
+    /// lets a test move past a ticket's or a token's expiry instead of
+    /// sleeping).
+    pub async fn start_with_clock(
+        clock: talon_protocol::clock::Clock,
+    ) -> std::io::Result<FakeGateway> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (closing, closed) = watch::channel(false);
-        let shared = Arc::new(Shared::new(closed.clone()));
-        let app = http::router(shared.clone());
+        let shared = Arc::new(Shared::new(closed.clone(), clock));
+        let app = http::router(shared.clone(), addr);
         let mut stop = closed;
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)

@@ -23,7 +23,7 @@ use talon_protocol::gateway::{
 use super::end::words;
 use super::runs::live_runs;
 use super::script::{FakeRun, Step};
-use super::state::{MODEL, Shared, State, mime_of, now_ms};
+use super::state::{MODEL, Shared, State, mime_of};
 
 /// How long approvals and questions wait (the gateway's default).
 const PERSON_WAIT_MS: u64 = 24 * 3600 * 1000;
@@ -117,7 +117,7 @@ pub(crate) async fn play(
                 }
                 {
                     record.run.status = RunStatus::Running;
-                    record.run.started_at = Some(now_ms());
+                    record.run.started_at = Some(s.clock.now_ms());
                     let run = record.run.clone();
                     s.push_run_event(
                         &run,
@@ -315,7 +315,7 @@ async fn approval(
         let id: ApprovalId = ApprovalId::new(s.new_id("appr"));
         let run = s.runs.get(run_id).map(|r| r.run.clone());
         if let Some(run) = run {
-            let now = now_ms();
+            let now = s.now_ms();
             let summary = Approval::summary_of(tool, &arguments.to_string());
             let approval = Approval {
                 id: id.clone(),
@@ -414,7 +414,7 @@ async fn question(
         let call_id = start_call(s, run_id, "ask_user", arguments);
         let id: QuestionId = QuestionId::new(s.new_id("q"));
         if let Some(run) = s.runs.get(run_id).map(|r| r.run.clone()) {
-            let now = now_ms();
+            let now = s.now_ms();
             let question = Question {
                 id: id.clone(),
                 run_id: run.id.clone(),

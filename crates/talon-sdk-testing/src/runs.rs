@@ -17,9 +17,7 @@ use talon_protocol::gateway::{
 
 use super::play;
 use super::script::{cursor_expired, take_expire};
-use super::state::{
-    DEFAULT_AGENT, FirstCall, RunRecord, Shared, State, hash_of, not_found, now_ms,
-};
+use super::state::{DEFAULT_AGENT, FirstCall, RunRecord, Shared, State, hash_of, not_found};
 
 /// How long `runs.cancel` waits for a running run to end.
 const CANCEL_SETTLE: Duration = Duration::from_secs(5);
@@ -189,7 +187,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
             session_id: Some(session.id.clone()),
             session_key: Some(session.key.clone()),
             status: RunStatus::Queued,
-            created_at: now_ms(),
+            created_at: s.now_ms(),
             started_at: None,
             ended_at: None,
             usage: None,
@@ -256,7 +254,7 @@ fn request_cancel(s: &mut State, run_id: &str, rollback: bool) {
         return;
     }
     record.run.status = RunStatus::Cancelled;
-    record.run.ended_at = Some(now_ms());
+    record.run.ended_at = Some(s.clock.now_ms());
     let run = record.run.clone();
     record.result = Some(result_of(&run, None, None));
     s.push_run_event(

@@ -12,7 +12,7 @@ use talon_protocol::gateway::params::{SessionsForkParams, SessionsUpdateParams};
 use talon_protocol::gateway::{ApiError, Message, MessageRole, Session};
 
 use super::runs;
-use super::state::{Shared, not_found, now_ms};
+use super::state::{Shared, not_found};
 
 pub(crate) fn fork(shared: &Shared, p: SessionsForkParams) -> Result<Session, ApiError> {
     shared.write(|s| {
@@ -60,7 +60,7 @@ pub(crate) fn compact(shared: &Shared, session_id: &str) -> Result<Session, ApiE
         if replaced == 0 {
             return Ok(session);
         }
-        let now = now_ms();
+        let now = s.now_ms();
         let record = Message {
             id: MessageId::new(s.new_id("msg")),
             session_id: session.id.clone(),
@@ -105,7 +105,7 @@ pub(crate) fn update(shared: &Shared, p: SessionsUpdateParams) -> Result<Session
             }
         }
         session.metadata = talon_protocol::gateway::resources::check_metadata(session.metadata)?;
-        session.updated_at = now_ms().max(session.updated_at);
+        session.updated_at = s.now_ms().max(session.updated_at);
         if let Some(stored) = s.sessions.iter_mut().find(|x| x.id == session.id) {
             *stored = session.clone();
         }

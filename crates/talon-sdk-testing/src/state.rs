@@ -79,6 +79,8 @@ pub(crate) struct KeyedToken {
 /// Everything the fake gateway holds.
 #[derive(Debug, Default)]
 pub(crate) struct State {
+    /// The fake's clock (the protocol's one clock; a test may move it).
+    pub clock: talon_protocol::clock::Clock,
     pub agents: Vec<Agent>,
     pub sessions: Vec<Session>,
     pub messages: HashMap<SessionId, Vec<Message>>,
@@ -110,8 +112,9 @@ pub(crate) struct State {
 
 impl State {
     /// A fresh gateway: agent `main`, nothing else.
-    pub fn new() -> Self {
+    pub fn new(clock: talon_protocol::clock::Clock) -> Self {
         Self {
+            clock,
             agents: vec![Agent::default_agent()],
             ..Self::default()
         }
@@ -131,9 +134,20 @@ impl State {
         id
     }
 
+    /// Milliseconds since the Unix epoch, by the fake's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// An event of `run`, unnumbered, stamped now.
+    pub fn run_event(&self, run: &Run, data: EventData) -> Event {
+        Event::of_run(run, self.now_ms(), data)
+    }
+
     /// Appends an event of `run`.
     pub fn push_run_event(&mut self, run: &Run, data: EventData) -> u64 {
-        self.push(run_event(run, data))
+        let event = self.run_event(run, data);
+        self.push(event)
     }
 
     pub fn agent(&self, id: &str) -> Option<&Agent> {
@@ -196,7 +210,7 @@ impl State {
             ));
         }
         let id: SessionId = SessionId::new(self.new_id("sess"));
-        let now = now_ms();
+        let now = self.now_ms();
         let session = Session {
             subject: None,
             key: SessionKey::new(key.unwrap_or_else(|| format!("{agent_id}:{id}"))),
@@ -231,7 +245,7 @@ impl State {
         mime: &str,
         bytes: Vec<u8>,
     ) -> ArtifactSummary {
-        let now = now_ms();
+        let now = self.now_ms();
         let summary = ArtifactSummary {
             id: ArtifactId::new(self.new_id("art")),
             run_id: Some(run.id.clone()),
@@ -260,6 +274,8 @@ const ARTIFACT_MAX_AGE_MS: u64 = 30 * 24 * 3600 * 1000;
 #[derive(Debug)]
 pub(crate) struct Shared {
     state: Mutex<State>,
+    /// The fake's clock (the one `State` holds too).
+    clock: talon_protocol::clock::Clock,
     /// Bumped after every change: waiters (runs, waits, streams) look
     /// again.
     changed: watch::Sender<u64>,
@@ -268,12 +284,18 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(closing: watch::Receiver<bool>) -> Self {
+    pub fn new(closing: watch::Receiver<bool>, clock: talon_protocol::clock::Clock) -> Self {
         Self {
-            state: Mutex::new(State::new()),
+            state: Mutex::new(State::new(clock.clone())),
+            clock,
             changed: watch::Sender::new(0),
             closing,
         }
+    }
+
+    /// Milliseconds since the Unix epoch, by the fake's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
     }
 
     /// Reads the state (no change announced).
@@ -298,22 +320,9 @@ impl Shared {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
-
 /// `not_found`, worded as the gateway words it.
 pub(crate) fn not_found(kind: &str, id: &str) -> ApiError {
     talon_protocol::gateway::refuse::not_found(kind, id)
-}
-
-/// An event of `run`, unnumbered.
-pub(crate) fn run_event(run: &Run, data: EventData) -> Event {
-    Event::of_run(run, now_ms(), data)
 }
 
 pub(crate) use talon_wire::content::mime_of;

@@ -22,7 +22,9 @@
 //! frames, decoded and written by hand (`ws::Request` is a decoded frame). The values it renders
 //! (`ApiError`, event envelopes) are `talon-protocol`'s.
 
+pub mod browsers;
 pub mod content;
+pub mod guard;
 pub mod range;
 pub mod ws;
 

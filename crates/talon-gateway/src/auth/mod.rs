@@ -9,14 +9,13 @@
 //!   sockets it opened.
 //! - [`owned`]: what a caller may see (a bound token: its subject's and
 //!   agents' records only).
-//! - [`browsers`] and [`guard`]: the Host allow-list, the Origin check and
-//!   CORS, around every route.
+//! - [`guard`]: the Host allow-list, the Origin check and CORS
+//!   (`talon_wire::guard`, which the fake applies too), around every route.
 //!
 //! Here, the two entries of a request: [`caller`] (the bearer token) and
 //! [`stream_caller`] (the token, or a stream's ticket), each taking one
 //! call from the token's rate.
 
-pub(crate) mod browsers;
 pub(crate) mod guard;
 pub(crate) mod identity;
 pub(crate) mod owned;

@@ -1,6 +1,7 @@
 //! The contract's cases (`contract/cases.json`) cover the whole method
 //! table, and the one list of where a server differs on purpose,
-//! `docs/fake-differences.md`, is rendered from their `differs`.
+//! `docs/fake-differences.md`, is rendered from their `differs` and the
+//! contract's `unmodelled`.
 //! Regenerate with `UPDATE_GENERATED=1 cargo nextest run -p talon-protocol contract`.
 
 use std::collections::BTreeSet;
@@ -14,13 +15,16 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn cases() -> Vec<Value> {
+fn contract() -> Value {
     let text = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("contract/cases.json"),
     )
     .unwrap();
-    let doc: Value = serde_json::from_str(&text).unwrap();
-    doc["cases"].as_array().unwrap().clone()
+    serde_json::from_str(&text).unwrap()
+}
+
+fn cases() -> Vec<Value> {
+    contract()["cases"].as_array().unwrap().clone()
 }
 
 /// The servers a case may name in `differs`.
@@ -98,6 +102,25 @@ fn differences() -> String {
     }
     if !any {
         out.push_str("None: every server answers every case alike.\n");
+    }
+    out.push_str("\n## What a fake does not model\n\n");
+    for item in contract()["unmodelled"].as_array().unwrap() {
+        let servers: Vec<&str> = item["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        for server in &servers {
+            assert!(SERVERS.contains(server), "{server}");
+        }
+        let _ = writeln!(
+            out,
+            "- {} ({}): {}.",
+            item["what"].as_str().unwrap(),
+            servers.join(", "),
+            item["why"].as_str().unwrap()
+        );
     }
     out
 }

@@ -69,14 +69,15 @@ async fn call(
     token: &str,
     method: &str,
     params: &Value,
+    headers: &Value,
 ) -> (u16, Value) {
-    let response = client
+    let mut request = client
         .post(format!("{}/v1/{method}", backend.url))
-        .bearer_auth(token)
-        .json(params)
-        .send()
-        .await
-        .unwrap();
+        .bearer_auth(token);
+    for (name, value) in headers.as_object().into_iter().flatten() {
+        request = request.header(name.as_str(), value.as_str().unwrap());
+    }
+    let response = request.json(params).send().await.unwrap();
     let status = response.status().as_u16();
     let body = response.json::<Value>().await.unwrap_or(Value::Null);
     (status, body)
@@ -95,7 +96,15 @@ async fn every_case_of_the_contract_holds(kind: Kind) {
         for step in case["setup"].as_array().into_iter().flatten() {
             let params = fill(&step["params"], &saved);
             let method = step["method"].as_str().unwrap();
-            let (status, body) = call(&client, &backend, &backend.token, method, &params).await;
+            let (status, body) = call(
+                &client,
+                &backend,
+                &backend.token,
+                method,
+                &params,
+                &Value::Null,
+            )
+            .await;
             assert_eq!(status, 200, "{name}: setup {step}: {body}");
             for (key, pointer) in step["save"].as_object().into_iter().flatten() {
                 let value = body.pointer(pointer.as_str().unwrap()).cloned().unwrap();
@@ -108,7 +117,8 @@ async fn every_case_of_the_contract_holds(kind: Kind) {
             None => backend.token.clone(),
         };
         let method = case["method"].as_str().unwrap();
-        let (status, body) = call(&client, &backend, &token, method, &params).await;
+        let (status, body) =
+            call(&client, &backend, &token, method, &params, &case["headers"]).await;
         let expect = fill(&case["expect"], &saved);
         let held = match (expect.get("ok"), expect.get("error")) {
             (Some(ok), _) => status == 200 && matches(ok, &body),

@@ -5,11 +5,13 @@
 // talon-protocol's tests fail when a method of the table has no case.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { request } from "node:http";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { post, withFake } from "./helpers.js";
+import { post, withFake, type Raw } from "./helpers.js";
+import type { FakeGateway } from "@talon/sdk-testing";
 
 interface Step {
   method: string;
@@ -23,6 +25,7 @@ interface Case {
   params: unknown;
   setup?: Step[];
   as?: string;
+  headers?: Record<string, string>;
   expect: { ok?: unknown; error?: unknown };
   differs?: Record<string, string>;
 }
@@ -76,6 +79,37 @@ function at(value: unknown, pointer: string): unknown {
   return here;
 }
 
+/** `POST /v1/<method>` with headers fetch may not set (`host`, `origin`), over node:http. */
+function postWith(
+  fake: FakeGateway,
+  method: string,
+  body: unknown,
+  token: string,
+  headers: Record<string, string>,
+): Promise<Raw> {
+  const url = new URL(`${fake.url}/v1/${method}`);
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}`, ...headers },
+      },
+      (res) => {
+        let data = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (data += chunk));
+        res.on("end", () => {
+          resolve({ status: res.statusCode ?? 0, headers: {}, body: JSON.parse(data) as unknown });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(text);
+  });
+}
+
 describe("the protocol's contract", () => {
   it("holds for the TypeScript fake, case by case", async () => {
     await withFake(async (fake) => {
@@ -89,7 +123,11 @@ describe("the protocol's contract", () => {
           for (const [key, pointer] of Object.entries(step.save ?? {})) saved.set(key, at(answer.body, pointer));
         }
         const token = c.as === undefined ? fake.token : (fill(c.as, saved) as string);
-        const answer = await post(fake, c.method, fill(c.params, saved), token);
+        const params = fill(c.params, saved);
+        const answer =
+          c.headers === undefined
+            ? await post(fake, c.method, params, token)
+            : await postWith(fake, c.method, params, token, c.headers);
         const expect = fill(c.expect, saved) as Case["expect"];
         const body = answer.body as { error?: unknown };
         const held =

@@ -1,8 +1,8 @@
 //! The rules of the Host and Origin checks: which names the gateway
 //! answers to ([`BrowserPolicy`]: loopback, the listen address,
 //! `gateway.security.allowedHosts`) and which pages may call it (its own
-//! origin, or one in `gateway.security.allowedOrigins`). The middleware
-//! that applies them to every request is [`super::guard`].
+//! origin, or one in `gateway.security.allowedOrigins`). [`crate::guard`]
+//! applies them to a request, for the gateway and the fake alike.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -23,7 +23,7 @@ pub struct BrowserPolicy {
 
 /// A Host header's name: lower case, no port, no trailing dot; IPv6
 /// literals without their brackets. `None` when malformed.
-pub(crate) fn host_name(raw: &str) -> Option<String> {
+pub fn host_name(raw: &str) -> Option<String> {
     let raw = raw.trim();
     if raw.is_empty() || raw.len() > 255 {
         return None;
@@ -54,7 +54,9 @@ fn is_port(text: &str) -> bool {
     !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit())
 }
 
-pub(crate) fn host_allowed(host: &str, policy: &BrowserPolicy, listen: SocketAddr) -> bool {
+/// Whether the server answers to `host`: loopback, the address it
+/// listens on, or a name the policy allows.
+pub fn host_allowed(host: &str, policy: &BrowserPolicy, listen: SocketAddr) -> bool {
     if host == "localhost" {
         return true;
     }
@@ -74,7 +76,9 @@ pub(crate) fn host_allowed(host: &str, policy: &BrowserPolicy, listen: SocketAdd
     })
 }
 
-pub(crate) enum OriginVerdict {
+/// What an `Origin` may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginVerdict {
     /// The gateway's own origin (a page it serves).
     SameOrigin,
     /// A configured origin: CORS applies.
@@ -85,7 +89,7 @@ pub(crate) enum OriginVerdict {
 
 /// The port an authority (`name:port`, `[v6]:port`) names, if it names
 /// one.
-pub(crate) fn explicit_port(authority: &str) -> Option<u16> {
+pub fn explicit_port(authority: &str) -> Option<u16> {
     let authority = authority.trim();
     let tail = match authority.strip_prefix('[') {
         Some(rest) => rest.split_once(']')?.1.strip_prefix(':')?,
@@ -98,7 +102,7 @@ pub(crate) fn explicit_port(authority: &str) -> Option<u16> {
 /// name and explicit port) serves: same name, and the same port, a port
 /// left out being the origin scheme's default (so a TLS proxy's
 /// `https://name` matches `Host: name`).
-pub(crate) fn origin_allowed(
+pub fn origin_allowed(
     origin: &HeaderValue,
     (host, port): (&str, Option<u16>),
     policy: &BrowserPolicy,
