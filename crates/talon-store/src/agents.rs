@@ -30,9 +30,12 @@ impl Store {
     }
 
     /// One stored agent.
-    pub async fn agent(&self, id: &str) -> Result<Option<Agent>> {
+    pub async fn agent(
+        &self,
+        id: &talon_protocol::gateway::bounded::AgentId,
+    ) -> Result<Option<Agent>> {
         let row = sqlx::query("SELECT doc FROM agents WHERE id = $1")
-            .bind(id.to_owned())
+            .bind(id.as_str().to_owned())
             .fetch_optional(self.pool())
             .await?;
         row.as_ref().map(doc_of).transpose()

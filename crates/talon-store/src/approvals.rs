@@ -180,11 +180,7 @@ impl Store {
         let scope = match (approval.status, approval.decision, &approval.session_id) {
             // A subject's `approve_always` is that subject's only.
             (ApprovalStatus::Approved, Some(ApprovalDecision::ApproveAlways), _) => {
-                match self
-                    .run(approval.run_id.as_str())
-                    .await?
-                    .and_then(|r| r.subject)
-                {
+                match self.run(&approval.run_id).await?.and_then(|r| r.subject) {
                     Some(subject) => format!("subject:{subject}"),
                     None => "*".to_owned(),
                 }

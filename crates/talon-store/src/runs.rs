@@ -97,7 +97,7 @@ impl Store {
             });
         }
         let existing = self
-            .run(&id)
+            .run(&RunId::new(&id))
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("run {id} vanished")))?;
         Ok((existing, false))
@@ -134,9 +134,9 @@ impl Store {
     }
 
     /// One run.
-    pub async fn run(&self, id: &str) -> Result<Option<Run>> {
+    pub async fn run(&self, id: &talon_protocol::gateway::bounded::RunId) -> Result<Option<Run>> {
         sqlx::query(sql!("SELECT {COLUMNS} FROM runs WHERE id = $1"))
-            .bind(id.to_owned())
+            .bind(id.as_str().to_owned())
             .fetch_optional(self.pool())
             .await?
             .as_ref()
@@ -319,7 +319,7 @@ impl Store {
             return Ok(None);
         };
         let run = self
-            .run(id.as_str())
+            .run(&id)
             .await?
             .ok_or_else(|| StoreError::Corrupt(format!("claimed run {id} vanished")))?;
         let request = match self.run_request(&id).await {

@@ -48,9 +48,9 @@ impl Store {
     }
 
     /// One session, by id.
-    pub async fn session(&self, id: &str) -> Result<Option<Session>> {
+    pub async fn session(&self, id: &SessionId) -> Result<Option<Session>> {
         let row = sqlx::query("SELECT doc FROM sessions WHERE id = $1")
-            .bind(id.to_owned())
+            .bind(id.as_str().to_owned())
             .fetch_optional(self.pool())
             .await?;
         row.as_ref().map(doc_of).transpose()
@@ -105,7 +105,7 @@ impl Store {
     /// Writes a session's metadata and `updatedAt` (its id, key, agent and
     /// parent never change); `false` when there is no such session.
     pub async fn update_session(&self, session: &Session) -> Result<bool> {
-        let stored = self.session(session.id.as_str()).await?;
+        let stored = self.session(&session.id).await?;
         let Some(stored) = stored else {
             return Ok(false);
         };

@@ -73,7 +73,7 @@ impl Api {
         }
         let mut agent = self
             .store
-            .agent(p.agent_id.as_str())
+            .agent(&p.agent_id)
             .await
             .map_err(api_error)?
             .ok_or_else(|| not_found("agent", p.agent_id.as_str()))?;

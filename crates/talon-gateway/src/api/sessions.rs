@@ -70,7 +70,7 @@ impl Api {
         if let Some(agent) = self.config_agents.iter().find(|a| a.id == AgentId::new(id)) {
             return Ok(Some(agent.clone()));
         }
-        self.store.agent(id).await.map_err(api_error)
+        self.store.agent(&AgentId::new(id)).await.map_err(api_error)
     }
 
     /// The agent `id`, if the caller may use it (`None` also when it may

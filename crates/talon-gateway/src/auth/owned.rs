@@ -82,7 +82,7 @@ impl Caller {
 /// `id`'s run, if the caller may see it.
 pub(crate) async fn run_for(store: &Store, caller: &Caller, id: &str) -> Result<Run, ApiError> {
     store
-        .run(id)
+        .run(&talon_protocol::gateway::bounded::RunId::new(id))
         .await
         .map_err(api_error)?
         .filter(|run| {
@@ -114,7 +114,7 @@ pub(crate) async fn session_for(
     id: &str,
 ) -> Result<Session, ApiError> {
     store
-        .session(id)
+        .session(&talon_protocol::gateway::bounded::SessionId::new(id))
         .await
         .map_err(api_error)?
         .filter(|s| {

@@ -173,7 +173,7 @@ impl Engine {
         let store = &self.inner.store;
         let mut ended = self.inner.ended.subscribe();
         let run = store
-            .run(run_id)
+            .run(&RunId::new(run_id))
             .await
             .map_err(api_error)?
             .ok_or_else(|| talon_protocol::gateway::refuse::not_found("run", run_id))?;
@@ -220,7 +220,7 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + settle;
         loop {
             let run = store
-                .run(run_id)
+                .run(&RunId::new(run_id))
                 .await
                 .map_err(api_error)?
                 .ok_or_else(|| talon_protocol::gateway::refuse::not_found("run", run_id))?;
@@ -252,7 +252,7 @@ impl Engine {
         loop {
             runs_changed.borrow_and_update();
             let run = store
-                .run(run_id)
+                .run(&RunId::new(run_id))
                 .await
                 .map_err(api_error)?
                 .ok_or_else(|| talon_protocol::gateway::refuse::not_found("run", run_id))?;

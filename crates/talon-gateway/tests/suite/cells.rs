@@ -143,7 +143,13 @@ async fn a_runs_cells_are_deleted_however_it_ends() {
             "{end}"
         );
         // The next run of the session asks for it: unknown.
-        let run = g.running.store.run(&run_id).await.unwrap().unwrap();
+        let run = g
+            .running
+            .store
+            .run(&talon_protocol::gateway::bounded::RunId::new(&run_id))
+            .await
+            .unwrap()
+            .unwrap();
         let (status, later) = g
             .call(
                 &g.admin,
@@ -197,7 +203,13 @@ async fn an_expired_cell_is_purged_while_its_run_still_runs() {
         async || store.run_cells(&RunId::new(run_id.as_str())).await.unwrap() == 0,
     )
     .await;
-    let run = g.running.store.run(&run_id).await.unwrap().unwrap();
+    let run = g
+        .running
+        .store
+        .run(&talon_protocol::gateway::bounded::RunId::new(&run_id))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.status, talon_protocol::gateway::RunStatus::Running);
     assert_eq!(ended(&g, &run_id).await, "completed");
 }

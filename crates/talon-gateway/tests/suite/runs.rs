@@ -633,7 +633,9 @@ async fn shutdown_drains_runs_and_ends_open_streams() {
         .await
         .unwrap();
     let ended = store
-        .run(run["id"].as_str().unwrap())
+        .run(&talon_protocol::gateway::bounded::RunId::new(
+            run["id"].as_str().unwrap(),
+        ))
         .await
         .unwrap()
         .unwrap();

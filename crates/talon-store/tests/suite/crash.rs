@@ -77,7 +77,10 @@ fn crash_many_times(kind: Kind, rounds: u32) {
                 events.iter().all(|e| e.data["text"].is_string()),
                 "round {round}: torn data"
             );
-            let stored = store.run("r1").await.unwrap();
+            let stored = store
+                .run(&talon_protocol::gateway::bounded::RunId::new("r1"))
+                .await
+                .unwrap();
             let count = stored
                 .as_ref()
                 .and_then(|r| r.usage.as_ref())

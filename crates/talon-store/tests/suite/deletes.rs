@@ -42,7 +42,7 @@ on_both! {
         store.update_run(&live).await.unwrap();
         assert!(matches!(store.delete_session("s1").await, Err(StoreError::Busy { kind: "session", .. })));
         assert!(matches!(store.delete_run("r2").await, Err(StoreError::Busy { kind: "run", .. })));
-        assert!(store.session("s1").await.unwrap().is_some());
+        assert!(store.session(&talon_protocol::gateway::bounded::SessionId::new("s1")).await.unwrap().is_some());
         // Ended, r1 goes alone; then the session with r2.
         live.status = RunStatus::Completed;
         store.update_run(&live).await.unwrap();
@@ -51,16 +51,16 @@ on_both! {
         store.update_run(&ended).await.unwrap();
         let gone = store.delete_run("r1").await.unwrap();
         assert_eq!((gone.run_ids, gone.events), (vec!["r1".to_owned()], 1));
-        assert_eq!(store.run("r1").await.unwrap(), None);
+        assert_eq!(store.run(&talon_protocol::gateway::bounded::RunId::new("r1")).await.unwrap(), None);
         assert_eq!(store.messages(&SessionId::new("s1"), None, 10).await.unwrap().len(), 1);
         let gone = store.delete_session("s1").await.unwrap();
         assert_eq!((gone.run_ids, gone.events), (vec!["r2".to_owned()], 1));
-        assert_eq!(store.session("s1").await.unwrap(), None);
+        assert_eq!(store.session(&talon_protocol::gateway::bounded::SessionId::new("s1")).await.unwrap(), None);
         assert_eq!(store.messages(&SessionId::new("s1"), None, 10).await.unwrap(), vec![]);
         // The other session's are untouched; the log reads on across the gap.
         let left = store.after(None, &EventFilter::default(), 100).await.unwrap();
         assert_eq!(left.iter().map(|e| e.run_id.clone().unwrap().to_string()).collect::<Vec<_>>(), ["r3"]);
-        assert!(store.run("r3").await.unwrap().is_some());
+        assert!(store.run(&talon_protocol::gateway::bounded::RunId::new("r3")).await.unwrap().is_some());
         assert!(matches!(store.delete_session("s1").await, Err(StoreError::NotFound { .. })));
         assert!(matches!(store.delete_run("r1").await, Err(StoreError::NotFound { .. })));
     }

@@ -32,7 +32,7 @@ on_both! {
         let (again, created) = store.create_run(&run("r2"), Some("key-1"), "hash-a", "node-b", None).await.unwrap();
         assert!(!created);
         assert_eq!(again, first);
-        assert!(store.run("r2").await.unwrap().is_none());
+        assert!(store.run(&talon_protocol::gateway::bounded::RunId::new("r2")).await.unwrap().is_none());
         match store.create_run(&run("r3"), Some("key-1"), "hash-b", "node-a", None).await {
             Err(StoreError::IdempotencyConflict { key }) => assert_eq!(key, "key-1"),
             other => panic!("{other:?}"),
@@ -60,7 +60,7 @@ on_both! {
             cost_usd: Some(0.25),
         });
         assert!(store.update_run(&done).await.unwrap());
-        assert_eq!(store.run("r1").await.unwrap(), Some(done.clone()));
+        assert_eq!(store.run(&talon_protocol::gateway::bounded::RunId::new("r1")).await.unwrap(), Some(done.clone()));
         assert!(!store.update_run(&run("nope")).await.unwrap());
         assert_eq!(store.session_runs(&SessionId::new("s1")).await.unwrap(), vec![done, run("r4")]);
         // What a restarted node picks up again.
@@ -212,9 +212,9 @@ on_both! {
         assert_eq!(store.agents().await.unwrap(), vec![older, agent.clone()]);
         let renamed = Agent { name: Some("Renamed".into()), updated_at: Some(9), ..agent.clone() };
         assert!(store.update_agent(&renamed).await.unwrap());
-        assert_eq!(store.agent("helper").await.unwrap(), Some(renamed));
+        assert_eq!(store.agent(&talon_protocol::gateway::bounded::AgentId::new("helper")).await.unwrap(), Some(renamed));
         assert!(!store.update_agent(&Agent { id: AgentId::new("ghost"), ..agent }).await.unwrap());
-        assert_eq!(store.agent("ghost").await.unwrap(), None);
+        assert_eq!(store.agent(&talon_protocol::gateway::bounded::AgentId::new("ghost")).await.unwrap(), None);
     }
 }
 
@@ -352,7 +352,7 @@ on_both! {
             store.requeue_run(&r1, Orphaned::LeaseEndedOrHeldBy { now: 200, node: "x" }, &again),
         );
         assert_eq!([a.unwrap(), b.unwrap()].iter().filter(|r| **r).count(), 1);
-        let run = store.run("r1").await.unwrap().unwrap();
+        let run = store.run(&talon_protocol::gateway::bounded::RunId::new("r1")).await.unwrap().unwrap();
         assert_eq!(run.status, RunStatus::Queued);
         // The resumed run is claimed before the run queued behind it, with
         // its checkpoint and its first start time.

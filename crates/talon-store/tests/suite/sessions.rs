@@ -90,7 +90,7 @@ on_both! {
             Err(StoreError::Exists { kind: "session", .. })
         ));
         assert!(matches!(store.create_session(&a).await, Err(StoreError::Exists { .. })));
-        assert_eq!(store.session("s2").await.unwrap(), Some(b.clone()));
+        assert_eq!(store.session(&talon_protocol::gateway::bounded::SessionId::new("s2")).await.unwrap(), Some(b.clone()));
         assert_eq!(store.session_by_key(None,"main:gamma").await.unwrap(), Some(c.clone()));
         assert_eq!(store.session_by_key(None,"nope").await.unwrap(), None);
         assert_eq!(store.sessions(None, &talon_store::Owner::default(), None, 10).await.unwrap(), vec![a.clone(), b.clone(), c.clone()]);
@@ -102,7 +102,7 @@ on_both! {
         meta.updated_at = 50;
         meta.key = SessionKey::new("ignored:new-key");
         assert!(store.update_session(&meta).await.unwrap());
-        let stored = store.session("s1").await.unwrap().unwrap();
+        let stored = store.session(&talon_protocol::gateway::bounded::SessionId::new("s1")).await.unwrap().unwrap();
         assert_eq!(stored, Session { key: a.key.clone(), ..meta });
         assert!(!store.update_session(&session("ghost", "g", 1)).await.unwrap());
     }
@@ -171,7 +171,7 @@ on_both! {
             ..session("s2", "k2", 5)
         };
         assert_eq!(store.fork_session(&fork).await.unwrap(), 2);
-        assert_eq!(store.session("s2").await.unwrap(), Some(fork.clone()));
+        assert_eq!(store.session(&talon_protocol::gateway::bounded::SessionId::new("s2")).await.unwrap(), Some(fork.clone()));
         let copied = store.messages(&SessionId::new("s2"), None, 10).await.unwrap();
         let got: Vec<_> = copied.iter().map(|m| (m.message.id.as_str(), m.message.session_id.as_str(), m.message.text.as_deref())).collect();
         assert_eq!(got, [("s2.1", "s2", Some("turn 1")), ("s2.2", "s2", Some("turn 2"))]);
@@ -187,7 +187,7 @@ on_both! {
         assert!(matches!(store.fork_session(&no_parent).await, Err(StoreError::NotFound { kind: "session", .. })));
         let taken_key = Session { parent_id: Some(SessionId::new("s1")), ..session("s6", "k1", 7) };
         assert!(matches!(store.fork_session(&taken_key).await, Err(StoreError::Exists { .. })));
-        assert_eq!(store.session("s4").await.unwrap(), None);
-        assert_eq!(store.session("s6").await.unwrap(), None);
+        assert_eq!(store.session(&talon_protocol::gateway::bounded::SessionId::new("s4")).await.unwrap(), None);
+        assert_eq!(store.session(&talon_protocol::gateway::bounded::SessionId::new("s6")).await.unwrap(), None);
     }
 }
