@@ -45,6 +45,7 @@
 //! it).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 use talon_fs::{FsError, Symlinks};
@@ -54,8 +55,8 @@ mod diagnostics;
 pub mod edit;
 mod gateway;
 pub mod json5;
-mod keys;
-pub mod schema;
+pub mod model;
+mod references;
 mod security;
 
 pub use diagnostics::{OTLP_PROTOCOL, OtelSettings};
@@ -63,27 +64,7 @@ pub use gateway::{GatewaySettings, OpenAiApproval, OpenAiSettings};
 pub use json5::Spans;
 pub use security::{EnvironmentSettings, ForgeSettings, SecretRef, SecuritySettings};
 
-/// The config's JSON Schema (draft 2020-12), as committed at
-/// `crates/talon-config/schema/talon.config.schema.json` for editors
-/// (and printed by `talon config schema`).
-pub fn json_schema() -> Value {
-    let mut schema = keys::schema().json_schema();
-    if let Some(map) = schema.as_object_mut() {
-        let mut head = serde_json::Map::new();
-        head.insert(
-            "$schema".into(),
-            "https://json-schema.org/draft/2020-12/schema".into(),
-        );
-        head.insert(
-            "$id".into(),
-            "https://talon.dev/schemas/talon.config.schema.json".into(),
-        );
-        head.insert("title".into(), "Talon config".into());
-        head.extend(std::mem::take(map));
-        *map = head;
-    }
-    schema
-}
+pub use model::json_schema;
 
 /// The deepest nesting accepted, the same as `serde_json`'s own limit.
 pub const MAX_NESTING: usize = 128;
@@ -243,15 +224,24 @@ pub struct StoreSettings {
 /// The largest config file read (a config is small; this bounds a mistake).
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
-/// A loaded config document.
+/// A loaded config document: the JSON5 text read once into its types
+/// ([`model::Document`]), with what the declaration's check found.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The file it came from (`None`: no file, the empty config).
     pub path: Option<PathBuf>,
-    /// The document.
+    /// The document as written (for `talon config get` and edits).
     pub raw: Value,
     /// Where each value starts in the file, for diagnostics.
     pub spans: Spans,
+    /// The document in its types; when the check refused values, what
+    /// is left once they are taken out (see `valid`).
+    document: Arc<model::Document>,
+    /// Whether the whole document was read (no value refused).
+    valid: bool,
+    /// What the declaration's check found (the cross-references are
+    /// added by [`check::check`]).
+    structural: Arc<[check::Diagnostic]>,
 }
 
 impl PartialEq for Config {
@@ -266,6 +256,9 @@ impl Default for Config {
             path: None,
             raw: Value::Object(Default::default()),
             spans: Spans::default(),
+            document: Arc::default(),
+            valid: true,
+            structural: Arc::new([]),
         }
     }
 }
@@ -345,17 +338,66 @@ impl Config {
                 message: "the top level must be an object".into(),
             });
         }
-        Ok(Self { path, raw, spans })
+        let (structural, whole, rest) = check::structural(&raw, &spans);
+        Ok(Self {
+            path,
+            raw,
+            spans,
+            valid: whole.is_some(),
+            document: Arc::new(whole.unwrap_or(rest)),
+            structural: structural.into(),
+        })
+    }
+
+    /// The document in its types, read once when the config was loaded;
+    /// refused when the check found a value of the wrong type or out of
+    /// bounds (the first one, by its key).
+    pub fn document(&self) -> Result<&model::Document> {
+        if self.valid {
+            return Ok(&self.document);
+        }
+        let first = self
+            .structural
+            .iter()
+            .find(|d| d.severity == check::Severity::Error);
+        Err(ConfigError::Invalid {
+            key: first.map_or_else(String::new, |d| d.key.clone()),
+            message: first.map_or_else(String::new, |d| d.message.clone()),
+        })
     }
 
     /// The value at a dotted path (`tools.codeMode`), if present and not
-    /// `null`.
+    /// `null`: the untyped reading the consumers not yet on
+    /// [`Config::document`] still use.
     pub fn get(&self, dotted: &str) -> Option<&Value> {
         let mut value = &self.raw;
         for key in dotted.split('.') {
             value = value.get(key)?;
         }
         (!value.is_null()).then_some(value)
+    }
+
+    /// A `tools.*` section, untyped: the global value and the agent's
+    /// override (see [`model::Document::tool`] for the typed one).
+    pub fn tools_section(&self, key: &str, agent_id: &str) -> (Option<&Value>, Option<&Value>) {
+        let global = self.get(&format!("tools.{key}"));
+        let agent = self
+            .get("agents.list")
+            .and_then(Value::as_array)
+            .and_then(|l| {
+                l.iter()
+                    .find(|a| a.get("id").and_then(Value::as_str) == Some(agent_id))
+            })
+            .and_then(|a| a.get("tools"))
+            .and_then(|t| t.get(key))
+            .filter(|v| !v.is_null())
+            .or_else(|| self.get(&format!("agents.defaults.tools.{key}")));
+        (global, agent)
+    }
+
+    /// The document shared, for a holder that outlives this `Config`.
+    pub fn shared(&self) -> Result<Arc<model::Document>> {
+        self.document().map(|_| Arc::clone(&self.document))
     }
 
     /// The whole-file check ([`check::check`]) as every command runs it
@@ -407,75 +449,16 @@ impl Config {
     }
 
     fn store_with(&self, env_url: Option<String>) -> Result<StoreSettings> {
-        let invalid = |key: &str, message: &str| ConfigError::Invalid {
-            key: key.to_owned(),
-            message: message.to_owned(),
-        };
+        let store = &self.document()?.store;
         let from_env = env_url.filter(|u| !u.trim().is_empty());
-        let url = match (from_env, self.get("store.url")) {
-            (Some(url), _) => Some(url),
-            (None, None) => None,
-            (None, Some(Value::String(url))) if !url.trim().is_empty() => Some(url.clone()),
-            (None, Some(_)) => return Err(invalid("store.url", "expected a non-empty string")),
-        };
-        let max_event_age = self.days("store.retention.maxAgeDays")?;
-        let max_artifact_age = self.days("store.retention.artifactMaxAgeDays")?;
-        let max_events = match self.get("store.retention.maxEvents") {
-            None => None,
-            Some(v) => match v.as_u64() {
-                Some(n) if n > 0 => Some(n),
-                _ => {
-                    return Err(invalid(
-                        "store.retention.maxEvents",
-                        "expected a whole number above 0",
-                    ));
-                }
-            },
-        };
+        let days =
+            |days: Option<f64>| days.map(|d| std::time::Duration::from_secs_f64(d * 86_400.0));
         Ok(StoreSettings {
-            url,
-            max_event_age,
-            max_events,
-            max_artifact_age,
+            url: from_env.or_else(|| store.url.clone()),
+            max_event_age: days(store.retention.max_age_days),
+            max_events: store.retention.max_events,
+            max_artifact_age: days(store.retention.artifact_max_age_days),
         })
-    }
-
-    /// A number of days at `key` (above 0, at most 36,500) as a duration;
-    /// `None` when absent.
-    fn days(&self, key: &str) -> Result<Option<std::time::Duration>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => match v.as_f64() {
-                Some(days) if days > 0.0 && days <= 36_500.0 => {
-                    Ok(Some(std::time::Duration::from_secs_f64(days * 86_400.0)))
-                }
-                _ => Err(ConfigError::Invalid {
-                    key: key.to_owned(),
-                    message: "expected a number of days above 0 (at most 36500)".to_owned(),
-                }),
-            },
-        }
-    }
-
-    /// An agent's own entry: `agents.list[]` with this `id`.
-    pub fn agent(&self, id: &str) -> Option<&Value> {
-        self.get("agents.list")?
-            .as_array()?
-            .iter()
-            .find(|a| a.get("id").and_then(Value::as_str) == Some(id))
-    }
-
-    /// A `tools.*` section: the global value and the agent's override
-    /// (`agents.list[id].tools.<key>`, else `agents.defaults.tools.<key>`).
-    pub fn tools_section(&self, key: &str, agent_id: &str) -> (Option<&Value>, Option<&Value>) {
-        let global = self.get(&format!("tools.{key}"));
-        let agent = self
-            .agent(agent_id)
-            .and_then(|a| a.get("tools"))
-            .and_then(|t| t.get(key))
-            .filter(|v| !v.is_null())
-            .or_else(|| self.get(&format!("agents.defaults.tools.{key}")));
-        (global, agent)
     }
 }
 

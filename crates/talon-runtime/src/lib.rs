@@ -149,6 +149,13 @@ pub enum RuntimeError {
     ClientTool(String),
 }
 
+impl RuntimeError {
+    /// A config the declaration refused (its key and what is wrong).
+    pub fn config(error: talon_config::ConfigError) -> Self {
+        Self::Config(error.to_string())
+    }
+}
+
 /// Why the sandbox a surface needs is not there.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Unavailable {
