@@ -269,11 +269,17 @@ impl Walk<'_> {
             Some("array") => match value.as_array() {
                 None => self.not_a(schema, value, path),
                 Some(items) => {
+                    let count = items.len() as u64;
                     if let Some(most) = schema.get("maxItems").and_then(Value::as_u64)
-                        && items.len() as u64 > most
+                        && count > most
                     {
-                        let message =
-                            format!("expected at most {most} items, found {}", items.len());
+                        let message = format!("expected at most {most} items, found {count}");
+                        self.push(Severity::Error, Code::BadValue, path, message);
+                    }
+                    if let Some(least) = schema.get("minItems").and_then(Value::as_u64)
+                        && count < least
+                    {
+                        let message = format!("expected at least {least} item(s), found none");
                         self.push(Severity::Error, Code::BadValue, path, message);
                     }
                     let item = schema.get("items").unwrap_or(&Value::Bool(true));

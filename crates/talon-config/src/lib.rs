@@ -5,44 +5,51 @@
 //! named explicitly must exist. The state directory (the store, suspended
 //! cells, artifacts, environments) is `$TALON_STATE_DIR`, else `~/.talon/`.
 //!
-//! This crate finds, reads (its own JSON5 parser, [`json5`], which keeps
-//! where every value starts) and navigates the document, and checks the
-//! whole of it against one tree of every key Talon reads ([`check`],
-//! [`schema`]; the same tree is the published JSON Schema). Each feature
-//! crate still interprets its own section (`tools.codeMode` in
-//! `talon-codemode`, `tools.toolSearch` in `talon-toolsearch`, ...), so
-//! config errors name the field they are about.
+//! The document is declared once, in [`model`]: serde types per section
+//! (`model::Document` and below) whose doc comments, `schemars` bounds and
+//! OpenClaw keys (accepted, not read) give the committed JSON Schema, the
+//! whole-file check and the bounds enforced at load. A load
+//! ([`Config::parse`]) reads the file once into those types
+//! ([`Config::document`]); every consumer reads typed sections from it
+//! (an agent's override of a `tools.*` setting by [`model::Document::tool`]),
+//! never a dotted key.
 //!
 //! # Parts
 //!
-//! - Navigation: `Config::get("tools.codeMode")`, `agent(id)`, `tools_section(key, agent)` (a
-//!   global section and the agent's override). Files are read through `talon-fs` (at most
-//!   `MAX_CONFIG_BYTES`, 16 MiB).
-//! - The sections typed here because their readers read no config: `Config::store` (`store.url`,
-//!   `store.retention.*`, with `$TALON_DATABASE_URL` taking precedence) as `StoreSettings`;
-//!   `Config::gateway` (`gateway.rs`: `gateway.limits.*` and `gateway.runs.*`) as
-//!   `GatewaySettings`, every key optional, which `talon gateway` lays over the gateway's defaults
-//!   (OpenClaw's other `gateway` keys are not read); and `security.rs`: `gateway.security` and
-//!   `gateway.environments` (allowed hosts and origins, ticket lifetime, workspace sources,
-//!   secrets), all absent by default.
+//! - `model/`: the declaration (`agents.rs`: models.providers, agents;
+//!   `sandbox.rs`: an agent's sandbox; `tools.rs`: tools, Code Mode, Tool Search, approvals, MCP
+//!   servers; `infra.rs`: store, gateway, diagnostics) and
+//!   [`model::json_schema`], derived from it: the committed
+//!   `schema/talon.config.schema.json` (drift-checked by a test; regenerate
+//!   with `UPDATE_SCHEMA=1 cargo nextest run -p talon-config`).
+//! - `check`: walks the derived schema over the document (unknown keys with
+//!   a did-you-mean, OpenClaw's keys as notes, wrong types and values out of
+//!   bounds, each with its line and column), reads the document into its
+//!   types (`serde_path_to_error` names the key of anything else), then
+//!   cross-references the typed sections (`references.rs`: ids, model
+//!   references, variables). `Config::check_at_start` runs it for `talon
+//!   gateway`, `exec` and `agent`, and `talon config check` prints it.
+//! - Settings derived from typed sections for readers that want durations
+//!   and defaults laid over: `Config::store` (`StoreSettings`, with
+//!   `$TALON_DATABASE_URL` first), `Config::gateway` (`gateway.rs`),
+//!   `Config::security` and `Config::environments` (`security.rs`: also the
+//!   checks no schema says, host names, origins, absolute paths, secret
+//!   names), `Config::otel` (`diagnostics.rs`).
 //! - `json5`: the crate's own JSON5 parser (no parser dependency), which keeps where each value
 //!   starts (`Spans`, by JSON Pointer), or for an edit the byte ranges of every key, value and
 //!   comma (`json5::Layout`), and names the line and column of an error
 //!   (`Json5Error::{TooDeep, Syntax}`; also used for mock scripts); it refuses nesting past 128
-//!   levels at the opening bracket, so no file can overflow a stack.
-//! - `keys/` and `schema`: one tree of every key Talon reads drives both the whole-file check
-//!   (`check`: unknown keys with a did-you-mean, wrong types and values, cross-references;
-//!   `Config::check_at_start`, run by `talon gateway`, `exec` and `agent`, and `talon config
-//!     check`) and the committed JSON Schema (`schema/talon.config.schema.json`, drift-checked by a
-//!   test).
-//!
+//!   levels at the opening bracket, so no file can overflow a stack. Files are read through
+//!   `talon-fs` (at most `MAX_CONFIG_BYTES`, 16 MiB).
 //! - `edit/`: `talon config get|set|unset PATH [VALUE]`, one value read or edited in place (the
 //!   bytes of that value alone replaced, using the parser's `json5::Layout`), written atomically
 //!   and only when the edited file passes the same check (`edit::edit_file`).
 //!
-//! A key added to a feature crate's section is added to the tree in the same change
-//! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests start the gateway with
-//! it).
+//! A key is added in one place, its section's type in `model/`
+//! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests
+//! start the gateway with it). Sections read by crates below this one's
+//! layer (`talon_jail::Policy` for the sandbox, `talon_provider` for
+//! `models.providers`) are handed over as the typed section's JSON.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -364,35 +371,6 @@ impl Config {
             key: first.map_or_else(String::new, |d| d.key.clone()),
             message: first.map_or_else(String::new, |d| d.message.clone()),
         })
-    }
-
-    /// The value at a dotted path (`tools.codeMode`), if present and not
-    /// `null`: the untyped reading the consumers not yet on
-    /// [`Config::document`] still use.
-    pub fn get(&self, dotted: &str) -> Option<&Value> {
-        let mut value = &self.raw;
-        for key in dotted.split('.') {
-            value = value.get(key)?;
-        }
-        (!value.is_null()).then_some(value)
-    }
-
-    /// A `tools.*` section, untyped: the global value and the agent's
-    /// override (see [`model::Document::tool`] for the typed one).
-    pub fn tools_section(&self, key: &str, agent_id: &str) -> (Option<&Value>, Option<&Value>) {
-        let global = self.get(&format!("tools.{key}"));
-        let agent = self
-            .get("agents.list")
-            .and_then(Value::as_array)
-            .and_then(|l| {
-                l.iter()
-                    .find(|a| a.get("id").and_then(Value::as_str) == Some(agent_id))
-            })
-            .and_then(|a| a.get("tools"))
-            .and_then(|t| t.get(key))
-            .filter(|v| !v.is_null())
-            .or_else(|| self.get(&format!("agents.defaults.tools.{key}")));
-        (global, agent)
     }
 
     /// The document shared, for a holder that outlives this `Config`.

@@ -118,12 +118,6 @@ pub enum RuntimeError {
     /// The catalog could not be built.
     #[error(transparent)]
     Catalog(#[from] talon_tools::ToolsError),
-    /// `tools.codeMode`.
-    #[error(transparent)]
-    CodeMode(#[from] talon_codemode::CodeModeConfigError),
-    /// `tools.toolSearch`.
-    #[error(transparent)]
-    ToolSearch(#[from] talon_toolsearch::ToolSearchConfigError),
     /// Tool Search's surface over the catalog.
     #[error(transparent)]
     ToolSearchSurface(#[from] talon_toolsearch::SurfaceError),

@@ -44,7 +44,9 @@ pub struct ModelRoute {
 /// The configured providers, keys resolved from the environment.
 pub fn providers(config: &Config) -> Result<Vec<ProviderConfig>, RuntimeError> {
     let lookup = |name: &str| std::env::var(name).ok();
-    Ok(parse_providers(config.get("models.providers"), &lookup)?)
+    let document = config.document().map_err(RuntimeError::config)?;
+    let providers = document.models.providers_json();
+    Ok(parse_providers(Some(&providers), &lookup)?)
 }
 
 /// The secrets the config resolves (the providers' keys), for redaction

@@ -4,21 +4,30 @@
 use std::collections::BTreeMap;
 
 use schemars::{JsonSchema, Schema};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{NOT_READ, ToolSettings, openclaw};
+use super::{NOT_READ, SandboxSection, ToolSettings, openclaw};
 
 /// Model providers.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelsSection {
     /// Providers by id: the "provider" of "provider/model".
     pub providers: BTreeMap<String, ProviderEntry>,
 }
 
+impl ModelsSection {
+    /// `models.providers` as JSON, the keys set only: what
+    /// `talon_provider::parse_providers` (the providers' own reading,
+    /// beside this crate's layer) reads.
+    pub fn providers_json(&self) -> Value {
+        serde_json::to_value(&self.providers).map_or(Value::Null, |v| super::without_nulls(&v))
+    }
+}
+
 /// One provider.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 #[schemars(transform = provider_openclaw)]
 pub struct ProviderEntry {
@@ -48,7 +57,7 @@ fn provider_openclaw(schema: &mut Schema) {
 }
 
 /// A provider's wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Api {
     /// OpenAI's Chat Completions.
@@ -58,8 +67,8 @@ pub enum Api {
 }
 
 /// A string, "${VARIABLE}", or {env: "VARIABLE"}.
-#[derive(Debug, Clone, PartialEq, JsonSchema)]
-#[schemars(untagged)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
 pub enum SecretText {
     /// The value, or "${VARIABLE}".
     Text(String),
@@ -78,7 +87,7 @@ impl SecretText {
 }
 
 /// {env: "VARIABLE"}.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EnvRef {
     /// The variable.
     #[schemars(length(min = 1))]
@@ -86,7 +95,7 @@ pub struct EnvRef {
 }
 
 /// A model a provider serves.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 #[schemars(transform = model_openclaw)]
 pub struct ProviderModel {
@@ -112,7 +121,7 @@ fn model_openclaw(schema: &mut Schema) {
 }
 
 /// Prices in US dollars per million tokens.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelCost {
     /// Uncached prompt tokens (required).
@@ -348,120 +357,10 @@ pub struct AgentEntry {
     pub common: AgentCommon,
 }
 
-/// Whether commands run sandboxed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Every command (the default).
-    All,
-    /// Treated as all.
-    NonMain,
-    /// Unsandboxed: the admin's explicit choice.
-    Off,
-}
-
-/// Which commands share a scratch workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxScope {
-    /// One per session (the default).
-    Session,
-    /// One per agent.
-    Agent,
-    /// One for all.
-    Shared,
-}
-
-/// The agent's workspace in the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxAccess {
-    /// Read and write (the default).
-    Rw,
-    /// Read only.
-    Ro,
-    /// A scratch workspace.
-    None,
-}
-
-/// Where commands may reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxNetwork {
-    /// Nowhere (the default).
-    Off,
-    /// Only allowHosts.
-    Allow,
-    /// The host's network.
-    Host,
-}
-
-fn sandbox_openclaw(schema: &mut Schema) {
-    openclaw(
-        schema,
-        &[
-            "docker",
-            "browser",
-            "prune",
-            "sessionToolsVisibility",
-            "workspaceRoot",
-        ],
-        "OpenClaw's container setting; Talon's sandbox has no containers and does not read it.",
-    );
-}
-
-/// The sandbox of every command the model runs (bubblewrap namespaces, a read-only system, seccomp, limits).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
-#[schemars(transform = sandbox_openclaw)]
-pub struct SandboxSection {
-    /// Whether commands run sandboxed: all (default; non-main is treated as all), or off (unsandboxed: the admin's explicit choice).
-    pub mode: Option<SandboxMode>,
-    /// Which commands share a scratch workspace with workspaceAccess none (default session).
-    pub scope: Option<SandboxScope>,
-    /// The agent's workspace in the sandbox: rw (default), ro (and write/edit refuse), or none (a scratch workspace).
-    pub workspace_access: Option<SandboxAccess>,
-    /// Where commands may reach: off (default), allow (only allowHosts, through a filtering proxy; needs socat), or the host's network.
-    pub network: Option<SandboxNetwork>,
-    /// With network allow, the host:port pairs commands may reach (at most 256): a name (api.example.com:443), a wildcard below a name (*.pypi.org:443), or an IP address only where listed as one; empty is the same as off.
-    pub allow_hosts: Option<Vec<NonEmpty>>,
-    /// Per-command resource limits.
-    pub limits: Option<SandboxLimits>,
-}
-
-/// Per-command resource limits.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SandboxLimits {
-    /// CPU seconds per process (default 300).
-    #[schemars(range(min = 1, max = 86_400))]
-    pub cpu_seconds: Option<u64>,
-    /// Data bytes per process (default 4 GiB).
-    #[schemars(range(min = 16_777_216))]
-    pub memory_bytes: Option<u64>,
-    /// Processes and threads at once (default 256).
-    #[schemars(range(min = 8, max = 65_536))]
-    pub processes: Option<u64>,
-    /// Open files per process (default 1024).
-    #[schemars(range(min = 16, max = 1_048_576))]
-    pub open_files: Option<u64>,
-    /// The largest file written (default 1 GiB).
-    #[schemars(range(min = 1_048_576))]
-    pub file_size_bytes: Option<u64>,
-    /// The private /tmp's size (default 512 MiB).
-    #[schemars(range(min = 1_048_576))]
-    pub tmp_bytes: Option<u64>,
-    /// The free space the workspace's filesystem keeps: a command whose writes leave less is stopped (default 1 GiB; 0: not checked).
-    pub disk_reserve_bytes: Option<u64>,
-}
-
 /// A string that holds something.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct NonEmpty(#[schemars(length(min = 1))] pub String);
-
-/// A value passed through unread (kept for the reader that wants it).
-pub type Raw = Value;
 
 impl Thinking {
     /// The word, as written in the config.

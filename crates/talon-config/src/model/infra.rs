@@ -192,7 +192,7 @@ pub struct Security {
     /// Host names the gateway answers to (`*.example.com` for subdomains).
     #[schemars(length(max = 1024))]
     pub allowed_hosts: Vec<NonEmpty>,
-    /// Browser origins allowed (scheme://host[:port]).
+    /// Browser origins allowed (`scheme://host[:port]`).
     #[schemars(length(max = 1024))]
     pub allowed_origins: Vec<NonEmpty>,
     /// How long a stream ticket lives.
@@ -233,7 +233,7 @@ pub struct SecretSource {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Forge {
-    /// The REST API's base URL (https://api.github.com, or a GitHub Enterprise, Gitea or Forgejo .../api/v3).
+    /// The REST API's base URL (`https://api.github.com`, or a GitHub Enterprise, Gitea or Forgejo `.../api/v3`).
     #[schemars(length(min = 1))]
     pub api: Option<String>,
     /// The repository's git URL pushes go to (http or https).

@@ -18,10 +18,12 @@ use crate::check::Path;
 
 mod agents;
 mod infra;
+mod sandbox;
 mod tools;
 
 pub use agents::*;
 pub use infra::*;
+pub use sandbox::*;
 pub use tools::*;
 
 /// Talon's config (talon.json5): OpenClaw's shape and syntax (JSON5).
@@ -225,7 +227,7 @@ fn derive() -> Value {
 }
 
 /// The document without its `null`s (`null` means "not set" everywhere),
-/// as serde reads it.
+/// whole numbers as integers, as serde reads it.
 pub(crate) fn without_nulls(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
@@ -235,6 +237,16 @@ pub(crate) fn without_nulls(value: &Value) -> Value {
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
+        // A whole number written as one (`1e9`, `3.0`) is one, as the
+        // check counts it.
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "checked to be whole and within 2^53 first"
+            )]
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => value.clone(),
+        },
         other => other.clone(),
     }
 }

@@ -47,11 +47,11 @@ pub struct ToolSettings {
     pub code_mode: Option<CodeModeSetting>,
     /// Tool Search: true, false or its settings.
     pub tool_search: Option<ToolSearchSetting>,
-    /// Tool names, globs or group:<name>; absent: all.
+    /// Tool names, globs or `group:<name>`; absent: all.
     pub allow: Option<Vec<NonEmpty>>,
-    /// Tool names, globs or group:<name>; deny wins.
+    /// Tool names, globs or `group:<name>`; deny wins.
     pub deny: Option<Vec<NonEmpty>>,
-    /// Tools the model always sees by name, never hidden behind Code Mode or Tool Search: names, catalog ids (client:app:<name> for an app's tools), globs or group:<name>.
+    /// Tools the model always sees by name, never hidden behind Code Mode or Tool Search: names, catalog ids (`client:app:<name>` for an app's tools), globs or `group:<name>`.
     pub direct_only: Option<Vec<NonEmpty>>,
     /// OpenClaw's sandbox tool policy.
     pub sandbox: Option<SandboxTools>,
@@ -125,6 +125,7 @@ pub struct CodeModeSection {
     /// The model sees exec and wait only.
     pub mode: Option<CodeModeMode>,
     /// Cell languages (default both).
+    #[schemars(length(min = 1))]
     pub languages: Option<Vec<CellLanguage>>,
     /// A cell's time limit, 100–60000 (default 10000).
     pub timeout_ms: Option<u64>,
@@ -267,7 +268,7 @@ pub struct ApprovalRule {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct McpSection {
-    /// MCP servers by name (the <server> of mcp:<server>:<tool>).
+    /// MCP servers by name (the `<server>` of `mcp:<server>:<tool>`).
     pub servers: BTreeMap<String, McpServer>,
 }
 
