@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::Config;
 use crate::json5::pointer_token;
-use crate::model::{self, Document, OPENCLAW_MARK};
+use crate::model::{self, Document, OPENCLAW_MARK, STRICT_MARK};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -339,6 +339,13 @@ impl Walk<'_> {
         let rest = schema
             .get("additionalProperties")
             .unwrap_or(&Value::Bool(true));
+        let required = schema.get("required").and_then(Value::as_array);
+        for key in required.into_iter().flatten().filter_map(Value::as_str) {
+            if map.get(key).is_none_or(Value::is_null) {
+                let message = format!("`{key}` is required");
+                self.push(Severity::Error, Code::BadValue, path, message);
+            }
+        }
         for (key, v) in map {
             let child = path.key(key);
             if let Some(field) = fields.get(key) {
@@ -353,8 +360,14 @@ impl Walk<'_> {
                 let hint = suggestion(key, fields.keys().map(String::as_str))
                     .map(|m| format!("; did you mean `{m}`?"))
                     .unwrap_or_default();
-                let message = format!("unknown key, ignored{hint}");
-                self.push(Severity::Warning, Code::UnknownKey, &child, message);
+                if schema.get(STRICT_MARK) == Some(&Value::Bool(true)) {
+                    let message =
+                        format!("unknown key: this section refuses keys it does not know{hint}");
+                    self.push(Severity::Error, Code::UnknownKey, &child, message);
+                } else {
+                    let message = format!("unknown key, ignored{hint}");
+                    self.push(Severity::Warning, Code::UnknownKey, &child, message);
+                }
             } else {
                 self.node(rest, v, &child);
             }

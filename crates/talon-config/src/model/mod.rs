@@ -106,6 +106,10 @@ const OPENCLAW_ROOT: &[&str] = &[
 /// the check notes it.
 pub(crate) const OPENCLAW_MARK: &str = "x-openclaw";
 
+/// The marker of an object whose reader refuses keys it does not know
+/// (serde's `deny_unknown_fields`): the check makes them errors.
+pub(crate) const STRICT_MARK: &str = "x-strict";
+
 /// The description of most of OpenClaw's unread keys.
 pub(crate) const NOT_READ: &str = "OpenClaw's; Talon does not read it.";
 

@@ -73,6 +73,7 @@ fn sandbox_openclaw(schema: &mut Schema) {
 /// The sandbox of every command the model runs (bubblewrap namespaces, a read-only system, seccomp, limits). Read by `talon_jail::Policy` (an agent's own over `agents.defaults.sandbox`, key by key); a key it does not know refuses the config.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[schemars(extend("x-strict" = true))]
 #[schemars(transform = sandbox_openclaw)]
 pub struct SandboxSection {
     /// Whether commands run sandboxed: all (default; non-main is treated as all), or off (unsandboxed: the admin's explicit choice).
@@ -152,6 +153,7 @@ impl SandboxSection {
 /// Per-command resource limits (a key it does not know refuses the config).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[schemars(extend("x-strict" = true))]
 pub struct SandboxLimits {
     /// CPU seconds per process (default 300).
     #[schemars(range(min = 1, max = 86_400))]

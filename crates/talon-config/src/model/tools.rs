@@ -209,6 +209,7 @@ pub enum ApprovalsSetting {
 /// `tools.approvals` as an object (a key it does not know refuses the config).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[schemars(extend("x-strict" = true))]
 pub struct ApprovalsSection {
     /// What a call no rule decides gets.
     pub mode: Option<ApprovalAction>,
@@ -247,6 +248,7 @@ pub enum RuleRisk {
 /// make a rule match every call).
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-strict" = true))]
 pub struct ApprovalRule {
     /// A tool name or catalog id; `*` matches anything.
     #[serde(default)]

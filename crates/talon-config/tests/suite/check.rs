@@ -227,3 +227,19 @@ fn a_direct_only_list_of_the_wrong_shape_is_refused_where_it_is() {
     let refused = Config::parse(text, None).unwrap().check_at_start();
     assert!(refused.is_err());
 }
+
+#[test]
+fn sections_whose_readers_refuse_unknown_keys_make_them_errors() {
+    let text = r#"{
+  tools: { approvals: { rules: [{ tol: 'exec', action: 'allow' }, { tool: 'x' }] } },
+  agents: { defaults: { sandbox: { netwrok: 'host' } } },
+}"#;
+    assert_eq!(
+        findings(text),
+        [
+            "2:35: error[unknown_key]: tools.approvals.rules[0].tol: unknown key: this section refuses keys it does not know; did you mean `tool`?",
+            "2:67: error[bad_value]: tools.approvals.rules[1]: `action` is required",
+            "3:36: error[unknown_key]: agents.defaults.sandbox.netwrok: unknown key: this section refuses keys it does not know; did you mean `network`?",
+        ]
+    );
+}

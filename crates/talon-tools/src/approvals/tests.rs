@@ -154,7 +154,7 @@ fn words_and_bad_values() {
         [
             "config key tools.approvals: `sometimes` is not one of `ask`, `allow`, `deny`",
             "config key tools.approvals.rules[0].action: `maybe` is not one of `ask`, `allow`, `deny`",
-            "config key tools.approvals: unknown field `rulez`, expected one of `mode`, `timeoutMs`, `rules`",
+            "config key tools.approvals.rulez: unknown key: this section refuses keys it does not know; did you mean `rules`?",
             "config key tools.approvals.timeoutMs: 0 is out of range: expected a whole number of at least 1",
             "config key tools.approvals: expected a string or an object, found a number (42)",
         ]
