@@ -28,7 +28,7 @@ use talon_codemode::{
     StoreLimits,
 };
 use talon_core_tools::CoreTools;
-use talon_mcp::{McpManager, parse_servers};
+use talon_mcp::{McpManager, servers_from_json};
 use talon_mock_model::{MockModel, Script};
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::parse_providers;
@@ -87,9 +87,9 @@ fn surface(env: &Env, kind: &str, runner: &Arc<ToolRunner>, run: &str) -> Arc<dy
     match kind {
         "direct" => Arc::new(DirectSurface::new(runner.clone())),
         "code_mode" => {
-            let config = CodeModeConfig::resolve(Some(&json!(true)), None)
-                .unwrap()
-                .unwrap();
+            let config =
+                CodeModeConfig::resolve(Some(&serde_json::from_value(json!(true)).unwrap()), None)
+                    .unwrap();
             Arc::new(env.code_mode.start_run(RunSetup {
                 config,
                 runner: runner.clone(),
@@ -101,9 +101,10 @@ fn surface(env: &Env, kind: &str, runner: &Arc<ToolRunner>, run: &str) -> Arc<dy
             }))
         }
         mode => {
-            let config = ToolSearchConfig::from_json(Some(&json!({"mode": mode})))
-                .unwrap()
-                .unwrap();
+            let config = ToolSearchConfig::from_setting(Some(
+                &serde_json::from_value(json!({"mode": mode})).unwrap(),
+            ))
+            .unwrap();
             let surface = build_surface(runner.catalog(), Some(&config)).unwrap();
             Arc::new(
                 ToolSearch::new(config, surface, runner.clone(), Some(env.sandbox.clone()))
@@ -193,7 +194,7 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let env = Env {
             manager: McpManager::from_env(
-                parse_servers(Some(&json!({"synth": {"command": "node", "args": [fixture_js(), "catalog", "200"]}})))
+                servers_from_json(&json!({"synth": {"command": "node", "args": [fixture_js(), "catalog", "200"]}}))
                     .unwrap(),
             ),
             code_mode: CodeMode::new(CodeModeOptions {

@@ -37,7 +37,7 @@ use talon_codemode::{
     RunSetup, StoreLimits,
 };
 use talon_core_tools::{CoreTools, PolicyApprover};
-use talon_mcp::{McpManager, parse_servers};
+use talon_mcp::{McpManager, servers_from_json};
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::{
     CatalogMode, CodeModeErrorCode, CodeModeResult, ModelTool, ToolDefinition, ToolSource,
@@ -438,9 +438,8 @@ fn code_mode_run(
     ctx: &RunContext,
     mcp: Option<&McpManager>,
 ) -> Arc<CodeModeRun> {
-    let config = CodeModeConfig::resolve(Some(&json!(true)), None)
-        .unwrap()
-        .unwrap();
+    let config =
+        CodeModeConfig::resolve(Some(&serde_json::from_value(json!(true)).unwrap()), None).unwrap();
     Arc::new(code_mode.start_run(RunSetup {
         config,
         runner,
@@ -1031,8 +1030,8 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let log = FixtureLog(dir.path().join("fixture.log"));
         let manager = McpManager::from_env(
-            parse_servers(Some(&json!({"fx": {"command": "node", "args": [fixture_js(), "ok"],
-                "env": {"FIXTURE_LOG_FILE": log.0.display().to_string()}}})))
+            servers_from_json(&json!({"fx": {"command": "node", "args": [fixture_js(), "ok"],
+                "env": {"FIXTURE_LOG_FILE": log.0.display().to_string()}}}))
             .unwrap(),
         );
         manager.connect("fx").await.unwrap();

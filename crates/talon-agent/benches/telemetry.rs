@@ -504,9 +504,9 @@ fn main() {
         let mut cases = Vec::new();
         let direct_only = ["read", "list", "ask_user"];
         let runner_cm = runner(1_000, &direct_only).await;
-        let config = CodeModeConfig::resolve(Some(&json!(true)), None)
-            .unwrap()
-            .unwrap();
+        let config =
+            CodeModeConfig::resolve(Some(&serde_json::from_value(json!(true)).unwrap()), None)
+                .unwrap();
         cases.push(Case {
             label: "Code Mode over 1,000 tools (exec, wait, 3 direct-only)".into(),
             surface: Arc::new(code_mode.start_run(RunSetup {

@@ -251,7 +251,10 @@ async fn run_async(args: AgentArgs) -> ExitCode {
         return usage(&e.to_string());
     }
     // The same agents the gateway serves: the config's list, and `main`.
-    if args.agent != "main" && config.agent(&args.agent).is_none() {
+    let known_agent = config
+        .document()
+        .is_ok_and(|d| d.agent(&args.agent).is_some());
+    if args.agent != "main" && !known_agent {
         let declared = crate::gateway::config_agents(&config);
         let mut known: Vec<&str> = declared.iter().map(|a| a.id.as_str()).collect();
         if !known.contains(&"main") {
@@ -277,14 +280,11 @@ async fn run_async(args: AgentArgs) -> ExitCode {
     };
     // `tools.approvals`, as the gateway reads it: what the policy sends
     // to a person is asked on the terminal, or denied without one.
-    let approvals = match talon_tools::Approvals::from_config(config.get("tools.approvals")) {
-        Ok(approvals) => Arc::new(approvals),
-        Err(e) => return usage(&e.to_string()),
-    };
     let host = match Host::new(Arc::new(config), route) {
         Ok(host) => host,
         Err(e) => return usage(&e.to_string()),
     };
+    let approvals = host.approvals();
     let spec = RunSpec {
         clock: talon_protocol::clock::Clock::system(),
         ids: RunIds {

@@ -15,6 +15,7 @@ use talon_protocol::gateway::bounded::SessionId;
 
 use clap::Args;
 use serde_json::{Value, json};
+use talon_codemode::config as code_mode;
 use talon_codemode::{
     CodeMode, CodeModeConfig, CodeModeOptions, NamespaceRegistry, RunSetup, RuntimeUnavailable,
     StoreLimits,
@@ -198,43 +199,19 @@ fn print(result: &CodeModeResult) -> ExitCode {
 /// not enabled for model runs: `talon exec` runs cells by request), with
 /// the flags on top.
 fn code_mode_config(config: &Config, args: &ExecArgs) -> Result<CodeModeConfig, String> {
-    let (global, agent) = config.tools_section("codeMode", &args.agent);
-    let force = |v: Option<&Value>| -> Option<Value> {
-        v.map(|v| match v {
-            Value::Object(map) => {
-                let mut map = map.clone();
-                map.insert("enabled".into(), Value::Bool(true));
-                Value::Object(map)
-            }
-            _ => json!({"enabled": true}),
-        })
-    };
-    let global = force(global).unwrap_or_else(|| json!({"enabled": true}));
-    let agent = force(agent);
-    let mut resolved = CodeModeConfig::resolve(Some(&global), agent.as_ref())
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
-    let mut overrides = serde_json::Map::new();
+    let document = config.document().map_err(|e| e.to_string())?;
+    let (global, agent) = document.tool(&args.agent, |t| t.code_mode.as_ref());
+    let mut merged = code_mode::merge(&code_mode::section(global), &code_mode::section(agent));
     if let Some(ms) = args.timeout_ms {
-        overrides.insert("timeoutMs".into(), json!(ms));
+        merged.timeout_ms = Some(ms);
     }
     if let Some(bytes) = args.memory_limit_bytes {
-        overrides.insert("memoryLimitBytes".into(), json!(bytes));
+        merged.memory_limit_bytes = Some(bytes);
     }
     if let Some(bytes) = args.max_output_bytes {
-        overrides.insert("maxOutputBytes".into(), json!(bytes));
+        merged.max_output_bytes = Some(bytes);
     }
-    if !overrides.is_empty() {
-        let mut merged = global.as_object().cloned().unwrap_or_default();
-        if let Some(agent) = agent.as_ref().and_then(Value::as_object) {
-            merged.extend(agent.clone());
-        }
-        merged.extend(overrides);
-        resolved = CodeModeConfig::resolve(Some(&Value::Object(merged)), None)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
-    }
-    Ok(resolved)
+    Ok(CodeModeConfig::from_section(&merged))
 }
 
 fn read_code(args: &ExecArgs) -> Result<String, String> {

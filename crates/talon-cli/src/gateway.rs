@@ -188,24 +188,24 @@ fn openai_policy(settings: &talon_config::OpenAiSettings) -> talon_gateway::Open
 
 /// The agents `agents.list[]` declares.
 pub(crate) fn config_agents(config: &Config) -> Vec<Agent> {
-    let Some(list) = config.get("agents.list").and_then(|l| l.as_array()) else {
+    let Ok(document) = config.document() else {
         return Vec::new();
     };
-    list.iter()
+    document
+        .agents
+        .list
+        .iter()
         .filter_map(|entry| {
-            let id = entry.get("id")?.as_str()?.to_owned();
-            let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_owned);
             Some(Agent {
-                id: AgentId::new(id),
-                name: text("name"),
-                description: text("description"),
-                model: text("model").or_else(|| {
-                    entry
-                        .get("model")
-                        .and_then(|m| m.get("primary"))
-                        .and_then(|v| v.as_str())
-                        .map(str::to_owned)
-                }),
+                id: AgentId::new(entry.id.clone()?),
+                name: entry.name.clone(),
+                description: entry.description.clone(),
+                model: entry
+                    .common
+                    .model
+                    .as_ref()
+                    .and_then(|m| m.reference())
+                    .map(str::to_owned),
                 source: AgentSource::Config,
                 created_at: None,
                 updated_at: None,
@@ -284,13 +284,19 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Err(message) => return fail(2, &message),
     };
     // The `ssh` provider's hosts, typed (its own serde declaration).
-    let ssh_hosts: talon_gateway::SshHosts = match config.get("gateway.environments.sshHosts") {
-        None => Default::default(),
-        Some(value) => match serde_json::from_value(value.clone()) {
-            Ok(hosts) => hosts,
-            Err(e) => return fail(2, &format!("gateway.environments.sshHosts: {e}")),
-        },
+    // The `ssh` provider's hosts: the config declares them as objects by
+    // name, and talon-environments' own serde declaration reads each.
+    let declared = match config.document() {
+        Ok(document) => &document.gateway.environments.ssh_hosts,
+        Err(e) => return fail(2, &e.to_string()),
     };
+    let mut ssh_hosts = talon_gateway::SshHosts::new();
+    for (name, host) in declared {
+        match serde_json::from_value(serde_json::Value::Object(host.clone())) {
+            Ok(host) => ssh_hosts.insert(name.clone(), host),
+            Err(e) => return fail(2, &format!("gateway.environments.sshHosts.{name}: {e}")),
+        };
+    }
     let (limits, mut run_limits, openai) = match config.gateway() {
         Ok(settings) => {
             let (limits, runs) = limits(&settings);

@@ -2,11 +2,13 @@
 //! whose `enabled: true` is the only gate (setting other fields does not
 //! enable Code Mode), with every limit defaulted and clamped to the seed's
 //! range. An agent's `tools.codeMode` overrides the global one field by
-//! field.
+//! field. The section's keys, types and words are declared once in
+//! `talon_config::model::CodeModeSection` (checked when the config is
+//! loaded); this module applies the defaults and the clamps.
 
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+pub use talon_config::model::{CellLanguage, CodeModeSection, CodeModeSetting};
 
 /// A cell language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,215 +87,136 @@ impl Default for CodeModeConfig {
     }
 }
 
-/// A bad `tools.codeMode` value: `invalid_config`, naming the field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid_config: {field}: {message}")]
-pub struct CodeModeConfigError {
-    /// The full path of the field, e.g. `tools.codeMode.timeoutMs`.
-    pub field: String,
-    /// What was expected.
-    pub message: String,
-}
-
-impl CodeModeConfigError {
-    /// The protocol code of every config error.
-    pub fn code(&self) -> talon_protocol::CodeModeErrorCode {
-        talon_protocol::CodeModeErrorCode::InvalidConfig
-    }
-}
-
 impl CodeModeConfig {
-    /// Reads the global `tools.codeMode` and an agent's override (either
-    /// may be absent). `Ok(None)`: Code Mode is off for this agent.
+    /// The global `tools.codeMode` and an agent's override, as the config
+    /// declares them (types and words checked when the config was
+    /// loaded). An agent's fields override the global ones one by one;
+    /// `enabled` is the only gate (`None`: Code Mode is off for this
+    /// agent).
     pub fn resolve(
-        global: Option<&Value>,
-        agent: Option<&Value>,
-    ) -> Result<Option<Self>, CodeModeConfigError> {
-        let global = normalise(global, "tools.codeMode")?;
-        let agent = normalise(agent, "agents.<id>.tools.codeMode")?;
-        let mut merged = global.clone().unwrap_or_default();
-        if let Some(agent) = &agent {
-            for (key, value) in agent {
-                merged.insert(key.clone(), value.clone());
+        global: Option<&CodeModeSetting>,
+        agent: Option<&CodeModeSetting>,
+    ) -> Option<Self> {
+        let merged = merge(&section(global), &section(agent));
+        merged
+            .enabled
+            .unwrap_or(false)
+            .then(|| Self::from_section(&merged))
+    }
+
+    /// The settings a section gives, whether or not it enables Code Mode:
+    /// absent limits defaulted, the others clamped into the seed's ranges.
+    pub fn from_section(section: &CodeModeSection) -> Self {
+        let mut config = Self::default();
+        let clamp = |v: Option<u64>, min: u64, max: u64| v.map(|v| v.clamp(min, max));
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        if let Some(ms) = clamp(section.timeout_ms, 100, 60_000) {
+            config.timeout = Duration::from_millis(ms);
+        }
+        if let Some(v) = clamp(section.memory_limit_bytes, 1 << 20, 1 << 30) {
+            config.memory_limit_bytes = size(v);
+        }
+        if let Some(v) = clamp(section.max_output_bytes, 1024, 10 << 20) {
+            config.max_output_bytes = size(v);
+        }
+        if let Some(v) = clamp(section.max_snapshot_bytes, 1024, 256 << 20) {
+            config.max_snapshot_bytes = size(v);
+        }
+        if let Some(v) = clamp(section.max_pending_tool_calls, 1, 128) {
+            config.max_pending_tool_calls = size(v);
+        }
+        if let Some(v) = clamp(section.snapshot_ttl_seconds, 1, 86_400) {
+            config.snapshot_ttl = Duration::from_secs(v);
+        }
+        if let Some(v) = clamp(section.max_search_limit, 1, 50) {
+            config.max_search_limit = size(v);
+        }
+        if let Some(v) = clamp(
+            section.max_source_bytes,
+            1024,
+            MAX_SOURCE_BYTES_CEILING as u64,
+        ) {
+            config.max_source_bytes = size(v);
+        }
+        if let Some(v) = clamp(section.search_default_limit, 1, u64::MAX) {
+            config.search_default_limit = size(v);
+        }
+        config.search_default_limit = config
+            .search_default_limit
+            .clamp(1, config.max_search_limit);
+        if let Some(list) = section.languages.as_ref().filter(|l| !l.is_empty()) {
+            let mut languages = Vec::new();
+            for language in list {
+                let language = match language {
+                    CellLanguage::Javascript => Language::JavaScript,
+                    CellLanguage::Typescript => Language::TypeScript,
+                };
+                if !languages.contains(&language) {
+                    languages.push(language);
+                }
             }
+            config.languages = languages;
         }
-        let field_root = if agent.is_some() {
-            "agents.<id>.tools.codeMode"
-        } else {
-            "tools.codeMode"
-        };
-        let enabled = match merged.get("enabled") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(error(field_root, "enabled", "expected true or false")),
-        };
-        let config = parse_fields(&merged, field_root)?;
-        Ok(enabled.then_some(config))
+        config
     }
 }
 
-/// `true` → `{enabled: true}`, `false`/null/absent → `{}` or nothing.
-fn normalise(
-    value: Option<&Value>,
-    root: &str,
-) -> Result<Option<Map<String, Value>>, CodeModeConfigError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(enabled)) => {
-            let mut map = Map::new();
-            map.insert("enabled".into(), Value::Bool(*enabled));
-            Ok(Some(map))
-        }
-        Some(Value::Object(map)) => Ok(Some(map.clone())),
-        Some(_) => Err(CodeModeConfigError {
-            field: root.into(),
-            message: "expected true, false or an object".into(),
-        }),
+/// `true`/`false` as `{enabled}`; an object as it is.
+pub fn section(setting: Option<&CodeModeSetting>) -> CodeModeSection {
+    match setting {
+        None => CodeModeSection::default(),
+        Some(CodeModeSetting::Switch(enabled)) => CodeModeSection {
+            enabled: Some(*enabled),
+            ..CodeModeSection::default()
+        },
+        Some(CodeModeSetting::Settings(section)) => section.clone(),
     }
 }
 
-fn error(root: &str, field: &str, message: impl Into<String>) -> CodeModeConfigError {
-    CodeModeConfigError {
-        field: format!("{root}.{field}"),
-        message: message.into(),
+/// `over`'s fields where it sets them, else `base`'s.
+pub fn merge(base: &CodeModeSection, over: &CodeModeSection) -> CodeModeSection {
+    CodeModeSection {
+        enabled: over.enabled.or(base.enabled),
+        runtime: over.runtime.or(base.runtime),
+        mode: over.mode.or(base.mode),
+        languages: over.languages.clone().or_else(|| base.languages.clone()),
+        timeout_ms: over.timeout_ms.or(base.timeout_ms),
+        memory_limit_bytes: over.memory_limit_bytes.or(base.memory_limit_bytes),
+        max_output_bytes: over.max_output_bytes.or(base.max_output_bytes),
+        max_snapshot_bytes: over.max_snapshot_bytes.or(base.max_snapshot_bytes),
+        max_pending_tool_calls: over.max_pending_tool_calls.or(base.max_pending_tool_calls),
+        snapshot_ttl_seconds: over.snapshot_ttl_seconds.or(base.snapshot_ttl_seconds),
+        max_search_limit: over.max_search_limit.or(base.max_search_limit),
+        search_default_limit: over.search_default_limit.or(base.search_default_limit),
+        max_source_bytes: over.max_source_bytes.or(base.max_source_bytes),
     }
-}
-
-fn parse_fields(
-    map: &Map<String, Value>,
-    root: &str,
-) -> Result<CodeModeConfig, CodeModeConfigError> {
-    let mut config = CodeModeConfig::default();
-    let int = |field: &str, min: u64, max: u64| -> Result<Option<u64>, CodeModeConfigError> {
-        match map.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => match n.as_u64().or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                    .map(|f| f as u64)
-            }) {
-                Some(v) => Ok(Some(v.clamp(min, max))),
-                None => Err(error(root, field, "expected a non-negative integer")),
-            },
-            Some(_) => Err(error(root, field, "expected a non-negative integer")),
-        }
-    };
-    if let Some(ms) = int("timeoutMs", 100, 60_000)? {
-        config.timeout = Duration::from_millis(ms);
-    }
-    if let Some(v) = int("memoryLimitBytes", 1 << 20, 1 << 30)? {
-        config.memory_limit_bytes = v as usize;
-    }
-    if let Some(v) = int("maxOutputBytes", 1024, 10 << 20)? {
-        config.max_output_bytes = v as usize;
-    }
-    if let Some(v) = int("maxSnapshotBytes", 1024, 256 << 20)? {
-        config.max_snapshot_bytes = v as usize;
-    }
-    if let Some(v) = int("maxPendingToolCalls", 1, 128)? {
-        config.max_pending_tool_calls = v as usize;
-    }
-    if let Some(v) = int("snapshotTtlSeconds", 1, 86_400)? {
-        config.snapshot_ttl = Duration::from_secs(v);
-    }
-    if let Some(v) = int("maxSearchLimit", 1, 50)? {
-        config.max_search_limit = v as usize;
-    }
-    if let Some(v) = int("maxSourceBytes", 1024, MAX_SOURCE_BYTES_CEILING as u64)? {
-        config.max_source_bytes = v as usize;
-    }
-    if let Some(v) = int("searchDefaultLimit", 1, u64::MAX)? {
-        config.search_default_limit = v as usize;
-    }
-    config.search_default_limit = config
-        .search_default_limit
-        .clamp(1, config.max_search_limit);
-    match map.get("runtime") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if s == "quickjs-wasi" => {}
-        Some(_) => {
-            return Err(error(
-                root,
-                "runtime",
-                "the only supported runtime is \"quickjs-wasi\"",
-            ));
-        }
-    }
-    match map.get("mode") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if s == "only" => {}
-        Some(_) => return Err(error(root, "mode", "the only supported mode is \"only\"")),
-    }
-    if let Some(value) = map.get("languages").filter(|v| !v.is_null()) {
-        let Some(list) = value.as_array() else {
-            return Err(error(
-                root,
-                "languages",
-                "expected an array of \"javascript\" and \"typescript\"",
-            ));
-        };
-        let mut languages = Vec::new();
-        for item in list {
-            let language = item.as_str().and_then(Language::parse).ok_or_else(|| {
-                error(
-                    root,
-                    "languages",
-                    format!("unknown language {item}; expected \"javascript\" or \"typescript\""),
-                )
-            })?;
-            if !languages.contains(&language) {
-                languages.push(language);
-            }
-        }
-        if languages.is_empty() {
-            return Err(error(root, "languages", "enable at least one language"));
-        }
-        config.languages = languages;
-    }
-    for key in map.keys() {
-        const KNOWN: &[&str] = &[
-            "enabled",
-            "runtime",
-            "mode",
-            "languages",
-            "timeoutMs",
-            "memoryLimitBytes",
-            "maxOutputBytes",
-            "maxSnapshotBytes",
-            "maxPendingToolCalls",
-            "snapshotTtlSeconds",
-            "searchDefaultLimit",
-            "maxSearchLimit",
-            "maxSourceBytes",
-        ];
-        if !KNOWN.contains(&key.as_str()) {
-            tracing::warn!(key = %format!("{root}.{key}"), "unknown Code Mode setting ignored");
-        }
-    }
-    Ok(config)
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
-    fn resolve(global: Value) -> Result<Option<CodeModeConfig>, CodeModeConfigError> {
-        CodeModeConfig::resolve(Some(&global), None)
+    fn setting(value: Value) -> CodeModeSetting {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn resolve(global: Value) -> Option<CodeModeConfig> {
+        CodeModeConfig::resolve(Some(&setting(global)), None)
     }
 
     #[test]
     fn enabled_is_the_only_gate() {
-        assert_eq!(resolve(json!(true)), Ok(Some(CodeModeConfig::default())));
-        assert_eq!(resolve(json!(false)), Ok(None));
+        assert_eq!(resolve(json!(true)), Some(CodeModeConfig::default()));
+        assert_eq!(resolve(json!(false)), None);
         assert_eq!(
             resolve(json!({"timeoutMs": 5000})),
-            Ok(None),
+            None,
             "other fields do not enable it"
         );
-        assert_eq!(CodeModeConfig::resolve(None, None), Ok(None));
-        assert!(resolve(json!({"enabled": true})).unwrap().is_some());
+        assert_eq!(CodeModeConfig::resolve(None, None), None);
+        assert!(resolve(json!({"enabled": true})).is_some());
     }
 
     #[test]
@@ -301,7 +224,6 @@ mod tests {
         let c = resolve(json!({"enabled": true, "timeoutMs": 1, "memoryLimitBytes": 1, "maxOutputBytes": 1,
             "maxSnapshotBytes": 1, "maxPendingToolCalls": 0, "snapshotTtlSeconds": 0, "maxSearchLimit": 999,
             "searchDefaultLimit": 999}))
-        .unwrap()
         .unwrap();
         assert_eq!(c.timeout, Duration::from_millis(100));
         assert_eq!(
@@ -317,9 +239,9 @@ mod tests {
             (1, Duration::from_secs(1))
         );
         assert_eq!((c.max_search_limit, c.search_default_limit), (50, 50));
-        let high = resolve(json!({"enabled": true, "timeoutMs": 1e9, "memoryLimitBytes": 1e12, "snapshotTtlSeconds": 1e9}))
-            .unwrap()
-            .unwrap();
+        let high = resolve(json!({"enabled": true, "timeoutMs": 1_000_000_000_u64,
+            "memoryLimitBytes": 1_000_000_000_000_u64, "snapshotTtlSeconds": 1_000_000_000_u64}))
+        .unwrap();
         assert_eq!(high.timeout, Duration::from_millis(60_000));
         assert_eq!(high.memory_limit_bytes, 1 << 30);
         assert_eq!(high.snapshot_ttl, Duration::from_secs(86_400));
@@ -342,86 +264,39 @@ mod tests {
 
     #[test]
     fn max_source_bytes_is_clamped_and_overridden_per_agent() {
-        let source = |v: Value| resolve(v).unwrap().unwrap().max_source_bytes;
+        let source = |v: Value| resolve(v).unwrap().max_source_bytes;
         assert_eq!(source(json!({"enabled": true, "maxSourceBytes": 1})), 1024);
         assert_eq!(
             source(json!({"enabled": true, "maxSourceBytes": 65536})),
             65_536
         );
         assert_eq!(
-            source(json!({"enabled": true, "maxSourceBytes": 1e12})),
+            source(json!({"enabled": true, "maxSourceBytes": 1_000_000_000_000_u64})),
             MAX_SOURCE_BYTES_CEILING
         );
-        let global = json!({"enabled": true, "maxSourceBytes": 4096});
-        let c = CodeModeConfig::resolve(Some(&global), Some(&json!({"maxSourceBytes": 200000})))
-            .unwrap()
-            .unwrap();
+        let global = setting(json!({"enabled": true, "maxSourceBytes": 4096}));
+        let agent = setting(json!({"maxSourceBytes": 200000}));
+        let c = CodeModeConfig::resolve(Some(&global), Some(&agent)).unwrap();
         assert_eq!(c.max_source_bytes, 200_000);
-        assert_eq!(
-            resolve(json!({"enabled": true, "maxSourceBytes": "1MB"}))
-                .unwrap_err()
-                .field,
-            "tools.codeMode.maxSourceBytes"
-        );
     }
 
     #[test]
     fn agents_override_field_by_field() {
-        let global = json!({"enabled": true, "timeoutMs": 5000, "languages": ["javascript"]});
-        let agent = json!({"timeoutMs": 20000});
-        let c = CodeModeConfig::resolve(Some(&global), Some(&agent))
-            .unwrap()
-            .unwrap();
+        let global =
+            setting(json!({"enabled": true, "timeoutMs": 5000, "languages": ["javascript"]}));
+        let agent = setting(json!({"timeoutMs": 20000}));
+        let c = CodeModeConfig::resolve(Some(&global), Some(&agent)).unwrap();
         assert_eq!(
             (c.timeout, c.languages.clone()),
             (Duration::from_millis(20_000), vec![Language::JavaScript])
         );
         assert_eq!(
-            CodeModeConfig::resolve(Some(&global), Some(&json!(false))),
-            Ok(None)
+            CodeModeConfig::resolve(Some(&global), Some(&setting(json!(false)))),
+            None
         );
         assert!(
-            CodeModeConfig::resolve(Some(&json!(false)), Some(&json!(true)))
-                .unwrap()
+            CodeModeConfig::resolve(Some(&setting(json!(false))), Some(&setting(json!(true))))
                 .is_some()
         );
-    }
-
-    #[test]
-    fn bad_values_are_invalid_config_naming_the_field() {
-        let field = |v: Value| resolve(v).unwrap_err().field;
-        assert_eq!(field(json!("on")), "tools.codeMode");
-        assert_eq!(field(json!({"enabled": "yes"})), "tools.codeMode.enabled");
-        assert_eq!(
-            field(json!({"enabled": true, "runtime": "node"})),
-            "tools.codeMode.runtime"
-        );
-        assert_eq!(
-            field(json!({"enabled": true, "mode": "mixed"})),
-            "tools.codeMode.mode"
-        );
-        assert_eq!(
-            field(json!({"enabled": true, "languages": ["python"]})),
-            "tools.codeMode.languages"
-        );
-        assert_eq!(
-            field(json!({"enabled": true, "languages": []})),
-            "tools.codeMode.languages"
-        );
-        assert_eq!(
-            field(json!({"enabled": true, "timeoutMs": "10s"})),
-            "tools.codeMode.timeoutMs"
-        );
-        assert_eq!(
-            field(json!({"enabled": true, "maxPendingToolCalls": -3})),
-            "tools.codeMode.maxPendingToolCalls"
-        );
-        let e = CodeModeConfig::resolve(Some(&json!(true)), Some(&json!({"timeoutMs": []})))
-            .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid_config: agents.<id>.tools.codeMode.timeoutMs: expected a non-negative integer"
-        );
-        assert_eq!(e.code(), talon_protocol::CodeModeErrorCode::InvalidConfig);
     }
 }

@@ -85,7 +85,7 @@ pub mod view;
 pub use view::{ApiPathError, McpApiForm};
 
 pub use cell::app::{AwaitingCell, CellCall, answer_cell, answered_by_app, awaiting_cells};
-pub use config::{CodeModeConfig, CodeModeConfigError, Language};
+pub use config::{CodeModeConfig, Language};
 pub use input::{ExecInput, InputError, ModuleAccess, module_access, shell_command};
 pub use namespaces::{
     NamespaceContext, NamespaceError, NamespaceRegistration, NamespaceRegistry, ScopeValue,

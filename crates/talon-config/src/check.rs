@@ -1,7 +1,8 @@
 //! The whole-file config check: `talon config check`, and the same at the
 //! start of the gateway and of every CLI command that reads a config.
 //!
-//! It walks the document against [`crate::keys::schema`] and then
+//! It walks the document against the schema derived from
+//! [`crate::model::Document`], reads it into those types, and then
 //! cross-references the sections (an agent's model names a provider that
 //! exists, agent ids are unique, ...). Each finding is a [`Diagnostic`]
 //! with a stable code, the dotted key, and the line and column of the key
@@ -12,12 +13,11 @@
 
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::Config;
 use crate::json5::pointer_token;
-use crate::keys;
-use crate::schema::{Kind, Node, Rest, Use};
+use crate::model::{self, Document, OPENCLAW_MARK, STRICT_MARK};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -106,17 +106,43 @@ impl fmt::Display for Diagnostic {
 /// Checks the whole document; findings in file order (by position), the
 /// ones without a position last.
 pub fn check(config: &Config) -> Vec<Diagnostic> {
-    let mut walk = Walk {
-        config,
-        out: Vec::new(),
+    let mut out = config.structural.to_vec();
+    let mut report = |severity, code, path: &Path, message| {
+        out.push(Diagnostic {
+            severity,
+            code,
+            key: path.shown().to_owned(),
+            position: config.spans.position(&path.pointer),
+            message,
+        });
     };
-    walk.node(&keys::schema(), &config.raw, &Path::default());
-    keys::cross_reference(config, &mut |severity, code, path, message| {
-        walk.push(severity, code, path, message);
-    });
-    let mut out = walk.out;
+    crate::references::cross_reference(&config.document, &mut report);
     out.sort_by_key(|d| d.position.unwrap_or((usize::MAX, usize::MAX)));
     out
+}
+
+/// What the declaration says of a document ([`crate::model::json_schema`]
+/// walked over it: unknown keys, OpenClaw's keys, wrong types, values
+/// out of bounds), and the document read into its types: whole when
+/// nothing is wrong, else `None` and what is left of it once the values
+/// refused are taken out (so the cross-references still see the rest).
+pub(crate) fn structural(
+    raw: &Value,
+    spans: &crate::Spans,
+) -> (Vec<Diagnostic>, Option<Document>, Document) {
+    let mut walk = Walk {
+        spans,
+        out: Vec::new(),
+        refused: Vec::new(),
+    };
+    walk.node(&model::SCHEMA, raw, &Path::default());
+    if walk.refused.is_empty() {
+        match model::read(raw) {
+            Ok(document) => return (walk.out, Some(document.clone()), document),
+            Err((path, message)) => walk.push(Severity::Error, Code::BadValue, &path, message),
+        }
+    }
+    (walk.out, None, model::read_rest(raw, walk.refused))
 }
 
 /// A path being walked, as a JSON Pointer (for positions) and dotted (for
@@ -147,7 +173,7 @@ impl Path {
         }
     }
 
-    fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         if self.dotted.is_empty() {
             "(top level)"
         } else {
@@ -157,54 +183,80 @@ impl Path {
 }
 
 struct Walk<'a> {
-    config: &'a Config,
+    spans: &'a crate::Spans,
     out: Vec<Diagnostic>,
+    /// The JSON Pointers of the values refused (errors).
+    refused: Vec<String>,
 }
 
 impl Walk<'_> {
     fn push(&mut self, severity: Severity, code: Code, path: &Path, message: String) {
+        if severity == Severity::Error {
+            self.refused.push(path.pointer.clone());
+        }
         self.out.push(Diagnostic {
             severity,
             code,
             key: path.shown().to_owned(),
-            position: self.config.spans.position(&path.pointer),
+            position: self.spans.position(&path.pointer),
             message,
         });
     }
 
-    fn node(&mut self, node: &Node, value: &Value, path: &Path) {
+    fn node(&mut self, schema: &Value, value: &Value, path: &Path) {
         // `null` means "not set" everywhere Talon reads the config.
         if value.is_null() {
             return;
         }
-        match &node.kind {
-            Kind::Any => {}
-            Kind::Bool => {
-                if !value.is_boolean() {
-                    self.wrong_type(node, value, path);
-                }
+        let Some(schema) = schema.as_object() else {
+            return; // `true`: anything.
+        };
+        if let Some(options) = schema.get("anyOf").and_then(Value::as_array) {
+            match options.iter().find(|o| type_matches(o, value)) {
+                Some(option) => self.node(option, value, path),
+                None => self.wrong_type(options, value, path),
             }
-            Kind::Integer { min, max } => {
+            return;
+        }
+        match schema.get("type").and_then(Value::as_str) {
+            None => {}
+            Some("boolean") if !value.is_boolean() => self.not_a(schema, value, path),
+            Some("boolean") => {}
+            Some("integer") => {
+                let min = schema.get("minimum").and_then(Value::as_i64);
+                let max = schema.get("maximum").and_then(Value::as_i64);
                 if let Some(n) = value.as_i64().or_else(|| integral(value)) {
                     if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
-                        self.out_of_range(value, path, *min, *max);
+                        self.out_of_range(value, path, min, max);
                     }
                 } else if value.as_u64().is_some() {
                     // Larger than i64: only a maximum can refuse it.
                     if max.is_some() {
-                        self.out_of_range(value, path, *min, *max);
+                        self.out_of_range(value, path, min, max);
                     }
                 } else {
-                    self.wrong_type(node, value, path);
+                    self.not_a(schema, value, path);
                 }
             }
-            Kind::Number { above, max } => match value.as_f64() {
-                None => self.wrong_type(node, value, path),
+            Some("number") => match value.as_f64() {
+                None => self.not_a(schema, value, path),
                 Some(n) => {
-                    if above.is_some_and(|a| n <= a) || max.is_some_and(|m| n > m) {
-                        let range = match (above, max) {
-                            (Some(a), Some(m)) => format!("above {a} and at most {m}"),
-                            (Some(a), None) => format!("above {a}"),
+                    let above = schema.get("exclusiveMinimum").and_then(Value::as_f64);
+                    let min = schema.get("minimum").and_then(Value::as_f64);
+                    let max = schema.get("maximum").and_then(Value::as_f64);
+                    if above.is_some_and(|a| n <= a)
+                        || min.is_some_and(|m| n < m)
+                        || max.is_some_and(|m| n > m)
+                    {
+                        let low = match (above, min) {
+                            (Some(a), _) => Some(format!("above {a}")),
+                            (None, Some(m)) => Some(format!("from {m}")),
+                            (None, None) => None,
+                        };
+                        let range = match (low, max) {
+                            (Some(low), Some(m)) if min.is_some() => format!("{low} to {m}"),
+                            (Some(low), Some(m)) => format!("{low} and at most {m}"),
+                            (Some(low), None) => low,
                             (None, Some(m)) => format!("at most {m}"),
                             (None, None) => String::new(),
                         };
@@ -213,77 +265,121 @@ impl Walk<'_> {
                     }
                 }
             },
-            Kind::String { choices, non_empty } => match value.as_str() {
-                None => self.wrong_type(node, value, path),
-                Some(s) if !choices.is_empty() && !choices.contains(&s) => {
-                    let hint = suggestion(s, choices.iter().copied())
-                        .map(|m| format!("; did you mean `{m}`?"))
-                        .unwrap_or_default();
-                    let message = match choices {
-                        [only] => format!("expected `{only}`, found `{s}`"),
-                        _ => {
-                            let list = choices
-                                .iter()
-                                .map(|c| format!("`{c}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ");
-                            format!("`{s}` is not one of {list}{hint}")
-                        }
-                    };
-                    self.push(Severity::Error, Code::BadValue, path, message);
-                }
-                Some(s) if *non_empty && s.trim().is_empty() => {
-                    let message = "expected a non-empty string".to_owned();
-                    self.push(Severity::Error, Code::BadValue, path, message);
-                }
-                Some(_) => {}
-            },
-            Kind::Array(item) => match value.as_array() {
-                None => self.wrong_type(node, value, path),
+            Some("string") => self.string(schema, value, path),
+            Some("array") => match value.as_array() {
+                None => self.not_a(schema, value, path),
                 Some(items) => {
+                    let count = items.len() as u64;
+                    if let Some(most) = schema.get("maxItems").and_then(Value::as_u64)
+                        && count > most
+                    {
+                        let message = format!("expected at most {most} items, found {count}");
+                        self.push(Severity::Error, Code::BadValue, path, message);
+                    }
+                    if let Some(least) = schema.get("minItems").and_then(Value::as_u64)
+                        && count < least
+                    {
+                        let message = format!("expected at least {least} item(s), found none");
+                        self.push(Severity::Error, Code::BadValue, path, message);
+                    }
+                    let item = schema.get("items").unwrap_or(&Value::Bool(true));
                     for (i, v) in items.iter().enumerate() {
                         self.node(item, v, &path.index(i));
                     }
                 }
             },
-            Kind::Object { fields, rest } => {
-                let Some(map) = value.as_object() else {
-                    self.wrong_type(node, value, path);
-                    return;
-                };
-                for (key, v) in map {
-                    let child = path.key(key);
-                    if let Some(f) = fields.iter().find(|f| f.name == key) {
-                        if f.use_ == Use::OpenClawOnly {
-                            let message =
-                                "OpenClaw's key; Talon does not read it (ignored)".to_owned();
-                            self.push(Severity::Note, Code::NotUsed, &child, message);
-                        }
-                        self.node(&f.node, v, &child);
-                        continue;
-                    }
-                    match rest {
-                        Rest::Open => {}
-                        Rest::Map(value_node) => self.node(value_node, v, &child),
-                        Rest::Unknown => {
-                            let hint = suggestion(key, fields.iter().map(|f| f.name))
-                                .map(|m| format!("; did you mean `{m}`?"))
-                                .unwrap_or_default();
-                            let message = format!("unknown key, ignored{hint}");
-                            self.push(Severity::Warning, Code::UnknownKey, &child, message);
-                        }
-                    }
-                }
-            }
-            Kind::OneOf(options) => match options.iter().find(|o| type_matches(o, value)) {
-                Some(option) => self.node(option, value, path),
-                None => self.wrong_type(node, value, path),
-            },
+            Some(_) => self.object(schema, value, path),
         }
     }
 
-    fn wrong_type(&mut self, node: &Node, value: &Value, path: &Path) {
-        let message = format!("expected {}, found {}", node.expected(), found(value));
+    fn string(&mut self, schema: &Map<String, Value>, value: &Value, path: &Path) {
+        let choices: Vec<&str> = schema
+            .get("enum")
+            .and_then(Value::as_array)
+            .map(|words| words.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let non_empty = schema.get("minLength").and_then(Value::as_u64) >= Some(1);
+        match value.as_str() {
+            None => self.not_a(schema, value, path),
+            Some(s) if !choices.is_empty() && !choices.contains(&s) => {
+                let hint = suggestion(s, choices.iter().copied())
+                    .map(|m| format!("; did you mean `{m}`?"))
+                    .unwrap_or_default();
+                let message = match choices.as_slice() {
+                    [only] => format!("expected `{only}`, found `{s}`"),
+                    _ => {
+                        let list = choices
+                            .iter()
+                            .map(|c| format!("`{c}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        format!("`{s}` is not one of {list}{hint}")
+                    }
+                };
+                self.push(Severity::Error, Code::BadValue, path, message);
+            }
+            Some(s) if non_empty && s.trim().is_empty() => {
+                let message = "expected a non-empty string".to_owned();
+                self.push(Severity::Error, Code::BadValue, path, message);
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn object(&mut self, schema: &Map<String, Value>, value: &Value, path: &Path) {
+        let Some(map) = value.as_object() else {
+            self.not_a(schema, value, path);
+            return;
+        };
+        let empty = Map::new();
+        let fields = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let rest = schema
+            .get("additionalProperties")
+            .unwrap_or(&Value::Bool(true));
+        let required = schema.get("required").and_then(Value::as_array);
+        for key in required.into_iter().flatten().filter_map(Value::as_str) {
+            if map.get(key).is_none_or(Value::is_null) {
+                let message = format!("`{key}` is required");
+                self.push(Severity::Error, Code::BadValue, path, message);
+            }
+        }
+        for (key, v) in map {
+            let child = path.key(key);
+            if let Some(field) = fields.get(key) {
+                if field.get(OPENCLAW_MARK) == Some(&Value::Bool(true)) {
+                    let message = "OpenClaw's key; Talon does not read it (ignored)".to_owned();
+                    self.push(Severity::Note, Code::NotUsed, &child, message);
+                }
+                self.node(field, v, &child);
+                continue;
+            }
+            if rest == &Value::Bool(false) {
+                let hint = suggestion(key, fields.keys().map(String::as_str))
+                    .map(|m| format!("; did you mean `{m}`?"))
+                    .unwrap_or_default();
+                if schema.get(STRICT_MARK) == Some(&Value::Bool(true)) {
+                    let message =
+                        format!("unknown key: this section refuses keys it does not know{hint}");
+                    self.push(Severity::Error, Code::UnknownKey, &child, message);
+                } else {
+                    let message = format!("unknown key, ignored{hint}");
+                    self.push(Severity::Warning, Code::UnknownKey, &child, message);
+                }
+            } else {
+                self.node(rest, v, &child);
+            }
+        }
+    }
+
+    fn not_a(&mut self, schema: &Map<String, Value>, value: &Value, path: &Path) {
+        self.wrong_type(&[Value::Object(schema.clone())], value, path);
+    }
+
+    fn wrong_type(&mut self, options: &[Value], value: &Value, path: &Path) {
+        let message = format!("expected {}, found {}", expected(options), found(value));
         self.push(Severity::Error, Code::WrongType, path, message);
     }
 
@@ -309,18 +405,51 @@ fn integral(value: &Value) -> Option<i64> {
     (f.fract() == 0.0 && f.abs() < 9.0e15).then_some(f as i64)
 }
 
-fn type_matches(node: &Node, value: &Value) -> bool {
-    match &node.kind {
-        Kind::Any => true,
-        Kind::Bool => value.is_boolean(),
-        Kind::Integer { .. } => {
+/// The JSON types these schemas accept, for messages ("a string or an
+/// object").
+fn expected(options: &[Value]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for option in options {
+        type_names(option, &mut names);
+    }
+    names.dedup();
+    match names.as_slice() {
+        [] => "anything".to_owned(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+fn type_names(schema: &Value, out: &mut Vec<&'static str>) {
+    if let Some(options) = schema.get("anyOf").and_then(Value::as_array) {
+        options.iter().for_each(|o| type_names(o, out));
+        return;
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("boolean") => out.push("true or false"),
+        Some("integer") => out.push("a whole number"),
+        Some("number") => out.push("a number"),
+        Some("string") => out.push("a string"),
+        Some("array") => out.push("an array"),
+        Some("object") => out.push("an object"),
+        _ => {}
+    }
+}
+
+fn type_matches(schema: &Value, value: &Value) -> bool {
+    if let Some(options) = schema.get("anyOf").and_then(Value::as_array) {
+        return options.iter().any(|o| type_matches(o, value));
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        None => true,
+        Some("boolean") => value.is_boolean(),
+        Some("integer") => {
             value.as_i64().is_some() || value.as_u64().is_some() || integral(value).is_some()
         }
-        Kind::Number { .. } => value.is_number(),
-        Kind::String { .. } => value.is_string(),
-        Kind::Array(_) => value.is_array(),
-        Kind::Object { .. } => value.is_object(),
-        Kind::OneOf(options) => options.iter().any(|o| type_matches(o, value)),
+        Some("number") => value.is_number(),
+        Some("string") => value.is_string(),
+        Some("array") => value.is_array(),
+        Some(_) => value.is_object(),
     }
 }
 

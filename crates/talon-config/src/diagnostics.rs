@@ -22,8 +22,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::gateway::invalid;
 use crate::{Config, Result};
 
@@ -52,32 +50,14 @@ pub struct OtelSettings {
 impl Config {
     /// The `diagnostics.otel` section.
     pub fn otel(&self) -> Result<OtelSettings> {
-        let flag = |key: &str| match self.get(key) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(invalid(key, "expected true or false")),
-        };
-        let text = |key: &str| match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_owned())),
-            Some(_) => Err(invalid(key, "expected a non-empty string")),
-        };
-        let enabled = match (
-            flag("diagnostics.enabled")?,
-            flag("diagnostics.otel.enabled")?,
-        ) {
+        let diagnostics = &self.document()?.diagnostics;
+        let otel = &diagnostics.otel;
+        let enabled = match (diagnostics.enabled, otel.enabled) {
             (Some(false), _) => Some(false),
             (_, otel) => otel,
         };
-        if let Some(protocol) = text("diagnostics.otel.protocol")?
-            && protocol != OTLP_PROTOCOL
-        {
-            return Err(invalid(
-                "diagnostics.otel.protocol",
-                &format!("Talon exports OTLP as {OTLP_PROTOCOL:?}, not {protocol:?}"),
-            ));
-        }
-        let endpoint = text("diagnostics.otel.endpoint")?;
+        let text = |s: &Option<String>| s.as_ref().map(|s| s.trim().to_owned());
+        let endpoint = text(&otel.endpoint);
         if let Some(url) = &endpoint
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
@@ -86,46 +66,13 @@ impl Config {
                 "expected an http:// or https:// URL (the collector's OTLP/HTTP port, 4318)",
             ));
         }
-        let mut headers = BTreeMap::new();
-        match self.get("diagnostics.otel.headers") {
-            None => {}
-            Some(Value::Object(map)) => {
-                for (name, value) in map {
-                    let Value::String(value) = value else {
-                        return Err(invalid(
-                            &format!("diagnostics.otel.headers.{name}"),
-                            "expected a string",
-                        ));
-                    };
-                    headers.insert(name.clone(), value.clone());
-                }
-            }
-            Some(_) => {
-                return Err(invalid(
-                    "diagnostics.otel.headers",
-                    "expected an object of header names to values",
-                ));
-            }
-        }
-        let sample_rate = match self.get("diagnostics.otel.sampleRate") {
-            None => None,
-            Some(v) => match v.as_f64() {
-                Some(rate) if (0.0..=1.0).contains(&rate) => Some(rate),
-                _ => {
-                    return Err(invalid(
-                        "diagnostics.otel.sampleRate",
-                        "expected a number from 0 to 1",
-                    ));
-                }
-            },
-        };
         Ok(OtelSettings {
             enabled,
             endpoint,
-            service_name: text("diagnostics.otel.serviceName")?,
-            headers,
-            traces: flag("diagnostics.otel.traces")?,
-            sample_rate,
+            service_name: text(&otel.service_name),
+            headers: otel.headers.clone(),
+            traces: otel.traces,
+            sample_rate: otel.sample_rate,
         })
     }
 }

@@ -33,12 +33,12 @@
 //! bytes its streams may hold unsent, and how long a stream may wait for
 //! room before it ends); `bodyReadTimeoutMs` and
 //! `minBodyBytesPerSecond` (how long a request body may take to arrive). `gateway.security` and
-//! `gateway.environments` are read by [`crate::security`].
+//! `gateway.environments` are read by [`crate::security`]. The keys, their
+//! bounds and docs are declared once in [`crate::model::GatewaySection`].
 
 use std::time::Duration;
 
-use serde_json::Value;
-
+pub use crate::model::OpenAiApproval;
 use crate::{Config, ConfigError, Result};
 
 /// The `gateway` section, as given.
@@ -122,110 +122,45 @@ pub struct OpenAiSettings {
     pub approval_wait: Option<Duration>,
 }
 
-/// What an OpenAI-compatible call that needs an approval does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpenAiApproval {
-    /// Waits for an answer from the SDK or the dashboard, up to
-    /// `approvalWaitMs`; then the call is denied.
-    Wait,
-    /// Denied at once.
-    Deny,
-}
-
 impl Config {
-    /// The `gateway` section.
+    /// The `gateway` section (its bounds are the declaration's,
+    /// [`crate::model::Limits`], enforced when the config was read).
     pub fn gateway(&self) -> Result<GatewaySettings> {
-        let count = |key: &str, max: u64| self.whole(key, max);
-        let ms = |key: &str| {
-            self.whole(key, 86_400_000)
-                .map(|v| v.map(Duration::from_millis))
-        };
-        let calls_per_second = match self.get("gateway.limits.callsPerSecond") {
-            None => None,
-            Some(v) => match v.as_f64() {
-                Some(rate) if rate > 0.0 && rate <= 1e9 => Some(rate),
-                _ => {
-                    return Err(invalid(
-                        "gateway.limits.callsPerSecond",
-                        "expected a number above 0 (at most 1e9)",
-                    ));
-                }
-            },
-        };
+        let gateway = &self.document()?.gateway;
+        let (limits, runs) = (&gateway.limits, &gateway.runs);
+        let ms = |v: Option<u64>| v.map(Duration::from_millis);
         Ok(GatewaySettings {
-            calls_per_second,
-            burst: count("gateway.limits.burst", u64::from(u32::MAX))?.map(narrow),
-            max_streams: count("gateway.limits.maxStreams", 1 << 20)?.map(size),
-            max_streams_per_token: count("gateway.limits.maxStreamsPerToken", 1 << 20)?.map(size),
-            max_streams_per_subject: count("gateway.limits.maxStreamsPerSubject", 1 << 20)?
-                .map(size),
-            max_requests_per_token: count("gateway.limits.maxRequestsPerToken", 1 << 20)?.map(size),
-            max_requests_per_subject: count("gateway.limits.maxRequestsPerSubject", 1 << 20)?
-                .map(size),
-            stream_bytes_per_token: count("gateway.limits.streamBytesPerToken", 1 << 40)?,
-            slow_reader_timeout: ms("gateway.limits.slowReaderTimeoutMs")?,
-            body_read_timeout: ms("gateway.limits.bodyReadTimeoutMs")?,
-            min_body_bytes_per_second: count("gateway.limits.minBodyBytesPerSecond", 1 << 40)?,
-            max_body_bytes: count("gateway.limits.maxBodyBytes", 1 << 30)?.map(size),
-            max_connections: count("gateway.limits.maxConnections", 1 << 20)?.map(size),
-            header_read_timeout: ms("gateway.limits.headerReadTimeoutMs")?,
-            stalled_write_timeout: ms("gateway.limits.stalledWriteTimeoutMs")?,
-            ws_ping_interval: ms("gateway.limits.wsPingIntervalMs")?,
-            sse_heartbeat_interval: ms("gateway.limits.sseHeartbeatIntervalMs")?,
-            max_concurrent_runs: count("gateway.runs.maxConcurrent", 1 << 16)?.map(size),
-            max_queued_runs: count("gateway.runs.maxQueued", u64::from(u32::MAX))?.map(narrow),
-            drain_grace: ms("gateway.runs.drainGraceMs")?,
-            input_bytes_per_second: count("gateway.limits.inputBytesPerSecond", 1 << 40)?,
-            input_burst_bytes: count("gateway.limits.inputBurstBytes", 1 << 40)?,
-            max_stored_bytes: count("gateway.limits.maxStoredBytes", 1 << 50)?,
-            max_stored_bytes_per_subject: count(
-                "gateway.limits.maxStoredBytesPerSubject",
-                1 << 50,
-            )?,
-            max_stored_bytes_per_token: count("gateway.limits.maxStoredBytesPerToken", 1 << 50)?,
-            openai: self.openai_settings()?,
-        })
-    }
-
-    fn openai_settings(&self) -> Result<OpenAiSettings> {
-        let enabled = match self.get("gateway.openai.enabled") {
-            None => None,
-            Some(Value::Bool(on)) => Some(*on),
-            Some(_) => return Err(invalid("gateway.openai.enabled", "expected true or false")),
-        };
-        let on_approval = match self.get("gateway.openai.onApproval") {
-            None => None,
-            Some(Value::String(s)) if s == "wait" => Some(OpenAiApproval::Wait),
-            Some(Value::String(s)) if s == "deny" => Some(OpenAiApproval::Deny),
-            Some(_) => {
-                return Err(invalid(
-                    "gateway.openai.onApproval",
-                    "expected \"wait\" or \"deny\"",
-                ));
-            }
-        };
-        Ok(OpenAiSettings {
-            enabled,
-            on_approval,
-            approval_wait: self
-                .whole("gateway.openai.approvalWaitMs", 86_400_000)?
-                .map(Duration::from_millis),
-        })
-    }
-
-    /// A whole number above 0, at most `max`, if given.
-    pub(crate) fn whole(&self, key: &str, max: u64) -> Result<Option<u64>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) => match n.as_u64() {
-                Some(v) if v > 0 && v <= max => Ok(Some(v)),
-                _ => Err(invalid(
-                    key,
-                    &format!("expected a whole number above 0 (at most {max})"),
-                )),
+            calls_per_second: limits.calls_per_second,
+            burst: limits.burst,
+            max_streams: limits.max_streams.map(size),
+            max_streams_per_token: limits.max_streams_per_token.map(size),
+            max_streams_per_subject: limits.max_streams_per_subject.map(size),
+            max_requests_per_token: limits.max_requests_per_token.map(size),
+            max_requests_per_subject: limits.max_requests_per_subject.map(size),
+            stream_bytes_per_token: limits.stream_bytes_per_token,
+            slow_reader_timeout: ms(limits.slow_reader_timeout_ms),
+            body_read_timeout: ms(limits.body_read_timeout_ms),
+            min_body_bytes_per_second: limits.min_body_bytes_per_second,
+            max_body_bytes: limits.max_body_bytes.map(size),
+            max_connections: limits.max_connections.map(size),
+            header_read_timeout: ms(limits.header_read_timeout_ms),
+            stalled_write_timeout: ms(limits.stalled_write_timeout_ms),
+            ws_ping_interval: ms(limits.ws_ping_interval_ms),
+            sse_heartbeat_interval: ms(limits.sse_heartbeat_interval_ms),
+            max_concurrent_runs: runs.max_concurrent.map(size),
+            max_queued_runs: runs.max_queued,
+            drain_grace: ms(runs.drain_grace_ms),
+            input_bytes_per_second: limits.input_bytes_per_second,
+            input_burst_bytes: limits.input_burst_bytes,
+            max_stored_bytes: limits.max_stored_bytes,
+            max_stored_bytes_per_subject: limits.max_stored_bytes_per_subject,
+            max_stored_bytes_per_token: limits.max_stored_bytes_per_token,
+            openai: OpenAiSettings {
+                enabled: gateway.openai.enabled,
+                on_approval: gateway.openai.on_approval,
+                approval_wait: ms(gateway.openai.approval_wait_ms),
             },
-            Some(_) => Err(invalid(key, "expected a whole number")),
-        }
+        })
     }
 }
 
@@ -234,11 +169,6 @@ pub(crate) fn invalid(key: &str, message: &str) -> ConfigError {
         key: key.to_owned(),
         message: message.to_owned(),
     }
-}
-
-/// A count already bounded to `u32`.
-fn narrow(v: u64) -> u32 {
-    u32::try_from(v).unwrap_or(u32::MAX)
 }
 
 /// A count already bounded to fit `usize`.

@@ -5,46 +5,54 @@
 //! named explicitly must exist. The state directory (the store, suspended
 //! cells, artifacts, environments) is `$TALON_STATE_DIR`, else `~/.talon/`.
 //!
-//! This crate finds, reads (its own JSON5 parser, [`json5`], which keeps
-//! where every value starts) and navigates the document, and checks the
-//! whole of it against one tree of every key Talon reads ([`check`],
-//! [`schema`]; the same tree is the published JSON Schema). Each feature
-//! crate still interprets its own section (`tools.codeMode` in
-//! `talon-codemode`, `tools.toolSearch` in `talon-toolsearch`, ...), so
-//! config errors name the field they are about.
+//! The document is declared once, in [`model`]: serde types per section
+//! (`model::Document` and below) whose doc comments, `schemars` bounds and
+//! OpenClaw keys (accepted, not read) give the committed JSON Schema, the
+//! whole-file check and the bounds enforced at load. A load
+//! ([`Config::parse`]) reads the file once into those types
+//! ([`Config::document`]); every consumer reads typed sections from it
+//! (an agent's override of a `tools.*` setting by [`model::Document::tool`]),
+//! never a dotted key.
 //!
 //! # Parts
 //!
-//! - Navigation: `Config::get("tools.codeMode")`, `agent(id)`, `tools_section(key, agent)` (a
-//!   global section and the agent's override). Files are read through `talon-fs` (at most
-//!   `MAX_CONFIG_BYTES`, 16 MiB).
-//! - The sections typed here because their readers read no config: `Config::store` (`store.url`,
-//!   `store.retention.*`, with `$TALON_DATABASE_URL` taking precedence) as `StoreSettings`;
-//!   `Config::gateway` (`gateway.rs`: `gateway.limits.*` and `gateway.runs.*`) as
-//!   `GatewaySettings`, every key optional, which `talon gateway` lays over the gateway's defaults
-//!   (OpenClaw's other `gateway` keys are not read); and `security.rs`: `gateway.security` and
-//!   `gateway.environments` (allowed hosts and origins, ticket lifetime, workspace sources,
-//!   secrets), all absent by default.
+//! - `model/`: the declaration (`agents.rs`: models.providers, agents;
+//!   `sandbox.rs`: an agent's sandbox; `tools.rs`: tools, Code Mode, Tool Search, approvals, MCP
+//!   servers; `infra.rs`: store, gateway, diagnostics) and
+//!   [`model::json_schema`], derived from it: the committed
+//!   `schema/talon.config.schema.json` (drift-checked by a test; regenerate
+//!   with `UPDATE_SCHEMA=1 cargo nextest run -p talon-config`).
+//! - `check`: walks the derived schema over the document (unknown keys with
+//!   a did-you-mean, OpenClaw's keys as notes, wrong types and values out of
+//!   bounds, each with its line and column), reads the document into its
+//!   types (`serde_path_to_error` names the key of anything else), then
+//!   cross-references the typed sections (`references.rs`: ids, model
+//!   references, variables). `Config::check_at_start` runs it for `talon
+//!   gateway`, `exec` and `agent`, and `talon config check` prints it.
+//! - Settings derived from typed sections for readers that want durations
+//!   and defaults laid over: `Config::store` (`StoreSettings`, with
+//!   `$TALON_DATABASE_URL` first), `Config::gateway` (`gateway.rs`),
+//!   `Config::security` and `Config::environments` (`security.rs`: also the
+//!   checks no schema says, host names, origins, absolute paths, secret
+//!   names), `Config::otel` (`diagnostics.rs`).
 //! - `json5`: the crate's own JSON5 parser (no parser dependency), which keeps where each value
 //!   starts (`Spans`, by JSON Pointer), or for an edit the byte ranges of every key, value and
 //!   comma (`json5::Layout`), and names the line and column of an error
 //!   (`Json5Error::{TooDeep, Syntax}`; also used for mock scripts); it refuses nesting past 128
-//!   levels at the opening bracket, so no file can overflow a stack.
-//! - `keys/` and `schema`: one tree of every key Talon reads drives both the whole-file check
-//!   (`check`: unknown keys with a did-you-mean, wrong types and values, cross-references;
-//!   `Config::check_at_start`, run by `talon gateway`, `exec` and `agent`, and `talon config
-//!     check`) and the committed JSON Schema (`schema/talon.config.schema.json`, drift-checked by a
-//!   test).
-//!
+//!   levels at the opening bracket, so no file can overflow a stack. Files are read through
+//!   `talon-fs` (at most `MAX_CONFIG_BYTES`, 16 MiB).
 //! - `edit/`: `talon config get|set|unset PATH [VALUE]`, one value read or edited in place (the
 //!   bytes of that value alone replaced, using the parser's `json5::Layout`), written atomically
 //!   and only when the edited file passes the same check (`edit::edit_file`).
 //!
-//! A key added to a feature crate's section is added to the tree in the same change
-//! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests start the gateway with
-//! it).
+//! A key is added in one place, its section's type in `model/`
+//! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests
+//! start the gateway with it). Sections read by crates below this one's
+//! layer (`talon_jail::Policy` for the sandbox, `talon_provider` for
+//! `models.providers`) are handed over as the typed section's JSON.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 use talon_fs::{FsError, Symlinks};
@@ -54,8 +62,8 @@ mod diagnostics;
 pub mod edit;
 mod gateway;
 pub mod json5;
-mod keys;
-pub mod schema;
+pub mod model;
+mod references;
 mod security;
 
 pub use diagnostics::{OTLP_PROTOCOL, OtelSettings};
@@ -63,27 +71,7 @@ pub use gateway::{GatewaySettings, OpenAiApproval, OpenAiSettings};
 pub use json5::Spans;
 pub use security::{EnvironmentSettings, ForgeSettings, SecretRef, SecuritySettings};
 
-/// The config's JSON Schema (draft 2020-12), as committed at
-/// `crates/talon-config/schema/talon.config.schema.json` for editors
-/// (and printed by `talon config schema`).
-pub fn json_schema() -> Value {
-    let mut schema = keys::schema().json_schema();
-    if let Some(map) = schema.as_object_mut() {
-        let mut head = serde_json::Map::new();
-        head.insert(
-            "$schema".into(),
-            "https://json-schema.org/draft/2020-12/schema".into(),
-        );
-        head.insert(
-            "$id".into(),
-            "https://talon.dev/schemas/talon.config.schema.json".into(),
-        );
-        head.insert("title".into(), "Talon config".into());
-        head.extend(std::mem::take(map));
-        *map = head;
-    }
-    schema
-}
+pub use model::json_schema;
 
 /// The deepest nesting accepted, the same as `serde_json`'s own limit.
 pub const MAX_NESTING: usize = 128;
@@ -243,15 +231,24 @@ pub struct StoreSettings {
 /// The largest config file read (a config is small; this bounds a mistake).
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
-/// A loaded config document.
+/// A loaded config document: the JSON5 text read once into its types
+/// ([`model::Document`]), with what the declaration's check found.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The file it came from (`None`: no file, the empty config).
     pub path: Option<PathBuf>,
-    /// The document.
+    /// The document as written (for `talon config get` and edits).
     pub raw: Value,
     /// Where each value starts in the file, for diagnostics.
     pub spans: Spans,
+    /// The document in its types; when the check refused values, what
+    /// is left once they are taken out (see `valid`).
+    document: Arc<model::Document>,
+    /// Whether the whole document was read (no value refused).
+    valid: bool,
+    /// What the declaration's check found (the cross-references are
+    /// added by [`check::check`]).
+    structural: Arc<[check::Diagnostic]>,
 }
 
 impl PartialEq for Config {
@@ -266,6 +263,9 @@ impl Default for Config {
             path: None,
             raw: Value::Object(Default::default()),
             spans: Spans::default(),
+            document: Arc::default(),
+            valid: true,
+            structural: Arc::new([]),
         }
     }
 }
@@ -345,17 +345,37 @@ impl Config {
                 message: "the top level must be an object".into(),
             });
         }
-        Ok(Self { path, raw, spans })
+        let (structural, whole, rest) = check::structural(&raw, &spans);
+        Ok(Self {
+            path,
+            raw,
+            spans,
+            valid: whole.is_some(),
+            document: Arc::new(whole.unwrap_or(rest)),
+            structural: structural.into(),
+        })
     }
 
-    /// The value at a dotted path (`tools.codeMode`), if present and not
-    /// `null`.
-    pub fn get(&self, dotted: &str) -> Option<&Value> {
-        let mut value = &self.raw;
-        for key in dotted.split('.') {
-            value = value.get(key)?;
+    /// The document in its types, read once when the config was loaded;
+    /// refused when the check found a value of the wrong type or out of
+    /// bounds (the first one, by its key).
+    pub fn document(&self) -> Result<&model::Document> {
+        if self.valid {
+            return Ok(&self.document);
         }
-        (!value.is_null()).then_some(value)
+        let first = self
+            .structural
+            .iter()
+            .find(|d| d.severity == check::Severity::Error);
+        Err(ConfigError::Invalid {
+            key: first.map_or_else(String::new, |d| d.key.clone()),
+            message: first.map_or_else(String::new, |d| d.message.clone()),
+        })
+    }
+
+    /// The document shared, for a holder that outlives this `Config`.
+    pub fn shared(&self) -> Result<Arc<model::Document>> {
+        self.document().map(|_| Arc::clone(&self.document))
     }
 
     /// The whole-file check ([`check::check`]) as every command runs it
@@ -407,75 +427,16 @@ impl Config {
     }
 
     fn store_with(&self, env_url: Option<String>) -> Result<StoreSettings> {
-        let invalid = |key: &str, message: &str| ConfigError::Invalid {
-            key: key.to_owned(),
-            message: message.to_owned(),
-        };
+        let store = &self.document()?.store;
         let from_env = env_url.filter(|u| !u.trim().is_empty());
-        let url = match (from_env, self.get("store.url")) {
-            (Some(url), _) => Some(url),
-            (None, None) => None,
-            (None, Some(Value::String(url))) if !url.trim().is_empty() => Some(url.clone()),
-            (None, Some(_)) => return Err(invalid("store.url", "expected a non-empty string")),
-        };
-        let max_event_age = self.days("store.retention.maxAgeDays")?;
-        let max_artifact_age = self.days("store.retention.artifactMaxAgeDays")?;
-        let max_events = match self.get("store.retention.maxEvents") {
-            None => None,
-            Some(v) => match v.as_u64() {
-                Some(n) if n > 0 => Some(n),
-                _ => {
-                    return Err(invalid(
-                        "store.retention.maxEvents",
-                        "expected a whole number above 0",
-                    ));
-                }
-            },
-        };
+        let days =
+            |days: Option<f64>| days.map(|d| std::time::Duration::from_secs_f64(d * 86_400.0));
         Ok(StoreSettings {
-            url,
-            max_event_age,
-            max_events,
-            max_artifact_age,
+            url: from_env.or_else(|| store.url.clone()),
+            max_event_age: days(store.retention.max_age_days),
+            max_events: store.retention.max_events,
+            max_artifact_age: days(store.retention.artifact_max_age_days),
         })
-    }
-
-    /// A number of days at `key` (above 0, at most 36,500) as a duration;
-    /// `None` when absent.
-    fn days(&self, key: &str) -> Result<Option<std::time::Duration>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => match v.as_f64() {
-                Some(days) if days > 0.0 && days <= 36_500.0 => {
-                    Ok(Some(std::time::Duration::from_secs_f64(days * 86_400.0)))
-                }
-                _ => Err(ConfigError::Invalid {
-                    key: key.to_owned(),
-                    message: "expected a number of days above 0 (at most 36500)".to_owned(),
-                }),
-            },
-        }
-    }
-
-    /// An agent's own entry: `agents.list[]` with this `id`.
-    pub fn agent(&self, id: &str) -> Option<&Value> {
-        self.get("agents.list")?
-            .as_array()?
-            .iter()
-            .find(|a| a.get("id").and_then(Value::as_str) == Some(id))
-    }
-
-    /// A `tools.*` section: the global value and the agent's override
-    /// (`agents.list[id].tools.<key>`, else `agents.defaults.tools.<key>`).
-    pub fn tools_section(&self, key: &str, agent_id: &str) -> (Option<&Value>, Option<&Value>) {
-        let global = self.get(&format!("tools.{key}"));
-        let agent = self
-            .agent(agent_id)
-            .and_then(|a| a.get("tools"))
-            .and_then(|t| t.get(key))
-            .filter(|v| !v.is_null())
-            .or_else(|| self.get(&format!("agents.defaults.tools.{key}")));
-        (global, agent)
     }
 }
 

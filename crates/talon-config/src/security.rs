@@ -25,8 +25,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::gateway::invalid;
 use crate::{Config, Result};
 
@@ -96,7 +94,8 @@ fn inside(file: &std::path::Path, tree: &std::path::Path) -> bool {
 impl Config {
     /// The `gateway.security` section.
     pub fn security(&self) -> Result<SecuritySettings> {
-        let hosts = self.strings("gateway.security.allowedHosts")?;
+        let security = &self.document()?.gateway.security;
+        let hosts = texts(&security.allowed_hosts);
         for host in &hosts {
             let name = host.strip_prefix("*.").unwrap_or(host);
             let valid = !name.is_empty()
@@ -113,7 +112,7 @@ impl Config {
                 ));
             }
         }
-        let origins = self.strings("gateway.security.allowedOrigins")?;
+        let origins = texts(&security.allowed_origins);
         for origin in &origins {
             let valid = origin
                 .split_once("://")
@@ -133,9 +132,7 @@ impl Config {
         Ok(SecuritySettings {
             allowed_hosts: hosts,
             allowed_origins: origins,
-            stream_ticket_ttl: self
-                .whole("gateway.security.streamTicketTtlMs", 3_600_000)?
-                .map(Duration::from_millis),
+            stream_ticket_ttl: security.stream_ticket_ttl_ms.map(Duration::from_millis),
         })
     }
 
@@ -149,21 +146,20 @@ impl Config {
                 Err(invalid(key, &format!("{text:?} is not an absolute path")))
             }
         };
+        let environments = &self.document()?.gateway.environments;
         let mut settings = EnvironmentSettings::default();
-        for root in self.strings("gateway.environments.sourceRoots")? {
+        for root in texts(&environments.source_roots) {
             settings
                 .source_roots
                 .push(absolute("gateway.environments.sourceRoots", &root)?);
         }
         let key = "gateway.environments.repositories";
-        for (name, path) in self.object(key)? {
+        for (name, path) in &environments.repositories {
             let valid = (1..=64).contains(&name.len())
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
-            let path = path.as_str().ok_or_else(|| {
-                invalid(&format!("{key}.{name}"), "expected the repository's path")
-            })?;
+            let path = path.0.as_str();
             if !valid {
                 return Err(invalid(
                     key,
@@ -175,7 +171,7 @@ impl Config {
                 .insert(name.clone(), absolute(&format!("{key}.{name}"), path)?);
         }
         let key = "gateway.environments.secrets";
-        for (name, source) in self.object(key)? {
+        for (name, source) in &environments.secrets {
             let variable = |s: &str| {
                 !s.is_empty()
                     && s.len() <= 128
@@ -189,13 +185,9 @@ impl Config {
                     &format!("{name:?}: a secret's name is a shell variable name"),
                 ));
             }
-            let source = match (
-                source.get("env").and_then(Value::as_str),
-                source.get("file").and_then(Value::as_str),
-                source.as_object().map(|o| o.len()),
-            ) {
-                (Some(var), None, Some(1)) if variable(var) => SecretRef::Env(var.to_owned()),
-                (None, Some(file), Some(1)) => SecretRef::File(absolute(&at, file)?),
+            let source = match (source.env.as_deref(), source.file.as_deref()) {
+                (Some(var), None) if variable(var) => SecretRef::Env(var.to_owned()),
+                (None, Some(file)) => SecretRef::File(absolute(&at, file)?),
                 _ => {
                     return Err(invalid(
                         &at,
@@ -229,14 +221,16 @@ impl Config {
             }
         }
         let key = "gateway.environments.forges";
-        for (name, forge) in self.object(key)? {
+        for (name, forge) in &environments.forges {
             let at = format!("{key}.{name}");
             let text = |field: &str| {
-                forge
-                    .get(field)
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .ok_or_else(|| invalid(&format!("{at}.{field}"), "expected a string"))
+                match field {
+                    "api" => forge.api.clone(),
+                    "remote" => forge.remote.clone(),
+                    "repository" => forge.repository.clone(),
+                    _ => forge.token.clone(),
+                }
+                .ok_or_else(|| invalid(&format!("{at}.{field}"), "expected a string"))
             };
             let http = |field: &str| {
                 let url = text(field)?;
@@ -278,31 +272,11 @@ impl Config {
         }
         Ok(settings)
     }
+}
 
-    /// A list of strings at `key` (empty when absent).
-    fn strings(&self, key: &str) -> Result<Vec<String>> {
-        match self.get(key) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(items)) if items.len() <= 1024 => items
-                .iter()
-                .map(|item| {
-                    item.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| invalid(key, "expected a list of strings"))
-                })
-                .collect(),
-            Some(_) => Err(invalid(key, "expected a list of strings (at most 1024)")),
-        }
-    }
-
-    /// An object at `key` (empty when absent).
-    fn object(&self, key: &str) -> Result<Vec<(&String, &Value)>> {
-        match self.get(key) {
-            None => Ok(Vec::new()),
-            Some(Value::Object(map)) => Ok(map.iter().collect()),
-            Some(_) => Err(invalid(key, "expected an object")),
-        }
-    }
+/// The strings of a list.
+fn texts(items: &[crate::model::NonEmpty]) -> Vec<String> {
+    items.iter().map(|item| item.0.clone()).collect()
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! locator and loading.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
-use serde_json::json;
 
 use super::*;
+use crate::model::{CodeModeSection, CodeModeSetting};
 
 #[test]
 fn the_store_section_and_the_database_url() {
@@ -67,22 +67,28 @@ fn json5_with_comments_trailing_commas_and_agent_overrides() {
         None,
     )
     .unwrap();
+    let document = config.document().unwrap();
+    let section = |enabled, timeout_ms, max_pending_tool_calls| {
+        CodeModeSetting::Settings(CodeModeSection {
+            enabled,
+            timeout_ms,
+            max_pending_tool_calls,
+            ..CodeModeSection::default()
+        })
+    };
+    let code_mode = |agent| document.tool(agent, |t| t.code_mode.as_ref());
     assert_eq!(
-        config.get("tools.codeMode"),
-        Some(&json!({"enabled": true, "timeoutMs": 5000}))
-    );
-    assert_eq!(
-        config.tools_section("codeMode", "ops"),
+        code_mode("ops"),
         (
-            Some(&json!({"enabled": true, "timeoutMs": 5000})),
-            Some(&json!({"timeoutMs": 100}))
+            Some(&section(Some(true), Some(5000), None)),
+            Some(&section(None, Some(100), None))
         )
     );
+    assert_eq!(code_mode("main").1, Some(&section(None, None, Some(4))));
     assert_eq!(
-        config.tools_section("codeMode", "main").1,
-        Some(&json!({"maxPendingToolCalls": 4}))
+        document.tool("ops", |t| t.tool_search.as_ref()),
+        (None, None)
     );
-    assert_eq!(config.get("tools.toolSearch"), None);
 }
 
 #[test]
@@ -107,8 +113,14 @@ fn bad_files_are_clear_errors() {
     let good = dir.path().join("good.json5");
     std::fs::write(&good, "{tools: {codeMode: true}}").unwrap();
     assert_eq!(
-        Config::read(&good).unwrap().get("tools.codeMode"),
-        Some(&json!(true))
+        Config::read(&good)
+            .unwrap()
+            .document()
+            .unwrap()
+            .tools
+            .settings
+            .code_mode,
+        Some(CodeModeSetting::Switch(true))
     );
 }
 

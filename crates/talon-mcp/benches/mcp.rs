@@ -23,7 +23,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
-use talon_mcp::{McpManager, parse_servers};
+use talon_mcp::{McpManager, servers_from_json};
 use talon_tools::{
     Caller, CatalogBuilder, NoUpdates, RunContext, RunScope, ToolCall, ToolPolicy, ToolRunner,
 };
@@ -63,7 +63,7 @@ async fn compare(
 ) {
     const WARMUP: usize = 1000;
     const N: usize = 3000;
-    let manager = McpManager::from_env(parse_servers(Some(&servers)).unwrap());
+    let manager = McpManager::from_env(servers_from_json(&servers).unwrap());
     let run = manager.for_run().await;
     assert!(run.failed.is_empty(), "{:?}", run.failed);
     let scope = RunScope::default();
@@ -158,7 +158,7 @@ fn main() {
         // Cold connect: spawn + initialize (stdio), initialize (HTTP).
         let mut cold = Vec::new();
         for _ in 0..10 {
-            let manager = McpManager::from_env(parse_servers(Some(&stdio)).unwrap());
+            let manager = McpManager::from_env(servers_from_json(&stdio).unwrap());
             let started = Instant::now();
             manager.connect("everything").await.unwrap();
             cold.push(started.elapsed());
@@ -172,7 +172,7 @@ fn main() {
         let http = json!({"everything": {"url": url}});
         let mut cold = Vec::new();
         for _ in 0..10 {
-            let manager = McpManager::from_env(parse_servers(Some(&http)).unwrap());
+            let manager = McpManager::from_env(servers_from_json(&http).unwrap());
             let started = Instant::now();
             manager.connect("everything").await.unwrap();
             cold.push(started.elapsed());

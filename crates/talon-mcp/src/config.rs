@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
+use talon_config::model::{EnvRef, McpServer, SecretValue};
 
 use crate::error::{McpError, Result};
 
@@ -56,9 +57,10 @@ impl std::fmt::Debug for Secret {
 }
 
 impl SecretSource {
-    fn parse(value: &Value, field: &str) -> Result<Self> {
+    /// A value as the config declares it ([`SecretValue`]).
+    fn from_config(value: &SecretValue, field: &str) -> Result<Self> {
         match value {
-            Value::String(text) => {
+            SecretValue::Text(text) => {
                 if let Some(name) = text
                     .strip_prefix("${")
                     .and_then(|t| t.strip_suffix('}'))
@@ -71,16 +73,10 @@ impl SecretSource {
                     Ok(Self::Literal(text.clone()))
                 }
             }
-            Value::Number(n) => Ok(Self::Literal(n.to_string())),
-            Value::Bool(b) => Ok(Self::Literal(b.to_string())),
-            Value::Object(map) => match map.get("env").and_then(Value::as_str) {
-                Some(name) if is_env_name(name) && map.len() == 1 => Ok(Self::Env(name.to_owned())),
-                _ => Err(McpError::config(
-                    field,
-                    "expected a string or {env: \"NAME\"}",
-                )),
-            },
-            _ => Err(McpError::config(
+            SecretValue::Number(n) => Ok(Self::Literal(n.to_string())),
+            SecretValue::Flag(b) => Ok(Self::Literal(b.to_string())),
+            SecretValue::Env(EnvRef { env }) if is_env_name(env) => Ok(Self::Env(env.clone())),
+            SecretValue::Env(_) => Err(McpError::config(
                 field,
                 "expected a string or {env: \"NAME\"}",
             )),
@@ -173,24 +169,31 @@ pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `requestTimeoutMs`.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Reads `mcp.servers` (absent: no servers). Unknown keys in a server are
-/// ignored with a warning, as OpenClaw configs carry keys Talon does not use.
-pub fn parse_servers(servers: Option<&Value>) -> Result<Vec<ServerConfig>> {
-    let Some(servers) = servers.filter(|v| !v.is_null()) else {
-        return Ok(Vec::new());
-    };
-    let Some(map) = servers.as_object() else {
-        return Err(McpError::config(
-            "mcp.servers",
-            "expected an object of servers by name",
-        ));
-    };
-    map.iter()
-        .map(|(name, value)| parse_server(name, value))
+/// Reads `mcp.servers` as the config declares it
+/// ([`talon_config::model::McpServer`]: types and bounds checked when the
+/// config was loaded), adding what one server's keys cannot say alone
+/// (names, `command` or `url`, the URL's scheme).
+pub fn parse_servers(servers: &BTreeMap<String, McpServer>) -> Result<Vec<ServerConfig>> {
+    servers
+        .iter()
+        .map(|(name, server)| parse_server(name, server))
         .collect()
 }
 
-fn parse_server(name: &str, value: &Value) -> Result<ServerConfig> {
+/// `mcp.servers` given as JSON (tests, benchmarks, embedders): read
+/// through the config's declaration, as a config file's would be.
+pub fn servers_from_json(servers: &Value) -> Result<Vec<ServerConfig>> {
+    let text = serde_json::json!({ "mcp": { "servers": servers } }).to_string();
+    let config = talon_config::Config::parse(&text, None)
+        .map_err(|e| McpError::config("mcp.servers", e.to_string()))?;
+    let document = config.document().map_err(|e| match e {
+        talon_config::ConfigError::Invalid { key, message } => McpError::config(&key, message),
+        other => McpError::config("mcp.servers", other.to_string()),
+    })?;
+    parse_servers(&document.mcp.servers)
+}
+
+fn parse_server(name: &str, server: &McpServer) -> Result<ServerConfig> {
     let root = format!("mcp.servers.{name}");
     if name.is_empty()
         || name.len() > 128
@@ -204,69 +207,16 @@ fn parse_server(name: &str, value: &Value) -> Result<ServerConfig> {
             "server names are 1 to 128 characters without ':', '/', spaces or control characters",
         ));
     }
-    let Some(object) = value.as_object() else {
-        return Err(McpError::config(&root, "expected an object"));
-    };
     let field = |key: &str| format!("{root}.{key}");
-    let text = |key: &str| -> Result<Option<String>> {
-        match object.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(McpError::config(&field(key), "expected a string")),
-        }
+    let secrets = |key: &str, map: &BTreeMap<String, SecretValue>| {
+        map.iter()
+            .map(|(k, v)| {
+                let source = SecretSource::from_config(v, &format!("{}.{k}", field(key)))?;
+                Ok((k.clone(), source))
+            })
+            .collect::<Result<BTreeMap<_, _>>>()
     };
-    let boolean = |key: &str, default: bool| -> Result<bool> {
-        match object.get(key) {
-            None | Some(Value::Null) => Ok(default),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(McpError::config(&field(key), "expected true or false")),
-        }
-    };
-    let millis = |key: &str, default: Duration| -> Result<Duration> {
-        match object.get(key) {
-            None | Some(Value::Null) => Ok(default),
-            Some(v) => match v.as_u64() {
-                Some(ms) if (1..=3_600_000).contains(&ms) => Ok(Duration::from_millis(ms)),
-                _ => Err(McpError::config(
-                    &field(key),
-                    "expected milliseconds from 1 to 3600000",
-                )),
-            },
-        }
-    };
-    let secrets = |key: &str| -> Result<BTreeMap<String, SecretSource>> {
-        match object.get(key) {
-            None | Some(Value::Null) => Ok(BTreeMap::new()),
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| {
-                    Ok((
-                        k.clone(),
-                        SecretSource::parse(v, &format!("{}.{k}", field(key)))?,
-                    ))
-                })
-                .collect(),
-            Some(_) => Err(McpError::config(&field(key), "expected an object")),
-        }
-    };
-    const KNOWN: &[&str] = &[
-        "command",
-        "args",
-        "env",
-        "cwd",
-        "url",
-        "headers",
-        "enabled",
-        "connectionTimeoutMs",
-        "requestTimeoutMs",
-        "connectOnStart",
-        "transport",
-        "type",
-    ];
-    for key in object.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
-        tracing::warn!(field = %field(key), "unknown MCP server setting ignored");
-    }
-    let transport = match (text("command")?, text("url")?) {
+    let transport = match (&server.command, &server.url) {
         (Some(_), Some(_)) => {
             return Err(McpError::config(
                 &root,
@@ -277,28 +227,11 @@ fn parse_server(name: &str, value: &Value) -> Result<ServerConfig> {
             if command.trim().is_empty() {
                 return Err(McpError::config(&field("command"), "must not be empty"));
             }
-            let args = match object.get("args") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .map(|a| {
-                        a.as_str().map(str::to_owned).ok_or_else(|| {
-                            McpError::config(&field("args"), "expected a list of strings")
-                        })
-                    })
-                    .collect::<Result<_>>()?,
-                Some(_) => {
-                    return Err(McpError::config(
-                        &field("args"),
-                        "expected a list of strings",
-                    ));
-                }
-            };
             Transport::Stdio {
-                command,
-                args,
-                env: secrets("env")?,
-                cwd: text("cwd")?.map(PathBuf::from),
+                command: command.clone(),
+                args: server.args.clone(),
+                env: secrets("env", &server.env)?,
+                cwd: server.cwd.as_ref().map(PathBuf::from),
             }
         }
         (None, Some(url)) => {
@@ -309,8 +242,8 @@ fn parse_server(name: &str, value: &Value) -> Result<ServerConfig> {
                 ));
             }
             Transport::Http {
-                url,
-                headers: secrets("headers")?,
+                url: url.clone(),
+                headers: secrets("headers", &server.headers)?,
             }
         }
         (None, None) => {
@@ -320,13 +253,14 @@ fn parse_server(name: &str, value: &Value) -> Result<ServerConfig> {
             ));
         }
     };
+    let millis = |ms: Option<u64>, default| ms.map_or(default, Duration::from_millis);
     Ok(ServerConfig {
         name: name.to_owned(),
         transport,
-        enabled: boolean("enabled", true)?,
-        connect_on_start: boolean("connectOnStart", false)?,
-        connection_timeout: millis("connectionTimeoutMs", DEFAULT_CONNECTION_TIMEOUT)?,
-        request_timeout: millis("requestTimeoutMs", DEFAULT_REQUEST_TIMEOUT)?,
+        enabled: server.enabled.unwrap_or(true),
+        connect_on_start: server.connect_on_start.unwrap_or(false),
+        connection_timeout: millis(server.connection_timeout_ms, DEFAULT_CONNECTION_TIMEOUT),
+        request_timeout: millis(server.request_timeout_ms, DEFAULT_REQUEST_TIMEOUT),
     })
 }
 

@@ -47,7 +47,7 @@ mod progress;
 mod server;
 pub mod stderr;
 
-pub use config::{Secret, SecretSource, ServerConfig, Transport, parse_servers};
+pub use config::{Secret, SecretSource, ServerConfig, Transport, parse_servers, servers_from_json};
 pub use error::{ErrorSource, McpError, Result};
 pub use manager::{McpExecutor, McpManager, RunServers, failures_json, tool_definition};
 pub use progress::{MIN_INTERVAL as PROGRESS_INTERVAL, ProgressTo};

@@ -20,6 +20,7 @@ use talon_agent::{
     AgentRun, Checkpoint, NestedCallEvents, RunEvents, RunOptions, RunResult, UpdateEvents,
 };
 use talon_config::Config;
+use talon_config::model::Document;
 use talon_core_tools::CoreTools;
 use talon_mcp::McpManager;
 use talon_protocol::{ToolDefinition, ToolSource};
@@ -78,6 +79,8 @@ fn check_client_tools(
 /// Hosts runs over one config.
 pub struct Host {
     config: Arc<Config>,
+    /// The config's document, read once.
+    document: Arc<Document>,
     route: ModelRoute,
     mcp: McpManager,
     mcp_started: tokio::sync::OnceCell<()>,
@@ -87,6 +90,8 @@ pub struct Host {
     models: std::sync::Mutex<std::collections::HashMap<String, crate::provider::Selected>>,
     /// Each agent's sandbox, read from the config once.
     jails: crate::Jails,
+    /// `tools.approvals`, read from the config once.
+    approvals: Arc<talon_tools::Approvals>,
 }
 
 impl std::fmt::Debug for Host {
@@ -235,19 +240,17 @@ impl PreparedRun {
     }
 }
 
-/// The workspace of `agent`'s core tools.
-pub fn workspace(config: &Config, agent: &str) -> PathBuf {
-    config
+/// The workspace of `agent`'s core tools: its own `workspace`, else
+/// `agents.defaults.workspace`, else `<state dir>/workspace`.
+pub fn workspace(document: &Document, agent: &str) -> PathBuf {
+    document
         .agent(agent)
-        .and_then(|a| a["workspace"].as_str())
-        .map(PathBuf::from)
-        .or_else(|| {
-            config
-                .get("agents.defaults.workspace")
-                .and_then(Value::as_str)
-                .map(PathBuf::from)
-        })
-        .unwrap_or_else(|| talon_config::state_dir().join("workspace"))
+        .and_then(|a| a.common.workspace.as_deref())
+        .or(document.agents.defaults.common.workspace.as_deref())
+        .map_or_else(
+            || talon_config::state_dir().join("workspace"),
+            PathBuf::from,
+        )
 }
 
 impl Host {
@@ -260,8 +263,14 @@ impl Host {
     pub fn new(config: Arc<Config>, route: ModelRoute) -> Result<Self, RuntimeError> {
         let mcp = crate::tools::servers(&config)?;
         let jails = crate::Jails::from_config(&config)?;
+        let document = config.shared().map_err(RuntimeError::config)?;
+        let approvals = Arc::new(talon_tools::Approvals::from_config(
+            document.tools.approvals.as_ref(),
+        ));
         Ok(Self {
+            document,
             jails,
+            approvals,
             config,
             route,
             mcp,
@@ -269,6 +278,11 @@ impl Host {
             engine: tokio::sync::OnceCell::new(),
             models: Default::default(),
         })
+    }
+
+    /// The approval policy, `tools.approvals`, read once with the config.
+    pub fn approvals(&self) -> Arc<talon_tools::Approvals> {
+        Arc::clone(&self.approvals)
     }
 
     /// The config.
@@ -314,7 +328,7 @@ impl Host {
         listing: &ToolSpaceSpec,
     ) -> Result<(Arc<talon_tools::Catalog>, SurfacePlan), RuntimeError> {
         let agent = &listing.agent;
-        let workspace = crate::host::workspace(&self.config, agent.as_str());
+        let workspace = crate::host::workspace(&self.document, agent.as_str());
         let core = CoreTools::new(&workspace).map_err(|source| RuntimeError::Workspace {
             path: workspace.clone(),
             source,
@@ -399,7 +413,7 @@ impl Host {
             crate::run::Workspace::Environment(at) => (at, talon_core_tools::Access::ReadWrite),
             crate::run::Workspace::At(at) => agents(at),
             crate::run::Workspace::Agent => {
-                agents(crate::host::workspace(&self.config, agent.as_str()))
+                agents(crate::host::workspace(&self.document, agent.as_str()))
             }
         };
         shell.access = access;

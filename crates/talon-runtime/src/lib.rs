@@ -118,12 +118,6 @@ pub enum RuntimeError {
     /// The catalog could not be built.
     #[error(transparent)]
     Catalog(#[from] talon_tools::ToolsError),
-    /// `tools.codeMode`.
-    #[error(transparent)]
-    CodeMode(#[from] talon_codemode::CodeModeConfigError),
-    /// `tools.toolSearch`.
-    #[error(transparent)]
-    ToolSearch(#[from] talon_toolsearch::ToolSearchConfigError),
     /// Tool Search's surface over the catalog.
     #[error(transparent)]
     ToolSearchSurface(#[from] talon_toolsearch::SurfaceError),
@@ -147,6 +141,13 @@ pub enum RuntimeError {
     /// message names the tool and why).
     #[error("{0}")]
     ClientTool(String),
+}
+
+impl RuntimeError {
+    /// A config the declaration refused (its key and what is wrong).
+    pub fn config(error: talon_config::ConfigError) -> Self {
+        Self::Config(error.to_string())
+    }
 }
 
 /// Why the sandbox a surface needs is not there.

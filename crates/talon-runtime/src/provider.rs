@@ -22,9 +22,9 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use talon_agent::Reasoning;
 use talon_config::Config;
+use talon_config::model as config;
 use talon_provider::{
     CacheRetention, ModelProvider, ModelRef, ProviderConfig, Thinking, parse_providers,
 };
@@ -44,7 +44,9 @@ pub struct ModelRoute {
 /// The configured providers, keys resolved from the environment.
 pub fn providers(config: &Config) -> Result<Vec<ProviderConfig>, RuntimeError> {
     let lookup = |name: &str| std::env::var(name).ok();
-    Ok(parse_providers(config.get("models.providers"), &lookup)?)
+    let document = config.document().map_err(RuntimeError::config)?;
+    let providers = document.models.providers_json();
+    Ok(parse_providers(Some(&providers), &lookup)?)
 }
 
 /// The secrets the config resolves (the providers' keys), for redaction
@@ -63,11 +65,10 @@ pub fn secrets(config: &Config) -> Vec<String> {
 /// `agent`'s primary model, `provider/model`, when one is configured.
 pub fn primary(config: &Config, agent: &str) -> Result<Option<ModelRef>, RuntimeError> {
     config
-        .agent(agent)
-        .and_then(|a| a.get("model"))
-        .or_else(|| config.get("agents.defaults.model"))
-        .and_then(|m| m.get("primary").or(Some(m)))
-        .and_then(Value::as_str)
+        .document()
+        .map_err(RuntimeError::config)?
+        .model(agent)
+        .and_then(|m| m.reference())
         .map(|s| ModelRef::parse(s, "agents.defaults.model.primary"))
         .transpose()
         .map_err(RuntimeError::from)
@@ -145,48 +146,6 @@ pub fn select(config: &Config, agent: &str, route: &ModelRoute) -> Result<Select
     })
 }
 
-/// One of OpenClaw's agent keys: the agent's, then the model's entry in
-/// `agents.defaults.models`, then `agents.defaults`' (`model_path` is
-/// the key's path under a model entry, `path` elsewhere).
-fn setting<'a>(
-    config: &'a Config,
-    agent: &str,
-    reference: &str,
-    path: &[&str],
-    model_path: Option<&[&str]>,
-) -> Option<(&'a str, String)> {
-    let at = |mut value: &'a Value, path: &[&str]| {
-        for key in path {
-            value = value.get(key)?;
-        }
-        value.as_str()
-    };
-    let shown = path.join(".");
-    if let Some(word) = config.agent(agent).and_then(|a| at(a, path)) {
-        return Some((word, format!("agents.list[{agent}].{shown}")));
-    }
-    if let Some(path) = model_path
-        && let Some(word) = config
-            .get("agents.defaults.models")
-            .and_then(|m| m.get(reference))
-            .and_then(|m| at(m, path))
-    {
-        let shown = path.join(".");
-        return Some((
-            word,
-            format!("agents.defaults.models[{reference:?}].{shown}"),
-        ));
-    }
-    config
-        .get("agents.defaults")
-        .and_then(|d| at(d, path))
-        .map(|word| (word, format!("agents.defaults.{shown}")))
-}
-
-fn invalid(field: &str, word: &str, expected: &str) -> RuntimeError {
-    RuntimeError::Config(format!("{field}: {word:?} is not one of {expected}"))
-}
-
 /// The settings of a run of `agent` on `model` at `provider`.
 pub fn settings(
     config: &Config,
@@ -194,42 +153,27 @@ pub fn settings(
     provider: &ProviderConfig,
     model: &str,
 ) -> Result<ModelSettings, RuntimeError> {
+    let document = config.document().map_err(RuntimeError::config)?;
     let reference = format!("{}/{model}", provider.id);
-    let reasoning = match setting(config, agent, &reference, &["reasoningDefault"], None) {
-        None => Reasoning::Off,
-        Some((word, field)) => {
-            Reasoning::parse(word).ok_or_else(|| invalid(&field, word, "off, on, stream"))?
+    let reasoning =
+        match document.model_setting(agent, &reference, |a| a.reasoning_default, |_| None) {
+            None | Some(config::Reasoning::Off) => Reasoning::Off,
+            Some(config::Reasoning::On) => Reasoning::On,
+            Some(config::Reasoning::Stream) => Reasoning::Stream,
+        };
+    let thinking =
+        document.model_setting(agent, &reference, |a| a.thinking_default, |p| p.thinking);
+    let thinking = match thinking.map(|t| Thinking::from_level(t.word())) {
+        Some(Some(thinking)) => thinking,
+        Some(None) | None if provider.model(model).is_some_and(|m| m.reasoning) => {
+            Thinking::Budget(4096)
         }
+        Some(None) | None => Thinking::Off,
     };
-    let thinking = setting(
-        config,
-        agent,
-        &reference,
-        &["thinkingDefault"],
-        Some(&["params", "thinking"]),
-    );
-    let thinking = match thinking {
-        Some((word, field)) => Thinking::from_level(word).ok_or_else(|| {
-            invalid(
-                &field,
-                word,
-                "off, minimal, low, medium, high, xhigh, max, adaptive",
-            )
-        })?,
-        None if provider.model(model).is_some_and(|m| m.reasoning) => Thinking::Budget(4096),
-        None => Thinking::Off,
-    };
-    let cache = match setting(
-        config,
-        agent,
-        &reference,
-        &["params", "cacheRetention"],
-        Some(&["params", "cacheRetention"]),
-    ) {
-        Some(("none", _)) => CacheRetention::None,
-        Some(("short", _)) => CacheRetention::Short,
-        Some(("long", _)) => CacheRetention::Long,
-        Some((word, field)) => return Err(invalid(&field, word, "none, short, long")),
+    let cache = match document.cache_retention(agent, &reference) {
+        Some(config::CacheRetention::None) => CacheRetention::None,
+        Some(config::CacheRetention::Short) => CacheRetention::Short,
+        Some(config::CacheRetention::Long) => CacheRetention::Long,
         None if provider.api == talon_provider::config::ANTHROPIC_MESSAGES
             && provider.base_url.contains("://api.anthropic.com") =>
         {

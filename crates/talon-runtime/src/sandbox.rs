@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use talon_config::Config;
+use talon_config::model::SandboxSection;
 use talon_core_tools::{Access, Jail};
 use talon_jail::{Policy, Scope, WorkspaceAccess};
 use talon_tools::RunScope;
@@ -23,24 +23,26 @@ pub struct Jails {
 }
 
 impl Jails {
-    /// Reads the sandbox sections of `config` (their errors name the key).
+    /// Reads the sandbox sections of `config` (their errors name the
+    /// key): the typed sections, an agent's own over
+    /// `agents.defaults.sandbox` key by key, read by `talon_jail::Policy`.
     pub fn from_config(config: &Config) -> Result<Jails, RuntimeError> {
-        let base = config.get("agents.defaults.sandbox");
+        let document = config.document().map_err(RuntimeError::config)?;
         let error = |e: talon_jail::PolicyError| RuntimeError::Config(e.to_string());
-        let defaults =
-            Jail::new(Policy::from_value(None, base, "agents.defaults.sandbox").map_err(error)?);
+        let base = document.agents.defaults.common.sandbox.as_ref();
+        let read = |section: Option<SandboxSection>, at: &str| {
+            let value = section.map(|s| s.to_json());
+            Policy::from_value(value.as_ref(), None, at).map_err(error)
+        };
+        let defaults = Jail::new(read(base.cloned(), "agents.defaults.sandbox")?);
         let mut agents = HashMap::new();
-        let list = config.get("agents.list").and_then(Value::as_array);
-        for (i, agent) in list.into_iter().flatten().enumerate() {
-            let (Some(id), Some(own)) = (
-                agent.get("id").and_then(Value::as_str),
-                agent.get("sandbox"),
-            ) else {
+        for (i, agent) in document.agents.list.iter().enumerate() {
+            let (Some(id), Some(own)) = (agent.id.as_ref(), agent.common.sandbox.as_ref()) else {
                 continue;
             };
-            let policy = Policy::from_value(Some(own), base, &format!("agents.list[{i}].sandbox"))
-                .map_err(error)?;
-            agents.insert(id.to_owned(), Jail::new(policy));
+            let merged = own.over(base.unwrap_or(&SandboxSection::default()));
+            let policy = read(Some(merged), &format!("agents.list[{i}].sandbox"))?;
+            agents.insert(id.clone(), Jail::new(policy));
         }
         Ok(Jails { defaults, agents })
     }

@@ -30,10 +30,11 @@ pub struct SurfacePlan {
 impl SurfacePlan {
     /// Reads the plan for `agent`.
     pub fn from_config(config: &Config, agent: &str) -> Result<Self, RuntimeError> {
-        let (global, own) = config.tools_section("codeMode", agent);
-        let code_mode = CodeModeConfig::resolve(global, own)?;
-        let (global, own) = config.tools_section("toolSearch", agent);
-        let tool_search = ToolSearchConfig::from_json(own.or(global))?;
+        let document = config.document().map_err(RuntimeError::config)?;
+        let (global, own) = document.tool(agent, |t| t.code_mode.as_ref());
+        let code_mode = CodeModeConfig::resolve(global, own);
+        let (global, own) = document.tool(agent, |t| t.tool_search.as_ref());
+        let tool_search = ToolSearchConfig::from_setting(own.or(global));
         Ok(Self {
             code_mode,
             tool_search,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::RuntimeError;
 use serde_json::Value;
 use talon_config::Config;
+use talon_config::model::{NonEmpty, ToolSettings};
 use talon_core_tools::CoreTools;
 use talon_mcp::{McpExecutor, McpManager, parse_servers};
 
@@ -36,12 +37,13 @@ pub struct RunTools {
 /// `tools.allow` / `tools.deny` (with the agent's own lists when it has
 /// them).
 pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, RuntimeError> {
-    let list = |key: &str| {
-        let (global, own) = config.tools_section(key, agent);
-        names(own.or(global), &format!("tools.{key}"))
+    let document = config.document().map_err(RuntimeError::config)?;
+    let list = |pick: fn(&ToolSettings) -> Option<&Vec<NonEmpty>>| {
+        let (global, own) = document.tool(agent, pick);
+        own.or(global).map(|l| names(l))
     };
-    let allow = list("allow")?;
-    let deny = list("deny")?.unwrap_or_default();
+    let allow = list(|t| t.allow.as_ref());
+    let deny = list(|t| t.deny.as_ref()).unwrap_or_default();
     let policy = ToolPolicy::from_lists(allow.as_deref(), &deny);
     // OpenClaw's tool policy for sandboxed runs (`tools.sandbox.tools`),
     // which every run is unless the admin turned the sandbox off.
@@ -49,40 +51,31 @@ pub fn policy(config: &Config, agent: &str) -> Result<ToolPolicy, RuntimeError> 
         .of(agent)
         .policy()
         .sandboxed();
-    let (global, own) = config.tools_section("sandbox", agent);
+    let (global, own) = document.tool(agent, |t| t.sandbox.as_ref());
     let Some(tools) = own
         .or(global)
         .filter(|_| sandboxed)
-        .and_then(|s| s.get("tools"))
+        .and_then(|s| s.tools.as_ref())
     else {
         return Ok(policy);
     };
-    let list = |key: &str| names(tools.get(key), &format!("tools.sandbox.tools.{key}"));
+    let list = |l: &Option<Vec<NonEmpty>>| l.as_deref().map(names).unwrap_or_default();
     Ok(policy.with_sandbox_lists(
-        list("allow")?.as_deref(),
-        &list("deny")?.unwrap_or_default(),
-        &list("alsoAllow")?.unwrap_or_default(),
+        tools.allow.as_deref().map(names).as_deref(),
+        &list(&tools.deny),
+        &list(&tools.also_allow),
     ))
 }
 
-/// A config list of tool names or patterns at `key`, if set.
-fn names(value: Option<&Value>, key: &str) -> Result<Option<Vec<String>>, RuntimeError> {
-    let wrong =
-        || RuntimeError::Config(format!("{key}: expected a list of tool names or patterns"));
-    match value {
-        None => Ok(None),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned).ok_or_else(wrong))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(wrong()),
-    }
+/// A config list of tool names or patterns.
+fn names(list: &[NonEmpty]) -> Vec<String> {
+    list.iter().map(|name| name.0.clone()).collect()
 }
 
 /// The config's MCP servers (`mcp.servers`), not yet connected.
 pub fn servers(config: &Config) -> Result<McpManager, RuntimeError> {
-    let servers = parse_servers(config.get("mcp.servers"))?;
+    let document = config.document().map_err(RuntimeError::config)?;
+    let servers = parse_servers(&document.mcp.servers)?;
     Ok(McpManager::from_env(servers))
 }
 
@@ -133,8 +126,9 @@ impl RunTools {
         } = local;
         let policy = policy(config, agent)?;
         let direct_only = {
-            let (global, own) = config.tools_section("directOnly", agent);
-            names(own.or(global), "tools.directOnly")?.unwrap_or_default()
+            let document = config.document().map_err(RuntimeError::config)?;
+            let (global, own) = document.tool(agent, |t| t.direct_only.as_ref());
+            own.or(global).map(|l| names(l)).unwrap_or_default()
         };
         let cells_wait = crate::SurfacePlan::from_config(config, agent)?
             .code_mode

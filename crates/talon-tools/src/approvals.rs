@@ -35,8 +35,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::Value;
+use talon_config::model::{self as config, ApprovalsSetting, RuleKind, RuleRisk};
 use talon_protocol::ToolEffect;
 use talon_protocol::gateway::{ApprovalPolicy, RiskLevel};
 
@@ -45,8 +44,7 @@ use crate::policy::{Pattern, PolicySubject, ToolPolicy};
 use crate::runner::{ApprovalDecision, Approver, BoxFuture, RunContext, ToolCall};
 
 /// What becomes of a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApprovalAction {
     /// It runs.
     Allow,
@@ -66,57 +64,23 @@ impl From<ApprovalAction> for ApprovalPolicy {
     }
 }
 
-/// `tools.approvals` that cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ApprovalsError {
-    /// A word other than the three.
-    #[error("tools.approvals: {0:?} is not one of \"ask\", \"allow\", \"deny\"")]
-    Word(String),
-    /// Neither a word nor an object.
-    #[error("tools.approvals: expected \"ask\", \"allow\", \"deny\" or an object, found {0}")]
-    Type(&'static str),
-    /// An object of the wrong shape.
-    #[error("tools.approvals: {0}")]
-    Shape(#[source] serde_json::Error),
-    /// `timeoutMs: 0`.
-    #[error("tools.approvals.timeoutMs: must be above 0")]
-    ZeroTimeout,
+/// The config's word as the policy's.
+fn action(word: config::ApprovalAction) -> ApprovalAction {
+    match word {
+        config::ApprovalAction::Ask => ApprovalAction::Ask,
+        config::ApprovalAction::Allow => ApprovalAction::Allow,
+        config::ApprovalAction::Deny => ApprovalAction::Deny,
+    }
 }
 
 /// What a rule decides: tool calls, or Code Mode cells.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ToolKind {
     /// A call of a catalog tool.
     #[default]
     Tool,
     /// A Code Mode cell (the outer `exec`).
     CodeModeExec,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRule {
-    #[serde(default)]
-    tool: Option<String>,
-    #[serde(default, rename = "toolKind")]
-    tool_kind: ToolKind,
-    #[serde(default)]
-    source: Option<String>,
-    #[serde(default)]
-    risk: Option<RiskLevel>,
-    action: ApprovalAction,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RawPolicy {
-    #[serde(default)]
-    mode: Option<ApprovalAction>,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    rules: Vec<RawRule>,
 }
 
 /// One rule of the policy.
@@ -162,54 +126,47 @@ impl Default for Approvals {
 }
 
 impl Approvals {
-    /// Reads `tools.approvals` (absent: ask, with the default expiry).
-    pub fn from_config(value: Option<&Value>) -> Result<Self, ApprovalsError> {
-        let Some(value) = value else {
-            return Ok(Self::default());
-        };
-        if let Value::String(word) = value {
-            let mode = serde_json::from_value(Value::String(word.clone()))
-                .map_err(|_| ApprovalsError::Word(word.clone()))?;
-            return Ok(Self {
-                mode,
-                ..Self::default()
-            });
-        }
-        let found = match value {
-            Value::Object(_) => None,
-            Value::Null => Some("null"),
-            Value::Bool(_) => Some("a boolean"),
-            Value::Number(_) => Some("a number"),
-            Value::Array(_) => Some("an array"),
-            Value::String(_) => Some("a string"),
-        };
-        if let Some(found) = found {
-            return Err(ApprovalsError::Type(found));
-        }
-        let raw: RawPolicy =
-            serde_json::from_value(value.clone()).map_err(ApprovalsError::Shape)?;
-        let timeout = match raw.timeout_ms {
-            Some(0) => return Err(ApprovalsError::ZeroTimeout),
-            Some(ms) => Duration::from_millis(ms),
-            None => DEFAULT_APPROVAL_TIMEOUT,
+    /// `tools.approvals` as the config declares it
+    /// ([`talon_config::model::ApprovalsSetting`], read and bounded once
+    /// per config load); absent: ask, with the default expiry.
+    pub fn from_config(setting: Option<&ApprovalsSetting>) -> Self {
+        let raw = match setting {
+            None => return Self::default(),
+            Some(ApprovalsSetting::Mode(word)) => {
+                return Self {
+                    mode: action(*word),
+                    ..Self::default()
+                };
+            }
+            Some(ApprovalsSetting::Settings(raw)) => raw,
         };
         let rules = raw
             .rules
-            .into_iter()
+            .iter()
             .map(|rule| Rule {
                 tool: rule.tool.as_deref().map(Pattern::parse),
-                tool_kind: rule.tool_kind,
-                source: rule.source,
-                risk: rule.risk,
-                action: rule.action,
+                tool_kind: match rule.tool_kind {
+                    None | Some(RuleKind::Tool) => ToolKind::Tool,
+                    Some(RuleKind::CodeModeExec) => ToolKind::CodeModeExec,
+                },
+                source: rule.source.clone(),
+                risk: rule.risk.map(|risk| match risk {
+                    RuleRisk::Low => RiskLevel::Low,
+                    RuleRisk::Medium => RiskLevel::Medium,
+                    RuleRisk::High => RiskLevel::High,
+                    RuleRisk::Critical => RiskLevel::Critical,
+                }),
+                action: action(rule.action),
             })
             .collect();
-        Ok(Self {
-            mode: raw.mode.unwrap_or(ApprovalAction::Ask),
-            timeout,
+        Self {
+            mode: raw.mode.map_or(ApprovalAction::Ask, action),
+            timeout: raw
+                .timeout_ms
+                .map_or(DEFAULT_APPROVAL_TIMEOUT, Duration::from_millis),
             rules,
             ..Self::default()
-        })
+        }
     }
 
     /// What becomes of a call of `entry` ([`cell_entry`]: of a Code Mode

@@ -67,9 +67,7 @@ mod tool_error;
 /// to a cell and in the log (`status: unanswered`).
 pub const UNANSWERED: &str = "the app did not answer this client tool call";
 
-pub use approvals::{
-    ApprovalAction, Approvals, ApprovalsError, CELL_ID, PolicyGate, ToolKind, cell_entry,
-};
+pub use approvals::{ApprovalAction, Approvals, CELL_ID, PolicyGate, ToolKind, cell_entry};
 pub use catalog::{CONTROL_TOOLS, Catalog, CatalogBuilder, CatalogEntry, RunScope, tool_id};
 pub use error::{Result, ToolsError};
 pub use mcp::{McpServerFeatures, McpServers};

@@ -5,7 +5,7 @@
 //! # Parts
 //!
 //! - `config`: `tools.toolSearch` is `true`, `false` or an object, with the seed's (004) defaults
-//!   and clamps; errors name the field (`ToolSearchConfig::from_json`).
+//!   and clamps (`ToolSearchConfig::from_setting`, over the typed section the config declares).
 //! - `surface`: `build_surface`: catalog plus config in; model-visible tools, directory prompt and
 //!   name dispatch out, for direct, `code`, `tools` and `directory`.
 //! - `runtime`: `ToolSearch`, the handlers (`tool_search`, `tool_describe`, `tool_call` over the
@@ -31,6 +31,6 @@ pub mod runtime;
 pub mod surface;
 
 pub use code::{CodeSandbox, MAX_CODE_BYTES, PRELUDE_NAME, prelude};
-pub use config::{Mode, ToolSearchConfig, ToolSearchConfigError};
+pub use config::{Mode, ToolSearchConfig};
 pub use runtime::ToolSearch;
 pub use surface::{Control, Surface, SurfaceError, Target, build_surface};

@@ -17,7 +17,7 @@ use talon_codemode::{
     NestedResult, RunSetup, SnapshotStore, StoreLimits, SuspendedCell,
 };
 use talon_core_tools::{CoreTools, PolicyApprover};
-use talon_mcp::{McpExecutor, McpManager, parse_servers};
+use talon_mcp::{McpExecutor, McpManager, servers_from_json};
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::{CatalogMode, CellId, EventType, ToolDefinition, ToolSource};
 use talon_provider::{ModelProvider, parse_providers};
@@ -221,10 +221,8 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
     std::fs::write(dir.path().join("README.md"), "# Talon test workspace").unwrap();
     let state = tempfile::tempdir().unwrap();
     let manager = McpManager::from_env(
-        parse_servers(Some(
-            &json!({"fx": {"command": "node", "args": [fixture_js(), "ok"]}}),
-        ))
-        .unwrap(),
+        servers_from_json(&json!({"fx": {"command": "node", "args": [fixture_js(), "ok"]}}))
+            .unwrap(),
     );
     let executor = Arc::new(TestTools {
         core: CoreTools::new(dir.path()).unwrap(),
@@ -233,7 +231,10 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
     });
 
     // 1-3. Code Mode disabled: a small direct tool set reaches the model unchanged.
-    let disabled = CodeModeConfig::resolve(Some(&json!({"enabled": false})), None).unwrap();
+    let disabled = CodeModeConfig::resolve(
+        Some(&serde_json::from_value(json!({"enabled": false})).unwrap()),
+        None,
+    );
     let (mock, client) = provider(wire, json!([{"text": "direct"}])).await;
     let catalog = CatalogBuilder::new(ctx("r0").scope)
         .core(talon_core_tools::definitions())
@@ -277,8 +278,10 @@ async fn code_modes_sixteen_step_plan_on(wire: Wire) {
         .unwrap()
     };
     let code_mode = new_runtime();
-    let enabled =
-        CodeModeConfig::resolve(Some(&json!({"enabled": true, "timeoutMs": 1000})), None).unwrap();
+    let enabled = CodeModeConfig::resolve(
+        Some(&serde_json::from_value(json!({"enabled": true, "timeoutMs": 1000})).unwrap()),
+        None,
+    );
 
     // 5-14. One turn with core, plugin, MCP and client test tools (the
     // app answers a cell's client calls between runs: the gateway's
@@ -516,9 +519,10 @@ async fn tool_search_regression_list_on(wire: Wire) {
         Arc::new(big_catalog("t")),
         executor.clone(),
     ));
-    let config = ToolSearchConfig::from_json(Some(&json!({"mode": "code"})))
-        .unwrap()
-        .unwrap();
+    let config = ToolSearchConfig::from_setting(Some(
+        &serde_json::from_value(json!({"mode": "code"})).unwrap(),
+    ))
+    .unwrap();
     let surface = build_surface(ts_runner.catalog(), Some(&config)).unwrap();
     let ts = Arc::new(
         ToolSearch::new(

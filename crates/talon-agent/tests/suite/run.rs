@@ -257,7 +257,7 @@ async fn code_mode_shows_exec_and_wait_and_nested_calls_carry_their_parent() {
         namespaces: Arc::new(NamespaceRegistry::new()),
     })
     .unwrap();
-    let config = CodeModeConfig::resolve(Some(&json!(true)), None).unwrap();
+    let config = CodeModeConfig::resolve(Some(&serde_json::from_value(json!(true)).unwrap()), None);
     assert!(talon_codemode::applies(
         config.as_ref(),
         f.runner.catalog(),

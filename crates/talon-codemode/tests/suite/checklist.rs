@@ -16,7 +16,9 @@ use super::*;
 #[test]
 fn disabled_config_leaves_existing_tool_exposure_unchanged() {
     for off in [None, Some(json!(false)), Some(json!({"enabled": false}))] {
-        let config = CodeModeConfig::resolve(off.as_ref(), None).unwrap();
+        let off: Option<talon_codemode::config::CodeModeSetting> =
+            off.map(|v| serde_json::from_value(v).unwrap());
+        let config = CodeModeConfig::resolve(off.as_ref(), None);
         assert_eq!(config, None);
         assert!(!applies(
             config.as_ref(),
@@ -29,12 +31,13 @@ fn disabled_config_leaves_existing_tool_exposure_unchanged() {
 #[test]
 fn object_config_without_enabled_true_keeps_code_mode_disabled() {
     let config = json!({"timeoutMs": 5000, "maxPendingToolCalls": 4, "runtime": "quickjs-wasi"});
-    assert_eq!(CodeModeConfig::resolve(Some(&config), None).unwrap(), None);
+    let config = serde_json::from_value(config).unwrap();
+    assert_eq!(CodeModeConfig::resolve(Some(&config), None), None);
 }
 
 #[tokio::test]
 async fn enabled_config_exposes_only_exec_and_wait_when_tools_are_active() {
-    let config = CodeModeConfig::resolve(Some(&json!(true)), None).unwrap();
+    let config = CodeModeConfig::resolve(Some(&serde_json::from_value(json!(true)).unwrap()), None);
     assert!(applies(
         config.as_ref(),
         &catalog("r1", &ToolPolicy::new()),
@@ -62,7 +65,10 @@ async fn enabled_config_exposes_only_exec_and_wait_when_tools_are_active() {
 
 #[test]
 fn raw_runs_without_tools_disable_tools_and_empty_allowlists_do_not_trigger_code_mode() {
-    let enabled = CodeModeConfig::resolve(Some(&json!({"enabled": true})), None).unwrap();
+    let enabled = CodeModeConfig::resolve(
+        Some(&serde_json::from_value(json!({"enabled": true})).unwrap()),
+        None,
+    );
     let raw = CatalogBuilder::new(scope("r1"))
         .build(&ToolPolicy::new())
         .unwrap();

@@ -143,7 +143,7 @@ fn a_huge_config_is_checked_in_linear_time() {
 }
 
 #[test]
-fn committed_config_schema_matches_the_tree() {
+fn committed_config_schema_matches_the_declaration() {
     // Regenerate with `UPDATE_SCHEMA=1 cargo test -p talon-config`.
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/talon.config.schema.json");
     let rendered = serde_json::to_string_pretty(&talon_config::json_schema()).unwrap() + "\n";
@@ -184,7 +184,7 @@ fn the_otel_section_reads_whole_and_refuses_what_talon_cannot_export() {
     );
     assert_eq!(
         read("{diagnostics: {otel: {protocol: 'grpc'}}}"),
-        Err("config key diagnostics.otel.protocol: Talon exports OTLP as \"http/protobuf\", not \"grpc\"".into())
+        Err("config key diagnostics.otel.protocol: expected `http/protobuf`, found `grpc`".into())
     );
     assert_eq!(
         read("{diagnostics: {otel: {endpoint: 'collector:4318'}}}"),
@@ -192,11 +192,11 @@ fn the_otel_section_reads_whole_and_refuses_what_talon_cannot_export() {
     );
     assert_eq!(
         read("{diagnostics: {otel: {sampleRate: 1.5}}}"),
-        Err("config key diagnostics.otel.sampleRate: expected a number from 0 to 1".into())
+        Err("config key diagnostics.otel.sampleRate: 1.5 is out of range: expected a number from 0 to 1".into())
     );
     assert_eq!(
         read("{diagnostics: {otel: {headers: {a: 1}}}}"),
-        Err("config key diagnostics.otel.headers.a: expected a string".into())
+        Err("config key diagnostics.otel.headers.a: expected a string, found a number (1)".into())
     );
     assert_eq!(
         findings("{diagnostics: {otel: {enabeld: true}}}"),
@@ -226,4 +226,20 @@ fn a_direct_only_list_of_the_wrong_shape_is_refused_where_it_is() {
     // A gateway does not start on it.
     let refused = Config::parse(text, None).unwrap().check_at_start();
     assert!(refused.is_err());
+}
+
+#[test]
+fn sections_whose_readers_refuse_unknown_keys_make_them_errors() {
+    let text = r#"{
+  tools: { approvals: { rules: [{ tol: 'exec', action: 'allow' }, { tool: 'x' }] } },
+  agents: { defaults: { sandbox: { netwrok: 'host' } } },
+}"#;
+    assert_eq!(
+        findings(text),
+        [
+            "2:35: error[unknown_key]: tools.approvals.rules[0].tol: unknown key: this section refuses keys it does not know; did you mean `tool`?",
+            "2:67: error[bad_value]: tools.approvals.rules[1]: `action` is required",
+            "3:36: error[unknown_key]: agents.defaults.sandbox.netwrok: unknown key: this section refuses keys it does not know; did you mean `network`?",
+        ]
+    );
 }

@@ -27,8 +27,7 @@ const MAX_DESCRIPTION_CHARS: usize = 200;
 
 /// The ToolSpace of `agent`, by catalog id.
 pub(crate) async fn list(host: &Host, agent: &str) -> Result<Vec<ToolSummary>, ApiError> {
-    let policy = Approvals::from_config(host.config().get("tools.approvals"))
-        .map_err(|error| ApiError::new(ErrorCode::InvalidRequest, error.to_string()))?;
+    let policy = host.approvals();
     let spec = ToolSpaceSpec {
         agent: AgentId::new(agent.to_owned()),
         offers_questions: true,

@@ -517,11 +517,10 @@ impl Engine {
         stored
     }
 
-    /// The approval policy, `tools.approvals` (`talon_tools::approvals`).
+    /// The approval policy, `tools.approvals` (`talon_tools::approvals`),
+    /// read once with the config.
     pub(super) fn policy(&self) -> Result<Arc<Approvals>, ApiError> {
-        Approvals::from_config(self.inner.host.config().get("tools.approvals"))
-            .map(Arc::new)
-            .map_err(|error| ApiError::new(ErrorCode::InvalidRequest, error.to_string()))
+        Ok(self.inner.host.approvals())
     }
 
     /// Where a run's suspended cells go: the store, one cell store per set

@@ -435,7 +435,7 @@ async fn cancelling_a_waiting_run_cancels_its_approval() {
 }
 
 #[tokio::test]
-async fn policy_rules_allow_or_deny_without_asking_and_a_bad_policy_fails_the_run() {
+async fn policy_rules_allow_or_deny_without_asking_and_a_bad_policy_is_refused_with_the_config() {
     let g = gateway(json!({"tools": {"approvals": {"rules": [
         {"tool": "write", "action": "deny"}
     ]}}}))
@@ -460,10 +460,16 @@ async fn policy_rules_allow_or_deny_without_asking_and_a_bad_policy_fails_the_ru
     insta::assert_json_snapshot!("allow_rule_result", sized(redacted(&result)));
     assert!(g.dir.path().join("workspace/note.txt").exists());
 
-    let g = gateway(json!({"tools": {"approvals": "sometimes"}})).await;
-    let run_id = create(&g, &t, "bad").await;
-    let result = wait(&g, &t, &run_id).await;
-    insta::assert_json_snapshot!("bad_policy_result", sized(redacted(&result)));
+    // A bad policy is refused with the config (read once, when the host
+    // is made), before any run: `talon gateway` does not start on it.
+    let config = talon_config::Config::parse(r#"{tools: {approvals: "sometimes"}}"#, None).unwrap();
+    let error = talon_runtime::Host::new(std::sync::Arc::new(config), Default::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "config key tools.approvals: `sometimes` is not one of `ask`, `allow`, `deny`"
+    );
 }
 
 /// A provider may give every turn's call the same id (the mock model says

@@ -4,16 +4,16 @@ use std::time::Duration;
 
 use serde_json::json;
 use talon_mcp::config::{INHERITED_ENV, child_env, is_hook_variable};
-use talon_mcp::{McpError, SecretSource, Transport, parse_servers};
+use talon_mcp::{McpError, SecretSource, Transport, servers_from_json};
 
 #[test]
 fn servers_parse_in_openclaws_shape_with_defaults() {
-    let servers = parse_servers(Some(&json!({
+    let servers = servers_from_json(&json!({
         "github": {"command": "npx", "args": ["-y", "@mcp/github"], "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}, "cwd": "/srv"},
         "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": {"env": "REMOTE_TOKEN"}},
                    "connectionTimeoutMs": 5000, "requestTimeoutMs": 1000, "enabled": false},
         "eager": {"command": "node", "connectOnStart": true, "someOpenClawKey": 1},
-    })))
+    }))
     .unwrap();
     let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["eager", "github", "remote"]);
@@ -46,7 +46,11 @@ fn servers_parse_in_openclaws_shape_with_defaults() {
         (Duration::from_secs(5), Duration::from_secs(1))
     );
     assert!(servers[0].connect_on_start);
-    assert!(parse_servers(None).unwrap().is_empty());
+    assert!(
+        servers_from_json(&serde_json::Value::Null)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -79,7 +83,7 @@ fn bad_values_are_invalid_config_naming_the_field() {
         (json!({"a:b": {"command": "a"}}), "mcp.servers.a:b"),
     ];
     for (value, field) in cases {
-        match parse_servers(Some(&value)) {
+        match servers_from_json(&value) {
             Err(McpError::Config { field: got, .. }) => assert_eq!(got, field, "{value}"),
             other => panic!("{value}: {other:?}"),
         }
@@ -93,9 +97,9 @@ fn secrets_resolve_from_the_environment_and_never_show() {
     let secret = source.resolve("f", &lookup).unwrap();
     assert_eq!(secret.expose(), "s3cr3t-value");
     assert_eq!(format!("{secret:?} {source:?}"), "<redacted> ${TOKEN}");
-    let template = parse_servers(Some(
+    let template = servers_from_json(
         &json!({"x": {"url": "http://h", "headers": {"Authorization": "Bearer ${TOKEN}"}}}),
-    ))
+    )
     .unwrap();
     let Transport::Http { headers, .. } = &template[0].transport else {
         panic!()
@@ -132,8 +136,8 @@ fn hook_variables_are_dropped_and_the_gateway_environment_is_not_inherited() {
         assert!(is_hook_variable(name), "{name}");
     }
     assert!(!is_hook_variable("GITHUB_TOKEN"));
-    let configured = parse_servers(Some(&json!({"x": {"command": "a", "env": {
-        "LD_PRELOAD": "/evil.so", "NODE_OPTIONS": "--require /evil.js", "GOOD": "${TOKEN}", "PLAIN": "1"}}})))
+    let configured = servers_from_json(&json!({"x": {"command": "a", "env": {
+        "LD_PRELOAD": "/evil.so", "NODE_OPTIONS": "--require /evil.js", "GOOD": "${TOKEN}", "PLAIN": "1"}}}))
     .unwrap();
     let Transport::Stdio { env, .. } = &configured[0].transport else {
         panic!()

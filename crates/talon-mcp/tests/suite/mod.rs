@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use talon_mcp::{EnvLookup, McpManager, parse_servers};
+use talon_mcp::{EnvLookup, McpManager, servers_from_json};
 use talon_testing::wait;
 
 /// Where the pinned npm servers are installed.
@@ -57,7 +57,7 @@ pub fn env_with(extra: &[(&str, &str)]) -> EnvLookup {
 
 /// A manager over `servers` (the `mcp.servers` object).
 pub fn manager(servers: Value) -> McpManager {
-    McpManager::new(parse_servers(Some(&servers)).unwrap(), env_with(&[]))
+    McpManager::new(servers_from_json(&servers).unwrap(), env_with(&[]))
 }
 
 pub fn stdio_everything() -> Value {

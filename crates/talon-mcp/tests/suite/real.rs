@@ -169,10 +169,10 @@ async fn server_filesystem_reads_a_directory() {
 #[tokio::test]
 async fn the_child_gets_only_the_configured_environment() {
     let manager = talon_mcp::McpManager::new(
-        talon_mcp::parse_servers(Some(&json!({"everything": {
+        talon_mcp::servers_from_json(&json!({"everything": {
             "command": "node", "args": [everything_js(), "stdio"],
             "env": {"LD_PRELOAD": "/nonexistent/evil.so", "NODE_OPTIONS": "--require /nonexistent/evil.js",
-                    "API_TOKEN": "${TALON_TEST_TOKEN}", "MODE": "test"}}})))
+                    "API_TOKEN": "${TALON_TEST_TOKEN}", "MODE": "test"}}}))
         .unwrap(),
         env_with(&[("TALON_TEST_TOKEN", "tok-123456"), ("GATEWAY_ONLY", "must not leak")]),
     );

@@ -206,6 +206,6 @@ fn model_settings_follow_openclaws_order() {
     );
     assert_eq!(
         read("{agents: {defaults: {thinkingDefault: 'huge'}}}", "main", &anthropic, "r"),
-        Err("agents.defaults.thinkingDefault: \"huge\" is not one of off, minimal, low, medium, high, xhigh, max, adaptive".into())
+        Err("config key agents.defaults.thinkingDefault: `huge` is not one of `off`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`, `adaptive`".into())
     );
 }

@@ -6,8 +6,9 @@ use std::error::Error as _;
 use std::sync::Arc;
 
 use serde_json::json;
+use talon_config::Config;
 use talon_mock_model::{MockModel, Script};
-use talon_runtime::RuntimeError;
+use talon_runtime::{Host, ModelRoute, RuntimeError};
 
 use super::{Recorder, host, spec};
 
@@ -47,20 +48,17 @@ async fn a_workspace_that_cannot_be_made_is_refused_with_the_io_error_as_its_sou
     host.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bad_code_mode_config_is_refused_as_such() {
-    let mock = mock().await;
-    let host = host(r#"{ tools: { codeMode: "yes please" } }"#, mock.base_url());
-    let dir = tempfile::tempdir().unwrap();
-    let recorder = Arc::new(Recorder::default());
-    let error = host
-        .start(spec("run_e2", dir.path(), &recorder, "hi"))
-        .await
-        .unwrap_err();
-    assert!(matches!(error, RuntimeError::CodeMode(_)), "{error:?}");
-    assert!(error.to_string().contains("tools.codeMode"), "{error}");
-    assert_eq!(mock.requests(), Vec::<serde_json::Value>::new());
-    host.shutdown().await;
+#[test]
+fn a_bad_code_mode_config_is_refused_as_such() {
+    // The config's declaration refuses it when the host is made, before
+    // any run reaches a model.
+    let config = Config::parse(r#"{ tools: { codeMode: "yes please" } }"#, None).unwrap();
+    let error = Host::new(Arc::new(config), ModelRoute::default()).unwrap_err();
+    assert!(matches!(error, RuntimeError::Config(_)), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "config key tools.codeMode: expected true or false or an object, found a string (\"yes please\")"
+    );
 }
 
 /// The host's own error for a store it could not open.

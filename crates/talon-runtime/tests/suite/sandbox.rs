@@ -62,13 +62,13 @@ fn a_bad_sandbox_section_is_an_error_naming_its_key() {
         talon_runtime::Jails::from_config(&config)
             .unwrap_err()
             .to_string(),
-        "agents.defaults.sandbox.limits.processes: 1 is out of range (from 8 to 65536)"
+        "config key agents.defaults.sandbox.limits.processes: 1 is out of range: expected a whole number from 8 to 65536"
     );
     let config = Config::parse("{tools: {sandbox: {tools: {deny: 'exec'}}}}", None).unwrap();
     assert_eq!(
         talon_runtime::policy(&config, "main")
             .unwrap_err()
             .to_string(),
-        "tools.sandbox.tools.deny: expected a list of tool names or patterns"
+        "config key tools.sandbox.tools.deny: expected an array, found a string (\"exec\")"
     );
 }

@@ -24,6 +24,18 @@ fn entry(id: &str, source: ToolSource, effect: ToolEffect, requires: bool) -> Ca
     }
 }
 
+/// `tools.approvals` as a config load reads it; a value the config's
+/// declaration refuses, as the error a load gives.
+fn read(value: Option<&serde_json::Value>) -> Result<Approvals, String> {
+    let text = match value {
+        Some(v) => json!({"tools": {"approvals": v}}).to_string(),
+        None => "{}".to_owned(),
+    };
+    let config = talon_config::Config::parse(&text, None).map_err(|e| e.to_string())?;
+    let document = config.document().map_err(|e| e.to_string())?;
+    Ok(Approvals::from_config(document.tools.approvals.as_ref()))
+}
+
 fn core(name: &str, effect: ToolEffect, requires: bool) -> CatalogEntry {
     entry(
         &format!("openclaw:core:{name}"),
@@ -35,7 +47,7 @@ fn core(name: &str, effect: ToolEffect, requires: bool) -> CatalogEntry {
 
 #[test]
 fn the_first_matching_rule_decides_else_the_mode_for_tools_that_require_it() {
-    let policy = Approvals::from_config(Some(&json!({
+    let policy = read(Some(&json!({
         "mode": "deny",
         "timeoutMs": 5000,
         "rules": [
@@ -61,7 +73,7 @@ fn the_first_matching_rule_decides_else_the_mode_for_tools_that_require_it() {
 
 #[test]
 fn rule_patterns_are_the_allow_and_deny_lists_syntax() {
-    let policy = Approvals::from_config(Some(&json!({
+    let policy = read(Some(&json!({
         "mode": "allow",
         "rules": [
             {"tool": "group:fs", "action": "ask"},
@@ -121,8 +133,8 @@ fn rule_patterns_are_the_allow_and_deny_lists_syntax() {
 
 #[test]
 fn words_and_bad_values() {
-    assert_eq!(Approvals::from_config(None).unwrap(), Approvals::default());
-    let allow = Approvals::from_config(Some(&json!("allow"))).unwrap();
+    assert_eq!(read(None).unwrap(), Approvals::default());
+    let allow = read(Some(&json!("allow"))).unwrap();
     assert_eq!(
         allow.action(&core("exec", ToolEffect::Host, true)),
         ApprovalAction::Allow
@@ -135,16 +147,16 @@ fn words_and_bad_values() {
         json!(42),
     ]
     .iter()
-    .map(|v| Approvals::from_config(Some(v)).unwrap_err().to_string())
+    .map(|v| read(Some(v)).unwrap_err())
     .collect();
     assert_eq!(
         errors,
         [
-            "tools.approvals: \"sometimes\" is not one of \"ask\", \"allow\", \"deny\"",
-            "tools.approvals: unknown variant `maybe`, expected one of `allow`, `deny`, `ask`",
-            "tools.approvals: unknown field `rulez`, expected one of `mode`, `timeoutMs`, `rules`",
-            "tools.approvals.timeoutMs: must be above 0",
-            "tools.approvals: expected \"ask\", \"allow\", \"deny\" or an object, found a number",
+            "config key tools.approvals: `sometimes` is not one of `ask`, `allow`, `deny`",
+            "config key tools.approvals.rules[0].action: `maybe` is not one of `ask`, `allow`, `deny`",
+            "config key tools.approvals.rulez: unknown key: this section refuses keys it does not know; did you mean `rules`?",
+            "config key tools.approvals.timeoutMs: 0 is out of range: expected a whole number of at least 1",
+            "config key tools.approvals: expected a string or an object, found a number (42)",
         ]
     );
 }

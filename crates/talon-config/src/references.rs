@@ -1,48 +1,46 @@
 //! The cross-reference pass: what a schema cannot say (ids present and
-//! unique, model references that resolve, variables that are set).
+//! unique, model references that resolve, variables that are set), over
+//! the typed document.
 
-use serde_json::Value;
-
-use crate::Config;
 use crate::check::{Code, Path, Severity, suggestion};
+use crate::model::{Document, ModelRef, ProviderEntry};
 
 /// A finding of the cross-reference pass: severity, code, where, message.
 pub(crate) type Report<'a> = dyn FnMut(Severity, Code, &Path, String) + 'a;
 
+type Providers = std::collections::BTreeMap<String, ProviderEntry>;
+
 /// Checks what the schema cannot: ids present and unique, models naming
 /// providers that exist (and models those providers list), keys and
 /// provider headers read from variables that are set.
-pub(crate) fn cross_reference(config: &Config, report: &mut Report<'_>) {
+pub(crate) fn cross_reference(document: &Document, report: &mut Report<'_>) {
     let root = Path::default();
-    let providers = config.get("models.providers").and_then(Value::as_object);
-    if let Some(providers) = providers {
-        for (id, provider) in providers {
-            let at = root.key("models").key("providers").key(id);
-            let headers = provider.get("headers").and_then(Value::as_object);
-            let secrets = provider
-                .get("apiKey")
-                .map(|value| (at.key("apiKey"), value))
-                .into_iter()
-                .chain(
-                    headers
-                        .into_iter()
-                        .flatten()
-                        .map(|(name, value)| (at.key("headers").key(name), value)),
+    let providers = &document.models.providers;
+    for (id, provider) in providers {
+        let at = root.key("models").key("providers").key(id);
+        let secrets = provider
+            .api_key
+            .iter()
+            .map(|value| (at.key("apiKey"), value))
+            .chain(
+                provider
+                    .headers
+                    .iter()
+                    .map(|(name, value)| (at.key("headers").key(name), value)),
+            );
+        for (at, value) in secrets {
+            if let Some(name) = value.variable()
+                && std::env::var_os(name).is_none_or(|v| v.is_empty())
+            {
+                let message = format!(
+                    "environment variable {name} is not set: runs on provider {id:?} will fail"
                 );
-            for (at, value) in secrets {
-                if let Some(name) = env_name(value)
-                    && std::env::var_os(name).is_none_or(|v| v.is_empty())
-                {
-                    let message = format!(
-                        "environment variable {name} is not set: runs on provider {id:?} will fail"
-                    );
-                    report(Severity::Warning, Code::UnknownReference, &at, message);
-                }
+                report(Severity::Warning, Code::UnknownReference, &at, message);
             }
         }
     }
     let agents = root.key("agents");
-    if let Some(model) = config.get("agents.defaults.model") {
+    if let Some(model) = &document.agents.defaults.common.model {
         model_reference(
             model,
             &agents.key("defaults").key("model"),
@@ -50,16 +48,10 @@ pub(crate) fn cross_reference(config: &Config, report: &mut Report<'_>) {
             report,
         );
     }
-    let Some(list) = config.get("agents.list").and_then(Value::as_array) else {
-        return;
-    };
     let mut seen: Vec<&str> = Vec::new();
-    for (i, agent) in list.iter().enumerate() {
+    for (i, agent) in document.agents.list.iter().enumerate() {
         let at = agents.key("list").index(i);
-        if !agent.is_object() {
-            continue;
-        }
-        match agent.get("id").and_then(Value::as_str) {
+        match agent.id.as_deref() {
             None => {
                 let message = "an agent needs an id".to_owned();
                 report(Severity::Error, Code::BadValue, &at, message);
@@ -71,35 +63,19 @@ pub(crate) fn cross_reference(config: &Config, report: &mut Report<'_>) {
             }
             Some(id) => seen.push(id),
         }
-        if let Some(model) = agent.get("model").filter(|m| !m.is_null()) {
+        if let Some(model) = &agent.common.model {
             model_reference(model, &at.key("model"), providers, report);
         }
     }
 }
 
-/// The variable an `apiKey` or a header reads: `"${NAME}"` or
-/// `{env: "NAME"}`.
-fn env_name(value: &Value) -> Option<&str> {
-    match value {
-        Value::String(s) => s.strip_prefix("${")?.strip_suffix('}'),
-        Value::Object(map) => map.get("env")?.as_str(),
-        _ => None,
-    }
-}
-
-fn model_reference(
-    model: &Value,
-    at: &Path,
-    providers: Option<&serde_json::Map<String, Value>>,
-    report: &mut Report<'_>,
-) {
+fn model_reference(model: &ModelRef, at: &Path, providers: &Providers, report: &mut Report<'_>) {
     let (reference, at) = match model {
-        Value::String(s) => (s.as_str(), at.clone()),
-        Value::Object(map) => match map.get("primary").and_then(Value::as_str) {
+        ModelRef::Name(s) => (s.as_str(), at.clone()),
+        ModelRef::Primary(p) => match p.primary.as_deref() {
             Some(s) => (s, at.key("primary")),
             None => return,
         },
-        _ => return,
     };
     let Some((provider, model_id)) = reference
         .split_once('/')
@@ -109,10 +85,8 @@ fn model_reference(
         report(Severity::Error, Code::BadValue, &at, message);
         return;
     };
-    let Some(entry) = providers.and_then(|p| p.get(provider)) else {
-        let known = providers
-            .map(|p| p.keys().map(String::as_str).collect::<Vec<_>>())
-            .unwrap_or_default();
+    let Some(entry) = providers.get(provider) else {
+        let known: Vec<&str> = providers.keys().map(String::as_str).collect();
         let hint = match suggestion(provider, known.iter().copied()) {
             Some(close) => format!("; did you mean {close:?}?"),
             None if known.is_empty() => "; models.providers defines none".to_owned(),
@@ -122,12 +96,10 @@ fn model_reference(
         report(Severity::Error, Code::UnknownReference, &at, message);
         return;
     };
-    let Some(models) = entry.get("models").and_then(Value::as_array) else {
-        return;
-    };
-    let ids: Vec<&str> = models
+    let ids: Vec<&str> = entry
+        .models
         .iter()
-        .filter_map(|m| m.get("id")?.as_str())
+        .filter_map(|m| m.id.as_deref())
         .collect();
     if !ids.is_empty() && !ids.contains(&model_id) {
         let hint = suggestion(model_id, ids.iter().copied())

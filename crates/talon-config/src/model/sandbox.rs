@@ -1,0 +1,178 @@
+//! `agents.defaults.sandbox` and `agents.list[].sandbox`: the sandbox of
+//! every command an agent's model runs, as given (an agent's own section
+//! over the defaults' key by key), read by `talon_jail::Policy`.
+
+use schemars::{JsonSchema, Schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{NonEmpty, openclaw};
+
+/// Whether commands run sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Every command (the default).
+    All,
+    /// Treated as all.
+    NonMain,
+    /// Unsandboxed: the admin's explicit choice.
+    Off,
+}
+
+/// Which commands share a scratch workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxScope {
+    /// One per session (the default).
+    Session,
+    /// One per agent.
+    Agent,
+    /// One for all.
+    Shared,
+}
+
+/// The agent's workspace in the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxAccess {
+    /// Read and write (the default).
+    Rw,
+    /// Read only.
+    Ro,
+    /// A scratch workspace.
+    None,
+}
+
+/// Where commands may reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxNetwork {
+    /// Nowhere (the default).
+    Off,
+    /// Only allowHosts.
+    Allow,
+    /// The host's network.
+    Host,
+}
+
+fn sandbox_openclaw(schema: &mut Schema) {
+    openclaw(
+        schema,
+        &[
+            "docker",
+            "browser",
+            "prune",
+            "sessionToolsVisibility",
+            "workspaceRoot",
+        ],
+        "OpenClaw's container setting; Talon's sandbox has no containers and does not read it.",
+    );
+}
+
+/// The sandbox of every command the model runs (bubblewrap namespaces, a read-only system, seccomp, limits). Read by `talon_jail::Policy` (an agent's own over `agents.defaults.sandbox`, key by key); a key it does not know refuses the config.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[schemars(extend("x-strict" = true))]
+#[schemars(transform = sandbox_openclaw)]
+pub struct SandboxSection {
+    /// Whether commands run sandboxed: all (default; non-main is treated as all), or off (unsandboxed: the admin's explicit choice).
+    pub mode: Option<SandboxMode>,
+    /// Which commands share a scratch workspace with workspaceAccess none (default session).
+    pub scope: Option<SandboxScope>,
+    /// The agent's workspace in the sandbox: rw (default), ro (and write/edit refuse), or none (a scratch workspace).
+    pub workspace_access: Option<SandboxAccess>,
+    /// Where commands may reach: off (default), allow (only allowHosts, through a filtering proxy; needs socat), or the host's network.
+    pub network: Option<SandboxNetwork>,
+    /// With network allow, the host:port pairs commands may reach (at most 256): a name (api.example.com:443), a wildcard below a name (*.pypi.org:443), or an IP address only where listed as one; empty is the same as off.
+    pub allow_hosts: Option<Vec<NonEmpty>>,
+    /// Per-command resource limits.
+    pub limits: Option<SandboxLimits>,
+    /// OpenClaw's; not read.
+    #[schemars(skip)]
+    pub docker: Option<Value>,
+    /// OpenClaw's; not read.
+    #[schemars(skip)]
+    pub browser: Option<Value>,
+    /// OpenClaw's; not read.
+    #[schemars(skip)]
+    pub prune: Option<Value>,
+    /// OpenClaw's; not read.
+    #[schemars(skip)]
+    pub session_tools_visibility: Option<Value>,
+    /// OpenClaw's; not read.
+    #[schemars(skip)]
+    pub workspace_root: Option<Value>,
+}
+
+impl SandboxSection {
+    /// This section over `base`, key by key (and `limits` key by key).
+    pub fn over(&self, base: &SandboxSection) -> SandboxSection {
+        let limits = match (&self.limits, &base.limits) {
+            (Some(own), Some(base)) => Some(SandboxLimits {
+                cpu_seconds: own.cpu_seconds.or(base.cpu_seconds),
+                memory_bytes: own.memory_bytes.or(base.memory_bytes),
+                processes: own.processes.or(base.processes),
+                open_files: own.open_files.or(base.open_files),
+                file_size_bytes: own.file_size_bytes.or(base.file_size_bytes),
+                tmp_bytes: own.tmp_bytes.or(base.tmp_bytes),
+                disk_reserve_bytes: own.disk_reserve_bytes.or(base.disk_reserve_bytes),
+            }),
+            (own, base) => own.clone().or_else(|| base.clone()),
+        };
+        let pick = |own: &Option<Value>, base: &Option<Value>| own.clone().or_else(|| base.clone());
+        SandboxSection {
+            mode: self.mode.or(base.mode),
+            scope: self.scope.or(base.scope),
+            workspace_access: self.workspace_access.or(base.workspace_access),
+            network: self.network.or(base.network),
+            allow_hosts: self
+                .allow_hosts
+                .clone()
+                .or_else(|| base.allow_hosts.clone()),
+            limits,
+            docker: pick(&self.docker, &base.docker),
+            browser: pick(&self.browser, &base.browser),
+            prune: pick(&self.prune, &base.prune),
+            session_tools_visibility: pick(
+                &self.session_tools_visibility,
+                &base.session_tools_visibility,
+            ),
+            workspace_root: pick(&self.workspace_root, &base.workspace_root),
+        }
+    }
+
+    /// The section as JSON, the keys it sets only: what
+    /// `talon_jail::Policy` (the sandbox's own typed reading, below this
+    /// crate's layer) reads.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).map_or(Value::Null, |v| super::without_nulls(&v))
+    }
+}
+
+/// Per-command resource limits (a key it does not know refuses the config).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[schemars(extend("x-strict" = true))]
+pub struct SandboxLimits {
+    /// CPU seconds per process (default 300).
+    #[schemars(range(min = 1, max = 86_400))]
+    pub cpu_seconds: Option<u64>,
+    /// Data bytes per process (default 4 GiB).
+    #[schemars(range(min = 16_777_216))]
+    pub memory_bytes: Option<u64>,
+    /// Processes and threads at once (default 256).
+    #[schemars(range(min = 8, max = 65_536))]
+    pub processes: Option<u64>,
+    /// Open files per process (default 1024).
+    #[schemars(range(min = 16, max = 1_048_576))]
+    pub open_files: Option<u64>,
+    /// The largest file written (default 1 GiB).
+    #[schemars(range(min = 1_048_576))]
+    pub file_size_bytes: Option<u64>,
+    /// The private /tmp's size (default 512 MiB).
+    #[schemars(range(min = 1_048_576))]
+    pub tmp_bytes: Option<u64>,
+    /// The free space the workspace's filesystem keeps: a command whose writes leave less is stopped (default 1 GiB; 0: not checked).
+    pub disk_reserve_bytes: Option<u64>,
+}
