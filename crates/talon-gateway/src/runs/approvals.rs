@@ -225,7 +225,7 @@ impl DurableApprover {
         let session = Some(&ctx.scope.session_id).filter(|s| !s.as_str().is_empty());
         // A subject's `approve_always` holds within that subject.
         let subject = match session {
-            Some(id) => self.store.session(&id).await?.and_then(|s| s.subject),
+            Some(id) => self.store.session(id).await?.and_then(|s| s.subject),
             None => None,
         };
         let Some(rule) = self
