@@ -95,6 +95,9 @@ pub(crate) fn store_config(
     path: Option<&std::path::Path>,
 ) -> Result<(Config, StoreConfig), ExitCode> {
     let config = Config::load(path).map_err(|e| fail(2, &e.to_string()))?;
+    // Checked before any section is read, so a bad value is reported with
+    // its file, line and column.
+    config.check_at_start().map_err(|e| fail(2, &e.to_string()))?;
     let settings = config.store().map_err(|e| fail(2, &e.to_string()))?;
     let state_dir = talon_config::state_dir();
     let store = match settings.url {
@@ -268,9 +271,6 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         Ok(found) => found,
         Err(code) => return code,
     };
-    if let Err(e) = config.check_at_start() {
-        return fail(2, &e.to_string());
-    }
     // A state directory that has served (it holds the admin token) must
     // not start over with an empty store by accident.
     let token_file = store

@@ -53,7 +53,14 @@
 //!   - the checks and views both servers share (`run_create.rs`, `run_views.rs`):
 //!     `RunsCreateParams::check` (with `split_messages`, `InputMessagesError`), `RunResult::of` (a
 //!     run's result from its row) and `Event::of_run`
-//!     (a run event's envelope), so the gateway and the fake cannot differ there.
+//!     (a run event's envelope), so the gateway and the fake cannot differ there;
+//!   - every refusal's code, words and details (`gateway/refusals.rs`, `refuse::not_found`, ...),
+//!     every cap and default the servers share (`gateway/caps.rs`), and how a run's events fold
+//!     into its status (`EventType::ended_status`, `EventData::run_ended`), generated into the
+//!     TypeScript SDK too, so no server words or counts anything itself;
+//!   - the contract (`contract/cases.json`): what every server answers, a case per method at
+//!     least (`tests/suite/contract.rs`), run against the gateway and both fakes, with the
+//!     generated list of deliberate differences (`docs/fake-differences.md`).
 //! - Generated documents, committed under the crate's `schema/`: `talon-protocol.schema.json`,
 //!   `gateway.schema.json` (the table, the error shape, the typed event and every `$defs`) and
 //!   `openapi.json` (OpenAPI 3.1, `openapi.rs`). Tests regenerate them and compare as JSON, check

@@ -16,11 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde::Deserialize;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionKey};
 use talon_protocol::gateway::{ApiError, Scope, TicketRun, TicketStream};
 use talon_protocol::{Event, EventType};
@@ -154,31 +153,17 @@ impl Follow {
     }
 }
 
-/// The query of a stream.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct StreamQuery {
-    after: Option<String>,
-    session_key: Option<String>,
-    agent_id: Option<String>,
-    types: Option<String>,
-    ticket: Option<String>,
-}
-
-/// A stream's credential in its URL: a `tokens.ticket` ticket.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct TicketQuery {
-    pub ticket: Option<String>,
-}
+pub(crate) use talon_wire::query::{StreamQuery, TicketQuery, query};
 
 /// One run's events.
 pub(crate) async fn run_events(
     State(shared): State<Arc<Shared>>,
     Path(run_id): Path<String>,
-    Query(query): Query<StreamQuery>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> Response {
     let opened = (|| {
+        let query: StreamQuery = query(&uri)?;
         let this = TicketStream::Run(TicketRun {
             run_id: RunId::new(run_id.as_str()),
         });
@@ -193,7 +178,7 @@ pub(crate) async fn run_events(
         Follow::start(
             &shared,
             filter,
-            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            talon_wire::stream_cursor(&headers, query.after.as_ref().map(|c| c.as_str()))?,
             true,
         )
     })();
@@ -206,10 +191,11 @@ pub(crate) async fn run_events(
 /// Every event, filtered.
 pub(crate) async fn all_events(
     State(shared): State<Arc<Shared>>,
-    Query(query): Query<StreamQuery>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> Response {
     let opened = (|| {
+        let query: StreamQuery = query(&uri)?;
         let (granted, ticket) =
             authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
                 matches!(t, TicketStream::Events(_))
@@ -225,15 +211,15 @@ pub(crate) async fn all_events(
             },
             _ => Filter {
                 run_id: None,
-                session_key: query.session_key.clone().map(SessionKey::new),
-                agent_id: query.agent_id.clone().map(AgentId::new),
-                types: talon_wire::event_types(query.types.iter().map(String::as_str))?,
+                session_key: query.session_key.clone(),
+                agent_id: query.agent_id.clone(),
+                types: talon_wire::event_types(query.types.iter().map(|t| t.as_str()))?,
             },
         };
         Follow::start(
             &shared,
             filter,
-            talon_wire::stream_cursor(&headers, query.after.as_deref())?,
+            talon_wire::stream_cursor(&headers, query.after.as_ref().map(|c| c.as_str()))?,
             false,
         )
     })();

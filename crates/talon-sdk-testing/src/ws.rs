@@ -15,8 +15,8 @@
 
 use std::sync::Arc;
 
+use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -44,10 +44,14 @@ enum Out {
 /// Upgrades an authenticated request.
 pub(crate) async fn upgrade(
     State(shared): State<Arc<Shared>>,
-    Query(query): Query<super::stream::TicketQuery>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let query: super::stream::TicketQuery = match super::stream::query(&uri) {
+        Ok(query) => query,
+        Err(error) => return ErrorResponse(error).into_response(),
+    };
     let (granted, ticket) =
         match authenticate_stream(&shared, &headers, query.ticket.as_deref(), &|t| {
             matches!(t, TicketStream::Socket(_))

@@ -55,7 +55,7 @@ impl Talon {
     pub fn agent(&self, id: impl Into<String>) -> Agent {
         Agent {
             client: self.client.clone(),
-            id: id.into(),
+            id: AgentId::new(id),
         }
     }
 
@@ -201,20 +201,20 @@ impl Talon {
 #[derive(Debug, Clone)]
 pub struct Agent {
     client: Client,
-    id: String,
+    id: AgentId,
 }
 
 impl Agent {
     /// Its id.
     pub fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
 
     /// The agent as the gateway describes it.
     pub async fn info(&self) -> Result<proto::Agent> {
         self.client
             .agents_get(AgentRef {
-                agent_id: AgentId::new(self.id.clone()),
+                agent_id: self.id.clone(),
             })
             .await
     }
@@ -229,7 +229,7 @@ impl Agent {
         let accepted = self
             .client
             .runs_create(RunsCreateParams {
-                agent_id: Some(AgentId::new(self.id.clone())),
+                agent_id: Some(self.id.clone()),
                 input: input.into(),
                 session_key: options.session_key.map(SessionKey::new),
                 session_id: options.session_id.map(SessionId::new),
@@ -249,7 +249,7 @@ impl Agent {
             .client
             .sessions_resolve(SessionsResolveParams {
                 key: SessionKey::new(key.to_owned()),
-                agent_id: Some(AgentId::new(self.id.clone())),
+                agent_id: Some(self.id.clone()),
             })
             .await?;
         Ok(Session::new(self.client.clone(), info))
@@ -260,7 +260,7 @@ impl Agent {
         let info = self
             .client
             .sessions_create(SessionsCreateParams {
-                agent_id: AgentId::new(self.id.clone()),
+                agent_id: self.id.clone(),
                 key: None,
                 metadata: None,
                 idempotency_key: None,
@@ -273,7 +273,7 @@ impl Agent {
     /// policy and reach.
     pub async fn tool_space(&self) -> Result<Vec<proto::ToolSummary>> {
         let filter = ToolsListParams {
-            agent_id: Some(AgentId::new(self.id.clone())),
+            agent_id: Some(self.id.clone()),
             session_key: None,
             limit: None,
             cursor: None,

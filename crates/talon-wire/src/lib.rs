@@ -25,6 +25,7 @@
 pub mod browsers;
 pub mod content;
 pub mod guard;
+pub mod query;
 pub mod range;
 pub mod ws;
 

@@ -103,7 +103,7 @@ impl Api {
         };
         let result = self
             .engine
-            .wait(run.id.as_str(), Some(std::time::Duration::MAX))
+            .wait(&run.id, Some(std::time::Duration::MAX))
             .await?;
         let details = talon_protocol::gateway::ErrorDetails {
             run_id: Some(run.id.clone()),

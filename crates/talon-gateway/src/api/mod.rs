@@ -307,7 +307,7 @@ impl Handler for Api {
         crate::auth::owned::run_for(&self.store, caller, p.run_id.as_str()).await?;
         self.engine
             .wait(
-                p.run_id.as_str(),
+                &p.run_id,
                 p.timeout_ms.map(std::time::Duration::from_millis),
             )
             .await

@@ -239,7 +239,7 @@ impl Engine {
     /// `accepted` when the wait's own deadline passed first.
     pub(crate) async fn wait(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         timeout: Option<Duration>,
     ) -> Result<RunResult, ApiError> {
         let store = &self.inner.store;
@@ -251,16 +251,11 @@ impl Engine {
         let mut runs_changed = store.runs_changed();
         loop {
             runs_changed.borrow_and_update();
-            let run = store
-                .run(&RunId::new(run_id))
-                .await
-                .map_err(api_error)?
-                .ok_or_else(|| talon_protocol::gateway::refuse::not_found("run", run_id))?;
+            let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
+                talon_protocol::gateway::refuse::not_found("run", run_id.as_str())
+            })?;
             if run.status.is_terminal() {
-                let result = store
-                    .run_result(&RunId::new(run_id))
-                    .await
-                    .map_err(api_error)?;
+                let result = store.run_result(run_id).await.map_err(api_error)?;
                 return Ok(result.unwrap_or_else(|| result_of(&run, None)));
             }
             // Past the wait's deadline, or this node is shutting down:

@@ -33,12 +33,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde::Deserialize;
-use talon_protocol::gateway::bounded::{AgentId, Cursor, RunId, SessionKey, Text};
+use talon_protocol::gateway::bounded::{AgentId, RunId, SessionKey, Text};
 use talon_protocol::gateway::{ApiError, Method, TicketRun, TicketStream};
 use talon_store::{EventFilter, Store};
 use tokio::time::{Instant, Sleep};
@@ -60,33 +59,7 @@ pub(crate) const PAGE_BYTES: usize = 64 << 10;
 /// How often a live stream looks for events other nodes committed.
 const POLL: Duration = Duration::from_secs(1);
 
-/// The query of a stream, its strings capped as the protocol's are.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct StreamQuery {
-    after: Option<Cursor>,
-    session_key: Option<SessionKey>,
-    agent_id: Option<AgentId>,
-    types: Option<Text<2048>>,
-    ticket: Option<Text<128>>,
-}
-
-/// The query of `GET /v1/ws`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TicketQuery {
-    pub ticket: Option<Text<128>>,
-}
-
-/// Decodes a route's query, refusing a bad one in the protocol's shape.
-pub(crate) fn query<T: serde::de::DeserializeOwned + Default>(uri: &Uri) -> Result<T, ApiError> {
-    if uri.query().is_none() {
-        return Ok(T::default());
-    }
-    Query::<T>::try_from_uri(uri)
-        .map(|Query(q)| q)
-        .map_err(|e| talon_protocol::gateway::refuse::bad_query(&e.body_text()))
-}
+pub(crate) use talon_wire::query::{StreamQuery, TicketQuery, query};
 
 /// One run's events.
 pub(crate) async fn run_events(
