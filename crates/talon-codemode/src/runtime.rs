@@ -497,9 +497,8 @@ impl CodeModeRun {
     }
 
     fn purge_now_and_then(&self) {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        // The store's clock: the one its records' expiry is read by.
+        let now = self.shared.store.clock().now_ms() / 1000;
         let last = self.shared.last_purge.load(Ordering::Relaxed);
         if now >= last + 60
             && self
