@@ -30,8 +30,9 @@ use talon_codemode::{
 use talon_core_tools::CoreTools;
 use talon_mcp::{McpManager, servers_from_json};
 use talon_mock_model::{MockModel, Script};
+use talon_provider::ProviderConfig;
+use talon_provider::config::OPENAI_COMPLETIONS;
 use talon_provider::openai::OpenAiCompatible;
-use talon_provider::parse_providers;
 use talon_tools::{
     CatalogBuilder, DirectSurface, NoUpdates, RunContext, RunScope, ToolPolicy, ToolRunner,
     ToolSurface,
@@ -118,15 +119,8 @@ async fn mock(turns: Value) -> (MockModel, OpenAiCompatible) {
     let mock = MockModel::start(Script::from_json(&json!({"turns": turns})).unwrap())
         .await
         .unwrap();
-    let providers = parse_providers(
-        Some(&json!({"mock": {"baseUrl": mock.base_url()}})),
-        &|_| None,
-    )
-    .unwrap();
-    (
-        mock,
-        OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap(),
-    )
+    let config = ProviderConfig::new("mock", OPENAI_COMPLETIONS, &mock.base_url());
+    (mock, OpenAiCompatible::new(config).unwrap())
 }
 
 async fn turn(env: &Env, kind: &str, turns: Value, run: &str) -> (MockModel, RunStatus) {

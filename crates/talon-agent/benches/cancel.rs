@@ -42,8 +42,9 @@ use talon_mock_model::{MockModel, Script};
 use talon_protocol::{
     CatalogMode, CodeModeErrorCode, CodeModeResult, ModelTool, ToolDefinition, ToolSource,
 };
+use talon_provider::config::OPENAI_COMPLETIONS;
 use talon_provider::openai::OpenAiCompatible;
-use talon_provider::{ChatRequest, Message, ModelProvider, ProviderError, parse_providers};
+use talon_provider::{ChatRequest, Message, ModelProvider, ProviderConfig, ProviderError};
 use talon_tools::{
     BoxFuture, CallOutcome, Caller, CancellationToken, CatalogBuilder, CatalogEntry, DirectSurface,
     NoUpdates, RunContext, RunScope, ToolCall, ToolExecutor, ToolPolicy, ToolRunner, ToolSurface,
@@ -702,12 +703,9 @@ fn chat_request() -> ChatRequest {
 }
 
 fn client(base_url: &str) -> Arc<OpenAiCompatible> {
-    let providers = parse_providers(
-        Some(&json!({"p": {"baseUrl": base_url, "timeoutMs": 120_000}})),
-        &|_| None,
-    )
-    .unwrap();
-    Arc::new(OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap())
+    let mut config = ProviderConfig::new("p", OPENAI_COMPLETIONS, base_url);
+    config.timeout = std::time::Duration::from_millis(120_000);
+    Arc::new(OpenAiCompatible::new(config).unwrap())
 }
 
 /// Case 5a: a request whose answer never comes (the mock sleeps 60 s before

@@ -47,9 +47,10 @@
 //!
 //! A key is added in one place, its section's type in `model/`
 //! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests
-//! start the gateway with it). Sections read by crates below this one's
-//! layer (`talon_jail::Policy` for the sandbox, `talon_provider` for
-//! `models.providers`) are handed over as the typed section's JSON.
+//! start the gateway with it). `models.providers` is turned into
+//! `talon_provider::ProviderConfig` by talon-runtime, from the typed
+//! entries; the sandbox is handed to `talon_jail::Policy` as the typed
+//! section's JSON.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,23 +1,25 @@
-//! `models.providers.<id>` in OpenClaw's shape and model references
-//! (`"provider/model"`, as in `agents.defaults.model.primary`). `apiKey`
-//! may be a literal, `"${VAR}"` or `{env: "VAR"}`; it is resolved when the
-//! provider is built and never shown.
+//! A provider's runtime settings ([`ProviderConfig`]: base URL, resolved
+//! key, wire, model rows, limits, headers) and model references
+//! (`"provider/model"`, as in `agents.defaults.model.primary`). The config
+//! keys (`models.providers.<id>`, OpenClaw's shape) are declared once, in
+//! `talon_config::model::ProviderEntry`, with their bounds; talon-runtime
+//! builds a [`ProviderConfig`] from that typed entry (resolving keys and
+//! header values from the environment), so nothing here reads JSON.
 //!
-//! `api` picks the wire: `"openai-completions"` (the default) or
-//! `"anthropic-messages"`. A model row's `maxTokens` is the reply limit
+//! `api` picks the wire: [`OPENAI_COMPLETIONS`] (the default) or
+//! [`ANTHROPIC_MESSAGES`]. A model row's `max_tokens` is the reply limit
 //! Anthropic requires on every request (8192 when the row has none), and
 //! its `reasoning: true` turns extended thinking on at `medium` when the
 //! agent sets no `thinkingDefault`.
 //!
-//! `headers` maps header names to values (each a literal, `"${VAR}"` or
-//! `{env: "VAR"}`, like `apiKey`), sent on every request of either wire,
-//! e.g. `anthropic-beta`. Names the client owns ([`OWNED_HEADERS`]) and
-//! names or values HTTP does not allow are refused; values are never shown.
+//! Headers ([`ProviderConfig::add_header`]) are sent on every request of
+//! either wire, e.g. `anthropic-beta`. Names the client owns
+//! ([`OWNED_HEADERS`]) and names or values HTTP does not allow are
+//! refused; values are never shown.
 
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
 
 use crate::error::{ProviderError, Result};
 
@@ -70,44 +72,6 @@ impl ModelCost {
             + priced(usage.cache_read_tokens, self.cache_read)?
             + priced(usage.cache_write_tokens, self.cache_write)?;
         Some(micro_per_million as f64 / 1e12)
-    }
-
-    /// Reads `models[].cost`: `invalid_config` naming the price at fault.
-    fn parse(value: &Value, at: &str) -> Result<Option<Self>> {
-        let Some(object) = value.as_object() else {
-            return match value {
-                Value::Null => Ok(None),
-                _ => Err(config_error(at, "expected an object of prices")),
-            };
-        };
-        let price = |key: &str| -> Result<Option<u64>> {
-            match object.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => match v.as_f64() {
-                    Some(usd) if usd.is_finite() && (0.0..=1e6).contains(&usd) => {
-                        Ok(Some((usd * 1e6).round() as u64))
-                    }
-                    _ => Err(config_error(
-                        &format!("{at}.{key}"),
-                        "expected US dollars per million tokens, 0 to 1,000,000",
-                    )),
-                },
-            }
-        };
-        let required = |key: &str| {
-            price(key)?.ok_or_else(|| {
-                config_error(
-                    &format!("{at}.{key}"),
-                    "a model's cost needs its input and output prices",
-                )
-            })
-        };
-        Ok(Some(Self {
-            input: required("input")?,
-            output: required("output")?,
-            cache_read: price("cacheRead")?,
-            cache_write: price("cacheWrite")?,
-        }))
     }
 }
 
@@ -170,6 +134,25 @@ impl ProviderConfig {
         }
     }
 
+    /// Adds a header sent on every request (`headers.<name>` at `field`):
+    /// a valid name the client does not own ([`OWNED_HEADERS`]) and a
+    /// valid value, marked sensitive (never shown).
+    pub fn add_header(&mut self, name: &str, value: &str, field: &str) -> Result<()> {
+        let parsed = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| config_error(field, format!("{name:?} is not a valid header name")))?;
+        if OWNED_HEADERS.contains(&parsed.as_str()) {
+            return Err(config_error(
+                field,
+                format!("Talon sets {name:?} itself; it cannot be configured"),
+            ));
+        }
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| config_error(field, "the value is not a valid header value"))?;
+        value.set_sensitive(true);
+        self.headers.insert(parsed, value);
+        Ok(())
+    }
+
     /// The row of `model`, if listed.
     pub fn model(&self, model: &str) -> Option<&ModelInfo> {
         self.models.iter().find(|m| m.id == model)
@@ -205,180 +188,6 @@ fn config_error(field: &str, message: impl Into<String>) -> ProviderError {
         field: field.to_owned(),
         message: message.into(),
     }
-}
-
-/// Resolves a secret: a literal, `"${VAR}"`, or `{env: "VAR"}`.
-pub fn resolve_secret(
-    value: &Value,
-    field: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String> {
-    let env_name = match value {
-        Value::String(text) => match text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
-            Some(name) => Some(name.to_owned()),
-            None => return Ok(text.clone()),
-        },
-        Value::Object(map) => map.get("env").and_then(Value::as_str).map(str::to_owned),
-        _ => None,
-    };
-    let Some(name) = env_name else {
-        return Err(config_error(
-            field,
-            "expected a string, \"${VAR}\" or {env: \"VAR\"}",
-        ));
-    };
-    lookup(&name)
-        .ok_or_else(|| config_error(field, format!("environment variable {name} is not set")))
-}
-
-/// Reads a provider's `headers` (at `field`): valid names the client
-/// does not own, values resolved like `apiKey`.
-fn parse_headers(
-    value: Option<&Value>,
-    field: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<HeaderMap> {
-    let mut headers = HeaderMap::new();
-    let map = match value {
-        None | Some(Value::Null) => return Ok(headers),
-        Some(Value::Object(map)) => map,
-        Some(_) => {
-            return Err(config_error(
-                field,
-                "expected an object of header values by name",
-            ));
-        }
-    };
-    for (name, value) in map {
-        let at = format!("{field}.{name}");
-        let parsed = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| config_error(&at, format!("{name:?} is not a valid header name")))?;
-        if OWNED_HEADERS.contains(&parsed.as_str()) {
-            return Err(config_error(
-                &at,
-                format!("Talon sets {name:?} itself; it cannot be configured"),
-            ));
-        }
-        let text = resolve_secret(value, &at, lookup)?;
-        let mut value = HeaderValue::from_str(&text)
-            .map_err(|_| config_error(&at, "the value is not a valid header value"))?;
-        value.set_sensitive(true);
-        headers.insert(parsed, value);
-    }
-    Ok(headers)
-}
-
-/// Reads `models.providers`.
-pub fn parse_providers(
-    providers: Option<&Value>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<ProviderConfig>> {
-    let Some(providers) = providers.filter(|v| !v.is_null()) else {
-        return Ok(Vec::new());
-    };
-    let map = providers
-        .as_object()
-        .ok_or_else(|| config_error("models.providers", "expected an object of providers by id"))?;
-    let mut out = Vec::new();
-    for (id, value) in map {
-        let root = format!("models.providers.{id}");
-        let field = |key: &str| format!("{root}.{key}");
-        let object = value
-            .as_object()
-            .ok_or_else(|| config_error(&root, "expected an object"))?;
-        const KNOWN: &[&str] = &[
-            "baseUrl",
-            "apiKey",
-            "api",
-            "models",
-            "timeoutMs",
-            "maxRetries",
-            "idleTimeoutMs",
-            "headers",
-            "auth",
-        ];
-        for key in object.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
-            tracing::warn!(field = %field(key), "unknown provider setting ignored");
-        }
-        let base_url = object
-            .get("baseUrl")
-            .and_then(Value::as_str)
-            .ok_or_else(|| config_error(&field("baseUrl"), "required: the API's base URL"))?
-            .trim_end_matches('/')
-            .to_owned();
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(config_error(
-                &field("baseUrl"),
-                "expected an http:// or https:// URL",
-            ));
-        }
-        let api_key = match object.get("apiKey") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(resolve_secret(v, &field("apiKey"), lookup)?),
-        };
-        let api = object
-            .get("api")
-            .and_then(Value::as_str)
-            .unwrap_or(OPENAI_COMPLETIONS)
-            .to_owned();
-        if !APIS.contains(&api.as_str()) {
-            return Err(config_error(
-                &field("api"),
-                format!(
-                    "{api:?} is not supported; use \"{OPENAI_COMPLETIONS}\" or \"{ANTHROPIC_MESSAGES}\""
-                ),
-            ));
-        }
-        let models = match object.get("models") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|m| {
-                    Ok(ModelInfo {
-                        id: m["id"]
-                            .as_str()
-                            .ok_or_else(|| {
-                                config_error(&field("models"), "every model needs an id")
-                            })?
-                            .to_owned(),
-                        name: m["name"].as_str().map(str::to_owned),
-                        context_window: m["contextWindow"].as_u64(),
-                        max_tokens: m["maxTokens"]
-                            .as_u64()
-                            .map(|t| t.min(u64::from(u32::MAX)) as u32),
-                        reasoning: m["reasoning"].as_bool().unwrap_or(false),
-                        cost: ModelCost::parse(&m["cost"], &field("models[].cost"))?,
-                    })
-                })
-                .collect::<Result<_>>()?,
-            Some(_) => return Err(config_error(&field("models"), "expected a list")),
-        };
-        let timeout = match object.get("timeoutMs").and_then(Value::as_u64) {
-            Some(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => DEFAULT_TIMEOUT,
-        };
-        let idle_timeout = match object.get("idleTimeoutMs").and_then(Value::as_u64) {
-            Some(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => DEFAULT_IDLE,
-        };
-        let headers = parse_headers(object.get("headers"), &field("headers"), lookup)?;
-        let max_retries = object
-            .get("maxRetries")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_RETRIES, |n| n.min(10) as u32);
-        out.push(ProviderConfig {
-            id: id.clone(),
-            base_url,
-            api_key,
-            api,
-            models,
-            timeout,
-            max_retries,
-            idle_timeout,
-            headers,
-        });
-    }
-    Ok(out)
 }
 
 /// A `provider/model` reference.

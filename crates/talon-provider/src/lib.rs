@@ -23,10 +23,10 @@
 //! say what to do (a rejected key, an unknown model) without showing the key.
 //! `AnthropicMessages` (`anthropic/`: `wire.rs` the request body, `stream.rs` the reply's state
 //! machine) has the same shape. Both retry by one policy (`retry.rs`: 408, 409, 429, 5xx and 529,
-//! `retry-after-ms`, `retry-after`, `x-should-retry`, backoff with jitter). `config` reads
-//! `models.providers.<id>` in OpenClaw's shape (`baseUrl`, `apiKey` literal or `${VAR}`/`{env}`,
-//! `api: "openai-completions" | "anthropic-messages"`, `models[]`, `timeoutMs`, `idleTimeoutMs`,
-//! `maxRetries`) and `provider/model` references (`parse_providers`).
+//! `retry-after-ms`, `retry-after`, `x-should-retry`, backoff with jitter). `config` holds a
+//! provider's runtime settings ([`ProviderConfig`]) and `provider/model` references
+//! ([`ModelRef`]); the config keys (`models.providers.<id>`) are declared in `talon_config::model`
+//! and turned into a [`ProviderConfig`] by talon-runtime.
 //!
 //! Deliberately absent: images, server tools, `<think>` tags inside Chat Completions text, and
 //! replaying Chat Completions reasoning to the provider.
@@ -40,7 +40,7 @@ mod retry;
 mod sse;
 mod types;
 
-pub use config::{ModelCost, ModelInfo, ModelRef, ProviderConfig, parse_providers};
+pub use config::{ModelCost, ModelInfo, ModelRef, ProviderConfig};
 pub use error::{ErrorSource, ProviderError, Result};
 pub use raw::{MAX_RAW_BYTES, RawReply};
 pub use types::{

@@ -26,7 +26,8 @@ use talon_agent::Reasoning;
 use talon_config::Config;
 use talon_config::model as config;
 use talon_provider::{
-    CacheRetention, ModelProvider, ModelRef, ProviderConfig, Thinking, parse_providers,
+    CacheRetention, ModelCost, ModelInfo, ModelProvider, ModelRef, ProviderConfig, ProviderError,
+    Thinking,
 };
 
 use crate::RuntimeError;
@@ -45,8 +46,136 @@ pub struct ModelRoute {
 pub fn providers(config: &Config) -> Result<Vec<ProviderConfig>, RuntimeError> {
     let lookup = |name: &str| std::env::var(name).ok();
     let document = config.document().map_err(RuntimeError::config)?;
-    let providers = document.models.providers_json();
-    Ok(parse_providers(Some(&providers), &lookup)?)
+    Ok(provider_configs(&document.models, &lookup)?)
+}
+
+/// `models.providers` as the providers' runtime settings: each typed
+/// entry (its bounds and clamps are the declaration's, checked at load)
+/// with its key and header values resolved by `lookup`; what the schema
+/// cannot say (a base URL present and http(s), a model's id and its
+/// input and output prices, valid headers, variables set) refused by key.
+pub fn provider_configs(
+    models: &config::ModelsSection,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ProviderConfig>, ProviderError> {
+    models
+        .providers
+        .iter()
+        .map(|(id, entry)| provider_config(id, entry, lookup))
+        .collect()
+}
+
+fn provider_config(
+    id: &str,
+    entry: &config::ProviderEntry,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ProviderConfig, ProviderError> {
+    let field = |key: &str| format!("models.providers.{id}.{key}");
+    let base_url = entry
+        .base_url
+        .as_deref()
+        .ok_or_else(|| config_error(field("baseUrl"), "required: the API's base URL"))?;
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(config_error(
+            field("baseUrl"),
+            "expected an http:// or https:// URL",
+        ));
+    }
+    let api = match entry.api {
+        None | Some(config::Api::OpenaiCompletions) => talon_provider::config::OPENAI_COMPLETIONS,
+        Some(config::Api::AnthropicMessages) => talon_provider::config::ANTHROPIC_MESSAGES,
+    };
+    let mut provider = ProviderConfig::new(id, api, base_url);
+    if let Some(key) = &entry.api_key {
+        provider.api_key = Some(secret(key, &field("apiKey"), lookup)?);
+    }
+    provider.models = entry
+        .models
+        .iter()
+        .enumerate()
+        .map(|(i, model)| model_info(model, &field(&format!("models[{i}]"))))
+        .collect::<Result<_, _>>()?;
+    if let Some(ms) = entry.timeout_ms {
+        provider.timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(ms) = entry.idle_timeout_ms {
+        provider.idle_timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(retries) = entry.max_retries() {
+        provider.max_retries = retries;
+    }
+    for (name, value) in &entry.headers {
+        let at = field(&format!("headers.{name}"));
+        let value = secret(value, &at, lookup)?;
+        provider.add_header(name, &value, &at)?;
+    }
+    Ok(provider)
+}
+
+fn model_info(model: &config::ProviderModel, at: &str) -> Result<ModelInfo, ProviderError> {
+    let id = model
+        .id
+        .clone()
+        .ok_or_else(|| config_error(format!("{at}.id"), "every model needs an id"))?;
+    let cost = match &model.cost {
+        None => None,
+        Some(cost) => {
+            let required = |price: Option<f64>, key: &str| {
+                price.map(micro).ok_or_else(|| {
+                    config_error(
+                        format!("{at}.cost.{key}"),
+                        "a model's cost needs its input and output prices",
+                    )
+                })
+            };
+            Some(ModelCost {
+                input: required(cost.input, "input")?,
+                output: required(cost.output, "output")?,
+                cache_read: cost.cache_read.map(micro),
+                cache_write: cost.cache_write.map(micro),
+            })
+        }
+    };
+    Ok(ModelInfo {
+        id,
+        name: model.name.clone(),
+        context_window: model.context_window,
+        max_tokens: model.max_tokens(),
+        reasoning: model.reasoning.unwrap_or(false),
+        cost,
+    })
+}
+
+/// US dollars per million tokens (within the declaration's 0 to
+/// 1,000,000, checked at load) in millionths of a dollar.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "the price is checked at load to be within 0 and 1e6, so 1e12 at most"
+)]
+fn micro(usd: f64) -> u64 {
+    (usd * 1e6).round() as u64
+}
+
+/// A key or header value: the literal, or the variable's value.
+fn secret(
+    value: &config::SecretText,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ProviderError> {
+    value.resolve(lookup).map_err(|name| {
+        config_error(
+            field.to_owned(),
+            format!("environment variable {name} is not set"),
+        )
+    })
+}
+
+fn config_error(field: String, message: impl Into<String>) -> ProviderError {
+    ProviderError::Config {
+        field,
+        message: message.into(),
+    }
 }
 
 /// The secrets the config resolves (the providers' keys), for redaction

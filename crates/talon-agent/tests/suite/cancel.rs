@@ -14,8 +14,9 @@ use talon_agent::{AgentRun, CollectSink, RunEvents, RunOptions, RunResult, RunSt
 use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::EventType;
+use talon_provider::ProviderConfig;
+use talon_provider::config::OPENAI_COMPLETIONS;
 use talon_provider::openai::OpenAiCompatible;
-use talon_provider::parse_providers;
 use talon_testing::redact::redacted;
 use talon_testing::wait;
 use talon_tools::{
@@ -116,12 +117,8 @@ async fn run_sleeper(
     )
     .await
     .unwrap();
-    let providers = parse_providers(
-        Some(&json!({"mock": {"baseUrl": mock.base_url()}})),
-        &|_| None,
-    )
-    .unwrap();
-    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let config = ProviderConfig::new("mock", OPENAI_COMPLETIONS, &mock.base_url());
+    let client = OpenAiCompatible::new(config).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let scope = RunScope {
         agent_id: AgentId::new("main"),

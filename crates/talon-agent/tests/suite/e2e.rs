@@ -20,7 +20,7 @@ use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mcp::{McpExecutor, McpManager, servers_from_json};
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::{CatalogMode, CellId, EventType, ToolDefinition, ToolSource};
-use talon_provider::{ModelProvider, parse_providers};
+use talon_provider::{ModelProvider, ProviderConfig};
 use talon_testing::redact::redacted;
 use talon_testing::requests;
 use talon_testing::wait;
@@ -170,12 +170,8 @@ pub(super) async fn provider(wire: Wire, turns: Value) -> (MockModel, Arc<dyn Mo
         Wire::OpenAi => "openai-completions",
         Wire::Anthropic => "anthropic-messages",
     };
-    let providers = parse_providers(
-        Some(&json!({"mock": {"baseUrl": mock.base_url(), "api": api}})),
-        &|_| None,
-    )
-    .unwrap();
-    let client = talon_provider::build(providers.into_iter().next().unwrap()).unwrap();
+    let config = ProviderConfig::new("mock", api, &mock.base_url());
+    let client = talon_provider::build(config).unwrap();
     (mock, client)
 }
 

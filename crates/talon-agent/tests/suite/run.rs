@@ -19,8 +19,9 @@ use talon_codemode::{
 use talon_core_tools::{CoreTools, PolicyApprover};
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::{EventData, EventType};
+use talon_provider::ProviderConfig;
+use talon_provider::config::OPENAI_COMPLETIONS;
 use talon_provider::openai::OpenAiCompatible;
-use talon_provider::parse_providers;
 use talon_provider::{Message, ToolCallRequest, Usage};
 use talon_testing::redact::{Redactor, transcript};
 use talon_testing::wait;
@@ -43,12 +44,8 @@ async fn fixture(turns: Value, approve: bool) -> Fixture {
     let mock = MockModel::start(Script::from_json(&json!({"turns": turns})).unwrap())
         .await
         .unwrap();
-    let providers = parse_providers(
-        Some(&json!({"mock": {"baseUrl": mock.base_url()}})),
-        &|_| None,
-    )
-    .unwrap();
-    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let config = ProviderConfig::new("mock", OPENAI_COMPLETIONS, &mock.base_url());
+    let client = OpenAiCompatible::new(config).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "the answer is 42").unwrap();
     let scope = RunScope {

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::{NOT_READ, SandboxSection, ToolSettings, openclaw};
 
@@ -15,15 +14,6 @@ use super::{NOT_READ, SandboxSection, ToolSettings, openclaw};
 pub struct ModelsSection {
     /// Providers by id: the "provider" of "provider/model".
     pub providers: BTreeMap<String, ProviderEntry>,
-}
-
-impl ModelsSection {
-    /// `models.providers` as JSON, the keys set only: what
-    /// `talon_provider::parse_providers` (the providers' own reading,
-    /// beside this crate's layer) reads.
-    pub fn providers_json(&self) -> Value {
-        serde_json::to_value(&self.providers).map_or(Value::Null, |v| super::without_nulls(&v))
-    }
 }
 
 /// One provider.
@@ -52,6 +42,25 @@ pub struct ProviderEntry {
     pub headers: BTreeMap<String, SecretText>,
 }
 
+/// The most retries of a failed request: a larger `maxRetries` is read as this.
+pub const MAX_RETRIES: u32 = 10;
+
+impl ProviderEntry {
+    /// `maxRetries` as read: at most [`MAX_RETRIES`].
+    pub fn max_retries(&self) -> Option<u32> {
+        self.max_retries
+            .map(|n| u32::try_from(n.min(u64::from(MAX_RETRIES))).unwrap_or(MAX_RETRIES))
+    }
+}
+
+impl ProviderModel {
+    /// `maxTokens` as read: at most `u32::MAX`.
+    pub fn max_tokens(&self) -> Option<u32> {
+        self.max_tokens
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    }
+}
+
 fn provider_openclaw(schema: &mut Schema) {
     openclaw(schema, &["auth", "authHeader"], "OpenClaw's.");
 }
@@ -77,6 +86,16 @@ pub enum SecretText {
 }
 
 impl SecretText {
+    /// Its value: the text, or the variable's value by `lookup`; `Err`
+    /// names a variable that is not set.
+    pub fn resolve(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+        match (self, self.variable()) {
+            (_, Some(name)) => lookup(name).ok_or_else(|| name.to_owned()),
+            (Self::Text(text), None) => Ok(text.clone()),
+            (Self::Env(env), None) => Err(env.env.clone()),
+        }
+    }
+
     /// The variable it reads: `"${NAME}"` or `{env: "NAME"}`.
     pub fn variable(&self) -> Option<&str> {
         match self {
@@ -125,16 +144,16 @@ fn model_openclaw(schema: &mut Schema) {
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelCost {
     /// Uncached prompt tokens (required).
-    #[schemars(range(max = 1e6))]
+    #[schemars(range(min = 0, max = 1e6))]
     pub input: Option<f64>,
     /// Completion tokens (required).
-    #[schemars(range(max = 1e6))]
+    #[schemars(range(min = 0, max = 1e6))]
     pub output: Option<f64>,
     /// Prompt tokens read from the cache.
-    #[schemars(range(max = 1e6))]
+    #[schemars(range(min = 0, max = 1e6))]
     pub cache_read: Option<f64>,
     /// Prompt tokens written to the cache.
-    #[schemars(range(max = 1e6))]
+    #[schemars(range(min = 0, max = 1e6))]
     pub cache_write: Option<f64>,
 }
 

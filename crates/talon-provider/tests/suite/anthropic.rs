@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::ModelTool;
 use talon_provider::{
-    CacheRetention, CancellationToken, ChatRequest, ChatResponse, Message, ModelProvider,
-    ProviderError, ReasoningBlock, StreamDelta, Thinking, ToolCallRequest, Usage, build,
-    parse_providers,
+    CacheRetention, CancellationToken, ChatRequest, ChatResponse, Message, ModelInfo,
+    ModelProvider, ProviderConfig, ProviderError, ReasoningBlock, StreamDelta, Thinking,
+    ToolCallRequest, Usage, build,
 };
 use talon_testing::wait;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,17 +25,28 @@ pub(crate) async fn mock(script: Value) -> MockModel {
         .unwrap()
 }
 
-/// An `anthropic-messages` provider at `base_url` with `settings` over
-/// the defaults.
-pub(crate) fn provider(base_url: &str, settings: Value) -> Arc<dyn ModelProvider> {
-    let mut config = json!({"baseUrl": base_url, "api": "anthropic-messages", "timeoutMs": 10_000,
-                            "models": [{"id": "claude", "maxTokens": 4096, "reasoning": true}]});
-    for (key, value) in settings.as_object().unwrap() {
-        config[key] = value.clone();
-    }
-    let lookup = |_: &str| None;
-    let providers = parse_providers(Some(&json!({"anthropic": config})), &lookup).unwrap();
-    build(providers.into_iter().next().unwrap()).unwrap()
+/// An `anthropic-messages` provider at `base_url` (10 s a request, the
+/// model `claude` with 4096 tokens and reasoning), `edit` over it.
+pub(crate) fn provider(
+    base_url: &str,
+    edit: impl FnOnce(&mut ProviderConfig),
+) -> Arc<dyn ModelProvider> {
+    let mut config = ProviderConfig::new(
+        "anthropic",
+        talon_provider::config::ANTHROPIC_MESSAGES,
+        base_url,
+    );
+    config.timeout = Duration::from_secs(10);
+    config.models = vec![ModelInfo {
+        id: "claude".into(),
+        name: None,
+        context_window: None,
+        max_tokens: Some(4096),
+        reasoning: true,
+        cost: None,
+    }];
+    edit(&mut config);
+    build(config).unwrap()
 }
 
 pub(crate) fn request(stream: bool) -> ChatRequest {
@@ -123,7 +134,7 @@ fn native(mut reply: ChatResponse) -> (ChatResponse, Vec<String>) {
 #[tokio::test]
 async fn a_streamed_tool_cycle_with_thinking_is_replayed_verbatim() {
     let mock = mock(json!({"turns": [turn(), {"text": "Done."}]})).await;
-    let client = provider(&mock.base_url(), json!({}));
+    let client = provider(&mock.base_url(), |_| {});
     let mut first = request(true);
     first.thinking = Thinking::Budget(2048);
     first.cache = CacheRetention::Short;
@@ -207,7 +218,7 @@ async fn a_streamed_tool_cycle_with_thinking_is_replayed_verbatim() {
 #[tokio::test]
 async fn a_whole_reply_is_the_same_reply() {
     let mock = mock(json!({"turns": [turn()]})).await;
-    let client = provider(&format!("{}/", mock.base_url()), json!({}));
+    let client = provider(&format!("{}/", mock.base_url()), |_| {});
     let (reply, deltas) = complete(&*client, &request(false)).await;
     assert_eq!(
         native(reply.unwrap()),
@@ -275,7 +286,7 @@ async fn requests_carry_the_key_and_version_and_no_authorization() {
         "{STREAM_START}data: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\"}},\"usage\":{{\"output_tokens\":1}}}}\n\ndata: {{\"type\":\"message_stop\"}}\n\n"
     );
     let (url, server) = one_shot(format!("{}0\r\n\r\n", chunked("200 OK", &body))).await;
-    let client = provider(&url, json!({"apiKey": "sk-ant-secret"}));
+    let client = provider(&url, |p| p.api_key = Some("sk-ant-secret".into()));
     let (reply, _) = complete(&*client, &request(true)).await;
     // The native payload is the stream's own events and the tools' size
     // the request's (both tested elsewhere).
@@ -317,7 +328,7 @@ async fn overload_and_rate_limits_are_retried_as_the_server_says() {
         {"status": 400},
     ]}))
     .await;
-    let client = provider(&mock.base_url(), json!({}));
+    let client = provider(&mock.base_url(), |_| {});
     let started = Instant::now();
     let (reply, _) = complete(&*client, &request(true)).await;
     assert_eq!(reply.unwrap().text, "ok");
@@ -355,7 +366,7 @@ async fn overload_and_rate_limits_are_retried_as_the_server_says() {
 async fn retries_run_out_as_unavailable() {
     let overloaded = json!({"status": 529, "retryAfterMs": 5});
     let mock = mock(json!({"turns": [overloaded, overloaded, overloaded, overloaded]})).await;
-    let client = provider(&mock.base_url(), json!({"maxRetries": 3}));
+    let client = provider(&mock.base_url(), |p| p.max_retries = 3);
     let (error, _) = complete(&*client, &request(false)).await;
     let error = error.unwrap_err();
     assert_eq!(
@@ -382,7 +393,7 @@ async fn an_error_event_is_retried_only_before_the_reply_began() {
         {"text": "never asked for"},
     ]}))
     .await;
-    let client = provider(&mock.base_url(), json!({}));
+    let client = provider(&mock.base_url(), |_| {});
     let (reply, deltas) = complete(&*client, &request(true)).await;
     assert_eq!(reply.unwrap().text, "Hello");
     assert_eq!(deltas, vec![StreamDelta::Text("Hello".into())]);
@@ -405,7 +416,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
     let mock =
         mock(json!({"apiKey": "sk-ant", "models": ["claude"], "turns": [{"text": "a"}]})).await;
     let (error, _) = complete(
-        &*provider(&mock.base_url(), json!({"apiKey": "sk-wrong"})),
+        &*provider(&mock.base_url(), |p| p.api_key = Some("sk-wrong".into())),
         &request(true),
     )
     .await;
@@ -414,7 +425,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
         error.to_string(),
         "provider \"anthropic\" rejected the API key (401): authentication_error: Incorrect API key provided.; check models.providers.anthropic.apiKey"
     );
-    let good = provider(&mock.base_url(), json!({"apiKey": "sk-ant"}));
+    let good = provider(&mock.base_url(), |p| p.api_key = Some("sk-ant".into()));
     let mut unknown = request(true);
     unknown.model = "claude-nonexistent".into();
     let (error, _) = complete(&*good, &unknown).await;
@@ -424,7 +435,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
     );
     assert_eq!(good.check_auth(Duration::from_secs(5)).await, Ok(()));
     assert!(matches!(
-        provider(&mock.base_url(), json!({"apiKey": "sk-wrong"}))
+        provider(&mock.base_url(), |p| p.api_key = Some("sk-wrong".into()))
             .check_auth(Duration::from_secs(5))
             .await,
         Err(ProviderError::Auth { status: 401, .. })
@@ -436,7 +447,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
 #[tokio::test]
 async fn cancellation_interrupts_a_retry_wait() {
     let mock = mock(json!({"turns": [{"status": 529, "retryAfter": 30}]})).await;
-    let client = provider(&mock.base_url(), json!({}));
+    let client = provider(&mock.base_url(), |_| {});
     let cancel = CancellationToken::new();
     let request = request(true);
     let call = client.complete(&request, &|_| {}, &cancel);
@@ -462,7 +473,9 @@ async fn a_slow_stream_lives_and_a_stalled_one_times_out() {
         {"text": "stalled", "chunkDelayMs": 5000},
     ]}))
     .await;
-    let client = provider(&mock.base_url(), json!({"idleTimeoutMs": 600}));
+    let client = provider(&mock.base_url(), |p| {
+        p.idle_timeout = Duration::from_millis(600)
+    });
     let started = Instant::now();
     let (reply, _) = complete(&*client, &request(true)).await;
     assert_eq!(reply.unwrap().text, "slow but alive");
@@ -495,7 +508,7 @@ async fn a_spent_account_is_not_retried() {
         {"text": "never asked for"},
     ]}))
     .await;
-    let client = provider(&mock.base_url(), json!({}));
+    let client = provider(&mock.base_url(), |_| {});
     let (error, _) = complete(&*client, &request(true)).await;
     assert_eq!(
         error.unwrap_err(),
@@ -516,7 +529,7 @@ async fn cancelling_a_stream_that_never_ends_closes_it_at_once() {
     );
     // A chunked body that never ends: no last chunk.
     let (url, server) = one_shot(chunked("200 OK", &events)).await;
-    let client = provider(&url, json!({"timeoutMs": 120_000}));
+    let client = provider(&url, |p| p.timeout = Duration::from_millis(120_000));
     let first = tokio::sync::Notify::new();
     let got = Mutex::new(Vec::new());
     let sink = |d: StreamDelta| {

@@ -1,61 +1,9 @@
-//! A model's prices (`models[].cost`, US dollars per million tokens):
-//! read from the config, refused when malformed, and a reply's usage
-//! priced with them, never guessed.
+//! A model's prices ([`ModelCost`], millionths of a dollar per million
+//! tokens): a reply's usage priced with them, never guessed. Reading
+//! `models[].cost` from the config is talon-runtime's (its `providers`
+//! tests).
 
-use serde_json::json;
-use talon_provider::{ModelCost, Usage, parse_providers};
-
-fn costs(models: serde_json::Value) -> Result<Vec<Option<ModelCost>>, String> {
-    let providers = json!({"p": {"baseUrl": "http://127.0.0.1:9/v1", "models": models}});
-    parse_providers(Some(&providers), &|_| None)
-        .map(|list| list[0].models.iter().map(|m| m.cost).collect())
-        .map_err(|e| e.to_string())
-}
-
-#[test]
-fn prices_are_read_in_millionths_of_a_dollar() {
-    let read = costs(json!([
-        {"id": "a", "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}},
-        {"id": "b", "cost": {"input": 0.075, "output": 0.3}},
-        {"id": "c"},
-    ]));
-    assert_eq!(
-        read,
-        Ok(vec![
-            Some(ModelCost {
-                input: 3_000_000,
-                output: 15_000_000,
-                cache_read: Some(300_000),
-                cache_write: Some(3_750_000),
-            }),
-            Some(ModelCost {
-                input: 75_000,
-                output: 300_000,
-                cache_read: None,
-                cache_write: None,
-            }),
-            None,
-        ])
-    );
-}
-
-#[test]
-fn malformed_prices_are_refused_naming_the_price() {
-    let refused = [
-        json!({"input": 3}),
-        json!({"input": -1, "output": 1}),
-        json!({"input": "3", "output": 1}),
-        json!({"input": 1, "output": 1, "cacheRead": 1e9}),
-        json!([1, 2]),
-    ]
-    .map(|cost| costs(json!([{"id": "m", "cost": cost}])).unwrap_err());
-    let named: Vec<bool> = refused
-        .iter()
-        .zip([".output", ".input", ".input", ".cacheRead", "cost"])
-        .map(|(error, field)| error.contains(field))
-        .collect();
-    assert_eq!(named, [true; 5], "{refused:?}");
-}
+use talon_provider::{ModelCost, Usage};
 
 #[test]
 fn usage_is_priced_by_kind_and_unknown_without_a_price() {

@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use talon_provider::{ChatResponse, ProviderError, StreamDelta, Usage, build, parse_providers};
+use talon_provider::config::OPENAI_COMPLETIONS;
+use talon_provider::{ChatResponse, ProviderConfig, ProviderError, StreamDelta, Usage, build};
 
 use super::anthropic::{complete, mock, provider, request};
 
@@ -148,7 +149,7 @@ async fn broken_streams_are_stable_errors() {
         .map(|(raw, _, _)| json!({"raw": raw}))
         .collect();
     let mock = mock(json!({"turns": turns})).await;
-    let client = provider(&mock.base_url(), json!({"maxRetries": 0}));
+    let client = provider(&mock.base_url(), |p| p.max_retries = 0);
     for (raw, expected, sourced) in cases {
         let (result, _) = complete(&*client, &request(true)).await;
         let error = result.unwrap_err();
@@ -170,7 +171,7 @@ async fn text_shown_before_a_cut_stays_shown_and_no_cut_call_is_returned() {
         + &tool(1)
         + &json_piece(1, "{\"pa");
     let mock = mock(json!({"turns": [{"raw": raw}]})).await;
-    let client = provider(&mock.base_url(), json!({}));
+    let client = provider(&mock.base_url(), |_| {});
     let (result, deltas) = complete(&*client, &request(true)).await;
     assert_eq!(
         result.unwrap_err(),
@@ -222,7 +223,7 @@ async fn legal_oddities_are_accepted() {
             json!({"type": "message_delta", "delta": {"stop_reason": "refusal"}, "usage": {"output_tokens": 2}}),
         );
     let mock = mock(json!({"turns": [{"raw": truncated}, {"raw": odd}]})).await;
-    let client = provider(&mock.base_url(), json!({}));
+    let client = provider(&mock.base_url(), |_| {});
     let (reply, _) = complete(&*client, &request(true)).await;
     // The native payload is the stream's own events and the tools' size
     // the request's (both tested elsewhere).
@@ -285,7 +286,9 @@ async fn a_huge_event_is_refused_and_a_huge_slow_one_is_read_in_linear_time() {
         {"raw": slow, "chunkBytes": 16384, "chunkDelayMs": 1},
     ]}))
     .await;
-    let client = provider(&mock.base_url(), json!({"timeoutMs": 60_000}));
+    let client = provider(&mock.base_url(), |p| {
+        p.timeout = Duration::from_millis(60_000)
+    });
     let (result, _) = complete(&*client, &request(true)).await;
     assert_eq!(
         result.unwrap_err(),
@@ -312,13 +315,7 @@ async fn a_proxy_error_page_is_a_bounded_message() {
     let turn = json!({"status": 413, "raw": page});
     let mock = mock(json!({"turns": [turn, turn]})).await;
     for api in ["anthropic-messages", "openai-completions"] {
-        let lookup = |_: &str| None;
-        let providers = parse_providers(
-            Some(&json!({"anthropic": {"baseUrl": mock.base_url(), "api": api}})),
-            &lookup,
-        )
-        .unwrap();
-        let client = build(providers.into_iter().next().unwrap()).unwrap();
+        let client = build(ProviderConfig::new("anthropic", api, &mock.base_url())).unwrap();
         let (result, _) = complete(&*client, &request(true)).await;
         match result.unwrap_err() {
             ProviderError::Status {
@@ -343,13 +340,9 @@ async fn chat_completions_streams_stall_too_and_carry_reasoning() {
         {"text": "stalled", "chunkDelayMs": 3000},
     ]}))
     .await;
-    let lookup = |_: &str| None;
-    let providers = parse_providers(
-        Some(&json!({"oai": {"baseUrl": mock.base_url(), "idleTimeoutMs": 500}})),
-        &lookup,
-    )
-    .unwrap();
-    let client = build(providers.into_iter().next().unwrap()).unwrap();
+    let mut config = ProviderConfig::new("oai", OPENAI_COMPLETIONS, &mock.base_url());
+    config.idle_timeout = Duration::from_millis(500);
+    let client = build(config).unwrap();
     let (reply, deltas) = complete(&*client, &request(true)).await;
     assert_eq!(reply.unwrap().text, "Then answer.");
     assert_eq!(

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use talon_mock_model::{MockModel, Script};
 use talon_protocol::ModelTool;
+use talon_provider::config::OPENAI_COMPLETIONS;
 use talon_provider::openai::OpenAiCompatible;
 use talon_provider::{
-    CancellationToken, ChatRequest, Message, ModelProvider, ProviderConfig, ProviderError,
-    StreamDelta, ToolCallRequest, parse_providers,
+    CancellationToken, ChatRequest, Message, ModelInfo, ModelProvider, ProviderConfig,
+    ProviderError, StreamDelta, ToolCallRequest,
 };
 use talon_testing::wait;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -22,14 +23,18 @@ async fn mock(script: serde_json::Value) -> MockModel {
 }
 
 fn client(mock: &MockModel, key: Option<&str>, timeout_ms: u64) -> OpenAiCompatible {
-    let lookup = |name: &str| (name == "MOCK_KEY").then(|| "sk-test".to_owned());
-    let mut config = json!({"mock": {"baseUrl": mock.base_url(), "api": "openai-completions", "timeoutMs": timeout_ms,
-                                     "models": [{"id": "mock-model", "name": "Mock Model", "contextWindow": 200000, "maxTokens": 4096}]}});
-    if let Some(key) = key {
-        config["mock"]["apiKey"] = json!(key);
-    }
-    let providers: Vec<ProviderConfig> = parse_providers(Some(&config), &lookup).unwrap();
-    OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap()
+    let mut config = ProviderConfig::new("mock", OPENAI_COMPLETIONS, &mock.base_url());
+    config.timeout = Duration::from_millis(timeout_ms);
+    config.models = vec![ModelInfo {
+        id: "mock-model".into(),
+        name: Some("Mock Model".into()),
+        context_window: Some(200_000),
+        max_tokens: Some(4096),
+        reasoning: false,
+        cost: None,
+    }];
+    config.api_key = key.map(str::to_owned);
+    OpenAiCompatible::new(config).unwrap()
 }
 
 fn request(stream: bool) -> ChatRequest {
@@ -194,14 +199,10 @@ async fn mock_failing() -> MockModel {
 }
 
 fn client_for(mock: &MockModel) -> OpenAiCompatible {
-    let lookup = |_: &str| None;
-    let providers = parse_providers(
-        Some(&json!({"mock": {"baseUrl": mock.base_url(), "maxRetries": 3}})),
-        &lookup,
-    )
-    .unwrap();
+    let mut config = ProviderConfig::new("mock", OPENAI_COMPLETIONS, &mock.base_url());
+    config.max_retries = 3;
     // Short backoff is not configurable: 0.5 + 1 + 2 s.
-    OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap()
+    OpenAiCompatible::new(config).unwrap()
 }
 
 #[tokio::test]
@@ -219,7 +220,7 @@ async fn bad_keys_and_unknown_models_are_clear_errors() {
         "provider \"mock\" rejected the API key (401): Incorrect API key provided.; check models.providers.mock.apiKey"
     );
     assert!(!error.to_string().contains("sk-wrong"));
-    let good = client(&mock, Some("${MOCK_KEY}"), 5_000);
+    let good = client(&mock, Some("sk-test"), 5_000);
     let mut unknown = request(true);
     unknown.model = "gpt-nonexistent".into();
     let error = good
@@ -384,13 +385,9 @@ async fn endless_stream() -> (String, tokio::task::JoinHandle<()>) {
 #[tokio::test]
 async fn cancelling_a_stream_that_never_ends_closes_it_at_once() {
     let (url, server) = endless_stream().await;
-    let lookup = |_: &str| None;
-    let providers = parse_providers(
-        Some(&json!({"endless": {"baseUrl": url, "timeoutMs": 120_000}})),
-        &lookup,
-    )
-    .unwrap();
-    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let mut config = ProviderConfig::new("endless", OPENAI_COMPLETIONS, &url);
+    config.timeout = Duration::from_millis(120_000);
+    let client = OpenAiCompatible::new(config).unwrap();
     let (first, got_first) = (tokio::sync::Notify::new(), Mutex::new(Vec::new()));
     let sink = |d: StreamDelta| {
         got_first.lock().unwrap().push(d);
@@ -449,10 +446,10 @@ async fn a_provider_that_is_down_is_unavailable_and_names_its_url_without_creden
         .local_addr()
         .unwrap()
         .port();
-    let lookup = |_: &str| None;
-    let config = json!({"down": {"baseUrl": format!("http://user:pw@127.0.0.1:{port}/v1?key=s3cret"), "maxRetries": 0}});
-    let providers = parse_providers(Some(&config), &lookup).unwrap();
-    let client = OpenAiCompatible::new(providers.into_iter().next().unwrap()).unwrap();
+    let base_url = format!("http://user:pw@127.0.0.1:{port}/v1?key=s3cret");
+    let mut config = ProviderConfig::new("down", OPENAI_COMPLETIONS, &base_url);
+    config.max_retries = 0;
+    let client = OpenAiCompatible::new(config).unwrap();
     let error = client
         .complete(&request(true), &|_| {}, &CancellationToken::new())
         .await

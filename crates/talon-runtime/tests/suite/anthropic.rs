@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use talon_agent::Reasoning;
 use talon_config::Config;
 use talon_mock_model::{MockModel, Script};
-use talon_provider::{CacheRetention, ProviderConfig, Thinking, parse_providers};
+use talon_provider::{CacheRetention, ProviderConfig, Thinking};
 use talon_runtime::Start;
-use talon_runtime::provider::{ModelSettings, settings};
+use talon_runtime::provider::{ModelSettings, provider_configs, settings};
 
 use super::{Recorder, host, spec};
 
@@ -140,10 +140,11 @@ async fn a_run_resumed_from_a_stored_checkpoint_leaves_thinking_out() {
 }
 
 fn provider(api: &str, base_url: &str) -> ProviderConfig {
-    let lookup = |_: &str| None;
-    let config = json!({"p": {"baseUrl": base_url, "api": api,
-                              "models": [{"id": "r", "reasoning": true}, {"id": "plain"}]}});
-    parse_providers(Some(&config), &lookup).unwrap().remove(0)
+    let text = json!({"models": {"providers": {"p": {"baseUrl": base_url, "api": api,
+                              "models": [{"id": "r", "reasoning": true}, {"id": "plain"}]}}}});
+    let config = Config::parse(&text.to_string(), None).unwrap();
+    let models = &config.document().unwrap().models;
+    provider_configs(models, &|_| None).unwrap().remove(0)
 }
 
 #[test]

@@ -4,6 +4,7 @@
 mod anthropic;
 mod conversation;
 mod errors;
+mod providers;
 mod runs;
 mod sandbox;
 
