@@ -97,7 +97,9 @@ pub(crate) fn store_config(
     let config = Config::load(path).map_err(|e| fail(2, &e.to_string()))?;
     // Checked before any section is read, so a bad value is reported with
     // its file, line and column.
-    config.check_at_start().map_err(|e| fail(2, &e.to_string()))?;
+    config
+        .check_at_start()
+        .map_err(|e| fail(2, &e.to_string()))?;
     let settings = config.store().map_err(|e| fail(2, &e.to_string()))?;
     let state_dir = talon_config::state_dir();
     let store = match settings.url {

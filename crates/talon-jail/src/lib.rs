@@ -125,7 +125,7 @@ use serde::Serialize;
 pub use disk::{DISK_SLACK_BYTES, DiskWatch};
 pub use policy::{
     AllowHost, Limits, MAX_ALLOW_HOSTS, Mode, Network, OPENCLAW_ONLY, Policy, PolicyError, Scope,
-    WorkspaceAccess,
+    WorkspaceAccess, bounds,
 };
 pub use remote::{Proxy, SeccompFilters, seccomp_filters};
 

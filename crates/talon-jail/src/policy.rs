@@ -103,6 +103,29 @@ impl Network {
     }
 }
 
+/// The limits' bounds, declared once: the schema's ranges (here and in
+/// talon-config's `SandboxLimits`) and the check at parse read them.
+pub mod bounds {
+    /// `cpuSeconds`, at least.
+    pub const CPU_SECONDS_MIN: u64 = 1;
+    /// `cpuSeconds`, at most.
+    pub const CPU_SECONDS_MAX: u64 = 86_400;
+    /// `memoryBytes`, at least.
+    pub const MEMORY_BYTES_MIN: u64 = 16 << 20;
+    /// `processes`, at least.
+    pub const PROCESSES_MIN: u64 = 8;
+    /// `processes`, at most.
+    pub const PROCESSES_MAX: u64 = 65_536;
+    /// `openFiles`, at least.
+    pub const OPEN_FILES_MIN: u64 = 16;
+    /// `openFiles`, at most.
+    pub const OPEN_FILES_MAX: u64 = 1_048_576;
+    /// `fileSizeBytes`, at least.
+    pub const FILE_SIZE_BYTES_MIN: u64 = 1 << 20;
+    /// `tmpBytes`, at least.
+    pub const TMP_BYTES_MIN: u64 = 1 << 20;
+}
+
 /// Limits on each command's processes, applied with `setrlimit` inside
 /// the sandbox (and, where the gateway runs as root, which the kernel
 /// exempts from the process limit, a pids cgroup).
@@ -110,26 +133,26 @@ impl Network {
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Limits {
     /// CPU seconds each process may use (`RLIMIT_CPU`).
-    #[schemars(range(min = 1, max = 86_400))]
+    #[schemars(range(min = bounds::CPU_SECONDS_MIN, max = bounds::CPU_SECONDS_MAX))]
     pub cpu_seconds: u64,
     /// Bytes of data each process may map (`RLIMIT_DATA`: heap and
     /// private writable mappings; address space reserved but not
     /// writable, as JIT runtimes do, is not counted).
-    #[schemars(range(min = 16_777_216))]
+    #[schemars(range(min = bounds::MEMORY_BYTES_MIN))]
     pub memory_bytes: u64,
     /// Processes and threads the command may have at once
     /// (`RLIMIT_NPROC` in the sandbox's user namespace; a pids cgroup
     /// where the gateway runs as root).
-    #[schemars(range(min = 8, max = 65_536))]
+    #[schemars(range(min = bounds::PROCESSES_MIN, max = bounds::PROCESSES_MAX))]
     pub processes: u64,
     /// Open files per process (`RLIMIT_NOFILE`).
-    #[schemars(range(min = 16, max = 1_048_576))]
+    #[schemars(range(min = bounds::OPEN_FILES_MIN, max = bounds::OPEN_FILES_MAX))]
     pub open_files: u64,
     /// The largest file a process may write (`RLIMIT_FSIZE`).
-    #[schemars(range(min = 1_048_576))]
+    #[schemars(range(min = bounds::FILE_SIZE_BYTES_MIN))]
     pub file_size_bytes: u64,
     /// The size of the command's private `/tmp` (a tmpfs, so memory).
-    #[schemars(range(min = 1_048_576))]
+    #[schemars(range(min = bounds::TMP_BYTES_MIN))]
     pub tmp_bytes: u64,
     /// The free space the workspace's filesystem keeps: a command whose
     /// writes leave less is stopped (checked every 100 ms; a command that
@@ -206,12 +229,16 @@ pub const MAX_ALLOW_HOSTS: usize = 256;
 /// The bounds each limit must keep (the schema's `range`s, checked at
 /// parse, since serde does not).
 const BOUNDS: [(&str, u64, u64); 6] = [
-    ("cpuSeconds", 1, 86_400),
-    ("memoryBytes", 16 << 20, u64::MAX),
-    ("processes", 8, 65_536),
-    ("openFiles", 16, 1_048_576),
-    ("fileSizeBytes", 1 << 20, u64::MAX),
-    ("tmpBytes", 1 << 20, u64::MAX),
+    (
+        "cpuSeconds",
+        bounds::CPU_SECONDS_MIN,
+        bounds::CPU_SECONDS_MAX,
+    ),
+    ("memoryBytes", bounds::MEMORY_BYTES_MIN, u64::MAX),
+    ("processes", bounds::PROCESSES_MIN, bounds::PROCESSES_MAX),
+    ("openFiles", bounds::OPEN_FILES_MIN, bounds::OPEN_FILES_MAX),
+    ("fileSizeBytes", bounds::FILE_SIZE_BYTES_MIN, u64::MAX),
+    ("tmpBytes", bounds::TMP_BYTES_MIN, u64::MAX),
 ];
 
 impl Policy {

@@ -8,53 +8,13 @@ use serde_json::Value;
 
 use super::{NonEmpty, openclaw};
 
-/// Whether commands run sandboxed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Every command (the default).
-    All,
-    /// Treated as all.
-    NonMain,
-    /// Unsandboxed: the admin's explicit choice.
-    Off,
-}
-
-/// Which commands share a scratch workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxScope {
-    /// One per session (the default).
-    Session,
-    /// One per agent.
-    Agent,
-    /// One for all.
-    Shared,
-}
-
-/// The agent's workspace in the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxAccess {
-    /// Read and write (the default).
-    Rw,
-    /// Read only.
-    Ro,
-    /// A scratch workspace.
-    None,
-}
-
-/// Where commands may reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxNetwork {
-    /// Nowhere (the default).
-    Off,
-    /// Only allowHosts.
-    Allow,
-    /// The host's network.
-    Host,
-}
+use talon_jail::bounds;
+/// The sandbox's modes, declared once, in talon-jail (the words and
+/// their meanings as the sandbox reads them).
+pub use talon_jail::{
+    Mode as SandboxMode, Network as SandboxNetwork, Scope as SandboxScope,
+    WorkspaceAccess as SandboxAccess,
+};
 
 fn sandbox_openclaw(schema: &mut Schema) {
     openclaw(
@@ -156,22 +116,22 @@ impl SandboxSection {
 #[schemars(extend("x-strict" = true))]
 pub struct SandboxLimits {
     /// CPU seconds per process (default 300).
-    #[schemars(range(min = 1, max = 86_400))]
+    #[schemars(range(min = bounds::CPU_SECONDS_MIN, max = bounds::CPU_SECONDS_MAX))]
     pub cpu_seconds: Option<u64>,
     /// Data bytes per process (default 4 GiB).
-    #[schemars(range(min = 16_777_216))]
+    #[schemars(range(min = bounds::MEMORY_BYTES_MIN))]
     pub memory_bytes: Option<u64>,
     /// Processes and threads at once (default 256).
-    #[schemars(range(min = 8, max = 65_536))]
+    #[schemars(range(min = bounds::PROCESSES_MIN, max = bounds::PROCESSES_MAX))]
     pub processes: Option<u64>,
     /// Open files per process (default 1024).
-    #[schemars(range(min = 16, max = 1_048_576))]
+    #[schemars(range(min = bounds::OPEN_FILES_MIN, max = bounds::OPEN_FILES_MAX))]
     pub open_files: Option<u64>,
     /// The largest file written (default 1 GiB).
-    #[schemars(range(min = 1_048_576))]
+    #[schemars(range(min = bounds::FILE_SIZE_BYTES_MIN))]
     pub file_size_bytes: Option<u64>,
     /// The private /tmp's size (default 512 MiB).
-    #[schemars(range(min = 1_048_576))]
+    #[schemars(range(min = bounds::TMP_BYTES_MIN))]
     pub tmp_bytes: Option<u64>,
     /// The free space the workspace's filesystem keeps: a command whose writes leave less is stopped (default 1 GiB; 0: not checked).
     pub disk_reserve_bytes: Option<u64>,
