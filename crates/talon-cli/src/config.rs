@@ -276,14 +276,6 @@ fn sandbox_report(
             shown.display()
         );
     }
-    for note in jails.defaults().policy().ignored_keys() {
-        notes += 1;
-        let _ = writeln!(
-            out,
-            "{}: note: agents.defaults.sandbox.{note}",
-            shown.display()
-        );
-    }
     (warnings, notes)
 }
 

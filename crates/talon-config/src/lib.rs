@@ -49,8 +49,9 @@
 //! (`tests/fixtures/every-key.json5` sets every key, and talon-cli's tests
 //! start the gateway with it). `models.providers` is turned into
 //! `talon_provider::ProviderConfig` by talon-runtime, from the typed
-//! entries; the sandbox is handed to `talon_jail::Policy` as the typed
-//! section's JSON.
+//! entries; a sandbox section builds the `talon_jail::Policy` it sets
+//! (`SandboxSection::policy`, checked by the policy's own rules, which
+//! `config check` reports at their keys).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,7 +73,7 @@ pub use gateway::{GatewaySettings, OpenAiApproval, OpenAiSettings};
 pub use json5::Spans;
 pub use security::{EnvironmentSettings, ForgeSettings, SecretRef, SecuritySettings};
 
-pub use model::json_schema;
+pub use model::{derive_json_schema, json_schema};
 
 /// The deepest nesting accepted, the same as `serde_json`'s own limit.
 pub const MAX_NESTING: usize = 128;

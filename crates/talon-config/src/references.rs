@@ -1,9 +1,11 @@
 //! The cross-reference pass: what a schema cannot say (ids present and
-//! unique, model references that resolve, variables that are set), over
-//! the typed document.
+//! unique, model references that resolve, variables that are set, a
+//! sandbox policy that can be enforced), over the typed document.
 
 use crate::check::{Code, Path, Severity, suggestion};
-use crate::model::{Document, ModelRef, ProviderEntry};
+use crate::model::{
+    Document, ModelRef, ProviderEntry, SandboxMode, SandboxNetwork, SandboxSection,
+};
 
 /// A finding of the cross-reference pass: severity, code, where, message.
 pub(crate) type Report<'a> = dyn FnMut(Severity, Code, &Path, String) + 'a;
@@ -65,6 +67,80 @@ pub(crate) fn cross_reference(document: &Document, report: &mut Report<'_>) {
         }
         if let Some(model) = &agent.common.model {
             model_reference(model, &at.key("model"), providers, report);
+        }
+    }
+    sandboxes(document, report);
+}
+
+/// Each sandbox section as the sandbox will enforce it (an agent's own
+/// over the defaults): what `talon_jail::Policy::check` refuses, and what
+/// it reads otherwise than an OpenClaw user may expect. An agent is told
+/// only of what its own keys change.
+fn sandboxes(document: &Document, report: &mut Report<'_>) {
+    let agents = Path::default().key("agents");
+    let base = document
+        .agents
+        .defaults
+        .common
+        .sandbox
+        .clone()
+        .unwrap_or_default();
+    let base_error = base.policy().err();
+    sandbox(
+        &base,
+        &base,
+        base_error.as_ref(),
+        &agents.key("defaults").key("sandbox"),
+        report,
+    );
+    for (i, agent) in document.agents.list.iter().enumerate() {
+        if let Some(own) = &agent.common.sandbox {
+            let at = agents.key("list").index(i).key("sandbox");
+            sandbox(&own.over(&base), own, base_error.as_ref(), &at, report);
+        }
+    }
+}
+
+fn sandbox(
+    merged: &SandboxSection,
+    own: &SandboxSection,
+    inherited: Option<&talon_jail::PolicyError>,
+    at: &Path,
+    report: &mut Report<'_>,
+) {
+    match merged.policy() {
+        Err(error) if Some(&error) != inherited || std::ptr::eq(merged, own) => {
+            let at = error
+                .key()
+                .split('.')
+                .fold(at.clone(), |at, key| at.key(key));
+            report(Severity::Error, Code::BadValue, &at, error.to_string());
+        }
+        Err(_) => {}
+        Ok(policy) => {
+            if own.mode == Some(SandboxMode::NonMain) {
+                let message = "mode \"non-main\": Talon sandboxes every command (as \"all\"); \"off\" is the only unsandboxed mode";
+                report(
+                    Severity::Note,
+                    Code::NotUsed,
+                    &at.key("mode"),
+                    message.to_owned(),
+                );
+            }
+            let sets_network = own.network.is_some() || own.allow_hosts.is_some();
+            if sets_network
+                && policy.network == SandboxNetwork::Allow
+                && policy.allow_hosts.is_empty()
+            {
+                let message =
+                    "network \"allow\" with no allowHosts: commands get no network (as \"off\")";
+                report(
+                    Severity::Warning,
+                    Code::BadValue,
+                    &at.key("network"),
+                    message.to_owned(),
+                );
+            }
         }
     }
 }

@@ -1,20 +1,20 @@
 //! The sandbox policy an admin sets (`agents.defaults.sandbox`, and
-//! `agents.list[].sandbox` per agent, in OpenClaw's shape), declared once
-//! as typed structs: the config's parse, its defaults and bounds.
+//! `agents.list[].sandbox` per agent, in OpenClaw's shape): its words
+//! (the enums, which talon-config's typed section re-exports), its limit
+//! bounds ([`bounds`]), and [`Policy`], what the sandbox enforces, with
+//! [`Policy::check`] for what a type cannot say. talon-config's
+//! `SandboxSection` reads the keys and builds the policy; this crate
+//! reads no config.
 //!
 //! OpenClaw's keys that map are honoured: `mode` (`"all"`, `"non-main"`,
-//! `"off"`), `scope` and `workspaceAccess`. Its Docker keys (`docker`,
-//! `browser`, `prune`, `sessionToolsVisibility`) have no meaning for a
-//! sandbox without containers: they are accepted and reported by `config
-//! check` ([`Policy::ignored_keys`]). Talon's own keys: `network`,
-//! `allowHosts` (with `network: "allow"`, see [`AllowHost`]) and
-//! `limits`.
-
-use std::collections::BTreeMap;
+//! `"off"`), `scope` and `workspaceAccess`. Its Docker keys
+//! ([`OPENCLAW_ONLY`]) have no meaning for a sandbox without containers:
+//! the config accepts them and `config check` reports them. Talon's own
+//! keys: `network`, `allowHosts` (with `network: "allow"`, see
+//! [`AllowHost`]) and `limits`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use crate::allow::AllowHost;
 
@@ -129,30 +129,23 @@ pub mod bounds {
 /// Limits on each command's processes, applied with `setrlimit` inside
 /// the sandbox (and, where the gateway runs as root, which the kernel
 /// exempts from the process limit, a pids cgroup).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// CPU seconds each process may use (`RLIMIT_CPU`).
-    #[schemars(range(min = bounds::CPU_SECONDS_MIN, max = bounds::CPU_SECONDS_MAX))]
     pub cpu_seconds: u64,
     /// Bytes of data each process may map (`RLIMIT_DATA`: heap and
     /// private writable mappings; address space reserved but not
     /// writable, as JIT runtimes do, is not counted).
-    #[schemars(range(min = bounds::MEMORY_BYTES_MIN))]
     pub memory_bytes: u64,
     /// Processes and threads the command may have at once
     /// (`RLIMIT_NPROC` in the sandbox's user namespace; a pids cgroup
     /// where the gateway runs as root).
-    #[schemars(range(min = bounds::PROCESSES_MIN, max = bounds::PROCESSES_MAX))]
     pub processes: u64,
     /// Open files per process (`RLIMIT_NOFILE`).
-    #[schemars(range(min = bounds::OPEN_FILES_MIN, max = bounds::OPEN_FILES_MAX))]
     pub open_files: u64,
     /// The largest file a process may write (`RLIMIT_FSIZE`).
-    #[schemars(range(min = bounds::FILE_SIZE_BYTES_MIN))]
     pub file_size_bytes: u64,
     /// The size of the command's private `/tmp` (a tmpfs, so memory).
-    #[schemars(range(min = bounds::TMP_BYTES_MIN))]
     pub tmp_bytes: u64,
     /// The free space the workspace's filesystem keeps: a command whose
     /// writes leave less is stopped (checked every 100 ms; a command that
@@ -176,8 +169,7 @@ impl Default for Limits {
 }
 
 /// The sandbox policy of one agent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
     /// Whether commands run sandboxed (default `"all"`).
     pub mode: Mode,
@@ -191,26 +183,55 @@ pub struct Policy {
     /// With `network: "allow"`, the hosts and ports commands may reach
     /// (`"api.example.com:443"`, `"*.pypi.org:443"`), at most
     /// [`MAX_ALLOW_HOSTS`].
-    #[schemars(with = "Vec<String>", length(max = 256))]
     pub allow_hosts: Vec<AllowHost>,
     /// Per-command resource limits.
     pub limits: Limits,
-    /// OpenClaw's keys that mean nothing without containers (`docker`,
-    /// `browser`, `prune`, ...): kept to be reported, never read.
-    #[serde(flatten)]
-    #[schemars(skip)]
-    pub ignored: BTreeMap<String, Value>,
 }
 
-/// Why a sandbox section could not be read.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
-pub struct PolicyError {
-    /// The key path (`agents.defaults.sandbox.limits.processes`).
-    pub path: String,
-    /// What was wrong.
-    #[source]
-    pub source: serde_json::Error,
+/// Why a policy cannot be enforced; [`PolicyError::key`] names the key
+/// under the sandbox section that holds it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// A limit outside [`bounds`].
+    #[error("{value} is out of range ({bound})")]
+    OutOfRange {
+        /// The limit's key (`processes`).
+        key: &'static str,
+        /// The value given.
+        value: u64,
+        /// The range it must keep, in words.
+        bound: String,
+    },
+    /// An `allowHosts` entry that is not a host and port.
+    #[error("{reason}")]
+    Host {
+        /// The entry's index in `allowHosts`.
+        index: usize,
+        /// Why it is not one (from [`AllowHost`]'s parse).
+        reason: String,
+    },
+    /// More `allowHosts` entries than [`MAX_ALLOW_HOSTS`].
+    #[error("{0} entries, at most {MAX_ALLOW_HOSTS} (use a wildcard, *.example.com:443)")]
+    TooManyHosts(usize),
+    /// `network: "allow"` with `mode: "off"`: the filtering proxy needs
+    /// the sandbox's network namespace.
+    #[error(
+        "\"allow\" needs the sandbox, and mode is \"off\" (unsandboxed commands get \"off\" or \"host\")"
+    )]
+    AllowUnsandboxed,
+}
+
+impl PolicyError {
+    /// The key under the sandbox section (`limits.processes`,
+    /// `allowHosts[2]`, `network`).
+    pub fn key(&self) -> String {
+        match self {
+            PolicyError::Host { index, .. } => format!("allowHosts[{index}]"),
+            PolicyError::OutOfRange { key, .. } => format!("limits.{key}"),
+            PolicyError::TooManyHosts(_) => "allowHosts".to_owned(),
+            PolicyError::AllowUnsandboxed => "network".to_owned(),
+        }
+    }
 }
 
 /// OpenClaw's sandbox keys that configure its containers: accepted, not
@@ -226,8 +247,8 @@ pub const OPENCLAW_ONLY: [&str; 5] = [
 /// The most entries `allowHosts` may have.
 pub const MAX_ALLOW_HOSTS: usize = 256;
 
-/// The bounds each limit must keep (the schema's `range`s, checked at
-/// parse, since serde does not).
+/// The bounds each limit must keep (the config schema's `range`s, which
+/// `config check` applies first; kept here for a policy built in code).
 const BOUNDS: [(&str, u64, u64); 6] = [
     (
         "cpuSeconds",
@@ -242,65 +263,9 @@ const BOUNDS: [(&str, u64, u64); 6] = [
 ];
 
 impl Policy {
-    /// Reads a sandbox section (`at` names it in errors); an absent
-    /// section is the default policy. `base`, when given, is the policy
-    /// this one overrides key by key (`agents.defaults.sandbox` under an
-    /// agent's own).
-    pub fn from_value(
-        value: Option<&Value>,
-        base: Option<&Value>,
-        at: &str,
-    ) -> Result<Policy, PolicyError> {
-        let merged = match (base, value) {
-            (Some(Value::Object(base)), Some(Value::Object(own))) => {
-                let mut merged = base.clone();
-                for (key, value) in own {
-                    match (merged.get_mut(key), value) {
-                        (Some(Value::Object(into)), Value::Object(from)) => {
-                            into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())));
-                        }
-                        _ => {
-                            merged.insert(key.clone(), value.clone());
-                        }
-                    }
-                }
-                Value::Object(merged)
-            }
-            (_, Some(own)) => own.clone(),
-            (Some(base), None) => base.clone(),
-            (None, None) => return Ok(Policy::default()),
-        };
-        check_allow_hosts(merged.get("allowHosts"), at)?;
-        let policy: Policy = serde_json::from_value(merged).map_err(|source| PolicyError {
-            path: at.to_owned(),
-            source,
-        })?;
-        policy.check_bounds(at)?;
-        if policy.network == Network::Allow && !policy.sandboxed() {
-            return Err(PolicyError {
-                path: format!("{at}.network"),
-                source: serde::de::Error::custom(
-                    "\"allow\" needs the sandbox, and mode is \"off\" (unsandboxed commands get \"off\" or \"host\")",
-                ),
-            });
-        }
-        if let Some(key) = policy
-            .ignored
-            .keys()
-            .find(|k| !OPENCLAW_ONLY.contains(&k.as_str()))
-        {
-            return Err(PolicyError {
-                path: format!("{at}.{key}"),
-                source: serde::de::Error::custom(format!(
-                    "unknown key (Talon reads mode, scope, workspaceAccess, network, allowHosts and limits; OpenClaw's {} are accepted and not read)",
-                    OPENCLAW_ONLY.join(", ")
-                )),
-            });
-        }
-        Ok(policy)
-    }
-
-    fn check_bounds(&self, at: &str) -> Result<(), PolicyError> {
+    /// What the types cannot say: every limit within [`bounds`], at most
+    /// [`MAX_ALLOW_HOSTS`] hosts, and `network: "allow"` only sandboxed.
+    pub fn check(&self) -> Result<(), PolicyError> {
         let l = &self.limits;
         let values = [
             l.cpu_seconds,
@@ -317,11 +282,14 @@ impl Policy {
                 } else {
                     format!("from {min} to {max}")
                 };
-                return Err(PolicyError {
-                    path: format!("{at}.limits.{key}"),
-                    source: serde::de::Error::custom(format!("{value} is out of range ({bound})")),
-                });
+                return Err(PolicyError::OutOfRange { key, value, bound });
             }
+        }
+        if self.allow_hosts.len() > MAX_ALLOW_HOSTS {
+            return Err(PolicyError::TooManyHosts(self.allow_hosts.len()));
+        }
+        if self.network == Network::Allow && !self.sandboxed() {
+            return Err(PolicyError::AllowUnsandboxed);
         }
         Ok(())
     }
@@ -346,68 +314,4 @@ impl Policy {
     pub fn sandboxed(&self) -> bool {
         self.mode != Mode::Off
     }
-
-    /// What `config check` reports of this section: OpenClaw keys that
-    /// are not read, and OpenClaw values Talon treats differently.
-    pub fn ignored_keys(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self
-            .ignored
-            .keys()
-            .map(|key| format!("{key}: OpenClaw's container setting; Talon's sandbox has no containers and does not read it"))
-            .collect();
-        notes.extend(self.mode_note());
-        if self.network == Network::Allow && self.allow_hosts.is_empty() {
-            notes.push(
-                "network \"allow\" with no allowHosts: commands get no network (as \"off\")"
-                    .to_owned(),
-            );
-        }
-        notes
-    }
-
-    /// The note on an OpenClaw mode Talon reads differently (`non-main`).
-    pub fn mode_note(&self) -> Option<String> {
-        (self.mode == Mode::NonMain).then(|| {
-            "mode \"non-main\": Talon sandboxes every command (as \"all\"); \"off\" is the only unsandboxed mode"
-                .to_owned()
-        })
-    }
-}
-
-/// `allowHosts`, checked entry by entry so that an error names its index
-/// (`agents.defaults.sandbox.allowHosts[2]`).
-fn check_allow_hosts(value: Option<&Value>, at: &str) -> Result<(), PolicyError> {
-    let error = |path: String, message: String| PolicyError {
-        path,
-        source: serde::de::Error::custom(message),
-    };
-    let entries = match value {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(entries)) => entries,
-        Some(_) => {
-            return Err(error(
-                format!("{at}.allowHosts"),
-                "expected an array of \"host:port\" strings".into(),
-            ));
-        }
-    };
-    if entries.len() > MAX_ALLOW_HOSTS {
-        return Err(error(
-            format!("{at}.allowHosts"),
-            format!(
-                "{} entries, at most {MAX_ALLOW_HOSTS} (use a wildcard, *.example.com:443)",
-                entries.len()
-            ),
-        ));
-    }
-    for (i, entry) in entries.iter().enumerate() {
-        let path = || format!("{at}.allowHosts[{i}]");
-        let Some(entry) = entry.as_str() else {
-            return Err(error(path(), "expected a \"host:port\" string".into()));
-        };
-        entry
-            .parse::<AllowHost>()
-            .map_err(|why| error(path(), why))?;
-    }
-    Ok(())
 }

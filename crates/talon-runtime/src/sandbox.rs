@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use talon_config::Config;
 use talon_config::model::SandboxSection;
 use talon_core_tools::{Access, Jail};
-use talon_jail::{Policy, Scope, WorkspaceAccess};
+use talon_jail::{Scope, WorkspaceAccess};
 use talon_tools::RunScope;
 
 use crate::RuntimeError;
@@ -24,24 +24,29 @@ pub struct Jails {
 
 impl Jails {
     /// Reads the sandbox sections of `config` (their errors name the
-    /// key): the typed sections, an agent's own over
-    /// `agents.defaults.sandbox` key by key, read by `talon_jail::Policy`.
+    /// key): an agent's own over `agents.defaults.sandbox` key by key,
+    /// each made a `talon_jail::Policy` by its typed section.
     pub fn from_config(config: &Config) -> Result<Jails, RuntimeError> {
         let document = config.document().map_err(RuntimeError::config)?;
-        let error = |e: talon_jail::PolicyError| RuntimeError::Config(e.to_string());
-        let base = document.agents.defaults.common.sandbox.as_ref();
-        let read = |section: Option<SandboxSection>, at: &str| {
-            let value = section.map(|s| s.to_json());
-            Policy::from_value(value.as_ref(), None, at).map_err(error)
+        let read = |section: &SandboxSection, at: &str| {
+            section
+                .policy()
+                .map_err(|e| RuntimeError::Config(format!("config key {at}.{}: {e}", e.key())))
         };
-        let defaults = Jail::new(read(base.cloned(), "agents.defaults.sandbox")?);
+        let base = document
+            .agents
+            .defaults
+            .common
+            .sandbox
+            .clone()
+            .unwrap_or_default();
+        let defaults = Jail::new(read(&base, "agents.defaults.sandbox")?);
         let mut agents = HashMap::new();
         for (i, agent) in document.agents.list.iter().enumerate() {
             let (Some(id), Some(own)) = (agent.id.as_ref(), agent.common.sandbox.as_ref()) else {
                 continue;
             };
-            let merged = own.over(base.unwrap_or(&SandboxSection::default()));
-            let policy = read(Some(merged), &format!("agents.list[{i}].sandbox"))?;
+            let policy = read(&own.over(&base), &format!("agents.list[{i}].sandbox"))?;
             agents.insert(id.clone(), Jail::new(policy));
         }
         Ok(Jails { defaults, agents })

@@ -197,17 +197,29 @@ fn tidy(schema: &mut Schema) {
     }
 }
 
-/// The config's JSON Schema (draft 2020-12), derived from [`Document`]:
-/// committed at `crates/talon-config/schema/talon.config.schema.json` for
-/// editors (and printed by `talon config schema`).
+/// The config's JSON Schema (draft 2020-12), derived from [`Document`]
+/// and committed at `crates/talon-config/schema/talon.config.schema.json`
+/// for editors (and printed by `talon config schema`).
 pub fn json_schema() -> Value {
     SCHEMA.clone()
 }
 
-/// The schema, derived once per process (the check walks it).
-pub(crate) static SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(derive);
+/// The committed schema, embedded at build. A test holds it equal to
+/// [`derive_json_schema`], so it is the declaration's, not a second one;
+/// reading it costs a start or a `config check` ~2 MiB less than deriving
+/// it again in every process.
+const COMMITTED: &str = include_str!("../../schema/talon.config.schema.json");
 
-fn derive() -> Value {
+/// The schema, read once per process (the check walks it). Should the
+/// committed copy not parse (a broken checkout), it is derived instead.
+pub(crate) static SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    serde_json::from_str(COMMITTED).unwrap_or_else(|_| derive_json_schema())
+});
+
+/// Derives the schema from [`Document`] afresh: what the committed copy
+/// must equal (regenerate with `UPDATE_SCHEMA=1 cargo nextest run -p
+/// talon-config`).
+pub fn derive_json_schema() -> Value {
     let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
     let mut schema = settings.into_generator().into_root_schema_for::<Document>();
     RecursiveTransform(tidy).transform(&mut schema);

@@ -1,6 +1,7 @@
 //! `agents.defaults.sandbox` and `agents.list[].sandbox`: the sandbox of
 //! every command an agent's model runs, as given (an agent's own section
-//! over the defaults' key by key), read by `talon_jail::Policy`.
+//! over the defaults' key by key): the one reading of its keys, which
+//! builds the `talon_jail::Policy` the sandbox enforces.
 
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -8,7 +9,7 @@ use serde_json::Value;
 
 use super::{NonEmpty, openclaw};
 
-use talon_jail::bounds;
+use talon_jail::{AllowHost, Limits, MAX_ALLOW_HOSTS, OPENCLAW_ONLY, Policy, PolicyError, bounds};
 /// The sandbox's modes, declared once, in talon-jail (the words and
 /// their meanings as the sandbox reads them).
 pub use talon_jail::{
@@ -19,18 +20,12 @@ pub use talon_jail::{
 fn sandbox_openclaw(schema: &mut Schema) {
     openclaw(
         schema,
-        &[
-            "docker",
-            "browser",
-            "prune",
-            "sessionToolsVisibility",
-            "workspaceRoot",
-        ],
+        &OPENCLAW_ONLY,
         "OpenClaw's container setting; Talon's sandbox has no containers and does not read it.",
     );
 }
 
-/// The sandbox of every command the model runs (bubblewrap namespaces, a read-only system, seccomp, limits). Read by `talon_jail::Policy` (an agent's own over `agents.defaults.sandbox`, key by key); a key it does not know refuses the config.
+/// The sandbox of every command the model runs (bubblewrap namespaces, a read-only system, seccomp, limits). An agent's own section applies over `agents.defaults.sandbox`, key by key; a key it does not know refuses the config.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[schemars(extend("x-strict" = true))]
@@ -45,6 +40,7 @@ pub struct SandboxSection {
     /// Where commands may reach: off (default), allow (only allowHosts, through a filtering proxy; needs socat), or the host's network.
     pub network: Option<SandboxNetwork>,
     /// With network allow, the host:port pairs commands may reach (at most 256): a name (api.example.com:443), a wildcard below a name (*.pypi.org:443), or an IP address only where listed as one; empty is the same as off.
+    #[schemars(length(max = MAX_ALLOW_HOSTS))]
     pub allow_hosts: Option<Vec<NonEmpty>>,
     /// Per-command resource limits.
     pub limits: Option<SandboxLimits>,
@@ -102,11 +98,43 @@ impl SandboxSection {
         }
     }
 
-    /// The section as JSON, the keys it sets only: what
-    /// `talon_jail::Policy` (the sandbox's own typed reading, below this
-    /// crate's layer) reads.
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).map_or(Value::Null, |v| super::without_nulls(&v))
+    /// The policy the sandbox enforces: the keys this section sets over
+    /// the defaults, checked by [`Policy::check`] (its error's
+    /// [`PolicyError::key`] is under this section).
+    pub fn policy(&self) -> Result<Policy, PolicyError> {
+        let defaults = Limits::default();
+        let limits = self.limits.clone().unwrap_or_default();
+        let policy = Policy {
+            mode: self.mode.unwrap_or_default(),
+            scope: self.scope.unwrap_or_default(),
+            workspace_access: self.workspace_access.unwrap_or_default(),
+            network: self.network.unwrap_or_default(),
+            allow_hosts: self
+                .allow_hosts
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(index, entry)| {
+                    entry
+                        .0
+                        .parse::<AllowHost>()
+                        .map_err(|reason| PolicyError::Host { index, reason })
+                })
+                .collect::<Result<_, _>>()?,
+            limits: Limits {
+                cpu_seconds: limits.cpu_seconds.unwrap_or(defaults.cpu_seconds),
+                memory_bytes: limits.memory_bytes.unwrap_or(defaults.memory_bytes),
+                processes: limits.processes.unwrap_or(defaults.processes),
+                open_files: limits.open_files.unwrap_or(defaults.open_files),
+                file_size_bytes: limits.file_size_bytes.unwrap_or(defaults.file_size_bytes),
+                tmp_bytes: limits.tmp_bytes.unwrap_or(defaults.tmp_bytes),
+                disk_reserve_bytes: limits
+                    .disk_reserve_bytes
+                    .unwrap_or(defaults.disk_reserve_bytes),
+            },
+        };
+        policy.check()?;
+        Ok(policy)
     }
 }
 

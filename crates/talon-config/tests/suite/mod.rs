@@ -2,3 +2,4 @@ mod check;
 mod edit;
 mod edit_file;
 mod json5;
+mod sandbox;

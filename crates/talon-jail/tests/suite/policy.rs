@@ -1,14 +1,17 @@
-//! The policy as the config gives it: defaults, OpenClaw's keys,
-//! per-agent overrides, bounds, and what the host reports.
+//! The policy the sandbox enforces: its defaults, what its check refuses,
+//! the allow list's entries, narrowing, and what the host reports (how
+//! the config's keys become a policy is talon-config's `sandbox` suite).
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use talon_jail::{Jail, Limits, MAX_ALLOW_HOSTS, Mode, Network, Policy, Scope, WorkspaceAccess};
+use talon_jail::{
+    AllowHost, Jail, Limits, MAX_ALLOW_HOSTS, Mode, Network, Policy, Scope, WorkspaceAccess,
+};
 
 #[test]
-fn an_absent_section_is_every_command_sandboxed_with_no_network() {
-    let policy = Policy::from_value(None, None, "agents.defaults.sandbox").unwrap();
-    assert_eq!(policy, Policy::default());
+fn the_default_policy_sandboxes_every_command_with_no_network() {
+    let policy = Policy::default();
+    assert_eq!(policy.check(), Ok(()));
     assert_eq!(
         (
             policy.mode,
@@ -22,119 +25,99 @@ fn an_absent_section_is_every_command_sandboxed_with_no_network() {
 }
 
 #[test]
-fn openclaw_keys_are_read_or_reported_and_an_agent_overrides_key_by_key() {
-    let defaults = json!({"mode": "non-main", "scope": "agent", "workspaceAccess": "ro",
-                          "docker": {"image": "openclaw-sandbox"}, "limits": {"processes": 64}});
-    let own = json!({"network": "host", "limits": {"openFiles": 99}});
-    let policy = Policy::from_value(Some(&own), Some(&defaults), "agents.list[0].sandbox").unwrap();
-    assert_eq!(
-        (
-            policy.mode,
-            policy.scope,
-            policy.workspace_access,
-            policy.network
-        ),
-        (
-            Mode::NonMain,
-            Scope::Agent,
-            WorkspaceAccess::Ro,
-            Network::Host
-        )
-    );
-    assert_eq!(
-        (policy.limits.processes, policy.limits.open_files),
-        (64, 99)
-    );
-    assert_eq!(
-        policy.ignored_keys(),
-        [
-            "docker: OpenClaw's container setting; Talon's sandbox has no containers and does not read it",
-            "mode \"non-main\": Talon sandboxes every command (as \"all\"); \"off\" is the only unsandboxed mode"
-        ]
-    );
-}
-
-#[test]
-fn bad_values_name_their_key() {
+fn a_policy_built_in_code_is_checked_for_what_its_types_cannot_say() {
+    let allow = |mode: Mode, hosts: usize| Policy {
+        mode,
+        network: Network::Allow,
+        allow_hosts: (0..hosts)
+            .map(|i| format!("h{i}.test:443").parse().unwrap())
+            .collect(),
+        ..Policy::default()
+    };
+    let limits = |limits: Limits| Policy {
+        limits,
+        ..Policy::default()
+    };
     let cases = [
-        (json!({"mode": "sometimes"}), "agents.defaults.sandbox"),
+        (Policy::default(), None),
+        (allow(Mode::All, MAX_ALLOW_HOSTS), None),
         (
-            json!({"limits": {"processes": 2}}),
-            "agents.defaults.sandbox.limits.processes",
+            allow(Mode::All, MAX_ALLOW_HOSTS + 1),
+            Some((
+                "allowHosts",
+                "257 entries, at most 256 (use a wildcard, *.example.com:443)",
+            )),
         ),
-        (json!({"limits": {"bogus": 1}}), "agents.defaults.sandbox"),
         (
-            json!({"netwrok": "host"}),
-            "agents.defaults.sandbox.netwrok",
+            allow(Mode::Off, 1),
+            Some((
+                "network",
+                "\"allow\" needs the sandbox, and mode is \"off\" (unsandboxed commands get \"off\" or \"host\")",
+            )),
         ),
-        (json!({"network": "sometimes"}), "agents.defaults.sandbox"),
+        (
+            limits(Limits {
+                processes: 2,
+                ..Limits::default()
+            }),
+            Some(("limits.processes", "2 is out of range (from 8 to 65536)")),
+        ),
+        (
+            limits(Limits {
+                memory_bytes: 1,
+                ..Limits::default()
+            }),
+            Some((
+                "limits.memoryBytes",
+                "1 is out of range (at least 16777216)",
+            )),
+        ),
     ];
-    for (value, path) in cases {
-        let err = Policy::from_value(Some(&value), None, "agents.defaults.sandbox").unwrap_err();
-        assert_eq!(err.path, path, "{value}: {err}");
+    for (policy, expected) in cases {
+        let found = policy.check().err().map(|e| (e.key(), e.to_string()));
+        let expected = expected.map(|(key, message)| (key.to_owned(), message.to_owned()));
+        assert_eq!(found, expected, "{policy:?}");
     }
 }
 
 #[test]
-fn the_allow_list_is_read_entry_by_entry_and_errors_name_the_entry() {
-    let value = json!({"network": "allow",
-                       "allowHosts": ["API.example.com:443", "*.pypi.org:443", "localhost:8080", "[::1]:80"]});
-    let policy = Policy::from_value(Some(&value), None, "agents.defaults.sandbox").unwrap();
+fn allow_hosts_are_read_entry_by_entry() {
+    let entries = [
+        "API.example.com:443",
+        "*.pypi.org:443",
+        "localhost:8080",
+        "[::1]:80",
+    ];
+    let read: Vec<String> = entries
+        .iter()
+        .map(|e| e.parse::<AllowHost>().unwrap().to_string())
+        .collect();
     assert_eq!(
-        (policy.network, policy.effective_network()),
-        (Network::Allow, Network::Allow)
-    );
-    assert_eq!(
-        serde_json::to_value(&policy.allow_hosts).unwrap(),
-        json!([
+        read,
+        [
             "api.example.com:443",
             "*.pypi.org:443",
             "localhost:8080",
             "[::1]:80"
-        ])
+        ]
     );
-    let too_many: Vec<String> = (0..=MAX_ALLOW_HOSTS)
-        .map(|i| format!("h{i}.test:443"))
+    let refused: Vec<String> = ["c.test", "*.com:443"]
+        .iter()
+        .map(|e| e.parse::<AllowHost>().unwrap_err())
         .collect();
-    let cases = [
-        (
-            json!({"network": "allow", "allowHosts": ["a.test:443", "b.test:80", "c.test"]}),
-            "agents.defaults.sandbox.allowHosts[2]: \"c.test\" has no port: write host:port (api.example.com:443)",
-        ),
-        (
-            json!({"allowHosts": ["*.com:443"]}),
-            "agents.defaults.sandbox.allowHosts[0]: \"*.com:443\": a wildcard needs a name of at least two labels after \"*.\" (*.example.com)",
-        ),
-        (
-            json!({"allowHosts": ["a.test:443", 7]}),
-            "agents.defaults.sandbox.allowHosts[1]: expected a \"host:port\" string",
-        ),
-        (
-            json!({"allowHosts": "a.test:443"}),
-            "agents.defaults.sandbox.allowHosts: expected an array of \"host:port\" strings",
-        ),
-        (
-            json!({"allowHosts": too_many}),
-            "agents.defaults.sandbox.allowHosts: 257 entries, at most 256 (use a wildcard, *.example.com:443)",
-        ),
-        (
-            json!({"mode": "off", "network": "allow", "allowHosts": ["a.test:443"]}),
-            "agents.defaults.sandbox.network: \"allow\" needs the sandbox, and mode is \"off\" (unsandboxed commands get \"off\" or \"host\")",
-        ),
-    ];
-    for (value, expected) in cases {
-        let err = Policy::from_value(Some(&value), None, "agents.defaults.sandbox").unwrap_err();
-        assert_eq!(err.to_string(), expected);
-    }
-    // An agent narrows the defaults' list to nothing: its network is off,
-    // and config check says so.
-    let own = json!({"allowHosts": []});
-    let policy = Policy::from_value(Some(&own), Some(&value), "agents.list[0].sandbox").unwrap();
-    assert_eq!(policy.effective_network(), Network::Off);
     assert_eq!(
-        policy.ignored_keys(),
-        ["network \"allow\" with no allowHosts: commands get no network (as \"off\")"]
+        refused,
+        [
+            "\"c.test\" has no port: write host:port (api.example.com:443)",
+            "\"*.com:443\": a wildcard needs a name of at least two labels after \"*.\" (*.example.com)",
+        ]
     );
+    // An empty list allows nothing: the network is off.
+    let none = Policy {
+        network: Network::Allow,
+        ..Policy::default()
+    };
+    assert_eq!(none.effective_network(), Network::Off);
 }
 
 #[test]
