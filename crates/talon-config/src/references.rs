@@ -172,11 +172,7 @@ fn model_reference(model: &ModelRef, at: &Path, providers: &Providers, report: &
         report(Severity::Error, Code::UnknownReference, &at, message);
         return;
     };
-    let ids: Vec<&str> = entry
-        .models
-        .iter()
-        .filter_map(|m| m.id.as_deref())
-        .collect();
+    let ids: Vec<&str> = entry.models.iter().map(|m| m.id.as_str()).collect();
     if !ids.is_empty() && !ids.contains(&model_id) {
         let hint = suggestion(model_id, ids.iter().copied())
             .map(|m| format!("; did you mean {m:?}?"))

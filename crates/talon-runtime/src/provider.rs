@@ -50,10 +50,10 @@ pub fn providers(config: &Config) -> Result<Vec<ProviderConfig>, RuntimeError> {
 }
 
 /// `models.providers` as the providers' runtime settings: each typed
-/// entry (its bounds and clamps are the declaration's, checked at load)
-/// with its key and header values resolved by `lookup`; what the schema
-/// cannot say (a base URL present and http(s), a model's id and its
-/// input and output prices, valid headers, variables set) refused by key.
+/// entry (its required keys, bounds and clamps are the declaration's,
+/// checked at load) with its key and header values resolved by `lookup`;
+/// what the config cannot say (valid headers, variables set) refused by
+/// key.
 pub fn provider_configs(
     models: &config::ModelsSection,
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -71,16 +71,7 @@ fn provider_config(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ProviderConfig, ProviderError> {
     let field = |key: &str| format!("models.providers.{id}.{key}");
-    let base_url = entry
-        .base_url
-        .as_deref()
-        .ok_or_else(|| config_error(field("baseUrl"), "required: the API's base URL"))?;
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(config_error(
-            field("baseUrl"),
-            "expected an http:// or https:// URL",
-        ));
-    }
+    let base_url = entry.base_url.as_str();
     let api = match entry.api {
         None | Some(config::Api::OpenaiCompletions) => talon_provider::config::OPENAI_COMPLETIONS,
         Some(config::Api::AnthropicMessages) => talon_provider::config::ANTHROPIC_MESSAGES,
@@ -89,12 +80,7 @@ fn provider_config(
     if let Some(key) = &entry.api_key {
         provider.api_key = Some(secret(key, &field("apiKey"), lookup)?);
     }
-    provider.models = entry
-        .models
-        .iter()
-        .enumerate()
-        .map(|(i, model)| model_info(model, &field(&format!("models[{i}]"))))
-        .collect::<Result<_, _>>()?;
+    provider.models = entry.models.iter().map(model_info).collect();
     if let Some(ms) = entry.timeout_ms {
         provider.timeout = std::time::Duration::from_millis(ms);
     }
@@ -112,38 +98,20 @@ fn provider_config(
     Ok(provider)
 }
 
-fn model_info(model: &config::ProviderModel, at: &str) -> Result<ModelInfo, ProviderError> {
-    let id = model
-        .id
-        .clone()
-        .ok_or_else(|| config_error(format!("{at}.id"), "every model needs an id"))?;
-    let cost = match &model.cost {
-        None => None,
-        Some(cost) => {
-            let required = |price: Option<f64>, key: &str| {
-                price.map(micro).ok_or_else(|| {
-                    config_error(
-                        format!("{at}.cost.{key}"),
-                        "a model's cost needs its input and output prices",
-                    )
-                })
-            };
-            Some(ModelCost {
-                input: required(cost.input, "input")?,
-                output: required(cost.output, "output")?,
-                cache_read: cost.cache_read.map(micro),
-                cache_write: cost.cache_write.map(micro),
-            })
-        }
-    };
-    Ok(ModelInfo {
-        id,
+fn model_info(model: &config::ProviderModel) -> ModelInfo {
+    ModelInfo {
+        id: model.id.clone(),
         name: model.name.clone(),
         context_window: model.context_window,
         max_tokens: model.max_tokens(),
         reasoning: model.reasoning.unwrap_or(false),
-        cost,
-    })
+        cost: model.cost.as_ref().map(|cost| ModelCost {
+            input: micro(cost.input),
+            output: micro(cost.output),
+            cache_read: cost.cache_read.map(micro),
+            cache_write: cost.cache_write.map(micro),
+        }),
+    }
 }
 
 /// US dollars per million tokens (within the declaration's 0 to

@@ -17,18 +17,19 @@ pub struct ModelsSection {
 }
 
 /// One provider.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 #[schemars(transform = provider_openclaw)]
 pub struct ProviderEntry {
     /// The API's base URL (http:// or https://).
-    #[schemars(length(min = 1))]
-    pub base_url: Option<String>,
+    #[schemars(with = "String", length(min = 1), regex(pattern = "^https?://"))]
+    pub base_url: HttpUrl,
     /// The API key: a string, "${VARIABLE}" or {env: "VARIABLE"}.
     pub api_key: Option<SecretText>,
     /// The wire format: OpenAI's Chat Completions or Anthropic's Messages (default "openai-completions").
     pub api: Option<Api>,
     /// The models it serves.
+    #[serde(default)]
     pub models: Vec<ProviderModel>,
     /// A request's time limit (default 120000).
     #[schemars(range(min = 1))]
@@ -39,7 +40,37 @@ pub struct ProviderEntry {
     #[schemars(range(min = 1))]
     pub idle_timeout_ms: Option<u64>,
     /// Headers sent on every request, by name (e.g. anthropic-beta); not authorization, x-api-key, anthropic-version, content-type, content-length or host.
+    #[serde(default)]
     pub headers: BTreeMap<String, SecretText>,
+}
+
+/// An `http://` or `https://` URL (a provider's base URL).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct HttpUrl(String);
+
+impl HttpUrl {
+    /// The URL as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for HttpUrl {
+    type Error = &'static str;
+    fn try_from(url: String) -> Result<HttpUrl, &'static str> {
+        if url.starts_with("http://") || url.starts_with("https://") {
+            Ok(HttpUrl(url))
+        } else {
+            Err("expected an http:// or https:// URL")
+        }
+    }
+}
+
+impl From<HttpUrl> for String {
+    fn from(url: HttpUrl) -> String {
+        url.0
+    }
 }
 
 /// The most retries of a failed request: a larger `maxRetries` is read as this.
@@ -114,13 +145,13 @@ pub struct EnvRef {
 }
 
 /// A model a provider serves.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 #[schemars(transform = model_openclaw)]
 pub struct ProviderModel {
     /// The model's id at the provider.
     #[schemars(length(min = 1))]
-    pub id: Option<String>,
+    pub id: String,
     /// A display name.
     pub name: Option<String>,
     /// Its context window, in tokens.
@@ -139,16 +170,16 @@ fn model_openclaw(schema: &mut Schema) {
     openclaw(schema, &["input", "compat", "headers"], "OpenClaw's.");
 }
 
-/// Prices in US dollars per million tokens.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
+/// Prices in US dollars per million tokens (input and output required).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ModelCost {
-    /// Uncached prompt tokens (required).
+    /// Uncached prompt tokens.
     #[schemars(range(min = 0, max = 1e6))]
-    pub input: Option<f64>,
-    /// Completion tokens (required).
+    pub input: f64,
+    /// Completion tokens.
     #[schemars(range(min = 0, max = 1e6))]
-    pub output: Option<f64>,
+    pub output: f64,
     /// Prompt tokens read from the cache.
     #[schemars(range(min = 0, max = 1e6))]
     pub cache_read: Option<f64>,

@@ -113,7 +113,7 @@ fn owned_and_invalid_header_names_are_refused_by_key() {
 }
 
 #[test]
-fn a_base_url_and_model_ids_are_required_by_key() {
+fn a_base_url_and_model_ids_are_required_and_refused_at_load_by_key() {
     let refused = |provider: Value| read(json!({"p": provider})).map(|_| ()).unwrap_err();
     assert_eq!(
         [
@@ -123,9 +123,9 @@ fn a_base_url_and_model_ids_are_required_by_key() {
             refused(json!({"baseUrl": "http://127.0.0.1:9", "apiKey": {"env": "UNSET"}})),
         ],
         [
-            "invalid_config: models.providers.p.baseUrl: required: the API's base URL",
-            "invalid_config: models.providers.p.baseUrl: expected an http:// or https:// URL",
-            "invalid_config: models.providers.p.models[0].id: every model needs an id",
+            "config key models.providers.p: `baseUrl` is required",
+            "config key models.providers.p.baseUrl: expected an http:// or https:// URL",
+            "config key models.providers.p.models[0]: `id` is required",
             "invalid_config: models.providers.p.apiKey: environment variable UNSET is not set",
         ]
     );
@@ -175,7 +175,7 @@ fn malformed_prices_are_refused_naming_the_price() {
     .map(|cost| costs(json!([{"id": "m", "cost": cost}])).unwrap_err());
     let named: Vec<bool> = refused
         .iter()
-        .zip([".output", ".input", ".input", ".cacheRead", "cost"])
+        .zip(["`output`", ".input", ".input", ".cacheRead", "cost"])
         .map(|(error, field)| error.contains(field))
         .collect();
     assert_eq!(named, [true; 5], "{refused:?}");
