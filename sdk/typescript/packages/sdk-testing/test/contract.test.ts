@@ -115,7 +115,9 @@ describe("the protocol's contract", () => {
     await withFake(async (fake) => {
       const failures: string[] = [];
       for (const c of cases()) {
-        if (c.differs?.["typescript-fake"] !== undefined) continue;
+        // A case this fake answers otherwise on purpose still holds in all but an error's message.
+        const differs = c.differs?.["typescript-fake"] !== undefined;
+        if (differs && c.expect.ok !== undefined) continue;
         const saved = new Map<string, unknown>();
         for (const step of c.setup ?? []) {
           const answer = await post(fake, step.method, fill(step.params, saved));
@@ -130,6 +132,9 @@ describe("the protocol's contract", () => {
             : await postWith(fake, c.method, params, token, c.headers);
         const expect = fill(c.expect, saved) as Case["expect"];
         const body = answer.body as { error?: unknown };
+        if (differs && expect.error !== undefined && typeof body.error === "object" && body.error !== null) {
+          expect.error = { ...(expect.error as object), message: (body.error as { message?: unknown }).message };
+        }
         const held =
           expect.ok !== undefined
             ? answer.status === 200 && matches(expect.ok, answer.body)

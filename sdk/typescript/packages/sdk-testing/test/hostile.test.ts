@@ -28,7 +28,7 @@ describe("hostile input", () => {
       assert.deepEqual(refusal(await post(fake, "runs.create", "[".repeat(200_000))), [
         400,
         "invalid_request",
-        "the body is not JSON: recursion limit exceeded at line 1 column 128",
+        "the body is not JSON: nested 128 deep at byte 127",
       ]);
       const deep = `{"input":"x","tools":[{"name":"a","parameters":${'{"a":'.repeat(150)}1${"}".repeat(150)}}]}`;
       assert.deepEqual(refusal(await post(fake, "runs.create", deep)).slice(0, 2), [400, "invalid_request"]);
@@ -45,7 +45,7 @@ describe("hostile input", () => {
           error: {
             code: "invalid_request",
             details: { field: "input[0].content" },
-            message: "runs.create: input[0].content: invalid type: integer `5`, expected string",
+            message: "runs.create: input[0].content: expected string, got integer",
             retryable: false,
           },
         },

@@ -247,7 +247,7 @@ describe("event streams", () => {
         [
           "/v1/events?foo=1",
           400,
-          "the query: Failed to deserialize query string: foo: unknown field `foo`, expected one of `after`, `sessionKey`, `agentId`, `types`, `ticket`",
+          "the query: foo: not a parameter of this stream (it takes `after`, `sessionKey`, `agentId`, `types`, `ticket`)",
         ],
         ["/v1/runs/run_nope/events", 404, 'run "run_nope" not found'],
       ] as const;

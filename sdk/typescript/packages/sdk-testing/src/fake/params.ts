@@ -1,24 +1,23 @@
 // What arrives as text becomes JSON, then a method's typed params, with
-// the gateway's refusals: a body nested deeper than serde_json's recursion
-// limit (128) or not JSON is `invalid_request` ("the body is not JSON:
-// …"); params that are not an object, or that fail the method's schema
-// (read closed: an unknown field is refused), are `invalid_request` naming
-// the field as the gateway does (`runs.create: input[0].content: …`, with
-// `details.field`).
+// the gateway's refusals: a body nested as deep as the gateway's JSON
+// reader refuses (128) or not JSON is `invalid_request` ("the body is not
+// JSON: …"); params that are not an object, or that fail the method's
+// schema (read closed: an unknown field is refused), are `invalid_request`
+// naming the field as the gateway does (`runs.create: input[0].content:
+// …`, with `details.field`). What follows the field is @talon/sdk's
+// validator's wording, not the gateway's decoder's (docs/fake-differences.md).
 
 import { METHODS, validate, type MethodName, type MethodTypes, refusals } from "@talon/sdk";
 
 import { fail } from "./errors.js";
 
-/** serde_json's recursion limit: this many open brackets at once is refused. */
+/** The gateway's JSON reader's nesting limit: this many open brackets at once is refused. */
 const RECURSION_LIMIT = 128;
 
-/** Where nesting first reaches the limit, as serde_json reports it (`line 1 column 128`), if it does. */
+/** Whether nesting reaches the limit, and where. */
 function tooDeep(text: string): string | undefined {
   let depth = 0;
   let inString = false;
-  let line = 1;
-  let lineStart = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
@@ -29,17 +28,13 @@ function tooDeep(text: string): string | undefined {
     if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
       depth++;
-      if (depth >= RECURSION_LIMIT) return `recursion limit exceeded at line ${line} column ${i - lineStart + 1}`;
+      if (depth >= RECURSION_LIMIT) return `nested ${RECURSION_LIMIT} deep at byte ${i}`;
     } else if (c === 0x5d || c === 0x7d) depth--;
-    else if (c === 0x0a) {
-      line++;
-      lineStart = i + 1;
-    }
   }
   return undefined;
 }
 
-/** Parses JSON text, or says why not (serde_json's wording for nesting, JSON.parse's otherwise). */
+/** Parses JSON text, or says why not (JSON.parse's words). */
 export function parseJson(text: string): { value: unknown } | { error: string } {
   const deep = tooDeep(text);
   if (deep) return { error: deep };
@@ -59,7 +54,7 @@ export function parseBody(body: Buffer): unknown {
   return parsed.value;
 }
 
-/** A JSON Pointer (`/input/0/content`) as serde's path (`input[0].content`). */
+/** A JSON Pointer (`/input/0/content`) as the gateway's field (`input[0].content`). */
 function fieldOf(pointer: string): string {
   let out = "";
   for (const raw of pointer.split("/").slice(1)) {
@@ -67,16 +62,6 @@ function fieldOf(pointer: string): string {
     out += /^\d+$/.test(part) ? `[${part}]` : out === "" ? part : `.${part}`;
   }
   return out;
-}
-
-function kindOf(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "sequence";
-  if (typeof value === "number")
-    return Number.isInteger(value) ? `integer \`${value}\`` : `floating point \`${value}\``;
-  if (typeof value === "string") return `string ${JSON.stringify(value)}`;
-  if (typeof value === "boolean") return `boolean \`${String(value)}\``;
-  return "map";
 }
 
 function at(value: unknown, pointer: string): unknown {
@@ -119,43 +104,32 @@ export function decodeParams<M extends MethodName>(method: M, raw: unknown): Met
   if (issue) {
     const parts = issue.path.split("/");
     const last = (parts.at(-1) ?? "").replace(/~1/g, "/").replace(/~0/g, "~");
-    const parent = parts.slice(0, -1).join("/");
-    if (issue.message === "missing") {
-      const field = fieldOf(parent);
-      const text = `missing field \`${last}\``;
-      throw fail(field === "" ? refusals.badParams(method, text) : refusals.badParam(method, field, text));
-    }
-    const field = fieldOf(issue.path);
-    let text = issue.message;
-    if (text === "not allowed") text = `unknown field \`${last}\``;
-    else if (text.startsWith("expected ") && text.includes(", got ")) {
-      text = `invalid type: ${kindOf(at(params, issue.path))}, ${text.slice(0, text.indexOf(", got "))}`;
-    } else if (text.startsWith("longer than ")) {
+    // A missing key is the object's fault, as the gateway names it.
+    const missing = issue.message === "missing";
+    const field = fieldOf(missing ? parts.slice(0, -1).join("/") : issue.path);
+    let text = missing ? `\`${last}\` is missing` : issue.message;
+    if (text.startsWith("longer than ")) {
       const value = at(params, issue.path);
       const count = typeof value === "string" ? [...value].length : 0;
       text = `${count} characters long; the cap is ${text.slice("longer than ".length).replace(" characters", "")}`;
-    } else if (text.startsWith("below the minimum")) {
-      text = `invalid value: ${kindOf(at(params, issue.path))}, ${text}`;
     }
     throw fail(field === "" ? refusals.badParams(method, text) : refusals.badParam(method, field, text));
   }
   return params;
 }
 
-/** A query string's parameters, refusing unknown and repeated ones as the gateway does. */
+/**
+ * A query string's parameters, refusing unknown and repeated ones as the
+ * gateway does (in this fake's words, not the gateway's decoder's).
+ */
 export function queryOf(search: URLSearchParams, allowed: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
-  const refused = (why: string) => fail(refusals.badQuery(`Failed to deserialize query string: ${why}`));
+  const refused = (why: string) => fail(refusals.badQuery(why));
   for (const [key, value] of search) {
     if (!allowed.includes(key)) {
-      const [only, ...others] = allowed;
-      const expected =
-        only !== undefined && others.length === 0
-          ? `expected \`${only}\``
-          : `expected one of ${allowed.map((a) => `\`${a}\``).join(", ")}`;
-      throw refused(`${key}: unknown field \`${key}\`, ${expected}`);
+      throw refused(`${key}: not a parameter of this stream (it takes ${allowed.map((a) => `\`${a}\``).join(", ")})`);
     }
-    if (key in out) throw refused(`duplicate field \`${key}\``);
+    if (key in out) throw refused(`${key}: given twice`);
     const cap = key === "types" ? 2048 : key === "sessionKey" ? 256 : 128;
     if ([...value].length > cap) throw refused(`${key}: longer than ${cap} characters`);
     out[key] = value;
