@@ -78,26 +78,13 @@ pub(crate) fn cross_reference(document: &Document, report: &mut Report<'_>) {
 /// only of what its own keys change.
 fn sandboxes(document: &Document, report: &mut Report<'_>) {
     let agents = Path::default().key("agents");
-    let base = document
-        .agents
-        .defaults
-        .common
-        .sandbox
-        .clone()
-        .unwrap_or_default();
+    let base = document.agents.default_sandbox();
     let base_error = base.policy().err();
-    sandbox(
-        &base,
-        &base,
-        base_error.as_ref(),
-        &agents.key("defaults").key("sandbox"),
-        report,
-    );
-    for (i, agent) in document.agents.list.iter().enumerate() {
-        if let Some(own) = &agent.common.sandbox {
-            let at = agents.key("list").index(i).key("sandbox");
-            sandbox(&own.over(&base), own, base_error.as_ref(), &at, report);
-        }
+    let at = agents.key("defaults").key("sandbox");
+    sandbox(&base, &base, base_error.as_ref(), &at, report);
+    for (i, _, own, merged) in document.agents.own_sandboxes() {
+        let at = agents.key("list").index(i).key("sandbox");
+        sandbox(&merged, own, base_error.as_ref(), &at, report);
     }
 }
 

@@ -33,20 +33,16 @@ impl Jails {
                 .policy()
                 .map_err(|e| RuntimeError::Config(format!("config key {at}.{}: {e}", e.key())))
         };
-        let base = document
-            .agents
-            .defaults
-            .common
-            .sandbox
-            .clone()
-            .unwrap_or_default();
-        let defaults = Jail::new(read(&base, "agents.defaults.sandbox")?);
+        let defaults = Jail::new(read(
+            &document.agents.default_sandbox(),
+            "agents.defaults.sandbox",
+        )?);
         let mut agents = HashMap::new();
-        for (i, agent) in document.agents.list.iter().enumerate() {
-            let (Some(id), Some(own)) = (agent.id.as_ref(), agent.common.sandbox.as_ref()) else {
+        for (i, agent, _, merged) in document.agents.own_sandboxes() {
+            let Some(id) = agent.id.as_ref() else {
                 continue;
             };
-            let policy = read(&own.over(&base), &format!("agents.list[{i}].sandbox"))?;
+            let policy = read(&merged, &format!("agents.list[{i}].sandbox"))?;
             agents.insert(id.clone(), Jail::new(policy));
         }
         Ok(Jails { defaults, agents })

@@ -7,7 +7,7 @@ use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{NonEmpty, openclaw};
+use super::{AgentEntry, AgentsSection, NonEmpty, openclaw};
 
 use talon_jail::{AllowHost, Limits, MAX_ALLOW_HOSTS, OPENCLAW_ONLY, Policy, PolicyError, bounds};
 /// The sandbox's modes, declared once, in talon-jail (the words and
@@ -163,4 +163,24 @@ pub struct SandboxLimits {
     pub tmp_bytes: Option<u64>,
     /// The free space the workspace's filesystem keeps: a command whose writes leave less is stopped (default 1 GiB; 0: not checked).
     pub disk_reserve_bytes: Option<u64>,
+}
+
+impl AgentsSection {
+    /// `agents.defaults.sandbox`, or the default section when it is absent.
+    pub fn default_sandbox(&self) -> SandboxSection {
+        self.defaults.common.sandbox.clone().unwrap_or_default()
+    }
+
+    /// Each agent that sets a sandbox of its own: its index in the list,
+    /// its entry, its own section, and that section over the defaults'
+    /// (what its commands run in).
+    pub fn own_sandboxes(
+        &self,
+    ) -> impl Iterator<Item = (usize, &AgentEntry, &SandboxSection, SandboxSection)> {
+        let base = self.default_sandbox();
+        self.list.iter().enumerate().filter_map(move |(i, agent)| {
+            let own = agent.common.sandbox.as_ref()?;
+            Some((i, agent, own, own.over(&base)))
+        })
+    }
 }

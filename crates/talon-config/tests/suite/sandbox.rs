@@ -9,21 +9,12 @@ use talon_jail::{Limits, Mode, Network, Policy, Scope, WorkspaceAccess};
 
 fn sections(text: &str) -> (SandboxSection, Vec<Option<SandboxSection>>) {
     let config = Config::parse(text, None).unwrap();
-    let document = config.document().unwrap();
-    let base = document
-        .agents
-        .defaults
-        .common
-        .sandbox
-        .clone()
-        .unwrap_or_default();
-    let agents = document
-        .agents
-        .list
-        .iter()
-        .map(|a| a.common.sandbox.as_ref().map(|own| own.over(&base)))
-        .collect();
-    (base, agents)
+    let agents = &config.document().unwrap().agents;
+    let mut merged: Vec<Option<SandboxSection>> = vec![None; agents.list.len()];
+    for (i, _, _, section) in agents.own_sandboxes() {
+        merged[i] = Some(section);
+    }
+    (agents.default_sandbox(), merged)
 }
 
 fn findings(text: &str) -> Vec<String> {
