@@ -197,6 +197,7 @@ mod router;
 mod runs;
 mod state;
 mod tail;
+mod tasks;
 mod transport;
 
 pub use auth::tokens;

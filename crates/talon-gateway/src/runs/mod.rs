@@ -427,6 +427,21 @@ impl Engine {
         appended
     }
 
+    /// The store runs and tasks live in.
+    pub(crate) fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Ticks each time a run this node executes ends.
+    pub(crate) fn ended(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.ended.subscribe()
+    }
+
+    /// Whether this node is shutting down.
+    pub(crate) fn draining(&self) -> bool {
+        self.inner.draining.load(Ordering::SeqCst)
+    }
+
     /// This node's id.
     pub(crate) fn node(&self) -> &str {
         &self.inner.node
@@ -479,6 +494,9 @@ impl Engine {
             tokio::spawn(remote::sweep(ssh.clone()));
         }
         tokio::spawn(self.clone().prune_events());
+        tokio::spawn(crate::tasks::follow::follow(crate::tasks::Ledger::new(
+            self.clone(),
+        )));
         tokio::spawn(self.clone().purge_cells());
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))

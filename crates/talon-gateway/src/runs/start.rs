@@ -99,6 +99,8 @@ struct Hooks {
     logs: talon_runtime::KeepLog,
     /// The run's environment, when it has one.
     environment: Option<Environment>,
+    /// The sub-agent tools, when the run may spawn.
+    spawn: Option<talon_runtime::HostTools>,
 }
 
 impl RunHooks for Hooks {
@@ -135,7 +137,16 @@ impl RunHooks for Hooks {
         }))
     }
 
-    fn host_tools(&self, events: &RunEmitter) -> Option<talon_runtime::HostTools> {
+    fn host_tools(&self, events: &RunEmitter) -> Vec<talon_runtime::HostTools> {
+        let mut tools: Vec<talon_runtime::HostTools> = self.spawn.iter().cloned().collect();
+        tools.extend(self.pull_request(events));
+        tools
+    }
+}
+
+impl Hooks {
+    /// An environment's `pull_request`, when its provider offers one.
+    fn pull_request(&self, events: &RunEmitter) -> Option<talon_runtime::HostTools> {
         let environment = self.environment.as_ref()?;
         let provider = self
             .engine
@@ -240,8 +251,14 @@ impl Engine {
             (None, Resume::No, Some(message)) => Start::Message(message),
             (None, Resume::No, None) => Start::Proceed { resume },
         };
+        // The sub-agent tools, for an agent with a `subagents` section at
+        // a depth that may spawn.
+        let ledger = crate::tasks::Ledger::new(self.clone());
+        let depth = crate::tasks::spawn::depth_of(&ledger, &run.id).await;
+        let spawn = crate::tasks::spawn::spawn_tools(&ledger, run, depth);
         let mut spec = self.spec(
             &parts,
+            spawn,
             policy,
             &request,
             environment.as_ref(),
@@ -304,6 +321,7 @@ impl Engine {
     fn spec(
         &self,
         parts: &Loop,
+        spawn: Option<talon_runtime::HostTools>,
         policy: Arc<Approvals>,
         request: &super::RunRequest,
         environment: Option<&(Environment, Binding)>,
@@ -354,6 +372,7 @@ impl Engine {
                     None => talon_runtime::KeepLog::WhenCut,
                 },
                 environment: environment.map(|(environment, _)| environment.clone()),
+                spawn,
             }),
             cells: self.cells(),
             workspace,
