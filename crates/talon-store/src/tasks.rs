@@ -153,44 +153,22 @@ impl Store {
             .collect()
     }
 
-    /// Replaces task `task.id` with `task` if its stored status is one of
-    /// `from`: `false` when it is not (another change got there first, or
-    /// it has ended), and nothing is written.
-    pub async fn update_task(&self, task: &Task, from: &[TaskStatus]) -> Result<bool> {
-        if from.is_empty() {
-            return Ok(false);
-        }
-        let marks: Vec<String> = (0..from.len()).map(|i| format!("${}", i + 7)).collect();
-        let mut query = sqlx::query(sql!(
+    /// Replaces task `task.id` with `task` if it has not changed since it
+    /// was read (its stored `updatedAt` is still `read_at`) and the change
+    /// keeps a terminal task's status: `false` otherwise (another node,
+    /// sweep or caller got there first), and nothing is written.
+    pub async fn update_task(&self, task: &Task, read_at: u64) -> Result<bool> {
+        let changed = sqlx::query(
             "UPDATE tasks SET status = $2, child_run_id = $3, updated_at = $4, doc = $5, delivery_status = $6 \
-             WHERE id = $1 AND status IN ({})",
-            marks.join(", ")
-        ))
+             WHERE id = $1 AND updated_at = $7 AND (status = $2 OR status IN ('queued', 'running'))",
+        )
         .bind(task.id.to_string())
         .bind(enum_str(task.status)?)
         .bind(task.child_run_id.as_ref().map(ToString::to_string))
         .bind(ms(task.updated_at)?)
         .bind(json_text(task)?)
-        .bind(enum_str(task.delivery_status)?);
-        for status in from {
-            query = query.bind(enum_str(*status)?);
-        }
-        let changed = query.execute(self.writes()).await?.rows_affected();
-        Ok(changed == 1)
-    }
-
-    /// Replaces task `task.id` with `task` if its messages are still due
-    /// (`deliveryStatus` `pending`): `false` when another node or sweep
-    /// settled them first, and nothing is written.
-    pub async fn settle_task_delivery(&self, task: &Task) -> Result<bool> {
-        let changed = sqlx::query(
-            "UPDATE tasks SET updated_at = $2, doc = $3, delivery_status = $4 \
-             WHERE id = $1 AND delivery_status = 'pending'",
-        )
-        .bind(task.id.to_string())
-        .bind(ms(task.updated_at)?)
-        .bind(json_text(task)?)
         .bind(enum_str(task.delivery_status)?)
+        .bind(ms(read_at)?)
         .execute(self.writes())
         .await?
         .rows_affected();

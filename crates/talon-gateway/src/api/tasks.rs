@@ -99,7 +99,7 @@ impl Api {
         if task.status.is_terminal() {
             return Err(refuse::task_ended(task.id.as_str(), task.status.as_str()));
         }
-        let from = task.status;
+        let read = task.clone();
         let changed = Task {
             notify_policy: p.notify_policy,
             delivery_status: if p.notify_policy == NotifyPolicy::Silent {
@@ -110,7 +110,7 @@ impl Api {
             ..task
         };
         match Ledger::new(self.engine.clone())
-            .moved(changed, &[from])
+            .moved(changed, &read)
             .await
             .map_err(api_error)?
         {

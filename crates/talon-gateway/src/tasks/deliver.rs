@@ -3,6 +3,12 @@
 //! also one when its work starts, `silent` none. A message's id is made
 //! from the task and its status, so a message posted again (after a
 //! failed try, or by another node after this one died) is stored once.
+//!
+//! A message waits for the run that started the task to end: that run's
+//! own messages are stored as it ends, and the notice follows them in the
+//! session (the next turn reads it after what caused it). An ended task's
+//! message stays `pending` until then, and the next sweep posts it; a
+//! `state_changes` start notice due while that run goes on is skipped.
 
 use talon_protocol::gateway::bounded::MessageId;
 use talon_protocol::gateway::tasks::{DeliveryStatus, NotifyPolicy, Task, TaskStatus};
@@ -59,6 +65,12 @@ impl Ledger {
             return task;
         };
         let store = self.engine().store();
+        if let Some(parent) = &task.run_id
+            && let Ok(Some(parent)) = store.run(parent).await
+            && !parent.status.is_terminal()
+        {
+            return task;
+        }
         let posted = match store.session(&session_id).await {
             Ok(None) => Err(DeliveryStatus::ParentMissing),
             Ok(Some(_)) => {
@@ -103,7 +115,7 @@ impl Ledger {
             },
             Err(_) => return task,
         };
-        match self.settled(settled).await {
+        match self.moved(settled, &task).await {
             Ok(Some(stored)) => stored,
             Ok(None) | Err(_) => task,
         }

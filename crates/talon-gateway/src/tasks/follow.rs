@@ -12,6 +12,8 @@ use talon_protocol::gateway::{ApiError, RunStatus};
 use talon_runtime::OnParentCancel;
 use talon_store::CancelMode;
 
+use crate::error::api_error;
+
 use super::Ledger;
 
 /// How often a node sweeps without being told a run changed.
@@ -101,26 +103,29 @@ impl Ledger {
             }
             return;
         }
-        let mut from = task.status;
+        let read = task.clone();
         let mut moved = task;
         if moved.started_at.is_none() && next != TaskStatus::Queued {
             moved.started_at = run.started_at.or(Some(now));
         }
         // Every task passes through `running`, even one whose run started
         // and ended between two sweeps.
-        if from == TaskStatus::Queued && next.is_terminal() {
+        let read = if read.status == TaskStatus::Queued && next.is_terminal() {
             let running = Task {
                 status: TaskStatus::Running,
                 ..moved.clone()
             };
-            match self.moved(running, &[from]).await {
+            match self.moved(running, &read).await {
                 Ok(Some(stored)) => {
-                    moved = self.deliver(stored).await;
-                    from = TaskStatus::Running;
+                    let stored = self.deliver(stored).await;
+                    moved = stored.clone();
+                    stored
                 }
                 _ => return,
             }
-        }
+        } else {
+            read
+        };
         moved.status = next;
         if next.is_terminal() {
             moved.ended_at = run.ended_at.or(Some(now));
@@ -132,7 +137,7 @@ impl Ledger {
                 .flatten()
                 .and_then(|r| r.output.and_then(|o| o.text));
         }
-        if let Ok(Some(stored)) = self.moved(moved, &[from]).await {
+        if let Ok(Some(stored)) = self.moved(moved, &read).await {
             self.deliver(stored).await;
         }
     }
@@ -168,14 +173,13 @@ impl Ledger {
 
     /// Ends `task` `lost`, saying why.
     async fn lose(&self, task: Task, why: &str) {
-        let from = task.status;
         let lost = Task {
             status: TaskStatus::Lost,
             ended_at: Some(self.engine().store().now_ms()),
             error: Some(talon_protocol::gateway::refuse::task_lost(why)),
-            ..task
+            ..task.clone()
         };
-        if let Ok(Some(stored)) = self.moved(lost, &[from]).await {
+        if let Ok(Some(stored)) = self.moved(lost, &task).await {
             self.deliver(stored).await;
         }
     }
@@ -184,51 +188,46 @@ impl Ledger {
     /// `conflict` once it has ended. `reason` becomes its last progress
     /// line.
     pub(crate) async fn cancel(&self, task: Task, reason: Option<&str>) -> Result<Task, ApiError> {
-        if task.status.is_terminal() {
-            return Err(talon_protocol::gateway::refuse::task_ended(
-                task.id.as_str(),
-                task.status.as_str(),
-            ));
-        }
-        if let Some(child) = &task.child_run_id {
+        let store = self.engine().store();
+        if let Some(child) = &task.child_run_id
+            && !task.status.is_terminal()
+        {
             // A run that has ended meanwhile is left as it is: the task
-            // then ends with it, below or in the next sweep.
+            // then ends with it.
             let _ = self
                 .engine()
                 .cancel(child.as_str(), CancelMode::Cancel, Duration::ZERO)
                 .await;
         }
-        let from = task.status;
-        let id = task.id.clone();
-        let cancelled = Task {
-            status: TaskStatus::Cancelled,
-            ended_at: Some(self.engine().store().now_ms()),
-            progress_summary: reason
-                .map(|r| format!("cancelled: {r}"))
-                .or(task.progress_summary.clone()),
-            ..task
-        };
-        match self
-            .moved(cancelled, &[from, TaskStatus::Queued, TaskStatus::Running])
-            .await
-        {
-            Ok(Some(stored)) => Ok(self.deliver(stored).await),
-            Ok(None) => {
-                let now = self
-                    .engine()
-                    .store()
-                    .task(&id, &talon_store::Owner::default())
-                    .await
-                    .map_err(crate::error::api_error)?
-                    .ok_or_else(|| {
-                        talon_protocol::gateway::refuse::not_found("task", id.as_str())
-                    })?;
-                Err(talon_protocol::gateway::refuse::task_ended(
-                    now.id.as_str(),
-                    now.status.as_str(),
-                ))
+        let mut read = task;
+        // Another change may land between the read and the write: read
+        // again and retry while the task has not ended.
+        for _ in 0..8 {
+            if read.status.is_terminal() {
+                return Err(talon_protocol::gateway::refuse::task_ended(
+                    read.id.as_str(),
+                    read.status.as_str(),
+                ));
             }
-            Err(error) => Err(crate::error::api_error(error)),
+            let cancelled = Task {
+                status: TaskStatus::Cancelled,
+                ended_at: Some(store.now_ms()),
+                progress_summary: reason
+                    .map(|r| format!("cancelled: {r}"))
+                    .or(read.progress_summary.clone()),
+                ..read.clone()
+            };
+            if let Some(stored) = self.moved(cancelled, &read).await.map_err(api_error)? {
+                return Ok(self.deliver(stored).await);
+            }
+            read = store
+                .task(&read.id, &talon_store::Owner::default())
+                .await
+                .map_err(api_error)?
+                .ok_or_else(|| {
+                    talon_protocol::gateway::refuse::not_found("task", read.id.as_str())
+                })?;
         }
+        Err(talon_protocol::gateway::refuse::task_busy(read.id.as_str()))
     }
 }

@@ -3,10 +3,11 @@
 //! model's `sessions_spawn` ([`spawn`]) starts a child run of an agent in a
 //! session of its own and records a task that follows it.
 //!
-//! - Every change to a task is a compare-and-set in the store followed by
-//!   its `task.updated` event (carrying `taskId`), so of several nodes (or
-//!   a cancel and an ending) exactly one moves it, and a terminal task
-//!   never moves again ([`Ledger::moved`]).
+//! - Every change to a task is a compare-and-set in the store on the
+//!   version it was read at (`updatedAt`), followed by its `task.updated`
+//!   event (carrying `taskId`): of several nodes, sweeps or callers
+//!   changing one task exactly one wins and the others read it again, and
+//!   a terminal task's status never changes ([`Ledger::moved`]).
 //! - The task follows its child run: [`follow`] looks over every unfinished
 //!   task when a run ends on this node, when the store says runs changed
 //!   (PostgreSQL), and every half second, so a task whose child run
@@ -21,7 +22,7 @@ mod deliver;
 pub(crate) mod follow;
 pub(crate) mod spawn;
 
-use talon_protocol::gateway::tasks::{Task, TaskStatus};
+use talon_protocol::gateway::tasks::Task;
 use talon_protocol::{Event, EventData};
 use talon_store::{StoreError, TaskOwner};
 
@@ -66,32 +67,30 @@ impl Ledger {
         Ok(())
     }
 
-    /// Moves a task to `task` (stamped now) if its stored status is one of
-    /// `from`, appending `task.updated`: `None` when another change got
-    /// there first (nothing is written), else the task as stored.
+    /// Changes task `read` (as it was read) to `next`, stamped now, if
+    /// nothing changed it since, appending `task.updated`: `None` when
+    /// another node, sweep or caller got there first (nothing is written;
+    /// read it again), or when `next` would move an ended task.
     pub(crate) async fn moved(
         &self,
-        mut task: Task,
-        from: &[TaskStatus],
+        mut next: Task,
+        read: &Task,
     ) -> Result<Option<Task>, StoreError> {
-        task.updated_at = self.engine.store().now_ms().max(task.updated_at);
-        if !self.engine.store().update_task(&task, from).await? {
+        next.updated_at = self
+            .engine
+            .store()
+            .now_ms()
+            .max(read.updated_at.saturating_add(1));
+        if !self
+            .engine
+            .store()
+            .update_task(&next, read.updated_at)
+            .await?
+        {
             return Ok(None);
         }
-        self.engine.append(vec![self.event(&task)]).await?;
-        Ok(Some(task))
-    }
-
-    /// Records what became of `task`'s messages (stamped now) if they were
-    /// still due, appending `task.updated`: `None` when another sweep
-    /// settled them first.
-    pub(crate) async fn settled(&self, mut task: Task) -> Result<Option<Task>, StoreError> {
-        task.updated_at = self.engine.store().now_ms().max(task.updated_at);
-        if !self.engine.store().settle_task_delivery(&task).await? {
-            return Ok(None);
-        }
-        self.engine.append(vec![self.event(&task)]).await?;
-        Ok(Some(task))
+        self.engine.append(vec![self.event(&next)]).await?;
+        Ok(Some(next))
     }
 
     /// The engine it writes for.

@@ -111,6 +111,7 @@ pub(crate) fn spawn_tools(ledger: &Ledger, parent: &Run, depth: u32) -> Option<H
             parent: parent.clone(),
             depth,
             section,
+            gate: tokio::sync::Mutex::new(()),
         }),
     })
 }
@@ -121,6 +122,9 @@ struct Spawner {
     parent: Run,
     depth: u32,
     section: SubagentsSection,
+    /// Spawns of this run take turns, so that parallel calls cannot both
+    /// pass the bound on its children.
+    gate: tokio::sync::Mutex<()>,
 }
 
 fn refused(message: impl Into<String>) -> ToolError {
@@ -169,6 +173,7 @@ impl Spawner {
             Some(id) => id.trim().to_owned(),
             None => self.parent.agent_id.as_str().to_owned(),
         };
+        let _turn = self.gate.lock().await;
         self.may_spawn(&agent).await?;
         let timeout_s = args
             .get("runTimeoutSeconds")
@@ -244,28 +249,47 @@ impl Spawner {
                     status: TaskStatus::Failed,
                     ended_at: Some(store.now_ms()),
                     error: Some(error.clone()),
-                    ..task
+                    ..task.clone()
                 };
-                let _ = self.ledger.moved(failed, &[TaskStatus::Queued]).await;
+                let _ = self.ledger.moved(failed, &task).await;
                 return Err(ToolError::new(
                     ToolErrorCode::Unavailable,
                     format!("sessions_spawn: {}", error.message),
                 ));
             }
         };
-        let linked = Task {
-            child_run_id: Some(child.id.clone()),
-            ..task
-        };
-        // The follower may have moved it already (the run started): then
-        // the link is in place, written by the same compare-and-set.
-        let _ = self.ledger.moved(linked, &[TaskStatus::Queued]).await;
+        self.link(task, &child.id).await;
         Ok(json!({
             "status": "accepted",
             "taskId": task_id,
             "runId": child.id,
             "childSessionKey": session.key,
         }))
+    }
+
+    /// Links `task` to its run, reading it again while another change
+    /// (a caller's `tasks.notify`) lands first.
+    async fn link(&self, task: Task, child: &RunId) {
+        let store = self.ledger.engine().store();
+        let mut read = task;
+        for _ in 0..8 {
+            let linked = Task {
+                child_run_id: Some(child.clone()),
+                ..read.clone()
+            };
+            match self.ledger.moved(linked, &read).await {
+                Ok(Some(_)) => return,
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(task = %read.id, %error, "a sub-agent's task could not be linked to its run");
+                }
+            }
+            match store.task(&read.id, &talon_store::Owner::default()).await {
+                Ok(Some(now)) if now.child_run_id.is_none() => read = now,
+                _ => return,
+            }
+        }
+        tracing::warn!(task = %read.id, "a sub-agent's task kept changing; it is lost if never linked");
     }
 
     /// Whether this run may spawn a run of `agent` now: the agent allowed

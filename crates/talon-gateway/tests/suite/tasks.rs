@@ -191,3 +191,220 @@ async fn a_spawned_sub_agent_is_a_task_that_follows_its_run_and_posts_its_result
     .await;
     assert_eq!(ended["code"], "conflict", "{ended}");
 }
+
+/// Every tool message the model was sent, across its requests.
+fn tool_messages(g: &TestGateway) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for request in g.mock.requests() {
+        for m in request["messages"].as_array().into_iter().flatten() {
+            if m["role"] == "tool" {
+                let text = m["content"].as_str().unwrap_or_default().to_owned();
+                if !seen.contains(&text) {
+                    seen.push(text);
+                }
+            }
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_run_spawns_no_more_children_than_its_bound_and_the_model_is_told_which() {
+    let spawn = |label: &str| json!({"task": "look", "label": label});
+    let mut script = spawning(spawn("first"));
+    script.turns[0]
+        .tool_calls
+        .push(talon_mock_model::ScriptedCall {
+            name: "sessions_spawn".into(),
+            arguments: spawn("second"),
+        });
+    let g = gateway(script, json!({"maxChildrenPerAgent": 1})).await;
+    let (parent, result) = run(&g, "fan out").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let listed = call(&g, "tasks.list", json!({"runId": parent})).await;
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 1, "{listed}");
+    let told = tool_messages(&g);
+    assert!(
+        told.iter().any(|t| t.contains(
+            "1 unfinished sub-agents, the most it may have (agents.*.subagents.maxChildrenPerAgent)"
+        )),
+        "{told:#?}"
+    );
+    // A child at the depth bound is offered no spawning at all.
+    assert!(
+        told.iter().any(|t| t.contains("sessions_spawn")),
+        "{told:#?}"
+    );
+}
+
+/// Like [`spawning`], but the last turn (every run's) takes `slow`, and
+/// the parent waits for its children at most 1 s.
+fn slow_spawning(slow: std::time::Duration) -> Script {
+    let mut script = spawning(json!({"task": "take your time", "label": "slow"}));
+    script.turns[1] = tool_turn("subagents", json!({"action": "wait", "timeoutSeconds": 1}));
+    script.turns[2].delay = slow;
+    script
+}
+
+/// The one task of `parent`, once it is `running`.
+async fn running_task(g: &TestGateway, parent: &Value) -> Value {
+    wait::until_async("the sub-agent to run", wait::DEADLINE, async || {
+        let listed = call(g, "tasks.list", json!({"runId": parent})).await;
+        listed["tasks"]
+            .get(0)
+            .filter(|t| t["status"] == "running")
+            .cloned()
+    })
+    .await
+}
+
+async fn ended_task(g: &TestGateway, id: &Value) -> Value {
+    wait::until_async("the task to end and settle", wait::DEADLINE, async || {
+        let task = call(g, "tasks.get", json!({"taskId": id})).await;
+        (task["deliveryStatus"] != "pending").then_some(task)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_cancelled_task_cancels_its_run_and_says_so_in_the_parents_session() {
+    let g = gateway(slow_spawning(std::time::Duration::from_secs(3)), json!({})).await;
+    let created = call(&g, "runs.create", json!({"input": "start"})).await;
+    let task = running_task(&g, &created["runId"]).await;
+    let cancelled = call(
+        &g,
+        "tasks.cancel",
+        json!({"taskId": task["id"], "reason": "not needed"}),
+    )
+    .await;
+    assert_eq!(
+        (&cancelled["status"], &cancelled["progressSummary"]),
+        (&json!("cancelled"), &json!("cancelled: not needed")),
+        "{cancelled}"
+    );
+    let child = call(&g, "runs.get", json!({"runId": task["childRunId"]})).await;
+    let child = wait::until_async("the child run to end", wait::DEADLINE, async || {
+        let run = call(&g, "runs.get", json!({"runId": child["id"]})).await;
+        (run["status"] == "cancelled").then_some(run)
+    })
+    .await;
+    assert_eq!(child["status"], "cancelled");
+    let ended = ended_task(&g, &task["id"]).await;
+    assert_eq!(
+        (&ended["status"], &ended["deliveryStatus"]),
+        (&json!("cancelled"), &json!("delivered"))
+    );
+    let messages = call(
+        &g,
+        "sessions.messages",
+        json!({"sessionId": created["sessionId"]}),
+    )
+    .await;
+    assert!(
+        messages["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "system"
+                && m["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("Background task cancelled: slow")),
+        "{messages}"
+    );
+    let again = refused(&g, "tasks.cancel", json!({"taskId": task["id"]})).await;
+    assert_eq!(
+        again["message"],
+        json!(format!(
+            "task \"{}\" has ended (cancelled)",
+            task["id"].as_str().unwrap()
+        ))
+    );
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_run_cancels_its_children_unless_the_agent_keeps_them() {
+    for (policy, expected) in [("cancel", "cancelled"), ("keep", "succeeded")] {
+        let g = gateway(
+            slow_spawning(std::time::Duration::from_secs(2)),
+            json!({"onParentCancel": policy}),
+        )
+        .await;
+        let created = call(&g, "runs.create", json!({"input": "start"})).await;
+        let task = running_task(&g, &created["runId"]).await;
+        call(&g, "runs.cancel", json!({"runId": created["runId"]})).await;
+        let ended = ended_task(&g, &task["id"]).await;
+        assert_eq!(ended["status"], expected, "{policy}: {ended}");
+    }
+}
+
+#[tokio::test]
+async fn a_silent_task_posts_nothing_and_state_changes_posts_its_start_too() {
+    for (policy, notices, delivery) in [
+        ("silent", 0, "not_applicable"),
+        ("state_changes", 2, "delivered"),
+    ] {
+        // One run at a time: the child waits for its parent to end, so
+        // its policy changes while it is queued.
+        let g = TestGateway::start_opts(Options {
+            script: slow_spawning(std::time::Duration::ZERO),
+            config: json!({"agents": {"defaults": {"subagents": {}}}}),
+            runs: talon_gateway::RunLimits {
+                max_concurrent: 1,
+                ..talon_gateway::RunLimits::default()
+            },
+            ..Options::default()
+        })
+        .await;
+        std::fs::create_dir_all(g.dir.path().join("workspace")).unwrap();
+        let created = call(&g, "runs.create", json!({"input": "start"})).await;
+        let task = wait::until_async("the task", wait::DEADLINE, async || {
+            let listed = call(&g, "tasks.list", json!({"runId": created["runId"]})).await;
+            listed["tasks"].get(0).cloned()
+        })
+        .await;
+        let changed = call(
+            &g,
+            "tasks.notify",
+            json!({"taskId": task["id"], "notifyPolicy": policy}),
+        )
+        .await;
+        assert_eq!(
+            (&changed["notifyPolicy"], &changed["status"]),
+            (&json!(policy), &json!("queued"))
+        );
+        let ended = wait::until_async("the task to end", wait::DEADLINE, async || {
+            let task = call(&g, "tasks.get", json!({"taskId": task["id"]})).await;
+            (task["status"] == "succeeded" && task["deliveryStatus"] != "pending").then_some(task)
+        })
+        .await;
+        assert_eq!(ended["deliveryStatus"], delivery, "{policy}");
+        let messages = call(
+            &g,
+            "sessions.messages",
+            json!({"sessionId": created["sessionId"]}),
+        )
+        .await;
+        let posted: Vec<&str> = messages["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "system")
+            .map(|m| m["text"].as_str().unwrap().split(':').next().unwrap())
+            .collect();
+        let expected: &[&str] = if notices == 0 {
+            &[]
+        } else {
+            &["Background task started", "Background task done"]
+        };
+        assert_eq!(posted, expected, "{policy}: {messages}");
+        // The notices follow the parent's own turn in its session.
+        let roles: Vec<&str> = messages["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles.first(), Some(&"user"), "{roles:?}");
+    }
+}

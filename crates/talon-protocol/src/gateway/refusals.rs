@@ -404,6 +404,8 @@ refusals! {
     cursor_not_a_task(cursor: quoted) -> InvalidRequest ["field" = "cursor"]: "cursor {cursor} is not a task: pass the previous page's nextCursor";
     /// A change to a task that has ended.
     task_ended(id: quoted, status: text) -> Conflict: "task {id} has ended ({status})";
+    /// A task that kept changing under a cancel.
+    task_busy(id: quoted) -> Conflict: "task {id} kept changing; cancel it again";
     /// A task whose work is gone without an ending (its `error` when `lost`).
     task_lost(why: text) -> Unavailable: "the task's work is gone: {why}";
     /// `tasks.notify`'s policy is not one this side knows.

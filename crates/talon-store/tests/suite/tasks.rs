@@ -66,26 +66,33 @@ on_both! {
 on_both! {
     async fn a_change_is_a_compare_and_set_and_a_terminal_task_never_moves(t) {
         let store = &t.store;
-        let mut queued = task("task_1");
+        let queued = task("task_1");
         store.create_task(&queued, TaskOwner::default()).await.unwrap();
-        queued.status = TaskStatus::Running;
-        queued.child_run_id = Some(RunId::new("r_child"));
-        queued.updated_at = 20;
-        assert!(store.update_task(&queued, &[TaskStatus::Queued]).await.unwrap());
-        // The same move again finds it running: nothing is written.
-        assert!(!store.update_task(&queued, &[TaskStatus::Queued]).await.unwrap());
-        assert_eq!(store.task_of_child_run(&RunId::new("r_child")).await.unwrap(), Some(queued.clone()));
-        // A cancel and an ending race: exactly one wins.
-        let live = [TaskStatus::Queued, TaskStatus::Running];
-        let cancelled = Task { status: TaskStatus::Cancelled, updated_at: 30, ..queued.clone() };
-        let succeeded = Task { status: TaskStatus::Succeeded, result: Some("done".into()), updated_at: 30, ..queued.clone() };
-        let (a, b) = tokio::join!(store.update_task(&cancelled, &live), store.update_task(&succeeded, &live));
+        let running = Task {
+            status: TaskStatus::Running,
+            child_run_id: Some(RunId::new("r_child")),
+            updated_at: 20,
+            ..queued.clone()
+        };
+        assert!(store.update_task(&running, 10).await.unwrap());
+        // A write from the stale read finds it changed: nothing is written.
+        let stale = Task { label: Some("stale".into()), updated_at: 21, ..queued.clone() };
+        assert!(!store.update_task(&stale, 10).await.unwrap());
+        assert_eq!(store.task_of_child_run(&RunId::new("r_child")).await.unwrap(), Some(running.clone()));
+        // A cancel and an ending race from the same read: exactly one wins.
+        let cancelled = Task { status: TaskStatus::Cancelled, updated_at: 30, ..running.clone() };
+        let succeeded = Task { status: TaskStatus::Succeeded, result: Some("done".into()), updated_at: 31, ..running.clone() };
+        let (a, b) = tokio::join!(store.update_task(&cancelled, 20), store.update_task(&succeeded, 20));
         assert_eq!([a.unwrap(), b.unwrap()].iter().filter(|won| **won).count(), 1);
         let ended = store.task(&queued.id, &Owner::default()).await.unwrap().unwrap();
         assert!(ended == cancelled || ended == succeeded, "{ended:?}");
-        assert!(!store.update_task(&queued, &live).await.unwrap());
-        assert!(!store.update_task(&queued, &[]).await.unwrap());
-        assert_eq!(store.tasks_in(&live, 10).await.unwrap(), Vec::<Task>::new());
+        // An ended task takes changes that keep its status, never another.
+        let settled = Task { delivery_status: DeliveryStatus::Delivered, updated_at: 40, ..ended.clone() };
+        assert!(store.update_task(&settled, ended.updated_at).await.unwrap());
+        let revived = Task { status: TaskStatus::Running, updated_at: 50, ..settled.clone() };
+        assert!(!store.update_task(&revived, 40).await.unwrap());
+        assert_eq!(store.tasks_in(&[TaskStatus::Queued, TaskStatus::Running], 10).await.unwrap(), Vec::<Task>::new());
+        assert_eq!(store.tasks_undelivered(10).await.unwrap(), Vec::<Task>::new());
     }
 }
 
