@@ -116,19 +116,23 @@ pub enum NotifyPolicy {
     Unknown,
 }
 
+impl NotifyPolicy {
+    /// Every policy a server gives (not `Unknown`, a newer server's).
+    pub const ALL: &'static [Self] = &[Self::DoneOnly, Self::StateChanges, Self::Silent];
+}
+
 /// Whether the messages a task's policy asks for reached its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DeliveryStatus {
-    /// A message is due and not yet posted.
+    /// A message is due and not yet posted (one that failed to post is
+    /// tried again by the next sweep).
     Pending,
     /// Every message due was posted.
     Delivered,
-    /// A message could not be posted (`deliveryError` says why); the
-    /// result stays in the task.
-    Failed,
-    /// The session to tell was deleted before the message was posted.
+    /// The session to tell was deleted before the message was posted
+    /// (`deliveryError` says so); the result stays in the task.
     ParentMissing,
     /// Nothing is due (`silent`).
     NotApplicable,

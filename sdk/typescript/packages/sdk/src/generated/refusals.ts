@@ -451,6 +451,11 @@ export function taskEnded(id: string, status: string, extra: ErrorDetails = {}):
   return refusal("conflict", `task ${JSON.stringify(id)} has ended (${status})`, { ...extra });
 }
 
+/** A task that kept changing under a cancel. */
+export function taskBusy(id: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("conflict", `task ${JSON.stringify(id)} kept changing; cancel it again`, { ...extra });
+}
+
 /** A task whose work is gone without an ending (its `error` when `lost`). */
 export function taskLost(why: string, extra: ErrorDetails = {}): ApiError {
   return refusal("unavailable", `the task's work is gone: ${why}`, { ...extra });

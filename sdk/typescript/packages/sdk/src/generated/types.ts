@@ -483,14 +483,13 @@ export type Cursor = string;
 /**
  * Whether the messages a task's policy asks for reached its session.
  *
- * - `pending`: A message is due and not yet posted.
+ * - `pending`: A message is due and not yet posted (one that failed to post is tried again by the next sweep).
  * - `delivered`: Every message due was posted.
- * - `failed`: A message could not be posted (`deliveryError` says why); the result stays in the task.
- * - `parent_missing`: The session to tell was deleted before the message was posted.
+ * - `parent_missing`: The session to tell was deleted before the message was posted (`deliveryError` says so); the result stays in the task.
  * - `not_applicable`: Nothing is due (`silent`).
  * - `unknown`: A status this client does not know.
  */
-export type DeliveryStatus = "pending" | "delivered" | "failed" | "parent_missing" | "not_applicable" | "unknown";
+export type DeliveryStatus = "pending" | "delivered" | "parent_missing" | "not_applicable" | "unknown";
 
 /** Nothing. */
 export type Empty = Record<string, never>;
