@@ -408,3 +408,142 @@ async fn a_silent_task_posts_nothing_and_state_changes_posts_its_start_too() {
         assert_eq!(roles.first(), Some(&"user"), "{roles:?}");
     }
 }
+
+#[tokio::test]
+async fn a_task_whose_run_survives_a_restart_stays_live_and_ends_with_it() {
+    let g = gateway(slow_spawning(std::time::Duration::from_secs(2)), json!({})).await;
+    let created = call(&g, "runs.create", json!({"input": "start"})).await;
+    let task = running_task(&g, &created["runId"]).await;
+    let g = g
+        .restarted(json!({"agents": {"defaults": {"subagents": {}}}}))
+        .await;
+    let ended = ended_task(&g, &task["id"]).await;
+    assert_eq!(
+        (&ended["status"], &ended["result"], &ended["deliveryStatus"]),
+        (&json!("succeeded"), &json!(ANSWER), &json!("delivered")),
+        "{ended}"
+    );
+}
+
+/// A script whose first turn makes every call of `spawns` at once, then
+/// waits for the children and says [`ANSWER`].
+fn spawning_all(spawns: Vec<Value>) -> Script {
+    let mut script = spawning(json!({}));
+    script.turns[0].tool_calls = spawns
+        .into_iter()
+        .map(|arguments| talon_mock_model::ScriptedCall {
+            name: "sessions_spawn".into(),
+            arguments,
+        })
+        .collect();
+    script
+}
+
+#[tokio::test]
+async fn spawns_outside_the_agents_allowed_or_known_or_the_stores_bound_are_refused() {
+    let g = TestGateway::start_opts(Options {
+        script: spawning_all(vec![
+            json!({"task": "a", "agentId": "helper"}),
+            json!({"task": "b", "agentId": "nobody"}),
+            json!({"task": "c", "agentId": "main"}),
+            json!({"task": "", "label": "empty"}),
+            json!({"task": "e", "agentId": "helper"}),
+        ]),
+        config: json!({"agents": {
+            "defaults": {"subagents": {"allowAgents": ["helper", "nobody"], "maxConcurrent": 1}},
+            "list": [{"id": "main"}, {"id": "helper"}],
+        }}),
+        ..Options::default()
+    })
+    .await;
+    std::fs::create_dir_all(g.dir.path().join("workspace")).unwrap();
+    let (parent, result) = run(&g, "fan out").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let told = tool_messages(&g);
+    let said = |needle: &str| told.iter().any(|t| t.contains(needle));
+    assert!(said("\"status\":\"accepted\""), "{told:#?}");
+    assert!(said("sessions_spawn: no agent \\\"nobody\\\""), "{told:#?}");
+    assert!(
+        said(
+            "agent \\\"main\\\" is not in this agent's subagents.allowAgents (it may spawn \\\"helper\\\", \\\"nobody\\\")"
+        ),
+        "{told:#?}"
+    );
+    assert!(
+        said("sessions_spawn: task must be 1 to 65536 bytes"),
+        "{told:#?}"
+    );
+    assert!(said("(agents.*.subagents.maxConcurrent)"), "{told:#?}");
+    let listed = call(&g, "tasks.list", json!({"runId": parent})).await;
+    let tasks = listed["tasks"].as_array().unwrap();
+    assert_eq!(
+        tasks.iter().map(|t| &t["agentId"]).collect::<Vec<_>>(),
+        [&json!("helper")],
+        "{listed}"
+    );
+    // A token bound to another subject does not see the task.
+    let (status, minted) = g
+        .call(
+            &g.admin,
+            "tokens.create",
+            json!({"name": "bob", "scopes": ["task.read"], "subject": "bob", "expiresInMs": 60_000}),
+        )
+        .await;
+    assert_eq!(status, 200, "{minted}");
+    let bob = minted["token"].as_str().unwrap();
+    let (status, seen) = g
+        .call(bob, "tasks.get", json!({"taskId": tasks[0]["id"]}))
+        .await;
+    assert_eq!(
+        (status, &seen["error"]["code"]),
+        (404, &json!("not_found")),
+        "{seen}"
+    );
+    let (_, none) = g.call(bob, "tasks.list", json!({})).await;
+    assert_eq!(none["tasks"], json!([]));
+    let (status, _) = g
+        .call(bob, "tasks.cancel", json!({"taskId": tasks[0]["id"]}))
+        .await;
+    assert_eq!(status, 403, "task.read does not cancel");
+}
+
+#[tokio::test]
+async fn sub_agents_nest_to_the_depth_allowed_and_no_deeper() {
+    let g = gateway(
+        spawning(json!({"task": "go deeper", "label": "deeper"})),
+        json!({"maxSpawnDepth": 2}),
+    )
+    .await;
+    let (_, result) = run(&g, "recurse").await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let all = wait::until_async("both tasks to end", wait::DEADLINE, async || {
+        let listed = call(&g, "tasks.list", json!({})).await;
+        let tasks = listed["tasks"].as_array().unwrap().clone();
+        (tasks.len() == 2 && tasks.iter().all(|t| t["status"] == "succeeded")).then_some(tasks)
+    })
+    .await;
+    let mut depths: Vec<u64> = all.iter().map(|t| t["depth"].as_u64().unwrap()).collect();
+    depths.sort_unstable();
+    assert_eq!(depths, [1, 2]);
+    // The grandchild's task was started by the child's run.
+    let child = all.iter().find(|t| t["depth"] == 1).unwrap();
+    let grandchild = all.iter().find(|t| t["depth"] == 2).unwrap();
+    assert_eq!(grandchild["runId"], child["childRunId"]);
+}
+
+#[tokio::test]
+async fn a_child_past_its_time_limit_is_a_timed_out_task() {
+    let g = gateway(
+        slow_spawning(std::time::Duration::from_secs(3)),
+        json!({"runTimeoutSeconds": 1}),
+    )
+    .await;
+    let created = call(&g, "runs.create", json!({"input": "start"})).await;
+    let task = running_task(&g, &created["runId"]).await;
+    let ended = ended_task(&g, &task["id"]).await;
+    assert_eq!(
+        (&ended["status"], &ended["error"]["code"]),
+        (&json!("timed_out"), &json!("timeout")),
+        "{ended}"
+    );
+}

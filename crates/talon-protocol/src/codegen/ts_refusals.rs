@@ -202,7 +202,13 @@ pub(super) fn rules() -> String {
          export const NOTIFY_POLICIES: readonly NotifyPolicy[] = [{}];\n",
         list(RunStatus::ALL.iter().map(wire).collect()),
         list(TaskStatus::ALL.iter().map(wire).collect()),
-        list(TaskStatus::ALL.iter().filter(|s| s.is_terminal()).map(wire).collect()),
+        list(
+            TaskStatus::ALL
+                .iter()
+                .filter(|s| s.is_terminal())
+                .map(wire)
+                .collect()
+        ),
         list(TaskKind::ALL.iter().map(wire).collect()),
         list(NotifyPolicy::ALL.iter().map(wire).collect()),
     );
