@@ -40,6 +40,8 @@ pub(super) struct Loop {
     pub cancel: CancellationToken,
     pub sink: Arc<StoreSink>,
     pub start: Resume,
+    /// The tools the gateway adds ([`super::MoreTools`]), set as it starts.
+    pub spawn: Option<talon_runtime::HostTools>,
 }
 
 /// A run's loop, ended.
@@ -99,7 +101,7 @@ struct Hooks {
     logs: talon_runtime::KeepLog,
     /// The run's environment, when it has one.
     environment: Option<Environment>,
-    /// The sub-agent tools, when the run may spawn.
+    /// The tools the gateway adds ([`super::MoreTools`]).
     spawn: Option<talon_runtime::HostTools>,
 }
 
@@ -251,14 +253,14 @@ impl Engine {
             (None, Resume::No, Some(message)) => Start::Message(message),
             (None, Resume::No, None) => Start::Proceed { resume },
         };
-        // The sub-agent tools, for an agent with a `subagents` section at
-        // a depth that may spawn.
-        let ledger = crate::tasks::Ledger::new(self.clone());
-        let depth = crate::tasks::spawn::depth_of(&ledger, &run.id).await;
-        let spawn = crate::tasks::spawn::spawn_tools(&ledger, run, depth);
+        // The tools the gateway adds (the ledger's sub-agent tools, for an
+        // agent that may spawn).
+        let mut parts = parts;
+        if let Some(more) = self.inner.more_tools.get() {
+            parts.spawn = more(run.clone()).await;
+        }
         let mut spec = self.spec(
             &parts,
-            spawn,
             policy,
             &request,
             environment.as_ref(),
@@ -321,7 +323,6 @@ impl Engine {
     fn spec(
         &self,
         parts: &Loop,
-        spawn: Option<talon_runtime::HostTools>,
         policy: Arc<Approvals>,
         request: &super::RunRequest,
         environment: Option<&(Environment, Binding)>,
@@ -372,7 +373,7 @@ impl Engine {
                     None => talon_runtime::KeepLog::WhenCut,
                 },
                 environment: environment.map(|(environment, _)| environment.clone()),
-                spawn,
+                spawn: parts.spawn.clone(),
             }),
             cells: self.cells(),
             workspace,

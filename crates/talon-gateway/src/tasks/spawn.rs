@@ -97,7 +97,7 @@ fn definitions() -> Vec<ToolDefinition> {
 
 /// The sub-agent tools of a run of `parent` at `depth` (0: a top-level
 /// run), if its agent has a `subagents` section and may spawn deeper.
-pub(crate) fn spawn_tools(ledger: &Ledger, parent: &Run, depth: u32) -> Option<HostTools> {
+fn spawn_tools(ledger: &Ledger, parent: &Run, depth: u32) -> Option<HostTools> {
     let document = ledger.engine().host().config().document().ok()?;
     let section = document.agents.subagents(parent.agent_id.as_str())?;
     if depth >= section.max_spawn_depth.unwrap_or(DEFAULT_MAX_DEPTH) {
@@ -459,8 +459,20 @@ impl ToolExecutor for Spawner {
     }
 }
 
+/// The engine's [`crate::runs::MoreTools`]: each run's sub-agent tools,
+/// at its depth.
+pub(crate) fn more_tools(ledger: Ledger) -> crate::runs::MoreTools {
+    Arc::new(move |run: Run| {
+        let ledger = ledger.clone();
+        Box::pin(async move {
+            let depth = depth_of(&ledger, &run.id).await;
+            spawn_tools(&ledger, &run, depth)
+        })
+    })
+}
+
 /// The depth of a run: 0 for a top-level run, its task's for a child.
-pub(crate) async fn depth_of(ledger: &Ledger, child: &RunId) -> u32 {
+async fn depth_of(ledger: &Ledger, child: &RunId) -> u32 {
     ledger
         .engine()
         .store()
