@@ -59,16 +59,12 @@ impl Api {
                 id: id.as_str(),
                 created_at: *created_at,
             });
-        let mut tasks = self
+        let tasks = self
             .store
             .list_tasks(&filter, after, limit + 1)
             .await
             .map_err(api_error)?;
-        let more = tasks.len() > limit as usize;
-        tasks.truncate(limit as usize);
-        let next_cursor = more
-            .then(|| tasks.last().map(|t| t.id.clone().into()))
-            .flatten();
+        let (tasks, next_cursor) = super::runs::page_of(tasks, limit, |t| t.id.clone().into());
         Ok(TasksListResult { tasks, next_cursor })
     }
 
