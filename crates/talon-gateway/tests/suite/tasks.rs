@@ -547,3 +547,37 @@ async fn a_child_past_its_time_limit_is_a_timed_out_task() {
         "{ended}"
     );
 }
+
+#[tokio::test]
+async fn a_result_whose_session_was_deleted_stays_in_the_task_and_says_so() {
+    let g = gateway(
+        slow_spawning(std::time::Duration::from_secs(2)),
+        json!({"onParentCancel": "keep"}),
+    )
+    .await;
+    let created = call(&g, "runs.create", json!({"input": "start"})).await;
+    let task = running_task(&g, &created["runId"]).await;
+    call(&g, "runs.cancel", json!({"runId": created["runId"]})).await;
+    call(
+        &g,
+        "sessions.delete",
+        json!({"sessionId": created["sessionId"]}),
+    )
+    .await;
+    let ended = ended_task(&g, &task["id"]).await;
+    assert_eq!(
+        (
+            &ended["status"],
+            &ended["result"],
+            &ended["deliveryStatus"],
+            &ended["deliveryError"]
+        ),
+        (
+            &json!("succeeded"),
+            &json!(ANSWER),
+            &json!("parent_missing"),
+            &json!("the session that started it was deleted")
+        ),
+        "{ended}"
+    );
+}
