@@ -36,15 +36,19 @@
 //! lib       start, Running, GatewayConfig
 //! router    every route ─► the handlers, auth::guard, observe::access
 //! handlers  transport/, openai/, observe::scrape ─► call, auth, state
-//!           api/ (impl Handler for Api) ─► state, auth, runs/
+//!           api/ (impl Handler for Api) ─► state, auth, tasks/, runs/
 //! call      serve_call ─► state, auth::identity; dispatch reaches api/ through the trait
 //! auth      caller, stream_caller, guard ─► state
 //! state     Shared, Api ─► runs/, tail, limits/, observe::metrics, openai::policy,
 //!           auth::{tokens, revocation, browsers}
+//! tasks/    the ledger: sub-agents, the follower, notices ─► runs/, error
 //! runs/     the engine ─► observe, memory, error, talon_environments
 //! leaves    error, frame, memory, limits/, observe::metrics, auth::identity
 //! ```
 //!
+//! - `tasks/`: background tasks (see its doc): the sub-agent tools the
+//!   engine adds to a run through `Engine::add_tools` (so the engine imports
+//!   nothing above it), the follower `start` spawns, and the notices.
 //! - `state`: `Shared`, what every route and every method shares, and
 //!   `Api`, the method table's part of it (the store, the config's agents,
 //!   the engine, the tail). A leaf as axum's state is: it imports no handler,
@@ -197,6 +201,7 @@ mod router;
 mod runs;
 mod state;
 mod tail;
+mod tasks;
 mod transport;
 
 pub use auth::tokens;
@@ -406,7 +411,12 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         },
         metrics.clone(),
     );
+    // The task ledger: sub-agent tools for the runs that may spawn, and
+    // the follower moving each task with its run.
+    let ledger = tasks::Ledger::new(engine.clone());
+    engine.add_tools(tasks::spawn::more_tools(ledger.clone()));
     let dispatcher = engine.start().await.map_err(GatewayError::Recovery)?;
+    tokio::spawn(tasks::follow::follow(ledger));
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
     let stored = limits::stored::StoredBytes::start(

@@ -164,8 +164,8 @@ pub(crate) struct Parts {
     /// Values redacted from every tool result before the model or any
     /// sink sees them (the bound secrets' values).
     pub redact: Vec<String>,
-    /// Tools the host adds to the run.
-    pub host_tools: Option<crate::run::HostTools>,
+    /// Tools the host adds to the run, a group per owner.
+    pub host_tools: Vec<crate::run::HostTools>,
     /// Cells earlier runs left waiting for the app, now answered (Code
     /// Mode resumes each when its `exec` call is made again).
     pub resume: Vec<talon_codemode::AwaitingCell>,
@@ -353,7 +353,7 @@ impl Host {
                 questions,
                 changes: None,
                 redact: Vec::new(),
-                host_tools: None,
+                host_tools: Vec::new(),
             },
             mcp,
         )

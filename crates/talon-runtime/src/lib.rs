@@ -99,6 +99,9 @@ pub use run::{
 /// secrets, network.
 pub use sandbox::Jails;
 pub use surface::{CellsError, OpenCells, SurfaceParts, SurfacePlan};
+/// An agent's `subagents` section (how far its runs may spawn sub-agents),
+/// as the gateway's task ledger reads it.
+pub use talon_config::model::{OnParentCancel, SubagentsSection};
 pub use talon_core_tools::{Access, Jail, KeepLog, Network, RemoteHost, ShellOptions};
 pub use tools::{Local, RunTools, policy, servers};
 

@@ -257,10 +257,11 @@ pub trait RunHooks: Send + Sync {
         None
     }
 
-    /// Tools the host adds to this run (an environment's `pull_request`).
-    fn host_tools(&self, events: &RunEmitter) -> Option<HostTools> {
+    /// Tools the host adds to this run, a group per owner (an
+    /// environment's `pull_request`, the ledger's `sessions_spawn`).
+    fn host_tools(&self, events: &RunEmitter) -> Vec<HostTools> {
         let _ = events;
-        None
+        Vec::new()
     }
 }
 

@@ -148,7 +148,7 @@ impl RunTools {
         if questions.is_some() {
             builder = builder.runtime([crate::questions::definition()]);
         }
-        if let Some(host) = &host_tools {
+        for host in &host_tools {
             builder = builder.host(host.owner, host.definitions.iter().cloned());
         }
         if !client.is_empty() {
@@ -201,8 +201,8 @@ pub struct Local {
     /// Values redacted from every tool result and error before the model
     /// or any sink sees them (an environment's bound secrets).
     pub redact: Vec<String>,
-    /// Tools the host adds to the run.
-    pub host_tools: Option<crate::run::HostTools>,
+    /// Tools the host adds to the run, a group per owner.
+    pub host_tools: Vec<crate::run::HostTools>,
 }
 
 /// Dispatches catalog entries to their executors by source.
@@ -212,7 +212,7 @@ struct Executor {
     questions: Option<Arc<dyn ToolExecutor>>,
     changes: Option<Arc<dyn ToolOutputs>>,
     redact: Redactor,
-    host_tools: Option<crate::run::HostTools>,
+    host_tools: Vec<crate::run::HostTools>,
 }
 
 impl Executor {
@@ -331,9 +331,11 @@ impl Executor {
         entry: &'a CatalogEntry,
         call: &'a ToolCall,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        if let Some(host) = &self.host_tools
-            && entry.tool.source == ToolSource::Openclaw
-            && entry.tool.owner == host.owner
+        if entry.tool.source == ToolSource::Openclaw
+            && let Some(host) = self
+                .host_tools
+                .iter()
+                .find(|host| entry.tool.owner == host.owner)
         {
             return host.executor.execute(ctx, entry, call);
         }

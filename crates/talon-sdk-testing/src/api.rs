@@ -242,24 +242,40 @@ impl Handler for Api {
         runs::cancel(self, p.run_id.as_str(), false).await
     }
 
-    async fn tasks_list(&self, _: &(), _: Empty) -> Result<TasksListResult, ApiError> {
-        Err(ApiError::unsupported("tasks.list"))
+    // No run of the fake spawns work in the background: it holds no
+    // tasks, and answers as the gateway does a store without any.
+    async fn tasks_list(&self, _: &(), p: TasksListParams) -> Result<TasksListResult, ApiError> {
+        p.check()?;
+        if let Some(cursor) = &p.cursor {
+            return Err(refuse::cursor_not_a_task(cursor.as_str()));
+        }
+        Ok(TasksListResult {
+            tasks: Vec::new(),
+            next_cursor: None,
+        })
     }
 
-    async fn tasks_get(&self, _: &(), _: TaskRef) -> Result<Task, ApiError> {
-        Err(ApiError::unsupported("tasks.get"))
+    async fn tasks_get(&self, _: &(), p: TaskRef) -> Result<Task, ApiError> {
+        Err(refuse::not_found("task", p.task_id.as_str()))
     }
 
-    async fn tasks_cancel(&self, _: &(), _: TasksCancelParams) -> Result<Task, ApiError> {
-        Err(ApiError::unsupported("tasks.cancel"))
+    async fn tasks_cancel(&self, _: &(), p: TasksCancelParams) -> Result<Task, ApiError> {
+        Err(refuse::not_found("task", p.task_id.as_str()))
+    }
+
+    async fn tasks_notify(&self, _: &(), p: TasksNotifyParams) -> Result<Task, ApiError> {
+        if p.notify_policy == NotifyPolicy::Unknown {
+            return Err(refuse::unknown_notify_policy());
+        }
+        Err(refuse::not_found("task", p.task_id.as_str()))
     }
 
     async fn tasks_events(
         &self,
         _: &(),
-        _: TasksEventsParams,
+        p: TasksEventsParams,
     ) -> Result<TasksEventsResult, ApiError> {
-        Err(ApiError::unsupported("tasks.events"))
+        Err(refuse::not_found("task", p.task_id.as_str()))
     }
 
     async fn models_list(&self, _: &(), p: ModelsListParams) -> Result<ModelsListResult, ApiError> {

@@ -13,6 +13,7 @@ use talon_protocol::gateway::catalog::*;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::resources::*;
 use talon_protocol::gateway::run_list::*;
+use talon_protocol::gateway::tasks::*;
 use talon_protocol::gateway::tokens::*;
 
 use crate::client::{Client, Retry};
@@ -223,26 +224,26 @@ impl Client {
         self.call(Method::RunsDelete, &params, Retry::Safe).await
     }
 
-    /// Background tasks (future API).
+    /// Background tasks, newest first: sub-agents a run spawned. A bound token sees the tasks its own runs started.
     ///
-    /// `tasks.list`: needs `task.read`; reads; not served yet: answers `unsupported`.
-    /// Errors: `unauthenticated`, `forbidden`, `unsupported`.
-    pub async fn tasks_list(&self) -> Result<TasksListResult> {
-        self.call(Method::TasksList, &Empty {}, Retry::Safe).await
+    /// `tasks.list`: needs `task.read`; reads; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn tasks_list(&self, params: TasksListParams) -> Result<TasksListResult> {
+        self.call(Method::TasksList, &params, Retry::Safe).await
     }
 
-    /// One task (future API).
+    /// One task.
     ///
-    /// `tasks.get`: needs `task.read`; reads; not served yet: answers `unsupported`.
-    /// Errors: `unauthenticated`, `forbidden`, `unsupported`.
+    /// `tasks.get`: needs `task.read`; reads; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`.
     pub async fn tasks_get(&self, params: TaskRef) -> Result<Task> {
         self.call(Method::TasksGet, &params, Retry::Safe).await
     }
 
-    /// Cancels a task (future API).
+    /// Cancels a task that has not ended (and the run it tracks); answers it `cancelled`. `conflict` once it has ended.
     ///
-    /// `tasks.cancel`: needs `task.write`; writes; not served yet: answers `unsupported`.
-    /// Errors: `unauthenticated`, `forbidden`, `unsupported`.
+    /// `tasks.cancel`: needs `task.write`; writes; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `conflict`, `rate_limited`, `unavailable`, `internal`.
     pub async fn tasks_cancel(&self, mut params: TasksCancelParams) -> Result<Task> {
         if params.idempotency_key.is_none() {
             params.idempotency_key = Some(crate::client::idempotency_key());
@@ -250,10 +251,21 @@ impl Client {
         self.call(Method::TasksCancel, &params, Retry::Safe).await
     }
 
-    /// A task's events (future API).
+    /// Changes how a task's result reaches the session that started it. `conflict` once it has ended.
     ///
-    /// `tasks.events`: needs `task.read`; reads; not served yet: answers `unsupported`.
-    /// Errors: `unauthenticated`, `forbidden`, `unsupported`.
+    /// `tasks.notify`: needs `task.write`; writes; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `conflict`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn tasks_notify(&self, mut params: TasksNotifyParams) -> Result<Task> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::TasksNotify, &params, Retry::Safe).await
+    }
+
+    /// A task's events after a cursor: its `task.updated` events and the events of the run it tracks.
+    ///
+    /// `tasks.events`: needs `task.read`; reads; stable.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `cursor_expired`, `internal`.
     pub async fn tasks_events(&self, params: TasksEventsParams) -> Result<TasksEventsResult> {
         self.call(Method::TasksEvents, &params, Retry::Safe).await
     }

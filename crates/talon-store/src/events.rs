@@ -398,7 +398,7 @@ impl Store {
                 "events e".to_owned()
             },
             kept = if max_bytes.is_some() {
-                "WHERE COALESCE(budget.before, 0) < $10".to_owned()
+                "WHERE COALESCE(budget.before, 0) < $11".to_owned()
             } else {
                 format!("WHERE {}", matches(&backend))
             },
@@ -411,7 +411,8 @@ impl Store {
         .bind(i64::from(limit.min(MAX_PAGE)))
         .bind(i64::from(filter.raw))
         .bind(owner_subject)
-        .bind(owner_agents);
+        .bind(owner_agents)
+        .bind(filter.task_id.clone());
         let query = match max_bytes {
             Some(max) => query.bind(i64::try_from(max).unwrap_or(i64::MAX)),
             None => query,
@@ -521,6 +522,8 @@ fn matches(backend: &Backend) -> String {
          AND ($4 IS NULL OR e.agent_id = $4) \
          AND ($5 = '[]' OR e.{types}) \
          AND ($8 IS NULL OR e.session_id IN (SELECT id FROM sessions WHERE subject = $8)) \
+         AND ($10 IS NULL OR e.task_id = $10 \
+              OR e.run_id IN (SELECT child_run_id FROM tasks WHERE id = $10)) \
          AND {agents}",
         types = backend.types_in(5),
         agents = crate::Owner::agents_in(*backend, 9, "e.agent_id"),

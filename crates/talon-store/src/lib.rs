@@ -129,6 +129,7 @@ mod resume;
 mod run_list;
 mod runs;
 mod sessions;
+mod tasks;
 mod tokens;
 mod usage;
 mod writer;
@@ -155,6 +156,7 @@ pub use resume::Orphaned;
 pub use run_list::{RunCursor, RunFilter};
 pub use runs::{CancelMode, Claimed};
 pub use sessions::StoredMessage;
+pub use tasks::{TaskCursor, TaskFilter, TaskOwner};
 pub use tokens::MAX_TOKENS_PAGE;
 pub use usage::{ROW_OVERHEAD, Usage};
 

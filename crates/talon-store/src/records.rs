@@ -17,6 +17,9 @@ pub struct EventFilter {
     pub session_key: Option<String>,
     /// Only this agent's.
     pub agent_id: Option<String>,
+    /// Only this task's: its `task.updated` events and the events of the
+    /// run it tracks.
+    pub task_id: Option<String>,
     /// Only these types (all when empty).
     pub types: Vec<EventType>,
     /// Include each event's runtime-native payload (`raw`): for readers

@@ -3,7 +3,7 @@
 //! the field), never as missing.
 
 use serde::{Deserialize, Serialize};
-use talon_protocol::gateway::bounded::{EnvironmentId, ToolRef};
+use talon_protocol::gateway::bounded::{EnvironmentId, TaskId, ToolRef};
 use talon_protocol::gateway::{ClientTool, RunInput};
 
 /// What a run executes: written by the node that accepts it, read by the
@@ -35,6 +35,10 @@ pub struct RunRequest {
     /// carry it (`requestId`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The background task it is the work of (a sub-agent's run): its
+    /// events carry it (`taskId`), as its `RunResult` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
 }
 
 impl RunRequest {
@@ -48,6 +52,7 @@ impl RunRequest {
             invoke: None,
             traceparent: None,
             request_id: None,
+            task_id: None,
         }
     }
 }

@@ -177,6 +177,43 @@ impl Store {
         )))
     }
 
+    /// Appends `message` to its session unless a message with its id is
+    /// there already: `false` then, and nothing is written. What a
+    /// notice posted at least once (a task's result) is de-duplicated by.
+    pub async fn append_message_once(&self, message: &Message) -> Result<bool> {
+        let mut tx = self.backend().begin_write(self.writes()).await?;
+        if self.backend() == crate::Backend::Postgres {
+            // Appends to one session take turns (see `append_messages`).
+            sqlx::query("UPDATE sessions SET updated_at = updated_at WHERE id = $1")
+                .bind(message.session_id.as_str().to_owned())
+                .execute(&mut *tx)
+                .await?;
+        }
+        let there = sqlx::query("SELECT 1 FROM messages WHERE id = $1")
+            .bind(message.id.as_str().to_owned())
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if there {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let last: Option<i64> = sqlx::query("SELECT MAX(seq) FROM messages WHERE session_id = $1")
+            .bind(message.session_id.as_str().to_owned())
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+        insert_message(
+            &mut tx,
+            message.session_id.as_str(),
+            last.unwrap_or(0) + 1,
+            message,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// A session's messages in order, after the message with id `after`
     /// (from the start when `None`), at most `limit`.
     pub async fn messages(

@@ -135,7 +135,7 @@ Scopes:
   session.read       read sessions, runs, approvals, questions and events: sessions.list, sessions.messages, runs.list, runs.get, runs.events, runs.wait, approvals.list, questions.list, events.subscribe, events.unsubscribe, tokens.ticket
   session.write      create, change and delete sessions, and send to them: sessions.create, sessions.resolve, sessions.update, sessions.send, sessions.fork, sessions.compact, sessions.abort, sessions.delete, runs.delete
   task.read          read background tasks: tasks.list, tasks.get, tasks.events
-  task.write         cancel background tasks: tasks.cancel
+  task.write         cancel background tasks or change how their results are posted: tasks.cancel, tasks.notify
   approval.respond   answer approvals and questions: approvals.respond, questions.respond
   tools.invoke       call exposed tools directly: tools.invoke
   artifacts.read     list and download artifacts: artifacts.list, artifacts.get, artifacts.download

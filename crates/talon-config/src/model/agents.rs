@@ -330,6 +330,89 @@ pub struct AgentCommon {
     pub sandbox: Option<SandboxSection>,
     /// This agent's tool settings (over the global ones).
     pub tools: ToolSettings,
+    /// Sub-agents: with this section the agent's runs are offered sessions_spawn and subagents, within these bounds (an agent's own keys over agents.defaults.subagents, key by key); without it they are not.
+    pub subagents: Option<SubagentsSection>,
+}
+
+/// What a parent run's cancel does to the sub-agents it spawned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnParentCancel {
+    /// Cancel them too (the default).
+    Cancel,
+    /// Let them finish; their results still reach the parent's session.
+    Keep,
+}
+
+/// `agents.defaults.subagents` and `agents.list[].subagents`: how far an agent's runs may spawn sub-agents.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+#[schemars(transform = subagents_openclaw)]
+pub struct SubagentsSection {
+    /// How deep sub-agents may nest: 1 (default) lets a top-level run spawn children that cannot spawn themselves; at most 5.
+    #[schemars(range(min = 1, max = 5))]
+    pub max_spawn_depth: Option<u32>,
+    /// Children one run may have unfinished at once (default 5, at most 20).
+    #[schemars(range(min = 1, max = 20))]
+    pub max_children_per_agent: Option<u32>,
+    /// Sub-agent runs unfinished at once across the gateway's store, every node's (default 8).
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_concurrent: Option<u32>,
+    /// A child run's time limit in seconds (default 0: the run's own default).
+    pub run_timeout_seconds: Option<u64>,
+    /// The agents a run may spawn by id ("*": any); default only its own agent.
+    pub allow_agents: Option<Vec<NonEmpty>>,
+    /// What cancelling a run does to the sub-agents it spawned: cancel (default) or keep.
+    pub on_parent_cancel: Option<OnParentCancel>,
+}
+
+fn subagents_openclaw(schema: &mut Schema) {
+    openclaw(
+        schema,
+        &[
+            "archiveAfterMinutes",
+            "announceTimeoutMs",
+            "model",
+            "thinking",
+            "requireAgentId",
+            "delegationMode",
+        ],
+        "OpenClaw's sub-agent setting; Talon does not read it.",
+    );
+}
+
+impl SubagentsSection {
+    /// This section over `base`, key by key.
+    pub fn over(&self, base: &SubagentsSection) -> SubagentsSection {
+        SubagentsSection {
+            max_spawn_depth: self.max_spawn_depth.or(base.max_spawn_depth),
+            max_children_per_agent: self.max_children_per_agent.or(base.max_children_per_agent),
+            max_concurrent: self.max_concurrent.or(base.max_concurrent),
+            run_timeout_seconds: self.run_timeout_seconds.or(base.run_timeout_seconds),
+            allow_agents: self
+                .allow_agents
+                .clone()
+                .or_else(|| base.allow_agents.clone()),
+            on_parent_cancel: self.on_parent_cancel.or(base.on_parent_cancel),
+        }
+    }
+}
+
+impl AgentsSection {
+    /// Agent `agent`'s sub-agent section (its own over the defaults'),
+    /// `None` when neither is set: its runs spawn nothing.
+    pub fn subagents(&self, agent: &str) -> Option<SubagentsSection> {
+        let base = self.defaults.common.subagents.as_ref();
+        let own = self
+            .list
+            .iter()
+            .find(|a| a.id.as_deref() == Some(agent))
+            .and_then(|a| a.common.subagents.as_ref());
+        match (own, base) {
+            (Some(own), Some(base)) => Some(own.over(base)),
+            (own, base) => own.or(base).cloned(),
+        }
+    }
 }
 
 /// OpenClaw's agent keys Talon does not read.
@@ -337,7 +420,6 @@ const OPENCLAW_AGENT: &[&str] = &[
     "default",
     "identity",
     "groupChat",
-    "subagents",
     "skills",
     "heartbeat",
     "humanDelay",

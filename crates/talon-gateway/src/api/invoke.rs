@@ -89,6 +89,7 @@ impl Api {
                     // The engine sets it as it accepts the run.
                     traceparent: None,
                     request_id: None,
+                    task_id: None,
                 };
                 self.engine
                     .submit(Submit {

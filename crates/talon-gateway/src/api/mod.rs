@@ -11,6 +11,7 @@ mod invoke;
 mod models;
 mod runs;
 mod sessions;
+mod tasks;
 mod tokens;
 mod toolspace;
 
@@ -328,24 +329,32 @@ impl Handler for Api {
         self.delete_run(caller, p).await
     }
 
-    async fn tasks_list(&self, _: &Caller, _: Empty) -> Result<TasksListResult, ApiError> {
-        Err(ApiError::unsupported("tasks.list"))
+    async fn tasks_list(
+        &self,
+        caller: &Caller,
+        p: TasksListParams,
+    ) -> Result<TasksListResult, ApiError> {
+        self.list_tasks(caller, p).await
     }
 
-    async fn tasks_get(&self, _: &Caller, _: TaskRef) -> Result<Task, ApiError> {
-        Err(ApiError::unsupported("tasks.get"))
+    async fn tasks_get(&self, caller: &Caller, p: TaskRef) -> Result<Task, ApiError> {
+        self.get_task(caller, p).await
     }
 
-    async fn tasks_cancel(&self, _: &Caller, _: TasksCancelParams) -> Result<Task, ApiError> {
-        Err(ApiError::unsupported("tasks.cancel"))
+    async fn tasks_cancel(&self, caller: &Caller, p: TasksCancelParams) -> Result<Task, ApiError> {
+        self.cancel_task(caller, p).await
+    }
+
+    async fn tasks_notify(&self, caller: &Caller, p: TasksNotifyParams) -> Result<Task, ApiError> {
+        self.notify_task(caller, p).await
     }
 
     async fn tasks_events(
         &self,
-        _: &Caller,
-        _: TasksEventsParams,
+        caller: &Caller,
+        p: TasksEventsParams,
     ) -> Result<TasksEventsResult, ApiError> {
-        Err(ApiError::unsupported("tasks.events"))
+        self.task_events(caller, p).await
     }
 
     async fn models_list(

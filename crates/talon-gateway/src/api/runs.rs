@@ -84,6 +84,7 @@ impl Api {
             // The engine sets it as it accepts the run.
             traceparent: None,
             request_id: None,
+            task_id: None,
         };
         self.engine
             .submit(Submit {
@@ -187,16 +188,12 @@ impl Api {
                 id: id.as_str(),
                 created_at: *created_at,
             });
-        let mut runs = self
+        let runs = self
             .store
             .list_runs(&filter, after, limit + 1)
             .await
             .map_err(api_error)?;
-        let more = runs.len() > limit as usize;
-        runs.truncate(limit as usize);
-        let next_cursor = more
-            .then(|| runs.last().map(|r| r.id.clone().into()))
-            .flatten();
+        let (runs, next_cursor) = page_of(runs, limit, |r| r.id.clone().into());
         Ok(RunsListResult { runs, next_cursor })
     }
 
@@ -306,4 +303,18 @@ impl Api {
         self.store.append(vec![event]).await.map_err(api_error)?;
         Ok(session)
     }
+}
+
+/// A page of `limit` from `items`, read `limit + 1` at a time so that a
+/// next page is known to exist: the items and the next page's cursor (the
+/// last item's id).
+pub(super) fn page_of<T>(
+    mut items: Vec<T>,
+    limit: u32,
+    id: impl Fn(&T) -> talon_protocol::gateway::bounded::Cursor,
+) -> (Vec<T>, Option<talon_protocol::gateway::bounded::Cursor>) {
+    let more = items.len() > limit as usize;
+    items.truncate(limit as usize);
+    let next = more.then(|| items.last().map(id)).flatten();
+    (items, next)
 }

@@ -141,6 +141,9 @@ impl Engine {
                 }),
             ));
         }
+        for event in &mut events {
+            event.task_id.clone_from(&submit.request.task_id);
+        }
         self.append(events).await.map_err(api_error)?;
         self.inner.metrics.run_created();
         tracing::info!(
@@ -249,6 +252,16 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut ended = self.inner.ended.subscribe();
         let mut runs_changed = store.runs_changed();
+        // A sub-agent's run: its result names the task that follows it.
+        let task_id = store
+            .task_of_child_run(run_id)
+            .await
+            .map_err(api_error)?
+            .map(|t| t.id);
+        let of = |mut result: RunResult| {
+            result.task_id.clone_from(&task_id);
+            result
+        };
         loop {
             runs_changed.borrow_and_update();
             let run = store.run(run_id).await.map_err(api_error)?.ok_or_else(|| {
@@ -256,14 +269,14 @@ impl Engine {
             })?;
             if run.status.is_terminal() {
                 let result = store.run_result(run_id).await.map_err(api_error)?;
-                return Ok(result.unwrap_or_else(|| result_of(&run, None)));
+                return Ok(of(result.unwrap_or_else(|| result_of(&run, None))));
             }
             // Past the wait's deadline, or this node is shutting down:
             // the run goes on (here until the grace ends, or on the next
             // node); the caller waits again.
             if tokio::time::Instant::now() >= deadline || self.inner.draining.load(Ordering::SeqCst)
             {
-                return Ok(result_of(&run, None));
+                return Ok(of(result_of(&run, None)));
             }
             // A run of this node wakes the wait when it ends; one of
             // another node when its end is notified (PostgreSQL), else on

@@ -79,15 +79,19 @@ impl Engine {
             resumed = start != Resume::No,
             "run started"
         );
-        let sink = Arc::new(StoreSink::start(
-            self.inner.store.clone(),
-            Some(Checkpoints {
-                run_id: run.id.clone(),
-                node: self.inner.node.clone(),
-                stored,
-            }),
-            Some(active.cancel.clone()),
-        ));
+        let task = request.as_ref().ok().and_then(|r| r.task_id.clone());
+        let sink = Arc::new(
+            StoreSink::start(
+                self.inner.store.clone(),
+                Some(Checkpoints {
+                    run_id: run.id.clone(),
+                    node: self.inner.node.clone(),
+                    stored,
+                }),
+                Some(active.cancel.clone()),
+            )
+            .with_task(task),
+        );
         let ids = ids(&run);
         let looped = self
             .run_loop(
@@ -98,6 +102,7 @@ impl Engine {
                     cancel: active.cancel.clone(),
                     sink: sink.clone(),
                     start,
+                    spawn: None,
                 },
             )
             .await;

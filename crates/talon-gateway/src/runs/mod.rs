@@ -100,6 +100,14 @@ impl Default for RunLimits {
 
 pub(crate) use talon_store::{Invocation, RunRequest};
 
+/// Tools the engine adds to a run beside its environment's, given the
+/// run: the task ledger's `sessions_spawn` for an agent that may spawn.
+/// Set by the gateway as it starts ([`Engine::add_tools`]), so the engine
+/// imports nothing above it.
+pub(crate) type MoreTools = Arc<
+    dyn Fn(Run) -> talon_tools::BoxFuture<'static, Option<talon_runtime::HostTools>> + Send + Sync,
+>;
+
 /// A run to accept.
 #[derive(Debug, Clone)]
 pub(crate) struct Submit {
@@ -160,6 +168,8 @@ struct Inner {
     /// theirs).
     resolutions: tokio::sync::watch::Sender<u64>,
     draining: AtomicBool,
+    /// Tools every run may be given beside its environment's.
+    more_tools: std::sync::OnceLock<MoreTools>,
     cells: Mutex<HashMap<String, Arc<talon_store::CellStore>>>,
     /// The secrets the config resolves, redacted from stored artifacts.
     secrets: Vec<String>,
@@ -289,6 +299,7 @@ impl Engine {
                 ended: tokio::sync::watch::Sender::new(0),
                 resolutions: tokio::sync::watch::Sender::new(0),
                 draining: AtomicBool::new(false),
+                more_tools: std::sync::OnceLock::new(),
                 cells: Mutex::new(HashMap::new()),
                 secrets: talon_runtime::provider::secrets(host.config()),
                 environments,
@@ -427,6 +438,27 @@ impl Engine {
         appended
     }
 
+    /// Gives every run the tools `more` makes for it (once; a second call
+    /// changes nothing).
+    pub(crate) fn add_tools(&self, more: MoreTools) {
+        let _ = self.inner.more_tools.set(more);
+    }
+
+    /// The store runs and tasks live in.
+    pub(crate) fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Ticks each time a run this node executes ends.
+    pub(crate) fn ended(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.ended.subscribe()
+    }
+
+    /// Whether this node is shutting down.
+    pub(crate) fn draining(&self) -> bool {
+        self.inner.draining.load(Ordering::SeqCst)
+    }
+
     /// This node's id.
     pub(crate) fn node(&self) -> &str {
         &self.inner.node
@@ -479,6 +511,7 @@ impl Engine {
             tokio::spawn(remote::sweep(ssh.clone()));
         }
         tokio::spawn(self.clone().prune_events());
+
         tokio::spawn(self.clone().purge_cells());
         let engine = self.clone();
         Ok(tokio::spawn(async move { engine.dispatch().await }))

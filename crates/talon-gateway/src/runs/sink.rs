@@ -79,6 +79,8 @@ pub(crate) struct StoreSink {
     /// The request id every event carries: the call's the sink was
     /// started for (the run's creator's, [`crate::observe::on_behalf_of`]).
     request_id: Option<String>,
+    /// The task whose work the run is (a sub-agent's): its events carry it.
+    task_id: Option<talon_protocol::gateway::bounded::TaskId>,
 }
 
 /// The forwarder's state.
@@ -277,7 +279,18 @@ impl StoreSink {
             streams: Mutex::default(),
             failed,
             request_id: crate::observe::request_id(),
+            task_id: None,
         }
+    }
+
+    /// The sink of a run that is task `task`'s work: its events carry
+    /// the task's id.
+    pub(crate) fn with_task(
+        mut self,
+        task: Option<talon_protocol::gateway::bounded::TaskId>,
+    ) -> Self {
+        self.task_id = task;
+        self
     }
 
     /// The first write of the run's that failed, if one has.
@@ -344,6 +357,9 @@ impl RunSink for StoreSink {
     fn emit(&self, mut event: Event) {
         if event.request_id.is_none() {
             event.request_id.clone_from(&self.request_id);
+        }
+        if event.task_id.is_none() {
+            event.task_id.clone_from(&self.task_id);
         }
         let secrets = self
             .secrets

@@ -40,6 +40,8 @@ pub(super) struct Loop {
     pub cancel: CancellationToken,
     pub sink: Arc<StoreSink>,
     pub start: Resume,
+    /// The tools the gateway adds ([`super::MoreTools`]), set as it starts.
+    pub spawn: Option<talon_runtime::HostTools>,
 }
 
 /// A run's loop, ended.
@@ -99,6 +101,8 @@ struct Hooks {
     logs: talon_runtime::KeepLog,
     /// The run's environment, when it has one.
     environment: Option<Environment>,
+    /// The tools the gateway adds ([`super::MoreTools`]).
+    spawn: Option<talon_runtime::HostTools>,
 }
 
 impl RunHooks for Hooks {
@@ -135,7 +139,16 @@ impl RunHooks for Hooks {
         }))
     }
 
-    fn host_tools(&self, events: &RunEmitter) -> Option<talon_runtime::HostTools> {
+    fn host_tools(&self, events: &RunEmitter) -> Vec<talon_runtime::HostTools> {
+        let mut tools: Vec<talon_runtime::HostTools> = self.spawn.iter().cloned().collect();
+        tools.extend(self.pull_request(events));
+        tools
+    }
+}
+
+impl Hooks {
+    /// An environment's `pull_request`, when its provider offers one.
+    fn pull_request(&self, events: &RunEmitter) -> Option<talon_runtime::HostTools> {
         let environment = self.environment.as_ref()?;
         let provider = self
             .engine
@@ -240,6 +253,12 @@ impl Engine {
             (None, Resume::No, Some(message)) => Start::Message(message),
             (None, Resume::No, None) => Start::Proceed { resume },
         };
+        // The tools the gateway adds (the ledger's sub-agent tools, for an
+        // agent that may spawn).
+        let mut parts = parts;
+        if let Some(more) = self.inner.more_tools.get() {
+            parts.spawn = more(run.clone()).await;
+        }
         let mut spec = self.spec(
             &parts,
             policy,
@@ -354,6 +373,7 @@ impl Engine {
                     None => talon_runtime::KeepLog::WhenCut,
                 },
                 environment: environment.map(|(environment, _)| environment.clone()),
+                spawn: parts.spawn.clone(),
             }),
             cells: self.cells(),
             workspace,

@@ -112,9 +112,11 @@ async fn bad_requests_get_the_one_error_shape() {
     seen.push(json!({"case": "a body over the limit", "status": status, "body": body}));
     let response = g.client.get(g.url("/v2/nothing")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 404);
-    // Unsupported methods say so.
-    let (status, body) = g.call(&g.admin, "tasks.list", json!({})).await;
-    seen.push(json!({"case": "an unsupported method", "status": status, "body": body}));
+    // A method's own refusal has the same shape.
+    let (status, body) = g
+        .call(&g.admin, "tasks.get", json!({"taskId": "task_nope"}))
+        .await;
+    seen.push(json!({"case": "a task that does not exist", "status": status, "body": body}));
     insta::assert_json_snapshot!("bad_requests", redacted(&Value::from(seen)));
     // Still serving.
     assert_eq!(g.call(&g.admin, "agents.list", json!({})).await.0, 200);

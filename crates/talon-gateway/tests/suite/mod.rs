@@ -30,6 +30,7 @@ mod scopes;
 mod session_events;
 mod ssh;
 mod stream;
+mod tasks;
 mod tokens;
 mod toolspace;
 pub mod ws;

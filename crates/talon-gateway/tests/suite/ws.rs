@@ -132,7 +132,10 @@ async fn the_methods(g: &TestGateway, t: &Transport, tag: &str) -> Value {
         .call(g, "agents.get", json!({"agentId": 7}))
         .await
         .unwrap_err();
-    let unsupported = t.call(g, "tasks.list", json!({})).await.unwrap_err();
+    let missing = t
+        .call(g, "tasks.get", json!({"taskId": "task_nope"}))
+        .await
+        .unwrap_err();
     Redactor::new()
         .with(format!("a-{tag}"), "a-<tag>")
         .with(format!("k-{tag}"), "k-<tag>")
@@ -142,7 +145,7 @@ async fn the_methods(g: &TestGateway, t: &Transport, tag: &str) -> Value {
             "session": session,
             "unknown": unknown,
             "wrong": wrong,
-            "unsupported": unsupported,
+            "missing": missing,
         }))
 }
 

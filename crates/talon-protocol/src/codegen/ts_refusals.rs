@@ -145,7 +145,7 @@ pub(super) fn rules() -> String {
     out.push_str(
         "//\n// How a run's events fold into its status, and its status into its result:\n\
          // the protocol's `EventType::ended_status` and `RunResultStatus::of`.\n\n\
-         import type { EventType, RunResultStatus, RunStatus } from \"./types.js\";\n\n\
+         import type { EventType, NotifyPolicy, RunResultStatus, RunStatus, TaskKind, TaskStatus } from \"./types.js\";\n\n\
          /** Each event type that ends a run, and the run's status after it. */\n\
          export const RUN_ENDS: Readonly<Partial<Record<EventType, RunStatus>>> = {\n",
     );
@@ -185,6 +185,32 @@ pub(super) fn rules() -> String {
         "  {}: {},\n}};",
         wire(RunStatus::Unknown),
         wire(RunResultStatus::of(RunStatus::Unknown))
+    );
+    use crate::gateway::{NotifyPolicy, TaskKind, TaskStatus};
+    let list = |values: Vec<String>| values.join(", ");
+    let _ = write!(
+        out,
+        "\n/** Every status a run has (not a newer server's). */\n\
+         export const RUN_STATUSES: readonly RunStatus[] = [{}];\n\n\
+         /** Every status a task has (not a newer server's). */\n\
+         export const TASK_STATUSES: readonly TaskStatus[] = [{}];\n\n\
+         /** The statuses a task ends in. */\n\
+         export const TASK_TERMINAL_STATUSES: readonly TaskStatus[] = [{}];\n\n\
+         /** Every kind of task (not a newer server's). */\n\
+         export const TASK_KINDS: readonly TaskKind[] = [{}];\n\n\
+         /** Every notification policy (not a newer server's). */\n\
+         export const NOTIFY_POLICIES: readonly NotifyPolicy[] = [{}];\n",
+        list(RunStatus::ALL.iter().map(wire).collect()),
+        list(TaskStatus::ALL.iter().map(wire).collect()),
+        list(
+            TaskStatus::ALL
+                .iter()
+                .filter(|s| s.is_terminal())
+                .map(wire)
+                .collect()
+        ),
+        list(TaskKind::ALL.iter().map(wire).collect()),
+        list(NotifyPolicy::ALL.iter().map(wire).collect()),
     );
     out
 }

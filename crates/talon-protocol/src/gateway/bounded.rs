@@ -238,7 +238,7 @@ macro_rules! cursor_from {
     )*};
 }
 
-cursor_from!(EventId, MessageId, RunId, SessionId, ArtifactId);
+cursor_from!(EventId, MessageId, RunId, SessionId, ArtifactId, TaskId);
 
 /// Free text with a cap of `N` characters (control characters allowed:
 /// newlines are text).

@@ -1,12 +1,11 @@
-//! Models, the ToolSpace, environments and tasks as the gateway lists
-//! them.
+//! Models, the ToolSpace and environments as the gateway lists them.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ToolEffect;
 
-use super::bounded::{EnvironmentId, ProviderId, RunId, Subject, TaskId};
+use super::bounded::{EnvironmentId, ProviderId, Subject};
 
 /// A model an agent can use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -224,19 +223,4 @@ pub struct Environment {
     /// Why it failed, or what became of its workspace when deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-}
-
-/// A background task (the seed's future API; listed for the schema).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Task {
-    /// The task's id.
-    pub id: TaskId,
-    /// The run it belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<RunId>,
-    /// Its state, as the runtime names it.
-    pub status: String,
-    /// When it was created (epoch milliseconds).
-    pub created_at: u64,
 }

@@ -8,12 +8,13 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use super::approvals::{Approval, Question};
-use super::catalog::{Environment, Task};
+use super::catalog::Environment;
 use super::error::{ApiError, ErrorCode};
 use super::params::*;
 use super::resources::{Agent, ArtifactSummary, Run, RunAccepted, RunResult, Session};
 use super::run_list::{RunsListParams, RunsListResult};
 use super::scope::Scope;
+use super::tasks::{Task, TasksListParams, TasksListResult};
 use super::tokens::{
     CreatedToken, TokensCreateParams, TokensListParams, TokensListResult, TokensRevokeParams,
     TokensRevokeResult,
@@ -303,21 +304,29 @@ method_table! {
     RunsDelete => "runs.delete" as runs_delete (RunsDeleteParams -> Run) {
         scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
-    /// Background tasks (future API).
-    TasksList => "tasks.list" as tasks_list (Empty -> TasksListResult) {
-        scope: TaskRead, effect: Read, stability: Unsupported, errors: [Unsupported],
+    /// Background tasks, newest first: sub-agents a run spawned. A bound
+    /// token sees the tasks its own runs started.
+    TasksList => "tasks.list" as tasks_list (TasksListParams -> TasksListResult) {
+        scope: TaskRead, effect: Read, stability: Stable, errors: [],
     }
-    /// One task (future API).
+    /// One task.
     TasksGet => "tasks.get" as tasks_get (TaskRef -> Task) {
-        scope: TaskRead, effect: Read, stability: Unsupported, errors: [Unsupported],
+        scope: TaskRead, effect: Read, stability: Stable, errors: [NotFound],
     }
-    /// Cancels a task (future API).
+    /// Cancels a task that has not ended (and the run it tracks);
+    /// answers it `cancelled`. `conflict` once it has ended.
     TasksCancel => "tasks.cancel" as tasks_cancel (TasksCancelParams -> Task) {
-        scope: TaskWrite, effect: Write, stability: Unsupported, errors: [Unsupported],
+        scope: TaskWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
-    /// A task's events (future API).
+    /// Changes how a task's result reaches the session that started it.
+    /// `conflict` once it has ended.
+    TasksNotify => "tasks.notify" as tasks_notify (TasksNotifyParams -> Task) {
+        scope: TaskWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
+    }
+    /// A task's events after a cursor: its `task.updated` events and the
+    /// events of the run it tracks.
     TasksEvents => "tasks.events" as tasks_events (TasksEventsParams -> TasksEventsResult) {
-        scope: TaskRead, effect: Read, stability: Unsupported, errors: [Unsupported],
+        scope: TaskRead, effect: Read, stability: Stable, errors: [NotFound, CursorExpired],
     }
     /// The configured models.
     ModelsList => "models.list" as models_list (ModelsListParams -> ModelsListResult) {

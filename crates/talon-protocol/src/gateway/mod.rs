@@ -19,6 +19,7 @@ pub mod run_create;
 pub mod run_list;
 pub mod run_views;
 pub mod scope;
+pub mod tasks;
 pub mod tokens;
 
 pub use approvals::{
@@ -26,7 +27,7 @@ pub use approvals::{
 };
 pub use catalog::{
     ApprovalPolicy, ArgumentSummary, Environment, EnvironmentCapabilities, EnvironmentStatus,
-    Model, ProviderStatus, Task, ToolOrigin, ToolReach, ToolSummary,
+    Model, ProviderStatus, ToolOrigin, ToolReach, ToolSummary,
 };
 pub use error::{ApiError, AuthRefusal, ErrorCode, ErrorDetails};
 pub use methods::{
@@ -41,6 +42,9 @@ pub use resources::{
 };
 pub use run_list::{RunsListParams, RunsListResult};
 pub use scope::{Scope, ScopePreset, ScopeWordsError, expand_scopes};
+pub use tasks::{
+    DeliveryStatus, NotifyPolicy, Task, TaskKind, TaskStatus, TasksListParams, TasksListResult,
+};
 pub use tokens::{
     Binding, CreatedToken, MAX_TOKEN_AGENTS, MAX_TOKEN_TTL_MS, ParentBounds, StreamFilter,
     TicketRun, TicketStream, TokenInfo, TokensCreateParams, TokensListParams, TokensListResult,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::approvals::{Approval, ApprovalDecision, ApprovalStatus, Question, QuestionStatus};
 use super::bounded::*;
-use super::catalog::{Environment, Model, ProviderStatus, Task, ToolSummary};
+use super::catalog::{Environment, Model, ProviderStatus, ToolSummary};
 pub use super::input::{InputMessage, InputRole, RunInput};
 use super::resources::{Agent, ArtifactSummary, Message, Metadata, Session};
 use super::scope::Scope;
@@ -327,6 +327,20 @@ params! {
     TasksCancelParams {
         /// The task.
         task_id: TaskId,
+        /// Why, for the record (the task's error says it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<Reason>,
+        /// Makes a retried call safe: the same key with the same params
+        /// returns the first call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<IdempotencyKey>,
+    }
+    /// `tasks.notify`.
+    TasksNotifyParams {
+        /// The task.
+        task_id: TaskId,
+        /// How its result reaches the session that started it from now on.
+        notify_policy: super::tasks::NotifyPolicy,
         /// Makes a retried call safe: the same key with the same params
         /// returns the first call's result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -336,9 +350,12 @@ params! {
     TasksEventsParams {
         /// The task.
         task_id: TaskId,
-        /// Only events after this id.
+        /// Only events after this id (the replay cursor).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         after: Option<Cursor>,
+        /// At most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
     }
     /// `agents.list`.
     AgentsListParams {
@@ -583,15 +600,14 @@ results! {
         /// Whether the run has ended and this page holds its terminal event.
         done: bool,
     }
-    /// `tasks.list`.
-    TasksListResult {
-        /// The tasks.
-        tasks: Vec<Task>,
-    }
     /// `tasks.events`.
     TasksEventsResult {
-        /// In order.
+        /// In order: the task's `task.updated` events and the events of
+        /// the run it tracks.
         events: Vec<Event>,
+        /// Whether the task has ended and this page holds its last
+        /// `task.updated`.
+        done: bool,
     }
     /// `models.list`.
     ModelsListResult {

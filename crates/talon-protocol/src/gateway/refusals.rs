@@ -395,6 +395,22 @@ refusals! {
     /// A run past its `timeoutMs` (its `RunResult.error`).
     run_timed_out(ms: count) -> Timeout: "the run exceeded its time limit of {ms} ms";
 
+    // --- Tasks --------------------------------------------------------------
+    /// `tasks.list`'s `status` is not a task status.
+    unknown_task_status() -> InvalidRequest ["field" = "status"]: "status: an unknown task status";
+    /// `tasks.list`'s `kind` is not a task kind.
+    unknown_task_kind() -> InvalidRequest ["field" = "kind"]: "kind: an unknown task kind";
+    /// `tasks.list`'s cursor is not a task id.
+    cursor_not_a_task(cursor: quoted) -> InvalidRequest ["field" = "cursor"]: "cursor {cursor} is not a task: pass the previous page's nextCursor";
+    /// A change to a task that has ended.
+    task_ended(id: quoted, status: text) -> Conflict: "task {id} has ended ({status})";
+    /// A task that kept changing under a cancel.
+    task_busy(id: quoted) -> Conflict: "task {id} kept changing; cancel it again";
+    /// A task whose work is gone without an ending (its `error` when `lost`).
+    task_lost(why: text) -> Unavailable: "the task's work is gone: {why}";
+    /// `tasks.notify`'s policy is not one this side knows.
+    unknown_notify_policy() -> InvalidRequest ["field" = "notifyPolicy"]: "notifyPolicy: one of done_only, state_changes, silent";
+
     // --- Approvals, questions, tools ----------------------------------------
     /// A decision the approval does not offer.
     decision_not_offered(offered: text) -> InvalidRequest: "decision not offered for this approval; offered: {offered}";

@@ -96,7 +96,7 @@ impl Scope {
             Self::SessionRead => "read sessions, runs, approvals, questions and events",
             Self::SessionWrite => "create, change and delete sessions, and send to them",
             Self::TaskRead => "read background tasks",
-            Self::TaskWrite => "cancel background tasks",
+            Self::TaskWrite => "cancel background tasks or change how their results are posted",
             Self::ApprovalRespond => "answer approvals and questions",
             Self::ToolsInvoke => "call exposed tools directly",
             Self::ArtifactsRead => "list and download artifacts",

@@ -720,16 +720,15 @@ async fn an_idempotency_key_returns_the_first_run_and_never_starts_a_second() {
 }
 
 #[tokio::test]
-async fn unsupported_unknown_and_malformed_calls_and_bad_tokens() {
+async fn a_missing_task_unknown_and_malformed_calls_and_bad_tokens() {
     let g = FakeGateway::start().await.unwrap();
-    let (status, body) = call(&g, "tasks.list", json!({})).await;
+    let (status, body) = call(&g, "tasks.get", json!({"taskId": "task_nope"})).await;
     assert_eq!(
         (status, body),
         (
-            501,
-            json!({"error": {"code": "unsupported",
-                "message": "`tasks.list` is not supported by this gateway yet",
-                "retryable": false, "details": {"method": "tasks.list"}}})
+            404,
+            json!({"error": {"code": "not_found",
+                "message": "task \"task_nope\" not found", "retryable": false}})
         )
     );
     let (status, body) = call(&g, "nope.nothing", json!({})).await;

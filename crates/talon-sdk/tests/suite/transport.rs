@@ -10,6 +10,7 @@ use talon_sdk::protocol::gateway::params::{
     AgentsListParams, EnvironmentsListParams, EventsSubscribeParams, ModelsListParams, RunRef,
     RunsCreateParams, RunsWaitParams, ToolsListParams,
 };
+use talon_sdk::protocol::gateway::{TasksListParams, TasksListResult};
 use talon_sdk::{Client, Error, Transport};
 
 use super::{Backend, Kind, REPLY, Scenario, both, every};
@@ -65,9 +66,16 @@ async fn generated_calls_work_over_http_and_websocket(kind: Kind) {
         );
         let models = client.models_list(every()).await.unwrap();
         assert!(!models.models.is_empty());
-        // A future method is declared and answered `unsupported`.
-        let tasks = client.tasks_list().await.unwrap_err();
-        assert_eq!(tasks.code(), Some(ErrorCode::Unsupported), "{transport:?}");
+        // The run spawned nothing: no task.
+        let tasks = client.tasks_list(TasksListParams::default()).await.unwrap();
+        assert_eq!(
+            tasks,
+            TasksListResult {
+                tasks: Vec::new(),
+                next_cursor: None
+            },
+            "{transport:?}"
+        );
     }
 }
 

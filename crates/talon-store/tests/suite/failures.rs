@@ -12,7 +12,7 @@ use super::events::{event, everything};
 async fn a_full_disk_is_a_clear_error_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let config = StoreConfig {
-        max_size_bytes: Some(256 << 10),
+        max_size_bytes: Some(384 << 10),
         ..StoreConfig::embedded(dir.path())
     };
     let store = talon_store::open(&config).await.unwrap();

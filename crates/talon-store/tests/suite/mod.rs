@@ -11,4 +11,5 @@ mod layers;
 mod run_list;
 pub mod runs;
 pub mod sessions;
+mod tasks;
 mod upgrade;

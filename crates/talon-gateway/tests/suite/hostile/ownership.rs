@@ -74,10 +74,14 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
         Method::RunsWait => (json!({"runId": her["run"], "timeoutMs": 10}), NotFound),
         Method::RunsCancel => (run, NotFound),
         Method::RunsDelete => (run, NotFound),
-        Method::TasksList => (json!({}), Same("unsupported")),
-        Method::TasksGet => (json!({"taskId": "t"}), Same("unsupported")),
-        Method::TasksCancel => (json!({"taskId": "t"}), Same("unsupported")),
-        Method::TasksEvents => (json!({"taskId": "t"}), Same("unsupported")),
+        Method::TasksList => (json!({}), NoneOfHers),
+        Method::TasksGet => (json!({"taskId": "t"}), Same("not_found")),
+        Method::TasksCancel => (json!({"taskId": "t"}), Same("not_found")),
+        Method::TasksNotify => (
+            json!({"taskId": "t", "notifyPolicy": "silent"}),
+            Same("not_found"),
+        ),
+        Method::TasksEvents => (json!({"taskId": "t"}), Same("not_found")),
         Method::ModelsList => (json!({}), Same("ok")),
         Method::ModelsStatus => (json!({}), Same("ok")),
         Method::ToolsList => (json!({"sessionKey": "alice-only"}), NotFound),
@@ -303,8 +307,8 @@ async fn a_bound_token_finds_nothing_of_another_subjects_on_any_method_or_route(
                 }
                 Expect::Forbidden => assert_eq!(got.unwrap_err()["code"], "forbidden", "{what}"),
                 Expect::Same("ok") => assert!(got.is_ok(), "{what}"),
-                Expect::Same("unsupported") => {
-                    assert_eq!(got.unwrap_err()["code"], "unsupported", "{what}")
+                Expect::Same(code @ ("unsupported" | "not_found")) => {
+                    assert_eq!(got.unwrap_err()["code"], code, "{what}")
                 }
                 Expect::Same(_) => {
                     assert_eq!(got.unwrap_err()["code"], "invalid_request", "{what}")

@@ -53,6 +53,7 @@ function samples(made: Made): Samples {
     "tasks.list": {},
     "tasks.get": { taskId: "task_1" },
     "tasks.cancel": { taskId: "task_1" },
+    "tasks.notify": { taskId: "task_1", notifyPolicy: "silent" },
     "tasks.events": { taskId: "task_1" },
     "models.list": {},
     "models.status": {},
@@ -112,11 +113,21 @@ async function setup(fake: FakeGateway): Promise<Made> {
   };
 }
 
-/** What each answers beside success (`200` over HTTP): the table's unsupported methods, and the WebSocket's own over HTTP. */
+/** Whether the table marks `m` unsupported (none is now; the client answers one itself). */
+function unsupported(m: MethodName): boolean {
+  const { stability }: { stability: string } = METHODS[m];
+  return stability === "unsupported";
+}
+
+/**
+ * What each answers beside success (`200` over HTTP): the table's unsupported methods, the WebSocket's own over
+ * HTTP, and a task the fake does not hold (it spawns none).
+ */
 function expected(transport: "http" | "websocket"): Record<string, unknown> {
   return Object.fromEntries(
     (Object.keys(METHODS) as MethodName[]).map((m) => {
-      if (METHODS[m].stability === "unsupported") return [m, "unsupported"];
+      if (unsupported(m)) return [m, "unsupported"];
+      if (m.startsWith("tasks.") && m !== "tasks.list") return [m, "not_found"];
       if (transport === "http" && m.startsWith("events.")) return [m, "invalid_request"];
       return [m, "ok"];
     }),
@@ -133,7 +144,11 @@ describe("the method table", () => {
         const answer = await post(fake, method, table[method]);
         const code = (answer.body as { error?: { code?: string } }).error?.code;
         outcomes[method] = answer.status === 200 ? "ok" : code;
-        assert.ok(![404, 405, 500].includes(answer.status), `${method}: ${answer.status}`);
+        // A 404 is a task the fake does not hold, never a missing route.
+        assert.ok(
+          ![405, 500].includes(answer.status) && (answer.status !== 404 || method.startsWith("tasks.")),
+          `${method}: ${answer.status}`,
+        );
       }
       assert.deepEqual(outcomes, expected("http"));
       // Every call was recorded, in order, with its transport.
@@ -162,7 +177,7 @@ describe("the method table", () => {
         // The client answers `unsupported` itself, without a request.
         assert.deepEqual(
           sent.map((c) => c.method),
-          (Object.keys(METHODS) as MethodName[]).filter((m) => METHODS[m].stability !== "unsupported"),
+          (Object.keys(METHODS) as MethodName[]).filter((m) => !unsupported(m)),
         );
         assert.deepEqual(normalised(sent.find((c) => c.method === "events.subscribe")), {
           method: "events.subscribe",
@@ -175,19 +190,12 @@ describe("the method table", () => {
     });
   });
 
-  it("answers unsupported and unknown methods as the gateway does", async () => {
+  it("answers a store without tasks and unknown methods as the gateway does", async () => {
     await withFake(async (fake) => {
       assert.deepEqual(await post(fake, "tasks.list", {}), {
-        status: 501,
+        status: 200,
         headers: { "content-type": "application/json" },
-        body: {
-          error: {
-            code: "unsupported",
-            details: { method: "tasks.list" },
-            message: "`tasks.list` is not supported by this gateway yet",
-            retryable: false,
-          },
-        },
+        body: { tasks: [] },
       });
       const unknown = await post(fake, "nope.nothing", {});
       assert.deepEqual(unknown.body, {

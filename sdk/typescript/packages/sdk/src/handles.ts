@@ -1,10 +1,9 @@
 // The handles the high level hands out besides runs and sessions:
 // `Approval` (decide), `Question` (answer), `Artifact` (download as a
 // stream, checked against its announced length), `Environment` (status,
-// delete) and `Task`, which throws `unsupported` as the seed says (the
-// gateway has no tasks yet).
+// delete) and `Task` (read, cancel, change its policy, its events).
 
-import { TalonError, unsupported } from "./errors.js";
+import { TalonError } from "./errors.js";
 import type { CallOptions } from "./generated/client.js";
 import type * as T from "./generated/types.js";
 import { errorOf } from "./http.js";
@@ -222,30 +221,45 @@ export class Environment {
   }
 }
 
-/**
- * A background task. The seed's future API: every method throws
- * `unsupported` until the gateway serves tasks.
- */
+/** A background task: a sub-agent a run spawned, read and changed through `tasks.*`. */
 export class Task {
+  readonly #context: Context;
   /** Its id. */
   readonly id: string;
 
-  constructor(id: string) {
+  constructor(context: Context, id: string) {
+    this.#context = context;
     this.id = id;
   }
 
-  /** Throws `unsupported`. */
-  get(): Promise<T.Task> {
-    return Promise.reject(unsupported("tasks.get"));
+  /** The task as it is now. */
+  get(options?: CallOptions): Promise<T.Task> {
+    return this.#context.client.tasks.get(this.id, options);
   }
 
-  /** Throws `unsupported`. */
-  cancel(): Promise<T.Task> {
-    return Promise.reject(unsupported("tasks.cancel"));
+  /** Cancels it (and the run it tracks); `conflict` once it has ended. */
+  cancel(reason?: string, options?: CallOptions): Promise<T.Task> {
+    return this.#context.client.tasks.cancel(this.id, reason === undefined ? {} : { reason }, options);
   }
 
-  /** Throws `unsupported`. */
-  events(): Promise<never> {
-    return Promise.reject(unsupported("tasks.events"));
+  /** Changes how its result reaches the session that started it; `conflict` once it has ended. */
+  notify(policy: T.NotifyPolicy, options?: CallOptions): Promise<T.Task> {
+    return this.#context.client.tasks.notify(this.id, { notifyPolicy: policy }, options);
+  }
+
+  /** Its events stored so far after `after` (its `task.updated` events and its run's), page by page. */
+  async *events(options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<T.EventEnvelope> {
+    let after = options.after;
+    for (;;) {
+      const page = await this.#context.client.tasks.events(
+        this.id,
+        after === undefined ? {} : { after },
+        options.signal ? { signal: options.signal } : undefined,
+      );
+      yield* page.events;
+      const last = page.events.at(-1);
+      if (page.done || last === undefined) return;
+      after = last.id;
+    }
   }
 }

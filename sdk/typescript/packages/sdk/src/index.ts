@@ -37,6 +37,15 @@ export * as refusals from "./generated/refusals.js";
 /** The caps every server of the protocol holds a request to, and the gateway's defaults. */
 export * as caps from "./generated/caps.js";
 /** How a run's events fold into its status, and its status into its result (the protocol's rules). */
-export { RUN_ENDS, TERMINAL_STATUSES, RESULT_STATUS } from "./generated/rules.js";
+export {
+  RUN_ENDS,
+  TERMINAL_STATUSES,
+  RESULT_STATUS,
+  RUN_STATUSES,
+  TASK_STATUSES,
+  TASK_TERMINAL_STATUSES,
+  TASK_KINDS,
+  NOTIFY_POLICIES,
+} from "./generated/rules.js";
 /** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */
 export * as protocol from "./generated/types.js";

@@ -160,9 +160,9 @@ export class Talon {
     return new Environment(this.#context, await this.client.environments.status(environmentId, options));
   }
 
-  /** A background task: the seed's future API, whose methods throw `unsupported`. */
+  /** A background task by id (a sub-agent a run spawned). */
   task(taskId: string): Task {
-    return new Task(taskId);
+    return new Task(this.#context, taskId);
   }
 
   /** Mints a token for a browser page or another service (`admin` only). */

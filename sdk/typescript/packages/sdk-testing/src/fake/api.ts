@@ -7,7 +7,16 @@
 // method (unknown: `not_found`), its scope, its params (an object, checked
 // against its schema), `unsupported`, then the handler.
 
-import { METHODS, type MethodName, type MethodTypes, type protocol as P, refusals } from "@talon/sdk";
+import {
+  METHODS,
+  type MethodName,
+  type MethodTypes,
+  NOTIFY_POLICIES,
+  type protocol as P,
+  refusals,
+  TASK_KINDS,
+  TASK_STATUSES,
+} from "@talon/sdk";
 
 import {
   createAgent,
@@ -94,17 +103,26 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   "runs.wait": (p, { state }) => wait(state, p.runId, p.timeoutMs),
   "runs.cancel": (p, { state, requestId }) => cancel(state, p.runId, requestId),
   "runs.delete": (p, { state }) => deleteRun(state, p.runId),
-  "tasks.list": () => {
-    throw fail(refusals.unsupported("tasks.list"));
+  // No run of the fake spawns work in the background: it holds no tasks,
+  // and answers as the gateway does a store without any.
+  "tasks.list": (p) => {
+    if ((p.status ?? []).some((s) => !TASK_STATUSES.includes(s))) throw fail(refusals.unknownTaskStatus());
+    if (p.kind !== undefined && p.kind !== null && !TASK_KINDS.includes(p.kind)) throw fail(refusals.unknownTaskKind());
+    if (p.cursor !== undefined && p.cursor !== null) throw fail(refusals.cursorNotATask(p.cursor));
+    return { tasks: [] };
   },
-  "tasks.get": () => {
-    throw fail(refusals.unsupported("tasks.get"));
+  "tasks.get": (p) => {
+    throw fail(refusals.notFound("task", p.taskId));
   },
-  "tasks.cancel": () => {
-    throw fail(refusals.unsupported("tasks.cancel"));
+  "tasks.cancel": (p) => {
+    throw fail(refusals.notFound("task", p.taskId));
   },
-  "tasks.events": () => {
-    throw fail(refusals.unsupported("tasks.events"));
+  "tasks.notify": (p) => {
+    if (!NOTIFY_POLICIES.includes(p.notifyPolicy)) throw fail(refusals.unknownNotifyPolicy());
+    throw fail(refusals.notFound("task", p.taskId));
+  },
+  "tasks.events": (p) => {
+    throw fail(refusals.notFound("task", p.taskId));
   },
   "models.list": (p) => {
     const { items, nextCursor } = pageAfter([{ id: MODEL, name: "mock-model", provider: "mock" }], p.cursor, p.limit);
@@ -206,7 +224,9 @@ export function methodOf(name: string): MethodName {
 export async function dispatch(method: MethodName, raw: unknown, call: CallContext): Promise<unknown> {
   requireScope(call.caller, METHODS[method].scope);
   const params = decodeParams(method, raw);
-  if (METHODS[method].stability === "unsupported") throw fail(refusals.unsupported(method));
+  // No method is declared ahead of its server now; one that is would be refused here, as the gateway does.
+  const { stability }: { stability: string } = METHODS[method];
+  if (stability === "unsupported") throw fail(refusals.unsupported(method));
   // The table's types correlate a method with its handler; TypeScript cannot follow that through an index.
   const handler = HANDLERS[method] as Handler<MethodName>;
   return handler(params, call);

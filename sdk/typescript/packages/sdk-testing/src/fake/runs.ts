@@ -4,7 +4,7 @@
 // `run.created`, then the run played on its own), `runs.cancel`,
 // `runs.wait`, `runs.events`, `runs.list` and `sessions.abort`.
 
-import { TERMINAL_TYPES, caps, type protocol as P, refusals } from "@talon/sdk";
+import { RUN_STATUSES, TERMINAL_TYPES, caps, type protocol as P, refusals } from "@talon/sdk";
 
 import { Failure, fail, notFound } from "./errors.js";
 import { play } from "./play.js";
@@ -269,16 +269,6 @@ export function events(state: State, p: P.RunsEventsParams): P.RunsEventsResult 
   const done = last !== undefined && TERMINAL_TYPES.includes(last.type);
   return { done, events: out };
 }
-
-const RUN_STATUSES: readonly string[] = [
-  "queued",
-  "running",
-  "waiting",
-  "completed",
-  "failed",
-  "cancelled",
-  "timed_out",
-];
 
 /** `runs.list`: newest first (ties by id, descending), after the cursor, filtered. */
 export function list(state: State, p: P.RunsListParams): P.RunsListResult {

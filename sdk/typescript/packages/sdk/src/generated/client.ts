@@ -168,27 +168,33 @@ export interface RunsMethods {
 /** The `tasks.*` methods. */
 export interface TasksMethods {
   /**
-   * Background tasks (future API).
+   * Background tasks, newest first: sub-agents a run spawned. A bound token sees the tasks its own runs started.
    *
-   * `tasks.list`: needs `task.read`; reads, retried on a retryable error; not served yet: throws `unsupported`.
+   * `tasks.list`: needs `task.read`; reads, retried on a retryable error; stable.
    */
-  list(options?: CallOptions): Promise<T.TasksListResult>;
+  list(params?: T.TasksListParams, options?: CallOptions): PagePromise<T.TasksListResult, T.TasksListResult["tasks"][number]>;
   /**
-   * One task (future API).
+   * One task.
    *
-   * `tasks.get`: needs `task.read`; reads, retried on a retryable error; not served yet: throws `unsupported`.
+   * `tasks.get`: needs `task.read`; reads, retried on a retryable error; stable.
    */
   get(taskId: T.TaskRef["taskId"], options?: CallOptions): Promise<T.Task>;
   /**
-   * Cancels a task (future API).
+   * Cancels a task that has not ended (and the run it tracks); answers it `cancelled`. `conflict` once it has ended.
    *
-   * `tasks.cancel`: needs `task.write`; writes, given an idempotency key when none is passed and retried with it; not served yet: throws `unsupported`.
+   * `tasks.cancel`: needs `task.write`; writes, given an idempotency key when none is passed and retried with it; stable.
    */
   cancel(taskId: T.TasksCancelParams["taskId"], params?: Omit<T.TasksCancelParams, "taskId">, options?: CallOptions): Promise<T.Task>;
   /**
-   * A task's events (future API).
+   * Changes how a task's result reaches the session that started it. `conflict` once it has ended.
    *
-   * `tasks.events`: needs `task.read`; reads, retried on a retryable error; not served yet: throws `unsupported`.
+   * `tasks.notify`: needs `task.write`; writes, given an idempotency key when none is passed and retried with it; stable.
+   */
+  notify(taskId: T.TasksNotifyParams["taskId"], params: Omit<T.TasksNotifyParams, "taskId">, options?: CallOptions): Promise<T.Task>;
+  /**
+   * A task's events after a cursor: its `task.updated` events and the events of the run it tracks.
+   *
+   * `tasks.events`: needs `task.read`; reads, retried on a retryable error; stable.
    */
   events(taskId: T.TasksEventsParams["taskId"], params?: Omit<T.TasksEventsParams, "taskId">, options?: CallOptions): Promise<T.TasksEventsResult>;
 }
@@ -431,12 +437,19 @@ export class GatewayClient {
         caller.call("runs.delete", { ...params, runId }, options),
     };
     this.tasks = {
-      list: (options) =>
-        caller.call("tasks.list", {}, options),
+      list: (params, options) =>
+        new PagePromise(
+          (cursor) =>
+            caller.call("tasks.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.tasks,
+          (page) => page.nextCursor,
+        ),
       get: (taskId, options) =>
         caller.call("tasks.get", { taskId }, options),
       cancel: (taskId, params, options) =>
         caller.call("tasks.cancel", { ...params, taskId }, options),
+      notify: (taskId, params, options) =>
+        caller.call("tasks.notify", { ...params, taskId }, options),
       events: (taskId, params, options) =>
         caller.call("tasks.events", { ...params, taskId }, options),
     };

@@ -223,38 +223,47 @@ export const METHODS = {
   "tasks.list": {
     scope: "task.read",
     effect: "read",
-    stability: "unsupported",
+    stability: "stable",
     idempotencyKey: false,
-    params: "Empty",
+    params: "TasksListParams",
     result: "TasksListResult",
-    errors: ["unauthenticated", "forbidden", "unsupported"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
   },
   "tasks.get": {
     scope: "task.read",
     effect: "read",
-    stability: "unsupported",
+    stability: "stable",
     idempotencyKey: false,
     params: "TaskRef",
     result: "Task",
-    errors: ["unauthenticated", "forbidden", "unsupported"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
   },
   "tasks.cancel": {
     scope: "task.write",
     effect: "write",
-    stability: "unsupported",
+    stability: "stable",
     idempotencyKey: true,
     params: "TasksCancelParams",
     result: "Task",
-    errors: ["unauthenticated", "forbidden", "unsupported"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
+  },
+  "tasks.notify": {
+    scope: "task.write",
+    effect: "write",
+    stability: "stable",
+    idempotencyKey: true,
+    params: "TasksNotifyParams",
+    result: "Task",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
   },
   "tasks.events": {
     scope: "task.read",
     effect: "read",
-    stability: "unsupported",
+    stability: "stable",
     idempotencyKey: false,
     params: "TasksEventsParams",
     result: "TasksEventsResult",
-    errors: ["unauthenticated", "forbidden", "unsupported"],
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "cursor_expired", "internal"],
   },
   "models.list": {
     scope: "agent.read",
@@ -473,9 +482,10 @@ export interface MethodTypes {
   "runs.wait": { params: T.RunsWaitParams; result: T.RunResult };
   "runs.cancel": { params: T.RunsCancelParams; result: T.Run };
   "runs.delete": { params: T.RunsDeleteParams; result: T.Run };
-  "tasks.list": { params: T.Empty; result: T.TasksListResult };
+  "tasks.list": { params: T.TasksListParams; result: T.TasksListResult };
   "tasks.get": { params: T.TaskRef; result: T.Task };
   "tasks.cancel": { params: T.TasksCancelParams; result: T.Task };
+  "tasks.notify": { params: T.TasksNotifyParams; result: T.Task };
   "tasks.events": { params: T.TasksEventsParams; result: T.TasksEventsResult };
   "models.list": { params: T.ModelsListParams; result: T.ModelsListResult };
   "models.status": { params: T.Empty; result: T.ModelsStatusResult };

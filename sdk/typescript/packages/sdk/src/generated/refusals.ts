@@ -431,6 +431,41 @@ export function runTimedOut(ms: number, extra: ErrorDetails = {}): ApiError {
   return refusal("timeout", `the run exceeded its time limit of ${String(ms)} ms`, { ...extra });
 }
 
+/** `tasks.list`'s `status` is not a task status. */
+export function unknownTaskStatus(extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `status: an unknown task status`, { field: "status", ...extra });
+}
+
+/** `tasks.list`'s `kind` is not a task kind. */
+export function unknownTaskKind(extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `kind: an unknown task kind`, { field: "kind", ...extra });
+}
+
+/** `tasks.list`'s cursor is not a task id. */
+export function cursorNotATask(cursor: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `cursor ${JSON.stringify(cursor)} is not a task: pass the previous page's nextCursor`, { field: "cursor", ...extra });
+}
+
+/** A change to a task that has ended. */
+export function taskEnded(id: string, status: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("conflict", `task ${JSON.stringify(id)} has ended (${status})`, { ...extra });
+}
+
+/** A task that kept changing under a cancel. */
+export function taskBusy(id: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("conflict", `task ${JSON.stringify(id)} kept changing; cancel it again`, { ...extra });
+}
+
+/** A task whose work is gone without an ending (its `error` when `lost`). */
+export function taskLost(why: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("unavailable", `the task's work is gone: ${why}`, { ...extra });
+}
+
+/** `tasks.notify`'s policy is not one this side knows. */
+export function unknownNotifyPolicy(extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `notifyPolicy: one of done_only, state_changes, silent`, { field: "notifyPolicy", ...extra });
+}
+
 /** A decision the approval does not offer. */
 export function decisionNotOffered(offered: string, extra: ErrorDetails = {}): ApiError {
   return refusal("invalid_request", `decision not offered for this approval; offered: ${offered}`, { ...extra });

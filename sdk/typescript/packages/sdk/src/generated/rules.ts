@@ -4,7 +4,7 @@
 // How a run's events fold into its status, and its status into its result:
 // the protocol's `EventType::ended_status` and `RunResultStatus::of`.
 
-import type { EventType, RunResultStatus, RunStatus } from "./types.js";
+import type { EventType, NotifyPolicy, RunResultStatus, RunStatus, TaskKind, TaskStatus } from "./types.js";
 
 /** Each event type that ends a run, and the run's status after it. */
 export const RUN_ENDS: Readonly<Partial<Record<EventType, RunStatus>>> = {
@@ -31,3 +31,18 @@ export const RESULT_STATUS: Readonly<Record<RunStatus, RunResultStatus>> = {
   "timed_out": "timed_out",
   "unknown": "accepted",
 };
+
+/** Every status a run has (not a newer server's). */
+export const RUN_STATUSES: readonly RunStatus[] = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out"];
+
+/** Every status a task has (not a newer server's). */
+export const TASK_STATUSES: readonly TaskStatus[] = ["queued", "running", "succeeded", "failed", "timed_out", "cancelled", "lost"];
+
+/** The statuses a task ends in. */
+export const TASK_TERMINAL_STATUSES: readonly TaskStatus[] = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
+
+/** Every kind of task (not a newer server's). */
+export const TASK_KINDS: readonly TaskKind[] = ["subagent"];
+
+/** Every notification policy (not a newer server's). */
+export const NOTIFY_POLICIES: readonly NotifyPolicy[] = ["done_only", "state_changes", "silent"];

@@ -480,6 +480,17 @@ export interface CreatedToken {
  */
 export type Cursor = string;
 
+/**
+ * Whether the messages a task's policy asks for reached its session.
+ *
+ * - `pending`: A message is due and not yet posted (one that failed to post is tried again by the next sweep).
+ * - `delivered`: Every message due was posted.
+ * - `parent_missing`: The session to tell was deleted before the message was posted (`deliveryError` says so); the result stays in the task.
+ * - `not_applicable`: Nothing is due (`silent`).
+ * - `unknown`: A status this client does not know.
+ */
+export type DeliveryStatus = "pending" | "delivered" | "parent_missing" | "not_applicable" | "unknown";
+
 /** Nothing. */
 export type Empty = Record<string, never>;
 
@@ -1060,6 +1071,16 @@ export interface ModelsStatusResult {
  * - `rollback`: Cancel the active run and drop its messages, then start.
  */
 export type MultitaskStrategy = "reject" | "enqueue" | "interrupt" | "rollback";
+
+/**
+ * How a task's result reaches the session that started it.
+ *
+ * - `done_only`: One message when it ends (the default).
+ * - `state_changes`: A message when it starts, on each progress report, and when it ends.
+ * - `silent`: No message: the ledger records it, and nothing more.
+ * - `unknown`: A policy this client does not know.
+ */
+export type NotifyPolicy = "done_only" | "state_changes" | "silent" | "unknown";
 
 /**
  * An environment provider's id (`local`).
@@ -1757,16 +1778,64 @@ export type Subject = string;
  */
 export type SubscriptionId = string;
 
-/** A background task (the seed's future API; listed for the schema). */
+/** A background task: the ledger's record of one piece of detached work. */
 export interface Task {
+  /** The agent doing the work (a sub-agent's). */
+  agentId?: AgentId | null;
+  /** The run it tracks (a sub-agent's). */
+  childRunId?: RunId | null;
+  /** That run's session. */
+  childSessionId?: SessionId | null;
+  /** That session's key. */
+  childSessionKey?: SessionKey | null;
   /** When it was created (epoch milliseconds). */
   createdAt: number;
+  /** When the last of them was posted (epoch milliseconds). */
+  deliveredAt?: number | null;
+  /** Why one could not be posted. */
+  deliveryError?: string | null;
+  /** What became of the messages its policy asks for. */
+  deliveryStatus: DeliveryStatus;
+  /**
+   * How deep it is: 1 for a task a top-level run started, one more for
+   * each sub-agent above it.
+   */
+  depth: number;
+  /** What it was asked to do (a sub-agent's `task`). */
+  description?: string | null;
+  /** When it ended (epoch milliseconds). */
+  endedAt?: number | null;
+  /** Why it failed, timed out, was cancelled or was lost. */
+  error?: ApiError | null;
   /** The task's id. */
   id: TaskId;
-  /** The run it belongs to. */
+  /** What it tracks. */
+  kind: TaskKind;
+  /** A short label for people (a sub-agent's `label`). */
+  label?: string | null;
+  /** How its result reaches the session that started it. */
+  notifyPolicy: NotifyPolicy;
+  /** The latest progress report, one line. */
+  progressSummary?: string | null;
+  /** What it produced (a sub-agent's final text). */
+  result?: string | null;
+  /** The run that started it. */
   runId?: RunId | null;
-  /** Its state, as the runtime names it. */
-  status: string;
+  /** The session that started it (its result is posted there). */
+  sessionId?: SessionId | null;
+  /** That session's key. */
+  sessionKey?: SessionKey | null;
+  /** When its work started (epoch milliseconds). */
+  startedAt?: number | null;
+  /** Where it is. */
+  status: TaskStatus;
+  /**
+   * The subject of the token whose run started it (see
+   * `Session.subject`).
+   */
+  subject?: Subject | null;
+  /** When it last changed (epoch milliseconds). */
+  updatedAt: number;
 }
 
 /**
@@ -1776,11 +1845,33 @@ export interface Task {
  */
 export type TaskId = string;
 
+/**
+ * What a task tracks.
+ *
+ * - `subagent`: A child run of an agent, in a session of its own, started by a model's `sessions_spawn`.
+ * - `unknown`: A kind this client does not know.
+ */
+export type TaskKind = "subagent" | "unknown";
+
 /** `tasks.get`. */
 export interface TaskRef {
   /** The task. */
   taskId: TaskId;
 }
+
+/**
+ * Where a task is: `queued → running →` one of the terminal statuses.
+ *
+ * - `queued`: Created; its work has not started.
+ * - `running`: Its work is under way.
+ * - `succeeded`: Its work finished successfully.
+ * - `failed`: Its work ended with an error.
+ * - `timed_out`: Its work exceeded its time limit.
+ * - `cancelled`: Cancelled (`tasks.cancel`, or its parent's cancel).
+ * - `lost`: Its work is gone without an ending (the node that held it died); `error` says why.
+ * - `unknown`: A status this client does not know.
+ */
+export type TaskStatus = "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled" | "lost" | "unknown";
 
 /** `tasks.cancel`. */
 export interface TasksCancelParams {
@@ -1789,28 +1880,71 @@ export interface TasksCancelParams {
    * returns the first call's result.
    */
   idempotencyKey?: IdempotencyKey | null;
+  /** Why, for the record (the task's error says it). */
+  reason?: string | null;
   /** The task. */
   taskId: TaskId;
 }
 
 /** `tasks.events`. */
 export interface TasksEventsParams {
-  /** Only events after this id. */
+  /** Only events after this id (the replay cursor). */
   after?: Cursor | null;
+  /** At most this many. */
+  limit?: number | null;
   /** The task. */
   taskId: TaskId;
 }
 
 /** `tasks.events`. */
 export interface TasksEventsResult {
-  /** In order. */
+  /**
+   * Whether the task has ended and this page holds its last
+   * `task.updated`.
+   */
+  done: boolean;
+  /**
+   * In order: the task's `task.updated` events and the events of
+   * the run it tracks.
+   */
   events: EventEnvelope[];
 }
 
-/** `tasks.list`. */
+/** `tasks.list`: newest first; every filter given must hold. */
+export interface TasksListParams {
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** Only tasks of this kind. */
+  kind?: TaskKind | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+  /** Only tasks this run started. */
+  runId?: RunId | null;
+  /** Only tasks a run in this session started. */
+  sessionId?: SessionId | null;
+  /** Only tasks in one of these states. */
+  status?: TaskStatus[] | null;
+}
+
+/** `tasks.list`'s answer. */
 export interface TasksListResult {
-  /** The tasks. */
+  /** The next page's cursor (absent on the last page). */
+  nextCursor?: Cursor | null;
+  /** Newest first. */
   tasks: Task[];
+}
+
+/** `tasks.notify`. */
+export interface TasksNotifyParams {
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** How its result reaches the session that started it from now on. */
+  notifyPolicy: NotifyPolicy;
+  /** The task. */
+  taskId: TaskId;
 }
 
 /** `assistant.delta` and `thinking.delta`. */
