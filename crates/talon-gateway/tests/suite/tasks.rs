@@ -581,3 +581,74 @@ async fn a_result_whose_session_was_deleted_stays_in_the_task_and_says_so() {
         "{ended}"
     );
 }
+
+#[tokio::test]
+async fn a_task_whose_run_never_came_is_lost_after_a_minute_saying_why() {
+    let g = gateway(spawning(json!({"task": "x"})), json!({})).await;
+    // What a spawn that died between its two writes leaves: a task with
+    // no run.
+    let created = call(
+        &g,
+        "sessions.create",
+        json!({"agentId": "main", "key": "parent"}),
+    )
+    .await;
+    let now = g.running.store.now_ms();
+    let orphan = talon_protocol::gateway::Task {
+        id: talon_protocol::gateway::bounded::TaskId::new("task_orphan"),
+        kind: talon_protocol::gateway::TaskKind::Subagent,
+        status: talon_protocol::gateway::TaskStatus::Queued,
+        notify_policy: talon_protocol::gateway::NotifyPolicy::DoneOnly,
+        label: Some("orphan".into()),
+        description: None,
+        agent_id: None,
+        session_id: Some(talon_protocol::gateway::bounded::SessionId::new(
+            created["id"].as_str().unwrap(),
+        )),
+        session_key: None,
+        run_id: None,
+        subject: None,
+        child_run_id: None,
+        child_session_id: None,
+        child_session_key: None,
+        depth: 1,
+        progress_summary: None,
+        result: None,
+        error: None,
+        delivery_status: talon_protocol::gateway::DeliveryStatus::Pending,
+        delivered_at: None,
+        delivery_error: None,
+        created_at: now,
+        started_at: None,
+        ended_at: None,
+        updated_at: now,
+    };
+    g.running
+        .store
+        .create_task(&orphan, talon_store::TaskOwner::default())
+        .await
+        .unwrap();
+    // A minute on, the follower gives up on it.
+    g.time.advance(std::time::Duration::from_secs(61));
+    let lost = ended_task(&g, &json!("task_orphan")).await;
+    assert_eq!(
+        (
+            &lost["status"],
+            &lost["error"]["code"],
+            &lost["error"]["message"],
+            &lost["deliveryStatus"]
+        ),
+        (
+            &json!("lost"),
+            &json!("unavailable"),
+            &json!("the task's work is gone: its run was never created"),
+            &json!("delivered")
+        ),
+        "{lost}"
+    );
+    let messages = call(&g, "sessions.messages", json!({"sessionId": created["id"]})).await;
+    assert_eq!(
+        messages["messages"][0]["text"],
+        "Background task lost: orphan (task task_orphan): the task's work is gone: its run was never created"
+    );
+}
