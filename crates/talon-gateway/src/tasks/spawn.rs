@@ -95,11 +95,20 @@ fn definitions() -> Vec<ToolDefinition> {
     ]
 }
 
-/// The sub-agent tools of a run of `parent` at `depth` (0: a top-level
-/// run), if its agent has a `subagents` section and may spawn deeper.
-fn spawn_tools(ledger: &Ledger, parent: &Run, depth: u32) -> Option<HostTools> {
+/// The `subagents` section of a run's agent, if it has one.
+fn section_of(ledger: &Ledger, parent: &Run) -> Option<SubagentsSection> {
     let document = ledger.engine().host().config().document().ok()?;
-    let section = document.agents.subagents(parent.agent_id.as_str())?;
+    document.agents.subagents(parent.agent_id.as_str())
+}
+
+/// The sub-agent tools of a run of `parent` at `depth` (0: a top-level
+/// run) under its agent's `section`, if it may spawn deeper.
+fn spawn_tools(
+    ledger: &Ledger,
+    parent: &Run,
+    depth: u32,
+    section: SubagentsSection,
+) -> Option<HostTools> {
     if depth >= section.max_spawn_depth.unwrap_or(DEFAULT_MAX_DEPTH) {
         return None;
     }
@@ -460,13 +469,15 @@ impl ToolExecutor for Spawner {
 }
 
 /// The engine's [`crate::runs::MoreTools`]: each run's sub-agent tools,
-/// at its depth.
+/// at its depth. A run whose agent has no `subagents` section costs no
+/// store read.
 pub(crate) fn more_tools(ledger: Ledger) -> crate::runs::MoreTools {
     Arc::new(move |run: Run| {
         let ledger = ledger.clone();
         Box::pin(async move {
+            let section = section_of(&ledger, &run)?;
             let depth = depth_of(&ledger, &run.id).await;
-            spawn_tools(&ledger, &run, depth)
+            spawn_tools(&ledger, &run, depth, section)
         })
     })
 }
