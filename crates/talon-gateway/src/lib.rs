@@ -199,6 +199,7 @@ mod observe;
 mod openai;
 mod router;
 mod runs;
+mod schedules;
 mod state;
 mod tail;
 mod tasks;
@@ -416,7 +417,10 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
     let ledger = tasks::Ledger::new(engine.clone());
     engine.add_tools(tasks::spawn::more_tools(ledger.clone()));
     let dispatcher = engine.start().await.map_err(GatewayError::Recovery)?;
-    tokio::spawn(tasks::follow::follow(ledger));
+    tokio::spawn(tasks::follow::follow(ledger.clone()));
+    // The scheduler: fires due schedules, each firing a task.
+    let schedules = schedules::Schedules::new(ledger);
+    tokio::spawn(schedules::run(schedules.clone()));
     let (closing, closing_seen) = tokio::sync::watch::channel(false);
     let tail = tail::Tail::start(store.clone(), closing_seen.clone());
     let stored = limits::stored::StoredBytes::start(
@@ -429,10 +433,15 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         tail: tail.clone(),
         engine: engine.clone(),
         metrics,
-        api: Api::new(store.clone(), config.config_agents.clone(), engine.clone())
-            .with_ticket_ttl(config.ticket_ttl)
-            .with_tail(tail.clone())
-            .with_stored(stored.clone()),
+        api: Api::new(
+            store.clone(),
+            config.config_agents.clone(),
+            engine.clone(),
+            schedules,
+        )
+        .with_ticket_ttl(config.ticket_ttl)
+        .with_tail(tail.clone())
+        .with_stored(stored.clone()),
         store: store.clone(),
         openapi: std::sync::OnceLock::new(),
         limiter: limits::Limiter::new(config.limits),

@@ -65,6 +65,8 @@ pub struct Api {
     /// The store's size against its quota: an environment may take what
     /// is left of it.
     pub(crate) stored: Option<crate::limits::stored::StoredBytes>,
+    /// The node's scheduler, woken when a schedule changes.
+    pub(crate) schedules: crate::schedules::Schedules,
 }
 
 /// The agent every gateway has, even with no config file.
@@ -77,7 +79,12 @@ fn default_agent() -> Agent {
 impl Api {
     /// The methods over `store`, with the agents the config file declares
     /// (and `main`, always), runs executed by `engine`.
-    pub(crate) fn new(store: Store, mut config_agents: Vec<Agent>, engine: Engine) -> Self {
+    pub(crate) fn new(
+        store: Store,
+        mut config_agents: Vec<Agent>,
+        engine: Engine,
+        schedules: crate::schedules::Schedules,
+    ) -> Self {
         if !config_agents
             .iter()
             .any(|a| a.id == AgentId::new(DEFAULT_AGENT))
@@ -91,6 +98,7 @@ impl Api {
             ticket_ttl: crate::auth::tokens::TICKET_TTL,
             tail: None,
             stored: None,
+            schedules,
         }
     }
 

@@ -278,6 +278,62 @@ impl Handler for Api {
         Err(refuse::not_found("task", p.task_id.as_str()))
     }
 
+    async fn schedules_list(
+        &self,
+        _: &(),
+        p: schedules::SchedulesListParams,
+    ) -> Result<schedules::SchedulesListResult, ApiError> {
+        if let Some(cursor) = &p.cursor {
+            return Err(refuse::cursor_not_a_schedule(cursor.as_str()));
+        }
+        Ok(schedules::SchedulesListResult {
+            schedules: Vec::new(),
+            next_cursor: None,
+        })
+    }
+
+    async fn schedules_get(
+        &self,
+        _: &(),
+        p: schedules::ScheduleRef,
+    ) -> Result<schedules::Schedule, ApiError> {
+        Err(refuse::not_found("schedule", p.schedule_id.as_str()))
+    }
+
+    async fn schedules_create(
+        &self,
+        _: &(),
+        p: schedules::SchedulesCreateParams,
+    ) -> Result<schedules::Schedule, ApiError> {
+        let agent = p.agent_id.as_ref().map_or(DEFAULT_AGENT, |a| a.as_str());
+        if self.read(|s| s.agent(agent).is_none()) {
+            return Err(not_found("agent", agent));
+        }
+        // The fake has no clock that fires (see the contract's
+        // `unmodelled`): it holds no schedule.
+        Err(ApiError::unsupported("schedules.create"))
+    }
+
+    async fn schedules_update(
+        &self,
+        _: &(),
+        p: schedules::SchedulesUpdateParams,
+    ) -> Result<schedules::Schedule, ApiError> {
+        Err(refuse::not_found("schedule", p.schedule_id.as_str()))
+    }
+
+    async fn schedules_run(&self, _: &(), p: schedules::ScheduleAction) -> Result<Task, ApiError> {
+        Err(refuse::not_found("schedule", p.schedule_id.as_str()))
+    }
+
+    async fn schedules_delete(
+        &self,
+        _: &(),
+        p: schedules::ScheduleAction,
+    ) -> Result<schedules::Schedule, ApiError> {
+        Err(refuse::not_found("schedule", p.schedule_id.as_str()))
+    }
+
     async fn models_list(&self, _: &(), p: ModelsListParams) -> Result<ModelsListResult, ApiError> {
         let models = vec![Model {
             id: super::state::MODEL.into(),

@@ -13,6 +13,7 @@ use talon_protocol::gateway::catalog::*;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::resources::*;
 use talon_protocol::gateway::run_list::*;
+use talon_protocol::gateway::schedules::*;
 use talon_protocol::gateway::tasks::*;
 use talon_protocol::gateway::tokens::*;
 
@@ -268,6 +269,66 @@ impl Client {
     /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `cursor_expired`, `internal`.
     pub async fn tasks_events(&self, params: TasksEventsParams) -> Result<TasksEventsResult> {
         self.call(Method::TasksEvents, &params, Retry::Safe).await
+    }
+
+    /// Schedules, oldest first: runs of an agent the clock starts. A bound token sees the schedules its subject made.
+    ///
+    /// `schedules.list`: needs `schedule.read`; reads; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn schedules_list(&self, params: SchedulesListParams) -> Result<SchedulesListResult> {
+        self.call(Method::SchedulesList, &params, Retry::Safe).await
+    }
+
+    /// One schedule.
+    ///
+    /// `schedules.get`: needs `schedule.read`; reads; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn schedules_get(&self, params: ScheduleRef) -> Result<Schedule> {
+        self.call(Method::SchedulesGet, &params, Retry::Safe).await
+    }
+
+    /// Makes a schedule (OpenClaw's `cron.add` job): its firings run the agent as the calling token's subject.
+    ///
+    /// `schedules.create`: needs `schedule.write`; writes; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`, `quota_exceeded`.
+    pub async fn schedules_create(&self, mut params: SchedulesCreateParams) -> Result<Schedule> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::SchedulesCreate, &params, Retry::Safe).await
+    }
+
+    /// Changes a schedule: pauses it (`enabled: false`), resumes it, or replaces its time, payload, name or catch-up policy.
+    ///
+    /// `schedules.update`: needs `schedule.write`; writes; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `conflict`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn schedules_update(&self, mut params: SchedulesUpdateParams) -> Result<Schedule> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::SchedulesUpdate, &params, Retry::Safe).await
+    }
+
+    /// Fires a schedule now, paused or not; answers the firing's task. `conflict` while its last firing is still live.
+    ///
+    /// `schedules.run`: needs `schedule.write`; writes; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `conflict`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn schedules_run(&self, mut params: ScheduleAction) -> Result<Task> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::SchedulesRun, &params, Retry::Safe).await
+    }
+
+    /// Deletes a schedule (its firings' tasks and runs stay); answers it as it was.
+    ///
+    /// `schedules.delete`: needs `schedule.write`; writes; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn schedules_delete(&self, mut params: ScheduleAction) -> Result<Schedule> {
+        if params.idempotency_key.is_none() {
+            params.idempotency_key = Some(crate::client::idempotency_key());
+        }
+        self.call(Method::SchedulesDelete, &params, Retry::Safe).await
     }
 
     /// The configured models.

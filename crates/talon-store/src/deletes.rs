@@ -1,6 +1,7 @@
 //! Deleting what a caller made, so that the store's quota recovers: a
 //! session with its runs, or one ended run, each with its events,
-//! approvals (and the rules they filed), questions, artifacts (and their
+//! approvals (and the rules they filed), questions, ended background tasks
+//! (and their events), artifacts (and their
 //! files) and suspended cells, in one transaction. The event log keeps
 //! its numbering: a cursor across the gap reads on. The pages freed are
 //! returned to the file on SQLite databases made with incremental
@@ -87,11 +88,25 @@ impl Store {
             Target::Session(_) => (format!("run_id IN ({runs}) OR session_id = $1"), true),
             Target::Run(_) => ("run_id = $1".to_owned(), false),
         };
-        let events = sqlx::query(sql!("DELETE FROM events WHERE {mine}"))
-            .bind(id.to_owned())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        // The ended tasks its runs started go with them (their events
+        // too); a task still live goes on, and tells no one when it ends
+        // (`parent_missing`).
+        let ended_tasks = match target {
+            Target::Session(_) => format!(
+                "SELECT id FROM tasks WHERE (run_id IN ({runs}) OR session_id = $1) AND status NOT IN ('queued', 'running')"
+            ),
+            Target::Run(_) => {
+                "SELECT id FROM tasks WHERE run_id = $1 AND status NOT IN ('queued', 'running')"
+                    .to_owned()
+            }
+        };
+        let events = sqlx::query(sql!(
+            "DELETE FROM events WHERE {mine} OR task_id IN ({ended_tasks})"
+        ))
+        .bind(id.to_owned())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         let session_rule = if of_session {
             " OR scope = 'session:' || $1"
         } else {
@@ -109,6 +124,10 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        sqlx::query(sql!("DELETE FROM tasks WHERE id IN ({ended_tasks})"))
+            .bind(id.to_owned())
+            .execute(&mut *tx)
+            .await?;
         let files: Vec<String> =
             sqlx::query(sql!("DELETE FROM artifacts WHERE {mine} RETURNING path"))
                 .bind(id.to_owned())

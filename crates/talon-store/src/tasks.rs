@@ -48,29 +48,39 @@ pub struct TaskOwner<'a> {
     pub token_id: Option<&'a str>,
 }
 
+/// The insert of a new task (nothing when its id is taken), for a write
+/// of its own or a transaction's.
+pub(crate) fn insert_task<'q>(
+    task: &'q Task,
+    owner: TaskOwner<'q>,
+) -> Result<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>> {
+    Ok(sqlx::query(
+        "INSERT INTO tasks (id, kind, status, session_id, run_id, child_run_id, subject, owner_agent_id, token_id, created_at, updated_at, doc, delivery_status, schedule_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING",
+    )
+    .bind(task.id.to_string())
+    .bind(enum_str(task.kind)?)
+    .bind(enum_str(task.status)?)
+    .bind(task.session_id.as_ref().map(ToString::to_string))
+    .bind(task.run_id.as_ref().map(ToString::to_string))
+    .bind(task.child_run_id.as_ref().map(ToString::to_string))
+    .bind(owner.subject.map(str::to_owned))
+    .bind(owner.agent_id.map(str::to_owned))
+    .bind(owner.token_id.map(str::to_owned))
+    .bind(ms(task.created_at)?)
+    .bind(ms(task.updated_at)?)
+    .bind(json_text(task)?)
+    .bind(enum_str(task.delivery_status)?)
+    .bind(task.schedule_id.as_ref().map(ToString::to_string)))
+}
+
 impl Store {
     /// Stores a new task; [`StoreError::Exists`] when its id is taken.
     pub async fn create_task(&self, task: &Task, owner: TaskOwner<'_>) -> Result<()> {
-        let inserted = sqlx::query(
-            "INSERT INTO tasks (id, kind, status, session_id, run_id, child_run_id, subject, owner_agent_id, token_id, created_at, updated_at, doc, delivery_status) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING",
-        )
-        .bind(task.id.to_string())
-        .bind(enum_str(task.kind)?)
-        .bind(enum_str(task.status)?)
-        .bind(task.session_id.as_ref().map(ToString::to_string))
-        .bind(task.run_id.as_ref().map(ToString::to_string))
-        .bind(task.child_run_id.as_ref().map(ToString::to_string))
-        .bind(owner.subject.map(str::to_owned))
-        .bind(owner.agent_id.map(str::to_owned))
-        .bind(owner.token_id.map(str::to_owned))
-        .bind(ms(task.created_at)?)
-        .bind(ms(task.updated_at)?)
-        .bind(json_text(task)?)
-        .bind(enum_str(task.delivery_status)?)
-        .execute(self.writes())
-        .await?
-        .rows_affected();
+        let inserted = insert_task(task, owner)?
+            .execute(self.writes())
+            .await?
+            .rows_affected();
         if inserted == 1 {
             Ok(())
         } else {

@@ -247,6 +247,42 @@ pub struct Forge {
     pub token: Option<String>,
 }
 
+fn cron_openclaw(schema: &mut Schema) {
+    openclaw(
+        schema,
+        &[
+            "store",
+            "retry",
+            "webhook",
+            "webhookToken",
+            "webhookSsrfPolicy",
+            "sessionRetention",
+            "runLog",
+            "failureDestination",
+            "failureAlert",
+            "triggers",
+        ],
+        "OpenClaw's; Talon keeps schedules in its store (schedules.*) and does not read it.",
+    );
+}
+
+/// Schedules (OpenClaw's `cron`): the schedules themselves are made with
+/// `schedules.create` and kept in the store; this section says whether
+/// this node fires them and how many of their runs may be live at once.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+#[schemars(transform = cron_openclaw)]
+pub struct CronSection {
+    /// false: this node fires no schedule (other nodes on the same store
+    /// still do; `schedules.run` still fires one here). Default true.
+    pub enabled: Option<bool>,
+    /// Most runs of firings live at once across every node (default 8): a
+    /// slot due while that many are live waits for one to end, and one
+    /// that waited past a minute goes by its schedule's `catchUp`.
+    #[schemars(range(min = 1, max = 256))]
+    pub max_concurrent_runs: Option<u32>,
+}
+
 fn diagnostics_openclaw(schema: &mut Schema) {
     openclaw(
         schema,

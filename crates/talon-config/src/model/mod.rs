@@ -45,6 +45,8 @@ pub struct Document {
     pub gateway: GatewaySection,
     /// Diagnostics: OpenTelemetry traces.
     pub diagnostics: DiagnosticsSection,
+    /// Schedules (OpenClaw's cron): whether this node fires them.
+    pub cron: CronSection,
 }
 
 /// `Deserialize` for a setting that is a scalar or an object (`true` or
@@ -88,7 +90,6 @@ const OPENCLAW_ROOT: &[&str] = &[
     "talk",
     "audio",
     "hooks",
-    "cron",
     "web",
     "discovery",
     "canvasHost",

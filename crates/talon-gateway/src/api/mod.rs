@@ -10,6 +10,7 @@ mod environments;
 mod invoke;
 mod models;
 mod runs;
+mod schedules;
 mod sessions;
 mod tasks;
 mod tokens;
@@ -355,6 +356,54 @@ impl Handler for Api {
         p: TasksEventsParams,
     ) -> Result<TasksEventsResult, ApiError> {
         self.task_events(caller, p).await
+    }
+
+    async fn schedules_list(
+        &self,
+        caller: &Caller,
+        p: talon_protocol::gateway::schedules::SchedulesListParams,
+    ) -> Result<talon_protocol::gateway::schedules::SchedulesListResult, ApiError> {
+        self.list_schedules(caller, p).await
+    }
+
+    async fn schedules_get(
+        &self,
+        caller: &Caller,
+        p: talon_protocol::gateway::schedules::ScheduleRef,
+    ) -> Result<talon_protocol::gateway::schedules::Schedule, ApiError> {
+        self.get_schedule(caller, p).await
+    }
+
+    async fn schedules_create(
+        &self,
+        caller: &Caller,
+        p: talon_protocol::gateway::schedules::SchedulesCreateParams,
+    ) -> Result<talon_protocol::gateway::schedules::Schedule, ApiError> {
+        self.create_schedule(caller, p).await
+    }
+
+    async fn schedules_update(
+        &self,
+        caller: &Caller,
+        p: talon_protocol::gateway::schedules::SchedulesUpdateParams,
+    ) -> Result<talon_protocol::gateway::schedules::Schedule, ApiError> {
+        self.update_schedule(caller, p).await
+    }
+
+    async fn schedules_run(
+        &self,
+        caller: &Caller,
+        p: talon_protocol::gateway::schedules::ScheduleAction,
+    ) -> Result<Task, ApiError> {
+        self.run_schedule(caller, p).await
+    }
+
+    async fn schedules_delete(
+        &self,
+        caller: &Caller,
+        p: talon_protocol::gateway::schedules::ScheduleAction,
+    ) -> Result<talon_protocol::gateway::schedules::Schedule, ApiError> {
+        self.delete_schedule(caller, p).await
     }
 
     async fn models_list(

@@ -67,6 +67,14 @@ impl Ledger {
         Ok(())
     }
 
+    /// Appends the first `task.updated` of a task the store already holds
+    /// (a schedule's firing, stored with its claim).
+    pub(crate) async fn announce(&self, task: &Task) {
+        if let Err(error) = self.engine.append(vec![self.event(task)]).await {
+            tracing::warn!(task = %task.id, %error, "a new task's event could not be appended");
+        }
+    }
+
     /// Changes task `read` (as it was read) to `next`, stamped now, if
     /// nothing changed it since, appending `task.updated`: `None` when
     /// another node, sweep or caller got there first (nothing is written;

@@ -220,6 +220,7 @@ impl Spawner {
             child_run_id: None,
             child_session_id: Some(session.id.clone()),
             child_session_key: Some(session.key.clone()),
+            schedule_id: None,
             depth: self.depth + 1,
             progress_summary: None,
             result: None,

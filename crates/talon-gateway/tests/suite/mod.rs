@@ -26,6 +26,7 @@ mod raw;
 mod retention;
 mod run_list;
 mod runs;
+mod schedules;
 mod scopes;
 mod session_events;
 mod ssh;

@@ -352,3 +352,100 @@ async fn sqlx_owner(node: &Node, run_id: &str) -> String {
         .unwrap()
         .unwrap_or_default()
 }
+
+/// Two nodes fire one schedule every second: each slot is claimed by one
+/// node, each firing has one run, and when one node stops the other goes
+/// on firing without a gap or a repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_fire_each_slot_of_a_schedule_exactly_once() {
+    let pg = TestPostgres::shared().unwrap();
+    let url = pg.fresh_database().unwrap();
+    let mock = MockModel::start(Script {
+        turns: vec![Turn {
+            text: Some("fired".into()),
+            ..Turn::default()
+        }],
+        replay: Replay::PerRun,
+        ..Script::default()
+    })
+    .await
+    .unwrap();
+    let a = node(&url, "node-a", &mock).await;
+    let b = node(&url, "node-b", &mock).await;
+    let admin = a.running.admin_token.clone().unwrap();
+    let client = reqwest::Client::new();
+    let (status, made) = call(
+        &client,
+        &a,
+        &admin,
+        "schedules.create",
+        json!({
+            "name": "every second",
+            "schedule": {"kind": "every", "everyMs": 1_000},
+            "payload": {"kind": "agentTurn", "message": "tick"},
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{made}");
+    let firings = async |node: &Node, at_least: u64| {
+        wait::until_async("the schedule to fire", wait::DEADLINE, async || {
+            let (_, now) = call(
+                &client,
+                node,
+                &admin,
+                "schedules.get",
+                json!({"scheduleId": made["id"]}),
+            )
+            .await;
+            (now["state"]["firings"].as_u64().unwrap_or(0) >= at_least).then_some(())
+        })
+        .await;
+    };
+    firings(&b, 3).await;
+    a.running.shutdown().await;
+    firings(&b, 6).await;
+    let (_, paused) = call(
+        &client,
+        &b,
+        &admin,
+        "schedules.update",
+        json!({"scheduleId": made["id"], "enabled": false}),
+    )
+    .await;
+    let (_, listed) = call(
+        &client,
+        &b,
+        &admin,
+        "tasks.list",
+        json!({"kind": "cron", "limit": 100}),
+    )
+    .await;
+    let tasks = listed["tasks"].as_array().unwrap();
+    assert_eq!(
+        tasks.len() as u64,
+        paused["state"]["firings"].as_u64().unwrap(),
+        "{listed}"
+    );
+    // Every firing has its own run, and no two share a slot (a second apart).
+    let mut runs: Vec<&str> = tasks
+        .iter()
+        .map(|t| t["childRunId"].as_str().unwrap())
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    assert_eq!(runs.len(), tasks.len(), "{listed}");
+    // A clock firing's id names its slot: no slot fired twice.
+    let mut slots: Vec<&str> = tasks
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().rsplit('_').next().unwrap())
+        .collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), tasks.len(), "{listed}");
+    let (_, page) = call(&client, &b, &admin, "runs.list", json!({"limit": 100})).await;
+    assert_eq!(
+        page["runs"].as_array().unwrap().len(),
+        tasks.len(),
+        "one run per firing: {page}"
+    );
+}

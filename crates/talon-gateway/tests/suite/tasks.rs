@@ -611,6 +611,7 @@ async fn a_task_whose_run_never_came_is_lost_after_a_minute_saying_why() {
         child_run_id: None,
         child_session_id: None,
         child_session_key: None,
+        schedule_id: None,
         depth: 1,
         progress_summary: None,
         result: None,

@@ -62,6 +62,7 @@ pub fn rust_client() -> String {
          use talon_protocol::gateway::params::*;\n\
          use talon_protocol::gateway::resources::*;\n\
          use talon_protocol::gateway::run_list::*;\n\
+         use talon_protocol::gateway::schedules::*;\n\
          use talon_protocol::gateway::tasks::*;\n\
          use talon_protocol::gateway::tokens::*;\n\n\
          use crate::client::{Client, Retry};\n\

@@ -189,6 +189,8 @@ bounded_ids! {
     RunId, ID_MAX, "a run id";
     /// A background task's id.
     TaskId, ID_MAX, "a task id";
+    /// A schedule's id.
+    ScheduleId, ID_MAX, "a schedule id";
     /// An approval's id.
     ApprovalId, ID_MAX, "an approval id";
     /// A question's id.
@@ -238,7 +240,9 @@ macro_rules! cursor_from {
     )*};
 }
 
-cursor_from!(EventId, MessageId, RunId, SessionId, ArtifactId, TaskId);
+cursor_from!(
+    EventId, MessageId, RunId, SessionId, ArtifactId, TaskId, ScheduleId
+);
 
 /// Free text with a cap of `N` characters (control characters allowed:
 /// newlines are text).

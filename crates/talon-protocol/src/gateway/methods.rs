@@ -13,6 +13,10 @@ use super::error::{ApiError, ErrorCode};
 use super::params::*;
 use super::resources::{Agent, ArtifactSummary, Run, RunAccepted, RunResult, Session};
 use super::run_list::{RunsListParams, RunsListResult};
+use super::schedules::{
+    Schedule, ScheduleAction, ScheduleRef, SchedulesCreateParams, SchedulesListParams,
+    SchedulesListResult, SchedulesUpdateParams,
+};
 use super::scope::Scope;
 use super::tasks::{Task, TasksListParams, TasksListResult};
 use super::tokens::{
@@ -328,6 +332,35 @@ method_table! {
     TasksEvents => "tasks.events" as tasks_events (TasksEventsParams -> TasksEventsResult) {
         scope: TaskRead, effect: Read, stability: Stable, errors: [NotFound, CursorExpired],
     }
+    /// Schedules, oldest first: runs of an agent the clock starts. A bound
+    /// token sees the schedules its subject made.
+    SchedulesList => "schedules.list" as schedules_list (SchedulesListParams -> SchedulesListResult) {
+        scope: ScheduleRead, effect: Read, stability: Experimental, errors: [],
+    }
+    /// One schedule.
+    SchedulesGet => "schedules.get" as schedules_get (ScheduleRef -> Schedule) {
+        scope: ScheduleRead, effect: Read, stability: Experimental, errors: [NotFound],
+    }
+    /// Makes a schedule (OpenClaw's `cron.add` job): its firings run the
+    /// agent as the calling token's subject.
+    SchedulesCreate => "schedules.create" as schedules_create (SchedulesCreateParams -> Schedule) {
+        scope: ScheduleWrite, effect: Write, stability: Experimental, errors: [NotFound, QuotaExceeded],
+    }
+    /// Changes a schedule: pauses it (`enabled: false`), resumes it, or
+    /// replaces its time, payload, name or catch-up policy.
+    SchedulesUpdate => "schedules.update" as schedules_update (SchedulesUpdateParams -> Schedule) {
+        scope: ScheduleWrite, effect: Write, stability: Experimental, errors: [NotFound, Conflict],
+    }
+    /// Fires a schedule now, paused or not; answers the firing's task.
+    /// `conflict` while its last firing is still live.
+    SchedulesRun => "schedules.run" as schedules_run (ScheduleAction -> Task) {
+        scope: ScheduleWrite, effect: Write, stability: Experimental, errors: [NotFound, Conflict],
+    }
+    /// Deletes a schedule (its firings' tasks and runs stay); answers it
+    /// as it was.
+    SchedulesDelete => "schedules.delete" as schedules_delete (ScheduleAction -> Schedule) {
+        scope: ScheduleWrite, effect: Write, stability: Experimental, errors: [NotFound],
+    }
     /// The configured models.
     ModelsList => "models.list" as models_list (ModelsListParams -> ModelsListResult) {
         scope: AgentRead, effect: Read, stability: Stable, errors: [CursorExpired],
@@ -437,6 +470,7 @@ impl Method {
             | Self::SessionsDelete
             | Self::RunsDelete
             | Self::TasksCancel
+            | Self::SchedulesDelete
             | Self::EventsUnsubscribe => Room::Frees,
             Self::SessionsResolve | Self::TokensTicket => Room::Grows,
             other if other.spec().effect == Effect::Write => Room::Grows,

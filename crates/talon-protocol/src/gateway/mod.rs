@@ -18,6 +18,7 @@ pub mod resources;
 pub mod run_create;
 pub mod run_list;
 pub mod run_views;
+pub mod schedules;
 pub mod scope;
 pub mod tasks;
 pub mod tokens;

@@ -411,6 +411,23 @@ refusals! {
     /// `tasks.notify`'s policy is not one this side knows.
     unknown_notify_policy() -> InvalidRequest ["field" = "notifyPolicy"]: "notifyPolicy: one of done_only, state_changes, silent";
 
+    // --- Schedules ----------------------------------------------------------
+    /// A `schedule` the clock cannot follow (a bad expression, time zone,
+    /// interval or time).
+    bad_schedule(why: text) -> InvalidRequest ["field" = "schedule"]: "schedule: {why}";
+    /// `catchUp` is not a policy this side knows.
+    unknown_catch_up() -> InvalidRequest ["field" = "catchUp"]: "catchUp: one of run_once, skip";
+    /// `deleteAfterRun` on a schedule that fires more than once.
+    delete_after_run_not_at() -> InvalidRequest ["field" = "deleteAfterRun"]: "deleteAfterRun: only an at schedule (which fires once) is deleted after its run";
+    /// `schedules.list`'s cursor is not a schedule id.
+    cursor_not_a_schedule(cursor: quoted) -> InvalidRequest ["field" = "cursor"]: "cursor {cursor} is not a schedule: pass the previous page's nextCursor";
+    /// `schedules.run` while the schedule's last firing is still live.
+    schedule_firing(id: quoted, task: quoted) -> Conflict: "schedule {id} is still running its last firing (task {task}); wait for it or cancel it";
+    /// A token past the schedules it may keep.
+    too_many_schedules(max: count) -> QuotaExceeded: "at most {max} schedules per token: delete one first";
+    /// A schedule that changed under an update.
+    schedule_busy(id: quoted) -> Conflict: "schedule {id} kept changing; update it again";
+
     // --- Approvals, questions, tools ----------------------------------------
     /// A decision the approval does not offer.
     decision_not_offered(offered: text) -> InvalidRequest: "decision not offered for this approval; offered: {offered}";

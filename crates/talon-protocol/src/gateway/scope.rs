@@ -28,6 +28,12 @@ pub enum Scope {
     /// Cancel tasks or change their notification policy.
     #[serde(rename = "task.write")]
     TaskWrite,
+    /// Read schedules.
+    #[serde(rename = "schedule.read")]
+    ScheduleRead,
+    /// Create, change, pause, run or delete schedules.
+    #[serde(rename = "schedule.write")]
+    ScheduleWrite,
     /// Approve or deny requests (and answer questions).
     #[serde(rename = "approval.respond")]
     ApprovalRespond,
@@ -53,13 +59,15 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope a gateway grants, in the seed's order.
-    pub const ALL: [Scope; 12] = [
+    pub const ALL: [Scope; 14] = [
         Self::AgentRead,
         Self::AgentRun,
         Self::SessionRead,
         Self::SessionWrite,
         Self::TaskRead,
         Self::TaskWrite,
+        Self::ScheduleRead,
+        Self::ScheduleWrite,
         Self::ApprovalRespond,
         Self::ToolsInvoke,
         Self::ArtifactsRead,
@@ -77,6 +85,8 @@ impl Scope {
             Self::SessionWrite => "session.write",
             Self::TaskRead => "task.read",
             Self::TaskWrite => "task.write",
+            Self::ScheduleRead => "schedule.read",
+            Self::ScheduleWrite => "schedule.write",
             Self::ApprovalRespond => "approval.respond",
             Self::ToolsInvoke => "tools.invoke",
             Self::ArtifactsRead => "artifacts.read",
@@ -97,6 +107,10 @@ impl Scope {
             Self::SessionWrite => "create, change and delete sessions, and send to them",
             Self::TaskRead => "read background tasks",
             Self::TaskWrite => "cancel background tasks or change how their results are posted",
+            Self::ScheduleRead => "read schedules",
+            Self::ScheduleWrite => {
+                "create, change, pause, run and delete schedules (each firing runs an agent)"
+            }
             Self::ApprovalRespond => "answer approvals and questions",
             Self::ToolsInvoke => "call exposed tools directly",
             Self::ArtifactsRead => "list and download artifacts",
@@ -137,7 +151,8 @@ pub enum ScopePreset {
     /// What an app's backend needs: run agents, follow their events and
     /// results, answer approvals and questions, read artifacts.
     App,
-    /// Read-only: agents, sessions, runs, events, tasks, artifacts.
+    /// Read-only: agents, sessions, runs, events, tasks, schedules,
+    /// artifacts.
     Viewer,
     /// Everything.
     Admin,
@@ -165,6 +180,7 @@ impl ScopePreset {
                 Scope::SessionRead,
                 Scope::SessionWrite,
                 Scope::TaskRead,
+                Scope::ScheduleRead,
                 Scope::ApprovalRespond,
                 Scope::ArtifactsRead,
             ],
@@ -172,6 +188,7 @@ impl ScopePreset {
                 Scope::AgentRead,
                 Scope::SessionRead,
                 Scope::TaskRead,
+                Scope::ScheduleRead,
                 Scope::ArtifactsRead,
             ],
             Self::Admin => &[Scope::Admin],
@@ -264,6 +281,7 @@ mod tests {
                 Scope::SessionRead,
                 Scope::SessionWrite,
                 Scope::TaskRead,
+                Scope::ScheduleRead,
                 Scope::ApprovalRespond,
                 Scope::ArtifactsRead
             ]
@@ -274,6 +292,7 @@ mod tests {
                 Scope::AgentRead,
                 Scope::SessionRead,
                 Scope::TaskRead,
+                Scope::ScheduleRead,
                 Scope::ToolsInvoke,
                 Scope::ArtifactsRead
             ]

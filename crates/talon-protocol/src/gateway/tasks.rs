@@ -10,7 +10,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::bounded::{AgentId, Cursor, RunId, SessionId, SessionKey, Subject, TaskId};
+use super::bounded::{AgentId, Cursor, RunId, ScheduleId, SessionId, SessionKey, Subject, TaskId};
 use super::error::ApiError;
 
 /// What a task tracks.
@@ -21,6 +21,9 @@ pub enum TaskKind {
     /// A child run of an agent, in a session of its own, started by a
     /// model's `sessions_spawn`.
     Subagent,
+    /// One firing of a schedule: a run of its agent (OpenClaw's `cron`
+    /// runtime; `scheduleId` names the schedule).
+    Cron,
     /// A kind this client does not know.
     #[serde(other)]
     Unknown,
@@ -28,12 +31,13 @@ pub enum TaskKind {
 
 impl TaskKind {
     /// Every kind a server gives (not `Unknown`, a newer server's).
-    pub const ALL: &'static [Self] = &[Self::Subagent];
+    pub const ALL: &'static [Self] = &[Self::Subagent, Self::Cron];
 
     /// The kind's word.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Subagent => "subagent",
+            Self::Cron => "cron",
             Self::Unknown => "unknown",
         }
     }
@@ -184,6 +188,9 @@ pub struct Task {
     /// That session's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_session_key: Option<SessionKey>,
+    /// The schedule it is a firing of (a `cron` task's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<ScheduleId>,
     /// How deep it is: 1 for a task a top-level run started, one more for
     /// each sub-agent above it.
     pub depth: u32,

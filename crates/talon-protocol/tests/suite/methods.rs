@@ -37,6 +37,13 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "tasks.cancel",
         "tasks.notify",
         "tasks.events",
+        // Talon's, beside the seed's: runs by the clock.
+        "schedules.list",
+        "schedules.get",
+        "schedules.create",
+        "schedules.update",
+        "schedules.run",
+        "schedules.delete",
         "models.list",
         "models.status",
         "tools.list",

@@ -10,6 +10,7 @@ mod failures;
 mod layers;
 mod run_list;
 pub mod runs;
+mod schedules;
 pub mod sessions;
 mod tasks;
 mod upgrade;

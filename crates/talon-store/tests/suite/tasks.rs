@@ -22,6 +22,7 @@ pub fn task(id: &str) -> Task {
         child_run_id: None,
         child_session_id: None,
         child_session_key: None,
+        schedule_id: None,
         depth: 1,
         progress_summary: None,
         result: None,

@@ -82,6 +82,20 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
             Same("not_found"),
         ),
         Method::TasksEvents => (json!({"taskId": "t"}), Same("not_found")),
+        Method::SchedulesList => (json!({}), NoneOfHers),
+        Method::SchedulesGet => (json!({"scheduleId": her["schedule"]}), NotFound),
+        // His own schedule: never hers.
+        Method::SchedulesCreate => (
+            json!({"name": "his", "enabled": false, "schedule": {"kind": "every", "everyMs": 3_600_000},
+                   "payload": {"kind": "agentTurn", "message": "x"}}),
+            NoneOfHers,
+        ),
+        Method::SchedulesUpdate => (
+            json!({"scheduleId": her["schedule"], "enabled": true}),
+            NotFound,
+        ),
+        Method::SchedulesRun => (json!({"scheduleId": her["schedule"]}), NotFound),
+        Method::SchedulesDelete => (json!({"scheduleId": her["schedule"]}), NotFound),
         Method::ModelsList => (json!({}), Same("ok")),
         Method::ModelsStatus => (json!({}), Same("ok")),
         Method::ToolsList => (json!({"sessionKey": "alice-only"}), NotFound),
@@ -144,7 +158,8 @@ async fn call(
 }
 
 /// Alice's resources: a run (with its session, approval, question and
-/// trajectory artifact), a second session by key, an environment.
+/// trajectory artifact), a second session by key, an environment, a
+/// paused schedule.
 async fn alices(g: &TestGateway, alice: &str, settings: &Value) -> Value {
     let t = Transport::Http;
     let created = call(
@@ -180,8 +195,19 @@ async fn alices(g: &TestGateway, alice: &str, settings: &Value) -> Value {
     )
     .await
     .unwrap();
+    let schedule = call(
+        g,
+        &t,
+        alice,
+        "schedules.create",
+        json!({"name": "hers", "enabled": false, "schedule": {"kind": "every", "everyMs": 3_600_000},
+               "payload": {"kind": "agentTurn", "message": "x"}}),
+    )
+    .await
+    .unwrap();
     json!({
         "settings": settings,
+        "schedule": schedule["id"],
         "run": run,
         "session": created["sessionId"],
         "other": other["id"],

@@ -124,6 +124,29 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   "tasks.events": (p) => {
     throw fail(refusals.notFound("task", p.taskId));
   },
+  // The fake has no clock that fires: it holds no schedule (see the
+  // contract's `unmodelled`).
+  "schedules.list": (p) => {
+    if (p.cursor !== undefined && p.cursor !== null) throw fail(refusals.cursorNotASchedule(p.cursor));
+    return { schedules: [] };
+  },
+  "schedules.get": (p) => {
+    throw fail(refusals.notFound("schedule", p.scheduleId));
+  },
+  "schedules.create": (p, { state }) => {
+    const agent = p.agentId ?? "main";
+    if (!state.agent(agent)) throw notFound("agent", agent);
+    throw fail(refusals.unsupported("schedules.create"));
+  },
+  "schedules.update": (p) => {
+    throw fail(refusals.notFound("schedule", p.scheduleId));
+  },
+  "schedules.run": (p) => {
+    throw fail(refusals.notFound("schedule", p.scheduleId));
+  },
+  "schedules.delete": (p) => {
+    throw fail(refusals.notFound("schedule", p.scheduleId));
+  },
   "models.list": (p) => {
     const { items, nextCursor } = pageAfter([{ id: MODEL, name: "mock-model", provider: "mock" }], p.cursor, p.limit);
     return nextCursor ? { models: items, nextCursor } : { models: items };

@@ -199,6 +199,46 @@ export interface TasksMethods {
   events(taskId: T.TasksEventsParams["taskId"], params?: Omit<T.TasksEventsParams, "taskId">, options?: CallOptions): Promise<T.TasksEventsResult>;
 }
 
+/** The `schedules.*` methods. */
+export interface SchedulesMethods {
+  /**
+   * Schedules, oldest first: runs of an agent the clock starts. A bound token sees the schedules its subject made.
+   *
+   * `schedules.list`: needs `schedule.read`; reads, retried on a retryable error; experimental.
+   */
+  list(params?: T.SchedulesListParams, options?: CallOptions): PagePromise<T.SchedulesListResult, T.SchedulesListResult["schedules"][number]>;
+  /**
+   * One schedule.
+   *
+   * `schedules.get`: needs `schedule.read`; reads, retried on a retryable error; experimental.
+   */
+  get(params: T.ScheduleRef, options?: CallOptions): Promise<T.Schedule>;
+  /**
+   * Makes a schedule (OpenClaw's `cron.add` job): its firings run the agent as the calling token's subject.
+   *
+   * `schedules.create`: needs `schedule.write`; writes, given an idempotency key when none is passed and retried with it; experimental.
+   */
+  create(params: T.SchedulesCreateParams, options?: CallOptions): Promise<T.Schedule>;
+  /**
+   * Changes a schedule: pauses it (`enabled: false`), resumes it, or replaces its time, payload, name or catch-up policy.
+   *
+   * `schedules.update`: needs `schedule.write`; writes, given an idempotency key when none is passed and retried with it; experimental.
+   */
+  update(params: T.SchedulesUpdateParams, options?: CallOptions): Promise<T.Schedule>;
+  /**
+   * Fires a schedule now, paused or not; answers the firing's task. `conflict` while its last firing is still live.
+   *
+   * `schedules.run`: needs `schedule.write`; writes, given an idempotency key when none is passed and retried with it; experimental.
+   */
+  run(params: T.ScheduleAction, options?: CallOptions): Promise<T.Task>;
+  /**
+   * Deletes a schedule (its firings' tasks and runs stay); answers it as it was.
+   *
+   * `schedules.delete`: needs `schedule.write`; writes, given an idempotency key when none is passed and retried with it; experimental.
+   */
+  delete(params: T.ScheduleAction, options?: CallOptions): Promise<T.Schedule>;
+}
+
 /** The `models.*` methods. */
 export interface ModelsMethods {
   /**
@@ -363,6 +403,7 @@ export class GatewayClient {
   readonly sessions: SessionsMethods;
   readonly runs: RunsMethods;
   readonly tasks: TasksMethods;
+  readonly schedules: SchedulesMethods;
   readonly models: ModelsMethods;
   readonly tools: ToolsMethods;
   readonly artifacts: ArtifactsMethods;
@@ -452,6 +493,25 @@ export class GatewayClient {
         caller.call("tasks.notify", { ...params, taskId }, options),
       events: (taskId, params, options) =>
         caller.call("tasks.events", { ...params, taskId }, options),
+    };
+    this.schedules = {
+      list: (params, options) =>
+        new PagePromise(
+          (cursor) =>
+            caller.call("schedules.list", cursor === undefined ? params ?? {} : { ...(params ?? {}), cursor }, options),
+          (page) => page.schedules,
+          (page) => page.nextCursor,
+        ),
+      get: (params, options) =>
+        caller.call("schedules.get", params, options),
+      create: (params, options) =>
+        caller.call("schedules.create", params, options),
+      update: (params, options) =>
+        caller.call("schedules.update", params, options),
+      run: (params, options) =>
+        caller.call("schedules.run", params, options),
+      delete: (params, options) =>
+        caller.call("schedules.delete", params, options),
     };
     this.models = {
       list: (params, options) =>

@@ -265,6 +265,60 @@ export const METHODS = {
     result: "TasksEventsResult",
     errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "cursor_expired", "internal"],
   },
+  "schedules.list": {
+    scope: "schedule.read",
+    effect: "read",
+    stability: "experimental",
+    idempotencyKey: false,
+    params: "SchedulesListParams",
+    result: "SchedulesListResult",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
+  },
+  "schedules.get": {
+    scope: "schedule.read",
+    effect: "read",
+    stability: "experimental",
+    idempotencyKey: false,
+    params: "ScheduleRef",
+    result: "Schedule",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
+  },
+  "schedules.create": {
+    scope: "schedule.write",
+    effect: "write",
+    stability: "experimental",
+    idempotencyKey: true,
+    params: "SchedulesCreateParams",
+    result: "Schedule",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal", "quota_exceeded"],
+  },
+  "schedules.update": {
+    scope: "schedule.write",
+    effect: "write",
+    stability: "experimental",
+    idempotencyKey: true,
+    params: "SchedulesUpdateParams",
+    result: "Schedule",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
+  },
+  "schedules.run": {
+    scope: "schedule.write",
+    effect: "write",
+    stability: "experimental",
+    idempotencyKey: true,
+    params: "ScheduleAction",
+    result: "Task",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "internal"],
+  },
+  "schedules.delete": {
+    scope: "schedule.write",
+    effect: "write",
+    stability: "experimental",
+    idempotencyKey: true,
+    params: "ScheduleAction",
+    result: "Schedule",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
+  },
   "models.list": {
     scope: "agent.read",
     effect: "read",
@@ -487,6 +541,12 @@ export interface MethodTypes {
   "tasks.cancel": { params: T.TasksCancelParams; result: T.Task };
   "tasks.notify": { params: T.TasksNotifyParams; result: T.Task };
   "tasks.events": { params: T.TasksEventsParams; result: T.TasksEventsResult };
+  "schedules.list": { params: T.SchedulesListParams; result: T.SchedulesListResult };
+  "schedules.get": { params: T.ScheduleRef; result: T.Schedule };
+  "schedules.create": { params: T.SchedulesCreateParams; result: T.Schedule };
+  "schedules.update": { params: T.SchedulesUpdateParams; result: T.Schedule };
+  "schedules.run": { params: T.ScheduleAction; result: T.Task };
+  "schedules.delete": { params: T.ScheduleAction; result: T.Schedule };
   "models.list": { params: T.ModelsListParams; result: T.ModelsListResult };
   "models.status": { params: T.Empty; result: T.ModelsStatusResult };
   "tools.list": { params: T.ToolsListParams; result: T.ToolsListResult };

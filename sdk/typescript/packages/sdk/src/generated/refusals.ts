@@ -466,6 +466,44 @@ export function unknownNotifyPolicy(extra: ErrorDetails = {}): ApiError {
   return refusal("invalid_request", `notifyPolicy: one of done_only, state_changes, silent`, { field: "notifyPolicy", ...extra });
 }
 
+/**
+ * A `schedule` the clock cannot follow (a bad expression, time zone,
+ *  interval or time).
+ */
+export function badSchedule(why: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `schedule: ${why}`, { field: "schedule", ...extra });
+}
+
+/** `catchUp` is not a policy this side knows. */
+export function unknownCatchUp(extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `catchUp: one of run_once, skip`, { field: "catchUp", ...extra });
+}
+
+/** `deleteAfterRun` on a schedule that fires more than once. */
+export function deleteAfterRunNotAt(extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `deleteAfterRun: only an at schedule (which fires once) is deleted after its run`, { field: "deleteAfterRun", ...extra });
+}
+
+/** `schedules.list`'s cursor is not a schedule id. */
+export function cursorNotASchedule(cursor: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `cursor ${JSON.stringify(cursor)} is not a schedule: pass the previous page's nextCursor`, { field: "cursor", ...extra });
+}
+
+/** `schedules.run` while the schedule's last firing is still live. */
+export function scheduleFiring(id: string, task: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("conflict", `schedule ${JSON.stringify(id)} is still running its last firing (task ${JSON.stringify(task)}); wait for it or cancel it`, { ...extra });
+}
+
+/** A token past the schedules it may keep. */
+export function tooManySchedules(max: number, extra: ErrorDetails = {}): ApiError {
+  return refusal("quota_exceeded", `at most ${String(max)} schedules per token: delete one first`, { ...extra });
+}
+
+/** A schedule that changed under an update. */
+export function scheduleBusy(id: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("conflict", `schedule ${JSON.stringify(id)} kept changing; update it again`, { ...extra });
+}
+
 /** A decision the approval does not offer. */
 export function decisionNotOffered(offered: string, extra: ErrorDetails = {}): ApiError {
   return refusal("invalid_request", `decision not offered for this approval; offered: ${offered}`, { ...extra });

@@ -421,6 +421,16 @@ export interface CalledTool {
 }
 
 /**
+ * What a node does with a slot that passed while no node was up to fire
+ * it (more than [`CATCH_UP_AFTER_MS`] late).
+ *
+ * - `run_once`: Fire once for all the slots missed, then go on from now (the default).
+ * - `skip`: Fire none of them; go on from now.
+ * - `unknown`: A policy this client does not know.
+ */
+export type CatchUp = "run_once" | "skip" | "unknown";
+
+/**
  * A tool the client app implements, for one run. The model sees it by
  * name beside the agent's tools (in Code Mode, beside `exec` and `wait`).
  * A turn that calls it ends the run `completed` with the call pending
@@ -1513,6 +1523,191 @@ export interface RunsWaitParams {
   timeoutMs?: number | null;
 }
 
+/** A schedule: an agent's run started by the clock. */
+export interface Schedule {
+  /** The agent each firing runs. */
+  agentId: AgentId;
+  /** What a node does with slots missed while none was up. */
+  catchUp: CatchUp;
+  /** When it was made (epoch milliseconds). */
+  createdAt: number;
+  /** Whether an `at` schedule is deleted once it fired. */
+  deleteAfterRun: boolean;
+  /** What it is for. */
+  description?: string | null;
+  /** Whether it fires (`false`: paused). */
+  enabled: boolean;
+  /** Its id. */
+  id: ScheduleId;
+  /** Its name, shown in lists. */
+  name: string;
+  /** What a firing runs. */
+  payload: SchedulePayload;
+  /** When it fires. */
+  schedule: ScheduleSpec;
+  /**
+   * The session every firing runs in; absent: each in a session of its
+   * own (`cron:<scheduleId>:<taskId>`).
+   */
+  sessionKey?: SessionKey | null;
+  /** Where it is. */
+  state: ScheduleState;
+  /**
+   * The subject of the token that made it: its firings' runs are that
+   * subject's.
+   */
+  subject?: Subject | null;
+  /** When it last changed (epoch milliseconds). */
+  updatedAt: number;
+}
+
+/** `schedules.delete` and `schedules.run`. */
+export interface ScheduleAction {
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** The schedule. */
+  scheduleId: ScheduleId;
+}
+
+/**
+ * A schedule's id.
+ *
+ * At most ID_MAX characters, no control characters.
+ */
+export type ScheduleId = string;
+
+/** What a firing runs (OpenClaw's `payload`). */
+export interface SchedulePayload {
+  kind: "agentTurn";
+  /** The run's input. */
+  message: string;
+  /** The run's time limit in seconds (default: the agent's). */
+  timeoutSeconds?: number | null;
+}
+
+/** `schedules.get`. */
+export interface ScheduleRef {
+  /** The schedule. */
+  scheduleId: ScheduleId;
+}
+
+/** When a schedule fires (OpenClaw's `schedule`). */
+export type ScheduleSpec = {
+  /** The time, e.g. `2026-12-24T18:00:00+01:00`. */
+  at: string;
+  kind: "at";
+} | {
+  /** The epoch millisecond the intervals are counted from. */
+  anchorMs?: number | null;
+  /** The interval, at least a second. */
+  everyMs: number;
+  kind: "every";
+} | {
+  /** The expression, e.g. `0 3 * * *` (every night at 03:00). */
+  expr: string;
+  kind: "cron";
+  /** An IANA time zone, e.g. `Europe/Berlin` (default UTC). */
+  tz?: string | null;
+};
+
+/** Where a schedule is (OpenClaw's `state`). */
+export interface ScheduleState {
+  /** How many times it fired. */
+  firings: number;
+  /** When it last fired (epoch milliseconds). */
+  lastRunAt?: number | null;
+  /** The task of its last firing (its status is that firing's). */
+  lastTaskId?: TaskId | null;
+  /**
+   * When it fires next (epoch milliseconds); absent when it is paused
+   * or will not fire again.
+   */
+  nextRunAt?: number | null;
+  /**
+   * How many slots it let pass without firing: its previous firing was
+   * still live, or they were missed under `catchUp: skip`.
+   */
+  skipped: number;
+}
+
+/** `schedules.create`: OpenClaw's `cron.add` job. */
+export interface SchedulesCreateParams {
+  /** The agent each firing runs (default: `main`). */
+  agentId?: AgentId | null;
+  /** Missed slots (default `run_once`). */
+  catchUp?: CatchUp | null;
+  /**
+   * Delete an `at` schedule once it fired (default `true` for `at`, as
+   * OpenClaw's; refused for the other kinds).
+   */
+  deleteAfterRun?: boolean | null;
+  /** What it is for. */
+  description?: string | null;
+  /** Whether it fires (default `true`). */
+  enabled?: boolean | null;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** Its name. */
+  name: string;
+  /** What a firing runs. */
+  payload: SchedulePayload;
+  /** When it fires. */
+  schedule: ScheduleSpec;
+  /** The session every firing runs in (default: one each). */
+  sessionKey?: SessionKey | null;
+}
+
+/** `schedules.list`: oldest first. */
+export interface SchedulesListParams {
+  /** Only this agent's. */
+  agentId?: AgentId | null;
+  /** The previous page's `nextCursor`. */
+  cursor?: Cursor | null;
+  /** At most this many (the gateway's default and cap apply). */
+  limit?: number | null;
+}
+
+/** `schedules.list`'s answer. */
+export interface SchedulesListResult {
+  /** The next page's cursor (absent on the last page). */
+  nextCursor?: Cursor | null;
+  /** Oldest first. */
+  schedules: Schedule[];
+}
+
+/**
+ * `schedules.update`: the fields given replace the schedule's; `enabled:
+ * false` pauses it and `true` resumes it from now (no catch-up for the
+ * time it was paused).
+ */
+export interface SchedulesUpdateParams {
+  /** A new catch-up policy. */
+  catchUp?: CatchUp | null;
+  /** A new description. */
+  description?: string | null;
+  /** Pause (`false`) or resume (`true`). */
+  enabled?: boolean | null;
+  /**
+   * Makes a retried call safe: the same key with the same params
+   * returns the first call's result.
+   */
+  idempotencyKey?: IdempotencyKey | null;
+  /** A new name. */
+  name?: string | null;
+  /** A new payload. */
+  payload?: SchedulePayload | null;
+  /** A new time (its next slot is counted from now). */
+  schedule?: ScheduleSpec | null;
+  /** The schedule. */
+  scheduleId: ScheduleId;
+}
+
 /**
  * What a token may do. A method names the one scope it requires; `admin`
  * satisfies every scope.
@@ -1523,6 +1718,8 @@ export interface RunsWaitParams {
  * - `session.write`: Create, send to, fork, compact and abort sessions.
  * - `task.read`: Read background task state.
  * - `task.write`: Cancel tasks or change their notification policy.
+ * - `schedule.read`: Read schedules.
+ * - `schedule.write`: Create, change, pause, run or delete schedules.
  * - `approval.respond`: Approve or deny requests (and answer questions).
  * - `tools.invoke`: Call exposed tools directly.
  * - `artifacts.read`: List and download artifacts.
@@ -1531,14 +1728,14 @@ export interface RunsWaitParams {
  * - `admin`: Administrative operations; implies every other scope.
  * - `Unknown`: A scope this client does not know (sent by a newer gateway).
  */
-export type Scope = "agent.read" | "agent.run" | "session.read" | "session.write" | "task.read" | "task.write" | "approval.respond" | "tools.invoke" | "artifacts.read" | "environment.write" | "metrics.read" | "admin" | "Unknown";
+export type Scope = "agent.read" | "agent.run" | "session.read" | "session.write" | "task.read" | "task.write" | "schedule.read" | "schedule.write" | "approval.respond" | "tools.invoke" | "artifacts.read" | "environment.write" | "metrics.read" | "admin" | "Unknown";
 
 /**
  * A named set of scopes, for people: `talon token create --scope app`,
  * `tokens.create {preset: "app"}`.
  *
  * - `app`: What an app's backend needs: run agents, follow their events and results, answer approvals and questions, read artifacts.
- * - `viewer`: Read-only: agents, sessions, runs, events, tasks, artifacts.
+ * - `viewer`: Read-only: agents, sessions, runs, events, tasks, schedules, artifacts.
  * - `admin`: Everything.
  */
 export type ScopePreset = "app" | "viewer" | "admin";
@@ -1821,6 +2018,8 @@ export interface Task {
   result?: string | null;
   /** The run that started it. */
   runId?: RunId | null;
+  /** The schedule it is a firing of (a `cron` task's). */
+  scheduleId?: ScheduleId | null;
   /** The session that started it (its result is posted there). */
   sessionId?: SessionId | null;
   /** That session's key. */
@@ -1849,9 +2048,10 @@ export type TaskId = string;
  * What a task tracks.
  *
  * - `subagent`: A child run of an agent, in a session of its own, started by a model's `sessions_spawn`.
+ * - `cron`: One firing of a schedule: a run of its agent (OpenClaw's `cron` runtime; `scheduleId` names the schedule).
  * - `unknown`: A kind this client does not know.
  */
-export type TaskKind = "subagent" | "unknown";
+export type TaskKind = "subagent" | "cron" | "unknown";
 
 /** `tasks.get`. */
 export interface TaskRef {
@@ -2410,7 +2610,7 @@ export const ERROR_CODES: readonly ErrorCode[] = ["invalid_request", "unauthenti
 export const EVENT_TYPES: readonly EventType[] = ["run.created", "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.timed_out", "assistant.delta", "assistant.message", "thinking.delta", "tool.call.started", "tool.call.delta", "tool.call.completed", "tool.call.failed", "approval.requested", "approval.resolved", "question.requested", "question.answered", "artifact.created", "artifact.updated", "session.created", "session.updated", "session.compacted", "task.updated", "git.branch", "git.diff", "git.pr"];
 
 /** Every token scope. */
-export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin", "Unknown"];
+export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "schedule.read", "schedule.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin", "Unknown"];
 
 /** The HTTP status each error code is sent with. */
 export const ERROR_HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
