@@ -55,6 +55,16 @@ function samples(made: Made): Samples {
     "tasks.cancel": { taskId: "task_1" },
     "tasks.notify": { taskId: "task_1", notifyPolicy: "silent" },
     "tasks.events": { taskId: "task_1" },
+    "schedules.list": {},
+    "schedules.get": { scheduleId: "sch_1" },
+    "schedules.create": {
+      name: "nightly",
+      schedule: { kind: "cron", expr: "0 3 * * *", tz: "Europe/Berlin" },
+      payload: { kind: "agentTurn", message: "report" },
+    },
+    "schedules.update": { scheduleId: "sch_1", enabled: false },
+    "schedules.run": { scheduleId: "sch_1" },
+    "schedules.delete": { scheduleId: "sch_1" },
     "models.list": {},
     "models.status": {},
     "tools.list": {},
@@ -121,13 +131,16 @@ function unsupported(m: MethodName): boolean {
 
 /**
  * What each answers beside success (`200` over HTTP): the table's unsupported methods, the WebSocket's own over
- * HTTP, and a task the fake does not hold (it spawns none).
+ * HTTP, and a task or schedule the fake does not hold (it spawns and fires none).
  */
 function expected(transport: "http" | "websocket"): Record<string, unknown> {
   return Object.fromEntries(
     (Object.keys(METHODS) as MethodName[]).map((m) => {
       if (unsupported(m)) return [m, "unsupported"];
       if (m.startsWith("tasks.") && m !== "tasks.list") return [m, "not_found"];
+      // It holds no schedule, and makes none: it has no clock that fires.
+      if (m === "schedules.create") return [m, "unsupported"];
+      if (m.startsWith("schedules.") && m !== "schedules.list") return [m, "not_found"];
       if (transport === "http" && m.startsWith("events.")) return [m, "invalid_request"];
       return [m, "ok"];
     }),
@@ -146,7 +159,8 @@ describe("the method table", () => {
         outcomes[method] = answer.status === 200 ? "ok" : code;
         // A 404 is a task the fake does not hold, never a missing route.
         assert.ok(
-          ![405, 500].includes(answer.status) && (answer.status !== 404 || method.startsWith("tasks.")),
+          ![405, 500].includes(answer.status) &&
+            (answer.status !== 404 || method.startsWith("tasks.") || method.startsWith("schedules.")),
           `${method}: ${answer.status}`,
         );
       }
