@@ -273,13 +273,14 @@ fn firing_task(schedule: &Schedule, id: Option<TaskId>, now: u64) -> Result<Task
     })
 }
 
-/// The first slot of a schedule made or re-timed at `now` (none for an
-/// `at` in the past: it never fires).
+/// The first slot of a schedule made or re-timed at `now`: the first
+/// after now (an `every` made now fires first one interval on), or an
+/// `at` that is not past (one in the past never fires).
 pub(crate) fn first_slot(spec: &ScheduleSpec, now: u64) -> Result<Option<u64>, String> {
     let slots = check(spec, now)?;
     Ok(match spec {
         ScheduleSpec::At { .. } => slots.next_after(now.saturating_sub(1)),
-        _ => slots.first_from(now),
+        _ => slots.next_after(now),
     })
 }
 

@@ -119,14 +119,6 @@ impl Slots {
             }
         }
     }
-
-    /// The first slot at or after `t`: a new schedule's first.
-    pub(crate) fn first_from(&self, t: u64) -> Option<u64> {
-        match self {
-            Self::At(at) => Some(*at),
-            _ => self.next_after(t.saturating_sub(1)),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -196,7 +188,6 @@ mod tests {
         assert_eq!(every.next_after(0), Some(10_500));
         assert_eq!(every.next_after(10_500), Some(11_500));
         assert_eq!(every.next_after(99_999), Some(100_500));
-        assert_eq!(every.first_from(10_500), Some(10_500));
         let at = check(
             &ScheduleSpec::At {
                 at: Text::from("2026-12-24T18:00:00+01:00"),

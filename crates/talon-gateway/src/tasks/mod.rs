@@ -49,8 +49,16 @@ impl Ledger {
             ts: task.updated_at,
             kind,
             run_id: None,
-            session_id: task.session_id.clone(),
-            session_key: task.session_key.clone(),
+            // A schedule's firing has no parent session: its events go
+            // with its run's session, so its subject's tokens see them.
+            session_id: task
+                .session_id
+                .clone()
+                .or_else(|| task.child_session_id.clone()),
+            session_key: task
+                .session_key
+                .clone()
+                .or_else(|| task.child_session_key.clone()),
             subject: None,
             task_id: Some(task.id.clone()),
             agent_id: task.agent_id.clone(),

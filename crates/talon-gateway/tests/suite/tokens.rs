@@ -70,7 +70,7 @@ async fn an_app_token_runs_waits_and_streams_but_cannot_mint() {
             "id": minted["id"],
             "name": "web backend",
             "scopes": ["agent.read", "agent.run", "session.read", "session.write", "task.read",
-                       "approval.respond", "artifacts.read"],
+                       "schedule.read", "approval.respond", "artifacts.read"],
             "expiresAt": expires_at,
         })
     );

@@ -145,7 +145,7 @@ pub(super) fn rules() -> String {
     out.push_str(
         "//\n// How a run's events fold into its status, and its status into its result:\n\
          // the protocol's `EventType::ended_status` and `RunResultStatus::of`.\n\n\
-         import type { EventType, NotifyPolicy, RunResultStatus, RunStatus, TaskKind, TaskStatus } from \"./types.js\";\n\n\
+         import type { EventType, NotifyPolicy, RunResultStatus, RunStatus, Scope, ScopePreset, TaskKind, TaskStatus } from \"./types.js\";\n\n\
          /** Each event type that ends a run, and the run's status after it. */\n\
          export const RUN_ENDS: Readonly<Partial<Record<EventType, RunStatus>>> = {\n",
     );
@@ -212,5 +212,18 @@ pub(super) fn rules() -> String {
         list(TaskKind::ALL.iter().map(wire).collect()),
         list(NotifyPolicy::ALL.iter().map(wire).collect()),
     );
+    out.push_str(
+        "\n/** The scopes each preset grants (`tokens.create`'s `preset`). */\n\
+         export const SCOPE_PRESETS: Readonly<Record<ScopePreset, readonly Scope[]>> = {\n",
+    );
+    for preset in crate::gateway::ScopePreset::ALL {
+        let _ = writeln!(
+            out,
+            "  {}: [{}],",
+            preset.as_str(),
+            list(preset.scopes().iter().map(wire).collect())
+        );
+    }
+    out.push_str("};\n");
     out
 }

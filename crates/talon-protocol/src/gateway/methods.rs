@@ -308,8 +308,8 @@ method_table! {
     RunsDelete => "runs.delete" as runs_delete (RunsDeleteParams -> Run) {
         scope: SessionWrite, effect: Write, stability: Stable, errors: [NotFound, Conflict],
     }
-    /// Background tasks, newest first: sub-agents a run spawned. A bound
-    /// token sees the tasks its own runs started.
+    /// Background tasks, newest first: sub-agents a run spawned and the
+    /// firings of schedules. A bound token sees its subject's.
     TasksList => "tasks.list" as tasks_list (TasksListParams -> TasksListResult) {
         scope: TaskRead, effect: Read, stability: Stable, errors: [],
     }

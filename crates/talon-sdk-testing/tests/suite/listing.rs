@@ -32,7 +32,7 @@ async fn minted_tokens_authenticate_and_a_keyed_retry_replaces_the_secret() {
         "token": "<secret>",
         "id": "<tok_1>",
         "name": "web",
-        "scopes": ["agent.read", "session.read", "task.read", "artifacts.read"],
+        "scopes": ["agent.read", "session.read", "task.read", "schedule.read", "artifacts.read"],
         "expiresAt": "<time>"
     });
     let (status, first) = call(&g, g.token(), "tokens.create", params.clone()).await;

@@ -62,7 +62,7 @@ describe("authentication", () => {
         expiresAt: "<time>",
         id: viewer.id,
         name: "dashboard",
-        scopes: ["agent.read", "session.read", "task.read", "artifacts.read"],
+        scopes: ["agent.read", "session.read", "task.read", "schedule.read", "artifacts.read"],
         token: "<secret>",
       });
       assert.match(viewer.id, /^tok_[0-9a-f]{16}$/);

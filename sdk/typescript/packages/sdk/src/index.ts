@@ -46,6 +46,7 @@ export {
   TASK_TERMINAL_STATUSES,
   TASK_KINDS,
   NOTIFY_POLICIES,
+  SCOPE_PRESETS,
 } from "./generated/rules.js";
 /** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */
 export * as protocol from "./generated/types.js";

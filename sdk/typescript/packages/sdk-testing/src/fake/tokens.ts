@@ -8,7 +8,7 @@
 
 import { randomBytes } from "node:crypto";
 
-import { caps, SCOPES, type protocol as P, refusals } from "@talon/sdk";
+import { caps, SCOPE_PRESETS, SCOPES, type protocol as P, refusals } from "@talon/sdk";
 
 import { Failure, fail, notFound, unauthenticated } from "./errors.js";
 import { State, now, sha256, type Caller, type MintedToken } from "./state.js";
@@ -20,11 +20,8 @@ const MAX_TOKEN_TTL_MS = caps.MAX_TOKEN_TTL_MS;
 /** The fake's own token's id. */
 const OWN_TOKEN_ID = "tok_fakegateway00";
 
-const PRESETS: Record<P.ScopePreset, P.Scope[]> = {
-  app: ["agent.read", "agent.run", "session.read", "session.write", "task.read", "approval.respond", "artifacts.read"],
-  viewer: ["agent.read", "session.read", "task.read", "artifacts.read"],
-  admin: ["admin"],
-};
+/** The scopes each preset grants: the protocol's, generated. */
+const PRESETS: Readonly<Record<P.ScopePreset, readonly P.Scope[]>> = SCOPE_PRESETS;
 
 /** Scopes in the protocol's order, each once. */
 function ordered(scopes: readonly P.Scope[]): P.Scope[] {

@@ -168,7 +168,7 @@ export interface RunsMethods {
 /** The `tasks.*` methods. */
 export interface TasksMethods {
   /**
-   * Background tasks, newest first: sub-agents a run spawned. A bound token sees the tasks its own runs started.
+   * Background tasks, newest first: sub-agents a run spawned and the firings of schedules. A bound token sees its subject's.
    *
    * `tasks.list`: needs `task.read`; reads, retried on a retryable error; stable.
    */

@@ -4,7 +4,7 @@
 // How a run's events fold into its status, and its status into its result:
 // the protocol's `EventType::ended_status` and `RunResultStatus::of`.
 
-import type { EventType, NotifyPolicy, RunResultStatus, RunStatus, TaskKind, TaskStatus } from "./types.js";
+import type { EventType, NotifyPolicy, RunResultStatus, RunStatus, Scope, ScopePreset, TaskKind, TaskStatus } from "./types.js";
 
 /** Each event type that ends a run, and the run's status after it. */
 export const RUN_ENDS: Readonly<Partial<Record<EventType, RunStatus>>> = {
@@ -46,3 +46,10 @@ export const TASK_KINDS: readonly TaskKind[] = ["subagent", "cron"];
 
 /** Every notification policy (not a newer server's). */
 export const NOTIFY_POLICIES: readonly NotifyPolicy[] = ["done_only", "state_changes", "silent"];
+
+/** The scopes each preset grants (`tokens.create`'s `preset`). */
+export const SCOPE_PRESETS: Readonly<Record<ScopePreset, readonly Scope[]>> = {
+  app: ["agent.read", "agent.run", "session.read", "session.write", "task.read", "schedule.read", "approval.respond", "artifacts.read"],
+  viewer: ["agent.read", "session.read", "task.read", "schedule.read", "artifacts.read"],
+  admin: ["admin"],
+};
