@@ -214,10 +214,8 @@ impl FakeGateway {
                 match (status, result) {
                     (TaskStatus::Succeeded, Some(text)) => t.result = Some(text.to_owned()),
                     (_, Some(text)) if status.is_terminal() => {
-                        t.error = Some(talon_protocol::gateway::ApiError::new(
-                            talon_protocol::gateway::ErrorCode::Internal,
-                            text,
-                        ));
+                        use talon_protocol::gateway::{ApiError, ErrorCode};
+                        t.error = Some(ApiError::new(ErrorCode::Internal, text)); // the test's words
                     }
                     (_, Some(text)) => t.progress_summary = Some(text.to_owned()),
                     (_, None) => {}

@@ -6,13 +6,7 @@
 // method (unknown: `not_found`), its scope, its params (an object, checked
 // against its schema), `unsupported`, then the handler.
 
-import {
-  METHODS,
-  type MethodName,
-  type MethodTypes,
-  type protocol as P,
-  refusals,
-} from "@talon/sdk";
+import { METHODS, type MethodName, type MethodTypes, type protocol as P, refusals } from "@talon/sdk";
 
 import {
   createAgent,

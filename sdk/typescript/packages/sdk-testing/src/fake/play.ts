@@ -233,7 +233,10 @@ async function step(
       const task = createTask(state, next.task, record.run);
       const result = { status: "accepted", taskId: task.id };
       const durationMs = endCall(record, result);
-      emit(state, record, { type: "tool.call.completed", data: { callId, durationMs, name: "sessions_spawn", result } });
+      emit(state, record, {
+        type: "tool.call.completed",
+        data: { callId, durationMs, name: "sessions_spawn", result },
+      });
       return undefined;
     }
   }
