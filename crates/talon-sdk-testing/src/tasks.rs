@@ -251,21 +251,21 @@ pub(crate) fn play(shared: Arc<Shared>, id: TaskId, spec: &FakeTask) {
 /// `tasks.list`: newest first, filtered, paged by task id.
 pub(crate) fn list(shared: &Shared, p: TasksListParams) -> Result<TasksListResult, ApiError> {
     p.check()?;
-    let tasks: Vec<Task> = shared.read(|s| {
-        s.tasks
-            .iter()
-            .rev()
-            .filter(|t| p.admits(t))
-            .cloned()
-            .collect()
-    });
     let cursor = p.cursor.as_ref().map(Cursor::as_str);
-    if let Some(cursor) = cursor
-        && shared.read(|s| s.task(cursor).is_err())
-    {
-        return Err(refuse::cursor_not_a_task(cursor));
-    }
-    let (tasks, next_cursor) = page_after(tasks, cursor, p.limit, |t| t.id.as_str())?;
+    // Keyset paging, as the gateway's: the tasks older than the cursor's,
+    // whether or not the cursor's own still passes the filter.
+    let tasks: Vec<Task> = shared.read(|s| {
+        let newest = s.tasks.iter().rev();
+        let skip = match cursor {
+            None => 0,
+            Some(cursor) => match s.tasks.iter().rev().position(|t| t.id.as_str() == cursor) {
+                Some(at) => at + 1,
+                None => return Err(refuse::cursor_not_a_task(cursor)),
+            },
+        };
+        Ok(newest.skip(skip).filter(|t| p.admits(t)).cloned().collect())
+    })?;
+    let (tasks, next_cursor) = page_after(tasks, None, p.limit, |t| t.id.as_str())?;
     Ok(TasksListResult { tasks, next_cursor })
 }
 

@@ -251,4 +251,41 @@ async fn a_task_that_fails_carries_its_error_and_lists_page_by_page() {
         vec![Some("doomed"), Some("job 2"), Some("job 1"), Some("job 0")]
     );
     assert_eq!(calls_of(&fake, "tasks.list"), 2);
+
+    // Paging goes on from a cursor whose task has left the filter meanwhile.
+    for n in 3..6 {
+        fake.add_task(FakeTask::new(format!("held {n}")).held());
+    }
+    let running = TasksListParams {
+        status: Some(vec![TaskStatus::Running]),
+        limit: Some(1),
+        ..TasksListParams::default()
+    };
+    let mut cancelled = Vec::new();
+    let mut page = talon.client().tasks_list(running.clone()).await.unwrap();
+    loop {
+        for info in page.tasks {
+            let task = Task::from_parts(talon.client().clone(), info);
+            cancelled.push(task.cancel(None).await.unwrap().description.clone());
+        }
+        let Some(cursor) = page.next_cursor else {
+            break;
+        };
+        page = talon
+            .client()
+            .tasks_list(TasksListParams {
+                cursor: Some(cursor),
+                ..running.clone()
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        cancelled,
+        vec![
+            Some("held 5".to_owned()),
+            Some("held 4".to_owned()),
+            Some("held 3".to_owned())
+        ]
+    );
 }

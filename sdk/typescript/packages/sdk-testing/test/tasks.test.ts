@@ -156,6 +156,13 @@ describe("scripted tasks", () => {
         all.map((t) => t.info?.description),
         ["doomed", "job 2", "job 1", "job 0"],
       );
+      // Paging goes on from a cursor whose task has left the filter meanwhile.
+      for (const n of [3, 4, 5]) fake.addTask(FakeTask.of(`held ${n}`).held());
+      const cancelled: string[] = [];
+      for await (const task of talon.tasks.list({ status: ["running"], limit: 1 })) {
+        cancelled.push((await task.cancel()).description ?? "");
+      }
+      assert.deepEqual(cancelled, ["held 5", "held 4", "held 3"]);
     });
   });
 });

@@ -211,8 +211,12 @@ export function listTasks(state: State, p: P.TasksListParams): P.TasksListResult
   if (p.cursor !== undefined && p.cursor !== null && !state.tasks.some((t) => t.id === p.cursor)) {
     throw fail(refusals.cursorNotATask(p.cursor));
   }
-  const all = [...state.tasks]
-    .reverse()
+  // Keyset paging, as the gateway's: the tasks older than the cursor's,
+  // whether or not the cursor's own still passes the filter.
+  const newest = [...state.tasks].reverse();
+  const at = p.cursor ? newest.findIndex((t) => t.id === p.cursor) + 1 : 0;
+  const rest = newest
+    .slice(at)
     .filter(
       (t) =>
         (!p.status || p.status.includes(t.status)) &&
@@ -220,8 +224,6 @@ export function listTasks(state: State, p: P.TasksListParams): P.TasksListResult
         (!p.sessionId || t.sessionId === p.sessionId) &&
         (!p.runId || t.runId === p.runId),
     );
-  const at = p.cursor ? all.findIndex((t) => t.id === p.cursor) + 1 : 0;
-  const rest = all.slice(at);
   const size = limitOf(p.limit);
   const tasks = copy(rest.slice(0, size));
   const next = rest.length > size ? tasks.at(-1)?.id : undefined;
