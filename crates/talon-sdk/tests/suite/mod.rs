@@ -134,11 +134,28 @@ fn fake_run(scenario: Scenario) -> FakeRun {
 
 impl Backend {
     pub async fn start(kind: Kind, scenario: Scenario) -> Self {
+        let defaults = match scenario {
+            Scenario::Spawn => json!({"subagents": {}}),
+            _ => json!({}),
+        };
+        let runs = vec![fake_run(scenario); FAKE_RUNS];
+        Self::start_with(kind, script(scenario), runs, defaults).await
+    }
+
+    /// A backend whose model plays `script` (the real gateway's) or whose
+    /// runs play `runs` (the fake's, in order; then `ok`), with
+    /// `defaults`' keys added to the config's `agents.defaults`.
+    pub async fn start_with(
+        kind: Kind,
+        script: Script,
+        runs: Vec<FakeRun>,
+        defaults: serde_json::Value,
+    ) -> Self {
         match kind {
             Kind::Fake => {
                 let fake = FakeGateway::start().await.unwrap();
-                for _ in 0..FAKE_RUNS {
-                    fake.script_run(fake_run(scenario));
+                for run in runs {
+                    fake.script_run(run);
                 }
                 Self {
                     kind,
@@ -151,11 +168,11 @@ impl Backend {
             Kind::Real => {
                 let dir = tempfile::tempdir().unwrap();
                 std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
-                let mock = Arc::new(MockModel::start(script(scenario)).await.unwrap());
+                let mock = Arc::new(MockModel::start(script).await.unwrap());
                 let mut doc =
                     json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
-                if scenario == Scenario::Spawn {
-                    doc["agents"]["defaults"]["subagents"] = json!({});
+                for (key, value) in defaults.as_object().into_iter().flatten() {
+                    doc["agents"]["defaults"][key] = value.clone();
                 }
                 let config = talon_config::Config::parse(&doc.to_string(), None).unwrap();
                 let host = Arc::new(
