@@ -270,7 +270,10 @@ fn emit(shared: &Shared, run_id: &str, data: EventData) {
 /// A `sessions_spawn` call that records `task` and returns at once, as
 /// the gateway's answers: `{status: "accepted", taskId}`.
 fn spawn(shared: &Arc<Shared>, run_id: &str, task: &super::tasks::FakeTask) {
-    let arguments = json!({"task": task.description, "label": task.label});
+    let mut arguments = json!({"task": task.description});
+    if let Some(label) = &task.label {
+        arguments["label"] = json!(label);
+    }
     let stored = shared.write(|s| {
         let run = s.runs.get(run_id).map(|r| r.run.clone())?;
         let call_id = start_call(s, run_id, "sessions_spawn", arguments);

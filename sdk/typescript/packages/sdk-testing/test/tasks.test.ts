@@ -61,7 +61,7 @@ describe("scripted tasks", () => {
         [
           {
             type: "tool.call.started",
-            data: { callId: "call_1", name: "sessions_spawn", arguments: { task: "find it" } },
+            data: { callId: "call_1", name: "sessions_spawn", arguments: { task: "find it", label: "finder" } },
           },
           {
             type: "tool.call.completed",

@@ -229,6 +229,7 @@ async function step(
     }
     case "spawn": {
       const args: Record<string, unknown> = { task: next.task.description };
+      if (next.task.labelText !== undefined) args.label = next.task.labelText;
       const callId = startCall(state, record, "sessions_spawn", args, false);
       const task = createTask(state, next.task, record.run);
       const result = { status: "accepted", taskId: task.id };

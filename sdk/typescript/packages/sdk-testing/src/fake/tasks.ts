@@ -125,6 +125,11 @@ export class FakeTask {
     return task;
   }
 
+  /** @internal Its label, if it has one. */
+  get labelText(): string | undefined {
+    return this.#label;
+  }
+
   /** @internal How long, and how it ends. */
   get ending(): { takesMs: number; ending: Ending } {
     return { takesMs: this.#takesMs, ending: this.#ending };
