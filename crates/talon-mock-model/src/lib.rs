@@ -25,7 +25,9 @@
 //!
 //! With `"replay": "perRun"`, every run replays the turns from the first
 //! (a request's turn is the number of assistant messages after its last
-//! user message), so concurrent runs each get the whole script. With
+//! user message), so concurrent runs each get the whole script; with
+//! `"byInput": {"some text": [turns]}` too, a run whose user messages
+//! contain that text replays those turns instead. With
 //! `"record": false` the server keeps no request bodies or headers (long benchmarks).
 //!
 //! A string argument `"$lastTool:/runId"` is replaced by the value at that
@@ -309,7 +311,10 @@ async fn serve(
             (Replay::PerRun, Wire::OpenAi) => openai::turn_in_run(&request),
             (Replay::PerRun, Wire::Anthropic) => anthropic::turn_in_run(&request),
         };
-        let turn = s.script.turns.get(index).cloned();
+        let turn = match s.script.replay {
+            Replay::Sequential => s.script.turns.get(index).cloned(),
+            Replay::PerRun => s.script.turns_for(&user_text(&request)).get(index).cloned(),
+        };
         s.next += 1;
         (turn, s.next)
     };
@@ -410,9 +415,59 @@ fn event_stream(pieces: Vec<Vec<u8>>, pause: Duration) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// The text of a request's user messages, joined (a string content, or
+/// its `text` blocks; both wires).
+fn user_text(request: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for message in request["messages"].as_array().into_iter().flatten() {
+        if message["role"] != "user" {
+            continue;
+        }
+        match &message["content"] {
+            serde_json::Value::String(text) => out.push_str(text),
+            serde_json::Value::Array(blocks) => {
+                for block in blocks {
+                    if let Some(text) = block["text"].as_str() {
+                        out.push_str(text);
+                    }
+                }
+            }
+            _ => {}
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_whose_user_messages_name_a_text_replays_its_turns() {
+        let script = Script::from_json(&json!({
+            "replay": "perRun",
+            "turns": [{"text": "plain"}],
+            "byInput": {"fan out": [{"text": "spawning"}]},
+        }))
+        .unwrap();
+        let asked = |content: Value| {
+            let request = json!({"messages": [{"role": "system", "content": "fan out"}, {"role": "user", "content": content}]});
+            script.turns_for(&user_text(&request))[0].text.clone()
+        };
+        assert_eq!(
+            (
+                asked(json!("please fan out now")),
+                asked(json!([{"type": "text", "text": "fan out"}])),
+                asked(json!("a plain question")),
+            ),
+            (
+                Some("spawning".into()),
+                Some("spawning".into()),
+                Some("plain".into())
+            )
+        );
+    }
 
     #[test]
     fn arguments_take_values_from_the_last_tool_result() {

@@ -76,6 +76,20 @@ pub struct Script {
     /// Keep no request bodies (`"record": false`): for long benchmarks,
     /// whose memory figures would otherwise count the mock's log.
     pub forget_requests: bool,
+    /// With `perRun`: a run whose user messages contain one of these texts
+    /// replays that text's turns instead of `turns` (`"byInput": {"text":
+    /// [turns]}`; the first that matches, in order).
+    pub by_input: Vec<(String, Vec<Turn>)>,
+}
+
+impl Script {
+    /// The turns a run replays whose user messages say `user_text`.
+    pub(crate) fn turns_for(&self, user_text: &str) -> &[Turn] {
+        self.by_input
+            .iter()
+            .find(|(text, _)| user_text.contains(text.as_str()))
+            .map_or(&self.turns, |(_, turns)| turns)
+    }
 }
 
 /// How a request picks its reply.
@@ -161,7 +175,18 @@ impl Script {
                 )));
             }
         };
+        let mut by_input = Vec::new();
+        for (text, turns) in value["byInput"].as_object().into_iter().flatten() {
+            let turns = turns
+                .as_array()
+                .ok_or_else(|| bad("each of `byInput`'s values must be a list of turns"))?
+                .iter()
+                .map(turn)
+                .collect::<Result<_, MockError>>()?;
+            by_input.push((text.clone(), turns));
+        }
         Ok(Self {
+            by_input,
             replay,
             forget_requests: value.get("record").and_then(Value::as_bool) == Some(false),
             api_key: value["apiKey"].as_str().map(str::to_owned),

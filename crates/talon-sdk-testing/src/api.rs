@@ -1,7 +1,6 @@
 //! The method table, served from memory: `talon_protocol`'s [`Handler`]
-//! for the fake gateway, so every method of the table is answered (the
-//! `tasks.*` methods by `dispatch`, `unsupported`). Runs are
-//! [`super::runs`]'; fork and compaction [`super::sessions`]'; answers
+//! for the fake gateway, so every method of the table is answered. Runs are
+//! [`super::runs`]'; background tasks [`super::tasks`]'; fork and compaction [`super::sessions`]'; answers
 //! to approvals and questions, environments and `tools.invoke` are
 //! [`super::catalog`]'s.
 
@@ -242,32 +241,20 @@ impl Handler for Api {
         runs::cancel(self, p.run_id.as_str(), false).await
     }
 
-    // No run of the fake spawns work in the background: it holds no
-    // tasks, and answers as the gateway does a store without any.
     async fn tasks_list(&self, _: &(), p: TasksListParams) -> Result<TasksListResult, ApiError> {
-        p.check()?;
-        if let Some(cursor) = &p.cursor {
-            return Err(refuse::cursor_not_a_task(cursor.as_str()));
-        }
-        Ok(TasksListResult {
-            tasks: Vec::new(),
-            next_cursor: None,
-        })
+        super::tasks::list(self, p)
     }
 
     async fn tasks_get(&self, _: &(), p: TaskRef) -> Result<Task, ApiError> {
-        Err(refuse::not_found("task", p.task_id.as_str()))
+        super::tasks::get(self, p)
     }
 
     async fn tasks_cancel(&self, _: &(), p: TasksCancelParams) -> Result<Task, ApiError> {
-        Err(refuse::not_found("task", p.task_id.as_str()))
+        super::tasks::cancel(self, p)
     }
 
     async fn tasks_notify(&self, _: &(), p: TasksNotifyParams) -> Result<Task, ApiError> {
-        if p.notify_policy == NotifyPolicy::Unknown {
-            return Err(refuse::unknown_notify_policy());
-        }
-        Err(refuse::not_found("task", p.task_id.as_str()))
+        super::tasks::notify(self, p)
     }
 
     async fn tasks_events(
@@ -275,7 +262,7 @@ impl Handler for Api {
         _: &(),
         p: TasksEventsParams,
     ) -> Result<TasksEventsResult, ApiError> {
-        Err(refuse::not_found("task", p.task_id.as_str()))
+        super::tasks::events(self, p)
     }
 
     async fn schedules_list(

@@ -25,14 +25,15 @@
 //! # }
 //! ```
 //!
-//! Modules: `state` (the memory), `api` (the method table), `runs` and
+//! Modules: `state` (the memory), `api` (the method table), `tasks` (background tasks), `runs` and
 //! `play` and `end` (runs), `sessions` (fork, compact), `catalog` (answers, tools,
 //! environments), `http`,
 //! `stream`, `ws` and `content` (the transports), `script` (runs' scripts
 //! and faults).
 //!
-//! Every method of the table is served by construction (it implements the `Handler` trait) and
-//! `tasks.*` answer `unsupported` through the same `dispatch`; its transports mirror the real ones
+//! Every method of the table is served by construction (it implements the `Handler` trait),
+//! `tasks.*` from scripted background tasks ([`FakeTask`], started by a run's
+//! [`FakeRun::spawn`] or [`FakeGateway::add_task`]); its transports mirror the real ones
 //! (`POST /v1/<method>` in `serve_call`'s order, SSE with `Last-Event-ID` and heartbeats, the
 //! WebSocket's frames and subscriptions, artifact content with `ETag` and ranges), and the pieces
 //! both must render alike come from `talon-wire`. The checks of `runs.create`'s params, the
@@ -87,6 +88,7 @@ mod script;
 mod sessions;
 mod state;
 mod stream;
+mod tasks;
 mod ws;
 
 use std::net::SocketAddr;
@@ -96,6 +98,7 @@ use talon_protocol::gateway::ToolSummary;
 use tokio::sync::watch;
 
 pub use script::{FakeRun, Fault};
+pub use tasks::FakeTask;
 
 use state::{Shared, TOKEN};
 
@@ -183,6 +186,42 @@ impl FakeGateway {
     /// included), in order.
     pub fn calls(&self) -> Vec<RecordedCall> {
         self.shared.read(|s| s.calls.clone())
+    }
+
+    /// Records a background task not started by any run (`runId`
+    /// absent), announced with `task.updated` (`queued`, then `running`),
+    /// that ends as `task` says; returns it as it now is.
+    pub fn add_task(&self, task: FakeTask) -> talon_protocol::gateway::tasks::Task {
+        let stored = self.shared.write(|s| s.create_task(&task, None));
+        tasks::play(self.shared.clone(), stored.id.clone(), &task);
+        stored
+    }
+
+    /// Ends the task `id` (one that is [`FakeTask::held`], or any not yet
+    /// ended) with `status`, and `result` as its result (a success) or
+    /// error message (a failure); announced with `task.updated`. `None`
+    /// when there is no such task or it has already ended.
+    pub fn finish_task(
+        &self,
+        id: &str,
+        status: talon_protocol::gateway::tasks::TaskStatus,
+        result: Option<&str>,
+    ) -> Option<talon_protocol::gateway::tasks::Task> {
+        use talon_protocol::gateway::tasks::TaskStatus;
+        self.shared.write(|s| {
+            s.move_task(id, |t| {
+                t.status = status;
+                match (status, result) {
+                    (TaskStatus::Succeeded, Some(text)) => t.result = Some(text.to_owned()),
+                    (_, Some(text)) if status.is_terminal() => {
+                        use talon_protocol::gateway::{ApiError, ErrorCode};
+                        t.error = Some(ApiError::new(ErrorCode::Internal, text)); // the test's words
+                    }
+                    (_, Some(text)) => t.progress_summary = Some(text.to_owned()),
+                    (_, None) => {}
+                }
+            })
+        })
     }
 
     /// What `tools.list` answers (and the tools `run.started` names).

@@ -167,7 +167,7 @@ pub(crate) async fn play(
 }
 
 async fn steps(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     run_id: &str,
     script: &FakeRun,
     progress: &mut Progress,
@@ -197,6 +197,11 @@ async fn steps(
                 }
                 s.push_run_event(&run, EventData::ArtifactCreated(summary));
             }),
+            Step::Spawn(task) => {
+                model_call(shared, run_id, progress, None);
+                progress.tool_calls += 1;
+                spawn(shared, run_id, task);
+            }
         }
     }
     if script.failure.is_none() {
@@ -260,6 +265,37 @@ fn emit(shared: &Shared, run_id: &str, data: EventData) {
             s.push_run_event(&run, data);
         }
     });
+}
+
+/// A `sessions_spawn` call that records `task` and returns at once, as
+/// the gateway's answers: `{status: "accepted", taskId}`.
+fn spawn(shared: &Arc<Shared>, run_id: &str, task: &super::tasks::FakeTask) {
+    let mut arguments = json!({"task": task.description});
+    if let Some(label) = &task.label {
+        arguments["label"] = json!(label);
+    }
+    let stored = shared.write(|s| {
+        let run = s.runs.get(run_id).map(|r| r.run.clone())?;
+        let call_id = start_call(s, run_id, "sessions_spawn", arguments);
+        let stored = s.create_task(task, Some(&run));
+        if let Some(record) = s.runs.get_mut(run_id) {
+            record.open_call = None;
+        }
+        s.push_run_event(
+            &run,
+            EventData::ToolCallCompleted(ToolCallCompletedData {
+                call_id,
+                parent_id: None,
+                name: "sessions_spawn".into(),
+                duration_ms: 0,
+                result: json!({"status": "accepted", "taskId": stored.id}),
+            }),
+        );
+        Some(stored)
+    });
+    if let Some(stored) = stored {
+        super::tasks::play(shared.clone(), stored.id, task);
+    }
 }
 
 /// Starts a tool call: `tool.call.started`; its id.

@@ -1,5 +1,5 @@
 //! What a test tells the fake gateway: [`FakeRun`], the script a run
-//! plays (its events, pauses, approvals, questions, artifacts and how it
+//! plays (its events, pauses, approvals, questions, artifacts, spawned tasks and how it
 //! ends), and [`Fault`], a failure injected into the transport.
 
 use std::time::Duration;
@@ -37,6 +37,8 @@ pub(crate) enum Step {
         /// Its content.
         bytes: Vec<u8>,
     },
+    /// Start a background task (a `sessions_spawn` call).
+    Spawn(Box<super::tasks::FakeTask>),
 }
 
 /// The script of one run of the fake gateway: its steps in order, then
@@ -137,6 +139,17 @@ impl FakeRun {
             kind,
             bytes: bytes.into(),
         });
+        self
+    }
+
+    /// A `sessions_spawn` call that starts a background task as the
+    /// gateway's sub-agents do: `tool.call.started`, the task recorded
+    /// (`task.updated`: `queued`, then `running`; its `runId` and session
+    /// this run's), `tool.call.completed` with `{status: "accepted",
+    /// taskId}`. The run goes on at once; the task ends as `task` says,
+    /// on its own time.
+    pub fn spawn(mut self, task: super::tasks::FakeTask) -> Self {
+        self.steps.push(Step::Spawn(Box::new(task)));
         self
     }
 

@@ -1,6 +1,6 @@
 //! The fake gateway's memory: every resource it serves (agents,
 //! sessions and their messages, runs and their results, approvals,
-//! questions, artifacts, environments), the one event log that streams
+//! questions, artifacts, environments, background tasks), the one event log that streams
 //! and `runs.events` read, idempotency keys, the queues of scripted runs
 //! and faults, and the calls received. One [`Shared`] holds it behind a
 //! `std::sync::Mutex` (never held across an `.await`) with a
@@ -105,6 +105,8 @@ pub(crate) struct State {
     /// Every token `tokens.create` minted, by id, as `tokens.list` shows
     /// it, with its current secret (gone from `tokens` once revoked).
     pub minted: std::collections::BTreeMap<String, (talon_protocol::gateway::TokenInfo, String)>,
+    /// Background tasks, oldest first (`super::tasks`).
+    pub tasks: Vec<talon_protocol::gateway::tasks::Task>,
     /// The event log: the event with id `n` is at `n - 1`.
     pub log: Vec<Event>,
     counter: u64,

@@ -260,6 +260,16 @@ impl Run {
         crate::handles::all_artifacts(&self.client, filter).await
     }
 
+    /// The background tasks it started (sub-agents it spawned), newest
+    /// first (`tasks.list` with its `runId`, every page).
+    pub async fn tasks(&self) -> Result<Vec<crate::task::Task>> {
+        let filter = talon_protocol::gateway::tasks::TasksListParams {
+            run_id: Some(self.info.id.clone()),
+            ..Default::default()
+        };
+        crate::task::all_tasks(&self.client, filter).await
+    }
+
     /// Its session.
     pub async fn session(&self) -> Result<Session> {
         let key = match &self.info.session_key {

@@ -20,7 +20,7 @@ use crate::run::{Run, RunOptions};
 use crate::session::Session;
 
 /// A connection to a gateway: agents, runs, sessions, approvals,
-/// questions, artifacts and environments. Cheap to clone.
+/// questions, artifacts, environments and background tasks. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Talon {
     client: Client,
@@ -57,6 +57,12 @@ impl Talon {
             client: self.client.clone(),
             id: AgentId::new(id),
         }
+    }
+
+    /// The background tasks the token may see: `talon.tasks().list(filter)`
+    /// (every page), `talon.tasks().get(id)`.
+    pub fn tasks(&self) -> crate::task::Tasks {
+        crate::task::Tasks::new(self.client.clone())
     }
 
     /// The agents the token may see.

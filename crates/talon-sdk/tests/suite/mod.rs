@@ -10,6 +10,7 @@ mod generated;
 mod hostile;
 mod runs;
 mod sessions;
+mod tasks;
 mod transport;
 
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use talon_gateway::{GatewayConfig, Running};
 use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 use talon_runtime::{Host, ModelRoute};
 use talon_sdk::{ClientConfig, Talon};
-use talon_sdk_testing::{FakeGateway, FakeRun, Fault};
+use talon_sdk_testing::{FakeGateway, FakeRun, FakeTask, Fault};
 use talon_testing::proxy::StreamCutter;
 
 /// Which gateway a test talks to.
@@ -37,7 +38,15 @@ pub enum Scenario {
     /// Writes `note.txt` (a call the default policy sends for approval),
     /// then replies [`DONE`].
     ApprovedWrite,
+    /// Spawns a sub-agent (`sessions_spawn`: [`SPAWNED_TASK`], labelled
+    /// [`SPAWNED_LABEL`]) whose answer is [`DONE`], then replies [`DONE`]
+    /// (the real gateway's child run replays the same script: at depth 1
+    /// it is offered no spawning tool, and says [`DONE`] after the error).
+    Spawn,
 }
+
+pub const SPAWNED_TASK: &str = "find the answer";
+pub const SPAWNED_LABEL: &str = "finder";
 
 pub const REPLY: &str = "Hello from the SDK suite.";
 pub const DONE: &str = "Done.";
@@ -72,6 +81,19 @@ fn script(scenario: Scenario) -> Script {
             text: Some(REPLY.into()),
             ..Turn::default()
         }],
+        Scenario::Spawn => vec![
+            Turn {
+                tool_calls: vec![ScriptedCall {
+                    name: "sessions_spawn".into(),
+                    arguments: json!({"task": SPAWNED_TASK, "label": SPAWNED_LABEL}),
+                }],
+                ..Turn::default()
+            },
+            Turn {
+                text: Some(DONE.into()),
+                ..Turn::default()
+            },
+        ],
         Scenario::ApprovedWrite => vec![
             Turn {
                 tool_calls: vec![ScriptedCall {
@@ -97,6 +119,12 @@ fn fake_run(scenario: Scenario) -> FakeRun {
     match scenario {
         // Like the real gateway, the fake leaves each run's trajectory.
         Scenario::Reply => FakeRun::reply(REPLY),
+        Scenario::Spawn => FakeRun::reply(DONE).spawn(
+            FakeTask::new(SPAWNED_TASK)
+                .label(SPAWNED_LABEL)
+                .result(DONE)
+                .takes(std::time::Duration::from_millis(50)),
+        ),
         Scenario::ApprovedWrite => FakeRun::reply(DONE).approval(
             WRITE,
             json!({"path": "note.txt", "content": "approved text"}),
@@ -106,11 +134,28 @@ fn fake_run(scenario: Scenario) -> FakeRun {
 
 impl Backend {
     pub async fn start(kind: Kind, scenario: Scenario) -> Self {
+        let defaults = match scenario {
+            Scenario::Spawn => json!({"subagents": {}}),
+            _ => json!({}),
+        };
+        let runs = vec![fake_run(scenario); FAKE_RUNS];
+        Self::start_with(kind, script(scenario), runs, defaults).await
+    }
+
+    /// A backend whose model plays `script` (the real gateway's) or whose
+    /// runs play `runs` (the fake's, in order; then `ok`), with
+    /// `defaults`' keys added to the config's `agents.defaults`.
+    pub async fn start_with(
+        kind: Kind,
+        script: Script,
+        runs: Vec<FakeRun>,
+        defaults: serde_json::Value,
+    ) -> Self {
         match kind {
             Kind::Fake => {
                 let fake = FakeGateway::start().await.unwrap();
-                for _ in 0..FAKE_RUNS {
-                    fake.script_run(fake_run(scenario));
+                for run in runs {
+                    fake.script_run(run);
                 }
                 Self {
                     kind,
@@ -123,9 +168,12 @@ impl Backend {
             Kind::Real => {
                 let dir = tempfile::tempdir().unwrap();
                 std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
-                let mock = Arc::new(MockModel::start(script(scenario)).await.unwrap());
-                let doc =
+                let mock = Arc::new(MockModel::start(script).await.unwrap());
+                let mut doc =
                     json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
+                for (key, value) in defaults.as_object().into_iter().flatten() {
+                    doc["agents"]["defaults"][key] = value.clone();
+                }
                 let config = talon_config::Config::parse(&doc.to_string(), None).unwrap();
                 let host = Arc::new(
                     Host::new(

@@ -1,5 +1,5 @@
 // @talon/sdk-react: React hooks over @talon/sdk. `TalonProvider` gives
-// the client; `useRun`, `useSession`, `useApprovals` and `useEvents` read
+// the client; `useRun`, `useSession`, `useApprovals`, `useTasks` and `useEvents` read
 // external stores with `useSyncExternalStore`, which stream while mounted
 // (one stream per key, StrictMode included), resume from a saved cursor
 // on their next mount, and render their initial state on a server.
@@ -20,5 +20,6 @@ export {
 } from "./session.js";
 export { useApprovals, type ApprovalsFilter, type ApprovalsState, type UseApprovalsResult } from "./approvals.js";
 export { useEvents, type EventsState, type UseEventsOptions } from "./events.js";
+export { useTasks, type TasksFilter, type TasksState, type UseTasksResult } from "./tasks.js";
 export { memoryCursorStore, webCursorStore, type CursorStore, type WebCursorStoreOptions } from "./cursor.js";
 export type { ApprovalRef, QuestionRef } from "./internal.js";

@@ -26,7 +26,7 @@ export interface MockScript {
 export interface GatewayOptions {
   /** The mock model's script (default: one turn that says "Hello from the mock."). */
   script?: MockScript;
-  /** Extra config (JSON), merged into the config's top level beside the agent's workspace. */
+  /** Extra config (JSON), merged into the config's top level; `agents.defaults` keeps the workspace beside what it sets. */
   config?: Record<string, unknown>;
   /** Files to put in the agent's workspace, by relative path. */
   files?: Record<string, string>;
@@ -82,7 +82,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   }
   const script = options.script ?? { replay: "perRun", turns: [{ text: "Hello from the mock." }] };
   writeFileSync(join(dir, "script.json"), JSON.stringify(script));
-  const config = { ...options.config, agents: { defaults: { workspace }, ...(options.config?.agents as object) } };
+  const agents = (options.config?.agents ?? {}) as { defaults?: object };
+  const config = { ...options.config, agents: { ...agents, defaults: { workspace, ...agents.defaults } } };
   writeFileSync(join(dir, "talon.json"), JSON.stringify(config));
   const child = spawn(
     bin,

@@ -13,4 +13,5 @@ export {
 } from "./gateway.js";
 export { FakeGateway, type FakeGatewayOptions } from "./fake/server.js";
 export { FakeRun, type Fault } from "./fake/script.js";
+export { FakeTask } from "./fake/tasks.js";
 export type { RecordedCall } from "./fake/state.js";

@@ -10,13 +10,17 @@ import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { post, withFake, type Raw } from "./helpers.js";
-import type { FakeGateway } from "@talon/sdk-testing";
+import { post, until as waitUntil, withFake, type Raw } from "./helpers.js";
+import { FakeRun, FakeTask, type FakeGateway } from "@talon/sdk-testing";
 
 interface Step {
   method: string;
   params: unknown;
   save?: Record<string, string>;
+  /** Called again until the answer holds each pointer's value. */
+  until?: Record<string, unknown>;
+  /** A `runs.create` whose run spawns a sub-agent with these `sessions_spawn` arguments. */
+  spawns?: { task: string; label?: string };
 }
 
 interface Case {
@@ -42,8 +46,15 @@ function cases(): Case[] {
 
 /** `value` with every `"$name"` replaced by what was saved, and every `{"$keys": N}` expanded. */
 function fill(value: unknown, saved: Map<string, unknown>): unknown {
-  if (typeof value === "string")
-    return value.startsWith("$") && saved.has(value.slice(1)) ? saved.get(value.slice(1)) : value;
+  if (typeof value === "string") {
+    if (value.startsWith("$") && saved.has(value.slice(1))) return saved.get(value.slice(1));
+    // `${name}` inside a string: the saved value (a string as it is, else as JSON).
+    return value.replace(/\$\{(\w+)\}/g, (whole, name: string) => {
+      if (!saved.has(name)) return whole;
+      const found = saved.get(name);
+      return typeof found === "string" ? found : JSON.stringify(found);
+    });
+  }
   if (Array.isArray(value)) return value.map((v) => fill(v, saved));
   if (value !== null && typeof value === "object") {
     const map = value as Record<string, unknown>;
@@ -56,9 +67,12 @@ function fill(value: unknown, saved: Map<string, unknown>): unknown {
   return value;
 }
 
-/** Whether `got` matches `pattern`: an object's listed keys, `"$any"` for any value, everything else equal. */
+/** Whether `got` matches `pattern`: an object's listed keys, an array's items one by one, `"$any"` for any value, everything else equal. */
 function matches(pattern: unknown, got: unknown): boolean {
   if (pattern === "$any") return got !== undefined;
+  if (Array.isArray(pattern)) {
+    return Array.isArray(got) && got.length === pattern.length && pattern.every((p, i) => matches(p, got[i]));
+  }
   if (pattern !== null && typeof pattern === "object" && !Array.isArray(pattern)) {
     if (got === null || typeof got !== "object" || Array.isArray(got)) return false;
     const have = got as Record<string, unknown>;
@@ -120,7 +134,18 @@ describe("the protocol's contract", () => {
         if (differs && c.expect.ok !== undefined) continue;
         const saved = new Map<string, unknown>();
         for (const step of c.setup ?? []) {
-          const answer = await post(fake, step.method, fill(step.params, saved));
+          if (step.spawns) {
+            const task = FakeTask.of(step.spawns.task);
+            if (step.spawns.label !== undefined) task.label(step.spawns.label);
+            fake.scriptRun(FakeRun.reply("ok").spawn(task));
+          }
+          const until = fill(step.until ?? {}, saved) as Record<string, unknown>;
+          const params = fill(step.params, saved);
+          const answer = await waitUntil(`${c.name}: setup ${step.method}`, async () => {
+            const got = await post(fake, step.method, params);
+            const holds = Object.entries(until).every(([pointer, want]) => matches(want, at(got.body, pointer)));
+            return got.status !== 200 || holds ? got : undefined;
+          });
           assert.equal(answer.status, 200, `${c.name}: setup ${step.method}: ${JSON.stringify(answer.body)}`);
           for (const [key, pointer] of Object.entries(step.save ?? {})) saved.set(key, at(answer.body, pointer));
         }

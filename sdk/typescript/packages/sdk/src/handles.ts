@@ -4,9 +4,12 @@
 // delete) and `Task` (read, cancel, change its policy, its events).
 
 import { TalonError } from "./errors.js";
+import { EventStream } from "./events.js";
 import type { CallOptions } from "./generated/client.js";
+import { TASK_TERMINAL_STATUSES } from "./generated/rules.js";
 import type * as T from "./generated/types.js";
 import { errorOf } from "./http.js";
+import { PagePromise } from "./pages.js";
 import type { Context } from "./run.js";
 
 /** One approval request, to decide. */
@@ -221,30 +224,46 @@ export class Environment {
   }
 }
 
-/** A background task: a sub-agent a run spawned, read and changed through `tasks.*`. */
+/**
+ * A background task: a sub-agent a run spawned, read and changed through
+ * `tasks.*`. `wait()` follows the log (never polls): it replays the task's
+ * stored events (`tasks.events`) to learn where it is and the cursor they end
+ * at, then follows `task.updated` on the event stream from that cursor until
+ * the task's own says it has ended; no change is missed between the two.
+ */
 export class Task {
   readonly #context: Context;
   /** Its id. */
   readonly id: string;
+  #info: T.Task | undefined;
 
-  constructor(context: Context, id: string) {
+  constructor(context: Context, id: string, info?: T.Task) {
     this.#context = context;
     this.id = id;
+    this.#info = info;
+  }
+
+  /** The task as last seen (listed, fetched, changed or waited for); `undefined` before any of those. */
+  get info(): T.Task | undefined {
+    return this.#info;
   }
 
   /** The task as it is now. */
-  get(options?: CallOptions): Promise<T.Task> {
-    return this.#context.client.tasks.get(this.id, options);
+  async get(options?: CallOptions): Promise<T.Task> {
+    this.#info = await this.#context.client.tasks.get(this.id, options);
+    return this.#info;
   }
 
   /** Cancels it (and the run it tracks); `conflict` once it has ended. */
-  cancel(reason?: string, options?: CallOptions): Promise<T.Task> {
-    return this.#context.client.tasks.cancel(this.id, reason === undefined ? {} : { reason }, options);
+  async cancel(reason?: string, options?: CallOptions): Promise<T.Task> {
+    this.#info = await this.#context.client.tasks.cancel(this.id, reason === undefined ? {} : { reason }, options);
+    return this.#info;
   }
 
   /** Changes how its result reaches the session that started it; `conflict` once it has ended. */
-  notify(policy: T.NotifyPolicy, options?: CallOptions): Promise<T.Task> {
-    return this.#context.client.tasks.notify(this.id, { notifyPolicy: policy }, options);
+  async notify(policy: T.NotifyPolicy, options?: CallOptions): Promise<T.Task> {
+    this.#info = await this.#context.client.tasks.notify(this.id, { notifyPolicy: policy }, options);
+    return this.#info;
   }
 
   /** Its events stored so far after `after` (its `task.updated` events and its run's), page by page. */
@@ -262,4 +281,61 @@ export class Task {
       after = last.id;
     }
   }
+
+  /**
+   * Waits for it to end, however long it takes, and returns it as it ended
+   * (its `result` or `error`), following the event stream (see the class's
+   * doc). `signal` stops the wait (it rejects with the signal's reason).
+   */
+  async wait(options: { signal?: AbortSignal } = {}): Promise<T.Task> {
+    const { signal } = options;
+    let after: string | undefined;
+    for (;;) {
+      signal?.throwIfAborted();
+      const page = await this.#context.client.tasks.events(
+        this.id,
+        after === undefined ? {} : { after },
+        signal ? { signal } : undefined,
+      );
+      for (const event of page.events) {
+        const ended = this.#ended(event);
+        if (ended) return (this.#info = ended);
+      }
+      const last = page.events.at(-1);
+      if (page.done || last === undefined) break;
+      after = last.id;
+    }
+    const stream = new EventStream(
+      this.#context.caller,
+      { log: { types: ["task.updated"] } },
+      { after, signal },
+      this.#context.streamAuth,
+    );
+    for await (const event of stream) {
+      const ended = this.#ended(event);
+      if (ended) return (this.#info = ended);
+    }
+    signal?.throwIfAborted();
+    throw new TalonError(`the event stream ended before task ${this.id} did`, { code: "unavailable", retryable: true });
+  }
+
+  /** The task as `event` says it ended, if it is this task's terminal `task.updated`. */
+  #ended(event: T.EventEnvelope): T.Task | undefined {
+    if (event.type !== "task.updated" || event.taskId !== this.id) return undefined;
+    const task = event.data as T.Task;
+    return TASK_TERMINAL_STATUSES.includes(task.status) ? task : undefined;
+  }
+}
+
+/** Every task `params` selects, newest first: awaited, the first page; iterated, every task of every page as a handle. */
+export function listTasks(
+  context: Context,
+  params: Omit<T.TasksListParams, "cursor"> = {},
+  options?: CallOptions,
+): PagePromise<T.TasksListResult, Task> {
+  return new PagePromise(
+    (cursor) => context.client.tasks.list(cursor === undefined ? params : { ...params, cursor }, options),
+    (page) => page.tasks.map((t) => new Task(context, t.id, t)),
+    (page) => page.nextCursor,
+  );
 }

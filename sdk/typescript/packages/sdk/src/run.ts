@@ -9,7 +9,7 @@ import type * as T from "./generated/types.js";
 import { EventStream, type EventsOptions, type StreamAuth } from "./events.js";
 import type { HttpCaller } from "./http.js";
 import { TalonError, isTalonError } from "./errors.js";
-import { Approval, listArtifacts, type Artifact } from "./handles.js";
+import { Approval, listArtifacts, listTasks, type Artifact, type Task } from "./handles.js";
 import { Session } from "./session.js";
 
 /** How long one `runs.wait` call waits before `Run.wait` asks again. */
@@ -161,6 +161,17 @@ export class Run {
     /** Every artifact of the run, each a handle to download. */
     list: (options?: CallOptions): Promise<Artifact[]> => listArtifacts(this.#context, { runId: this.id }, options),
   };
+
+  /**
+   * The background tasks it started (sub-agents it spawned), newest first,
+   * each a `Task` handle: `for await (const task of run.tasks())`, every page.
+   */
+  async *tasks(
+    params: Omit<T.TasksListParams, "runId" | "cursor"> = {},
+    options?: CallOptions,
+  ): AsyncGenerator<Task, void, undefined> {
+    yield* listTasks(this.#context, { ...params, runId: this.id }, options);
+  }
 
   /** Its approvals (all of them, or with `status`), each a handle to decide. */
   async approvals(params: Omit<T.ApprovalsListParams, "runId"> = {}, options?: CallOptions): Promise<Approval[]> {

@@ -7,7 +7,8 @@ import { EventStream, type EventsOptions, type LogFilter, type StreamAuth } from
 import { GatewayClient, type CallOptions } from "./generated/client.js";
 import type * as T from "./generated/types.js";
 import { HttpCaller, type ClientOptions } from "./http.js";
-import { Approval, Artifact, Environment, Question, Task } from "./handles.js";
+import { Approval, Artifact, Environment, Question, Task, listTasks } from "./handles.js";
+import type { PagePromise } from "./pages.js";
 import { Run, type Context } from "./run.js";
 import { WsCaller, type Subscription } from "./ws.js";
 import { Session, callOptions } from "./session.js";
@@ -160,9 +161,21 @@ export class Talon {
     return new Environment(this.#context, await this.client.environments.status(environmentId, options));
   }
 
-  /** A background task by id (a sub-agent a run spawned). */
+  /** A background task by id (a sub-agent a run spawned); no call is made. */
   task(taskId: string): Task {
     return new Task(this.#context, taskId);
+  }
+
+  /**
+   * Background tasks: `talon.tasks.list({ status: ["running"] })` is the
+   * first page when awaited, and every task (a `Task` handle) of every page
+   * with `for await`.
+   */
+  get tasks(): {
+    list(params?: Omit<T.TasksListParams, "cursor">, options?: CallOptions): PagePromise<T.TasksListResult, Task>;
+  } {
+    const context = this.#context;
+    return { list: (params = {}, options) => listTasks(context, params, options) };
   }
 
   /** Mints a token for a browser page or another service (`admin` only). */

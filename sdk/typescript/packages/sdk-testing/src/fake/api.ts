@@ -1,22 +1,12 @@
 // The method table, served from memory. `HANDLERS` is typed
 // `{ [M in MethodName]: Handler<M> }` over the generated `MethodTypes`, so
-// a method added to the table fails `tsc` until the fake serves it (the
-// `tasks.*` methods the table marks `unsupported` answer `unsupported`
-// through the same dispatch). `serveCall` is one call as both transports
+// a method added to the table fails `tsc` until the fake serves it
+// (`tasks.*` from scripted tasks, `tasks.ts`). `serveCall` is one call as both transports
 // serve it, in the gateway's order: recorded, the queued call faults, the
 // method (unknown: `not_found`), its scope, its params (an object, checked
 // against its schema), `unsupported`, then the handler.
 
-import {
-  METHODS,
-  type MethodName,
-  type MethodTypes,
-  NOTIFY_POLICIES,
-  type protocol as P,
-  refusals,
-  TASK_KINDS,
-  TASK_STATUSES,
-} from "@talon/sdk";
+import { METHODS, type MethodName, type MethodTypes, type protocol as P, refusals } from "@talon/sdk";
 
 import {
   createAgent,
@@ -32,6 +22,7 @@ import { Failure, errorOf, fail, notFound } from "./errors.js";
 import { decodeParams } from "./params.js";
 import { abort, cancel, events, list, startRun, wait } from "./runs.js";
 import { takeCallFault } from "./script.js";
+import { cancelTask, getTask, listTasks, notifyTask, taskEvents } from "./tasks.js";
 import { compact, createSession, fork, listSessions, messages, updateSession } from "./sessions.js";
 import { MODEL, State, type Caller } from "./state.js";
 import { createToken, listTokens, mintTicket, requireScope, revokeToken } from "./tokens.js";
@@ -103,27 +94,11 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   "runs.wait": (p, { state }) => wait(state, p.runId, p.timeoutMs),
   "runs.cancel": (p, { state, requestId }) => cancel(state, p.runId, requestId),
   "runs.delete": (p, { state }) => deleteRun(state, p.runId),
-  // No run of the fake spawns work in the background: it holds no tasks,
-  // and answers as the gateway does a store without any.
-  "tasks.list": (p) => {
-    if ((p.status ?? []).some((s) => !TASK_STATUSES.includes(s))) throw fail(refusals.unknownTaskStatus());
-    if (p.kind !== undefined && p.kind !== null && !TASK_KINDS.includes(p.kind)) throw fail(refusals.unknownTaskKind());
-    if (p.cursor !== undefined && p.cursor !== null) throw fail(refusals.cursorNotATask(p.cursor));
-    return { tasks: [] };
-  },
-  "tasks.get": (p) => {
-    throw fail(refusals.notFound("task", p.taskId));
-  },
-  "tasks.cancel": (p) => {
-    throw fail(refusals.notFound("task", p.taskId));
-  },
-  "tasks.notify": (p) => {
-    if (!NOTIFY_POLICIES.includes(p.notifyPolicy)) throw fail(refusals.unknownNotifyPolicy());
-    throw fail(refusals.notFound("task", p.taskId));
-  },
-  "tasks.events": (p) => {
-    throw fail(refusals.notFound("task", p.taskId));
-  },
+  "tasks.list": (p, { state }) => listTasks(state, p),
+  "tasks.get": (p, { state }) => getTask(state, p),
+  "tasks.cancel": (p, { state }) => cancelTask(state, p),
+  "tasks.notify": (p, { state }) => notifyTask(state, p),
+  "tasks.events": (p, { state }) => taskEvents(state, p),
   // The fake has no clock that fires: it holds no schedule (see the
   // contract's `unmodelled`).
   "schedules.list": (p) => {

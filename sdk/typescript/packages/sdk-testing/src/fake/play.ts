@@ -11,6 +11,7 @@ import { COMPLETION_TOKENS, PROMPT_TOKENS, endRun, type Stop } from "./end.js";
 import { liveRuns } from "./runs.js";
 import type { Step } from "./script.js";
 import { State, isTerminal, now, runEvent, type RunRecord } from "./state.js";
+import { createTask } from "./tasks.js";
 import { copy, json } from "./wire.js";
 
 /** How long approvals and questions wait (the gateway's default, 24 hours). */
@@ -224,6 +225,19 @@ async function step(
       const summary = state.putArtifact(record.run, next.type, next.name, mimeOf(next.name, next.bytes), next.bytes);
       record.artifacts.push(summary);
       emit(state, record, { type: "artifact.created", data: copy(summary) });
+      return undefined;
+    }
+    case "spawn": {
+      const args: Record<string, unknown> = { task: next.task.description };
+      if (next.task.labelText !== undefined) args.label = next.task.labelText;
+      const callId = startCall(state, record, "sessions_spawn", args, false);
+      const task = createTask(state, next.task, record.run);
+      const result = { status: "accepted", taskId: task.id };
+      const durationMs = endCall(record, result);
+      emit(state, record, {
+        type: "tool.call.completed",
+        data: { callId, durationMs, name: "sessions_spawn", result },
+      });
       return undefined;
     }
   }

@@ -1,5 +1,6 @@
 // What a test tells the fake gateway: `FakeRun`, the script a run plays
-// (its events, pauses, approvals, questions, artifacts and how it ends),
+// (its events, pauses, approvals, questions, artifacts, spawned tasks and
+// how it ends),
 // and `Fault`, a failure injected into the transport, with the helpers
 // that take a queued fault when it fires (each is used up then).
 
@@ -12,13 +13,16 @@ import {
   type EventData,
 } from "@talon/sdk";
 
+import type { FakeTask } from "./tasks.js";
+
 /** One step of a `FakeRun`. */
 export type Step =
   | { kind: "event"; data: EventData }
   | { kind: "delay"; ms: number }
   | { kind: "approval"; tool: string; args: unknown }
   | { kind: "question"; prompt: string; choices: string[] }
-  | { kind: "artifact"; name: string; type: ArtifactType; bytes: Uint8Array };
+  | { kind: "artifact"; name: string; type: ArtifactType; bytes: Uint8Array }
+  | { kind: "spawn"; task: FakeTask };
 
 /**
  * The script of one run of the fake gateway: its steps in order, then its
@@ -89,6 +93,18 @@ export class FakeRun {
   artifact(name: string, type: ArtifactType, bytes: Uint8Array | string): this {
     const data = typeof bytes === "string" ? new TextEncoder().encode(bytes) : new Uint8Array(bytes);
     this.#steps.push({ kind: "artifact", name, type, bytes: data });
+    return this;
+  }
+
+  /**
+   * A `sessions_spawn` call that starts a background task as the
+   * gateway's sub-agents do: `tool.call.started`, the task recorded
+   * (`task.updated`: `queued`, then `running`; its `runId` and session this
+   * run's), `tool.call.completed` with `{ status: "accepted", taskId }`.
+   * The run goes on at once; the task ends as `task` says, on its own time.
+   */
+  spawn(task: FakeTask): this {
+    this.#steps.push({ kind: "spawn", task });
     return this;
   }
 

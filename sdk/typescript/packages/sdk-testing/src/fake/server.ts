@@ -4,6 +4,8 @@
 // bytes) with the gateway's paths, status codes, error envelope, headers,
 // event envelopes and cursors. State is in memory. Runs play scripts
 // (`FakeRun`, queued with `scriptRun`; an unscripted run replies "ok"),
+// background tasks are scripted (`FakeTask`: `FakeRun.spawn`, `addTask`,
+// `finishTask`),
 // `Fault`s injected with `inject` exercise a client's retries and
 // resumption, and `calls()` records every call. One agent, `main`, and one
 // model, `mock/mock-model`; the ToolSpace a default gateway lists.
@@ -22,6 +24,7 @@ import type { protocol as P } from "@talon/sdk";
 import { HttpTransport } from "./http.js";
 import { timesOf, type Fault, type FakeRun } from "./script.js";
 import { State, type RecordedCall } from "./state.js";
+import { createTask, moveTask, type FakeTask } from "./tasks.js";
 import { copy } from "./wire.js";
 
 /** How to start a fake gateway. */
@@ -77,6 +80,31 @@ export class FakeGateway {
   /** Every method call received (HTTP and WebSocket, faulted ones too), in order. */
   calls(): RecordedCall[] {
     return copy(this.#state.calls);
+  }
+
+  /**
+   * Records a background task not started by any run (`runId` absent),
+   * announced with `task.updated` (`queued`, then `running`), that ends as
+   * `task` says; returns it as it now is.
+   */
+  addTask(task: FakeTask): P.Task {
+    return createTask(this.#state, task);
+  }
+
+  /**
+   * Moves the task `id` (a `held()` one, or any not yet ended) to `status`,
+   * with `text` as its result (a success), error message (another end) or
+   * progress (`running`); announced with `task.updated`. `undefined` when
+   * there is no such task or it has already ended.
+   */
+  finishTask(id: string, status: P.TaskStatus, text?: string): P.Task | undefined {
+    return moveTask(this.#state, id, (t) => {
+      t.status = status;
+      if (text === undefined) return;
+      if (status === "succeeded") t.result = text;
+      else if (status === "running" || status === "queued") t.progressSummary = text;
+      else t.error = { code: "internal", message: text, retryable: false }; // the test's words
+    });
   }
 
   /** What `tools.list` answers (and a run's `toolSpace()`, and the tools `run.started` names). */

@@ -1,6 +1,6 @@
 // The fake gateway's memory: every resource it serves (agents, sessions and
 // their messages, runs, approvals, questions, artifacts, environments,
-// tokens and tickets), the one event log with gateway-wide increasing ids
+// background tasks, tokens and tickets), the one event log with gateway-wide increasing ids
 // that every stream and `runs.events` read, idempotency keys, the queues of
 // scripted runs and faults, and the calls received. Node runs it on one
 // thread, so a change made without an `await` in between is atomic (the
@@ -157,6 +157,8 @@ export class State {
   /** Every minted token by id, revoked ones too (`tokens.list`). */
   readonly tokensById = new Map<string, MintedToken>();
   readonly keyedTokens = new Map<string, MintedToken>();
+  /** Background tasks, oldest first (`tasks.ts`). */
+  readonly tasks: P.Task[] = [];
   /** The event log: the event with id `n` is at `n - 1`. */
   readonly log: StoredEvent[] = [];
   closing = false;

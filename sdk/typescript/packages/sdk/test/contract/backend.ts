@@ -10,14 +10,14 @@ import { join } from "node:path";
 import { describe } from "node:test";
 
 import { Talon, type TalonOptions } from "@talon/sdk";
-import { FakeGateway, FakeRun, startGateway, type MockScript, type RunningGateway } from "@talon/sdk-testing";
+import { FakeGateway, FakeRun, FakeTask, startGateway, type MockScript, type RunningGateway } from "@talon/sdk-testing";
 
 import { StreamCutter } from "./cutter.js";
 
 export type Kind = "fake" | "real";
 
 /** What the model (or the fake's script) does in every run. */
-export type Scenario = "reply" | "approvedWrite" | "question";
+export type Scenario = "reply" | "approvedWrite" | "question" | "spawn";
 
 export const REPLY = "Hello from the SDK suite.";
 export const DONE = "Done.";
@@ -25,6 +25,12 @@ export const DONE = "Done.";
 export const WRITE = "openclaw:core:write";
 export const WRITE_ARGS = { path: "note.txt", content: "approved text" };
 export const QUESTION = { prompt: "Which branch?", choices: ["main", "dev"] };
+/**
+ * What the "spawn" scenario's run asks a sub-agent (`sessions_spawn`), and its label. The real
+ * gateway's child run replays the same script: at depth 1 it is offered no spawning tool, and says
+ * `DONE` after the unknown tool's error, so the task's result is `DONE`, as the fake's.
+ */
+export const SPAWNED = { task: "find the answer", label: "finder" };
 /** How many runs a fake is scripted for. */
 const FAKE_RUNS = 8;
 
@@ -36,6 +42,11 @@ function script(scenario: Scenario): MockScript {
       return { replay: "perRun", turns: [{ toolCalls: [{ name: "write", arguments: WRITE_ARGS }] }, { text: DONE }] };
     case "question":
       return { replay: "perRun", turns: [{ toolCalls: [{ name: "ask_user", arguments: QUESTION }] }, { text: DONE }] };
+    case "spawn":
+      return {
+        replay: "perRun",
+        turns: [{ toolCalls: [{ name: "sessions_spawn", arguments: SPAWNED }] }, { text: DONE }],
+      };
   }
 }
 
@@ -47,6 +58,8 @@ function fakeRun(scenario: Scenario): FakeRun {
       return FakeRun.reply(DONE).approval(WRITE, WRITE_ARGS);
     case "question":
       return FakeRun.reply(DONE).question(QUESTION.prompt, QUESTION.choices);
+    case "spawn":
+      return FakeRun.reply(DONE).spawn(FakeTask.of(SPAWNED.task).label(SPAWNED.label).result(DONE).takes(50));
   }
 }
 
@@ -66,7 +79,8 @@ export class Backend {
       for (let i = 0; i < FAKE_RUNS; i++) fake.scriptRun(fakeRun(scenario));
       return new Backend(kind, fake.url, fake.token, fake, undefined);
     }
-    const gateway = await startGateway({ script: script(scenario) });
+    const config = scenario === "spawn" ? { agents: { defaults: { subagents: {} } } } : undefined;
+    const gateway = await startGateway(config ? { script: script(scenario), config } : { script: script(scenario) });
     const cutter = await StreamCutter.start(gateway.url);
     return new Backend(kind, cutter.url, gateway.token, undefined, { gateway, cutter });
   }
