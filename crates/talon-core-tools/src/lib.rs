@@ -54,9 +54,11 @@
 //! to outside files (same inode, indistinguishable by path).
 
 pub mod approval;
+mod background;
 mod deltas;
 mod files;
 mod path;
+mod process;
 mod search;
 mod shell;
 
@@ -71,7 +73,14 @@ use talon_tools::{
 };
 
 pub use approval::PolicyApprover;
+pub use background::{
+    Background, KILL_GRACE, ProcessEnd, ProcessHost, ProcessLimits, ProcessStart, Processes,
+    TAIL_BYTES,
+};
 pub use deltas::{DELTA_CHUNK, DELTA_INTERVAL, MAX_DELTA_BYTES, Updates};
+pub use process::{
+    LOG_LINES, MAX_POLL_WAIT, MAX_YIELD, ProcessTool, definition as process_definition,
+};
 pub use shell::{KeepLog, RemoteHost, ShellOptions};
 pub use talon_jail::{Access, Jail, Network};
 
@@ -167,9 +176,16 @@ pub fn definitions() -> Vec<ToolDefinition> {
         ),
         tool(
             "exec",
-            "Run a shell command in the workspace directory.",
+            "Run a shell command in the workspace directory. With background: true it is left running at once, \
+             with yieldMs after that many ms in the foreground (if it has not ended by then); a command left running \
+             answers {status: \"running\", sessionId, taskId (the same id), pid, tail (its last output)} and is followed \
+             with the process tool; its end is posted to this session. Background commands need a host that keeps \
+             them (the gateway) and are bounded per session and per gateway.",
             json!({"type": "object", "properties": {"command": {"type": "string", "description": "The command line (sh -c)"},
-                    "timeoutMs": {"type": "number", "description": "Time limit (default and most 60000)"}}, "required": ["command"]}),
+                    "timeoutMs": {"type": "number", "description": "Time limit of a foreground command (default and most 60000)"},
+                    "background": {"type": "boolean", "description": "Leave it running in the background at once"},
+                    "yieldMs": {"type": "number", "description": "Run in the foreground up to this many ms (at most 60000), then leave it running"}},
+                    "required": ["command"]}),
             ToolEffect::Host,
         ),
     ]
@@ -223,6 +239,10 @@ impl CoreTools {
         keep: KeepLog,
     ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
         let command = files::text_arg("exec", args, "command")?;
+        if let Some(how) = process::Detach::of(args, &self.shell) {
+            let value = process::detach(&self.root, command, how, &self.shell, &ctx.cancel).await?;
+            return Ok((value, None));
+        }
         let timeout = args["timeoutMs"]
             .as_u64()
             .map_or(EXEC_TIMEOUT, Duration::from_millis)
@@ -267,6 +287,9 @@ impl CoreTools {
     ) -> Result<Value, ToolError> {
         if name == "exec" {
             let command = files::text_arg(name, args, "command")?;
+            if let Some(how) = process::Detach::of(args, &self.shell) {
+                return process::detach(&self.root, command, how, &self.shell, &ctx.cancel).await;
+            }
             let timeout = args["timeoutMs"]
                 .as_u64()
                 .map_or(EXEC_TIMEOUT, Duration::from_millis)

@@ -612,6 +612,8 @@ async fn a_task_whose_run_never_came_is_lost_after_a_minute_saying_why() {
         child_session_id: None,
         child_session_key: None,
         depth: 1,
+        command: None,
+        exit_code: None,
         progress_summary: None,
         result: None,
         error: None,

@@ -23,6 +23,8 @@ pub fn task(id: &str) -> Task {
         child_session_id: None,
         child_session_key: None,
         depth: 1,
+        command: None,
+        exit_code: None,
         progress_summary: None,
         result: None,
         error: None,
