@@ -285,8 +285,8 @@ pub(crate) async fn detach(
     let Some(background) = &options.background else {
         return Err(ToolError::new(
             ToolErrorCode::Unsupported,
-            "exec: background and yieldMs need a host that keeps background processes (the gateway); \
-             run the command without them",
+            "exec: background and yieldMs need a host that keeps background processes \
+             (the gateway, with a tools.exec section); run the command without them",
         ));
     };
     if options.remote.is_some() {

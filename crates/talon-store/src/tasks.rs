@@ -185,20 +185,25 @@ impl Store {
 
     /// Unfinished tasks of `kind` held by a node whose lease ended before
     /// `now` (it died), or, with `node`, every one that node held (it
-    /// restarted): their work died with it.
+    /// restarted): their work died with it. A task no node ever took
+    /// (its node died between recording it and taking it) counts once it
+    /// is older than `unheld_before`.
     pub async fn orphaned_process_tasks(
         &self,
         kind: TaskKind,
         now: u64,
         node: Option<&str>,
+        unheld_before: u64,
     ) -> Result<Vec<Task>> {
         let rows = sqlx::query(
             "SELECT doc FROM tasks WHERE kind = $1 AND status IN ('queued', 'running') \
-               AND node IS NOT NULL AND (lease_until < $2 OR node = $3) ORDER BY created_at, id",
+               AND (lease_until < $2 OR node = $3 OR (node IS NULL AND created_at < $4)) \
+             ORDER BY created_at, id",
         )
         .bind(enum_str(kind)?)
         .bind(ms(now)?)
         .bind(node.map(str::to_owned))
+        .bind(ms(unheld_before)?)
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(doc_of).collect()

@@ -138,8 +138,8 @@ async fn without_a_host_background_and_yield_are_refused_not_ignored() {
             (error.code, error.message.as_str()),
             (
                 ToolErrorCode::Unsupported,
-                "exec: background and yieldMs need a host that keeps background processes (the gateway); \
-                 run the command without them"
+                "exec: background and yieldMs need a host that keeps background processes \
+                 (the gateway, with a tools.exec section); run the command without them"
             )
         );
     }

@@ -32,6 +32,9 @@ use crate::runs::new_id;
 /// How long a node's word for its processes lasts: renewed every sweep
 /// (half a second); a node silent this long is taken for dead.
 pub(crate) const PROCESS_LEASE: Duration = Duration::from_secs(15);
+/// How long a process task may go without a node taking it (its node
+/// died between recording it and taking it) before it is `lost`.
+const UNHELD_GRACE: Duration = Duration::from_secs(60);
 /// The longest command line a task records.
 const MAX_COMMAND_BYTES: usize = 1024;
 /// The longest label (the command's start).
@@ -103,9 +106,21 @@ pub(crate) struct RunProcesses {
 }
 
 /// What a run of `run` gets for background processes: the `process` tool
-/// and where its `exec` detaches to. A run without a session (none is
-/// made without one) gets neither.
+/// and where its `exec` detaches to. Only where the config has a
+/// `tools.exec` section (as sub-agents need theirs: OpenClaw offers both
+/// by default, Talon where an admin asked); a run without a session gets
+/// neither.
 pub(crate) fn for_run(ledger: &Ledger, run: &Run) -> Option<(HostTools, Background)> {
+    let exec = ledger
+        .engine()
+        .host()
+        .config()
+        .document()
+        .ok()?
+        .tools
+        .settings
+        .exec
+        .clone()?;
     let session = run.session_id.as_ref()?.to_string();
     let processes = ledger.engine().processes().clone();
     let tool = HostTools {
@@ -124,14 +139,7 @@ pub(crate) fn for_run(ledger: &Ledger, run: &Run) -> Option<(HostTools, Backgrou
         }),
         session,
         clock: ledger.engine().store().clock().clone(),
-        default_yield: ledger
-            .engine()
-            .host()
-            .config()
-            .document()
-            .ok()
-            .and_then(|d| d.tools.settings.exec.as_ref()?.background_ms)
-            .map(Duration::from_millis),
+        default_yield: exec.background_ms.map(Duration::from_millis),
         redact: Vec::new(),
     };
     Some((tool, background))
@@ -297,24 +305,28 @@ impl Ledger {
         let _ = store
             .renew_task_leases(engine.node(), now + PROCESS_LEASE.as_millis() as u64)
             .await;
-        let mine = engine.processes().live_ids();
         let own = restarted.then(|| engine.node());
+        let unheld = now.saturating_sub(UNHELD_GRACE.as_millis() as u64);
         if let Ok(orphans) = store
-            .orphaned_process_tasks(TaskKind::Process, now, own)
+            .orphaned_process_tasks(TaskKind::Process, now, own, unheld)
             .await
         {
+            // Read after the orphans: a process detached meanwhile is
+            // among this node's.
+            let mine = engine.processes().live_ids();
             for task in orphans {
                 if mine.contains(&task.id.to_string()) {
                     continue;
                 }
                 let why = if restarted {
-                    "its gateway restarted (a background process dies with its node)"
+                    "its gateway restarted or stopped answering (a background process dies with its node)"
                 } else {
                     "its gateway stopped answering (a background process dies with its node)"
                 };
                 self.lose(task, why).await;
             }
         }
+        let mine = engine.processes().live_ids();
         for id in mine {
             let task = store
                 .task(&TaskId::new(id.clone()), &talon_store::Owner::default())

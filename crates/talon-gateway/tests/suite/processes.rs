@@ -33,7 +33,7 @@ async fn gateway(turns: Vec<Turn>, config: Value) -> TestGateway {
         ..Turn::default()
     });
     let mut merged = json!({
-        "tools": {"approvals": "allow"},
+        "tools": {"approvals": "allow", "exec": {}},
         "models": {"providers": {
             "good": {"baseUrl": "http://unused", "apiKey": KEY, "models": [{"id": "m1"}]}
         }},
@@ -391,7 +391,9 @@ async fn a_process_whose_gateway_restarted_is_lost_never_running() {
     let result = run(&g).await;
     let task = tasks_of(&g, &result["runId"]).await[0].clone();
     assert_eq!(task["status"], "running");
-    let g = g.restarted(json!({"tools": {"approvals": "allow"}})).await;
+    let g = g
+        .restarted(json!({"tools": {"approvals": "allow", "exec": {}}}))
+        .await;
     // The process died with its node.
     all_gone(&format!("sleep {m}")).await;
     // Past the lease, whichever way the old node went, the task is lost.
@@ -403,4 +405,110 @@ async fn a_process_whose_gateway_restarted_is_lost_never_running() {
         why.starts_with("the task's work is gone: its gateway"),
         "{ended}"
     );
+}
+
+#[tokio::test]
+async fn a_process_task_of_a_node_whose_lease_passed_is_lost_saying_why() {
+    let g = gateway(Vec::new(), json!({})).await;
+    let session = call(
+        &g,
+        "sessions.create",
+        json!({"agentId": "main", "key": "k"}),
+    )
+    .await;
+    // What another node leaves when it dies mid-process: a running task
+    // it held, its lease about to pass.
+    let now = g.running.store.now_ms();
+    let orphan = talon_protocol::gateway::Task {
+        id: talon_protocol::gateway::bounded::TaskId::new("task_far"),
+        kind: talon_protocol::gateway::TaskKind::Process,
+        status: talon_protocol::gateway::TaskStatus::Running,
+        notify_policy: talon_protocol::gateway::NotifyPolicy::DoneOnly,
+        label: Some("exec make".into()),
+        description: None,
+        agent_id: None,
+        session_id: Some(talon_protocol::gateway::bounded::SessionId::new(
+            session["id"].as_str().unwrap(),
+        )),
+        session_key: None,
+        run_id: None,
+        subject: None,
+        child_run_id: None,
+        child_session_id: None,
+        child_session_key: None,
+        depth: 1,
+        command: Some("make".into()),
+        exit_code: None,
+        progress_summary: None,
+        result: None,
+        error: None,
+        delivery_status: talon_protocol::gateway::DeliveryStatus::Pending,
+        delivered_at: None,
+        delivery_error: None,
+        created_at: now,
+        started_at: Some(now),
+        ended_at: None,
+        updated_at: now,
+    };
+    let store = &g.running.store;
+    store
+        .create_task(&orphan, talon_store::TaskOwner::default())
+        .await
+        .unwrap();
+    store
+        .hold_task(&orphan.id, "node_far", now + 10_000)
+        .await
+        .unwrap();
+    // Within its lease it stays running.
+    let task = call(&g, "tasks.get", json!({"taskId": "task_far"})).await;
+    assert_eq!(task["status"], "running");
+    g.time.advance(Duration::from_secs(11));
+    let lost = settled(&g, &json!("task_far")).await;
+    assert_eq!(
+        (
+            &lost["status"],
+            &lost["error"]["message"],
+            &lost["deliveryStatus"]
+        ),
+        (
+            &json!("lost"),
+            &json!(
+                "the task's work is gone: its gateway stopped answering (a background process dies with its node)"
+            ),
+            &json!("delivered")
+        ),
+        "{lost}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_tools_exec_section_background_is_refused_and_process_not_offered() {
+    let g = gateway(
+        vec![background("echo never")],
+        json!({"tools": {"approvals": "allow"}}),
+    )
+    .await;
+    let result = run(&g).await;
+    assert_eq!(result["status"], "completed", "{result}");
+    let told = tool_messages(&g);
+    assert!(
+        told.iter().any(|t| t.contains(
+            "exec: background and yieldMs need a host that keeps background processes (the gateway, with a tools.exec section)"
+        )),
+        "{told:#?}"
+    );
+    let offered: Vec<String> = g.mock.requests()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert!(offered.contains(&"exec".to_owned()), "{offered:?}");
+    assert!(!offered.contains(&"process".to_owned()), "{offered:?}");
+    assert!(tasks_of(&g, &result["runId"]).await.is_empty());
 }
