@@ -106,6 +106,33 @@ pub(crate) use talon_store::{Invocation, RunRequest};
 /// imports nothing above it.
 pub(crate) type MoreTools = Arc<dyn Fn(Run) -> talon_tools::BoxFuture<'static, More> + Send + Sync>;
 
+/// The bounds of this node's background processes, from `tools.exec`.
+fn process_limits(host: &talon_runtime::Host) -> talon_runtime::ProcessLimits {
+    let defaults = talon_runtime::ProcessLimits::default();
+    let Some(exec) = host
+        .config()
+        .document()
+        .ok()
+        .and_then(|d| d.tools.settings.exec.clone())
+    else {
+        return defaults;
+    };
+    talon_runtime::ProcessLimits {
+        per_session: exec
+            .max_per_session
+            .map_or(defaults.per_session, |n| n as usize),
+        per_node: exec.max_per_node.map_or(defaults.per_node, |n| n as usize),
+        retained_bytes: exec
+            .max_output_bytes
+            .map_or(defaults.retained_bytes, |n| n as usize),
+        ttl: exec
+            .timeout_sec
+            .filter(|s| *s > 0)
+            .map_or(defaults.ttl, Duration::from_secs),
+        ended_kept: defaults.ended_kept,
+    }
+}
+
 /// What the gateway adds to one run ([`MoreTools`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct More {
@@ -317,7 +344,7 @@ impl Engine {
                 waiting: Mutex::new(HashMap::new()),
                 suspending: AtomicBool::new(false),
                 metrics,
-                processes: talon_runtime::Processes::new(crate::tasks::process::limits(&host)),
+                processes: talon_runtime::Processes::new(process_limits(&host)),
                 host,
             }),
         }

@@ -22,7 +22,7 @@ use talon_protocol::gateway::Run;
 use talon_protocol::gateway::bounded::TaskId;
 use talon_protocol::gateway::refuse;
 use talon_protocol::gateway::tasks::{DeliveryStatus, NotifyPolicy, Task, TaskKind, TaskStatus};
-use talon_runtime::{Background, HostTools, ProcessEnd, ProcessHost, ProcessLimits, ProcessStart};
+use talon_runtime::{Background, HostTools, ProcessEnd, ProcessHost, ProcessStart};
 use talon_store::TaskOwner;
 use talon_tools::{BoxFuture, ToolError, ToolErrorCode};
 
@@ -39,33 +39,6 @@ const UNHELD_GRACE: Duration = Duration::from_secs(60);
 const MAX_COMMAND_BYTES: usize = 1024;
 /// The longest label (the command's start).
 const LABEL_CHARS: usize = 60;
-
-/// The bounds of this node's background processes, from `tools.exec`.
-pub(crate) fn limits(host: &talon_runtime::Host) -> ProcessLimits {
-    let defaults = ProcessLimits::default();
-    let Some(exec) = host
-        .config()
-        .document()
-        .ok()
-        .and_then(|d| d.tools.settings.exec.clone())
-    else {
-        return defaults;
-    };
-    ProcessLimits {
-        per_session: exec
-            .max_per_session
-            .map_or(defaults.per_session, |n| n as usize),
-        per_node: exec.max_per_node.map_or(defaults.per_node, |n| n as usize),
-        retained_bytes: exec
-            .max_output_bytes
-            .map_or(defaults.retained_bytes, |n| n as usize),
-        ttl: exec
-            .timeout_sec
-            .filter(|s| *s > 0)
-            .map_or(defaults.ttl, Duration::from_secs),
-        ended_kept: defaults.ended_kept,
-    }
-}
 
 /// The policy of a new process task (`tools.exec.notifyOnExit`, default
 /// true: `done_only`).

@@ -512,3 +512,46 @@ async fn without_a_tools_exec_section_background_is_refused_and_process_not_offe
     assert!(!offered.contains(&"process".to_owned()), "{offered:?}");
     assert!(tasks_of(&g, &result["runId"]).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_process_reports_its_output_tail_as_progress_at_most_once_a_second() {
+    // Two and a half seconds of a line every 50 ms.
+    let g = gateway(
+        vec![background(
+            "for i in $(seq 1 50); do echo line $i; sleep 0.05; done",
+        )],
+        json!({}),
+    )
+    .await;
+    let result = run(&g).await;
+    let task = tasks_of(&g, &result["runId"]).await[0].clone();
+    let ended = settled(&g, &task["id"]).await;
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    let events = call(&g, "tasks.events", json!({"taskId": task["id"]})).await;
+    let progress: Vec<&Value> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "task.updated" && e["data"]["status"] == "running")
+        .map(|e| &e["data"]["progressSummary"])
+        .collect();
+    // Its start, then a report a second at most while it ran: about three
+    // in 2.5 s, never one per line.
+    assert!(
+        (2..=5).contains(&progress.len()),
+        "{} running updates: {progress:?}",
+        progress.len()
+    );
+    assert!(
+        progress[1..]
+            .iter()
+            .all(|p| p.as_str().unwrap().contains("line ")),
+        "{progress:?}"
+    );
+    assert!(
+        ended["progressSummary"]
+            .as_str()
+            .unwrap()
+            .ends_with("line 50\n")
+    );
+}
