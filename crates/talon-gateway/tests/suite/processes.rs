@@ -407,20 +407,10 @@ async fn a_process_whose_gateway_restarted_is_lost_never_running() {
     );
 }
 
-#[tokio::test]
-async fn a_process_task_of_a_node_whose_lease_passed_is_lost_saying_why() {
-    let g = gateway(Vec::new(), json!({})).await;
-    let session = call(
-        &g,
-        "sessions.create",
-        json!({"agentId": "main", "key": "k"}),
-    )
-    .await;
-    // What another node leaves when it dies mid-process: a running task
-    // it held, its lease about to pass.
-    let now = g.running.store.now_ms();
-    let orphan = talon_protocol::gateway::Task {
-        id: talon_protocol::gateway::bounded::TaskId::new("task_far"),
+/// A running process task in `session`, as a node that ran it leaves it.
+fn process_task(id: &str, session: &Value, now: u64) -> talon_protocol::gateway::Task {
+    talon_protocol::gateway::Task {
+        id: talon_protocol::gateway::bounded::TaskId::new(id),
         kind: talon_protocol::gateway::TaskKind::Process,
         status: talon_protocol::gateway::TaskStatus::Running,
         notify_policy: talon_protocol::gateway::NotifyPolicy::DoneOnly,
@@ -449,7 +439,22 @@ async fn a_process_task_of_a_node_whose_lease_passed_is_lost_saying_why() {
         started_at: Some(now),
         ended_at: None,
         updated_at: now,
-    };
+    }
+}
+
+#[tokio::test]
+async fn a_process_task_of_a_node_whose_lease_passed_is_lost_saying_why() {
+    let g = gateway(Vec::new(), json!({})).await;
+    let session = call(
+        &g,
+        "sessions.create",
+        json!({"agentId": "main", "key": "k"}),
+    )
+    .await;
+    // What another node leaves when it dies mid-process: a running task
+    // it held, its lease about to pass.
+    let now = g.running.store.now_ms();
+    let orphan = process_task("task_far", &session, now);
     let store = &g.running.store;
     store
         .create_task(&orphan, talon_store::TaskOwner::default())
@@ -554,4 +559,51 @@ async fn a_process_reports_its_output_tail_as_progress_at_most_once_a_second() {
             .unwrap()
             .ends_with("line 50\n")
     );
+}
+
+#[tokio::test]
+async fn a_node_that_restarts_marks_the_process_tasks_it_held_lost_at_once() {
+    let g = gateway(Vec::new(), json!({})).await;
+    let session = call(
+        &g,
+        "sessions.create",
+        json!({"agentId": "main", "key": "k"}),
+    )
+    .await;
+    let now = g.running.store.now_ms();
+    let mine = process_task("task_mine", &session, now);
+    g.running
+        .store
+        .create_task(&mine, talon_store::TaskOwner::default())
+        .await
+        .unwrap();
+    // Held by node_fixed, its lease far off: only its own restart tells.
+    g.running
+        .store
+        .hold_task(&mine.id, "node_fixed", now + 3_600_000)
+        .await
+        .unwrap();
+    let mut config = g.same_state();
+    config.node = Some("node_fixed".into());
+    g.running.shutdown().await;
+    let again = talon_gateway::start(config).await.unwrap();
+    let lost = wait::until_async("the task to be lost", wait::DEADLINE, async || {
+        let task = again
+            .store
+            .task(&mine.id, &talon_store::Owner::default())
+            .await
+            .unwrap()
+            .unwrap();
+        (task.status == talon_protocol::gateway::TaskStatus::Lost).then_some(task)
+    })
+    .await;
+    assert_eq!(
+        lost.error.map(|e| e.message),
+        Some(
+            "the task's work is gone: its gateway restarted or stopped answering \
+             (a background process dies with its node)"
+                .to_owned()
+        )
+    );
+    again.shutdown().await;
 }
