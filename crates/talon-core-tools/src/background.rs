@@ -375,7 +375,7 @@ impl Processes {
             .now_ms()
             .saturating_add(u64::try_from(limits.ttl.as_millis()).unwrap_or(u64::MAX));
         tokio::spawn(async move {
-            let end = run(&pumped, child, asked, (limits.ttl, deadline), clock).await;
+            let end = run(&pumped, child, asked, (limits.ttl, deadline), clock, &guard).await;
             drop(guard);
             pumped.seen.send_modify(|s| s.end = Some(end));
         });
@@ -417,6 +417,7 @@ async fn run(
     mut asked: watch::Receiver<Option<ProcessEnd>>,
     (ttl, deadline): (Duration, u64),
     clock: Clock,
+    sandbox: &talon_jail::Guard,
 ) -> ProcessEnd {
     let group = child
         .id()
@@ -478,12 +479,17 @@ async fn run(
                     killed = Some((end, Instant::now() + KILL_GRACE));
                 }
             }
-            () = tokio::time::sleep_until(killed.as_ref().map_or(far, |k| k.1)), if killed.is_some() && status.is_none() => {
+            () = tokio::time::sleep_until(killed.as_ref().map_or(far, |k| k.1)), if killed.is_some() && status.is_none() && guard.group.is_some() => {
+                // The grace is over: `SIGKILL` (once: the guard lets go
+                // of the group), and to what is left in its cgroup.
                 guard.kill();
+                sandbox.kill_remaining();
             }
         }
     }
     guard.kill();
+    // Nothing of it outlives it, even a sandbox killed as it started.
+    sandbox.kill_remaining();
     match (killed, status) {
         (Some((end, _)), _) => end,
         (None, Some(Ok(status))) => {

@@ -82,6 +82,25 @@ struct Setup {
 }
 
 fn setup_with(limits: ProcessLimits, clock: Clock, session: &str) -> Setup {
+    setup_in(limits, clock, session, talon_core_tools::Jail::default())
+}
+
+/// Commands as the admin's unsandboxed mode runs them: no PID namespace
+/// whose end would take them along, so only the group's signals do.
+fn unsandboxed() -> talon_core_tools::Jail {
+    talon_core_tools::Jail::new(talon_jail::Policy {
+        mode: talon_jail::Mode::Off,
+        network: talon_core_tools::Network::Host,
+        ..talon_jail::Policy::default()
+    })
+}
+
+fn setup_in(
+    limits: ProcessLimits,
+    clock: Clock,
+    session: &str,
+    jail: talon_core_tools::Jail,
+) -> Setup {
     let ws = tempfile::tempdir().unwrap();
     let processes = Processes::new(limits);
     let host = Arc::new(Recorder::default());
@@ -94,6 +113,7 @@ fn setup_with(limits: ProcessLimits, clock: Clock, session: &str) -> Setup {
             default_yield: None,
             redact: vec!["hunter2-secret".into()],
         }),
+        jail,
         ..ShellOptions::default()
     });
     Setup {
@@ -291,9 +311,11 @@ async fn a_command_that_ends_within_its_yield_is_answered_in_the_foreground() {
     );
 }
 
-#[tokio::test]
-async fn kill_ends_a_group_that_ignores_sigterm_and_forks() {
-    let s = setup();
+/// Starts a group that ignores `SIGTERM` and forks, kills it with
+/// `process kill`, and checks nothing of it is left; answers how long the
+/// kill took.
+async fn kill_a_stubborn_group(jail: talon_core_tools::Jail) -> Duration {
+    let s = setup_in(ProcessLimits::default(), Clock::system(), "s1", jail);
     let (a, b) = (marker(400), marker(401));
     let command = format!(
         "trap '' TERM; (trap '' TERM; sleep {a}) & (trap '' TERM; sleep {b} &) ; echo up; wait"
@@ -317,6 +339,7 @@ async fn kill_ends_a_group_that_ignores_sigterm_and_forks() {
         (polled["output"] == "up").then_some(())
     })
     .await;
+    let began = std::time::Instant::now();
     let killed = process(
         &s.processes,
         "s1",
@@ -324,11 +347,31 @@ async fn kill_ends_a_group_that_ignores_sigterm_and_forks() {
     )
     .await
     .unwrap();
+    let took = began.elapsed();
     assert_eq!(killed["status"], "killed", "{killed}");
     all_gone(&[&a, &b]).await;
     assert_eq!(
         s.host.end_of("t1").await.0,
         ProcessEnd::Killed("killed with process kill".into())
+    );
+    took
+}
+
+#[tokio::test]
+async fn kill_ends_a_sandboxed_group_that_ignores_sigterm_and_forks() {
+    // The sandbox's PID namespace ends with bubblewrap, which `SIGTERM`
+    // ends: every process of the command goes with it.
+    kill_a_stubborn_group(talon_core_tools::Jail::default()).await;
+}
+
+#[tokio::test]
+async fn kill_escalates_to_sigkill_for_an_unsandboxed_group_that_ignores_sigterm() {
+    // Nothing but the group's signals: `SIGTERM` is ignored, `SIGKILL`
+    // follows after the grace.
+    let took = kill_a_stubborn_group(unsandboxed()).await;
+    assert!(
+        took >= talon_core_tools::KILL_GRACE,
+        "killed in {took:?}, before SIGKILL was due"
     );
 }
 
@@ -474,4 +517,34 @@ async fn a_process_past_its_ttl_on_the_shared_clock_is_killed_timed_out() {
         ProcessEnd::TimedOut(Duration::from_secs(60))
     );
     all_gone(&[&m]).await;
+}
+
+#[tokio::test]
+async fn processes_killed_as_they_start_leave_nothing() {
+    // A kill that lands while the sandbox is still starting (before its
+    // inner process took `--die-with-parent`) must not leave the command
+    // running: where there is a pids cgroup, what is left in it is
+    // killed too.
+    let s = setup_with(
+        ProcessLimits {
+            per_session: 64,
+            ..ProcessLimits::default()
+        },
+        Clock::system(),
+        "s1",
+    );
+    let markers: Vec<String> = (0..30).map(|_| marker(800)).collect();
+    for (i, m) in markers.iter().enumerate() {
+        execute(
+            &s.core,
+            &context(),
+            "exec",
+            json!({"command": format!("sleep {m}"), "background": true}),
+        )
+        .await
+        .unwrap();
+        assert!(s.processes.kill(&format!("t{}", i + 1), "killed at once"));
+    }
+    let all: Vec<&str> = markers.iter().map(String::as_str).collect();
+    all_gone(&all).await;
 }
