@@ -170,17 +170,30 @@ impl Store {
         Ok(())
     }
 
-    /// Extends the lease of every unfinished task whose work `node` holds;
-    /// returns how many.
-    pub async fn renew_task_leases(&self, node: &str, lease_until: u64) -> Result<u64> {
-        Ok(sqlx::query(
-            "UPDATE tasks SET lease_until = $2 WHERE node = $1 AND status IN ('queued', 'running')",
-        )
+    /// Extends the lease of the unfinished tasks `ids` whose work `node`
+    /// holds (what it still runs); returns how many. A task whose work
+    /// ended here without its end being written is not renewed, so it
+    /// cannot stay `running` past its lease.
+    pub async fn renew_task_leases(
+        &self,
+        node: &str,
+        ids: &[String],
+        lease_until: u64,
+    ) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let marks: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
+        let mut query = sqlx::query(sql!(
+            "UPDATE tasks SET lease_until = $2 WHERE node = $1 AND status IN ('queued', 'running') AND id IN ({})",
+            marks.join(", ")
+        ))
         .bind(node.to_owned())
-        .bind(ms(lease_until)?)
-        .execute(self.writes())
-        .await?
-        .rows_affected())
+        .bind(ms(lease_until)?);
+        for id in ids {
+            query = query.bind(id.clone());
+        }
+        Ok(query.execute(self.writes()).await?.rows_affected())
     }
 
     /// Unfinished tasks of `kind` held by a node whose lease ended before

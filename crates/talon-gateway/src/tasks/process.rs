@@ -8,8 +8,9 @@
 //! `tasks.cancel`, its session deleted) or `lost` (its node stopped), and
 //! posts by the task's policy (`tools.exec.notifyOnExit`).
 //!
-//! A process dies with its node. The node renews a lease on its process
-//! tasks every sweep; a node marks its own still-`running` process tasks
+//! A process dies with its node. The node renews a lease on the tasks of
+//! the processes it still runs every sweep (one whose end could not be
+//! written is not renewed, so it cannot stay `running`); a node marks its own still-`running` process tasks
 //! `lost` as it starts, and any node marks those whose lease passed
 //! ([`Ledger::police_processes`]). Each sweep also kills a local process
 //! whose task ended elsewhere (another node's `tasks.cancel`) or whose
@@ -276,7 +277,11 @@ impl Ledger {
         let store = engine.store();
         let now = store.now_ms();
         let _ = store
-            .renew_task_leases(engine.node(), now + PROCESS_LEASE.as_millis() as u64)
+            .renew_task_leases(
+                engine.node(),
+                &engine.processes().live_ids(),
+                now + PROCESS_LEASE.as_millis() as u64,
+            )
             .await;
         let own = restarted.then(|| engine.node());
         let unheld = now.saturating_sub(UNHELD_GRACE.as_millis() as u64);

@@ -168,8 +168,11 @@ on_both! {
         store.hold_task(&TaskId::new("p_a"), "node_a", 1_000).await.unwrap();
         store.hold_task(&TaskId::new("p_b"), "node_b", 1_000).await.unwrap();
         store.hold_task(&TaskId::new("p_c"), "node_b", 1_000).await.unwrap();
-        // node_b lives on: its lease moves past now.
-        assert_eq!(store.renew_task_leases("node_b", 3_000).await.unwrap(), 2);
+        // node_b lives on, running both: their leases move past now (a
+        // task another node holds is not renewed by node_b).
+        let held = ["p_b".to_owned(), "p_c".to_owned(), "p_a".to_owned()];
+        assert_eq!(store.renew_task_leases("node_b", &held, 3_000).await.unwrap(), 2);
+        assert_eq!(store.renew_task_leases("node_b", &[], 3_000).await.unwrap(), 0);
         let orphans = |node: Option<&'static str>| async move {
             store
                 .orphaned_process_tasks(TaskKind::Process, 2_000, node, 100)
