@@ -607,3 +607,51 @@ async fn a_node_that_restarts_marks_the_process_tasks_it_held_lost_at_once() {
     );
     again.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_process_whose_task_or_session_ended_on_another_node_is_killed_by_its_own() {
+    let (m1, m2) = (marker(), marker());
+    let g = gateway(
+        vec![
+            background(&format!("sleep {m1}")),
+            background(&format!("sleep {m2}")),
+        ],
+        json!({}),
+    )
+    .await;
+    let first = run(&g).await;
+    let task = tasks_of(&g, &first["runId"])
+        .await
+        .into_iter()
+        .find(|t| t["command"] == json!(format!("sleep {m1}")))
+        .unwrap();
+    // Another node's `tasks.cancel` ends the task in the store only.
+    let store = &g.running.store;
+    let read = store
+        .task(
+            &talon_protocol::gateway::bounded::TaskId::new(task["id"].as_str().unwrap()),
+            &talon_store::Owner::default(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let cancelled = talon_protocol::gateway::Task {
+        status: talon_protocol::gateway::TaskStatus::Cancelled,
+        updated_at: read.updated_at + 1,
+        ..read.clone()
+    };
+    assert!(
+        store
+            .update_task(&cancelled, read.updated_at)
+            .await
+            .unwrap()
+    );
+    all_gone(&format!("sleep {m1}")).await;
+    // Another node's `sessions.delete` removes the session in the store
+    // only: this node's next sweep kills what the session still ran.
+    store
+        .delete_session(first["sessionId"].as_str().unwrap())
+        .await
+        .unwrap();
+    all_gone(&format!("sleep {m2}")).await;
+}
