@@ -548,3 +548,34 @@ async fn processes_killed_as_they_start_leave_nothing() {
     let all: Vec<&str> = markers.iter().map(String::as_str).collect();
     all_gone(&all).await;
 }
+
+#[tokio::test]
+async fn a_run_cancelled_during_the_yield_kills_the_command_and_records_nothing() {
+    let s = setup();
+    let m = marker(900);
+    let ctx = context();
+    let cancel = ctx.cancel.clone();
+    let call = execute(
+        &s.core,
+        &ctx,
+        "exec",
+        json!({"command": format!("echo up; sleep {m}"), "yieldMs": 30000}),
+    );
+    let (ended, ()) = tokio::join!(call, async {
+        wait::until_async("the command to run", wait::DEADLINE, async || {
+            !super::hostile_exec::host_pids(&format!("sleep {m}")).is_empty()
+        })
+        .await;
+        cancel.cancel();
+    });
+    let error = ended.unwrap_err();
+    assert_eq!(
+        (error.code, error.message.as_str()),
+        (
+            ToolErrorCode::Aborted,
+            "the run was aborted; the command was killed"
+        )
+    );
+    all_gone(&[&m]).await;
+    assert!(s.host.opened.lock().unwrap().is_empty());
+}
