@@ -2,7 +2,7 @@
 //! `background` starts a process whose task (`kind: "process"`) follows
 //! it to its end and posts its output to the session; `tasks.cancel`, a
 //! session's deletion and its TTL kill it; a model starting 1,000 is
-//! bounded; a restart leaves its task `lost`, never `running`.
+//! bounded. Restarts and other nodes: `process_nodes`.
 //!
 //! The mock model cannot name a process id it has not seen, so the
 //! `process` tool's id-taking actions are tested in talon-core-tools'
@@ -19,14 +19,14 @@ use super::{Options, TestGateway, tool_turn};
 
 const KEY: &str = "sk-talon-background-91c3e2";
 
-async fn call(g: &TestGateway, method: &str, params: Value) -> Value {
+pub(super) async fn call(g: &TestGateway, method: &str, params: Value) -> Value {
     Transport::Http.call(g, method, params).await.unwrap()
 }
 
 /// A gateway whose every run takes `turns`, then says "Started.", with
 /// `config` merged in; approvals allowed, and a provider whose key is a
 /// secret to redact ([`KEY`]).
-async fn gateway(turns: Vec<Turn>, config: Value) -> TestGateway {
+pub(super) async fn gateway(turns: Vec<Turn>, config: Value) -> TestGateway {
     let mut turns = turns;
     turns.push(Turn {
         text: Some("Started.".into()),
@@ -59,12 +59,12 @@ async fn gateway(turns: Vec<Turn>, config: Value) -> TestGateway {
     g
 }
 
-fn background(command: &str) -> Turn {
+pub(super) fn background(command: &str) -> Turn {
     tool_turn("exec", json!({"command": command, "background": true}))
 }
 
 /// Runs "go" to its end: its result.
-async fn run(g: &TestGateway) -> Value {
+pub(super) async fn run(g: &TestGateway) -> Value {
     let created = call(g, "runs.create", json!({"input": "go"})).await;
     call(
         g,
@@ -75,7 +75,7 @@ async fn run(g: &TestGateway) -> Value {
 }
 
 /// The process tasks of `run`.
-async fn tasks_of(g: &TestGateway, run: &Value) -> Vec<Value> {
+pub(super) async fn tasks_of(g: &TestGateway, run: &Value) -> Vec<Value> {
     let listed = call(
         g,
         "tasks.list",
@@ -86,7 +86,7 @@ async fn tasks_of(g: &TestGateway, run: &Value) -> Vec<Value> {
 }
 
 /// Task `id` once it has ended and its message settled.
-async fn settled(g: &TestGateway, id: &Value) -> Value {
+pub(super) async fn settled(g: &TestGateway, id: &Value) -> Value {
     wait::until_async("the task to end and settle", wait::DEADLINE, async || {
         let task = call(g, "tasks.get", json!({"taskId": id})).await;
         (task["deliveryStatus"] != "pending" && task["status"] != "running").then_some(task)
@@ -112,7 +112,7 @@ fn tool_messages(g: &TestGateway) -> Vec<String> {
 
 /// A sleep length no other command uses, so that its processes are found
 /// on the host by their command line.
-fn marker() -> String {
+pub(super) fn marker() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(1);
     format!(
@@ -123,7 +123,7 @@ fn marker() -> String {
 }
 
 /// How many live (not zombie) host processes' command lines hold `needle`.
-fn live(needle: &str) -> usize {
+pub(super) fn live(needle: &str) -> usize {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -147,7 +147,7 @@ fn live(needle: &str) -> usize {
         .count()
 }
 
-async fn all_gone(needle: &str) {
+pub(super) async fn all_gone(needle: &str) {
     wait::until_async(
         &format!("every `{needle}` process to be gone"),
         wait::DEADLINE,
@@ -385,108 +385,6 @@ async fn a_model_starting_1000_background_processes_gets_its_bound_and_a_clear_e
 }
 
 #[tokio::test]
-async fn a_process_whose_gateway_restarted_is_lost_never_running() {
-    let m = marker();
-    let g = gateway(vec![background(&format!("sleep {m}"))], json!({})).await;
-    let result = run(&g).await;
-    let task = tasks_of(&g, &result["runId"]).await[0].clone();
-    assert_eq!(task["status"], "running");
-    let g = g
-        .restarted(json!({"tools": {"approvals": "allow", "exec": {}}}))
-        .await;
-    // The process died with its node.
-    all_gone(&format!("sleep {m}")).await;
-    // Past the lease, whichever way the old node went, the task is lost.
-    g.time.advance(Duration::from_secs(16));
-    let ended = settled(&g, &task["id"]).await;
-    assert_eq!(ended["status"], "lost", "{ended}");
-    let why = ended["error"]["message"].as_str().unwrap();
-    assert!(
-        why.starts_with("the task's work is gone: its gateway"),
-        "{ended}"
-    );
-}
-
-/// A running process task in `session`, as a node that ran it leaves it.
-fn process_task(id: &str, session: &Value, now: u64) -> talon_protocol::gateway::Task {
-    talon_protocol::gateway::Task {
-        id: talon_protocol::gateway::bounded::TaskId::new(id),
-        kind: talon_protocol::gateway::TaskKind::Process,
-        status: talon_protocol::gateway::TaskStatus::Running,
-        notify_policy: talon_protocol::gateway::NotifyPolicy::DoneOnly,
-        label: Some("exec make".into()),
-        description: None,
-        agent_id: None,
-        session_id: Some(talon_protocol::gateway::bounded::SessionId::new(
-            session["id"].as_str().unwrap(),
-        )),
-        session_key: None,
-        run_id: None,
-        subject: None,
-        child_run_id: None,
-        child_session_id: None,
-        child_session_key: None,
-        depth: 1,
-        command: Some("make".into()),
-        exit_code: None,
-        progress_summary: None,
-        result: None,
-        error: None,
-        delivery_status: talon_protocol::gateway::DeliveryStatus::Pending,
-        delivered_at: None,
-        delivery_error: None,
-        created_at: now,
-        started_at: Some(now),
-        ended_at: None,
-        updated_at: now,
-    }
-}
-
-#[tokio::test]
-async fn a_process_task_of_a_node_whose_lease_passed_is_lost_saying_why() {
-    let g = gateway(Vec::new(), json!({})).await;
-    let session = call(
-        &g,
-        "sessions.create",
-        json!({"agentId": "main", "key": "k"}),
-    )
-    .await;
-    // What another node leaves when it dies mid-process: a running task
-    // it held, its lease about to pass.
-    let now = g.running.store.now_ms();
-    let orphan = process_task("task_far", &session, now);
-    let store = &g.running.store;
-    store
-        .create_task(&orphan, talon_store::TaskOwner::default())
-        .await
-        .unwrap();
-    store
-        .hold_task(&orphan.id, "node_far", now + 10_000)
-        .await
-        .unwrap();
-    // Within its lease it stays running.
-    let task = call(&g, "tasks.get", json!({"taskId": "task_far"})).await;
-    assert_eq!(task["status"], "running");
-    g.time.advance(Duration::from_secs(11));
-    let lost = settled(&g, &json!("task_far")).await;
-    assert_eq!(
-        (
-            &lost["status"],
-            &lost["error"]["message"],
-            &lost["deliveryStatus"]
-        ),
-        (
-            &json!("lost"),
-            &json!(
-                "the task's work is gone: its gateway stopped answering (a background process dies with its node)"
-            ),
-            &json!("delivered")
-        ),
-        "{lost}"
-    );
-}
-
-#[tokio::test]
 async fn without_a_tools_exec_section_background_is_refused_and_process_not_offered() {
     let g = gateway(
         vec![background("echo never")],
@@ -559,99 +457,4 @@ async fn a_process_reports_its_output_tail_as_progress_at_most_once_a_second() {
             .unwrap()
             .ends_with("line 50\n")
     );
-}
-
-#[tokio::test]
-async fn a_node_that_restarts_marks_the_process_tasks_it_held_lost_at_once() {
-    let g = gateway(Vec::new(), json!({})).await;
-    let session = call(
-        &g,
-        "sessions.create",
-        json!({"agentId": "main", "key": "k"}),
-    )
-    .await;
-    let now = g.running.store.now_ms();
-    let mine = process_task("task_mine", &session, now);
-    g.running
-        .store
-        .create_task(&mine, talon_store::TaskOwner::default())
-        .await
-        .unwrap();
-    // Held by node_fixed, its lease far off: only its own restart tells.
-    g.running
-        .store
-        .hold_task(&mine.id, "node_fixed", now + 3_600_000)
-        .await
-        .unwrap();
-    let mut config = g.same_state();
-    config.node = Some("node_fixed".into());
-    g.running.shutdown().await;
-    let again = talon_gateway::start(config).await.unwrap();
-    let lost = wait::until_async("the task to be lost", wait::DEADLINE, async || {
-        let task = again
-            .store
-            .task(&mine.id, &talon_store::Owner::default())
-            .await
-            .unwrap()
-            .unwrap();
-        (task.status == talon_protocol::gateway::TaskStatus::Lost).then_some(task)
-    })
-    .await;
-    assert_eq!(
-        lost.error.map(|e| e.message),
-        Some(
-            "the task's work is gone: its gateway restarted or stopped answering \
-             (a background process dies with its node)"
-                .to_owned()
-        )
-    );
-    again.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_process_whose_task_or_session_ended_on_another_node_is_killed_by_its_own() {
-    let (m1, m2) = (marker(), marker());
-    let g = gateway(
-        vec![
-            background(&format!("sleep {m1}")),
-            background(&format!("sleep {m2}")),
-        ],
-        json!({}),
-    )
-    .await;
-    let first = run(&g).await;
-    let task = tasks_of(&g, &first["runId"])
-        .await
-        .into_iter()
-        .find(|t| t["command"] == json!(format!("sleep {m1}")))
-        .unwrap();
-    // Another node's `tasks.cancel` ends the task in the store only.
-    let store = &g.running.store;
-    let read = store
-        .task(
-            &talon_protocol::gateway::bounded::TaskId::new(task["id"].as_str().unwrap()),
-            &talon_store::Owner::default(),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-    let cancelled = talon_protocol::gateway::Task {
-        status: talon_protocol::gateway::TaskStatus::Cancelled,
-        updated_at: read.updated_at + 1,
-        ..read.clone()
-    };
-    assert!(
-        store
-            .update_task(&cancelled, read.updated_at)
-            .await
-            .unwrap()
-    );
-    all_gone(&format!("sleep {m1}")).await;
-    // Another node's `sessions.delete` removes the session in the store
-    // only: this node's next sweep kills what the session still ran.
-    store
-        .delete_session(first["sessionId"].as_str().unwrap())
-        .await
-        .unwrap();
-    all_gone(&format!("sleep {m2}")).await;
 }
