@@ -29,6 +29,14 @@
 //! - The shell runs in its own process group, its output is capped while it
 //!   streams, and the whole group is killed when the command ends, times
 //!   out, or the run is cancelled or stops waiting ([`shell`]).
+//! - A command `exec` leaves running (`background`, `yieldMs`) runs in the
+//!   same sandbox, in its own group, its output kept in a bounded ring, the
+//!   group killed (`SIGTERM`, then `SIGKILL`) at its TTL, when asked, or
+//!   when `sh` exits; live processes are bounded per session and per node
+//!   ([`background`]). The `process` tool follows them ([`process`]); a
+//!   host that keeps them ([`ProcessHost`], the gateway's task ledger) is
+//!   told when one detaches, of its progress, and of its end. Without one,
+//!   `background` and `yieldMs` are refused.
 //!
 //! Every failure is a [`ToolError`] with a stable [`ToolErrorCode`]
 //! (`outside_workspace`, `not_regular_file`, `too_large`, `timeout`, ...);
@@ -54,9 +62,12 @@
 //! to outside files (same inode, indistinguishable by path).
 
 pub mod approval;
+mod background;
 mod deltas;
 mod files;
 mod path;
+mod process;
+mod ring;
 mod search;
 mod shell;
 
@@ -71,7 +82,14 @@ use talon_tools::{
 };
 
 pub use approval::PolicyApprover;
+pub use background::{
+    Background, KILL_GRACE, ProcessEnd, ProcessHost, ProcessLimits, ProcessStart, Processes,
+    TAIL_BYTES,
+};
 pub use deltas::{DELTA_CHUNK, DELTA_INTERVAL, MAX_DELTA_BYTES, Updates};
+pub use process::{
+    LOG_LINES, MAX_POLL_WAIT, MAX_YIELD, ProcessTool, definition as process_definition,
+};
 pub use shell::{KeepLog, RemoteHost, ShellOptions};
 pub use talon_jail::{Access, Jail, Network};
 
@@ -175,6 +193,26 @@ pub fn definitions() -> Vec<ToolDefinition> {
     ]
 }
 
+/// `exec` as a host that keeps background processes offers it: with
+/// OpenClaw's `background` and `yieldMs`, and what a detached command
+/// answers.
+fn background_exec() -> ToolDefinition {
+    tool(
+        "exec",
+        "Run a shell command in the workspace directory. With background: true it is left running at once, \
+         with yieldMs after that many ms in the foreground (if it has not ended by then); a command left running \
+         answers {status: \"running\", sessionId, taskId (the same id), pid, tail (its last output)} and is followed \
+         with the process tool; its end is posted to this session. Background commands are bounded per session \
+         and per gateway.",
+        json!({"type": "object", "properties": {"command": {"type": "string", "description": "The command line (sh -c)"},
+                "timeoutMs": {"type": "number", "description": "Time limit of a foreground command (default and most 60000)"},
+                "background": {"type": "boolean", "description": "Leave it running in the background at once"},
+                "yieldMs": {"type": "number", "description": "Run in the foreground up to this many ms (at most 60000), then leave it running"}},
+                "required": ["command"]}),
+        ToolEffect::Host,
+    )
+}
+
 /// Runs the core tools in one workspace.
 #[derive(Debug, Clone)]
 pub struct CoreTools {
@@ -196,6 +234,21 @@ impl CoreTools {
     pub fn with_shell(mut self, shell: ShellOptions) -> Self {
         self.shell = Arc::new(shell);
         self
+    }
+
+    /// The definitions of these tools: [`definitions`], with `exec`'s
+    /// `background` and `yieldMs` where its shell keeps background
+    /// processes.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        let mut all = definitions();
+        if self.shell.background.is_some() {
+            for definition in &mut all {
+                if definition.name == "exec" {
+                    *definition = background_exec();
+                }
+            }
+        }
+        all
     }
 
     /// The workspace.
@@ -223,6 +276,10 @@ impl CoreTools {
         keep: KeepLog,
     ) -> Result<(Value, Option<Vec<u8>>), ToolError> {
         let command = files::text_arg("exec", args, "command")?;
+        if let Some(how) = process::Detach::of(args, &self.shell) {
+            let value = process::detach(&self.root, command, how, &self.shell, &ctx.cancel).await?;
+            return Ok((value, None));
+        }
         let timeout = args["timeoutMs"]
             .as_u64()
             .map_or(EXEC_TIMEOUT, Duration::from_millis)
@@ -267,6 +324,9 @@ impl CoreTools {
     ) -> Result<Value, ToolError> {
         if name == "exec" {
             let command = files::text_arg(name, args, "command")?;
+            if let Some(how) = process::Detach::of(args, &self.shell) {
+                return process::detach(&self.root, command, how, &self.shell, &ctx.cancel).await;
+            }
             let timeout = args["timeoutMs"]
                 .as_u64()
                 .map_or(EXEC_TIMEOUT, Duration::from_millis)

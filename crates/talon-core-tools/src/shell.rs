@@ -30,11 +30,11 @@ use super::files::trim_partial_char;
 
 /// How long pipes are drained after the group was killed; a process that
 /// left the group (`setsid`) and holds them open does not hold the call.
-const DRAIN_GRACE: Duration = Duration::from_millis(500);
+pub(super) const DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// How long to wait for `sh` to be reaped after it was killed.
 const REAP_GRACE: Duration = Duration::from_secs(2);
 /// Read buffer per pipe.
-const CHUNK: usize = 16 * 1024;
+pub(super) const CHUNK: usize = 16 * 1024;
 /// How often a running command's workspace filesystem is checked for the
 /// free space the policy keeps.
 const DISK_CHECK: Duration = Duration::from_millis(100);
@@ -53,6 +53,9 @@ pub struct ShellOptions {
     /// Where commands run when not on this host (an `ssh` environment's):
     /// the jail is then the remote side's.
     pub remote: Option<std::sync::Arc<dyn RemoteHost>>,
+    /// Where `exec`'s `background` and `yieldMs` detach commands to (the
+    /// gateway's); without it they are refused.
+    pub background: Option<crate::background::Background>,
 }
 
 /// Another host an environment's commands run on: its workspace brought
@@ -78,14 +81,25 @@ pub trait RemoteHost: Send + Sync + std::fmt::Debug {
     fn after(&self) -> talon_tools::BoxFuture<'_, Result<(), ToolError>>;
 }
 
+/// A sandbox that could not be made, as the model is told.
+pub(super) fn jail_error(e: JailError) -> ToolError {
+    let code = match e {
+        JailError::Unavailable(_) => ToolErrorCode::Unavailable,
+        JailError::NoNetworkNamespace | JailError::Unsupported(_) => ToolErrorCode::Unsupported,
+        JailError::DiskLow { .. } => ToolErrorCode::TooLarge,
+        JailError::Seccomp(_) | JailError::Io { .. } => ToolErrorCode::SpawnFailed,
+    };
+    ToolError::new(code, e.to_string())
+}
+
 /// Kills the process group when dropped (the call ended, failed, or its
 /// future was dropped). Killing an already empty group is harmless.
-struct GroupGuard {
-    group: Option<Pid>,
+pub(super) struct GroupGuard {
+    pub(super) group: Option<Pid>,
 }
 
 impl GroupGuard {
-    fn kill(&mut self) {
+    pub(super) fn kill(&mut self) {
         if let Some(group) = self.group.take() {
             // ESRCH: nobody left. Anything else cannot be acted on here.
             let _ = killpg(group, Signal::SIGKILL);
@@ -101,23 +115,23 @@ impl Drop for GroupGuard {
 
 /// The first [`MAX_EXEC_OUTPUT`] bytes of a stream, and how many there were.
 #[derive(Default)]
-struct Capture {
+pub(super) struct Capture {
     kept: Vec<u8>,
     total: u64,
 }
 
 impl Capture {
-    fn push(&mut self, bytes: &[u8]) {
+    pub(super) fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let room = MAX_EXEC_OUTPUT.saturating_sub(self.kept.len());
         self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    fn truncated(&self) -> bool {
+    pub(super) fn truncated(&self) -> bool {
         self.total > self.kept.len() as u64
     }
 
-    fn text(mut self) -> String {
+    pub(super) fn text(mut self) -> String {
         if self.truncated() {
             trim_partial_char(&mut self.kept);
         }
@@ -177,7 +191,10 @@ impl Log {
 }
 
 /// Reads the next piece of `pipe` into `capture`; closes it at EOF or error.
-async fn pump<R: AsyncRead + Unpin>(pipe: &mut Option<R>, buf: &mut [u8]) -> Option<usize> {
+pub(super) async fn pump<R: AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> Option<usize> {
     match pipe {
         Some(reader) => reader.read(buf).await.ok().filter(|&n| n > 0),
         None => std::future::pending().await,
@@ -240,17 +257,7 @@ pub(super) async fn exec(
             (confined.command, Some(confined.guard))
         }
         None => {
-            let confined = jail.command(&spec).map_err(|e| {
-                let code = match e {
-                    JailError::Unavailable(_) => ToolErrorCode::Unavailable,
-                    JailError::NoNetworkNamespace | JailError::Unsupported(_) => {
-                        ToolErrorCode::Unsupported
-                    }
-                    JailError::DiskLow { .. } => ToolErrorCode::TooLarge,
-                    JailError::Seccomp(_) | JailError::Io { .. } => ToolErrorCode::SpawnFailed,
-                };
-                ToolError::new(code, e.to_string())
-            })?;
+            let confined = jail.command(&spec).map_err(jail_error)?;
             // Lives until the command's processes are gone (its cgroup).
             (confined.command, Some(confined.guard))
         }

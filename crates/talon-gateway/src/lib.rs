@@ -41,14 +41,16 @@
 //! auth      caller, stream_caller, guard ─► state
 //! state     Shared, Api ─► runs/, tail, limits/, observe::metrics, openai::policy,
 //!           auth::{tokens, revocation, browsers}
-//! tasks/    the ledger: sub-agents, the follower, notices ─► runs/, error
+//! tasks/    the ledger: sub-agents, processes, the follower, notices ─► runs/, error
 //! runs/     the engine ─► observe, memory, error, talon_environments
 //! leaves    error, frame, memory, limits/, observe::metrics, auth::identity
 //! ```
 //!
-//! - `tasks/`: background tasks (see its doc): the sub-agent tools the
-//!   engine adds to a run through `Engine::add_tools` (so the engine imports
-//!   nothing above it), the follower `start` spawns, and the notices.
+//! - `tasks/`: background tasks (see its doc): the sub-agent tools and the
+//!   background processes' `process` tool and ledger side the engine adds
+//!   to a run through `Engine::add_tools` (so the engine imports nothing
+//!   above it; it holds the node's process registry), the follower `start`
+//!   spawns, and the notices.
 //! - `state`: `Shared`, what every route and every method shares, and
 //!   `Api`, the method table's part of it (the store, the config's agents,
 //!   the engine, the tail). A leaf as axum's state is: it imports no handler,

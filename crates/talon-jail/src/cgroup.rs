@@ -80,6 +80,36 @@ impl Cgroup {
         Ok(cgroup)
     }
 
+    /// Kills every process in the cgroup: v2's `cgroup.kill`, else
+    /// `SIGKILL` to each member, a few passes to catch those forked
+    /// meanwhile (`pids.max` bounds them). What a caller falls back on
+    /// when a sandbox's PID namespace did not end with bubblewrap (killed
+    /// before its inner process took `--die-with-parent`).
+    pub(crate) fn kill(&self) {
+        if std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
+            return;
+        }
+        for _ in 0..4 {
+            let Ok(members) = std::fs::read_to_string(self.dir.join("cgroup.procs")) else {
+                return;
+            };
+            let pids: Vec<i32> = members
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                // ESRCH: gone meanwhile.
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+
     /// The file a process writes to, to join: cgroup v1's `tasks`, where
     /// a thread writing `0` moves itself without the RCU grace period
     /// (7 to 11 ms) a move through `cgroup.procs` waits for, or v2's

@@ -34,7 +34,9 @@
 //!   process limit), a pids cgroup ([`cgroup`]);
 //! - death with its PID namespace: killing bubblewrap (the caller kills
 //!   the process group at the end, timeout or cancellation) takes every
-//!   process of the command with it, `setsid` or not.
+//!   process of the command with it, `setsid` or not; where there is a
+//!   pids cgroup, [`Guard::kill_remaining`] also kills what a kill landing
+//!   while bubblewrap was still starting left behind.
 //!
 //! # Commands on another host
 //!
@@ -380,6 +382,18 @@ pub struct Guard {
     _cgroup: Option<cgroup::Cgroup>,
     _etc: Option<Arc<view::View>>,
     _proxy: Option<proxy::Running>,
+}
+
+impl Guard {
+    /// Kills whatever of the command is left in its pids cgroup (where
+    /// the gateway runs as root and so has one; elsewhere nothing): the
+    /// fallback for a sandbox killed so early that its PID namespace
+    /// outlived bubblewrap. Call it after killing the command's group.
+    pub fn kill_remaining(&self) {
+        if let Some(cgroup) = &self._cgroup {
+            cgroup.kill();
+        }
+    }
 }
 
 /// What a command sees as `/etc`.

@@ -103,6 +103,12 @@ pub use surface::{CellsError, OpenCells, SurfaceParts, SurfacePlan};
 /// as the gateway's task ledger reads it.
 pub use talon_config::model::{OnParentCancel, SubagentsSection};
 pub use talon_core_tools::{Access, Jail, KeepLog, Network, RemoteHost, ShellOptions};
+/// Background shell processes, for a host that keeps them (the gateway's
+/// task ledger).
+pub use talon_core_tools::{
+    Background, ProcessEnd, ProcessHost, ProcessLimits, ProcessStart, ProcessTool, Processes,
+    process_definition,
+};
 pub use tools::{Local, RunTools, policy, servers};
 
 /// Why a run cannot be built, each with what it came from.

@@ -142,8 +142,8 @@ impl RunTools {
                 .semantic(Semantic::Shared)
                 .direct_only(&direct_only),
         );
-        if core.is_some() {
-            builder = builder.core(talon_core_tools::definitions());
+        if let Some(core) = &core {
+            builder = builder.core(core.definitions());
         }
         if questions.is_some() {
             builder = builder.runtime([crate::questions::definition()]);

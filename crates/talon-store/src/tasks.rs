@@ -3,6 +3,11 @@
 //! compare-and-set on the status it moves from, so of several nodes (or a
 //! cancel and an ending) exactly one moves a task out of a status, and a
 //! terminal task never moves again.
+//!
+//! A background process lives in one node's memory: its task records that
+//! node and a lease the node renews while it lives ([`Store::renew_task_leases`]),
+//! so that a restarted node finds its own dead processes and any node finds
+//! those of a node that died ([`Store::orphaned_process_tasks`]).
 
 use talon_protocol::gateway::bounded::{RunId, TaskId};
 use talon_protocol::gateway::tasks::{Task, TaskKind, TaskStatus};
@@ -161,6 +166,70 @@ impl Store {
             .iter()
             .map(doc_of)
             .collect()
+    }
+
+    /// Records that `node` holds the work of task `id` (a background
+    /// process), vouching for it until `lease_until`.
+    pub async fn hold_task(&self, id: &TaskId, node: &str, lease_until: u64) -> Result<()> {
+        sqlx::query("UPDATE tasks SET node = $2, lease_until = $3 WHERE id = $1")
+            .bind(id.to_string())
+            .bind(node.to_owned())
+            .bind(ms(lease_until)?)
+            .execute(self.writes())
+            .await?;
+        Ok(())
+    }
+
+    /// Extends the lease of the unfinished tasks `ids` whose work `node`
+    /// holds (what it still runs); returns how many. A task whose work
+    /// ended here without its end being written is not renewed, so it
+    /// cannot stay `running` past its lease.
+    pub async fn renew_task_leases(
+        &self,
+        node: &str,
+        ids: &[String],
+        lease_until: u64,
+    ) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let marks: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
+        let mut query = sqlx::query(sql!(
+            "UPDATE tasks SET lease_until = $2 WHERE node = $1 AND status IN ('queued', 'running') AND id IN ({})",
+            marks.join(", ")
+        ))
+        .bind(node.to_owned())
+        .bind(ms(lease_until)?);
+        for id in ids {
+            query = query.bind(id.clone());
+        }
+        Ok(query.execute(self.writes()).await?.rows_affected())
+    }
+
+    /// Unfinished tasks of `kind` held by a node whose lease ended before
+    /// `now` (it died), or, with `node`, every one that node held (it
+    /// restarted): their work died with it. A task no node ever took
+    /// (its node died between recording it and taking it) counts once it
+    /// is older than `unheld_before`.
+    pub async fn orphaned_process_tasks(
+        &self,
+        kind: TaskKind,
+        now: u64,
+        node: Option<&str>,
+        unheld_before: u64,
+    ) -> Result<Vec<Task>> {
+        let rows = sqlx::query(
+            "SELECT doc FROM tasks WHERE kind = $1 AND status IN ('queued', 'running') \
+               AND (lease_until < $2 OR node = $3 OR (node IS NULL AND created_at < $4)) \
+             ORDER BY created_at, id",
+        )
+        .bind(enum_str(kind)?)
+        .bind(ms(now)?)
+        .bind(node.map(str::to_owned))
+        .bind(ms(unheld_before)?)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(doc_of).collect()
     }
 
     /// Replaces task `task.id` with `task` if it has not changed since it

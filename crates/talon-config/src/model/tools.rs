@@ -29,7 +29,6 @@ const OPENCLAW_TOOLS: &[&str] = &[
     "message",
     "agentToAgent",
     "elevated",
-    "exec",
     "subagents",
     "alsoAllow",
 ];
@@ -55,6 +54,50 @@ pub struct ToolSettings {
     pub direct_only: Option<Vec<NonEmpty>>,
     /// OpenClaw's sandbox tool policy.
     pub sandbox: Option<SandboxTools>,
+    /// The shell `exec`'s background processes (read from the global `tools` only; an agent's own is accepted and not read).
+    pub exec: Option<ExecSection>,
+}
+
+/// `tools.exec`: background shell processes (`exec`'s `background` and `yieldMs`, the `process` tool).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+#[schemars(transform = exec_openclaw)]
+pub struct ExecSection {
+    /// The yieldMs an exec call without one gets, in ms (default: none, every command runs in the foreground unless asked; OpenClaw's default is 10000).
+    #[schemars(range(min = 1, max = 60000))]
+    pub background_ms: Option<u64>,
+    /// How long a background process may run, in seconds, before it is killed and its task is timed_out (default 1800).
+    #[schemars(range(min = 1, max = 86400))]
+    pub timeout_sec: Option<u64>,
+    /// Whether a background process's end is posted to its session (default true: the task's policy is done_only; false: silent).
+    pub notify_on_exit: Option<bool>,
+    /// Background processes one session may have running (default 8).
+    #[schemars(range(min = 1, max = 256))]
+    pub max_per_session: Option<u32>,
+    /// Background processes this gateway runs at once (default 64).
+    #[schemars(range(min = 1, max = 4096))]
+    pub max_per_node: Option<u32>,
+    /// Output kept per background process, its latest bytes (default 1048576).
+    #[schemars(range(min = 4096, max = 67108864))]
+    pub max_output_bytes: Option<u64>,
+}
+
+fn exec_openclaw(schema: &mut Schema) {
+    openclaw(
+        schema,
+        &[
+            "cleanupMs",
+            "notifyOnExitEmptySuccess",
+            "host",
+            "security",
+            "ask",
+            "node",
+            "pathPrepend",
+            "safeBins",
+            "applyPatch",
+        ],
+        NOT_READ,
+    );
 }
 
 /// OpenClaw's sandbox tool policy.

@@ -13,7 +13,7 @@ use talon_tools::ToolErrorCode;
 use super::core_tools::{call, context, execute, failed, runner};
 
 /// Whether process `pid` is gone (or a zombie awaiting its reaper).
-fn gone(pid: i32) -> bool {
+pub(super) fn gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat
@@ -36,7 +36,7 @@ async fn wait_gone(pid: i32, what: &str) {
 /// A sleep length no other test's command uses (`300.<n>`), so that the
 /// host finds a command's processes by it: pids written from inside the
 /// sandbox are its own PID namespace's, which mean nothing outside.
-fn marker(base: u32) -> String {
+pub(super) fn marker(base: u32) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(1);
     format!(
@@ -47,7 +47,7 @@ fn marker(base: u32) -> String {
 }
 
 /// The host pids of processes whose command line holds `needle`.
-fn host_pids(needle: &str) -> Vec<i32> {
+pub(super) fn host_pids(needle: &str) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -260,7 +260,7 @@ async fn dropping_the_call_kills_the_group() {
 
 /// Waits until no process of `sleep <marker>` is left on the host, for
 /// each marker.
-async fn all_gone(markers: &[&str]) {
+pub(super) async fn all_gone(markers: &[&str]) {
     wait::until_async(
         "the command's processes to be gone",
         wait::DEADLINE,

@@ -1,3 +1,4 @@
+mod background;
 mod core_tools;
 mod globs;
 mod hostile_exec;

@@ -1,7 +1,8 @@
 //! `sessions.delete` and `runs.delete`: what the caller may see, deleted
 //! with everything it made (talon-store's `deletes`), so that the
 //! store's quota recovers; the node's live tail forgets what it held, so
-//! no stream serves a deleted event from memory.
+//! no stream serves a deleted event from memory. A deleted session's
+//! background processes are killed.
 
 use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::params::{
@@ -26,6 +27,11 @@ impl Api {
             .await
             .map_err(api_error)?;
         self.forget();
+        // Its background processes die with it (on this node now; on
+        // another at that node's next sweep).
+        self.engine
+            .processes()
+            .kill_session(session.id.as_str(), "killed: its session was deleted");
         tracing::info!(session = %session.id, runs = deleted.run_ids.len(), events = deleted.events, "session deleted");
         Ok(SessionsDeleteResult {
             session_id: session.id,

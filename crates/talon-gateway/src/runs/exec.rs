@@ -102,7 +102,7 @@ impl Engine {
                     cancel: active.cancel.clone(),
                     sink: sink.clone(),
                     start,
-                    spawn: None,
+                    more: super::More::default(),
                 },
             )
             .await;

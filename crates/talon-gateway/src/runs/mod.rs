@@ -104,9 +104,43 @@ pub(crate) use talon_store::{Invocation, RunRequest};
 /// run: the task ledger's `sessions_spawn` for an agent that may spawn.
 /// Set by the gateway as it starts ([`Engine::add_tools`]), so the engine
 /// imports nothing above it.
-pub(crate) type MoreTools = Arc<
-    dyn Fn(Run) -> talon_tools::BoxFuture<'static, Option<talon_runtime::HostTools>> + Send + Sync,
->;
+pub(crate) type MoreTools = Arc<dyn Fn(Run) -> talon_tools::BoxFuture<'static, More> + Send + Sync>;
+
+/// The bounds of this node's background processes, from `tools.exec`.
+fn process_limits(host: &talon_runtime::Host) -> talon_runtime::ProcessLimits {
+    let defaults = talon_runtime::ProcessLimits::default();
+    let Some(exec) = host
+        .config()
+        .document()
+        .ok()
+        .and_then(|d| d.tools.settings.exec.clone())
+    else {
+        return defaults;
+    };
+    talon_runtime::ProcessLimits {
+        per_session: exec
+            .max_per_session
+            .map_or(defaults.per_session, |n| n as usize),
+        per_node: exec.max_per_node.map_or(defaults.per_node, |n| n as usize),
+        retained_bytes: exec
+            .max_output_bytes
+            .map_or(defaults.retained_bytes, |n| n as usize),
+        ttl: exec
+            .timeout_sec
+            .filter(|s| *s > 0)
+            .map_or(defaults.ttl, Duration::from_secs),
+        ended_kept: defaults.ended_kept,
+    }
+}
+
+/// What the gateway adds to one run ([`MoreTools`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct More {
+    /// Tools, a group per owner (sub-agents', `process`).
+    pub tools: Vec<talon_runtime::HostTools>,
+    /// Where its `exec` detaches background commands to.
+    pub background: Option<talon_runtime::Background>,
+}
 
 /// A run to accept.
 #[derive(Debug, Clone)]
@@ -188,6 +222,8 @@ struct Inner {
     suspending: AtomicBool,
     /// What the node counts.
     metrics: Arc<crate::observe::metrics::Metrics>,
+    /// The background processes this node runs (they die with it).
+    processes: talon_runtime::Processes,
 }
 
 /// A call of a run waiting on a person; counted while it lives.
@@ -308,6 +344,7 @@ impl Engine {
                 waiting: Mutex::new(HashMap::new()),
                 suspending: AtomicBool::new(false),
                 metrics,
+                processes: talon_runtime::Processes::new(process_limits(&host)),
                 host,
             }),
         }
@@ -457,6 +494,11 @@ impl Engine {
     /// Whether this node is shutting down.
     pub(crate) fn draining(&self) -> bool {
         self.inner.draining.load(Ordering::SeqCst)
+    }
+
+    /// The background processes this node runs.
+    pub(crate) fn processes(&self) -> &talon_runtime::Processes {
+        &self.inner.processes
     }
 
     /// This node's id.
@@ -628,9 +670,12 @@ impl Engine {
 
     /// Stops claiming runs and refuses new ones; running runs get the
     /// grace period, then are cancelled; returns once every one has ended
-    /// and its events are durable.
+    /// and its events are durable. Background processes are killed at
+    /// once: nothing this node started outlives it (their tasks end
+    /// `lost`).
     pub(crate) async fn drain(&self) {
         self.inner.draining.store(true, Ordering::SeqCst);
+        self.inner.processes.stop_all("its gateway stopped");
         self.inner.wake.notify_one();
         let mut ended = self.inner.ended.subscribe();
         // Waiters of runs that are not running here answer now.

@@ -40,8 +40,8 @@ pub(super) struct Loop {
     pub cancel: CancellationToken,
     pub sink: Arc<StoreSink>,
     pub start: Resume,
-    /// The tools the gateway adds ([`super::MoreTools`]), set as it starts.
-    pub spawn: Option<talon_runtime::HostTools>,
+    /// What the gateway adds ([`super::MoreTools`]), set as it starts.
+    pub more: super::More,
 }
 
 /// A run's loop, ended.
@@ -102,7 +102,7 @@ struct Hooks {
     /// The run's environment, when it has one.
     environment: Option<Environment>,
     /// The tools the gateway adds ([`super::MoreTools`]).
-    spawn: Option<talon_runtime::HostTools>,
+    spawn: Vec<talon_runtime::HostTools>,
 }
 
 impl RunHooks for Hooks {
@@ -140,7 +140,7 @@ impl RunHooks for Hooks {
     }
 
     fn host_tools(&self, events: &RunEmitter) -> Vec<talon_runtime::HostTools> {
-        let mut tools: Vec<talon_runtime::HostTools> = self.spawn.iter().cloned().collect();
+        let mut tools: Vec<talon_runtime::HostTools> = self.spawn.clone();
         tools.extend(self.pull_request(events));
         tools
     }
@@ -257,7 +257,7 @@ impl Engine {
         // agent that may spawn).
         let mut parts = parts;
         if let Some(more) = self.inner.more_tools.get() {
-            parts.spawn = more(run.clone()).await;
+            parts.more = more(run.clone()).await;
         }
         let mut spec = self.spec(
             &parts,
@@ -357,6 +357,18 @@ impl Engine {
                 Vec::new(),
             ),
         };
+        // Background processes, where the gateway keeps them.
+        let shell = talon_runtime::ShellOptions {
+            background: parts
+                .more
+                .background
+                .clone()
+                .map(|b| talon_runtime::Background {
+                    redact: secrets.clone(),
+                    ..b
+                }),
+            ..shell
+        };
         RunSpec {
             clock: self.inner.store.clock().clone(),
             ids: parts.ids.clone(),
@@ -373,7 +385,7 @@ impl Engine {
                     None => talon_runtime::KeepLog::WhenCut,
                 },
                 environment: environment.map(|(environment, _)| environment.clone()),
-                spawn: parts.spawn.clone(),
+                spawn: parts.more.tools.clone(),
             }),
             cells: self.cells(),
             workspace,

@@ -259,6 +259,8 @@ fn firing_task(schedule: &Schedule, id: Option<TaskId>, now: u64) -> Result<Task
         child_session_id: None,
         child_session_key: Some(session_key),
         schedule_id: Some(schedule.id.clone()),
+        command: None,
+        exit_code: None,
         depth: 1,
         progress_summary: None,
         result: None,

@@ -4,10 +4,12 @@
 //! children of a cancelled parent run when its agent's policy says so,
 //! and posts again the messages of ended tasks still due. Any node may
 //! sweep: each move is a compare-and-set, so exactly one node makes it.
+//! Process tasks are moved by the node that runs them; each sweep first
+//! looks after processes ([`Ledger::police_processes`]).
 
 use std::time::Duration;
 
-use talon_protocol::gateway::tasks::{Task, TaskStatus};
+use talon_protocol::gateway::tasks::{Task, TaskKind, TaskStatus};
 use talon_protocol::gateway::{ApiError, RunStatus};
 use talon_runtime::OnParentCancel;
 use talon_store::CancelMode;
@@ -41,6 +43,8 @@ fn status_of(status: RunStatus) -> Option<TaskStatus> {
 /// and every [`SWEEP`], until the node drains.
 pub(crate) async fn follow(ledger: Ledger) {
     let engine = ledger.engine().clone();
+    // Processes this node ran before it restarted died with it.
+    ledger.police_processes(true).await;
     let mut ended = engine.ended();
     let mut changed = engine.store().runs_changed();
     let mut tick = tokio::time::interval(SWEEP);
@@ -54,6 +58,7 @@ pub(crate) async fn follow(ledger: Ledger) {
         if engine.draining() {
             return;
         }
+        ledger.police_processes(false).await;
         ledger.sweep().await;
     }
 }
@@ -81,6 +86,10 @@ impl Ledger {
     }
 
     async fn follow_one(&self, task: Task) {
+        // A process task is moved by its node ([`super::process`]).
+        if task.kind == TaskKind::Process {
+            return;
+        }
         let store = self.engine().store();
         let now = store.now_ms();
         let Some(child) = task.child_run_id.clone() else {
@@ -172,7 +181,7 @@ impl Ledger {
     }
 
     /// Ends `task` `lost`, saying why.
-    async fn lose(&self, task: Task, why: &str) {
+    pub(super) async fn lose(&self, task: Task, why: &str) {
         let lost = Task {
             status: TaskStatus::Lost,
             ended_at: Some(self.engine().store().now_ms()),
@@ -189,6 +198,13 @@ impl Ledger {
     /// line.
     pub(crate) async fn cancel(&self, task: Task, reason: Option<&str>) -> Result<Task, ApiError> {
         let store = self.engine().store();
+        if task.kind == TaskKind::Process && !task.status.is_terminal() {
+            // Killed here if this node runs it; else its node kills it
+            // on its next sweep, seeing the task ended.
+            self.engine()
+                .processes()
+                .kill(task.id.as_str(), "killed by tasks.cancel");
+        }
         if let Some(child) = &task.child_run_id
             && !task.status.is_terminal()
         {

@@ -1,7 +1,9 @@
 //! Background tasks: the ledger of detached work (`talon_store`'s `tasks`
-//! table) as the gateway keeps it. Sub-agents are its one kind so far: a
-//! model's `sessions_spawn` ([`spawn`]) starts a child run of an agent in a
-//! session of its own and records a task that follows it.
+//! table) as the gateway keeps it. Two kinds so far: a model's
+//! `sessions_spawn` ([`spawn`]) starts a child run of an agent in a
+//! session of its own and records a task that follows it; a command the
+//! model's `exec` leaves running ([`process`]) is a task its node keeps
+//! up to date until the process ends (or the node dies: `lost`).
 //!
 //! - Every change to a task is a compare-and-set in the store on the
 //!   version it was read at (`updatedAt`), followed by its `task.updated`
@@ -20,6 +22,7 @@
 
 mod deliver;
 pub(crate) mod follow;
+pub(crate) mod process;
 pub(crate) mod spawn;
 
 use talon_protocol::gateway::tasks::Task;

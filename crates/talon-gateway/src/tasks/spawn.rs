@@ -222,6 +222,8 @@ impl Spawner {
             child_session_key: Some(session.key.clone()),
             schedule_id: None,
             depth: self.depth + 1,
+            command: None,
+            exit_code: None,
             progress_summary: None,
             result: None,
             error: None,
@@ -470,15 +472,24 @@ impl ToolExecutor for Spawner {
 }
 
 /// The engine's [`crate::runs::MoreTools`]: each run's sub-agent tools,
-/// at its depth. A run whose agent has no `subagents` section costs no
-/// store read.
+/// at its depth (a run whose agent has no `subagents` section costs no
+/// store read), and its background processes (`process`, and where its
+/// `exec` detaches to).
 pub(crate) fn more_tools(ledger: Ledger) -> crate::runs::MoreTools {
     Arc::new(move |run: Run| {
         let ledger = ledger.clone();
         Box::pin(async move {
-            let section = section_of(&ledger, &run)?;
-            let depth = depth_of(&ledger, &run.id).await;
-            spawn_tools(&ledger, &run, depth, section)
+            let mut more = crate::runs::More::default();
+            if let Some(section) = section_of(&ledger, &run) {
+                let depth = depth_of(&ledger, &run.id).await;
+                more.tools
+                    .extend(spawn_tools(&ledger, &run, depth, section));
+            }
+            if let Some((tool, background)) = super::process::for_run(&ledger, &run) {
+                more.tools.push(tool);
+                more.background = Some(background);
+            }
+            more
         })
     })
 }

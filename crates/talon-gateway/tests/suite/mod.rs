@@ -20,6 +20,8 @@ mod nodes;
 mod observe;
 mod openai;
 mod openai_responses;
+mod process_nodes;
+mod processes;
 mod pull_requests;
 mod questions;
 mod raw;

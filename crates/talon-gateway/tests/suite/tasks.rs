@@ -613,6 +613,8 @@ async fn a_task_whose_run_never_came_is_lost_after_a_minute_saying_why() {
         child_session_key: None,
         schedule_id: None,
         depth: 1,
+        command: None,
+        exit_code: None,
         progress_summary: None,
         result: None,
         error: None,

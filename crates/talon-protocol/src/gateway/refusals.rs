@@ -408,6 +408,10 @@ refusals! {
     task_busy(id: quoted) -> Conflict: "task {id} kept changing; cancel it again";
     /// A task whose work is gone without an ending (its `error` when `lost`).
     task_lost(why: text) -> Unavailable: "the task's work is gone: {why}";
+    /// A background process that ended with a non-zero exit code or a signal.
+    process_failed(how: text) -> Internal: "the process {how}";
+    /// A background process killed at its time limit.
+    process_timed_out(seconds: count) -> Timeout: "the process ran past its {seconds} s limit and was killed";
     /// `tasks.notify`'s policy is not one this side knows.
     unknown_notify_policy() -> InvalidRequest ["field" = "notifyPolicy"]: "notifyPolicy: one of done_only, state_changes, silent";
 

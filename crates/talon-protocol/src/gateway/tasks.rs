@@ -3,7 +3,7 @@
 //! its result reaches the session that asked for it ([`DeliveryStatus`]).
 //!
 //! A task is a record, not a scheduler: the work it tracks (a sub-agent's
-//! child run) runs on its own; the task follows it from `queued` through
+//! child run, a background shell process) runs on its own; the task follows it from `queued` through
 //! `running` to one terminal status, and every change appends
 //! `task.updated` (carrying `taskId`) to the event log.
 
@@ -24,6 +24,9 @@ pub enum TaskKind {
     /// One firing of a schedule: a run of its agent (OpenClaw's `cron`
     /// runtime; `scheduleId` names the schedule).
     Cron,
+    /// A shell command a model's `exec` left running in the background
+    /// (`background` or `yieldMs`), followed with the `process` tool.
+    Process,
     /// A kind this client does not know.
     #[serde(other)]
     Unknown,
@@ -31,13 +34,14 @@ pub enum TaskKind {
 
 impl TaskKind {
     /// Every kind a server gives (not `Unknown`, a newer server's).
-    pub const ALL: &'static [Self] = &[Self::Subagent, Self::Cron];
+    pub const ALL: &'static [Self] = &[Self::Subagent, Self::Cron, Self::Process];
 
     /// The kind's word.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Subagent => "subagent",
             Self::Cron => "cron",
+            Self::Process => "process",
             Self::Unknown => "unknown",
         }
     }
@@ -194,7 +198,14 @@ pub struct Task {
     /// How deep it is: 1 for a task a top-level run started, one more for
     /// each sub-agent above it.
     pub depth: u32,
-    /// The latest progress report, one line.
+    /// A background process's command line (secrets redacted, at most
+    /// 1 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A background process's exit code, once it exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The latest progress report (a background process's output tail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_summary: Option<String>,
     /// What it produced (a sub-agent's final text).

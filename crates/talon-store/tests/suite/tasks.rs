@@ -24,6 +24,8 @@ pub fn task(id: &str) -> Task {
         child_session_key: None,
         schedule_id: None,
         depth: 1,
+        command: None,
+        exit_code: None,
         progress_summary: None,
         result: None,
         error: None,
@@ -147,5 +149,46 @@ on_both! {
         }
         let live = store.tasks_in(&[TaskStatus::Queued, TaskStatus::Running], 10).await.unwrap();
         assert_eq!(ids(&live), ["t2", "t4", "t5"]);
+    }
+}
+
+on_both! {
+    async fn a_process_task_is_orphaned_when_its_nodes_lease_passes_or_its_node_restarts(t) {
+        let store = &t.store;
+        let process = |id: &str, created_at: u64| Task {
+            kind: TaskKind::Process,
+            status: TaskStatus::Running,
+            created_at,
+            updated_at: created_at,
+            ..task(id)
+        };
+        for (id, at) in [("p_a", 10), ("p_b", 11), ("p_c", 12), ("p_unheld", 13), ("p_new", 5_000)] {
+            store.create_task(&process(id, at), TaskOwner::default()).await.unwrap();
+        }
+        store.create_task(&task("sub"), TaskOwner::default()).await.unwrap();
+        store.hold_task(&TaskId::new("p_a"), "node_a", 1_000).await.unwrap();
+        store.hold_task(&TaskId::new("p_b"), "node_b", 1_000).await.unwrap();
+        store.hold_task(&TaskId::new("p_c"), "node_b", 1_000).await.unwrap();
+        // node_b lives on, running both: their leases move past now (a
+        // task another node holds is not renewed by node_b).
+        let held = ["p_b".to_owned(), "p_c".to_owned(), "p_a".to_owned()];
+        assert_eq!(store.renew_task_leases("node_b", &held, 3_000).await.unwrap(), 2);
+        assert_eq!(store.renew_task_leases("node_b", &[], 3_000).await.unwrap(), 0);
+        let orphans = |node: Option<&'static str>| async move {
+            store
+                .orphaned_process_tasks(TaskKind::Process, 2_000, node, 100)
+                .await
+                .unwrap()
+        };
+        // node_a's lease passed; p_unheld was never taken and is old; p_new
+        // is young.
+        assert_eq!(ids(&orphans(None).await), ["p_a", "p_unheld"]);
+        // node_b restarted: its own are orphans too.
+        assert_eq!(ids(&orphans(Some("node_b")).await), ["p_a", "p_b", "p_c", "p_unheld"]);
+        // An ended task is no orphan.
+        let read = store.task(&TaskId::new("p_a"), &Owner::default()).await.unwrap().unwrap();
+        let lost = Task { status: TaskStatus::Lost, updated_at: 20, ..read.clone() };
+        assert!(store.update_task(&lost, read.updated_at).await.unwrap());
+        assert_eq!(ids(&orphans(None).await), ["p_unheld"]);
     }
 }

@@ -461,6 +461,16 @@ export function taskLost(why: string, extra: ErrorDetails = {}): ApiError {
   return refusal("unavailable", `the task's work is gone: ${why}`, { ...extra });
 }
 
+/** A background process that ended with a non-zero exit code or a signal. */
+export function processFailed(how: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("internal", `the process ${how}`, { ...extra });
+}
+
+/** A background process killed at its time limit. */
+export function processTimedOut(seconds: number, extra: ErrorDetails = {}): ApiError {
+  return refusal("timeout", `the process ran past its ${String(seconds)} s limit and was killed`, { ...extra });
+}
+
 /** `tasks.notify`'s policy is not one this side knows. */
 export function unknownNotifyPolicy(extra: ErrorDetails = {}): ApiError {
   return refusal("invalid_request", `notifyPolicy: one of done_only, state_changes, silent`, { field: "notifyPolicy", ...extra });

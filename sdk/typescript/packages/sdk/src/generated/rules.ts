@@ -42,7 +42,7 @@ export const TASK_STATUSES: readonly TaskStatus[] = ["queued", "running", "succe
 export const TASK_TERMINAL_STATUSES: readonly TaskStatus[] = ["succeeded", "failed", "timed_out", "cancelled", "lost"];
 
 /** Every kind of task (not a newer server's). */
-export const TASK_KINDS: readonly TaskKind[] = ["subagent", "cron"];
+export const TASK_KINDS: readonly TaskKind[] = ["subagent", "cron", "process"];
 
 /** Every notification policy (not a newer server's). */
 export const NOTIFY_POLICIES: readonly NotifyPolicy[] = ["done_only", "state_changes", "silent"];

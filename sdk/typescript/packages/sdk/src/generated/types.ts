@@ -1985,6 +1985,11 @@ export interface Task {
   childSessionId?: SessionId | null;
   /** That session's key. */
   childSessionKey?: SessionKey | null;
+  /**
+   * A background process's command line (secrets redacted, at most
+   * 1 KiB).
+   */
+  command?: string | null;
   /** When it was created (epoch milliseconds). */
   createdAt: number;
   /** When the last of them was posted (epoch milliseconds). */
@@ -2004,6 +2009,8 @@ export interface Task {
   endedAt?: number | null;
   /** Why it failed, timed out, was cancelled or was lost. */
   error?: ApiError | null;
+  /** A background process's exit code, once it exited by itself. */
+  exitCode?: number | null;
   /** The task's id. */
   id: TaskId;
   /** What it tracks. */
@@ -2012,7 +2019,7 @@ export interface Task {
   label?: string | null;
   /** How its result reaches the session that started it. */
   notifyPolicy: NotifyPolicy;
-  /** The latest progress report, one line. */
+  /** The latest progress report (a background process's output tail). */
   progressSummary?: string | null;
   /** What it produced (a sub-agent's final text). */
   result?: string | null;
@@ -2049,9 +2056,10 @@ export type TaskId = string;
  *
  * - `subagent`: A child run of an agent, in a session of its own, started by a model's `sessions_spawn`.
  * - `cron`: One firing of a schedule: a run of its agent (OpenClaw's `cron` runtime; `scheduleId` names the schedule).
+ * - `process`: A shell command a model's `exec` left running in the background (`background` or `yieldMs`), followed with the `process` tool.
  * - `unknown`: A kind this client does not know.
  */
-export type TaskKind = "subagent" | "cron" | "unknown";
+export type TaskKind = "subagent" | "cron" | "process" | "unknown";
 
 /** `tasks.get`. */
 export interface TaskRef {
