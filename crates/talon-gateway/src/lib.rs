@@ -36,11 +36,12 @@
 //! lib       start, Running, GatewayConfig
 //! router    every route ─► the handlers, auth::guard, observe::access
 //! handlers  transport/, openai/, observe::scrape ─► call, auth, state
-//!           api/ (impl Handler for Api) ─► state, auth, tasks/, runs/
+//!           api/ (impl Handler for Api) ─► state, auth, schedules/, tasks/, runs/
 //! call      serve_call ─► state, auth::identity; dispatch reaches api/ through the trait
 //! auth      caller, stream_caller, guard ─► state
-//! state     Shared, Api ─► runs/, tail, limits/, observe::metrics, openai::policy,
+//! state     Shared, Api ─► schedules/, runs/, tail, limits/, observe::metrics, openai::policy,
 //!           auth::{tokens, revocation, browsers}
+//! schedules/ the scheduler: claims each due slot once, starts its run ─► tasks/, runs/
 //! tasks/    the ledger: sub-agents, processes, the follower, notices ─► runs/, error
 //! runs/     the engine ─► observe, memory, error, talon_environments
 //! leaves    error, frame, memory, limits/, observe::metrics, auth::identity
@@ -51,6 +52,8 @@
 //!   to a run through `Engine::add_tools` (so the engine imports nothing
 //!   above it; it holds the node's process registry), the follower `start`
 //!   spawns, and the notices.
+//! - `schedules/`: the scheduler `start` spawns (each firing a `cron` task
+//!   in the ledger) and the handle `Api` wakes when a schedule changes.
 //! - `state`: `Shared`, what every route and every method shares, and
 //!   `Api`, the method table's part of it (the store, the config's agents,
 //!   the engine, the tail). A leaf as axum's state is: it imports no handler,

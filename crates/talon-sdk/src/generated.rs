@@ -225,7 +225,7 @@ impl Client {
         self.call(Method::RunsDelete, &params, Retry::Safe).await
     }
 
-    /// Background tasks, newest first: sub-agents a run spawned. A bound token sees the tasks its own runs started.
+    /// Background tasks, newest first: sub-agents a run spawned and the firings of schedules. A bound token sees its subject's.
     ///
     /// `tasks.list`: needs `task.read`; reads; stable.
     /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.

@@ -41,7 +41,7 @@ pub(crate) async fn start(schedules: &Schedules, task: Task) -> Task {
     };
     let linked = match started {
         Ok((run_id, session_id)) => {
-            let linked = link(schedules, task.clone(), run_id, session_id).await;
+            let linked = ledger.link(task.clone(), &run_id, Some(&session_id)).await;
             if let Some(schedule) = schedule.filter(spent)
                 && let Err(error) = store.delete_schedule(&schedule.id).await
             {
@@ -147,41 +147,6 @@ async fn submit(
 /// The idempotency key of a firing's run.
 fn firing_key(task: &TaskId) -> String {
     format!("cron\u{1f}{task}")
-}
-
-/// Links `task` to its run and session, reading it again while another
-/// change lands first.
-async fn link(
-    schedules: &Schedules,
-    task: Task,
-    run_id: talon_protocol::gateway::bounded::RunId,
-    session_id: SessionId,
-) -> Option<Task> {
-    let ledger = schedules.ledger();
-    let mut read = task;
-    for _ in 0..8 {
-        if read.child_run_id.is_some() || read.status.is_terminal() {
-            return Some(read);
-        }
-        let linked = Task {
-            child_run_id: Some(run_id.clone()),
-            child_session_id: Some(session_id.clone()),
-            ..read.clone()
-        };
-        match ledger.moved(linked, &read).await {
-            Ok(Some(linked)) => return Some(linked),
-            Ok(None) => {}
-            Err(error) => super::log_store(&error, "a firing could not be linked to its run"),
-        }
-        read = ledger
-            .engine()
-            .store()
-            .task(&read.id, &Owner::default())
-            .await
-            .ok()
-            .flatten()?;
-    }
-    None
 }
 
 /// Starts every firing whose claiming node did not start it.

@@ -205,25 +205,28 @@ impl Ledger {
                 .processes()
                 .kill(task.id.as_str(), "killed by tasks.cancel");
         }
-        if let Some(child) = &task.child_run_id
-            && !task.status.is_terminal()
-        {
-            // A run that has ended meanwhile is left as it is: the task
-            // then ends with it.
-            let _ = self
-                .engine()
-                .cancel(child.as_str(), CancelMode::Cancel, Duration::ZERO)
-                .await;
-        }
         let mut read = task;
-        // Another change may land between the read and the write: read
-        // again and retry while the task has not ended.
+        let mut run_cancelled = None;
+        // Another change may land between the read and the write (its run
+        // linked meanwhile): read again and retry while the task has not
+        // ended, cancelling the run each read names.
         for _ in 0..8 {
             if read.status.is_terminal() {
                 return Err(talon_protocol::gateway::refuse::task_ended(
                     read.id.as_str(),
                     read.status.as_str(),
                 ));
+            }
+            if let Some(child) = &read.child_run_id
+                && run_cancelled.as_ref() != Some(child)
+            {
+                // A run that has ended meanwhile is left as it is: the
+                // task then ends with it.
+                let _ = self
+                    .engine()
+                    .cancel(child.as_str(), CancelMode::Cancel, Duration::ZERO)
+                    .await;
+                run_cancelled = Some(child.clone());
             }
             let cancelled = Task {
                 status: TaskStatus::Cancelled,

@@ -112,6 +112,59 @@ impl Ledger {
         Ok(Some(next))
     }
 
+    /// Links `task` to the run that does its work (and that run's
+    /// session), reading it again while another change (a caller's
+    /// `tasks.notify`) lands first. A task cancelled while its run was
+    /// being made (cancel during spawn) is not linked, and the run is
+    /// cancelled: no run goes on with no task following it. `None` when
+    /// the task is gone or kept changing (it is then `lost` a minute on).
+    pub(crate) async fn link(
+        &self,
+        task: Task,
+        run: &talon_protocol::gateway::bounded::RunId,
+        session: Option<&talon_protocol::gateway::bounded::SessionId>,
+    ) -> Option<Task> {
+        let mut read = task;
+        for _ in 0..8 {
+            if read.status.is_terminal() && read.child_run_id.is_none() {
+                tracing::info!(task = %read.id, run = %run, "a task ended before its run was linked; cancelling the run");
+                let _ = self
+                    .engine
+                    .cancel(
+                        run.as_str(),
+                        talon_store::CancelMode::Cancel,
+                        std::time::Duration::ZERO,
+                    )
+                    .await;
+                return Some(read);
+            }
+            if read.child_run_id.is_some() {
+                return Some(read);
+            }
+            let linked = Task {
+                child_run_id: Some(run.clone()),
+                child_session_id: session.cloned().or(read.child_session_id.clone()),
+                ..read.clone()
+            };
+            match self.moved(linked, &read).await {
+                Ok(Some(linked)) => return Some(linked),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(task = %read.id, %error, "a task could not be linked to its run");
+                }
+            }
+            read = self
+                .engine
+                .store()
+                .task(&read.id, &talon_store::Owner::default())
+                .await
+                .ok()
+                .flatten()?;
+        }
+        tracing::warn!(task = %read.id, "a task kept changing; it is lost if never linked");
+        None
+    }
+
     /// The engine it writes for.
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine

@@ -270,38 +270,13 @@ impl Spawner {
                 ));
             }
         };
-        self.link(task, &child.id).await;
+        self.ledger.link(task, &child.id, None).await;
         Ok(json!({
             "status": "accepted",
             "taskId": task_id,
             "runId": child.id,
             "childSessionKey": session.key,
         }))
-    }
-
-    /// Links `task` to its run, reading it again while another change
-    /// (a caller's `tasks.notify`) lands first.
-    async fn link(&self, task: Task, child: &RunId) {
-        let store = self.ledger.engine().store();
-        let mut read = task;
-        for _ in 0..8 {
-            let linked = Task {
-                child_run_id: Some(child.clone()),
-                ..read.clone()
-            };
-            match self.ledger.moved(linked, &read).await {
-                Ok(Some(_)) => return,
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::warn!(task = %read.id, %error, "a sub-agent's task could not be linked to its run");
-                }
-            }
-            match store.task(&read.id, &talon_store::Owner::default()).await {
-                Ok(Some(now)) if now.child_run_id.is_none() => read = now,
-                _ => return,
-            }
-        }
-        tracing::warn!(task = %read.id, "a sub-agent's task kept changing; it is lost if never linked");
     }
 
     /// Whether this run may spawn a run of `agent` now: the agent allowed

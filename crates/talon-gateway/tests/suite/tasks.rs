@@ -655,3 +655,68 @@ async fn a_task_whose_run_never_came_is_lost_after_a_minute_saying_why() {
         "Background task lost: orphan (task task_orphan): the task's work is gone: its run was never created"
     );
 }
+
+/// Cancel during spawn: each task is cancelled the moment it is listed,
+/// while its parent is still spawning the others (some before their run
+/// is linked). Every task ends cancelled, and so does every child run: a
+/// task cancelled before its run was linked has that run cancelled, never
+/// left going with nobody following it.
+#[tokio::test]
+async fn tasks_cancelled_while_their_spawn_is_under_way_leave_no_run_going() {
+    let spawn = |i: usize| talon_mock_model::ScriptedCall {
+        name: "sessions_spawn".into(),
+        arguments: json!({"task": format!("part {i}"), "label": format!("part {i}")}),
+    };
+    let mut script = spawning(json!({}));
+    script.turns[0].tool_calls = (0..5).map(spawn).collect();
+    script.turns[1] = tool_turn("subagents", json!({"action": "wait", "timeoutSeconds": 1}));
+    script.turns[2].delay = std::time::Duration::from_secs(4);
+    let g = gateway(script, json!({"maxChildrenPerAgent": 5})).await;
+    let created = call(&g, "runs.create", json!({"input": "fan out"})).await;
+    let cancelled = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    wait::until_async("every task to be cancelled", wait::DEADLINE, async || {
+        let listed = call(&g, "tasks.list", json!({"runId": created["runId"]})).await;
+        let new: Vec<String> = listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .filter(|id| cancelled.lock().unwrap().insert(id.clone()))
+            .collect();
+        for id in new {
+            let (status, body) = g
+                .call(
+                    &g.admin,
+                    "tasks.cancel",
+                    json!({"taskId": id, "reason": "changed my mind"}),
+                )
+                .await;
+            assert!(
+                status == 200 || body["error"]["code"] == "conflict",
+                "{body}"
+            );
+        }
+        (cancelled.lock().unwrap().len() == 5).then_some(())
+    })
+    .await;
+    // Each task's session holds its one child run, linked or not.
+    let runs = wait::until_async("every child run to end", wait::DEADLINE, async || {
+        let listed = call(&g, "tasks.list", json!({"runId": created["runId"]})).await;
+        let mut runs = Vec::new();
+        for task in listed["tasks"].as_array().unwrap() {
+            assert_eq!(task["status"], "cancelled", "{task}");
+            let page = call(
+                &g,
+                "runs.list",
+                json!({"sessionId": task["childSessionId"]}),
+            )
+            .await;
+            runs.extend(page["runs"].as_array().unwrap().iter().cloned());
+        }
+        (runs.len() == 5 && runs.iter().all(|r| r["endedAt"].is_u64())).then_some(runs)
+    })
+    .await;
+    for run in &runs {
+        assert_eq!(run["status"], "cancelled", "{run}");
+    }
+}
