@@ -2,7 +2,7 @@
 // Berlin time, each night a run of its own. The example makes it (once:
 // under an idempotency key, a second start finds the same schedule), tries
 // it at once with `schedules.run` (the firing is a background task whose
-// run it waits for), then pauses it, or deletes it with `--delete`.
+// run it waits for, then the task itself), then pauses it, or deletes it with `--delete`.
 //
 //   TALON_URL=http://127.0.0.1:7777 TALON_TOKEN=talon_... \
 //     node build/nightly-schedule.js [--delete]
@@ -37,7 +37,8 @@ if (!firing.childRunId) {
 }
 const result = await (await talon.run(firing.childRunId)).wait();
 console.log(`report: ${result.output?.text ?? "(none)"}`);
-const task = await talon.client.tasks.get(firing.id);
+// The task follows its run to the end (it subscribes, never polls).
+const task = await talon.task(firing.id).wait({ signal: AbortSignal.timeout(30_000) });
 console.log(`task ${task.id}: ${task.status}`);
 
 // Every schedule this token may see.
