@@ -249,7 +249,7 @@ pub(super) async fn exec(
         args: &["-c", command],
         limits: &jail.policy().limits,
     };
-    let (mut cmd, _guard) = match &options.remote {
+    let (mut cmd, sandbox) = match &options.remote {
         Some(remote) => {
             remote.before().await?;
             let network = jail.policy().effective_network().narrow(spec.network);
@@ -348,6 +348,11 @@ pub(super) async fn exec(
         }
     };
     group.kill();
+    // What left the group (or a sandbox killed while bubblewrap was still
+    // starting) dies with the rest of the command's cgroup.
+    if let Some(sandbox) = &sandbox {
+        sandbox.kill_remaining();
+    }
     drop((stdout, stderr));
     deltas.finish();
     let outcome = match end {
