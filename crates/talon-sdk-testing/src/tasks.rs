@@ -147,9 +147,6 @@ impl State {
     pub fn create_task(&mut self, spec: &FakeTask, parent: Option<&Run>) -> Task {
         let now = self.now_ms();
         let task = Task {
-            id: TaskId::new(self.new_id("task")),
-            kind: TaskKind::Subagent,
-            status: TaskStatus::Queued,
             notify_policy: spec.notify_policy,
             label: spec.label.clone(),
             description: Some(spec.description.clone()),
@@ -157,28 +154,12 @@ impl State {
             session_id: parent.and_then(|r| r.session_id.clone()),
             session_key: parent.and_then(|r| r.session_key.clone()),
             run_id: parent.map(|r| r.id.clone()),
-            subject: None,
-            child_run_id: None,
-            child_session_id: None,
-            child_session_key: None,
-            schedule_id: None,
-            command: None,
-            exit_code: None,
-            depth: 1,
-            progress_summary: None,
-            result: None,
-            error: None,
             delivery_status: if spec.notify_policy == NotifyPolicy::Silent {
                 DeliveryStatus::NotApplicable
             } else {
                 DeliveryStatus::Pending
             },
-            delivered_at: None,
-            delivery_error: None,
-            created_at: now,
-            started_at: None,
-            ended_at: None,
-            updated_at: now,
+            ..Task::queued(TaskId::new(self.new_id("task")), TaskKind::Subagent, now)
         };
         self.tasks.push(task.clone());
         self.push(event_of(&task));

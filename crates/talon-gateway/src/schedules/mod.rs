@@ -30,7 +30,7 @@ use std::time::Duration;
 use talon_protocol::gateway::ApiError;
 use talon_protocol::gateway::bounded::{SessionKey, TaskId};
 use talon_protocol::gateway::schedules::{CATCH_UP_AFTER_MS, CatchUp, Schedule, ScheduleSpec};
-use talon_protocol::gateway::tasks::{DeliveryStatus, NotifyPolicy, Task, TaskKind, TaskStatus};
+use talon_protocol::gateway::tasks::{DeliveryStatus, NotifyPolicy, Task, TaskKind};
 use talon_store::{Owner, StoreError, TaskOwner};
 
 use crate::error::api_error;
@@ -244,34 +244,15 @@ fn firing_task(schedule: &Schedule, id: Option<TaskId>, now: u64) -> Result<Task
     let talon_protocol::gateway::schedules::SchedulePayload::AgentTurn { message, .. } =
         &schedule.payload;
     Ok(Task {
-        id,
-        kind: TaskKind::Cron,
-        status: TaskStatus::Queued,
         notify_policy: NotifyPolicy::Silent,
         label: Some(schedule.name.as_str().to_owned()),
         description: Some(message.as_str().to_owned()),
         agent_id: Some(schedule.agent_id.clone()),
-        session_id: None,
-        session_key: None,
-        run_id: None,
         subject: schedule.subject.clone(),
-        child_run_id: None,
-        child_session_id: None,
         child_session_key: Some(session_key),
         schedule_id: Some(schedule.id.clone()),
-        command: None,
-        exit_code: None,
-        depth: 1,
-        progress_summary: None,
-        result: None,
-        error: None,
         delivery_status: DeliveryStatus::NotApplicable,
-        delivered_at: None,
-        delivery_error: None,
-        created_at: now,
-        started_at: None,
-        ended_at: None,
-        updated_at: now,
+        ..Task::queued(id, TaskKind::Cron, now)
     })
 }
 

@@ -133,38 +133,23 @@ impl RunProcesses {
         let label: String = start.command.chars().take(LABEL_CHARS).collect();
         let policy = policy(&self.ledger);
         let task = Task {
-            id: id.clone(),
-            kind: TaskKind::Process,
             status: TaskStatus::Running,
             notify_policy: policy,
             label: Some(format!("exec {label}")),
-            description: None,
             agent_id: Some(self.run.agent_id.clone()),
             session_id: self.run.session_id.clone(),
             session_key: self.run.session_key.clone(),
             run_id: Some(self.run.id.clone()),
             subject: self.run.subject.clone(),
-            child_run_id: None,
-            child_session_id: None,
-            child_session_key: None,
-            schedule_id: None,
-            depth: 1,
             command: Some(command),
-            exit_code: None,
             progress_summary: (!start.tail.is_empty()).then(|| start.tail.to_owned()),
-            result: None,
-            error: None,
             delivery_status: if policy == NotifyPolicy::Silent {
                 DeliveryStatus::NotApplicable
             } else {
                 DeliveryStatus::Pending
             },
-            delivered_at: None,
-            delivery_error: None,
-            created_at: now,
             started_at: Some(now),
-            ended_at: None,
-            updated_at: now,
+            ..Task::queued(id.clone(), TaskKind::Process, now)
         };
         let owner = TaskOwner {
             subject: self.run.subject.as_ref().map(|s| s.as_str()),

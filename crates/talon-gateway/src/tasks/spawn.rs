@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey, TaskId};
-use talon_protocol::gateway::tasks::{DeliveryStatus, NotifyPolicy, Task, TaskKind, TaskStatus};
+use talon_protocol::gateway::tasks::{Task, TaskKind, TaskStatus};
 use talon_protocol::gateway::{MultitaskStrategy, Run, RunInput, Session};
 use talon_protocol::{ToolDefinition, ToolEffect, ToolSource};
 use talon_runtime::HostTools;
@@ -206,10 +206,6 @@ impl Spawner {
         };
         store.create_session(&session).await.map_err(internal)?;
         let task = Task {
-            id: task_id.clone(),
-            kind: TaskKind::Subagent,
-            status: TaskStatus::Queued,
-            notify_policy: NotifyPolicy::DoneOnly,
             label: label.map(str::to_owned),
             description: Some(text.to_owned()),
             agent_id: Some(session.agent_id.clone()),
@@ -217,23 +213,10 @@ impl Spawner {
             session_key: self.parent.session_key.clone(),
             run_id: Some(self.parent.id.clone()),
             subject: self.parent.subject.clone(),
-            child_run_id: None,
             child_session_id: Some(session.id.clone()),
             child_session_key: Some(session.key.clone()),
-            schedule_id: None,
             depth: self.depth + 1,
-            command: None,
-            exit_code: None,
-            progress_summary: None,
-            result: None,
-            error: None,
-            delivery_status: DeliveryStatus::Pending,
-            delivered_at: None,
-            delivery_error: None,
-            created_at: now,
-            started_at: None,
-            ended_at: None,
-            updated_at: now,
+            ..Task::queued(task_id.clone(), TaskKind::Subagent, now)
         };
         let owner = TaskOwner {
             subject: self.parent.subject.as_ref().map(|s| s.as_str()),

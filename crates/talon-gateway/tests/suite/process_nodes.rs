@@ -36,36 +36,20 @@ async fn a_process_whose_gateway_restarted_is_lost_never_running() {
 /// A running process task in `session`, as a node that ran it leaves it.
 fn process_task(id: &str, session: &Value, now: u64) -> talon_protocol::gateway::Task {
     talon_protocol::gateway::Task {
-        id: talon_protocol::gateway::bounded::TaskId::new(id),
-        kind: talon_protocol::gateway::TaskKind::Process,
         status: talon_protocol::gateway::TaskStatus::Running,
         notify_policy: talon_protocol::gateway::NotifyPolicy::DoneOnly,
         label: Some("exec make".into()),
-        description: None,
-        agent_id: None,
         session_id: Some(talon_protocol::gateway::bounded::SessionId::new(
             session["id"].as_str().unwrap(),
         )),
-        session_key: None,
-        run_id: None,
-        subject: None,
-        child_run_id: None,
-        child_session_id: None,
-        child_session_key: None,
-        schedule_id: None,
-        depth: 1,
         command: Some("make".into()),
-        exit_code: None,
-        progress_summary: None,
-        result: None,
-        error: None,
         delivery_status: talon_protocol::gateway::DeliveryStatus::Pending,
-        delivered_at: None,
-        delivery_error: None,
-        created_at: now,
         started_at: Some(now),
-        ended_at: None,
-        updated_at: now,
+        ..talon_protocol::gateway::Task::queued(
+            talon_protocol::gateway::bounded::TaskId::new(id),
+            talon_protocol::gateway::TaskKind::Process,
+            now,
+        )
     }
 }
 

@@ -147,9 +147,13 @@ async fn a_spawned_sub_agent_is_a_task_that_follows_its_run_and_posts_its_result
             task["id"].as_str().unwrap()
         ))
     );
-    // Its events: each change of the task, and its run's.
-    let events = call(&g, "tasks.events", json!({"taskId": task["id"]})).await;
-    assert_eq!(events["done"], true, "{events}");
+    // Its events: each change of the task, and its run's (the last, its
+    // delivery, is appended just after the message is posted).
+    let events = wait::until_async("the task's events to settle", wait::DEADLINE, async || {
+        let events = call(&g, "tasks.events", json!({"taskId": task["id"]})).await;
+        (events["done"] == true).then_some(events)
+    })
+    .await;
     let events = events["events"].as_array().unwrap();
     let changes: Vec<(&str, &str)> = events
         .iter()
@@ -595,36 +599,18 @@ async fn a_task_whose_run_never_came_is_lost_after_a_minute_saying_why() {
     .await;
     let now = g.running.store.now_ms();
     let orphan = talon_protocol::gateway::Task {
-        id: talon_protocol::gateway::bounded::TaskId::new("task_orphan"),
-        kind: talon_protocol::gateway::TaskKind::Subagent,
         status: talon_protocol::gateway::TaskStatus::Queued,
         notify_policy: talon_protocol::gateway::NotifyPolicy::DoneOnly,
         label: Some("orphan".into()),
-        description: None,
-        agent_id: None,
         session_id: Some(talon_protocol::gateway::bounded::SessionId::new(
             created["id"].as_str().unwrap(),
         )),
-        session_key: None,
-        run_id: None,
-        subject: None,
-        child_run_id: None,
-        child_session_id: None,
-        child_session_key: None,
-        schedule_id: None,
-        depth: 1,
-        command: None,
-        exit_code: None,
-        progress_summary: None,
-        result: None,
-        error: None,
         delivery_status: talon_protocol::gateway::DeliveryStatus::Pending,
-        delivered_at: None,
-        delivery_error: None,
-        created_at: now,
-        started_at: None,
-        ended_at: None,
-        updated_at: now,
+        ..talon_protocol::gateway::Task::queued(
+            talon_protocol::gateway::bounded::TaskId::new("task_orphan"),
+            talon_protocol::gateway::TaskKind::Subagent,
+            now,
+        )
     };
     g.running
         .store

@@ -234,6 +234,45 @@ pub struct Task {
     pub updated_at: u64,
 }
 
+impl Task {
+    /// A new task of `kind`, `queued` at `now`, with nothing else known:
+    /// each creator sets what it knows over it
+    /// (`Task { label, ..Task::queued(id, kind, now) }`). Depth 1 (a top-level
+    /// run's), `done_only`, delivery `pending`.
+    pub fn queued(id: TaskId, kind: TaskKind, now: u64) -> Self {
+        Self {
+            id,
+            kind,
+            status: TaskStatus::Queued,
+            notify_policy: NotifyPolicy::DoneOnly,
+            label: None,
+            description: None,
+            agent_id: None,
+            session_id: None,
+            session_key: None,
+            run_id: None,
+            subject: None,
+            child_run_id: None,
+            child_session_id: None,
+            child_session_key: None,
+            schedule_id: None,
+            depth: 1,
+            command: None,
+            exit_code: None,
+            progress_summary: None,
+            result: None,
+            error: None,
+            delivery_status: DeliveryStatus::Pending,
+            delivered_at: None,
+            delivery_error: None,
+            created_at: now,
+            started_at: None,
+            ended_at: None,
+            updated_at: now,
+        }
+    }
+}
+
 /// `tasks.list`: newest first; every filter given must hold.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -3,39 +3,17 @@
 //! repeat, and moved by compare-and-set so that exactly one change wins.
 
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, TaskId};
-use talon_protocol::gateway::{DeliveryStatus, NotifyPolicy, Task, TaskKind, TaskStatus};
+use talon_protocol::gateway::{DeliveryStatus, Task, TaskKind, TaskStatus};
 use talon_store::{Owner, StoreError, TaskCursor, TaskFilter, TaskOwner};
 
 pub fn task(id: &str) -> Task {
     Task {
-        id: TaskId::new(id),
-        kind: TaskKind::Subagent,
-        status: TaskStatus::Queued,
-        notify_policy: NotifyPolicy::DoneOnly,
         label: Some("a label".into()),
         description: Some("look it up".into()),
         agent_id: Some(AgentId::new("helper")),
         session_id: Some(SessionId::new("s1")),
-        session_key: None,
         run_id: Some(RunId::new("r1")),
-        subject: None,
-        child_run_id: None,
-        child_session_id: None,
-        child_session_key: None,
-        schedule_id: None,
-        depth: 1,
-        command: None,
-        exit_code: None,
-        progress_summary: None,
-        result: None,
-        error: None,
-        delivery_status: DeliveryStatus::Pending,
-        delivered_at: None,
-        delivery_error: None,
-        created_at: 10,
-        started_at: None,
-        ended_at: None,
-        updated_at: 10,
+        ..Task::queued(TaskId::new(id), TaskKind::Subagent, 10)
     }
 }
 
