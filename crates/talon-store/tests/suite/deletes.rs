@@ -117,3 +117,29 @@ on_both! {
         assert_eq!(usage.subjects.len(), 1);
     }
 }
+
+on_both! {
+    async fn a_deleted_session_takes_its_ended_tasks_and_leaves_live_ones_going(t) {
+        let store = &t.store;
+        store.create_session(&session("s1", "k", 1)).await.unwrap();
+        let owner = talon_store::TaskOwner::default();
+        let ended = talon_protocol::gateway::Task {
+            status: talon_protocol::gateway::TaskStatus::Succeeded,
+            ..crate::suite::tasks::task("task_ended")
+        };
+        let live = crate::suite::tasks::task("task_live");
+        let elsewhere = talon_protocol::gateway::Task {
+            session_id: Some(SessionId::new("s2")),
+            ..ended.clone()
+        };
+        let elsewhere = talon_protocol::gateway::Task { id: talon_protocol::gateway::bounded::TaskId::new("task_else"), ..elsewhere };
+        for task in [&ended, &live, &elsewhere] {
+            store.create_task(task, owner).await.unwrap();
+        }
+        store.delete_session("s1").await.unwrap();
+        let everyone = talon_store::Owner::default();
+        assert_eq!(store.task(&ended.id, &everyone).await.unwrap(), None);
+        assert_eq!(store.task(&live.id, &everyone).await.unwrap(), Some(live.clone()));
+        assert_eq!(store.task(&elsewhere.id, &everyone).await.unwrap(), Some(elsewhere.clone()));
+    }
+}
