@@ -5,8 +5,8 @@
 //! bounded. Restarts and other nodes: `process_nodes`.
 //!
 //! The mock model cannot name a process id it has not seen, so the
-//! `process` tool's id-taking actions are tested in talon-core-tools'
-//! suite (the same code); here the model lists.
+//! `process` tool's id-taking actions are called here through
+//! `tools.invoke` in the process's session, as its run would call them.
 
 use std::time::Duration;
 
@@ -457,4 +457,96 @@ async fn a_process_reports_its_output_tail_as_progress_at_most_once_a_second() {
             .unwrap()
             .ends_with("line 50\n")
     );
+}
+
+/// The `process` tool's id-taking actions through the gateway: a caller
+/// (`tools.invoke`, in the process's session, as its run would) writes to
+/// the process, polls and pages its output, and kills it; the task ends
+/// `cancelled`, and another session's caller finds no such process.
+#[tokio::test]
+async fn the_process_tool_writes_polls_pages_and_kills_a_process_of_its_session() {
+    let g = gateway(
+        vec![background("while read line; do echo got:$line; done")],
+        json!({}),
+    )
+    .await;
+    let result = run(&g).await;
+    let task = tasks_of(&g, &result["runId"]).await.remove(0);
+    let session = call(&g, "sessions.list", json!({})).await["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == result["sessionId"])
+        .unwrap()["key"]
+        .clone();
+    let process = async |arguments: Value, key: &Value| {
+        call(
+            &g,
+            "tools.invoke",
+            json!({"tool": "process", "arguments": arguments, "sessionKey": key}),
+        )
+        .await["result"]
+            .clone()
+    };
+    let id = task["id"].clone();
+    let written = process(
+        json!({"action": "write", "taskId": id, "data": "hello\nworld\n"}),
+        &session,
+    )
+    .await;
+    assert_eq!(
+        (&written["written"], &written["taskId"]),
+        (&json!(12), &id),
+        "{written}"
+    );
+    let polled = wait::until_async("the echo to come back", wait::DEADLINE, async || {
+        let polled = process(
+            json!({"action": "poll", "taskId": id, "timeout": 1000}),
+            &session,
+        )
+        .await;
+        polled["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("got:world"))
+            .then_some(polled)
+    })
+    .await;
+    assert_eq!(polled["status"], "running", "{polled}");
+    let page = process(
+        json!({"action": "log", "sessionId": id, "offset": 1, "limit": 1}),
+        &session,
+    )
+    .await;
+    assert_eq!(
+        (&page["output"], &page["lines"], &page["totalLines"]),
+        (&json!("got:world"), &json!(1), &json!(2)),
+        "{page}"
+    );
+    let stranger = Transport::Http
+        .call(
+            &g,
+            "tools.invoke",
+            json!({"tool": "process", "arguments": {"action": "poll", "taskId": id}, "sessionKey": "someone-else"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (
+            &stranger["code"],
+            &stranger["details"]["toolError"],
+            &stranger["message"]
+        ),
+        (
+            &json!("not_found"),
+            &json!("not_found"),
+            &json!(format!(
+                "process: no background process {id} in this session (process list shows them; one whose gateway restarted is gone)"
+            ))
+        ),
+        "{stranger}"
+    );
+    let killed = process(json!({"action": "kill", "taskId": id}), &session).await;
+    assert_eq!(killed["taskId"], id, "{killed}");
+    let ended = settled(&g, &id).await;
+    assert_eq!(ended["status"], "cancelled", "{ended}");
 }
