@@ -125,8 +125,8 @@ fn help_lists_every_preset_and_scope() {
     assert_eq!(
         listed.trim_end(),
         "Presets:
-  app                agent.read, agent.run, session.read, session.write, task.read, approval.respond, artifacts.read
-  viewer             agent.read, session.read, task.read, artifacts.read
+  app                agent.read, agent.run, session.read, session.write, task.read, schedule.read, approval.respond, artifacts.read
+  viewer             agent.read, session.read, task.read, schedule.read, artifacts.read
   admin              admin
 
 Scopes:
@@ -136,6 +136,8 @@ Scopes:
   session.write      create, change and delete sessions, and send to them: sessions.create, sessions.resolve, sessions.update, sessions.send, sessions.fork, sessions.compact, sessions.abort, sessions.delete, runs.delete
   task.read          read background tasks: tasks.list, tasks.get, tasks.events
   task.write         cancel background tasks or change how their results are posted: tasks.cancel, tasks.notify
+  schedule.read      read schedules: schedules.list, schedules.get
+  schedule.write     create, change, pause, run and delete schedules (each firing runs an agent): schedules.create, schedules.update, schedules.run, schedules.delete
   approval.respond   answer approvals and questions: approvals.respond, questions.respond
   tools.invoke       call exposed tools directly: tools.invoke
   artifacts.read     list and download artifacts: artifacts.list, artifacts.get, artifacts.download
