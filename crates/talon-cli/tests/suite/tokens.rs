@@ -33,7 +33,7 @@ fn tokens_are_created_listed_and_revoked() {
         [
             "live",
             "app",
-            "agent.read,agent.run,session.read,task.read,artifacts.read",
+            "agent.read,agent.run,session.read,task.read,schedule.read,artifacts.read",
             "-",
             "-",
             "-"
