@@ -81,9 +81,11 @@ async fn a_run_in_a_checkout_yields_a_diff_and_never_stores_its_secret() {
     assert_eq!(read(&workspace, "a.txt"), "hello world\n");
     assert_eq!(read(&repo, "a.txt"), "hello\n");
     let events = run_events(&g, &run_id).await;
-    let exec = completed_call(&events);
+    let mut exec = completed_call(&events).clone();
+    // Its place in the log hangs on how many deltas its output came in.
+    exec["id"] = json!("<event id>");
     // Its stdout: the secret redacted, the loopback interface only.
-    insta::assert_json_snapshot!("checkout_exec", redactor.value(exec));
+    insta::assert_json_snapshot!("checkout_exec", redactor.value(&exec));
     // The workspace's changes, as a diff artifact (its title in the
     // result's snapshot).
     let artifacts = result["artifacts"].as_array().unwrap();
