@@ -220,9 +220,9 @@ async fn a_running_task_is_cancelled_with_its_reason_and_its_policy_changed_befo
 #[tokio::test]
 async fn a_task_that_fails_carries_its_error_and_lists_page_by_page() {
     let (fake, talon) = fake().await;
-    for n in 0..3 {
-        fake.add_task(FakeTask::new(format!("job {n}")).takes(Duration::from_millis(5)));
-    }
+    let jobs: Vec<_> = (0..3)
+        .map(|n| fake.add_task(FakeTask::new(format!("job {n}")).takes(Duration::from_millis(5))))
+        .collect();
     let failing = fake.add_task(FakeTask::new("doomed").fail(
         talon_sdk::protocol::gateway::ErrorCode::Internal,
         "it broke",
@@ -252,6 +252,12 @@ async fn a_task_that_fails_carries_its_error_and_lists_page_by_page() {
     );
     assert_eq!(calls_of(&fake, "tasks.list"), 2);
 
+    // The jobs have ended (on a loaded machine 5 ms can be long): none is
+    // in the running list below.
+    for job in &jobs {
+        let job = talon.tasks().get(job.id.as_str()).await.unwrap();
+        assert_eq!(job.wait().await.unwrap().status, TaskStatus::Succeeded);
+    }
     // Paging goes on from a cursor whose task has left the filter meanwhile.
     for n in 3..6 {
         fake.add_task(FakeTask::new(format!("held {n}")).held());
