@@ -140,7 +140,7 @@ describe("scripted tasks", () => {
 
   it("a failing task carries its error, and lists page newest first", async () => {
     await withFake(async (fake) => {
-      for (const n of [0, 1, 2]) fake.addTask(FakeTask.of(`job ${n}`).takes(5));
+      const jobs = [0, 1, 2].map((n) => fake.addTask(FakeTask.of(`job ${n}`).takes(5)));
       const doomed = fake.addTask(FakeTask.of("doomed").fail("internal", "it broke"));
       const talon = talonOf(fake);
       const ended = await talon.task(doomed.id).wait();
@@ -156,6 +156,9 @@ describe("scripted tasks", () => {
         all.map((t) => t.info?.description),
         ["doomed", "job 2", "job 1", "job 0"],
       );
+      // The jobs have ended (on a loaded machine 5 ms can be long): none is
+      // in the running list below.
+      for (const job of jobs) assert.equal((await talon.task(job.id).wait()).status, "succeeded");
       // Paging goes on from a cursor whose task has left the filter meanwhile.
       for (const n of [3, 4, 5]) fake.addTask(FakeTask.of(`held ${n}`).held());
       const cancelled: string[] = [];
