@@ -45,7 +45,7 @@ pub async fn lateness(store: &str, ats: usize, everys: usize, spacing: u64) {
     let mut stream = bench.events("task.updated").await;
     // The first `task.updated` of each cron task: when it arrived, and
     // its `createdAt`.
-    let first: Arc<Mutex<BTreeMap<String, (f64, u64)>>> = Arc::default();
+    let first = Arc::new(Mutex::new(BTreeMap::<String, (f64, u64)>::new()));
     let seen = first.clone();
     let reader = tokio::spawn(async move {
         while let Some(event) = stream.next().await {
