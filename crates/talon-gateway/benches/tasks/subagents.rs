@@ -1,0 +1,197 @@
+//! Parts `spawn` and `concurrent`: a sub-agent's start, and 100 at once.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
+use talon_testing::stats::rss_mib;
+
+use super::harness::{Bench, list_all, loadavg, percentile, sorted};
+
+fn spawn_call(n: usize) -> ScriptedCall {
+    ScriptedCall {
+        name: "sessions_spawn".into(),
+        arguments: json!({"task": format!("part {n}"), "label": format!("part-{n}")}),
+    }
+}
+
+/// Every run replays it: the parent spawns `children` in its first turn
+/// and answers `delay` later; a child (depth 1, offered no spawning tool)
+/// gets unknown-tool errors for the first turn and answers `delay` later.
+fn spawning(children: usize, delay: Duration) -> Script {
+    Script {
+        turns: vec![
+            Turn {
+                tool_calls: (0..children).map(spawn_call).collect(),
+                ..Turn::default()
+            },
+            Turn {
+                text: Some("done".into()),
+                delay,
+                ..Turn::default()
+            },
+        ],
+        replay: Replay::PerRun,
+        forget_requests: true,
+        ..Script::default()
+    }
+}
+
+/// spawn → child `run.started`: on a pre-opened `/v1/events` stream, from
+/// the arrival of the task's first `task.updated` (queued) to the arrival
+/// of its child run's `run.started` (which carries `taskId`).
+pub async fn spawn_to_started(iterations: usize) {
+    let bench = Bench::start(
+        spawning(1, Duration::ZERO),
+        json!({"agents": {"defaults": {"subagents": {}}}}),
+        None,
+    )
+    .await;
+    let mut stream = bench.events("task.updated,run.started").await;
+    let mut samples = Vec::new();
+    let warm = 20;
+    for n in 0..iterations + warm {
+        let parent = bench
+            .call(
+                "runs.create",
+                json!({"input": "go", "sessionKey": format!("p{n}")}),
+            )
+            .await;
+        let (mut queued, mut task) = (None::<Instant>, None::<String>);
+        let child = loop {
+            let event = tokio::time::timeout(Duration::from_secs(30), stream.next())
+                .await
+                .expect("the task's updates and its child's start within 30 s")
+                .unwrap();
+            match event.kind.as_str() {
+                "task.updated" if task.is_none() && event.data["runId"] == parent["runId"] => {
+                    assert_eq!(event.data["status"], "queued", "{}", event.data);
+                    queued = Some(event.arrived);
+                    task = event.task_id.clone();
+                }
+                "run.started" if task.is_some() && event.task_id == task => {
+                    let ms = (event.arrived - queued.unwrap()).as_secs_f64() * 1e3;
+                    if n >= warm {
+                        samples.push(ms);
+                    }
+                    break event.run_id.unwrap();
+                }
+                _ => {}
+            }
+        };
+        for run in [parent["runId"].as_str().unwrap(), &child] {
+            let result = bench
+                .call("runs.wait", json!({"runId": run, "timeoutMs": 30_000}))
+                .await;
+            assert_eq!(result["status"], "completed", "{result}");
+        }
+    }
+    let s = sorted(samples);
+    println!(
+        "| spawn → child `run.started` (first `task.updated` to the child's `run.started` on one SSE stream) | p50 {:.2} ms | p95 {:.2} ms | p99 {:.2} ms | max {:.2} ms | n = {} | load {} |",
+        percentile(&s, 50.0),
+        percentile(&s, 95.0),
+        percentile(&s, 99.0),
+        s.last().copied().unwrap_or(f64::NAN),
+        s.len(),
+        loadavg()
+    );
+    bench.running.shutdown().await;
+}
+
+/// Longer than the gateway's heap trimmer waits after runs end.
+const SETTLE: Duration = Duration::from_secs(3);
+
+/// The sub-agent tasks the runs `parents` started.
+async fn children(bench: &Bench, parents: &[Value]) -> Vec<Value> {
+    let mut all = Vec::new();
+    for parent in parents {
+        all.extend(
+            list_all(
+                &bench.client,
+                &bench.running.addr.to_string(),
+                &bench.token,
+                "tasks.list",
+                json!({"runId": parent["runId"]}),
+                "tasks",
+            )
+            .await,
+        );
+    }
+    all
+}
+
+/// Starts `parents` parent runs of `per_parent` children each at once and
+/// waits for every child task to end; the largest count of running
+/// sub-agent tasks seen, the largest RSS and the tasks.
+async fn round(bench: &Bench, parents: usize, per_parent: usize) -> (usize, f64, Vec<Value>) {
+    let mut made = Vec::new();
+    for n in 0..parents {
+        made.push(
+            bench
+                .call(
+                    "runs.create",
+                    json!({"input": "fan out", "sessionKey": format!("fan{n}-{}", super::harness::now_ms_f())}),
+                )
+                .await,
+        );
+    }
+    let (mut peak, mut peak_rss) = (0, rss_mib());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let running = list_all(
+            &bench.client,
+            &bench.running.addr.to_string(),
+            &bench.token,
+            "tasks.list",
+            json!({"kind": "subagent", "status": ["running"]}),
+            "tasks",
+        )
+        .await;
+        peak = peak.max(running.len());
+        peak_rss = peak_rss.max(rss_mib());
+        let tasks = children(bench, &made).await;
+        if tasks.len() == parents * per_parent && tasks.iter().all(|t| t["endedAt"].is_u64()) {
+            return (peak, peak_rss, tasks);
+        }
+        assert!(Instant::now() < deadline, "the sub-agents did not end");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// 100 sub-agents live at once (5 parent runs spawning 20 each in one
+/// turn, every child answering 5 s after its first turn): RSS at idle
+/// after a warm-up round, its peak during, and settled after.
+pub async fn concurrent(parents: usize) {
+    let per_parent = 20;
+    let bench = Bench::start(
+        spawning(per_parent, Duration::from_secs(5)),
+        json!({"agents": {"defaults": {"subagents": {
+            "maxConcurrent": 200, "maxChildrenPerAgent": per_parent
+        }}}}),
+        None,
+    )
+    .await;
+    // Warm-up: one parent's 20, then idle.
+    let (_, _, warm) = round(&bench, 1, per_parent).await;
+    assert!(warm.iter().all(|t| t["status"] == "succeeded"));
+    tokio::time::sleep(SETTLE).await;
+    let idle = rss_mib();
+    let load_before = loadavg();
+    let started = Instant::now();
+    let (peak, peak_rss, tasks) = round(&bench, parents, per_parent).await;
+    let took = started.elapsed().as_secs_f64();
+    let ended_rss = rss_mib();
+    tokio::time::sleep(SETTLE).await;
+    let after = rss_mib();
+    let succeeded = tasks.iter().filter(|t| t["status"] == "succeeded").count();
+    println!(
+        "| {} concurrent sub-agents ({parents} parents × {per_parent}, each child live ≥ 5 s) | peak running {peak} | {succeeded} of {} succeeded in {took:.1} s | RSS idle {idle:.1} MiB, peak {peak_rss:.1} MiB (**{:+.1} MiB**), at the end {ended_rss:.1}, settled {after:.1} MiB ({:+.1}) | load {load_before} → {} |",
+        parents * per_parent,
+        tasks.len(),
+        peak_rss - idle,
+        after - idle,
+        loadavg()
+    );
+    bench.running.shutdown().await;
+}
