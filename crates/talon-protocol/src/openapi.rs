@@ -330,6 +330,10 @@ const TAGS: &[(&str, &str)] = &[
     ("environments", "Where runs execute."),
     ("tasks", "Background tasks and their events."),
     (
+        "schedules",
+        "Runs of an agent the clock starts: at a time, every interval, or by cron.",
+    ),
+    (
         "events",
         "Every event a token may see: Server-Sent Events, WebSocket, subscriptions.",
     ),

@@ -241,8 +241,7 @@ fn firing_task(schedule: &Schedule, id: Option<TaskId>, now: u64) -> Result<Task
         .session_key
         .clone()
         .unwrap_or_else(|| SessionKey::new(format!("cron:{}:{id}", schedule.id)));
-    let talon_protocol::gateway::schedules::SchedulePayload::AgentTurn { message, .. } =
-        &schedule.payload;
+    let talon_protocol::gateway::schedules::SchedulePayload { message, .. } = &schedule.payload;
     Ok(Task {
         notify_policy: NotifyPolicy::Silent,
         label: Some(schedule.name.as_str().to_owned()),

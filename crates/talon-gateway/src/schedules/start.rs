@@ -122,9 +122,10 @@ async fn submit(
             }
         }
     };
-    let SchedulePayload::AgentTurn {
+    let SchedulePayload {
         message,
         timeout_seconds,
+        ..
     } = &schedule.payload;
     let mut request = RunRequest::of_input(RunInput::Text(message.as_str().to_owned()));
     request.timeout_ms = timeout_seconds

@@ -57,23 +57,26 @@ pub enum ScheduleSpec {
     },
 }
 
-/// What a firing runs (OpenClaw's `payload`).
+/// What a firing runs (OpenClaw's `payload`): one kind, `agentTurn`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", deny_unknown_fields)]
-pub enum SchedulePayload {
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SchedulePayload {
+    /// `agentTurn`: a run of the schedule's agent.
+    pub kind: PayloadKind,
+    /// The run's input.
+    pub message: Text<INSTRUCTIONS_MAX>,
+    /// The run's time limit in seconds (default: the agent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+}
+
+/// The kinds of payload (OpenClaw's `systemEvent` and others are not
+/// served: a schedule's firing is always a run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum PayloadKind {
     /// A run of the schedule's agent taking `message` as its input.
     #[serde(rename = "agentTurn")]
-    AgentTurn {
-        /// The run's input.
-        message: Text<INSTRUCTIONS_MAX>,
-        /// The run's time limit in seconds (default: the agent's).
-        #[serde(
-            rename = "timeoutSeconds",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
-        timeout_seconds: Option<u64>,
-    },
+    AgentTurn,
 }
 
 /// What a node does with a slot that passed while no node was up to fire

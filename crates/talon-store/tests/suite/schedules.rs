@@ -5,7 +5,7 @@
 
 use talon_protocol::gateway::bounded::{AgentId, ScheduleId, Subject, TaskId, Text};
 use talon_protocol::gateway::schedules::{
-    CatchUp, Schedule, SchedulePayload, ScheduleSpec, ScheduleState,
+    CatchUp, PayloadKind, Schedule, SchedulePayload, ScheduleSpec, ScheduleState,
 };
 use talon_protocol::gateway::{TaskKind, TaskStatus};
 use talon_store::{Owner, ScheduleCursor, StoreError, TaskOwner};
@@ -23,7 +23,8 @@ fn schedule(id: &str, created_at: u64, next: Option<u64>) -> Schedule {
             expr: Text::from("0 3 * * *"),
             tz: Some(Text::from("Europe/Berlin")),
         },
-        payload: SchedulePayload::AgentTurn {
+        payload: SchedulePayload {
+            kind: PayloadKind::AgentTurn,
             message: Text::from("report"),
             timeout_seconds: None,
         },

@@ -1093,6 +1093,14 @@ export type MultitaskStrategy = "reject" | "enqueue" | "interrupt" | "rollback";
 export type NotifyPolicy = "done_only" | "state_changes" | "silent" | "unknown";
 
 /**
+ * The kinds of payload (OpenClaw's `systemEvent` and others are not
+ * served: a schedule's firing is always a run).
+ *
+ * - `agentTurn`: A run of the schedule's agent taking `message` as its input.
+ */
+export type PayloadKind = "agentTurn";
+
+/**
  * An environment provider's id (`local`).
  *
  * At most ID_MAX characters, no control characters.
@@ -1579,9 +1587,10 @@ export interface ScheduleAction {
  */
 export type ScheduleId = string;
 
-/** What a firing runs (OpenClaw's `payload`). */
+/** What a firing runs (OpenClaw's `payload`): one kind, `agentTurn`. */
 export interface SchedulePayload {
-  kind: "agentTurn";
+  /** `agentTurn`: a run of the schedule's agent. */
+  kind: PayloadKind;
   /** The run's input. */
   message: string;
   /** The run's time limit in seconds (default: the agent's). */
