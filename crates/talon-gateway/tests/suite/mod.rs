@@ -33,6 +33,7 @@ mod scopes;
 mod session_events;
 mod ssh;
 mod stream;
+mod task_cancel;
 mod tasks;
 mod tokens;
 mod toolspace;
