@@ -287,7 +287,7 @@ struct Case {
 /// without the native reply, per call with it, per run) in µs.
 fn bench_case(case: &Case, raw: &RawReply) -> (f64, f64, f64, f64) {
     let surface = &case.surface;
-    let tools = Arc::new(surface.tools());
+    let tools = surface.tools();
     let mut system = "You are a helpful assistant working in the user's repository.".to_owned();
     if let Some(prompt) = surface.prompt() {
         system.push_str("\n\n");

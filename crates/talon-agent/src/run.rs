@@ -362,7 +362,7 @@ impl AgentRun<'_> {
             system.push_str("\n\n");
             system.push_str(&prompt);
         }
-        let tools = Arc::new(self.surface.tools());
+        let tools = self.surface.tools();
         *lock(sent) = Sent::measure(&tools, &system);
         let mut messages = vec![Message::System(system)];
         messages.extend(history);

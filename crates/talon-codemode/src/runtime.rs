@@ -525,7 +525,7 @@ impl ToolSurface for CodeModeRun {
         "code_mode"
     }
 
-    fn tools(&self) -> Vec<ModelTool> {
+    fn tools(&self) -> Arc<Vec<ModelTool>> {
         self.surface.tools.clone()
     }
 

@@ -27,8 +27,9 @@ MCP.<server>.resources.read({uri}) and .prompts.get({name, arguments}) where the
 /// A Code Mode surface.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodeModeSurface {
-    /// The tools sent to the model: `exec`, `wait`, then direct-only tools.
-    pub tools: Vec<ModelTool>,
+    /// The tools sent to the model: `exec`, `wait`, then direct-only tools
+    /// (shared: every turn of the run sends this one list).
+    pub tools: std::sync::Arc<Vec<ModelTool>>,
 }
 
 impl CodeModeSurface {
@@ -39,7 +40,7 @@ impl CodeModeSurface {
 
     /// Serialized size of the tool definitions.
     pub fn bytes(&self) -> usize {
-        serde_json::to_vec(&self.tools).map_or(0, |v| v.len())
+        serde_json::to_vec(self.tools.as_slice()).map_or(0, |v| v.len())
     }
 }
 
@@ -112,5 +113,7 @@ pub fn build_surface(
             parameters: entry.tool.parameters.clone(),
         });
     }
-    CodeModeSurface { tools }
+    CodeModeSurface {
+        tools: std::sync::Arc::new(tools),
+    }
 }

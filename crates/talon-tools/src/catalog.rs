@@ -1,10 +1,13 @@
 //! The tool catalog of one run: core, plugin, MCP and client tools,
-//! filtered by policy, with stable ids and a search index.
+//! filtered by policy, with stable ids and a search index (built on the
+//! first search: most runs' surfaces never search).
 //!
 //! A tool's source and owner come from how it was registered (the builder
 //! method), never from the tool's own claims, so a plugin cannot pass its
 //! tools off as core tools. Ids are `<source>:<owner>:<tool-name>`; entries
 //! are kept sorted by id, so equivalent tool sets give identical catalogs.
+
+use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap as HashMap;
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
@@ -227,14 +230,13 @@ impl CatalogBuilder {
             .enumerate()
             .map(|(i, e)| (e.id.clone(), i))
             .collect();
-        let docs: Vec<Document<'_>> = entries.iter().map(CatalogEntry::document).collect();
-        let index = SearchIndex::build_with(&docs, self.semantic);
         Ok(Catalog {
             scope: self.scope,
             entries,
             direct_only,
             by_id,
-            index,
+            index: OnceLock::new(),
+            semantic: self.semantic,
             rejected,
         })
     }
@@ -292,7 +294,10 @@ pub struct Catalog {
     entries: Vec<CatalogEntry>,
     direct_only: Vec<CatalogEntry>,
     by_id: HashMap<String, usize>,
-    index: SearchIndex,
+    /// Built on the first search (or [`Catalog::warm_search`]): a run
+    /// whose surface never searches never pays for it.
+    index: OnceLock<SearchIndex>,
+    semantic: Semantic,
     rejected: Vec<ToolsError>,
 }
 
@@ -322,12 +327,21 @@ impl Catalog {
         self.entries.len()
     }
 
-    /// Readies hybrid search now (with [`Semantic::Shared`], search loads
-    /// the embedding table and embeds the catalog on its first query);
+    /// Readies search now: builds the index (else the first query does)
+    /// and, with [`Semantic::Shared`], loads the embedding table and
+    /// embeds the catalog (else the first query does);
     /// `true` when search ranks semantically. A long-lived caller runs it
     /// in the background while other work goes on.
     pub fn warm_search(&self) -> bool {
-        self.index.is_semantic()
+        self.index().is_semantic()
+    }
+
+    /// The search index, built on first use.
+    fn index(&self) -> &SearchIndex {
+        self.index.get_or_init(|| {
+            let docs: Vec<Document<'_>> = self.entries.iter().map(CatalogEntry::document).collect();
+            SearchIndex::build_with(&docs, self.semantic.clone())
+        })
     }
 
     /// `true` when nothing is cataloged.
@@ -352,7 +366,7 @@ impl Catalog {
 
     /// Ranked hits for `query`, at most `limit`.
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
-        self.index
+        self.index()
             .search(query, limit)
             .into_iter()
             .map(|hit| {

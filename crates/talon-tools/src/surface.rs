@@ -65,7 +65,7 @@ pub trait ToolSurface: Send + Sync {
     fn kind(&self) -> &'static str;
 
     /// The model-visible tool definitions.
-    fn tools(&self) -> Vec<ModelTool>;
+    fn tools(&self) -> Arc<Vec<ModelTool>>;
 
     /// Extra system prompt text (Tool Search's directory).
     fn prompt(&self) -> Option<String> {
@@ -129,7 +129,7 @@ pub trait ToolSurface: Send + Sync {
 #[derive(Debug)]
 pub struct DirectSurface {
     runner: Arc<ToolRunner>,
-    tools: Vec<ModelTool>,
+    tools: Arc<Vec<ModelTool>>,
     names: BTreeMap<String, String>,
 }
 
@@ -152,7 +152,7 @@ impl DirectSurface {
         }
         Self {
             runner,
-            tools,
+            tools: Arc::new(tools),
             names,
         }
     }
@@ -218,7 +218,7 @@ impl ToolSurface for DirectSurface {
         "direct"
     }
 
-    fn tools(&self) -> Vec<ModelTool> {
+    fn tools(&self) -> Arc<Vec<ModelTool>> {
         self.tools.clone()
     }
 

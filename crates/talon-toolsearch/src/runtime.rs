@@ -239,7 +239,7 @@ impl ToolSurface for ToolSearch {
         self.surface.mode.map_or("direct", |m| m.as_str())
     }
 
-    fn tools(&self) -> Vec<ModelTool> {
+    fn tools(&self) -> Arc<Vec<ModelTool>> {
         self.surface.tools.clone()
     }
 

@@ -11,6 +11,7 @@
 //!   names; a hidden tool called by its exact name runs from the catalog.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::json;
 use talon_protocol::{ModelTool, ToolSource};
@@ -50,8 +51,9 @@ pub enum Target {
 pub struct Surface {
     /// `None` for direct exposure.
     pub mode: Option<Mode>,
-    /// The tool definitions sent to the model.
-    pub tools: Vec<ModelTool>,
+    /// The tool definitions sent to the model (shared: every turn of the
+    /// run sends this one list).
+    pub tools: Arc<Vec<ModelTool>>,
     /// Text for the system prompt (the directory), if any.
     pub prompt: Option<String>,
     /// Model-visible (and, in directory mode, hidden but callable) names.
@@ -78,7 +80,7 @@ pub enum SurfaceError {
 impl Surface {
     /// Serialized size of the tool definitions and prompt sent to the model.
     pub fn bytes(&self) -> usize {
-        serde_json::to_vec(&self.tools).map_or(0, |v| v.len())
+        serde_json::to_vec(self.tools.as_slice()).map_or(0, |v| v.len())
             + self.prompt.as_ref().map_or(0, String::len)
     }
 
@@ -95,7 +97,7 @@ pub fn build_surface(
 ) -> Result<Surface, SurfaceError> {
     let mut surface = Surface {
         mode: config.map(|c| c.mode),
-        tools: Vec::new(),
+        tools: Arc::default(),
         prompt: None,
         dispatch: BTreeMap::new(),
         rejected: Vec::new(),
@@ -141,7 +143,7 @@ fn expose(surface: &mut Surface, entry: &CatalogEntry) {
     surface
         .dispatch
         .insert(entry.tool.name.clone(), Target::Tool(entry.id.clone()));
-    surface.tools.push(ModelTool {
+    Arc::make_mut(&mut surface.tools).push(ModelTool {
         name: entry.tool.name.clone(),
         description: entry.tool.description.clone(),
         parameters: entry.tool.parameters.clone(),
@@ -274,7 +276,7 @@ fn control(surface: &mut Surface, which: Control, config: &ToolSearchConfig) {
     surface
         .dispatch
         .insert(name.to_owned(), Target::Control(which));
-    surface.tools.push(ModelTool {
+    Arc::make_mut(&mut surface.tools).push(ModelTool {
         name: name.to_owned(),
         description,
         parameters,

@@ -605,7 +605,7 @@ impl ToolSurface for Refusing {
         "code_mode"
     }
 
-    fn tools(&self) -> Vec<talon_protocol::ModelTool> {
+    fn tools(&self) -> std::sync::Arc<Vec<talon_protocol::ModelTool>> {
         self.0.tools()
     }
 

@@ -430,7 +430,7 @@ async fn the_offered_tools_are_checked_against_the_surface() {
     let surface: &dyn talon_tools::ToolSurface = &run.run;
     // exec, wait and the direct-only ask_user pass.
     assert_eq!(surface.check_offered(&surface.tools()), Ok(()));
-    let mut more = surface.tools();
+    let mut more = surface.tools().as_ref().clone();
     more.push(talon_protocol::ModelTool {
         name: "pick_color".into(),
         description: String::new(),
