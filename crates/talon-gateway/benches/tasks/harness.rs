@@ -1,8 +1,11 @@
-//! The in-process gateway the benchmarks drive (as `runs.rs` starts one),
-//! its calls, and an SSE reader that notes each event's arrival.
+//! The gateways the benchmarks drive: in-process (as `runs.rs` starts
+//! one) or a `talon gateway` process; their calls, and an SSE reader that
+//! notes each event's arrival.
 
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use talon_gateway::{GatewayConfig, Limits, RunLimits};
@@ -231,5 +234,122 @@ pub async fn list_all(
             Some(cursor) => params["cursor"] = json!(cursor),
             None => return all,
         }
+    }
+}
+
+/// The `talon` binary: `TALON_BIN`, else `talon` beside this bench's
+/// profile directory (`target/release/talon`), else the debug one.
+fn talon_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("TALON_BIN") {
+        return bin.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/tasks-<hash>
+    let target = exe.parent().unwrap().parent().unwrap().parent().unwrap();
+    ["release", "debug"]
+        .iter()
+        .map(|p| target.join(p).join("talon"))
+        .find(|p| p.exists())
+        .expect("build talon: cargo build --release -p talon-cli --features talon-cli/mock-model")
+}
+
+/// Where a gateway process's model is.
+pub enum Model<'a> {
+    /// `--mock-script` with this script (the mock inside the process).
+    Script(&'a str),
+    /// A provider `mock` at this base URL (a mock outside the process).
+    At(&'a str),
+}
+
+/// A `talon gateway` process, its address and its directory (its
+/// `stdout` and `stderr` are files there).
+pub struct Node {
+    pub child: tokio::process::Child,
+    pub addr: String,
+    pub dir: PathBuf,
+    /// The admin token it printed (the first line of its stdout that
+    /// is one: a wrapper such as heaptrack may print before it).
+    pub token: String,
+}
+
+impl Node {
+    /// Starts `talon gateway` in `dir` (made) with `config` (its
+    /// `agents.defaults` gets the workspace) and `env`; waits until it
+    /// listens.
+    pub async fn start(
+        dir: &Path,
+        mut config: Value,
+        model: Model<'_>,
+        env: &[(&str, &str)],
+    ) -> Self {
+        std::fs::create_dir_all(dir.join("workspace")).unwrap();
+        if config.get("agents").is_none() {
+            config["agents"] = json!({"defaults": {}});
+        }
+        config["agents"]["defaults"]["workspace"] = json!(dir.join("workspace"));
+        let mut command = tokio::process::Command::new(talon_bin());
+        command.args(["gateway", "--listen", "127.0.0.1:0", "--config"]);
+        command.arg(dir.join("talon.json5"));
+        match model {
+            Model::Script(script) => {
+                std::fs::write(dir.join("script.json"), script).unwrap();
+                command.arg("--mock-script").arg(dir.join("script.json"));
+            }
+            Model::At(url) => {
+                config["models"] = json!({"providers": {"mock": {"baseUrl": url}}});
+                config["agents"]["defaults"]["model"] = json!({"primary": "mock/mock-model"});
+            }
+        }
+        std::fs::write(dir.join("talon.json5"), config.to_string()).unwrap();
+        let child = command
+            .env("HOME", dir)
+            .env("TALON_STATE_DIR", dir.join("state"))
+            .env_remove("TALON_CONFIG")
+            .envs(env.iter().copied())
+            .stdout(std::fs::File::create(dir.join("stdout")).unwrap())
+            .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+            if let Some(addr) = stderr
+                .lines()
+                .find_map(|l| l.strip_prefix("talon gateway: listening on http://"))
+            {
+                let stdout = std::fs::read_to_string(dir.join("stdout")).unwrap();
+                return Self {
+                    child,
+                    addr: addr.trim().to_owned(),
+                    dir: dir.to_owned(),
+                    token: stdout
+                        .lines()
+                        .map(str::trim)
+                        .find(|l| l.starts_with("talon_"))
+                        .unwrap_or_default()
+                        .to_owned(),
+                };
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not start: {stderr}",
+                dir.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Its resident memory in MiB (`VmRSS` of `/proc/<pid>/status`).
+    pub fn rss_mib(&self) -> f64 {
+        let pid = self.child.id().unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let kib: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kib / 1024.0
     }
 }

@@ -3,81 +3,26 @@
 //! have been run exactly once.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::harness::{call, list_all, loadavg, now_ms_f, percentile, sorted};
+use super::harness::{Model, Node, call, list_all, loadavg, now_ms_f, percentile, sorted};
 use super::schedules::slot_of;
 
-/// The `talon` binary: `TALON_BIN`, else `talon` beside this bench's
-/// profile directory (`target/release/talon`), else the debug one.
-fn talon_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("TALON_BIN") {
-        return bin.into();
-    }
-    let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/tasks-<hash>
-    let target = exe.parent().unwrap().parent().unwrap().parent().unwrap();
-    ["release", "debug"]
-        .iter()
-        .map(|p| target.join(p).join("talon"))
-        .find(|p| p.exists())
-        .expect("build talon: cargo build --release -p talon-cli --features talon-cli/mock-model")
-}
-
-struct Node {
-    child: tokio::process::Child,
-    addr: String,
-    dir: PathBuf,
-}
-
 async fn start_node(root: &Path, name: &str, url: &str) -> Node {
-    let dir = root.join(name);
-    std::fs::create_dir_all(dir.join("workspace")).unwrap();
-    std::fs::write(
-        dir.join("script.json"),
-        r#"{"replay": "perRun", "record": false, "turns": [{"text": "fired"}]}"#,
+    let config = json!({"cron": {"maxConcurrentRuns": 256}});
+    Node::start(
+        &root.join(name),
+        config,
+        Model::Script(r#"{"replay": "perRun", "record": false, "turns": [{"text": "fired"}]}"#),
+        &[
+            ("TALON_DATABASE_URL", url),
+            ("TALON_LOG", "warn,talon_gateway::schedules=info"),
+        ],
     )
-    .unwrap();
-    let config = json!({
-        "agents": {"defaults": {"workspace": dir.join("workspace")}},
-        "cron": {"maxConcurrentRuns": 256},
-    });
-    std::fs::write(dir.join("talon.json5"), config.to_string()).unwrap();
-    let child = tokio::process::Command::new(talon_bin())
-        .args(["gateway", "--listen", "127.0.0.1:0", "--config"])
-        .arg(dir.join("talon.json5"))
-        .arg("--mock-script")
-        .arg(dir.join("script.json"))
-        .env("HOME", &dir)
-        .env("TALON_STATE_DIR", dir.join("state"))
-        .env("TALON_DATABASE_URL", url)
-        .env("TALON_LOG", "warn,talon_gateway::schedules=info")
-        .stdout(std::fs::File::create(dir.join("stdout")).unwrap())
-        .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
-        if let Some(addr) = stderr
-            .lines()
-            .find_map(|l| l.strip_prefix("talon gateway: listening on http://"))
-        {
-            return Node {
-                child,
-                addr: addr.trim().to_owned(),
-                dir,
-            };
-        }
-        assert!(Instant::now() < deadline, "{name} did not start: {stderr}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    .await
 }
 
 async fn fired(client: &reqwest::Client, node: &Node, token: &str) -> (u64, u64) {
@@ -103,13 +48,7 @@ pub async fn nodes(schedules: usize, kill_at: u64, total: u64) {
     let url = pg.fresh_database().unwrap();
     let root = tempfile::tempdir().unwrap();
     let mut a = start_node(root.path(), "node-a", &url).await;
-    let token = std::fs::read_to_string(a.dir.join("stdout"))
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
+    let token = a.token.clone();
     let b = start_node(root.path(), "node-b", &url).await;
     let client = reqwest::Client::new();
     let load_start = loadavg();

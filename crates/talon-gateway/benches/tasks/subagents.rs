@@ -3,10 +3,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
-use talon_testing::stats::rss_mib;
+use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 
-use super::harness::{Bench, list_all, loadavg, percentile, sorted};
+use super::harness::{Bench, Model, Node, call, list_all, loadavg, percentile, sorted};
 
 fn spawn_call(n: usize) -> ScriptedCall {
     ScriptedCall {
@@ -102,33 +101,45 @@ pub async fn spawn_to_started(iterations: usize) {
 /// Longer than the gateway's heap trimmer waits after runs end.
 const SETTLE: Duration = Duration::from_secs(3);
 
-/// The sub-agent tasks the runs `parents` started.
-async fn children(bench: &Bench, parents: &[Value]) -> Vec<Value> {
-    let mut all = Vec::new();
-    for parent in parents {
-        all.extend(
-            list_all(
-                &bench.client,
-                &bench.running.addr.to_string(),
-                &bench.token,
-                "tasks.list",
-                json!({"runId": parent["runId"]}),
-                "tasks",
-            )
-            .await,
-        );
+/// A gateway process and a client of it.
+struct Target {
+    node: Node,
+    client: reqwest::Client,
+}
+
+impl Target {
+    async fn call(&self, method: &str, params: Value) -> Value {
+        call(
+            &self.client,
+            &self.node.addr,
+            &self.node.token,
+            method,
+            params,
+        )
+        .await
     }
-    all
+
+    async fn list(&self, params: Value) -> Vec<Value> {
+        list_all(
+            &self.client,
+            &self.node.addr,
+            &self.node.token,
+            "tasks.list",
+            params,
+            "tasks",
+        )
+        .await
+    }
 }
 
 /// Starts `parents` parent runs of `per_parent` children each at once and
 /// waits for every child task to end; the largest count of running
-/// sub-agent tasks seen, the largest RSS and the tasks.
-async fn round(bench: &Bench, parents: usize, per_parent: usize) -> (usize, f64, Vec<Value>) {
+/// sub-agent tasks seen, the gateway's largest RSS and the tasks.
+async fn round(target: &Target, parents: usize, per_parent: usize) -> (usize, f64, Vec<Value>) {
     let mut made = Vec::new();
     for n in 0..parents {
         made.push(
-            bench
+            target
                 .call(
                     "runs.create",
                     json!({"input": "fan out", "sessionKey": format!("fan{n}-{}", super::harness::now_ms_f())}),
@@ -136,21 +147,18 @@ async fn round(bench: &Bench, parents: usize, per_parent: usize) -> (usize, f64,
                 .await,
         );
     }
-    let (mut peak, mut peak_rss) = (0, rss_mib());
+    let (mut peak, mut peak_rss) = (0, target.node.rss_mib());
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let running = list_all(
-            &bench.client,
-            &bench.running.addr.to_string(),
-            &bench.token,
-            "tasks.list",
-            json!({"kind": "subagent", "status": ["running"]}),
-            "tasks",
-        )
-        .await;
+        let running = target
+            .list(json!({"kind": "subagent", "status": ["running"]}))
+            .await;
         peak = peak.max(running.len());
-        peak_rss = peak_rss.max(rss_mib());
-        let tasks = children(bench, &made).await;
+        peak_rss = peak_rss.max(target.node.rss_mib());
+        let mut tasks = Vec::new();
+        for parent in &made {
+            tasks.extend(target.list(json!({"runId": parent["runId"]})).await);
+        }
         if tasks.len() == parents * per_parent && tasks.iter().all(|t| t["endedAt"].is_u64()) {
             return (peak, peak_rss, tasks);
         }
@@ -160,38 +168,56 @@ async fn round(bench: &Bench, parents: usize, per_parent: usize) -> (usize, f64,
 }
 
 /// 100 sub-agents live at once (5 parent runs spawning 20 each in one
-/// turn, every child answering 5 s after its first turn): RSS at idle
-/// after a warm-up round, its peak during, and settled after.
+/// turn, every child answering 5 s after its first turn) on a `talon
+/// gateway` process whose model is a mock in this process: the gateway
+/// process's RSS at idle after a warm-up round, its peak during, and
+/// settled after.
 pub async fn concurrent(parents: usize) {
     let per_parent = 20;
-    let bench = Bench::start(
-        spawning(per_parent, Duration::from_secs(5)),
-        json!({"agents": {"defaults": {"subagents": {
+    let mock = MockModel::start(spawning(per_parent, Duration::from_secs(5)))
+        .await
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let config = json!({
+        "agents": {"defaults": {"subagents": {
             "maxConcurrent": 200, "maxChildrenPerAgent": per_parent
-        }}}}),
-        None,
+        }}},
+        "gateway": {
+            "limits": {"callsPerSecond": 1e6, "burst": 1_000_000},
+            "runs": {"maxConcurrent": 256},
+        },
+    });
+    let base_url = mock.base_url();
+    let node = Node::start(
+        root.path(),
+        config,
+        Model::At(&base_url),
+        &[("TALON_LOG", "warn")],
     )
     .await;
+    let target = Target {
+        node,
+        client: reqwest::Client::new(),
+    };
     // Warm-up: one parent's 20, then idle.
-    let (_, _, warm) = round(&bench, 1, per_parent).await;
-    assert!(warm.iter().all(|t| t["status"] == "succeeded"));
+    let (_, _, warm) = round(&target, 1, per_parent).await;
+    assert!(warm.iter().all(|t| t["status"] == "succeeded"), "{warm:?}");
     tokio::time::sleep(SETTLE).await;
-    let idle = rss_mib();
+    let idle = target.node.rss_mib();
     let load_before = loadavg();
     let started = Instant::now();
-    let (peak, peak_rss, tasks) = round(&bench, parents, per_parent).await;
+    let (peak, peak_rss, tasks) = round(&target, parents, per_parent).await;
     let took = started.elapsed().as_secs_f64();
-    let ended_rss = rss_mib();
+    let ended_rss = target.node.rss_mib();
     tokio::time::sleep(SETTLE).await;
-    let after = rss_mib();
+    let after = target.node.rss_mib();
     let succeeded = tasks.iter().filter(|t| t["status"] == "succeeded").count();
     println!(
-        "| {} concurrent sub-agents ({parents} parents × {per_parent}, each child live ≥ 5 s) | peak running {peak} | {succeeded} of {} succeeded in {took:.1} s | RSS idle {idle:.1} MiB, peak {peak_rss:.1} MiB (**{:+.1} MiB**), at the end {ended_rss:.1}, settled {after:.1} MiB ({:+.1}) | load {load_before} → {} |",
+        "| {} concurrent sub-agents ({parents} parents × {per_parent}, each child live ≥ 5 s) | peak running {peak} | {succeeded} of {} succeeded in {took:.1} s | gateway process RSS idle {idle:.1} MiB, peak {peak_rss:.1} MiB (**{:+.1} MiB**), at the end {ended_rss:.1}, settled {after:.1} MiB ({:+.1}) | load {load_before} → {} |",
         parents * per_parent,
         tasks.len(),
         peak_rss - idle,
         after - idle,
         loadavg()
     );
-    bench.running.shutdown().await;
 }
