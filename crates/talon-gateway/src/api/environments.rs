@@ -6,7 +6,6 @@
 //! workspace by the settings' policy and answers it `deleted`.
 
 use crate::auth::identity::Caller;
-use sha2::{Digest, Sha256};
 use talon_protocol::gateway::bounded::{EnvironmentId, ProviderId, Subject};
 use talon_protocol::gateway::params::{
     EnvironmentsCreateParams, EnvironmentsDeleteParams, EnvironmentsListParams,
@@ -61,9 +60,7 @@ impl Api {
         provider.check(&settings, self.engine.environment_context(&state_dir))?;
         let id = match &p.idempotency_key {
             Some(key) => {
-                let scoped = caller.scoped_key("environment", key.as_str());
-                let hash = hex::encode(&Sha256::digest(scoped.as_bytes())[..12]);
-                let id = format!("env_{hash}");
+                let id = caller.keyed_id("environment", key.as_str(), "env");
                 // The id is in the caller's namespace: the environment
                 // is its own (or its subject's) whenever it exists.
                 if let Some(first) = self

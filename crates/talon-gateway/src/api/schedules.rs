@@ -7,7 +7,6 @@
 //! may use. A bound token sees the schedules its subject made; another's
 //! are `not_found`. Each token keeps at most [`MAX_SCHEDULES_PER_TOKEN`].
 
-use sha2::{Digest, Sha256};
 use talon_protocol::gateway::bounded::{AgentId, ScheduleId, Subject, TaskId};
 use talon_protocol::gateway::schedules::{
     CatchUp, Schedule, ScheduleAction, ScheduleRef, ScheduleSpec, ScheduleState,
@@ -153,9 +152,7 @@ impl Api {
         }
         let id = match &p.idempotency_key {
             Some(key) => {
-                let scoped = caller.scoped_key("schedule", key.as_str());
-                let hash = hex::encode(&Sha256::digest(scoped.as_bytes())[..12]);
-                let id = ScheduleId::new(format!("sch_{hash}"));
+                let id = ScheduleId::new(caller.keyed_id("schedule", key.as_str(), "sch"));
                 // In the caller's namespace: the schedule is its own
                 // whenever it exists.
                 if let Some(first) = self
@@ -274,13 +271,10 @@ impl Api {
     ) -> Result<Task, ApiError> {
         // Under a key, the firing's task id is made from it: a retry
         // answers the firing the first call made.
-        let id = p.idempotency_key.as_ref().map(|key| {
-            let scoped = caller.scoped_key("schedule-run", key.as_str());
-            TaskId::new(format!(
-                "task_{}",
-                hex::encode(&Sha256::digest(scoped.as_bytes())[..12])
-            ))
-        });
+        let id = p
+            .idempotency_key
+            .as_ref()
+            .map(|key| TaskId::new(caller.keyed_id("schedule-run", key.as_str(), "task")));
         for _ in 0..8 {
             let read = self.schedule_for(caller, &p.schedule_id).await?;
             self.may_schedule(caller, read.agent_id.as_str()).await?;

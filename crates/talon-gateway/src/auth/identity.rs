@@ -63,6 +63,17 @@ impl Caller {
         }
     }
 
+    /// The id `prefix_<hash>` a keyed create of `kind` makes from `key`,
+    /// in the caller's namespace ([`Caller::scoped_key`]): a retry makes
+    /// the same id, so it finds what the first call made; another
+    /// namespace's same key makes another.
+    pub(crate) fn keyed_id(&self, kind: &str, key: &str, prefix: &str) -> String {
+        use sha2::Digest as _;
+        let scoped = self.scoped_key(kind, key);
+        let hash = hex::encode(&sha2::Sha256::digest(scoped.as_bytes())[..12]);
+        format!("{prefix}_{hash}")
+    }
+
     /// Whether the token may see raw runtime payloads.
     pub fn is_admin(&self) -> bool {
         self.scopes.contains(&Scope::Admin)

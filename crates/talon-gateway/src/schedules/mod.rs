@@ -107,7 +107,8 @@ impl Schedules {
     /// died before starting them. Answers when to look again.
     async fn pass(&self) -> Duration {
         let store = self.ledger.engine().store();
-        if self.enabled() {
+        let enabled = self.enabled();
+        if enabled {
             match store.due_schedules(store.now_ms(), PER_PASS).await {
                 Ok(due) => {
                     for schedule in due {
@@ -122,9 +123,7 @@ impl Schedules {
         start::sweep(self).await;
         let now = store.now_ms();
         match store.next_slot().await {
-            Ok(Some(at)) if self.enabled() => {
-                Duration::from_millis(at.saturating_sub(now)).min(MAX_SLEEP)
-            }
+            Ok(Some(at)) if enabled => Duration::from_millis(at.saturating_sub(now)).min(MAX_SLEEP),
             _ => MAX_SLEEP,
         }
     }
