@@ -5,16 +5,18 @@
 //!    first `task.updated` (queued) to the arrival of the child run's
 //!    `run.started` (its events carry `taskId`); in-process, SQLite;
 //! 2. `concurrent`: 100 sub-agents live at once (5 parent runs spawning 20
-//!    each in one turn; each child answers 5 s after its first turn): the
-//!    peak count of running sub-agent tasks (`tasks.list`), the process's
-//!    RSS idle after a warm-up round, at its peak during, and settled
-//!    after; every task must end `succeeded`;
+//!    each in one turn; each child answers 5 s after its first turn) on a
+//!    `talon gateway` process (the same binary as part 4) whose model is a
+//!    mock in this process: the peak count of running sub-agent tasks
+//!    (`tasks.list`), the gateway process's RSS idle after a warm-up
+//!    round, at its peak during, and settled after; every task must end
+//!    `succeeded`;
 //! 3. `fire`: 20 `at` schedules 300 ms apart and 5 `every` 1 s ones, on
 //!    SQLite and on PostgreSQL: how late each firing's first
 //!    `task.updated` arrives after its slot;
 //! 4. `nodes`: two `talon gateway` processes on one PostgreSQL database
-//!    (the binary of `cargo build --release -p talon-cli --features
-//!    talon-cli/mock-model`, or `TALON_BIN`), 100 `every` 1 s schedules;
+//!    (parts 2 and 4 run the binary of `cargo build --release -p talon-cli
+//!    --features talon-cli/mock-model`, or `TALON_BIN`), 100 `every` 1 s schedules;
 //!    node A is SIGKILLed at 500 firings and B goes on past 1,000; then
 //!    every schedule is paused and the ledger checked: each schedule's
 //!    tasks number its `state.firings`, no slot fired twice, each firing
@@ -24,8 +26,7 @@
 //! run; name `spawn`, `concurrent`, `fire` or `nodes` to run only those
 //! parts). PostgreSQL is the harness's (`talon_testing::postgres`).
 //! Clients, mock model and gateways share the machine's cores, so every
-//! figure includes the clients' own cost; the in-process RSS includes the
-//! mock model and the clients.
+//! figure includes the clients' own cost.
 
 #![allow(
     clippy::unwrap_used,

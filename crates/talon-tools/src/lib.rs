@@ -1,6 +1,7 @@
 //! The run-scoped tool catalog: the tool model, allow/deny policy, stable
 //! ids, and search over names, ids, labels, descriptions and parameters
-//! (the catalog builds a `talon_search` BM25F index of its entries).
+//! (the catalog builds a `talon_search` BM25F index of its entries on its
+//! first search).
 //!
 //! # Parts
 //!
