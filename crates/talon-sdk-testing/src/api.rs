@@ -2,20 +2,22 @@
 //! for the fake gateway, so every method of the table is answered. Runs are
 //! [`super::runs`]'; background tasks [`super::tasks`]'; fork and compaction [`super::sessions`]'; answers
 //! to approvals and questions, environments and `tools.invoke` are
-//! [`super::catalog`]'s.
+//! [`super::catalog`]'s; `tokens.*` are [`tokens`]'; the artifact, approval
+//! and question lists are [`lists`]'.
+
+mod lists;
+mod tokens;
 
 use std::sync::Arc;
+use talon_protocol::gateway::bounded::AgentId;
 use talon_protocol::gateway::bounded::SessionKey;
-use talon_protocol::gateway::bounded::{AgentId, Cursor, RunId, SessionId, TokenId};
 
 use talon_protocol::gateway::page::page_after;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
 
-use super::state::{DEFAULT_AGENT, KeyedToken, Shared, not_found};
+use super::state::{DEFAULT_AGENT, Shared, not_found};
 use super::{runs, sessions};
-
-use talon_protocol::gateway::caps::TICKET_TTL_MS;
 
 /// The fake's methods (cheap to clone: the memory is shared).
 #[derive(Debug, Clone)]
@@ -26,11 +28,6 @@ impl std::ops::Deref for Api {
     fn deref(&self) -> &Shared {
         &self.0
     }
-}
-
-/// A unit enum's wire spelling.
-fn wire<T: serde::Serialize>(value: &T) -> serde_json::Value {
-    serde_json::to_value(value).unwrap_or_default()
 }
 
 impl Handler for Api {
@@ -383,40 +380,7 @@ impl Handler for Api {
         _: &(),
         p: ArtifactsListParams,
     ) -> Result<ArtifactsListResult, ApiError> {
-        let mut artifacts: Vec<ArtifactSummary> = self.read(|s| {
-            s.artifacts
-                .iter()
-                .rev()
-                .map(|a| &a.summary)
-                .filter(|a| {
-                    p.run_id.is_none()
-                        || a.run_id.as_ref().map(RunId::as_str)
-                            == p.run_id.as_ref().map(RunId::as_str)
-                })
-                .filter(|a| {
-                    p.session_id.is_none()
-                        || a.session_id.as_ref().map(SessionId::as_str)
-                            == p.session_id.as_ref().map(SessionId::as_str)
-                })
-                .cloned()
-                .collect()
-        });
-        if let Some(cursor) = &p.cursor {
-            let at = artifacts
-                .iter()
-                .position(|a| a.id.as_str() == cursor.as_str());
-            artifacts.drain(..at.map_or(artifacts.len(), |at| at + 1));
-        }
-        let limit = runs::limit(p.limit);
-        let more = artifacts.len() > limit;
-        artifacts.truncate(limit);
-        let next_cursor = more
-            .then(|| artifacts.last().map(|a| a.id.clone().into()))
-            .flatten();
-        Ok(ArtifactsListResult {
-            artifacts,
-            next_cursor,
-        })
+        lists::artifacts(self, p)
     }
 
     async fn artifacts_get(&self, _: &(), p: ArtifactRef) -> Result<ArtifactSummary, ApiError> {
@@ -446,30 +410,7 @@ impl Handler for Api {
         _: &(),
         p: ApprovalsListParams,
     ) -> Result<ApprovalsListResult, ApiError> {
-        let status = p.status.as_ref().map(wire);
-        let approvals: Vec<Approval> = self.read(|s| {
-            s.approvals
-                .iter()
-                .filter(|a| status.is_none() || status == Some(wire(&a.status)))
-                .filter(|a| p.run_id.as_ref().is_none_or(|r| *r == a.run_id))
-                .filter(|a| {
-                    p.session_id.is_none()
-                        || a.session_id.as_ref().map(SessionId::as_str)
-                            == p.session_id.as_ref().map(SessionId::as_str)
-                })
-                .cloned()
-                .collect()
-        });
-        let (approvals, next_cursor) = page(
-            approvals,
-            p.cursor.as_ref().map(|c| c.as_str()),
-            p.limit,
-            |a| a.id.as_str(),
-        );
-        Ok(ApprovalsListResult {
-            approvals,
-            next_cursor,
-        })
+        lists::approvals(self, p)
     }
 
     async fn approvals_respond(
@@ -485,25 +426,7 @@ impl Handler for Api {
         _: &(),
         p: QuestionsListParams,
     ) -> Result<QuestionsListResult, ApiError> {
-        let status = p.status.as_ref().map(wire);
-        let questions: Vec<Question> = self.read(|s| {
-            s.questions
-                .iter()
-                .filter(|q| status.is_none() || status == Some(wire(&q.status)))
-                .filter(|q| p.run_id.as_ref().is_none_or(|r| *r == q.run_id))
-                .cloned()
-                .collect()
-        });
-        let (questions, next_cursor) = page(
-            questions,
-            p.cursor.as_ref().map(|c| c.as_str()),
-            p.limit,
-            |q| q.id.as_str(),
-        );
-        Ok(QuestionsListResult {
-            questions,
-            next_cursor,
-        })
+        lists::questions(self, p)
     }
 
     async fn questions_respond(
@@ -572,100 +495,11 @@ impl Handler for Api {
     }
 
     async fn tokens_create(&self, _: &(), p: TokensCreateParams) -> Result<CreatedToken, ApiError> {
-        let now = self.now_ms();
-        let (scopes, expires_at) = p.grant(now)?;
-        // Bound tokens are checked and echoed; what they see is not
-        // modelled (see "Deliberately absent").
-        let binding = p.bind_under(&scopes, &talon_protocol::gateway::Binding::default())?;
-        let name = p.name.to_string();
-        let key = p.idempotency_key.as_ref().map(|k| k.to_string());
-        let (id, token) = self.write(|s| {
-            let token = format!("talon_{}", s.new_id("fake"));
-            s.tokens.retain(|_, (expires, _)| *expires > now);
-            let id = match key.as_ref().and_then(|k| s.keyed_tokens.get(k)) {
-                // A retry: the same id, a new secret; the old one stops.
-                Some(earlier)
-                    if earlier.name == name
-                        && earlier.scopes == scopes
-                        && earlier.binding == binding =>
-                {
-                    s.tokens.remove(&earlier.token);
-                    earlier.id.clone()
-                }
-                Some(earlier) => {
-                    return Err(talon_protocol::gateway::refuse::token_key_reused(
-                        key.as_deref().unwrap_or_default(),
-                        earlier.id.as_str(),
-                        "has another name, scopes or binding",
-                    )
-                    .with_details(talon_protocol::gateway::ErrorDetails {
-                        token_id: Some(earlier.id.to_string()),
-                        ..Default::default()
-                    }));
-                }
-                None => s.new_id("tok"),
-            };
-            if let Some(key) = &key {
-                let minted = KeyedToken {
-                    id: id.clone(),
-                    token: token.clone(),
-                    name: name.clone(),
-                    scopes: scopes.clone(),
-                    binding: binding.clone(),
-                };
-                s.keyed_tokens.insert(key.clone(), minted);
-            }
-            s.tokens.insert(token.clone(), (expires_at, scopes.clone()));
-            let info = talon_protocol::gateway::TokenInfo {
-                subject: binding.subject.clone(),
-                agents: binding.agents.clone(),
-                id: TokenId::new(id.as_str()),
-                name: Some(name.clone()),
-                scopes: scopes.clone(),
-                created_at: now,
-                expires_at: Some(expires_at),
-                revoked_at: None,
-                parent_id: Some(TokenId::new(super::state::FAKE_TOKEN_ID)),
-            };
-            s.minted.insert(id.clone(), (info, token.clone()));
-            Ok((id, token))
-        })?;
-        Ok(CreatedToken {
-            subject: binding.subject,
-            agents: binding.agents,
-            token,
-            id: TokenId::new(id),
-            name,
-            scopes,
-            expires_at,
-        })
+        tokens::create(self, p)
     }
 
     async fn tokens_list(&self, _: &(), p: TokensListParams) -> Result<TokensListResult, ApiError> {
-        let limit = p.limit.unwrap_or(100).clamp(1, 500) as usize;
-        let include_revoked = p.include_revoked.unwrap_or(false);
-        Ok(self.read(|s| {
-            let mut tokens: Vec<TokenInfo> = s
-                .minted
-                .values()
-                .map(|(info, _)| info)
-                .filter(|info| {
-                    p.cursor
-                        .as_ref()
-                        .is_none_or(|c| info.id.as_str() > c.as_str())
-                })
-                .filter(|info| include_revoked || info.revoked_at.is_none())
-                .take(limit + 1)
-                .cloned()
-                .collect();
-            let more = tokens.len() > limit;
-            tokens.truncate(limit);
-            let next_cursor = more.then(|| tokens.last().map(|t| t.id.clone())).flatten();
-            TokensListResult {
-                tokens,
-                next_cursor,
-            }
-        }))
+        tokens::list(self, p)
     }
 
     async fn tokens_revoke(
@@ -673,51 +507,11 @@ impl Handler for Api {
         _: &(),
         p: TokensRevokeParams,
     ) -> Result<TokensRevokeResult, ApiError> {
-        let now = self.now_ms();
-        self.write(|s| {
-            let Some((info, secret)) = s.minted.get_mut(p.token_id.as_str()) else {
-                return Err(talon_protocol::gateway::refuse::not_found(
-                    "token",
-                    p.token_id.as_str(),
-                ));
-            };
-            // Every token here is minted by the fake's own: none has
-            // descendants.
-            let revoked = if info.revoked_at.is_none() {
-                info.revoked_at = Some(now);
-                let secret = secret.clone();
-                s.tokens.remove(&secret);
-                vec![p.token_id.clone()]
-            } else {
-                Vec::new()
-            };
-            Ok(TokensRevokeResult {
-                token_id: p.token_id.clone(),
-                revoked,
-            })
-        })
+        tokens::revoke(self, p)
     }
 
     async fn tokens_ticket(&self, _: &(), p: TokensTicketParams) -> Result<StreamTicket, ApiError> {
-        let (scopes, stream) = p.grant()?;
-        if let talon_protocol::gateway::TicketStream::Run(run) = &stream {
-            self.read(|s| s.run(run.run_id.as_str()).map(|_| ()))?;
-        }
-        let now = self.now_ms();
-        let expires_at = now + TICKET_TTL_MS;
-        let ticket = self.write(|s| {
-            let ticket: String = s.new_id("tkt");
-            s.tickets.retain(|_, (expires, _)| *expires > now);
-            s.tickets
-                .insert(ticket.clone(), (expires_at, stream.clone()));
-            ticket
-        });
-        Ok(StreamTicket {
-            ticket,
-            expires_at,
-            scopes,
-            stream,
-        })
+        tokens::ticket(self, p)
     }
 
     async fn events_unsubscribe(
@@ -729,27 +523,4 @@ impl Handler for Api {
             "events.unsubscribe",
         ))
     }
-}
-
-/// One page of `items` (in their order) after the item whose id is
-/// `cursor` (none when it is unknown), as the gateway pages in creation
-/// order: the page and the next page's cursor.
-fn page<T>(
-    items: Vec<T>,
-    cursor: Option<&str>,
-    limit: Option<u32>,
-    id: impl Fn(&T) -> &str,
-) -> (Vec<T>, Option<talon_protocol::gateway::bounded::Cursor>) {
-    let mut items = items;
-    if let Some(cursor) = cursor {
-        let at = items.iter().position(|x| id(x) == cursor);
-        items.drain(..at.map_or(items.len(), |at| at + 1));
-    }
-    let limit = runs::limit(limit);
-    let more = items.len() > limit;
-    items.truncate(limit);
-    let next = more
-        .then(|| items.last().map(|x| Cursor::new(id(x).to_owned())))
-        .flatten();
-    (items, next)
 }

@@ -25,8 +25,9 @@
 //! # }
 //! ```
 //!
-//! Modules: `state` (the memory), `api` (the method table), `tasks` (background tasks), `runs` and
-//! `play` and `end` (runs), `sessions` (fork, compact), `catalog` (answers, tools,
+//! Modules: `state` (the memory), `api` (the method table; `tokens.*` in
+//! `api::tokens`, the artifact, approval and question lists in
+//! `api::lists`), `tasks` (background tasks), `runs` and `play` and `end` (runs), `sessions` (fork, compact), `catalog` (answers, tools,
 //! environments), `http`,
 //! `stream`, `ws` and `content` (the transports), `script` (runs' scripts
 //! and faults).
