@@ -342,17 +342,7 @@ impl Processes {
                  (tools.exec.maxPerNode); try again when one has ended"
             )));
         }
-        cmd.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
-            ToolError::new(
-                ToolErrorCode::SpawnFailed,
-                format!("cannot run the shell: {e}"),
-            )
-        })?;
+        let mut child = crate::shell::spawn_grouped(&mut cmd, std::process::Stdio::piped())?;
         let key = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let (kill, asked) = watch::channel(None);
         let proc = Arc::new(Proc {

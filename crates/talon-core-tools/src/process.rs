@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use talon_jail::{Network, Spec};
 use talon_protocol::{ToolDefinition, ToolEffect, ToolSource};
 use talon_tools::{
     BoxFuture, CatalogEntry, RunContext, ToolCall, ToolError, ToolErrorCode, ToolExecutor,
@@ -303,17 +302,11 @@ pub(crate) async fn detach(
         redact,
         ..
     } = background;
-    let jail = &options.jail;
-    let spec = Spec {
-        workspace: root,
-        access: options.access,
-        network: options.network.unwrap_or(Network::Host),
-        env: &options.env,
-        program: "/bin/sh",
-        args: &["-c", command],
-        limits: &jail.policy().limits,
-    };
-    let confined = jail.command(&spec).map_err(jail_error)?;
+    let sh_args = ["-c", command];
+    let confined = options
+        .jail
+        .command(&options.spec(root, &sh_args))
+        .map_err(jail_error)?;
     let proc = processes.start(
         session,
         command,

@@ -81,6 +81,43 @@ pub trait RemoteHost: Send + Sync + std::fmt::Debug {
     fn after(&self) -> talon_tools::BoxFuture<'_, Result<(), ToolError>>;
 }
 
+impl ShellOptions {
+    /// The sandbox a shell command runs in, foreground or background:
+    /// `/bin/sh` with `sh_args` (`["-c", command]`) in `root` with these
+    /// options' access, network (the caller's ask, else the host's,
+    /// narrowed by the jail's policy), environment and the policy's limits.
+    pub(crate) fn spec<'a>(&'a self, root: &'a Path, sh_args: &'a [&'a str; 2]) -> Spec<'a> {
+        Spec {
+            workspace: root,
+            access: self.access,
+            network: self.network.unwrap_or(Network::Host),
+            env: &self.env,
+            program: "/bin/sh",
+            args: sh_args,
+            limits: &self.jail.policy().limits,
+        }
+    }
+}
+
+/// Spawns `cmd` as the leader of its own process group (so that the whole
+/// group can be killed), its output piped, killed if dropped.
+pub(crate) fn spawn_grouped(
+    cmd: &mut tokio::process::Command,
+    stdin: Stdio,
+) -> Result<tokio::process::Child, ToolError> {
+    cmd.stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd.spawn().map_err(|e| {
+        ToolError::new(
+            ToolErrorCode::SpawnFailed,
+            format!("cannot run the shell: {e}"),
+        )
+    })
+}
+
 /// A sandbox that could not be made, as the model is told.
 pub(super) fn jail_error(e: JailError) -> ToolError {
     let code = match e {
@@ -240,15 +277,8 @@ pub(super) async fn exec(
     let mut tick = tokio::time::interval(DELTA_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let jail = &options.jail;
-    let spec = Spec {
-        workspace: root,
-        access: options.access,
-        network: options.network.unwrap_or(Network::Host),
-        env: &options.env,
-        program: "/bin/sh",
-        args: &["-c", command],
-        limits: &jail.policy().limits,
-    };
+    let sh_args = ["-c", command];
+    let spec = options.spec(root, &sh_args);
     let (mut cmd, sandbox) = match &options.remote {
         Some(remote) => {
             remote.before().await?;
@@ -262,17 +292,7 @@ pub(super) async fn exec(
             (confined.command, Some(confined.guard))
         }
     };
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| {
-        ToolError::new(
-            ToolErrorCode::SpawnFailed,
-            format!("cannot run the shell: {e}"),
-        )
-    })?;
+    let mut child = spawn_grouped(&mut cmd, Stdio::null())?;
     // `sh` leads its own group, whose id is its pid.
     let mut group = GroupGuard {
         group: child

@@ -158,22 +158,12 @@ impl Schedules {
                     live.as_str(),
                 ));
             }
-            next.state.skipped += 1;
-            store
-                .claim_firing(&next, read.updated_at, None)
-                .await
-                .map_err(api_error)?;
-            return Ok(None);
+            return skip(store, next, read.updated_at).await;
         }
         let late = now.saturating_sub(slot) > CATCH_UP_AFTER_MS;
         if trigger == Trigger::Clock {
             if late && read.catch_up == CatchUp::Skip {
-                next.state.skipped += 1;
-                store
-                    .claim_firing(&next, read.updated_at, None)
-                    .await
-                    .map_err(api_error)?;
-                return Ok(None);
+                return skip(store, next, read.updated_at).await;
             }
             let live = store
                 .live_task_count(TaskKind::Cron)
@@ -227,6 +217,21 @@ impl Schedules {
             .map_err(api_error)?;
         Ok(task.filter(|t| !t.status.is_terminal()).map(|t| t.id))
     }
+}
+
+/// Counts `next`'s slot as skipped: its claim moves the schedule on (the
+/// compare-and-set on `read_at`) with no firing.
+async fn skip(
+    store: &talon_store::Store,
+    mut next: Schedule,
+    read_at: u64,
+) -> Result<Option<Task>, ApiError> {
+    next.state.skipped += 1;
+    store
+        .claim_firing(&next, read_at, None)
+        .await
+        .map_err(api_error)?;
+    Ok(None)
 }
 
 /// The task of a firing of `schedule` at `now`: `cron`, `queued`,
