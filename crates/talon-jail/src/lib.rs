@@ -103,7 +103,8 @@
 //! filesystem (a network namespace of their own still cuts the network
 //! when the policy says `"off"`; `"allow"` needs the sandbox and is
 //! refused there). Where the host cannot make a sandbox
-//! (no bubblewrap, no user namespaces), [`Jail::command`] refuses with
+//! (no bubblewrap, no user namespaces; `host.rs` finds out, once per
+//! process, by running one), [`Jail::command`] refuses with
 //! [`JailError::Unavailable`] naming what is missing, and [`Jail::status`]
 //! says so for `/healthz` and `config check`.
 
@@ -111,6 +112,7 @@ mod allow;
 mod bwrap;
 mod cgroup;
 mod disk;
+mod host;
 mod http;
 mod policy;
 mod proxy;
@@ -118,11 +120,12 @@ pub mod remote;
 mod seccomp;
 mod view;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
+
+use host::{NO_BRIDGE, can_unshare_network, has_bridge, host, kernel_root};
 
 pub use disk::{DISK_SLACK_BYTES, DiskWatch};
 pub use policy::{
@@ -180,23 +183,6 @@ pub enum JailError {
     },
 }
 
-/// Whether this process is root to the kernel's process limit: user 0
-/// here, mapped to user 0 outside (a user namespace's root that is an
-/// ordinary user outside, as in a rootless container, is not exempt from
-/// `RLIMIT_NPROC` and cannot make cgroups).
-fn kernel_root() -> bool {
-    static ROOT: OnceLock<bool> = OnceLock::new();
-    *ROOT.get_or_init(|| {
-        nix::unistd::Uid::effective().is_root()
-            && std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|map| {
-                map.lines().any(|line| {
-                    let mut fields = line.split_whitespace();
-                    fields.next() == Some("0") && fields.next() == Some("0")
-                })
-            })
-    })
-}
-
 /// Calls `remove` on each entry of `dir` named `talon-jail-<pid>-...`
 /// whose process is gone: what a process of this crate left (pids
 /// cgroups, its private files) and cannot remove at its exit. Failures
@@ -238,96 +224,6 @@ pub struct Status {
     /// `"none"` (root without a pids cgroup).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processes: Option<&'static str>,
-}
-
-/// What the host offers, found once per process.
-#[derive(Debug)]
-struct Host {
-    /// bubblewrap, or why there is none that works.
-    bwrap: Result<PathBuf, String>,
-    /// Where pids cgroups go (root only).
-    cgroups: Option<PathBuf>,
-    /// The compiled filters in their files, and the copy of `/etc`.
-    files: Result<view::Files, String>,
-}
-
-fn host() -> &'static Host {
-    static HOST: OnceLock<Host> = OnceLock::new();
-    HOST.get_or_init(|| {
-        let files = seccomp::programs()
-            .map(|[a, b]| [seccomp::bytes(&a), seccomp::bytes(&b)])
-            .map_err(|e| format!("its seccomp filter did not compile: {e}"))
-            .and_then(|filters| {
-                view::Files::new(&filters)
-                    .map_err(|e| format!("its files (seccomp filters, a copy of /etc): {e}"))
-            });
-        let cgroups = cgroup::parent();
-        // The first copy of /etc is made while the probe runs.
-        let bwrap = std::thread::scope(|scope| {
-            if let Ok(files) = &files {
-                scope.spawn(|| {
-                    if let Err(error) = files.etc() {
-                        tracing::warn!(%error, "the allow-listed /etc could not be copied");
-                    }
-                });
-            }
-            probe(files.as_ref().ok(), cgroups.as_deref())
-        });
-        Host {
-            bwrap,
-            cgroups,
-            files,
-        }
-    })
-}
-
-/// Finds bubblewrap and runs one sandbox of the real kind (`true`), so
-/// that a host that refuses user namespaces is found before a command.
-fn probe(files: Option<&view::Files>, cgroups: Option<&Path>) -> Result<PathBuf, String> {
-    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
-        .ok_or("bubblewrap (bwrap) is not installed")?;
-    if !Path::new(bwrap::PRLIMIT).is_file() {
-        return Err(format!("{} (util-linux) is missing", bwrap::PRLIMIT));
-    }
-    let files = files.ok_or("its files could not be made")?;
-    let dir = std::env::temp_dir();
-    let spec = Prepared {
-        bwrap: &bwrap,
-        cgroups,
-        files,
-    };
-    let mut command = spec
-        .std_command(
-            &Spec {
-                workspace: &dir,
-                access: Access::ReadOnly,
-                network: Network::Off,
-                env: &[],
-                program: "/bin/true",
-                args: &[],
-                limits: &Limits::default(),
-            },
-            None,
-            Etc::None,
-        )
-        .map_err(|e| e.to_string())?;
-    let output = command
-        .0
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running {}: {e}", bwrap.display()))?;
-    if output.status.success() {
-        Ok(bwrap)
-    } else {
-        let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        Err(format!(
-            "bubblewrap could not make a sandbox ({}): {said}",
-            output.status
-        ))
-    }
 }
 
 /// Whether the workspace is writable in the sandbox.
@@ -621,29 +517,5 @@ fn unsandboxed(spec: &Spec<'_>) -> Result<Confined, JailError> {
     Ok(Confined {
         command,
         guard: Guard::default(),
-    })
-}
-
-/// Why the network `"allow"` cannot be given.
-const NO_BRIDGE: &str = "its network is \"allow\", whose bridge to the proxy is socat, and \
-     /usr/bin/socat is missing (Debian: apt-get install socat)";
-
-/// Whether the bridge of the network `"allow"` is installed.
-fn has_bridge() -> bool {
-    Path::new(bwrap::SOCAT).is_file()
-}
-
-/// Whether this host lets an unprivileged process make a network
-/// namespace (checked once).
-fn can_unshare_network() -> bool {
-    static CAN: OnceLock<bool> = OnceLock::new();
-    *CAN.get_or_init(|| {
-        std::process::Command::new("unshare")
-            .args(["--net", "--map-root-user", "true"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success())
     })
 }
