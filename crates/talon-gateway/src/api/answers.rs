@@ -1,16 +1,23 @@
-//! `approvals.respond` and `questions.respond`: the first answer wins
+//! `approvals.list` and `questions.list` (pending or answered, of runs the
+//! caller may see, a page at a time); `approvals.respond` and
+//! `questions.respond`: the first answer wins
 //! (a compare-and-set in the store; the others get `conflict` with what
 //! won), and the node's waiting runs are woken to read it. An answer to a
 //! question is checked against its choices and schema first; a wrong one
 //! leaves it open.
 
-use talon_protocol::gateway::params::{ApprovalsRespondParams, QuestionsRespondParams};
+use talon_protocol::gateway::bounded::{Cursor, RunId, SessionId};
+use talon_protocol::gateway::page::limit;
+use talon_protocol::gateway::params::{
+    ApprovalsListParams, ApprovalsListResult, ApprovalsRespondParams, QuestionsListParams,
+    QuestionsListResult, QuestionsRespondParams,
+};
 use talon_protocol::gateway::{
     ApiError, Approval, ApprovalDecision, ApprovalStatus, Question, QuestionStatus,
 };
-use talon_store::Resolution;
+use talon_store::{Page, PendingFilter, Resolution};
 
-use super::{Api, not_found};
+use super::{Api, next_page, not_found, wire_name};
 use crate::auth::identity::Caller;
 use crate::error::api_error;
 
@@ -24,6 +31,56 @@ pub(crate) enum Authority<'a> {
 }
 
 impl Api {
+    /// `approvals.list`.
+    pub(super) async fn list_approvals(
+        &self,
+        caller: &Caller,
+        p: ApprovalsListParams,
+    ) -> Result<ApprovalsListResult, ApiError> {
+        let limit = limit(p.limit);
+        let filter = PendingFilter {
+            status: p.status.and_then(wire_name),
+            run_id: p.run_id.map(RunId::into_string),
+            session_id: p.session_id.map(SessionId::into_string),
+            owner: caller.owner(),
+            page: Some(Page {
+                after: p.cursor.map(Cursor::into_string),
+                limit: limit + 1,
+            }),
+        };
+        let mut approvals = self.store.approvals(&filter).await.map_err(api_error)?;
+        let next_cursor = next_page(&mut approvals, limit, |a| a.id.to_string());
+        Ok(ApprovalsListResult {
+            approvals,
+            next_cursor,
+        })
+    }
+
+    /// `questions.list`.
+    pub(super) async fn list_questions(
+        &self,
+        caller: &Caller,
+        p: QuestionsListParams,
+    ) -> Result<QuestionsListResult, ApiError> {
+        let limit = limit(p.limit);
+        let filter = PendingFilter {
+            status: p.status.and_then(wire_name),
+            run_id: p.run_id.map(RunId::into_string),
+            session_id: None,
+            owner: caller.owner(),
+            page: Some(Page {
+                after: p.cursor.map(Cursor::into_string),
+                limit: limit + 1,
+            }),
+        };
+        let mut questions = self.store.questions(&filter).await.map_err(api_error)?;
+        let next_cursor = next_page(&mut questions, limit, |q| q.id.to_string());
+        Ok(QuestionsListResult {
+            questions,
+            next_cursor,
+        })
+    }
+
     /// `approvals.respond`: an approval of a run the caller may see.
     pub(super) async fn respond_approval(
         &self,

@@ -1,10 +1,12 @@
 //! The method table's implementation: over the store, and over the
 //! node's run engine for runs and session turns ([`runs`]), the host's
-//! models ([`models`]), the ToolSpace ([`toolspace`], [`invoke`]) and
-//! managed environments ([`environments`]).
+//! models ([`models`]), the ToolSpace ([`toolspace`], [`invoke`]),
+//! managed environments ([`environments`]), artifacts ([`artifacts`]),
+//! approvals and questions ([`answers`]), tasks and schedules.
 
 mod agents;
 pub(crate) mod answers;
+mod artifacts;
 mod deletes;
 mod environments;
 mod invoke;
@@ -16,14 +18,13 @@ mod tasks;
 mod tokens;
 mod toolspace;
 
-use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey, Subject};
+use talon_protocol::gateway::bounded::{AgentId, SessionId, SessionKey, Subject};
 use talon_protocol::gateway::resources::check_metadata;
 
 use talon_protocol::gateway::bounded::Cursor;
 use talon_protocol::gateway::page::limit;
 use talon_protocol::gateway::params::*;
 use talon_protocol::gateway::*;
-use talon_store::{Page, PendingFilter};
 
 use crate::auth::identity::Caller;
 use crate::error::api_error;
@@ -439,30 +440,7 @@ impl Handler for Api {
         caller: &Caller,
         p: ArtifactsListParams,
     ) -> Result<ArtifactsListResult, ApiError> {
-        let limit = limit(p.limit);
-        let mut artifacts = self
-            .store
-            .artifacts(
-                (
-                    p.run_id.as_ref().map(RunId::as_str),
-                    p.session_id.as_ref().map(SessionId::as_str),
-                ),
-                &caller.owner(),
-                p.cursor.as_ref().map(|c| c.as_str()),
-                limit + 1,
-                self.store.now_ms(),
-            )
-            .await
-            .map_err(api_error)?;
-        let more = artifacts.len() > limit as usize;
-        artifacts.truncate(limit as usize);
-        let next_cursor = more
-            .then(|| artifacts.last().map(|a| a.id.clone().into()))
-            .flatten();
-        Ok(ArtifactsListResult {
-            artifacts,
-            next_cursor,
-        })
+        self.list_artifacts(caller, p).await
     }
 
     async fn artifacts_get(
@@ -470,20 +448,7 @@ impl Handler for Api {
         caller: &Caller,
         p: ArtifactRef,
     ) -> Result<ArtifactSummary, ApiError> {
-        let artifact = crate::auth::owned::artifact_for(
-            &self.store,
-            caller,
-            p.artifact_id.as_str(),
-            self.store.now_ms(),
-        )
-        .await?;
-        if p.run_id.is_some() && artifact.run_id != p.run_id {
-            return Err(crate::auth::owned::not_found(
-                "artifact",
-                p.artifact_id.as_str(),
-            ));
-        }
-        Ok(artifact)
+        self.artifact(caller, p).await
     }
 
     async fn artifacts_download(
@@ -500,23 +465,7 @@ impl Handler for Api {
         caller: &Caller,
         p: ApprovalsListParams,
     ) -> Result<ApprovalsListResult, ApiError> {
-        let limit = limit(p.limit);
-        let filter = PendingFilter {
-            status: p.status.and_then(wire_name),
-            run_id: p.run_id.map(RunId::into_string),
-            session_id: p.session_id.map(SessionId::into_string),
-            owner: caller.owner(),
-            page: Some(Page {
-                after: p.cursor.map(Cursor::into_string),
-                limit: limit + 1,
-            }),
-        };
-        let mut approvals = self.store.approvals(&filter).await.map_err(api_error)?;
-        let next_cursor = next_page(&mut approvals, limit, |a| a.id.to_string());
-        Ok(ApprovalsListResult {
-            approvals,
-            next_cursor,
-        })
+        self.list_approvals(caller, p).await
     }
 
     async fn approvals_respond(
@@ -532,23 +481,7 @@ impl Handler for Api {
         caller: &Caller,
         p: QuestionsListParams,
     ) -> Result<QuestionsListResult, ApiError> {
-        let limit = limit(p.limit);
-        let filter = PendingFilter {
-            status: p.status.and_then(wire_name),
-            run_id: p.run_id.map(RunId::into_string),
-            session_id: None,
-            owner: caller.owner(),
-            page: Some(Page {
-                after: p.cursor.map(Cursor::into_string),
-                limit: limit + 1,
-            }),
-        };
-        let mut questions = self.store.questions(&filter).await.map_err(api_error)?;
-        let next_cursor = next_page(&mut questions, limit, |q| q.id.to_string());
-        Ok(QuestionsListResult {
-            questions,
-            next_cursor,
-        })
+        self.list_questions(caller, p).await
     }
 
     async fn questions_respond(
