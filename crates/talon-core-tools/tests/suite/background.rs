@@ -128,6 +128,18 @@ fn setup() -> Setup {
     setup_with(ProcessLimits::default(), Clock::system(), "s1")
 }
 
+impl Setup {
+    /// `exec` called with `args`.
+    async fn exec(&self, args: Value) -> Result<Value, ToolError> {
+        execute(&self.core, &context(), "exec", args).await
+    }
+
+    /// The `process` tool of session `s1` called with `args`.
+    async fn process(&self, args: Value) -> Result<Value, ToolError> {
+        process(&self.processes, "s1", args).await
+    }
+}
+
 /// The `process` tool of `session` called with `args`.
 async fn process(processes: &Processes, session: &str, args: Value) -> Result<Value, ToolError> {
     let tool = ProcessTool::new(processes.clone(), session.into());
@@ -178,14 +190,13 @@ async fn without_a_host_background_and_yield_are_refused_not_ignored() {
 #[tokio::test]
 async fn a_detached_command_answers_at_once_and_is_polled_to_its_end() {
     let s = setup();
-    let started = execute(
-        &s.core,
-        &context(),
-        "exec",
-        json!({"command": "echo hunter2-secret; read line; echo got $line", "background": true}),
-    )
-    .await
-    .unwrap();
+    let started = s
+        .exec(json!({
+            "command": "echo hunter2-secret; read line; echo got $line",
+            "background": true
+        }))
+        .await
+        .unwrap();
     assert_eq!(
         (
             &started["status"],
@@ -200,9 +211,7 @@ async fn a_detached_command_answers_at_once_and_is_polled_to_its_end() {
         *s.host.opened.lock().unwrap(),
         ["echo [redacted]; read line; echo got $line"]
     );
-    let listed = process(&s.processes, "s1", json!({"action": "list"}))
-        .await
-        .unwrap();
+    let listed = s.process(json!({"action": "list"})).await.unwrap();
     assert_eq!(listed["processes"][0]["status"], "running", "{listed}");
     // Another session sees nothing of it.
     let other = process(
@@ -213,42 +222,30 @@ async fn a_detached_command_answers_at_once_and_is_polled_to_its_end() {
     .await
     .unwrap_err();
     assert_eq!(other.code, ToolErrorCode::NotFound);
-    let wrote = process(
-        &s.processes,
-        "s1",
-        json!({"action": "write", "taskId": "t1", "data": "hello\n", "eof": true}),
-    )
-    .await
-    .unwrap();
+    let wrote = s
+        .process(json!({"action": "write", "taskId": "t1", "data": "hello\n", "eof": true}))
+        .await
+        .unwrap();
     assert_eq!(wrote["written"], 6);
-    let polled = process(
-        &s.processes,
-        "s1",
-        json!({"action": "poll", "sessionId": "t1", "timeout": 20000}),
-    )
-    .await
-    .unwrap();
+    let polled = s
+        .process(json!({"action": "poll", "sessionId": "t1", "timeout": 20000}))
+        .await
+        .unwrap();
     assert_eq!(
         polled,
         json!({"sessionId": "t1", "taskId": "t1", "status": "completed", "exitCode": 0,
                "output": "hunter2-secret\ngot hello\n", "truncated": false})
     );
     // A second poll has nothing new; log still reads it all.
-    let again = process(
-        &s.processes,
-        "s1",
-        json!({"action": "poll", "sessionId": "t1"}),
-    )
-    .await
-    .unwrap();
+    let again = s
+        .process(json!({"action": "poll", "sessionId": "t1"}))
+        .await
+        .unwrap();
     assert_eq!(again["output"], "");
-    let log = process(
-        &s.processes,
-        "s1",
-        json!({"action": "log", "sessionId": "t1", "offset": 1}),
-    )
-    .await
-    .unwrap();
+    let log = s
+        .process(json!({"action": "log", "sessionId": "t1", "offset": 1}))
+        .await
+        .unwrap();
     assert_eq!(
         (&log["output"], &log["totalLines"]),
         (&json!("got hello"), &json!(2))
@@ -263,7 +260,7 @@ async fn a_detached_command_answers_at_once_and_is_polled_to_its_end() {
         json!({"action": "write", "sessionId": "t1", "data": "x"}),
         json!({"action": "kill", "sessionId": "t1"}),
     ] {
-        let error = process(&s.processes, "s1", args).await.unwrap_err();
+        let error = s.process(args).await.unwrap_err();
         assert_eq!(
             (error.code, error.message.as_str()),
             (
@@ -277,14 +274,10 @@ async fn a_detached_command_answers_at_once_and_is_polled_to_its_end() {
 #[tokio::test]
 async fn a_command_that_ends_within_its_yield_is_answered_in_the_foreground() {
     let s = setup();
-    let ran = execute(
-        &s.core,
-        &context(),
-        "exec",
-        json!({"command": "echo out; echo err >&2; exit 3", "yieldMs": 20000}),
-    )
-    .await
-    .unwrap();
+    let ran = s
+        .exec(json!({"command": "echo out; echo err >&2; exit 3", "yieldMs": 20000}))
+        .await
+        .unwrap();
     assert_eq!(
         ran,
         json!({"exitCode": 3, "stdout": "out\n", "stderr": "err\n", "truncated": false})
@@ -292,14 +285,10 @@ async fn a_command_that_ends_within_its_yield_is_answered_in_the_foreground() {
     assert!(s.host.opened.lock().unwrap().is_empty());
     assert_eq!(s.processes.live(None), 0);
     // One that outlives it detaches.
-    let detached = execute(
-        &s.core,
-        &context(),
-        "exec",
-        json!({"command": "echo early; sleep 30", "yieldMs": 300}),
-    )
-    .await
-    .unwrap();
+    let detached = s
+        .exec(json!({"command": "echo early; sleep 30", "yieldMs": 300}))
+        .await
+        .unwrap();
     assert_eq!(
         (&detached["status"], &detached["tail"]),
         (&json!("running"), &json!("early\n"))
@@ -320,33 +309,22 @@ async fn kill_a_stubborn_group(jail: talon_core_tools::Jail) -> Duration {
     let command = format!(
         "trap '' TERM; (trap '' TERM; sleep {a}) & (trap '' TERM; sleep {b} &) ; echo up; wait"
     );
-    execute(
-        &s.core,
-        &context(),
-        "exec",
-        json!({"command": command, "background": true}),
-    )
-    .await
-    .unwrap();
-    wait::until_async("the command to be up", wait::DEADLINE, async || {
-        let polled = process(
-            &s.processes,
-            "s1",
-            json!({"action": "log", "sessionId": "t1"}),
-        )
+    s.exec(json!({"command": command, "background": true}))
         .await
         .unwrap();
+    wait::until_async("the command to be up", wait::DEADLINE, async || {
+        let polled = s
+            .process(json!({"action": "log", "sessionId": "t1"}))
+            .await
+            .unwrap();
         (polled["output"] == "up").then_some(())
     })
     .await;
     let began = std::time::Instant::now();
-    let killed = process(
-        &s.processes,
-        "s1",
-        json!({"action": "kill", "sessionId": "t1"}),
-    )
-    .await
-    .unwrap();
+    let killed = s
+        .process(json!({"action": "kill", "sessionId": "t1"}))
+        .await
+        .unwrap();
     let took = began.elapsed();
     assert_eq!(killed["status"], "killed", "{killed}");
     all_gone(&[&a, &b]).await;
@@ -385,21 +363,13 @@ async fn huge_output_is_kept_to_the_ring_and_paged_by_line() {
         Clock::system(),
         "s1",
     );
-    execute(
-        &s.core,
-        &context(),
-        "exec",
-        json!({"command": "seq 1 2000000", "background": true}),
-    )
-    .await
-    .unwrap();
-    let polled = process(
-        &s.processes,
-        "s1",
-        json!({"action": "poll", "sessionId": "t1", "timeout": 60000}),
-    )
-    .await
-    .unwrap();
+    s.exec(json!({"command": "seq 1 2000000", "background": true}))
+        .await
+        .unwrap();
+    let polled = s
+        .process(json!({"action": "poll", "sessionId": "t1", "timeout": 60000}))
+        .await
+        .unwrap();
     assert_eq!(
         (&polled["status"], &polled["truncated"]),
         (&json!("completed"), &json!(true))
@@ -411,13 +381,10 @@ async fn huge_output_is_kept_to_the_ring_and_paged_by_line() {
             .unwrap()
             .ends_with("1999999\n2000000\n")
     );
-    let log = process(
-        &s.processes,
-        "s1",
-        json!({"action": "log", "sessionId": "t1", "limit": 2}),
-    )
-    .await
-    .unwrap();
+    let log = s
+        .process(json!({"action": "log", "sessionId": "t1", "limit": 2}))
+        .await
+        .unwrap();
     assert_eq!(log["output"], "1999999\n2000000");
     assert!(log["droppedBytes"].as_u64().unwrap() > 14_000_000, "{log}");
 }
@@ -503,14 +470,9 @@ async fn a_process_past_its_ttl_on_the_shared_clock_is_killed_timed_out() {
         "s1",
     );
     let m = marker(600);
-    execute(
-        &s.core,
-        &context(),
-        "exec",
-        json!({"command": format!("sleep {m}"), "background": true}),
-    )
-    .await
-    .unwrap();
+    s.exec(json!({"command": format!("sleep {m}"), "background": true}))
+        .await
+        .unwrap();
     time.advance(Duration::from_secs(61));
     assert_eq!(
         s.host.end_of("t1").await.0,
@@ -535,14 +497,9 @@ async fn processes_killed_as_they_start_leave_nothing() {
     );
     let markers: Vec<String> = (0..30).map(|_| marker(800)).collect();
     for (i, m) in markers.iter().enumerate() {
-        execute(
-            &s.core,
-            &context(),
-            "exec",
-            json!({"command": format!("sleep {m}"), "background": true}),
-        )
-        .await
-        .unwrap();
+        s.exec(json!({"command": format!("sleep {m}"), "background": true}))
+            .await
+            .unwrap();
         assert!(s.processes.kill(&format!("t{}", i + 1), "killed at once"));
     }
     let all: Vec<&str> = markers.iter().map(String::as_str).collect();

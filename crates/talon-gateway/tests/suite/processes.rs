@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use talon_mock_model::{Replay, Script, ScriptedCall, Turn};
 use talon_testing::wait;
 
+use super::tasks::{the_notice, tool_messages};
 use super::ws::Transport;
 use super::{Options, TestGateway, tool_turn};
 
@@ -94,20 +95,27 @@ pub(super) async fn settled(g: &TestGateway, id: &Value) -> Value {
     .await
 }
 
-/// Every tool message the model was sent, across its requests.
-fn tool_messages(g: &TestGateway) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    for request in g.mock.requests() {
-        for m in request["messages"].as_array().into_iter().flatten() {
-            if m["role"] == "tool" {
-                let text = m["content"].as_str().unwrap_or_default().to_owned();
-                if !seen.contains(&text) {
-                    seen.push(text);
-                }
-            }
-        }
-    }
-    seen
+/// A gateway (`config` merged in) whose run started one background
+/// `sleep` of a fresh [`marker`]: the marker, the gateway, the run's result
+/// and the process's task.
+async fn one_sleeping(config: Value) -> (String, TestGateway, Value, Value) {
+    let m = marker();
+    let g = gateway(vec![background(&format!("sleep {m}"))], config).await;
+    let result = run(&g).await;
+    let task = tasks_of(&g, &result["runId"]).await[0].clone();
+    (m, g, result, task)
+}
+
+/// Deletes the session of `result`'s run and waits for every `sleep {m}`
+/// process to be gone.
+async fn delete_its_session(g: &TestGateway, result: &Value, m: &str) {
+    call(
+        g,
+        "sessions.delete",
+        json!({"sessionId": result["sessionId"]}),
+    )
+    .await;
+    all_gone(&format!("sleep {m}")).await;
 }
 
 /// A sleep length no other command uses, so that its processes are found
@@ -222,21 +230,8 @@ async fn a_background_command_is_a_process_task_that_ends_with_it_and_posts_its_
         "{told:#?}"
     );
     // Its end was posted to the session, once, redacted.
-    let messages = call(
-        &g,
-        "sessions.messages",
-        json!({"sessionId": result["sessionId"]}),
-    )
-    .await;
-    let notices: Vec<&Value> = messages["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .collect();
-    assert_eq!(notices.len(), 1, "{messages}");
     assert_eq!(
-        notices[0]["text"],
+        the_notice(&g, &result["sessionId"]).await,
         json!(format!(
             "Background task done: {} (task {}).\n\nkey [redacted]\ndone\n",
             task["label"].as_str().unwrap(),
@@ -258,10 +253,7 @@ async fn a_background_command_is_a_process_task_that_ends_with_it_and_posts_its_
 
 #[tokio::test]
 async fn tasks_cancel_kills_a_process_and_cancelling_it_again_is_a_conflict() {
-    let m = marker();
-    let g = gateway(vec![background(&format!("sleep {m}"))], json!({})).await;
-    let result = run(&g).await;
-    let task = tasks_of(&g, &result["runId"]).await[0].clone();
+    let (m, g, _, task) = one_sleeping(json!({})).await;
     assert_eq!(task["status"], "running", "{task}");
     assert!(live(&format!("sleep {m}")) > 0);
     let cancelled = call(&g, "tasks.cancel", json!({"taskId": task["id"]})).await;
@@ -285,17 +277,8 @@ async fn tasks_cancel_kills_a_process_and_cancelling_it_again_is_a_conflict() {
 
 #[tokio::test]
 async fn deleting_the_session_kills_its_processes() {
-    let m = marker();
-    let g = gateway(vec![background(&format!("sleep {m}"))], json!({})).await;
-    let result = run(&g).await;
-    let task = tasks_of(&g, &result["runId"]).await[0].clone();
-    call(
-        &g,
-        "sessions.delete",
-        json!({"sessionId": result["sessionId"]}),
-    )
-    .await;
-    all_gone(&format!("sleep {m}")).await;
+    let (m, g, result, task) = one_sleeping(json!({})).await;
+    delete_its_session(&g, &result, &m).await;
     let ended = settled(&g, &task["id"]).await;
     assert_eq!(
         (
@@ -314,14 +297,8 @@ async fn deleting_the_session_kills_its_processes() {
 
 #[tokio::test]
 async fn a_process_past_its_ttl_is_killed_and_timed_out() {
-    let m = marker();
-    let g = gateway(
-        vec![background(&format!("sleep {m}"))],
-        json!({"tools": {"approvals": "allow", "exec": {"timeoutSec": 60}}}),
-    )
-    .await;
-    let result = run(&g).await;
-    let task = tasks_of(&g, &result["runId"]).await[0].clone();
+    let (m, g, _, task) =
+        one_sleeping(json!({"tools": {"approvals": "allow", "exec": {"timeoutSec": 60}}})).await;
     g.time.advance(Duration::from_secs(61));
     let ended = settled(&g, &task["id"]).await;
     assert_eq!(
@@ -372,13 +349,7 @@ async fn a_model_starting_1000_background_processes_gets_its_bound_and_a_clear_e
         "{told:#?}"
     );
     // The session's end is theirs.
-    call(
-        &g,
-        "sessions.delete",
-        json!({"sessionId": result["sessionId"]}),
-    )
-    .await;
-    all_gone(&format!("sleep {m}")).await;
+    delete_its_session(&g, &result, &m).await;
     for task in &tasks {
         assert_eq!(settled(&g, &task["id"]).await["status"], "cancelled");
     }

@@ -53,6 +53,20 @@ pub(super) async fn refused(g: &TestGateway, method: &str, params: Value) -> Val
     Transport::Http.call(g, method, params).await.unwrap_err()
 }
 
+/// The text of the one system notice in session `session_id` (there must
+/// be exactly one).
+pub(super) async fn the_notice(g: &TestGateway, session_id: &Value) -> Value {
+    let messages = call(g, "sessions.messages", json!({"sessionId": session_id})).await;
+    let notices: Vec<&Value> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .collect();
+    assert_eq!(notices.len(), 1, "{messages}");
+    notices[0]["text"].clone()
+}
+
 /// Runs `input` to its end: the run's id and its result.
 async fn run(g: &TestGateway, input: &str) -> (Value, Value) {
     let created = call(g, "runs.create", json!({"input": input})).await;
@@ -127,21 +141,8 @@ async fn a_spawned_sub_agent_is_a_task_that_follows_its_run_and_posts_its_result
         "{told}"
     );
     // The result was posted to the parent's session, once.
-    let messages = call(
-        &g,
-        "sessions.messages",
-        json!({"sessionId": result["sessionId"]}),
-    )
-    .await;
-    let notices: Vec<&Value> = messages["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .collect();
-    assert_eq!(notices.len(), 1, "{messages}");
     assert_eq!(
-        notices[0]["text"],
+        the_notice(&g, &result["sessionId"]).await,
         json!(format!(
             "Background task done: finder (task {}).\n\n{ANSWER}",
             task["id"].as_str().unwrap()
@@ -197,7 +198,7 @@ async fn a_spawned_sub_agent_is_a_task_that_follows_its_run_and_posts_its_result
 }
 
 /// Every tool message the model was sent, across its requests.
-fn tool_messages(g: &TestGateway) -> Vec<String> {
+pub(super) fn tool_messages(g: &TestGateway) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for request in g.mock.requests() {
         for m in request["messages"].as_array().into_iter().flatten() {
