@@ -20,63 +20,37 @@
     reason = "a benchmark binary fails loudly and prints its table"
 )]
 
-use std::sync::Arc;
+#[path = "support/mod.rs"]
+mod support;
+
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use talon_gateway::{GatewayConfig, Limits};
-use talon_mock_model::{MockModel, Replay, Script};
-use talon_runtime::{Host, ModelRoute};
+use talon_mock_model::{Replay, Script};
 
-fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
+use support::gateway::Gateway;
+use support::measure::{percentile, sorted};
 
 struct Bench {
     url: String,
     token: String,
     client: reqwest::Client,
-    _running: talon_gateway::Running,
-    _mock: MockModel,
-    _dir: tempfile::TempDir,
+    _gateway: Gateway,
 }
 
 impl Bench {
     async fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
         let script = Script {
             replay: Replay::PerRun,
             forget_requests: true,
             ..Script::texts(&["The answer is 42, said in a few words."])
         };
-        let mock = MockModel::start(script).await.unwrap();
-        let doc = json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
-        let host = Host::new(
-            Arc::new(talon_config::Config::parse(&doc.to_string(), None).unwrap()),
-            ModelRoute {
-                base_url: Some(mock.base_url()),
-            },
-        )
-        .unwrap();
-        let config = GatewayConfig {
-            limits: Limits {
-                calls_per_second: 1e9,
-                burst: 1_000_000,
-                ..Limits::default()
-            },
-            ..GatewayConfig::local(dir.path(), 0, Arc::new(host))
-        };
-        let running = talon_gateway::start(config).await.unwrap();
+        let gateway = Gateway::start(script, json!({}), reqwest::Client::new(), |_, _| {}).await;
         Self {
-            url: format!("http://{}", running.addr),
-            token: running.admin_token.clone().unwrap(),
-            client: reqwest::Client::new(),
-            _running: running,
-            _mock: mock,
-            _dir: dir,
+            url: format!("http://{}", gateway.running.addr),
+            token: gateway.token.clone(),
+            client: gateway.client.clone(),
+            _gateway: gateway,
         }
     }
 
@@ -178,16 +152,17 @@ impl Bench {
 }
 
 fn row(name: &str, values: &[f64]) {
+    let s = sorted(values.to_vec());
     println!(
         "| {name} | {:.2} | {:.2} | {:.2} |",
-        percentile(values, 50.0),
-        percentile(values, 95.0),
-        percentile(values, 99.0)
+        percentile(&s, 50.0),
+        percentile(&s, 95.0),
+        percentile(&s, 99.0)
     );
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "quick");
+    let quick = support::Args::parse(&[]).quick;
     let pairs = if quick { 30 } else { 500 };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

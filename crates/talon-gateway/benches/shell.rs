@@ -33,136 +33,31 @@
     reason = "a benchmark binary fails loudly and prints its table"
 )]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use talon_gateway::{GatewayConfig, Limits};
-use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
-use talon_runtime::{Host, ModelRoute};
+use serde_json::json;
 use talon_testing::stats::status_kib;
+
+use support::env;
+use support::gateway::{Gateway, SETTLE, call_then_text};
+use support::measure::{percentile, sorted};
+use support::sse::{Envelope, Events};
 
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-/// Longer than the gateway's heap trimmer waits after runs end.
-const SETTLE: Duration = Duration::from_secs(3);
-
-struct Bench {
-    running: talon_gateway::Running,
-    token: String,
-    client: reqwest::Client,
-    _mock: MockModel,
-    _dir: tempfile::TempDir,
-}
-
-impl Bench {
-    async fn start(command: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().join("workspace");
-        std::fs::create_dir_all(&workspace).unwrap();
-        // Every run gets the same two turns; the mock keeps no requests
-        // (what it would record is not the gateway's memory).
-        let mock = MockModel::start(Script {
-            turns: vec![
-                Turn {
-                    tool_calls: vec![ScriptedCall {
-                        name: "exec".into(),
-                        arguments: json!({"command": command}),
-                    }],
-                    ..Turn::default()
-                },
-                Turn {
-                    text: Some("It printed a lot.".into()),
-                    ..Turn::default()
-                },
-            ],
-            replay: Replay::PerRun,
-            forget_requests: true,
-            ..Script::default()
-        })
-        .await
-        .unwrap();
-        let doc = json!({
-            "agents": {"defaults": {"workspace": workspace}},
-            "tools": {"approvals": "allow"},
-        });
-        let host = Host::new(
-            Arc::new(talon_config::Config::parse(&doc.to_string(), None).unwrap()),
-            ModelRoute {
-                base_url: Some(mock.base_url()),
-            },
-        )
-        .unwrap();
-        let config = GatewayConfig {
-            limits: Limits {
-                calls_per_second: 1e9,
-                burst: 1_000_000,
-                ..Limits::default()
-            },
-            ..GatewayConfig::local(dir.path(), 0, Arc::new(host))
-        };
-        let running = talon_gateway::start(config).await.unwrap();
-        let token = running.admin_token.clone().unwrap();
-        Self {
-            running,
-            token,
-            client: reqwest::Client::new(),
-            _mock: mock,
-            _dir: dir,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.running.addr)
-    }
-
-    async fn call(&self, method: &str, params: Value) -> Value {
-        let response = self
-            .client
-            .post(self.url(&format!("/v1/{method}")))
-            .bearer_auth(&self.token)
-            .json(&params)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let body: Value = response.json().await.unwrap();
-        assert_eq!(status, 200, "{method}: {body}");
-        body
-    }
-
-    async fn stream(&self, path: &str) -> Events {
-        let response = self
-            .client
-            .get(self.url(path))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{path}");
-        Events {
-            response,
-            buffer: Vec::new(),
-        }
-    }
+/// A gateway whose every run gets the same two turns: `exec` of
+/// `command`, then text.
+async fn start(command: &str) -> Gateway {
+    let script = call_then_text("exec", json!({"command": command}), "It printed a lot.");
+    let doc = json!({"tools": {"approvals": "allow"}});
+    Gateway::start(script, doc, reqwest::Client::new(), |_, _| {}).await
 }
 
 /// The envelope fields the bench reads.
@@ -174,61 +69,25 @@ struct Seen {
     run_id: Option<String>,
 }
 
-/// SSE events from a response body.
-struct Events {
-    response: reqwest::Response,
-    buffer: Vec<u8>,
-}
+impl Envelope for Seen {}
 
-impl Events {
-    async fn next(&mut self) -> Option<Seen> {
-        loop {
-            if let Some(seen) = take_event(&mut self.buffer) {
-                return Some(seen);
+/// Reads up to `run`'s terminal event; its type, and how many
+/// `tool.call.delta` events of the run came before it.
+async fn until_end(events: &mut Events<Seen>, run: &str) -> (String, usize) {
+    let mut deltas = 0;
+    loop {
+        let event = events.next().await.expect("the stream ended");
+        if event.run_id.as_deref() != Some(run) {
+            continue;
+        }
+        match event.kind.as_str() {
+            "tool.call.delta" => deltas += 1,
+            "run.completed" | "run.failed" | "run.cancelled" | "run.timed_out" => {
+                return (event.kind, deltas);
             }
-            let chunk = self.response.chunk().await.ok()??;
-            self.buffer.extend_from_slice(&chunk);
+            _ => {}
         }
     }
-
-    /// Reads up to `run`'s terminal event; its type, and how many
-    /// `tool.call.delta` events of the run came before it.
-    async fn until_end(&mut self, run: &str) -> (String, usize) {
-        let mut deltas = 0;
-        loop {
-            let event = self.next().await.expect("the stream ended");
-            if event.run_id.as_deref() != Some(run) {
-                continue;
-            }
-            match event.kind.as_str() {
-                "tool.call.delta" => deltas += 1,
-                "run.completed" | "run.failed" | "run.cancelled" | "run.timed_out" => {
-                    return (event.kind, deltas);
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Takes whole SSE events at the front of `body` up to the first with
-/// readable `data:` (comments and heartbeats are dropped).
-fn take_event(body: &mut Vec<u8>) -> Option<Seen> {
-    while let Some(end) = find(body, b"\n\n") {
-        let seen = body[..end]
-            .split(|b| *b == b'\n')
-            .find_map(|l| l.strip_prefix(b"data: "))
-            .and_then(|data| serde_json::from_slice(data).ok());
-        body.drain(..end + 2);
-        if seen.is_some() {
-            return seen;
-        }
-    }
-    None
 }
 
 /// Samples `VmRSS` every 10 ms until stopped; the peak in KiB.
@@ -247,9 +106,9 @@ async fn shell(bytes: u64, warmup: usize, runs: usize, watch_all: bool) {
     } else {
         format!("yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c {bytes}")
     };
-    let bench = Bench::start(&command).await;
+    let bench = start(&command).await;
     let mut events = bench
-        .stream(if watch_all {
+        .events::<Seen>(if watch_all {
             "/v1/events"
         } else {
             "/v1/events?types=run.completed,run.failed,run.cancelled,run.timed_out"
@@ -276,7 +135,7 @@ async fn shell(bytes: u64, warmup: usize, runs: usize, watch_all: bool) {
             )
             .await;
         let id = run["id"].as_str().unwrap().to_owned();
-        let (end, deltas) = events.until_end(&id).await;
+        let (end, deltas) = until_end(&mut events, &id).await;
         let ms = sent.elapsed().as_secs_f64() * 1e3;
         assert_eq!(end, "run.completed", "run {n} of `{command}`");
         if n >= warmup {
@@ -290,8 +149,7 @@ async fn shell(bytes: u64, warmup: usize, runs: usize, watch_all: bool) {
     let hwm_kib = status_kib("VmHWM");
     tokio::time::sleep(SETTLE).await;
     let after_kib = status_kib("VmRSS");
-    let mut s = samples.clone();
-    s.sort_by(f64::total_cmp);
+    let s = sorted(samples.clone());
     let mean = s.iter().sum::<f64>() / s.len() as f64;
     println!(
         "| `{}`, {runs} runs{} | p50 {:.1} ms | p90 {:.1} ms | mean {:.1} ms | RSS idle {:.1} MiB, after warm-up {:.1}, peak during {:.1} (+{:.1} over idle), VmHWM {:.1}, settled after {:.1} | deltas per run (seen) {} |",
@@ -330,23 +188,12 @@ async fn shell(bytes: u64, warmup: usize, runs: usize, watch_all: bool) {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TALON_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let quick = std::env::args().any(|a| a == "quick");
+    support::init_tracing();
+    let quick = support::Args::parse(&[]).quick;
     let runs = env("TALON_BENCH_RUNS", if quick { 5 } else { 40 }) as usize;
     let bytes = env("TALON_BENCH_SHELL_BYTES", 10_000_000);
     let watch_all = std::env::var("TALON_BENCH_WATCH").as_deref() != Ok("ends");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    support::runtime().block_on(async {
         println!("| measure | | | | | |\n|---|---|---|---|---|---|");
         shell(bytes, if quick { 1 } else { 5 }, runs, watch_all).await;
     });

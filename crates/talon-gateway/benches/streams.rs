@@ -22,20 +22,25 @@
     reason = "a benchmark binary fails loudly and prints its table"
 )]
 
-use std::sync::Arc;
+#[path = "support/mod.rs"]
+mod support;
+
 use std::time::{Duration, Instant};
 use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId, SessionKey};
 
 use serde_json::{Value, json};
-use talon_gateway::{GatewayConfig, Limits, tokens};
-use talon_mock_model::{MockModel, Replay, Script};
+use talon_gateway::tokens;
+use talon_mock_model::{Replay, Script};
 use talon_protocol::gateway::Scope;
 use talon_protocol::{Event, EventType};
-use talon_runtime::{Host, ModelRoute};
 use talon_testing::stats;
 use talon_testing::unread::unread_stream;
 
 use talon_testing::stats::rss_mib;
+
+use support::env;
+use support::gateway::Gateway;
+use support::measure::percentile;
 
 /// What the kernel's TCP sockets hold, machine-wide (`/proc/net/sockstat`,
 /// in pages): the gateway's send buffers and the bench's receive buffers.
@@ -56,72 +61,25 @@ fn anon_mib() -> f64 {
     stats::status_kib("RssAnon") as f64 / 1024.0
 }
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// The gateway, its admin token, a client.
-struct Bench {
-    running: talon_gateway::Running,
-    admin: String,
-    client: reqwest::Client,
-    _mock: MockModel,
-    _dir: tempfile::TempDir,
-}
-
-impl Bench {
-    async fn start(streams: usize) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        // Every run gets its answer (the script replays per run), and the
-        // mock keeps no requests: what it would record is not the
-        // gateway's memory.
-        let mock = MockModel::start(Script {
-            replay: Replay::PerRun,
-            forget_requests: true,
-            ..Script::texts(&["ok"])
-        })
-        .await
-        .unwrap();
-        let doc = json!({"agents": {"defaults": {"workspace": dir.path().join("workspace")}}});
-        let host = Host::new(
-            Arc::new(talon_config::Config::parse(&doc.to_string(), None).unwrap()),
-            ModelRoute {
-                base_url: Some(mock.base_url()),
-            },
-        )
-        .unwrap();
-        let config = GatewayConfig {
-            limits: Limits {
-                calls_per_second: 1e9,
-                burst: 1_000_000,
-                max_streams: streams + 64,
-                // Raised, so that the byte budget is what is measured.
-                max_streams_per_token: streams + 1,
-                ..Limits::default()
-            },
-            ..GatewayConfig::local(dir.path(), 0, Arc::new(host))
-        };
-        let running = talon_gateway::start(config).await.unwrap();
-        let admin = running.admin_token.clone().unwrap_or_default();
-        Self {
-            running,
-            admin,
-            client: reqwest::Client::new(),
-            _mock: mock,
-            _dir: dir,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.running.addr)
-    }
+/// The gateway: every run gets its answer (the script replays per run),
+/// and the mock keeps no requests (what it would record is not the
+/// gateway's memory); room for `streams` streams, of one token too.
+async fn start(streams: usize) -> Gateway {
+    let script = Script {
+        replay: Replay::PerRun,
+        forget_requests: true,
+        ..Script::texts(&["ok"])
+    };
+    Gateway::start(script, json!({}), reqwest::Client::new(), |config, _| {
+        config.limits.max_streams = streams + 64;
+        // Raised, so that the byte budget is what is measured.
+        config.limits.max_streams_per_token = streams + 1;
+    })
+    .await
 }
 
 /// `n` events of `size` bytes of text each, on one run.
-async fn fill(b: &Bench, n: u64, size: usize) {
+async fn fill(b: &Gateway, n: u64, size: usize) {
     let text = "x".repeat(size);
     let mut events = Vec::new();
     for i in 0..n {
@@ -155,12 +113,12 @@ async fn fill(b: &Bench, n: u64, size: usize) {
 
 /// `n` runs by the admin, each from `runs.create` to its `run.started`
 /// on a stream opened before: the latencies, in ms, sorted.
-async fn creates(b: &Bench, n: usize) -> Vec<f64> {
+async fn creates(b: &Gateway, n: usize) -> Vec<f64> {
     let mut took = Vec::with_capacity(n);
     let mut events = b
         .client
         .get(b.url("/v1/events?types=run.started"))
-        .bearer_auth(&b.admin)
+        .bearer_auth(&b.token)
         .send()
         .await
         .unwrap();
@@ -170,7 +128,7 @@ async fn creates(b: &Bench, n: usize) -> Vec<f64> {
         let run: Value = b
             .client
             .post(b.url("/v1/runs.create"))
-            .bearer_auth(&b.admin)
+            .bearer_auth(&b.token)
             .json(&json!({"input": "hi"}))
             .send()
             .await
@@ -191,11 +149,11 @@ async fn creates(b: &Bench, n: usize) -> Vec<f64> {
 }
 
 /// The SSE streams the gateway has open, from `/metrics`.
-async fn sse_open(b: &Bench) -> u64 {
+async fn sse_open(b: &Gateway) -> u64 {
     let text = b
         .client
         .get(b.url("/metrics"))
-        .bearer_auth(&b.admin)
+        .bearer_auth(&b.token)
         .send()
         .await
         .unwrap()
@@ -209,11 +167,11 @@ async fn sse_open(b: &Bench) -> u64 {
 }
 
 /// Reads the whole log once, as the admin.
-async fn warm(b: &Bench, events: u64) {
+async fn warm(b: &Gateway, events: u64) {
     let mut stream = b
         .client
         .get(b.url("/v1/events?after=0"))
-        .bearer_auth(&b.admin)
+        .bearer_auth(&b.token)
         .send()
         .await
         .unwrap();
@@ -232,14 +190,14 @@ async fn warm(b: &Bench, events: u64) {
 fn row(what: &str, took: &[f64]) {
     println!(
         "| {what} | p50 {:.2} ms | p99 {:.2} ms | n {} |",
-        stats::percentile(took, 50.0),
-        stats::percentile(took, 99.0),
+        percentile(took, 50.0),
+        percentile(took, 99.0),
         took.len()
     );
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "quick");
+    let quick = support::Args::parse(&[]).quick;
     let streams = env("TALON_BENCH_STREAMS", if quick { 100 } else { 1_000 }) as usize;
     let events = env("TALON_BENCH_EVENTS", if quick { 200 } else { 2_000 });
     let size = env("TALON_BENCH_EVENT_BYTES", 50_000) as usize;
@@ -248,13 +206,8 @@ fn main() {
         if quick { 2_000 } else { 8_000 },
     ));
     let samples = if quick { 20 } else { 200 };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let b = Bench::start(streams).await;
+    support::runtime().block_on(async {
+        let b = start(streams).await;
         fill(&b, events, size).await;
         let viewer = tokens::create(
             &b.running.store,

@@ -45,43 +45,27 @@ mod nodes;
 mod schedules;
 #[path = "tasks/subagents.rs"]
 mod subagents;
+#[path = "support/mod.rs"]
+mod support;
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TALON_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "quick");
-    let parts = ["spawn", "concurrent", "fire", "nodes"];
-    let chosen: Vec<&str> = parts
-        .iter()
-        .copied()
-        .filter(|p| args.iter().any(|a| a == p))
-        .collect();
-    let wants = |part: &str| chosen.is_empty() || chosen.contains(&part);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    support::init_tracing();
+    let args = support::Args::parse(&["spawn", "concurrent", "fire", "nodes"]);
+    let quick = args.quick;
+    support::runtime().block_on(async {
         println!("| measure | | | | | | |\n|---|---|---|---|---|---|---|");
-        if wants("spawn") {
+        if args.wants("spawn") {
             subagents::spawn_to_started(if quick { 20 } else { 200 }).await;
         }
-        if wants("concurrent") {
+        if args.wants("concurrent") {
             subagents::concurrent(if quick { 2 } else { 5 }).await;
         }
-        if wants("fire") {
+        if args.wants("fire") {
             for store in ["SQLite", "PostgreSQL"] {
                 schedules::lateness(store, if quick { 5 } else { 20 }, 5, 300).await;
             }
         }
-        if wants("nodes") {
+        if args.wants("nodes") {
             if quick {
                 nodes::nodes(20, 60, 120).await;
             } else {

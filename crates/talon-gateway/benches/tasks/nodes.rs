@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::harness::{Model, Node, call, list_all, loadavg, now_ms_f, percentile, sorted};
-use super::schedules::slot_of;
+use super::harness::{Model, Node, list_all};
+use super::schedules::{every_second, slot_of};
+use crate::support::gateway::call;
+use crate::support::measure::{loadavg, now_ms_f, percentile, sorted};
 
 async fn start_node(root: &Path, name: &str, url: &str) -> Node {
     let config = json!({"cron": {"maxConcurrentRuns": 256}});
@@ -60,11 +62,7 @@ pub async fn nodes(schedules: usize, kill_at: u64, total: u64) {
             &node.addr,
             &token,
             "schedules.create",
-            json!({
-                "name": format!("every {n}"),
-                "schedule": {"kind": "every", "everyMs": 1_000},
-                "payload": {"kind": "agentTurn", "message": "tick"},
-            }),
+            every_second(n),
         )
         .await;
         made.push(schedule["id"].as_str().unwrap().to_owned());

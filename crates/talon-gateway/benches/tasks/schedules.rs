@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
-use talon_mock_model::{Replay, Script, Turn};
+use serde_json::{Value, json};
 
-use super::harness::{Bench, loadavg, now_ms_f, percentile, sorted};
+use super::harness::{self, Seen};
+use crate::support::gateway::text_per_run;
+use crate::support::measure::{loadavg, now_ms_f, percentile, sorted};
 
 /// A clock firing's slot: its task id is `task_<scheduleId>_<slotMs>`.
 pub fn slot_of(task_id: &str) -> Option<u64> {
@@ -18,6 +19,15 @@ fn rfc3339(ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(ms as i64)
         .unwrap()
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `schedules.create`'s params of the `n`th `every` 1 s schedule.
+pub fn every_second(n: usize) -> Value {
+    json!({
+        "name": format!("every {n}"),
+        "schedule": {"kind": "every", "everyMs": 1_000},
+        "payload": {"kind": "agentTurn", "message": "tick"},
+    })
 }
 
 /// `at` schedules `spacing` ms apart from 2 s on, and `every` schedules
@@ -32,17 +42,9 @@ pub async fn lateness(store: &str, ats: usize, everys: usize, spacing: u64) {
         }
         _ => None,
     };
-    let script = Script {
-        turns: vec![Turn {
-            text: Some("fired".into()),
-            ..Turn::default()
-        }],
-        replay: Replay::PerRun,
-        forget_requests: true,
-        ..Script::default()
-    };
-    let bench = Bench::start(script, json!({"cron": {"maxConcurrentRuns": 64}}), url).await;
-    let mut stream = bench.events("task.updated").await;
+    let config = json!({"cron": {"maxConcurrentRuns": 64}});
+    let bench = harness::start(text_per_run("fired"), config, url).await;
+    let mut stream = bench.events::<Seen>("/v1/events?types=task.updated").await;
     // The first `task.updated` of each cron task: when it arrived, and
     // its `createdAt`.
     let first = Arc::new(Mutex::new(BTreeMap::<String, (f64, u64)>::new()));
@@ -77,16 +79,7 @@ pub async fn lateness(store: &str, ats: usize, everys: usize, spacing: u64) {
     }
     let mut every_ids = Vec::new();
     for n in 0..everys {
-        let made = bench
-            .call(
-                "schedules.create",
-                json!({
-                    "name": format!("every {n}"),
-                    "schedule": {"kind": "every", "everyMs": 1_000},
-                    "payload": {"kind": "agentTurn", "message": "tick"},
-                }),
-            )
-            .await;
+        let made = bench.call("schedules.create", every_second(n)).await;
         every_ids.push(made["id"].as_str().unwrap().to_owned());
     }
     let end = start + ats as u64 * spacing + 1_500;

@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use talon_mock_model::{MockModel, Replay, Script, ScriptedCall, Turn};
 
-use super::harness::{Bench, Model, Node, call, list_all, loadavg, percentile, sorted};
+use super::harness::{self, Model, Node, Seen, list_all};
+use crate::support::gateway::{SETTLE, call};
+use crate::support::measure::{loadavg, now_ms_f, percentile, sorted};
 
 fn spawn_call(n: usize) -> ScriptedCall {
     ScriptedCall {
@@ -40,13 +42,15 @@ fn spawning(children: usize, delay: Duration) -> Script {
 /// the arrival of the task's first `task.updated` (queued) to the arrival
 /// of its child run's `run.started` (which carries `taskId`).
 pub async fn spawn_to_started(iterations: usize) {
-    let bench = Bench::start(
+    let bench = harness::start(
         spawning(1, Duration::ZERO),
         json!({"agents": {"defaults": {"subagents": {}}}}),
         None,
     )
     .await;
-    let mut stream = bench.events("task.updated,run.started").await;
+    let mut stream = bench
+        .events::<Seen>("/v1/events?types=task.updated,run.started")
+        .await;
     let mut samples = Vec::new();
     let warm = 20;
     for n in 0..iterations + warm {
@@ -78,11 +82,8 @@ pub async fn spawn_to_started(iterations: usize) {
                 _ => {}
             }
         };
-        for run in [parent["runId"].as_str().unwrap(), &child] {
-            let result = bench
-                .call("runs.wait", json!({"runId": run, "timeoutMs": 30_000}))
-                .await;
-            assert_eq!(result["status"], "completed", "{result}");
+        for run in [parent["runId"].clone(), json!(child)] {
+            bench.wait_completed(&run, 30_000).await;
         }
     }
     let s = sorted(samples);
@@ -97,9 +98,6 @@ pub async fn spawn_to_started(iterations: usize) {
     );
     bench.running.shutdown().await;
 }
-
-/// Longer than the gateway's heap trimmer waits after runs end.
-const SETTLE: Duration = Duration::from_secs(3);
 
 /// A gateway process and a client of it.
 struct Target {
@@ -142,7 +140,7 @@ async fn round(target: &Target, parents: usize, per_parent: usize) -> (usize, f6
             target
                 .call(
                     "runs.create",
-                    json!({"input": "fan out", "sessionKey": format!("fan{n}-{}", super::harness::now_ms_f())}),
+                    json!({"input": "fan out", "sessionKey": format!("fan{n}-{}", now_ms_f())}),
                 )
                 .await,
         );
