@@ -412,12 +412,27 @@ async fn two_nodes_fire_each_slot_of_a_schedule_exactly_once() {
         json!({"scheduleId": made["id"], "enabled": false}),
     )
     .await;
-    let (_, listed) = call(
-        &client,
-        &b,
-        &admin,
-        "tasks.list",
-        json!({"kind": "cron", "limit": 100}),
+    // A firing node A claimed but did not start is started by B's orphan
+    // sweep (3 s later): wait until every firing has its run.
+    let listed = talon_testing::wait::until_async(
+        "every firing to have its run",
+        Duration::from_secs(30),
+        async || {
+            let (_, listed) = call(
+                &client,
+                &b,
+                &admin,
+                "tasks.list",
+                json!({"kind": "cron", "limit": 100}),
+            )
+            .await;
+            listed["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["childRunId"].is_string())
+                .then_some(listed)
+        },
     )
     .await;
     let tasks = listed["tasks"].as_array().unwrap();
