@@ -27,7 +27,7 @@ pub struct GatewayArgs {
     /// Where to listen: `HOST:PORT`, `localhost:PORT`, `:PORT` or `PORT`
     /// (both loopback), `[::1]:PORT`; `0.0.0.0:PORT` for every interface.
     /// Anything but loopback is logged as a warning.
-    #[arg(long, default_value = "127.0.0.1:7420", value_parser = parse_listen)]
+    #[arg(long, default_value = DEFAULT_LISTEN, value_parser = parse_listen)]
     listen: SocketAddr,
     /// The config file (default: $TALON_CONFIG, else ~/.talon/talon.json5 if present).
     #[arg(long)]
@@ -57,6 +57,9 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         .build()
         .map_err(|e| fail(1, &format!("starting the async runtime: {e}")))
 }
+
+/// Where a gateway listens unless told (and where `talon dashboard` points).
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
 
 /// `--listen`'s forms: an address, a host name and port, `:PORT` or a
 /// bare port (loopback).
@@ -306,6 +309,10 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
         }
         Err(e) => return fail(2, &e.to_string()),
     };
+    let base_path = match config.dashboard_base_path() {
+        Ok(base) => base,
+        Err(e) => return fail(2, &e.to_string()),
+    };
     match config.store() {
         Ok(settings) => {
             if let Some(age) = settings.max_artifact_age {
@@ -363,6 +370,7 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
             environments,
             ssh_hosts,
             openai,
+            base_path,
             ..GatewayConfig::local(store.state_dir.clone(), args.listen.port(), host)
         };
         let gateway = GatewayConfig { store, ..gateway };
@@ -400,6 +408,16 @@ pub fn run_gateway(args: GatewayArgs) -> ExitCode {
                 "talon gateway: no model is configured (models.providers is empty), so every run will fail; \
                  add a provider (docs/configuration.md){OR_MOCK}"
             );
+        }
+        match running.login_link().await {
+            Ok(Some(link)) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "talon gateway: dashboard (this link signs in once, within 15 minutes): {link}"
+                );
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "no dashboard sign-in link: minting it failed"),
         }
         wait_for_signal().await;
         let _ = writeln!(std::io::stderr(), "talon gateway: shutting down");

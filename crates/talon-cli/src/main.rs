@@ -40,6 +40,7 @@
 mod agent;
 mod agent_remote;
 mod config;
+mod dashboard;
 mod exec;
 mod gateway;
 mod logging;
@@ -81,6 +82,8 @@ enum Command {
     /// Create, list or revoke the gateway's access tokens.
     #[command(subcommand)]
     Token(tokens::TokenCommand),
+    /// Print a new one-time sign-in link to the gateway's dashboard.
+    Dashboard(dashboard::DashboardArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
         Command::Models(command) => models::run(command),
         Command::Gateway(args) => gateway::run_gateway(args),
         Command::Token(command) => tokens::run_token(command),
+        Command::Dashboard(args) => dashboard::run(args),
         Command::Config(command) => config::run(command),
     }
 }

@@ -41,13 +41,25 @@ fn scope_help() -> String {
     help
 }
 
+/// The preset `--preset` names, or the exit of a command given another
+/// word (saying which are known).
+pub(crate) fn preset_named(word: &str) -> Result<ScopePreset, ExitCode> {
+    ScopePreset::parse(word).ok_or_else(|| {
+        let known: Vec<&str> = ScopePreset::ALL.iter().map(|p| p.as_str()).collect();
+        fail(
+            2,
+            &format!("--preset {word:?}: expected one of {}", known.join(", ")),
+        )
+    })
+}
+
 /// `talon token ...`
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
     /// Mint a token and print it once, alone on its line.
     #[command(after_long_help = scope_help())]
     Create {
-        /// What it may do, as a preset: `app`, `viewer` or `admin`
+        /// What it may do, as a preset: `app`, `viewer`, `observer` or `admin`
         /// (`--help` lists their scopes).
         #[arg(long, required_unless_present = "scopes")]
         preset: Option<String>,
@@ -121,13 +133,9 @@ pub fn run_token(command: TokenCommand) -> ExitCode {
                 ..
             } => {
                 if let Some(preset) = &preset
-                    && ScopePreset::parse(preset).is_none()
+                    && let Err(code) = preset_named(preset)
                 {
-                    let known: Vec<&str> = ScopePreset::ALL.iter().map(|p| p.as_str()).collect();
-                    return fail(
-                        2,
-                        &format!("--preset {preset:?}: expected one of {}", known.join(", ")),
-                    );
+                    return code;
                 }
                 let words = preset.iter().chain(&scopes).map(String::as_str);
                 let parsed = match expand_scopes(words) {

@@ -14,6 +14,10 @@
 //! }
 //! ```
 //!
+//! `gateway.controlUi.basePath` (`"/talon"`) is the path prefix a reverse
+//! proxy puts the dashboard under: the gateway answers under it as well as
+//! at `/`, and the dashboard's page links, loads and calls under it.
+//!
 //! `gateway.openai` is the OpenAI-compatible surface (`/v1/models`,
 //! `/v1/chat/completions`, `/v1/responses`): `enabled` absent means on
 //! only while the gateway listens on a loopback address; `onApproval` says
@@ -164,6 +168,43 @@ impl Config {
     }
 }
 
+/// `gateway.controlUi.basePath`, checked: `""` for none (or `/`), else
+/// `/` and path segments of unreserved characters, no trailing `/`, no
+/// `.` or `..` segment.
+pub fn base_path_of(text: Option<&str>) -> Result<String> {
+    let Some(text) = text.map(str::trim).filter(|t| *t != "/") else {
+        return Ok(String::new());
+    };
+    let segments: Vec<&str> = text.strip_prefix('/').unwrap_or("").split('/').collect();
+    let valid = text.starts_with('/')
+        && text.len() <= 128
+        && segments.iter().all(|seg| {
+            !seg.is_empty()
+                && *seg != "."
+                && *seg != ".."
+                && seg
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+        });
+    if !valid {
+        return Err(invalid(
+            "gateway.controlUi.basePath",
+            &format!(
+                "{text:?} is not a path prefix: `/` and segments of letters, digits, `-._~`, no trailing `/` (e.g. \"/talon\")"
+            ),
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+impl Config {
+    /// `gateway.controlUi.basePath` ([`base_path_of`]).
+    pub fn dashboard_base_path(&self) -> Result<String> {
+        let control = &self.document()?.gateway.control_ui;
+        base_path_of(control.base_path.as_ref().map(|p| p.0.as_str()))
+    }
+}
+
 pub(crate) fn invalid(key: &str, message: &str) -> ConfigError {
     ConfigError::Invalid {
         key: key.to_owned(),
@@ -182,6 +223,31 @@ mod tests {
 
     fn parse(text: &str) -> Result<GatewaySettings> {
         Config::parse(text, None).and_then(|c| c.gateway())
+    }
+
+    #[test]
+    fn the_dashboards_base_path_is_a_clean_prefix() {
+        let base = |text: &str| Config::parse(text, None).and_then(|c| c.dashboard_base_path());
+        assert_eq!(base("{}").unwrap(), "");
+        assert_eq!(base("{gateway: {controlUi: {basePath: '/'}}}").unwrap(), "");
+        assert_eq!(
+            base("{gateway: {controlUi: {basePath: '/ops/talon', enabled: true, allowedOrigins: []}}}")
+                .unwrap(),
+            "/ops/talon"
+        );
+        for bad in [
+            "talon", "/talon/", "//x", "/a/../b", "/a b", "/x?y", "/%2e%2e", "/..",
+        ] {
+            let error = base(&format!(
+                "{{gateway: {{controlUi: {{basePath: {bad:?}}}}}}}"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                error.contains("gateway.controlUi.basePath"),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]

@@ -69,7 +69,7 @@ mod references;
 mod security;
 
 pub use diagnostics::{OTLP_PROTOCOL, OtelSettings};
-pub use gateway::{GatewaySettings, OpenAiApproval, OpenAiSettings};
+pub use gateway::{GatewaySettings, OpenAiApproval, OpenAiSettings, base_path_of};
 pub use json5::Spans;
 pub use security::{EnvironmentSettings, ForgeSettings, SecretRef, SecuritySettings};
 

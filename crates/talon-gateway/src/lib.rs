@@ -210,6 +210,7 @@ mod tail;
 mod tasks;
 mod transport;
 
+pub use auth::browser;
 pub use auth::tokens;
 
 use std::net::SocketAddr;
@@ -263,6 +264,11 @@ pub struct GatewayConfig {
     pub ssh_hosts: SshHosts,
     /// The OpenAI-compatible surface (`gateway.openai`).
     pub openai: OpenAiPolicy,
+    /// The path prefix a reverse proxy puts the dashboard under
+    /// (`gateway.controlUi.basePath`, checked by
+    /// `talon_config::base_path_of`; `""` for none): the gateway answers
+    /// under it as well as at `/`.
+    pub base_path: String,
 }
 
 impl GatewayConfig {
@@ -284,6 +290,7 @@ impl GatewayConfig {
             environments: EnvironmentPolicy::default(),
             ssh_hosts: SshHosts::default(),
             openai: OpenAiPolicy::default(),
+            base_path: String::new(),
         }
     }
 }
@@ -297,6 +304,7 @@ pub struct Running {
     pub admin_token: Option<String>,
     /// Its store.
     pub store: Store,
+    base_path: String,
     engine: runs::Engine,
     dispatcher: tokio::task::JoinHandle<()>,
     closing: tokio::sync::watch::Sender<bool>,
@@ -308,6 +316,30 @@ impl Running {
     /// This node's id.
     pub fn node(&self) -> &str {
         self.engine.node()
+    }
+
+    /// Where a browser reaches its dashboard: its address (loopback when
+    /// it listens on every address) and the base path.
+    pub fn base_url(&self) -> String {
+        let mut addr = self.addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        format!("http://{addr}{}", self.base_path)
+    }
+
+    /// A new one-time sign-in link to the dashboard with the admin's
+    /// scopes, minted under the root admin token (so revoking it revokes
+    /// the link and what it signed in); `None` when that token is revoked
+    /// or expired.
+    pub async fn login_link(&self) -> Result<Option<String>> {
+        let now = self.store.now_ms();
+        let Some(admin) = browser::root_admin(&self.store, now).await? else {
+            return Ok(None);
+        };
+        let code =
+            browser::mint_login(&self.store, admin.scopes.clone(), Some(&admin), now).await?;
+        Ok(Some(code.link(&self.base_url(), None)))
     }
 
     /// Drains: refuses new runs, lets running ones finish within the
@@ -465,8 +497,9 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         openai: config.openai.clone(),
         started_at: store.now_ms(),
         sandbox,
+        page: transport::dashboard::Page::render(&config.base_path),
     });
-    let app = router::router(shared);
+    let app = router::under(&config.base_path, router::router(shared));
     let (shutdown, stop) = tokio::sync::watch::channel(false);
     let limits = config.limits;
     let server =
@@ -475,6 +508,7 @@ pub async fn start(config: GatewayConfig) -> Result<Running> {
         addr,
         admin_token,
         store,
+        base_path: config.base_path.clone(),
         engine,
         dispatcher,
         closing,

@@ -9,12 +9,52 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::Request;
+use axum::http::Uri;
 use axum::routing::{get, post};
 use talon_wire::paths;
 
 use crate::openai::{chat, models, not_allowed, responses};
 use crate::state::Shared;
-use crate::transport::{content, docs, http, stream, ws};
+use crate::transport::{content, dashboard, docs, http, login, stream, ws};
+
+/// `router`, answering under `base` (`gateway.controlUi.basePath`) as
+/// well as at `/`: a request under the prefix is routed as the path after
+/// it, so a reverse proxy may pass the prefix on or strip it.
+pub(crate) fn under(base: &str, router: Router) -> Router {
+    if base.is_empty() {
+        return router;
+    }
+    let base: Arc<str> = Arc::from(base);
+    Router::new()
+        .fallback_service(router)
+        .layer(axum::middleware::map_request(move |request: Request| {
+            let base = base.clone();
+            async move { strip(&base, request) }
+        }))
+}
+
+/// `request` with `base` taken off its path, when its path is under it.
+fn strip(base: &str, mut request: Request) -> Request {
+    let rest = match request.uri().path().strip_prefix(base) {
+        Some("") => "/",
+        Some(rest) if rest.starts_with('/') => rest,
+        _ => return request,
+    };
+    let mut target = rest.to_owned();
+    if let Some(query) = request.uri().query() {
+        target.push('?');
+        target.push_str(query);
+    }
+    let mut parts = request.uri().clone().into_parts();
+    if let Ok(target) = target.parse() {
+        parts.path_and_query = Some(target);
+        if let Ok(uri) = Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
+}
 
 /// The router.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
@@ -37,6 +77,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             get(content::artifact_content).fallback(only_get),
         )
         .merge(reference())
+        .merge(dashboard())
         .merge(openai())
         .fallback(talon_wire::no_route)
         .layer(axum::middleware::from_fn_with_state(
@@ -48,6 +89,29 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             crate::observe::access::layer,
         ))
         .with_state(shared)
+}
+
+/// The dashboard: its page on each of its views' paths, its assets, and
+/// its sign-in (no auth but the sign-in's own).
+fn dashboard() -> Router<Arc<Shared>> {
+    let mut router = Router::new()
+        .route("/assets/{name}", get(dashboard::asset).fallback(only_get))
+        .route(
+            "/v1/dashboard/login",
+            post(login::login).fallback(only_post),
+        )
+        .route(
+            "/v1/dashboard/session",
+            get(login::session).fallback(only_get),
+        )
+        .route(
+            "/v1/dashboard/logout",
+            post(login::logout).fallback(only_post),
+        );
+    for path in dashboard::APP_PATHS {
+        router = router.route(path, get(dashboard::app_page).fallback(only_get));
+    }
+    router
 }
 
 /// The reference for a person: `GET /` and `GET /docs` (no auth).

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pub started_at: u64,
     /// How commands are isolated (the default agents'; `/healthz`).
     pub sandbox: talon_jail::Status,
+    /// The dashboard's page, for its base path.
+    pub page: crate::transport::dashboard::Page,
 }
 
 /// The gateway's methods.

@@ -413,6 +413,11 @@ impl Handler for Api {
         lists::approvals(self, p)
     }
 
+    async fn approvals_get(&self, _: &(), p: ApprovalRef) -> Result<Approval, ApiError> {
+        self.read(|s| s.approvals.iter().find(|a| a.id == p.approval_id).cloned())
+            .ok_or_else(|| refuse::not_found("approval", p.approval_id.as_str()))
+    }
+
     async fn approvals_respond(
         &self,
         _: &(),

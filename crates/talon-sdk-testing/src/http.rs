@@ -61,7 +61,7 @@ async fn guarded(
     use talon_wire::guard::{Screened, expose, screen};
     let policy = talon_wire::browsers::BrowserPolicy::default();
     let cors = match screen(&request, &policy, listen) {
-        Screened::Pass { cors } => cors,
+        Screened::Pass { cors, .. } => cors,
         Screened::Preflight(response) => return response,
         Screened::Refused(refused) => return refused.into_response(),
     };

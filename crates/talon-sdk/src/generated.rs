@@ -398,6 +398,14 @@ impl Client {
         self.call(Method::ApprovalsList, &params, Retry::Safe).await
     }
 
+    /// One approval, pending or resolved (what the dashboard's `/approve/{id}` page shows).
+    ///
+    /// `approvals.get`: needs `session.read`; reads; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `not_found`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn approvals_get(&self, params: ApprovalRef) -> Result<Approval> {
+        self.call(Method::ApprovalsGet, &params, Retry::Safe).await
+    }
+
     /// Decides an approval (the first decision wins).
     ///
     /// `approvals.respond`: needs `approval.respond`; writes; stable.

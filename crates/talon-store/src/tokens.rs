@@ -213,6 +213,20 @@ impl Store {
         Ok(Some(revoked))
     }
 
+    /// Revokes one live token at `now` if no one has yet: `true` for the
+    /// one caller that did, `false` when it was already revoked (or is
+    /// unknown). What makes a one-time secret (a dashboard's login code)
+    /// usable once, whichever node two exchanges reach.
+    pub async fn consume_token(&self, id: &str, now: u64) -> Result<bool> {
+        let done =
+            sqlx::query("UPDATE tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
+                .bind(id.to_owned())
+                .bind(ms(now)?)
+                .execute(self.writes())
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// Revokes a token and its descendants ([`Store::revoke_token_tree`]);
     /// `false` when there is none with that id.
     pub async fn revoke_token(&self, id: &str, now: u64) -> Result<bool> {

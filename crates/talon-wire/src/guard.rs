@@ -40,6 +40,10 @@ const MAX_REQUESTED_HEADERS: usize = 32;
 const EXPOSE_HEADERS: &str = "retry-after, etag, content-range, content-length, content-type, \
      x-request-id, x-talon-run-id, x-talon-session-key, x-should-retry, retry-after-ms";
 
+/// Where a browser says a request comes from, relative to the page that
+/// sent it (`same-origin`, `same-site`, `cross-site`, `none`).
+const SEC_FETCH_SITE: &str = "sec-fetch-site";
+
 /// A request refused before its route.
 #[derive(Debug)]
 pub struct Refused {
@@ -70,6 +74,12 @@ pub enum Screened {
     Pass {
         /// The listed origin the response allows, if any.
         cors: Option<HeaderValue>,
+        /// Whether a browser sent it from the server's own origin: an
+        /// `Origin` naming it, or none with `Sec-Fetch-Site: same-origin`
+        /// (a browser's same-origin `GET`). What a server may honour a
+        /// cookie for; a request with neither (a program's, an old
+        /// browser's) is not.
+        own_origin: bool,
     },
     /// A CORS preflight, answered here.
     Preflight(Response),
@@ -96,10 +106,20 @@ pub fn screen<B>(request: &Request<B>, policy: &BrowserPolicy, listen: SocketAdd
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .and_then(explicit_port);
+    let mut own_origin = false;
     let cors = match request.headers().get(header::ORIGIN) {
-        None => None,
+        None => {
+            own_origin = request
+                .headers()
+                .get(SEC_FETCH_SITE)
+                .is_some_and(|v| v.as_bytes() == b"same-origin");
+            None
+        }
         Some(origin) => match origin_allowed(origin, (&host, port), policy) {
-            OriginVerdict::SameOrigin => None,
+            OriginVerdict::SameOrigin => {
+                own_origin = true;
+                None
+            }
             OriginVerdict::Listed(origin) => Some(origin),
             OriginVerdict::Refused(shown) => {
                 return Screened::Refused(Refused {
@@ -134,7 +154,7 @@ pub fn screen<B>(request: &Request<B>, policy: &BrowserPolicy, listen: SocketAdd
         }
         return Screened::Preflight(response);
     }
-    Screened::Pass { cors }
+    Screened::Pass { cors, own_origin }
 }
 
 /// A passed request's response, for a listed origin: allowed, with the

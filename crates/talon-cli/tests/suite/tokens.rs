@@ -127,12 +127,13 @@ fn help_lists_every_preset_and_scope() {
         "Presets:
   app                agent.read, agent.run, session.read, session.write, task.read, schedule.read, approval.respond, artifacts.read
   viewer             agent.read, session.read, task.read, schedule.read, artifacts.read
+  observer           agent.read, session.read, task.read, schedule.read, artifacts.read, metrics.read
   admin              admin
 
 Scopes:
   agent.read         see agents, models and tools: agents.list, agents.get, models.list, models.status, tools.list, environments.list, environments.status
   agent.run          start and cancel runs: runs.create, runs.cancel
-  session.read       read sessions, runs, approvals, questions and events: sessions.list, sessions.messages, runs.list, runs.get, runs.events, runs.wait, approvals.list, questions.list, events.subscribe, events.unsubscribe, tokens.ticket
+  session.read       read sessions, runs, approvals, questions and events: sessions.list, sessions.messages, runs.list, runs.get, runs.events, runs.wait, approvals.list, approvals.get, questions.list, events.subscribe, events.unsubscribe, tokens.ticket
   session.write      create, change and delete sessions, and send to them: sessions.create, sessions.resolve, sessions.update, sessions.send, sessions.fork, sessions.compact, sessions.abort, sessions.delete, runs.delete
   task.read          read background tasks: tasks.list, tasks.get, tasks.events
   task.write         cancel background tasks or change how their results are posted: tasks.cancel, tasks.notify
@@ -196,4 +197,61 @@ fn the_readmes_app_token_runs_waits_and_streams() {
         r#"{"name": "more", "preset": "admin", "expiresInMs": 60000}"#,
     );
     assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+}
+
+#[test]
+fn dashboard_prints_a_fresh_sign_in_link_under_an_admin_token() {
+    let home = tempfile::tempdir().unwrap();
+    // No admin token in the store: nothing to mint a link under.
+    let none = talon(home.path(), &["dashboard"]);
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no live admin token"),
+        "{none:?}"
+    );
+    assert!(
+        talon(home.path(), &["token", "create", "--preset", "admin"])
+            .status
+            .success()
+    );
+    let config = home.path().join("talon.json5");
+    std::fs::write(&config, "{gateway: {controlUi: {basePath: '/ops'}}}").unwrap();
+    let config = config.to_str().unwrap();
+    let printed = |args: &[&str]| {
+        let out = talon(home.path(), args);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let link = printed(&["dashboard", "--preset", "observer", "--next", "/inbox"]);
+    let code: String = link
+        .strip_prefix("http://127.0.0.1:7420/login#code=lgn_")
+        .unwrap_or_else(|| panic!("{link}"))
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    assert_eq!(code.len(), 64, "{link}");
+    assert!(link.ends_with("&next=/inbox\n"), "{link}");
+    let under = printed(&["dashboard", "--config", config]);
+    assert!(
+        under.starts_with("http://127.0.0.1:7420/ops/login#code=lgn_"),
+        "{under}"
+    );
+    let elsewhere = printed(&["dashboard", "--url", "https://talon.example.com/t"]);
+    assert!(
+        elsewhere.starts_with("https://talon.example.com/t/login#code=lgn_"),
+        "{elsewhere}"
+    );
+    // Two links, two codes; each is a revocable row under the admin token.
+    let listed = String::from_utf8(talon(home.path(), &["token", "list"]).stdout).unwrap();
+    assert_eq!(listed.matches("dashboard login").count(), 3, "{listed}");
+    for args in [
+        &["dashboard", "--preset", "root"][..],
+        &["dashboard", "--next", "//evil.example"][..],
+        &["dashboard", "--url", "http://user:pw@host"][..],
+        &["dashboard", "--url", "ftp://host"][..],
+        &["dashboard", "--url", "http://host/?q=1"][..],
+    ] {
+        let out = talon(home.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    }
 }

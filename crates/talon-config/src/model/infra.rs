@@ -44,7 +44,6 @@ fn gateway_openclaw(schema: &mut Schema) {
             "bind",
             "auth",
             "mode",
-            "controlUi",
             "tailscale",
             "remote",
             "reload",
@@ -72,6 +71,33 @@ pub struct GatewaySection {
     pub security: Security,
     /// What environments may use.
     pub environments: Environments,
+    /// The dashboard a person opens on the gateway.
+    pub control_ui: ControlUi,
+}
+
+fn control_ui_openclaw(schema: &mut Schema) {
+    openclaw(
+        schema,
+        &[
+            "enabled",
+            "root",
+            "allowedOrigins",
+            "dangerouslyAllowHostHeaderOriginFallback",
+            "allowInsecureAuth",
+            "dangerouslyDisableDeviceAuth",
+        ],
+        "OpenClaw's; browser origins are gateway.security.allowedOrigins.",
+    );
+}
+
+/// The dashboard a person opens on the gateway.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+#[schemars(transform = control_ui_openclaw)]
+pub struct ControlUi {
+    /// The path prefix the dashboard is reached under behind a reverse proxy (`/talon`); the gateway answers under it as well as at `/`.
+    #[schemars(length(max = 128))]
+    pub base_path: Option<NonEmpty>,
 }
 
 /// The gateway's limits (absent: the gateway's defaults).

@@ -9,8 +9,8 @@
 use talon_protocol::gateway::bounded::{Cursor, RunId, SessionId};
 use talon_protocol::gateway::page::limit;
 use talon_protocol::gateway::params::{
-    ApprovalsListParams, ApprovalsListResult, ApprovalsRespondParams, QuestionsListParams,
-    QuestionsListResult, QuestionsRespondParams,
+    ApprovalRef, ApprovalsListParams, ApprovalsListResult, ApprovalsRespondParams,
+    QuestionsListParams, QuestionsListResult, QuestionsRespondParams,
 };
 use talon_protocol::gateway::{
     ApiError, Approval, ApprovalDecision, ApprovalStatus, Question, QuestionStatus,
@@ -82,6 +82,36 @@ impl Api {
     }
 
     /// `approvals.respond`: an approval of a run the caller may see.
+    /// `approvals.get`: one approval of a run the caller may see (the
+    /// others, as if they did not exist).
+    pub(super) async fn get_approval(
+        &self,
+        caller: &Caller,
+        p: ApprovalRef,
+    ) -> Result<Approval, ApiError> {
+        self.approval_for(Authority::Caller(caller), p.approval_id.as_str())
+            .await
+    }
+
+    /// The approval `id`, as `by` may see it: a caller, an approval of a
+    /// run it may see (the others, as if they did not exist); the gateway,
+    /// any.
+    async fn approval_for(&self, by: Authority<'_>, id: &str) -> Result<Approval, ApiError> {
+        let approval = self
+            .store
+            .approval(id)
+            .await
+            .map_err(api_error)?
+            .ok_or_else(|| not_found("approval", id))?;
+        if let Authority::Caller(caller) = by
+            && !crate::auth::owned::sees_run_of(&self.store, caller, approval.run_id.as_str())
+                .await?
+        {
+            return Err(not_found("approval", id));
+        }
+        Ok(approval)
+    }
+
     pub(super) async fn respond_approval(
         &self,
         caller: &Caller,
@@ -98,18 +128,7 @@ impl Api {
         by: Authority<'_>,
         p: ApprovalsRespondParams,
     ) -> Result<Approval, ApiError> {
-        let approval = self
-            .store
-            .approval(p.approval_id.as_str())
-            .await
-            .map_err(api_error)?
-            .ok_or_else(|| not_found("approval", p.approval_id.as_str()))?;
-        if let Authority::Caller(caller) = by
-            && !crate::auth::owned::sees_run_of(&self.store, caller, approval.run_id.as_str())
-                .await?
-        {
-            return Err(not_found("approval", p.approval_id.as_str()));
-        }
+        let approval = self.approval_for(by, p.approval_id.as_str()).await?;
         approval.offers(p.decision)?;
         let decision = p.decision;
         let reason = p.reason;

@@ -468,6 +468,10 @@ impl Handler for Api {
         self.list_approvals(caller, p).await
     }
 
+    async fn approvals_get(&self, caller: &Caller, p: ApprovalRef) -> Result<Approval, ApiError> {
+        self.get_approval(caller, p).await
+    }
+
     async fn approvals_respond(
         &self,
         caller: &Caller,

@@ -1,8 +1,10 @@
 //! The gateway's guard: [`talon_wire::guard::screen`] (the Host check, the
 //! Origin check and CORS, which the fake applies too) around every route,
 //! and a refused Host or Origin logged at `warn`, naming the config key
-//! that admits it. No cookies are involved: tokens are bearer headers, and
-//! streams take a ticket ([`crate::auth::tokens`]).
+//! that admits it. The one cookie believed is the dashboard's sign-in, on
+//! a request from the gateway's own origin ([`crate::auth::browser`]);
+//! tokens are otherwise bearer headers, and streams take a ticket
+//! ([`crate::auth::tokens`]).
 
 use std::sync::Arc;
 
@@ -16,11 +18,14 @@ use crate::state::Shared;
 /// The Host check, the Origin check and CORS, around every route.
 pub(crate) async fn guard(
     State(shared): State<Arc<Shared>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let cors = match screen(&request, &shared.browsers, shared.listen) {
-        Screened::Pass { cors } => cors,
+        Screened::Pass { cors, own_origin } => {
+            crate::auth::browser::promote(&mut request, own_origin);
+            cors
+        }
         Screened::Preflight(response) => return response,
         Screened::Refused(refused) => {
             if let Some((what, shown, key)) = &refused.noted {

@@ -9,6 +9,9 @@
 //!   sockets it opened.
 //! - [`owned`]: what a caller may see (a bound token: its subject's and
 //!   agents' records only).
+//! - [`browser`]: the dashboard's sign-in: a one-time link, a session
+//!   token in an `HttpOnly` cookie, believed from the gateway's own
+//!   origin only.
 //! - [`guard`]: the Host allow-list, the Origin check and CORS
 //!   (`talon_wire::guard`, which the fake applies too), around every route.
 //!
@@ -16,6 +19,7 @@
 //! [`stream_caller`] (the token, or a stream's ticket), each taking one
 //! call from the token's rate.
 
+pub mod browser;
 pub(crate) mod guard;
 pub(crate) mod identity;
 pub(crate) mod owned;

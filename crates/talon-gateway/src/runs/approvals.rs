@@ -159,7 +159,9 @@ impl DurableApprover {
             run_id = %ctx.scope.run_id,
             approval_id = %approval.id,
             tool = %entry.id,
-            "run waiting for approval"
+            approve = %approval.page(),
+            "run waiting for approval (answer it on the dashboard at {})",
+            approval.page()
         );
         let resolved = self.wait(approval).await?;
         guard.id = None;

@@ -1,5 +1,5 @@
-//! What a person reads: `GET /` (an HTML page linking to the reference for
-//! a browser, [`GatewayIndex`] as JSON for any other client) and `GET
+//! What a person reads: `GET /` (the dashboard, [`super::dashboard`], for
+//! a browser; [`GatewayIndex`] as JSON for any other client) and `GET
 //! /docs`, the API reference rendered in the browser from the served
 //! `/v1/openapi.json` by Redoc, whose standalone bundle is vendored in
 //! `assets/redoc/` (version, licence and hash there) and served at
@@ -45,32 +45,19 @@ const DOCS_PAGE: &str = r#"<!doctype html>
 </html>
 "#;
 
-const INDEX_PAGE: &str = r#"<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Talon gateway</title>
-</head>
-<body>
-<h1>Talon gateway</h1>
-<p>This is a Talon gateway. Its API is described for people at <a href="/docs">/docs</a>
-and for programs at <a href="/v1/openapi.json">/v1/openapi.json</a>.</p>
-<p>Every method is <code>POST /v1/&lt;method&gt;</code> with a JSON body and
-<code>Authorization: Bearer &lt;token&gt;</code>; the admin token is printed when the gateway
-first starts (<code>talon gateway</code>), and <code>talon token create --scope app</code> makes narrower ones.</p>
-<p>Readiness: <a href="/healthz">/healthz</a>.</p>
-</body>
-</html>
-"#;
-
 /// An HTML page with the policy.
 fn page(body: &'static str) -> Response {
+    html(axum::body::Body::from(body), CONTENT_SECURITY_POLICY)
+}
+
+/// An HTML page under `policy`, sniffing off, sending no referrer: every
+/// page the gateway serves (this one's and the dashboard's).
+pub(crate) fn html(body: axum::body::Body, policy: &'static str) -> Response {
     let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        HeaderValue::from_static(policy),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -97,10 +84,13 @@ fn wants_html(headers: &HeaderMap) -> bool {
         })
 }
 
-/// `GET /`: the HTML page for a browser, [`GatewayIndex`] for a program.
-pub(crate) async fn index(headers: HeaderMap) -> Response {
+/// `GET /`: the dashboard for a browser, [`GatewayIndex`] for a program.
+pub(crate) async fn index(
+    axum::extract::State(shared): axum::extract::State<std::sync::Arc<crate::state::Shared>>,
+    headers: HeaderMap,
+) -> Response {
     let mut response = if wants_html(&headers) {
-        page(INDEX_PAGE)
+        super::dashboard::page(&shared.page)
     } else {
         axum::Json(GatewayIndex::current()).into_response()
     };

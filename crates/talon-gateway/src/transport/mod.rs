@@ -7,7 +7,10 @@
 //! - [`ws`]: `GET /v1/ws`, the same calls as frames and event
 //!   subscriptions.
 //! - [`content`]: an artifact's bytes (`ETag`, one `Range`).
-//! - [`docs`]: `GET /` and `GET /docs` for a person.
+//! - [`docs`]: `GET /` (the dashboard's page for a browser, the index as
+//!   JSON for a program) and `GET /docs` for a person.
+//! - [`dashboard`]: the dashboard's page on its views' paths and its
+//!   embedded assets; [`login`]: its sign-in routes.
 //! - [`body`]: a request body within its size, deadline and rate.
 //! - [`serve`]: the accept loop (hyper HTTP/1.1 with upgrades) and its
 //!   socket options.
@@ -18,8 +21,10 @@
 
 pub(crate) mod body;
 pub(crate) mod content;
+pub(crate) mod dashboard;
 pub(crate) mod docs;
 pub(crate) mod http;
+pub(crate) mod login;
 pub(crate) mod serve;
 pub(crate) mod stream;
 pub(crate) mod ws;

@@ -15,7 +15,9 @@
 //! The token comes with the upgrade request (`Authorization: Bearer`), or,
 //! from a browser (which cannot set that header), as the first frame,
 //! `{"type":"auth","token":..}`, within `header_read_timeout`, answered
-//! `{"type":"authenticated"}` (a missing or refused one closes the socket
+//! `{"type":"authenticated"}`; a signed-in dashboard's frame may carry an
+//! empty token, its cookie's standing in ([`crate::auth::browser`]) (a
+//! missing or refused one closes the socket
 //! with 4003, a token over its requests in flight with 4029). A
 //! `tokens.ticket` ticket as `?ticket=` opens a socket that may only
 //! subscribe with the filter its ticket names (`{"socket": {..}}`) and
@@ -78,11 +80,17 @@ pub(crate) async fn upgrade(
     State(shared): State<Arc<Shared>>,
     uri: Uri,
     headers: HeaderMap,
+    cookie: Option<axum::Extension<crate::auth::browser::FromCookie>>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // A signed-in dashboard's socket authenticates in its first frame too
+    // (as every browser's does), its token empty: the cookie's stands in.
+    let cookie = cookie.map(|axum::Extension(c)| c.0);
     let authenticated = async {
         let query: TicketQuery = crate::transport::stream::query(&uri)?;
-        if query.ticket.is_none() && !headers.contains_key(axum::http::header::AUTHORIZATION) {
+        if query.ticket.is_none()
+            && (cookie.is_some() || !headers.contains_key(axum::http::header::AUTHORIZATION))
+        {
             // Credentials come in the first frame.
             return Ok(None);
         }
@@ -109,7 +117,7 @@ pub(crate) async fn upgrade(
         .on_upgrade(move |mut socket| async move {
             let (caller, in_flight) = match authenticated {
                 Some(authenticated) => authenticated,
-                None => match first_frame(&shared, &mut socket).await {
+                None => match first_frame(&shared, &mut socket, cookie).await {
                     Some(authenticated) => authenticated,
                     None => return,
                 },
@@ -124,11 +132,16 @@ pub(crate) async fn upgrade(
 async fn first_frame(
     shared: &Shared,
     socket: &mut WebSocket,
+    cookie: Option<String>,
 ) -> Option<(Caller, crate::limits::RequestPermit)> {
     let deadline = shared.limiter.limits().header_read_timeout;
     let token = match tokio::time::timeout(deadline, socket.recv()).await {
         Ok(Some(Ok(Message::Text(text)))) => talon_wire::ws::auth_token(text.as_str()),
         _ => None,
+    };
+    let token = match (token, cookie) {
+        (Some(token), Some(cookie)) if token.is_empty() => Some(cookie),
+        (token, _) => token,
     };
     let authenticated = async {
         let Some(token) = token else {

@@ -6,6 +6,7 @@ mod cells;
 mod client_tools;
 mod connections;
 mod cost;
+mod dashboard;
 mod deletes;
 mod deltas;
 mod docs;
@@ -101,6 +102,7 @@ pub struct Options {
     pub browsers: talon_gateway::BrowserPolicy,
     pub ticket_ttl: std::time::Duration,
     pub openai: talon_gateway::OpenAiPolicy,
+    pub base_path: String,
 }
 
 impl Default for Options {
@@ -115,6 +117,7 @@ impl Default for Options {
             browsers: talon_gateway::BrowserPolicy::default(),
             ticket_ttl: talon_gateway::tokens::TICKET_TTL,
             openai: talon_gateway::OpenAiPolicy::default(),
+            base_path: String::new(),
         }
     }
 }
@@ -161,6 +164,7 @@ impl TestGateway {
             browsers: options.browsers,
             ticket_ttl: options.ticket_ttl,
             openai: options.openai,
+            base_path: options.base_path,
             ..local
         };
         let running = talon_gateway::start(config).await.unwrap();

@@ -91,6 +91,10 @@ pub enum ApprovalStatus {
     Unknown,
 }
 
+/// The dashboard's page for one approval (axum's path syntax): what a
+/// person opens, on a phone too, to answer it.
+pub const APPROVAL_PAGE: &str = "/approve/{id}";
+
 /// An approval request and, once decided, its resolution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -155,6 +159,13 @@ pub struct Approval {
 }
 
 impl Approval {
+    /// Where a person answers it on the gateway: the dashboard's page for
+    /// it ([`APPROVAL_PAGE`]), which carries no credential (it signs in
+    /// with the dashboard's cookie).
+    pub fn page(&self) -> String {
+        APPROVAL_PAGE.replace("{id}", self.id.as_str())
+    }
+
     /// The catalog id of the tool this approval is for, which identifies
     /// it exactly: [`Approval::tool_id`], else, for an approval stored
     /// before that field existed, its `tool_name` when that is a catalog

@@ -393,6 +393,11 @@ method_table! {
     ApprovalsList => "approvals.list" as approvals_list (ApprovalsListParams -> ApprovalsListResult) {
         scope: SessionRead, effect: Read, stability: Stable, errors: [],
     }
+    /// One approval, pending or resolved (what the dashboard's
+    /// `/approve/{id}` page shows).
+    ApprovalsGet => "approvals.get" as approvals_get (ApprovalRef -> Approval) {
+        scope: SessionRead, effect: Read, stability: Experimental, errors: [NotFound],
+    }
     /// Decides an approval (the first decision wins).
     ApprovalsRespond => "approvals.respond" as approvals_respond (ApprovalsRespondParams -> Approval) {
         scope: ApprovalRespond, effect: Write, stability: Stable, errors: [NotFound, Conflict],

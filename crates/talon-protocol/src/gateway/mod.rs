@@ -24,7 +24,8 @@ pub mod tasks;
 pub mod tokens;
 
 pub use approvals::{
-    Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question, QuestionStatus, RiskLevel,
+    APPROVAL_PAGE, Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question,
+    QuestionStatus, RiskLevel,
 };
 pub use catalog::{
     ApprovalPolicy, ArgumentSummary, Environment, EnvironmentCapabilities, EnvironmentStatus,

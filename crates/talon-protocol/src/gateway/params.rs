@@ -456,6 +456,11 @@ params! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cursor: Option<Cursor>,
     }
+    /// `approvals.get`.
+    ApprovalRef {
+        /// The approval.
+        approval_id: ApprovalId,
+    }
     /// `approvals.respond`: the first decision wins.
     ApprovalsRespondParams {
         /// The approval.

@@ -245,6 +245,12 @@ refusals! {
     bad_ticket() -> Unauthenticated ["reason" = "ticket"]: "the stream ticket is unknown, used or expired: mint a new one with tokens.ticket";
     /// A stream ticket used for anything but its stream.
     ticket_calls(what: text) -> Forbidden ["reason" = "ticket"]: "{what}: a stream ticket opens the one stream it was minted for and calls nothing";
+    /// A dashboard sign-in code that is unknown, used or expired.
+    bad_login_code() -> Unauthenticated ["reason" = "login"]: "this sign-in link is unknown, used or expired: run `talon dashboard` for a new one";
+    /// A dashboard sign-in or sign-out that did not come from the gateway's own page.
+    login_not_own_origin() -> Forbidden ["reason" = "origin"]: "signing in and out takes the gateway's own page: open the link in a browser";
+    /// A dashboard request without its sign-in cookie.
+    not_signed_in() -> Unauthenticated ["reason" = "missing"]: "not signed in: open the link `talon dashboard` prints";
     /// A WebSocket request before the socket authenticated (the
     /// TypeScript fake's socket, which authenticates in a frame).
     socket_unauthenticated() -> Unauthenticated: "the socket is not authenticated";

@@ -154,19 +154,24 @@ pub enum ScopePreset {
     /// Read-only: agents, sessions, runs, events, tasks, schedules,
     /// artifacts.
     Viewer,
+    /// What a person watching needs: the viewer's scopes and the
+    /// Prometheus metrics; it acts on nothing (a dashboard's read-only
+    /// sign-in).
+    Observer,
     /// Everything.
     Admin,
 }
 
 impl ScopePreset {
     /// Every preset.
-    pub const ALL: [ScopePreset; 3] = [Self::App, Self::Viewer, Self::Admin];
+    pub const ALL: [ScopePreset; 4] = [Self::App, Self::Viewer, Self::Observer, Self::Admin];
 
     /// Its name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::App => "app",
             Self::Viewer => "viewer",
+            Self::Observer => "observer",
             Self::Admin => "admin",
         }
     }
@@ -190,6 +195,14 @@ impl ScopePreset {
                 Scope::TaskRead,
                 Scope::ScheduleRead,
                 Scope::ArtifactsRead,
+            ],
+            Self::Observer => &[
+                Scope::AgentRead,
+                Scope::SessionRead,
+                Scope::TaskRead,
+                Scope::ScheduleRead,
+                Scope::ArtifactsRead,
+                Scope::MetricsRead,
             ],
             Self::Admin => &[Scope::Admin],
         }
@@ -215,7 +228,7 @@ pub enum ScopeWordsError {
         word: String,
     },
     /// No word at all (or only separators).
-    #[error("give a preset (app, viewer, admin) or a scope")]
+    #[error("give a preset (app, viewer, observer, admin) or a scope")]
     Empty,
 }
 
@@ -298,10 +311,21 @@ mod tests {
             ]
         );
         assert_eq!(expand_scopes(["admin"]).unwrap(), [Scope::Admin]);
+        assert_eq!(
+            expand_scopes(["observer"]).unwrap(),
+            [
+                Scope::AgentRead,
+                Scope::SessionRead,
+                Scope::TaskRead,
+                Scope::ScheduleRead,
+                Scope::ArtifactsRead,
+                Scope::MetricsRead
+            ]
+        );
         assert_eq!(expand_scopes([" , "]).unwrap_err(), ScopeWordsError::Empty);
         assert_eq!(
             expand_scopes([" , "]).unwrap_err().to_string(),
-            "give a preset (app, viewer, admin) or a scope"
+            "give a preset (app, viewer, observer, admin) or a scope"
         );
         let unknown = expand_scopes(["root"]).unwrap_err();
         assert_eq!(
@@ -313,7 +337,7 @@ mod tests {
         assert!(
             unknown
                 .to_string()
-                .starts_with("unknown scope \"root\": a preset (app, viewer, admin)"),
+                .starts_with("unknown scope \"root\": a preset (app, viewer, observer, admin)"),
             "{unknown}"
         );
         // An app token can follow and wait for the runs it starts.

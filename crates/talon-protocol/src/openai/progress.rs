@@ -8,7 +8,7 @@
 //! → list {"path":"."}
 //! ✓ list (3 ms)
 //! ✗ exec: the command failed
-//! ⏸ exec waits for approval apr_1
+//! ⏸ exec waits for approval apr_1 at /approve/apr_1
 //! ? Which branch? (question qst_1)
 //! ```
 //!
@@ -72,7 +72,7 @@ pub fn step(data: &EventData) -> Option<Step> {
         EventData::ApprovalRequested(a) => {
             let what = a.tool_name.as_deref().unwrap_or(&a.summary);
             Some(Step {
-                line: format!("⏸ {what} waits for approval {}\n", a.id),
+                line: format!("⏸ {what} waits for approval {} at {}\n", a.id, a.page()),
                 talon: json!({"type": kind, "approvalId": a.id,
                               "toolName": a.tool_name}),
             })

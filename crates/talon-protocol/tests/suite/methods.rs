@@ -52,6 +52,7 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "artifacts.get",
         "artifacts.download",
         "approvals.list",
+        "approvals.get",
         "approvals.respond",
         "questions.list",
         "questions.respond",

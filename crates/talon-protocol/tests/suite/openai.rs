@@ -178,7 +178,7 @@ fn an_approval_shows_as_progress_and_an_approval_request_item() {
     assert_eq!(
         lines,
         [
-            "⏸ write waits for approval apr_1\n",
+            "⏸ write waits for approval apr_1 at /approve/apr_1\n",
             "■ denied: approval apr_1\n"
         ]
     );

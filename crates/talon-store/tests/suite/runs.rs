@@ -475,3 +475,36 @@ async fn a_stored_request_that_does_not_decode_is_corrupt_not_missing() {
         None
     );
 }
+
+on_both! {
+    /// A one-time secret is consumed once: of two concurrent consumers
+    /// exactly one wins, and a revoked or unknown token is never consumed.
+    async fn a_token_is_consumed_once_by_one_of_many(t) {
+        let store = &t.store;
+        let token = StoredToken {
+            subject: None,
+            agents: None,
+            id: "tok_login".into(),
+            hash: "ef".repeat(32),
+            name: Some("dashboard login".into()),
+            scopes: vec![Scope::AgentRead],
+            created_at: 10,
+            expires_at: Some(1_000),
+            revoked_at: None,
+            parent_id: None,
+        };
+        store.insert_token(&token).await.unwrap();
+        let won = tokio::join!(
+            store.consume_token("tok_login", 100),
+            store.consume_token("tok_login", 101),
+            store.consume_token("tok_login", 102),
+            store.consume_token("tok_login", 103),
+        );
+        let won = [won.0.unwrap(), won.1.unwrap(), won.2.unwrap(), won.3.unwrap()];
+        assert_eq!(won.iter().filter(|w| **w).count(), 1);
+        let stored = store.token("tok_login").await.unwrap().unwrap();
+        assert!(stored.revoked_at.is_some_and(|at| (100..104).contains(&at)));
+        assert!(!store.consume_token("tok_login", 500).await.unwrap());
+        assert!(!store.consume_token("tok_nobody", 500).await.unwrap());
+    }
+}

@@ -107,6 +107,7 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
         Method::ArtifactsGet => (json!({"artifactId": her["artifact"]}), NotFound),
         Method::ArtifactsDownload => (json!({"artifactId": her["artifact"]}), NotFound),
         Method::ApprovalsList => (json!({}), NoneOfHers),
+        Method::ApprovalsGet => (json!({"approvalId": her["approval"]}), NotFound),
         Method::ApprovalsRespond => (
             json!({"approvalId": her["approval"], "decision": "deny"}),
             NotFound,

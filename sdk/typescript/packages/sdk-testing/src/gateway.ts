@@ -42,10 +42,25 @@ export interface RunningGateway {
   readonly url: string;
   /** The admin token it printed. */
   readonly token: string;
+  /**
+   * The dashboard's one-time sign-in link it printed on stderr
+   * (`http://127.0.0.1:PORT/login#code=lgn_…`), if it printed one.
+   */
+  readonly loginLink: string | undefined;
+  /** Its config file (for `talon dashboard --config`). */
+  readonly config: string;
+  /** The `talon` binary it runs. */
+  readonly bin: string;
   /** Its state directory, workspace and files. */
   readonly dir: string;
   /** The agent's workspace. */
   readonly workspace: string;
+  /**
+   * Ends it (SIGTERM, then SIGKILL after 5 s) and starts it again on the
+   * same port with the same state (a gateway restart, as clients see one);
+   * `loginLink` is then the new start's link.
+   */
+  restart(): Promise<void>;
   /** Ends it (SIGTERM, then SIGKILL after 5 s) and removes its directory. */
   stop(): Promise<void>;
 }
@@ -85,26 +100,34 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const agents = (options.config?.agents ?? {}) as { defaults?: object };
   const config = { ...options.config, agents: { ...agents, defaults: { workspace, ...agents.defaults } } };
   writeFileSync(join(dir, "talon.json"), JSON.stringify(config));
-  const child = spawn(
-    bin,
-    [
-      "gateway",
-      "--listen",
-      "127.0.0.1:0",
-      "--config",
-      join(dir, "talon.json"),
-      "--mock-script",
-      join(dir, "script.json"),
-    ],
-    { env: { ...process.env, HOME: dir, TALON_STATE_DIR: join(dir, "state") }, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const { url, token } = await listening(child, options.startTimeoutMs ?? 30_000);
+  const launch = (listen: string) =>
+    spawn(
+      bin,
+      ["gateway", "--listen", listen, "--config", join(dir, "talon.json"), "--mock-script", join(dir, "script.json")],
+      { env: { ...process.env, HOME: dir, TALON_STATE_DIR: join(dir, "state") }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+  const timeoutMs = options.startTimeoutMs ?? 30_000;
+  let child = launch("127.0.0.1:0");
+  const first = await listening(child, timeoutMs);
+  const { url, token } = first;
+  let loginLink = first.loginLink;
   let stopped: Promise<void> | undefined;
   return {
     url,
     token,
+    get loginLink() {
+      return loginLink;
+    },
+    config: join(dir, "talon.json"),
+    bin,
     dir,
     workspace,
+    async restart() {
+      await stop(child);
+      // The admin token is printed on the first start only: the restart knows it.
+      child = launch(new URL(url).host);
+      loginLink = (await listening(child, timeoutMs, token)).loginLink;
+    },
     stop() {
       stopped ??= stop(child).finally(() => {
         rmSync(dir, { recursive: true, force: true });
@@ -114,29 +137,48 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   };
 }
 
-function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: string; token: string }> {
+/** How long to wait, once it listens, for the dashboard's sign-in line (a gateway without one prints none). */
+const LINK_GRACE_MS = 1_000;
+
+function listening(
+  child: ChildProcess,
+  timeoutMs: number,
+  knownToken?: string,
+): Promise<{ url: string; token: string; loginLink: string | undefined }> {
   return new Promise((resolvePromise, reject) => {
     let stdout = "";
     let stderr = "";
     let url: string | undefined;
-    let token: string | undefined;
+    let token: string | undefined = knownToken;
+    let loginLink: string | undefined;
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    let graceOver = false;
     const timer = setTimeout(() => {
       fail(new Error(`talon gateway did not listen within ${timeoutMs} ms:\n${stderr}`));
     }, timeoutMs);
     const done = () => {
+      if (url && token && !loginLink && !graceOver) {
+        grace ??= setTimeout(() => {
+          graceOver = true;
+          done();
+        }, LINK_GRACE_MS);
+        return;
+      }
       if (url && token) {
         clearTimeout(timer);
+        clearTimeout(grace);
         child.stdout?.removeAllListeners("data");
         child.stderr?.removeAllListeners("data");
         child.removeListener("exit", onExit);
         // Keep draining, so a chatty gateway never blocks on a full pipe.
         child.stdout?.resume();
         child.stderr?.resume();
-        resolvePromise({ url, token });
+        resolvePromise({ url, token, loginLink });
       }
     };
     const fail = (error: Error) => {
       clearTimeout(timer);
+      clearTimeout(grace);
       child.kill("SIGKILL");
       reject(error);
     };
@@ -147,7 +189,7 @@ function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: strin
     child.stdout?.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
       const line = stdout.split("\n")[0];
-      if (stdout.includes("\n") && line) token = line.trim();
+      if (knownToken === undefined && stdout.includes("\n") && line) token = line.trim();
       done();
     });
     child.stderr?.on("data", (chunk: Buffer) => {
@@ -155,6 +197,8 @@ function listening(child: ChildProcess, timeoutMs: number): Promise<{ url: strin
       // Only a whole line: a chunk may end in the middle of the URL.
       const match = /talon gateway: listening on (\S+)\r?\n/.exec(stderr);
       if (match?.[1]) url = match[1];
+      const link = /talon gateway: dashboard \(this link signs in once, within 15 minutes\): (\S+)\r?\n/.exec(stderr);
+      if (link?.[1]) loginLink = link[1];
       done();
     });
   });

@@ -73,6 +73,7 @@ function samples(made: Made): Samples {
     "artifacts.get": { artifactId: made.artifactId, runId: made.runId },
     "artifacts.download": { artifactId: made.artifactId },
     "approvals.list": { status: "pending" },
+    "approvals.get": { approvalId: made.approvalId },
     "approvals.respond": { approvalId: made.approvalId, decision: "approve_once" },
     "questions.list": {},
     "questions.respond": { questionId: made.questionId, answer: "yes" },

@@ -172,6 +172,11 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
     if (nextCursor) result.nextCursor = nextCursor;
     return result;
   },
+  "approvals.get": (p, { state }) => {
+    const found = state.approvals.find((a) => a.id === p.approvalId);
+    if (!found) throw notFound("approval", p.approvalId);
+    return copy(found);
+  },
   "approvals.respond": (p, { state }) => respondApproval(state, p),
   "questions.list": (p, { state }) => {
     const all = state.questions.filter(

@@ -302,6 +302,12 @@ export interface ApprovalsMethods {
    */
   list(params?: T.ApprovalsListParams, options?: CallOptions): PagePromise<T.ApprovalsListResult, T.ApprovalsListResult["approvals"][number]>;
   /**
+   * One approval, pending or resolved (what the dashboard's `/approve/{id}` page shows).
+   *
+   * `approvals.get`: needs `session.read`; reads, retried on a retryable error; experimental.
+   */
+  get(approvalId: T.ApprovalRef["approvalId"], options?: CallOptions): Promise<T.Approval>;
+  /**
    * Decides an approval (the first decision wins).
    *
    * `approvals.respond`: needs `approval.respond`; writes, given an idempotency key when none is passed and retried with it; stable.
@@ -556,6 +562,8 @@ export class GatewayClient {
           (page) => page.approvals,
           (page) => page.nextCursor,
         ),
+      get: (approvalId, options) =>
+        caller.call("approvals.get", { approvalId }, options),
       respond: (approvalId, params, options) =>
         caller.call("approvals.respond", { ...params, approvalId }, options),
     };

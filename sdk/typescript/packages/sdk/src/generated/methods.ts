@@ -391,6 +391,15 @@ export const METHODS = {
     result: "ApprovalsListResult",
     errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
   },
+  "approvals.get": {
+    scope: "session.read",
+    effect: "read",
+    stability: "experimental",
+    idempotencyKey: false,
+    params: "ApprovalRef",
+    result: "Approval",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "not_found", "rate_limited", "unavailable", "internal"],
+  },
   "approvals.respond": {
     scope: "approval.respond",
     effect: "write",
@@ -555,6 +564,7 @@ export interface MethodTypes {
   "artifacts.get": { params: T.ArtifactRef; result: T.ArtifactSummary };
   "artifacts.download": { params: T.ArtifactRef; result: T.ArtifactsDownloadResult };
   "approvals.list": { params: T.ApprovalsListParams; result: T.ApprovalsListResult };
+  "approvals.get": { params: T.ApprovalRef; result: T.Approval };
   "approvals.respond": { params: T.ApprovalsRespondParams; result: T.Approval };
   "questions.list": { params: T.QuestionsListParams; result: T.QuestionsListResult };
   "questions.respond": { params: T.QuestionsRespondParams; result: T.Question };

@@ -88,6 +88,21 @@ export function ticketCalls(what: string, extra: ErrorDetails = {}): ApiError {
   return refusal("forbidden", `${what}: a stream ticket opens the one stream it was minted for and calls nothing`, { reason: "ticket", ...extra });
 }
 
+/** A dashboard sign-in code that is unknown, used or expired. */
+export function badLoginCode(extra: ErrorDetails = {}): ApiError {
+  return refusal("unauthenticated", `this sign-in link is unknown, used or expired: run \`talon dashboard\` for a new one`, { reason: "login", ...extra });
+}
+
+/** A dashboard sign-in or sign-out that did not come from the gateway's own page. */
+export function loginNotOwnOrigin(extra: ErrorDetails = {}): ApiError {
+  return refusal("forbidden", `signing in and out takes the gateway's own page: open the link in a browser`, { reason: "origin", ...extra });
+}
+
+/** A dashboard request without its sign-in cookie. */
+export function notSignedIn(extra: ErrorDetails = {}): ApiError {
+  return refusal("unauthenticated", `not signed in: open the link \`talon dashboard\` prints`, { reason: "missing", ...extra });
+}
+
 /**
  * A WebSocket request before the socket authenticated (the
  *  TypeScript fake's socket, which authenticates in a frame).

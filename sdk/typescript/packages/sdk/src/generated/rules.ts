@@ -51,5 +51,6 @@ export const NOTIFY_POLICIES: readonly NotifyPolicy[] = ["done_only", "state_cha
 export const SCOPE_PRESETS: Readonly<Record<ScopePreset, readonly Scope[]>> = {
   app: ["agent.read", "agent.run", "session.read", "session.write", "task.read", "schedule.read", "approval.respond", "artifacts.read"],
   viewer: ["agent.read", "session.read", "task.read", "schedule.read", "artifacts.read"],
+  observer: ["agent.read", "session.read", "task.read", "schedule.read", "artifacts.read", "metrics.read"],
   admin: ["admin"],
 };

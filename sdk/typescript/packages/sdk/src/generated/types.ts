@@ -216,6 +216,12 @@ export type ApprovalKind = "tool" | "environment" | "unknown";
  */
 export type ApprovalPolicy = "allow" | "deny" | "ask" | "unknown";
 
+/** `approvals.get`. */
+export interface ApprovalRef {
+  /** The approval. */
+  approvalId: ApprovalId;
+}
+
 /** `approval.resolved`. */
 export interface ApprovalResolvedData {
   /** The approval. */
@@ -1745,9 +1751,10 @@ export type Scope = "agent.read" | "agent.run" | "session.read" | "session.write
  *
  * - `app`: What an app's backend needs: run agents, follow their events and results, answer approvals and questions, read artifacts.
  * - `viewer`: Read-only: agents, sessions, runs, events, tasks, schedules, artifacts.
+ * - `observer`: What a person watching needs: the viewer's scopes and the Prometheus metrics; it acts on nothing (a dashboard's read-only sign-in).
  * - `admin`: Everything.
  */
-export type ScopePreset = "app" | "viewer" | "admin";
+export type ScopePreset = "app" | "viewer" | "observer" | "admin";
 
 /** A conversation with an agent, addressed by id or by key. */
 export interface Session {
