@@ -227,6 +227,17 @@ impl Store {
 /// Statuses of a run that holds its session's lane and a node's lease.
 pub(crate) const LIVE: &str = "('running', 'waiting')";
 
+/// The live runs one node holds ([`Store::leases`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLeases {
+    /// The node.
+    pub node: String,
+    /// How many live runs it holds.
+    pub runs: u64,
+    /// The earliest of their leases (epoch ms).
+    pub lease_until: Option<u64>,
+}
+
 /// A run a node has claimed to execute.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claimed {
@@ -334,6 +345,29 @@ impl Store {
             request,
             checkpoint,
         }))
+    }
+
+    /// The nodes holding live runs now: each node, how many it holds, and
+    /// the earliest of their leases (epoch ms; past it, another node takes
+    /// those runs back), by node.
+    pub async fn leases(&self) -> Result<Vec<NodeLeases>> {
+        sqlx::query(sql!(
+            "SELECT node, COUNT(*), MIN(lease_until) FROM runs \
+             WHERE status IN {LIVE} AND node IS NOT NULL GROUP BY node ORDER BY node"
+        ))
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(|row| {
+            let runs: i64 = row.try_get(1)?;
+            let until: Option<i64> = row.try_get(2)?;
+            Ok(NodeLeases {
+                node: row.try_get(0)?,
+                runs: runs.max(0) as u64,
+                lease_until: until.map(|t| t.max(0) as u64),
+            })
+        })
+        .collect()
     }
 
     /// Extends the lease of every live run `node` holds; returns how many.

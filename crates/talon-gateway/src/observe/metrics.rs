@@ -348,6 +348,47 @@ impl Metrics {
             "1 while the store can write, else 0.",
             i64::from(sampled.store_up),
         );
+        header(
+            &mut out,
+            "talon_node_info",
+            "gauge",
+            "This node, by its id.",
+        );
+        let _ = writeln!(
+            out,
+            "talon_node_info{{node=\"{}\"}} 1",
+            label(&sampled.node)
+        );
+        header(
+            &mut out,
+            "talon_node_runs",
+            "gauge",
+            "Live runs each node holds a lease on (every node's).",
+        );
+        for lease in &sampled.leases {
+            let _ = writeln!(
+                out,
+                "talon_node_runs{{node=\"{}\"}} {}",
+                label(&lease.node),
+                lease.runs
+            );
+        }
+        header(
+            &mut out,
+            "talon_node_lease_seconds",
+            "gauge",
+            "Seconds until the earliest lease of each node's runs lapses; below 0, another node takes them back.",
+        );
+        for lease in &sampled.leases {
+            if let Some(until) = lease.lease_until {
+                let left = (until as f64 - sampled.now as f64) / 1000.0;
+                let _ = writeln!(
+                    out,
+                    "talon_node_lease_seconds{{node=\"{}\"}} {left:.3}",
+                    label(&lease.node)
+                );
+            }
+        }
         out
     }
 }
@@ -377,7 +418,7 @@ fn gauge(out: &mut String, name: &str, help: &str, value: i64) {
 }
 
 /// What a scrape reads at its time.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Sampled {
     /// Runs queued in the store.
     pub queued: usize,
@@ -389,6 +430,12 @@ pub(crate) struct Sampled {
     pub approvals: usize,
     /// Whether the store can write.
     pub store_up: bool,
+    /// This node's id.
+    pub node: String,
+    /// The nodes holding live runs, and their leases.
+    pub leases: Vec<talon_store::NodeLeases>,
+    /// When it was read (epoch ms).
+    pub now: u64,
 }
 
 #[cfg(test)]

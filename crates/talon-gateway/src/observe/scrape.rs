@@ -53,11 +53,19 @@ async fn sample(shared: &Shared) -> Result<Sampled, talon_protocol::gateway::Api
         .await
         .map_err(crate::error::api_error)?
         .len();
+    let leases = shared
+        .store
+        .leases()
+        .await
+        .map_err(crate::error::api_error)?;
     Ok(Sampled {
         queued,
         running: engine.running(),
         waiting: engine.waiting(),
         approvals,
         store_up: shared.store.health().is_ok(),
+        node: engine.node().to_owned(),
+        leases,
+        now: shared.store.now_ms(),
     })
 }

@@ -204,6 +204,9 @@ async fn metrics_need_their_scope_and_parse_as_prometheus_text() {
     // Store faults are the process's; other tests share it.
     assert!(samples.contains_key("talon_store_errors_total{}"));
     plain.retain(|name, _| !name.contains("_bucket") && !name.ends_with("_sum{}"));
+    // This node, by its id; no node holds a live run now.
+    let node = format!("talon_node_info{{node={}}}", g.running.node());
+    assert_eq!(plain.remove(&node), Some(1.0), "{text}");
     let expected: BTreeMap<String, f64> = [
         ("talon_approvals_pending{}", 0.0),
         // The appends the gateway waits on: `run.created`, and the run's

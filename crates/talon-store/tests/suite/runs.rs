@@ -311,6 +311,8 @@ on_both! {
         store.claim_run("alive", Some(&RunId::new("r1")), 10, 100).await.unwrap().unwrap();
         store.claim_run("dead", Some(&RunId::new("r2")), 10, 100).await.unwrap().unwrap();
         assert_eq!(store.renew_leases("alive", 500).await.unwrap(), 1);
+        let lease = |node: &str, runs, until| talon_store::NodeLeases { node: node.into(), runs, lease_until: Some(until) };
+        assert_eq!(store.leases().await.unwrap(), [lease("alive", 1, 500), lease("dead", 1, 100)]);
         let ids = |runs: Vec<Run>| runs.into_iter().map(|r| r.id.into_string()).collect::<Vec<_>>();
         assert_eq!(ids(store.orphaned_runs(200, None).await.unwrap()), ["r2"]);
         assert_eq!(ids(store.orphaned_runs(200, Some("alive")).await.unwrap()), ["r1", "r2"]);

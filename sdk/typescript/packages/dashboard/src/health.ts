@@ -8,8 +8,21 @@ export interface Sample {
   readonly value: number;
 }
 
+/** A node holding live runs, and its earliest lease. */
+export interface NodeLease {
+  readonly node: string;
+  /** Live runs it holds (`talon_node_runs`). */
+  readonly runs: number;
+  /** Seconds until its earliest lease lapses (`talon_node_lease_seconds`); below 0, another node takes its runs back. */
+  readonly leaseSeconds: number | undefined;
+}
+
 /** What the Health view shows. */
 export interface Health {
+  /** The node that answered (`talon_node_info`). */
+  readonly node: string | undefined;
+  /** Every node holding live runs, by id. */
+  readonly nodes: readonly NodeLease[];
   /** Whether the store can write (`talon_store_up`), if reported. */
   readonly storeUp: boolean | undefined;
   readonly storeErrors: number | undefined;
@@ -68,7 +81,13 @@ export function healthOf(text: string): Health {
     return out;
   };
   const up = one("talon_store_up");
+  const leases = by("talon_node_lease_seconds", "node");
+  const nodes = Object.entries(by("talon_node_runs", "node"))
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([node, runs]) => ({ node, runs, leaseSeconds: leases[node] }));
   return {
+    node: samples.find((s) => s.name === "talon_node_info")?.labels.node,
+    nodes,
     storeUp: up === undefined ? undefined : up > 0,
     storeErrors: one("talon_store_errors_total"),
     queueDepth: one("talon_queue_depth"),

@@ -168,9 +168,19 @@ describe("healthOf", () => {
       'talon_http_requests_total{method="runs.list",code="200"} 4',
       'talon_http_requests_total{method="runs.get",code="200"} 6',
       "talon_sse_connections 2",
+      'talon_node_info{node="node_b"} 1',
+      'talon_node_runs{node="node_b"} 1',
+      'talon_node_runs{node="node_a"} 3',
+      'talon_node_lease_seconds{node="node_a"} -2.5',
+      'talon_node_lease_seconds{node="node_b"} 14.25',
       "garbage line",
     ].join("\n");
     assert.deepEqual(healthOf(text), {
+      node: "node_b",
+      nodes: [
+        { node: "node_a", runs: 3, leaseSeconds: -2.5 },
+        { node: "node_b", runs: 1, leaseSeconds: 14.25 },
+      ],
       storeUp: true,
       storeErrors: 0,
       queueDepth: 2,
@@ -187,6 +197,8 @@ describe("healthOf", () => {
 
   it("says nothing of what is not reported", () => {
     assert.deepEqual(healthOf(""), {
+      node: undefined,
+      nodes: [],
       storeUp: undefined,
       storeErrors: undefined,
       queueDepth: undefined,

@@ -479,8 +479,10 @@ describe("the dashboard in a browser, against a real gateway", () => {
     try {
       const tab = await context.newPage();
       const watched = watch(tab);
-      assert.ok(prefixed.loginLink?.startsWith(`${prefixed.url}/ops/talon/login#code=lgn_`), prefixed.loginLink);
-      await tab.goto(prefixed.loginLink);
+      const login = prefixed.loginLink;
+      if (login === undefined) throw new Error("the gateway printed no sign-in link");
+      assert.ok(login.startsWith(`${prefixed.url}/ops/talon/login#code=lgn_`), login);
+      await tab.goto(login);
       await heading(tab, "Runs");
       assert.equal(await tab.evaluate(() => location.pathname), "/ops/talon/");
       await tab.click('header nav a[href="/ops/talon/inbox"]');

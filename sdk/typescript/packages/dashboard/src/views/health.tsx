@@ -82,6 +82,47 @@ export default function Health() {
       ) : (
         <p class="muted">Loading…</p>
       )}
+      {h && (
+        <>
+          <h2>Nodes</h2>
+          <p>
+            This page was answered by node <code>{h.node ?? "unknown"}</code>.
+          </p>
+          {h.nodes.length === 0 ? (
+            <p class="muted">No node holds a live run.</p>
+          ) : (
+            <table>
+              <caption>Nodes holding live runs, and their earliest lease</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Node</th>
+                  <th scope="col">Live runs</th>
+                  <th scope="col">Lease</th>
+                </tr>
+              </thead>
+              <tbody>
+                {h.nodes.map((n) => (
+                  <tr key={n.node}>
+                    <td>
+                      <code>{n.node}</code>
+                    </td>
+                    <td>{n.runs}</td>
+                    <td>{leaseText(n.leaseSeconds)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
     </>
   );
+}
+
+/** A lease as a person reads it. */
+function leaseText(seconds: number | undefined): string {
+  if (seconds === undefined) return "–";
+  return seconds >= 0
+    ? `${seconds.toFixed(1)} s left`
+    : `lapsed ${(-seconds).toFixed(1)} s ago: another node takes its runs back`;
 }
