@@ -392,6 +392,18 @@ impl Tail {
         buffer.bytes = 0;
     }
 
+    /// The id after which the tail holds every event, while it follows
+    /// the store (`None`: it sleeps). A stream whose cursor is below it
+    /// reads the store; once that read finds nothing of its own, nothing of
+    /// its own lies up to it either, and the stream goes on from it.
+    pub(crate) fn base(&self) -> Option<u64> {
+        let buffer = self
+            .buffer
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        buffer.awake.then_some(buffer.base)
+    }
+
     pub(crate) fn latest(&self) -> tokio::sync::watch::Receiver<u64> {
         self.latest.clone()
     }

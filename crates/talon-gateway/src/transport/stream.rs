@@ -370,11 +370,24 @@ impl Follow {
                 continue;
             }
             drop(reserved);
+            // Where the tail begins, seen before the read: the read sees
+            // every event up to it.
+            let base = self.tail.base();
             match self.read().await {
                 Ok(page) if !page.is_empty() => {
                     self.page = page;
                 }
                 Ok(_) => {
+                    // Nothing of this stream's up to the tail's start: go on
+                    // from there, from the tail, instead of reading the
+                    // store again every poll (a stream whose events are
+                    // rare, behind a busy log, would do so for ever).
+                    if let Some(base) = base
+                        && base > self.cursor.unwrap_or(0)
+                    {
+                        self.cursor = Some(base);
+                        continue;
+                    }
                     tokio::select! {
                         _ = self.committed.changed() => {}
                         () = self.poll.as_mut() => self.poll.as_mut().reset(Instant::now() + POLL),

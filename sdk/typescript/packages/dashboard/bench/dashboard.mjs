@@ -129,7 +129,12 @@ async function signedIn(browser, gateway, cookie) {
   return { context, cookie };
 }
 
-const gateway = await startGateway({ script: SCRIPT, config: { gateway: { runs: { maxConcurrent: 64 } } } });
+const gateway = await startGateway({
+  script: SCRIPT,
+  config: {
+    gateway: { runs: { maxConcurrent: 64, maxQueued: 100000 }, limits: { callsPerSecond: 100000, burst: 100000 } },
+  },
+});
 const admin = new Talon({ baseUrl: gateway.url, token: gateway.token });
 const profile = mkdtempSync(join(tmpdir(), "talon-bench-profile-"));
 const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ARGS, userDataDir: profile });
@@ -222,9 +227,9 @@ try {
   if (parts.has("scroll")) {
     const started = Date.now();
     const todo = RUNS;
-    for (let i = 0; i < todo; i += 100) {
+    for (let i = 0; i < todo; i += 50) {
       await Promise.all(
-        Array.from({ length: Math.min(100, todo - i) }, (_, j) =>
+        Array.from({ length: Math.min(50, todo - i) }, (_, j) =>
           admin.client.runs.create({ agentId: "main", input: `r${i + j}` }),
         ),
       );
