@@ -212,17 +212,16 @@ impl Handler for Api {
         runs::list(self, &p)
     }
 
+    async fn usage_summary(&self, _: &(), p: UsageSummaryParams) -> Result<UsageSummary, ApiError> {
+        runs::usage(self, &p)
+    }
+
     async fn runs_get(&self, _: &(), p: RunRef) -> Result<Run, ApiError> {
         self.read(|s| s.run(p.run_id.as_str()).map(|r| r.run.clone()))
     }
 
     async fn runs_events(&self, _: &(), p: RunsEventsParams) -> Result<RunsEventsResult, ApiError> {
-        runs::events(
-            self,
-            p.run_id.as_str(),
-            p.after.as_ref().map(|c| c.as_str()),
-            p.limit,
-        )
+        runs::events(self, &p)
     }
 
     async fn runs_wait(&self, _: &(), p: RunsWaitParams) -> Result<RunResult, ApiError> {

@@ -118,6 +118,7 @@ pub(crate) async fn play(
                 {
                     record.run.status = RunStatus::Running;
                     record.run.started_at = Some(s.clock.now_ms());
+                    record.run.model = Some(MODEL.into());
                     let run = record.run.clone();
                     s.push_run_event(
                         &run,

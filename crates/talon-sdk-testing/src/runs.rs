@@ -9,10 +9,11 @@ use talon_protocol::gateway::bounded::{AgentId, RunId, SessionId};
 
 use talon_protocol::EventData;
 use talon_protocol::event_data::{RunCreatedData, RunEndedData, RunQueuedData};
-use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsResult};
+use talon_protocol::gateway::params::{RunsCreateParams, RunsEventsParams, RunsEventsResult};
+use talon_protocol::gateway::run_views::EventCount;
 use talon_protocol::gateway::{
     ApiError, EnvironmentStatus, MultitaskStrategy, Run, RunInput, RunResult, RunStatus,
-    RunsListParams, RunsListResult, Session, Usage,
+    RunsListParams, RunsListResult, Session, Usage, UsageSummary, UsageSummaryParams, UsageTally,
 };
 
 use super::play;
@@ -63,6 +64,30 @@ pub(crate) fn list(shared: &Shared, p: &RunsListParams) -> Result<RunsListResult
         .then(|| runs.last().map(|r| r.id.clone().into()))
         .flatten();
     Ok(RunsListResult { runs, next_cursor })
+}
+
+/// `usage.summary`: every run of the window, through the protocol's tally.
+pub(crate) fn usage(shared: &Shared, p: &UsageSummaryParams) -> Result<UsageSummary, ApiError> {
+    shared.read(|s| {
+        let window = p.window(s.now_ms())?;
+        let mut tally = UsageTally::default();
+        for record in s.runs.values() {
+            let run = &record.run;
+            if run.created_at < window.0
+                || run.created_at >= window.1
+                || p.agent_id.as_ref().is_some_and(|a| *a != run.agent_id)
+            {
+                continue;
+            }
+            tally.add(
+                run.created_at,
+                run.agent_id.as_str(),
+                run.model.as_deref(),
+                run.usage.as_ref(),
+            );
+        }
+        Ok(tally.finish(window))
+    })
 }
 
 /// The input's text as `run.created` and the session's user message
@@ -181,6 +206,8 @@ pub(crate) fn start_run(shared: &Arc<Shared>, p: RunsCreateParams) -> Result<Run
             }
         }
         let run = Run {
+            summary: p.input.summary(),
+            model: None,
             subject: None,
             id: RunId::new(s.new_id("run")),
             agent_id: session.agent_id.clone(),
@@ -319,35 +346,34 @@ pub(crate) async fn wait(
 }
 
 /// `runs.events`: a page of the run's events after the cursor.
-pub(crate) fn events(
-    shared: &Shared,
-    run_id: &str,
-    after: Option<&str>,
-    limit_asked: Option<u32>,
-) -> Result<RunsEventsResult, ApiError> {
+pub(crate) fn events(shared: &Shared, p: &RunsEventsParams) -> Result<RunsEventsResult, ApiError> {
     shared.write(|s| {
-        s.run(run_id)?;
-        let after = match after {
-            None => None,
-            Some(text) => Some(
-                text.parse::<u64>()
-                    .map_err(|_| talon_protocol::gateway::refuse::after_not_an_event_id(text))?,
-            ),
-        };
-        if let Some(cursor) = after
+        s.run(p.run_id.as_str())?;
+        let window = p.window()?;
+        if let Some(cursor) = window.after
             && take_expire(&mut s.faults)
         {
             return Err(cursor_expired(cursor));
         }
-        let from = usize::try_from(after.unwrap_or(0)).unwrap_or(usize::MAX);
-        let events: Vec<_> = s
+        // The log's event `n` is at `n - 1`.
+        let from = usize::try_from(window.after.unwrap_or(0)).unwrap_or(usize::MAX);
+        let to = window.before.map_or(usize::MAX, |b| {
+            usize::try_from(b.saturating_sub(1)).unwrap_or(usize::MAX)
+        });
+        let of_run = s
             .log
             .iter()
+            .take(to)
             .skip(from)
-            .filter(|e| e.run_id.as_ref().map(RunId::as_str) == Some(run_id))
-            .take(limit(limit_asked))
-            .cloned()
-            .collect();
+            .filter(|e| e.run_id.as_ref() == Some(&p.run_id));
+        let events: Vec<_> = match window.count {
+            EventCount::First(count) => of_run.take(limit(count)).cloned().collect(),
+            EventCount::Last(last) => {
+                let all: Vec<_> = of_run.collect();
+                let skip = all.len().saturating_sub(limit(Some(last)));
+                all.into_iter().skip(skip).cloned().collect()
+            }
+        };
         let done = events.last().is_some_and(|e| e.kind.is_terminal());
         Ok(RunsEventsResult { events, done })
     })

@@ -16,6 +16,7 @@ use talon_protocol::gateway::run_list::*;
 use talon_protocol::gateway::schedules::*;
 use talon_protocol::gateway::tasks::*;
 use talon_protocol::gateway::tokens::*;
+use talon_protocol::gateway::usage::*;
 
 use crate::client::{Client, Retry};
 use crate::error::Result;
@@ -177,6 +178,14 @@ impl Client {
     /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
     pub async fn runs_list(&self, params: RunsListParams) -> Result<RunsListResult> {
         self.call(Method::RunsList, &params, Retry::Safe).await
+    }
+
+    /// The tokens and cost of the runs the caller may read, by UTC day, agent and model, over a window of at most 366 days.
+    ///
+    /// `usage.summary`: needs `session.read`; reads; experimental.
+    /// Errors: `invalid_request`, `unauthenticated`, `forbidden`, `rate_limited`, `unavailable`, `internal`.
+    pub async fn usage_summary(&self, params: UsageSummaryParams) -> Result<UsageSummary> {
+        self.call(Method::UsageSummary, &params, Retry::Safe).await
     }
 
     /// One run.

@@ -513,7 +513,7 @@ impl Store {
 /// parameters `$1` to `$5`, and its owner's at `$8` and `$9`). A key names
 /// a session in each subject that has one: the owner's condition picks the
 /// caller's.
-fn matches(backend: &Backend) -> String {
+pub(crate) fn matches(backend: &Backend) -> String {
     format!(
         "e.seq > $1 \
          AND ($2 IS NULL OR e.run_id = $2) \

@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use talon_protocol::gateway::bounded::{
     AgentId, EnvironmentId, RunId, SessionId, SessionKey, Subject,
 };
+use talon_protocol::gateway::run_list::folded;
 use talon_protocol::gateway::{ApiError, Run, RunResult, RunStatus, Usage};
 
 use crate::Store;
@@ -14,7 +15,7 @@ use crate::error::{Result, StoreError, corrupt};
 use crate::records::{enum_str, json_column, json_text, ms, opt_ms};
 use crate::request::{RunRequest, UnreadableRequest};
 
-pub(crate) const COLUMNS: &str = "id, agent_id, session_id, session_key, status, created_at, started_at, ended_at, usage, error, subject";
+pub(crate) const COLUMNS: &str = "id, agent_id, session_id, session_key, status, created_at, started_at, ended_at, usage, error, subject, summary, model";
 
 /// What a cancel asks of a live run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +52,8 @@ impl Store {
             .map(|r| serde_json::to_value(r).map_err(corrupt))
             .transpose()?;
         let inserted = sqlx::query(
-            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request, environment_id, subject) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
+            "INSERT INTO runs (id, agent_id, session_id, session_key, status, created_at, idempotency_key, request_hash, node, request, environment_id, subject, summary, summary_folded, model) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT DO NOTHING",
         )
         .bind(run.id.to_string())
         .bind(run.agent_id.to_string())
@@ -66,6 +67,9 @@ impl Store {
         .bind(request.as_ref().map(json_text).transpose()?)
         .bind(environment)
         .bind(run.subject.clone().map(Subject::into_string))
+        .bind(run.summary.clone())
+        .bind(run.summary.as_deref().map(folded))
+        .bind(run.model.clone())
         .execute(self.writes())
         .await?
         .rows_affected();
@@ -115,7 +119,7 @@ impl Store {
         match row {
             None => Ok(None),
             Some(row) => {
-                let hash: Option<String> = row.try_get(11)?;
+                let hash: Option<String> = row.try_get(13)?;
                 Ok(Some((run_of(&row)?, hash.unwrap_or_default())))
             }
         }
@@ -197,6 +201,18 @@ impl Store {
         .execute(self.writes())
         .await?
         .rows_affected();
+        Ok(changed == 1)
+    }
+
+    /// Records the model a run runs on (from its `run.started` event);
+    /// `false` when there is no such run.
+    pub async fn set_run_model(&self, run_id: &RunId, model: &str) -> Result<bool> {
+        let changed = sqlx::query("UPDATE runs SET model = $2 WHERE id = $1")
+            .bind(run_id.as_str().to_owned())
+            .bind(model.to_owned())
+            .execute(self.writes())
+            .await?
+            .rows_affected();
         Ok(changed == 1)
     }
 
@@ -533,5 +549,7 @@ pub(crate) fn run_of(row: &AnyRow) -> Result<Run> {
         ended_at: ended.map(|t| t.max(0) as u64),
         usage: json_column::<Usage>(row.try_get(8)?)?,
         error: json_column::<ApiError>(row.try_get(9)?)?,
+        summary: row.try_get(11)?,
+        model: row.try_get(12)?,
     })
 }

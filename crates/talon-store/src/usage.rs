@@ -53,14 +53,19 @@ impl Usage {
 }
 
 impl Store {
-    /// Recounts what every subject and token holds.
-    pub async fn usage(&self) -> Result<Usage> {
+    /// Recounts what every subject and token holds. A run that has not
+    /// ended counts at least `unended_run` bytes more than it holds yet:
+    /// what it will store as it runs, so that a recount made while runs
+    /// wait in the queue does not forget them.
+    pub async fn usage(&self, unended_run: u64) -> Result<Usage> {
         let rows = sqlx::query(sql!(
             "SELECT s.subject, s.token_id, CAST(SUM(u.bytes) AS BIGINT) FROM ( \
                  SELECT id AS sid, octet_length(doc) + {SESSION_ROW} AS bytes FROM sessions \
                  UNION ALL SELECT session_id, octet_length(doc) + {MESSAGE_ROW} FROM messages \
                  UNION ALL SELECT session_id, COALESCE(octet_length(request), 0) \
-                     + COALESCE(octet_length(result), 0) + {RUN_ROW} FROM runs \
+                     + COALESCE(octet_length(result), 0) + 2 * COALESCE(octet_length(summary), 0) \
+                     + COALESCE(octet_length(model), 0) + {RUN_ROW} \
+                     + CASE WHEN status IN ('queued', 'running', 'waiting') THEN $1 ELSE 0 END FROM runs \
                  UNION ALL SELECT session_id, octet_length(body) \
                      + COALESCE(octet_length(raw), 0) + {EVENT_ROW} FROM events \
                  UNION ALL SELECT session_id, CASE \
@@ -71,6 +76,7 @@ impl Store {
              WHERE s.subject IS NOT NULL OR s.token_id IS NOT NULL \
              GROUP BY s.subject, s.token_id"
         ))
+        .bind(i64::try_from(unended_run).unwrap_or(i64::MAX))
         .fetch_all(self.pool())
         .await?;
         let mut usage = Usage::default();

@@ -133,7 +133,7 @@ fn help_lists_every_preset_and_scope() {
 Scopes:
   agent.read         see agents, models and tools: agents.list, agents.get, models.list, models.status, tools.list, environments.list, environments.status
   agent.run          start and cancel runs: runs.create, runs.cancel
-  session.read       read sessions, runs, approvals, questions and events: sessions.list, sessions.messages, runs.list, runs.get, runs.events, runs.wait, approvals.list, approvals.get, questions.list, events.subscribe, events.unsubscribe, tokens.ticket
+  session.read       read sessions, runs, approvals, questions and events: sessions.list, sessions.messages, runs.list, usage.summary, runs.get, runs.events, runs.wait, approvals.list, approvals.get, questions.list, events.subscribe, events.unsubscribe, tokens.ticket
   session.write      create, change and delete sessions, and send to them: sessions.create, sessions.resolve, sessions.update, sessions.send, sessions.fork, sessions.compact, sessions.abort, sessions.delete, runs.delete
   task.read          read background tasks: tasks.list, tasks.get, tasks.events
   task.write         cancel background tasks or change how their results are posted: tasks.cancel, tasks.notify

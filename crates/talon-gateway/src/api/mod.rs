@@ -24,6 +24,7 @@ use talon_protocol::gateway::resources::check_metadata;
 use talon_protocol::gateway::bounded::Cursor;
 use talon_protocol::gateway::page::limit;
 use talon_protocol::gateway::params::*;
+use talon_protocol::gateway::run_views::EventCount;
 use talon_protocol::gateway::*;
 
 use crate::auth::identity::Caller;
@@ -267,6 +268,14 @@ impl Handler for Api {
         self.list(caller, p).await
     }
 
+    async fn usage_summary(
+        &self,
+        caller: &Caller,
+        p: UsageSummaryParams,
+    ) -> Result<UsageSummary, ApiError> {
+        self.usage(caller, p).await
+    }
+
     async fn runs_get(&self, caller: &Caller, p: RunRef) -> Result<Run, ApiError> {
         crate::auth::owned::run_for(&self.store, caller, p.run_id.as_str()).await
     }
@@ -284,24 +293,31 @@ impl Handler for Api {
                 },
             )
             .await?;
-        let after = match p.after.as_ref().map(|c| c.as_str()) {
-            None => None,
-            Some(text) => Some(
-                text.parse::<u64>()
-                    .map_err(|_| talon_protocol::gateway::refuse::after_not_an_event_id(text))?,
-            ),
-        };
+        let window = p.window()?;
         // The runtime's native payloads, for admin callers only.
         let filter = talon_store::EventFilter {
             run_id: Some(run.id.clone().into_string()),
             raw: caller.is_admin(),
             ..Default::default()
         };
-        let events = self
-            .store
-            .after(after, &filter, limit(p.limit))
-            .await
-            .map_err(api_error)?;
+        let events = match window.count {
+            EventCount::First(count) => {
+                let mut events = self
+                    .store
+                    .after(window.after, &filter, limit(count))
+                    .await
+                    .map_err(api_error)?;
+                if let Some(before) = window.before {
+                    events.retain(|e| e.id.as_str().parse::<u64>().is_ok_and(|id| id < before));
+                }
+                events
+            }
+            EventCount::Last(last) => self
+                .store
+                .last_before(window.after, window.before, &filter, limit(Some(last)))
+                .await
+                .map_err(api_error)?,
+        };
         let done = events.last().is_some_and(|e| e.kind.is_terminal());
         Ok(RunsEventsResult { events, done })
     }

@@ -179,6 +179,7 @@ impl Api {
             session_id: p.session_id.map(SessionId::into_string),
             created_after: p.created_after,
             created_before: p.created_before,
+            text: p.text.map(String::from),
             owner: caller.owner(),
         };
         let limit = super::limit(p.limit);
@@ -195,6 +196,28 @@ impl Api {
             .map_err(api_error)?;
         let (runs, next_cursor) = page_of(runs, limit, |r| r.id.clone().into());
         Ok(RunsListResult { runs, next_cursor })
+    }
+
+    /// `usage.summary`: the caller's runs of the window, streamed from
+    /// the store through the protocol's tally.
+    pub(super) async fn usage(
+        &self,
+        caller: &Caller,
+        p: UsageSummaryParams,
+    ) -> Result<UsageSummary, ApiError> {
+        let window = p.window(self.store.now_ms())?;
+        let filter = talon_store::UsageFilter {
+            created_after: window.0,
+            created_before: window.1,
+            agent_id: p.agent_id.map(AgentId::into_string),
+            owner: caller.owner(),
+        };
+        let mut tally = UsageTally::default();
+        self.store
+            .tally_usage(&filter, &mut tally)
+            .await
+            .map_err(api_error)?;
+        Ok(tally.finish(window))
     }
 
     /// Cancels every run of a session that has not ended.

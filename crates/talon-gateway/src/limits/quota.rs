@@ -7,7 +7,8 @@
 //! records when it starts one), so a burst of
 //! concurrent writes is refused as it reaches the quota, not one recount
 //! later. A recount replaces the measure and drops the reservations,
-//! whose bytes it now counts. What stops work or frees room is never
+//! whose bytes it now counts (a run that has not ended counts its
+//! footprint beside what it has stored, until it ends). What stops work or frees room is never
 //! refused (`Room`).
 
 use std::collections::HashMap;
@@ -90,7 +91,7 @@ impl Quotas {
     }
 
     async fn recount(&self, store: &talon_store::Store) {
-        match store.usage().await {
+        match store.usage(RUN_FOOTPRINT).await {
             Ok(measured) => {
                 if let Ok(mut ledger) = self.ledger.lock() {
                     *ledger = Ledger {

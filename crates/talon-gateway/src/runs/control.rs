@@ -87,6 +87,8 @@ impl Engine {
             .with_retry_after_ms(1_000));
         }
         let run = Run {
+            summary: submit.request.input.summary(),
+            model: None,
             subject: submit.session.subject.clone(),
             id: RunId::new(new_id("run")?),
             agent_id: submit.agent_id.clone(),

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use talon_protocol::gateway::bounded::RunId;
 
-use talon_protocol::Event;
+use talon_protocol::{Event, EventType};
 use talon_runtime::{RunSink, TurnState};
 use talon_store::{Pending, Store, StoreError};
 use talon_tools::BoxFuture;
@@ -135,6 +135,20 @@ impl Forwarder {
             return;
         }
         self.appended += batch.len() as u64;
+        // The model a run started on is kept with the run (`Run.model`,
+        // what `usage.summary` groups by).
+        for event in &batch {
+            if event.kind != EventType::RunStarted {
+                continue;
+            }
+            let model = event.data.get("model").and_then(|m| m.as_str());
+            if let (Some(run_id), Some(model)) = (&event.run_id, model)
+                && let Err(error) = self.store.set_run_model(run_id, model).await
+            {
+                self.fail(error);
+                return;
+            }
+        }
         match self.store.submit(batch).await {
             Ok(p) => self.pending.push(p),
             Err(error) => self.fail(error),

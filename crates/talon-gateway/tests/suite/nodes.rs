@@ -226,6 +226,8 @@ async fn two_nodes_share_one_database() {
     // had a call in flight: it is ended.
     let store = &a.running.store;
     let ghost = |id: &str| Run {
+        summary: None,
+        model: None,
         subject: None,
         id: RunId::new(id),
         agent_id: AgentId::new("main"),

@@ -1,5 +1,7 @@
 //! `runs.list` over HTTP: newest first, filtered by status, agent,
-//! session and time, paged with `nextCursor`; bad params name the field.
+//! session, time and text, paged with `nextCursor`; bad params name the
+//! field. What the listed runs cost (`usage.summary`) and a run's events
+//! read from its end (`runs.events` with `last` and `before`).
 
 use serde_json::{Value, json};
 
@@ -142,6 +144,7 @@ async fn bad_params_name_the_field() {
     }
     let mut decoded = Vec::new();
     for params in [
+        json!({"text": "x".repeat(201)}),
         json!({"status": "completed"}),
         json!({"createdAfter": -1}),
         json!({"cursor": "x".repeat(10_000)}),
@@ -151,4 +154,137 @@ async fn bad_params_name_the_field() {
         decoded.push(json!([status, body]));
     }
     insta::assert_json_snapshot!("decoder_refused", decoded);
+}
+
+#[tokio::test]
+async fn runs_are_found_by_their_summary_and_what_they_cost_is_summed() {
+    let g = TestGateway::with_script(talon_mock_model::Script {
+        replay: talon_mock_model::Replay::PerRun,
+        ..talon_mock_model::Script::texts(&["Hello."])
+    })
+    .await;
+    let mut runs = Vec::new();
+    for input in [
+        "\n Deploy the API \nnow",
+        "deploy the docs",
+        "Check the logs",
+    ] {
+        let (_, run) = g
+            .call(&g.admin, "runs.create", json!({"input": input}))
+            .await;
+        let id = run["id"].as_str().unwrap().to_owned();
+        g.call(
+            &g.admin,
+            "runs.wait",
+            json!({"runId": id, "timeoutMs": 20_000}),
+        )
+        .await;
+        let (_, run) = g.call(&g.admin, "runs.get", json!({"runId": id})).await;
+        runs.push(run);
+    }
+    let summaries = |page: &Value| -> Vec<Value> {
+        page["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["summary"].clone())
+            .collect()
+    };
+    assert_eq!(
+        summaries(&list(&g, json!({"text": "DEPLOY THE"})).await),
+        [json!("deploy the docs"), json!("Deploy the API")]
+    );
+    assert_eq!(
+        summaries(&list(&g, json!({"text": "now"})).await),
+        Vec::<Value>::new()
+    );
+    // The model a run started on, as its `run.started` event says.
+    let (_, events) = g
+        .call(&g.admin, "runs.events", json!({"runId": runs[0]["id"]}))
+        .await;
+    let started = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "run.started")
+        .unwrap();
+    let model = started["data"]["model"].clone();
+    assert!(runs.iter().all(|r| r["model"] == model), "{runs:?}");
+    // All three today, one row: their usage summed.
+    let (status, usage) = g.call(&g.admin, "usage.summary", json!({})).await;
+    assert_eq!(status, 200, "{usage}");
+    let sum = |field: &str| -> Value {
+        json!(
+            runs.iter()
+                .map(|r| r["usage"][field].as_u64().unwrap())
+                .sum::<u64>()
+        )
+    };
+    let total = json!({"inputTokens": sum("inputTokens"), "outputTokens": sum("outputTokens"),
+                       "totalTokens": sum("totalTokens")});
+    let today = runs[0]["createdAt"].as_u64().unwrap() / 86_400_000 * 86_400_000;
+    assert_eq!(
+        json!({"runs": usage["runs"], "usage": usage["usage"], "rows": usage["rows"]}),
+        json!({"runs": 3, "usage": total,
+               "rows": [{"day": today, "agentId": "main", "model": model, "runs": 3, "usage": total}]})
+    );
+    // Another agent's, or another window's: none.
+    let (_, other) = g
+        .call(&g.admin, "usage.summary", json!({"agentId": "helper"}))
+        .await;
+    assert_eq!(other["runs"], 0);
+}
+
+#[tokio::test]
+async fn a_runs_events_are_read_from_its_end_a_page_at_a_time() {
+    let g = TestGateway::with_script(talon_mock_model::Script::texts(&[
+        "A reply long enough to stream in several deltas, one after another.",
+    ]))
+    .await;
+    let (_, run) = g
+        .call(&g.admin, "runs.create", json!({"input": "hi"}))
+        .await;
+    let id = run["id"].clone();
+    g.call(
+        &g.admin,
+        "runs.wait",
+        json!({"runId": id, "timeoutMs": 20_000}),
+    )
+    .await;
+    let page = |params: Value| {
+        let g = &g;
+        async move {
+            let (status, body) = g.call(&g.admin, "runs.events", params).await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let all = page(json!({"runId": id})).await;
+    let all = all["events"].as_array().unwrap().clone();
+    assert!(all.len() > 6, "{all:?}");
+    let tail = page(json!({"runId": id, "last": 3})).await;
+    assert_eq!(tail, json!({"done": true, "events": all[all.len() - 3..]}));
+    // Back a page at a time from the tail, to the start, once each.
+    let mut read: Vec<Value> = tail["events"].as_array().unwrap().clone();
+    loop {
+        let before = read[0]["id"].clone();
+        let earlier = page(json!({"runId": id, "before": before, "last": 3})).await;
+        let earlier = earlier["events"].as_array().unwrap().clone();
+        if earlier.is_empty() {
+            break;
+        }
+        read.splice(0..0, earlier);
+    }
+    assert_eq!(read, all);
+    let (status, body) = g
+        .call(
+            &g.admin,
+            "runs.events",
+            json!({"runId": id, "last": 3, "limit": 3}),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]["details"]["field"]),
+        (400, &json!("last"))
+    );
 }

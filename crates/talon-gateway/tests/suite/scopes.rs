@@ -88,6 +88,8 @@ async fn every_method_and_stream_with_every_single_scope() {
     .await;
     let now = g.running.store.now_ms();
     let run = Run {
+        summary: None,
+        model: None,
         subject: None,
         id: RunId::new("run_matrix"),
         agent_id: AgentId::new("main"),

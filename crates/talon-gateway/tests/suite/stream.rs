@@ -33,6 +33,8 @@ fn event(run: &str, kind: EventType, n: u64) -> Event {
 
 async fn run(g: &TestGateway, id: &str) {
     let run = Run {
+        summary: None,
+        model: None,
         subject: None,
         id: RunId::new(id),
         agent_id: AgentId::new("main"),

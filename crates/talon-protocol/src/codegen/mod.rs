@@ -64,7 +64,8 @@ pub fn rust_client() -> String {
          use talon_protocol::gateway::run_list::*;\n\
          use talon_protocol::gateway::schedules::*;\n\
          use talon_protocol::gateway::tasks::*;\n\
-         use talon_protocol::gateway::tokens::*;\n\n\
+         use talon_protocol::gateway::tokens::*;\n\
+         use talon_protocol::gateway::usage::*;\n\n\
          use crate::client::{Client, Retry};\n\
          use crate::error::Result;\n\n\
          impl Client {\n",

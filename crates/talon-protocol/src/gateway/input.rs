@@ -48,6 +48,36 @@ impl<'de> Deserialize<'de> for RunInput {
     }
 }
 
+impl RunInput {
+    /// How many characters of the input [`RunInput::summary`] keeps.
+    pub const SUMMARY_CHARS: usize = 120;
+
+    /// The input in one line (`Run.summary`): the first line of the
+    /// user's message that is not blank (of the last user message, for
+    /// messages; of the last message when none is the user's), trimmed,
+    /// cut at [`RunInput::SUMMARY_CHARS`] characters with `…` marking the
+    /// cut; `None` when there is no text.
+    pub fn summary(&self) -> Option<String> {
+        let text = match self {
+            Self::Text(text) => text.as_str(),
+            Self::Messages(messages) => messages
+                .iter()
+                .rev()
+                .find(|m| m.role == InputRole::User)
+                .or_else(|| messages.last())
+                .map(|m| m.content.as_str())?,
+        };
+        let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+        let mut chars = line.chars();
+        let mut out: String = chars.by_ref().take(Self::SUMMARY_CHARS).collect();
+        if chars.next().is_some() {
+            out.pop();
+            out.push('…');
+        }
+        Some(out)
+    }
+}
+
 impl From<&str> for RunInput {
     fn from(text: &str) -> Self {
         Self::Text(text.to_owned())

@@ -23,6 +23,7 @@ use super::tokens::{
     CreatedToken, TokensCreateParams, TokensListParams, TokensListResult, TokensRevokeParams,
     TokensRevokeResult,
 };
+use super::usage::{UsageSummary, UsageSummaryParams};
 
 /// Whether a method changes state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -284,6 +285,11 @@ method_table! {
     /// time, a page at a time.
     RunsList => "runs.list" as runs_list (RunsListParams -> RunsListResult) {
         scope: SessionRead, effect: Read, stability: Stable, errors: [],
+    }
+    /// The tokens and cost of the runs the caller may read, by UTC day,
+    /// agent and model, over a window of at most 366 days.
+    UsageSummary => "usage.summary" as usage_summary (UsageSummaryParams -> UsageSummary) {
+        scope: SessionRead, effect: Read, stability: Experimental, errors: [],
     }
     /// One run.
     RunsGet => "runs.get" as runs_get (RunRef -> Run) {

@@ -22,6 +22,7 @@ pub mod schedules;
 pub mod scope;
 pub mod tasks;
 pub mod tokens;
+pub mod usage;
 
 pub use approvals::{
     APPROVAL_PAGE, Approval, ApprovalDecision, ApprovalKind, ApprovalStatus, Question,
@@ -52,6 +53,7 @@ pub use tokens::{
     TicketRun, TicketStream, TokenInfo, TokensCreateParams, TokensListParams, TokensListResult,
     TokensRevokeParams, TokensRevokeResult,
 };
+pub use usage::{UsageRow, UsageSummary, UsageSummaryParams, UsageTally};
 
 /// The protocol's version, sent as `version` in every event envelope and in
 /// the OpenAPI document.

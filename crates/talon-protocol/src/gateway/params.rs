@@ -278,16 +278,25 @@ params! {
         /// The run.
         run_id: RunId,
     }
-    /// `runs.events`.
+    /// `runs.events`: the events of the window between `after` and
+    /// `before`, the first `limit` of them or the last `last` (a long
+    /// run's tail first, then the pages before it), oldest first.
     RunsEventsParams {
         /// The run.
         run_id: RunId,
         /// Only events after this id (the replay cursor).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         after: Option<Cursor>,
-        /// At most this many.
+        /// Only events before this id (the first event of a page read
+        /// before).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<Cursor>,
+        /// At most this many, from the window's start.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<u32>,
+        /// The last this many of the window instead (not with `limit`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last: Option<u32>,
     }
     /// `runs.wait`.
     RunsWaitParams {

@@ -310,6 +310,10 @@ refusals! {
     not_an_event_id(text: quoted) -> InvalidRequest: "{text} is not an event id";
     /// An `after` that is not an event id.
     after_not_an_event_id(text: quoted) -> InvalidRequest: "after: {text} is not an event id";
+    /// A `before` that is not an event id.
+    before_not_an_event_id(text: quoted) -> InvalidRequest ["field" = "before"]: "before: {text} is not an event id";
+    /// `runs.events` given both ends to count from.
+    last_and_limit() -> InvalidRequest ["field" = "last"]: "last and limit both given: last counts from the window's end, limit from its start";
     /// A `Last-Event-ID` that is not visible ASCII.
     last_event_id_unreadable() -> InvalidRequest: "Last-Event-ID is not an event id (it is not visible ASCII)";
     /// An event type the protocol does not have.
@@ -330,6 +334,8 @@ refusals! {
     unknown_run_status() -> InvalidRequest ["field" = "status"]: "status: an unknown run status";
     /// `runs.list`'s time window is empty.
     empty_time_window(after: count, before: count) -> InvalidRequest ["field" = "createdAfter"]: "createdAfter ({after}) must be before createdBefore ({before})";
+    /// `usage.summary`'s time window is longer than it answers.
+    usage_window_too_long(days: count, max: count) -> InvalidRequest ["field" = "createdAfter"]: "createdAfter: a window of {days} days, longer than the {max} days usage.summary answers";
     /// `runs.list`'s cursor is not a run id.
     cursor_not_a_run(cursor: quoted) -> InvalidRequest ["field" = "cursor"]: "cursor {cursor} is not a run: pass the previous page's nextCursor";
 

@@ -285,6 +285,15 @@ pub struct Run {
     pub subject: Option<Subject>,
     /// Where it is.
     pub status: RunStatus,
+    /// Its input in one line: the first line of the user's message (of
+    /// the last user message, for messages), at most
+    /// [`RunInput::SUMMARY_CHARS`](super::RunInput::SUMMARY_CHARS)
+    /// characters (`…` marks a cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The model it runs on, `provider/model`, once it has started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// When it was accepted (epoch milliseconds).
     pub created_at: u64,
     /// When it started running (epoch milliseconds).

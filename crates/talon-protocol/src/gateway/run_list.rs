@@ -1,11 +1,12 @@
-//! `runs.list`: runs newest first, filtered by status, agent, session and
-//! creation time, a page at a time; its params' own checks, which the
-//! gateway and the fake gateway both apply.
+//! `runs.list`: runs newest first, filtered by status, agent, session,
+//! creation time and a text in their summary, a page at a time; its
+//! params' own checks and its text rule, which the gateway, its store and
+//! the fake gateway all apply.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::bounded::{AgentId, Cursor, SessionId};
+use super::bounded::{AgentId, Cursor, SessionId, Text};
 use super::error::ApiError;
 use super::resources::{Run, RunStatus};
 
@@ -28,12 +29,23 @@ pub struct RunsListParams {
     /// Only runs created before this time (epoch milliseconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_before: Option<u64>,
+    /// Only runs whose `summary` contains this text, ignoring the case of
+    /// ASCII letters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<Text<200>>,
     /// At most this many (the gateway's default and cap apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
     /// The previous page's `nextCursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<Cursor>,
+}
+
+/// What the `text` filter compares: a summary or a text with its ASCII
+/// letters in lower case (the same on every store: SQLite's `lower` folds
+/// only ASCII).
+pub fn folded(text: &str) -> String {
+    text.to_ascii_lowercase()
 }
 
 /// `runs.list`'s answer.
@@ -78,6 +90,11 @@ impl RunsListParams {
                 .is_none_or(|s| run.session_id.as_ref() == Some(s))
             && self.created_after.is_none_or(|t| run.created_at >= t)
             && self.created_before.is_none_or(|t| run.created_at < t)
+            && self.text.as_ref().is_none_or(|text| {
+                run.summary
+                    .as_deref()
+                    .is_some_and(|s| folded(s).contains(&folded(text)))
+            })
     }
 
     /// The error for a cursor that names no run.

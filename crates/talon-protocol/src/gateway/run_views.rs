@@ -2,8 +2,9 @@
 //! way: a run's [`RunResult`] (`runs.wait`, `runs.cancel`), the envelope
 //! of an event it emits for a run or a session, where an artifact's bytes
 //! are (`artifacts.download`), an approval's summary, the agent a gateway
-//! has when its config names none, and what the built-in `local`
-//! environment provider can do.
+//! has when its config names none, what the built-in `local`
+//! environment provider can do, and the window a `runs.events` page
+//! reads ([`EventWindow`]).
 
 use super::ApiError;
 use super::approvals::Approval;
@@ -11,6 +12,7 @@ use super::bounded::EventId;
 use super::catalog::EnvironmentCapabilities;
 use super::params::{
     AgentsCreateParams, AgentsUpdateParams, ArtifactsDownloadResult, EventsSubscribeParams,
+    RunsEventsParams,
 };
 use super::resources::{
     Agent, AgentSource, ArtifactSummary, Run, RunOutput, RunResult, RunResultStatus, RunStatus,
@@ -239,5 +241,58 @@ mod tests {
         let summary = Approval::summary_of("write", &"é".repeat(400));
         assert_eq!(summary, format!("write {}...", "é".repeat(145)));
         assert_eq!(summary.len(), 299);
+    }
+}
+
+/// Which end of a `runs.events` window a page counts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventCount {
+    /// The first this many (the server's default and cap apply).
+    First(Option<u32>),
+    /// The last this many (the server's cap applies).
+    Last(u32),
+}
+
+/// The events a `runs.events` page reads: those after `after` and before
+/// `before` (event ids), counted from one end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventWindow {
+    /// Only events after this id.
+    pub after: Option<u64>,
+    /// Only events before this id.
+    pub before: Option<u64>,
+    /// How many, from which end.
+    pub count: EventCount,
+}
+
+impl RunsEventsParams {
+    /// The window asked for, or `invalid_request` for a cursor that is
+    /// not an event id or for `last` with `limit`.
+    pub fn window(&self) -> Result<EventWindow, ApiError> {
+        let id = |cursor: Option<&super::bounded::Cursor>,
+                  refuse: fn(&str) -> ApiError|
+         -> Result<Option<u64>, ApiError> {
+            cursor
+                .map(|c| c.as_str().parse::<u64>().map_err(|_| refuse(c.as_str())))
+                .transpose()
+        };
+        let after = id(
+            self.after.as_ref(),
+            crate::gateway::refuse::after_not_an_event_id,
+        )?;
+        let before = id(
+            self.before.as_ref(),
+            crate::gateway::refuse::before_not_an_event_id,
+        )?;
+        let count = match (self.limit, self.last) {
+            (Some(_), Some(_)) => return Err(crate::gateway::refuse::last_and_limit()),
+            (limit, None) => EventCount::First(limit),
+            (None, Some(last)) => EventCount::Last(last),
+        };
+        Ok(EventWindow {
+            after,
+            before,
+            count,
+        })
     }
 }

@@ -27,6 +27,8 @@ fn the_table_holds_the_seeds_namespaces_and_nothing_twice() {
         "sessions.delete",
         "runs.create",
         "runs.list",
+        // Talon's: what the runs a caller reads cost.
+        "usage.summary",
         "runs.get",
         "runs.events",
         "runs.wait",

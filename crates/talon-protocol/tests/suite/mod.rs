@@ -4,3 +4,4 @@ mod methods;
 mod openai;
 mod openapi;
 mod schema;
+mod usage;

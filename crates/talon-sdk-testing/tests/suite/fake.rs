@@ -177,7 +177,8 @@ async fn a_scripted_reply_streams_to_its_terminal_event_and_waits_completed() {
             "runId": "<run_1>",
             "sessionId": "<sess_1>",
             "sessionKey": "app:1",
-            "status": "queued"
+            "status": "queued",
+            "summary": "Say hello."
         })
     );
     let run_id = accepted["id"].as_str().unwrap().to_owned();

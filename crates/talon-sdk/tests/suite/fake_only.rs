@@ -156,6 +156,8 @@ async fn a_stream_dropped_mid_run_resumes_with_no_gap_and_no_duplicate() {
     let page = talon
         .client()
         .runs_events(talon_sdk::protocol::gateway::params::RunsEventsParams {
+            before: None,
+            last: None,
             run_id: RunId::new(run.id()),
             after: None,
             limit: None,

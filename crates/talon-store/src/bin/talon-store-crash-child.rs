@@ -45,6 +45,8 @@ async fn main() {
     };
     let store = talon_store::open(&config).await.expect("the store");
     let run = Run {
+        summary: None,
+        model: None,
         subject: None,
         id: RunId::new("r1"),
         agent_id: AgentId::new("main"),

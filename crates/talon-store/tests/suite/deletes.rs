@@ -109,7 +109,7 @@ on_both! {
             }])
             .await
             .unwrap();
-        let usage = store.usage().await.unwrap();
+        let usage = store.usage(0).await.unwrap();
         let alice = usage.subjects["alice"];
         assert!(alice > 10_000 && alice < 20_000, "{alice}");
         assert_eq!(usage.tokens["tok_a"], alice);

@@ -393,3 +393,42 @@ on_both! {
         );
     }
 }
+
+on_both! {
+    async fn a_page_counted_from_the_end_is_the_windows_tail_in_order(t) {
+        let store = &t.store;
+        // Run a's events interleaved with run b's: ids 1..=20, a's odd.
+        let batch: Vec<Event> = (0..20)
+            .map(|n| event(if n % 2 == 0 { "a" } else { "b" }, EventType::AssistantDelta, n, n))
+            .collect();
+        store.append(batch).await.unwrap();
+        let a = EventFilter { run_id: Some("a".into()), ..EventFilter::default() };
+        let ids = |events: Vec<Event>| -> Vec<u64> {
+            events.iter().map(|e| e.id.as_str().parse().unwrap()).collect()
+        };
+        // (after, before, last) and the ids read.
+        type Case = (Option<u64>, Option<u64>, u32, &'static [u64]);
+        let cases: [Case; 6] = [
+            (None, None, 3, &[15, 17, 19]),
+            (None, Some(15), 3, &[9, 11, 13]),
+            (None, Some(6), 3, &[1, 3, 5]),
+            (None, Some(4), 3, &[1, 3]),
+            (Some(4), Some(12), 10, &[5, 7, 9, 11]),
+            (None, Some(1), 3, &[]),
+        ];
+        for (after, before, last, expected) in cases {
+            let got = ids(store.last_before(after, before, &a, last).await.unwrap());
+            assert_eq!(got, expected, "after {after:?} before {before:?} last {last}");
+        }
+        // Paging back from the end reads every event of the run once.
+        let mut pages = Vec::new();
+        let mut before = None;
+        loop {
+            let page = ids(store.last_before(None, before, &a, 4).await.unwrap());
+            let Some(&first) = page.first() else { break };
+            pages.splice(0..0, page);
+            before = Some(first);
+        }
+        assert_eq!(pages, (0..10).map(|n| 2 * n + 1).collect::<Vec<u64>>());
+    }
+}

@@ -62,3 +62,77 @@ on_both! {
         assert_eq!(ids(&page), ["r2", "r1"]);
     }
 }
+
+on_both! {
+    async fn the_text_filter_matches_summaries_ascii_case_aside_and_literally(t) {
+        let store = &t.store;
+        let specs = [
+            ("r1", Some("Fix the BUILD"), 10),
+            ("r2", Some("100% of _the_ tests"), 20),
+            ("r3", Some("Grüße an ÄRZTE"), 30),
+            ("r4", None, 40),
+        ];
+        for (id, summary, at) in specs {
+            let r = Run { summary: summary.map(str::to_owned), created_at: at, ..run(id) };
+            store.create_run(&r, None, "", "node", None).await.unwrap();
+        }
+        let text = |t: &str| RunFilter { text: Some(t.into()), ..RunFilter::default() };
+        let cases: [(&str, &[&str]); 8] = [
+            ("build", &["r1"]),
+            ("fix THE", &["r1"]),
+            ("the", &["r2", "r1"]),
+            // `%` and `_` are themselves, not patterns.
+            ("100%", &["r2"]),
+            ("0%_", &[]),
+            ("_the_", &["r2"]),
+            // Only ASCII letters fold: the rest is compared as it is.
+            ("ärzte", &[]),
+            ("ÄRZTE", &["r3"]),
+        ];
+        for (needle, expected) in cases {
+            assert_eq!(ids(&store.list_runs(&text(needle), None, 100).await.unwrap()), expected, "{needle}");
+        }
+    }
+}
+
+on_both! {
+    async fn usage_is_tallied_by_day_agent_and_model_over_the_window(t) {
+        use talon_protocol::gateway::usage::DAY_MS;
+        use talon_protocol::gateway::{Usage, UsageTally};
+        let store = &t.store;
+        let tokens = |n: u64| Usage { input_tokens: Some(n), output_tokens: Some(1), ..Usage::default() };
+        let specs = [
+            ("r1", "main", Some("openai/a"), DAY_MS + 1, Some(tokens(10))),
+            ("r2", "main", Some("openai/a"), DAY_MS + 2, Some(tokens(5))),
+            ("r3", "helper", Some("openai/b"), 2 * DAY_MS, None),
+            ("r4", "main", None, 3 * DAY_MS, None),
+        ];
+        for (id, agent, model, at, usage) in specs {
+            let r = Run { agent_id: AgentId::new(agent), created_at: at, usage, ..run(id) };
+            store.create_run(&r, None, "", "node", None).await.unwrap();
+            store.update_run(&r).await.unwrap();
+            if let Some(model) = model {
+                assert!(store.set_run_model(&r.id, model).await.unwrap());
+            }
+        }
+        let tally = |filter: talon_store::UsageFilter| async move {
+            let mut tally = UsageTally::default();
+            store.tally_usage(&filter, &mut tally).await.unwrap();
+            let summary = tally.finish((filter.created_after, filter.created_before));
+            summary.rows.iter().map(|r| (r.day / DAY_MS, r.agent_id.as_str().to_owned(), r.model.clone(), r.runs, r.usage.input_tokens)).collect::<Vec<_>>()
+        };
+        let window = talon_store::UsageFilter { created_after: DAY_MS, created_before: 3 * DAY_MS, ..Default::default() };
+        assert_eq!(tally(window.clone()).await, [
+            (2, "helper".to_owned(), Some("openai/b".to_owned()), 1, None),
+            (1, "main".to_owned(), Some("openai/a".to_owned()), 2, Some(15)),
+        ]);
+        let main = talon_store::UsageFilter { agent_id: Some("main".into()), created_before: 4 * DAY_MS, ..window };
+        assert_eq!(tally(main).await, [
+            (3, "main".to_owned(), None, 1, None),
+            (1, "main".to_owned(), Some("openai/a".to_owned()), 2, Some(15)),
+        ]);
+        // The model is read back with the run.
+        let r1 = store.run(&talon_protocol::gateway::bounded::RunId::new("r1")).await.unwrap().unwrap();
+        assert_eq!(r1.model.as_deref(), Some("openai/a"));
+    }
+}

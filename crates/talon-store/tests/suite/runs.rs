@@ -10,6 +10,8 @@ use talon_store::{CancelMode, StoreError, StoredToken};
 
 pub fn run(id: &str) -> Run {
     Run {
+        summary: None,
+        model: None,
         subject: None,
         id: RunId::new(id),
         agent_id: AgentId::new("main"),

@@ -69,6 +69,8 @@ fn probe(method: Method, her: &Value, via: &str) -> (Value, Expect) {
             NotFound,
         ),
         Method::RunsList => (json!({}), NoneOfHers),
+        // Names no ids: her runs not being counted is checked on its own.
+        Method::UsageSummary => (json!({}), Same("ok")),
         Method::RunsGet => (run, NotFound),
         Method::RunsEvents => (run, NotFound),
         Method::RunsWait => (json!({"runId": her["run"], "timeoutMs": 10}), NotFound),
@@ -343,6 +345,15 @@ async fn a_bound_token_finds_nothing_of_another_subjects_on_any_method_or_route(
             }
         }
     }
+    // What her runs cost is hers: each counts exactly the runs it lists
+    // (his own, made by the probes above, and never hers).
+    for token in [&alice, &bob] {
+        let usage = call(&g, &http, token, "usage.summary", json!({})).await;
+        let listed = call(&g, &http, token, "runs.list", json!({"limit": 100})).await;
+        let listed = listed.unwrap()["runs"].as_array().unwrap().len();
+        assert_eq!(usage.unwrap()["runs"], json!(listed), "{token}");
+    }
+
     // The keys he named are his: hers still name her sessions.
     let hers = call(
         &g,

@@ -64,7 +64,7 @@ async fn a_burst_stops_at_its_quota_and_others_keep_writing() {
     assert!((1..64).contains(&passed), "{passed} passed");
     assert_eq!(limits, [json!("maxStoredBytesPerToken")]);
     // By a recount, it holds no more than its quota and a tenth.
-    let usage = g.running.store.usage().await.unwrap();
+    let usage = g.running.store.usage(0).await.unwrap();
     let ids = g.running.store.tokens().await.unwrap();
     let id_of = |name: &str| {
         ids.iter()
@@ -107,7 +107,7 @@ async fn a_subjects_tokens_share_its_quota() {
     assert!(first >= 1, "{first}");
     assert_eq!(limits, [json!("maxStoredBytesPerSubject")]);
     assert!(first + second < 64, "{first} + {second}");
-    let usage = g.running.store.usage().await.unwrap();
+    let usage = g.running.store.usage(0).await.unwrap();
     let held = usage.subjects["alice"];
     assert!(held <= PER_SUBJECT + PER_SUBJECT / 10, "{held} held");
     let (passed, _) = burst(&g, &bob, "bob").await;
@@ -181,6 +181,11 @@ async fn bursts_of_sessions_and_runs_stop_within_a_tenth_of_the_quota_on_disk() 
         }))
         .await;
     for (method, grown, admitted) in grew {
+        // The figure docs/benchmarks.md reports ("Stored-bytes quotas").
+        eprintln!(
+            "{method}: {admitted} calls, growth / quota {:.2}",
+            grown as f64 / QUOTA as f64
+        );
         assert!(
             (QUOTA / 2..=QUOTA + QUOTA / 10).contains(&grown),
             "{method}: {admitted} calls grew the database {grown} bytes, quota {QUOTA}"

@@ -45,6 +45,7 @@ function samples(made: Made): Samples {
     "sessions.delete": { sessionId: made.doomedSessionId },
     "runs.create": { input: "hello" },
     "runs.list": { limit: 2 },
+    "usage.summary": {},
     "runs.get": { runId: made.runId },
     "runs.events": { runId: made.runId, limit: 3 },
     "runs.wait": { runId: made.runId, timeoutMs: 10 },

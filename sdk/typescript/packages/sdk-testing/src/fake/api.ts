@@ -20,7 +20,7 @@ import {
 import { deleteRun, deleteSession } from "./deletes.js";
 import { Failure, errorOf, fail, notFound } from "./errors.js";
 import { decodeParams } from "./params.js";
-import { abort, cancel, events, list, startRun, wait } from "./runs.js";
+import { abort, cancel, events, list, startRun, usage, wait } from "./runs.js";
 import { takeCallFault } from "./script.js";
 import { cancelTask, getTask, listTasks, notifyTask, taskEvents } from "./tasks.js";
 import { compact, createSession, fork, listSessions, messages, updateSession } from "./sessions.js";
@@ -89,6 +89,7 @@ export const HANDLERS: { [M in MethodName]: Handler<M> } = {
   "sessions.delete": (p, { state }) => deleteSession(state, p.sessionId),
   "runs.create": (p, { state, caller, requestId }) => accepted(startRun(state, caller, p, requestId)),
   "runs.list": (p, { state }) => list(state, p),
+  "usage.summary": (p, { state }) => usage(state, p),
   "runs.get": (p, { state }) => copy(state.run(p.runId).run),
   "runs.events": (p, { state }) => events(state, p),
   "runs.wait": (p, { state }) => wait(state, p.runId, p.timeoutMs),

@@ -269,6 +269,7 @@ export async function play(state: State, runId: string): Promise<void> {
   if (!("value" in lane)) return;
   record.run.status = "running";
   record.run.startedAt = now();
+  record.run.model = STARTED_MODEL;
   const started = now();
   const deadline = record.timeoutMs === undefined ? undefined : started + record.timeoutMs;
   const tools = state.tools.filter((t) => !t.hidden).map((t) => t.name);

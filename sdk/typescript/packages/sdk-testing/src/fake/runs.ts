@@ -87,6 +87,31 @@ function inputText(input: P.RunInput): string {
   return typeof input === "string" ? input : (input.at(-1)?.content ?? "");
 }
 
+/** How many characters of the input a run's `summary` keeps (the protocol's `RunInput::SUMMARY_CHARS`). */
+const SUMMARY_CHARS = 120;
+
+/**
+ * `Run.summary`, as the gateway makes it: the first line of the user's
+ * message that is not blank (of the last user message, else the last
+ * message), trimmed, cut at 120 characters with `…` marking the cut.
+ */
+function summaryOf(input: P.RunInput): string | undefined {
+  const text =
+    typeof input === "string" ? input : ([...input].reverse().find((m) => m.role === "user") ?? input.at(-1))?.content;
+  const line = (text ?? "")
+    .split("\n")
+    .map((l) => l.trim())
+    .find((l) => l !== "");
+  if (line === undefined) return undefined;
+  const chars = Array.from(line);
+  return chars.length > SUMMARY_CHARS ? `${chars.slice(0, SUMMARY_CHARS - 1).join("")}…` : line;
+}
+
+/** A text with its ASCII letters in lower case: what `runs.list`'s `text` compares. */
+function folded(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
 /** The hash telling a retried `runs.create` from another call with its key. */
 function requestHash(p: P.RunsCreateParams): string {
   const { idempotencyKey: _key, ...rest } = p;
@@ -166,6 +191,8 @@ export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, re
     sessionKey: session.key,
     status: "queued",
   };
+  const summary = summaryOf(p.input);
+  if (summary !== undefined) run.summary = summary;
   const input = inputText(p.input);
   state.runs.set(run.id, {
     run,
@@ -240,10 +267,13 @@ export async function wait(state: State, runId: string, timeoutMs: number | null
 }
 
 /** Parses an event cursor (`after`), or `invalid_request` as the method words it. */
-export function cursorOf(text: string | null | undefined): bigint | undefined {
+export function cursorOf(
+  text: string | null | undefined,
+  refuse: (text: string) => P.ApiError = refusals.afterNotAnEventId,
+): bigint | undefined {
   if (text === null || text === undefined) return undefined;
   if (!/^\d{1,20}$/.test(text) || BigInt(text) > 18446744073709551615n) {
-    throw fail(refusals.afterNotAnEventId(text));
+    throw fail(refuse(text));
   }
   return BigInt(text);
 }
@@ -254,17 +284,26 @@ export function indexAfter(cursor: bigint | undefined): number {
   return cursor > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(cursor);
 }
 
-/** `runs.events`: a page of the run's events after the cursor. */
+/**
+ * `runs.events`: the run's events between `after` and `before`, the first
+ * `limit` of them or the last `last`.
+ */
 export function events(state: State, p: P.RunsEventsParams): P.RunsEventsResult {
   state.run(p.runId);
   const after = cursorOf(p.after);
+  const before = cursorOf(p.before, refusals.beforeNotAnEventId);
+  const lastAsked = p.last ?? undefined;
+  if (lastAsked !== undefined && p.limit !== undefined && p.limit !== null) throw fail(refusals.lastAndLimit());
   if (after !== undefined && takeExpire(state.faults)) throw new Failure(cursorExpired(after));
-  const limit = limitOf(p.limit);
-  const out: P.EventEnvelope[] = [];
-  for (let i = indexAfter(after); i < state.log.length && out.length < limit; i++) {
+  // The log's event `n` is at `n - 1`.
+  const end = before === undefined ? state.log.length : Math.min(state.log.length, indexAfter(before) - 1);
+  const window: P.EventEnvelope[] = [];
+  const take = lastAsked === undefined ? limitOf(p.limit) : Number.MAX_SAFE_INTEGER;
+  for (let i = indexAfter(after); i < end && window.length < take; i++) {
     const event = state.log[i];
-    if (event?.envelope.runId === p.runId) out.push(JSON.parse(event.json) as P.EventEnvelope);
+    if (event?.envelope.runId === p.runId) window.push(JSON.parse(event.json) as P.EventEnvelope);
   }
+  const out = lastAsked === undefined ? window : window.slice(Math.max(0, window.length - limitOf(lastAsked)));
   const last = out.at(-1);
   const done = last !== undefined && TERMINAL_TYPES.includes(last.type);
   return { done, events: out };
@@ -288,7 +327,8 @@ export function list(state: State, p: P.RunsListParams): P.RunsListResult {
         (!p.agentId || r.agentId === p.agentId) &&
         (!p.sessionId || r.sessionId === p.sessionId) &&
         (after === undefined || r.createdAt >= after) &&
-        (before === undefined || r.createdAt < before),
+        (before === undefined || r.createdAt < before) &&
+        (!p.text || folded(r.summary ?? "").includes(folded(p.text))),
     )
     .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   if (p.cursor) {
@@ -303,6 +343,59 @@ export function list(state: State, p: P.RunsListParams): P.RunsListResult {
   const result: P.RunsListResult = { runs: copy(page) };
   if (runs.length > limit && page.length > 0) result.nextCursor = page.at(-1)?.id ?? null;
   return result;
+}
+
+/** A day in epoch milliseconds; `usage.summary` answers at most 366 of them, 30 by default. */
+const DAY_MS = 86_400_000;
+
+/** Adds `b`'s figures to `a` (a figure absent on both stays absent). */
+function addUsage(a: P.Usage, b: P.Usage): void {
+  for (const k of [
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+    "costUsd",
+  ] as const) {
+    const v = b[k];
+    if (v !== undefined && v !== null) a[k] = (a[k] ?? 0) + v;
+  }
+}
+
+/** `usage.summary`: the window's runs by UTC day (newest first), agent and model. */
+export function usage(state: State, p: P.UsageSummaryParams): P.UsageSummary {
+  const before = p.createdBefore ?? now() + 1;
+  const after = p.createdAfter ?? Math.max(0, before - 30 * DAY_MS);
+  if (after >= before) throw fail(refusals.emptyTimeWindow(after, before));
+  const days = Math.ceil((before - after) / DAY_MS);
+  if (days > 366) throw fail(refusals.usageWindowTooLong(days, 366));
+  const groups = new Map<string, P.UsageRow>();
+  for (const { run } of state.runs.values()) {
+    if (run.createdAt < after || run.createdAt >= before || (p.agentId && run.agentId !== p.agentId)) continue;
+    const day = run.createdAt - (run.createdAt % DAY_MS);
+    const key = JSON.stringify([day, run.agentId, run.model ?? null]);
+    let row = groups.get(key);
+    if (!row) {
+      row = { day, agentId: run.agentId, runs: 0, usage: {} };
+      if (run.model) row.model = run.model;
+      groups.set(key, row);
+    }
+    row.runs += 1;
+    if (run.usage) addUsage(row.usage, run.usage);
+  }
+  // By day, newest first, then agent, then model (a run that never started, without one, first).
+  const order = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+  const rows = [...groups.values()].sort(
+    (a, b) => b.day - a.day || order(a.agentId, b.agentId) || order(a.model ?? "", b.model ?? ""),
+  );
+  const total: P.Usage = {};
+  let runs = 0;
+  for (const row of rows) {
+    runs += row.runs;
+    addUsage(total, row.usage);
+  }
+  return { createdAfter: after, createdBefore: before, runs, usage: total, rows };
 }
 
 /** `sessions.abort`: cancels every live run of the session, queued ones first. */

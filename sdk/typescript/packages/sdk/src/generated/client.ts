@@ -165,6 +165,16 @@ export interface RunsMethods {
   delete(runId: T.RunsDeleteParams["runId"], params?: Omit<T.RunsDeleteParams, "runId">, options?: CallOptions): Promise<T.Run>;
 }
 
+/** The `usage.*` methods. */
+export interface UsageMethods {
+  /**
+   * The tokens and cost of the runs the caller may read, by UTC day, agent and model, over a window of at most 366 days.
+   *
+   * `usage.summary`: needs `session.read`; reads, retried on a retryable error; experimental.
+   */
+  summary(params?: T.UsageSummaryParams, options?: CallOptions): Promise<T.UsageSummary>;
+}
+
 /** The `tasks.*` methods. */
 export interface TasksMethods {
   /**
@@ -408,6 +418,7 @@ export class GatewayClient {
   readonly agents: AgentsMethods;
   readonly sessions: SessionsMethods;
   readonly runs: RunsMethods;
+  readonly usage: UsageMethods;
   readonly tasks: TasksMethods;
   readonly schedules: SchedulesMethods;
   readonly models: ModelsMethods;
@@ -482,6 +493,10 @@ export class GatewayClient {
         caller.call("runs.cancel", { ...params, runId }, options),
       delete: (runId, params, options) =>
         caller.call("runs.delete", { ...params, runId }, options),
+    };
+    this.usage = {
+      summary: (params, options) =>
+        caller.call("usage.summary", params ?? {}, options),
     };
     this.tasks = {
       list: (params, options) =>

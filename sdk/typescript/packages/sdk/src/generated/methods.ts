@@ -175,6 +175,15 @@ export const METHODS = {
     result: "RunsListResult",
     errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
   },
+  "usage.summary": {
+    scope: "session.read",
+    effect: "read",
+    stability: "experimental",
+    idempotencyKey: false,
+    params: "UsageSummaryParams",
+    result: "UsageSummary",
+    errors: ["invalid_request", "unauthenticated", "forbidden", "rate_limited", "unavailable", "internal"],
+  },
   "runs.get": {
     scope: "session.read",
     effect: "read",
@@ -540,6 +549,7 @@ export interface MethodTypes {
   "sessions.delete": { params: T.SessionActionParams; result: T.SessionsDeleteResult };
   "runs.create": { params: T.RunsCreateParams; result: T.RunAccepted };
   "runs.list": { params: T.RunsListParams; result: T.RunsListResult };
+  "usage.summary": { params: T.UsageSummaryParams; result: T.UsageSummary };
   "runs.get": { params: T.RunRef; result: T.Run };
   "runs.events": { params: T.RunsEventsParams; result: T.RunsEventsResult };
   "runs.wait": { params: T.RunsWaitParams; result: T.RunResult };

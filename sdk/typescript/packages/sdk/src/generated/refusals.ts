@@ -236,6 +236,16 @@ export function afterNotAnEventId(text: string, extra: ErrorDetails = {}): ApiEr
   return refusal("invalid_request", `after: ${JSON.stringify(text)} is not an event id`, { ...extra });
 }
 
+/** A `before` that is not an event id. */
+export function beforeNotAnEventId(text: string, extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `before: ${JSON.stringify(text)} is not an event id`, { field: "before", ...extra });
+}
+
+/** `runs.events` given both ends to count from. */
+export function lastAndLimit(extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `last and limit both given: last counts from the window's end, limit from its start`, { field: "last", ...extra });
+}
+
 /** A `Last-Event-ID` that is not visible ASCII. */
 export function lastEventIdUnreadable(extra: ErrorDetails = {}): ApiError {
   return refusal("invalid_request", `Last-Event-ID is not an event id (it is not visible ASCII)`, { ...extra });
@@ -279,6 +289,11 @@ export function unknownRunStatus(extra: ErrorDetails = {}): ApiError {
 /** `runs.list`'s time window is empty. */
 export function emptyTimeWindow(after: number, before: number, extra: ErrorDetails = {}): ApiError {
   return refusal("invalid_request", `createdAfter (${String(after)}) must be before createdBefore (${String(before)})`, { field: "createdAfter", ...extra });
+}
+
+/** `usage.summary`'s time window is longer than it answers. */
+export function usageWindowTooLong(days: number, max: number, extra: ErrorDetails = {}): ApiError {
+  return refusal("invalid_request", `createdAfter: a window of ${String(days)} days, longer than the ${String(max)} days usage.summary answers`, { field: "createdAfter", ...extra });
 }
 
 /** `runs.list`'s cursor is not a run id. */

@@ -1239,6 +1239,8 @@ export interface Run {
   error?: ApiError | null;
   /** The run's id. */
   id: RunId;
+  /** The model it runs on, `provider/model`, once it has started. */
+  model?: string | null;
   /** The session. */
   sessionId?: SessionId | null;
   /** The session's key. */
@@ -1249,6 +1251,13 @@ export interface Run {
   status: RunStatus;
   /** Its session's subject (see [`Session::subject`]). */
   subject?: Subject | null;
+  /**
+   * Its input in one line: the first line of the user's message (of
+   * the last user message, for messages), at most
+   * [`RunInput::SUMMARY_CHARS`](super::RunInput::SUMMARY_CHARS)
+   * characters (`…` marks a cut).
+   */
+  summary?: string | null;
   /** Tokens and cost so far. */
   usage?: Usage | null;
 }
@@ -1269,6 +1278,8 @@ export interface RunAccepted {
   error?: ApiError | null;
   /** The run's id. */
   id: RunId;
+  /** The model it runs on, `provider/model`, once it has started. */
+  model?: string | null;
   /** The run's id (the same as `id`). */
   runId: RunId;
   /** The session. */
@@ -1281,6 +1292,13 @@ export interface RunAccepted {
   status: RunStatus;
   /** Its session's subject (see [`Session::subject`]). */
   subject?: Subject | null;
+  /**
+   * Its input in one line: the first line of the user's message (of
+   * the last user message, for messages), at most
+   * [`RunInput::SUMMARY_CHARS`](super::RunInput::SUMMARY_CHARS)
+   * characters (`…` marks a cut).
+   */
+  summary?: string | null;
   /** Tokens and cost so far. */
   usage?: Usage | null;
 }
@@ -1485,11 +1503,22 @@ export interface RunsDeleteParams {
   runId: RunId;
 }
 
-/** `runs.events`. */
+/**
+ * `runs.events`: the events of the window between `after` and
+ * `before`, the first `limit` of them or the last `last` (a long
+ * run's tail first, then the pages before it), oldest first.
+ */
 export interface RunsEventsParams {
   /** Only events after this id (the replay cursor). */
   after?: Cursor | null;
-  /** At most this many. */
+  /**
+   * Only events before this id (the first event of a page read
+   * before).
+   */
+  before?: Cursor | null;
+  /** The last this many of the window instead (not with `limit`). */
+  last?: number | null;
+  /** At most this many, from the window's start. */
   limit?: number | null;
   /** The run. */
   runId: RunId;
@@ -1519,6 +1548,11 @@ export interface RunsListParams {
   sessionId?: SessionId | null;
   /** Only runs in one of these states. */
   status?: RunStatus[] | null;
+  /**
+   * Only runs whose `summary` contains this text, ignoring the case of
+   * ASCII letters.
+   */
+  text?: string | null;
 }
 
 /** `runs.list`'s answer. */
@@ -2619,6 +2653,47 @@ export interface Usage {
   outputTokens?: number | null;
   /** Both. */
   totalTokens?: number | null;
+}
+
+/** The runs of one agent on one model, created on one UTC day. */
+export interface UsageRow {
+  /** The agent. */
+  agentId: AgentId;
+  /** The day's start, UTC midnight (epoch milliseconds). */
+  day: number;
+  /** The model, `provider/model` (absent for runs that never started). */
+  model?: string | null;
+  /** How many runs. */
+  runs: number;
+  /** Their tokens and cost together. */
+  usage: Usage;
+}
+
+/** `usage.summary`'s answer. */
+export interface UsageSummary {
+  /** The window answered: runs created at or after this time. */
+  createdAfter: number;
+  /** The window answered: runs created before this time. */
+  createdBefore: number;
+  /** By day (newest first), then agent, then model. */
+  rows: UsageRow[];
+  /** How many runs the window holds. */
+  runs: number;
+  /** Their tokens and cost together. */
+  usage: Usage;
+}
+
+/** `usage.summary`: every filter given must hold. */
+export interface UsageSummaryParams {
+  /** Only this agent's runs. */
+  agentId?: AgentId | null;
+  /**
+   * Runs created at or after this time (epoch milliseconds; by default
+   * 30 days before the window's end).
+   */
+  createdAfter?: number | null;
+  /** Runs created before this time (epoch milliseconds; by default now). */
+  createdBefore?: number | null;
 }
 
 /**
