@@ -30,7 +30,9 @@ const PAGE: u32 = 1_000;
 /// The largest `raw` payload the tail keeps; larger ones are read from
 /// the store by the readers that want them.
 const RAW_CAP: usize = 64 * 1024;
-/// How often the tail looks for events other nodes committed.
+/// How often the tail looks for events other nodes committed, on a store
+/// that does not announce every commit; also how long it waits before
+/// trying again after a failed read.
 const POLL: Duration = Duration::from_millis(250);
 
 /// How an entry serves readers with and without `raw`.
@@ -215,6 +217,25 @@ impl Drop for Follower {
     }
 }
 
+/// Waits for a commit, or until `deadline` when there is one.
+async fn commit_or(
+    deadline: Option<tokio::time::Instant>,
+    committed: &mut tokio::sync::watch::Receiver<u64>,
+) {
+    match deadline {
+        Some(deadline) => {
+            let _ = tokio::time::timeout_at(deadline, committed.changed()).await;
+        }
+        None => {
+            // A closed channel (the store gone) never wakes: closing ends
+            // the tail.
+            if committed.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
 impl Tail {
     /// Starts the tail over `store`: it follows the store while a stream
     /// holds a [`Follower`], from the last event committed when the first
@@ -238,6 +259,9 @@ impl Tail {
         let writer = buffer.clone();
         tokio::spawn(async move {
             let mut committed = store.committed();
+            // Told of every commit (SQLite): the tail reads the store only
+            // when one was made, and an idle gateway's tail sleeps.
+            let polls = !store.announces_every_commit();
             let mut cursor = 0;
             let all = EventFilter {
                 raw: true,
@@ -294,10 +318,10 @@ impl Tail {
                 }
                 // Wait for a commit (or the poll), or for the last stream
                 // to go: streams coming and going do not read the store.
-                let deadline = tokio::time::Instant::now() + POLL;
+                let deadline = polls.then(|| tokio::time::Instant::now() + POLL);
                 loop {
                     tokio::select! {
-                        _ = tokio::time::timeout_at(deadline, committed.changed()) => break,
+                        _ = commit_or(deadline, &mut committed) => break,
                         _ = followed.changed() => {
                             if *followed.borrow() == 0 {
                                 break;

@@ -382,9 +382,19 @@ impl Store {
     /// The id of the last event committed, watched: a live reader waits
     /// for it to change instead of polling. It moves for this process's
     /// appends and, on PostgreSQL, for other nodes' (notified); a lost
-    /// notification is only caught by polling, so readers also poll.
+    /// notification is only caught by polling, so readers there also poll
+    /// ([`Store::announces_every_commit`]).
     pub fn committed(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.writer.committed()
+    }
+
+    /// Whether [`Store::committed`] moves for every commit there is, so a
+    /// live reader never has to look for one it was not told of: on
+    /// SQLite, whose one writing process is this one. On PostgreSQL other
+    /// nodes' commits are notified, and a notification lost while the
+    /// listener reconnects is only caught by a reader that polls.
+    pub fn announces_every_commit(&self) -> bool {
+        self.backend() == Backend::Sqlite
     }
 
     /// On PostgreSQL, ticks when any node (this one too) creates, ends or

@@ -8,7 +8,9 @@
 //! at once instead of on their next poll. The polls stay, as the fallback
 //! for a lost notification: after the listener reconnects it wakes
 //! everyone, since notifications sent meanwhile are gone. SQLite has one
-//! writing process and needs none of this.
+//! writing process and needs none of this: its own appends move
+//! `committed`, and its live readers do not poll
+//! ([`crate::Store::announces_every_commit`]).
 
 use std::sync::Arc;
 use std::time::Duration;

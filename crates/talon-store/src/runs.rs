@@ -216,6 +216,18 @@ impl Store {
         Ok(changed == 1)
     }
 
+    /// Records a run's usage (before its end is stored); `false` when
+    /// there is no such run.
+    pub async fn set_run_usage(&self, run_id: &RunId, usage: &Usage) -> Result<bool> {
+        let changed = sqlx::query("UPDATE runs SET usage = $2 WHERE id = $1")
+            .bind(run_id.as_str().to_owned())
+            .bind(json_text(usage)?)
+            .execute(self.writes())
+            .await?
+            .rows_affected();
+        Ok(changed == 1)
+    }
+
     /// Records a run's final result; `false` when there is no such run.
     pub async fn set_run_result(&self, run_id: &RunId, result: &RunResult) -> Result<bool> {
         let changed = sqlx::query("UPDATE runs SET result = $2 WHERE id = $1")

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use talon_protocol::gateway::bounded::RunId;
 
+use talon_protocol::gateway::Usage;
 use talon_protocol::{Event, EventType};
 use talon_runtime::{RunSink, TurnState};
 use talon_store::{Pending, Store, StoreError};
@@ -135,16 +136,8 @@ impl Forwarder {
             return;
         }
         self.appended += batch.len() as u64;
-        // The model a run started on is kept with the run (`Run.model`,
-        // what `usage.summary` groups by).
         for event in &batch {
-            if event.kind != EventType::RunStarted {
-                continue;
-            }
-            let model = event.data.get("model").and_then(|m| m.as_str());
-            if let (Some(run_id), Some(model)) = (&event.run_id, model)
-                && let Err(error) = self.store.set_run_model(run_id, model).await
-            {
+            if let Err(error) = self.onto_row(event).await {
                 self.fail(error);
                 return;
             }
@@ -161,6 +154,28 @@ impl Forwarder {
                 self.settle(p).await;
             }
         }
+    }
+
+    /// What the run's row keeps of its events, written before they are:
+    /// the model it started on (`Run.model`, what `usage.summary` groups
+    /// by), and its final usage, so that a reader who sees the terminal
+    /// event and asks what the run cost (`runs.get`, `usage.summary`)
+    /// already gets it (its status follows when the run's end is stored).
+    async fn onto_row(&self, event: &Event) -> Result<(), StoreError> {
+        let Some(run_id) = &event.run_id else {
+            return Ok(());
+        };
+        if event.kind == EventType::RunStarted
+            && let Some(model) = event.data.get("model").and_then(|m| m.as_str())
+        {
+            self.store.set_run_model(run_id, model).await?;
+        } else if event.kind.is_terminal()
+            && let Some(usage) = event.data.get("usage")
+            && let Ok(usage) = serde_json::from_value::<Usage>(usage.clone())
+        {
+            self.store.set_run_usage(run_id, &usage).await?;
+        }
+        Ok(())
     }
 
     async fn drain(&mut self) {

@@ -45,6 +45,7 @@ pub(crate) const APP_PATHS: &[&str] = &[
     "/tasks",
     "/agents",
     "/environments",
+    "/usage",
     "/health",
 ];
 

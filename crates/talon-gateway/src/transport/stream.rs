@@ -56,8 +56,21 @@ const PAGE: u32 = 500;
 /// Bytes of events read per page: past the first event, a page ends once
 /// it holds this many.
 pub(crate) const PAGE_BYTES: usize = 64 << 10;
-/// How often a live stream looks for events other nodes committed.
+/// How often a live stream looks for events other nodes committed, on a
+/// store that does not announce every commit (PostgreSQL).
 const POLL: Duration = Duration::from_secs(1);
+
+/// The fallback poll: its deadline passes, and it moves [`POLL`] on;
+/// never, on a store that announces every commit.
+async fn polled(poll: &mut Option<Pin<Box<Sleep>>>) {
+    match poll {
+        Some(sleep) => {
+            sleep.as_mut().await;
+            sleep.as_mut().reset(Instant::now() + POLL);
+        }
+        None => std::future::pending().await,
+    }
+}
 
 pub(crate) use talon_wire::query::{StreamQuery, TicketQuery, query};
 
@@ -157,7 +170,7 @@ pub(crate) struct Follow {
     closing: tokio::sync::watch::Receiver<bool>,
     /// The fallback poll's deadline, moved only when it passes: a wait
     /// for the next commit registers no new timer.
-    poll: Pin<Box<Sleep>>,
+    poll: Option<Pin<Box<Sleep>>>,
     ends: Ends,
     done: bool,
     /// What its token's events may hold unsent (none for the node's own
@@ -274,7 +287,7 @@ impl Follow {
             latest: shared.tail.latest(),
             tail: shared.tail.follow(),
             closing: shared.closing.clone(),
-            poll: Box::pin(tokio::time::sleep(POLL)),
+            poll: (!store.announces_every_commit()).then(|| Box::pin(tokio::time::sleep(POLL))),
             ends,
             done: false,
             budget,
@@ -355,7 +368,7 @@ impl Follow {
                     }
                     tokio::select! {
                         _ = self.latest.changed() => {}
-                        () = self.poll.as_mut() => self.poll.as_mut().reset(Instant::now() + POLL),
+                        () = polled(&mut self.poll) => {}
                         _ = self.closing.changed() => {}
                     }
                 } else {
@@ -390,7 +403,7 @@ impl Follow {
                     }
                     tokio::select! {
                         _ = self.committed.changed() => {}
-                        () = self.poll.as_mut() => self.poll.as_mut().reset(Instant::now() + POLL),
+                        () = polled(&mut self.poll) => {}
                         _ = self.closing.changed() => {}
                     }
                 }

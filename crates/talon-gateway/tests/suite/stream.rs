@@ -409,3 +409,33 @@ async fn an_idle_stream_gets_heartbeats_and_a_busy_one_does_not() {
     read_frames(&mut body, &mut text, busy_len, 2).await;
     assert_eq!(frames(&text[busy_len..]), vec![":", ":"]);
 }
+
+#[tokio::test]
+async fn what_a_run_cost_is_stored_before_its_terminal_event_is_seen() {
+    let g = TestGateway::with_script(talon_mock_model::Script {
+        replay: talon_mock_model::Replay::PerRun,
+        ..talon_mock_model::Script::texts(&["Hello."])
+    })
+    .await;
+    for attempt in 0..5 {
+        let (_, run) = g
+            .call(&g.admin, "runs.create", json!({"input": "hi"}))
+            .await;
+        let id = run["id"].as_str().unwrap().to_owned();
+        let mut reader = open(&g, &g.admin, &format!("/v1/runs/{id}/events"), None)
+            .await
+            .unwrap();
+        let mut terminal = None;
+        while let Some(e) = reader.next().await {
+            if e.kind == "run.completed" {
+                terminal = Some(e.data);
+                break;
+            }
+        }
+        let usage = terminal.unwrap()["data"]["usage"].clone();
+        assert!(usage["totalTokens"].as_u64().unwrap() > 0, "{usage}");
+        // Asked the moment the terminal event arrives.
+        let (_, got) = g.call(&g.admin, "runs.get", json!({"runId": id})).await;
+        assert_eq!(got["usage"], usage, "attempt {attempt}");
+    }
+}

@@ -21,6 +21,7 @@ async fn the_page_answers_every_view_under_its_policy_and_assets_are_immutable()
         "/approve/apr_1",
         "/runs/run_1",
         "/sessions/s_1",
+        "/usage",
         "/health",
     ] {
         let page = g

@@ -48,6 +48,7 @@ const Tasks = lazy(() => import("./views/tasks.js"));
 const Agents = lazy(() => import("./views/agents.js"));
 const Environments = lazy(() => import("./views/environments.js"));
 const Health = lazy(() => import("./views/health.js"));
+const Usage = lazy(() => import("./views/usage.js"));
 
 const TITLES: Record<Route["view"], string> = {
   runs: "Runs",
@@ -61,6 +62,7 @@ const TITLES: Record<Route["view"], string> = {
   agents: "Agents and tools",
   environments: "Environments",
   health: "Health",
+  usage: "Usage",
   missing: "Not found",
 };
 
@@ -159,6 +161,8 @@ function View(props: { route: Route }) {
       return <Environments />;
     case "health":
       return <Health />;
+    case "usage":
+      return <Usage />;
     default:
       return (
         <>
@@ -178,6 +182,7 @@ const NAV: [string, Route["view"], string][] = [
   ["/tasks", "tasks", "Tasks"],
   ["/agents", "agents", "Agents"],
   ["/environments", "environments", "Environments"],
+  ["/usage", "usage", "Usage"],
   ["/health", "health", "Health"],
 ];
 

@@ -22,6 +22,7 @@ export type Route =
   | { view: "agents" }
   | { view: "environments" }
   | { view: "health" }
+  | { view: "usage" }
   | { view: "missing" };
 
 const SIMPLE: Record<string, Route> = {
@@ -33,6 +34,7 @@ const SIMPLE: Record<string, Route> = {
   "/agents": { view: "agents" },
   "/environments": { view: "environments" },
   "/health": { view: "health" },
+  "/usage": { view: "usage" },
 };
 
 /** The route a path names. */

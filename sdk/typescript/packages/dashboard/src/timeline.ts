@@ -6,6 +6,13 @@
 // `exec`, Tool Search's from `tool_search_code`, whose events name the
 // model's call as `parentId`) under the call that made them. Approvals and
 // questions that name no known call stand on their own.
+//
+// The events may be a run's tail (the run view loads the last page first,
+// then earlier pages on demand): a call whose start is not among them is
+// shown from what is (`earlier`, its name unknown), and a nested call whose
+// parent is not among them stands on its own until the page holding the
+// parent is loaded, when the timeline, made again from all the events,
+// nests it.
 
 import type { TalonEvent } from "@talon/sdk";
 import type { protocol as T } from "@talon/sdk";
@@ -36,6 +43,8 @@ export interface Call {
   readonly question: QuestionItem | undefined;
   /** Calls it made (Code Mode, Tool Search), in order. */
   readonly children: readonly Call[];
+  /** Whether its `tool.call.started` is not among the events (it started before them). */
+  readonly earlier: boolean;
 }
 
 /** An approval and how it was resolved. */
@@ -90,6 +99,7 @@ interface MutableCall {
   approval: ApprovalItem | undefined;
   question: QuestionItem | undefined;
   children: MutableCall[];
+  earlier: boolean;
 }
 
 type MutableItem = MutableCall | ApprovalItem | QuestionItem | TextItem | StepItem;
@@ -149,6 +159,35 @@ export function timelineOf(events: readonly TalonEvent[]): Item[] {
     }
     if (done) open = undefined;
   };
+  // From the run's first event, every call's start is among the events.
+  const whole = events[0]?.type === "run.created";
+  // A call by id; in a tail, one that started before it is made from what follows its start.
+  const known = (callId: string, ts: number): MutableCall | undefined => {
+    const found = calls.get(callId);
+    if (found || whole) return found;
+    open = undefined;
+    const call: MutableCall = {
+      kind: "call",
+      callId,
+      name: "",
+      parentId: undefined,
+      arguments: undefined,
+      startedAt: ts,
+      status: "running",
+      output: [],
+      result: undefined,
+      error: undefined,
+      outcome: undefined,
+      durationMs: undefined,
+      approval: undefined,
+      question: undefined,
+      children: [],
+      earlier: true,
+    };
+    calls.set(callId, call);
+    items.push(call);
+    return call;
+  };
   for (const event of events) {
     switch (event.type) {
       case "run.created":
@@ -196,6 +235,7 @@ export function timelineOf(events: readonly TalonEvent[]): Item[] {
           approval: undefined,
           question: undefined,
           children: [],
+          earlier: false,
         };
         if (calls.has(d.callId)) break;
         calls.set(d.callId, call);
@@ -205,9 +245,10 @@ export function timelineOf(events: readonly TalonEvent[]): Item[] {
         break;
       }
       case "tool.call.delta": {
-        const call = calls.get(event.data.callId);
         const out = outputOf(event.data.update);
-        if (!call || !out) break;
+        if (!out) break;
+        const call = known(event.data.callId, event.ts);
+        if (!call) break;
         const last = call.output.at(-1);
         if (last?.stream === out.stream && out.stream !== "progress") {
           call.output[call.output.length - 1] = { stream: out.stream, text: last.text + out.text };
@@ -215,7 +256,7 @@ export function timelineOf(events: readonly TalonEvent[]): Item[] {
         break;
       }
       case "tool.call.completed": {
-        const call = calls.get(event.data.callId);
+        const call = known(event.data.callId, event.ts);
         if (!call) break;
         call.status = "completed";
         call.result = event.data.result;
@@ -223,7 +264,7 @@ export function timelineOf(events: readonly TalonEvent[]): Item[] {
         break;
       }
       case "tool.call.failed": {
-        const call = calls.get(event.data.callId);
+        const call = known(event.data.callId, event.ts);
         if (!call) break;
         call.status = "failed";
         call.error = event.data.error;

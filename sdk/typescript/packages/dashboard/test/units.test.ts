@@ -1,7 +1,10 @@
 // The dashboard's pure parts, asserted whole: the timeline of a run's
-// events (nested calls under the call that made them), the figures of
-// /metrics, the task tree, where a login link may send the browser, the
-// routes, a runs row after lifecycle events, diff lines and answer forms.
+// events (nested calls under the call that made them, and a tail's calls
+// before their parents are loaded), the figures of /metrics, the task tree,
+// where a login link may send the browser, the routes, a runs row after
+// lifecycle events, a run's summary and the text filter's rule, the usage
+// view's windows, figures and request coalescing, diff lines and answer
+// forms.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
@@ -12,10 +15,12 @@ import { loginFragment, safeNext } from "../src/auth.js";
 import { healthOf } from "../src/health.js";
 import { appPath, basePathOf, routeOf } from "../src/router.js";
 import { taskTree } from "../src/tasktree.js";
+import { startsLater } from "../src/runtail.js";
 import { timelineOf } from "../src/timeline.js";
 import { diffLines } from "../src/views/artifacts.js";
 import { fieldsOf } from "../src/views/decide.js";
-import { matching, rowAfter, type Row } from "../src/views/runs.js";
+import { rowAfter, summaryMatches, summaryOf } from "../src/views/runs.js";
+import { coalesced, count, daysOf, usd, windowStart } from "../src/views/usage.js";
 
 let next = 0;
 function ev(type: string, data: unknown, extra: Partial<T.EventEnvelope> = {}): TalonEvent {
@@ -108,8 +113,10 @@ describe("timelineOf", () => {
             },
             question: undefined,
             children: [],
+            earlier: false,
           },
         ],
+        earlier: false,
       },
       { kind: "text", text: "Done.", done: true, usage: undefined },
       { kind: "step", type: "run.completed", ts: 1017, detail: "2 turns, 2 tool calls" },
@@ -120,6 +127,7 @@ describe("timelineOf", () => {
     next = 0;
     const question: T.Question = { id: "q1", createdAt: 1, prompt: "Which?", runId: "run_1", status: "pending" };
     const events = [
+      ev("run.created", { input: "which" }),
       ev("question.requested", question),
       ev("question.answered", { questionId: "q1", answer: "main" }),
       ev("tool.call.started", { callId: "c1", name: "read" }),
@@ -128,6 +136,7 @@ describe("timelineOf", () => {
       ev("tool.call.delta", { callId: "nope", update: { stream: "stdout", text: "lost" } }),
     ];
     assert.deepEqual(timelineOf(events), [
+      { kind: "step", type: "run.created", ts: 1001, detail: "which" },
       { kind: "question", question, answered: true, answer: "main" },
       {
         kind: "call",
@@ -135,7 +144,7 @@ describe("timelineOf", () => {
         name: "read",
         parentId: undefined,
         arguments: undefined,
-        startedAt: 1003,
+        startedAt: 1004,
         status: "running",
         output: [{ stream: "progress", text: "1/2 half" }],
         result: undefined,
@@ -145,8 +154,96 @@ describe("timelineOf", () => {
         approval: undefined,
         question: undefined,
         children: [],
+        earlier: false,
       },
     ]);
+  });
+
+  it("shows a tail's calls from what it holds, and nests them once the earlier events are in", () => {
+    next = 0;
+    const events = [
+      ev("run.created", { input: "go" }),
+      ev("tool.call.started", { callId: "c1", name: "exec", arguments: { code: "x" } }),
+      ev("tool.call.delta", { callId: "c1", update: { stream: "console", text: "hi" } }),
+      ev("tool.call.started", { callId: "c2", name: "read", parentId: "c1", arguments: { path: "a" } }),
+      ev("tool.call.completed", { callId: "c2", name: "read", parentId: "c1", durationMs: 1, result: "ok" }),
+      ev("tool.call.delta", { callId: "c1", update: { stream: "console", text: " there" } }),
+      ev("tool.call.completed", { callId: "c1", name: "exec", durationMs: 5, result: 42 }),
+    ];
+    const child = {
+      kind: "call",
+      callId: "c2",
+      name: "read",
+      parentId: "c1",
+      arguments: { path: "a" },
+      startedAt: 1004,
+      status: "completed",
+      output: [],
+      result: "ok",
+      error: undefined,
+      outcome: undefined,
+      durationMs: 1,
+      approval: undefined,
+      question: undefined,
+      children: [],
+      earlier: false,
+    };
+    // The tail: the cell's start is not in it; its nested call stands on its own before it.
+    assert.deepEqual(timelineOf(events.slice(3)), [
+      child,
+      {
+        kind: "call",
+        callId: "c1",
+        name: "",
+        parentId: undefined,
+        arguments: undefined,
+        startedAt: 1006,
+        status: "completed",
+        output: [{ stream: "console", text: " there" }],
+        result: 42,
+        error: undefined,
+        outcome: undefined,
+        durationMs: 5,
+        approval: undefined,
+        question: undefined,
+        children: [],
+        earlier: true,
+      },
+    ]);
+    // The earlier page in front: nested, output whole.
+    const whole = timelineOf(events);
+    assert.deepEqual(whole.slice(1), [
+      {
+        kind: "call",
+        callId: "c1",
+        name: "exec",
+        parentId: undefined,
+        arguments: { code: "x" },
+        startedAt: 1002,
+        status: "completed",
+        output: [{ stream: "console", text: "hi there" }],
+        result: 42,
+        error: undefined,
+        outcome: undefined,
+        durationMs: 5,
+        approval: undefined,
+        question: undefined,
+        children: [child],
+        earlier: false,
+      },
+    ]);
+  });
+});
+
+describe("a run's tail", () => {
+  it("may have events before it when the page is full and does not start the run", () => {
+    next = 0;
+    const created = ev("run.created", { input: "go" });
+    const delta = ev("assistant.delta", { text: "x" });
+    assert.equal(startsLater([delta, delta], 2), true);
+    assert.equal(startsLater([created, delta], 2), false);
+    assert.equal(startsLater([delta], 2), false);
+    assert.equal(startsLater([], 2), false);
   });
 });
 
@@ -281,6 +378,7 @@ describe("routes", () => {
         "/agents",
         "/environments",
         "/health",
+        "/usage",
         "/nope",
         "/runs/a/b",
       ].map(routeOf),
@@ -296,6 +394,7 @@ describe("routes", () => {
         { view: "agents" },
         { view: "environments" },
         { view: "health" },
+        { view: "usage" },
         { view: "missing" },
         { view: "missing" },
       ],
@@ -322,8 +421,11 @@ describe("the base path", () => {
 describe("a runs row", () => {
   it("is made by run.created and follows the run's lifecycle", () => {
     next = 0;
-    const created = rowAfter(undefined, ev("run.created", { input: "hi" }, { agentId: "main", sessionId: "s1" }));
-    const started = rowAfter(created, ev("run.started", { model: "m", surface: "direct", tools: [] }));
+    const created = rowAfter(
+      undefined,
+      ev("run.created", { input: "\n  hi there  \nmore" }, { agentId: "main", sessionId: "s1" }),
+    );
+    const started = rowAfter(created, ev("run.started", { model: "mock/m", surface: "direct", tools: [] }));
     const waiting = rowAfter(started, ev("approval.requested", APPROVAL));
     const resumed = rowAfter(waiting, ev("approval.resolved", { approvalId: "apr_1", status: "approved" }));
     const ended = rowAfter(
@@ -341,22 +443,109 @@ describe("a runs row", () => {
       sessionId: "s1",
       sessionKey: null,
       status: "completed",
-      input: "hi",
+      summary: "hi there",
       startedAt: 1002,
+      model: "mock/m",
       endedAt: 1005,
       usage: { totalTokens: 9 },
     });
     assert.equal(rowAfter(undefined, ev("run.started", { model: "m", surface: "direct", tools: [] })), undefined);
   });
 
-  it("matches a text in the id or the input", () => {
-    const rows: Row[] = [
-      { id: "run_a", agentId: "main", createdAt: 1, status: "completed", input: "Summarise the README" },
-      { id: "run_b", agentId: "main", createdAt: 2, status: "running" },
-    ];
-    assert.deepEqual(matching(rows, "readme"), [rows[0]]);
-    assert.deepEqual(matching(rows, "RUN_B"), [rows[1]]);
-    assert.deepEqual(matching(rows, "  "), rows);
+  it("has the summary the gateway makes of an input, and matches text in it as runs.list does", () => {
+    assert.equal(summaryOf("  \n\t\n  Summarise the README  \r\nthen more"), "Summarise the README");
+    assert.equal(summaryOf("\u0085 next line \u3000"), "next line");
+    assert.equal(summaryOf("\ufeffbom"), "\ufeffbom");
+    assert.equal(summaryOf(" \n \t \n"), undefined);
+    assert.equal(summaryOf(""), undefined);
+    assert.equal(summaryOf("x".repeat(120)), "x".repeat(120));
+    assert.equal(summaryOf("x".repeat(121)), `${"x".repeat(119)}…`);
+    // Characters, not UTF-16 units: an emoji counts once.
+    assert.equal(summaryOf("😀".repeat(121)), `${"😀".repeat(119)}…`);
+    assert.equal(summaryMatches("Summarise the README", "readme"), true);
+    assert.equal(summaryMatches("Summarise the README", "SUMMARISE THE"), true);
+    assert.equal(summaryMatches("Summarise the README", "notes"), false);
+    assert.equal(summaryMatches("ÉCOLE", "école"), false, "only ASCII letters fold");
+    assert.equal(summaryMatches("ÉCOLE", "Écol"), true);
+    assert.equal(summaryMatches(undefined, "x"), false);
+    assert.equal(summaryMatches(undefined, ""), true);
+  });
+});
+
+describe("usage", () => {
+  it("asks again at most once after the request in flight, however many runs end meanwhile", async () => {
+    const asked: (() => void)[] = [];
+    const again = coalesced(
+      () =>
+        new Promise<void>((resolve) => {
+          asked.push(resolve);
+        }),
+    );
+    const settle = () => new Promise((r) => setTimeout(r, 0));
+    again();
+    again();
+    again();
+    again();
+    assert.equal(asked.length, 1, "one in flight");
+    asked[0]?.();
+    await settle();
+    assert.equal(asked.length, 2, "the three calls meanwhile make one more");
+    asked[1]?.();
+    await settle();
+    assert.equal(asked.length, 2, "and no more");
+    again();
+    assert.equal(asked.length, 3, "a later call asks at once");
+    again();
+    asked[2]?.();
+    await settle();
+    assert.equal(asked.length, 4);
+    asked[3]?.();
+    await settle();
+    assert.equal(asked.length, 4);
+  });
+
+  it("goes on after a failed request", async () => {
+    let n = 0;
+    const again = coalesced(() => {
+      n++;
+      return Promise.reject(new Error("refused"));
+    });
+    again();
+    again();
+    await new Promise((r) => setTimeout(r, 0));
+    assert.equal(n, 2);
+  });
+
+  it("starts a window at UTC midnight, today counted", () => {
+    const now = Date.UTC(2026, 11, 7, 18, 30);
+    assert.equal(windowStart(now, 1), Date.UTC(2026, 11, 7));
+    assert.equal(windowStart(now, 7), Date.UTC(2026, 11, 1));
+    assert.equal(windowStart(now, 30), Date.UTC(2026, 10, 8));
+  });
+
+  it("writes counts and dollars for people, and a dash for what is unknown", () => {
+    assert.deepEqual([count(0), count(1234567), count(undefined), count(null)], ["0", "1,234,567", "—", "—"]);
+    assert.deepEqual(
+      [usd(0), usd(0.00004), usd(0.0123456), usd(0.99999), usd(1234.567), usd(undefined)],
+      ["$0.00", "< $0.0001", "$0.0123", "$1.00", "$1,234.57", "—"],
+    );
+  });
+
+  it("adds a day's rows together, newest day first", () => {
+    const day1 = Date.UTC(2026, 11, 7);
+    const day0 = Date.UTC(2026, 11, 6);
+    assert.deepEqual(
+      daysOf([
+        { day: day1, agentId: "a", model: "m1", runs: 2, usage: { totalTokens: 30 } },
+        { day: day1, agentId: "b", runs: 1, usage: {} },
+        { day: day1, agentId: "b", model: "m1", runs: 1, usage: { inputTokens: 5, outputTokens: 2 } },
+        { day: day0, agentId: "a", runs: 1, usage: {} },
+      ]),
+      [
+        { day: day1, runs: 4, tokens: 37 },
+        { day: day0, runs: 1, tokens: undefined },
+      ],
+    );
   });
 });
 

@@ -2,10 +2,14 @@
 // puppeteer-core) against a real `talon gateway` with the mock model: sign
 // in from the gateway's one-time link (which then fails a second time); a
 // run whose Code Mode cell makes a nested call, watched to its end, its
-// timeline showing the nested call under its `exec` with the cell's output;
+// timeline (read tail first) showing the nested call under its `exec` with
+// the cell's output;
 // approvals decided from the inbox and from `/approve/{id}` in a phone-sized
 // window; a question answered; an artifact downloaded; the connection cut
 // and the gateway restarted, the runs list recovering without duplicates;
+// the runs' summaries and models, and the text filter done by the gateway;
+// the usage view (reached from the navigation) showing the runs made here
+// and following a run's end;
 // an observer sign-in that sees runs but has no act buttons; signing out;
 // axe-core on every view; no CSP violation or console error; the startup
 // budget as loaded. With TALON_SCREENSHOTS=1 it saves a screenshot of each
@@ -23,8 +27,10 @@ import { gzipSync } from "node:zlib";
 import { CHROMIUM, CHROMIUM_ARGS as ARGS } from "./browser.js";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 
-import { Talon } from "@talon/sdk";
+import { Talon, type protocol as P } from "@talon/sdk";
 import { startGateway, type MockScript, type RunningGateway } from "@talon/sdk-testing";
+
+import { count, windowStart } from "../src/views/usage.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, "../../../../../..");
@@ -147,6 +153,17 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
+/**
+ * Opens `/usage` through the navigation: a client-side route, so it works
+ * whether or not the gateway serves the page at that path itself.
+ */
+async function openUsage(page: Page, url: string): Promise<void> {
+  await page.goto(`${url}/`);
+  await heading(page, "Runs");
+  await page.click('header nav a[href="/usage"]');
+  await heading(page, "Usage");
+}
+
 /** A fresh sign-in link from `talon dashboard`. */
 function dashboardLink(gateway: RunningGateway, preset: string): string {
   const out = execFileSync(
@@ -225,6 +242,10 @@ describe("the dashboard in a browser, against a real gateway", () => {
     await heading(page, "Run");
     await waitText(page, "completed", "dd[aria-live]", 60_000);
     await waitText(page, "The cell read the notes.");
+    // Its last page is the whole run: nothing earlier to load.
+    await waitText(page, "events.");
+    assert.match(await textOf(page), /All \d+ events\./);
+    assert.equal(await page.$(".earlier button"), null);
     const tree = await page.evaluate(() =>
       [...document.querySelectorAll("ol.timeline > li.call")].map((li) => ({
         name: li.querySelector(".call-name")?.textContent,
@@ -340,7 +361,7 @@ describe("the dashboard in a browser, against a real gateway", () => {
     await new Promise((r) => setTimeout(r, 1_000));
     await page.setOfflineMode(false);
     await page.waitForFunction(
-      (id: string) => [...document.querySelectorAll("li.run-row a")].some((a) => a.textContent.includes(id)),
+      (id: string) => document.querySelector(`li.run-row a[href="/runs/${id}"]`) !== null,
       { polling: 100, timeout: 60_000 },
       during.id,
     );
@@ -349,7 +370,7 @@ describe("the dashboard in a browser, against a real gateway", () => {
     await page.waitForFunction(
       (id: string) =>
         [...document.querySelectorAll("li.run-row")].some(
-          (li) => li.textContent.includes(id) && li.textContent.includes("completed"),
+          (li) => li.querySelector(`a[href="/runs/${id}"]`) !== null && li.textContent.includes("completed"),
         ),
       { polling: 100, timeout: 60_000 },
       after.id,
@@ -367,7 +388,7 @@ describe("the dashboard in a browser, against a real gateway", () => {
     await page.waitForFunction(
       (id: string) =>
         [...document.querySelectorAll("li.run-row")].some(
-          (li) => li.textContent.includes(id) && li.textContent.includes("completed"),
+          (li) => li.querySelector(`a[href="/runs/${id}"]`) !== null && li.textContent.includes("completed"),
         ),
       { polling: 100, timeout: 90_000 },
       restarted.id,
@@ -382,6 +403,90 @@ describe("the dashboard in a browser, against a real gateway", () => {
     const listed = (await admin.client.runs.list({ limit: 100 })).runs.map((r) => `/runs/${r.id}`);
     assert.deepEqual([...ids].sort(), [...listed].sort());
     await shot(page, "runs");
+  });
+
+  it("shows each run's summary and model, and filters by text on the gateway", async () => {
+    assert.ok(gateway);
+    const bodies: string[] = [];
+    const listed = (request: { url: () => string; postData: () => string | undefined }) => {
+      if (request.url().endsWith("/v1/runs.list")) bodies.push(request.postData() ?? "");
+    };
+    page.on("request", listed);
+    try {
+      await page.goto(`${gateway.url}/`);
+      await heading(page, "Runs");
+      await page.waitForFunction(
+        (id: string) => document.querySelector(`li.run-row a[href="/runs/${id}"]`)?.textContent === "nested please",
+        { polling: 100, timeout: 30_000 },
+        nestedRun,
+      );
+      await page.type("input[name=text]", "NESTED");
+      await waitText(page, "1 runs match");
+      const rows = await page.$$eval("li.run-row", (lis) =>
+        lis.map((li) => ({
+          href: li.querySelector("a")?.getAttribute("href"),
+          summary: li.querySelector("a")?.textContent,
+          model: li.querySelector(".model")?.textContent,
+        })),
+      );
+      const run = await admin.client.runs.get(nestedRun);
+      assert.ok(run.model, "the gateway keeps the run's model");
+      assert.deepEqual(rows, [{ href: `/runs/${nestedRun}`, summary: "nested please", model: run.model }]);
+      const texts = bodies.map((b) => (JSON.parse(b || "{}") as { text?: string }).text).filter((t) => t);
+      assert.deepEqual(texts, ["NESTED"]);
+    } finally {
+      page.off("request", listed);
+    }
+  });
+
+  it("shows the usage of the runs made here by day, agent and model, and follows a run's end", async () => {
+    assert.ok(gateway);
+    await openUsage(page, gateway.url);
+    const shows = async (): Promise<P.UsageSummary> => {
+      const summary = await admin.client.usage.summary({ createdAfter: windowStart(Date.now(), 30) });
+      const wanted = [count(summary.runs), count(summary.usage.inputTokens), count(summary.usage.outputTokens)];
+      await page
+        .waitForFunction(
+          (w: string[]) =>
+            ["runs", "input", "output"]
+              .map((k) => document.querySelector(`[data-total="${k}"] dd`)?.textContent)
+              .join("|") === w.join("|"),
+          { polling: 100, timeout: 30_000 },
+          wanted,
+        )
+        .catch(async (error: unknown) => {
+          throw new Error(`wanted ${wanted.join(", ")}: ${await textOf(page)}`, { cause: error });
+        });
+      return summary;
+    };
+    const first = await shows();
+    const made = (await admin.client.runs.list({ limit: 100 })).runs;
+    assert.equal(first.runs, made.length, "every run made here, all today");
+    assert.ok((first.usage.inputTokens ?? 0) > 0 && (first.usage.outputTokens ?? 0) > 0, "the mock reports usage");
+    const models = new Set(made.map((r) => r.model).filter((m) => m));
+    const rows = await page.$$eval("table.usage-rows tbody tr", (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r[1], r[2], r[3]]),
+      first.rows.map((r) => [r.agentId, r.model ?? "not started", count(r.runs)]),
+    );
+    assert.ok(
+      first.rows.every((r) => r.model === undefined || r.model === null || models.has(r.model)),
+      "the rows' models are the runs'",
+    );
+    await page.evaluate(() => {
+      (window as unknown as { stillHere: boolean }).stillHere = true;
+    });
+    const more = await admin.agent().run("counted while the usage is open");
+    assert.equal((await more.wait()).status, "completed");
+    const second = await shows();
+    assert.equal(second.runs, first.runs + 1);
+    assert.ok((second.usage.inputTokens ?? 0) > (first.usage.inputTokens ?? 0));
+    assert.equal(await page.evaluate(() => (window as unknown as { stillHere?: boolean }).stillHere), true);
+    views.add("/usage");
+    await shot(page, "usage");
+    assert.deepEqual(seen.errors, []);
   });
 
   it("shows every other view, with no console error or CSP violation", async () => {
@@ -446,7 +551,8 @@ describe("the dashboard in a browser, against a real gateway", () => {
       await audit.setViewport(
         path.startsWith("/approve/") ? { width: 375, height: 667 } : { width: 1280, height: 900 },
       );
-      await audit.goto(`${gateway.url}${path}`);
+      if (path === "/usage") await openUsage(audit, gateway.url);
+      else await audit.goto(`${gateway.url}${path}`);
       await audit.waitForSelector("h1", { timeout: 30_000 });
       await audit.waitForFunction(() => !document.querySelector("main")?.textContent.includes("Loading…"), {
         polling: 100,

@@ -1,16 +1,31 @@
-// `/runs/{id}`: one run, live (`useRun`): its header (status, agent,
+// `/runs/{id}`: one run, live (`RunTail`): its header (status, agent,
 // session, times, usage), cancel, run again with edited input, the
 // timeline (`timelineOf`: text as it streams, each call with arguments,
 // output, result or error, duration, approval, nested calls under the call
 // that made them) and its artifacts (downloadable; text, logs, diffs and
-// patches shown inline).
+// patches shown inline). The timeline loads tail first: the run's last
+// 500 events, shown scrolled to the end and followed live; scrolling to
+// the top of the timeline (or its "Load earlier events" button) loads the
+// 500 before, put in front with what was in view kept in place.
 
-import { useMemo, useState } from "preact/hooks";
-import type { TalonEvent } from "@talon/sdk";
+import { useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { protocol as T } from "@talon/sdk";
-import { useRun, useTalon } from "@talon/sdk-react";
 
-import { at, Badge, duration, ErrorLine, json, lacks, navigate, useAsync, useCan, when } from "../kit.js";
+import {
+  at,
+  Badge,
+  duration,
+  ErrorLine,
+  json,
+  lacks,
+  navigate,
+  useAsync,
+  useCan,
+  useLive,
+  useTalon,
+  when,
+} from "../kit.js";
+import { RunTail, type RunTailState } from "../runtail.js";
 import { timelineOf, type Call, type Item } from "../timeline.js";
 import { Artifacts } from "./artifacts.js";
 
@@ -25,13 +40,14 @@ function Usage(props: { usage: T.Usage | null | undefined }) {
   );
 }
 
-function CallView(props: { call: Call }) {
+function CallView(props: { call: Call; top?: boolean }) {
   const c = props.call;
   return (
     <li class={`call call-${c.status}`} data-call-id={c.callId}>
       <details open={c.status === "running" || c.children.length > 0 || c.approval?.status === "pending"}>
         <summary>
-          <span class="call-name">{c.name}</span> <Badge status={c.outcome ?? c.status} />{" "}
+          <span class="call-name">{c.earlier ? <span class="muted">call {c.callId}</span> : c.name}</span>{" "}
+          <Badge status={c.outcome ?? c.status} />{" "}
           <span class="muted">{c.durationMs === undefined ? "" : duration(c.durationMs)}</span>
           {c.approval && (
             <span class="muted">
@@ -41,6 +57,12 @@ function CallView(props: { call: Call }) {
             </span>
           )}
         </summary>
+        {c.earlier && <p class="muted">It started before the events loaded: load earlier events for its name.</p>}
+        {props.top && c.parentId !== undefined && (
+          <p class="muted orphan">
+            Made by call <code>{c.parentId}</code>, in events not loaded yet.
+          </p>
+        )}
         {c.arguments !== undefined && (
           <>
             <h4>Arguments</h4>
@@ -96,7 +118,7 @@ function ItemView(props: { item: Item }) {
   const item = props.item;
   switch (item.kind) {
     case "call":
-      return <CallView call={item} />;
+      return <CallView call={item} top />;
     case "text":
       return (
         <li class="text">
@@ -137,11 +159,6 @@ function ItemView(props: { item: Item }) {
         </li>
       );
   }
-}
-
-function inputOf(events: readonly TalonEvent[]): string {
-  for (const e of events) if (e.type === "run.created") return e.data.input;
-  return "";
 }
 
 function RunAgain(props: { run: T.Run; input: string }) {
@@ -186,13 +203,87 @@ function RunAgain(props: { run: T.Run; input: string }) {
   );
 }
 
+/** The timeline in a box of its own, scrolled to its end; earlier events load at its top. */
+function Timeline(props: { tail: RunTail; state: RunTailState }) {
+  const { events, earlier, loadingEarlier, earlierError, loading } = props.state;
+  const items = useMemo(() => timelineOf(events), [events]);
+  const box = useRef<HTMLDivElement>(null);
+  const lastTop = useRef(0);
+  const shownFirst = useRef<string | undefined>(undefined);
+  // Where the box is before this render changes it (read before the DOM is).
+  const el = box.current;
+  const before = el && {
+    height: el.scrollHeight,
+    top: el.scrollTop,
+    atEnd: el.scrollHeight - el.scrollTop - el.clientHeight < 32,
+  };
+  const first = events[0]?.id;
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el || first === undefined) return;
+    if (shownFirst.current === undefined || !before) el.scrollTop = el.scrollHeight;
+    // Earlier events went in front: what was in view stays in place.
+    else if (first !== shownFirst.current) el.scrollTop = before.top + (el.scrollHeight - before.height);
+    // New events at the end, the box at its end: it follows them.
+    else if (before.atEnd) el.scrollTop = el.scrollHeight;
+    shownFirst.current = first;
+    lastTop.current = el.scrollTop;
+  }, [items]);
+  const loadEarlier = () => {
+    void props.tail.loadEarlier().then(() => {
+      // The button is gone once everything is loaded: the focus goes to the box.
+      if (!props.tail.state.earlier && document.activeElement === document.body) box.current?.focus();
+    });
+  };
+  return (
+    <>
+      <p class="muted" aria-live="polite">
+        {loading
+          ? "Reading the run's events…"
+          : events.length === 0
+            ? ""
+            : earlier
+              ? `The last ${events.length} events; earlier ones load at the top of the timeline.`
+              : `All ${events.length} events.`}
+      </p>
+      {earlier && (
+        <p class="earlier">
+          <button type="button" onClick={loadEarlier} aria-busy={loadingEarlier}>
+            {loadingEarlier ? "Loading earlier events…" : "Load earlier events"}
+          </button>
+        </p>
+      )}
+      <ErrorLine error={earlierError}>Loading earlier events failed: </ErrorLine>
+      <div
+        class="timeline-box"
+        ref={box}
+        tabIndex={0}
+        role="region"
+        aria-label="Timeline"
+        onScroll={(e) => {
+          const top = e.currentTarget.scrollTop;
+          // Scrolled up to the top (not moved by new events): the page before.
+          if (top < 48 && top < lastTop.current && props.state.earlier) loadEarlier();
+          lastTop.current = top;
+        }}
+      >
+        <ol class="timeline">
+          {items.map((item, i) => (
+            <ItemView key={item.kind === "call" ? item.callId : i} item={item} />
+          ))}
+        </ol>
+      </div>
+    </>
+  );
+}
+
 export default function RunDetail(props: { id: string }) {
   const talon = useTalon();
-  const run = useRun(props.id);
+  const tail = useMemo(() => new RunTail(talon, props.id), [talon, props.id]);
+  const run = useLive(tail);
   const canRun = useCan("agent.run");
   const ended = run.result !== undefined;
   const info = useAsync((signal) => talon.client.runs.get(props.id, { signal }), `${props.id}:${String(ended)}`);
-  const items = useMemo(() => timelineOf(run.events), [run.events]);
   const artifactCount = run.events.filter((e) => e.type === "artifact.created").length;
   const [cancelError, setCancelError] = useState<unknown>();
   const r = info.value;
@@ -212,6 +303,8 @@ export default function RunDetail(props: { id: string }) {
         </dd>
         <dt>Agent</dt>
         <dd>{r?.agentId ?? "…"}</dd>
+        <dt>Model</dt>
+        <dd>{r?.model ?? "–"}</dd>
         <dt>Session</dt>
         <dd>
           {r?.sessionId ? (
@@ -238,7 +331,7 @@ export default function RunDetail(props: { id: string }) {
               type="button"
               class="danger"
               onClick={() => {
-                run.cancel({ reason: "cancelled from the dashboard" }).catch((e: unknown) => {
+                tail.cancel("cancelled from the dashboard").catch((e: unknown) => {
                   setCancelError(e);
                 });
               }}
@@ -250,7 +343,7 @@ export default function RunDetail(props: { id: string }) {
               Cancel the run
             </button>
           ))}
-        {r && canRun && <RunAgain run={r} input={inputOf(run.events)} />}
+        {r && canRun && <RunAgain key={run.input ?? ""} run={r} input={run.input ?? ""} />}
       </div>
       <ErrorLine error={cancelError} />
       {run.pendingApprovals.length + run.pendingQuestions.length > 0 && (
@@ -260,11 +353,7 @@ export default function RunDetail(props: { id: string }) {
         </p>
       )}
       <h2>Timeline</h2>
-      <ol class="timeline">
-        {items.map((item, i) => (
-          <ItemView key={item.kind === "call" ? item.callId : i} item={item} />
-        ))}
-      </ol>
+      <Timeline tail={tail} state={run} />
       {run.following && <p class="muted">Following the run…</p>}
       <h2>Artifacts</h2>
       <Artifacts runId={props.id} version={artifactCount + (ended ? 1 : 0)} />

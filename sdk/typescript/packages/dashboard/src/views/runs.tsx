@@ -2,11 +2,15 @@
 // page at a time as the list is scrolled to its end) after taking a cursor
 // at "now", then follows the log's run lifecycle events: a new run comes in
 // at the top, a row's status changes in place, without reading the list
-// again. Filters by status, agent, session and creation time (sent to
-// `runs.list` and applied to what the log brings), and by text (the id or
-// input, over the rows read). Rows are virtualised: only those in
-// view (and a few more) are in the DOM. A form starts a run when the
-// sign-in may (`agent.run`).
+// again. Each row is one line: status, the run's summary (its input's
+// first line, `Run.summary`; the id when there is none), its model once it
+// started, agent, times and tokens. Filters by status, agent, session,
+// creation time and text in the summary (debounced): all sent to
+// `runs.list`, which filters and pages on the server, and applied by the
+// same rules to what the log brings (a new run's summary made from
+// `run.created`'s input as the gateway makes it, `summaryOf`). Rows are
+// virtualised: only those in view (and a few more) are in the DOM. A form
+// starts a run when the sign-in may (`agent.run`).
 
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { RUN_STATUSES, type Talon, type TalonEvent, type TalonError } from "@talon/sdk";
@@ -15,10 +19,8 @@ import { useTalon } from "@talon/sdk-react";
 
 import { at, Badge, duration, ErrorLine, lacks, Live, navigate, nowCursor, useCan, useLive, when } from "../kit.js";
 
-/** One row: a run as listed, kept current by the log; `input` once the log told it. */
-export interface Row extends T.Run {
-  readonly input?: string;
-}
+/** One row: a run as listed, kept current by the log. */
+export type Row = T.Run;
 
 export interface Filter {
   readonly status: string;
@@ -26,6 +28,44 @@ export interface Filter {
   readonly sessionId: string;
   /** Created at or after this local time (`datetime-local`'s value), or "". */
   readonly since: string;
+  /** Text the summary contains (ASCII letters in either case), or "". */
+  readonly text: string;
+}
+
+/** How many characters a summary keeps (the protocol's `RunInput::SUMMARY_CHARS`). */
+const SUMMARY_CHARS = 120;
+/** The longest text `runs.list` takes. */
+export const MAX_TEXT = 200;
+/** How long the text filter waits for typing to pause before it asks the server. */
+const TEXT_DEBOUNCE_MS = 250;
+
+/** Unicode's White_Space at either end (what Rust's `str::trim` takes off; `String.trim` differs in two). */
+const UNICODE_SPACE =
+  /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+
+/**
+ * A run's summary as the gateway makes it from its input: the first line
+ * that is not blank, trimmed, at most 120 characters (`…` marking a cut);
+ * `undefined` for an input of blank lines.
+ */
+export function summaryOf(input: string): string | undefined {
+  const line = input
+    .split("\n")
+    .map((l) => l.replace(UNICODE_SPACE, ""))
+    .find((l) => l !== "");
+  if (line === undefined) return undefined;
+  const chars = Array.from(line);
+  return chars.length > SUMMARY_CHARS ? `${chars.slice(0, SUMMARY_CHARS - 1).join("")}…` : line;
+}
+
+/** `text` with its ASCII letters in lower case (other letters as they are): what the text filter compares. */
+function folded(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
+/** Whether a run's summary contains `text` as `runs.list` decides it (every run for ""). */
+export function summaryMatches(summary: string | null | undefined, text: string): boolean {
+  return text === "" || folded(summary ?? "").includes(folded(text));
 }
 
 interface RunsState {
@@ -92,8 +132,14 @@ export function rowAfter(row: Row | undefined, event: TalonEvent): Row | undefin
   if (!row && event.type !== "run.created") return undefined;
   const next: { -readonly [K in keyof Row]: Row[K] } = { ...base };
   next.status = statusAfter(event, base.status) ?? base.status;
-  if (event.type === "run.created") next.input = event.data.input;
-  if (event.type === "run.started") next.startedAt = event.ts;
+  if (event.type === "run.created") {
+    const summary = summaryOf(event.data.input);
+    if (summary !== undefined) next.summary = summary;
+  }
+  if (event.type === "run.started") {
+    next.startedAt = event.ts;
+    if (event.data.model) next.model = event.data.model;
+  }
   if (
     event.type === "run.completed" ||
     event.type === "run.failed" ||
@@ -127,6 +173,7 @@ class RunsStore extends Live<RunsState> {
     if (this.#filter.sessionId) params.sessionId = this.#filter.sessionId;
     const since = this.#since();
     if (since !== undefined) params.createdAfter = since;
+    if (this.#filter.text) params.text = this.#filter.text;
     return params;
   }
 
@@ -141,7 +188,8 @@ class RunsStore extends Live<RunsState> {
       (!f.status || row.status === f.status) &&
       (!f.agentId || row.agentId === f.agentId) &&
       (!f.sessionId || row.sessionId === f.sessionId) &&
-      row.createdAt >= (this.#since() ?? 0)
+      row.createdAt >= (this.#since() ?? 0) &&
+      summaryMatches(row.summary, f.text)
     );
   }
 
@@ -237,17 +285,8 @@ export function windowOf(scrollTop: number, height: number, count: number): [num
   return [first, Math.max(first, last)];
 }
 
-/** The rows whose id or input contain `text` (all of them for ""). */
-export function matching(rows: readonly Row[], text: string): readonly Row[] {
-  const needle = text.trim().toLowerCase();
-  if (!needle) return rows;
-  return rows.filter((r) => r.id.toLowerCase().includes(needle) || (r.input ?? "").toLowerCase().includes(needle));
-}
-
 function RunList(props: { store: RunsStore; text: string }) {
-  const state = useLive(props.store);
-  const { loading, more, error } = state;
-  const rows = useMemo(() => matching(state.rows, props.text), [state.rows, props.text]);
+  const { rows, loading, more, error } = useLive(props.store);
   const box = useRef<HTMLDivElement>(null);
   const [view, setView] = useState({ top: 0, height: 600 });
   useEffect(() => {
@@ -268,7 +307,7 @@ function RunList(props: { store: RunsStore; text: string }) {
   useEffect(() => {
     if (more && last >= rows.length - OVERSCAN) void props.store.more();
   }, [more, last, rows.length]);
-  const counted = `${rows.length}${more ? "+" : ""} runs${props.text.trim() ? " match" : ""}`;
+  const counted = `${rows.length}${more ? "+" : ""} runs${props.text ? " match" : ""}`;
   return (
     <>
       <ErrorLine error={error}>Following the runs failed: </ErrorLine>
@@ -278,6 +317,7 @@ function RunList(props: { store: RunsStore; text: string }) {
       <div class="runs-head" aria-hidden="true">
         <span>Status</span>
         <span>Run</span>
+        <span>Model</span>
         <span>Agent</span>
         <span>Created</span>
         <span>Took</span>
@@ -288,9 +328,15 @@ function RunList(props: { store: RunsStore; text: string }) {
           {rows.slice(first, last).map((row, i) => (
             <li key={row.id} class="run-row" style={{ transform: `translateY(${(first + i) * ROW}px)` }}>
               <Badge status={row.status} />
-              <a href={at(`/runs/${encodeURIComponent(row.id)}`)} title={row.input ?? row.id}>
-                {row.input ? `${row.id} · ${row.input}` : row.id}
+              <a
+                href={at(`/runs/${encodeURIComponent(row.id)}`)}
+                title={row.summary ? `${row.summary} (${row.id})` : row.id}
+              >
+                {row.summary ?? row.id}
               </a>
+              <span class="model" title={row.model ?? undefined}>
+                {row.model ?? "–"}
+              </span>
               <span>{row.agentId}</span>
               <span>{when(row.createdAt)}</span>
               <span>{row.endedAt ? duration(row.endedAt - (row.startedAt ?? row.createdAt)) : "–"}</span>
@@ -365,11 +411,24 @@ export default function Runs() {
     agentId: "",
     sessionId: new URLSearchParams(location.search).get("session") ?? "",
     since: "",
+    text: "",
   }));
   const [text, setText] = useState("");
+  // The text goes to the server once typing pauses.
+  useEffect(() => {
+    const wanted = text.trim();
+    if (wanted === filter.text) return;
+    const timer = setTimeout(() => {
+      setFilter((f) => ({ ...f, text: wanted }));
+    }, TEXT_DEBOUNCE_MS);
+    return () => {
+      clearTimeout(timer);
+    };
+  }, [text, filter.text]);
   const store = useMemo(() => new RunsStore(talon, filter), [talon, filter]);
   const field = (key: keyof Filter) => (e: { currentTarget: { value: string } }) => {
-    setFilter({ ...filter, [key]: e.currentTarget.value.trim() });
+    const value = e.currentTarget.value.trim();
+    setFilter((f) => ({ ...f, [key]: value }));
   };
   return (
     <>
@@ -406,10 +465,11 @@ export default function Runs() {
           <input name="since" type="datetime-local" value={filter.since} onChange={field("since")} />
         </label>
         <label>
-          Text (id or input)
+          Input contains
           <input
             name="text"
             type="search"
+            maxLength={MAX_TEXT}
             value={text}
             onInput={(e) => {
               setText(e.currentTarget.value);
@@ -417,7 +477,7 @@ export default function Runs() {
           />
         </label>
       </form>
-      <RunList key={JSON.stringify(filter)} store={store} text={text} />
+      <RunList key={JSON.stringify(filter)} store={store} text={filter.text} />
     </>
   );
 }
