@@ -381,6 +381,7 @@ async fn approval(
                 resolved_at: None,
             };
             s.approvals.push(approval.clone());
+            waits(s, run_id, Person::Asked);
             s.push_run_event(&run, EventData::ApprovalRequested(approval));
         }
         (call_id, id)
@@ -398,6 +399,7 @@ async fn approval(
         };
         record.open_call = None;
         let run = record.run.clone();
+        waits(s, run_id, Person::Answered);
         s.push_run_event(
             &run,
             EventData::ApprovalResolved(ApprovalResolvedData {
@@ -467,6 +469,7 @@ async fn question(
                 answered_at: None,
             };
             s.questions.push(question.clone());
+            waits(s, run_id, Person::Asked);
             s.push_run_event(&run, EventData::QuestionRequested(question));
         }
         (call_id, id)
@@ -484,6 +487,7 @@ async fn question(
         };
         record.open_call = None;
         let run = record.run.clone();
+        waits(s, run_id, Person::Answered);
         s.push_run_event(
             &run,
             EventData::QuestionAnswered(QuestionAnsweredData {
@@ -557,5 +561,29 @@ mod tests {
                 pair("exec", "openclaw:core:exec"),
             ]
         );
+    }
+}
+
+/// Where a run is with the person it asked.
+#[derive(Clone, Copy)]
+enum Person {
+    /// An approval or a question was asked.
+    Asked,
+    /// It was answered.
+    Answered,
+}
+
+/// Moves a running run to `waiting` as it asks a person, and a waiting one
+/// back to `running` as it is answered, as the gateway does (the fake's
+/// runs ask one thing at a time).
+fn waits(s: &mut State, run_id: &str, person: Person) {
+    if let Some(record) = s.runs.get_mut(run_id) {
+        let (from, to) = match person {
+            Person::Asked => (RunStatus::Running, RunStatus::Waiting),
+            Person::Answered => (RunStatus::Waiting, RunStatus::Running),
+        };
+        if record.run.status == from {
+            record.run.status = to;
+        }
     }
 }

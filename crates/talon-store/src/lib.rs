@@ -156,7 +156,7 @@ pub use records::{EventFilter, Retention, StoredTicket, StoredToken};
 pub use request::{Invocation, RunRequest, UnreadableRequest};
 pub use resume::Orphaned;
 pub use run_list::{RunCursor, RunFilter, UsageFilter};
-pub use runs::{CancelMode, Claimed, NodeLeases};
+pub use runs::{CancelMode, Claimed, NodeLeases, RunWaits};
 pub use schedules::ScheduleCursor;
 pub use sessions::StoredMessage;
 pub use tasks::{TaskCursor, TaskFilter, TaskOwner};

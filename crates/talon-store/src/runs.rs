@@ -216,6 +216,29 @@ impl Store {
         Ok(changed == 1)
     }
 
+    /// Moves a running run to `waiting` (an approval or a question was
+    /// asked), or a waiting one back to `running` once it has no pending
+    /// approval or question left; a run in any other state is left as it
+    /// is. Whether it changed.
+    pub async fn set_run_waiting(&self, run_id: &RunId, waits: RunWaits) -> Result<bool> {
+        let query = match waits {
+            RunWaits::Asked => {
+                "UPDATE runs SET status = 'waiting' WHERE id = $1 AND status = 'running'"
+            }
+            RunWaits::Answered => {
+                "UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'waiting' \
+                 AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = $1 AND status = 'pending') \
+                 AND NOT EXISTS (SELECT 1 FROM questions WHERE run_id = $1 AND status = 'pending')"
+            }
+        };
+        let changed = sqlx::query(query)
+            .bind(run_id.as_str().to_owned())
+            .execute(self.writes())
+            .await?
+            .rows_affected();
+        Ok(changed == 1)
+    }
+
     /// Records a run's usage (before its end is stored); `false` when
     /// there is no such run.
     pub async fn set_run_usage(&self, run_id: &RunId, usage: &Usage) -> Result<bool> {
@@ -250,6 +273,15 @@ impl Store {
             Some(row) => json_column(row.try_get(0)?),
         }
     }
+}
+
+/// What [`Store::set_run_waiting`] is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunWaits {
+    /// An approval or a question was asked.
+    Asked,
+    /// One was answered (the run may still wait on others).
+    Answered,
 }
 
 /// Statuses of a run that holds its session's lane and a node's lease.

@@ -133,6 +133,13 @@ impl DurableQuestions {
         );
         let settled = self.wait(question).await?;
         guard.id = None;
+        if settled.status != QuestionStatus::Answered {
+            // No event says so (an answer's does): the run is running again
+            // unless it waits on something else.
+            self.store
+                .set_run_waiting(&ctx.scope.run_id, talon_store::RunWaits::Answered)
+                .await?;
+        }
         if let Ok(mut used) = self.settled.lock() {
             used.insert(settled.id.to_string());
         }

@@ -24,7 +24,7 @@ use talon_protocol::gateway::bounded::RunId;
 use talon_protocol::gateway::Usage;
 use talon_protocol::{Event, EventType};
 use talon_runtime::{RunSink, TurnState};
-use talon_store::{Pending, Store, StoreError};
+use talon_store::{Pending, RunWaits, Store, StoreError};
 use talon_tools::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -158,22 +158,37 @@ impl Forwarder {
 
     /// What the run's row keeps of its events, written before they are:
     /// the model it started on (`Run.model`, what `usage.summary` groups
-    /// by), and its final usage, so that a reader who sees the terminal
-    /// event and asks what the run cost (`runs.get`, `usage.summary`)
-    /// already gets it (its status follows when the run's end is stored).
+    /// by); `waiting` while an approval or a question is pending, and
+    /// `running` again once none is; and its final usage, so that a reader
+    /// who sees the terminal event and asks what the run cost (`runs.get`,
+    /// `usage.summary`) already gets it (its status follows when the run's
+    /// end is stored).
     async fn onto_row(&self, event: &Event) -> Result<(), StoreError> {
         let Some(run_id) = &event.run_id else {
             return Ok(());
         };
-        if event.kind == EventType::RunStarted
-            && let Some(model) = event.data.get("model").and_then(|m| m.as_str())
-        {
-            self.store.set_run_model(run_id, model).await?;
-        } else if event.kind.is_terminal()
-            && let Some(usage) = event.data.get("usage")
-            && let Ok(usage) = serde_json::from_value::<Usage>(usage.clone())
-        {
-            self.store.set_run_usage(run_id, &usage).await?;
+        match event.kind {
+            EventType::RunStarted => {
+                if let Some(model) = event.data.get("model").and_then(|m| m.as_str()) {
+                    self.store.set_run_model(run_id, model).await?;
+                }
+            }
+            EventType::ApprovalRequested | EventType::QuestionRequested => {
+                self.store.set_run_waiting(run_id, RunWaits::Asked).await?;
+            }
+            EventType::ApprovalResolved | EventType::QuestionAnswered => {
+                self.store
+                    .set_run_waiting(run_id, RunWaits::Answered)
+                    .await?;
+            }
+            kind if kind.is_terminal() => {
+                if let Some(usage) = event.data.get("usage")
+                    && let Ok(usage) = serde_json::from_value::<Usage>(usage.clone())
+                {
+                    self.store.set_run_usage(run_id, &usage).await?;
+                }
+            }
+            _ => {}
         }
         Ok(())
     }

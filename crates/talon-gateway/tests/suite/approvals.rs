@@ -96,8 +96,31 @@ async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) -> Value {
     let now = g.running.store.now_ms();
     let expires = approval["expiresAt"].as_u64().unwrap();
     assert!(expires > now + 23 * 3600 * 1000, "{approval}");
-    // Nothing was written while it waits.
+    // Nothing was written while it waits, and the run says it waits.
     assert!(!g.dir.path().join("workspace/note.txt").exists());
+    let status = async || {
+        let run = t
+            .call(g, "runs.get", json!({"runId": run_id}))
+            .await
+            .unwrap();
+        run["status"].as_str().unwrap().to_owned()
+    };
+    wait::until_async("the run to be waiting", wait::DEADLINE, async || {
+        (status().await == "waiting").then_some(())
+    })
+    .await;
+    let waiting = t
+        .call(g, "runs.list", json!({"status": ["waiting"]}))
+        .await
+        .unwrap();
+    assert!(
+        waiting["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == run_id),
+        "{waiting}"
+    );
     let answered = t
         .call(
             g,
@@ -108,6 +131,7 @@ async fn approve_once(g: &TestGateway, t: &Transport, tag: &str) -> Value {
         .unwrap();
     let answered = r.value(&answered);
     let result = r.value(&wait(g, t, &run_id).await);
+    assert_eq!(status().await, "completed");
     assert_eq!(
         std::fs::read_to_string(g.dir.path().join("workspace/note.txt")).unwrap(),
         "approved text"

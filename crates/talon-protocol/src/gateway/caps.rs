@@ -62,4 +62,12 @@ caps! {
     DEFAULT_WAIT_MS: u64 = 30_000;
     /// The longest `runs.wait` waits, whatever the caller asks.
     DEFAULT_MAX_WAIT_MS: u64 = 600_000;
+    /// How many characters of its input a run's `summary` keeps.
+    RUN_SUMMARY_CHARS: usize = 120;
+    /// The longest `runs.list` `text`, in characters.
+    MAX_RUN_TEXT_CHARS: usize = 200;
+    /// The days `usage.summary` reads when the caller names no start.
+    USAGE_DEFAULT_DAYS: u64 = 30;
+    /// The most days `usage.summary` reads.
+    USAGE_MAX_DAYS: u64 = 366;
 }

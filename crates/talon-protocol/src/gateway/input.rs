@@ -50,7 +50,7 @@ impl<'de> Deserialize<'de> for RunInput {
 
 impl RunInput {
     /// How many characters of the input [`RunInput::summary`] keeps.
-    pub const SUMMARY_CHARS: usize = 120;
+    pub const SUMMARY_CHARS: usize = super::caps::RUN_SUMMARY_CHARS;
 
     /// The input in one line (`Run.summary`): the first line of the
     /// user's message that is not blank (of the last user message, for

@@ -32,7 +32,7 @@ pub struct RunsListParams {
     /// Only runs whose `summary` contains this text, ignoring the case of
     /// ASCII letters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<Text<200>>,
+    pub text: Option<Text<{ super::caps::MAX_RUN_TEXT_CHARS }>>,
     /// At most this many (the gateway's default and cap apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,

@@ -17,9 +17,9 @@ use super::resources::Usage;
 /// A day in epoch milliseconds.
 pub const DAY_MS: u64 = 86_400_000;
 /// The window when `createdAfter` is absent: this many days before its end.
-pub const DEFAULT_WINDOW_DAYS: u64 = 30;
+pub const DEFAULT_WINDOW_DAYS: u64 = super::caps::USAGE_DEFAULT_DAYS;
 /// The longest window answered.
-pub const MAX_WINDOW_DAYS: u64 = 366;
+pub const MAX_WINDOW_DAYS: u64 = super::caps::USAGE_MAX_DAYS;
 
 /// `usage.summary`: every filter given must hold.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -449,6 +449,10 @@ async fn an_approval_holds_the_run_until_the_first_decision_which_wins() {
     let id = asked[0]["id"].clone();
     assert!(asked[0]["expiresAt"].as_u64().unwrap() > asked[0]["createdAt"].as_u64().unwrap());
     insta::assert_json_snapshot!("approval_pending", r.value(&json!(asked)));
+    // The run says it waits, as the gateway's does (in the same write as
+    // the approval).
+    let run = ok(&g, "runs.get", json!({"runId": run_id})).await;
+    assert_eq!(run["status"], "waiting");
     // It waits: a short wait answers `accepted`.
     let early = ok(&g, "runs.wait", json!({"runId": run_id, "timeoutMs": 50})).await;
     pretty_assertions::assert_eq!(

@@ -19,7 +19,8 @@ import { startsLater } from "../src/runtail.js";
 import { timelineOf } from "../src/timeline.js";
 import { diffLines } from "../src/views/artifacts.js";
 import { fieldsOf } from "../src/views/decide.js";
-import { rowAfter, summaryMatches, summaryOf } from "../src/views/runs.js";
+import { runSummary as summaryOf, summaryContains as summaryMatches } from "@talon/sdk";
+import { rowAfter } from "../src/views/runs.js";
 import { coalesced, count, daysOf, usd, windowStart } from "../src/views/usage.js";
 
 let next = 0;

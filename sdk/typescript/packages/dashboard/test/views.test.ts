@@ -433,4 +433,22 @@ describe("the dashboard's views against the fake gateway", () => {
       [],
     );
   });
+
+  it("says so when the log no longer holds a view's cursor", async () => {
+    assert.ok(served && fake);
+    await page.goto(`${served.url}/sessions`);
+    await page.waitForFunction(() => !document.querySelector("main")?.textContent.includes("Loading…"), {
+      polling: 100,
+      timeout: 30_000,
+    });
+    // The next stream opened with a cursor (the runs view's, which follows the log from "now") answers 410.
+    fake.inject({ kind: "expireCursor" });
+    await page.click('nav[aria-label="Main"] li:first-child a');
+    await page.waitForFunction(
+      () => [...document.querySelectorAll('main [role="alert"]')].some((e) => /has expired/.test(e.textContent)),
+      { polling: 100, timeout: 30_000 },
+    );
+    const alert = await page.$$eval('main [role="alert"]', (es) => es.map((e) => e.textContent).join(" "));
+    assert.match(alert, /cursor \d+ has expired; the oldest event kept is \d+/);
+  });
 });

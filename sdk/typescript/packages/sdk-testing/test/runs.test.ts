@@ -247,7 +247,10 @@ describe("a scripted run", () => {
       const talon = talonOf(fake);
       const run = await talon.agent().run("write the note");
       const asked: unknown[] = [];
-      const stop = run.onApproval((request) => {
+      const statuses: string[] = [];
+      const stop = run.onApproval(async (request) => {
+        // The run says it waits, as the gateway's does.
+        statuses.push((await talon.client.runs.get(run.id)).status);
         asked.push(
           normalised({
             kind: request.kind,
@@ -263,6 +266,7 @@ describe("a scripted run", () => {
       const result = await run.wait();
       stop();
       assert.equal(result.status, "completed");
+      assert.deepEqual(statuses, ["waiting"]);
       assert.deepEqual(asked, [
         {
           kind: "tool",

@@ -48,5 +48,7 @@ export {
   NOTIFY_POLICIES,
   SCOPE_PRESETS,
 } from "./generated/rules.js";
+/** A run's one-line summary and the `runs.list` `text` rule, as the gateway applies them. */
+export { runSummary, summaryContains } from "./summary.js";
 /** Every protocol type by its own name, `Run`, `Session` and `Agent` included (the classes shadow those three above). */
 export * as protocol from "./generated/types.js";

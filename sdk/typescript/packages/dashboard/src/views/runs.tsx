@@ -13,7 +13,15 @@
 // starts a run when the sign-in may (`agent.run`).
 
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { RUN_STATUSES, type Talon, type TalonEvent, type TalonError } from "@talon/sdk";
+import {
+  RUN_STATUSES,
+  caps,
+  runSummary,
+  summaryContains,
+  type Talon,
+  type TalonEvent,
+  type TalonError,
+} from "@talon/sdk";
 import type { protocol as T } from "@talon/sdk";
 import { useTalon } from "@talon/sdk-react";
 
@@ -32,41 +40,10 @@ export interface Filter {
   readonly text: string;
 }
 
-/** How many characters a summary keeps (the protocol's `RunInput::SUMMARY_CHARS`). */
-const SUMMARY_CHARS = 120;
 /** The longest text `runs.list` takes. */
-export const MAX_TEXT = 200;
+export const MAX_TEXT = caps.MAX_RUN_TEXT_CHARS;
 /** How long the text filter waits for typing to pause before it asks the server. */
 const TEXT_DEBOUNCE_MS = 250;
-
-/** Unicode's White_Space at either end (what Rust's `str::trim` takes off; `String.trim` differs in two). */
-const UNICODE_SPACE =
-  /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
-
-/**
- * A run's summary as the gateway makes it from its input: the first line
- * that is not blank, trimmed, at most 120 characters (`…` marking a cut);
- * `undefined` for an input of blank lines.
- */
-export function summaryOf(input: string): string | undefined {
-  const line = input
-    .split("\n")
-    .map((l) => l.replace(UNICODE_SPACE, ""))
-    .find((l) => l !== "");
-  if (line === undefined) return undefined;
-  const chars = Array.from(line);
-  return chars.length > SUMMARY_CHARS ? `${chars.slice(0, SUMMARY_CHARS - 1).join("")}…` : line;
-}
-
-/** `text` with its ASCII letters in lower case (other letters as they are): what the text filter compares. */
-function folded(text: string): string {
-  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
-}
-
-/** Whether a run's summary contains `text` as `runs.list` decides it (every run for ""). */
-export function summaryMatches(summary: string | null | undefined, text: string): boolean {
-  return text === "" || folded(summary ?? "").includes(folded(text));
-}
 
 interface RunsState {
   readonly rows: readonly Row[];
@@ -133,7 +110,7 @@ export function rowAfter(row: Row | undefined, event: TalonEvent): Row | undefin
   const next: { -readonly [K in keyof Row]: Row[K] } = { ...base };
   next.status = statusAfter(event, base.status) ?? base.status;
   if (event.type === "run.created") {
-    const summary = summaryOf(event.data.input);
+    const summary = runSummary(event.data.input);
     if (summary !== undefined) next.summary = summary;
   }
   if (event.type === "run.started") {
@@ -189,7 +166,7 @@ class RunsStore extends Live<RunsState> {
       (!f.agentId || row.agentId === f.agentId) &&
       (!f.sessionId || row.sessionId === f.sessionId) &&
       row.createdAt >= (this.#since() ?? 0) &&
-      summaryMatches(row.summary, f.text)
+      summaryContains(row.summary, f.text)
     );
   }
 

@@ -139,6 +139,7 @@ async function approval(
   if (args !== undefined) asked.arguments = copy(args);
   if (record.run.sessionId) asked.sessionId = record.run.sessionId;
   state.approvals.push(asked);
+  waits(record, "asked");
   emit(state, record, { type: "approval.requested", data: copy(asked) });
   const waited = await waitFor(state, record, deadline, () => (asked.status !== "pending" ? asked : undefined));
   if (!("value" in waited)) return stopOf(waited.stop);
@@ -146,6 +147,7 @@ async function approval(
   const data: P.ApprovalResolvedData = { approvalId: resolved.id, reused: false, status: resolved.status };
   if (resolved.decision) data.decision = resolved.decision;
   if (resolved.reason !== undefined && resolved.reason !== null) data.reason = resolved.reason;
+  waits(record, "answered");
   emit(state, record, { type: "approval.resolved", data });
   if (resolved.status === "approved") {
     const result = { ok: true };
@@ -160,6 +162,16 @@ async function approval(
     emit(state, record, { type: "tool.call.failed", data: { callId, durationMs, error, name, status: "blocked" } });
   }
   return undefined;
+}
+
+/**
+ * Moves a running run to `waiting` as it asks a person, and a waiting one
+ * back to `running` as it is answered, as the gateway does (the fake's runs
+ * ask one thing at a time).
+ */
+function waits(record: RunRecord, person: "asked" | "answered"): void {
+  const [from, to]: [P.RunStatus, P.RunStatus] = person === "asked" ? ["running", "waiting"] : ["waiting", "running"];
+  if (record.run.status === from) record.run.status = to;
 }
 
 async function question(
@@ -185,12 +197,14 @@ async function question(
   if (choices.length > 0) asked.choices = [...choices];
   if (record.run.sessionId) asked.sessionId = record.run.sessionId;
   state.questions.push(asked);
+  waits(record, "asked");
   emit(state, record, { type: "question.requested", data: copy(asked) });
   const waited = await waitFor(state, record, deadline, () =>
     asked.status === "answered" ? { answer: asked.answer } : undefined,
   );
   if (!("value" in waited)) return stopOf(waited.stop);
   const answer = copy(waited.value.answer ?? null);
+  waits(record, "answered");
   emit(state, record, { type: "question.answered", data: { answer, questionId: asked.id } });
   const result = { answer, questionId: asked.id };
   const durationMs = endCall(record, result);

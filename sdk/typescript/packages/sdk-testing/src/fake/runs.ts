@@ -4,7 +4,15 @@
 // `run.created`, then the run played on its own), `runs.cancel`,
 // `runs.wait`, `runs.events`, `runs.list` and `sessions.abort`.
 
-import { RUN_STATUSES, TERMINAL_TYPES, caps, type protocol as P, refusals } from "@talon/sdk";
+import {
+  RUN_STATUSES,
+  TERMINAL_TYPES,
+  caps,
+  type protocol as P,
+  refusals,
+  runSummary,
+  summaryContains,
+} from "@talon/sdk";
 
 import { Failure, fail, notFound } from "./errors.js";
 import { play } from "./play.js";
@@ -87,31 +95,6 @@ function inputText(input: P.RunInput): string {
   return typeof input === "string" ? input : (input.at(-1)?.content ?? "");
 }
 
-/** How many characters of the input a run's `summary` keeps (the protocol's `RunInput::SUMMARY_CHARS`). */
-const SUMMARY_CHARS = 120;
-
-/**
- * `Run.summary`, as the gateway makes it: the first line of the user's
- * message that is not blank (of the last user message, else the last
- * message), trimmed, cut at 120 characters with `…` marking the cut.
- */
-function summaryOf(input: P.RunInput): string | undefined {
-  const text =
-    typeof input === "string" ? input : ([...input].reverse().find((m) => m.role === "user") ?? input.at(-1))?.content;
-  const line = (text ?? "")
-    .split("\n")
-    .map((l) => l.trim())
-    .find((l) => l !== "");
-  if (line === undefined) return undefined;
-  const chars = Array.from(line);
-  return chars.length > SUMMARY_CHARS ? `${chars.slice(0, SUMMARY_CHARS - 1).join("")}…` : line;
-}
-
-/** A text with its ASCII letters in lower case: what `runs.list`'s `text` compares. */
-function folded(text: string): string {
-  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
-}
-
 /** The hash telling a retried `runs.create` from another call with its key. */
 function requestHash(p: P.RunsCreateParams): string {
   const { idempotencyKey: _key, ...rest } = p;
@@ -191,7 +174,7 @@ export function startRun(state: State, caller: Caller, p: P.RunsCreateParams, re
     sessionKey: session.key,
     status: "queued",
   };
-  const summary = summaryOf(p.input);
+  const summary = runSummary(p.input);
   if (summary !== undefined) run.summary = summary;
   const input = inputText(p.input);
   state.runs.set(run.id, {
@@ -328,7 +311,7 @@ export function list(state: State, p: P.RunsListParams): P.RunsListResult {
         (!p.sessionId || r.sessionId === p.sessionId) &&
         (after === undefined || r.createdAt >= after) &&
         (before === undefined || r.createdAt < before) &&
-        (!p.text || folded(r.summary ?? "").includes(folded(p.text))),
+        summaryContains(r.summary, p.text ?? ""),
     )
     .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   if (p.cursor) {
@@ -345,7 +328,7 @@ export function list(state: State, p: P.RunsListParams): P.RunsListResult {
   return result;
 }
 
-/** A day in epoch milliseconds; `usage.summary` answers at most 366 of them, 30 by default. */
+/** A day in epoch milliseconds. */
 const DAY_MS = 86_400_000;
 
 /** Adds `b`'s figures to `a` (a figure absent on both stays absent). */
@@ -366,10 +349,10 @@ function addUsage(a: P.Usage, b: P.Usage): void {
 /** `usage.summary`: the window's runs by UTC day (newest first), agent and model. */
 export function usage(state: State, p: P.UsageSummaryParams): P.UsageSummary {
   const before = p.createdBefore ?? now() + 1;
-  const after = p.createdAfter ?? Math.max(0, before - 30 * DAY_MS);
+  const after = p.createdAfter ?? Math.max(0, before - caps.USAGE_DEFAULT_DAYS * DAY_MS);
   if (after >= before) throw fail(refusals.emptyTimeWindow(after, before));
   const days = Math.ceil((before - after) / DAY_MS);
-  if (days > 366) throw fail(refusals.usageWindowTooLong(days, 366));
+  if (days > caps.USAGE_MAX_DAYS) throw fail(refusals.usageWindowTooLong(days, caps.USAGE_MAX_DAYS));
   const groups = new Map<string, P.UsageRow>();
   for (const { run } of state.runs.values()) {
     if (run.createdAt < after || run.createdAt >= before || (p.agentId && run.agentId !== p.agentId)) continue;

@@ -51,3 +51,15 @@ export const DEFAULT_WAIT_MS = 30000;
 
 /** The longest `runs.wait` waits, whatever the caller asks. */
 export const DEFAULT_MAX_WAIT_MS = 600000;
+
+/** How many characters of its input a run's `summary` keeps. */
+export const RUN_SUMMARY_CHARS = 120;
+
+/** The longest `runs.list` `text`, in characters. */
+export const MAX_RUN_TEXT_CHARS = 200;
+
+/** The days `usage.summary` reads when the caller names no start. */
+export const USAGE_DEFAULT_DAYS = 30;
+
+/** The most days `usage.summary` reads. */
+export const USAGE_MAX_DAYS = 366;
