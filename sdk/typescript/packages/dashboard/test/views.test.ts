@@ -445,7 +445,7 @@ describe("the dashboard's views against the fake gateway", () => {
     fake.inject({ kind: "expireCursor" });
     await page.click('nav[aria-label="Main"] li:first-child a');
     await page.waitForFunction(
-      () => [...document.querySelectorAll('main [role="alert"]')].some((e) => /has expired/.test(e.textContent)),
+      () => [...document.querySelectorAll('main [role="alert"]')].some((e) => e.textContent.includes("has expired")),
       { polling: 100, timeout: 30_000 },
     );
     const alert = await page.$$eval('main [role="alert"]', (es) => es.map((e) => e.textContent).join(" "));
