@@ -303,6 +303,10 @@ const TAGS: &[(&str, &str)] = &[
         "Start a run of an agent, wait for its result, read or stream its events, cancel it.",
     ),
     (
+        "usage",
+        "What runs cost: tokens and cost by day, agent and model.",
+    ),
+    (
         "sessions",
         "Conversations: their messages, and runs started by sending to one.",
     ),

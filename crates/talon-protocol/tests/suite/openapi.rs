@@ -197,3 +197,26 @@ fn the_document_names_its_server_and_license() {
         .collect();
     assert_eq!(public, ["/", "/docs", "/healthz", "/v1/openapi.json"]);
 }
+
+#[test]
+fn every_operation_tag_is_a_declared_tag() {
+    let doc = doc();
+    let declared: std::collections::BTreeSet<&str> = doc["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut undeclared = std::collections::BTreeSet::new();
+    for path in doc["paths"].as_object().unwrap().values() {
+        for operation in path.as_object().unwrap().values() {
+            for tag in operation["tags"].as_array().into_iter().flatten() {
+                let tag = tag.as_str().unwrap();
+                if !declared.contains(tag) {
+                    undeclared.insert(tag.to_owned());
+                }
+            }
+        }
+    }
+    assert_eq!(undeclared, std::collections::BTreeSet::new());
+}
