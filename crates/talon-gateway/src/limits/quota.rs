@@ -8,8 +8,8 @@
 //! concurrent writes is refused as it reaches the quota, not one recount
 //! later. A recount replaces the measure and drops the reservations,
 //! whose bytes it now counts (a run that has not ended counts its
-//! footprint beside what it has stored, until it ends). What stops work or frees room is never
-//! refused (`Room`).
+//! footprint beside what it has stored, until it ends). What stops work
+//! or frees room is never refused (`Room`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
