@@ -39,6 +39,7 @@ test("a run of the mock model, through the generated client", async () => {
       sessionId: "",
       sessionKey: "ts-client",
       status: "queued",
+      summary: "What is the answer?",
       createdAt: 0,
     },
   );

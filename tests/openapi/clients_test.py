@@ -39,6 +39,7 @@ def test_a_run_of_the_mock_model():
         "sessionId": accepted["sessionId"],
         "sessionKey": "py-client",
         "status": "queued",
+        "summary": "What is the answer?",
         "createdAt": accepted["createdAt"],
     }, accepted
 
