@@ -48,7 +48,7 @@
 //!   - scopes (`gateway/scope.rs`): twelve, `admin` implying all, `metrics.read` for `GET
 //!         /metrics`; `expand_scopes` reads presets and scopes from words (`ScopeWordsError`);
 //!   - resources and params (`gateway/resources.rs`, `approvals.rs`, `catalog.rs`, `params.rs`,
-//!     `run_create.rs`, `run_list.rs`, `tokens.rs`), and caps on every id, key and name enforced at
+//!     `run_create.rs`, `run_list.rs`, `usage.rs`, `tokens.rs`), and caps on every id, key and name enforced at
 //!     decode (`gateway/bounded.rs`, refusing with `BoundedError`);
 //!   - the checks and views both servers share (`run_create.rs`, `run_views.rs`):
 //!     `RunsCreateParams::check` (with `split_messages`, `InputMessagesError`), `RunResult::of` (a

@@ -29,7 +29,7 @@
 //!
 //! # What it holds, one module each
 //!
-//! - **The event log** (`events.rs`, `writer.rs`): `submit` queues an append without waiting for
+//! - **The event log** (`events.rs`, `event_pages.rs`, `writer.rs`): `submit` queues an append without waiting for
 //!   its commit (`Pending::durable` waits), so a producer streaming a delta per token pipelines; a
 //!   failed shared commit is retried append by append. Ids come from a one-row counter updated
 //!   inside the appending transaction and locked to commit, so ids become visible in increasing
@@ -37,7 +37,8 @@
 //!   once. Each row keeps the envelope's JSON (`body`), without the session's key when its session
 //!   holds it; `after_json` hands the transports each envelope without parsing it. `prune` applies
 //!   retention by age and count and records the floor: an older cursor is `CursorExpired { oldest
-//!     }`, never a shortened stream.
+//!     }`, never a shortened stream. `last_before` reads a page counted from the end of a window
+//!   (a long run's tail first).
 //! - **Time**: every stored time is read from `StoreConfig::clock` (`Store::now_ms`), the one
 //!   `talon_protocol::clock::Clock` the gateway shares; tests move an adjustable one.
 //! - **Runs** (`runs.rs`, `request.rs`, `run_list.rs`, `resume.rs`): created once per idempotency key (the same
@@ -51,7 +52,12 @@
 //!   cancel to the node executing a run; `end_run` is a compare-and-set on a live status, so
 //!   exactly one ending wins. `set_run_checkpoint` keeps a run's last checkpoint; `requeue_run`
 //!   puts an orphan back in the queue by compare-and-set, so of several nodes noticing a death
-//!   exactly one does.
+//!   exactly one does. A run's row also keeps its one-line `summary` (and its ASCII-folded copy,
+//!   what `runs.list`'s `text` matches), its `model` and its `waiting` state as its events tell
+//!   them (`set_run_model`, `set_run_waiting`, `set_run_usage`); `tally_usage` streams a window's
+//!   runs into `usage.summary`'s tally.
+//! - **Live readers** need not poll on SQLite, whose one writer announces every commit
+//!   (`announces_every_commit`).
 //! - **Notifications** (`notify.rs`, PostgreSQL): event commits notify `talon_events` inside their
 //!   transaction; run changes another node may act on notify `talon_runs` after they commit. One
 //!   listener per store moves `committed()` and ticks `runs_changed()`; polls stay as the fallback.
