@@ -177,7 +177,8 @@
 //!   `RunSpec`: the run's ids, the store as its `RunSink`, the policy, the durable `RunHooks`, the
 //!   session's history as a `Conversation` from the last compaction on) and runs the handle; its
 //!   events go through `StoreSink` (`sink.rs`: ordered, batched appends; the loop never waits for a
-//!   commit) and it ends with `end_run`. Checkpoints (`talon_runtime::Turn`, the stored form) are
+//!   commit; the terminal event is held back) and it ends with `end_run`, its row and its terminal
+//!   event in one commit. Checkpoints (`talon_runtime::Turn`, the stored form) are
 //!   stored once every event before them is durable (`resume.rs`). `recover.rs` takes back a dead node's runs: in
 //!   line with a committed terminal event, `cancelled` if a cancel was asked, requeued when every
 //!   call started after the checkpoint was `replaySafe` (at most `MAX_RESUMES`, 3), else `failed`

@@ -378,6 +378,7 @@ impl Tail {
                 && (filter.session_key.is_none() || entry.session_key == filter.session_key)
                 && (filter.agent_id.is_none() || entry.agent_id == filter.agent_id)
                 && (types.is_empty() || types.contains(&entry.kind.as_str()))
+                && filter.before.is_none_or(|before| entry.id < before)
                 // The store's rule (`Owner`): a subject's events are its
                 // sessions' (the envelope's `subject`), an agent's name it.
                 && (filter.owner.subject.is_none() || entry.subject == filter.owner.subject)

@@ -2,8 +2,9 @@
 //! cancelled (`approval.resolved` `cancelled`, the open call
 //! `tool.call.failed` `aborted`), its terminal event with `RunEndedData`,
 //! its messages in the session (unless rolled back), its trajectory
-//! artifact (announced on the session after the terminal event) and its
-//! `RunResult`.
+//! artifact (announced on the session just before the terminal event, and
+//! holding it last without its id, as the gateway stores a run's end with
+//! its row) and its `RunResult`.
 
 use std::time::{Duration, Instant};
 use talon_protocol::gateway::bounded::{MessageId, RunId};
@@ -138,7 +139,8 @@ pub(crate) fn end(
             ..ToolTelemetry::default()
         }),
     };
-    s.push_run_event(&run, EventData::run_ended(status, ended));
+    // Stored last, with the run's end.
+    let terminal = s.run_event(&run, EventData::run_ended(status, ended));
     // Its messages, unless rolled back.
     if record.cancel != Some(true)
         && let Some(session_id) = &run.session_id
@@ -166,13 +168,19 @@ pub(crate) fn end(
             session.updated_at = now;
         }
     }
-    // The trajectory, announced on the session after the terminal event.
-    let events: Vec<serde_json::Value> = s
+    // The trajectory, announced on the session just before the terminal
+    // event, which it holds last without its id.
+    let mut events: Vec<serde_json::Value> = s
         .log
         .iter()
         .filter(|e| e.run_id.as_ref().map(RunId::as_str) == Some(run_id))
         .map(|e| serde_json::to_value(e).unwrap_or_default())
         .collect();
+    let mut last = serde_json::to_value(&terminal).unwrap_or_default();
+    if let Some(fields) = last.as_object_mut() {
+        fields.remove("id");
+    }
+    events.push(last);
     let document = json!({
         "runId": run.id,
         "sessionId": run.session_id,
@@ -191,6 +199,7 @@ pub(crate) fn end(
     let mut announced = s.run_event(&run, EventData::ArtifactCreated(trajectory.clone()));
     announced.run_id = None;
     s.push(announced);
+    s.push(terminal);
     let mut artifacts = record.artifacts.clone();
     artifacts.push(trajectory);
     let result = result_of(&run, text, Some(artifacts));

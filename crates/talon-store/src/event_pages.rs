@@ -13,13 +13,12 @@ use crate::records::EventFilter;
 
 impl Store {
     /// The last `last` events (at most [`MAX_PAGE`]) matching `filter`
-    /// after `after` and before `before`, oldest first. A cursor older
+    /// after `after` (and before its `before`), oldest first. A cursor older
     /// than what is kept is [`crate::StoreError::CursorExpired`], as for
     /// [`Store::after`].
     pub async fn last_before(
         &self,
         after: Option<u64>,
-        before: Option<u64>,
         filter: &EventFilter,
         last: u32,
     ) -> Result<Vec<Event>> {
@@ -30,10 +29,9 @@ impl Store {
         }
         let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
         let (owner_subject, owner_agents) = filter.owner.binds()?;
-        let before = before.map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX));
         // The window's `last`-th event from its end: where the page starts.
         let first: Option<i64> = sqlx::query_scalar(sql!(
-            "SELECT e.seq FROM events e WHERE {matches} AND e.seq < $11 \
+            "SELECT e.seq FROM events e WHERE {matches} \
              ORDER BY e.seq DESC LIMIT $7 OFFSET $6",
             matches = matches(&self.backend()),
         ))
@@ -47,7 +45,7 @@ impl Store {
         .bind(owner_subject)
         .bind(owner_agents)
         .bind(filter.task_id.clone())
-        .bind(before)
+        .bind(filter.end())
         .fetch_optional(self.pool())
         .await?;
         // Fewer than `last` in the window: it is read from its start.
@@ -55,8 +53,6 @@ impl Store {
             Some(seq) => Some(u64::try_from(seq - 1).map_err(corrupt)?),
             None => after,
         };
-        let mut events = self.after(from, filter, last).await?;
-        events.retain(|e| e.id.as_str().parse::<i64>().is_ok_and(|id| id < before));
-        Ok(events)
+        self.after(from, filter, last).await
     }
 }

@@ -398,7 +398,7 @@ impl Store {
                 "events e".to_owned()
             },
             kept = if max_bytes.is_some() {
-                "WHERE COALESCE(budget.before, 0) < $11".to_owned()
+                "WHERE COALESCE(budget.before, 0) < $12".to_owned()
             } else {
                 format!("WHERE {}", matches(&backend))
             },
@@ -412,7 +412,8 @@ impl Store {
         .bind(i64::from(filter.raw))
         .bind(owner_subject)
         .bind(owner_agents)
-        .bind(filter.task_id.clone());
+        .bind(filter.task_id.clone())
+        .bind(filter.end());
         let query = match max_bytes {
             Some(max) => query.bind(i64::try_from(max).unwrap_or(i64::MAX)),
             None => query,
@@ -510,12 +511,13 @@ impl Store {
 }
 
 /// The condition an event of the page meets (on `e`, with the filter's
-/// parameters `$1` to `$5`, and its owner's at `$8` and `$9`). A key names
+/// parameters `$1` to `$5`, its owner's at `$8` and `$9`, its task at `$10`
+/// and its end ([`EventFilter::end`]) at `$11`). A key names
 /// a session in each subject that has one: the owner's condition picks the
 /// caller's.
 pub(crate) fn matches(backend: &Backend) -> String {
     format!(
-        "e.seq > $1 \
+        "e.seq > $1 AND e.seq < $11 \
          AND ($2 IS NULL OR e.run_id = $2) \
          AND ($3 IS NULL OR e.session_key = $3 \
               OR e.session_id IN (SELECT id FROM sessions WHERE key = $3)) \

@@ -49,12 +49,14 @@
 //!   run whose session has no live run to one node (`FOR UPDATE SKIP LOCKED` on PostgreSQL;
 //!   SQLite's writes are serialized), with a lease the node renews (`renew_leases`);
 //!   `orphaned_runs` finds live runs whose lease lapsed; `request_cancel`/`cancel_requests` carry a
-//!   cancel to the node executing a run; `end_run` is a compare-and-set on a live status, so
-//!   exactly one ending wins. `set_run_checkpoint` keeps a run's last checkpoint; `requeue_run`
+//!   cancel to the node executing a run; `end_run` (`run_end.rs`) is a compare-and-set on a live
+//!   status that commits the events telling the end (the terminal event last) with the row, through
+//!   the event writer, so exactly one ending wins and a reader who sees the terminal event finds
+//!   the run ended. `set_run_checkpoint` keeps a run's last checkpoint; `requeue_run`
 //!   puts an orphan back in the queue by compare-and-set, so of several nodes noticing a death
 //!   exactly one does. A run's row also keeps its one-line `summary` (and its ASCII-folded copy,
 //!   what `runs.list`'s `text` matches), its `model` and its `waiting` state as its events tell
-//!   them (`set_run_model`, `set_run_waiting`, `set_run_usage`); `tally_usage` streams a window's
+//!   them (`set_run_model`, `set_run_waiting`); `tally_usage` streams a window's
 //!   runs into `usage.summary`'s tally.
 //! - **Live readers** need not poll on SQLite, whose one writer announces every commit
 //!   (`announces_every_commit`).
@@ -133,6 +135,7 @@ mod owner;
 mod records;
 mod request;
 mod resume;
+mod run_end;
 mod run_list;
 mod runs;
 mod schedules;

@@ -22,12 +22,24 @@ pub struct EventFilter {
     pub task_id: Option<String>,
     /// Only these types (all when empty).
     pub types: Vec<EventType>,
+    /// Only events before this id (`runs.events`' `before`): the window's
+    /// end, bound in the query as its start is by the cursor.
+    pub before: Option<u64>,
     /// Include each event's runtime-native payload (`raw`): for readers
     /// allowed to see it (`admin` tokens).
     pub raw: bool,
     /// Whose: a subject's are its sessions' events (an event of no
     /// session is no subject's), an agent's those naming it.
     pub owner: crate::Owner,
+}
+
+impl EventFilter {
+    /// The first id past the window, as the queries bind it: `before`, or
+    /// past every id when there is none.
+    pub(crate) fn end(&self) -> i64 {
+        self.before
+            .map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX))
+    }
 }
 
 /// How long events are kept: by age and by count, whichever removes more.

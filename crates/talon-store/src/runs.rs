@@ -239,18 +239,6 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Records a run's usage (before its end is stored); `false` when
-    /// there is no such run.
-    pub async fn set_run_usage(&self, run_id: &RunId, usage: &Usage) -> Result<bool> {
-        let changed = sqlx::query("UPDATE runs SET usage = $2 WHERE id = $1")
-            .bind(run_id.as_str().to_owned())
-            .bind(json_text(usage)?)
-            .execute(self.writes())
-            .await?
-            .rows_affected();
-        Ok(changed == 1)
-    }
-
     /// Records a run's final result; `false` when there is no such run.
     pub async fn set_run_result(&self, run_id: &RunId, result: &RunResult) -> Result<bool> {
         let changed = sqlx::query("UPDATE runs SET result = $2 WHERE id = $1")
@@ -549,30 +537,6 @@ impl Store {
                 Ok((id, mode))
             })
             .collect()
-    }
-
-    /// Ends a run that has not ended: its final state and result, in one
-    /// write. `false` when it had already ended (another node, or a
-    /// cancel, got there first): exactly one ending wins.
-    pub async fn end_run(&self, run: &Run, result: &RunResult) -> Result<bool> {
-        let changed = sqlx::query(
-            "UPDATE runs SET status = $2, started_at = $3, ended_at = $4, usage = $5, error = $6, result = $7, lease_until = NULL \
-             WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
-        )
-        .bind(run.id.to_string())
-        .bind(enum_str(run.status)?)
-        .bind(opt_ms(run.started_at)?)
-        .bind(opt_ms(run.ended_at)?)
-        .bind(run.usage.as_ref().map(json_text).transpose()?)
-        .bind(run.error.as_ref().map(json_text).transpose()?)
-        .bind(json_text(result)?)
-        .execute(self.writes())
-        .await?
-        .rows_affected();
-        if changed == 1 {
-            self.notify_runs().await;
-        }
-        Ok(changed == 1)
     }
 }
 

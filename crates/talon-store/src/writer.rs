@@ -7,6 +7,10 @@
 //! Each append gets its own answer: when a shared commit fails, every
 //! append in it is retried alone, so one append's failure is never
 //! another's.
+//!
+//! A run's end ([`crate::run_end`]) is committed alone, in order with the
+//! appends: its row and its events in one transaction, the events only if
+//! the row was written.
 
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -15,6 +19,7 @@ use crate::Backend;
 use crate::error::{Result, StoreError};
 use crate::events::{self, Prepared};
 use crate::health::HealthCell;
+use crate::run_end::RunEnding;
 
 /// Events in one shared commit at most.
 const MAX_BATCH: usize = 4096;
@@ -32,6 +37,14 @@ enum Job {
         rows: Vec<Prepared>,
         reply: oneshot::Sender<Result<u64>>,
     },
+    /// A run's end and its events, committed alone: answered with the
+    /// events' first id (0 when there are none), or `None` when the run
+    /// had already ended and nothing was written.
+    End {
+        ending: RunEnding,
+        rows: Vec<Prepared>,
+        reply: oneshot::Sender<Result<Option<u64>>>,
+    },
     Flush(oneshot::Sender<()>),
 }
 
@@ -46,6 +59,7 @@ impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Append { rows, .. } => write!(f, "Append({} events)", rows.len()),
+            Self::End { rows, .. } => write!(f, "End({} events)", rows.len()),
             Self::Flush(_) => f.write_str("Flush"),
         }
     }
@@ -90,6 +104,25 @@ impl Writer {
         Ok(answer)
     }
 
+    /// Queues a run's end with its events, committed after every append
+    /// queued before it ([`Job::End`]).
+    pub(crate) async fn end(
+        &self,
+        ending: RunEnding,
+        rows: Vec<Prepared>,
+    ) -> Result<oneshot::Receiver<Result<Option<u64>>>> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job::End {
+                ending,
+                rows,
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        Ok(answer)
+    }
+
     /// Returns once every append sent before it has been answered.
     pub(crate) async fn flush(&self) {
         let (reply, answer) = oneshot::channel();
@@ -121,6 +154,7 @@ async fn run(
         let mut batch = Vec::new();
         let mut events = 0;
         let mut flushes = Vec::new();
+        let mut ending = None;
         let mut next = Some(first);
         // Appenders answered by the last commit are about to send again:
         // give them a moment (a yield, not a timer) before committing a
@@ -137,6 +171,15 @@ async fn run(
                     events += rows.len();
                     batch.push((rows, reply));
                 }
+                // An end commits alone, after the appends before it.
+                Some(job @ Job::End { .. }) => {
+                    if batch.is_empty() {
+                        ending = Some(job);
+                    } else {
+                        pending = Some(job);
+                    }
+                    break;
+                }
                 None if yields > 0 && events < MAX_BATCH / 8 => {
                     yields -= 1;
                     tokio::task::yield_now().await;
@@ -145,7 +188,26 @@ async fn run(
             }
             next = inbox.try_recv().ok();
         }
-        if let Some(last) = commit(&pool, backend, batch, &health).await {
+        let mut last = commit(&pool, backend, batch, &health).await;
+        if let Some(Job::End {
+            ending,
+            rows,
+            reply,
+        }) = ending
+        {
+            let rows: Vec<&Prepared> = rows.iter().collect();
+            let written = end(&pool, backend, &ending, &rows).await;
+            match &written {
+                Ok(Some(first)) if !rows.is_empty() => {
+                    last = Some(first + rows.len() as u64 - 1);
+                }
+                Ok(_) => {}
+                Err(error) => health.failed(error),
+            }
+            events += rows.len();
+            let _ = reply.send(written);
+        }
+        if let Some(last) = last {
             announce.send_if_modified(|seen| {
                 let newer = last > *seen;
                 *seen = (*seen).max(last);
@@ -175,7 +237,6 @@ async fn run(
     tracing::debug!("event writer stopped");
 }
 
-/// Commits `batch` together; when that fails, each append alone.
 /// Commits `batch` together; when that fails, each append alone. Returns
 /// the last id committed, if any.
 async fn commit(
@@ -228,16 +289,47 @@ async fn commit(
 
 async fn write(pool: &AnyPool, backend: Backend, rows: &[&Prepared]) -> Result<u64> {
     let mut tx = backend.begin_write(pool).await?;
-    let first = events::insert(&mut tx, backend, rows).await?;
+    let first = insert(&mut tx, backend, rows).await?;
+    tx.commit().await?;
+    Ok(first)
+}
+
+/// Writes a run's end and, only if it was written, its events.
+async fn end(
+    pool: &AnyPool,
+    backend: Backend,
+    ending: &RunEnding,
+    rows: &[&Prepared],
+) -> Result<Option<u64>> {
+    let mut tx = backend.begin_write(pool).await?;
+    if !ending.write(&mut tx).await? {
+        // Dropped, the transaction rolls back: nothing was written.
+        return Ok(None);
+    }
+    let first = if rows.is_empty() {
+        0
+    } else {
+        insert(&mut tx, backend, rows).await?
+    };
+    tx.commit().await?;
+    Ok(Some(first))
+}
+
+/// Inserts `rows` in the transaction and tells the other nodes at commit.
+async fn insert(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    backend: Backend,
+    rows: &[&Prepared],
+) -> Result<u64> {
+    let first = events::insert(tx, backend, rows).await?;
     if backend == Backend::Postgres {
         // Delivered at commit, in commit order, to every node listening.
         let last = first + rows.len() as u64 - 1;
         sqlx::query("SELECT pg_notify($1, $2)")
             .bind(crate::notify::EVENTS)
             .bind(last.to_string())
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
     }
-    tx.commit().await?;
     Ok(first)
 }

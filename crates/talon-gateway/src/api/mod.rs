@@ -298,23 +298,18 @@ impl Handler for Api {
         let filter = talon_store::EventFilter {
             run_id: Some(run.id.clone().into_string()),
             raw: caller.is_admin(),
+            before: window.before,
             ..Default::default()
         };
         let events = match window.count {
-            EventCount::First(count) => {
-                let mut events = self
-                    .store
-                    .after(window.after, &filter, limit(count))
-                    .await
-                    .map_err(api_error)?;
-                if let Some(before) = window.before {
-                    events.retain(|e| e.id.as_str().parse::<u64>().is_ok_and(|id| id < before));
-                }
-                events
-            }
+            EventCount::First(count) => self
+                .store
+                .after(window.after, &filter, limit(count))
+                .await
+                .map_err(api_error)?,
             EventCount::Last(last) => self
                 .store
-                .last_before(window.after, window.before, &filter, limit(Some(last)))
+                .last_before(window.after, &filter, limit(Some(last)))
                 .await
                 .map_err(api_error)?,
         };

@@ -18,8 +18,8 @@
 use std::time::Duration;
 use talon_protocol::gateway::bounded::{ArtifactId, RunId, SessionId};
 
-use talon_protocol::EventData;
 use talon_protocol::gateway::{ArtifactSummary, ArtifactType, Run};
+use talon_protocol::{Event, EventData};
 use talon_runtime::RunEmitter;
 use talon_runtime::changes::{CommandLog, FileChange, ToolOutputs};
 use talon_store::{EventFilter, MAX_PAGE, NewArtifact};
@@ -409,7 +409,10 @@ impl Engine {
 
     /// Stores `run`'s trajectory (once its events are durable) and
     /// announces it; its summary, or `None` when it could not be stored.
-    pub(super) async fn trajectory(&self, run: &Run) -> Option<ArtifactSummary> {
+    /// `ending` (its terminal event) is not stored yet: it is stored with
+    /// the run's end, whose result lists the trajectory, so it comes last
+    /// in the trajectory without its id.
+    pub(super) async fn trajectory(&self, run: &Run, ending: &[Event]) -> Option<ArtifactSummary> {
         let store = &self.inner.store;
         let filter = EventFilter {
             run_id: Some(run.id.clone().into_string()),
@@ -447,6 +450,26 @@ impl Engine {
             if !full {
                 break;
             }
+        }
+        for event in ending {
+            if truncated {
+                break;
+            }
+            let Ok(mut value) = serde_json::to_value(event) else {
+                continue;
+            };
+            if let Some(fields) = value.as_object_mut() {
+                fields.remove("id");
+            }
+            let Ok(json) = serde_json::value::to_raw_value(&value) else {
+                continue;
+            };
+            size += json.get().len() + 1;
+            if size > MAX_TRAJECTORY_BYTES {
+                truncated = true;
+                break;
+            }
+            events.push(json);
         }
         let document = Trajectory {
             agent_id: &run.agent_id,

@@ -190,18 +190,15 @@ impl Engine {
             cancelled.status = RunStatus::Cancelled;
             cancelled.ended_at = Some(self.inner.store.now_ms());
             let result = result_of(&cancelled, None);
-            if store
-                .end_run(&cancelled, &result)
+            let mut data = ended_data(None);
+            data.error = Some("the run was cancelled before it started".into());
+            let told = vec![self.run_event(&cancelled, EventData::RunCancelled(data))];
+            if self
+                .end_run(&cancelled, &result, told)
                 .await
                 .map_err(api_error)?
+                .is_some()
             {
-                let mut data = ended_data(None);
-                data.error = Some("the run was cancelled before it started".into());
-                self.append(vec![
-                    self.run_event(&cancelled, EventData::RunCancelled(data)),
-                ])
-                .await
-                .map_err(api_error)?;
                 self.inner.ended.send_modify(|n| *n += 1);
                 return Ok(cancelled);
             }

@@ -146,15 +146,15 @@ impl Engine {
         ended.status = RunStatus::Failed;
         ended.ended_at = Some(self.inner.store.now_ms());
         ended.error = Some(error);
-        let terminal = self.closed(sink, run, &mut ended).await;
+        let ending = self.closed(sink, run, &mut ended).await;
         let mut added = input;
         if let Some(message) = message {
             added.extend(Conversation::user(message));
         }
         self.save_messages(run, &added, active).await;
         let mut summary = result_of(&ended, None);
-        summary.artifacts = self.trajectory(&ended).await.map(|t| vec![t]);
-        self.finish(&ended, &summary, terminal).await;
+        summary.artifacts = self.trajectory(&ended, &ending).await.map(|t| vec![t]);
+        self.finish(&ended, summary, ending).await;
     }
 
     /// Ends a run the loop ran: its messages, its row, its artifacts (those
@@ -174,7 +174,7 @@ impl Engine {
         ended.ended_at = Some(self.inner.store.now_ms());
         ended.usage = Some(result.usage.clone());
         ended.error = result.error.clone();
-        let terminal = self.closed(sink, run, &mut ended).await;
+        let ending = self.closed(sink, run, &mut ended).await;
         let text = (!result.text.is_empty()).then(|| result.text.clone());
         let mut summary = result_of(&ended, text);
         let mut artifacts = self.made(&ended).await;
@@ -184,7 +184,7 @@ impl Engine {
                     .await,
             );
         }
-        artifacts.extend(self.trajectory(&ended).await);
+        artifacts.extend(self.trajectory(&ended, &ending).await);
         summary.artifacts = (!artifacts.is_empty()).then_some(artifacts);
         // The message whose client calls the app is to answer. Calls a
         // Code Mode cell made stand in place of the `exec` calls held open
@@ -208,7 +208,7 @@ impl Engine {
         }
         super::person::close_requests(&self.inner.store, run.id.as_str()).await;
         self.forget_cells(run, &held).await;
-        self.finish(&ended, &summary, terminal).await;
+        self.finish(&ended, summary, ending).await;
     }
 
     /// Deletes a run's suspended cells at its end (completed, failed,
@@ -238,14 +238,21 @@ impl Engine {
         }
     }
 
-    /// Closes the run's sink once every event is durable. When a write
-    /// failed, the run ends `failed` saying so, and the `run.failed` to
-    /// store in place of the end the sink dropped is returned.
-    async fn closed(&self, sink: &StoreSink, run: &Run, ended: &mut Run) -> Option<Event> {
-        if let Err(error) = sink.close().await {
-            tracing::error!(%error, run = %run.id, "a run's events were not all stored");
-        }
-        let detail = sink.failure()?;
+    /// Closes the run's sink once every event is durable, and returns
+    /// what tells the run's end (its terminal event, held by the sink for
+    /// the end to store). When a write failed, the run ends `failed`
+    /// saying so, told by a `run.failed` in place of what the sink dropped.
+    async fn closed(&self, sink: &StoreSink, run: &Run, ended: &mut Run) -> Vec<Event> {
+        let ending = match sink.close().await {
+            Ok(closed) => closed.ending,
+            Err(error) => {
+                tracing::error!(%error, run = %run.id, "a run's events were not all stored");
+                Vec::new()
+            }
+        };
+        let Some(detail) = sink.failure() else {
+            return ending;
+        };
         let error = ApiError::new(
             ErrorCode::Unavailable,
             format!("the store could not take this run's events ({detail}); the run was stopped"),
@@ -253,7 +260,7 @@ impl Engine {
         .with_details(talon_protocol::gateway::ErrorDetails::reason("store"));
         ended.status = RunStatus::Failed;
         ended.error = Some(error.clone());
-        Some(
+        vec![
             self.run_event(
                 ended,
                 EventData::RunFailed(RunEndedData {
@@ -270,34 +277,25 @@ impl Engine {
                     telemetry: None,
                 }),
             ),
-        )
+        ]
     }
 
-    /// Stores a run's end (first its `terminal` event, when the sink could
-    /// not), retrying while the store cannot write. A draining node stops
+    /// Stores a run's end with the events that tell it, in one commit,
+    /// retrying while the store cannot write. A draining node stops
     /// trying: the run stays claimed by it, and the next start recovers it
     /// as it does a dead node's.
     async fn finish(
         &self,
         ended: &Run,
-        summary: &talon_protocol::gateway::RunResult,
-        terminal: Option<Event>,
+        summary: talon_protocol::gateway::RunResult,
+        ending: Vec<Event>,
     ) {
-        let store = &self.inner.store;
-        if let Some(event) = terminal
-            && !self
-                .retrying(ended.id.as_str(), "its run.failed", || {
-                    self.append(vec![event.clone()])
-                })
-                .await
-        {
-            return;
-        }
-        if !self
+        if self
             .retrying(ended.id.as_str(), "its end", || {
-                store.end_run(ended, summary)
+                self.end_run(ended, &summary, ending.clone())
             })
             .await
+            .is_none()
         {
             return;
         }
@@ -328,9 +326,9 @@ impl Engine {
         );
     }
 
-    /// Runs `write` until it succeeds (`true`), backing off to 2 s between
-    /// tries, or the node drains (`false`).
-    async fn retrying<T, F, W>(&self, run: &str, what: &str, mut write: W) -> bool
+    /// Runs `write` until it succeeds (its value), backing off to 2 s
+    /// between tries, or the node drains (`None`).
+    async fn retrying<T, F, W>(&self, run: &str, what: &str, mut write: W) -> Option<T>
     where
         W: FnMut() -> F,
         F: std::future::Future<Output = Result<T, talon_store::StoreError>>,
@@ -343,10 +341,10 @@ impl Engine {
                 self.inner.store.note_failure(error);
             }
             match written {
-                Ok(_) => return true,
+                Ok(written) => return Some(written),
                 Err(error) if self.inner.draining.load(Ordering::SeqCst) => {
                     tracing::error!(%error, run, "a run's end could not be stored before the node stopped; the next start recovers it");
-                    return false;
+                    return None;
                 }
                 Err(error) => {
                     tracing::warn!(%error, run, "a run's end could not be stored ({what}); retrying");

@@ -477,6 +477,22 @@ impl Engine {
         appended
     }
 
+    /// Ends a run that has not ended, with the events that tell it (its
+    /// terminal event last), in one commit ([`talon_store::Store::end_run`]):
+    /// `None` when it had already ended, and nothing was written.
+    pub(crate) async fn end_run(
+        &self,
+        run: &Run,
+        result: &talon_protocol::gateway::RunResult,
+        mut events: Vec<Event>,
+    ) -> Result<Option<Vec<Event>>, talon_store::StoreError> {
+        crate::observe::stamp(&mut events);
+        let started = std::time::Instant::now();
+        let ended = self.inner.store.end_run(run, result, events).await;
+        self.inner.metrics.appended(started.elapsed());
+        ended
+    }
+
     /// Gives every run the tools `more` makes for it (once; a second call
     /// changes nothing).
     pub(crate) fn add_tools(&self, more: MoreTools) {

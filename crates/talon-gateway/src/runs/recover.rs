@@ -100,7 +100,6 @@ impl Engine {
 
     /// Ends a run whose node is gone (`blocker`: why it is not resumed).
     async fn end_orphan(&self, mut run: Run, blocker: Option<Blocker>) {
-        let store = &self.inner.store;
         let terminal = self.terminal_event(run.id.as_str()).await;
         let now = self.inner.store.now_ms();
         run.ended_at = Some(now);
@@ -136,20 +135,15 @@ impl Engine {
             }
         };
         let result = result_of(&run, None);
-        match store.end_run(&run, &result).await {
-            Ok(true) => {
-                // Its requests for approval go with it, reported before
-                // its end.
-                let mut events = self.cancel_approvals(&run).await;
-                events.extend(event);
-                if !events.is_empty()
-                    && let Err(error) = store.append(events).await
-                {
-                    tracing::error!(%error, run = %run.id, "the terminal event of an interrupted run was not stored");
-                }
+        // Its requests for approval go with it, reported before its end
+        // (the node recovering it is the only one that does).
+        let mut events = self.cancel_approvals(&run).await;
+        events.extend(event);
+        match self.end_run(&run, &result, events).await {
+            Ok(Some(_)) => {
                 tracing::warn!(run = %run.id, status = ?run.status, "ended a run its node left live");
             }
-            Ok(false) => {}
+            Ok(None) => {}
             Err(error) => {
                 tracing::error!(%error, run = %run.id, "could not end an interrupted run")
             }

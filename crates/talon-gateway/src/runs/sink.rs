@@ -11,6 +11,11 @@
 //! as a turn's calls start is kept here and stored only when a run is
 //! about to wait inside the turn ([`StoreSink::keep_turn`]).
 //!
+//! The run's terminal event is not appended here: the sink holds it (and
+//! anything after it) and hands it over at [`StoreSink::close`], so that
+//! the engine stores it with the run's row ended, in one commit
+//! ([`talon_store::Store::end_run`]).
+//!
 //! A write that fails (a full disk, a lost database) trips the sink: it
 //! stores nothing more of the run, so the log never has a later event
 //! after a missing one, and cancels the run; the engine then ends it
@@ -21,7 +26,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use talon_protocol::gateway::bounded::RunId;
 
-use talon_protocol::gateway::Usage;
 use talon_protocol::{Event, EventType};
 use talon_runtime::{RunSink, TurnState};
 use talon_store::{Pending, RunWaits, Store, StoreError};
@@ -62,7 +66,7 @@ pub(crate) struct Checkpoints {
 #[derive(Debug)]
 pub(crate) struct StoreSink {
     queue: Mutex<Option<mpsc::UnboundedSender<Item>>>,
-    forwarder: Mutex<Option<tokio::task::JoinHandle<Result<u64, StoreError>>>>,
+    forwarder: Mutex<Option<tokio::task::JoinHandle<Result<Closed, StoreError>>>>,
     /// Checkpoints taken so far.
     epoch: Arc<AtomicU64>,
     /// `epoch + 1` of the last checkpoint interval in which the start of
@@ -92,7 +96,6 @@ struct Forwarder {
     pending: Vec<Pending>,
     /// The id of the last event known durable.
     last: Option<u64>,
-    appended: u64,
     failure: Option<StoreError>,
     /// The current turn's start and the last event known durable then
     /// (every call of earlier turns is at or before it).
@@ -100,6 +103,16 @@ struct Forwarder {
     /// Cancelled when a write fails (the run's own token).
     trip: Option<CancellationToken>,
     failed: Arc<OnceLock<String>>,
+    /// The terminal event and any after it, held for the run's end.
+    ending: Vec<Event>,
+}
+
+/// What a closed sink leaves the run's end to store.
+#[derive(Debug, Default)]
+pub(crate) struct Closed {
+    /// The terminal event (and any the loop emitted after it), not yet
+    /// stored: the run's end stores them with its row.
+    pub ending: Vec<Event>,
 }
 
 impl Forwarder {
@@ -131,11 +144,20 @@ impl Forwarder {
         }
     }
 
-    async fn events(&mut self, batch: Vec<Event>) {
+    async fn events(&mut self, mut batch: Vec<Event>) {
         if self.failure.is_some() {
             return;
         }
-        self.appended += batch.len() as u64;
+        if !self.ending.is_empty() {
+            self.ending.append(&mut batch);
+            return;
+        }
+        if let Some(at) = batch.iter().position(|e| e.kind.is_terminal()) {
+            self.ending = batch.split_off(at);
+            if batch.is_empty() {
+                return;
+            }
+        }
         for event in &batch {
             if let Err(error) = self.onto_row(event).await {
                 self.fail(error);
@@ -159,10 +181,8 @@ impl Forwarder {
     /// What the run's row keeps of its events, written before they are:
     /// the model it started on (`Run.model`, what `usage.summary` groups
     /// by); `waiting` while an approval or a question is pending, and
-    /// `running` again once none is; and its final usage, so that a reader
-    /// who sees the terminal event and asks what the run cost (`runs.get`,
-    /// `usage.summary`) already gets it (its status follows when the run's
-    /// end is stored).
+    /// `running` again once none is. (Its end, usage included, is written
+    /// with its terminal event: [`Closed::ending`].)
     async fn onto_row(&self, event: &Event) -> Result<(), StoreError> {
         let Some(run_id) = &event.run_id else {
             return Ok(());
@@ -180,13 +200,6 @@ impl Forwarder {
                 self.store
                     .set_run_waiting(run_id, RunWaits::Answered)
                     .await?;
-            }
-            kind if kind.is_terminal() => {
-                if let Some(usage) = event.data.get("usage")
-                    && let Ok(usage) = serde_json::from_value::<Usage>(usage.clone())
-                {
-                    self.store.set_run_usage(run_id, &usage).await?;
-                }
             }
             _ => {}
         }
@@ -265,11 +278,11 @@ impl StoreSink {
             checkpoints,
             pending: Vec::new(),
             last: None,
-            appended: 0,
             failure: None,
             turn: None,
             trip,
             failed: failed.clone(),
+            ending: Vec::new(),
         };
         let task = tokio::spawn(async move {
             let mut held = None;
@@ -310,7 +323,9 @@ impl StoreSink {
             forwarder.drain().await;
             match forwarder.failure {
                 Some(error) => Err(error),
-                None => Ok(forwarder.appended),
+                None => Ok(Closed {
+                    ending: forwarder.ending,
+                }),
             }
         });
         Self {
@@ -349,13 +364,13 @@ impl StoreSink {
     }
 
     /// Takes no more events and waits until every one taken is durable;
-    /// returns how many were appended.
-    pub(crate) async fn close(&self) -> Result<u64, StoreError> {
+    /// returns the terminal event held for the run's end.
+    pub(crate) async fn close(&self) -> Result<Closed, StoreError> {
         drop(self.queue.lock().ok().and_then(|mut q| q.take()));
         let forwarder = self.forwarder.lock().ok().and_then(|mut f| f.take());
         match forwarder {
             Some(task) => task.await.map_err(|_| StoreError::Closed)?,
-            None => Ok(0),
+            None => Ok(Closed::default()),
         }
     }
 
@@ -540,7 +555,14 @@ mod tests {
         assert!(sink.call_recorded().await);
         assert_eq!(sink.flushes(), 2);
         assert_eq!(started(store.clone()).await, 3);
-        assert_eq!(sink.close().await.unwrap(), 3);
+        // The terminal event is held for the run's end, not appended.
+        sink.emit(event("r", EventType::RunCompleted));
+        let closed = sink.close().await.unwrap();
+        assert_eq!(
+            closed.ending.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            [EventType::RunCompleted]
+        );
+        assert_eq!(started(store.clone()).await, 3);
         // A closed sink keeps nothing: a call started now is not on record.
         sink.checkpoint(checkpoint());
         assert!(!sink.call_recorded().await);

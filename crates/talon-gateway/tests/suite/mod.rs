@@ -27,6 +27,7 @@ mod pull_requests;
 mod questions;
 mod raw;
 mod retention;
+mod run_ends;
 mod run_list;
 mod runs;
 mod schedules;

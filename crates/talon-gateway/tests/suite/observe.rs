@@ -209,10 +209,10 @@ async fn metrics_need_their_scope_and_parse_as_prometheus_text() {
     assert_eq!(plain.remove(&node), Some(1.0), "{text}");
     let expected: BTreeMap<String, f64> = [
         ("talon_approvals_pending{}", 0.0),
-        // The appends the gateway waits on: `run.created`, and the run's
-        // trajectory artifact as it ends (the run's own events stream
-        // through its sink).
-        ("talon_event_append_duration_seconds_count{}", 2.0),
+        // The appends the gateway waits on: `run.created`, the run's
+        // trajectory artifact as it ends, and its end with its terminal
+        // event (the run's other events stream through its sink).
+        ("talon_event_append_duration_seconds_count{}", 3.0),
         (
             "talon_http_request_duration_seconds_count{}",
             plain_count(&samples),

@@ -1007,9 +1007,15 @@ async fn the_websocket_serves_calls_and_subscriptions_with_the_sse_envelopes() {
         }
     }
     // Each event frame is the subscription's, with the SSE envelope: the
-    // run's session's `session.created`, then the run's events.
+    // run's session's `session.created`, then the run's events, the
+    // trajectory's `artifact.created` (on the session) just before its end.
     assert_eq!(frames[0]["event"]["type"], "session.created");
     frames.remove(0);
+    let announced = frames.remove(frames.len() - 2);
+    assert_eq!(
+        (&announced["event"]["type"], &announced["event"]["data"]["type"]),
+        (&json!("artifact.created"), &json!("trajectory"))
+    );
     let page = ok(&g, "runs.events", json!({"runId": run_id})).await;
     let expected: Vec<Value> = page["events"]
         .as_array()
@@ -1084,14 +1090,17 @@ async fn a_dropped_subscription_cuts_the_connection_and_resumes_by_cursor() {
         json!({"id": 1, "ok": true, "result": {"subscriptionId": "sub_1"}, "type": "res"})
     );
     // Every event once, in order, each whole: the session's
-    // `session.created`, then its run's.
+    // `session.created`, then its run's (and, on the session, its
+    // trajectory's `artifact.created` just before its end).
     let page = ok(&g, "runs.events", json!({"runId": run_id})).await;
     let all = page["events"].as_array().unwrap();
-    while frames.len() < all.len() + 1 {
+    while frames.len() < all.len() + 2 {
         frames.push(frame(&mut socket).await.unwrap());
     }
-    let events: Vec<Value> = frames.iter().map(|f| f["event"].clone()).collect();
+    let mut events: Vec<Value> = frames.iter().map(|f| f["event"].clone()).collect();
     assert_eq!(events[0]["type"], "session.created");
+    let announced = events.remove(events.len() - 2);
+    assert_eq!(announced["type"], "artifact.created");
     pretty_assertions::assert_eq!(&events[1..], &all[..]);
     // And an expired cursor answers the subscription with the error.
     g.inject(Fault::ExpireCursor);

@@ -417,14 +417,23 @@ on_both! {
             (None, Some(1), 3, &[]),
         ];
         for (after, before, last, expected) in cases {
-            let got = ids(store.last_before(after, before, &a, last).await.unwrap());
+            let window = EventFilter { before, ..a.clone() };
+            let got = ids(store.last_before(after, &window, last).await.unwrap());
             assert_eq!(got, expected, "after {after:?} before {before:?} last {last}");
         }
+        // Read forward, the window ends at `before` too, in the query (a
+        // page of 3 is 3 events of the window, not 3 cut at its end).
+        let window = EventFilter { before: Some(12), ..a.clone() };
+        assert_eq!(ids(store.after(Some(4), &window, 3).await.unwrap()), [5, 7, 9]);
+        assert_eq!(ids(store.after(Some(8), &window, 3).await.unwrap()), [9, 11]);
+        let raw = store.after_json_within(Some(4), &window, 10, u64::MAX).await.unwrap();
+        assert_eq!(raw.iter().map(|e| e.id).collect::<Vec<u64>>(), [5, 7, 9, 11]);
         // Paging back from the end reads every event of the run once.
         let mut pages = Vec::new();
         let mut before = None;
         loop {
-            let page = ids(store.last_before(None, before, &a, 4).await.unwrap());
+            let window = EventFilter { before, ..a.clone() };
+            let page = ids(store.last_before(None, &window, 4).await.unwrap());
             let Some(&first) = page.first() else { break };
             pages.splice(0..0, page);
             before = Some(first);

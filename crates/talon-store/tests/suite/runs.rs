@@ -248,9 +248,9 @@ on_both! {
         ended.status = RunStatus::Completed;
         ended.ended_at = Some(20);
         let result: RunResult = serde_json::from_value(serde_json::json!({"status": "completed", "runId": "a1"})).unwrap();
-        assert!(store.end_run(&ended, &result).await.unwrap());
+        assert!(store.end_run(&ended, &result, Vec::new()).await.unwrap().is_some());
         // Exactly one ending wins.
-        assert!(!store.end_run(&ended, &result).await.unwrap());
+        assert_eq!(store.end_run(&ended, &result, Vec::new()).await.unwrap(), None);
         assert_eq!(store.run_result(&RunId::new("a1")).await.unwrap(), Some(result));
         let third = store.claim_run("n2", Some(&RunId::new("a2")), 21, 100).await.unwrap().unwrap();
         assert_eq!(third.run.id, RunId::new("a2"));
@@ -279,6 +279,59 @@ on_both! {
 }
 
 on_both! {
+    async fn a_runs_end_and_its_terminal_event_commit_together_once(t) {
+        use talon_protocol::EventType;
+        let store = &t.store;
+        let request: talon_store::RunRequest = serde_json::from_value(serde_json::json!({"input": "hi"})).unwrap();
+        store.create_run(&in_session("r1", "s1", 1), None, "h", "n1", Some(&request)).await.unwrap();
+        let claimed = store.claim_run("n1", None, 2, 100).await.unwrap().unwrap().run;
+        let filter = talon_store::EventFilter { run_id: Some("r1".into()), ..Default::default() };
+        // A delta queued before the end commits before it.
+        let delta = store.submit(vec![crate::suite::events::event("r1", EventType::AssistantDelta, 3, 0)]).await.unwrap();
+        // Eight enders race, each with its own terminal event: one wins,
+        // and only its event is in the log, after the delta.
+        let mut racers = Vec::new();
+        for n in 0..8_u64 {
+            let store = store.clone();
+            let mut ended = claimed.clone();
+            ended.status = if n % 2 == 0 { RunStatus::Completed } else { RunStatus::Cancelled };
+            ended.ended_at = Some(10 + n);
+            let result: RunResult = serde_json::from_value(serde_json::json!({"status": if n % 2 == 0 { "completed" } else { "cancelled" }, "runId": "r1"})).unwrap();
+            let kind = if n % 2 == 0 { EventType::RunCompleted } else { EventType::RunCancelled };
+            racers.push(tokio::spawn(async move {
+                let told = vec![crate::suite::events::event("r1", kind, 10 + n, n)];
+                (n, store.end_run(&ended, &result, told).await.unwrap())
+            }));
+        }
+        let mut winners = Vec::new();
+        for racer in racers {
+            let (n, ended) = racer.await.unwrap();
+            if let Some(events) = ended {
+                winners.push((n, events));
+            }
+        }
+        assert_eq!(winners.len(), 1, "exactly one ending wins");
+        let (n, told) = winners.remove(0);
+        let delta = delta.durable().await.unwrap();
+        let log = store.after(None, &filter, 100).await.unwrap();
+        assert_eq!(log.iter().map(|e| (e.id.clone(), e.kind)).collect::<Vec<_>>(), [
+            (delta[0].id.clone(), EventType::AssistantDelta),
+            (told[0].id.clone(), told[0].kind),
+        ]);
+        let row = store.run(&RunId::new("r1")).await.unwrap().unwrap();
+        assert_eq!((row.status, row.ended_at), (told[0].kind.ended_status().unwrap(), Some(10 + n)));
+        // A run that has ended takes no other end, and no event with it.
+        let mut again = row.clone();
+        again.status = RunStatus::Failed;
+        let result: RunResult = serde_json::from_value(serde_json::json!({"status": "failed", "runId": "r1"})).unwrap();
+        let told = vec![crate::suite::events::event("r1", EventType::RunFailed, 30, 0)];
+        assert_eq!(store.end_run(&again, &result, told).await.unwrap(), None);
+        assert_eq!(store.after(None, &filter, 100).await.unwrap().len(), 2);
+        assert_eq!(store.run(&RunId::new("r1")).await.unwrap().unwrap().status, row.status);
+    }
+}
+
+on_both! {
     async fn claims_keep_one_live_run_per_environment(t) {
         let store = &t.store;
         let in_env: talon_store::RunRequest = serde_json::from_value(serde_json::json!({"input": "hi", "environmentId": "env_1"})).unwrap();
@@ -298,7 +351,7 @@ on_both! {
         ended.status = RunStatus::Completed;
         ended.ended_at = Some(20);
         let result: RunResult = serde_json::from_value(serde_json::json!({"status": "completed", "runId": "e1"})).unwrap();
-        assert!(store.end_run(&ended, &result).await.unwrap());
+        assert!(store.end_run(&ended, &result, Vec::new()).await.unwrap().is_some());
         let third = store.claim_run("n2", None, 21, 100).await.unwrap().unwrap();
         assert_eq!(third.run.id, RunId::new("e2"));
     }
@@ -389,7 +442,7 @@ async fn another_nodes_commits_and_run_changes_are_notified() {
     committed.borrow_and_update();
     let appended = t
         .store
-        .append(vec![super::events::event(
+        .append(vec![crate::suite::events::event(
             "r1",
             talon_protocol::EventType::AssistantDelta,
             1,

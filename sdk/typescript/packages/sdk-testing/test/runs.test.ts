@@ -122,7 +122,7 @@ describe("a scripted run", () => {
         },
         {
           version: 1,
-          id: "9",
+          id: "10",
           ts: "<time>",
           type: "run.completed",
           runId: "<run_1>",

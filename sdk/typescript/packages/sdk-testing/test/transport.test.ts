@@ -231,7 +231,9 @@ describe("event streams", () => {
         ["run.created", "<run_1>"],
         ["run.completed", "<run_1>"],
       ]);
-      // Run a's events are 2 to 9 (1 is its session's `session.created`).
+      // Run a's events are 2 to 8, then 10 (1 is its session's
+      // `session.created`, 9 its trajectory's `artifact.created`, made just
+      // before its end).
       const resumed = sseEvents(
         await sseText(
           await fetch(`${fake.url}/v1/runs/${a.id}/events?after=1`, { headers: { ...auth, "last-event-id": "8" } }),
@@ -239,7 +241,7 @@ describe("event streams", () => {
       );
       assert.deepEqual(
         resumed.map((e) => e.id),
-        ["9"],
+        ["10"],
       );
       const bad = [
         [`/v1/runs/${a.id}/events?after=x`, 400, '"x" is not an event id'],

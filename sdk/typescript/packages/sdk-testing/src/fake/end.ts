@@ -2,8 +2,9 @@
 // cancelled (`approval.resolved` `cancelled`, the open call
 // `tool.call.failed` `aborted`), then its terminal event with
 // `RunEndedData`, its messages in the session (unless rolled back), its
-// trajectory artifact (announced on the session after the terminal event)
-// and its `RunResult`.
+// trajectory artifact (announced on the session just before the terminal
+// event, which it holds last without its id: the gateway stores a run's end
+// with its row) and its `RunResult`.
 
 import { RUN_ENDS, TERMINAL_TYPES, type protocol as P, refusals } from "@talon/sdk";
 
@@ -103,7 +104,8 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
   // The protocol's `EventData::run_ended`: the type whose end is `status`.
   const type = TERMINAL_TYPES.find((t) => RUN_ENDS[t] === status) ?? "run.cancelled";
   const terminal = { type, data: ended } as P.EventData;
-  state.push(runEvent(run, terminal, record.requestId));
+  // Stored last, with the run's end.
+  const ending = runEvent(run, terminal, record.requestId);
   // Its messages, unless rolled back.
   if (!record.cancel?.rollback && run.sessionId) {
     const sessionId = run.sessionId;
@@ -125,10 +127,14 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
     });
     state.messages.set(sessionId, stored);
   }
-  // The trajectory, announced on the session after the terminal event.
+  // The trajectory, announced on the session just before the terminal
+  // event, which it holds last without its id.
   const document = {
     agentId: run.agentId,
-    events: state.log.filter((e) => e.envelope.runId === run.id).map((e) => JSON.parse(e.json) as unknown),
+    events: [
+      ...state.log.filter((e) => e.envelope.runId === run.id).map((e) => JSON.parse(e.json) as unknown),
+      JSON.parse(json(ending)) as unknown,
+    ],
     runId: run.id,
     sessionId: run.sessionId,
     status: run.status,
@@ -144,6 +150,7 @@ export function endRun(state: State, record: RunRecord, stop: Stop | undefined, 
   const announced = runEvent(run, { type: "artifact.created", data: trajectory }, record.requestId);
   delete announced.runId;
   state.push(announced);
+  state.push(ending);
   record.result = resultOf(run, text, [...record.artifacts, trajectory]);
   state.touch();
 }
