@@ -1013,7 +1013,10 @@ async fn the_websocket_serves_calls_and_subscriptions_with_the_sse_envelopes() {
     frames.remove(0);
     let announced = frames.remove(frames.len() - 2);
     assert_eq!(
-        (&announced["event"]["type"], &announced["event"]["data"]["type"]),
+        (
+            &announced["event"]["type"],
+            &announced["event"]["data"]["type"]
+        ),
         (&json!("artifact.created"), &json!("trajectory"))
     );
     let page = ok(&g, "runs.events", json!({"runId": run_id})).await;

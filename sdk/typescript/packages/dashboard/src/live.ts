@@ -1,11 +1,13 @@
 // What the dashboard's own live lists share: a store that follows the
 // event log while a view shows it (`Live`, started by its first subscriber
 // and stopped after its last), a cursor at "now" taken before a list is
-// read (so nothing happening meanwhile is missed), and the pending
-// questions (`useQuestions`), which @talon/sdk-react has no hook for. A
-// stream the SDK gave up on (the gateway away longer than its retries) is
-// opened again from the last event seen when the browser is back online
-// or after a growing pause, never by polling.
+// read (so nothing happening meanwhile is missed), the pending questions
+// (`useQuestions`), which @talon/sdk-react has no hook for, and the page's
+// one WebSocket (`pageSocket`), which every live list's stream rides as a
+// subscription, closed while the page is hidden. A stream the SDK gave up
+// on (the gateway away longer than its retries) is opened again from the
+// last event seen when the browser is back online or after a growing
+// pause, never by polling.
 
 import { useMemo, useSyncExternalStore } from "preact/compat";
 import { TalonError, type Talon, type TalonEvent } from "@talon/sdk";
@@ -192,39 +194,28 @@ export function useQuestions(talon: Talon): QuestionsState & { answer: Questions
   return useMemo(() => ({ ...state, answer: store.answer }), [state, store]);
 }
 
-/** The event streams open now (each one's own controller). */
-const streams = new Set<AbortController>();
-/** While the page is hidden, streams wait for it to be shown again (then they open). */
+/** While the page is hidden, a socket waits for it to be shown again (then it opens). */
 let hidden: { shown: Promise<void>; show: () => void } | undefined;
 
 /**
- * The page's `fetch` for the SDK: an event stream (`accept:
- * text/event-stream`) is closed when the page is hidden (navigated away
- * from, or kept in the back/forward cache), so that it does not hold one
- * of the browser's few connections to the gateway; the SDK opens it again
- * from its last event if the page comes back.
+ * The page's WebSocket for the SDK (its `webSocket` option): the one
+ * connection every live list's stream rides as a subscription, so that the
+ * page holds one of the browser's few connections to the gateway however
+ * many lists it follows. It authenticates with an empty token in its first
+ * frame: the browser sent the sign-in cookie with the upgrade. None opens
+ * while the page is hidden.
  */
-export async function pageFetch(input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
-  const accept = new Headers(init.headers).get("accept") ?? "";
-  if (!accept.includes("text/event-stream")) return fetch(input, init);
-  if (hidden) await hidden.shown;
-  const controller = new AbortController();
-  const outer = init.signal;
-  if (outer?.aborted) controller.abort(outer.reason);
-  outer?.addEventListener(
-    "abort",
-    () => {
-      controller.abort(outer.reason);
-      streams.delete(controller);
-    },
-    { once: true },
-  );
-  streams.add(controller);
-  return fetch(input, { ...init, signal: controller.signal });
+export async function pageSocket(url: URL): Promise<WebSocket> {
+  while (hidden) await hidden.shown;
+  return new WebSocket(url);
 }
 
-/** Closes the page's event streams (on `pagehide`); new ones wait for `pageshow`. */
-export function closeStreams(): void {
+/**
+ * Closes the page's socket (on `pagehide`: navigated away from, or kept in
+ * the back/forward cache); its streams open a new one, from their last
+ * events, once the page is shown again.
+ */
+export function closeStreams(talon: Talon): void {
   if (!hidden) {
     let show: () => void = () => undefined;
     const shown = new Promise<void>((resolve) => {
@@ -232,11 +223,10 @@ export function closeStreams(): void {
     });
     hidden = { shown, show };
   }
-  for (const controller of streams) controller.abort(new DOMException("the page was hidden", "AbortError"));
-  streams.clear();
+  void talon.close();
 }
 
-/** Lets streams open again (on `pageshow`). */
+/** Lets the page's socket open again (on `pageshow`). */
 export function openStreams(): void {
   hidden?.show();
   hidden = undefined;

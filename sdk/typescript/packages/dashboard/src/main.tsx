@@ -2,7 +2,8 @@
 // the session check on every start, the shell (navigation, the inbox's
 // live count, signing out) and the route's view, each loaded on demand
 // (one chunk per view). Everything reaches the gateway through @talon/sdk
-// with no token: the browser sends the gateway's HttpOnly cookie.
+// with no token: the browser sends the gateway's HttpOnly cookie, on the
+// calls (HTTP) and on the upgrade of the one WebSocket the streams ride.
 
 import "./style.css";
 import { render, type ComponentChildren } from "preact";
@@ -21,7 +22,7 @@ import {
   loginFragment,
   navigate,
   openStreams,
-  pageFetch,
+  pageSocket,
   type Route,
   routeOf,
   signIn,
@@ -36,7 +37,9 @@ import {
   useTalon,
 } from "./kit.js";
 
-const talon = new Talon({ baseUrl: location.origin + BASE, fetch: pageFetch });
+// Calls are plain HTTP requests; every live list's stream is a subscription
+// on the page's one WebSocket (`pageSocket`), not an SSE response of its own.
+const talon = new Talon({ baseUrl: location.origin + BASE, streams: "websocket", webSocket: pageSocket });
 
 const Runs = lazy(() => import("./views/runs.js"));
 const RunDetail = lazy(() => import("./views/run.js"));
@@ -291,7 +294,9 @@ function SignedOut(props: { message: string | undefined }) {
 }
 
 interceptLinks(document);
-window.addEventListener("pagehide", closeStreams);
+window.addEventListener("pagehide", () => {
+  closeStreams(talon);
+});
 window.addEventListener("pageshow", openStreams);
 const root = document.getElementById("app");
 if (root) render(<App />, root);

@@ -8,10 +8,12 @@
 // gateway's (`runs.get`, read after the tail) moved on by the events that
 // follow; what it waits for is the events' pending approvals and questions,
 // and, when the tail is not the whole run, those the gateway lists as
-// pending (they may have been asked before the tail).
+// pending (they may have been asked before the tail). The events fold by
+// @talon/sdk-react's `foldRunEvents`, `useRun`'s own rule.
 
-import { RUN_ENDS, type Run, type Talon, type TalonError, type TalonEvent } from "@talon/sdk";
+import type { Run, Talon, TalonError, TalonEvent } from "@talon/sdk";
 import type { protocol as T } from "@talon/sdk";
+import { foldRunEvents, RUN_FOLD_START, type RunFold } from "@talon/sdk-react";
 
 import { asTalonError, Live } from "./kit.js";
 
@@ -33,9 +35,9 @@ export interface RunTailState {
   readonly result: T.RunResult | undefined;
   /** The run's input (`run.created`'s), once read. */
   readonly input: string | undefined;
-  /** Ids of the approvals and questions it waits for. */
-  readonly pendingApprovals: readonly string[];
-  readonly pendingQuestions: readonly string[];
+  /** The approvals and questions it waits for. */
+  readonly pendingApprovals: readonly T.Approval[];
+  readonly pendingQuestions: readonly T.Question[];
   /** Whether its stream is open now. */
   readonly following: boolean;
   /** Why reading or following it failed. */
@@ -59,7 +61,8 @@ export class RunTail extends Live<RunTailState> {
   #handle: Run | undefined;
   #cursor: string | undefined;
   #tailRead = false;
-  #ended = false;
+  /** The run as the events loaded (and the gateway's status and pending lists) say. */
+  #fold: RunFold = RUN_FOLD_START;
   #paging = false;
 
   constructor(talon: Talon, runId: string) {
@@ -89,7 +92,7 @@ export class RunTail extends Live<RunTailState> {
       const events = page.events as TalonEvent[];
       this.update({ earlier: startsLater(events, PAGE), input: inputIn(events) });
       this.#append(events);
-      if (page.done) this.#ended = true;
+      // A last page with the terminal event folded it in: the run ended.
       this.#tailRead = true;
     }
     if (!this.#handle) {
@@ -98,29 +101,38 @@ export class RunTail extends Live<RunTailState> {
       const [handle, first, approvals, questions] = await Promise.all([
         this.#talon.run(runId, { signal }),
         earlier ? client.runs.events(runId, { limit: 1 }, { signal }).catch(() => undefined) : undefined,
-        earlier && !this.#ended
+        earlier && !this.#fold.ended
           ? client.approvals.list({ runId, status: "pending" }, { signal }).catch(() => undefined)
           : undefined,
-        earlier && !this.#ended
+        earlier && !this.#fold.ended
           ? client.questions.list({ runId, status: "pending" }, { signal }).catch(() => undefined)
           : undefined,
       ]);
       if (signal.aborted) return;
       this.#handle = handle;
       const s = this.state;
-      const pendingApprovals = [...new Set([...s.pendingApprovals, ...(approvals?.approvals ?? []).map((a) => a.id)])];
-      const pendingQuestions = [...new Set([...s.pendingQuestions, ...(questions?.questions ?? []).map((q) => q.id)])];
+      const fold = this.#fold;
+      const more = <I extends { id: string }>(known: readonly I[], listed: readonly I[] | undefined) => {
+        const fresh = (listed ?? []).filter((item) => !known.some((k) => k.id === item.id));
+        return fresh.length > 0 ? [...known, ...fresh] : known;
+      };
+      this.#fold = {
+        ...fold,
+        status: fold.ended ? fold.status : handle.info.status,
+        pendingApprovals: more(fold.pendingApprovals, approvals?.approvals),
+        pendingQuestions: more(fold.pendingQuestions, questions?.questions),
+      };
       this.update({
         loading: false,
-        status: this.#ended ? s.status : handle.info.status,
+        status: this.#fold.status,
         input: s.input ?? inputIn((first?.events ?? []) as TalonEvent[]),
-        pendingApprovals,
-        pendingQuestions,
+        pendingApprovals: this.#fold.pendingApprovals,
+        pendingQuestions: this.#fold.pendingQuestions,
         error: undefined,
       });
     }
     this.connected();
-    if (!this.#ended) {
+    if (!this.#fold.ended) {
       this.update({ following: true, error: undefined });
       let pending: TalonEvent[] = [];
       const flush = () => {
@@ -136,59 +148,22 @@ export class RunTail extends Live<RunTailState> {
       flush();
       this.update({ following: false });
     }
-    if (this.#ended && !this.state.result) {
+    if (this.#fold.ended && !this.state.result) {
       const result = await client.runs.wait(runId, { timeoutMs: 0 }, { signal });
       if (!signal.aborted && result.status !== "accepted") this.update({ result });
     }
   }
 
-  /** Events after those loaded: their effect on the status and what the run waits for. */
+  /** Events after those loaded: their effect on the status and what the run waits for (`foldRunEvents`). */
   #append(events: readonly TalonEvent[]): void {
     if (events.length === 0) return;
-    const s = this.state;
-    let status = s.status;
-    let approvals = s.pendingApprovals;
-    let questions = s.pendingQuestions;
-    for (const event of events) {
-      switch (event.type) {
-        case "run.created":
-        case "run.queued":
-          status = "queued";
-          break;
-        case "run.started":
-          status = "running";
-          break;
-        case "approval.requested":
-          if (!approvals.includes(event.data.id)) approvals = [...approvals, event.data.id];
-          status = "waiting";
-          break;
-        case "approval.resolved":
-          approvals = approvals.filter((id) => id !== event.data.approvalId);
-          break;
-        case "question.requested":
-          if (!questions.includes(event.data.id)) questions = [...questions, event.data.id];
-          status = "waiting";
-          break;
-        case "question.answered":
-          questions = questions.filter((id) => id !== event.data.questionId);
-          break;
-        default:
-          break;
-      }
-      const ended = RUN_ENDS[event.type];
-      if (ended) {
-        this.#ended = true;
-        status = ended;
-        approvals = [];
-        questions = [];
-      } else if (status === "waiting" && approvals.length === 0 && questions.length === 0) status = "running";
-    }
+    this.#fold = foldRunEvents(this.#fold, events);
     this.#cursor = events.at(-1)?.id ?? this.#cursor;
     this.update({
-      events: [...s.events, ...events],
-      status,
-      pendingApprovals: approvals,
-      pendingQuestions: questions,
+      events: [...this.state.events, ...events],
+      status: this.#fold.status,
+      pendingApprovals: this.#fold.pendingApprovals,
+      pendingQuestions: this.#fold.pendingQuestions,
     });
   }
 

@@ -3,6 +3,8 @@
 // external stores with `useSyncExternalStore`, which stream while mounted
 // (one stream per key, StrictMode included), resume from a saved cursor
 // on their next mount, and render their initial state on a server.
+// `foldRunEvents` is the pure rule `useRun` folds a run's events by, for
+// any other reader of a run's log.
 //
 // Hooks and context run only in client components: the directive tells
 // React Server Components bundlers (Next.js's App Router) so, and a server
@@ -11,6 +13,7 @@
 
 export { TalonProvider, useTalon, type TalonProviderProps } from "./provider.js";
 export { useRun, type RunState, type UseRunOptions, type UseRunResult } from "./run.js";
+export { foldRunEvents, foldRunEvent, RUN_FOLD_START, type RunFold } from "./fold.js";
 export {
   useSession,
   type SessionRef,

@@ -34,8 +34,8 @@ interface CommonProps {
 /**
  * A provider's props: a `Talon` the app made (and closes), or the
  * options to make one (`baseUrl`, `token`, ...). Of the options, a change
- * of `baseUrl`, a string `token`, `transport` or `streamAuth` makes a new
- * client; the others are read when it is made. A `token` function is
+ * of `baseUrl`, a string `token`, `transport`, `streams` or `streamAuth`
+ * makes a new client; the others are read when it is made. A `token` function is
  * always called in its latest version.
  */
 export type TalonProviderProps = CommonProps & ({ talon: Talon } | (TalonOptions & { talon?: undefined }));
@@ -67,7 +67,7 @@ export function TalonProvider(props: TalonProviderProps): ReactNode {
     }
     return new Talon(rest);
     // The client is remade only when what identifies it changes (see the props' doc).
-  }, [given === undefined, options?.baseUrl, tokenKey, options?.transport, options?.streamAuth]);
+  }, [given === undefined, options?.baseUrl, tokenKey, options?.transport, options?.streams, options?.streamAuth]);
   const talon = given ?? owned;
   // Unreachable: the provider makes a client exactly when it is given none.
   if (talon === undefined) throw new Error("TalonProvider has no client");

@@ -9,10 +9,11 @@
 // delivering those events again, then streams after it.
 
 import { useMemo } from "react";
-import { RUN_ENDS, TalonError, type Run, type Talon, type TalonEvent } from "@talon/sdk";
+import { TalonError, type Run, type Talon, type TalonEvent } from "@talon/sdk";
 import type { protocol as T } from "@talon/sdk";
 
 import type { CursorStore } from "./cursor.js";
+import { foldRunEvent, unblocked, RUN_FOLD_START, type RunFold } from "./fold.js";
 import { answerTo, idOf, isCursor, respondTo, toTalonError, type ApprovalRef, type QuestionRef } from "./internal.js";
 import { useTalonContext } from "./provider.js";
 import { ExternalStore, useStore } from "./store.js";
@@ -93,8 +94,6 @@ const IDLE: RunState = {
 /** Events per page when rebuilding from the log. */
 const PAGE = 500;
 
-const ENDED = RUN_ENDS;
-
 /** The store of one run. */
 export class RunStore extends ExternalStore<RunState> {
   readonly #talon: Talon;
@@ -102,10 +101,8 @@ export class RunStore extends ExternalStore<RunState> {
   readonly #resume: boolean;
   #handle: Run | undefined;
   #abort: AbortController | undefined;
-  /** Whether the last text event was a whole message (the next delta starts anew). */
-  #textDone = false;
-  /** Whether the run's terminal event was applied (its log is whole). */
-  #ended = false;
+  /** The run as its events applied so far say (`foldRunEvent`); `#fold.ended`: its log is whole. */
+  #fold: RunFold = RUN_FOLD_START;
 
   constructor(talon: Talon, run: Run | string | undefined, options: { cursorStore: CursorStore; resume: boolean }) {
     const runId = typeof run === "string" ? run : run?.id;
@@ -162,7 +159,7 @@ export class RunStore extends ExternalStore<RunState> {
       signal.throwIfAborted();
       if (isCursor(saved)) await this.#rebuild(runId, BigInt(saved), signal);
     }
-    if (!this.#ended) {
+    if (!this.#fold.ended) {
       this.#handle ??= await this.#talon.run(runId, { signal });
       if (this.state.status === undefined && this.state.cursor === undefined) {
         this.update({ status: this.#handle.info.status });
@@ -173,7 +170,7 @@ export class RunStore extends ExternalStore<RunState> {
         this.#apply(event, true);
       }
     }
-    if (!this.#ended) return;
+    if (!this.#fold.ended) return;
     const result = await this.#talon.client.runs.wait(runId, { timeoutMs: 0 }, { signal });
     signal.throwIfAborted();
     const text = result.output?.text;
@@ -203,59 +200,26 @@ export class RunStore extends ExternalStore<RunState> {
     }
   }
 
-  /** One event into the state; `deliver` adds it to `events` and saves its id as the cursor. */
+  /** One event into the state (`foldRunEvent`); `deliver` adds it to `events` and saves its id as the cursor. */
   #apply(event: TalonEvent, deliver: boolean): void {
     const s = this.state;
-    let { status, text, pendingApprovals, pendingQuestions } = s;
-    switch (event.type) {
-      case "run.created":
-      case "run.queued":
-        status = "queued";
-        break;
-      case "run.started":
-        status = "running";
-        break;
-      case "assistant.delta":
-        text = (this.#textDone ? "" : text) + event.data.text;
-        this.#textDone = false;
-        break;
-      case "assistant.message":
-        if (typeof event.data.text === "string") text = event.data.text;
-        this.#textDone = true;
-        break;
-      case "approval.requested":
-        if (!pendingApprovals.some((a) => a.id === event.data.id)) pendingApprovals = [...pendingApprovals, event.data];
-        status = "waiting";
-        break;
-      case "approval.resolved":
-        pendingApprovals = pendingApprovals.filter((a) => a.id !== event.data.approvalId);
-        break;
-      case "question.requested":
-        if (!pendingQuestions.some((q) => q.id === event.data.id)) pendingQuestions = [...pendingQuestions, event.data];
-        status = "waiting";
-        break;
-      case "question.answered":
-        pendingQuestions = pendingQuestions.filter((q) => q.id !== event.data.questionId);
-        break;
-      default:
-        break;
-    }
-    const ended = ENDED[event.type];
-    if (ended) {
-      this.#ended = true;
-      status = ended;
-      pendingApprovals = [];
-      pendingQuestions = [];
-      const data = event.data as T.RunEndedData;
-      if (typeof data.text === "string") text = data.text;
-    } else if (status === "waiting" && pendingApprovals.length === 0 && pendingQuestions.length === 0) {
-      status = "running";
-    }
+    // What the hook knows beyond the events (the handle's status, answers it sent) is folded on.
+    const fold = foldRunEvent(
+      {
+        ...this.#fold,
+        status: s.status,
+        text: s.text,
+        pendingApprovals: s.pendingApprovals,
+        pendingQuestions: s.pendingQuestions,
+      },
+      event,
+    );
+    this.#fold = fold;
     this.update({
-      status,
-      text,
-      pendingApprovals,
-      pendingQuestions,
+      status: fold.status,
+      text: fold.text,
+      pendingApprovals: fold.pendingApprovals,
+      pendingQuestions: fold.pendingQuestions,
       cursor: event.id,
       events: deliver ? [...s.events, event] : s.events,
     });
@@ -270,7 +234,7 @@ export class RunStore extends ExternalStore<RunState> {
       options.reason === undefined ? {} : { reason: options.reason },
     );
     // The stream reports the end; a detached hook learns it here.
-    if (!this.#ended) this.update({ status: run.status });
+    if (!this.#fold.ended) this.update({ status: run.status });
     return run;
   };
 
@@ -308,9 +272,7 @@ export class RunStore extends ExternalStore<RunState> {
   };
 
   #unblocked(approvals: readonly unknown[], questions: readonly unknown[]): Partial<RunState> {
-    return this.state.status === "waiting" && approvals.length === 0 && questions.length === 0
-      ? { status: "running" }
-      : {};
+    return { status: unblocked(this.state.status, approvals, questions) };
   }
 
   #require(): string {

@@ -1,7 +1,8 @@
 // Event streams that resume by themselves. One follows a run (to its
 // terminal event) or the whole log, filtered (until the caller stops),
-// over Server-Sent Events, remembering the id of the last event it
-// delivered. A connection that drops is reopened at once with that id as
+// over Server-Sent Events, or as subscriptions on the client's WebSocket
+// when it carries streams (`streams: "websocket"`, socketstream.ts),
+// remembering the id of the last event it delivered. A connection that drops is reopened at once with that id as
 // the cursor (then with backoff while the gateway cannot be reached), and
 // an event at or below the cursor is never delivered twice, so the stream
 // has no gap and no duplicate. `cursor_expired` (the events after the
@@ -13,8 +14,10 @@ import { TalonError } from "./errors.js";
 import { TERMINAL_TYPES } from "./generated/rules.js";
 import type { EventType, TalonEvent, TicketStream } from "./generated/types.js";
 import { errorOf, sleep, unreachable, type HttpCaller } from "./http.js";
+import { socketEvents } from "./socketstream.js";
 import { frames } from "./sse.js";
 import { validate } from "./validate.js";
+import { WsCaller } from "./ws.js";
 
 /** The types that end a run (generated from the protocol's `EventType::ended_status`). */
 export { TERMINAL_TYPES };
@@ -52,8 +55,13 @@ export interface LogFilter {
   types?: readonly EventType[] | undefined;
 }
 
-/** What a stream follows. */
-export type StreamTarget = { run: string } | { log: LogFilter };
+/**
+ * What a stream follows: a run (with its session's key and agent when
+ * known: a subscription on the WebSocket follows the run's session, by
+ * them), or the log.
+ */
+export type StreamTarget =
+  { run: string; sessionKey?: string | null | undefined; agentId?: string | null | undefined } | { log: LogFilter };
 
 function cursorOf(after: string | number | undefined): bigint | undefined {
   if (after === undefined || after === "") return undefined;
@@ -113,10 +121,7 @@ export class EventStream implements AsyncIterable<TalonEvent> {
       signal?.addEventListener("abort", onAbort, { once: true });
       let delivered = false;
       try {
-        const body = await this.#open(connection.signal);
-        for await (const frame of frames(body)) {
-          if (frame.event === "error") throw streamError(frame.data, this.#path());
-          const event = parseEvent(frame.data, this.#path());
+        for await (const event of this.#source(connection.signal)) {
           const id = cursorOf(event.id);
           if (id !== undefined && this.#cursor !== undefined && id <= this.#cursor) continue;
           this.#cursor = id ?? this.#cursor;
@@ -155,6 +160,23 @@ export class EventStream implements AsyncIterable<TalonEvent> {
           0;
         await sleep(wait, signal);
       }
+    }
+  }
+
+  /** The events of one connection: a subscription on the client's WebSocket, or an SSE response. */
+  #source(signal: AbortSignal): AsyncIterable<TalonEvent> {
+    const caller = this.#caller;
+    if (caller instanceof WsCaller && caller.carriesStreams) {
+      return socketEvents(caller, this.#target, this.#cursor, signal);
+    }
+    return this.#sse(signal);
+  }
+
+  async *#sse(signal: AbortSignal): AsyncGenerator<TalonEvent, void, undefined> {
+    const body = await this.#open(signal);
+    for await (const frame of frames(body)) {
+      if (frame.event === "error") throw streamError(frame.data, this.#path());
+      yield parseEvent(frame.data, this.#path());
     }
   }
 

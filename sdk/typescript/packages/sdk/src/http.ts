@@ -34,6 +34,13 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Headers sent with every request (an `x-request-id`, a user agent). */
   headers?: Record<string, string>;
+  /**
+   * Opens the WebSocket to `url` (`ws(s)://…/v1/ws`) for the WebSocket
+   * transport and its subscriptions (default `new WebSocket(url)`): a page
+   * may hold it back while it is hidden, a test may count or cut it. The
+   * client sends the `auth` frame itself once it opens.
+   */
+  webSocket?: (url: URL) => WebSocket | Promise<WebSocket>;
 }
 
 const DEFAULTS = {

@@ -18,7 +18,7 @@ export { Approval, Artifact, Environment, Question, Task } from "./handles.js";
 export { EventStream, TERMINAL_TYPES, type EventsOptions, type LogFilter, type StreamAuth } from "./events.js";
 export { TalonError, isTalonError, knownCode, type TalonErrorInit } from "./errors.js";
 export { HttpCaller, idempotencyKey, type ClientOptions } from "./http.js";
-export { WsCaller, Subscription } from "./ws.js";
+export { WsCaller, Subscription, type WsCarries } from "./ws.js";
 export { validate, hasSchema, MAX_DEPTH, type ValidationIssue, type ValidateOptions } from "./validate.js";
 export { frames, MAX_FRAME, type Frame } from "./sse.js";
 export { GatewayClient, type CallOptions, type Caller } from "./generated/client.js";

@@ -128,7 +128,13 @@ export class Run {
    * cursor), to its terminal event; they resume by themselves after a cut.
    */
   events(options: EventsOptions = {}): EventStream {
-    return new EventStream(this.#context.caller, { run: this.id }, options, this.#context.streamAuth);
+    const { sessionKey, agentId } = this.#info;
+    return new EventStream(
+      this.#context.caller,
+      { run: this.id, sessionKey, agentId },
+      options,
+      this.#context.streamAuth,
+    );
   }
 
   /**

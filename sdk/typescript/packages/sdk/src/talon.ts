@@ -26,6 +26,17 @@ export interface TalonOptions extends ClientOptions {
    * WebSocket (its token sent as the first frame) and serves `subscribe`.
    */
   transport?: "http" | "websocket";
+  /**
+   * How event streams travel (default `sse`: each `events()` its own
+   * Server-Sent Events response): `websocket` makes every stream of the
+   * client (`talon.events()`, `run.events()`, a task's wait) a
+   * subscription on one WebSocket, whatever `transport` is, resuming from
+   * its cursor as an SSE stream does. A socket holds at most
+   * `caps.MAX_SUBSCRIPTIONS` subscriptions; past that another opens, and
+   * closes once it holds none. `streamAuth` is then unused: the socket
+   * authenticates once, in its first frame. It also serves `subscribe`.
+   */
+  streams?: "sse" | "websocket";
 }
 
 /** What a run starts from: its input, or the whole `runs.create` params without the agent. */
@@ -78,7 +89,9 @@ export class Talon {
   readonly #context: Context;
 
   constructor(options: TalonOptions) {
-    const caller = options.transport === "websocket" ? new WsCaller(options) : new HttpCaller(options);
+    const calls = options.transport === "websocket";
+    const streams = options.streams === "websocket";
+    const caller = calls || streams ? new WsCaller(options, { calls, streams }) : new HttpCaller(options);
     this.client = new GatewayClient(caller);
     this.#context = { client: this.client, caller, streamAuth: options.streamAuth ?? "header" };
   }
@@ -119,21 +132,29 @@ export class Talon {
 
   /**
    * Live events on the WebSocket (`events.subscribe`): a replay after
-   * `params.after`, then the live tail. Needs `transport: "websocket"`.
+   * `params.after`, then the live tail. Needs `transport: "websocket"`
+   * or `streams: "websocket"`.
    */
   subscribe(params: T.EventsSubscribeParams = {}, options: { signal?: AbortSignal } = {}): Promise<Subscription> {
     const caller = this.#context.caller;
     if (!(caller instanceof WsCaller)) {
       return Promise.reject(
-        new TalonError('subscribe needs the WebSocket transport: new Talon({ transport: "websocket", … })', {
-          code: "invalid_request",
-        }),
+        new TalonError(
+          'subscribe needs a WebSocket: new Talon({ transport: "websocket", … }) or streams: "websocket"',
+          {
+            code: "invalid_request",
+          },
+        ),
       );
     }
     return caller.subscribe(params, options);
   }
 
-  /** Closes the client's WebSocket, if it has one. */
+  /**
+   * Closes the client's WebSockets, if it has any: their calls fail and
+   * their subscriptions end (`unavailable`); the client's event streams
+   * open a new one and resume from their cursors.
+   */
   async close(): Promise<void> {
     const caller = this.#context.caller;
     if (caller instanceof WsCaller) await caller.close();
