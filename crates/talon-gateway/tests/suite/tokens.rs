@@ -168,6 +168,15 @@ async fn bad_params_are_refused_naming_the_field() {
             json!({"name": "x", "scopes": ["billing.read"], "expiresInMs": 60_000}),
             "scopes: an unknown scope",
         ),
+        // The decoder's catch-all is no scope to grant, in either spelling.
+        (
+            json!({"name": "x", "scopes": ["unknown"], "expiresInMs": 60_000}),
+            "scopes: an unknown scope",
+        ),
+        (
+            json!({"name": "x", "scopes": ["Unknown"], "expiresInMs": 60_000}),
+            "scopes: an unknown scope",
+        ),
     ];
     for (params, message) in cases {
         let (status, body) = create(&g, &g.admin, params.clone()).await;

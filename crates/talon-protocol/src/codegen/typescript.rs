@@ -342,12 +342,12 @@ fn types(doc: &Value) -> String {
             .get(def)
             .and_then(|d| d.get("enum"))
             .and_then(Value::as_array)
-            // An event type `unknown` is a decoder's catch-all
-            // (`#[serde(other)]`), not a type a server sends (an error's
+            // An event type or a scope `unknown` is a decoder's catch-all
+            // (`#[serde(other)]`), not one a server sends (an error's
             // `unknown` stays: a client reports it).
             .map(|v| {
                 v.iter()
-                    .filter(|v| !(def == "EventType" && *v == "unknown"))
+                    .filter(|v| !(matches!(def, "EventType" | "Scope") && *v == "unknown"))
                     .cloned()
                     .collect::<Vec<_>>()
             })

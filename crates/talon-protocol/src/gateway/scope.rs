@@ -52,8 +52,9 @@ pub enum Scope {
     /// Administrative operations; implies every other scope.
     #[serde(rename = "admin")]
     Admin,
-    /// A scope this client does not know (sent by a newer gateway).
-    #[serde(other)]
+    /// A scope this client does not know (sent by a newer gateway):
+    /// `"unknown"`, a decoder's catch-all that no token is granted.
+    #[serde(rename = "unknown", other)]
     Unknown,
 }
 

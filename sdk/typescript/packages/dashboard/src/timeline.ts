@@ -104,6 +104,25 @@ interface MutableCall {
 
 type MutableItem = MutableCall | ApprovalItem | QuestionItem | TextItem | StepItem;
 
+/** A call as its start (or, in a tail, the first event after it) makes it: running, nothing known yet. */
+function newCall(
+  start: Pick<MutableCall, "callId" | "name" | "parentId" | "arguments" | "startedAt" | "earlier">,
+): MutableCall {
+  return {
+    kind: "call",
+    ...start,
+    status: "running",
+    output: [],
+    result: undefined,
+    error: undefined,
+    outcome: undefined,
+    durationMs: undefined,
+    approval: undefined,
+    question: undefined,
+    children: [],
+  };
+}
+
 function outputOf(update: unknown): Output | undefined {
   if (typeof update !== "object" || update === null) return undefined;
   const u = update as { stream?: unknown; text?: unknown; progress?: unknown; total?: unknown; message?: unknown };
@@ -166,24 +185,7 @@ export function timelineOf(events: readonly TalonEvent[]): Item[] {
     const found = calls.get(callId);
     if (found || whole) return found;
     open = undefined;
-    const call: MutableCall = {
-      kind: "call",
-      callId,
-      name: "",
-      parentId: undefined,
-      arguments: undefined,
-      startedAt: ts,
-      status: "running",
-      output: [],
-      result: undefined,
-      error: undefined,
-      outcome: undefined,
-      durationMs: undefined,
-      approval: undefined,
-      question: undefined,
-      children: [],
-      earlier: true,
-    };
+    const call = newCall({ callId, name: "", parentId: undefined, arguments: undefined, startedAt: ts, earlier: true });
     calls.set(callId, call);
     items.push(call);
     return call;
@@ -219,24 +221,14 @@ export function timelineOf(events: readonly TalonEvent[]): Item[] {
       case "tool.call.started": {
         open = undefined;
         const d = event.data;
-        const call: MutableCall = {
-          kind: "call",
+        const call = newCall({
           callId: d.callId,
           name: d.name,
           parentId: d.parentId ?? undefined,
           arguments: d.arguments,
           startedAt: event.ts,
-          status: "running",
-          output: [],
-          result: undefined,
-          error: undefined,
-          outcome: undefined,
-          durationMs: undefined,
-          approval: undefined,
-          question: undefined,
-          children: [],
           earlier: false,
-        };
+        });
         if (calls.has(d.callId)) break;
         calls.set(d.callId, call);
         const parent = call.parentId === undefined ? undefined : calls.get(call.parentId);

@@ -1775,9 +1775,9 @@ export interface SchedulesUpdateParams {
  * - `environment.write`: Create or delete managed environments.
  * - `metrics.read`: Read the gateway's Prometheus metrics (`GET /metrics`).
  * - `admin`: Administrative operations; implies every other scope.
- * - `Unknown`: A scope this client does not know (sent by a newer gateway).
+ * - `unknown`: A scope this client does not know (sent by a newer gateway): `"unknown"`, a decoder's catch-all that no token is granted.
  */
-export type Scope = "agent.read" | "agent.run" | "session.read" | "session.write" | "task.read" | "task.write" | "schedule.read" | "schedule.write" | "approval.respond" | "tools.invoke" | "artifacts.read" | "environment.write" | "metrics.read" | "admin" | "Unknown";
+export type Scope = "agent.read" | "agent.run" | "session.read" | "session.write" | "task.read" | "task.write" | "schedule.read" | "schedule.write" | "approval.respond" | "tools.invoke" | "artifacts.read" | "environment.write" | "metrics.read" | "admin" | "unknown";
 
 /**
  * A named set of scopes, for people: `talon token create --scope app`,
@@ -2709,7 +2709,7 @@ export const ERROR_CODES: readonly ErrorCode[] = ["invalid_request", "unauthenti
 export const EVENT_TYPES: readonly EventType[] = ["run.created", "run.queued", "run.started", "run.completed", "run.failed", "run.cancelled", "run.timed_out", "assistant.delta", "assistant.message", "thinking.delta", "tool.call.started", "tool.call.delta", "tool.call.completed", "tool.call.failed", "approval.requested", "approval.resolved", "question.requested", "question.answered", "artifact.created", "artifact.updated", "session.created", "session.updated", "session.compacted", "task.updated", "git.branch", "git.diff", "git.pr"];
 
 /** Every token scope. */
-export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "schedule.read", "schedule.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin", "Unknown"];
+export const SCOPES: readonly Scope[] = ["agent.read", "agent.run", "session.read", "session.write", "task.read", "task.write", "schedule.read", "schedule.write", "approval.respond", "tools.invoke", "artifacts.read", "environment.write", "metrics.read", "admin"];
 
 /** The HTTP status each error code is sent with. */
 export const ERROR_HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
